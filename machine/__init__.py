@@ -1,0 +1,33 @@
+"""neuronsim's machine model: the program IR, presets, geometry, op table and simulator.
+
+This package imports nothing else of ours; ``passes`` and ``verify`` build on it.
+"""
+
+from .edges import DepGraph, Edge, EdgeKind
+from .errors import ProgramError
+from .format import dumps_program, load_program, loads_program, parse_program, program_to_json, save_program
+from .geometry import Footprint, Overlap, footprint, overlap
+from .ir import (
+    MEMORY_NAMES,
+    OPCODE_LOOP,
+    SEQUENCERS,
+    Access,
+    Dep,
+    Instruction,
+    Loop,
+    MemoryKind,
+    Node,
+    Program,
+    Tensor,
+)
+from .optable import OP_TABLE, op_spec
+from .presets import PRESETS, MachineSpec, resolve_machine
+from .unroll import Instance, Unrolled, unroll
+
+__all__ = [
+    "Access", "Dep", "DepGraph", "Edge", "EdgeKind", "Footprint", "Instance", "Instruction",
+    "Loop", "MEMORY_NAMES", "MachineSpec", "MemoryKind", "Node", "OPCODE_LOOP", "OP_TABLE",
+    "Overlap", "PRESETS", "Program", "ProgramError", "SEQUENCERS", "Tensor", "Unrolled",
+    "dumps_program", "footprint", "load_program", "loads_program", "op_spec", "overlap",
+    "parse_program", "program_to_json", "resolve_machine", "save_program", "unroll",
+]

@@ -1,0 +1,359 @@
+"""Load and save ``neuronsim.program/1`` documents (``../shared/spec/program-format.md``).
+
+:func:`load_program` checks the syntax of the document and every rule that can be checked
+without unrolling (names, placement, hardware constraints, footprint bounds, dep targets) and
+raises a located :class:`~machine.errors.ProgramError` on the first problem.  :func:`save_program`
+writes the canonical form: fixed key order, defaults made explicit where the spec gives them
+(PSUM ``offset``, DMA ``queue``, dep ``kind``), duplicate deps merged, ``x-…`` keys kept.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from .dtypes import DTYPES
+from .edges import KIND_NAMES, kind_from_name
+from .errors import ProgramError, join_path
+from .ir import (
+    MEMORY_NAMES,
+    SEQUENCERS,
+    Access,
+    Dep,
+    Instruction,
+    Loop,
+    MemoryKind,
+    Node,
+    Program,
+    Tensor,
+    frozen_mapping,
+    is_dma_op,
+)
+from .presets import resolve_machine
+
+__all__ = ["FORMAT", "load_program", "loads_program", "parse_program", "save_program", "dumps_program", "program_to_json"]
+
+FORMAT = "neuronsim.program/1"
+
+_DOC_KEYS = {"format", "machine", "tensors", "body"}
+_TENSOR_KEYS = {"memory", "dtype", "shape", "partition", "offset", "bank", "address", "alias", "role"}
+_ACCESS_KEYS = {"tensor", "partitions", "offset", "pattern", "per_iteration"}
+_INSTR_KEYS = {"name", "engine", "op", "queue", "reads", "writes", "attrs", "deps"}
+_LOOP_KEYS = {"loop", "trip_count", "body"}
+_DEP_KEYS = {"on", "kind", "loop_carried"}
+_ROLES = ("input", "output", "internal")
+
+
+# -- small typed readers ----------------------------------------------------------------
+def _obj(value: Any, path: str, allowed: set[str], what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ProgramError(path, f"expected {what} (a JSON object), got {type(value).__name__}")
+    for key in value:
+        if key not in allowed and not key.startswith("x-"):
+            raise ProgramError(join_path(path, key), f"unknown key in {what}; expected one of {sorted(allowed)} or an 'x-' extension")
+    return value
+
+
+def _extras(value: dict[str, Any]) -> Mapping[str, Any]:
+    return frozen_mapping({k: v for k, v in value.items() if k.startswith("x-")})
+
+
+def _int(value: Any, path: str, *, minimum: int | None = None) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ProgramError(path, f"expected an integer, got {json.dumps(value)}")
+    if minimum is not None and value < minimum:
+        raise ProgramError(path, f"expected an integer >= {minimum}, got {value}")
+    return value
+
+
+def _str(value: Any, path: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ProgramError(path, f"expected a non-empty string, got {json.dumps(value)}")
+    return value
+
+
+def _list(value: Any, path: str) -> list[Any]:
+    if not isinstance(value, list):
+        raise ProgramError(path, f"expected a list, got {json.dumps(value)[:40]}")
+    return value
+
+
+# -- tensors ----------------------------------------------------------------------------
+def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
+    raw = _obj(raw, path, _TENSOR_KEYS, "a tensor")
+    if "memory" not in raw:
+        raise ProgramError(join_path(path, "memory"), "missing; expected 'dram', 'sbuf' or 'psum'")
+    memory = MEMORY_NAMES.get(raw["memory"])
+    if memory is None:
+        raise ProgramError(join_path(path, "memory"), f"unknown memory {raw['memory']!r}; expected 'dram', 'sbuf' or 'psum'")
+    dtype = raw.get("dtype")
+    if dtype not in DTYPES:
+        raise ProgramError(join_path(path, "dtype"), f"unknown dtype {dtype!r}; expected one of {list(DTYPES)}")
+    shape_path = join_path(path, "shape")
+    shape = tuple(_int(d, join_path(shape_path, i), minimum=1) for i, d in enumerate(_list(raw.get("shape"), shape_path)))
+    if not shape:
+        raise ProgramError(shape_path, "expected at least one dimension")
+
+    def opt_int(key: str, minimum: int = 0) -> int | None:
+        return None if key not in raw else _int(raw[key], join_path(path, key), minimum=minimum)
+
+    forbidden = {
+        MemoryKind.DRAM: ("partition", "offset", "bank"),
+        MemoryKind.SBUF: ("bank", "address", "alias", "role"),
+        MemoryKind.PSUM: ("address", "alias", "role"),
+    }[memory]
+    for key in forbidden:
+        if key in raw:
+            raise ProgramError(join_path(path, key), f"not a placement key of a {raw['memory']} tensor")
+    role = raw.get("role", "internal")
+    if role not in _ROLES:
+        raise ProgramError(join_path(path, "role"), f"expected one of {list(_ROLES)}, got {role!r}")
+    partition, offset, bank = opt_int("partition"), opt_int("offset"), opt_int("bank")
+    address = opt_int("address")
+    alias = None if "alias" not in raw else _str(raw["alias"], join_path(path, "alias"))
+    if memory == MemoryKind.SBUF and (partition is None) != (offset is None):
+        missing = "offset" if offset is None else "partition"
+        raise ProgramError(join_path(path, missing), "partial placement: an sbuf tensor needs both 'partition' and 'offset', or neither")
+    if memory == MemoryKind.PSUM:
+        if (partition is None) != (bank is None) or (offset is not None and bank is None):
+            missing = "bank" if bank is None else "partition"
+            raise ProgramError(join_path(path, missing), "partial placement: a psum tensor needs 'partition' and 'bank' (offset defaults to 0), or none of them")
+        if bank is not None and offset is None:
+            offset = 0
+    if memory == MemoryKind.DRAM and address is not None and alias is not None:
+        raise ProgramError(join_path(path, "alias"), "a dram tensor has exactly one of 'address' and 'alias'")
+    return Tensor(name, memory, dtype, shape, partition, offset, bank, address, alias, role, _extras(raw))
+
+
+# -- accesses ---------------------------------------------------------------------------
+def _parse_access(raw: Any, path: str) -> Access:
+    raw = _obj(raw, path, _ACCESS_KEYS, "an access")
+    tensor = _str(raw.get("tensor"), join_path(path, "tensor"))
+    partitions = None
+    if "partitions" in raw:
+        ppath = join_path(path, "partitions")
+        items = _list(raw["partitions"], ppath)
+        if len(items) not in (2, 3):
+            raise ProgramError(ppath, "expected [start, count] or [start, count, step]")
+        start = _int(items[0], join_path(ppath, 0), minimum=0)
+        count = _int(items[1], join_path(ppath, 1), minimum=1)
+        step = _int(items[2], join_path(ppath, 2), minimum=1) if len(items) == 3 else 1
+        partitions = (start, count, step)
+    offset = None if "offset" not in raw else _int(raw["offset"], join_path(path, "offset"), minimum=0)
+    pattern = None
+    if "pattern" in raw:
+        ppath = join_path(path, "pattern")
+        pairs = []
+        for i, pair in enumerate(_list(raw["pattern"], ppath)):
+            ipath = join_path(ppath, i)
+            if not isinstance(pair, list) or len(pair) != 2:
+                raise ProgramError(ipath, "expected a [stride, count] pair")
+            pairs.append((_int(pair[0], join_path(ipath, 0), minimum=0), _int(pair[1], join_path(ipath, 1), minimum=1)))
+        if not pairs:
+            raise ProgramError(ppath, "expected at least one [stride, count] pair")
+        pattern = tuple(pairs)
+    per_iteration: tuple[tuple[str, int], ...] = ()
+    if "per_iteration" in raw:
+        ipath = join_path(path, "per_iteration")
+        shifts = raw["per_iteration"]
+        if not isinstance(shifts, dict):
+            raise ProgramError(ipath, "expected an object {LOOP: ELEMENTS}")
+        per_iteration = tuple((loop, _int(v, join_path(ipath, loop))) for loop, v in shifts.items())
+        if pattern is None:
+            raise ProgramError(join_path(path, "pattern"), "an access with 'per_iteration' must give its 'pattern'")
+    return Access(tensor, partitions, offset, pattern, per_iteration, _extras(raw))
+
+
+# -- nodes ------------------------------------------------------------------------------
+def _parse_deps(raw: Any, path: str) -> tuple[Dep, ...]:
+    merged: dict[tuple[str, bool], Dep] = {}
+    for i, item in enumerate(_list(raw, path)):
+        ipath = join_path(path, i)
+        item = _obj(item, ipath, _DEP_KEYS, "a dep")
+        on = _str(item.get("on"), join_path(ipath, "on"))
+        kind_name = item.get("kind", "ordered")
+        if kind_name not in ("flow", "anti", "output", "ordered"):
+            raise ProgramError(join_path(ipath, "kind"), f"expected 'flow', 'anti', 'output' or 'ordered', got {kind_name!r}")
+        lc = item.get("loop_carried", False)
+        if not isinstance(lc, bool):
+            raise ProgramError(join_path(ipath, "loop_carried"), "expected true or false")
+        dep = Dep(on, kind_from_name(kind_name), lc)
+        # Two deps on the same B with the same loop_carried merge into the stronger kind.
+        previous = merged.get((on, lc))
+        if previous is None or dep.kind > previous.kind:
+            merged[(on, lc)] = dep
+    return tuple(merged.values())
+
+
+def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
+    if isinstance(raw, dict) and "loop" in raw:
+        raw = _obj(raw, path, _LOOP_KEYS, "a loop")
+        name = _str(raw["loop"], join_path(path, "loop"))
+        trip = _int(raw.get("trip_count"), join_path(path, "trip_count"), minimum=1)
+        bpath = join_path(path, "body")
+        body = tuple(_parse_node(n, join_path(bpath, i), nqueues) for i, n in enumerate(_list(raw.get("body"), bpath)))
+        return Loop(name, trip, body, _extras(raw))
+    raw = _obj(raw, path, _INSTR_KEYS, "an instruction (or a loop with a 'loop' key)")
+    name = _str(raw.get("name"), join_path(path, "name"))
+    engine = raw.get("engine")
+    if engine not in SEQUENCERS:
+        raise ProgramError(join_path(path, "engine"), f"unknown engine {engine!r}; expected one of {list(SEQUENCERS)}")
+    op = _str(raw.get("op"), join_path(path, "op"))
+    queue = None
+    if is_dma_op(op):
+        queue = raw.get("queue", "dma0")
+        valid = [f"dma{i}" for i in range(nqueues)]
+        if queue not in valid:
+            raise ProgramError(join_path(path, "queue"), f"unknown DMA queue {queue!r}; expected one of {valid}")
+    elif "queue" in raw:
+        raise ProgramError(join_path(path, "queue"), f"only DMA ops (op names starting with 'dma') have a queue; {op!r} is not one")
+    reads = tuple(_parse_access(a, join_path(join_path(path, "reads"), i)) for i, a in enumerate(_list(raw.get("reads", []), join_path(path, "reads"))))
+    writes = tuple(_parse_access(a, join_path(join_path(path, "writes"), i)) for i, a in enumerate(_list(raw.get("writes", []), join_path(path, "writes"))))
+    attrs = raw.get("attrs", {})
+    if not isinstance(attrs, dict):
+        raise ProgramError(join_path(path, "attrs"), "expected an object")
+    deps = _parse_deps(raw.get("deps", []), join_path(path, "deps"))
+    return Instruction(name, engine, op, reads, writes, frozen_mapping(attrs), deps, queue, _extras(raw))
+
+
+# -- documents --------------------------------------------------------------------------
+def parse_program(doc: Any, *, validate: bool = True) -> Program:
+    """Build a :class:`Program` from a decoded JSON document, checking it fully."""
+    doc = _obj(doc, "", _DOC_KEYS, "a program document")
+    if doc.get("format") != FORMAT:
+        raise ProgramError("format", f"expected {FORMAT!r}, got {json.dumps(doc.get('format'))}")
+    machine_value = doc.get("machine", "trn1")
+    spec = resolve_machine(machine_value)
+    tensors_raw = doc.get("tensors", {})
+    if not isinstance(tensors_raw, dict):
+        raise ProgramError("tensors", "expected an object mapping names to tensors")
+    tensors = {name: _parse_tensor(name, raw, join_path("tensors", name)) for name, raw in tensors_raw.items()}
+    body_raw = _list(doc.get("body"), "body")
+    body = tuple(_parse_node(n, join_path("body", i), spec.dma_queues) for i, n in enumerate(body_raw))
+    program = Program(frozen_mapping(tensors), body, machine_value, _extras(doc))
+    if validate:
+        from .validate import validate_program
+
+        validate_program(program, spec)
+    return program
+
+
+def loads_program(text: str | bytes, *, validate: bool = True) -> Program:
+    """Parse a JSON text; malformed JSON is a :class:`ProgramError` naming line and column."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+    except UnicodeDecodeError as err:
+        raise ProgramError("", f"not UTF-8 text: {err.reason}") from None
+    return parse_program(doc, validate=validate)
+
+
+def load_program(source: str | TextIO, *, validate: bool = True) -> Program:
+    """Load a program from a path (``-`` for standard input) or an open text file."""
+    if hasattr(source, "read"):
+        return loads_program(source.read(), validate=validate)
+    if source == "-":
+        import sys
+
+        return loads_program(sys.stdin.buffer.read(), validate=validate)
+    try:
+        with open(source, "rb") as fh:
+            data = fh.read()
+    except OSError as err:
+        raise ProgramError("", f"cannot read {source}: {err.strerror}") from None
+    return loads_program(data, validate=validate)
+
+
+# -- saving -----------------------------------------------------------------------------
+def _tensor_json(t: Tensor) -> dict[str, Any]:
+    out: dict[str, Any] = {"memory": t.memory.name.lower(), "dtype": t.dtype, "shape": list(t.shape)}
+    for key in ("partition", "bank", "offset", "address", "alias"):
+        value = getattr(t, key)
+        if value is not None:
+            out[key] = value
+    if t.memory == MemoryKind.DRAM and t.role != "internal":
+        out["role"] = t.role
+    out.update(t.extras)
+    return out
+
+
+def _access_json(a: Access) -> dict[str, Any]:
+    out: dict[str, Any] = {"tensor": a.tensor}
+    if a.partitions is not None:
+        start, count, step = a.partitions
+        out["partitions"] = [start, count] if step == 1 else [start, count, step]
+    if a.offset is not None:
+        out["offset"] = a.offset
+    if a.pattern is not None:
+        out["pattern"] = [list(p) for p in a.pattern]
+    if a.per_iteration:
+        out["per_iteration"] = dict(a.per_iteration)
+    out.update(a.extras)
+    return out
+
+
+def _node_json(node: Node) -> dict[str, Any]:
+    if isinstance(node, Loop):
+        out: dict[str, Any] = {"loop": node.name, "trip_count": node.trip_count, "body": [_node_json(n) for n in node.body]}
+        out.update(node.extras)
+        return out
+    out = {"name": node.name, "engine": node.engine, "op": node.op}
+    if node.queue is not None:
+        out["queue"] = node.queue
+    out["reads"] = [_access_json(a) for a in node.reads]
+    out["writes"] = [_access_json(a) for a in node.writes]
+    if node.attrs:
+        out["attrs"] = dict(node.attrs)
+    if node.deps:
+        merged: dict[tuple[str, bool], Dep] = {}
+        for dep in node.deps:
+            prev = merged.get((dep.on, dep.loop_carried))
+            if prev is None or dep.kind > prev.kind:
+                merged[(dep.on, dep.loop_carried)] = dep
+        out["deps"] = [
+            {"on": d.on, "kind": KIND_NAMES[d.kind], **({"loop_carried": True} if d.loop_carried else {})}
+            for d in merged.values()
+        ]
+    out.update(node.extras)
+    return out
+
+
+def program_to_json(program: Program) -> dict[str, Any]:
+    """The canonical JSON document of ``program``."""
+    doc: dict[str, Any] = {"format": FORMAT, "machine": program.machine}
+    doc["tensors"] = {name: _tensor_json(t) for name, t in program.tensors.items()}
+    doc["body"] = [_node_json(n) for n in program.body]
+    doc.update(program.extras)
+    return doc
+
+
+def dumps_program(program: Program, *, indent: int | None = 1) -> str:
+    return json.dumps(program_to_json(program), indent=indent) + "\n"
+
+
+def save_program(program: Program, target: str | TextIO) -> None:
+    """Write ``program``; a path is written atomically (nothing half-written on error)."""
+    text = dumps_program(program)
+    if hasattr(target, "write"):
+        target.write(text)
+        return
+    if target == "-":
+        import sys
+
+        sys.stdout.write(text)
+        return
+    import os
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".neuronsim-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
