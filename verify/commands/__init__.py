@@ -1,5 +1,6 @@
 """CLI commands, one small module each; :data:`COMMANDS` lists what ``neuronsim`` offers."""
 
+from .check import check
 from .show import show
 
-COMMANDS = [show]
+COMMANDS = [check, show]

@@ -1,0 +1,229 @@
+"""The vector-clock race checker: every unordered conflicting pair of instances.
+
+:func:`check_program` checks a program under its given ``deps`` (spec rules 1-4);
+:func:`check_waits` checks it under any per-instance waits (the simulator's trace supplies the
+waits it actually met).  Both walk the unrolled program once, in program order:
+
+1. :class:`~verify.hb.ClockMachine` gives each instance its start clock ``S(X)`` and the
+   position of its completion on its component;
+2. each access of the instance is cut into segments of the shadow map of its memory space
+   (:mod:`verify.shadow`); in each segment the epochs of other components that are not ordered
+   before ``S(X)`` are the races, reads only against writes, writes against both;
+3. the access's epoch is recorded there.
+
+A race is reported once per instance pair with the first kind some shared byte gives (RAW,
+then WAW, then WAR), in the first memory (sbuf, psum, dram) where the pair conflicts with that
+kind, and the smallest ranges covering the conflicting partitions and bytes there (spec,
+"Race report").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from machine.errors import ProgramError
+from machine.geometry import Footprint, footprint, mask_range
+from machine.ir import SEQUENCERS, MemoryKind, Program
+from machine.presets import resolve_machine
+from machine.unroll import Unrolled, unroll
+
+from .hb import ClockMachine
+from .shadow import Histories, SegmentMap
+
+__all__ = ["Race", "RaceReport", "check_program", "check_waits", "KINDS"]
+
+KINDS = ("RAW", "WAW", "WAR")
+_MEMORIES = ("sbuf", "psum", "dram")
+_MEM_RANK = {MemoryKind.SBUF: 0, MemoryKind.PSUM: 1, MemoryKind.DRAM: 2}
+_SEQ_INDEX = {name: i for i, name in enumerate(SEQUENCERS)}
+_HORIZON_EVERY = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Race:
+    """One unordered conflicting pair, ``first`` before ``second`` in program order."""
+
+    kind: str
+    first: str
+    second: str
+    memory: str
+    partitions: tuple[int, int] | None
+    bytes: tuple[int, int]
+    alias: str | None = None
+    first_id: int = -1
+    second_id: int = -1
+
+    def to_json(self) -> dict:
+        out: dict = {"kind": self.kind, "first": self.first, "second": self.second, "memory": self.memory}
+        if self.partitions is not None:
+            out["partitions"] = list(self.partitions)
+        out["bytes"] = list(self.bytes)
+        if self.alias is not None:
+            out["alias"] = self.alias
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RaceReport:
+    """The result of a check: races in spec order and what was examined."""
+
+    races: tuple[Race, ...]
+    instances: int
+    access_events: int
+
+    @property
+    def race_free(self) -> bool:
+        return not self.races
+
+    def triples(self) -> set[tuple[str, str, str]]:
+        """``(kind, first, second)``: what tools comparing reports compare exactly."""
+        return {(r.kind, r.first, r.second) for r in self.races}
+
+    def to_json(self) -> dict:
+        return {"format": "neuronsim.report/1", "races": [r.to_json() for r in self.races]}
+
+
+class _Shadow:
+    """All shadow maps of one check, and the pairs found so far."""
+
+    def __init__(self) -> None:
+        self.maps: dict[object, SegmentMap] = {}
+        self.alias: dict[str, dict[str, tuple[SegmentMap, Histories]]] = {}
+        # (first id, second id) -> {(kind rank, memory rank): [plo, phi, blo, bhi, alias]}
+        self.found: dict[tuple[int, int], dict[tuple[int, int], list]] = {}
+        self.horizon: tuple[int, ...] = ()
+
+    def _note(self, first: int, second: int, kind: int, mem: int, mask: int, lo: int, hi: int, alias: str | None) -> None:
+        slot = self.found.setdefault((first, second), {})
+        cover = slot.get((kind, mem))
+        plo, phi = mask_range(mask) if mask > 0 and mem < 2 else (0, 0)
+        if cover is None:
+            slot[(kind, mem)] = [plo, phi, lo, hi, alias]
+            return
+        cover[0], cover[1] = min(cover[0], plo), max(cover[1], phi)
+        cover[2], cover[3] = min(cover[2], lo), max(cover[3], hi)
+
+    def access(self, iid: int, start: tuple[int, ...], comp: int, pos: int, fp: Footprint, is_write: bool) -> None:
+        mem = _MEM_RANK[fp.memory]
+        space = fp.space
+        if isinstance(space, tuple):
+            self._alias_access(iid, start, comp, pos, fp, is_write, space[1])
+            return
+        mask = fp.partitions if mem < 2 else 1
+        smap = self.maps.get(space)
+        if smap is None:
+            smap = self.maps[space] = SegmentMap()
+        epoch = (pos, iid, mask)
+        for lo, hi in fp.bytes:
+            for slo, shi, cell in smap.segments(lo, hi):
+                for (first_pos, first, fmask), was_write in cell.concurrent(start, is_write, iid):
+                    shared = fmask & mask
+                    if shared:
+                        kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
+                        self._note(first, iid, kind, mem, shared, slo, shi, None)
+                cell.record(comp, epoch, is_write, self.horizon)
+
+    def _alias_access(self, iid, start, comp, pos, fp: Footprint, is_write: bool, group: str) -> None:
+        tensors = self.alias.setdefault(group, {})
+        own = tensors.get(fp.tensor)
+        if own is None:
+            own = tensors[fp.tensor] = (SegmentMap(), Histories())
+        cover = (fp.bytes[0][0], fp.bytes[-1][1])
+        # Another tensor of the group may sit anywhere: every access to it conflicts.
+        for name, (_, whole) in tensors.items():
+            if name == fp.tensor:
+                continue
+            for (_, first, fcover), was_write in whole.concurrent(start, is_write, iid):
+                kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
+                self._note(first, iid, kind, 2, 0, fcover[0], fcover[1], group)
+        smap, whole = own
+        epoch = (pos, iid, 1)
+        for lo, hi in fp.bytes:
+            for slo, shi, cell in smap.segments(lo, hi):
+                for (_, first, _), was_write in cell.concurrent(start, is_write, iid):
+                    kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
+                    self._note(first, iid, kind, 2, 0, slo, shi, group)
+                cell.record(comp, epoch, is_write, self.horizon)
+        whole.record(comp, (pos, iid, cover), is_write, self.horizon)
+
+    def races(self, unrolled: Unrolled) -> tuple[Race, ...]:
+        out = []
+        for (first, second) in sorted(self.found):
+            slot = self.found[(first, second)]
+            kind, mem = min(slot)
+            plo, phi, lo, hi, alias = slot[(kind, mem)]
+            partitions = (plo, phi) if mem < 2 else None
+            out.append(Race(KINDS[kind], unrolled[first].name, unrolled[second].name, _MEMORIES[mem],
+                            partitions, (lo, hi), alias, first, second))
+        return tuple(out)
+
+
+def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unrolled | None = None) -> RaceReport:
+    """Race-check ``program`` where instance ``i`` waits for the instances ``waits[i]``.
+
+    ``waits`` must point backwards in program order (every target id smaller than ``i``).
+    """
+    if program.has_virtual_tensors:
+        virtual = sorted(n for n, t in program.tensors.items() if t.is_virtual)
+        raise ProgramError(f"tensors.{virtual[0]}", "has no placement; checking a program that still has virtual tensors is an error (run the allocation passes: neuronsim compile)")
+    spec = resolve_machine(program.machine)
+    unrolled = unrolled or unroll(program)
+    queues = len(SEQUENCERS)
+    keep = {t for ws in waits for t in ws}
+    clocks = ClockMachine(spec.dma_queues, keep=keep)
+    shadow = _Shadow()
+    tensors = program.tensors
+    last_on_seq = {}
+    for inst in unrolled:
+        last_on_seq[_SEQ_INDEX[inst.instr.engine]] = inst.id
+    cache: dict[int, list] = {}
+    events = 0
+    for inst in unrolled:
+        iid = inst.id
+        instr = inst.instr
+        for target in waits[iid]:
+            if target >= iid:
+                raise ProgramError("", f"{inst.name} waits on {unrolled[target].name}, which does not precede it in program order")
+        seq = _SEQ_INDEX[instr.engine]
+        queue = queues + int(instr.queue[3:]) if instr.queue is not None else None
+        step = clocks.step(iid, seq, queue, waits[iid])
+        if iid % _HORIZON_EVERY == 0:
+            shadow.horizon = clocks.horizon([s for s, last in last_on_seq.items() if last >= iid])
+        plans = cache.get(id(instr))
+        if plans is None:
+            plans = cache[id(instr)] = _plans(instr, tensors, inst)
+        for fp, shifts, is_write in plans:
+            if shifts:
+                delta = sum(inst.index[k] * b for k, b in shifts)
+                fp = Footprint(fp.memory, fp.space, fp.tensor, fp.partitions, tuple((lo + delta, hi + delta) for lo, hi in fp.bytes))
+            shadow.access(iid, step.start, step.component, step.position, fp, is_write)
+            events += 1
+    return RaceReport(shadow.races(unrolled), len(unrolled), events)
+
+
+def _plans(instr, tensors, inst) -> list:
+    """Per access: the footprint at iteration 0 and the byte shift per loop index."""
+    position = {loop.name: k for k, loop in enumerate(inst.loops)}
+    plans = []
+    for access, is_write in instr.accesses:
+        tensor = tensors[access.tensor]
+        base = footprint(tensor, access, {})
+        shifts = tuple((position[loop], shift * tensor.itemsize) for loop, shift in access.per_iteration if shift)
+        plans.append((base, shifts, is_write))
+    return plans
+
+
+def check_program(program: Program) -> RaceReport:
+    """Race-check ``program`` under its given deps, exactly per the spec's rules 1-4.
+
+    Examples
+    --------
+    >>> from machine.format import load_program
+    >>> report = check_program(load_program("../shared/examples/async_load_then_fill.json"))
+    >>> [(r.kind, r.first, r.second, r.memory, r.partitions, r.bytes) for r in report.races]
+    [('WAW', 'load', 'fill', 'sbuf', (0, 32), (0, 256))]
+    """
+    unrolled = unroll(program)
+    waits = [tuple(t for _, t in ws) for ws in unrolled.resolve_waits()]
+    return check_waits(program, waits, unrolled)
