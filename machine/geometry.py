@@ -44,6 +44,8 @@ __all__ = [
     "Footprint",
     "Overlap",
     "footprint",
+    "base_footprint",
+    "shifted",
     "overlap",
     "element_runs",
     "partition_mask",
@@ -202,13 +204,31 @@ def access_extent(tensor: Tensor, access: Access) -> tuple[int, tuple[tuple[int,
 
 def footprint(tensor: Tensor, access: Access, iteration: Mapping[str, int]) -> Footprint:
     """The footprint of ``access`` (to the placed ``tensor``) at loop indices ``iteration``."""
-    offset, pattern = access_extent(tensor, access)
+    base = base_footprint(tensor, access)
+    delta = 0
     for loop, shift in access.per_iteration:
-        offset += shift * iteration.get(loop, 0)
+        delta += shift * iteration.get(loop, 0)
+    if not delta:
+        return base
+    return shifted(base, delta * tensor.itemsize)
+
+
+def shifted(fp: Footprint, delta: int) -> Footprint:
+    """``fp`` moved by ``delta`` bytes."""
+    return Footprint(fp.memory, fp.space, fp.tensor, fp.partitions, tuple((lo + delta, hi + delta) for lo, hi in fp.bytes))
+
+
+@lru_cache(maxsize=1 << 16)
+def base_footprint(tensor: Tensor, access: Access) -> Footprint:
+    """The footprint of ``access`` at iteration 0 (every loop index 0); cached."""
+    offset, pattern = access_extent(tensor, access)
     size = tensor.itemsize
     base = tensor.byte_base + offset * size
     runs = element_runs(pattern)
-    byteset = tuple((base + lo * size, base + hi * size) for lo, hi in runs)
+    if len(runs) == 1:
+        byteset = ((base + runs[0][0] * size, base + runs[0][1] * size),)
+    else:
+        byteset = tuple((base + lo * size, base + hi * size) for lo, hi in runs)
     if tensor.memory == MemoryKind.DRAM:
         space = ("alias", tensor.alias) if tensor.alias is not None else "dram"
         return Footprint(tensor.memory, space, tensor.name, 0, byteset)

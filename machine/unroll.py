@@ -134,12 +134,17 @@ class Unrolled:
     def resolve_waits(self) -> list[tuple[tuple[Dep, int], ...]]:
         """For every instance, ``(dep, last target id)`` per dep that waits on something."""
         out: list[tuple[tuple[Dep, int], ...]] = []
+        ids, loops = self._ids, self._loops
         for inst in self.instances:
-            if not inst.instr.deps:
+            deps = inst.instr.deps
+            if not deps:
                 out.append(())
                 continue
             resolved = []
-            for dep in inst.instr.deps:
+            for dep in deps:
+                if not dep.loop_carried and not loops[dep.on]:
+                    resolved.append((dep, ids[dep.on][0]))  # B outside every loop: one instance
+                    continue
                 target = self.resolve_wait(inst, dep)
                 if target is not None:
                     resolved.append((dep, target))

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from machine.errors import ProgramError
-from machine.geometry import Footprint, footprint, mask_range
+from machine.geometry import Footprint, base_footprint, mask_range, shifted
 from machine.ir import SEQUENCERS, MemoryKind, Program
 from machine.presets import resolve_machine
 from machine.unroll import Unrolled, unroll
@@ -115,14 +115,31 @@ class _Shadow:
         if smap is None:
             smap = self.maps[space] = SegmentMap()
         epoch = (pos, iid, mask)
+        horizon = self.horizon
+        bounds, cells = smap.bounds, smap.cells
         for lo, hi in fp.bytes:
-            for slo, shi, cell in smap.segments(lo, hi):
-                for (first_pos, first, fmask), was_write in cell.concurrent(start, is_write, iid):
-                    shared = fmask & mask
-                    if shared:
-                        kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
-                        self._note(first, iid, kind, mem, shared, slo, shi, None)
-                cell.record(comp, epoch, is_write, self.horizon)
+            i, j = smap.span(lo, hi)
+            for k in range(i, j):
+                cell = cells[k]
+                # Fast path (FastTrack's epoch test): is the last epoch of every component
+                # ordered before this access?  Only then is the history walked.
+                racy = False
+                for c, lst in cell.writes.items():
+                    if lst[-1][0] > start[c]:
+                        racy = True
+                        break
+                if not racy and is_write:
+                    for c, lst in cell.reads.items():
+                        if lst[-1][0] > start[c]:
+                            racy = True
+                            break
+                if racy:
+                    for (_, first, fmask), was_write in cell.concurrent(start, is_write, iid):
+                        shared = fmask & mask
+                        if shared:
+                            kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
+                            self._note(first, iid, kind, mem, shared, bounds[k], bounds[k + 1], None)
+                cell.record(comp, epoch, is_write, horizon)
 
     def _alias_access(self, iid, start, comp, pos, fp: Footprint, is_write: bool, group: str) -> None:
         tensors = self.alias.setdefault(group, {})
@@ -196,7 +213,8 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
         for fp, shifts, is_write in plans:
             if shifts:
                 delta = sum(inst.index[k] * b for k, b in shifts)
-                fp = Footprint(fp.memory, fp.space, fp.tensor, fp.partitions, tuple((lo + delta, hi + delta) for lo, hi in fp.bytes))
+                if delta:
+                    fp = shifted(fp, delta)
             shadow.access(iid, step.start, step.component, step.position, fp, is_write)
             events += 1
     return RaceReport(shadow.races(unrolled), len(unrolled), events)
@@ -204,13 +222,14 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
 
 def _plans(instr, tensors, inst) -> list:
     """Per access: the footprint at iteration 0 and the byte shift per loop index."""
-    position = {loop.name: k for k, loop in enumerate(inst.loops)}
     plans = []
-    for access, is_write in instr.accesses:
+    for access, is_write in [(a, False) for a in instr.reads] + [(a, True) for a in instr.writes]:
         tensor = tensors[access.tensor]
-        base = footprint(tensor, access, {})
-        shifts = tuple((position[loop], shift * tensor.itemsize) for loop, shift in access.per_iteration if shift)
-        plans.append((base, shifts, is_write))
+        shifts = ()
+        if access.per_iteration:
+            position = {loop.name: k for k, loop in enumerate(inst.loops)}
+            shifts = tuple((position[loop], shift * tensor.itemsize) for loop, shift in access.per_iteration if shift)
+        plans.append((base_footprint(tensor, access), shifts, is_write))
     return plans
 
 

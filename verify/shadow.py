@@ -124,18 +124,30 @@ class SegmentMap:
             self.cells.insert(i, None if cell is None else cell.copy())
         return i
 
-    def segments(self, lo: int, hi: int) -> list[tuple[int, int, Histories]]:
-        """Split at ``lo`` and ``hi`` and return ``(lo, hi, histories)`` of every segment."""
+    def span(self, lo: int, hi: int) -> tuple[int, int]:
+        """Split at ``lo`` and ``hi``; cells ``[i, j)`` then cover exactly ``[lo, hi)``.
+
+        Every cell in the span exists afterwards (gaps get empty histories).
+        """
+        bounds = self.bounds
+        i = bisect_left(bounds, lo)
+        # Fast path: the access matches one existing segment (a buffer touched again).
+        if i + 1 < len(bounds) and bounds[i] == lo and bounds[i + 1] == hi:
+            if self.cells[i] is None:
+                self.cells[i] = Histories()
+            return i, i + 1
         i = self._split(lo)
         j = self._split(hi)
-        bounds, cells = self.bounds, self.cells
-        out = []
+        cells = self.cells
         for k in range(i, j):
-            cell = cells[k]
-            if cell is None:
-                cell = cells[k] = Histories()
-            out.append((bounds[k], bounds[k + 1], cell))
-        return out
+            if cells[k] is None:
+                cells[k] = Histories()
+        return i, j
+
+    def segments(self, lo: int, hi: int) -> list[tuple[int, int, Histories]]:
+        """``(lo, hi, histories)`` of every segment of ``[lo, hi)`` (splitting as needed)."""
+        i, j = self.span(lo, hi)
+        return [(self.bounds[k], self.bounds[k + 1], self.cells[k]) for k in range(i, j)]
 
     def __len__(self) -> int:
         return len(self.cells)

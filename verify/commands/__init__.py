@@ -2,5 +2,6 @@
 
 from .check import check
 from .show import show
+from .simulate import simulate
 
-COMMANDS = [check, show]
+COMMANDS = [check, show, simulate]
