@@ -91,15 +91,19 @@ class ClockMachine:
 
     __slots__ = ("width", "_seq", "_queue", "_count", "_completion", "_keep", "_join")
 
-    def __init__(self, num_queues: int, keep: Iterable[int] | None = None) -> None:
+    def __init__(self, num_queues: int, keep: Iterable[int] | dict[int, int] | None = None) -> None:
         self.width = len(SEQUENCERS) + num_queues
         zero = (0,) * self.width
         self._seq = [zero] * len(SEQUENCERS)
         self._queue = [zero] * num_queues
         self._count = [0] * self.width
         self._completion: dict[int, tuple[int, ...]] = {}
-        # None keeps every completion clock; otherwise only those of instances waited on.
-        self._keep = None if keep is None else set(keep)
+        # None keeps every completion clock.  Otherwise only those of instances waited on are
+        # kept; given as {instance: number of waits on it}, a clock is freed after its last use.
+        if keep is None or isinstance(keep, dict):
+            self._keep = keep
+        else:
+            self._keep = dict.fromkeys(keep, -1)
         self._join = _joiner(self.width)
 
     def step(self, iid: int, seq: int, queue: int | None, waits: Iterable[int]) -> Step:
@@ -109,10 +113,16 @@ class ClockMachine:
         """
         clock = self._seq[seq]
         join = self._join
+        keep = self._keep
         for target in waits:
             other = self._completion[target]
             if clock is not other:
                 clock = join(clock, other)
+            if keep is not None:
+                left = keep[target] - 1
+                if left == 0:
+                    del self._completion[target]
+                keep[target] = left
         if queue is None:
             comp = seq
             start = clock

@@ -187,7 +187,10 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
     spec = resolve_machine(program.machine)
     unrolled = unrolled or unroll(program)
     queues = len(SEQUENCERS)
-    keep = {t for ws in waits for t in ws}
+    keep: dict[int, int] = {}
+    for ws in waits:
+        for t in ws:
+            keep[t] = keep.get(t, 0) + 1
     clocks = ClockMachine(spec.dma_queues, keep=keep)
     shadow = _Shadow()
     tensors = program.tensors
