@@ -9,7 +9,8 @@ rerunning with ``--seed`` of that run reproduces it exactly.  The summary, ``--t
 ``--seeds``).
 
 Exit 0 when every run's outputs equal the reference, 1 when some differ, 2 on unusable input
-(including virtual tensors and waits that deadlock).
+(including virtual tensors and waits that deadlock).  ``--compare all`` compares the final
+contents of every tensor instead of the outputs only (a finer race witness).
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ def _load_inputs(path: str | None) -> dict[str, np.ndarray] | None:
     if path is None:
         return None
     try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not hasattr(archive, "files"):
-                raise UsageFailure(f"{path} is a single array; expected an .npz archive of named arrays", "--inputs")
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise UsageFailure(f"{path} holds a single array; expected an .npz archive of arrays named "
+                               "after input tensors", "--inputs")
+        with archive:
             return {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as err:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
         raise UsageFailure(f"cannot read {path}: {err}", "--inputs") from None
 
 
@@ -78,15 +81,16 @@ def _print_people(sim: Simulation, program: str) -> None:
     console.print(summary_table(summarize(trace), title=""))
     runs = len(sim.runs)
     if not sim.outputs:
-        console.print("no output tensors to compare with the sequential reference")
+        console.print("no output tensors to compare with the sequential reference (see --compare all)")
         return
     differing = [run for run in sim.runs if run.differs]
     if not differing:
-        console.print(f"outputs ({', '.join(sim.outputs)}) equal the sequential reference in {runs} of {runs} runs")
+        names = ", ".join(sim.outputs)
+        console.print(f"compared tensors ({names}) equal the sequential reference in {runs} of {runs} runs")
         return
     seeds = ", ".join(_seed_text(run.seed) for run in differing)
-    console.print(f"outputs differ from the sequential reference in {len(differing)} of {runs} runs ({seeds}); "
-                  f"a race witness. {_seed_text(shown.seed)}:")
+    console.print(f"compared tensors differ from the sequential reference in {len(differing)} of {runs} runs "
+                  f"({seeds}); a race witness. {_seed_text(shown.seed)}:")
     for diff in shown.diffs:
         console.print(f"  {diff}")
 
@@ -94,15 +98,19 @@ def _print_people(sim: Simulation, program: str) -> None:
 @click.command("simulate")
 @program_argument
 @click.option("--trace", "trace_path", metavar="FILE", help="Write a Perfetto / Chrome trace JSON of the reported run.")
-@click.option("--seeds", type=click.IntRange(min=1), metavar="N", help="Run the nominal schedule and N seeded interleavings (seeds S..S+N-1).")
+@click.option("--seeds", type=click.IntRange(min=1), metavar="N",
+              help="Run the nominal schedule and N seeded interleavings (seeds S..S+N-1).")
 @click.option("--seed", type=int, metavar="S", help="Interleaving seed (the first one with --seeds; default 0).")
-@click.option("--data-seed", type=int, default=0, show_default=True, help="Seed of the initial memory and inputs.")
+@click.option("--data-seed", type=int, default=0, show_default=True, metavar="D",
+              help="Seed of the initial memory and inputs.")
 @click.option("--inputs", "inputs_path", metavar="FILE.npz", help="Values of input tensors, by tensor name.")
 @click.option("--plot", "plot_path", metavar="FILE.png", help="Draw the reported run's timeline.")
+@click.option("--compare", type=click.Choice(["outputs", "all"]), default="outputs", show_default=True,
+              help="Compare the output tensors (the spec's check) or the final contents of every tensor.")
 @json_option
 @run_command
 def simulate_command(program: str, trace_path: str | None, seeds: int | None, seed: int | None, data_seed: int,
-                     inputs_path: str | None, plot_path: str | None, as_json: bool) -> int:
+                     inputs_path: str | None, plot_path: str | None, compare: str, as_json: bool) -> int:
     """Simulate PROGRAM under its deps; compare its outputs with the sequential reference.
 
     Exit 0 when outputs equal the reference in every run, 1 when some run differs, 2 on
@@ -111,15 +119,15 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     prog = load_program(program)
     inputs = _load_inputs(inputs_path)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
-    sim = run_simulation(prog, seeds=run_seeds, data_seed=data_seed, inputs=inputs)
+    sim = run_simulation(prog, seeds=run_seeds, data_seed=data_seed, inputs=inputs, compare=compare)
     shown = _reported(sim).trace
-    try:
-        if trace_path:
-            write_chrome_trace(shown, trace_path)
-        if plot_path:
-            plot_timeline(shown, plot_path)
-    except OSError as err:
-        raise UsageFailure(f"cannot write {err.filename}: {err.strerror}") from None
+    for path, write in ((trace_path, write_chrome_trace), (plot_path, plot_timeline)):
+        if not path:
+            continue
+        try:
+            write(shown, path)
+        except (OSError, ValueError) as err:
+            raise UsageFailure(f"cannot write {path}: {err}") from None
     if as_json:
         emit_json(simulation_json(sim))
     else:

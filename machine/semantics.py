@@ -1,0 +1,327 @@
+"""Numerical meaning of every op: what an instruction writes, given what it reads.
+
+:func:`execute` takes the instruction, the values of its reads (typed arrays in each access's
+element shape, see :mod:`machine.memory`) and live views of its writes, and returns the value
+of every write, already cast to the written tensor's dtype and shaped like the write.
+
+Conventions (project choices where the reference is silent):
+
+* **Total.** Every program that validates simulates: operand shapes never make an op fail.
+  A compute operand ``(P, c_0, ..., c_k)`` is used as ``[P, F]`` with ``F = c_0 * ... * c_k``
+  (row-major).  An input that should match the output is read row-major and repeated
+  cyclically or truncated to fill it (``numpy.resize``; a no-op when the counts agree, as in
+  any well-shaped program); so is a per-partition operand (activation bias,
+  ``tensor_scalar`` scalar) to ``[P, 1]``, and a matmul product or a transpose to its output.
+* **Arithmetic in fp32.** Inputs are widened to float32 (bf16 / fp8 through ``ml_dtypes``),
+  the op is computed in float32 and the result cast to the output dtype.  PSUM accumulation
+  is fp32: an accumulating matmul adds to the current contents of the bytes it writes.
+* **Casts** (:func:`cast`): float to float goes through float32 and rounds to nearest even
+  (``ml_dtypes``); integer to float is exact where the format allows; float to
+  integer rounds half to even, saturates at the integer range and maps NaN to 0.
+* **Random numbers** come from a per-engine generator (``numpy`` PCG64) kept in the memory
+  state; ``set_rand_state`` reseeds it from ``attrs.seed`` or, without it, from a BLAKE2b
+  digest of the first read's bytes (seed 0 when there is neither).
+* **Opaque ops** (any name outside :data:`machine.optable.OP_TABLE`): write ``i`` receives
+  bytes drawn uniformly from ``[0, 64)`` by a PCG64 stream seeded with
+  ``BLAKE2b(op name, i, bytes of read 0, bytes of read 1, ...)``: a deterministic function of
+  the op name and every byte it reads, finite in every float dtype.
+
+Op meanings are those of the op table (``doc`` column); the details:
+
+======================  =================================================================
+``dma_copy``            the source elements, row-major, into the destination; counts must
+                        agree; same dtype copies bytes, otherwise casts via fp32
+``matmul``              ``out[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` in fp32;
+                        ``reads[0]`` stationary, ``reads[1]`` moving (``reads[2]``, the
+                        accumulated tile, is not needed: the write's contents are used);
+                        with different partition counts the first ``min(K, K')`` contract
+``transpose``           ``out[F, P] = in[P, F]``
+``activation``          ``func(in * scale + bias)`` (scale 1, bias 0 by default; a second
+                        read adds a per-partition bias); ``gelu`` is the tanh form
+``tensor_tensor``       ``in0 <op> in1``; ``bypass`` passes ``in0``
+``tensor_scalar``       ``(in <op0> s0) <op1> s1`` (a missing op is skipped; a second read
+                        is a per-partition ``s0``); ``reverse`` swaps the operands of both
+``tensor_reduce``       ``out[p, :] = reduce(in[p, :])`` (``negate`` negates it); the
+                        per-partition results are resized to the output's partitions
+``tensor_copy``         ``cast(in)``
+``memset``              ``value`` (default 0)
+``iota``                ``base + p * partition_step + i * step`` (defaults 0, 0, 1), ``p`` the
+                        partition and ``i`` the flat free index inside the access
+``set_rand_state``      reseeds the engine's generator; writes nothing
+``random``              uniform in ``[low, high)`` (defaults 0, 1)
+======================  =================================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .optable import OP_TABLE
+
+__all__ = ["execute", "cast", "ACTIVATIONS", "ALU", "opaque_bytes"]
+
+F32 = np.float32
+
+
+def cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``values`` as ``dtype`` (see the module doc for the rounding rules).
+
+    >>> cast(np.array([1.5, 2.5, -3e9, np.nan], np.float32), np.dtype(np.int32)).tolist()
+    [2, 2, -2147483648, 0]
+    """
+    values = np.asarray(values)
+    if values.dtype == dtype:
+        return values
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        wide = np.nan_to_num(values.astype(np.float64), nan=0.0)
+        return np.clip(np.rint(wide), info.min, info.max).astype(dtype)
+    if values.dtype.kind in "iu":
+        return values.astype(np.float64).astype(dtype)
+    return values.astype(F32, copy=False).astype(dtype)
+
+
+def _f32(values: np.ndarray) -> np.ndarray:
+    return values.astype(F32, copy=False)
+
+
+def _rows(values: np.ndarray) -> np.ndarray:
+    """``[P, F]`` view of a compute operand."""
+    return values.reshape(values.shape[0], -1) if values.ndim else values.reshape(1, 1)
+
+
+def _fit(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` row-major, repeated or truncated to ``shape`` (see "Total" above).
+
+    >>> _fit(np.arange(3), (2, 2)).tolist()
+    [[0, 1], [2, 0]]
+    """
+    if values.size == int(np.prod(shape)):
+        return values.reshape(shape)
+    if values.size == 0:
+        return np.zeros(shape, values.dtype)
+    return np.resize(values, shape)
+
+
+def _per_partition(values: np.ndarray, partitions: int) -> np.ndarray:
+    return _fit(_f32(values), (partitions, 1))
+
+
+def _gelu(z: np.ndarray) -> np.ndarray:
+    return F32(0.5) * z * (F32(1) + np.tanh(F32(0.7978845608028654) * (z + F32(0.044715) * z * z * z)))
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return F32(1) / (F32(1) + np.exp(-z))
+
+
+#: Activation functions: float32 array -> float32 array.
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "identity": lambda z: z,
+    "copy": lambda z: z,
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "relu": lambda z: np.maximum(z, F32(0)),
+    "gelu": _gelu,
+    "silu": lambda z: z * _sigmoid(z),
+    "square": np.square,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda z: F32(1) / np.sqrt(z),
+    "reciprocal": lambda z: F32(1) / z,
+    "abs": np.abs,
+    "sign": np.sign,
+    "neg": np.negative,
+}
+
+#: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar``.
+ALU: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+    "pow": np.power,
+    "bypass": lambda a, b: np.broadcast_to(a, np.broadcast_shapes(np.shape(a), np.shape(b))),
+}
+
+_REDUCE = {"add": np.sum, "max": np.max, "min": np.min, "multiply": np.prod}
+
+
+def opaque_bytes(op: str, index: int, reads: Sequence[np.ndarray], nbytes: int) -> np.ndarray:
+    """The bytes an opaque op writes to its write ``index`` (see the module doc).
+
+    >>> a = opaque_bytes("foo", 0, [np.arange(4, dtype=np.int32)], 8)
+    >>> bool((a == opaque_bytes("foo", 0, [np.arange(4, dtype=np.int32)], 8)).all()), int(a.max()) < 64
+    (True, True)
+    >>> bool((a == opaque_bytes("bar", 0, [np.arange(4, dtype=np.int32)], 8)).all())
+    False
+    """
+    digest = hashlib.blake2b(op.encode(), digest_size=16)
+    digest.update(index.to_bytes(4, "little"))
+    for value in reads:
+        digest.update(value.size.to_bytes(8, "little"))
+        digest.update(np.ascontiguousarray(value).tobytes())
+    seed = int.from_bytes(digest.digest(), "little")
+    return np.random.default_rng(seed).integers(0, 64, size=nbytes, dtype=np.uint8)
+
+
+# -- the ops -------------------------------------------------------------------------------
+Outs = Sequence[np.ndarray]
+
+
+def _dma_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    src, out = reads[0], outs[0]
+    if src.dtype == out.dtype:
+        return [_fit(src, out.shape)]
+    return [_fit(cast(_f32(src), out.dtype), out.shape)]
+
+
+def _matmul(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    stationary, moving = _rows(reads[0]), _rows(reads[1])
+    k = min(stationary.shape[0], moving.shape[0])
+    product = _f32(stationary[:k]).T @ _f32(moving[:k])
+    out = outs[0]
+    result = _fit(product, out.shape)
+    if attrs.get("accumulate", False):
+        result = _f32(out) + result
+    return [cast(result, out.dtype)]
+
+
+def _transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    flipped = _rows(reads[0]).T
+    return [cast(_fit(_f32(flipped), outs[0].shape), outs[0].dtype)]
+
+
+def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    data = _fit(_f32(reads[0]), out.shape)
+    z = data * F32(attrs.get("scale", 1.0)) + F32(attrs.get("bias", 0.0))
+    if len(reads) > 1:
+        rows = _rows(z)
+        z = (rows + _per_partition(reads[1], rows.shape[0])).reshape(out.shape)
+    return [cast(ACTIVATIONS[attrs.get("func", "identity")](z), out.dtype)]
+
+
+def _tensor_tensor(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    a = _fit(_f32(reads[0]), out.shape)
+    b = _fit(_f32(reads[1]), out.shape)
+    return [cast(ALU[attrs.get("op", "add")](a, b), out.dtype)]
+
+
+def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    rows = _rows(_fit(_f32(reads[0]), out.shape))
+    s0: Any = F32(attrs.get("operand0", 0.0))
+    if len(reads) > 1:
+        s0 = _per_partition(reads[1], rows.shape[0])
+    reverse = attrs.get("reverse", False)
+    value = rows
+    for op, scalar in ((attrs.get("op0"), s0), (attrs.get("op1"), F32(attrs.get("operand1", 0.0)))):
+        if op is None:
+            continue
+        value = ALU[op](scalar, value) if reverse else ALU[op](value, scalar)
+    return [cast(np.broadcast_to(value, rows.shape).reshape(out.shape), out.dtype)]
+
+
+def _tensor_reduce(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    rows = _rows(_f32(reads[0]))
+    reduced = _REDUCE[attrs.get("op", "add")](rows, axis=1, keepdims=True).astype(F32)
+    if attrs.get("negate", False):
+        reduced = -reduced
+    out_rows = _rows(out)
+    per_partition = _fit(reduced, (out_rows.shape[0], 1))
+    return [cast(np.broadcast_to(per_partition, out_rows.shape).reshape(out.shape), out.dtype)]
+
+
+def _tensor_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    return _dma_copy(attrs, reads, outs, engine, state)
+
+
+def _memset(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    return [cast(np.full(out.shape, attrs.get("value", 0), dtype=np.float64), out.dtype)]
+
+
+def _iota(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    rows = _rows(out)
+    p = np.arange(rows.shape[0], dtype=np.float64)[:, None]
+    i = np.arange(rows.shape[1], dtype=np.float64)[None, :]
+    values = attrs.get("base", 0) + p * attrs.get("partition_step", 0) + i * attrs.get("step", 1)
+    return [cast(values.reshape(out.shape), out.dtype)]
+
+
+def _set_rand_state(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    seed = attrs.get("seed")
+    if seed is None:
+        seed = 0 if not reads else int.from_bytes(
+            hashlib.blake2b(np.ascontiguousarray(reads[0]).tobytes(), digest_size=8).digest(), "little")
+    state.rngs[engine] = np.random.default_rng(seed)
+    return []
+
+
+def _random(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    low, high = attrs.get("low", 0.0), attrs.get("high", 1.0)
+    u = state.rng(engine).random(out.shape, dtype=np.float32)
+    return [cast(F32(low) + u * F32(high - low), out.dtype)]
+
+
+def _opaque(op: str, reads, outs) -> list[np.ndarray]:
+    return [opaque_bytes(op, i, reads, out.size * out.dtype.itemsize).view(out.dtype).reshape(out.shape)
+            for i, out in enumerate(outs)]
+
+
+_OPS: dict[str, Callable[..., list[np.ndarray]]] = {
+    "dma_copy": _dma_copy,
+    "matmul": _matmul,
+    "transpose": _transpose,
+    "activation": _activation,
+    "tensor_tensor": _tensor_tensor,
+    "tensor_scalar": _tensor_scalar,
+    "tensor_reduce": _tensor_reduce,
+    "tensor_copy": _tensor_copy,
+    "memset": _memset,
+    "iota": _iota,
+    "set_rand_state": _set_rand_state,
+    "random": _random,
+}
+assert set(_OPS) == set(OP_TABLE), "every op of the table has a meaning"
+
+
+def execute(op: str, attrs: Any, engine: str, reads: Sequence[np.ndarray], outs: Outs, state: Any) -> list[np.ndarray]:
+    """Values of the writes of one instruction instance.
+
+    Parameters
+    ----------
+    op, attrs, engine:
+        The instruction's op name, attributes and sequencer.
+    reads:
+        Values of its reads, in order (typed arrays in each access's element shape).
+    outs:
+        Live views of its writes (their shape and dtype; their contents for accumulation).
+    state:
+        The run's :class:`~machine.memory.Memory` (for the engines' random generators).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = np.zeros((2, 3), np.float32)
+    >>> execute("tensor_tensor", {"op": "multiply"}, "dve", [np.ones((2, 3)), np.full((2, 3), 2.0)], [out], None)[0]
+    array([[2., 2., 2.],
+           [2., 2., 2.]], dtype=float32)
+    """
+    fn = _OPS.get(op)
+    with np.errstate(all="ignore"):
+        if fn is None:
+            return _opaque(op, reads, outs)
+        return fn(attrs, reads, outs, engine, state)
