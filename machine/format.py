@@ -178,12 +178,18 @@ def _parse_deps(raw: Any, path: str) -> tuple[Dep, ...]:
         lc = item.get("loop_carried", False)
         if not isinstance(lc, bool):
             raise ProgramError(join_path(ipath, "loop_carried"), "expected true or false")
-        dep = Dep(on, kind_from_name(kind_name), lc)
+        dep = Dep(on, kind_from_name(kind_name), lc, _extras(item))
         # Two deps on the same B with the same loop_carried merge into the stronger kind.
-        previous = merged.get((on, lc))
-        if previous is None or dep.kind > previous.kind:
-            merged[(on, lc)] = dep
+        merged[(on, lc)] = _merge_dep(merged.get((on, lc)), dep)
     return tuple(merged.values())
+
+
+def _merge_dep(previous: Dep | None, dep: Dep) -> Dep:
+    """One dep of the stronger kind, keeping the ``x-`` keys of both."""
+    if previous is None:
+        return dep
+    extras = {**previous.extras, **dep.extras} if dep.extras else previous.extras
+    return Dep(dep.on, max(previous.kind, dep.kind), dep.loop_carried, frozen_mapping(extras))
 
 
 def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
@@ -309,11 +315,9 @@ def _node_json(node: Node) -> dict[str, Any]:
     if node.deps:
         merged: dict[tuple[str, bool], Dep] = {}
         for dep in node.deps:
-            prev = merged.get((dep.on, dep.loop_carried))
-            if prev is None or dep.kind > prev.kind:
-                merged[(dep.on, dep.loop_carried)] = dep
+            merged[(dep.on, dep.loop_carried)] = _merge_dep(merged.get((dep.on, dep.loop_carried)), dep)
         out["deps"] = [
-            {"on": d.on, "kind": KIND_NAMES[d.kind], **({"loop_carried": True} if d.loop_carried else {})}
+            {"on": d.on, "kind": KIND_NAMES[d.kind], **({"loop_carried": True} if d.loop_carried else {}), **d.extras}
             for d in merged.values()
         ]
     out.update(node.extras)

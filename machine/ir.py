@@ -154,6 +154,8 @@ class Dep:
     on: str
     kind: EdgeKind = EdgeKind.ORDERED
     loop_carried: bool = False
+    extras: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, hash=False)
+    """``x-…`` keys carried through load and save untouched."""
 
 
 @dataclass(frozen=True, slots=True)

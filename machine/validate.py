@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .errors import ProgramError, join_path
 from .ir import PSUM_BANK_BYTES, SEQUENCERS, Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
-from .optable import op_spec
+from .optable import COMMON_ATTRS, op_spec
 from .presets import MachineSpec, resolve_machine
 
 __all__ = ["validate_program", "check_placement", "check_instruction"]
@@ -58,11 +58,16 @@ def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: 
     else:
         span = sum(stride * (count - 1) for stride, count in access.pattern)
         lowest, highest = offset, offset + span
+    unmoved_highest = highest
     for loop_name, shift in access.per_iteration:
         moved = shift * (loops[loop_name].trip_count - 1)
         lowest, highest = lowest + min(0, moved), highest + max(0, moved)
     if lowest < 0 or highest >= size:
-        where = "pattern" if access.pattern is not None and not access.per_iteration else ("per_iteration" if access.per_iteration else "offset")
+        # Name what breaks the bound: the offset or pattern already at iteration 0, else the shifts.
+        if unmoved_highest >= size:
+            where = "offset" if offset >= size else "pattern"
+        else:
+            where = "per_iteration"
         raise ProgramError(join_path(path, where), f"footprint reaches elements [{lowest}, {highest}] in some instance; tensor {tensor.name!r} has elements [0, {size - 1}]")
     if access.partitions is not None:
         if tensor.memory == MemoryKind.DRAM:
@@ -91,12 +96,14 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
             raise ProgramError(join_path(path, key), f"op {inst.op!r} takes {lo}..{hi} {key}, got {len(group)}")
     if not table.opaque:
         for key, value in inst.attrs.items():
+            if key.startswith("x-"):  # extension keys are allowed everywhere (spec, "Document")
+                continue
             check = table.attr_validator(key)
             if check is None:
                 raise ProgramError(join_path(join_path(path, "attrs"), key), f"unknown attribute of op {inst.op!r}; expected one of {sorted(table.attrs) + ['cycles']}")
             if not check(value):
                 raise ProgramError(join_path(join_path(path, "attrs"), key), f"expected {check.__doc__}, got {value!r}")
-    elif "cycles" in inst.attrs and not (isinstance(inst.attrs["cycles"], int) and inst.attrs["cycles"] >= 0):
+    elif "cycles" in inst.attrs and not COMMON_ATTRS["cycles"](inst.attrs["cycles"]):  # not a bool either
         raise ProgramError(join_path(join_path(path, "attrs"), "cycles"), "expected a non-negative integer")
     psum_writes = set()
     psum_reads = 0
