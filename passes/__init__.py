@@ -1,0 +1,32 @@
+"""Compiler passes over the program IR: allocation and dependence construction.
+
+Each pass is a small frozen dataclass with a kebab-case ``name`` and ``apply(program, ctx)``
+(:mod:`passes.pipeline`).  :data:`ALL_PASSES` is the registry pipeline spec strings are parsed
+against; :data:`~passes.pipeline.DEFAULT_PIPELINE` is what ``neuronsim compile`` runs.
+
+To add a pass (for example the transitive reduction of issue #6): define it beside the
+others, add it to :data:`ALL_PASSES` under its ``name``, and append it to
+:data:`~passes.pipeline.DEFAULT_PIPELINE` if it belongs in the default pipeline.
+"""
+
+from .alloc import Alloc, AllocSharedDram
+from .antideps import AntiDeps
+from .fdeps import BuildFdeps
+from .pipeline import DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
+from .redundancy import RemoveRedundancies
+
+#: Registry: pass name -> pass class.
+ALL_PASSES: dict[str, type] = {
+    cls.name: cls for cls in (Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies, AntiDeps)
+}
+
+__all__ = [
+    "ALL_PASSES", "DEFAULT_PIPELINE", "Pass", "PassContext", "parse_pipeline", "run_pipeline",
+    "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps", "compile_program",
+]
+
+
+def compile_program(program, passes: str = DEFAULT_PIPELINE, *, verify: bool = True, record: bool = False):
+    """Run a pipeline on ``program``; returns ``(compiled program, context)``."""
+    ctx = PassContext(verify=verify, record=record)
+    return run_pipeline(program, passes, ctx), ctx

@@ -18,7 +18,7 @@ from verify.racecheck import check_program
 from verify.report import add_fixes, group_races
 from verify.strategies import programs
 
-SMALL = dict(max_instructions=6, max_trip=2, max_loops=2, max_depth=2)
+SMALL = dict(max_instructions=8, max_trip=3, max_loops=2, max_depth=2)
 
 
 def _full(report):
