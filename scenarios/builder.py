@@ -1,0 +1,297 @@
+"""A small NKI-like builder that emits ``neuronsim.program/1`` programs from Python.
+
+Scenario authors write kernels the way NKI kernels read (``../shared/reference/kernels.md``):
+declare DRAM arguments and on-chip tiles, slice them, open loops, and call ``nki.isa``-style
+ops whose operands follow :mod:`machine.optable` exactly.  The builder records instructions
+in program order and :meth:`KernelBuilder.program` returns a validated
+:class:`~machine.ir.Program`.
+
+* **Tensors.**  ``dram_input`` / ``dram_output`` are kernel arguments: the runtime places
+  them, so they get addresses (a bump allocator, :data:`DRAM_ALIGN`-aligned) unless given an
+  ``address`` or an ``alias``.  ``sbuf`` / ``psum`` tiles are *virtual* unless placed
+  explicitly (``partition=`` / ``offset=`` / ``bank=``): the allocation pass places them.
+* **Views** (:mod:`scenarios.views`).  ``t[p0:p1, f0:f1]`` slices a tensor; on SBUF / PSUM
+  the first index is the partition dimension (constant, optionally stepped), the others are
+  free dimensions.  Slice bounds may be affine expressions of loop variables
+  (``t[:, k * 128:(k + 1) * 128]``), which become the access's ``per_iteration`` shift;
+  ``t.tile(k, 128, dim=1)`` is the same thing.  An integer index selects one element and
+  drops the dimension.  A view is written as the spec's ``partitions`` / ``offset`` /
+  ``pattern`` in elements, adjacent dimensions merged; ``t.strided(...)`` gives those
+  directly for what slicing cannot say (a transposing store).
+* **Ops** take the destination first, as ``nki.isa`` does, check operand shapes strictly
+  (the simulator's semantics are total and would silently resize a wrong operand), and
+  return the instruction's name.  Names are unique; without ``name=`` they are the op and a
+  per-op counter (``matmul0``, ``matmul1``...).
+* **Deps.**  Programs are emitted without deps: dependence construction is the compiler's
+  job (``neuronsim compile``).  ``deps=`` adds explicit ones where a scenario wants them.
+
+Examples
+--------
+>>> kb = KernelBuilder("double")
+>>> x = kb.dram_input("x", (256, 64), "float32")
+>>> y = kb.dram_output("y", (256, 64), "float32")
+>>> t = kb.sbuf("t", (128, 64), "float32")
+>>> with kb.loop("i", 2) as i:
+...     _ = kb.dma_copy(t, x[i * 128:(i + 1) * 128, :], name="load")
+...     _ = kb.tensor_scalar(t, t, op0="multiply", operand0=2.0, name="double")
+...     _ = kb.dma_copy(y.tile(i, 128), t, engine="act", queue="dma1", name="store")
+>>> program = kb.program()
+>>> load = program.instruction_map()["load"]
+>>> load.reads[0].offset, load.reads[0].pattern, dict(load.reads[0].per_iteration)
+(None, ((1, 8192),), {'i': 8192})
+>>> program.tensors["t"].is_virtual, program.tensors["y"].address
+(True, 65536)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from math import prod
+from typing import Any
+
+from machine.dtypes import itemsize
+from machine.edges import kind_from_name
+from machine.ir import Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+from machine.validate import validate_program
+from scenarios.views import Index, Operand, TensorRef, View, as_view, is_int
+
+__all__ = ["KernelBuilder", "TensorRef", "View", "Index", "DRAM_ALIGN"]
+
+#: Alignment of the addresses the builder gives DRAM arguments.
+DRAM_ALIGN = 4096
+
+
+def _as_dep(dep: Any) -> Dep:
+    """A :class:`Dep` from a Dep, an instruction name, or ``(name, kind[, loop_carried])``."""
+    if isinstance(dep, Dep):
+        return dep
+    if isinstance(dep, str):
+        return Dep(dep)
+    on, kind, *rest = dep
+    return Dep(on, kind_from_name(kind), bool(rest and rest[0]))
+
+
+class KernelBuilder:
+    """Records tensors, loops and instructions; :meth:`program` returns the program."""
+
+    def __init__(self, name: str, machine: Any = "trn1") -> None:
+        self.name = name
+        self.machine = machine
+        self._tensors: dict[str, Tensor] = {}
+        self._bodies: list[list[Node]] = [[]]
+        self._loops: list[str] = []
+        self._names: set[str] = set()
+        self._counters: dict[str, int] = {}
+        self._dram_end = 0
+
+    # -- tensors ---------------------------------------------------------------------------
+    def _declare(self, tensor: Tensor) -> TensorRef:
+        if tensor.name in self._tensors:
+            raise ValueError(f"tensor {tensor.name!r} declared twice")
+        self._tensors[tensor.name] = tensor
+        return TensorRef(tensor)
+
+    def _dram(self, name: str, shape, dtype: str, role: str, address: int | None, alias: str | None) -> TensorRef:
+        if address is None and alias is None:
+            address = -(-self._dram_end // DRAM_ALIGN) * DRAM_ALIGN
+        if address is not None:
+            self._dram_end = max(self._dram_end, address + prod(shape) * itemsize(dtype))
+        tensor = Tensor(name, MemoryKind.DRAM, dtype, tuple(shape), address=address, alias=alias, role=role)
+        return self._declare(tensor)
+
+    def dram_input(self, name: str, shape, dtype: str, *, address: int | None = None,
+                   alias: str | None = None) -> TensorRef:
+        """A kernel input in DRAM (placed at the next free address unless told)."""
+        return self._dram(name, shape, dtype, "input", address, alias)
+
+    def dram_output(self, name: str, shape, dtype: str, *, address: int | None = None,
+                    alias: str | None = None) -> TensorRef:
+        """A kernel output in DRAM (compared by the simulator against the sequential run)."""
+        return self._dram(name, shape, dtype, "output", address, alias)
+
+    def dram(self, name: str, shape, dtype: str, *, address: int | None = None, alias: str | None = None) -> TensorRef:
+        """An internal DRAM tensor: virtual unless given an ``address`` or an ``alias``."""
+        tensor = Tensor(name, MemoryKind.DRAM, dtype, tuple(shape), address=address, alias=alias)
+        return self._declare(tensor)
+
+    def sbuf(self, name: str, shape, dtype: str, *, partition: int | None = None,
+             offset: int | None = None) -> TensorRef:
+        """An SBUF tile ``[partitions, free...]``: virtual unless placed (partition and byte offset)."""
+        if (partition is None) != (offset is None):
+            raise ValueError(f"{name}: place an sbuf tensor with both partition= and offset=, or neither")
+        return self._declare(Tensor(name, MemoryKind.SBUF, dtype, tuple(shape), partition, offset))
+
+    def psum(self, name: str, shape, dtype: str = "float32", *, partition: int | None = None,
+             bank: int | None = None, offset: int | None = None) -> TensorRef:
+        """A PSUM tile (one bank at most): virtual unless placed (partition and bank)."""
+        if (partition is None) != (bank is None) or (offset is not None and bank is None):
+            raise ValueError(f"{name}: place a psum tensor with partition= and bank= (offset= optional), or none")
+        if bank is not None and offset is None:
+            offset = 0
+        return self._declare(Tensor(name, MemoryKind.PSUM, dtype, tuple(shape), partition, offset, bank))
+
+    # -- structure -------------------------------------------------------------------------
+    def _claim(self, name: str) -> str:
+        if name in self._names:
+            raise ValueError(f"name {name!r} used twice (instructions and loops share one namespace)")
+        self._names.add(name)
+        return name
+
+    @contextmanager
+    def loop(self, name: str, trip_count: int) -> Iterator[Index]:
+        """A loop (scheduling unit); yields its index variable for slice expressions."""
+        if not is_int(trip_count) or trip_count < 1:
+            raise ValueError(f"loop {name!r}: trip_count must be a positive integer")
+        self._claim(name)
+        self._bodies.append([])
+        self._loops.append(name)
+        try:
+            yield Index(0, ((name, 1),))
+        finally:
+            body = self._bodies.pop()
+            self._loops.pop()
+        self._bodies[-1].append(Loop(name, trip_count, tuple(body)))
+
+    def instruction(self, op: str, engine: str, reads: Iterable[Operand] = (), writes: Iterable[Operand] = (), *,
+                    attrs: Mapping[str, Any] | None = None, queue: str | None = None, name: str | None = None,
+                    deps: Iterable[Any] = ()) -> str:
+        """Emit any instruction (an opaque op too); the typed helpers below call this."""
+        if name is None:
+            number = self._counters.get(op, 0)
+            while f"{op}{number}" in self._names:
+                number += 1
+            self._counters[op] = number + 1
+            name = f"{op}{number}"
+        self._claim(name)
+        if queue is None and op.startswith("dma"):
+            queue = "dma0"
+        self._bodies[-1].append(Instruction(
+            name, engine, op, tuple(as_view(r).access() for r in reads), tuple(as_view(w).access() for w in writes),
+            frozen_mapping({k: v for k, v in (attrs or {}).items() if v is not None}),
+            tuple(_as_dep(d) for d in deps), queue))
+        return name
+
+    def program(self) -> Program:
+        """The program built so far, validated (:func:`machine.validate.validate_program`)."""
+        if self._loops:
+            raise ValueError(f"loop {self._loops[-1]!r} is still open")
+        program = Program(frozen_mapping(self._tensors), tuple(self._bodies[0]), self.machine)
+        validate_program(program)
+        return program
+
+    # -- ops (nki.isa style: destination first) --------------------------------------------
+    def dma_copy(self, dst: Operand, src: Operand, *, engine: str = "sp", queue: str = "dma0",
+                 dge: str | None = None, name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """DMA ``src`` to ``dst`` (element counts agree; dtype cast via fp32)."""
+        d, s = as_view(dst), as_view(src)
+        _same_count(d, s, "dma_copy")
+        return self.instruction("dma_copy", engine, [s], [d], attrs={"dge": dge}, queue=queue, name=name, deps=deps)
+
+    def matmul(self, dst: Operand, stationary: Operand, moving: Operand, *, accumulate: bool = False,
+               group: str | int | None = None, name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` on PE into PSUM.
+
+        ``accumulate=False`` starts an accumulation group; ``True`` adds to it, and the PSUM
+        tile is listed among the reads too (every touched byte is listed).
+        """
+        d, st, mv = as_view(dst), as_view(stationary), as_view(moving)
+        k, m, n = st.num_partitions, st.free_count, mv.free_count
+        if mv.num_partitions != k or (d.num_partitions, d.free_count) != (m, n):
+            raise ValueError(f"matmul: stationary {st.shape} [K,M], moving {mv.shape} [K,N] and psum {d.shape} [M,N] "
+                             "disagree")
+        reads = [st, mv, d] if accumulate else [st, mv]
+        return self.instruction("matmul", "pe", reads, [d], attrs={"accumulate": accumulate, "group": group},
+                                name=name, deps=deps)
+
+    def transpose(self, dst: Operand, src: Operand, *, engine: str = "pe", name: str | None = None,
+                  deps: Iterable[Any] = ()) -> str:
+        """``dst[F, P] = src[P, F]`` (PE: SBUF into PSUM, at most 128 x 128)."""
+        d, s = as_view(dst), as_view(src)
+        if (d.num_partitions, d.free_count) != (s.free_count, s.num_partitions):
+            raise ValueError(f"transpose: destination {d.shape} is not the transpose of {s.shape}")
+        return self.instruction("transpose", engine, [s], [d], name=name, deps=deps)
+
+    def activation(self, dst: Operand, src: Operand, *, func: str = "identity", scale: float | None = None,
+                   bias: float | Operand | None = None, name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst = func(src * scale + bias)`` on ACT; ``bias`` a number or a ``[P, 1]`` tile."""
+        d, s = as_view(dst), as_view(src)
+        _same_tile(d, s, "activation")
+        reads, attrs = [s], {"func": func, "scale": scale}
+        if isinstance(bias, (View, TensorRef)):
+            reads.append(_per_partition(bias, d, "activation bias"))
+        else:
+            attrs["bias"] = bias
+        return self.instruction("activation", "act", reads, [d], attrs=attrs, name=name, deps=deps)
+
+    def tensor_tensor(self, dst: Operand, in0: Operand, in1: Operand, *, op: str = "add", engine: str = "dve",
+                      name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst = in0 <op> in1`` elementwise (at most one operand in PSUM)."""
+        d, a, b = as_view(dst), as_view(in0), as_view(in1)
+        _same_tile(d, a, "tensor_tensor")
+        _same_tile(d, b, "tensor_tensor")
+        return self.instruction("tensor_tensor", engine, [a, b], [d], attrs={"op": op}, name=name, deps=deps)
+
+    def tensor_scalar(self, dst: Operand, src: Operand, *, op0: str, operand0: float | Operand = 0.0,
+                      op1: str | None = None, operand1: float | None = None, reverse: bool | None = None,
+                      engine: str = "dve", name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst = (src <op0> operand0) <op1> operand1``; ``operand0`` a number or a ``[P, 1]`` tile."""
+        d, s = as_view(dst), as_view(src)
+        _same_tile(d, s, "tensor_scalar")
+        reads, attrs = [s], {"op0": op0, "op1": op1, "operand1": operand1, "reverse": reverse}
+        if isinstance(operand0, (View, TensorRef)):
+            reads.append(_per_partition(operand0, d, "tensor_scalar operand0"))
+        else:
+            attrs["operand0"] = operand0
+        return self.instruction("tensor_scalar", engine, reads, [d], attrs=attrs, name=name, deps=deps)
+
+    def tensor_reduce(self, dst: Operand, src: Operand, *, op: str = "add", negate: bool | None = None,
+                      name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst[p, :] = reduce(src[p, :])`` along the free axis on DVE."""
+        d, s = as_view(dst), as_view(src)
+        if d.num_partitions != s.num_partitions:
+            raise ValueError(f"tensor_reduce: {d.shape} and {s.shape} differ in partitions")
+        return self.instruction("tensor_reduce", "dve", [s], [d], attrs={"op": op, "negate": negate},
+                                name=name, deps=deps)
+
+    def tensor_copy(self, dst: Operand, src: Operand, *, engine: str = "dve", name: str | None = None,
+                    deps: Iterable[Any] = ()) -> str:
+        """``dst = cast(src)`` (ACT and DVE may read PSUM, POOL may not)."""
+        d, s = as_view(dst), as_view(src)
+        _same_tile(d, s, "tensor_copy")
+        return self.instruction("tensor_copy", engine, [s], [d], name=name, deps=deps)
+
+    def memset(self, dst: Operand, value: float = 0.0, *, engine: str = "dve", name: str | None = None,
+               deps: Iterable[Any] = ()) -> str:
+        return self.instruction("memset", engine, [], [dst], attrs={"value": value}, name=name, deps=deps)
+
+    def iota(self, dst: Operand, *, base: float | None = None, step: float | None = None,
+             partition_step: float | None = None, name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst[p, i] = base + p * partition_step + i * step`` on POOL."""
+        attrs = {"base": base, "step": step, "partition_step": partition_step}
+        return self.instruction("iota", "pool", [], [dst], attrs=attrs, name=name, deps=deps)
+
+    def set_rand_state(self, seed: int, *, engine: str = "pool", name: str | None = None,
+                       deps: Iterable[Any] = ()) -> str:
+        return self.instruction("set_rand_state", engine, attrs={"seed": seed}, name=name, deps=deps)
+
+    def random(self, dst: Operand, *, low: float | None = None, high: float | None = None, engine: str = "pool",
+               name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        return self.instruction("random", engine, [], [dst], attrs={"low": low, "high": high}, name=name, deps=deps)
+
+
+def _same_count(a: View, b: View, op: str) -> None:
+    if a.count != b.count:
+        raise ValueError(f"{op}: {a.name} {a.shape} and {b.name} {b.shape} have different element counts")
+
+
+def _same_tile(a: View, b: View, op: str) -> None:
+    if (a.num_partitions, a.free_count) != (b.num_partitions, b.free_count):
+        raise ValueError(f"{op}: {a.name} {a.shape} and {b.name} {b.shape} are not the same [P, F] tile")
+
+
+def _per_partition(operand: Operand, like: View, what: str) -> View:
+    v = as_view(operand)
+    if v.num_partitions != like.num_partitions or v.free_count != 1:
+        raise ValueError(f"{what}: {v.name} {v.shape} is not a [{like.num_partitions}, 1] per-partition value")
+    return v
