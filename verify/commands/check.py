@@ -7,7 +7,7 @@ import click
 from machine.format import load_program
 from machine.unroll import unroll
 
-from ..cli import emit_json, json_option, program_argument, run_command
+from ..cliutil import emit_json, json_option, program_argument, run_command
 from ..racecheck import check_waits
 from ..report import render_report
 

@@ -21,7 +21,7 @@ from machine.format import load_program, save_program
 from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from passes.explain import explain
 
-from ..cli import UsageFailure, emit_json, json_option, program_argument, run_command
+from ..cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
 
 __all__ = ["compile_command", "edge_summary"]
 

@@ -28,7 +28,7 @@ from machine.simulator import RunResult, Simulation
 from machine.simulator import simulate as run_simulation
 from machine.trace import summarize, summary_table
 
-from ..cli import UsageFailure, emit_json, json_option, program_argument, run_command
+from ..cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
 
 __all__ = ["simulate", "simulation_json"]
 

@@ -1,0 +1,137 @@
+"""``neuronsim footprint PROGRAM [--json] [--plot FILE.png] [--passes SPEC]``: sync footprint.
+
+Stages: the program as given, then the program after each pass of ``--passes``.  The default
+pipeline is ``dep-reduction`` when the program has deps, else the compile pipeline followed by
+``dep-reduction`` (the deps have to be built before they can be reduced).  For every stage:
+deps and instance-level waits by kind, same- and cross-engine waits, semaphore wait operations
+after lowering, the spec's minimum and the ratio, and the simulated makespan (see
+:mod:`verify.footprint`).  Exit 0, or 2 on unusable input.
+"""
+
+from __future__ import annotations
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from machine.format import load_program
+from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from passes.expand import ExpandSchedulingUnits
+from passes.reduction import DepReduction
+
+from ..cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
+from ..footprint import KINDS, FootprintReport, footprint_report
+
+#: Passes the footprint command can run: the registry plus this issue's passes.
+REGISTRY = {**ALL_PASSES, ExpandSchedulingUnits.name: ExpandSchedulingUnits, DepReduction.name: DepReduction}
+
+
+def _registry() -> dict[str, type]:
+    extra = {}
+    try:  # the scheduling passes are optional until they land
+        from passes.depopt import DepOpt
+        from passes.schedule import ListSchedule
+
+        extra = {ListSchedule.name: ListSchedule, DepOpt.name: DepOpt}
+    except ImportError:
+        pass
+    return {**REGISTRY, **extra}
+
+
+def _table(report: FootprintReport) -> Table:
+    table = Table(title=f"sync footprint on {report.machine} (waits are per instance)")
+    for column in ("stage", "deps", "waits", *KINDS, "same-eng", "cross-eng", "semaphore", "minimum", "ratio",
+                   "makespan µs"):
+        table.add_column(column, justify="left" if column == "stage" else "right")
+    for s in report.stages:
+        f = s.figures
+        minimum = f"{s.minimum.figures.waits}" if s.minimum else "-"
+        ratio = f"{s.ratio:.2f}" if s.ratio is not None else "-"
+        span = f"{s.makespan_ns / 1000:.2f}" if s.makespan_ns is not None else "-"
+        table.add_row(s.stage, str(s.deps), str(f.waits), *(str(f.kind(k)) for k in KINDS), str(f.same_engine),
+                      str(f.cross_engine), str(f.semaphore_waits), minimum, ratio, span)
+    return table
+
+
+def _notes(report: FootprintReport) -> list[str]:
+    lines = []
+    last = report.stages[-1]
+    if last.minimum is not None:
+        m = last.minimum
+        lines.append(f"minimum: {m.unordered_pairs} conflicting instance pairs unordered by rules 1-3; "
+                     f"{m.figures.waits} waits after transitive reduction "
+                     f"({', '.join(f'{k} {m.figures.kind(k)}' for k in KINDS if m.figures.kind(k))}), "
+                     f"{m.figures.semaphore_waits} semaphore waits")
+    else:
+        lines.append("minimum: not available while tensors are virtual (run the allocation passes)")
+    for spec, stats in report.passes:
+        stats = dict(stats)
+        if stats.get("partial"):
+            lines.append(f"{spec}: {stats['partial']} kept deps are needed at some instances only "
+                         f"(an instruction-level dep waits at every instance): "
+                         f"{stats.get('waits-kept', 0)} waits kept, {stats.get('waits-minimum', 0)} needed")
+    return lines
+
+
+def _plot(report: FootprintReport, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stages = [s.stage for s in report.stages]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(stages) + 2.0), 4.5))
+    bottom = [0] * len(stages)
+    for kind in KINDS:
+        heights = [s.figures.kind(kind) for s in report.stages]
+        ax.bar(stages, heights, bottom=bottom, label=kind)
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    ax.plot(stages, [s.figures.semaphore_waits for s in report.stages], "ko-", label="semaphore waits")
+    minimums = [s.minimum.figures.waits if s.minimum else float("nan") for s in report.stages]
+    ax.plot(stages, minimums, "r--", label="minimum")
+    ax.set_ylabel("instance-level waits")
+    ax.set_title(f"sync footprint ({report.machine})")
+    ax.tick_params(axis="x", labelrotation=20)
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except OSError as err:
+        raise UsageFailure(f"cannot write the plot: {err.strerror or err}", "--plot") from None
+    finally:
+        plt.close(fig)
+
+
+@click.command("footprint")
+@program_argument
+@json_option
+@click.option("--plot", "plot", metavar="FILE.png", default=None, help="Also draw the waits per stage to FILE.png.")
+@click.option("--passes", "spec", metavar="SPEC", default=None,
+              help="Pipeline to measure after (default: dep-reduction, or the compile pipeline then "
+                   "dep-reduction when the program has no deps).")
+@click.option("--no-simulate", is_flag=True, help="Skip the simulated makespan (faster on big programs).")
+@run_command
+def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, no_simulate: bool) -> int:
+    """Waits by kind, same/cross-engine, semaphore waits, the minimum and the makespan of PROGRAM."""
+    prog = load_program(program)
+    if spec is None:
+        has_deps = any(instr.deps for instr, _ in prog.instructions())
+        spec = DepReduction.name if has_deps else f"{DEFAULT_PIPELINE},{DepReduction.name}"
+    passes = parse_pipeline(spec, _registry())
+    ctx = PassContext()
+    stages = [("given", prog)]
+    for p in passes:
+        prog = run_pipeline(prog, [p], ctx)
+        stages.append((p.spec_string(), prog))
+    records = [(r.spec, dict(r.stats)) for r in ctx.records]
+    report = footprint_report(stages, simulate=not no_simulate, passes=records)
+    if plot:
+        _plot(report, plot)
+    if as_json:
+        emit_json(report.to_json())
+    else:
+        console = Console(width=160)
+        console.print(_table(report))
+        for line in _notes(report):
+            click.echo(line)
+    return 0
