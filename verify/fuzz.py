@@ -8,8 +8,10 @@ their deps stripped, and checks every example three ways:
 2. **ordering preserved**: every conflicting instance pair the unmodified pipeline orders is
    still ordered after your pass (that is (1) again, unless the program you return lost
    instructions or changed their accesses, which is reported as such);
-3. **outputs** (issue #4): the simulated outputs equal the sequential reference of the
-   *original* program under a few interleaving seeds.
+3. **simulation** (issue #4): under a few interleaving seeds the simulated final contents of
+   every tensor equal the sequential reference, and the race check over each run's trace
+   (:mod:`verify.tracecheck`) finds no rule broken and the same (empty) race set - a
+   simulator that skips a wait is caught here even when the values happen to agree.
 
 A failure is shrunk by hypothesis to a minimal program, saved as JSON with its race report
 (``FOLDER/failure-<seed>.json`` and ``.report.json``), and returned as a
@@ -43,6 +45,7 @@ from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 
 from .racecheck import check_program
 from .strategies import programs, strip_deps
+from .tracecheck import check_trace
 
 __all__ = ["FuzzFailure", "FuzzResult", "check_pass", "load_pass", "assert_pass_sound", "fuzz_strategy"]
 
@@ -55,7 +58,7 @@ class FuzzFailure:
     """The minimal failing example."""
 
     check: str
-    """``"races"``, ``"structure"``, ``"outputs"`` or ``"error"``."""
+    """``"error"``, ``"structure"``, ``"races"``, ``"outputs"`` or ``"trace"``."""
     message: str
     program: str
     """The shrunk input program (deps stripped) as JSON text."""
@@ -133,7 +136,8 @@ def _signature(program: Program) -> list:
 
 
 def check_one(program: Program, user: Any = None, *, replace: str | None = None,
-              pipeline: str = DEFAULT_PIPELINE, simulate_outputs: bool = True) -> FuzzFailure | None:
+              pipeline: str = DEFAULT_PIPELINE, simulate_outputs: bool = True,
+              simulator: Callable[..., Any] = simulate) -> FuzzFailure | None:
     """Run all three checks on one program; the failure found, or None."""
     source = strip_deps(program)
     try:
@@ -150,17 +154,25 @@ def check_one(program: Program, user: Any = None, *, replace: str | None = None,
         return FuzzFailure("races", f"{len(report.races)} race(s), first {first.kind} {first.first} / {first.second}",
                            dumps_program(source), dumps_program(compiled), report.to_json())
     if simulate_outputs:
-        sim = simulate(compiled, seeds=SIM_SEEDS, compare="all", validate=False)
+        sim = simulator(compiled, seeds=SIM_SEEDS, compare="all", validate=False)
         bad = sim.first_difference
         if bad is not None:
             return FuzzFailure("outputs", f"seed {bad.seed}: {bad.diffs[0]}", dumps_program(source),
                                dumps_program(compiled), report.to_json())
+        for run in sim.runs:
+            traced = check_trace(compiled, run.trace)
+            if traced.violations or traced.report.races:
+                what = traced.violations[0].message if traced.violations else \
+                    f"{len(traced.report.races)} race(s) under the waits the run met, first {traced.report.races[0].first} / {traced.report.races[0].second}"
+                return FuzzFailure("trace", f"seed {run.seed}: {what}", dumps_program(source), dumps_program(compiled),
+                                   traced.report.to_json())
     return None
 
 
 def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace: str | None = None,
                pipeline: str = DEFAULT_PIPELINE, folder: str | None = None, strategy=None,
-               simulate_outputs: bool = True, progress: Callable[[int], None] | None = None) -> FuzzResult:
+               simulate_outputs: bool = True, progress: Callable[[int], None] | None = None,
+               simulator: Callable[..., Any] = simulate) -> FuzzResult:
     """Fuzz ``user`` (a pass, a pass class or ``fn(program) -> program``; None: the pipeline
     itself) on ``examples`` generated programs; the first failure, shrunk, or none."""
     strategy = strategy or fuzz_strategy()
@@ -176,7 +188,8 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
         count[0] += 1
         if progress is not None:
             progress(1)
-        failure = check_one(program, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs)
+        failure = check_one(program, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
+                            simulator=simulator)
         if failure is not None:
             failures.append(failure)  # the last one appended is the shrunk one
             raise _Found(failure)
