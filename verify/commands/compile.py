@@ -12,6 +12,7 @@ Exit status: 0, or 2 for unusable input (including a bad ``--passes`` string).
 
 from __future__ import annotations
 
+import gc
 import time
 
 import click
@@ -51,11 +52,16 @@ def edge_summary(program) -> dict[str, int]:
 @json_option
 @run_command
 def compile_command(program: str, output: str, passes_spec: str, explain_pair, no_verify: bool, as_json: bool) -> int:
-    """Run the pass pipeline on PROGRAM and write it, with its computed deps, to OUT."""
+    """Run the pass pipeline on PROGRAM and write it, with its computed deps, to OUT.
+
+    Deps PROGRAM already has are replaced by the computed ones; loops, names and x- keys
+    are kept; virtual tensors are placed.
+    """
     if as_json and output == "-":
         raise UsageFailure("--json writes its report to standard output; give -o a file", "-o")
     passes = parse_pipeline(passes_spec)
     prog = load_program(program)
+    gc.freeze()  # the loaded program lives to the end: keep the collector off it
     ctx = PassContext(verify=not no_verify, record=explain_pair is not None)
     started = time.perf_counter()
     compiled = run_pipeline(prog, passes, ctx)

@@ -1,0 +1,350 @@
+"""Passes, the pass context, pipeline spec strings and verification between passes.
+
+A pass is a small frozen dataclass with a class-level kebab-case ``name``; its fields are its
+options and ``apply(program, ctx) -> Program`` runs it.  The algorithm lives in pure
+functions beside the class; the docstring states the contract (requires / guarantees).
+
+Pipeline spec strings name passes in order, with options in braces::
+
+    alloc,build-fdeps,remove-redundancies,anti-deps
+    alloc{buffers=3},build-fdeps,anti-deps{memories=sbuf|psum,early_stop=matmul}
+
+Option values are parsed after the type of the field's default: ``true``/``false``, integers,
+strings, and ``a|b|c`` for sets.  :func:`run_pipeline` verifies the program after every pass
+unless told not to: the structure (:func:`machine.validate.validate_program`), no virtual
+tensor once an allocating pass has run, and deps that point backwards (a non-loop-carried dep
+on an instruction earlier in document order, a loop-carried one inside a common loop), which
+makes the instruction-level edge set acyclic.
+
+Examples
+--------
+>>> [type(p).name for p in parse_pipeline("alloc,build-fdeps")]
+['alloc', 'build-fdeps']
+>>> parse_pipeline("anti-deps{memories=sbuf|psum, skip_ordered=false}")[0].memories == {"sbuf", "psum"}
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import re
+import time
+from collections.abc import Mapping, Sequence
+from itertools import zip_longest
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from machine.edges import DepGraph, EdgeKind
+from machine.errors import ProgramError
+from machine.ir import Dep, Instruction, Program
+from machine.presets import MachineSpec, resolve_machine
+from machine.validate import validate_program
+
+__all__ = [
+    "Pass", "PassContext", "PassRecord", "parse_pipeline", "run_pipeline", "verify_program",
+    "graph_of", "graph_rows", "with_graph", "DEFAULT_PIPELINE",
+]
+
+#: The default pipeline of ``neuronsim compile``.  The transitive-reduction pass of issue #6
+#: is appended here (and registered in :data:`passes.ALL_PASSES`) when it lands.
+DEFAULT_PIPELINE = "alloc,build-fdeps,remove-redundancies,anti-deps"
+
+
+class Pass:
+    """Base of every pass: subclasses are ``@dataclass(frozen=True, slots=True)``."""
+
+    __slots__ = ()
+    name: ClassVar[str] = ""
+    #: True for passes that place every virtual tensor (verification then insists on it).
+    places: ClassVar[bool] = False
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def spec_string(self) -> str:
+        """The pass as a spec-string item, listing options that differ from the defaults."""
+        changed = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value != f.default:
+                if isinstance(value, frozenset):
+                    value = "|".join(sorted(value))
+                changed.append(f"{f.name}={str(value).lower() if isinstance(value, bool) else value}")
+        return self.name + ("{" + ",".join(changed) + "}" if changed else "")
+
+
+@dataclass(frozen=True, slots=True)
+class PassRecord:
+    """What one pass did: its spec item, wall time, edge count after it and its counters."""
+
+    spec: str
+    seconds: float
+    edges: int
+    stats: Mapping[str, int]
+
+
+@dataclass(slots=True)
+class PassContext:
+    """Mutable working state shared by the passes of one pipeline run.
+
+    ``record`` turns on provenance: for every edge a pass adds, the rules that justified it
+    (``ctx.provenance[(waiter, former, loop_carried)]``), used by ``--explain`` and tests.
+    """
+
+    spec: MachineSpec | None = None
+    verify: bool = True
+    record: bool = False
+    stats: dict[str, dict[str, int]] = field(default_factory=dict)
+    provenance: dict[tuple[str, str, bool], set[str]] = field(default_factory=dict)
+    records: list[PassRecord] = field(default_factory=list)
+    placed: bool = False
+    _graphs: dict[int, tuple[Program, DepGraph]] = field(default_factory=dict)
+    _streams: dict[int, tuple[Program, Any]] = field(default_factory=dict)
+
+    def machine(self, program: Program) -> MachineSpec:
+        if self.spec is None:
+            self.spec = resolve_machine(program.machine)
+        return self.spec
+
+    def count(self, pass_name: str, key: str, amount: int = 1) -> None:
+        row = self.stats.setdefault(pass_name, {})
+        row[key] = row.get(key, 0) + amount
+
+    def note(self, waiter: str, former: str, loop_carried: bool, rule: str) -> None:
+        """Record why an edge exists (only when ``record``)."""
+        self.provenance.setdefault((waiter, former, loop_carried), set()).add(rule)
+
+    # -- caches: a dep-only pass hands its analysis on to the program it returns --------
+    def take_graph(self, program: Program) -> DepGraph:
+        """The program's deps as a graph this pass may mutate."""
+        cached = self._graphs.pop(id(program), None)
+        if cached is not None and cached[0] is program:
+            return cached[1]
+        return graph_of(program)
+
+    def keep_graph(self, program: Program, graph: DepGraph) -> None:
+        self._graphs.clear()
+        self._graphs[id(program)] = (program, graph)
+
+    def stream(self, program: Program):
+        """The :class:`~passes.instances.Stream` of ``program`` (cached across dep passes)."""
+        from .instances import Stream
+
+        cached = self._streams.get(id(program))
+        if cached is not None and cached[0] is program:
+            return cached[1]
+        stream = Stream(program, self.machine(program))
+        self._streams.clear()
+        self._streams[id(program)] = (program, stream)
+        return stream
+
+    def carry_stream(self, old: Program, new: Program) -> None:
+        """``new`` differs from ``old`` only in deps: reuse the analysis."""
+        cached = self._streams.get(id(old))
+        if cached is not None and cached[0] is old:
+            self._streams[id(new)] = (new, cached[1])
+
+
+# -- deps <-> graph ----------------------------------------------------------------------
+def graph_of(program: Program) -> DepGraph:
+    """The program's deps as a :class:`~machine.edges.DepGraph` (kinds merged by max)."""
+    graph = DepGraph()
+    for inst, _ in program.instructions():
+        for dep in inst.deps:
+            graph.add_dependency(inst.name, dep.on, dep.kind, dep.loop_carried)
+    return graph
+
+
+def graph_rows(graph: DepGraph) -> tuple[dict[str, dict[str, EdgeKind]], dict[str, dict[str, EdgeKind]]]:
+    """The graph's two edge sets, ``rows[loop_carried][waiter][former] = kind``, read-only.
+
+    Reads :class:`~machine.edges.DepGraph`'s storage directly: iterating ``edges()`` builds
+    one object per edge, which dominates at a million instructions.
+    """
+    return graph._sets
+
+
+def with_graph(program: Program, graph: DepGraph, order: Mapping[str, int] | None = None,
+               changed: set[str] | None = None) -> Program:
+    """``program`` whose deps are exactly ``graph``'s, listed in document order of the
+    instruction waited on, ordinary deps before loop-carried ones.
+
+    ``order`` maps names to document order (computed when not given); ``changed``, when
+    given, names the only instructions whose deps may differ from the program's.
+    """
+    if order is None:
+        order = {inst.name: k for k, (inst, _) in enumerate(program.instructions())}
+    rows = graph_rows(graph)
+    plain, carried = rows[False], rows[True]
+    made: dict[tuple[str, EdgeKind, bool], Dep] = {}  # one Dep object per distinct value
+
+    def dep(former: str, kind: EdgeKind, flag: bool) -> Dep:
+        key = (former, kind, flag)
+        d = made.get(key)
+        if d is None:
+            d = made[key] = Dep(former, kind, flag)
+        return d
+
+    def rebuild(inst: Instruction) -> Instruction:
+        if changed is not None and inst.name not in changed:
+            return inst
+        row, lc_row = plain.get(inst.name), carried.get(inst.name)
+        if not row and not lc_row and not inst.deps:
+            return inst
+        deps: list[Dep] = []
+        if row:
+            deps.extend(dep(f, row[f], False) for f in (sorted(row, key=order.__getitem__) if len(row) > 1 else row))
+        if lc_row:
+            deps.extend(dep(f, lc_row[f], True) for f in sorted(lc_row, key=order.__getitem__))
+        if inst.deps:  # a dep that survives unchanged keeps its object (and its x- keys)
+            old = {(d.on, d.loop_carried, d.kind): d for d in inst.deps}
+            deps = [old.get((d.on, d.loop_carried, d.kind), d) for d in deps]
+        return Instruction(inst.name, inst.engine, inst.op, inst.reads, inst.writes, inst.attrs, tuple(deps),
+                           inst.queue, inst.extras)
+
+    return program.map_instructions(rebuild)
+
+
+# -- spec strings ------------------------------------------------------------------------
+_ITEM = re.compile(r"\s*([a-z][a-z0-9-]*)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
+
+
+def _convert(raw: str, default: Any, where: str) -> Any:
+    raw = raw.strip()
+    if isinstance(default, bool):
+        if raw.lower() not in ("true", "false"):
+            raise ProgramError(where, f"expected true or false, got {raw!r}")
+        return raw.lower() == "true"
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ProgramError(where, f"expected an integer, got {raw!r}") from None
+    if isinstance(default, frozenset):
+        return frozenset(v.strip() for v in raw.split("|") if v.strip())
+    return raw
+
+
+def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> list[Pass]:
+    """Pass objects for a spec string; a bad name or option is a located ProgramError."""
+    if registry is None:
+        from . import ALL_PASSES as registry
+    passes: list[Pass] = []
+    pos = 0
+    text = spec.strip()
+    while pos < len(text):
+        m = _ITEM.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ProgramError("--passes", f"cannot parse {text[pos:]!r}; expected NAME or NAME{{key=value,...}}")
+        name, options = m.group(1), m.group(2)
+        cls = registry.get(name)
+        if cls is None:
+            raise ProgramError("--passes", f"unknown pass {name!r}; expected one of {sorted(registry)}")
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for item in filter(None, (o.strip() for o in (options or "").split(","))):
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep or key not in defaults:
+                raise ProgramError(f"--passes.{name}", f"unknown option {item!r}; expected key=value with key in {sorted(defaults)}")
+            kwargs[key] = _convert(value, defaults[key], f"--passes.{name}.{key}")
+        try:
+            passes.append(cls(**kwargs))
+        except ValueError as err:
+            raise ProgramError(f"--passes.{name}", str(err)) from None
+        pos = m.end()
+    if not passes:
+        raise ProgramError("--passes", "empty pipeline")
+    return passes
+
+
+# -- verification --------------------------------------------------------------------------
+def _same_but_deps(old: Program, new: Program) -> bool:
+    """Did a pass change nothing but deps?  (Identity checks: cheap.)"""
+    if new.tensors is not old.tensors or new.machine is not old.machine:
+        return False
+    end = (None, ())
+    for (a, _), (b, _) in zip_longest(old.walk(), new.walk(), fillvalue=end):
+        if a is b:
+            continue
+        if a is None or b is None:
+            return False
+        if type(a) is not type(b) or a.name != b.name:
+            return False
+        if isinstance(a, Instruction):
+            if a.reads is not b.reads or a.writes is not b.writes or a.attrs is not b.attrs or a.op != b.op \
+                    or a.engine != b.engine or a.queue != b.queue:
+                return False
+        elif a.trip_count != b.trip_count or len(a.body) != len(b.body):
+            return False
+    return True
+
+
+def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: str, before: Program | None = None) -> None:
+    """Check a pass's output; raise a ProgramError naming the pass on the first problem.
+
+    When ``before`` is given and the pass changed nothing but deps, only the deps are
+    checked (the rest was verified before and is the very same objects).
+    """
+    deps_only = before is not None and _same_but_deps(before, program)
+    if not deps_only:
+        try:
+            validate_program(program, spec)
+        except ProgramError as err:
+            raise ProgramError(err.path, f"after pass {after!r}: {err.message}") from None
+    if placed:
+        for name, tensor in program.tensors.items():
+            if tensor.is_virtual:
+                raise ProgramError(f"tensors.{name}", f"after pass {after!r}: still virtual")
+    # Deps point backwards (acyclic); a loop-carried one needs a loop enclosing both.
+    position: dict[str, tuple[int, tuple]] = {}
+    for k, (inst, loops) in enumerate(program.instructions()):
+        position[inst.name] = (k, loops)
+    for inst, loops in program.instructions():
+        k = position[inst.name][0]
+        for dep in inst.deps:
+            target = position.get(dep.on)
+            if target is None:
+                raise ProgramError(f"{inst.name}.deps", f"after pass {after!r}: waits on unknown instruction {dep.on!r}")
+            if dep.loop_carried:
+                other = target[1]
+                if not (loops and other and loops[0] is other[0]):
+                    raise ProgramError(f"{inst.name}.deps", f"after pass {after!r}: loop-carried dep on {dep.on!r} outside any common loop")
+            elif target[0] >= k:
+                raise ProgramError(f"{inst.name}.deps", f"after pass {after!r}: waits on {dep.on!r}, which is not earlier")
+
+
+def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELINE, ctx: PassContext | None = None) -> Program:
+    """Run ``passes`` in order, verifying between them when ``ctx.verify``.
+
+    The input must be valid (:func:`machine.format.load_program` checks what it loads;
+    :func:`verify_program` checks a program built in memory).  The cyclic garbage collector
+    is paused while a pass runs (the passes allocate millions of small tuples and no
+    cycles: performance notes, section 0).
+    """
+    ctx = ctx or PassContext()
+    if isinstance(passes, str):
+        passes = parse_pipeline(passes)
+    spec = ctx.machine(program)
+    for p in passes:
+        started = time.perf_counter()
+        before = {k: dict(v) for k, v in ctx.stats.items()}
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            result = p.apply(program, ctx)
+        finally:
+            if was_enabled:
+                gc.enable()
+        seconds = time.perf_counter() - started
+        ctx.placed = ctx.placed or p.places
+        if ctx.verify:
+            verify_program(result, spec, placed=ctx.placed, after=p.name, before=program)
+        program = result
+        graph = ctx._graphs.get(id(program))
+        edges = len(graph[1]) if graph is not None and graph[0] is program else sum(len(i.deps) for i, _ in program.instructions())
+        row = ctx.stats.get(p.name, {})
+        delta = {k: v - before.get(p.name, {}).get(k, 0) for k, v in row.items()}
+        ctx.records.append(PassRecord(p.spec_string(), seconds, edges, delta))
+    return program

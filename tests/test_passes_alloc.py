@@ -1,0 +1,156 @@
+"""Allocation: liveness, rotation, placement rules; storage shared only by dead tensors."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+
+from machine.errors import ProgramError
+from machine.geometry import footprint, overlap
+from machine.ir import Access
+from machine.unroll import unroll
+from machine.validate import validate_program
+from passes.alloc import rotate_slots
+from tests.passes_kit import compiled, dr, ins, prog, ps, sb
+from verify.racecheck import check_program
+from verify.strategies import programs
+
+
+def V(name, parts=128, free=64):
+    return sb(name, parts, free, partition=None, offset=None)
+
+
+def _tiles(n, memory="sbuf"):
+    """n tiles, each written then read once, one after the other."""
+    make = V if memory == "sbuf" else (lambda name: ps(name, bank=None))
+    tensors = [make(f"t{k}") for k in range(n)] + [sb("out", offset=0), sb("src", offset=256)]
+    body = []
+    for k in range(n):
+        if memory == "sbuf":
+            body.append(ins(f"w{k}", "dve", "tensor_copy", reads=["src"], writes=[f"t{k}"]))
+        else:
+            body.append(ins(f"w{k}", "pe", "matmul", reads=["src", "src"], writes=[f"t{k}"]))
+        body.append(ins(f"r{k}", "act", "activation", reads=[f"t{k}"], writes=["out"]))
+    return prog(tensors, *body)
+
+
+def test_rotation_reuses_every_nth_buffer():
+    out, _ = compiled(_tiles(5), "alloc")
+    offsets = [out.tensors[f"t{k}"].offset for k in range(5)]
+    assert offsets[0] == offsets[2] == offsets[4] != offsets[1] == offsets[3]
+    assert all(not out.tensors[f"t{k}"].is_virtual for k in range(5))
+    three, _ = compiled(_tiles(5), "alloc{buffers=3}")
+    assert len({three.tensors[f"t{k}"].offset for k in range(5)}) == 3
+    # placed tensors stay, and virtual ones go above them
+    assert out.tensors["out"] == _tiles(5).tensors["out"] and min(offsets) >= 512
+
+
+def test_psum_banks_rotate():
+    out, _ = compiled(_tiles(10, "psum"), "alloc")
+    assert [out.tensors[f"t{k}"].bank for k in range(10)] == [0, 1, 2, 3, 4, 5, 6, 7, 0, 1]
+    two, _ = compiled(_tiles(4, "psum"), "alloc{psum_banks=2}")
+    assert [two.tensors[f"t{k}"].bank for k in range(4)] == [0, 1, 0, 1]
+
+
+def test_live_tensors_never_share_psum_bytes():
+    # nine PSUM tiles all live at once: one bank must hold two of them, side by side
+    tensors = [ps(f"t{k}", bank=None, free=128) for k in range(9)] + [sb("src")]
+    body = [ins(f"w{k}", "pe", "matmul", reads=["src", "src"], writes=[f"t{k}"]) for k in range(9)]
+    body += [ins(f"r{k}", "act", "activation", reads=[f"t{k}"], writes=["src"]) for k in range(9)]
+    out, _ = compiled(prog(tensors, *body), "alloc")
+    places = {(out.tensors[f"t{k}"].bank, out.tensors[f"t{k}"].offset) for k in range(9)}
+    assert len(places) == 9
+
+
+def test_partition_base_follows_the_partition_start_rule():
+    # a 32-partition tensor accessed at relative partition 0 may sit on any quadrant; packing
+    # puts the second one next to the first rather than above it
+    tensors = [V("a", 32), V("b", 32), sb("s")]
+    body = [ins("wa", "dve", "tensor_copy", reads=[Access("s", partitions=(0, 32, 1))], writes=["a"]),
+            ins("wb", "dve", "tensor_copy", reads=[Access("s", partitions=(0, 32, 1))], writes=["b"]),
+            ins("r", "act", "tensor_tensor_like", reads=["a", "b"], writes=["s"])]
+    out, _ = compiled(prog(tensors, *body), "alloc")
+    a, b = out.tensors["a"], out.tensors["b"]
+    assert (a.partition, b.partition) == (0, 32) and a.offset == b.offset
+    validate_program(out)
+
+
+def test_too_much_sbuf_is_a_located_error():
+    tensors = [sb(f"t{k}", 128, 48 * 1024 // 4 * 4 // 4, partition=None, offset=None) for k in range(5)] + [sb("s")]
+    body = [ins(f"w{k}", "dve", "memset", writes=[f"t{k}"]) for k in range(5)]
+    body += [ins(f"r{k}", "act", "activation", reads=[f"t{k}"], writes=["s"]) for k in range(5)]
+    with pytest.raises(ProgramError, match="tensors.t"):
+        compiled(prog(tensors, *body), "alloc")
+
+
+def test_allocation_only_when_needed():
+    p = prog([sb("t")], ins("w", "dve", "memset", writes=["t"]))
+    out, _ = compiled(p, "alloc")
+    assert out is p
+
+
+def test_dram_tensors_rotate_and_inputs_keep_their_own_bytes():
+    tensors = [dr("i", None, 64, role="input"), dr("a", None, 64), dr("b", None, 64), dr("c", None, 64), sb("s")]
+    body = [ins("ld", "sp", "dma_copy", reads=["i"], writes=[Access("s", partitions=(0, 1, 1), pattern=((1, 64),))]),
+            *[ins(f"st{n}", "sp", "dma_copy", reads=[Access("s", partitions=(0, 1, 1), pattern=((1, 64),))], writes=[n])
+              for n in "abc"]]
+    out, _ = compiled(prog(tensors, *body), "alloc")
+    addr = {n: out.tensors[n].address for n in "iabc"}
+    assert addr["a"] == addr["c"] != addr["b"] and addr["i"] not in (addr["a"], addr["b"])
+    assert len({out.tensors[n].address for n in "iabc"}) == 3
+
+
+def test_rotate_slots_opens_a_slot_when_all_are_live():
+    assert rotate_slots([("a", 0, 10), ("b", 1, 10), ("c", 2, 10)], 2) == {"a": 0, "b": 1, "c": 2}
+
+
+def _live(program):
+    unrolled = unroll(program)
+    live = {}
+    for inst in unrolled:
+        for access, _ in inst.instr.accesses:
+            lo, hi = live.get(access.tensor, (inst.id, inst.id))
+            live[access.tensor] = (min(lo, inst.id), max(hi, inst.id))
+    return live
+
+
+def _whole(tensor):
+    return footprint(tensor, Access(tensor.name), {})
+
+
+@given(programs(deps="none", virtual=True, placed=False, max_instructions=10, max_trip=3))
+def test_storage_is_shared_only_by_tensors_whose_lives_do_not_overlap(program):
+    out, _ = compiled(program, "alloc")
+    validate_program(out)
+    assert not out.has_virtual_tensors
+    live = _live(program)
+    placed = [t for n, t in out.tensors.items() if program.tensors[n].is_virtual]
+    for k, a in enumerate(placed):
+        for b in placed[k + 1:]:
+            if overlap(_whole(a), _whole(b)) and a.name in live and b.name in live:
+                assert "input" not in (a.role, b.role)
+                (alo, ahi), (blo, bhi) = live[a.name], live[b.name]
+                assert ahi < blo or bhi < alo, (a.name, b.name)
+
+
+@given(programs(deps="none", virtual=True, max_instructions=10, max_trip=3))
+def test_mixed_programs_keep_placed_tensors_apart_from_new_ones(program):
+    out, _ = compiled(program, "alloc")
+    fixed = [t for t in program.tensors.values() if not t.is_virtual and t.alias is None]
+    new = [t for n, t in out.tensors.items() if program.tensors[n].is_virtual]
+    for t in fixed:
+        assert out.tensors[t.name] == t
+        for n in new:
+            assert overlap(_whole(t), _whole(n)) is None
+
+
+def test_alloc_shared_dram_places_each_group_apart():
+    tensors = [dr("a", None, 64, alias="g"), dr("b", None, 64, alias="g"), dr("c", None, 64, alias="h"), sb("s")]
+    body = [ins(f"w{n}", "sp", "dma_copy", reads=[Access("s", partitions=(0, 1, 1), pattern=((1, 64),))], writes=[n])
+            for n in "abc"]
+    out, ctx = compiled(prog(tensors, *body), "alloc-shared-dram")
+    assert {n: out.tensors[n].extras["x-shared"] for n in "abc"} == {"a": "g", "b": "g", "c": "h"}
+    assert all(out.tensors[n].alias is None for n in "abc")
+    assert all(overlap(_whole(out.tensors["c"]), _whole(out.tensors[n])) is None for n in "ab")
+    assert ctx.stats["alloc-shared-dram"]["placed"] == 3
+    assert check_program(compiled(prog(tensors, *body), "build-fdeps,anti-deps,alloc-shared-dram")[0]).races == ()

@@ -1,0 +1,126 @@
+"""Registry, spec strings, verification between passes, deps <-> graph."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+import pytest
+
+from machine.edges import EdgeKind
+from machine.errors import ProgramError
+from machine.ir import Dep
+from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from passes.pipeline import Pass, graph_of, with_graph
+from tests.passes_kit import dep_set, ins, prog, sb
+from verify.strategies import programs
+from hypothesis import given
+
+
+def test_every_registry_key_is_its_class_name():
+    assert ALL_PASSES
+    for key, cls in ALL_PASSES.items():
+        assert key == cls.name
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+        assert hasattr(cls, "__slots__") and cls.__doc__
+
+
+def test_default_pipeline_parses():
+    assert [p.name for p in parse_pipeline(DEFAULT_PIPELINE)] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps"]
+
+
+def test_options_are_typed_by_their_defaults():
+    alloc, anti, fdeps = parse_pipeline("alloc{buffers=3, align=32}, anti-deps{memories=sbuf|dram,skip_ordered=false},build-fdeps{trivial=TRUE}")
+    assert (alloc.buffers, alloc.align) == (3, 32)
+    assert anti.memories == frozenset({"sbuf", "dram"}) and anti.skip_ordered is False
+    assert fdeps.trivial is True
+
+
+@pytest.mark.parametrize("spec, where", [
+    ("nope", "--passes"), ("alloc{buffers=x}", "--passes.alloc.buffers"), ("alloc{colour=red}", "--passes.alloc"),
+    ("anti-deps{skip_ordered=maybe}", "--passes.anti-deps.skip_ordered"), ("", "--passes"), ("alloc{buffers=0}", "--passes.alloc"),
+    ("alloc,,", "--passes"),
+])
+def test_bad_specs_are_located_errors(spec, where):
+    with pytest.raises(ProgramError) as err:
+        parse_pipeline(spec)
+    assert err.value.path == where
+
+
+def test_spec_strings_round_trip():
+    for spec in ("alloc{buffers=3}", "anti-deps{early_stop=matmul,memories=psum|sbuf}", "remove-redundancies{mode=engine}",
+                 "build-fdeps{groups=false,loop_barrier=true}"):
+        (p,) = parse_pipeline(spec)
+        assert parse_pipeline(p.spec_string()) == [p]
+
+
+def _program():
+    return prog([sb("t"), sb("u", offset=256)],
+                ins("w", "act", "memset_like", writes=["t"]),
+                ins("r", "dve", "tensor_copy", reads=["t"], writes=["u"]))
+
+
+@dataclass(frozen=True, slots=True)
+class Forward(Pass):
+    """A broken pass: makes the first instruction wait on a later one."""
+
+    name: ClassVar[str] = "forward"
+
+    def apply(self, program, ctx):
+        return program.map_instructions(lambda i: replace(i, deps=(Dep("r", EdgeKind.FLOW),)) if i.name == "w" else i)
+
+
+@dataclass(frozen=True, slots=True)
+class Unplace(Pass):
+    """A broken allocator: claims to place tensors but leaves one virtual."""
+
+    name: ClassVar[str] = "unplace"
+    places: ClassVar[bool] = True
+
+    def apply(self, program, ctx):
+        tensors = dict(program.tensors)
+        tensors["t"] = sb("t", partition=None, offset=None)
+        return program.with_tensors(tensors)
+
+
+def test_verification_names_the_pass_that_broke_the_program():
+    registry = {**ALL_PASSES, "forward": Forward, "unplace": Unplace}
+    with pytest.raises(ProgramError, match="after pass 'forward'"):
+        run_pipeline(_program(), parse_pipeline("build-fdeps,forward", registry))
+    with pytest.raises(ProgramError, match="after pass 'unplace': still virtual"):
+        run_pipeline(_program(), parse_pipeline("unplace", registry))
+    # the switch turns it off
+    out = run_pipeline(_program(), parse_pipeline("forward", registry), PassContext(verify=False))
+    assert ("w", "r", "flow", False) in dep_set(out)
+
+
+def test_records_say_what_each_pass_did():
+    ctx = PassContext()
+    run_pipeline(_program(), DEFAULT_PIPELINE, ctx)
+    assert [r.spec for r in ctx.records] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps"]
+    assert ctx.records[1].edges == 1 and ctx.records[1].stats["raw"] == 1
+    assert all(r.seconds >= 0 for r in ctx.records)
+
+
+@given(programs(deps="random", max_instructions=8))
+def test_graph_round_trip(program):
+    graph = graph_of(program)
+    again = with_graph(program, graph)
+    assert dep_set(again) == dep_set(program)
+    assert graph_of(again) == graph
+
+
+@dataclass(frozen=True, slots=True)
+class Append(Pass):
+    """A broken pass: appends an instruction on an unknown tensor."""
+
+    name: ClassVar[str] = "append"
+
+    def apply(self, program, ctx):
+        return program.with_body((*program.body, ins("extra", "dve", "memset", writes=["nowhere"])))
+
+
+def test_a_pass_that_adds_instructions_is_fully_validated():
+    with pytest.raises(ProgramError, match="after pass 'append': unknown tensor 'nowhere'"):
+        run_pipeline(_program(), parse_pipeline("append", {"append": Append}))
