@@ -1,4 +1,4 @@
-"""Compiler passes over the program IR: allocation and dependence construction.
+"""Compiler passes over the program IR: allocation, dependence construction and reduction.
 
 Each pass is a small frozen dataclass with a kebab-case ``name`` and ``apply(program, ctx)``
 (:mod:`passes.pipeline`).  :data:`ALL_PASSES` is the registry pipeline spec strings are parsed
@@ -11,18 +11,25 @@ others, add it to :data:`ALL_PASSES` under its ``name``, and append it to
 
 from .alloc import Alloc, AllocSharedDram
 from .antideps import AntiDeps
+from .depopt import DepOpt
+from .expand import ExpandSchedulingUnits
 from .fdeps import BuildFdeps
-from .pipeline import DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
+from .fusion import FuseLoops
+from .pipeline import CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
+from .reduction import DepReduction
 from .redundancy import RemoveRedundancies
+from .schedule import ListSchedule
 
 #: Registry: pass name -> pass class.
 ALL_PASSES: dict[str, type] = {
-    cls.name: cls for cls in (Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies, AntiDeps)
+    cls.name: cls for cls in (FuseLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies, AntiDeps,
+                             ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
 }
 
 __all__ = [
-    "ALL_PASSES", "DEFAULT_PIPELINE", "Pass", "PassContext", "parse_pipeline", "run_pipeline",
-    "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps", "compile_program",
+    "ALL_PASSES", "CONSTRUCTION_PIPELINE", "DEFAULT_PIPELINE", "Pass", "PassContext", "parse_pipeline", "run_pipeline",
+    "FuseLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
+    "ExpandSchedulingUnits", "ListSchedule", "DepOpt", "DepReduction", "compile_program",
 ]
 
 

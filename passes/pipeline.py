@@ -46,9 +46,10 @@ __all__ = [
     "graph_of", "graph_rows", "with_graph", "DEFAULT_PIPELINE",
 ]
 
-#: The default pipeline of ``neuronsim compile``.  The transitive-reduction pass of issue #6
-#: is appended here (and registered in :data:`passes.ALL_PASSES`) when it lands.
-DEFAULT_PIPELINE = "alloc,build-fdeps,remove-redundancies,anti-deps"
+#: The default pipeline of ``neuronsim compile``: allocation (a no-op when nothing is
+#: virtual), dependence construction, then the exact transitive reduction.
+CONSTRUCTION_PIPELINE = "alloc,build-fdeps,remove-redundancies,anti-deps"
+DEFAULT_PIPELINE = CONSTRUCTION_PIPELINE + ",dep-reduction"
 
 
 class Pass:

@@ -41,7 +41,7 @@ from machine.memory import initial_memory
 from machine.sim_engine import Interleaving, TimedRun
 from machine.sim_plan import build_plan
 from machine.simulator import Executor, Simulation, simulate
-from passes import DEFAULT_PIPELINE, compile_program, parse_pipeline
+from passes import CONSTRUCTION_PIPELINE, compile_program, parse_pipeline
 from passes.reduction import DepReduction
 from verify.footprint import FootprintReport, footprint_report
 from verify.racecheck import RaceReport, check_program
@@ -146,7 +146,7 @@ class ScenarioRun:
         }
 
 
-def run_scenario(scenario: ModuleType, *, pipeline: str = DEFAULT_PIPELINE,
+def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                  seeds: Sequence[int | None] = DEFAULT_SEEDS, data_seed: int = 0) -> ScenarioRun:
     """Build, compile, race-check and simulate ``scenario``; see the module doc."""
     seeds = tuple(seeds)

@@ -16,26 +16,12 @@ from rich.table import Table
 
 from machine.format import load_program
 from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
-from passes.expand import ExpandSchedulingUnits
-from passes.reduction import DepReduction
 
 from ..cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
 from ..footprint import KINDS, FootprintReport, footprint_report
 
-#: Passes the footprint command can run: the registry plus this issue's passes.
-REGISTRY = {**ALL_PASSES, ExpandSchedulingUnits.name: ExpandSchedulingUnits, DepReduction.name: DepReduction}
-
-
 def _registry() -> dict[str, type]:
-    extra = {}
-    try:  # the scheduling passes are optional until they land
-        from passes.depopt import DepOpt
-        from passes.schedule import ListSchedule
-
-        extra = {ListSchedule.name: ListSchedule, DepOpt.name: DepOpt}
-    except ImportError:
-        pass
-    return {**REGISTRY, **extra}
+    return ALL_PASSES
 
 
 def _table(report: FootprintReport) -> Table:
@@ -80,15 +66,17 @@ def _plot(report: FootprintReport, path: str) -> None:
     import matplotlib.pyplot as plt
 
     stages = [s.stage for s in report.stages]
+    x = list(range(len(stages)))  # positions, not names: a pass may run twice
     fig, ax = plt.subplots(figsize=(max(6.0, 1.8 * len(stages) + 2.0), 4.5))
     bottom = [0] * len(stages)
     for kind in KINDS:
         heights = [s.figures.kind(kind) for s in report.stages]
-        ax.bar(stages, heights, bottom=bottom, label=kind)
+        ax.bar(x, heights, bottom=bottom, label=kind)
         bottom = [b + h for b, h in zip(bottom, heights)]
-    ax.plot(stages, [s.figures.semaphore_waits for s in report.stages], "ko-", label="semaphore waits")
+    ax.plot(x, [s.figures.semaphore_waits for s in report.stages], "ko-", label="semaphore waits")
     minimums = [s.minimum.figures.waits if s.minimum else float("nan") for s in report.stages]
-    ax.plot(stages, minimums, "r--", label="minimum")
+    ax.plot(x, minimums, "r--", label="minimum")
+    ax.set_xticks(x, stages)
     ax.set_ylabel("instance-level waits")
     ax.set_title(f"sync footprint ({report.machine})")
     ax.tick_params(axis="x", labelrotation=20)
@@ -116,7 +104,7 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
     prog = load_program(program)
     if spec is None:
         has_deps = any(instr.deps for instr, _ in prog.instructions())
-        spec = DepReduction.name if has_deps else f"{DEFAULT_PIPELINE},{DepReduction.name}"
+        spec = "dep-reduction" if has_deps else DEFAULT_PIPELINE
     passes = parse_pipeline(spec, _registry())
     ctx = PassContext()
     stages = [("given", prog)]

@@ -1,0 +1,193 @@
+"""Engine positions (``assignIds``) and the two-bank ``SyncState`` of ``dep_reduction``.
+
+Engines
+    The machine's engines are its five sequencers followed by its DMA queues
+    (``pe act dve pool sp dma0 dma1 dma2`` on ``trn1``: eight).  An instance *completes* on
+    one engine: a non-DMA instance on the sequencer that issues it, a DMA transfer on its
+    queue.  :func:`assign_ids` numbers the completions of each engine ``0, 1, 2, ...`` in
+    program order (the seed's engine-position ids).
+
+Why a completion position is enough
+    Completions on one engine are totally ordered by the spec's rules: on a sequencer by
+    rule 1 (``E(X) <= T(next)``; a DMA in between passes the order on by rule 2), on a queue
+    by rule 3 (``E(X) <= S(next)``).  So whenever position ``k`` of an engine is known
+    complete, every position ``j < k`` is too: the set of known completions of an engine is
+    always a prefix ``{0..k}``.  This is caveat 1.4 of the performance notes; it is what
+    makes one counting semaphore per engine sufficient, and it is why the fast reduction can
+    store the *frontier* ``k`` of each bitmap instead of the bitmap.
+
+:class:`SyncState` is the seed's "what has happened before here" summary:
+
+* bank A (``completed``): per engine, a BitMap of positions known complete;
+* bank B (``issued``): per DMA queue, a BitMap of transfers whose *trigger* is known to have
+  happened but whose completion is not (the async window of rule 2: a sequencer that
+  triggers a DMA learns only ``T(X) <= T(next)``, never its completion).  Bank B is not a
+  prefix: one queue is fed by several sequencers, whose triggers are not ordered with each
+  other, so it genuinely needs a set.  :meth:`SyncState.minimize` removes from bank B what
+  bank A says has completed (the seed's ``andnot_inplace``).
+
+Examples
+--------
+>>> s = SyncState(8)
+>>> s.set_completed(2, 0); s.set_completed(2, 1)
+>>> s.set_completed(5, 3, issued=True)         # dma0 transfer 3 triggered, not complete
+>>> s.has_completed(2, 1), s.has_completed(5, 3), s.is_issued(5, 3)
+(True, False, True)
+>>> t = SyncState.from_frontier((-1, -1, -1, -1, -1, 3, -1, -1))
+>>> s.merge(t); s.minimize()                   # dma0 0..3 complete: 3 leaves the window
+>>> s.frontier(), s.window(5)
+((-1, -1, 1, -1, -1, 3, -1, -1), [])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyroaring import BitMap
+
+from machine.ir import SEQUENCERS
+from machine.presets import MachineSpec
+from machine.unroll import Unrolled
+
+__all__ = ["SyncState", "EnginePositions", "assign_ids", "NUM_SEQUENCERS"]
+
+NUM_SEQUENCERS = len(SEQUENCERS)
+_SEQ_INDEX = {name: i for i, name in enumerate(SEQUENCERS)}
+
+
+class SyncState:
+    """Two banks of per-engine pyroaring BitMaps (the seed's ``SyncState``).
+
+    A working accumulator, mutable on purpose like the seed's: the reduction folds clocks
+    into one and then records it; a recorded state is never mutated again (``copy`` first).
+    """
+
+    __slots__ = ("completed", "issued")
+
+    def __init__(self, width: int) -> None:
+        self.completed: list[BitMap] = [BitMap() for _ in range(width)]
+        self.issued: list[BitMap] = [BitMap() for _ in range(width)]
+
+    @classmethod
+    def from_frontier(cls, frontier: Sequence[int]) -> SyncState:
+        """The state whose bank A holds ``{0..frontier[e]}`` on every engine ``e``."""
+        state = cls(len(frontier))
+        for engine, last in enumerate(frontier):
+            if last >= 0:
+                state.completed[engine].add_range(0, last + 1)
+        return state
+
+    # -- the seed's three mutators -------------------------------------------------------
+    def set_completed(self, engine: int, position: int, issued: bool = False) -> None:
+        """``setCompleted``: add ``position`` to bank B (``issued``) or bank A."""
+        (self.issued if issued else self.completed)[engine].add(position)
+
+    def remove(self, engine: int, position: int, issued: bool = False) -> None:
+        """``remove``: drop ``position`` from bank B (``issued``) or bank A."""
+        (self.issued if issued else self.completed)[engine].discard(position)
+
+    def merge(self, other: SyncState) -> None:
+        """``merge``: union both banks engine by engine (the join of two clocks)."""
+        for mine, theirs in zip(self.completed, other.completed):
+            mine |= theirs
+        for mine, theirs in zip(self.issued, other.issued):
+            mine |= theirs
+
+    # -- queries ---------------------------------------------------------------------------
+    def has_completed(self, engine: int, position: int) -> bool:
+        """``hasCompleted``: the redundancy test, one ``contains``."""
+        return position in self.completed[engine]
+
+    def is_issued(self, engine: int, position: int) -> bool:
+        """True when the transfer is known triggered but not known complete."""
+        return position in self.issued[engine]
+
+    def minimize(self) -> None:
+        """Remove completed transfers from the async window (bank B -= bank A)."""
+        for window, done in zip(self.issued, self.completed):
+            if window:
+                window -= done
+
+    def frontier(self) -> tuple[int, ...]:
+        """Per engine the last position known complete (-1 for none): bank A is a prefix."""
+        return tuple(bm.max() if bm else -1 for bm in self.completed)
+
+    def window(self, engine: int) -> list[int]:
+        """Positions of ``engine`` in the async window (triggered, not known complete)."""
+        return list(self.issued[engine])
+
+    def copy(self) -> SyncState:
+        other = SyncState.__new__(SyncState)
+        other.completed = [BitMap(bm) for bm in self.completed]
+        other.issued = [BitMap(bm) for bm in self.issued]
+        return other
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, SyncState):
+            return NotImplemented
+        return self.completed == other.completed and self.issued == other.issued
+
+    def __repr__(self) -> str:
+        windows = {e: len(bm) for e, bm in enumerate(self.issued) if bm}
+        return f"SyncState(frontier={self.frontier()}, async={windows})"
+
+
+@dataclass(frozen=True, slots=True)
+class EnginePositions:
+    """``assignIds``: where each instance of an unrolled program completes and issues.
+
+    All tuples are indexed by instance id (program order).
+    """
+
+    engines: tuple[str, ...]
+    """Engine names: the sequencers, then the DMA queues."""
+    engine: tuple[int, ...]
+    """Engine the instance completes on (its sequencer, or for a DMA its queue)."""
+    position: tuple[int, ...]
+    """0-based position of its completion on that engine, in program order."""
+    issuer: tuple[int, ...]
+    """Sequencer that issues (triggers) the instance."""
+    is_dma: tuple[bool, ...]
+    counts: tuple[int, ...]
+    """Completions per engine."""
+
+    @property
+    def width(self) -> int:
+        return len(self.engines)
+
+    def is_queue(self, engine: int) -> bool:
+        return engine >= NUM_SEQUENCERS
+
+
+def assign_ids(unrolled: Unrolled, spec: MachineSpec) -> EnginePositions:
+    """Number each engine's completions in program order.
+
+    >>> from machine.ir import Instruction, Program
+    >>> from machine.presets import PRESETS
+    >>> from machine.unroll import unroll
+    >>> body = (Instruction("a", "sp", "dma_copy", queue="dma1"), Instruction("b", "sp", "nop"),
+    ...         Instruction("c", "act", "dma_copy", queue="dma1"))
+    >>> ids = assign_ids(unroll(Program({}, body)), PRESETS["trn1"])
+    >>> [ids.engines[e] for e in ids.engine], ids.position, ids.issuer
+    (['dma1', 'sp', 'dma1'], (0, 0, 1), (4, 4, 1))
+    """
+    engines = spec.engines
+    queue_index = {name: NUM_SEQUENCERS + i for i, name in enumerate(spec.queue_names)}
+    cache: dict[int, tuple[int, int, bool]] = {}
+    for inst in unrolled.instances:
+        instr = inst.instr
+        if id(instr) not in cache:
+            seq = _SEQ_INDEX[instr.engine]
+            dma = instr.is_dma
+            cache[id(instr)] = (queue_index[instr.queue or "dma0"] if dma else seq, seq, dma)
+    plan = [cache[id(inst.instr)] for inst in unrolled.instances]
+    engine = tuple(e for e, _, _ in plan)
+    counts = [0] * len(engines)
+    position = []
+    append = position.append
+    for e in engine:
+        append(counts[e])
+        counts[e] += 1
+    return EnginePositions(engines, engine, tuple(position), tuple(s for _, s, _ in plan),
+                           tuple(d for _, _, d in plan), tuple(counts))
