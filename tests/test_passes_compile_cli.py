@@ -56,7 +56,7 @@ def test_json_report(stripped, tmp_path):
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert doc["format"] == "neuronsim.compile/1"
-    assert [p["pass"] for p in doc["passes"]] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps"]
+    assert [p["pass"] for p in doc["passes"]] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps", "dep-reduction"]
     assert doc["deps"]["deps"] == sum(len(i.deps) for i, _ in load_program(str(tmp_path / "o.json")).instructions())
     assert doc["explain"]["deps"][0] == {"waiter": "drain", "on": "mm", "kind": "flow", "loop_carried": False, "rules": ["fdeps:raw"]}
 

@@ -27,7 +27,7 @@ def test_every_registry_key_is_its_class_name():
 
 
 def test_default_pipeline_parses():
-    assert [p.name for p in parse_pipeline(DEFAULT_PIPELINE)] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps"]
+    assert [p.name for p in parse_pipeline(DEFAULT_PIPELINE)] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps", "dep-reduction"]
 
 
 def test_options_are_typed_by_their_defaults():
@@ -98,7 +98,7 @@ def test_verification_names_the_pass_that_broke_the_program():
 def test_records_say_what_each_pass_did():
     ctx = PassContext()
     run_pipeline(_program(), DEFAULT_PIPELINE, ctx)
-    assert [r.spec for r in ctx.records] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps"]
+    assert [r.spec for r in ctx.records] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps", "dep-reduction"]
     assert ctx.records[1].edges == 1 and ctx.records[1].stats["raw"] == 1
     assert all(r.seconds >= 0 for r in ctx.records)
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from machine.format import load_program
-from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from passes.expand import ExpandSchedulingUnits
 from passes.reduction import DepReduction, dep_reduction, instance_waits, redundant_waits
 from verify.racecheck import check_program
@@ -26,14 +26,14 @@ def _compile(program, spec):
     return run_pipeline(program, parse_pipeline(spec, {**ALL_PASSES, **REGISTRY}), ctx), ctx
 
 
-def _check_compiled(program, spec=f"{DEFAULT_PIPELINE},dep-reduction", expanded=False):
+def _check_compiled(program, spec=f"{CONSTRUCTION_PIPELINE},dep-reduction", expanded=False):
     """Compile with ``spec``: no race, no dep the reduction could still drop, and no more deps
     than without the reduction (unless loops were expanded: one dep per instance then).
 
     Labels are not asserted here: the construction passes label conservative edges (alias
     groups, DRAM bins) that share no byte, which ``verify_anti_dependence`` rightly reports;
     the label tests use a brute-force labelling instead."""
-    before, _ = _compile(program, DEFAULT_PIPELINE)
+    before, _ = _compile(program, CONSTRUCTION_PIPELINE)
     after, ctx = _compile(program, spec)
     assert check_program(after).races == ()
     if not expanded:
@@ -55,7 +55,7 @@ def test_generated_programs_compile_race_free_with_reduction(program):
 @settings(max_examples=25, **SLOW)
 @given(programs(deps="none", max_instructions=8, max_loops=2, max_trip=3))
 def test_expanding_first_lets_the_reduction_reach_the_instance_minimum(program):
-    flat = _check_compiled(program, f"{DEFAULT_PIPELINE},expand-scheduling-units,dep-reduction", expanded=True)
+    flat = _check_compiled(program, f"{CONSTRUCTION_PIPELINE},expand-scheduling-units,dep-reduction", expanded=True)
     waits = instance_waits(flat)
     assert sum(redundant_waits(waits)) == 0  # loop-free: every kept dep is one needed wait
 
