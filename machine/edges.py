@@ -26,7 +26,7 @@ describes instruction-level deps exactly as the program format stores them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -146,6 +146,14 @@ class DepGraph:
             for e in self.edges(loop_carried=loop_carried)
             if (e.kind >= kind if at_least else e.kind == kind)
         ]
+
+    def rows(self) -> tuple[Mapping[str, Mapping[str, EdgeKind]], Mapping[str, Mapping[str, EdgeKind]]]:
+        """The two edge tables ``(ordinary, loop-carried)``: ``waiter -> {former: kind}``.
+
+        A read-only view for hot loops (building an :class:`Edge` per edge is what costs at a
+        million edges); callers must not mutate it.
+        """
+        return self._sets
 
     def edges(self, loop_carried: bool | None = None) -> Iterator[Edge]:
         """Every edge; ``loop_carried`` None means both sets, ordinary ones first."""

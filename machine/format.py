@@ -105,7 +105,8 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
     }[memory]
     for key in forbidden:
         if key in raw:
-            raise ProgramError(join_path(path, key), f"not a placement key of a {raw['memory']} tensor")
+            what = "applies to dram tensors only" if key == "role" else f"is not a placement key of a {raw['memory']} tensor"
+            raise ProgramError(join_path(path, key), what)
     role = raw.get("role", "internal")
     if role not in _ROLES:
         raise ProgramError(join_path(path, "role"), f"expected one of {list(_ROLES)}, got {role!r}")
@@ -245,10 +246,25 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     return program
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ProgramError("", f"malformed JSON: the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ProgramError("", f"malformed JSON: {name} is not a JSON number")
+
+
 def loads_program(text: str | bytes, *, validate: bool = True) -> Program:
     """Parse a JSON text; malformed JSON is a :class:`ProgramError` naming line and column."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+    except ProgramError:
+        raise
     except json.JSONDecodeError as err:
         raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
     except UnicodeDecodeError as err:

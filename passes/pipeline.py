@@ -158,12 +158,10 @@ def graph_of(program: Program) -> DepGraph:
 
 
 def graph_rows(graph: DepGraph) -> tuple[dict[str, dict[str, EdgeKind]], dict[str, dict[str, EdgeKind]]]:
-    """The graph's two edge sets, ``rows[loop_carried][waiter][former] = kind``, read-only.
-
-    Reads :class:`~machine.edges.DepGraph`'s storage directly: iterating ``edges()`` builds
-    one object per edge, which dominates at a million instructions.
-    """
-    return graph._sets
+    """The graph's two edge sets, ``rows[loop_carried][waiter][former] = kind``, read-only
+    (:meth:`~machine.edges.DepGraph.rows`: iterating ``edges()`` builds one object per edge,
+    which dominates at a million instructions)."""
+    return graph.rows()
 
 
 def with_graph(program: Program, graph: DepGraph, order: Mapping[str, int] | None = None,

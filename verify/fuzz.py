@@ -2,13 +2,19 @@
 
 The harness runs the pipeline with *your* pass in place (appended after the default pipeline,
 or replacing one of its passes), on programs drawn by :func:`verify.strategies.programs` with
-their deps stripped, and checks every example three ways:
+their deps stripped, and checks every example four ways:
 
-1. **races** (issue #3): the compiled program is race-free under its deps;
+1. **races** (issue #3): the compiled program is race-free under its deps, and after the
+   ``build-fdeps`` slot every read already waits for the last earlier write of its bytes
+   through the same tensor (that pass's contract: later passes could otherwise mask a flow
+   dependence it lost behind an output or reuse edge);
 2. **ordering preserved**: every conflicting instance pair the unmodified pipeline orders is
    still ordered after your pass (that is (1) again, unless the program you return lost
    instructions or changed their accesses, which is reported as such);
-3. **simulation** (issue #4): under a few interleaving seeds the simulated final contents of
+3. **labels** (issue #6): every dep's kind is the kind its bytes give
+   (:func:`passes.labels.verify_anti_dependence`) - a dependence the construction lost but a
+   weaker edge happens to cover still shows as a mislabelled edge;
+4. **simulation** (issue #4): under a few interleaving seeds the simulated final contents of
    every tensor equal the sequential reference, and the race check over each run's trace
    (:mod:`verify.tracecheck`) finds no rule broken and the same (empty) race set - a
    simulator that skips a wait is caught here even when the values happen to agree.
@@ -31,7 +37,7 @@ import importlib
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -41,7 +47,11 @@ from machine.errors import ProgramError
 from machine.format import dumps_program
 from machine.ir import Program
 from machine.simulator import simulate
+from machine.geometry import footprint, overlap
+from machine.unroll import unroll
 from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from passes.pipeline import verify_program
+from passes.labels import verify_anti_dependence
 
 from .racecheck import check_program
 from .strategies import programs, strip_deps
@@ -58,7 +68,7 @@ class FuzzFailure:
     """The minimal failing example."""
 
     check: str
-    """``"error"``, ``"structure"``, ``"races"``, ``"outputs"`` or ``"trace"``."""
+    """``"error"``, ``"structure"``, ``"flow"``, ``"labels"``, ``"races"``, ``"outputs"`` or ``"trace"``."""
     message: str
     program: str
     """The shrunk input program (deps stripped) as JSON text."""
@@ -71,8 +81,10 @@ class FuzzFailure:
 @dataclass(frozen=True, slots=True)
 class FuzzResult:
     examples: int
+    """Programs examined (including hypothesis's shrinking runs after a failure)."""
     failure: FuzzFailure | None
-    stats: dict[str, int] = field(default_factory=dict)
+    first_failure_at: int | None = None
+    """1-based number of the example that first failed (before shrinking)."""
 
     @property
     def ok(self) -> bool:
@@ -114,21 +126,56 @@ def fuzz_strategy(**overrides: Any):
     return programs(**options)
 
 
-def _compile(program: Program, user: Any, replace: str | None, pipeline: str) -> Program:
-    ctx = PassContext()
+def _stages(user: Any, replace: str | None, pipeline: str) -> list[tuple[str, Callable[[Program, PassContext], Program]]]:
+    """The pipeline as ``(slot name, step)``; the user's pass replaces ``replace`` or comes last."""
     passes = parse_pipeline(pipeline)
-    step = _as_step(user) if user is not None else None
-    if step is None:
-        return run_pipeline(program, passes, ctx)
-    if replace is None:
-        return step(run_pipeline(program, passes, ctx), ctx)
     names = [p.name for p in passes]
+    steps = [(p.name, p.apply) for p in passes]
+    if user is None:
+        return steps
+    step = _as_step(user)
+    if replace is None:
+        return [*steps, ("user", step)]
     if replace not in names:
         raise ProgramError("--replace", f"no pass {replace!r} in the pipeline {pipeline!r}")
     k = names.index(replace)
-    before = run_pipeline(program, passes[:k], ctx) if k else program
-    middle = step(before, ctx)
-    return run_pipeline(middle, passes[k + 1:], ctx) if passes[k + 1:] else middle
+    return [*steps[:k], (replace, step), *steps[k + 1:]]
+
+
+def _compile(program: Program, user: Any, replace: str | None, pipeline: str,
+             stage_checks: bool = True) -> tuple[Program, FuzzFailure | None]:
+    """Run the stages; after the ``build-fdeps`` slot check its contract (every read ordered
+    after the last earlier write of its bytes through the same tensor)."""
+    ctx = PassContext()
+    for slot, step in _stages(user, replace, pipeline):
+        result = step(program, ctx)
+        if ctx.verify:
+            verify_program(result, ctx.machine(result), placed=ctx.placed or not result.has_virtual_tensors,
+                           after=slot, before=program)
+        program = result
+        if stage_checks and slot == "build-fdeps" and not program.has_virtual_tensors:
+            lost = _same_tensor_raw(program)
+            if lost is not None:
+                return program, FuzzFailure("flow", f"after build-fdeps: {lost}", "", dumps_program(program), None)
+    return program, None
+
+
+def _same_tensor_raw(program: Program) -> str | None:
+    """The first RAW race between two accesses of one tensor, described, or None."""
+    unrolled = unroll(program)
+    report = check_program(program)
+    for race in report.races:
+        if race.kind != "RAW":
+            continue
+        first, second = unrolled[race.first_id], unrolled[race.second_id]
+        for write in first.instr.writes:
+            for read in second.instr.reads:
+                if write.tensor != read.tensor:
+                    continue
+                tensor = program.tensors[write.tensor]
+                if overlap(footprint(tensor, write, first.iteration), footprint(tensor, read, second.iteration)):
+                    return f"{race.second} reads {write.tensor} written by {race.first} without waiting for it"
+    return None
 
 
 def _signature(program: Program) -> list:
@@ -141,13 +188,19 @@ def check_one(program: Program, user: Any = None, *, replace: str | None = None,
     """Run all three checks on one program; the failure found, or None."""
     source = strip_deps(program)
     try:
-        compiled = _compile(source, user, replace, pipeline)
+        compiled, failed = _compile(source, user, replace, pipeline)
     except Exception as err:  # noqa: BLE001 - any crash of the pass under test is a finding
         return FuzzFailure("error", f"{type(err).__name__}: {err}", dumps_program(source), None, None)
+    if failed is not None:
+        return FuzzFailure(failed.check, failed.message, dumps_program(source), failed.compiled, None)
     reference = run_pipeline(source, parse_pipeline("alloc")) if source.has_virtual_tensors else source
     if _signature(compiled) != _signature(reference):
         return FuzzFailure("structure", "the pass changed instructions or accesses (it may only change deps)",
                            dumps_program(source), dumps_program(compiled), None)
+    labels = verify_anti_dependence(compiled)
+    if labels:
+        return FuzzFailure("labels", labels[0].message, dumps_program(source), dumps_program(compiled),
+                           {"labels": [f.to_json() for f in labels]})
     report = check_program(compiled)
     if report.races:
         first = report.races[0]
@@ -178,6 +231,7 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
     strategy = strategy or fuzz_strategy()
     failures: list[FuzzFailure] = []
     count = [0]
+    first_at: list[int | None] = [None]
 
     @hypothesis_seed(seed)
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
@@ -191,6 +245,8 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
         failure = check_one(program, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
                             simulator=simulator)
         if failure is not None:
+            if not failures:
+                first_at[0] = count[0]
             failures.append(failure)  # the last one appended is the shrunk one
             raise _Found(failure)
 
@@ -203,7 +259,7 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
     failure = failures[-1]
     if folder is not None:
         failure = _save(failure, folder, seed)
-    return FuzzResult(count[0], failure)
+    return FuzzResult(count[0], failure, first_at[0])
 
 
 def _save(failure: FuzzFailure, folder: str, seed: int) -> FuzzFailure:

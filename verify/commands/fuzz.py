@@ -144,7 +144,7 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
         table = Table(title=f"fuzz: {ran} examples, seed {seed}, {len(chunks)} chunks")
         for column in ("check", "failing chunks", "first failure"):
             table.add_column(column)
-        for check in ("error", "structure", "races", "outputs", "trace"):
+        for check in ("error", "structure", "flow", "labels", "races", "outputs", "trace"):
             hit = [r for r in failures if r.check == check]
             table.add_row(check, str(len(hit)), (hit[0].message or "")[:70] if hit else "-")
         out.print(table)

@@ -1,0 +1,119 @@
+"""Planted bugs the fuzzer must find (issue #7, item 4).
+
+Each is a realistic way to get a pass or the simulator wrong:
+
+* :class:`DropPsumAccumulation` - a build_fdeps that drops the PSUM accumulation chain: an
+  accumulating matmul no longer waits for the earlier writers of the PSUM tile it reads;
+* :class:`AntiDepsFirstPartition` - an anti-dependence analyzer that ignores partitions
+  (it keys every SBUF / PSUM access by its first partition only);
+* :class:`ProgramOrderFoldReduction` - a reduction that folds predecessors in program order
+  and builds the closures the wrong way: a DMA counts as complete on its sequencer as soon as
+  it is triggered (the async window of rule 2 forgotten);
+* :func:`simulator_ignoring_one_wait` - a simulator that skips the first wait it meets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from machine.ir import MemoryKind, Program
+from machine.simulator import simulate
+from machine.unroll import unroll
+from passes.antideps import AntiDeps
+from passes.fdeps import BuildFdeps
+from passes.pipeline import Pass, PassContext
+
+SEQ = ("pe", "act", "dve", "pool", "sp")
+
+
+@dataclass(frozen=True, slots=True)
+class DropPsumAccumulation(BuildFdeps):
+    name: ClassVar[str] = "build-fdeps"
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        built = BuildFdeps.apply(self, program, ctx)
+        tensors = built.tensors
+        psum_writers = {i.name for i, _ in built.instructions()
+                        if any(tensors[a.tensor].memory == MemoryKind.PSUM for a in i.writes)}
+
+        def drop(inst):
+            if inst.op != "matmul" or not any(tensors[a.tensor].memory == MemoryKind.PSUM for a in inst.reads):
+                return inst
+            return replace(inst, deps=tuple(d for d in inst.deps if d.on not in psum_writers))
+
+        return built.map_instructions(drop)
+
+
+@dataclass(frozen=True, slots=True)
+class AntiDepsFirstPartition(AntiDeps):
+    name: ClassVar[str] = "anti-deps"
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        def first_partition_only(inst):
+            def squash(access):
+                tensor = program.tensors[access.tensor]
+                if tensor.memory == MemoryKind.DRAM:
+                    return access
+                start = access.partitions[0] if access.partitions else 0
+                return replace(access, partitions=(start, 1, 1))
+
+            return replace(inst, reads=tuple(map(squash, inst.reads)), writes=tuple(map(squash, inst.writes)))
+
+        distorted = program.map_instructions(first_partition_only)
+        analysed = AntiDeps.apply(self, distorted, PassContext(verify=False))
+        deps = {i.name: i.deps for i, _ in analysed.instructions()}
+        return program.map_instructions(lambda inst: replace(inst, deps=deps[inst.name]))
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramOrderFoldReduction(Pass):
+    name: ClassVar[str] = "dep-reduction"
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        unrolled = unroll(program)
+        width = len(SEQ) + 16
+        seq_clock = {s: (0,) * width for s in SEQ}
+        queue_clock: dict[str, tuple] = {}
+        count = [0] * width
+        end: dict[int, tuple] = {}
+        needed: set[tuple[str, int]] = set()
+        join = lambda a, b: tuple(x if x > y else y for x, y in zip(a, b))  # noqa: E731
+        for inst, waits in zip(unrolled, unrolled.resolve_waits()):
+            instr = inst.instr
+            state = seq_clock[instr.engine]
+            for k, (dep, target) in sorted(enumerate(waits), key=lambda kw: kw[1][1]):  # program order
+                comp, pos = end[target][-2:]
+                if state[comp] >= pos:
+                    continue
+                needed.add((instr.name, instr.deps.index(dep)))
+                state = join(state, end[target][0])
+            if instr.is_dma:
+                q = len(SEQ) + int(instr.queue[3:])
+                start = join(state, queue_clock.get(instr.queue, (0,) * width))
+                comp = q
+            else:
+                start, comp = state, SEQ.index(instr.engine)
+            count[comp] += 1
+            clock = start[:comp] + (count[comp],) + start[comp + 1:]
+            end[inst.id] = (clock, comp, count[comp])
+            if instr.is_dma:
+                queue_clock[instr.queue] = clock
+            # The bug: the sequencer treats a triggered DMA as completed (rule 2 forgotten).
+            seq_clock[instr.engine] = clock
+
+        def keep(instr):
+            return replace(instr, deps=tuple(d for k, d in enumerate(instr.deps) if (instr.name, k) in needed))
+
+        return program.map_instructions(keep)
+
+
+def simulator_ignoring_one_wait(program: Program, **options):
+    """``machine.simulator.simulate``, except that the first wait of the program is skipped."""
+    unrolled = unroll(program)
+    waits = [[t for _, t in ws] for ws in unrolled.resolve_waits()]
+    for row in waits:
+        if row:
+            row.pop(0)
+            break
+    return simulate(program, waits=waits, **options)
