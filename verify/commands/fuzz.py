@@ -105,7 +105,7 @@ def _execute(chunks: list[Chunk], workers: int, scheduler: str | None, progress)
 
 
 @click.command("fuzz")
-@click.option("--examples", type=click.IntRange(min=1), default=200, show_default=True, help="Programs to generate.")
+@click.option("--examples", type=click.IntRange(min=1), default=500, show_default=True, help="Programs to generate.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the whole run.")
 @click.option("--pass", "user_pass", metavar="MODULE:FUNCTION",
               help="Your pass: a pass object or class, or fn(program) -> program; appended to the pipeline.")

@@ -1,0 +1,88 @@
+"""The fuzz harness: it passes the real pipeline, finds every planted bug within the default
+budget, shrinks and saves failures, and runs the same from the CLI, locally or on Dask."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.planted import (
+    AntiDepsFirstPartition,
+    DropPsumAccumulation,
+    ProgramOrderFoldReduction,
+    simulator_ignoring_one_wait,
+)
+from verify.commands.fuzz import plan_chunks
+from verify.fuzz import check_pass
+from verify.strategies import strip_deps
+
+#: ``neuronsim fuzz``'s default number of examples.
+DEFAULT_BUDGET = 500
+
+
+def test_the_real_pipeline_passes():
+    result = check_pass(None, examples=60, seed=0)
+    assert result.failure is None
+    assert result.examples == 60
+
+
+@pytest.mark.parametrize(("planted", "options", "checks"), [
+    (DropPsumAccumulation(), {"replace": "build-fdeps"}, {"flow", "labels", "races"}),
+    (AntiDepsFirstPartition(), {"replace": "anti-deps"}, {"labels", "races"}),
+    (ProgramOrderFoldReduction(), {"replace": "dep-reduction"}, {"races"}),
+    (None, {"simulator": simulator_ignoring_one_wait}, {"outputs", "trace"}),
+], ids=["fdeps-drops-psum-accumulation", "anti-deps-ignores-partitions", "reduction-program-order-fold",
+        "simulator-ignores-a-wait"])
+def test_planted_bug_is_found_within_the_default_budget(planted, options, checks):
+    result = check_pass(planted, examples=DEFAULT_BUDGET, seed=0, shrink=False, **options)
+    assert result.failure is not None, "the fuzzer missed the planted bug"
+    assert result.failure.check in checks, result.failure.message
+    assert result.first_failure_at <= DEFAULT_BUDGET
+
+
+def test_a_failure_is_shrunk_and_saved(tmp_path):
+    result = check_pass(strip_deps, examples=50, seed=3, folder=str(tmp_path))
+    failure = result.failure
+    assert failure is not None and failure.check == "races"
+    saved = json.loads(open(failure.saved).read())
+    # shrunk: a race needs two instructions, and hypothesis gets it down to (about) that
+    assert len(saved["body"]) <= 3
+    report = json.loads(open(failure.saved[:-5] + ".report.json").read())
+    assert report["report"]["races"]
+
+
+def test_chunks_do_not_depend_on_workers():
+    assert plan_chunks(60, 5, None, None, None) == plan_chunks(60, 5, None, None, None)
+    assert [c.examples for c in plan_chunks(60, 5, None, None, None)] == [25, 25, 10]
+
+
+def _cli(*args):
+    return subprocess.run([sys.executable, "-c", "from verify.cli import main; main()", "fuzz", *args],
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_cli_user_pass_failure_exits_1_and_saves_the_program(tmp_path):
+    run = _cli("--examples", "30", "--seed", "1", "--workers", "2", "--pass", "verify.strategies:strip_deps",
+               "--out", str(tmp_path), "--json")
+    assert run.returncode == 1, run.stderr
+    doc = json.loads(run.stdout)
+    assert doc["format"] == "neuronsim.fuzz/1" and doc["failures"]
+    assert all(f["check"] == "races" and f["saved"] for f in doc["failures"])
+
+
+def test_cli_bad_pass_address_exits_2():
+    run = _cli("--pass", "no.such.module:thing", "--json")
+    assert run.returncode == 2
+    assert json.loads(run.stdout)["path"] == "--pass"
+
+
+def test_cli_on_a_dask_cluster():
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        run = _cli("--examples", "30", "--seed", "2", "--scheduler", cluster.scheduler_address, "--json")
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout)["examples"] == 30
