@@ -1,7 +1,10 @@
 """``verifyAntiDependence``: recompute each dep's kind from the footprints and compare.
 
 The expected kind of "Y waits for X" is read off the bytes the two share, over every
-instance pair the dep orders (each instance of Y with each instance of X it waits on):
+instance pair the dep orders: each instance of Y with each instance of X it waits on *and
+every earlier instance of X* (the instances of one instruction complete in order, so a wait
+on ``X[k-1]`` also orders ``X[k-2]``; that is how a distance-1 loop-carried dep orders a
+conflict two iterations back, and such a conflict is what gives the dep its kind):
 
 * a byte X writes and Y reads: ``RAW`` -> :attr:`EdgeKind.FLOW`;
 * a byte both write: ``WAW`` -> :attr:`EdgeKind.OUTPUT`;
@@ -100,7 +103,16 @@ def computed_kinds(program: Program) -> dict[tuple[str, int], _Evidence]:
             best = out.get(key, _NONE)
             if best.kind == EdgeKind.FLOW:
                 continue
-            for target in unrolled.wait_targets(inst, dep):
+            last = unrolled.resolve_wait(inst, dep)
+            if last is None:
+                out[key] = best
+                continue
+            # Waiting for an instance of X also orders every earlier instance of X (they
+            # complete in order on one engine): a distance-1 loop-carried dep is how a
+            # conflict two or more iterations back is ordered, and its label comes from it.
+            for target in unrolled.ids_of(dep.on):
+                if target > last:
+                    break
                 best = _strongest(best, prints(target), prints(inst.id), unrolled[target].name, inst.name)
                 if best.kind == EdgeKind.FLOW:
                     break
