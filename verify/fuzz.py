@@ -81,7 +81,8 @@ class FuzzFailure:
 @dataclass(frozen=True, slots=True)
 class FuzzResult:
     examples: int
-    """Programs examined (including hypothesis's shrinking runs after a failure)."""
+    """Programs generated and checked (up to and including the first failing one; the
+    shrinking runs after it are not counted)."""
     failure: FuzzFailure | None
     first_failure_at: int | None = None
     """1-based number of the example that first failed (before shrinking)."""
@@ -276,7 +277,7 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
     failure = failures[-1]
     if folder is not None:
         failure = _save(failure, folder, seed)
-    return FuzzResult(count[0], failure, first_at[0])
+    return FuzzResult(first_at[0] or count[0], failure, first_at[0])
 
 
 def _save(failure: FuzzFailure, folder: str, seed: int) -> FuzzFailure:

@@ -71,26 +71,22 @@ class Histories:
         The fast path compares only each component's last epoch with the start clock.
         """
         out: list[tuple[Epoch, bool]] = []
-        for comp, lst in self.writes.items():
-            floor = start[comp]
-            if lst[-1][0] <= floor:
-                continue
-            k = len(lst) - 1
-            while k >= 0 and lst[k][0] > floor:
-                if lst[k][1] != iid:
-                    out.append((lst[k], True))
-                k -= 1
+        _unordered(self.writes, start, iid, True, out)
         if with_reads:
-            for comp, lst in self.reads.items():
-                floor = start[comp]
-                if lst[-1][0] <= floor:
-                    continue
-                k = len(lst) - 1
-                while k >= 0 and lst[k][0] > floor:
-                    if lst[k][1] != iid:
-                        out.append((lst[k], False))
-                    k -= 1
+            _unordered(self.reads, start, iid, False, out)
         return out
+
+
+def _unordered(table: dict[int, list], start: tuple[int, ...], iid: int, was_write: bool,
+               out: list[tuple[Epoch, bool]]) -> None:
+    """Append the epochs of ``table`` that ``start`` does not order (a suffix per component)."""
+    for comp, lst in table.items():
+        floor = start[comp]
+        k = len(lst) - 1
+        while k >= 0 and lst[k][0] > floor:
+            if lst[k][1] != iid:
+                out.append((lst[k], was_write))
+            k -= 1
 
 
 class SegmentMap:
