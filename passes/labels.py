@@ -1,10 +1,6 @@
 """``verifyAntiDependence``: recompute each dep's kind from the footprints and compare.
 
-The expected kind of "Y waits for X" is read off the bytes the two share, over every
-instance pair the dep orders: each instance of Y with each instance of X it waits on *and
-every earlier instance of X* (the instances of one instruction complete in order, so a wait
-on ``X[k-1]`` also orders ``X[k-2]``; that is how a distance-1 loop-carried dep orders a
-conflict two iterations back, and such a conflict is what gives the dep its kind):
+The expected kind of "Y waits for X" is read off the bytes the two share:
 
 * a byte X writes and Y reads: ``RAW`` -> :attr:`EdgeKind.FLOW`;
 * a byte both write: ``WAW`` -> :attr:`EdgeKind.OUTPUT`;
@@ -12,9 +8,18 @@ conflict two iterations back, and such a conflict is what gives the dep its kind
 * no shared byte: :attr:`EdgeKind.ORDERED`.
 
 The computed kind is the *maximum* over every conflicting byte, because that is how edges
-are stored (``DepGraph``'s max-merge: a pair that is both RAW and WAR is one Flow edge).  A
-label that differs from it, stronger or weaker, is a finding, as in the seed
-(``"Inconsistent dependence labeling on:" / "computed:" / "labeled:"``).
+are stored (``DepGraph``'s max-merge: a pair that is both RAW and WAR is one Flow edge).  It
+is computed over two sets of instance pairs, which bound the right label:
+
+* at least the kind of the pairs the dep waits on directly (each instance of Y with the
+  instances of X it names) - a weaker label hides a real dependence;
+* at most the kind of every pair the dep orders, which includes the *earlier* instances of X
+  too (the instances of one instruction complete in order, so a wait on ``X[k-1]`` also
+  orders ``X[k-2]``: that is how a distance-1 loop-carried dep orders a conflict two
+  iterations back, and such a conflict may give the dep its kind).
+
+A label outside these bounds is a finding, as in the seed (``"Inconsistent dependence
+labeling on:" / "computed:" / "labeled:"``, computed being the bound it breaks).
 
 >>> from machine.ir import Access, Dep, Instruction, MemoryKind, Program, Tensor
 >>> t = {"t": Tensor("t", MemoryKind.SBUF, "float32", (128, 4), partition=0, offset=0)}
@@ -82,8 +87,13 @@ class _Evidence:
 _NONE = _Evidence(EdgeKind.ORDERED)
 
 
-def computed_kinds(program: Program) -> dict[tuple[str, int], _Evidence]:
-    """``(waiter, dep index) -> evidence`` of the kind each dep's footprints give."""
+def computed_kinds(program: Program) -> dict[tuple[str, int], tuple[_Evidence, _Evidence]]:
+    """``(waiter, dep index) -> (lower, upper)`` evidence of the kinds each dep's bytes give.
+
+    ``lower``: over the pairs the dep waits on directly (each instance of Y with the
+    instances of X it names).  ``upper``: also over every earlier instance of X, which the
+    wait orders as well (instances of one instruction complete in order).
+    """
     unrolled = unroll(program)
     tensors = program.tensors
     cache: dict[int, list] = {}
@@ -96,27 +106,23 @@ def computed_kinds(program: Program) -> dict[tuple[str, int], _Evidence]:
             found = cache[iid] = [(footprint(tensors[a.tensor], a, iteration), w) for a, w in inst.instr.accesses]
         return found
 
-    out: dict[tuple[str, int], _Evidence] = {}
+    out: dict[tuple[str, int], tuple[_Evidence, _Evidence]] = {}
     for inst in unrolled:
         for k, dep in enumerate(inst.instr.deps):
             key = (inst.instr.name, k)
-            best = out.get(key, _NONE)
-            if best.kind == EdgeKind.FLOW:
-                continue
-            last = unrolled.resolve_wait(inst, dep)
-            if last is None:
-                out[key] = best
-                continue
-            # Waiting for an instance of X also orders every earlier instance of X (they
-            # complete in order on one engine): a distance-1 loop-carried dep is how a
-            # conflict two or more iterations back is ordered, and its label comes from it.
-            for target in unrolled.ids_of(dep.on):
-                if target > last:
-                    break
-                best = _strongest(best, prints(target), prints(inst.id), unrolled[target].name, inst.name)
-                if best.kind == EdgeKind.FLOW:
-                    break
-            out[key] = best
+            low, high = out.get(key, (_NONE, _NONE))
+            direct = unrolled.wait_targets(inst, dep)
+            if low.kind != EdgeKind.FLOW:
+                for target in direct:
+                    low = _strongest(low, prints(target), prints(inst.id), unrolled[target].name, inst.name)
+            high = low if low.kind > high.kind else high
+            if direct and high.kind != EdgeKind.FLOW:
+                last = max(direct)
+                for target in unrolled.ids_of(dep.on):
+                    if target > last or high.kind == EdgeKind.FLOW:
+                        break
+                    high = _strongest(high, prints(target), prints(inst.id), unrolled[target].name, inst.name)
+            out[key] = (low, high)
     return out
 
 
@@ -150,8 +156,9 @@ def verify_anti_dependence(program: Program, kinds: frozenset[EdgeKind] | None =
         for k, dep in enumerate(instr.deps):
             if kinds is not None and dep.kind not in kinds:
                 continue
-            ev = evidence.get((instr.name, k), _NONE)
-            if ev.kind != dep.kind:
+            low, high = evidence.get((instr.name, k), (_NONE, _NONE))
+            ev = low if dep.kind < low.kind else high if dep.kind > high.kind else None
+            if ev is not None:
                 findings.append(LabelFinding(dep.on, instr.name, dep.loop_carried, ev.kind, dep.kind,
                                              ev.first, ev.second, ev.memory, ev.partitions, ev.bytes))
     return tuple(findings)
