@@ -25,9 +25,8 @@ from machine.format import load_program, loads_program, program_to_json
 from machine.validate import validate_program
 from verify.cli import cli
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
-if not EXAMPLES.is_dir():
-    EXAMPLES = Path("/work/shared/examples")
+#: Copies of the spec's example programs (../shared/examples), shipped with the tests.
+EXAMPLES = Path(__file__).resolve().parent / "data" / "examples"
 
 CLI = [sys.executable, "-c", "from verify.cli import main; main()"]
 

@@ -25,7 +25,7 @@ from verify.cli import cli
 from verify.racecheck import check_program
 from verify.strategies import programs
 
-EXAMPLES = "/work/shared/examples"
+EXAMPLES = "tests/data/examples"
 TRN1 = resolve_machine("trn1")
 
 
