@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 import numpy as np
 import portion
@@ -63,9 +64,11 @@ ByteSet = tuple[tuple[int, int], ...]
 _NUMPY_THRESHOLD = 256
 
 
-@dataclass(frozen=True, slots=True)
-class Footprint:
-    """The bytes one access instance touches."""
+class Footprint(NamedTuple):
+    """The bytes one access instance touches.
+
+    A named tuple (immutable, and cheap to build: the checker and the passes make one per
+    access instance)."""
 
     memory: MemoryKind
     space: object
