@@ -39,7 +39,7 @@ ordering", 1988.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from machine.ir import SEQUENCERS
 
@@ -64,9 +64,8 @@ def component_names(num_queues: int) -> tuple[str, ...]:
     return SEQUENCERS + tuple(f"dma{i}" for i in range(num_queues))
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """What the clock machine learned about one instance."""
+class Step(NamedTuple):
+    """What the clock machine learned about one instance (a named tuple: one per instance)."""
 
     start: tuple[int, ...]
     """``S(X)``: completions known to have happened before X starts touching memory."""

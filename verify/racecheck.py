@@ -139,7 +139,15 @@ class _Shadow:
                         if shared:
                             kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
                             self._note(first, iid, kind, mem, shared, bounds[k], bounds[k + 1], None)
-                cell.record(comp, epoch, is_write, horizon)
+                # Record the epoch (Histories.record, inlined on the hot path).
+                table = cell.writes if is_write else cell.reads
+                lst = table.get(comp)
+                if lst is None:
+                    table[comp] = [epoch]
+                elif lst[-1][1] != iid and len(lst) < 8:
+                    lst.append(epoch)
+                else:
+                    cell.record(comp, epoch, is_write, horizon)
 
     def _alias_access(self, iid, start, comp, pos, fp: Footprint, is_write: bool, group: str) -> None:
         tensors = self.alias.setdefault(group, {})
@@ -197,34 +205,41 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
     last_on_seq = {}
     for inst in unrolled:
         last_on_seq[_SEQ_INDEX[inst.instr.engine]] = inst.id
-    cache: dict[int, list] = {}
+    cache: dict[int, tuple] = {}
+    footprints: dict[object, Footprint] = {}
     events = 0
+    step = clocks.step
+    access = shadow.access
     for inst in unrolled:
         iid = inst.id
         instr = inst.instr
-        for target in waits[iid]:
+        entry = cache.get(id(instr))
+        if entry is None:
+            queue = queues + int(instr.queue[3:]) if instr.queue is not None else None
+            entry = cache[id(instr)] = (_SEQ_INDEX[instr.engine], queue, _plans(instr, tensors, inst, footprints))
+        seq, queue, plans = entry
+        targets = waits[iid]
+        for target in targets:
             if target >= iid:
                 raise ProgramError("", f"{inst.name} waits on {unrolled[target].name}, which does not precede it in program order")
-        seq = _SEQ_INDEX[instr.engine]
-        queue = queues + int(instr.queue[3:]) if instr.queue is not None else None
-        step = clocks.step(iid, seq, queue, waits[iid])
+        start, comp, pos = step(iid, seq, queue, targets)
         if iid % _HORIZON_EVERY == 0:
             shadow.horizon = clocks.horizon([s for s, last in last_on_seq.items() if last >= iid])
-        plans = cache.get(id(instr))
-        if plans is None:
-            plans = cache[id(instr)] = _plans(instr, tensors, inst)
         for fp, shifts, is_write in plans:
             if shifts:
                 delta = sum(inst.index[k] * b for k, b in shifts)
                 if delta:
                     fp = shifted(fp, delta)
-            shadow.access(iid, step.start, step.component, step.position, fp, is_write)
-            events += 1
+            access(iid, start, comp, pos, fp, is_write)
+        events += len(plans)
     return RaceReport(shadow.races(unrolled), len(unrolled), events)
 
 
-def _plans(instr, tensors, inst) -> list:
-    """Per access: the footprint at iteration 0 and the byte shift per loop index."""
+def _plans(instr, tensors, inst, footprints: dict) -> list:
+    """Per access: the footprint at iteration 0 and the byte shift per loop index.
+
+    ``footprints`` caches by access *value* (equal accesses of different instructions share a
+    footprint; the tensor is named by the access, so hashing the access alone is enough)."""
     plans = []
     for access, is_write in [(a, False) for a in instr.reads] + [(a, True) for a in instr.writes]:
         tensor = tensors[access.tensor]
@@ -232,7 +247,10 @@ def _plans(instr, tensors, inst) -> list:
         if access.per_iteration:
             position = {loop.name: k for k, loop in enumerate(inst.loops)}
             shifts = tuple((position[loop], shift * tensor.itemsize) for loop, shift in access.per_iteration if shift)
-        plans.append((base_footprint(tensor, access), shifts, is_write))
+        fp = footprints.get(access)
+        if fp is None:
+            fp = footprints[access] = base_footprint(tensor, access)
+        plans.append((fp, shifts, is_write))
     return plans
 
 
