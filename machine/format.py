@@ -368,7 +368,10 @@ def save_program(program: Program, target: str | TextIO) -> None:
     import tempfile
 
     directory = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".neuronsim-", suffix=".json")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".neuronsim-", suffix=".json")
+    except OSError as err:
+        raise ProgramError("", f"cannot write {target}: {err.strerror}") from None
     try:
         with os.fdopen(fd, "w") as fh:
             fh.write(text)

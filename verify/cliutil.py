@@ -55,6 +55,8 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
             _fail(err.path, err.message, as_json)
         except RecursionError:
             _fail("", "the program nests too deeply to process", as_json)
+        except OSError as err:  # a file that cannot be read or written: unusable input, not a crash
+            _fail(getattr(err, "filename", None) or "", err.strerror or str(err), as_json)
         sys.exit(status or 0)
 
     return wrapper
