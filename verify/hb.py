@@ -75,6 +75,9 @@ class Step(NamedTuple):
     """1-based position of X's completion on that component."""
 
 
+_new_step = tuple.__new__  # builds a Step without the named tuple's Python-level __new__
+
+
 class ClockMachine:
     """Feeds instances in an order consistent with happens-before (program order is one).
 
@@ -88,7 +91,7 @@ class ClockMachine:
     (False, True, False)
     """
 
-    __slots__ = ("width", "_seq", "_queue", "_count", "_completion", "_keep", "_join")
+    __slots__ = ("width", "_seq", "_queue", "_count", "_completion", "_keep", "_join", "_nseq")
 
     def __init__(self, num_queues: int, keep: Iterable[int] | dict[int, int] | None = None) -> None:
         self.width = len(SEQUENCERS) + num_queues
@@ -104,6 +107,7 @@ class ClockMachine:
         else:
             self._keep = dict.fromkeys(keep, -1)
         self._join = _joiner(self.width)
+        self._nseq = len(SEQUENCERS)
 
     def step(self, iid: int, seq: int, queue: int | None, waits: Iterable[int]) -> Step:
         """Process instance ``iid`` on sequencer index ``seq`` (queue component index or None).
@@ -128,7 +132,7 @@ class ClockMachine:
         else:
             self._seq[seq] = clock  # rule 2: only the trigger is ordered on the sequencer
             comp = queue
-            qclock = self._queue[queue - len(SEQUENCERS)]
+            qclock = self._queue[queue - self._nseq]
             start = join(clock, qclock)
         pos = self._count[comp] + 1
         self._count[comp] = pos
@@ -136,10 +140,10 @@ class ClockMachine:
         if queue is None:
             self._seq[seq] = end  # rule 1
         else:
-            self._queue[queue - len(SEQUENCERS)] = end  # rule 3
-        if self._keep is None or iid in self._keep:
+            self._queue[queue - self._nseq] = end  # rule 3
+        if keep is None or iid in keep:
             self._completion[iid] = end
-        return Step(start, comp, pos)
+        return _new_step(Step, (start, comp, pos))
 
     @staticmethod
     def ordered(earlier: Step, later: Step) -> bool:

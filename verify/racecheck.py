@@ -105,19 +105,28 @@ class _Shadow:
         cover[2], cover[3] = min(cover[2], lo), max(cover[3], hi)
 
     def access(self, iid: int, start: tuple[int, ...], comp: int, pos: int, fp: Footprint, is_write: bool) -> None:
-        mem = _MEM_RANK[fp.memory]
+        """Check and record one access (see :meth:`plain_access` for the hot path)."""
         space = fp.space
         if isinstance(space, tuple):
             self._alias_access(iid, start, comp, pos, fp, is_write, space[1])
             return
-        mask = fp.partitions if mem < 2 else 1
+        mem = _MEM_RANK[fp.memory]
+        self.plain_access(iid, start, comp, pos, self.space_map(space), mem, fp.partitions if mem < 2 else 1,
+                          fp.bytes, is_write)
+
+    def space_map(self, space: object) -> SegmentMap:
         smap = self.maps.get(space)
         if smap is None:
             smap = self.maps[space] = SegmentMap()
+        return smap
+
+    def plain_access(self, iid: int, start: tuple[int, ...], comp: int, pos: int, smap: SegmentMap, mem: int,
+                     mask: int, byteset, is_write: bool) -> None:
+        """An SBUF / PSUM / addressed-DRAM access, its map and memory rank already known."""
         epoch = (pos, iid, mask)
         horizon = self.horizon
         bounds, cells = smap.bounds, smap.cells
-        for lo, hi in fp.bytes:
+        for lo, hi in byteset:
             i, j = smap.span(lo, hi)
             for k in range(i, j):
                 cell = cells[k]
@@ -210,13 +219,14 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
     events = 0
     step = clocks.step
     access = shadow.access
+    plain = shadow.plain_access
     for inst in unrolled:
         iid = inst.id
         instr = inst.instr
         entry = cache.get(id(instr))
         if entry is None:
             queue = queues + int(instr.queue[3:]) if instr.queue is not None else None
-            entry = cache[id(instr)] = (_SEQ_INDEX[instr.engine], queue, _plans(instr, tensors, inst, footprints))
+            entry = cache[id(instr)] = (_SEQ_INDEX[instr.engine], queue, _plans(instr, tensors, inst, footprints, shadow))
         seq, queue, plans = entry
         targets = waits[iid]
         for target in targets:
@@ -225,18 +235,22 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
         start, comp, pos = step(iid, seq, queue, targets)
         if iid % _HORIZON_EVERY == 0:
             shadow.horizon = clocks.horizon([s for s, last in last_on_seq.items() if last >= iid])
-        for fp, shifts, is_write in plans:
+        for fp, shifts, is_write, smap, mem, mask in plans:
             if shifts:
                 delta = sum(inst.index[k] * b for k, b in shifts)
                 if delta:
                     fp = shifted(fp, delta)
-            access(iid, start, comp, pos, fp, is_write)
+            if smap is None:
+                access(iid, start, comp, pos, fp, is_write)
+            else:
+                plain(iid, start, comp, pos, smap, mem, mask, fp.bytes, is_write)
         events += len(plans)
     return RaceReport(shadow.races(unrolled), len(unrolled), events)
 
 
-def _plans(instr, tensors, inst, footprints: dict) -> list:
-    """Per access: the footprint at iteration 0 and the byte shift per loop index.
+def _plans(instr, tensors, inst, footprints: dict, shadow: _Shadow) -> list:
+    """Per access: the footprint at iteration 0, the byte shift per loop index, and what the
+    shadow's hot path needs (its segment map, memory rank and partition mask).
 
     ``footprints`` caches by access *value* (equal accesses of different instructions share a
     footprint; the tensor is named by the access, so hashing the access alone is enough)."""
@@ -250,7 +264,11 @@ def _plans(instr, tensors, inst, footprints: dict) -> list:
         fp = footprints.get(access)
         if fp is None:
             fp = footprints[access] = base_footprint(tensor, access)
-        plans.append((fp, shifts, is_write))
+        if isinstance(fp.space, tuple):  # alias group: the general path
+            plans.append((fp, shifts, is_write, None, 2, 0))
+        else:
+            mem = _MEM_RANK[fp.memory]
+            plans.append((fp, shifts, is_write, shadow.space_map(fp.space), mem, fp.partitions if mem < 2 else 1))
     return plans
 
 
