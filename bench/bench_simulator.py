@@ -64,7 +64,7 @@ def heapq_run(plan: Plan, duration: list[float], issue: list[float]):
     n = len(plan)
     ncomp = len(plan.components)
     nseq = ncomp - plan.spec.dma_queues
-    streams, waits, is_dma, queue_of = plan.streams, plan.waits, plan.is_dma, plan.queue
+    streams, waits, is_dma = plan.streams, plan.waits, plan.is_dma
     trigger, issued, start, end = [0.0] * n, [-1.0] * n, [0.0] * n, [0.0] * n
     pos = [0] * ncomp
     count = [0] * ncomp

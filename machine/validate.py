@@ -9,7 +9,7 @@ order on the positions of the two instructions inside their innermost common loo
 from __future__ import annotations
 
 from .errors import ProgramError, join_path
-from .ir import PSUM_BANK_BYTES, SEQUENCERS, Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
+from .ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
 from .optable import COMMON_ATTRS, op_spec
 from .presets import MachineSpec, resolve_machine
 

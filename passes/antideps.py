@@ -177,8 +177,7 @@ def anti_dependency_edges(stream: Stream, graph: DepGraph, *, memories=frozenset
                 cut = pieces(key, space, mask, stream.plan_bytes(plan, b))
             if not is_write:
                 for smap, lo, hi in cut:
-                    i = smap.split(lo)
-                    j = smap.split(hi)
+                    i, j = smap.span(lo, hi)
                     values = smap.values
                     for k in range(i, j):
                         w, wt, reads = values[k]
@@ -197,8 +196,7 @@ def anti_dependency_edges(stream: Stream, graph: DepGraph, *, memories=frozenset
                         values[k] = (w, wt, reads)
                 continue
             for smap, lo, hi in cut:
-                i = smap.split(lo)
-                j = smap.split(hi)
+                i, j = smap.span(lo, hi)
                 values = smap.values
                 for k in range(i, j):
                     w, wt, reads = values[k]

@@ -137,8 +137,7 @@ def build_flow_edges(stream: Stream, *, reduction: bool = True, accumulation: bo
                 cut = pieces(plan[1], plan[2], plan[4], byteset)
             if not is_write:
                 for smap, lo, hi in cut:
-                    i = smap.split(lo)
-                    j = smap.split(hi)
+                    i, j = smap.span(lo, hi)
                     values = smap.values
                     for k in range(i, j):
                         w = values[k]
@@ -146,8 +145,7 @@ def build_flow_edges(stream: Stream, *, reduction: bool = True, accumulation: bo
                             formers[w] = formers.get(w, 0) | RAW
                 continue
             for smap, lo, hi in cut:
-                i = smap.split(lo)
-                j = smap.split(hi)
+                i, j = smap.span(lo, hi)
                 smap.values[i:j] = [b] * (j - i)
             if chain_key is not None:
                 for smap, lo, hi in pieces(chain_key, plan[2], plan[4], stream.plan_bytes(plan, b)):
