@@ -29,7 +29,7 @@ from machine.edges import EdgeKind  # noqa: E402
 from machine.format import load_program  # noqa: E402
 from machine.geometry import footprint, overlap  # noqa: E402
 from machine.ir import Dep, Program  # noqa: E402
-from machine.simulator import simulate  # noqa: E402
+from machine.sim.simulator import simulate  # noqa: E402
 from verify.racecheck import check_program  # noqa: E402
 from verify.strategies import programs  # noqa: E402
 

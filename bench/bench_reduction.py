@@ -10,8 +10,8 @@ is topological; sequencer and queue order are rules 1-3.
 
 Timed, on the same instance-level waits:
 
-* ``ours``: :func:`passes.reduction.redundant_waits` (frontier clocks of the SyncState);
-* ``syncstate``: :func:`passes.reduction.redundant_waits_syncstate` (the seed's two BitMap
+* ``ours``: :func:`passes.dep_reduction.redundant_waits` (frontier clocks of the SyncState);
+* ``syncstate``: :func:`passes.dep_reduction.redundant_waits_syncstate` (the seed's two BitMap
   banks, per instance);
 * ``plain``: a plain integer vector clock written here, independently (lists, ``map(max)``),
   with the same rules (a DMA's sequencer keeps its trigger clock);
@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import networkx as nx  # noqa: E402
 
 from machine.ir import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
-from passes.reduction import dep_reduction, redundant_waits, redundant_waits_syncstate, waits_from_targets  # noqa: E402
-from passes.syncstate import EnginePositions  # noqa: E402
+from passes.dep_reduction import dep_reduction, redundant_waits, redundant_waits_syncstate, waits_from_targets  # noqa: E402
+from passes.analysis.syncstate import EnginePositions  # noqa: E402
 
 QUEUES = 3
 WIDTH = len(SEQUENCERS) + QUEUES

@@ -3,11 +3,11 @@
 This package imports nothing else of ours; ``passes`` and ``verify`` build on it.
 """
 
-from .edges import DepGraph, Edge, EdgeKind
-from .errors import ProgramError
-from .format import dumps_program, load_program, loads_program, parse_program, program_to_json, save_program
-from .geometry import Footprint, Overlap, footprint, overlap
-from .ir import (
+from machine.edges import DepGraph, Edge, EdgeKind
+from machine.errors import ProgramError
+from machine.format import dumps_program, load_program, loads_program, parse_program, program_to_json, save_program
+from machine.geometry import Footprint, Overlap, footprint, overlap
+from machine.ir import (
     MEMORY_NAMES,
     OPCODE_LOOP,
     SEQUENCERS,
@@ -20,9 +20,9 @@ from .ir import (
     Program,
     Tensor,
 )
-from .optable import OP_TABLE, op_spec
-from .presets import PRESETS, MachineSpec, resolve_machine
-from .unroll import Instance, Unrolled, unroll
+from machine.optable import OP_TABLE, op_spec
+from machine.presets import PRESETS, MachineSpec, resolve_machine
+from machine.unroll import Instance, Unrolled, unroll
 
 __all__ = [
     "Access", "Dep", "DepGraph", "Edge", "EdgeKind", "Footprint", "Instance", "Instruction",

@@ -41,10 +41,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from math import prod
 
-from .ir import Access, Instruction, MemoryKind, Tensor
-from .memory import access_shape
-from .optable import OP_TABLE
-from .presets import MachineSpec
+from machine.ir import Access, Instruction, MemoryKind, Tensor
+from machine.sim.memory import access_shape
+from machine.optable import OP_TABLE
+from machine.presets import MachineSpec
 
 __all__ = ["OpCost", "instruction_cost", "free_size", "HWDGE_NS", "SWDGE_NS"]
 

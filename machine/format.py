@@ -13,10 +13,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from .dtypes import DTYPES
-from .edges import KIND_NAMES, kind_from_name
-from .errors import ProgramError, join_path
-from .ir import (
+from machine.dtypes import DTYPES
+from machine.edges import KIND_NAMES, kind_from_name
+from machine.errors import ProgramError, join_path
+from machine.ir import (
     MEMORY_NAMES,
     SEQUENCERS,
     Access,
@@ -30,7 +30,7 @@ from .ir import (
     frozen_mapping,
     is_dma_op,
 )
-from .presets import resolve_machine
+from machine.presets import resolve_machine
 
 __all__ = ["FORMAT", "load_program", "loads_program", "parse_program", "save_program", "dumps_program", "program_to_json"]
 
@@ -240,7 +240,7 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     body = tuple(_parse_node(n, join_path("body", i), spec.dma_queues) for i, n in enumerate(body_raw))
     program = Program(frozen_mapping(tensors), body, machine_value, _extras(doc))
     if validate:
-        from .validate import validate_program
+        from machine.validate import validate_program
 
         validate_program(program, spec)
     return program

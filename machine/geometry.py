@@ -39,7 +39,7 @@ from typing import NamedTuple
 import numpy as np
 import portion
 
-from .ir import Access, MemoryKind, Tensor
+from machine.ir import Access, MemoryKind, Tensor
 
 __all__ = [
     "Footprint",

@@ -18,8 +18,8 @@ from math import prod
 from types import MappingProxyType
 from typing import Any, Union
 
-from .dtypes import itemsize
-from .edges import EdgeKind
+from machine.dtypes import itemsize
+from machine.edges import EdgeKind
 
 __all__ = [
     "MemoryKind",

@@ -14,9 +14,9 @@ store  sp>dma2    dma_copy  r t sbuf p[0,128) b[0,256)  w o dram[65536,98304)  <
 
 from __future__ import annotations
 
-from .edges import EdgeKind
-from .geometry import footprint, mask_range
-from .ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
+from machine.edges import EdgeKind
+from machine.geometry import footprint, mask_range
+from machine.ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
 
 __all__ = ["render_listing", "describe_access"]
 

@@ -48,7 +48,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .ir import SEQUENCERS
+from machine.ir import SEQUENCERS
 
 __all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "REDUCE_OPS", "DGE_MODES"]
 

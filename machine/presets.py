@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from .errors import ProgramError, join_path
-from .ir import SEQUENCERS
+from machine.errors import ProgramError, join_path
+from machine.ir import SEQUENCERS
 
 __all__ = ["MachineSpec", "PRESETS", "resolve_machine", "OVERRIDABLE"]
 

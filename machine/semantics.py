@@ -1,7 +1,7 @@
 """Numerical meaning of every op: what an instruction writes, given what it reads.
 
 :func:`execute` takes the instruction, the values of its reads (typed arrays in each access's
-element shape, see :mod:`machine.memory`) and live views of its writes, and returns the value
+element shape, see :mod:`machine.sim.memory`) and live views of its writes, and returns the value
 of every write, already cast to the written tensor's dtype and shaped like the write.
 
 Conventions (project choices where the reference is silent):
@@ -60,7 +60,7 @@ from typing import Any
 
 import numpy as np
 
-from .optable import OP_TABLE
+from machine.optable import OP_TABLE
 
 __all__ = ["execute", "cast", "ACTIVATIONS", "ALU", "opaque_bytes"]
 
@@ -310,7 +310,7 @@ def execute(op: str, attrs: Any, engine: str, reads: Sequence[np.ndarray], outs:
     outs:
         Live views of its writes (their shape and dtype; their contents for accumulation).
     state:
-        The run's :class:`~machine.memory.Memory` (for the engines' random generators).
+        The run's :class:`~machine.sim.memory.Memory` (for the engines' random generators).
 
     Examples
     --------

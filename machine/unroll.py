@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from itertools import product
 from typing import NamedTuple
 
-from .ir import Dep, Instruction, Loop, Program
+from machine.ir import Dep, Instruction, Loop, Program
 
 __all__ = ["Instance", "Unrolled", "unroll", "instance_name"]
 

@@ -8,10 +8,10 @@ order on the positions of the two instructions inside their innermost common loo
 
 from __future__ import annotations
 
-from .errors import ProgramError, join_path
-from .ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
-from .optable import COMMON_ATTRS, op_spec
-from .presets import MachineSpec, resolve_machine
+from machine.errors import ProgramError, join_path
+from machine.ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
+from machine.optable import COMMON_ATTRS, op_spec
+from machine.presets import MachineSpec, resolve_machine
 
 __all__ = ["validate_program", "check_placement", "check_instruction"]
 

@@ -9,16 +9,16 @@ others, add it to :data:`ALL_PASSES` under its ``name``, and append it to
 :data:`~passes.pipeline.DEFAULT_PIPELINE` if it belongs in the default pipeline.
 """
 
-from .alloc import Alloc, AllocSharedDram
-from .antideps import AntiDeps
-from .depopt import DepOpt
-from .expand import ExpandSchedulingUnits
-from .fdeps import BuildFdeps
-from .fusion import FuseLoops
-from .pipeline import CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
-from .reduction import DepReduction
-from .redundancy import RemoveRedundancies
-from .schedule import ListSchedule
+from passes.alloc import Alloc, AllocSharedDram
+from passes.anti_deps import AntiDeps
+from passes.dep_opt import DepOpt
+from passes.expand_scheduling_units import ExpandSchedulingUnits
+from passes.build_fdeps import BuildFdeps
+from passes.fuse_loops import FuseLoops
+from passes.pipeline import CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
+from passes.dep_reduction import DepReduction
+from passes.remove_redundancies import RemoveRedundancies
+from passes.list_schedule import ListSchedule
 
 #: Registry: pass name -> pass class.
 ALL_PASSES: dict[str, type] = {

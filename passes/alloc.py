@@ -40,8 +40,8 @@ from typing import ClassVar
 from machine.errors import ProgramError
 from machine.ir import MemoryKind, Program, Tensor, frozen_mapping
 
-from .instances import Stream
-from .pipeline import Pass, PassContext
+from passes.analysis.instances import Stream
+from passes.pipeline import Pass, PassContext
 
 __all__ = ["Alloc", "AllocSharedDram", "live_ranges", "rotate_slots"]
 

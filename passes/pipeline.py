@@ -129,8 +129,8 @@ class PassContext:
         self._graphs[id(program)] = (program, graph)
 
     def stream(self, program: Program):
-        """The :class:`~passes.instances.Stream` of ``program`` (cached across dep passes)."""
-        from .instances import Stream
+        """The :class:`~passes.analysis.instances.Stream` of ``program`` (cached across dep passes)."""
+        from passes.analysis.instances import Stream
 
         cached = self._streams.get(id(program))
         if cached is not None and cached[0] is program:
@@ -228,7 +228,7 @@ def _convert(raw: str, default: Any, where: str) -> Any:
 def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> list[Pass]:
     """Pass objects for a spec string; a bad name or option is a located ProgramError."""
     if registry is None:
-        from . import ALL_PASSES as registry
+        from passes import ALL_PASSES as registry
     passes: list[Pass] = []
     pos = 0
     text = spec.strip()

@@ -1,7 +1,7 @@
 """Real kernels as neuronsim programs, each with a numpy reference and a golden summary.
 
-Every module here that defines ``build``, ``inputs`` and ``reference`` is a scenario
-(:mod:`scenarios.collect` finds them; no list is kept by hand):
+Every file here that defines ``build``, ``inputs`` and ``reference`` is a scenario
+(:mod:`verify.scenarios` finds them by file; no list is kept by hand):
 
 * ``matmul_tiled``: tiled matmul with PSUM accumulation over K;
 * ``softmax``: fused softmax over rows;
@@ -10,8 +10,9 @@ Every module here that defines ``build``, ``inputs`` and ``reference`` is a scen
 * ``double_buffer``: a double-buffered DMA pipeline;
 * ``pe_transpose``: 128 x 128 PE transposes through one PSUM bank.
 
-The kernels are written with :mod:`scenarios.builder`, a small NKI-like builder, and run end
-to end (allocation, dependence passes, race check, simulation, comparison with numpy) by
-:func:`scenarios.run.run_scenario`.  ``matmul_k_loop.json`` is a hand-written program shipped
-as is (the spec's example), not built here.
+The kernels are written with :mod:`scenarios.builder`, a small NKI-like builder that needs
+only :mod:`machine`, and are run end to end (allocation, dependence passes, race check,
+simulation, comparison with numpy) by :func:`verify.scenarios.run_scenario`, which loads them
+from their files as it would a user's scenario.  ``matmul_k_loop.json`` is a hand-written
+program shipped as is (the spec's example), not built here.
 """

@@ -18,10 +18,10 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from machine.ir import MemoryKind, Program
-from machine.simulator import simulate
+from machine.sim.simulator import simulate
 from machine.unroll import unroll
-from passes.antideps import AntiDeps
-from passes.fdeps import BuildFdeps
+from passes.anti_deps import AntiDeps
+from passes.build_fdeps import BuildFdeps
 from passes.pipeline import Pass, PassContext
 
 SEQ = ("pe", "act", "dve", "pool", "sp")
@@ -109,7 +109,7 @@ class ProgramOrderFoldReduction(Pass):
 
 
 def simulator_ignoring_one_wait(program: Program, **options):
-    """``machine.simulator.simulate``, except that the first wait of the program is skipped."""
+    """``machine.sim.simulator.simulate``, except that the first wait of the program is skipped."""
     unrolled = unroll(program)
     waits = [[t for _, t in ws] for ws in unrolled.resolve_waits()]
     for row in waits:

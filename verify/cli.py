@@ -17,7 +17,7 @@ import sys
 
 import click
 
-from .cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
+from verify.cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
 
 __all__ = ["main", "cli", "run_command", "emit_json", "program_argument", "json_option", "UsageFailure"]
 
@@ -32,7 +32,7 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from .commands import COMMANDS
+    from verify.commands import COMMANDS
 
     for command in COMMANDS:
         cli.add_command(command)

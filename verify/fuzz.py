@@ -12,7 +12,7 @@ their deps stripped, and checks every example four ways:
    still ordered after your pass (that is (1) again, unless the program you return lost
    instructions or changed their accesses, which is reported as such);
 3. **labels** (issue #6): every dep's kind is the kind its bytes give
-   (:func:`passes.labels.verify_anti_dependence`) - a dependence the construction lost but a
+   (:func:`passes.analysis.labels.verify_anti_dependence`) - a dependence the construction lost but a
    weaker edge happens to cover still shows as a mislabelled edge;
 4. **simulation** (issue #4): under a few interleaving seeds the simulated final contents of
    every tensor equal the sequential reference, and the race check over each run's trace
@@ -25,7 +25,7 @@ A failure is shrunk by hypothesis to a minimal program, saved as JSON with its r
 
 Examples
 --------
->>> from passes.reduction import DepReduction
+>>> from passes.dep_reduction import DepReduction
 >>> result = check_pass(DepReduction(), examples=5, seed=1)
 >>> result.failure is None, result.examples
 (True, 5)
@@ -46,16 +46,16 @@ from hypothesis import seed as hypothesis_seed
 from machine.errors import ProgramError
 from machine.format import dumps_program
 from machine.ir import Program
-from machine.simulator import simulate
+from machine.sim.simulator import simulate
 from machine.geometry import footprint, overlap
 from machine.unroll import unroll
 from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from passes.pipeline import verify_program
-from passes.labels import verify_anti_dependence
+from passes.analysis.labels import verify_anti_dependence
 
-from .racecheck import check_program
-from .strategies import programs, strip_deps
-from .tracecheck import check_trace
+from verify.racecheck import check_program
+from verify.strategies import programs, strip_deps
+from verify.tracecheck import check_trace
 
 __all__ = ["FuzzFailure", "FuzzResult", "check_pass", "load_pass", "assert_pass_sound", "fuzz_strategy"]
 

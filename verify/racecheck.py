@@ -4,7 +4,7 @@
 :func:`check_waits` checks it under any per-instance waits (the simulator's trace supplies the
 waits it actually met).  Both walk the unrolled program once, in program order:
 
-1. :class:`~verify.hb.ClockMachine` gives each instance its start clock ``S(X)`` and the
+1. :class:`~machine.hb.ClockMachine` gives each instance its start clock ``S(X)`` and the
    position of its completion on its component;
 2. each access of the instance is cut into segments of the shadow map of its memory space
    (:mod:`verify.shadow`); in each segment the epochs of other components that are not ordered
@@ -28,8 +28,8 @@ from machine.ir import SEQUENCERS, MemoryKind, Program
 from machine.presets import resolve_machine
 from machine.unroll import Unrolled, unroll
 
-from .hb import ClockMachine
-from .shadow import Histories, SegmentMap
+from machine.hb import ClockMachine
+from verify.shadow import Histories, SegmentMap
 
 __all__ = ["Race", "RaceReport", "check_program", "check_waits", "KINDS"]
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from machine.ir import Dep, Program
 from machine.unroll import Unrolled
 
-from .racecheck import Race, RaceReport
+from verify.racecheck import Race, RaceReport
 
 __all__ = ["RaceGroup", "group_races", "suggest_fix", "render_report", "add_fixes"]
 

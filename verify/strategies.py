@@ -53,7 +53,7 @@ from machine.ir import SEQUENCERS, Access, Dep, Instruction, Loop, MemoryKind, N
 from machine.optable import OP_TABLE
 from machine.presets import PRESETS, MachineSpec
 
-from .draws import (
+from verify.draws import (
     OPAQUE_DMA_OPS,
     OPAQUE_OPS,
     compute_reachable,

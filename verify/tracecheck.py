@@ -1,6 +1,6 @@
 """The race checker over a simulator trace.
 
-The simulator (``machine.simulator``) knows nothing of races; it records, per instance, its
+The simulator (``machine.sim.simulator``) knows nothing of races; it records, per instance, its
 trigger / start / end times and the semaphore waits it met (producer, semaphore, threshold,
 time).  :func:`check_trace` rebuilds happens-before from what the trace *records*:
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from machine.ir import Program
 from machine.unroll import unroll
 
-from .racecheck import RaceReport, check_waits
+from verify.racecheck import RaceReport, check_waits
 
 __all__ = ["TraceViolation", "TraceCheck", "check_trace"]
 
@@ -54,7 +54,7 @@ class TraceCheck:
 
 
 def check_trace(program: Program, trace) -> TraceCheck:
-    """Check ``trace`` (a :class:`machine.trace.Trace` of ``program``)."""
+    """Check ``trace`` (a :class:`machine.sim.trace.Trace` of ``program``)."""
     unrolled = unroll(program)
     records = trace.records
     if len(records) != len(unrolled):

@@ -1,12 +1,12 @@
 """CLI commands, one small module each; :data:`COMMANDS` lists what ``neuronsim`` offers."""
 
-from .check import check
-from .compile import compile_command
-from .footprint import footprint
-from .fuzz import fuzz
-from .loops import loops
-from .run import run
-from .show import show
-from .simulate import simulate
+from verify.commands.check import check
+from verify.commands.compile import compile_command
+from verify.commands.footprint import footprint
+from verify.commands.fuzz import fuzz
+from verify.commands.loops import loops
+from verify.commands.run import run
+from verify.commands.show import show
+from verify.commands.simulate import simulate
 
 COMMANDS = [run, fuzz, check, compile_command, footprint, loops, show, simulate]

@@ -7,9 +7,9 @@ import click
 from machine.format import load_program
 from machine.unroll import unroll
 
-from ..cliutil import emit_json, json_option, program_argument, run_command
-from ..racecheck import check_waits
-from ..report import render_report
+from verify.cliutil import emit_json, json_option, program_argument, run_command
+from verify.racecheck import check_waits
+from verify.report import render_report
 
 
 @click.command()

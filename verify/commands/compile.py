@@ -20,9 +20,9 @@ import click
 from machine.edges import EdgeKind
 from machine.format import load_program, save_program
 from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
-from passes.explain import explain
+from passes.analysis.explain import explain
 
-from ..cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
+from verify.cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
 
 __all__ = ["compile_command", "edge_summary"]
 

@@ -5,7 +5,7 @@ pipeline is ``dep-reduction`` when the program has deps, else the compile pipeli
 ``dep-reduction`` (the deps have to be built before they can be reduced).  For every stage:
 deps and instance-level waits by kind, same- and cross-engine waits, semaphore wait operations
 after lowering, the spec's minimum and the ratio, and the simulated makespan (see
-:mod:`verify.footprint`).  Exit 0, or 2 on unusable input.
+:mod:`verify.sync_counts`).  Exit 0, or 2 on unusable input.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ from rich.table import Table
 from machine.format import load_program
 from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 
-from ..cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
-from ..footprint import KINDS, FootprintReport, footprint_report
+from verify.cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
+from verify.sync_counts import KINDS, SyncReport, sync_report
 
 def _registry() -> dict[str, type]:
     return ALL_PASSES
 
 
-def _table(report: FootprintReport) -> Table:
+def _table(report: SyncReport) -> Table:
     table = Table(title=f"sync footprint on {report.machine} (waits are per instance)")
     for column in ("stage", "deps", "waits", *KINDS, "same-eng", "cross-eng", "semaphore", "minimum", "ratio",
                    "makespan µs"):
@@ -39,7 +39,7 @@ def _table(report: FootprintReport) -> Table:
     return table
 
 
-def _notes(report: FootprintReport) -> list[str]:
+def _notes(report: SyncReport) -> list[str]:
     lines = []
     last = report.stages[-1]
     if last.minimum is not None:
@@ -59,7 +59,7 @@ def _notes(report: FootprintReport) -> list[str]:
     return lines
 
 
-def _plot(report: FootprintReport, path: str) -> None:
+def _plot(report: SyncReport, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -112,7 +112,7 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
         prog = run_pipeline(prog, [p], ctx)
         stages.append((p.spec_string(), prog))
     records = [(r.spec, dict(r.stats)) for r in ctx.records]
-    report = footprint_report(stages, simulate=not no_simulate, passes=records)
+    report = sync_report(stages, simulate=not no_simulate, passes=records)
     if plot:
         _plot(report, plot)
     if as_json:

@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..cliutil import UsageFailure, emit_json, json_option, run_command
+from verify.cliutil import UsageFailure, emit_json, json_option, run_command
 
 __all__ = ["fuzz", "Chunk", "run_chunk", "plan_chunks", "CHUNK"]
 
@@ -63,7 +63,7 @@ def plan_chunks(examples: int, seed: int, user_pass: str | None, replace: str | 
 
 def run_chunk(chunk: Chunk) -> ChunkResult:
     """Run one chunk (in whatever process or Dask worker it lands)."""
-    from ..fuzz import check_pass, load_pass
+    from verify.fuzz import check_pass, load_pass
 
     try:
         user = load_pass(chunk.user_pass) if chunk.user_pass else None
@@ -123,7 +123,7 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
     if replace and not user_pass:
         raise UsageFailure("--replace needs --pass", "--replace")
     if user_pass:
-        from ..fuzz import load_pass
+        from verify.fuzz import load_pass
 
         load_pass(user_pass)  # fail fast, with exit 2, before any worker starts
     chunks = plan_chunks(examples, seed, user_pass, replace, out_dir)

@@ -13,11 +13,11 @@ from __future__ import annotations
 import click
 
 from machine.format import load_program
-from passes.distance import AccessSite
-from passes.fusion import adjacent_loop_pairs, check_fusion
-from passes.loopgraph import LoopGraph, instructions_by_level, loop_dependence_graphs
+from passes.analysis.distance import AccessSite
+from passes.fuse_loops import adjacent_loop_pairs, check_fusion
+from passes.analysis.loopgraph import LoopGraph, instructions_by_level, loop_dependence_graphs
 
-from ..cliutil import emit_json, json_option, program_argument, run_command
+from verify.cliutil import emit_json, json_option, program_argument, run_command
 
 FORMAT = "neuronsim.loops/1"
 

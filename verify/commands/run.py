@@ -19,10 +19,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from machine.sim_export import plot_timeline, write_chrome_trace
-from machine.trace import summarize, summary_table
+from machine.sim.export import plot_timeline, write_chrome_trace
+from machine.sim.trace import summarize, summary_table
 
-from ..cliutil import UsageFailure, emit_json, json_option, run_command
+from verify.cliutil import UsageFailure, emit_json, json_option, run_command
 
 __all__ = ["run"]
 
@@ -70,8 +70,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     """Run SCENARIO end to end: compile, check, simulate, compare with numpy."""
     # The scenarios sit on top of every package (they use the passes and the checker), so
     # they are imported here, when the command runs, not when the CLI starts.
-    from scenarios.collect import all_scenarios, load_scenario, scenario_name
-    from scenarios.run import run_scenario
+    from verify.scenarios import all_scenarios, load_scenario, scenario_name
 
     if list_only:
         names = [scenario_name(m) for m in all_scenarios()]
@@ -89,7 +88,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
              "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
     nominal = result.simulation.runs[0].trace
     _write(paths["trace"], lambda p: write_chrome_trace(nominal, p))
-    footprint_doc = result.footprint.to_json()
+    footprint_doc = result.sync.to_json()
 
     def dump_footprint(path: str) -> None:
         with open(path, "w") as fh:

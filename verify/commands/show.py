@@ -7,7 +7,7 @@ import click
 from machine.format import load_program, program_to_json
 from machine.listing import render_listing
 
-from ..cliutil import emit_json, json_option, program_argument, run_command
+from verify.cliutil import emit_json, json_option, program_argument, run_command
 
 
 @click.command()

@@ -23,12 +23,12 @@ import numpy as np
 from rich.console import Console
 
 from machine.format import load_program
-from machine.sim_export import plot_timeline, write_chrome_trace
-from machine.simulator import RunResult, Simulation
-from machine.simulator import simulate as run_simulation
-from machine.trace import summarize, summary_table
+from machine.sim.export import plot_timeline, write_chrome_trace
+from machine.sim.simulator import RunResult, Simulation
+from machine.sim.simulator import simulate as run_simulation
+from machine.sim.trace import summarize, summary_table
 
-from ..cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
+from verify.cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
 
 __all__ = ["simulate", "simulation_json"]
 

@@ -1,0 +1,247 @@
+"""Functional memory: SBUF, PSUM and DRAM as numpy byte arrays, read and written by access.
+
+Every memory is one flat ``uint8`` array:
+
+* SBUF: ``sbuf_partitions x sbuf_partition_bytes`` (128 x 192 KiB on trn1), partition-major;
+* PSUM: ``sbuf_partitions x psum_banks x psum_bank_bytes`` (128 x 8 x 2 KiB), partition-major;
+* DRAM: only as large as the program needs (see :class:`DramLayout`).
+
+An access instance is read or written as a *typed* numpy array of its **element shape**:
+``(partitions, count_0, ..., count_k)`` for SBUF / PSUM and ``(count_0, ..., count_k)`` for
+DRAM, the counts being the access pattern's (spec, "Accesses"; the default pattern is one
+dimension of ``E - offset`` elements).  :class:`AccessView` holds the byte offset and strides
+of that array inside its memory, so reading or writing is one strided numpy view, never a
+byte loop.  A pattern with stride 0 reads the same element repeatedly; written, the element
+ends up holding the value numpy assigns last (row-major order), in every run alike.
+
+Initial contents (project choice, documented for reproducibility):
+
+* every byte not covered by an ``input`` tensor starts as a seeded pattern of bytes drawn
+  uniformly from ``[0, 64)``.  Read as any float format of the spec this is a finite,
+  non-negative value below 4 (the sign bit and the top exponent bit are clear), so
+  uninitialised reads propagate ordinary numbers, never NaN.  The sequential reference run and
+  every timed run start from the very same bytes, so only ordering differences can make their
+  outputs differ;
+* DRAM ``input`` tensors hold values from ``--inputs FILE.npz`` (by tensor name, any shape
+  with the right number of elements, cast to the tensor's dtype) or else seeded values:
+  floats uniform in ``[-1, 1)`` rounded to the dtype, signed integers in ``[-8, 8)``,
+  unsigned in ``[0, 16)``.  Inputs are written in tensor-name order, so where input tensors
+  overlap the last name wins.
+
+Alias groups (project choice): an alias-group tensor has no address, so every tensor of one
+group is placed at the *same* base, after the addressed tensors (aliasing is maximal: the
+group's tensors share their first bytes).  Groups follow each other in name order, each
+``4096``-byte aligned and as long as its longest tensor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from math import prod
+
+import numpy as np
+
+from machine.dtypes import numpy_dtype
+from machine.errors import ProgramError
+from machine.geometry import access_extent
+from machine.ir import Access, MemoryKind, Program, Tensor
+from machine.presets import MachineSpec
+
+__all__ = [
+    "AccessView",
+    "DramLayout",
+    "Memory",
+    "access_shape",
+    "access_view",
+    "initial_memory",
+    "UNINITIALISED_BYTE_LIMIT",
+    "GROUP_ALIGN",
+]
+
+#: Uninitialised bytes are drawn from ``[0, UNINITIALISED_BYTE_LIMIT)`` (a power of two: a mask).
+UNINITIALISED_BYTE_LIMIT = 64
+#: Alignment of each alias group's base address in the simulated DRAM.
+GROUP_ALIGN = 4096
+
+_SPACES = {MemoryKind.SBUF: 0, MemoryKind.PSUM: 1, MemoryKind.DRAM: 2}
+
+
+def access_shape(tensor: Tensor, access: Access) -> tuple[int, ...]:
+    """Element shape of an access (the same in every instance).
+
+    >>> from machine.ir import Tensor, Access, MemoryKind
+    >>> t = Tensor("t", MemoryKind.SBUF, "bfloat16", (128, 64), partition=0, offset=0)
+    >>> access_shape(t, Access("t")), access_shape(t, Access("t", partitions=(0, 32, 1), pattern=((8, 4), (1, 2))))
+    ((128, 64), (32, 4, 2))
+    """
+    offset, pattern = access_extent(tensor, access)
+    counts = tuple(count for _stride, count in pattern)
+    if tensor.memory == MemoryKind.DRAM:
+        return counts
+    partitions = access.partitions[1] if access.partitions is not None else tensor.shape[0]
+    return (partitions, *counts)
+
+
+@dataclass(frozen=True, slots=True)
+class DramLayout:
+    """Where each DRAM tensor lives in the simulated DRAM array."""
+
+    base: Mapping[str, int]
+    """Tensor name -> byte address of its first element."""
+    size: int
+    """Bytes of simulated DRAM."""
+
+    @classmethod
+    def of(cls, program: Program) -> DramLayout:
+        """Addressed tensors at their address; alias groups after them (see module doc).
+
+        >>> from machine.ir import Tensor, MemoryKind, Program
+        >>> ts = {"a": Tensor("a", MemoryKind.DRAM, "float32", (4,), address=100),
+        ...       "g1": Tensor("g1", MemoryKind.DRAM, "float32", (8,), alias="G"),
+        ...       "g2": Tensor("g2", MemoryKind.DRAM, "uint8", (3,), alias="G")}
+        >>> layout = DramLayout.of(Program(ts))
+        >>> layout.base["a"], layout.base["g1"], layout.base["g2"], layout.size
+        (100, 4096, 4096, 4128)
+        """
+        base: dict[str, int] = {}
+        end = 0
+        groups: dict[str, list[Tensor]] = {}
+        for tensor in program.tensors.values():
+            if tensor.memory != MemoryKind.DRAM:
+                continue
+            if tensor.alias is not None:
+                groups.setdefault(tensor.alias, []).append(tensor)
+            elif tensor.address is not None:
+                base[tensor.name] = tensor.address
+                end = max(end, tensor.address + tensor.bytes_per_partition)
+        for group in sorted(groups):
+            start = -(-end // GROUP_ALIGN) * GROUP_ALIGN
+            for tensor in groups[group]:
+                base[tensor.name] = start
+            end = start + max(t.bytes_per_partition for t in groups[group])
+        return cls(base, end)
+
+
+@dataclass(frozen=True, slots=True)
+class AccessView:
+    """A typed strided window of one memory: what an access instance touches."""
+
+    space: int
+    """0 SBUF, 1 PSUM, 2 DRAM."""
+    offset: int
+    """Byte offset of element ``(0, ..., 0)`` inside the space's flat array."""
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: np.dtype
+    tensor: str
+
+
+def access_view(tensor: Tensor, access: Access, iteration: Mapping[str, int], spec: MachineSpec,
+                dram: DramLayout) -> AccessView:
+    """The :class:`AccessView` of ``access`` at loop indices ``iteration``."""
+    offset, pattern = access_extent(tensor, access)
+    for loop, shift in access.per_iteration:
+        offset += shift * iteration.get(loop, 0)
+    size = tensor.itemsize
+    free_strides = tuple(stride * size for stride, _count in pattern)
+    dtype = numpy_dtype(tensor.dtype)
+    space = _SPACES[tensor.memory]
+    if tensor.memory == MemoryKind.DRAM:
+        return AccessView(space, dram.base[tensor.name] + offset * size, access_shape(tensor, access),
+                          free_strides, dtype, tensor.name)
+    row = spec.sbuf_partition_bytes if tensor.memory == MemoryKind.SBUF else spec.psum_partition_bytes
+    start, _count, step = access.partitions or (0, tensor.shape[0], 1)
+    first = (tensor.partition or 0) + start
+    byte = first * row + tensor.byte_base + offset * size
+    return AccessView(space, byte, access_shape(tensor, access), (step * row, *free_strides), dtype, tensor.name)
+
+
+class Memory:
+    """The three memories of one run, plus each engine's random generator state.
+
+    Mutable on purpose: a run writes into it.  :meth:`copy` gives an independent run its own.
+    """
+
+    __slots__ = ("spaces", "dram_layout", "partitions", "rng_seed", "rngs")
+
+    def __init__(self, spaces: list[np.ndarray], dram_layout: DramLayout, partitions: int, rng_seed: int) -> None:
+        self.spaces = spaces
+        self.dram_layout = dram_layout
+        self.partitions = partitions
+        self.rng_seed = rng_seed
+        self.rngs: dict[str, np.random.Generator] = {}
+
+    def copy(self) -> Memory:
+        """Same bytes and fresh random generators in their initial state."""
+        return Memory([space.copy() for space in self.spaces], self.dram_layout, self.partitions, self.rng_seed)
+
+    def view(self, where: AccessView) -> np.ndarray:
+        """A live typed view (writes through to memory)."""
+        return np.ndarray(where.shape, where.dtype, buffer=self.spaces[where.space], offset=where.offset,
+                          strides=where.strides)
+
+    def read(self, where: AccessView) -> np.ndarray:
+        """A copy of the elements, in the access's element shape."""
+        return self.view(where).copy()
+
+    def write(self, where: AccessView, values: np.ndarray) -> None:
+        self.view(where)[...] = values
+
+    def rng(self, engine: str) -> np.random.Generator:
+        """The random generator of ``engine`` (seeded from the data seed until reseeded)."""
+        gen = self.rngs.get(engine)
+        if gen is None:
+            gen = self.rngs[engine] = np.random.default_rng([self.rng_seed, sum(map(ord, engine)), len(engine)])
+        return gen
+
+    def tensor_bytes(self, tensor: Tensor) -> bytes:
+        """The bytes of a placed tensor, row-major (SBUF / PSUM: partition by partition)."""
+        nbytes = tensor.bytes_per_partition
+        if tensor.memory == MemoryKind.DRAM:
+            base = self.dram_layout.base[tensor.name]
+            return self.spaces[2][base:base + nbytes].tobytes()
+        space = self.spaces[_SPACES[tensor.memory]]
+        rows = space.reshape(-1, space.size // self.partitions)
+        first = tensor.partition or 0
+        return rows[first:first + tensor.shape[0], tensor.byte_base:tensor.byte_base + nbytes].tobytes()
+
+
+def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
+    dtype = numpy_dtype(tensor.dtype)
+    count = prod(tensor.shape)
+    if supplied is not None:
+        if supplied.size != count:
+            raise ProgramError(f"inputs.{tensor.name}", f"has {supplied.size} elements; tensor {tensor.name!r} "
+                               f"has shape {list(tensor.shape)} ({count} elements)")
+        with np.errstate(all="ignore"):
+            return np.asarray(supplied).reshape(-1).astype(np.float64).astype(dtype)
+    kind = dtype.kind
+    if kind in "iu":
+        low, high = (-8, 8) if kind == "i" else (0, 16)
+        return rng.integers(low, high, size=count).astype(dtype)
+    return rng.uniform(-1.0, 1.0, size=count).astype(np.float32).astype(dtype)
+
+
+def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
+                   inputs: Mapping[str, np.ndarray] | None = None) -> Memory:
+    """Memory as a run starts: the seeded pattern, then the input tensors (see module doc)."""
+    inputs = dict(inputs or {})
+    for name in inputs:
+        tensor = program.tensors.get(name)
+        if tensor is None or tensor.memory != MemoryKind.DRAM or tensor.role != "input":
+            raise ProgramError(f"inputs.{name}", "names no DRAM tensor with role 'input'")
+    layout = DramLayout.of(program)
+    rng = np.random.default_rng([data_seed, 0x5EED])
+    sizes = (spec.sbuf_partitions * spec.sbuf_partition_bytes, spec.sbuf_partitions * spec.psum_partition_bytes,
+             layout.size)
+    spaces = [np.frombuffer(rng.bytes(n), np.uint8) & np.uint8(UNINITIALISED_BYTE_LIMIT - 1) for n in sizes]
+    values_rng = np.random.default_rng([data_seed, 0x1A7A])
+    for name in sorted(program.tensors):
+        tensor = program.tensors[name]
+        if tensor.memory != MemoryKind.DRAM or tensor.role != "input":
+            continue
+        values = _input_values(tensor, inputs.get(name), values_rng)
+        base = layout.base[name]
+        spaces[2][base:base + values.nbytes] = values.view(np.uint8)
+    return Memory(spaces, layout, spec.sbuf_partitions, data_seed)

@@ -1,0 +1,258 @@
+"""Simulate a program: timed runs under seeded interleavings, checked against a sequential run.
+
+Contract
+--------
+:func:`simulate` requires a placed program (virtual tensors raise
+:class:`~machine.errors.ProgramError`).  It guarantees:
+
+* each run's :class:`~machine.sim.trace.Trace` obeys rules 1-4 of the spec (see
+  :mod:`machine.sim.engine`) and is a deterministic function of the program, the data seed /
+  inputs and the run's interleaving seed;
+* with ``functional=True`` (the default) every instance computes its result with numpy
+  (:mod:`machine.semantics`) on the memories of :mod:`machine.sim.memory`: it reads its inputs at
+  its start S(X) and writes its outputs at its completion E(X).  The *sequential reference*
+  executes the instances one at a time in program order from the same initial memory.  For a
+  race-free program every run's ``output`` tensors (with ``compare="all"``: every tensor's
+  final contents) equal the reference's byte for byte; a difference is a witness of a race,
+  reported per tensor with the differing byte ranges.  Every program that validates
+  simulates (the op semantics are total);
+* a wait that can never be met raises :class:`~machine.sim.engine.DeadlockError` (never a
+  hang).
+
+Examples
+--------
+>>> from machine.format import load_program
+>>> sim = simulate(load_program("tests/data/examples/matmul_k_loop.json"), seeds=[None, 0, 1])
+>>> sim.differs, len(sim.runs), round(sim.trace.makespan, 1)   # the first run is the nominal one
+(False, 3, 7748.5)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from machine.dtypes import numpy_dtype
+from machine.ir import MemoryKind, Program
+from machine.sim.memory import Memory, initial_memory
+from machine.semantics import execute
+from machine.sim.engine import Interleaving, RunTimes, TimedRun
+from machine.sim.plan import Plan, build_plan
+from machine.sim.trace import InstanceRecord, Trace, WaitMet
+from machine.validate import validate_program
+
+__all__ = ["simulate", "Simulation", "RunResult", "TensorDiff", "Executor", "run_sequential", "make_trace",
+           "compare_tensors", "output_arrays"]
+
+#: At most this many differing byte ranges are listed per tensor.
+MAX_RANGES = 8
+
+
+class Executor:
+    """Functional execution hook for :class:`~machine.sim.engine.TimedRun` (and the reference)."""
+
+    def __init__(self, plan: Plan, memory: Memory) -> None:
+        self.plan = plan
+        self.memory = memory
+
+    def begin(self, i: int):
+        """Read the inputs of instance ``i`` and compute its outputs (at S(i))."""
+        plan, memory = self.plan, self.memory
+        reads, writes = plan.views(i, memory.dram_layout)
+        outs = [memory.view(w) for w in writes]
+        instr = plan.unrolled[i].instr
+        values = execute(instr.op, instr.attrs, instr.engine, [memory.read(r) for r in reads], outs, memory)
+        return outs, values
+
+    @staticmethod
+    def finish(i: int, token) -> None:
+        """Write the outputs computed by :meth:`begin` (at E(i))."""
+        outs, values = token
+        for out, value in zip(outs, values):
+            out[...] = value
+
+
+def run_sequential(plan: Plan, memory: Memory) -> Memory:
+    """The sequential reference: every instance in program order, one at a time, no timing."""
+    executor = Executor(plan, memory)
+    for i in range(len(plan)):
+        executor.finish(i, executor.begin(i))
+    return memory
+
+
+def make_trace(plan: Plan, times: RunTimes, seed: int | None) -> Trace:
+    """The :class:`Trace` of one run."""
+    comps = plan.components
+    sem_times = times.semaphore_times
+    records = []
+    for inst in plan.unrolled:
+        i = inst.id
+        waits = tuple(WaitMet(b, comps[sc], k, sem_times[sc][k - 1]) for sc, k, b in plan.waits[i])
+        instr = inst.instr
+        dma = plan.is_dma[i]
+        records.append(InstanceRecord(
+            i, inst.name, instr.op, instr.engine, comps[plan.queue[i]] if dma else None, dma,
+            times.ready[i], times.trigger[i], times.issued[i], times.start[i], times.end[i], waits, plan.nbytes[i]))
+    return Trace(tuple(records), comps, tuple(tuple(t) for t in sem_times), plan.spec.name, seed)
+
+
+@dataclass(frozen=True, slots=True)
+class TensorDiff:
+    """Where one output tensor differs from the sequential reference."""
+
+    tensor: str
+    differing_bytes: int
+    """Bytes of the differing elements."""
+    total_bytes: int
+    ranges: tuple[tuple[int, int], ...]
+    """Differing byte ranges (offsets within the tensor, half-open), the first :data:`MAX_RANGES`."""
+    first_index: tuple[int, ...]
+    """Element index of the first differing element."""
+    expected: float
+    actual: float
+
+    def __str__(self) -> str:
+        shown = ", ".join(f"[{lo}, {hi})" for lo, hi in self.ranges)
+        more = " ..." if self.differing_bytes > sum(hi - lo for lo, hi in self.ranges) else ""
+        return (f"{self.tensor}: {self.differing_bytes} of {self.total_bytes} bytes differ, in {shown}{more}; "
+                f"first at {list(self.first_index)}: reference {self.expected!r}, this run {self.actual!r}")
+
+    def to_json(self) -> dict:
+        return {"tensor": self.tensor, "differing_bytes": self.differing_bytes, "total_bytes": self.total_bytes,
+                "ranges": [list(r) for r in self.ranges], "first_index": list(self.first_index),
+                "expected": self.expected, "actual": self.actual}
+
+
+def _ranges(mask: np.ndarray, scale: int) -> tuple[tuple[int, int], ...]:
+    """Half-open runs of True in ``mask``, scaled to bytes, the first :data:`MAX_RANGES`."""
+    edges = np.flatnonzero(np.diff(np.concatenate(([0], mask.astype(np.int8), [0]))))
+    pairs = edges.reshape(-1, 2)[:MAX_RANGES]
+    return tuple((int(lo) * scale, int(hi) * scale) for lo, hi in pairs)
+
+
+def compare_tensors(program: Program, reference: Mapping[str, bytes],
+                    actual: Mapping[str, bytes]) -> tuple[TensorDiff, ...]:
+    """Per compared tensor, where ``actual`` differs from ``reference``.
+
+    Bytes are compared exactly; an element differs when any of its bytes does, and ranges
+    cover whole differing elements.
+    """
+    diffs = []
+    for name in sorted(reference):
+        want, got = reference[name], actual[name]
+        if want == got:
+            continue
+        tensor = program.tensors[name]
+        size = tensor.itemsize
+        mask = (np.frombuffer(want, np.uint8) != np.frombuffer(got, np.uint8)).reshape(-1, size).any(axis=1)
+        first = int(np.argmax(mask))
+        dtype = numpy_dtype(tensor.dtype)
+        expected = np.frombuffer(want, dtype)[first].item()
+        value = np.frombuffer(got, dtype)[first].item()
+        index = tuple(int(x) for x in np.unravel_index(first, tensor.shape))
+        diffs.append(TensorDiff(name, int(mask.sum()) * size, len(want), _ranges(mask, size), index,
+                                float(expected), float(value)))
+    return tuple(diffs)
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult:
+    """One timed run: its trace and how its outputs compare with the sequential reference."""
+
+    seed: int | None
+    trace: Trace
+    diffs: tuple[TensorDiff, ...]
+    outputs: Mapping[str, np.ndarray] = field(default_factory=dict, hash=False, compare=False)
+    """The ``output`` DRAM tensors as this run left them (functional runs; empty otherwise)."""
+
+    @property
+    def differs(self) -> bool:
+        return bool(self.diffs)
+
+
+@dataclass(frozen=True, slots=True)
+class Simulation:
+    """Every run of one :func:`simulate` call."""
+
+    runs: tuple[RunResult, ...]
+    functional: bool
+    outputs: tuple[str, ...]
+    """The compared tensors (the ``output`` ones unless ``compare="all"``)."""
+
+    @property
+    def trace(self) -> Trace:
+        """The first run's trace."""
+        return self.runs[0].trace
+
+    @property
+    def differs(self) -> bool:
+        """Some run's outputs differ from the sequential reference (a race witness)."""
+        return any(run.differs for run in self.runs)
+
+    @property
+    def first_difference(self) -> RunResult | None:
+        return next((run for run in self.runs if run.differs), None)
+
+
+def output_arrays(program: Program, memory: Memory) -> dict[str, np.ndarray]:
+    """The ``output`` DRAM tensors of ``memory`` as arrays of their dtype and shape."""
+    out = {}
+    for name, tensor in program.tensors.items():
+        if tensor.memory == MemoryKind.DRAM and tensor.role == "output":
+            raw = memory.tensor_bytes(tensor)
+            out[name] = np.frombuffer(raw, numpy_dtype(tensor.dtype)).reshape(tensor.shape).copy()
+    return out
+
+
+def _compared(program: Program, memory: Memory, compare: str) -> dict[str, bytes]:
+    if compare not in ("outputs", "all"):
+        raise ValueError(f"compare must be 'outputs' or 'all', not {compare!r}")
+    return {name: memory.tensor_bytes(t) for name, t in program.tensors.items()
+            if compare == "all" or (t.memory == MemoryKind.DRAM and t.role == "output")}
+
+
+def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int | None] | None = None,
+             data_seed: int = 0, inputs: Mapping[str, np.ndarray] | None = None, functional: bool = True,
+             waits: Sequence[Iterable[int]] | None = None, spread: float = 16.0, compare: str = "outputs",
+             validate: bool = True) -> Simulation:
+    """Simulate ``program`` once per interleaving seed and compare each run with the reference.
+
+    Parameters
+    ----------
+    seed, seeds:
+        Interleaving seeds: ``seeds`` if given, else ``[seed]``.  ``None`` means nominal
+        durations and first-come first-served ties (the cost model's own schedule).
+    data_seed, inputs:
+        Initial memory (see :mod:`machine.sim.memory`): ``inputs`` maps ``input`` tensor names to
+        arrays; the rest is seeded.  Every run, and the reference, starts from the same bytes.
+    functional:
+        False runs timing only (no memory, no comparison).
+    waits:
+        Replaces the program's resolved waits (``waits[i]``: ids instance ``i`` waits for).
+    spread:
+        Jitter range of seeded runs (durations scaled within ``[1/spread, spread]``).
+    compare:
+        ``"outputs"`` compares the ``output`` DRAM tensors (the spec's check); ``"all"``
+        compares the final contents of every tensor, a finer race witness.
+    """
+    if validate:
+        validate_program(program)
+    plan = build_plan(program, waits)
+    policies = [Interleaving(s, spread) for s in (list(seeds) if seeds is not None else [seed])]
+    if not policies:
+        raise ValueError("no seeds to run")
+    start = reference = None
+    if functional:
+        start = initial_memory(program, plan.spec, data_seed, inputs)
+        reference = _compared(program, run_sequential(plan, start.copy()), compare)
+    runs = []
+    for policy in policies:
+        memory = start.copy() if start is not None else None
+        executor = Executor(plan, memory) if memory is not None else None
+        times = TimedRun(plan, policy, executor).run()
+        diffs = compare_tensors(program, reference, _compared(program, memory, compare)) if memory is not None else ()
+        outputs = output_arrays(program, memory) if memory is not None else {}
+        runs.append(RunResult(policy.seed, make_trace(plan, times, policy.seed), diffs, outputs))
+    return Simulation(tuple(runs), functional, tuple(sorted(reference or ())))

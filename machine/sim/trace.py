@@ -1,0 +1,177 @@
+"""Traces: what one simulated run did, instance by instance, and its summary figures.
+
+A :class:`Trace` is the simulator's only output about timing and synchronisation; it knows
+nothing of races.  ``verify/`` checks happens-before over it, people read its summary, and
+:mod:`machine.sim.export` draws it (Perfetto / Chrome trace JSON, matplotlib).
+
+Times are in ns from the start of the run.  For every instance X: ``trigger`` T(X),
+``start`` S(X), ``end`` E(X) as the spec defines them (for a compute instruction T = S); a
+DMA's ``issued`` is when its trigger released the sequencer.  ``waits_met`` lists, per wait of
+X, the producer instance, the semaphore (named after the component whose completions it
+counts: ``pe`` ... ``sp``, ``dma0`` ...), the threshold and the time the semaphore reached it
+(which is E(producer), completions being in order on each component).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from rich.table import Table
+
+__all__ = ["WaitMet", "InstanceRecord", "Trace", "ComponentFigures", "TraceSummary", "summarize", "summary_table"]
+
+
+class WaitMet(NamedTuple):
+    """One wait of an instance, as met: ``(producer, semaphore, value, time)``."""
+
+    producer: int
+    """Instance id of the producer B of "Y waits for B"."""
+    semaphore: str
+    value: int
+    """Threshold: the semaphore had to reach this value."""
+    time: float
+    """When the semaphore reached it."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRecord:
+    """What one instance did."""
+
+    id: int
+    """Position in program order."""
+    name: str
+    """``NAME`` or ``NAME[i,j]``."""
+    op: str
+    engine: str
+    """The sequencer that issued it."""
+    queue: str | None
+    """The DMA queue that carried it out (DMA instances only)."""
+    is_dma: bool
+    ready: float
+    """When its sequencer reached it (before waiting)."""
+    trigger: float
+    issued: float
+    start: float
+    end: float
+    waits_met: tuple[WaitMet, ...]
+    bytes: int
+    """Bytes moved (DMA instances)."""
+
+    @property
+    def component(self) -> str:
+        """Where it executes: its queue for a DMA, else its sequencer."""
+        return self.queue if self.queue is not None else self.engine
+
+
+@dataclass(frozen=True, slots=True)
+class Trace:
+    """One run: records in program order plus the semaphores' histories."""
+
+    records: tuple[InstanceRecord, ...]
+    components: tuple[str, ...]
+    """Sequencers then DMA queues."""
+    semaphore_times: tuple[tuple[float, ...], ...]
+    """Per component, the times its semaphore reached 1, 2, ..."""
+    machine: str
+    seed: int | None
+    """The interleaving seed (None: nominal durations)."""
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def __iter__(self) -> Iterator[InstanceRecord]:
+        return iter(self.records)
+
+    @property
+    def makespan(self) -> float:
+        """Time the last instance (or trigger) finished."""
+        return max((max(r.end, r.issued) for r in self.records), default=0.0)
+
+    def stream(self, component: str) -> list[InstanceRecord]:
+        """Records a component executes, in program order (a sequencer's include its triggers)."""
+        return [r for r in self.records if r.engine == component or r.queue == component]
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentFigures:
+    """Summary of one sequencer or DMA queue."""
+
+    name: str
+    instances: int
+    busy_ns: float
+    """Time spent executing (compute, DMA triggers, transfers)."""
+    wait_ns: float
+    """Sequencer: time blocked on semaphores.  Queue: idle time with its next transfer untriggered."""
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSummary:
+    makespan_ns: float
+    components: tuple[ComponentFigures, ...]
+    dma_bytes: int
+
+    @property
+    def dma_throughput(self) -> float:
+        """DMA bytes per ns over the makespan (= GB/s)."""
+        return self.dma_bytes / self.makespan_ns if self.makespan_ns else 0.0
+
+    def to_json(self) -> dict:
+        return {
+            "makespan_ns": self.makespan_ns,
+            "dma_bytes": self.dma_bytes,
+            "dma_gb_per_s": self.dma_throughput,
+            "engines": [
+                {"name": c.name, "instances": c.instances, "busy_ns": c.busy_ns,
+                 "busy_percent": 100.0 * c.busy_ns / self.makespan_ns if self.makespan_ns else 0.0,
+                 "wait_ns": c.wait_ns, "bytes": c.bytes}
+                for c in self.components
+            ],
+        }
+
+
+def summarize(trace: Trace) -> TraceSummary:
+    """Busy time, wait time and bytes per component, and the makespan."""
+    busy = dict.fromkeys(trace.components, 0.0)
+    wait = dict.fromkeys(trace.components, 0.0)
+    count = dict.fromkeys(trace.components, 0)
+    moved = dict.fromkeys(trace.components, 0)
+    queue_free: dict[str, float] = {}
+    for r in trace.records:
+        count[r.engine] += 1
+        wait[r.engine] += r.trigger - r.ready
+        if not r.is_dma:
+            busy[r.engine] += r.end - r.start
+            continue
+        busy[r.engine] += r.issued - r.trigger
+        q = r.queue
+        count[q] += 1
+        busy[q] += r.end - r.start
+        moved[q] += r.bytes
+        wait[q] += max(0.0, r.issued - queue_free.get(q, 0.0))
+        queue_free[q] = r.end
+    rows = tuple(ComponentFigures(c, count[c], busy[c], wait[c], moved[c]) for c in trace.components)
+    return TraceSummary(trace.makespan, rows, sum(moved.values()))
+
+
+def summary_table(summary: TraceSummary, title: str | None = None) -> Table:
+    """The summary as a rich table, one row per component that executed something.
+
+    ``title`` defaults to the makespan; ``""`` for none.
+    """
+    if title is None:
+        title = f"makespan {summary.makespan_ns:,.1f} ns"
+    table = Table(title=title or None, title_justify="left")
+    for header in ("engine", "instances", "busy ns", "busy %", "wait ns", "DMA bytes", "GB/s"):
+        table.add_column(header, justify="left" if header == "engine" else "right")
+    span = summary.makespan_ns or 1.0
+    for c in summary.components:
+        if not c.instances:
+            continue
+        rate = f"{c.bytes / c.busy_ns:,.1f}" if c.bytes and c.busy_ns else ""
+        table.add_row(c.name, str(c.instances), f"{c.busy_ns:,.1f}", f"{100 * c.busy_ns / span:.1f}",
+                      f"{c.wait_ns:,.1f}", f"{c.bytes:,}" if c.bytes else "", rate)
+    table.caption = f"DMA: {summary.dma_bytes:,} bytes, {summary.dma_throughput:,.1f} GB/s over the makespan"
+    return table

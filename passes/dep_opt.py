@@ -1,0 +1,148 @@
+"""``dep-opt``: rebuild the deps for the program order a scheduler left (seed pass 104).
+
+After ``list-schedule`` the deps are stale: they still point backwards, but orders they got
+from the old engine streams (rule 1) may be gone.  The seed's ``dep_opt`` tears the flow
+graph down and re-derives it from the IR, then patches the storage chains.  Ours, in order:
+
+1. ``insert_memsets`` (option ``memsets``, on by default; the seed's level > 0): every read
+   of SBUF / PSUM bytes that no earlier instance wrote gets a ``memset`` to 0 of that access,
+   placed at the start of the program (DVE for PSUM, POOL for SBUF; when the reader's own
+   access breaks a compute rule, e.g. a DMA reading from an odd partition, the whole tensor;
+   when that breaks one too the read is left and counted as ``uninitialised-left``);
+2. ``constructBIRGraph``: :class:`~passes.build_fdeps.BuildFdeps` with the given deps dropped, which
+   also re-serialises PSUM accumulation groups (``sync_psum_accesses``: its accumulation
+   chain), RNG state and accumulator groups, and draws the trivial program-order chain when
+   the program carries ``x-too-many-spills`` or option ``trivial`` (``draw_trivial_deps``);
+3. ``erase_loop_dependencies``: the given loop-carried deps are dropped with the rest; the
+   ones the builders do not derive again are counted as ``erased-loop-carried``;
+4. the WAR / WAW (and reuse-RAW) deps again: :class:`~passes.anti_deps.AntiDeps`, whose
+   contract orders every conflicting pair.
+
+The seed's arch-gated helpers (``sync_dve_pool``, ``sync_tiled_matmult_matmultmx``,
+``set_first_matmults``, ``flip_one_matmult``) patch hardware details this IR does not model.
+
+Contract
+    requires: placed tensors.
+    guarantees: every conflicting pair of instances is ordered (race-free under the spec's
+    rules); no read of SBUF / PSUM precedes every write of its bytes unless counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import portion
+
+from machine.edges import EdgeKind
+from machine.errors import ProgramError
+from machine.geometry import footprint
+from machine.ir import Access, Instruction, MemoryKind, Program, frozen_mapping
+from machine.presets import resolve_machine
+from machine.unroll import unroll
+from machine.validate import check_instruction
+
+from passes.anti_deps import AntiDeps
+from passes.build_fdeps import BuildFdeps
+from passes.pipeline import Pass, PassContext
+
+__all__ = ["DepOpt", "insert_memsets", "uninitialised_reads"]
+
+
+def uninitialised_reads(program: Program) -> list[tuple[int, int, Access]]:
+    """``(instance id, access index, access baked at that instance)`` of every on-chip read
+    that touches a byte no earlier instance wrote."""
+    written: dict[tuple[str, int], portion.Interval] = {}
+    found = []
+    tensors = program.tensors
+    for inst in unroll(program):
+        iteration = inst.iteration
+        reads = []
+        for k, access in enumerate(inst.instr.reads):
+            tensor = tensors[access.tensor]
+            if tensor.memory == MemoryKind.DRAM:
+                continue
+            fp = footprint(tensor, access, iteration)
+            parts = [p for p in range(fp.partitions.bit_length()) if fp.partitions >> p & 1]
+            wanted = portion.empty()
+            for lo, hi in fp.bytes:
+                wanted |= portion.closedopen(lo, hi)
+            if any(not written.get((fp.space, p), portion.empty()).contains(wanted) for p in parts):
+                offset = (access.offset or 0) + sum(s * iteration[loop] for loop, s in access.per_iteration)
+                baked = Access(access.tensor, access.partitions, offset if access.per_iteration else access.offset,
+                               access.pattern)
+                reads.append((inst.id, k, baked))
+        found.extend(reads)
+        for access in inst.instr.writes:
+            tensor = tensors[access.tensor]
+            if tensor.memory == MemoryKind.DRAM:
+                continue
+            fp = footprint(tensor, access, iteration)
+            span = portion.empty()
+            for lo, hi in fp.bytes:
+                span |= portion.closedopen(lo, hi)
+            for p in range(fp.partitions.bit_length()):
+                if fp.partitions >> p & 1:
+                    key = (fp.space, p)
+                    written[key] = written.get(key, portion.empty()) | span
+    return found
+
+
+def insert_memsets(program: Program) -> tuple[Program, int, int]:
+    """The program with memsets for its uninitialised reads; ``(program, inserted, left)``."""
+    spec = resolve_machine(program.machine)
+    tensors = dict(program.tensors)
+    taken = {node.name for node, _ in program.walk()}
+    memsets: list[Instruction] = []
+    seen: set[Access] = set()
+    left = 0
+    for _, _, access in uninitialised_reads(program):
+        if access in seen:
+            continue
+        seen.add(access)
+        tensor = tensors[access.tensor]
+        engine = "dve" if tensor.memory == MemoryKind.PSUM else "pool"
+        made = None
+        for candidate in (access, Access(access.tensor)):
+            name = f"memset_init{len(memsets)}"
+            while name in taken:
+                name += "_"
+            inst = Instruction(name, engine, "memset", (), (candidate,), frozen_mapping({"value": 0}))
+            try:
+                check_instruction(inst, tensors, spec, name)
+            except ProgramError:
+                continue
+            made = inst
+            break
+        if made is None:
+            left += 1
+            continue
+        taken.add(made.name)
+        memsets.append(made)
+    if not memsets:
+        return program, 0, left
+    return program.with_body((*memsets, *program.body)), len(memsets), left
+
+
+@dataclass(frozen=True, slots=True)
+class DepOpt(Pass):
+    """Pass: rebuild the deps after scheduling (see the module documentation)."""
+
+    name: ClassVar[str] = "dep-opt"
+    memsets: bool = True
+    trivial: bool = False
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        old = {(i.name, d.on, d.loop_carried) for i, _ in program.instructions() for d in i.deps}
+        if self.memsets:
+            program, inserted, left = insert_memsets(program)
+            ctx.count(self.name, "memsets", inserted)
+            ctx.count(self.name, "uninitialised-left", left)
+        program = BuildFdeps(trivial=self.trivial).apply(program, ctx)
+        program = AntiDeps().apply(program, ctx)
+        new = {(i.name, d.on, d.loop_carried): d.kind for i, _ in program.instructions() for d in i.deps}
+        ctx.count(self.name, "deps-before", len(old))
+        ctx.count(self.name, "deps-after", len(new))
+        ctx.count(self.name, "flow", sum(k == EdgeKind.FLOW for k in new.values()))
+        ctx.count(self.name, "erased-loop-carried", sum(1 for key in old if key[2] and key not in new))
+        return program

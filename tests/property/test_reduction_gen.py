@@ -1,0 +1,114 @@
+"""Oracles and generators shared by the reduction tests (plus tests of the oracles).
+
+* :func:`hb_digraph` builds the happens-before graph of rules 1-4 over trigger / start / end
+  nodes, keeping apart which edges are waits (rule 4) and which are structure (rules 1-3).
+* :func:`nx_kept_waits` is the reference answer: the wait edges that survive
+  ``networkx.transitive_reduction`` (a wait that coincides with a rule-1 edge is structure).
+* :func:`random_program` draws a loop-free program of opaque ops and DMAs with random deps
+  from a seed (no footprints: the reduction looks only at engines and waits);
+* :func:`chain_program` is a hand-made program where the program-order fold misses a
+  reduction the exact fold finds.
+"""
+
+from __future__ import annotations
+
+import random
+
+import networkx as nx
+
+from machine.edges import EdgeKind
+from machine.ir import SEQUENCERS, Dep, Instruction, Program
+from machine.unroll import Unrolled, unroll
+from passes.dep_reduction import InstanceWaits, instance_waits
+
+
+def hb_digraph(program: Program, unrolled: Unrolled | None = None, waits=None):
+    """``(graph, wait_edges, structural_edges)``; waits default to every dep target instance."""
+    unrolled = unrolled or unroll(program)
+    graph = nx.DiGraph()
+    structural, wait_edges = set(), set()
+    last_seq: dict[str, int] = {}
+    last_queue: dict[str, int] = {}
+
+    def edge(u, v, bucket):
+        graph.add_edge(u, v)
+        bucket.add((u, v))
+
+    for inst in unrolled:
+        i, instr = inst.id, inst.instr
+        edge((i, "T"), (i, "S"), structural)
+        edge((i, "S"), (i, "E"), structural)
+        prev = last_seq.get(instr.engine)
+        if prev is not None:
+            kind = "T" if unrolled[prev].instr.is_dma else "E"  # rule 2 / rule 1
+            edge((prev, kind), (i, "T"), structural)
+        last_seq[instr.engine] = i
+        if instr.is_dma:
+            q = instr.queue or "dma0"
+            if q in last_queue:
+                edge((last_queue[q], "E"), (i, "S"), structural)  # rule 3
+            last_queue[q] = i
+        targets = ([t for dep in instr.deps for t in unrolled.wait_targets(inst, dep)]
+                   if waits is None else waits[i])
+        for t in targets:
+            edge((t, "E"), (i, "T"), wait_edges)  # rule 4
+    return graph, wait_edges, structural
+
+
+def nx_kept_waits(program: Program, waits=None) -> set[tuple[int, int]]:
+    """``(target, waiter)`` instance pairs whose wait survives networkx's reduction."""
+    graph, wait_edges, structural = hb_digraph(program, waits=waits)
+    reduced = nx.transitive_reduction(graph)
+    return {(u[0], v[0]) for u, v in reduced.edges if (u, v) in wait_edges and (u, v) not in structural}
+
+
+def kept_pairs(waits: InstanceWaits, redundant) -> set[tuple[int, int]]:
+    return {(waits.target[k], y) for y in range(len(waits.start) - 1) for k in waits.waits_of(y) if not redundant[k]}
+
+
+def chain_program() -> Program:
+    """``c`` waits on ``a`` and ``b``; ``b`` already waited on ``a`` (three engines).
+
+    The wait ``c -> a`` is implied through the *later* target ``b``: the exact fold drops it,
+    the seed's program-order fold tests ``a`` before it has merged ``b``'s clock and keeps it.
+    """
+    return Program({}, (
+        Instruction("a", "pe", "op_a"),
+        Instruction("b", "act", "op_b", deps=(Dep("a"),)),
+        Instruction("c", "dve", "op_c", deps=(Dep("a"), Dep("b"))),
+    ))
+
+
+def random_program(n: int, seed: int, *, window: int = 12, max_deps: int = 3, dma_share: float = 0.3) -> Program:
+    """``n`` instructions on random sequencers (DMAs on random queues), each with up to
+    ``max_deps`` deps of random kinds on instructions among the previous ``window``."""
+    rng = random.Random(seed)
+    kinds = list(EdgeKind)[1:]
+    body = []
+    for i in range(n):
+        engine = rng.choice(SEQUENCERS)
+        dma = rng.random() < dma_share
+        count = rng.randint(0, min(i, max_deps))
+        formers = rng.sample(range(max(0, i - window), i), min(count, i - max(0, i - window)))
+        deps = tuple(Dep(f"i{j}", rng.choice(kinds)) for j in sorted(formers))
+        body.append(Instruction(f"i{i}", engine, "dma_copy" if dma else "op", deps=deps,
+                                queue=f"dma{rng.randrange(3)}" if dma else None))
+    return Program({}, tuple(body))
+
+
+def test_random_program_is_reproducible():
+    assert random_program(30, 7) == random_program(30, 7) != random_program(30, 8)
+
+
+def test_oracle_on_chain_program():
+    program = chain_program()
+    assert nx_kept_waits(program) == {(0, 1), (1, 2)}
+    waits = instance_waits(program)
+    assert [waits.target[k] for k in waits.waits_of(2)] == [1, 0]
+
+
+def test_oracle_treats_wait_on_sequencer_predecessor_as_structure():
+    program = Program({}, (Instruction("a", "pe", "x"), Instruction("b", "pe", "y", deps=(Dep("a"),))))
+    assert nx_kept_waits(program) == set()
+    dma = Program({}, (Instruction("a", "pe", "dma_copy", queue="dma0"), Instruction("b", "pe", "y", deps=(Dep("a"),))))
+    assert nx_kept_waits(dma) == {(0, 1)}  # rule 2: the trigger is not the completion

@@ -1,0 +1,137 @@
+"""Sync footprint: the minimum against a brute-force oracle, the counts, and the CLI."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import networkx as nx
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+
+from machine.edges import EdgeKind
+from machine.format import load_program, save_program
+from machine.ir import Dep, Instruction, Program
+from machine.unroll import unroll
+from passes.dep_reduction import dep_reduction
+from tests.oracles import brute_races
+from tests.property.test_reduction_gen import hb_digraph
+from verify.cli import cli
+from verify.sync_counts import sync_report, minimum_sync, stage_sync
+from verify.strategies import programs, strip_deps
+
+SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SMALL = dict(max_instructions=7, max_loops=2, max_trip=2)
+K_LOOP = "tests/data/examples/matmul_k_loop.json"
+
+
+def _oracle_minimum(program):
+    """Unordered conflicting pairs by brute force, then networkx's reduction of their waits."""
+    unrolled = unroll(program)
+    ids = {inst.name: inst.id for inst in unrolled}
+    races = brute_races(strip_deps(program))
+    waits = [[] for _ in unrolled]
+    for race in races:
+        waits[ids[race[2]]].append(ids[race[1]])
+    graph, wait_edges, structural = hb_digraph(program, unrolled, waits)
+    reduced = nx.transitive_reduction(graph)
+    kept = {(u, v) for u, v in reduced.edges if (u, v) in wait_edges and (u, v) not in structural}
+    return len(races), len(kept)
+
+
+@settings(max_examples=50, **SLOW)
+@given(programs(deps="random", **SMALL))
+def test_minimum_equals_brute_force_oracle(program):
+    minimum = minimum_sync(program)
+    assert (minimum.unordered_pairs, minimum.figures.waits) == _oracle_minimum(program)
+    assert minimum.figures.same_engine == 0  # rules 1-3 order every same-sequencer pair already
+
+
+@settings(max_examples=50, **SLOW)
+@given(programs(deps="random", **SMALL))
+def test_reduction_never_adds_waits_or_semaphores_and_keeps_the_minimum(program):
+    before = stage_sync(program, "given", simulate=False)
+    after = stage_sync(dep_reduction(program).program, "dep-reduction", simulate=False)
+    assert after.minimum == before.minimum
+    assert after.figures.waits <= before.figures.waits
+    assert after.figures.semaphore_waits <= before.figures.semaphore_waits <= before.figures.cross_engine
+    assert after.figures.same_engine == 0  # a same-engine wait is always implied by rule 1
+
+
+@settings(max_examples=40, **SLOW)
+@given(programs(deps="none", max_instructions=9, max_loops=0))
+def test_waits_on_every_unordered_conflict_reduce_exactly_to_the_minimum(program):
+    """Deps = the minimum's pairs (loop-free, one instance each): the reduction reaches it."""
+    kinds = {"RAW": EdgeKind.FLOW, "WAW": EdgeKind.OUTPUT, "WAR": EdgeKind.ANTI}
+    names: dict[str, list[Dep]] = {}
+    for race in brute_races(program):
+        names.setdefault(race[2], []).append(Dep(race[1], kinds[race[0]]))
+    with_deps = program.map_instructions(lambda i: replace(i, deps=tuple(names.get(i.name, ()))))
+    reduced = stage_sync(dep_reduction(with_deps).program, "r", simulate=False)
+    assert reduced.figures.waits == reduced.minimum.figures.waits
+    assert reduced.figures.by_kind == reduced.minimum.figures.by_kind
+    assert reduced.ratio in (None, 1.0)
+
+
+def test_semaphores_collapse_waits_on_one_engine():
+    body = (Instruction("a", "pe", "x"), Instruction("b", "pe", "x"),
+            Instruction("d", "act", "dma_copy", queue="dma1"),
+            Instruction("c", "dve", "y", deps=(Dep("a"), Dep("b", EdgeKind.FLOW), Dep("d", EdgeKind.ANTI))),
+            Instruction("e", "dve", "y", deps=(Dep("c"),)))
+    stage = stage_sync(Program({}, body), "given", simulate=False)
+    f = stage.figures
+    assert (f.waits, f.same_engine, f.cross_engine, f.semaphore_waits) == (4, 1, 3, 2)
+    assert dict(f.by_kind) == {"flow": 1, "anti": 1, "output": 0, "ordered": 2}
+    assert stage.minimum is not None and stage.minimum.figures.waits == 0  # nothing conflicts
+
+
+def test_k_loop_figures():
+    program = load_program(K_LOOP)
+    report = sync_report([("given", program), ("dep-reduction", dep_reduction(program).program)])
+    given, reduced = report.stages
+    assert (given.figures.waits, given.figures.semaphore_waits, given.minimum.figures.waits) == (20, 16, 16)
+    assert given.minimum.unordered_pairs == 37 and given.ratio == 1.25
+    assert reduced.figures.waits == 20  # mm0 -> ld_x / ld_w are needed at k=0 only, kept at every k
+    assert given.makespan_ns is not None and given.makespan_ns > 0
+
+
+def _run(*args):
+    return CliRunner().invoke(cli, ["footprint", *args], catch_exceptions=False)
+
+
+def test_cli_json_document(tmp_path):
+    result = _run(K_LOOP, "--json", "--passes", "expand-scheduling-units,dep-reduction", "--no-simulate")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["format"] == "neuronsim.footprint/1" and doc["machine"] == "trn1"
+    assert [s["stage"] for s in doc["stages"]] == ["given", "expand-scheduling-units", "dep-reduction"]
+    last = doc["stages"][-1]
+    assert (last["waits"], last["minimum"]["waits"], last["ratio"]) == (16, 16, 1.0)
+    assert [p["pass"] for p in doc["passes"]] == ["expand-scheduling-units", "dep-reduction"]
+
+
+def test_cli_default_pipeline_builds_deps_first(tmp_path):
+    path = tmp_path / "nodeps.json"
+    save_program(strip_deps(load_program(K_LOOP)), str(path))
+    doc = json.loads(_run(str(path), "--json", "--no-simulate").stdout)
+    assert doc["stages"][0]["waits"] == 0 and doc["stages"][-1]["stage"] == "dep-reduction"
+    assert doc["stages"][-1]["waits"] >= doc["stages"][-1]["minimum"]["waits"] > 0
+
+
+def test_cli_plot_and_table(tmp_path):
+    png = tmp_path / "fp.png"
+    result = _run(K_LOOP, "--plot", str(png), "--no-simulate")
+    assert result.exit_code == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "minimum: 37 conflicting instance pairs" in result.stdout
+    assert "needed at some instances only" in result.stdout
+
+
+def test_cli_unusable_input_exits_2(tmp_path):
+    bad = _run(K_LOOP, "--json", "--passes", "no-such-pass")
+    assert bad.exit_code == 2
+    assert json.loads(bad.stdout)["format"] == "neuronsim.error/1"
+    missing = _run(str(tmp_path / "missing.json"))
+    assert missing.exit_code == 2
+    unwritable = _run(K_LOOP, "--no-simulate", "--plot", str(tmp_path / "no" / "dir" / "x.png"))
+    assert unwritable.exit_code == 2 and "--plot" in unwritable.stderr

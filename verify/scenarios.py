@@ -1,0 +1,269 @@
+"""Shipped scenarios: find them, run one end to end, and (re)write their shipped files.
+
+A *scenario* is a Python file in the ``scenarios/`` folder (or any file a user names) that
+defines ``build() -> Program``, ``inputs(seed) -> {name: array}`` (its input DRAM tensors) and
+``reference(inputs) -> {name: array}`` (numpy values of every output tensor), plus ``rtol`` /
+``atol`` for the comparison (exact when absent).  Scenarios are *content*, like a user's
+program: they are loaded from their files (:func:`load_scenario`), never imported as a
+dependency of this package, so ``verify`` does not depend on ``scenarios`` and the kernels
+may use anything ``machine`` offers (the NKI-like builder in ``scenarios/builder.py``).
+
+:func:`all_scenarios` loads every file of the folder that defines the three callables, so a
+new scenario is found as soon as its file exists (never a hand-kept list); a file that fails
+to load fails the collection loudly.  Each shipped scenario ships two files beside it:
+``NAME.json``, the program its ``build()`` returns (canonical text of
+:func:`machine.format.save_program`), and ``NAME.golden.json``, its end-to-end summary
+(:meth:`ScenarioRun.summary`).  ``python -m verify.scenarios`` rewrites both for every
+scenario; the tests check they are current.
+
+Contract (:func:`run_scenario`, what ``neuronsim run SCENARIO`` does)
+    requires: a scenario whose ``build()`` validates.
+    guarantees: the returned :class:`ScenarioRun` holds the compiled program (the given pass
+    pipeline: allocation and dependence construction), the final program (the compiled one
+    after ``dep-reduction``, what is simulated), the race reports of both under their deps,
+    the simulation of the final program under every interleaving seed (each run's final
+    contents of *every* tensor compared byte for byte with the sequential reference, a finer
+    race witness than the outputs alone), the output tensors of the last run, the scenario's
+    numpy reference, and the sync counts of both programs (:mod:`verify.sync_counts`).
+    Nothing is judged here: :meth:`ScenarioRun.problems` lists what is wrong, located (race
+    pair and bytes, tensor and element), and is empty for a correct scenario.
+
+>>> "softmax" in [scenario_name(m) for m in all_scenarios()]
+True
+>>> scenario_name(load_scenario("softmax"))
+'softmax'
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from machine.errors import ProgramError
+from machine.ir import Program
+from machine.sim.simulator import Simulation, simulate
+from passes import CONSTRUCTION_PIPELINE, compile_program, parse_pipeline
+from passes.dep_reduction import DepReduction
+from verify.racecheck import RaceReport, check_program
+from verify.sync_counts import SyncReport, sync_report
+
+__all__ = ["SCENARIO_DIR", "REQUIRED", "DEFAULT_SEEDS", "ScenarioRun", "all_scenarios", "get_scenario",
+           "load_scenario", "is_scenario", "scenario_name", "json_path", "golden_path", "golden_text",
+           "write_all", "run_scenario", "compare_outputs"]
+
+#: The shipped scenarios: the ``scenarios`` folder beside this package (in a source checkout
+#: and in an installed wheel alike).
+SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
+
+#: What a module must define to be a scenario.
+REQUIRED = ("build", "inputs", "reference")
+
+#: Interleavings simulated by default: the nominal schedule and three jittered ones.
+DEFAULT_SEEDS: tuple[int | None, ...] = (None, 0, 1, 2)
+
+_LOADED: dict[Path, ModuleType] = {}
+
+
+def is_scenario(module: ModuleType) -> bool:
+    """True when ``module`` defines every callable of :data:`REQUIRED`."""
+    return all(callable(getattr(module, attr, None)) for attr in REQUIRED)
+
+
+def _load_file(path: Path) -> ModuleType:
+    """Execute a scenario file once (by its resolved path) and return the module."""
+    path = path.resolve()
+    module = _LOADED.get(path)
+    if module is None:
+        name = f"neuronsim_scenario_{path.stem}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and pickling look modules up by name
+        spec.loader.exec_module(module)
+        _LOADED[path] = module
+    return module
+
+
+def all_scenarios(folder: Path = SCENARIO_DIR) -> list[ModuleType]:
+    """Every scenario file of ``folder``, sorted by name (load errors propagate)."""
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        if path.name.startswith("_"):
+            continue
+        module = _load_file(path)
+        if is_scenario(module):
+            found.append(module)
+    return found
+
+
+def scenario_name(module: ModuleType) -> str:
+    """The short name, its file's stem: ``scenarios/softmax.py`` -> ``softmax``."""
+    return Path(module.__file__).stem
+
+
+def get_scenario(name: str) -> ModuleType:
+    """The shipped scenario called ``name``; a located ProgramError lists the known ones."""
+    scenarios = all_scenarios()
+    for module in scenarios:
+        if scenario_name(module) == name:
+            return module
+    known = ", ".join(scenario_name(m) for m in scenarios)
+    raise ProgramError("SCENARIO", f"no scenario {name!r}; the scenarios are: {known}")
+
+
+def load_scenario(spec: str) -> ModuleType:
+    """A shipped scenario by name, or a user's scenario file by path (``.py``).
+
+    This is what ``neuronsim run SCENARIO`` resolves its argument with; every failure is a
+    :class:`~machine.errors.ProgramError` (exit status 2), never a traceback.
+    """
+    if not spec.endswith(".py"):
+        return get_scenario(spec)
+    path = Path(spec)
+    if not path.is_file():
+        raise ProgramError("SCENARIO", f"cannot read {spec}: no such file")
+    module = _load_file(path)
+    if not is_scenario(module):
+        missing = [attr for attr in REQUIRED if not callable(getattr(module, attr, None))]
+        raise ProgramError("SCENARIO", f"{spec} is not a scenario: it defines no {', '.join(missing)}")
+    return module
+
+
+def json_path(module: ModuleType) -> Path:
+    """``scenarios/NAME.json``: the shipped program."""
+    return Path(module.__file__).with_suffix(".json")
+
+
+def golden_path(module: ModuleType) -> Path:
+    """``scenarios/NAME.golden.json``: the shipped end-to-end summary."""
+    return Path(module.__file__).with_suffix(".golden.json")
+
+
+def golden_text(summary: dict) -> str:
+    """Canonical text of a golden summary."""
+    return json.dumps(summary, indent=1, sort_keys=True) + "\n"
+
+
+def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], rtol: float,
+                    atol: float) -> list[str]:
+    """Located differences between simulated outputs and the reference (empty: they agree)."""
+    problems = []
+    for name in sorted(set(actual) | set(expected)):
+        if name not in actual or name not in expected:
+            where = "the program" if name not in actual else "the reference"
+            problems.append(f"{name}: output missing from {where}")
+            continue
+        got, want = actual[name].astype(np.float64), expected[name].astype(np.float64)
+        if got.shape != want.shape:
+            problems.append(f"{name}: simulated shape {got.shape}, reference shape {want.shape}")
+            continue
+        close = np.isclose(got, want, rtol=rtol, atol=atol)
+        if close.all():
+            continue
+        bad = np.argwhere(~close)
+        first = tuple(int(i) for i in bad[0])
+        worst = float(np.max(np.abs(got - want)))
+        problems.append(f"{name}: {len(bad)} of {got.size} elements beyond rtol={rtol}, atol={atol}; first at "
+                        f"{list(first)}: simulated {got[first]!r}, reference {want[first]!r}; "
+                        f"max abs error {worst:.3g}")
+    return problems
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioRun:
+    """Everything one end-to-end run of a scenario produced (see the module doc)."""
+
+    name: str
+    program: Program
+    compiled: Program
+    final: Program
+    """The compiled program after ``dep-reduction``: what is simulated."""
+    pipeline: str
+    final_pipeline: str
+    """The passes that made :attr:`final` (``pipeline``, plus ``dep-reduction`` unless in it)."""
+    compiled_report: RaceReport
+    report: RaceReport
+    """Races of the final program."""
+    simulation: Simulation
+    seeds: tuple[int | None, ...]
+    inputs: Mapping[str, np.ndarray]
+    outputs: Mapping[str, np.ndarray]
+    """Output tensors of the timed run under the last seed."""
+    reference: Mapping[str, np.ndarray]
+    sync: SyncReport
+    """Sync counts of stages ``compiled`` and ``final``."""
+    rtol: float
+    atol: float
+
+    def problems(self) -> list[str]:
+        """What is wrong, located: races, interleavings that disagree, outputs off the reference."""
+        found = [f"{stage} program: race {r.kind} {r.first} -> {r.second} in {r.memory} bytes {list(r.bytes)}"
+                 for stage, report in (("compiled", self.compiled_report), ("final", self.report))
+                 for r in report.races]
+        for run in self.simulation.runs:
+            found += [f"interleaving seed {run.seed}: {diff}" for diff in run.diffs]
+        return found + compare_outputs(self.outputs, self.reference, self.rtol, self.atol)
+
+    def summary(self) -> dict[str, Any]:
+        """The golden summary (plain JSON values, deterministic)."""
+        compiled, final = self.sync.stages
+        return {
+            "scenario": self.name,
+            "pipeline": self.final_pipeline,
+            "instances": self.report.instances,
+            "races": {"compiled": len(self.compiled_report.races), "final": len(self.report.races)},
+            "deps": {"before": compiled.deps, "after": final.deps},
+            "waits": {"before": compiled.figures.waits, "after": final.figures.waits,
+                      "minimum": final.minimum.figures.waits if final.minimum else None},
+            "makespan_ns": round(self.simulation.trace.makespan, 1),
+            "interleavings": len(self.seeds),
+            "interleavings_agree": not self.simulation.differs,
+            "outputs_match": not compare_outputs(self.outputs, self.reference, self.rtol, self.atol),
+        }
+
+
+def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
+                 seeds: Sequence[int | None] = DEFAULT_SEEDS, data_seed: int = 0) -> ScenarioRun:
+    """Build, compile, race-check and simulate ``scenario``; see the module doc."""
+    seeds = tuple(seeds)
+    program = scenario.build()
+    compiled, _ctx = compile_program(program, pipeline)
+    reduces = any(isinstance(p, DepReduction) for p in parse_pipeline(pipeline))
+    final = compiled if reduces else DepReduction().apply(compiled)
+    values = scenario.inputs(data_seed)
+    simulation = simulate(final, seeds=seeds, inputs=values, data_seed=data_seed, compare="all")
+    return ScenarioRun(
+        name=scenario_name(scenario), program=program, compiled=compiled, final=final, pipeline=pipeline,
+        final_pipeline=pipeline if reduces else f"{pipeline},{DepReduction.name}",
+        compiled_report=check_program(compiled), report=check_program(final), simulation=simulation, seeds=seeds,
+        inputs=values, outputs=simulation.runs[-1].outputs, reference=scenario.reference(values),
+        sync=sync_report([("compiled", compiled), ("final", final)], simulate=False),
+        rtol=getattr(scenario, "rtol", 0.0), atol=getattr(scenario, "atol", 0.0))
+
+
+def write_all(*, golden: bool = True) -> list[Path]:
+    """Rewrite ``NAME.json`` (and ``NAME.golden.json``) of every scenario; the paths written."""
+    from machine.format import save_program
+
+    written = []
+    for module in all_scenarios():
+        path = json_path(module)
+        save_program(module.build(), str(path))
+        written.append(path)
+        if golden:
+            path = golden_path(module)
+            path.write_text(golden_text(run_scenario(module).summary()))
+            written.append(path)
+    return written
+
+
+if __name__ == "__main__":  # pragma: no cover - the regeneration script
+    for written_path in write_all():
+        print(written_path)
