@@ -30,7 +30,7 @@ import dataclasses
 import gc
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import zip_longest
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -43,7 +43,7 @@ from machine.validate import validate_program
 
 __all__ = [
     "Pass", "PassContext", "PassRecord", "parse_pipeline", "run_pipeline", "verify_program",
-    "graph_of", "graph_rows", "with_graph", "DEFAULT_PIPELINE",
+    "graph_of", "graph_rows", "with_graph", "DEFAULT_PIPELINE", "FunctionPass", "as_pass", "AfterPass",
 ]
 
 #: The default pipeline of ``neuronsim compile``: allocation (a no-op when nothing is
@@ -314,13 +314,49 @@ def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: 
                 raise ProgramError(f"{inst.name}.deps", f"after pass {after!r}: waits on {dep.on!r}, which is not earlier")
 
 
-def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELINE, ctx: PassContext | None = None) -> Program:
+@dataclass(frozen=True, slots=True)
+class FunctionPass(Pass):
+    """A user's step in a pipeline: any object with ``apply(program, ctx)``, or a plain
+    ``fn(program) -> program``, under a slot ``name`` (the pass it replaces, or ``user``)."""
+
+    name: str = "user"  # type: ignore[misc] - an instance field here, a ClassVar on real passes
+    step: Any = None
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        if hasattr(self.step, "apply"):
+            return self.step.apply(program, ctx)
+        return self.step(program)
+
+    def spec_string(self) -> str:
+        return self.name
+
+
+def as_pass(user: Any, name: str = "user") -> Pass:
+    """``user`` as a pipeline item: a :class:`Pass` as is, a pass class instantiated, anything
+    else with ``apply`` or a plain function wrapped in :class:`FunctionPass` named ``name``."""
+    if isinstance(user, type):
+        user = user()
+    if isinstance(user, Pass):
+        return user
+    if hasattr(user, "apply") or callable(user):
+        return FunctionPass(name, user)
+    raise ProgramError("--pass", f"{user!r} is neither a pass nor a function")
+
+
+#: ``after_pass(pass, program, ctx)``: called after each pass and its verification.
+AfterPass = Callable[[Pass, Program, PassContext], None]
+
+
+def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELINE, ctx: PassContext | None = None,
+                 *, after_pass: AfterPass | None = None) -> Program:
     """Run ``passes`` in order, verifying between them when ``ctx.verify``.
 
     The input must be valid (:func:`machine.format.load_program` checks what it loads;
     :func:`verify_program` checks a program built in memory).  The cyclic garbage collector
     is paused while a pass runs (the passes allocate millions of small tuples and no
-    cycles: performance notes, section 0).
+    cycles: performance notes, section 0).  ``after_pass`` is the pipeline's one hook: it
+    sees each pass's verified result (the fuzzer checks stage contracts there, the CLI
+    reports progress); an exception it raises stops the pipeline.
     """
     ctx = ctx or PassContext()
     if isinstance(passes, str):
@@ -339,11 +375,14 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
         seconds = time.perf_counter() - started
         ctx.placed = ctx.placed or p.places
         if ctx.verify:
-            verify_program(result, spec, placed=ctx.placed, after=p.name, before=program)
+            verify_program(result, spec, placed=ctx.placed,
+                           after=p.name, before=program)
         program = result
         graph = ctx._graphs.get(id(program))
         edges = len(graph[1]) if graph is not None and graph[0] is program else sum(len(i.deps) for i, _ in program.instructions())
         row = ctx.stats.get(p.name, {})
         delta = {k: v - before.get(p.name, {}).get(k, 0) for k, v in row.items()}
         ctx.records.append(PassRecord(p.spec_string(), seconds, edges, delta))
+        if after_pass is not None:
+            after_pass(p, program, ctx)
     return program

@@ -50,7 +50,7 @@ from machine.sim.simulator import simulate
 from machine.geometry import footprint, overlap
 from machine.unroll import unroll
 from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
-from passes.pipeline import verify_program
+from passes.pipeline import Pass, as_pass
 from passes.analysis.labels import verify_anti_dependence
 
 from verify.racecheck import check_program
@@ -112,14 +112,6 @@ def load_pass(address: str) -> Any:
     return obj
 
 
-def _as_step(user: Any) -> Callable[[Program, PassContext], Program]:
-    if hasattr(user, "apply"):
-        return user.apply
-    if callable(user):
-        return lambda program, ctx: user(program)
-    raise ProgramError("--pass", f"{user!r} is neither a pass nor a function")
-
-
 def fuzz_strategy(**overrides: Any):
     """The program strategy the fuzzer draws from (deps are stripped before compiling)."""
     options = dict(max_instructions=10, max_trip=3, virtual=True, placed=True, deps="none")
@@ -127,38 +119,46 @@ def fuzz_strategy(**overrides: Any):
     return programs(**options)
 
 
-def _stages(user: Any, replace: str | None, pipeline: str) -> list[tuple[str, Callable[[Program, PassContext], Program]]]:
-    """The pipeline as ``(slot name, step)``; the user's pass replaces ``replace`` or comes last."""
+def pipeline_with(user: Any, replace: str | None, pipeline: str) -> list[Pass]:
+    """The pipeline's passes with the user's pass in the slot ``replace`` (or appended)."""
     passes = parse_pipeline(pipeline)
-    names = [p.name for p in passes]
-    steps = [(p.name, p.apply) for p in passes]
     if user is None:
-        return steps
-    step = _as_step(user)
+        return passes
+    names = [p.name for p in passes]
     if replace is None:
-        return [*steps, ("user", step)]
+        return [*passes, as_pass(user, "user")]
     if replace not in names:
         raise ProgramError("--replace", f"no pass {replace!r} in the pipeline {pipeline!r}")
     k = names.index(replace)
-    return [*steps[:k], (replace, step), *steps[k + 1:]]
+    return [*passes[:k], as_pass(user, replace), *passes[k + 1:]]
+
+
+class _StageFailure(Exception):
+    """Raised by the after-pass hook when a stage breaks its contract."""
+
+    def __init__(self, failure: FuzzFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+
+
+def _check_stage(stage: Pass, program: Program, ctx: PassContext) -> None:
+    """After the ``build-fdeps`` slot: every read ordered after the last earlier write of its
+    bytes through the same tensor (its contract)."""
+    if stage.name == "build-fdeps" and not program.has_virtual_tensors:
+        lost = _same_tensor_raw(program)
+        if lost is not None:
+            raise _StageFailure(FuzzFailure("flow", f"after build-fdeps: {lost}", "", dumps_program(program), None))
 
 
 def _compile(program: Program, user: Any, replace: str | None, pipeline: str,
              stage_checks: bool = True) -> tuple[Program, FuzzFailure | None]:
-    """Run the stages; after the ``build-fdeps`` slot check its contract (every read ordered
-    after the last earlier write of its bytes through the same tensor)."""
-    ctx = PassContext()
-    for slot, step in _stages(user, replace, pipeline):
-        result = step(program, ctx)
-        if ctx.verify:
-            verify_program(result, ctx.machine(result), placed=ctx.placed or not result.has_virtual_tensors,
-                           after=slot, before=program)
-        program = result
-        if stage_checks and slot == "build-fdeps" and not program.has_virtual_tensors:
-            lost = _same_tensor_raw(program)
-            if lost is not None:
-                return program, FuzzFailure("flow", f"after build-fdeps: {lost}", "", dumps_program(program), None)
-    return program, None
+    """Run the pipeline with the user's pass in place; stage contracts checked after each pass."""
+    try:
+        compiled = run_pipeline(program, pipeline_with(user, replace, pipeline), PassContext(),
+                                after_pass=_check_stage if stage_checks else None)
+    except _StageFailure as found:
+        return program, found.failure
+    return compiled, None
 
 
 def _cells(tensor, access, iteration) -> set[tuple[int, int]]:

@@ -19,7 +19,7 @@ kind, and the smallest ranges covering the conflicting partitions and bytes ther
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from machine.errors import ProgramError
@@ -31,13 +31,18 @@ from machine.unroll import Unrolled, unroll
 from machine.hb import ClockMachine
 from verify.shadow import Histories, SegmentMap
 
-__all__ = ["Race", "RaceReport", "check_program", "check_waits", "KINDS"]
+__all__ = ["Race", "RaceReport", "check_program", "check_waits", "KINDS", "Progress", "PROGRESS_EVERY"]
 
 KINDS = ("RAW", "WAW", "WAR")
 _MEMORIES = ("sbuf", "psum", "dram")
 _MEM_RANK = {MemoryKind.SBUF: 0, MemoryKind.PSUM: 1, MemoryKind.DRAM: 2}
 _SEQ_INDEX = {name: i for i, name in enumerate(SEQUENCERS)}
 _HORIZON_EVERY = 256
+#: Instances between two progress reports.
+PROGRESS_EVERY = 1 << 16
+
+#: ``progress(done, total)``: instances checked so far, of all.
+Progress = Callable[[int, int], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,10 +76,22 @@ class RaceReport:
     races: tuple[Race, ...]
     instances: int
     access_events: int
+    total_races: int = -1
+    """Races found in all; ``races`` holds the first ones when the list was capped
+    (``max_races``).  -1 (the default) means ``len(races)``."""
+
+    def __post_init__(self) -> None:
+        if self.total_races < 0:
+            object.__setattr__(self, "total_races", len(self.races))
 
     @property
     def race_free(self) -> bool:
-        return not self.races
+        return not self.total_races
+
+    @property
+    def capped(self) -> bool:
+        """True when some races found are not listed."""
+        return self.total_races > len(self.races)
 
     def triples(self) -> set[tuple[str, str, str]]:
         """``(kind, first, second)``: what tools comparing reports compare exactly."""
@@ -193,10 +210,13 @@ class _Shadow:
         return tuple(out)
 
 
-def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unrolled | None = None) -> RaceReport:
+def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unrolled | None = None, *,
+                max_races: int | None = None, progress: Progress | None = None) -> RaceReport:
     """Race-check ``program`` where instance ``i`` waits for the instances ``waits[i]``.
 
     ``waits`` must point backwards in program order (every target id smaller than ``i``).
+    ``max_races`` caps the races listed (all are counted); ``progress(done, total)`` is called
+    every :data:`PROGRESS_EVERY` instances and at the end.
     """
     if program.has_virtual_tensors:
         virtual = sorted(n for n, t in program.tensors.items() if t.is_virtual)
@@ -234,6 +254,8 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
                 raise ProgramError("", f"{inst.name} waits on {unrolled[target].name}, which does not precede it in program order")
         start, comp, pos = step(iid, seq, queue, targets)
         if iid % _HORIZON_EVERY == 0:
+            if progress is not None and iid % PROGRESS_EVERY == 0:
+                progress(iid, len(unrolled))
             shadow.horizon = clocks.horizon([s for s, last in last_on_seq.items() if last >= iid])
         for fp, shifts, is_write, smap, mem, mask in plans:
             if shifts:
@@ -245,7 +267,11 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
             else:
                 plain(iid, start, comp, pos, smap, mem, mask, fp.bytes, is_write)
         events += len(plans)
-    return RaceReport(shadow.races(unrolled), len(unrolled), events)
+    if progress is not None:
+        progress(len(unrolled), len(unrolled))
+    races = shadow.races(unrolled)
+    listed = races if max_races is None else races[:max_races]
+    return RaceReport(listed, len(unrolled), events, len(races))
 
 
 def _plans(instr, tensors, inst, footprints: dict, shadow: _Shadow) -> list:
@@ -272,8 +298,11 @@ def _plans(instr, tensors, inst, footprints: dict, shadow: _Shadow) -> list:
     return plans
 
 
-def check_program(program: Program) -> RaceReport:
+def check_program(program: Program, *, max_races: int | None = None, progress: Progress | None = None) -> RaceReport:
     """Race-check ``program`` under its given deps, exactly per the spec's rules 1-4.
+
+    ``max_races`` caps the races listed (``total_races`` counts them all); ``progress(done,
+    total)`` reports instances checked (see :func:`check_waits`).
 
     Examples
     --------
@@ -284,4 +313,4 @@ def check_program(program: Program) -> RaceReport:
     """
     unrolled = unroll(program)
     waits = [tuple(t for _, t in ws) for ws in unrolled.resolve_waits()]
-    return check_waits(program, waits, unrolled)
+    return check_waits(program, waits, unrolled, max_races=max_races, progress=progress)
