@@ -30,6 +30,8 @@ from machine.ir import (
     frozen_mapping,
     is_dma_op,
 )
+from machine import extensions as ext
+from machine.optable import OP_TABLE
 from machine.presets import resolve_machine
 
 __all__ = ["FORMAT", "load_program", "loads_program", "parse_program", "save_program", "dumps_program", "program_to_json"]
@@ -55,8 +57,10 @@ def _obj(value: Any, path: str, allowed: set[str], what: str) -> dict[str, Any]:
     return value
 
 
-def _extras(value: dict[str, Any]) -> Mapping[str, Any]:
-    return frozen_mapping({k: v for k, v in value.items() if k.startswith("x-")})
+def _extras(value: dict[str, Any], parsed: tuple[str, ...] = ()) -> Mapping[str, Any]:
+    """The ``x-`` keys carried through untouched (those in ``parsed`` are the project's
+    extensions, read into fields: :mod:`machine.extensions`)."""
+    return frozen_mapping({k: v for k, v in value.items() if k.startswith("x-") and k not in parsed})
 
 
 def _int(value: Any, path: str, *, minimum: int | None = None) -> int:
@@ -124,7 +128,11 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
             offset = 0
     if memory == MemoryKind.DRAM and address is not None and alias is not None:
         raise ProgramError(join_path(path, "alias"), "a dram tensor has exactly one of 'address' and 'alias'")
-    return Tensor(name, memory, dtype, shape, partition, offset, bank, address, alias, role, _extras(raw))
+    rotation = ext.parse_rotation(raw, path)
+    if rotation is not None and ((memory == MemoryKind.DRAM and address is None) or (memory != MemoryKind.DRAM and partition is None)):
+        raise ProgramError(join_path(path, "x-rotate"), "only a placed tensor rotates (an alias-group or virtual tensor has no address to rotate)")
+    return Tensor(name, memory, dtype, shape, partition, offset, bank, address, alias, role,
+                  _extras(raw, ext.TENSOR_KEYS), rotation)
 
 
 # -- accesses ---------------------------------------------------------------------------
@@ -163,12 +171,15 @@ def _parse_access(raw: Any, path: str) -> Access:
         per_iteration = tuple((loop, _int(v, join_path(ipath, loop))) for loop, v in shifts.items())
         if pattern is None:
             raise ProgramError(join_path(path, "pattern"), "an access with 'per_iteration' must give its 'pattern'")
-    return Access(tensor, partitions, offset, pattern, per_iteration, _extras(raw))
+    partition_steps = ext.parse_partition_steps(raw, path)
+    if partition_steps and pattern is None:
+        raise ProgramError(join_path(path, "pattern"), "an access with 'x-partitions_per_iteration' must give its 'pattern'")
+    return Access(tensor, partitions, offset, pattern, per_iteration, _extras(raw, ext.ACCESS_KEYS), partition_steps)
 
 
 # -- nodes ------------------------------------------------------------------------------
 def _parse_deps(raw: Any, path: str) -> tuple[Dep, ...]:
-    merged: dict[tuple[str, bool], Dep] = {}
+    merged: dict[tuple, Dep] = {}
     for i, item in enumerate(_list(raw, path)):
         ipath = join_path(path, i)
         item = _obj(item, ipath, _DEP_KEYS, "a dep")
@@ -179,9 +190,11 @@ def _parse_deps(raw: Any, path: str) -> tuple[Dep, ...]:
         lc = item.get("loop_carried", False)
         if not isinstance(lc, bool):
             raise ProgramError(join_path(ipath, "loop_carried"), "expected true or false")
-        dep = Dep(on, kind_from_name(kind_name), lc, _extras(item))
-        # Two deps on the same B with the same loop_carried merge into the stronger kind.
-        merged[(on, lc)] = _merge_dep(merged.get((on, lc)), dep)
+        dep = Dep(on, kind_from_name(kind_name), lc, _extras(item, ext.DEP_KEYS), ext.parse_distance(item, lc, ipath),
+                  ext.parse_iterations(item, ipath))
+        # Two deps on the same B with the same loop_carried (and extensions) merge into the
+        # stronger kind.
+        merged[dep.key] = _merge_dep(merged.get(dep.key), dep)
     return tuple(merged.values())
 
 
@@ -190,7 +203,8 @@ def _merge_dep(previous: Dep | None, dep: Dep) -> Dep:
     if previous is None:
         return dep
     extras = {**previous.extras, **dep.extras} if dep.extras else previous.extras
-    return Dep(dep.on, max(previous.kind, dep.kind), dep.loop_carried, frozen_mapping(extras))
+    return Dep(dep.on, max(previous.kind, dep.kind), dep.loop_carried, frozen_mapping(extras), dep.distance,
+               dep.iterations)
 
 
 def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
@@ -220,6 +234,8 @@ def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
     attrs = raw.get("attrs", {})
     if not isinstance(attrs, dict):
         raise ProgramError(join_path(path, "attrs"), "expected an object")
+    if op in OP_TABLE:  # numeric attrs may be written "inf", "-inf" or "nan"
+        attrs = {k: ext.decode_number(v) for k, v in attrs.items()}
     deps = _parse_deps(raw.get("deps", []), join_path(path, "deps"))
     return Instruction(name, engine, op, reads, writes, frozen_mapping(attrs), deps, queue, _extras(raw))
 
@@ -297,6 +313,8 @@ def _tensor_json(t: Tensor) -> dict[str, Any]:
             out[key] = value
     if t.memory == MemoryKind.DRAM and t.role != "internal":
         out["role"] = t.role
+    if t.rotate is not None:
+        out.update(ext.rotation_json(t.rotate))
     out.update(t.extras)
     return out
 
@@ -312,6 +330,8 @@ def _access_json(a: Access) -> dict[str, Any]:
         out["pattern"] = [list(p) for p in a.pattern]
     if a.per_iteration:
         out["per_iteration"] = dict(a.per_iteration)
+    if a.partitions_per_iteration:
+        out["x-partitions_per_iteration"] = dict(a.partitions_per_iteration)
     out.update(a.extras)
     return out
 
@@ -327,13 +347,14 @@ def _node_json(node: Node) -> dict[str, Any]:
     out["reads"] = [_access_json(a) for a in node.reads]
     out["writes"] = [_access_json(a) for a in node.writes]
     if node.attrs:
-        out["attrs"] = dict(node.attrs)
+        out["attrs"] = ext.encode_attrs(node.attrs)
     if node.deps:
-        merged: dict[tuple[str, bool], Dep] = {}
+        merged: dict[tuple, Dep] = {}
         for dep in node.deps:
-            merged[(dep.on, dep.loop_carried)] = _merge_dep(merged.get((dep.on, dep.loop_carried)), dep)
+            merged[dep.key] = _merge_dep(merged.get(dep.key), dep)
         out["deps"] = [
-            {"on": d.on, "kind": KIND_NAMES[d.kind], **({"loop_carried": True} if d.loop_carried else {}), **d.extras}
+            {"on": d.on, "kind": KIND_NAMES[d.kind], **({"loop_carried": True} if d.loop_carried else {}),
+             **ext.dep_json(d.distance, d.loop_carried, d.iterations), **d.extras}
             for d in merged.values()
         ]
     out.update(node.extras)

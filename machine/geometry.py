@@ -47,6 +47,7 @@ __all__ = [
     "footprint",
     "base_footprint",
     "shifted",
+    "iteration_shift",
     "overlap",
     "element_runs",
     "partition_mask",
@@ -208,17 +209,34 @@ def access_extent(tensor: Tensor, access: Access) -> tuple[int, tuple[tuple[int,
 def footprint(tensor: Tensor, access: Access, iteration: Mapping[str, int]) -> Footprint:
     """The footprint of ``access`` (to the placed ``tensor``) at loop indices ``iteration``."""
     base = base_footprint(tensor, access)
+    delta, pdelta = iteration_shift(tensor, access, iteration)
+    if not delta and not pdelta:
+        return base
+    return shifted(base, delta, pdelta)
+
+
+def iteration_shift(tensor: Tensor, access: Access, iteration: Mapping[str, int]) -> tuple[int, int]:
+    """``(bytes, partitions)`` the footprint of ``access`` moves by at loop indices
+    ``iteration``: its ``per_iteration`` and ``x-partitions_per_iteration`` shifts and the
+    tensor's rotating slot (:class:`~machine.ir.Rotation`)."""
     delta = 0
     for loop, shift in access.per_iteration:
         delta += shift * iteration.get(loop, 0)
-    if not delta:
-        return base
-    return shifted(base, delta * tensor.itemsize)
+    delta *= tensor.itemsize
+    if tensor.rotate is not None:
+        delta += tensor.rotate.delta(iteration.get(tensor.rotate.loop, 0))
+    pdelta = 0
+    for loop, shift in access.partitions_per_iteration:
+        pdelta += shift * iteration.get(loop, 0)
+    return delta, pdelta
 
 
-def shifted(fp: Footprint, delta: int) -> Footprint:
-    """``fp`` moved by ``delta`` bytes."""
-    return Footprint(fp.memory, fp.space, fp.tensor, fp.partitions, tuple((lo + delta, hi + delta) for lo, hi in fp.bytes))
+def shifted(fp: Footprint, delta: int, pdelta: int = 0) -> Footprint:
+    """``fp`` moved by ``delta`` bytes (and ``pdelta`` partitions)."""
+    mask = fp.partitions
+    if pdelta:
+        mask = mask << pdelta if pdelta > 0 else mask >> -pdelta
+    return Footprint(fp.memory, fp.space, fp.tensor, mask, tuple((lo + delta, hi + delta) for lo, hi in fp.bytes))
 
 
 @lru_cache(maxsize=1 << 16)

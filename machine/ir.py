@@ -27,6 +27,7 @@ __all__ = [
     "SEQUENCERS",
     "OPCODE_LOOP",
     "Tensor",
+    "Rotation",
     "Access",
     "Dep",
     "Instruction",
@@ -72,6 +73,24 @@ def is_dma_op(op: str) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class Rotation:
+    """``{"loop": L, "slots": n, "stride": BYTES}``: slot ``i mod n`` of loop ``L``'s index ``i``,
+    ``stride`` bytes apart (within each partition for SBUF / PSUM, addresses for DRAM)."""
+
+    loop: str
+    slots: int
+    stride: int
+
+    def delta(self, index: int) -> int:
+        """Bytes the tensor moves at loop index ``index``.
+
+        >>> Rotation("i", 2, 512).delta(3)
+        512
+        """
+        return (index % self.slots) * self.stride
+
+
+@dataclass(frozen=True, slots=True)
 class Tensor:
     """A named tensor and, unless virtual, its placement.
 
@@ -92,6 +111,10 @@ class Tensor:
     role: str = "internal"
     extras: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, hash=False)
     """``x-…`` keys carried through load and save untouched."""
+    rotate: Rotation | None = None
+    """Rotating placement (``x-rotate``): inside loop ``rotate.loop`` the tensor sits
+    ``(i mod rotate.slots) * rotate.stride`` bytes after its base, a fresh slot per
+    iteration (multi-buffering).  None: one fixed placement."""
 
     @property
     def itemsize(self) -> int:
@@ -145,17 +168,41 @@ class Access:
     pattern: tuple[tuple[int, int], ...] | None = None
     per_iteration: tuple[tuple[str, int], ...] = ()
     extras: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, hash=False)
+    partitions_per_iteration: tuple[tuple[str, int], ...] = ()
+    """``x-partitions_per_iteration``: inside loop LOOP the first partition moves by this many
+    partitions per iteration."""
+
+    @property
+    def moves(self) -> bool:
+        """True when the footprint depends on loop indices (shifts of bytes or partitions)."""
+        return bool(self.per_iteration or self.partitions_per_iteration)
 
 
 @dataclass(frozen=True, slots=True)
 class Dep:
-    """``{"on": B, "kind": ..., "loop_carried": ...}``: the instruction waits for B."""
+    """``{"on": B, "kind": ..., "loop_carried": ...}``: the instruction waits for B.
+
+    Two extensions (``x-`` keys of the format; a tool that ignores them waits more, never
+    less): ``distance`` (``x-distance``, loop-carried deps only) waits on the instances of B
+    ``distance`` iterations back in the loops enclosing both instead of one; ``iterations``
+    (``x-iterations``) restricts the dep to the instances whose index on each named loop lies
+    in ``[lo, hi)``.
+    """
 
     on: str
     kind: EdgeKind = EdgeKind.ORDERED
     loop_carried: bool = False
     extras: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, hash=False)
     """``x-…`` keys carried through load and save untouched."""
+    distance: int = 1
+    """Iterations back (loop-carried deps); 1 is the format's plain ``loop_carried``."""
+    iterations: tuple[tuple[str, int, int], ...] = ()
+    """``((loop, lo, hi), ...)``: the dep applies where each loop's index is in ``[lo, hi)``."""
+
+    @property
+    def key(self) -> tuple[str, bool, int, tuple[tuple[str, int, int], ...]]:
+        """What two deps must share to merge (into the stronger kind)."""
+        return self.on, self.loop_carried, self.distance if self.loop_carried else 0, self.iterations
 
 
 @dataclass(frozen=True, slots=True)

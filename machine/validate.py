@@ -42,13 +42,40 @@ def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
                 raise ProgramError(join_path(path, "offset"), f"bytes [{tensor.offset}, {(tensor.offset or 0) + nbytes}) cross the end of bank {tensor.bank} ({spec.psum_bank_bytes} bytes)")
     elif tensor.address is not None and tensor.address + nbytes > spec.dram_bytes:
         raise ProgramError(join_path(path, "address"), f"bytes [{tensor.address}, {tensor.address + nbytes}) run past the end of DRAM ({spec.dram_bytes} bytes)")
+    if tensor.rotate is not None:
+        _check_rotation(tensor, spec, join_path(path, "x-rotate"))
+
+
+def _check_rotation(tensor: Tensor, spec: MachineSpec, path: str) -> None:
+    """Every slot of a rotating tensor fits where slot 0 does (PSUM: inside one bank)."""
+    rot = tensor.rotate
+    span = (rot.slots - 1) * rot.stride
+    nbytes = tensor.bytes_per_partition
+    first = tensor.byte_base
+    end = first + span + nbytes
+    if tensor.memory == MemoryKind.SBUF and end > spec.sbuf_partition_bytes:
+        raise ProgramError(path, f"slot {rot.slots - 1} ends at byte {end}; an SBUF partition holds {spec.sbuf_partition_bytes}")
+    if tensor.memory == MemoryKind.DRAM and end > spec.dram_bytes:
+        raise ProgramError(path, f"slot {rot.slots - 1} ends at address {end}, past the end of DRAM ({spec.dram_bytes} bytes)")
+    if tensor.memory == MemoryKind.PSUM:
+        bank_bytes = spec.psum_bank_bytes
+        for slot in range(rot.slots):
+            lo = first + slot * rot.stride
+            if lo // bank_bytes != (lo + nbytes - 1) // bank_bytes or lo + nbytes > spec.psum_banks * bank_bytes:
+                raise ProgramError(path, f"slot {slot} (bytes [{lo}, {lo + nbytes}) of the partition) crosses a PSUM bank "
+                                   f"boundary or the end of PSUM; a PSUM tensor must fit one {bank_bytes}-byte bank")
 
 
 def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: str) -> None:
     """The footprint stays inside its tensor in every instance."""
-    for loop_name, _shift in access.per_iteration:
-        if loop_name not in loops:
-            raise ProgramError(join_path(join_path(path, "per_iteration"), loop_name), "this loop does not enclose the instruction")
+    for key, shifts in (("per_iteration", access.per_iteration),
+                        ("x-partitions_per_iteration", access.partitions_per_iteration)):
+        for loop_name, _shift in shifts:
+            if loop_name not in loops:
+                raise ProgramError(join_path(join_path(path, key), loop_name), "this loop does not enclose the instruction")
+    if tensor.rotate is not None and tensor.rotate.loop not in loops:
+        raise ProgramError(join_path(path, "tensor"), f"tensor {tensor.name!r} rotates with loop {tensor.rotate.loop!r}, "
+                           "which does not enclose this instruction")
     offset = access.offset or 0
     size = tensor.free_elements
     if access.pattern is None:
@@ -69,13 +96,22 @@ def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: 
         else:
             where = "per_iteration"
         raise ProgramError(join_path(path, where), f"footprint reaches elements [{lowest}, {highest}] in some instance; tensor {tensor.name!r} has elements [0, {size - 1}]")
-    if access.partitions is not None:
-        if tensor.memory == MemoryKind.DRAM:
-            raise ProgramError(join_path(path, "partitions"), "a dram access has no partitions")
-        start, count, step = access.partitions
-        last = start + (count - 1) * step
-        if last >= tensor.shape[0]:
-            raise ProgramError(join_path(path, "partitions"), f"reaches partition {last} of a tensor with {tensor.shape[0]}")
+    if tensor.memory == MemoryKind.DRAM:
+        for key, present in (("partitions", access.partitions is not None),
+                             ("x-partitions_per_iteration", bool(access.partitions_per_iteration))):
+            if present:
+                raise ProgramError(join_path(path, key), "a dram access has no partitions")
+    if tensor.memory != MemoryKind.DRAM:
+        start, count, step = access.partitions or (0, tensor.shape[0], 1)
+        first, last = start, start + (count - 1) * step
+        for loop_name, pshift in access.partitions_per_iteration:
+            moved = pshift * (loops[loop_name].trip_count - 1)
+            first, last = first + min(0, moved), last + max(0, moved)
+        if first < 0 or last >= tensor.shape[0]:
+            if not access.partitions_per_iteration:
+                raise ProgramError(join_path(path, "partitions"), f"reaches partition {last} of a tensor with {tensor.shape[0]}")
+            raise ProgramError(join_path(path, "x-partitions_per_iteration"), f"reaches partitions [{first}, {last}] in "
+                               f"some instance; tensor {tensor.name!r} has partitions [0, {tensor.shape[0] - 1}]")
 
 
 def _partition_start_ok(first: int, span: int) -> bool:
@@ -198,6 +234,12 @@ def _check_dep(name: str, dep, where, path: str) -> None:
     common = 0
     while common < len(loops_b) and common < len(loops_y) and loops_b[common] is loops_y[common]:
         common += 1
+    for loop_name, _lo, hi in dep.iterations:
+        loop = next((lp for lp in loops_y if lp.name == loop_name), None)
+        if loop is None:
+            raise ProgramError(join_path(join_path(path, "x-iterations"), loop_name), f"loop {loop_name!r} does not enclose {name!r}")
+        if hi > loop.trip_count:
+            raise ProgramError(join_path(join_path(path, "x-iterations"), loop_name), f"range ends at {hi}; loop {loop_name!r} has {loop.trip_count} iterations")
     if dep.loop_carried:
         if common == 0:
             raise ProgramError(join_path(path, "loop_carried"), f"a loop-carried dep needs a loop enclosing both {name!r} and {dep.on!r}")

@@ -44,7 +44,7 @@ import numpy as np
 
 from machine.dtypes import numpy_dtype
 from machine.errors import ProgramError
-from machine.geometry import access_extent
+from machine.geometry import access_extent, iteration_shift
 from machine.ir import Access, MemoryKind, Program, Tensor
 from machine.presets import MachineSpec
 
@@ -114,7 +114,8 @@ class DramLayout:
                 groups.setdefault(tensor.alias, []).append(tensor)
             elif tensor.address is not None:
                 base[tensor.name] = tensor.address
-                end = max(end, tensor.address + tensor.bytes_per_partition)
+                slots = (tensor.rotate.slots - 1) * tensor.rotate.stride if tensor.rotate is not None else 0
+                end = max(end, tensor.address + slots + tensor.bytes_per_partition)
         for group in sorted(groups):
             start = -(-end // GROUP_ALIGN) * GROUP_ALIGN
             for tensor in groups[group]:
@@ -141,19 +142,18 @@ def access_view(tensor: Tensor, access: Access, iteration: Mapping[str, int], sp
                 dram: DramLayout) -> AccessView:
     """The :class:`AccessView` of ``access`` at loop indices ``iteration``."""
     offset, pattern = access_extent(tensor, access)
-    for loop, shift in access.per_iteration:
-        offset += shift * iteration.get(loop, 0)
     size = tensor.itemsize
+    moved, pmoved = iteration_shift(tensor, access, iteration)  # bytes (shifts and rotation), partitions
     free_strides = tuple(stride * size for stride, _count in pattern)
     dtype = numpy_dtype(tensor.dtype)
     space = _SPACES[tensor.memory]
     if tensor.memory == MemoryKind.DRAM:
-        return AccessView(space, dram.base[tensor.name] + offset * size, access_shape(tensor, access),
+        return AccessView(space, dram.base[tensor.name] + offset * size + moved, access_shape(tensor, access),
                           free_strides, dtype, tensor.name)
     row = spec.sbuf_partition_bytes if tensor.memory == MemoryKind.SBUF else spec.psum_partition_bytes
     start, _count, step = access.partitions or (0, tensor.shape[0], 1)
-    first = (tensor.partition or 0) + start
-    byte = first * row + tensor.byte_base + offset * size
+    first = (tensor.partition or 0) + start + pmoved
+    byte = first * row + tensor.byte_base + offset * size + moved
     return AccessView(space, byte, access_shape(tensor, access), (step * row, *free_strides), dtype, tensor.name)
 
 
