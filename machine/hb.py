@@ -1,165 +1,216 @@
-"""Happens-before as vector clocks, exactly per the spec's rules 1-4.
+"""Happens-before: the spec's rules 1-4 as vector clocks (the one implementation).
 
 Components
     One clock component per sequencer (``pe act dve pool sp``) and one per DMA queue
-    (``dma0 …``): eight on ``trn1``.  A non-DMA instance *completes* on its sequencer's
-    component; a DMA instance completes on its queue's component.  Completions on one
-    component happen in program order (rule 1 for a sequencer's non-DMA instances, rule 3 for
-    a queue), so "everything up to position p of component c has completed" is one integer.
+    (``dma0 ...``): eight on ``trn1`` (:func:`machine.stream.component_names`).  A non-DMA
+    instance *completes* on its sequencer's component, a DMA on its queue's.  Completions of
+    one component happen in program order (rule 1 for a sequencer's non-DMA instances, rule 3
+    for a queue), so "the first ``p`` completions of component ``c`` happened before this
+    event" is one integer ``clock[c] = p``, and a clock is a tuple of ``width`` integers.
 
-Clocks
-    For an instance X the machine keeps three clocks, one per event of the spec:
-    ``T(X)`` (trigger), ``S(X)`` (start) and ``E(X)`` (completion).  ``clock[c] = p`` means the
-    first ``p`` completions of component ``c`` happen before the event.  The rules become:
+Events and rules
+    An instance X has a trigger ``T(X)``, a start ``S(X)`` and a completion ``E(X)``
+    (``T = S`` unless X is a DMA).  Walking instances in program order:
 
-    * rule 1 - same sequencer, X not a DMA: ``E(X) <= T(next)``: the sequencer's clock becomes
-      ``E(X)``;
-    * rule 2 - same sequencer, X a DMA: ``T(X) <= T(next)`` only: the sequencer's clock stays
-      ``T(X)``;
-    * rule 3 - same queue: ``E(X) <= S(next)``: the queue's clock becomes ``E(X)``, and a
-      transfer starts at ``S(X) = T(X) ⊔ queue clock``;
-    * rule 4 - "Y waits for B": ``E(B) <= T(Y)``: ``T(Y) = sequencer clock ⊔ E(B)``.
+    * rule 4, "Y waits for B": ``E(B) <= T(Y)``: ``T(Y)`` is the clock of Y's sequencer joined
+      with the completion clocks of its wait targets (:meth:`HappensBefore.trigger`);
+    * rule 3, same queue: ``E(previous transfer) <= S(X)``: a transfer starts at ``T(X)``
+      joined with its queue's clock;
+    * ``E(X)`` is ``S(X)`` with X's own completion counted on its component;
+    * rule 1, X not a DMA: ``E(X) <= T(next on the sequencer)``: the sequencer's clock becomes
+      ``E(X)``; rule 2, X a DMA: only ``T(X) <= T(next)``: it stays ``T(X)``
+      (:meth:`HappensBefore.complete`).
 
-    ``A`` is ordered before ``Y`` (``E(A) <= S(Y)``) iff ``S(Y)[comp(A)] >= pos(A)``.  This is
-    exact, not an approximation: the order is reachability in the DAG of T/S/E nodes, and on a
-    component completions are totally ordered, so the maximum position reached summarises all
-    of them (Fidge/Mattern clocks over in-order components).
+    ``A`` is ordered before ``Y`` (``E(A) <= S(Y)``) iff ``S(Y)[comp(A)] >= pos(A)``: exact,
+    since the order is reachability in the DAG of T/S/E nodes and completions of a component
+    are totally ordered (Fidge/Mattern clocks over in-order components).
 
-Both entry points of the race checker feed :class:`ClockMachine` the same way: the static
-check with the waits the program's ``deps`` resolve to, the trace check with the waits the
-simulator recorded as met.
+Uses
+    The race checker and the trace checker (:mod:`verify.racecheck`: start clocks against
+    shadow memory), the dependence builders (an order they would add may already hold), the
+    transitive reduction and the sync-count minimum (:meth:`HappensBefore.fold`: a wait is
+    redundant iff its target is already covered by the clock folded from later targets).
 
 References
 ----------
-C. Flanagan and S. N. Freund, "FastTrack: efficient and precise dynamic race detection",
-PLDI 2009.  C. J. Fidge, "Timestamps in message-passing systems that preserve the partial
-ordering", 1988.
+C. J. Fidge, "Timestamps in message-passing systems that preserve the partial ordering", 1988.
+C. Flanagan and S. N. Freund, "FastTrack: efficient and precise dynamic race detection", PLDI 2009.
+
+Examples
+--------
+>>> hb = HappensBefore(num_queues=3)
+>>> sa, pa = hb.complete(0, 2, 2, hb.trigger(2))              # dve compute
+>>> sb, pb = hb.complete(1, 4, 5, hb.trigger(4))              # sp triggers a DMA on dma0
+>>> sc, pc = hb.complete(2, 1, 1, hb.trigger(1, (1,)))        # act waits for the DMA
+>>> ordered(sc, 2, pa), ordered(sc, 5, pb), ordered(sb, 2, pa)
+(False, True, False)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from machine.ir import SEQUENCERS
 
-__all__ = ["ClockMachine", "Step", "component_names"]
+__all__ = ["HappensBefore", "ordered", "joiner", "wait_counts", "NUM_SEQUENCERS"]
+
+NUM_SEQUENCERS = len(SEQUENCERS)
+Clock = tuple
 
 
-def _joiner(width: int):
-    """A component-wise max of two clocks, unrolled for ``width`` (several times faster than
-    ``tuple(map(max, a, b))`` in CPython; see performance-notes section 2.3)."""
-    items = ", ".join(f"a[{i}] if a[{i}] > b[{i}] else b[{i}]" for i in range(width))
-    namespace: dict = {}
-    exec(f"def join(a, b):\n    return ({items},)", namespace)  # noqa: S102 - generated from an int
-    return namespace["join"]
+@lru_cache(maxsize=None)
+def joiner(width: int):
+    """``join(a, b)``: the component-wise max of two clocks, unrolled for ``width``.
 
+    Generated because an unrolled join is several times cheaper than
+    ``tuple(map(max, a, b))`` in CPython (performance notes, section 2.3), and joins are the
+    hot operation of every walk.
 
-def component_names(num_queues: int) -> tuple[str, ...]:
-    """Names of the clock components: the sequencers, then the DMA queues.
-
-    >>> component_names(3)
-    ('pe', 'act', 'dve', 'pool', 'sp', 'dma0', 'dma1', 'dma2')
+    >>> joiner(3)((1, 5, 2), (4, 0, 2))
+    (4, 5, 2)
     """
-    return SEQUENCERS + tuple(f"dma{i}" for i in range(num_queues))
+    a = ", ".join(f"a{i}" for i in range(width))
+    b = ", ".join(f"b{i}" for i in range(width))
+    body = ", ".join(f"a{i} if a{i} > b{i} else b{i}" for i in range(width))
+    source = f"def join(a, b):\n    if a is b:\n        return a\n    {a}, = a\n    {b}, = b\n    return ({body},)\n"
+    scope: dict = {}
+    exec(source, scope)  # noqa: S102 - generated from integers only
+    return scope["join"]
 
 
-class Step(NamedTuple):
-    """What the clock machine learned about one instance (a named tuple: one per instance)."""
-
-    start: tuple[int, ...]
-    """``S(X)``: completions known to have happened before X starts touching memory."""
-    component: int
-    """Component X completes on."""
-    position: int
-    """1-based position of X's completion on that component."""
+def ordered(start: Clock, comp: int, pos: int) -> bool:
+    """Is the completion at position ``pos`` of component ``comp`` ordered before an event with
+    clock ``start``?"""
+    return start[comp] >= pos
 
 
-_new_step = tuple.__new__  # builds a Step without the named tuple's Python-level __new__
+class HappensBefore:
+    """Vector clocks of the instances of one program, fed in program order.
 
-
-class ClockMachine:
-    """Feeds instances in an order consistent with happens-before (program order is one).
-
-    Examples
-    --------
-    >>> m = ClockMachine(num_queues=3)
-    >>> a = m.step(0, seq=2, queue=None, waits=())       # dve compute
-    >>> b = m.step(1, seq=4, queue=5, waits=())          # sp triggers a DMA on dma0
-    >>> c = m.step(2, seq=1, queue=None, waits=(1,))     # act waits for the DMA
-    >>> m.ordered(a, c), m.ordered(b, c), m.ordered(a, b)
-    (False, True, False)
+    Parameters
+    ----------
+    num_queues:
+        DMA queues of the machine (the clock is ``5 + num_queues`` wide).
+    keep:
+        Which completion clocks to keep for later waits.  ``None`` keeps all of them (a
+        builder that adds waits as it goes); a dict ``{instance: number of waits on it}``
+        keeps only those, each freed after its last use (the checkers, the reduction: this is
+        what bounds memory at a million instances).
     """
 
-    __slots__ = ("width", "_seq", "_queue", "_count", "_completion", "_keep", "_join", "_nseq")
+    __slots__ = ("width", "seq_clock", "queue_clock", "count", "end", "uses", "join")
 
-    def __init__(self, num_queues: int, keep: Iterable[int] | dict[int, int] | None = None) -> None:
-        self.width = len(SEQUENCERS) + num_queues
+    def __init__(self, num_queues: int, keep: dict[int, int] | None = None) -> None:
+        self.width = NUM_SEQUENCERS + num_queues
         zero = (0,) * self.width
-        self._seq = [zero] * len(SEQUENCERS)
-        self._queue = [zero] * num_queues
-        self._count = [0] * self.width
-        self._completion: dict[int, tuple[int, ...]] = {}
-        # None keeps every completion clock.  Otherwise only those of instances waited on are
-        # kept; given as {instance: number of waits on it}, a clock is freed after its last use.
-        if keep is None or isinstance(keep, dict):
-            self._keep = keep
-        else:
-            self._keep = dict.fromkeys(keep, -1)
-        self._join = _joiner(self.width)
-        self._nseq = len(SEQUENCERS)
+        self.seq_clock: list[Clock] = [zero] * NUM_SEQUENCERS
+        self.queue_clock: list[Clock] = [zero] * self.width  # indexed by component
+        self.count = [0] * self.width
+        self.end: dict[int, Clock] = {}
+        self.uses = keep
+        self.join = joiner(self.width)
 
-    def step(self, iid: int, seq: int, queue: int | None, waits: Iterable[int]) -> Step:
-        """Process instance ``iid`` on sequencer index ``seq`` (queue component index or None).
+    def trigger(self, seq: int, targets: Iterable[int] = ()) -> Clock:
+        """``T`` of the next instance on sequencer ``seq`` waiting for ``targets`` (rule 4)."""
+        clock = self.seq_clock[seq]
+        if targets:
+            join, end, uses = self.join, self.end, self.uses
+            if uses is None:
+                for t in targets:
+                    e = end.get(t)  # None: forgotten below the horizon, already known
+                    if e is not None:
+                        clock = join(clock, e)
+                return clock
+            for t in targets:
+                clock = join(clock, end[t])
+                left = uses[t] - 1
+                if left:
+                    uses[t] = left
+                else:
+                    del end[t], uses[t]
+        return clock
 
-        ``waits`` are ids of earlier instances whose completion ``iid`` waits for.
+    def fold(self, seq: int, targets: Sequence[int], comp: Sequence[int], pos: Sequence[int]) -> tuple[Clock, list[bool]]:
+        """``T`` of the next instance on ``seq`` and, per target (latest first), whether its
+        wait is needed: a target already ordered before the clock folded so far (the
+        sequencer's, joined with the needed later targets) is redundant.
+
+        With targets visited latest first this is the exact transitive reduction: if ``E(X)``
+        reaches ``T(Y)`` through another wait ``X'``, then ``E(X) <= E(X')``, so ``X'`` comes
+        later in program order and was folded first (performance notes, section 1.2).
         """
-        clock = self._seq[seq]
-        join = self._join
-        keep = self._keep
-        for target in waits:
-            other = self._completion[target]
-            if clock is not other:
-                clock = join(clock, other)
-            if keep is not None:
-                left = keep[target] - 1
-                if left == 0:
-                    del self._completion[target]
-                keep[target] = left
-        if queue is None:
-            comp = seq
-            start = clock
-        else:
-            self._seq[seq] = clock  # rule 2: only the trigger is ordered on the sequencer
-            comp = queue
-            qclock = self._queue[queue - self._nseq]
-            start = join(clock, qclock)
-        pos = self._count[comp] + 1
-        self._count[comp] = pos
-        end = start[:comp] + (pos,) + start[comp + 1 :]
-        if queue is None:
-            self._seq[seq] = end  # rule 1
-        else:
-            self._queue[queue - self._nseq] = end  # rule 3
-        if keep is None or iid in keep:
-            self._completion[iid] = end
-        return _new_step(Step, (start, comp, pos))
+        clock = self.seq_clock[seq]
+        join, end, uses = self.join, self.end, self.uses
+        needed = []
+        for t in targets:
+            if clock[comp[t]] >= pos[t]:
+                needed.append(False)
+            else:
+                clock = join(clock, end[t])
+                needed.append(True)
+            if uses is not None:
+                left = uses[t] - 1
+                if left:
+                    uses[t] = left
+                else:
+                    del end[t], uses[t]
+        return clock, needed
 
-    @staticmethod
-    def ordered(earlier: Step, later: Step) -> bool:
-        """True iff ``E(earlier) <= S(later)`` follows from the rules."""
-        return later.start[earlier.component] >= earlier.position
+    def complete(self, iid: int, seq: int, comp: int, trigger: Clock) -> tuple[Clock, int]:
+        """Rules 1-3 for instance ``iid`` issued by ``seq`` and completing on ``comp`` (its
+        queue when ``comp >= 5``), triggered at ``trigger``: returns ``(S, position)``."""
+        if comp < NUM_SEQUENCERS:
+            start = trigger
+        else:
+            self.seq_clock[seq] = trigger  # rule 2: the sequencer knows only the trigger
+            start = self.join(trigger, self.queue_clock[comp])  # rule 3
+        pos = self.count[comp] + 1
+        self.count[comp] = pos
+        end = start[:comp] + (pos,) + start[comp + 1:]
+        if comp < NUM_SEQUENCERS:
+            self.seq_clock[seq] = end  # rule 1
+        else:
+            self.queue_clock[comp] = end
+        uses = self.uses
+        if uses is None or iid in uses:
+            self.end[iid] = end
+        return start, pos
 
-    def horizon(self, active: Iterable[int] | None = None) -> tuple[int, ...]:
-        """Per component, positions that every *future* instance is ordered after.
+    def end_of(self, iid: int) -> Clock:
+        """``E`` of a completed instance whose clock is kept."""
+        return self.end[iid]
+
+    def horizon(self, active: Iterable[int] | None = None) -> Clock:
+        """Per component, the positions every *future* event is ordered after.
 
         Every later instance starts no earlier than the current clock of the sequencer that
         issues it (a transfer starts after its trigger), so the component-wise minimum over
-        the sequencers that still have instances to come (``active``, default all) is a floor
-        for every start clock still to come.  Accesses at or below it can never race again.
+        the sequencers that still have instances to come (``active``, default all) bounds
+        every start clock still to come.  Nothing at or below it can race again, and a wait
+        on it orders nothing new.
         """
-        seqs = range(len(self._seq)) if active is None else active
-        clocks = [self._seq[s] for s in seqs]
+        seqs = range(NUM_SEQUENCERS) if active is None else active
+        clocks = [self.seq_clock[s] for s in seqs]
         if not clocks:
             return (1 << 62,) * self.width
         return tuple(min(column) for column in zip(*clocks))
+
+    def forget(self, below: Clock, comp: Sequence[int], pos: Sequence[int]) -> None:
+        """Drop the kept completion clocks at or below ``below`` (a :meth:`horizon`): joining
+        them can add nothing to any future clock."""
+        if self.uses is None:
+            for iid in [i for i in self.end if below[comp[i]] >= pos[i]]:
+                del self.end[iid]
+
+
+def wait_counts(targets: Iterable[int]) -> dict[int, int]:
+    """``{instance: number of waits on it}``: the ``keep`` argument of :class:`HappensBefore`.
+
+    >>> wait_counts([3, 1, 3])
+    {3: 2, 1: 1}
+    """
+    out: dict[int, int] = {}
+    for t in targets:
+        out[t] = out.get(t, 0) + 1
+    return out

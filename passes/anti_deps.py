@@ -66,7 +66,7 @@ from machine.edges import DepGraph, EdgeKind
 from machine.errors import ProgramError
 from machine.ir import MemoryKind, Program
 
-from passes.analysis.bytemap import SBUF_BIN, CellSpace
+from machine.splitmap import SBUF_BIN, CellSpace
 from passes.analysis.clocks import Clocks
 from passes.analysis.instances import Stream
 from passes.pipeline import Pass, PassContext, graph_rows, with_graph

@@ -53,7 +53,7 @@ from typing import ClassVar
 from machine.edges import DepGraph, EdgeKind
 from machine.ir import MemoryKind, Program
 
-from passes.analysis.bytemap import SBUF_BIN, CellSpace
+from machine.splitmap import SBUF_BIN, CellSpace
 from passes.analysis.instances import Stream
 from passes.pipeline import Pass, PassContext, with_graph
 

@@ -2,41 +2,48 @@
 
 :func:`check_program` checks a program under its given ``deps`` (spec rules 1-4);
 :func:`check_waits` checks it under any per-instance waits (the simulator's trace supplies the
-waits it actually met).  Both walk the unrolled program once, in program order:
+waits it actually met).  Both walk the instance stream (:mod:`machine.stream`) once, in
+program order:
 
-1. :class:`~machine.hb.ClockMachine` gives each instance its start clock ``S(X)`` and the
+1. :class:`~machine.hb.HappensBefore` gives each instance its start clock ``S(X)`` and the
    position of its completion on its component;
-2. each access of the instance is cut into segments of the shadow map of its memory space
-   (:mod:`verify.shadow`); in each segment the epochs of other components that are not ordered
-   before ``S(X)`` are the races, reads only against writes, writes against both;
+2. each access of the instance is cut into the cells of its memory space's split interval
+   maps (:class:`machine.splitmap.CellSpace`); in each cell the epochs of other components
+   that are not ordered before ``S(X)`` are the races, reads only against writes, writes
+   against both (:mod:`verify.shadow`);
 3. the access's epoch is recorded there.
 
 A race is reported once per instance pair with the first kind some shared byte gives (RAW,
 then WAW, then WAR), in the first memory (sbuf, psum, dram) where the pair conflicts with that
 kind, and the smallest ranges covering the conflicting partitions and bytes there (spec,
-"Race report").
+"Race report").  ``max_races`` keeps the first races in that order and counts them all, in
+memory bounded by the cap.
 """
 
 from __future__ import annotations
 
+import gc
+import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from machine.errors import ProgramError
-from machine.geometry import Footprint, base_footprint, mask_range, shifted
-from machine.ir import SEQUENCERS, MemoryKind, Program
-from machine.presets import resolve_machine
-from machine.unroll import Unrolled, unroll
+from machine.geometry import mask_range
+from machine.hb import HappensBefore, wait_counts
+from machine.ir import MemoryKind, Program
+from machine.splitmap import SBUF_BIN, CellSpace
+from machine.stream import InstanceStream, Waits, stream_of
 
-from machine.hb import ClockMachine
-from verify.shadow import Histories, SegmentMap
+from verify.shadow import Histories, prune, unordered
 
-__all__ = ["Race", "RaceReport", "check_program", "check_waits", "KINDS", "Progress", "PROGRESS_EVERY"]
+__all__ = ["Race", "RaceReport", "check_program", "check_waits", "check_stream", "KINDS", "Progress",
+           "PROGRESS_EVERY", "waits_from_lists"]
 
 KINDS = ("RAW", "WAW", "WAR")
 _MEMORIES = ("sbuf", "psum", "dram")
 _MEM_RANK = {MemoryKind.SBUF: 0, MemoryKind.PSUM: 1, MemoryKind.DRAM: 2}
-_SEQ_INDEX = {name: i for i, name in enumerate(SEQUENCERS)}
 _HORIZON_EVERY = 256
 #: Instances between two progress reports.
 PROGRESS_EVERY = 1 << 16
@@ -101,116 +108,79 @@ class RaceReport:
         return {"format": "neuronsim.report/1", "races": [r.to_json() for r in self.races]}
 
 
-class _Shadow:
-    """All shadow maps of one check, and the pairs found so far."""
+class _Found:
+    """Races found so far: the pairs of the current instance, then a bounded heap of all."""
 
-    def __init__(self) -> None:
-        self.maps: dict[object, SegmentMap] = {}
-        self.alias: dict[str, dict[str, tuple[SegmentMap, Histories]]] = {}
-        # (first id, second id) -> {(kind rank, memory rank): [plo, phi, blo, bhi, alias]}
-        self.found: dict[tuple[int, int], dict[tuple[int, int], list]] = {}
-        self.horizon: tuple[int, ...] = ()
+    __slots__ = ("current", "kept", "cap", "total")
 
-    def _note(self, first: int, second: int, kind: int, mem: int, mask: int, lo: int, hi: int, alias: str | None) -> None:
-        slot = self.found.setdefault((first, second), {})
+    def __init__(self, cap: int | None) -> None:
+        self.current: dict[int, dict[tuple[int, int], list]] = {}
+        self.kept: list = []  # max-heap on (first, second) via negated keys when capped
+        self.cap = cap
+        self.total = 0
+
+    def note(self, first: int, kind: int, mem: int, mask: int, lo: int, hi: int, alias: str | None) -> None:
+        slot = self.current.get(first)
+        if slot is None:
+            slot = self.current[first] = {}
         cover = slot.get((kind, mem))
-        plo, phi = mask_range(mask) if mask > 0 and mem < 2 else (0, 0)
+        plo, phi = mask_range(mask) if mask and mem < 2 else (0, 0)
         if cover is None:
             slot[(kind, mem)] = [plo, phi, lo, hi, alias]
             return
-        cover[0], cover[1] = min(cover[0], plo), max(cover[1], phi)
-        cover[2], cover[3] = min(cover[2], lo), max(cover[3], hi)
+        if plo < cover[0]:
+            cover[0] = plo
+        if phi > cover[1]:
+            cover[1] = phi
+        if lo < cover[2]:
+            cover[2] = lo
+        if hi > cover[3]:
+            cover[3] = hi
 
-    def access(self, iid: int, start: tuple[int, ...], comp: int, pos: int, fp: Footprint, is_write: bool) -> None:
-        """Check and record one access (see :meth:`plain_access` for the hot path)."""
-        space = fp.space
-        if isinstance(space, tuple):
-            self._alias_access(iid, start, comp, pos, fp, is_write, space[1])
-            return
-        mem = _MEM_RANK[fp.memory]
-        self.plain_access(iid, start, comp, pos, self.space_map(space), mem, fp.partitions if mem < 2 else 1,
-                          fp.bytes, is_write)
-
-    def space_map(self, space: object) -> SegmentMap:
-        smap = self.maps.get(space)
-        if smap is None:
-            smap = self.maps[space] = SegmentMap()
-        return smap
-
-    def plain_access(self, iid: int, start: tuple[int, ...], comp: int, pos: int, smap: SegmentMap, mem: int,
-                     mask: int, byteset, is_write: bool) -> None:
-        """An SBUF / PSUM / addressed-DRAM access, its map and memory rank already known."""
-        epoch = (pos, iid, mask)
-        horizon = self.horizon
-        bounds, cells = smap.bounds, smap.cells
-        for lo, hi in byteset:
-            i, j = smap.span(lo, hi)
-            for k in range(i, j):
-                cell = cells[k]
-                # Fast path (FastTrack's epoch test): is the last epoch of every component
-                # ordered before this access?  Only then is the history walked.
-                racy = False
-                for c, lst in cell.writes.items():
-                    if lst[-1][0] > start[c]:
-                        racy = True
-                        break
-                if not racy and is_write:
-                    for c, lst in cell.reads.items():
-                        if lst[-1][0] > start[c]:
-                            racy = True
-                            break
-                if racy:
-                    for (_, first, fmask), was_write in cell.concurrent(start, is_write, iid):
-                        shared = fmask & mask
-                        if shared:
-                            kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
-                            self._note(first, iid, kind, mem, shared, bounds[k], bounds[k + 1], None)
-                # Record the epoch (Histories.record, inlined on the hot path).
-                table = cell.writes if is_write else cell.reads
-                lst = table.get(comp)
-                if lst is None:
-                    table[comp] = [epoch]
-                elif lst[-1][1] != iid and len(lst) < 8:
-                    lst.append(epoch)
-                else:
-                    cell.record(comp, epoch, is_write, horizon)
-
-    def _alias_access(self, iid, start, comp, pos, fp: Footprint, is_write: bool, group: str) -> None:
-        tensors = self.alias.setdefault(group, {})
-        own = tensors.get(fp.tensor)
-        if own is None:
-            own = tensors[fp.tensor] = (SegmentMap(), Histories())
-        cover = (fp.bytes[0][0], fp.bytes[-1][1])
-        # Another tensor of the group may sit anywhere: every access to it conflicts.
-        for name, (_, whole) in tensors.items():
-            if name == fp.tensor:
-                continue
-            for (_, first, fcover), was_write in whole.concurrent(start, is_write, iid):
-                kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
-                self._note(first, iid, kind, 2, 0, fcover[0], fcover[1], group)
-        smap, whole = own
-        epoch = (pos, iid, 1)
-        for lo, hi in fp.bytes:
-            for slo, shi, cell in smap.segments(lo, hi):
-                for (_, first, _), was_write in cell.concurrent(start, is_write, iid):
-                    kind = 0 if (was_write and not is_write) else (1 if was_write else 2)
-                    self._note(first, iid, kind, 2, 0, slo, shi, group)
-                cell.record(comp, epoch, is_write, self.horizon)
-        whole.record(comp, (pos, iid, cover), is_write, self.horizon)
-
-    def races(self, unrolled: Unrolled) -> tuple[Race, ...]:
-        out = []
-        for (first, second) in sorted(self.found):
-            slot = self.found[(first, second)]
+    def close(self, second: int) -> None:
+        """The pairs of instance ``second`` are complete: count and keep them."""
+        current = self.current
+        self.total += len(current)
+        cap = self.cap
+        for first, slot in current.items():
             kind, mem = min(slot)
-            plo, phi, lo, hi, alias = slot[(kind, mem)]
-            partitions = (plo, phi) if mem < 2 else None
-            out.append(Race(KINDS[kind], unrolled[first].name, unrolled[second].name, _MEMORIES[mem],
-                            partitions, (lo, hi), alias, first, second))
+            entry = (first, second, kind, mem, slot[(kind, mem)])
+            if cap is None:
+                self.kept.append(entry)
+            elif len(self.kept) < cap:
+                heapq.heappush(self.kept, (-first, -second, entry))
+            elif (-first, -second) > self.kept[0][:2]:
+                heapq.heapreplace(self.kept, (-first, -second, entry))
+        current.clear()
+
+    def races(self, stream: InstanceStream) -> tuple[Race, ...]:
+        entries = self.kept if self.cap is None else [e for _, _, e in self.kept]
+        out = []
+        for first, second, kind, mem, (plo, phi, lo, hi, alias) in sorted(entries, key=lambda e: (e[0], e[1])):
+            out.append(Race(KINDS[kind], stream.instance_name(first), stream.instance_name(second), _MEMORIES[mem],
+                            (plo, phi) if mem < 2 else None, (lo, hi), alias, first, second))
         return tuple(out)
 
 
-def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unrolled | None = None, *,
+def _require_placed(program: Program) -> None:
+    virtual = sorted(n for n, t in program.tensors.items() if t.is_virtual)
+    if virtual:
+        raise ProgramError(f"tensors.{virtual[0]}", "has no placement; checking a program that still has virtual "
+                           "tensors is an error (run the allocation passes: neuronsim compile)")
+
+
+def waits_from_lists(n: int, waits: Sequence[Sequence[int]]) -> Waits:
+    """Per-instance target lists as :class:`~machine.stream.Waits` (latest first)."""
+    if len(waits) != n:
+        raise ValueError(f"waits has {len(waits)} entries; the program has {n} instances")
+    lengths = np.fromiter((len(w) for w in waits), np.int64, n)
+    ptr = np.zeros(n + 1, np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    flat = [t for w in waits for t in sorted(w, reverse=True)]
+    return Waits(ptr, np.asarray(flat, np.int64), np.full(len(flat), -1, np.int32))
+
+
+def check_waits(program: Program, waits: Sequence[Sequence[int]] | Waits, stream: InstanceStream | None = None, *,
                 max_races: int | None = None, progress: Progress | None = None) -> RaceReport:
     """Race-check ``program`` where instance ``i`` waits for the instances ``waits[i]``.
 
@@ -218,84 +188,11 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]], unrolled: Unro
     ``max_races`` caps the races listed (all are counted); ``progress(done, total)`` is called
     every :data:`PROGRESS_EVERY` instances and at the end.
     """
-    if program.has_virtual_tensors:
-        virtual = sorted(n for n, t in program.tensors.items() if t.is_virtual)
-        raise ProgramError(f"tensors.{virtual[0]}", "has no placement; checking a program that still has virtual tensors is an error (run the allocation passes: neuronsim compile)")
-    spec = resolve_machine(program.machine)
-    unrolled = unrolled or unroll(program)
-    queues = len(SEQUENCERS)
-    keep: dict[int, int] = {}
-    for ws in waits:
-        for t in ws:
-            keep[t] = keep.get(t, 0) + 1
-    clocks = ClockMachine(spec.dma_queues, keep=keep)
-    shadow = _Shadow()
-    tensors = program.tensors
-    last_on_seq = {}
-    for inst in unrolled:
-        last_on_seq[_SEQ_INDEX[inst.instr.engine]] = inst.id
-    cache: dict[int, tuple] = {}
-    footprints: dict[object, Footprint] = {}
-    events = 0
-    step = clocks.step
-    access = shadow.access
-    plain = shadow.plain_access
-    for inst in unrolled:
-        iid = inst.id
-        instr = inst.instr
-        entry = cache.get(id(instr))
-        if entry is None:
-            queue = queues + int(instr.queue[3:]) if instr.queue is not None else None
-            entry = cache[id(instr)] = (_SEQ_INDEX[instr.engine], queue, _plans(instr, tensors, inst, footprints, shadow))
-        seq, queue, plans = entry
-        targets = waits[iid]
-        for target in targets:
-            if target >= iid:
-                raise ProgramError("", f"{inst.name} waits on {unrolled[target].name}, which does not precede it in program order")
-        start, comp, pos = step(iid, seq, queue, targets)
-        if iid % _HORIZON_EVERY == 0:
-            if progress is not None and iid % PROGRESS_EVERY == 0:
-                progress(iid, len(unrolled))
-            shadow.horizon = clocks.horizon([s for s, last in last_on_seq.items() if last >= iid])
-        for fp, shifts, is_write, smap, mem, mask in plans:
-            if shifts:
-                delta = sum(inst.index[k] * b for k, b in shifts)
-                if delta:
-                    fp = shifted(fp, delta)
-            if smap is None:
-                access(iid, start, comp, pos, fp, is_write)
-            else:
-                plain(iid, start, comp, pos, smap, mem, mask, fp.bytes, is_write)
-        events += len(plans)
-    if progress is not None:
-        progress(len(unrolled), len(unrolled))
-    races = shadow.races(unrolled)
-    listed = races if max_races is None else races[:max_races]
-    return RaceReport(listed, len(unrolled), events, len(races))
-
-
-def _plans(instr, tensors, inst, footprints: dict, shadow: _Shadow) -> list:
-    """Per access: the footprint at iteration 0, the byte shift per loop index, and what the
-    shadow's hot path needs (its segment map, memory rank and partition mask).
-
-    ``footprints`` caches by access *value* (equal accesses of different instructions share a
-    footprint; the tensor is named by the access, so hashing the access alone is enough)."""
-    plans = []
-    for access, is_write in [(a, False) for a in instr.reads] + [(a, True) for a in instr.writes]:
-        tensor = tensors[access.tensor]
-        shifts = ()
-        if access.per_iteration:
-            position = {loop.name: k for k, loop in enumerate(inst.loops)}
-            shifts = tuple((position[loop], shift * tensor.itemsize) for loop, shift in access.per_iteration if shift)
-        fp = footprints.get(access)
-        if fp is None:
-            fp = footprints[access] = base_footprint(tensor, access)
-        if isinstance(fp.space, tuple):  # alias group: the general path
-            plans.append((fp, shifts, is_write, None, 2, 0))
-        else:
-            mem = _MEM_RANK[fp.memory]
-            plans.append((fp, shifts, is_write, shadow.space_map(fp.space), mem, fp.partitions if mem < 2 else 1))
-    return plans
+    _require_placed(program)
+    stream = getattr(stream, "stream", stream) or stream_of(program)  # an Unrolled carries its stream
+    if not isinstance(waits, Waits):
+        waits = waits_from_lists(len(stream), waits)
+    return check_stream(stream, waits, max_races=max_races, progress=progress)
 
 
 def check_program(program: Program, *, max_races: int | None = None, progress: Progress | None = None) -> RaceReport:
@@ -311,6 +208,176 @@ def check_program(program: Program, *, max_races: int | None = None, progress: P
     >>> [(r.kind, r.first, r.second, r.memory, r.partitions, r.bytes) for r in report.races]
     [('WAW', 'load', 'fill', 'sbuf', (0, 32), (0, 256))]
     """
-    unrolled = unroll(program)
-    waits = [tuple(t for _, t in ws) for ws in unrolled.resolve_waits()]
-    return check_waits(program, waits, unrolled, max_races=max_races, progress=progress)
+    _require_placed(program)
+    stream = stream_of(program)
+    return check_stream(stream, stream.resolve(), max_races=max_races, progress=progress)
+
+
+def _backwards(stream: InstanceStream, waits: Waits) -> None:
+    counts = np.diff(waits.ptr)
+    waiter = np.repeat(np.arange(len(stream), dtype=np.int64), counts)
+    bad = np.flatnonzero(waits.target >= waiter)
+    if len(bad):
+        k = int(bad[0])
+        raise ProgramError("", f"{stream.instance_name(int(waiter[k]))} waits on "
+                               f"{stream.instance_name(int(waits.target[k]))}, which does not precede it in program order")
+
+
+def check_stream(stream: InstanceStream, waits: Waits, *, max_races: int | None = None,
+                 progress: Progress | None = None) -> RaceReport:
+    """The checker's walk over ``stream`` under ``waits`` (see the module doc)."""
+    _backwards(stream, waits)
+    enabled = gc.isenabled()
+    gc.disable()  # millions of small acyclic objects: full collections would find nothing
+    try:
+        return _walk(stream, waits, max_races, progress)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _prepare(stream: InstanceStream, cells: CellSpace) -> list[tuple]:
+    """Per instruction: ``(is_write, pieces or None, memory rank, compiled access)`` per access."""
+    out = []
+    memo: dict[int, tuple] = {}
+    for x in range(stream.m):
+        mine = []
+        for ca in stream.accesses(x):
+            entry = memo.get(id(ca))
+            if entry is None:
+                alias = isinstance(ca.space, tuple)
+                pieces = None if (ca.moves or alias) else cells.pieces(ca.space, ca.space, ca.mask, ca.bytes)
+                entry = memo[id(ca)] = (ca.is_write, pieces, 3 if alias else _MEM_RANK[ca.memory], ca)
+            mine.append(entry)
+        out.append(tuple(mine))
+    return out
+
+
+def _walk(stream: InstanceStream, waits: Waits, max_races: int | None, progress: Progress | None) -> RaceReport:
+    n = len(stream)
+    spec = stream.spec
+    cells = CellSpace(stream.masks(), {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": spec.dram_bin_bytes},
+                      None, Histories.copy)
+    atom_masks = cells.atom_masks
+    prepared = _prepare(stream, cells)
+    hb = HappensBefore(spec.dma_queues, wait_counts(waits.target.tolist()))
+    trigger, complete, horizon_of = hb.trigger, hb.complete, hb.horizon
+    found = _Found(max_races)
+    note, close = found.note, found.close
+    alias = _AliasShadow()
+    instr, seq, comp = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist()
+    ptr, target = waits.ptr.tolist(), waits.target.tolist()
+    last_on_seq = {s: int(np.flatnonzero(stream.seq == s)[-1]) for s in set(seq)}
+    horizon = (0,) * stream.width
+    events = 0
+    pieces_of = cells.pieces
+    footprint_at = stream.footprint_at
+    for i in range(n):
+        a, b = ptr[i], ptr[i + 1]
+        start, pos = complete(i, seq[i], comp[i], trigger(seq[i], target[a:b]) if a != b else trigger(seq[i]))
+        c = comp[i]
+        if not i & (_HORIZON_EVERY - 1):
+            horizon = horizon_of([s for s, last in last_on_seq.items() if last >= i])
+            if progress is not None and not i & (PROGRESS_EVERY - 1):
+                progress(i, n)
+        epoch = (pos, i)
+        accesses = prepared[instr[i]]
+        events += len(accesses)
+        for is_write, pieces, mem, ca in accesses:
+            if pieces is None:
+                mask, byteset = footprint_at(ca, i)
+                if mem == 3:
+                    alias.access(i, start, c, pos, ca, byteset, is_write, note, horizon)
+                    continue
+                pieces = pieces_of(ca.space, ca.space, mask, byteset)
+            for smap, lo, hi in pieces:
+                ii, jj = smap.span(lo, hi)
+                values = smap.values
+                for k in range(ii, jj):
+                    cell = values[k]
+                    if cell is None:
+                        cell = values[k] = Histories()
+                    writes = cell.writes
+                    # Fast path (FastTrack's epoch test): is the last epoch of every component
+                    # ordered before this access?  Only then is the history walked.
+                    racy = False
+                    for cc, lst in writes.items():
+                        if lst[-1][0] > start[cc]:
+                            racy = True
+                            break
+                    if is_write and not racy:
+                        for cc, lst in cell.reads.items():
+                            if lst[-1][0] > start[cc]:
+                                racy = True
+                                break
+                    if racy:
+                        bounds = smap.bounds
+                        atom = atom_masks[smap_atom(smap)] if mem < 2 else 0
+                        for e in unordered(writes, start, i):
+                            note(e[1], 1 if is_write else 0, mem, atom, bounds[k], bounds[k + 1], None)
+                        if is_write:
+                            for e in unordered(cell.reads, start, i):
+                                note(e[1], 2, mem, atom, bounds[k], bounds[k + 1], None)
+                    table = writes if is_write else cell.reads
+                    lst = table.get(c)
+                    if lst is None:
+                        table[c] = [epoch]
+                    elif lst[-1][1] != i:
+                        lst.append(epoch)
+                        if len(lst) > 8 and lst[0][0] <= horizon[c]:
+                            prune(lst, horizon[c])
+        if found.current:
+            close(i)
+    if progress is not None:
+        progress(n, n)
+    return RaceReport(found.races(stream), n, events, found.total)
+
+
+def smap_atom(smap) -> int:
+    """The partition atom a map of the cell space covers (its key's second element)."""
+    return smap.tag
+
+
+class _AliasShadow:
+    """DRAM alias groups: two accesses to one tensor conflict by their bytes, two accesses to
+    different tensors of a group always (their addresses are unknown)."""
+
+    def __init__(self) -> None:
+        self.groups: dict[str, dict[int, tuple[CellSpace, Histories]]] = {}
+
+    def access(self, i, start, comp, pos, ca, byteset, is_write, note, horizon) -> None:
+        group = ca.space[1]
+        tensors = self.groups.setdefault(group, {})
+        own = tensors.get(ca.tensor)
+        if own is None:
+            own = tensors[ca.tensor] = (CellSpace((), {"dram": 1 << 30}, None, Histories.copy), Histories())
+        lo_all, hi_all = byteset[0][0], byteset[-1][1]
+        for other, (_, whole) in tensors.items():
+            if other == ca.tensor:
+                continue
+            for e in unordered(whole.writes, start, i):
+                note(e[1], 1 if is_write else 0, 2, 0, e[2][0], e[2][1], group)
+            if is_write:
+                for e in unordered(whole.reads, start, i):
+                    note(e[1], 2, 2, 0, e[2][0], e[2][1], group)
+        space, whole = own
+        for smap, lo, hi in space.pieces("t", "dram", 0, byteset):
+            ii, jj = smap.span(lo, hi)
+            for k in range(ii, jj):
+                cell = smap.values[k]
+                if cell is None:
+                    cell = smap.values[k] = Histories()
+                slo, shi = smap.bounds[k], smap.bounds[k + 1]
+                for e in unordered(cell.writes, start, i):
+                    note(e[1], 1 if is_write else 0, 2, 0, slo, shi, group)
+                if is_write:
+                    for e in unordered(cell.reads, start, i):
+                        note(e[1], 2, 2, 0, slo, shi, group)
+                cell.record(comp, (pos, i), is_write, horizon)
+        table = whole.writes if is_write else whole.reads
+        lst = table.get(comp)
+        if lst is not None and lst[-1][1] == i:
+            cover = lst[-1][2]
+            lst[-1] = (pos, i, (min(cover[0], lo_all), max(cover[1], hi_all)))
+        else:
+            whole.record(comp, (pos, i, (lo_all, hi_all)), is_write, horizon)

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from machine.geometry import footprint
 from machine.ir import Dep
 from machine.unroll import unroll
-from passes.analysis.bytemap import CellSpace, SplitMap, atoms_of
+from machine.splitmap import CellSpace, SplitMap, atoms_of
 from passes.analysis.instances import Stream
 from tests.oracles import conflicts
 from verify.strategies import programs

@@ -70,7 +70,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     """Run SCENARIO end to end: compile, check, simulate, compare with numpy."""
     # The scenarios sit on top of every package (they use the passes and the checker), so
     # they are imported here, when the command runs, not when the CLI starts.
-    from verify.scenarios import all_scenarios, load_scenario, scenario_name
+    from verify.scenarios import all_scenarios, load_scenario, run_scenario, scenario_name
 
     if list_only:
         names = [scenario_name(m) for m in all_scenarios()]

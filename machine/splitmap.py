@@ -1,19 +1,21 @@
-"""Split interval maps over partition x byte space: the overlap test of the dependence passes.
+"""Split interval maps over partition x byte space: the one overlap structure of the project.
 
 The seed buckets every physical access into a ``boost::icl::split_interval_map``: the map
 splits at every access boundary, so each maximal sub-interval (a *cell*) carries exactly the
-accesses that touch it, and "two accesses conflict" becomes "they share a cell".  This is the
-same structure in Python:
+accesses that touch it, and "two accesses share bytes" becomes "they share a cell".  The race
+checker (shadow memory), the flow builder (last writer per byte) and the anti-dependence
+builder (last write and reads since, per byte) all keep their per-cell state in these maps:
 
 * :class:`SplitMap` covers one byte range ``[lo, hi)``; ``bounds[k] .. bounds[k+1]`` is cell
   ``k`` with value ``values[k]``.  :meth:`SplitMap.span` splits at ``lo`` and ``hi`` and
-  returns the index range of the cells in between; a split copies the value to both halves,
-  so values must be immutable (ints, tuples).
+  returns the index range of the cells in between.  A split gives both halves the value of
+  the cell it cuts: immutable values (ints, tuples) are shared, a mutable value is copied
+  with the map's ``copy`` function (the race checker's per-cell histories).
 * :class:`CellSpace` keys many maps: partitions are cut into *atoms* (maximal sets of
   partitions that every partition mask of the program either contains whole or misses
   whole), and bytes into *bins* (PSUM per bank, DRAM per ``dram_bin_bytes``, SBUF per
   :data:`SBUF_BIN`).  Bins keep every map short (a list insert is a memmove), which is also
-  why the seed bins DRAM; atoms make partition x byte exact with 1-D maps.
+  why the seed bins DRAM; atoms make partition x byte exact with one-dimensional maps.
 
 Examples
 --------
@@ -26,22 +28,29 @@ Examples
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 
-__all__ = ["SplitMap", "CellSpace", "atoms_of", "SBUF_BIN"]
+__all__ = ["SplitMap", "CellSpace", "atoms_of", "SBUF_BIN", "Pieces"]
 
 #: Bytes per SBUF bin (a bookkeeping choice: it only bounds the length of each map).
 SBUF_BIN = 8192
 
+#: ``[(map, lo, hi), ...]``: a footprint cut at atom and bin boundaries.
+Pieces = list
+
 
 class SplitMap:
-    """Cells over ``[lo, hi)``, split on demand."""
+    """Cells over ``[lo, hi)``, split on demand; ``copy`` duplicates a mutable cell value."""
 
-    __slots__ = ("bounds", "values")
+    __slots__ = ("bounds", "values", "copy", "tag")
 
-    def __init__(self, lo: int, hi: int, empty: object) -> None:
+    def __init__(self, lo: int, hi: int, empty: object, copy: Callable[[object], object] | None = None,
+                 tag: object = None) -> None:
         self.bounds = [lo, hi]
         self.values = [empty]
+        self.copy = copy
+        self.tag = tag
+        """What the owner knows of this map (:class:`CellSpace`: the partition atom)."""
 
     def split(self, x: int) -> int:
         """Index of the cell starting at ``x`` (``lo <= x <= hi``), splitting if needed."""
@@ -49,11 +58,19 @@ class SplitMap:
         k = bisect_left(bounds, x)
         if bounds[k] != x:
             bounds.insert(k, x)
-            self.values.insert(k, self.values[k - 1])
+            value = self.values[k - 1]
+            if self.copy is not None and value is not None:
+                value = self.copy(value)
+            self.values.insert(k, value)
         return k
 
     def span(self, lo: int, hi: int) -> tuple[int, int]:
         """``(i, j)``: cells ``i .. j-1`` tile ``[lo, hi)`` exactly."""
+        bounds = self.bounds
+        i = bisect_left(bounds, lo)
+        # Fast path: the access matches one existing cell (a buffer touched again).
+        if bounds[i] == lo and i + 1 < len(bounds) and bounds[i + 1] == hi:
+            return i, i + 1
         i = self.split(lo)
         return i, self.split(hi)
 
@@ -114,22 +131,26 @@ class CellSpace:
         DRAM size).
     empty:
         Value of a cell no access has touched.
+    copy:
+        How a split copies a mutable cell value (None: values are immutable).
     """
 
-    __slots__ = ("maps", "atoms", "atom_masks", "bin_bytes", "empty", "_pieces")
+    __slots__ = ("maps", "atoms", "atom_masks", "bin_bytes", "empty", "copy", "_pieces")
 
     #: Footprints whose cut into pieces is remembered (cleared when full).
     CACHE = 1 << 16
 
-    def __init__(self, masks: Iterable[int], bin_bytes: dict[str, int], empty: object) -> None:
+    def __init__(self, masks: Iterable[int], bin_bytes: dict[str, int], empty: object,
+                 copy: Callable[[object], object] | None = None) -> None:
         self.atoms, self.atom_masks = atoms_of(masks)
         self.atoms[0] = (0,)
         self.maps: dict[tuple, SplitMap] = {}
         self.bin_bytes = bin_bytes
         self.empty = empty
-        self._pieces: dict[tuple, list[tuple[SplitMap, int, int]]] = {}
+        self.copy = copy
+        self._pieces: dict[tuple, Pieces] = {}
 
-    def pieces(self, key: Hashable, space: object, mask: int, byteset: tuple[tuple[int, int], ...]) -> list[tuple[SplitMap, int, int]]:
+    def pieces(self, key: Hashable, space: object, mask: int, byteset: tuple[tuple[int, int], ...]) -> Pieces:
         """``(map, lo, hi)``: the footprint cut at atom and bin boundaries, map by map.
 
         ``map.span(lo, hi)`` then gives the cells; the cut itself is cached per footprint.
@@ -139,7 +160,9 @@ class CellSpace:
         if found is not None:
             return found
         size = self.bin_bytes[space if isinstance(space, str) else "dram"]
-        atoms = self.atoms[mask]
+        atoms = self.atoms.get(mask)
+        if atoms is None:  # a mask no access announced (a moving footprint): split the atoms
+            atoms = self._atoms_within(mask)
         maps = self.maps
         out = []
         for lo, hi in byteset:
@@ -151,12 +174,18 @@ class CellSpace:
                     mkey = (key, atom, b)
                     smap = maps.get(mkey)
                     if smap is None:
-                        smap = maps[mkey] = SplitMap(blo, blo + size, self.empty)
+                        smap = maps[mkey] = SplitMap(blo, blo + size, self.empty, self.copy, atom)
                     out.append((smap, piece_lo, piece_hi))
         if len(self._pieces) >= self.CACHE:
             self._pieces.clear()
         self._pieces[ckey] = out
         return out
+
+    def _atoms_within(self, mask: int) -> tuple[int, ...]:
+        found = tuple(a for a, am in enumerate(self.atom_masks) if am & mask)
+        if any(self.atom_masks[a] & ~mask for a in found):
+            raise ValueError(f"partition mask {mask:#x} cuts an atom; announce every mask to CellSpace")
+        return found
 
     def touch(self, key: Hashable, space: object, mask: int, byteset: tuple[tuple[int, int], ...]) -> Iterator[tuple[SplitMap, int, int]]:
         """``(map, i, j)`` for every run of cells the footprint covers, map by map."""
