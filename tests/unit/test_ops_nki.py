@@ -312,3 +312,11 @@ def test_costs_follow_section_1_4():
     # tensor_reduce over chosen axes costs its input's N like before
     assert _cycles(_ins("dve", "tensor_reduce", [{"tensor": "big", "pattern": [[30, 10], [1, 30]]}],
                         [{"tensor": "big2", "pattern": [[1, 10]]}], {"axis": 2}), **BIG) == 300
+
+
+def test_listing_names_operand_tiles_by_read():
+    from machine.listing import render_listing
+
+    inst = GOOD[2]  # tensor_scalar with two operand tiles
+    text = render_listing(parse_program(_doc(inst)))
+    assert "operand0=reads[1]" in text and "operand1=reads[2]" in text and "'read'" not in text
