@@ -13,9 +13,13 @@ Compute engines
     * DVE / ACT: the table's formula with the minimum initiation interval as a floor,
       ``max(MIN_II, formula)`` (section 1.4: the formulas hold for ``N > 128`` and an
       instruction never issues faster than ``MIN_II``).  ``tensor_tensor`` is ``2N``, or ``N``
-      with a PSUM input or bf16 add / subtract / multiply; ``tensor_reduce`` ``N``, ``N/2`` for
-      bf16 add / max; ``memset`` ``N``, ``N/2`` zero-filling a 2-byte dtype;
-      ``set_rand_state`` ``64``; everything else ``N``.
+      with a PSUM input or bf16 add / subtract / multiply; ``tensor_tensor_scan`` ``2N`` with
+      ``N`` its ``data0``'s free size; ``tensor_reduce`` ``N``, ``N/2`` for bf16 add / max;
+      ``bn_aggr`` ``13N/3`` with ``N`` its input's free size; ``memset`` ``N``, ``N/2``
+      zero-filling a 2-byte dtype; ``set_rand_state`` ``64``; everything else (``bn_stats``,
+      ``tensor_scalar`` with one or two operators alike) ``N``.  An ``activation`` with a fused
+      reduction (``reduce_op``) adds ``MIN_II`` after the floor, the ``ActReadAccumulator``
+      instruction (``max(MIN_II, N) + MIN_II``).
     * POOL: ``GPSIMD_START + work`` (section 1.4, "GPSIMD_START ~ 150 cycles"; ``work`` is the
       formula above without the floor, e.g. ``150 + 2N`` for ``tensor_tensor``);
       ``set_rand_state`` stays ``64``.
@@ -115,6 +119,10 @@ def _work_cycles(instr: Instruction, tensors: Mapping[str, Tensor], spec: Machin
         source = tensors[instr.reads[0].tensor]
         halved = source.dtype == "bfloat16" and attrs.get("op", "add") in ("add", "max")
         return (n / 2 if halved else float(n)), True
+    if op == "tensor_tensor_scan":
+        return 2.0 * free_size(tensors[instr.reads[0].tensor], instr.reads[0]), True
+    if op == "bn_aggr":
+        return 13.0 * free_size(tensors[instr.reads[0].tensor], instr.reads[0]) / 3.0, True
     if op == "memset":
         target = tensors[instr.writes[0].tensor]
         halved = attrs.get("value", 0) == 0 and target.dtype in _TWO_BYTE_FLOATS
@@ -157,4 +165,6 @@ def instruction_cost(instr: Instruction, tensors: Mapping[str, Tensor], spec: Ma
             cycles += spec.pool_start_cycles
         elif floored:
             cycles = max(float(spec.min_ii_cycles), cycles)
+        if instr.op == "activation" and "reduce_op" in instr.attrs:
+            cycles += spec.min_ii_cycles  # the ActReadAccumulator that writes reduce_res [1.4]
     return OpCost(cycles / ghz, 0.0, cycles, 0)

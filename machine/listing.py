@@ -21,6 +21,13 @@ from machine.ir import Access, Instruction, Loop, MemoryKind, Node, Program, Ten
 __all__ = ["render_listing", "describe_access"]
 
 
+def _attr_text(value) -> str:
+    """An attribute value; a per-partition operand tile ``{"read": k}`` reads ``reads[k]``."""
+    if isinstance(value, dict) and set(value) == {"read"}:
+        return f"reads[{value['read']}]"
+    return str(value)
+
+
 def describe_access(tensor: Tensor, access: Access) -> str:
     """``NAME MEMORY p[lo,hi) b[lo,hi)`` at iteration 0, with the per-iteration shift."""
     memory = tensor.memory.name.lower()
@@ -64,7 +71,7 @@ def _line(inst: Instruction, tensors: dict[str, Tensor], indent: str, widths: tu
         for access in group:
             parts.append(f"{prefix} {describe_access(tensors[access.tensor], access)}")
     if inst.attrs:
-        parts.append("{" + ", ".join(f"{k}={v}" for k, v in inst.attrs.items()) + "}")
+        parts.append("{" + ", ".join(f"{k}={_attr_text(v)}" for k, v in inst.attrs.items()) + "}")
     deps = _deps(inst)
     if deps:
         parts.append(deps)

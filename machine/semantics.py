@@ -10,8 +10,10 @@ Conventions (project choices where the reference is silent):
   A compute operand ``(P, c_0, ..., c_k)`` is used as ``[P, F]`` with ``F = c_0 * ... * c_k``
   (row-major).  An input that should match the output is read row-major and repeated
   cyclically or truncated to fill it (``numpy.resize``; a no-op when the counts agree, as in
-  any well-shaped program); so is a per-partition operand (activation bias,
-  ``tensor_scalar`` scalar) to ``[P, 1]``, and a matmul product or a transpose to its output.
+  any well-shaped program); so is a per-partition operand (activation bias / scale,
+  ``tensor_scalar`` operands, a scan's ``initial``) to ``[P, 1]``, and a matmul product or a
+  transpose to its output.  Per-partition results (reductions, statistics) fill each output
+  partition row-major, partitions and values repeated cyclically or truncated.
 * **Arithmetic in fp32.** Inputs are widened to float32 (bf16 / fp8 through ``ml_dtypes``),
   the op is computed in float32 and the result cast to the output dtype.  PSUM accumulation
   is fp32: an accumulating matmul adds to the current contents of the bytes it writes.
@@ -36,13 +38,32 @@ Op meanings are those of the op table (``doc`` column); the details:
                         accumulated tile, is not needed: the write's contents are used);
                         with different partition counts the first ``min(K, K')`` contract
 ``transpose``           ``out[F, P] = in[P, F]``
-``activation``          ``func(in * scale + bias)`` (scale 1, bias 0 by default; a second
-                        read adds a per-partition bias); ``gelu`` is the tanh form
-``tensor_tensor``       ``in0 <op> in1``; ``bypass`` passes ``in0``
-``tensor_scalar``       ``(in <op0> s0) <op1> s1`` (a missing op is skipped; a second read
-                        is a per-partition ``s0``); ``reverse`` swaps the operands of both
-``tensor_reduce``       ``out[p, :] = reduce(in[p, :])`` (``negate`` negates it); the
-                        per-partition results are resized to the output's partitions
+``activation``          ``func(in * scale + bias)``; ``scale`` (default 1) and ``bias``
+                        (default 0) are immediates or ``[P, 1]`` tiles
+                        (:mod:`machine.oprules`); ``gelu`` is the tanh form; with
+                        ``reduce_op`` the second write gets the per-partition sum of the
+                        fp32 activation result (before the output cast), ACT's reduce
+                        registers being 32-bit (NKI ``activation_reduce``)
+``tensor_tensor``       ``in0 <op> in1``; ``bypass`` passes ``in0``; comparisons give 1.0 or
+                        0.0, logical ops treat non-zero as true
+``tensor_scalar``       ``(in <op0> s0) <op1> s1``, ``s0`` / ``s1`` immediates (default 0) or
+                        ``[P, 1]`` tiles; a missing op is skipped; ``reverse0`` (``reverse1``)
+                        puts the operand on the left of ``op0`` (``op1``), ``reverse`` both
+``tensor_tensor_scan``  per partition, ``state = initial`` (default 0, an immediate or a
+                        ``[P, 1]`` tile) then for each free index ``i`` in order
+                        ``state = (data0[i] <op0> state) <op1> data1[i]``, ``out[i] = state``
+                        (``reverse0``: ``state <op0> data0[i]``; ``reverse1``:
+                        ``data1[i] <op1> ...``); the carried state stays fp32
+``tensor_reduce``       ``out[p, kept] = reduce(in[p, ...])`` over the ``axis`` dimensions
+                        of the read's element shape (default: all free ones; ``keepdims``
+                        only shapes the destination, which the write access already gives);
+                        ``negate`` negates it; results fill the output row-major
+``bn_stats``            per partition ``(count, mean, var * count)`` of the elements at even
+                        free indices, then of those at odd indices (biased variance; an
+                        empty half gives zeros), in fp32
+``bn_aggr``             per partition ``(mean, variance)`` of the union the
+                        ``(count, mean, var * count)`` triples describe (Chan's combination),
+                        in fp32; no elements give zeros
 ``tensor_copy``         ``cast(in)``
 ``memset``              ``value`` (default 0)
 ``iota``                ``base + p * partition_step + i * step`` (defaults 0, 0, 1), ``p`` the
@@ -61,6 +82,7 @@ from typing import Any
 import numpy as np
 
 from machine.optable import OP_TABLE
+from machine.oprules import ReadOperand, bind_operands, reduce_axes
 
 __all__ = ["execute", "cast", "ACTIVATIONS", "ALU", "opaque_bytes"]
 
@@ -149,9 +171,26 @@ ALU: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "min": np.minimum,
     "pow": np.power,
     "bypass": lambda a, b: np.broadcast_to(a, np.broadcast_shapes(np.shape(a), np.shape(b))),
+    "equal": lambda a, b: (a == b).astype(F32),
+    "not_equal": lambda a, b: (a != b).astype(F32),
+    "greater": lambda a, b: (a > b).astype(F32),
+    "greater_equal": lambda a, b: (a >= b).astype(F32),
+    "less": lambda a, b: (a < b).astype(F32),
+    "less_equal": lambda a, b: (a <= b).astype(F32),
+    "logical_and": lambda a, b: np.logical_and(a != 0, b != 0).astype(F32),
+    "logical_or": lambda a, b: np.logical_or(a != 0, b != 0).astype(F32),
+    "logical_xor": lambda a, b: np.logical_xor(a != 0, b != 0).astype(F32),
 }
 
-_REDUCE = {"add": np.sum, "max": np.max, "min": np.min, "multiply": np.prod}
+_REDUCE: dict[str, Callable[..., np.ndarray]] = {
+    "add": np.sum,
+    "max": np.max,
+    "min": np.min,
+    "multiply": np.prod,
+    "logical_and": lambda x, axis: np.all(x != 0, axis=axis).astype(F32),
+    "logical_or": lambda x, axis: np.any(x != 0, axis=axis).astype(F32),
+    "logical_xor": lambda x, axis: (np.count_nonzero(x, axis=axis) % 2).astype(F32),
+}
 
 
 def opaque_bytes(op: str, index: int, reads: Sequence[np.ndarray], nbytes: int) -> np.ndarray:
@@ -199,14 +238,36 @@ def _transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     return [cast(_fit(_f32(flipped), outs[0].shape), outs[0].dtype)]
 
 
+def _operand(value: float | ReadOperand | None, reads, partitions: int, default: float) -> Any:
+    """A per-partition operand: a ``[P, 1]`` tile or a float32 immediate."""
+    if isinstance(value, ReadOperand):
+        return _per_partition(reads[value.index], partitions)
+    return F32(default if value is None else value)
+
+
+def _fill_rows(values: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Per-partition results ``[P, k]`` as ``out``'s shape (see "Total" above).
+
+    >>> _fill_rows(np.array([[1.0, 2.0], [3.0, 4.0]]), np.zeros((3, 3))).tolist()
+    [[1.0, 2.0, 1.0], [3.0, 4.0, 3.0], [1.0, 2.0, 1.0]]
+    """
+    p, f = _rows(out).shape
+    picked = values[np.arange(p) % values.shape[0]]
+    return picked[:, np.arange(f) % picked.shape[1]].reshape(out.shape)
+
+
 def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
-    data = _fit(_f32(reads[0]), out.shape)
-    z = data * F32(attrs.get("scale", 1.0)) + F32(attrs.get("bias", 0.0))
-    if len(reads) > 1:
-        rows = _rows(z)
-        z = (rows + _per_partition(reads[1], rows.shape[0])).reshape(out.shape)
-    return [cast(ACTIVATIONS[attrs.get("func", "identity")](z), out.dtype)]
+    rows = _rows(_fit(_f32(reads[0]), out.shape))
+    operands = bind_operands(OP_TABLE["activation"], attrs, len(reads))
+    scale = _operand(operands["scale"], reads, rows.shape[0], 1.0)
+    bias = _operand(operands["bias"], reads, rows.shape[0], 0.0)
+    activated = ACTIVATIONS[attrs.get("func", "identity")](rows * scale + bias).astype(F32)
+    results = [cast(activated.reshape(out.shape), out.dtype)]
+    if len(outs) > 1:
+        total = activated.sum(axis=1, keepdims=True, dtype=F32)
+        results.append(cast(_fill_rows(total, outs[1]), outs[1].dtype))
+    return results
 
 
 def _tensor_tensor(attrs, reads, outs, engine, state) -> list[np.ndarray]:
@@ -219,27 +280,77 @@ def _tensor_tensor(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
     rows = _rows(_fit(_f32(reads[0]), out.shape))
-    s0: Any = F32(attrs.get("operand0", 0.0))
-    if len(reads) > 1:
-        s0 = _per_partition(reads[1], rows.shape[0])
+    operands = bind_operands(OP_TABLE["tensor_scalar"], attrs, len(reads))
     reverse = attrs.get("reverse", False)
     value = rows
-    for op, scalar in ((attrs.get("op0"), s0), (attrs.get("op1"), F32(attrs.get("operand1", 0.0)))):
+    for k in (0, 1):
+        op = attrs.get(f"op{k}")
         if op is None:
             continue
-        value = ALU[op](scalar, value) if reverse else ALU[op](value, scalar)
+        scalar = _operand(operands[f"operand{k}"], reads, rows.shape[0], 0.0)
+        value = ALU[op](scalar, value) if attrs.get(f"reverse{k}", reverse) else ALU[op](value, scalar)
     return [cast(np.broadcast_to(value, rows.shape).reshape(out.shape), out.dtype)]
+
+
+def _tensor_tensor_scan(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    data0 = _rows(_fit(_f32(reads[0]), out.shape))
+    data1 = _rows(_fit(_f32(reads[1]), out.shape))
+    partitions = data0.shape[0]
+    operands = bind_operands(OP_TABLE["tensor_tensor_scan"], attrs, len(reads))
+    carried = np.broadcast_to(_operand(operands["initial"], reads, partitions, 0.0), (partitions, 1))[:, 0]
+    op0, op1 = ALU[attrs.get("op0", "multiply")], ALU[attrs.get("op1", "add")]
+    reverse0, reverse1 = attrs.get("reverse0", False), attrs.get("reverse1", False)
+    result = np.empty_like(data0)
+    for i in range(data0.shape[1]):
+        first = op0(carried, data0[:, i]) if reverse0 else op0(data0[:, i], carried)
+        carried = op1(data1[:, i], first) if reverse1 else op1(first, data1[:, i])
+        result[:, i] = carried
+    return [cast(result.reshape(out.shape), out.dtype)]
 
 
 def _tensor_reduce(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
-    rows = _rows(_f32(reads[0]))
-    reduced = _REDUCE[attrs.get("op", "add")](rows, axis=1, keepdims=True).astype(F32)
+    source = _f32(reads[0])
+    if source.ndim < 2:
+        source = _rows(source)
+    axes = tuple(a for a in reduce_axes(attrs.get("axis"), source.ndim) if a < source.ndim) or tuple(
+        range(1, source.ndim))
+    reduced = np.asarray(_REDUCE[attrs.get("op", "add")](source, axis=axes), dtype=F32)
     if attrs.get("negate", False):
         reduced = -reduced
-    out_rows = _rows(out)
-    per_partition = _fit(reduced, (out_rows.shape[0], 1))
-    return [cast(np.broadcast_to(per_partition, out_rows.shape).reshape(out.shape), out.dtype)]
+    return [cast(_fill_rows(reduced.reshape(source.shape[0], -1), out), out.dtype)]
+
+
+def _moments(half: np.ndarray) -> list[np.ndarray]:
+    """``count, mean, var * count`` of each row of ``half`` in fp32 (zeros when empty)."""
+    count = half.shape[1]
+    if count == 0:
+        zeros = np.zeros(half.shape[0], F32)
+        return [zeros, zeros, zeros]
+    mean = half.sum(axis=1, dtype=F32) / F32(count)
+    m2 = np.square(half - mean[:, None]).sum(axis=1, dtype=F32)
+    return [np.full(half.shape[0], count, F32), mean, m2]
+
+
+def _bn_stats(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    rows = _rows(_f32(reads[0]))
+    stats = np.stack(_moments(rows[:, 0::2]) + _moments(rows[:, 1::2]), axis=1)
+    return [cast(_fill_rows(stats, outs[0]), outs[0].dtype)]
+
+
+def _bn_aggr(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    rows = _rows(_f32(reads[0]))
+    whole = rows.shape[1] // 3 * 3
+    triples = rows[:, :whole].reshape(rows.shape[0], -1, 3)
+    count, mean, m2 = triples[..., 0], triples[..., 1], triples[..., 2]
+    total = count.sum(axis=1, dtype=F32)
+    safe = np.where(total > 0, total, F32(1))
+    grand = (count * mean).sum(axis=1, dtype=F32) / safe
+    spread = m2.sum(axis=1, dtype=F32) + (count * np.square(mean - grand[:, None])).sum(axis=1, dtype=F32)
+    variance = np.where(total > 0, spread / safe, F32(0))
+    stats = np.stack([np.where(total > 0, grand, F32(0)), variance], axis=1).astype(F32)
+    return [cast(_fill_rows(stats, outs[0]), outs[0].dtype)]
 
 
 def _tensor_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
@@ -288,7 +399,10 @@ _OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "activation": _activation,
     "tensor_tensor": _tensor_tensor,
     "tensor_scalar": _tensor_scalar,
+    "tensor_tensor_scan": _tensor_tensor_scan,
     "tensor_reduce": _tensor_reduce,
+    "bn_stats": _bn_stats,
+    "bn_aggr": _bn_aggr,
     "tensor_copy": _tensor_copy,
     "memset": _memset,
     "iota": _iota,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from machine.errors import ProgramError, join_path
 from machine.ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
 from machine.optable import COMMON_ATTRS, op_spec
+from machine.oprules import check_op_rules
 from machine.presets import MachineSpec, resolve_machine
 
 __all__ = ["validate_program", "check_placement", "check_instruction"]
@@ -175,6 +176,7 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
                 raise ProgramError(join_path(join_path(path, "reads"), i), "PE reads SBUF, plus only the PSUM tile it accumulates into (a tensor it also writes)")
     if inst.op == "tensor_tensor" and psum_reads > 1:
         raise ProgramError(join_path(path, "reads"), "tensor_tensor reads at most one PSUM operand")
+    check_op_rules(inst, tensors, path)
     if inst.is_dma:
         dge = inst.attrs.get("dge", "none")
         if dge == "swdge" and inst.engine != "pool":

@@ -8,7 +8,12 @@ Every file here that defines ``build``, ``inputs`` and ``reference`` is a scenar
 * ``rmsnorm``: RMSNorm with a PE partition broadcast;
 * ``flash_attention``: flash-attention forward over KV tiles (online softmax);
 * ``double_buffer``: a double-buffered DMA pipeline;
-* ``pe_transpose``: 128 x 128 PE transposes through one PSUM bank.
+* ``pe_transpose``: 128 x 128 PE transposes through one PSUM bank;
+* ``transpose2d``: batched 2-D PE transposes, one PSUM group per tile, a masked edge tile;
+* ``layernorm``: LayerNorm v2 with ``bn_stats`` / ``bn_aggr`` and a two-operand
+  ``tensor_scalar``;
+* ``cross_entropy``: cross-entropy forward with an online log-sum-exp over vocabulary chunks;
+* ``mamba``: the fused Mamba selective scan with ``tensor_tensor_scan``.
 
 The kernels are written with :mod:`scenarios.builder`, a small NKI-like builder that needs
 only :mod:`machine`, and are run end to end (allocation, dependence passes, race check,

@@ -52,7 +52,7 @@ from typing import Any
 
 from machine.dtypes import itemsize
 from machine.edges import kind_from_name
-from machine.ir import Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+from machine.ir import Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 from machine.validate import validate_program
 from scenarios.views import Index, Operand, TensorRef, View, as_view, is_int
 
@@ -153,7 +153,8 @@ class KernelBuilder:
             self._loops.pop()
         self._bodies[-1].append(Loop(name, trip_count, tuple(body)))
 
-    def instruction(self, op: str, engine: str, reads: Iterable[Operand] = (), writes: Iterable[Operand] = (), *,
+    def instruction(self, op: str, engine: str, reads: Iterable[Operand | Access] = (),
+                    writes: Iterable[Operand | Access] = (), *,
                     attrs: Mapping[str, Any] | None = None, queue: str | None = None, name: str | None = None,
                     deps: Iterable[Any] = ()) -> str:
         """Emit any instruction (an opaque op too); the typed helpers below call this."""
@@ -167,7 +168,7 @@ class KernelBuilder:
         if queue is None and op.startswith("dma"):
             queue = "dma0"
         self._bodies[-1].append(Instruction(
-            name, engine, op, tuple(as_view(r).access() for r in reads), tuple(as_view(w).access() for w in writes),
+            name, engine, op, tuple(_access(r) for r in reads), tuple(_access(w) for w in writes),
             frozen_mapping({k: v for k, v in (attrs or {}).items() if v is not None}),
             tuple(_as_dep(d) for d in deps), queue))
         return name
@@ -212,17 +213,33 @@ class KernelBuilder:
             raise ValueError(f"transpose: destination {d.shape} is not the transpose of {s.shape}")
         return self.instruction("transpose", engine, [s], [d], name=name, deps=deps)
 
-    def activation(self, dst: Operand, src: Operand, *, func: str = "identity", scale: float | None = None,
-                   bias: float | Operand | None = None, name: str | None = None, deps: Iterable[Any] = ()) -> str:
-        """``dst = func(src * scale + bias)`` on ACT; ``bias`` a number or a ``[P, 1]`` tile."""
+    def _operands(self, reads: list[View], attrs: dict[str, Any], like: View, op: str,
+                  **operands: float | Operand | None) -> None:
+        """Per-partition operands: a tile is appended to ``reads`` and named ``{"read": k}``."""
+        for slot, value in operands.items():
+            if isinstance(value, (View, TensorRef)):
+                reads.append(_per_partition(value, like, f"{op} {slot}"))
+                attrs[slot] = {"read": len(reads) - 1}
+            else:
+                attrs[slot] = value
+
+    def activation(self, dst: Operand, src: Operand, *, func: str = "identity", scale: float | Operand | None = None,
+                   bias: float | Operand | None = None, reduce_res: Operand | None = None, reduce_op: str = "add",
+                   name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst = func(src * scale + bias)`` on ACT; ``scale`` / ``bias`` numbers or ``[P, 1]`` tiles.
+
+        With ``reduce_res`` (a ``[P, 1]`` tile) the instruction also writes the per-partition
+        ``reduce_op`` of its result there (NKI ``activation_reduce``).
+        """
         d, s = as_view(dst), as_view(src)
         _same_tile(d, s, "activation")
-        reads, attrs = [s], {"func": func, "scale": scale}
-        if isinstance(bias, (View, TensorRef)):
-            reads.append(_per_partition(bias, d, "activation bias"))
-        else:
-            attrs["bias"] = bias
-        return self.instruction("activation", "act", reads, [d], attrs=attrs, name=name, deps=deps)
+        reads, attrs = [s], {"func": func}
+        self._operands(reads, attrs, d, "activation", bias=bias, scale=scale)
+        writes = [d]
+        if reduce_res is not None:
+            writes.append(_per_partition(reduce_res, d, "activation reduce_res"))
+            attrs["reduce_op"] = reduce_op
+        return self.instruction("activation", "act", reads, writes, attrs=attrs, name=name, deps=deps)
 
     def tensor_tensor(self, dst: Operand, in0: Operand, in1: Operand, *, op: str = "add", engine: str = "dve",
                       name: str | None = None, deps: Iterable[Any] = ()) -> str:
@@ -233,26 +250,64 @@ class KernelBuilder:
         return self.instruction("tensor_tensor", engine, [a, b], [d], attrs={"op": op}, name=name, deps=deps)
 
     def tensor_scalar(self, dst: Operand, src: Operand, *, op0: str, operand0: float | Operand = 0.0,
-                      op1: str | None = None, operand1: float | None = None, reverse: bool | None = None,
-                      engine: str = "dve", name: str | None = None, deps: Iterable[Any] = ()) -> str:
-        """``dst = (src <op0> operand0) <op1> operand1``; ``operand0`` a number or a ``[P, 1]`` tile."""
+                      op1: str | None = None, operand1: float | Operand | None = None, reverse: bool | None = None,
+                      reverse0: bool | None = None, reverse1: bool | None = None, engine: str = "dve",
+                      name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst = (src <op0> operand0) <op1> operand1``; operands numbers or ``[P, 1]`` tiles."""
         d, s = as_view(dst), as_view(src)
         _same_tile(d, s, "tensor_scalar")
-        reads, attrs = [s], {"op0": op0, "op1": op1, "operand1": operand1, "reverse": reverse}
-        if isinstance(operand0, (View, TensorRef)):
-            reads.append(_per_partition(operand0, d, "tensor_scalar operand0"))
-        else:
-            attrs["operand0"] = operand0
+        reads = [s]
+        attrs = {"op0": op0, "op1": op1, "reverse": reverse, "reverse0": reverse0, "reverse1": reverse1}
+        self._operands(reads, attrs, d, "tensor_scalar", operand0=operand0, operand1=operand1)
         return self.instruction("tensor_scalar", engine, reads, [d], attrs=attrs, name=name, deps=deps)
 
-    def tensor_reduce(self, dst: Operand, src: Operand, *, op: str = "add", negate: bool | None = None,
-                      name: str | None = None, deps: Iterable[Any] = ()) -> str:
-        """``dst[p, :] = reduce(src[p, :])`` along the free axis on DVE."""
+    def tensor_tensor_scan(self, dst: Operand, data0: Operand, data1: Operand, *, initial: float | Operand = 0.0,
+                           op0: str = "multiply", op1: str = "add", reverse0: bool | None = None,
+                           reverse1: bool | None = None, name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst[:, i] = (data0[:, i] <op0> dst[:, i-1]) <op1> data1[:, i]`` on DVE, from ``initial``."""
+        d, a, b = as_view(dst), as_view(data0), as_view(data1)
+        _same_tile(d, a, "tensor_tensor_scan")
+        _same_tile(d, b, "tensor_tensor_scan")
+        reads = [a, b]
+        attrs = {"op0": op0, "op1": op1, "reverse0": reverse0, "reverse1": reverse1}
+        self._operands(reads, attrs, d, "tensor_tensor_scan", initial=initial)
+        return self.instruction("tensor_tensor_scan", "dve", reads, [d], attrs=attrs, name=name, deps=deps)
+
+    def tensor_reduce(self, dst: Operand, src: Operand, *, op: str = "add", axis: int | list[int] | None = None,
+                      negate: bool | None = None, keepdims: bool | None = None, name: str | None = None,
+                      deps: Iterable[Any] = ()) -> str:
+        """``dst[p, kept] = reduce(src[p, ...])`` on DVE over the free ``axis`` dims (default: all).
+
+        With ``axis`` the read keeps the view's dimensions (so ``axis`` numbers them).
+        """
         d, s = as_view(dst), as_view(src)
         if d.num_partitions != s.num_partitions:
             raise ValueError(f"tensor_reduce: {d.shape} and {s.shape} differ in partitions")
-        return self.instruction("tensor_reduce", "dve", [s], [d], attrs={"op": op, "negate": negate},
+        read: View | Access = s
+        if axis is not None:
+            axes = [axis] if is_int(axis) else list(axis)
+            kept = prod(s.shape[1:min(axes)])
+            if d.free_count != kept:
+                raise ValueError(f"tensor_reduce: reducing axes {axes} of {s.shape} leaves {kept} elements per "
+                                 f"partition, not {d.free_count}")
+            read = s.access(merge=False)
+        return self.instruction("tensor_reduce", "dve", [read], [d],
+                                attrs={"op": op, "axis": axis, "negate": negate, "keepdims": keepdims},
                                 name=name, deps=deps)
+
+    def bn_stats(self, dst: Operand, src: Operand, *, name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst[p, 0:6]`` = mean / variance statistics of ``src[p, :]`` (at most 512 elements) on DVE."""
+        d, s = as_view(dst), as_view(src)
+        if d.num_partitions != s.num_partitions or d.free_count != 6 or s.free_count > 512:
+            raise ValueError(f"bn_stats: {s.shape} (at most 512 per partition) -> {d.shape} (6 per partition)")
+        return self.instruction("bn_stats", "dve", [s], [d], name=name, deps=deps)
+
+    def bn_aggr(self, dst: Operand, src: Operand, *, name: str | None = None, deps: Iterable[Any] = ()) -> str:
+        """``dst[p] = (mean, variance)`` from the ``bn_stats`` results in ``src[p, :]`` on DVE."""
+        d, s = as_view(dst), as_view(src)
+        if d.num_partitions != s.num_partitions or d.free_count != 2 or s.free_count % 3:
+            raise ValueError(f"bn_aggr: {s.shape} (triples per partition) -> {d.shape} (2 per partition)")
+        return self.instruction("bn_aggr", "dve", [s], [d], name=name, deps=deps)
 
     def tensor_copy(self, dst: Operand, src: Operand, *, engine: str = "dve", name: str | None = None,
                     deps: Iterable[Any] = ()) -> str:
@@ -278,6 +333,10 @@ class KernelBuilder:
     def random(self, dst: Operand, *, low: float | None = None, high: float | None = None, engine: str = "pool",
                name: str | None = None, deps: Iterable[Any] = ()) -> str:
         return self.instruction("random", engine, [], [dst], attrs={"low": low, "high": high}, name=name, deps=deps)
+
+
+def _access(operand: Operand | Access) -> Access:
+    return operand if isinstance(operand, Access) else as_view(operand).access()
 
 
 def _same_count(a: View, b: View, op: str) -> None:

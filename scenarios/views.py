@@ -120,12 +120,17 @@ class View:
         counts = tuple(count for _stride, count in self.dims)
         return counts if self.partitions is None else (self.partitions[1], *counts)
 
-    def access(self) -> Access:
-        """The :class:`~machine.ir.Access`: defaults omitted, adjacent dimensions merged."""
+    def access(self, merge: bool = True) -> Access:
+        """The :class:`~machine.ir.Access`: defaults omitted, adjacent dimensions merged.
+
+        ``merge=False`` keeps every dimension of the view in the pattern, so the access's
+        element shape is the view's :attr:`shape` (for ops that number dimensions, like
+        ``tensor_reduce`` ``axis``).
+        """
         partitions = self.partitions
         if partitions == (0, self.tensor.shape[0], 1):
             partitions = None
-        pattern = _merged(self.dims)
+        pattern = _merged(self.dims) if merge else self.dims
         whole = pattern == ((1, self.tensor.free_elements),)
         if whole and not self.offset.terms and self.offset.const == 0:
             return Access(self.tensor.name, partitions)

@@ -20,14 +20,18 @@ from functools import lru_cache
 
 from hypothesis import strategies as st
 
+from dataclasses import replace
+
 from machine.dtypes import DTYPES
+from machine.geometry import access_extent
 from machine.ir import PSUM_BANK_BYTES, Access, MemoryKind, Tensor
-from machine.optable import ACTIVATION_FUNCS, ALU_OPS, REDUCE_OPS
+from machine.optable import ACT_REDUCE_OPS, ACTIVATION_FUNCS, ALU_OPS, REDUCE_OPS, OpSpec
 
 __all__ = [
     "OPAQUE_OPS", "OPAQUE_DMA_OPS", "draw_int", "draw_flag", "draw_pick", "partition_start_ok",
     "first_partition", "compute_starts", "draw_onchip_tensor", "draw_dram_tensor", "draw_pattern",
-    "draw_access", "compute_reachable", "operand_tensors", "draw_attrs",
+    "draw_access", "compute_reachable", "operand_tensors", "draw_attrs", "draw_operand_tiles", "draw_axis",
+    "draw_triples_access",
 ]
 
 #: Small region every placement falls into, so that tensors overlap often.
@@ -246,6 +250,7 @@ def draw_number_attrs(draw, *keys: str) -> dict:
 
 
 def draw_attrs(draw, op: str) -> dict:
+    """Attributes of ``op`` (per-partition operands as immediates; see :func:`draw_operand_tiles`)."""
     if op == "activation":
         attrs = draw_number_attrs(draw, "scale", "bias")
         if draw_flag(draw):
@@ -257,9 +262,19 @@ def draw_attrs(draw, op: str) -> dict:
         attrs = {"op0": draw_pick(draw, ALU_OPS), "operand0": draw_pick(draw, _NUMBERS)}
         if draw_flag(draw):
             attrs.update(op1=draw_pick(draw, ALU_OPS), operand1=draw_pick(draw, _NUMBERS))
+        if draw_flag(draw):
+            attrs.update({"reverse": True} if draw_flag(draw) else {"reverse0": draw_flag(draw),
+                                                                   "reverse1": draw_flag(draw)})
+        return attrs
+    if op == "tensor_tensor_scan":
+        attrs = {key: draw_pick(draw, ALU_OPS) for key in ("op0", "op1") if draw_flag(draw)}
+        attrs.update(draw_number_attrs(draw, "initial"))
+        attrs.update({key: True for key in ("reverse0", "reverse1") if draw_flag(draw)})
         return attrs
     if op == "tensor_reduce":
         return {"op": draw_pick(draw, REDUCE_OPS), "negate": draw_flag(draw)}
+    if op in ("bn_stats", "bn_aggr"):
+        return {}
     if op == "memset":
         return {"value": draw_pick(draw, _NUMBERS)}
     if op == "iota":
@@ -277,3 +292,43 @@ def draw_attrs(draw, op: str) -> dict:
     return {}
 
 
+
+
+def draw_operand_tiles(draw, spec: OpSpec, attrs: dict, nreads: int, draw_read) -> list[Access]:
+    """Turn some per-partition operands of ``spec`` into tiles (``machine.oprules``).
+
+    Returns the extra reads (each from ``draw_read()``) and names them in ``attrs``
+    (``{"read": k}``); a single tile of the first operand sometimes uses the shorthand form
+    (the unnamed extra read).
+    """
+    extra: list[Access] = []
+    for slot in spec.operands:
+        if draw_flag(draw):
+            extra.append(draw_read())
+            attrs[slot] = {"read": nreads + len(extra) - 1}
+    first = spec.operands[0] if spec.operands else None
+    if len(extra) == 1 and first is not None and attrs.get(first) == {"read": nreads} and draw_flag(draw):
+        del attrs[first]
+    return extra
+
+
+def draw_axis(draw, tensor: Tensor, access: Access):
+    """A ``tensor_reduce`` ``axis`` for a read of ``access``: a suffix of its free dimensions."""
+    rank = 1 + len(access_extent(tensor, access)[1])
+    start = draw_int(draw, 1, rank - 1)
+    axes = list(range(start, rank))
+    return axes[0] if len(axes) == 1 and draw_flag(draw) else axes
+
+
+def draw_triples_access(draw, tensor: Tensor, access: Access, *, broadcast: bool = True) -> Access | None:
+    """``access`` (its partitions kept) reading a multiple of 3 elements per partition
+    (``bn_aggr``); None when ``tensor`` is too small and ``broadcast`` (stride-0) reads are out."""
+    size = tensor.free_elements
+    if size >= 3 and (not broadcast or draw_flag(draw)):
+        count = 3 * draw_int(draw, 1, min(size // 3, 8))
+        pattern, offset = ((1, count),), draw_int(draw, 0, size - count)
+    elif broadcast:  # a broadcast read fits any tensor
+        pattern, offset = ((0, 3 * draw_int(draw, 1, 2)),), draw_int(draw, 0, size - 1)
+    else:
+        return None
+    return replace(access, offset=offset or None, pattern=pattern, per_iteration=())

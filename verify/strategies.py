@@ -4,7 +4,8 @@ Every program :func:`programs` draws passes :func:`machine.validate.validate_pro
 built valid by construction (no ``filter``), following the op table and every hardware rule
 of :mod:`machine.validate` (engines per op, POOL never touches PSUM, only DMAs touch DRAM,
 DMAs never touch PSUM, PE writes only PSUM, the partition-start rule of compute accesses,
-PSUM tensors inside one bank, at most one PSUM operand of ``tensor_tensor``, DGE triggers).
+PSUM tensors inside one bank, at most one PSUM operand of ``tensor_tensor`` and of a scan's data,
+per-partition operand tiles named by their read, ``bn_aggr`` triples, ``tensor_reduce`` axes, DGE triggers).
 
 The programs are small but crowded: a few small tensors placed on purpose over the same
 partitions and bytes (storage reuse), accesses with partition ranges and steps, strided and
@@ -60,11 +61,14 @@ from verify.draws import (
     compute_starts,
     draw_access,
     draw_attrs,
+    draw_axis,
     draw_dram_tensor,
     draw_flag,
     draw_int,
     draw_onchip_tensor,
+    draw_operand_tiles,
     draw_pick,
+    draw_triples_access,
     operand_tensors,
     partition_start_ok,
 )
@@ -135,7 +139,8 @@ def _tensor_pool(draw, cfg: _Config) -> dict[str, Tensor]:
 def _menu(cfg: _Config, tensors: Mapping[str, Tensor]) -> list[tuple[str, tuple[str, ...]]]:
     """``(op, engines)`` the program's tensors can feed; an op listed twice is drawn twice as often."""
     has_psum = bool(compute_reachable(tensors, MemoryKind.PSUM))
-    ops = ["transpose", "activation", "tensor_tensor", "tensor_scalar", "tensor_reduce", "tensor_copy", "memset", "iota"]
+    ops = ["transpose", "activation", "tensor_tensor", "tensor_scalar", "tensor_tensor_scan", "tensor_reduce",
+           "bn_stats", "bn_aggr", "tensor_copy", "memset", "iota"]
     if has_psum:
         ops += ["matmul", "matmul"]
     if cfg.rng:
@@ -178,11 +183,33 @@ def _compute_instruction(draw, cfg: _Config, tensors, name: str, op: str, engine
         if engine == "pe" and writes and cfg.psum_accumulation and draw_flag(draw):
             reads.append(writes[0])  # PE reads SBUF, plus the PSUM tile it accumulates into
         return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs))
-    reads: list[Access] = []
-    for _ in range(draw_int(draw, *spec.reads)):
-        psum_read = any(tensors[a.tensor].memory == MemoryKind.PSUM for a in reads)
-        reads.append(operand(False, sbuf_only=op == "tensor_tensor" and psum_read))
+    if spec.operands:
+        return _operand_instruction(draw, tensors, name, op, engine, attrs, operand)
+    reads = [operand(False) for _ in range(draw_int(draw, *spec.reads))]
+    if op == "tensor_tensor" and tensors[reads[0].tensor].memory == MemoryKind.PSUM:
+        reads[1] = operand(False, sbuf_only=True)  # at most one PSUM operand
+    if op == "tensor_reduce" and draw_flag(draw):
+        attrs["axis"] = draw_axis(draw, tensors[reads[0].tensor], reads[0])
+        if draw_flag(draw):
+            attrs["keepdims"] = draw_flag(draw)
+    if op == "bn_aggr":
+        triples = draw_triples_access(draw, tensors[reads[0].tensor], reads[0], broadcast=cfg.strides)
+        reads[0], op = (triples, op) if triples is not None else (reads[0], "bn_stats")
     writes = [operand(True) for _ in range(spec.writes[0])]
+    return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs))
+
+
+def _operand_instruction(draw, tensors, name: str, op: str, engine: str, attrs: dict, operand) -> Instruction:
+    """An op with per-partition operands (activation, tensor_scalar, tensor_tensor_scan)."""
+    spec = OP_TABLE[op]
+    reads = [operand(False) for _ in range(spec.data_reads)]
+    if op == "tensor_tensor_scan" and tensors[reads[0].tensor].memory == MemoryKind.PSUM:
+        reads[1] = operand(False, sbuf_only=True)  # data0 and data1 not both in PSUM
+    reads += draw_operand_tiles(draw, spec, attrs, len(reads), lambda: operand(False))
+    writes = [operand(True)]
+    if op == "activation" and draw_flag(draw):
+        attrs["reduce_op"] = "add"
+        writes.append(operand(True))  # the reduce_res tile
     return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs))
 
 

@@ -94,6 +94,14 @@ def _features(program: Program) -> set[str]:
             found.add("opaque dma")
         if len(loops) >= 2:
             found.add("nested loop")
+        if any(isinstance(value, dict) and "read" in value for value in inst.attrs.values()):
+            found.add("named operand tile")
+        if inst.op == "activation" and "reduce_op" in inst.attrs:
+            found.add("fused activation reduce")
+        if inst.op == "tensor_reduce" and "axis" in inst.attrs:
+            found.add("reduce axis")
+        if inst.op in ("tensor_tensor_scan", "bn_stats", "bn_aggr"):
+            found.add(inst.op)
         for dep in inst.deps:
             found.add("loop-carried dep" if dep.loop_carried else "dep")
         for access, _ in inst.accesses:
@@ -120,7 +128,8 @@ def _features(program: Program) -> set[str]:
 FEATURES = {
     "psum accumulation", "rng", "dma from a compute sequencer", "sbuf to sbuf dma", "opaque dma", "nested loop",
     "dep", "loop-carried dep", "per_iteration", "partition step", "multi-dim pattern", "interleave",
-    "several queues", "alias group", "storage reuse",
+    "several queues", "alias group", "storage reuse", "named operand tile", "fused activation reduce",
+    "reduce axis", "tensor_tensor_scan", "bn_stats", "bn_aggr",
 }
 
 

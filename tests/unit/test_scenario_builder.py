@@ -136,9 +136,11 @@ def test_ops_follow_the_op_table():
     first, second = insts["matmul0"], insts["matmul1"]
     assert [a.tensor for a in first.reads] == ["st", "mv"] and dict(first.attrs) == {"accumulate": False}
     assert [a.tensor for a in second.reads] == ["st", "mv", "ps"] and [a.tensor for a in second.writes] == ["ps"]
-    assert [a.tensor for a in insts["act"].reads] == ["ps", "col"] and dict(insts["act"].attrs) == {"func": "exp"}
+    assert [a.tensor for a in insts["act"].reads] == ["ps", "col"]
+    assert dict(insts["act"].attrs) == {"func": "exp", "bias": {"read": 1}}
     assert dict(insts["act2"].attrs) == {"func": "rsqrt", "scale": 0.5, "bias": 1e-6}
-    assert [a.tensor for a in insts["ts"].reads] == ["out", "col"] and "operand0" not in insts["ts"].attrs
+    assert [a.tensor for a in insts["ts"].reads] == ["out", "col"]
+    assert dict(insts["ts"].attrs) == {"op0": "divide", "operand0": {"read": 1}}
     assert dict(insts["red"].attrs) == {"op": "max", "negate": True}
     assert (insts["dma"].queue, dict(insts["dma"].attrs)) == ("dma2", {"dge": "swdge"})
 

@@ -150,15 +150,28 @@ def test_comparison_flags_a_wrong_output(scenario):
     assert len(problems) == 1 and problems[0].startswith(f"{name}: 1 of ")
 
 
-def test_flash_attention_needs_the_online_rescale():
-    # Drop the accumulator rescale by alpha: the four KV tiles then sum with stale maxima.
-    fa = collect.get_scenario("flash_attention")
-    program = fa.build()
-    ablated = program.with_body(tuple(_without(program.body, "rescale_o")))
+def test_issue_12_kernels_are_shipped():
+    assert {"transpose2d", "layernorm", "cross_entropy", "mamba"} <= set(IDS)
+
+
+@pytest.mark.parametrize("name,dropped", [
+    ("flash_attention", "rescale_o"),  # the four KV tiles then sum with stale maxima
+    ("cross_entropy", "rescale_sum"),  # the running sum is not rescaled to the new max
+    ("cross_entropy", "next_chunk"),  # the target index is not moved to the next chunk
+    ("mamba", "carry_state"),  # each sequence tile's scan restarts from h = 0
+    ("layernorm", "aggr"),  # mean / variance never computed
+])
+def test_scenario_needs_its_key_instruction(name, dropped):
+    # Ablation: without the instruction the kernel's output is wrong, so the reference
+    # comparison (and the op's numerics) really depend on it.
+    module = collect.get_scenario(name)
+    program = module.build()
+    assert dropped in program.instruction_map()
+    ablated = program.with_body(tuple(_without(program.body, dropped)))
     compiled, _ = compile_program(ablated)
-    values = fa.inputs(0)
+    values = module.inputs(0)
     outputs = simulate(compiled, seed=0, inputs=values).runs[0].outputs
-    assert compare_outputs(outputs, fa.reference(values), fa.rtol, fa.atol)
+    assert compare_outputs(outputs, module.reference(values), module.rtol, module.atol)
 
 
 def _without(nodes, name):

@@ -95,18 +95,26 @@ def test_activation_functions(func):
     np.testing.assert_allclose(got, reference, rtol=2e-6, atol=1e-7)
 
 
-def test_activation_per_partition_bias_adds_to_the_attribute_bias():
+def test_activation_per_partition_bias_tile_by_shorthand():
     x, bias = _rand((4, 5), 10), _rand((4, 1), 11)
-    (got,) = _run("activation", {"func": "identity", "bias": 1.0}, [x, bias], (4, 5), engine="act")
-    np.testing.assert_allclose(got, x + 1.0 + bias, rtol=1e-6)
+    (got,) = _run("activation", {"func": "identity", "scale": 2.0}, [x, bias], (4, 5), engine="act")
+    np.testing.assert_allclose(got, x * 2.0 + bias, rtol=1e-6)
 
 
 @pytest.mark.parametrize("op", ALU_OPS)
 def test_tensor_tensor_ops(op):
     a, b = _rand((4, 8), 12, 0.5, 2.0), _rand((4, 8), 13, 0.5, 2.0)
+    b[:, :2] = a[:, :2]  # ties, for the comparisons
+    if op.startswith("logical"):
+        b[0, 3] = 0.0  # a zero (false) among the non-zero (true) values
     (got,) = _run("tensor_tensor", {"op": op}, [a, b], (4, 8))
-    want = {"add": a + b, "subtract": a - b, "multiply": a * b, "divide": a / b, "max": np.maximum(a, b),
-            "min": np.minimum(a, b), "pow": a**b, "bypass": a}[op]
+    truth = {"equal": a == b, "not_equal": a != b, "greater": a > b, "greater_equal": a >= b, "less": a < b,
+             "less_equal": a <= b, "logical_and": b != 0, "logical_or": np.ones_like(a, bool),
+             "logical_xor": b == 0}
+    with np.errstate(divide="ignore"):
+        want = {"add": a + b, "subtract": a - b, "multiply": a * b, "divide": a / b, "max": np.maximum(a, b),
+                "min": np.minimum(a, b), "pow": a**b, "bypass": a,
+                **{name: mask.astype(np.float32) for name, mask in truth.items()}}[op]
     np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
