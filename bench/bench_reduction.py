@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import networkx as nx  # noqa: E402
 
 from machine.ir import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
+from machine.stream import InstanceStream  # noqa: E402
 from passes.dep_reduction import dep_reduction, redundant_waits, redundant_waits_syncstate, waits_from_targets  # noqa: E402
-from passes.analysis.syncstate import EnginePositions  # noqa: E402
 
 QUEUES = 3
 WIDTH = len(SEQUENCERS) + QUEUES
@@ -64,16 +64,9 @@ def workload(n: int, seed: int = 1, window: int = 256):
     return issuer, is_dma, queue, waits
 
 
-def positions_of(issuer, is_dma, queue) -> EnginePositions:
-    counts = [0] * WIDTH
-    engine, position = [], []
-    for s, dma, q in zip(issuer, is_dma, queue):
-        e = len(SEQUENCERS) + q if dma else s
-        engine.append(e)
-        position.append(counts[e])
-        counts[e] += 1
-    names = SEQUENCERS + tuple(f"dma{q}" for q in range(QUEUES))
-    return EnginePositions(names, tuple(engine), tuple(position), tuple(issuer), tuple(is_dma), tuple(counts))
+def stream_of_workload(issuer, is_dma, queue) -> InstanceStream:
+    """The instance stream of the workload's instances (no deps: the waits are given apart)."""
+    return InstanceStream(as_program(issuer, is_dma, queue, [[] for _ in issuer]))
 
 
 def plain_vector_clock(issuer, is_dma, queue, waits, join="map") -> set[tuple[int, int]]:
@@ -177,8 +170,7 @@ def main(argv=None) -> int:
           f"{'list-comp':>9} {'syncstate s':>11} {'program s':>9}")
     for n in args.sizes:
         issuer, is_dma, queue, waits = workload(n, args.seed)
-        positions = positions_of(issuer, is_dma, queue)
-        wobj = waits_from_targets(positions, waits)
+        wobj = waits_from_targets(stream_of_workload(issuer, is_dma, queue), waits)
         redundant, ours = timed(redundant_waits, wobj)
         kept = kept_of(wobj, redundant)
         plain, t_plain = timed(plain_vector_clock, issuer, is_dma, queue, waits, gc_off=True)
@@ -206,7 +198,7 @@ def main(argv=None) -> int:
         nodes += 3 if is_dma[n] else 2
         n += 1
     issuer, is_dma, queue, waits = issuer[:n], is_dma[:n], queue[:n], waits[:n]
-    wobj = waits_from_targets(positions_of(issuer, is_dma, queue), waits)
+    wobj = waits_from_targets(stream_of_workload(issuer, is_dma, queue), waits)
     best = float("inf")
     for _ in range(5):
         redundant, t = timed(redundant_waits, wobj)

@@ -144,6 +144,23 @@ class DepTable:
                         np.concatenate([self.kind, other.kind]), np.concatenate([self.distance, other.distance]),
                         when, tuple(ranges), objects)
 
+    def merged(self) -> DepTable:
+        """Rows with the same waiter, former, distance and iteration range merged into one of
+        the strongest kind (the spec's merge of deps, the seed's max-merge), first one kept."""
+        first: dict[tuple, int] = {}
+        kind = self.kind.copy()
+        keep = []
+        for r, key in enumerate(zip(self.waiter.tolist(), self.former.tolist(), self.distance.tolist(),
+                                    (self.iterations(r) for r in range(len(self))))):
+            k = first.get(key)
+            if k is None:
+                first[key] = r
+                keep.append(r)
+            elif kind[r] > kind[k]:
+                kind[k] = kind[r]
+        merged = self.with_kinds(kind)
+        return merged.select(np.asarray(keep, np.int64)) if len(keep) < len(self) else merged
+
     def by_waiter(self, m: int) -> tuple[np.ndarray, np.ndarray]:
         """``(order, ptr)``: rows of waiter ``y`` are ``order[ptr[y]:ptr[y+1]]`` (stable)."""
         order = np.argsort(self.waiter, kind="stable")

@@ -177,6 +177,13 @@ class HappensBefore:
             self.end[iid] = end
         return start, pos
 
+    def start_of(self, comp: int, trigger: Clock) -> Clock:
+        """``S`` of an instance completing on ``comp`` triggered at ``trigger`` (rule 3 for a
+        transfer), before :meth:`complete` is called for it."""
+        if comp < NUM_SEQUENCERS:
+            return trigger
+        return self.join(trigger, self.queue_clock[comp])
+
     def end_of(self, iid: int) -> Clock:
         """``E`` of a completed instance whose clock is kept."""
         return self.end[iid]

@@ -131,6 +131,8 @@ class InstanceStream:
         self.spec = spec or resolve_machine(program.machine)
         self.width = NUM_SEQUENCERS + self.spec.dma_queues
         self.instrs: list[Instruction] = []
+        """Instructions in document order.  Their ``deps`` may be stale (a deferred program's
+        stream holds its source's instructions): deps come from :meth:`resolve`'s table."""
         self.loops_of: list[tuple[Loop, ...]] = []
         self.first: list[int] = []
         self.spans: list[tuple[int, ...]] = []
@@ -345,23 +347,31 @@ class InstanceStream:
     def resolve_one(self, i: int, dep) -> int:
         """The last instance of ``dep.on`` that instance ``i`` waits on through ``dep``
         (a :class:`~machine.ir.Dep`), or -1 when it waits on nothing there."""
-        y, x = int(self.instr[i]), self.id_of[dep.on]
-        index = self.index_of(i)
         if dep.iterations:
+            y = int(self.instr[i])
+            index = self.index_of(i)
             position = {loop.name: k for k, loop in enumerate(self.loops_of[y])}
             if not all(lo <= index[position[loop]] < hi for loop, lo, hi in dep.iterations):
                 return -1
-        c = self.common(x, y)
-        digits = list(index[:c])
-        if dep.loop_carried:
+        return self.target_of(i, self.id_of[dep.on], dep.distance if dep.loop_carried else 0)
+
+    def target_of(self, i: int, x: int, distance: int) -> int:
+        """The last instance of instruction ``x`` that instance ``i`` waits on through a dep
+        ``distance`` iterations back (0: an ordinary dep), or -1 when there is none."""
+        c = self.common(x, int(self.instr[i]))
+        if not c:
+            return -1 if distance else self.last[x]
+        digits = list(self.index_of(i)[:c])
+        if distance:
+            trips = self.trips[x]
             flat = 0
-            for d, trip in zip(digits, self.trips[x][:c]):
+            for d, trip in zip(digits, trips[:c]):
                 flat = flat * trip + d
-            flat -= dep.distance
+            flat -= distance
             if flat < 0:
                 return -1
             for k in range(c - 1, -1, -1):
-                flat, digits[k] = divmod(flat, self.trips[x][k])
+                flat, digits[k] = divmod(flat, trips[k])
         return self.first[x] + self.tail[x][c] + sum(d * s for d, s in zip(digits, self.spans[x]))
 
     def targets_one(self, i: int, dep) -> list[int]:

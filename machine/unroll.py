@@ -44,18 +44,21 @@ class Instance(NamedTuple):
 class Unrolled:
     """The instances of a program in program order, with per-instruction lookups."""
 
-    __slots__ = ("program", "stream", "_instances")
+    __slots__ = ("program", "stream", "instrs", "_instances")
 
     def __init__(self, program: Program, stream: InstanceStream | None = None) -> None:
         self.program = program
         self.stream = stream or stream_of(program)
+        # The program's own instruction objects (with their deps: a deferred program's
+        # stream holds its source's instructions, whose deps are stale).
+        self.instrs = [inst for inst, _ in program.instructions()]
         self._instances: list[Instance] | None = None
 
     @property
     def instances(self) -> list[Instance]:
         if self._instances is None:
             s = self.stream
-            instrs, loops_of = s.instrs, s.loops_of
+            instrs, loops_of = self.instrs, s.loops_of
             xs = s.instr.tolist()
             self._instances = [Instance(i, instrs[x], s.index_of(i) if loops_of[x] else (), loops_of[x])
                                for i, x in enumerate(xs)]
@@ -72,7 +75,7 @@ class Unrolled:
             return self._instances[i]
         s = self.stream
         x = int(s.instr[i])
-        return Instance(i, s.instrs[x], s.index_of(i), s.loops_of[x])
+        return Instance(i, self.instrs[x], s.index_of(i), s.loops_of[x])
 
     def name(self, i: int) -> str:
         return self.stream.instance_name(i)

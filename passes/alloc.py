@@ -40,7 +40,7 @@ from typing import ClassVar
 from machine.errors import ProgramError
 from machine.ir import MemoryKind, Program, Tensor, frozen_mapping
 
-from passes.analysis.instances import Stream
+from machine.stream import InstanceStream as Stream
 from passes.pipeline import Pass, PassContext
 
 __all__ = ["Alloc", "AllocSharedDram", "live_ranges", "rotate_slots"]
@@ -53,12 +53,12 @@ def live_ranges(stream: Stream) -> dict[str, tuple[int, int]]:
     """
     n = len(stream)
     live = {name: (n, -1) for name in stream.tensor_names}
-    for info in stream.infos:
-        for plan in info.plans:
-            name = stream.tensor_names[plan[1]]
+    for x in range(stream.m):
+        for ca in stream.accesses(x):
+            name = stream.tensor_names[ca.tensor]
             lo, hi = live[name]
-            live[name] = (min(lo, info.first), max(hi, info.last))
-    for name, tensor in zip(stream.tensor_names, stream.tensors):
+            live[name] = (min(lo, stream.first[x]), max(hi, stream.last[x]))
+    for name, tensor in stream.program.tensors.items():
         lo, hi = live[name]
         if tensor.memory == MemoryKind.DRAM and tensor.role == "input":
             lo, hi = -1, n  # the caller's data: never overwritten by another tensor

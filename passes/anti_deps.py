@@ -2,7 +2,7 @@
 
 Anti and output dependences exist only because storage is reused, so this pass works on
 *physical* bytes after allocation.  As the seed, it buckets every access into split interval
-maps (:mod:`passes.analysis.bytemap`): SBUF by partition x byte, PSUM per bank, DRAM per bin of
+maps (:mod:`machine.splitmap`): SBUF by partition x byte, PSUM per bank, DRAM per bin of
 ``dram_bin_bytes``, and one batch per DRAM alias group; two accesses conflict iff they share a
 cell.  Per cell it keeps what the seed's reverse program-order walk visits: the last write
 and the reads since it.  For each instance, in program order, the walk over its cells gives:
@@ -24,10 +24,13 @@ waits for the latest read of every component, not only the nearest read.
 
 **Edge direction**: later waits for earlier ("A waits for B", :mod:`machine.edges`).
 **Loop-carried branch**: an instance order is folded into a dep
-(:meth:`~passes.analysis.instances.Stream.fold`); when the earlier instance is in an earlier iteration
-of the loops enclosing both (the common-loop-nest test), the dep is loop-carried.  The seed
-adds it only between different memory locations; here every such conflict gets one, since
-nothing else orders a buffer reused across iterations.
+(:func:`machine.conflicts.fold_distance`); when the earlier instance is in an earlier
+iteration of the loops enclosing both (the common-loop-nest test), the dep is loop-carried,
+``d`` iterations back (``x-distance``), ``d`` being the nearest conflicting iteration: with a
+buffer rotating over ``n`` slots (``x-rotate``) a slot is rewritten ``n`` iterations later, and
+the dep waits exactly that far back.  The seed adds loop-carried deps only between different
+memory locations; here every such conflict gets one, since nothing else orders a buffer
+reused across iterations.
 **Max-merge**: kinds merge into the one edge per pair by max (:class:`~machine.edges.DepGraph`),
 so a WAR pair already linked by Flow stays Flow.  **Labels**: an added Anti / Output dep is
 labelled with the strongest kind over *every* instance pair it orders (:func:`dep_label`), as
@@ -35,7 +38,7 @@ labelled with the strongest kind over *every* instance pair it orders (:func:`de
 the pair the walk found is not the only one the dep orders.  A conservative-only dep (see
 below) whose pairs share no byte is labelled ``ordered``.
 
-``skip_ordered`` (default on): vector clocks (:mod:`passes.analysis.clocks`) over the deps present so far
+``skip_ordered`` (default on): vector clocks (:mod:`machine.hb`) over the deps present so far
 skip a candidate already ordered before the instance by the rules and existing deps, so an edge
 is added only when needed.  With it off, every candidate the walk finds gets an edge.
 
@@ -62,16 +65,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from machine.edges import DepGraph, EdgeKind
+from machine.conflicts import conflict_kind, conflicts, fold_distance
+from machine.deptable import with_deps
+from machine.edges import EdgeKind
 from machine.errors import ProgramError
-from machine.ir import MemoryKind, Program
+from machine.hb import HappensBefore
+from machine.ir import Dep, MemoryKind, Program
+from machine.splitmap import CellSpace
+from machine.stream import InstanceStream
 
-from machine.splitmap import SBUF_BIN, CellSpace
-from passes.analysis.clocks import Clocks
-from passes.analysis.instances import Stream
-from passes.pipeline import Pass, PassContext, graph_rows, with_graph
+from passes.build_fdeps import bins_of
+from passes.pipeline import Pass, PassContext, edge_table
 
-__all__ = ["AntiDeps", "anti_dependency_edges"]
+__all__ = ["AntiDeps", "anti_dependency_edges", "dep_label"]
 
 FLOW_REUSE, FLOW_SAME, ANTI, OUTPUT, EXACT, BIN, ALIAS = (1 << k for k in range(7))
 _EMPTY = (-1, -1, ())
@@ -79,102 +85,98 @@ _MEM = {MemoryKind.SBUF: "sbuf", MemoryKind.PSUM: "psum", MemoryKind.DRAM: "dram
 _MM_OPS = frozenset({"matmul", "transpose"})
 RULES = {FLOW_REUSE: "anti:raw-reuse", FLOW_SAME: "anti:raw", ANTI: "anti:war", OUTPUT: "anti:waw",
          BIN: "anti:dram-bin", ALIAS: "anti:alias"}
+_FORGET_EVERY = 4096
+
+#: ``{(former, waiter, distance): (kind, rule bits)}`` over instruction ids.
+AntiEdges = dict[tuple[int, int, int], tuple[EdgeKind, int]]
 
 
-def _cell_plans(stream: Stream, cells: CellSpace, memories, roles, spaces, dram: str) -> list[tuple]:
-    """Per instruction: ``(is_write, tensor, cut|None, key, space, mask, source bit, plan)``.
-
-    ``cut`` is the access's pieces (:meth:`CellSpace.pieces`) unless it moves with a loop.
-    """
+def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, spaces, dram: str) -> list[tuple]:
+    """Per instruction: ``(is_write, tensor, pieces|None, key, source bit, access)`` per access
+    the filters keep; ``pieces`` is the cut into cells unless the access moves with a loop."""
     out = []
-    memo: dict[int, tuple] = {}  # plans are shared by equal accesses
-    for info in stream.infos:
+    memo: dict[int, tuple] = {}  # compiled accesses are shared by equal accesses
+    for x in range(stream.m):
         mine = []
-        for plan in info.plans:
-            found = memo.get(id(plan))
+        for ca in stream.accesses(x):
+            found = memo.get(id(ca))
             if found is None:
-                found = memo[id(plan)] = _cell_plan(stream, cells, plan, memories, roles, spaces, dram)
+                found = memo[id(ca)] = _cell_plan(stream, cells, ca, memories, roles, spaces, dram)
             if found:
                 mine.append(found)
         out.append(tuple(mine))
     return out
 
 
-def _cell_plan(stream: Stream, cells: CellSpace, plan: tuple, memories, roles, spaces, dram: str) -> tuple:
-    is_write, t, space, memory, mask, byteset, shifts = plan[:7]
-    if _MEM[memory] not in memories:
+def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, memories, roles, spaces, dram: str) -> tuple:
+    if _MEM[ca.memory] not in memories:
         return ()
-    tensor = stream.tensors[t]
-    shared = memory == MemoryKind.DRAM and stream.is_shared(t)
+    tensor = stream.program.tensors[stream.tensor_names[ca.tensor]]
+    shared = ca.memory == MemoryKind.DRAM and stream.is_shared(ca.tensor)
     if ("shared" if shared else "local") not in spaces:
         return ()
-    if memory == MemoryKind.DRAM and tensor.role not in roles:
+    if ca.memory == MemoryKind.DRAM and tensor.role not in roles:
         return ()
     if tensor.alias is not None:  # one batch per alias group, as the seed
         key = ("alias", tensor.alias)
-        return (is_write, t, cells.pieces(key, "dram", 0, ((0, 1),)), key, "dram", 0, ALIAS, plan)
-    if memory == MemoryKind.DRAM and dram == "bins":  # whole bins of the whole tensor, as the seed
+        return (ca.is_write, ca.tensor, cells.pieces(key, "dram", 0, ((0, 1),)), key, ALIAS, ca)
+    if ca.memory == MemoryKind.DRAM and dram == "bins":  # whole bins of the whole tensor, as the seed
         size = stream.spec.dram_bin_bytes
-        lo, hi = tensor.address, tensor.address + tensor.bytes_per_partition
+        slots = (tensor.rotate.slots - 1) * tensor.rotate.stride if tensor.rotate is not None else 0
+        lo, hi = tensor.address, tensor.address + slots + tensor.bytes_per_partition
         whole = ((lo // size * size, -(-hi // size) * size),)
-        return (is_write, t, cells.pieces("dram-bins", "dram", 0, whole), "dram-bins", "dram", 0, BIN, plan)
-    cut = None if shifts else cells.pieces(space, space, mask, byteset)
-    return (is_write, t, cut, space, space, mask, EXACT, plan)
+        return (ca.is_write, ca.tensor, cells.pieces("dram-bins", "dram", 0, whole), "dram-bins", BIN, ca)
+    cut = None if ca.moves else cells.pieces(ca.space, ca.space, ca.mask, ca.bytes)
+    return (ca.is_write, ca.tensor, cut, ca.space, EXACT, ca)
 
 
-def anti_dependency_edges(stream: Stream, graph: DepGraph, *, memories=frozenset({"sbuf", "psum", "dram"}),
+def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({"sbuf", "psum", "dram"}),
                           roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
                           analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
                           skip_ordered: bool = True, dram: str = "bytes",
-                          stats: dict[str, int] | None = None) -> dict[tuple[int, int, bool], tuple[EdgeKind, int]]:
-    """New edges ``{(former, waiter, loop_carried): (kind, rule bits)}`` over instruction ids.
+                          stats: dict[str, int] | None = None) -> AntiEdges:
+    """New edges over instruction ids (see :data:`AntiEdges`); rule bits without
+    :data:`EXACT` mark conservative-only edges.
 
-    ``graph`` holds the deps already present (they order instances for ``skip_ordered``);
-    it is not modified.  Rule bits without :data:`EXACT` mark conservative-only edges.
+    ``table`` (a :class:`~machine.deptable.DepTable`) holds the deps already present: they order
+    instances for ``skip_ordered``.
     """
     stats = {} if stats is None else stats
-    infos, inst_instr, n = stream.infos, stream.inst_instr, len(stream)
-    cells = CellSpace({p[4] for info in infos for p in info.plans},
-                      {"sbuf": SBUF_BIN, "psum": stream.spec.psum_bank_bytes, "dram": stream.spec.dram_bin_bytes}, _EMPTY)
+    n = len(stream)
+    cells = CellSpace(stream.masks(), bins_of(stream), _EMPTY)
     pieces = cells.pieces
     plans_of = _cell_plans(stream, cells, memories, roles, spaces, dram)
     war, waw = "war" in analyses, "waw" in analyses
     raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
-    by_name = stream.by_name
-    deps_of: list[list[tuple[int, bool]]] = [[] for _ in infos]
-    known: set[tuple[int, int, bool]] = set()
-    for flag, rows in enumerate(graph_rows(graph)):
-        for waiter, row in rows.items():
-            y = by_name[waiter]
-            for former in row:
-                x = by_name[former]
-                deps_of[y].append((x, bool(flag)))
-                known.add((x, y, bool(flag)))
-    comp_x = [info.comp for info in infos]
-    comp = [comp_x[x] for x in inst_instr]
-    first_of = [info.first for info in infos]
-    matmul_x = [info.seq == 0 and info.instr.op in _MM_OPS for info in infos]
+    given = stream.resolve(table)
+    g_ptr, g_target = given.ptr.tolist(), given.target.tolist()
+    instr, seq, comp, pos = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
+    matmul_x = [int(stream.seq_x[x]) == 0 and stream.instrs[x].op in _MM_OPS for x in range(stream.m)]
     component_stop = early_stop == "component"
     has_loops = stream.has_loops
-    clocks = Clocks(stream.spec.dma_queues, n)
-    end, pos, join, resolve, fold = clocks.end, clocks.pos, clocks.join, stream.resolve, stream.fold
-    seq_clock = clocks.seq
-    added: dict[tuple[int, int, bool], tuple[EdgeKind, int]] = {}
+    hb = HappensBefore(stream.spec.dma_queues)
+    trigger_of, complete, join, start_of = hb.trigger, hb.complete, hb.join, hb.start_of
+    added: AntiEdges = {}
+    nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
+    extra: list[list[tuple[int, int]]] = [[] for _ in range(stream.m)]  # deps added so far, per waiter
+    footprint_at = stream.footprint_at
     skipped = candidates = 0
     for b in range(n):
-        y = inst_instr[b]
-        info = infos[y]
-        trigger = seq_clock[info.seq]
-        for x, lc in deps_of[y]:
-            t = resolve(b, y, x, lc) if has_loops else first_of[x]
-            if t >= 0 and pos[t] > trigger[comp[t]]:
-                trigger = join(trigger, end[t])
+        y = instr[b]
+        s = seq[b]
+        trigger = trigger_of(s, g_target[g_ptr[b]:g_ptr[b + 1]])
+        if extra[y]:
+            for x, d in extra[y]:
+                t = stream.target_of(b, x, d) if has_loops else x
+                if t >= 0:
+                    trigger = trigger_of(s, (t,)) if trigger is hb.seq_clock[s] else join(trigger, hb.end.get(t, trigger))
         cand: dict[int, int] = {}
         cb = comp[b]
         b_mm = matmul_x[y]
-        for is_write, t, cut, key, space, mask, source, plan in plans_of[y]:
+        for is_write, t, cut, key, source, ca in plans_of[y]:
             if cut is None:
-                cut = pieces(key, space, mask, stream.plan_bytes(plan, b))
+                mask, byteset = footprint_at(ca, b)
+                cut = pieces(key, ca.space, mask, byteset)
             if not is_write:
                 for smap, lo, hi in cut:
                     i, j = smap.span(lo, hi)
@@ -190,7 +192,7 @@ def anti_dependency_edges(stream: Stream, graph: DepGraph, *, memories=frozenset
                         elif component_stop:
                             reads = tuple([r for r in reads if comp[r] != cb]) + (b,)
                         elif b_mm:
-                            reads = tuple([r for r in reads if not (matmul_x[inst_instr[r]])]) + (b,)
+                            reads = tuple([r for r in reads if not matmul_x[instr[r]]]) + (b,)
                         else:
                             reads = reads + (b,)
                         values[k] = (w, wt, reads)
@@ -209,46 +211,57 @@ def anti_dependency_edges(stream: Stream, graph: DepGraph, *, memories=frozenset
                 values[i:j] = [(b, t, ())] * (j - i)
         if cand:
             candidates += len(cand)
-            start = clocks.start_of(info.comp, info.is_dma, trigger)
+            start = start_of(cb, trigger)
             for a in sorted(cand, reverse=True):
                 if skip_ordered and start[comp[a]] >= pos[a]:
                     skipped += 1
                     continue
                 bits = cand[a]
-                if not bits & EXACT and stream.conflicts(a, b):
+                if not bits & EXACT and conflicts(stream, a, b):
                     bits |= EXACT  # a conservative cell, but the pair does conflict
-                key = fold(a, b)
+                x = instr[a]
+                d = fold_distance(stream, a, b) if has_loops else 0
                 kind = EdgeKind.FLOW if bits & (FLOW_REUSE | FLOW_SAME) else (EdgeKind.OUTPUT if bits & OUTPUT else EdgeKind.ANTI)
-                old = added.get(key)
-                if old is None:
-                    added[key] = (kind, bits)
+                slot = (x, y, d > 0)
+                old_d = nearest.get(slot)
+                if old_d is not None and old_d <= d:
+                    d = old_d  # the dep there already waits at least as near
                 else:
-                    added[key] = (max(old[0], kind), old[1] | bits)
-                if key not in known:
-                    known.add(key)
-                    deps_of[y].append((key[0], key[2]))
-                target = resolve(b, y, key[0], key[2])
-                trigger = join(trigger, end[target])
-                start = join(start, end[target])
-        clocks.finish(b, info.seq, info.comp, info.is_dma, trigger)
+                    if old_d is not None:  # nearer than the dep added before: it replaces it
+                        kind0, bits0 = added.pop((x, y, old_d))
+                        kind, bits = max(kind, kind0), bits | bits0
+                        extra[y].remove((x, old_d))
+                    nearest[slot] = d
+                    extra[y].append((x, d))
+                old = added.get((x, y, d))
+                added[(x, y, d)] = (kind, bits) if old is None else (max(old[0], kind), old[1] | bits)
+                target = stream.target_of(b, x, d) if has_loops else x
+                end = hb.end.get(target)  # None: below the horizon, already known
+                if end is not None:
+                    trigger = join(trigger, end)
+                    start = join(start, end)
+        complete(b, s, cb, trigger)
+        if not b % _FORGET_EVERY:
+            hb.forget(hb.horizon(), comp, pos)
     stats["candidates"] = stats.get("candidates", 0) + candidates
     stats["skipped_ordered"] = stats.get("skipped_ordered", 0) + skipped
     return added
 
 
-def dep_label(stream: Stream, x: int, y: int, loop_carried: bool, floor: int = 0) -> int:
-    """The strongest conflict kind over every instance pair the dep ``y`` waits for ``x``
-    orders (each instance of ``y`` with each instance of ``x`` it waits on), at least
-    ``floor``: the label ``verifyAntiDependence`` expects of a memory dep.
+def dep_label(stream: InstanceStream, x: int, y: int, distance: int, floor: int = 0) -> int:
+    """The strongest conflict kind over every instance pair the dep "``y`` waits for ``x``"
+    (``distance`` iterations back, 0 for an ordinary dep) orders (each instance of ``y`` with
+    each instance of ``x`` it waits on), at least ``floor``: the label ``verifyAntiDependence``
+    expects of a memory dep.
 
     The walk finds a pair through one cell; the dep also orders other pairs (other
     iterations, other bytes) whose footprints may give a stronger kind.
     """
     best = floor
-    conflict_kind = stream.conflict_kind
-    for b in stream.instances_of(y):
-        for a in stream.wait_targets(b, y, x, loop_carried):
-            best = conflict_kind(a, b, best)
+    dep = Dep(stream.names[x], loop_carried=distance > 0, distance=distance or 1)
+    for b in stream.instances_of(y).tolist():
+        for a in stream.targets_one(b, dep):
+            best = conflict_kind(stream, a, b, best)
             if best == EdgeKind.FLOW:
                 return best
     return best
@@ -263,8 +276,9 @@ class AntiDeps(Pass):
         ``analyses`` has ``raw``.
         guarantees: existing deps kept; with every analysis and no filter, every pair of
         conflicting instances is ordered; edges point from later to earlier and are merged by
-        max; an edge added only for a conservative bucket (DRAM bins, alias batch) is counted
-        in ``conservative_bin`` / ``conservative_alias``, every other one joins a pair that
+        max; a loop-carried edge waits as many iterations back as the nearest pair it orders;
+        an edge added only for a conservative bucket (DRAM bins, alias batch) is counted in
+        ``conservative_bin`` / ``conservative_alias``, every other one joins a pair that
         shares a byte one of them writes.
     """
 
@@ -293,33 +307,43 @@ class AntiDeps(Pass):
             if tensor.is_virtual:
                 raise ProgramError(f"tensors.{tname}", "anti-deps needs placed tensors; run the 'alloc' pass first")
         stream = ctx.stream(program)
-        graph = ctx.take_graph(program)
+        table = ctx.deps(program)
         stats = ctx.stats.setdefault(self.name, {})
-        added = anti_dependency_edges(stream, graph, memories=self.memories, roles=self.roles, spaces=self.spaces,
+        added = anti_dependency_edges(stream, table, memories=self.memories, roles=self.roles, spaces=self.spaces,
                                       analyses=self.analyses, early_stop=self.early_stop,
                                       skip_ordered=self.skip_ordered, dram=self.dram, stats=stats)
-        names = [info.name for info in stream.infos]
-        for (x, y, lc), (kind, bits) in added.items():
+        names = stream.names
+        existing = _kinds_of(table)
+        kinds: dict[tuple[int, int, int], int] = {}
+        for (x, y, d), (kind, bits) in added.items():
             if kind < EdgeKind.FLOW or not bits & EXACT:
                 # label from the bytes of every pair the dep orders; none (a conservative
                 # bucket): an order, not a dependence
-                label = EdgeKind(max(graph.kind(names[y], names[x], lc), dep_label(stream, x, y, lc), EdgeKind.ORDERED))
+                label = EdgeKind(max(existing.get((y, x, d), 0), dep_label(stream, x, y, d), EdgeKind.ORDERED))
                 if label != kind:
                     ctx.count(self.name, "relabelled")
                     kind = label
-            graph.add_dependency(names[y], names[x], kind, lc)
-            label = {EdgeKind.FLOW: "added_flow", EdgeKind.OUTPUT: "added_output", EdgeKind.ANTI: "added_anti",
-                     EdgeKind.ORDERED: "added_ordered"}[kind]
-            ctx.count(self.name, label)
-            if lc:
+            kinds[(x, y, d)] = kind
+            ctx.count(self.name, {EdgeKind.FLOW: "added_flow", EdgeKind.OUTPUT: "added_output",
+                                  EdgeKind.ANTI: "added_anti", EdgeKind.ORDERED: "added_ordered"}[kind])
+            if d:
                 ctx.count(self.name, "added_loop_carried")
             if not bits & EXACT:
                 ctx.count(self.name, "conservative_bin" if bits & BIN else "conservative_alias")
             if ctx.record:
                 for bit, rule in RULES.items():
                     if bits & bit and not (bit in (BIN, ALIAS) and bits & EXACT):
-                        ctx.note(names[y], names[x], lc, rule)
-        out = with_graph(program, graph, stream.by_name, {names[y] for _, y, _ in added})
-        ctx.carry_stream(program, out)
-        ctx.keep_graph(out, graph)
-        return out
+                        ctx.note(names[y], names[x], d > 0, rule)
+        merged = table.concat(edge_table(kinds)).merged() if kinds else table
+        return with_deps(program, merged, stream)
+
+
+def _kinds_of(table) -> dict[tuple[int, int, int], int]:
+    """``(waiter, former, distance) -> kind`` of the deps without iteration ranges."""
+    out: dict[tuple[int, int, int], int] = {}
+    plain = (table.when < 0).tolist()
+    for r, (y, x, d, k) in enumerate(zip(table.waiter.tolist(), table.former.tolist(), table.distance.tolist(),
+                                         table.kind.tolist())):
+        if plain[r]:
+            out[(y, x, d)] = max(out.get((y, x, d), 0), k)
+    return out

@@ -6,8 +6,10 @@ The seed builds, per logical memory location, the *read-after-last-write* chain
 engine, accumulator groups), and falls back to a trivial program-order chain when the function
 has "too many spills".  Every edge is Flow.
 
-What this reimplementation does (per instance, folded into instruction deps by
-:meth:`~passes.analysis.instances.Stream.fold`):
+What this reimplementation does (per instance of the instance stream, folded into
+instruction deps by :func:`machine.conflicts.fold_distance`: an order between instances of
+different iterations becomes a loop-carried dep whose ``x-distance`` is the exact number of
+iterations between them, the smallest one over every pair the dep orders):
 
 * **RAW chain** - for every byte an instance reads, a Flow edge to the last earlier instance
   that wrote that byte *of the same tensor* (logical identity, as the seed).  Unlike the seed's
@@ -50,14 +52,16 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import ClassVar
 
-from machine.edges import DepGraph, EdgeKind
+from machine.conflicts import fold_distance
+from machine.deptable import with_deps
+from machine.edges import EdgeKind
 from machine.ir import MemoryKind, Program
-
 from machine.splitmap import SBUF_BIN, CellSpace
-from passes.analysis.instances import Stream
-from passes.pipeline import Pass, PassContext, with_graph
+from machine.stream import InstanceStream
 
-__all__ = ["BuildFdeps", "build_flow_edges", "RULES", "STRUCTURAL"]
+from passes.pipeline import Pass, PassContext, edge_table
+
+__all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "RULES", "STRUCTURAL"]
 
 RAW, REDUCTION, ACCUMULATION, RNG, GROUP, BARRIER, TRIVIAL = (1 << k for k in range(7))
 #: Provenance names of the rule bits.
@@ -69,72 +73,80 @@ STRUCTURAL = frozenset({"fdeps:rng", "fdeps:group", "fdeps:loop-barrier", "fdeps
 _GROUP_OPS = frozenset({"activation", "tensor_tensor", "tensor_reduce"})
 _RNG_OPS = frozenset({"set_rand_state", "random"})
 
+#: ``{(former instruction, waiter instruction, distance): rule bits}``; distance 0 is an
+#: ordinary dep, ``d >= 1`` loop-carried ``d`` iterations back.
+Edges = dict[tuple[int, int, int], int]
 
-def _bins(stream: Stream) -> dict[str, int]:
+
+def bins_of(stream: InstanceStream) -> dict[str, int]:
+    """Bin sizes of the cell space per memory (see :mod:`machine.splitmap`)."""
     spec = stream.spec
     return {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": spec.dram_bin_bytes}
 
 
-def _recipe(info, cells: CellSpace, memo: dict, reduction: bool, accumulation: bool, rng: bool, groups: bool) -> tuple:
-    """Per instruction, what the walk does: ``((is_write, cut, plan, chain key, chain bit), ...)``,
-    the RNG sequencer (or None) and the accumulator-group key (or None).  ``cut`` is the
-    footprint's pieces when it does not move with a loop, else None (cut per instance)."""
-    instr = info.instr
+def _recipe(stream: InstanceStream, x: int, cells: CellSpace, memo: dict, reduction: bool, accumulation: bool,
+            rng: bool, groups: bool) -> tuple:
+    """Per instruction, what the walk does: ``((is_write, pieces, access, chain key, chain bit),
+    ...)``, the RNG sequencer (or None) and the accumulator-group key (or None).  ``pieces`` is
+    the footprint cut into cells when it does not move with a loop, else None (cut per
+    instance).  Cells are keyed by tensor: the chains are logical, per tensor (the seed's)."""
+    instr = stream.instrs[x]
+    accesses = stream.accesses(x)
     out = []
-    for plan in info.plans:
-        is_write, t, space, memory, mask, byteset, shifts = plan[:7]
+    for ca in accesses:
         cut = None
-        if not shifts:
-            cut = memo.get(id(plan))  # plans are shared by equal accesses
+        if not ca.moves:
+            cut = memo.get(id(ca))
             if cut is None:
-                cut = memo[id(plan)] = cells.pieces(t, space, mask, byteset)
+                cut = memo[id(ca)] = cells.pieces(ca.tensor, ca.space, ca.mask, ca.bytes)
         chain_key, bit = None, 0
-        if is_write and reduction and memory == MemoryKind.SBUF and instr.op == "tensor_tensor" and "group" in instr.attrs:
-            chain_key, bit = ("reduction", t, instr.attrs["group"]), REDUCTION
-        elif is_write and accumulation and memory == MemoryKind.PSUM and instr.op == "matmul":
-            chain_key, bit = ("accumulation", t, instr.attrs.get("group")), ACCUMULATION
+        if ca.is_write and reduction and ca.memory == MemoryKind.SBUF and instr.op == "tensor_tensor" \
+                and "group" in instr.attrs:
+            chain_key, bit = ("reduction", ca.tensor, instr.attrs["group"]), REDUCTION
+        elif ca.is_write and accumulation and ca.memory == MemoryKind.PSUM and instr.op == "matmul":
+            chain_key, bit = ("accumulation", ca.tensor, instr.attrs.get("group")), ACCUMULATION
             accumulating = instr.attrs.get("accumulate")
             if accumulating is None:  # inferred: it reads the PSUM tile it writes
-                accumulating = any(not p[0] and p[1] == t for p in info.plans)
+                accumulating = any(not p.is_write and p.tensor == ca.tensor for p in accesses)
             if not accumulating:
                 bit = 0  # an overwriting matmul opens a group: it only becomes the last writer
-        out.append((is_write, cut, plan, chain_key, bit))
-    rng_seq = info.seq if rng and instr.op in _RNG_OPS else None
+        out.append((ca.is_write, cut, ca, chain_key, bit))
+    rng_seq = int(stream.seq_x[x]) if rng and instr.op in _RNG_OPS else None
     gkey = None
     if groups and instr.op in _GROUP_OPS and "group" in instr.attrs:
         gkey = (type(instr.attrs["group"]).__name__, instr.attrs["group"])
     return tuple(out), rng_seq, gkey
 
 
-def build_flow_edges(stream: Stream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
-                     groups: bool = True, loop_barrier: bool = False, trivial: bool = False) -> dict[tuple[int, int, bool], int]:
-    """Flow edges ``{(former, waiter, loop_carried): rule bits}`` over instruction ids."""
-    edges: dict[tuple[int, int, bool], int] = {}
-    inst_instr, infos, fold = stream.inst_instr, stream.infos, stream.fold
+def build_flow_edges(stream: InstanceStream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
+                     groups: bool = True, loop_barrier: bool = False, trivial: bool = False) -> Edges:
+    """Flow edges over instruction ids (see :data:`Edges`), one per instance order found."""
+    edges: Edges = {}
+    instr = stream.instr.tolist()
+    has_loops = stream.has_loops
 
     def add(a: int, b: int, bits: int) -> None:
-        key = fold(a, b)
+        key = (instr[a], instr[b], fold_distance(stream, a, b) if has_loops else 0)
         edges[key] = edges.get(key, 0) | bits
 
     if trivial:
         for b in range(1, len(stream)):
             add(b - 1, b, TRIVIAL)
         return edges
-    masks = {p[4] for info in infos for p in info.plans}
-    cells = CellSpace(masks, _bins(stream), -1)
+    cells = CellSpace(stream.masks(), bins_of(stream), -1)
     pieces = cells.pieces
     memo: dict[int, list] = {}
-    recipes = [_recipe(info, cells, memo, reduction, accumulation, rng, groups) for info in infos]
+    recipes = [_recipe(stream, x, cells, memo, reduction, accumulation, rng, groups) for x in range(stream.m)]
     rng_last: dict[int, int] = {}
     group_last: dict[tuple[str, object], int] = {}
-    has_loops = stream.has_loops
+    footprint_at = stream.footprint_at
     for b in range(len(stream)):
-        accesses, rng_seq, gkey = recipes[inst_instr[b]]
+        accesses, rng_seq, gkey = recipes[instr[b]]
         formers: dict[int, int] = {}
-        for is_write, cut, plan, chain_key, bit in accesses:
+        for is_write, cut, ca, chain_key, bit in accesses:
             if cut is None:
-                byteset = stream.plan_bytes(plan, b)
-                cut = pieces(plan[1], plan[2], plan[4], byteset)
+                mask, byteset = footprint_at(ca, b)
+                cut = pieces(ca.tensor, ca.space, mask, byteset)
             if not is_write:
                 for smap, lo, hi in cut:
                     i, j = smap.span(lo, hi)
@@ -148,7 +160,8 @@ def build_flow_edges(stream: Stream, *, reduction: bool = True, accumulation: bo
                 i, j = smap.span(lo, hi)
                 smap.values[i:j] = [b] * (j - i)
             if chain_key is not None:
-                for smap, lo, hi in pieces(chain_key, plan[2], plan[4], stream.plan_bytes(plan, b)):
+                mask, byteset = footprint_at(ca, b)
+                for smap, lo, hi in pieces(chain_key, ca.space, mask, byteset):
                     i, j = smap.span(lo, hi)
                     values = smap.values
                     if bit:
@@ -172,31 +185,50 @@ def build_flow_edges(stream: Stream, *, reduction: bool = True, accumulation: bo
                 for a, bits in formers.items():
                     add(a, b, bits)
             else:
-                y = inst_instr[b]
+                y = instr[b]
                 for a, bits in formers.items():
-                    key = (inst_instr[a], y, False)
+                    key = (instr[a], y, 0)
                     edges[key] = edges.get(key, 0) | bits
     if loop_barrier:
         _loop_barriers(stream, edges)
     return edges
 
 
-def _loop_barriers(stream: Stream, edges: dict[tuple[int, int, bool], int]) -> None:
+def min_distances(edges: Edges) -> Edges:
+    """One loop-carried edge per instruction pair, at the smallest distance found (it orders
+    the pairs further back too: one instruction's instances complete in order)."""
+    out: Edges = {}
+    nearest: dict[tuple[int, int], int] = {}
+    for (x, y, d), bits in edges.items():
+        if not d:
+            out[(x, y, 0)] = out.get((x, y, 0), 0) | bits
+            continue
+        if d < nearest.get((x, y), 1 << 62):
+            nearest[(x, y)] = d
+    carried_bits: dict[tuple[int, int], int] = {}
+    for (x, y, d), bits in edges.items():
+        if d:
+            carried_bits[(x, y)] = carried_bits.get((x, y), 0) | bits
+    for (x, y), d in nearest.items():
+        out[(x, y, d)] = carried_bits[(x, y)]
+    return out
+
+
+def _loop_barriers(stream: InstanceStream, edges: Edges) -> None:
     """Iteration ``i+1`` of every loop waits for iteration ``i`` (see the module doc)."""
     members: dict[int, list[int]] = {}
-    for info in stream.infos:
-        for loop in info.loops:
-            members.setdefault(id(loop), []).append(info.id)
+    for x, loops in enumerate(stream.loops_of):
+        for loop in loops:
+            members.setdefault(id(loop), []).append(x)
     for xids in members.values():
         first_on_seq: dict[int, int] = {}
         last_on_comp: dict[int, int] = {}
         for x in xids:
-            info = stream.infos[x]
-            first_on_seq.setdefault(info.seq, x)
-            last_on_comp[info.comp] = x
+            first_on_seq.setdefault(int(stream.seq_x[x]), x)
+            last_on_comp[int(stream.comp_x[x])] = x
         for waiter in first_on_seq.values():
             for former in last_on_comp.values():
-                key = (former, waiter, True)
+                key = (former, waiter, 1)
                 edges[key] = edges.get(key, 0) | BARRIER
 
 
@@ -208,7 +240,9 @@ class BuildFdeps(Pass):
         requires: a valid program (virtual tensors allowed: the analysis is logical).
         guarantees: deps are replaced (kept too with ``keep_given``) by Flow edges only; every
         read of a byte is ordered after the last earlier write of that byte *through the same
-        tensor*; every non-structural edge joins two instances sharing a byte of one tensor.
+        tensor*; every non-structural edge joins two instances sharing a byte of one tensor;
+        a loop-carried edge waits exactly as many iterations back as the nearest pair it
+        orders.
     """
 
     name: ClassVar[str] = "build-fdeps"
@@ -223,17 +257,15 @@ class BuildFdeps(Pass):
     def apply(self, program: Program, ctx: PassContext) -> Program:
         stream = ctx.stream(program)
         trivial = self.trivial or program.extras.get("x-too-many-spills") is True
-        edges = build_flow_edges(stream, reduction=self.reduction, accumulation=self.accumulation, rng=self.rng,
+        found = build_flow_edges(stream, reduction=self.reduction, accumulation=self.accumulation, rng=self.rng,
                                  groups=self.groups, loop_barrier=self.loop_barrier, trivial=trivial)
-        graph = ctx.take_graph(program) if self.keep_given else DepGraph()
-        names = [info.name for info in stream.infos]
-        add = graph.add_dependency
-        for (x, y, lc), bits in edges.items():
-            add(names[y], names[x], EdgeKind.FLOW, lc)
-            if ctx.record:
+        edges = min_distances(found)
+        names = stream.names
+        if ctx.record:
+            for (x, y, d), bits in edges.items():
                 for bit, rule in RULES.items():
                     if bits & bit:
-                        ctx.note(names[y], names[x], lc, rule)
+                        ctx.note(names[y], names[x], d > 0, rule)
         for bits, n in Counter(edges.values()).items():
             for bit, rule in RULES.items():
                 if bits & bit:
@@ -241,7 +273,7 @@ class BuildFdeps(Pass):
         ctx.count(self.name, "edges", len(edges))
         if trivial:
             ctx.count(self.name, "spill_guard")
-        out = with_graph(program, graph, stream.by_name)
-        ctx.carry_stream(program, out)
-        ctx.keep_graph(out, graph)
-        return out
+        table = edge_table({key: EdgeKind.FLOW for key in edges})
+        if self.keep_given:
+            table = ctx.deps(program).concat(table).merged()
+        return with_deps(program, table, stream)

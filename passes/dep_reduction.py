@@ -32,20 +32,26 @@ SyncState
     :func:`redundant_waits_syncstate` runs the loop on the seed's two BitMap banks
     (``mergeSyncStates`` / ``hasCompleted`` / ``setCompleted`` / ``recordSyncState``, the
     records freed after their last waiter), with bank B holding each point's async window.
-    :func:`redundant_waits` is the production path: bank A of every engine is a prefix
-    (in-order engines, performance notes 1.4), so it stores the frontier of each bitmap, a
-    lossless encoding, and joins frontiers instead of unioning bitmaps; it skips bank B, which
-    no redundancy test reads.  The tests check both paths agree entry for entry.
+    :func:`redundant_waits` is the production path, :meth:`machine.hb.HappensBefore.fold` on
+    the project's one happens-before: bank A of every engine is a prefix (in-order engines,
+    performance notes 1.4), so a vector clock of frontiers encodes it losslessly and joins
+    replace bitmap unions; bank B is skipped, since no redundancy test reads it.  The tests
+    check both paths agree entry for entry.
 
 Loops
-    A dep is one instruction-level edge but one wait per instance it resolves at.  A dep is
-    dropped only when it is redundant at every instance (sound by the subset argument
-    above).  Instruction-level deps cannot express "wait only at k=0": a dep needed at one
-    iteration waits at all of them, so on loop programs the kept instance-level waits can
-    exceed the instance-level minimum; :class:`ReductionResult` reports both and lists the
-    deps that are needed at some instances only.  Expanding the loops first
-    (:mod:`passes.expand_scheduling_units`) turns every instance wait into its own dep, and the reduction then
-    reaches the instance-level minimum, at the price of the loop structure.
+    A dep is one instruction-level edge but one wait per instance it resolves at.  The fold
+    judges every instance wait; a dep redundant at every instance is dropped.  A dep needed at
+    some instances only is *split* (``split=true``, the default): it is replaced by deps
+    restricted to the iteration boxes where it is needed (``x-iterations``; "first iteration
+    only", "all but the first", ...), so the kept instance waits are exactly the
+    non-redundant ones: the instance-level minimum of the given graph, with the loops kept.
+    Dropping all redundant waits at once keeps every order (the reduction is a subgraph of
+    what remains), so the split is sound.  A needed set that is not a union of at most
+    :data:`MAX_BOXES` boxes keeps its dep whole (counted as ``unsplit``).  ``split=false``
+    keeps partially needed deps whole, as the seed, whose deps cannot say "only at k = 0";
+    :class:`ReductionResult` then reports them (:attr:`ReductionResult.partial`).  Expanding
+    the loops first (:mod:`passes.expand_scheduling_units`) reaches the same minimum at the
+    price of the loop structure.
 
 Kinds
     :func:`apply_reorder_reduction` drops redundant Flow / Ordered deps,
@@ -60,22 +66,25 @@ import gc
 from collections.abc import Iterable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import ClassVar, NamedTuple
 
-from machine.edges import KIND_NAMES, EdgeKind
-from machine.ir import Dep, Instruction, Program
-from machine.presets import MachineSpec, resolve_machine
-from machine.unroll import Unrolled, unroll
+import numpy as np
 
+from machine.conflicts import conflict_kind
+from machine.deptable import DepTable, Ranges, dep_table, with_deps
+from machine.edges import KIND_NAMES, EdgeKind
+from machine.hb import HappensBefore, wait_counts
+from machine.ir import Dep, Program
+from machine.stream import InstanceStream, stream_of
+
+from passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids
 from passes.pipeline import Pass, PassContext
-from passes.analysis.syncstate import NUM_SEQUENCERS, EnginePositions, SyncState, assign_ids
 
 __all__ = [
-    "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "InstanceWaits", "instance_waits", "waits_from_targets",
+    "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
     "redundant_waits", "redundant_waits_syncstate", "DepRef", "PartialDep", "ReductionResult",
-    "dep_reduction", "apply_reorder_reduction", "apply_anti_dependence_reduction", "REORDER_KINDS", "ANTI_KINDS",
-    "DepReduction",
+    "dep_reduction", "reduce_table", "apply_reorder_reduction", "apply_anti_dependence_reduction", "REORDER_KINDS",
+    "ANTI_KINDS", "DepReduction", "needed_boxes",
 ]
 
 LATEST_FIRST = "latest-first"
@@ -83,12 +92,12 @@ PROGRAM_ORDER = "program-order"
 FOLDS = (LATEST_FIRST, PROGRAM_ORDER)
 REORDER_KINDS = frozenset({EdgeKind.FLOW, EdgeKind.ORDERED})
 ANTI_KINDS = frozenset({EdgeKind.ANTI, EdgeKind.OUTPUT})
+#: Iteration boxes a split dep may become; beyond, the dep stays whole.
+MAX_BOXES = 8
 
 
 class DepRef(NamedTuple):
-    """One instruction-level dep: ``waiter`` waits for ``dep.on`` (an immutable value; a
-    named tuple because a million of them are made per million deps, ~5x cheaper than a
-    frozen dataclass)."""
+    """One instruction-level dep: ``waiter`` waits for ``dep.on``."""
 
     waiter: str
     dep: Dep
@@ -96,27 +105,26 @@ class DepRef(NamedTuple):
     """Position of the dep in the waiter's ``deps``."""
 
     def describe(self) -> str:
-        carried = " (loop-carried)" if self.dep.loop_carried else ""
-        return f"{self.dep.on} -> {self.waiter} [{KIND_NAMES[self.dep.kind]}]{carried}"
+        carried = ""
+        if self.dep.loop_carried:
+            carried = " (loop-carried)" if self.dep.distance == 1 else f" (loop-carried, {self.dep.distance} back)"
+        when = "".join(f" {loop}[{lo},{hi})" for loop, lo, hi in self.dep.iterations)
+        return f"{self.dep.on} -> {self.waiter} [{KIND_NAMES[self.dep.kind]}]{carried}{when}"
 
 
 @dataclass(frozen=True, slots=True)
 class InstanceWaits:
-    """The rule-4 waits of an unrolled program, one per dep per instance it resolves at.
+    """The rule-4 waits of a program's instances, one per dep per instance it resolves at.
 
-    Entries are stored per waiter (``start[y]:start[y+1]``), latest target first.  A dep
-    that waits on several instances of ``B`` keeps only the last one: the others complete
-    before it on the same engine, so their waits are always redundant.
+    Entries are stored per waiter (``start[y]:start[y+1]``), latest target first; ``slot[k]``
+    is the dep-table row of entry ``k`` (-1 when the waits do not come from deps).
     """
 
-    positions: EnginePositions
-    start: tuple[int, ...]
-    target: tuple[int, ...]
-    slot: tuple[int, ...]
-    """Index into ``deps`` of the entry's dep (-1 when the waits do not come from deps)."""
-    deps: tuple[DepRef, ...]
-    unrolled: Unrolled | None = None
-    """The instances (None when not built from a program)."""
+    stream: InstanceStream
+    start: list[int]
+    target: list[int]
+    slot: list[int]
+    table: DepTable | None = None
 
     def __len__(self) -> int:
         return len(self.target)
@@ -125,63 +133,26 @@ class InstanceWaits:
         return range(self.start[waiter], self.start[waiter + 1])
 
     def name(self, instance: int) -> str:
-        return self.unrolled[instance].name if self.unrolled is not None else f"#{instance}"
+        return self.stream.instance_name(instance)
 
 
-def instance_waits(program: Program, unrolled: Unrolled | None = None,
-                   spec: MachineSpec | None = None) -> InstanceWaits:
+def instance_waits(program: Program, stream: InstanceStream | None = None) -> InstanceWaits:
     """Resolve every dep of every instance to its last target instance.
 
     >>> from machine.ir import Instruction, Program, Dep
     >>> body = (Instruction("a", "pe", "x"), Instruction("b", "act", "y"),
     ...         Instruction("c", "dve", "z", deps=(Dep("a"), Dep("b"))))
     >>> w = instance_waits(Program({}, body))
-    >>> [(w.target[k], w.deps[w.slot[k]].dep.on) for k in w.waits_of(2)]   # latest first
-    [(1, 'b'), (0, 'a')]
+    >>> [w.target[k] for k in w.waits_of(2)]   # latest first
+    [1, 0]
     """
-    unrolled = unrolled or unroll(program)
-    spec = spec or resolve_machine(program.machine)
-    positions = assign_ids(unrolled, spec)
-    deps: list[DepRef] = []
-    # Per instruction, once: its deps' slots and, where the target is the same at every
-    # instance (a dep from outside every loop), that target, latest first.
-    plans: dict[int, tuple] = {}
-    start, target, slot = [0], [], []
-    ids_of = unrolled.ids_of
-    for inst in unrolled.instances:
-        instr = inst.instr
-        if instr.deps:
-            plan = plans.get(id(instr))
-            if plan is None:
-                fixed, varying = [], []
-                for k, dep in enumerate(instr.deps):
-                    deps.append(DepRef(instr.name, dep, k))
-                    if not inst.loops and not dep.loop_carried:
-                        fixed.append((ids_of(dep.on)[-1], len(deps) - 1))  # all of B: the last
-                    else:
-                        varying.append((len(deps) - 1, dep))
-                fixed.sort(reverse=True)
-                plan = ([t for t, _ in fixed], [s for _, s in fixed], fixed, varying)
-                if inst.loops:  # instances to come reuse it
-                    plans[id(instr)] = plan
-            fixed_targets, fixed_slots, fixed, varying = plan
-            if varying:
-                found = list(fixed)
-                for s, dep in varying:
-                    t = unrolled.resolve_wait(inst, dep)
-                    if t is not None:
-                        found.append((t, s))
-                found.sort(reverse=True)
-                target.extend(t for t, _ in found)
-                slot.extend(s for _, s in found)
-            else:
-                target.extend(fixed_targets)
-                slot.extend(fixed_slots)
-        start.append(len(target))
-    return InstanceWaits(positions, tuple(start), tuple(target), tuple(slot), tuple(deps), unrolled)
+    stream = stream or stream_of(program)
+    table = dep_table(program, stream)
+    waits = stream.resolve(table)
+    return InstanceWaits(stream, waits.ptr.tolist(), waits.target.tolist(), waits.row.tolist(), table)
 
 
-def waits_from_targets(positions: EnginePositions, waits: Sequence[Iterable[int]]) -> InstanceWaits:
+def waits_from_targets(stream: InstanceStream, waits: Sequence[Iterable[int]]) -> InstanceWaits:
     """Instance waits given directly as target ids per instance (no deps behind them)."""
     start, target = [0], []
     for y, targets in enumerate(waits):
@@ -190,7 +161,7 @@ def waits_from_targets(positions: EnginePositions, waits: Sequence[Iterable[int]
             raise ValueError(f"instance {y} waits on {chosen[0]}, which does not precede it")
         target.extend(chosen)
         start.append(len(target))
-    return InstanceWaits(positions, tuple(start), tuple(target), (-1,) * len(target), ())
+    return InstanceWaits(stream, start, target, [-1] * len(target))
 
 
 @contextmanager
@@ -206,73 +177,35 @@ def _gc_paused():
             gc.enable()
 
 
-@lru_cache(maxsize=None)
-def _joiner(width: int):
-    """``join(a, b)``: the component-wise max of two clocks as a new list.
-
-    Generated for the machine's width because an unrolled join is ~5x cheaper than
-    ``list(map(max, a, b))`` (performance notes, 2.3), and the join is the hot operation.
-    """
-    a = ", ".join(f"a{i}" for i in range(width))
-    b = ", ".join(f"b{i}" for i in range(width))
-    body = ", ".join(f"a{i} if a{i} > b{i} else b{i}" for i in range(width))
-    source = f"def join(a, b):\n    {a}, = a\n    {b}, = b\n    return [{body}]\n"
-    scope: dict = {}
-    exec(source, scope)  # noqa: S102 - generated from integers only
-    return scope["join"]
-
-
 def redundant_waits(waits: InstanceWaits, fold: str = LATEST_FIRST) -> bytearray:
-    """Per wait entry, 1 when it is redundant (the fast path: per-engine frontier clocks).
+    """Per wait entry, 1 when it is redundant (:meth:`machine.hb.HappensBefore.fold`).
 
-    Requires ``waits`` built from a program or targets in program order.  Guarantees, with
-    ``fold="latest-first"``: the entries left at 0 are exactly the wait edges of the
+    Requires entries in program order of their waiters, latest target first.  Guarantees,
+    with ``fold="latest-first"``: the entries left at 0 are exactly the wait edges of the
     transitive reduction of the happens-before graph of rules 1-4.  With
     ``fold="program-order"`` (the seed): a subset of those redundancies (sound, not exact).
     """
     if fold not in FOLDS:
         raise ValueError(f"fold must be one of {FOLDS}, got {fold!r}")
-    pos_ = waits.positions
-    n = len(pos_.engine)
-    eng, pos, seq, dma = pos_.engine, pos_.position, pos_.issuer, pos_.is_dma
+    stream = waits.stream
+    seq, comp, pos = stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
     start, target = waits.start, waits.target
-    wanted = bytearray(n)
-    for t in target:
-        wanted[t] = 1
-    join = _joiner(pos_.width)
-    zero = [-1] * pos_.width
-    seq_clock = [zero] * NUM_SEQUENCERS
-    queue_clock = [zero] * pos_.width
-    clocks: list = [None] * n
+    hb = HappensBefore(stream.spec.dma_queues, wait_counts(target))
+    fold_clock, complete, trigger = hb.fold, hb.complete, hb.trigger
     redundant = bytearray(len(target))
     latest_first = fold == LATEST_FIRST
     with _gc_paused():
-        for y in range(n):
-            s = seq[y]
-            u = seq_clock[s]
-            fresh = False
-            a = start[y]
-            b = start[y + 1]
-            if a != b:
-                for k in range(a, b) if latest_first else range(b - 1, a - 1, -1):
-                    x = target[k]
-                    if pos[x] <= u[eng[x]]:
-                        redundant[k] = 1
-                    else:
-                        u = join(u, clocks[x])
-                        fresh = True
-            e = eng[y]
-            if dma[y]:
-                seq_clock[s] = u  # rule 2: the sequencer knows only the trigger
-                c = join(u, queue_clock[e])  # rule 3: S(Y) after the queue's last completion
-                c[e] = pos[y]
-                queue_clock[e] = c
-            else:
-                c = u if fresh else u.copy()
-                c[e] = pos[y]
-                seq_clock[s] = c  # rule 1
-            if wanted[y]:
-                clocks[y] = c
+        for y in range(len(stream)):
+            a, b = start[y], start[y + 1]
+            if a == b:
+                complete(y, seq[y], comp[y], trigger(seq[y]))
+                continue
+            targets = target[a:b] if latest_first else target[b - 1:a - 1 if a else None:-1]
+            clock, needed = fold_clock(seq[y], targets, comp, pos)
+            for k, keep in enumerate(needed):
+                if not keep:
+                    redundant[a + k if latest_first else b - 1 - k] = 1
+            complete(y, seq[y], comp[y], clock)
     return redundant
 
 
@@ -286,16 +219,14 @@ def redundant_waits_syncstate(waits: InstanceWaits, fold: str = LATEST_FIRST) ->
     """
     if fold not in FOLDS:
         raise ValueError(f"fold must be one of {FOLDS}, got {fold!r}")
-    pos_ = waits.positions
+    pos_ = assign_ids(waits.stream)
     n, width = len(pos_.engine), pos_.width
     eng, pos, seq, dma = pos_.engine, pos_.position, pos_.issuer, pos_.is_dma
     empty = SyncState(width)
     seq_state = [empty] * NUM_SEQUENCERS
     queue_state = [empty] * width
     recorded: dict[int, SyncState] = {}
-    remaining: dict[int, int] = {}
-    for t in waits.target:
-        remaining[t] = remaining.get(t, 0) + 1
+    remaining = wait_counts(waits.target)
     redundant = bytearray(len(waits.target))
     in_window = bytearray(len(waits.target))
     for y in range(n):
@@ -336,9 +267,57 @@ def redundant_waits_syncstate(waits: InstanceWaits, fold: str = LATEST_FIRST) ->
     return redundant, in_window
 
 
+def needed_boxes(digits: np.ndarray, trips: tuple[int, ...], limit: int = MAX_BOXES) -> list[tuple[tuple[int, int], ...]] | None:
+    """Disjoint boxes (one ``[lo, hi)`` per loop) whose union is exactly the set of loop-index
+    rows ``digits``, or None when more than ``limit`` are needed.
+
+    Consecutive outer indices whose inner sets are equal share a box (recursively), so "first
+    iteration", "all but the first" or "the last of each row" are one box each.
+
+    >>> needed_boxes(np.array([[1], [2], [3]]), (4,))
+    [((1, 4),)]
+    >>> needed_boxes(np.array([[0, 0], [1, 0], [2, 0]]), (3, 2))
+    [((0, 3), (0, 1))]
+    """
+    if not len(trips):
+        return [()]
+    by_outer: dict[int, np.ndarray] = {}
+    order = np.argsort(digits[:, 0], kind="stable")
+    col = digits[order, 0]
+    for v in np.unique(col).tolist():
+        by_outer[v] = digits[order[col == v], 1:]
+    out: list[tuple[tuple[int, int], ...]] = []
+    run_lo = run_hi = None
+    run_key = None
+    inner_boxes: list = []
+
+    def flush() -> bool:
+        if run_key is None:
+            return True
+        for box in inner_boxes:
+            out.append(((run_lo, run_hi), *box))
+        return len(out) <= limit
+
+    for v in sorted(by_outer):
+        rows = by_outer[v]
+        key = tuple(map(tuple, np.unique(rows, axis=0).tolist())) if rows.shape[1] else ()
+        if key == run_key and v == run_hi:
+            run_hi = v + 1
+            continue
+        if not flush():
+            return None
+        boxes = needed_boxes(rows, trips[1:], limit) if rows.shape[1] else [()]
+        if boxes is None:
+            return None
+        run_lo, run_hi, run_key, inner_boxes = v, v + 1, key, boxes
+    if not flush():
+        return None
+    return out
+
+
 @dataclass(frozen=True, slots=True)
 class PartialDep:
-    """A kept dep that is redundant at some of the instances it resolves at."""
+    """A dep that is redundant at some of the instances it resolves at."""
 
     dep: DepRef
     needed_at: tuple[str, ...]
@@ -354,6 +333,7 @@ class ReductionResult:
     """Each dropped dep with the phase that dropped it (``reorder`` or ``anti``)."""
     deps_kept: int
     partial: tuple[PartialDep, ...]
+    """Deps needed at some instances only (before splitting)."""
     instance_waits_before: int
     """Waits (one per dep per instance it resolves at) before the reduction."""
     instance_waits_kept: int
@@ -361,82 +341,177 @@ class ReductionResult:
     instance_waits_minimum: int
     """Waits of the transitive reduction at instance level (what instance deps could reach)."""
     fold: str
+    split: int = 0
+    """Deps split into iteration boxes."""
+    unsplit: int = 0
+    """Partially needed deps kept whole (their needed set is not a few boxes)."""
+    deps_before: int = -1
+    """Deps before the reduction (-1: ``len(dropped) + deps_kept``)."""
 
-    @property
-    def deps_before(self) -> int:
-        return len(self.dropped) + self.deps_kept
-
-
-@dataclass(frozen=True, slots=True)
-class _Decision:
-    drop: dict[tuple[str, int], DepRef]
-    kept: int
-    kept_waits: int
-    partial_slots: tuple[int, ...]
+    def __post_init__(self) -> None:
+        if self.deps_before < 0:
+            object.__setattr__(self, "deps_before", len(self.dropped) + self.deps_kept)
 
 
-def _decide(waits: InstanceWaits, redundant: bytearray, kinds: frozenset) -> _Decision:
-    """Which deps of ``kinds`` to drop: those redundant at every instance they resolve at.
+def _dep_refs(table: DepTable, stream: InstanceStream) -> list[DepRef]:
+    """A :class:`DepRef` per table row (its index: position among its waiter's rows)."""
+    names = stream.names
+    seen: dict[int, int] = {}
+    out = []
+    for r, y in enumerate(table.waiter.tolist()):
+        k = seen.get(y, 0)
+        seen[y] = k + 1
+        out.append(DepRef(names[y], table.dep(r, names), k))
+    return out
 
-    Every dep has a slot (made at its instruction's first instance); a dep that resolves at
-    no instance (loop-carried in a single iteration) orders nothing, has no entry, and is
-    dropped too.
-    """
-    nslots = len(waits.deps)
-    needed = [0] * nslots
-    total = [0] * nslots
-    for k, s in enumerate(waits.slot):
-        total[s] += 1
-        if not redundant[k]:
-            needed[s] += 1
-    drop: dict[tuple[str, int], DepRef] = {}
-    kept = kept_waits = 0
+
+def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_FIRST, kinds: frozenset = REORDER_KINDS | ANTI_KINDS,
+                 method: str = "clock", split: bool = True) -> tuple[DepTable, ReductionResult]:
+    """The reduction of ``table`` over ``stream``; see the module doc."""
+    resolved = stream.resolve(table)
+    waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
+    if method == "clock":
+        redundant = redundant_waits(waits, fold)
+    elif method == "syncstate":
+        redundant, _ = redundant_waits_syncstate(waits, fold)
+    else:
+        raise ValueError(f"method must be 'clock' or 'syncstate', got {method!r}")
+    rows = len(table)
+    needed_mask = np.frombuffer(bytes(redundant), np.uint8) == 0 if len(redundant) else np.zeros(0, bool)
+    row = resolved.row.astype(np.int64)
+    total = np.bincount(row, minlength=rows)
+    needed = np.bincount(row[needed_mask], minlength=rows)
+    allowed = np.isin(table.kind, np.asarray([int(k) for k in kinds], np.int8))
+    drop = (needed == 0) & allowed
+    partial_rows = np.flatnonzero((needed > 0) & (needed < total)).tolist()
+    refs = _dep_refs(table, stream)
+    keep_rows = np.flatnonzero(~drop)
+    new = table.select(keep_rows)
+    split_count = unsplit = 0
     partial = []
-    for s, ref in enumerate(waits.deps):
-        if not needed[s] and ref.dep.kind in kinds:
-            drop[(ref.waiter, ref.index)] = ref
+    if partial_rows:
+        waiter_of = np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(resolved.ptr))
+        position = {r: k for k, r in enumerate(keep_rows.tolist())}
+        replacements: dict[int, list[Ranges]] = {}
+        for r in partial_rows:
+            here = row == r
+            need_ids = waiter_of[here & needed_mask]
+            skip_ids = waiter_of[here & ~needed_mask]
+            partial.append(PartialDep(refs[r], tuple(stream.instance_name(i) for i in need_ids[:64].tolist()),
+                                      tuple(stream.instance_name(i) for i in skip_ids[:64].tolist())))
+            if not split:
+                continue
+            boxes = _boxes_of(stream, int(table.waiter[r]), need_ids)
+            if boxes is None:
+                unsplit += 1
+                continue
+            replacements[position[r]] = boxes
+            split_count += 1
+        if replacements:
+            new, made = _split_rows(new, replacements)
+            new = _relabel(stream, new, made)
+    kept_waits = _count_waits(stream, new) if split_count else int(total[keep_rows].sum())
+    dropped = tuple((refs[r], "reorder" if EdgeKind(int(table.kind[r])) in REORDER_KINDS else "anti")
+                    for r in np.flatnonzero(drop).tolist())
+    result = ReductionResult(None, dropped, len(new), tuple(partial), len(waits), kept_waits,
+                             len(waits) - int(sum(redundant)), fold, split_count, unsplit, rows)
+    return new, result
+
+
+def _count_waits(stream: InstanceStream, table: DepTable) -> int:
+    return len(stream.resolve(table).target)
+
+
+def _boxes_of(stream: InstanceStream, y: int, instances: np.ndarray) -> list[Ranges] | None:
+    """The needed instances of waiter ``y`` as iteration boxes (``x-iterations`` ranges)."""
+    ids = stream.instances_of(y)
+    digits = stream.digits_of(y)[np.searchsorted(ids, instances)]
+    loops = stream.loops_of[y]
+    boxes = needed_boxes(digits, stream.trips[y])
+    if boxes is None:
+        return None
+    out = []
+    for box in boxes:
+        out.append(tuple((loop.name, lo, hi) for loop, (lo, hi) in zip(loops, box) if (lo, hi) != (0, loop.trip_count)))
+    return out
+
+
+def _split_rows(table: DepTable, replacements: dict[int, list[Ranges]]) -> tuple[DepTable, list[int]]:
+    """``table`` with row ``r`` replaced by one row per box of ``replacements[r]``, and the
+    indices of the rows the split made."""
+    rows, objects, made = [], [], []
+    for r in range(len(table)):
+        boxes = replacements.get(r)
+        base = (int(table.waiter[r]), int(table.former[r]), int(table.kind[r]), int(table.distance[r]))
+        if boxes is None:
+            rows.append((*base, table.iterations(r)))
+            objects.append(table.objects[r] if table.objects is not None else None)
             continue
-        kept += 1
-        kept_waits += total[s]
-        if 0 < needed[s] < total[s]:
-            partial.append(s)
-    return _Decision(drop, kept, kept_waits, tuple(partial))
+        for box in boxes:
+            made.append(len(rows))
+            rows.append((*base, _intersect(table.iterations(r), box)))
+            objects.append(None)
+    return DepTable.build(rows, objects), made
 
 
-def _partials(waits: InstanceWaits, redundant: bytearray, slots: tuple[int, ...]) -> tuple[PartialDep, ...]:
-    if not slots:
-        return ()
-    wanted = {s: ([], []) for s in slots}
-    for y in range(len(waits.start) - 1):
-        for k in waits.waits_of(y):
-            found = wanted.get(waits.slot[k])
-            if found is not None:
-                found[redundant[k]].append(waits.name(y))
-    return tuple(PartialDep(waits.deps[s], tuple(wanted[s][0]), tuple(wanted[s][1])) for s in slots)
+def _relabel(stream: InstanceStream, table: DepTable, made: list[int]) -> DepTable:
+    """Label each row made by a split with the strongest kind the pairs it now waits on give
+    (Ordered when they share no byte): restricted to fewer iterations, a dep may no longer
+    wait on the pair that gave it its kind (``verifyAntiDependence``'s rule)."""
+    kinds = table.kind.copy()
+    resolved = stream.resolve(table.select(np.asarray(made, np.int64)))
+    waiter = np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(resolved.ptr)).tolist()
+    best: dict[int, int] = {}
+    for k, (a, r) in enumerate(zip(resolved.target.tolist(), resolved.row.tolist())):
+        best[r] = conflict_kind(stream, a, waiter[k], best.get(r, int(EdgeKind.ORDERED)))
+    for k, r in enumerate(made):
+        kinds[r] = best.get(k, int(EdgeKind.ORDERED))
+    return table.with_kinds(kinds)
 
 
-def _drop(program: Program, drop: Iterable[tuple[str, int]]) -> Program:
-    """The program without the deps ``(waiter, index)``."""
-    by_waiter: dict[str, set[int]] = {}
-    for waiter, k in drop:
-        by_waiter.setdefault(waiter, set()).add(k)
-    if not by_waiter:
-        return program
+def _intersect(old: Ranges, new: Ranges) -> Ranges:
+    """Two iteration restrictions combined (the needed set lies inside ``old`` already)."""
+    merged = {loop: (lo, hi) for loop, lo, hi in old}
+    for loop, lo, hi in new:
+        a, b = merged.get(loop, (lo, hi))
+        merged[loop] = (max(a, lo), min(b, hi))
+    return tuple((loop, lo, hi) for loop, (lo, hi) in merged.items())
 
-    def rebuild(instr: Instruction) -> Instruction:
-        gone = by_waiter.get(instr.name)
-        if gone is None:
-            return instr
-        deps = tuple(d for k, d in enumerate(instr.deps) if k not in gone)
-        return Instruction(instr.name, instr.engine, instr.op, instr.reads, instr.writes, instr.attrs, deps,
-                           instr.queue, instr.extras)
 
-    return program.map_instructions(rebuild)
+def dep_reduction(program: Program, *, fold: str = LATEST_FIRST, anti: bool = True, method: str = "clock",
+                  split: bool = True) -> ReductionResult:
+    """Reduce the program's deps; ``anti=False`` leaves Anti / Output deps alone (the gate).
+
+    ``method`` is ``"clock"`` (frontier clocks, fast) or ``"syncstate"`` (the seed's
+    BitMap banks); both give the same result.  ``split`` restricts partially needed deps to
+    the iteration boxes where they are needed (see the module doc; the pass does by default).
+
+    >>> from machine.ir import Instruction, Program, Dep
+    >>> body = (Instruction("a", "pe", "x"), Instruction("b", "act", "y", deps=(Dep("a"),)),
+    ...         Instruction("c", "dve", "z", deps=(Dep("a"), Dep("b"))))
+    >>> r = dep_reduction(Program({}, body))
+    >>> [ref.describe() for ref, _ in r.dropped], r.instance_waits_kept
+    (['a -> c [ordered]'], 2)
+    >>> [ref.describe() for ref, _ in dep_reduction(Program({}, body), fold="program-order").dropped]
+    []
+    """
+    stream = stream_of(program)
+    with _gc_paused():
+        table, result = reduce_table(stream, dep_table(program, stream), fold=fold, method=method, split=split,
+                                     kinds=REORDER_KINDS | ANTI_KINDS if anti else REORDER_KINDS)
+    return _with_program(result, with_deps(program, table, stream))
+
+
+def _with_program(result: ReductionResult, program: Program) -> ReductionResult:
+    from dataclasses import replace
+
+    return replace(result, program=program)
 
 
 def _reduce_kinds(program: Program, kinds: frozenset, fold: str) -> Program:
-    waits = instance_waits(program)
-    return _drop(program, _decide(waits, redundant_waits(waits, fold), kinds).drop)
+    stream = stream_of(program)
+    table, _ = reduce_table(stream, dep_table(program, stream), fold=fold, kinds=kinds, split=False)
+    return with_deps(program, table, stream)
 
 
 def apply_reorder_reduction(program: Program, fold: str = LATEST_FIRST) -> Program:
@@ -453,55 +528,21 @@ def apply_anti_dependence_reduction(program: Program, fold: str = LATEST_FIRST) 
     return _reduce_kinds(program, ANTI_KINDS, fold)
 
 
-def dep_reduction(program: Program, *, fold: str = LATEST_FIRST, anti: bool = True,
-                  method: str = "clock") -> ReductionResult:
-    """Reduce the program's deps; ``anti=False`` leaves Anti / Output deps alone (the gate).
-
-    ``method`` is ``"clock"`` (frontier clocks, fast) or ``"syncstate"`` (the seed's
-    BitMap banks); both give the same result.
-
-    >>> from machine.ir import Instruction, Program, Dep
-    >>> body = (Instruction("a", "pe", "x"), Instruction("b", "act", "y", deps=(Dep("a"),)),
-    ...         Instruction("c", "dve", "z", deps=(Dep("a"), Dep("b"))))
-    >>> r = dep_reduction(Program({}, body))
-    >>> [ref.describe() for ref, _ in r.dropped], r.instance_waits_kept
-    (['a -> c [ordered]'], 2)
-    >>> [ref.describe() for ref, _ in dep_reduction(Program({}, body), fold="program-order").dropped]
-    []
-    """
-    with _gc_paused():
-        return _dep_reduction(program, fold, anti, method)
-
-
-def _dep_reduction(program: Program, fold: str, anti: bool, method: str) -> ReductionResult:
-    waits = instance_waits(program)
-    if method == "clock":
-        redundant = redundant_waits(waits, fold)
-    elif method == "syncstate":
-        redundant, _ = redundant_waits_syncstate(waits, fold)
-    else:
-        raise ValueError(f"method must be 'clock' or 'syncstate', got {method!r}")
-    decision = _decide(waits, redundant, REORDER_KINDS | ANTI_KINDS if anti else REORDER_KINDS)
-    dropped = tuple((ref, "reorder" if ref.dep.kind in REORDER_KINDS else "anti") for ref in decision.drop.values())
-    return ReductionResult(
-        program=_drop(program, decision.drop),
-        dropped=dropped,
-        deps_kept=decision.kept,
-        partial=_partials(waits, redundant, decision.partial_slots),
-        instance_waits_before=len(waits),
-        instance_waits_kept=decision.kept_waits,
-        instance_waits_minimum=len(waits) - sum(redundant),
-        fold=fold,
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class DepReduction(Pass):
-    """Pass: :func:`dep_reduction` (``dep-reduction{fold=latest-first,anti=true,method=clock}``).
+    """Pass: the exact transitive reduction of the waits
+    (``dep-reduction{fold=latest-first,anti=true,method=clock,split=true}``).
+
+    Contract
+        requires: a valid program.
+        guarantees: happens-before over every instance's trigger, start and end is unchanged;
+        the instance waits kept are exactly the transitive reduction's (with ``split``, up to
+        the deps whose needed instances are not a few iteration boxes: ``unsplit``); deps are
+        a subset of the input's, some restricted to iteration ranges.
 
     Counters: deps ``dropped-reorder`` / ``dropped-anti`` / ``kept``, deps ``partial`` (needed
-    at some instances only), instance-level waits ``waits-before`` / ``waits-kept`` /
-    ``waits-minimum``, and with ``labels`` the ``inconsistent-labels`` found.
+    at some instances only), ``split`` / ``unsplit``, instance-level waits ``waits-before`` /
+    ``waits-kept`` / ``waits-minimum``, and with ``labels`` the ``inconsistent-labels`` found.
     """
 
     name: ClassVar[str] = "dep-reduction"
@@ -511,6 +552,7 @@ class DepReduction(Pass):
     labels: bool = False
     """Also run :func:`passes.analysis.labels.verify_anti_dependence` on the result and count its
     findings as ``inconsistent-labels`` (the seed verifies after its anti phase)."""
+    split: bool = True
 
     def __post_init__(self) -> None:
         if self.fold not in FOLDS:
@@ -519,18 +561,20 @@ class DepReduction(Pass):
             raise ValueError(f"method must be clock or syncstate, got {self.method!r}")
 
     def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
-        result = dep_reduction(program, fold=self.fold, anti=self.anti, method=self.method)
-        if ctx is not None:
-            for _, phase in result.dropped:
-                ctx.count(self.name, f"dropped-{phase}")
-            for key, value in (("kept", result.deps_kept), ("partial", len(result.partial)),
-                               ("waits-before", result.instance_waits_before),
-                               ("waits-kept", result.instance_waits_kept),
-                               ("waits-minimum", result.instance_waits_minimum)):
-                ctx.count(self.name, key, value)
-            if self.labels and not result.program.has_virtual_tensors:
-                from passes.analysis.labels import verify_anti_dependence
+        ctx = ctx or PassContext()
+        stream = ctx.stream(program)
+        table, result = reduce_table(stream, ctx.deps(program), fold=self.fold, method=self.method, split=self.split,
+                                     kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS)
+        out = with_deps(program, table, stream)
+        for _, phase in result.dropped:
+            ctx.count(self.name, f"dropped-{phase}")
+        for key, value in (("kept", result.deps_kept), ("partial", len(result.partial)), ("split", result.split),
+                           ("unsplit", result.unsplit), ("waits-before", result.instance_waits_before),
+                           ("waits-kept", result.instance_waits_kept),
+                           ("waits-minimum", result.instance_waits_minimum)):
+            ctx.count(self.name, key, value)
+        if self.labels and not out.has_virtual_tensors:
+            from passes.analysis.labels import verify_anti_dependence
 
-                ctx.count(self.name, "inconsistent-labels", len(verify_anti_dependence(result.program)))
-            ctx.carry_stream(program, result.program)
-        return result.program
+            ctx.count(self.name, "inconsistent-labels", len(verify_anti_dependence(out)))
+        return out

@@ -31,19 +31,23 @@ import gc
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from itertools import zip_longest
 from dataclasses import dataclass, field
+from itertools import zip_longest
 from typing import Any, ClassVar
 
+import numpy as np
+
+from machine.deptable import DeferredProgram, DepTable, Ranges, dep_table
 from machine.edges import DepGraph, EdgeKind
 from machine.errors import ProgramError
 from machine.ir import Dep, Instruction, Program
 from machine.presets import MachineSpec, resolve_machine
+from machine.stream import InstanceStream, stream_of
 from machine.validate import validate_program
 
 __all__ = [
     "Pass", "PassContext", "PassRecord", "parse_pipeline", "run_pipeline", "verify_program",
-    "graph_of", "graph_rows", "with_graph", "DEFAULT_PIPELINE", "FunctionPass", "as_pass", "AfterPass",
+    "graph_of", "graph_rows", "with_graph", "DEFAULT_PIPELINE", "FunctionPass", "as_pass", "AfterPass", "edge_table",
 ]
 
 #: The default pipeline of ``neuronsim compile``: allocation (a no-op when nothing is
@@ -100,8 +104,7 @@ class PassContext:
     provenance: dict[tuple[str, str, bool], set[str]] = field(default_factory=dict)
     records: list[PassRecord] = field(default_factory=list)
     placed: bool = False
-    _graphs: dict[int, tuple[Program, DepGraph]] = field(default_factory=dict)
-    _streams: dict[int, tuple[Program, Any]] = field(default_factory=dict)
+    _stream: tuple[Program, Any] | None = None
 
     def machine(self, program: Program) -> MachineSpec:
         if self.spec is None:
@@ -116,35 +119,28 @@ class PassContext:
         """Record why an edge exists (only when ``record``)."""
         self.provenance.setdefault((waiter, former, loop_carried), set()).add(rule)
 
-    # -- caches: a dep-only pass hands its analysis on to the program it returns --------
-    def take_graph(self, program: Program) -> DepGraph:
-        """The program's deps as a graph this pass may mutate."""
-        cached = self._graphs.pop(id(program), None)
-        if cached is not None and cached[0] is program:
-            return cached[1]
-        return graph_of(program)
-
-    def keep_graph(self, program: Program, graph: DepGraph) -> None:
-        self._graphs.clear()
-        self._graphs[id(program)] = (program, graph)
-
-    def stream(self, program: Program):
-        """The :class:`~passes.analysis.instances.Stream` of ``program`` (cached across dep passes)."""
-        from passes.analysis.instances import Stream
-
-        cached = self._streams.get(id(program))
-        if cached is not None and cached[0] is program:
-            return cached[1]
-        stream = Stream(program, self.machine(program))
-        self._streams.clear()
-        self._streams[id(program)] = (program, stream)
+    def stream(self, program: Program) -> InstanceStream:
+        """The :class:`~machine.stream.InstanceStream` of ``program``: shared by every
+        program a dep-only pass derives from it (:func:`machine.deptable.with_deps`)."""
+        if self._stream is not None and self._stream[0] is program:
+            return self._stream[1]
+        stream = stream_of(program, self.machine(program))
+        self._stream = (program, stream)
         return stream
 
-    def carry_stream(self, old: Program, new: Program) -> None:
-        """``new`` differs from ``old`` only in deps: reuse the analysis."""
-        cached = self._streams.get(id(old))
-        if cached is not None and cached[0] is old:
-            self._streams[id(new)] = (new, cached[1])
+    def deps(self, program: Program) -> DepTable:
+        """The deps of ``program`` as a :class:`~machine.deptable.DepTable` (without building
+        the body of a deferred program)."""
+        return dep_table(program, self.stream(program))
+
+
+def edge_table(edges: Mapping[tuple[int, int, int], int], ranges: Mapping[tuple[int, int, int], Ranges] | None = None) -> DepTable:
+    """Deps from ``{(former, waiter, distance): kind}`` over instruction ids, in the canonical
+    order: by waiter, ordinary deps before loop-carried ones, each in document order of the
+    instruction waited on (then by distance)."""
+    keys = sorted(edges, key=lambda k: (k[1], k[2] > 0, k[0], k[2]))
+    ranges = ranges or {}
+    return DepTable.build([(y, x, int(edges[(x, y, d)]), d, ranges.get((x, y, d), ())) for x, y, d in keys])
 
 
 # -- deps <-> graph ----------------------------------------------------------------------
@@ -259,10 +255,18 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
 
 
 # -- verification --------------------------------------------------------------------------
+def _root(program: Program) -> Program:
+    return program.source if isinstance(program, DeferredProgram) else program
+
+
 def _same_but_deps(old: Program, new: Program) -> bool:
     """Did a pass change nothing but deps?  (Identity checks: cheap.)"""
     if new.tensors is not old.tensors or new.machine is not old.machine:
         return False
+    if isinstance(new, DeferredProgram) and _root(old) is new.source:
+        return True
+    if isinstance(new, DeferredProgram) or isinstance(old, DeferredProgram):
+        old, new = _root(old), _root(new)
     end = (None, ())
     for (a, _), (b, _) in zip_longest(old.walk(), new.walk(), fillvalue=end):
         if a is b:
@@ -296,6 +300,9 @@ def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: 
         for name, tensor in program.tensors.items():
             if tensor.is_virtual:
                 raise ProgramError(f"tensors.{name}", f"after pass {after!r}: still virtual")
+    if isinstance(program, DeferredProgram) and program.materialized is None:
+        _verify_table(program, after)
+        return
     # Deps point backwards (acyclic); a loop-carried one needs a loop enclosing both.
     position: dict[str, tuple[int, tuple]] = {}
     for k, (inst, loops) in enumerate(program.instructions()):
@@ -347,6 +354,29 @@ def as_pass(user: Any, name: str = "user") -> Pass:
 AfterPass = Callable[[Pass, Program, PassContext], None]
 
 
+def _verify_table(program: DeferredProgram, after: str) -> None:
+    """The deps rules of :func:`verify_program` on a deferred program's table, vectorised."""
+    stream = stream_of(program)
+    table = program.table
+    names = stream.names
+    plain = table.distance == 0
+    bad = np.flatnonzero(plain & (table.former >= table.waiter))
+    if len(bad):
+        r = int(bad[0])
+        raise ProgramError(f"{names[table.waiter[r]]}.deps", f"after pass {after!r}: waits on {names[table.former[r]]!r}, "
+                                                              "which is not earlier")
+    for r in np.flatnonzero(~plain | (table.when >= 0)).tolist():
+        y, x = int(table.waiter[r]), int(table.former[r])
+        if table.distance[r] and not stream.common(x, y):
+            raise ProgramError(f"{names[y]}.deps", f"after pass {after!r}: loop-carried dep on {names[x]!r} outside any "
+                                                  "common loop")
+        loops = {loop.name: loop.trip_count for loop in stream.loops_of[y]}
+        for loop, lo, hi in table.iterations(r):
+            if loop not in loops or hi > loops[loop] or lo >= hi:
+                raise ProgramError(f"{names[y]}.deps", f"after pass {after!r}: iteration range {loop} [{lo}, {hi}) does "
+                                                      "not lie in a loop enclosing the waiter")
+
+
 def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELINE, ctx: PassContext | None = None,
                  *, after_pass: AfterPass | None = None) -> Program:
     """Run ``passes`` in order, verifying between them when ``ctx.verify``.
@@ -378,8 +408,8 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
             verify_program(result, spec, placed=ctx.placed,
                            after=p.name, before=program)
         program = result
-        graph = ctx._graphs.get(id(program))
-        edges = len(graph[1]) if graph is not None and graph[0] is program else sum(len(i.deps) for i, _ in program.instructions())
+        edges = len(program.table) if isinstance(program, DeferredProgram) and program.materialized is None \
+            else sum(len(i.deps) for i, _ in program.instructions())
         row = ctx.stats.get(p.name, {})
         delta = {k: v - before.get(p.name, {}).get(k, 0) for k, v in row.items()}
         ctx.records.append(PassRecord(p.spec_string(), seconds, edges, delta))

@@ -18,16 +18,20 @@ Counted per stage (the program as given, then after each pass):
     wait on the latest, so this is, summed over waiter instances, the number of distinct
     engines its cross-engine targets complete on.
 ``minimum``
-    the spec's minimum ("Command line"): every conflicting instance pair that rules 1-3 alone
-    leave unordered gets a wait (these pairs are exactly the races the race checker reports
-    with every dep stripped), and the waits that survive the transitive reduction of the
-    resulting happens-before graph are counted (:func:`passes.dep_reduction.redundant_waits`,
-    exact).  It depends on the program order and the placement, so it is recomputed when a
-    pass changes either.  Fewer waits than the minimum are possible when deps order pairs
-    through instructions that do not conflict.
+    the spec's minimum ("Command line"), the one minimum reported: every conflicting instance
+    pair that rules 1-3 alone leave unordered gets a wait, and the waits that survive the
+    transitive reduction of the resulting happens-before graph are counted.  It is computed in
+    one walk and memory linear in the program (:func:`minimum_sync`), never listing the
+    conflicting pairs: folding latest first, only the latest conflicting instance of each
+    component can survive (an earlier one on the same component is ordered before it), so each
+    cell of shadow memory keeps the last write and the last read of each component, and each
+    instance folds at most one candidate per component into its clock
+    (:meth:`machine.hb.HappensBefore.fold`).  It depends on the program order and the
+    placement, so it is recomputed when a pass changes either.  Fewer waits than the minimum
+    are possible when deps order pairs through instructions that do not conflict.
 ``makespan_ns``
-    the simulator's nominal makespan (:func:`machine.sim.simulator.simulate`, timing only), when
-    the program is placed and simulation is asked for.
+    the simulator's nominal makespan (:func:`machine.sim.simulator.simulate`, timing only),
+    when the program is placed and simulation is asked for.
 """
 
 from __future__ import annotations
@@ -35,20 +39,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from machine.edges import KIND_NAMES
-from machine.ir import Loop, Program
-from machine.presets import resolve_machine
-from machine.unroll import Unrolled, unroll
-from passes.dep_reduction import InstanceWaits, instance_waits, redundant_waits, waits_from_targets
-from passes.analysis.syncstate import EnginePositions, assign_ids
+import numpy as np
 
-from verify.racecheck import check_waits
+from machine.conflicts import conflict_kind
+from machine.deptable import dep_table
+from machine.edges import KIND_NAMES, EdgeKind
+from machine.hb import HappensBefore
+from machine.ir import Loop, Program
+from machine.splitmap import SBUF_BIN, CellSpace
+from machine.stream import InstanceStream, stream_of
 
 __all__ = ["KINDS", "WaitFigures", "Minimum", "StageSync", "SyncReport", "wait_figures",
            "minimum_sync", "stage_sync", "sync_report"]
 
 KINDS = ("flow", "anti", "output", "ordered")
-_RACE_KIND = {"RAW": "flow", "WAW": "output", "WAR": "anti"}
+_KIND_OF_VALUE = {int(k): name for k, name in KIND_NAMES.items()}
+_FORGET_EVERY = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,60 +75,127 @@ class WaitFigures:
                 "cross_engine": self.cross_engine, "semaphore_waits": self.semaphore_waits}
 
 
-def wait_figures(positions: EnginePositions, pairs: Sequence[tuple[int, int, str]]) -> WaitFigures:
-    """Figures of ``(target, waiter, kind name)`` waits.
+def wait_figures(stream: InstanceStream, target: Sequence[int] | np.ndarray, waiter: Sequence[int] | np.ndarray,
+                 kind: Sequence[int] | np.ndarray) -> WaitFigures:
+    """Figures of the waits ``waiter[k]`` waits for ``target[k]``, of edge kind ``kind[k]``.
 
     >>> from machine.ir import Instruction, Program
-    >>> from machine.presets import PRESETS
     >>> body = (Instruction("a", "pe", "x"), Instruction("b", "pe", "x"),
     ...         Instruction("d", "sp", "dma_copy", queue="dma0"), Instruction("c", "dve", "y"))
-    >>> ids = assign_ids(unroll(Program({}, body)), PRESETS["trn1"])
-    >>> f = wait_figures(ids, [(0, 3, "flow"), (1, 3, "anti"), (2, 3, "flow"), (0, 1, "ordered")])
+    >>> f = wait_figures(InstanceStream(Program({}, body)), [0, 1, 2, 0], [3, 3, 3, 1], [4, 2, 4, 1])
     >>> f.waits, f.same_engine, f.cross_engine, f.semaphore_waits   # c: one wait on pe, one on dma0
     (4, 1, 3, 2)
     """
-    counts = dict.fromkeys(KINDS, 0)
-    same = 0
-    engines: dict[int, set[int]] = {}
-    for target, waiter, kind in pairs:
-        counts[kind] += 1
-        engine = positions.engine[target]
-        if engine == positions.issuer[waiter]:
-            same += 1
-        else:
-            engines.setdefault(waiter, set()).add(engine)
-    return WaitFigures(len(pairs), tuple(counts.items()), same, len(pairs) - same,
-                       sum(len(found) for found in engines.values()))
+    target = np.asarray(target, np.int64)
+    waiter = np.asarray(waiter, np.int64)
+    kind = np.asarray(kind, np.int64)
+    counts = np.bincount(kind, minlength=5) if len(kind) else np.zeros(5, np.int64)
+    by_kind = tuple((name, int(counts[int(k)])) for k, name in zip((EdgeKind.FLOW, EdgeKind.ANTI, EdgeKind.OUTPUT,
+                                                                      EdgeKind.ORDERED), KINDS))
+    engine = stream.comp[target] if len(target) else np.zeros(0, np.int64)
+    same = engine == (stream.seq[waiter] if len(waiter) else np.zeros(0, np.int64))
+    cross = ~same
+    semaphores = len(np.unique(waiter[cross] * stream.width + engine[cross])) if cross.any() else 0
+    return WaitFigures(len(target), by_kind, int(same.sum()), int(cross.sum()), semaphores)
 
 
 @dataclass(frozen=True, slots=True)
 class Minimum:
     """The spec's minimum for one program order and placement."""
 
-    unordered_pairs: int
-    """Conflicting instance pairs that rules 1-3 alone leave unordered."""
     figures: WaitFigures
     """The waits that survive the transitive reduction."""
 
     def to_json(self) -> dict:
-        return {"unordered_conflicting_pairs": self.unordered_pairs, **self.figures.to_json()}
+        return {"definition": "spec: conflicting pairs unordered by rules 1-3, transitively reduced",
+                **self.figures.to_json()}
 
 
-def minimum_sync(program: Program, unrolled: Unrolled | None = None) -> Minimum:
-    """The minimum of a placed program (see the module documentation)."""
-    unrolled = unrolled or unroll(program)
-    races = check_waits(program, [()] * len(unrolled), unrolled).races
-    kinds: dict[tuple[int, int], str] = {}
-    per_waiter: list[list[int]] = [[] for _ in range(len(unrolled))]
-    for race in races:
-        kinds[(race.first_id, race.second_id)] = _RACE_KIND[race.kind]
-        per_waiter[race.second_id].append(race.first_id)
-    positions = assign_ids(unrolled, resolve_machine(program.machine))
-    waits = waits_from_targets(positions, per_waiter)
-    redundant = redundant_waits(waits)
-    kept = [(waits.target[k], y, kinds[(waits.target[k], y)])
-            for y in range(len(unrolled)) for k in waits.waits_of(y) if not redundant[k]]
-    return Minimum(len(races), wait_figures(positions, kept))
+def _bins(stream: InstanceStream) -> dict[str, int]:
+    return {"sbuf": SBUF_BIN, "psum": stream.spec.psum_bank_bytes, "dram": stream.spec.dram_bin_bytes}
+
+
+def _copy_cell(cell: tuple[dict, dict]) -> tuple[dict, dict]:
+    return dict(cell[0]), dict(cell[1])
+
+
+def minimum_sync(program: Program, stream: InstanceStream | None = None) -> Minimum:
+    """The minimum of a placed program, in one walk (see the module documentation).
+
+    Two clocks run side by side: one with rules 1-3 only, which says which conflicting
+    instances a candidate pair leaves unordered, and one with the minimum's own waits, which
+    folds the candidates latest first and keeps those it does not already order.
+    """
+    stream = stream or stream_of(program)
+    cells = CellSpace(stream.masks(), _bins(stream), None, _copy_cell)
+    alias_last: dict[tuple, tuple[dict, dict]] = {}  # (group, tensor) -> last write / read per component
+    engines_only = HappensBefore(stream.spec.dma_queues, keep={})
+    hb = HappensBefore(stream.spec.dma_queues)
+    seq, comp, pos, instr = stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist(), stream.instr.tolist()
+    accesses = stream.all_accesses
+    pieces_of, footprint_at = cells.pieces, stream.footprint_at
+    kept_target: list[int] = []
+    kept_waiter: list[int] = []
+    for y in range(len(stream)):
+        s, c = seq[y], comp[y]
+        rules13, _ = engines_only.complete(y, s, c, engines_only.trigger(s))
+        latest: dict[int, int] = {}  # component -> latest conflicting instance
+        for ca in accesses[instr[y]]:
+            is_write = ca.is_write
+            mask, byteset = footprint_at(ca, y)
+            if isinstance(ca.space, tuple):
+                _alias_candidates(alias_last, cells, ca, byteset, y, c, is_write, latest)
+                continue
+            for smap, lo, hi in pieces_of(ca.space, ca.space, mask, byteset):
+                i, j = smap.span(lo, hi)
+                values = smap.values
+                for k in range(i, j):
+                    cell = values[k]
+                    if cell is None:
+                        cell = values[k] = ({}, {})
+                    _latest_conflicts(cell, y, is_write, latest)
+                    (cell[0] if is_write else cell[1])[c] = y
+        targets = sorted((x for x in latest.values() if rules13[comp[x]] < pos[x]), reverse=True)
+        clock, needed = hb.fold(s, targets, comp, pos)
+        hb.complete(y, s, c, clock)
+        for x, keep in zip(targets, needed):
+            if keep:
+                kept_target.append(x)
+                kept_waiter.append(y)
+        if not y % _FORGET_EVERY:
+            hb.forget(hb.horizon(), comp, pos)
+    kinds = [conflict_kind(stream, x, y) for x, y in zip(kept_target, kept_waiter)]
+    return Minimum(wait_figures(stream, kept_target, kept_waiter, kinds))
+
+
+def _latest_conflicts(cell: tuple[dict, dict], y: int, is_write: bool, latest: dict[int, int]) -> None:
+    """Fold a cell's last writes (and, for a write, last reads) per component into ``latest``."""
+    for table in (cell[0], cell[1]) if is_write else (cell[0],):
+        for cc, x in table.items():
+            if x != y and x > latest.get(cc, -1):
+                latest[cc] = x
+
+
+def _alias_candidates(alias_last: dict, cells: CellSpace, ca, byteset, y: int, c: int, is_write: bool,
+                      latest: dict[int, int]) -> None:
+    """DRAM alias groups: an access conflicts with every access to another tensor of its group
+    (their addresses are unknown: the tensors' last accesses per component), and with the
+    accesses to its own tensor that share its bytes (cells keyed by group and tensor)."""
+    group = ca.space[1]
+    for (g, tensor), cell in alias_last.items():
+        if g == group and tensor != ca.tensor:
+            _latest_conflicts(cell, y, is_write, latest)
+    for smap, lo, hi in cells.pieces(("alias", group, ca.tensor), "dram", 0, byteset):
+        i, j = smap.span(lo, hi)
+        values = smap.values
+        for k in range(i, j):
+            cell = values[k]
+            if cell is None:
+                cell = values[k] = ({}, {})
+            _latest_conflicts(cell, y, is_write, latest)
+            (cell[0] if is_write else cell[1])[c] = y
+    whole = alias_last.setdefault((group, ca.tensor), ({}, {}))
+    (whole[0] if is_write else whole[1])[c] = y
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,22 +232,21 @@ def _makespan(program: Program) -> float:
     return simulate(program, functional=False).trace.makespan
 
 
-def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, simulate: bool = True,
-               waits: InstanceWaits | None = None) -> StageSync:
+def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, simulate: bool = True) -> StageSync:
     """Figures of one program; ``minimum`` is reused when given, else computed if placed."""
-    waits = waits or instance_waits(program)
-    pairs = [(waits.target[k], y, KIND_NAMES[waits.deps[waits.slot[k]].dep.kind])
-             for y in range(len(waits.start) - 1) for k in waits.waits_of(y)]
-    deps = dict.fromkeys(KINDS, 0)
-    for instr, _ in program.instructions():
-        for dep in instr.deps:
-            deps[KIND_NAMES[dep.kind]] += 1
+    stream = stream_of(program)
+    table = dep_table(program, stream)
+    waits = stream.resolve(table)
+    waiter = np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(waits.ptr))
+    figures = wait_figures(stream, waits.target, waiter, table.kind[waits.row] if len(table) else [])
+    counts = np.bincount(table.kind.astype(np.int64), minlength=5) if len(table) else np.zeros(5, np.int64)
+    deps = {name: int(counts[int(k)]) for k, name in KIND_NAMES.items()}
+    deps = {name: deps[name] for name in KINDS}
     placed = not program.has_virtual_tensors
     if minimum is None and placed:
-        minimum = minimum_sync(program, waits.unrolled)
+        minimum = minimum_sync(program, stream)
     makespan = _makespan(program) if simulate and placed else None
-    return StageSync(stage, sum(deps.values()), tuple(deps.items()), wait_figures(waits.positions, pairs),
-                     minimum, makespan)
+    return StageSync(stage, len(table), tuple(deps.items()), figures, minimum, makespan)
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,14 +267,17 @@ class SyncReport:
 def _order_key(program: Program) -> tuple:
     """What the minimum depends on: the loops, the instructions' order, engines and accesses,
     and the placement (deps are left out)."""
+    root = getattr(program, "source", None) or program
     nodes = tuple((n.name, n.trip_count) if isinstance(n, Loop) else (n.name, n.engine, n.queue, n.reads, n.writes)
-                  for n, _ in program.walk())
+                  for n, _ in root.walk())
     return nodes, tuple(sorted(program.tensors.items(), key=lambda item: item[0]))
 
 
 def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = True,
                 passes: Sequence[tuple[str, dict]] = ()) -> SyncReport:
     """Sync counts of ``(stage, program)`` pairs, reusing the minimum while it cannot change."""
+    from machine.presets import resolve_machine
+
     stages = []
     last_key, last_min = None, None
     for stage, program in programs:
@@ -213,4 +288,3 @@ def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = Tru
         stages.append(found)
     machine = resolve_machine(programs[0][1].machine).name if programs else "trn1"
     return SyncReport(machine, tuple(stages), tuple((spec, tuple(stats.items())) for spec, stats in passes))
-

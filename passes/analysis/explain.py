@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import product
 
+from machine.conflicts import conflicts
 from machine.errors import ProgramError
+from machine.geometry import interval_cover, mask_range
 from machine.ir import MemoryKind, Program
-
-from passes.analysis.instances import Stream
+from machine.stream import InstanceStream, stream_of
 
 __all__ = ["explain", "Explanation", "ConflictPair", "EdgeNote"]
 
@@ -104,38 +104,35 @@ class Explanation:
         }
 
 
-def _instances(stream: Stream, x: int) -> list[int]:
-    info = stream.infos[x]
-    return [info.first + sum(i * s for i, s in zip(index, info.spans)) for index in product(*(range(t) for t in info.trips))]
-
-
-def _pair(stream: Stream, first: int, second: int) -> ConflictPair | None:
-    found = stream.conflicts(first, second)
+def _pair(stream: InstanceStream, first: int, second: int) -> ConflictPair | None:
+    found = conflicts(stream, first, second)
     if not found:
         return None
-    kind, fa, fb, shared = min(found, key=lambda c: (_KIND_RANK[c[0]], _MEM_RANK[c[3].memory]))
-    return ConflictPair(stream.instance_name(first), stream.instance_name(second), kind, shared.memory.name.lower(),
-                        (fa.tensor, fb.tensor), shared.partition_range, shared.byte_range, shared.alias)
+    kind, fa, fb, mask, shared = min(found, key=lambda c: (_KIND_RANK[c[0]], _MEM_RANK[c[1].memory]))
+    alias = fa.space[1] if isinstance(fa.space, tuple) else None
+    return ConflictPair(stream.instance_name(first), stream.instance_name(second), kind, fa.memory.name.lower(),
+                        (fa.access.tensor, fb.access.tensor), mask_range(mask) if mask else None,
+                        interval_cover(shared), alias)
 
 
 def explain(program: Program, a: str, b: str, provenance: Mapping | None = None, limit: int = 8,
             max_checks: int = 200_000) -> Explanation:
     """Explain the deps and conflicts between instructions ``a`` and ``b``."""
-    stream = Stream(program)
+    stream = stream_of(program)
     for name in (a, b):
-        if name not in stream.by_name:
+        if name not in stream.id_of:
             raise ProgramError("--explain", f"unknown instruction {name!r}")
-    xa, xb = stream.by_name[a], stream.by_name[b]
+    xa, xb = stream.id_of[a], stream.id_of[b]
+    instrs = {inst.name: inst for inst, _ in program.instructions()}
     edges = []
     for waiter, former in ((a, b), (b, a)):
-        inst = stream.infos[stream.by_name[waiter]].instr
-        for dep in inst.deps:
+        for dep in instrs[waiter].deps:
             if dep.on == former:
                 rules = tuple(sorted((provenance or {}).get((waiter, former, dep.loop_carried), ())))
                 edges.append(EdgeNote(waiter, former, dep.kind.name.lower(), dep.loop_carried, rules))
     pairs, total, checks = [], 0, 0
-    for ia in _instances(stream, xa):
-        for ib in _instances(stream, xb):
+    for ia in stream.instances_of(xa).tolist():
+        for ib in stream.instances_of(xb).tolist():
             if (ib <= ia if xa == xb else ia == ib) or checks >= max_checks:
                 continue
             checks += 1
@@ -144,11 +141,12 @@ def explain(program: Program, a: str, b: str, provenance: Mapping | None = None,
                 total += 1
                 if len(pairs) < limit:
                     pairs.append(pair)
-    pairs.sort(key=lambda p: (stream.by_name[p.first.split("[")[0]] != xa, p.first, p.second))
-    ia_info, ib_info = stream.infos[xa], stream.infos[xb]
+    pairs.sort(key=lambda p: (stream.id_of[p.first.split("[")[0]] != xa, p.first, p.second))
     order = None
-    if ia_info.seq == ib_info.seq and not ia_info.is_dma and not ib_info.is_dma:
-        order = f"both on {ia_info.instr.engine}, which runs them in program order (rule 1)"
-    elif ia_info.is_dma and ib_info.is_dma and ia_info.comp == ib_info.comp:
-        order = f"both on DMA queue {ia_info.instr.queue}, which runs them in program order (rule 3)"
+    seq_a, seq_b = int(stream.seq_x[xa]), int(stream.seq_x[xb])
+    dma_a, dma_b = bool(stream.dma_x[xa]), bool(stream.dma_x[xb])
+    if seq_a == seq_b and not dma_a and not dma_b:
+        order = f"both on {instrs[a].engine}, which runs them in program order (rule 1)"
+    elif dma_a and dma_b and int(stream.comp_x[xa]) == int(stream.comp_x[xb]):
+        order = f"both on DMA queue {instrs[a].queue}, which runs them in program order (rule 3)"
     return Explanation(a, b, tuple(edges), tuple(pairs), total, order)

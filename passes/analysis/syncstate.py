@@ -44,11 +44,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 from pyroaring import BitMap
 
 from machine.ir import SEQUENCERS
 from machine.presets import MachineSpec
-from machine.unroll import Unrolled
 
 __all__ = ["SyncState", "EnginePositions", "assign_ids", "NUM_SEQUENCERS"]
 
@@ -160,34 +160,20 @@ class EnginePositions:
         return engine >= NUM_SEQUENCERS
 
 
-def assign_ids(unrolled: Unrolled, spec: MachineSpec) -> EnginePositions:
-    """Number each engine's completions in program order.
+def assign_ids(stream, spec: MachineSpec | None = None) -> EnginePositions:
+    """Number each engine's completions in program order (``stream``: an
+    :class:`~machine.stream.InstanceStream`, or an :class:`~machine.unroll.Unrolled`).
 
     >>> from machine.ir import Instruction, Program
-    >>> from machine.presets import PRESETS
-    >>> from machine.unroll import unroll
+    >>> from machine.stream import InstanceStream
     >>> body = (Instruction("a", "sp", "dma_copy", queue="dma1"), Instruction("b", "sp", "nop"),
     ...         Instruction("c", "act", "dma_copy", queue="dma1"))
-    >>> ids = assign_ids(unroll(Program({}, body)), PRESETS["trn1"])
+    >>> ids = assign_ids(InstanceStream(Program({}, body)))
     >>> [ids.engines[e] for e in ids.engine], ids.position, ids.issuer
     (['dma1', 'sp', 'dma1'], (0, 0, 1), (4, 4, 1))
     """
-    engines = spec.engines
-    queue_index = {name: NUM_SEQUENCERS + i for i, name in enumerate(spec.queue_names)}
-    cache: dict[int, tuple[int, int, bool]] = {}
-    for inst in unrolled.instances:
-        instr = inst.instr
-        if id(instr) not in cache:
-            seq = _SEQ_INDEX[instr.engine]
-            dma = instr.is_dma
-            cache[id(instr)] = (queue_index[instr.queue or "dma0"] if dma else seq, seq, dma)
-    plan = [cache[id(inst.instr)] for inst in unrolled.instances]
-    engine = tuple(e for e, _, _ in plan)
-    counts = [0] * len(engines)
-    position = []
-    append = position.append
-    for e in engine:
-        append(counts[e])
-        counts[e] += 1
-    return EnginePositions(engines, engine, tuple(position), tuple(s for _, s, _ in plan),
-                           tuple(d for _, _, d in plan), tuple(counts))
+    stream = getattr(stream, "stream", stream)
+    engines = stream.components
+    counts = np.bincount(stream.comp, minlength=len(engines))
+    return EnginePositions(engines, tuple(stream.comp.tolist()), tuple((stream.pos - 1).tolist()),
+                           tuple(stream.seq.tolist()), tuple(stream.dma.tolist()), tuple(counts.tolist()))

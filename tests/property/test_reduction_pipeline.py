@@ -36,8 +36,8 @@ def _check_compiled(program, spec=f"{CONSTRUCTION_PIPELINE},dep-reduction", expa
     before, _ = _compile(program, CONSTRUCTION_PIPELINE)
     after, ctx = _compile(program, spec)
     assert check_program(after).races == ()
-    if not expanded:
-        assert sum(len(i.deps) for i, _ in after.instructions()) <= sum(len(i.deps) for i, _ in before.instructions())
+    if not expanded:  # a split dep may become several deps, but it never waits more often
+        assert len(instance_waits(after)) <= len(instance_waits(before))
     waits = instance_waits(after)
     stats = ctx.stats["dep-reduction"]
     # every dep the reduction kept is needed at some instance: nothing more can go

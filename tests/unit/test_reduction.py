@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
+from machine.edges import EdgeKind
 from machine.ir import Dep, Instruction, Loop, Program
 from machine.unroll import unroll
 from passes.dep_reduction import (
@@ -142,7 +143,7 @@ def test_race_checker_sees_no_difference(program):
 @settings(max_examples=40, **SLOW)
 @given(programs(**LOOPS))
 def test_phases_commute_and_compose_to_the_full_reduction(program):
-    full = dep_reduction(program).program
+    full = dep_reduction(program, split=False).program  # the phases drop deps, never split them
     one = apply_anti_dependence_reduction(apply_reorder_reduction(program))
     other = apply_reorder_reduction(apply_anti_dependence_reduction(program))
     assert one == other == full
@@ -156,13 +157,18 @@ def test_anti_gate_keeps_anti_and_output_deps():
     assert dep_reduction(program, anti=False).dropped == ()
 
 
-def test_loop_dep_needed_only_at_first_iteration_is_kept_and_reported():
+def test_loop_dep_needed_only_at_first_iteration_is_restricted_to_it():
     """``mm`` waits on ``ld0`` (before the loop) at every k, but from k=1 on ``mm[k-1]``, its
-    predecessor on PE, already waited: instruction-level deps cannot say "only at k=0"."""
+    predecessor on PE, already waited: the reduction restricts the dep to k=0
+    (``x-iterations``); without splitting (the seed's deps) it is kept whole and reported."""
     body = (Instruction("ld0", "sp", "x0"), Loop("k", 3, (Instruction("mm", "pe", "m", deps=(Dep("ld0"),)),)))
     result = dep_reduction(Program({}, body))
-    assert not result.dropped
+    assert not result.dropped and result.split == 1
     (partial,) = result.partial
     assert partial.dep.dep.on == "ld0" and partial.needed_at == ("mm[0]",)
     assert partial.redundant_at == ("mm[1]", "mm[2]")
-    assert (result.instance_waits_kept, result.instance_waits_minimum) == (3, 1)
+    assert (result.instance_waits_kept, result.instance_waits_minimum) == (1, 1)
+    (mm,) = [i for i, _ in result.program.instructions() if i.name == "mm"]
+    assert mm.deps == (Dep("ld0", EdgeKind.ORDERED, iterations=(("k", 0, 1),)),)
+    whole = dep_reduction(Program({}, body), split=False)
+    assert (whole.instance_waits_kept, whole.instance_waits_minimum, whole.split) == (3, 1, 0)

@@ -44,17 +44,20 @@ def _notes(report: SyncReport) -> list[str]:
     last = report.stages[-1]
     if last.minimum is not None:
         m = last.minimum
-        lines.append(f"minimum: {m.unordered_pairs} conflicting instance pairs unordered by rules 1-3; "
-                     f"{m.figures.waits} waits after transitive reduction "
+        lines.append(f"minimum (the spec's: a wait for every conflicting instance pair rules 1-3 leave unordered, "
+                     f"transitively reduced): {m.figures.waits} waits "
                      f"({', '.join(f'{k} {m.figures.kind(k)}' for k in KINDS if m.figures.kind(k))}), "
                      f"{m.figures.semaphore_waits} semaphore waits")
     else:
         lines.append("minimum: not available while tensors are virtual (run the allocation passes)")
     for spec, stats in report.passes:
         stats = dict(stats)
-        if stats.get("partial"):
-            lines.append(f"{spec}: {stats['partial']} kept deps are needed at some instances only "
-                         f"(an instruction-level dep waits at every instance): "
+        if stats.get("split"):
+            lines.append(f"{spec}: {stats['split']} deps needed at some iterations only were restricted to them "
+                         f"(x-iterations)")
+        if stats.get("unsplit"):
+            lines.append(f"{spec}: {stats['unsplit']} deps are needed at some instances only and kept whole "
+                         f"(their instances are not a few iteration boxes): "
                          f"{stats.get('waits-kept', 0)} waits kept, {stats.get('waits-minimum', 0)} needed")
     return lines
 
