@@ -2,9 +2,14 @@
 
 Every memory is one flat ``uint8`` array:
 
-* SBUF: ``sbuf_partitions x sbuf_partition_bytes`` (128 x 192 KiB on trn1), partition-major;
-* PSUM: ``sbuf_partitions x psum_banks x psum_bank_bytes`` (128 x 8 x 2 KiB), partition-major;
+* SBUF: ``sbuf_partitions`` rows, partition-major, each as long as the program's SBUF tensors
+  reach into a partition (at most ``sbuf_partition_bytes``, 192 KiB on trn1);
+* PSUM: likewise, rows up to ``psum_banks x psum_bank_bytes`` (8 x 2 KiB);
 * DRAM: only as large as the program needs (see :class:`DramLayout`).
+
+Rows only as long as the program reaches keep a small kernel's run from drawing and copying
+24 MiB of SBUF it never touches; the bytes at a given partition and offset are the same
+whatever the row length (the seeded pattern is drawn per row).
 
 An access instance is read or written as a *typed* numpy array of its **element shape**:
 ``(partitions, count_0, ..., count_k)`` for SBUF / PSUM and ``(count_0, ..., count_k)`` for
@@ -62,6 +67,8 @@ __all__ = [
 #: Uninitialised bytes are drawn from ``[0, UNINITIALISED_BYTE_LIMIT)`` (a power of two: a mask).
 UNINITIALISED_BYTE_LIMIT = 64
 #: Alignment of each alias group's base address in the simulated DRAM.
+#: SBUF / PSUM rows are simulated in multiples of this many bytes.
+ROW_ALIGN = 64
 GROUP_ALIGN = 4096
 
 _SPACES = {MemoryKind.SBUF: 0, MemoryKind.PSUM: 1, MemoryKind.DRAM: 2}
@@ -91,6 +98,10 @@ class DramLayout:
     """Tensor name -> byte address of its first element."""
     size: int
     """Bytes of simulated DRAM."""
+    sbuf_row: int = 0
+    """Bytes simulated per SBUF partition (0: none)."""
+    psum_row: int = 0
+    """Bytes simulated per PSUM partition (0: none)."""
 
     @classmethod
     def of(cls, program: Program) -> DramLayout:
@@ -121,7 +132,13 @@ class DramLayout:
             for tensor in groups[group]:
                 base[tensor.name] = start
             end = start + max(t.bytes_per_partition for t in groups[group])
-        return cls(base, end)
+        rows = {MemoryKind.SBUF: 0, MemoryKind.PSUM: 0}
+        for tensor in program.tensors.values():
+            if tensor.memory in rows and not tensor.is_virtual:
+                slots = (tensor.rotate.slots - 1) * tensor.rotate.stride if tensor.rotate is not None else 0
+                rows[tensor.memory] = max(rows[tensor.memory], tensor.byte_base + slots + tensor.bytes_per_partition)
+        return cls(base, end, -(-rows[MemoryKind.SBUF] // ROW_ALIGN) * ROW_ALIGN,
+                   -(-rows[MemoryKind.PSUM] // ROW_ALIGN) * ROW_ALIGN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +167,7 @@ def access_view(tensor: Tensor, access: Access, iteration: Mapping[str, int], sp
     if tensor.memory == MemoryKind.DRAM:
         return AccessView(space, dram.base[tensor.name] + offset * size + moved, access_shape(tensor, access),
                           free_strides, dtype, tensor.name)
-    row = spec.sbuf_partition_bytes if tensor.memory == MemoryKind.SBUF else spec.psum_partition_bytes
+    row = dram.sbuf_row if tensor.memory == MemoryKind.SBUF else dram.psum_row
     start, _count, step = access.partitions or (0, tensor.shape[0], 1)
     first = (tensor.partition or 0) + start + pmoved
     byte = first * row + tensor.byte_base + offset * size + moved
@@ -223,6 +240,17 @@ def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Ge
     return rng.uniform(-1.0, 1.0, size=count).astype(np.float32).astype(dtype)
 
 
+def _pattern(data_seed: int, space: int, rows: int, row: int) -> np.ndarray:
+    """The seeded uninitialised bytes of one memory: row ``p`` drawn from its own stream, so a
+    byte's value does not depend on how long the rows are."""
+    out = np.empty(rows * row, np.uint8)
+    for p in range(rows):
+        rng = np.random.default_rng([data_seed, 0x5EED, space, p])
+        out[p * row:(p + 1) * row] = np.frombuffer(rng.bytes(row), np.uint8)
+    out &= np.uint8(UNINITIALISED_BYTE_LIMIT - 1)
+    return out
+
+
 def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
                    inputs: Mapping[str, np.ndarray] | None = None) -> Memory:
     """Memory as a run starts: the seeded pattern, then the input tensors (see module doc)."""
@@ -232,10 +260,9 @@ def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
         if tensor is None or tensor.memory != MemoryKind.DRAM or tensor.role != "input":
             raise ProgramError(f"inputs.{name}", "names no DRAM tensor with role 'input'")
     layout = DramLayout.of(program)
-    rng = np.random.default_rng([data_seed, 0x5EED])
-    sizes = (spec.sbuf_partitions * spec.sbuf_partition_bytes, spec.sbuf_partitions * spec.psum_partition_bytes,
-             layout.size)
-    spaces = [np.frombuffer(rng.bytes(n), np.uint8) & np.uint8(UNINITIALISED_BYTE_LIMIT - 1) for n in sizes]
+    spaces = [_pattern(data_seed, 0, spec.sbuf_partitions, layout.sbuf_row),
+              _pattern(data_seed, 1, spec.sbuf_partitions, layout.psum_row),
+              _pattern(data_seed, 2, 1, layout.size)]
     values_rng = np.random.default_rng([data_seed, 0x1A7A])
     for name in sorted(program.tensors):
         tensor = program.tensors[name]

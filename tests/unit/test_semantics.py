@@ -223,7 +223,7 @@ def test_a_view_touches_exactly_the_footprint(case):
     iteration = {name: trip - 1 for name, trip in loops}
     where = access_view(tensor, access, iteration, spec, layout)
     rows = spec.sbuf_partitions
-    sizes = (rows * spec.sbuf_partition_bytes, rows * spec.psum_partition_bytes, layout.size)
+    sizes = (rows * layout.sbuf_row, rows * layout.psum_row, layout.size)
     memory = Memory([np.zeros(n, np.uint8) for n in sizes], layout, spec.sbuf_partitions, 0)
     raw = replace(where, dtype=np.dtype(f"V{where.dtype.itemsize}"))  # same bytes, no float canonicalisation
     memory.view(raw)[...] = np.frombuffer(b"\xff" * where.dtype.itemsize, raw.dtype)[0]
@@ -234,7 +234,8 @@ def test_a_view_touches_exactly_the_footprint(case):
         base = layout.base[tensor.name] - (tensor.address or 0)
         expected = {base + b for lo, hi in fp.bytes for b in range(lo, hi)}
     else:
-        row = spec.sbuf_partition_bytes if tensor.memory == MemoryKind.SBUF else spec.psum_partition_bytes
+        row = layout.sbuf_row if tensor.memory == MemoryKind.SBUF else layout.psum_row
+        assert row >= tensor.byte_base + tensor.bytes_per_partition  # the rows hold the tensor
         touched = set(np.flatnonzero(space).tolist())
         parts = [p for p in range(128) if fp.partitions >> p & 1]
         expected = {p * row + b for p in parts for lo, hi in fp.bytes for b in range(lo, hi)}
