@@ -70,7 +70,7 @@ def test_a_planted_mislabel_is_reported_with_both_kinds(program, data):
 
 def test_labels_of_the_k_loop_example_including_loop_carried_ones():
     """The example labels every dep ``ordered`` (the default); the bytes say otherwise."""
-    program = load_program("tests/data/examples/matmul_k_loop.json")
+    program = load_program("examples/matmul_k_loop.json")
     found = {(f.former, f.waiter, f.loop_carried): f.computed for f in verify_anti_dependence(program)}
     F, A = EdgeKind.FLOW, EdgeKind.ANTI
     assert found == {
@@ -84,7 +84,7 @@ def test_labels_of_the_k_loop_example_including_loop_carried_ones():
 
 
 def test_unconflicting_ordered_dep_is_consistent_and_conflicting_one_is_not():
-    program = load_program("tests/data/examples/async_load_then_fill.json")
+    program = load_program("examples/async_load_then_fill.json")
     stripped = strip_deps(program)
     ordered = stripped.map_instructions(
         lambda i: replace(i, deps=(Dep("load"),)) if i.name == "store" else i)
