@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from machine.geometry import footprint
@@ -11,6 +11,7 @@ from machine.unroll import unroll
 from passes.analysis.bytemap import CellSpace, SplitMap, atoms_of
 from passes.analysis.instances import Stream
 from tests.oracles import conflicts
+from tests.vacuity import nonvacuous, tally
 from verify.strategies import programs
 
 SMALL = dict(max_instructions=8, max_trip=3, max_loops=3, max_depth=3)
@@ -32,11 +33,11 @@ def test_stream_matches_unroll(program):
             assert got == (-1 if expected is None else expected)
 
 
+@nonvacuous(checked=30)
 @given(programs(deps="none", **SMALL), st.data())
 def test_fold_makes_the_later_instance_wait_after_the_earlier(program, data):
     stream, unrolled = Stream(program), unroll(program)
-    if len(stream) < 2:
-        return
+    assume(len(stream) >= 2)
     b = data.draw(st.integers(1, len(stream) - 1))
     a = data.draw(st.integers(0, b - 1))
     x, y, lc = stream.fold(a, b)
@@ -47,6 +48,7 @@ def test_fold_makes_the_later_instance_wait_after_the_earlier(program, data):
     targets = unrolled.wait_targets(unrolled[b], dep)
     # the dep waits on an instance of a's instruction at or after a, and before b
     assert targets and all(t < b for t in targets) and max(targets) >= a
+    tally("checked")
 
 
 @given(programs(deps="none", **SMALL))
