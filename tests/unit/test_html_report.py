@@ -8,6 +8,7 @@ tests fail: they do not skip.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -124,3 +125,18 @@ def test_unusable_input_and_unwritable_output_exit_2_and_write_nothing(tmp_path)
     missing = _report("examples/matmul_k_loop.json", tmp_path / "no" / "r.html")
     assert missing.returncode == 2 and missing.stderr.startswith("error: --output")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_long_run_draws_a_prefix_and_says_so():
+    from verify.html_report import build_report, render_html, timeline
+
+    program = load_program("examples/matmul_k_loop.json")
+    trace = simulate(program, functional=False).trace
+    drawn = timeline(trace, limit=5)
+    assert (drawn["drawn"], drawn["total"]) == (5, 14)
+    assert {b["id"] for b in drawn["bars"]} == {0, 1, 2, 3, 4}
+    assert all(a["title"].split(" waits for ")[0] in {r.name for r in trace.records[:5]} for a in drawn["arrows"])
+    report = build_report(program, "k")
+    html = render_html(dataclasses.replace(report, timeline=drawn))
+    assert "Showing the first 5 of 14 instances in program order." in html
+    assert "Showing the first" not in render_html(report)
