@@ -53,6 +53,13 @@ def _validator_schema(check) -> dict:
         "an integer": {"type": "integer"},
         "a non-negative integer": _nat(),
         "a string or integer group id": {"type": ["string", "integer"]},
+        # validators of the op table's newer ops (operand tiles and reduction axes)
+        'a number (an immediate) or {"read": INDEX} (a [P, 1] tile among the reads)': {"oneOf": [
+            {"type": "number"},
+            {"type": "object", "properties": {"read": {"type": "integer"}}, "required": ["read"],
+             "additionalProperties": False}]},
+        "a free axis (an integer >= 1) or a non-empty list of them": {"oneOf": [
+            _nat(1), {"type": "array", "items": _nat(1), "minItems": 1}]},
     }
     doc = (check.__doc__ or "").strip()
     if doc not in known:

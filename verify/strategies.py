@@ -47,8 +47,11 @@ True
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -370,6 +373,25 @@ def _programs(draw, cfg: _Config) -> Program:
     return program
 
 
+@lru_cache(maxsize=1)
+def load_project_modules() -> int:
+    """Import every module of ``machine``, ``passes`` and ``verify`` (once); their count.
+
+    Hypothesis draws some values from the constants of the *local* modules loaded so far, so
+    without this the programs one seed gives would depend on what the process happened to
+    import before drawing: a fuzz process running two chunks one after the other would draw
+    other programs for the second chunk than a fresh worker does.  With all of ours loaded
+    first, :func:`programs` depends on the seed (and on user modules loaded before it) only.
+    """
+    count = 0
+    for package in ("machine", "passes", "verify"):
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, package + "."):
+            importlib.import_module(info.name)
+            count += 1
+    return count
+
+
 def _check_int(value, name: str, minimum: int) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
         raise InvalidArgument(f"{name}={value!r} must be an integer")
@@ -428,6 +450,7 @@ def programs(
         or ``placed`` and ``virtual`` both false (no tensor could exist).  The feature flags
         allow a feature, they do not force it, so no other combination is impossible.
     """
+    load_project_modules()
     _check_int(min_instructions, "min_instructions", 1)
     _check_int(max_instructions, "max_instructions", 1)
     _check_int(max_loops, "max_loops", 0)
