@@ -137,7 +137,7 @@ def instruction_cost(instr: Instruction, tensors: Mapping[str, Tensor], spec: Ma
 
     >>> from machine.format import load_program
     >>> from machine.presets import resolve_machine
-    >>> prog = load_program("tests/data/examples/matmul_k_loop.json")
+    >>> prog = load_program("examples/matmul_k_loop.json")
     >>> insts = prog.instruction_map()
     >>> cost = instruction_cost(insts["mm0"], prog.tensors, resolve_machine("trn1"))
     >>> cost.cycles, round(cost.duration_ns, 3)         # max(min(64, 128), 128) PE cycles at 2.8 GHz

@@ -120,6 +120,7 @@ def _one_of(*choices: str) -> Callable[[Any], bool]:
         return v in choices
 
     check.__doc__ = "one of " + ", ".join(repr(c) for c in choices)
+    check.choices = choices  # type: ignore[attr-defined]  # read by the docs generator (enum)
     return check
 
 

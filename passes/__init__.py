@@ -6,8 +6,14 @@ against; :data:`~passes.pipeline.DEFAULT_PIPELINE` is what ``neuronsim compile``
 
 To add a pass (for example the transitive reduction of issue #6): define it beside the
 others, add it to :data:`ALL_PASSES` under its ``name``, and append it to
-:data:`~passes.pipeline.DEFAULT_PIPELINE` if it belongs in the default pipeline.
+:data:`~passes.pipeline.DEFAULT_PIPELINE` if it belongs in the default pipeline.  A pass in
+another package registers itself under the entry-point group ``neuronsim.passes`` (name: the
+pass's ``name``, value: ``module:Class``); :data:`ALL_PASSES` then lists it, so spec strings
+(``--passes``) can name it (``docs/writing-a-pass.md``).
 """
+
+import warnings
+from importlib.metadata import entry_points
 
 from passes.alloc import Alloc, AllocSharedDram
 from passes.anti_deps import AntiDeps
@@ -26,7 +32,33 @@ ALL_PASSES: dict[str, type] = {
                              ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
 }
 
+#: Entry-point group under which other packages register passes.
+PLUGIN_GROUP = "neuronsim.passes"
+
+
+def _plugin_passes(builtin: dict[str, type]) -> dict[str, type]:
+    """Pass classes registered by installed packages; a broken or clashing one is skipped
+    with a warning (a plugin never breaks the tool)."""
+    found: dict[str, type] = {}
+    for entry in entry_points(group=PLUGIN_GROUP):
+        try:
+            cls = entry.load()
+        except Exception as err:  # noqa: BLE001 - any import error of someone else's package
+            warnings.warn(f"pass plugin {entry.name!r} ({entry.value}) cannot be loaded: {err}", stacklevel=2)
+            continue
+        name = getattr(cls, "name", None)
+        if not (isinstance(cls, type) and issubclass(cls, Pass)) or name != entry.name or name in builtin:
+            warnings.warn(f"pass plugin {entry.name!r} ({entry.value}) skipped: it must be a Pass class whose "
+                          f"name is the entry point's and no built-in pass's", stacklevel=2)
+            continue
+        found[name] = cls
+    return found
+
+
+ALL_PASSES.update(_plugin_passes(ALL_PASSES))
+
 __all__ = [
+    "PLUGIN_GROUP",
     "ALL_PASSES", "CONSTRUCTION_PIPELINE", "DEFAULT_PIPELINE", "Pass", "PassContext", "parse_pipeline", "run_pipeline",
     "FuseLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
     "ExpandSchedulingUnits", "ListSchedule", "DepOpt", "DepReduction", "compile_program",

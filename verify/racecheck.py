@@ -204,7 +204,7 @@ def check_program(program: Program, *, max_races: int | None = None, progress: P
     Examples
     --------
     >>> from machine.format import load_program
-    >>> report = check_program(load_program("tests/data/examples/async_load_then_fill.json"))
+    >>> report = check_program(load_program("examples/async_load_then_fill.json"))
     >>> [(r.kind, r.first, r.second, r.memory, r.partitions, r.bytes) for r in report.races]
     [('WAW', 'load', 'fill', 'sbuf', (0, 32), (0, 256))]
     """

@@ -11,7 +11,12 @@ The programs are small but crowded: a few small tensors placed on purpose over t
 partitions and bytes (storage reuse), accesses with partition ranges and steps, strided and
 multi-dimensional patterns, ``per_iteration`` offsets that stay inside their tensor in every
 instance, nested loops, DMAs triggered by several sequencers onto several queues, PSUM
-accumulation, DRAM alias groups, RNG ops and opaque ops.  The pieces (tensors, accesses,
+accumulation, DRAM alias groups, RNG ops and opaque ops.  With virtual tensors, half the
+programs also get a *reuse family*: three or four virtual SBUF tensors of one shape class,
+each used only inside its own window of consecutive instructions, so that their live ranges
+follow each other and the ``alloc`` pass puts them on shared bytes (storage reuse the
+allocator creates, which is what makes anti and output dependences appear after allocation;
+:func:`allocator_reuse` finds it).  The pieces (tensors, accesses,
 attributes) come from :mod:`verify.draws`; this module assembles them into programs.
 
 Dependence modes (``deps=``):
@@ -43,8 +48,11 @@ True
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -81,6 +89,7 @@ __all__ = [
     "add_sequential_deps",
     "DEPS_MODES",
     "partition_start_ok",
+    "allocator_reuse",
 ]
 
 DEPS_MODES = ("none", "random", "sequential")
@@ -102,6 +111,7 @@ class _Config:
     rng: bool
     strides: bool
     opaque: bool
+    reuse: bool
     deps: str
     machine: str | None
 
@@ -136,6 +146,30 @@ def _tensor_pool(draw, cfg: _Config) -> dict[str, Tensor]:
     return tensors
 
 
+def _reuse_family(draw, cfg: _Config, tensors: dict[str, Tensor], count: int) -> tuple[str, ...]:
+    """Virtual SBUF tensors of one shape class (``rs0``, ``rs1``, ...) added to ``tensors``,
+    meant to be used one after another by a body of ``count`` instructions (see
+    :func:`_visible`), or none.  Three members at least: ``alloc`` rotates two buffers per
+    class, so the third is the first to land on reused bytes."""
+    if not (cfg.virtual and cfg.reuse) or count < 3 or not draw_flag(draw):
+        return ()
+    template = draw_onchip_tensor(draw, "rs0", MemoryKind.SBUF, True)
+    names = tuple(f"rs{i}" for i in range(draw_int(draw, 3, min(4, count))))
+    for name in names:
+        tensors[name] = replace(template, name=name)
+    return names
+
+
+def _visible(tensors: dict[str, Tensor], family: tuple[str, ...], k: int, count: int):
+    """The tensors instruction ``k`` of ``count`` may use: every tensor but the family members
+    outside their window (member ``j`` owns the ``j``-th of ``len(family)`` equal windows), and
+    the member whose window it is."""
+    if not family:
+        return tensors, None
+    active = family[k * len(family) // count]
+    return {name: t for name, t in tensors.items() if name not in family or name == active}, active
+
+
 def _menu(cfg: _Config, tensors: Mapping[str, Tensor]) -> list[tuple[str, tuple[str, ...]]]:
     """``(op, engines)`` the program's tensors can feed; an op listed twice is drawn twice as often."""
     has_psum = bool(compute_reachable(tensors, MemoryKind.PSUM))
@@ -156,12 +190,19 @@ def _menu(cfg: _Config, tensors: Mapping[str, Tensor]) -> list[tuple[str, tuple[
     return [(op, tuple(e for e in engines if e != "pe" or has_psum)) for op, engines in menu]
 
 
-def _compute_instruction(draw, cfg: _Config, tensors, name: str, op: str, engine: str, loops) -> Instruction:
+def _pick_tensor(draw, choices: list[Tensor], prefer: str | None) -> Tensor:
+    """One of ``choices``; the reuse family's active member half the time it is one of them."""
+    favourite = [t for t in choices if t.name == prefer]
+    return favourite[0] if favourite and draw_flag(draw) else draw_pick(draw, choices)
+
+
+def _compute_instruction(draw, cfg: _Config, tensors, name: str, op: str, engine: str, loops,
+                         prefer: str | None = None) -> Instruction:
     def operand(write: bool, *, sbuf_only: bool = False) -> Access:
         choices = operand_tensors(tensors, engine, write)
         if sbuf_only:
             choices = [t for t in choices if t.memory == MemoryKind.SBUF]
-        tensor = draw_pick(draw, choices)
+        tensor = _pick_tensor(draw, choices, prefer)
         return draw_access(draw, tensor, loops, compute=True, strides=cfg.strides)
 
     attrs = draw_attrs(draw, op)
@@ -213,11 +254,12 @@ def _operand_instruction(draw, tensors, name: str, op: str, engine: str, attrs: 
     return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs))
 
 
-def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, op: str, engine: str, loops) -> Instruction:
+def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, op: str, engine: str, loops,
+                     prefer: str | None = None) -> Instruction:
     endpoints = [t for t in tensors.values() if t.memory != MemoryKind.PSUM]
 
     def side() -> Access:
-        return draw_access(draw, draw_pick(draw, endpoints), loops, compute=False, strides=cfg.strides)
+        return draw_access(draw, _pick_tensor(draw, endpoints, prefer), loops, compute=False, strides=cfg.strides)
 
     if op == "dma_copy":
         reads, writes = [side()], [side()]
@@ -234,10 +276,9 @@ def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, 
 
 
 # -- structure and deps -----------------------------------------------------------------
-def _body(draw, cfg: _Config, tensors, spec: MachineSpec) -> tuple[Node, ...]:
-    """Instructions with loops opened and closed around them; bodies are never empty."""
-    menu = _menu(cfg, tensors)
-    count = draw_int(draw, cfg.min_instructions, cfg.max_instructions)
+def _body(draw, cfg: _Config, tensors, spec: MachineSpec, count: int, family: tuple[str, ...] = ()) -> tuple[Node, ...]:
+    """``count`` instructions with loops opened and closed around them; bodies are never empty."""
+    menu = _menu(cfg, {n: t for n, t in tensors.items() if n not in family})
     bodies: list[list[Node]] = [[]]
     open_loops: list[tuple[str, int]] = []
     loops_made = 0
@@ -257,10 +298,11 @@ def _body(draw, cfg: _Config, tensors, spec: MachineSpec) -> tuple[Node, ...]:
         op, engines = draw_pick(draw, menu)
         engine = draw_pick(draw, engines)
         name = f"{op}{k}"
+        visible, active = _visible(tensors, family, k, count)
         if op.startswith("dma"):
-            inst = _dma_instruction(draw, cfg, tensors, spec, name, op, engine, tuple(open_loops))
+            inst = _dma_instruction(draw, cfg, visible, spec, name, op, engine, tuple(open_loops), active)
         else:
-            inst = _compute_instruction(draw, cfg, tensors, name, op, engine, tuple(open_loops))
+            inst = _compute_instruction(draw, cfg, visible, name, op, engine, tuple(open_loops), active)
         bodies[-1].append(inst)
     while open_loops:
         close()
@@ -348,12 +390,33 @@ def _programs(draw, cfg: _Config) -> Program:
     machine = cfg.machine or draw_pick(draw, sorted(PRESETS))
     spec = PRESETS[machine]
     tensors = _tensor_pool(draw, cfg)
-    program = Program(frozen_mapping(tensors), _body(draw, cfg, tensors, spec), machine)
+    count = draw_int(draw, cfg.min_instructions, cfg.max_instructions)
+    family = _reuse_family(draw, cfg, tensors, count)
+    program = Program(frozen_mapping(tensors), _body(draw, cfg, tensors, spec, count, family), machine)
     if cfg.deps == "random":
         return _random_deps(draw, program)
     if cfg.deps == "sequential":
         return add_sequential_deps(program)
     return program
+
+
+@lru_cache(maxsize=1)
+def load_project_modules() -> int:
+    """Import every module of ``machine``, ``passes`` and ``verify`` (once); their count.
+
+    Hypothesis draws some values from the constants of the *local* modules loaded so far, so
+    without this the programs one seed gives would depend on what the process happened to
+    import before drawing: a fuzz process running two chunks one after the other would draw
+    other programs for the second chunk than a fresh worker does.  With all of ours loaded
+    first, :func:`programs` depends on the seed (and on user modules loaded before it) only.
+    """
+    count = 0
+    for package in ("machine", "passes", "verify"):
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, package + "."):
+            importlib.import_module(info.name)
+            count += 1
+    return count
 
 
 def _check_int(value, name: str, minimum: int) -> None:
@@ -378,6 +441,7 @@ def programs(
     rng: bool = True,
     strides: bool = True,
     opaque: bool = True,
+    reuse: bool = True,
     deps: str = "random",
     machine: str | None = "trn1",
 ) -> st.SearchStrategy[Program]:
@@ -395,10 +459,11 @@ def programs(
         allocation passes), or a mix when both are true.  Virtual SBUF / PSUM tensors are
         accessed as if placed at partition 0 (the partition-start rule then holds).
         Alias-group DRAM tensors are always placed (an alias is a placement).
-    alias_groups, dma, psum_accumulation, rng, strides, opaque:
+    alias_groups, dma, psum_accumulation, rng, strides, opaque, reuse:
         Allow DRAM alias groups (needs ``dma``), DMA ops (and DRAM tensors), accumulating
         matmuls, ``set_rand_state`` / ``random``, strided and multi-dimensional patterns,
-        ops unknown to the op table.
+        ops unknown to the op table, and (with ``virtual``) a reuse family of virtual
+        tensors with successive live ranges for the allocator to overlap.
     deps:
         ``"none"``, ``"random"`` or ``"sequential"`` (see the module documentation for what
         each guarantees).
@@ -412,6 +477,7 @@ def programs(
         or ``placed`` and ``virtual`` both false (no tensor could exist).  The feature flags
         allow a feature, they do not force it, so no other combination is impossible.
     """
+    load_project_modules()
     _check_int(min_instructions, "min_instructions", 1)
     _check_int(max_instructions, "max_instructions", 1)
     _check_int(max_loops, "max_loops", 0)
@@ -420,7 +486,7 @@ def programs(
     if min_instructions > max_instructions:
         raise InvalidArgument(f"min_instructions={min_instructions} is greater than max_instructions={max_instructions}")
     flags = dict(placed=placed, virtual=virtual, alias_groups=alias_groups, dma=dma,
-                 psum_accumulation=psum_accumulation, rng=rng, strides=strides, opaque=opaque)
+                 psum_accumulation=psum_accumulation, rng=rng, strides=strides, opaque=opaque, reuse=reuse)
     for key, value in flags.items():
         if not isinstance(value, bool):
             raise InvalidArgument(f"{key}={value!r} must be a bool")
@@ -433,6 +499,30 @@ def programs(
     cfg = _Config(max_instructions, min_instructions, max_loops, max_depth, max_trip, deps=deps,
                   machine=machine, **flags)
     return _programs(cfg)
+
+
+def allocator_reuse(program: Program) -> tuple[tuple[str, str], ...]:
+    """Pairs of tensors that are virtual in ``program``, both accessed, and that the
+    ``alloc`` pass places on shared bytes: storage reuse the allocator creates.
+
+    >>> from machine.ir import Tensor
+    >>> t = lambda name: Tensor(name, MemoryKind.SBUF, "float32", (4, 8))
+    >>> use = lambda k, name: Instruction(f"m{k}", "dve", "memset", writes=(Access(name),))
+    >>> body = tuple(use(k, name) for k, name in enumerate(["a", "b", "c"]))
+    >>> allocator_reuse(Program({n: t(n) for n in "abc"}, body))      # two slots rotate: a, b, a
+    (('a', 'c'),)
+    """
+    from machine.geometry import base_footprint, overlap
+    from passes import run_pipeline
+
+    virtual = [name for name, t in program.tensors.items() if t.is_virtual]
+    if len(virtual) < 2:
+        return ()
+    used = {a.tensor for instr, _ in program.instructions() for a, _ in instr.accesses}
+    placed = run_pipeline(program, "alloc").tensors
+    whole = {name: base_footprint(placed[name], Access(name)) for name in virtual if name in used}
+    names = sorted(whole)
+    return tuple((a, b) for i, a in enumerate(names) for b in names[i + 1:] if overlap(whole[a], whole[b]))
 
 
 # -- geometry helpers -------------------------------------------------------------------

@@ -12,7 +12,7 @@
 Examples
 --------
 >>> from machine.format import load_program
->>> e = explain(load_program("tests/data/examples/matmul_k_loop.json"), "mm", "ld_x")
+>>> e = explain(load_program("examples/matmul_k_loop.json"), "mm", "ld_x")
 >>> print(e.render().splitlines()[0])
 Explaining why mm and ld_x interfere:
 >>> e.pairs[0]

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 
 from machine.geometry import element_runs, footprint, overlap
 from machine.ir import Access, MemoryKind, Tensor
+from tests.vacuity import nonvacuous, tally
 from verify.strategies import access_pairs
 
 Cell = tuple[object, int | None, int]  # (space, partition or None, byte)
@@ -71,18 +72,22 @@ def _check_pair(ta, aa, ia, tb, ab, ib) -> None:
         # Two tensors of one alias group may coincide anywhere: always a conflict, on a's bytes.
         assert got is not None and got.alias == alias_group
         assert overlap_cells(got, fa.space) == cells_a
+        tally("alias group")
         return
     shared = cells_a & cells_b
     if not shared:
         assert got is None
+        tally("disjoint")
         return
     assert got is not None
     assert got.memory == ta.memory
     assert got.alias == alias_group
     assert overlap_cells(got, fa.space) == shared
     assert overlap_cells(overlap(fb, fa), fa.space) == shared  # symmetric
+    tally("overlapping")
 
 
+@nonvacuous(overlapping=100, disjoint=100, **{"alias group": 10})
 @settings(max_examples=max(1000, settings().max_examples))
 @given(access_pairs())
 def test_overlap_equals_brute_force(pair):

@@ -68,7 +68,7 @@ def test_pipeline_variants_compile_race_free(program, spec):
 
 def test_examples_compile_race_free_and_keep_their_shape():
     for name in ("matmul_k_loop", "matmul_k_loop_racy", "async_load_then_fill"):
-        program = load_program(f"tests/data/examples/{name}.json")
+        program = load_program(f"examples/{name}.json")
         out = assert_race_free(strip_deps(program))
         assert [(i.name, len(loops)) for i, loops in out.instructions()] == \
                [(i.name, len(loops)) for i, loops in program.instructions()]

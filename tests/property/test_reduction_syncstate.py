@@ -43,7 +43,7 @@ def test_remove_and_copy_are_independent():
 
 
 def test_assign_ids_numbers_each_engine_in_program_order():
-    program = load_program("tests/data/examples/matmul_k_loop.json")
+    program = load_program("examples/matmul_k_loop.json")
     ids = assign_ids(unroll(program), PRESETS["trn1"])
     per_engine: dict[int, list[int]] = {}
     for engine, position in zip(ids.engine, ids.position):

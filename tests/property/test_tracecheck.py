@@ -13,7 +13,7 @@ from verify.racecheck import check_program
 from verify.strategies import programs
 from verify.tracecheck import check_trace
 
-EXAMPLES = "tests/data/examples"
+EXAMPLES = "examples"
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

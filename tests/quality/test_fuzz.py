@@ -3,7 +3,9 @@ budget, shrinks and saves failures, and runs the same from the CLI, locally or o
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import subprocess
 import sys
 
@@ -64,13 +66,36 @@ def _cli(*args):
                           capture_output=True, text=True, timeout=600)
 
 
-def test_cli_user_pass_failure_exits_1_and_saves_the_program(tmp_path):
-    run = _cli("--examples", "30", "--seed", "1", "--workers", "2", "--pass", "verify.strategies:strip_deps",
-               "--out", str(tmp_path), "--json")
-    assert run.returncode == 1, run.stderr
-    doc = json.loads(run.stdout)
-    assert doc["format"] == "neuronsim.fuzz/1" and doc["failures"]
-    assert all(f["check"] == "races" and f["saved"] for f in doc["failures"])
+def _signatures(doc: dict) -> list[tuple]:
+    """Each failure without where it was saved, with a digest of every file saved for it."""
+    out = []
+    for failure in doc["failures"]:
+        stem = failure["saved"][:-5]
+        files = sorted(f for f in os.listdir(os.path.dirname(stem)) if f.startswith(os.path.basename(stem)))
+        digests = [hashlib.sha256(open(os.path.join(os.path.dirname(stem), f), "rb").read()).hexdigest() for f in files]
+        out.append((failure["chunk"], failure["seed"], failure["check"], failure["message"], tuple(files), tuple(digests)))
+    return out
+
+
+@pytest.mark.parametrize("user_pass", [None, "verify.strategies:strip_deps"], ids=["pipeline", "failing-pass"])
+def test_cli_results_do_not_depend_on_workers(tmp_path, user_pass):
+    """Examples run, failures found and the saved programs (digests) are equal for 1 and 2 workers;
+    a failing user pass exits 1 and saves its shrunk programs."""
+    docs = {}
+    for workers in (1, 2):
+        args = ["--examples", "30", "--seed", "1", "--workers", str(workers), "--out", str(tmp_path / f"w{workers}"),
+                "--json"] + (["--pass", user_pass] if user_pass else [])
+        run = _cli(*args)
+        assert run.returncode == (1 if user_pass else 0), run.stderr
+        docs[workers] = json.loads(run.stdout)
+    one, two = docs[1], docs[2]
+    assert one["examples"] == two["examples"] == (30 if user_pass is None else one["examples"])
+    assert _signatures(one) == _signatures(two)
+    if user_pass:
+        assert len(one["failures"]) == 2   # both chunks (25 + 5 examples) fail, each shrunk and saved
+        assert all(f["check"] == "races" and os.path.exists(f["saved"]) for f in one["failures"])
+    else:
+        assert one["failures"] == []
 
 
 def test_cli_bad_pass_address_exits_2():

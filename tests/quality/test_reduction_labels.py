@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from machine.edges import EdgeKind
@@ -14,6 +14,7 @@ from machine.unroll import unroll
 from passes.analysis.labels import verify_anti_dependence
 from passes.dep_reduction import dep_reduction
 from tests.oracles import conflicts
+from tests.vacuity import nonvacuous, tally
 from verify.racecheck import check_program
 from verify.strategies import programs, strip_deps
 
@@ -44,13 +45,13 @@ def test_correct_labels_give_no_finding_and_reduction_keeps_them_consistent(prog
     assert verify_anti_dependence(dep_reduction(labelled).program) == ()
 
 
+@nonvacuous(checked=30)
 @settings(max_examples=60, **SLOW)
 @given(programs(max_instructions=10, max_loops=0, deps="none"), st.data())
 def test_a_planted_mislabel_is_reported_with_both_kinds(program, data):
     labelled = labelled_by_brute_force(program)
     edges = [(i.name, k, d) for i, _ in labelled.instructions() for k, d in enumerate(i.deps)]
-    if not edges:
-        return
+    assume(edges)
     waiter, k, dep = data.draw(st.sampled_from(edges))
     wrong = data.draw(st.sampled_from([kind for kind in list(EdgeKind)[1:] if kind != dep.kind]))
 
@@ -66,11 +67,12 @@ def test_a_planted_mislabel_is_reported_with_both_kinds(program, data):
     assert finding.message == (f"Inconsistent dependence labeling on: {dep.on} -> {waiter} "
                                f"computed: {dep.kind.name.lower()} labeled: {wrong.name.lower()}")
     assert finding.first == dep.on and finding.second == waiter and finding.bytes is not None
+    tally("checked")
 
 
 def test_labels_of_the_k_loop_example_including_loop_carried_ones():
     """The example labels every dep ``ordered`` (the default); the bytes say otherwise."""
-    program = load_program("tests/data/examples/matmul_k_loop.json")
+    program = load_program("examples/matmul_k_loop.json")
     found = {(f.former, f.waiter, f.loop_carried): f.computed for f in verify_anti_dependence(program)}
     F, A = EdgeKind.FLOW, EdgeKind.ANTI
     assert found == {
@@ -84,7 +86,7 @@ def test_labels_of_the_k_loop_example_including_loop_carried_ones():
 
 
 def test_unconflicting_ordered_dep_is_consistent_and_conflicting_one_is_not():
-    program = load_program("tests/data/examples/async_load_then_fill.json")
+    program = load_program("examples/async_load_then_fill.json")
     stripped = strip_deps(program)
     ordered = stripped.map_instructions(
         lambda i: replace(i, deps=(Dep("load"),)) if i.name == "store" else i)

@@ -29,5 +29,5 @@ def test_unknown_scenario_names_the_shipped_ones():
 
 
 def test_simulate_trace_into_a_missing_folder(tmp_path):
-    run = _run("simulate", "tests/data/examples/matmul_k_loop.json", "--trace", str(tmp_path / "no" / "t.json"))
+    run = _run("simulate", "examples/matmul_k_loop.json", "--trace", str(tmp_path / "no" / "t.json"))
     assert run.returncode == 2 and "Traceback" not in run.stderr

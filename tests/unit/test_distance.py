@@ -21,6 +21,7 @@ from machine.validate import validate_program
 from passes.analysis.distance import (evaluate_groups, fusion_niters, get_def_use_distance, has_negative_distance, loop_sites,
                              same_location)
 from passes.fuse_loops import fusion_hazards
+from tests.vacuity import nonvacuous, tally
 from passes.analysis.loopgraph import instructions_by_level, loop_dependence_graph, loop_dependence_graphs
 
 
@@ -333,6 +334,7 @@ def kernel_cases(draw):
     return program, niters
 
 
+@nonvacuous(dependent=10, independent=5)
 @given(kernel_cases())
 def test_kernel_matches_instance_pair_brute_force(case):
     program, niters = case
@@ -346,6 +348,7 @@ def test_kernel_matches_instance_pair_brute_force(case):
     assert result.dependent == bool(meets)
     if not meets:
         assert result.distance == 0 and result.last_def_group is None
+        tally("independent")
         return
     best = max(gi - gj for gi, gj, _, _ in meets)
     assert result.distance == max(0, best)
@@ -354,6 +357,7 @@ def test_kernel_matches_instance_pair_brute_force(case):
     assert w.first_group - w.second_group == best
     assert any((gi, gj) == (w.first_group, w.second_group) and f"w[{','.join(map(str, a))}]" == w.first_instance
                and f"r[{','.join(map(str, b))}]" == w.second_instance for gi, gj, a, b in meets)
+    tally("dependent")
 
 
 @st.composite

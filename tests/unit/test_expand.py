@@ -51,15 +51,15 @@ def test_expansion_keeps_instances_footprints_and_order(program):
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_examples_keep_their_races_under_the_same_names(name):
-    program = load_program(f"tests/data/examples/{name}.json")
+    program = load_program(f"examples/{name}.json")
     flat = expand_scheduling_units(program)
-    expected = open(f"tests/data/examples/{name}.races").read().split("\n")
+    expected = open(f"examples/{name}.races").read().split("\n")
     assert {tuple(line.split()) for line in expected if line} == check_program(flat).triples()
     assert _order(flat) == _order(program)
 
 
 def test_first_iteration_loses_its_loop_carried_wait():
-    flat = expand_scheduling_units(load_program("tests/data/examples/matmul_k_loop.json"))
+    flat = expand_scheduling_units(load_program("examples/matmul_k_loop.json"))
     deps = {i.name: sorted(d.on for d in i.deps) for i in flat.body}
     assert deps["ld_x[0]"] == ["mm0"]
     assert deps["ld_x[1]"] == ["mm0", "mm[0]"]
@@ -73,5 +73,5 @@ def test_name_collision_is_a_located_error():
 
 
 def test_loop_free_program_is_returned_unchanged():
-    program = load_program("tests/data/examples/async_load_then_fill.json")
+    program = load_program("examples/async_load_then_fill.json")
     assert expand_scheduling_units(program) is program

@@ -22,7 +22,7 @@ from verify.strategies import programs, strip_deps
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL = dict(max_instructions=7, max_loops=2, max_trip=2)
-K_LOOP = "tests/data/examples/matmul_k_loop.json"
+K_LOOP = "examples/matmul_k_loop.json"
 
 
 def _oracle_minimum(program):

@@ -26,7 +26,7 @@ from machine.validate import validate_program
 from verify.cli import cli
 
 #: Copies of the spec's example programs (../shared/examples), shipped with the tests.
-EXAMPLES = Path(__file__).resolve().parents[1] / "data" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 CLI = [sys.executable, "-c", "from verify.cli import main; main()"]
 

@@ -12,7 +12,7 @@ from machine.format import dumps_program, load_program
 from verify.racecheck import check_program
 from verify.strategies import strip_deps
 
-EXAMPLE = "tests/data/examples/matmul_k_loop.json"
+EXAMPLE = "examples/matmul_k_loop.json"
 
 
 CLI = [sys.executable, "-c", "from verify.cli import main; main()"]

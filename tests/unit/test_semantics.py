@@ -30,7 +30,7 @@ from verify.strategies import tensors_and_access
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.float32
-EXAMPLES = "tests/data/examples"
+EXAMPLES = "examples"
 
 
 def _rand(shape, seed=0, lo=-1.0, hi=1.0, dtype=np.float32):

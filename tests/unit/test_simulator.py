@@ -25,7 +25,7 @@ from verify.cli import cli
 from verify.racecheck import check_program
 from verify.strategies import programs
 
-EXAMPLES = "tests/data/examples"
+EXAMPLES = "examples"
 TRN1 = resolve_machine("trn1")
 
 

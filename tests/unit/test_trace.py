@@ -23,7 +23,7 @@ try:  # tests/ is a rootdir package or only on sys.path, depending on how pytest
 except ImportError:
     from oracles import hb_graph
 
-EXAMPLES = "tests/data/examples"
+EXAMPLES = "examples"
 _TIME = {"T": "trigger", "S": "start", "E": "end"}
 
 

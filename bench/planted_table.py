@@ -1,0 +1,81 @@
+"""The README's planted-bug table: examples until the fuzzer's first failure, per planted bug.
+
+    .venv/bin/python bench/planted_table.py                      # seeds 0-9, budget 500, 2 processes
+    .venv/bin/python bench/planted_table.py --seeds 0 1 2 --budget 200 --workers 1
+
+For each planted bug of ``tests/planted.py`` and each seed, runs
+:func:`verify.fuzz.check_pass` with the bug in its pipeline slot (or, for the simulator,
+as the simulator) on up to ``--budget`` programs (``neuronsim fuzz``'s default is 500), without
+shrinking, and prints how many examples it took until the first failure ("-" when none
+within the budget) and which checks found it, as a Markdown table.  The counts depend only on
+the seed and the strategy, not on ``--workers``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+#: (label, planted object name in tests.planted, check_pass options)
+BUGS = (
+    ("build_fdeps drops the PSUM accumulation chain", "DropPsumAccumulation", {"replace": "build-fdeps"}),
+    ("anti analyzer ignores partitions", "AntiDepsFirstPartition", {"replace": "anti-deps"}),
+    ("program-order fold, wrong closures", "ProgramOrderFoldReduction", {"replace": "dep-reduction"}),
+    ("simulator skips a wait", "simulator_ignoring_one_wait", {}),
+)
+
+
+def first_failure(bug: int, seed: int, budget: int) -> tuple[int | None, str | None]:
+    """``(examples until the first failure, check that failed)`` or ``(None, None)``."""
+    import tests.planted as planted
+    from verify.fuzz import check_pass
+
+    _, attr, options = BUGS[bug]
+    obj = getattr(planted, attr)
+    if attr == "simulator_ignoring_one_wait":
+        result = check_pass(None, examples=budget, seed=seed, shrink=False, simulator=obj, **options)
+    else:
+        result = check_pass(obj(), examples=budget, seed=seed, shrink=False, **options)
+    if result.failure is None:
+        return None, None
+    return result.first_failure_at, result.failure.check
+
+
+def _job(args: tuple[int, int, int]) -> tuple[int, int, int | None, str | None]:
+    bug, seed, budget = args
+    return (bug, seed, *first_failure(bug, seed, budget))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--budget", type=int, default=500)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args(argv)
+    jobs = [(bug, seed, args.budget) for bug in range(len(BUGS)) for seed in args.seeds]
+    if args.workers > 1:
+        with ProcessPoolExecutor(args.workers) as pool:
+            results = list(pool.map(_job, jobs))
+    else:
+        results = [_job(job) for job in jobs]
+    found = {(bug, seed): (at, check) for bug, seed, at, check in results}
+    first, last = args.seeds[0], args.seeds[-1]
+    print(f"| planted bug | seeds {first}-{last} | found by |")
+    print("|---|---|---|")
+    missed = 0
+    for bug, (label, _, _) in enumerate(BUGS):
+        cells = [found[(bug, seed)] for seed in args.seeds]
+        missed += sum(at is None for at, _ in cells)
+        counts = ", ".join("-" if at is None else str(at) for at, _ in cells)
+        checks = ", ".join(sorted({check for _, check in cells if check}))
+        print(f"| {label} | {counts} | {checks} |")
+    print(f"\nexamples until the first failure, budget {args.budget}; '-' = not found within it ({missed} cells)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,181 @@
+"""The JSON Schema (draft 2020-12) of ``neuronsim.program/1``, built from the code's tables.
+
+``docs/generate.py`` writes it to ``docs/schema/program.schema.json``.  It checks what a schema
+can check without the machine or the unrolled program: the shape of every object, key names
+(unknown keys are errors; ``x-`` keys are allowed wherever the format allows extensions),
+types and enumerations, placement keys per memory and partial placement, ``queue`` only on
+DMA ops, and per known op its engines, operand counts and attributes.  It leaves to the
+loader (:func:`machine.format.load_program`) what needs more: unique names, bounds against
+the machine (partitions, bytes, banks, DRAM size), footprints inside their tensors in every
+instance, hardware rules on the memories an op touches, the partition-start rule, queues
+beyond the machine's count, and dep targets and order.  One difference of number model:
+JSON Schema counts ``2.0`` as an integer, the loader wants ``2``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from machine.dtypes import DTYPES
+from machine.edges import KIND_NAMES
+from machine.ir import SEQUENCERS
+from machine.optable import COMMON_ATTRS, OP_TABLE
+from machine.presets import OVERRIDABLE, PRESETS
+
+__all__ = ["program_schema", "SCHEMA_ID"]
+
+SCHEMA_ID = "urn:neuronsim:schema:program:1"
+_EXT = {"^x-": True}
+_NAME = {"type": "string", "minLength": 1}
+
+
+def _nat(minimum: int = 0) -> dict:
+    return {"type": "integer", "minimum": minimum}
+
+
+def _closed(properties: dict, required: list[str] | None = None, **more: Any) -> dict:
+    """An object with exactly these keys, plus ``x-`` extensions."""
+    out = {"type": "object", "properties": properties, "patternProperties": _EXT, "additionalProperties": False}
+    if required:
+        out["required"] = required
+    out.update(more)
+    return out
+
+
+def _validator_schema(check) -> dict:
+    """The JSON Schema of an op table attribute validator (by its documented meaning)."""
+    choices = getattr(check, "choices", None)
+    if choices is not None:
+        return {"enum": list(choices)}
+    known = {
+        "a boolean": {"type": "boolean"},
+        "a number": {"type": "number"},
+        "an integer": {"type": "integer"},
+        "a non-negative integer": _nat(),
+        "a string or integer group id": {"type": ["string", "integer"]},
+        # validators of the op table's newer ops (operand tiles and reduction axes)
+        'a number (an immediate) or {"read": INDEX} (a [P, 1] tile among the reads)': {"oneOf": [
+            {"type": "number"},
+            {"type": "object", "properties": {"read": {"type": "integer"}}, "required": ["read"],
+             "additionalProperties": False}]},
+        "a free axis (an integer >= 1) or a non-empty list of them": {"oneOf": [
+            _nat(1), {"type": "array", "items": _nat(1), "minItems": 1}]},
+    }
+    doc = (check.__doc__ or "").strip()
+    if doc not in known:
+        raise ValueError(f"no JSON Schema known for an attribute validator documented as {doc!r}")
+    return known[doc]
+
+
+def _machine() -> dict:
+    overrides: dict[str, dict] = {}
+    for key, kind in OVERRIDABLE.items():
+        if kind is bool:
+            overrides[key] = {"type": "boolean"}
+        else:
+            overrides[key] = {"type": "integer" if kind is int else "number", "exclusiveMinimum": 0}
+    overrides["dma_queues"]["maximum"] = 16
+    overrides["sbuf_partitions"]["maximum"] = 128
+    presets = {"enum": sorted(PRESETS)}
+    return {"oneOf": [presets, _closed({"base": presets, **overrides})],
+            "description": "a preset name, or a preset with overrides of its parameters (machine/presets.py)"}
+
+
+def _tensor() -> dict:
+    def no(*keys: str) -> dict:
+        return {"not": {"anyOf": [{"required": [k]} for k in keys]}}
+
+    def memory_is(name: str) -> dict:
+        return {"properties": {"memory": {"const": name}}, "required": ["memory"]}
+
+    return _closed(
+        {"memory": {"enum": ["dram", "sbuf", "psum"]}, "dtype": {"enum": list(DTYPES)},
+         "shape": {"type": "array", "items": _nat(1), "minItems": 1},
+         "partition": _nat(), "offset": _nat(), "bank": _nat(), "address": _nat(), "alias": _NAME,
+         "role": {"enum": ["input", "output", "internal"]}},
+        ["memory", "dtype", "shape"],
+        allOf=[
+            {"if": memory_is("dram"), "then": {"allOf": [no("partition", "offset", "bank"), no_both("address", "alias")]}},
+            {"if": memory_is("sbuf"), "then": {"allOf": [no("bank", "address", "alias", "role")],
+                                               "dependentRequired": {"partition": ["offset"], "offset": ["partition"]}}},
+            {"if": memory_is("psum"), "then": {"allOf": [no("address", "alias", "role")],
+                                               "dependentRequired": {"partition": ["bank"], "bank": ["partition"],
+                                                                     "offset": ["bank"]}}},
+        ])
+
+
+def no_both(a: str, b: str) -> dict:
+    return {"not": {"required": [a, b]}}
+
+
+def _access() -> dict:
+    partitions = {"type": "array", "prefixItems": [_nat(0), _nat(1), _nat(1)], "minItems": 2, "maxItems": 3,
+                  "description": "[start, count] or [start, count, step], relative to the tensor's first partition"}
+    pair = {"type": "array", "prefixItems": [_nat(0), _nat(1)], "minItems": 2, "maxItems": 2}
+    return _closed(
+        {"tensor": _NAME, "partitions": partitions, "offset": _nat(),
+         "pattern": {"type": "array", "items": pair, "minItems": 1, "description": "[stride, count] pairs, outermost first"},
+         "per_iteration": {"type": "object", "additionalProperties": {"type": "integer"},
+                           "description": "loop name -> elements the offset moves per iteration"}},
+        ["tensor"], dependentRequired={"per_iteration": ["pattern"]})
+
+
+def _op_rules() -> list[dict]:
+    """One ``if op == NAME then ...`` per known op; opaque ops only check ``cycles``."""
+    rules = []
+    for name, spec in OP_TABLE.items():
+        attrs = {key: _validator_schema(check) for key, check in {**spec.attrs, **COMMON_ATTRS}.items()}
+        then = {"properties": {
+            "engine": {"enum": list(spec.engines)},
+            "reads": {"minItems": spec.reads[0], "maxItems": spec.reads[1]},
+            "writes": {"minItems": spec.writes[0], "maxItems": spec.writes[1]},
+            "attrs": _closed(attrs)}}
+        if spec.reads[0]:
+            then["required"] = ["reads"]
+        if spec.writes[0]:
+            then.setdefault("required", []).append("writes")
+        rules.append({"if": {"properties": {"op": {"const": name}}, "required": ["op"]}, "then": then})
+    rules.append({"if": {"properties": {"op": {"not": {"enum": list(OP_TABLE)}}}},
+                  "then": {"properties": {"attrs": {"properties": {"cycles": _nat()}}}}})
+    rules.append({"if": {"properties": {"op": {"not": {"pattern": "^dma"}}}}, "then": {"not": {"required": ["queue"]}}})
+    return rules
+
+
+def _instruction() -> dict:
+    dep = _closed({"on": _NAME, "kind": {"enum": sorted(KIND_NAMES.values())}, "loop_carried": {"type": "boolean"}},
+                  ["on"])
+    return _closed(
+        {"name": _NAME, "engine": {"enum": list(SEQUENCERS)}, "op": _NAME,
+         "queue": {"type": "string", "pattern": "^dma([0-9]|1[0-5])$",
+                   "description": "DMA ops only: the queue that carries out the transfer (default dma0)"},
+         "reads": {"type": "array", "items": {"$ref": "#/$defs/access"}},
+         "writes": {"type": "array", "items": {"$ref": "#/$defs/access"}},
+         "attrs": {"type": "object"},
+         "deps": {"type": "array", "items": dep}},
+        ["name", "engine", "op"], allOf=_op_rules())
+
+
+def program_schema() -> dict:
+    """The whole schema as a JSON-ready dict."""
+    loop = _closed({"loop": _NAME, "trip_count": _nat(1), "body": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                   ["loop", "trip_count", "body"])
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": "neuronsim.program/1",
+        "description": "A program in the neuronsim interchange format (docs/program-format.md). Generated by "
+                       "docs/generate.py; the loader (machine/format.py) checks more than the schema can.",
+        **_closed({"format": {"const": "neuronsim.program/1"}, "machine": {"$ref": "#/$defs/machine"},
+                   "tensors": {"type": "object", "additionalProperties": {"$ref": "#/$defs/tensor"}},
+                   "body": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+                  ["format", "body"]),
+        "$defs": {
+            "machine": _machine(),
+            "tensor": _tensor(),
+            "access": _access(),
+            "instruction": _instruction(),
+            "loop": loop,
+            "node": {"if": {"type": "object", "required": ["loop"]}, "then": {"$ref": "#/$defs/loop"},
+                     "else": {"$ref": "#/$defs/instruction"}},
+        },
+    }
