@@ -85,7 +85,8 @@ def main() -> None:
                   f"{f['rotated']:>12.2f} {f['bytes_saved']:>12.0f}")
     if args.no_scenarios:
         return
-    print(f"\n{'scenario':<16} {'rotated':>7} {'bytes used (one / multi)':>26} {'ideal makespan ns (one / multi)':>32} {'ratio':>6}")
+    print(f"\n{'scenario':<16} {'rotated':>7} {'bytes used (one / multi)':>26} "
+          f"{'ideal makespan ns (one / multi)':>32} {'ratio':>6}")
     for module in all_scenarios():
         program = module.build()
         one, ctx_one = compile_program(program, "alloc{rotate=false}")

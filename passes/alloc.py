@@ -311,8 +311,9 @@ def _place_dram(members: list[Tensor], lives: Mapping[str, Life], buffers: int, 
     placements and end."""
     placed: dict[str, Tensor] = {}
     address = _align(base, align)
-    # inputs are live all along: a slot of their own, outside the rotation
-    size_class = lambda t: ((t.name if t.role == "input" else None,), _align(t.bytes_per_partition, align))  # noqa: E731
+    def size_class(t: Tensor) -> tuple[tuple, int]:  # inputs are live all along: a slot of their own
+        return (t.name if t.role == "input" else None,), _align(t.bytes_per_partition, align)
+
     for (_, block), physical in _physical_slots(members, lives, buffers, size_class).items():
         for pairs in physical:
             for t, stride in pairs:
@@ -323,7 +324,8 @@ def _place_dram(members: list[Tensor], lives: Mapping[str, Life], buffers: int, 
                                          rotate=_rotation(lives[t.name], stride))
             address += block
     if address > spec.dram_bytes:
-        raise ProgramError(f"tensors.{members[0].name}", f"virtual DRAM tensors run past the end of DRAM ({spec.dram_bytes} bytes)")
+        raise ProgramError(f"tensors.{members[0].name}",
+                           f"virtual DRAM tensors run past the end of DRAM ({spec.dram_bytes} bytes)")
     return placed, address
 
 

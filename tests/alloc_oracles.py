@@ -198,7 +198,8 @@ def rotation_mismatches(original: Program, placed: Program, slots: int = 2) -> l
     ``psum_buffers``)."""
     out = []
     for name, tensor in original.tensors.items():
-        eligible = tensor.is_virtual and tensor.alias is None and (tensor.memory != MemoryKind.DRAM or tensor.role == "internal")
+        internal = tensor.memory != MemoryKind.DRAM or tensor.role == "internal"
+        eligible = tensor.is_virtual and tensor.alias is None and internal
         candidates = [loop for loop in _common_loops(original, name) if loop.trip_count >= 2] if eligible else []
         private = [loop for loop in candidates if private_over(original, name, loop.name)]
         rotate = placed.tensors[name].rotate

@@ -77,12 +77,14 @@ class _Kernel:
 
     def dram(self, role: str, tiles: int) -> str:
         name = self.name({"input": "x", "output": "y"}.get(role, "scratch"))
-        self.tensors[name] = Tensor(name, MemoryKind.DRAM, self.dtype, (tiles * self.partitions * self.free,), role=role)
+        size = tiles * self.partitions * self.free
+        self.tensors[name] = Tensor(name, MemoryKind.DRAM, self.dtype, (size,), role=role)
         return name
 
     def instr(self, stem: str, engine: str, opcode: str, reads=(), writes=(), **attrs) -> Instruction:
         queue = f"dma{self.pick(range(self.queues))}" if opcode.startswith("dma") else None
-        return Instruction(self.name(stem), engine, opcode, tuple(reads), tuple(writes), frozen_mapping(attrs), queue=queue)
+        return Instruction(self.name(stem), engine, opcode, tuple(reads), tuple(writes), frozen_mapping(attrs),
+                           queue=queue)
 
     def dram_tile(self, tensor: str, loops: tuple[tuple[str, int], ...]) -> Access:
         """One tile of ``tensor`` per iteration of ``loops`` (row-major over them)."""
@@ -110,7 +112,8 @@ def _stage(k: _Kernel, ready: list[str], loops, body: list[Node], outputs: list[
     if kind == "load" or not ready:
         source = k.dram("input", _tiles(loops))
         tile = k.tile()
-        body.append(k.instr("load", k.pick(("sp", "act", "pool")), "dma_copy", [k.dram_tile(source, loops)], [Access(tile)]))
+        body.append(k.instr("load", k.pick(("sp", "act", "pool")), "dma_copy", [k.dram_tile(source, loops)],
+                            [Access(tile)]))
         ready.append(tile)
     elif kind == "compute":
         a, b = k.pick(ready), k.pick(ready)
@@ -121,7 +124,8 @@ def _stage(k: _Kernel, ready: list[str], loops, body: list[Node], outputs: list[
         elif op == "tensor_copy":
             body.append(k.instr("copy", k.pick(("dve", "act", "pool")), op, [Access(a)], [Access(out)]))
         elif op == "tensor_tensor":
-            body.append(k.instr("tt", k.pick(("dve", "pool")), op, [Access(a), Access(b)], [Access(out)], op=k.pick(_ALU)))
+            body.append(k.instr("tt", k.pick(("dve", "pool")), op, [Access(a), Access(b)], [Access(out)],
+                                op=k.pick(_ALU)))
         else:
             body.append(k.instr("ts", k.pick(("dve", "act", "pool")), op, [Access(a)], [Access(out)], op0=k.pick(_ALU),
                                 operand0=1.5))
@@ -160,11 +164,13 @@ def _tiles(loops) -> int:
 
 def _store(k: _Kernel, tile: str, loops, body: list[Node], outputs: list[str]) -> None:
     target = k.dram("output", _tiles(loops))
-    body.append(k.instr("store", k.pick(("sp", "act", "dve", "pool")), "dma_copy", [Access(tile)], [k.dram_tile(target, loops)]))
+    body.append(k.instr("store", k.pick(("sp", "act", "dve", "pool")), "dma_copy", [Access(tile)],
+                        [k.dram_tile(target, loops)]))
     outputs.append(target)
 
 
-def _block(k: _Kernel, ready: list[str], loops, depth_left: int, stages: int, trips: int, outputs: list[str]) -> list[Node]:
+def _block(k: _Kernel, ready: list[str], loops, depth_left: int, stages: int, trips: int,
+           outputs: list[str]) -> list[Node]:
     """A body: stages, maybe a nested loop, maybe accumulators around it; ends with a store."""
     body: list[Node] = []
     for _ in range(k.draw(st.integers(1, stages))):

@@ -105,7 +105,8 @@ def test_an_accumulator_of_an_inner_loop_rotates_over_the_outer_one():
     [dict(offset=0, pattern=((1, 8),)), dict(offset=8, pattern=((1, 8),))],
 ], ids=["partitions", "free"])
 def test_a_tile_written_in_two_halves_is_private(halves):
-    writes = [ins(f"h{k}", "dve", "tensor_copy", reads=["a"], writes=[Access("c", **half)]) for k, half in enumerate(halves)]
+    writes = [ins(f"h{k}", "dve", "tensor_copy", reads=["a"], writes=[Access("c", **half)])
+              for k, half in enumerate(halves)]
     program = _pipeline(4, V("c"), body_tail=[*writes, ins("r", "act", "activation", reads=["c"], writes=["b"])])
     assert _checked(program)[0].tensors["c"].rotate is not None
     # one half only: the other half is the previous iteration's
