@@ -24,8 +24,8 @@ Only deps that are not loop-carried are collapsed: for those, the instance each 
 to follows document order (an instance of an earlier instruction precedes the instance of a
 later one that the same waiter resolves), so "latest" is simply "latest in the document".
 
-On the flash-attention scenario after dependence construction it drops 6 of 34 deps (the
-exact reduction, ``remove-redundancies`` then ``dep-reduction``, keeps 17), and the result
+On the flash-attention scenario after dependence construction it drops 6 of 32 deps (the
+exact reduction, ``remove-redundancies`` then ``dep-reduction``, keeps 16), and the result
 is still race-free:
 
 >>> from machine.format import load_program
@@ -34,7 +34,7 @@ is still race-free:
 >>> built, _ = compile_program(load_program("scenarios/flash_attention.json"), "alloc,build-fdeps,anti-deps")
 >>> out = CollapseWaits().apply(built, None)
 >>> sum(len(i.deps) for i, _ in built.instructions()), sum(len(i.deps) for i, _ in out.instructions())
-(34, 28)
+(32, 26)
 >>> check_program(out).race_free
 True
 """

@@ -2,74 +2,109 @@
 
 Anti and output dependences are an artifact of storage reuse, so an allocator that never
 reused anything would hide them.  This one reuses the way NKI's ``mod_alloc`` does
-(``../shared/reference/kernels.md`` 1.4): logical buffers of one *shape class* rotate through
-``buffers`` physical slots, tile ``i`` landing in slot ``i mod n`` when its predecessors are
-dead, so a slot is reused every ``n`` buffers (double buffering for ``n = 2``).
+(``../shared/reference/kernels.md`` 1.4, 7.1, 7.6): logical buffers of one *shape class*
+share physical slots by liveness, and a tile declared inside a loop gets ``n`` rotating slots,
+iteration ``k`` using slot ``k mod n`` (multi-buffering: ``n = 2`` is double buffering).
 
-* **Liveness**: a tensor is live from the first to the last instance touching it (instance
-  ids are program order, loops unrolled); ``input`` DRAM tensors all along (they hold the
-  caller's data), ``output`` ones to the end.  Two tensors share storage only if their live ranges are disjoint, so
-  every access of one precedes every access of the other in program order.
-* **SBUF coloring** (partition x byte): classes are ``(partitions, bytes)``.  Within a class,
-  tensors in order of first use take slots by rotation (the next slot after the last one
-  used whose tensors are dead, else a new slot).  Slots are then packed: each goes to the
-  partition base (0, 32, 64, 96) where it can sit lowest, among the bases that keep every
-  compute access to its tensors within the partition-start rule, above every placed tensor.
-* **PSUM bank coloring**: tensors in order of first use go to banks by rotation
-  (``psum.mod_alloc``): the next bank after the last one used that holds no live tensor,
-  else the first bank with a free byte range; at most ``psum_banks`` banks (0: all).
-* **DRAM**: virtual DRAM tensors are classed by size and rotate through slots placed above
-  every addressed tensor.  Alias-group tensors are placements already: they stay aliases.
+Lifetimes (:mod:`passes.analysis.lifetimes`; instance ids are program order, loops unrolled)
+    The *hull* of a tensor is ``[first, last]`` instance touching it (``input`` DRAM tensors:
+    all along, they hold the caller's data; ``output`` ones: to the end).  A virtual tensor
+    every access of which is inside a loop ``L`` is *iteration-private* over ``L`` when every
+    byte an instance reads from it was written earlier in the same iteration of ``L`` (decided
+    exactly from the partition x byte footprints): no value flows between iterations.  Such a
+    tensor becomes a *ring* over the innermost such ``L`` of trip count >= 2: ``x-rotate``
+    with ``n = min(buffers, trip)`` slots (PSUM: ``min(psum_buffers, banks, trip)`` slots one
+    bank apart, ``stride`` 2048).  Its *relative range* ``[a, b]`` is where its first and last
+    access of an iteration sit within the iteration (the same in every iteration: each runs
+    the same instructions).  Accumulators, running maxima and anything read before it is
+    written in an iteration keep one placement.
+Placement
+    * SBUF (partition x byte): classes are ``(partitions, bytes, ring loop, n)``.  Within a
+      class, tensors take slots by rotation (:func:`rotate_slots`, the next slot after the
+      last one used whose tensors are dead, else a new one) on their hulls, or for a ring
+      class on their relative ranges.  A slot of a ring class is a *lane*: ``n`` consecutive
+      class-sized slots, tensor slot ``s`` at ``lane + s * bytes``.  Slots are then packed:
+      each goes to the partition base (0, 32, 64, 96) where it can sit lowest, among the
+      bases that keep every compute access within the partition-start rule, above every
+      placed byte (placed tensors' rotating slots included).  When the rings do not fit, SBUF
+      is placed again without them (counted as a fallback).
+    * PSUM: tensors in order of first use go to banks by rotation (``psum.mod_alloc``): the
+      next bank (ring: ``n`` consecutive banks) after the last one used where nothing clashes,
+      else the first with a free byte range beside what clashes; at most ``psum_banks``
+      banks (0: all).  Two regions clash unless :func:`~passes.analysis.lifetimes.may_share`.
+    * DRAM: virtual DRAM tensors are classed by size (and ring) like SBUF, slots laid out
+      above every addressed byte.  Alias-group tensors are placements already: they stay.
+
+The sharing rule and why it is safe
+    Slot ``s`` of a tensor ``T`` *holds* a byte at instance ``i`` when ``i`` lies between two
+    accesses of ``T`` to that slot with no iteration boundary of ``T``'s ring loop between
+    them.  The pass guarantees that two different tensors never hold one byte at one
+    instance, because it lets slot ``s`` of ``T`` and slot ``s'`` of ``U`` share a byte only
+    when (:func:`~passes.analysis.lifetimes.may_share`):
+
+    1. their hulls are disjoint (a slot is only ever held inside its tensor's hull); or
+    2. both are rings over the same loop ``L`` with the same ``n`` and ``s != s'``: slot
+       ``s`` is touched only in iterations ``k = s (mod n)``, ``s'`` only in
+       ``k = s' (mod n)``, and distinct iterations of ``L`` are disjoint runs of instances; or
+    3. both are rings over ``L`` with the same ``n``, ``s = s'`` and disjoint relative
+       ranges: in each iteration ``T`` holds the slot within ``[W + a_T, W + b_T]`` and ``U``
+       within ``[W + a_U, W + b_U]`` (``W`` the iteration's first instance), disjoint.
+
+    SBUF and DRAM slots of different classes never overlap (packed apart), and within a class
+    :func:`rotate_slots` puts two tensors in one slot only with disjoint hulls (1) or, in a
+    lane, disjoint relative ranges (3); a lane's slots are class-sized, so slot ``s`` of one
+    tensor meets only slot ``s`` of another.  PSUM tests every pair of regions in a bank with
+    the same rule.  Values are then those of the program with every virtual tensor in
+    storage of its own: another tensor never writes a byte ``T`` holds, and a ring's reads see
+    only bytes written in the same iteration, hence into the same slot.  Ordering the
+    instances that now share bytes (WAR / WAW, and a slot reused ``n`` iterations later) is
+    the dependence passes' work.
 
 ``alloc-shared-dram`` is the later shared-DRAM allocation: it gives each alias group its own
-region, rotates the group's tensors through slots inside it by liveness, and marks them
-``"x-shared": GROUP`` so ``anti-deps{spaces=shared}`` can run again after it.
+region, rotates the group's tensors through slots inside it by liveness (hulls, no rings), and
+marks them ``"x-shared": GROUP`` so ``anti-deps{spaces=shared}`` can run again after it.
+
+Counters (``ctx.stats["alloc"]``, printed by ``neuronsim compile`` and ``footprint``):
+``placed`` tensors, ``rotated`` (rings), ``slots`` (their slots in all), ``bytes-used`` (the
+union of every placed slot, partitions x bytes, all memories) and ``bytes-saved`` (what
+giving every tensor storage of its own, with the same slots, would use beyond that);
+``fallbacks`` when SBUF rings did not fit or a PSUM ring found no banks.
 
 Contract (``alloc``)
     requires: a valid program.
-    guarantees: no virtual tensor; placed tensors unchanged; two tensors placed by this pass
-    overlap only if their live ranges are disjoint, and never overlap a tensor that was
-    already placed; every placement passes :func:`machine.validate.validate_program`.
+    guarantees: no virtual tensor left; placed tensors unchanged and never overlapped by a
+    new placement; a new tensor rotates (``x-rotate``) only when it is iteration-private over
+    its loop; two new placements share a byte only under the rule above, so no two tensors
+    hold a byte at the same instance, counting every iteration; every compute access keeps
+    the partition-start rule; every placement passes :func:`machine.validate.validate_program`;
+    no-op without virtual tensors.  With ``rotate=false`` no tensor rotates and the result is
+    the hull-only allocation (two new tensors share storage only with disjoint hulls).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from machine.errors import ProgramError
-from machine.ir import MemoryKind, Program, Tensor, frozen_mapping
+from machine.ir import MemoryKind, Program, Rotation, Tensor, frozen_mapping
+from machine.presets import MachineSpec
+from machine.stream import stream_of
 
-from machine.stream import InstanceStream as Stream
+from passes.analysis.lifetimes import Life, lifetimes, live_ranges, may_share, merge, stripped
 from passes.pipeline import Pass, PassContext
 
-__all__ = ["Alloc", "AllocSharedDram", "live_ranges", "rotate_slots"]
+__all__ = ["Alloc", "AllocSharedDram", "live_ranges", "rotate_slots", "storage_use"]
 
-
-def live_ranges(stream: Stream) -> dict[str, tuple[int, int]]:
-    """``name -> (first instance, last instance)`` touching the tensor.
-
-    Tensors nobody touches get ``(n, -1)``: disjoint from everything.
-    """
-    n = len(stream)
-    live = {name: (n, -1) for name in stream.tensor_names}
-    for x in range(stream.m):
-        for ca in stream.accesses(x):
-            name = stream.tensor_names[ca.tensor]
-            lo, hi = live[name]
-            live[name] = (min(lo, stream.first[x]), max(hi, stream.last[x]))
-    for name, tensor in stream.program.tensors.items():
-        lo, hi = live[name]
-        if tensor.memory == MemoryKind.DRAM and tensor.role == "input":
-            lo, hi = -1, n  # the caller's data: never overwritten by another tensor
-        if tensor.memory == MemoryKind.DRAM and tensor.role == "output":
-            hi = n
-        live[name] = (lo, hi)
-    return live
+#: Life of an already placed tensor: it clashes with everything.
+_FOREVER = Life(-(1 << 62), 1 << 62)
 
 
 def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, int]:
     """Slot per item ``(name, live start, live end)``, rotating through ``buffers`` slots.
+
+    Items sharing a slot have pairwise disjoint ``[start, end]`` ranges.
 
     >>> rotate_slots([("t0", 0, 1), ("t1", 2, 3), ("t2", 4, 5), ("t3", 6, 7)], 2)
     {'t0': 0, 't1': 1, 't2': 0, 't3': 1}
@@ -88,7 +123,7 @@ def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, i
                 chosen = s
                 break
         while len(busy) <= chosen:
-            busy.append(-2)
+            busy.append(-(1 << 62))
         busy[chosen] = max(busy[chosen], end)
         cursor = chosen + 1
         out[name] = chosen
@@ -97,6 +132,57 @@ def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, i
 
 def _align(x: int, a: int) -> int:
     return -(-x // a) * a
+
+
+def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: int,
+                    size_class) -> dict[tuple, list[list[tuple[Tensor, int]]]]:
+    """Physical slots of one memory: ``key -> [[(tensor, stride), ...], ...]``.
+
+    ``size_class(t)`` is ``(key, bytes)``: the tensors of one key share slots of ``bytes``.
+    Ring tensors of one ``(key, loop, n)`` first take *lanes* of ``n`` slots by rotation on
+    their relative ranges; then lanes (as ``(key, n * bytes)`` blocks) and plain tensors take
+    physical slots by rotation on their hulls (a lane's hull spans its tensors').  A tensor's
+    stride is its class bytes in a lane, 0 when plain.
+    """
+    rings: dict[tuple, list[Tensor]] = {}
+    for t in members:
+        life = lives[t.name]
+        if life.loop is not None:
+            rings.setdefault((size_class(t), life.loop, life.slots), []).append(t)
+    lane_of: dict[str, tuple] = {}
+    for ring_key, group in rings.items():
+        for name, lane in rotate_slots([(t.name, *lives[t.name].rel) for t in group], buffers).items():
+            lane_of[name] = (ring_key, lane)
+    # blocks, named by their first tensor (a plain tensor is a block of its own)
+    label_of: dict[object, str] = {}
+    blocks: dict[str, list[tuple[Tensor, int]]] = {}
+    keys: dict[tuple, list[str]] = {}  # slot key -> its blocks
+    for t in members:
+        key, nbytes = size_class(t)
+        ring = t.name in lane_of
+        label = label_of.setdefault(lane_of[t.name] if ring else t.name, t.name)
+        if label not in blocks:
+            keys.setdefault((*key, nbytes * (lives[t.name].slots if ring else 1)), []).append(label)
+            blocks[label] = []
+        blocks[label].append((t, nbytes if ring else 0))
+    out: dict[tuple, list[list[tuple[Tensor, int]]]] = {}
+    for key, labels in keys.items():
+        hulls = [(b, min(lives[t.name].lo for t, _ in blocks[b]), max(lives[t.name].hi for t, _ in blocks[b]))
+                 for b in labels]
+        slot_of = rotate_slots(hulls, buffers)
+        out[key] = [[pair for b in labels if slot_of[b] == slot for pair in blocks[b]]
+                    for slot in sorted(set(slot_of.values()))]
+    return out
+
+
+def _rotation(life: Life, stride: int) -> Rotation | None:
+    return Rotation(life.loop, life.slots, stride) if life.loop is not None and stride else None
+
+
+def _extent(t: Tensor) -> int:
+    """Bytes from a placed tensor's base to the end of its last slot."""
+    slots = (t.rotate.slots - 1) * t.rotate.stride if t.rotate is not None else 0
+    return slots + t.bytes_per_partition
 
 
 def _start_ok(first: int, span: int) -> bool:
@@ -121,107 +207,161 @@ def _compute_spans(program: Program) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
-def _place_sbuf(program: Program, live, buffers: int, align: int, spec) -> dict[str, Tensor]:
+def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align: int,
+                spec: MachineSpec) -> dict[str, Tensor]:
     virtual = [t for t in program.tensors.values() if t.memory == MemoryKind.SBUF and t.is_virtual]
     quadrants = -(-spec.sbuf_partitions // 32)
     hwm = [0] * quadrants
     for t in program.tensors.values():
         if t.memory == MemoryKind.SBUF and not t.is_virtual:
             for q in range(t.partition // 32, (t.partition + t.shape[0] - 1) // 32 + 1):
-                hwm[q] = max(hwm[q], t.offset + t.bytes_per_partition)
+                hwm[q] = max(hwm[q], t.offset + _extent(t))
     spans = _compute_spans(program)
-    classes: dict[tuple[int, int], list[Tensor]] = {}
-    for t in virtual:
-        classes.setdefault((t.shape[0], _align(t.bytes_per_partition, align)), []).append(t)
     placed: dict[str, Tensor] = {}
-    for (parts, nbytes), members in classes.items():
-        slot_of = rotate_slots([(t.name, *live[t.name]) for t in members], buffers)
-        for slot in sorted(set(slot_of.values())):
-            tensors = [t for t in members if slot_of[t.name] == slot]
+    slots = _physical_slots(virtual, lives, buffers, lambda t: ((t.shape[0],), _align(t.bytes_per_partition, align)))
+    for (parts, block), physical in slots.items():
+        for pairs in physical:
+            tensors = [t for t, _ in pairs]
             bases = [b for b in range(0, spec.sbuf_partitions, 32) if b + parts <= spec.sbuf_partitions
                      and all(_start_ok(b + s, span) for t in tensors for s, span in spans.get(t.name, ()))]
             if not bases:
                 raise ProgramError(f"tensors.{tensors[0].name}", "no partition base keeps its compute accesses within the partition-start rule")
             best = min(bases, key=lambda b: (_align(max(hwm[b // 32:(b + parts - 1) // 32 + 1]), align), b))
             offset = _align(max(hwm[best // 32:(best + parts - 1) // 32 + 1]), align)
-            if offset + nbytes > spec.sbuf_partition_bytes:
+            if offset + block > spec.sbuf_partition_bytes:
                 raise ProgramError(f"tensors.{tensors[0].name}", f"virtual SBUF tensors need more than the {spec.sbuf_partition_bytes} bytes of a partition")
             for q in range(best // 32, (best + parts - 1) // 32 + 1):
-                hwm[q] = offset + nbytes
-            for t in tensors:
-                placed[t.name] = Tensor(t.name, t.memory, t.dtype, t.shape, partition=best, offset=offset, extras=t.extras)
+                hwm[q] = offset + block
+            for t, stride in pairs:
+                placed[t.name] = replace(t, partition=best, offset=offset, rotate=_rotation(lives[t.name], stride))
     return placed
 
 
-def _place_psum(program: Program, live, banks: int, align: int, spec) -> dict[str, Tensor]:
+def _fit_psum(regions, banks: int, cursor: int, life: Life, need: int, nbytes: int, size: int,
+              align: int) -> tuple[int, int] | None:
+    """``(first bank, offset)`` for a tensor of ``life`` (a ring takes ``n`` consecutive
+    banks, slot ``s`` in the ``s``-th), or None."""
+    n = life.slots if life.loop is not None else 1
+    bases = banks - n + 1
+    if bases < 1:
+        return None
+    order = [(cursor + step) % bases for step in range(bases)]
+
+    def clashes(k: int) -> list[tuple[int, int]]:
+        return sorted((lo, hi) for s in range(n) for lo, hi, other, slot in regions[k + s]
+                      if not may_share(other, slot, life, s))
+
+    for k in order:  # rotation: banks where nothing live clashes
+        if not clashes(k):
+            return k, 0
+    for k in order:  # first fit beside the regions that clash
+        offset = 0
+        for lo, hi in clashes(k):
+            if offset + need <= lo:
+                break
+            offset = max(offset, _align(hi, align))
+        if offset + nbytes <= size:
+            return k, offset
+    return None
+
+
+def _place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: int,
+                spec: MachineSpec) -> tuple[dict[str, Tensor], int]:
+    """Placements and the number of rings placed without rotation (no banks for them)."""
     banks = min(banks or spec.psum_banks, spec.psum_banks)
     size = spec.psum_bank_bytes
-    # regions[k]: (lo, hi, busy until) inside bank k; placed tensors are busy forever.
-    regions: list[list[tuple[int, int, float]]] = [[] for _ in range(spec.psum_banks)]
+    # regions[k]: (lo, hi, life, slot) inside bank k.
+    regions: list[list[tuple[int, int, Life, int]]] = [[] for _ in range(spec.psum_banks)]
     for t in program.tensors.values():
         if t.memory == MemoryKind.PSUM and not t.is_virtual:
-            regions[t.bank].append((t.offset, t.offset + t.bytes_per_partition, float("inf")))
+            for s in range(t.rotate.slots if t.rotate is not None else 1):
+                first = t.byte_base + (t.rotate.stride * s if t.rotate is not None else 0)
+                bank, lo = divmod(first, size)
+                regions[min(bank, spec.psum_banks - 1)].append((lo, lo + t.bytes_per_partition, _FOREVER, 0))
     virtual = sorted((t for t in program.tensors.values() if t.memory == MemoryKind.PSUM and t.is_virtual),
-                     key=lambda t: (live[t.name][0], t.name))
+                     key=lambda t: (lives[t.name].lo, t.name))
     placed: dict[str, Tensor] = {}
-    cursor = 0
+    cursor = fallbacks = 0
     for t in virtual:
-        start, end = live[t.name]
+        life = lives[t.name]
         need = min(_align(t.bytes_per_partition, align), size)
-        order = [(cursor + s) % banks for s in range(banks)]
-        choice = None
-        for k in order:  # rotation: a bank with no live tensor
-            if all(until < start for _, _, until in regions[k]):
-                choice = (k, 0)
-                break
-        if choice is None:  # first fit among live regions
-            for k in order:
-                live_regions = sorted((lo, hi) for lo, hi, until in regions[k] if until >= start)
-                offset = 0
-                for lo, hi in live_regions:
-                    if offset + need <= lo:
-                        break
-                    offset = max(offset, _align(hi, align))
-                if offset + t.bytes_per_partition <= size:
-                    choice = (k, offset)
-                    break
+        choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
+        if choice is None and life.loop is not None:
+            life, fallbacks = life.plain, fallbacks + 1
+            choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
         if choice is None:
             raise ProgramError(f"tensors.{t.name}", f"no PSUM bank has room while it is live ({banks} banks)")
         k, offset = choice
-        regions[k].append((offset, offset + need, end))
-        cursor = k + 1
-        placed[t.name] = Tensor(t.name, t.memory, t.dtype, t.shape, partition=0, offset=offset, bank=k, extras=t.extras)
-    return placed
+        n = life.slots if life.loop is not None else 1
+        for s in range(n):
+            regions[k + s].append((offset, offset + need, life, s))
+        cursor = k + n
+        placed[t.name] = replace(t, partition=0, offset=offset, bank=k, rotate=_rotation(life, size))
+    return placed, fallbacks
 
 
 def _dram_end(program: Program) -> int:
-    return max((t.address + t.bytes_per_partition for t in program.tensors.values()
+    return max((t.address + _extent(t) for t in program.tensors.values()
                 if t.memory == MemoryKind.DRAM and t.address is not None), default=0)
 
 
-def _place_dram(members: list[Tensor], live, buffers: int, align: int, base: int, spec, shared: str | None) -> tuple[dict[str, Tensor], int]:
-    """Slots by size class and rotation, laid out from ``base``; returns placements and end."""
-    classes: dict[object, list[Tensor]] = {}
-    for t in members:  # inputs are live all along: a slot of their own, outside the rotation
-        key = _align(t.bytes_per_partition, align)
-        classes.setdefault((key, t.name) if t.role == "input" else key, []).append(t)
+def _place_dram(members: list[Tensor], lives: Mapping[str, Life], buffers: int, align: int, base: int,
+                spec: MachineSpec, shared: str | None) -> tuple[dict[str, Tensor], int]:
+    """Slots by size class (and ring) and rotation, laid out from ``base``; returns
+    placements and end."""
     placed: dict[str, Tensor] = {}
     address = _align(base, align)
-    for key, group in classes.items():
-        nbytes = key[0] if isinstance(key, tuple) else key
-        slot_of = rotate_slots([(t.name, *live[t.name]) for t in group], buffers)
-        for slot in sorted(set(slot_of.values())):
-            for t in group:
-                if slot_of[t.name] == slot:
-                    extras = dict(t.extras)
-                    if shared is not None:
-                        extras["x-shared"] = shared
-                    placed[t.name] = Tensor(t.name, t.memory, t.dtype, t.shape, address=address, role=t.role,
-                                            extras=frozen_mapping(extras))
-            address += nbytes
+    def size_class(t: Tensor) -> tuple[tuple, int]:  # inputs are live all along: a slot of their own
+        return (t.name if t.role == "input" else None,), _align(t.bytes_per_partition, align)
+
+    for (_, block), physical in _physical_slots(members, lives, buffers, size_class).items():
+        for pairs in physical:
+            for t, stride in pairs:
+                extras = dict(t.extras)
+                if shared is not None:
+                    extras["x-shared"] = shared
+                placed[t.name] = replace(t, address=address, extras=frozen_mapping(extras),
+                                         rotate=_rotation(lives[t.name], stride))
+            address += block
     if address > spec.dram_bytes:
-        raise ProgramError(f"tensors.{members[0].name}", f"virtual DRAM tensors run past the end of DRAM ({spec.dram_bytes} bytes)")
+        raise ProgramError(f"tensors.{members[0].name}",
+                           f"virtual DRAM tensors run past the end of DRAM ({spec.dram_bytes} bytes)")
     return placed, address
+
+
+def _slot_rectangles(t: Tensor) -> Iterable[tuple[object, int, int, int, int]]:
+    """``(space, first partition, end partition, first byte, end byte)`` of every slot."""
+    parts = (0, 1) if t.memory == MemoryKind.DRAM else (t.partition, t.partition + t.shape[0])
+    stride = t.rotate.stride if t.rotate is not None else 0
+    for s in range(t.rotate.slots if t.rotate is not None else 1):
+        lo = t.byte_base + s * stride
+        yield t.memory, *parts, lo, lo + t.bytes_per_partition
+
+
+def storage_use(tensors: Iterable[Tensor]) -> tuple[int, int]:
+    """``(alone, used)``: bytes (partitions x bytes, all slots) the tensors would take each in
+    storage of its own, and the bytes of the union of their placements.
+
+    >>> from machine.ir import Tensor, MemoryKind
+    >>> a = Tensor("a", MemoryKind.SBUF, "float32", (128, 16), partition=0, offset=0)
+    >>> b = Tensor("b", MemoryKind.SBUF, "float32", (64, 16), partition=64, offset=32)
+    >>> storage_use([a, b])       # b shares 64 partitions x 32 bytes with a
+    (12288, 10240)
+    """
+    rows: dict[tuple[object, int, int], list[tuple[int, int]]] = {}
+    alone = 0
+    for t in tensors:
+        for space, p0, p1, lo, hi in _slot_rectangles(t):
+            alone += (p1 - p0) * (hi - lo)
+            rows.setdefault((space, p0, p1), []).append((lo, hi))
+    used = 0
+    for space in {key[0] for key in rows}:
+        mine = {(p0, p1): spans for (sp, p0, p1), spans in rows.items() if sp == space}
+        cuts = sorted({p for key in mine for p in key})
+        for lo, hi in zip(cuts, cuts[1:]):
+            spans = [span for (p0, p1), row in mine.items() if p0 <= lo and hi <= p1 for span in row]
+            used += (hi - lo) * sum(b - a for a, b in merge(spans))
+    return alone, used
 
 
 def _with_placements(program: Program, placed: dict[str, Tensor]) -> Program:
@@ -232,13 +372,18 @@ def _with_placements(program: Program, placed: dict[str, Tensor]) -> Program:
 
 @dataclass(frozen=True, slots=True)
 class Alloc(Pass):
-    """Place every virtual tensor by liveness, rotating through ``buffers`` slots per class.
+    """Place every virtual tensor by liveness; multi-buffer loop-body tiles.
+
+    Options: ``buffers`` (slots a class rotates through, and slots of an SBUF / DRAM ring),
+    ``psum_banks`` (banks used, 0: all), ``psum_buffers`` (slots of a PSUM ring, one bank
+    each), ``align`` (bytes), ``rotate`` (false: no rings, the hull-only allocation).
 
     Contract
         requires: a valid program.
-        guarantees: no virtual tensor left; placed tensors unchanged and never overlapped by a
-        new placement; two new placements overlap only if their live ranges are disjoint;
-        every compute access keeps the partition-start rule; no-op without virtual tensors.
+        guarantees: see the module documentation: no virtual tensor left; placed tensors
+        unchanged and never overlapped; a tensor rotates only when iteration-private over its
+        loop; two tensors never hold one byte at one instance, counting every iteration;
+        the partition-start rule kept; no-op without virtual tensors.
     """
 
     name: ClassVar[str] = "alloc"
@@ -246,22 +391,42 @@ class Alloc(Pass):
     buffers: int = 2
     psum_banks: int = 0
     align: int = 64
+    rotate: bool = True
+    psum_buffers: int = 2
 
     def __post_init__(self) -> None:
-        if self.buffers < 1 or self.align < 1 or self.psum_banks < 0:
-            raise ValueError("buffers and align must be >= 1, psum_banks >= 0")
+        if self.buffers < 1 or self.align < 1 or self.psum_banks < 0 or self.psum_buffers < 1:
+            raise ValueError("buffers, psum_buffers and align must be >= 1, psum_banks >= 0")
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
         if not program.has_virtual_tensors:
             return program  # allocation only when needed
         spec = ctx.machine(program)
-        live = live_ranges(ctx.stream(program))
-        placed = _place_sbuf(program, live, self.buffers, self.align, spec)
-        placed.update(_place_psum(program, live, self.psum_banks, self.align, spec))
+        banks = min(self.psum_banks or spec.psum_banks, spec.psum_banks)
+        slots = {MemoryKind.SBUF: self.buffers, MemoryKind.DRAM: self.buffers,
+                 MemoryKind.PSUM: min(self.psum_buffers, banks)} if self.rotate else {}
+        lives = lifetimes(stream_of(program, spec), slots)
+        fallbacks = 0
+        try:
+            placed = _place_sbuf(program, lives, self.buffers, self.align, spec)
+        except ProgramError:
+            plain = stripped(lives, MemoryKind.SBUF, program.tensors)
+            if plain == lives:
+                raise
+            lives, fallbacks = plain, 1
+            placed = _place_sbuf(program, lives, self.buffers, self.align, spec)
+        psum, psum_fallbacks = _place_psum(program, lives, self.psum_banks, self.align, spec)
+        placed.update(psum)
         dram = [t for t in program.tensors.values() if t.memory == MemoryKind.DRAM and t.is_virtual]
         if dram:
-            placed.update(_place_dram(dram, live, self.buffers, self.align, _dram_end(program), spec, None)[0])
-        ctx.count(self.name, "placed", len(placed))
+            placed.update(_place_dram(dram, lives, self.buffers, self.align, _dram_end(program), spec, None)[0])
+        rings = [t.rotate for t in placed.values() if t.rotate is not None]
+        alone, used = storage_use(placed.values())
+        for key, amount in (("placed", len(placed)), ("rotated", len(rings)), ("slots", sum(r.slots for r in rings)),
+                            ("bytes-used", used), ("bytes-saved", alone - used)):
+            ctx.count(self.name, key, amount)
+        if fallbacks + psum_fallbacks:
+            ctx.count(self.name, "fallbacks", fallbacks + psum_fallbacks)
         return _with_placements(program, placed)
 
 
@@ -272,8 +437,8 @@ class AllocSharedDram(Pass):
     Contract
         requires: a valid program.
         guarantees: no alias-group tensor left; each group gets its own region above every
-        addressed tensor; inside it, two tensors overlap only if their live ranges are
-        disjoint.
+        addressed tensor; inside it, two tensors overlap only if their hulls are disjoint;
+        no tensor rotates.
     """
 
     name: ClassVar[str] = "alloc-shared-dram"
@@ -288,11 +453,12 @@ class AllocSharedDram(Pass):
         if not groups:
             return program
         spec = ctx.machine(program)
-        live = live_ranges(ctx.stream(program))
+        lives = {name: Life(lo, hi) for name, (lo, hi) in live_ranges(stream_of(program, spec)).items()}
         end = _dram_end(program)
         placed: dict[str, Tensor] = {}
         for group, members in groups.items():
-            mine, end = _place_dram(members, live, self.buffers, self.align, end, spec, group)
+            mine, end = _place_dram([replace(t, alias=None) for t in members], lives, self.buffers, self.align, end,
+                                    spec, group)
             placed.update(mine)
         ctx.count(self.name, "placed", len(placed))
         return _with_placements(program, placed)

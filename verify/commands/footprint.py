@@ -52,6 +52,11 @@ def _notes(report: SyncReport) -> list[str]:
         lines.append("minimum: not available while tensors are virtual (run the allocation passes)")
     for spec, stats in report.passes:
         stats = dict(stats)
+        if spec.split("{")[0] == "alloc" and "placed" in stats:
+            lines.append(f"{spec}: {stats['placed']} tensors placed, {stats.get('rotated', 0)} multi-buffered "
+                         f"({stats.get('slots', 0)} rotating slots), {stats.get('bytes-used', 0)} bytes used, "
+                         f"{stats.get('bytes-saved', 0)} saved by reuse"
+                         + (f", {stats['fallbacks']} fallbacks to one placement" if stats.get("fallbacks") else ""))
         if stats.get("split"):
             lines.append(f"{spec}: {stats['split']} deps needed at some iterations only were restricted to them "
                          f"(x-iterations)")

@@ -1,0 +1,295 @@
+"""Lifetimes of tensors on the instance stream, for the allocator.
+
+Instance ids are positions in program order (:class:`machine.stream.InstanceStream`).
+
+* The **hull** of a tensor is ``[first, last]``, the first and last instance touching it
+  (``input`` DRAM tensors: the whole program and before, ``output`` ones: to the end).
+* A **window** of a loop ``L`` is one iteration of it at given outer indices: a contiguous
+  run of ids.  Distinct windows of ``L`` are disjoint, and every window runs the same
+  instructions with the same inner trip counts, so an instruction's instances sit at the
+  same *offsets* in every window.
+* A tensor is **iteration-private** over ``L`` when every instruction touching it is inside
+  ``L`` and every byte any instance reads from it was written by an earlier instance of the
+  same window (an instruction reads before it writes): no value flows from one iteration of
+  ``L`` to another, or from before the loop.  :func:`iteration_private` decides this exactly
+  from the footprints (partition x byte sets), one window per distinct footprint sequence.
+* Its **relative range** over ``L`` is ``[a, b]``, the offsets (ids in ``L``'s first window)
+  of its first and last access in a window, the same for every window.
+
+A :class:`Life` is what the allocator needs of a tensor: its hull and, when it rotates over
+``n`` slots of loop ``L`` (a *ring*, slot ``k mod n`` in iteration ``k``), the loop, ``n``
+and the relative range.  :func:`may_share` is the one sharing rule of the allocator; its
+proof is in :mod:`passes.alloc`.
+
+Examples
+--------
+>>> from machine.ir import Access, Instruction, Loop, MemoryKind, Program, Tensor
+>>> t = Tensor("t", MemoryKind.SBUF, "float32", (128, 4))
+>>> w = Instruction("w", "dve", "memset", writes=(Access("t"),))
+>>> r = Instruction("r", "act", "copy", reads=(Access("t"),))
+>>> from machine.stream import InstanceStream
+>>> lives = lifetimes(InstanceStream(Program({"t": t}, (Loop("i", 4, (w, r)),))), {MemoryKind.SBUF: 2})
+>>> lives["t"]
+Life(lo=0, hi=7, loop='i', slots=2, rel=(0, 1))
+>>> lives = lifetimes(InstanceStream(Program({"t": t}, (Loop("i", 4, (r, w)),))), {MemoryKind.SBUF: 2})
+>>> lives["t"].loop is None                # read before written: a value crosses iterations
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from itertools import product
+
+import numpy as np
+
+from machine.geometry import ByteSet
+from machine.ir import MemoryKind, Tensor
+from machine.stream import InstanceStream
+
+__all__ = ["Life", "lifetimes", "live_ranges", "may_share", "iteration_private", "tensor_users", "stripped", "union",
+           "merge", "contains", "WINDOW_BUDGET"]
+
+#: Access instances :func:`iteration_private` examines per tensor and loop at most; above
+#: it the answer is "not private" (conservative: the tensor keeps one placement).
+WINDOW_BUDGET = 1 << 18
+
+
+@dataclass(frozen=True, slots=True)
+class Life:
+    """Hull ``[lo, hi]`` of a tensor and, for a ring, its loop, slot count and relative range."""
+
+    lo: int
+    hi: int
+    loop: str | None = None
+    slots: int = 1
+    rel: tuple[int, int] = (0, -1)
+
+    @property
+    def plain(self) -> Life:
+        """The same tensor with one fixed placement."""
+        return Life(self.lo, self.hi)
+
+
+def may_share(a: Life, slot_a: int, b: Life, slot_b: int) -> bool:
+    """May slot ``slot_a`` of ``a`` and slot ``slot_b`` of ``b`` hold the same byte?
+
+    Yes when the hulls are disjoint; or when both rotate over the same loop with the same
+    slot count and either the slots differ (they are used in different windows) or the
+    relative ranges are disjoint (within a window one is dead before the other is born).
+
+    >>> ring = lambda lo, hi: Life(0, 99, "i", 2, (lo, hi))
+    >>> may_share(ring(0, 3), 0, ring(4, 6), 0), may_share(ring(0, 3), 0, ring(2, 6), 0)
+    (True, False)
+    >>> may_share(ring(0, 3), 0, ring(2, 6), 1)      # other slot: other iterations
+    True
+    >>> may_share(Life(0, 5), 0, Life(6, 9), 0), may_share(Life(0, 5), 0, ring(0, 1), 0)
+    (True, False)
+    """
+    if a.hi < b.lo or b.hi < a.lo:
+        return True
+    if a.loop is None or a.loop != b.loop or a.slots != b.slots:
+        return False
+    if slot_a != slot_b:
+        return True
+    return a.rel[1] < b.rel[0] or b.rel[1] < a.rel[0]
+
+
+def tensor_users(stream: InstanceStream) -> dict[int, list[int]]:
+    """Tensor id -> the instructions touching it, in document order."""
+    users: dict[int, list[int]] = {}
+    for x, accesses in enumerate(stream.all_accesses):
+        for tid in dict.fromkeys(ca.tensor for ca in accesses):
+            users.setdefault(tid, []).append(x)
+    return users
+
+
+def live_ranges(stream: InstanceStream) -> dict[str, tuple[int, int]]:
+    """``name -> (first instance, last instance)`` touching the tensor (the hull).
+
+    Tensors nobody touches get ``(n, -1)``: disjoint from everything.  ``input`` DRAM
+    tensors live from ``-1`` to ``n`` (the caller's data), ``output`` ones to ``n``.
+    """
+    n = len(stream)
+    users = tensor_users(stream)
+    live = {}
+    for tid, name in enumerate(stream.tensor_names):
+        xs = users.get(tid, ())
+        lo = min((stream.first[x] for x in xs), default=n)
+        hi = max((stream.last[x] for x in xs), default=-1)
+        tensor = stream.program.tensors[name]
+        if tensor.memory == MemoryKind.DRAM and tensor.role == "input":
+            lo, hi = -1, n
+        elif tensor.memory == MemoryKind.DRAM and tensor.role == "output":
+            hi = n
+        live[name] = (lo, hi)
+    return live
+
+
+def lifetimes(stream: InstanceStream, slots: Mapping[MemoryKind, int]) -> dict[str, Life]:
+    """The :class:`Life` of every tensor; virtual ones of a memory with ``slots[memory] >= 2``
+    become rings over the innermost loop (of trip count 2 or more) they are iteration-private
+    over, with ``min(slots, trip count)`` slots.  Placed tensors, alias groups and ``input`` /
+    ``output`` DRAM tensors never rotate."""
+    users = tensor_users(stream)
+    out = {}
+    for name, (lo, hi) in live_ranges(stream).items():
+        tensor = stream.program.tensors[name]
+        tid = stream.tensor_id[name]
+        ring = None
+        if _may_rotate(tensor) and slots.get(tensor.memory, 1) >= 2 and tid in users:
+            ring = _ring(stream, tid, users[tid], slots[tensor.memory])
+        out[name] = Life(lo, hi, *ring) if ring else Life(lo, hi)
+    return out
+
+
+def _may_rotate(tensor: Tensor) -> bool:
+    internal = tensor.memory != MemoryKind.DRAM or tensor.role == "internal"
+    return tensor.is_virtual and tensor.alias is None and internal
+
+
+def _ring(stream: InstanceStream, tid: int, xs: list[int], slots: int) -> tuple[str, int, tuple[int, int]] | None:
+    """``(loop, slots, relative range)`` of the innermost loop the tensor is private over."""
+    common = stream.loops_of[xs[0]]
+    for x in xs[1:]:
+        mine = stream.loops_of[x]
+        depth = 0
+        while depth < len(common) and depth < len(mine) and common[depth] is mine[depth]:
+            depth += 1
+        common = common[:depth]
+    for depth in range(len(common) - 1, -1, -1):
+        loop = common[depth]
+        if loop.trip_count >= 2 and iteration_private(stream, tid, xs, depth):
+            rel = (min(stream.first[x] for x in xs), max(stream.first[x] + stream.tail[x][depth + 1] for x in xs))
+            return loop.name, min(slots, loop.trip_count), rel
+    return None
+
+
+def iteration_private(stream: InstanceStream, tid: int, xs: list[int], depth: int) -> bool:
+    """Is tensor ``tid`` (touched by the instructions ``xs``, all inside the loop at position
+    ``depth`` of their nests) iteration-private over that loop?
+
+    Exact: every window whose footprint sequence differs is replayed in program order,
+    keeping per partition mask the bytes written so far, and each read must be covered.
+    Windows differ only in the indices of the loops at or outside ``depth`` that some access
+    moves with; the others are fixed at 0.  Above :data:`WINDOW_BUDGET` access instances
+    the answer is False (unsure, hence conservative).
+    """
+    uses = [(x, [ca for ca in stream.accesses(x) if ca.tensor == tid]) for x in xs]
+    moving = sorted({k for _, cas in uses for ca in cas for k, _ in (*ca.shifts, *ca.pshifts) if k <= depth})
+    trips = stream.trips[xs[0]]
+    windows = int(np.prod([trips[k] for k in moving])) if moving else 1
+    per_window = sum(len(cas) * int(np.prod(stream.trips[x][depth + 1:])) for x, cas in uses)
+    if windows * per_window > WINDOW_BUDGET:
+        return False
+    for outer in product(*(range(trips[k]) for k in moving)):
+        digits = dict(zip(moving, outer))
+        written: dict[int, ByteSet] = {}
+        for _, is_write, mask, byteset in _window_events(stream, uses, depth, digits):
+            if is_write:
+                written[mask] = union(written.get(mask, ()), byteset)
+            elif not _covered(written, mask, byteset):
+                return False
+    return True
+
+
+def _window_events(stream: InstanceStream, uses, depth: int, outer: dict[int, int]):
+    """``(offset, is_write, partition mask, bytes)`` of every access instance in one window,
+    in program order (reads of an instance before its writes)."""
+    events = []
+    for x, cas in uses:
+        inner_trips = stream.trips[x][depth + 1:]
+        inner = np.indices(inner_trips, dtype=np.int64).reshape(len(inner_trips), -1).T if inner_trips \
+            else np.zeros((1, 0), np.int64)
+        offsets = (stream.first[x] + inner @ np.asarray(stream.spans[x][depth + 1:], np.int64)).tolist()
+        for ca in cas:
+            shift = _shift_column(ca.shifts, inner, depth, outer)
+            pshift = _shift_column(ca.pshifts, inner, depth, outer)
+            base_mask = ca.mask or 1  # DRAM has no partitions: one pseudo-partition
+            for offset, delta, pdelta in zip(offsets, shift, pshift):
+                mask = base_mask << pdelta if pdelta >= 0 else base_mask >> -pdelta
+                byteset = tuple((lo + delta, hi + delta) for lo, hi in ca.bytes) if delta else ca.bytes
+                events.append((offset, ca.is_write, mask, byteset))
+    events.sort(key=lambda e: (e[0], e[1]))  # stable: accesses keep their order inside an instance
+    return events
+
+
+def _shift_column(shifts: tuple[tuple[int, int], ...], inner: np.ndarray, depth: int,
+                  outer: dict[int, int]) -> list[int]:
+    """Per inner instance, what ``shifts`` move it by in the window ``outer``."""
+    fixed = sum(step * outer.get(k, 0) for k, step in shifts if k <= depth)
+    column = np.full(len(inner), fixed, np.int64)
+    for k, step in shifts:
+        if k > depth:
+            column += inner[:, k - depth - 1] * step
+    return column.tolist()
+
+
+def union(a: ByteSet, b: ByteSet) -> ByteSet:
+    """Union of two sorted disjoint interval tuples.
+
+    >>> union(((0, 4), (10, 12)), ((3, 6), (12, 13)))
+    ((0, 6), (10, 13))
+    """
+    if not a:
+        return b
+    if not b:
+        return a
+    return merge((*a, *b))
+
+
+def merge(intervals) -> ByteSet:
+    """Any half-open intervals as a sorted disjoint tuple (empty ones dropped).
+
+    >>> merge([(5, 8), (0, 2), (1, 3), (4, 4)])
+    ((0, 3), (5, 8))
+    """
+    merged: list[list[int]] = []
+    for lo, hi in sorted(intervals):
+        if lo >= hi:
+            continue
+        if merged and lo <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    return tuple((lo, hi) for lo, hi in merged)
+
+
+def contains(outer: ByteSet, inner: ByteSet) -> bool:
+    """Does ``outer`` cover every byte of ``inner`` (both sorted, disjoint)?
+
+    >>> contains(((0, 8), (10, 20)), ((2, 4), (12, 20))), contains(((0, 8),), ((6, 10),))
+    (True, False)
+    """
+    k = 0
+    for lo, hi in inner:
+        while k < len(outer) and outer[k][1] <= lo:
+            k += 1
+        if k == len(outer) or outer[k][0] > lo or outer[k][1] < hi:
+            return False
+    return True
+
+
+def _covered(written: dict[int, ByteSet], mask: int, byteset: ByteSet) -> bool:
+    """Do the bytes written (per partition mask) cover ``byteset`` in every partition of
+    ``mask``?  Partitions are split into atoms by which written masks hold them."""
+    atoms: list[tuple[int, ByteSet]] = [(mask, ())]
+    for wmask, wbytes in written.items():
+        if not wmask & mask:
+            continue
+        split = []
+        for amask, have in atoms:
+            inside, outside = amask & wmask, amask & ~wmask
+            if inside:
+                split.append((inside, union(have, wbytes)))
+            if outside:
+                split.append((outside, have))
+        atoms = split
+    return all(contains(have, byteset) for _, have in atoms)
+
+
+def stripped(lives: Mapping[str, Life], memory: MemoryKind, tensors: Mapping[str, Tensor]) -> dict[str, Life]:
+    """``lives`` with the rings of ``memory`` made plain (the allocator's fallback)."""
+    return {name: life.plain if tensors[name].memory == memory else life for name, life in lives.items()}
+
