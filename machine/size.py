@@ -18,8 +18,9 @@ The figures:
   accesses are made of, at most (the geometry enumerates them when it first meets an access).
 
 :meth:`SizeEstimate.memory_bytes` turns them into the memory a command needs, with per-instance
-costs measured on this code base (``bench/bench_guard.py`` prints them): about
-:data:`BYTES_PER_INSTANCE` for unrolling, analyses and the race check, and
+costs measured on this code base and rounded up (``bench/bench_guard.py`` prints them):
+:data:`BYTES_PER_INSTANCE` for unrolling, analyses and the race check,
+:data:`BYTES_PER_PLANNED_INSTANCE` more for a simulation's plan, and
 :data:`BYTES_PER_RUN_INSTANCE` more per simulated run (its trace, timings and waits).
 :func:`machine_memory` is the memory the machine (or the control group the process runs in)
 has.
@@ -40,13 +41,16 @@ from machine.geometry import access_extent
 from machine.ir import Instruction, Loop, MemoryKind, Node, Program
 from machine.presets import resolve_machine
 
-__all__ = ["SizeEstimate", "estimate_size", "machine_memory", "format_bytes", "format_count", "BYTES_PER_INSTANCE",
-           "BYTES_PER_RUN_INSTANCE", "BYTES_PER_FOOTPRINT_START", "SIMULATED_COPIES"]
+__all__ = ["SizeEstimate", "estimate_size", "machine_memory", "available_memory", "address_space", "format_bytes",
+           "format_count", "BYTES_PER_INSTANCE", "BYTES_PER_PLANNED_INSTANCE", "BYTES_PER_RUN_INSTANCE",
+           "BYTES_PER_FOOTPRINT_START", "SIMULATED_COPIES"]
 
 #: Memory per instance of unrolling, the passes and the race check (measured: 300-400 bytes).
 BYTES_PER_INSTANCE = 512
-#: Memory per instance and simulated run (measured: about 400 bytes).
-BYTES_PER_RUN_INSTANCE = 512
+#: Memory per instance of a simulation's plan, whatever the runs (measured: about 300 bytes).
+BYTES_PER_PLANNED_INSTANCE = 512
+#: Memory per instance and simulated run: its trace, timings and waits (measured: about 530 bytes).
+BYTES_PER_RUN_INSTANCE = 640
 #: Memory per byte-run start while the geometry enumerates a footprint (numpy grid, list, tuple).
 BYTES_PER_FOOTPRINT_START = 96
 #: Simulated memories alive at once: the initial one, the sequential reference's, the run's,
@@ -72,7 +76,8 @@ class SizeEstimate:
         if unrolled:
             need += self.instances * BYTES_PER_INSTANCE
         if simulated_runs:
-            need += self.simulated_bytes * SIMULATED_COPIES + self.instances * BYTES_PER_RUN_INSTANCE * simulated_runs
+            need += self.simulated_bytes * SIMULATED_COPIES
+            need += self.instances * (BYTES_PER_PLANNED_INSTANCE + BYTES_PER_RUN_INSTANCE * simulated_runs)
         return need
 
     def describe_instances(self) -> str:
@@ -172,6 +177,27 @@ def machine_memory() -> int | None:
     if total is None or total <= 0:
         return limit
     return min(total, limit) if limit is not None else total
+
+
+def _proc_kib(path: str, key: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def available_memory() -> int | None:
+    """Memory the kernel can give now without swapping (``MemAvailable``), or None."""
+    return _proc_kib("/proc/meminfo", "MemAvailable:")
+
+
+def address_space() -> int | None:
+    """This process's virtual size now (``VmSize``), or None."""
+    return _proc_kib("/proc/self/status", "VmSize:")
 
 
 def format_bytes(n: int) -> str:

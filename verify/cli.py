@@ -25,6 +25,7 @@ import click
 from verify.cliutil import (
     EXIT_INPUT,
     EXIT_INTERRUPTED,
+    MEMORY_BACKSTOP,
     UsageFailure,
     closed_pipe,
     emit_json,
@@ -104,4 +105,5 @@ def _terminate(signum, frame) -> None:
 def main() -> None:
     """Console entry point."""
     signal.signal(signal.SIGTERM, _terminate)
+    MEMORY_BACKSTOP["enabled"] = True
     cli.main()

@@ -26,7 +26,15 @@ import click
 from machine.errors import ProgramError, printable
 from machine.files import OutputError, check_output_path
 from machine.ir import Program
-from machine.size import SizeEstimate, estimate_size, format_bytes, format_count, machine_memory
+from machine.size import (
+    SizeEstimate,
+    address_space,
+    available_memory,
+    estimate_size,
+    format_bytes,
+    format_count,
+    machine_memory,
+)
 
 __all__ = ["UsageFailure", "run_command", "emit_json", "program_argument", "json_option", "size_options",
            "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
@@ -107,8 +115,8 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
         except RecursionError:
             fail("", "the program nests too deeply to process", as_json)
         except MemoryError:
-            fail("", "ran out of memory: the work is larger than this machine can hold (the size guards "
-                     "--max-instances and --max-memory estimate it before starting; lower them)", as_json)
+            fail("--max-memory", "ran out of memory: the work outgrew its estimate and the memory this process may "
+                                 "use (the limit is --max-memory, or this machine's available memory)", as_json)
         except BrokenPipeError:
             closed_pipe()
         except OSError as err:  # a file that cannot be read or written: unusable input, not a crash
@@ -171,6 +179,8 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
         raise UsageFailure(f"the program unrolls to {size.describe_instances()}; the limit is "
                            f"{format_count(max_instances)}: raise it with --max-instances N", "--max-instances")
     limit = max_memory if max_memory is not None else machine_memory()
+    if limit is not None and MEMORY_BACKSTOP["enabled"]:
+        cap_address_space(limit)
     need = size.memory_bytes(unrolled=unrolls, simulated_runs=simulated_runs)
     if limit is not None and need > limit:
         parts = []
@@ -184,6 +194,27 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
         raise UsageFailure(f"the work needs about {format_bytes(need)} of memory ({', '.join(parts)}); the limit is "
                            f"{format_bytes(limit)} ({whose}): raise it with --max-memory SIZE", "--max-memory")
     return size
+
+
+#: Turned on by the console entry point only (a test runner's process is left alone): then
+#: :func:`guard_size` also caps the address space, see :func:`cap_address_space`.
+MEMORY_BACKSTOP = {"enabled": False}
+
+
+def cap_address_space(limit: int) -> None:
+    """Cap this process's address space at its size now plus ``limit`` (or plus the memory
+    the kernel has available now, when that is less), so work that outgrows its estimate
+    (an analysis quadratic in its input, say) ends in a ``MemoryError`` (exit 2, one line)
+    instead of the kernel killing the process, or its neighbours, with no word.  A cap already
+    lower is kept."""
+    import resource
+
+    cap = (address_space() or 0) + min(limit, available_memory() or limit)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if soft == resource.RLIM_INFINITY or cap < soft:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
 def check_output(path: str | None, option: str) -> None:

@@ -1,8 +1,8 @@
 """Progress of long work on standard error: a live bar on a terminal, a summary line otherwise.
 
 A command opens one :class:`Progress` and runs each long stage (unroll, a pass, the race
-check, a simulated run) inside :meth:`Progress.stage`, feeding it ``update(done)``.  On a
-terminal the stage is a transient rich progress bar (gone when the command prints its
+check, a simulated run) inside :meth:`Progress.stage`, feeding it ``update(done)`` (its unit
+is named in the singular).  On a terminal the stage is a transient rich progress bar (gone when the command prints its
 result); when standard error is not a terminal (a log, CI) nothing moves, and a stage whose
 work reached :data:`SUMMARY_MIN` units prints one summary line when it ends
 (``check: 3,000,000 instances in 41.2 s``), so a long batch run still says where its time
@@ -12,7 +12,7 @@ one line.
 >>> import io
 >>> out = io.StringIO()
 >>> with Progress(live=False, stream=out) as progress:
-...     with progress.stage("check", 200_000, unit="instances") as update:
+...     with progress.stage("check", 200_000, unit="instance") as update:
 ...         update(200_000)
 >>> out.getvalue().startswith("check: 200,000 instances in ")
 True
@@ -85,9 +85,9 @@ class Progress:
             if total is None:
                 what = "done"
             elif reached[0] is not None and reached[0] < total:  # stopped early (--fail-fast)
-                what = f"{reached[0]:,} of {total:,} {unit}".rstrip()
+                what = f"{reached[0]:,} of {total:,} {_plural(unit, total)}".rstrip()
             else:
-                what = f"{total:,} {unit}".rstrip()
+                what = f"{total:,} {_plural(unit, total)}".rstrip()
             self.stream.write(f"{label}: {what} in {seconds:.1f} s\n")
             self.stream.flush()
 
@@ -105,3 +105,10 @@ def pass_progress(update: Update, passes: Sequence) -> Callable[..., None]:
         update(k, names[k] if k < len(names) else None)
 
     return hook
+
+
+def _plural(unit: str, count: int) -> str:
+    """``pass`` -> ``passes``, ``instance`` -> ``instances`` (units are given singular)."""
+    if count == 1 or not unit:
+        return unit
+    return unit + ("es" if unit.endswith("s") else "s")

@@ -248,6 +248,17 @@ def test_console_script_exit_statuses(tmp_path, good):
     assert len(injected.stderr.splitlines()) == 1
 
 
+def test_work_that_outgrows_its_estimate_ends_in_one_line_not_a_kill(good):
+    """The console script caps its address space at --max-memory (or the memory available):
+    a command that allocates past it (injected: 2 GiB in one piece) gets a MemoryError, exit 2."""
+    run = subprocess.run(
+        [sys.executable, "-c", "import importlib\ns = importlib.import_module('verify.commands.show')\n"
+         "s.render_listing = lambda p: str(len(bytearray(2**31)))\nfrom verify.cli import main\nmain()",
+         "show", str(good), "--max-memory", "100M"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2 and run.stdout == "", run.stderr
+    assert run.stderr.startswith("error: --max-memory: ran out of memory") and len(run.stderr.splitlines()) == 1
+
+
 def test_a_billion_iterations_are_refused_at_once(tmp_path):
     program = _big_loop(tmp_path, 10**9)
     started = time.perf_counter()

@@ -19,12 +19,12 @@ from verify.progress import Progress, pass_progress
 def test_off_a_terminal_a_long_stage_says_what_it_did():
     out = io.StringIO()
     with Progress(live=False, stream=out, summary_min=100) as progress:
-        with progress.stage("check", 500, unit="instances") as update:
+        with progress.stage("check", 500, unit="instance") as update:
             update(250)
             update(500)
-        with progress.stage("small", 99, unit="instances") as update:
+        with progress.stage("small", 99, unit="instance") as update:
             update(99)
-        with progress.stage("stopped", 500, unit="examples") as update:
+        with progress.stage("stopped", 500, unit="example") as update:
             update(30)
     lines = out.getvalue().splitlines()
     assert [line.split(" in ")[0] for line in lines] == ["check: 500 instances", "stopped: 30 of 500 examples"]
@@ -42,7 +42,7 @@ def test_a_failing_stage_prints_nothing():
 def test_on_a_terminal_the_bar_is_transient():
     out = io.StringIO()
     with Progress(live=True, stream=out, summary_min=0) as progress:
-        with progress.stage("compile", 3, unit="passes") as update:
+        with progress.stage("compile", 3, unit="pass") as update:
             update(1, "anti-deps")
     assert "compile" in out.getvalue() and "compile: 3 passes in" not in out.getvalue()
 

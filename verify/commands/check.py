@@ -38,7 +38,7 @@ def check(program: str, as_json: bool, max_races: int, max_instances: int, max_m
         with progress.stage("unroll", None, size=size.instances):
             unrolled = unroll(prog)
             waits = [tuple(t for _, t in ws) for ws in unrolled.resolve_waits()]
-        with progress.stage("check", len(unrolled), unit="instances") as update:
+        with progress.stage("check", len(unrolled), unit="instance") as update:
             report = check_waits(prog, waits, unrolled, max_races=max_races, progress=lambda done, _total: update(done))
     if as_json:
         emit_json({**report.to_json(), "total_races": report.total_races})

@@ -78,7 +78,7 @@ def compile_command(program: str, output: str, passes_spec: str, explain_pair, n
     gc.freeze()  # the loaded program lives to the end: keep the collector off it
     ctx = PassContext(verify=not no_verify, record=explain_pair is not None)
     started = time.perf_counter()
-    with Progress() as progress, progress.stage("compile", len(passes), unit="passes", size=size.instances) as update:
+    with Progress() as progress, progress.stage("compile", len(passes), unit="pass", size=size.instances) as update:
         compiled = run_pipeline(prog, passes, ctx, after_pass=pass_progress(update, passes))
     seconds = time.perf_counter() - started
     save_program(compiled, output)

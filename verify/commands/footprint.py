@@ -115,7 +115,7 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
     ctx = PassContext()
     stages = [("given", prog)]
     with Progress() as progress:
-        with progress.stage("passes", len(passes), unit="passes", size=size.instances) as update:
+        with progress.stage("pipeline", len(passes), unit="pass", size=size.instances) as update:
             hook = pass_progress(update, passes)
             for p in passes:
                 prog = run_pipeline(prog, [p], ctx, after_pass=hook)

@@ -232,7 +232,7 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
         except Exception as err:  # noqa: BLE001 - the user's module failed to import: their input
             raise UsageFailure(f"cannot load {user_pass!r}: {type(err).__name__}: {err}", "--pass") from None
     chunks = plan_chunks(examples, seed, user_pass, replace, import_dir)
-    with Progress(summary_min=0) as progress, progress.stage("fuzz", examples, unit="examples") as update:
+    with Progress(summary_min=0) as progress, progress.stage("fuzz", examples, unit="example") as update:
         ran = [0]
 
         def advance(result: ChunkResult) -> None:

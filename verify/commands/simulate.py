@@ -136,7 +136,7 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     inputs = _load_inputs(inputs_path)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
-    with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="runs (the reference first)",
+    with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
                                                 size=size.instances * len(run_seeds)) as update:
         sim = run_simulation(prog, seeds=run_seeds, data_seed=data_seed, inputs=inputs, compare=compare,
                              progress=lambda done, _total: update(done))
