@@ -402,9 +402,12 @@ def _read_bytes(fh) -> bytes:
     """The whole stream, its first bytes checked before the rest is read (so ``/dev/zero``
     or ``/dev/urandom`` fail at once instead of filling memory)."""
     head = fh.read(4096)
-    _decode(head, partial=True)
+    start = _decode(head, partial=True).lstrip("\ufeff \t\r\n")[:1]
     chunks, total = [head], len(head)
     while chunk := fh.read(1 << 20):
+        if start and start != "{":  # a long text that cannot be a program (``yes | neuronsim show -``)
+            raise ProgramError("", f"malformed JSON at line 1: a program is a JSON object, the text starts with "
+                               f"{start!r}")
         total += len(chunk)
         if total > MAX_PROGRAM_BYTES:
             raise ProgramError("", f"more than {MAX_PROGRAM_BYTES >> 30} GiB of program text; not read")

@@ -44,7 +44,6 @@ Hardware constraints (the spec's, then the reference's), checked by
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,10 +72,12 @@ def _is_bool(v: Any) -> bool:
 def _is_number(v: Any) -> bool:
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         return False
-    try:  # a finite value a float32 computation can use (not 1e999, not a 400-digit integer)
-        return math.isfinite(float(v))
-    except OverflowError:
-        return False
+    if isinstance(v, int):
+        try:  # an integer a float computation can use (not one of 400 digits)
+            float(v)
+        except OverflowError:
+            return False
+    return True
 
 
 def _is_int(v: Any) -> bool:
@@ -92,7 +93,7 @@ def _one_of(*choices: str) -> Callable[[Any], bool]:
 
 
 _is_bool.__doc__ = "a boolean"
-_is_number.__doc__ = "a finite number"
+_is_number.__doc__ = "a number"
 _is_int.__doc__ = "an integer"
 
 

@@ -87,7 +87,7 @@ BAD_INPUTS: list[BadInput] = [
     BadInput("huge-int-as-machine-figure", _text(_machine(pe_ghz=10**400)).encode(), "machine.pe_ghz",
              "within the range of a double"),
     BadInput("huge-int-as-attr-number", _text(lambda d: _scale(d, 10**400)).encode(), f"{SCALE}.attrs.scale",
-             "a finite number"),
+             "expected a number"),
     BadInput("infinite-machine-figure", _marked(_machine(pe_ghz="@RAW@"), "1e999"), "", "beyond the range of a double"),
     BadInput("infinite-attr-number", _marked(lambda d: _scale(d, "@RAW@"), "-1e400"), "", "beyond the range of a double"),
     BadInput("nan-machine-figure", _marked(_machine(dve_ghz="@RAW@"), "NaN"), "", "NaN is not a JSON number"),

@@ -4,10 +4,10 @@ Every command reads a program from a path or ``-`` (standard input).  Exit statu
 success, 1 for a finding (races, outputs that differ), 2 for unusable input (and for work
 beyond the size limits ``--max-instances`` / ``--max-memory``), 3 for an internal error (a
 bug: one line ``internal error: ...``; ``NEURONSIM_TRACEBACK=1`` shows the traceback), 130 when
-interrupted (Ctrl-C), 141 when the reader of standard output went away.  With ``--json``
-standard output carries exactly one JSON document; on exit 2, 3 or 130 it is
-``{"format": "neuronsim.error/1", "path": ..., "message": ..., "internal": ...}``, and the
-message is on standard error as well.  Never a traceback: any
+interrupted (Ctrl-C), 143 when terminated (SIGTERM), 141 when the reader of standard output
+went away.  With ``--json`` standard output carries exactly one JSON document; on exit 2, 3,
+130 or 143 it is ``{"format": "neuronsim.error/1", "path": ..., "message": ..., "internal":
+...}``, and the message is on standard error as well.  Never a traceback: any
 :class:`~machine.errors.ProgramError` (and any other failure to read input, including a bad
 flag) becomes exit 2 with a located one-line message.
 
@@ -24,8 +24,8 @@ import click
 
 from verify.cliutil import (
     EXIT_INPUT,
-    EXIT_INTERRUPTED,
     MEMORY_BACKSTOP,
+    Terminated,
     UsageFailure,
     closed_pipe,
     emit_json,
@@ -34,6 +34,7 @@ from verify.cliutil import (
     json_option,
     program_argument,
     run_command,
+    stopped,
 )
 
 __all__ = ["main", "cli", "run_command", "emit_json", "program_argument", "json_option", "UsageFailure"]
@@ -57,8 +58,8 @@ class _Group(click.Group):
                          standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
-        except click.exceptions.Abort:
-            fail("", "interrupted", as_json, status=EXIT_INTERRUPTED)
+        except click.exceptions.Abort as exc:
+            stopped(exc.__context__ if isinstance(exc.__context__, KeyboardInterrupt) else KeyboardInterrupt(), as_json)
         except click.exceptions.NoArgsIsHelpError as exc:  # bare ``neuronsim``: the help, as --help gives it
             click.echo(exc.ctx.get_help())
             sys.exit(0)
@@ -68,8 +69,8 @@ class _Group(click.Group):
             plain = isinstance(exc, click.BadParameter) and not isinstance(exc, click.MissingParameter)
             message = exc.message if plain and path else exc.format_message()
             fail(path, f"{message} (see {command} --help)", as_json, status=EXIT_INPUT)
-        except KeyboardInterrupt:
-            fail("", "interrupted", as_json, status=EXIT_INTERRUPTED)
+        except KeyboardInterrupt as err:
+            stopped(err, as_json)
         except BrokenPipeError:
             closed_pipe()
         except Exception as err:  # noqa: BLE001 - a bug outside any command: still one line
@@ -99,7 +100,7 @@ _register()
 
 
 def _terminate(signum, frame) -> None:
-    raise KeyboardInterrupt  # SIGTERM ends like Ctrl-C: temporary files removed, one line, 130
+    raise Terminated  # SIGTERM ends like Ctrl-C (temporary files removed, one line), with 143
 
 
 def main() -> None:

@@ -38,11 +38,14 @@ from machine.size import (
 
 __all__ = ["UsageFailure", "run_command", "emit_json", "program_argument", "json_option", "size_options",
            "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
-           "DEFAULT_MAX_INSTANCES", "TRACEBACK_ENV", "EXIT_BROKEN_PIPE", "closed_pipe", "internal_error"]
+           "DEFAULT_MAX_INSTANCES", "TRACEBACK_ENV", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED", "Terminated",
+           "closed_pipe", "internal_error", "stopped"]
 
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
+#: Ended by SIGTERM (128 + 15).
+EXIT_TERMINATED = 143
 #: Standard output is a closed pipe (128 + SIGPIPE, as a shell reports it).
 EXIT_BROKEN_PIPE = 141
 #: Instances a command unrolls at most unless ``--max-instances`` says otherwise.
@@ -68,14 +71,27 @@ def emit_json(doc: Any) -> None:
 def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
     """Print the one error line (and under ``--json`` the error document) and exit."""
     internal = status == EXIT_INTERNAL
-    label = "internal error" if internal else "interrupted" if status == EXIT_INTERRUPTED else "error"
+    label = "internal error" if internal else {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated"}.get(
+        status, "error")
     where = f"{path}: " if path else ""
-    line = printable(f"{where}{message}") if label != "interrupted" else ""
+    line = printable(f"{where}{message}") if label == "error" or internal else ""
     click.echo(f"{label}: {line}" if line else label, err=True)
     if as_json:
         emit_json({"format": "neuronsim.error/1", "path": printable(path), "message": printable(message),
                    "internal": internal})
     sys.exit(status)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is (so ``finally`` blocks and temporary files are
+    cleaned up as on Ctrl-C)."""
+
+
+def stopped(err: KeyboardInterrupt, as_json: bool) -> None:
+    """Ctrl-C: exit 130 with ``interrupted``; SIGTERM: exit 143 with ``terminated``."""
+    if isinstance(err, Terminated):
+        fail("", "terminated", as_json, status=EXIT_TERMINATED)
+    fail("", "interrupted", as_json, status=EXIT_INTERRUPTED)
 
 
 def closed_pipe() -> None:
@@ -121,8 +137,8 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
             closed_pipe()
         except OSError as err:  # a file that cannot be read or written: unusable input, not a crash
             fail(getattr(err, "filename", None) or "", err.strerror or str(err), as_json)
-        except KeyboardInterrupt:
-            fail("", "interrupted", as_json, status=EXIT_INTERRUPTED)
+        except KeyboardInterrupt as err:
+            stopped(err, as_json)
         except Exception as err:  # noqa: BLE001 - anything else is a bug: one line, exit 3
             internal_error(err, as_json)
         sys.exit(status or 0)

@@ -269,16 +269,18 @@ def test_a_billion_iterations_are_refused_at_once(tmp_path):
     assert seconds < 10  # a loose bound (the start of the interpreter included); bench/bench_guard.py times it
 
 
-def test_ctrl_c_exits_130_with_one_line_and_leaves_outputs_alone(tmp_path, out):
+@pytest.mark.parametrize(("signum", "status", "line"), [(signal.SIGINT, 130, "interrupted"),
+                                                        (signal.SIGTERM, 143, "terminated")], ids=["ctrl-c", "sigterm"])
+def test_a_signal_ends_with_one_line_and_leaves_outputs_alone(tmp_path, out, signum, status, line):
     program = _big_loop(tmp_path, 20_000)  # 60,000 instances: a simulation of many seconds
     before = _snapshot(out)
     proc = subprocess.Popen([SCRIPT, "simulate", str(program), "--seeds", "3", "--trace", str(out / "trace.json")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(3.0)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     stdout, stderr = proc.communicate(timeout=60)
-    assert proc.returncode == 130, stderr
-    assert stderr.splitlines() == ["interrupted"] and stdout == ""
+    assert proc.returncode == status, stderr
+    assert stderr.splitlines() == [line] and stdout == ""
     assert _snapshot(out) == before
 
 

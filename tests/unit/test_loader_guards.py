@@ -98,3 +98,13 @@ def test_endless_streams_are_refused_at_their_first_bytes(tmp_path):
     with pytest.raises(ProgramError) as noise:
         load_program("/dev/urandom")
     assert "not UTF-8" in noise.value.message or "NUL" in noise.value.message or "byte-order" in noise.value.message
+
+
+def test_a_long_text_that_is_no_object_is_refused_before_it_is_read(tmp_path):
+    from machine.format import load_program
+
+    path = tmp_path / "yes.txt"
+    path.write_bytes(b"y\n" * (3 << 20))
+    with pytest.raises(ProgramError) as caught:
+        load_program(str(path))
+    assert "starts with 'y'" in caught.value.message
