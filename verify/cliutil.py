@@ -189,11 +189,17 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
                simulated_runs: int = 0, unrolls: bool = True) -> SizeEstimate:
     """Estimate the work of ``program`` (no unrolling) and refuse it, exit 2 with the figure and
     the option that raises the limit, when it is beyond ``max_instances`` instances (when the
-    command ``unrolls``) or ``max_memory`` bytes (default: the machine's memory)."""
+    command ``unrolls``; instances times ``simulated_runs`` when it simulates) or
+    ``max_memory`` bytes (default: the machine's memory)."""
     size = estimate_size(program)
     if unrolls and max_instances is not None and size.instances > max_instances:
         raise UsageFailure(f"the program unrolls to {size.describe_instances()}; the limit is "
                            f"{format_count(max_instances)}: raise it with --max-instances N", "--max-instances")
+    if unrolls and max_instances is not None and size.instances * max(simulated_runs, 1) > max_instances:
+        raise UsageFailure(f"{format_count(simulated_runs)} simulated runs of {format_count(size.instances)} instances "
+                           f"are {format_count(size.instances * simulated_runs)} instance runs; the limit is "
+                           f"{format_count(max_instances)}: simulate fewer runs or raise it with --max-instances N",
+                           "--max-instances")
     limit = max_memory if max_memory is not None else machine_memory()
     if limit is not None and MEMORY_BACKSTOP["enabled"]:
         cap_address_space(limit)

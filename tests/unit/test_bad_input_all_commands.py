@@ -158,6 +158,8 @@ def test_the_limits_are_options(tmp_path, out):
     program = _big_loop(tmp_path, 1000)
     _rejected(_args("check", program, out, "--max-instances", "2999"), out, "3,000 instances", "the limit is 2,999")
     assert _invoke(_args("check", program, out, "--max-instances", "3000")).exit_code == 0
+    _rejected(_args("simulate", program, out, "--seeds", "2", "--max-instances", "8999"), out,
+              "3 simulated runs of 3,000 instances are 9,000 instance runs", "simulate fewer runs")
     _rejected(_args("simulate", program, out, "--max-memory", "1M"), out, "simulated SBUF, PSUM and DRAM",
               "the limit is 1.0 MiB (--max-memory)")
 
