@@ -69,14 +69,15 @@ class SizeEstimate:
     simulated_bytes: int
     footprint_starts: int
 
-    def memory_bytes(self, *, unrolled: bool = True, simulated_runs: int = 0) -> int:
+    def memory_bytes(self, *, unrolled: bool = True, simulated_runs: int = 0, functional: bool = True) -> int:
         """Memory the work needs, roughly: the footprints of the accesses, the instances when
-        the work is ``unrolled`` (analyses, the race check), and ``simulated_runs`` runs."""
+        the work is ``unrolled`` (analyses, the race check), and ``simulated_runs`` runs (with
+        the simulated memories when they are ``functional``, not timing only)."""
         need = self.footprint_starts * BYTES_PER_FOOTPRINT_START
         if unrolled:
             need += self.instances * BYTES_PER_INSTANCE
         if simulated_runs:
-            need += self.simulated_bytes * SIMULATED_COPIES
+            need += self.simulated_bytes * SIMULATED_COPIES if functional else 0
             need += self.instances * (BYTES_PER_PLANNED_INSTANCE + BYTES_PER_RUN_INSTANCE * simulated_runs)
         return need
 

@@ -186,7 +186,7 @@ def size_options(fn: Callable) -> Callable:
 
 
 def guard_size(program: Program, *, max_instances: int | None, max_memory: int | None,
-               simulated_runs: int = 0, unrolls: bool = True) -> SizeEstimate:
+               simulated_runs: int = 0, functional: bool = True, unrolls: bool = True) -> SizeEstimate:
     """Estimate the work of ``program`` (no unrolling) and refuse it, exit 2 with the figure and
     the option that raises the limit, when it is beyond ``max_instances`` instances (when the
     command ``unrolls``; instances times ``simulated_runs`` when it simulates) or
@@ -203,10 +203,10 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
     limit = max_memory if max_memory is not None else machine_memory()
     if limit is not None and MEMORY_BACKSTOP["enabled"]:
         cap_address_space(limit)
-    need = size.memory_bytes(unrolled=unrolls, simulated_runs=simulated_runs)
+    need = size.memory_bytes(unrolled=unrolls, simulated_runs=simulated_runs, functional=functional)
     if limit is not None and need > limit:
         parts = []
-        if simulated_runs:
+        if simulated_runs and functional:
             parts.append(f"{format_bytes(size.simulated_bytes)} of simulated SBUF, PSUM and DRAM, copied per run")
         if size.footprint_starts > 1 << 20:
             parts.append(f"{format_count(size.footprint_starts)} byte runs in access footprints")

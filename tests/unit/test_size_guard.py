@@ -84,3 +84,9 @@ def test_the_machine_memory_is_known_here():
 def test_sizes_read_like_people_write_them(text, size):
     assert ByteSize().convert(text, None, None) == size
     assert format_bytes(size).split()[0]
+
+
+def test_timing_only_runs_need_no_simulated_memory():
+    t = Tensor("d", MemoryKind.DRAM, "uint8", (1 << 30,), address=0)
+    size = estimate_size(Program({"d": t}, (Instruction("a", "sp", "nop"),)))
+    assert size.memory_bytes(simulated_runs=2, functional=False) < 1 << 20 < size.memory_bytes(simulated_runs=2)

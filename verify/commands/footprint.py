@@ -110,8 +110,8 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
         has_deps = any(instr.deps for instr, _ in prog.instructions())
         spec = "dep-reduction" if has_deps else DEFAULT_PIPELINE
     passes = parse_pipeline(spec, _registry())
-    size = guard_size(prog, max_instances=max_instances, max_memory=max_memory,
-                      simulated_runs=0 if no_simulate else len(passes) + 1)
+    size = guard_size(prog, max_instances=max_instances, max_memory=max_memory,  # makespans: timing-only runs
+                      simulated_runs=0 if no_simulate else len(passes) + 1, functional=False)
     ctx = PassContext()
     stages = [("given", prog)]
     with Progress() as progress:
