@@ -52,6 +52,7 @@ def _validator_schema(check) -> dict:
         "a number": {"type": "number"},
         "an integer": {"type": "integer"},
         "a non-negative integer": _nat(),
+        "a non-negative integer below 2**63": {**_nat(), "maximum": 2**63 - 1},
         "a string or integer group id": {"type": ["string", "integer"]},
         # validators of the op table's newer ops (operand tiles and reduction axes)
         'a number (an immediate) or {"read": INDEX} (a [P, 1] tile among the reads)': {"oneOf": [

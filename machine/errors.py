@@ -7,7 +7,9 @@ command line turns it into exit status 2 and one line on standard error, never a
 
 from __future__ import annotations
 
-__all__ = ["ProgramError", "join_path"]
+import json
+
+__all__ = ["ProgramError", "join_path", "printable"]
 
 
 class ProgramError(ValueError):
@@ -36,7 +38,31 @@ def join_path(base: str, key: str | int) -> str:
     'body[2]'
     >>> join_path("", "tensors")
     'tensors'
+
+    A key that is empty or holds ``.``, ``[``, ``]``, ``"`` or white space is quoted, so the
+    path stays unambiguous:
+
+    >>> join_path("tensors", ""), join_path("tensors", "a.b")
+    ('tensors[""]', 'tensors["a.b"]')
     """
     if isinstance(key, int):
         return f"{base}[{key}]"
+    if not key or any(c in key for c in '.[]"') or any(c.isspace() for c in key):
+        return f"{base}[{json.dumps(key)}]"
     return f"{base}.{key}" if base else key
+
+
+def printable(text: str) -> str:
+    r"""``text`` safe to print on a terminal: control characters (ANSI escapes among them),
+    line breaks, lone surrogates and other unprintable characters become Python escapes, so
+    a message stays one line and cannot recolour or rewrite the screen.
+
+    >>> print(printable("tensor \x1b[31mred\nx"))
+    tensor \x1b[31mred\nx
+    >>> print(printable("a\ud800b"), printable("naïve ok"))
+    a\ud800b naïve ok
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)

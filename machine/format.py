@@ -9,13 +9,19 @@ writes the canonical form: fixed key order, defaults made explicit where the spe
 
 from __future__ import annotations
 
+import codecs
 import json
+import math
+import re
+import sys
+import unicodedata
 from collections.abc import Mapping
 from typing import Any, TextIO
 
 from machine.dtypes import DTYPES
 from machine.edges import KIND_NAMES, kind_from_name
 from machine.errors import ProgramError, join_path
+from machine.files import write_text
 from machine.ir import (
     MEMORY_NAMES,
     SEQUENCERS,
@@ -45,6 +51,11 @@ _INSTR_KEYS = {"name", "engine", "op", "queue", "reads", "writes", "attrs", "dep
 _LOOP_KEYS = {"loop", "trip_count", "body"}
 _DEP_KEYS = {"on", "kind", "loop_carried"}
 _ROLES = ("input", "output", "internal")
+#: Integers beyond a signed 64-bit word have no meaning anywhere in the format (trip counts,
+#: shapes, offsets, addresses); rejecting them keeps every later product and numpy array exact.
+INT_LIMIT = 2**63
+#: Characters a name may not hold: bidirectional overrides reorder what a terminal shows.
+_BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 # -- small typed readers ----------------------------------------------------------------
@@ -68,6 +79,10 @@ def _int(value: Any, path: str, *, minimum: int | None = None) -> int:
         raise ProgramError(path, f"expected an integer, got {json.dumps(value)}")
     if minimum is not None and value < minimum:
         raise ProgramError(path, f"expected an integer >= {minimum}, got {value}")
+    if not -INT_LIMIT <= value < INT_LIMIT:
+        digits = len(str(abs(value)))
+        shown = str(value) if digits <= 30 else f"one of {digits} digits"
+        raise ProgramError(path, f"expected an integer below 2**63 in magnitude, got {shown}")
     return value
 
 
@@ -75,6 +90,44 @@ def _str(value: Any, path: str) -> str:
     if not isinstance(value, str) or not value:
         raise ProgramError(path, f"expected a non-empty string, got {json.dumps(value)}")
     return value
+
+
+def check_name(value: Any, path: str) -> str:
+    """A name: a non-empty string without control characters, line breaks, bidirectional
+    overrides or lone surrogates (names are printed on terminals and in files as they are).
+
+    >>> check_name("mm_0", "body[0].name")
+    'mm_0'
+    >>> check_name("a\x1b[31m", "body[0].name")
+    Traceback (most recent call last):
+    machine.errors.ProgramError: body[0].name: a name may not hold the control character U+001B
+    """
+    value = _str(value, path)
+    for char in value:
+        category = unicodedata.category(char)
+        if category in ("Cc", "Cs", "Zl", "Zp") or char in _BIDI:
+            what = {"Cs": "lone surrogate", "Zl": "line separator", "Zp": "paragraph separator"}.get(
+                category, "bidirectional override" if char in _BIDI else "control character")
+            raise ProgramError(path, f"a name may not hold the {what} U+{ord(char):04X}")
+    return value
+
+
+def _choice(value: Any, options: Mapping[str, Any] | tuple[str, ...], path: str, what: str,
+            expected: str | None = None) -> Any:
+    """``value`` when it is one of ``options`` (a string); a located error otherwise."""
+    if isinstance(value, str) and value in options:
+        return value
+    shown = repr(value) if isinstance(value, str) else _show(value)
+    raise ProgramError(path, f"unknown {what} {shown}; expected {expected or f'one of {list(options)}'}")
+
+
+def _show(value: Any) -> str:
+    """A short printable form of any decoded JSON value, for messages."""
+    try:
+        text = json.dumps(value)
+    except ValueError:  # an integer too long to print
+        text = "a number"
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _list(value: Any, path: str) -> list[Any]:
@@ -88,12 +141,9 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
     raw = _obj(raw, path, _TENSOR_KEYS, "a tensor")
     if "memory" not in raw:
         raise ProgramError(join_path(path, "memory"), "missing; expected 'dram', 'sbuf' or 'psum'")
-    memory = MEMORY_NAMES.get(raw["memory"])
-    if memory is None:
-        raise ProgramError(join_path(path, "memory"), f"unknown memory {raw['memory']!r}; expected 'dram', 'sbuf' or 'psum'")
-    dtype = raw.get("dtype")
-    if dtype not in DTYPES:
-        raise ProgramError(join_path(path, "dtype"), f"unknown dtype {dtype!r}; expected one of {list(DTYPES)}")
+    memory = MEMORY_NAMES[_choice(raw["memory"], MEMORY_NAMES, join_path(path, "memory"), "memory",
+                                 "'dram', 'sbuf' or 'psum'")]
+    dtype = _choice(raw.get("dtype"), DTYPES, join_path(path, "dtype"), "dtype")
     shape_path = join_path(path, "shape")
     shape = tuple(_int(d, join_path(shape_path, i), minimum=1) for i, d in enumerate(_list(raw.get("shape"), shape_path)))
     if not shape:
@@ -112,11 +162,11 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
             what = "applies to dram tensors only" if key == "role" else f"is not a placement key of a {raw['memory']} tensor"
             raise ProgramError(join_path(path, key), what)
     role = raw.get("role", "internal")
-    if role not in _ROLES:
-        raise ProgramError(join_path(path, "role"), f"expected one of {list(_ROLES)}, got {role!r}")
+    if not isinstance(role, str) or role not in _ROLES:
+        raise ProgramError(join_path(path, "role"), f"expected one of {list(_ROLES)}, got {_show(role)}")
     partition, offset, bank = opt_int("partition"), opt_int("offset"), opt_int("bank")
     address = opt_int("address")
-    alias = None if "alias" not in raw else _str(raw["alias"], join_path(path, "alias"))
+    alias = None if "alias" not in raw else check_name(raw["alias"], join_path(path, "alias"))
     if memory == MemoryKind.SBUF and (partition is None) != (offset is None):
         missing = "offset" if offset is None else "partition"
         raise ProgramError(join_path(path, missing), "partial placement: an sbuf tensor needs both 'partition' and 'offset', or neither")
@@ -138,7 +188,7 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
 # -- accesses ---------------------------------------------------------------------------
 def _parse_access(raw: Any, path: str) -> Access:
     raw = _obj(raw, path, _ACCESS_KEYS, "an access")
-    tensor = _str(raw.get("tensor"), join_path(path, "tensor"))
+    tensor = check_name(raw.get("tensor"), join_path(path, "tensor"))
     partitions = None
     if "partitions" in raw:
         ppath = join_path(path, "partitions")
@@ -168,7 +218,8 @@ def _parse_access(raw: Any, path: str) -> Access:
         shifts = raw["per_iteration"]
         if not isinstance(shifts, dict):
             raise ProgramError(ipath, "expected an object {LOOP: ELEMENTS}")
-        per_iteration = tuple((loop, _int(v, join_path(ipath, loop))) for loop, v in shifts.items())
+        per_iteration = tuple((check_name(loop, join_path(ipath, loop)), _int(v, join_path(ipath, loop)))
+                              for loop, v in shifts.items())
         if pattern is None:
             raise ProgramError(join_path(path, "pattern"), "an access with 'per_iteration' must give its 'pattern'")
     partition_steps = ext.parse_partition_steps(raw, path)
@@ -183,10 +234,10 @@ def _parse_deps(raw: Any, path: str) -> tuple[Dep, ...]:
     for i, item in enumerate(_list(raw, path)):
         ipath = join_path(path, i)
         item = _obj(item, ipath, _DEP_KEYS, "a dep")
-        on = _str(item.get("on"), join_path(ipath, "on"))
+        on = check_name(item.get("on"), join_path(ipath, "on"))
         kind_name = item.get("kind", "ordered")
-        if kind_name not in ("flow", "anti", "output", "ordered"):
-            raise ProgramError(join_path(ipath, "kind"), f"expected 'flow', 'anti', 'output' or 'ordered', got {kind_name!r}")
+        if not isinstance(kind_name, str) or kind_name not in ("flow", "anti", "output", "ordered"):
+            raise ProgramError(join_path(ipath, "kind"), f"expected 'flow', 'anti', 'output' or 'ordered', got {_show(kind_name)}")
         lc = item.get("loop_carried", False)
         if not isinstance(lc, bool):
             raise ProgramError(join_path(ipath, "loop_carried"), "expected true or false")
@@ -210,23 +261,19 @@ def _merge_dep(previous: Dep | None, dep: Dep) -> Dep:
 def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
     if isinstance(raw, dict) and "loop" in raw:
         raw = _obj(raw, path, _LOOP_KEYS, "a loop")
-        name = _str(raw["loop"], join_path(path, "loop"))
+        name = check_name(raw["loop"], join_path(path, "loop"))
         trip = _int(raw.get("trip_count"), join_path(path, "trip_count"), minimum=1)
         bpath = join_path(path, "body")
         body = tuple(_parse_node(n, join_path(bpath, i), nqueues) for i, n in enumerate(_list(raw.get("body"), bpath)))
         return Loop(name, trip, body, _extras(raw))
     raw = _obj(raw, path, _INSTR_KEYS, "an instruction (or a loop with a 'loop' key)")
-    name = _str(raw.get("name"), join_path(path, "name"))
-    engine = raw.get("engine")
-    if engine not in SEQUENCERS:
-        raise ProgramError(join_path(path, "engine"), f"unknown engine {engine!r}; expected one of {list(SEQUENCERS)}")
-    op = _str(raw.get("op"), join_path(path, "op"))
+    name = check_name(raw.get("name"), join_path(path, "name"))
+    engine = _choice(raw.get("engine"), SEQUENCERS, join_path(path, "engine"), "engine")
+    op = check_name(raw.get("op"), join_path(path, "op"))
     queue = None
     if is_dma_op(op):
-        queue = raw.get("queue", "dma0")
-        valid = [f"dma{i}" for i in range(nqueues)]
-        if queue not in valid:
-            raise ProgramError(join_path(path, "queue"), f"unknown DMA queue {queue!r}; expected one of {valid}")
+        queue = _choice(raw.get("queue", "dma0"), tuple(f"dma{i}" for i in range(nqueues)), join_path(path, "queue"),
+                        "DMA queue")
     elif "queue" in raw:
         raise ProgramError(join_path(path, "queue"), f"only DMA ops (op names starting with 'dma') have a queue; {op!r} is not one")
     reads = tuple(_parse_access(a, join_path(join_path(path, "reads"), i)) for i, a in enumerate(_list(raw.get("reads", []), join_path(path, "reads"))))
@@ -251,7 +298,8 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     tensors_raw = doc.get("tensors", {})
     if not isinstance(tensors_raw, dict):
         raise ProgramError("tensors", "expected an object mapping names to tensors")
-    tensors = {name: _parse_tensor(name, raw, join_path("tensors", name)) for name, raw in tensors_raw.items()}
+    tensors = {check_name(name, join_path("tensors", name)): _parse_tensor(name, raw, join_path("tensors", name))
+               for name, raw in tensors_raw.items()}
     body_raw = _list(doc.get("body"), "body")
     body = tuple(_parse_node(n, join_path("body", i), spec.dma_queues) for i, n in enumerate(body_raw))
     program = Program(frozen_mapping(tensors), body, machine_value, _extras(doc))
@@ -275,16 +323,76 @@ def _no_constant(name: str) -> Any:
     raise ProgramError("", f"malformed JSON: {name} is not a JSON number")
 
 
+def _line_column(text: str, index: int) -> str:
+    line = text.count("\n", 0, index) + 1
+    return f"line {line} column {index - (text.rfind(chr(10), 0, index) + 1) + 1}"
+
+
+def _decode(data: bytes, *, partial: bool = False) -> str:
+    """UTF-8 text (a UTF-8 byte-order mark is skipped); UTF-16 / UTF-32 and invalid UTF-8
+    (including encoded surrogates) are located errors."""
+    for boms, name in (((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE), "UTF-32"),
+                       ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "UTF-16")):
+        if data.startswith(boms):
+            raise ProgramError("", f"the file is {name} text (it starts with a byte-order mark); programs are "
+                               f"UTF-8 JSON: convert it, e.g. iconv -f {name} -t UTF-8")
+    if b"\x00" in data[:4]:
+        raise ProgramError("", "the file holds NUL bytes at its start: UTF-16 or UTF-32 text, or not text at all; "
+                           "programs are UTF-8 JSON")
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    try:
+        return codecs.getincrementaldecoder("utf-8")().decode(data, final=not partial)
+    except UnicodeDecodeError as err:
+        where = _line_column(data[:err.start].decode("utf-8", "replace"), err.start)
+        raise ProgramError("", f"not UTF-8 text at {where} (byte {err.start}): {err.reason}") from None
+
+
+def _finite_float(token: str) -> float:
+    value = float(token)
+    if not math.isfinite(value):
+        raise _Unreadable(token, f"the number {token[:40]} is beyond the range of a double")
+    return value
+
+
+class _Unreadable(ValueError):
+    """A number token the parser cannot represent; located by the caller."""
+
+    def __init__(self, token: str, message: str) -> None:
+        super().__init__(message)
+        self.token = token
+        self.message = message
+
+
+def _token_error(text: str, token: str, message: str) -> ProgramError:
+    """``message`` at the first number token ``token`` of ``text`` (a search: the parser
+    that found it does not say where)."""
+    match = re.search(rf"(?<![0-9.eE+-]){re.escape(token)}(?![0-9])", text)
+    where = f" at {_line_column(text, match.start())}" if match else ""
+    return ProgramError("", f"malformed JSON{where}: {message}")
+
+
 def loads_program(text: str | bytes, *, validate: bool = True) -> Program:
     """Parse a JSON text; malformed JSON is a :class:`ProgramError` naming line and column."""
+    if isinstance(text, (bytes, bytearray)):
+        text = _decode(bytes(text))
     try:
-        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant)
+        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float)
     except ProgramError:
         raise
     except json.JSONDecodeError as err:
         raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
-    except UnicodeDecodeError as err:
-        raise ProgramError("", f"not UTF-8 text: {err.reason}") from None
+    except _Unreadable as err:
+        raise _token_error(text, err.token, err.message) from None
+    except ValueError as err:  # an integer of more digits than Python converts
+        found = re.search(r"value has (\d+) digits", str(err))
+        if found is None:
+            raise
+        digits = int(found.group(1))
+        match = re.search(r"(?<![0-9.])-?[0-9]{%d}(?![0-9])" % digits, text)
+        where = f" at {_line_column(text, match.start())}" if match else ""
+        raise ProgramError("", f"malformed JSON{where}: an integer of {digits} digits "
+                           f"(at most {sys.get_int_max_str_digits()} are read)") from None
     return parse_program(doc, validate=validate)
 
 
@@ -293,15 +401,34 @@ def load_program(source: str | TextIO, *, validate: bool = True) -> Program:
     if hasattr(source, "read"):
         return loads_program(source.read(), validate=validate)
     if source == "-":
-        import sys
-
-        return loads_program(sys.stdin.buffer.read(), validate=validate)
+        return loads_program(_read_bytes(sys.stdin.buffer), validate=validate)
     try:
         with open(source, "rb") as fh:
-            data = fh.read()
+            data = _read_bytes(fh)
     except OSError as err:
         raise ProgramError("", f"cannot read {source}: {err.strerror}") from None
     return loads_program(data, validate=validate)
+
+
+#: Program text read at most (a guard against endless streams such as ``yes | neuronsim show -``).
+MAX_PROGRAM_BYTES = 1 << 31
+
+
+def _read_bytes(fh) -> bytes:
+    """The whole stream, its first bytes checked before the rest is read (so ``/dev/zero``
+    or ``/dev/urandom`` fail at once instead of filling memory)."""
+    head = fh.read(4096)
+    start = _decode(head, partial=True).lstrip("\ufeff \t\r\n")[:1]
+    chunks, total = [head], len(head)
+    while chunk := fh.read(1 << 20):
+        if start and start != "{":  # a long text that cannot be a program (``yes | neuronsim show -``)
+            raise ProgramError("", f"malformed JSON at line 1: a program is a JSON object, the text starts with "
+                               f"{start!r}")
+        total += len(chunk)
+        if total > MAX_PROGRAM_BYTES:
+            raise ProgramError("", f"more than {MAX_PROGRAM_BYTES >> 30} GiB of program text; not read")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 # -- saving -----------------------------------------------------------------------------
@@ -381,23 +508,6 @@ def save_program(program: Program, target: str | TextIO) -> None:
         target.write(text)
         return
     if target == "-":
-        import sys
-
         sys.stdout.write(text)
         return
-    import os
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(target))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".neuronsim-", suffix=".json")
-    except OSError as err:
-        raise ProgramError("", f"cannot write {target}: {err.strerror}") from None
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_text(target, text)  # atomic; an OutputError names ``target``

@@ -15,8 +15,10 @@ store  sp>dma2    dma_copy  r t sbuf p[0,128) b[0,256)  w o dram[65536,98304)  <
 from __future__ import annotations
 
 from machine.edges import EdgeKind
+from machine.errors import printable
 from machine.geometry import footprint, mask_range
 from machine.ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
+from machine.presets import resolve_machine
 
 __all__ = ["render_listing", "describe_access"]
 
@@ -71,7 +73,7 @@ def _line(inst: Instruction, tensors: dict[str, Tensor], indent: str, widths: tu
         for access in group:
             parts.append(f"{prefix} {describe_access(tensors[access.tensor], access)}")
     if inst.attrs:
-        parts.append("{" + ", ".join(f"{k}={_attr_text(v)}" for k, v in inst.attrs.items()) + "}")
+        parts.append("{" + ", ".join(f"{printable(str(k))}={printable(_attr_text(v))}" for k, v in inst.attrs.items()) + "}")
     deps = _deps(inst)
     if deps:
         parts.append(deps)
@@ -103,6 +105,6 @@ def render_listing(program: Program) -> str:
                 lines.append(_line(node, tensors, indent, widths))
 
     visit(program.body, 0, 1)
-    machine = program.machine if isinstance(program.machine, str) else f"{program.machine.get('base', 'trn1')}*"
+    machine = resolve_machine(program.machine).name + ("*" if isinstance(program.machine, dict) else "")
     head = f"program on {machine}: {len(tensors)} tensors, {len(instructions)} instructions, {count} instances"
     return "\n".join([head, *lines])

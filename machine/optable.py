@@ -108,7 +108,14 @@ def _is_bool(v: Any) -> bool:
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        try:  # an integer a float computation can use (not one of 400 digits)
+            float(v)
+        except OverflowError:
+            return False
+    return True
 
 
 def _is_int(v: Any) -> bool:
@@ -130,8 +137,8 @@ _is_int.__doc__ = "an integer"
 
 
 def _non_negative_int(v: Any) -> bool:
-    """a non-negative integer"""
-    return _is_int(v) and v >= 0
+    """a non-negative integer below 2**63"""
+    return _is_int(v) and 0 <= v < 2**63
 
 
 def _group(v: Any) -> bool:
@@ -219,7 +226,7 @@ OP_TABLE: dict[str, OpSpec] = {
         OpSpec("iota", ("pool",), (0, 0), (1, 1),
                {"base": _is_number, "step": _is_number, "partition_step": _is_number},
                doc="out[p, i] = base + p * partition_step + i * step"),
-        OpSpec("set_rand_state", ("dve", "pool"), (0, 1), (0, 0), {"seed": _is_int},
+        OpSpec("set_rand_state", ("dve", "pool"), (0, 1), (0, 0), {"seed": _non_negative_int},
                doc="seed the engine's random generator (from attr seed, or the first read)"),
         OpSpec("random", ("dve", "pool"), (0, 0), (1, 1),
                {"low": _is_number, "high": _is_number},

@@ -10,6 +10,7 @@ are the field names of :class:`MachineSpec` below (for example ``{"base": "trn1"
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -115,6 +116,32 @@ OVERRIDABLE: dict[str, type] = {
 }
 
 
+def _figure(raw: Any, want: type, path: str) -> Any:
+    """One override value: a boolean, or a positive finite number of the field's type (an
+    integer field below 2**63; a float field within a double's range)."""
+    if want is bool:
+        if not isinstance(raw, bool):
+            raise ProgramError(path, "expected true or false")
+        return raw
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise ProgramError(path, f"expected a positive {want.__name__}")
+    if isinstance(raw, int) and want is int:
+        if not 0 < raw < 2**63:
+            raise ProgramError(path, "expected a positive int below 2**63")
+        return raw
+    try:
+        value = float(raw)
+    except OverflowError:
+        raise ProgramError(path, f"expected a positive {want.__name__} within the range of a double") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ProgramError(path, f"expected a positive finite {want.__name__}")
+    if want is int:
+        if not value.is_integer() or value >= 2**63:
+            raise ProgramError(path, "expected a positive int below 2**63")
+        return int(value)
+    return value
+
+
 def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
     """Turn the format's ``machine`` value into a :class:`MachineSpec`.
 
@@ -139,13 +166,7 @@ def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
             continue
         if key not in OVERRIDABLE:
             raise ProgramError(join_path(path, key), f"unknown machine parameter; expected one of {sorted(OVERRIDABLE)}")
-        want = OVERRIDABLE[key]
-        ok = isinstance(raw, bool) if want is bool else (
-            isinstance(raw, (int, float)) and not isinstance(raw, bool) and (want is float or float(raw).is_integer())
-        )
-        if not ok or (want is not bool and raw <= 0):
-            raise ProgramError(join_path(path, key), f"expected a positive {want.__name__}")
-        changes[key] = want(raw)
+        changes[key] = _figure(raw, OVERRIDABLE[key], join_path(path, key))
     spec = replace(spec, **changes)
     if spec.dma_queues > 16:
         raise ProgramError(join_path(path, "dma_queues"), "at most 16 DMA queues per engine exist")

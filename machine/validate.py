@@ -14,7 +14,7 @@ from machine.optable import COMMON_ATTRS, op_spec
 from machine.oprules import check_op_rules
 from machine.presets import MachineSpec, resolve_machine
 
-__all__ = ["validate_program", "check_placement", "check_instruction"]
+__all__ = ["validate_program", "check_placement", "check_instruction", "access_elements"]
 
 _MEM = {MemoryKind.DRAM: "dram", MemoryKind.SBUF: "sbuf", MemoryKind.PSUM: "psum"}
 
@@ -41,6 +41,8 @@ def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
                 raise ProgramError(join_path(path, "bank"), f"bank {tensor.bank}; banks are 0..{spec.psum_banks - 1}")
             if (tensor.offset or 0) + nbytes > spec.psum_bank_bytes:
                 raise ProgramError(join_path(path, "offset"), f"bytes [{tensor.offset}, {(tensor.offset or 0) + nbytes}) cross the end of bank {tensor.bank} ({spec.psum_bank_bytes} bytes)")
+    elif nbytes > spec.dram_bytes:
+        raise ProgramError(join_path(path, "shape"), f"{nbytes} bytes; the DRAM of {spec.name} holds {spec.dram_bytes}")
     elif tensor.address is not None and tensor.address + nbytes > spec.dram_bytes:
         raise ProgramError(join_path(path, "address"), f"bytes [{tensor.address}, {tensor.address + nbytes}) run past the end of DRAM ({spec.dram_bytes} bytes)")
     if tensor.rotate is not None:
@@ -139,7 +141,8 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
             if check is None:
                 raise ProgramError(join_path(join_path(path, "attrs"), key), f"unknown attribute of op {inst.op!r}; expected one of {sorted(table.attrs) + ['cycles']}")
             if not check(value):
-                raise ProgramError(join_path(join_path(path, "attrs"), key), f"expected {check.__doc__}, got {value!r}")
+                shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+                raise ProgramError(join_path(join_path(path, "attrs"), key), f"expected {check.__doc__}, got {shown}")
     elif "cycles" in inst.attrs and not COMMON_ATTRS["cycles"](inst.attrs["cycles"]):  # not a bool either
         raise ProgramError(join_path(join_path(path, "attrs"), "cycles"), "expected a non-negative integer")
     psum_writes = set()
@@ -177,6 +180,8 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
     if inst.op == "tensor_tensor" and psum_reads > 1:
         raise ProgramError(join_path(path, "reads"), "tensor_tensor reads at most one PSUM operand")
     check_op_rules(inst, tensors, path)
+    if inst.op == "dma_copy":
+        _check_copy_counts(inst, tensors, path)
     if inst.is_dma:
         dge = inst.attrs.get("dge", "none")
         if dge == "swdge" and inst.engine != "pool":
@@ -186,6 +191,36 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
                 raise ProgramError(join_path(join_path(path, "attrs"), "dge"), f"hardware DGE does not exist on {spec.name}")
             if inst.engine not in ("sp", "act"):
                 raise ProgramError(join_path(path, "engine"), "hardware DGE is commanded by SP or ACT")
+
+
+def access_elements(tensor: Tensor, access: Access) -> int:
+    """Elements one instance of ``access`` names: partitions x the pattern's counts.
+
+    >>> t = Tensor("t", MemoryKind.SBUF, "float32", (128, 64), partition=0, offset=0)
+    >>> access_elements(t, Access("t")), access_elements(t, Access("t", partitions=(0, 4, 1), pattern=((8, 2), (1, 3))))
+    (8192, 24)
+    """
+    count = 1
+    if tensor.memory != MemoryKind.DRAM:
+        count = access.partitions[1] if access.partitions is not None else tensor.shape[0]
+    if access.pattern is None:
+        return count * max(tensor.free_elements - (access.offset or 0), 1)
+    for _stride, n in access.pattern:
+        count *= n
+    return count
+
+
+def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str) -> None:
+    """A copy moves each element it reads to one it writes: the counts agree (the spec's
+    ``dma_copy``; a transfer of unequal sides is a descriptor bug, not a pad or a cut)."""
+    if len(inst.reads) != 1 or len(inst.writes) != 1:
+        return
+    read, write = inst.reads[0], inst.writes[0]
+    n_read, n_write = access_elements(tensors[read.tensor], read), access_elements(tensors[write.tensor], write)
+    if n_read != n_write:
+        raise ProgramError(join_path(join_path(path, "writes"), 0),
+                           f"dma_copy writes {n_write} elements but reads {n_read} (reads[0] on {read.tensor!r}); "
+                           "the counts must agree")
 
 
 def validate_program(program: Program, spec: MachineSpec | None = None) -> None:

@@ -15,7 +15,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from functools import lru_cache
 
 from hypothesis import strategies as st
@@ -31,7 +32,7 @@ __all__ = [
     "OPAQUE_OPS", "OPAQUE_DMA_OPS", "draw_int", "draw_flag", "draw_pick", "partition_start_ok",
     "first_partition", "compute_starts", "draw_onchip_tensor", "draw_dram_tensor", "draw_pattern",
     "draw_access", "compute_reachable", "operand_tensors", "draw_attrs", "draw_operand_tiles", "draw_axis",
-    "draw_triples_access",
+    "draw_triples_access", "no_source_constants",
 ]
 
 #: Small region every placement falls into, so that tensors overlap often.
@@ -44,6 +45,30 @@ _MAX_ELEMENTS = 256  # elements one access pattern enumerates at most
 #: Opaque op names: unknown to the op table (``dma_gather`` is an opaque *DMA* op).
 OPAQUE_OPS = ("custom_kernel", "fused_norm")
 OPAQUE_DMA_OPS = ("dma_gather",)
+
+
+@contextmanager
+def no_source_constants() -> Iterator[None]:
+    """Generate without the literals of our own source code.
+
+    Hypothesis (6.13x on) draws now and then from a pool of the constants written in every
+    *local* module it finds in ``sys.modules``.  The programs a seed gives would then depend
+    on which of our modules happen to be imported (the CLI imports more than a test does) and
+    on every number anyone adds to the code base; the fuzzer's results must depend on the
+    seed alone.  Inside this context the pool is empty (its cache is cleared on the way in
+    and out).
+    """
+    from hypothesis.internal.conjecture import providers
+
+    saved = providers._get_local_constants
+    empty = providers.Constants()
+    providers._get_local_constants = lambda: empty
+    providers.CONSTANTS_CACHE.cache.clear()
+    try:
+        yield
+    finally:
+        providers._get_local_constants = saved
+        providers.CONSTANTS_CACHE.cache.clear()
 
 
 # -- cheap draws: cached strategies (building a strategy object per draw is the slow part) --

@@ -44,6 +44,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from machine.errors import ProgramError
+from machine.files import write_text
 from machine.format import dumps_program
 from machine.ir import Program
 from machine.sim.simulator import simulate
@@ -54,10 +55,11 @@ from passes.pipeline import Pass, as_pass
 from passes.analysis.labels import verify_anti_dependence
 
 from verify.racecheck import check_program
+from verify.draws import no_source_constants
 from verify.strategies import programs, strip_deps
 from verify.tracecheck import check_trace
 
-__all__ = ["FuzzFailure", "FuzzResult", "check_pass", "load_pass", "assert_pass_sound", "fuzz_strategy"]
+__all__ = ["FuzzFailure", "FuzzResult", "check_pass", "load_pass", "save_failure", "assert_pass_sound", "fuzz_strategy"]
 
 #: Interleaving seeds every example is simulated under (besides the nominal schedule).
 SIM_SEEDS = (None, 1, 2)
@@ -269,7 +271,8 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
             raise _Found(failure)
 
     try:
-        run()
+        with no_source_constants():  # the programs depend on the seed alone, not on what is imported
+            run()
     except _Found:
         pass
     if not failures:
@@ -281,15 +284,19 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
 
 
 def _save(failure: FuzzFailure, folder: str, seed: int) -> FuzzFailure:
+    return save_failure(failure, folder, f"failure-seed{seed}")
+
+
+def save_failure(failure: FuzzFailure, folder: str, stem: str) -> FuzzFailure:
+    """Write ``FOLDER/STEM.json`` (the program), ``.report.json`` and ``.compiled.json``, each
+    atomically; the failure with ``saved`` set to the program's path."""
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"failure-seed{seed}.json")
-    with open(path, "w") as fh:
-        fh.write(failure.program)
-    with open(path[:-5] + ".report.json", "w") as fh:
-        json.dump({"check": failure.check, "message": failure.message, "report": failure.report}, fh, indent=1)
+    path = os.path.join(folder, f"{stem}.json")
+    write_text(path, failure.program)
+    write_text(path[:-5] + ".report.json",
+               json.dumps({"check": failure.check, "message": failure.message, "report": failure.report}, indent=1))
     if failure.compiled is not None:
-        with open(path[:-5] + ".compiled.json", "w") as fh:
-            fh.write(failure.compiled)
+        write_text(path[:-5] + ".compiled.json", failure.compiled)
     return FuzzFailure(failure.check, failure.message, failure.program, failure.compiled, failure.report, path)
 
 

@@ -72,8 +72,12 @@ def render_report(report: RaceReport, unrolled: Unrolled, *, limit: int = 6) -> 
     if report.race_free:
         return f"race-free: {report.instances} instances, {report.access_events} access events checked"
     groups = group_races(report, unrolled)
-    lines = [f"{len(report.races)} race(s) between {len(groups)} instruction pair(s) "
-             f"({report.instances} instances checked)"]
+    if report.capped:
+        lines = [f"{report.total_races} race(s); the first {len(report.races)} listed (--max-races), between "
+                 f"{len(groups)} instruction pair(s) ({report.instances} instances checked)"]
+    else:
+        lines = [f"{len(report.races)} race(s) between {len(groups)} instruction pair(s) "
+                 f"({report.instances} instances checked)"]
     for group in groups:
         lines.append(f"{'/'.join(group.kinds)}  {group.first} -> {group.second}: {len(group.races)} instance pair(s)")
         for race in group.races[:limit]:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -86,7 +86,11 @@ def _load_file(path: Path) -> ModuleType:
         spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses and pickling look modules up by name
-        spec.loader.exec_module(module)
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
         _LOADED[path] = module
     return module
 
@@ -129,7 +133,10 @@ def load_scenario(spec: str) -> ModuleType:
     path = Path(spec)
     if not path.is_file():
         raise ProgramError("SCENARIO", f"cannot read {spec}: no such file")
-    module = _load_file(path)
+    try:
+        module = _load_file(path)
+    except Exception as err:  # noqa: BLE001 - the user's file failed to run: their input, not our bug
+        raise ProgramError("SCENARIO", f"cannot load {spec}: {type(err).__name__}: {err}") from None
     if not is_scenario(module):
         missing = [attr for attr in REQUIRED if not callable(getattr(module, attr, None))]
         raise ProgramError("SCENARIO", f"{spec} is not a scenario: it defines no {', '.join(missing)}")
@@ -229,21 +236,41 @@ class ScenarioRun:
         }
 
 
+def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
+    """Call one of the scenario's own functions; what it raises is an error of the scenario
+    (a located :class:`ProgramError`, exit 2), not of neuronsim."""
+    try:
+        return getattr(scenario, attr)(*args)
+    except ProgramError:
+        raise
+    except Exception as err:  # noqa: BLE001 - the scenario's code, not ours
+        raise ProgramError("SCENARIO", f"{scenario_name(scenario)}.{attr}() raised {type(err).__name__}: {err}") from None
+
+
 def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
-                 seeds: Sequence[int | None] = DEFAULT_SEEDS, data_seed: int = 0) -> ScenarioRun:
-    """Build, compile, race-check and simulate ``scenario``; see the module doc."""
+                 seeds: Sequence[int | None] = DEFAULT_SEEDS, data_seed: int = 0,
+                 before_work: Callable[[Program], None] | None = None) -> ScenarioRun:
+    """Build, compile, race-check and simulate ``scenario``; see the module doc.
+
+    ``before_work(program)`` sees the built program before anything runs on it (the command
+    line validates it and guards its size there)."""
     seeds = tuple(seeds)
-    program = scenario.build()
+    program = _user_call(scenario, "build")
+    if not isinstance(program, Program):
+        raise ProgramError("SCENARIO", f"{scenario_name(scenario)}.build() returned a {type(program).__name__}, "
+                           "not a Program")
+    if before_work is not None:
+        before_work(program)
     compiled, _ctx = compile_program(program, pipeline)
     reduces = any(isinstance(p, DepReduction) for p in parse_pipeline(pipeline))
     final = compiled if reduces else DepReduction().apply(compiled)
-    values = scenario.inputs(data_seed)
+    values = _user_call(scenario, "inputs", data_seed)
     simulation = simulate(final, seeds=seeds, inputs=values, data_seed=data_seed, compare="all")
     return ScenarioRun(
         name=scenario_name(scenario), program=program, compiled=compiled, final=final, pipeline=pipeline,
         final_pipeline=pipeline if reduces else f"{pipeline},{DepReduction.name}",
         compiled_report=check_program(compiled), report=check_program(final), simulation=simulation, seeds=seeds,
-        inputs=values, outputs=simulation.runs[-1].outputs, reference=scenario.reference(values),
+        inputs=values, outputs=simulation.runs[-1].outputs, reference=_user_call(scenario, "reference", values),
         sync=sync_report([("compiled", compiled), ("final", final)], simulate=False),
         rtol=getattr(scenario, "rtol", 0.0), atol=getattr(scenario, "atol", 0.0))
 

@@ -61,6 +61,7 @@ from machine.edges import EdgeKind
 from machine.ir import SEQUENCERS, Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 from machine.optable import OP_TABLE
 from machine.presets import PRESETS, MachineSpec
+from machine.validate import access_elements
 
 from verify.draws import (
     OPAQUE_DMA_OPS,
@@ -272,6 +273,9 @@ def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, 
         writes = [side()]
         attrs = draw_attrs(draw, op)
     queue = draw_pick(draw, spec.queue_names)
+    if op == "dma_copy" and access_elements(tensors[reads[0].tensor], reads[0]) != \
+            access_elements(tensors[writes[0].tensor], writes[0]):
+        op = OPAQUE_DMA_OPS[0]  # a copy moves as many elements as it reads; an opaque DMA may differ
     return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs), queue=queue)
 
 

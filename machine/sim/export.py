@@ -21,9 +21,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from machine.files import OutputError, write_atomically, write_text
 from machine.sim.trace import Trace
 
-__all__ = ["chrome_trace", "write_chrome_trace", "plot_timeline"]
+__all__ = ["chrome_trace", "write_chrome_trace", "plot_timeline", "plot_format", "save_figure"]
 
 _PID = 1
 
@@ -84,12 +85,37 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
 
 
 def write_chrome_trace(trace: Trace, path: str | Path) -> None:
-    """Write :func:`chrome_trace` to ``path`` (opens in ui.perfetto.dev)."""
-    Path(path).write_text(json.dumps(chrome_trace(trace), separators=(",", ":")))
+    """Write :func:`chrome_trace` to ``path`` (opens in ui.perfetto.dev), atomically."""
+    write_text(path, json.dumps(chrome_trace(trace), separators=(",", ":")))
+
+
+def plot_format(path: str | Path) -> str:
+    """The image format a plot path asks for (its extension); a located
+    :class:`~machine.files.OutputError` when matplotlib cannot write it.
+
+    >>> plot_format("out/t.png"), plot_format("t.SVG")
+    ('png', 'svg')
+    """
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    supported = FigureCanvasBase.get_supported_filetypes()
+    ext = Path(path).suffix[1:].lower()
+    if ext not in supported:
+        given = f"the extension .{ext} is not an image format" if ext else "the file name has no extension"
+        raise OutputError(str(path), f"{given}; use one of {', '.join('.' + e for e in sorted(supported))}")
+    return ext
+
+
+def save_figure(fig, path: str | Path, **options) -> None:
+    """``fig.savefig`` to ``path`` atomically, in the format of its extension."""
+    fmt = plot_format(path)
+    write_atomically(path, lambda fh: fig.savefig(fh, format=fmt, **options))
 
 
 def plot_timeline(trace: Trace, path: str | Path, title: str = "") -> None:
-    """Draw one row per component (DMA triggers as thin bars on their sequencer) to a PNG."""
+    """Draw one row per component (DMA triggers as thin bars on their sequencer) to ``path``
+    (PNG, SVG, PDF, ... by its extension), atomically."""
+    plot_format(path)  # before any drawing: a bad name costs nothing
     import matplotlib
 
     matplotlib.use("Agg")
@@ -115,5 +141,7 @@ def plot_timeline(trace: Trace, path: str | Path, title: str = "") -> None:
     ax.legend(handles, ops, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     ax.grid(axis="x", linestyle=":", linewidth=0.5)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    try:
+        save_figure(fig, path, dpi=120)
+    finally:
+        plt.close(fig)

@@ -29,7 +29,7 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -216,7 +216,7 @@ def _compared(program: Program, memory: Memory, compare: str) -> dict[str, bytes
 def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int | None] | None = None,
              data_seed: int = 0, inputs: Mapping[str, np.ndarray] | None = None, functional: bool = True,
              waits: Sequence[Iterable[int]] | None = None, spread: float = 16.0, compare: str = "outputs",
-             validate: bool = True) -> Simulation:
+             validate: bool = True, progress: Callable[[int, int], None] | None = None) -> Simulation:
     """Simulate ``program`` once per interleaving seed and compare each run with the reference.
 
     Parameters
@@ -236,6 +236,9 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
     compare:
         ``"outputs"`` compares the ``output`` DRAM tensors (the spec's check); ``"all"``
         compares the final contents of every tensor, a finer race witness.
+    progress:
+        ``progress(done, total)`` after the sequential reference and after each run (steps
+        of the whole simulation: the reference, when ``functional``, then one per seed).
     """
     if validate:
         validate_program(program)
@@ -244,9 +247,12 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
     if not policies:
         raise ValueError("no seeds to run")
     start = reference = None
+    steps = len(policies) + functional
     if functional:
         start = initial_memory(program, plan.spec, data_seed, inputs)
         reference = _compared(program, run_sequential(plan, start.copy()), compare)
+        if progress is not None:
+            progress(1, steps)
     runs = []
     for policy in policies:
         memory = start.copy() if start is not None else None
@@ -255,4 +261,6 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
         diffs = compare_tensors(program, reference, _compared(program, memory, compare)) if memory is not None else ()
         outputs = output_arrays(program, memory) if memory is not None else {}
         runs.append(RunResult(policy.seed, make_trace(plan, times, policy.seed), diffs, outputs))
+        if progress is not None:
+            progress(len(runs) + functional, steps)
     return Simulation(tuple(runs), functional, tuple(sorted(reference or ())))

@@ -160,7 +160,7 @@ def test_extension_keys_everywhere_are_preserved():
         "body": [
             {"loop": "i", "trip_count": 2, "body": [
                 {"name": "ld", "engine": "sp", "op": "dma_copy", "queue": "dma3",
-                 "reads": [{"tensor": "d", "x-hint": "contiguous"}], "writes": [{"tensor": "s"}],
+                 "reads": [{"tensor": "d", "x-hint": "contiguous"}], "writes": [{"tensor": "s", "partitions": [0, 1]}],
                  "attrs": {"dge": "hwdge", "x-cost-model": "v3"},
                  "deps": [{"on": "ld", "kind": "anti", "loop_carried": True, "x-why": "WAR on s"}],
                  "x-line": 12},

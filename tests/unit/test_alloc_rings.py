@@ -170,9 +170,9 @@ def test_placed_rotating_tensors_keep_all_their_slots():
 def test_rings_that_do_not_fit_fall_back_to_one_placement():
     # 80 KiB tiles: one slot each fits in an SBUF partition (192 KiB), two do not
     tensors = [dram("x", "input", 4), dram("y", "output", 4), V("a", free=20480), V("b", free=20480)]
-    body = loop("i", 4, ins("ld", "sp", "dma_copy", reads=[Access("x", offset=0, pattern=((1, 64),))], writes=["a"]),
+    body = loop("i", 4, ins("ld", "sp", "dma_gather", reads=[Access("x", offset=0, pattern=((1, 64),))], writes=["a"]),
                 ins("cp", "dve", "tensor_copy", reads=["a"], writes=["b"]),
-                ins("st", "sp", "dma_copy", reads=["b"], writes=[Access("y", offset=0, pattern=((1, 64),))]))
+                ins("st", "sp", "dma_gather", reads=["b"], writes=[Access("y", offset=0, pattern=((1, 64),))]))
     out, ctx = compiled(prog(tensors, body), "alloc")  # (too big for the byte-level oracles)
     assert out.tensors["a"].rotate is None and ctx.stats["alloc"]["fallbacks"] == 1
 

@@ -158,8 +158,8 @@ def test_filters_restrict_what_is_bucketed():
 def test_dram_bins_are_conservative_and_counted_apart():
     # two tensors 4 KiB apart in one 64 KiB bin: no byte in common
     p = prog([dr("x", 0, 256), dr("y", 4096, 256), sb("s")],
-             ins("wx", "sp", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=["x"], queue="dma0"),
-             ins("wy", "act", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=["y"], queue="dma1"))
+             ins("wx", "sp", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=["x"], queue="dma0"),
+             ins("wy", "act", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=["y"], queue="dma1"))
     exact, ctx = anti(p)
     assert dep_set(exact) == set()
     binned, ctx = anti(p, "{dram=bins}")
@@ -170,10 +170,10 @@ def test_dram_bins_are_conservative_and_counted_apart():
 
 def test_alias_groups_are_one_batch():
     p = prog([dr("a", None, 256, alias="g"), dr("b", None, 256, alias="g"), dr("c", None, 256, alias="h"), sb("s")],
-             ins("wa", "sp", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
-             ins("wb", "act", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=[acc("b", offset=0, pattern=[[1, 8]])], queue="dma1"),
-             ins("wa2", "pool", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma2"),
-             ins("wc", "pool", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=["c"], queue="dma2"))
+             ins("wa", "sp", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
+             ins("wb", "act", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("b", offset=0, pattern=[[1, 8]])], queue="dma1"),
+             ins("wa2", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma2"),
+             ins("wc", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=["c"], queue="dma2"))
     out, ctx = anti(p)
     # two tensors of one group always share; another group never does
     assert ("wb", "wa", "output", False) in dep_set(out)
@@ -186,8 +186,8 @@ def test_alias_groups_are_one_batch():
 
 def test_second_run_after_shared_dram_allocation():
     p = prog([dr("a", None, 256, alias="g"), dr("b", None, 256, alias="g"), sb("s"), sb("t", offset=1024)],
-             ins("wa", "sp", "dma_copy", reads=["s"], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
-             ins("rb", "act", "dma_copy", reads=[acc("b", offset=0, pattern=[[1, 64]])], writes=["t"], queue="dma1"))
+             ins("wa", "sp", "dma_gather", reads=["s"], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
+             ins("rb", "act", "dma_gather", reads=[acc("b", offset=0, pattern=[[1, 64]])], writes=["t"], queue="dma1"))
     spec = "build-fdeps,anti-deps{spaces=local},alloc-shared-dram,anti-deps{spaces=shared}"
     out, ctx = compiled(p, spec, record=True)
     assert all(t.alias is None and t.extras.get("x-shared") == "g" for n, t in out.tensors.items() if n in "ab")

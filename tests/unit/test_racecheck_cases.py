@@ -98,7 +98,7 @@ def test_alias_group_tensors_always_conflict_and_report_offsets_of_first():
     body = [
         {"name": "w1", "engine": "sp", "op": "dma_copy", "queue": "dma0", "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}], "writes": [{"tensor": "g1", "offset": 8, "pattern": [[1, 8]]}]},
         {"name": "w2", "engine": "act", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}], "writes": [{"tensor": "g2", "offset": 40, "pattern": [[1, 8]]}]},
-        {"name": "w3", "engine": "pool", "op": "dma_copy", "queue": "dma2", "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}], "writes": [{"tensor": "h"}]},
+        {"name": "w3", "engine": "pool", "op": "dma_gather", "queue": "dma2", "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}], "writes": [{"tensor": "h"}]},
     ]
     races = check_program(_program(tensors, body)).races
     assert [(r.kind, r.first, r.second, r.alias, r.bytes) for r in races] == [("WAW", "w1", "w2", "shared", (32, 64))]

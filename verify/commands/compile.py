@@ -22,7 +22,17 @@ from machine.format import load_program, save_program
 from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from passes.analysis.explain import explain
 
-from verify.cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
+from verify.cliutil import (
+    UsageFailure,
+    check_output,
+    emit_json,
+    guard_size,
+    json_option,
+    program_argument,
+    run_command,
+    size_options,
+)
+from verify.progress import Progress, pass_progress
 
 __all__ = ["compile_command", "edge_summary"]
 
@@ -50,8 +60,10 @@ def edge_summary(program) -> dict[str, int]:
 @click.option("--explain", "explain_pair", nargs=2, metavar="A B", default=None, help="Say why instructions A and B are linked.")
 @click.option("--no-verify", is_flag=True, help="Skip the checks between passes.")
 @json_option
+@size_options
 @run_command
-def compile_command(program: str, output: str, passes_spec: str, explain_pair, no_verify: bool, as_json: bool) -> int:
+def compile_command(program: str, output: str, passes_spec: str, explain_pair, no_verify: bool, as_json: bool,
+                    max_instances: int, max_memory: int | None) -> int:
     """Run the pass pipeline on PROGRAM and write it, with its computed deps, to OUT.
 
     Deps PROGRAM already has are replaced by the computed ones; loops, names and x- keys
@@ -59,12 +71,15 @@ def compile_command(program: str, output: str, passes_spec: str, explain_pair, n
     """
     if as_json and output == "-":
         raise UsageFailure("--json writes its report to standard output; give -o a file", "-o")
+    check_output(output, "-o")
     passes = parse_pipeline(passes_spec)
     prog = load_program(program)
+    size = guard_size(prog, max_instances=max_instances, max_memory=max_memory)
     gc.freeze()  # the loaded program lives to the end: keep the collector off it
     ctx = PassContext(verify=not no_verify, record=explain_pair is not None)
     started = time.perf_counter()
-    compiled = run_pipeline(prog, passes, ctx)
+    with Progress() as progress, progress.stage("compile", len(passes), unit="pass", size=size.instances) as update:
+        compiled = run_pipeline(prog, passes, ctx, after_pass=pass_progress(update, passes))
     seconds = time.perf_counter() - started
     save_program(compiled, output)
     summary = edge_summary(compiled)

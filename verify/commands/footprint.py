@@ -17,7 +17,10 @@ from rich.table import Table
 from machine.format import load_program
 from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 
-from verify.cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
+from machine.sim.export import save_figure
+
+from verify.cliutil import check_plot, emit_json, guard_size, json_option, program_argument, run_command, size_options
+from verify.progress import Progress, pass_progress
 from verify.sync_counts import KINDS, SyncReport, sync_report
 
 def _registry() -> dict[str, type]:
@@ -91,9 +94,7 @@ def _plot(report: SyncReport, path: str) -> None:
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     try:
-        fig.savefig(path)
-    except OSError as err:
-        raise UsageFailure(f"cannot write the plot: {err.strerror or err}", "--plot") from None
+        save_figure(fig, path)
     finally:
         plt.close(fig)
 
@@ -106,21 +107,30 @@ def _plot(report: SyncReport, path: str) -> None:
               help="Pipeline to measure after (default: dep-reduction, or the compile pipeline then "
                    "dep-reduction when the program has no deps).")
 @click.option("--no-simulate", is_flag=True, help="Skip the simulated makespan (faster on big programs).")
+@size_options
 @run_command
-def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, no_simulate: bool) -> int:
+def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, no_simulate: bool,
+              max_instances: int, max_memory: int | None) -> int:
     """Waits by kind, same/cross-engine, semaphore waits, the minimum and the makespan of PROGRAM."""
+    check_plot(plot)
     prog = load_program(program)
     if spec is None:
         has_deps = any(instr.deps for instr, _ in prog.instructions())
         spec = "dep-reduction" if has_deps else DEFAULT_PIPELINE
     passes = parse_pipeline(spec, _registry())
+    size = guard_size(prog, max_instances=max_instances, max_memory=max_memory,  # makespans: timing-only runs
+                      simulated_runs=0 if no_simulate else len(passes) + 1, functional=False)
     ctx = PassContext()
     stages = [("given", prog)]
-    for p in passes:
-        prog = run_pipeline(prog, [p], ctx)
-        stages.append((p.spec_string(), prog))
-    records = [(r.spec, dict(r.stats)) for r in ctx.records]
-    report = sync_report(stages, simulate=not no_simulate, passes=records)
+    with Progress() as progress:
+        with progress.stage("pipeline", len(passes), unit="pass", size=size.instances) as update:
+            hook = pass_progress(update, passes)
+            for p in passes:
+                prog = run_pipeline(prog, [p], ctx, after_pass=hook)
+                stages.append((p.spec_string(), prog))
+        records = [(r.spec, dict(r.stats)) for r in ctx.records]
+        with progress.stage("footprint", None, size=size.instances * len(stages)):
+            report = sync_report(stages, simulate=not no_simulate, passes=records)
     if plot:
         _plot(report, plot)
     if as_json:

@@ -17,7 +17,7 @@ from passes.analysis.distance import AccessSite
 from passes.fuse_loops import adjacent_loop_pairs, check_fusion
 from passes.analysis.loopgraph import LoopGraph, instructions_by_level, loop_dependence_graphs
 
-from verify.cliutil import emit_json, json_option, program_argument, run_command
+from verify.cliutil import emit_json, guard_size, json_option, program_argument, run_command, size_options
 
 FORMAT = "neuronsim.loops/1"
 
@@ -71,10 +71,12 @@ def render_graph(graph: LoopGraph) -> list[str]:
 @click.command()
 @program_argument
 @json_option
+@size_options
 @run_command
-def loops(program: str, as_json: bool) -> int:
+def loops(program: str, as_json: bool, max_instances: int, max_memory: int | None) -> int:
     """Show each loop's dependence graph and distance cache, and the fusion verdicts."""
     prog = load_program(program)
+    guard_size(prog, max_instances=max_instances, max_memory=max_memory)  # the distances tile every instance
     graphs = loop_dependence_graphs(prog)
     verdicts = [check_fusion(prog, a.name, b.name) for a, b in adjacent_loop_pairs(prog)]
     levels = instructions_by_level(prog)

@@ -19,21 +19,26 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from machine.files import write_text
 from machine.sim.export import plot_timeline, write_chrome_trace
+from machine.validate import validate_program
 from machine.sim.trace import summarize, summary_table
 
-from verify.cliutil import UsageFailure, emit_json, json_option, run_command
+from verify.cliutil import UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json, guard_size, json_option, run_command, size_options
 
 __all__ = ["run"]
 
 
-def _write(path: str, write) -> None:
+def _out_folder(out_dir: str) -> None:
+    """Create ``--out`` (and its parents) up front; a file in its place is exit 2."""
+    if os.path.isdir(out_dir):
+        return
+    if os.path.exists(out_dir):
+        raise UsageFailure("cannot write: it is a file, not a folder", out_dir)
     try:
-        directory = os.path.dirname(os.path.abspath(path))
-        os.makedirs(directory, exist_ok=True)
-        write(path)
-    except (OSError, ValueError) as err:
-        raise UsageFailure(f"cannot write {path}: {err}") from None
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as err:
+        raise UsageFailure(f"cannot create the folder: {err.strerror or err}", out_dir) from None
 
 
 def _print(result, paths: dict[str, str]) -> None:
@@ -65,12 +70,14 @@ def _print(result, paths: dict[str, str]) -> None:
               help="Folder for the trace (NAME.trace.json) and footprint (NAME.footprint.json).")
 @click.option("--plot", "plot_path", metavar="FILE.png", help="Also draw the nominal run's timeline.")
 @json_option
+@size_options
 @run_command
-def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, as_json: bool) -> int:
+def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, as_json: bool,
+        max_instances: int, max_memory: int | None) -> int:
     """Run SCENARIO end to end: compile, check, simulate, compare with numpy."""
     # The scenarios sit on top of every package (they use the passes and the checker), so
     # they are imported here, when the command runs, not when the CLI starts.
-    from verify.scenarios import all_scenarios, load_scenario, run_scenario, scenario_name
+    from verify.scenarios import DEFAULT_SEEDS, all_scenarios, load_scenario, run_scenario, scenario_name
 
     if list_only:
         names = [scenario_name(m) for m in all_scenarios()]
@@ -82,21 +89,28 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     if scenario is None:
         raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
     module = load_scenario(scenario)
-    result = run_scenario(module)
-    name = result.name
+    name = scenario_name(module)
     paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
              "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
-    nominal = result.simulation.runs[0].trace
-    _write(paths["trace"], lambda p: write_chrome_trace(nominal, p))
-    footprint_doc = result.sync.to_json()
-
-    def dump_footprint(path: str) -> None:
-        with open(path, "w") as fh:
-            json.dump(footprint_doc, fh, indent=1)
-
-    _write(paths["footprint"], dump_footprint)
     if plot_path:
-        _write(plot_path, lambda p: plot_timeline(nominal, p))
+        plot_format_or_fail(plot_path)
+    _out_folder(out_dir)
+    if plot_path:
+        _out_folder(os.path.dirname(plot_path) or ".")
+    for path in paths.values():
+        check_output(path, "--out")
+    check_plot(plot_path)
+
+    def before_work(program) -> None:
+        validate_program(program)
+        guard_size(program, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(DEFAULT_SEEDS))
+
+    result = run_scenario(module, before_work=before_work)
+    nominal = result.simulation.runs[0].trace
+    write_chrome_trace(nominal, paths["trace"])
+    write_text(paths["footprint"], json.dumps(result.sync.to_json(), indent=1))
+    if plot_path:
+        plot_timeline(nominal, plot_path)
         paths["plot"] = plot_path
     problems = result.problems()
     if as_json:

@@ -28,7 +28,18 @@ from machine.sim.simulator import RunResult, Simulation
 from machine.sim.simulator import simulate as run_simulation
 from machine.sim.trace import summarize, summary_table
 
-from verify.cliutil import UsageFailure, emit_json, json_option, program_argument, run_command
+from verify.cliutil import (
+    UsageFailure,
+    check_output,
+    check_plot,
+    emit_json,
+    guard_size,
+    json_option,
+    program_argument,
+    run_command,
+    size_options,
+)
+from verify.progress import Progress
 
 __all__ = ["simulate", "simulation_json"]
 
@@ -100,34 +111,40 @@ def _print_people(sim: Simulation, program: str) -> None:
 @click.option("--trace", "trace_path", metavar="FILE", help="Write a Perfetto / Chrome trace JSON of the reported run.")
 @click.option("--seeds", type=click.IntRange(min=1), metavar="N",
               help="Run the nominal schedule and N seeded interleavings (seeds S..S+N-1).")
-@click.option("--seed", type=int, metavar="S", help="Interleaving seed (the first one with --seeds; default 0).")
-@click.option("--data-seed", type=int, default=0, show_default=True, metavar="D",
+@click.option("--seed", type=click.IntRange(min=0), metavar="S",
+              help="Interleaving seed (the first one with --seeds; default 0).")
+@click.option("--data-seed", type=click.IntRange(min=0), default=0, show_default=True, metavar="D",
               help="Seed of the initial memory and inputs.")
 @click.option("--inputs", "inputs_path", metavar="FILE.npz", help="Values of input tensors, by tensor name.")
 @click.option("--plot", "plot_path", metavar="FILE.png", help="Draw the reported run's timeline.")
 @click.option("--compare", type=click.Choice(["outputs", "all"]), default="outputs", show_default=True,
               help="Compare the output tensors (the spec's check) or the final contents of every tensor.")
 @json_option
+@size_options
 @run_command
 def simulate_command(program: str, trace_path: str | None, seeds: int | None, seed: int | None, data_seed: int,
-                     inputs_path: str | None, plot_path: str | None, compare: str, as_json: bool) -> int:
+                     inputs_path: str | None, plot_path: str | None, compare: str, as_json: bool,
+                     max_instances: int, max_memory: int | None) -> int:
     """Simulate PROGRAM under its deps; compare its outputs with the sequential reference.
 
     Exit 0 when outputs equal the reference in every run, 1 when some run differs, 2 on
     unusable input.
     """
+    check_output(trace_path, "--trace")
+    check_plot(plot_path)
     prog = load_program(program)
     inputs = _load_inputs(inputs_path)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
-    sim = run_simulation(prog, seeds=run_seeds, data_seed=data_seed, inputs=inputs, compare=compare)
+    size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
+    with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
+                                                size=size.instances * len(run_seeds)) as update:
+        sim = run_simulation(prog, seeds=run_seeds, data_seed=data_seed, inputs=inputs, compare=compare,
+                             progress=lambda done, _total: update(done))
     shown = _reported(sim).trace
-    for path, write in ((trace_path, write_chrome_trace), (plot_path, plot_timeline)):
-        if not path:
-            continue
-        try:
-            write(shown, path)
-        except (OSError, ValueError) as err:
-            raise UsageFailure(f"cannot write {path}: {err}") from None
+    if trace_path:
+        write_chrome_trace(shown, trace_path)
+    if plot_path:
+        plot_timeline(shown, plot_path)
     if as_json:
         emit_json(simulation_json(sim))
     else:

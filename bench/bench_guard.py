@@ -1,0 +1,109 @@
+"""The size guard: how fast it refuses a huge program, and the per-instance memory it assumes.
+
+1. A valid loop of 1e9 iterations (three instructions: 3e9 instances) is refused by
+   ``neuronsim check`` before any work.  Printed: the time of loading the program and
+   estimating its size in process, and the wall time of the whole command (interpreter start
+   and imports included; the goal is under 2 s), median of REPEATS runs.
+2. Peak memory per instance of ``check`` and of ``simulate`` (one and four runs) on a loop of
+   N iterations, each command in its own process (``ru_maxrss`` of the child), less the
+   peak of ``show`` on the same program (the interpreter, imports and the loaded program).
+   These are the figures the constants of :mod:`machine.size` round up.
+
+Usage: ``.venv/bin/python bench/bench_guard.py [N] [REPEATS]`` (defaults 50000, 3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from machine.format import load_program  # noqa: E402
+from machine.size import (  # noqa: E402
+    BYTES_PER_INSTANCE,
+    BYTES_PER_PLANNED_INSTANCE,
+    BYTES_PER_RUN_INSTANCE,
+    estimate_size,
+)
+
+SCRIPT = shutil.which("neuronsim", path=os.path.dirname(sys.executable)) or "neuronsim"
+
+
+def loop_program(trips: int) -> dict:
+    """A race-free double-buffered copy through SBUF in one loop of ``trips`` iterations."""
+    return {
+        "format": "neuronsim.program/1", "machine": "trn1",
+        "tensors": {"x": {"memory": "dram", "dtype": "float32", "shape": [128, 16], "address": 0, "role": "input"},
+                    "y": {"memory": "dram", "dtype": "float32", "shape": [128, 16], "address": 8192, "role": "output"},
+                    "xs": {"memory": "sbuf", "dtype": "float32", "shape": [128, 16], "partition": 0, "offset": 0}},
+        "body": [{"loop": "k", "trip_count": trips, "body": [
+            {"name": "load", "engine": "sp", "op": "dma_copy", "queue": "dma0", "reads": [{"tensor": "x"}],
+             "writes": [{"tensor": "xs"}], "deps": [{"on": "store", "kind": "anti", "loop_carried": True}]},
+            {"name": "scale", "engine": "act", "op": "activation", "reads": [{"tensor": "xs"}], "writes": [{"tensor": "xs"}],
+             "attrs": {"func": "exp"}, "deps": [{"on": "load", "kind": "flow"}]},
+            {"name": "store", "engine": "sp", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "xs"}],
+             "writes": [{"tensor": "y"}], "deps": [{"on": "scale", "kind": "flow"}]}]}],
+    }
+
+
+def peak_rss(args: list[str]) -> tuple[int, float]:
+    """Peak resident bytes and wall seconds of one command in a fresh process."""
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the child measures only itself: exec the command, its output discarded
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.execv(SCRIPT, [SCRIPT, *args])
+    _, status, usage = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) not in (0, 1):
+        raise SystemExit(f"{' '.join(args)} failed")
+    return usage.ru_maxrss * 1024, time.perf_counter() - started
+
+
+def main() -> None:
+    trips = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    folder = Path(tempfile.mkdtemp())
+    huge = folder / "loop1e9.json"
+    huge.write_text(json.dumps(loop_program(10**9)))
+    in_process = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        size = estimate_size(load_program(str(huge)))
+        in_process.append(time.perf_counter() - started)
+    whole = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run = subprocess.run([SCRIPT, "check", str(huge)], capture_output=True, text=True)
+        whole.append(time.perf_counter() - started)
+        assert run.returncode == 2 and "--max-instances" in run.stderr, run.stderr
+    print(f"loop of 1e9 iterations ({size.instances:,} instances): load + estimate "
+          f"{statistics.median(in_process) * 1000:.2f} ms in process; `neuronsim check` exits 2 in "
+          f"{statistics.median(whole):.2f} s (median of {repeats}; goal under 2 s)")
+
+    program = folder / "loop.json"
+    program.write_text(json.dumps(loop_program(trips)))
+    instances = 3 * trips
+    base, _ = peak_rss(["show", str(program)])
+    print(f"loop of {trips:,} iterations ({instances:,} instances); baseline (show) peak RSS {base / 2**20:.0f} MiB")
+    for label, args, runs in (("check", ["check"], 0), ("simulate, 1 run", ["simulate"], 1),
+                              ("simulate, 4 runs", ["simulate", "--seeds", "3"], 4)):
+        peak, seconds = peak_rss([args[0], str(program), *args[1:]])
+        per = (peak - base) / instances
+        assumed = BYTES_PER_INSTANCE + (BYTES_PER_PLANNED_INSTANCE + BYTES_PER_RUN_INSTANCE * runs if runs else 0)
+        print(f"  {label:<17} peak {peak / 2**20:6.0f} MiB in {seconds:5.1f} s: {per:6.0f} B per instance "
+              f"(the guard assumes {assumed})")
+
+
+if __name__ == "__main__":
+    main()

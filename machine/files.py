@@ -1,0 +1,157 @@
+"""Writing output files atomically: all or nothing, in place of the old file.
+
+Every file neuronsim writes (compiled programs, traces, plots, reports) goes through
+:func:`write_atomically`: the bytes go to a temporary file in the target's own directory, are
+flushed to disk (``fsync``), and the temporary file is renamed over the target
+(``os.replace``, atomic on POSIX).  A reader sees the old file or the new one, never half of
+one, and a write that fails (disk full, permission, a crash, Ctrl-C) leaves the old file as it
+was and no temporary file behind.
+
+Writing *in place of* the old file keeps what a user set on it:
+
+* the mode of an existing target (a new file gets ``0o666`` less the umask, as ``open``
+  would give, not the ``0o600`` of a temporary file), and its owner where the process may set
+  it;
+* a symbolic link stays a link: the new bytes replace the file it points to.
+
+Errors are :class:`OutputError`, an :class:`OSError` whose ``filename`` is the path the user
+gave (never the temporary file's) and whose ``strerror`` says what went wrong.
+
+>>> import os, tempfile
+>>> folder = tempfile.mkdtemp()
+>>> target = os.path.join(folder, "out.txt")
+>>> write_text(target, "hello\\n")
+>>> open(target).read()
+'hello\\n'
+>>> try:
+...     write_text(folder, "x")
+... except OutputError as err:
+...     err.filename == folder, err.strerror
+(True, 'cannot write: it is a directory')
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from typing import BinaryIO
+
+__all__ = ["OutputError", "write_atomically", "write_text", "check_output_path", "resolve_target"]
+
+
+class OutputError(OSError):
+    """A file could not be written; ``filename`` is the user's path."""
+
+    def __init__(self, path: str, reason: str, code: int | None = None) -> None:
+        super().__init__(code or errno.EIO, f"cannot write: {reason}", str(path))
+        self.reason = reason
+
+
+def resolve_target(path: str | os.PathLike) -> str:
+    """The file a write to ``path`` lands in: symbolic links followed (even dangling ones).
+
+    >>> resolve_target("/tmp/x.json") == os.path.realpath("/tmp/x.json")
+    True
+    """
+    return os.path.realpath(os.fspath(path))
+
+
+def check_output_path(path: str | os.PathLike) -> str:
+    """Raise :class:`OutputError` now when ``path`` cannot be an output file (a directory, a
+    folder that does not exist); the resolved target otherwise.  Commands call it before
+    their work starts, so a bad output path costs nothing."""
+    user = os.fspath(path)
+    if not user:
+        raise OutputError(user, "the path is empty", errno.ENOENT)
+    target = resolve_target(user)
+    if os.path.isdir(target):
+        raise OutputError(user, "it is a directory", errno.EISDIR)
+    folder = os.path.dirname(target)
+    if not os.path.isdir(folder):
+        raise OutputError(user, f"the folder {os.path.dirname(user) or folder} does not exist", errno.ENOENT)
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise OutputError(user, f"the folder {os.path.dirname(user) or folder} is not writable", errno.EACCES)
+    if os.path.exists(target) and not os.access(target, os.W_OK):
+        raise OutputError(user, "permission denied", errno.EACCES)
+    return target
+
+
+def _new_file_mode() -> int:
+    """``0o666`` less the process umask (read without changing it where /proc allows)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def _fsync_folder(folder: str) -> None:
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems cannot sync a directory; the rename is still atomic
+        pass
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> None:
+    """Call ``write(fh)`` on a temporary binary file and put it in place of ``path``.
+
+    Anything ``write`` raises propagates (after the temporary file is removed) unless it is
+    an :class:`OSError`, which becomes an :class:`OutputError` naming ``path``.
+    """
+    user = os.fspath(path)
+    target = check_output_path(user)
+    folder, name = os.path.split(target)
+    try:
+        existing = os.stat(target)
+    except FileNotFoundError:
+        existing = None
+    except OSError as err:
+        raise OutputError(user, err.strerror or str(err), err.errno) from None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+    except OSError as err:
+        raise OutputError(user, err.strerror or str(err), err.errno) from None
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+            if existing is not None:
+                os.fchmod(fh.fileno(), stat.S_IMODE(existing.st_mode))
+                if (existing.st_uid, existing.st_gid) != (os.geteuid(), os.getegid()):
+                    try:
+                        os.fchown(fh.fileno(), existing.st_uid, existing.st_gid)
+                    except PermissionError:  # only root may give a file away; keep ours
+                        pass
+            else:
+                os.fchmod(fh.fileno(), _new_file_mode())
+        os.replace(tmp, target)
+    except BaseException as err:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(err, OSError) and not isinstance(err, OutputError):
+            raise OutputError(user, err.strerror or str(err), err.errno) from None
+        raise
+    _fsync_folder(folder)
+
+
+def write_text(path: str | os.PathLike, text: str) -> None:
+    """:func:`write_atomically` for UTF-8 text."""
+    data = text.encode("utf-8")
+    write_atomically(path, lambda fh: fh.write(data))

@@ -1,0 +1,75 @@
+"""Progress on long work: a live bar on a terminal, one summary line per long stage otherwise."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from machine.format import loads_program
+from machine.sim.simulator import simulate
+from passes import parse_pipeline, run_pipeline
+from tests.bad_inputs import valid_text
+from verify.cli import cli
+from verify.progress import Progress, pass_progress
+
+
+def test_off_a_terminal_a_long_stage_says_what_it_did():
+    out = io.StringIO()
+    with Progress(live=False, stream=out, summary_min=100) as progress:
+        with progress.stage("check", 500, unit="instance") as update:
+            update(250)
+            update(500)
+        with progress.stage("small", 99, unit="instance") as update:
+            update(99)
+        with progress.stage("stopped", 500, unit="example") as update:
+            update(30)
+    lines = out.getvalue().splitlines()
+    assert [line.split(" in ")[0] for line in lines] == ["check: 500 instances", "stopped: 30 of 500 examples"]
+
+
+def test_a_failing_stage_prints_nothing():
+    out = io.StringIO()
+    with pytest.raises(ValueError):
+        with Progress(live=False, stream=out, summary_min=0) as progress, progress.stage("check", 10) as update:
+            update(5)
+            raise ValueError("bad input")
+    assert out.getvalue() == ""
+
+
+def test_on_a_terminal_the_bar_is_transient():
+    out = io.StringIO()
+    with Progress(live=True, stream=out, summary_min=0) as progress:
+        with progress.stage("compile", 3, unit="pass") as update:
+            update(1, "anti-deps")
+    assert "compile" in out.getvalue() and "compile: 3 passes in" not in out.getvalue()
+
+
+def test_the_pass_hook_names_the_pass_that_runs_next():
+    seen = []
+    program = loads_program(valid_text())
+    passes = parse_pipeline("build-fdeps,dep-reduction")
+    run_pipeline(program, passes, after_pass=pass_progress(lambda done, name=None: seen.append((done, name)), passes))
+    assert seen == [(0, "build-fdeps"), (1, "dep-reduction"), (2, None)]
+
+
+def test_the_simulator_reports_the_reference_then_each_run():
+    steps = []
+    simulate(loads_program(valid_text()), seeds=[None, 1, 2], progress=lambda done, total: steps.append((done, total)))
+    assert steps == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_commands_print_summaries_only_for_long_work(tmp_path):
+    doc = json.loads(valid_text())
+    doc["body"][0]["trip_count"] = 40_000  # 120,000 instances: past the summary threshold
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps(doc))
+    small = tmp_path / "small.json"
+    small.write_text(valid_text())
+    quiet = CliRunner().invoke(cli, ["check", str(small)])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+    loud = CliRunner().invoke(cli, ["check", str(big), "--json"])
+    assert loud.exit_code == 0 and json.loads(loud.stdout)["races"] == []
+    assert [line.split(":")[0] for line in loud.stderr.splitlines()] == ["unroll", "check"]
