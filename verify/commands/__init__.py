@@ -8,5 +8,6 @@ from verify.commands.loops import loops
 from verify.commands.run import run
 from verify.commands.show import show
 from verify.commands.simulate import simulate
+from verify.commands.tasks import tasks
 
-COMMANDS = [run, fuzz, check, compile_command, footprint, loops, show, simulate]
+COMMANDS = [run, fuzz, check, compile_command, footprint, loops, show, simulate, tasks]
