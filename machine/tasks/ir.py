@@ -408,6 +408,14 @@ class TaskProgram:
     def call_map(self) -> dict[str, Call]:
         return {call.name: call for call, _ in self.calls()}
 
+    def scopes_of_calls(self) -> dict[str, RuntimeScope | None]:
+        """Per call, the innermost runtime scope around it (None: the runtime's implicit AUTO scope)."""
+        out: dict[str, RuntimeScope | None] = {}
+        for stmt, parents in walk(self.function.body):
+            if isinstance(stmt, Call):
+                out[stmt.name] = next((p for p in reversed(parents) if isinstance(p, RuntimeScope)), None)
+        return out
+
     def with_body(self, body: tuple[Stmt, ...], **function_changes: Any) -> TaskProgram:
         return replace(self, function=replace(self.function, body=tuple(body), **function_changes))
 

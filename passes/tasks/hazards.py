@@ -7,8 +7,10 @@ runtime tracking is off:
 
 * a TaskId variable names the *latest* instance of its call.  An edge to a producer inside a
   loop that is still running is sound (with the loop back-edges the walk adds, earlier
-  instances are ordered before the latest one), for static loops as for dynamic ones; a
-  producer whose loop has exited needs the loop fan-in it was re-bound to, else fallback;
+  instances are ordered before the latest one), for static loops as for dynamic ones.  A
+  producer whose loop has exited needs the loop fan-in it was re-bound to, or must be
+  *chained* (it writes, so the back-edge on its own write has ordered all its instances and
+  the latest stands for them), else fallback;
 * a user dep covers a hazard only when it names those instances: an iter_arg names the
   previous iteration's TaskId, not the current one; a loop return var or a plain in-loop
   TaskId after the loop names the last instance, which covers all of them only if the
@@ -90,7 +92,7 @@ def classify_sound(access: Access, prior: Record, user: UserDeps, call: str, *, 
     if on is None:
         covered = False
     elif prior.prev_of is not None:
-        covered = on in user.direct or on in user.carried.get(loop_label[prior.prev_of], ())
+        covered = on in user.carried.get(loop_label[prior.prev_of], ())
     elif several:
         covered = prior.chained and (on in user.direct or complete)
     else:
@@ -99,7 +101,7 @@ def classify_sound(access: Access, prior: Record, user: UserDeps, call: str, *, 
     if covered:
         return Verdict("user", block=block)
     where = dict(call=call, arg=access.arg, prior=prior.call)
-    if exited:
+    if exited and not prior.chained:
         return Verdict("fallback", fallback=Fallback("stale-loop-producer", loop=loop_label.get(exited[-1]), **where),
                        block=block)
     if on is None:

@@ -54,8 +54,9 @@ class Record(NamedTuple):
     to; None when there is none); ``direct`` says it is a TaskId variable.  The seed's loop
     bookkeeping is ``loop_producer`` / ``dyn_depth`` / ``dyn_id``; the sound analysis uses
     ``loops`` (loops whose iterations ``task`` does not summarise), ``enclosing`` (every loop
-    around the producer), ``chained`` (the call writes, so its instances are ordered among
-    themselves) and ``prev_of`` (the record stands for the previous iteration of that loop).
+    around the producer), ``chained`` (the call writes and runs once or inside a loop walked
+    twice, so the back-edge on its own write orders all its instances and the latest one stands
+    for all) and ``prev_of`` (the record stands for the previous iteration of that loop).
     """
 
     root: str
@@ -86,6 +87,8 @@ class LoopCtx:
     parallel: bool
     may_skip: bool
     """The body may run zero times in an execution of the loop around it."""
+    twice: bool = False
+    """The sound analysis walks the body twice (a sequential loop that may run two iterations)."""
 
 
 @dataclass(frozen=True, slots=True)

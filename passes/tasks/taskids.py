@@ -199,6 +199,8 @@ class TaskIds:
                 source = self.canonical_of(s.source)
                 if source is not None and source != s.var:
                     self.canonical[s.var] = source
+                if s.source in self.carried_by:
+                    self.carried_by[s.var] = self.carried_by[s.source]
             elif isinstance(s, TaskArray):
                 self._new_version(s.var, _Array(s.extent if isinstance(s.extent, int) else None))
             elif isinstance(s, SetSlot):

@@ -107,7 +107,8 @@ class Walker:
         trips = _positive_trips(s) if isinstance(s, For) else None
         dynamic = trips is None
         parallel = isinstance(s, For) and s.parallel
-        ctx = LoopCtx(self._next_loop, s.name, len(self.loops) + 1, dynamic, parallel, dynamic or trips == 0)
+        twice = not self.faithful and not parallel and (dynamic or (trips or 0) >= 2)
+        ctx = LoopCtx(self._next_loop, s.name, len(self.loops) + 1, dynamic, parallel, dynamic or trips == 0, twice)
         self._next_loop += 1
         self.labels[ctx.id] = s.name
         frame = self.frames[-1]
@@ -115,7 +116,7 @@ class Walker:
         self.loops.append(ctx)
         self.guards.append((ctx.id, ctx.may_skip))
         self.walk(s.body, body_path)
-        if not self.faithful and not parallel and (dynamic or (trips or 0) >= 2):
+        if twice:
             self.second_walk(s, ctx, frame, start, body_path)
         self.guards.pop()
         self.loops.pop()
@@ -255,7 +256,7 @@ class Walker:
         task = self.taskids.task_id_of_call.get(c.name) or (c.outputs[0] if c.outputs else None)
         dynamic = [ctx for ctx in self.loops if ctx.dynamic]
         loops = tuple(ctx.id for ctx in self.loops)
-        chained = any(a.kind & AccessKind.WRITE for a in accesses)
+        chained = any(a.kind & AccessKind.WRITE for a in accesses) and (not self.loops or any(x.twice for x in self.loops))
         for access in accesses:
             owner = task or self.producer_task(c, access)
             self.frames[-1].records.append(Record(

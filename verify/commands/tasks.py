@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from machine.tasks.format import load_tasks
-from machine.tasks.ir import Call, RuntimeScope, TaskProgram, walk
+from machine.tasks.ir import TaskProgram
 from machine.tasks.serialize import save_tasks
 from passes.pipeline import PassContext
 from passes.tasks import (
@@ -33,11 +33,9 @@ __all__ = ["tasks", "task_report", "render_task_report"]
 
 def _scope_of(program: TaskProgram) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
-    for stmt, parents in walk(program.function.body):
-        if isinstance(stmt, Call):
-            scope = next((p for p in reversed(parents) if isinstance(p, RuntimeScope)), None)
-            out[stmt.name] = ({"mode": "auto", "owner": "runtime", "name": "implicit"} if scope is None else
-                              {"mode": "manual" if scope.manual else "auto", "owner": scope.owner, "name": scope.name})
+    for name, scope in program.scopes_of_calls().items():
+        out[name] = ({"mode": "auto", "owner": "runtime", "name": "implicit"} if scope is None else
+                     {"mode": "manual" if scope.manual else "auto", "owner": scope.owner, "name": scope.name})
     return out
 
 
