@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 from machine.dtypes import DTYPES
 from machine.errors import ProgramError, join_path
+from machine.jsonio import decode_strict
 from machine.tasks.expr import ScalarExpr, parse_expr
 from machine.tasks.ir import (
     EMPTY, INDEXED_OPS, LAYOUTS, PADS, Alias, ArgDirection, Assemble, Call, CompilerDep, Create, For,
@@ -310,9 +311,9 @@ def is_task_document(doc: Any) -> bool:
 
 def parse_tasks(doc: Any, *, validate: bool = True) -> TaskProgram:
     """A :class:`TaskProgram` from a decoded JSON document, checked fully."""
+    if isinstance(doc, dict) and doc.get("format") != FORMAT:  # the format first: a document of another kind
+        raise ProgramError("format", f"expected {FORMAT!r}, got {_show(doc.get('format'))}")
     o = _Obj(doc, "", {"format", "kernels", "function", "runtime"}, "a task-program document")
-    if o.raw.get("format") != FORMAT:
-        raise ProgramError("format", f"expected {FORMAT!r}, got {_show(o.raw.get('format'))}")
     kernels_raw = o.need("kernels")
     if not isinstance(kernels_raw, dict):
         raise ProgramError("kernels", "expected an object mapping kernel names to kernels")
@@ -334,31 +335,9 @@ def parse_tasks(doc: Any, *, validate: bool = True) -> TaskProgram:
     return program
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ProgramError("", f"malformed JSON: the key {key!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
-def _reject_constant(name: str) -> Any:
-    raise ProgramError("", f"malformed JSON: {name} is not a JSON number")
-
-
-def decode(text: str | bytes) -> Any:
-    """Strict JSON decoding (duplicate keys and NaN are errors naming where they are)."""
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_reject_constant)
-    except json.JSONDecodeError as err:
-        raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
-    except UnicodeDecodeError as err:
-        raise ProgramError("", f"not UTF-8 text: {err.reason}") from None
-
-
 def loads_tasks(text: str | bytes, *, validate: bool = True) -> TaskProgram:
-    return parse_tasks(decode(text), validate=validate)
+    """Parse a JSON text (strictly: duplicate keys and NaN are errors naming where they are)."""
+    return parse_tasks(decode_strict(text), validate=validate)
 
 
 def load_tasks(source: str | TextIO, *, validate: bool = True) -> TaskProgram:

@@ -8,12 +8,9 @@ Key order is fixed, defaults are left out where the format gives them (``start``
 
 from __future__ import annotations
 
-import os
-import sys
-import tempfile
 from typing import Any, TextIO
 
-from machine.errors import ProgramError
+from machine.jsonio import write_text
 from machine.tasks.expr import Sym, render
 from machine.tasks.ir import (
     Alias, Assemble, Call, Create, For, GetSlot, If, IndexedView, IterArg, Kernel, MemRef, Operand,
@@ -220,24 +217,4 @@ def dumps_tasks(program: TaskProgram, *, indent: int | None = 1) -> str:
 
 def save_tasks(program: TaskProgram, target: str | TextIO) -> None:
     """Write ``program``; a path is written atomically (nothing half-written on error)."""
-    text = dumps_tasks(program)
-    if hasattr(target, "write"):
-        target.write(text)
-        return
-    if target == "-":
-        sys.stdout.write(text)
-        return
-    directory = os.path.dirname(os.path.abspath(target))
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".neuronsim-", suffix=".json")
-    except OSError as err:
-        raise ProgramError("", f"cannot write {target}: {err.strerror}") from None
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
+    write_text(dumps_tasks(program), target)

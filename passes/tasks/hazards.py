@@ -17,7 +17,10 @@ runtime tracking is off:
   producer's instances are ordered among themselves (it writes); the seed's "windowed temp"
   rule (any non-submit TaskId in the deps covers every loop producer) is not used;
 * a writer that may skip iterations of a loop cannot stand behind read-only instances of that
-  loop: several of them may be pending, and one TaskId names only the last.
+  loop: several of them may be pending, and one TaskId names only the last;
+* a region that fell back still exports its accesses, as *tracked* (the seed exports nothing,
+  so a later call of the parent saw no hazard and could be demoted or made MANUAL while only
+  the runtime's lookup ordered it): a hazard on one keeps the consumer's lookup and scope.
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ __all__ = ["Verdict", "classify_seed", "classify_sound", "edge_of"]
 @dataclass(frozen=True, slots=True)
 class Verdict:
     outcome: str
-    """``user`` (covered by a user dep), ``edge`` (compiler edge ``dep``) or ``fallback``."""
+    """``user`` (covered by a user dep), ``edge`` (compiler edge ``dep``), ``fallback``, or
+    ``runtime`` (the prior is ordered by runtime tracking only: keep the lookup, stay AUTO)."""
     dep: CompilerDep | None = None
     fallback: Fallback | None = None
     block: bool = False
@@ -85,6 +89,8 @@ def _innermost_common(prior: Record, active: Sequence[int]) -> int | None:
 def classify_sound(access: Access, prior: Record, user: UserDeps, call: str, *, active_loops: Sequence[int],
                    skips_after: Callable[[int], bool], loop_label: Mapping[int, str]) -> Verdict:
     """The default decision (see the module docstring)."""
+    if prior.tracked:
+        return Verdict("runtime", block=True)
     on = prior.task
     exited = [loop for loop in prior.loops if loop not in active_loops]
     several = bool(exited) or prior.fan_in is not None

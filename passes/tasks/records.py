@@ -34,6 +34,8 @@ FALLBACK_REASONS = {
                            "loop return var",
     "conditional-writer": "a writer that does not run in every iteration of a loop, after read-only instances "
                           "that nothing orders among themselves",
+    "nested-fallback": "a hand-placed scope inside the body fell back: its calls rely on runtime lookups, which "
+                       "cannot see producers the compiler would put in MANUAL scopes",
 }
 
 
@@ -74,6 +76,9 @@ class Record(NamedTuple):
     chained: bool
     fan_in: tuple[str, str] | None = None
     prev_of: int | None = None
+    tracked: bool = False
+    """Only runtime tracking orders it (an access of a region that fell back, or of a call that
+    triggered a fallback): a later hazard on it keeps the consumer's lookup and AUTO scope."""
 
 
 @dataclass
@@ -113,7 +118,7 @@ class Fallback:
 
 @dataclass(frozen=True, slots=True)
 class Note:
-    """One hazard the walk met and what became of it (``edge``, ``user``, ``fallback``)."""
+    """One hazard the walk met and what became of it (``edge``, ``user``, ``fallback``, ``runtime``)."""
 
     walk: int
     arg: int
@@ -155,6 +160,8 @@ class CallResult:
     """Per argument: ``[has a covered hazard, blocked]`` (PyPTO ``AutoNoDepCandidateState``)."""
     notes: list[Note] = field(default_factory=list)
     fallback: Fallback | None = None
+    runtime: bool = False
+    """A hazard on a tracked access: the call must stay under runtime tracking (no MANUAL marker)."""
 
     def add_edge(self, dep: CompilerDep) -> None:
         for i, old in enumerate(self.edges):
@@ -206,4 +213,5 @@ class Analysis:
 
     def marker(self, call: str) -> bool:
         """The compiler-owned MANUAL candidate marker: compiler edges and no fallback around."""
-        return bool(self.calls[call].edges) and not self.region_fell_back(call, ("scope", "virtual"))
+        result = self.calls[call]
+        return bool(result.edges) and not result.runtime and not self.region_fell_back(call, ("scope", "virtual"))

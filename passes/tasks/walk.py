@@ -20,7 +20,7 @@ from passes.tasks.hazards import Verdict, classify_seed, classify_sound
 from passes.tasks.lineage import Lineage, Status
 from passes.tasks.loops import carry_remap, rebind_fixed_trip, rename_single_trip, summarise_parallel
 from passes.tasks.records import Access, Analysis, CallResult, Fallback, Frame, LoopCtx, Note, Record, RegionResult
-from passes.tasks.regions import AccessKind, access_kind, demotable_region, hazards, regions_may_overlap
+from passes.tasks.regions import UNKNOWN, AccessKind, access_kind, demotable_region, hazards, regions_may_overlap
 from passes.tasks.taskids import TaskIds, UserDeps
 
 __all__ = ["Walker"]
@@ -66,9 +66,16 @@ class Walker:
                 result.calls.append(call)
         if kind == "virtual":
             self.analysis.layer_candidate = result.fallback is None and not result.unsupported and result.task_calls > 0
+        if frame.fallback is not None and kind == "scope" and not self.faithful:
+            for outer in self.frames:
+                if outer.kind == "virtual" and outer.fallback is None:
+                    outer.fallback = Fallback("nested-fallback", frame.fallback.call, frame.fallback.arg,
+                                              detail=f"scope {name or path}: {frame.fallback.reason}")
         if self.frames:
             if frame.fallback is None:
                 self.frames[-1].records.extend(frame.records)
+            elif not self.faithful:  # the seed exports nothing; its accesses still happen, ordered by the runtime
+                self.frames[-1].records.extend(r._replace(tracked=True) for r in frame.records)
             self.frames[-1].calls.extend(frame.calls)
 
     def walk(self, body: tuple[Stmt, ...], path: str, nested: bool = False) -> None:
@@ -192,9 +199,13 @@ class Walker:
                               skips_after=self._skips_after, loop_label=self.labels)
 
     def call(self, c: Call) -> None:
-        if not self.frames or not self.frames[-1].active:
+        if not self.frames:
             return
         frame = self.frames[-1]
+        if not frame.active:  # outside any scope of an auto_scope=false function: not analysed
+            if not self.faithful:  # but the runtime tracks it, and later scopes' calls must keep looking it up
+                self._record_tracked(c)
+            return
         frame.task_calls += 1
         if c.directions is None or len(c.directions) != len(c.args):
             frame.unsupported = True
@@ -206,6 +217,8 @@ class Walker:
         accesses = self.summarize(c, user)
         if isinstance(accesses, Fallback):
             self._fall_back(frame, result, accesses)
+            if not self.faithful:
+                self._record_tracked(c)
             return
         if not accesses:
             return
@@ -219,7 +232,7 @@ class Walker:
                    and directions[access.arg] == ArgDirection.INOUT and demotable}
             for f in reversed(self.frames):
                 for prior in f.records:
-                    if not self.lineage.may_alias(access.root, prior.root):
+                    if prior.root != "*" and not self.lineage.may_alias(access.root, prior.root):
                         continue
                     if not regions_may_overlap(access.region, prior.region):
                         continue
@@ -231,14 +244,18 @@ class Walker:
                         if allowed:
                             state = states.setdefault((which, access.arg), [False, False])
                             state[1] = state[1] or v.block
-                            state[0] = state[0] or v.outcome != "fallback"
+                            state[0] = state[0] or v.outcome in ("user", "edge")
                     note = Note(self.walk_number, access.arg, prior.call, prior.arg, tuple(sorted(kinds)), v.outcome,
                                 v.dep.on if v.dep else None, prior.prev_of is not None)
                     if note not in result.notes:
                         result.notes.append(note)
                     if v.outcome == "fallback":  # the call gets no edges and is not recorded
                         self._fall_back(frame, result, v.fallback)  # type: ignore[arg-type]
+                        if not self.faithful:
+                            self.record(c, accesses, tracked=True)
                         return
+                    if v.outcome == "runtime":
+                        result.runtime = True
                     if v.dep is not None:
                         edges.append(v.dep)
         for dep in edges:
@@ -248,11 +265,26 @@ class Walker:
             merged[0], merged[1] = merged[0] or covered, merged[1] or blocked
         self.record(c, accesses)
 
+    def _record_tracked(self, c: Call) -> None:
+        """Record a call the analysis does not order as runtime-tracked accesses (an unresolved
+        argument may touch anything, as far as later calls can tell)."""
+        accesses: list[Access] = []
+        for i, (arg, d) in enumerate(zip(c.args, c.directions or ())):
+            kind = access_kind(d)
+            if kind is None:
+                continue
+            status, location = self.lineage.resolve(arg)
+            if status == Status.KNOWN:
+                accesses.extend(Access(alt.root, alt.region, kind, i) for alt in location)
+            else:
+                accesses.append(Access("*", UNKNOWN, kind, i))
+        self.record(c, accesses, tracked=True)
+
     def _fall_back(self, frame: Frame, result: CallResult, fallback: Fallback) -> None:
         frame.fallback = frame.fallback or fallback
         result.fallback = result.fallback or fallback
 
-    def record(self, c: Call, accesses: list[Access]) -> None:
+    def record(self, c: Call, accesses: list[Access], tracked: bool = False) -> None:
         task = self.taskids.task_id_of_call.get(c.name) or (c.outputs[0] if c.outputs else None)
         dynamic = [ctx for ctx in self.loops if ctx.dynamic]
         loops = tuple(ctx.id for ctx in self.loops)
@@ -262,4 +294,4 @@ class Walker:
             self.frames[-1].records.append(Record(
                 access.root, access.region, access.kind, access.arg, c.name, owner, self._is_task(owner) if owner else False,
                 bool(self.loops), dynamic[-1].depth if dynamic else 0, dynamic[-1].id if dynamic else 0,
-                loops, loops, chained))
+                loops, loops, chained, tracked=tracked))

@@ -104,7 +104,7 @@ def render_task_report(report: dict[str, Any]) -> str:
         lines.append("dependence analysis off (analyze_auto_scopes=false): nothing derived")
     for r in report["regions"]:
         what = {"virtual": "whole body (virtual AUTO region)", "scope": f"AUTO scope {r['name'] or r['key']}",
-                "container": "function body (calls outside scopes are not analysed)"}[r["kind"]]
+                "container": "function body (calls outside scopes are left to the runtime)"}[r["kind"]]
         if r["fallback"]:
             f = r["fallback"]
             where = f"call {f['call']}" + (f" argument {f['arg']}" if f["arg"] is not None else "")
@@ -127,7 +127,8 @@ def render_task_report(report: dict[str, Any]) -> str:
         lines.append(f"    directions: {', '.join(c['directions'])}" + (f"  (demoted {demoted})" if demoted else ""))
         seen = set()
         for h in c["hazards"]:
-            via = {"edge": f"edge on {h['on']}", "user": "covered by a user dep", "fallback": "fallback"}[h["outcome"]]
+            via = {"edge": f"edge on {h['on']}", "user": "covered by a user dep", "fallback": "fallback",
+                   "runtime": "left to runtime tracking (a region that fell back)"}[h["outcome"]]
             shifted = " (previous iteration)" if h["previous_iteration"] else ""
             text = f"    {'/'.join(h['hazards'])} arg {h['arg']} vs {h['prior']} arg {h['prior_arg']}{shifted}: {via}"
             if text not in seen:
