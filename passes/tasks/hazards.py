@@ -97,8 +97,8 @@ def classify_sound(access: Access, prior: Record, user: UserDeps, call: str, *, 
     complete = on is not None and (on in user.complete_dynamic or on in user.complete_arrays)
     if on is None:
         covered = False
-    elif prior.prev_of is not None:
-        covered = on in user.carried.get(loop_label[prior.prev_of], ())
+    elif prior.prev_of is not None:  # the previous iteration: a carried TaskId, or the latest of a chained producer
+        covered = on in user.carried.get(loop_label[prior.prev_of], ()) or (prior.chained and on in user.direct)
     elif several:
         covered = prior.chained and (on in user.direct or complete)
     else:
@@ -112,7 +112,7 @@ def classify_sound(access: Access, prior: Record, user: UserDeps, call: str, *, 
                        block=block)
     if on is None:
         return Verdict("fallback", fallback=Fallback("missing-task-id", **where), block=block)
-    if access.kind & AccessKind.WRITE and not prior.chained:
+    if access.kind != AccessKind.READ and not prior.chained:
         common = _innermost_common(prior, active_loops)
         if common is not None and skips_after(common):
             return Verdict("fallback", fallback=Fallback("conditional-writer", loop=loop_label.get(common), **where),

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -138,6 +140,9 @@ class Note:
 
 @dataclass
 class Frame:
+    """An analysed region and its prior accesses, in order and indexed by root (a call scans
+    only the accesses of roots it may alias)."""
+
     kind: str
     """``virtual`` (the whole body of a default-mode function), ``scope`` or ``container``."""
     key: str
@@ -147,6 +152,26 @@ class Frame:
     task_calls: int = 0
     unsupported: bool = False
     calls: list[str] = field(default_factory=list)
+    by_root: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, record: Record) -> None:
+        self.by_root.setdefault(record.root, []).append(len(self.records))
+        self.records.append(record)
+
+    def truncate(self, length: int) -> None:
+        """Forget the accesses recorded after the first ``length``."""
+        del self.records[length:]
+        for indices in self.by_root.values():
+            while indices and indices[-1] >= length:
+                indices.pop()
+
+    def of_roots(self, roots) -> Iterator[Record]:
+        """The accesses of any of ``roots``, in the order they were recorded."""
+        lists = [self.by_root[r] for r in roots if self.by_root.get(r)]
+        if not lists:
+            return iter(())
+        order = lists[0] if len(lists) == 1 else heapq.merge(*lists)
+        return (self.records[i] for i in order)
 
 
 @dataclass
@@ -162,14 +187,24 @@ class CallResult:
     fallback: Fallback | None = None
     runtime: bool = False
     """A hazard on a tracked access: the call must stay under runtime tracking (no MANUAL marker)."""
+    _edge_at: dict[tuple[str, str | None], int] = field(default_factory=dict, repr=False)
+    _noted: set[Note] = field(default_factory=set, repr=False)
 
     def add_edge(self, dep: CompilerDep) -> None:
-        for i, old in enumerate(self.edges):
-            if old.on == dep.on and old.loop == dep.loop:
-                if dep.calls and not set(dep.calls) <= set(old.calls):
-                    self.edges[i] = CompilerDep(old.on, old.loop, old.calls + tuple(c for c in dep.calls if c not in old.calls))
-                return
-        self.edges.append(dep)
+        """Append ``dep`` unless one on the same variable (and loop) is there; fan-ins merge their calls."""
+        i = self._edge_at.get((dep.on, dep.loop))
+        if i is None:
+            self._edge_at[dep.on, dep.loop] = len(self.edges)
+            self.edges.append(dep)
+            return
+        old = self.edges[i]
+        if dep.calls and not set(dep.calls) <= set(old.calls):
+            self.edges[i] = CompilerDep(old.on, old.loop, old.calls + tuple(c for c in dep.calls if c not in old.calls))
+
+    def note(self, note: Note) -> None:
+        if note not in self._noted:
+            self._noted.add(note)
+            self.notes.append(note)
 
     def demotions(self) -> dict[int, ArgDirection]:
         out = {i: ArgDirection.NO_DEP for i, (covered, blocked) in self.no_dep.items() if covered and not blocked}

@@ -135,13 +135,20 @@ class Hazard(str, Enum):
     WAW = "WAW"
 
 
-def hazards(current: AccessKind, prior: AccessKind) -> frozenset[Hazard]:
-    """The hazard rule (section 3 item 5): which of RAW / WAR / WAW ``current`` has on ``prior``."""
+def _hazards(current: int, prior: int) -> frozenset[Hazard]:
     out = set()
-    if current & AccessKind.READ and prior & AccessKind.WRITE:
+    if current & 1 and prior & 2:
         out.add(Hazard.RAW)
-    if current & AccessKind.WRITE and prior & AccessKind.READ:
+    if current & 2 and prior & 1:
         out.add(Hazard.WAR)
-    if current & AccessKind.WRITE and prior & AccessKind.WRITE:
+    if current & 2 and prior & 2:
         out.add(Hazard.WAW)
     return frozenset(out)
+
+
+_HAZARDS = {(c, p): _hazards(c, p) for c in (1, 2, 3) for p in (1, 2, 3)}
+
+
+def hazards(current: AccessKind, prior: AccessKind) -> frozenset[Hazard]:
+    """The hazard rule (section 3 item 5): which of RAW / WAR / WAW ``current`` has on ``prior``."""
+    return _HAZARDS[int(current), int(prior)]

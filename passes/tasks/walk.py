@@ -50,6 +50,7 @@ class Walker:
         self.walk_number = 1
         self._next_loop = 1
         self._user: dict[str, UserDeps] = {}
+        self._aliases: dict[str, tuple[str, ...]] = {}
 
     # -- regions -------------------------------------------------------------------------------
     def region(self, body: tuple[Stmt, ...], path: str, kind: str, name: str = "") -> None:
@@ -73,9 +74,11 @@ class Walker:
                                               detail=f"scope {name or path}: {frame.fallback.reason}")
         if self.frames:
             if frame.fallback is None:
-                self.frames[-1].records.extend(frame.records)
+                for r in frame.records:
+                    self.frames[-1].add(r)
             elif not self.faithful:  # the seed exports nothing; its accesses still happen, ordered by the runtime
-                self.frames[-1].records.extend(r._replace(tracked=True) for r in frame.records)
+                for r in frame.records:
+                    self.frames[-1].add(r._replace(tracked=True))
             self.frames[-1].calls.extend(frame.calls)
 
     def walk(self, body: tuple[Stmt, ...], path: str, nested: bool = False) -> None:
@@ -138,11 +141,22 @@ class Walker:
     def second_walk(self, s: For | While, ctx: LoopCtx, frame: Frame, start: int, body_path: str) -> None:
         """Walk the body again as iteration i+1 with the first walk's accesses as iteration i."""
         first = frame.records[start:]
-        frame.records[start:] = [r._replace(prev_of=ctx.id) for r in first]
+        frame.records[start:] = [r._replace(prev_of=ctx.id) for r in first]  # same roots: the index stays valid
         self.walk_number += 1
         self.walk(s.body, body_path)
         self.walk_number -= 1
+        frame.truncate(start + len(first))
         frame.records[start:] = first
+
+    def _alias_roots(self, root: str) -> tuple[str, ...]:
+        """Roots whose accesses may share bytes with ``root``'s: itself, roots placed in the same
+        allocation, and the wildcard of calls with an unknown footprint."""
+        found = self._aliases.get(root)
+        if found is None:
+            mine = self.lineage.memrefs.get(root)
+            others = [r for r, m in self.lineage.memrefs.items() if mine is not None and m.base == mine.base and r != root]
+            found = self._aliases[root] = (root, *others, "*")
+        return found
 
     def _is_task(self, var: str) -> bool:
         return self.kinds.get(var) == TASK
@@ -190,13 +204,13 @@ class Walker:
                     return arg
         return None
 
-    def verdict(self, c: Call, access: Access, prior: Record, user: UserDeps) -> Verdict:
+    def verdict(self, c: Call, access: Access, prior: Record, user: UserDeps, active: list[int]) -> Verdict:
+        """``active``: the ids of the loops around the call (dynamic ones only for the seed)."""
         if self.faithful:
-            dynamic = [ctx.id for ctx in self.loops if ctx.dynamic]
             return classify_seed(access, prior, user, c.name, canonical_of=self.taskids.canonical_of,
-                                 active_dynamic=dynamic, loop_label=self.labels)
-        return classify_sound(access, prior, user, c.name, active_loops=[ctx.id for ctx in self.loops],
-                              skips_after=self._skips_after, loop_label=self.labels)
+                                 active_dynamic=active, loop_label=self.labels)
+        return classify_sound(access, prior, user, c.name, active_loops=active, skips_after=self._skips_after,
+                              loop_label=self.labels)
 
     def call(self, c: Call) -> None:
         if not self.frames:
@@ -223,6 +237,7 @@ class Walker:
         if not accesses:
             return
         directions = c.directions or ()
+        active = [ctx.id for ctx in self.loops if ctx.dynamic or not self.faithful]
         edges: list = []
         states: dict[tuple[str, int], list[bool]] = {}
         for access in accesses:
@@ -230,8 +245,9 @@ class Walker:
             can = {"no_dep": access.kind == AccessKind.READ and directions[access.arg] == ArgDirection.INPUT and demotable,
                    "output_existing": access.kind == AccessKind.READ_WRITE
                    and directions[access.arg] == ArgDirection.INOUT and demotable}
+            roots = self._alias_roots(access.root)
             for f in reversed(self.frames):
-                for prior in f.records:
+                for prior in f.of_roots(roots):
                     if prior.root != "*" and not self.lineage.may_alias(access.root, prior.root):
                         continue
                     if not regions_may_overlap(access.region, prior.region):
@@ -239,16 +255,14 @@ class Walker:
                     kinds = hazards(access.kind, prior.kind)
                     if not kinds:
                         continue
-                    v = self.verdict(c, access, prior, user)
+                    v = self.verdict(c, access, prior, user, active)
                     for which, allowed in can.items():
                         if allowed:
                             state = states.setdefault((which, access.arg), [False, False])
                             state[1] = state[1] or v.block
                             state[0] = state[0] or v.outcome in ("user", "edge")
-                    note = Note(self.walk_number, access.arg, prior.call, prior.arg, tuple(sorted(kinds)), v.outcome,
-                                v.dep.on if v.dep else None, prior.prev_of is not None)
-                    if note not in result.notes:
-                        result.notes.append(note)
+                    result.note(Note(self.walk_number, access.arg, prior.call, prior.arg, tuple(sorted(kinds)),
+                                     v.outcome, v.dep.on if v.dep else None, prior.prev_of is not None))
                     if v.outcome == "fallback":  # the call gets no edges and is not recorded
                         self._fall_back(frame, result, v.fallback)  # type: ignore[arg-type]
                         if not self.faithful:
@@ -291,7 +305,7 @@ class Walker:
         chained = any(a.kind & AccessKind.WRITE for a in accesses) and (not self.loops or any(x.twice for x in self.loops))
         for access in accesses:
             owner = task or self.producer_task(c, access)
-            self.frames[-1].records.append(Record(
+            self.frames[-1].add(Record(
                 access.root, access.region, access.kind, access.arg, c.name, owner, self._is_task(owner) if owner else False,
                 bool(self.loops), dynamic[-1].depth if dynamic else 0, dynamic[-1].id if dynamic else 0,
                 loops, loops, chained, tracked=tracked))

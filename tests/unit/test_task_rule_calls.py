@@ -119,3 +119,19 @@ def test_different_roots_never_overlap():
     tb.submit(k.r, [y], name="R", task_id="tr")
     assert deps(compiled(tb.program())) == {"W": [], "R": []}
     assert Hazard.RAW.value == "RAW"
+
+
+def test_more_than_four_storage_alternatives_fall_back():
+    tb, k = kit()
+    roots = [tb.param(f"p{i}", (4, 4)) for i in range(5)]
+    c = tb.scalar("c", value=0)
+    current = roots[0]
+    for i, nxt in enumerate(roots[1:]):
+        with tb.if_(c == i):
+            merged = tb.yield_(current)
+        with tb.else_():
+            tb.yield_(nxt)
+        current = merged
+    tb.submit(k.r, [current], name="R", task_id="tr")
+    fallback = analysis(tb.program()).regions["function"].fallback
+    assert (fallback.reason, fallback.call) == ("unsupported-location", "R")

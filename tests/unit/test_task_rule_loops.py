@@ -155,3 +155,18 @@ def test_a_zero_trip_loop_is_a_loop_that_is_never_rebound():
     tb.submit(k.r, [x], name="R", task_id="tr")
     assert analysis(tb.program(), faithful=True).regions["function"].fallback.reason == "loop-producer"
     assert analysis(tb.program()).regions["function"].fallback.reason == "stale-loop-producer"
+
+
+def test_a_negative_step_single_trip_loop_is_transparent_and_other_negative_steps_are_dynamic():
+    for start, stop, step, single in ((1, 0, -1, True), (4, 0, -1, False)):
+        tb, k = kit()
+        x = tb.param("x", (8, 8))
+        for _, (prev,) in tb.range(start, stop, step, init=(tb.task_invalid(name="none"),), name="L"):
+            _, t = tb.submit(k.w, [x], name="W", task_id="tw", deps=[prev])
+            last = tb.yield_(t)
+        tb.submit(k.r, [x], name="R", task_id="tr")
+        fallback = analysis(tb.program(), faithful=True).regions["function"].fallback
+        if single:
+            assert fallback is None and deps(compiled(tb.program(), faithful=True))["R"] == [last.name]
+        else:
+            assert fallback.reason == "exited-dynamic-loop"

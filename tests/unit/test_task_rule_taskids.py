@@ -138,3 +138,17 @@ def test_an_iter_arg_names_the_previous_iteration_only():
     assert deps(seed)["R"] == []          # the seed reads prev as W's TaskId: covered
     assert deps(sound)["R"] == ["tw"]     # this iteration's W needs an edge
     assert deps(sound)["W"] == ["tr"]     # W waits for the previous R (WAR); the previous W is prev
+
+
+def test_a_plain_mention_of_the_in_loop_task_id_covers_it():
+    tb, k = kit()
+    x = tb.param("x", (8, 8))
+    y = tb.param("y", (8, 8), direction="out")
+    n = tb.scalar("n", value=3)
+    for _ in tb.range(n, name="L"):
+        _, tw = tb.submit(k.w, [x], name="W", task_id="tw")
+        tb.submit(k.copy, [x, y], name="R", task_id="tr", deps=[tw])
+    for faithful in (True, False):
+        out = compiled(tb.program(), faithful=faithful)
+        assert deps(out)["R"] == ([] if faithful else ["tr"])   # the default adds R's own back-edge on y
+        assert dirs(out)["R"] == ("nd,io" if faithful else "nd,oe")
