@@ -20,9 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from machine.dtypes import itemsize
 from machine.tasks.expr import evaluate
-from machine.tasks.geometry import Region, overlaps, view_strides
+from machine.tasks.geometry import Region, overlaps, root_region
 from machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, GetSlot, If, IndexedView, RuntimeScope, ScalarLet, ScalarParam,
     SetSlot, Slice, TaskArray, TaskDummy, TaskInvalid, TaskProgram, While,
@@ -64,15 +63,8 @@ class _Exec:
                 self.views[p.name] = self._root(p.name, p.type)
 
     def _root(self, name: str, t) -> Region:
-        shape = tuple(evaluate(n, self.env) for n in t.shape)
-        space, origin = (name, self.roots), 0
         self.roots += 1
-        if t.memref is not None:
-            space, origin = ("memref", t.memref.base), evaluate(t.memref.offset, self.env)
-        region = Region.of(space, origin, itemsize(t.dtype), view_strides(shape, t.view), shape)
-        if t.view is not None and t.view.valid_shape is not None:
-            region = region.clipped(tuple(evaluate(v, self.env) for v in t.view.valid_shape))
-        return region
+        return root_region((name, self.roots), t, self.env)
 
     def value(self, operand):
         return operand if isinstance(operand, str) else evaluate(operand, self.env)

@@ -28,14 +28,14 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from math import prod
 
 from machine.geometry import ByteSet, element_runs, intersect_intervals
 
 __all__ = ["packed_strides", "view_strides", "is_injective", "Region", "overlaps", "shared_bytes",
-           "byte_ranges_may_overlap", "span_elements"]
+           "byte_ranges_may_overlap", "span_elements", "root_region"]
 
 
 def packed_strides(shape: tuple[int, ...], layout: str = "nd") -> tuple[int, ...]:
@@ -172,6 +172,34 @@ def shared_bytes(a: Region, b: Region) -> ByteSet:
     if not overlaps(a, b):
         return ()
     return intersect_intervals(a.byte_runs(), b.byte_runs())
+
+
+def root_region(instance: Hashable, t, scalars: Mapping[str, int]) -> Region:
+    """The whole of one root instance of type ``t`` (a TensorType) for runtime ``scalars``.
+
+    The storage is the instance's own (``instance`` is its key: a parameter name, or a
+    ``create`` and the execution that made it), or, with a MemRef, the allocation
+    ``("memref", base)`` from its evaluated offset; a view's ``valid_shape`` clips it.
+
+    >>> from machine.tasks.ir import MemRef, TensorType
+    >>> r = root_region("x", TensorType((4, "n"), "float32", memref=MemRef("hbm", "off", 1024)), {"n": 8, "off": 64})
+    >>> r.space, r.byte_range
+    (('memref', 'hbm'), (64, 192))
+    """
+    from machine.dtypes import itemsize
+    from machine.tasks.expr import Sym, evaluate
+
+    def value(v):
+        return evaluate(Sym(v) if isinstance(v, str) else v, scalars)
+
+    shape = tuple(value(n) for n in t.shape)
+    space, origin = instance, 0
+    if t.memref is not None:
+        space, origin = ("memref", t.memref.base), value(t.memref.offset)
+    region = Region.of(space, origin, itemsize(t.dtype), view_strides(shape, t.view), shape)
+    if t.view is not None and t.view.valid_shape is not None:
+        region = region.clipped(tuple(value(v) for v in t.view.valid_shape))
+    return region
 
 
 def byte_ranges_may_overlap(a_offset: int | None, a_size: int, b_offset: int | None, b_size: int) -> bool:
