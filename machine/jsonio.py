@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from machine.errors import ProgramError
 
-__all__ = ["decode_strict", "write_text"]
+__all__ = ["decode_strict", "read_source", "write_text"]
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -46,6 +46,19 @@ def decode_strict(text: str | bytes) -> Any:
         raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
     except UnicodeDecodeError as err:
         raise ProgramError("", f"not UTF-8 text: {err.reason}") from None
+
+
+def read_source(source: str | TextIO) -> str | bytes:
+    """The text of a path (``-``: standard input) or an open file; an unreadable path is a ProgramError."""
+    if hasattr(source, "read"):
+        return source.read()  # type: ignore[union-attr]
+    if source == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(source, "rb") as fh:  # type: ignore[arg-type]
+            return fh.read()
+    except OSError as err:
+        raise ProgramError("", f"cannot read {source}: {err.strerror}") from None
 
 
 def write_text(text: str, target: str | TextIO) -> None:

@@ -64,3 +64,17 @@ def fallback_reasons(program: TaskProgram, *, faithful: bool = False) -> dict[st
     """Region key -> fallback reason code (None when it did not fall back)."""
     a = analysis(program, faithful=faithful)
     return {key: (r.fallback.reason if r.fallback else None) for key, r in a.regions.items()}
+
+
+def merge_of_five_roots(tb):
+    """A variable that may be any of five parameters (nested ifs): more roots than the analysis keeps."""
+    roots = [tb.param(f"p{i}", (4, 4)) for i in range(5)]
+    c = tb.scalar("c", value=0)
+    current = roots[0]
+    for i, nxt in enumerate(roots[1:]):
+        with tb.if_(c == i):
+            merged = tb.yield_(current)
+        with tb.else_():
+            tb.yield_(nxt)
+        current = merged
+    return current

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from machine.dtypes import DTYPES
 from machine.errors import ProgramError, join_path
-from machine.jsonio import decode_strict
+from machine.jsonio import decode_strict, read_source
 from machine.tasks.expr import ScalarExpr, parse_expr
 from machine.tasks.ir import (
     EMPTY, INDEXED_OPS, LAYOUTS, PADS, Alias, ArgDirection, Assemble, Call, CompilerDep, Create, For,
@@ -342,15 +342,4 @@ def loads_tasks(text: str | bytes, *, validate: bool = True) -> TaskProgram:
 
 def load_tasks(source: str | TextIO, *, validate: bool = True) -> TaskProgram:
     """Load a task program from a path (``-`` for standard input) or an open text file."""
-    if hasattr(source, "read"):
-        return loads_tasks(source.read(), validate=validate)
-    if source == "-":
-        import sys
-
-        return loads_tasks(sys.stdin.buffer.read(), validate=validate)
-    try:
-        with open(source, "rb") as fh:
-            data = fh.read()
-    except OSError as err:
-        raise ProgramError("", f"cannot read {source}: {err.strerror}") from None
-    return loads_tasks(data, validate=validate)
+    return loads_tasks(read_source(source), validate=validate)

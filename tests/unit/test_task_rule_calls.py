@@ -8,7 +8,7 @@ from passes.tasks.regions import (
     CONSERVATIVE, DYNAMIC, FULL, UNKNOWN, AccessKind, Hazard, Region, hazards, regions_may_overlap, slice_region,
 )
 
-from tests.task_rules_kit import analysis, compiled, deps, kit
+from tests.task_rules_kit import analysis, compiled, deps, kit, merge_of_five_roots
 
 R, W, RW = AccessKind.READ, AccessKind.WRITE, AccessKind.READ_WRITE
 
@@ -123,15 +123,6 @@ def test_different_roots_never_overlap():
 
 def test_more_than_four_storage_alternatives_fall_back():
     tb, k = kit()
-    roots = [tb.param(f"p{i}", (4, 4)) for i in range(5)]
-    c = tb.scalar("c", value=0)
-    current = roots[0]
-    for i, nxt in enumerate(roots[1:]):
-        with tb.if_(c == i):
-            merged = tb.yield_(current)
-        with tb.else_():
-            tb.yield_(nxt)
-        current = merged
-    tb.submit(k.r, [current], name="R", task_id="tr")
+    tb.submit(k.r, [merge_of_five_roots(tb)], name="R", task_id="tr")
     fallback = analysis(tb.program()).regions["function"].fallback
     assert (fallback.reason, fallback.call) == ("unsupported-location", "R")

@@ -6,7 +6,7 @@ from machine.tasks.builder import View
 from machine.tasks.validate import validate_tasks
 from passes.tasks.lineage import Status, storage_lineage
 
-from tests.task_rules_kit import compiled, deps, kit
+from tests.task_rules_kit import compiled, deps, kit, merge_of_five_roots
 
 
 def _lineage(tb, *, sound=True):
@@ -127,15 +127,7 @@ def test_loop_return_vars_merge_init_and_yield_and_widen():
 
 def test_more_than_four_alternatives_are_unsupported():
     tb, _ = kit()
-    roots = [tb.param(f"p{i}", (4, 4)) for i in range(5)]
-    c = tb.scalar("c", value=0)
-    current = roots[0]
-    for i, nxt in enumerate(roots[1:]):
-        with tb.if_(c == i):
-            merged = tb.yield_(current)
-        with tb.else_():
-            tb.yield_(nxt)
-        current = merged
+    current = merge_of_five_roots(tb)
     lin = _lineage(tb)
     assert _where(lin, current.name) == "unsupported"
 
