@@ -378,7 +378,8 @@ def _verify_table(program: DeferredProgram, after: str) -> None:
 
 
 def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELINE, ctx: PassContext | None = None,
-                 *, after_pass: AfterPass | None = None) -> Program:
+                 *, after_pass: AfterPass | None = None,
+                 verifier: Callable[[Any, Any, str], None] | None = None) -> Program:
     """Run ``passes`` in order, verifying between them when ``ctx.verify``.
 
     The input must be valid (:func:`machine.format.load_program` checks what it loads;
@@ -386,12 +387,14 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
     is paused while a pass runs (the passes allocate millions of small tuples and no
     cycles: performance notes, section 0).  ``after_pass`` is the pipeline's one hook: it
     sees each pass's verified result (the fuzzer checks stage contracts there, the CLI
-    reports progress); an exception it raises stops the pipeline.
+    reports progress); an exception it raises stops the pipeline.  ``verifier(after, before,
+    pass_name)`` replaces the instruction-program checks for other kinds of program (task
+    programs: :func:`passes.tasks.verify_tasks`); their edge count is ``program.dep_count``.
     """
     ctx = ctx or PassContext()
     if isinstance(passes, str):
         passes = parse_pipeline(passes)
-    spec = ctx.machine(program)
+    spec = ctx.machine(program) if verifier is None else None
     for p in passes:
         started = time.perf_counter()
         before = {k: dict(v) for k, v in ctx.stats.items()}
@@ -404,12 +407,18 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
                 gc.enable()
         seconds = time.perf_counter() - started
         ctx.placed = ctx.placed or p.places
-        if ctx.verify:
-            verify_program(result, spec, placed=ctx.placed,
+        if ctx.verify and verifier is not None:
+            verifier(result, program, p.name)
+        elif ctx.verify:
+            verify_program(result, spec, placed=ctx.placed,  # type: ignore[arg-type]
                            after=p.name, before=program)
         program = result
-        edges = len(program.table) if isinstance(program, DeferredProgram) and program.materialized is None \
-            else sum(len(i.deps) for i, _ in program.instructions())
+        if verifier is not None:
+            edges = program.dep_count  # type: ignore[attr-defined]
+        elif isinstance(program, DeferredProgram) and program.materialized is None:
+            edges = len(program.table)
+        else:
+            edges = sum(len(i.deps) for i, _ in program.instructions())
         row = ctx.stats.get(p.name, {})
         delta = {k: v - before.get(p.name, {}).get(k, 0) for k, v in row.items()}
         ctx.records.append(PassRecord(p.spec_string(), seconds, edges, delta))

@@ -9,5 +9,6 @@ from verify.commands.report import report
 from verify.commands.run import run
 from verify.commands.show import show
 from verify.commands.simulate import simulate
+from verify.commands.tasks import tasks
 
-COMMANDS = [run, fuzz, check, compile_command, footprint, report, loops, show, simulate]
+COMMANDS = [run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks]

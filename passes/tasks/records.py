@@ -1,0 +1,252 @@
+"""The state and the results of the task-dependence walk.
+
+* :class:`Record`: one prior access (PyPTO ``StorageAccess``): root, region, kind, the TaskId
+  variable a later edge names, and what the loops around it mean for that name;
+* :class:`Frame`: one analysed region (the virtual whole body, a hand-placed AUTO scope, or
+  the container of an ``auto_scope=False`` function) with its prior accesses;
+* :class:`Fallback`: why a region keeps runtime tracking (located: the call, the argument,
+  the prior access involved);
+* :class:`CallResult` / :class:`RegionResult` / :class:`Analysis`: what the pass decided, per
+  call and per region, before and after the fallbacks are applied.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from machine.tasks.ir import ArgDirection, CompilerDep
+from passes.tasks.regions import AccessKind, Hazard, Region
+
+__all__ = ["Access", "Record", "Frame", "LoopCtx", "Fallback", "Note", "CallResult", "RegionResult", "Analysis",
+           "FALLBACK_REASONS"]
+
+#: Fallback reason codes and what they mean.
+FALLBACK_REASONS = {
+    "unresolved-location": "a read/write argument has no storage lineage",
+    "unsupported-location": "a read/write argument's lineage is unsupported (gather/scatter result, more than "
+                            "four roots, or a branch/loop merge with an unresolvable side)",
+    "missing-task-id": "a hazard on a prior access that has no TaskId (an unassigned read-only call)",
+    "exited-dynamic-loop": "a hazard on a producer of a dynamic loop that has exited",
+    "loop-producer": "a hazard on a loop producer that was not re-bound to a loop return var and is not in an "
+                     "active dynamic loop",
+    "stale-loop-producer": "a hazard on a producer of a loop that exited without re-binding its instances to a "
+                           "loop return var",
+    "conditional-writer": "a writer that does not run in every iteration of a loop, after read-only instances "
+                          "that nothing orders among themselves",
+    "nested-fallback": "a hand-placed scope inside the body fell back: its calls rely on runtime lookups, which "
+                       "cannot see producers the compiler would put in MANUAL scopes",
+}
+
+
+class Access(NamedTuple):
+    """One storage alternative of one argument of the call being analysed."""
+
+    root: str
+    region: Region
+    kind: AccessKind
+    arg: int
+
+
+class Record(NamedTuple):
+    """A prior access of the walk.
+
+    ``task`` is the variable an edge to it names (the submit's TaskId, a plain call's assigned
+    variable, the written argument of an unassigned call, or the loop return var it was re-bound
+    to; None when there is none); ``direct`` says it is a TaskId variable.  The seed's loop
+    bookkeeping is ``loop_producer`` / ``dyn_depth`` / ``dyn_id``; the sound analysis uses
+    ``loops`` (loops whose iterations ``task`` does not summarise), ``enclosing`` (every loop
+    around the producer), ``chained`` (the call writes and runs once or inside a loop walked
+    twice, so the back-edge on its own write orders all its instances and the latest one stands
+    for all) and ``prev_of`` (the record stands for the previous iteration of that loop).
+    """
+
+    root: str
+    region: Region
+    kind: AccessKind
+    arg: int
+    call: str
+    task: str | None
+    direct: bool
+    loop_producer: bool
+    dyn_depth: int
+    dyn_id: int
+    loops: tuple[int, ...]
+    enclosing: tuple[int, ...]
+    chained: bool
+    fan_in: tuple[str, str] | None = None
+    prev_of: int | None = None
+    tracked: bool = False
+    """Only runtime tracking orders it (an access of a region that fell back, or of a call that
+    triggered a fallback): a later hazard on it keeps the consumer's lookup and AUTO scope."""
+
+
+@dataclass
+class LoopCtx:
+    """A counted loop being walked (single-trip loops are transparent and get none)."""
+
+    id: int
+    label: str
+    depth: int
+    dynamic: bool
+    parallel: bool
+    may_skip: bool
+    """The body may run zero times in an execution of the loop around it."""
+    twice: bool = False
+    """The sound analysis walks the body twice (a sequential loop that may run two iterations)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Fallback:
+    reason: str
+    call: str
+    arg: int | None = None
+    prior: str | None = None
+    loop: str | None = None
+    detail: str = ""
+
+    def describe(self) -> str:
+        where = f"call {self.call}" + (f" argument {self.arg}" if self.arg is not None else "")
+        prior = f" against {self.prior}" if self.prior else ""
+        loop = f" (loop {self.loop})" if self.loop else ""
+        return f"{self.reason}: {where}{prior}{loop}" + (f": {self.detail}" if self.detail else "")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reason": self.reason, "call": self.call, "arg": self.arg, "prior": self.prior, "loop": self.loop,
+                "detail": self.detail or FALLBACK_REASONS[self.reason]}
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One hazard the walk met and what became of it (``edge``, ``user``, ``fallback``, ``runtime``)."""
+
+    walk: int
+    arg: int
+    prior: str
+    prior_arg: int
+    hazards: tuple[Hazard, ...]
+    outcome: str
+    on: str | None = None
+    previous_iteration: bool = False
+    """The prior access stands for the previous iteration of a loop around both (the back-edge walk)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"walk": self.walk, "arg": self.arg, "prior": self.prior, "prior_arg": self.prior_arg,
+                "hazards": [h.value for h in self.hazards], "outcome": self.outcome, "on": self.on,
+                "previous_iteration": self.previous_iteration}
+
+
+@dataclass
+class Frame:
+    """An analysed region and its prior accesses, in order and indexed by root (a call scans
+    only the accesses of roots it may alias)."""
+
+    kind: str
+    """``virtual`` (the whole body of a default-mode function), ``scope`` or ``container``."""
+    key: str
+    active: bool
+    records: list[Record] = field(default_factory=list)
+    fallback: Fallback | None = None
+    task_calls: int = 0
+    unsupported: bool = False
+    calls: list[str] = field(default_factory=list)
+    by_root: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, record: Record) -> None:
+        self.by_root.setdefault(record.root, []).append(len(self.records))
+        self.records.append(record)
+
+    def truncate(self, length: int) -> None:
+        """Forget the accesses recorded after the first ``length``."""
+        del self.records[length:]
+        for indices in self.by_root.values():
+            while indices and indices[-1] >= length:
+                indices.pop()
+
+    def of_roots(self, roots) -> Iterator[Record]:
+        """The accesses of any of ``roots``, in the order they were recorded."""
+        lists = [self.by_root[r] for r in roots if self.by_root.get(r)]
+        if not lists:
+            return iter(())
+        order = lists[0] if len(lists) == 1 else heapq.merge(*lists)
+        return (self.records[i] for i in order)
+
+
+@dataclass
+class CallResult:
+    name: str
+    regions: tuple[str, ...]
+    """Keys of the analysed regions around the call, outermost first."""
+    edges: list[CompilerDep] = field(default_factory=list)
+    no_dep: dict[int, list[bool]] = field(default_factory=dict)
+    output_existing: dict[int, list[bool]] = field(default_factory=dict)
+    """Per argument: ``[has a covered hazard, blocked]`` (PyPTO ``AutoNoDepCandidateState``)."""
+    notes: list[Note] = field(default_factory=list)
+    fallback: Fallback | None = None
+    runtime: bool = False
+    """A hazard on a tracked access: the call must stay under runtime tracking (no MANUAL marker)."""
+    _edge_at: dict[tuple[str, str | None], int] = field(default_factory=dict, repr=False)
+    _noted: set[Note] = field(default_factory=set, repr=False)
+
+    def add_edge(self, dep: CompilerDep) -> None:
+        """Append ``dep`` unless one on the same variable (and loop) is there; fan-ins merge their calls."""
+        i = self._edge_at.get((dep.on, dep.loop))
+        if i is None:
+            self._edge_at[dep.on, dep.loop] = len(self.edges)
+            self.edges.append(dep)
+            return
+        old = self.edges[i]
+        if dep.calls and not set(dep.calls) <= set(old.calls):
+            self.edges[i] = CompilerDep(old.on, old.loop, old.calls + tuple(c for c in dep.calls if c not in old.calls))
+
+    def note(self, note: Note) -> None:
+        if note not in self._noted:
+            self._noted.add(note)
+            self.notes.append(note)
+
+    def demotions(self) -> dict[int, ArgDirection]:
+        out = {i: ArgDirection.NO_DEP for i, (covered, blocked) in self.no_dep.items() if covered and not blocked}
+        out.update({i: ArgDirection.OUTPUT_EXISTING for i, (covered, blocked) in self.output_existing.items()
+                    if covered and not blocked})
+        return out
+
+
+@dataclass
+class RegionResult:
+    key: str
+    kind: str
+    name: str = ""
+    fallback: Fallback | None = None
+    task_calls: int = 0
+    unsupported: bool = False
+    calls: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Analysis:
+    """Everything the dependence pass decided for one program."""
+
+    calls: dict[str, CallResult] = field(default_factory=dict)
+    regions: dict[str, RegionResult] = field(default_factory=dict)
+    layer_candidate: bool = False
+    faithful: bool = False
+    analyzed: bool = False
+
+    def region_fell_back(self, call: str, kinds: tuple[str, ...]) -> bool:
+        return any(self.regions[k].fallback is not None and self.regions[k].kind in kinds
+                   for k in self.calls[call].regions)
+
+    def final_edges(self, call: str) -> list[CompilerDep]:
+        """Edges that survive: a hand-placed scope that falls back strips its calls' edges."""
+        return [] if self.region_fell_back(call, ("scope",)) else list(self.calls[call].edges)
+
+    def final_demotions(self, call: str) -> dict[int, ArgDirection]:
+        """Demotions that survive: any fallback around the call discards them."""
+        return {} if self.region_fell_back(call, ("scope", "virtual")) else self.calls[call].demotions()
+
+    def marker(self, call: str) -> bool:
+        """The compiler-owned MANUAL candidate marker: compiler edges and no fallback around."""
+        result = self.calls[call]
+        return bool(result.edges) and not result.runtime and not self.region_fell_back(call, ("scope", "virtual"))
