@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from machine.conflicts import conflict_kind, conflicts, fold_distance
-from machine.deptable import with_deps
+from machine.deptable import DepTable, with_deps
 from machine.edges import EdgeKind
 from machine.errors import ProgramError
 from machine.hb import HappensBefore
@@ -74,8 +74,8 @@ from machine.ir import Dep, MemoryKind, Program
 from machine.splitmap import CellSpace
 from machine.stream import InstanceStream
 
-from passes.build_fdeps import bins_of
-from passes.pipeline import Pass, PassContext, edge_table
+from passes.build_fdeps import bins_of, restrictions
+from passes.pipeline import Pass, PassContext
 
 __all__ = ["AntiDeps", "anti_dependency_edges", "dep_label"]
 
@@ -133,13 +133,16 @@ def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, memories, roles, sp
 def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({"sbuf", "psum", "dram"}),
                           roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
                           analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
-                          skip_ordered: bool = True, dram: str = "bytes",
-                          stats: dict[str, int] | None = None) -> AntiEdges:
+                          skip_ordered: bool = True, dram: str = "bytes", stats: dict[str, int] | None = None,
+                          where: dict[tuple[int, int, int], list[int]] | None = None) -> AntiEdges:
     """New edges over instruction ids (see :data:`AntiEdges`); rule bits without
     :data:`EXACT` mark conservative-only edges.
 
     ``table`` (a :class:`~machine.deptable.DepTable`) holds the deps already present: they order
-    instances for ``skip_ordered``.
+    instances for ``skip_ordered``.  With ``where`` (a dict), each edge is recorded with the
+    waiter instances it was added at, for deps restricted to those iterations: an edge then
+    orders nothing at the other instances of its waiter (the walk does not count on it there).
+    Without it, an edge applies at every later instance of its waiter (the walk counts on it).
     """
     stats = {} if stats is None else stats
     n = len(stream)
@@ -165,7 +168,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
         y = instr[b]
         s = seq[b]
         trigger = trigger_of(s, g_target[g_ptr[b]:g_ptr[b + 1]])
-        if extra[y]:
+        if extra[y] and where is None:
             for x, d in extra[y]:
                 t = stream.target_of(b, x, d) if has_loops else x
                 if t >= 0:
@@ -224,7 +227,9 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
                 kind = EdgeKind.FLOW if bits & (FLOW_REUSE | FLOW_SAME) else (EdgeKind.OUTPUT if bits & OUTPUT else EdgeKind.ANTI)
                 slot = (x, y, d > 0)
                 old_d = nearest.get(slot)
-                if old_d is not None and old_d <= d:
+                if where is not None:
+                    where.setdefault((x, y, d), []).append(b)
+                elif old_d is not None and old_d <= d:
                     d = old_d  # the dep there already waits at least as near
                 else:
                     if old_d is not None:  # nearer than the dep added before: it replaces it
@@ -248,7 +253,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     return added
 
 
-def dep_label(stream: InstanceStream, x: int, y: int, distance: int, floor: int = 0) -> int:
+def dep_label(stream: InstanceStream, x: int, y: int, distance: int, floor: int = 0, iterations: tuple = ()) -> int:
     """The strongest conflict kind over every instance pair the dep "``y`` waits for ``x``"
     (``distance`` iterations back, 0 for an ordinary dep) orders (each instance of ``y`` with
     each instance of ``x`` it waits on), at least ``floor``: the label ``verifyAntiDependence``
@@ -258,9 +263,9 @@ def dep_label(stream: InstanceStream, x: int, y: int, distance: int, floor: int 
     iterations, other bytes) whose footprints may give a stronger kind.
     """
     best = floor
-    dep = Dep(stream.names[x], loop_carried=distance > 0, distance=distance or 1)
+    dep = Dep(stream.names[x], loop_carried=distance > 0, distance=distance or 1, iterations=iterations)
     for b in stream.instances_of(y).tolist():
-        for a in stream.targets_one(b, dep):
+        for a in stream.targets_one(b, dep) if not iterations or stream.resolve_one(b, dep) >= 0 else ():
             best = conflict_kind(stream, a, b, best)
             if best == EdgeKind.FLOW:
                 return best
@@ -290,6 +295,8 @@ class AntiDeps(Pass):
     early_stop: str = "component"
     skip_ordered: bool = True
     dram: str = "bytes"
+    restrict: bool = True
+    """Restrict each added dep to the iterations where it was needed (``x-iterations``)."""
 
     def __post_init__(self) -> None:
         for option, allowed in (("memories", {"sbuf", "psum", "dram"}), ("roles", {"input", "output", "internal"}),
@@ -309,23 +316,29 @@ class AntiDeps(Pass):
         stream = ctx.stream(program)
         table = ctx.deps(program)
         stats = ctx.stats.setdefault(self.name, {})
+        where: dict | None = {} if stream.has_loops and self.restrict else None
         added = anti_dependency_edges(stream, table, memories=self.memories, roles=self.roles, spaces=self.spaces,
                                       analyses=self.analyses, early_stop=self.early_stop,
-                                      skip_ordered=self.skip_ordered, dram=self.dram, stats=stats)
+                                      skip_ordered=self.skip_ordered, dram=self.dram, stats=stats, where=where)
         names = stream.names
         existing = _kinds_of(table)
-        kinds: dict[tuple[int, int, int], int] = {}
+        boxes = restrictions(stream, where) if where else {}
+        rows = []
         for (x, y, d), (kind, bits) in added.items():
-            if kind < EdgeKind.FLOW or not bits & EXACT:
-                # label from the bytes of every pair the dep orders; none (a conservative
-                # bucket): an order, not a dependence
-                label = EdgeKind(max(existing.get((y, x, d), 0), dep_label(stream, x, y, d), EdgeKind.ORDERED))
-                if label != kind:
-                    ctx.count(self.name, "relabelled")
-                    kind = label
-            kinds[(x, y, d)] = kind
-            ctx.count(self.name, {EdgeKind.FLOW: "added_flow", EdgeKind.OUTPUT: "added_output",
-                                  EdgeKind.ANTI: "added_anti", EdgeKind.ORDERED: "added_ordered"}[kind])
+            for box in boxes.get((x, y, d), ((),)):
+                label = kind
+                if kind < EdgeKind.FLOW or not bits & EXACT:
+                    # label from the bytes of every pair the dep orders; none (a conservative
+                    # bucket): an order, not a dependence
+                    label = EdgeKind(max(existing.get((y, x, d), 0), dep_label(stream, x, y, d, iterations=box),
+                                         EdgeKind.ORDERED))
+                    if label != kind:
+                        ctx.count(self.name, "relabelled")
+                rows.append((y, x, int(label), d, box))
+                ctx.count(self.name, {EdgeKind.FLOW: "added_flow", EdgeKind.OUTPUT: "added_output",
+                                      EdgeKind.ANTI: "added_anti", EdgeKind.ORDERED: "added_ordered"}[label])
+                if box:
+                    ctx.count(self.name, "restricted")
             if d:
                 ctx.count(self.name, "added_loop_carried")
             if not bits & EXACT:
@@ -334,7 +347,8 @@ class AntiDeps(Pass):
                 for bit, rule in RULES.items():
                     if bits & bit and not (bit in (BIN, ALIAS) and bits & EXACT):
                         ctx.note(names[y], names[x], d > 0, rule)
-        merged = table.concat(edge_table(kinds)).merged() if kinds else table
+        rows.sort(key=lambda r: (r[0], r[3] > 0, r[1], r[3]))
+        merged = table.concat(DepTable.build(rows)).merged() if rows else table
         return with_deps(program, merged, stream)
 
 

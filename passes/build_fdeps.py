@@ -52,16 +52,16 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import ClassVar
 
-from machine.conflicts import fold_distance
+from machine.conflicts import fold_distance, iteration_boxes
 from machine.deptable import with_deps
 from machine.edges import EdgeKind
 from machine.ir import MemoryKind, Program
 from machine.splitmap import SBUF_BIN, CellSpace
-from machine.stream import InstanceStream
+from machine.stream import NUM_SEQUENCERS, InstanceStream
 
 from passes.pipeline import Pass, PassContext, edge_table
 
-__all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "RULES", "STRUCTURAL"]
+__all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "restrictions", "RULES", "STRUCTURAL"]
 
 RAW, REDUCTION, ACCUMULATION, RNG, GROUP, BARRIER, TRIVIAL = (1 << k for k in range(7))
 #: Provenance names of the rule bits.
@@ -119,15 +119,22 @@ def _recipe(stream: InstanceStream, x: int, cells: CellSpace, memo: dict, reduct
 
 
 def build_flow_edges(stream: InstanceStream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
-                     groups: bool = True, loop_barrier: bool = False, trivial: bool = False) -> Edges:
-    """Flow edges over instruction ids (see :data:`Edges`), one per instance order found."""
+                     groups: bool = True, loop_barrier: bool = False, trivial: bool = False,
+                     where: dict[tuple[int, int, int], list[int]] | None = None) -> Edges:
+    """Flow edges over instruction ids (see :data:`Edges`), one per instance order found.
+
+    ``where``, when given, collects for each edge of a program with loops the waiter
+    instances it was found at."""
     edges: Edges = {}
     instr = stream.instr.tolist()
+    comp = stream.comp.tolist()
     has_loops = stream.has_loops
 
     def add(a: int, b: int, bits: int) -> None:
         key = (instr[a], instr[b], fold_distance(stream, a, b) if has_loops else 0)
         edges[key] = edges.get(key, 0) | bits
+        if where is not None:
+            where.setdefault(key, []).append(b)
 
     if trivial:
         for b in range(1, len(stream)):
@@ -181,6 +188,10 @@ def build_flow_edges(stream: InstanceStream, *, reduction: bool = True, accumula
                 formers[last] = formers.get(last, 0) | GROUP
             group_last[gkey] = b
         if formers:
+            cb = comp[b]
+            if cb >= NUM_SEQUENCERS:  # rule 3 already orders a transfer after the earlier ones on its queue
+                for a in [a for a in formers if comp[a] == cb]:
+                    del formers[a]
             if has_loops:
                 for a, bits in formers.items():
                     add(a, b, bits)
@@ -191,19 +202,47 @@ def build_flow_edges(stream: InstanceStream, *, reduction: bool = True, accumula
                     edges[key] = edges.get(key, 0) | bits
     if loop_barrier:
         _loop_barriers(stream, edges)
+        if where is not None:  # a barrier orders every iteration
+            for key, bits in edges.items():
+                if bits & BARRIER:
+                    where.pop(key, None)
     return edges
 
 
-def min_distances(edges: Edges) -> Edges:
-    """One loop-carried edge per instruction pair, at the smallest distance found (it orders
-    the pairs further back too: one instruction's instances complete in order)."""
+def min_distances(edges: Edges, where: dict[tuple[int, int, int], list[int]] | None = None) -> Edges:
+    """Loop-carried edges of one instruction pair merged by distance.
+
+    Without ``where`` (a program without loops, or no restriction): one edge per pair at the
+    smallest distance found, which orders the pairs further back too (one instruction's
+    instances complete in order).  With ``where`` (waiter instances per edge): one edge per
+    distance, each kept only at the waiter instances that no nearer edge of the pair already
+    covers, so that every wait is on the very instance a conflict names (``where`` is updated
+    in place)."""
     out: Edges = {}
+    if where is not None:
+        covered: dict[tuple[int, int], set[int]] = {}
+        for key in sorted(edges, key=lambda k: (k[0], k[1], k[2])):
+            x, y, d = key
+            if not d:
+                out[key] = edges[key]
+                continue
+            if key not in where:  # a structural edge (loop barrier): every iteration
+                out[key] = edges[key]
+                continue
+            seen = covered.setdefault((x, y), set())
+            mine = [b for b in where[key] if b not in seen]
+            if not mine:
+                del where[key]
+                continue
+            seen.update(mine)
+            where[key] = mine
+            out[key] = edges[key]
+        return out
     nearest: dict[tuple[int, int], int] = {}
     for (x, y, d), bits in edges.items():
         if not d:
             out[(x, y, 0)] = out.get((x, y, 0), 0) | bits
-            continue
-        if d < nearest.get((x, y), 1 << 62):
+        elif d < nearest.get((x, y), 1 << 62):
             nearest[(x, y)] = d
     carried_bits: dict[tuple[int, int], int] = {}
     for (x, y, d), bits in edges.items():
@@ -211,6 +250,19 @@ def min_distances(edges: Edges) -> Edges:
             carried_bits[(x, y)] = carried_bits.get((x, y), 0) | bits
     for (x, y), d in nearest.items():
         out[(x, y, d)] = carried_bits[(x, y)]
+    return out
+
+
+def restrictions(stream: InstanceStream, where: dict[tuple[int, int, int], list[int]]) -> dict:
+    """``{edge: [x-iterations ranges, ...]}``: each edge restricted to the iteration boxes of
+    the waiter instances it was found at (a dep that applied everywhere would order pairs
+    that do not conflict, and the reduction could not tell)."""
+    out = {}
+    for key, instances in where.items():
+        if stream.loops_of[key[1]]:
+            boxes = iteration_boxes(stream, key[1], instances)
+            if boxes is not None and boxes != [()]:
+                out[key] = boxes
     return out
 
 
@@ -253,13 +305,16 @@ class BuildFdeps(Pass):
     groups: bool = True
     loop_barrier: bool = False
     trivial: bool = False
+    restrict: bool = True
+    """Restrict each dep to the iterations where its pairs were found (``x-iterations``)."""
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
         stream = ctx.stream(program)
         trivial = self.trivial or program.extras.get("x-too-many-spills") is True
+        where: dict | None = {} if stream.has_loops and self.restrict and not trivial else None
         found = build_flow_edges(stream, reduction=self.reduction, accumulation=self.accumulation, rng=self.rng,
-                                 groups=self.groups, loop_barrier=self.loop_barrier, trivial=trivial)
-        edges = min_distances(found)
+                                 groups=self.groups, loop_barrier=self.loop_barrier, trivial=trivial, where=where)
+        edges = min_distances(found, where)
         names = stream.names
         if ctx.record:
             for (x, y, d), bits in edges.items():
@@ -273,7 +328,10 @@ class BuildFdeps(Pass):
         ctx.count(self.name, "edges", len(edges))
         if trivial:
             ctx.count(self.name, "spill_guard")
-        table = edge_table({key: EdgeKind.FLOW for key in edges})
+        ranges = restrictions(stream, where) if where else None
+        if ranges:
+            ctx.count(self.name, "restricted", len(ranges))
+        table = edge_table({key: EdgeKind.FLOW for key in edges}, ranges)
         if self.keep_given:
             table = ctx.deps(program).concat(table).merged()
         return with_deps(program, table, stream)

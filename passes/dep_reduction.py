@@ -70,7 +70,7 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from machine.conflicts import conflict_kind
+from machine.conflicts import MAX_BOXES, conflict_kind, iteration_boxes
 from machine.deptable import DepTable, Ranges, dep_table, with_deps
 from machine.edges import KIND_NAMES, EdgeKind
 from machine.hb import HappensBefore, wait_counts
@@ -84,7 +84,7 @@ __all__ = [
     "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
     "redundant_waits", "redundant_waits_syncstate", "DepRef", "PartialDep", "ReductionResult",
     "dep_reduction", "reduce_table", "apply_reorder_reduction", "apply_anti_dependence_reduction", "REORDER_KINDS",
-    "ANTI_KINDS", "DepReduction", "needed_boxes",
+    "ANTI_KINDS", "DepReduction",
 ]
 
 LATEST_FIRST = "latest-first"
@@ -92,8 +92,6 @@ PROGRAM_ORDER = "program-order"
 FOLDS = (LATEST_FIRST, PROGRAM_ORDER)
 REORDER_KINDS = frozenset({EdgeKind.FLOW, EdgeKind.ORDERED})
 ANTI_KINDS = frozenset({EdgeKind.ANTI, EdgeKind.OUTPUT})
-#: Iteration boxes a split dep may become; beyond, the dep stays whole.
-MAX_BOXES = 8
 
 
 class DepRef(NamedTuple):
@@ -267,54 +265,6 @@ def redundant_waits_syncstate(waits: InstanceWaits, fold: str = LATEST_FIRST) ->
     return redundant, in_window
 
 
-def needed_boxes(digits: np.ndarray, trips: tuple[int, ...], limit: int = MAX_BOXES) -> list[tuple[tuple[int, int], ...]] | None:
-    """Disjoint boxes (one ``[lo, hi)`` per loop) whose union is exactly the set of loop-index
-    rows ``digits``, or None when more than ``limit`` are needed.
-
-    Consecutive outer indices whose inner sets are equal share a box (recursively), so "first
-    iteration", "all but the first" or "the last of each row" are one box each.
-
-    >>> needed_boxes(np.array([[1], [2], [3]]), (4,))
-    [((1, 4),)]
-    >>> needed_boxes(np.array([[0, 0], [1, 0], [2, 0]]), (3, 2))
-    [((0, 3), (0, 1))]
-    """
-    if not len(trips):
-        return [()]
-    by_outer: dict[int, np.ndarray] = {}
-    order = np.argsort(digits[:, 0], kind="stable")
-    col = digits[order, 0]
-    for v in np.unique(col).tolist():
-        by_outer[v] = digits[order[col == v], 1:]
-    out: list[tuple[tuple[int, int], ...]] = []
-    run_lo = run_hi = None
-    run_key = None
-    inner_boxes: list = []
-
-    def flush() -> bool:
-        if run_key is None:
-            return True
-        for box in inner_boxes:
-            out.append(((run_lo, run_hi), *box))
-        return len(out) <= limit
-
-    for v in sorted(by_outer):
-        rows = by_outer[v]
-        key = tuple(map(tuple, np.unique(rows, axis=0).tolist())) if rows.shape[1] else ()
-        if key == run_key and v == run_hi:
-            run_hi = v + 1
-            continue
-        if not flush():
-            return None
-        boxes = needed_boxes(rows, trips[1:], limit) if rows.shape[1] else [()]
-        if boxes is None:
-            return None
-        run_lo, run_hi, run_key, inner_boxes = v, v + 1, key, boxes
-    if not flush():
-        return None
-    return out
-
-
 @dataclass(frozen=True, slots=True)
 class PartialDep:
     """A dep that is redundant at some of the instances it resolves at."""
@@ -401,7 +351,7 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
                                       tuple(stream.instance_name(i) for i in skip_ids[:64].tolist())))
             if not split:
                 continue
-            boxes = _boxes_of(stream, int(table.waiter[r]), need_ids)
+            boxes = iteration_boxes(stream, int(table.waiter[r]), need_ids)
             if boxes is None:
                 unsplit += 1
                 continue
@@ -420,20 +370,6 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
 
 def _count_waits(stream: InstanceStream, table: DepTable) -> int:
     return len(stream.resolve(table).target)
-
-
-def _boxes_of(stream: InstanceStream, y: int, instances: np.ndarray) -> list[Ranges] | None:
-    """The needed instances of waiter ``y`` as iteration boxes (``x-iterations`` ranges)."""
-    ids = stream.instances_of(y)
-    digits = stream.digits_of(y)[np.searchsorted(ids, instances)]
-    loops = stream.loops_of[y]
-    boxes = needed_boxes(digits, stream.trips[y])
-    if boxes is None:
-        return None
-    out = []
-    for box in boxes:
-        out.append(tuple((loop.name, lo, hi) for loop, (lo, hi) in zip(loops, box) if (lo, hi) != (0, loop.trip_count)))
-    return out
 
 
 def _split_rows(table: DepTable, replacements: dict[int, list[Ranges]]) -> tuple[DepTable, list[int]]:

@@ -134,13 +134,16 @@ class PassContext:
         return dep_table(program, self.stream(program))
 
 
-def edge_table(edges: Mapping[tuple[int, int, int], int], ranges: Mapping[tuple[int, int, int], Ranges] | None = None) -> DepTable:
+def edge_table(edges: Mapping[tuple[int, int, int], int],
+               ranges: Mapping[tuple[int, int, int], Sequence[Ranges]] | None = None) -> DepTable:
     """Deps from ``{(former, waiter, distance): kind}`` over instruction ids, in the canonical
     order: by waiter, ordinary deps before loop-carried ones, each in document order of the
-    instruction waited on (then by distance)."""
+    instruction waited on (then by distance).  ``ranges[key]``, when given, lists the
+    iteration restrictions of that dep (one row each; default: one unrestricted row)."""
     keys = sorted(edges, key=lambda k: (k[1], k[2] > 0, k[0], k[2]))
     ranges = ranges or {}
-    return DepTable.build([(y, x, int(edges[(x, y, d)]), d, ranges.get((x, y, d), ())) for x, y, d in keys])
+    return DepTable.build([(y, x, int(edges[(x, y, d)]), d, box) for x, y, d in keys
+                           for box in ranges.get((x, y, d), ((),))])
 
 
 # -- deps <-> graph ----------------------------------------------------------------------
