@@ -41,6 +41,8 @@ import numpy as np
 
 from machine.deptable import DepTable, dep_table
 from machine.geometry import ByteSet, base_footprint
+
+_raw_footprint = base_footprint.__wrapped__  # the stream caches by object: skip hashing tensor and access
 from machine.ir import SEQUENCERS, Access, Instruction, Loop, MemoryKind, Node, Program
 from machine.presets import MachineSpec, resolve_machine
 
@@ -213,6 +215,7 @@ class InstanceStream:
         self.tensor_names = list(program.tensors)
         self.tensor_id = {name: t for t, name in enumerate(self.tensor_names)}
         self._accesses: list[tuple[CompiledAccess, ...]] | None = None
+        self._masks: set[int] | None = None
         self._common: dict[tuple[int, int], int] = {}
 
     def for_program(self, program: Program) -> InstanceStream:
@@ -402,35 +405,46 @@ class InstanceStream:
 
     def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
         tensors = self.program.tensors
-        tensor_id = self.tensor_id
-        shared: dict[tuple[int, bool], CompiledAccess] = {}  # accesses that do not move: by object
+        shared: dict[int, CompiledAccess] = {}  # accesses that do not move, by object and direction
+        compile_one = self._compile_one
         out = []
+        append = out.append
         for x, instr in enumerate(self.instrs):
             mine = []
-            for group, is_write in ((instr.reads, False), (instr.writes, True)):
+            for is_write, group in ((False, instr.reads), (True, instr.writes)):
                 for access in group:
-                    tensor = tensors[access.tensor]
-                    moves = access.moves or tensor.rotate is not None
-                    key = (id(access), is_write)
-                    compiled = None if moves else shared.get(key)
+                    key = id(access) * 2 + is_write
+                    compiled = shared.get(key)
                     if compiled is None:
-                        fp = base_footprint(tensor, access)
-                        position = {loop.name: k for k, loop in enumerate(self.loops_of[x])} if moves else {}
-                        shifts = tuple((position[loop], s * tensor.itemsize) for loop, s in access.per_iteration if s)
-                        pshifts = tuple((position[loop], s) for loop, s in access.partitions_per_iteration if s)
-                        rot = tensor.rotate
-                        rotation = (position[rot.loop], rot.slots, rot.stride) if rot is not None and rot.slots > 1 \
-                            else None
-                        compiled = CompiledAccess(is_write, tensor_id[access.tensor], fp.space, fp.memory,
-                                                  fp.partitions, fp.bytes, shifts, pshifts, rotation, access)
-                        if not moves:
+                        compiled = compile_one(x, access, is_write, tensors[access.tensor])
+                        if not (compiled.shifts or compiled.pshifts or compiled.rotation):
                             shared[key] = compiled
                     mine.append(compiled)
-            out.append(tuple(mine))
+            append(tuple(mine))
         return out
+
+    def _compile_one(self, x: int, access: Access, is_write: bool, tensor) -> CompiledAccess:
+        fp = _raw_footprint(tensor, access)
+        shifts: tuple = ()
+        pshifts: tuple = ()
+        rotation = None
+        if access.per_iteration or access.partitions_per_iteration or tensor.rotate is not None:
+            position = {loop.name: k for k, loop in enumerate(self.loops_of[x])}
+            shifts = tuple((position[loop], s * tensor.itemsize) for loop, s in access.per_iteration if s)
+            pshifts = tuple((position[loop], s) for loop, s in access.partitions_per_iteration if s)
+            rot = tensor.rotate
+            if rot is not None and rot.slots > 1:
+                rotation = (position[rot.loop], rot.slots, rot.stride)
+        return CompiledAccess(is_write, self.tensor_id[access.tensor], fp.space, fp.memory, fp.partitions, fp.bytes,
+                              shifts, pshifts, rotation, access)
 
     def masks(self) -> set[int]:
         """Every partition mask some access touches in some instance (0 for DRAM)."""
+        if self._masks is None:
+            self._masks = self._all_masks()
+        return self._masks
+
+    def _all_masks(self) -> set[int]:
         out: set[int] = set()
         for x, accesses in enumerate(self.all_accesses):
             for ca in accesses:

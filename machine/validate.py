@@ -14,7 +14,7 @@ from machine.optable import COMMON_ATTRS, op_spec
 from machine.oprules import check_op_rules
 from machine.presets import MachineSpec, resolve_machine
 
-__all__ = ["validate_program", "check_placement", "check_instruction", "access_elements"]
+__all__ = ["validate_program", "validate_placement_change", "check_placement", "check_instruction", "access_elements"]
 
 _MEM = {MemoryKind.DRAM: "dram", MemoryKind.SBUF: "sbuf", MemoryKind.PSUM: "psum"}
 
@@ -115,6 +115,38 @@ def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: 
                 raise ProgramError(join_path(path, "partitions"), f"reaches partition {last} of a tensor with {tensor.shape[0]}")
             raise ProgramError(join_path(path, "x-partitions_per_iteration"), f"reaches partitions [{first}, {last}] in "
                                f"some instance; tensor {tensor.name!r} has partitions [0, {tensor.shape[0] - 1}]")
+
+
+def validate_placement_change(program: Program, before: Program, spec: MachineSpec | None = None) -> None:
+    """Check ``program`` where it differs from the valid ``before`` only in its tensors'
+    placements (the body is the very same objects, as after an allocation pass): the
+    placements themselves, and the rules that depend on them (partition starts, rotating
+    tensors inside their loop).  Everything else was checked on ``before``."""
+    spec = spec or resolve_machine(program.machine)
+    changed = {name for name, t in program.tensors.items() if before.tensors.get(name) is not t}
+    for name in changed:
+        check_placement(program.tensors[name], spec, join_path("tensors", name))
+    if not changed:
+        return
+    tensors = program.tensors
+    seen: set[tuple[int, bool]] = set()
+    for k, (inst, loops) in enumerate(program.instructions()):
+        for key, group in (("reads", inst.reads), ("writes", inst.writes)):
+            for i, access in enumerate(group):
+                if access.tensor not in changed:
+                    continue
+                tensor = tensors[access.tensor]
+                if tensor.rotate is not None and not any(loop.name == tensor.rotate.loop for loop in loops):
+                    _check_access(access, tensor, {loop.name: loop for loop in loops}, f"{inst.name}.{key}[{i}]")
+                if inst.is_dma or tensor.partition is None or (id(access), inst.is_dma) in seen:
+                    continue
+                seen.add((id(access), inst.is_dma))
+                start, count, step = access.partitions or (0, tensor.shape[0], 1)
+                first, span = tensor.partition + start, (count - 1) * step + 1
+                if not _partition_start_ok(first, span):
+                    raise ProgramError(f"{inst.name}.{key}[{i}].partitions", f"an access spanning {span} partitions "
+                                       f"cannot start at partition {first} (over 64: start 0; 33-64: 0 or 64; up to 32: "
+                                       "a multiple of 32)")
 
 
 def _partition_start_ok(first: int, span: int) -> bool:

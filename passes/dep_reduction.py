@@ -303,15 +303,19 @@ class ReductionResult:
             object.__setattr__(self, "deps_before", len(self.dropped) + self.deps_kept)
 
 
-def _dep_refs(table: DepTable, stream: InstanceStream) -> list[DepRef]:
-    """A :class:`DepRef` per table row (its index: position among its waiter's rows)."""
+def _dep_refs(table: DepTable, stream: InstanceStream, rows) -> dict[int, DepRef]:
+    """A :class:`DepRef` for each of ``rows`` (its index: position among its waiter's rows)."""
+    wanted = set(rows)
+    if not wanted:
+        return {}
     names = stream.names
     seen: dict[int, int] = {}
-    out = []
+    out = {}
     for r, y in enumerate(table.waiter.tolist()):
         k = seen.get(y, 0)
         seen[y] = k + 1
-        out.append(DepRef(names[y], table.dep(r, names), k))
+        if r in wanted:
+            out[r] = DepRef(names[y], table.dep(r, names), k)
     return out
 
 
@@ -334,7 +338,7 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
     allowed = np.isin(table.kind, np.asarray([int(k) for k in kinds], np.int8))
     drop = (needed == 0) & allowed
     partial_rows = np.flatnonzero((needed > 0) & (needed < total)).tolist()
-    refs = _dep_refs(table, stream)
+    refs = _dep_refs(table, stream, np.flatnonzero(drop).tolist() + partial_rows)
     keep_rows = np.flatnonzero(~drop)
     new = table.select(keep_rows)
     split_count = unsplit = 0

@@ -43,7 +43,7 @@ from machine.errors import ProgramError
 from machine.ir import Dep, Instruction, Program
 from machine.presets import MachineSpec, resolve_machine
 from machine.stream import InstanceStream, stream_of
-from machine.validate import validate_program
+from machine.validate import validate_placement_change, validate_program
 
 __all__ = [
     "Pass", "PassContext", "PassRecord", "parse_pipeline", "run_pipeline", "verify_program",
@@ -296,7 +296,10 @@ def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: 
     deps_only = before is not None and _same_but_deps(before, program)
     if not deps_only:
         try:
-            validate_program(program, spec)
+            if before is not None and _root(before).body is _root(program).body:
+                validate_placement_change(program, before, spec)  # an allocation: only placements changed
+            else:
+                validate_program(program, spec)
         except ProgramError as err:
             raise ProgramError(err.path, f"after pass {after!r}: {err.message}") from None
     if placed:
