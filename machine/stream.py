@@ -404,9 +404,15 @@ class InstanceStream:
         return self._accesses
 
     def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
+        """Compile every access once (by object, for the ones that do not move) and lay them
+        out flat as well: :attr:`templates` (each distinct compiled access once) and, per access
+        slot in document order, its instruction (:attr:`slot_x`) and template (:attr:`slot_t`)."""
         tensors = self.program.tensors
-        shared: dict[int, CompiledAccess] = {}  # accesses that do not move, by object and direction
+        shared: dict[int, int] = {}  # accesses that do not move, by object and direction: template id
         compile_one = self._compile_one
+        templates: list[CompiledAccess] = []
+        slot_x: list[int] = []
+        slot_t: list[int] = []
         out = []
         append = out.append
         for x, instr in enumerate(self.instrs):
@@ -414,13 +420,20 @@ class InstanceStream:
             for is_write, group in ((False, instr.reads), (True, instr.writes)):
                 for access in group:
                     key = id(access) * 2 + is_write
-                    compiled = shared.get(key)
-                    if compiled is None:
+                    t = shared.get(key)
+                    if t is None:
                         compiled = compile_one(x, access, is_write, tensors[access.tensor])
+                        t = len(templates)
+                        templates.append(compiled)
                         if not (compiled.shifts or compiled.pshifts or compiled.rotation):
-                            shared[key] = compiled
-                    mine.append(compiled)
+                            shared[key] = t
+                    mine.append(templates[t])
+                    slot_x.append(x)
+                    slot_t.append(t)
             append(tuple(mine))
+        self.templates = templates
+        self.slot_x = np.asarray(slot_x, np.int64)
+        self.slot_t = np.asarray(slot_t, np.int64)
         return out
 
     def _compile_one(self, x: int, access: Access, is_write: bool, tensor) -> CompiledAccess:
