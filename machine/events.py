@@ -105,26 +105,7 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
 
     wanted = np.ones(len(temps), bool) if templates is None else np.asarray(templates, bool)
     moving_parts = np.asarray([bool(ca.pshifts) for ca in temps], bool)
-    # Per template (partitions fixed): its runs as (group, lo, hi) before any byte shift.
-    run_t, run_g, run_lo, run_hi = [], [], [], []
-    for t, ca in enumerate(temps):
-        if not wanted[t] or moving_parts[t]:
-            continue
-        key = _key_of(ca, by)
-        alias = isinstance(ca.space, tuple)
-        for atom in ((0,) if alias or not ca.mask else of_mask[ca.mask]):
-            g = group(key, atom, 0 if alias else ca.mask)
-            for lo, hi in ((0, 1),) if alias else ca.bytes:
-                run_t.append(t)
-                run_g.append(g)
-                run_lo.append(lo)
-                run_hi.append(hi)
-    run_t = np.asarray(run_t, np.int64)
-    order = np.argsort(run_t, kind="stable")
-    run_t = run_t[order]
-    run_g = np.asarray(run_g, np.int64)[order]
-    run_lo = np.asarray(run_lo, np.int64)[order]
-    run_hi = np.asarray(run_hi, np.int64)[order]
+    run_t, run_g, run_lo, run_hi = _template_runs(temps, wanted & ~moving_parts, by, of_mask, group)
     # Access slots -> (instance, template, byte shift) rows: every instance of the slot.
     slot_x, slot_t = stream.slot_x, stream.slot_t
     keep = wanted[slot_t] & ~moving_parts[slot_t]
@@ -159,6 +140,59 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
     seg_lo = bounds - (seg_group << _POS_BITS)
     seg_hi = np.append(seg_lo[1:], 0)
     return Events(seg, ev_inst, write, ev_tmpl, seg_lo, seg_hi, seg_group, groups)
+
+
+def _template_runs(temps, wanted: np.ndarray, by: str, of_mask: dict, group):
+    """``(template, group, lo, hi)`` arrays: the runs of every wanted template at iteration 0,
+    sorted by template.  Templates of one run and one partition atom (nearly all) are laid
+    out with numpy; the others in Python."""
+    keys: dict = {}
+    masks: dict[int, int] = {}
+    key_id = np.fromiter((keys.setdefault(_key_of(ca, by), len(keys)) for ca in temps), np.int64, len(temps))
+    mask_id = np.fromiter((masks.setdefault(ca.mask if not isinstance(ca.space, tuple) else 0, len(masks))
+                           for ca in temps), np.int64, len(temps))
+    nruns = np.fromiter((1 if isinstance(ca.space, tuple) else len(ca.bytes) for ca in temps), np.int64, len(temps))
+    mask_list = list(masks)
+    key_list = list(keys)
+    natoms = np.asarray([len(of_mask[m]) if m else 1 for m in mask_list], np.int64)[mask_id] if len(temps) else \
+        np.zeros(0, np.int64)
+    simple = wanted & (nruns == 1) & (natoms == 1)
+    ts = np.flatnonzero(simple)
+    first_atom = np.asarray([of_mask[m][0] if m else 0 for m in mask_list], np.int64)
+    # group ids of the simple templates: one per (key, atom), created in a deterministic order
+    pairs = np.unique(np.stack([key_id[ts], first_atom[mask_id[ts]], mask_id[ts]], axis=1), axis=0) \
+        if len(ts) else np.zeros((0, 3), np.int64)
+    code: dict[tuple[int, int], int] = {}
+    for k, atom, mid in pairs.tolist():
+        code[(k, atom)] = group(key_list[k], atom, mask_list[mid])
+    if len(ts):
+        combined = key_id[ts] * (len(of_mask) + len(mask_list) + 1) + first_atom[mask_id[ts]]
+        table = {k * (len(of_mask) + len(mask_list) + 1) + a: g for (k, a), g in code.items()}
+        uniq, inverse = np.unique(combined, return_inverse=True)
+        g_simple = np.asarray([table[u] for u in uniq.tolist()], np.int64)[inverse]
+        lo_simple = np.fromiter((temps[t].bytes[0][0] if not isinstance(temps[t].space, tuple) else 0
+                                 for t in ts.tolist()), np.int64, len(ts))
+        hi_simple = np.fromiter((temps[t].bytes[0][1] if not isinstance(temps[t].space, tuple) else 1
+                                 for t in ts.tolist()), np.int64, len(ts))
+    else:
+        g_simple = lo_simple = hi_simple = np.zeros(0, np.int64)
+    rest_t, rest_g, rest_lo, rest_hi = [], [], [], []
+    for t in np.flatnonzero(wanted & ~simple).tolist():
+        ca = temps[t]
+        alias = isinstance(ca.space, tuple)
+        key = _key_of(ca, by)
+        for atom in ((0,) if alias or not ca.mask else of_mask[ca.mask]):
+            g = group(key, atom, 0 if alias else ca.mask)
+            for lo, hi in ((0, 1),) if alias else ca.bytes:
+                rest_t.append(t)
+                rest_g.append(g)
+                rest_lo.append(lo)
+                rest_hi.append(hi)
+    run_t = np.concatenate([ts, np.asarray(rest_t, np.int64)])
+    order = np.argsort(run_t, kind="stable")
+    return (run_t[order], np.concatenate([g_simple, np.asarray(rest_g, np.int64)])[order],
+            np.concatenate([lo_simple, np.asarray(rest_lo, np.int64)])[order],
+            np.concatenate([hi_simple, np.asarray(rest_hi, np.int64)])[order])
 
 
 def _instance_rows(stream: InstanceStream, slot_x: np.ndarray, slot_t: np.ndarray):
