@@ -76,20 +76,30 @@ class Events(NamedTuple):
         return len(self.seg)
 
 
+def _aliased(ca, by: str) -> bool:
+    """Whether the access falls in its alias group's one segment (physical keys only)."""
+    return by == "space" and isinstance(ca.space, tuple)
+
+
 def _key_of(ca, by: str):
+    if by == "tensor":
+        return ca.tensor
     if isinstance(ca.space, tuple):
         return ("alias", ca.space[1])  # every tensor of an alias group: one segment (see module doc)
-    return ca.tensor if by == "tensor" else ca.space
+    return ca.space
 
 
-def access_events(stream: InstanceStream, by: str = "space", *, templates: np.ndarray | None = None) -> Events:
+def access_events(stream: InstanceStream, by: str = "space", *, templates: np.ndarray | None = None,
+                  per_tensor: bool = False) -> Events:
     """The events of ``stream``'s accesses, grouped by memory space (``by="space"``: physical
     conflicts) or by tensor (``by="tensor"``: the logical chains of ``build-fdeps``).
 
     ``templates`` restricts the events to those compiled accesses (a boolean mask over
-    :attr:`~machine.stream.InstanceStream.templates`).
+    :attr:`~machine.stream.InstanceStream.templates`).  ``per_tensor`` keeps one event per
+    (segment, instance, direction, tensor) instead, ties in the order of the instruction's
+    accesses (the last write event of an instance is its last write access there).
     """
-    stream.all_accesses  # compiles templates, slot_x, slot_t
+    stream.compile_templates()
     temps = stream.templates
     of_mask, atom_masks = atoms_of(stream.masks())
     of_mask[0] = (0,)
@@ -109,17 +119,20 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
     # Access slots -> (instance, template, byte shift) rows: every instance of the slot.
     slot_x, slot_t = stream.slot_x, stream.slot_t
     keep = wanted[slot_t] & ~moving_parts[slot_t]
-    inst, tmpl, delta = _instance_rows(stream, slot_x[keep], slot_t[keep])
+    inst, tmpl, delta, slot = _instance_rows(stream, slot_x[keep], slot_t[keep], np.flatnonzero(keep))
+    if by == "space" and stream.has_loops:  # an alias group is one segment, wherever the access moves
+        delta[np.fromiter((_aliased(ca, by) for ca in temps), bool, len(temps))[tmpl]] = 0
     # Rows x runs: each (instance, template) over the template's runs.
     first_run = np.searchsorted(run_t, np.arange(len(temps) + 1))
     nruns = (first_run[1:] - first_run[:-1])[tmpl]
     row = np.repeat(np.arange(len(tmpl)), nruns)
     r = first_run[tmpl[row]] + (np.arange(len(row)) - np.repeat(np.cumsum(nruns) - nruns, nruns))
-    ev_inst, ev_tmpl = inst[row], tmpl[row]
+    ev_inst, ev_tmpl, ev_slot = inst[row], tmpl[row], slot[row]
     g, lo, hi = run_g[r], run_lo[r] + delta[row], run_hi[r] + delta[row]
     if moving_parts.any():  # partitions that move with a loop: atoms per instance, in Python (rare)
         extra = _moving_rows(stream, wanted & moving_parts, by, of_mask, group)
-        ev_inst, ev_tmpl, g, lo, hi = (np.concatenate([a, b]) for a, b in zip((ev_inst, ev_tmpl, g, lo, hi), extra))
+        ev_inst, ev_tmpl, ev_slot, g, lo, hi = (np.concatenate([a, b]) for a, b in
+                                                zip((ev_inst, ev_tmpl, ev_slot, g, lo, hi), extra))
     # Segments: the sorted distinct boundaries of each group.
     lo_key = (g << _POS_BITS) + lo
     hi_key = (g << _POS_BITS) + hi
@@ -128,11 +141,19 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
     span = np.searchsorted(bounds, hi_key) - s_lo
     rep = np.repeat(np.arange(len(s_lo)), span)
     seg = s_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(span) - span, span))
-    ev_inst, ev_tmpl = ev_inst[rep], ev_tmpl[rep]
+    ev_inst, ev_tmpl, ev_slot = ev_inst[rep], ev_tmpl[rep], ev_slot[rep]
     write = np.asarray([ca.is_write for ca in temps], bool)[ev_tmpl] if len(temps) else np.zeros(0, bool)
-    order = np.lexsort((write, ev_inst, seg))
+    if per_tensor and len(seg):  # one event per (segment, instance, direction, tensor) first
+        tensor = np.fromiter((ca.tensor for ca in temps), np.int64, len(temps))[ev_tmpl]
+        order = np.lexsort((ev_slot, tensor, write, ev_inst, seg))
+        seg, ev_inst, write, ev_tmpl, ev_slot, tensor = (a[order] for a in (seg, ev_inst, write, ev_tmpl, ev_slot, tensor))
+        new = np.ones(len(seg), bool)
+        new[1:] = (seg[1:] != seg[:-1]) | (ev_inst[1:] != ev_inst[:-1]) | (write[1:] != write[:-1]) | \
+            (tensor[1:] != tensor[:-1])
+        seg, ev_inst, write, ev_tmpl, ev_slot = seg[new], ev_inst[new], write[new], ev_tmpl[new], ev_slot[new]
+    order = np.lexsort((ev_slot, write, ev_inst, seg))
     seg, ev_inst, write, ev_tmpl = seg[order], ev_inst[order], write[order], ev_tmpl[order]
-    if len(seg):  # one event per (segment, instance, direction)
+    if len(seg) and not per_tensor:  # one event per (segment, instance, direction)
         new = np.ones(len(seg), bool)
         new[1:] = (seg[1:] != seg[:-1]) | (ev_inst[1:] != ev_inst[:-1]) | (write[1:] != write[:-1])
         seg, ev_inst, write, ev_tmpl = seg[new], ev_inst[new], write[new], ev_tmpl[new]
@@ -149,9 +170,9 @@ def _template_runs(temps, wanted: np.ndarray, by: str, of_mask: dict, group):
     keys: dict = {}
     masks: dict[int, int] = {}
     key_id = np.fromiter((keys.setdefault(_key_of(ca, by), len(keys)) for ca in temps), np.int64, len(temps))
-    mask_id = np.fromiter((masks.setdefault(ca.mask if not isinstance(ca.space, tuple) else 0, len(masks))
+    mask_id = np.fromiter((masks.setdefault(ca.mask if not _aliased(ca, by) else 0, len(masks))
                            for ca in temps), np.int64, len(temps))
-    nruns = np.fromiter((1 if isinstance(ca.space, tuple) else len(ca.bytes) for ca in temps), np.int64, len(temps))
+    nruns = np.fromiter((1 if _aliased(ca, by) else len(ca.bytes) for ca in temps), np.int64, len(temps))
     mask_list = list(masks)
     key_list = list(keys)
     natoms = np.asarray([len(of_mask[m]) if m else 1 for m in mask_list], np.int64)[mask_id] if len(temps) else \
@@ -170,16 +191,16 @@ def _template_runs(temps, wanted: np.ndarray, by: str, of_mask: dict, group):
         table = {k * (len(of_mask) + len(mask_list) + 1) + a: g for (k, a), g in code.items()}
         uniq, inverse = np.unique(combined, return_inverse=True)
         g_simple = np.asarray([table[u] for u in uniq.tolist()], np.int64)[inverse]
-        lo_simple = np.fromiter((temps[t].bytes[0][0] if not isinstance(temps[t].space, tuple) else 0
+        lo_simple = np.fromiter((temps[t].bytes[0][0] if not _aliased(temps[t], by) else 0
                                  for t in ts.tolist()), np.int64, len(ts))
-        hi_simple = np.fromiter((temps[t].bytes[0][1] if not isinstance(temps[t].space, tuple) else 1
+        hi_simple = np.fromiter((temps[t].bytes[0][1] if not _aliased(temps[t], by) else 1
                                  for t in ts.tolist()), np.int64, len(ts))
     else:
         g_simple = lo_simple = hi_simple = np.zeros(0, np.int64)
     rest_t, rest_g, rest_lo, rest_hi = [], [], [], []
     for t in np.flatnonzero(wanted & ~simple).tolist():
         ca = temps[t]
-        alias = isinstance(ca.space, tuple)
+        alias = _aliased(ca, by)
         key = _key_of(ca, by)
         for atom in ((0,) if alias or not ca.mask else of_mask[ca.mask]):
             g = group(key, atom, 0 if alias else ca.mask)
@@ -195,17 +216,18 @@ def _template_runs(temps, wanted: np.ndarray, by: str, of_mask: dict, group):
             np.concatenate([hi_simple, np.asarray(rest_hi, np.int64)])[order])
 
 
-def _instance_rows(stream: InstanceStream, slot_x: np.ndarray, slot_t: np.ndarray):
-    """``(instance, template, byte shift)`` for every instance of every access slot."""
+def _instance_rows(stream: InstanceStream, slot_x: np.ndarray, slot_t: np.ndarray, slots: np.ndarray):
+    """``(instance, template, byte shift, slot)`` for every instance of every access slot."""
     if not stream.has_loops:
-        return slot_x, slot_t, np.zeros(len(slot_x), np.int64)
+        return slot_x, slot_t, np.zeros(len(slot_x), np.int64), slots
     temps = stream.templates
     depth = np.asarray([len(t) for t in stream.trips], np.int64)[slot_x]
     simple = depth == 0
     parts_i = [np.asarray(stream.first, np.int64)[slot_x[simple]]]
     parts_t = [slot_t[simple]]
     parts_d = [np.zeros(int(simple.sum()), np.int64)]
-    for x, t in zip(slot_x[~simple].tolist(), slot_t[~simple].tolist()):
+    parts_s = [slots[simple]]
+    for x, t, k in zip(slot_x[~simple].tolist(), slot_t[~simple].tolist(), slots[~simple].tolist()):
         ids = stream.instances_of(x)
         ca = temps[t]
         delta = np.zeros(len(ids), np.int64)
@@ -219,14 +241,15 @@ def _instance_rows(stream: InstanceStream, slot_x: np.ndarray, slot_t: np.ndarra
         parts_i.append(ids)
         parts_t.append(np.full(len(ids), t, np.int64))
         parts_d.append(delta)
-    return np.concatenate(parts_i), np.concatenate(parts_t), np.concatenate(parts_d)
+        parts_s.append(np.full(len(ids), k, np.int64))
+    return np.concatenate(parts_i), np.concatenate(parts_t), np.concatenate(parts_d), np.concatenate(parts_s)
 
 
 def _moving_rows(stream: InstanceStream, wanted: np.ndarray, by: str, of_mask: dict, group):
     """Rows of the templates whose partitions move with a loop, instance by instance."""
-    rows: list[tuple[int, int, int, int, int]] = []
+    rows: list[tuple[int, int, int, int, int, int]] = []
     temps = stream.templates
-    for x, t in zip(stream.slot_x.tolist(), stream.slot_t.tolist()):
+    for k, (x, t) in enumerate(zip(stream.slot_x.tolist(), stream.slot_t.tolist())):
         if not wanted[t]:
             continue
         ca = temps[t]
@@ -235,6 +258,6 @@ def _moving_rows(stream: InstanceStream, wanted: np.ndarray, by: str, of_mask: d
             mask, byteset = stream.footprint_at(ca, i)
             for atom in of_mask[mask] if mask else (0,):
                 g = group(key, atom, mask)
-                rows.extend((i, t, g, lo, hi) for lo, hi in byteset)
-    cols = np.asarray(rows, np.int64).reshape(-1, 5).T
-    return cols[0], cols[1], cols[2], cols[3], cols[4]
+                rows.extend((i, t, k, g, lo, hi) for lo, hi in byteset)
+    cols = np.asarray(rows, np.int64).reshape(-1, 6).T
+    return cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]

@@ -218,6 +218,31 @@ class InstanceStream:
         self._masks: set[int] | None = None
         self._common: dict[tuple[int, int], int] = {}
 
+    def for_placement(self, program: Program) -> InstanceStream:
+        """This stream for ``program``, which has this one's body (the same instruction
+        objects) and differs only in where its tensors are placed, as after allocation.
+
+        The structure (order, components, positions) is shared and the access slots too; each
+        distinct compiled access (:attr:`templates`) is compiled again against the new
+        tensors, once, and the per-instruction tuples are rebuilt only when asked for."""
+        def body(p: Program) -> tuple:
+            return (getattr(p, "source", None) or p).body
+
+        if body(program) is not body(self.program):
+            raise ValueError("for_placement needs the same body (the same instruction objects)")
+        other = object.__new__(InstanceStream)
+        other.__dict__.update(self.__dict__)
+        other.program = program
+        other.tensor_names = list(program.tensors)
+        other.tensor_id = {name: t for t, name in enumerate(other.tensor_names)}
+        other._accesses = None
+        other._masks = None
+        if self._accesses is not None:
+            tensors = program.tensors
+            other.templates = [other._compile_one(x, ca.access, ca.is_write, tensors[ca.access.tensor])
+                               for x, ca in zip(self.template_x, self.templates)]
+        return other
+
     def for_program(self, program: Program) -> InstanceStream:
         """This stream for ``program``, which differs from :attr:`program` only in its deps
         (a shallow copy: arrays and compiled accesses are shared)."""
@@ -403,14 +428,29 @@ class InstanceStream:
             self._accesses = self._compile_accesses()
         return self._accesses
 
+    def compile_templates(self) -> None:
+        """Make :attr:`templates`, :attr:`slot_x` and :attr:`slot_t` available (without
+        the per-instruction tuples of :attr:`all_accesses` when they can be skipped)."""
+        if self._accesses is None and getattr(self, "templates", None) is None:
+            self._accesses = self._compile_accesses()
+
+    def _tuples_from_slots(self) -> list[tuple[CompiledAccess, ...]]:
+        temps = self.templates
+        bounds = np.searchsorted(self.slot_x, np.arange(self.m + 1)).tolist()
+        slots = [temps[t] for t in self.slot_t.tolist()]
+        return [tuple(slots[bounds[x]:bounds[x + 1]]) for x in range(self.m)]
+
     def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
         """Compile every access once (by object, for the ones that do not move) and lay them
         out flat as well: :attr:`templates` (each distinct compiled access once) and, per access
         slot in document order, its instruction (:attr:`slot_x`) and template (:attr:`slot_t`)."""
+        if getattr(self, "templates", None) is not None:  # placed anew: slots kept (see for_placement)
+            return self._tuples_from_slots()
         tensors = self.program.tensors
         shared: dict[int, int] = {}  # accesses that do not move, by object and direction: template id
         compile_one = self._compile_one
         templates: list[CompiledAccess] = []
+        template_x: list[int] = []
         slot_x: list[int] = []
         slot_t: list[int] = []
         out = []
@@ -425,6 +465,7 @@ class InstanceStream:
                         compiled = compile_one(x, access, is_write, tensors[access.tensor])
                         t = len(templates)
                         templates.append(compiled)
+                        template_x.append(x)
                         if not (compiled.shifts or compiled.pshifts or compiled.rotation):
                             shared[key] = t
                     mine.append(templates[t])
@@ -432,6 +473,7 @@ class InstanceStream:
                     slot_t.append(t)
             append(tuple(mine))
         self.templates = templates
+        self.template_x = template_x
         self.slot_x = np.asarray(slot_x, np.int64)
         self.slot_t = np.asarray(slot_t, np.int64)
         return out

@@ -66,9 +66,12 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from machine.conflicts import conflict_kind, conflicts, fold_distance
+import numpy as np
+
 from machine.deptable import DepTable, with_deps
 from machine.edges import EdgeKind
 from machine.errors import ProgramError
+from machine.events import access_events
 from machine.hb import HappensBefore
 from machine.ir import Dep, MemoryKind, Program
 from machine.splitmap import CellSpace
@@ -91,6 +94,16 @@ _FORGET_EVERY = 4096
 AntiEdges = dict[tuple[int, int, int], tuple[EdgeKind, int]]
 
 
+def _kept(stream: InstanceStream, ca, memories, roles, spaces) -> bool:
+    """Whether the filters keep the compiled access (the seed's four sets)."""
+    if _MEM[ca.memory] not in memories:
+        return False
+    if ca.memory != MemoryKind.DRAM:
+        return "local" in spaces
+    tensor = stream.program.tensors[stream.tensor_names[ca.tensor]]
+    return ("shared" if stream.is_shared(ca.tensor) else "local") in spaces and tensor.role in roles
+
+
 def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, spaces, dram: str) -> list[tuple]:
     """Per instruction: ``(is_write, tensor, pieces|None, key, source bit, access)`` per access
     the filters keep; ``pieces`` is the cut into cells unless the access moves with a loop."""
@@ -101,22 +114,16 @@ def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, space
         for ca in stream.accesses(x):
             found = memo.get(id(ca))
             if found is None:
-                found = memo[id(ca)] = _cell_plan(stream, cells, ca, memories, roles, spaces, dram)
+                found = memo[id(ca)] = _cell_plan(stream, cells, ca, dram) \
+                    if _kept(stream, ca, memories, roles, spaces) else ()
             if found:
                 mine.append(found)
         out.append(tuple(mine))
     return out
 
 
-def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, memories, roles, spaces, dram: str) -> tuple:
-    if _MEM[ca.memory] not in memories:
-        return ()
+def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, dram: str) -> tuple:
     tensor = stream.program.tensors[stream.tensor_names[ca.tensor]]
-    shared = ca.memory == MemoryKind.DRAM and stream.is_shared(ca.tensor)
-    if ("shared" if shared else "local") not in spaces:
-        return ()
-    if ca.memory == MemoryKind.DRAM and tensor.role not in roles:
-        return ()
     if tensor.alias is not None:  # one batch per alias group, as the seed
         key = ("alias", tensor.alias)
         return (ca.is_write, ca.tensor, cells.pieces(key, "dram", 0, ((0, 1),)), key, ALIAS, ca)
@@ -130,49 +137,100 @@ def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, memories, roles, sp
     return (ca.is_write, ca.tensor, cut, ca.space, EXACT, ca)
 
 
-def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({"sbuf", "psum", "dram"}),
-                          roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
-                          analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
-                          skip_ordered: bool = True, dram: str = "bytes", stats: dict[str, int] | None = None,
-                          where: dict[tuple[int, int, int], list[int]] | None = None) -> AntiEdges:
-    """New edges over instruction ids (see :data:`AntiEdges`); rule bits without
-    :data:`EXACT` mark conservative-only edges.
+#: Candidates of every instance: ``former[ptr[b]:ptr[b + 1]]`` (latest first) with their rule bits.
+Candidates = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-    ``table`` (a :class:`~machine.deptable.DepTable`) holds the deps already present: they order
-    instances for ``skip_ordered``.  With ``where`` (a dict), each edge is recorded with the
-    waiter instances it was added at, for deps restricted to those iterations: an edge then
-    orders nothing at the other instances of its waiter (the walk does not count on it there).
-    Without it, an edge applies at every later instance of its waiter (the walk counts on it).
-    """
-    stats = {} if stats is None else stats
-    n = len(stream)
+
+def _csr(b: np.ndarray, a: np.ndarray, bits: np.ndarray, n: int) -> Candidates:
+    """Pairs merged per ``(b, a)`` (bits or-ed), by ``b`` then ``a`` descending."""
+    key = b.astype(np.int64) * n + (n - 1 - a.astype(np.int64))
+    order = np.argsort(key, kind="stable")
+    key, bits = key[order], bits[order]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    bits = np.bitwise_or.reduceat(bits, starts) if len(starts) else bits[:0]
+    key = key[starts]
+    waiter = key // n
+    return np.searchsorted(waiter, np.arange(n + 1)), n - 1 - key % n, bits
+
+
+def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),
+                     roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
+                     analyses=frozenset({"war", "waw", "raw-reuse"})) -> Candidates:
+    """The walk's candidates (``early_stop=component``, ``dram=bytes``) from one sort of the
+    physical access events (:mod:`machine.events`): per segment, a write's candidates are the
+    previous write (WAW) and the latest read of every other component since it (WAR); a read's
+    the previous write when through another tensor (RAW-reuse; any, with ``raw``)."""
+    stream.compile_templates()
+    temps = stream.templates
+    kept = np.fromiter((_kept(stream, ca, memories, roles, spaces) for ca in temps), bool, len(temps))
+    ev = access_events(stream, "space", templates=kept, per_tensor=True)
+    n = len(ev)
+    if not n:
+        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    inst = ev.inst.astype(np.int64)
+    tensor = np.fromiter((ca.tensor for ca in temps), np.int64, len(temps))[ev.template]
+    alias = np.fromiter((isinstance(key, tuple) and key[0] == "alias" for key, _ in ev.groups), bool, len(ev.groups))
+    source = np.where(alias[ev.seg_group[ev.seg]], ALIAS, EXACT)
+    idx = np.arange(n)
+    starts = np.ones(n, bool)
+    starts[1:] = ev.seg[1:] != ev.seg[:-1]
+    seg_first = np.maximum.accumulate(np.where(starts, idx, 0))
+    prev_w = np.maximum.accumulate(np.where(ev.write, idx, -1))
+    prev_w[ev.write] = np.concatenate([[-1], prev_w[:-1]])[ev.write]  # strictly before a write
+    has_prev = prev_w >= seg_first
+    parts_a, parts_b, parts_bits = [], [], []
+    if "waw" in analyses:
+        w = np.flatnonzero(ev.write & has_prev)
+        w = w[inst[prev_w[w]] != inst[w]]  # an instance's second write to a segment
+        parts_a.append(inst[prev_w[w]]), parts_b.append(inst[w]), parts_bits.append(OUTPUT | source[w])
+    if "raw-reuse" in analyses or "raw" in analyses:
+        r = np.flatnonzero(~ev.write & has_prev)
+        other = tensor[prev_w[r]] != tensor[r]
+        r, other = (r, other) if "raw" in analyses else (r[other], other[other])
+        parts_a.append(inst[prev_w[r]]), parts_b.append(inst[r])
+        parts_bits.append(np.where(other, FLOW_REUSE, FLOW_SAME) | source[r])
+    if "war" in analyses:
+        ends = np.append(np.flatnonzero(starts)[1:], n)
+        seg_end = np.repeat(ends, np.diff(np.append(np.flatnonzero(starts), n)))
+        next_w = np.minimum.accumulate(np.where(ev.write, idx, n)[::-1])[::-1]
+        r = np.flatnonzero(~ev.write & (next_w < seg_end))
+        # the latest read of each component before the write (rules 1 and 3 order the others)
+        key = next_w[r] * stream.width + stream.comp[inst[r]]
+        order = np.lexsort((r, key))
+        key, r = key[order], r[order]
+        r = r[np.append(key[1:] != key[:-1], True)] if len(r) else r  # the last read of each (write, component)
+        w = next_w[r]
+        mine = inst[r] != inst[w]
+        r, w = r[mine], w[mine]
+        parts_a.append(inst[r]), parts_b.append(inst[w]), parts_bits.append(ANTI | source[w])
+    if not parts_a:
+        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return _csr(np.concatenate(parts_b), np.concatenate(parts_a), np.concatenate(parts_bits).astype(np.int64),
+                len(stream))
+
+
+def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),
+                    roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
+                    analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
+                    dram: str = "bytes") -> Candidates:
+    """The candidates of every instance from the seed's walk over split interval maps, in
+    every mode (see the module doc)."""
     cells = CellSpace(stream.masks(), bins_of(stream), _EMPTY)
     pieces = cells.pieces
     plans_of = _cell_plans(stream, cells, memories, roles, spaces, dram)
     war, waw = "war" in analyses, "waw" in analyses
     raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
-    given = stream.resolve(table)
-    g_ptr, g_target = given.ptr.tolist(), given.target.tolist()
-    instr, seq, comp, pos = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
+    instr, comp = stream.instr.tolist(), stream.comp.tolist()
     matmul_x = [int(stream.seq_x[x]) == 0 and stream.instrs[x].op in _MM_OPS for x in range(stream.m)]
     component_stop = early_stop == "component"
-    has_loops = stream.has_loops
-    hb = HappensBefore(stream.spec.dma_queues)
-    trigger_of, complete, join, start_of = hb.trigger, hb.complete, hb.join, hb.start_of
-    added: AntiEdges = {}
-    nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
-    extra: list[list[tuple[int, int]]] = [[] for _ in range(stream.m)]  # deps added so far, per waiter
     footprint_at = stream.footprint_at
-    skipped = candidates = 0
-    for b in range(n):
+    out_a: list[int] = []
+    out_b: list[int] = []
+    out_bits: list[int] = []
+    for b in range(len(stream)):
         y = instr[b]
-        s = seq[b]
-        trigger = trigger_of(s, g_target[g_ptr[b]:g_ptr[b + 1]])
-        if extra[y] and where is None:
-            for x, d in extra[y]:
-                t = stream.target_of(b, x, d) if has_loops else x
-                if t >= 0:
-                    trigger = trigger_of(s, (t,)) if trigger is hb.seq_clock[s] else join(trigger, hb.end.get(t, trigger))
         cand: dict[int, int] = {}
         cb = comp[b]
         b_mm = matmul_x[y]
@@ -212,14 +270,66 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
                             if r != b:
                                 cand[r] = cand.get(r, 0) | ANTI | source
                 values[i:j] = [(b, t, ())] * (j - i)
-        if cand:
-            candidates += len(cand)
+        for a, bits in cand.items():
+            out_a.append(a)
+            out_b.append(b)
+            out_bits.append(bits)
+    return _csr(np.asarray(out_b, np.int64), np.asarray(out_a, np.int64), np.asarray(out_bits, np.int64), len(stream))
+
+
+def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({"sbuf", "psum", "dram"}),
+                          roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
+                          analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
+                          skip_ordered: bool = True, dram: str = "bytes", stats: dict[str, int] | None = None,
+                          where: dict[tuple[int, int, int], list[int]] | None = None) -> AntiEdges:
+    """New edges over instruction ids (see :data:`AntiEdges`); rule bits without
+    :data:`EXACT` mark conservative-only edges.
+
+    ``table`` (a :class:`~machine.deptable.DepTable`) holds the deps already present: they order
+    instances for ``skip_ordered``.  With ``where`` (a dict), each edge is recorded with the
+    waiter instances it was added at, for deps restricted to those iterations: an edge then
+    orders nothing at the other instances of its waiter (the walk does not count on it there).
+    Without it, an edge applies at every later instance of its waiter (the walk counts on it).
+
+    The candidates come from :func:`event_candidates` in the default mode, from
+    :func:`walk_candidates` otherwise (the same answer where both apply; tested).
+    """
+    stats = {} if stats is None else stats
+    filters = dict(memories=memories, roles=roles, spaces=spaces, analyses=analyses)
+    if early_stop == "component" and dram == "bytes":
+        c_ptr, c_former, c_bits = event_candidates(stream, **filters)
+    else:
+        c_ptr, c_former, c_bits = walk_candidates(stream, early_stop=early_stop, dram=dram, **filters)
+    c_ptr, c_former, c_bits = c_ptr.tolist(), c_former.tolist(), c_bits.tolist()
+    given = stream.resolve(table)
+    g_ptr, g_target = given.ptr.tolist(), given.target.tolist()
+    instr, seq, comp, pos = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
+    has_loops = stream.has_loops
+    hb = HappensBefore(stream.spec.dma_queues)
+    trigger_of, complete, join, start_of = hb.trigger, hb.complete, hb.join, hb.start_of
+    added: AntiEdges = {}
+    nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
+    extra: list[list[tuple[int, int]]] = [[] for _ in range(stream.m)]  # deps added so far, per waiter
+    skipped = 0
+    for b in range(len(stream)):
+        y = instr[b]
+        s = seq[b]
+        trigger = trigger_of(s, g_target[g_ptr[b]:g_ptr[b + 1]])
+        if extra[y] and where is None:
+            for x, d in extra[y]:
+                t = stream.target_of(b, x, d) if has_loops else x
+                if t >= 0:
+                    trigger = trigger_of(s, (t,)) if trigger is hb.seq_clock[s] else join(trigger, hb.end.get(t, trigger))
+        cb = comp[b]
+        lo, hi = c_ptr[b], c_ptr[b + 1]
+        if lo < hi:
             start = start_of(cb, trigger)
-            for a in sorted(cand, reverse=True):
+            for k in range(lo, hi):
+                a = c_former[k]
                 if skip_ordered and start[comp[a]] >= pos[a]:
                     skipped += 1
                     continue
-                bits = cand[a]
+                bits = c_bits[k]
                 if not bits & EXACT and conflicts(stream, a, b):
                     bits |= EXACT  # a conservative cell, but the pair does conflict
                 x = instr[a]
@@ -248,7 +358,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
         complete(b, s, cb, trigger)
         if not b % _FORGET_EVERY:
             hb.forget(hb.horizon(), comp, pos)
-    stats["candidates"] = stats.get("candidates", 0) + candidates
+    stats["candidates"] = stats.get("candidates", 0) + len(c_former)
     stats["skipped_ordered"] = stats.get("skipped_ordered", 0) + skipped
     return added
 

@@ -124,7 +124,11 @@ class PassContext:
         program a dep-only pass derives from it (:func:`machine.deptable.with_deps`)."""
         if self._stream is not None and self._stream[0] is program:
             return self._stream[1]
-        stream = stream_of(program, self.machine(program))
+        if self._stream is not None and _same_body(self._stream[0], program) \
+                and self._stream[1].spec == self.machine(program) and not hasattr(program, "source"):
+            stream = self._stream[1].for_placement(program)  # only placements changed (alloc)
+        else:
+            stream = stream_of(program, self.machine(program))
         self._stream = (program, stream)
         return stream
 
@@ -132,6 +136,10 @@ class PassContext:
         """The deps of ``program`` as a :class:`~machine.deptable.DepTable` (without building
         the body of a deferred program)."""
         return dep_table(program, self.stream(program))
+
+
+def _same_body(a: Program, b: Program) -> bool:
+    return (getattr(a, "source", None) or a).body is (getattr(b, "source", None) or b).body
 
 
 def edge_table(edges: Mapping[tuple[int, int, int], int],
