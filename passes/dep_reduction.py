@@ -297,10 +297,14 @@ class ReductionResult:
     """Partially needed deps kept whole (their needed set is not a few boxes)."""
     deps_before: int = -1
     """Deps before the reduction (-1: ``len(dropped) + deps_kept``)."""
+    dropped_rows: tuple[int, ...] = ()
+    """Rows of the input table dropped (always filled; ``dropped`` only when described)."""
+    dropped_reorder: int = 0
+    """How many of them were reorder deps (the rest: anti)."""
 
     def __post_init__(self) -> None:
         if self.deps_before < 0:
-            object.__setattr__(self, "deps_before", len(self.dropped) + self.deps_kept)
+            object.__setattr__(self, "deps_before", len(self.dropped_rows or self.dropped) + self.deps_kept)
 
 
 def _dep_refs(table: DepTable, stream: InstanceStream, rows) -> dict[int, DepRef]:
@@ -320,8 +324,10 @@ def _dep_refs(table: DepTable, stream: InstanceStream, rows) -> dict[int, DepRef
 
 
 def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_FIRST, kinds: frozenset = REORDER_KINDS | ANTI_KINDS,
-                 method: str = "clock", split: bool = True) -> tuple[DepTable, ReductionResult]:
-    """The reduction of ``table`` over ``stream``; see the module doc."""
+                 method: str = "clock", split: bool = True, describe: bool = True) -> tuple[DepTable, ReductionResult]:
+    """The reduction of ``table`` over ``stream``; see the module doc.  Without ``describe``
+    the result names no dropped dep (``dropped`` empty; ``dropped_rows`` and the counts
+    filled): a pipeline pass needs the counts, a report the names."""
     resolved = stream.resolve(table)
     waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
     if method == "clock":
@@ -338,7 +344,7 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
     allowed = np.isin(table.kind, np.asarray([int(k) for k in kinds], np.int8))
     drop = (needed == 0) & allowed
     partial_rows = np.flatnonzero((needed > 0) & (needed < total)).tolist()
-    refs = _dep_refs(table, stream, np.flatnonzero(drop).tolist() + partial_rows)
+    refs = _dep_refs(table, stream, (np.flatnonzero(drop).tolist() if describe else []) + partial_rows)
     keep_rows = np.flatnonzero(~drop)
     new = table.select(keep_rows)
     split_count = unsplit = 0
@@ -365,10 +371,13 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
             new, made = _split_rows(new, replacements)
             new = _relabel(stream, new, made)
     kept_waits = _count_waits(stream, new) if split_count else int(total[keep_rows].sum())
-    dropped = tuple((refs[r], "reorder" if EdgeKind(int(table.kind[r])) in REORDER_KINDS else "anti")
-                    for r in np.flatnonzero(drop).tolist())
+    drop_rows = np.flatnonzero(drop)
+    reorder = np.isin(table.kind[drop_rows], np.asarray([int(k) for k in REORDER_KINDS], np.int8))
+    dropped = tuple((refs[r], "reorder" if is_reorder else "anti")
+                    for r, is_reorder in zip(drop_rows.tolist(), reorder.tolist())) if describe else ()
     result = ReductionResult(None, dropped, len(new), tuple(partial), len(waits), kept_waits,
-                             len(waits) - int(sum(redundant)), fold, split_count, unsplit, rows)
+                             len(waits) - int(sum(redundant)), fold, split_count, unsplit, rows,
+                             tuple(drop_rows.tolist()), int(reorder.sum()))
     return new, result
 
 
@@ -504,10 +513,11 @@ class DepReduction(Pass):
         ctx = ctx or PassContext()
         stream = ctx.stream(program)
         table, result = reduce_table(stream, ctx.deps(program), fold=self.fold, method=self.method, split=self.split,
-                                     kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS)
+                                     kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS, describe=False)
         out = with_deps(program, table, stream)
-        for _, phase in result.dropped:
-            ctx.count(self.name, f"dropped-{phase}")
+        for phase, n in (("reorder", result.dropped_reorder), ("anti", len(result.dropped_rows) - result.dropped_reorder)):
+            if n:
+                ctx.count(self.name, f"dropped-{phase}", n)
         for key, value in (("kept", result.deps_kept), ("partial", len(result.partial)), ("split", result.split),
                            ("unsplit", result.unsplit), ("waits-before", result.instance_waits_before),
                            ("waits-kept", result.instance_waits_kept),

@@ -295,17 +295,21 @@ def _same_but_deps(old: Program, new: Program) -> bool:
     return True
 
 
-def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: str, before: Program | None = None) -> None:
+def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: str, before: Program | None = None,
+                   stream: InstanceStream | None = None) -> None:
     """Check a pass's output; raise a ProgramError naming the pass on the first problem.
 
     When ``before`` is given and the pass changed nothing but deps, only the deps are
-    checked (the rest was verified before and is the very same objects).
+    checked (the rest was verified before and is the very same objects); when it changed
+    nothing but placements (the same body), only the placements (``stream``, ``before``'s
+    instance stream when at hand, lets that check visit each distinct access once).
     """
     deps_only = before is not None and _same_but_deps(before, program)
+    same_body = before is not None and _root(before).body is _root(program).body
     if not deps_only:
         try:
-            if before is not None and _root(before).body is _root(program).body:
-                validate_placement_change(program, before, spec)  # an allocation: only placements changed
+            if same_body:
+                validate_placement_change(program, before, spec, stream)  # an allocation: only placements changed
             else:
                 validate_program(program, spec)
         except ProgramError as err:
@@ -314,6 +318,8 @@ def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: 
         for name, tensor in program.tensors.items():
             if tensor.is_virtual:
                 raise ProgramError(f"tensors.{name}", f"after pass {after!r}: still virtual")
+    if same_body and not deps_only and not isinstance(program, DeferredProgram):
+        return  # the very same instructions, deps included, as the verified input
     if isinstance(program, DeferredProgram) and program.materialized is None:
         _verify_table(program, after)
         return
@@ -424,13 +430,16 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
         if ctx.verify and verifier is not None:
             verifier(result, program, p.name)
         elif ctx.verify:
+            known = ctx._stream[1] if ctx._stream is not None and ctx._stream[0] is program else None
             verify_program(result, spec, placed=ctx.placed,  # type: ignore[arg-type]
-                           after=p.name, before=program)
+                           after=p.name, before=program, stream=known)
         program = result
         if verifier is not None:
             edges = program.dep_count  # type: ignore[attr-defined]
         elif isinstance(program, DeferredProgram) and program.materialized is None:
             edges = len(program.table)
+        elif ctx._stream is not None and _same_body(ctx._stream[0], program):
+            edges = sum(len(i.deps) for i in ctx._stream[1].instrs)  # a list: no walk of the tree
         else:
             edges = sum(len(i.deps) for i, _ in program.instructions())
         row = ctx.stats.get(p.name, {})
