@@ -237,7 +237,7 @@ class InstanceStream:
         other.tensor_id = {name: t for t, name in enumerate(other.tensor_names)}
         other._accesses = None
         other._masks = None
-        if self._accesses is not None:
+        if getattr(self, "templates", None) is not None:
             tensors = program.tensors
             other.templates = [other._compile_one(x, ca.access, ca.is_write, tensors[ca.access.tensor])
                                for x, ca in zip(self.template_x, self.templates)]
@@ -431,8 +431,8 @@ class InstanceStream:
     def compile_templates(self) -> None:
         """Make :attr:`templates`, :attr:`slot_x` and :attr:`slot_t` available (without
         the per-instruction tuples of :attr:`all_accesses` when they can be skipped)."""
-        if self._accesses is None and getattr(self, "templates", None) is None:
-            self._accesses = self._compile_accesses()
+        if getattr(self, "templates", None) is None:
+            self._compile_slots()
 
     def _tuples_from_slots(self) -> list[tuple[CompiledAccess, ...]]:
         temps = self.templates
@@ -441,42 +441,52 @@ class InstanceStream:
         return [tuple(slots[bounds[x]:bounds[x + 1]]) for x in range(self.m)]
 
     def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
-        """Compile every access once (by object, for the ones that do not move) and lay them
-        out flat as well: :attr:`templates` (each distinct compiled access once) and, per access
-        slot in document order, its instruction (:attr:`slot_x`) and template (:attr:`slot_t`)."""
-        if getattr(self, "templates", None) is not None:  # placed anew: slots kept (see for_placement)
-            return self._tuples_from_slots()
+        """:attr:`all_accesses` from the access slots (compiled first when needed)."""
+        if getattr(self, "templates", None) is None:
+            self._compile_slots()
+        return self._tuples_from_slots()
+
+    def _compile_slots(self) -> None:
+        """Compile every access once (by object or value, for the ones that do not move) and
+        lay them out flat: :attr:`templates` (each distinct compiled access once) and, per
+        access slot in document order, its instruction (:attr:`slot_x`) and template
+        (:attr:`slot_t`)."""
         tensors = self.program.tensors
+        rotating = {name for name, t in tensors.items() if t.rotate is not None}
         shared: dict[int, int] = {}  # accesses that do not move, by object and direction: template id
+        by_value: dict[tuple, int] = {}
         compile_one = self._compile_one
         templates: list[CompiledAccess] = []
         template_x: list[int] = []
         slot_x: list[int] = []
         slot_t: list[int] = []
-        out = []
-        append = out.append
         for x, instr in enumerate(self.instrs):
-            mine = []
             for is_write, group in ((False, instr.reads), (True, instr.writes)):
                 for access in group:
                     key = id(access) * 2 + is_write
                     t = shared.get(key)
                     if t is None:
-                        compiled = compile_one(x, access, is_write, tensors[access.tensor])
-                        t = len(templates)
-                        templates.append(compiled)
-                        template_x.append(x)
-                        if not (compiled.shifts or compiled.pshifts or compiled.rotation):
+                        # equal accesses that cannot move compile alike (generated code makes one
+                        # object per instruction): also shared by value
+                        fixed = not (access.per_iteration or access.partitions_per_iteration or access.tensor in rotating)
+                        value = (access.tensor, access.partitions, access.offset, access.pattern, is_write) \
+                            if fixed else None
+                        t = by_value.get(value) if fixed else None
+                        if t is None:
+                            compiled = compile_one(x, access, is_write, tensors[access.tensor])
+                            t = len(templates)
+                            templates.append(compiled)
+                            template_x.append(x)
+                            if fixed:
+                                by_value[value] = t
+                        if fixed:
                             shared[key] = t
-                    mine.append(templates[t])
                     slot_x.append(x)
                     slot_t.append(t)
-            append(tuple(mine))
         self.templates = templates
         self.template_x = template_x
         self.slot_x = np.asarray(slot_x, np.int64)
         self.slot_t = np.asarray(slot_t, np.int64)
-        return out
 
     def _compile_one(self, x: int, access: Access, is_write: bool, tensor) -> CompiledAccess:
         fp = _raw_footprint(tensor, access)
@@ -500,12 +510,13 @@ class InstanceStream:
         return self._masks
 
     def _all_masks(self) -> set[int]:
-        out: set[int] = set()
-        for x, accesses in enumerate(self.all_accesses):
-            for ca in accesses:
-                if not ca.pshifts:
-                    out.add(ca.mask)
-                    continue
+        self.compile_templates()
+        out: set[int] = {ca.mask for ca in self.templates if not ca.pshifts}
+        moving = [t for t, ca in enumerate(self.templates) if ca.pshifts]
+        if moving:
+            wanted = np.isin(self.slot_t, moving)
+            for x, t in zip(self.slot_x[wanted].tolist(), self.slot_t[wanted].tolist()):
+                ca = self.templates[t]
                 digits = self.digits_of(x)
                 coef = np.zeros(digits.shape[1], np.int64)
                 for k, s in ca.pshifts:

@@ -168,7 +168,7 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream) -> N
     def where(x: int, access, is_write: bool) -> str:
         inst = stream.instrs[x]
         key, group = ("writes", inst.writes) if is_write else ("reads", inst.reads)
-        return f"{inst.name}.{key}[{next(i for i, a in enumerate(group) if a is access)}]"
+        return f"{inst.name}.{key}[{next(i for i, a in enumerate(group) if a == access)}]"
 
     rotating = {name for name in changed if tensors[name].rotate is not None}
     if rotating:
