@@ -215,6 +215,8 @@ class InstanceStream:
         self.tensor_names = list(program.tensors)
         self.tensor_id = {name: t for t, name in enumerate(self.tensor_names)}
         self._accesses: list[tuple[CompiledAccess, ...]] | None = None
+        self._layout: tuple[list[Access], list[bool]] | None = None
+        self._templates: list[CompiledAccess] | None = None
         self._masks: set[int] | None = None
         self._common: dict[tuple[int, int], int] = {}
 
@@ -237,10 +239,7 @@ class InstanceStream:
         other.tensor_id = {name: t for t, name in enumerate(other.tensor_names)}
         other._accesses = None
         other._masks = None
-        if getattr(self, "templates", None) is not None:
-            tensors = program.tensors
-            other.templates = [other._compile_one(x, ca.access, ca.is_write, tensors[ca.access.tensor])
-                               for x, ca in zip(self.template_x, self.templates)]
+        other._templates = None  # compiled again, lazily, against the new placements
         return other
 
     def for_program(self, program: Program) -> InstanceStream:
@@ -430,9 +429,56 @@ class InstanceStream:
 
     def compile_templates(self) -> None:
         """Make :attr:`templates`, :attr:`slot_x` and :attr:`slot_t` available (without
-        the per-instruction tuples of :attr:`all_accesses` when they can be skipped)."""
-        if getattr(self, "templates", None) is None:
-            self._compile_slots()
+        the per-instruction tuples of :attr:`all_accesses`)."""
+        self.templates  # noqa: B018 - compiles
+
+    @property
+    def templates(self) -> list[CompiledAccess]:
+        """Each distinct access compiled once (see :meth:`_lay_out_slots`), by template id."""
+        if self._templates is None:
+            if self._layout is None:
+                self._lay_out_slots()
+            tensors = self.program.tensors
+            compile_one = self._compile_one
+            self._templates = [compile_one(x, access, is_write, tensors[access.tensor])
+                               for x, access, is_write in zip(self.template_x, *self._layout)]
+        return self._templates
+
+    @property
+    def slot_x(self) -> np.ndarray:
+        """Per access slot (instructions in document order, each one's reads then writes):
+        its instruction."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._slot_x
+
+    @property
+    def slot_t(self) -> np.ndarray:
+        """Per access slot: its template (:attr:`templates` index)."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._slot_t
+
+    @property
+    def template_x(self) -> list[int]:
+        """Per template: the first instruction using it."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._template_x
+
+    @property
+    def template_access(self) -> list[Access]:
+        """Per template: the :class:`~machine.ir.Access` it compiles (no placement needed)."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._layout[0]
+
+    @property
+    def template_write(self) -> list[bool]:
+        """Per template: whether it is a write."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._layout[1]
 
     def _tuples_from_slots(self) -> list[tuple[CompiledAccess, ...]]:
         temps = self.templates
@@ -441,22 +487,17 @@ class InstanceStream:
         return [tuple(slots[bounds[x]:bounds[x + 1]]) for x in range(self.m)]
 
     def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
-        """:attr:`all_accesses` from the access slots (compiled first when needed)."""
-        if getattr(self, "templates", None) is None:
-            self._compile_slots()
+        """:attr:`all_accesses` from the access slots."""
         return self._tuples_from_slots()
 
-    def _compile_slots(self) -> None:
-        """Compile every access once (by object or value, for the ones that do not move) and
-        lay them out flat: :attr:`templates` (each distinct compiled access once) and, per
-        access slot in document order, its instruction (:attr:`slot_x`) and template
-        (:attr:`slot_t`)."""
-        tensors = self.program.tensors
-        rotating = {name for name, t in tensors.items() if t.rotate is not None}
-        shared: dict[int, int] = {}  # accesses that do not move, by object and direction: template id
+    def _lay_out_slots(self) -> None:
+        """Name every access slot's template, independently of placements: equal accesses
+        share one (by object, and by value when they cannot move with a loop: generated code
+        makes one object per instruction); an access that moves gets one per slot."""
+        shared: dict[int, int] = {}  # by object and direction: template id
         by_value: dict[tuple, int] = {}
-        compile_one = self._compile_one
-        templates: list[CompiledAccess] = []
+        accesses: list[Access] = []
+        writes: list[bool] = []
         template_x: list[int] = []
         slot_x: list[int] = []
         slot_t: list[int] = []
@@ -466,16 +507,14 @@ class InstanceStream:
                     key = id(access) * 2 + is_write
                     t = shared.get(key)
                     if t is None:
-                        # equal accesses that cannot move compile alike (generated code makes one
-                        # object per instruction): also shared by value
-                        fixed = not (access.per_iteration or access.partitions_per_iteration or access.tensor in rotating)
+                        fixed = not (access.per_iteration or access.partitions_per_iteration)
                         value = (access.tensor, access.partitions, access.offset, access.pattern, is_write) \
                             if fixed else None
                         t = by_value.get(value) if fixed else None
                         if t is None:
-                            compiled = compile_one(x, access, is_write, tensors[access.tensor])
-                            t = len(templates)
-                            templates.append(compiled)
+                            t = len(accesses)
+                            accesses.append(access)
+                            writes.append(is_write)
                             template_x.append(x)
                             if fixed:
                                 by_value[value] = t
@@ -483,10 +522,10 @@ class InstanceStream:
                             shared[key] = t
                     slot_x.append(x)
                     slot_t.append(t)
-        self.templates = templates
-        self.template_x = template_x
-        self.slot_x = np.asarray(slot_x, np.int64)
-        self.slot_t = np.asarray(slot_t, np.int64)
+        self._layout = (accesses, writes)
+        self._template_x = template_x
+        self._slot_x = np.asarray(slot_x, np.int64)
+        self._slot_t = np.asarray(slot_t, np.int64)
 
     def _compile_one(self, x: int, access: Access, is_write: bool, tensor) -> CompiledAccess:
         fp = _raw_footprint(tensor, access)
