@@ -35,6 +35,8 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
+from operator import add
 from typing import NamedTuple
 
 import numpy as np
@@ -438,11 +440,50 @@ class InstanceStream:
         if self._templates is None:
             if self._layout is None:
                 self._lay_out_slots()
-            tensors = self.program.tensors
-            compile_one = self._compile_one
-            self._templates = [compile_one(x, access, is_write, tensors[access.tensor])
-                               for x, access, is_write in zip(self.template_x, *self._layout)]
+            self._templates = self._compile_templates()
         return self._templates
+
+    def _compile_templates(self) -> list[CompiledAccess]:
+        """Accesses that cannot move and touch tensors of one geometry (memory, dtype, shape,
+        first partition) with the same partitions, pattern and direction have footprints that
+        differ by a byte shift only (:func:`~machine.geometry.base_footprint` is affine in the
+        tensor's first byte and, with an explicit pattern, in the offset): the first is
+        compiled, the others are it shifted."""
+        tensors = self.program.tensors
+        tensor_id = self.tensor_id
+        compile_one = self._compile_one
+        info: dict[str, tuple | None] = {}  # tensor -> (geometry, first byte, item size, id), None: compile each
+        for name, tensor in tensors.items():
+            if tensor.rotate is None and tensor.alias is None and not tensor.is_virtual:
+                info[name] = ((tensor.memory, tensor.dtype, tensor.shape, tensor.partition), tensor.byte_base,
+                              tensor.itemsize, tensor_id[name])
+        protos: dict[tuple, tuple[CompiledAccess, int]] = {}
+        out = []
+        append = out.append
+        for x, access, is_write in zip(self.template_x, *self._layout):
+            about = info.get(access.tensor)
+            if about is None or access.per_iteration or access.partitions_per_iteration:
+                append(compile_one(x, access, is_write, tensors[access.tensor]))
+                continue
+            geometry, base, itemsize, tid = about
+            pattern = access.pattern
+            if pattern is None:
+                key = (geometry, access.partitions, None, access.offset, is_write)
+                first = base
+            else:
+                key = (geometry, access.partitions, pattern, None, is_write)
+                first = base + (access.offset or 0) * itemsize
+            found = protos.get(key)
+            if found is None:
+                compiled = compile_one(x, access, is_write, tensors[access.tensor])
+                protos[key] = (compiled, first)
+                append(compiled)
+                continue
+            proto, shift = found
+            shift = first - shift
+            append(CompiledAccess(is_write, tid, proto.space, proto.memory, proto.mask,
+                                  tuple([(lo + shift, hi + shift) for lo, hi in proto.bytes]), (), (), None, access))
+        return out
 
     @property
     def slot_x(self) -> np.ndarray:
@@ -493,39 +534,56 @@ class InstanceStream:
     def _lay_out_slots(self) -> None:
         """Name every access slot's template, independently of placements: equal accesses
         share one (by object, and by value when they cannot move with a loop: generated code
-        makes one object per instruction); an access that moves gets one per slot."""
-        shared: dict[int, int] = {}  # by object and direction: template id
+        makes one object per instruction); an access that moves gets one per slot.  Templates
+        are numbered in document order of their first slot.
+
+        The slots are laid out with numpy (objects told apart by ``id``); Python visits one
+        slot per distinct object only."""
+        instrs = self.instrs
+        reads = [i.reads for i in instrs]
+        writes = [i.writes for i in instrs]
+        flat: list[Access] = list(chain.from_iterable(map(add, reads, writes)))
+        n_reads = np.fromiter(map(len, reads), np.int64, len(reads))
+        counts = n_reads + np.fromiter(map(len, writes), np.int64, len(writes))
+        slot_x = np.repeat(np.arange(len(instrs), dtype=np.int64), counts)
+        within = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        is_write = within >= n_reads[slot_x]
+        keys = np.fromiter(map(id, flat), np.int64, len(flat)) * 2 + is_write
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        fixed = np.fromiter((not (flat[k].per_iteration or flat[k].partitions_per_iteration) for k in first.tolist()),
+                            bool, len(first))
+        moving_slots = np.flatnonzero(~fixed[inverse])
+        visit = np.sort(np.concatenate([first[fixed], moving_slots]))
+        slot_t = np.empty(len(flat), np.int64)
+        template_of = np.full(len(first), -1, np.int64)
         by_value: dict[tuple, int] = {}
         accesses: list[Access] = []
-        writes: list[bool] = []
+        template_write: list[bool] = []
         template_x: list[int] = []
-        slot_x: list[int] = []
-        slot_t: list[int] = []
-        for x, instr in enumerate(self.instrs):
-            for is_write, group in ((False, instr.reads), (True, instr.writes)):
-                for access in group:
-                    key = id(access) * 2 + is_write
-                    t = shared.get(key)
-                    if t is None:
-                        fixed = not (access.per_iteration or access.partitions_per_iteration)
-                        value = (access.tensor, access.partitions, access.offset, access.pattern, is_write) \
-                            if fixed else None
-                        t = by_value.get(value) if fixed else None
-                        if t is None:
-                            t = len(accesses)
-                            accesses.append(access)
-                            writes.append(is_write)
-                            template_x.append(x)
-                            if fixed:
-                                by_value[value] = t
-                        if fixed:
-                            shared[key] = t
-                    slot_x.append(x)
-                    slot_t.append(t)
-        self._layout = (accesses, writes)
+        write_l, x_l, inverse_l = is_write.tolist(), slot_x.tolist(), inverse.tolist()
+        fixed_l = fixed.tolist()
+        for k in visit.tolist():
+            access, w, u = flat[k], write_l[k], inverse_l[k]
+            if fixed_l[u]:
+                value = (access.tensor, access.partitions, access.offset, access.pattern, w)
+                t = by_value.get(value)
+                if t is None:
+                    t = by_value[value] = len(accesses)
+                    accesses.append(access)
+                    template_write.append(w)
+                    template_x.append(x_l[k])
+                template_of[u] = t
+                continue
+            slot_t[k] = len(accesses)
+            accesses.append(access)
+            template_write.append(w)
+            template_x.append(x_l[k])
+        shared = fixed[inverse]
+        slot_t[shared] = template_of[inverse[shared]]
+        self._layout = (accesses, template_write)
         self._template_x = template_x
-        self._slot_x = np.asarray(slot_x, np.int64)
-        self._slot_t = np.asarray(slot_t, np.int64)
+        self._slot_x = slot_x
+        self._slot_t = slot_t
 
     def _compile_one(self, x: int, access: Access, is_write: bool, tensor) -> CompiledAccess:
         fp = _raw_footprint(tensor, access)
