@@ -11,7 +11,10 @@ the cost when races are found.
 Printed per size: wall and CPU seconds of :func:`verify.racecheck.check_program` (instance
 stream, wait resolution, the check), CPU ns per access event against the goal of 2 us, and
 the ratio to the floor: ``bench_reduction.plain_vector_clock``, a plain integer vector-clock
-walk over the same instance waits (happens-before only, no memory), in CPU seconds.
+walk over the same instance waits (happens-before only, no memory), in CPU seconds; then the
+check's stages one by one (building the instance stream, the dep table, resolving waits,
+compiling the accesses, the access events, the happens-before walk) and the walk's ratio to
+the floor.
 
 Usage: ``python bench/bench_racecheck.py [N ...]`` (default 1e4 1e5 1e6).
 Goal (issue #3): at most 2 us per access event; 1e6 instances in under a minute.
@@ -28,6 +31,9 @@ import time
 
 from machine.edges import EdgeKind
 from machine.ir import Access, Dep, Instruction, MemoryKind, Program, Tensor, frozen_mapping
+from machine.deptable import dep_table
+from machine.events import access_events
+from machine.hb import start_clocks
 from machine.stream import NUM_SEQUENCERS, InstanceStream
 from verify.racecheck import check_program
 
@@ -101,6 +107,26 @@ def _floor_seconds(program: Program) -> float:
     return elapsed
 
 
+def _stages(program: Program) -> dict[str, float]:
+    """The check's stages timed one by one (CPU s), on a fresh stream."""
+    out = {}
+
+    def timed(label, fn):
+        t0 = time.process_time()
+        result = fn()
+        out[label] = time.process_time() - t0
+        return result
+
+    stream = timed("stream", lambda: InstanceStream(program))
+    table = timed("deps", lambda: dep_table(program, stream))
+    waits = timed("resolve", lambda: stream.resolve(table))
+    timed("accesses", stream.compile_templates)
+    timed("events", lambda: access_events(stream, "space"))
+    timed("clocks", lambda: start_clocks(stream.seq.tolist(), stream.comp.tolist(), waits.ptr.tolist(),
+                                         waits.target.tolist(), stream.spec.dma_queues))
+    return out
+
+
 def run(n: int) -> None:
     program = synthetic(n)
     gc.collect()
@@ -113,6 +139,9 @@ def run(n: int) -> None:
     print(f"{n:>9,} instances  {report.access_events:>9,} access events  races {report.total_races:>6,}  "
           f"{elapsed:7.2f} s wall  {cpu:7.2f} s CPU  {per_event:6.0f} ns/event (goal 2000)  "
           f"int-clock floor {floor:6.2f} s CPU  ratio {cpu / floor:5.2f}  peak RSS {rss:6.0f} MiB", flush=True)
+    stages = _stages(program)
+    print(f"{'':>9}  stages (CPU s): " + "  ".join(f"{k} {v:.2f}" for k, v in stages.items())
+          + f"; happens-before walk / int-clock floor {stages['clocks'] / floor:.2f}", flush=True)
     if n <= 100_000:
         racy = synthetic(n, drop=0.01)
         c0 = time.process_time()

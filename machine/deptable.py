@@ -28,6 +28,8 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import chain
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -45,6 +47,8 @@ __all__ = ["DepTable", "DeferredProgram", "with_deps", "dep_table", "cached_stre
 Ranges = tuple[tuple[str, int, int], ...]
 
 _KINDS = tuple(EdgeKind)
+_DEPS, _ON, _KIND, _CARRIED, _DISTANCE, _ITERATIONS = (attrgetter(name) for name in (
+    "deps", "on", "kind._value_", "loop_carried", "distance", "iterations"))
 
 
 class DepTable:
@@ -94,19 +98,21 @@ class DepTable:
         instrs = stream.instrs if stream is not None and type(program) is Program and stream.program is program \
             else [inst for inst, _ in program.instructions()]
         id_of = stream.id_of if stream is not None else {inst.name: x for x, inst in enumerate(instrs)}
-        waiter: list[int] = []
-        objects: list[Dep] = []
-        for y, inst in enumerate(instrs):
-            if inst.deps:
-                waiter.extend([y] * len(inst.deps))
-                objects.extend(inst.deps)
-        ranges: dict[Ranges, int] = {}
+        lists = list(map(_DEPS, instrs))
+        counts = np.fromiter(map(len, lists), np.int64, len(lists))
+        objects: list[Dep] = list(chain.from_iterable(lists))
         n = len(objects)
-        return cls(np.asarray(waiter, np.int32), np.fromiter((id_of[d.on] for d in objects), np.int32, n),
-                   np.fromiter((int(d.kind) for d in objects), np.int8, n),
-                   np.fromiter((d.distance if d.loop_carried else 0 for d in objects), np.int32, n),
-                   np.fromiter((ranges.setdefault(d.iterations, len(ranges)) if d.iterations else -1 for d in objects),
-                               np.int32, n), tuple(ranges), objects)
+        waiter = np.repeat(np.arange(len(lists), dtype=np.int32), counts)
+        former = np.fromiter(map(id_of.__getitem__, map(_ON, objects)), np.int32, n)
+        kind = np.fromiter(map(_KIND, objects), np.int8, n)
+        carried = np.fromiter(map(_CARRIED, objects), bool, n)
+        distance = np.where(carried, np.fromiter(map(_DISTANCE, objects), np.int32, n), 0).astype(np.int32)
+        ranges: dict[Ranges, int] = {}
+        when = np.full(n, -1, np.int32)
+        if any(map(_ITERATIONS, objects)):
+            when = np.fromiter((ranges.setdefault(d.iterations, len(ranges)) if d.iterations else -1 for d in objects),
+                               np.int32, n)
+        return cls(waiter, former, kind, distance, when, tuple(ranges), objects)
 
     def __len__(self) -> int:
         return len(self.waiter)
