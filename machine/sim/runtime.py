@@ -173,7 +173,7 @@ class _Run:
         records = tuple(
             TaskRecord(t.index, t.call, t.name, t.kernel, t.manual, self.submitted[i], self.ready[i], self.start[i],
                        self.end[i], self.worker[i], tr.edges, tr.lookups, tr.inserts, tr.explicit, tr.creator,
-                       tr.no_dep, t.accesses, t.task_var, t.path)
+                       tr.no_dep, t.accesses, t.task_var, t.path, t.iteration)
             for i, (t, tr) in enumerate(zip(self.tasks, self.tracking)))
         return TaskTrace(records, self.preset, self.seed, self.orchestration)
 

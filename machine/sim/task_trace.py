@@ -83,6 +83,7 @@ class TaskRecord:
     accesses: tuple[ArgAccess, ...]
     task_var: str | None
     path: str
+    iteration: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
