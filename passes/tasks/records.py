@@ -48,6 +48,9 @@ class Access(NamedTuple):
     region: Region
     kind: AccessKind
     arg: int
+    creator_only: bool = False
+    """A ``no_dep`` slot: the runtime still orders it after the task that allocated its tensor (a
+    runtime ``output``, simpler's creator edge), so it meets prior ``output`` writers only."""
 
 
 class Record(NamedTuple):
@@ -81,6 +84,8 @@ class Record(NamedTuple):
     tracked: bool = False
     """Only runtime tracking orders it (an access of a region that fell back, or of a call that
     triggered a fallback): a later hazard on it keeps the consumer's lookup and AUTO scope."""
+    output: bool = False
+    """The access is a runtime-allocated ``output`` (it creates the tensor later slots use)."""
 
 
 @dataclass

@@ -178,6 +178,12 @@ class Walker:
         for i, (arg, d) in enumerate(zip(c.args, c.directions)):
             kind = access_kind(d)
             if kind is None:
+                if d == ArgDirection.NO_DEP and not self.faithful:  # the creator edge still orders it
+                    status, location = self.lineage.resolve(arg)
+                    if status == Status.KNOWN:
+                        out.extend(Access(alt.root, alt.region, AccessKind.READ, i, True) for alt in location)
+                    else:
+                        out.append(Access("*", UNKNOWN, AccessKind.READ, i, True))
                 continue
             status, location = self.lineage.resolve(arg)
             if status != Status.KNOWN:
@@ -247,8 +253,10 @@ class Walker:
                    and directions[access.arg] == ArgDirection.INOUT and demotable}
             roots = self._alias_roots(access.root)
             for f in reversed(self.frames):
-                for prior in f.of_roots(roots):
-                    if prior.root != "*" and not self.lineage.may_alias(access.root, prior.root):
+                for prior in (f.records if access.root == "*" else f.of_roots(roots)):
+                    if access.creator_only and not prior.output:
+                        continue
+                    if prior.root != "*" and access.root != "*" and not self.lineage.may_alias(access.root, prior.root):
                         continue
                     if not regions_may_overlap(access.region, prior.region):
                         continue
@@ -303,9 +311,13 @@ class Walker:
         dynamic = [ctx for ctx in self.loops if ctx.dynamic]
         loops = tuple(ctx.id for ctx in self.loops)
         chained = any(a.kind & AccessKind.WRITE for a in accesses) and (not self.loops or any(x.twice for x in self.loops))
+        directions = c.directions or ()
         for access in accesses:
+            if access.creator_only:
+                continue
             owner = task or self.producer_task(c, access)
             self.frames[-1].add(Record(
                 access.root, access.region, access.kind, access.arg, c.name, owner, self._is_task(owner) if owner else False,
                 bool(self.loops), dynamic[-1].depth if dynamic else 0, dynamic[-1].id if dynamic else 0,
-                loops, loops, chained, tracked=tracked))
+                loops, loops, chained, tracked=tracked,
+                output=access.arg < len(directions) and directions[access.arg] == ArgDirection.OUTPUT))

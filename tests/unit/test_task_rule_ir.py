@@ -108,13 +108,19 @@ def test_derive_call_directions_rules():
 
 
 def test_no_dep_arguments_are_not_accesses_and_output_is_a_write():
+    """The seed ignores a ``no_dep`` slot; the runtime still gives it the creator edge on the task
+    that allocated its tensor (a runtime ``output``), so the default orders it explicitly before
+    the body can become MANUAL (found by ``neuronsim fuzz --tasks``)."""
     tb, k = kit()
     x = tb.param("x", (16, 16))
     tb.submit(k.w, [x], name="W0", task_id="t0", directions=["output"])
     tb.submit(k.r, [no_dep(x)], name="N", task_id="tn")
     tb.submit(k.r, [x], name="R", task_id="tr")
+    seed = compiled(tb.program(), faithful=True)
+    assert deps(seed) == {"W0": [], "N": [], "R": ["t0"]}
+    assert dirs(seed) == {"W0": "out", "N": "nd", "R": "nd"}
     out = compiled(tb.program())
-    assert deps(out) == {"W0": [], "N": [], "R": ["t0"]}
+    assert deps(out) == {"W0": [], "N": ["t0"], "R": ["t0"]}
     assert dirs(out) == {"W0": "out", "N": "nd", "R": "nd"}
 
 
