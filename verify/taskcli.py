@@ -166,19 +166,19 @@ def simulate_tasks_command(program: TaskProgram, *, seeds: list[int | None], tra
 # -- footprint ----------------------------------------------------------------------------------
 def _table(report: TaskFootprint) -> Table:
     table = Table(title="runtime tracking per stage (one run with the program's scalars)")
-    columns = ("stage", "tasks", "lookups", "inserts", "creator", "explicit", "manual tasks", "demoted slots",
-               "MANUAL scopes", "races", "makespan µs", "orchestrator µs")
+    columns = ("stage", "tasks", "lookups", "inserts", "creator", "explicit", "manual tasks", "no_dep slots",
+               "out-existing slots", "MANUAL scopes", "races", "makespan µs", "orchestrator µs")
     for column in columns:
         table.add_column(column, justify="left" if column == "stage" else "right")
     for s in report.stages:
         r = s.run or {}
-        demoted = s.static["no_dep_slots"] + s.static["output_existing_slots"]
 
         def cell(v: Any) -> str:
             return "-" if v is None else str(v)
 
         table.add_row(s.stage, cell(r.get("tasks")), cell(r.get("lookups")), cell(r.get("inserts")),
-                      cell(r.get("creator")), cell(r.get("explicit")), cell(r.get("manual_tasks")), str(demoted),
+                      cell(r.get("creator")), cell(r.get("explicit")), cell(r.get("manual_tasks")), str(s.static["no_dep_slots"]),
+                      str(s.static["output_existing_slots"]),
                       str(s.static["manual_scopes"]), cell(s.races),
                       "-" if s.makespan_ns is None else f"{s.makespan_ns / 1000:.2f}",
                       "-" if s.orchestration_ns is None else f"{s.orchestration_ns / 1000:.2f}")
@@ -236,3 +236,48 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
     if report.stages[0].run is None:
         click.echo("given: the calls carry no directions yet (derive-call-directions gives them): not runnable")
     return 0
+
+
+# -- run ----------------------------------------------------------------------------------------
+def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as_json: bool, make_folder) -> int:
+    """``neuronsim run`` on a task scenario: tracking saved, races, the nominal run's trace."""
+    import json as jsonlib
+
+    from machine.files import write_text
+
+    from verify.cliutil import check_output, check_plot
+    from verify.task_scenarios import run_task_scenario, task_scenario_name
+
+    name = task_scenario_name(module)
+    make_folder(out_dir)
+    paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
+             "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
+    for path in paths.values():
+        check_output(path, "--out")
+    check_plot(plot_path)
+    result = run_task_scenario(module)
+    nominal = result.traces[0]
+    write_task_trace(nominal, paths["trace"])
+    write_text(paths["footprint"], jsonlib.dumps(result.footprint.to_json(), indent=1))
+    if plot_path:
+        plot_task_timeline(nominal, plot_path)
+        paths["plot"] = plot_path
+    problems = result.problems()
+    if as_json:
+        emit_json({"format": "neuronsim.run/1", "scenario": name, "kind": "tasks", "summary": result.summary(),
+                   "problems": problems, "files": paths})
+        return 1 if problems else 0
+    Console(width=180).print(_table(result.footprint))
+    s = result.summary()
+    saved = s["saved"]
+    click.echo(f"task scenario {name}: {s['tasks']} tasks; the passes saved {saved['lookups']} TensorMap lookups and "
+               f"{saved['inserts']} inserts per run for {-saved['explicit']} explicit deps ({saved['manual_tasks']} "
+               f"tasks in {saved['manual_scopes']} MANUAL scope(s), {saved['demoted_slots']} slots demoted)")
+    races = s["races"]
+    click.echo(f"races: all-AUTO {races['all_auto']}, compiled {races['compiled']}; simulated runs "
+               f"({len(races['runs'])}): {sum(races['runs'])}")
+    for problem in problems:
+        click.echo(f"problem: {problem}")
+    for what, path in paths.items():
+        click.echo(f"{what}: {path}")
+    return 1 if problems else 0
