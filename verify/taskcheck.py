@@ -23,7 +23,10 @@ Algorithm: instances in submission order (a topological order); per storage spac
 of the earlier accesses.  A write that covers earlier accesses ordered before it takes them
 under it: any later access ordered after the write is ordered after them too, so they are
 consulted only when the write itself is unordered.  Every unordered conflicting pair is found,
-and a race-free stream of writes to one tile costs one comparison per access.
+and a race-free stream of writes to one tile costs one comparison per access.  The shadow is
+indexed by byte range (:class:`machine.spans.SpanIndex`), so an access meets only the earlier accesses
+whose byte ranges meet its own: thousands of disjoint tiles of one output cost a lookup each,
+not a scan of all of them.
 
 Examples
 --------
@@ -41,12 +44,15 @@ Examples
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from machine.hb import DagHappensBefore
 from machine.sim.task_trace import TaskTrace
+from machine.spans import SpanIndex
 from machine.sim.tensormap import task_graph
 from machine.tasks.geometry import covers, overlaps, shared_bytes
 from machine.tasks.ir import TaskProgram
@@ -152,6 +158,19 @@ class _Entry:
     covered: list[_Entry] = field(default_factory=list)
 
 
+@contextmanager
+def _collector_paused():
+    """The cyclic collector off: a check allocates a few small acyclic objects per access, and
+    full collections, which grow with the heap, would find nothing and make 1e5 tasks quadratic."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def _storage(space: Any) -> str:
     if isinstance(space, tuple) and len(space) == 2 and space[0] == "memref":
         return f"allocation {space[1]}"
@@ -178,9 +197,10 @@ def find_task_races(tasks: Sequence[_Task], preds: Sequence[Sequence[int]], *,
                     witness: Mapping[int, tuple[float, float]] | None = None) -> TaskRaceReport:
     """Every unordered conflicting pair of ``tasks`` under the edges ``preds`` (see the module doc)."""
     hb = DagHappensBefore(preds)
-    live: dict[Any, tuple[list[_Entry], list[_Entry]]] = {}  # space -> (writes, reads) not covered
+    live: dict[Any, tuple[SpanIndex, SpanIndex]] = {}  # space -> (writes, reads) not covered
     races: list[TaskRace] = []
     total = 0
+    seq = 0
     for task, clock in zip(tasks, hb.clocks()):
         b = task.index
         found: dict[int, tuple[_Entry, ArgAccess]] = {}
@@ -198,12 +218,15 @@ def find_task_races(tasks: Sequence[_Task], preds: Sequence[Sequence[int]], *,
                 found.setdefault(e.task, (e, x))
                 stack.extend(e.covered)
 
-        for x in task.accesses:
-            writes, reads = live.get(x.region.space, ((), ()))
-            for e in writes:
+        ranges = [x.region.byte_range for x in task.accesses]
+        for x, (lo, hi) in zip(task.accesses, ranges):
+            if x.region.space not in live or lo == hi:  # an empty region touches nothing
+                continue
+            writes, reads = live[x.region.space]
+            for _, e in writes.meeting(lo, hi):
                 visit(e, x)
             if x.writes:
-                for e in reads:
+                for _, e in reads.meeting(lo, hi):
                     visit(e, x)
         for a, (e, x) in sorted(found.items()):
             total += 1
@@ -216,21 +239,21 @@ def find_task_races(tasks: Sequence[_Task], preds: Sequence[Sequence[int]], *,
                 races.append(TaskRace(_kind(e.access.writes, x.writes), a, b, first.name, task.name, e.access.arg, x.arg,
                                       e.access.var, x.var, _storage(x.region.space),
                                       shared_bytes(e.access.region, x.region)[:4], _fix(first, task), seen))
-        for x in task.accesses:
-            writes, reads = live.setdefault(x.region.space, ([], []))
+        for x, (lo, hi) in zip(task.accesses, ranges):
+            if lo == hi:
+                continue
+            writes, reads = live.setdefault(x.region.space, (SpanIndex(), SpanIndex()))
             entry = _Entry(b, x)
+            seq += 1  # the order the index answers in: a scan of the shadow's
             if x.writes:
                 for bucket in (writes, reads):
-                    kept = []
-                    for e in bucket:
+                    for at, e in bucket.meeting(lo, hi):
                         if e.task != b and covers(x.region, e.access.region) and hb.ordered(e.task, clock):
                             entry.covered.append(e)
-                        else:
-                            kept.append(e)
-                    bucket[:] = kept
-                writes.append(entry)
+                            bucket.remove(at)
+                writes.add(lo, hi, seq, entry)
             else:
-                reads.append(entry)
+                reads.add(lo, hi, seq, entry)
     return TaskRaceReport(tuple(races), len(tasks), total, sum(len(p) for p in preds))
 
 
@@ -239,10 +262,11 @@ def check_task_program(program: TaskProgram, scalars: Mapping[str, int] | None =
                        max_instances: int | None = None) -> TaskRaceReport:
     """Races of one run of ``program`` (calls must carry directions), statically: the unrolled
     instances under the edges the runtime gives them."""
-    instances = unroll_task_program(program, scalars, max_instances=max_instances)
-    graph = task_graph(instances, exact=exact_overlap)
-    tasks = [_Task(t.index, t.name, t.call, t.accesses, t.task_var, t.iteration) for t in instances]
-    return find_task_races(tasks, [g.fan_in for g in graph], max_races=max_races)
+    with _collector_paused():
+        instances = unroll_task_program(program, scalars, max_instances=max_instances)
+        graph = task_graph(instances, exact=exact_overlap)
+        tasks = [_Task(t.index, t.name, t.call, t.accesses, t.task_var, t.iteration) for t in instances]
+        return find_task_races(tasks, [g.fan_in for g in graph], max_races=max_races)
 
 
 def trace_violations(trace: TaskTrace) -> list[str]:
@@ -271,8 +295,9 @@ def trace_violations(trace: TaskTrace) -> list[str]:
 
 def check_task_trace(trace: TaskTrace, *, max_races: int = DEFAULT_MAX_TASK_RACES) -> TaskRaceReport:
     """Races of a simulated run under the edges it recorded, each marked witnessed or not."""
-    tasks = [_Task(r.index, r.name, r.call, r.accesses, r.task_var, r.iteration) for r in trace.records]
-    preds = [tuple(dict.fromkeys(e.on for e in r.waits)) for r in trace.records]
-    witness = {r.index: (r.start, r.end) for r in trace.records}
-    return find_task_races(tasks, preds, max_races=max_races, witness=witness)
+    with _collector_paused():
+        tasks = [_Task(r.index, r.name, r.call, r.accesses, r.task_var, r.iteration) for r in trace.records]
+        preds = [tuple(dict.fromkeys(e.on for e in r.waits)) for r in trace.records]
+        witness = {r.index: (r.start, r.end) for r in trace.records}
+        return find_task_races(tasks, preds, max_races=max_races, witness=witness)
 

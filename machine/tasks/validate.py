@@ -149,7 +149,8 @@ class _Checker:
             if len(values) != len(parent.shape):
                 raise ProgramError(join_path(path, key), f"'{source}' has {len(parent.shape)} dimensions, got {len(values)} values")
             for i, v in enumerate(values):
-                self.expr(v, join_path(join_path(path, key), i))
+                if not isinstance(v, int):  # a constant names nothing (and its path would cost a string)
+                    self.expr(v, join_path(join_path(path, key), i))
         for i, (n, o, whole) in enumerate(zip(shape, offset, parent.shape)):
             if isinstance(n, int) and n < 1:
                 raise ProgramError(join_path(join_path(path, "shape"), i), f"expected a dimension >= 1, got {n}")
@@ -302,9 +303,10 @@ class _Checker:
         if len(c.args) != len(kernel.params):
             raise ProgramError(join_path(path, "args"), f"kernel '{c.kernel}' takes {len(kernel.params)} arguments, got {len(c.args)}")
         args = []
+        args_path = join_path(path, "args")
         for i, (a, p) in enumerate(zip(c.args, kernel.params)):
             want = SCALAR if p.direction == ParamDirection.SCALAR else TENSOR
-            args.append(self.operand(a, join_path(join_path(path, "args"), i), want)[0])
+            args.append(self.operand(a, join_path(args_path, i), want)[0])
         if c.directions is not None:
             if len(c.directions) != len(c.args):
                 raise ProgramError(join_path(path, "directions"), f"expected {len(c.args)} directions (one per argument), got {len(c.directions)}")
@@ -330,17 +332,21 @@ class _Checker:
 
     def finish(self) -> None:
         """Compiler deps may name variables defined anywhere (they are hoisted): check them last."""
+        def at(path: str, i: int, *keys: str | int) -> str:  # built on error only: a compiled flat
+            where = join_path(join_path(path, "compiler_deps"), i)  # program has quadratically many deps
+            for key in keys:
+                where = join_path(where, key)
+            return where
+
         for c, path in self.deferred:
             for i, dep in enumerate(c.compiler_deps):
-                dpath = join_path(join_path(path, "compiler_deps"), i)
-                kind = self.kinds.get(dep.on)
-                if kind not in (TASK, ARRAY, TENSOR):
-                    raise ProgramError(join_path(dpath, "on"), f"'{dep.on}' is not a TaskId, TaskId array or tensor variable")
+                if self.kinds.get(dep.on) not in (TASK, ARRAY, TENSOR):
+                    raise ProgramError(at(path, i, "on"), f"'{dep.on}' is not a TaskId, TaskId array or tensor variable")
                 if dep.loop is not None and self.labels.get(dep.loop) != "loop":
-                    raise ProgramError(join_path(dpath, "loop"), f"'{dep.loop}' is not a loop")
+                    raise ProgramError(at(path, i, "loop"), f"'{dep.loop}' is not a loop")
                 for j, name in enumerate(dep.calls):
                     if self.labels.get(name) != "call":
-                        raise ProgramError(join_path(join_path(dpath, "calls"), j), f"'{name}' is not a call")
+                        raise ProgramError(at(path, i, "calls", j), f"'{name}' is not a call")
 
 
 def _check_kernels(program: TaskProgram) -> None:

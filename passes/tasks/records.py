@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from machine.spans import SpanIndex
 from machine.tasks.ir import ArgDirection, CompilerDep
-from passes.tasks.regions import AccessKind, Hazard, Region
+from passes.tasks.regions import AccessKind, Hazard, Region, first_extent
 
 __all__ = ["Access", "Record", "Frame", "LoopCtx", "Fallback", "Note", "CallResult", "RegionResult", "Analysis",
            "FALLBACK_REASONS"]
@@ -143,10 +144,48 @@ class Note:
                 "previous_iteration": self.previous_iteration}
 
 
+class _Shelf:
+    """Record indices of one root (all its accesses, or only its writes): boxes the overlap
+    rule separates by their first dimension in a :class:`~machine.spans.SpanIndex` per rank,
+    the rest (``loose``) in a list.  A box access meets the loose records, the boxes of other
+    ranks, and the boxes of its rank whose first extent meets its own: a straight-line program
+    writing thousands of disjoint tiles of one output scans a few records per call, not all."""
+
+    __slots__ = ("loose", "boxes")
+
+    def __init__(self) -> None:
+        self.loose: list[int] = []
+        self.boxes: dict[int, SpanIndex] = {}
+
+    def add(self, index: int, region: Region) -> None:
+        extent = first_extent(region)
+        if extent is None:
+            self.loose.append(index)
+        else:
+            self.boxes.setdefault(len(region.offsets), SpanIndex()).add(*extent, index, None)
+
+    def truncate(self, length: int) -> None:
+        while self.loose and self.loose[-1] >= length:
+            self.loose.pop()
+        for boxes in self.boxes.values():
+            boxes.drop_from(length)
+
+    def meeting(self, region: Region | None) -> list[int]:
+        """Indices of the records ``region`` may overlap under the rule (every one for ``None``)."""
+        extent = first_extent(region) if region is not None else None
+        found = list(self.loose)
+        for rank, boxes in self.boxes.items():
+            near = boxes.meeting(*extent) if extent is not None and rank == len(region.offsets) else boxes.every()
+            found.extend(i for i, _ in near)
+        return sorted(found) if len(found) > 1 else found
+
+
 @dataclass
 class Frame:
-    """An analysed region and its prior accesses, in order and indexed by root (a call scans
-    only the accesses of roots it may alias)."""
+    """An analysed region and its prior accesses, in order and indexed by root: a call scans
+    only the accesses of roots it may alias, a read only their writes (the one kind it can
+    conflict with), and a box only the boxes it may overlap (:class:`_Shelf`), so a long
+    straight-line program costs a few comparisons per call, not one per earlier access."""
 
     kind: str
     """``virtual`` (the whole body of a default-mode function), ``scope`` or ``container``."""
@@ -156,23 +195,29 @@ class Frame:
     fallback: Fallback | None = None
     task_calls: int = 0
     unsupported: bool = False
-    calls: list[str] = field(default_factory=list)
-    by_root: dict[str, list[int]] = field(default_factory=dict)
+    calls: dict[str, None] = field(default_factory=dict)
+    """The calls analysed in it, in order (a dict: an ordered set)."""
+    shelves: dict[tuple[str, bool], _Shelf] = field(default_factory=dict)
+    """(root, writes only) -> that root's record indices."""
 
     def add(self, record: Record) -> None:
-        self.by_root.setdefault(record.root, []).append(len(self.records))
+        index = len(self.records)
         self.records.append(record)
+        self.shelves.setdefault((record.root, False), _Shelf()).add(index, record.region)
+        if record.kind & AccessKind.WRITE:
+            self.shelves.setdefault((record.root, True), _Shelf()).add(index, record.region)
 
     def truncate(self, length: int) -> None:
         """Forget the accesses recorded after the first ``length``."""
         del self.records[length:]
-        for indices in self.by_root.values():
-            while indices and indices[-1] >= length:
-                indices.pop()
+        for shelf in self.shelves.values():
+            shelf.truncate(length)
 
-    def of_roots(self, roots) -> Iterator[Record]:
-        """The accesses of any of ``roots``, in the order they were recorded."""
-        lists = [self.by_root[r] for r in roots if self.by_root.get(r)]
+    def of_roots(self, roots, writes_only: bool = False, region: Region | None = None) -> Iterator[Record]:
+        """The accesses (or only the writes) of any of ``roots`` that ``region`` may overlap
+        (all of them for ``None``), in the order they were recorded."""
+        lists = [shelf.meeting(region) for r in roots if (shelf := self.shelves.get((r, writes_only)))]
+        lists = [found for found in lists if found]
         if not lists:
             return iter(())
         order = lists[0] if len(lists) == 1 else heapq.merge(*lists)
@@ -226,7 +271,8 @@ class RegionResult:
     fallback: Fallback | None = None
     task_calls: int = 0
     unsupported: bool = False
-    calls: list[str] = field(default_factory=list)
+    calls: dict[str, None] = field(default_factory=dict)
+    """The calls of the region, in order (a dict: an ordered set)."""
 
 
 @dataclass

@@ -62,9 +62,7 @@ class Walker:
         result.fallback = result.fallback or frame.fallback
         result.task_calls += frame.task_calls
         result.unsupported = result.unsupported or frame.unsupported
-        for call in frame.calls:
-            if call not in result.calls:
-                result.calls.append(call)
+        result.calls.update(frame.calls)
         if kind == "virtual":
             self.analysis.layer_candidate = result.fallback is None and not result.unsupported and result.task_calls > 0
         if frame.fallback is not None and kind == "scope" and not self.faithful:
@@ -79,7 +77,7 @@ class Walker:
             elif not self.faithful:  # the seed exports nothing; its accesses still happen, ordered by the runtime
                 for r in frame.records:
                     self.frames[-1].add(r._replace(tracked=True))
-            self.frames[-1].calls.extend(frame.calls)
+            self.frames[-1].calls.update(frame.calls)
 
     def walk(self, body: tuple[Stmt, ...], path: str, nested: bool = False) -> None:
         for i, stmt in enumerate(body):
@@ -231,8 +229,7 @@ class Walker:
             frame.unsupported = True
         keys = tuple(f.key for f in self.frames if f.active)
         result = self.analysis.calls.setdefault(c.name, CallResult(c.name, keys))
-        if c.name not in frame.calls:
-            frame.calls.append(c.name)
+        frame.calls[c.name] = None
         user = self._user.get(c.name) or self._user.setdefault(c.name, self.taskids.user_deps(c))
         accesses = self.summarize(c, user)
         if isinstance(accesses, Fallback):
@@ -253,7 +250,10 @@ class Walker:
                    and directions[access.arg] == ArgDirection.INOUT and demotable}
             roots = self._alias_roots(access.root)
             for f in reversed(self.frames):
-                for prior in (f.records if access.root == "*" else f.of_roots(roots)):
+                # a read conflicts with writes only (``hazards``), a box only with what it may overlap
+                priors = (f.records if access.root == "*"
+                          else f.of_roots(roots, writes_only=access.kind == AccessKind.READ, region=access.region))
+                for prior in priors:
                     if access.creator_only and not prior.output:
                         continue
                     if prior.root != "*" and access.root != "*" and not self.lineage.may_alias(access.root, prior.root):

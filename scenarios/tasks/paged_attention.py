@@ -27,19 +27,20 @@ from machine.tasks.ir import TaskProgram
 B, HEAD, BLOCK, NUM_BLOCKS, BLOCKS_PER_SEQ = 4, 128, 64, 64, 6
 
 
-def build_tasks() -> TaskProgram:
+def build_tasks(batch: int = B, blocks_per_seq: int = BLOCKS_PER_SEQ) -> TaskProgram:
+    """The decode step for ``batch`` sequences of ``blocks_per_seq`` blocks (the scalar's default)."""
     tb = TaskBuilder("paged_attention_decode", cores=8)
     qk = tb.kernel("qk", In("q"), In("k"), Out("s"), returns="s", cost=1800)
     update = tb.kernel("softmax_update", In("s"), InOut("m"), InOut("l"), InOut("acc"), Out("p"),
                        returns=("m", "l", "acc", "p"), cost=700)
     pv = tb.kernel("pv", In("p"), In("v"), InOut("acc"), returns="acc", cost=1800)
     norm = tb.kernel("normalize", In("acc"), In("l"), Out("o"), returns="o", cost=400)
-    q = tb.param("q", (B, HEAD), "bfloat16")
+    q = tb.param("q", (batch, HEAD), "bfloat16")
     k_cache = tb.param("k_cache", (NUM_BLOCKS * BLOCK, HEAD), "bfloat16")
     v_cache = tb.param("v_cache", (NUM_BLOCKS * BLOCK, HEAD), "bfloat16")
-    out = tb.param("out", (B, HEAD), "bfloat16", direction="out")
-    n_blocks = tb.scalar("n_blocks", value=BLOCKS_PER_SEQ)
-    for b in tb.parallel(B, name="seqs"):
+    out = tb.param("out", (batch, HEAD), "bfloat16", direction="out")
+    n_blocks = tb.scalar("n_blocks", value=blocks_per_seq)
+    for b in tb.parallel(batch, name="seqs"):
         q_b = tb.slice(q, (1, HEAD), (b, 0), name="q_b")
         m = tb.create((1, 1), name="m")
         l_sum = tb.create((1, 1), name="l")
