@@ -18,6 +18,7 @@ from typing import Any
 
 from machine.dtypes import DTYPES
 from machine.edges import KIND_NAMES
+from machine.extensions import NON_FINITE
 from machine.ir import SEQUENCERS
 from machine.optable import COMMON_ATTRS, OP_TABLE
 from machine.presets import OVERRIDABLE, PRESETS
@@ -47,16 +48,18 @@ def _validator_schema(check) -> dict:
     choices = getattr(check, "choices", None)
     if choices is not None:
         return {"enum": list(choices)}
+    # JSON has no infinities: the format writes a non-finite number as one of these strings.
+    number = {"oneOf": [{"type": "number"}, {"enum": sorted(NON_FINITE)}]}
     known = {
         "a boolean": {"type": "boolean"},
-        "a number": {"type": "number"},
+        "a number": number,
         "an integer": {"type": "integer"},
         "a non-negative integer": _nat(),
         "a non-negative integer below 2**63": {**_nat(), "maximum": 2**63 - 1},
         "a string or integer group id": {"type": ["string", "integer"]},
         # validators of the op table's newer ops (operand tiles and reduction axes)
         'a number (an immediate) or {"read": INDEX} (a [P, 1] tile among the reads)': {"oneOf": [
-            {"type": "number"},
+            {"type": "number"}, {"enum": sorted(NON_FINITE)},
             {"type": "object", "properties": {"read": {"type": "integer"}}, "required": ["read"],
              "additionalProperties": False}]},
         "a free axis (an integer >= 1) or a non-empty list of them": {"oneOf": [

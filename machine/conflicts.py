@@ -18,11 +18,17 @@ instruction's instances complete in order: rules 1 and 3).
 
 from __future__ import annotations
 
+import numpy as np
+
 from machine.geometry import ByteSet, intersect_intervals
 from machine.ir import MemoryKind
 from machine.stream import CompiledAccess, InstanceStream
 
-__all__ = ["conflict_kind", "conflicts", "fold_distance", "Conflict"]
+__all__ = ["conflict_kind", "conflicts", "fold_distance", "Conflict", "needed_boxes", "iteration_boxes", "MAX_BOXES"]
+
+#: Iteration boxes one dep may become (``x-iterations`` ranges); beyond, it applies at every
+#: instance (sound: it waits more).
+MAX_BOXES = 8
 
 Conflict = tuple[str, CompiledAccess, CompiledAccess, int, ByteSet]
 
@@ -104,3 +110,68 @@ def fold_distance(stream: InstanceStream, a: int, b: int) -> int:
         fa = fa * trips[k] + ia[k]
         fb = fb * trips[k] + ib[k]
     return fb - fa
+
+
+def needed_boxes(digits: np.ndarray, trips: tuple[int, ...], limit: int = MAX_BOXES) -> list[tuple[tuple[int, int], ...]] | None:
+    """Disjoint boxes (one ``[lo, hi)`` per loop) whose union is exactly the set of loop-index
+    rows ``digits``, or None when more than ``limit`` are needed.
+
+    Consecutive outer indices whose inner sets are equal share a box (recursively), so "first
+    iteration", "all but the first" or "the last of each row" are one box each.
+
+    >>> needed_boxes(np.array([[1], [2], [3]]), (4,))
+    [((1, 4),)]
+    >>> needed_boxes(np.array([[0, 0], [1, 0], [2, 0]]), (3, 2))
+    [((0, 3), (0, 1))]
+    """
+    if not len(trips):
+        return [()]
+    by_outer: dict[int, np.ndarray] = {}
+    order = np.argsort(digits[:, 0], kind="stable")
+    col = digits[order, 0]
+    for v in np.unique(col).tolist():
+        by_outer[v] = digits[order[col == v], 1:]
+    out: list[tuple[tuple[int, int], ...]] = []
+    run_lo = run_hi = None
+    run_key = None
+    inner_boxes: list = []
+
+    def flush() -> bool:
+        if run_key is None:
+            return True
+        for box in inner_boxes:
+            out.append(((run_lo, run_hi), *box))
+        return len(out) <= limit
+
+    for v in sorted(by_outer):
+        rows = by_outer[v]
+        key = tuple(map(tuple, np.unique(rows, axis=0).tolist())) if rows.shape[1] else ()
+        if key == run_key and v == run_hi:
+            run_hi = v + 1
+            continue
+        if not flush():
+            return None
+        boxes = needed_boxes(rows, trips[1:], limit) if rows.shape[1] else [()]
+        if boxes is None:
+            return None
+        run_lo, run_hi, run_key, inner_boxes = v, v + 1, key, boxes
+    if not flush():
+        return None
+    return out
+
+
+def iteration_boxes(stream: InstanceStream, y: int, instances, limit: int = MAX_BOXES) -> list[tuple] | None:
+    """Instances of instruction ``y`` as ``x-iterations`` restrictions: a list of
+    ``((loop, lo, hi), ...)`` (one per box; ``()`` means every instance), or None when more
+    than ``limit`` boxes would be needed."""
+    ids = stream.instances_of(y)
+    chosen = np.unique(np.asarray(instances, np.int64))
+    if len(chosen) == len(ids):
+        return [()]
+    digits = stream.digits_of(y)[np.searchsorted(ids, chosen)]
+    loops = stream.loops_of[y]
+    boxes = needed_boxes(digits, stream.trips[y], limit)
+    if boxes is None:
+        return None
+    return [tuple((loop.name, lo, hi) for loop, (lo, hi) in zip(loops, box) if (lo, hi) != (0, loop.trip_count))
+            for box in boxes]

@@ -90,14 +90,23 @@ class DepTable:
         """The deps written in ``program``'s instructions."""
         if isinstance(program, DeferredProgram) and program.materialized is None:
             return program.table
-        id_of = stream.id_of if stream is not None else \
-            {inst.name: x for x, (inst, _) in enumerate(program.instructions())}
-        rows, objects = [], []
-        for y, (inst, _) in enumerate(program.instructions()):
-            for dep in inst.deps:
-                rows.append((y, id_of[dep.on], int(dep.kind), dep.distance if dep.loop_carried else 0, dep.iterations))
-                objects.append(dep)
-        return cls.build(rows, objects)
+        # (a stream's own instruction list may hold a deferred program's stale deps)
+        instrs = stream.instrs if stream is not None and type(program) is Program and stream.program is program \
+            else [inst for inst, _ in program.instructions()]
+        id_of = stream.id_of if stream is not None else {inst.name: x for x, inst in enumerate(instrs)}
+        waiter: list[int] = []
+        objects: list[Dep] = []
+        for y, inst in enumerate(instrs):
+            if inst.deps:
+                waiter.extend([y] * len(inst.deps))
+                objects.extend(inst.deps)
+        ranges: dict[Ranges, int] = {}
+        n = len(objects)
+        return cls(np.asarray(waiter, np.int32), np.fromiter((id_of[d.on] for d in objects), np.int32, n),
+                   np.fromiter((int(d.kind) for d in objects), np.int8, n),
+                   np.fromiter((d.distance if d.loop_carried else 0 for d in objects), np.int32, n),
+                   np.fromiter((ranges.setdefault(d.iterations, len(ranges)) if d.iterations else -1 for d in objects),
+                               np.int32, n), tuple(ranges), objects)
 
     def __len__(self) -> int:
         return len(self.waiter)

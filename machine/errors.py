@@ -8,6 +8,7 @@ command line turns it into exit status 2 and one line on standard error, never a
 from __future__ import annotations
 
 import json
+import re
 
 __all__ = ["ProgramError", "join_path", "printable"]
 
@@ -47,9 +48,19 @@ def join_path(base: str, key: str | int) -> str:
     """
     if isinstance(key, int):
         return f"{base}[{key}]"
-    if not key or any(c in key for c in '.[]"') or any(c.isspace() for c in key):
+    plain = _PLAIN.get(key)
+    if plain is None:
+        plain = not (not key or _AWKWARD.search(key))
+        if len(_PLAIN) < 1 << 16:
+            _PLAIN[key] = plain
+    if not plain:
         return f"{base}[{json.dumps(key)}]"
     return f"{base}.{key}" if base else key
+
+
+# Paths are built for every value a loader or validator visits, so the key test is cached.
+_AWKWARD = re.compile(r'[.\[\]"\s]')
+_PLAIN: dict[str, bool] = {}
 
 
 def printable(text: str) -> str:

@@ -29,7 +29,9 @@ Uses
     The race checker and the trace checker (:mod:`verify.racecheck`: start clocks against
     shadow memory), the dependence builders (an order they would add may already hold), the
     transitive reduction and the sync-count minimum (:meth:`HappensBefore.fold`: a wait is
-    redundant iff its target is already covered by the clock folded from later targets).
+    redundant iff its target is already covered by the clock folded from later targets); the
+    task race checker (:mod:`verify.taskcheck`: :class:`DagHappensBefore`, the same clocks over
+    chains found in a task graph).
 
 References
 ----------
@@ -53,8 +55,8 @@ from functools import lru_cache
 
 from machine.ir import SEQUENCERS
 
-__all__ = ["HappensBefore", "ordered", "joiner", "wait_counts", "NUM_SEQUENCERS", "DagHappensBefore", "SparseClock",
-           "sparse_join", "TUPLE_WIDTH"]
+__all__ = ["HappensBefore", "ordered", "joiner", "wait_counts", "start_clocks", "NUM_SEQUENCERS", "DagHappensBefore",
+           "SparseClock", "sparse_join", "TUPLE_WIDTH"]
 
 NUM_SEQUENCERS = len(SEQUENCERS)
 Clock = tuple
@@ -221,6 +223,25 @@ def wait_counts(targets: Iterable[int]) -> dict[int, int]:
     out: dict[int, int] = {}
     for t in targets:
         out[t] = out.get(t, 0) + 1
+    return out
+
+
+def start_clocks(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int], target: Sequence[int],
+                 num_queues: int) -> list[Clock]:
+    """``S`` of every instance of a stream walked in program order, instance ``i`` issued by
+    ``seq[i]``, completing on ``comp[i]`` and waiting for ``target[ptr[i]:ptr[i+1]]``.
+
+    >>> start_clocks([2, 4, 1], [2, 5, 1], [0, 0, 0, 1], [1], 3)[2]   # act waits for the DMA
+    (0, 0, 0, 0, 0, 1, 0, 0)
+    """
+    hb = HappensBefore(num_queues, wait_counts(target))
+    trigger, complete = hb.trigger, hb.complete
+    out = []
+    append = out.append
+    for i in range(len(seq)):
+        a, b = ptr[i], ptr[i + 1]
+        s = seq[i]
+        append(complete(i, s, comp[i], trigger(s, target[a:b]) if a != b else hb.seq_clock[s])[0])
     return out
 
 

@@ -41,6 +41,8 @@ import numpy as np
 
 from machine.deptable import DepTable, dep_table
 from machine.geometry import ByteSet, base_footprint
+
+_raw_footprint = base_footprint.__wrapped__  # the stream caches by object: skip hashing tensor and access
 from machine.ir import SEQUENCERS, Access, Instruction, Loop, MemoryKind, Node, Program
 from machine.presets import MachineSpec, resolve_machine
 
@@ -213,7 +215,33 @@ class InstanceStream:
         self.tensor_names = list(program.tensors)
         self.tensor_id = {name: t for t, name in enumerate(self.tensor_names)}
         self._accesses: list[tuple[CompiledAccess, ...]] | None = None
+        self._masks: set[int] | None = None
         self._common: dict[tuple[int, int], int] = {}
+
+    def for_placement(self, program: Program) -> InstanceStream:
+        """This stream for ``program``, which has this one's body (the same instruction
+        objects) and differs only in where its tensors are placed, as after allocation.
+
+        The structure (order, components, positions) is shared and the access slots too; each
+        distinct compiled access (:attr:`templates`) is compiled again against the new
+        tensors, once, and the per-instruction tuples are rebuilt only when asked for."""
+        def body(p: Program) -> tuple:
+            return (getattr(p, "source", None) or p).body
+
+        if body(program) is not body(self.program):
+            raise ValueError("for_placement needs the same body (the same instruction objects)")
+        other = object.__new__(InstanceStream)
+        other.__dict__.update(self.__dict__)
+        other.program = program
+        other.tensor_names = list(program.tensors)
+        other.tensor_id = {name: t for t, name in enumerate(other.tensor_names)}
+        other._accesses = None
+        other._masks = None
+        if getattr(self, "templates", None) is not None:
+            tensors = program.tensors
+            other.templates = [other._compile_one(x, ca.access, ca.is_write, tensors[ca.access.tensor])
+                               for x, ca in zip(self.template_x, self.templates)]
+        return other
 
     def for_program(self, program: Program) -> InstanceStream:
         """This stream for ``program``, which differs from :attr:`program` only in its deps
@@ -400,43 +428,95 @@ class InstanceStream:
             self._accesses = self._compile_accesses()
         return self._accesses
 
+    def compile_templates(self) -> None:
+        """Make :attr:`templates`, :attr:`slot_x` and :attr:`slot_t` available (without
+        the per-instruction tuples of :attr:`all_accesses` when they can be skipped)."""
+        if getattr(self, "templates", None) is None:
+            self._compile_slots()
+
+    def _tuples_from_slots(self) -> list[tuple[CompiledAccess, ...]]:
+        temps = self.templates
+        bounds = np.searchsorted(self.slot_x, np.arange(self.m + 1)).tolist()
+        slots = [temps[t] for t in self.slot_t.tolist()]
+        return [tuple(slots[bounds[x]:bounds[x + 1]]) for x in range(self.m)]
+
     def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
+        """:attr:`all_accesses` from the access slots (compiled first when needed)."""
+        if getattr(self, "templates", None) is None:
+            self._compile_slots()
+        return self._tuples_from_slots()
+
+    def _compile_slots(self) -> None:
+        """Compile every access once (by object or value, for the ones that do not move) and
+        lay them out flat: :attr:`templates` (each distinct compiled access once) and, per
+        access slot in document order, its instruction (:attr:`slot_x`) and template
+        (:attr:`slot_t`)."""
         tensors = self.program.tensors
-        tensor_id = self.tensor_id
-        shared: dict[tuple[int, bool], CompiledAccess] = {}  # accesses that do not move: by object
-        out = []
+        rotating = {name for name, t in tensors.items() if t.rotate is not None}
+        shared: dict[int, int] = {}  # accesses that do not move, by object and direction: template id
+        by_value: dict[tuple, int] = {}
+        compile_one = self._compile_one
+        templates: list[CompiledAccess] = []
+        template_x: list[int] = []
+        slot_x: list[int] = []
+        slot_t: list[int] = []
         for x, instr in enumerate(self.instrs):
-            mine = []
-            for group, is_write in ((instr.reads, False), (instr.writes, True)):
+            for is_write, group in ((False, instr.reads), (True, instr.writes)):
                 for access in group:
-                    tensor = tensors[access.tensor]
-                    moves = access.moves or tensor.rotate is not None
-                    key = (id(access), is_write)
-                    compiled = None if moves else shared.get(key)
-                    if compiled is None:
-                        fp = base_footprint(tensor, access)
-                        position = {loop.name: k for k, loop in enumerate(self.loops_of[x])} if moves else {}
-                        shifts = tuple((position[loop], s * tensor.itemsize) for loop, s in access.per_iteration if s)
-                        pshifts = tuple((position[loop], s) for loop, s in access.partitions_per_iteration if s)
-                        rot = tensor.rotate
-                        rotation = (position[rot.loop], rot.slots, rot.stride) if rot is not None and rot.slots > 1 \
-                            else None
-                        compiled = CompiledAccess(is_write, tensor_id[access.tensor], fp.space, fp.memory,
-                                                  fp.partitions, fp.bytes, shifts, pshifts, rotation, access)
-                        if not moves:
-                            shared[key] = compiled
-                    mine.append(compiled)
-            out.append(tuple(mine))
-        return out
+                    key = id(access) * 2 + is_write
+                    t = shared.get(key)
+                    if t is None:
+                        # equal accesses that cannot move compile alike (generated code makes one
+                        # object per instruction): also shared by value
+                        fixed = not (access.per_iteration or access.partitions_per_iteration or access.tensor in rotating)
+                        value = (access.tensor, access.partitions, access.offset, access.pattern, is_write) \
+                            if fixed else None
+                        t = by_value.get(value) if fixed else None
+                        if t is None:
+                            compiled = compile_one(x, access, is_write, tensors[access.tensor])
+                            t = len(templates)
+                            templates.append(compiled)
+                            template_x.append(x)
+                            if fixed:
+                                by_value[value] = t
+                        if fixed:
+                            shared[key] = t
+                    slot_x.append(x)
+                    slot_t.append(t)
+        self.templates = templates
+        self.template_x = template_x
+        self.slot_x = np.asarray(slot_x, np.int64)
+        self.slot_t = np.asarray(slot_t, np.int64)
+
+    def _compile_one(self, x: int, access: Access, is_write: bool, tensor) -> CompiledAccess:
+        fp = _raw_footprint(tensor, access)
+        shifts: tuple = ()
+        pshifts: tuple = ()
+        rotation = None
+        if access.per_iteration or access.partitions_per_iteration or tensor.rotate is not None:
+            position = {loop.name: k for k, loop in enumerate(self.loops_of[x])}
+            shifts = tuple((position[loop], s * tensor.itemsize) for loop, s in access.per_iteration if s)
+            pshifts = tuple((position[loop], s) for loop, s in access.partitions_per_iteration if s)
+            rot = tensor.rotate
+            if rot is not None and rot.slots > 1:
+                rotation = (position[rot.loop], rot.slots, rot.stride)
+        return CompiledAccess(is_write, self.tensor_id[access.tensor], fp.space, fp.memory, fp.partitions, fp.bytes,
+                              shifts, pshifts, rotation, access)
 
     def masks(self) -> set[int]:
         """Every partition mask some access touches in some instance (0 for DRAM)."""
-        out: set[int] = set()
-        for x, accesses in enumerate(self.all_accesses):
-            for ca in accesses:
-                if not ca.pshifts:
-                    out.add(ca.mask)
-                    continue
+        if self._masks is None:
+            self._masks = self._all_masks()
+        return self._masks
+
+    def _all_masks(self) -> set[int]:
+        self.compile_templates()
+        out: set[int] = {ca.mask for ca in self.templates if not ca.pshifts}
+        moving = [t for t, ca in enumerate(self.templates) if ca.pshifts]
+        if moving:
+            wanted = np.isin(self.slot_t, moving)
+            for x, t in zip(self.slot_x[wanted].tolist(), self.slot_t[wanted].tolist()):
+                ca = self.templates[t]
                 digits = self.digits_of(x)
                 coef = np.zeros(digits.shape[1], np.int64)
                 for k, s in ca.pshifts:

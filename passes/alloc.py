@@ -405,7 +405,7 @@ class Alloc(Pass):
         banks = min(self.psum_banks or spec.psum_banks, spec.psum_banks)
         slots = {MemoryKind.SBUF: self.buffers, MemoryKind.DRAM: self.buffers,
                  MemoryKind.PSUM: min(self.psum_buffers, banks)} if self.rotate else {}
-        lives = lifetimes(stream_of(program, spec), slots)
+        lives = lifetimes(ctx.stream(program), slots)
         fallbacks = 0
         try:
             placed = _place_sbuf(program, lives, self.buffers, self.align, spec)

@@ -66,16 +66,19 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from machine.conflicts import conflict_kind, conflicts, fold_distance
-from machine.deptable import with_deps
+import numpy as np
+
+from machine.deptable import DepTable, with_deps
 from machine.edges import EdgeKind
 from machine.errors import ProgramError
+from machine.events import access_events
 from machine.hb import HappensBefore
 from machine.ir import Dep, MemoryKind, Program
 from machine.splitmap import CellSpace
 from machine.stream import InstanceStream
 
-from passes.build_fdeps import bins_of
-from passes.pipeline import Pass, PassContext, edge_table
+from passes.build_fdeps import bins_of, restrictions
+from passes.pipeline import Pass, PassContext
 
 __all__ = ["AntiDeps", "anti_dependency_edges", "dep_label"]
 
@@ -91,6 +94,16 @@ _FORGET_EVERY = 4096
 AntiEdges = dict[tuple[int, int, int], tuple[EdgeKind, int]]
 
 
+def _kept(stream: InstanceStream, ca, memories, roles, spaces) -> bool:
+    """Whether the filters keep the compiled access (the seed's four sets)."""
+    if _MEM[ca.memory] not in memories:
+        return False
+    if ca.memory != MemoryKind.DRAM:
+        return "local" in spaces
+    tensor = stream.program.tensors[stream.tensor_names[ca.tensor]]
+    return ("shared" if stream.is_shared(ca.tensor) else "local") in spaces and tensor.role in roles
+
+
 def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, spaces, dram: str) -> list[tuple]:
     """Per instruction: ``(is_write, tensor, pieces|None, key, source bit, access)`` per access
     the filters keep; ``pieces`` is the cut into cells unless the access moves with a loop."""
@@ -101,22 +114,16 @@ def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, space
         for ca in stream.accesses(x):
             found = memo.get(id(ca))
             if found is None:
-                found = memo[id(ca)] = _cell_plan(stream, cells, ca, memories, roles, spaces, dram)
+                found = memo[id(ca)] = _cell_plan(stream, cells, ca, dram) \
+                    if _kept(stream, ca, memories, roles, spaces) else ()
             if found:
                 mine.append(found)
         out.append(tuple(mine))
     return out
 
 
-def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, memories, roles, spaces, dram: str) -> tuple:
-    if _MEM[ca.memory] not in memories:
-        return ()
+def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, dram: str) -> tuple:
     tensor = stream.program.tensors[stream.tensor_names[ca.tensor]]
-    shared = ca.memory == MemoryKind.DRAM and stream.is_shared(ca.tensor)
-    if ("shared" if shared else "local") not in spaces:
-        return ()
-    if ca.memory == MemoryKind.DRAM and tensor.role not in roles:
-        return ()
     if tensor.alias is not None:  # one batch per alias group, as the seed
         key = ("alias", tensor.alias)
         return (ca.is_write, ca.tensor, cells.pieces(key, "dram", 0, ((0, 1),)), key, ALIAS, ca)
@@ -130,46 +137,100 @@ def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, memories, roles, sp
     return (ca.is_write, ca.tensor, cut, ca.space, EXACT, ca)
 
 
-def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({"sbuf", "psum", "dram"}),
-                          roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
-                          analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
-                          skip_ordered: bool = True, dram: str = "bytes",
-                          stats: dict[str, int] | None = None) -> AntiEdges:
-    """New edges over instruction ids (see :data:`AntiEdges`); rule bits without
-    :data:`EXACT` mark conservative-only edges.
+#: Candidates of every instance: ``former[ptr[b]:ptr[b + 1]]`` (latest first) with their rule bits.
+Candidates = tuple[np.ndarray, np.ndarray, np.ndarray]
 
-    ``table`` (a :class:`~machine.deptable.DepTable`) holds the deps already present: they order
-    instances for ``skip_ordered``.
-    """
-    stats = {} if stats is None else stats
-    n = len(stream)
+
+def _csr(b: np.ndarray, a: np.ndarray, bits: np.ndarray, n: int) -> Candidates:
+    """Pairs merged per ``(b, a)`` (bits or-ed), by ``b`` then ``a`` descending."""
+    key = b.astype(np.int64) * n + (n - 1 - a.astype(np.int64))
+    order = np.argsort(key, kind="stable")
+    key, bits = key[order], bits[order]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    bits = np.bitwise_or.reduceat(bits, starts) if len(starts) else bits[:0]
+    key = key[starts]
+    waiter = key // n
+    return np.searchsorted(waiter, np.arange(n + 1)), n - 1 - key % n, bits
+
+
+def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),
+                     roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
+                     analyses=frozenset({"war", "waw", "raw-reuse"})) -> Candidates:
+    """The walk's candidates (``early_stop=component``, ``dram=bytes``) from one sort of the
+    physical access events (:mod:`machine.events`): per segment, a write's candidates are the
+    previous write (WAW) and the latest read of every other component since it (WAR); a read's
+    the previous write when through another tensor (RAW-reuse; any, with ``raw``)."""
+    stream.compile_templates()
+    temps = stream.templates
+    kept = np.fromiter((_kept(stream, ca, memories, roles, spaces) for ca in temps), bool, len(temps))
+    ev = access_events(stream, "space", templates=kept, per_tensor=True)
+    n = len(ev)
+    if not n:
+        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    inst = ev.inst.astype(np.int64)
+    tensor = np.fromiter((ca.tensor for ca in temps), np.int64, len(temps))[ev.template]
+    alias = np.fromiter((isinstance(key, tuple) and key[0] == "alias" for key, _ in ev.groups), bool, len(ev.groups))
+    source = np.where(alias[ev.seg_group[ev.seg]], ALIAS, EXACT)
+    idx = np.arange(n)
+    starts = np.ones(n, bool)
+    starts[1:] = ev.seg[1:] != ev.seg[:-1]
+    seg_first = np.maximum.accumulate(np.where(starts, idx, 0))
+    prev_w = np.maximum.accumulate(np.where(ev.write, idx, -1))
+    prev_w[ev.write] = np.concatenate([[-1], prev_w[:-1]])[ev.write]  # strictly before a write
+    has_prev = prev_w >= seg_first
+    parts_a, parts_b, parts_bits = [], [], []
+    if "waw" in analyses:
+        w = np.flatnonzero(ev.write & has_prev)
+        w = w[inst[prev_w[w]] != inst[w]]  # an instance's second write to a segment
+        parts_a.append(inst[prev_w[w]]), parts_b.append(inst[w]), parts_bits.append(OUTPUT | source[w])
+    if "raw-reuse" in analyses or "raw" in analyses:
+        r = np.flatnonzero(~ev.write & has_prev)
+        other = tensor[prev_w[r]] != tensor[r]
+        r, other = (r, other) if "raw" in analyses else (r[other], other[other])
+        parts_a.append(inst[prev_w[r]]), parts_b.append(inst[r])
+        parts_bits.append(np.where(other, FLOW_REUSE, FLOW_SAME) | source[r])
+    if "war" in analyses:
+        ends = np.append(np.flatnonzero(starts)[1:], n)
+        seg_end = np.repeat(ends, np.diff(np.append(np.flatnonzero(starts), n)))
+        next_w = np.minimum.accumulate(np.where(ev.write, idx, n)[::-1])[::-1]
+        r = np.flatnonzero(~ev.write & (next_w < seg_end))
+        # the latest read of each component before the write (rules 1 and 3 order the others)
+        key = next_w[r] * stream.width + stream.comp[inst[r]]
+        order = np.lexsort((r, key))
+        key, r = key[order], r[order]
+        r = r[np.append(key[1:] != key[:-1], True)] if len(r) else r  # the last read of each (write, component)
+        w = next_w[r]
+        mine = inst[r] != inst[w]
+        r, w = r[mine], w[mine]
+        parts_a.append(inst[r]), parts_b.append(inst[w]), parts_bits.append(ANTI | source[w])
+    if not parts_a:
+        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return _csr(np.concatenate(parts_b), np.concatenate(parts_a), np.concatenate(parts_bits).astype(np.int64),
+                len(stream))
+
+
+def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),
+                    roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
+                    analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
+                    dram: str = "bytes") -> Candidates:
+    """The candidates of every instance from the seed's walk over split interval maps, in
+    every mode (see the module doc)."""
     cells = CellSpace(stream.masks(), bins_of(stream), _EMPTY)
     pieces = cells.pieces
     plans_of = _cell_plans(stream, cells, memories, roles, spaces, dram)
     war, waw = "war" in analyses, "waw" in analyses
     raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
-    given = stream.resolve(table)
-    g_ptr, g_target = given.ptr.tolist(), given.target.tolist()
-    instr, seq, comp, pos = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
+    instr, comp = stream.instr.tolist(), stream.comp.tolist()
     matmul_x = [int(stream.seq_x[x]) == 0 and stream.instrs[x].op in _MM_OPS for x in range(stream.m)]
     component_stop = early_stop == "component"
-    has_loops = stream.has_loops
-    hb = HappensBefore(stream.spec.dma_queues)
-    trigger_of, complete, join, start_of = hb.trigger, hb.complete, hb.join, hb.start_of
-    added: AntiEdges = {}
-    nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
-    extra: list[list[tuple[int, int]]] = [[] for _ in range(stream.m)]  # deps added so far, per waiter
     footprint_at = stream.footprint_at
-    skipped = candidates = 0
-    for b in range(n):
+    out_a: list[int] = []
+    out_b: list[int] = []
+    out_bits: list[int] = []
+    for b in range(len(stream)):
         y = instr[b]
-        s = seq[b]
-        trigger = trigger_of(s, g_target[g_ptr[b]:g_ptr[b + 1]])
-        if extra[y]:
-            for x, d in extra[y]:
-                t = stream.target_of(b, x, d) if has_loops else x
-                if t >= 0:
-                    trigger = trigger_of(s, (t,)) if trigger is hb.seq_clock[s] else join(trigger, hb.end.get(t, trigger))
         cand: dict[int, int] = {}
         cb = comp[b]
         b_mm = matmul_x[y]
@@ -209,14 +270,66 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
                             if r != b:
                                 cand[r] = cand.get(r, 0) | ANTI | source
                 values[i:j] = [(b, t, ())] * (j - i)
-        if cand:
-            candidates += len(cand)
+        for a, bits in cand.items():
+            out_a.append(a)
+            out_b.append(b)
+            out_bits.append(bits)
+    return _csr(np.asarray(out_b, np.int64), np.asarray(out_a, np.int64), np.asarray(out_bits, np.int64), len(stream))
+
+
+def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({"sbuf", "psum", "dram"}),
+                          roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
+                          analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
+                          skip_ordered: bool = True, dram: str = "bytes", stats: dict[str, int] | None = None,
+                          where: dict[tuple[int, int, int], list[int]] | None = None) -> AntiEdges:
+    """New edges over instruction ids (see :data:`AntiEdges`); rule bits without
+    :data:`EXACT` mark conservative-only edges.
+
+    ``table`` (a :class:`~machine.deptable.DepTable`) holds the deps already present: they order
+    instances for ``skip_ordered``.  With ``where`` (a dict), each edge is recorded with the
+    waiter instances it was added at, for deps restricted to those iterations: an edge then
+    orders nothing at the other instances of its waiter (the walk does not count on it there).
+    Without it, an edge applies at every later instance of its waiter (the walk counts on it).
+
+    The candidates come from :func:`event_candidates` in the default mode, from
+    :func:`walk_candidates` otherwise (the same answer where both apply; tested).
+    """
+    stats = {} if stats is None else stats
+    filters = dict(memories=memories, roles=roles, spaces=spaces, analyses=analyses)
+    if early_stop == "component" and dram == "bytes":
+        c_ptr, c_former, c_bits = event_candidates(stream, **filters)
+    else:
+        c_ptr, c_former, c_bits = walk_candidates(stream, early_stop=early_stop, dram=dram, **filters)
+    c_ptr, c_former, c_bits = c_ptr.tolist(), c_former.tolist(), c_bits.tolist()
+    given = stream.resolve(table)
+    g_ptr, g_target = given.ptr.tolist(), given.target.tolist()
+    instr, seq, comp, pos = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
+    has_loops = stream.has_loops
+    hb = HappensBefore(stream.spec.dma_queues)
+    trigger_of, complete, join, start_of = hb.trigger, hb.complete, hb.join, hb.start_of
+    added: AntiEdges = {}
+    nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
+    extra: list[list[tuple[int, int]]] = [[] for _ in range(stream.m)]  # deps added so far, per waiter
+    skipped = 0
+    for b in range(len(stream)):
+        y = instr[b]
+        s = seq[b]
+        trigger = trigger_of(s, g_target[g_ptr[b]:g_ptr[b + 1]])
+        if extra[y] and where is None:
+            for x, d in extra[y]:
+                t = stream.target_of(b, x, d) if has_loops else x
+                if t >= 0:
+                    trigger = trigger_of(s, (t,)) if trigger is hb.seq_clock[s] else join(trigger, hb.end.get(t, trigger))
+        cb = comp[b]
+        lo, hi = c_ptr[b], c_ptr[b + 1]
+        if lo < hi:
             start = start_of(cb, trigger)
-            for a in sorted(cand, reverse=True):
+            for k in range(lo, hi):
+                a = c_former[k]
                 if skip_ordered and start[comp[a]] >= pos[a]:
                     skipped += 1
                     continue
-                bits = cand[a]
+                bits = c_bits[k]
                 if not bits & EXACT and conflicts(stream, a, b):
                     bits |= EXACT  # a conservative cell, but the pair does conflict
                 x = instr[a]
@@ -224,7 +337,9 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
                 kind = EdgeKind.FLOW if bits & (FLOW_REUSE | FLOW_SAME) else (EdgeKind.OUTPUT if bits & OUTPUT else EdgeKind.ANTI)
                 slot = (x, y, d > 0)
                 old_d = nearest.get(slot)
-                if old_d is not None and old_d <= d:
+                if where is not None:
+                    where.setdefault((x, y, d), []).append(b)
+                elif old_d is not None and old_d <= d:
                     d = old_d  # the dep there already waits at least as near
                 else:
                     if old_d is not None:  # nearer than the dep added before: it replaces it
@@ -243,12 +358,12 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
         complete(b, s, cb, trigger)
         if not b % _FORGET_EVERY:
             hb.forget(hb.horizon(), comp, pos)
-    stats["candidates"] = stats.get("candidates", 0) + candidates
+    stats["candidates"] = stats.get("candidates", 0) + len(c_former)
     stats["skipped_ordered"] = stats.get("skipped_ordered", 0) + skipped
     return added
 
 
-def dep_label(stream: InstanceStream, x: int, y: int, distance: int, floor: int = 0) -> int:
+def dep_label(stream: InstanceStream, x: int, y: int, distance: int, floor: int = 0, iterations: tuple = ()) -> int:
     """The strongest conflict kind over every instance pair the dep "``y`` waits for ``x``"
     (``distance`` iterations back, 0 for an ordinary dep) orders (each instance of ``y`` with
     each instance of ``x`` it waits on), at least ``floor``: the label ``verifyAntiDependence``
@@ -258,9 +373,9 @@ def dep_label(stream: InstanceStream, x: int, y: int, distance: int, floor: int 
     iterations, other bytes) whose footprints may give a stronger kind.
     """
     best = floor
-    dep = Dep(stream.names[x], loop_carried=distance > 0, distance=distance or 1)
+    dep = Dep(stream.names[x], loop_carried=distance > 0, distance=distance or 1, iterations=iterations)
     for b in stream.instances_of(y).tolist():
-        for a in stream.targets_one(b, dep):
+        for a in stream.targets_one(b, dep) if not iterations or stream.resolve_one(b, dep) >= 0 else ():
             best = conflict_kind(stream, a, b, best)
             if best == EdgeKind.FLOW:
                 return best
@@ -290,6 +405,8 @@ class AntiDeps(Pass):
     early_stop: str = "component"
     skip_ordered: bool = True
     dram: str = "bytes"
+    restrict: bool = True
+    """Restrict each added dep to the iterations where it was needed (``x-iterations``)."""
 
     def __post_init__(self) -> None:
         for option, allowed in (("memories", {"sbuf", "psum", "dram"}), ("roles", {"input", "output", "internal"}),
@@ -309,23 +426,29 @@ class AntiDeps(Pass):
         stream = ctx.stream(program)
         table = ctx.deps(program)
         stats = ctx.stats.setdefault(self.name, {})
+        where: dict | None = {} if stream.has_loops and self.restrict else None
         added = anti_dependency_edges(stream, table, memories=self.memories, roles=self.roles, spaces=self.spaces,
                                       analyses=self.analyses, early_stop=self.early_stop,
-                                      skip_ordered=self.skip_ordered, dram=self.dram, stats=stats)
+                                      skip_ordered=self.skip_ordered, dram=self.dram, stats=stats, where=where)
         names = stream.names
         existing = _kinds_of(table)
-        kinds: dict[tuple[int, int, int], int] = {}
+        boxes = restrictions(stream, where) if where else {}
+        rows = []
         for (x, y, d), (kind, bits) in added.items():
-            if kind < EdgeKind.FLOW or not bits & EXACT:
-                # label from the bytes of every pair the dep orders; none (a conservative
-                # bucket): an order, not a dependence
-                label = EdgeKind(max(existing.get((y, x, d), 0), dep_label(stream, x, y, d), EdgeKind.ORDERED))
-                if label != kind:
-                    ctx.count(self.name, "relabelled")
-                    kind = label
-            kinds[(x, y, d)] = kind
-            ctx.count(self.name, {EdgeKind.FLOW: "added_flow", EdgeKind.OUTPUT: "added_output",
-                                  EdgeKind.ANTI: "added_anti", EdgeKind.ORDERED: "added_ordered"}[kind])
+            for box in boxes.get((x, y, d), ((),)):
+                label = kind
+                if kind < EdgeKind.FLOW or not bits & EXACT:
+                    # label from the bytes of every pair the dep orders; none (a conservative
+                    # bucket): an order, not a dependence
+                    label = EdgeKind(max(existing.get((y, x, d), 0), dep_label(stream, x, y, d, iterations=box),
+                                         EdgeKind.ORDERED))
+                    if label != kind:
+                        ctx.count(self.name, "relabelled")
+                rows.append((y, x, int(label), d, box))
+                ctx.count(self.name, {EdgeKind.FLOW: "added_flow", EdgeKind.OUTPUT: "added_output",
+                                      EdgeKind.ANTI: "added_anti", EdgeKind.ORDERED: "added_ordered"}[label])
+                if box:
+                    ctx.count(self.name, "restricted")
             if d:
                 ctx.count(self.name, "added_loop_carried")
             if not bits & EXACT:
@@ -334,7 +457,8 @@ class AntiDeps(Pass):
                 for bit, rule in RULES.items():
                     if bits & bit and not (bit in (BIN, ALIAS) and bits & EXACT):
                         ctx.note(names[y], names[x], d > 0, rule)
-        merged = table.concat(edge_table(kinds)).merged() if kinds else table
+        rows.sort(key=lambda r: (r[0], r[3] > 0, r[1], r[3]))
+        merged = table.concat(DepTable.build(rows)).merged() if rows else table
         return with_deps(program, merged, stream)
 
 

@@ -52,16 +52,19 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import ClassVar
 
-from machine.conflicts import fold_distance
-from machine.deptable import with_deps
+import numpy as np
+
+from machine.conflicts import iteration_boxes
+from machine.deptable import DepTable, with_deps
 from machine.edges import EdgeKind
+from machine.events import access_events
 from machine.ir import MemoryKind, Program
 from machine.splitmap import SBUF_BIN, CellSpace
-from machine.stream import InstanceStream
+from machine.stream import NUM_SEQUENCERS, InstanceStream
 
 from passes.pipeline import Pass, PassContext, edge_table
 
-__all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "RULES", "STRUCTURAL"]
+__all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "restrictions", "RULES", "STRUCTURAL"]
 
 RAW, REDUCTION, ACCUMULATION, RNG, GROUP, BARRIER, TRIVIAL = (1 << k for k in range(7))
 #: Provenance names of the rule bits.
@@ -84,126 +87,204 @@ def bins_of(stream: InstanceStream) -> dict[str, int]:
     return {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": spec.dram_bin_bytes}
 
 
-def _recipe(stream: InstanceStream, x: int, cells: CellSpace, memo: dict, reduction: bool, accumulation: bool,
-            rng: bool, groups: bool) -> tuple:
-    """Per instruction, what the walk does: ``((is_write, pieces, access, chain key, chain bit),
-    ...)``, the RNG sequencer (or None) and the accumulator-group key (or None).  ``pieces`` is
-    the footprint cut into cells when it does not move with a loop, else None (cut per
-    instance).  Cells are keyed by tensor: the chains are logical, per tensor (the seed's)."""
-    instr = stream.instrs[x]
-    accesses = stream.accesses(x)
-    out = []
-    for ca in accesses:
-        cut = None
-        if not ca.moves:
-            cut = memo.get(id(ca))
-            if cut is None:
-                cut = memo[id(ca)] = cells.pieces(ca.tensor, ca.space, ca.mask, ca.bytes)
-        chain_key, bit = None, 0
-        if ca.is_write and reduction and ca.memory == MemoryKind.SBUF and instr.op == "tensor_tensor" \
-                and "group" in instr.attrs:
-            chain_key, bit = ("reduction", ca.tensor, instr.attrs["group"]), REDUCTION
-        elif ca.is_write and accumulation and ca.memory == MemoryKind.PSUM and instr.op == "matmul":
-            chain_key, bit = ("accumulation", ca.tensor, instr.attrs.get("group")), ACCUMULATION
-            accumulating = instr.attrs.get("accumulate")
-            if accumulating is None:  # inferred: it reads the PSUM tile it writes
-                accumulating = any(not p.is_write and p.tensor == ca.tensor for p in accesses)
-            if not accumulating:
-                bit = 0  # an overwriting matmul opens a group: it only becomes the last writer
-        out.append((ca.is_write, cut, ca, chain_key, bit))
-    rng_seq = int(stream.seq_x[x]) if rng and instr.op in _RNG_OPS else None
-    gkey = None
-    if groups and instr.op in _GROUP_OPS and "group" in instr.attrs:
-        gkey = (type(instr.attrs["group"]).__name__, instr.attrs["group"])
-    return tuple(out), rng_seq, gkey
+def _chain_recipes(stream: InstanceStream, reduction: bool, accumulation: bool, rng: bool,
+                   groups: bool) -> dict[int, tuple]:
+    """Per instruction that takes part in a chain: ``(writes, rng sequencer | None, group key |
+    None)``, ``writes`` being ``((access, chain key, chain bit), ...)``.  A chain whose members
+    all carry bit 0 (overwriting matmuls only) links nothing and is left out."""
+    out: dict[int, tuple] = {}
+    linking: set = set()
+    for x, instr in enumerate(stream.instrs):
+        op = instr.op
+        writes = []
+        if (reduction and op == "tensor_tensor" and "group" in instr.attrs) or (accumulation and op == "matmul"):
+            accesses = stream.accesses(x)
+            for ca in accesses:
+                if not ca.is_write:
+                    continue
+                if op == "tensor_tensor" and ca.memory == MemoryKind.SBUF:
+                    writes.append((ca, ("reduction", ca.tensor, instr.attrs["group"]), REDUCTION))
+                elif op == "matmul" and ca.memory == MemoryKind.PSUM:
+                    accumulating = instr.attrs.get("accumulate")
+                    if accumulating is None:  # inferred: it reads the PSUM tile it writes
+                        accumulating = any(not p.is_write and p.tensor == ca.tensor for p in accesses)
+                    # an overwriting matmul opens a group: it only becomes the last writer
+                    writes.append((ca, ("accumulation", ca.tensor, instr.attrs.get("group")),
+                                   ACCUMULATION if accumulating else 0))
+            linking.update(key for _, key, bit in writes if bit)
+        rng_seq = int(stream.seq_x[x]) if rng and op in _RNG_OPS else None
+        gkey = None
+        if groups and op in _GROUP_OPS and "group" in instr.attrs:
+            gkey = (type(instr.attrs["group"]).__name__, instr.attrs["group"])
+        if writes or rng_seq is not None or gkey is not None:
+            out[x] = (writes, rng_seq, gkey)
+    for x, (writes, rng_seq, gkey) in list(out.items()):
+        writes = tuple(w for w in writes if w[1] in linking)
+        if writes or rng_seq is not None or gkey is not None:
+            out[x] = (writes, rng_seq, gkey)
+        else:
+            del out[x]
+    return out
 
 
-def build_flow_edges(stream: InstanceStream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
-                     groups: bool = True, loop_barrier: bool = False, trivial: bool = False) -> Edges:
-    """Flow edges over instruction ids (see :data:`Edges`), one per instance order found."""
-    edges: Edges = {}
-    instr = stream.instr.tolist()
-    has_loops = stream.has_loops
+def _raw_pairs(stream: InstanceStream) -> tuple[np.ndarray, np.ndarray]:
+    """``(a, b)``: instance ``b`` reads a byte whose last earlier writer *through the same
+    tensor* is ``a`` (one sort of the access events by tensor, :mod:`machine.events`)."""
+    ev = access_events(stream, "tensor")
+    n = len(ev)
+    if not n:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    idx = np.arange(n)
+    last_write = np.maximum.accumulate(np.where(ev.write, idx, -1))
+    starts = np.ones(n, bool)
+    starts[1:] = ev.seg[1:] != ev.seg[:-1]
+    seg_first = np.maximum.accumulate(np.where(starts, idx, 0))
+    # events of one segment are in program order, an instance's read before its write
+    reads = np.flatnonzero(~ev.write & (last_write >= seg_first))
+    return ev.inst[last_write[reads]].astype(np.int64), ev.inst[reads].astype(np.int64)
 
-    def add(a: int, b: int, bits: int) -> None:
-        key = (instr[a], instr[b], fold_distance(stream, a, b) if has_loops else 0)
-        edges[key] = edges.get(key, 0) | bits
 
-    if trivial:
-        for b in range(1, len(stream)):
-            add(b - 1, b, TRIVIAL)
-        return edges
+def _chain_pairs(stream: InstanceStream, recipes: dict[int, tuple]) -> list[tuple[int, int, int]]:
+    """``(a, b, bit)`` of the reduction / accumulation / RNG / group chains: a walk over the
+    instances of the instructions that take part in one (few, in real kernels)."""
+    if not recipes:
+        return []
+    ids = np.sort(np.concatenate([stream.instances_of(x) for x in recipes])).tolist()
+    instr = stream.instr
     cells = CellSpace(stream.masks(), bins_of(stream), -1)
-    pieces = cells.pieces
-    memo: dict[int, list] = {}
-    recipes = [_recipe(stream, x, cells, memo, reduction, accumulation, rng, groups) for x in range(stream.m)]
+    pieces, footprint_at = cells.pieces, stream.footprint_at
     rng_last: dict[int, int] = {}
     group_last: dict[tuple[str, object], int] = {}
-    footprint_at = stream.footprint_at
-    for b in range(len(stream)):
-        accesses, rng_seq, gkey = recipes[instr[b]]
-        formers: dict[int, int] = {}
-        for is_write, cut, ca, chain_key, bit in accesses:
-            if cut is None:
-                mask, byteset = footprint_at(ca, b)
-                cut = pieces(ca.tensor, ca.space, mask, byteset)
-            if not is_write:
-                for smap, lo, hi in cut:
-                    i, j = smap.span(lo, hi)
-                    values = smap.values
-                    for k in range(i, j):
-                        w = values[k]
-                        if w >= 0 and w != b:
-                            formers[w] = formers.get(w, 0) | RAW
-                continue
-            for smap, lo, hi in cut:
+    out: list[tuple[int, int, int]] = []
+    for b in ids:
+        writes, rng_seq, gkey = recipes[int(instr[b])]
+        for ca, chain_key, bit in writes:
+            mask, byteset = footprint_at(ca, b)
+            for smap, lo, hi in pieces(chain_key, ca.space, mask, byteset):
                 i, j = smap.span(lo, hi)
-                smap.values[i:j] = [b] * (j - i)
-            if chain_key is not None:
-                mask, byteset = footprint_at(ca, b)
-                for smap, lo, hi in pieces(chain_key, ca.space, mask, byteset):
-                    i, j = smap.span(lo, hi)
-                    values = smap.values
-                    if bit:
-                        for k in range(i, j):
-                            w = values[k]
-                            if w >= 0 and w != b:
-                                formers[w] = formers.get(w, 0) | bit
-                    values[i:j] = [b] * (j - i)
+                values = smap.values
+                if bit:
+                    out.extend((w, b, bit) for w in set(values[i:j]) if w >= 0 and w != b)
+                values[i:j] = [b] * (j - i)
         if rng_seq is not None:
             last = rng_last.get(rng_seq)
             if last is not None:
-                formers[last] = formers.get(last, 0) | RNG
+                out.append((last, b, RNG))
             rng_last[rng_seq] = b
         if gkey is not None:
             last = group_last.get(gkey)
             if last is not None:
-                formers[last] = formers.get(last, 0) | GROUP
+                out.append((last, b, GROUP))
             group_last[gkey] = b
-        if formers:
-            if has_loops:
-                for a, bits in formers.items():
-                    add(a, b, bits)
-            else:
-                y = instr[b]
-                for a, bits in formers.items():
-                    key = (instr[a], y, 0)
-                    edges[key] = edges.get(key, 0) | bits
+    return out
+
+
+def flow_pairs(stream: InstanceStream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
+               groups: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Instance pairs ``(a, b, rule bits)``, ``a`` before ``b``, each pair once, sorted by
+    ``(b, a)``: every order the flow rules give (see the module doc), but none between two
+    transfers of one DMA queue (rule 3 orders them already)."""
+    a, b = _raw_pairs(stream)
+    bits = np.full(len(a), RAW, np.int64)
+    chained = _chain_pairs(stream, _chain_recipes(stream, reduction, accumulation, rng, groups))
+    if chained:
+        ca, cb, cbits = (np.asarray(col, np.int64) for col in zip(*chained))
+        a, b, bits = np.concatenate([a, ca]), np.concatenate([b, cb]), np.concatenate([bits, cbits])
+    comp = stream.comp
+    keep = (comp[b] < NUM_SEQUENCERS) | (comp[a] != comp[b])
+    a, b, bits = a[keep], b[keep], bits[keep]
+    key = b * len(stream) + a
+    order = np.argsort(key, kind="stable")
+    key, bits = key[order], bits[order]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    merged = np.bitwise_or.reduceat(bits, starts) if len(starts) else bits[:0]
+    key = key[starts]
+    return key % len(stream), key // len(stream), merged
+
+
+def fold_distances(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`machine.conflicts.fold_distance` of every pair, vectorised."""
+    if not stream.has_loops or not len(a):
+        return np.zeros(len(a), np.int64)
+    depth = max(len(t) for t in stream.trips)
+    flat = np.zeros((len(stream), depth + 1), np.int64)  # flat[i, c]: index over i's first c loops
+    for x, trips in enumerate(stream.trips):
+        if trips:
+            ids, digits = stream.instances_of(x), stream.digits_of(x)
+            for c, trip in enumerate(trips, 1):
+                flat[ids, c] = flat[ids, c - 1] * trip + digits[:, c - 1]
+    x, y = stream.instr[a].astype(np.int64), stream.instr[b].astype(np.int64)
+    pair, inverse = np.unique(x * stream.m + y, return_inverse=True)
+    common = np.fromiter((stream.common(p // stream.m, p % stream.m) for p in pair.tolist()), np.int64, len(pair))
+    c = common[inverse]
+    return flat[b, c] - flat[a, c]
+
+
+def build_flow_edges(stream: InstanceStream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
+                     groups: bool = True, loop_barrier: bool = False, trivial: bool = False,
+                     where: dict[tuple[int, int, int], list[int]] | None = None) -> Edges:
+    """Flow edges over instruction ids (see :data:`Edges`), one per instance order found.
+
+    ``where``, when given, collects for each edge of a program with loops the waiter
+    instances it was found at."""
+    if trivial:
+        a = np.arange(len(stream) - 1, dtype=np.int64)
+        b, bits = a + 1, np.full(len(a), TRIVIAL, np.int64)
+    else:
+        a, b, bits = flow_pairs(stream, reduction=reduction, accumulation=accumulation, rng=rng, groups=groups)
+    d = fold_distances(stream, a, b)
+    x, y = stream.instr[a].astype(np.int64), stream.instr[b].astype(np.int64)
+    edges: Edges = {}
+    for key, bit in zip(zip(x.tolist(), y.tolist(), d.tolist()), bits.tolist()):
+        edges[key] = edges.get(key, 0) | bit
+    if where is not None and stream.has_loops:
+        for key, waiter in zip(zip(x.tolist(), y.tolist(), d.tolist()), b.tolist()):
+            where.setdefault(key, []).append(waiter)
     if loop_barrier:
         _loop_barriers(stream, edges)
+        if where is not None:  # a barrier orders every iteration
+            for key, bits_ in edges.items():
+                if bits_ & BARRIER:
+                    where.pop(key, None)
     return edges
 
 
-def min_distances(edges: Edges) -> Edges:
-    """One loop-carried edge per instruction pair, at the smallest distance found (it orders
-    the pairs further back too: one instruction's instances complete in order)."""
+def min_distances(edges: Edges, where: dict[tuple[int, int, int], list[int]] | None = None) -> Edges:
+    """Loop-carried edges of one instruction pair merged by distance.
+
+    Without ``where`` (a program without loops, or no restriction): one edge per pair at the
+    smallest distance found, which orders the pairs further back too (one instruction's
+    instances complete in order).  With ``where`` (waiter instances per edge): one edge per
+    distance, each kept only at the waiter instances that no nearer edge of the pair already
+    covers, so that every wait is on the very instance a conflict names (``where`` is updated
+    in place)."""
     out: Edges = {}
+    if where is not None:
+        covered: dict[tuple[int, int], set[int]] = {}
+        for key in sorted(edges, key=lambda k: (k[0], k[1], k[2])):
+            x, y, d = key
+            if not d:
+                out[key] = edges[key]
+                continue
+            if key not in where:  # a structural edge (loop barrier): every iteration
+                out[key] = edges[key]
+                continue
+            seen = covered.setdefault((x, y), set())
+            mine = [b for b in where[key] if b not in seen]
+            if not mine:
+                del where[key]
+                continue
+            seen.update(mine)
+            where[key] = mine
+            out[key] = edges[key]
+        return out
     nearest: dict[tuple[int, int], int] = {}
     for (x, y, d), bits in edges.items():
         if not d:
             out[(x, y, 0)] = out.get((x, y, 0), 0) | bits
-            continue
-        if d < nearest.get((x, y), 1 << 62):
+        elif d < nearest.get((x, y), 1 << 62):
             nearest[(x, y)] = d
     carried_bits: dict[tuple[int, int], int] = {}
     for (x, y, d), bits in edges.items():
@@ -211,6 +292,19 @@ def min_distances(edges: Edges) -> Edges:
             carried_bits[(x, y)] = carried_bits.get((x, y), 0) | bits
     for (x, y), d in nearest.items():
         out[(x, y, d)] = carried_bits[(x, y)]
+    return out
+
+
+def restrictions(stream: InstanceStream, where: dict[tuple[int, int, int], list[int]]) -> dict:
+    """``{edge: [x-iterations ranges, ...]}``: each edge restricted to the iteration boxes of
+    the waiter instances it was found at (a dep that applied everywhere would order pairs
+    that do not conflict, and the reduction could not tell)."""
+    out = {}
+    for key, instances in where.items():
+        if stream.loops_of[key[1]]:
+            boxes = iteration_boxes(stream, key[1], instances)
+            if boxes is not None and boxes != [()]:
+                out[key] = boxes
     return out
 
 
@@ -253,27 +347,55 @@ class BuildFdeps(Pass):
     groups: bool = True
     loop_barrier: bool = False
     trivial: bool = False
+    restrict: bool = True
+    """Restrict each dep to the iterations where its pairs were found (``x-iterations``)."""
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
         stream = ctx.stream(program)
         trivial = self.trivial or program.extras.get("x-too-many-spills") is True
-        found = build_flow_edges(stream, reduction=self.reduction, accumulation=self.accumulation, rng=self.rng,
-                                 groups=self.groups, loop_barrier=self.loop_barrier, trivial=trivial)
-        edges = min_distances(found)
-        names = stream.names
-        if ctx.record:
-            for (x, y, d), bits in edges.items():
-                for bit, rule in RULES.items():
-                    if bits & bit:
-                        ctx.note(names[y], names[x], d > 0, rule)
-        for bits, n in Counter(edges.values()).items():
-            for bit, rule in RULES.items():
-                if bits & bit:
-                    ctx.count(self.name, rule.split(":")[1], n)
-        ctx.count(self.name, "edges", len(edges))
+        if stream.has_loops:
+            table = self._loop_table(stream, trivial, ctx)
+        else:  # instance = instruction: the table straight from the pair arrays
+            if trivial:
+                a = np.arange(len(stream) - 1, dtype=np.int64)
+                b, bits = a + 1, np.full(len(a), TRIVIAL, np.int64)
+            else:
+                a, b, bits = flow_pairs(stream, reduction=self.reduction, accumulation=self.accumulation,
+                                        rng=self.rng, groups=self.groups)
+            self._note(ctx, stream, zip(a.tolist(), b.tolist(), [0] * len(a), bits.tolist()) if ctx.record else (),
+                       *np.unique(bits, return_counts=True))
+            table = DepTable(b.astype(np.int32), a.astype(np.int32), np.full(len(a), int(EdgeKind.FLOW), np.int8),
+                             np.zeros(len(a), np.int32), np.full(len(a), -1, np.int32))
         if trivial:
             ctx.count(self.name, "spill_guard")
-        table = edge_table({key: EdgeKind.FLOW for key in edges})
         if self.keep_given:
             table = ctx.deps(program).concat(table).merged()
         return with_deps(program, table, stream)
+
+    def _loop_table(self, stream: InstanceStream, trivial: bool, ctx: PassContext) -> DepTable:
+        where: dict | None = {} if self.restrict and not trivial else None
+        found = build_flow_edges(stream, reduction=self.reduction, accumulation=self.accumulation, rng=self.rng,
+                                 groups=self.groups, loop_barrier=self.loop_barrier, trivial=trivial, where=where)
+        edges = min_distances(found, where)
+        counts = Counter(edges.values())
+        self._note(ctx, stream, ((x, y, d, bits) for (x, y, d), bits in edges.items()) if ctx.record else (),
+                   list(counts), list(counts.values()))
+        ranges = restrictions(stream, where) if where else None
+        if ranges:
+            ctx.count(self.name, "restricted", len(ranges))
+        return edge_table({key: EdgeKind.FLOW for key in edges}, ranges)
+
+    def _note(self, ctx: PassContext, stream: InstanceStream, edges, bit_values, bit_counts) -> None:
+        """Provenance of every edge (when recorded) and the counts per rule."""
+        names = stream.names
+        for x, y, d, bits in edges:
+            for bit, rule in RULES.items():
+                if bits & bit:
+                    ctx.note(names[y], names[x], d > 0, rule)
+        total = 0
+        for bits, n in zip(list(bit_values), list(bit_counts)):
+            total += int(n)
+            for bit, rule in RULES.items():
+                if int(bits) & bit:
+                    ctx.count(self.name, rule.split(":")[1], int(n))
+        ctx.count(self.name, "edges", total)

@@ -70,7 +70,7 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from machine.conflicts import conflict_kind
+from machine.conflicts import MAX_BOXES, conflict_kind, iteration_boxes
 from machine.deptable import DepTable, Ranges, dep_table, with_deps
 from machine.edges import KIND_NAMES, EdgeKind
 from machine.hb import HappensBefore, wait_counts
@@ -84,7 +84,7 @@ __all__ = [
     "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
     "redundant_waits", "redundant_waits_syncstate", "DepRef", "PartialDep", "ReductionResult",
     "dep_reduction", "reduce_table", "apply_reorder_reduction", "apply_anti_dependence_reduction", "REORDER_KINDS",
-    "ANTI_KINDS", "DepReduction", "needed_boxes",
+    "ANTI_KINDS", "DepReduction",
 ]
 
 LATEST_FIRST = "latest-first"
@@ -92,8 +92,6 @@ PROGRAM_ORDER = "program-order"
 FOLDS = (LATEST_FIRST, PROGRAM_ORDER)
 REORDER_KINDS = frozenset({EdgeKind.FLOW, EdgeKind.ORDERED})
 ANTI_KINDS = frozenset({EdgeKind.ANTI, EdgeKind.OUTPUT})
-#: Iteration boxes a split dep may become; beyond, the dep stays whole.
-MAX_BOXES = 8
 
 
 class DepRef(NamedTuple):
@@ -267,54 +265,6 @@ def redundant_waits_syncstate(waits: InstanceWaits, fold: str = LATEST_FIRST) ->
     return redundant, in_window
 
 
-def needed_boxes(digits: np.ndarray, trips: tuple[int, ...], limit: int = MAX_BOXES) -> list[tuple[tuple[int, int], ...]] | None:
-    """Disjoint boxes (one ``[lo, hi)`` per loop) whose union is exactly the set of loop-index
-    rows ``digits``, or None when more than ``limit`` are needed.
-
-    Consecutive outer indices whose inner sets are equal share a box (recursively), so "first
-    iteration", "all but the first" or "the last of each row" are one box each.
-
-    >>> needed_boxes(np.array([[1], [2], [3]]), (4,))
-    [((1, 4),)]
-    >>> needed_boxes(np.array([[0, 0], [1, 0], [2, 0]]), (3, 2))
-    [((0, 3), (0, 1))]
-    """
-    if not len(trips):
-        return [()]
-    by_outer: dict[int, np.ndarray] = {}
-    order = np.argsort(digits[:, 0], kind="stable")
-    col = digits[order, 0]
-    for v in np.unique(col).tolist():
-        by_outer[v] = digits[order[col == v], 1:]
-    out: list[tuple[tuple[int, int], ...]] = []
-    run_lo = run_hi = None
-    run_key = None
-    inner_boxes: list = []
-
-    def flush() -> bool:
-        if run_key is None:
-            return True
-        for box in inner_boxes:
-            out.append(((run_lo, run_hi), *box))
-        return len(out) <= limit
-
-    for v in sorted(by_outer):
-        rows = by_outer[v]
-        key = tuple(map(tuple, np.unique(rows, axis=0).tolist())) if rows.shape[1] else ()
-        if key == run_key and v == run_hi:
-            run_hi = v + 1
-            continue
-        if not flush():
-            return None
-        boxes = needed_boxes(rows, trips[1:], limit) if rows.shape[1] else [()]
-        if boxes is None:
-            return None
-        run_lo, run_hi, run_key, inner_boxes = v, v + 1, key, boxes
-    if not flush():
-        return None
-    return out
-
-
 @dataclass(frozen=True, slots=True)
 class PartialDep:
     """A dep that is redundant at some of the instances it resolves at."""
@@ -347,27 +297,37 @@ class ReductionResult:
     """Partially needed deps kept whole (their needed set is not a few boxes)."""
     deps_before: int = -1
     """Deps before the reduction (-1: ``len(dropped) + deps_kept``)."""
+    dropped_rows: tuple[int, ...] = ()
+    """Rows of the input table dropped (always filled; ``dropped`` only when described)."""
+    dropped_reorder: int = 0
+    """How many of them were reorder deps (the rest: anti)."""
 
     def __post_init__(self) -> None:
         if self.deps_before < 0:
-            object.__setattr__(self, "deps_before", len(self.dropped) + self.deps_kept)
+            object.__setattr__(self, "deps_before", len(self.dropped_rows or self.dropped) + self.deps_kept)
 
 
-def _dep_refs(table: DepTable, stream: InstanceStream) -> list[DepRef]:
-    """A :class:`DepRef` per table row (its index: position among its waiter's rows)."""
+def _dep_refs(table: DepTable, stream: InstanceStream, rows) -> dict[int, DepRef]:
+    """A :class:`DepRef` for each of ``rows`` (its index: position among its waiter's rows)."""
+    wanted = set(rows)
+    if not wanted:
+        return {}
     names = stream.names
     seen: dict[int, int] = {}
-    out = []
+    out = {}
     for r, y in enumerate(table.waiter.tolist()):
         k = seen.get(y, 0)
         seen[y] = k + 1
-        out.append(DepRef(names[y], table.dep(r, names), k))
+        if r in wanted:
+            out[r] = DepRef(names[y], table.dep(r, names), k)
     return out
 
 
 def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_FIRST, kinds: frozenset = REORDER_KINDS | ANTI_KINDS,
-                 method: str = "clock", split: bool = True) -> tuple[DepTable, ReductionResult]:
-    """The reduction of ``table`` over ``stream``; see the module doc."""
+                 method: str = "clock", split: bool = True, describe: bool = True) -> tuple[DepTable, ReductionResult]:
+    """The reduction of ``table`` over ``stream``; see the module doc.  Without ``describe``
+    the result names no dropped dep (``dropped`` empty; ``dropped_rows`` and the counts
+    filled): a pipeline pass needs the counts, a report the names."""
     resolved = stream.resolve(table)
     waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
     if method == "clock":
@@ -384,7 +344,7 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
     allowed = np.isin(table.kind, np.asarray([int(k) for k in kinds], np.int8))
     drop = (needed == 0) & allowed
     partial_rows = np.flatnonzero((needed > 0) & (needed < total)).tolist()
-    refs = _dep_refs(table, stream)
+    refs = _dep_refs(table, stream, (np.flatnonzero(drop).tolist() if describe else []) + partial_rows)
     keep_rows = np.flatnonzero(~drop)
     new = table.select(keep_rows)
     split_count = unsplit = 0
@@ -401,7 +361,7 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
                                       tuple(stream.instance_name(i) for i in skip_ids[:64].tolist())))
             if not split:
                 continue
-            boxes = _boxes_of(stream, int(table.waiter[r]), need_ids)
+            boxes = iteration_boxes(stream, int(table.waiter[r]), need_ids)
             if boxes is None:
                 unsplit += 1
                 continue
@@ -411,29 +371,18 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
             new, made = _split_rows(new, replacements)
             new = _relabel(stream, new, made)
     kept_waits = _count_waits(stream, new) if split_count else int(total[keep_rows].sum())
-    dropped = tuple((refs[r], "reorder" if EdgeKind(int(table.kind[r])) in REORDER_KINDS else "anti")
-                    for r in np.flatnonzero(drop).tolist())
+    drop_rows = np.flatnonzero(drop)
+    reorder = np.isin(table.kind[drop_rows], np.asarray([int(k) for k in REORDER_KINDS], np.int8))
+    dropped = tuple((refs[r], "reorder" if is_reorder else "anti")
+                    for r, is_reorder in zip(drop_rows.tolist(), reorder.tolist())) if describe else ()
     result = ReductionResult(None, dropped, len(new), tuple(partial), len(waits), kept_waits,
-                             len(waits) - int(sum(redundant)), fold, split_count, unsplit, rows)
+                             len(waits) - int(sum(redundant)), fold, split_count, unsplit, rows,
+                             tuple(drop_rows.tolist()), int(reorder.sum()))
     return new, result
 
 
 def _count_waits(stream: InstanceStream, table: DepTable) -> int:
     return len(stream.resolve(table).target)
-
-
-def _boxes_of(stream: InstanceStream, y: int, instances: np.ndarray) -> list[Ranges] | None:
-    """The needed instances of waiter ``y`` as iteration boxes (``x-iterations`` ranges)."""
-    ids = stream.instances_of(y)
-    digits = stream.digits_of(y)[np.searchsorted(ids, instances)]
-    loops = stream.loops_of[y]
-    boxes = needed_boxes(digits, stream.trips[y])
-    if boxes is None:
-        return None
-    out = []
-    for box in boxes:
-        out.append(tuple((loop.name, lo, hi) for loop, (lo, hi) in zip(loops, box) if (lo, hi) != (0, loop.trip_count)))
-    return out
 
 
 def _split_rows(table: DepTable, replacements: dict[int, list[Ranges]]) -> tuple[DepTable, list[int]]:
@@ -564,10 +513,11 @@ class DepReduction(Pass):
         ctx = ctx or PassContext()
         stream = ctx.stream(program)
         table, result = reduce_table(stream, ctx.deps(program), fold=self.fold, method=self.method, split=self.split,
-                                     kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS)
+                                     kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS, describe=False)
         out = with_deps(program, table, stream)
-        for _, phase in result.dropped:
-            ctx.count(self.name, f"dropped-{phase}")
+        for phase, n in (("reorder", result.dropped_reorder), ("anti", len(result.dropped_rows) - result.dropped_reorder)):
+            if n:
+                ctx.count(self.name, f"dropped-{phase}", n)
         for key, value in (("kept", result.deps_kept), ("partial", len(result.partial)), ("split", result.split),
                            ("unsplit", result.unsplit), ("waits-before", result.instance_waits_before),
                            ("waits-kept", result.instance_waits_kept),

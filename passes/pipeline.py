@@ -43,7 +43,7 @@ from machine.errors import ProgramError
 from machine.ir import Dep, Instruction, Program
 from machine.presets import MachineSpec, resolve_machine
 from machine.stream import InstanceStream, stream_of
-from machine.validate import validate_program
+from machine.validate import validate_placement_change, validate_program
 
 __all__ = [
     "Pass", "PassContext", "PassRecord", "parse_pipeline", "run_pipeline", "verify_program",
@@ -124,7 +124,11 @@ class PassContext:
         program a dep-only pass derives from it (:func:`machine.deptable.with_deps`)."""
         if self._stream is not None and self._stream[0] is program:
             return self._stream[1]
-        stream = stream_of(program, self.machine(program))
+        if self._stream is not None and _same_body(self._stream[0], program) \
+                and self._stream[1].spec == self.machine(program) and not hasattr(program, "source"):
+            stream = self._stream[1].for_placement(program)  # only placements changed (alloc)
+        else:
+            stream = stream_of(program, self.machine(program))
         self._stream = (program, stream)
         return stream
 
@@ -134,13 +138,20 @@ class PassContext:
         return dep_table(program, self.stream(program))
 
 
-def edge_table(edges: Mapping[tuple[int, int, int], int], ranges: Mapping[tuple[int, int, int], Ranges] | None = None) -> DepTable:
+def _same_body(a: Program, b: Program) -> bool:
+    return (getattr(a, "source", None) or a).body is (getattr(b, "source", None) or b).body
+
+
+def edge_table(edges: Mapping[tuple[int, int, int], int],
+               ranges: Mapping[tuple[int, int, int], Sequence[Ranges]] | None = None) -> DepTable:
     """Deps from ``{(former, waiter, distance): kind}`` over instruction ids, in the canonical
     order: by waiter, ordinary deps before loop-carried ones, each in document order of the
-    instruction waited on (then by distance)."""
+    instruction waited on (then by distance).  ``ranges[key]``, when given, lists the
+    iteration restrictions of that dep (one row each; default: one unrestricted row)."""
     keys = sorted(edges, key=lambda k: (k[1], k[2] > 0, k[0], k[2]))
     ranges = ranges or {}
-    return DepTable.build([(y, x, int(edges[(x, y, d)]), d, ranges.get((x, y, d), ())) for x, y, d in keys])
+    return DepTable.build([(y, x, int(edges[(x, y, d)]), d, box) for x, y, d in keys
+                           for box in ranges.get((x, y, d), ((),))])
 
 
 # -- deps <-> graph ----------------------------------------------------------------------
@@ -284,22 +295,31 @@ def _same_but_deps(old: Program, new: Program) -> bool:
     return True
 
 
-def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: str, before: Program | None = None) -> None:
+def verify_program(program: Program, spec: MachineSpec, *, placed: bool, after: str, before: Program | None = None,
+                   stream: InstanceStream | None = None) -> None:
     """Check a pass's output; raise a ProgramError naming the pass on the first problem.
 
     When ``before`` is given and the pass changed nothing but deps, only the deps are
-    checked (the rest was verified before and is the very same objects).
+    checked (the rest was verified before and is the very same objects); when it changed
+    nothing but placements (the same body), only the placements (``stream``, ``before``'s
+    instance stream when at hand, lets that check visit each distinct access once).
     """
     deps_only = before is not None and _same_but_deps(before, program)
+    same_body = before is not None and _root(before).body is _root(program).body
     if not deps_only:
         try:
-            validate_program(program, spec)
+            if same_body:
+                validate_placement_change(program, before, spec, stream)  # an allocation: only placements changed
+            else:
+                validate_program(program, spec)
         except ProgramError as err:
             raise ProgramError(err.path, f"after pass {after!r}: {err.message}") from None
     if placed:
         for name, tensor in program.tensors.items():
             if tensor.is_virtual:
                 raise ProgramError(f"tensors.{name}", f"after pass {after!r}: still virtual")
+    if same_body and not deps_only and not isinstance(program, DeferredProgram):
+        return  # the very same instructions, deps included, as the verified input
     if isinstance(program, DeferredProgram) and program.materialized is None:
         _verify_table(program, after)
         return
@@ -410,13 +430,16 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
         if ctx.verify and verifier is not None:
             verifier(result, program, p.name)
         elif ctx.verify:
+            known = ctx._stream[1] if ctx._stream is not None and ctx._stream[0] is program else None
             verify_program(result, spec, placed=ctx.placed,  # type: ignore[arg-type]
-                           after=p.name, before=program)
+                           after=p.name, before=program, stream=known)
         program = result
         if verifier is not None:
             edges = program.dep_count  # type: ignore[attr-defined]
         elif isinstance(program, DeferredProgram) and program.materialized is None:
             edges = len(program.table)
+        elif ctx._stream is not None and _same_body(ctx._stream[0], program):
+            edges = sum(len(i.deps) for i in ctx._stream[1].instrs)  # a list: no walk of the tree
         else:
             edges = sum(len(i.deps) for i, _ in program.instructions())
         row = ctx.stats.get(p.name, {})

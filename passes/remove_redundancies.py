@@ -58,10 +58,12 @@ class RemoveRedundancies(Pass):
         stream = ctx.stream(program)
         table = ctx.deps(program)
         if self.mode == "paths":
-            reduced, result = reduce_table(stream, table, kinds=REORDER_KINDS | ANTI_KINDS, split=False)
-            engine_order = sum(1 for ref, _ in result.dropped if _same_engine(stream, ref))
+            reduced, result = reduce_table(stream, table, kinds=REORDER_KINDS | ANTI_KINDS, split=False, describe=False)
+            rows = np.asarray(result.dropped_rows, np.int64)
+            former, waiter = table.former[rows], table.waiter[rows]
+            engine_order = int(np.count_nonzero(~stream.dma_x[former] & (stream.seq_x[former] == stream.seq_x[waiter])))
             ctx.count(self.name, "removed_engine_order", engine_order)
-            ctx.count(self.name, "removed_path", len(result.dropped) - engine_order)
+            ctx.count(self.name, "removed_path", len(rows) - engine_order)
         else:
             former, waiter = table.former, table.waiter
             same = (stream.seq_x[former] == stream.seq_x[waiter]) & ~stream.dma_x[former] & (table.distance == 0) \
@@ -71,7 +73,3 @@ class RemoveRedundancies(Pass):
         ctx.count(self.name, "kept", len(reduced))
         return with_deps(program, reduced, stream)
 
-
-def _same_engine(stream, ref) -> bool:
-    x, y = stream.id_of[ref.dep.on], stream.id_of[ref.waiter]
-    return not bool(stream.dma_x[x]) and int(stream.seq_x[x]) == int(stream.seq_x[y])

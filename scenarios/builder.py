@@ -9,7 +9,17 @@ in program order and :meth:`KernelBuilder.program` returns a validated
 * **Tensors.**  ``dram_input`` / ``dram_output`` are kernel arguments: the runtime places
   them, so they get addresses (a bump allocator, :data:`DRAM_ALIGN`-aligned) unless given an
   ``address`` or an ``alias``.  ``sbuf`` / ``psum`` tiles are *virtual* unless placed
-  explicitly (``partition=`` / ``offset=`` / ``bank=``): the allocation pass places them.
+  explicitly (``partition=`` / ``offset=`` / ``bank=``): the allocation pass places them, and
+  multi-buffers those through which no value crosses iterations.
+* **Rotating placements** (kernels.md 1.4, NKI ``ncc.sbuf.mod_alloc`` / ``psum.mod_alloc``).
+  A placed tile declared with ``slots=n, loop=L`` has ``n`` slots, iteration ``i`` of loop
+  ``L`` using slot ``i mod n``: ``stride`` bytes apart, by default the tile's size in SBUF
+  (double buffering) and one bank in PSUM (bank rotation).  It is written as the tensor's
+  ``x-rotate``, the tile's views are unchanged, and every access to it must sit inside
+  ``L``.  :class:`SbufArena` lays tiles out one after the other, as such kernels do.
+* **Immediates** (``memset`` values, ``scale`` / ``bias`` / operand numbers, ``iota``)
+  are Python numbers; numpy scalars are converted, and ``-math.inf`` (or the string
+  ``"-inf"``) is written ``"-inf"`` in the program's JSON (the format's non-finite numbers).
 * **Views** (:mod:`scenarios.views`).  ``t[p0:p1, f0:f1]`` slices a tensor; on SBUF / PSUM
   the first index is the partition dimension (constant, optionally stepped), the others are
   free dimensions.  Slice bounds may be affine expressions of loop variables
@@ -41,22 +51,44 @@ Examples
 (None, ((1, 8192),), {'i': 8192})
 >>> program.tensors["t"].is_virtual, program.tensors["y"].address
 (True, 65536)
+
+Double buffering by hand: two slots of ``buf`` at bytes 0 and 256 of every partition, and
+PSUM bank rotation over banks 2 and 3:
+
+>>> kb = KernelBuilder("rotating")
+>>> x = kb.dram_input("x", (256, 64), "float32")
+>>> y = kb.dram_output("y", (64, 256), "float32")
+>>> buf = kb.sbuf("buf", (128, 64), "float32", partition=0, offset=0, slots=2, loop="i")
+>>> ps = kb.psum("ps", (64, 128), bank=2, partition=0, slots=2, loop="i")
+>>> out = kb.sbuf("out", (64, 128), "float32")
+>>> with kb.loop("i", 2) as i:
+...     _ = kb.dma_copy(buf, x.tile(i, 128))
+...     _ = kb.transpose(ps, buf)
+...     _ = kb.tensor_copy(out, ps, engine="act")
+...     _ = kb.dma_copy(y[:, i * 128:(i + 1) * 128], out, engine="act", queue="dma1")
+>>> program = kb.program()
+>>> program.tensors["buf"].rotate, program.tensors["ps"].rotate
+(Rotation(loop='i', slots=2, stride=256), Rotation(loop='i', slots=2, stride=2048))
 """
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from math import prod
 from typing import Any
 
 from machine.dtypes import itemsize
 from machine.edges import kind_from_name
-from machine.ir import Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+from machine.extensions import NON_FINITE
+from machine.ir import (PSUM_BANK_BYTES, Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Rotation, Tensor,
+                        frozen_mapping)
 from machine.validate import validate_program
 from scenarios.views import Index, Operand, TensorRef, View, as_view, is_int
 
-__all__ = ["KernelBuilder", "TensorRef", "View", "Index", "DRAM_ALIGN"]
+__all__ = ["KernelBuilder", "SbufArena", "TensorRef", "View", "Index", "DRAM_ALIGN"]
 
 #: Alignment of the addresses the builder gives DRAM arguments.
 DRAM_ALIGN = 4096
@@ -70,6 +102,53 @@ def _as_dep(dep: Any) -> Dep:
         return Dep(dep)
     on, kind, *rest = dep
     return Dep(on, kind_from_name(kind), bool(rest and rest[0]))
+
+
+def _loop_name(loop: str | Index, tensor: str) -> str:
+    """The loop a rotation follows: its name, or the bare index variable ``kb.loop`` yielded."""
+    if isinstance(loop, str) and loop:
+        return loop
+    if isinstance(loop, Index) and loop.const == 0 and len(loop.terms) == 1 and loop.terms[0][1] == 1:
+        return loop.terms[0][0]
+    raise ValueError(f"{tensor}: loop= names the loop whose index picks the slot (its name or its index "
+                     f"variable), not {loop!r}")
+
+
+def _rotation(tensor: str, slots: int, loop: str | Index | None, stride: int | None, default_stride: int,
+              placed: bool) -> Rotation | None:
+    """The ``x-rotate`` of a tile declared with ``slots`` / ``loop`` / ``stride`` (None: one slot)."""
+    if not is_int(slots) or slots < 1:
+        raise ValueError(f"{tensor}: slots must be a positive integer, not {slots!r}")
+    if slots == 1 and loop is None and stride is None:
+        return None
+    if loop is None:
+        raise ValueError(f"{tensor}: {slots} rotating slots need loop= (the loop whose index picks the slot)")
+    if not placed:
+        raise ValueError(f"{tensor}: rotating slots are a placement (x-rotate): place the tile, or leave it "
+                         "virtual and let alloc multi-buffer it")
+    name = _loop_name(loop, tensor)
+    stride = default_stride if stride is None else stride
+    if not is_int(stride) or stride < 0:
+        raise ValueError(f"{tensor}: stride is a non-negative number of bytes, not {stride!r}")
+    return Rotation(name, slots, stride) if slots > 1 else None
+
+
+def _number(value: Any, what: str) -> Any:
+    """An immediate as the format writes it: a Python int or float (numpy scalars converted),
+    ``"inf"`` / ``"-inf"`` / ``"nan"`` read as floats; None stays None.
+
+    >>> _number("-inf", "memset value"), _number(2, "x")
+    (-inf, 2)
+    """
+    if value is None:
+        return None
+    if isinstance(value, str):
+        if value not in NON_FINITE:
+            raise ValueError(f"{what}: expected a number (or \"inf\", \"-inf\", \"nan\"), got {value!r}")
+        return NON_FINITE[value]
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{what}: expected a number, got {value!r}")
+    return int(value) if isinstance(value, numbers.Integral) else float(value)
 
 
 class KernelBuilder:
@@ -115,21 +194,38 @@ class KernelBuilder:
         tensor = Tensor(name, MemoryKind.DRAM, dtype, tuple(shape), address=address, alias=alias)
         return self._declare(tensor)
 
-    def sbuf(self, name: str, shape, dtype: str, *, partition: int | None = None,
-             offset: int | None = None) -> TensorRef:
-        """An SBUF tile ``[partitions, free...]``: virtual unless placed (partition and byte offset)."""
+    def sbuf(self, name: str, shape, dtype: str, *, partition: int | None = None, offset: int | None = None,
+             slots: int = 1, loop: str | Index | None = None, stride: int | None = None) -> TensorRef:
+        """An SBUF tile ``[partitions, free...]``: virtual unless placed (partition and byte offset).
+
+        ``slots=n, loop=L`` places it as ``ncc.sbuf.mod_alloc(base_addr=offset,
+        num_free_tiles=(n,))`` does: inside loop ``L`` iteration ``i`` uses slot ``i mod n``,
+        ``stride`` bytes apart (default: the tile's bytes per partition, slots back to back);
+        written as the tensor's ``x-rotate``.  Only a placed tile rotates: a virtual one is
+        multi-buffered by ``alloc`` when no value crosses iterations.
+        """
         if (partition is None) != (offset is None):
             raise ValueError(f"{name}: place an sbuf tensor with both partition= and offset=, or neither")
-        return self._declare(Tensor(name, MemoryKind.SBUF, dtype, tuple(shape), partition, offset))
+        tensor = Tensor(name, MemoryKind.SBUF, dtype, tuple(shape), partition, offset)
+        rotate = _rotation(name, slots, loop, stride, tensor.bytes_per_partition, partition is not None)
+        return self._declare(replace(tensor, rotate=rotate))
 
     def psum(self, name: str, shape, dtype: str = "float32", *, partition: int | None = None,
-             bank: int | None = None, offset: int | None = None) -> TensorRef:
-        """A PSUM tile (one bank at most): virtual unless placed (partition and bank)."""
+             bank: int | None = None, offset: int | None = None, slots: int = 1,
+             loop: str | Index | None = None, stride: int | None = None) -> TensorRef:
+        """A PSUM tile (one bank at most): virtual unless placed (partition and bank).
+
+        ``slots=n, loop=L`` is ``psum.mod_alloc(base_bank=bank, num_bank_tiles=(n,))``: PSUM
+        bank rotation, iteration ``i`` of loop ``L`` in bank ``bank + (i mod n)`` (``stride``
+        defaults to one bank, 2048 bytes; a multiple of it skips banks).
+        """
         if (partition is None) != (bank is None) or (offset is not None and bank is None):
             raise ValueError(f"{name}: place a psum tensor with partition= and bank= (offset= optional), or none")
         if bank is not None and offset is None:
             offset = 0
-        return self._declare(Tensor(name, MemoryKind.PSUM, dtype, tuple(shape), partition, offset, bank))
+        rotate = _rotation(name, slots, loop, stride, PSUM_BANK_BYTES, bank is not None)
+        return self._declare(Tensor(name, MemoryKind.PSUM, dtype, tuple(shape), partition, offset, bank,
+                                    rotate=rotate))
 
     # -- structure -------------------------------------------------------------------------
     def _claim(self, name: str) -> str:
@@ -178,6 +274,11 @@ class KernelBuilder:
         if self._loops:
             raise ValueError(f"loop {self._loops[-1]!r} is still open")
         program = Program(frozen_mapping(self._tensors), tuple(self._bodies[0]), self.machine)
+        loops = {node.name for node, _ in program.walk() if isinstance(node, Loop)}
+        for tensor in self._tensors.values():
+            if tensor.rotate is not None and tensor.rotate.loop not in loops:
+                raise ValueError(f"{tensor.name}: rotates over loop {tensor.rotate.loop!r}, which the kernel never "
+                                 "opens")
         validate_program(program)
         return program
 
@@ -221,7 +322,7 @@ class KernelBuilder:
                 reads.append(_per_partition(value, like, f"{op} {slot}"))
                 attrs[slot] = {"read": len(reads) - 1}
             else:
-                attrs[slot] = value
+                attrs[slot] = _number(value, f"{op} {slot}")
 
     def activation(self, dst: Operand, src: Operand, *, func: str = "identity", scale: float | Operand | None = None,
                    bias: float | Operand | None = None, reduce_res: Operand | None = None, reduce_op: str = "add",
@@ -316,14 +417,17 @@ class KernelBuilder:
         _same_tile(d, s, "tensor_copy")
         return self.instruction("tensor_copy", engine, [s], [d], name=name, deps=deps)
 
-    def memset(self, dst: Operand, value: float = 0.0, *, engine: str = "dve", name: str | None = None,
+    def memset(self, dst: Operand, value: float | str = 0.0, *, engine: str = "dve", name: str | None = None,
                deps: Iterable[Any] = ()) -> str:
-        return self.instruction("memset", engine, [], [dst], attrs={"value": value}, name=name, deps=deps)
+        """``dst = value`` (``-math.inf`` or ``"-inf"`` too: the format writes it ``"-inf"``)."""
+        return self.instruction("memset", engine, [], [dst], attrs={"value": _number(value, "memset value")},
+                                name=name, deps=deps)
 
     def iota(self, dst: Operand, *, base: float | None = None, step: float | None = None,
              partition_step: float | None = None, name: str | None = None, deps: Iterable[Any] = ()) -> str:
         """``dst[p, i] = base + p * partition_step + i * step`` on POOL."""
-        attrs = {"base": base, "step": step, "partition_step": partition_step}
+        attrs = {key: _number(value, f"iota {key}")
+                 for key, value in (("base", base), ("step", step), ("partition_step", partition_step))}
         return self.instruction("iota", "pool", [], [dst], attrs=attrs, name=name, deps=deps)
 
     def set_rand_state(self, seed: int, *, engine: str = "pool", name: str | None = None,
@@ -332,7 +436,38 @@ class KernelBuilder:
 
     def random(self, dst: Operand, *, low: float | None = None, high: float | None = None, engine: str = "pool",
                name: str | None = None, deps: Iterable[Any] = ()) -> str:
-        return self.instruction("random", engine, [], [dst], attrs={"low": low, "high": high}, name=name, deps=deps)
+        attrs = {"low": _number(low, "random low"), "high": _number(high, "random high")}
+        return self.instruction("random", engine, [], [dst], attrs=attrs, name=name, deps=deps)
+
+
+class SbufArena:
+    """Explicit SBUF allocation the way hand-allocated kernels write it: tile after tile.
+
+    Kernels with direct allocation keep a byte cursor and hand it to ``ncc.sbuf.mod_alloc``
+    (``cur_addr += ...`` in NS-ALLOC-ATT, ``MemManager.alloc_sbuf`` in NS-ATTUT;
+    kernels.md 1.4, 6.2, 6.4).  :meth:`sbuf` places a tile at the cursor, in partitions
+    ``[partition, partition + shape[0])``, and moves the cursor past its last slot, rounded
+    up to ``align`` bytes.
+
+    >>> kb = KernelBuilder("k")
+    >>> arena = SbufArena(kb, offset=256, align=32)
+    >>> a = arena.sbuf("a", (128, 100), "bfloat16", slots=2, loop="i")
+    >>> a.tensor.offset, a.tensor.rotate, arena.offset
+    (256, Rotation(loop='i', slots=2, stride=200), 672)
+    """
+
+    def __init__(self, kb: KernelBuilder, *, offset: int = 0, partition: int = 0, align: int = 1) -> None:
+        if not (is_int(offset) and offset >= 0 and is_int(align) and align >= 1):
+            raise ValueError("an arena starts at a byte offset >= 0 and aligns to >= 1 byte")
+        self.kb, self.offset, self.partition, self.align = kb, offset, partition, align
+
+    def sbuf(self, name: str, shape, dtype: str, *, slots: int = 1, loop: str | Index | None = None) -> TensorRef:
+        """A tile of ``slots`` rotating slots over ``loop`` (``mod_alloc(num_free_tiles=(slots,))``)
+        at the cursor; the cursor moves past it."""
+        ref = self.kb.sbuf(name, shape, dtype, partition=self.partition, offset=self.offset, slots=slots, loop=loop)
+        end = self.offset + slots * ref.tensor.bytes_per_partition
+        self.offset = -(-end // self.align) * self.align
+        return ref
 
 
 def _access(operand: Operand | Access) -> Access:

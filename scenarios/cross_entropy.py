@@ -4,20 +4,26 @@ Covers
     Softmax statistics over rows too long for one tile: the vocabulary streams through one
     chunk buffer, a running max ``m`` and a running sum ``d`` are rescaled chunk by chunk
     (``d = d * exp(m - m_new) + sum(exp(chunk - m_new))``) and copied back at the end of
-    every chunk (loop-carried state), ``exp`` in place on ACT, and DVE reductions.  All
-    buffers are allocated once with a single slot, as LIB-XENT does, so every chunk
-    overwrites the previous chunk's buffers (WAR / WAW on every tile).
+    every chunk (loop-carried state), ``exp`` in place on ACT, DVE reductions, and a
+    ``memset`` to ``-inf`` (written ``"-inf"`` in the program's JSON).
+
+Buffers
+    LIB-XENT allocates every buffer once, above both loops, with a single slot, so every
+    chunk overwrites the previous chunk's buffers (WAR / WAW on every tile).  A virtual tile
+    would be multi-buffered by ``alloc`` wherever no value crosses iterations (the chunk
+    tiles, the per-chunk statistics), which the kernel does not do, so the tiles are placed
+    here explicitly, one after the other, one slot each.
 
 Scenario
     ``lse = logsumexp(logits, axis=1)`` and ``loss = lse - logits[row, target[row]]`` for
     bf16 ``logits`` of 2 batches x 32 positions (rows on partitions, ``positions_per_batch``
-    = 32) over a 2048-word vocabulary in chunks of 512.  Per batch: DVE sets ``m`` to a very
-    negative number (LIB-XENT uses -inf, which JSON cannot carry; ``exp`` of the difference
-    is 0 all the same) and ``d`` to 0; SP loads the int32 targets as fp32.  Per chunk: SP
-    loads it; DVE takes its max, the new max and the rescale exponent; ACT exponentiates;
-    DVE rescales ``d``; DVE subtracts ``m_new`` from the chunk; ACT exponentiates in place;
-    DVE sums and updates ``d``; DVE / ACT copy the state back.  After the chunks ACT takes
-    ``log(d)``, DVE adds ``m``, subtracts the target logit and the stores go out on ``dma1``.
+    = 32) over a 2048-word vocabulary in chunks of 512.  Per batch: DVE sets ``m`` to
+    ``-inf`` (as LIB-XENT: the first chunk's rescale factor is ``exp(-inf) = 0``) and ``d``
+    to 0; SP loads the int32 targets as fp32.  Per chunk: SP loads it; DVE takes its max,
+    the new max and the rescale exponent; ACT exponentiates; DVE rescales ``d``; DVE
+    subtracts ``m_new`` from the chunk; ACT exponentiates in place; DVE sums and updates
+    ``d``; DVE / ACT copy the state back.  After the chunks ACT takes ``log(d)``, DVE adds
+    ``m``, subtracts the target logit and the stores go out on ``dma1``.
 
 Target logit
     LIB-XENT gathers ``logits[row, target[row]]`` with one DMA per row at a dynamic offset;
@@ -29,15 +35,18 @@ Target logit
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from machine.dtypes import numpy_dtype
 from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from scenarios.builder import KernelBuilder, SbufArena
 
 BATCHES, POSITIONS = 2, 32
 VOCAB, CHUNK = 2048, 512
-VERY_NEGATIVE = -1.0e30
+placement = "explicit"
+"""Every on-chip tile is placed by the kernel (``alloc`` has nothing to do)."""
 rtol, atol = 1e-5, 1e-5
 """bf16 logits are exact in fp32; the statistics are fp32 sums of 2048 terms."""
 
@@ -50,22 +59,16 @@ def build() -> Program:
     lse_out = kb.dram_output("lse", (rows, 1), "float32")
     loss_out = kb.dram_output("loss", (rows, 1), "float32")
     P = POSITIONS
-    chunk = kb.sbuf("chunk", (P, CHUNK), "bfloat16")
-    ex = kb.sbuf("ex", (P, CHUNK), "float32")
-    columns = kb.sbuf("columns", (P, CHUNK), "float32")
-    hit = kb.sbuf("hit", (P, CHUNK), "float32")
-    m, d = kb.sbuf("m", (P, 1), "float32"), kb.sbuf("d", (P, 1), "float32")
-    m_new, d_new = kb.sbuf("m_new", (P, 1), "float32"), kb.sbuf("d_new", (P, 1), "float32")
-    cmax, diff = kb.sbuf("cmax", (P, 1), "float32"), kb.sbuf("diff", (P, 1), "float32")
-    corr, d_corr = kb.sbuf("corr", (P, 1), "float32"), kb.sbuf("d_corr", (P, 1), "float32")
-    csum = kb.sbuf("csum", (P, 1), "float32")
-    target = kb.sbuf("target", (P, 1), "float32")
-    picked, tl = kb.sbuf("picked", (P, 1), "float32"), kb.sbuf("tl", (P, 1), "float32")
-    lse, loss = kb.sbuf("lse_sb", (P, 1), "float32"), kb.sbuf("loss_sb", (P, 1), "float32")
+    arena = SbufArena(kb, align=4)  # allocated once, one slot each (LIB-XENT)
+    chunk = arena.sbuf("chunk", (P, CHUNK), "bfloat16")
+    ex, columns, hit = (arena.sbuf(n, (P, CHUNK), "float32") for n in ("ex", "columns", "hit"))
+    m, d, m_new, d_new, cmax, diff, corr, d_corr, csum, target, picked, tl, lse, loss = (
+        arena.sbuf(n, (P, 1), "float32") for n in ("m", "d", "m_new", "d_new", "cmax", "diff", "corr", "d_corr",
+                                                     "csum", "target", "picked", "tl", "lse_sb", "loss_sb"))
 
     kb.iota(columns, step=1.0, name="column_numbers")
     with kb.loop("b", BATCHES) as b:
-        kb.memset(m, VERY_NEGATIVE, engine="dve", name="init_m")
+        kb.memset(m, -math.inf, engine="dve", name="init_m")
         kb.memset(d, 0.0, engine="dve", name="init_d")
         kb.memset(tl, 0.0, engine="pool", name="init_tl")
         kb.dma_copy(target, targets.tile(b, P), engine="sp", queue="dma0", name="load_targets")

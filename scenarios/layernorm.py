@@ -17,9 +17,12 @@ Scenario
     ACT stores on ``dma1``.
 
 Buffers
-    One slot per tile (the tutorial declares its tiles inside the loop and lets the
-    compiler multi-buffer them; rotating slots wait for the rotating-placement format
-    extension), so row tile 1 reuses every buffer of row tile 0 (WAR / WAW).
+    The tutorial declares its per-row-tile tiles inside the loop and lets the compiler's
+    allocator multi-buffer them; here they are virtual and ``alloc`` does the same: ``xt``,
+    ``stats``, ``mv``, ``rstd`` and ``yt`` get two rotating slots over the row loop (no value
+    crosses its iterations), so the load of row tile 1 overlaps the work on row tile 0.
+    ``gamma`` / ``beta`` broadcasts (``g_b``, ``b_b``), hoisted above the loop, have one
+    slot each, and the broadcast bank ``bcast`` is reused by the four evictions (WAR).
 """
 
 from __future__ import annotations

@@ -21,9 +21,14 @@ Scenario
     multiplies and accumulates.  ACT stores ``acc`` after the state loop.
 
 Buffers
-    One slot per tile: SDK-MAMBA v3 overlaps the DMAs of the next tile with DVE work through
-    the compiler's multi-buffering, which needs rotating slots (the rotating-placement
-    format extension); here every sequence tile reuses the same buffers and PSUM tiles.
+    SDK-MAMBA v3 declares every per-tile buffer inside the loop that uses it and overlaps
+    the DMAs of the next tile with DVE work through the compiler's multi-buffering.  Here
+    they are virtual and ``alloc`` multi-buffers them the same way: the sequence-tile tiles
+    (``B`` / ``C`` rows, their PSUM broadcasts, ``dA``, ``dU``, ``dBu``, ``scan``, ``sC``)
+    get two rotating slots over ``t``, ``A``'s column two over ``s``, and ``delta`` / ``u``
+    two over the batch loop.  A tile that carries a value across a loop's iterations rotates
+    only over an outer loop: the scan state ``init``, carried across ``t`` and reset per
+    state, over ``s``; the accumulator ``acc``, carried across states, over ``b``.
 """
 
 from __future__ import annotations

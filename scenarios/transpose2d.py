@@ -4,23 +4,25 @@ Covers
     The standalone PE-transpose kernel of nki-samples' ``transpose.py`` (NS-TP): HBM
     ``[D0, B, N] -> [D0, N, B]`` one 128 x 128 tile at a time, each a DMA load, a PE
     ``transpose`` (SBUF in, PSUM out), an ACT eviction to SBUF and a DMA store with a
-    strided DRAM pattern.  ``B`` is not a multiple of 128, so the last tile of every row is
-    masked (64 partitions; kernels.md section 9, point 8) and reuses the slices of the same
-    single-slot buffers.  Unlike ``pe_transpose`` (four transposes into one bank, one
-    eviction), every transpose here is its own PSUM group, evicted before the next tile
-    overwrites the bank.
+    strided DRAM pattern.  ``B`` is not a multiple of 128, so the last row tile is masked
+    (64 partitions; kernels.md section 9, point 8).  Unlike ``pe_transpose`` (four
+    transposes into one bank, one eviction), every transpose here is its own PSUM group,
+    evicted before the next tile overwrites the bank.
 
 Scenario
-    ``out[d, n, b] = x[d, b, n]`` for a bf16 ``x`` of shape [2, 192, 256].  Loops: batch
-    ``d`` -> column tile ``nt`` (two of 128) -> the full row tile (``b`` 0..127) then the
-    masked one (``b`` 128..191).  SP loads on ``dma0``, ACT stores on ``dma1``.  (SDK-T2D,
+    ``out[d, n, b] = x[d, b, n]`` for a bf16 ``x`` of shape [2, 192, 256].  Loops in NS-TP's
+    order: batch ``d`` -> row tile ``b`` (the full one, ``b`` 0..127, then the masked one,
+    128..191; unrolled, as NKI unrolls every loop, because their footprints differ) ->
+    column tile ``n`` (two of 128).  SP loads on ``dma0``, ACT stores on ``dma1``.  (SDK-T2D,
     the free-axis ``transpose2d`` tutorial of kernels.md section 8.4, is a different kernel:
     one DVE copy per element, no PE.)
 
 Buffers
-    One slot each for the input tile, the PSUM tile and the output tile (NS-TP's tiles are
-    allocated per iteration and the compiler may rotate them; rotation waits for the
-    rotating-placement format extension).
+    NS-TP declares its tiles inside the innermost loop and leaves them to the compiler's
+    allocator, which multi-buffers them; here they are virtual tiles, one set per row-tile
+    block (the masked block uses the first 64 partitions of its own full-size tiles), and
+    ``alloc`` gives each two rotating slots over the column loop (no value crosses its
+    iterations), so the load of one tile overlaps the transpose and store of the previous.
 """
 
 from __future__ import annotations
@@ -42,13 +44,13 @@ def build() -> Program:
     kb = KernelBuilder("transpose2d")
     x = kb.dram_input("x", (D0, ROWS, COLS), "bfloat16")
     out = kb.dram_output("out", (D0, COLS, ROWS), "bfloat16")
-    xs = kb.sbuf("xs", (TILE, TILE), "bfloat16")
-    tp = kb.psum("tp", (TILE, TILE), "float32")
-    ys = kb.sbuf("ys", (TILE, TILE), "bfloat16")
     with kb.loop("d", D0) as d:
-        with kb.loop("nt", COLS // TILE) as nt:
-            cols = slice(nt * TILE, (nt + 1) * TILE)
-            for label, start, count in (("", 0, TILE), ("_edge", TILE, EDGE)):
+        for label, start, count in (("", 0, TILE), ("_edge", TILE, EDGE)):
+            xs = kb.sbuf(f"xs{label}", (TILE, TILE), "bfloat16")
+            tp = kb.psum(f"tp{label}", (TILE, TILE), "float32")
+            ys = kb.sbuf(f"ys{label}", (TILE, TILE), "bfloat16")
+            with kb.loop(f"n{label}", COLS // TILE) as n:
+                cols = slice(n * TILE, (n + 1) * TILE)
                 kb.dma_copy(xs[0:count, :], x[d, start:start + count, cols], engine="sp", queue="dma0",
                             name=f"load{label}")
                 kb.transpose(tp[:, 0:count], xs[0:count, :], name=f"transpose{label}")

@@ -228,6 +228,10 @@ def test_labels_are_the_strongest_kind_over_every_pair_the_dep_orders():
              ins("iota", "pool", "iota", writes=[acc("t", offset=1, pattern=[[1, 1]])]),
              loop("i", 2, ins("tr", "dve", "transpose", reads=[acc("t", offset=0, pattern=[[1, 1]], per_iteration={"i": 1})],
                               writes=[acc("t", offset=1, pattern=[[1, 1]])])))
-    out, ctx = anti(p, before="build-fdeps,remove-redundancies,")
+    out, ctx = anti(p, "{restrict=false}", before="build-fdeps,remove-redundancies,")
     assert deps_of(out, "tr") == {("iota", "flow", False)}
     assert ctx.stats["anti-deps"]["relabelled"] == 1
+    # restricted to the iteration where it is needed, the dep orders the WAW alone: output
+    out, ctx = anti(p, before="build-fdeps,remove-redundancies,")
+    (tr,) = [i for i, _ in out.instructions() if i.name == "tr"]
+    assert [(d.on, d.kind.name.lower(), d.iterations) for d in tr.deps] == [("iota", "output", (("i", 0, 1),))]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from machine.edges import EdgeKind
 from machine.errors import ProgramError
 from machine.geometry import access_extent
-from machine.ir import Access, Dep, Loop, MemoryKind
+from machine.ir import Access, Dep, Loop, MemoryKind, Rotation
 from scenarios.builder import DRAM_ALIGN, Index, KernelBuilder
 
 
@@ -192,3 +192,96 @@ def test_names_deps_tensors_and_validation():
     bad.memset(ps, engine="pool")  # POOL never touches PSUM: the op table says so
     with pytest.raises(ProgramError, match="POOL never touches PSUM"):
         bad.program()
+
+
+def test_rotating_placements_are_x_rotate():
+    # ncc.sbuf.mod_alloc / psum.mod_alloc: slot i mod n, SBUF slots back to back, PSUM one bank apart.
+    from machine.format import dumps_program, loads_program
+
+    kb = KernelBuilder("rot")
+    x = kb.dram_input("x", (512, 64), "bfloat16")
+    y = kb.dram_output("y", (64, 512), "float32")
+    buf = kb.sbuf("buf", (128, 64), "bfloat16", partition=0, offset=1024, slots=3, loop="i")
+    one = kb.sbuf("one", (128, 64), "bfloat16", partition=0, offset=0, slots=1, loop="i")
+    with kb.loop("i", 4) as i:
+        ps = kb.psum("ps", (64, 128), partition=0, bank=4, slots=2, loop=i)  # the index variable names the loop
+        wide = kb.psum("wide", (64, 128), partition=0, bank=1, slots=2, loop="i", stride=4 * 2048)
+        out = kb.sbuf("out", (64, 128), "float32")
+        kb.dma_copy(buf, x.tile(i, 128))
+        kb.tensor_copy(one, buf)
+        kb.transpose(ps, one)
+        kb.transpose(wide, buf)
+        kb.tensor_tensor(out, ps, out, op="add")
+        kb.tensor_copy(out, wide, engine="act")
+        kb.dma_copy(y[:, i * 128:(i + 1) * 128], out, engine="act", queue="dma1")
+    program = kb.program()
+    rotations = {n: t.rotate for n, t in program.tensors.items() if t.rotate is not None}
+    assert rotations == {"buf": Rotation("i", 3, 128), "ps": Rotation("i", 2, 2048), "wide": Rotation("i", 2, 8192)}
+    text = dumps_program(program)
+    assert '"x-rotate"' in text and loads_program(text) == program
+
+
+@pytest.mark.parametrize("declare,message", [
+    (lambda kb: kb.sbuf("v", (128, 4), "float32", slots=2, loop="i"), "rotating slots are a placement"),
+    (lambda kb: kb.sbuf("v", (128, 4), "float32", partition=0, offset=0, slots=2), "need loop="),
+    (lambda kb: kb.sbuf("v", (128, 4), "float32", partition=0, offset=0, slots=0, loop="i"), "positive integer"),
+    (lambda kb: kb.psum("v", (128, 4), partition=0, bank=0, slots=2, loop="i", stride=-1), "non-negative"),
+    (lambda kb: kb.psum("v", (128, 4), partition=0, bank=0, slots=2, loop=Index(1, (("i", 1),))), "loop="),
+])
+def test_rotation_errors_are_early_and_named(declare, message):
+    with pytest.raises(ValueError, match=message):
+        declare(KernelBuilder("bad"))
+
+
+def test_rotation_loop_must_exist_and_enclose_every_access():
+    kb = KernelBuilder("missing")
+    t = kb.sbuf("t", (128, 4), "float32", partition=0, offset=0, slots=2, loop="j")
+    with kb.loop("i", 2):
+        kb.memset(t)
+    with pytest.raises(ValueError, match="t: rotates over loop 'j', which the kernel never opens"):
+        kb.program()
+    kb = KernelBuilder("outside")
+    t = kb.sbuf("t", (128, 4), "float32", partition=0, offset=0, slots=2, loop="i")
+    with kb.loop("i", 2):
+        kb.memset(t)
+    kb.memset(t, name="after")  # outside loop i: the validator names it
+    with pytest.raises(ProgramError, match="rotates with loop 'i', which does not enclose"):
+        kb.program()
+
+
+def test_arena_lays_tiles_out_like_a_hand_allocator():
+    from scenarios.builder import SbufArena
+
+    kb = KernelBuilder("arena")
+    arena = SbufArena(kb, offset=260, partition=32, align=4)
+    a = arena.sbuf("a", (32, 3), "bfloat16", slots=2, loop="i")  # 2 x 6 bytes
+    b = arena.sbuf("b", (32, 1), "float32")
+    assert (a.tensor.partition, a.tensor.offset, a.tensor.rotate) == (32, 260, Rotation("i", 2, 6))
+    assert (b.tensor.offset, arena.offset) == (272, 276)
+    with pytest.raises(ValueError, match="arena starts"):
+        SbufArena(kb, offset=-1)
+
+
+def test_immediates_are_plain_numbers_and_infinities_survive_json():
+    import math
+
+    from machine.format import dumps_program, loads_program
+
+    kb = KernelBuilder("inf")
+    y = kb.dram_output("y", (32, 8), "float32")
+    m = kb.sbuf("m", (32, 8), "float32")
+    kb.memset(m, -math.inf, name="neg")
+    kb.memset(m, "inf", name="pos")
+    kb.tensor_scalar(m, m, op0="max", operand0=np.float32(0.5), op1="add", operand1=np.int64(2), name="ts")
+    kb.dma_copy(y, m)
+    program = kb.program()
+    insts = program.instruction_map()
+    assert insts["neg"].attrs["value"] == -math.inf and insts["pos"].attrs["value"] == math.inf
+    operands = insts["ts"].attrs["operand0"], insts["ts"].attrs["operand1"]
+    assert operands == (0.5, 2) and [type(v) for v in operands] == [float, int]
+    text = dumps_program(program)
+    assert '"value": "-inf"' in text and loads_program(text) == program
+    with pytest.raises(ValueError, match="memset value: expected a number"):
+        kb.memset(m, "lots")
+    with pytest.raises(ValueError, match="expected a number"):
+        kb.tensor_scalar(m, m, op0="add", operand0=True)

@@ -1,0 +1,263 @@
+"""Access events on flat arrays: every access of every instance, cut into elementary segments.
+
+The split interval maps of :mod:`machine.splitmap` answer "which earlier accesses share bytes
+with this one" one access at a time, in Python.  When every question is asked of every
+access anyway (a race check, the dependence builders), the same answer comes out of one sort:
+
+* every access of every instance becomes *runs* ``(group, lo, hi)``: its bytes cut at the
+  partition atoms of its mask (:func:`machine.splitmap.atoms_of`), ``group`` naming the
+  (key, atom) pair - the key is the memory space for physical conflicts, the tensor for
+  logical ones;
+* the run boundaries of each group, sorted, define *segments*: maximal byte ranges every run
+  covers whole or misses whole (the cells of a split interval map, computed at once);
+* an *event* is (segment, instance, is-write); events sorted by segment then instance list,
+  per segment, its accesses in program order.
+
+Two accesses share a byte of one space iff they have events in one segment, so per-segment
+neighbours in that order are exactly what the checkers and builders look at (the last write
+before an access, the reads since it).  Everything is numpy: per event a few bytes and no
+Python object; the only Python loop runs over the distinct compiled accesses of the program
+(:attr:`machine.stream.InstanceStream.templates`), never over instances.
+
+DRAM alias groups (tensors whose addresses are unknown and may alias any other tensor of the
+group) cannot be cut into segments: every access to a group falls into one segment of its
+own (``alias_whole``), which over-approximates sharing; users that need the exact answer for
+them (the race report) take it from the split maps.
+
+Examples
+--------
+>>> from machine.ir import Access, Instruction, MemoryKind, Program, Tensor
+>>> t = {"a": Tensor("a", MemoryKind.SBUF, "float32", (128, 8), partition=0, offset=0)}
+>>> body = (Instruction("w", "dve", "memset", writes=(Access("a"),)),
+...         Instruction("r", "act", "tensor_copy", reads=(Access("a", offset=4, pattern=((1, 4),)),),
+...                     writes=(Access("a", offset=0, pattern=((1, 2),)),)))
+>>> from machine.stream import InstanceStream
+>>> ev = access_events(InstanceStream(Program(t, body)))
+>>> [(int(s), int(i), bool(w)) for s, i, w in zip(ev.seg, ev.inst, ev.write)]
+[(0, 0, True), (0, 1, True), (1, 0, True), (2, 0, True), (2, 1, False)]
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from machine.splitmap import atoms_of
+from machine.stream import InstanceStream
+
+__all__ = ["Events", "access_events"]
+
+_POS_BITS = 41  # byte positions below 2 TiB; group ids above
+
+
+class Events(NamedTuple):
+    """Events sorted by segment, then instance, reads before writes (see the module doc).
+
+    One event per (segment, instance, direction): an instance that touches a segment twice
+    the same way has one event there.
+    """
+
+    seg: np.ndarray
+    inst: np.ndarray
+    write: np.ndarray
+    template: np.ndarray
+    """The compiled access (:attr:`machine.stream.InstanceStream.templates` index) behind
+    each event (one of them, when several accesses of an instance collapse)."""
+    seg_lo: np.ndarray
+    """First byte of each segment (by segment id)."""
+    seg_hi: np.ndarray
+    seg_group: np.ndarray
+    """Group id of each segment."""
+    groups: list
+    """Group id -> ``(key, atom mask)``."""
+
+    def __len__(self) -> int:
+        return len(self.seg)
+
+
+def _aliased(ca, by: str) -> bool:
+    """Whether the access falls in its alias group's one segment (physical keys only)."""
+    return by == "space" and isinstance(ca.space, tuple)
+
+
+def _key_of(ca, by: str):
+    if by == "tensor":
+        return ca.tensor
+    if isinstance(ca.space, tuple):
+        return ("alias", ca.space[1])  # every tensor of an alias group: one segment (see module doc)
+    return ca.space
+
+
+def access_events(stream: InstanceStream, by: str = "space", *, templates: np.ndarray | None = None,
+                  per_tensor: bool = False) -> Events:
+    """The events of ``stream``'s accesses, grouped by memory space (``by="space"``: physical
+    conflicts) or by tensor (``by="tensor"``: the logical chains of ``build-fdeps``).
+
+    ``templates`` restricts the events to those compiled accesses (a boolean mask over
+    :attr:`~machine.stream.InstanceStream.templates`).  ``per_tensor`` keeps one event per
+    (segment, instance, direction, tensor) instead, ties in the order of the instruction's
+    accesses (the last write event of an instance is its last write access there).
+    """
+    stream.compile_templates()
+    temps = stream.templates
+    of_mask, atom_masks = atoms_of(stream.masks())
+    of_mask[0] = (0,)
+    group_ids: dict[tuple, int] = {}
+    groups: list = []
+
+    def group(key, atom: int, mask: int) -> int:
+        gid = group_ids.get((key, atom))
+        if gid is None:
+            gid = group_ids[(key, atom)] = len(groups)
+            groups.append((key, atom_masks[atom] if mask else 0))
+        return gid
+
+    wanted = np.ones(len(temps), bool) if templates is None else np.asarray(templates, bool)
+    moving_parts = np.asarray([bool(ca.pshifts) for ca in temps], bool)
+    run_t, run_g, run_lo, run_hi = _template_runs(temps, wanted & ~moving_parts, by, of_mask, group)
+    # Access slots -> (instance, template, byte shift) rows: every instance of the slot.
+    slot_x, slot_t = stream.slot_x, stream.slot_t
+    keep = wanted[slot_t] & ~moving_parts[slot_t]
+    inst, tmpl, delta, slot = _instance_rows(stream, slot_x[keep], slot_t[keep], np.flatnonzero(keep))
+    if by == "space" and stream.has_loops:  # an alias group is one segment, wherever the access moves
+        delta[np.fromiter((_aliased(ca, by) for ca in temps), bool, len(temps))[tmpl]] = 0
+    # Rows x runs: each (instance, template) over the template's runs.
+    first_run = np.searchsorted(run_t, np.arange(len(temps) + 1))
+    nruns = (first_run[1:] - first_run[:-1])[tmpl]
+    row = np.repeat(np.arange(len(tmpl)), nruns)
+    r = first_run[tmpl[row]] + (np.arange(len(row)) - np.repeat(np.cumsum(nruns) - nruns, nruns))
+    ev_inst, ev_tmpl, ev_slot = inst[row], tmpl[row], slot[row]
+    g, lo, hi = run_g[r], run_lo[r] + delta[row], run_hi[r] + delta[row]
+    if moving_parts.any():  # partitions that move with a loop: atoms per instance, in Python (rare)
+        extra = _moving_rows(stream, wanted & moving_parts, by, of_mask, group)
+        ev_inst, ev_tmpl, ev_slot, g, lo, hi = (np.concatenate([a, b]) for a, b in
+                                                zip((ev_inst, ev_tmpl, ev_slot, g, lo, hi), extra))
+    # Segments: the sorted distinct boundaries of each group.
+    lo_key = (g << _POS_BITS) + lo
+    hi_key = (g << _POS_BITS) + hi
+    bounds = np.unique(np.concatenate([lo_key, hi_key]))
+    s_lo = np.searchsorted(bounds, lo_key)
+    span = np.searchsorted(bounds, hi_key) - s_lo
+    rep = np.repeat(np.arange(len(s_lo)), span)
+    seg = s_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(span) - span, span))
+    ev_inst, ev_tmpl, ev_slot = ev_inst[rep], ev_tmpl[rep], ev_slot[rep]
+    write = np.asarray([ca.is_write for ca in temps], bool)[ev_tmpl] if len(temps) else np.zeros(0, bool)
+    if per_tensor and len(seg):  # one event per (segment, instance, direction, tensor) first
+        tensor = np.fromiter((ca.tensor for ca in temps), np.int64, len(temps))[ev_tmpl]
+        order = np.lexsort((ev_slot, tensor, write, ev_inst, seg))
+        seg, ev_inst, write, ev_tmpl, ev_slot, tensor = (a[order] for a in (seg, ev_inst, write, ev_tmpl, ev_slot, tensor))
+        new = np.ones(len(seg), bool)
+        new[1:] = (seg[1:] != seg[:-1]) | (ev_inst[1:] != ev_inst[:-1]) | (write[1:] != write[:-1]) | \
+            (tensor[1:] != tensor[:-1])
+        seg, ev_inst, write, ev_tmpl, ev_slot = seg[new], ev_inst[new], write[new], ev_tmpl[new], ev_slot[new]
+    order = np.lexsort((ev_slot, write, ev_inst, seg))
+    seg, ev_inst, write, ev_tmpl = seg[order], ev_inst[order], write[order], ev_tmpl[order]
+    if len(seg) and not per_tensor:  # one event per (segment, instance, direction)
+        new = np.ones(len(seg), bool)
+        new[1:] = (seg[1:] != seg[:-1]) | (ev_inst[1:] != ev_inst[:-1]) | (write[1:] != write[:-1])
+        seg, ev_inst, write, ev_tmpl = seg[new], ev_inst[new], write[new], ev_tmpl[new]
+    seg_group = bounds >> _POS_BITS
+    seg_lo = bounds - (seg_group << _POS_BITS)
+    seg_hi = np.append(seg_lo[1:], 0)
+    return Events(seg, ev_inst, write, ev_tmpl, seg_lo, seg_hi, seg_group, groups)
+
+
+def _template_runs(temps, wanted: np.ndarray, by: str, of_mask: dict, group):
+    """``(template, group, lo, hi)`` arrays: the runs of every wanted template at iteration 0,
+    sorted by template.  Templates of one run and one partition atom (nearly all) are laid
+    out with numpy; the others in Python."""
+    keys: dict = {}
+    masks: dict[int, int] = {}
+    key_id = np.fromiter((keys.setdefault(_key_of(ca, by), len(keys)) for ca in temps), np.int64, len(temps))
+    mask_id = np.fromiter((masks.setdefault(ca.mask if not _aliased(ca, by) else 0, len(masks))
+                           for ca in temps), np.int64, len(temps))
+    nruns = np.fromiter((1 if _aliased(ca, by) else len(ca.bytes) for ca in temps), np.int64, len(temps))
+    mask_list = list(masks)
+    key_list = list(keys)
+    natoms = np.asarray([len(of_mask[m]) if m else 1 for m in mask_list], np.int64)[mask_id] if len(temps) else \
+        np.zeros(0, np.int64)
+    simple = wanted & (nruns == 1) & (natoms == 1)
+    ts = np.flatnonzero(simple)
+    first_atom = np.asarray([of_mask[m][0] if m else 0 for m in mask_list], np.int64)
+    # group ids of the simple templates: one per (key, atom), created in a deterministic order
+    pairs = np.unique(np.stack([key_id[ts], first_atom[mask_id[ts]], mask_id[ts]], axis=1), axis=0) \
+        if len(ts) else np.zeros((0, 3), np.int64)
+    code: dict[tuple[int, int], int] = {}
+    for k, atom, mid in pairs.tolist():
+        code[(k, atom)] = group(key_list[k], atom, mask_list[mid])
+    if len(ts):
+        combined = key_id[ts] * (len(of_mask) + len(mask_list) + 1) + first_atom[mask_id[ts]]
+        table = {k * (len(of_mask) + len(mask_list) + 1) + a: g for (k, a), g in code.items()}
+        uniq, inverse = np.unique(combined, return_inverse=True)
+        g_simple = np.asarray([table[u] for u in uniq.tolist()], np.int64)[inverse]
+        lo_simple = np.fromiter((temps[t].bytes[0][0] if not _aliased(temps[t], by) else 0
+                                 for t in ts.tolist()), np.int64, len(ts))
+        hi_simple = np.fromiter((temps[t].bytes[0][1] if not _aliased(temps[t], by) else 1
+                                 for t in ts.tolist()), np.int64, len(ts))
+    else:
+        g_simple = lo_simple = hi_simple = np.zeros(0, np.int64)
+    rest_t, rest_g, rest_lo, rest_hi = [], [], [], []
+    for t in np.flatnonzero(wanted & ~simple).tolist():
+        ca = temps[t]
+        alias = _aliased(ca, by)
+        key = _key_of(ca, by)
+        for atom in ((0,) if alias or not ca.mask else of_mask[ca.mask]):
+            g = group(key, atom, 0 if alias else ca.mask)
+            for lo, hi in ((0, 1),) if alias else ca.bytes:
+                rest_t.append(t)
+                rest_g.append(g)
+                rest_lo.append(lo)
+                rest_hi.append(hi)
+    run_t = np.concatenate([ts, np.asarray(rest_t, np.int64)])
+    order = np.argsort(run_t, kind="stable")
+    return (run_t[order], np.concatenate([g_simple, np.asarray(rest_g, np.int64)])[order],
+            np.concatenate([lo_simple, np.asarray(rest_lo, np.int64)])[order],
+            np.concatenate([hi_simple, np.asarray(rest_hi, np.int64)])[order])
+
+
+def _instance_rows(stream: InstanceStream, slot_x: np.ndarray, slot_t: np.ndarray, slots: np.ndarray):
+    """``(instance, template, byte shift, slot)`` for every instance of every access slot."""
+    if not stream.has_loops:
+        return slot_x, slot_t, np.zeros(len(slot_x), np.int64), slots
+    temps = stream.templates
+    depth = np.asarray([len(t) for t in stream.trips], np.int64)[slot_x]
+    simple = depth == 0
+    parts_i = [np.asarray(stream.first, np.int64)[slot_x[simple]]]
+    parts_t = [slot_t[simple]]
+    parts_d = [np.zeros(int(simple.sum()), np.int64)]
+    parts_s = [slots[simple]]
+    for x, t, k in zip(slot_x[~simple].tolist(), slot_t[~simple].tolist(), slots[~simple].tolist()):
+        ids = stream.instances_of(x)
+        ca = temps[t]
+        delta = np.zeros(len(ids), np.int64)
+        if ca.shifts or ca.rotation:
+            digits = stream.digits_of(x)
+            for k, s in ca.shifts:
+                delta += digits[:, k] * s
+            if ca.rotation is not None:
+                k, slots, stride = ca.rotation
+                delta += (digits[:, k] % slots) * stride
+        parts_i.append(ids)
+        parts_t.append(np.full(len(ids), t, np.int64))
+        parts_d.append(delta)
+        parts_s.append(np.full(len(ids), k, np.int64))
+    return np.concatenate(parts_i), np.concatenate(parts_t), np.concatenate(parts_d), np.concatenate(parts_s)
+
+
+def _moving_rows(stream: InstanceStream, wanted: np.ndarray, by: str, of_mask: dict, group):
+    """Rows of the templates whose partitions move with a loop, instance by instance."""
+    rows: list[tuple[int, int, int, int, int, int]] = []
+    temps = stream.templates
+    for k, (x, t) in enumerate(zip(stream.slot_x.tolist(), stream.slot_t.tolist())):
+        if not wanted[t]:
+            continue
+        ca = temps[t]
+        key = _key_of(ca, by)
+        for i in stream.instances_of(x).tolist():
+            mask, byteset = stream.footprint_at(ca, i)
+            for atom in of_mask[mask] if mask else (0,):
+                g = group(key, atom, mask)
+                rows.extend((i, t, k, g, lo, hi) for lo, hi in byteset)
+    cols = np.asarray(rows, np.int64).reshape(-1, 6).T
+    return cols[0], cols[1], cols[2], cols[3], cols[4], cols[5]

@@ -1,0 +1,80 @@
+"""The race checker's fast path: one sort instead of a walk, for programs without races.
+
+A program is race-free iff, in every byte, every access is ordered after the last write
+before it, and every write after the reads since the previous write (by induction along each
+byte's accesses in program order: the writes form an ordered chain and every read hangs off
+it).  With the accesses cut into segments (:func:`machine.events.access_events`), those are
+the neighbours of each event in its segment, so the whole question is a handful of numpy
+operations over the events and one gather from the start clocks of the instances
+(:func:`machine.hb.start_clocks`): "``a`` is ordered before ``b``" is
+``S(b)[comp(a)] >= pos(a)``.
+
+:func:`race_free` answers yes exactly when the program has no race.  When the answer is no,
+or the program has DRAM alias groups (whose events over-approximate sharing), the caller runs
+the exact walk of :mod:`verify.racecheck`, which lists every racing pair: the fast path never
+reports a race itself, so its answer is only ever used when it is "race-free".
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from machine.events import access_events
+from machine.hb import start_clocks
+from machine.stream import InstanceStream, Waits
+
+__all__ = ["race_free", "neighbour_pairs"]
+
+
+def neighbour_pairs(seg: np.ndarray, inst: np.ndarray, write: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(earlier, later)`` instance pairs that must be ordered for a race-free program: each
+    access after the previous write of its segment, each write after the reads since that
+    write (each read before the next write of another instance).
+
+    >>> seg = np.array([0, 0, 0, 0]); inst = np.array([1, 2, 3, 4]); w = np.array([True, False, False, True])
+    >>> [list(map(int, a)) for a in neighbour_pairs(seg, inst, w)]
+    [[1, 1, 1, 2, 3], [2, 3, 4, 4, 4]]
+    """
+    n = len(seg)
+    if not n:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    idx = np.arange(n)
+    start = np.ones(n, bool)
+    start[1:] = seg[1:] != seg[:-1]
+    seg_first = np.maximum.accumulate(np.where(start, idx, 0))
+    end = np.ones(n, bool)
+    end[:-1] = seg[1:] != seg[:-1]
+    seg_last = np.minimum.accumulate(np.where(end, idx, n)[::-1])[::-1]
+    # the last write strictly before each event, inside its segment
+    last_w = np.maximum.accumulate(np.where(write, idx, -1))
+    prev_w = np.empty(n, np.int64)
+    prev_w[0] = -1
+    prev_w[1:] = last_w[:-1]
+    has_prev = prev_w >= seg_first
+    # the first write strictly after each read, inside its segment
+    next_w_incl = np.minimum.accumulate(np.where(write, idx, n)[::-1])[::-1]
+    next_w = np.full(n, n)
+    next_w[:-1] = next_w_incl[1:]
+    read = ~write
+    has_next = read & (next_w <= seg_last)
+    nxt = np.where(has_next, next_w, 0)
+    has_next &= inst[nxt] != inst  # a read-modify-write's own write: the next write checks it
+    earlier = np.concatenate([inst[prev_w[has_prev]], inst[has_next]])
+    later = np.concatenate([inst[has_prev], inst[nxt[has_next]]])
+    return earlier, later
+
+
+def race_free(stream: InstanceStream, waits: Waits) -> bool:
+    """True iff the program has no race under ``waits`` (False: it may have some; the exact
+    walk decides).  DRAM alias groups always answer False (see the module doc)."""
+    stream.compile_templates()
+    if any(isinstance(ca.space, tuple) for ca in stream.templates):
+        return False
+    starts = start_clocks(stream.seq.tolist(), stream.comp.tolist(), waits.ptr.tolist(), waits.target.tolist(),
+                          stream.spec.dma_queues)
+    ev = access_events(stream, "space")
+    earlier, later = neighbour_pairs(ev.seg, ev.inst, ev.write)
+    if not len(earlier):
+        return True
+    clocks = np.asarray(starts, np.int64)
+    return bool((clocks[later, stream.comp[earlier]] >= stream.pos[earlier]).all())
