@@ -1,8 +1,10 @@
 """Task scenarios (``scenarios/tasks/``): orchestration programs run through the task passes.
 
 A task scenario is a file of ``scenarios/tasks`` defining ``build_tasks() -> TaskProgram``;
-its program is shipped beside it as ``NAME.json`` (:func:`write_all_task_scenarios` keeps them
-in step).  :func:`run_task_scenario` runs one:
+its program is shipped beside it as ``NAME.json`` and the program after the default task
+pipeline as ``NAME.compiled.json`` (``neuronsim check`` on it is race-free; on ``NAME.json``,
+the all-AUTO program, it shows the runtime's own races); :func:`write_all_task_scenarios`
+keeps them in step.  :func:`run_task_scenario` runs one:
 
 * the all-AUTO program (``derive-call-directions`` only) and the compiled one (the default task
   pipeline), with the runtime tracking each costs (:mod:`verify.task_counts`: lookups, inserts,
@@ -113,8 +115,8 @@ class TaskScenarioResult:
                 out.append(f"run {'nominal' if trace.seed is None else f'seed {trace.seed}'}: {races} race(s)")
         out.extend(self.violations)
         if self.stale_json:
-            out.append(f"scenarios/tasks/{self.name}.json differs from build_tasks(): regenerate it "
-                       "(python -m verify.task_scenarios)")
+            out.append(f"scenarios/tasks/{self.name}.json or .compiled.json differs from build_tasks(): regenerate "
+                       "them (python -m verify.task_scenarios)")
         return out
 
     def summary(self) -> dict[str, Any]:
@@ -130,8 +132,9 @@ def run_task_scenario(module: ModuleType, *, seeds: tuple[int | None, ...] = DEF
     name = task_scenario_name(module)
     program = module.build_tasks()
     shipped = Path(module.__file__).with_suffix(".json")  # type: ignore[arg-type]
-    stale = shipped.is_file() and load_tasks(str(shipped)) != program
     compiled = compile_tasks(program)[0]
+    stale = any(path.is_file() and load_tasks(str(path)) != want
+                for path, want in ((shipped, program), (_compiled_path(shipped), compiled)))
     footprint = task_footprint([("all AUTO", derive_directions(program)), ("compiled", compiled)], simulate=True,
                                races=True)
     result = TaskScenarioResult(name, program, compiled, footprint, stale_json=stale)
@@ -143,13 +146,19 @@ def run_task_scenario(module: ModuleType, *, seeds: tuple[int | None, ...] = DEF
     return result
 
 
+def _compiled_path(shipped: Path) -> Path:
+    return shipped.with_suffix(".compiled.json")
+
+
 def write_all_task_scenarios() -> list[Path]:
-    """Write every task scenario's ``NAME.json`` from its ``build_tasks``."""
+    """Write every task scenario's ``NAME.json`` from its ``build_tasks``, and ``NAME.compiled.json``."""
     out = []
     for module in all_task_scenarios():
         path = Path(module.__file__).with_suffix(".json")  # type: ignore[arg-type]
-        write_text(path, dumps_tasks(module.build_tasks()))
-        out.append(path)
+        program = module.build_tasks()
+        write_text(path, dumps_tasks(program))
+        write_text(_compiled_path(path), dumps_tasks(compile_tasks(program)[0]))
+        out.extend((path, _compiled_path(path)))
     return out
 
 

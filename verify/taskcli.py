@@ -169,7 +169,7 @@ def _table(report: TaskFootprint) -> Table:
     columns = ("stage", "tasks", "lookups", "inserts", "creator", "explicit", "manual tasks", "no_dep slots",
                "out-existing slots", "MANUAL scopes", "races", "makespan µs", "orchestrator µs")
     for column in columns:
-        table.add_column(column, justify="left" if column == "stage" else "right")
+        table.add_column(column, justify="left" if column == "stage" else "right", no_wrap=column == "stage")
     for s in report.stages:
         r = s.run or {}
 
@@ -232,7 +232,7 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
     if saved is not None:
         click.echo(f"saved per run: {saved['lookups']} lookups, {saved['inserts']} inserts, {saved['creator']} creator "
                    f"edges, at the price of {-saved['explicit']} more explicit deps; {saved['manual_tasks']} more tasks "
-                   f"in MANUAL scopes ({saved['manual_scopes']} scopes), {saved['demoted_slots']} slots demoted")
+                   f"in MANUAL scopes ({saved['manual_scopes']} scope(s)), {saved['demoted_slots']} slots demoted")
     if report.stages[0].run is None:
         click.echo("given: the calls carry no directions yet (derive-call-directions gives them): not runnable")
     return 0

@@ -12,7 +12,8 @@ executed call (and every ``task_dummy``) submits one :class:`TaskInstance` carry
   ``output`` (views, aliases and carried values of that tensor keep it), as simpler's
   ``Tensor`` handles keep their owner task;
 * its explicit deps, evaluated at submission: user deps (TaskId variables, whole TaskId
-  arrays) and compiler deps (a variable's current task value, or a loop fan-in: every instance
+  arrays) and compiler deps (a variable's current task value; for a loop-carried dep, that
+  value only if the loop's current execution submitted it; or a loop fan-in: every instance
   of the named calls in the loop's last completed execution plus the latest of each).
 
 Nothing here orders anything: the runtime (:mod:`machine.sim.runtime`) adds TensorMap
@@ -143,6 +144,7 @@ class _Walk:
         self.arrays: dict[str, list[frozenset[int]]] = {}
         self.latest: dict[str, int] = {}
         self.executions: dict[str, tuple[int, int]] = {}
+        self.started: dict[str, int] = {}  # loop -> first instance index of its current execution
         self.calls_of: list[str] = []  # per instance, its label (for loop fan-ins)
         self.loops: list[tuple[str, int]] = []
         self.manual = 0
@@ -268,7 +270,7 @@ class _Walk:
     def loop(self, s: For | While, path: str) -> Iterator[TaskInstance]:
         for a in s.iter_args:
             self.bind(a.name, a.init, path)
-        start = len(self.calls_of)
+        start = self.started[s.name] = len(self.calls_of)
         if isinstance(s, For):
             lo, hi, step = (self.value(v, path) for v in (s.start, s.stop, s.step))
             if step == 0:
@@ -321,7 +323,13 @@ class _Walk:
         index = len(self.calls_of)
         compiler: set[int] = set()
         for dep in c.compiler_deps:
-            compiler |= self.fan_in(dep.loop, dep.calls) if dep.loop else self.deps((dep.on,))
+            if dep.loop:
+                compiler |= self.fan_in(dep.loop, dep.calls)
+            elif dep.carried:  # only what the current execution of the loop submitted
+                first = self.started[dep.carried]
+                compiler |= {i for i in self.deps((dep.on,)) if i >= first}
+            else:
+                compiler |= self.deps((dep.on,))
         accesses = []
         for k, (arg, d, param) in enumerate(zip(c.args, c.directions, kernel.params)):
             if param.direction == ParamDirection.SCALAR or not isinstance(arg, str):

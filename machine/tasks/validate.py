@@ -73,7 +73,8 @@ class _Checker:
         self.types: dict[str, TensorType] = {}
         self.labels: dict[str, str] = {}
         self.scopes: list[set[str]] = [set()]
-        self.deferred: list[tuple[Call, str]] = []
+        self.deferred: list[tuple[Call, str, tuple[str, ...]]] = []  # a call, its path, the loops around it
+        self.loops: list[str] = []
 
     # -- names ---------------------------------------------------------------------------
     def define(self, name: str, kind: str, path: str, type_: TensorType | None = None) -> None:
@@ -257,7 +258,9 @@ class _Checker:
             self.define(name, kind, join_path(join_path(join_path(path, "iter_args"), i), "name"), type_)
         if isinstance(s, While):
             self.expr(s.cond, join_path(path, "while"))
+        self.loops.append(s.name)
         body = self.body(s.body, join_path(path, "body"), manual=manual, loops=loops + 1)
+        self.loops.pop()
         yields = self.yields(s.yields, [kind for _, kind, _ in defs], join_path(path, "yield"), f"loop '{s.name}'")
         self.scopes.pop()
         for i, (name, (_, kind, type_)) in enumerate(zip(s.returns, defs)):
@@ -327,7 +330,7 @@ class _Checker:
             self.define(name, TENSOR, join_path(path, "outputs"), self.types.get(source) if isinstance(source, str) else None)
         if c.submit:
             self.define(c.task_id, TASK, join_path(path, "task_id"))
-        self.deferred.append((c, path))
+        self.deferred.append((c, path, tuple(self.loops)))
         return replace(c, args=tuple(args))
 
     def finish(self) -> None:
@@ -338,12 +341,14 @@ class _Checker:
                 where = join_path(where, key)
             return where
 
-        for c, path in self.deferred:
+        for c, path, loops in self.deferred:
             for i, dep in enumerate(c.compiler_deps):
                 if self.kinds.get(dep.on) not in (TASK, ARRAY, TENSOR):
                     raise ProgramError(at(path, i, "on"), f"'{dep.on}' is not a TaskId, TaskId array or tensor variable")
                 if dep.loop is not None and self.labels.get(dep.loop) != "loop":
                     raise ProgramError(at(path, i, "loop"), f"'{dep.loop}' is not a loop")
+                if dep.carried is not None and dep.carried not in loops:
+                    raise ProgramError(at(path, i, "carried"), f"'{dep.carried}' is not a loop around call '{c.name}'")
                 for j, name in enumerate(dep.calls):
                     if self.labels.get(name) != "call":
                         raise ProgramError(at(path, i, "calls", j), f"'{name}' is not a call")

@@ -64,7 +64,11 @@ class Record(NamedTuple):
     ``loops`` (loops whose iterations ``task`` does not summarise), ``enclosing`` (every loop
     around the producer), ``chained`` (the call writes and runs once or inside a loop walked
     twice, so the back-edge on its own write orders all its instances and the latest one stands
-    for all) and ``prev_of`` (the record stands for the previous iteration of that loop).
+    for all), ``breaks`` (loops around the producer whose iterations that chain does not join:
+    its back-edges are carried in the loops walked twice, so instances in different iterations
+    of a ``parallel`` loop are not ordered, and once such a loop has exited the latest instance
+    no longer stands for all) and ``prev_of`` (the record stands for the previous iteration of
+    that loop).
     """
 
     root: str
@@ -87,6 +91,7 @@ class Record(NamedTuple):
     triggered a fallback): a later hazard on it keeps the consumer's lookup and AUTO scope."""
     output: bool = False
     """The access is a runtime-allocated ``output`` (it creates the tensor later slots use)."""
+    breaks: tuple[int, ...] = ()
 
 
 @dataclass
@@ -240,8 +245,11 @@ class CallResult:
     _edge_at: dict[tuple[str, str | None], int] = field(default_factory=dict, repr=False)
     _noted: set[Note] = field(default_factory=set, repr=False)
 
-    def add_edge(self, dep: CompilerDep) -> None:
-        """Append ``dep`` unless one on the same variable (and loop) is there; fan-ins merge their calls."""
+    def add_edge(self, dep: CompilerDep, loops: tuple[str, ...] = ()) -> None:
+        """Append ``dep`` unless one on the same variable (and loop) is there; fan-ins merge their
+        calls; a plain dep and a loop-carried one on the same variable merge into the weaker
+        restriction: plain, or carried in the outer of the two loops (``loops``: the loops
+        around the call, outermost first)."""
         i = self._edge_at.get((dep.on, dep.loop))
         if i is None:
             self._edge_at[dep.on, dep.loop] = len(self.edges)
@@ -249,7 +257,10 @@ class CallResult:
             return
         old = self.edges[i]
         if dep.calls and not set(dep.calls) <= set(old.calls):
-            self.edges[i] = CompilerDep(old.on, old.loop, old.calls + tuple(c for c in dep.calls if c not in old.calls))
+            old = self.edges[i] = CompilerDep(old.on, old.loop, old.calls + tuple(c for c in dep.calls if c not in old.calls))
+        if old.carried != dep.carried and old.carried is not None:
+            outer = None if dep.carried is None else min(old.carried, dep.carried, key=loops.index)
+            self.edges[i] = CompilerDep(old.on, old.loop, old.calls, outer)
 
     def note(self, note: Note) -> None:
         if note not in self._noted:

@@ -16,7 +16,9 @@ What the passes do
     would track with a lookup and an insert per slot per task; the analysis orders each update
     after the previous one with explicit deps (including the WAR of ``qk``'s score tile,
     rewritten every block while ``softmax_update`` of the previous block may still read it),
-    so the whole body becomes one MANUAL scope.
+    so the whole body becomes one MANUAL scope.  The deps on the previous block are carried
+    in the block loop: a sequence's first block waits for nothing of the previous sequence,
+    and the sequences still run side by side.
 """
 
 from __future__ import annotations

@@ -136,6 +136,28 @@ def test_a_manual_scope_orders_by_user_deps_alone():
     assert scopes(out) == {"W": "manual/user", "R": "manual/user"}
 
 
+def test_a_creator_in_a_user_manual_scope_keeps_its_consumer_auto():
+    """A user MANUAL scope is skipped (section 3 item 3), yet a call in it that receives an
+    ``output`` buffer is the tensor's creator: a later AUTO user waits for it (section 4, step
+    A).  The seed converts the consumer's branch to MANUAL (its one hazard, on P, is covered) and
+    loses that creator edge; the default keeps the consumer AUTO."""
+    from verify.taskcheck import check_task_program
+
+    tb, k = kit()
+    m = tb.param("m", (8, 8))
+    c = tb.scalar("c", value=1)
+    _, tp = tb.submit(k.w, [m], name="P", task_id="tp")
+    with tb.manual_scope():
+        tb.submit(k.w, [m], name="W", task_id="tw", directions=["output"], deps=[tp])
+    with tb.if_(c, name="B"):
+        tb.submit(k.r, [m], name="R", task_id="tr")
+    seed, sound = compiled(tb.program(), faithful=True), compiled(tb.program())
+    assert deps(seed)["R"] == ["tp"] and scopes(seed)["R"] == "manual/compiler"
+    assert [(r.kind, r.first_name, r.second_name) for r in check_task_program(seed).races] == [("RAW", "W", "R")]
+    assert deps(sound)["R"] == ["tp"] and scopes(sound)["R"] == "auto/compiler" and dirs(sound)["R"] == "in"
+    assert check_task_program(sound).race_free
+
+
 def test_memref_roots_may_alias():
     """One allocation: overlapping or symbolic byte ranges may alias; disjoint ranges or other bases do not."""
     tb, k = kit()
