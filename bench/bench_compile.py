@@ -11,8 +11,10 @@ ACT, DMA stores back on a third queue.
 Each size runs in its own process (so peak RSS is that size's).  Printed per size: the seconds
 of every pass (alloc, build-fdeps, remove-redundancies, anti-deps, dep-reduction), the
 verification between passes, the race check of the result (:func:`verify.racecheck.check_program`
-on the compiled program: the check reads the deps from the pipeline's dep table, as it would
-after loading them), compile + check, the CPU time of the process (compare with wall time:
+on the compiled program: the check reads the deps from the pipeline's dep table, and it reuses
+the instance stream and the physical access events ``anti-deps`` computed on it - a check of
+the same program loaded from a file computes both itself, see ``bench_racecheck.py``),
+compile + check, the CPU time of the process (compare with wall time:
 the machine may be shared), peak RSS, deps written, races found, and, apart, what writing the
 program's deps into its instruction objects costs (needed to save it; not part of compile +
 check).  The goal of issue #9 (compile + check of 1e6 instructions in under 20 s and 2 GiB)

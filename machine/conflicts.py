@@ -72,6 +72,45 @@ def conflict_kind(stream: InstanceStream, a: int, b: int, floor: int = 0) -> int
     return best
 
 
+def pair_kinds(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarray | None:
+    """:func:`conflict_kind` of every pair ``(a[k], b[k])`` (``a[k]`` earlier), vectorised over
+    the physical access events (:mod:`machine.events`); None when the program has DRAM alias
+    groups (their events over-approximate sharing: ask :func:`conflict_kind`)."""
+    from machine.events import access_events
+
+    if any(isinstance(ca.space, tuple) for ca in stream.templates):
+        return None
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    if not len(a):
+        return np.zeros(0, np.int64)
+    ev = access_events(stream, "space")
+    n = len(stream)
+    key = ev.seg.astype(np.int64) * n + ev.inst  # sorted: events are by segment, then instance
+    flag = np.where(ev.write, 2, 1)
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    keys, flags = key[starts], np.bitwise_or.reduceat(flag, starts)
+    # the segments of each b: its events, grouped by instance
+    by_inst = np.argsort(keys % n, kind="stable")
+    inst_sorted = (keys % n)[by_inst]
+    lo, hi = np.searchsorted(inst_sorted, b), np.searchsorted(inst_sorted, b, side="right")
+    count = hi - lo
+    pair = np.repeat(np.arange(len(a)), count)
+    row = by_inst[np.repeat(lo, count) + (np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count))]
+    seg = keys[row] // n
+    b_flag = flags[row]
+    wanted = seg * n + a[pair]
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    a_flag = np.where(keys[at] == wanted, flags[at], 0)
+    a_writes, a_reads = (a_flag & 2) > 0, (a_flag & 1) > 0
+    b_writes, b_reads = (b_flag & 2) > 0, (b_flag & 1) > 0
+    kind = np.where(a_writes & b_reads, 4, np.where(a_writes & b_writes, 3, np.where(a_reads & b_writes, 2, 0)))
+    out = np.zeros(len(a), np.int64)
+    np.maximum.at(out, pair, kind)
+    return out
+
+
 def conflicts(stream: InstanceStream, a: int, b: int) -> list[Conflict]:
     """Every access pair of instances ``a`` (earlier) and ``b`` sharing a byte one of them
     writes: ``(kind, access of a, access of b, shared partition mask, shared bytes)``."""

@@ -99,8 +99,33 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
     (segment, instance, direction, tensor) instead, ties in the order of the instruction's
     accesses (the last write event of an instance is its last write access there).
     """
-    stream.compile_templates()
     temps = stream.templates
+    if templates is not None and np.all(templates):
+        templates = None
+    if templates is None:  # every access: cached with the compiled accesses (a check after the passes reuses them)
+        cache = getattr(stream, "_event_cache", None)
+        if cache is None or cache[0] is not temps:
+            cache = stream._event_cache = (temps, {})
+        found = cache[1].get((by, per_tensor))
+        if found is None and not per_tensor and (by, True) in cache[1]:
+            found = cache[1][(by, False)] = _per_direction(cache[1][(by, True)])
+        if found is None:
+            found = cache[1][(by, per_tensor)] = _access_events(stream, by, None, per_tensor)
+        return found
+    return _access_events(stream, by, templates, per_tensor)
+
+
+def _per_direction(ev: Events) -> Events:
+    """Per-tensor events collapsed to one per (segment, instance, direction): the first."""
+    new = np.ones(len(ev.seg), bool)
+    new[1:] = (ev.seg[1:] != ev.seg[:-1]) | (ev.inst[1:] != ev.inst[:-1]) | (ev.write[1:] != ev.write[:-1])
+    return Events(ev.seg[new], ev.inst[new], ev.write[new], ev.template[new], ev.seg_lo, ev.seg_hi, ev.seg_group,
+                  ev.groups)
+
+
+def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None, per_tensor: bool) -> Events:
+    temps = stream.templates
+    cols = _columns(stream)
     of_mask, atom_masks = atoms_of(stream.masks())
     of_mask[0] = (0,)
     group_ids: dict[tuple, int] = {}
@@ -114,14 +139,14 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
         return gid
 
     wanted = np.ones(len(temps), bool) if templates is None else np.asarray(templates, bool)
-    moving_parts = np.asarray([bool(ca.pshifts) for ca in temps], bool)
-    run_t, run_g, run_lo, run_hi = _template_runs(temps, wanted & ~moving_parts, by, of_mask, group)
+    moving_parts = cols.moving_parts
+    run_t, run_g, run_lo, run_hi = _template_runs(temps, cols, wanted & ~moving_parts, by, of_mask, group)
     # Access slots -> (instance, template, byte shift) rows: every instance of the slot.
     slot_x, slot_t = stream.slot_x, stream.slot_t
     keep = wanted[slot_t] & ~moving_parts[slot_t]
     inst, tmpl, delta, slot = _instance_rows(stream, slot_x[keep], slot_t[keep], np.flatnonzero(keep))
     if by == "space" and stream.has_loops:  # an alias group is one segment, wherever the access moves
-        delta[np.fromiter((_aliased(ca, by) for ca in temps), bool, len(temps))[tmpl]] = 0
+        delta[cols.alias[tmpl]] = 0
     # Rows x runs: each (instance, template) over the template's runs.
     first_run = np.searchsorted(run_t, np.arange(len(temps) + 1))
     nruns = (first_run[1:] - first_run[:-1])[tmpl]
@@ -142,16 +167,22 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
     rep = np.repeat(np.arange(len(s_lo)), span)
     seg = s_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(span) - span, span))
     ev_inst, ev_tmpl, ev_slot = ev_inst[rep], ev_tmpl[rep], ev_slot[rep]
-    write = np.asarray([ca.is_write for ca in temps], bool)[ev_tmpl] if len(temps) else np.zeros(0, bool)
+    write = cols.write[ev_tmpl]
+    if len(seg) and np.any(ev_slot[1:] < ev_slot[:-1]):  # ties broken by slot: rows in slot order first
+        by_slot = np.argsort(ev_slot, kind="stable")
+        seg, ev_inst, write, ev_tmpl, ev_slot = (a[by_slot] for a in (seg, ev_inst, write, ev_tmpl, ev_slot))
     if per_tensor and len(seg):  # one event per (segment, instance, direction, tensor) first
-        tensor = np.fromiter((ca.tensor for ca in temps), np.int64, len(temps))[ev_tmpl]
-        order = np.lexsort((ev_slot, tensor, write, ev_inst, seg))
+        tensor = cols.tensor[ev_tmpl]
+        order = _stable_order((seg, len(bounds)), (ev_inst, len(stream)), (write, 2),
+                              (tensor, len(stream.tensor_names)))
         seg, ev_inst, write, ev_tmpl, ev_slot, tensor = (a[order] for a in (seg, ev_inst, write, ev_tmpl, ev_slot, tensor))
         new = np.ones(len(seg), bool)
         new[1:] = (seg[1:] != seg[:-1]) | (ev_inst[1:] != ev_inst[:-1]) | (write[1:] != write[:-1]) | \
             (tensor[1:] != tensor[:-1])
         seg, ev_inst, write, ev_tmpl, ev_slot = seg[new], ev_inst[new], write[new], ev_tmpl[new], ev_slot[new]
-    order = np.lexsort((ev_slot, write, ev_inst, seg))
+        by_slot = np.argsort(ev_slot, kind="stable")
+        seg, ev_inst, write, ev_tmpl = seg[by_slot], ev_inst[by_slot], write[by_slot], ev_tmpl[by_slot]
+    order = _stable_order((seg, len(bounds)), (ev_inst, len(stream)), (write, 2))
     seg, ev_inst, write, ev_tmpl = seg[order], ev_inst[order], write[order], ev_tmpl[order]
     if len(seg) and not per_tensor:  # one event per (segment, instance, direction)
         new = np.ones(len(seg), bool)
@@ -163,18 +194,74 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
     return Events(seg, ev_inst, write, ev_tmpl, seg_lo, seg_hi, seg_group, groups)
 
 
-def _template_runs(temps, wanted: np.ndarray, by: str, of_mask: dict, group):
+class _Columns(NamedTuple):
+    """Per compiled access (template), what the event builder reads, as arrays: built in one
+    Python pass per stream and placement and shared by every :func:`access_events` call."""
+
+    tensor: np.ndarray
+    write: np.ndarray
+    alias: np.ndarray
+    """Falls in a DRAM alias group (one segment per group when keyed by space)."""
+    space: np.ndarray
+    """Id of the space key (``spaces``)."""
+    spaces: list
+    mask: np.ndarray
+    """Id of the partition mask (``masks``)."""
+    masks: list
+    nruns: np.ndarray
+    lo: np.ndarray
+    """First byte of the first run (0 when none)."""
+    hi: np.ndarray
+    moving_parts: np.ndarray
+
+
+def _columns(stream: InstanceStream) -> _Columns:
+    temps = stream.templates
+    cached = getattr(stream, "_event_columns", None)
+    if cached is not None and cached[0] is temps:
+        return cached[1]
+    spaces: dict = {}
+    masks: dict[int, int] = {}
+    rows = [(ca.tensor, ca.is_write, isinstance(ca.space, tuple),
+             spaces.setdefault(("alias", ca.space[1]) if isinstance(ca.space, tuple) else ca.space, len(spaces)),
+             masks.setdefault(ca.mask, len(masks)), len(ca.bytes), *(ca.bytes[0] if ca.bytes else (0, 0)),
+             bool(ca.pshifts)) for ca in temps]
+    cols = np.asarray(rows, np.int64).reshape(-1, 9).T
+    out = _Columns(cols[0], cols[1].astype(bool), cols[2].astype(bool), cols[3], list(spaces), cols[4], list(masks),
+                   cols[5], cols[6], cols[7], cols[8].astype(bool))
+    stream._event_columns = (temps, out)
+    return out
+
+
+def _stable_order(*columns: tuple[np.ndarray, int]) -> np.ndarray:
+    """The stable sort order by ``columns`` (most significant first), each ``(values, bound)``
+    with ``0 <= values < bound``: one argsort of a combined key when it fits 63 bits (much
+    faster than a lexsort over millions of rows), a lexsort otherwise."""
+    total = 1
+    for _, bound in columns:
+        total *= max(bound, 1)
+    if total >= 1 << 63:
+        return np.lexsort(tuple(values for values, _ in reversed(columns)))
+    key = np.zeros(len(columns[0][0]), np.int64)
+    for values, bound in columns:
+        key *= max(bound, 1)
+        key += values
+    return np.argsort(key, kind="stable")
+
+
+def _template_runs(temps, cols: _Columns, wanted: np.ndarray, by: str, of_mask: dict, group):
     """``(template, group, lo, hi)`` arrays: the runs of every wanted template at iteration 0,
     sorted by template.  Templates of one run and one partition atom (nearly all) are laid
     out with numpy; the others in Python."""
-    keys: dict = {}
-    masks: dict[int, int] = {}
-    key_id = np.fromiter((keys.setdefault(_key_of(ca, by), len(keys)) for ca in temps), np.int64, len(temps))
-    mask_id = np.fromiter((masks.setdefault(ca.mask if not _aliased(ca, by) else 0, len(masks))
-                           for ca in temps), np.int64, len(temps))
-    nruns = np.fromiter((1 if _aliased(ca, by) else len(ca.bytes) for ca in temps), np.int64, len(temps))
-    mask_list = list(masks)
-    key_list = list(keys)
+    aliased = cols.alias if by == "space" else np.zeros(len(temps), bool)
+    if by == "tensor":
+        key_id, key_list = cols.tensor, list(range(int(cols.tensor.max()) + 1 if len(temps) else 0))
+    else:
+        key_id, key_list = cols.space, cols.spaces
+    zero_mask = cols.masks.index(0) if 0 in cols.masks else len(cols.masks)
+    mask_list = cols.masks + ([0] if zero_mask == len(cols.masks) else [])
+    mask_id = np.where(aliased, zero_mask, cols.mask)
+    nruns = np.where(aliased, 1, cols.nruns)
     natoms = np.asarray([len(of_mask[m]) if m else 1 for m in mask_list], np.int64)[mask_id] if len(temps) else \
         np.zeros(0, np.int64)
     simple = wanted & (nruns == 1) & (natoms == 1)
@@ -191,10 +278,8 @@ def _template_runs(temps, wanted: np.ndarray, by: str, of_mask: dict, group):
         table = {k * (len(of_mask) + len(mask_list) + 1) + a: g for (k, a), g in code.items()}
         uniq, inverse = np.unique(combined, return_inverse=True)
         g_simple = np.asarray([table[u] for u in uniq.tolist()], np.int64)[inverse]
-        lo_simple = np.fromiter((temps[t].bytes[0][0] if not _aliased(temps[t], by) else 0
-                                 for t in ts.tolist()), np.int64, len(ts))
-        hi_simple = np.fromiter((temps[t].bytes[0][1] if not _aliased(temps[t], by) else 1
-                                 for t in ts.tolist()), np.int64, len(ts))
+        lo_simple = np.where(aliased[ts], 0, cols.lo[ts])
+        hi_simple = np.where(aliased[ts], 1, cols.hi[ts])
     else:
         g_simple = lo_simple = hi_simple = np.zeros(0, np.int64)
     rest_t, rest_g, rest_lo, rest_hi = [], [], [], []

@@ -35,6 +35,8 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
+from operator import add
 from typing import NamedTuple
 
 import numpy as np
@@ -215,6 +217,8 @@ class InstanceStream:
         self.tensor_names = list(program.tensors)
         self.tensor_id = {name: t for t, name in enumerate(self.tensor_names)}
         self._accesses: list[tuple[CompiledAccess, ...]] | None = None
+        self._layout: tuple[list[Access], list[bool]] | None = None
+        self._templates: list[CompiledAccess] | None = None
         self._masks: set[int] | None = None
         self._common: dict[tuple[int, int], int] = {}
 
@@ -237,10 +241,7 @@ class InstanceStream:
         other.tensor_id = {name: t for t, name in enumerate(other.tensor_names)}
         other._accesses = None
         other._masks = None
-        if getattr(self, "templates", None) is not None:
-            tensors = program.tensors
-            other.templates = [other._compile_one(x, ca.access, ca.is_write, tensors[ca.access.tensor])
-                               for x, ca in zip(self.template_x, self.templates)]
+        other._templates = None  # compiled again, lazily, against the new placements
         return other
 
     def for_program(self, program: Program) -> InstanceStream:
@@ -430,9 +431,95 @@ class InstanceStream:
 
     def compile_templates(self) -> None:
         """Make :attr:`templates`, :attr:`slot_x` and :attr:`slot_t` available (without
-        the per-instruction tuples of :attr:`all_accesses` when they can be skipped)."""
-        if getattr(self, "templates", None) is None:
-            self._compile_slots()
+        the per-instruction tuples of :attr:`all_accesses`)."""
+        self.templates  # noqa: B018 - compiles
+
+    @property
+    def templates(self) -> list[CompiledAccess]:
+        """Each distinct access compiled once (see :meth:`_lay_out_slots`), by template id."""
+        if self._templates is None:
+            if self._layout is None:
+                self._lay_out_slots()
+            self._templates = self._compile_templates()
+        return self._templates
+
+    def _compile_templates(self) -> list[CompiledAccess]:
+        """Accesses that cannot move and touch tensors of one geometry (memory, dtype, shape,
+        first partition) with the same partitions, pattern and direction have footprints that
+        differ by a byte shift only (:func:`~machine.geometry.base_footprint` is affine in the
+        tensor's first byte and, with an explicit pattern, in the offset): the first is
+        compiled, the others are it shifted."""
+        tensors = self.program.tensors
+        tensor_id = self.tensor_id
+        compile_one = self._compile_one
+        info: dict[str, tuple | None] = {}  # tensor -> (geometry, first byte, item size, id), None: compile each
+        for name, tensor in tensors.items():
+            if tensor.rotate is None and tensor.alias is None and not tensor.is_virtual:
+                info[name] = ((tensor.memory, tensor.dtype, tensor.shape, tensor.partition), tensor.byte_base,
+                              tensor.itemsize, tensor_id[name])
+        protos: dict[tuple, tuple[CompiledAccess, int]] = {}
+        out = []
+        append = out.append
+        for x, access, is_write in zip(self.template_x, *self._layout):
+            about = info.get(access.tensor)
+            if about is None or access.per_iteration or access.partitions_per_iteration:
+                append(compile_one(x, access, is_write, tensors[access.tensor]))
+                continue
+            geometry, base, itemsize, tid = about
+            pattern = access.pattern
+            if pattern is None:
+                key = (geometry, access.partitions, None, access.offset, is_write)
+                first = base
+            else:
+                key = (geometry, access.partitions, pattern, None, is_write)
+                first = base + (access.offset or 0) * itemsize
+            found = protos.get(key)
+            if found is None:
+                compiled = compile_one(x, access, is_write, tensors[access.tensor])
+                protos[key] = (compiled, first)
+                append(compiled)
+                continue
+            proto, shift = found
+            shift = first - shift
+            append(CompiledAccess(is_write, tid, proto.space, proto.memory, proto.mask,
+                                  tuple([(lo + shift, hi + shift) for lo, hi in proto.bytes]), (), (), None, access))
+        return out
+
+    @property
+    def slot_x(self) -> np.ndarray:
+        """Per access slot (instructions in document order, each one's reads then writes):
+        its instruction."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._slot_x
+
+    @property
+    def slot_t(self) -> np.ndarray:
+        """Per access slot: its template (:attr:`templates` index)."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._slot_t
+
+    @property
+    def template_x(self) -> list[int]:
+        """Per template: the first instruction using it."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._template_x
+
+    @property
+    def template_access(self) -> list[Access]:
+        """Per template: the :class:`~machine.ir.Access` it compiles (no placement needed)."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._layout[0]
+
+    @property
+    def template_write(self) -> list[bool]:
+        """Per template: whether it is a write."""
+        if self._layout is None:
+            self._lay_out_slots()
+        return self._layout[1]
 
     def _tuples_from_slots(self) -> list[tuple[CompiledAccess, ...]]:
         temps = self.templates
@@ -441,52 +528,62 @@ class InstanceStream:
         return [tuple(slots[bounds[x]:bounds[x + 1]]) for x in range(self.m)]
 
     def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
-        """:attr:`all_accesses` from the access slots (compiled first when needed)."""
-        if getattr(self, "templates", None) is None:
-            self._compile_slots()
+        """:attr:`all_accesses` from the access slots."""
         return self._tuples_from_slots()
 
-    def _compile_slots(self) -> None:
-        """Compile every access once (by object or value, for the ones that do not move) and
-        lay them out flat: :attr:`templates` (each distinct compiled access once) and, per
-        access slot in document order, its instruction (:attr:`slot_x`) and template
-        (:attr:`slot_t`)."""
-        tensors = self.program.tensors
-        rotating = {name for name, t in tensors.items() if t.rotate is not None}
-        shared: dict[int, int] = {}  # accesses that do not move, by object and direction: template id
+    def _lay_out_slots(self) -> None:
+        """Name every access slot's template, independently of placements: equal accesses
+        share one (by object, and by value when they cannot move with a loop: generated code
+        makes one object per instruction); an access that moves gets one per slot.  Templates
+        are numbered in document order of their first slot.
+
+        The slots are laid out with numpy (objects told apart by ``id``); Python visits one
+        slot per distinct object only."""
+        instrs = self.instrs
+        reads = [i.reads for i in instrs]
+        writes = [i.writes for i in instrs]
+        flat: list[Access] = list(chain.from_iterable(map(add, reads, writes)))
+        n_reads = np.fromiter(map(len, reads), np.int64, len(reads))
+        counts = n_reads + np.fromiter(map(len, writes), np.int64, len(writes))
+        slot_x = np.repeat(np.arange(len(instrs), dtype=np.int64), counts)
+        within = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+        is_write = within >= n_reads[slot_x]
+        keys = np.fromiter(map(id, flat), np.int64, len(flat)) * 2 + is_write
+        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
+        fixed = np.fromiter((not (flat[k].per_iteration or flat[k].partitions_per_iteration) for k in first.tolist()),
+                            bool, len(first))
+        moving_slots = np.flatnonzero(~fixed[inverse])
+        visit = np.sort(np.concatenate([first[fixed], moving_slots]))
+        slot_t = np.empty(len(flat), np.int64)
+        template_of = np.full(len(first), -1, np.int64)
         by_value: dict[tuple, int] = {}
-        compile_one = self._compile_one
-        templates: list[CompiledAccess] = []
+        accesses: list[Access] = []
+        template_write: list[bool] = []
         template_x: list[int] = []
-        slot_x: list[int] = []
-        slot_t: list[int] = []
-        for x, instr in enumerate(self.instrs):
-            for is_write, group in ((False, instr.reads), (True, instr.writes)):
-                for access in group:
-                    key = id(access) * 2 + is_write
-                    t = shared.get(key)
-                    if t is None:
-                        # equal accesses that cannot move compile alike (generated code makes one
-                        # object per instruction): also shared by value
-                        fixed = not (access.per_iteration or access.partitions_per_iteration or access.tensor in rotating)
-                        value = (access.tensor, access.partitions, access.offset, access.pattern, is_write) \
-                            if fixed else None
-                        t = by_value.get(value) if fixed else None
-                        if t is None:
-                            compiled = compile_one(x, access, is_write, tensors[access.tensor])
-                            t = len(templates)
-                            templates.append(compiled)
-                            template_x.append(x)
-                            if fixed:
-                                by_value[value] = t
-                        if fixed:
-                            shared[key] = t
-                    slot_x.append(x)
-                    slot_t.append(t)
-        self.templates = templates
-        self.template_x = template_x
-        self.slot_x = np.asarray(slot_x, np.int64)
-        self.slot_t = np.asarray(slot_t, np.int64)
+        write_l, x_l, inverse_l = is_write.tolist(), slot_x.tolist(), inverse.tolist()
+        fixed_l = fixed.tolist()
+        for k in visit.tolist():
+            access, w, u = flat[k], write_l[k], inverse_l[k]
+            if fixed_l[u]:
+                value = (access.tensor, access.partitions, access.offset, access.pattern, w)
+                t = by_value.get(value)
+                if t is None:
+                    t = by_value[value] = len(accesses)
+                    accesses.append(access)
+                    template_write.append(w)
+                    template_x.append(x_l[k])
+                template_of[u] = t
+                continue
+            slot_t[k] = len(accesses)
+            accesses.append(access)
+            template_write.append(w)
+            template_x.append(x_l[k])
+        shared = fixed[inverse]
+        slot_t[shared] = template_of[inverse[shared]]
+        self._layout = (accesses, template_write)
+        self._template_x = template_x
+        self._slot_x = slot_x
+        self._slot_t = slot_t
 
     def _compile_one(self, x: int, access: Access, is_write: bool, tensor) -> CompiledAccess:
         fp = _raw_footprint(tensor, access)

@@ -134,7 +134,7 @@ def validate_placement_change(program: Program, before: Program, spec: MachineSp
         check_placement(program.tensors[name], spec, join_path("tensors", name))
     if not changed:
         return
-    if stream is not None and getattr(stream, "templates", None) is not None:
+    if stream is not None:
         _placement_rules_by_access(program, changed, stream)
         return
     tensors = program.tensors
@@ -162,7 +162,7 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream) -> N
     """The access rules of :func:`validate_placement_change` over the stream's access slots:
     rotation per slot of a rotating tensor, partition starts once per (access, DMA or not)."""
     tensors = program.tensors
-    temps = stream.templates
+    accesses = stream.template_access  # the layout of the slots: no footprint compiled
     slot_x, slot_t = stream.slot_x, stream.slot_t
 
     def where(x: int, access, is_write: bool) -> str:
@@ -173,17 +173,16 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream) -> N
     rotating = {name for name in changed if tensors[name].rotate is not None}
     if rotating:
         for x, t in zip(slot_x.tolist(), slot_t.tolist()):
-            ca = temps[t]
-            tensor = tensors[ca.access.tensor]
-            if ca.access.tensor in rotating and not any(loop.name == tensor.rotate.loop for loop in stream.loops_of[x]):
+            access = accesses[t]
+            tensor = tensors[access.tensor]
+            if access.tensor in rotating and not any(loop.name == tensor.rotate.loop for loop in stream.loops_of[x]):
                 loops = {loop.name: loop for loop in stream.loops_of[x]}
-                _check_access(ca.access, tensor, loops, where(x, ca.access, ca.is_write))
+                _check_access(access, tensor, loops, where(x, access, stream.template_write[t]))
     compute = ~stream.dma_x[slot_x]
     pairs, first = np.unique(slot_t[compute], return_index=True)
     first_x = dict(zip(pairs.tolist(), slot_x[compute][first].tolist()))
     for t in pairs.tolist():
-        ca = temps[t]
-        access = ca.access
+        access = accesses[t]
         if access.tensor not in changed:
             continue
         tensor = tensors[access.tensor]
@@ -192,7 +191,8 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream) -> N
         start, count, step = access.partitions or (0, tensor.shape[0], 1)
         first, span = tensor.partition + start, (count - 1) * step + 1
         if not _partition_start_ok(first, span):
-            raise ProgramError(f"{where(first_x[t], access, ca.is_write)}.partitions", f"an access spanning {span} "
+            x = first_x[t]
+            raise ProgramError(f"{where(x, access, stream.template_write[t])}.partitions", f"an access spanning {span} "
                                f"partitions cannot start at partition {first} (over 64: start 0; 33-64: 0 or 64; up "
                                "to 32: a multiple of 32)")
 

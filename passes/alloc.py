@@ -84,21 +84,41 @@ Contract (``alloc``)
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
+from functools import cache
+from operator import attrgetter
 from typing import ClassVar
 
-from machine.errors import ProgramError
-from machine.ir import MemoryKind, Program, Rotation, Tensor, frozen_mapping
-from machine.presets import MachineSpec
-from machine.stream import stream_of
+import numpy as np
 
-from passes.analysis.lifetimes import Life, lifetimes, live_ranges, may_share, merge, stripped
+from machine.errors import ProgramError
+from machine.ir import MemoryKind, Program, Rotation, Tensor, frozen_mapping, is_dma_op
+from machine.presets import MachineSpec
+from machine.stream import InstanceStream, stream_of
+
+from passes.analysis.lifetimes import (Life, TensorUsers, lifetimes, live_ranges, may_share, stripped,
+                                       tensor_users)
 from passes.pipeline import Pass, PassContext
 
 __all__ = ["Alloc", "AllocSharedDram", "live_ranges", "rotate_slots", "storage_use"]
 
 #: Life of an already placed tensor: it clashes with everything.
 _FOREVER = Life(-(1 << 62), 1 << 62)
+
+_OP, _PARTITIONS = attrgetter("op"), attrgetter("partitions")
+
+_TENSOR_FIELDS = tuple(f.name for f in fields(Tensor) if f.init)
+_TENSOR_VALUES = attrgetter(*_TENSOR_FIELDS)
+_TENSOR_FIELD_AT = {name: k for k, name in enumerate(_TENSOR_FIELDS)}
+
+
+def _placed(t: Tensor, **placement) -> Tensor:
+    """``dataclasses.replace(t, **placement)`` without its per-call field introspection (one
+    call per placed tensor: a sizeable share of the pass on large programs)."""
+    values = list(_TENSOR_VALUES(t))
+    for name, value in placement.items():
+        values[_TENSOR_FIELD_AT[name]] = value
+    return Tensor(*values)
 
 
 def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, int]:
@@ -153,25 +173,34 @@ def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: i
     for ring_key, group in rings.items():
         for name, lane in rotate_slots([(t.name, *lives[t.name].rel) for t in group], buffers).items():
             lane_of[name] = (ring_key, lane)
-    # blocks, named by their first tensor (a plain tensor is a block of its own)
-    label_of: dict[object, str] = {}
+    # blocks, named by their first tensor (a plain tensor is a block of its own), with the
+    # hull of their tensors' hulls
+    label_of: dict[tuple, str] = {}
     blocks: dict[str, list[tuple[Tensor, int]]] = {}
+    hulls: dict[str, list[int]] = {}
     keys: dict[tuple, list[str]] = {}  # slot key -> its blocks
     for t in members:
         key, nbytes = size_class(t)
-        ring = t.name in lane_of
-        label = label_of.setdefault(lane_of[t.name] if ring else t.name, t.name)
-        if label not in blocks:
-            keys.setdefault((*key, nbytes * (lives[t.name].slots if ring else 1)), []).append(label)
-            blocks[label] = []
-        blocks[label].append((t, nbytes if ring else 0))
+        life = lives[t.name]
+        lane = lane_of.get(t.name)
+        if lane is None:
+            label, stride, block = t.name, 0, nbytes
+        else:
+            label, stride, block = label_of.setdefault(lane, t.name), nbytes, nbytes * life.slots
+        hull = hulls.get(label)
+        if hull is None:
+            keys.setdefault((*key, block), []).append(label)
+            blocks[label], hulls[label] = [(t, stride)], [life.lo, life.hi]
+        else:
+            blocks[label].append((t, stride))
+            hull[0], hull[1] = min(hull[0], life.lo), max(hull[1], life.hi)
     out: dict[tuple, list[list[tuple[Tensor, int]]]] = {}
     for key, labels in keys.items():
-        hulls = [(b, min(lives[t.name].lo for t, _ in blocks[b]), max(lives[t.name].hi for t, _ in blocks[b]))
-                 for b in labels]
-        slot_of = rotate_slots(hulls, buffers)
-        out[key] = [[pair for b in labels if slot_of[b] == slot for pair in blocks[b]]
-                    for slot in sorted(set(slot_of.values()))]
+        slot_of = rotate_slots([(b, *hulls[b]) for b in labels], buffers)
+        by_slot: dict[int, list[tuple[Tensor, int]]] = {}
+        for b in labels:  # a slot's tensors in the order of their blocks
+            by_slot.setdefault(slot_of[b], []).extend(blocks[b])
+        out[key] = [by_slot[slot] for slot in sorted(by_slot)]
     return out
 
 
@@ -194,21 +223,36 @@ def _start_ok(first: int, span: int) -> bool:
     return first % 32 == 0
 
 
-def _compute_spans(program: Program) -> dict[str, list[tuple[int, int]]]:
-    """Per tensor, ``(relative start, span)`` of every compute (non-DMA) access."""
-    out: dict[str, list[tuple[int, int]]] = {}
-    for inst, _ in program.instructions():
-        if inst.is_dma:
-            continue
-        for access, _ in inst.accesses:
-            tensor = program.tensors[access.tensor]
-            start, count, step = access.partitions or (0, tensor.shape[0], 1)
-            out.setdefault(access.tensor, []).append((start, (count - 1) * step + 1))
-    return out
+def _start_masks(stream: InstanceStream, users: TensorUsers, spec: MachineSpec) -> np.ndarray:
+    """Per tensor id, the SBUF partition bases (bit ``j``: base ``32 j``) at which every
+    compute (non-DMA) access of the tensor keeps the partition-start rule.
+
+    Vectorised over the accesses: those covering the whole tensor (no ``partitions``, the
+    usual case) are one rule per tensor height; only explicit partition ranges are visited.
+    """
+    bases = range(0, spec.sbuf_partitions, 32)
+
+    @cache
+    def allowed(start: int, span: int) -> int:
+        return sum(1 << j for j, b in enumerate(bases) if _start_ok(b + start, span))
+
+    ops = list(map(_OP, stream.instrs))
+    dma = {op: is_dma_op(op) for op in set(ops)}
+    compute = ~np.fromiter(map(dma.__getitem__, ops), bool, len(ops))[users.access_instr]
+    parts = list(map(_PARTITIONS, users.accesses))
+    explicit = np.fromiter(map(bool, parts), bool, len(parts))  # None (or empty): the whole tensor
+    tensors = list(stream.program.tensors.values())
+    masks = np.full(len(tensors), (1 << len(bases)) - 1, np.int64)
+    whole = np.flatnonzero(np.bincount(users.access_tensor[compute & ~explicit], minlength=len(tensors))).tolist()
+    masks[whole] &= np.array([allowed(0, tensors[tid].shape[0]) for tid in whole], np.int64)
+    ranged = {(users.access_tensor[k], parts[k]) for k in np.flatnonzero(compute & explicit).tolist()}
+    for tid, (start, count, step) in ranged:
+        masks[tid] &= allowed(start, (count - 1) * step + 1)
+    return masks
 
 
-def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align: int,
-                spec: MachineSpec) -> dict[str, Tensor]:
+def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align: int, spec: MachineSpec,
+                start_masks: np.ndarray, tensor_id: Mapping[str, int]) -> dict[str, Tensor]:
     virtual = [t for t in program.tensors.values() if t.memory == MemoryKind.SBUF and t.is_virtual]
     quadrants = -(-spec.sbuf_partitions // 32)
     hwm = [0] * quadrants
@@ -216,14 +260,22 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
         if t.memory == MemoryKind.SBUF and not t.is_virtual:
             for q in range(t.partition // 32, (t.partition + t.shape[0] - 1) // 32 + 1):
                 hwm[q] = max(hwm[q], t.offset + _extent(t))
-    spans = _compute_spans(program)
     placed: dict[str, Tensor] = {}
-    slots = _physical_slots(virtual, lives, buffers, lambda t: ((t.shape[0],), _align(t.bytes_per_partition, align)))
+    classes: dict[tuple, tuple[tuple[int], int]] = {}
+
+    def size_class(t: Tensor) -> tuple[tuple[int], int]:  # by shape and dtype: computed once per pair
+        found = classes.get((t.shape, t.dtype))
+        if found is None:
+            found = classes[t.shape, t.dtype] = (t.shape[0],), _align(t.bytes_per_partition, align)
+        return found
+
+    slots = _physical_slots(virtual, lives, buffers, size_class)
     for (parts, block), physical in slots.items():
         for pairs in physical:
             tensors = [t for t, _ in pairs]
+            mask = int(np.bitwise_and.reduce(start_masks[[tensor_id[t.name] for t in tensors]]))
             bases = [b for b in range(0, spec.sbuf_partitions, 32) if b + parts <= spec.sbuf_partitions
-                     and all(_start_ok(b + s, span) for t in tensors for s, span in spans.get(t.name, ()))]
+                     and mask >> (b // 32) & 1]
             if not bases:
                 raise ProgramError(f"tensors.{tensors[0].name}", "no partition base keeps its compute accesses within the partition-start rule")
             best = min(bases, key=lambda b: (_align(max(hwm[b // 32:(b + parts - 1) // 32 + 1]), align), b))
@@ -233,7 +285,7 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
             for q in range(best // 32, (best + parts - 1) // 32 + 1):
                 hwm[q] = offset + block
             for t, stride in pairs:
-                placed[t.name] = replace(t, partition=best, offset=offset, rotate=_rotation(lives[t.name], stride))
+                placed[t.name] = _placed(t, partition=best, offset=offset, rotate=_rotation(lives[t.name], stride))
     return placed
 
 
@@ -284,6 +336,9 @@ def _place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: 
     cursor = fallbacks = 0
     for t in virtual:
         life = lives[t.name]
+        # Tensors come in order of first use: what died before this one was born can never
+        # clash again (disjoint hulls), so it leaves the banks' region lists.
+        regions = [[r for r in bank if r[2].hi >= life.lo] for bank in regions]
         need = min(_align(t.bytes_per_partition, align), size)
         choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
         if choice is None and life.loop is not None:
@@ -296,7 +351,7 @@ def _place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: 
         for s in range(n):
             regions[k + s].append((offset, offset + need, life, s))
         cursor = k + n
-        placed[t.name] = replace(t, partition=0, offset=offset, bank=k, rotate=_rotation(life, size))
+        placed[t.name] = _placed(t, partition=0, offset=offset, bank=k, rotate=_rotation(life, size))
     return placed, fallbacks
 
 
@@ -320,22 +375,13 @@ def _place_dram(members: list[Tensor], lives: Mapping[str, Life], buffers: int, 
                 extras = dict(t.extras)
                 if shared is not None:
                     extras["x-shared"] = shared
-                placed[t.name] = replace(t, address=address, extras=frozen_mapping(extras),
+                placed[t.name] = _placed(t, address=address, extras=frozen_mapping(extras),
                                          rotate=_rotation(lives[t.name], stride))
             address += block
     if address > spec.dram_bytes:
         raise ProgramError(f"tensors.{members[0].name}",
                            f"virtual DRAM tensors run past the end of DRAM ({spec.dram_bytes} bytes)")
     return placed, address
-
-
-def _slot_rectangles(t: Tensor) -> Iterable[tuple[object, int, int, int, int]]:
-    """``(space, first partition, end partition, first byte, end byte)`` of every slot."""
-    parts = (0, 1) if t.memory == MemoryKind.DRAM else (t.partition, t.partition + t.shape[0])
-    stride = t.rotate.stride if t.rotate is not None else 0
-    for s in range(t.rotate.slots if t.rotate is not None else 1):
-        lo = t.byte_base + s * stride
-        yield t.memory, *parts, lo, lo + t.bytes_per_partition
 
 
 def storage_use(tensors: Iterable[Tensor]) -> tuple[int, int]:
@@ -348,20 +394,40 @@ def storage_use(tensors: Iterable[Tensor]) -> tuple[int, int]:
     >>> storage_use([a, b])       # b shares 64 partitions x 32 bytes with a
     (12288, 10240)
     """
+    # Byte ranges of every slot, per (memory, first partition, end partition) row.
     rows: dict[tuple[object, int, int], list[tuple[int, int]]] = {}
     alone = 0
     for t in tensors:
-        for space, p0, p1, lo, hi in _slot_rectangles(t):
-            alone += (p1 - p0) * (hi - lo)
-            rows.setdefault((space, p0, p1), []).append((lo, hi))
+        p0, p1 = (0, 1) if t.memory == MemoryKind.DRAM else (t.partition, t.partition + t.shape[0])
+        nbytes, base = t.bytes_per_partition, t.byte_base
+        spans = rows.setdefault((t.memory, p0, p1), [])
+        if t.rotate is None:
+            spans.append((base, base + nbytes))
+            alone += (p1 - p0) * nbytes
+        else:
+            stride = t.rotate.stride
+            spans.extend((base + s * stride, base + s * stride + nbytes) for s in range(t.rotate.slots))
+            alone += (p1 - p0) * nbytes * t.rotate.slots
     used = 0
     for space in {key[0] for key in rows}:
         mine = {(p0, p1): spans for (sp, p0, p1), spans in rows.items() if sp == space}
         cuts = sorted({p for key in mine for p in key})
         for lo, hi in zip(cuts, cuts[1:]):
             spans = [span for (p0, p1), row in mine.items() if p0 <= lo and hi <= p1 for span in row]
-            used += (hi - lo) * sum(b - a for a, b in merge(spans))
+            used += (hi - lo) * _union_length(spans)
     return alone, used
+
+
+def _union_length(spans: list[tuple[int, int]]) -> int:
+    """Bytes covered by half-open ``(lo, hi)`` ranges: sorted by start, a range adds what
+    reaches past the furthest end before it (all earlier ranges start at or before it)."""
+    if not spans:
+        return 0
+    ranges = np.array(spans, np.int64)
+    ranges = ranges[np.lexsort((ranges[:, 1], ranges[:, 0]))]
+    reach = np.maximum.accumulate(ranges[:, 1])
+    before = np.concatenate(([ranges[0, 0]], reach[:-1]))
+    return int(np.maximum(ranges[:, 1] - np.maximum(ranges[:, 0], before), 0).sum())
 
 
 def _with_placements(program: Program, placed: dict[str, Tensor]) -> Program:
@@ -405,16 +471,19 @@ class Alloc(Pass):
         banks = min(self.psum_banks or spec.psum_banks, spec.psum_banks)
         slots = {MemoryKind.SBUF: self.buffers, MemoryKind.DRAM: self.buffers,
                  MemoryKind.PSUM: min(self.psum_buffers, banks)} if self.rotate else {}
-        lives = lifetimes(ctx.stream(program), slots)
+        stream = ctx.stream(program)  # kept in the context: the placed program's stream derives from it
+        users = tensor_users(stream)
+        lives = lifetimes(stream, slots, users)
+        start_masks = _start_masks(stream, users, spec)
         fallbacks = 0
         try:
-            placed = _place_sbuf(program, lives, self.buffers, self.align, spec)
+            placed = _place_sbuf(program, lives, self.buffers, self.align, spec, start_masks, stream.tensor_id)
         except ProgramError:
             plain = stripped(lives, MemoryKind.SBUF, program.tensors)
             if plain == lives:
                 raise
             lives, fallbacks = plain, 1
-            placed = _place_sbuf(program, lives, self.buffers, self.align, spec)
+            placed = _place_sbuf(program, lives, self.buffers, self.align, spec, start_masks, stream.tensor_id)
         psum, psum_fallbacks = _place_psum(program, lives, self.psum_banks, self.align, spec)
         placed.update(psum)
         dram = [t for t in program.tensors.values() if t.memory == MemoryKind.DRAM and t.is_virtual]

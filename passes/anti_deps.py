@@ -65,7 +65,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from machine.conflicts import conflict_kind, conflicts, fold_distance
+from machine.conflicts import conflict_kind, conflicts, fold_distance, pair_kinds
 import numpy as np
 
 from machine.deptable import DepTable, with_deps
@@ -431,8 +431,14 @@ class AntiDeps(Pass):
                                       analyses=self.analyses, early_stop=self.early_stop,
                                       skip_ordered=self.skip_ordered, dram=self.dram, stats=stats, where=where)
         names = stream.names
-        existing = _kinds_of(table)
         boxes = restrictions(stream, where) if where else {}
+        relabel = [key for key, (kind, bits) in added.items() if kind < EdgeKind.FLOW or not bits & EXACT]
+        existing = _existing_kinds(table, stream.m, relabel)
+        # a flat program's dep orders one pair: its label is that pair's kind, for all at once
+        flat_kinds = None if stream.has_loops else pair_kinds(stream, np.asarray([k[0] for k in relabel], np.int64),
+                                                                  np.asarray([k[1] for k in relabel], np.int64))
+        if flat_kinds is not None:
+            flat_kinds = dict(zip(relabel, flat_kinds.tolist()))
         rows = []
         for (x, y, d), (kind, bits) in added.items():
             for box in boxes.get((x, y, d), ((),)):
@@ -440,8 +446,9 @@ class AntiDeps(Pass):
                 if kind < EdgeKind.FLOW or not bits & EXACT:
                     # label from the bytes of every pair the dep orders; none (a conservative
                     # bucket): an order, not a dependence
-                    label = EdgeKind(max(existing.get((y, x, d), 0), dep_label(stream, x, y, d, iterations=box),
-                                         EdgeKind.ORDERED))
+                    pairs = flat_kinds[(x, y, d)] if flat_kinds is not None else \
+                        dep_label(stream, x, y, d, iterations=box)
+                    label = EdgeKind(max(existing.get((x, y, d), 0), pairs, EdgeKind.ORDERED))
                     if label != kind:
                         ctx.count(self.name, "relabelled")
                 rows.append((y, x, int(label), d, box))
@@ -462,12 +469,21 @@ class AntiDeps(Pass):
         return with_deps(program, merged, stream)
 
 
-def _kinds_of(table) -> dict[tuple[int, int, int], int]:
-    """``(waiter, former, distance) -> kind`` of the deps without iteration ranges."""
-    out: dict[tuple[int, int, int], int] = {}
-    plain = (table.when < 0).tolist()
-    for r, (y, x, d, k) in enumerate(zip(table.waiter.tolist(), table.former.tolist(), table.distance.tolist(),
-                                         table.kind.tolist())):
-        if plain[r]:
-            out[(y, x, d)] = max(out.get((y, x, d), 0), k)
-    return out
+def _existing_kinds(table, m: int, keys: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:
+    """The strongest kind among ``table``'s deps without iteration ranges for each
+    ``(former, waiter, distance)`` of ``keys`` that has one (one sort, no walk of the table)."""
+    if not keys or not len(table):
+        return {}
+    plain = table.when < 0
+    span = int(table.distance.max()) + 1 if len(table) else 1
+    have = ((table.waiter[plain].astype(np.int64) * m + table.former[plain]) * span + table.distance[plain])
+    kinds = table.kind[plain].astype(np.int64)
+    if not len(have):
+        return {}
+    order = np.lexsort((kinds, have))
+    have, kinds = have[order], kinds[order]
+    x, y, d = (np.asarray(col, np.int64) for col in zip(*keys))
+    want = (y * m + x) * span + np.minimum(d, span - 1)
+    at = np.searchsorted(have, want, side="right") - 1  # the last row of the key: the strongest kind
+    found = (at >= 0) & (have[np.maximum(at, 0)] == want) & (d < span)
+    return {key: int(k) for key, k, ok in zip(keys, kinds[np.maximum(at, 0)].tolist(), found.tolist()) if ok}

@@ -404,7 +404,7 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
 
     The input must be valid (:func:`machine.format.load_program` checks what it loads;
     :func:`verify_program` checks a program built in memory).  The cyclic garbage collector
-    is paused while a pass runs (the passes allocate millions of small tuples and no
+    is paused while a pass and its verification run (the passes allocate millions of small tuples and no
     cycles: performance notes, section 0).  ``after_pass`` is the pipeline's one hook: it
     sees each pass's verified result (the fuzzer checks stage contracts there, the CLI
     reports progress); an exception it raises stops the pipeline.  ``verifier(after, before,
@@ -422,17 +422,17 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
         gc.disable()
         try:
             result = p.apply(program, ctx)
+            seconds = time.perf_counter() - started
+            ctx.placed = ctx.placed or p.places
+            if ctx.verify and verifier is not None:
+                verifier(result, program, p.name)
+            elif ctx.verify:
+                known = ctx._stream[1] if ctx._stream is not None and ctx._stream[0] is program else None
+                verify_program(result, spec, placed=ctx.placed,  # type: ignore[arg-type]
+                               after=p.name, before=program, stream=known)
         finally:
             if was_enabled:
                 gc.enable()
-        seconds = time.perf_counter() - started
-        ctx.placed = ctx.placed or p.places
-        if ctx.verify and verifier is not None:
-            verifier(result, program, p.name)
-        elif ctx.verify:
-            known = ctx._stream[1] if ctx._stream is not None and ctx._stream[0] is program else None
-            verify_program(result, spec, placed=ctx.placed,  # type: ignore[arg-type]
-                           after=p.name, before=program, stream=known)
         program = result
         if verifier is not None:
             edges = program.dep_count  # type: ignore[attr-defined]

@@ -40,16 +40,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from itertools import product
+from itertools import chain, product
+from operator import add, attrgetter
 
 import numpy as np
 
 from machine.geometry import ByteSet
-from machine.ir import MemoryKind, Tensor
+from machine.ir import Access, MemoryKind, Tensor
 from machine.stream import InstanceStream
 
-__all__ = ["Life", "lifetimes", "live_ranges", "may_share", "iteration_private", "tensor_users", "stripped", "union",
-           "merge", "contains", "WINDOW_BUDGET"]
+__all__ = ["Life", "lifetimes", "live_ranges", "may_share", "iteration_private", "tensor_users", "TensorUsers",
+           "stripped", "union", "merge", "contains", "WINDOW_BUDGET"]
 
 #: Access instances :func:`iteration_private` examines per tensor and loop at most; above
 #: it the answer is "not private" (conservative: the tensor keeps one placement).
@@ -96,13 +97,85 @@ def may_share(a: Life, slot_a: int, b: Life, slot_b: int) -> bool:
     return a.rel[1] < b.rel[0] or b.rel[1] < a.rel[0]
 
 
-def tensor_users(stream: InstanceStream) -> dict[int, list[int]]:
-    """Tensor id -> the instructions touching it, in document order."""
-    users: dict[int, list[int]] = {}
-    for x, accesses in enumerate(stream.all_accesses):
-        for tid in dict.fromkeys(ca.tensor for ca in accesses):
-            users.setdefault(tid, []).append(x)
-    return users
+@dataclass(frozen=True, slots=True)
+class TensorUsers:
+    """Who touches what, on flat arrays: built once per stream by :func:`tensor_users`.
+
+    ``access_instr[k]``, ``access_tensor[k]`` and ``accesses[k]`` are the instruction, the
+    tensor id and the :class:`~machine.ir.Access` of the ``k``-th access of the program
+    (instructions in document order, each one's reads then writes).  The instructions
+    touching tensor ``tid``, each once and in document order, are
+    ``instr[ptr[tid]:ptr[tid + 1]]`` (:meth:`of`).
+    """
+
+    access_instr: np.ndarray
+    access_tensor: np.ndarray
+    accesses: list[Access]
+    ptr: np.ndarray
+    instr: np.ndarray
+
+    def of(self, tid: int) -> list[int]:
+        """The instructions touching tensor ``tid``, in document order."""
+        return self.instr[self.ptr[tid]:self.ptr[tid + 1]].tolist()
+
+    def span(self, values: np.ndarray, reduce: np.ufunc, empty: int) -> np.ndarray:
+        """Per tensor, ``reduce`` of ``values[x]`` over its users ``x`` (``empty`` when none)."""
+        out = np.full(len(self.ptr) - 1, empty, np.int64)
+        used = self.ptr[:-1] < self.ptr[1:]
+        if self.instr.size:
+            out[used] = reduce.reduceat(values[self.instr], self.ptr[:-1][used])
+        return out
+
+
+_READS, _WRITES, _TENSOR = attrgetter("reads"), attrgetter("writes"), attrgetter("tensor")
+
+
+def tensor_users(stream: InstanceStream) -> TensorUsers:
+    """Every access of the stream's instructions and, per tensor, the instructions touching it.
+
+    One pass over the instructions' accesses at C speed (no compiled footprints are needed
+    for this), then a sort of the ``(tensor, instruction)`` pairs.
+
+    >>> from machine.ir import Access, Instruction, MemoryKind, Program, Tensor
+    >>> ts = {n: Tensor(n, MemoryKind.SBUF, "float32", (128, 4)) for n in "ab"}
+    >>> body = (Instruction("w", "dve", "memset", writes=(Access("b"),)),
+    ...         Instruction("c", "act", "copy", reads=(Access("b"), Access("b")), writes=(Access("a"),)))
+    >>> users = tensor_users(InstanceStream(Program(ts, body)))
+    >>> users.of(0), users.of(1), users.access_tensor.tolist()
+    ([1], [0, 1], [1, 1, 1, 0])
+    """
+    instrs = stream.instrs
+    per_instr = list(map(add, map(_READS, instrs), map(_WRITES, instrs)))
+    counts = np.fromiter(map(len, per_instr), np.int64, len(per_instr))
+    accesses = list(chain.from_iterable(per_instr))
+    access_tensor = np.fromiter(map(stream.tensor_id.__getitem__, map(_TENSOR, accesses)), np.int64, len(accesses))
+    access_instr = np.repeat(np.arange(len(instrs), dtype=np.int64), counts)
+    width = max(len(instrs), 1)
+    pairs = _distinct(access_tensor * width + access_instr)  # by tensor, then instruction
+    tensor = pairs // width
+    ptr = np.searchsorted(tensor, np.arange(len(stream.tensor_names) + 1))
+    return TensorUsers(access_instr, access_tensor, accesses, ptr, pairs % width)
+
+
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (a sort: faster here than numpy's hashing ``unique``)."""
+    keys = np.sort(keys)
+    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+
+
+def _hulls(stream: InstanceStream, users: TensorUsers) -> dict[str, tuple[int, int]]:
+    n = len(stream)
+    lo = users.span(np.asarray(stream.first, np.int64), np.minimum, n).tolist()
+    hi = users.span(np.asarray(stream.last, np.int64), np.maximum, -1).tolist()
+    live = {}
+    for tid, (name, tensor) in enumerate(stream.program.tensors.items()):
+        if tensor.memory == MemoryKind.DRAM and tensor.role == "input":
+            live[name] = (-1, n)
+        elif tensor.memory == MemoryKind.DRAM and tensor.role == "output":
+            live[name] = (lo[tid], n)
+        else:
+            live[name] = (lo[tid], hi[tid])
+    return live
 
 
 def live_ranges(stream: InstanceStream) -> dict[str, tuple[int, int]]:
@@ -111,35 +184,27 @@ def live_ranges(stream: InstanceStream) -> dict[str, tuple[int, int]]:
     Tensors nobody touches get ``(n, -1)``: disjoint from everything.  ``input`` DRAM
     tensors live from ``-1`` to ``n`` (the caller's data), ``output`` ones to ``n``.
     """
-    n = len(stream)
-    users = tensor_users(stream)
-    live = {}
-    for tid, name in enumerate(stream.tensor_names):
-        xs = users.get(tid, ())
-        lo = min((stream.first[x] for x in xs), default=n)
-        hi = max((stream.last[x] for x in xs), default=-1)
-        tensor = stream.program.tensors[name]
-        if tensor.memory == MemoryKind.DRAM and tensor.role == "input":
-            lo, hi = -1, n
-        elif tensor.memory == MemoryKind.DRAM and tensor.role == "output":
-            hi = n
-        live[name] = (lo, hi)
-    return live
+    return _hulls(stream, tensor_users(stream))
 
 
-def lifetimes(stream: InstanceStream, slots: Mapping[MemoryKind, int]) -> dict[str, Life]:
+def lifetimes(stream: InstanceStream, slots: Mapping[MemoryKind, int],
+              users: TensorUsers | None = None) -> dict[str, Life]:
     """The :class:`Life` of every tensor; virtual ones of a memory with ``slots[memory] >= 2``
     become rings over the innermost loop (of trip count 2 or more) they are iteration-private
     over, with ``min(slots, trip count)`` slots.  Placed tensors, alias groups and ``input`` /
-    ``output`` DRAM tensors never rotate."""
-    users = tensor_users(stream)
+    ``output`` DRAM tensors never rotate.  ``users``: :func:`tensor_users` of ``stream``, when
+    the caller has it already."""
+    users = tensor_users(stream) if users is None else users
+    # A tensor touched outside every loop has no loop in common to its users: no ring.
+    depth = np.fromiter(map(len, stream.loops_of), np.int64, len(stream.loops_of))
+    in_loops = (users.span(depth, np.minimum, 0) > 0).tolist()
     out = {}
-    for name, (lo, hi) in live_ranges(stream).items():
-        tensor = stream.program.tensors[name]
-        tid = stream.tensor_id[name]
+    for tid, (name, (lo, hi)) in enumerate(_hulls(stream, users).items()):
         ring = None
-        if _may_rotate(tensor) and slots.get(tensor.memory, 1) >= 2 and tid in users:
-            ring = _ring(stream, tid, users[tid], slots[tensor.memory])
+        if in_loops[tid]:
+            tensor = stream.program.tensors[name]
+            if _may_rotate(tensor) and slots.get(tensor.memory, 1) >= 2:
+                ring = _ring(stream, tid, users.of(tid), slots[tensor.memory])
         out[name] = Life(lo, hi, *ring) if ring else Life(lo, hi)
     return out
 

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from machine.stream import InstanceStream
 from passes import compile_program
+from machine.conflicts import conflict_kind, pair_kinds
 from passes.anti_deps import event_candidates, walk_candidates
 from verify.scenarios import all_scenarios, scenario_name
 from verify.strategies import programs
@@ -44,3 +45,21 @@ def test_events_equal_the_walk_on_generated_programs(program, filters):
 def test_events_equal_the_walk_on_compiled_scenarios():
     found = {scenario_name(m): _same(compile_program(m.build(), "alloc")[0]) for m in all_scenarios()}
     assert sum(found.values()) > 0, "no candidate at all would make the comparison vacuous"
+
+
+@settings(max_examples=150, deadline=None)
+@given(programs(deps="none", max_instructions=10, max_loops=2, max_trip=3), st.data())
+def test_pair_kinds_equal_conflict_kind(program, data):
+    stream = InstanceStream(program)
+    n = len(stream)
+    if n < 2:
+        return
+    pairs = data.draw(st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] < p[1]),
+                               max_size=20))
+    a = np.asarray([p[0] for p in pairs], np.int64)
+    b = np.asarray([p[1] for p in pairs], np.int64)
+    got = pair_kinds(stream, a, b)
+    if got is None:  # alias groups: the caller asks conflict_kind
+        assert any(isinstance(ca.space, tuple) for ca in stream.templates)
+        return
+    assert got.tolist() == [conflict_kind(stream, x, y) for x, y in pairs]

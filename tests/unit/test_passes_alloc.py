@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from machine.errors import ProgramError
 from machine.geometry import footprint, overlap
-from machine.ir import Access
+from machine.ir import Access, MemoryKind, Rotation, Tensor
 from machine.unroll import unroll
 from machine.validate import validate_program
-from passes.alloc import rotate_slots
+from passes.alloc import rotate_slots, storage_use
 from tests.passes_kit import compiled, dr, ins, prog, ps, sb
 from verify.racecheck import check_program
 from verify.strategies import programs
@@ -162,3 +163,37 @@ def test_alloc_shared_dram_places_each_group_apart():
     assert all(overlap(_whole(out.tensors["c"]), _whole(out.tensors[n])) is None for n in "ab")
     assert ctx.stats["alloc-shared-dram"]["placed"] == 3
     assert check_program(compiled(prog(tensors, *body), "build-fdeps,anti-deps,alloc-shared-dram")[0]).races == ()
+
+
+@st.composite
+def _placed_tensors(draw):
+    """A few placed SBUF / PSUM / DRAM tensors, some rotating, overlapping at will."""
+    out = []
+    for k in range(draw(st.integers(0, 8))):
+        memory = draw(st.sampled_from([MemoryKind.SBUF, MemoryKind.PSUM, MemoryKind.DRAM]))
+        free = draw(st.integers(1, 16))
+        rotate = draw(st.one_of(st.none(), st.builds(Rotation, st.just("i"), st.integers(1, 3), st.integers(0, 48))))
+        if memory == MemoryKind.DRAM:
+            where = dict(address=draw(st.integers(0, 64)))
+            shape = (free,)
+        else:
+            parts = draw(st.sampled_from([2, 4]))  # few partition ranges: many spans on one row
+            where = dict(partition=draw(st.sampled_from([0, 2])), offset=draw(st.integers(0, 64)))
+            if memory == MemoryKind.PSUM:
+                where["bank"] = draw(st.integers(0, 1))
+            shape = (parts, free)
+        out.append(Tensor(f"t{k}", memory, "float32", shape, rotate=rotate, **where))
+    return out
+
+
+@given(_placed_tensors())
+def test_storage_use_counts_every_slot_alone_and_their_union_once(tensors):
+    cells, alone = set(), 0
+    for t in tensors:  # brute force: every (memory, partition, byte) of every slot
+        parts = range(1) if t.memory == MemoryKind.DRAM else range(t.partition, t.partition + t.shape[0])
+        for s in range(t.rotate.slots if t.rotate else 1):
+            lo = t.byte_base + s * (t.rotate.stride if t.rotate else 0)
+            mine = {(t.memory, p, b) for p in parts for b in range(lo, lo + t.bytes_per_partition)}
+            alone += len(mine)
+            cells |= mine
+    assert storage_use(tensors) == (alone, len(cells))

@@ -95,6 +95,28 @@ def test_verification_names_the_pass_that_broke_the_program():
     assert ("w", "r", "flow", False) in dep_set(out)
 
 
+@dataclass(frozen=True, slots=True)
+class Misplace(Pass):
+    """A broken allocator: moves ``u`` to partition 16, where a 128-partition access cannot start."""
+
+    name: ClassVar[str] = "misplace"
+    places: ClassVar[bool] = True
+
+    def apply(self, program, ctx):
+        ctx.stream(program)  # as the real allocator does: the check then walks its access slots
+        tensors = dict(program.tensors)
+        tensors["u"] = sb("u", 64, partition=16, offset=256)
+        return program.with_tensors(tensors)
+
+
+def test_a_placement_change_is_checked_per_access_and_located():
+    registry = {**ALL_PASSES, "misplace": Misplace}
+    with pytest.raises(ProgramError, match="cannot start at partition 16") as err:
+        run_pipeline(_program(), parse_pipeline("misplace", registry))
+    assert err.value.path == "r.writes[0].partitions"
+    assert "after pass 'misplace'" in str(err.value)
+
+
 def test_records_say_what_each_pass_did():
     ctx = PassContext()
     run_pipeline(_program(), DEFAULT_PIPELINE, ctx)
