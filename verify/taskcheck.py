@@ -44,12 +44,11 @@ Examples
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Mapping, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from machine.collector import collector_paused
 from machine.hb import DagHappensBefore
 from machine.sim.task_trace import TaskTrace
 from machine.spans import SpanIndex
@@ -158,19 +157,6 @@ class _Entry:
     covered: list[_Entry] = field(default_factory=list)
 
 
-@contextmanager
-def _collector_paused():
-    """The cyclic collector off: a check allocates a few small acyclic objects per access, and
-    full collections, which grow with the heap, would find nothing and make 1e5 tasks quadratic."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 def _storage(space: Any) -> str:
     if isinstance(space, tuple) and len(space) == 2 and space[0] == "memref":
         return f"allocation {space[1]}"
@@ -262,7 +248,7 @@ def check_task_program(program: TaskProgram, scalars: Mapping[str, int] | None =
                        max_instances: int | None = None) -> TaskRaceReport:
     """Races of one run of ``program`` (calls must carry directions), statically: the unrolled
     instances under the edges the runtime gives them."""
-    with _collector_paused():
+    with collector_paused():
         instances = unroll_task_program(program, scalars, max_instances=max_instances)
         graph = task_graph(instances, exact=exact_overlap)
         tasks = [_Task(t.index, t.name, t.call, t.accesses, t.task_var, t.iteration) for t in instances]
@@ -295,7 +281,7 @@ def trace_violations(trace: TaskTrace) -> list[str]:
 
 def check_task_trace(trace: TaskTrace, *, max_races: int = DEFAULT_MAX_TASK_RACES) -> TaskRaceReport:
     """Races of a simulated run under the edges it recorded, each marked witnessed or not."""
-    with _collector_paused():
+    with collector_paused():
         tasks = [_Task(r.index, r.name, r.call, r.accesses, r.task_var, r.iteration) for r in trace.records]
         preds = [tuple(dict.fromkeys(e.on for e in r.waits)) for r in trace.records]
         witness = {r.index: (r.start, r.end) for r in trace.records}

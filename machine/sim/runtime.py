@@ -44,7 +44,6 @@ Examples
 
 from __future__ import annotations
 
-import gc
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -53,6 +52,7 @@ import numpy as np
 from simpy import Environment, Event, Store
 from simpy.events import NORMAL
 
+from machine.collector import collector_paused
 from machine.sim.task_trace import RuntimePreset, TaskRecord, TaskTrace
 from machine.sim.tensormap import TensorMap, Tracking
 from machine.tasks.ir import TaskProgram
@@ -163,13 +163,8 @@ class _Run:
         env.process(self.orchestrator())
         for w in range(self.preset.cores):
             env.process(self.core(w))
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             env.run()
-        finally:
-            if was_enabled:
-                gc.enable()
         records = tuple(
             TaskRecord(t.index, t.call, t.name, t.kernel, t.manual, self.submitted[i], self.ready[i], self.start[i],
                        self.end[i], self.worker[i], tr.edges, tr.lookups, tr.inserts, tr.explicit, tr.creator,
