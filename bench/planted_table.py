@@ -2,12 +2,15 @@
 
     .venv/bin/python bench/planted_table.py                      # seeds 0-9, budget 500, 2 processes
     .venv/bin/python bench/planted_table.py --seeds 0 1 2 --budget 200 --workers 1
+    .venv/bin/python bench/planted_table.py --tasks              # the task-pass bugs instead
 
 For each planted bug of ``tests/planted.py`` and each seed, runs
 :func:`verify.fuzz.check_pass` with the bug in its pipeline slot (or, for the simulator,
 as the simulator) on up to ``--budget`` programs (``neuronsim fuzz``'s default is 500), without
 shrinking, and prints how many examples it took until the first failure ("-" when none
-within the budget) and which checks found it, as a Markdown table.  The counts depend only on
+within the budget) and which checks found it, as a Markdown table.  ``--tasks`` does the same
+for the task-pass bugs of ``tests/planted_tasks.py`` with :func:`verify.task_fuzz.check_task_pass`
+(``neuronsim fuzz --tasks``) in the slot of ``auto-derive-task-dependencies``.  The counts depend only on
 the seed and the strategy, not on ``--workers``.
 """
 
@@ -28,9 +31,23 @@ BUGS = (
     ("simulator skips a wait", "simulator_ignoring_one_wait", {}),
 )
 
+#: the same for the task-pass bugs (``tests.planted_tasks``)
+TASK_BUGS = (
+    ("task deps without WAR", "ForgetsWar", {"replace": "auto-derive-task-dependencies"}),
+    ("MemRef aliasing ignored", "IgnoresMemRefAliasing", {"replace": "auto-derive-task-dependencies"}),
+    ("uncovered input demoted to no_dep", "DemotesUncoveredInput", {"replace": "auto-derive-task-dependencies"}),
+)
 
-def first_failure(bug: int, seed: int, budget: int) -> tuple[int | None, str | None]:
+
+def first_failure(bug: int, seed: int, budget: int, tasks: bool = False) -> tuple[int | None, str | None]:
     """``(examples until the first failure, check that failed)`` or ``(None, None)``."""
+    if tasks:
+        import tests.planted_tasks as planted_tasks
+        from verify.task_fuzz import check_task_pass
+
+        _, attr, options = TASK_BUGS[bug]
+        result = check_task_pass(getattr(planted_tasks, attr), examples=budget, seed=seed, shrink=False, **options)
+        return (None, None) if result.failure is None else (result.first_failure_at, result.failure.check)
     import tests.planted as planted
     from verify.fuzz import check_pass
 
@@ -45,9 +62,9 @@ def first_failure(bug: int, seed: int, budget: int) -> tuple[int | None, str | N
     return result.first_failure_at, result.failure.check
 
 
-def _job(args: tuple[int, int, int]) -> tuple[int, int, int | None, str | None]:
-    bug, seed, budget = args
-    return (bug, seed, *first_failure(bug, seed, budget))
+def _job(args: tuple[int, int, int, bool]) -> tuple[int, int, int | None, str | None]:
+    bug, seed, budget, tasks = args
+    return (bug, seed, *first_failure(bug, seed, budget, tasks))
 
 
 def main(argv=None) -> int:
@@ -55,8 +72,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--tasks", action="store_true", help="the task-pass bugs (tests/planted_tasks.py)")
     args = parser.parse_args(argv)
-    jobs = [(bug, seed, args.budget) for bug in range(len(BUGS)) for seed in args.seeds]
+    bugs = TASK_BUGS if args.tasks else BUGS
+    jobs = [(bug, seed, args.budget, args.tasks) for bug in range(len(bugs)) for seed in args.seeds]
     if args.workers > 1:
         with ProcessPoolExecutor(args.workers) as pool:
             results = list(pool.map(_job, jobs))
@@ -67,7 +86,7 @@ def main(argv=None) -> int:
     print(f"| planted bug | seeds {first}-{last} | found by |")
     print("|---|---|---|")
     missed = 0
-    for bug, (label, _, _) in enumerate(BUGS):
+    for bug, (label, _, _) in enumerate(bugs):
         cells = [found[(bug, seed)] for seed in args.seeds]
         missed += sum(at is None for at, _ in cells)
         counts = ", ".join("-" if at is None else str(at) for at, _ in cells)

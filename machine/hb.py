@@ -29,7 +29,9 @@ Uses
     The race checker and the trace checker (:mod:`verify.racecheck`: start clocks against
     shadow memory), the dependence builders (an order they would add may already hold), the
     transitive reduction and the sync-count minimum (:meth:`HappensBefore.fold`: a wait is
-    redundant iff its target is already covered by the clock folded from later targets).
+    redundant iff its target is already covered by the clock folded from later targets); the
+    task race checker (:mod:`verify.taskcheck`: :class:`DagHappensBefore`, the same clocks over
+    chains found in a task graph).
 
 References
 ----------
@@ -53,7 +55,8 @@ from functools import lru_cache
 
 from machine.ir import SEQUENCERS
 
-__all__ = ["HappensBefore", "ordered", "joiner", "wait_counts", "start_clocks", "NUM_SEQUENCERS"]
+__all__ = ["HappensBefore", "ordered", "joiner", "wait_counts", "start_clocks", "NUM_SEQUENCERS", "DagHappensBefore",
+           "SparseClock", "sparse_join", "TUPLE_WIDTH"]
 
 NUM_SEQUENCERS = len(SEQUENCERS)
 Clock = tuple
@@ -240,3 +243,128 @@ def start_clocks(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int], ta
         s = seq[i]
         append(complete(i, s, comp[i], trigger(s, target[a:b]) if a != b else hb.seq_clock[s])[0])
     return out
+
+
+# -- DAG happens-before (task graphs) -------------------------------------------------------
+class SparseClock(dict):
+    """A clock over many components as a dict; a missing component reads 0, so :func:`ordered`
+    works on it unchanged."""
+
+    __slots__ = ()
+
+    def __missing__(self, comp: int) -> int:
+        return 0
+
+
+def sparse_join(a: SparseClock, b: SparseClock) -> SparseClock:
+    """``join`` of two sparse clocks: the component-wise max (a fresh clock).
+
+    >>> dict(sparse_join(SparseClock({0: 2, 3: 1}), SparseClock({3: 4, 5: 1})))
+    {0: 2, 3: 4, 5: 1}
+    """
+    if len(a) < len(b):
+        a, b = b, a
+    out = SparseClock(a)
+    for comp, pos in b.items():
+        if out[comp] < pos:
+            out[comp] = pos
+    return out
+
+
+#: Chains up to which :class:`DagHappensBefore` keeps clocks as tuples (an unrolled
+#: :func:`joiner`); wider graphs get :class:`SparseClock` dicts.
+TUPLE_WIDTH = 32
+
+
+class DagHappensBefore:
+    """Happens-before (reachability) in a DAG whose nodes are numbered in a topological order.
+
+    The same construction as :class:`HappensBefore`: one clock component per *in-order chain*
+    and ``clock[c] = p`` meaning "the first ``p`` nodes of chain ``c`` happened before".  There
+    the chains are given (a sequencer's or a queue's completions are totally ordered); here
+    they are found greedily: a node extends the chain of one of its predecessors when that
+    predecessor is the chain's tail, else it opens a new chain.  Every chain is then a path of
+    the DAG, so its nodes are totally ordered, and the clock of a node, the join of its
+    predecessors' clocks with its own position counted, is exact by Fidge/Mattern:
+    ``a`` reaches ``b`` iff ``ordered(clock(b), chain[a], pos[a])``.
+
+    Clocks are tuples of :data:`TUPLE_WIDTH` or fewer components (joined by :func:`joiner`),
+    else :class:`SparseClock` dicts; either way :func:`ordered` answers.  :meth:`clocks` yields
+    them in node order and forgets each one after its last successor has joined it, so memory
+    follows the graph's frontier, not its size.
+
+    Parameters
+    ----------
+    preds:
+        Per node, the nodes it has an edge from (each smaller than the node itself).
+
+    Examples
+    --------
+    >>> hb = DagHappensBefore([(), (0,), (0,), (1, 2), ()])     # a diamond and a loner
+    >>> hb.width, hb.chain, hb.pos
+    (3, [0, 0, 1, 0, 2], [1, 2, 1, 3, 1])
+    >>> clocks = list(hb.clocks())
+    >>> hb.ordered(0, clocks[3]), hb.ordered(1, clocks[2]), hb.ordered(4, clocks[3])
+    (True, False, False)
+
+    References
+    ----------
+    C. J. Fidge, "Timestamps in message-passing systems that preserve the partial ordering", 1988.
+    """
+
+    __slots__ = ("preds", "chain", "pos", "width")
+
+    def __init__(self, preds: Sequence[Sequence[int]]) -> None:
+        chain: list[int] = []
+        pos: list[int] = []
+        tail: list[int] = []  # per chain: its last node
+        for node, ps in enumerate(preds):
+            own = -1
+            for p in ps:
+                if not 0 <= p < node:
+                    raise ValueError(f"node {node} has an edge from {p}: not a topological numbering")
+                if own < 0 and tail[chain[p]] == p:
+                    own = chain[p]
+            if own < 0:
+                own = len(tail)
+                tail.append(node)
+                pos.append(1)
+            else:
+                pos.append(pos[tail[own]] + 1)
+                tail[own] = node
+            chain.append(own)
+        self.preds, self.chain, self.pos, self.width = preds, chain, pos, len(tail)
+
+    def ordered(self, a: int, clock: Clock) -> bool:
+        """Does node ``a`` reach the node whose clock is ``clock`` (or is it that node)?"""
+        return ordered(clock, self.chain[a], self.pos[a])
+
+    def clocks(self) -> Iterable[Clock]:
+        """Each node's clock, in node order (the node itself counted on its chain)."""
+        preds, chain, pos = self.preds, self.chain, self.pos
+        uses: dict[int, int] = {}
+        for ps in preds:
+            for p in ps:
+                uses[p] = uses.get(p, 0) + 1
+        sparse = self.width > TUPLE_WIDTH
+        join = sparse_join if sparse else joiner(self.width)
+        zero: Clock = SparseClock() if sparse else (0,) * self.width
+        kept: dict[int, Clock] = {}
+        for node, ps in enumerate(preds):
+            clock = zero
+            for p in ps:
+                clock = join(clock, kept[p])
+                left = uses[p] - 1
+                if left:
+                    uses[p] = left
+                else:
+                    del kept[p], uses[p]
+            c = chain[node]
+            if sparse:
+                clock = SparseClock(clock)
+                clock[c] = pos[node]
+            else:
+                clock = clock[:c] + (pos[node],) + clock[c + 1:]
+            if node in uses:
+                kept[node] = clock
+            yield clock

@@ -31,6 +31,8 @@ from machine.tasks.ir import (
 class Instance:
     index: int
     call: str
+    executions: dict[str, int] = field(default_factory=dict)
+    """Per loop around the submit: which execution of it (1, 2, ...) submitted this instance."""
     accesses: list[tuple[Region, bool]] = field(default_factory=list)
     waits: set[int] = field(default_factory=set)
 
@@ -52,6 +54,8 @@ class _Exec:
         self.arrays: dict[str, list[frozenset[int]]] = {}
         self.latest: dict[str, int] = {}
         self.executions: dict[str, tuple[int, int]] = {}
+        self.running: dict[str, int] = {}  # loop -> its current execution's number (while it runs)
+        self.execution_count: dict[str, int] = {}
         self.producers: list[tuple[Region, int]] = []
         self.run = Run()
         self.manual = 0
@@ -117,7 +121,7 @@ class _Exec:
         elif isinstance(s, TaskInvalid):
             self.tasks[s.var] = frozenset()
         elif isinstance(s, TaskDummy):
-            inst = Instance(len(self.run.instances), f"{s.var}@dummy", waits=self.deps(s.deps))
+            inst = Instance(len(self.run.instances), f"{s.var}@dummy", dict(self.running), waits=self.deps(s.deps))
             self.run.instances.append(inst)
             self.tasks[s.var] = frozenset({inst.index})
         elif isinstance(s, RuntimeScope):
@@ -136,6 +140,8 @@ class _Exec:
         for a in s.iter_args:
             self.bind(a.name, a.init)
         start = len(self.run.instances)
+        self.execution_count[s.name] = self.execution_count.get(s.name, 0) + 1
+        self.running[s.name] = self.execution_count[s.name]
         trips = 0
         if isinstance(s, For):
             lo, hi, step = (evaluate(v, self.env) for v in (s.start, s.stop, s.step))
@@ -157,6 +163,7 @@ class _Exec:
         for a, ret in zip(s.iter_args, s.returns):
             self.bind(ret, a.name)
         self.executions[s.name] = (start, len(self.run.instances))
+        del self.running[s.name]
 
     def _set(self, name: str, carried) -> None:
         if isinstance(carried, tuple):
@@ -172,10 +179,16 @@ class _Exec:
         return out | {self.latest[c] for c in calls if c in self.latest}
 
     def submit(self, c: Call) -> None:
-        inst = Instance(len(self.run.instances), c.name)
+        inst = Instance(len(self.run.instances), c.name, dict(self.running))
         inst.waits |= self.deps(c.deps)
         for dep in c.compiler_deps:
-            inst.waits |= self.fan_in(dep.loop, dep.calls) if dep.loop else self.deps((dep.on,))
+            if dep.loop:
+                inst.waits |= self.fan_in(dep.loop, dep.calls)
+            elif dep.carried:  # submitted in this execution of the loop, not an earlier one
+                now = self.running[dep.carried]
+                inst.waits |= {i for i in self.deps((dep.on,)) if self.run.instances[i].executions.get(dep.carried) == now}
+            else:
+                inst.waits |= self.deps((dep.on,))
         dirs = c.directions or ()
         kernel = self.program.kernels[c.kernel]
         inserts = []

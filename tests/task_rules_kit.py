@@ -4,7 +4,7 @@ Kernels: ``w`` writes its ``Out`` parameter and returns it; ``r`` reads; ``rw`` 
 (``InOut``) and returns it; ``copy`` reads one tensor and writes another; ``r2`` reads two.
 
 Summaries are what a person writes down from a rule: :func:`deps` gives each call's compiler
-deps as text (``"t"`` or ``"R@L[c1,c2]"`` for a loop fan-in), :func:`dirs` each call's
+deps as text (``"t"``, ``"t^L"`` for a dep carried in loop ``L``, ``"R@L[c1,c2]"`` for a loop fan-in), :func:`dirs` each call's
 directions as short codes (``in``, ``out``, ``oe``, ``io``, ``nd``, ``s``), :func:`scopes` the
 scope each call ends in (``manual/compiler``, ``auto/user``, ``implicit``...).
 """
@@ -47,7 +47,8 @@ def analysis(program: TaskProgram, *, faithful: bool = False):
 def deps(program: TaskProgram) -> dict[str, list[str]]:
     out = {}
     for call, _ in program.calls():
-        out[call.name] = [d.on if d.loop is None else f"{d.on}@{d.loop}[{','.join(d.calls)}]" for d in call.compiler_deps]
+        out[call.name] = [f"{d.on}@{d.loop}[{','.join(d.calls)}]" if d.loop else f"{d.on}^{d.carried}" if d.carried
+                          else d.on for d in call.compiler_deps]
     return out
 
 

@@ -34,7 +34,6 @@ and the run keeps times in flat lists with the cyclic GC off.
 
 from __future__ import annotations
 
-import gc
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -44,6 +43,7 @@ import numpy as np
 from simpy import Environment, Event
 from simpy.events import NORMAL
 
+from machine.collector import collector_paused
 from machine.errors import ProgramError, join_path
 from machine.sim.plan import Plan
 
@@ -250,13 +250,8 @@ class TimedRun:
         for c, stream in enumerate(plan.streams):
             if stream:
                 env.process(self._sequencer(c, stream) if c < nseq else self._queue(c, stream))
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with collector_paused():
             env.run()
-        finally:
-            if was_enabled:
-                gc.enable()
         if self.failure is not None:
             raise self.failure
         if any(b is not None for b in self.blocked):

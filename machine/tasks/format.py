@@ -241,12 +241,15 @@ def _let(raw: dict, path: str) -> Stmt:
 
 
 def _compiler_dep(raw: Any, path: str) -> CompilerDep:
-    o = _Obj(raw, path, {"on", "loop", "calls"}, "a compiler dep")
+    o = _Obj(raw, path, {"on", "loop", "calls", "carried"}, "a compiler dep")
     loop = o.name("loop") if o.has("loop") else None
     calls = o.names("calls")
     if (loop is None) != (not calls):
         raise ProgramError(o.at("calls" if loop else "loop"), "a loop fan-in needs both 'loop' and 'calls'")
-    return CompilerDep(o.name("on"), loop, calls)
+    carried = o.name("carried") if o.has("carried") else None
+    if carried is not None and loop is not None:
+        raise ProgramError(o.at("carried"), "a loop fan-in cannot also be loop-carried")
+    return CompilerDep(o.name("on"), loop, calls, carried)
 
 
 def _call(raw: dict, path: str, submit: bool) -> Call:

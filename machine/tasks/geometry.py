@@ -34,7 +34,7 @@ from math import prod
 
 from machine.geometry import ByteSet, element_runs, intersect_intervals
 
-__all__ = ["packed_strides", "view_strides", "is_injective", "Region", "overlaps", "shared_bytes",
+__all__ = ["packed_strides", "view_strides", "is_injective", "Region", "overlaps", "shared_bytes", "covers",
            "byte_ranges_may_overlap", "span_elements", "root_region"]
 
 
@@ -172,6 +172,31 @@ def shared_bytes(a: Region, b: Region) -> ByteSet:
     if not overlaps(a, b):
         return ()
     return intersect_intervals(a.byte_runs(), b.byte_runs())
+
+
+def covers(outer: Region, inner: Region) -> bool:
+    """Exact: is every byte of ``inner`` a byte of ``outer``?  (An empty ``inner`` is covered.)
+
+    >>> root = Region.of("x", 0, 4, (8, 1), (8, 8))
+    >>> covers(root, root.window((2, 0), (2, 8))), covers(root.window((0, 0), (4, 8)), root.window((2, 0), (4, 8)))
+    (True, False)
+    >>> covers(root.window((0, 0), (8, 4)), root.window((0, 0), (1, 8)))   # half of a row
+    False
+    """
+    if inner.empty:
+        return True
+    if outer.space != inner.space or outer.empty:
+        return False
+    (ilo, ihi), (olo, ohi) = inner.byte_range, outer.byte_range
+    if ilo < olo or ihi > ohi:
+        return False
+    if _same_layout(outer, inner):
+        extent = tuple(max(x + n, y + m) for x, n, y, m in zip(outer.start, outer.shape, inner.start, inner.shape))
+        if is_injective(extent, outer.strides) and all(outer.strides):
+            return all(x <= y and y + m <= x + n for x, n, y, m in zip(outer.start, outer.shape, inner.start, inner.shape))
+    runs = inner.byte_runs()
+    shared = intersect_intervals(runs, outer.byte_runs())
+    return sum(hi - lo for lo, hi in shared) == sum(hi - lo for lo, hi in runs)
 
 
 def root_region(instance: Hashable, t, scalars: Mapping[str, int]) -> Region:

@@ -216,11 +216,18 @@ class CompilerDep:
     With ``loop`` set it is a loop fan-in: every instance of ``calls`` submitted during the last
     completed execution of that loop, plus the latest instance of each (``on`` is the loop
     return var the pass re-bound them to, kept for reading).
+
+    With ``carried`` set (a loop around the call) it is a loop-carried dep: ``on``'s instance
+    only when it was submitted during the current execution of that loop (an earlier iteration),
+    none at the first iteration of an execution.  C++ codegen declares the TaskId invalid just
+    before the loop, as PyPTO hoists cross-scope TaskIds; a plain dep holds whatever ``on`` held
+    last, also from an earlier execution of the loop (an earlier iteration of a loop around it).
     """
 
     on: str
     loop: str | None = None
     calls: tuple[str, ...] = ()
+    carried: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

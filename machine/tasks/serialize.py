@@ -13,12 +13,27 @@ from typing import Any, TextIO
 from machine.jsonio import write_text
 from machine.tasks.expr import Sym, render
 from machine.tasks.ir import (
-    Alias, Assemble, Call, Create, For, GetSlot, If, IndexedView, IterArg, Kernel, MemRef, Operand,
+    Alias, Assemble, Call, CompilerDep, Create, For, GetSlot, If, IndexedView, IterArg, Kernel, MemRef, Operand,
     RuntimeScope, ScalarLet, ScalarParam, SetSlot, Slice, Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram,
     TensorParam, TensorType, TensorView, While,
 )
 
-__all__ = ["tasks_to_json", "dumps_tasks", "save_tasks"]
+__all__ = ["tasks_to_json", "dumps_tasks", "save_tasks", "compiler_dep_json"]
+
+
+def compiler_dep_json(dep: CompilerDep) -> dict[str, Any]:
+    """One ``compiler_deps`` entry: ``{"on": v}``, a loop fan-in with ``loop`` and ``calls``, or
+    a loop-carried dep with ``carried``.
+
+    >>> compiler_dep_json(CompilerDep("t", carried="blocks")), compiler_dep_json(CompilerDep("R", "L", ("a",)))
+    ({'on': 't', 'carried': 'blocks'}, {'on': 'R', 'loop': 'L', 'calls': ['a']})
+    """
+    out: dict[str, Any] = {"on": dep.on}
+    if dep.loop:
+        out.update(loop=dep.loop, calls=list(dep.calls))
+    if dep.carried:
+        out["carried"] = dep.carried
+    return out
 
 
 def _expr(value: Any) -> Any:
@@ -104,8 +119,7 @@ def _call(c: Call) -> dict[str, Any]:
     if c.no_dep:
         out["no_dep"] = list(c.no_dep)
     if c.compiler_deps:
-        out["compiler_deps"] = [{"on": d.on, **({"loop": d.loop, "calls": list(d.calls)} if d.loop else {})}
-                                for d in c.compiler_deps]
+        out["compiler_deps"] = [compiler_dep_json(d) for d in c.compiler_deps]
     if c.manual_candidate:
         out["compiler_manual_candidate"] = True
     return out

@@ -73,7 +73,8 @@ class _Checker:
         self.types: dict[str, TensorType] = {}
         self.labels: dict[str, str] = {}
         self.scopes: list[set[str]] = [set()]
-        self.deferred: list[tuple[Call, str]] = []
+        self.deferred: list[tuple[Call, str, tuple[str, ...]]] = []  # a call, its path, the loops around it
+        self.loops: list[str] = []
 
     # -- names ---------------------------------------------------------------------------
     def define(self, name: str, kind: str, path: str, type_: TensorType | None = None) -> None:
@@ -149,7 +150,8 @@ class _Checker:
             if len(values) != len(parent.shape):
                 raise ProgramError(join_path(path, key), f"'{source}' has {len(parent.shape)} dimensions, got {len(values)} values")
             for i, v in enumerate(values):
-                self.expr(v, join_path(join_path(path, key), i))
+                if not isinstance(v, int):  # a constant names nothing (and its path would cost a string)
+                    self.expr(v, join_path(join_path(path, key), i))
         for i, (n, o, whole) in enumerate(zip(shape, offset, parent.shape)):
             if isinstance(n, int) and n < 1:
                 raise ProgramError(join_path(join_path(path, "shape"), i), f"expected a dimension >= 1, got {n}")
@@ -256,7 +258,9 @@ class _Checker:
             self.define(name, kind, join_path(join_path(join_path(path, "iter_args"), i), "name"), type_)
         if isinstance(s, While):
             self.expr(s.cond, join_path(path, "while"))
+        self.loops.append(s.name)
         body = self.body(s.body, join_path(path, "body"), manual=manual, loops=loops + 1)
+        self.loops.pop()
         yields = self.yields(s.yields, [kind for _, kind, _ in defs], join_path(path, "yield"), f"loop '{s.name}'")
         self.scopes.pop()
         for i, (name, (_, kind, type_)) in enumerate(zip(s.returns, defs)):
@@ -302,9 +306,10 @@ class _Checker:
         if len(c.args) != len(kernel.params):
             raise ProgramError(join_path(path, "args"), f"kernel '{c.kernel}' takes {len(kernel.params)} arguments, got {len(c.args)}")
         args = []
+        args_path = join_path(path, "args")
         for i, (a, p) in enumerate(zip(c.args, kernel.params)):
             want = SCALAR if p.direction == ParamDirection.SCALAR else TENSOR
-            args.append(self.operand(a, join_path(join_path(path, "args"), i), want)[0])
+            args.append(self.operand(a, join_path(args_path, i), want)[0])
         if c.directions is not None:
             if len(c.directions) != len(c.args):
                 raise ProgramError(join_path(path, "directions"), f"expected {len(c.args)} directions (one per argument), got {len(c.directions)}")
@@ -325,22 +330,28 @@ class _Checker:
             self.define(name, TENSOR, join_path(path, "outputs"), self.types.get(source) if isinstance(source, str) else None)
         if c.submit:
             self.define(c.task_id, TASK, join_path(path, "task_id"))
-        self.deferred.append((c, path))
+        self.deferred.append((c, path, tuple(self.loops)))
         return replace(c, args=tuple(args))
 
     def finish(self) -> None:
         """Compiler deps may name variables defined anywhere (they are hoisted): check them last."""
-        for c, path in self.deferred:
+        def at(path: str, i: int, *keys: str | int) -> str:  # built on error only: a compiled flat
+            where = join_path(join_path(path, "compiler_deps"), i)  # program has quadratically many deps
+            for key in keys:
+                where = join_path(where, key)
+            return where
+
+        for c, path, loops in self.deferred:
             for i, dep in enumerate(c.compiler_deps):
-                dpath = join_path(join_path(path, "compiler_deps"), i)
-                kind = self.kinds.get(dep.on)
-                if kind not in (TASK, ARRAY, TENSOR):
-                    raise ProgramError(join_path(dpath, "on"), f"'{dep.on}' is not a TaskId, TaskId array or tensor variable")
+                if self.kinds.get(dep.on) not in (TASK, ARRAY, TENSOR):
+                    raise ProgramError(at(path, i, "on"), f"'{dep.on}' is not a TaskId, TaskId array or tensor variable")
                 if dep.loop is not None and self.labels.get(dep.loop) != "loop":
-                    raise ProgramError(join_path(dpath, "loop"), f"'{dep.loop}' is not a loop")
+                    raise ProgramError(at(path, i, "loop"), f"'{dep.loop}' is not a loop")
+                if dep.carried is not None and dep.carried not in loops:
+                    raise ProgramError(at(path, i, "carried"), f"'{dep.carried}' is not a loop around call '{c.name}'")
                 for j, name in enumerate(dep.calls):
                     if self.labels.get(name) != "call":
-                        raise ProgramError(join_path(join_path(dpath, "calls"), j), f"'{name}' is not a call")
+                        raise ProgramError(at(path, i, "calls", j), f"'{name}' is not a call")
 
 
 def _check_kernels(program: TaskProgram) -> None:

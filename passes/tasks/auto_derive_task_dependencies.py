@@ -13,7 +13,9 @@ Options: ``analyze_auto_scopes`` (PyPTO ``analyze_auto_scopes_for_deps``, defaul
 upstream: the pass then changes nothing); ``faithful`` reproduces the seed exactly, loop
 back-edge hole included.  The default analysis also compares each sequential loop body with
 itself shifted by one iteration and keeps only the user-dep coverage and loop edges that
-name every instance they must (:mod:`passes.tasks.hazards`, :mod:`passes.tasks.walk`);
+name every instance they must (:mod:`passes.tasks.hazards`, :mod:`passes.tasks.walk`); the
+edges only that shifted walk finds are loop-carried (``CompilerDep.carried``: the previous
+iteration of the loop's current execution, never an earlier execution's last instance);
 ``docs/tasks-passes.md`` lists the differences.
 
 Contract
@@ -25,7 +27,8 @@ Contract
     ``analyze_auto_scopes=false`` the program is returned unchanged.  Default mode: in a
     region that did not fall back, every pair of task instances whose accesses may overlap
     (one writing) is ordered by explicit deps (user or compiler), so runtime tracking of its
-    demoted slots and marked calls can be switched off without losing an order.
+    demoted slots and marked calls can be switched off without losing an order (pairs in
+    different iterations of a ``parallel`` loop excepted: the program promises there are none).
 """
 
 from __future__ import annotations

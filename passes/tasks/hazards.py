@@ -93,26 +93,28 @@ def classify_sound(access: Access, prior: Record, user: UserDeps, call: str, *, 
         return Verdict("runtime", block=True)
     on = prior.task
     exited = [loop for loop in prior.loops if loop not in active_loops]
+    # the latest instance stands for all only if no exited loop's iterations left the chain
+    chained = prior.chained and not any(loop in prior.breaks for loop in exited)
     several = bool(exited) or prior.fan_in is not None
     complete = on is not None and (on in user.complete_dynamic or on in user.complete_arrays)
     if on is None:
         covered = False
     elif prior.prev_of is not None:  # the previous iteration: a carried TaskId, or the latest of a chained producer
-        covered = on in user.carried.get(loop_label[prior.prev_of], ()) or (prior.chained and on in user.direct)
+        covered = on in user.carried.get(loop_label[prior.prev_of], ()) or (chained and on in user.direct)
     elif several:
-        covered = prior.chained and (on in user.direct or complete)
+        covered = chained and (on in user.direct or complete)
     else:
         covered = on in user.direct
     block = bool(exited) and not complete
     if covered:
         return Verdict("user", block=block)
     where = dict(call=call, arg=access.arg, prior=prior.call)
-    if exited and not prior.chained:
+    if exited and not chained:
         return Verdict("fallback", fallback=Fallback("stale-loop-producer", loop=loop_label.get(exited[-1]), **where),
                        block=block)
     if on is None:
         return Verdict("fallback", fallback=Fallback("missing-task-id", **where), block=block)
-    if access.kind != AccessKind.READ and not prior.chained:
+    if access.kind != AccessKind.READ and not chained:
         common = _innermost_common(prior, active_loops)
         if common is not None and skips_after(common):
             return Verdict("fallback", fallback=Fallback("conditional-writer", loop=loop_label.get(common), **where),

@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from machine.spans import SpanIndex
 from machine.tasks.ir import ArgDirection, CompilerDep
-from passes.tasks.regions import AccessKind, Hazard, Region
+from passes.tasks.regions import AccessKind, Hazard, Region, first_extent
 
 __all__ = ["Access", "Record", "Frame", "LoopCtx", "Fallback", "Note", "CallResult", "RegionResult", "Analysis",
            "FALLBACK_REASONS"]
@@ -48,6 +49,9 @@ class Access(NamedTuple):
     region: Region
     kind: AccessKind
     arg: int
+    creator_only: bool = False
+    """A ``no_dep`` slot: the runtime still orders it after the task that allocated its tensor (a
+    runtime ``output``, simpler's creator edge), so it meets prior ``output`` writers only."""
 
 
 class Record(NamedTuple):
@@ -60,7 +64,11 @@ class Record(NamedTuple):
     ``loops`` (loops whose iterations ``task`` does not summarise), ``enclosing`` (every loop
     around the producer), ``chained`` (the call writes and runs once or inside a loop walked
     twice, so the back-edge on its own write orders all its instances and the latest one stands
-    for all) and ``prev_of`` (the record stands for the previous iteration of that loop).
+    for all), ``breaks`` (loops around the producer whose iterations that chain does not join:
+    its back-edges are carried in the loops walked twice, so instances in different iterations
+    of a ``parallel`` loop are not ordered, and once such a loop has exited the latest instance
+    no longer stands for all) and ``prev_of`` (the record stands for the previous iteration of
+    that loop).
     """
 
     root: str
@@ -81,6 +89,9 @@ class Record(NamedTuple):
     tracked: bool = False
     """Only runtime tracking orders it (an access of a region that fell back, or of a call that
     triggered a fallback): a later hazard on it keeps the consumer's lookup and AUTO scope."""
+    output: bool = False
+    """The access is a runtime-allocated ``output`` (it creates the tensor later slots use)."""
+    breaks: tuple[int, ...] = ()
 
 
 @dataclass
@@ -138,10 +149,48 @@ class Note:
                 "previous_iteration": self.previous_iteration}
 
 
+class _Shelf:
+    """Record indices of one root (all its accesses, or only its writes): boxes the overlap
+    rule separates by their first dimension in a :class:`~machine.spans.SpanIndex` per rank,
+    the rest (``loose``) in a list.  A box access meets the loose records, the boxes of other
+    ranks, and the boxes of its rank whose first extent meets its own: a straight-line program
+    writing thousands of disjoint tiles of one output scans a few records per call, not all."""
+
+    __slots__ = ("loose", "boxes")
+
+    def __init__(self) -> None:
+        self.loose: list[int] = []
+        self.boxes: dict[int, SpanIndex] = {}
+
+    def add(self, index: int, region: Region) -> None:
+        extent = first_extent(region)
+        if extent is None:
+            self.loose.append(index)
+        else:
+            self.boxes.setdefault(len(region.offsets), SpanIndex()).add(*extent, index, None)
+
+    def truncate(self, length: int) -> None:
+        while self.loose and self.loose[-1] >= length:
+            self.loose.pop()
+        for boxes in self.boxes.values():
+            boxes.drop_from(length)
+
+    def meeting(self, region: Region | None) -> list[int]:
+        """Indices of the records ``region`` may overlap under the rule (every one for ``None``)."""
+        extent = first_extent(region) if region is not None else None
+        found = list(self.loose)
+        for rank, boxes in self.boxes.items():
+            near = boxes.meeting(*extent) if extent is not None and rank == len(region.offsets) else boxes.every()
+            found.extend(i for i, _ in near)
+        return sorted(found) if len(found) > 1 else found
+
+
 @dataclass
 class Frame:
-    """An analysed region and its prior accesses, in order and indexed by root (a call scans
-    only the accesses of roots it may alias)."""
+    """An analysed region and its prior accesses, in order and indexed by root: a call scans
+    only the accesses of roots it may alias, a read only their writes (the one kind it can
+    conflict with), and a box only the boxes it may overlap (:class:`_Shelf`), so a long
+    straight-line program costs a few comparisons per call, not one per earlier access."""
 
     kind: str
     """``virtual`` (the whole body of a default-mode function), ``scope`` or ``container``."""
@@ -151,23 +200,29 @@ class Frame:
     fallback: Fallback | None = None
     task_calls: int = 0
     unsupported: bool = False
-    calls: list[str] = field(default_factory=list)
-    by_root: dict[str, list[int]] = field(default_factory=dict)
+    calls: dict[str, None] = field(default_factory=dict)
+    """The calls analysed in it, in order (a dict: an ordered set)."""
+    shelves: dict[tuple[str, bool], _Shelf] = field(default_factory=dict)
+    """(root, writes only) -> that root's record indices."""
 
     def add(self, record: Record) -> None:
-        self.by_root.setdefault(record.root, []).append(len(self.records))
+        index = len(self.records)
         self.records.append(record)
+        self.shelves.setdefault((record.root, False), _Shelf()).add(index, record.region)
+        if record.kind & AccessKind.WRITE:
+            self.shelves.setdefault((record.root, True), _Shelf()).add(index, record.region)
 
     def truncate(self, length: int) -> None:
         """Forget the accesses recorded after the first ``length``."""
         del self.records[length:]
-        for indices in self.by_root.values():
-            while indices and indices[-1] >= length:
-                indices.pop()
+        for shelf in self.shelves.values():
+            shelf.truncate(length)
 
-    def of_roots(self, roots) -> Iterator[Record]:
-        """The accesses of any of ``roots``, in the order they were recorded."""
-        lists = [self.by_root[r] for r in roots if self.by_root.get(r)]
+    def of_roots(self, roots, writes_only: bool = False, region: Region | None = None) -> Iterator[Record]:
+        """The accesses (or only the writes) of any of ``roots`` that ``region`` may overlap
+        (all of them for ``None``), in the order they were recorded."""
+        lists = [shelf.meeting(region) for r in roots if (shelf := self.shelves.get((r, writes_only)))]
+        lists = [found for found in lists if found]
         if not lists:
             return iter(())
         order = lists[0] if len(lists) == 1 else heapq.merge(*lists)
@@ -190,8 +245,11 @@ class CallResult:
     _edge_at: dict[tuple[str, str | None], int] = field(default_factory=dict, repr=False)
     _noted: set[Note] = field(default_factory=set, repr=False)
 
-    def add_edge(self, dep: CompilerDep) -> None:
-        """Append ``dep`` unless one on the same variable (and loop) is there; fan-ins merge their calls."""
+    def add_edge(self, dep: CompilerDep, loops: tuple[str, ...] = ()) -> None:
+        """Append ``dep`` unless one on the same variable (and loop) is there; fan-ins merge their
+        calls; a plain dep and a loop-carried one on the same variable merge into the weaker
+        restriction: plain, or carried in the outer of the two loops (``loops``: the loops
+        around the call, outermost first)."""
         i = self._edge_at.get((dep.on, dep.loop))
         if i is None:
             self._edge_at[dep.on, dep.loop] = len(self.edges)
@@ -199,7 +257,10 @@ class CallResult:
             return
         old = self.edges[i]
         if dep.calls and not set(dep.calls) <= set(old.calls):
-            self.edges[i] = CompilerDep(old.on, old.loop, old.calls + tuple(c for c in dep.calls if c not in old.calls))
+            old = self.edges[i] = CompilerDep(old.on, old.loop, old.calls + tuple(c for c in dep.calls if c not in old.calls))
+        if old.carried != dep.carried and old.carried is not None:
+            outer = None if dep.carried is None else min(old.carried, dep.carried, key=loops.index)
+            self.edges[i] = CompilerDep(old.on, old.loop, old.calls, outer)
 
     def note(self, note: Note) -> None:
         if note not in self._noted:
@@ -221,7 +282,8 @@ class RegionResult:
     fallback: Fallback | None = None
     task_calls: int = 0
     unsupported: bool = False
-    calls: list[str] = field(default_factory=list)
+    calls: dict[str, None] = field(default_factory=dict)
+    """The calls of the region, in order (a dict: an ordered set)."""
 
 
 @dataclass

@@ -29,7 +29,7 @@ from enum import Enum, IntFlag
 from machine.tasks.ir import ArgDirection
 
 __all__ = ["RegionKind", "Region", "FULL", "CONSERVATIVE", "DYNAMIC", "UNKNOWN", "slice_region", "regions_may_overlap",
-           "demotable_region", "AccessKind", "access_kind", "Hazard", "hazards"]
+           "first_extent", "demotable_region", "AccessKind", "access_kind", "Hazard", "hazards"]
 
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
@@ -102,6 +102,22 @@ def regions_may_overlap(a: Region, b: Region) -> bool:
         if a_end <= bo or b_end <= ao:
             return False
     return True
+
+
+def first_extent(region: Region) -> tuple[int, int] | None:
+    """``[lo, hi)`` of a box's first dimension when the overlap rule separates boxes by it: two
+    such boxes of one rank whose first extents do not meet never overlap; ``None`` for anything
+    the rule may not separate (not a box, rank 0, an empty extent, an end beyond int64).
+
+    >>> first_extent(Region.box((4, 0), (2, 8))), first_extent(FULL), first_extent(Region.box((4,), (0,)))
+    ((4, 6), None, None)
+    """
+    if region.kind != RegionKind.BOX or not region.offsets or len(region.offsets) != len(region.shape):
+        return None
+    lo, n = region.offsets[0], region.shape[0]
+    if n < 1 or not (_fits(lo) and _fits(lo + n)):
+        return None
+    return lo, lo + n
 
 
 def demotable_region(region: Region) -> bool:

@@ -14,7 +14,9 @@ its accesses.  Results accumulate in an :class:`~passes.tasks.records.Analysis`.
 
 from __future__ import annotations
 
-from machine.tasks.ir import ArgDirection, Call, For, If, RuntimeScope, Stmt, TaskProgram, While
+from dataclasses import replace
+
+from machine.tasks.ir import ArgDirection, Call, CompilerDep, For, If, RuntimeScope, Stmt, TaskProgram, While
 from machine.tasks.validate import TASK, Symbols
 from passes.tasks.hazards import Verdict, classify_seed, classify_sound
 from passes.tasks.lineage import Lineage, Status
@@ -62,9 +64,7 @@ class Walker:
         result.fallback = result.fallback or frame.fallback
         result.task_calls += frame.task_calls
         result.unsupported = result.unsupported or frame.unsupported
-        for call in frame.calls:
-            if call not in result.calls:
-                result.calls.append(call)
+        result.calls.update(frame.calls)
         if kind == "virtual":
             self.analysis.layer_candidate = result.fallback is None and not result.unsupported and result.task_calls > 0
         if frame.fallback is not None and kind == "scope" and not self.faithful:
@@ -79,7 +79,7 @@ class Walker:
             elif not self.faithful:  # the seed exports nothing; its accesses still happen, ordered by the runtime
                 for r in frame.records:
                     self.frames[-1].add(r._replace(tracked=True))
-            self.frames[-1].calls.extend(frame.calls)
+            self.frames[-1].calls.update(frame.calls)
 
     def walk(self, body: tuple[Stmt, ...], path: str, nested: bool = False) -> None:
         for i, stmt in enumerate(body):
@@ -93,6 +93,8 @@ class Walker:
                 self.frames[-1].unsupported = True
             if not s.manual:
                 self.region(s.body, path, "scope", s.name)
+            elif self.frames and not self.faithful:
+                self._record_creators(s.body)
         elif isinstance(s, If):
             self.guards.append((None, True))
             self.walk(s.then_body, f"{path}.then")
@@ -178,6 +180,12 @@ class Walker:
         for i, (arg, d) in enumerate(zip(c.args, c.directions)):
             kind = access_kind(d)
             if kind is None:
+                if d == ArgDirection.NO_DEP and not self.faithful:  # the creator edge still orders it
+                    status, location = self.lineage.resolve(arg)
+                    if status == Status.KNOWN:
+                        out.extend(Access(alt.root, alt.region, AccessKind.READ, i, True) for alt in location)
+                    else:
+                        out.append(Access("*", UNKNOWN, AccessKind.READ, i, True))
                 continue
             status, location = self.lineage.resolve(arg)
             if status != Status.KNOWN:
@@ -225,8 +233,7 @@ class Walker:
             frame.unsupported = True
         keys = tuple(f.key for f in self.frames if f.active)
         result = self.analysis.calls.setdefault(c.name, CallResult(c.name, keys))
-        if c.name not in frame.calls:
-            frame.calls.append(c.name)
+        frame.calls[c.name] = None
         user = self._user.get(c.name) or self._user.setdefault(c.name, self.taskids.user_deps(c))
         accesses = self.summarize(c, user)
         if isinstance(accesses, Fallback):
@@ -247,8 +254,13 @@ class Walker:
                    and directions[access.arg] == ArgDirection.INOUT and demotable}
             roots = self._alias_roots(access.root)
             for f in reversed(self.frames):
-                for prior in f.of_roots(roots):
-                    if prior.root != "*" and not self.lineage.may_alias(access.root, prior.root):
+                # a read conflicts with writes only (``hazards``), a box only with what it may overlap
+                priors = (f.records if access.root == "*"
+                          else f.of_roots(roots, writes_only=access.kind == AccessKind.READ, region=access.region))
+                for prior in priors:
+                    if access.creator_only and not prior.output:
+                        continue
+                    if prior.root != "*" and access.root != "*" and not self.lineage.may_alias(access.root, prior.root):
                         continue
                     if not regions_may_overlap(access.region, prior.region):
                         continue
@@ -271,21 +283,48 @@ class Walker:
                     if v.outcome == "runtime":
                         result.runtime = True
                     if v.dep is not None:
-                        edges.append(v.dep)
+                        edges.append(self._carried(v.dep, prior))
+        around = tuple(ctx.label for ctx in self.loops)
         for dep in edges:
-            result.add_edge(dep)
+            result.add_edge(dep, around)
         for (which, arg), (covered, blocked) in states.items():
             merged = (result.no_dep if which == "no_dep" else result.output_existing).setdefault(arg, [False, False])
             merged[0], merged[1] = merged[0] or covered, merged[1] or blocked
         self.record(c, accesses)
 
-    def _record_tracked(self, c: Call) -> None:
+    def _carried(self, dep: CompilerDep, prior: Record) -> CompilerDep:
+        """An edge to a prior standing for the previous iteration of a loop (the back-edge walk)
+        orders iterations of one execution of that loop: loop-carried, so that the first
+        iteration of the next execution (the next iteration of a ``parallel`` loop around it)
+        does not wait for the last instance of this one.  Conflicts between executions are
+        ordered by the back-edge walk of a sequential loop around both, or excluded by the
+        ``pl.parallel`` contract."""
+        if prior.prev_of is None or dep.loop is not None:
+            return dep
+        return replace(dep, carried=self.labels[prior.prev_of])
+
+    def _record_creators(self, body: tuple[Stmt, ...]) -> None:
+        """A user MANUAL scope is not analysed (the seed skips it), but a call in it that gets
+        an ``output`` buffer from the runtime becomes that tensor's creator, and a later user of
+        the tensor in an AUTO scope waits for it (simpler's creator edge): an order only the
+        runtime gives.  Its ``output`` writes are recorded as runtime-tracked, so a consumer
+        keeps its AUTO scope (the seed converts it to MANUAL and loses the creator edge)."""
+        for s in body:
+            if isinstance(s, Call):
+                self._record_tracked(s, only=ArgDirection.OUTPUT)
+            elif isinstance(s, (For, While, RuntimeScope)):
+                self._record_creators(s.body)
+            elif isinstance(s, If):
+                self._record_creators(s.then_body + (s.else_body or ()))
+
+    def _record_tracked(self, c: Call, only: ArgDirection | None = None) -> None:
         """Record a call the analysis does not order as runtime-tracked accesses (an unresolved
-        argument may touch anything, as far as later calls can tell)."""
+        argument may touch anything, as far as later calls can tell); ``only``: the arguments
+        of that direction."""
         accesses: list[Access] = []
         for i, (arg, d) in enumerate(zip(c.args, c.directions or ())):
             kind = access_kind(d)
-            if kind is None:
+            if kind is None or (only is not None and d != only):
                 continue
             status, location = self.lineage.resolve(arg)
             if status == Status.KNOWN:
@@ -303,9 +342,14 @@ class Walker:
         dynamic = [ctx for ctx in self.loops if ctx.dynamic]
         loops = tuple(ctx.id for ctx in self.loops)
         chained = any(a.kind & AccessKind.WRITE for a in accesses) and (not self.loops or any(x.twice for x in self.loops))
+        breaks = tuple(x.id for x in self.loops if x.parallel and (x.dynamic or not x.may_skip))  # zero trips: none
+        directions = c.directions or ()
         for access in accesses:
+            if access.creator_only:
+                continue
             owner = task or self.producer_task(c, access)
             self.frames[-1].add(Record(
                 access.root, access.region, access.kind, access.arg, c.name, owner, self._is_task(owner) if owner else False,
                 bool(self.loops), dynamic[-1].depth if dynamic else 0, dynamic[-1].id if dynamic else 0,
-                loops, loops, chained, tracked=tracked))
+                loops, loops, chained, tracked=tracked,
+                output=access.arg < len(directions) and directions[access.arg] == ArgDirection.OUTPUT, breaks=breaks))

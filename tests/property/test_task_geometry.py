@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from machine.tasks.geometry import Region, is_injective, overlaps, packed_strides, shared_bytes
+from machine.tasks.geometry import Region, covers, is_injective, overlaps, packed_strides, shared_bytes
 
 
 def _bytes(region: Region) -> set[int]:
@@ -49,6 +49,13 @@ def test_overlap_and_shared_bytes_match_enumeration(pair):
     assert {x for lo, hi in shared for x in range(lo, hi)} == expected
     assert all(lo < hi for lo, hi in shared) and list(shared) == sorted(shared)
     assert set(range(*a.byte_range)) >= _bytes(a)
+
+
+@given(_pair())
+def test_covers_matches_enumeration(pair):
+    a, b = pair
+    assert covers(a, b) == (_bytes(b) <= _bytes(a))
+    assert covers(b, a) == (_bytes(a) <= _bytes(b))
 
 
 @given(_pair())

@@ -108,13 +108,19 @@ def test_derive_call_directions_rules():
 
 
 def test_no_dep_arguments_are_not_accesses_and_output_is_a_write():
+    """The seed ignores a ``no_dep`` slot; the runtime still gives it the creator edge on the task
+    that allocated its tensor (a runtime ``output``), so the default orders it explicitly before
+    the body can become MANUAL (found by ``neuronsim fuzz --tasks``)."""
     tb, k = kit()
     x = tb.param("x", (16, 16))
     tb.submit(k.w, [x], name="W0", task_id="t0", directions=["output"])
     tb.submit(k.r, [no_dep(x)], name="N", task_id="tn")
     tb.submit(k.r, [x], name="R", task_id="tr")
+    seed = compiled(tb.program(), faithful=True)
+    assert deps(seed) == {"W0": [], "N": [], "R": ["t0"]}
+    assert dirs(seed) == {"W0": "out", "N": "nd", "R": "nd"}
     out = compiled(tb.program())
-    assert deps(out) == {"W0": [], "N": [], "R": ["t0"]}
+    assert deps(out) == {"W0": [], "N": ["t0"], "R": ["t0"]}
     assert dirs(out) == {"W0": "out", "N": "nd", "R": "nd"}
 
 
@@ -128,6 +134,28 @@ def test_a_manual_scope_orders_by_user_deps_alone():
     assert deps(out) == {"W": [], "R": []}
     assert dirs(out) == {"W": "oe", "R": "in"}
     assert scopes(out) == {"W": "manual/user", "R": "manual/user"}
+
+
+def test_a_creator_in_a_user_manual_scope_keeps_its_consumer_auto():
+    """A user MANUAL scope is skipped (section 3 item 3), yet a call in it that receives an
+    ``output`` buffer is the tensor's creator: a later AUTO user waits for it (section 4, step
+    A).  The seed converts the consumer's branch to MANUAL (its one hazard, on P, is covered) and
+    loses that creator edge; the default keeps the consumer AUTO."""
+    from verify.taskcheck import check_task_program
+
+    tb, k = kit()
+    m = tb.param("m", (8, 8))
+    c = tb.scalar("c", value=1)
+    _, tp = tb.submit(k.w, [m], name="P", task_id="tp")
+    with tb.manual_scope():
+        tb.submit(k.w, [m], name="W", task_id="tw", directions=["output"], deps=[tp])
+    with tb.if_(c, name="B"):
+        tb.submit(k.r, [m], name="R", task_id="tr")
+    seed, sound = compiled(tb.program(), faithful=True), compiled(tb.program())
+    assert deps(seed)["R"] == ["tp"] and scopes(seed)["R"] == "manual/compiler"
+    assert [(r.kind, r.first_name, r.second_name) for r in check_task_program(seed).races] == [("RAW", "W", "R")]
+    assert deps(sound)["R"] == ["tp"] and scopes(sound)["R"] == "auto/compiler" and dirs(sound)["R"] == "in"
+    assert check_task_program(sound).race_free
 
 
 def test_memref_roots_may_alias():

@@ -57,7 +57,7 @@ def test_a_static_loop_rebinds_a_tensor_return_var_by_storage():
     seed, sound = compiled(program, faithful=True), compiled(program)
     assert deps(seed) == {"F": [], "R": [f"{res}@L[F]"]} and dirs(seed) == {"F": "io", "R": "nd"}
     # The default also orders each F after the previous one (the back-edge on acc).
-    assert deps(sound) == {"F": ["acc2"], "R": [f"{res}@L[F]"]} and dirs(sound) == {"F": "oe", "R": "nd"}
+    assert deps(sound) == {"F": ["acc2^L"], "R": [f"{res}@L[F]"]} and dirs(sound) == {"F": "oe", "R": "nd"}
     _race_free(program)
     assert races(unroll_tasks(seed))
 

@@ -36,7 +36,7 @@ def test_a_compiler_dep_may_name_a_task_id_defined_later_in_the_body():
         tb.submit(k.w, [x], name="W", task_id="tw")
         tb.submit(k.r, [x], name="R", task_id="tr")
     out = compiled(tb.program())
-    assert deps(out)["W"] == ["tw", "tr"]
+    assert deps(out)["W"] == ["tw^L", "tr^L"]
     run = unroll_tasks(out)
     w, r = run.named("W"), run.named("R")
     assert w[0].waits == set() and w[2].waits == {w[1].index, r[1].index}

@@ -122,7 +122,7 @@ def test_windowed_temps_cover_loop_producers_in_the_seed_only():
         tb.yield_(tr)
     seed, sound = compiled(tb.program(), faithful=True), compiled(tb.program())
     assert deps(seed) == {"W": [], "R": []} and dirs(seed) == {"W": "io", "R": "in"}
-    assert deps(sound) == {"W": ["tw", "tr"], "R": ["tw"]}
+    assert deps(sound) == {"W": ["tw^L", "tr^L"], "R": ["tw"]}
 
 
 def test_an_iter_arg_names_the_previous_iteration_only():
@@ -137,7 +137,7 @@ def test_an_iter_arg_names_the_previous_iteration_only():
     seed, sound = compiled(tb.program(), faithful=True), compiled(tb.program())
     assert deps(seed)["R"] == []          # the seed reads prev as W's TaskId: covered
     assert deps(sound)["R"] == ["tw"]     # this iteration's W needs an edge
-    assert deps(sound)["W"] == ["tr"]     # W waits for the previous R (WAR); the previous W is prev
+    assert deps(sound)["W"] == ["tr^L"]   # W waits for the previous R (WAR); the previous W is prev
 
 
 def test_a_plain_mention_of_the_in_loop_task_id_covers_it():
@@ -150,5 +150,5 @@ def test_a_plain_mention_of_the_in_loop_task_id_covers_it():
         tb.submit(k.copy, [x, y], name="R", task_id="tr", deps=[tw])
     for faithful in (True, False):
         out = compiled(tb.program(), faithful=faithful)
-        assert deps(out)["R"] == ([] if faithful else ["tr"])   # the default adds R's own back-edge on y
+        assert deps(out)["R"] == ([] if faithful else ["tr^L"])   # the default adds R's own back-edge on y
         assert dirs(out)["R"] == ("nd,io" if faithful else "nd,oe")

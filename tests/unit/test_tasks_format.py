@@ -141,6 +141,12 @@ BAD = [
         {"scope": "manual", "body": [{"scope": "auto", "body": []}]}), "function.body[3].body[0].scope", "AUTO scope"),
     ("memref too small", lambda d: d["function"]["params"][0].update(memref={"base": "m", "size": 4}), "function.params[0].memref.size", "cannot hold"),
     ("unknown compiler dep", lambda d: _at(d, SUBMIT).update(compiler_deps=[{"on": "zz"}]), f"{SUBMIT}.compiler_deps[0].on", "not a TaskId"),
+    ("carried outside its loop", lambda d: d["function"]["body"].append(
+        {"call": "k", "name": "k2", "args": ["x", "buf"], "compiler_deps": [{"on": "last", "carried": "L"}]}),
+     "function.body[3].compiler_deps[0].carried", "not a loop around call 'k2'"),
+    ("carried fan-in", lambda d: _at(d, SUBMIT).update(compiler_deps=[{"on": "t1", "loop": "L", "calls": ["k1"],
+                                                                       "carried": "L"}]),
+     f"{SUBMIT}.compiler_deps[0].carried", "cannot also be loop-carried"),
     ("not a bool", lambda d: d["function"].update(auto_scope="yes"), "function.auto_scope", "true or false"),
     ("kernel returns", lambda d: d["kernels"]["k"].update(returns=["zz"]), "kernels.k.returns[0]", "not a tensor parameter"),
 ]
@@ -157,6 +163,16 @@ def test_bad_documents_name_the_path(what, edit, path, fragment):
 def test_the_base_document_is_valid():
     program = parse_tasks(BASE)
     assert [c.name for c, _ in program.calls()] == ["k1"]
+
+
+def test_a_loop_carried_compiler_dep_round_trips():
+    doc = _edit(lambda d: _at(d, SUBMIT).update(compiler_deps=[{"on": "t1", "carried": "L"}]))
+    program = parse_tasks(doc)
+    (call, _), = program.calls()
+    assert call.compiler_deps[0].carried == "L" and call.compiler_deps[0].loop is None
+    assert json.loads(dumps_tasks(program))["function"]["body"][2]["body"][1]["compiler_deps"] == [
+        {"on": "t1", "carried": "L"}]
+    assert loads_tasks(dumps_tasks(program)) == program
 
 
 @pytest.mark.parametrize("text, fragment", [

@@ -10,12 +10,14 @@ from __future__ import annotations
 import click
 
 from machine.format import load_program
+from machine.tasks.ir import TaskProgram
 from machine.unroll import unroll
 
 from verify.cliutil import emit_json, guard_size, json_option, program_argument, run_command, size_options
 from verify.progress import Progress
 from verify.racecheck import check_waits
 from verify.report import render_report
+from verify.taskcli import check_tasks, sniff_task_program
 
 #: Races listed by default (all are counted).
 DEFAULT_MAX_RACES = 1000
@@ -32,7 +34,10 @@ max_races_option = click.option("--max-races", type=click.IntRange(min=0), defau
 @run_command
 def check(program: str, as_json: bool, max_races: int, max_instances: int, max_memory: int | None) -> int:
     """Race-check PROGRAM under its deps: exit 0 race-free, 1 races found, 2 unusable input."""
-    prog = load_program(program)
+    prog = sniff_task_program(program)
+    if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the task race checker
+        return check_tasks(prog, as_json=as_json, max_races=max_races, max_instances=max_instances)
+    prog = load_program(prog)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory)
     with Progress() as progress:
         with progress.stage("unroll", None, size=size.instances):

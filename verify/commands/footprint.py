@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from machine.format import load_program
+from machine.tasks.ir import TaskProgram
 from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 
 from machine.sim.export import save_figure
@@ -22,6 +23,7 @@ from machine.sim.export import save_figure
 from verify.cliutil import check_plot, emit_json, guard_size, json_option, program_argument, run_command, size_options
 from verify.progress import Progress, pass_progress
 from verify.sync_counts import KINDS, SyncReport, sync_report
+from verify.taskcli import footprint_tasks, sniff_task_program
 
 def _registry() -> dict[str, type]:
     return ALL_PASSES
@@ -113,7 +115,11 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
               max_instances: int, max_memory: int | None) -> int:
     """Waits by kind, same/cross-engine, semaphore waits, the minimum and the makespan of PROGRAM."""
     check_plot(plot)
-    prog = load_program(program)
+    prog = sniff_task_program(program)
+    if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: TensorMap tracking per stage
+        return footprint_tasks(prog, spec=spec, as_json=as_json, plot=plot, no_simulate=no_simulate,
+                               max_instances=max_instances)
+    prog = load_program(prog)
     if spec is None:
         has_deps = any(instr.deps for instr, _ in prog.instructions())
         spec = "dep-reduction" if has_deps else DEFAULT_PIPELINE

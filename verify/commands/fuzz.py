@@ -12,7 +12,9 @@ with names' numbers and instance indices blanked), and ``--out`` gets one report
 failure (``failure-CHECK-seedS.json`` with its ``.report.json`` and ``.compiled.json``, each
 written atomically), not one per chunk that met it.  ``--fail-fast`` stops at the first
 failing chunk.  ``--pass MODULE:FUNCTION`` imports from the current folder as well as from
-the installed packages.
+the installed packages.  ``--tasks`` fuzzes the task pipeline instead, on generated task
+programs (:mod:`verify.task_fuzz`); a ``--replace`` naming a task pass or a ``--pass``
+deriving from one implies it.  ``--no-shrink`` reports failures as found (faster).
 
 Exit 0 when no example fails, 1 when one does, 2 on unusable input, 130 when interrupted.
 """
@@ -52,6 +54,9 @@ class Chunk:
     replace: str | None
     import_dir: str | None = None
     """Folder put first on ``sys.path`` before ``user_pass`` is imported (the user's cwd)."""
+    tasks: bool = False
+    """Fuzz the task pipeline on task programs (:func:`verify.task_fuzz.check_task_pass`)."""
+    shrink: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +76,14 @@ class ChunkResult:
 
 
 def plan_chunks(examples: int, seed: int, user_pass: str | None, replace: str | None,
-                import_dir: str | None = None) -> list[Chunk]:
+                import_dir: str | None = None, *, tasks: bool = False, shrink: bool = True) -> list[Chunk]:
     """The chunks of a run (deterministic in ``seed`` and ``examples``).
 
     >>> [(c.index, c.examples) for c in plan_chunks(60, 5, None, None)]
     [(0, 25), (1, 25), (2, 10)]
     """
-    return [Chunk(index, seed * 100_003 + index, min(CHUNK, examples - start), user_pass, replace, import_dir)
+    return [Chunk(index, seed * 100_003 + index, min(CHUNK, examples - start), user_pass, replace, import_dir, tasks,
+                  shrink)
             for index, start in enumerate(range(0, examples, CHUNK))]
 
 
@@ -93,7 +99,14 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
     try:
         _importable(chunk.import_dir)
         user = load_pass(chunk.user_pass) if chunk.user_pass else None
-        result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace)
+        if chunk.tasks:
+            from verify.task_fuzz import check_task_pass
+
+            result = check_task_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace,
+                                     shrink=chunk.shrink)
+        else:
+            result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace,
+                                shrink=chunk.shrink)
     except Exception as err:  # noqa: BLE001 - a crash in a worker is a finding, not a traceback
         return ChunkResult(chunk.index, chunk.seed, 0, FuzzFailure("error", f"{type(err).__name__}: {err}", "", None, None))
     return ChunkResult(chunk.index, chunk.seed, result.examples, result.failure)
@@ -212,26 +225,33 @@ def _check_out_dir(out_dir: str) -> None:
 @click.option("--out", "out_dir", default="fuzz-failures", show_default=True, metavar="DIR",
               help="Folder for the failures: one minimal program, race report and compiled program per distinct failure.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failing chunk.")
+@click.option("--tasks", is_flag=True, help="Fuzz the task pipeline on generated task programs (implied by a task "
+                                            "pass in --replace or --pass).")
+@click.option("--no-shrink", is_flag=True, help="Report failures as found, without shrinking them.")
 @json_option
 @run_command
 def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, workers: int,
-         scheduler: str | None, out_dir: str, fail_fast: bool, as_json: bool) -> int:
+         scheduler: str | None, out_dir: str, fail_fast: bool, tasks: bool, no_shrink: bool, as_json: bool) -> int:
     """Fuzz the pass pipeline (with --pass, your pass) on generated programs."""
     if replace and not user_pass:
         raise UsageFailure("--replace needs --pass", "--replace")
     _check_out_dir(out_dir)
     import_dir = os.getcwd()
+    from passes.tasks import TASK_PASSES
+
+    tasks = tasks or replace in TASK_PASSES
     if user_pass:
         from verify.fuzz import load_pass
+        from verify.task_fuzz import is_task_pass
 
         _importable(import_dir)
         try:
-            load_pass(user_pass)  # fail fast, with exit 2, before any worker starts
+            tasks = is_task_pass(load_pass(user_pass)) or tasks  # fail fast, with exit 2, before any worker starts
         except ProgramError:
             raise
         except Exception as err:  # noqa: BLE001 - the user's module failed to import: their input
             raise UsageFailure(f"cannot load {user_pass!r}: {type(err).__name__}: {err}", "--pass") from None
-    chunks = plan_chunks(examples, seed, user_pass, replace, import_dir)
+    chunks = plan_chunks(examples, seed, user_pass, replace, import_dir, tasks=tasks, shrink=not no_shrink)
     with Progress(summary_min=0) as progress, progress.stage("fuzz", examples, unit="example") as update:
         ran = [0]
 
@@ -246,21 +266,24 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
     ran = sum(r.examples for r in results)
     stopped = fail_fast and bool(failures) and len(results) < len(chunks)
     if as_json:
-        emit_json({"format": "neuronsim.fuzz/1", "examples": ran, "seed": seed, "pass": user_pass,
+        emit_json({"format": "neuronsim.fuzz/1", "examples": ran, "seed": seed, "pass": user_pass, "tasks": tasks,
                    "stopped_early": stopped, "distinct": distinct,
                    "failures": [{"chunk": r.index, "seed": r.seed, "check": r.check, "message": r.message,
                                  "saved": saved.get(r.index)} for r in failures]})
     else:
-        _print(ran, seed, len(chunks), failures, distinct, stopped)
+        _print(ran, seed, len(chunks), failures, distinct, stopped, tasks)
     return 1 if failures else 0
 
 
-def _print(ran: int, seed: int, chunks: int, failures: list[ChunkResult], distinct: list[dict], stopped: bool) -> None:
+def _print(ran: int, seed: int, chunks: int, failures: list[ChunkResult], distinct: list[dict], stopped: bool,
+           tasks: bool = False) -> None:
+    from verify.task_fuzz import TASK_CHECKS
+
     out = Console(highlight=False, soft_wrap=True)
-    table = Table(title=f"fuzz: {ran} examples, seed {seed}, {chunks} chunks")
+    table = Table(title=f"fuzz: {ran} {'task programs' if tasks else 'examples'}, seed {seed}, {chunks} chunks")
     for column in ("check", "failing chunks", "first failure"):
         table.add_column(column)
-    for check in CHECKS:
+    for check in TASK_CHECKS if tasks else CHECKS:
         hit = [r for r in failures if r.check == check]
         table.add_row(check, str(len(hit)), (hit[0].message or "")[:70] if hit else "-")
     out.print(table)

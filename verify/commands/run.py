@@ -78,9 +78,10 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     # The scenarios sit on top of every package (they use the passes and the checker), so
     # they are imported here, when the command runs, not when the CLI starts.
     from verify.scenarios import DEFAULT_SEEDS, all_scenarios, load_scenario, run_scenario, scenario_name
+    from verify.task_scenarios import all_task_scenarios, find_task_scenario, task_scenario_name
 
     if list_only:
-        names = [scenario_name(m) for m in all_scenarios()]
+        names = [scenario_name(m) for m in all_scenarios()] + [task_scenario_name(m) for m in all_task_scenarios()]
         if as_json:
             emit_json({"scenarios": names})
         else:
@@ -88,6 +89,12 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         return 0
     if scenario is None:
         raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
+    task_scenario = find_task_scenario(scenario)
+    if task_scenario is not None:  # an orchestration program (scenarios/tasks): the task runtime
+        from verify.taskcli import run_task_scenario_command
+
+        return run_task_scenario_command(task_scenario, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
+                                         make_folder=_out_folder)
     module = load_scenario(scenario)
     name = scenario_name(module)
     paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),

@@ -23,6 +23,7 @@ import numpy as np
 from rich.console import Console
 
 from machine.format import load_program
+from machine.tasks.ir import TaskProgram
 from machine.sim.export import plot_timeline, write_chrome_trace
 from machine.sim.simulator import RunResult, Simulation
 from machine.sim.simulator import simulate as run_simulation
@@ -40,6 +41,7 @@ from verify.cliutil import (
     size_options,
 )
 from verify.progress import Progress
+from verify.taskcli import simulate_tasks_command, sniff_task_program
 
 __all__ = ["simulate", "simulation_json"]
 
@@ -132,9 +134,13 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     """
     check_output(trace_path, "--trace")
     check_plot(plot_path)
-    prog = load_program(program)
-    inputs = _load_inputs(inputs_path)
+    prog = sniff_task_program(program)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
+    if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the simulated task runtime
+        return simulate_tasks_command(prog, seeds=run_seeds, trace_path=trace_path, plot_path=plot_path,
+                                      as_json=as_json, max_instances=max_instances, inputs_path=inputs_path)
+    prog = load_program(prog)
+    inputs = _load_inputs(inputs_path)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
     with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
                                                 size=size.instances * len(run_seeds)) as update:

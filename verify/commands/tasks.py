@@ -19,7 +19,7 @@ import click
 
 from machine.tasks.format import load_tasks
 from machine.tasks.ir import TaskProgram
-from machine.tasks.serialize import save_tasks
+from machine.tasks.serialize import compiler_dep_json, save_tasks
 from passes.pipeline import PassContext
 from passes.tasks import (
     DEFAULT_TASK_PIPELINE, AutoDeriveTaskDependencies, MaterializeRuntimeScopes, materialize_scopes, parse_task_pipeline,
@@ -66,8 +66,7 @@ def task_report(program: TaskProgram, spec: str = DEFAULT_TASK_PIPELINE, *, fait
         before = derived.get(call.name, call.directions)
         row: dict[str, Any] = {
             "name": call.name, "kernel": call.kernel, "scope": scopes[call.name], "user_deps": list(call.deps),
-            "compiler_deps": [{"on": d.on, **({"loop": d.loop, "calls": list(d.calls)} if d.loop else {})}
-                              for d in call.compiler_deps],
+            "compiler_deps": [compiler_dep_json(d) for d in call.compiler_deps],
             "directions": [d.value for d in call.directions or ()],
             "demoted": {str(i): f"{b.value} -> {a.value}" for i, (a, b) in enumerate(zip(call.directions or (), before or ()))
                         if a != b},
@@ -93,6 +92,8 @@ def task_report(program: TaskProgram, spec: str = DEFAULT_TASK_PIPELINE, *, fait
 def _dep_text(dep: dict[str, Any]) -> str:
     if "loop" in dep:
         return f"{dep['on']} (every {'/'.join(dep['calls'])} of loop {dep['loop']})"
+    if "carried" in dep:
+        return f"{dep['on']} (carried in {dep['carried']})"
     return dep["on"]
 
 

@@ -1,0 +1,81 @@
+"""``neuronsim check`` / ``simulate`` / ``footprint`` on task programs (told apart by ``format``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from verify.cli import cli
+
+HOLE = "examples/tasks/backedge_hole.json"
+
+
+def _run(*args, input=None):
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def _compiled(tmp_path: Path, *extra: str) -> str:
+    out = tmp_path / f"compiled{len(extra)}.json"
+    result = _run("tasks", HOLE, "-o", str(out), *extra)
+    assert result.exit_code == 0, result.output
+    return str(out)
+
+
+def test_the_hole_is_a_race_under_faithful_and_fixed_by_default(tmp_path):
+    faithful = _run("check", _compiled(tmp_path, "--faithful"), "--json")
+    assert faithful.exit_code == 1
+    doc = json.loads(faithful.stdout)
+    kinds = {(r["kind"], r["first"]["name"][:7], r["second"]["name"][:7]) for r in doc["races"]}
+    assert kinds == {("WAW", "produce", "produce"), ("WAR", "consume", "produce"), ("RAW", "produce", "consume")}
+    assert {r["fix"]["carried"] for r in doc["races"]} == {"steps"}  # the loop back-edge the seed never compares
+    fixed = _run("check", _compiled(tmp_path), "--json")
+    assert fixed.exit_code == 0 and json.loads(fixed.stdout)["race_free"] is True
+
+
+def test_check_derives_directions_of_a_raw_program_and_reads_stdin():
+    plain = _run("check", HOLE)
+    assert plain.exit_code == 1 and "directions derived: the all-AUTO program" in plain.stdout
+    assert "fix: produce: deps=[tid_c of the previous iteration, carried through loop steps]" in plain.stdout
+    piped = _run("check", "-", "--json", input=Path(HOLE).read_text())
+    assert piped.exit_code == 1 and json.loads(piped.stdout)["total_races"] == 6
+
+
+def test_simulate_writes_a_trace_and_reports_witnessed_races(tmp_path):
+    trace, plot = tmp_path / "t.json", tmp_path / "t.png"
+    racy = _run("simulate", HOLE, "--seeds", "2", "--trace", str(trace), "--plot", str(plot), "--json")
+    assert racy.exit_code == 1
+    doc = json.loads(racy.stdout)
+    assert len(doc["runs"]) == 3 and all(r["races"] == 6 and not r["violations"] for r in doc["runs"])
+    assert any(r["witnessed"] for r in doc["runs"])
+    assert json.loads(trace.read_text())["traceEvents"] and plot.stat().st_size > 0
+    clean = _run("simulate", _compiled(tmp_path))
+    assert clean.exit_code == 0 and "no races" in clean.stdout
+    refused = _run("simulate", HOLE, "--inputs", str(tmp_path / "x.npz"))
+    assert refused.exit_code == 2 and "--inputs" in refused.stderr
+
+
+def test_footprint_counts_tracking_before_and_after(tmp_path):
+    plot = tmp_path / "f.png"
+    result = _run("footprint", "examples/tasks/accumulate.json", "--json", "--plot", str(plot))
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    stages = {s["stage"]: s for s in doc["stages"]}
+    assert stages["given"]["run"] is None
+    assert stages["derive-call-directions"]["run"]["lookups"] == 13
+    assert stages["materialize-runtime-scopes"]["run"]["lookups"] == 0
+    assert doc["saved"]["lookups"] == 13 and doc["saved"]["manual_scopes"] == 1
+    assert all(s["races"] == 0 for s in doc["stages"] if s["run"])
+    assert plot.stat().st_size > 0
+    text = _run("footprint", "examples/tasks/accumulate.json", "--no-simulate")
+    assert text.exit_code == 0 and "saved per run: 13 lookups" in text.stdout
+
+
+def test_bad_task_programs_are_one_located_line(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "neuronsim.tasks/1", "kernels": {}, "function": {"body": [{"submit": "k"}]}}')
+    for command in ("check", "simulate", "footprint"):
+        result = _run(command, str(bad))
+        assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, (command, result.output)
+        assert result.stderr.startswith("error: function.body[0]")
