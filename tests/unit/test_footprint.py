@@ -25,25 +25,36 @@ SMALL = dict(max_instructions=7, max_loops=2, max_trip=2)
 K_LOOP = "examples/matmul_k_loop.json"
 
 
+EDGE_OF_RACE = {"RAW": "flow", "WAW": "output", "WAR": "anti"}
+
+
 def _oracle_minimum(program):
-    """Unordered conflicting pairs by brute force, then networkx's reduction of their waits."""
+    """Unordered conflicting pairs by brute force, then networkx's reduction of their waits:
+    ``(pairs, kept waits, kept waits by edge kind)``."""
     unrolled = unroll(program)
     ids = {inst.name: inst.id for inst in unrolled}
     races = brute_races(strip_deps(program))
     waits = [[] for _ in unrolled]
+    kind_of = {}
     for race in races:
         waits[ids[race[2]]].append(ids[race[1]])
+        kind_of[ids[race[1]], ids[race[2]]] = EDGE_OF_RACE[race[0]]
     graph, wait_edges, structural = hb_digraph(program, unrolled, waits)
     reduced = nx.transitive_reduction(graph)
     kept = {(u, v) for u, v in reduced.edges if (u, v) in wait_edges and (u, v) not in structural}
-    return len(races), len(kept)
+    by_kind = {name: 0 for name in ("flow", "anti", "output", "ordered")}
+    for (x, _), (y, _) in kept:  # (E(x), T(y))
+        by_kind[kind_of[x, y]] += 1
+    return len(races), len(kept), by_kind
 
 
 @settings(max_examples=50, **SLOW)
 @given(programs(deps="random", **SMALL))
 def test_minimum_equals_brute_force_oracle(program):
     minimum = minimum_sync(program)
-    assert minimum.figures.waits == _oracle_minimum(program)[1]
+    _, waits, by_kind = _oracle_minimum(program)
+    assert minimum.figures.waits == waits
+    assert dict(minimum.figures.by_kind) == by_kind  # each wait's kind: the strongest its bytes give
     assert minimum.figures.same_engine == 0  # rules 1-3 order every same-sequencer pair already
 
 
@@ -136,3 +147,4 @@ def test_cli_unusable_input_exits_2(tmp_path):
     assert missing.exit_code == 2
     unwritable = _run(K_LOOP, "--no-simulate", "--plot", str(tmp_path / "no" / "dir" / "x.png"))
     assert unwritable.exit_code == 2 and "--plot" in unwritable.stderr
+
