@@ -30,7 +30,9 @@ Counted per stage (the program as given, then after each pass):
     read off the same cells.  Reads that no write of the program reaches (kernel inputs) are
     left out first (:mod:`verify.unreached`): they conflict with nothing, and on loop kernels
     they are most of the byte runs.  It depends on the program order and the placement, so
-    it is recomputed when a pass changes either, and never on the deps.  Fewer waits than the minimum are possible when deps order pairs
+    it is recomputed when a pass changes either, and never on the deps: a program whose own
+    deps race has the same minimum as with race-free deps (``footprint`` warns of the races,
+    :mod:`verify.own_races`).  Fewer waits than the minimum are possible when deps order pairs
     through instructions that do not conflict.
 ``makespan_ns``
     the simulator's nominal makespan (:func:`machine.sim.simulator.simulate`, timing only),
@@ -51,6 +53,7 @@ from machine.ir import Loop, Program
 from machine.splitmap import SBUF_BIN, CellSpace
 from machine.stream import InstanceStream, stream_of
 
+from verify.own_races import OwnRaces, own_races
 from verify.unreached import conflicting_accesses
 
 __all__ = ["KINDS", "WaitFigures", "Minimum", "StageSync", "SyncReport", "wait_figures",
@@ -285,11 +288,16 @@ class SyncReport:
     stages: tuple[StageSync, ...]
     passes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
     """Each pass's spec item with its counters."""
+    own_races: OwnRaces | None = None
+    """The first stage race-checked under its own deps (None: not asked)."""
 
     def to_json(self) -> dict:
-        return {"format": "neuronsim.footprint/1", "machine": self.machine,
-                "stages": [s.to_json() for s in self.stages],
-                "passes": [{"pass": spec, "stats": dict(stats)} for spec, stats in self.passes]}
+        out = {"format": "neuronsim.footprint/1", "machine": self.machine,
+               "stages": [s.to_json() for s in self.stages],
+               "passes": [{"pass": spec, "stats": dict(stats)} for spec, stats in self.passes]}
+        if self.own_races is not None:
+            out["own_races"] = self.own_races.to_json()
+        return out
 
 
 def _order_key(program: Program) -> tuple:
@@ -302,8 +310,10 @@ def _order_key(program: Program) -> tuple:
 
 
 def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = True,
-                passes: Sequence[tuple[str, dict]] = ()) -> SyncReport:
-    """Sync counts of ``(stage, program)`` pairs, reusing the minimum while it cannot change."""
+                passes: Sequence[tuple[str, dict]] = (), check_given: bool = False) -> SyncReport:
+    """Sync counts of ``(stage, program)`` pairs, reusing the minimum while it cannot change;
+    ``check_given`` also race-checks the first program under its own deps
+    (:func:`verify.own_races.own_races`)."""
     from machine.presets import resolve_machine
 
     stages = []
@@ -315,4 +325,5 @@ def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = Tru
         last_key, last_min = key, found.minimum
         stages.append(found)
     machine = resolve_machine(programs[0][1].machine).name if programs else "trn1"
-    return SyncReport(machine, tuple(stages), tuple((spec, tuple(stats.items())) for spec, stats in passes))
+    given = own_races(programs[0][1]) if check_given and programs else None
+    return SyncReport(machine, tuple(stages), tuple((spec, tuple(stats.items())) for spec, stats in passes), given)
