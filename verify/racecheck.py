@@ -199,11 +199,14 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]] | Waits, stream
     return check_stream(stream, waits, max_races=max_races, progress=progress)
 
 
-def check_program(program: Program, *, max_races: int | None = None, progress: Progress | None = None) -> RaceReport:
+def check_program(program: Program, *, max_races: int | None = None, progress: Progress | None = None,
+                  stop_after: int | None = None) -> RaceReport:
     """Race-check ``program`` under its given deps, exactly per the spec's rules 1-4.
 
     ``max_races`` caps the races listed (``total_races`` counts them all); ``progress(done,
-    total)`` reports instances checked (see :func:`check_waits`).
+    total)`` reports instances checked (see :func:`check_waits`).  ``stop_after`` ends the walk
+    after the instance whose races bring the count to at least that many: the report then
+    covers the instances before it only (``instances`` says how many were checked).
 
     Examples
     --------
@@ -214,7 +217,7 @@ def check_program(program: Program, *, max_races: int | None = None, progress: P
     """
     _require_placed(program)
     stream = stream_of(program)
-    return check_stream(stream, stream.resolve(), max_races=max_races, progress=progress)
+    return check_stream(stream, stream.resolve(), max_races=max_races, progress=progress, stop_after=stop_after)
 
 
 def _backwards(stream: InstanceStream, waits: Waits) -> None:
@@ -228,7 +231,7 @@ def _backwards(stream: InstanceStream, waits: Waits) -> None:
 
 
 def check_stream(stream: InstanceStream, waits: Waits, *, max_races: int | None = None,
-                 progress: Progress | None = None) -> RaceReport:
+                 progress: Progress | None = None, stop_after: int | None = None) -> RaceReport:
     """The checker's walk over ``stream`` under ``waits`` (see the module doc)."""
     _backwards(stream, waits)
     enabled = gc.isenabled()
@@ -239,7 +242,7 @@ def check_stream(stream: InstanceStream, waits: Waits, *, max_races: int | None 
                 progress(len(stream), len(stream))
             events = int(np.asarray(stream.count, np.int64)[stream.slot_x].sum()) if len(stream.slot_x) else 0
             return RaceReport((), len(stream), events, 0)
-        return _walk(stream, waits, max_races, progress)
+        return _walk(stream, waits, max_races, progress, stop_after)
     finally:
         if enabled:
             gc.enable()
@@ -262,8 +265,9 @@ def _prepare(stream: InstanceStream, cells: CellSpace) -> list[tuple]:
     return out
 
 
-def _walk(stream: InstanceStream, waits: Waits, max_races: int | None, progress: Progress | None) -> RaceReport:
-    n = len(stream)
+def _walk(stream: InstanceStream, waits: Waits, max_races: int | None, progress: Progress | None,
+          stop_after: int | None = None) -> RaceReport:
+    n = checked = len(stream)
     spec = stream.spec
     cells = CellSpace(stream.masks(), {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": spec.dram_bin_bytes},
                       None, Histories.copy)
@@ -337,9 +341,12 @@ def _walk(stream: InstanceStream, waits: Waits, max_races: int | None, progress:
                             prune(lst, horizon[c])
         if found.current:
             close(i)
+            if stop_after is not None and found.total >= stop_after:
+                checked = i + 1
+                break
     if progress is not None:
-        progress(n, n)
-    return RaceReport(found.races(stream), n, events, found.total)
+        progress(checked, n)
+    return RaceReport(found.races(stream), checked, events, found.total)
 
 
 def smap_atom(smap) -> int:

@@ -19,7 +19,7 @@ from machine.unroll import Unrolled
 
 from verify.racecheck import Race, RaceReport
 
-__all__ = ["RaceGroup", "group_races", "suggest_fix", "render_report", "add_fixes"]
+__all__ = ["RaceGroup", "group_races", "suggest_fix", "render_report", "add_fixes", "describe_race"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,15 @@ def _where(race: Race) -> str:
     return f"{race.memory} p[{race.partitions[0]},{race.partitions[1]}) b[{race.bytes[0]},{race.bytes[1]})"
 
 
+def describe_race(race: Race) -> str:
+    """One race on one line: kind, both instances, where.
+
+    >>> describe_race(Race("WAW", "load", "fill", "sbuf", (0, 32), (0, 256)))
+    'WAW load / fill  sbuf p[0,32) b[0,256)'
+    """
+    return f"{race.kind} {race.first} / {race.second}  {_where(race)}"
+
+
 def render_report(report: RaceReport, unrolled: Unrolled, *, limit: int = 6) -> str:
     """The human-readable report."""
     if report.race_free:
@@ -81,7 +90,7 @@ def render_report(report: RaceReport, unrolled: Unrolled, *, limit: int = 6) -> 
     for group in groups:
         lines.append(f"{'/'.join(group.kinds)}  {group.first} -> {group.second}: {len(group.races)} instance pair(s)")
         for race in group.races[:limit]:
-            lines.append(f"    {race.kind} {race.first} / {race.second}  {_where(race)}")
+            lines.append(f"    {describe_race(race)}")
         if len(group.races) > limit:
             lines.append(f"    ... {len(group.races) - limit} more")
         dep = {"on": group.first, **({"loop_carried": True} if group.fix.loop_carried else {})}

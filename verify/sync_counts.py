@@ -26,9 +26,14 @@ Counted per stage (the program as given, then after each pass):
     component can survive (an earlier one on the same component is ordered before it), so each
     cell of shadow memory keeps the last write and the last read of each component, and each
     instance folds at most one candidate per component into its clock
-    (:meth:`machine.hb.HappensBefore.fold`).  It depends on the program order and the
-    placement, so it is recomputed when a pass changes either.  Fewer waits than the minimum
-    are possible when deps order pairs through instructions that do not conflict.
+    (:meth:`machine.hb.HappensBefore.fold`).  Each kept wait's kind (flow, output, anti) is
+    read off the same cells.  Reads that no write of the program reaches (kernel inputs) are
+    left out first (:mod:`verify.unreached`): they conflict with nothing, and on loop kernels
+    they are most of the byte runs.  It depends on the program order and the placement, so
+    it is recomputed when a pass changes either, and never on the deps: a program whose own
+    deps race has the same minimum as with race-free deps (``footprint`` warns of the races,
+    :mod:`verify.own_races`).  Fewer waits than the minimum are possible when deps order pairs
+    through instructions that do not conflict.
 ``makespan_ns``
     the simulator's nominal makespan (:func:`machine.sim.simulator.simulate`, timing only),
     when the program is placed and simulation is asked for.
@@ -41,13 +46,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from machine.conflicts import conflict_kind
 from machine.deptable import dep_table
 from machine.edges import KIND_NAMES, EdgeKind
 from machine.hb import HappensBefore
 from machine.ir import Loop, Program
 from machine.splitmap import SBUF_BIN, CellSpace
 from machine.stream import InstanceStream, stream_of
+
+from verify.own_races import OwnRaces, own_races
+from verify.unreached import conflicting_accesses
 
 __all__ = ["KINDS", "WaitFigures", "Minimum", "StageSync", "SyncReport", "wait_figures",
            "minimum_sync", "stage_sync", "sync_report"]
@@ -115,36 +122,44 @@ def _bins(stream: InstanceStream) -> dict[str, int]:
     return {"sbuf": SBUF_BIN, "psum": stream.spec.psum_bank_bytes, "dram": stream.spec.dram_bin_bytes}
 
 
-def _copy_cell(cell: tuple[dict, dict]) -> tuple[dict, dict]:
-    return dict(cell[0]), dict(cell[1])
-
-
 def minimum_sync(program: Program, stream: InstanceStream | None = None) -> Minimum:
     """The minimum of a placed program, in one walk (see the module documentation).
 
     Two clocks run side by side: one with rules 1-3 only, which says which conflicting
     instances a candidate pair leaves unordered, and one with the minimum's own waits, which
     folds the candidates latest first and keeps those it does not already order.
+
+    A cell of shadow memory is one dict: component ``c`` -> the last instance of ``c`` that
+    wrote it, ``~c`` -> the last that read it.  The kind of a kept wait (RAW, then WAW, then
+    WAR, as :func:`machine.conflicts.conflict_kind` ranks them) is read off the same cells:
+    every cell where the latest conflicting instance ``x`` of a component shares a byte with
+    ``y`` still names ``x`` (a later access of that component there would conflict with ``y``
+    too, so it would be the latest), so the strongest kind over those cells is the pair's.
+    ``y``'s own component is skipped: rules 1 and 3 order it (a same-component pair is never
+    a candidate), which also makes recording ``y`` in a cell before its later accesses safe.
     """
     stream = stream or stream_of(program)
-    cells = CellSpace(stream.masks(), _bins(stream), None, _copy_cell)
-    alias_last: dict[tuple, tuple[dict, dict]] = {}  # (group, tensor) -> last write / read per component
+    cells = CellSpace(stream.masks(), _bins(stream), None, dict)
+    alias_last: dict[tuple, dict] = {}  # (group, tensor) -> last write / read per component
     engines_only = HappensBefore(stream.spec.dma_queues, keep={})
     hb = HappensBefore(stream.spec.dma_queues)
     seq, comp, pos, instr = stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist(), stream.instr.tolist()
-    accesses = stream.all_accesses
+    accesses = conflicting_accesses(stream)  # reads no write reaches conflict with nothing
     pieces_of, footprint_at = cells.pieces, stream.footprint_at
     kept_target: list[int] = []
     kept_waiter: list[int] = []
+    kept_kind: list[int] = []
     for y in range(len(stream)):
         s, c = seq[y], comp[y]
         rules13, _ = engines_only.complete(y, s, c, engines_only.trigger(s))
         latest: dict[int, int] = {}  # component -> latest conflicting instance
+        kinds: dict[int, int] = {}  # component -> the strongest kind of that pair so far
         for ca in accesses[instr[y]]:
             is_write = ca.is_write
+            key = c if is_write else ~c
             mask, byteset = footprint_at(ca, y)
             if isinstance(ca.space, tuple):
-                _alias_candidates(alias_last, cells, ca, byteset, y, c, is_write, latest)
+                _alias_candidates(alias_last, cells, ca, byteset, y, c, is_write, latest, kinds)
                 continue
             for smap, lo, hi in pieces_of(ca.space, ca.space, mask, byteset):
                 i, j = smap.span(lo, hi)
@@ -152,50 +167,66 @@ def minimum_sync(program: Program, stream: InstanceStream | None = None) -> Mini
                 for k in range(i, j):
                     cell = values[k]
                     if cell is None:
-                        cell = values[k] = ({}, {})
-                    _latest_conflicts(cell, y, is_write, latest)
-                    (cell[0] if is_write else cell[1])[c] = y
+                        values[k] = {key: y}
+                        continue
+                    if len(cell) > 1 or key not in cell:
+                        _latest_conflicts(cell, c, is_write, latest, kinds)
+                    cell[key] = y
         targets = sorted((x for x in latest.values() if rules13[comp[x]] < pos[x]), reverse=True)
         clock, needed = hb.fold(s, targets, comp, pos)
-        hb.complete(y, s, c, clock)
         for x, keep in zip(targets, needed):
             if keep:
                 kept_target.append(x)
                 kept_waiter.append(y)
+                kept_kind.append(kinds[comp[x]])
+        hb.complete(y, s, c, clock)
         if not y % _FORGET_EVERY:
             hb.forget(hb.horizon(), comp, pos)
-    kinds = [conflict_kind(stream, x, y) for x, y in zip(kept_target, kept_waiter)]
-    return Minimum(wait_figures(stream, kept_target, kept_waiter, kinds))
+    return Minimum(wait_figures(stream, kept_target, kept_waiter, kept_kind))
 
 
-def _latest_conflicts(cell: tuple[dict, dict], y: int, is_write: bool, latest: dict[int, int]) -> None:
-    """Fold a cell's last writes (and, for a write, last reads) per component into ``latest``."""
-    for table in (cell[0], cell[1]) if is_write else (cell[0],):
-        for cc, x in table.items():
-            if x != y and x > latest.get(cc, -1):
-                latest[cc] = x
+def _latest_conflicts(cell: dict[int, int], c: int, is_write: bool, latest: dict[int, int],
+                      kinds: dict[int, int]) -> None:
+    """Fold the instances a cell names that conflict with an access of component ``c`` into
+    ``latest`` / ``kinds``: last writes (RAW for a read, WAW for a write) and, for a write,
+    last reads (WAR)."""
+    for key, x in cell.items():
+        if key >= 0:
+            cc, kind = key, (3 if is_write else 4)
+        elif is_write:
+            cc, kind = ~key, 2
+        else:
+            continue
+        if cc == c:
+            continue
+        old = latest.get(cc, -1)
+        if x > old:
+            latest[cc] = x
+            kinds[cc] = kind
+        elif x == old and kind > kinds[cc]:
+            kinds[cc] = kind
 
 
 def _alias_candidates(alias_last: dict, cells: CellSpace, ca, byteset, y: int, c: int, is_write: bool,
-                      latest: dict[int, int]) -> None:
+                      latest: dict[int, int], kinds: dict[int, int]) -> None:
     """DRAM alias groups: an access conflicts with every access to another tensor of its group
     (their addresses are unknown: the tensors' last accesses per component), and with the
     accesses to its own tensor that share its bytes (cells keyed by group and tensor)."""
     group = ca.space[1]
+    key = c if is_write else ~c
     for (g, tensor), cell in alias_last.items():
         if g == group and tensor != ca.tensor:
-            _latest_conflicts(cell, y, is_write, latest)
+            _latest_conflicts(cell, c, is_write, latest, kinds)
     for smap, lo, hi in cells.pieces(("alias", group, ca.tensor), "dram", 0, byteset):
         i, j = smap.span(lo, hi)
         values = smap.values
         for k in range(i, j):
             cell = values[k]
             if cell is None:
-                cell = values[k] = ({}, {})
-            _latest_conflicts(cell, y, is_write, latest)
-            (cell[0] if is_write else cell[1])[c] = y
-    whole = alias_last.setdefault((group, ca.tensor), ({}, {}))
-    (whole[0] if is_write else whole[1])[c] = y
+                cell = values[k] = {}
+            _latest_conflicts(cell, c, is_write, latest, kinds)
+            cell[key] = y
+    alias_last.setdefault((group, ca.tensor), {})[key] = y
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,11 +288,16 @@ class SyncReport:
     stages: tuple[StageSync, ...]
     passes: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = ()
     """Each pass's spec item with its counters."""
+    own_races: OwnRaces | None = None
+    """The first stage race-checked under its own deps (None: not asked)."""
 
     def to_json(self) -> dict:
-        return {"format": "neuronsim.footprint/1", "machine": self.machine,
-                "stages": [s.to_json() for s in self.stages],
-                "passes": [{"pass": spec, "stats": dict(stats)} for spec, stats in self.passes]}
+        out = {"format": "neuronsim.footprint/1", "machine": self.machine,
+               "stages": [s.to_json() for s in self.stages],
+               "passes": [{"pass": spec, "stats": dict(stats)} for spec, stats in self.passes]}
+        if self.own_races is not None:
+            out["own_races"] = self.own_races.to_json()
+        return out
 
 
 def _order_key(program: Program) -> tuple:
@@ -274,8 +310,10 @@ def _order_key(program: Program) -> tuple:
 
 
 def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = True,
-                passes: Sequence[tuple[str, dict]] = ()) -> SyncReport:
-    """Sync counts of ``(stage, program)`` pairs, reusing the minimum while it cannot change."""
+                passes: Sequence[tuple[str, dict]] = (), check_given: bool = False) -> SyncReport:
+    """Sync counts of ``(stage, program)`` pairs, reusing the minimum while it cannot change;
+    ``check_given`` also race-checks the first program under its own deps
+    (:func:`verify.own_races.own_races`)."""
     from machine.presets import resolve_machine
 
     stages = []
@@ -287,4 +325,5 @@ def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = Tru
         last_key, last_min = key, found.minimum
         stages.append(found)
     machine = resolve_machine(programs[0][1].machine).name if programs else "trn1"
-    return SyncReport(machine, tuple(stages), tuple((spec, tuple(stats.items())) for spec, stats in passes))
+    given = own_races(programs[0][1]) if check_given and programs else None
+    return SyncReport(machine, tuple(stages), tuple((spec, tuple(stats.items())) for spec, stats in passes), given)

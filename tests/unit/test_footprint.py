@@ -17,6 +17,8 @@ from passes.dep_reduction import dep_reduction
 from tests.oracles import brute_races
 from tests.property.test_reduction_gen import hb_digraph
 from verify.cli import cli
+from verify.own_races import own_races
+from verify.racecheck import check_program
 from verify.sync_counts import sync_report, minimum_sync, stage_sync
 from verify.strategies import programs, strip_deps
 
@@ -25,25 +27,36 @@ SMALL = dict(max_instructions=7, max_loops=2, max_trip=2)
 K_LOOP = "examples/matmul_k_loop.json"
 
 
+EDGE_OF_RACE = {"RAW": "flow", "WAW": "output", "WAR": "anti"}
+
+
 def _oracle_minimum(program):
-    """Unordered conflicting pairs by brute force, then networkx's reduction of their waits."""
+    """Unordered conflicting pairs by brute force, then networkx's reduction of their waits:
+    ``(pairs, kept waits, kept waits by edge kind)``."""
     unrolled = unroll(program)
     ids = {inst.name: inst.id for inst in unrolled}
     races = brute_races(strip_deps(program))
     waits = [[] for _ in unrolled]
+    kind_of = {}
     for race in races:
         waits[ids[race[2]]].append(ids[race[1]])
+        kind_of[ids[race[1]], ids[race[2]]] = EDGE_OF_RACE[race[0]]
     graph, wait_edges, structural = hb_digraph(program, unrolled, waits)
     reduced = nx.transitive_reduction(graph)
     kept = {(u, v) for u, v in reduced.edges if (u, v) in wait_edges and (u, v) not in structural}
-    return len(races), len(kept)
+    by_kind = {name: 0 for name in ("flow", "anti", "output", "ordered")}
+    for (x, _), (y, _) in kept:  # (E(x), T(y))
+        by_kind[kind_of[x, y]] += 1
+    return len(races), len(kept), by_kind
 
 
 @settings(max_examples=50, **SLOW)
 @given(programs(deps="random", **SMALL))
 def test_minimum_equals_brute_force_oracle(program):
     minimum = minimum_sync(program)
-    assert minimum.figures.waits == _oracle_minimum(program)[1]
+    _, waits, by_kind = _oracle_minimum(program)
+    assert minimum.figures.waits == waits
+    assert dict(minimum.figures.by_kind) == by_kind  # each wait's kind: the strongest its bytes give
     assert minimum.figures.same_engine == 0  # rules 1-3 order every same-sequencer pair already
 
 
@@ -136,3 +149,61 @@ def test_cli_unusable_input_exits_2(tmp_path):
     assert missing.exit_code == 2
     unwritable = _run(K_LOOP, "--no-simulate", "--plot", str(tmp_path / "no" / "dir" / "x.png"))
     assert unwritable.exit_code == 2 and "--plot" in unwritable.stderr
+
+
+RACY = "examples/async_load_then_fill.json"
+RACY_LOOP = "examples/matmul_k_loop_racy.json"
+
+
+def test_cli_warns_when_the_programs_own_deps_race():
+    result = _run(RACY, "--no-simulate")
+    assert result.exit_code == 0  # a warning: the figures stand
+    assert "warning: the program's own deps leave 1 race(s); the first: WAW load / fill  sbuf p[0,32) b[0,256)" \
+        in result.stderr
+    assert 'fix: fill waits for load: add {"on": "load"} to its deps' in result.stderr
+    assert "the minimum already orders these pairs" in result.stderr
+    assert "sync footprint" in result.stdout and "warning" not in result.stdout
+
+
+def test_cli_json_lists_the_own_races_located():
+    result = _run(RACY_LOOP, "--json", "--no-simulate")
+    assert result.exit_code == 0
+    own = json.loads(result.stdout)["own_races"]
+    assert (own["stage"], own["checked"], own["total_races"]) == ("given", True, 3)
+    first = own["races"][0]
+    assert (first["kind"], first["first"], first["second"], first["memory"]) == ("WAR", "mm[0]", "ld_x[1]", "sbuf")
+    assert (first["partitions"], first["bytes"]) == ([0, 128], [0, 256])
+    assert first["fix"] == {"waiter": "ld_x", "dep": {"on": "mm", "loop_carried": True}}
+    assert "3 race(s)" in result.stderr and "2 more" in result.stderr
+
+
+def test_cli_race_free_program_does_not_warn():
+    result = _run(K_LOOP, "--json", "--no-simulate")
+    assert result.exit_code == 0 and "warning" not in result.stderr
+    assert json.loads(result.stdout)["own_races"] == {"stage": "given", "checked": True, "total_races": 0,
+                                                      "races": []}
+    text = _run(K_LOOP, "--no-simulate")
+    assert "warning" not in text.stderr + text.stdout
+
+
+def test_cli_program_without_deps_is_not_checked(tmp_path):
+    path = tmp_path / "nodeps.json"
+    save_program(strip_deps(load_program(RACY)), str(path))  # its load and fill race: the pipeline orders them
+    result = _run(str(path), "--json", "--no-simulate")
+    own = json.loads(result.stdout)["own_races"]
+    assert own["checked"] is False and "no deps" in own["reason"]
+    assert "warning" not in result.stderr
+
+
+def test_own_race_check_stops_at_a_count_and_says_so():
+    program = load_program(RACY_LOOP)  # 3 races, the later instances ld_x[1], ld_x[2], ld_x[2]
+    whole = check_program(program)
+    stopped = check_program(program, stop_after=1)
+    assert stopped.instances < whole.instances and stopped.total_races == 1
+    assert stopped.races == whole.races[:1]
+    found = own_races(program, stop_after=1)
+    assert not found.complete and found.total_races == 1 and found.checked_instances == stopped.instances
+    doc = found.to_json()
+    assert (doc["complete"], doc["instances_checked"], doc["instances"]) == (False, stopped.instances, 14)
+    assert "at least 1 race(s) (the check stopped after" in found.warning()[0]
+    assert own_races(program).complete and "complete" not in own_races(program).to_json()
