@@ -39,10 +39,12 @@ Examples
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import NamedTuple
 
 import numpy as np
 
+from machine.ir import MemoryKind
 from machine.splitmap import atoms_of
 from machine.stream import InstanceStream
 
@@ -139,6 +141,7 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         return gid
 
     wanted = np.ones(len(temps), bool) if templates is None else np.asarray(templates, bool)
+    wanted = wanted & ~_unwritten_reads(stream, cols, by)
     moving_parts = cols.moving_parts
     run_t, run_g, run_lo, run_hi = _template_runs(temps, cols, wanted & ~moving_parts, by, of_mask, group)
     # Access slots -> (instance, template, byte shift) rows: every instance of the slot.
@@ -231,6 +234,34 @@ def _columns(stream: InstanceStream) -> _Columns:
                    cols[5], cols[6], cols[7], cols[8].astype(bool))
     stream._event_columns = (temps, out)
     return out
+
+
+def _unwritten_reads(stream: InstanceStream, cols: _Columns, by: str) -> np.ndarray:
+    """Per template: a read of bytes no access writes (a kernel's inputs), which can share a
+    segment with no write and so can neither conflict nor chain: left out of the events.
+    By tensor, a read of a tensor never written; by space, a read of a DRAM tensor whose whole
+    region (rotating slots included) meets no written DRAM tensor's region and no alias group."""
+    written = np.zeros(len(stream.tensor_names), bool)
+    written[cols.tensor[cols.write]] = True
+    if by == "tensor":
+        return ~cols.write & ~written[cols.tensor]
+    tensors = stream.program.tensors
+    regions = {}
+    for tid in np.unique(cols.tensor).tolist():
+        t = tensors[stream.tensor_names[tid]]
+        if t.memory == MemoryKind.DRAM:
+            if t.alias is not None or t.address is None:
+                return np.zeros(len(cols.tensor), bool)  # may sit anywhere: keep every read
+            extra = (t.rotate.slots - 1) * t.rotate.stride if t.rotate is not None else 0
+            regions[tid] = (t.address, t.address + extra + t.bytes_per_partition)
+    hot = sorted(regions[tid] for tid in regions if written[tid])
+    starts = [lo for lo, _ in hot]
+    ends = np.maximum.accumulate(np.asarray([hi for _, hi in hot], np.int64)) if hot else np.zeros(0, np.int64)
+    cold = np.zeros(len(stream.tensor_names), bool)
+    for tid, (lo, hi) in regions.items():
+        k = bisect_left(starts, hi)  # written regions starting before hi; one of them may reach past lo
+        cold[tid] = not written[tid] and not (k and ends[k - 1] > lo)
+    return ~cols.write & cold[cols.tensor]
 
 
 def _stable_order(*columns: tuple[np.ndarray, int]) -> np.ndarray:
