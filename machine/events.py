@@ -48,7 +48,7 @@ from machine.ir import MemoryKind
 from machine.splitmap import atoms_of
 from machine.stream import InstanceStream
 
-__all__ = ["Events", "access_events"]
+__all__ = ["Events", "access_events", "merge_pairs"]
 
 _POS_BITS = 41  # byte positions below 2 TiB; group ids above
 
@@ -234,6 +234,22 @@ def _columns(stream: InstanceStream) -> _Columns:
                    cols[5], cols[6], cols[7], cols[8].astype(bool))
     stream._event_columns = (temps, out)
     return out
+
+
+def merge_pairs(key: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each distinct ``key`` once, ascending, with the ``bits`` of its occurrences or-ed: how
+    the builders merge the instance pairs they find (rule bits per pair).
+
+    >>> k, b = merge_pairs(np.array([5, 2, 5]), np.array([1, 4, 2]))
+    >>> k.tolist(), b.tolist()
+    ([2, 5], [4, 3])
+    """
+    order = np.argsort(key, kind="stable")
+    key, bits = key[order], bits[order]
+    first = np.ones(len(key), bool)
+    first[1:] = key[1:] != key[:-1]
+    starts = np.flatnonzero(first)
+    return key[starts], (np.bitwise_or.reduceat(bits, starts) if len(starts) else bits[:0])
 
 
 def _unwritten_reads(stream: InstanceStream, cols: _Columns, by: str) -> np.ndarray:

@@ -71,7 +71,7 @@ import numpy as np
 from machine.deptable import DepTable, with_deps
 from machine.edges import EdgeKind
 from machine.errors import ProgramError
-from machine.events import access_events
+from machine.events import access_events, merge_pairs
 from machine.hb import HappensBefore
 from machine.ir import Dep, MemoryKind, Program
 from machine.splitmap import CellSpace
@@ -143,14 +143,7 @@ Candidates = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def _csr(b: np.ndarray, a: np.ndarray, bits: np.ndarray, n: int) -> Candidates:
     """Pairs merged per ``(b, a)`` (bits or-ed), by ``b`` then ``a`` descending."""
-    key = b.astype(np.int64) * n + (n - 1 - a.astype(np.int64))
-    order = np.argsort(key, kind="stable")
-    key, bits = key[order], bits[order]
-    first = np.ones(len(key), bool)
-    first[1:] = key[1:] != key[:-1]
-    starts = np.flatnonzero(first)
-    bits = np.bitwise_or.reduceat(bits, starts) if len(starts) else bits[:0]
-    key = key[starts]
+    key, bits = merge_pairs(b.astype(np.int64) * n + (n - 1 - a.astype(np.int64)), bits)
     waiter = key // n
     return np.searchsorted(waiter, np.arange(n + 1)), n - 1 - key % n, bits
 

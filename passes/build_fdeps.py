@@ -57,7 +57,7 @@ import numpy as np
 from machine.conflicts import iteration_boxes
 from machine.deptable import DepTable, with_deps
 from machine.edges import EdgeKind
-from machine.events import access_events
+from machine.events import access_events, merge_pairs
 from machine.ir import MemoryKind, Program
 from machine.splitmap import SBUF_BIN, CellSpace
 from machine.stream import NUM_SEQUENCERS, InstanceStream
@@ -193,14 +193,7 @@ def flow_pairs(stream: InstanceStream, *, reduction: bool = True, accumulation: 
     comp = stream.comp
     keep = (comp[b] < NUM_SEQUENCERS) | (comp[a] != comp[b])
     a, b, bits = a[keep], b[keep], bits[keep]
-    key = b * len(stream) + a
-    order = np.argsort(key, kind="stable")
-    key, bits = key[order], bits[order]
-    first = np.ones(len(key), bool)
-    first[1:] = key[1:] != key[:-1]
-    starts = np.flatnonzero(first)
-    merged = np.bitwise_or.reduceat(bits, starts) if len(starts) else bits[:0]
-    key = key[starts]
+    key, merged = merge_pairs(b * len(stream) + a, bits)
     return key % len(stream), key // len(stream), merged
 
 

@@ -121,16 +121,18 @@ def fuzz_strategy(**overrides: Any):
     return programs(**options)
 
 
-def pipeline_with(user: Any, replace: str | None, pipeline: str) -> list[Pass]:
-    """The pipeline's passes with the user's pass in the slot ``replace`` (or appended)."""
-    passes = parse_pipeline(pipeline)
+def pipeline_with(user: Any, replace: str | None, pipeline: str, parse=parse_pipeline,
+                  what: str = "pipeline") -> list[Pass]:
+    """The pipeline's passes (``parse(pipeline)``) with the user's pass in the slot
+    ``replace`` (or appended); ``what`` names the pipeline in the error."""
+    passes = parse(pipeline)
     if user is None:
         return passes
     names = [p.name for p in passes]
     if replace is None:
         return [*passes, as_pass(user, "user")]
     if replace not in names:
-        raise ProgramError("--replace", f"no pass {replace!r} in the pipeline {pipeline!r}")
+        raise ProgramError("--replace", f"no pass {replace!r} in the {what} {pipeline!r}")
     k = names.index(replace)
     return [*passes[:k], as_pass(user, replace), *passes[k + 1:]]
 

@@ -40,12 +40,12 @@ from machine.sim.runtime import simulate_tasks
 from machine.tasks.ir import RuntimeScope, TaskProgram
 from machine.tasks.serialize import dumps_tasks
 from machine.tasks.unroll import unroll_task_program
-from passes.pipeline import Pass, PassContext, as_pass
+from passes.pipeline import Pass, PassContext
 from passes.tasks import (
     DEFAULT_TASK_PIPELINE, TASK_PASSES, analyze_dependencies, derive_directions, parse_task_pipeline, run_task_pipeline,
 )
 
-from verify.fuzz import FuzzFailure, FuzzResult
+from verify.fuzz import FuzzFailure, FuzzResult, pipeline_with
 from verify.task_strategies import TRIP_VALUES, task_programs
 from verify.taskcheck import check_task_program, check_task_trace, trace_violations
 
@@ -65,16 +65,7 @@ def is_task_pass(user: Any) -> bool:
 
 def task_pipeline_with(user: Any, replace: str | None, pipeline: str = DEFAULT_TASK_PIPELINE) -> list[Pass]:
     """The task pipeline's passes with the user's pass in the slot ``replace`` (or appended)."""
-    passes = parse_task_pipeline(pipeline)
-    if user is None:
-        return passes
-    names = [p.name for p in passes]
-    if replace is None:
-        return [*passes, as_pass(user, "user")]
-    if replace not in names:
-        raise ProgramError("--replace", f"no pass {replace!r} in the task pipeline {pipeline!r}")
-    k = names.index(replace)
-    return [*passes[:k], as_pass(user, replace), *passes[k + 1:]]
+    return pipeline_with(user, replace, pipeline, parse_task_pipeline, "task pipeline")
 
 
 def _covered_by_reference(program: TaskProgram) -> bool:
