@@ -179,19 +179,56 @@ def _chain_pairs(stream: InstanceStream, recipes: dict[int, tuple]) -> list[tupl
     return out
 
 
+def queue_ordered(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pair (``a`` before ``b``): do rules 1-3 alone order ``a``'s completion before the
+    start of ``b``'s transfer?  Only a transfer ``b`` can be ordered so after an instance of
+    another component: ``a``, a compute instruction of sequencer ``s``, completes before ``s``
+    issues any later transfer ``t`` (rule 1), and a transfer starts after the earlier ones of
+    its queue complete (rule 3); so ``a`` is ordered iff some transfer of ``b``'s queue up to
+    ``b`` was issued by ``s`` after ``a``.  (Same-queue pairs are ordered by rule 3 itself.)"""
+    a, b = np.asarray(a, np.int64), np.asarray(b, np.int64)
+    out = np.zeros(len(a), bool)
+    comp = stream.comp
+    dma = np.flatnonzero(comp >= NUM_SEQUENCERS)
+    if not len(dma) or not len(a):
+        return out
+    same = comp[a] == comp[b]
+    out |= same & (comp[b] >= NUM_SEQUENCERS)
+    # latest[k, s]: the last transfer issued by sequencer s on the queue of dma[k], up to dma[k]
+    order = np.lexsort((dma, comp[dma]))
+    queue_of, seq_of = comp[dma][order], stream.seq[dma][order]
+    latest = np.full((len(dma), NUM_SEQUENCERS), -1, np.int64)
+    starts = np.ones(len(dma), bool)
+    starts[1:] = queue_of[1:] != queue_of[:-1]
+    group = np.cumsum(starts) - 1
+    for s in range(NUM_SEQUENCERS):
+        mine = np.where(seq_of == s, dma[order], -1)
+        # running maximum within each queue: offset by the queue so earlier queues never leak in
+        shifted = np.where(mine >= 0, mine + group * len(stream), -1)
+        running = np.maximum.accumulate(shifted)
+        latest[:, s] = np.where(running >= group * len(stream), running - group * len(stream), -1)
+    row_of = np.full(len(stream), -1, np.int64)
+    row_of[dma[order]] = np.arange(len(dma))
+    rows = row_of[b]
+    check = (rows >= 0) & (comp[a] < NUM_SEQUENCERS) & ~same
+    k = np.flatnonzero(check)
+    out[k] = a[k] < latest[rows[k], stream.seq[a[k]]]
+    return out
+
+
 def flow_pairs(stream: InstanceStream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
                groups: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Instance pairs ``(a, b, rule bits)``, ``a`` before ``b``, each pair once, sorted by
-    ``(b, a)``: every order the flow rules give (see the module doc), but none between two
-    transfers of one DMA queue (rule 3 orders them already)."""
+    ``(b, a)``: every order the flow rules give (see the module doc), but none that rules 1-3
+    already give (:func:`queue_ordered`: two transfers of one queue, or a transfer whose queue
+    is behind a transfer its former's sequencer issued after the former)."""
     a, b = _raw_pairs(stream)
     bits = np.full(len(a), RAW, np.int64)
     chained = _chain_pairs(stream, _chain_recipes(stream, reduction, accumulation, rng, groups))
     if chained:
         ca, cb, cbits = (np.asarray(col, np.int64) for col in zip(*chained))
         a, b, bits = np.concatenate([a, ca]), np.concatenate([b, cb]), np.concatenate([bits, cbits])
-    comp = stream.comp
-    keep = (comp[b] < NUM_SEQUENCERS) | (comp[a] != comp[b])
+    keep = ~queue_ordered(stream, a, b)
     a, b, bits = a[keep], b[keep], bits[keep]
     key, merged = merge_pairs(b * len(stream) + a, bits)
     return key % len(stream), key // len(stream), merged

@@ -121,8 +121,8 @@ def reference_flow_edges(stream: InstanceStream, *, reduction: bool = True, accu
             group_last[gkey] = b
         if formers:
             cb = comp[b]
-            if cb >= NUM_SEQUENCERS:  # rule 3 already orders a transfer after the earlier ones on its queue
-                for a in [a for a in formers if comp[a] == cb]:
+            if cb >= NUM_SEQUENCERS:  # rules 1-3 may already order a transfer after them
+                for a in [a for a in formers if _rules_order(stream, a, b)]:
                     del formers[a]
             if has_loops:
                 for a, bits in formers.items():
@@ -141,3 +141,15 @@ def reference_flow_edges(stream: InstanceStream, *, reduction: bool = True, accu
     return edges
 
 
+
+
+def _rules_order(stream: InstanceStream, a: int, b: int) -> bool:
+    """Rules 1-3 alone order ``a`` before transfer ``b``'s start, found by brute force: the
+    same queue, or a transfer of ``b``'s queue up to ``b`` issued by ``a``'s sequencer after
+    ``a`` (a compute instruction)."""
+    comp, seq = stream.comp.tolist(), stream.seq.tolist()
+    if comp[a] == comp[b]:
+        return True
+    if comp[a] >= NUM_SEQUENCERS:
+        return False
+    return any(comp[t] == comp[b] and seq[t] == seq[a] for t in range(a + 1, b + 1))
