@@ -120,7 +120,7 @@ def _stages(program: Program) -> dict[str, float]:
     stream = timed("stream", lambda: InstanceStream(program))
     table = timed("deps", lambda: dep_table(program, stream))
     waits = timed("resolve", lambda: stream.resolve(table))
-    timed("accesses", stream.compile_templates)
+    timed("accesses", lambda: stream.templates)
     timed("events", lambda: access_events(stream, "space"))
     timed("clocks", lambda: start_clocks(stream.seq.tolist(), stream.comp.tolist(), waits.ptr.tolist(),
                                          waits.target.tolist(), stream.spec.dma_queues))

@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from machine.dtypes import DTYPES
 from machine.edges import KIND_NAMES, kind_from_name
 from machine.errors import ProgramError, join_path
-from machine.files import write_text
+from machine.jsonio import reject_constant, unique_keys, write_text
 from machine.ir import (
     MEMORY_NAMES,
     SEQUENCERS,
@@ -310,19 +310,6 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     return program
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ProgramError("", f"malformed JSON: the key {key!r} appears twice in one object")
-        out[key] = value
-    return out
-
-
-def _no_constant(name: str) -> Any:
-    raise ProgramError("", f"malformed JSON: {name} is not a JSON number")
-
-
 def _line_column(text: str, index: int) -> str:
     line = text.count("\n", 0, index) + 1
     return f"line {line} column {index - (text.rfind(chr(10), 0, index) + 1) + 1}"
@@ -377,7 +364,7 @@ def loads_program(text: str | bytes, *, validate: bool = True) -> Program:
     if isinstance(text, (bytes, bytearray)):
         text = _decode(bytes(text))
     try:
-        doc = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant, parse_float=_finite_float)
+        doc = json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant, parse_float=_finite_float)
     except ProgramError:
         raise
     except json.JSONDecodeError as err:
@@ -503,11 +490,4 @@ def dumps_program(program: Program, *, indent: int | None = 1) -> str:
 
 def save_program(program: Program, target: str | TextIO) -> None:
     """Write ``program``; a path is written atomically (nothing half-written on error)."""
-    text = dumps_program(program)
-    if hasattr(target, "write"):
-        target.write(text)
-        return
-    if target == "-":
-        sys.stdout.write(text)
-        return
-    write_text(target, text)  # atomic; an OutputError names ``target``
+    write_text(dumps_program(program), target)

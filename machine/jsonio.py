@@ -15,17 +15,17 @@ machine.errors.ProgramError: <document>: malformed JSON: the key 'a' appears twi
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from typing import Any, TextIO
 
+from machine import files
 from machine.errors import ProgramError
 
-__all__ = ["decode_strict", "read_source", "write_text"]
+__all__ = ["decode_strict", "read_source", "reject_constant", "unique_keys", "write_text"]
 
 
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` object hook: a key twice in one object is malformed JSON."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
@@ -34,14 +34,15 @@ def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """``json.loads`` constant hook: NaN / Infinity are not JSON numbers."""
     raise ProgramError("", f"malformed JSON: {name} is not a JSON number")
 
 
 def decode_strict(text: str | bytes) -> Any:
     """The decoded document; malformed JSON is a ProgramError naming line and column."""
     try:
-        return json.loads(text, object_pairs_hook=_pairs, parse_constant=_constant)
+        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant)
     except json.JSONDecodeError as err:
         raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
     except UnicodeDecodeError as err:
@@ -62,23 +63,13 @@ def read_source(source: str | TextIO) -> str | bytes:
 
 
 def write_text(text: str, target: str | TextIO) -> None:
-    """Write ``text`` to a path (atomically: nothing half-written on error), ``-`` or an open file."""
+    """Write ``text`` to an open file, ``-`` (standard output) or a path; a path is written
+    atomically by :func:`machine.files.write_text` (mode and symbolic link kept, nothing
+    half-written; an :class:`~machine.files.OutputError` names the path)."""
     if hasattr(target, "write"):
         target.write(text)  # type: ignore[union-attr]
         return
     if target == "-":
         sys.stdout.write(text)
         return
-    directory = os.path.dirname(os.path.abspath(target))  # type: ignore[arg-type]
-    try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=".neuronsim-", suffix=".json")
-    except OSError as err:
-        raise ProgramError("", f"cannot write {target}: {err.strerror}") from None
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, target)  # type: ignore[arg-type]
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    files.write_text(target, text)  # type: ignore[arg-type]

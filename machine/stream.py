@@ -14,8 +14,9 @@ is the one unrolling of the project.  It builds no object per instance:
 * :meth:`resolve` turns instruction-level deps (a :class:`~machine.deptable.DepTable`) into
   per-instance waits, vectorised over each dep's instances (:class:`Waits`, compressed rows,
   latest target first);
-* :meth:`accesses` compiles each instruction's accesses once (:class:`CompiledAccess`: the
-  bytes and partitions at iteration 0 and how they move with the loop indices).
+* :meth:`accesses` gives each instruction's compiled accesses (:class:`CompiledAccess`: the
+  bytes and partitions at iteration 0 and how they move with the loop indices), laid out
+  and compiled once per distinct access by :mod:`machine.slots`.
 
 Components are numbered ``pe act dve pool sp`` (0-4) then the DMA queues (``dma0`` = 5, ...),
 the order of the spec's rules and of the simulator's semaphores.
@@ -35,18 +36,16 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import chain
-from operator import add, attrgetter
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
 
 from machine.deptable import DepTable, dep_table
-from machine.geometry import ByteSet, base_footprint
-
-_raw_footprint = base_footprint.__wrapped__  # the stream caches by object: skip hashing tensor and access
-from machine.ir import SEQUENCERS, Access, Instruction, Loop, MemoryKind, Node, Program
+from machine.geometry import ByteSet
+from machine.ir import SEQUENCERS, Instruction, Loop, Node, Program
 from machine.presets import MachineSpec, resolve_machine
+from machine.slots import CompiledAccess, SlotLayout, compile_templates, lay_out_slots
 
 __all__ = ["InstanceStream", "Waits", "CompiledAccess", "instance_name", "component_names", "NUM_SEQUENCERS",
            "stream_of"]
@@ -71,32 +70,6 @@ def component_names(num_queues: int) -> tuple[str, ...]:
     ('pe', 'act', 'dve', 'pool', 'sp', 'dma0', 'dma1', 'dma2')
     """
     return SEQUENCERS + tuple(f"dma{i}" for i in range(num_queues))
-
-
-class CompiledAccess(NamedTuple):
-    """One access of an instruction, compiled for the hot loops (a named tuple: cheap)."""
-
-    is_write: bool
-    tensor: int
-    """Tensor id (position in ``program.tensors``)."""
-    space: object
-    """``"sbuf"``, ``"psum"``, ``"dram"`` or ``("alias", group)``."""
-    memory: MemoryKind
-    mask: int
-    """Partition bit mask at iteration 0 (0 for DRAM)."""
-    bytes: ByteSet
-    """Byte intervals at iteration 0."""
-    shifts: tuple[tuple[int, int], ...]
-    """``(loop position, bytes per iteration)``: how the bytes move with the loop indices."""
-    pshifts: tuple[tuple[int, int], ...]
-    """``(loop position, partitions per iteration)``."""
-    rotation: tuple[int, int, int] | None
-    """``(loop position, slots, stride bytes)`` of a rotating tensor."""
-    access: Access
-
-    @property
-    def moves(self) -> bool:
-        return bool(self.shifts or self.pshifts or self.rotation)
 
 
 class Waits(NamedTuple):
@@ -229,7 +202,7 @@ class InstanceStream:
         self.tensor_names = list(program.tensors)
         self.tensor_id = {name: t for t, name in enumerate(self.tensor_names)}
         self._accesses: list[tuple[CompiledAccess, ...]] | None = None
-        self._layout: tuple[list[Access], list[bool]] | None = None
+        self._layout: SlotLayout | None = None
         self._templates: list[CompiledAccess] | None = None
         self._masks: set[int] | None = None
         self._depth: np.ndarray | None = None
@@ -441,9 +414,7 @@ class InstanceStream:
     # -- accesses ----------------------------------------------------------------------
     def accesses(self, x: int) -> tuple[CompiledAccess, ...]:
         """The compiled accesses of instruction ``x``: reads first, then writes."""
-        if self._accesses is None:
-            self._accesses = self._compile_accesses()
-        return self._accesses[x]
+        return self.all_accesses[x]
 
     @property
     def all_accesses(self) -> list[tuple[CompiledAccess, ...]]:
@@ -452,176 +423,44 @@ class InstanceStream:
             self._accesses = self._compile_accesses()
         return self._accesses
 
-    def compile_templates(self) -> None:
-        """Make :attr:`templates`, :attr:`slot_x` and :attr:`slot_t` available (without
-        the per-instruction tuples of :attr:`all_accesses`)."""
-        self.templates  # noqa: B018 - compiles
-
     @property
     def templates(self) -> list[CompiledAccess]:
-        """Each distinct access compiled once (see :meth:`_lay_out_slots`), by template id."""
+        """Each distinct access compiled once against this stream's placements, by template id
+        (:func:`machine.slots.compile_templates`)."""
         if self._templates is None:
-            if self._layout is None:
-                self._lay_out_slots()
-            self._templates = self._compile_templates()
+            self._templates = compile_templates(self.layout, self.program.tensors, self.tensor_id, self.loops_of)
         return self._templates
 
-    def _compile_templates(self) -> list[CompiledAccess]:
-        """Accesses that cannot move and touch tensors of one geometry (memory, dtype, shape,
-        first partition) with the same partitions, pattern and direction have footprints that
-        differ by a byte shift only (:func:`~machine.geometry.base_footprint` is affine in the
-        tensor's first byte and, with an explicit pattern, in the offset): the first is
-        compiled, the others are it shifted."""
-        tensors = self.program.tensors
-        tensor_id = self.tensor_id
-        compile_one = self._compile_one
-        info: dict[str, tuple | None] = {}  # tensor -> (geometry, first byte, item size, id), None: compile each
-        for name, tensor in tensors.items():
-            if tensor.rotate is None and tensor.alias is None and not tensor.is_virtual:
-                info[name] = ((tensor.memory, tensor.dtype, tensor.shape, tensor.partition), tensor.byte_base,
-                              tensor.itemsize, tensor_id[name])
-        protos: dict[tuple, tuple[CompiledAccess, int]] = {}
-        out = []
-        append = out.append
-        for x, access, is_write in zip(self.template_x, *self._layout):
-            about = info.get(access.tensor)
-            if about is None or access.per_iteration or access.partitions_per_iteration:
-                append(compile_one(x, access, is_write, tensors[access.tensor]))
-                continue
-            geometry, base, itemsize, tid = about
-            pattern = access.pattern
-            if pattern is None:
-                key = (geometry, access.partitions, None, access.offset, is_write)
-                first = base
-            else:
-                key = (geometry, access.partitions, pattern, None, is_write)
-                first = base + (access.offset or 0) * itemsize
-            found = protos.get(key)
-            if found is None:
-                compiled = compile_one(x, access, is_write, tensors[access.tensor])
-                protos[key] = (compiled, first)
-                append(compiled)
-                continue
-            proto, shift = found
-            shift = first - shift
-            append(CompiledAccess(is_write, tid, proto.space, proto.memory, proto.mask,
-                                  tuple([(lo + shift, hi + shift) for lo, hi in proto.bytes]), (), (), None, access))
-        return out
+    @property
+    def layout(self) -> SlotLayout:
+        """The access slots and their templates (:func:`machine.slots.lay_out_slots`): the
+        same for every placement of the body."""
+        if self._layout is None:
+            self._layout = lay_out_slots(self.instrs)
+        return self._layout
 
     @property
     def slot_x(self) -> np.ndarray:
         """Per access slot (instructions in document order, each one's reads then writes):
         its instruction."""
-        if self._layout is None:
-            self._lay_out_slots()
-        return self._slot_x
+        return self.layout.slot_x
 
     @property
     def slot_t(self) -> np.ndarray:
         """Per access slot: its template (:attr:`templates` index)."""
-        if self._layout is None:
-            self._lay_out_slots()
-        return self._slot_t
+        return self.layout.slot_t
 
     @property
     def template_x(self) -> list[int]:
         """Per template: the first instruction using it."""
-        if self._layout is None:
-            self._lay_out_slots()
-        return self._template_x
+        return self.layout.template_x
 
-    @property
-    def template_access(self) -> list[Access]:
-        """Per template: the :class:`~machine.ir.Access` it compiles (no placement needed)."""
-        if self._layout is None:
-            self._lay_out_slots()
-        return self._layout[0]
-
-    @property
-    def template_write(self) -> list[bool]:
-        """Per template: whether it is a write."""
-        if self._layout is None:
-            self._lay_out_slots()
-        return self._layout[1]
-
-    def _tuples_from_slots(self) -> list[tuple[CompiledAccess, ...]]:
+    def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
+        """:attr:`all_accesses`: each instruction's templates, from the access slots."""
         temps = self.templates
         bounds = np.searchsorted(self.slot_x, np.arange(self.m + 1)).tolist()
         slots = [temps[t] for t in self.slot_t.tolist()]
         return [tuple(slots[bounds[x]:bounds[x + 1]]) for x in range(self.m)]
-
-    def _compile_accesses(self) -> list[tuple[CompiledAccess, ...]]:
-        """:attr:`all_accesses` from the access slots."""
-        return self._tuples_from_slots()
-
-    def _lay_out_slots(self) -> None:
-        """Name every access slot's template, independently of placements: equal accesses
-        share one (by object, and by value when they cannot move with a loop: generated code
-        makes one object per instruction); an access that moves gets one per slot.  Templates
-        are numbered in document order of their first slot.
-
-        The slots are laid out with numpy (objects told apart by ``id``); Python visits one
-        slot per distinct object only."""
-        instrs = self.instrs
-        reads = [i.reads for i in instrs]
-        writes = [i.writes for i in instrs]
-        flat: list[Access] = list(chain.from_iterable(map(add, reads, writes)))
-        n_reads = np.fromiter(map(len, reads), np.int64, len(reads))
-        counts = n_reads + np.fromiter(map(len, writes), np.int64, len(writes))
-        slot_x = np.repeat(np.arange(len(instrs), dtype=np.int64), counts)
-        within = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-        is_write = within >= n_reads[slot_x]
-        keys = np.fromiter(map(id, flat), np.int64, len(flat)) * 2 + is_write
-        _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-        fixed = np.fromiter((not (flat[k].per_iteration or flat[k].partitions_per_iteration) for k in first.tolist()),
-                            bool, len(first))
-        moving_slots = np.flatnonzero(~fixed[inverse])
-        visit = np.sort(np.concatenate([first[fixed], moving_slots]))
-        slot_t = np.empty(len(flat), np.int64)
-        template_of = np.full(len(first), -1, np.int64)
-        by_value: dict[tuple, int] = {}
-        accesses: list[Access] = []
-        template_write: list[bool] = []
-        template_x: list[int] = []
-        write_l, x_l, inverse_l = is_write.tolist(), slot_x.tolist(), inverse.tolist()
-        fixed_l = fixed.tolist()
-        for k in visit.tolist():
-            access, w, u = flat[k], write_l[k], inverse_l[k]
-            if fixed_l[u]:
-                value = (access.tensor, access.partitions, access.offset, access.pattern, w)
-                t = by_value.get(value)
-                if t is None:
-                    t = by_value[value] = len(accesses)
-                    accesses.append(access)
-                    template_write.append(w)
-                    template_x.append(x_l[k])
-                template_of[u] = t
-                continue
-            slot_t[k] = len(accesses)
-            accesses.append(access)
-            template_write.append(w)
-            template_x.append(x_l[k])
-        shared = fixed[inverse]
-        slot_t[shared] = template_of[inverse[shared]]
-        self._layout = (accesses, template_write)
-        self._template_x = template_x
-        self._slot_x = slot_x
-        self._slot_t = slot_t
-
-    def _compile_one(self, x: int, access: Access, is_write: bool, tensor) -> CompiledAccess:
-        fp = _raw_footprint(tensor, access)
-        shifts: tuple = ()
-        pshifts: tuple = ()
-        rotation = None
-        if access.per_iteration or access.partitions_per_iteration or tensor.rotate is not None:
-            position = {loop.name: k for k, loop in enumerate(self.loops_of[x])}
-            shifts = tuple((position[loop], s * tensor.itemsize) for loop, s in access.per_iteration if s)
-            pshifts = tuple((position[loop], s) for loop, s in access.partitions_per_iteration if s)
-            rot = tensor.rotate
-            if rot is not None and rot.slots > 1:
-                rotation = (position[rot.loop], rot.slots, rot.stride)
-        return CompiledAccess(is_write, self.tensor_id[access.tensor], fp.space, fp.memory, fp.partitions, fp.bytes,
-                              shifts, pshifts, rotation, access)
 
     def masks(self) -> set[int]:
         """Every partition mask some access touches in some instance (0 for DRAM)."""
@@ -630,7 +469,6 @@ class InstanceStream:
         return self._masks
 
     def _all_masks(self) -> set[int]:
-        self.compile_templates()
         out: set[int] = {ca.mask for ca in self.templates if not ca.pshifts}
         moving = [t for t, ca in enumerate(self.templates) if ca.pshifts]
         if moving:

@@ -15,6 +15,7 @@ from machine.ir import Access, Instruction, Loop, MemoryKind, Node, Program, Ten
 from machine.optable import COMMON_ATTRS, op_spec
 from machine.oprules import check_op_rules
 from machine.presets import MachineSpec, resolve_machine
+from machine.stream import InstanceStream
 
 __all__ = ["validate_program", "validate_placement_change", "check_placement", "check_instruction", "access_elements"]
 
@@ -120,49 +121,31 @@ def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: 
 
 
 def validate_placement_change(program: Program, before: Program, spec: MachineSpec | None = None,
-                              stream=None) -> None:
+                              stream: InstanceStream | None = None) -> None:
     """Check ``program`` where it differs from the valid ``before`` only in its tensors'
     placements (the body is the very same objects, as after an allocation pass): the
     placements themselves, and the rules that depend on them (partition starts, rotating
     tensors inside their loop).  Everything else was checked on ``before``.
 
-    ``stream`` (``before``'s :class:`~machine.stream.InstanceStream`, optional) lets the
-    check visit each distinct access object once instead of every instruction."""
+    The rules are checked once per distinct access over the access slots of ``before``'s
+    :class:`~machine.stream.InstanceStream` (``stream``, built when not given)."""
     spec = spec or resolve_machine(program.machine)
     changed = {name for name, t in program.tensors.items() if before.tensors.get(name) is not t}
     for name in changed:
         check_placement(program.tensors[name], spec, join_path("tensors", name))
     if not changed:
         return
-    if stream is not None:
-        _placement_rules_by_access(program, changed, stream)
-        return
-    tensors = program.tensors
-    seen: set[tuple[int, bool]] = set()
-    for k, (inst, loops) in enumerate(program.instructions()):
-        for key, group in (("reads", inst.reads), ("writes", inst.writes)):
-            for i, access in enumerate(group):
-                if access.tensor not in changed:
-                    continue
-                tensor = tensors[access.tensor]
-                if tensor.rotate is not None and not any(loop.name == tensor.rotate.loop for loop in loops):
-                    _check_access(access, tensor, {loop.name: loop for loop in loops}, f"{inst.name}.{key}[{i}]")
-                if inst.is_dma or tensor.partition is None or (id(access), inst.is_dma) in seen:
-                    continue
-                seen.add((id(access), inst.is_dma))
-                start, count, step = access.partitions or (0, tensor.shape[0], 1)
-                first, span = tensor.partition + start, (count - 1) * step + 1
-                if not _partition_start_ok(first, span):
-                    raise ProgramError(f"{inst.name}.{key}[{i}].partitions", f"an access spanning {span} partitions "
-                                       f"cannot start at partition {first} (over 64: start 0; 33-64: 0 or 64; up to 32: "
-                                       "a multiple of 32)")
+    if stream is None:
+        stream = InstanceStream(before, spec)
+    _placement_rules_by_access(program, changed, stream)
 
 
-def _placement_rules_by_access(program: Program, changed: set[str], stream) -> None:
+def _placement_rules_by_access(program: Program, changed: set[str], stream: InstanceStream) -> None:
     """The access rules of :func:`validate_placement_change` over the stream's access slots:
     rotation per slot of a rotating tensor, partition starts once per (access, DMA or not)."""
     tensors = program.tensors
-    accesses = stream.template_access  # the layout of the slots: no footprint compiled
+    layout = stream.layout  # the slots and their accesses: no footprint compiled
+    accesses = layout.accesses
     slot_x, slot_t = stream.slot_x, stream.slot_t
 
     def where(x: int, access, is_write: bool) -> str:
@@ -177,7 +160,7 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream) -> N
             tensor = tensors[access.tensor]
             if access.tensor in rotating and not any(loop.name == tensor.rotate.loop for loop in stream.loops_of[x]):
                 loops = {loop.name: loop for loop in stream.loops_of[x]}
-                _check_access(access, tensor, loops, where(x, access, stream.template_write[t]))
+                _check_access(access, tensor, loops, where(x, access, layout.writes[t]))
     compute = ~stream.dma_x[slot_x]
     pairs, first = np.unique(slot_t[compute], return_index=True)
     first_x = dict(zip(pairs.tolist(), slot_x[compute][first].tolist()))
@@ -192,7 +175,7 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream) -> N
         first, span = tensor.partition + start, (count - 1) * step + 1
         if not _partition_start_ok(first, span):
             x = first_x[t]
-            raise ProgramError(f"{where(x, access, stream.template_write[t])}.partitions", f"an access spanning {span} "
+            raise ProgramError(f"{where(x, access, layout.writes[t])}.partitions", f"an access spanning {span} "
                                f"partitions cannot start at partition {first} (over 64: start 0; 33-64: 0 or 64; up "
                                "to 32: a multiple of 32)")
 

@@ -155,7 +155,6 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
     physical access events (:mod:`machine.events`): per segment, a write's candidates are the
     previous write (WAW) and the latest read of every other component since it (WAR); a read's
     the previous write when through another tensor (RAW-reuse; any, with ``raw``)."""
-    stream.compile_templates()
     temps = stream.templates
     kept = np.fromiter((_kept(stream, ca, memories, roles, spaces) for ca in temps), bool, len(temps))
     ev = access_events(stream, "space", templates=kept, per_tensor=True)

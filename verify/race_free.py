@@ -67,7 +67,6 @@ def neighbour_pairs(seg: np.ndarray, inst: np.ndarray, write: np.ndarray) -> tup
 def race_free(stream: InstanceStream, waits: Waits) -> bool:
     """True iff the program has no race under ``waits`` (False: it may have some; the exact
     walk decides).  DRAM alias groups always answer False (see the module doc)."""
-    stream.compile_templates()
     if any(isinstance(ca.space, tuple) for ca in stream.templates):
         return False
     starts = start_clocks(stream.seq.tolist(), stream.comp.tolist(), waits.ptr.tolist(), waits.target.tolist(),

@@ -102,15 +102,25 @@ class Misplace(Pass):
     name: ClassVar[str] = "misplace"
     places: ClassVar[bool] = True
 
+    with_stream: ClassVar[bool] = True
+
     def apply(self, program, ctx):
-        ctx.stream(program)  # as the real allocator does: the check then walks its access slots
+        if self.with_stream:
+            ctx.stream(program)  # as the real allocator does: the check reuses its access slots
         tensors = dict(program.tensors)
         tensors["u"] = sb("u", 64, partition=16, offset=256)
         return program.with_tensors(tensors)
 
 
-def test_a_placement_change_is_checked_per_access_and_located():
-    registry = {**ALL_PASSES, "misplace": Misplace}
+class MisplaceAlone(Misplace):
+    """The same broken allocator without a stream in the context: the check builds one."""
+
+    with_stream: ClassVar[bool] = False
+
+
+@pytest.mark.parametrize("broken", [Misplace, MisplaceAlone])
+def test_a_placement_change_is_checked_per_access_and_located(broken):
+    registry = {**ALL_PASSES, "misplace": broken}
     with pytest.raises(ProgramError, match="cannot start at partition 16") as err:
         run_pipeline(_program(), parse_pipeline("misplace", registry))
     assert err.value.path == "r.writes[0].partitions"
