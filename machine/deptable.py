@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from machine.edges import EdgeKind
-from machine.ir import Dep, Instruction, Loop, Node, Program
+from machine.ir import Dep, Instruction, Node, Program
 
 if TYPE_CHECKING:
     from machine.presets import MachineSpec
@@ -218,17 +218,7 @@ def _rebuild(program: Program, table: DepTable) -> tuple[Node, ...]:
             replaced[id(inst)] = _with_instruction_deps(inst, new_deps[y])
     if not replaced:
         return program.body
-
-    def rebuild(nodes: tuple[Node, ...]) -> tuple[Node, ...]:
-        out = []
-        for node in nodes:
-            if isinstance(node, Loop):
-                out.append(Loop(node.name, node.trip_count, rebuild(node.body), node.extras))
-            else:
-                out.append(replaced.get(id(node), node))
-        return tuple(out)
-
-    return rebuild(program.body)
+    return program.map_instructions(lambda inst: replaced.get(id(inst), inst)).body
 
 
 _SET = {name: getattr(Instruction, name).__set__ for name in Instruction.__slots__}

@@ -39,12 +39,11 @@ Examples
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from typing import NamedTuple
 
 import numpy as np
 
-from machine.ir import MemoryKind
+from machine.reach import reached_templates
 from machine.splitmap import atoms_of
 from machine.stream import InstanceStream
 
@@ -253,31 +252,14 @@ def merge_pairs(key: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _unwritten_reads(stream: InstanceStream, cols: _Columns, by: str) -> np.ndarray:
-    """Per template: a read of bytes no access writes (a kernel's inputs), which can share a
-    segment with no write and so can neither conflict nor chain: left out of the events.
-    By tensor, a read of a tensor never written; by space, a read of a DRAM tensor whose whole
-    region (rotating slots included) meets no written DRAM tensor's region and no alias group."""
+    """Per template: a read that can share a segment with no write, left out of the events
+    (it can neither conflict nor chain).  By space, a read no write's bytes reach
+    (:func:`machine.reach.reached_templates`); by tensor, a read of a tensor never written."""
+    if by == "space":
+        return ~reached_templates(stream)
     written = np.zeros(len(stream.tensor_names), bool)
     written[cols.tensor[cols.write]] = True
-    if by == "tensor":
-        return ~cols.write & ~written[cols.tensor]
-    tensors = stream.program.tensors
-    regions = {}
-    for tid in np.unique(cols.tensor).tolist():
-        t = tensors[stream.tensor_names[tid]]
-        if t.memory == MemoryKind.DRAM:
-            if t.alias is not None or t.address is None:
-                return np.zeros(len(cols.tensor), bool)  # may sit anywhere: keep every read
-            extra = (t.rotate.slots - 1) * t.rotate.stride if t.rotate is not None else 0
-            regions[tid] = (t.address, t.address + extra + t.bytes_per_partition)
-    hot = sorted(regions[tid] for tid in regions if written[tid])
-    starts = [lo for lo, _ in hot]
-    ends = np.maximum.accumulate(np.asarray([hi for _, hi in hot], np.int64)) if hot else np.zeros(0, np.int64)
-    cold = np.zeros(len(stream.tensor_names), bool)
-    for tid, (lo, hi) in regions.items():
-        k = bisect_left(starts, hi)  # written regions starting before hi; one of them may reach past lo
-        cold[tid] = not written[tid] and not (k and ends[k - 1] > lo)
-    return ~cols.write & cold[cols.tensor]
+    return ~cols.write & ~written[cols.tensor]
 
 
 def _stable_order(*columns: tuple[np.ndarray, int]) -> np.ndarray:

@@ -9,7 +9,7 @@ whose fast path recognises a race-free program by one sort) and the races are re
 warning: how many, and the first ones located (both instances, memory, partitions, bytes,
 kind) with the dep that orders each (the ``check`` command's fix: the later instruction waits
 for the earlier one, loop-carried when they sit in different iterations of their common loops).
-The reads no write reaches are dropped first (:mod:`verify.unreached`: the same races, a
+The reads no write reaches are dropped first (:mod:`machine.reach`: the same races, a
 fraction of the events on loop kernels), and the walk stops at :data:`STOP_AFTER` races, so a
 badly racy program costs about as much as a race-free one (the count is then a lower bound).
 
@@ -48,7 +48,7 @@ from machine.stream import stream_of
 
 from verify.racecheck import Race, check_program
 from verify.report import describe_race
-from verify.unreached import without_unreached_reads
+from machine.reach import without_unreached_reads
 
 __all__ = ["OwnRaces", "own_races", "LISTED", "STOP_AFTER"]
 

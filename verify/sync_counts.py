@@ -28,7 +28,7 @@ Counted per stage (the program as given, then after each pass):
     instance folds at most one candidate per component into its clock
     (:meth:`machine.hb.HappensBefore.fold`).  Each kept wait's kind (flow, output, anti) is
     read off the same cells.  Reads that no write of the program reaches (kernel inputs) are
-    left out first (:mod:`verify.unreached`): they conflict with nothing, and on loop kernels
+    left out first (:mod:`machine.reach`): they conflict with nothing, and on loop kernels
     they are most of the byte runs.  It depends on the program order and the placement, so
     it is recomputed when a pass changes either, and never on the deps: a program whose own
     deps race has the same minimum as with race-free deps (``footprint`` warns of the races,
@@ -54,7 +54,7 @@ from machine.splitmap import SBUF_BIN, CellSpace
 from machine.stream import InstanceStream, stream_of
 
 from verify.own_races import OwnRaces, own_races
-from verify.unreached import conflicting_accesses
+from machine.reach import conflicting_accesses
 
 __all__ = ["KINDS", "WaitFigures", "Minimum", "StageSync", "SyncReport", "wait_figures",
            "minimum_sync", "stage_sync", "sync_report"]

@@ -1,4 +1,4 @@
-"""Reads no write reaches (:mod:`verify.unreached`): dropping them changes no race and no minimum.
+"""Reads no write reaches (:mod:`machine.reach`): dropping them changes no race and no minimum.
 
 The oracles: the brute-force race list (every instance pair, networkx reachability) on small
 generated programs, whose tensors may share bytes (a read of a tensor nothing writes can
@@ -21,7 +21,7 @@ from verify.racecheck import check_program
 from verify.strategies import programs
 from verify.sync_counts import minimum_sync
 from verify.tile_kernels import tile_kernels
-from verify.unreached import reached, without_unreached_reads
+from machine.reach import reached, without_unreached_reads
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

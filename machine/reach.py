@@ -1,5 +1,8 @@
 """Reads no write can reach: they share bytes with other reads only, so no conflict involves them.
 
+Used by the access events (:mod:`machine.events`: the builders and the race check), the
+footprint's minimum and its check of a program's own deps.
+
 Every conflict (and so every race and every wait of the minimum) pairs a write with an access
 sharing a byte of it.  A read of bytes that no instruction of the program ever writes (a
 kernel's input tiles in DRAM, constants) conflicts with nothing, in any instance.  On loop
@@ -28,10 +31,12 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import replace
 
+import numpy as np
+
 from machine.ir import Program
 from machine.stream import CompiledAccess, InstanceStream, stream_of
 
-__all__ = ["reach", "reached", "conflicting_accesses", "without_unreached_reads"]
+__all__ = ["reach", "reached", "reached_templates", "conflicting_accesses", "without_unreached_reads"]
 
 
 def reach(ca: CompiledAccess, trips: tuple[int, ...]) -> tuple[int, int]:
@@ -47,15 +52,15 @@ def reach(ca: CompiledAccess, trips: tuple[int, ...]) -> tuple[int, int]:
     return lo, hi
 
 
-def reached(stream: InstanceStream) -> list[tuple[bool, ...]]:
-    """Per instruction, per access (:attr:`~machine.stream.InstanceStream.all_accesses`: its
-    reads, then its writes): whether the access can conflict (every write can)."""
-    trips = stream.trips
+def reached_templates(stream: InstanceStream) -> np.ndarray:
+    """Per compiled access (:attr:`~machine.stream.InstanceStream.templates`): whether it can
+    conflict (every write can).  A template shared by several instructions cannot move with a
+    loop, so the instruction it was first compiled for gives its reach."""
+    temps, trips, first_x = stream.templates, stream.trips, stream.template_x
     spans: dict[object, list[tuple[int, int]]] = {}
-    for x, accesses in enumerate(stream.all_accesses):
-        for ca in accesses:
-            if ca.is_write and ca.bytes:
-                spans.setdefault(ca.space, []).append(reach(ca, trips[x]))
+    for t, ca in enumerate(temps):
+        if ca.is_write and ca.bytes:
+            spans.setdefault(ca.space, []).append(reach(ca, trips[first_x[t]]))
     starts: dict[object, list[int]] = {}
     ends: dict[object, list[int]] = {}
     for space, ranges in spans.items():  # each space's written bytes, as sorted disjoint ranges
@@ -79,7 +84,15 @@ def reached(stream: InstanceStream) -> list[tuple[bool, ...]]:
         k = bisect_right(first, lo) - 1  # the last written range starting at or before lo
         return (k >= 0 and last[k] > lo) or (k + 1 < len(first) and first[k + 1] < hi)
 
-    return [tuple(can_conflict(ca, x) for ca in accesses) for x, accesses in enumerate(stream.all_accesses)]
+    return np.fromiter((can_conflict(ca, first_x[t]) for t, ca in enumerate(temps)), bool, len(temps))
+
+
+def reached(stream: InstanceStream) -> list[tuple[bool, ...]]:
+    """Per instruction, per access (:attr:`~machine.stream.InstanceStream.all_accesses`: its
+    reads, then its writes): whether the access can conflict (:func:`reached_templates`)."""
+    keep = reached_templates(stream)[stream.slot_t].tolist()
+    bounds = np.searchsorted(stream.slot_x, np.arange(stream.m + 1)).tolist()
+    return [tuple(keep[bounds[x]:bounds[x + 1]]) for x in range(stream.m)]
 
 
 def conflicting_accesses(stream: InstanceStream) -> list[tuple[CompiledAccess, ...]]:
