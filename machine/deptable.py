@@ -61,13 +61,13 @@ class DepTable:
     so a dep that survives a pass keeps its ``x-`` keys.
     """
 
-    __slots__ = ("waiter", "former", "kind", "distance", "when", "ranges", "objects")
+    __slots__ = ("waiter", "former", "_kind", "distance", "when", "ranges", "objects")
 
-    def __init__(self, waiter: np.ndarray, former: np.ndarray, kind: np.ndarray, distance: np.ndarray,
+    def __init__(self, waiter: np.ndarray, former: np.ndarray, kind: np.ndarray | None, distance: np.ndarray,
                  when: np.ndarray, ranges: tuple[Ranges, ...] = (), objects: Sequence[Dep | None] | None = None):
         self.waiter = waiter
         self.former = former
-        self.kind = kind
+        self._kind = kind  # None: read from `objects` when first asked for (the race checker never asks)
         self.distance = distance
         self.when = when
         self.ranges = ranges
@@ -104,15 +104,23 @@ class DepTable:
         n = len(objects)
         waiter = np.repeat(np.arange(len(lists), dtype=np.int32), counts)
         former = np.fromiter(map(id_of.__getitem__, map(_ON, objects)), np.int32, n)
-        kind = np.fromiter(map(_KIND, objects), np.int8, n)
-        carried = np.fromiter(map(_CARRIED, objects), bool, n)
-        distance = np.where(carried, np.fromiter(map(_DISTANCE, objects), np.int32, n), 0).astype(np.int32)
+        distance = np.zeros(n, np.int32)
+        if any(map(_CARRIED, objects)):  # (one scan; most programs have no loop-carried dep)
+            carried = np.fromiter(map(_CARRIED, objects), bool, n)
+            distance[carried] = np.fromiter(map(_DISTANCE, objects), np.int32, n)[carried]
         ranges: dict[Ranges, int] = {}
         when = np.full(n, -1, np.int32)
         if any(map(_ITERATIONS, objects)):
             when = np.fromiter((ranges.setdefault(d.iterations, len(ranges)) if d.iterations else -1 for d in objects),
                                np.int32, n)
-        return cls(waiter, former, kind, distance, when, tuple(ranges), objects)
+        return cls(waiter, former, None, distance, when, tuple(ranges), objects)
+
+    @property
+    def kind(self) -> np.ndarray:
+        """Per row: the :class:`~machine.edges.EdgeKind` value."""
+        if self._kind is None:
+            self._kind = np.fromiter(map(_KIND, self.objects), np.int8, len(self.waiter))
+        return self._kind
 
     def __len__(self) -> int:
         return len(self.waiter)

@@ -155,17 +155,26 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
     row = np.repeat(np.arange(len(tmpl)), nruns)
     r = first_run[tmpl[row]] + (np.arange(len(row)) - np.repeat(np.cumsum(nruns) - nruns, nruns))
     ev_inst, ev_tmpl, ev_slot = inst[row], tmpl[row], slot[row]
-    g, lo, hi = run_g[r], run_lo[r] + delta[row], run_hi[r] + delta[row]
-    if moving_parts.any():  # partitions that move with a loop: atoms per instance, in Python (rare)
-        extra = _moving_rows(stream, wanted & moving_parts, by, of_mask, group)
-        ev_inst, ev_tmpl, ev_slot, g, lo, hi = (np.concatenate([a, b]) for a, b in
-                                                zip((ev_inst, ev_tmpl, ev_slot, g, lo, hi), extra))
-    # Segments: the sorted distinct boundaries of each group.
-    lo_key = (g << _POS_BITS) + lo
-    hi_key = (g << _POS_BITS) + hi
-    bounds = np.unique(np.concatenate([lo_key, hi_key]))
-    s_lo = np.searchsorted(bounds, lo_key)
-    span = np.searchsorted(bounds, hi_key) - s_lo
+    moving_rows = bool(moving_parts.any())
+    if not moving_rows and not delta.any():  # no byte moves: boundaries are the runs' (far fewer than rows)
+        used = np.bincount(r, minlength=len(run_t)) > 0
+        lo_key = (run_g << _POS_BITS) + run_lo
+        hi_key = (run_g << _POS_BITS) + run_hi
+        bounds = np.unique(np.concatenate([lo_key[used], hi_key[used]]))
+        run_s = np.searchsorted(bounds, lo_key)
+        s_lo, span = run_s[r], (np.searchsorted(bounds, hi_key) - run_s)[r]
+    else:
+        g, lo, hi = run_g[r], run_lo[r] + delta[row], run_hi[r] + delta[row]
+        if moving_rows:  # partitions that move with a loop: atoms per instance, in Python (rare)
+            extra = _moving_rows(stream, wanted & moving_parts, by, of_mask, group)
+            ev_inst, ev_tmpl, ev_slot, g, lo, hi = (np.concatenate([a, b]) for a, b in
+                                                    zip((ev_inst, ev_tmpl, ev_slot, g, lo, hi), extra))
+        # Segments: the sorted distinct boundaries of each group.
+        lo_key = (g << _POS_BITS) + lo
+        hi_key = (g << _POS_BITS) + hi
+        bounds = np.unique(np.concatenate([lo_key, hi_key]))
+        s_lo = np.searchsorted(bounds, lo_key)
+        span = np.searchsorted(bounds, hi_key) - s_lo
     rep = np.repeat(np.arange(len(s_lo)), span)
     seg = s_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(span) - span, span))
     ev_inst, ev_tmpl, ev_slot = ev_inst[rep], ev_tmpl[rep], ev_slot[rep]

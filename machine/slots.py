@@ -11,8 +11,8 @@ keeps its layout and recompiles its templates (:meth:`machine.stream.InstanceStr
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import chain
-from operator import add
+from itertools import chain, count
+from operator import attrgetter
 from typing import NamedTuple
 
 import numpy as np
@@ -22,6 +22,7 @@ from machine.ir import Access, Instruction, Loop, MemoryKind, Tensor
 
 __all__ = ["CompiledAccess", "SlotLayout", "lay_out_slots", "compile_templates", "compile_access"]
 
+_VALUE = attrgetter("tensor", "partitions", "offset", "pattern", "per_iteration", "partitions_per_iteration")
 _raw_footprint = base_footprint.__wrapped__  # templates are shared already: skip hashing tensor and access
 
 
@@ -68,53 +69,46 @@ class SlotLayout(NamedTuple):
 
 def lay_out_slots(instrs: Sequence[Instruction]) -> SlotLayout:
     """Name every access slot's template, independently of placements: equal accesses
-    share one (by object, and by value when they cannot move with a loop: generated code
-    makes one object per instruction); an access that moves gets one per slot.  Templates
-    are numbered in document order of their first slot.
+    share one (by value: generated code makes one object per instruction, and a loader one
+    per access it reads); an access that moves with a loop gets one per slot.  Templates are
+    numbered in document order of their first slot.
 
-    The slots are laid out with numpy (objects told apart by ``id``); Python visits one
-    slot per distinct object only."""
+    Values are told apart at C level (per slot one ``attrgetter`` tuple and one
+    ``dict.setdefault`` giving the first slot of its value and direction), the rest is numpy
+    in linear time; Python visits one step per distinct value only (does it move?)."""
     reads = [i.reads for i in instrs]
     writes = [i.writes for i in instrs]
-    flat: list[Access] = list(chain.from_iterable(map(add, reads, writes)))
     n_reads = np.fromiter(map(len, reads), np.int64, len(reads))
     counts = n_reads + np.fromiter(map(len, writes), np.int64, len(writes))
+    n = int(counts.sum())
     slot_x = np.repeat(np.arange(len(instrs), dtype=np.int64), counts)
-    within = np.arange(len(flat), dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    within = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     is_write = within >= n_reads[slot_x]
-    keys = np.fromiter(map(id, flat), np.int64, len(flat)) * 2 + is_write
-    _, first, inverse = np.unique(keys, return_index=True, return_inverse=True)
-    fixed = np.fromiter((not (flat[k].per_iteration or flat[k].partitions_per_iteration) for k in first.tolist()),
-                        bool, len(first))
-    moving_slots = np.flatnonzero(~fixed[inverse])
-    visit = np.sort(np.concatenate([first[fixed], moving_slots]))
-    slot_t = np.empty(len(flat), np.int64)
-    template_of = np.full(len(first), -1, np.int64)
-    by_value: dict[tuple, int] = {}
-    accesses: list[Access] = []
-    template_write: list[bool] = []
-    template_x: list[int] = []
-    write_l, x_l, inverse_l = is_write.tolist(), slot_x.tolist(), inverse.tolist()
-    fixed_l = fixed.tolist()
-    for k in visit.tolist():
-        access, w, u = flat[k], write_l[k], inverse_l[k]
-        if fixed_l[u]:
-            value = (access.tensor, access.partitions, access.offset, access.pattern, w)
-            t = by_value.get(value)
-            if t is None:
-                t = by_value[value] = len(accesses)
-                accesses.append(access)
-                template_write.append(w)
-                template_x.append(x_l[k])
-            template_of[u] = t
-            continue
-        slot_t[k] = len(accesses)
-        accesses.append(access)
-        template_write.append(w)
-        template_x.append(x_l[k])
-    shared = fixed[inverse]
-    slot_t[shared] = template_of[inverse[shared]]
-    return SlotLayout(accesses, template_write, template_x, slot_x, slot_t)
+    first_slot = np.empty(n, np.int64)  # per slot: the first slot with its value and direction
+    movers: list[int] = []
+    local = np.empty(n, np.int64)  # per slot: its index in `by_direction[is_write]`
+    by_direction = []
+    for direction, lists in ((False, reads), (True, writes)):
+        accesses = list(chain.from_iterable(lists))
+        slots = np.flatnonzero(is_write == direction)
+        local[slots] = np.arange(len(slots), dtype=np.int64)
+        first_of: dict[tuple, int] = {}  # value -> its first index in `accesses`
+        first_local = np.fromiter(map(first_of.setdefault, map(_VALUE, accesses), count()), np.int64, len(slots))
+        first_slot[slots] = slots[first_local]
+        movers += [int(slots[k]) for value, k in first_of.items() if value[4] or value[5]]
+        by_direction.append(accesses)
+    if movers:  # an access that moves is its own template at every slot
+        moving = np.zeros(n, bool)
+        moving[movers] = True
+        moving = moving[first_slot]
+        first_slot[moving] = np.flatnonzero(moving)
+    is_first = np.zeros(n, bool)
+    is_first[first_slot] = True
+    first = np.flatnonzero(is_first)  # template t's first slot; numbered in document order
+    slot_t = (np.cumsum(is_first) - 1)[first_slot]
+    template_write = is_write[first].tolist()
+    accesses = [by_direction[w][k] for w, k in zip(template_write, local[first].tolist())]
+    return SlotLayout(accesses, template_write, slot_x[first].tolist(), slot_x, slot_t)
 
 
 def compile_templates(layout: SlotLayout, tensors: Mapping[str, Tensor], tensor_id: Mapping[str, int],

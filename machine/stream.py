@@ -36,6 +36,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import repeat
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -52,6 +53,7 @@ __all__ = ["InstanceStream", "Waits", "CompiledAccess", "instance_name", "compon
 
 NUM_SEQUENCERS = len(SEQUENCERS)
 _SEQ = {name: i for i, name in enumerate(SEQUENCERS)}
+_ENGINE, _QUEUE, _NAME = attrgetter("engine"), attrgetter("queue"), attrgetter("name")
 
 
 def instance_name(name: str, index: tuple[int, ...]) -> str:
@@ -127,7 +129,8 @@ class InstanceStream:
                     total += 1
             return total
 
-        self.n = size(structure.body)
+        nested = any(map(isinstance, structure.body, repeat(Loop)))
+        self.n = size(structure.body) if nested else len(structure.body)
         seq_x: list[int] = []
         comp_x: list[int] = []
         instrs, loops_of, first, spans = self.instrs, self.loops_of, self.first, self.spans
@@ -165,7 +168,7 @@ class InstanceStream:
                 pieces.append(np.asarray(run, np.int32))
             return np.concatenate(pieces) if pieces else np.zeros(0, np.int32)
 
-        if any(isinstance(node, Loop) for node in structure.body):
+        if nested:
             order = walk(structure.body, (), (), 0)
         else:  # flat: instance = instruction, laid out without the walk
             order = None
@@ -173,11 +176,14 @@ class InstanceStream:
             self.loops_of = loops_of = [()] * len(instrs)
             self.first = first = list(range(len(instrs)))
             self.spans = spans = [()] * len(instrs)
-            seq_x = [_SEQ[engine] for engine in map(attrgetter("engine"), instrs)]
-            comp_x = [s if q is None else queue_base + int(q[3:]) for q, s in zip(map(attrgetter("queue"), instrs), seq_x)]
+            seq_x = np.fromiter(map(_SEQ.__getitem__, map(_ENGINE, instrs)), np.int32, len(instrs))
+            queues = list(map(_QUEUE, instrs))
+            component = {q: -1 if q is None else queue_base + int(q[3:]) for q in set(queues)}
+            comp_x = np.fromiter(map(component.__getitem__, queues), np.int32, len(instrs))
+            comp_x = np.where(comp_x < 0, seq_x, comp_x)
         self.m = len(instrs)
-        self.names = [i.name for i in instrs]
-        self.id_of = {name: x for x, name in enumerate(self.names)}
+        self.names = list(map(_NAME, instrs))
+        self.id_of = dict(zip(self.names, range(self.m)))
         self.seq_x = np.asarray(seq_x, np.int32)
         self.comp_x = np.asarray(comp_x, np.int32)
         self.dma_x = self.comp_x >= queue_base
@@ -318,6 +324,12 @@ class InstanceStream:
         if not rows:
             return Waits(np.zeros(self.n + 1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
         waiter, former = table.waiter, table.former
+        n = self.n
+        if not self.has_loops and not table.distance.any():  # flat: instance ids are instruction ids
+            order = np.argsort(waiter.astype(np.int64) * n + (n - 1 - former), kind="stable")
+            ptr = np.zeros(n + 1, np.int64)
+            np.cumsum(np.bincount(waiter, minlength=n), out=ptr[1:])
+            return Waits(ptr, former[order].astype(np.int32), order.astype(np.int32))
         first = np.asarray(self.first, np.int64)
         last = np.asarray(self.last, np.int64)
         # Deps whose waiter sits in no loop resolve to one wait: on the last instance of B.

@@ -5,9 +5,10 @@ before it, and every write after the reads since the previous write (by inductio
 byte's accesses in program order: the writes form an ordered chain and every read hangs off
 it).  With the accesses cut into segments (:func:`machine.events.access_events`), those are
 the neighbours of each event in its segment, so the whole question is a handful of numpy
-operations over the events and one gather from the start clocks of the instances
-(:func:`machine.hb.start_clocks`): "``a`` is ordered before ``b``" is
-``S(b)[comp(a)] >= pos(a)``.
+operations over the events.  A pair that rules 1 and 3 order (same sequencer, same queue) or
+that a wait names directly (rule 4) is settled without clocks; only the others need the start
+clocks of the instances (:func:`machine.hb.start_clocks`, one walk): "``a`` is ordered
+before ``b``" is ``S(b)[comp(a)] >= pos(a)``.
 
 :func:`race_free` answers yes exactly when the program has no race.  When the answer is no,
 or the program has DRAM alias groups (whose events over-approximate sharing), the caller runs
@@ -23,7 +24,7 @@ from machine.events import access_events
 from machine.hb import start_clocks
 from machine.stream import InstanceStream, Waits
 
-__all__ = ["race_free", "neighbour_pairs"]
+__all__ = ["race_free", "neighbour_pairs", "open_pairs", "not_waited_on"]
 
 
 def neighbour_pairs(seg: np.ndarray, inst: np.ndarray, write: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -66,14 +67,46 @@ def neighbour_pairs(seg: np.ndarray, inst: np.ndarray, write: np.ndarray) -> tup
 
 def race_free(stream: InstanceStream, waits: Waits) -> bool:
     """True iff the program has no race under ``waits`` (False: it may have some; the exact
-    walk decides).  DRAM alias groups always answer False (see the module doc)."""
+    walk decides).  DRAM alias groups always answer False (see the module doc).
+
+    Each neighbour pair is settled by the cheapest rule that orders it: rules 1 and 3 (the
+    later instance's sequencer ran the earlier one; two transfers of one queue), then rule 4
+    directly (the later instance waits on the earlier one: a program whose deps name every
+    conflict, as the builders give them before reduction, stops here), and only then the
+    start clocks of the happens-before walk (:func:`machine.hb.start_clocks`)."""
     if any(isinstance(ca.space, tuple) for ca in stream.templates):
         return False
-    starts = start_clocks(stream.seq.tolist(), stream.comp.tolist(), waits.ptr.tolist(), waits.target.tolist(),
-                          stream.spec.dma_queues)
     ev = access_events(stream, "space")
-    earlier, later = neighbour_pairs(ev.seg, ev.inst, ev.write)
+    earlier, later = open_pairs(stream, *neighbour_pairs(ev.seg, ev.inst, ev.write))
+    earlier, later = not_waited_on(stream, waits, earlier, later)
     if not len(earlier):
         return True
-    clocks = np.asarray(starts, np.int64)
-    return bool((clocks[later, stream.comp[earlier]] >= stream.pos[earlier]).all())
+    starts = start_clocks(stream.seq.tolist(), stream.comp.tolist(), waits.ptr.tolist(), waits.target.tolist(),
+                          stream.spec.dma_queues)
+    return bool((starts[later, stream.comp[earlier]] >= stream.pos[earlier]).all())
+
+
+def open_pairs(stream: InstanceStream, earlier: np.ndarray, later: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs rules 1 and 3 leave unordered (each ``earlier`` before its ``later`` in
+    program order): rule 1 orders a non-DMA instance before everything its sequencer issues
+    after it, rule 3 a transfer before the later transfers of its queue."""
+    comp, seq, dma = stream.comp, stream.seq, stream.dma
+    ce = comp[earlier]
+    keep = np.where(dma[earlier], ~dma[later] | (comp[later] != ce), seq[later] != ce)
+    return earlier[keep], later[keep]
+
+
+def not_waited_on(stream: InstanceStream, waits: Waits, earlier: np.ndarray, later: np.ndarray
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs whose ``later`` does not wait on ``earlier`` itself (rule 4 orders those)."""
+    if not len(earlier) or not len(waits.target):
+        return earlier, later
+    n = len(stream)
+    waiter = np.repeat(np.arange(n, dtype=np.int64), np.diff(waits.ptr))
+    wait_key = waiter * n + (n - 1 - waits.target.astype(np.int64))  # ascending: rows by waiter, latest first
+    if np.any(wait_key[1:] < wait_key[:-1]):
+        wait_key = np.sort(wait_key)
+    pair_key = later * n + (n - 1 - earlier)
+    at = np.minimum(np.searchsorted(wait_key, pair_key), len(wait_key) - 1)
+    keep = wait_key[at] != pair_key
+    return earlier[keep], later[keep]
