@@ -1,9 +1,8 @@
 """Access slots and their compiled templates: what the instance stream knows of accesses.
 
 Every access of every instruction is a *slot* (instructions in document order, each one's
-reads then writes).  Slots that name the same access - the same object, or an equal one that
-cannot move with a loop - share one *template*; an access that moves gets a template per
-slot.  The layout (:func:`lay_out_slots`) depends on the body only; the templates are compiled
+reads then writes).  Slots that name equal accesses (the same object or not) that cannot move
+with a loop share one *template*; an access that moves gets a template per slot.  The layout (:func:`lay_out_slots`) depends on the body only; the templates are compiled
 against a placement (:func:`compile_templates`), so a program whose tensors were placed anew
 keeps its layout and recompiles its templates (:meth:`machine.stream.InstanceStream.for_placement`).
 """
