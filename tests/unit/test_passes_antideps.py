@@ -168,17 +168,30 @@ def test_dram_bins_are_conservative_and_counted_apart():
     assert ctx.provenance[("wy", "wx", False)] == {"anti:waw", "anti:dram-bin"}
 
 
-def test_alias_groups_are_one_batch():
-    p = prog([dr("a", None, 256, alias="g"), dr("b", None, 256, alias="g"), dr("c", None, 256, alias="h"), sb("s")],
-             ins("wa", "sp", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
-             ins("wb", "act", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("b", offset=0, pattern=[[1, 8]])], queue="dma1"),
-             ins("wa2", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma2"),
-             ins("wc", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=["c"], queue="dma2"))
-    out, ctx = anti(p)
+def _alias_group_program():
+    return prog([dr("a", None, 256, alias="g"), dr("b", None, 256, alias="g"), dr("c", None, 256, alias="h"), sb("s")],
+                ins("wa", "sp", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
+                ins("wb", "act", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("b", offset=0, pattern=[[1, 8]])], queue="dma1"),
+                ins("wa2", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma2"),
+                ins("wc", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=["c"], queue="dma2"))
+
+
+def test_alias_groups_are_exact_by_default():
+    out, ctx = anti(_alias_group_program())
     # two tensors of one group always share; another group never does
     assert ("wb", "wa", "output", False) in dep_set(out)
+    assert ("wa2", "wb", "output", False) in dep_set(out)
     assert not any(w == "wc" for w, *_ in dep_set(out))
-    # wa2 and wa write disjoint bytes of one tensor: an edge only because the group is one batch
+    # wa2 and wa write disjoint bytes of one tensor: no edge of their own (wa2 waits for wb, which waits for wa)
+    assert not any(w == "wa2" and on == "wa" for w, on, *_ in dep_set(out))
+    assert ctx.stats["anti-deps"].get("conservative_alias", 0) == 0
+    assert check_program(out).races == ()
+
+
+def test_alias_groups_are_one_batch_with_the_seeds_option():
+    out, ctx = anti(_alias_group_program(), "{alias=batch}")
+    assert ("wb", "wa", "output", False) in dep_set(out)
+    assert not any(w == "wc" for w, *_ in dep_set(out))
     stats = ctx.stats["anti-deps"]
     assert stats.get("conservative_alias", 0) == sum(1 for (w, f, lc), rules in ctx.provenance.items() if "anti:alias" in rules)
     assert check_program(out).races == ()
@@ -202,7 +215,8 @@ def test_needs_placed_tensors():
         anti(p)
 
 
-@pytest.mark.parametrize("bad", ["anti-deps{memories=hbm}", "anti-deps{early_stop=never}", "anti-deps{dram=pages}"])
+@pytest.mark.parametrize("bad", ["anti-deps{memories=hbm}", "anti-deps{early_stop=never}", "anti-deps{dram=pages}",
+                                 "anti-deps{alias=maybe}"])
 def test_bad_options_are_located_errors(bad):
     from passes import parse_pipeline
 
@@ -210,15 +224,17 @@ def test_bad_options_are_located_errors(bad):
         parse_pipeline(bad)
 
 
-def test_disjoint_bytes_of_one_alias_tensor_give_a_conservative_edge():
+def test_disjoint_bytes_of_one_alias_tensor_give_no_edge_but_under_the_seeds_batch():
     p = prog([dr("a", None, 256, alias="g"), sb("s")],
              ins("w0", "sp", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
              ins("w1", "act", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma1"))
+    assert check_program(p).races == ()  # the checker agrees no byte is shared
     out, ctx = anti(p)
+    assert dep_set(out) == set()
+    out, ctx = anti(p, "{alias=batch}")
     assert dep_set(out) == {("w1", "w0", "ordered", False)}  # an order, not a dependence
     assert ctx.stats["anti-deps"]["conservative_alias"] == 1
     assert "anti:alias" in ctx.provenance[("w1", "w0", False)]
-    assert check_program(p).races == ()  # the checker agrees no byte is shared
 
 
 def test_labels_are_the_strongest_kind_over_every_pair_the_dep_orders():
