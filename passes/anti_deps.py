@@ -227,12 +227,13 @@ def alias_candidates(stream: InstanceStream, templates: np.ndarray, analyses=fro
     accesses of one tensor conflict by their bytes, two of different tensors of a group always.
 
     Per tensor, byte cells keep the last write and the latest read of each component since it
-    (as for any memory).  An access of tensor ``T`` is, besides, a candidate after the whole
-    *frontier* of every other tensor ``U`` of its group (the last write of each of ``U``'s cells
-    and, for a write, the reads since): every earlier access of ``U`` is one of those or ordered
-    before one of them by ``U``'s own candidates, so the candidates are complete, and each joins
-    a truly conflicting pair (no batch of the whole group, which orders accesses of one tensor
-    that share no byte).  Python per alias access instance: alias groups are shared DRAM, few.
+    (as for any memory).  An access of tensor ``T`` is, besides, a candidate after the latest
+    write of each component to every other tensor ``U`` of its group and, for a write, the
+    latest read of each component: every earlier access of ``U`` completes on some component no
+    later than the latest one of its kind there (rules 1 and 3), so the candidates are complete
+    (at most two per component and other tensor), and each joins a truly conflicting pair (no
+    batch of the whole group, which orders accesses of one tensor that share no byte).  Python
+    per alias access instance: alias groups are shared DRAM, few.
     """
     temps = stream.templates
     want = np.flatnonzero(np.asarray(templates, bool)[stream.slot_t])
@@ -250,31 +251,31 @@ def alias_candidates(stream: InstanceStream, templates: np.ndarray, analyses=fro
     raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
     comp = stream.comp.tolist()
     slot_t = stream.slot_t
-    touched: dict[str, dict[int, list]] = {}  # group -> tensor -> its cell maps (the frontier's cells)
+    # per group, per tensor: the latest write and the latest read of each component (rules 1
+    # and 3 order the earlier ones of a component before them)
+    latest: dict[str, dict[int, tuple[dict[int, int], dict[int, int]]]] = {}
     out_a: list[int] = []
     out_b: list[int] = []
     out_bits: list[int] = []
     for b, k in zip(inst[by].tolist(), slot[by].tolist()):
         ca = temps[int(slot_t[k])]
-        group, t = ca.space[1], ca.tensor
-        tensors = touched.setdefault(group, {})
-        cut = cells.pieces(("alias", t), "dram", 0, stream.footprint_at(ca, b)[1])
-        maps = tensors.setdefault(t, [])
-        for smap, _, _ in cut:
-            if not any(m is smap for m in maps):
-                maps.append(smap)
-        # other tensors of the group: their whole frontier
-        for other, other_maps in tensors.items():
-            if other == t:
+        tensors = latest.setdefault(ca.space[1], {})
+        for other, (their_writes, their_reads) in tensors.items():  # other tensors of the group: always shared
+            if other == ca.tensor:
                 continue
-            for smap in other_maps:
-                for w, _, reads in smap.values:
-                    if w >= 0 and w != b and ((ca.is_write and waw) or (not ca.is_write and raw_reuse)):
-                        out_a.append(w), out_b.append(b), out_bits.append((OUTPUT if ca.is_write else FLOW_REUSE) | EXACT)
-                    if ca.is_write and war:
-                        for r in reads:
-                            if r != b:
-                                out_a.append(r), out_b.append(b), out_bits.append(ANTI | EXACT)
+            if (ca.is_write and waw) or (not ca.is_write and raw_reuse):
+                bits = (OUTPUT if ca.is_write else FLOW_REUSE) | EXACT
+                for w in their_writes.values():
+                    if w != b:
+                        out_a.append(w), out_b.append(b), out_bits.append(bits)
+            if ca.is_write and war:
+                for r in their_reads.values():
+                    if r != b:
+                        out_a.append(r), out_b.append(b), out_bits.append(ANTI | EXACT)
+        mine = tensors.setdefault(ca.tensor, ({}, {}))
+        mine[0 if ca.is_write else 1][comp[b]] = b
+        t = ca.tensor
+        cut = cells.pieces(("alias", t), "dram", 0, stream.footprint_at(ca, b)[1])
         # its own tensor: by bytes
         for smap, lo, hi in cut:
             i, j = smap.span(lo, hi)
