@@ -57,6 +57,10 @@ sharing a byte: the seed's batch orders accesses of one alias tensor that share 
 which cost up to one wait above the minimum on 4 of 1,000 generated loop programs.  Edges added only for such pairs are counted as ``conservative_bin`` /
 ``conservative_alias``; every other memory edge joins a pair that truly conflicts.
 
+The candidate formers of every instance come from :mod:`passes.anti_candidates` (pure
+functions: the access events in the default mode, the seed's walk in its modes, alias groups
+exactly); this module keeps the ones vector clocks say are needed, labels and counts them.
+
 Contract
     requires: no virtual tensors; same-tensor RAW already ordered (``build-fdeps``) unless
     ``analyses`` has ``raw``.
@@ -69,300 +73,29 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from machine.conflicts import conflict_kind, conflicts, fold_distance, pair_kinds
 import numpy as np
 
+from machine.conflicts import conflict_kind, conflicts, fold_distance, pair_kinds
 from machine.deptable import DepTable, with_deps
 from machine.edges import EdgeKind
 from machine.errors import ProgramError
-from machine.events import access_events, merge_pairs
 from machine.hb import HappensBefore
-from machine.ir import Dep, MemoryKind, Program
-from machine.splitmap import CellSpace
+from machine.ir import Dep, Program
 from machine.stream import InstanceStream
 
-from passes.build_fdeps import bins_of, restrictions
+from passes.anti_candidates import ALIAS, ANTI, BIN, EXACT, FLOW_REUSE, FLOW_SAME, OUTPUT, event_candidates, \
+    walk_candidates
+from passes.build_fdeps import restrictions
 from passes.pipeline import Pass, PassContext
 
-__all__ = ["AntiDeps", "anti_dependency_edges", "dep_label", "event_candidates", "walk_candidates", "alias_candidates"]
+__all__ = ["AntiDeps", "anti_dependency_edges", "dep_label"]
 
-FLOW_REUSE, FLOW_SAME, ANTI, OUTPUT, EXACT, BIN, ALIAS = (1 << k for k in range(7))
-_EMPTY = (-1, -1, ())
-_MEM = {MemoryKind.SBUF: "sbuf", MemoryKind.PSUM: "psum", MemoryKind.DRAM: "dram"}
-_MM_OPS = frozenset({"matmul", "transpose"})
 RULES = {FLOW_REUSE: "anti:raw-reuse", FLOW_SAME: "anti:raw", ANTI: "anti:war", OUTPUT: "anti:waw",
          BIN: "anti:dram-bin", ALIAS: "anti:alias"}
 _FORGET_EVERY = 4096
 
 #: ``{(former, waiter, distance): (kind, rule bits)}`` over instruction ids.
 AntiEdges = dict[tuple[int, int, int], tuple[EdgeKind, int]]
-
-
-def _kept(stream: InstanceStream, ca, memories, roles, spaces) -> bool:
-    """Whether the filters keep the compiled access (the seed's four sets)."""
-    if _MEM[ca.memory] not in memories:
-        return False
-    if ca.memory != MemoryKind.DRAM:
-        return "local" in spaces
-    tensor = stream.program.tensors[stream.tensor_names[ca.tensor]]
-    return ("shared" if stream.is_shared(ca.tensor) else "local") in spaces and tensor.role in roles
-
-
-def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, spaces, dram: str) -> list[tuple]:
-    """Per instruction: ``(is_write, tensor, pieces|None, key, source bit, access)`` per access
-    the filters keep; ``pieces`` is the cut into cells unless the access moves with a loop."""
-    out = []
-    memo: dict[int, tuple] = {}  # compiled accesses are shared by equal accesses
-    for x in range(stream.m):
-        mine = []
-        for ca in stream.accesses(x):
-            found = memo.get(id(ca))
-            if found is None:
-                found = memo[id(ca)] = _cell_plan(stream, cells, ca, dram) \
-                    if _kept(stream, ca, memories, roles, spaces) else ()
-            if found:
-                mine.append(found)
-        out.append(tuple(mine))
-    return out
-
-
-def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, dram: str) -> tuple:
-    tensor = stream.program.tensors[stream.tensor_names[ca.tensor]]
-    if tensor.alias is not None:  # one batch per alias group, as the seed
-        key = ("alias", tensor.alias)
-        return (ca.is_write, ca.tensor, cells.pieces(key, "dram", 0, ((0, 1),)), key, ALIAS, ca)
-    if ca.memory == MemoryKind.DRAM and dram == "bins":  # whole bins of the whole tensor, as the seed
-        size = stream.spec.dram_bin_bytes
-        slots = (tensor.rotate.slots - 1) * tensor.rotate.stride if tensor.rotate is not None else 0
-        lo, hi = tensor.address, tensor.address + slots + tensor.bytes_per_partition
-        whole = ((lo // size * size, -(-hi // size) * size),)
-        return (ca.is_write, ca.tensor, cells.pieces("dram-bins", "dram", 0, whole), "dram-bins", BIN, ca)
-    cut = None if ca.moves else cells.pieces(ca.space, ca.space, ca.mask, ca.bytes)
-    return (ca.is_write, ca.tensor, cut, ca.space, EXACT, ca)
-
-
-#: Candidates of every instance: ``former[ptr[b]:ptr[b + 1]]`` (latest first) with their rule bits.
-Candidates = tuple[np.ndarray, np.ndarray, np.ndarray]
-
-
-def _csr(b: np.ndarray, a: np.ndarray, bits: np.ndarray, n: int) -> Candidates:
-    """Pairs merged per ``(b, a)`` (bits or-ed), by ``b`` then ``a`` descending."""
-    key, bits = merge_pairs(b.astype(np.int64) * n + (n - 1 - a.astype(np.int64)), bits)
-    waiter = key // n
-    return np.searchsorted(waiter, np.arange(n + 1)), n - 1 - key % n, bits
-
-
-def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),
-                     roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
-                     analyses=frozenset({"war", "waw", "raw-reuse"}), alias: str = "exact") -> Candidates:
-    """The walk's candidates (``early_stop=component``, ``dram=bytes``) from one sort of the
-    physical access events (:mod:`machine.events`): per segment, a write's candidates are the
-    previous write (WAW) and the latest read of every other component since it (WAR); a read's
-    the previous write when through another tensor (RAW-reuse; any, with ``raw``).
-
-    DRAM alias groups: ``alias="batch"`` makes each group one segment, as the seed;
-    ``"exact"`` (default) takes their candidates from :func:`alias_candidates`."""
-    temps = stream.templates
-    kept = np.fromiter((_kept(stream, ca, memories, roles, spaces) for ca in temps), bool, len(temps))
-    extra = None
-    if alias == "exact":
-        aliased = kept & np.fromiter((isinstance(ca.space, tuple) for ca in temps), bool, len(temps))
-        if aliased.any():
-            extra = alias_candidates(stream, aliased, analyses)
-            kept &= ~aliased
-    ev = access_events(stream, "space", templates=kept, per_tensor=True)
-    n = len(ev)
-    if not n:
-        if extra is not None:
-            return _csr(extra[1], extra[0], extra[2], len(stream))
-        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    inst = ev.inst.astype(np.int64)
-    tensor = np.fromiter((ca.tensor for ca in temps), np.int64, len(temps))[ev.template]
-    alias = np.fromiter((isinstance(key, tuple) and key[0] == "alias" for key, _ in ev.groups), bool, len(ev.groups))
-    source = np.where(alias[ev.seg_group[ev.seg]], ALIAS, EXACT)
-    idx = np.arange(n)
-    starts = np.ones(n, bool)
-    starts[1:] = ev.seg[1:] != ev.seg[:-1]
-    seg_first = np.maximum.accumulate(np.where(starts, idx, 0))
-    prev_w = np.maximum.accumulate(np.where(ev.write, idx, -1))
-    prev_w[ev.write] = np.concatenate([[-1], prev_w[:-1]])[ev.write]  # strictly before a write
-    has_prev = prev_w >= seg_first
-    parts_a, parts_b, parts_bits = [], [], []
-    if "waw" in analyses:
-        w = np.flatnonzero(ev.write & has_prev)
-        w = w[inst[prev_w[w]] != inst[w]]  # an instance's second write to a segment
-        parts_a.append(inst[prev_w[w]]), parts_b.append(inst[w]), parts_bits.append(OUTPUT | source[w])
-    if "raw-reuse" in analyses or "raw" in analyses:
-        r = np.flatnonzero(~ev.write & has_prev)
-        other = tensor[prev_w[r]] != tensor[r]
-        r, other = (r, other) if "raw" in analyses else (r[other], other[other])
-        parts_a.append(inst[prev_w[r]]), parts_b.append(inst[r])
-        parts_bits.append(np.where(other, FLOW_REUSE, FLOW_SAME) | source[r])
-    if "war" in analyses:
-        ends = np.append(np.flatnonzero(starts)[1:], n)
-        seg_end = np.repeat(ends, np.diff(np.append(np.flatnonzero(starts), n)))
-        next_w = np.minimum.accumulate(np.where(ev.write, idx, n)[::-1])[::-1]
-        r = np.flatnonzero(~ev.write & (next_w < seg_end))
-        # the latest read of each component before the write (rules 1 and 3 order the others)
-        key = next_w[r] * stream.width + stream.comp[inst[r]]
-        order = np.lexsort((r, key))
-        key, r = key[order], r[order]
-        r = r[np.append(key[1:] != key[:-1], True)] if len(r) else r  # the last read of each (write, component)
-        w = next_w[r]
-        mine = inst[r] != inst[w]
-        r, w = r[mine], w[mine]
-        parts_a.append(inst[r]), parts_b.append(inst[w]), parts_bits.append(ANTI | source[w])
-    if extra is not None:
-        parts_a.append(extra[0]), parts_b.append(extra[1]), parts_bits.append(extra[2])
-    if not parts_a:
-        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return _csr(np.concatenate(parts_b), np.concatenate(parts_a), np.concatenate(parts_bits).astype(np.int64),
-                len(stream))
-
-
-def alias_candidates(stream: InstanceStream, templates: np.ndarray, analyses=frozenset({"war", "waw", "raw-reuse"})
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(earlier, later, rule bits)``: exact candidates among the accesses of DRAM alias
-    groups (``templates``: which compiled accesses to take), by the spec's rule for them: two
-    accesses of one tensor conflict by their bytes, two of different tensors of a group always.
-
-    Per tensor, byte cells keep the last write and the latest read of each component since it
-    (as for any memory).  An access of tensor ``T`` is, besides, a candidate after the latest
-    write of each component to every other tensor ``U`` of its group and, for a write, the
-    latest read of each component: every earlier access of ``U`` completes on some component no
-    later than the latest one of its kind there (rules 1 and 3), so the candidates are complete
-    (at most two per component and other tensor), and each joins a truly conflicting pair (no
-    batch of the whole group, which orders accesses of one tensor that share no byte).  Python
-    per alias access instance: alias groups are shared DRAM, few.
-    """
-    temps = stream.templates
-    want = np.flatnonzero(np.asarray(templates, bool)[stream.slot_t])
-    if not len(want):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ids, order = [], []
-    for k in want.tolist():  # every instance of every wanted slot, in program order then slot order
-        inst = stream.instances_of(int(stream.slot_x[k]))
-        ids.append(inst)
-        order.append(np.full(len(inst), k, np.int64))
-    inst, slot = np.concatenate(ids), np.concatenate(order)
-    by = np.lexsort((slot, inst))
-    cells = CellSpace((), {"dram": 1 << 62}, _EMPTY)
-    war, waw = "war" in analyses, "waw" in analyses
-    raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
-    comp = stream.comp.tolist()
-    slot_t = stream.slot_t
-    # per group, per tensor: the latest write and the latest read of each component (rules 1
-    # and 3 order the earlier ones of a component before them)
-    latest: dict[str, dict[int, tuple[dict[int, int], dict[int, int]]]] = {}
-    out_a: list[int] = []
-    out_b: list[int] = []
-    out_bits: list[int] = []
-    for b, k in zip(inst[by].tolist(), slot[by].tolist()):
-        ca = temps[int(slot_t[k])]
-        tensors = latest.setdefault(ca.space[1], {})
-        for other, (their_writes, their_reads) in tensors.items():  # other tensors of the group: always shared
-            if other == ca.tensor:
-                continue
-            if (ca.is_write and waw) or (not ca.is_write and raw_reuse):
-                bits = (OUTPUT if ca.is_write else FLOW_REUSE) | EXACT
-                for w in their_writes.values():
-                    if w != b:
-                        out_a.append(w), out_b.append(b), out_bits.append(bits)
-            if ca.is_write and war:
-                for r in their_reads.values():
-                    if r != b:
-                        out_a.append(r), out_b.append(b), out_bits.append(ANTI | EXACT)
-        mine = tensors.setdefault(ca.tensor, ({}, {}))
-        mine[0 if ca.is_write else 1][comp[b]] = b
-        t = ca.tensor
-        cut = cells.pieces(("alias", t), "dram", 0, stream.footprint_at(ca, b)[1])
-        # its own tensor: by bytes
-        for smap, lo, hi in cut:
-            i, j = smap.span(lo, hi)
-            values = smap.values
-            for c in range(i, j):
-                w, wt, reads = values[c]
-                if not ca.is_write:
-                    if w >= 0 and w != b and raw_same:
-                        out_a.append(w), out_b.append(b), out_bits.append(FLOW_SAME | EXACT)
-                    if not (reads and reads[-1] == b):
-                        values[c] = (w, wt, tuple([r for r in reads if comp[r] != comp[b]]) + (b,))
-                    continue
-                if waw and w >= 0 and w != b:
-                    out_a.append(w), out_b.append(b), out_bits.append(OUTPUT | EXACT)
-                if war:
-                    for r in reads:
-                        if r != b:
-                            out_a.append(r), out_b.append(b), out_bits.append(ANTI | EXACT)
-            if ca.is_write:
-                values[i:j] = [(b, t, ())] * (j - i)
-    return np.asarray(out_a, np.int64), np.asarray(out_b, np.int64), np.asarray(out_bits, np.int64)
-
-
-def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),
-                    roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
-                    analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
-                    dram: str = "bytes") -> Candidates:
-    """The candidates of every instance from the seed's walk over split interval maps, in
-    every mode (see the module doc)."""
-    cells = CellSpace(stream.masks(), bins_of(stream), _EMPTY)
-    pieces = cells.pieces
-    plans_of = _cell_plans(stream, cells, memories, roles, spaces, dram)
-    war, waw = "war" in analyses, "waw" in analyses
-    raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
-    instr, comp = stream.instr.tolist(), stream.comp.tolist()
-    matmul_x = [int(stream.seq_x[x]) == 0 and stream.instrs[x].op in _MM_OPS for x in range(stream.m)]
-    component_stop = early_stop == "component"
-    footprint_at = stream.footprint_at
-    out_a: list[int] = []
-    out_b: list[int] = []
-    out_bits: list[int] = []
-    for b in range(len(stream)):
-        y = instr[b]
-        cand: dict[int, int] = {}
-        cb = comp[b]
-        b_mm = matmul_x[y]
-        for is_write, t, cut, key, source, ca in plans_of[y]:
-            if cut is None:
-                mask, byteset = footprint_at(ca, b)
-                cut = pieces(key, ca.space, mask, byteset)
-            if not is_write:
-                for smap, lo, hi in cut:
-                    i, j = smap.span(lo, hi)
-                    values = smap.values
-                    for k in range(i, j):
-                        w, wt, reads = values[k]
-                        if w >= 0 and w != b and raw_reuse and (wt != t or raw_same):
-                            cand[w] = cand.get(w, 0) | (FLOW_REUSE if wt != t else FLOW_SAME) | source
-                        if reads and reads[-1] == b:
-                            continue
-                        if not reads:
-                            reads = (b,)
-                        elif component_stop:
-                            reads = tuple([r for r in reads if comp[r] != cb]) + (b,)
-                        elif b_mm:
-                            reads = tuple([r for r in reads if not matmul_x[instr[r]]]) + (b,)
-                        else:
-                            reads = reads + (b,)
-                        values[k] = (w, wt, reads)
-                continue
-            for smap, lo, hi in cut:
-                i, j = smap.span(lo, hi)
-                values = smap.values
-                for k in range(i, j):
-                    w, wt, reads = values[k]
-                    if waw and w >= 0 and w != b:
-                        cand[w] = cand.get(w, 0) | OUTPUT | source
-                    if war:
-                        for r in reads:
-                            if r != b:
-                                cand[r] = cand.get(r, 0) | ANTI | source
-                values[i:j] = [(b, t, ())] * (j - i)
-        for a, bits in cand.items():
-            out_a.append(a)
-            out_b.append(b)
-            out_bits.append(bits)
-    return _csr(np.asarray(out_b, np.int64), np.asarray(out_a, np.int64), np.asarray(out_bits, np.int64), len(stream))
 
 
 def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({"sbuf", "psum", "dram"}),

@@ -1,7 +1,7 @@
 """``anti-deps`` candidates from one sort of access events equal the seed's cell walk.
 
-:func:`passes.anti_deps.event_candidates` (the default mode) and
-:func:`passes.anti_deps.walk_candidates` (every mode, the split-interval-map walk) must name
+:func:`passes.anti_candidates.event_candidates` (the default mode) and
+:func:`passes.anti_candidates.walk_candidates` (every mode, the split-interval-map walk) must name
 the same candidate formers with the same rule bits for every instance, under every filter.
 """
 
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from machine.stream import InstanceStream
 from passes import compile_program
 from machine.conflicts import conflict_kind, pair_kinds
-from passes.anti_deps import alias_candidates, event_candidates, walk_candidates
+from passes.anti_candidates import alias_candidates, event_candidates, walk_candidates
 from tests.vacuity import nonvacuous, tally
 from verify.scenarios import all_scenarios, scenario_name
 from verify.strategies import programs
