@@ -31,7 +31,10 @@ Uses
     transitive reduction and the sync-count minimum (:meth:`HappensBefore.fold`: a wait is
     redundant iff its target is already covered by the clock folded from later targets); the
     task race checker (:mod:`verify.taskcheck`: :class:`DagHappensBefore`, the same clocks over
-    chains found in a task graph).
+    chains found in a task graph).  The race checker's fast path needs every start clock at
+    once: :func:`start_clocks` applies the same rules in one generated loop (joins inlined,
+    about 0.5x the cost of a plain walk), tested equal to :class:`HappensBefore`
+    (``tests/property/test_hb_start_clocks.py``).
 
 References
 ----------

@@ -325,34 +325,34 @@ class InstanceStream:
             return Waits(np.zeros(self.n + 1, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int32))
         waiter, former = table.waiter, table.former
         n = self.n
-        if not self.has_loops and not table.distance.any():  # flat: instance ids are instruction ids
-            order = np.argsort(waiter.astype(np.int64) * n + (n - 1 - former), kind="stable")
-            ptr = np.zeros(n + 1, np.int64)
-            np.cumsum(np.bincount(waiter, minlength=n), out=ptr[1:])
-            return Waits(ptr, former[order].astype(np.int32), order.astype(np.int32))
-        first = np.asarray(self.first, np.int64)
-        last = np.asarray(self.last, np.int64)
         # Deps whose waiter sits in no loop resolve to one wait: on the last instance of B.
         simple = (self.depth[waiter] == 0) & (table.distance == 0)
-        w_parts = [first[waiter[simple]]]
-        t_parts = [last[former[simple]]]
-        r_parts = [np.flatnonzero(simple)]
-        for r in np.flatnonzero(~simple).tolist():
-            w, t = self._resolve_row(int(waiter[r]), int(former[r]), int(table.distance[r]), table.iterations(r))
-            w_parts.append(w)
-            t_parts.append(t)
-            r_parts.append(np.full(len(w), r, np.int64))
-        w_all = np.concatenate(w_parts)
-        t_all = np.concatenate(t_parts)
-        r_all = np.concatenate(r_parts)
-        n = self.n
-        if n * n * max(rows, 1) < 1 << 62:  # one combined key: much faster than a lexsort
-            order = np.argsort((w_all * n + (n - 1 - t_all)) * rows + r_all)
+        if not self.has_loops and simple.all():  # flat: instance ids are instruction ids
+            w_all, t_all = waiter.astype(np.int64), former.astype(np.int64)
+            order = np.argsort(w_all * n + (n - 1 - t_all), kind="stable")  # ties keep row order
+            r_all = order
         else:
-            order = np.lexsort((r_all, -t_all, w_all))
-        w_all, t_all, r_all = w_all[order], t_all[order], r_all[order]
-        ptr = np.zeros(self.n + 1, np.int64)
-        np.cumsum(np.bincount(w_all, minlength=self.n), out=ptr[1:])
+            first = np.asarray(self.first, np.int64)
+            last = np.asarray(self.last, np.int64)
+            w_parts = [first[waiter[simple]]]
+            t_parts = [last[former[simple]]]
+            r_parts = [np.flatnonzero(simple)]
+            for r in np.flatnonzero(~simple).tolist():
+                w, t = self._resolve_row(int(waiter[r]), int(former[r]), int(table.distance[r]), table.iterations(r))
+                w_parts.append(w)
+                t_parts.append(t)
+                r_parts.append(np.full(len(w), r, np.int64))
+            w_all = np.concatenate(w_parts)
+            t_all = np.concatenate(t_parts)
+            r_all = np.concatenate(r_parts)
+            if n * n * max(rows, 1) < 1 << 62:  # one combined key: much faster than a lexsort
+                order = np.argsort((w_all * n + (n - 1 - t_all)) * rows + r_all)
+            else:
+                order = np.lexsort((r_all, -t_all, w_all))
+            r_all = r_all[order]
+        w_all, t_all = w_all[order], t_all[order]
+        ptr = np.zeros(n + 1, np.int64)
+        np.cumsum(np.bincount(w_all, minlength=n), out=ptr[1:])
         return Waits(ptr, t_all.astype(np.int32), r_all.astype(np.int32))
 
     def _resolve_row(self, y: int, x: int, distance: int, ranges) -> tuple[np.ndarray, np.ndarray]:

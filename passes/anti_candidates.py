@@ -5,10 +5,9 @@ those already ordered (:func:`passes.anti_deps.anti_dependency_edges`).
 Three generators, pure functions over an :class:`~machine.stream.InstanceStream`:
 
 * :func:`event_candidates` - the default mode, from one sort of the physical access events;
-* :func:`alias_candidates` - DRAM alias groups exactly (one tensor by its bytes, different
-  tensors of a group always), used by the default mode;
 * :func:`walk_candidates` - the seed's reverse walk over split interval maps, every mode
-  (``early_stop=matmul``, ``dram=bins``, one batch per alias group).
+  (``early_stop=matmul``, ``dram=bins``, one batch per alias group or ``alias=exact``); the
+  default mode takes the accesses of DRAM alias groups from it in its exact alias mode.
 
 Rule bits: :data:`FLOW_REUSE`, :data:`FLOW_SAME`, :data:`ANTI`, :data:`OUTPUT` name the
 analysis; :data:`EXACT` marks a pair found through a true byte conflict, :data:`BIN` /
@@ -26,7 +25,7 @@ from machine.stream import InstanceStream
 
 from passes.build_fdeps import bins_of
 
-__all__ = ["Candidates", "event_candidates", "alias_candidates", "walk_candidates",
+__all__ = ["Candidates", "event_candidates", "walk_candidates",
            "FLOW_REUSE", "FLOW_SAME", "ANTI", "OUTPUT", "EXACT", "BIN", "ALIAS"]
 
 FLOW_REUSE, FLOW_SAME, ANTI, OUTPUT, EXACT, BIN, ALIAS = (1 << k for k in range(7))
@@ -45,9 +44,13 @@ def _kept(stream: InstanceStream, ca, memories, roles, spaces) -> bool:
     return ("shared" if stream.is_shared(ca.tensor) else "local") in spaces and tensor.role in roles
 
 
-def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, spaces, dram: str) -> list[tuple]:
-    """Per instruction: ``(is_write, tensor, pieces|None, key, source bit, access)`` per access
-    the filters keep; ``pieces`` is the cut into cells unless the access moves with a loop."""
+def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, spaces, dram: str, alias: str,
+                templates: np.ndarray | None) -> list[tuple]:
+    """Per instruction: ``(is_write, tensor, pieces|None, key, source bit, access, alias group)``
+    per access the filters (and ``templates``, a mask over compiled accesses) keep; ``pieces``
+    is the cut into cells unless the access moves with a loop; the group is set for an access
+    of an alias group bucketed exactly."""
+    wanted = None if templates is None else {id(stream.templates[t]) for t in np.flatnonzero(templates).tolist()}
     out = []
     memo: dict[int, tuple] = {}  # compiled accesses are shared by equal accesses
     for x in range(stream.m):
@@ -55,27 +58,31 @@ def _cell_plans(stream: InstanceStream, cells: CellSpace, memories, roles, space
         for ca in stream.accesses(x):
             found = memo.get(id(ca))
             if found is None:
-                found = memo[id(ca)] = _cell_plan(stream, cells, ca, dram) \
-                    if _kept(stream, ca, memories, roles, spaces) else ()
+                keep = _kept(stream, ca, memories, roles, spaces) and (wanted is None or id(ca) in wanted)
+                found = memo[id(ca)] = _cell_plan(stream, cells, ca, dram, alias) if keep else ()
             if found:
                 mine.append(found)
         out.append(tuple(mine))
     return out
 
 
-def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, dram: str) -> tuple:
+def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, dram: str, alias: str) -> tuple:
     tensor = stream.program.tensors[stream.tensor_names[ca.tensor]]
-    if tensor.alias is not None:  # one batch per alias group, as the seed
+    if tensor.alias is not None and alias == "batch":  # one batch per alias group, as the seed
         key = ("alias", tensor.alias)
-        return (ca.is_write, ca.tensor, cells.pieces(key, "dram", 0, ((0, 1),)), key, ALIAS, ca)
+        return (ca.is_write, ca.tensor, cells.pieces(key, "dram", 0, ((0, 1),)), key, ALIAS, ca, None)
+    if tensor.alias is not None:  # exact: the tensor's own bytes; other tensors of the group in the walk
+        key = ("alias-tensor", ca.tensor)
+        cut = None if ca.moves else cells.pieces(key, ca.space, 0, ca.bytes)
+        return (ca.is_write, ca.tensor, cut, key, EXACT, ca, tensor.alias)
     if ca.memory == MemoryKind.DRAM and dram == "bins":  # whole bins of the whole tensor, as the seed
         size = stream.spec.dram_bin_bytes
         slots = (tensor.rotate.slots - 1) * tensor.rotate.stride if tensor.rotate is not None else 0
         lo, hi = tensor.address, tensor.address + slots + tensor.bytes_per_partition
         whole = ((lo // size * size, -(-hi // size) * size),)
-        return (ca.is_write, ca.tensor, cells.pieces("dram-bins", "dram", 0, whole), "dram-bins", BIN, ca)
+        return (ca.is_write, ca.tensor, cells.pieces("dram-bins", "dram", 0, whole), "dram-bins", BIN, ca, None)
     cut = None if ca.moves else cells.pieces(ca.space, ca.space, ca.mask, ca.bytes)
-    return (ca.is_write, ca.tensor, cut, ca.space, EXACT, ca)
+    return (ca.is_write, ca.tensor, cut, ca.space, EXACT, ca, None)
 
 
 #: Candidates of every instance: ``former[ptr[b]:ptr[b + 1]]`` (latest first) with their rule bits.
@@ -98,14 +105,17 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
     the previous write when through another tensor (RAW-reuse; any, with ``raw``).
 
     DRAM alias groups: ``alias="batch"`` makes each group one segment, as the seed;
-    ``"exact"`` (default) takes their candidates from :func:`alias_candidates`."""
+    ``"exact"`` (default) takes their candidates from :func:`walk_candidates` in its exact
+    alias mode (shared DRAM: few accesses)."""
     temps = stream.templates
     kept = np.fromiter((_kept(stream, ca, memories, roles, spaces) for ca in temps), bool, len(temps))
     extra = None
     if alias == "exact":
         aliased = kept & np.fromiter((isinstance(ca.space, tuple) for ca in temps), bool, len(temps))
         if aliased.any():
-            extra = alias_candidates(stream, aliased, analyses)
+            ptr, former, bits = walk_candidates(stream, memories=memories, roles=roles, spaces=spaces,
+                                                analyses=analyses, alias="exact", templates=aliased)
+            extra = (former, np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(ptr)), bits)
             kept &= ~aliased
     ev = access_events(stream, "space", templates=kept, per_tensor=True)
     n = len(ev)
@@ -157,94 +167,26 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
                 len(stream))
 
 
-def alias_candidates(stream: InstanceStream, templates: np.ndarray, analyses=frozenset({"war", "waw", "raw-reuse"})
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(earlier, later, rule bits)``: exact candidates among the accesses of DRAM alias
-    groups (``templates``: which compiled accesses to take), by the spec's rule for them: two
-    accesses of one tensor conflict by their bytes, two of different tensors of a group always.
-
-    Per tensor, byte cells keep the last write and the latest read of each component since it
-    (as for any memory).  An access of tensor ``T`` is, besides, a candidate after the latest
-    write of each component to every other tensor ``U`` of its group and, for a write, the
-    latest read of each component: every earlier access of ``U`` completes on some component no
-    later than the latest one of its kind there (rules 1 and 3), so the candidates are complete
-    (at most two per component and other tensor), and each joins a truly conflicting pair (no
-    batch of the whole group, which orders accesses of one tensor that share no byte).  Python
-    per alias access instance: alias groups are shared DRAM, few.
-    """
-    temps = stream.templates
-    want = np.flatnonzero(np.asarray(templates, bool)[stream.slot_t])
-    if not len(want):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    ids, order = [], []
-    for k in want.tolist():  # every instance of every wanted slot, in program order then slot order
-        inst = stream.instances_of(int(stream.slot_x[k]))
-        ids.append(inst)
-        order.append(np.full(len(inst), k, np.int64))
-    inst, slot = np.concatenate(ids), np.concatenate(order)
-    by = np.lexsort((slot, inst))
-    cells = CellSpace((), {"dram": 1 << 62}, _EMPTY)
-    war, waw = "war" in analyses, "waw" in analyses
-    raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
-    comp = stream.comp.tolist()
-    slot_t = stream.slot_t
-    # per group, per tensor: the latest write and the latest read of each component (rules 1
-    # and 3 order the earlier ones of a component before them)
-    latest: dict[str, dict[int, tuple[dict[int, int], dict[int, int]]]] = {}
-    out_a: list[int] = []
-    out_b: list[int] = []
-    out_bits: list[int] = []
-    for b, k in zip(inst[by].tolist(), slot[by].tolist()):
-        ca = temps[int(slot_t[k])]
-        tensors = latest.setdefault(ca.space[1], {})
-        for other, (their_writes, their_reads) in tensors.items():  # other tensors of the group: always shared
-            if other == ca.tensor:
-                continue
-            if (ca.is_write and waw) or (not ca.is_write and raw_reuse):
-                bits = (OUTPUT if ca.is_write else FLOW_REUSE) | EXACT
-                for w in their_writes.values():
-                    if w != b:
-                        out_a.append(w), out_b.append(b), out_bits.append(bits)
-            if ca.is_write and war:
-                for r in their_reads.values():
-                    if r != b:
-                        out_a.append(r), out_b.append(b), out_bits.append(ANTI | EXACT)
-        mine = tensors.setdefault(ca.tensor, ({}, {}))
-        mine[0 if ca.is_write else 1][comp[b]] = b
-        t = ca.tensor
-        cut = cells.pieces(("alias", t), "dram", 0, stream.footprint_at(ca, b)[1])
-        # its own tensor: by bytes
-        for smap, lo, hi in cut:
-            i, j = smap.span(lo, hi)
-            values = smap.values
-            for c in range(i, j):
-                w, wt, reads = values[c]
-                if not ca.is_write:
-                    if w >= 0 and w != b and raw_same:
-                        out_a.append(w), out_b.append(b), out_bits.append(FLOW_SAME | EXACT)
-                    if not (reads and reads[-1] == b):
-                        values[c] = (w, wt, tuple([r for r in reads if comp[r] != comp[b]]) + (b,))
-                    continue
-                if waw and w >= 0 and w != b:
-                    out_a.append(w), out_b.append(b), out_bits.append(OUTPUT | EXACT)
-                if war:
-                    for r in reads:
-                        if r != b:
-                            out_a.append(r), out_b.append(b), out_bits.append(ANTI | EXACT)
-            if ca.is_write:
-                values[i:j] = [(b, t, ())] * (j - i)
-    return np.asarray(out_a, np.int64), np.asarray(out_b, np.int64), np.asarray(out_bits, np.int64)
-
-
 def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),
                     roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
                     analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
-                    dram: str = "bytes") -> Candidates:
+                    dram: str = "bytes", alias: str = "batch", templates: np.ndarray | None = None) -> Candidates:
     """The candidates of every instance from the seed's walk over split interval maps, in
-    every mode (see the module doc)."""
+    every mode (see the module doc); only of the compiled accesses ``templates`` (a mask)
+    says, when given.
+
+    DRAM alias groups: ``alias="batch"`` makes each group one cell, as the seed.  With
+    ``"exact"`` (the spec's rule: two accesses of one tensor conflict by their bytes, of two
+    tensors of a group always) each tensor has cells of its own bytes, and an access of tensor
+    ``T`` is, besides, a candidate after the latest write of each component to every other
+    tensor of its group and, for a write, the latest read of each component: every earlier
+    access there completes on some component no later than the latest one of its kind (rules 1
+    and 3), so the candidates are complete, and each joins a truly conflicting pair."""
     cells = CellSpace(stream.masks(), bins_of(stream), _EMPTY)
     pieces = cells.pieces
-    plans_of = _cell_plans(stream, cells, memories, roles, spaces, dram)
+    plans_of = _cell_plans(stream, cells, memories, roles, spaces, dram, alias, templates)
+    # alias group -> tensor -> (latest write, latest read) per component
+    latest: dict[str, dict[int, tuple[dict[int, int], dict[int, int]]]] = {}
     war, waw = "war" in analyses, "waw" in analyses
     raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
     instr, comp = stream.instr.tolist(), stream.comp.tolist()
@@ -256,10 +198,27 @@ def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum
     out_bits: list[int] = []
     for b in range(len(stream)):
         y = instr[b]
+        if not plans_of[y]:
+            continue
         cand: dict[int, int] = {}
         cb = comp[b]
         b_mm = matmul_x[y]
-        for is_write, t, cut, key, source, ca in plans_of[y]:
+        for is_write, t, cut, key, source, ca, group in plans_of[y]:
+            if group is not None:  # the other tensors of its alias group: always shared
+                tensors = latest.setdefault(group, {})
+                for other, (their_writes, their_reads) in tensors.items():
+                    if other == t:
+                        continue
+                    if (waw if is_write else raw_reuse):
+                        bit = OUTPUT if is_write else FLOW_REUSE
+                        for w in their_writes.values():
+                            if w != b:
+                                cand[w] = cand.get(w, 0) | bit | EXACT
+                    if is_write and war:
+                        for r in their_reads.values():
+                            if r != b:
+                                cand[r] = cand.get(r, 0) | ANTI | EXACT
+                tensors.setdefault(t, ({}, {}))[0 if is_write else 1][cb] = b
             if cut is None:
                 mask, byteset = footprint_at(ca, b)
                 cut = pieces(key, ca.space, mask, byteset)

@@ -6,7 +6,8 @@ maps (:mod:`machine.splitmap`): SBUF by partition x byte, PSUM per bank, DRAM pe
 ``dram_bin_bytes``, and one batch per DRAM alias group; two accesses conflict iff they share a
 cell.  Here DRAM is cut by bytes and alias groups are exact by default (``alias=exact``: one
 tensor's accesses by their bytes, different tensors of a group always, as the spec and the race
-checker have it; :func:`alias_candidates`); ``alias=batch`` and ``dram=bins`` are the seed's.  Per cell it keeps what the seed's reverse program-order walk visits: the last write
+checker have it; :func:`passes.anti_candidates.walk_candidates`); ``alias=batch`` and
+``dram=bins`` are the seed's.  Per cell it keeps what the seed's reverse program-order walk visits: the last write
 and the reads since it.  For each instance, in program order, the walk over its cells gives:
 
 * a write: Output (3) to the cell's last write, Anti (2) to every read since it (reads
@@ -58,8 +59,8 @@ which cost up to one wait above the minimum on 4 of 1,000 generated loop program
 ``conservative_alias``; every other memory edge joins a pair that truly conflicts.
 
 The candidate formers of every instance come from :mod:`passes.anti_candidates` (pure
-functions: the access events in the default mode, the seed's walk in its modes, alias groups
-exactly); this module keeps the ones vector clocks say are needed, labels and counts them.
+functions: the access events in the default mode, the seed's walk in its modes and for the
+accesses of alias groups); this module keeps the ones vector clocks say are needed, labels and counts them.
 
 Contract
     requires: no virtual tensors; same-tensor RAW already ordered (``build-fdeps``) unless
@@ -122,7 +123,8 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     if early_stop == "component" and dram == "bytes":
         c_ptr, c_former, c_bits = event_candidates(stream, alias=alias, **filters)
     else:
-        c_ptr, c_former, c_bits = walk_candidates(stream, early_stop=early_stop, dram=dram, **filters)
+        # the seed's modes batch alias groups, as the seed
+        c_ptr, c_former, c_bits = walk_candidates(stream, early_stop=early_stop, dram=dram, alias="batch", **filters)
     c_ptr, c_former, c_bits = c_ptr.tolist(), c_former.tolist(), c_bits.tolist()
     given = stream.resolve(table)
     g_ptr, g_target = given.ptr.tolist(), given.target.tolist()
@@ -232,8 +234,8 @@ class AntiDeps(Pass):
     """Restrict each added dep to the iterations where it was needed (``x-iterations``)."""
     alias: str = "exact"
     """DRAM alias groups: ``exact`` (one tensor's accesses by their bytes, different tensors of a
-    group always; :func:`alias_candidates`) or ``batch`` (one cell per group, as the seed; the
-    seed's modes ``early_stop=matmul`` / ``dram=bins`` always batch)."""
+    group always) or ``batch`` (one cell per group, as the seed; the seed's modes
+    ``early_stop=matmul`` / ``dram=bins`` always batch)."""
 
     def __post_init__(self) -> None:
         for option, allowed in (("memories", {"sbuf", "psum", "dram"}), ("roles", {"input", "output", "internal"}),

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from machine.stream import InstanceStream
 from passes import compile_program
 from machine.conflicts import conflict_kind, pair_kinds
-from passes.anti_candidates import alias_candidates, event_candidates, walk_candidates
+from passes.anti_candidates import event_candidates, walk_candidates
 from tests.vacuity import nonvacuous, tally
 from verify.scenarios import all_scenarios, scenario_name
 from verify.strategies import programs
@@ -28,19 +28,19 @@ FILTERS = st.fixed_dictionaries({
 })
 
 
-def _same(program, **filters) -> int:
+def _same(program, alias="exact", **filters) -> int:
     stream = InstanceStream(program)
-    new = event_candidates(stream, alias="batch", **filters)  # the walk batches alias groups, as the seed
-    old = walk_candidates(InstanceStream(program), **filters)
+    new = event_candidates(stream, alias=alias, **filters)
+    old = walk_candidates(InstanceStream(program), alias=alias, **filters)
     for got, want, what in zip(new, old, ("ptr", "former", "bits")):
         assert np.array_equal(got, want), what
     return len(new[1])
 
 
 @settings(max_examples=200, deadline=None)
-@given(programs(deps="none", max_instructions=12, max_loops=2, max_trip=3), FILTERS)
-def test_events_equal_the_walk_on_generated_programs(program, filters):
-    _same(program, **filters)
+@given(programs(deps="none", max_instructions=12, max_loops=2, max_trip=3), FILTERS, st.sampled_from(["exact", "batch"]))
+def test_events_equal_the_walk_on_generated_programs(program, filters, alias):
+    _same(program, alias, **filters)
 
 
 def test_events_equal_the_walk_on_compiled_scenarios():
@@ -79,5 +79,5 @@ def test_exact_alias_candidates_join_only_conflicting_pairs(program):
     for a, b in zip(former.tolist(), waiter.tolist()):
         assert conflict_kind(stream, a, b) > 0, (stream.instance_name(a), stream.instance_name(b))
     aliased = np.fromiter((isinstance(ca.space, tuple) for ca in stream.templates), bool, len(stream.templates))
-    if len(alias_candidates(stream, aliased)[0]):
+    if len(walk_candidates(stream, alias="exact", templates=aliased)[1]):
         tally("alias_pairs")
