@@ -204,11 +204,7 @@ def _plot(report: TaskFootprint, path: str) -> None:
     ax.set_title("runtime tracking per stage")
     ax.tick_params(axis="x", labelrotation=15)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    try:
-        save_figure(fig, path)
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
 
 
 def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, plot: str | None, no_simulate: bool,

@@ -107,9 +107,16 @@ def plot_format(path: str | Path) -> str:
 
 
 def save_figure(fig, path: str | Path, **options) -> None:
-    """``fig.savefig`` to ``path`` atomically, in the format of its extension."""
-    fmt = plot_format(path)
-    write_atomically(path, lambda fh: fig.savefig(fh, format=fmt, **options))
+    """Lay ``fig`` out tight, ``fig.savefig`` it to ``path`` atomically in the format of its
+    extension, and close it (also when saving fails: the plots are drawn once)."""
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.tight_layout()
+        fmt = plot_format(path)
+        write_atomically(path, lambda fh: fig.savefig(fh, format=fmt, **options))
+    finally:
+        plt.close(fig)
 
 
 def plot_timeline(trace: Trace, path: str | Path, title: str = "") -> None:
@@ -140,8 +147,4 @@ def plot_timeline(trace: Trace, path: str | Path, title: str = "") -> None:
     handles = [plt.Rectangle((0, 0), 1, 1, color=color[op]) for op in ops]
     ax.legend(handles, ops, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     ax.grid(axis="x", linestyle=":", linewidth=0.5)
-    fig.tight_layout()
-    try:
-        save_figure(fig, path, dpi=120)
-    finally:
-        plt.close(fig)
+    save_figure(fig, path, dpi=120)

@@ -206,8 +206,4 @@ def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "") -> N
     ax.set_title(title or f"task runtime: makespan {trace.makespan:,.1f} ns on {trace.cores} cores")
     handles = [plt.Rectangle((0, 0), 1, 1, color=color[k]) for k in kernels]
     ax.legend(handles, kernels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    fig.tight_layout()
-    try:
-        save_figure(fig, path, dpi=120)
-    finally:
-        plt.close(fig)
+    save_figure(fig, path, dpi=120)

@@ -97,11 +97,7 @@ def _plot(report: SyncReport, path: str) -> None:
     ax.set_title(f"sync footprint ({report.machine})")
     ax.tick_params(axis="x", labelrotation=20)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    try:
-        save_figure(fig, path)
-    finally:
-        plt.close(fig)
+    save_figure(fig, path)
 
 
 @click.command("footprint")
