@@ -78,7 +78,7 @@ from typing import Any
 from machine.ir import SEQUENCERS
 
 __all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "REDUCE_OPS", "DGE_MODES",
-           "ACT_REDUCE_OPS", "BN_STATS_FMAX"]
+           "ACT_REDUCE_OPS", "BN_STATS_FMAX", "ISA_COSTS"]
 
 #: Activation functions ``activation`` accepts (``func(in * scale + bias)``).
 ACTIVATION_FUNCS = (
@@ -232,6 +232,28 @@ OP_TABLE: dict[str, OpSpec] = {
                {"low": _is_number, "high": _is_number},
                doc="out = uniform[low, high) from the engine's random generator"),
     )
+}
+
+
+def _stt(n: int, two_byte: bool, attrs: Any, spec: Any) -> float:
+    """``scalar_tensor_tensor``: 2N, N for 2-byte operands with subtract / multiply."""
+    fast = two_byte and all(attrs.get(k) in ("subtract", "multiply") for k in ("op0", "op1"))
+    return float(n if fast else 2 * n)
+
+
+#: Element cost (cycles, before the MIN_II floor / GPSIMD_START) of opaque ops named after an
+#: ``nki.isa`` instruction, from its docstring's "estimated instruction cost" (``nki.isa``
+#: API reference, release 2.26): ``formula(N, two_byte_operands, attrs, machine)``.
+ISA_COSTS: dict[str, Callable[[int, bool, Any, Any], float]] = {
+    "reciprocal": lambda n, _b, _a, _s: 8.0 * n,
+    "scalar_tensor_tensor": _stt,
+    "tensor_copy_predicated": lambda n, _b, _a, _s: 2.0 * n,
+    "tensor_scalar_reduce": lambda n, _b, _a, s: float(max(s.min_ii_cycles, n) + s.min_ii_cycles),
+    "activation_reduce": lambda n, _b, _a, s: float(max(s.min_ii_cycles, n) + s.min_ii_cycles),
+    "tensor_copy_dynamic_src": lambda n, _b, _a, _s: float(max(600, n)),
+    "tensor_copy_dynamic_dst": lambda n, _b, _a, _s: float(max(600, n)),
+    "affine_select": lambda n, _b, _a, _s: float(n),
+    "tensor_scalar_cumulative": lambda n, _b, _a, _s: float(n),
 }
 
 

@@ -1,7 +1,11 @@
 """Machine presets ``trn1`` (NeuronCore-v2) and ``trn2`` (NeuronCore-v3), with overrides.
 
-Every figure is sourced from ``../shared/reference/neuron-machine.md`` (section in brackets).
-Figures marked *unconfirmed* come from third-party reverse engineering there, not from AWS.
+Every figure names its public source in brackets (the AWS Neuron documentation pages: the
+Trainium / Inferentia2 and Trainium2 architecture guides, the NKI performance guide, the DMA
+overview, the DMA bandwidth guide, the DGE reference, the ``nki.isa`` docstrings); ``docs/timing.md``
+lists every constant with its page.
+Figures marked *unconfirmed* come from third-party reverse engineering, not from AWS; the
+three *assumptions* are calibrated on published measurements (``docs/timing.md``).
 
 A program's ``machine`` is a preset name or ``{"base": "trn1", KEY: VALUE, ...}`` whose keys
 are the field names of :class:`MachineSpec` below (for example ``{"base": "trn1",
@@ -29,40 +33,73 @@ class MachineSpec:
     dma_queues: int = 3
     """DMA queues modelled (``dma0 … dmaN-1``); the spec fixes 3 for both presets by default."""
     pe_ghz: float = 2.8
-    """TensorE clock [1.3]: 2.8 GHz on v2, 2.4 GHz on v3."""
+    """TensorE clock [architecture guides, engine table]: 2.8 GHz on v2, 2.4 GHz on v3."""
     act_ghz: float = 1.4
-    """ScalarE clock [1.3]."""
+    """ScalarE clock [architecture guides, engine table]: 1.4 / 1.2 GHz."""
     dve_ghz: float = 1.12
-    """VectorE clock [1.3]."""
+    """VectorE clock [architecture guides, engine table]: 1.12 / 0.96 GHz."""
     pool_ghz: float = 1.4
-    """GpSimd clock [1.3]."""
+    """GpSimd clock [architecture guides, engine table]: 1.4 / 1.2 GHz."""
     sp_ghz: float = 1.4
     """Sync engine clock: not given by the sources; taken equal to ScalarE's."""
     sbuf_partitions: int = 128
-    """SBUF partitions [2.1]."""
+    """SBUF partitions [architecture guides, memory]."""
     sbuf_partition_bytes: int = 192 * 1024
-    """SBUF bytes per partition [2.1]: 192 KiB (v2), 224 KiB (v3)."""
+    """SBUF bytes per partition [architecture guides, memory]: 192 KiB (v2), 224 KiB (v3)."""
     psum_banks: int = 8
-    """PSUM banks per partition [2.1]."""
+    """PSUM banks per partition [architecture guides, memory]."""
     psum_bank_bytes: int = 2048
-    """Bytes per PSUM bank per partition [2.1] (512 fp32)."""
+    """Bytes per PSUM bank per partition [architecture guides, memory] (512 fp32)."""
     dram_bytes: int = 16 * 2**30
-    """Per-core HBM window [2.2]: 16 GiB (gen2) / 24 GiB (gen3), *unconfirmed*."""
+    """Per-core HBM window [compiler constants, third-party notes]: 16 GiB (gen2) / 24 GiB (gen3), *unconfirmed*."""
     dram_bin_bytes: int = 64 * 1024
     """Bin size the anti-dependence analyzer uses for DRAM: a project choice (the largest
-    transfer one descriptor carries [2.4], 64 KiB, *unconfirmed*)."""
+    transfer one descriptor carries, 64 KiB, *unconfirmed*)."""
     dma_engines: int = 16
-    """DMA engines a transfer is spread over [2.3]."""
+    """DMA engines per NeuronCore [DMA overview]; each moves one transfer's share at a time."""
     dma_engine_bytes_per_ns: float = 17.0
-    """Achievable bandwidth per DMA engine [2.3]: 17 B/ns (trn1), 23 B/ns (trn2)."""
-    dma_fixed_ns: float = 1300.0
-    """Fixed cost per transfer [2.3]: descriptor setup and semaphore latency, ~1300 ns."""
+    """Bandwidth of one DMA engine [DMA bandwidth guide table]: 17 B/ns (trn1), 23 B/ns (trn2)."""
+    dma_core_bytes_per_ns: float = 272.0
+    """Aggregate DMA bandwidth cap of the core [DMA bandwidth guide table]: 272 / 368 GB/s.  When
+    below ``dma_engines x dma_engine_bytes_per_ns`` each engine runs at its share of it."""
+    dma_fixed_ns: float = 550.0
+    """Latency from a transfer's trigger (after its descriptors exist) to its first byte moving:
+    descriptor fetch and semaphore hand-off.  Pure latency: it overlaps other transfers in
+    flight and the previous transfer of its queue.  *Assumption A1* (docs/timing.md), calibrated
+    on the DMA overview's two 32 KiB profiles; the bandwidth guide's round ~1,300 ns includes
+    descriptor generation and the waits around the transfer."""
+    dma_descriptor_ns: float = 106.0
+    """Descriptor processing per contiguous buffer (a partition row) on a DMA engine: an engine
+    starts its next share no sooner than ``rows x dma_descriptor_ns`` after its current one
+    (the bandwidth guide's packet-rate limit; it overlaps data movement).  *Assumption A2*,
+    calibrated on the DMA overview's efficiency curve."""
+    swdge_ns: float = 468.0
+    """Software DGE: GpSimd time generating one transfer's descriptors [DMA overview, profile of
+    its 128 x 128 example]; the POOL sequencer is busy for it."""
+    hwdge_ns: float = 600.0
+    """Hardware DGE: time per DMA instruction in the DGE block [DGE reference, ~600 ns]; latency
+    of the transfer, not of its sequencer."""
     min_ii_cycles: int = 64
-    """Minimum initiation interval of DVE/ACT instructions [1.4]."""
+    """Minimum initiation interval of an ACT / DVE instruction [nki.isa docstrings]: independent
+    instructions issue no closer than this."""
     pool_start_cycles: int = 150
-    """GPSIMD_START overhead of a GpSimd instruction [1.4]."""
+    """GPSIMD_START overhead of a GpSimd instruction [nki.isa iota / affine_select docstrings]."""
+    pe_overhead_cycles: int = 64
+    """PE pipeline latency (matmul initial latency [NKI performance guide]) added to a result's
+    availability."""
+    act_overhead_cycles: int = 220
+    """ACT fixed per-instruction overhead: static overhead ~100 cycles [NKI performance guide]
+    plus two SBUF accesses of ~60 cycles [architecture guide]."""
+    dve_overhead_cycles: int = 144
+    """DVE fixed per-instruction overhead [nki-library top-k cost helper: 144 + N]."""
+    sp_overhead_cycles: int = 100
+    """Sync-engine fixed per-instruction overhead: the static ~100 cycles [NKI performance guide]."""
+    result_latency_ns: float = 30.0
+    """Hand-off of a result to a dependent instruction (write-back and semaphore), after the
+    producer's pipeline.  *Assumption A3*, calibrated on the dependent-activation chain of the
+    NKI performance guide (189 ns start to start, 159 ns per instruction)."""
     has_hwdge: bool = False
-    """Hardware descriptor generation (``dge: hwdge``) exists from v3 on [2.4]."""
+    """Hardware descriptor generation (``dge: hwdge``) exists from v3 on [DGE reference]."""
 
     @property
     def engines(self) -> tuple[str, ...]:
@@ -78,9 +115,20 @@ class MachineSpec:
         return self.psum_banks * self.psum_bank_bytes
 
     @property
-    def dma_bytes_per_ns(self) -> float:
-        """Bandwidth of one transfer spread over every DMA engine."""
-        return self.dma_engines * self.dma_engine_bytes_per_ns
+    def dma_partitions_per_engine(self) -> int:
+        """SBUF partitions one DMA engine serves (128 / 16 = 8 [DMA overview])."""
+        return max(1, self.sbuf_partitions // self.dma_engines)
+
+    @property
+    def dma_rate(self) -> float:
+        """Bytes per ns of one DMA engine under the core's aggregate cap."""
+        return min(self.dma_engine_bytes_per_ns, self.dma_core_bytes_per_ns / self.dma_engines)
+
+    def overhead_cycles(self, engine: str) -> int:
+        """Fixed per-instruction overhead of a compute engine (0 on POOL: its start overhead
+        is part of its occupancy)."""
+        return {"pe": self.pe_overhead_cycles, "act": self.act_overhead_cycles, "dve": self.dve_overhead_cycles,
+                "pool": 0, "sp": self.sp_overhead_cycles}[engine]
 
     def clock_ghz(self, engine: str) -> float:
         return {
@@ -104,6 +152,7 @@ PRESETS: dict[str, MachineSpec] = {
         sbuf_partition_bytes=224 * 1024,
         dram_bytes=24 * 2**30,
         dma_engine_bytes_per_ns=23.0,
+        dma_core_bytes_per_ns=368.0,
         has_hwdge=True,
     ),
 }

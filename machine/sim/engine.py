@@ -6,13 +6,21 @@ Requires a :class:`~machine.sim.plan.Plan`.  Guarantees, for every run, the spec
 on the recorded times (``../shared/spec/program-format.md``, "Happens-before"):
 
 1. a sequencer issues its stream in program order; a compute instruction X occupies it for
-   its whole duration, so ``E(X) <= T(next)``;
+   its occupancy (:mod:`machine.cost`), so ``E(X) <= T(next)``;
 2. a DMA trigger occupies its sequencer only for the trigger's issue time; the transfer is
    handed to its queue and the sequencer goes on (``T(X) <= T(next)``);
 3. a queue carries out its transfers in program order, one after another, each no earlier
    than its trigger has been issued (``E(prev) <= S(X)``, ``T(X) <= S(X)``);
 4. a wait "Y waits for B" is a semaphore threshold (see :mod:`machine.sim.plan`): Y's
    sequencer blocks at Y until B's semaphore reaches B's position + 1, i.e. ``E(B) <= T(Y)``.
+
+Timing beyond the rules (it only ever delays): an instance also waits until the results of
+its producers (``plan.after``) exist: a compute producer's ``S + result``, a DMA's ``E``.  A
+transfer's data moves no sooner than ``latency`` after its trigger was issued (the latency of
+the next transfer of a queue thus overlaps the data of the current one) and then on the DMA
+engines its shares name: each engine carries one share at a time, first come first served;
+requests of one instant are granted in queue order (``dma0`` first: round robin), after every
+other event of that instant, so the grant order never depends on event tie-breaks.
 
 Nothing else orders instances (rule 5): an :class:`Interleaving` with a seed multiplies every
 duration by a factor drawn log-uniformly from ``[1/spread, spread]`` and breaks ties between
@@ -47,7 +55,11 @@ from machine.collector import collector_paused
 from machine.errors import ProgramError, join_path
 from machine.sim.plan import Plan
 
-__all__ = ["Interleaving", "RunTimes", "TimedRun", "DeadlockError", "Blocked", "NOMINAL"]
+__all__ = ["Interleaving", "RunTimes", "TimedRun", "DeadlockError", "Blocked", "NOMINAL", "ARBITER"]
+
+#: Priority of the DMA-engine arbiter: after every other event of its instant (seeded runs
+#: draw event priorities up to ``NORMAL + 2**30``).
+ARBITER = 2**31
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +76,20 @@ class Interleaving:
 
     def durations(self, plan: Plan) -> tuple[list[float], list[float]]:
         """Per-instance (duration, issue) in ns under this policy."""
+        timing = self.timing(plan)
+        return timing[0], timing[1]
+
+    def timing(self, plan: Plan) -> tuple[list[float], list[float], list[float], list[float], list[float] | None]:
+        """Per-instance (duration, issue, result, latency, scale) under this policy: ``scale``
+        multiplies the instance's other times too (its DMA shares), None when nominal."""
         if self.seed is None:
-            return plan.duration, plan.issue
+            return plan.duration, plan.issue, plan.result, plan.latency, None
         rng = np.random.default_rng([self.seed, 0xD1CE])
         n = len(plan)
         scale = self.spread ** rng.uniform(-1.0, 1.0, size=(2, n))
-        return (np.asarray(plan.duration) * scale[0]).tolist(), (np.asarray(plan.issue) * scale[1]).tolist()
+        own = scale[0]
+        return ((np.asarray(plan.duration) * own).tolist(), (np.asarray(plan.issue) * scale[1]).tolist(),
+                (np.asarray(plan.result) * own).tolist(), (np.asarray(plan.latency) * own).tolist(), own.tolist())
 
 
 NOMINAL = Interleaving()
@@ -146,8 +166,12 @@ class TimedRun:
         self.policy = policy
         self.executor = executor
         self.env = Environment()
-        self.duration, self.issue = policy.durations(plan)
+        self.duration, self.issue, self.result, self.latency, self.scale = policy.timing(plan)
         n = len(plan)
+        self.res = [0.0] * n
+        self.stop = [0.0] * n
+        self.dma_free = [0.0] * plan.spec.dma_engines
+        self.pending: list[tuple[int, int, Event]] = []
         self.ready = [0.0] * n
         self.trigger = [0.0] * n
         self.issued = [-1.0] * n
@@ -160,17 +184,20 @@ class TimedRun:
         if policy.seed is None:
             self.hold: Callable[[float], Event] = self.env.timeout
             self.fire: Callable[[Event], Any] = Event.succeed
+            self.priority: Callable[[], int] = lambda: NORMAL
         else:
             draw = random.Random(policy.seed).getrandbits
             env = self.env
             self.hold = lambda delay: _Hold(env, delay, NORMAL + draw(30))
             self.fire = lambda ev: _fire(ev, NORMAL + draw(30))
+            self.priority = lambda: NORMAL + draw(30)
 
     # -- processes ----------------------------------------------------------------------
     def _sequencer(self, c: int, stream: tuple[int, ...]):
         env, plan, fx = self.env, self.plan, self.executor
-        sems, waits, is_dma = self.semaphores, plan.waits, plan.is_dma
+        sems, waits, is_dma, after = self.semaphores, plan.waits, plan.is_dma, plan.after
         duration, issue, hold, fire = self.duration, self.issue, self.hold, self.fire
+        result, res = self.result, self.res
         ready, trigger, issued, start, end = self.ready, self.trigger, self.issued, self.start, self.end
         own = sems[c]
         for i in stream:
@@ -184,6 +211,13 @@ class TimedRun:
                         ev = sem.waiters[k] = Event(env)
                     yield ev
                     self.blocked[c] = None
+            if after[i]:  # the producers' results (plan module doc)
+                t = now = env.now
+                for b in after[i]:
+                    if res[b] > t:
+                        t = res[b]
+                if t > now:
+                    yield hold(t - now)
             trigger[i] = now = env.now
             if is_dma[i]:
                 if issue[i]:
@@ -194,6 +228,7 @@ class TimedRun:
                     fire(ev)
                 continue
             start[i] = now
+            res[i] = now + result[i]
             token = None
             if fx is not None:
                 try:
@@ -214,8 +249,9 @@ class TimedRun:
                     fire(ev)
 
     def _queue(self, c: int, stream: tuple[int, ...]):
-        env, fx, hold, fire = self.env, self.executor, self.hold, self.fire
-        duration, issued, start, end = self.duration, self.issued, self.start, self.end
+        env, fx, hold = self.env, self.executor, self.hold
+        duration, latency, shares, fire = self.duration, self.latency, self.plan.shares, self.fire
+        issued, start, end, res, stop = self.issued, self.start, self.end, self.res, self.stop
         own = self.semaphores[c]
         for i in stream:
             if issued[i] < 0:
@@ -223,7 +259,20 @@ class TimedRun:
                 ev = self.trigger_events[i] = Event(env)
                 yield ev
                 self.blocked[c] = None
-            start[i] = env.now
+            now = env.now
+            t = issued[i] + latency[i]
+            if t > now:
+                yield hold(t - now)
+            if shares[i]:
+                ev = Event(env)
+                if not self.pending:
+                    _schedule(self._arbiter_event(), ARBITER, 0.0)
+                self.pending.append((c, i, ev))
+                yield ev  # the arbiter resumes it when its first share starts
+                done = stop[i]
+            else:  # no DMA engine: a stand-in transfer of its (override) duration
+                done = env.now + (duration[i] - latency[i])
+            start[i] = now = env.now
             token = None
             if fx is not None:
                 try:
@@ -231,16 +280,41 @@ class TimedRun:
                 except Exception as err:
                     self.failure = err
                     return
-            yield hold(duration[i])
+            if done > now:
+                yield hold(done - now)
             if fx is not None:
                 fx.finish(i, token)
-            end[i] = now = env.now
+            end[i] = res[i] = now = env.now
             own.count += 1
             own.times.append(now)
             if own.waiters:
                 ev = own.waiters.pop(own.count, None)
                 if ev is not None:
                     fire(ev)
+
+    def _arbiter_event(self) -> Event:
+        ev = Event(self.env)
+        ev.callbacks.append(self._arbitrate)
+        return ev
+
+    def _arbitrate(self, _event: Event) -> None:
+        """Grant this instant's requests for DMA engines, in queue order (see the module doc)."""
+        now, free, scale, shares, stop = self.env.now, self.dma_free, self.scale, self.plan.shares, self.stop
+        pending, self.pending = sorted(self.pending, key=_first), []
+        for _c, i, ev in pending:
+            k = 1.0 if scale is None else scale[i]
+            first = last = None
+            for e, data, keep in shares[i]:
+                f = free[e]
+                s = f if f > now else now
+                free[e] = s + keep * k
+                d = s + data * k
+                if first is None or s < first:
+                    first = s
+                if last is None or d > last:
+                    last = d
+            stop[i] = last
+            _schedule(ev, self.priority(), first - now)
 
     # -- driver -------------------------------------------------------------------------
     def run(self) -> RunTimes:
@@ -279,6 +353,17 @@ class TimedRun:
                 cycle.append(Blocked(names[comp], inst[i].name, inst[b].name, names[sc], k))
         first = self.blocked[cycle_comps[0]][0]
         return DeadlockError(join_path(plan.paths[inst[first].instr.name], "deps"), tuple(cycle))
+
+
+def _first(item: tuple) -> int:
+    return item[0]
+
+
+def _schedule(ev: Event, priority: int, delay: float) -> None:
+    """Trigger ``ev`` ``delay`` from now with a chosen priority."""
+    ev._ok = True
+    ev._value = None
+    ev.env.schedule(ev, priority, delay)
 
 
 def _fire(ev: Event, priority: int) -> None:

@@ -14,8 +14,12 @@ A :class:`Plan` is the unrolled program lowered to the machine:
 * **waits**: every "Y waits for B" (``Unrolled.resolve_waits``, or an override) lowered to
   ``(component of B, position of B + 1, B)``: Y's sequencer blocks at Y until that semaphore
   reaches that threshold.
-* **costs** (:mod:`machine.cost`): nominal duration per instance and, for a DMA, its trigger
-  time on the sequencer.
+* **costs** (:mod:`machine.cost`): per compute instance its occupancy and the delay from its
+  start to its result; per DMA its trigger time, its latency and its DMA-engine shares.
+* **after**: per instance, the producers whose *results* it waits for: the instances it waits
+  for, plus the recent instructions of its own sequencer that write what it reads (a
+  read-after-write hazard the sequencer interlocks; rule 1 needs no wait for it, but the
+  result latency still applies).  The engine delays the instance until those results exist.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from machine.cost import OpCost, instruction_cost
+from machine.cost import OpCost, dma_shares, instance_shift, instruction_cost, moves_partitions
 from machine.errors import ProgramError, join_path
-from machine.ir import SEQUENCERS, Node, Program
+from machine.geometry import footprint
+from machine.ir import SEQUENCERS, MemoryKind, Node, Program
 from machine.sim.memory import AccessView, DramLayout, access_view
 from machine.presets import MachineSpec, resolve_machine
 from machine.unroll import Unrolled, unroll
@@ -86,6 +91,14 @@ class Plan:
     """Per instance: ``(component, threshold, producer id)`` of every wait."""
     paths: dict[str, str]
     """Instruction name -> JSON path."""
+    result: list[float]
+    """Compute: ns from its start until a dependent may start (0 for DMAs: their end)."""
+    latency: list[float]
+    """DMA: ns from its issued trigger until data may move (0 for compute instances)."""
+    shares: list[tuple[tuple[int, float, float], ...]]
+    """DMA: ``(engine, data ns, hold ns)`` per DMA engine it uses (empty for compute)."""
+    after: list[tuple[int, ...]]
+    """Per instance: producers whose results it waits for (see the module doc)."""
 
     def __len__(self) -> int:
         return len(self.is_dma)
@@ -122,8 +135,11 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -
     index = {name: k for k, name in enumerate(components)}
     n = len(unrolled)
     costs: dict[str, OpCost] = {}
+    moving: dict[str, bool] = {}
     sequencer, queue, is_dma = [0] * n, [-1] * n, [False] * n
     duration, issue, nbytes = [0.0] * n, [0.0] * n, [0] * n
+    result, latency = [0.0] * n, [0.0] * n
+    shares: list[tuple[tuple[int, float, float], ...]] = [()] * n
     streams: list[list[int]] = [[] for _ in components]
     completions: list[list[int]] = [[] for _ in components]
     position = [0] * n
@@ -132,8 +148,14 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -
         cost = costs.get(instr.name)
         if cost is None:
             cost = costs[instr.name] = instruction_cost(instr, program.tensors, spec)
+            moving[instr.name] = instr.is_dma and moves_partitions(instr, program.tensors)
         seq = index[instr.engine]
         sequencer[i], duration[i], issue[i], nbytes[i] = seq, cost.duration_ns, cost.issue_ns, cost.bytes
+        result[i], latency[i], shares[i] = cost.result_ns, cost.latency_ns, cost.shares
+        if moving[instr.name] and "cycles" not in instr.attrs:
+            shift = instance_shift(instr, program.tensors, inst.iteration)
+            shares[i] = dma_shares(instr, program.tensors, spec, shift)
+            duration[i] = cost.latency_ns + max((s[1] for s in shares[i]), default=0.0)
         streams[seq].append(i)
         done = seq
         if instr.is_dma:
@@ -153,5 +175,46 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -
                 raise ValueError(f"wait on instance {b}: ids are 0..{n - 1}")
             row.append((queue[b] if is_dma[b] else sequencer[b], position[b] + 1, b))
         lowered.append(tuple(row))
+    local = _local_producers(unrolled, streams[:len(SEQUENCERS)], is_dma)
+    after = [tuple(sorted({*(b for _c, _k, b in lowered[i]), *local[i]})) for i in range(n)]
     return Plan(program, spec, unrolled, components, sequencer, queue, is_dma, duration, issue, nbytes,
-                tuple(tuple(s) for s in streams), position, lowered, instruction_paths(program))
+                tuple(tuple(s) for s in streams), position, lowered, instruction_paths(program),
+                result, latency, shares, after)
+
+
+#: How many earlier compute instances of its sequencer an instance is checked against for a
+#: read-after-write hazard (older results are ready by the time it issues).
+HAZARD_WINDOW = 4
+
+
+def _local_producers(unrolled: Unrolled, streams: Sequence[Sequence[int]], is_dma: list[bool]) -> list[tuple[int, ...]]:
+    """Per instance, the recent compute instances of its sequencer whose writes its reads
+    touch (same memory space, shared partitions and byte range).  A matmul's read of the
+    PSUM tile it accumulates into is not a hazard: PSUM accumulates near memory."""
+    tensors = unrolled.program.tensors
+    local: list[tuple[int, ...]] = [()] * len(unrolled)
+    for stream in streams:
+        recent: list[tuple[int, list]] = []
+        for i in stream:
+            inst = unrolled[i]
+            instr = inst.instr
+            if is_dma[i] or not (instr.reads or instr.writes):
+                continue
+            written = {a.tensor for a in instr.writes} if instr.op == "matmul" else set()
+            if recent and instr.reads:
+                reads = [footprint(tensors[a.tensor], a, inst.iteration) for a in instr.reads
+                         if a.tensor not in written and tensors[a.tensor].memory != MemoryKind.DRAM]
+                hits = [p for p, writes in recent if any(_touch(r, w) for r in reads for w in writes)]
+                local[i] = tuple(hits)
+            writes = [footprint(tensors[a.tensor], a, inst.iteration) for a in instr.writes]
+            recent.append((i, writes))
+            if len(recent) > HAZARD_WINDOW:
+                recent.pop(0)
+    return local
+
+
+def _touch(a, b) -> bool:
+    if a.space != b.space or (a.partitions and not a.partitions & b.partitions):
+        return False
+    (alo, ahi), (blo, bhi) = a.byte_range, b.byte_range
+    return alo < bhi and blo < ahi

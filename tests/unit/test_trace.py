@@ -128,7 +128,7 @@ def test_summary_figures_add_up():
     out = io.StringIO()
     Console(file=out, width=120).print(summary_table(summary))
     text = out.getvalue()
-    assert "makespan 7,748.5 ns" in text and "dma0" in text and "pool" not in text
+    assert "makespan 7,860.3 ns" in text and "dma0" in text and "pool" not in text
 
 
 def test_plot_writes_a_png(tmp_path):
