@@ -31,6 +31,8 @@ DMA transfers (ns)
       engine ``p // dma_partitions_per_engine``), or by rows of its destination for DRAM to
       DRAM; each engine's share moves at ``dma_rate`` and keeps its engine for
       ``max(data, rows x dma_descriptor_ns)`` (the descriptor-rate limit, overlapping data).
+    * the descriptor generation is the transfer's ``dge`` attribute, on ``dma_copy`` and on
+      opaque DMA ops (``dma_transpose`` ...) alike, as the validator reads it;
     * ``attrs.cycles`` on a DMA is its data time in ns, on no engine (a stand-in transfer).
 """
 
@@ -259,7 +261,7 @@ def instruction_cost(instr: Instruction, tensors: Mapping[str, Tensor], spec: Ma
     if not instr.is_dma:
         return _compute_cost(instr, tensors, spec)
     moved = max(_bytes(tensors, instr.reads), _bytes(tensors, instr.writes))
-    dge = instr.attrs.get("dge", "none") if instr.op in OP_TABLE else "none"
+    dge = instr.attrs.get("dge", "none")
     issue = spec.min_ii_cycles / spec.clock_ghz(instr.engine) + (spec.swdge_ns if dge == "swdge" else 0.0)
     override = instr.attrs.get("cycles")
     if override is not None:

@@ -134,6 +134,7 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -
     components = (*SEQUENCERS, *spec.queue_names)
     index = {name: k for k, name in enumerate(components)}
     n = len(unrolled)
+    paths = instruction_paths(program)
     costs: dict[str, OpCost] = {}
     moving: dict[str, bool] = {}
     sequencer, queue, is_dma = [0] * n, [-1] * n, [False] * n
@@ -178,7 +179,7 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -
     local = _local_producers(unrolled, streams[:len(SEQUENCERS)], is_dma)
     after = [tuple(sorted({*(b for _c, _k, b in lowered[i]), *local[i]})) for i in range(n)]
     return Plan(program, spec, unrolled, components, sequencer, queue, is_dma, duration, issue, nbytes,
-                tuple(tuple(s) for s in streams), position, lowered, instruction_paths(program),
+                tuple(tuple(s) for s in streams), position, lowered, paths,
                 result, latency, shares, after)
 
 
