@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 from machine import optable, semantics  # noqa: E402
 from machine.cost import instruction_cost  # noqa: E402
 from machine.ir import Access, Instruction, MemoryKind, Tensor  # noqa: E402
-from machine.optable import COMMON_ATTRS, OP_TABLE  # noqa: E402
+from machine.optable import COMMON_ATTRS, ISA_COSTS, OP_TABLE  # noqa: E402
 from machine.presets import PRESETS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -119,8 +119,13 @@ def opaque_costs() -> str:
     for engine in ("act", "dve", "pool"):
         instr = Instruction("x", engine, "custom_kernel", (Access("a"),), (Access("b"),))
         cost = instruction_cost(instr, tensors, PRESETS["trn1"])
-        parts.append(f"{engine}: {cost.cycles:,.0f} cycles = {cost.duration_ns:,.1f} ns")
+        parts.append(_compute_figure(engine, cost))
     return "; ".join(parts)
+
+
+def _compute_figure(engine: str, cost) -> str:
+    return (f"{engine}: {cost.cycles:,.0f} cycles = {cost.duration_ns:,.1f} ns, "
+            f"result after {cost.result_ns:,.1f} ns")
 
 
 def example_costs(op: str) -> str:
@@ -132,9 +137,11 @@ def example_costs(op: str) -> str:
                             queue="dma0" if op.startswith("dma") else None)
         cost = instruction_cost(instr, tensors, PRESETS["trn1"])
         if op.startswith("dma"):
-            parts.append(f"{engine}: trigger {cost.issue_ns:,.1f} ns, transfer of {cost.bytes:,} B {cost.duration_ns:,.1f} ns")
+            share = max(data for _e, data, _hold in cost.shares)
+            parts.append(f"{engine}: trigger {cost.issue_ns:,.1f} ns, transfer of {cost.bytes:,} B: latency "
+                         f"{cost.latency_ns:,.0f} ns, then {len(cost.shares)} engines x {share:,.1f} ns")
         else:
-            parts.append(f"{engine}: {cost.cycles:,.0f} cycles = {cost.duration_ns:,.1f} ns")
+            parts.append(_compute_figure(engine, cost))
     return "; ".join(parts)
 
 
@@ -149,11 +156,13 @@ def op_table_page() -> str:
         "",
         "Every op the project knows: which sequencers may issue it, what it reads and writes, its attributes",
         "(an unknown attribute of a known op is an error; `x-` attributes are kept and ignored), what it",
-        "computes and what it costs.  Any other op name is an *opaque* op (last section).  Costs are in",
-        f"engine cycles, `N` the free elements per partition; the figures are computed on `[128, {EXAMPLE_N}]`",
-        "bfloat16 operands on trn1 (PE 2.8 GHz, ACT and POOL 1.4 GHz, DVE 1.12 GHz).  Sources: the docstrings",
-        "of `machine/optable.py`, `machine/semantics.py` and `machine/cost.py`, and sections of",
-        "`neuron-machine.md` cited there.",
+        "computes and what it costs.  Any other op name is an *opaque* op (last section).  Costs are element",
+        "costs in engine cycles, `N` the free elements per partition; the engine is occupied for them (ACT / DVE:",
+        "at least `min_ii_cycles`), and a dependent instruction starts once the engine's fixed overhead and the",
+        "result latency have passed too (\"result after\").  The figures are computed on",
+        f"`[128, {EXAMPLE_N}]` bfloat16 operands on trn1 (PE 2.8 GHz, ACT and POOL 1.4 GHz, DVE 1.12 GHz).",
+        "Sources: the docstrings of `machine/optable.py`, `machine/semantics.py` and `machine/cost.py`; every",
+        "constant and its public page: [the timing model](timing.md).",
         "",
         "| op | engines | reads | writes |",
         "|---|---|---|---|",
@@ -177,13 +186,16 @@ def op_table_page() -> str:
             "Any op name that is not in the table above is accepted as an opaque op, so that programs from any",
             "compiler can be simulated and race-checked.  It may run on any sequencer (a name starting with `dma`",
             "makes it a DMA, with a `queue`), takes any number of reads and writes, and accepts any attributes,",
-            "ignoring all but `cycles` (a non-negative integer).",
+            "ignoring all but `cycles` (a non-negative integer) and, in its cost, a DMA's `dge` and the",
+            "`op0` / `op1` of `scalar_tensor_tensor`.",
             "",
             "- **computes**: write `i` receives bytes drawn uniformly from `[0, 64)` by a PCG64 stream seeded",
             "  with BLAKE2b of the op name, `i` and every byte it reads: a deterministic function of its reads",
             "  and its name, finite in every float dtype (`machine.semantics.opaque_bytes`).",
             "- **cost**: the `cycles` attribute, else `max(64, N)` cycles on any engine, with no POOL start",
-            "  overhead; an opaque DMA costs what `dma_copy` does (without DGE).",
+            "  overhead; an op named after an `nki.isa` instruction costs that instruction's estimate:",
+            "  " + ", ".join(f"`{name}`" for name in ISA_COSTS) + " (`machine.optable.ISA_COSTS`).",
+            "  An opaque DMA costs what `dma_copy` does, its `dge` attribute included.",
             f"- **at N = {EXAMPLE_N}**: {opaque_costs()}",
             ""]
     return "\n".join(out)

@@ -1,14 +1,19 @@
 """The op table: engines, operands, attributes and cost of every known op.
 
-Sources are sections of ``../shared/reference/neuron-machine.md`` ([1.4] costs, [4] the ISA to
-engine map, [2.1] partition rules, [2.4] DMA triggers).  The numerical meaning of each op is in
-:mod:`machine.semantics`.
+Sources are the public NKI documentation (the ``nki.isa`` API reference and its estimated
+instruction costs, the architecture guides, the DGE reference; ``docs/timing.md`` lists the
+pages).  Costs are element costs ``C`` in engine cycles; ``machine/cost.py`` adds the engine's
+fixed overhead and result latency for dependent instructions.  The numerical meaning of each
+op is in :mod:`machine.semantics`.
 
 ======================  ===================  =======================  ===========================
 op                      engines              reads -> writes          cost (engine cycles, N =
                                                                       free elements/partition)
 ======================  ===================  =======================  ===========================
-``dma_copy``            any sequencer        1 -> 1 (DRAM/SBUF)       ``dma_fixed_ns + bytes/bw``
+``dma_copy``            any sequencer        1 -> 1 (DRAM/SBUF)       latency ``dma_fixed_ns``
+                                                                      (+ ``hwdge_ns``), then
+                                                                      8 partitions per DMA
+                                                                      engine at its bandwidth
 ``matmul``              pe                   stationary, moving       ``max(min(64,M), N)``,
                                              [, psum acc] -> psum     x4 for fp32 operands
 ``transpose``           pe, dve              1 -> 1                   pe ``max(P, min(64,F))``;
@@ -30,7 +35,9 @@ op                      engines              reads -> writes          cost (engi
 ``set_rand_state``      dve, pool            0..1 -> 0                ``64``
 ``random``              dve, pool            0 -> 1                   ``max(64, N)``
 any other name          any sequencer        any -> any               ``cycles`` attr, else
-(opaque)                                                              ``max(64, N)``
+(opaque)                                                              ``max(64, N)``; ISA names
+                                                                      (``reciprocal`` 8N ...) their
+                                                                      ISA formula
 ======================  ===================  =======================  ===========================
 
 Per-partition operands (:mod:`machine.oprules`): activation ``bias`` / ``scale``,
@@ -42,17 +49,16 @@ attribute names is the first operand, ``bias`` / ``operand0`` / ``initial``.)
 Sources of the new ops' meaning and limits are the NKI ISA pages (``nki.isa.activation``,
 ``activation_reduce``, ``tensor_scalar``, ``tensor_tensor_scan``, ``tensor_reduce``,
 ``bn_stats``, ``bn_aggr``; aws-neuron-sdk ``nki/api/nki/isa/__init__.py``) and the operator
-table "Supported Math Operators for NKI ISA" (``nki/api/nki.api.shared.rst``); costs are
-[1.4] (``activation_reduce`` +MIN_II, ``tensor_tensor_scan`` 2N, ``bn_aggr`` 13N/3; ``bn_stats``
-takes the one-input DVE rule N, which SDK-LN's "~N DVE" for LayerNorm v2 statistics agrees
-with, kernels.md 5.2).
+table "Supported Math Operators for NKI ISA" (``nki/api/nki.api.shared.rst``); costs are the
+ISA's estimates (``activation_reduce`` +MIN_II, ``tensor_tensor_scan`` 2N, ``bn_aggr`` 13N/3;
+``bn_stats`` takes the one-input DVE rule N).
 
 Hardware constraints (the spec's, then the reference's), checked by
 :func:`machine.validate.validate_program`:
 
 * compute engines never touch DRAM and only DMA ops touch DRAM; DMA ops never touch PSUM;
-* POOL never touches PSUM [1.1, 4];
-* PE writes only PSUM and reads SBUF, plus the PSUM tile it accumulates into [1.1];
+* POOL never touches PSUM (architecture guide);
+* PE writes only PSUM and reads SBUF, plus the PSUM tile it accumulates into (architecture guide);
 * ``tensor_tensor`` reads at most one PSUM operand [kernels 1.1], and so does
   ``tensor_tensor_scan`` among ``data0`` / ``data1`` (NKI ``tensor_tensor_scan``);
 * ``bn_stats`` reads at most 512 elements per partition (``nl.tile_size.bn_stats_fmax``);
@@ -61,10 +67,10 @@ Hardware constraints (the spec's, then the reference's), checked by
 * ``tensor_reduce`` ``axis`` names free dimensions of its read (as the access's element
   shape ``(P, c0, ..., ck)`` numbers them, 1..k+1) that run consecutively to the last one;
 * activation ``reduce_op`` and a second write (the ``reduce_res`` tile) go together;
-* DMA triggers [2.4]: any sequencer may trigger a transfer with static descriptors
+* DMA triggers (DGE reference): any sequencer may trigger a transfer with static descriptors
   (``dge: "none"``, the default); software DGE (``"swdge"``) is generated by POOL; hardware
   DGE (``"hwdge"``) exists from trn2 on and is commanded by SP or ACT;
-* partition start [2.1]: a compute access spanning more than 64 partitions starts at
+* partition start (architecture guide): a compute access spanning more than 64 partitions starts at
   partition 0, one spanning 33-64 starts at 0 or 64, one spanning at most 32 starts at a
   multiple of 32 (DMA transfers are not bound by it).
 """
@@ -99,7 +105,7 @@ REDUCE_OPS = ("add", "max", "min", "multiply", "logical_and", "logical_or", "log
 ACT_REDUCE_OPS = ("add",)
 #: Elements per partition one ``bn_stats`` reads at most.
 BN_STATS_FMAX = 512
-#: DMA descriptor-generation modes [2.4].
+#: DMA descriptor-generation modes (DGE reference).
 DGE_MODES = ("none", "swdge", "hwdge")
 
 

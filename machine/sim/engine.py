@@ -3,7 +3,7 @@
 Contract
 --------
 Requires a :class:`~machine.sim.plan.Plan`.  Guarantees, for every run, the spec's rules 1-4
-on the recorded times (``../shared/spec/program-format.md``, "Happens-before"):
+on the recorded times (``docs/program-format.md``, "Happens-before"):
 
 1. a sequencer issues its stream in program order; a compute instruction X occupies it for
    its occupancy (:mod:`machine.cost`), so ``E(X) <= T(next)``;
@@ -35,7 +35,7 @@ A wait that can never be met leaves its process blocked when the event queue run
 run then raises :class:`DeadlockError` naming the cycle of blocked components.  Waits that
 point backwards in program order (all a valid program has) cannot deadlock.
 
-Speed (``../shared/reference/performance-notes.md`` section 2): a semaphore creates an event
+Speed: a semaphore creates an event
 only for a threshold someone actually blocks on, a completion costs one counter increment,
 and the run keeps times in flat lists with the cyclic GC off.
 """
