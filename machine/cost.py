@@ -46,9 +46,9 @@ from dataclasses import dataclass
 from math import prod
 
 from machine.ir import Access, Instruction, MemoryKind, Tensor
-from machine.sim.memory import access_shape
 from machine.optable import OP_TABLE
 from machine.presets import MachineSpec
+from machine.geometry import access_shape
 
 __all__ = ["OpCost", "instruction_cost", "free_size", "HWDGE_NS", "SWDGE_NS"]
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from machine.presets import MachineSpec
     from machine.stream import InstanceStream
 
-__all__ = ["DepTable", "DeferredProgram", "with_deps", "dep_table", "cached_stream", "Ranges"]
+__all__ = ["DepTable", "DeferredProgram", "with_deps", "dep_table", "Ranges"]
 
 #: ``((loop, lo, hi), ...)``: an iteration-range restriction of a dep (``x-iterations``).
 Ranges = tuple[tuple[str, int, int], ...]
@@ -296,16 +296,3 @@ def with_deps(program: Program, table: DepTable, stream: Any = None) -> Deferred
 def dep_table(program: Program, stream: InstanceStream | None = None) -> DepTable:
     """The deps of ``program`` as a table (without building its body when it is deferred)."""
     return DepTable.of_program(program, stream)
-
-
-def cached_stream(program: Program, spec: MachineSpec | None = None) -> InstanceStream:
-    """The instance stream of ``program``; a deferred program reuses its source's."""
-    from machine.stream import InstanceStream
-
-    if isinstance(program, DeferredProgram):
-        if program.stream is None or (spec is not None and program.stream.spec != spec):
-            object.__setattr__(program, "stream", InstanceStream(program, spec))
-        elif program.stream.program is not program:
-            object.__setattr__(program, "stream", program.stream.for_program(program))
-        return program.stream
-    return InstanceStream(program, spec)

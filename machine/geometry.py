@@ -48,6 +48,7 @@ __all__ = [
     "base_footprint",
     "shifted",
     "iteration_shift",
+    "access_shape",
     "overlap",
     "element_runs",
     "partition_mask",
@@ -309,3 +310,19 @@ def to_portion(intervals: ByteSet) -> portion.Interval:
     for lo, hi in intervals:
         result |= portion.closedopen(lo, hi)
     return result
+
+
+def access_shape(tensor: Tensor, access: Access) -> tuple[int, ...]:
+    """Element shape of an access (the same in every instance).
+
+    >>> from machine.ir import Tensor, Access, MemoryKind
+    >>> t = Tensor("t", MemoryKind.SBUF, "bfloat16", (128, 64), partition=0, offset=0)
+    >>> access_shape(t, Access("t")), access_shape(t, Access("t", partitions=(0, 32, 1), pattern=((8, 4), (1, 2))))
+    ((128, 64), (32, 4, 2))
+    """
+    offset, pattern = access_extent(tensor, access)
+    counts = tuple(count for _stride, count in pattern)
+    if tensor.memory == MemoryKind.DRAM:
+        return counts
+    partitions = access.partitions[1] if access.partitions is not None else tensor.shape[0]
+    return (partitions, *counts)

@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from machine.deptable import DepTable, dep_table
+from machine.deptable import DeferredProgram, DepTable, dep_table
 from machine.geometry import ByteSet
 from machine.ir import SEQUENCERS, Instruction, Loop, Node, Program
 from machine.presets import MachineSpec, resolve_machine
@@ -545,6 +545,10 @@ def _positions(comp: np.ndarray, width: int) -> np.ndarray:
 def stream_of(program: Program, spec: MachineSpec | None = None) -> InstanceStream:
     """The stream of ``program``, shared with the program it was derived from when only its
     deps changed (:func:`machine.deptable.with_deps` keeps it)."""
-    from machine.deptable import cached_stream
-
-    return cached_stream(program, spec)
+    if isinstance(program, DeferredProgram):
+        if program.stream is None or (spec is not None and program.stream.spec != spec):
+            object.__setattr__(program, "stream", InstanceStream(program, spec))
+        elif program.stream.program is not program:
+            object.__setattr__(program, "stream", program.stream.for_program(program))
+        return program.stream
+    return InstanceStream(program, spec)

@@ -21,16 +21,17 @@ from passes.dep_opt import DepOpt
 from passes.expand_scheduling_units import ExpandSchedulingUnits
 from passes.build_fdeps import BuildFdeps
 from passes.fuse_loops import FuseLoops
-from passes.pipeline import CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
+from passes.pipeline import PASS_REGISTRY, CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
 from passes.dep_reduction import DepReduction
 from passes.remove_redundancies import RemoveRedundancies
 from passes.list_schedule import ListSchedule
 
-#: Registry: pass name -> pass class.
-ALL_PASSES: dict[str, type] = {
+#: Registry: pass name -> pass class (the one :func:`parse_pipeline` reads).
+ALL_PASSES: dict[str, type] = PASS_REGISTRY
+ALL_PASSES.update({
     cls.name: cls for cls in (FuseLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies, AntiDeps,
                              ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
-}
+})
 
 #: Entry-point group under which other packages register passes.
 PLUGIN_GROUP = "neuronsim.passes"

@@ -232,10 +232,15 @@ def _convert(raw: str, default: Any, where: str) -> Any:
     return raw
 
 
+#: Pass name -> pass class; filled by the package (``passes/__init__.py``: the built-in passes
+#: and the plugins), so this module needs none of them (the passes import it).
+PASS_REGISTRY: dict[str, type] = {}
+
+
 def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> list[Pass]:
     """Pass objects for a spec string; a bad name or option is a located ProgramError."""
     if registry is None:
-        from passes import ALL_PASSES as registry
+        registry = PASS_REGISTRY
     passes: list[Pass] = []
     pos = 0
     text = spec.strip()
