@@ -1,6 +1,6 @@
 """Simulator throughput: the simpy model against a minimal hand-written heapq event loop.
 
-Both run the same lowered model (:class:`machine.sim.plan.Plan`): five in-order sequencers
+Both run the same lowered model (:class:`neuronsim.machine.sim.plan.Plan`): five in-order sequencers
 and three in-order DMA queues, DMA triggers handed from sequencers to queues, and waits as
 semaphore thresholds; timing only (``functional=False``: no memory, no numerics).  The
 workload is a synthetic straight-line program of N instructions spread uniformly over the
@@ -27,9 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from machine.ir import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
-from machine.sim.engine import NOMINAL, Interleaving, TimedRun  # noqa: E402
-from machine.sim.plan import Plan, build_plan  # noqa: E402
+from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
+from neuronsim.machine.sim.engine import NOMINAL, Interleaving, TimedRun  # noqa: E402
+from neuronsim.machine.sim.plan import Plan, build_plan  # noqa: E402
 
 
 def synthetic_program(n: int, seed: int = 0, window: int = 64, wait_probability: float = 0.5) -> Program:
@@ -55,7 +55,7 @@ def synthetic_program(n: int, seed: int = 0, window: int = 64, wait_probability:
 
 
 def heapq_run(plan: Plan, duration: list[float], issue: list[float]):
-    """The same model as :class:`machine.sim.engine.TimedRun` with a bare heap of wake-ups.
+    """The same model as :class:`neuronsim.machine.sim.engine.TimedRun` with a bare heap of wake-ups.
 
     Heap entries are ``(time, seq, component)``: the component's current instance finishes
     (or its DMA trigger is issued) at ``time``.  A component blocked on a semaphore threshold

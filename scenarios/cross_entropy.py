@@ -39,9 +39,9 @@ import math
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.ir import Program
-from scenarios.builder import KernelBuilder, SbufArena
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder, SbufArena
 
 BATCHES, POSITIONS = 2, 32
 VOCAB, CHUNK = 2048, 512

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 BATCH, CHANNELS, STATES, SEQ = 2, 128, 2, 1024
 SEQ_TILE = 512

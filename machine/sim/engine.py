@@ -2,8 +2,8 @@
 
 Contract
 --------
-Requires a :class:`~machine.sim.plan.Plan`.  Guarantees, for every run, the spec's rules 1-4
-on the recorded times (``../shared/spec/program-format.md``, "Happens-before"):
+Requires a :class:`~neuronsim.machine.sim.plan.Plan`.  Guarantees, for every run, the spec's rules 1-4
+on the recorded times (``docs/program-format.md``, "Happens-before"):
 
 1. a sequencer issues its stream in program order; a compute instruction X occupies it for
    its whole duration, so ``E(X) <= T(next)``;
@@ -11,7 +11,7 @@ on the recorded times (``../shared/spec/program-format.md``, "Happens-before"):
    handed to its queue and the sequencer goes on (``T(X) <= T(next)``);
 3. a queue carries out its transfers in program order, one after another, each no earlier
    than its trigger has been issued (``E(prev) <= S(X)``, ``T(X) <= S(X)``);
-4. a wait "Y waits for B" is a semaphore threshold (see :mod:`machine.sim.plan`): Y's
+4. a wait "Y waits for B" is a semaphore threshold (see :mod:`neuronsim.machine.sim.plan`): Y's
    sequencer blocks at Y until B's semaphore reaches B's position + 1, i.e. ``E(B) <= T(Y)``.
 
 Nothing else orders instances (rule 5): an :class:`Interleaving` with a seed multiplies every
@@ -43,9 +43,9 @@ import numpy as np
 from simpy import Environment, Event
 from simpy.events import NORMAL
 
-from machine.collector import collector_paused
-from machine.errors import ProgramError, join_path
-from machine.sim.plan import Plan
+from neuronsim.machine.ir.collector import collector_paused
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.sim.plan import Plan
 
 __all__ = ["Interleaving", "RunTimes", "TimedRun", "DeadlockError", "Blocked", "NOMINAL"]
 

@@ -47,11 +47,11 @@ from math import prod
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.errors import ProgramError
-from machine.geometry import access_extent, access_shape, iteration_shift
-from machine.ir import Access, MemoryKind, Program, Tensor
-from machine.presets import MachineSpec
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.model.geometry import access_extent, access_shape, iteration_shift
+from neuronsim.machine.ir.program import Access, MemoryKind, Program, Tensor
+from neuronsim.machine.model.presets import MachineSpec
 
 __all__ = [
     "AccessView",
@@ -90,7 +90,7 @@ class DramLayout:
     def of(cls, program: Program) -> DramLayout:
         """Addressed tensors at their address; alias groups after them (see module doc).
 
-        >>> from machine.ir import Tensor, MemoryKind, Program
+        >>> from neuronsim.machine.ir.program import Tensor, MemoryKind, Program
         >>> ts = {"a": Tensor("a", MemoryKind.DRAM, "float32", (4,), address=100),
         ...       "g1": Tensor("g1", MemoryKind.DRAM, "float32", (8,), alias="G"),
         ...       "g2": Tensor("g2", MemoryKind.DRAM, "uint8", (3,), alias="G")}

@@ -14,7 +14,7 @@ A :class:`Plan` is the unrolled program lowered to the machine:
 * **waits**: every "Y waits for B" (``Unrolled.resolve_waits``, or an override) lowered to
   ``(component of B, position of B + 1, B)``: Y's sequencer blocks at Y until that semaphore
   reaches that threshold.
-* **costs** (:mod:`machine.cost`): nominal duration per instance and, for a DMA, its trigger
+* **costs** (:mod:`neuronsim.machine.model.cost`): nominal duration per instance and, for a DMA, its trigger
   time on the sequencer.
 """
 
@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from machine.cost import OpCost, instruction_cost
-from machine.errors import ProgramError, join_path
-from machine.ir import SEQUENCERS, Node, Program
-from machine.sim.memory import AccessView, DramLayout, access_view
-from machine.presets import MachineSpec, resolve_machine
-from machine.unroll import Unrolled, unroll
+from neuronsim.machine.model.cost import OpCost, instruction_cost
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.program import SEQUENCERS, Node, Program
+from neuronsim.machine.sim.memory import AccessView, DramLayout, access_view
+from neuronsim.machine.model.presets import MachineSpec, resolve_machine
+from neuronsim.machine.order.unroll import Unrolled, unroll
 
 __all__ = ["Plan", "build_plan", "instruction_paths", "check_simulable"]
 

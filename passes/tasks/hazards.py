@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from machine.tasks.ir import CompilerDep
-from passes.tasks.records import Access, Fallback, Record
-from passes.tasks.regions import AccessKind
-from passes.tasks.taskids import UserDeps
+from neuronsim.machine.tasks.ir import CompilerDep
+from neuronsim.passes.tasks.records import Access, Fallback, Record
+from neuronsim.passes.tasks.regions import AccessKind
+from neuronsim.passes.tasks.taskids import UserDeps
 
 __all__ = ["Verdict", "classify_seed", "classify_sound", "edge_of"]
 

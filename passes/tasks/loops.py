@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from machine.tasks.ir import For, While
-from passes.tasks.lineage import Lineage, Status
-from passes.tasks.records import LoopCtx, Record
-from passes.tasks.regions import regions_may_overlap
+from neuronsim.machine.tasks.ir import For, While
+from neuronsim.passes.tasks.lineage import Lineage, Status
+from neuronsim.passes.tasks.records import LoopCtx, Record
+from neuronsim.passes.tasks.regions import regions_may_overlap
 
 __all__ = ["carry_remap", "return_var_for", "rename_single_trip", "rebind_fixed_trip", "summarise_parallel"]
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, IntFlag
 
-from machine.tasks.ir import ArgDirection
+from neuronsim.machine.tasks.ir import ArgDirection
 
 __all__ = ["RegionKind", "Region", "FULL", "CONSERVATIVE", "DYNAMIC", "UNKNOWN", "slice_region", "regions_may_overlap",
            "first_extent", "demotable_region", "AccessKind", "access_kind", "Hazard", "hazards"]

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from machine.tasks.ir import (
+from neuronsim.machine.tasks.ir import (
     Alias, Call, For, GetSlot, If, RuntimeScope, SetSlot, Stmt, TaskArray, TaskProgram, While,
 )
-from machine.tasks.validate import ARRAY, TASK, Symbols
+from neuronsim.machine.tasks.validate import ARRAY, TASK, Symbols
 
 __all__ = ["TaskIds", "UserDeps", "collect_task_ids"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from passes.tasks.regions import (
+from neuronsim.passes.tasks.regions import (
     CONSERVATIVE, DYNAMIC, FULL, UNKNOWN, AccessKind, Hazard, Region, hazards, regions_may_overlap, slice_region,
 )
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from machine.tasks.builder import View
+from neuronsim.machine.tasks.builder import View
 
 from tests.task_rules_kit import compiled, deps, dirs, kit
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from passes.pipeline import PassContext
-from passes.tasks import AutoDeriveTaskDependencies, compile_tasks, derive_directions, materialize_scopes
+from neuronsim.passes.pipeline import PassContext
+from neuronsim.passes.tasks import AutoDeriveTaskDependencies, compile_tasks, derive_directions, materialize_scopes
 
 from tests.task_rules_kit import analysis, compiled, deps, dirs, kit, scopes
 

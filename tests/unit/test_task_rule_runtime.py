@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from machine.tasks.ir import map_calls
-from passes.tasks import derive_directions
+from neuronsim.machine.tasks.ir import map_calls
+from neuronsim.passes.tasks import derive_directions
 
 from tests.task_oracle import races, unroll_tasks
 from tests.task_rules_kit import compiled, deps, dirs, kit

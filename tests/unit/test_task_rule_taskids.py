@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from machine.tasks.validate import validate_tasks
-from passes.tasks.taskids import collect_task_ids
+from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.passes.tasks.taskids import collect_task_ids
 
 from tests.task_rules_kit import analysis, compiled, deps, dirs, kit
 
