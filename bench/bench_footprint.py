@@ -3,7 +3,7 @@
 Issue #12 asks for the footprint of a 1e5-instance loop program in under 30 s and 1 GiB.
 
 Workload: :func:`tiled_matmul`, a tiled matmul written as hand-allocated NKI kernels write it
-(kernels.md 2.2, 1.4): ``result[M, N] = lhsT[K, M]^T @ rhs[K, N]`` in bf16, loops ``m`` (128-row
+(docs/kernel-patterns.md 2.2, 1.4): ``result[M, N] = lhsT[K, M]^T @ rhs[K, N]`` in bf16, loops ``m`` (128-row
 output tiles) -> ``n`` (512-column output tiles), and per output tile the K tiles of 128 rows:
 K tile 0 peeled (its loads into their own buffers, the group-start matmul that overwrites the
 bank), then a loop ``k`` over the other K tiles whose loads rotate over two slots each

@@ -153,7 +153,7 @@ def op_table_page() -> str:
         f"engine cycles, `N` the free elements per partition; the figures are computed on `[128, {EXAMPLE_N}]`",
         "bfloat16 operands on trn1 (PE 2.8 GHz, ACT and POOL 1.4 GHz, DVE 1.12 GHz).  Sources: the docstrings",
         "of `machine/model/optable.py`, `machine/model/semantics.py` and `machine/model/cost.py`, and sections of",
-        "`neuron-machine.md` cited there.",
+        "`docs/machine-model.md` cited there.",
         "",
         "| op | engines | reads | writes |",
         "|---|---|---|---|",

@@ -2,7 +2,7 @@
 
 Anti and output dependences are an artifact of storage reuse, so an allocator that never
 reused anything would hide them.  This one reuses the way NKI's ``mod_alloc`` does
-(``../shared/reference/kernels.md`` 1.4, 7.1, 7.6): logical buffers of one *shape class*
+(``docs/kernel-patterns.md`` 1.4, 7.1, 7.6): logical buffers of one *shape class*
 share physical slots by liveness, and a tile declared inside a loop gets ``n`` rotating slots,
 iteration ``k`` using slot ``k mod n`` (multi-buffering: ``n = 2`` is double buffering).
 

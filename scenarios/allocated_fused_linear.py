@@ -1,4 +1,4 @@
-"""RMSNorm fused with a QKV projection, explicitly allocated (NS-ALLOC-LIN, kernels.md 4.4 and 7.3).
+"""RMSNorm fused with a QKV projection, explicitly allocated (NS-ALLOC-LIN, docs/kernel-patterns.md 4.4 and 7.3).
 
 Covers
     nki-samples' ``allocated_fused_rms_norm_qkv``: every SBUF tile at the byte offset the

@@ -1,4 +1,4 @@
-"""Cross-entropy forward with an online log-sum-exp (nki-library's loss kernel, kernels.md section 3.4).
+"""Cross-entropy forward with an online log-sum-exp (nki-library's loss kernel, docs/kernel-patterns.md section 3.4).
 
 Covers
     Softmax statistics over rows too long for one tile: the vocabulary streams through one

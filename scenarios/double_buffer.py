@@ -1,4 +1,4 @@
-"""A double-buffered DMA pipeline: load tile t+1 while tile t computes (kernels.md 7.1-7.3).
+"""A double-buffered DMA pipeline: load tile t+1 while tile t computes (docs/kernel-patterns.md 7.1-7.3).
 
 Covers
     Two-slot buffers (``mod_alloc``-style: one tensor with a slot dimension, tile ``t`` in

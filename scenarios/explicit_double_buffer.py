@@ -1,4 +1,4 @@
-"""A load / compute / store loop over explicitly placed rotating SBUF buffers (kernels.md 7.1-7.3).
+"""A load / compute / store loop over explicitly placed rotating SBUF buffers (docs/kernel-patterns.md 7.1-7.3).
 
 Covers
     ALLOC's canonical double buffer written the way a directly allocated kernel writes it:

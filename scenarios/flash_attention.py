@@ -1,4 +1,4 @@
-"""Flash-attention forward over KV tiles with an online softmax (kernels.md section 6.1).
+"""Flash-attention forward over KV tiles with an online softmax (docs/kernel-patterns.md section 6.1).
 
 Covers
     Two matmuls per iteration (QK^T and PV) into PSUM, DVE and ACT reading PSUM, a PE

@@ -1,4 +1,4 @@
-"""Fused Mamba selective scan, v3 loop order (the NKI fused-Mamba tutorial, kernels.md section 7.5).
+"""Fused Mamba selective scan, v3 loop order (the NKI fused-Mamba tutorial, docs/kernel-patterns.md section 7.5).
 
 Covers
     The DVE ``tensor_tensor_scan`` recurrence ``h_t = dA_t * h_{t-1} + dBu_t`` with a

@@ -1,4 +1,4 @@
-"""PE transpose: 128 x 128 blocks through PSUM, four to a bank (kernels.md section 8.1).
+"""PE transpose: 128 x 128 blocks through PSUM, four to a bank (docs/kernel-patterns.md section 8.1).
 
 Covers
     The PE form of ``transpose`` (SBUF in, PSUM out), four single-instruction groups that fill

@@ -1,4 +1,4 @@
-"""Fused softmax over rows (the NKI softmax tutorial, kernels.md section 3.1).
+"""Fused softmax over rows (the NKI softmax tutorial, docs/kernel-patterns.md section 3.1).
 
 Covers
     Per-partition reductions on DVE (``tensor_reduce`` max with ``negate``, then add), an ACT

@@ -13,7 +13,7 @@ Counted per stage (the program as given, then after each pass):
     so a wait on a DMA is always cross-engine.
 ``semaphore_waits``
     semaphore wait operations after lowering with one counting semaphore per engine / queue
-    (reference 3.2: a producer increments on completion, the consumer waits for a count):
+    (``docs/machine-model.md`` 3.2: a producer increments on completion, the consumer waits for a count):
     a waiter's cross-engine waits on several producers of the same engine collapse into one
     wait on the latest, so this is, summed over waiter instances, the number of distinct
     engines its cross-engine targets complete on.

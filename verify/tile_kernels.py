@@ -2,7 +2,7 @@
 
 :func:`neuronsim.verify.strategies.programs` draws crowded programs over a small pool of tensors that
 every instruction may touch; their tensors live across the whole program, so an allocator has
-nothing to reuse.  Real NKI kernels (``../shared/reference/kernels.md`` sections 2, 3, 7) are
+nothing to reuse.  Real NKI kernels (``docs/kernel-patterns.md`` sections 2, 3, 7) are
 loops whose bodies declare tiles: a DMA load into a fresh tile, compute on ACT / DVE / POOL,
 PE matmuls into a PSUM tile (a group-start matmul, then accumulating ones) evicted to SBUF,
 and a DMA store of each iteration's result.  :func:`tile_kernels` draws such programs, valid

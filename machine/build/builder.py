@@ -1,6 +1,6 @@
 """A small NKI-like builder that emits ``neuronsim.program/1`` programs from Python.
 
-Scenario authors write kernels the way NKI kernels read (``../shared/reference/kernels.md``):
+Scenario authors write kernels the way NKI kernels read (``docs/kernel-patterns.md``):
 declare DRAM arguments and on-chip tiles, slice them, open loops, and call ``nki.isa``-style
 ops whose operands follow :mod:`neuronsim.machine.model.optable` exactly.  The builder records instructions
 in program order and :meth:`KernelBuilder.program` returns a validated
@@ -11,7 +11,7 @@ in program order and :meth:`KernelBuilder.program` returns a validated
   ``address`` or an ``alias``.  ``sbuf`` / ``psum`` tiles are *virtual* unless placed
   explicitly (``partition=`` / ``offset=`` / ``bank=``): the allocation pass places them, and
   multi-buffers those through which no value crosses iterations.
-* **Rotating placements** (kernels.md 1.4, NKI ``ncc.sbuf.mod_alloc`` / ``psum.mod_alloc``).
+* **Rotating placements** (docs/kernel-patterns.md 1.4, NKI ``ncc.sbuf.mod_alloc`` / ``psum.mod_alloc``).
   A placed tile declared with ``slots=n, loop=L`` has ``n`` slots, iteration ``i`` of loop
   ``L`` using slot ``i mod n``: ``stride`` bytes apart, by default the tile's size in SBUF
   (double buffering) and one bank in PSUM (bank rotation).  It is written as the tensor's
@@ -445,7 +445,7 @@ class SbufArena:
 
     Kernels with direct allocation keep a byte cursor and hand it to ``ncc.sbuf.mod_alloc``
     (``cur_addr += ...`` in NS-ALLOC-ATT, ``MemManager.alloc_sbuf`` in NS-ATTUT;
-    kernels.md 1.4, 6.2, 6.4).  :meth:`sbuf` places a tile at the cursor, in partitions
+    docs/kernel-patterns.md 1.4, 6.2, 6.4).  :meth:`sbuf` places a tile at the cursor, in partitions
     ``[partition, partition + shape[0])``, and moves the cursor past its last slot, rounded
     up to ``align`` bytes.
 

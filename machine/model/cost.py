@@ -1,7 +1,7 @@
 """The cost model: how long each instruction occupies its engine, in nanoseconds.
 
 Formulas are the op table's (:mod:`neuronsim.machine.model.optable`, sourced from
-``../shared/reference/neuron-machine.md`` section 1.4); clocks are the machine's
+``docs/machine-model.md`` section 1.4); clocks are the machine's
 (:meth:`MachineSpec.clock_ghz`, section 1.3), so ``ns = cycles / GHz``.  ``N`` is the free
 size of an access (elements per partition; for DRAM all its elements), and, unless the table
 names an operand, the largest ``N`` among the instruction's accesses.

@@ -1,6 +1,6 @@
 """The op table: engines, operands, attributes and cost of every known op.
 
-Sources are sections of ``../shared/reference/neuron-machine.md`` ([1.4] costs, [4] the ISA to
+Sources are sections of ``docs/machine-model.md`` ([1.4] costs, [4] the ISA to
 engine map, [2.1] partition rules, [2.4] DMA triggers).  The numerical meaning of each op is in
 :mod:`neuronsim.machine.model.semantics`.
 
@@ -45,7 +45,7 @@ Sources of the new ops' meaning and limits are the NKI ISA pages (``nki.isa.acti
 table "Supported Math Operators for NKI ISA" (``nki/api/nki.api.shared.rst``); costs are
 [1.4] (``activation_reduce`` +MIN_II, ``tensor_tensor_scan`` 2N, ``bn_aggr`` 13N/3; ``bn_stats``
 takes the one-input DVE rule N, which SDK-LN's "~N DVE" for LayerNorm v2 statistics agrees
-with, kernels.md 5.2).
+with, docs/kernel-patterns.md 5.2).
 
 Hardware constraints (the spec's, then the reference's), checked by
 :func:`neuronsim.machine.formats.validate.validate_program`:

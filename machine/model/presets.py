@@ -1,6 +1,6 @@
 """Machine presets ``trn1`` (NeuronCore-v2) and ``trn2`` (NeuronCore-v3), with overrides.
 
-Every figure is sourced from ``../shared/reference/neuron-machine.md`` (section in brackets).
+Every figure is sourced from ``docs/machine-model.md`` (section in brackets).
 Figures marked *unconfirmed* come from third-party reverse engineering there, not from AWS.
 
 A program's ``machine`` is a preset name or ``{"base": "trn1", KEY: VALUE, ...}`` whose keys

@@ -27,7 +27,7 @@ A wait that can never be met leaves its process blocked when the event queue run
 run then raises :class:`DeadlockError` naming the cycle of blocked components.  Waits that
 point backwards in program order (all a valid program has) cannot deadlock.
 
-Speed (``../shared/reference/performance-notes.md`` section 2): a semaphore creates an event
+Speed (``docs/performance-notes.md`` section 2): a semaphore creates an event
 only for a threshold someone actually blocks on, a completion costs one counter increment,
 and the run keeps times in flat lists with the cyclic GC off.
 """

@@ -6,7 +6,7 @@ A :class:`Plan` is the unrolled program lowered to the machine:
   each has a stream of instances in program order.  A sequencer's stream holds everything it
   issues (its compute instructions and the DMAs it triggers); a queue's stream holds the
   transfers it carries out.
-* **semaphores** (reference section 3): one counting semaphore per component counts the
+* **semaphores** (``docs/machine-model.md`` section 3): one counting semaphore per component counts the
   completions on that component in program order: a sequencer's counts its compute
   instructions (a DMA it triggers completes on its queue), a queue's its transfers.  Since a
   component completes its instances in program order (rules 1 and 3), "B has completed" is

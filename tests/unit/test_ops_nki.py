@@ -2,7 +2,7 @@
 
 Numerics are checked against numpy written out here from the NKI ISA definitions (never
 printed by the code under test); validation errors name their JSON path; costs follow the
-rules of thumb of ``neuron-machine.md`` section 1.4.
+rules of thumb of ``docs/machine-model.md`` section 1.4.
 """
 
 from __future__ import annotations

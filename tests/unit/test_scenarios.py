@@ -75,7 +75,7 @@ def test_build_validates_and_round_trips(scenario):
     assert not any(inst.deps for inst, _ in program.instructions())  # deps are the compiler's job
     virtual = [name for name, t in program.tensors.items() if t.is_virtual]
     if getattr(scenario, "placement", None) == "explicit":
-        # An explicitly allocated kernel (kernels.md 1.4) places every tile itself: alloc is a no-op.
+        # An explicitly allocated kernel (docs/kernel-patterns.md 1.4) places every tile itself: alloc is a no-op.
         assert not virtual and compile_program(program, "alloc")[0] == program
     else:
         assert virtual  # the allocator has work to do
