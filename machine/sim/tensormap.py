@@ -1,6 +1,6 @@
 """The runtime's dependence tracking per submitted task: simpler's TensorMap (``pto_tensormap``).
 
-Rules reference section 4.  The orchestrator calls :meth:`TensorMap.submit` once per task
+``docs/task-rules.md`` section 4.  The orchestrator calls :meth:`TensorMap.submit` once per task
 instance, in submission order; it answers the task's fan-in, each edge with its origin
 (:class:`~neuronsim.machine.tasks.unroll.Origin`), and counts the tracking work done:
 

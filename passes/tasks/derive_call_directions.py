@@ -1,6 +1,6 @@
 """``derive-call-directions``: the ArgDirection of every argument of every call (PyPTO pass of that name).
 
-Per argument, from the kernel parameter's direction (rules reference section 2):
+Per argument, from the kernel parameter's direction (``docs/task-rules.md`` section 2):
 
 * a scalar parameter -> ``Scalar``; ``In`` -> ``Input``; ``InOut`` -> ``InOut``;
 * ``Out`` -> ``OutputExisting``, promoted to ``InOut`` when

@@ -1,7 +1,7 @@
 """What one hazard on one prior access becomes: covered by a user dep, a compiler edge, or a fallback.
 
-Rules reference section 3 items 4, 7 (loop producers), 8 (user-dep coverage) and 10 (fallback
-triggers).  :func:`classify_seed` is the seed's decision (``faithful=true``);
+``docs/task-rules.md`` section 3 items 4, 7, 8 and 10 (the per-call walk, loop producers, user-dep
+coverage, fallback triggers).  :func:`classify_seed` is the seed's decision (``faithful=true``);
 :func:`classify_sound` is the default, which differs where the seed can lose an order once
 runtime tracking is off:
 

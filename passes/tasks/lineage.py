@@ -1,6 +1,6 @@
 """Storage lineage: which roots, and which regions of them, a tensor variable may name.
 
-Rules reference section 3 item 1 (PyPTO ``StorageRootAnalysis``).  A *location* is a tuple of
+``docs/task-rules.md`` section 3 item 1 (PyPTO ``StorageRootAnalysis``).  A *location* is a tuple of
 at most :data:`MAX_ALTERNATIVES` ``(root, region)`` alternatives; a variable is *known*,
 *unresolved* (no lineage: results of builtin ops other than create / slice / assemble) or
 *unsupported* (gather / scatter results, more than four alternatives, a branch or loop merge

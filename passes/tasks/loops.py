@@ -1,4 +1,4 @@
-"""What happens to a loop's prior accesses when the loop exits (rules reference section 3 item 7).
+"""What happens to a loop's prior accesses when the loop exits (``docs/task-rules.md`` section 3 item 7).
 
 * a static single-trip loop is transparent; its accesses whose TaskId flows into a return var
   are renamed to that return var;

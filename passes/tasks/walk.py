@@ -1,4 +1,4 @@
-"""The forward walk of the dependence analysis (rules reference section 3 items 3, 4, 9-11).
+"""The forward walk of the dependence analysis (``docs/task-rules.md`` section 3 items 3, 4, 9-11).
 
 One :class:`Walker` visits the function in source order, keeping a stack of analysed regions
 (:class:`~neuronsim.passes.tasks.records.Frame`) with their prior accesses.  For every task call in an

@@ -1,6 +1,7 @@
 """Section citations stay true: code and docs that cite ``docs/machine-model.md``,
-``docs/kernel-patterns.md`` or ``docs/performance-notes.md`` by section number name a section
-the page has, and each page numbers its sections once, in order."""
+``docs/kernel-patterns.md``, ``docs/performance-notes.md`` or ``docs/task-rules.md`` by section
+number name a section the page has, and each page numbers its sections once, in order.
+``docs/task-rules.md`` is cited by item too: "section 3 item 7" is its heading 3.7."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from tests.docs_kit import ROOT
 
-PAGES = ("machine-model", "kernel-patterns", "performance-notes")
+PAGES = ("machine-model", "kernel-patterns", "performance-notes", "task-rules")
 _NUMBER = r"\d+(?:\.\d+)?"
 
 #: ``machine-model.md`` section 1.4 / ``kernel-patterns.md 7.1, 7.6`` / ``kernel-patterns.md`` 7.1-7.3
@@ -21,6 +22,10 @@ _PROSE = re.compile(rf"performance notes,?\s*(?:sections?\s+)?({_NUMBER})")
 #: ``[2.1]`` / ``[1.1, 4]`` / ``[1.4 PerfSim constants, unconfirmed]`` in a source file (not a
 #: test: tests hold list literals) that cites machine-model.md
 _BRACKET = re.compile(rf"(?<=[\s(])\[(\d+\.\d+(?:,\s*{_NUMBER})*)(?:\s[^\]]*)?\]")
+#: ``docs/task-rules.md`` section 3 item 7 / section 3 items 4, 7-9 and 12 / section 3 (item 7)
+_ITEMS = re.compile(r"task-rules\.md`*\)?,?\s*section\s+(\d+),?\s+\(?items?\s+(\d+(?:\s*(?:-|,|and)\s*\d+)*)")
+#: the citation style ``docs/task-rules.md`` replaced; the test cannot check what it points at
+_OLD_STYLE = re.compile(r"rules reference", re.I)
 
 
 def _expand(first: str, last: str | None) -> list[str]:
@@ -46,6 +51,14 @@ def _numbers(listing: str) -> list[str]:
     return re.findall(_NUMBER, listing)
 
 
+def _items(listing: str) -> list[int]:
+    """``4, 7-9 and 12`` -> 4, 7, 8, 9, 12."""
+    items = []
+    for first, last in re.findall(r"(\d+)(?:\s*-\s*(\d+))?", listing):
+        items += range(int(first), int(last or first) + 1)
+    return items
+
+
 def _sources() -> list[Path]:
     skip = {".git", ".venv", "venv", "node_modules", "__pycache__"}
     own = Path(__file__).resolve()
@@ -54,7 +67,8 @@ def _sources() -> list[Path]:
 
 
 def citations() -> list[tuple[str, str, str]]:
-    """``(file, page, section)`` for every section citation of the three pages."""
+    """``(file, page, section)`` for every section citation of the four pages (an item M of
+    section N of ``task-rules`` as section ``N.M``)."""
     found = []
     for path in _sources():
         text = path.read_text(errors="replace")
@@ -62,6 +76,8 @@ def citations() -> list[tuple[str, str, str]]:
         for page, listing in _CITE.findall(text):
             found += [(where, page, n) for n in _numbers(listing)]
         found += [(where, "performance-notes", n) for n in _PROSE.findall(text)]
+        for section, listing in _ITEMS.findall(text):
+            found += [(where, "task-rules", f"{section}.{item}") for item in _items(listing)]
         if path.suffix == ".py" and "machine-model.md" in text and "tests" not in path.relative_to(ROOT).parts:
             for listing in _BRACKET.findall(text):
                 found += [(where, "machine-model", n) for n in _numbers(listing)]
@@ -95,4 +111,31 @@ def test_a_citation_of_a_missing_section_is_caught():
     assert _BRACKET.findall("clock [1.3]: and [1.1, 4] but not reads[0] or [1.4 PerfSim, x]") == ["1.3", "1.1, 4", "1.4"]
     cited = [("x.py", "kernel-patterns", "7.6"), ("x.py", "kernel-patterns", "12.1"),
              ("y.py", "machine-model", "2.9")]
+    assert missing_sections(cited) == cited[1:]
+
+
+def test_task_rules_keeps_the_numbering_the_code_cites():
+    """Sections 2-4 and items 1-12 of section 3, as in the rules the passes were written from."""
+    expected = {"2", "3", "4"} | {f"3.{item}" for item in range(1, 13)}
+    assert expected <= set(page_sections("task-rules"))
+
+
+def test_the_task_passes_cite_task_rules_by_item():
+    cited = {(where, n) for where, page, n in citations() if page == "task-rules"}
+    assert ("passes/tasks/loops.py", "3.7") in cited
+    assert ("machine/sim/tensormap.py", "4") in cited
+    assert {n for _, n in cited} >= {f"3.{item}" for item in range(1, 13)}
+
+
+def test_no_citation_in_the_old_uncheckable_style():
+    old = [str(p.relative_to(ROOT)) for p in _sources() if _OLD_STYLE.search(p.read_text(errors="replace"))]
+    assert old == [], f"cite ``docs/task-rules.md`` section N item M instead of the rules reference: {old}"
+
+
+def test_a_task_rules_item_citation_is_read_and_checked():
+    sample = ("see ``docs/task-rules.md`` section 3 items 4, 7-9 and 12, (`docs/task-rules.md`\n"
+              "section 3 (item 7)) and ``docs/task-rules.md`` section 4, step A")
+    assert [(s, _items(listing)) for s, listing in _ITEMS.findall(sample)] == [("3", [4, 7, 8, 9, 12]), ("3", [7])]
+    assert [n for _, listing in _CITE.findall(sample) for n in _numbers(listing)] == ["3", "3", "4"]
+    cited = [("x.py", "task-rules", "3.12"), ("x.py", "task-rules", "3.13"), ("x.py", "task-rules", "5.1")]
     assert missing_sections(cited) == cited[1:]

@@ -1,4 +1,4 @@
-"""Rules reference section 3 items 4 (per task call), 5 (hazard rule) and 6 (overlap rule)."""
+"""``docs/task-rules.md`` section 3 items 4, 5 and 6: one task call, the hazard rule and the overlap rule."""
 
 from __future__ import annotations
 

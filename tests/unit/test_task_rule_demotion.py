@@ -1,4 +1,4 @@
-"""Rules reference section 3 item 9 (direction demotion: Input -> NoDep, InOut -> OutputExisting)."""
+"""``docs/task-rules.md`` section 3 item 9 (direction demotion: Input -> NoDep, InOut -> OutputExisting)."""
 
 from __future__ import annotations
 

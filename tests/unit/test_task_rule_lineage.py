@@ -1,4 +1,5 @@
-"""Rules reference section 3 item 1 (storage lineage), one bullet per test, expectations written from the rule."""
+"""``docs/task-rules.md`` section 3 item 1 (storage lineage), one rule per test, expectations written from the
+rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Rules reference section 3 items 3 (regions analysed), 10 (fallback) and 11 (compiler-owned MANUAL scopes)."""
+"""``docs/task-rules.md`` section 3 items 3, 10 and 11: the regions analysed, fallback and compiler-owned MANUAL
+scopes."""
 
 from __future__ import annotations
 

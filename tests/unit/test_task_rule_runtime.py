@@ -1,5 +1,5 @@
-"""Rules reference section 3 item 12 (how deps reach the runtime) and section 4 (the TensorMap the pass
-makes redundant), judged by the brute-force oracle of ``tests/task_oracle.py``."""
+"""How deps reach the runtime (``docs/task-rules.md`` section 3 item 12) and the TensorMap the pass makes
+redundant (``docs/task-rules.md`` section 4), judged by the brute-force oracle of ``tests/task_oracle.py``."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rules reference section 3 items 2 (TaskId collection) and 8 (user-dep coverage for loop producers)."""
+"""``docs/task-rules.md`` section 3 items 2 and 8: TaskId collection and user-dep coverage for loop producers."""
 
 from __future__ import annotations
 
