@@ -6,8 +6,8 @@ physical byte, one of them writing (:func:`tests.alloc_oracles.reuse_pairs`, bru
 over unrolled cells).  Printed for ``alloc`` (multi-buffering loop-body tiles) and
 ``alloc{rotate=false}`` (one placement per tensor, the allocator before multi-buffering):
 
-* per generator (:func:`verify.tile_kernels.tile_kernels`, loop kernels over virtual tiles;
-  :func:`verify.strategies.programs` with every tensor virtual): the share of programs with
+* per generator (:func:`neuronsim.verify.tile_kernels.tile_kernels`, loop kernels over virtual tiles;
+  :func:`neuronsim.verify.strategies.programs` with every tensor virtual): the share of programs with
   some reuse, reuse pairs per program, the share with a rotating tensor, tensors rotated and
   bytes saved per program (``ctx.stats["alloc"]``);
 * per scenario with virtual tiles: tensors rotated, bytes used, and the nominal makespan
@@ -28,14 +28,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from machine.sim.simulator import simulate  # noqa: E402
-from machine.stream import stream_of  # noqa: E402
-from passes import compile_program  # noqa: E402
+from neuronsim.machine.sim.simulator import simulate  # noqa: E402
+from neuronsim.machine.order.stream import stream_of  # noqa: E402
+from neuronsim.passes import compile_program  # noqa: E402
 from tests.alloc_oracles import reuse_pairs  # noqa: E402
-from verify.racecheck import check_waits  # noqa: E402
-from verify.scenarios import all_scenarios, scenario_name  # noqa: E402
-from verify.strategies import programs  # noqa: E402
-from verify.tile_kernels import examples, tile_kernels  # noqa: E402
+from neuronsim.verify.racecheck import check_waits  # noqa: E402
+from neuronsim.verify.scenarios import all_scenarios, scenario_name  # noqa: E402
+from neuronsim.verify.strategies import programs  # noqa: E402
+from neuronsim.verify.tile_kernels import examples, tile_kernels  # noqa: E402
 
 SPECS = ("alloc", "alloc{rotate=false}")
 

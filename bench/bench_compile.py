@@ -10,7 +10,7 @@ ACT, DMA stores back on a third queue.
 
 Each size runs in its own process (so peak RSS is that size's).  Printed per size: the seconds
 of every pass (alloc, build-fdeps, remove-redundancies, anti-deps, dep-reduction), the
-verification between passes, the race check of the result (:func:`verify.racecheck.check_program`
+verification between passes, the race check of the result (:func:`neuronsim.verify.racecheck.check_program`
 on the compiled program: the check reads the deps from the pipeline's dep table, and it reuses
 the instance stream and the physical access events ``anti-deps`` computed on it - a check of
 the same program loaded from a file computes both itself, see ``bench_racecheck.py``),
@@ -40,7 +40,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from machine.ir import Access, Instruction, MemoryKind, Program, Tensor, frozen_mapping  # noqa: E402
+from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Program, Tensor, frozen_mapping  # noqa: E402
 
 PHASE = 4096
 TILES_PER_PHASE = 512
@@ -116,8 +116,8 @@ def synthetic_program(n: int, seed: int = 0) -> Program:
 
 
 def run_one(n: int) -> dict:
-    from passes import PassContext, run_pipeline
-    from verify.racecheck import check_program
+    from neuronsim.passes import PassContext, run_pipeline
+    from neuronsim.verify.racecheck import check_program
 
     started = time.perf_counter()
     program = synthetic_program(n)

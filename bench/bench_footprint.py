@@ -3,7 +3,7 @@
 Issue #12 asks for the footprint of a 1e5-instance loop program in under 30 s and 1 GiB.
 
 Workload: :func:`tiled_matmul`, a tiled matmul written as hand-allocated NKI kernels write it
-(kernels.md 2.2, 1.4): ``result[M, N] = lhsT[K, M]^T @ rhs[K, N]`` in bf16, loops ``m`` (128-row
+(docs/kernel-patterns.md 2.2, 1.4): ``result[M, N] = lhsT[K, M]^T @ rhs[K, N]`` in bf16, loops ``m`` (128-row
 output tiles) -> ``n`` (512-column output tiles), and per output tile the K tiles of 128 rows:
 K tile 0 peeled (its loads into their own buffers, the group-start matmul that overwrites the
 bank), then a loop ``k`` over the other K tiles whose loads rotate over two slots each
@@ -11,7 +11,7 @@ bank), then a loop ``k`` over the other K tiles whose loads rotate over two slot
 ``lhsT`` on ``dma0``, ACT loads ``rhs`` on ``dma1``; the PSUM accumulator rotates over two
 banks and the output tile over two SBUF slots (``x-rotate`` over ``n``), so the next tile's
 matmuls overlap this tile's eviction (DVE) and store (triggered by DVE on ``dma2``).  Every
-tile is placed (:class:`scenarios.builder.SbufArena`): ``alloc`` has nothing to place.
+tile is placed (:class:`neuronsim.machine.build.builder.SbufArena`): ``alloc`` has nothing to place.
 With the default 62 x 62 output tiles and K = 8: 3 * 8 + 2 = 26 instances per tile,
 99,944 in all.
 
@@ -56,9 +56,9 @@ from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from machine.format import load_program, save_program  # noqa: E402
-from machine.ir import Program  # noqa: E402
-from scenarios.builder import KernelBuilder, SbufArena  # noqa: E402
+from neuronsim.machine.formats.program import load_program, save_program  # noqa: E402
+from neuronsim.machine.ir.program import Program  # noqa: E402
+from neuronsim.machine.build.builder import KernelBuilder, SbufArena  # noqa: E402
 
 TILE, TILE_N = 128, 512
 GOAL_SECONDS, GOAL_BYTES = 30.0, 1 << 30
@@ -67,7 +67,7 @@ GOAL_SECONDS, GOAL_BYTES = 30.0, 1 << 30
 def tiled_matmul(m_tiles: int, n_tiles: int, k_tiles: int) -> Program:
     """The benchmark's kernel (module doc): ``m_tiles * n_tiles * (3 * k_tiles + 2)`` instances.
 
-    >>> from machine.stream import stream_of
+    >>> from neuronsim.machine.order.stream import stream_of
     >>> program = tiled_matmul(2, 2, 3)
     >>> sum(1 for _ in program.instructions()), len(stream_of(program)), program.tensors["r_buf"].rotate
     (8, 44, Rotation(loop='k', slots=2, stride=1024))
@@ -125,10 +125,10 @@ def phases(path: str) -> None:
     at ``path`` (in this process: run it in a child), with its seconds and the peak RSS so far."""
     import resource
 
-    from machine.format import load_program
-    from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
-    from verify.own_races import own_races
-    from verify.sync_counts import minimum_sync
+    from neuronsim.machine.formats.program import load_program
+    from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+    from neuronsim.verify.own_races import own_races
+    from neuronsim.verify.sync_counts import minimum_sync
 
     def step(name: str, fn):
         start = time.perf_counter()
@@ -158,7 +158,7 @@ def main() -> None:
         phases(opts.phases_of)
         return
     program = tiled_matmul(*opts.tiles, opts.k)
-    cli = [sys.executable, "-c", "from verify.cli import main; main()"]
+    cli = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
     with tempfile.TemporaryDirectory() as tmp:
         bare, compiled = os.path.join(tmp, "bare.json"), os.path.join(tmp, "compiled.json")
         save_program(program, bare)

@@ -1,9 +1,9 @@
 """Kept waits against the spec's minimum on generated loop programs, loops kept (issue #12).
 
 Draws ``N`` programs (default 1,000) from the strategy of ``tests/property/test_instance_exact.py``
-(``verify.strategies.programs`` with loops, virtual tensors, no deps) with a fixed seed,
+(``neuronsim.verify.strategies.programs`` with loops, virtual tensors, no deps) with a fixed seed,
 compiles each with the default pipeline and counts how many keep exactly the minimum of
-waits (``verify.sync_counts.minimum_sync``), fewer, or more; the loops must be kept and the
+waits (``neuronsim.verify.sync_counts.minimum_sync``), fewer, or more; the loops must be kept and the
 result race-free.  The test asserts "never more" on fewer examples; this prints the split.
 
 Usage: ``python bench/bench_instance_exact.py [N] [--seed S]``.
@@ -20,11 +20,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
-from machine.ir import Loop  # noqa: E402
-from passes import compile_program  # noqa: E402
-from verify.racecheck import check_program  # noqa: E402
-from verify.strategies import programs  # noqa: E402
-from verify.sync_counts import minimum_sync, stage_sync  # noqa: E402
+from neuronsim.machine.ir.program import Loop  # noqa: E402
+from neuronsim.passes import compile_program  # noqa: E402
+from neuronsim.verify.racecheck import check_program  # noqa: E402
+from neuronsim.verify.strategies import programs  # noqa: E402
+from neuronsim.verify.sync_counts import minimum_sync, stage_sync  # noqa: E402
 
 LOOPS = dict(deps="none", virtual=True, max_instructions=10, max_trip=3, max_loops=3)
 

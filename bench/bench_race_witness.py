@@ -4,7 +4,7 @@ Two workloads, each race-free before the deletion:
 
 * ``matmul_k_loop`` (shipped example): every dep whose deletion makes the race checker report a
   RAW race is deleted in turn;
-* generated straight-line programs (``verify.strategies.programs``, no loops) given a wait on
+* generated straight-line programs (``neuronsim.verify.strategies.programs``, no loops) given a wait on
   every earlier conflicting instruction; per program one RAW wait whose deletion makes the
   checker report a RAW race is deleted.
 
@@ -25,13 +25,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 
-from machine.edges import EdgeKind  # noqa: E402
-from machine.format import load_program  # noqa: E402
-from machine.geometry import footprint, overlap  # noqa: E402
-from machine.ir import Dep, Program  # noqa: E402
-from machine.sim.simulator import simulate  # noqa: E402
-from verify.racecheck import check_program  # noqa: E402
-from verify.strategies import programs  # noqa: E402
+from neuronsim.machine.ir.edges import EdgeKind  # noqa: E402
+from neuronsim.machine.formats.program import load_program  # noqa: E402
+from neuronsim.machine.model.geometry import footprint, overlap  # noqa: E402
+from neuronsim.machine.ir.program import Dep, Program  # noqa: E402
+from neuronsim.machine.sim.simulator import simulate  # noqa: E402
+from neuronsim.verify.racecheck import check_program  # noqa: E402
+from neuronsim.verify.strategies import programs  # noqa: E402
 
 SEEDS = [None, *range(20)]
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"

@@ -15,7 +15,7 @@ Two dep sets, each checked as a plain program (deps in the instruction objects, 
 Both are race-free, as compiled programs are.  At 1e4 and 1e5 a third run drops 1 % of the
 deps to show the cost when races are found (the exact walk that lists them).
 
-Printed per size and dep set: wall and CPU seconds of :func:`verify.racecheck.check_program`
+Printed per size and dep set: wall and CPU seconds of :func:`neuronsim.verify.racecheck.check_program`
 (instance stream, wait resolution, the check), CPU ns per access event against the goal of
 2 us, and the ratio to the floor: ``bench_reduction.plain_vector_clock``, a plain integer
 vector-clock walk over the same instance waits (happens-before only, no memory), in CPU
@@ -38,15 +38,15 @@ import resource
 import sys
 import time
 
-from machine.edges import EdgeKind
-from machine.ir import Access, Dep, Instruction, MemoryKind, Program, Tensor, frozen_mapping
-from machine.deptable import DeferredProgram, dep_table
-from machine.events import access_events
-from machine.hb import start_clocks
-from machine.stream import NUM_SEQUENCERS, InstanceStream
-from passes.pipeline import run_pipeline
-from verify.race_free import neighbour_pairs, not_waited_on, open_pairs
-from verify.racecheck import check_program
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import Access, Dep, Instruction, MemoryKind, Program, Tensor, frozen_mapping
+from neuronsim.machine.order.deptable import DeferredProgram, dep_table
+from neuronsim.machine.order.events import access_events
+from neuronsim.machine.order.hb import start_clocks
+from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
+from neuronsim.passes.pipeline import run_pipeline
+from neuronsim.verify.race_free import neighbour_pairs, not_waited_on, open_pairs
+from neuronsim.verify.racecheck import check_program
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_reduction import plain_vector_clock  # noqa: E402

@@ -10,8 +10,8 @@ is topological; sequencer and queue order are rules 1-3.
 
 Timed, on the same instance-level waits:
 
-* ``ours``: :func:`passes.dep_reduction.redundant_waits` (frontier clocks of the SyncState);
-* ``syncstate``: :func:`passes.dep_reduction.redundant_waits_syncstate` (the seed's two BitMap
+* ``ours``: :func:`neuronsim.passes.dep_reduction.redundant_waits` (frontier clocks of the SyncState);
+* ``syncstate``: :func:`neuronsim.passes.dep_reduction.redundant_waits_syncstate` (the seed's two BitMap
   banks, per instance);
 * ``plain``: a plain integer vector clock written here, independently (lists, ``map(max)``),
   with the same rules (a DMA's sequencer keeps its trigger clock);
@@ -23,7 +23,7 @@ Timed, on the same instance-level waits:
   for both together.
 
 Every method's kept wait set is checked identical to ``ours``.  ``program`` times the whole
-pass on a :class:`~machine.ir.Program` (unrolling, wait resolution, reduction, rebuilding the
+pass on a :class:`~neuronsim.machine.ir.program.Program` (unrolling, wait resolution, reduction, rebuilding the
 deps).  Garbage collection is off inside ``ours``; ``plain`` runs with it off too.
 """
 
@@ -40,9 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import networkx as nx  # noqa: E402
 
-from machine.ir import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
-from machine.stream import InstanceStream  # noqa: E402
-from passes.dep_reduction import dep_reduction, redundant_waits, redundant_waits_syncstate, waits_from_targets  # noqa: E402
+from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
+from neuronsim.machine.order.stream import InstanceStream  # noqa: E402
+from neuronsim.passes.dep_reduction import dep_reduction, redundant_waits, redundant_waits_syncstate, waits_from_targets  # noqa: E402
 
 QUEUES = 3
 WIDTH = len(SEQUENCERS) + QUEUES

@@ -2,13 +2,13 @@
 
 Issue #12 asks that the default pipeline keep exactly the minimum of waits on real loop
 kernels *with the loops kept*, and that what this costs or buys in time be visible.  For every
-scenario (:func:`verify.scenarios.all_scenarios`) and two allocations, ``alloc`` (loop-body
+scenario (:func:`neuronsim.verify.scenarios.all_scenarios`) and two allocations, ``alloc`` (loop-body
 tiles multi-buffered) and ``alloc{rotate=false}`` (one placement per tensor), this prints:
 
 * ``instances``: instruction instances of the program;
 * ``waits before / after / minimum``: instance-level waits after dependence construction
   (``alloc,build-fdeps,remove-redundancies,anti-deps``), after ``dep-reduction``, and the
-  spec's minimum for the placed program (:mod:`verify.sync_counts`); ``kept/min`` is their
+  spec's minimum for the placed program (:mod:`neuronsim.verify.sync_counts`); ``kept/min`` is their
   ratio (below 1 when deps order pairs through instructions that do not conflict);
 * ``kept ns``: the nominal makespan (timing-only simulation) of the loop program after the
   default pipeline;
@@ -45,12 +45,12 @@ from types import ModuleType
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from machine.ir import PSUM_BANK_BYTES, Access, Instruction, Loop, MemoryKind, Node, Program, Tensor  # noqa: E402
-from machine.sim.simulator import simulate  # noqa: E402
-from passes import CONSTRUCTION_PIPELINE, compile_program  # noqa: E402
-from passes.expand_scheduling_units import expand_scheduling_units  # noqa: E402
-from verify.scenarios import all_scenarios, scenario_name  # noqa: E402
-from verify.sync_counts import sync_report  # noqa: E402
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Access, Instruction, Loop, MemoryKind, Node, Program, Tensor  # noqa: E402
+from neuronsim.machine.sim.simulator import simulate  # noqa: E402
+from neuronsim.passes import CONSTRUCTION_PIPELINE, compile_program  # noqa: E402
+from neuronsim.passes.expand_scheduling_units import expand_scheduling_units  # noqa: E402
+from neuronsim.verify.scenarios import all_scenarios, scenario_name  # noqa: E402
+from neuronsim.verify.sync_counts import sync_report  # noqa: E402
 
 ALLOCATIONS = ("alloc", "alloc{rotate=false}")
 
@@ -80,7 +80,7 @@ def _slot_tensor(tensor: Tensor, slot: int) -> Tensor:
 def expand_fully(program: Program) -> Program:
     """``expand-scheduling-units``, rotating placements materialized slot by slot.
 
-    >>> from scenarios.builder import KernelBuilder
+    >>> from neuronsim.machine.build.builder import KernelBuilder
     >>> kb = KernelBuilder("k")
     >>> x = kb.dram_input("x", (384, 4), "float32")
     >>> t = kb.sbuf("t", (128, 4), "float32", partition=0, offset=0, slots=2, loop="i")
@@ -186,8 +186,8 @@ def compact_cells(multi: Row, single: Row) -> tuple[str, ...]:
 
 def wait_targets(program: Program) -> dict[str, list[str]]:
     """Instance name -> the instances it waits for (its deps resolved per instance)."""
-    from machine.deptable import dep_table
-    from machine.stream import stream_of
+    from neuronsim.machine.order.deptable import dep_table
+    from neuronsim.machine.order.stream import stream_of
 
     stream = stream_of(program)
     waits = stream.resolve(dep_table(program, stream))
@@ -229,7 +229,7 @@ def main() -> None:
                         help="allocation for --waits (default: one placement per tensor, the same in both)")
     args = parser.parse_args()
     if args.waits:
-        from verify.scenarios import get_scenario
+        from neuronsim.verify.scenarios import get_scenario
 
         found = wait_differences(get_scenario(args.waits), args.allocation)
         print("\n".join(found) or "the same waits, instance for instance")

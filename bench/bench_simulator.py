@@ -1,10 +1,10 @@
 """Simulator throughput: the simpy model against its hand-written heapq twin.
 
-Both run the same lowered model (:class:`machine.sim.plan.Plan`, the timing model of
+Both run the same lowered model (:class:`neuronsim.machine.sim.plan.Plan`, the timing model of
 ``docs/timing.md``): five in-order sequencers and three in-order DMA queues, DMA triggers
 handed from sequencers to queues, waits as semaphore thresholds, result latencies, and
 transfers split over the 16 DMA engines; timing only (no memory, no numerics).  The twin is
-:func:`machine.sim.heaploop.heap_run`.  The workload is a synthetic straight-line program of N
+:func:`neuronsim.machine.sim.heaploop.heap_run`.  The workload is a synthetic straight-line program of N
 instructions spread uniformly over the eight engines: compute instructions of 1..100 cycles,
 DMAs that copy 4, 32 or 128 partitions of 256 B .. 4 KiB each from HBM into SBUF (a random
 sequencer triggers them), and about half the instructions waiting on a random instruction of
@@ -29,10 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from machine.ir import SEQUENCERS, Access, Dep, Instruction, MemoryKind, Program, Tensor  # noqa: E402
-from machine.sim.engine import NOMINAL, Interleaving, TimedRun  # noqa: E402
-from machine.sim.heaploop import heap_run  # noqa: E402
-from machine.sim.plan import build_plan  # noqa: E402
+from neuronsim.machine.ir.program import SEQUENCERS, Access, Dep, Instruction, MemoryKind, Program, Tensor  # noqa: E402
+from neuronsim.machine.sim.engine import NOMINAL, Interleaving, TimedRun  # noqa: E402
+from neuronsim.machine.sim.heaploop import heap_run  # noqa: E402
+from neuronsim.machine.sim.plan import build_plan  # noqa: E402
 
 #: The synthetic program's DMA endpoints: HBM rows and a bf16 SBUF buffer.
 TENSORS = {"hbm": Tensor("hbm", MemoryKind.DRAM, "bfloat16", (128, 2048), address=0),

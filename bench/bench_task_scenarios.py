@@ -1,7 +1,7 @@
 """The task scenarios (``scenarios/tasks/``) in one table: the runtime tracking the passes save,
 races, and nominal makespans, the all-AUTO program against the compiled one.
 
-Per scenario, one run with the program's scalars (``verify.task_scenarios.run_task_scenario``,
+Per scenario, one run with the program's scalars (``neuronsim.verify.tasks.scenarios.run_task_scenario``,
 what ``neuronsim run NAME`` prints):
 
 * ``tasks``: task instances submitted;
@@ -26,7 +26,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from verify.task_scenarios import all_task_scenarios, run_task_scenario, task_scenario_name  # noqa: E402
+from neuronsim.verify.tasks.scenarios import all_task_scenarios, run_task_scenario, task_scenario_name  # noqa: E402
 
 COLUMNS = ("scenario", "tasks", "lookups", "inserts", "explicit", "MANUAL tasks", "slots demoted",
            "races all-AUTO / compiled / runs", "makespan us", "orchestrator us")

@@ -16,7 +16,7 @@ Stages, printed as seconds and task instances per second of one run:
 * ``passes``: the task pipeline (derive-call-directions, auto-derive-task-dependencies,
   materialize-runtime-scopes, with the verifier after each; ``passes alone`` without it);
 * ``static check``: the orchestrator's walk, the TensorMap edges and the race checker over the
-  unrolled task graph of the compiled program (``verify.taskcheck.check_task_program``);
+  unrolled task graph of the compiled program (``neuronsim.verify.tasks.check.check_task_program``);
 * ``simulate``: one seeded run on the simulated runtime (simpy: orchestrator and workers);
 * ``trace check``: the race checker over that run's recorded edges.
 
@@ -47,15 +47,15 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_racecheck import synthetic  # noqa: E402
 
-from machine.sim.runtime import simulate_tasks  # noqa: E402
-from machine.sim.simulator import simulate  # noqa: E402
-from machine.tasks.builder import In, InOut, Out, TaskBuilder  # noqa: E402
-from machine.tasks.ir import TaskProgram  # noqa: E402
-from passes import compile_program  # noqa: E402
-from passes.tasks import compile_tasks  # noqa: E402
-from verify.racecheck import check_program  # noqa: E402
-from verify.strategies import strip_deps  # noqa: E402
-from verify.taskcheck import check_task_program, check_task_trace  # noqa: E402
+from neuronsim.machine.sim.runtime import simulate_tasks  # noqa: E402
+from neuronsim.machine.sim.simulator import simulate  # noqa: E402
+from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder  # noqa: E402
+from neuronsim.machine.tasks.ir import TaskProgram  # noqa: E402
+from neuronsim.passes import compile_program  # noqa: E402
+from neuronsim.passes.tasks import compile_tasks  # noqa: E402
+from neuronsim.verify.racecheck import check_program  # noqa: E402
+from neuronsim.verify.strategies import strip_deps  # noqa: E402
+from neuronsim.verify.tasks.check import check_task_program, check_task_trace  # noqa: E402
 
 SEQUENCES, SPLIT, TILE = 64, 4, 16
 

@@ -1,6 +1,6 @@
 """The timing model against published hardware micro-measurements (issue 21).
 
-Each case is built as a program (``machine.ir`` through the JSON loader, so it is validated),
+Each case is built as a program (``neuronsim.machine.ir.program`` through the JSON loader, so it is validated),
 simulated with nominal durations (timing only), and its figure is printed beside the
 published one (``docs/timing.md`` names the page and figure of each):
 
@@ -29,9 +29,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from machine.format import parse_program  # noqa: E402
-from machine.sim.simulator import simulate  # noqa: E402
-from machine.sim.trace import Trace  # noqa: E402
+from neuronsim.machine.formats.program import parse_program  # noqa: E402
+from neuronsim.machine.sim.simulator import simulate  # noqa: E402
+from neuronsim.machine.sim.trace import Trace  # noqa: E402
 
 #: The acceptance bound: |simulated / published - 1| <= TOLERANCE.
 TOLERANCE = 0.15

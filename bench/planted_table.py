@@ -5,11 +5,11 @@
     .venv/bin/python bench/planted_table.py --tasks              # the task-pass bugs instead
 
 For each planted bug of ``tests/planted.py`` and each seed, runs
-:func:`verify.fuzz.check_pass` with the bug in its pipeline slot (or, for the simulator,
+:func:`neuronsim.verify.fuzz.check_pass` with the bug in its pipeline slot (or, for the simulator,
 as the simulator) on up to ``--budget`` programs (``neuronsim fuzz``'s default is 500), without
 shrinking, and prints how many examples it took until the first failure ("-" when none
 within the budget) and which checks found it, as a Markdown table.  ``--tasks`` does the same
-for the task-pass bugs of ``tests/planted_tasks.py`` with :func:`verify.task_fuzz.check_task_pass`
+for the task-pass bugs of ``tests/planted_tasks.py`` with :func:`neuronsim.verify.tasks.fuzz.check_task_pass`
 (``neuronsim fuzz --tasks``) in the slot of ``auto-derive-task-dependencies``.  The counts depend only on
 the seed and the strategy, not on ``--workers``.
 """
@@ -43,13 +43,13 @@ def first_failure(bug: int, seed: int, budget: int, tasks: bool = False) -> tupl
     """``(examples until the first failure, check that failed)`` or ``(None, None)``."""
     if tasks:
         import tests.planted_tasks as planted_tasks
-        from verify.task_fuzz import check_task_pass
+        from neuronsim.verify.tasks.fuzz import check_task_pass
 
         _, attr, options = TASK_BUGS[bug]
         result = check_task_pass(getattr(planted_tasks, attr), examples=budget, seed=seed, shrink=False, **options)
         return (None, None) if result.failure is None else (result.first_failure_at, result.failure.check)
     import tests.planted as planted
-    from verify.fuzz import check_pass
+    from neuronsim.verify.fuzz import check_pass
 
     _, attr, options = BUGS[bug]
     obj = getattr(planted, attr)

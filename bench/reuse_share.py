@@ -3,9 +3,9 @@
     .venv/bin/python bench/reuse_share.py                 # 300 programs, seed 0
     .venv/bin/python bench/reuse_share.py --programs 1000 --seed 3
 
-Draws programs from the fuzzer's strategy (:func:`verify.fuzz.fuzz_strategy`), exactly as
+Draws programs from the fuzzer's strategy (:func:`neuronsim.verify.fuzz.fuzz_strategy`), exactly as
 ``neuronsim fuzz`` does, and counts those where the ``alloc`` pass places two accessed
-virtual tensors on shared bytes (:func:`verify.strategies.allocator_reuse`), with the reuse
+virtual tensors on shared bytes (:func:`neuronsim.verify.strategies.allocator_reuse`), with the reuse
 family on (the default) and off (the strategy before it existed).
 """
 
@@ -20,8 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import seed as hypothesis_seed  # noqa: E402
 
-from verify.fuzz import fuzz_strategy  # noqa: E402
-from verify.strategies import allocator_reuse  # noqa: E402
+from neuronsim.verify.fuzz import fuzz_strategy  # noqa: E402
+from neuronsim.verify.strategies import allocator_reuse  # noqa: E402
 
 
 def reuse_counts(programs: int, seed: int, **strategy_options) -> tuple[int, int, int]:

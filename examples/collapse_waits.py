@@ -28,9 +28,9 @@ On the flash-attention scenario after dependence construction it drops 6 of 32 d
 exact reduction, ``remove-redundancies`` then ``dep-reduction``, keeps 16), and the result
 is still race-free:
 
->>> from machine.format import load_program
+>>> from neuronsim.machine.formats.program import load_program
 >>> from passes import compile_program
->>> from verify.racecheck import check_program
+>>> from neuronsim.verify.racecheck import check_program
 >>> built, _ = compile_program(load_program("scenarios/flash_attention.json"), "alloc,build-fdeps,anti-deps")
 >>> out = CollapseWaits().apply(built, None)
 >>> sum(len(i.deps) for i, _ in built.instructions()), sum(len(i.deps) for i, _ in out.instructions())
@@ -44,8 +44,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from machine.ir import Instruction, Program
-from passes.pipeline import Pass, PassContext
+from neuronsim.machine.ir.program import Instruction, Program
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["CollapseWaits", "CollapseWaitsBySequencer", "collapse_waits"]
 

@@ -3,11 +3,11 @@
 This package imports nothing else of ours; ``passes`` and ``verify`` build on it.
 """
 
-from machine.edges import DepGraph, Edge, EdgeKind
-from machine.errors import ProgramError
-from machine.format import dumps_program, load_program, loads_program, parse_program, program_to_json, save_program
-from machine.geometry import Footprint, Overlap, footprint, overlap
-from machine.ir import (
+from neuronsim.machine.ir.edges import DepGraph, Edge, EdgeKind
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.program import dumps_program, load_program, loads_program, parse_program, program_to_json, save_program
+from neuronsim.machine.model.geometry import Footprint, Overlap, footprint, overlap
+from neuronsim.machine.ir.program import (
     MEMORY_NAMES,
     OPCODE_LOOP,
     SEQUENCERS,
@@ -20,9 +20,9 @@ from machine.ir import (
     Program,
     Tensor,
 )
-from machine.optable import OP_TABLE, op_spec
-from machine.presets import PRESETS, MachineSpec, resolve_machine
-from machine.unroll import Instance, Unrolled, unroll
+from neuronsim.machine.model.optable import OP_TABLE, op_spec
+from neuronsim.machine.model.presets import PRESETS, MachineSpec, resolve_machine
+from neuronsim.machine.order.unroll import Instance, Unrolled, unroll
 
 __all__ = [
     "Access", "Dep", "DepGraph", "Edge", "EdgeKind", "Footprint", "Instance", "Instruction",

@@ -1,12 +1,12 @@
 """Compiler passes over the program IR: allocation, dependence construction and reduction.
 
 Each pass is a small frozen dataclass with a kebab-case ``name`` and ``apply(program, ctx)``
-(:mod:`passes.pipeline`).  :data:`ALL_PASSES` is the registry pipeline spec strings are parsed
-against; :data:`~passes.pipeline.DEFAULT_PIPELINE` is what ``neuronsim compile`` runs.
+(:mod:`neuronsim.passes.pipeline`).  :data:`ALL_PASSES` is the registry pipeline spec strings are parsed
+against; :data:`~neuronsim.passes.pipeline.DEFAULT_PIPELINE` is what ``neuronsim compile`` runs.
 
 To add a pass (for example the transitive reduction of issue #6): define it beside the
 others, add it to :data:`ALL_PASSES` under its ``name``, and append it to
-:data:`~passes.pipeline.DEFAULT_PIPELINE` if it belongs in the default pipeline.  A pass in
+:data:`~neuronsim.passes.pipeline.DEFAULT_PIPELINE` if it belongs in the default pipeline.  A pass in
 another package registers itself under the entry-point group ``neuronsim.passes`` (name: the
 pass's ``name``, value: ``module:Class``); :data:`ALL_PASSES` then lists it, so spec strings
 (``--passes``) can name it (``docs/writing-a-pass.md``).
@@ -15,22 +15,23 @@ pass's ``name``, value: ``module:Class``); :data:`ALL_PASSES` then lists it, so 
 import warnings
 from importlib.metadata import entry_points
 
-from passes.alloc import Alloc, AllocSharedDram
-from passes.anti_deps import AntiDeps
-from passes.dep_opt import DepOpt
-from passes.expand_scheduling_units import ExpandSchedulingUnits
-from passes.build_fdeps import BuildFdeps
-from passes.fuse_loops import FuseLoops
-from passes.pipeline import CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
-from passes.dep_reduction import DepReduction
-from passes.remove_redundancies import RemoveRedundancies
-from passes.list_schedule import ListSchedule
+from neuronsim.passes.alloc import Alloc, AllocSharedDram
+from neuronsim.passes.anti_deps import AntiDeps
+from neuronsim.passes.dep_opt import DepOpt
+from neuronsim.passes.expand_scheduling_units import ExpandSchedulingUnits
+from neuronsim.passes.build_fdeps import BuildFdeps
+from neuronsim.passes.fuse_loops import FuseLoops
+from neuronsim.passes.pipeline import PASS_REGISTRY, CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
+from neuronsim.passes.dep_reduction import DepReduction
+from neuronsim.passes.remove_redundancies import RemoveRedundancies
+from neuronsim.passes.list_schedule import ListSchedule
 
-#: Registry: pass name -> pass class.
-ALL_PASSES: dict[str, type] = {
+#: Registry: pass name -> pass class (the one :func:`parse_pipeline` reads).
+ALL_PASSES: dict[str, type] = PASS_REGISTRY
+ALL_PASSES.update({
     cls.name: cls for cls in (FuseLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies, AntiDeps,
                              ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
-}
+})
 
 #: Entry-point group under which other packages register passes.
 PLUGIN_GROUP = "neuronsim.passes"

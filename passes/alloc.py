@@ -2,11 +2,11 @@
 
 Anti and output dependences are an artifact of storage reuse, so an allocator that never
 reused anything would hide them.  This one reuses the way NKI's ``mod_alloc`` does
-(``../shared/reference/kernels.md`` 1.4, 7.1, 7.6): logical buffers of one *shape class*
+(``docs/kernel-patterns.md`` 1.4, 7.1, 7.6): logical buffers of one *shape class*
 share physical slots by liveness, and a tile declared inside a loop gets ``n`` rotating slots,
 iteration ``k`` using slot ``k mod n`` (multi-buffering: ``n = 2`` is double buffering).
 
-Lifetimes (:mod:`passes.analysis.lifetimes`; instance ids are program order, loops unrolled)
+Lifetimes (:mod:`neuronsim.passes.analysis.lifetimes`; instance ids are program order, loops unrolled)
     The *hull* of a tensor is ``[first, last]`` instance touching it (``input`` DRAM tensors:
     all along, they hold the caller's data; ``output`` ones: to the end).  A virtual tensor
     every access of which is inside a loop ``L`` is *iteration-private* over ``L`` when every
@@ -31,7 +31,7 @@ Placement
     * PSUM: tensors in order of first use go to banks by rotation (``psum.mod_alloc``): the
       next bank (ring: ``n`` consecutive banks) after the last one used where nothing clashes,
       else the first with a free byte range beside what clashes; at most ``psum_banks``
-      banks (0: all).  Two regions clash unless :func:`~passes.analysis.lifetimes.may_share`.
+      banks (0: all).  Two regions clash unless :func:`~neuronsim.passes.analysis.lifetimes.may_share`.
     * DRAM: virtual DRAM tensors are classed by size (and ring) like SBUF, slots laid out
       above every addressed byte.  Alias-group tensors are placements already: they stay.
 
@@ -40,7 +40,7 @@ The sharing rule and why it is safe
     accesses of ``T`` to that slot with no iteration boundary of ``T``'s ring loop between
     them.  The pass guarantees that two different tensors never hold one byte at one
     instance, because it lets slot ``s`` of ``T`` and slot ``s'`` of ``U`` share a byte only
-    when (:func:`~passes.analysis.lifetimes.may_share`):
+    when (:func:`~neuronsim.passes.analysis.lifetimes.may_share`):
 
     1. their hulls are disjoint (a slot is only ever held inside its tensor's hull); or
     2. both are rings over the same loop ``L`` with the same ``n`` and ``s != s'``: slot
@@ -76,7 +76,7 @@ Contract (``alloc``)
     new placement; a new tensor rotates (``x-rotate``) only when it is iteration-private over
     its loop; two new placements share a byte only under the rule above, so no two tensors
     hold a byte at the same instance, counting every iteration; every compute access keeps
-    the partition-start rule; every placement passes :func:`machine.validate.validate_program`;
+    the partition-start rule; every placement passes :func:`neuronsim.machine.formats.validate.validate_program`;
     no-op without virtual tensors.  With ``rotate=false`` no tensor rotates and the result is
     the hull-only allocation (two new tensors share storage only with disjoint hulls).
 """
@@ -91,14 +91,14 @@ from typing import ClassVar
 
 import numpy as np
 
-from machine.errors import ProgramError
-from machine.ir import MemoryKind, Program, Rotation, Tensor, frozen_mapping, is_dma_op
-from machine.presets import MachineSpec
-from machine.stream import InstanceStream, stream_of
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import MemoryKind, Program, Rotation, Tensor, frozen_mapping, is_dma_op
+from neuronsim.machine.model.presets import MachineSpec
+from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from passes.analysis.lifetimes import (Life, TensorUsers, lifetimes, live_ranges, may_share, stripped,
+from neuronsim.passes.analysis.lifetimes import (Life, TensorUsers, lifetimes, live_ranges, may_share, stripped,
                                        tensor_users)
-from passes.pipeline import Pass, PassContext
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["Alloc", "AllocSharedDram", "live_ranges", "rotate_slots", "storage_use"]
 
@@ -215,7 +215,7 @@ def _extent(t: Tensor) -> int:
 
 
 def _start_ok(first: int, span: int) -> bool:
-    """The partition-start rule of compute accesses (:mod:`machine.optable`)."""
+    """The partition-start rule of compute accesses (:mod:`neuronsim.machine.model.optable`)."""
     if span > 64:
         return first == 0
     if span > 32:
@@ -388,7 +388,7 @@ def storage_use(tensors: Iterable[Tensor]) -> tuple[int, int]:
     """``(alone, used)``: bytes (partitions x bytes, all slots) the tensors would take each in
     storage of its own, and the bytes of the union of their placements.
 
-    >>> from machine.ir import Tensor, MemoryKind
+    >>> from neuronsim.machine.ir.program import Tensor, MemoryKind
     >>> a = Tensor("a", MemoryKind.SBUF, "float32", (128, 16), partition=0, offset=0)
     >>> b = Tensor("b", MemoryKind.SBUF, "float32", (64, 16), partition=64, offset=32)
     >>> storage_use([a, b])       # b shares 64 partitions x 32 bytes with a

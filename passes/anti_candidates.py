@@ -1,8 +1,8 @@
 """Candidate formers of ``anti-deps``: for every instance, the earlier instances it may have
 to wait for (latest first, with the rule bits that found them), before vector clocks drop
-those already ordered (:func:`passes.anti_deps.anti_dependency_edges`).
+those already ordered (:func:`neuronsim.passes.anti_deps.anti_dependency_edges`).
 
-Three generators, pure functions over an :class:`~machine.stream.InstanceStream`:
+Three generators, pure functions over an :class:`~neuronsim.machine.order.stream.InstanceStream`:
 
 * :func:`event_candidates` - the default mode, from one sort of the physical access events;
 * :func:`walk_candidates` - the seed's reverse walk over split interval maps, every mode
@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.events import access_events, merge_pairs
-from machine.ir import MemoryKind
-from machine.splitmap import CellSpace
-from machine.stream import InstanceStream
+from neuronsim.machine.order.events import access_events, merge_pairs
+from neuronsim.machine.ir.program import MemoryKind
+from neuronsim.machine.order.splitmap import CellSpace
+from neuronsim.machine.order.stream import InstanceStream
 
-from passes.build_fdeps import bins_of
+from neuronsim.passes.build_fdeps import bins_of
 
 __all__ = ["Candidates", "event_candidates", "walk_candidates",
            "FLOW_REUSE", "FLOW_SAME", "ANTI", "OUTPUT", "EXACT", "BIN", "ALIAS"]
@@ -100,7 +100,7 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
                      roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
                      analyses=frozenset({"war", "waw", "raw-reuse"}), alias: str = "exact") -> Candidates:
     """The walk's candidates (``early_stop=component``, ``dram=bytes``) from one sort of the
-    physical access events (:mod:`machine.events`): per segment, a write's candidates are the
+    physical access events (:mod:`neuronsim.machine.order.events`): per segment, a write's candidates are the
     previous write (WAW) and the latest read of every other component since it (WAR); a read's
     the previous write when through another tensor (RAW-reuse; any, with ``raw``).
 

@@ -2,11 +2,11 @@
 
 Anti and output dependences exist only because storage is reused, so this pass works on
 *physical* bytes after allocation.  As the seed, it buckets every access into split interval
-maps (:mod:`machine.splitmap`): SBUF by partition x byte, PSUM per bank, DRAM per bin of
+maps (:mod:`neuronsim.machine.order.splitmap`): SBUF by partition x byte, PSUM per bank, DRAM per bin of
 ``dram_bin_bytes``, and one batch per DRAM alias group; two accesses conflict iff they share a
 cell.  Here DRAM is cut by bytes and alias groups are exact by default (``alias=exact``: one
 tensor's accesses by their bytes, different tensors of a group always, as the spec and the race
-checker have it; :func:`passes.anti_candidates.walk_candidates`); ``alias=batch`` and
+checker have it; :func:`neuronsim.passes.anti_candidates.walk_candidates`); ``alias=batch`` and
 ``dram=bins`` are the seed's.  Per cell it keeps what the seed's reverse program-order walk visits: the last write
 and the reads since it.  For each instance, in program order, the walk over its cells gives:
 
@@ -25,23 +25,23 @@ kept, which orders the earlier ones too (rules 1 and 3).  ``early_stop=matmul`` 
 Reads by several engines between two writes are *not* ordered among themselves, so a write
 waits for the latest read of every component, not only the nearest read.
 
-**Edge direction**: later waits for earlier ("A waits for B", :mod:`machine.edges`).
+**Edge direction**: later waits for earlier ("A waits for B", :mod:`neuronsim.machine.ir.edges`).
 **Loop-carried branch**: an instance order is folded into a dep
-(:func:`machine.conflicts.fold_distance`); when the earlier instance is in an earlier
+(:func:`neuronsim.machine.order.conflicts.fold_distance`); when the earlier instance is in an earlier
 iteration of the loops enclosing both (the common-loop-nest test), the dep is loop-carried,
 ``d`` iterations back (``x-distance``), ``d`` being the nearest conflicting iteration: with a
 buffer rotating over ``n`` slots (``x-rotate``) a slot is rewritten ``n`` iterations later, and
 the dep waits exactly that far back.  The seed adds loop-carried deps only between different
 memory locations; here every such conflict gets one, since nothing else orders a buffer
 reused across iterations.
-**Max-merge**: kinds merge into the one edge per pair by max (:class:`~machine.edges.DepGraph`),
+**Max-merge**: kinds merge into the one edge per pair by max (:class:`~neuronsim.machine.ir.edges.DepGraph`),
 so a WAR pair already linked by Flow stays Flow.  **Labels**: an added Anti / Output dep is
 labelled with the strongest kind over *every* instance pair it orders (:func:`dep_label`), as
 ``verifyAntiDependence`` recomputes it: inside loops, or when bytes were rewritten in between,
 the pair the walk found is not the only one the dep orders.  A conservative-only dep (see
 below) whose pairs share no byte is labelled ``ordered``.
 
-``skip_ordered`` (default on): vector clocks (:mod:`machine.hb`) over the deps present so far
+``skip_ordered`` (default on): vector clocks (:mod:`neuronsim.machine.order.hb`) over the deps present so far
 skip a candidate already ordered before the instance by the rules and existing deps, so an edge
 is added only when needed.  With it off, every candidate the walk finds gets an edge.
 
@@ -58,7 +58,7 @@ sharing a byte: the seed's batch orders accesses of one alias tensor that share 
 which cost up to one wait above the minimum on 4 of 1,000 generated loop programs.  Edges added only for such pairs are counted as ``conservative_bin`` /
 ``conservative_alias``; every other memory edge joins a pair that truly conflicts.
 
-The candidate formers of every instance come from :mod:`passes.anti_candidates` (pure
+The candidate formers of every instance come from :mod:`neuronsim.passes.anti_candidates` (pure
 functions: the access events in the default mode, the seed's walk in its modes and for the
 accesses of alias groups); this module keeps the ones vector clocks say are needed, labels and counts them.
 
@@ -76,18 +76,18 @@ from typing import ClassVar
 
 import numpy as np
 
-from machine.conflicts import conflict_kind, conflicts, fold_distance, pair_kinds
-from machine.deptable import DepTable, with_deps
-from machine.edges import EdgeKind
-from machine.errors import ProgramError
-from machine.hb import HappensBefore
-from machine.ir import Dep, Program
-from machine.stream import InstanceStream
+from neuronsim.machine.order.conflicts import conflict_kind, conflicts, fold_distance, pair_kinds
+from neuronsim.machine.order.deptable import DepTable, with_deps
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.order.hb import HappensBefore
+from neuronsim.machine.ir.program import Dep, Program
+from neuronsim.machine.order.stream import InstanceStream
 
-from passes.anti_candidates import ALIAS, ANTI, BIN, EXACT, FLOW_REUSE, FLOW_SAME, OUTPUT, event_candidates, \
+from neuronsim.passes.anti_candidates import ALIAS, ANTI, BIN, EXACT, FLOW_REUSE, FLOW_SAME, OUTPUT, event_candidates, \
     walk_candidates
-from passes.build_fdeps import restrictions
-from passes.pipeline import Pass, PassContext
+from neuronsim.passes.build_fdeps import restrictions
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["AntiDeps", "anti_dependency_edges", "dep_label"]
 
@@ -107,7 +107,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     """New edges over instruction ids (see :data:`AntiEdges`); rule bits without
     :data:`EXACT` mark conservative-only edges.
 
-    ``table`` (a :class:`~machine.deptable.DepTable`) holds the deps already present: they order
+    ``table`` (a :class:`~neuronsim.machine.order.deptable.DepTable`) holds the deps already present: they order
     instances for ``skip_ordered``.  With ``where`` (a dict), each edge is recorded with the
     waiter instances it was added at, for deps restricted to those iterations: an edge then
     orders nothing at the other instances of its waiter (the walk does not count on it there).

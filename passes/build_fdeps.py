@@ -7,7 +7,7 @@ engine, accumulator groups), and falls back to a trivial program-order chain whe
 has "too many spills".  Every edge is Flow.
 
 What this reimplementation does (per instance of the instance stream, folded into
-instruction deps by :func:`machine.conflicts.fold_distance`: an order between instances of
+instruction deps by :func:`neuronsim.machine.order.conflicts.fold_distance`: an order between instances of
 different iterations becomes a loop-carried dep whose ``x-distance`` is the exact number of
 iterations between them, the smallest one over every pair the dep orders):
 
@@ -19,7 +19,7 @@ iterations between them, the smallest one over every pair the dep orders):
 * **reduction sequence** (SBUF) - a ``tensor_tensor`` write with attr ``group`` links to the
   last earlier write of the same group to each byte it writes.  The seed links consecutive
   same-group writes that are superset-or-overlapping; the byte map is that exact overlap test
-  (:func:`machine.geometry.overlap`) applied to the last writer of every byte, so interleaved
+  (:func:`neuronsim.machine.model.geometry.overlap`) applied to the last writer of every byte, so interleaved
   streams sharing no byte stay apart *and* a stream interrupted by another still chains.
 * **accumulation sequence** (PSUM) - an accumulating ``matmul`` (``accumulate`` true, or
   absent while it reads the PSUM tile it writes) links to the last earlier matmul write of
@@ -54,15 +54,15 @@ from typing import ClassVar
 
 import numpy as np
 
-from machine.conflicts import iteration_boxes
-from machine.deptable import DepTable, with_deps
-from machine.edges import EdgeKind
-from machine.events import access_events, merge_pairs
-from machine.ir import MemoryKind, Program
-from machine.splitmap import SBUF_BIN, CellSpace
-from machine.stream import NUM_SEQUENCERS, InstanceStream
+from neuronsim.machine.order.conflicts import iteration_boxes
+from neuronsim.machine.order.deptable import DepTable, with_deps
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.order.events import access_events, merge_pairs
+from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
+from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
 
-from passes.pipeline import Pass, PassContext, edge_table
+from neuronsim.passes.pipeline import Pass, PassContext, edge_table
 
 __all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "restrictions", "RULES", "STRUCTURAL"]
 
@@ -82,7 +82,7 @@ Edges = dict[tuple[int, int, int], int]
 
 
 def bins_of(stream: InstanceStream) -> dict[str, int]:
-    """Bin sizes of the cell space per memory (see :mod:`machine.splitmap`)."""
+    """Bin sizes of the cell space per memory (see :mod:`neuronsim.machine.order.splitmap`)."""
     spec = stream.spec
     return {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": spec.dram_bin_bytes}
 
@@ -129,7 +129,7 @@ def _chain_recipes(stream: InstanceStream, reduction: bool, accumulation: bool, 
 
 def _raw_pairs(stream: InstanceStream) -> tuple[np.ndarray, np.ndarray]:
     """``(a, b)``: instance ``b`` reads a byte whose last earlier writer *through the same
-    tensor* is ``a`` (one sort of the access events by tensor, :mod:`machine.events`)."""
+    tensor* is ``a`` (one sort of the access events by tensor, :mod:`neuronsim.machine.order.events`)."""
     ev = access_events(stream, "tensor")
     n = len(ev)
     if not n:
@@ -235,7 +235,7 @@ def flow_pairs(stream: InstanceStream, *, reduction: bool = True, accumulation: 
 
 
 def fold_distances(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """:func:`machine.conflicts.fold_distance` of every pair, vectorised."""
+    """:func:`neuronsim.machine.order.conflicts.fold_distance` of every pair, vectorised."""
     if not stream.has_loops or not len(a):
         return np.zeros(len(a), np.int64)
     depth = max(len(t) for t in stream.trips)

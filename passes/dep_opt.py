@@ -9,13 +9,13 @@ graph down and re-derives it from the IR, then patches the storage chains.  Ours
    placed at the start of the program (DVE for PSUM, POOL for SBUF; when the reader's own
    access breaks a compute rule, e.g. a DMA reading from an odd partition, the whole tensor;
    when that breaks one too the read is left and counted as ``uninitialised-left``);
-2. ``constructBIRGraph``: :class:`~passes.build_fdeps.BuildFdeps` with the given deps dropped, which
+2. ``constructBIRGraph``: :class:`~neuronsim.passes.build_fdeps.BuildFdeps` with the given deps dropped, which
    also re-serialises PSUM accumulation groups (``sync_psum_accesses``: its accumulation
    chain), RNG state and accumulator groups, and draws the trivial program-order chain when
    the program carries ``x-too-many-spills`` or option ``trivial`` (``draw_trivial_deps``);
 3. ``erase_loop_dependencies``: the given loop-carried deps are dropped with the rest; the
    ones the builders do not derive again are counted as ``erased-loop-carried``;
-4. the WAR / WAW (and reuse-RAW) deps again: :class:`~passes.anti_deps.AntiDeps`, whose
+4. the WAR / WAW (and reuse-RAW) deps again: :class:`~neuronsim.passes.anti_deps.AntiDeps`, whose
    contract orders every conflicting pair.
 
 The seed's arch-gated helpers (``sync_dve_pool``, ``sync_tiled_matmult_matmultmx``,
@@ -34,17 +34,17 @@ from typing import ClassVar
 
 import portion
 
-from machine.edges import EdgeKind
-from machine.errors import ProgramError
-from machine.geometry import footprint
-from machine.ir import Access, Instruction, MemoryKind, Program, frozen_mapping
-from machine.presets import resolve_machine
-from machine.unroll import unroll
-from machine.validate import check_instruction
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.model.geometry import footprint
+from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Program, frozen_mapping
+from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.machine.formats.validate import check_instruction
 
-from passes.anti_deps import AntiDeps
-from passes.build_fdeps import BuildFdeps
-from passes.pipeline import Pass, PassContext
+from neuronsim.passes.anti_deps import AntiDeps
+from neuronsim.passes.build_fdeps import BuildFdeps
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["DepOpt", "insert_memsets", "uninitialised_reads"]
 

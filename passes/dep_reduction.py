@@ -11,7 +11,7 @@ What is reduced
 How (the seed's ``applyReorderReduction``, corrected)
     Instances are visited in program order, a topological order of the graph.  ``C(n)`` is
     the set of completions that happen before node ``n``; per engine it is a prefix
-    (:mod:`passes.analysis.syncstate`), so it is a vector of per-engine frontiers.  For instance ``Y``
+    (:mod:`neuronsim.passes.analysis.syncstate`), so it is a vector of per-engine frontiers.  For instance ``Y``
     on sequencer ``s`` the fold starts from the clock of ``Y``'s predecessor on ``s`` (its
     end, or its trigger when it is a DMA: rule 2) and visits ``Y``'s wait targets
     **latest first**: target ``X`` is redundant iff ``pos(X) <= u[engine(X)]``; otherwise it is
@@ -32,7 +32,7 @@ SyncState
     :func:`redundant_waits_syncstate` runs the loop on the seed's two BitMap banks
     (``mergeSyncStates`` / ``hasCompleted`` / ``setCompleted`` / ``recordSyncState``, the
     records freed after their last waiter), with bank B holding each point's async window.
-    :func:`redundant_waits` is the production path, :meth:`machine.hb.HappensBefore.fold` on
+    :func:`redundant_waits` is the production path, :meth:`neuronsim.machine.order.hb.HappensBefore.fold` on
     the project's one happens-before: bank A of every engine is a prefix (in-order engines,
     performance notes 1.4), so a vector clock of frontiers encodes it losslessly and joins
     replace bitmap unions; bank B is skipped, since no redundancy test reads it.  The tests
@@ -50,7 +50,7 @@ Loops
     :data:`MAX_BOXES` boxes keeps its dep whole (counted as ``unsplit``).  ``split=false``
     keeps partially needed deps whole, as the seed, whose deps cannot say "only at k = 0";
     :class:`ReductionResult` then reports them (:attr:`ReductionResult.partial`).  Expanding
-    the loops first (:mod:`passes.expand_scheduling_units`) reaches the same minimum at the
+    the loops first (:mod:`neuronsim.passes.expand_scheduling_units`) reaches the same minimum at the
     price of the loop structure.
 
 Kinds
@@ -70,15 +70,15 @@ from typing import ClassVar, NamedTuple
 
 import numpy as np
 
-from machine.conflicts import MAX_BOXES, conflict_kind, iteration_boxes
-from machine.deptable import DepTable, Ranges, dep_table, with_deps
-from machine.edges import KIND_NAMES, EdgeKind
-from machine.hb import HappensBefore, wait_counts
-from machine.ir import Dep, Program
-from machine.stream import InstanceStream, stream_of
+from neuronsim.machine.order.conflicts import MAX_BOXES, conflict_kind, iteration_boxes
+from neuronsim.machine.order.deptable import DepTable, Ranges, dep_table, with_deps
+from neuronsim.machine.ir.edges import KIND_NAMES, EdgeKind
+from neuronsim.machine.order.hb import HappensBefore, wait_counts
+from neuronsim.machine.ir.program import Dep, Program
+from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids
-from passes.pipeline import Pass, PassContext
+from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = [
     "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
@@ -137,7 +137,7 @@ class InstanceWaits:
 def instance_waits(program: Program, stream: InstanceStream | None = None) -> InstanceWaits:
     """Resolve every dep of every instance to its last target instance.
 
-    >>> from machine.ir import Instruction, Program, Dep
+    >>> from neuronsim.machine.ir.program import Instruction, Program, Dep
     >>> body = (Instruction("a", "pe", "x"), Instruction("b", "act", "y"),
     ...         Instruction("c", "dve", "z", deps=(Dep("a"), Dep("b"))))
     >>> w = instance_waits(Program({}, body))
@@ -176,7 +176,7 @@ def _gc_paused():
 
 
 def redundant_waits(waits: InstanceWaits, fold: str = LATEST_FIRST) -> bytearray:
-    """Per wait entry, 1 when it is redundant (:meth:`machine.hb.HappensBefore.fold`).
+    """Per wait entry, 1 when it is redundant (:meth:`neuronsim.machine.order.hb.HappensBefore.fold`).
 
     Requires entries in program order of their waiters, latest target first.  Guarantees,
     with ``fold="latest-first"``: the entries left at 0 are exactly the wait edges of the
@@ -435,7 +435,7 @@ def dep_reduction(program: Program, *, fold: str = LATEST_FIRST, anti: bool = Tr
     BitMap banks); both give the same result.  ``split`` restricts partially needed deps to
     the iteration boxes where they are needed (see the module doc; the pass does by default).
 
-    >>> from machine.ir import Instruction, Program, Dep
+    >>> from neuronsim.machine.ir.program import Instruction, Program, Dep
     >>> body = (Instruction("a", "pe", "x"), Instruction("b", "act", "y", deps=(Dep("a"),)),
     ...         Instruction("c", "dve", "z", deps=(Dep("a"), Dep("b"))))
     >>> r = dep_reduction(Program({}, body))
@@ -499,7 +499,7 @@ class DepReduction(Pass):
     anti: bool = True
     method: str = "clock"
     labels: bool = False
-    """Also run :func:`passes.analysis.labels.verify_anti_dependence` on the result and count its
+    """Also run :func:`neuronsim.passes.analysis.labels.verify_anti_dependence` on the result and count its
     findings as ``inconsistent-labels`` (the seed verifies after its anti phase)."""
     split: bool = True
 
@@ -524,7 +524,7 @@ class DepReduction(Pass):
                            ("waits-minimum", result.instance_waits_minimum)):
             ctx.count(self.name, key, value)
         if self.labels and not out.has_virtual_tensors:
-            from passes.analysis.labels import verify_anti_dependence
+            from neuronsim.passes.analysis.labels import verify_anti_dependence
 
             ctx.count(self.name, "inconsistent-labels", len(verify_anti_dependence(out)))
         return out

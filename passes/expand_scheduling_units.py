@@ -11,7 +11,7 @@ That is a change of spelling, not of meaning:
   reports on the expanded program name the same instances as on the original;
 * its accesses keep their bytes: ``per_iteration`` shifts are folded into ``offset``;
 * its deps are the instance-level waits of the original, each on the *last* instance the
-  dep waited on (:meth:`machine.unroll.Unrolled.resolve_wait`): the other instances of the
+  dep waited on (:meth:`neuronsim.machine.order.unroll.Unrolled.resolve_wait`): the other instances of the
   same instruction complete before that one on the same engine, so waiting for the last is
   waiting for all of them.  Kinds are kept; a loop-carried dep becomes an ordinary one on
   the previous iteration's instance, and disappears in the first iteration.
@@ -19,7 +19,7 @@ That is a change of spelling, not of meaning:
 Hence the happens-before order of the expanded program equals the original's, instance for
 instance (tested on the transitive closure of both graphs).
 
->>> from machine.ir import Instruction, Loop, Program, Dep
+>>> from neuronsim.machine.ir.program import Instruction, Loop, Program, Dep
 >>> body = (Loop("k", 2, (Instruction("ld", "sp", "op", deps=(Dep("mm", loop_carried=True),)),
 ...                       Instruction("mm", "pe", "op", deps=(Dep("ld"),)))),
 ...         Instruction("out", "act", "op", deps=(Dep("mm"),)))
@@ -33,11 +33,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from machine.errors import ProgramError
-from machine.ir import Access, Dep, Instruction, Loop, Program
-from machine.unroll import Instance, Unrolled, unroll
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Access, Dep, Instruction, Loop, Program
+from neuronsim.machine.order.unroll import Instance, Unrolled, unroll
 
-from passes.pipeline import Pass, PassContext
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["expand_scheduling_units", "ExpandSchedulingUnits"]
 

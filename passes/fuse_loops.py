@@ -10,12 +10,12 @@ Legality (:func:`fusion_hazards`)
     Fusing L1 and L2 (trip count T) into F runs, in iteration i, L1's body then L2's.  Every
     pair of instances keeps its order except (x of L1 at iteration i, y of L2 at iteration j)
     with ``i > j``, which swap; fusion keeps the program's meaning iff no swapped pair
-    conflicts.  The checks, all with the seed's ``niters`` (:func:`passes.analysis.distance.fusion_niters`):
+    conflicts.  The checks, all with the seed's ``niters`` (:func:`neuronsim.passes.analysis.distance.fusion_niters`):
 
     * ``def-use``: the seed's check, defs of L1 against uses of L2 on one location;
     * ``use-def`` and ``def-def`` (ours): a swapped WAR or WAW changes results as surely as a
       swapped RAW, and the seed's gate does not see them;
-    * ``rng-state`` (ours): random generators are per engine (:mod:`machine.semantics`), so if
+    * ``rng-state`` (ours): random generators are per engine (:mod:`neuronsim.machine.model.semantics`), so if
       both loops reseed or draw on one engine and ``niters > 1`` fusion interleaves the draws.
 
     For loops outside any other loop the groups are iterations and the test is exact: it
@@ -23,7 +23,7 @@ Legality (:func:`fusion_hazards`)
     iterations are groups too (the seed's formula), which is conservative: a def in a later
     parent iteration against a use in an earlier one has a positive distance although fusion
     does not swap them.  ``gate=literal`` rejects on the seed's literal ``max gi`` instead
-    (:attr:`passes.analysis.distance.DefUseDistance.last_def_group`), which refuses every dependence
+    (:attr:`neuronsim.passes.analysis.distance.DefUseDistance.last_def_group`), which refuses every dependence
     whose def is past group 0.
 
 The fused loop (:func:`fuse_pair`)
@@ -56,11 +56,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
-from machine.errors import ProgramError
-from machine.ir import Access, Loop, Node, Program, frozen_mapping
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Access, Loop, Node, Program, frozen_mapping
 
-from passes.analysis.distance import DistanceFinding, find_loop, fusion_niters, loop_sites, pair_distance_finding, same_location
-from passes.pipeline import Pass, PassContext
+from neuronsim.passes.analysis.distance import DistanceFinding, find_loop, fusion_niters, loop_sites, pair_distance_finding, same_location
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["FuseLoops", "FusionVerdict", "FusionResult", "StateFinding", "fusion_hazards", "check_fusion",
            "adjacent_loop_pairs", "fuse_pair", "fuse_loops", "GATES"]

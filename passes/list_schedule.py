@@ -5,7 +5,7 @@ unit) is one atom of its parent block: its own body is scheduled inside it, and 
 whole.  In each block the scheduler builds a DAG over the block's nodes and emits a
 topological order, highest *level* first (list scheduling, "highest level first"): the level
 of a node is its cost plus the longest level among its successors, with the cost of
-:func:`machine.cost.instruction_cost` (a DMA: its trigger plus its transfer; a loop: trip
+:func:`neuronsim.machine.model.cost.instruction_cost` (a DMA: its trigger plus its transfer; a loop: trip
 count times its body's costs).  Ties keep program order, so the result is deterministic.
 
 Edges of the block DAG (a pair keeps its order when any holds):
@@ -34,12 +34,12 @@ import heapq
 from dataclasses import dataclass
 from typing import ClassVar
 
-from machine.cost import instruction_cost
-from machine.geometry import footprint
-from machine.ir import Instruction, Loop, Node, Program
-from machine.presets import MachineSpec, resolve_machine
+from neuronsim.machine.model.cost import instruction_cost
+from neuronsim.machine.model.geometry import footprint
+from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
+from neuronsim.machine.model.presets import MachineSpec, resolve_machine
 
-from passes.pipeline import Pass, PassContext
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["list_schedule", "ListSchedule", "block_order"]
 

@@ -11,7 +11,7 @@ Pipeline spec strings name passes in order, with options in braces::
 
 Option values are parsed after the type of the field's default: ``true``/``false``, integers,
 strings, and ``a|b|c`` for sets.  :func:`run_pipeline` verifies the program after every pass
-unless told not to: the structure (:func:`machine.validate.validate_program`), no virtual
+unless told not to: the structure (:func:`neuronsim.machine.formats.validate.validate_program`), no virtual
 tensor once an allocating pass has run, and deps that point backwards (a non-loop-carried dep
 on an instruction earlier in document order, a loop-carried one inside a common loop), which
 makes the instruction-level edge set acyclic.
@@ -37,13 +37,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from machine.deptable import DeferredProgram, DepTable, Ranges, dep_table
-from machine.edges import DepGraph, EdgeKind
-from machine.errors import ProgramError
-from machine.ir import Dep, Instruction, Program
-from machine.presets import MachineSpec, resolve_machine
-from machine.stream import InstanceStream, stream_of
-from machine.validate import validate_placement_change, validate_program
+from neuronsim.machine.order.deptable import DeferredProgram, DepTable, Ranges, dep_table
+from neuronsim.machine.ir.edges import DepGraph, EdgeKind
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Dep, Instruction, Program
+from neuronsim.machine.model.presets import MachineSpec, resolve_machine
+from neuronsim.machine.order.stream import InstanceStream, stream_of
+from neuronsim.machine.formats.validate import validate_placement_change, validate_program
 
 __all__ = [
     "Pass", "PassContext", "PassRecord", "parse_pipeline", "run_pipeline", "verify_program",
@@ -120,8 +120,8 @@ class PassContext:
         self.provenance.setdefault((waiter, former, loop_carried), set()).add(rule)
 
     def stream(self, program: Program) -> InstanceStream:
-        """The :class:`~machine.stream.InstanceStream` of ``program``: shared by every
-        program a dep-only pass derives from it (:func:`machine.deptable.with_deps`)."""
+        """The :class:`~neuronsim.machine.order.stream.InstanceStream` of ``program``: shared by every
+        program a dep-only pass derives from it (:func:`neuronsim.machine.order.deptable.with_deps`)."""
         if self._stream is not None and self._stream[0] is program:
             return self._stream[1]
         if self._stream is not None and _same_body(self._stream[0], program) \
@@ -133,7 +133,7 @@ class PassContext:
         return stream
 
     def deps(self, program: Program) -> DepTable:
-        """The deps of ``program`` as a :class:`~machine.deptable.DepTable` (without building
+        """The deps of ``program`` as a :class:`~neuronsim.machine.order.deptable.DepTable` (without building
         the body of a deferred program)."""
         return dep_table(program, self.stream(program))
 
@@ -156,7 +156,7 @@ def edge_table(edges: Mapping[tuple[int, int, int], int],
 
 # -- deps <-> graph ----------------------------------------------------------------------
 def graph_of(program: Program) -> DepGraph:
-    """The program's deps as a :class:`~machine.edges.DepGraph` (kinds merged by max)."""
+    """The program's deps as a :class:`~neuronsim.machine.ir.edges.DepGraph` (kinds merged by max)."""
     graph = DepGraph()
     for inst, _ in program.instructions():
         for dep in inst.deps:
@@ -166,7 +166,7 @@ def graph_of(program: Program) -> DepGraph:
 
 def graph_rows(graph: DepGraph) -> tuple[dict[str, dict[str, EdgeKind]], dict[str, dict[str, EdgeKind]]]:
     """The graph's two edge sets, ``rows[loop_carried][waiter][former] = kind``, read-only
-    (:meth:`~machine.edges.DepGraph.rows`: iterating ``edges()`` builds one object per edge,
+    (:meth:`~neuronsim.machine.ir.edges.DepGraph.rows`: iterating ``edges()`` builds one object per edge,
     which dominates at a million instructions)."""
     return graph.rows()
 
@@ -232,10 +232,15 @@ def _convert(raw: str, default: Any, where: str) -> Any:
     return raw
 
 
+#: Pass name -> pass class; filled by the package (``passes/__init__.py``: the built-in passes
+#: and the plugins), so this module needs none of them (the passes import it).
+PASS_REGISTRY: dict[str, type] = {}
+
+
 def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> list[Pass]:
     """Pass objects for a spec string; a bad name or option is a located ProgramError."""
     if registry is None:
-        from passes import ALL_PASSES as registry
+        registry = PASS_REGISTRY
     passes: list[Pass] = []
     pos = 0
     text = spec.strip()
@@ -402,14 +407,14 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
                  verifier: Callable[[Any, Any, str], None] | None = None) -> Program:
     """Run ``passes`` in order, verifying between them when ``ctx.verify``.
 
-    The input must be valid (:func:`machine.format.load_program` checks what it loads;
+    The input must be valid (:func:`neuronsim.machine.formats.program.load_program` checks what it loads;
     :func:`verify_program` checks a program built in memory).  The cyclic garbage collector
     is paused while a pass and its verification run (the passes allocate millions of small tuples and no
     cycles: performance notes, section 0).  ``after_pass`` is the pipeline's one hook: it
     sees each pass's verified result (the fuzzer checks stage contracts there, the CLI
     reports progress); an exception it raises stops the pipeline.  ``verifier(after, before,
     pass_name)`` replaces the instruction-program checks for other kinds of program (task
-    programs: :func:`passes.tasks.verify_tasks`); their edge count is ``program.dep_count``.
+    programs: :func:`neuronsim.passes.tasks.verify_tasks`); their edge count is ``program.dep_count``.
     """
     ctx = ctx or PassContext()
     if isinstance(passes, str):

@@ -4,7 +4,7 @@ Runs between the two builders and prunes the Flow graph: a dep is redundant when
 instance it makes wait, the order it asks for (``E(target) <= T(waiter)``, rule 4) already
 follows from the spec's rules 1-3 and the *other* deps.
 
-Mode ``paths`` (default) is a thin call into the reduction (:mod:`passes.dep_reduction`):
+Mode ``paths`` (default) is a thin call into the reduction (:mod:`neuronsim.passes.dep_reduction`):
 ``remove-redundancies`` is ``dep-reduction{split=false}`` over every kind, run where the seed
 runs its pass 75, so the anti-dependence builder starts from the smallest Flow graph with the
 same orders.  It never splits a dep into iteration ranges (that is a lowering decision for
@@ -27,11 +27,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from machine.deptable import with_deps
-from machine.ir import Program
+from neuronsim.machine.order.deptable import with_deps
+from neuronsim.machine.ir.program import Program
 
-from passes.dep_reduction import ANTI_KINDS, REORDER_KINDS, reduce_table
-from passes.pipeline import Pass, PassContext
+from neuronsim.passes.dep_reduction import ANTI_KINDS, REORDER_KINDS, reduce_table
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["RemoveRedundancies"]
 

@@ -1,7 +1,7 @@
 """Real kernels as neuronsim programs, each with a numpy reference and a golden summary.
 
 Every file here that defines ``build``, ``inputs`` and ``reference`` is a scenario
-(:mod:`verify.scenarios` finds them by file; no list is kept by hand):
+(:mod:`neuronsim.verify.scenarios` finds them by file; no list is kept by hand):
 
 * ``matmul_tiled``: tiled matmul with PSUM accumulation over K;
 * ``softmax``: fused softmax over rows;
@@ -28,9 +28,9 @@ check that ``alloc`` leaves it unchanged); the others leave their tiles virtual,
 places them and multi-buffers the loop-body ones, as NKI's allocator does for tiles declared
 inside a loop.
 
-The kernels are written with :mod:`scenarios.builder`, a small NKI-like builder that needs
+The kernels are written with :mod:`neuronsim.machine.build.builder`, a small NKI-like builder that needs
 only :mod:`machine`, and are run end to end (allocation, dependence passes, race check,
-simulation, comparison with numpy) by :func:`verify.scenarios.run_scenario`, which loads them
+simulation, comparison with numpy) by :func:`neuronsim.verify.scenarios.run_scenario`, which loads them
 from their files as it would a user's scenario.  ``matmul_k_loop.json`` is a hand-written
 program shipped as is (the spec's example), not built here.
 """

@@ -1,4 +1,4 @@
-"""Fused self-attention with explicit allocation and PSUM bank rotation (NS-ALLOC-ATT, kernels.md 6.4).
+"""Fused self-attention with explicit allocation and PSUM bank rotation (NS-ALLOC-ATT, docs/kernel-patterns.md 6.4).
 
 Covers
     nki-samples' ``allocated_fused_self_attn_for_SD_small_head_size``: two q tiles per
@@ -10,7 +10,7 @@ Covers
     group ``g``, k tile ``kt`` in bank ``4g + kt``), the transposes ``local_tp_buf`` in *the
     same banks*, the PV accumulator in bank 1 or 5 and the transposed divisor in bank 2 or 7
     (the kernel's bank maps).  So bank ``1 + 4g`` holds a score tile, then a transpose tile,
-    then the PV accumulation group, one after another within a group (kernels.md 9.3):
+    then the PV accumulation group, one after another within a group (docs/kernel-patterns.md 9.3):
     WAR / WAW between different logical tensors that only the instruction order protects.
 
 Scenario
@@ -41,8 +41,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.ir import Program
-from scenarios.builder import KernelBuilder, SbufArena
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder, SbufArena
 
 D, SEQ_Q, SEQ = 128, 512, 1024
 Q_TILE, K_TILE, V_TILE = 128, 512, 128

@@ -1,4 +1,4 @@
-"""RMSNorm fused with a QKV projection, explicitly allocated (NS-ALLOC-LIN, kernels.md 4.4 and 7.3).
+"""RMSNorm fused with a QKV projection, explicitly allocated (NS-ALLOC-LIN, docs/kernel-patterns.md 4.4 and 7.3).
 
 Covers
     nki-samples' ``allocated_fused_rms_norm_qkv``: every SBUF tile at the byte offset the
@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 SEQ, DIM, HEAD = 512, 1024, 512
 PMAX, FMAX = 128, 512

@@ -1,4 +1,4 @@
-"""Cross-entropy forward with an online log-sum-exp (nki-library's loss kernel, kernels.md section 3.4).
+"""Cross-entropy forward with an online log-sum-exp (nki-library's loss kernel, docs/kernel-patterns.md section 3.4).
 
 Covers
     Softmax statistics over rows too long for one tile: the vocabulary streams through one
@@ -39,9 +39,9 @@ import math
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.ir import Program
-from scenarios.builder import KernelBuilder, SbufArena
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder, SbufArena
 
 BATCHES, POSITIONS = 2, 32
 VOCAB, CHUNK = 2048, 512

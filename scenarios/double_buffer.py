@@ -1,4 +1,4 @@
-"""A double-buffered DMA pipeline: load tile t+1 while tile t computes (kernels.md 7.1-7.3).
+"""A double-buffered DMA pipeline: load tile t+1 while tile t computes (docs/kernel-patterns.md 7.1-7.3).
 
 Covers
     Two-slot buffers (``mod_alloc``-style: one tensor with a slot dimension, tile ``t`` in
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 TILES, TILE, COLS = 4, 128, 512
 SLOTS = 2

@@ -1,4 +1,4 @@
-"""A load / compute / store loop over explicitly placed rotating SBUF buffers (kernels.md 7.1-7.3).
+"""A load / compute / store loop over explicitly placed rotating SBUF buffers (docs/kernel-patterns.md 7.1-7.3).
 
 Covers
     ALLOC's canonical double buffer written the way a directly allocated kernel writes it:
@@ -16,15 +16,15 @@ Scenario
     on ``dma0`` and ACT loads ``b`` on ``dma1``, each into a two-slot buffer; ACT computes
     ``exp(a)`` into the one-slot ``e``; DVE multiplies by ``b`` into the two-slot ``c`` and
     triggers the store on ``dma2``.  The placements are laid out tile after tile from byte 0
-    (:class:`~scenarios.builder.SbufArena`); nothing is left to the allocator.
+    (:class:`~neuronsim.machine.build.builder.SbufArena`); nothing is left to the allocator.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from machine.ir import Program
-from scenarios.builder import KernelBuilder, SbufArena
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder, SbufArena
 
 ROWS, COLS = 256, 2048
 TILE_P, TILE_F = 128, 512

@@ -1,4 +1,4 @@
-"""Flash-attention forward over KV tiles with an online softmax (kernels.md section 6.1).
+"""Flash-attention forward over KV tiles with an online softmax (docs/kernel-patterns.md section 6.1).
 
 Covers
     Two matmuls per iteration (QK^T and PV) into PSUM, DVE and ACT reading PSUM, a PE
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 D, SQ, SK = 64, 128, 512
 KV_TILE = 128

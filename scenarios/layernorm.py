@@ -1,4 +1,4 @@
-"""LayerNorm v2 with ``bn_stats`` / ``bn_aggr`` (the NKI LayerNorm tutorial, kernels.md section 5.2).
+"""LayerNorm v2 with ``bn_stats`` / ``bn_aggr`` (the NKI LayerNorm tutorial, docs/kernel-patterns.md section 5.2).
 
 Covers
     The ISA-op LayerNorm of SDK-LN v2: per-chunk DVE ``bn_stats`` (at most 512 elements
@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 ROWS, COLS = 256, 1024
 TILE = 128

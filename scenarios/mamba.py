@@ -1,4 +1,4 @@
-"""Fused Mamba selective scan, v3 loop order (the NKI fused-Mamba tutorial, kernels.md section 7.5).
+"""Fused Mamba selective scan, v3 loop order (the NKI fused-Mamba tutorial, docs/kernel-patterns.md section 7.5).
 
 Covers
     The DVE ``tensor_tensor_scan`` recurrence ``h_t = dA_t * h_{t-1} + dBu_t`` with a
@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 BATCH, CHANNELS, STATES, SEQ = 2, 128, 2, 1024
 SEQ_TILE = 512

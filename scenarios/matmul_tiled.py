@@ -1,4 +1,4 @@
-"""Tiled matmul with PSUM accumulation over K (``nki_matmul_tiled_``, kernels.md section 2.2).
+"""Tiled matmul with PSUM accumulation over K (``nki_matmul_tiled_``, docs/kernel-patterns.md section 2.2).
 
 Covers
     PSUM accumulation groups (a group-start matmul, then accumulating matmuls that list the
@@ -17,7 +17,7 @@ Scenario
     overwriting matmul (``accumulate=False``, as the tutorial kernels do: opening a group onto
     a memset tile is undefined on NeuronCore-v2/v3); the other matmuls accumulate.  The load
     of K tile k+2 reuses the buffer of tile k, so it must wait for matmul k (WAR) but overlaps
-    matmul k+1 (kernels.md 2.6).  DVE then evicts the bank to SBUF, casting to bf16, and
+    matmul k+1 (docs/kernel-patterns.md 2.6).  DVE then evicts the bank to SBUF, casting to bf16, and
     triggers the store on ``dma2``.  The next ``m`` reuses every tile: its group start must
     follow this tile's eviction (WAR on the bank).
 """
@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 M, K, N = 256, 1024, 512
 TILE = 128

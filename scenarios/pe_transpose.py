@@ -1,4 +1,4 @@
-"""PE transpose: 128 x 128 blocks through PSUM, four to a bank (kernels.md section 8.1).
+"""PE transpose: 128 x 128 blocks through PSUM, four to a bank (docs/kernel-patterns.md section 8.1).
 
 Covers
     The PE form of ``transpose`` (SBUF in, PSUM out), four single-instruction groups that fill
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 ROWS, COLS = 256, 512
 BLOCK = 128

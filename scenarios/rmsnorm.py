@@ -1,4 +1,4 @@
-"""RMSNorm (the NKI RMSNorm tutorial, kernels.md section 4.1, with the library's epsilon).
+"""RMSNorm (the NKI RMSNorm tutorial, docs/kernel-patterns.md section 4.1, with the library's epsilon).
 
 Covers
     A PE partition broadcast (a K = 1 matmul of a ones row against ``g``, ARCH2), a DVE
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 ROWS, COLS = 256, 512
 TILE = 128

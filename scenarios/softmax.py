@@ -1,4 +1,4 @@
-"""Fused softmax over rows (the NKI softmax tutorial, kernels.md section 3.1).
+"""Fused softmax over rows (the NKI softmax tutorial, docs/kernel-patterns.md section 3.1).
 
 Covers
     Per-partition reductions on DVE (``tensor_reduce`` max with ``negate``, then add), an ACT
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 ROWS, COLS = 256, 512
 TILE = 128

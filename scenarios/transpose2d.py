@@ -1,11 +1,11 @@
-"""Batched 2-D transpose through PE and PSUM, with a masked edge tile (kernels.md section 8.1, NS-TP).
+"""Batched 2-D transpose through PE and PSUM, with a masked edge tile (docs/kernel-patterns.md section 8.1, NS-TP).
 
 Covers
     The standalone PE-transpose kernel of nki-samples' ``transpose.py`` (NS-TP): HBM
     ``[D0, B, N] -> [D0, N, B]`` one 128 x 128 tile at a time, each a DMA load, a PE
     ``transpose`` (SBUF in, PSUM out), an ACT eviction to SBUF and a DMA store with a
     strided DRAM pattern.  ``B`` is not a multiple of 128, so the last row tile is masked
-    (64 partitions; kernels.md section 9, point 8).  Unlike ``pe_transpose`` (four
+    (64 partitions; docs/kernel-patterns.md section 9.8).  Unlike ``pe_transpose`` (four
     transposes into one bank, one eviction), every transpose here is its own PSUM group,
     evicted before the next tile overwrites the bank.
 
@@ -14,7 +14,7 @@ Scenario
     order: batch ``d`` -> row tile ``b`` (the full one, ``b`` 0..127, then the masked one,
     128..191; unrolled, as NKI unrolls every loop, because their footprints differ) ->
     column tile ``n`` (two of 128).  SP loads on ``dma0``, ACT stores on ``dma1``.  (SDK-T2D,
-    the free-axis ``transpose2d`` tutorial of kernels.md section 8.4, is a different kernel:
+    the free-axis ``transpose2d`` tutorial of docs/kernel-patterns.md section 8.4, is a different kernel:
     one DVE copy per element, no PE.)
 
 Buffers
@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.ir import Program
-from scenarios.builder import KernelBuilder
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder
 
 D0, ROWS, COLS = 2, 192, 256
 TILE = 128

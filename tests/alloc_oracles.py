@@ -1,7 +1,7 @@
 """Brute-force oracles for the allocator, read off the format and the pass contract.
 
-Every instance is unrolled (:func:`machine.unroll.unroll`) and every access expanded into its
-explicit cells (partition x byte, as integer codes) with :func:`machine.geometry.footprint`,
+Every instance is unrolled (:func:`neuronsim.machine.order.unroll.unroll`) and every access expanded into its
+explicit cells (partition x byte, as integer codes) with :func:`neuronsim.machine.model.geometry.footprint`,
 which honours ``x-rotate``; nothing here uses the allocator's own analysis.
 
 * :func:`holding_clashes`: tensor ``T`` *holds* the cells it touches in a window (one
@@ -23,9 +23,9 @@ from collections import defaultdict
 
 import numpy as np
 
-from machine.geometry import Footprint, footprint
-from machine.ir import Access, MemoryKind, Program, Tensor
-from machine.unroll import unroll
+from neuronsim.machine.model.geometry import Footprint, footprint
+from neuronsim.machine.ir.program import Access, MemoryKind, Program, Tensor
+from neuronsim.machine.order.unroll import unroll
 
 _SPACES = {"sbuf": 0, "psum": 1, "dram": 2}
 

@@ -1,18 +1,18 @@
 """Reference for ``build-fdeps``: the instance-by-instance walk over split interval maps.
 
-The pass computes the same edges from one sort of access events (:mod:`machine.events`);
+The pass computes the same edges from one sort of access events (:mod:`neuronsim.machine.order.events`);
 this is the walk it replaced, kept as the oracle the tests compare it with
 (``tests/property/test_fdeps_events.py``).
 """
 
 from __future__ import annotations
 
-from machine.conflicts import fold_distance
-from machine.ir import MemoryKind
-from machine.splitmap import CellSpace
-from machine.stream import NUM_SEQUENCERS, InstanceStream
+from neuronsim.machine.order.conflicts import fold_distance
+from neuronsim.machine.ir.program import MemoryKind
+from neuronsim.machine.order.splitmap import CellSpace
+from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
 
-from passes.build_fdeps import (_GROUP_OPS, _RNG_OPS, ACCUMULATION, GROUP, RAW, REDUCTION, RNG, TRIVIAL, Edges,
+from neuronsim.passes.build_fdeps import (_GROUP_OPS, _RNG_OPS, ACCUMULATION, GROUP, RAW, REDUCTION, RNG, TRIVIAL, Edges,
                                 _loop_barriers, bins_of, BARRIER)
 
 

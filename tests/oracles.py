@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import networkx as nx
 
-from machine.geometry import footprint
-from machine.ir import Program
-from machine.unroll import Unrolled, unroll
+from neuronsim.machine.model.geometry import footprint
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.order.unroll import Unrolled, unroll
 
 KIND_RANK = {"RAW": 0, "WAW": 1, "WAR": 2}
 MEM_RANK = {"sbuf": 0, "psum": 1, "dram": 2}

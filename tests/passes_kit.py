@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from itertools import product
 
-from machine.edges import EdgeKind
-from machine.ir import Access, Instruction, Loop, MemoryKind, Program, Tensor, frozen_mapping
-from machine.unroll import unroll
-from machine.validate import validate_program
-from passes import PassContext, run_pipeline
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor, frozen_mapping
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes import PassContext, run_pipeline
 from tests.oracles import conflicts
 
 

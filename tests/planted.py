@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from machine.ir import MemoryKind, Program
-from machine.sim.simulator import simulate
-from machine.unroll import unroll
-from passes.anti_deps import AntiDeps
-from passes.build_fdeps import BuildFdeps
-from passes.pipeline import Pass, PassContext
+from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.passes.anti_deps import AntiDeps
+from neuronsim.passes.build_fdeps import BuildFdeps
+from neuronsim.passes.pipeline import Pass, PassContext
 
 SEQ = ("pe", "act", "dve", "pool", "sp")
 
@@ -109,7 +109,7 @@ class ProgramOrderFoldReduction(Pass):
 
 
 def simulator_ignoring_one_wait(program: Program, **options):
-    """``machine.sim.simulator.simulate``, except that the first wait of the program is skipped."""
+    """``neuronsim.machine.sim.simulator.simulate``, except that the first wait of the program is skipped."""
     unrolled = unroll(program)
     waits = [[t for _, t in ws] for ws in unrolled.resolve_waits()]
     for row in waits:

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import ClassVar
 from unittest import mock
 
-from machine.tasks.ir import ArgDirection, TaskProgram
-from passes.tasks import AutoDeriveTaskDependencies
-from passes.tasks import walk as walk_module
-from passes.tasks.lineage import Lineage
-from passes.tasks.records import Analysis
-from passes.tasks.regions import Hazard, hazards
+from neuronsim.machine.tasks.ir import ArgDirection, TaskProgram
+from neuronsim.passes.tasks import AutoDeriveTaskDependencies
+from neuronsim.passes.tasks import walk as walk_module
+from neuronsim.passes.tasks.lineage import Lineage
+from neuronsim.passes.tasks.records import Analysis
+from neuronsim.passes.tasks.regions import Hazard, hazards
 
 
 def _no_war(current, prior):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import random
 
-from machine.tasks.builder import In, InOut, Out, TaskBuilder
-from machine.tasks.ir import TaskProgram
+from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.ir import TaskProgram
 
 __all__ = ["random_task_program"]
 

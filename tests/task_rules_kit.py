@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from machine.tasks.builder import In, InOut, Out, Scalar, TaskBuilder
-from machine.tasks.ir import TaskProgram
-from passes.tasks import (
+from neuronsim.machine.tasks.builder import In, InOut, Out, Scalar, TaskBuilder
+from neuronsim.machine.tasks.ir import TaskProgram
+from neuronsim.passes.tasks import (
     DEFAULT_TASK_PIPELINE, FAITHFUL_TASK_PIPELINE, analyze_dependencies, compile_tasks, derive_directions,
 )
 

@@ -1,13 +1,13 @@
-"""Draw helpers behind :mod:`verify.strategies`: pieces of programs valid by construction.
+"""Draw helpers behind :mod:`neuronsim.verify.strategies`: pieces of programs valid by construction.
 
 Each ``draw_*`` helper takes hypothesis's ``draw`` (from a ``@composite`` strategy or
 ``st.data()``) and returns an IR value that respects the op table and the hardware rules of
-:mod:`machine.validate` without any rejection: bounds are computed first, then drawn within.
+:mod:`neuronsim.machine.formats.validate` without any rejection: bounds are computed first, then drawn within.
 Strategy objects are cached (building one per draw is what makes naive generators slow).
 
 Examples
 --------
->>> from machine.ir import MemoryKind, Tensor
+>>> from neuronsim.machine.ir.program import MemoryKind, Tensor
 >>> t = Tensor("t", MemoryKind.SBUF, "float32", (48, 8), partition=32, offset=0)
 >>> compute_starts(t)[:2]      # relative start, widest span: only partitions 32 and 64 work
 [(0, 32), (32, 16)]
@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 
 from dataclasses import replace
 
-from machine.dtypes import DTYPES
-from machine.geometry import access_extent
-from machine.ir import PSUM_BANK_BYTES, Access, MemoryKind, Tensor
-from machine.optable import ACT_REDUCE_OPS, ACTIVATION_FUNCS, ALU_OPS, REDUCE_OPS, OpSpec
+from neuronsim.machine.ir.dtypes import DTYPES
+from neuronsim.machine.model.geometry import access_extent
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Access, MemoryKind, Tensor
+from neuronsim.machine.model.optable import ACT_REDUCE_OPS, ACTIVATION_FUNCS, ALU_OPS, REDUCE_OPS, OpSpec
 
 __all__ = [
     "OPAQUE_OPS", "OPAQUE_DMA_OPS", "draw_int", "draw_flag", "draw_pick", "partition_start_ok",
@@ -96,7 +96,7 @@ _BOOLEANS = st.booleans()
 
 
 def partition_start_ok(first: int, span: int) -> bool:
-    """The partition-start rule of compute accesses (``machine.optable``, [2.1]).
+    """The partition-start rule of compute accesses (``neuronsim.machine.model.optable``, [2.1]).
 
     >>> partition_start_ok(64, 64), partition_start_ok(32, 33), partition_start_ok(96, 32)
     (True, False, True)
@@ -320,7 +320,7 @@ def draw_attrs(draw, op: str) -> dict:
 
 
 def draw_operand_tiles(draw, spec: OpSpec, attrs: dict, nreads: int, draw_read) -> list[Access]:
-    """Turn some per-partition operands of ``spec`` into tiles (``machine.oprules``).
+    """Turn some per-partition operands of ``spec`` into tiles (``neuronsim.machine.model.oprules``).
 
     Returns the extra reads (each from ``draw_read()``) and names them in ``attrs``
     (``{"read": k}``); a single tile of the first operand sometimes uses the shorthand form

@@ -1,7 +1,7 @@
 """Fuzz a dependence pass with generated programs: :func:`check_pass` and its pytest form.
 
 The harness runs the pipeline with *your* pass in place (appended after the default pipeline,
-or replacing one of its passes), on programs drawn by :func:`verify.strategies.programs` with
+or replacing one of its passes), on programs drawn by :func:`neuronsim.verify.strategies.programs` with
 their deps stripped, and checks every example four ways:
 
 1. **races** (issue #3): the compiled program is race-free under its deps, and after the
@@ -12,11 +12,11 @@ their deps stripped, and checks every example four ways:
    still ordered after your pass (that is (1) again, unless the program you return lost
    instructions or changed their accesses, which is reported as such);
 3. **labels** (issue #6): every dep's kind is the kind its bytes give
-   (:func:`passes.analysis.labels.verify_anti_dependence`) - a dependence the construction lost but a
+   (:func:`neuronsim.passes.analysis.labels.verify_anti_dependence`) - a dependence the construction lost but a
    weaker edge happens to cover still shows as a mislabelled edge;
 4. **simulation** (issue #4): under a few interleaving seeds the simulated final contents of
    every tensor equal the sequential reference, and the race check over each run's trace
-   (:mod:`verify.tracecheck`) finds no rule broken and the same (empty) race set - a
+   (:mod:`neuronsim.verify.tracecheck`) finds no rule broken and the same (empty) race set - a
    simulator that skips a wait is caught here even when the values happen to agree.
 
 A failure is shrunk by hypothesis to a minimal program, saved as JSON with its race report
@@ -25,7 +25,7 @@ A failure is shrunk by hypothesis to a minimal program, saved as JSON with its r
 
 Examples
 --------
->>> from passes.dep_reduction import DepReduction
+>>> from neuronsim.passes.dep_reduction import DepReduction
 >>> result = check_pass(DepReduction(), examples=5, seed=1)
 >>> result.failure is None, result.examples
 (True, 5)
@@ -43,21 +43,21 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from machine.errors import ProgramError
-from machine.files import write_text
-from machine.format import dumps_program
-from machine.ir import Program
-from machine.sim.simulator import simulate
-from machine.geometry import footprint, overlap
-from machine.unroll import unroll
-from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
-from passes.pipeline import Pass, as_pass
-from passes.analysis.labels import verify_anti_dependence
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.formats.program import dumps_program
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.model.geometry import footprint, overlap
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from neuronsim.passes.pipeline import Pass, as_pass
+from neuronsim.passes.analysis.labels import verify_anti_dependence
 
-from verify.racecheck import check_program
-from verify.draws import no_source_constants
-from verify.strategies import programs, strip_deps
-from verify.tracecheck import check_trace
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.draws import no_source_constants
+from neuronsim.verify.strategies import programs, strip_deps
+from neuronsim.verify.tracecheck import check_trace
 
 __all__ = ["FuzzFailure", "FuzzResult", "check_pass", "load_pass", "save_failure", "assert_pass_sound", "fuzz_strategy"]
 

@@ -5,22 +5,22 @@ Jinja2 template ``verify/templates/report.html.j2``, :func:`write_report` does b
 the file atomically.  The page works offline: CSS, a few lines of JavaScript and the SVG
 drawings are inline, nothing is fetched.  It has four parts:
 
-* **timeline** of the nominal simulated run (:func:`machine.sim.simulator.simulate`, timing
+* **timeline** of the nominal simulated run (:func:`neuronsim.machine.sim.simulator.simulate`, timing
   only): one row per sequencer and DMA queue, one bar per instance on the component that
   executes it (a DMA's trigger as a thin bar on its sequencer, its transfer on its queue),
   and one arrow per wait met, from the producer's completion to the waiter's trigger.
   Instances in a race are outlined in red.  At most :data:`MAX_DRAWN` instances (and their
   waits) are drawn; the page says when it shows a prefix;
-* **races** under the program's deps (:func:`verify.racecheck.check_waits`), grouped per
-  instruction pair with the dep that fixes each group (:func:`verify.report.group_races`);
+* **races** under the program's deps (:func:`neuronsim.verify.racecheck.check_waits`), grouped per
+  instruction pair with the dep that fixes each group (:func:`neuronsim.verify.report.group_races`);
 * **sync footprint**: waits by kind for the program as given, after each pass of the
-  footprint pipeline, and the spec's minimum (:func:`verify.sync_counts.sync_report`);
+  footprint pipeline, and the spec's minimum (:func:`neuronsim.verify.sync_counts.sync_report`);
 * **engines**: busy time, wait time and DMA bytes per component
-  (:func:`machine.sim.trace.summarize`).
+  (:func:`neuronsim.machine.sim.trace.summarize`).
 
 Examples
 --------
->>> from machine.format import load_program
+>>> from neuronsim.machine.formats.program import load_program
 >>> report = build_report(load_program("examples/matmul_k_loop_racy.json"), "racy")
 >>> report.total_races, [(g.first, g.second, g.fix) for g in report.race_groups]
 (3, [('mm', 'ld_x', '{"on": "mm", "loop_carried": true}')])
@@ -39,15 +39,15 @@ from functools import lru_cache
 
 import jinja2
 
-from machine.ir import Program
-from machine.sim.simulator import simulate
-from machine.sim.trace import Trace, summarize
-from machine.unroll import unroll
-from passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.sim.trace import Trace, summarize
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 
-from verify.racecheck import check_waits
-from verify.report import group_races
-from verify.sync_counts import KINDS, SyncReport, sync_report
+from neuronsim.verify.racecheck import check_waits
+from neuronsim.verify.report import group_races
+from neuronsim.verify.sync_counts import KINDS, SyncReport, sync_report
 
 __all__ = ["Report", "RaceGroupView", "build_report", "render_html", "write_report", "timeline", "footprint_chart",
            "MAX_DRAWN", "MAX_RACES"]
@@ -120,7 +120,7 @@ def _race_views(report, unrolled) -> tuple[RaceGroupView, ...]:
 def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_DRAWN) -> dict:
     """SVG geometry of the timeline: rows, bars, wait arrows and time ticks (see the module doc).
 
-    >>> from machine.format import load_program
+    >>> from neuronsim.machine.formats.program import load_program
     >>> trace = simulate(load_program("examples/async_load_then_fill.json"), functional=False).trace
     >>> t = timeline(trace)
     >>> [row["name"] for row in t["rows"]][:5], len(t["bars"]), len(t["arrows"])
@@ -166,8 +166,8 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
 def footprint_chart(report: SyncReport) -> dict:
     """SVG geometry of the stacked bars: waits by kind per stage, then the minimum.
 
-    >>> from machine.format import load_program
-    >>> from verify.sync_counts import sync_report
+    >>> from neuronsim.machine.formats.program import load_program
+    >>> from neuronsim.verify.sync_counts import sync_report
     >>> chart = footprint_chart(sync_report([("given", load_program("examples/matmul_k_loop.json"))]))
     >>> [(b["label"], b["total"]) for b in chart["bars"]]
     [('given', 20), ('minimum', 16)]

@@ -4,16 +4,16 @@
 Those figures are only meaningful for a program whose deps order every conflict: a racy
 program executes fewer waits than it needs, and its ratio can look fine (the racy example
 ``examples/matmul_k_loop_racy.json`` executes 18 waits against a minimum of 16).  So the
-stage "as given" is race-checked under its own deps (:func:`verify.racecheck.check_program`,
+stage "as given" is race-checked under its own deps (:func:`neuronsim.verify.racecheck.check_program`,
 whose fast path recognises a race-free program by one sort) and the races are reported as a
 warning: how many, and the first ones located (both instances, memory, partitions, bytes,
 kind) with the dep that orders each (the ``check`` command's fix: the later instruction waits
 for the earlier one, loop-carried when they sit in different iterations of their common loops).
-The reads no write reaches are dropped first (:mod:`machine.reach`: the same races, a
+The reads no write reaches are dropped first (:mod:`neuronsim.machine.order.reach`: the same races, a
 fraction of the events on loop kernels), and the walk stops at :data:`STOP_AFTER` races, so a
 badly racy program costs about as much as a race-free one (the count is then a lower bound).
 
-What the figures then mean: the minimum (:func:`verify.sync_counts.minimum_sync`) is computed
+What the figures then mean: the minimum (:func:`neuronsim.verify.sync_counts.minimum_sync`) is computed
 from rules 1-3 and the conflicts alone, never from the deps, so it is the same with or without
 races and already orders every racing pair: it counts the waits a race-free program needs,
 these pairs included.  The stage's own waits do not order them, and ``dep-reduction`` keeps
@@ -27,7 +27,7 @@ unordered by design, and the pipeline's stages say what it needs).
 
 Examples
 --------
->>> from machine.format import load_program
+>>> from neuronsim.machine.formats.program import load_program
 >>> found = own_races(load_program("examples/matmul_k_loop_racy.json"))
 >>> found.total_races, found.races[0].kind, found.races[0].first, found.races[0].second
 (3, 'WAR', 'mm[0]', 'ld_x[1]')
@@ -42,13 +42,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from machine.conflicts import fold_distance
-from machine.ir import Program
-from machine.stream import stream_of
+from neuronsim.machine.order.conflicts import fold_distance
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.order.stream import stream_of
 
-from verify.racecheck import Race, check_program
-from verify.report import describe_race
-from machine.reach import without_unreached_reads
+from neuronsim.verify.racecheck import Race, check_program
+from neuronsim.verify.report import describe_race
+from neuronsim.machine.order.reach import without_unreached_reads
 
 __all__ = ["OwnRaces", "own_races", "LISTED", "STOP_AFTER"]
 

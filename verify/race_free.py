@@ -3,16 +3,16 @@
 A program is race-free iff, in every byte, every access is ordered after the last write
 before it, and every write after the reads since the previous write (by induction along each
 byte's accesses in program order: the writes form an ordered chain and every read hangs off
-it).  With the accesses cut into segments (:func:`machine.events.access_events`), those are
+it).  With the accesses cut into segments (:func:`neuronsim.machine.order.events.access_events`), those are
 the neighbours of each event in its segment, so the whole question is a handful of numpy
 operations over the events.  A pair that rules 1 and 3 order (same sequencer, same queue) or
 that a wait names directly (rule 4) is settled without clocks; only the others need the start
-clocks of the instances (:func:`machine.hb.start_clocks`, one walk): "``a`` is ordered
+clocks of the instances (:func:`neuronsim.machine.order.hb.start_clocks`, one walk): "``a`` is ordered
 before ``b``" is ``S(b)[comp(a)] >= pos(a)``.
 
 :func:`race_free` answers yes exactly when the program has no race.  When the answer is no,
 or the program has DRAM alias groups (whose events over-approximate sharing), the caller runs
-the exact walk of :mod:`verify.racecheck`, which lists every racing pair: the fast path never
+the exact walk of :mod:`neuronsim.verify.racecheck`, which lists every racing pair: the fast path never
 reports a race itself, so its answer is only ever used when it is "race-free".
 """
 
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from machine.events import access_events
-from machine.hb import start_clocks
-from machine.stream import InstanceStream, Waits
+from neuronsim.machine.order.events import access_events
+from neuronsim.machine.order.hb import start_clocks
+from neuronsim.machine.order.stream import InstanceStream, Waits
 
 __all__ = ["race_free", "neighbour_pairs", "open_pairs", "not_waited_on"]
 
@@ -73,7 +73,7 @@ def race_free(stream: InstanceStream, waits: Waits) -> bool:
     later instance's sequencer ran the earlier one; two transfers of one queue), then rule 4
     directly (the later instance waits on the earlier one: a program whose deps name every
     conflict, as the builders give them before reduction, stops here), and only then the
-    start clocks of the happens-before walk (:func:`machine.hb.start_clocks`)."""
+    start clocks of the happens-before walk (:func:`neuronsim.machine.order.hb.start_clocks`)."""
     if any(isinstance(ca.space, tuple) for ca in stream.templates):
         return False
     ev = access_events(stream, "space")

@@ -2,18 +2,18 @@
 
 :func:`check_program` checks a program under its given ``deps`` (spec rules 1-4);
 :func:`check_waits` checks it under any per-instance waits (the simulator's trace supplies the
-waits it actually met).  Both walk the instance stream (:mod:`machine.stream`) once, in
+waits it actually met).  Both walk the instance stream (:mod:`neuronsim.machine.order.stream`) once, in
 program order:
 
-A race-free program is recognised first, by one sort of its accesses (:mod:`verify.race_free`);
+A race-free program is recognised first, by one sort of its accesses (:mod:`neuronsim.verify.race_free`);
 only a program that may have races is walked:
 
-1. :class:`~machine.hb.HappensBefore` gives each instance its start clock ``S(X)`` and the
+1. :class:`~neuronsim.machine.order.hb.HappensBefore` gives each instance its start clock ``S(X)`` and the
    position of its completion on its component;
 2. each access of the instance is cut into the cells of its memory space's split interval
-   maps (:class:`machine.splitmap.CellSpace`); in each cell the epochs of other components
+   maps (:class:`neuronsim.machine.order.splitmap.CellSpace`); in each cell the epochs of other components
    that are not ordered before ``S(X)`` are the races, reads only against writes, writes
-   against both (:mod:`verify.shadow`);
+   against both (:mod:`neuronsim.verify.shadow`);
 3. the access's epoch is recorded there.
 
 A race is reported once per instance pair with the first kind some shared byte gives (RAW,
@@ -32,15 +32,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from machine.errors import ProgramError
-from machine.geometry import mask_range
-from machine.hb import HappensBefore, wait_counts
-from machine.ir import MemoryKind, Program
-from machine.splitmap import SBUF_BIN, CellSpace
-from machine.stream import InstanceStream, Waits, stream_of
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.model.geometry import mask_range
+from neuronsim.machine.order.hb import HappensBefore, wait_counts
+from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
+from neuronsim.machine.order.stream import InstanceStream, Waits, stream_of
 
-from verify.race_free import race_free
-from verify.shadow import Histories, prune, unordered
+from neuronsim.verify.race_free import race_free
+from neuronsim.verify.shadow import Histories, prune, unordered
 
 __all__ = ["Race", "RaceReport", "check_program", "check_waits", "check_stream", "KINDS", "Progress",
            "PROGRESS_EVERY", "waits_from_lists"]
@@ -174,7 +174,7 @@ def _require_placed(program: Program) -> None:
 
 
 def waits_from_lists(n: int, waits: Sequence[Sequence[int]]) -> Waits:
-    """Per-instance target lists as :class:`~machine.stream.Waits` (latest first)."""
+    """Per-instance target lists as :class:`~neuronsim.machine.order.stream.Waits` (latest first)."""
     if len(waits) != n:
         raise ValueError(f"waits has {len(waits)} entries; the program has {n} instances")
     lengths = np.fromiter((len(w) for w in waits), np.int64, n)
@@ -210,7 +210,7 @@ def check_program(program: Program, *, max_races: int | None = None, progress: P
 
     Examples
     --------
-    >>> from machine.format import load_program
+    >>> from neuronsim.machine.formats.program import load_program
     >>> report = check_program(load_program("examples/async_load_then_fill.json"))
     >>> [(r.kind, r.first, r.second, r.memory, r.partitions, r.bytes) for r in report.races]
     [('WAW', 'load', 'fill', 'sbuf', (0, 32), (0, 256))]

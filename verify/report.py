@@ -14,10 +14,10 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from machine.ir import Dep, Program
-from machine.unroll import Unrolled
+from neuronsim.machine.ir.program import Dep, Program
+from neuronsim.machine.order.unroll import Unrolled
 
-from verify.racecheck import Race, RaceReport
+from neuronsim.verify.racecheck import Race, RaceReport
 
 __all__ = ["RaceGroup", "group_races", "suggest_fix", "render_report", "add_fixes", "describe_race"]
 

@@ -6,14 +6,14 @@ defines ``build() -> Program``, ``inputs(seed) -> {name: array}`` (its input DRA
 ``atol`` for the comparison (exact when absent).  Scenarios are *content*, like a user's
 program: they are loaded from their files (:func:`load_scenario`), never imported as a
 dependency of this package, so ``verify`` does not depend on ``scenarios`` and the kernels
-may use anything ``machine`` offers (the NKI-like builder in ``scenarios/builder.py``).
+may use anything ``machine`` offers (the NKI-like builder in ``machine/build/builder.py``).
 
 :func:`all_scenarios` loads every file of the folder that defines the three callables, so a
 new scenario is found as soon as its file exists (never a hand-kept list); a file that fails
 to load fails the collection loudly.  Each shipped scenario ships two files beside it:
 ``NAME.json``, the program its ``build()`` returns (canonical text of
-:func:`machine.format.save_program`), and ``NAME.golden.json``, its end-to-end summary
-(:meth:`ScenarioRun.summary`).  ``python -m verify.scenarios`` rewrites both for every
+:func:`neuronsim.machine.formats.program.save_program`), and ``NAME.golden.json``, its end-to-end summary
+(:meth:`ScenarioRun.summary`).  ``python -m neuronsim.verify.scenarios`` rewrites both for every
 scenario; the tests check they are current.
 
 Contract (:func:`run_scenario`, what ``neuronsim run SCENARIO`` does)
@@ -24,7 +24,7 @@ Contract (:func:`run_scenario`, what ``neuronsim run SCENARIO`` does)
     the simulation of the final program under every interleaving seed (each run's final
     contents of *every* tensor compared byte for byte with the sequential reference, a finer
     race witness than the outputs alone), the output tensors of the last run, the scenario's
-    numpy reference, and the sync counts of both programs (:mod:`verify.sync_counts`).
+    numpy reference, and the sync counts of both programs (:mod:`neuronsim.verify.sync_counts`).
     Nothing is judged here: :meth:`ScenarioRun.problems` lists what is wrong, located (race
     pair and bytes, tensor and element), and is empty for a correct scenario.
 
@@ -47,13 +47,13 @@ from typing import Any
 
 import numpy as np
 
-from machine.errors import ProgramError
-from machine.ir import Program
-from machine.sim.simulator import Simulation, simulate
-from passes import CONSTRUCTION_PIPELINE, compile_program, parse_pipeline
-from passes.dep_reduction import DepReduction
-from verify.racecheck import RaceReport, check_program
-from verify.sync_counts import SyncReport, sync_report
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.sim.simulator import Simulation, simulate
+from neuronsim.passes import CONSTRUCTION_PIPELINE, compile_program, parse_pipeline
+from neuronsim.passes.dep_reduction import DepReduction
+from neuronsim.verify.racecheck import RaceReport, check_program
+from neuronsim.verify.sync_counts import SyncReport, sync_report
 
 __all__ = ["SCENARIO_DIR", "REQUIRED", "DEFAULT_SEEDS", "ScenarioRun", "all_scenarios", "get_scenario",
            "load_scenario", "is_scenario", "scenario_name", "json_path", "golden_path", "golden_text",
@@ -126,7 +126,7 @@ def load_scenario(spec: str) -> ModuleType:
     """A shipped scenario by name, or a user's scenario file by path (``.py``).
 
     This is what ``neuronsim run SCENARIO`` resolves its argument with; every failure is a
-    :class:`~machine.errors.ProgramError` (exit status 2), never a traceback.
+    :class:`~neuronsim.machine.ir.errors.ProgramError` (exit status 2), never a traceback.
     """
     if not spec.endswith(".py"):
         return get_scenario(spec)
@@ -277,7 +277,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
 
 def write_all(*, golden: bool = True) -> list[Path]:
     """Rewrite ``NAME.json`` (and ``NAME.golden.json``) of every scenario; the paths written."""
-    from machine.format import save_program
+    from neuronsim.machine.formats.program import save_program
 
     written = []
     for module in all_scenarios():

@@ -1,6 +1,6 @@
 """Shadow memory of the race checker: per-cell access histories in split interval maps.
 
-Every memory space is cut into the cells of :class:`machine.splitmap.CellSpace` (partition
+Every memory space is cut into the cells of :class:`neuronsim.machine.order.splitmap.CellSpace` (partition
 atoms x byte ranges split at every access boundary), so each access covers a cell whole or
 not at all, and two accesses conflict exactly when they share a cell.  A cell's value is a
 :class:`Histories`: per clock component, the writes and the reads recorded there in
@@ -14,7 +14,7 @@ without its lossy compression:
   suffix.  That makes the checker report *every* racing pair, not just the first, at a cost
   proportional to the races found;
 * epochs every future access is ordered after (the clock horizon,
-  :meth:`machine.hb.HappensBefore.horizon`) are pruned, so memory stays bounded by what can
+  :meth:`neuronsim.machine.order.hb.HappensBefore.horizon`) are pruned, so memory stays bounded by what can
   still race.
 """
 

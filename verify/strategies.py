@@ -1,8 +1,8 @@
 """Hypothesis strategies for well-formed, conflict-rich neuronsim programs.
 
-Every program :func:`programs` draws passes :func:`machine.validate.validate_program`: it is
+Every program :func:`programs` draws passes :func:`neuronsim.machine.formats.validate.validate_program`: it is
 built valid by construction (no ``filter``), following the op table and every hardware rule
-of :mod:`machine.validate` (engines per op, POOL never touches PSUM, only DMAs touch DRAM,
+of :mod:`neuronsim.machine.formats.validate` (engines per op, POOL never touches PSUM, only DMAs touch DRAM,
 DMAs never touch PSUM, PE writes only PSUM, the partition-start rule of compute accesses,
 PSUM tensors inside one bank, at most one PSUM operand of ``tensor_tensor`` and of a scan's data,
 per-partition operand tiles named by their read, ``bn_aggr`` triples, ``tensor_reduce`` axes, DGE triggers).
@@ -17,7 +17,7 @@ each used only inside its own window of consecutive instructions, so that their 
 follow each other and the ``alloc`` pass puts them on shared bytes (storage reuse the
 allocator creates, which is what makes anti and output dependences appear after allocation;
 :func:`allocator_reuse` finds it).  The pieces (tensors, accesses,
-attributes) come from :mod:`verify.draws`; this module assembles them into programs.
+attributes) come from :mod:`neuronsim.verify.draws`; this module assembles them into programs.
 
 Dependence modes (``deps=``):
 
@@ -37,7 +37,7 @@ Dependence modes (``deps=``):
 
 Examples
 --------
->>> from machine.ir import Dep, Instruction, Loop, Program
+>>> from neuronsim.machine.ir.program import Dep, Instruction, Loop, Program
 >>> body = (Instruction("a", "dve", "op_a"), Loop("i", 2, (Instruction("b", "act", "op_b"),)))
 >>> seq = add_sequential_deps(Program({}, body))
 >>> [(d.on, d.loop_carried) for d in seq.body[1].body[0].deps]
@@ -57,13 +57,13 @@ from functools import lru_cache
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from machine.edges import EdgeKind
-from machine.ir import SEQUENCERS, Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
-from machine.optable import OP_TABLE
-from machine.presets import PRESETS, MachineSpec
-from machine.validate import access_elements
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import SEQUENCERS, Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+from neuronsim.machine.model.optable import OP_TABLE
+from neuronsim.machine.model.presets import PRESETS, MachineSpec
+from neuronsim.machine.formats.validate import access_elements
 
-from verify.draws import (
+from neuronsim.verify.draws import (
     OPAQUE_DMA_OPS,
     OPAQUE_OPS,
     compute_reachable,
@@ -415,7 +415,7 @@ def load_project_modules() -> int:
     first, :func:`programs` depends on the seed (and on user modules loaded before it) only.
     """
     count = 0
-    for package in ("machine", "passes", "verify"):
+    for package in ("neuronsim.machine", "neuronsim.passes", "neuronsim.verify"):
         root = importlib.import_module(package)
         for info in pkgutil.walk_packages(root.__path__, package + "."):
             importlib.import_module(info.name)
@@ -449,7 +449,7 @@ def programs(
     deps: str = "random",
     machine: str | None = "trn1",
 ) -> st.SearchStrategy[Program]:
-    """Well-formed programs that :func:`~machine.validate.validate_program` accepts.
+    """Well-formed programs that :func:`~neuronsim.machine.formats.validate.validate_program` accepts.
 
     Parameters
     ----------
@@ -509,15 +509,15 @@ def allocator_reuse(program: Program) -> tuple[tuple[str, str], ...]:
     """Pairs of tensors that are virtual in ``program``, both accessed, and that the
     ``alloc`` pass places on shared bytes: storage reuse the allocator creates.
 
-    >>> from machine.ir import Tensor
+    >>> from neuronsim.machine.ir.program import Tensor
     >>> t = lambda name: Tensor(name, MemoryKind.SBUF, "float32", (4, 8))
     >>> use = lambda k, name: Instruction(f"m{k}", "dve", "memset", writes=(Access(name),))
     >>> body = tuple(use(k, name) for k, name in enumerate(["a", "b", "c"]))
     >>> allocator_reuse(Program({n: t(n) for n in "abc"}, body))      # two slots rotate: a, b, a
     (('a', 'c'),)
     """
-    from machine.geometry import base_footprint, overlap
-    from passes import run_pipeline
+    from neuronsim.machine.model.geometry import base_footprint, overlap
+    from neuronsim.passes import run_pipeline
 
     virtual = [name for name, t in program.tensors.items() if t.is_virtual]
     if len(virtual) < 2:

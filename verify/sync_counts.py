@@ -13,7 +13,7 @@ Counted per stage (the program as given, then after each pass):
     so a wait on a DMA is always cross-engine.
 ``semaphore_waits``
     semaphore wait operations after lowering with one counting semaphore per engine / queue
-    (reference 3.2: a producer increments on completion, the consumer waits for a count):
+    (``docs/machine-model.md`` 3.2: a producer increments on completion, the consumer waits for a count):
     a waiter's cross-engine waits on several producers of the same engine collapse into one
     wait on the latest, so this is, summed over waiter instances, the number of distinct
     engines its cross-engine targets complete on.
@@ -26,16 +26,16 @@ Counted per stage (the program as given, then after each pass):
     component can survive (an earlier one on the same component is ordered before it), so each
     cell of shadow memory keeps the last write and the last read of each component, and each
     instance folds at most one candidate per component into its clock
-    (:meth:`machine.hb.HappensBefore.fold`).  Each kept wait's kind (flow, output, anti) is
+    (:meth:`neuronsim.machine.order.hb.HappensBefore.fold`).  Each kept wait's kind (flow, output, anti) is
     read off the same cells.  Reads that no write of the program reaches (kernel inputs) are
-    left out first (:mod:`machine.reach`): they conflict with nothing, and on loop kernels
+    left out first (:mod:`neuronsim.machine.order.reach`): they conflict with nothing, and on loop kernels
     they are most of the byte runs.  It depends on the program order and the placement, so
     it is recomputed when a pass changes either, and never on the deps: a program whose own
     deps race has the same minimum as with race-free deps (``footprint`` warns of the races,
-    :mod:`verify.own_races`).  Fewer waits than the minimum are possible when deps order pairs
+    :mod:`neuronsim.verify.own_races`).  Fewer waits than the minimum are possible when deps order pairs
     through instructions that do not conflict.
 ``makespan_ns``
-    the simulator's nominal makespan (:func:`machine.sim.simulator.simulate`, timing only),
+    the simulator's nominal makespan (:func:`neuronsim.machine.sim.simulator.simulate`, timing only),
     when the program is placed and simulation is asked for.
 """
 
@@ -46,15 +46,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from machine.deptable import dep_table
-from machine.edges import KIND_NAMES, EdgeKind
-from machine.hb import HappensBefore
-from machine.ir import Loop, Program
-from machine.splitmap import SBUF_BIN, CellSpace
-from machine.stream import InstanceStream, stream_of
+from neuronsim.machine.order.deptable import dep_table
+from neuronsim.machine.ir.edges import KIND_NAMES, EdgeKind
+from neuronsim.machine.order.hb import HappensBefore
+from neuronsim.machine.ir.program import Loop, Program
+from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
+from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from verify.own_races import OwnRaces, own_races
-from machine.reach import conflicting_accesses
+from neuronsim.verify.own_races import OwnRaces, own_races
+from neuronsim.machine.order.reach import conflicting_accesses
 
 __all__ = ["KINDS", "WaitFigures", "Minimum", "StageSync", "SyncReport", "wait_figures",
            "minimum_sync", "stage_sync", "sync_report"]
@@ -86,7 +86,7 @@ def wait_figures(stream: InstanceStream, target: Sequence[int] | np.ndarray, wai
                  kind: Sequence[int] | np.ndarray) -> WaitFigures:
     """Figures of the waits ``waiter[k]`` waits for ``target[k]``, of edge kind ``kind[k]``.
 
-    >>> from machine.ir import Instruction, Program
+    >>> from neuronsim.machine.ir.program import Instruction, Program
     >>> body = (Instruction("a", "pe", "x"), Instruction("b", "pe", "x"),
     ...         Instruction("d", "sp", "dma_copy", queue="dma0"), Instruction("c", "dve", "y"))
     >>> f = wait_figures(InstanceStream(Program({}, body)), [0, 1, 2, 0], [3, 3, 3, 1], [4, 2, 4, 1])
@@ -131,7 +131,7 @@ def minimum_sync(program: Program, stream: InstanceStream | None = None) -> Mini
 
     A cell of shadow memory is one dict: component ``c`` -> the last instance of ``c`` that
     wrote it, ``~c`` -> the last that read it.  The kind of a kept wait (RAW, then WAW, then
-    WAR, as :func:`machine.conflicts.conflict_kind` ranks them) is read off the same cells:
+    WAR, as :func:`neuronsim.machine.order.conflicts.conflict_kind` ranks them) is read off the same cells:
     every cell where the latest conflicting instance ``x`` of a component shares a byte with
     ``y`` still names ``x`` (a later access of that component there would conflict with ``y``
     too, so it would be the latest), so the strongest kind over those cells is the pair's.
@@ -258,7 +258,7 @@ class StageSync:
 
 
 def _makespan(program: Program) -> float:
-    from machine.sim.simulator import simulate
+    from neuronsim.machine.sim.simulator import simulate
 
     return simulate(program, functional=False).trace.makespan
 
@@ -313,8 +313,8 @@ def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = Tru
                 passes: Sequence[tuple[str, dict]] = (), check_given: bool = False) -> SyncReport:
     """Sync counts of ``(stage, program)`` pairs, reusing the minimum while it cannot change;
     ``check_given`` also race-checks the first program under its own deps
-    (:func:`verify.own_races.own_races`)."""
-    from machine.presets import resolve_machine
+    (:func:`neuronsim.verify.own_races.own_races`)."""
+    from neuronsim.machine.model.presets import resolve_machine
 
     stages = []
     last_key, last_min = None, None

@@ -1,8 +1,8 @@
 """Hypothesis strategy for loop kernels over virtual tiles: what the allocator sees in real code.
 
-:func:`verify.strategies.programs` draws crowded programs over a small pool of tensors that
+:func:`neuronsim.verify.strategies.programs` draws crowded programs over a small pool of tensors that
 every instruction may touch; their tensors live across the whole program, so an allocator has
-nothing to reuse.  Real NKI kernels (``../shared/reference/kernels.md`` sections 2, 3, 7) are
+nothing to reuse.  Real NKI kernels (``docs/kernel-patterns.md`` sections 2, 3, 7) are
 loops whose bodies declare tiles: a DMA load into a fresh tile, compute on ACT / DVE / POOL,
 PE matmuls into a PSUM tile (a group-start matmul, then accumulating ones) evicted to SBUF,
 and a DMA store of each iteration's result.  :func:`tile_kernels` draws such programs, valid
@@ -23,7 +23,7 @@ outputs do not depend on the placement: two valid allocations compute the same o
 Examples
 --------
 >>> from hypothesis import given, settings
->>> from machine.validate import validate_program
+>>> from neuronsim.machine.formats.validate import validate_program
 >>> @settings(max_examples=5, derandomize=True, database=None)
 ... @given(tile_kernels())
 ... def check(program):
@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
-from machine.ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 
 __all__ = ["tile_kernels", "examples"]
 

@@ -1,6 +1,6 @@
 """The race checker over a simulator trace.
 
-The simulator (``machine.sim.simulator``) knows nothing of races; it records, per instance, its
+The simulator (``neuronsim.machine.sim.simulator``) knows nothing of races; it records, per instance, its
 trigger / start / end times and the semaphore waits it met (producer, semaphore, threshold,
 time).  :func:`check_trace` rebuilds happens-before from what the trace *records*:
 
@@ -13,7 +13,7 @@ It reports two kinds of finding:
   records was met, a completion recorded after the waiter started, a queue starting a
   transfer before the previous one ended, a sequencer running ahead of its previous
   instruction, ``T <= S <= E`` broken.  A wait that was not honoured gives no order;
-* races, exactly as the static checker computes them (:func:`verify.racecheck.check_waits`)
+* races, exactly as the static checker computes them (:func:`neuronsim.verify.racecheck.check_waits`)
   under the honoured waits - on a faithful trace of a program they equal the static report.
 """
 
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from machine.ir import Program
-from machine.unroll import unroll
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.order.unroll import unroll
 
-from verify.racecheck import RaceReport, check_waits
+from neuronsim.verify.racecheck import RaceReport, check_waits
 
 __all__ = ["TraceViolation", "TraceCheck", "check_trace"]
 
@@ -54,7 +54,7 @@ class TraceCheck:
 
 
 def check_trace(program: Program, trace) -> TraceCheck:
-    """Check ``trace`` (a :class:`machine.sim.trace.Trace` of ``program``)."""
+    """Check ``trace`` (a :class:`neuronsim.machine.sim.trace.Trace` of ``program``)."""
     unrolled = unroll(program)
     records = trace.records
     if len(records) != len(unrolled):

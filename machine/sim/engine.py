@@ -2,16 +2,16 @@
 
 Contract
 --------
-Requires a :class:`~machine.sim.plan.Plan`.  Guarantees, for every run, the spec's rules 1-4
+Requires a :class:`~neuronsim.machine.sim.plan.Plan`.  Guarantees, for every run, the spec's rules 1-4
 on the recorded times (``docs/program-format.md``, "Happens-before"):
 
 1. a sequencer issues its stream in program order; a compute instruction X occupies it for
-   its occupancy (:mod:`machine.cost`), so ``E(X) <= T(next)``;
+   its occupancy (:mod:`neuronsim.machine.model.cost`), so ``E(X) <= T(next)``;
 2. a DMA trigger occupies its sequencer only for the trigger's issue time; the transfer is
    handed to its queue and the sequencer goes on (``T(X) <= T(next)``);
 3. a queue carries out its transfers in program order, one after another, each no earlier
    than its trigger has been issued (``E(prev) <= S(X)``, ``T(X) <= S(X)``);
-4. a wait "Y waits for B" is a semaphore threshold (see :mod:`machine.sim.plan`): Y's
+4. a wait "Y waits for B" is a semaphore threshold (see :mod:`neuronsim.machine.sim.plan`): Y's
    sequencer blocks at Y until B's semaphore reaches B's position + 1, i.e. ``E(B) <= T(Y)``.
 
 Timing beyond the rules (it only ever delays): an instance also waits until the results of
@@ -35,7 +35,7 @@ A wait that can never be met leaves its process blocked when the event queue run
 run then raises :class:`DeadlockError` naming the cycle of blocked components.  Waits that
 point backwards in program order (all a valid program has) cannot deadlock.
 
-Speed: a semaphore creates an event
+Speed (``docs/performance-notes.md`` section 2): a semaphore creates an event
 only for a threshold someone actually blocks on, a completion costs one counter increment,
 and the run keeps times in flat lists with the cyclic GC off.
 """
@@ -51,9 +51,9 @@ import numpy as np
 from simpy import Environment, Event
 from simpy.events import NORMAL
 
-from machine.collector import collector_paused
-from machine.errors import ProgramError, join_path
-from machine.sim.plan import Plan
+from neuronsim.machine.ir.collector import collector_paused
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.sim.plan import Plan
 
 __all__ = ["Interleaving", "RunTimes", "TimedRun", "DeadlockError", "Blocked", "NOMINAL", "ARBITER"]
 

@@ -1,4 +1,4 @@
-"""Draw a :class:`~machine.sim.trace.Trace`: Perfetto / Chrome trace JSON and a matplotlib timeline.
+"""Draw a :class:`~neuronsim.machine.sim.trace.Trace`: Perfetto / Chrome trace JSON and a matplotlib timeline.
 
 The JSON follows the Chrome trace event format (``traceEvents``; times in µs, so a ns figure
 is divided by 1000), which ui.perfetto.dev and chrome://tracing open:
@@ -21,8 +21,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from machine.files import OutputError, write_atomically, write_text
-from machine.sim.trace import Trace
+from neuronsim.machine.ir.files import OutputError, write_atomically, write_text
+from neuronsim.machine.sim.trace import Trace
 
 __all__ = ["chrome_trace", "write_chrome_trace", "plot_timeline", "plot_format", "save_figure"]
 
@@ -91,7 +91,7 @@ def write_chrome_trace(trace: Trace, path: str | Path) -> None:
 
 def plot_format(path: str | Path) -> str:
     """The image format a plot path asks for (its extension); a located
-    :class:`~machine.files.OutputError` when matplotlib cannot write it.
+    :class:`~neuronsim.machine.ir.files.OutputError` when matplotlib cannot write it.
 
     >>> plot_format("out/t.png"), plot_format("t.SVG")
     ('png', 'svg')

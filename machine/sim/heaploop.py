@@ -1,11 +1,11 @@
 """The engine's model once more, as a hand-written event loop over a bare heap.
 
-:class:`machine.sim.engine.TimedRun` (simpy) is the simulator; this loop is its twin, written
+:class:`neuronsim.machine.sim.engine.TimedRun` (simpy) is the simulator; this loop is its twin, written
 independently: the tests use it as an oracle (both must give the same times, bit for bit,
 under any interleaving's durations) and ``bench/bench_simulator.py`` as the speed baseline
 (simpy's run against this loop).  It runs timing only (no executor, no deadlock diagnosis).
 
-The model (see :mod:`machine.sim.engine`): a sequencer reaches its next instance, blocks until
+The model (see :mod:`neuronsim.machine.sim.engine`): a sequencer reaches its next instance, blocks until
 the semaphores of its waits reach their thresholds, then until its producers' results exist;
 a compute instance occupies it for its duration, a DMA trigger for its issue time.  A queue
 takes its next transfer once triggered, lets its latency pass, asks for its DMA engines (the
@@ -16,9 +16,9 @@ Heap entries are ``(time, priority, seq, component)``: the component continues a
 ``component == -1`` is the arbiter.  Every continuation time is computed as simpy computes a
 timeout's (``now + (t - now)``), so the two loops agree exactly.
 
->>> from machine.format import load_program
->>> from machine.sim.engine import NOMINAL, TimedRun
->>> from machine.sim.plan import build_plan
+>>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.sim.engine import NOMINAL, TimedRun
+>>> from neuronsim.machine.sim.plan import build_plan
 >>> plan = build_plan(load_program("examples/matmul_k_loop.json"))
 >>> heap_run(plan, NOMINAL.timing(plan))[3] == TimedRun(plan).run().end
 True
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import heapq
 
-from machine.sim.plan import Plan
+from neuronsim.machine.sim.plan import Plan
 
 __all__ = ["heap_run", "HeapTimes"]
 
@@ -39,7 +39,7 @@ HeapTimes = tuple[list[float], list[float], list[float], list[float]]
 
 def heap_run(plan: Plan, timing: tuple) -> HeapTimes:
     """Run ``plan`` with the per-instance ``timing`` of an interleaving
-    (:meth:`machine.sim.engine.Interleaving.timing`); raise RuntimeError on a deadlock."""
+    (:meth:`neuronsim.machine.sim.engine.Interleaving.timing`); raise RuntimeError on a deadlock."""
     duration, issue, result, latency, scale = timing
     n, ncomp = len(plan), len(plan.components)
     nseq = ncomp - plan.spec.dma_queues

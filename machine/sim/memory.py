@@ -47,17 +47,16 @@ from math import prod
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.errors import ProgramError
-from machine.geometry import access_extent, iteration_shift
-from machine.ir import Access, MemoryKind, Program, Tensor
-from machine.presets import MachineSpec
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.model.geometry import access_extent, access_shape, iteration_shift
+from neuronsim.machine.ir.program import Access, MemoryKind, Program, Tensor
+from neuronsim.machine.model.presets import MachineSpec
 
 __all__ = [
     "AccessView",
     "DramLayout",
     "Memory",
-    "access_shape",
     "access_view",
     "initial_memory",
     "UNINITIALISED_BYTE_LIMIT",
@@ -72,22 +71,6 @@ ROW_ALIGN = 64
 GROUP_ALIGN = 4096
 
 _SPACES = {MemoryKind.SBUF: 0, MemoryKind.PSUM: 1, MemoryKind.DRAM: 2}
-
-
-def access_shape(tensor: Tensor, access: Access) -> tuple[int, ...]:
-    """Element shape of an access (the same in every instance).
-
-    >>> from machine.ir import Tensor, Access, MemoryKind
-    >>> t = Tensor("t", MemoryKind.SBUF, "bfloat16", (128, 64), partition=0, offset=0)
-    >>> access_shape(t, Access("t")), access_shape(t, Access("t", partitions=(0, 32, 1), pattern=((8, 4), (1, 2))))
-    ((128, 64), (32, 4, 2))
-    """
-    offset, pattern = access_extent(tensor, access)
-    counts = tuple(count for _stride, count in pattern)
-    if tensor.memory == MemoryKind.DRAM:
-        return counts
-    partitions = access.partitions[1] if access.partitions is not None else tensor.shape[0]
-    return (partitions, *counts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +90,7 @@ class DramLayout:
     def of(cls, program: Program) -> DramLayout:
         """Addressed tensors at their address; alias groups after them (see module doc).
 
-        >>> from machine.ir import Tensor, MemoryKind, Program
+        >>> from neuronsim.machine.ir.program import Tensor, MemoryKind, Program
         >>> ts = {"a": Tensor("a", MemoryKind.DRAM, "float32", (4,), address=100),
         ...       "g1": Tensor("g1", MemoryKind.DRAM, "float32", (8,), alias="G"),
         ...       "g2": Tensor("g2", MemoryKind.DRAM, "uint8", (3,), alias="G")}

@@ -6,7 +6,7 @@ A :class:`Plan` is the unrolled program lowered to the machine:
   each has a stream of instances in program order.  A sequencer's stream holds everything it
   issues (its compute instructions and the DMAs it triggers); a queue's stream holds the
   transfers it carries out.
-* **semaphores** (reference section 3): one counting semaphore per component counts the
+* **semaphores** (``docs/machine-model.md`` section 3): one counting semaphore per component counts the
   completions on that component in program order: a sequencer's counts its compute
   instructions (a DMA it triggers completes on its queue), a queue's its transfers.  Since a
   component completes its instances in program order (rules 1 and 3), "B has completed" is
@@ -14,8 +14,9 @@ A :class:`Plan` is the unrolled program lowered to the machine:
 * **waits**: every "Y waits for B" (``Unrolled.resolve_waits``, or an override) lowered to
   ``(component of B, position of B + 1, B)``: Y's sequencer blocks at Y until that semaphore
   reaches that threshold.
-* **costs** (:mod:`machine.cost`): per compute instance its occupancy and the delay from its
-  start to its result; per DMA its trigger time, its latency and its DMA-engine shares.
+* **costs** (:mod:`neuronsim.machine.model.cost`): per compute instance its occupancy and the
+  delay from its start to its result; per DMA its trigger time, its latency and its
+  DMA-engine shares.
 * **after**: per instance, the producers whose *results* it waits for: the instances it waits
   for, plus the recent instructions of its own sequencer that write what it reads (a
   read-after-write hazard the sequencer interlocks; rule 1 needs no wait for it, but the
@@ -27,13 +28,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from machine.cost import OpCost, dma_shares, instance_shift, instruction_cost, moves_partitions
-from machine.errors import ProgramError, join_path
-from machine.geometry import footprint
-from machine.ir import SEQUENCERS, MemoryKind, Node, Program
-from machine.sim.memory import AccessView, DramLayout, access_view
-from machine.presets import MachineSpec, resolve_machine
-from machine.unroll import Unrolled, unroll
+from neuronsim.machine.model.cost import OpCost, dma_shares, instance_shift, instruction_cost, moves_partitions
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.model.geometry import footprint
+from neuronsim.machine.ir.program import SEQUENCERS, MemoryKind, Node, Program
+from neuronsim.machine.sim.memory import AccessView, DramLayout, access_view
+from neuronsim.machine.model.presets import MachineSpec, resolve_machine
+from neuronsim.machine.order.unroll import Unrolled, unroll
 
 __all__ = ["Plan", "build_plan", "instruction_paths", "check_simulable"]
 

@@ -6,10 +6,10 @@ Requires a valid task program whose calls carry argument directions (run
 ``derive-call-directions`` first) and values for its runtime scalars.  Guarantees, for every
 run (:func:`simulate_tasks`):
 
-1. the orchestrator walks the program (:func:`machine.tasks.unroll.iter_task_instances`: real
+1. the orchestrator walks the program (:func:`neuronsim.machine.tasks.unroll.iter_task_instances`: real
    trip counts, the branches the scalars select) and submits the instances one after another,
    each costing it :meth:`RuntimePreset.submit_cost` for the tracking work the
-   :class:`~machine.sim.tensormap.TensorMap` did for it (explicit deps always; creator edges,
+   :class:`~neuronsim.machine.sim.tensormap.TensorMap` did for it (explicit deps always; creator edges,
    lookups and inserts in AUTO scopes only);
 2. a task becomes ready when it has been submitted and every task of its fan-in has ended;
    ready tasks run on the first free worker in the order they became ready (a ``task_dummy``
@@ -20,8 +20,8 @@ run (:func:`simulate_tasks`):
    nominal and ties go first-come first-served.  A run is a deterministic function of the
    program, the scalars, the preset and the seed.
 
-The runtime knows nothing of races: it emits a :class:`~machine.sim.task_trace.TaskTrace`
-(every edge with its origin, every access) that :mod:`verify.taskcheck` checks.  Edges only
+The runtime knows nothing of races: it emits a :class:`~neuronsim.machine.sim.task_trace.TaskTrace`
+(every edge with its origin, every access) that :mod:`neuronsim.verify.tasks.check` checks.  Edges only
 point to earlier submissions, so a run cannot deadlock.
 
 The tracing hook: ``hook(event, record_index, now)`` is called for ``"submit"``, ``"start"``
@@ -29,7 +29,7 @@ and ``"end"`` (progress bars, live views).
 
 Examples
 --------
->>> from machine.tasks.builder import In, InOut, TaskBuilder
+>>> from neuronsim.machine.tasks.builder import In, InOut, TaskBuilder
 >>> tb = TaskBuilder("acc")
 >>> add = tb.kernel("add", In("x"), InOut("acc"), returns="acc", cost=100)
 >>> x, acc = tb.param("x", (32, 8)), tb.param("acc", (8, 8), direction="inout")
@@ -52,11 +52,11 @@ import numpy as np
 from simpy import Environment, Event, Store
 from simpy.events import NORMAL
 
-from machine.collector import collector_paused
-from machine.sim.task_trace import RuntimePreset, TaskRecord, TaskTrace
-from machine.sim.tensormap import TensorMap, Tracking
-from machine.tasks.ir import TaskProgram
-from machine.tasks.unroll import DEFAULT_MAX_ITERATIONS, TaskInstance, iter_task_instances
+from neuronsim.machine.ir.collector import collector_paused
+from neuronsim.machine.sim.task_trace import RuntimePreset, TaskRecord, TaskTrace
+from neuronsim.machine.sim.tensormap import TensorMap, Tracking
+from neuronsim.machine.tasks.ir import TaskProgram
+from neuronsim.machine.tasks.unroll import DEFAULT_MAX_ITERATIONS, TaskInstance, iter_task_instances
 
 __all__ = ["simulate_tasks", "RuntimePreset", "preset_for"]
 
@@ -189,7 +189,7 @@ def simulate_tasks(program: TaskProgram, scalars: Mapping[str, int] | None = Non
 
     ``scalars`` override the parameters' values; ``preset`` defaults to :func:`preset_for`;
     ``exact_overlap`` makes the TensorMap decide overlaps on bytes rather than simpler's
-    conservative test (:func:`machine.sim.tensormap.relation`).
+    conservative test (:func:`neuronsim.machine.sim.tensormap.relation`).
     """
     preset = preset or preset_for(program)
     return _Run(program, scalars, preset, seed, hook, exact_overlap, max_iterations).run()

@@ -3,25 +3,25 @@
 Contract
 --------
 :func:`simulate` requires a placed program (virtual tensors raise
-:class:`~machine.errors.ProgramError`).  It guarantees:
+:class:`~neuronsim.machine.ir.errors.ProgramError`).  It guarantees:
 
-* each run's :class:`~machine.sim.trace.Trace` obeys rules 1-4 of the spec (see
-  :mod:`machine.sim.engine`) and is a deterministic function of the program, the data seed /
+* each run's :class:`~neuronsim.machine.sim.trace.Trace` obeys rules 1-4 of the spec (see
+  :mod:`neuronsim.machine.sim.engine`) and is a deterministic function of the program, the data seed /
   inputs and the run's interleaving seed;
 * with ``functional=True`` (the default) every instance computes its result with numpy
-  (:mod:`machine.semantics`) on the memories of :mod:`machine.sim.memory`: it reads its inputs at
+  (:mod:`neuronsim.machine.model.semantics`) on the memories of :mod:`neuronsim.machine.sim.memory`: it reads its inputs at
   its start S(X) and writes its outputs at its completion E(X).  The *sequential reference*
   executes the instances one at a time in program order from the same initial memory.  For a
   race-free program every run's ``output`` tensors (with ``compare="all"``: every tensor's
   final contents) equal the reference's byte for byte; a difference is a witness of a race,
   reported per tensor with the differing byte ranges.  Every program that validates
   simulates (the op semantics are total);
-* a wait that can never be met raises :class:`~machine.sim.engine.DeadlockError` (never a
+* a wait that can never be met raises :class:`~neuronsim.machine.sim.engine.DeadlockError` (never a
   hang).
 
 Examples
 --------
->>> from machine.format import load_program
+>>> from neuronsim.machine.formats.program import load_program
 >>> sim = simulate(load_program("examples/matmul_k_loop.json"), seeds=[None, 0, 1])
 >>> sim.differs, len(sim.runs), round(sim.trace.makespan, 1)   # the first run is the nominal one
 (False, 3, 7860.3)
@@ -34,14 +34,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.ir import MemoryKind, Program
-from machine.sim.memory import Memory, initial_memory
-from machine.semantics import execute
-from machine.sim.engine import Interleaving, RunTimes, TimedRun
-from machine.sim.plan import Plan, build_plan
-from machine.sim.trace import InstanceRecord, Trace, WaitMet
-from machine.validate import validate_program
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.sim.memory import Memory, initial_memory
+from neuronsim.machine.model.semantics import execute
+from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
+from neuronsim.machine.sim.plan import Plan, build_plan
+from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet
+from neuronsim.machine.formats.validate import validate_program
 
 __all__ = ["simulate", "Simulation", "RunResult", "TensorDiff", "Executor", "run_sequential", "make_trace",
            "compare_tensors", "output_arrays"]
@@ -51,7 +51,7 @@ MAX_RANGES = 8
 
 
 class Executor:
-    """Functional execution hook for :class:`~machine.sim.engine.TimedRun` (and the reference)."""
+    """Functional execution hook for :class:`~neuronsim.machine.sim.engine.TimedRun` (and the reference)."""
 
     def __init__(self, plan: Plan, memory: Memory) -> None:
         self.plan = plan
@@ -225,7 +225,7 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
         Interleaving seeds: ``seeds`` if given, else ``[seed]``.  ``None`` means nominal
         durations and first-come first-served ties (the cost model's own schedule).
     data_seed, inputs:
-        Initial memory (see :mod:`machine.sim.memory`): ``inputs`` maps ``input`` tensor names to
+        Initial memory (see :mod:`neuronsim.machine.sim.memory`): ``inputs`` maps ``input`` tensor names to
         arrays; the rest is seeded.  Every run, and the reference, starts from the same bytes.
     functional:
         False runs timing only (no memory, no comparison).

@@ -1,12 +1,12 @@
-"""What a simulated task runtime recorded (:mod:`machine.sim.runtime`): one record per task instance.
+"""What a simulated task runtime recorded (:mod:`neuronsim.machine.sim.runtime`): one record per task instance.
 
 A :class:`TaskTrace` is plain data: submission, readiness, start and end times, the worker,
 the edges the task waited on with their origin (TensorMap lookup, creator, explicit user or
 compiler dep) and the tracking work its submission cost.  It knows nothing of races; the task
-race checker (:mod:`verify.taskcheck`) reads the edges and the accesses.
+race checker (:mod:`neuronsim.verify.tasks.check`) reads the edges and the accesses.
 
 :func:`task_chrome_trace` writes it in the Chrome trace event format of
-:mod:`machine.sim.export` (ui.perfetto.dev opens it): one thread track for the orchestrator
+:mod:`neuronsim.machine.sim.export` (ui.perfetto.dev opens it): one thread track for the orchestrator
 (a slice per submission, as long as its tracking took) and one per worker core, flow arrows
 for the edges a task actually waited on, and a counter of ready tasks.
 """
@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from machine.files import write_text
-from machine.sim.tensormap import Edge
-from machine.tasks.unroll import ArgAccess
+from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.sim.tensormap import Edge
+from neuronsim.machine.tasks.unroll import ArgAccess
 
 __all__ = ["RuntimePreset", "TaskRecord", "TaskTrace", "task_chrome_trace", "write_task_trace", "plot_task_timeline"]
 
@@ -178,7 +178,7 @@ def write_task_trace(trace: TaskTrace, path: str | Path) -> None:
 
 def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "") -> None:
     """One row for the orchestrator and one per worker, tasks coloured by kernel, to ``path``."""
-    from machine.sim.export import plot_format, save_figure
+    from neuronsim.machine.sim.export import plot_format, save_figure
 
     plot_format(path)
     import matplotlib

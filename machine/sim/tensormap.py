@@ -1,8 +1,8 @@
 """The runtime's dependence tracking per submitted task: simpler's TensorMap (``pto_tensormap``).
 
-Rules reference section 4.  The orchestrator calls :meth:`TensorMap.submit` once per task
+``docs/task-rules.md`` section 4.  The orchestrator calls :meth:`TensorMap.submit` once per task
 instance, in submission order; it answers the task's fan-in, each edge with its origin
-(:class:`~machine.tasks.unroll.Origin`), and counts the tracking work done:
+(:class:`~neuronsim.machine.tasks.unroll.Origin`), and counts the tracking work done:
 
 * explicit deps (user, then compiler), always;
 * AUTO scopes only (a MANUAL scope skips A, B and 4):
@@ -27,7 +27,7 @@ here are the same in every run of one program.
 
 Examples
 --------
->>> from machine.tasks.geometry import Region
+>>> from neuronsim.machine.tasks.geometry import Region
 >>> root = Region.of("x", 0, 4, (8, 1), (8, 8))
 >>> relation(root.window((0, 0), (4, 8)), root), relation(root, root.window((0, 0), (4, 8)))
 (<Relation.COVERED: 1>, <Relation.OTHER: 2>)
@@ -41,9 +41,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from machine.tasks.geometry import Region, covers, is_injective, overlaps
-from machine.tasks.ir import ArgDirection
-from machine.tasks.unroll import Origin, TaskInstance
+from neuronsim.machine.tasks.geometry import Region, covers, is_injective, overlaps
+from neuronsim.machine.tasks.ir import ArgDirection
+from neuronsim.machine.tasks.unroll import Origin, TaskInstance
 
 __all__ = ["Relation", "relation", "Edge", "Tracking", "TensorMap", "task_graph"]
 

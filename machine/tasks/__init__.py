@@ -40,22 +40,22 @@ Two deliberate differences: variables are names (SSA: defined once, visible in t
 while TaskId arrays are mutable host arrays; and calls and loops carry unique *labels* so that
 reports, traces and loop fan-in deps can name them.
 
-Modules: :mod:`~machine.tasks.expr` (scalar expressions), :mod:`~machine.tasks.ir`,
-:mod:`~machine.tasks.format` / :mod:`~machine.tasks.serialize` (JSON),
-:mod:`~machine.tasks.validate` (checks and symbol table), :mod:`~machine.tasks.builder` and
-:mod:`~machine.tasks.refs` (Python builder), :mod:`~machine.tasks.geometry` (byte-exact
+Modules: :mod:`~neuronsim.machine.tasks.expr` (scalar expressions), :mod:`~neuronsim.machine.tasks.ir`,
+:mod:`~neuronsim.machine.tasks.format` / :mod:`~neuronsim.machine.tasks.serialize` (JSON),
+:mod:`~neuronsim.machine.tasks.validate` (checks and symbol table), :mod:`~neuronsim.machine.tasks.builder` and
+:mod:`~neuronsim.machine.tasks.refs` (Python builder), :mod:`~neuronsim.machine.tasks.geometry` (byte-exact
 regions).  The format is documented in ``docs/tasks-format.md``.
 """
 
-from machine.tasks.expr import Op, ScalarExpr, Sym, evaluate, parse_expr, render
-from machine.tasks.format import FORMAT, is_task_document, load_tasks, loads_tasks, parse_tasks
-from machine.tasks.ir import (
+from neuronsim.machine.tasks.expr import Op, ScalarExpr, Sym, evaluate, parse_expr, render
+from neuronsim.machine.tasks.format import FORMAT, is_task_document, load_tasks, loads_tasks, parse_tasks
+from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, CompilerDep, Create, For, Function, GetSlot, If, IndexedView, IterArg,
     Kernel, KernelParam, MemRef, ParamDirection, Runtime, RuntimeScope, ScalarLet, ScalarParam, SetSlot, Slice,
     Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram, TensorParam, TensorType, TensorView, While, map_calls, walk,
 )
-from machine.tasks.serialize import dumps_tasks, save_tasks, tasks_to_json
-from machine.tasks.validate import Symbols, validate_tasks
+from neuronsim.machine.tasks.serialize import dumps_tasks, save_tasks, tasks_to_json
+from neuronsim.machine.tasks.validate import Symbols, validate_tasks
 
 __all__ = [
     "FORMAT", "Alias", "ArgDirection", "Assemble", "Call", "CompilerDep", "Create", "For", "Function", "GetSlot",

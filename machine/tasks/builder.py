@@ -18,7 +18,7 @@
 >>> [c.name for c, _ in program.calls()], program.function.body[-1].static_trip_count is None
 (['matmul0', 'add_bias0'], True)
 
-Handles (:mod:`machine.tasks.refs`) stand for variables; loops are Python ``for`` statements
+Handles (:mod:`neuronsim.machine.tasks.refs`) stand for variables; loops are Python ``for`` statements
 over :meth:`TaskBuilder.range` / :meth:`parallel` / :meth:`while_` (the body is recorded once),
 ``tb.yield_(...)`` gives the loop's return vars, ``with tb.if_(c): ... with tb.else_(): ...``
 records a branch.  Names are generated (``matmul0``, ``x_s0``) unless given with ``name=``.
@@ -32,14 +32,14 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from machine.tasks.expr import Sym
-from machine.tasks.ir import (
+from neuronsim.machine.tasks.expr import Sym
+from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, Function, GetSlot, If, IndexedView, IterArg, Kernel,
     KernelParam, MemRef, ParamDirection, Runtime, RuntimeScope, ScalarLet, ScalarParam, SetSlot, Slice, Stmt,
     TaskArray, TaskDummy, TaskInvalid, TaskProgram, TensorParam, TensorType, TensorView, While,
 )
-from machine.tasks.refs import NoDepArg, ScalarRef, TaskArrayRef, TaskIdRef, TensorRef, as_expr, no_dep
-from machine.tasks.validate import validate_tasks
+from neuronsim.machine.tasks.refs import NoDepArg, ScalarRef, TaskArrayRef, TaskIdRef, TensorRef, as_expr, no_dep
+from neuronsim.machine.tasks.validate import validate_tasks
 
 __all__ = ["TaskBuilder", "In", "Out", "InOut", "Scalar", "View", "MemRef", "no_dep"]
 
@@ -405,7 +405,7 @@ class TaskBuilder:
 
     # -- result ------------------------------------------------------------------------------
     def program(self) -> TaskProgram:
-        """The validated program (a :class:`~machine.errors.ProgramError` names what is wrong)."""
+        """The validated program (a :class:`~neuronsim.machine.ir.errors.ProgramError` names what is wrong)."""
         if len(self._blocks) != 1:
             raise ValueError("program() inside an open scope, loop or branch")
         function = Function(self.name, tuple(self.params), tuple(self._blocks[0]), self.auto_scope)

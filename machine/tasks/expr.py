@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Union
 
-from machine.errors import ProgramError
+from neuronsim.machine.ir.errors import ProgramError
 
 __all__ = ["Sym", "Op", "ScalarExpr", "parse_expr", "render", "evaluate", "free_names", "is_static", "fold", "BINARY_OPS"]
 

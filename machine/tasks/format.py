@@ -2,9 +2,9 @@
 
 Strict like ``neuronsim.program/1``: unknown keys other than ``x-…`` are errors, duplicate
 keys and NaN / Infinity are malformed JSON, and every error is a
-:class:`~machine.errors.ProgramError` naming the JSON path (``function.body[2].args[1]``).
-:func:`loads_tasks` parses, then validates (:func:`machine.tasks.validate.validate_tasks`),
-which resolves identifiers naming scalar variables to :class:`~machine.tasks.expr.Sym`.
+:class:`~neuronsim.machine.ir.errors.ProgramError` naming the JSON path (``function.body[2].args[1]``).
+:func:`loads_tasks` parses, then validates (:func:`neuronsim.machine.tasks.validate.validate_tasks`),
+which resolves identifiers naming scalar variables to :class:`~neuronsim.machine.tasks.expr.Sym`.
 :func:`dumps_tasks` writes the canonical form (fixed key order, ``x-`` keys kept).
 """
 
@@ -16,11 +16,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from machine.dtypes import DTYPES
-from machine.errors import ProgramError, join_path
-from machine.jsonio import decode_strict, read_source
-from machine.tasks.expr import ScalarExpr, parse_expr
-from machine.tasks.ir import (
+from neuronsim.machine.ir.dtypes import DTYPES
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.jsonio import decode_strict, read_source
+from neuronsim.machine.tasks.expr import ScalarExpr, parse_expr
+from neuronsim.machine.tasks.ir import (
     EMPTY, INDEXED_OPS, LAYOUTS, PADS, Alias, ArgDirection, Assemble, Call, CompilerDep, Create, For,
     Function, GetSlot, If, IndexedView, IterArg, Kernel, KernelParam, MemRef, Operand, ParamDirection,
     Runtime, RuntimeScope, ScalarLet, ScalarParam, SetSlot, Slice, Stmt, TaskArray, TaskDummy, TaskInvalid,
@@ -332,7 +332,7 @@ def parse_tasks(doc: Any, *, validate: bool = True) -> TaskProgram:
         runtime = Runtime(_int(r.raw.get("cores", 4), r.at("cores"), 1))
     program = TaskProgram(kernels, function, runtime, o.extras())
     if validate:
-        from machine.tasks.validate import validate_tasks
+        from neuronsim.machine.tasks.validate import validate_tasks
 
         program, _ = validate_tasks(program)
     return program

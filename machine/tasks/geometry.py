@@ -32,7 +32,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from math import prod
 
-from machine.geometry import ByteSet, element_runs, intersect_intervals
+from neuronsim.machine.model.geometry import ByteSet, element_runs, intersect_intervals
 
 __all__ = ["packed_strides", "view_strides", "is_injective", "Region", "overlaps", "shared_bytes", "covers",
            "byte_ranges_may_overlap", "span_elements", "root_region"]
@@ -206,13 +206,13 @@ def root_region(instance: Hashable, t, scalars: Mapping[str, int]) -> Region:
     ``create`` and the execution that made it), or, with a MemRef, the allocation
     ``("memref", base)`` from its evaluated offset; a view's ``valid_shape`` clips it.
 
-    >>> from machine.tasks.ir import MemRef, TensorType
+    >>> from neuronsim.machine.tasks.ir import MemRef, TensorType
     >>> r = root_region("x", TensorType((4, "n"), "float32", memref=MemRef("hbm", "off", 1024)), {"n": 8, "off": 64})
     >>> r.space, r.byte_range
     (('memref', 'hbm'), (64, 192))
     """
-    from machine.dtypes import itemsize
-    from machine.tasks.expr import Sym, evaluate
+    from neuronsim.machine.ir.dtypes import itemsize
+    from neuronsim.machine.tasks.expr import Sym, evaluate
 
     def value(v):
         return evaluate(Sym(v) if isinstance(v, str) else v, scalars)

@@ -11,7 +11,7 @@ in a loop or branch body is visible in that body only (its value leaves through 
 return vars); a runtime scope's body is transparent.
 
 Operands: a tensor or TaskId operand is the variable's name (``str``); a scalar operand is a
-:data:`~machine.tasks.expr.ScalarExpr` (``int``, :class:`~machine.tasks.expr.Sym`, ``Op``).
+:data:`~neuronsim.machine.tasks.expr.ScalarExpr` (``int``, :class:`~neuronsim.machine.tasks.expr.Sym`, ``Op``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from enum import Enum
 from types import MappingProxyType
 from typing import Any, Union
 
-from machine.tasks.expr import ScalarExpr
+from neuronsim.machine.tasks.expr import ScalarExpr
 
 __all__ = [
     "ParamDirection", "ArgDirection", "TensorView", "MemRef", "TensorType", "KernelParam", "Kernel",

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from machine.tasks.expr import Op, ScalarExpr, Sym, fold
+from neuronsim.machine.tasks.expr import Op, ScalarExpr, Sym, fold
 
 if TYPE_CHECKING:
-    from machine.tasks.builder import TaskBuilder
+    from neuronsim.machine.tasks.builder import TaskBuilder
 
 __all__ = ["ScalarRef", "TensorRef", "TaskIdRef", "TaskArrayRef", "NoDepArg", "no_dep", "as_expr"]
 
@@ -44,7 +44,7 @@ class ScalarRef:
         self.expr = expr
 
     def __repr__(self) -> str:
-        from machine.tasks.expr import render
+        from neuronsim.machine.tasks.expr import render
 
         return f"ScalarRef({render(self.expr)!r})"
 

@@ -1,4 +1,4 @@
-"""Write task programs as canonical ``neuronsim.tasks/1`` JSON (the inverse of :mod:`machine.tasks.format`).
+"""Write task programs as canonical ``neuronsim.tasks/1`` JSON (the inverse of :mod:`neuronsim.machine.tasks.format`).
 
 Key order is fixed, defaults are left out where the format gives them (``start`` 0, ``step`` 1,
 ``direction`` ``in``...), expressions are written as text that parses back to the same tree,
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from machine.jsonio import write_text
-from machine.tasks.expr import Sym, render
-from machine.tasks.ir import (
+from neuronsim.machine.ir.jsonio import write_text
+from neuronsim.machine.tasks.expr import Sym, render
+from neuronsim.machine.tasks.ir import (
     Alias, Assemble, Call, CompilerDep, Create, For, GetSlot, If, IndexedView, IterArg, Kernel, MemRef, Operand,
     RuntimeScope, ScalarLet, ScalarParam, SetSlot, Slice, Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram,
     TensorParam, TensorType, TensorView, While,
@@ -207,7 +207,7 @@ def _body(body: tuple[Stmt, ...]) -> list[dict[str, Any]]:
 
 def tasks_to_json(program: TaskProgram) -> dict[str, Any]:
     """The canonical JSON document of ``program``."""
-    from machine.tasks.format import FORMAT
+    from neuronsim.machine.tasks.format import FORMAT
 
     f = program.function
     function: dict[str, Any] = {"name": f.name, "auto_scope": f.auto_scope, "params": [_param(p) for p in f.params],

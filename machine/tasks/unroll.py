@@ -5,9 +5,9 @@ time"): loops run their real trip counts, branches take the side the scalars sel
 executed call (and every ``task_dummy``) submits one :class:`TaskInstance` carrying
 
 * the bytes each tensor argument names (:class:`ArgAccess`: a byte-exact
-  :class:`~machine.tasks.geometry.Region`), what the kernel does with them (its parameter's
+  :class:`~neuronsim.machine.tasks.geometry.Region`), what the kernel does with them (its parameter's
   direction: ``in`` reads, ``out`` writes, ``inout`` both) and what the call site tells the
-  runtime (the argument's :class:`~machine.tasks.ir.ArgDirection`);
+  runtime (the argument's :class:`~neuronsim.machine.tasks.ir.ArgDirection`);
 * the *creator* of each argument's tensor: the task that got it as a runtime-allocated
   ``output`` (views, aliases and carried values of that tensor keep it), as simpler's
   ``Tensor`` handles keep their owner task;
@@ -16,17 +16,17 @@ executed call (and every ``task_dummy``) submits one :class:`TaskInstance` carry
   value only if the loop's current execution submitted it; or a loop fan-in: every instance
   of the named calls in the loop's last completed execution plus the latest of each).
 
-Nothing here orders anything: the runtime (:mod:`machine.sim.runtime`) adds TensorMap
+Nothing here orders anything: the runtime (:mod:`neuronsim.machine.sim.runtime`) adds TensorMap
 tracking in AUTO scopes.  The walk is a generator, so a runtime consumes instances as the
 orchestrator would submit them.
 
 Bad input found only at run time (a window leaving its tensor for these scalars, an array
 index out of range, a division by zero, a loop that does not end within ``max_iterations``)
-is a :class:`~machine.errors.ProgramError` naming the statement's JSON path.
+is a :class:`~neuronsim.machine.ir.errors.ProgramError` naming the statement's JSON path.
 
 Examples
 --------
->>> from machine.tasks.builder import In, InOut, TaskBuilder
+>>> from neuronsim.machine.tasks.builder import In, InOut, TaskBuilder
 >>> tb = TaskBuilder("acc")
 >>> add = tb.kernel("add", In("x"), InOut("acc"), returns="acc", cost=100)
 >>> x, acc = tb.param("x", (16, 8)), tb.param("acc", (8, 8), direction="inout")
@@ -42,10 +42,10 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from machine.errors import ProgramError
-from machine.tasks.expr import ScalarExpr, evaluate
-from machine.tasks.geometry import Region, root_region
-from machine.tasks.ir import (
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.tasks.expr import ScalarExpr, evaluate
+from neuronsim.machine.tasks.geometry import Region, root_region
+from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, GetSlot, If, IndexedView, ParamDirection, RuntimeScope,
     ScalarLet, ScalarParam, SetSlot, Slice, Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram, While,
 )

@@ -2,12 +2,12 @@
 
 :func:`validate_tasks` walks the function in program order with block scoping (loop and branch
 bodies open a scope, runtime scopes do not) and raises a located
-:class:`~machine.errors.ProgramError` on the first problem: a name defined twice or used before
+:class:`~neuronsim.machine.ir.errors.ProgramError` on the first problem: a name defined twice or used before
 its definition, a variable of the wrong kind (tensor / TaskId / TaskId array / scalar), an
 argument list or an output list that does not fit the kernel's signature, a direction a call
 site cannot have, a yield that does not match its iter_args, a static slice that leaves its
 source, an AUTO scope inside a MANUAL one.  It returns the program with identifiers that name
-scalar variables turned into :class:`~machine.tasks.expr.Sym` operands, and a
+scalar variables turned into :class:`~neuronsim.machine.tasks.expr.Sym` operands, and a
 :class:`Symbols` table: the kind of every variable and the type of every tensor (computed for
 derived tensors: a slice of a DN or strided tensor keeps its source's layout and strides).
 """
@@ -17,11 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from machine.errors import ProgramError, join_path
-from machine.tasks.expr import ScalarExpr, Sym, free_names
-from machine.tasks.geometry import packed_strides, span_elements, view_strides
-from machine.dtypes import itemsize
-from machine.tasks.ir import (
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.tasks.expr import ScalarExpr, Sym, free_names
+from neuronsim.machine.tasks.geometry import packed_strides, span_elements, view_strides
+from neuronsim.machine.ir.dtypes import itemsize
+from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, GetSlot, If, IndexedView, IterArg, Operand, ParamDirection,
     RuntimeScope, ScalarLet, SetSlot, Slice, Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram,
     TensorParam, TensorType, TensorView, While,

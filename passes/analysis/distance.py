@@ -11,7 +11,7 @@ How the seed's IR maps onto ours
       entry of an instruction's ``writes`` (a DEF, ``ArgumentKind == 2``) or ``reads`` (a USE,
       ``ArgumentKind == 1``) with the loop nest around it and its JSON path.
     * **evaluated APs** -> the site's instances in program order (row-major over its loops,
-      outermost first) and their footprints (:mod:`machine.geometry`).
+      outermost first) and their footprints (:mod:`neuronsim.machine.model.geometry`).
     * **interval_set<u64, right_open_interval> per group** -> a ``portion`` union of the
       group's bytes.  An access repeats one byte set in every partition it lists and moving
       it between iterations changes bytes, not partitions, so a group's footprint is *its
@@ -20,7 +20,7 @@ How the seed's IR maps onto ours
       :func:`same_location`: the same tensor, or two *placed* tensors whose storage overlaps
       (same memory, shared partitions and bytes of their whole extents), or two tensors of one
       DRAM alias group.  A virtual tensor has no storage yet, so it only matches itself.
-    * **tensor-name memcmp** (the per-loop builder's gate, :mod:`passes.analysis.loopgraph`) -> the
+    * **tensor-name memcmp** (the per-loop builder's gate, :mod:`neuronsim.passes.analysis.loopgraph`) -> the
       same tensor name.  The two gates are separate code paths, as in the seed.
 
 Iteration groups
@@ -31,7 +31,7 @@ Iteration groups
     ``elemIdx % niters`` over its own evaluated order; we bin by position so that inner loops
     stay inside their group whatever their order.  ``niters`` outside ``[1, n]`` for either
     site is the seed's assertion ``niters1 / niters != 0 && niters2 / niters != 0``: here a
-    :class:`~machine.errors.ProgramError` located at the access.
+    :class:`~neuronsim.machine.ir.errors.ProgramError` located at the access.
 
 Which number the kernel returns
     The seed's pseudo-code maxes ``gi`` (the def group) over intersecting pairs, while its text
@@ -48,7 +48,7 @@ Why a *positive* distance means a *negative* dependence
     ``gj`` runs its use before iteration ``gi`` runs the def: a backward (negative)
     loop-carried dependence.  ``distance > 0`` is the illegal case; ``<= 0`` is legal.
 
->>> from machine.ir import Access, Instruction, Loop, MemoryKind, Program, Tensor
+>>> from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor
 >>> t = {"t": Tensor("t", MemoryKind.SBUF, "float32", (32, 16), partition=0, offset=0),
 ...      "u": Tensor("u", MemoryKind.SBUF, "float32", (32, 16), partition=0, offset=64)}
 >>> def tile(tensor, loop, offset):      # 4 elements a partition, moving on by 4 per iteration
@@ -76,10 +76,10 @@ from math import gcd, prod
 import numpy as np
 import portion
 
-from machine.errors import ProgramError, join_path
-from machine.geometry import Footprint, base_footprint, overlap, shifted
-from machine.ir import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
-from machine.unroll import instance_name
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.model.geometry import Footprint, base_footprint, overlap, shifted
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
+from neuronsim.machine.order.unroll import instance_name
 
 __all__ = [
     "AccessSite", "DefUseDistance", "Witness", "DistanceFinding", "GroupSets", "LoopPlace",
@@ -178,7 +178,7 @@ def _extent(t: Tensor) -> tuple[int, int]:
 def same_location(a: Tensor, b: Tensor) -> bool:
     """The kernel's existence gate (the seed's MemoryLocationSet identity), see module doc.
 
-    >>> from machine.ir import MemoryKind, Tensor
+    >>> from neuronsim.machine.ir.program import MemoryKind, Tensor
     >>> x = Tensor("x", MemoryKind.SBUF, "float32", (64, 8), partition=0, offset=0)
     >>> y = Tensor("y", MemoryKind.SBUF, "float32", (32, 8), partition=32, offset=16)
     >>> z = Tensor("z", MemoryKind.SBUF, "float32", (64, 8), partition=0, offset=32)
@@ -361,7 +361,7 @@ def get_def_use_distance(tensors: Mapping[str, Tensor], defn: AccessSite, use: A
     with some instance of ``defn`` in a group ``gi > gj`` (exact: a group's footprint is the
     union of its instances'); ``distance >= 0``; different locations give 0 untouched.
 
-    The kernel does not look at which one writes: :mod:`passes.fuse_loops` also calls it with a
+    The kernel does not look at which one writes: :mod:`neuronsim.passes.fuse_loops` also calls it with a
     use of the first loop against a def of the second (WAR) and with two defs (WAW).
     """
     td, tu = tensors[defn.access.tensor], tensors[use.access.tensor]
@@ -461,7 +461,7 @@ def has_negative_distance(program: Program, first: str, second: str, *,
 
     Pairs are visited as the seed does (uses outer, defs inner); ``niters`` is
     :func:`fusion_niters`.  Only def-use pairs are checked, as in the seed: see
-    :func:`passes.fuse_loops.fusion_hazards` for the use-def and def-def orders fusion also needs.
+    :func:`neuronsim.passes.fuse_loops.fusion_hazards` for the use-def and def-def orders fusion also needs.
     """
     niters = fusion_niters(program, first, second)
     defs, _ = loop_sites(program, first)

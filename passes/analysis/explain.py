@@ -11,7 +11,7 @@
 
 Examples
 --------
->>> from machine.format import load_program
+>>> from neuronsim.machine.formats.program import load_program
 >>> e = explain(load_program("examples/matmul_k_loop.json"), "mm", "ld_x")
 >>> print(e.render().splitlines()[0])
 Explaining why mm and ld_x interfere:
@@ -24,11 +24,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from machine.conflicts import conflicts
-from machine.errors import ProgramError
-from machine.geometry import interval_cover, mask_range
-from machine.ir import MemoryKind, Program
-from machine.stream import InstanceStream, stream_of
+from neuronsim.machine.order.conflicts import conflicts
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.model.geometry import interval_cover, mask_range
+from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.order.stream import InstanceStream, stream_of
 
 __all__ = ["explain", "Explanation", "ConflictPair", "EdgeNote"]
 

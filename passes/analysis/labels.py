@@ -21,7 +21,7 @@ is computed over two sets of instance pairs, which bound the right label:
 A label outside these bounds is a finding, as in the seed (``"Inconsistent dependence
 labeling on:" / "computed:" / "labeled:"``, computed being the bound it breaks).
 
->>> from machine.ir import Access, Dep, Instruction, MemoryKind, Program, Tensor
+>>> from neuronsim.machine.ir.program import Access, Dep, Instruction, MemoryKind, Program, Tensor
 >>> t = {"t": Tensor("t", MemoryKind.SBUF, "float32", (128, 4), partition=0, offset=0)}
 >>> body = (Instruction("w", "dve", "memset", writes=(Access("t"),)),
 ...         Instruction("r", "act", "tensor_copy", reads=(Access("t"),), writes=(Access("t"),),
@@ -34,10 +34,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from machine.edges import KIND_NAMES, EdgeKind
-from machine.geometry import footprint, overlap
-from machine.ir import Program
-from machine.unroll import unroll
+from neuronsim.machine.ir.edges import KIND_NAMES, EdgeKind
+from neuronsim.machine.model.geometry import footprint, overlap
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.order.unroll import unroll
 
 __all__ = ["LabelFinding", "verify_anti_dependence", "computed_kinds"]
 

@@ -1,6 +1,6 @@
 """Lifetimes of tensors on the instance stream, for the allocator.
 
-Instance ids are positions in program order (:class:`machine.stream.InstanceStream`).
+Instance ids are positions in program order (:class:`neuronsim.machine.order.stream.InstanceStream`).
 
 * The **hull** of a tensor is ``[first, last]``, the first and last instance touching it
   (``input`` DRAM tensors: the whole program and before, ``output`` ones: to the end).
@@ -19,15 +19,15 @@ Instance ids are positions in program order (:class:`machine.stream.InstanceStre
 A :class:`Life` is what the allocator needs of a tensor: its hull and, when it rotates over
 ``n`` slots of loop ``L`` (a *ring*, slot ``k mod n`` in iteration ``k``), the loop, ``n``
 and the relative range.  :func:`may_share` is the one sharing rule of the allocator; its
-proof is in :mod:`passes.alloc`.
+proof is in :mod:`neuronsim.passes.alloc`.
 
 Examples
 --------
->>> from machine.ir import Access, Instruction, Loop, MemoryKind, Program, Tensor
+>>> from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor
 >>> t = Tensor("t", MemoryKind.SBUF, "float32", (128, 4))
 >>> w = Instruction("w", "dve", "memset", writes=(Access("t"),))
 >>> r = Instruction("r", "act", "copy", reads=(Access("t"),))
->>> from machine.stream import InstanceStream
+>>> from neuronsim.machine.order.stream import InstanceStream
 >>> lives = lifetimes(InstanceStream(Program({"t": t}, (Loop("i", 4, (w, r)),))), {MemoryKind.SBUF: 2})
 >>> lives["t"]
 Life(lo=0, hi=7, loop='i', slots=2, rel=(0, 1))
@@ -45,9 +45,9 @@ from operator import add, attrgetter
 
 import numpy as np
 
-from machine.geometry import ByteSet
-from machine.ir import Access, MemoryKind, Tensor
-from machine.stream import InstanceStream
+from neuronsim.machine.model.geometry import ByteSet
+from neuronsim.machine.ir.program import Access, MemoryKind, Tensor
+from neuronsim.machine.order.stream import InstanceStream
 
 __all__ = ["Life", "lifetimes", "live_ranges", "may_share", "iteration_private", "tensor_users", "TensorUsers",
            "stripped", "union", "merge", "contains", "WINDOW_BUDGET"]
@@ -102,7 +102,7 @@ class TensorUsers:
     """Who touches what, on flat arrays: built once per stream by :func:`tensor_users`.
 
     ``access_instr[k]``, ``access_tensor[k]`` and ``accesses[k]`` are the instruction, the
-    tensor id and the :class:`~machine.ir.Access` of the ``k``-th access of the program
+    tensor id and the :class:`~neuronsim.machine.ir.program.Access` of the ``k``-th access of the program
     (instructions in document order, each one's reads then writes).  The instructions
     touching tensor ``tid``, each once and in document order, are
     ``instr[ptr[tid]:ptr[tid + 1]]`` (:meth:`of`).
@@ -136,7 +136,7 @@ def tensor_users(stream: InstanceStream) -> TensorUsers:
     One pass over the instructions' accesses at C speed (no compiled footprints are needed
     for this), then a sort of the ``(tensor, instruction)`` pairs.
 
-    >>> from machine.ir import Access, Instruction, MemoryKind, Program, Tensor
+    >>> from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Program, Tensor
     >>> ts = {n: Tensor(n, MemoryKind.SBUF, "float32", (128, 4)) for n in "ab"}
     >>> body = (Instruction("w", "dve", "memset", writes=(Access("b"),)),
     ...         Instruction("c", "act", "copy", reads=(Access("b"), Access("b")), writes=(Access("a"),)))

@@ -11,9 +11,9 @@ Per loop ``L`` (every loop of the program, in program order):
 * defs = the writes, uses = the reads of every instruction inside ``L`` (nested loops
   included);
 * candidate pairs: a def and a use of the **same tensor name** (the builder's gate; the
-  storage gate of :func:`passes.analysis.distance.same_location` is the kernel's, and for one name it
+  storage gate of :func:`neuronsim.passes.analysis.distance.same_location` is the kernel's, and for one name it
   always passes);
-* ``distance`` = :func:`passes.analysis.distance.get_def_use_distance` with ``niters = trip(L) x
+* ``distance`` = :func:`neuronsim.passes.analysis.distance.get_def_use_distance` with ``niters = trip(L) x
   product of the trips of L's parents`` (the fusion formula with ``L1 = L2 = L``), stored in
   the cache symmetrically (``cache[d][u] == cache[u][d]``);
 * direction vectors, one element per loop enclosing both instructions (outermost first):
@@ -22,7 +22,7 @@ Per loop ``L`` (every loop of the program, in program order):
   whose footprints meet, sorted.  Exact: instances are grouped by their indices on the common
   loops, and two groups' byte unions meet iff some pair of their instances does.
 
->>> from machine.ir import Access, Instruction, Loop, MemoryKind, Program, Tensor
+>>> from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor
 >>> t = {"t": Tensor("t", MemoryKind.SBUF, "float32", (32, 16), partition=0, offset=0)}
 >>> w = Instruction("w", "dve", "memset", writes=(Access("t", offset=4, pattern=((1, 4),), per_iteration=(("i", 4),)),))
 >>> r = Instruction("r", "act", "tensor_copy", reads=(Access("t", pattern=((1, 4),), per_iteration=(("i", 4),)),),
@@ -41,9 +41,9 @@ from math import prod
 
 import numpy as np
 
-from machine.ir import Loop, MemoryKind, Program
+from neuronsim.machine.ir.program import Loop, MemoryKind, Program
 
-from passes.analysis.distance import (AccessSite, DefUseDistance, GroupSets, evaluate_groups, find_loop, get_def_use_distance,
+from neuronsim.passes.analysis.distance import (AccessSite, DefUseDistance, GroupSets, evaluate_groups, find_loop, get_def_use_distance,
                        loop_sites)
 
 __all__ = ["LoopPair", "LoopGraph", "loop_dependence_graph", "loop_dependence_graphs", "instructions_by_level",
@@ -216,7 +216,7 @@ def instructions_by_level(program: Program) -> dict[int, tuple[str, ...]]:
     """Pass 1 of the driver (``collectInstructionsByNestingLevel``): instruction names by the
     number of loops around them, in program order.
 
-    >>> from machine.ir import Instruction, Loop, Program
+    >>> from neuronsim.machine.ir.program import Instruction, Loop, Program
     >>> body = (Instruction("a", "dve", "nop"), Loop("i", 2, (Instruction("b", "dve", "nop"),)))
     >>> instructions_by_level(Program({}, body))
     {0: ('a',), 1: ('b',)}

@@ -47,8 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 from pyroaring import BitMap
 
-from machine.ir import SEQUENCERS
-from machine.presets import MachineSpec
+from neuronsim.machine.ir.program import SEQUENCERS
+from neuronsim.machine.model.presets import MachineSpec
 
 __all__ = ["SyncState", "EnginePositions", "assign_ids", "NUM_SEQUENCERS"]
 
@@ -162,10 +162,10 @@ class EnginePositions:
 
 def assign_ids(stream, spec: MachineSpec | None = None) -> EnginePositions:
     """Number each engine's completions in program order (``stream``: an
-    :class:`~machine.stream.InstanceStream`, or an :class:`~machine.unroll.Unrolled`).
+    :class:`~neuronsim.machine.order.stream.InstanceStream`, or an :class:`~neuronsim.machine.order.unroll.Unrolled`).
 
-    >>> from machine.ir import Instruction, Program
-    >>> from machine.stream import InstanceStream
+    >>> from neuronsim.machine.ir.program import Instruction, Program
+    >>> from neuronsim.machine.order.stream import InstanceStream
     >>> body = (Instruction("a", "sp", "dma_copy", queue="dma1"), Instruction("b", "sp", "nop"),
     ...         Instruction("c", "act", "dma_copy", queue="dma1"))
     >>> ids = assign_ids(InstanceStream(Program({}, body)))

@@ -8,20 +8,20 @@ neuronsim                            PyPTO
 :class:`DeriveCallDirections`        ``DeriveCallDirections`` (R-seq / R-prior / InOut-parent)
 :class:`AutoDeriveTaskDependencies`  ``AutoDeriveTaskDependencies(analyze_auto_scopes)``
 :class:`MaterializeRuntimeScopes`    ``MaterializeRuntimeScopes``
-:mod:`~passes.tasks.lineage`         ``StorageRootAnalysis`` (roots, regions, ``MemRef::MayAlias``)
-:mod:`~passes.tasks.taskids`         ``SubmitTaskIdCollector`` and ``CanonicalizeTaskIds``
-:mod:`~passes.tasks.regions`         ``AccessRegion``, ``RegionsMayOverlap``, ``HasHazard``
-:mod:`~passes.tasks.walk`            ``AutoDepMutator`` (frames = ``prior_stack_``)
-:mod:`~passes.tasks.hazards`         the hazard loop of ``AnalyzeCallLike`` (coverage, fallback)
-:mod:`~passes.tasks.loops`           ``Remap*LoopAccessTaskIds``, ``LoopReturnVarForAccess``
-:class:`~passes.tasks.records.       the ``compiler_manual_dep_edges`` / candidate attrs, as
+:mod:`~neuronsim.passes.tasks.lineage`         ``StorageRootAnalysis`` (roots, regions, ``MemRef::MayAlias``)
+:mod:`~neuronsim.passes.tasks.taskids`         ``SubmitTaskIdCollector`` and ``CanonicalizeTaskIds``
+:mod:`~neuronsim.passes.tasks.regions`         ``AccessRegion``, ``RegionsMayOverlap``, ``HasHazard``
+:mod:`~neuronsim.passes.tasks.walk`            ``AutoDepMutator`` (frames = ``prior_stack_``)
+:mod:`~neuronsim.passes.tasks.hazards`         the hazard loop of ``AnalyzeCallLike`` (coverage, fallback)
+:mod:`~neuronsim.passes.tasks.loops`           ``Remap*LoopAccessTaskIds``, ``LoopReturnVarForAccess``
+:class:`~neuronsim.passes.tasks.records.       the ``compiler_manual_dep_edges`` / candidate attrs, as
 Analysis`                            data (a rewrite applies them: :func:`apply_analysis`)
 ===================================  ============================================================
 
 The passes reuse the instruction-level machinery: each is a frozen dataclass deriving from
-:class:`passes.pipeline.Pass`, spec strings are parsed by :func:`passes.pipeline.parse_pipeline`
+:class:`neuronsim.passes.pipeline.Pass`, spec strings are parsed by :func:`neuronsim.passes.pipeline.parse_pipeline`
 against :data:`TASK_PASSES`, and :func:`run_task_pipeline` is
-:func:`passes.pipeline.run_pipeline` with :func:`verify_tasks` between passes.
+:func:`neuronsim.passes.pipeline.run_pipeline` with :func:`verify_tasks` between passes.
 
 ``faithful=true`` on the dependence pass reproduces the seed, loop back-edge hole included;
 the default is the seed made sound (``docs/tasks-passes.md``: what differs and why).
@@ -29,14 +29,14 @@ the default is the seed made sound (``docs/tasks-passes.md``: what differs and w
 
 from __future__ import annotations
 
-from machine.errors import ProgramError
-from machine.tasks.ir import TaskProgram
-from machine.tasks.validate import validate_tasks
-from passes.pipeline import PassContext, parse_pipeline, run_pipeline
-from passes.tasks.auto_derive_task_dependencies import AutoDeriveTaskDependencies, analyze_dependencies, apply_analysis
-from passes.tasks.derive_call_directions import DeriveCallDirections, derive_directions
-from passes.tasks.materialize_runtime_scopes import MaterializeRuntimeScopes, ScopeDecision, materialize_scopes
-from passes.tasks.records import Analysis
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.tasks.ir import TaskProgram
+from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.passes.pipeline import PassContext, parse_pipeline, run_pipeline
+from neuronsim.passes.tasks.auto_derive_task_dependencies import AutoDeriveTaskDependencies, analyze_dependencies, apply_analysis
+from neuronsim.passes.tasks.derive_call_directions import DeriveCallDirections, derive_directions
+from neuronsim.passes.tasks.materialize_runtime_scopes import MaterializeRuntimeScopes, ScopeDecision, materialize_scopes
+from neuronsim.passes.tasks.records import Analysis
 
 __all__ = [
     "TASK_PASSES", "DEFAULT_TASK_PIPELINE", "FAITHFUL_TASK_PIPELINE", "DeriveCallDirections",

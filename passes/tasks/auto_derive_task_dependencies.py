@@ -13,7 +13,7 @@ Options: ``analyze_auto_scopes`` (PyPTO ``analyze_auto_scopes_for_deps``, defaul
 upstream: the pass then changes nothing); ``faithful`` reproduces the seed exactly, loop
 back-edge hole included.  The default analysis also compares each sequential loop body with
 itself shifted by one iteration and keeps only the user-dep coverage and loop edges that
-name every instance they must (:mod:`passes.tasks.hazards`, :mod:`passes.tasks.walk`); the
+name every instance they must (:mod:`neuronsim.passes.tasks.hazards`, :mod:`neuronsim.passes.tasks.walk`); the
 edges only that shifted walk finds are loop-carried (``CompilerDep.carried``: the previous
 iteration of the loop's current execution, never an earlier execution's last instance);
 ``docs/tasks-passes.md`` lists the differences.
@@ -36,13 +36,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from machine.tasks.ir import Call, RuntimeScope, TaskProgram, map_calls
-from machine.tasks.validate import validate_tasks
-from passes.pipeline import Pass, PassContext
-from passes.tasks.lineage import storage_lineage
-from passes.tasks.records import Analysis
-from passes.tasks.taskids import collect_task_ids
-from passes.tasks.walk import Walker
+from neuronsim.machine.tasks.ir import Call, RuntimeScope, TaskProgram, map_calls
+from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.passes.pipeline import Pass, PassContext
+from neuronsim.passes.tasks.lineage import storage_lineage
+from neuronsim.passes.tasks.records import Analysis
+from neuronsim.passes.tasks.taskids import collect_task_ids
+from neuronsim.passes.tasks.walk import Walker
 
 __all__ = ["AutoDeriveTaskDependencies", "analyze_dependencies", "apply_analysis"]
 

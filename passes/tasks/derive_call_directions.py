@@ -1,6 +1,6 @@
 """``derive-call-directions``: the ArgDirection of every argument of every call (PyPTO pass of that name).
 
-Per argument, from the kernel parameter's direction (rules reference section 2):
+Per argument, from the kernel parameter's direction (``docs/task-rules.md`` section 2):
 
 * a scalar parameter -> ``Scalar``; ``In`` -> ``Input``; ``InOut`` -> ``InOut``;
 * ``Out`` -> ``OutputExisting``, promoted to ``InOut`` when
@@ -27,13 +27,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from machine.tasks.ir import (
+from neuronsim.machine.tasks.ir import (
     ArgDirection, Call, For, If, ParamDirection, RuntimeScope, Stmt, TaskProgram, TensorParam, While, bodies,
     map_calls,
 )
-from machine.tasks.validate import validate_tasks
-from passes.pipeline import Pass, PassContext
-from passes.tasks.lineage import Lineage, storage_lineage
+from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.passes.pipeline import Pass, PassContext
+from neuronsim.passes.tasks.lineage import Lineage, storage_lineage
 
 __all__ = ["DeriveCallDirections", "derive_directions", "first_writer_roots"]
 

@@ -1,7 +1,7 @@
 """What one hazard on one prior access becomes: covered by a user dep, a compiler edge, or a fallback.
 
-Rules reference section 3 items 4, 7 (loop producers), 8 (user-dep coverage) and 10 (fallback
-triggers).  :func:`classify_seed` is the seed's decision (``faithful=true``);
+``docs/task-rules.md`` section 3 items 4, 7, 8 and 10 (the per-call walk, loop producers, user-dep
+coverage, fallback triggers).  :func:`classify_seed` is the seed's decision (``faithful=true``);
 :func:`classify_sound` is the default, which differs where the seed can lose an order once
 runtime tracking is off:
 
@@ -28,10 +28,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from machine.tasks.ir import CompilerDep
-from passes.tasks.records import Access, Fallback, Record
-from passes.tasks.regions import AccessKind
-from passes.tasks.taskids import UserDeps
+from neuronsim.machine.tasks.ir import CompilerDep
+from neuronsim.passes.tasks.records import Access, Fallback, Record
+from neuronsim.passes.tasks.regions import AccessKind
+from neuronsim.passes.tasks.taskids import UserDeps
 
 __all__ = ["Verdict", "classify_seed", "classify_sound", "edge_of"]
 

@@ -1,6 +1,6 @@
 """Storage lineage: which roots, and which regions of them, a tensor variable may name.
 
-Rules reference section 3 item 1 (PyPTO ``StorageRootAnalysis``).  A *location* is a tuple of
+``docs/task-rules.md`` section 3 item 1 (PyPTO ``StorageRootAnalysis``).  A *location* is a tuple of
 at most :data:`MAX_ALTERNATIVES` ``(root, region)`` alternatives; a variable is *known*,
 *unresolved* (no lineage: results of builtin ops other than create / slice / assemble) or
 *unsupported* (gather / scatter results, more than four alternatives, a branch or loop merge
@@ -25,13 +25,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from machine.tasks.geometry import byte_ranges_may_overlap, packed_strides
-from machine.tasks.ir import (
+from neuronsim.machine.tasks.geometry import byte_ranges_may_overlap, packed_strides
+from neuronsim.machine.tasks.ir import (
     Alias, Assemble, Call, Create, For, If, IndexedView, MemRef, Operand, RuntimeScope, Slice, Stmt, TaskProgram,
     TensorParam, TensorType, While,
 )
-from machine.tasks.validate import Symbols
-from passes.tasks.regions import CONSERVATIVE, FULL, UNKNOWN, Region, slice_region
+from neuronsim.machine.tasks.validate import Symbols
+from neuronsim.passes.tasks.regions import CONSERVATIVE, FULL, UNKNOWN, Region, slice_region
 
 __all__ = ["MAX_ALTERNATIVES", "Alternative", "Location", "Status", "Lineage", "storage_lineage", "merge_locations",
            "packed_nd", "conservative_nd"]

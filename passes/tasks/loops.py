@@ -1,4 +1,4 @@
-"""What happens to a loop's prior accesses when the loop exits (rules reference section 3 item 7).
+"""What happens to a loop's prior accesses when the loop exits (``docs/task-rules.md`` section 3 item 7).
 
 * a static single-trip loop is transparent; its accesses whose TaskId flows into a return var
   are renamed to that return var;
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from machine.tasks.ir import For, While
-from passes.tasks.lineage import Lineage, Status
-from passes.tasks.records import LoopCtx, Record
-from passes.tasks.regions import regions_may_overlap
+from neuronsim.machine.tasks.ir import For, While
+from neuronsim.passes.tasks.lineage import Lineage, Status
+from neuronsim.passes.tasks.records import LoopCtx, Record
+from neuronsim.passes.tasks.regions import regions_may_overlap
 
 __all__ = ["carry_remap", "return_var_for", "rename_single_trip", "rebind_fixed_trip", "summarise_parallel"]
 

@@ -1,6 +1,6 @@
 """``materialize-runtime-scopes``: place the runtime scopes of a default-mode function (PyPTO pass of that name).
 
-For an ``auto_scope=true`` function (rules reference section 3 item 11):
+For an ``auto_scope=true`` function (``docs/task-rules.md`` section 3 item 11):
 
 * with the whole-layer marker (``manual_layer_candidate``, set by the dependence pass when
   the virtual whole-body region was analysed without fallback), the body becomes one
@@ -25,8 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from machine.tasks.ir import Call, For, If, RuntimeScope, Stmt, TaskProgram, bodies, map_calls, walk, with_bodies
-from passes.pipeline import Pass, PassContext
+from neuronsim.machine.tasks.ir import Call, For, If, RuntimeScope, Stmt, TaskProgram, bodies, map_calls, walk, with_bodies
+from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["MaterializeRuntimeScopes", "materialize_scopes", "ScopeDecision"]
 

@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from machine.spans import SpanIndex
-from machine.tasks.ir import ArgDirection, CompilerDep
-from passes.tasks.regions import AccessKind, Hazard, Region, first_extent
+from neuronsim.machine.order.spans import SpanIndex
+from neuronsim.machine.tasks.ir import ArgDirection, CompilerDep
+from neuronsim.passes.tasks.regions import AccessKind, Hazard, Region, first_extent
 
 __all__ = ["Access", "Record", "Frame", "LoopCtx", "Fallback", "Note", "CallResult", "RegionResult", "Analysis",
            "FALLBACK_REASONS"]
@@ -151,7 +151,7 @@ class Note:
 
 class _Shelf:
     """Record indices of one root (all its accesses, or only its writes): boxes the overlap
-    rule separates by their first dimension in a :class:`~machine.spans.SpanIndex` per rank,
+    rule separates by their first dimension in a :class:`~neuronsim.machine.order.spans.SpanIndex` per rank,
     the rest (``loose``) in a list.  A box access meets the loose records, the boxes of other
     ranks, and the boxes of its rank whose first extent meets its own: a straight-line program
     writing thousands of disjoint tiles of one output scans a few records per call, not all."""

@@ -1,7 +1,8 @@
 """Static access regions, the overlap rule and the hazard rule of the dependence analysis.
 
 A region says what part of a storage root an access may touch, as far as the compiler can tell
-(rules reference, section 2 and section 3 items 5-6):
+(``docs/task-rules.md`` section 2; the hazard and overlap rules are ``docs/task-rules.md``
+section 3 items 5-6):
 
 * ``FULL``: the whole root (parameters, ``create`` results);
 * ``BOX``: a constant rectangle, absolute offsets and shape in the root's index space;
@@ -26,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum, IntFlag
 
-from machine.tasks.ir import ArgDirection
+from neuronsim.machine.tasks.ir import ArgDirection
 
 __all__ = ["RegionKind", "Region", "FULL", "CONSERVATIVE", "DYNAMIC", "UNKNOWN", "slice_region", "regions_may_overlap",
            "first_extent", "demotable_region", "AccessKind", "access_kind", "Hazard", "hazards"]
@@ -90,7 +91,7 @@ def slice_region(parent: Region, shape: tuple, offsets: tuple) -> Region:
 
 
 def regions_may_overlap(a: Region, b: Region) -> bool:
-    """The overlap rule (section 3 item 6)."""
+    """The overlap rule (``docs/task-rules.md`` section 3 item 6)."""
     if a.kind != RegionKind.BOX or b.kind != RegionKind.BOX:
         return True
     if not (len(a.offsets) == len(b.offsets) == len(a.shape) == len(b.shape)):
@@ -166,5 +167,6 @@ _HAZARDS = {(c, p): _hazards(c, p) for c in (1, 2, 3) for p in (1, 2, 3)}
 
 
 def hazards(current: AccessKind, prior: AccessKind) -> frozenset[Hazard]:
-    """The hazard rule (section 3 item 5): which of RAW / WAR / WAW ``current`` has on ``prior``."""
+    """The hazard rule (``docs/task-rules.md`` section 3 item 5): which of RAW / WAR / WAW
+    ``current`` has on ``prior``."""
     return _HAZARDS[int(current), int(prior)]

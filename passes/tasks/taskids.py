@@ -1,6 +1,6 @@
 """TaskId collection: which task a TaskId variable, a tensor or a user dep stands for.
 
-Rules reference section 3 item 2 (PyPTO ``SubmitTaskIdCollector``) and item 8 (user-dep
+``docs/task-rules.md`` section 3 items 2 and 8 (PyPTO ``SubmitTaskIdCollector``; user-dep
 coverage).  Facts gathered in program order:
 
 * a submit's TaskId; every output of the submit canonicalizes to it (``produced`` -> ``tid``);
@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from machine.tasks.ir import (
+from neuronsim.machine.tasks.ir import (
     Alias, Call, For, GetSlot, If, RuntimeScope, SetSlot, Stmt, TaskArray, TaskProgram, While,
 )
-from machine.tasks.validate import ARRAY, TASK, Symbols
+from neuronsim.machine.tasks.validate import ARRAY, TASK, Symbols
 
 __all__ = ["TaskIds", "UserDeps", "collect_task_ids"]
 

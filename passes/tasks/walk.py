@@ -1,29 +1,29 @@
-"""The forward walk of the dependence analysis (rules reference section 3 items 3, 4, 9-11).
+"""The forward walk of the dependence analysis (``docs/task-rules.md`` section 3 items 3, 4, 9-11).
 
 One :class:`Walker` visits the function in source order, keeping a stack of analysed regions
-(:class:`~passes.tasks.records.Frame`) with their prior accesses.  For every task call in an
+(:class:`~neuronsim.passes.tasks.records.Frame`) with their prior accesses.  For every task call in an
 active region it summarises the call's accesses, compares each with every prior access of
 every enclosing region (innermost first), and turns each hazard into a user-covered pair, a
-compiler edge or a fallback of the region (:mod:`passes.tasks.hazards`); then it records the
+compiler edge or a fallback of the region (:mod:`neuronsim.passes.tasks.hazards`); then it records the
 call's accesses as priors.  Loops are visited once by the seed (``faithful``); the default
 walks the body of a sequential loop a second time with the first walk's accesses standing for
 the previous iteration, so a late access of iteration i meets an early access of i+1 (the
-loop back-edge the seed never compares).  At a loop's exit :mod:`passes.tasks.loops` re-binds
-its accesses.  Results accumulate in an :class:`~passes.tasks.records.Analysis`.
+loop back-edge the seed never compares).  At a loop's exit :mod:`neuronsim.passes.tasks.loops` re-binds
+its accesses.  Results accumulate in an :class:`~neuronsim.passes.tasks.records.Analysis`.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from machine.tasks.ir import ArgDirection, Call, CompilerDep, For, If, RuntimeScope, Stmt, TaskProgram, While
-from machine.tasks.validate import TASK, Symbols
-from passes.tasks.hazards import Verdict, classify_seed, classify_sound
-from passes.tasks.lineage import Lineage, Status
-from passes.tasks.loops import carry_remap, rebind_fixed_trip, rename_single_trip, summarise_parallel
-from passes.tasks.records import Access, Analysis, CallResult, Fallback, Frame, LoopCtx, Note, Record, RegionResult
-from passes.tasks.regions import UNKNOWN, AccessKind, access_kind, demotable_region, hazards, regions_may_overlap
-from passes.tasks.taskids import TaskIds, UserDeps
+from neuronsim.machine.tasks.ir import ArgDirection, Call, CompilerDep, For, If, RuntimeScope, Stmt, TaskProgram, While
+from neuronsim.machine.tasks.validate import TASK, Symbols
+from neuronsim.passes.tasks.hazards import Verdict, classify_seed, classify_sound
+from neuronsim.passes.tasks.lineage import Lineage, Status
+from neuronsim.passes.tasks.loops import carry_remap, rebind_fixed_trip, rename_single_trip, summarise_parallel
+from neuronsim.passes.tasks.records import Access, Analysis, CallResult, Fallback, Frame, LoopCtx, Note, Record, RegionResult
+from neuronsim.passes.tasks.regions import UNKNOWN, AccessKind, access_kind, demotable_region, hazards, regions_may_overlap
+from neuronsim.passes.tasks.taskids import TaskIds, UserDeps
 
 __all__ = ["Walker"]
 

@@ -1,6 +1,6 @@
 """Orchestration programs (``neuronsim.tasks/1``) of real workloads, built with the task builder.
 
-Each file defining ``build_tasks`` is a task scenario (:mod:`verify.task_scenarios` finds them
+Each file defining ``build_tasks`` is a task scenario (:mod:`neuronsim.verify.tasks.scenarios` finds them
 by file and ships each as ``NAME.json`` beside it):
 
 * ``paged_attention``: a paged-attention decode loop over KV-cache blocks (block table lookups

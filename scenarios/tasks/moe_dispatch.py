@@ -19,8 +19,8 @@ What the passes do
 
 from __future__ import annotations
 
-from machine.tasks.builder import In, InOut, Out, TaskBuilder
-from machine.tasks.ir import TaskProgram
+from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.ir import TaskProgram
 
 TOKENS, HIDDEN, FFN, EXPERTS, CAP = 256, 256, 512, 8, 64
 

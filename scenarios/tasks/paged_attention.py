@@ -23,8 +23,8 @@ What the passes do
 
 from __future__ import annotations
 
-from machine.tasks.builder import In, InOut, Out, TaskBuilder
-from machine.tasks.ir import TaskProgram
+from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.ir import TaskProgram
 
 B, HEAD, BLOCK, NUM_BLOCKS, BLOCKS_PER_SEQ = 4, 128, 64, 64, 6
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import given, settings
 
-from machine.sim.simulator import simulate
-from passes import DEFAULT_PIPELINE, compile_program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.passes import DEFAULT_PIPELINE, compile_program
 from tests.alloc_oracles import reuse_pairs
-from verify.racecheck import check_program
-from verify.tile_kernels import examples, tile_kernels
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.tile_kernels import examples, tile_kernels
 
 ONE_PLACEMENT = DEFAULT_PIPELINE.replace("alloc", "alloc{rotate=false}", 1)
 

@@ -1,6 +1,6 @@
 """Multi-buffered allocation: brute-force oracles on generated loop programs.
 
-The contract of ``alloc`` (:mod:`passes.alloc`) is checked three ways on every program:
+The contract of ``alloc`` (:mod:`neuronsim.passes.alloc`) is checked three ways on every program:
 two tensors never hold one byte at one instance, counting every iteration
 (:func:`tests.alloc_oracles.holding_clashes`); no read sees a different writer than in the
 program with private storage (:func:`~tests.alloc_oracles.stale_reads`); and a tensor rotates
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from machine.validate import validate_program
-from passes import compile_program
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes import compile_program
 from tests.alloc_oracles import holding_clashes, rotation_mismatches, stale_reads
-from verify.strategies import programs
-from verify.tile_kernels import tile_kernels
+from neuronsim.verify.strategies import programs
+from neuronsim.verify.tile_kernels import tile_kernels
 
 
 def _check_sharing(program, spec="alloc"):

@@ -1,7 +1,7 @@
 """``anti-deps`` candidates from one sort of access events equal the seed's cell walk.
 
-:func:`passes.anti_candidates.event_candidates` (the default mode) and
-:func:`passes.anti_candidates.walk_candidates` (every mode, the split-interval-map walk) must name
+:func:`neuronsim.passes.anti_candidates.event_candidates` (the default mode) and
+:func:`neuronsim.passes.anti_candidates.walk_candidates` (every mode, the split-interval-map walk) must name
 the same candidate formers with the same rule bits for every instance, under every filter.
 """
 
@@ -11,13 +11,13 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from machine.stream import InstanceStream
-from passes import compile_program
-from machine.conflicts import conflict_kind, pair_kinds
-from passes.anti_candidates import event_candidates, walk_candidates
+from neuronsim.machine.order.stream import InstanceStream
+from neuronsim.passes import compile_program
+from neuronsim.machine.order.conflicts import conflict_kind, pair_kinds
+from neuronsim.passes.anti_candidates import event_candidates, walk_candidates
 from tests.vacuity import nonvacuous, tally
-from verify.scenarios import all_scenarios, scenario_name
-from verify.strategies import programs
+from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.strategies import programs
 
 FILTERS = st.fixed_dictionaries({
     "memories": st.sampled_from([frozenset({"sbuf", "psum", "dram"}), frozenset({"sbuf"}), frozenset({"dram", "psum"})]),

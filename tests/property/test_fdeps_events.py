@@ -1,7 +1,7 @@
 """``build-fdeps`` from one sort of access events equals the instance-by-instance walk.
 
-The pass (:func:`passes.build_fdeps.build_flow_edges`) computes the RAW chain with numpy over
-:mod:`machine.events` and walks only the chain instructions; ``tests/flow_oracle.py`` is the
+The pass (:func:`neuronsim.passes.build_fdeps.build_flow_edges`) computes the RAW chain with numpy over
+:mod:`neuronsim.machine.order.events` and walks only the chain instructions; ``tests/flow_oracle.py`` is the
 walk over split interval maps it replaced.  Both must give the same edges and the same
 waiter instances per edge, on generated programs (flat, looped, virtual, with alias groups
 and rotating tensors) and on every shipped scenario.
@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from machine.stream import InstanceStream
-from passes.build_fdeps import build_flow_edges
+from neuronsim.machine.order.stream import InstanceStream
+from neuronsim.passes.build_fdeps import build_flow_edges
 from tests.flow_oracle import reference_flow_edges
-from verify.scenarios import all_scenarios, scenario_name
-from verify.strategies import programs
+from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.strategies import programs
 
 
 def _both(program, **options):

@@ -14,10 +14,10 @@ from itertools import product
 
 from hypothesis import given, settings
 
-from machine.geometry import element_runs, footprint, overlap
-from machine.ir import Access, MemoryKind, Tensor
+from neuronsim.machine.model.geometry import element_runs, footprint, overlap
+from neuronsim.machine.ir.program import Access, MemoryKind, Tensor
 from tests.vacuity import nonvacuous, tally
-from verify.strategies import access_pairs
+from neuronsim.verify.strategies import access_pairs
 
 Cell = tuple[object, int | None, int]  # (space, partition or None, byte)
 

@@ -1,4 +1,4 @@
-"""DAG happens-before (:class:`machine.hb.DagHappensBefore`) against networkx reachability."""
+"""DAG happens-before (:class:`neuronsim.machine.order.hb.DagHappensBefore`) against networkx reachability."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from machine.hb import TUPLE_WIDTH, DagHappensBefore, SparseClock
+from neuronsim.machine.order.hb import TUPLE_WIDTH, DagHappensBefore, SparseClock
 
 
 @st.composite

@@ -1,12 +1,12 @@
-"""The generated start-clock walk (:func:`machine.hb.start_clocks`, joins inlined, covered
-waits skipped) against the same rules applied through :class:`machine.hb.HappensBefore`."""
+"""The generated start-clock walk (:func:`neuronsim.machine.order.hb.start_clocks`, joins inlined, covered
+waits skipped) against the same rules applied through :class:`neuronsim.machine.order.hb.HappensBefore`."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from machine.hb import HappensBefore, start_clocks
+from neuronsim.machine.order.hb import HappensBefore, start_clocks
 from tests.vacuity import nonvacuous, tally
 
 

@@ -19,15 +19,15 @@ from __future__ import annotations
 import networkx as nx
 from hypothesis import HealthCheck, given, settings
 
-from machine.ir import Loop
-from machine.unroll import unroll
-from passes import compile_program
+from neuronsim.machine.ir.program import Loop
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.passes import compile_program
 from tests.oracles import brute_races
 from tests.property.test_reduction_gen import hb_digraph
 from tests.vacuity import nonvacuous, tally
-from verify.racecheck import check_program
-from verify.strategies import programs
-from verify.sync_counts import minimum_sync, stage_sync
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
+from neuronsim.verify.sync_counts import minimum_sync, stage_sync
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 LOOPS = dict(deps="none", virtual=True, max_instructions=10, max_trip=3, max_loops=3)
@@ -51,7 +51,7 @@ def _brute_minimum(program) -> int:
 
 
 def _strip(program):
-    from verify.strategies import strip_deps
+    from neuronsim.verify.strategies import strip_deps
 
     return strip_deps(program)
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from machine.format import load_program
-from passes import DEFAULT_PIPELINE
-from passes.build_fdeps import STRUCTURAL
+from neuronsim.machine.formats.program import load_program
+from neuronsim.passes import DEFAULT_PIPELINE
+from neuronsim.passes.build_fdeps import STRUCTURAL
 from tests.passes_kit import brute_label, compiled, dep_set, edge_joins_conflict
-from verify.racecheck import check_program
-from verify.strategies import programs, strip_deps
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs, strip_deps
 
 VARIANTS = [
     DEFAULT_PIPELINE,

@@ -11,13 +11,13 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from machine.format import load_program
-from machine.unroll import unroll
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.order.unroll import unroll
 from tests.oracles import brute_races
 from tests.vacuity import nonvacuous, tally
-from verify.racecheck import check_program
-from verify.report import add_fixes, group_races
-from verify.strategies import programs
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.report import add_fixes, group_races
+from neuronsim.verify.strategies import programs
 
 SMALL = dict(max_instructions=8, max_trip=3, max_loops=2, max_depth=2)
 
@@ -85,12 +85,12 @@ def test_shared_examples_match_their_race_files():
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(programs(deps="random", **SMALL), programs(deps="sequential", **SMALL)))
 def test_fast_path_says_race_free_exactly_when_the_oracle_does(program):
-    """The sorted-events fast path (verify.race_free) against the brute-force oracle: it answers
+    """The sorted-events fast path (neuronsim.verify.race_free) against the brute-force oracle: it answers
     race-free iff the program has no race (alias groups always defer to the walk), both when
     rules 1, 3 and direct waits settle every neighbour pair and when the clocks must."""
-    from machine.events import access_events
-    from machine.stream import stream_of
-    from verify.race_free import neighbour_pairs, not_waited_on, open_pairs, race_free
+    from neuronsim.machine.order.events import access_events
+    from neuronsim.machine.order.stream import stream_of
+    from neuronsim.verify.race_free import neighbour_pairs, not_waited_on, open_pairs, race_free
 
     stream = stream_of(program)
     waits = stream.resolve()

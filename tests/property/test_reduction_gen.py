@@ -16,10 +16,10 @@ import random
 
 import networkx as nx
 
-from machine.edges import EdgeKind
-from machine.ir import SEQUENCERS, Dep, Instruction, Program
-from machine.unroll import Unrolled, unroll
-from passes.dep_reduction import InstanceWaits, instance_waits
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program
+from neuronsim.machine.order.unroll import Unrolled, unroll
+from neuronsim.passes.dep_reduction import InstanceWaits, instance_waits
 
 
 def hb_digraph(program: Program, unrolled: Unrolled | None = None, waits=None):

@@ -7,12 +7,12 @@ import glob
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from machine.format import load_program
-from passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
-from passes.expand_scheduling_units import ExpandSchedulingUnits
-from passes.dep_reduction import DepReduction, dep_reduction, instance_waits, redundant_waits
-from verify.racecheck import check_program
-from verify.strategies import programs, strip_deps
+from neuronsim.machine.formats.program import load_program
+from neuronsim.passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from neuronsim.passes.expand_scheduling_units import ExpandSchedulingUnits
+from neuronsim.passes.dep_reduction import DepReduction, dep_reduction, instance_waits, redundant_waits
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs, strip_deps
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 REGISTRY = {DepReduction.name: DepReduction, ExpandSchedulingUnits.name: ExpandSchedulingUnits}
@@ -20,7 +20,7 @@ SCENARIOS = sorted(p for p in glob.glob("scenarios/*.json") if not p.endswith(".
 
 
 def _compile(program, spec):
-    from passes import ALL_PASSES
+    from neuronsim.passes import ALL_PASSES
 
     ctx = PassContext()
     return run_pipeline(program, parse_pipeline(spec, {**ALL_PASSES, **REGISTRY}), ctx), ctx

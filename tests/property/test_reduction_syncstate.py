@@ -6,12 +6,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from machine.format import load_program
-from machine.ir import Dep, Instruction, Program
-from machine.presets import PRESETS
-from machine.unroll import unroll
-from passes.dep_reduction import instance_waits, redundant_waits_syncstate
-from passes.analysis.syncstate import SyncState, assign_ids
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.ir.program import Dep, Instruction, Program
+from neuronsim.machine.model.presets import PRESETS
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.passes.dep_reduction import instance_waits, redundant_waits_syncstate
+from neuronsim.passes.analysis.syncstate import SyncState, assign_ids
 
 frontiers = st.lists(st.integers(-1, 40), min_size=8, max_size=8)
 

@@ -1,8 +1,8 @@
 """Load and save are inverse on canonical programs; deps merge; ``x-`` keys survive.
 
-Canonical = what :func:`machine.format.dumps_program` writes.  Properties:
+Canonical = what :func:`neuronsim.machine.formats.program.dumps_program` writes.  Properties:
 
-* ``load(save(p)) == p`` for generated :class:`~machine.ir.Program` objects;
+* ``load(save(p)) == p`` for generated :class:`~neuronsim.machine.ir.program.Program` objects;
 * ``save(load(t)) == t`` for canonical texts ``t`` (byte for byte, key order included);
 * a canonical document with ``x-`` keys added at every level and duplicate deps added loads
   and saves to the same document with the duplicates merged into the stronger kind
@@ -19,10 +19,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from machine.edges import EdgeKind
-from machine.format import dumps_program, load_program, loads_program, program_to_json, save_program
-from machine.ir import Dep, Instruction, Loop, MemoryKind, Program, Tensor
-from verify.strategies import programs
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.formats.program import dumps_program, load_program, loads_program, program_to_json, save_program
+from neuronsim.machine.ir.program import Dep, Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.verify.strategies import programs
 
 KINDS = ("ordered", "anti", "output", "flow")
 STRENGTH = {name: rank for rank, name in enumerate(KINDS)}

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from machine.sim.simulator import simulate
-from passes import compile_program
-from verify.scenarios import all_scenarios, scenario_name
-from verify.racecheck import check_program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.passes import compile_program
+from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.racecheck import check_program
 
 SEEDS = [None, *range(20)]
 

@@ -1,6 +1,6 @@
 """The JSON Schema of the format (``docs/schema/program.schema.json``) against the loader.
 
-Everything the loader accepts and :func:`machine.format.save_program` writes validates; a
+Everything the loader accepts and :func:`neuronsim.machine.formats.program.save_program` writes validates; a
 sample of what the loader rejects (one structural mutation of a valid document) is rejected
 by the schema as well; ``x-`` keys validate wherever the format allows extensions.
 """
@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from machine.errors import ProgramError
-from machine.format import dumps_program, loads_program, program_to_json
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.program import dumps_program, loads_program, program_to_json
 from tests.docs_kit import ROOT, program_validator
-from verify.strategies import programs
+from neuronsim.verify.strategies import programs
 
 SHIPPED = sorted([*ROOT.glob("examples/*.json"), *(p for p in ROOT.glob("scenarios/*.json")
                                                    if not p.name.endswith(".golden.json"))])

@@ -1,9 +1,9 @@
 """The range index both task analyses scan through answers exactly what a scan would.
 
-* :class:`machine.spans.SpanIndex`: after any sequence of adds, removes and truncations,
+* :class:`neuronsim.machine.order.spans.SpanIndex`: after any sequence of adds, removes and truncations,
   ``meeting(lo, hi)`` is exactly the stored ranges sharing an element with ``[lo, hi)``, in
   order-number order (checked against a plain list);
-* the dependence pass's per-root shelves (:class:`passes.tasks.records.Frame`): for any access
+* the dependence pass's per-root shelves (:class:`neuronsim.passes.tasks.records.Frame`): for any access
   region, the records ``of_roots`` yields, once filtered by the overlap rule, are exactly the
   records a scan of all of them keeps, in recorded order, also after ``truncate`` (the
   back-edge walk's);
@@ -16,9 +16,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from machine.spans import SpanIndex
-from passes.tasks.records import Frame, Record
-from passes.tasks.regions import CONSERVATIVE, DYNAMIC, FULL, UNKNOWN, AccessKind, Region, regions_may_overlap
+from neuronsim.machine.order.spans import SpanIndex
+from neuronsim.passes.tasks.records import Frame, Record
+from neuronsim.passes.tasks.regions import CONSERVATIVE, DYNAMIC, FULL, UNKNOWN, AccessKind, Region, regions_may_overlap
 
 _RANGE = st.tuples(st.integers(-3, 24), st.integers(1, 9)).map(lambda p: (p[0], p[0] + p[1]))  # small: edges meet
 

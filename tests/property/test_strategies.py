@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis.errors import InvalidArgument
 
-from machine.geometry import footprint, overlap
-from machine.ir import Access, Loop, MemoryKind, Program
-from machine.validate import _partition_start_ok, validate_program
-from verify.strategies import access_pairs, partition_start_ok, programs, strip_deps
+from neuronsim.machine.model.geometry import footprint, overlap
+from neuronsim.machine.ir.program import Access, Loop, MemoryKind, Program
+from neuronsim.machine.formats.validate import _partition_start_ok, validate_program
+from neuronsim.verify.strategies import access_pairs, partition_start_ok, programs, strip_deps
 
 CONFIGS = {
     "default": {},
@@ -201,8 +201,8 @@ def test_fuzz_programs_get_storage_reuse_from_the_allocator():
     from hypothesis import Phase
     from hypothesis import seed as hypothesis_seed
 
-    from verify.fuzz import fuzz_strategy
-    from verify.strategies import allocator_reuse
+    from neuronsim.verify.fuzz import fuzz_strategy
+    from neuronsim.verify.strategies import allocator_reuse
 
     drawn, reused = [0], [0]
 

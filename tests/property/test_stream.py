@@ -2,7 +2,7 @@
 
 The oracles: brute-force conflicts by byte sets (:mod:`tests.oracles`), per-instance wait
 resolution (:meth:`InstanceStream.resolve_one`, scalar) against the vectorised one
-(:meth:`InstanceStream.resolve`), ``machine.geometry.footprint`` against the compiled accesses,
+(:meth:`InstanceStream.resolve`), ``neuronsim.machine.model.geometry.footprint`` against the compiled accesses,
 and a byte array against the split map."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ from __future__ import annotations
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from machine.conflicts import conflicts as stream_conflicts
-from machine.conflicts import fold_distance
-from machine.geometry import footprint
-from machine.ir import Dep
-from machine.splitmap import CellSpace, SplitMap, atoms_of
-from machine.stream import InstanceStream
-from machine.unroll import unroll
+from neuronsim.machine.order.conflicts import conflicts as stream_conflicts
+from neuronsim.machine.order.conflicts import fold_distance
+from neuronsim.machine.model.geometry import footprint
+from neuronsim.machine.ir.program import Dep
+from neuronsim.machine.order.splitmap import CellSpace, SplitMap, atoms_of
+from neuronsim.machine.order.stream import InstanceStream
+from neuronsim.machine.order.unroll import unroll
 from tests.oracles import conflicts
-from verify.strategies import programs
+from neuronsim.verify.strategies import programs
 
 SMALL = dict(max_instructions=8, max_trip=3, max_loops=3, max_depth=3)
 
@@ -38,7 +38,7 @@ def test_stream_matches_unroll_and_scalar_resolution(program):
 
 def program_instances(program):
     """``(instruction, index)`` of every instance, by plain recursion over the loops."""
-    from machine.ir import Loop
+    from neuronsim.machine.ir.program import Loop
 
     def visit(nodes, index):
         for node in nodes:

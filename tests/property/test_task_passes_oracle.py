@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from passes.pipeline import PassContext
-from passes.tasks import (
+from neuronsim.passes.pipeline import PassContext
+from neuronsim.passes.tasks import (
     DEFAULT_TASK_PIPELINE, FAITHFUL_TASK_PIPELINE, AutoDeriveTaskDependencies, compile_tasks, derive_directions,
 )
 

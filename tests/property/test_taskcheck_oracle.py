@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pytest
 
-from machine.sim.runtime import simulate_tasks
-from machine.sim.tensormap import task_graph
-from machine.tasks.unroll import unroll_task_program
-from passes.tasks import FAITHFUL_TASK_PIPELINE, compile_tasks, derive_directions
-from verify.taskcheck import check_task_program, check_task_trace, trace_violations
+from neuronsim.machine.sim.runtime import simulate_tasks
+from neuronsim.machine.sim.tensormap import task_graph
+from neuronsim.machine.tasks.unroll import unroll_task_program
+from neuronsim.passes.tasks import FAITHFUL_TASK_PIPELINE, compile_tasks, derive_directions
+from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 
 from tests.task_oracle import races, unroll_tasks
 from tests.task_programs import random_task_program

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 
-from machine.format import load_program
-from machine.sim.simulator import simulate
-from verify.racecheck import check_program
-from verify.strategies import programs
-from verify.tracecheck import check_trace
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
+from neuronsim.verify.tracecheck import check_trace
 
 EXAMPLES = "examples"
 

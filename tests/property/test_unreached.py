@@ -1,4 +1,4 @@
-"""Reads no write reaches (:mod:`machine.reach`): dropping them changes no race and no minimum.
+"""Reads no write reaches (:mod:`neuronsim.machine.order.reach`): dropping them changes no race and no minimum.
 
 The oracles: the brute-force race list (every instance pair, networkx reachability) on small
 generated programs, whose tensors may share bytes (a read of a tensor nothing writes can
@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from machine.format import load_program
-from machine.stream import stream_of
-from passes import compile_program
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.order.stream import stream_of
+from neuronsim.passes import compile_program
 from tests.oracles import brute_races
 from tests.unit.test_footprint import _oracle_minimum
-from scenarios.builder import KernelBuilder
-from verify.racecheck import check_program
-from verify.strategies import programs
-from verify.sync_counts import minimum_sync
-from verify.tile_kernels import tile_kernels
-from machine.reach import reached, without_unreached_reads
+from neuronsim.machine.build.builder import KernelBuilder
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
+from neuronsim.verify.sync_counts import minimum_sync
+from neuronsim.verify.tile_kernels import tile_kernels
+from neuronsim.machine.order.reach import reached, without_unreached_reads
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 
-from machine.edges import EdgeKind
-from passes import compile_program
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.passes import compile_program
 from tests.alloc_oracles import holding_clashes, rotation_mismatches, stale_reads
-from machine.ir import MemoryKind
+from neuronsim.machine.ir.program import MemoryKind
 from tests.passes_kit import ins, loop, prog
 from tests.unit.test_alloc_rings import V, _pipeline, dram, tile
-from verify.racecheck import check_program
+from neuronsim.verify.racecheck import check_program
 
 
 def _running_max():
@@ -27,7 +27,7 @@ def _running_max():
 
 def test_rotating_a_tensor_that_carries_a_value_is_a_stale_read(monkeypatch):
     program = _running_max()
-    monkeypatch.setattr("passes.analysis.lifetimes.iteration_private", lambda *args: True)
+    monkeypatch.setattr("neuronsim.passes.analysis.lifetimes.iteration_private", lambda *args: True)
     placed, _ = compile_program(program, "alloc")
     assert placed.tensors["run"].rotate is not None
     stale = stale_reads(program, placed)
@@ -38,7 +38,7 @@ def test_rotating_a_tensor_that_carries_a_value_is_a_stale_read(monkeypatch):
 
 def test_a_missed_rotation_is_found(monkeypatch):
     program = _pipeline()
-    monkeypatch.setattr("passes.analysis.lifetimes.iteration_private", lambda *args: False)
+    monkeypatch.setattr("neuronsim.passes.analysis.lifetimes.iteration_private", lambda *args: False)
     placed, _ = compile_program(program, "alloc")
     assert {name for name, _ in rotation_mismatches(program, placed)} == {"a", "b"}
 
@@ -57,7 +57,7 @@ def _two_psum_tiles():
 
 def test_sharing_storage_between_live_tensors_is_a_clash(monkeypatch):
     program = _two_psum_tiles()
-    monkeypatch.setattr("passes.alloc.may_share", lambda *args: True)
+    monkeypatch.setattr("neuronsim.passes.alloc.may_share", lambda *args: True)
     placed, _ = compile_program(program, "alloc{psum_banks=2}")  # two banks: both rings on them
     clashes = holding_clashes(program, placed)
     assert clashes and {clashes[0][0], clashes[0][2]} == {"p", "q"}

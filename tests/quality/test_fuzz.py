@@ -17,9 +17,9 @@ from tests.planted import (
     ProgramOrderFoldReduction,
     simulator_ignoring_one_wait,
 )
-from verify.commands.fuzz import plan_chunks
-from verify.fuzz import check_pass
-from verify.strategies import strip_deps
+from neuronsim.verify.cli.fuzz import plan_chunks
+from neuronsim.verify.fuzz import check_pass
+from neuronsim.verify.strategies import strip_deps
 
 #: ``neuronsim fuzz``'s default number of examples.
 DEFAULT_BUDGET = 500
@@ -62,7 +62,7 @@ def test_chunks_do_not_depend_on_workers():
 
 
 def _cli(*args):
-    return subprocess.run([sys.executable, "-c", "from verify.cli import main; main()", "fuzz", *args],
+    return subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "fuzz", *args],
                           capture_output=True, text=True, timeout=600)
 
 
@@ -77,7 +77,7 @@ def _signatures(doc: dict) -> list[tuple]:
     return out
 
 
-@pytest.mark.parametrize("user_pass", [None, "verify.strategies:strip_deps"], ids=["pipeline", "failing-pass"])
+@pytest.mark.parametrize("user_pass", [None, "neuronsim.verify.strategies:strip_deps"], ids=["pipeline", "failing-pass"])
 def test_cli_results_do_not_depend_on_workers(tmp_path, user_pass):
     """Examples run, failures found and the saved programs (digests) are equal for 1 and 2 workers;
     a failing user pass exits 1 and saves its shrunk programs."""

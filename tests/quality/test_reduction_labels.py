@@ -7,16 +7,16 @@ from dataclasses import replace
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from machine.edges import EdgeKind
-from machine.format import load_program
-from machine.ir import Dep
-from machine.unroll import unroll
-from passes.analysis.labels import verify_anti_dependence
-from passes.dep_reduction import dep_reduction
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.ir.program import Dep
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.passes.analysis.labels import verify_anti_dependence
+from neuronsim.passes.dep_reduction import dep_reduction
 from tests.oracles import conflicts
 from tests.vacuity import nonvacuous, tally
-from verify.racecheck import check_program
-from verify.strategies import programs, strip_deps
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs, strip_deps
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _RANK_KIND = {0: EdgeKind.FLOW, 1: EdgeKind.OUTPUT, 2: EdgeKind.ANTI}  # RAW, WAW, WAR

@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.planted_tasks import DemotesUncoveredInput, ForgetsWar, IgnoresMemRefAliasing
-from verify.task_fuzz import check_task_pass, is_task_pass
+from neuronsim.verify.tasks.fuzz import check_task_pass, is_task_pass
 
 SCRIPT = shutil.which("neuronsim", path=os.path.dirname(sys.executable)) or "neuronsim"
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

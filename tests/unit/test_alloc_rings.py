@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from machine.errors import ProgramError
-from machine.ir import Access, MemoryKind, Rotation, Tensor
-from machine.validate import validate_program
-from passes import parse_pipeline
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Access, MemoryKind, Rotation, Tensor
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes import parse_pipeline
 from tests.alloc_oracles import holding_clashes, stale_reads
 from tests.passes_kit import compiled, ins, loop, prog
 
@@ -186,8 +186,8 @@ def test_psum_buffers_is_validated():
 def test_counters_are_printed_by_compile_and_footprint(tmp_path):
     from click.testing import CliRunner
 
-    from machine.format import save_program
-    from verify.cli import cli
+    from neuronsim.machine.formats.program import save_program
+    from neuronsim.verify.cli import cli
 
     path = tmp_path / "kernel.json"
     save_program(_pipeline(), str(path))

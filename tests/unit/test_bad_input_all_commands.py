@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from machine.errors import printable
+from neuronsim.machine.ir.errors import printable
 from tests.bad_inputs import BAD_INPUTS, VALID, valid_text
-from verify.cli import cli
+from neuronsim.verify.cli import cli
 
 SCRIPT = shutil.which("neuronsim", path=os.path.dirname(sys.executable)) or "neuronsim"
 #: The commands that read a program, each with the outputs it may write.
@@ -196,7 +196,7 @@ SCENARIOS = [
     ("build-returns-a-dict", "def build():\n    return {}\ndef inputs(s):\n    return {}\n"
                              "def reference(i):\n    return {}\n", "returned a dict, not a Program", ""),
     ("build-returns-a-bad-program",
-     "from machine.format import loads_program\nimport json\nfrom tests.bad_inputs import VALID\n"
+     "from neuronsim.machine.formats.program import loads_program\nimport json\nfrom tests.bad_inputs import VALID\n"
      "def build():\n    d = json.loads(json.dumps(VALID))\n    d['body'][0]['body'][2]['writes'] = [{'tensor': 'y', 'pattern': [[1, 4]]}]\n"
      "    return loads_program(json.dumps(d), validate=False)\n"
      "def inputs(s):\n    return {}\ndef reference(i):\n    return {}\n", "body[0].body[2].writes[0]", "the counts must agree"),
@@ -211,7 +211,7 @@ def test_run_rejects_bad_scenario_files(source, fragment, more, tmp_path, out):
 
 
 def test_an_internal_error_exits_3_with_one_line(good, monkeypatch):
-    check_module = importlib.import_module("verify.commands.check")  # the module (the package exports the command)
+    check_module = importlib.import_module("neuronsim.verify.cli.check")  # the module (the package exports the command)
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
@@ -243,8 +243,8 @@ def test_console_script_exit_statuses(tmp_path, good):
     flag = _script("simulate", str(good), "--seed", "-1")
     assert flag.returncode == 2 and flag.stderr.startswith("error: --seed: ") and len(flag.stderr.splitlines()) == 1
     injected = subprocess.run(
-        [sys.executable, "-c", "import importlib\ns = importlib.import_module('verify.commands.show')\n"
-         "s.render_listing = lambda p: 1 / 0\nfrom verify.cli import main\nmain()", "show", str(good)],
+        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.show')\n"
+         "s.render_listing = lambda p: 1 / 0\nfrom neuronsim.verify.cli import main\nmain()", "show", str(good)],
         capture_output=True, text=True, timeout=120)
     assert injected.returncode == 3 and injected.stderr.startswith("internal error: ZeroDivisionError")
     assert len(injected.stderr.splitlines()) == 1
@@ -254,8 +254,8 @@ def test_work_that_outgrows_its_estimate_ends_in_one_line_not_a_kill(good):
     """The console script caps its address space at --max-memory (or the memory available):
     a command that allocates past it (injected: 2 GiB in one piece) gets a MemoryError, exit 2."""
     run = subprocess.run(
-        [sys.executable, "-c", "import importlib\ns = importlib.import_module('verify.commands.show')\n"
-         "s.render_listing = lambda p: str(len(bytearray(2**31)))\nfrom verify.cli import main\nmain()",
+        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.show')\n"
+         "s.render_listing = lambda p: str(len(bytearray(2**31)))\nfrom neuronsim.verify.cli import main\nmain()",
          "show", str(good), "--max-memory", "100M"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == "", run.stderr
     assert run.stderr.startswith("error: --max-memory: ran out of memory") and len(run.stderr.splitlines()) == 1
@@ -291,9 +291,9 @@ def test_a_closed_pipe_is_quiet(good):
     SIGPIPE, nothing on standard error (the write that fails is injected: whether a kernel
     reports a closed pipe on a large write depends on the machine)."""
     run = subprocess.run(
-        [sys.executable, "-c", "import importlib\ns = importlib.import_module('verify.commands.show')\n"
+        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.show')\n"
          "def closed(p):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
-         "s.render_listing = closed\nfrom verify.cli import main\nmain()", "show", str(good)],
+         "s.render_listing = closed\nfrom neuronsim.verify.cli import main\nmain()", "show", str(good)],
         capture_output=True, text=True, timeout=120)
     assert run.returncode == 141 and run.stderr == ""
 

@@ -8,12 +8,12 @@ import doctest
 
 import numpy as np
 
-from machine.dtypes import numpy_dtype
-from machine.sim.simulator import simulate
-from passes import DEFAULT_PIPELINE, compile_program
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.passes import DEFAULT_PIPELINE, compile_program
 from tests.docs_kit import load_script
-from verify.racecheck import check_program
-from verify.sync_counts import sync_report
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.sync_counts import sync_report
 
 def bench():
     return load_script("bench/bench_footprint.py")

@@ -13,12 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from machine.ir import Loop
-from machine.sim.simulator import simulate
-from passes import DEFAULT_PIPELINE, compile_program
-from verify.racecheck import check_program
-from verify.scenarios import all_scenarios, compare_outputs, get_scenario, golden_path, scenario_name
-from verify.sync_counts import minimum_sync
+from neuronsim.machine.ir.program import Loop
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.passes import DEFAULT_PIPELINE, compile_program
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.scenarios import all_scenarios, compare_outputs, get_scenario, golden_path, scenario_name
+from neuronsim.verify.sync_counts import minimum_sync
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_scenarios.py"
 EXPLICIT = [m for m in all_scenarios() if getattr(m, "placement", None) == "explicit"]

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-CLI = [sys.executable, "-c", "from verify.cli import main; main()"]
+CLI = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
 
 
 def _run(*args):

@@ -2,7 +2,7 @@
 gates, the niters formula, the sign rule, the def/use polarity and the per-loop graphs.
 
 Oracles: explicit ``(space, partition, byte)`` cell sets per instance, enumerated straight
-from the format's definition of a footprint (no :mod:`machine.geometry`), and every instance
+from the format's definition of a footprint (no :mod:`neuronsim.machine.model.geometry`), and every instance
 pair compared.
 """
 
@@ -15,14 +15,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from machine.errors import ProgramError
-from machine.ir import Access, Instruction, Loop, MemoryKind, Program, Tensor
-from machine.validate import validate_program
-from passes.analysis.distance import (evaluate_groups, fusion_niters, get_def_use_distance, has_negative_distance, loop_sites,
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes.analysis.distance import (evaluate_groups, fusion_niters, get_def_use_distance, has_negative_distance, loop_sites,
                              same_location)
-from passes.fuse_loops import fusion_hazards
+from neuronsim.passes.fuse_loops import fusion_hazards
 from tests.vacuity import nonvacuous, tally
-from passes.analysis.loopgraph import instructions_by_level, loop_dependence_graph, loop_dependence_graphs
+from neuronsim.passes.analysis.loopgraph import instructions_by_level, loop_dependence_graph, loop_dependence_graphs
 
 
 def sbuf(name: str, shape=(64, 32), **placement) -> Tensor:

@@ -15,9 +15,9 @@ import pytest
 
 from examples.collapse_waits import CollapseWaits, CollapseWaitsBySequencer
 from tests.docs_kit import ROOT, load_script
-from verify.fuzz import check_pass
+from neuronsim.verify.fuzz import check_pass
 
-CLI = [sys.executable, "-c", "from verify.cli import main; main()"]
+CLI = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
 EXAMPLES = sorted((ROOT / "examples").glob("*.json"))
 
 
@@ -32,7 +32,7 @@ def test_generated_pages_are_current():
 
 
 def test_op_table_page_lists_every_op_with_a_computed_cost():
-    from machine.optable import OP_TABLE
+    from neuronsim.machine.model.optable import OP_TABLE
 
     page = (ROOT / "docs" / "op-table.md").read_text()
     for name in OP_TABLE:
@@ -95,7 +95,7 @@ def test_relative_links_in_the_docs_lead_to_files():
 
 
 def test_format_page_names_every_machine_parameter_and_project_x_key():
-    from machine.presets import OVERRIDABLE, PRESETS
+    from neuronsim.machine.model.presets import OVERRIDABLE, PRESETS
 
     page = (ROOT / "docs" / "program-format.md").read_text()
     for key in OVERRIDABLE:

@@ -6,16 +6,16 @@ import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from machine.errors import ProgramError
-from machine.format import dumps_program, load_program, loads_program
-from machine.geometry import footprint
-from machine.ir import Instruction, Loop, Program
-from machine.unroll import unroll
-from machine.validate import validate_program
-from passes.expand_scheduling_units import expand_scheduling_units
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.program import dumps_program, load_program, loads_program
+from neuronsim.machine.model.geometry import footprint
+from neuronsim.machine.ir.program import Instruction, Loop, Program
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
 from tests.property.test_reduction_gen import hb_digraph
-from verify.racecheck import check_program
-from verify.strategies import programs
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EXAMPLES = ("matmul_k_loop", "matmul_k_loop_racy", "async_load_then_fill")

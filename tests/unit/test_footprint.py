@@ -9,18 +9,18 @@ import networkx as nx
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
-from machine.edges import EdgeKind
-from machine.format import load_program, save_program
-from machine.ir import Dep, Instruction, Program
-from machine.unroll import unroll
-from passes.dep_reduction import dep_reduction
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.ir.program import Dep, Instruction, Program
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.passes.dep_reduction import dep_reduction
 from tests.oracles import brute_races
 from tests.property.test_reduction_gen import hb_digraph
-from verify.cli import cli
-from verify.own_races import own_races
-from verify.racecheck import check_program
-from verify.sync_counts import sync_report, minimum_sync, stage_sync
-from verify.strategies import programs, strip_deps
+from neuronsim.verify.cli import cli
+from neuronsim.verify.own_races import own_races
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.sync_counts import sync_report, minimum_sync, stage_sync
+from neuronsim.verify.strategies import programs, strip_deps
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL = dict(max_instructions=7, max_loops=2, max_trip=2)

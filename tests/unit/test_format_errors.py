@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from machine.format import load_program, loads_program, program_to_json
-from machine.validate import validate_program
-from verify.cli import cli
+from neuronsim.machine.formats.program import load_program, loads_program, program_to_json
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.verify.cli import cli
 
-#: Copies of the spec's example programs (../shared/examples), shipped with the tests.
+#: The format spec's small example programs, shipped in examples/ with their races.
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
-CLI = [sys.executable, "-c", "from verify.cli import main; main()"]
+CLI = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
 
 BASE = {
     "format": "neuronsim.program/1",

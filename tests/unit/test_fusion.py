@@ -12,21 +12,21 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from machine.errors import ProgramError
-from machine.format import dumps_program, loads_program
-from machine.ir import Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
-from machine.sim.memory import initial_memory
-from machine.optable import OP_TABLE
-from machine.presets import resolve_machine
-from machine.sim.simulator import run_sequential, simulate
-from machine.sim.plan import build_plan
-from machine.unroll import unroll
-from machine.validate import validate_program
-from passes import compile_program
-from passes.fuse_loops import FuseLoops, check_fusion, fuse_loops, fuse_pair, fusion_hazards
-from passes.pipeline import PassContext, parse_pipeline, run_pipeline
-from verify.cli import cli
-from verify.racecheck import check_program
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.program import dumps_program, loads_program
+from neuronsim.machine.ir.program import Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.machine.sim.memory import initial_memory
+from neuronsim.machine.model.optable import OP_TABLE
+from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.sim.simulator import run_sequential, simulate
+from neuronsim.machine.sim.plan import build_plan
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes import compile_program
+from neuronsim.passes.fuse_loops import FuseLoops, check_fusion, fuse_loops, fuse_pair, fusion_hazards
+from neuronsim.passes.pipeline import PassContext, parse_pipeline, run_pipeline
+from neuronsim.verify.cli import cli
+from neuronsim.verify.racecheck import check_program
 
 RNG_OPS = {"random", "set_rand_state"}
 

@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from machine.format import load_program, save_program
-from machine.sim.simulator import simulate
-from passes import compile_program
+from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.passes import compile_program
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -39,7 +39,7 @@ def browser():
 
 
 def _report(program: str, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from verify.cli import main; main()", "report", program, "-o", str(out)],
+    return subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "report", program, "-o", str(out)],
                           capture_output=True, text=True, timeout=300)
 
 
@@ -128,7 +128,7 @@ def test_unusable_input_and_unwritable_output_exit_2_and_write_nothing(tmp_path)
 
 
 def test_a_long_run_draws_a_prefix_and_says_so():
-    from verify.html_report import build_report, render_html, timeline
+    from neuronsim.verify.html_report import build_report, render_html, timeline
 
     program = load_program("examples/matmul_k_loop.json")
     trace = simulate(program, functional=False).trace

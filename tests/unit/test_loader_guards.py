@@ -16,12 +16,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from machine.errors import ProgramError
-from machine.format import dumps_program, loads_program
-from machine.listing import render_listing
-from machine.size import estimate_size
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.program import dumps_program, loads_program
+from neuronsim.machine.formats.listing import render_listing
+from neuronsim.machine.order.size import estimate_size
 from tests.bad_inputs import BAD_INPUTS, VALID, valid_text
-from verify.cli import cli
+from neuronsim.verify.cli import cli
 
 #: Raw JSON texts put in place of one value.
 HOSTILE = ("7" * 5000, "1e999", "-1e999", str(10**400), str(-(10**400)), str(2**63), str(2**63 - 1), "-1", "0",
@@ -90,7 +90,7 @@ def test_a_utf8_byte_order_mark_is_harmless():
 
 
 def test_endless_streams_are_refused_at_their_first_bytes(tmp_path):
-    from machine.format import load_program
+    from neuronsim.machine.formats.program import load_program
 
     with pytest.raises(ProgramError) as zeros:
         load_program("/dev/zero")
@@ -101,7 +101,7 @@ def test_endless_streams_are_refused_at_their_first_bytes(tmp_path):
 
 
 def test_a_long_text_that_is_no_object_is_refused_before_it_is_read(tmp_path):
-    from machine.format import load_program
+    from neuronsim.machine.formats.program import load_program
 
     path = tmp_path / "yes.txt"
     path.write_bytes(b"y\n" * (3 << 20))

@@ -2,7 +2,7 @@
 
 Numerics are checked against numpy written out here from the NKI ISA definitions (never
 printed by the code under test); validation errors name their JSON path; costs follow the
-rules of thumb of ``neuron-machine.md`` section 1.4.
+rules of thumb of ``docs/machine-model.md`` section 1.4.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from machine.errors import ProgramError
-from machine.format import parse_program
-from machine.optable import ALU_OPS, REDUCE_OPS
-from machine.presets import resolve_machine
-from machine.cost import instruction_cost
-from machine.semantics import execute
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.program import parse_program
+from neuronsim.machine.model.optable import ALU_OPS, REDUCE_OPS
+from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.model.cost import instruction_cost
+from neuronsim.machine.model.semantics import execute
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.float32
@@ -315,7 +315,7 @@ def test_costs_follow_section_1_4():
 
 
 def test_listing_names_operand_tiles_by_read():
-    from machine.listing import render_listing
+    from neuronsim.machine.formats.listing import render_listing
 
     inst = GOOD[2]  # tensor_scalar with two operand tiles
     text = render_listing(parse_program(_doc(inst)))

@@ -6,15 +6,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from machine.errors import ProgramError
-from machine.geometry import footprint, overlap
-from machine.ir import Access, MemoryKind, Rotation, Tensor
-from machine.unroll import unroll
-from machine.validate import validate_program
-from passes.alloc import rotate_slots, storage_use
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.model.geometry import footprint, overlap
+from neuronsim.machine.ir.program import Access, MemoryKind, Rotation, Tensor
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes.alloc import rotate_slots, storage_use
 from tests.passes_kit import compiled, dr, ins, prog, ps, sb
-from verify.racecheck import check_program
-from verify.strategies import programs
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
 
 
 def V(name, parts=128, free=64):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from machine.edges import EdgeKind
-from machine.errors import ProgramError
-from passes.pipeline import graph_of
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.passes.pipeline import graph_of
 from tests.passes_kit import acc, compiled, dep_set, deps_of, dr, ins, loop, prog, ps, sb
-from verify.racecheck import check_program
+from neuronsim.verify.racecheck import check_program
 
 SEED = "{early_stop=matmul,skip_ordered=false}"
 
@@ -218,7 +218,7 @@ def test_needs_placed_tensors():
 @pytest.mark.parametrize("bad", ["anti-deps{memories=hbm}", "anti-deps{early_stop=never}", "anti-deps{dram=pages}",
                                  "anti-deps{alias=maybe}"])
 def test_bad_options_are_located_errors(bad):
-    from passes import parse_pipeline
+    from neuronsim.passes import parse_pipeline
 
     with pytest.raises(ProgramError, match="anti-deps"):
         parse_pipeline(bad)

@@ -8,14 +8,14 @@ import sys
 
 import pytest
 
-from machine.format import dumps_program, load_program
-from verify.racecheck import check_program
-from verify.strategies import strip_deps
+from neuronsim.machine.formats.program import dumps_program, load_program
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import strip_deps
 
 EXAMPLE = "examples/matmul_k_loop.json"
 
 
-CLI = [sys.executable, "-c", "from verify.cli import main; main()"]
+CLI = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
 
 
 def neuronsim(*args, stdin: str | None = None):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from hypothesis import given
 
-from machine.edges import EdgeKind
-from passes.build_fdeps import STRUCTURAL
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.passes.build_fdeps import STRUCTURAL
 from tests.passes_kit import acc, compiled, dep_set, deps_of, edge_joins_conflict, ins, loop, prog, ps, sb
-from verify.strategies import programs
+from neuronsim.verify.strategies import programs
 
 FLOW = "flow"
 
@@ -144,7 +144,7 @@ def Tensor_o():
 def test_given_deps_are_replaced_unless_kept():
     from dataclasses import replace
 
-    from machine.ir import Dep
+    from neuronsim.machine.ir.program import Dep
 
     p = prog([sb("t"), sb("u", offset=256)],
              ins("w", "act", "memset_like", writes=["t"]),
@@ -190,7 +190,7 @@ def test_every_memory_flow_edge_joins_a_conflicting_pair(program):
 
 def _placed(program):
     """Place every virtual tensor apart (offsets far from each other), for the oracle."""
-    from machine.ir import MemoryKind, Tensor, frozen_mapping
+    from neuronsim.machine.ir.program import MemoryKind, Tensor, frozen_mapping
 
     tensors, k = {}, 0
     for name, t in program.tensors.items():

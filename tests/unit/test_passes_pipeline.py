@@ -8,13 +8,13 @@ from typing import ClassVar
 
 import pytest
 
-from machine.edges import EdgeKind
-from machine.errors import ProgramError
-from machine.ir import Dep
-from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
-from passes.pipeline import Pass, graph_of, with_graph
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Dep
+from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from neuronsim.passes.pipeline import Pass, graph_of, with_graph
 from tests.passes_kit import dep_set, ins, prog, sb
-from verify.strategies import programs
+from neuronsim.verify.strategies import programs
 from hypothesis import given
 
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 import networkx as nx
 from hypothesis import given
 
-from machine.edges import EdgeKind
-from machine.ir import Dep
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import Dep
 from tests.oracles import hb_graph
 from tests.passes_kit import compiled, dep_set, dr, ins, loop, prog, sb
-from verify.strategies import programs
+from neuronsim.verify.strategies import programs
 
 
 def with_deps(program, table):

@@ -8,12 +8,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from machine.format import loads_program
-from machine.sim.simulator import simulate
-from passes import parse_pipeline, run_pipeline
+from neuronsim.machine.formats.program import loads_program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.passes import parse_pipeline, run_pipeline
 from tests.bad_inputs import valid_text
-from verify.cli import cli
-from verify.progress import Progress, pass_progress
+from neuronsim.verify.cli import cli
+from neuronsim.verify.progress import Progress, pass_progress
 
 
 def test_off_a_terminal_a_long_stage_says_what_it_did():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from machine.format import parse_program
-from verify.racecheck import check_program
+from neuronsim.machine.formats.program import parse_program
+from neuronsim.verify.racecheck import check_program
 
 
 def _program(tensors, body):

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from machine.edges import EdgeKind
-from machine.ir import Dep, Instruction, Loop, Program
-from machine.unroll import unroll
-from passes.dep_reduction import (
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import Dep, Instruction, Loop, Program
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.passes.dep_reduction import (
     LATEST_FIRST, PROGRAM_ORDER, apply_anti_dependence_reduction, apply_reorder_reduction, dep_reduction,
     instance_waits, redundant_waits, redundant_waits_syncstate,
 )
 from tests.oracles import conflicts
 from tests.property.test_reduction_gen import chain_program, hb_digraph, kept_pairs, nx_kept_waits, random_program
-from verify.racecheck import check_program
-from verify.strategies import programs
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
 
 FLAT = dict(max_instructions=14, max_loops=0, deps="random", machine=None)
 LOOPS = dict(max_instructions=8, max_loops=2, max_depth=2, max_trip=3, deps="random")

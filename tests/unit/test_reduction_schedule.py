@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from machine.format import load_program
-from machine.ir import Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
-from machine.sim.memory import initial_memory
-from machine.presets import resolve_machine
-from machine.sim.plan import build_plan
-from machine.sim.simulator import run_sequential
-from machine.unroll import unroll
-from machine.validate import validate_program
-from passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
-from passes.dep_opt import DepOpt, insert_memsets, uninitialised_reads
-from passes.list_schedule import ListSchedule, list_schedule
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.ir.program import Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.machine.sim.memory import initial_memory
+from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.sim.plan import build_plan
+from neuronsim.machine.sim.simulator import run_sequential
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from neuronsim.passes.dep_opt import DepOpt, insert_memsets, uninitialised_reads
+from neuronsim.passes.list_schedule import ListSchedule, list_schedule
 from tests.oracles import conflicts
-from verify.racecheck import check_program
-from verify.strategies import programs, strip_deps
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs, strip_deps
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 REGISTRY = {**ALL_PASSES, ListSchedule.name: ListSchedule, DepOpt.name: DepOpt}

@@ -1,6 +1,6 @@
 """The NKI-like builder of ``scenarios/``: views against numpy slicing, ops against the op table.
 
-Oracle for views: the elements an emitted :class:`~machine.ir.Access` enumerates (offset,
+Oracle for views: the elements an emitted :class:`~neuronsim.machine.ir.program.Access` enumerates (offset,
 ``per_iteration`` shift and pattern, row-major, as the simulator reads them) are exactly
 numpy's ``arange(...).reshape(shape)[key]`` in the same order, for every loop index.
 """
@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from machine.edges import EdgeKind
-from machine.errors import ProgramError
-from machine.geometry import access_extent
-from machine.ir import Access, Dep, Loop, MemoryKind, Rotation
-from scenarios.builder import DRAM_ALIGN, Index, KernelBuilder
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.model.geometry import access_extent
+from neuronsim.machine.ir.program import Access, Dep, Loop, MemoryKind, Rotation
+from neuronsim.machine.build.builder import DRAM_ALIGN, Index, KernelBuilder
 
 
 def elements(tensor, access: Access, iteration: dict[str, int]) -> list[int]:
@@ -196,7 +196,7 @@ def test_names_deps_tensors_and_validation():
 
 def test_rotating_placements_are_x_rotate():
     # ncc.sbuf.mod_alloc / psum.mod_alloc: slot i mod n, SBUF slots back to back, PSUM one bank apart.
-    from machine.format import dumps_program, loads_program
+    from neuronsim.machine.formats.program import dumps_program, loads_program
 
     kb = KernelBuilder("rot")
     x = kb.dram_input("x", (512, 64), "bfloat16")
@@ -250,7 +250,7 @@ def test_rotation_loop_must_exist_and_enclose_every_access():
 
 
 def test_arena_lays_tiles_out_like_a_hand_allocator():
-    from scenarios.builder import SbufArena
+    from neuronsim.machine.build.builder import SbufArena
 
     kb = KernelBuilder("arena")
     arena = SbufArena(kb, offset=260, partition=32, align=4)
@@ -265,7 +265,7 @@ def test_arena_lays_tiles_out_like_a_hand_allocator():
 def test_immediates_are_plain_numbers_and_infinities_survive_json():
     import math
 
-    from machine.format import dumps_program, loads_program
+    from neuronsim.machine.formats.program import dumps_program, loads_program
 
     kb = KernelBuilder("inf")
     y = kb.dram_output("y", (32, 8), "float32")

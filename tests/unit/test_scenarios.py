@@ -19,23 +19,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import scenarios
-from machine.dtypes import numpy_dtype
-from machine.edges import EdgeKind
-from machine.format import dumps_program, load_program, loads_program
-from machine.ir import MemoryKind
-from machine.validate import validate_program
-from passes import compile_program
-from machine.sim.simulator import simulate
-from scenarios import builder, views
-from verify import scenarios as collect
-from verify.scenarios import (DEFAULT_SEEDS, ScenarioRun, all_scenarios, compare_outputs, golden_path, golden_text,
+from neuronsim import scenarios
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.formats.program import dumps_program, load_program, loads_program
+from neuronsim.machine.ir.program import MemoryKind
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.passes import compile_program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.build import builder, views
+from neuronsim.verify import scenarios as collect
+from neuronsim.verify.scenarios import (DEFAULT_SEEDS, ScenarioRun, all_scenarios, compare_outputs, golden_path, golden_text,
                               json_path, run_scenario, scenario_name)
-from verify.racecheck import check_program
+from neuronsim.verify.racecheck import check_program
 
 SCENARIOS = all_scenarios()
 IDS = [scenario_name(m) for m in SCENARIOS]
-REGENERATE = "regenerate with: .venv/bin/python -m verify.scenarios"
+REGENERATE = "regenerate with: .venv/bin/python -m neuronsim.verify.scenarios"
 
 
 @cache
@@ -75,7 +75,7 @@ def test_build_validates_and_round_trips(scenario):
     assert not any(inst.deps for inst, _ in program.instructions())  # deps are the compiler's job
     virtual = [name for name, t in program.tensors.items() if t.is_virtual]
     if getattr(scenario, "placement", None) == "explicit":
-        # An explicitly allocated kernel (kernels.md 1.4) places every tile itself: alloc is a no-op.
+        # An explicitly allocated kernel (docs/kernel-patterns.md 1.4) places every tile itself: alloc is a no-op.
         assert not virtual and compile_program(program, "alloc")[0] == program
     else:
         assert virtual  # the allocator has work to do
@@ -181,7 +181,7 @@ def test_scenario_needs_its_key_instruction(name, dropped):
 
 
 def _without(nodes, name):
-    from machine.ir import Loop
+    from neuronsim.machine.ir.program import Loop
 
     for node in nodes:
         if isinstance(node, Loop):
@@ -191,7 +191,7 @@ def _without(nodes, name):
 
 
 def test_load_scenario_by_path_and_errors(tmp_path):
-    from machine.errors import ProgramError
+    from neuronsim.machine.ir.errors import ProgramError
 
     module = collect.load_scenario(str(Path(scenarios.__file__).parent / "softmax.py"))
     assert scenario_name(module) == "softmax" and collect.is_scenario(module)

@@ -1,4 +1,4 @@
-"""Numerics of every op (machine.semantics) and the functional memory (machine.sim.memory).
+"""Numerics of every op (neuronsim.machine.model.semantics) and the functional memory (neuronsim.machine.sim.memory).
 
 Each op is checked against an independent numpy computation; memory views against the
 footprint geometry (the bytes a view touches are exactly the access's footprint); and whole
@@ -16,17 +16,17 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from machine.dtypes import numpy_dtype
-from machine.format import load_program, parse_program
-from machine.geometry import footprint
-from machine.ir import MemoryKind, Program
-from machine.sim.memory import UNINITIALISED_BYTE_LIMIT, DramLayout, Memory, access_view, initial_memory
-from machine.optable import ACTIVATION_FUNCS, ALU_OPS, OP_TABLE
-from machine.presets import resolve_machine
-from machine.semantics import ACTIVATIONS, ALU, cast, execute, opaque_bytes
-from machine.sim.plan import build_plan
-from machine.sim.simulator import run_sequential, simulate
-from verify.strategies import tensors_and_access
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.formats.program import load_program, parse_program
+from neuronsim.machine.model.geometry import footprint
+from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.sim.memory import UNINITIALISED_BYTE_LIMIT, DramLayout, Memory, access_view, initial_memory
+from neuronsim.machine.model.optable import ACTIVATION_FUNCS, ALU_OPS, OP_TABLE
+from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.model.semantics import ACTIVATIONS, ALU, cast, execute, opaque_bytes
+from neuronsim.machine.sim.plan import build_plan
+from neuronsim.machine.sim.simulator import run_sequential, simulate
+from neuronsim.verify.strategies import tensors_and_access
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.float32

@@ -12,19 +12,19 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from machine.cost import instruction_cost
-from machine.errors import ProgramError
-from machine.format import load_program, parse_program
-from machine.ir import Dep, Instruction, Program
-from machine.presets import resolve_machine
-from machine.sim.engine import DeadlockError, Interleaving, TimedRun
-from machine.sim.heaploop import heap_run
-from machine.sim.plan import build_plan
-from machine.sim.memory import initial_memory
-from machine.sim.simulator import run_sequential, simulate
-from verify.cli import cli
-from verify.racecheck import check_program
-from verify.strategies import programs
+from neuronsim.machine.model.cost import instruction_cost
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.program import load_program, parse_program
+from neuronsim.machine.ir.program import Dep, Instruction, Program
+from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.sim.engine import DeadlockError, Interleaving, TimedRun
+from neuronsim.machine.sim.heaploop import heap_run
+from neuronsim.machine.sim.plan import build_plan
+from neuronsim.machine.sim.memory import initial_memory
+from neuronsim.machine.sim.simulator import run_sequential, simulate
+from neuronsim.verify.cli import cli
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
 
 EXAMPLES = "examples"
 TRN1 = resolve_machine("trn1")

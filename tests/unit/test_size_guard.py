@@ -1,4 +1,4 @@
-"""The size estimate (machine/size.py) against what the work really makes, and its limits."""
+"""The size estimate (machine/order/size.py) against what the work really makes, and its limits."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import pytest
 from click.testing import CliRunner
 from hypothesis import given
 
-from machine.geometry import base_footprint
-from machine.ir import Instruction, Loop, MemoryKind, Program, Tensor
-from machine.presets import resolve_machine
-from machine.sim.memory import DramLayout
-from machine.size import BYTES_PER_INSTANCE, estimate_size, format_bytes, machine_memory
-from machine.unroll import unroll
-from verify.cli import cli
-from verify.cliutil import ByteSize, UsageFailure, guard_size
-from verify.strategies import programs
+from neuronsim.machine.model.geometry import base_footprint
+from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.sim.memory import DramLayout
+from neuronsim.machine.order.size import BYTES_PER_INSTANCE, estimate_size, format_bytes, machine_memory
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.verify.cli import cli
+from neuronsim.verify.cli.common import ByteSize, UsageFailure, guard_size
+from neuronsim.verify.strategies import programs
 
 
 @given(programs(max_trip=4, max_depth=3))

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from machine.tasks.format import load_tasks
-from passes.tasks import analyze_dependencies, derive_directions
+from neuronsim.machine.tasks.format import load_tasks
+from neuronsim.passes.tasks import analyze_dependencies, derive_directions
 
 from tests.task_oracle import races, unroll_tasks
 from tests.task_rules_kit import compiled, deps, scopes
@@ -30,7 +30,7 @@ def _program():
 
 def _conflicting_pairs(run):
     """Every (earlier, later, kind) pair of instances touching one byte, one writing (by brute force)."""
-    from machine.tasks.geometry import overlaps
+    from neuronsim.machine.tasks.geometry import overlaps
 
     out = []
     for b in run.instances:

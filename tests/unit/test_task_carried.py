@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from machine.tasks.ir import map_calls
-from machine.tasks.unroll import unroll_task_program
+from neuronsim.machine.tasks.ir import map_calls
+from neuronsim.machine.tasks.unroll import unroll_task_program
 
 from tests.task_oracle import races, unroll_tasks
 from tests.task_rules_kit import compiled, deps, kit, scopes
@@ -82,7 +82,7 @@ def test_after_a_parallel_loop_the_latest_instance_no_longer_stands_for_all():
     (the producer left a loop whose iterations its chain does not join) and the runtime's
     lookups order R after every U."""
     from tests.task_rules_kit import fallback_reasons
-    from verify.taskcheck import check_task_program
+    from neuronsim.verify.tasks.check import check_task_program
 
     tb, k = kit()
     x = tb.param("x", (2, 8))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from verify.cli import cli
+from neuronsim.verify.cli import cli
 
 HOLE = "examples/tasks/backedge_hole.json"
 

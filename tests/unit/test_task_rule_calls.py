@@ -1,10 +1,10 @@
-"""Rules reference section 3 items 4 (per task call), 5 (hazard rule) and 6 (overlap rule)."""
+"""``docs/task-rules.md`` section 3 items 4, 5 and 6: one task call, the hazard rule and the overlap rule."""
 
 from __future__ import annotations
 
 import pytest
 
-from passes.tasks.regions import (
+from neuronsim.passes.tasks.regions import (
     CONSERVATIVE, DYNAMIC, FULL, UNKNOWN, AccessKind, Hazard, Region, hazards, regions_may_overlap, slice_region,
 )
 

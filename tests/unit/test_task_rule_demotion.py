@@ -1,8 +1,8 @@
-"""Rules reference section 3 item 9 (direction demotion: Input -> NoDep, InOut -> OutputExisting)."""
+"""``docs/task-rules.md`` section 3 item 9 (direction demotion: Input -> NoDep, InOut -> OutputExisting)."""
 
 from __future__ import annotations
 
-from machine.tasks.builder import View
+from neuronsim.machine.tasks.builder import View
 
 from tests.task_rules_kit import compiled, deps, dirs, kit
 

@@ -1,9 +1,10 @@
-"""Rules reference section 2 (IR concepts): one small program per concept, expectations written from the rule."""
+"""``docs/task-rules.md`` section 2 (IR concepts): one small program per concept, expectations written from
+the rule."""
 
 from __future__ import annotations
 
-from machine.tasks.builder import MemRef, no_dep
-from passes.tasks import compile_tasks, derive_directions
+from neuronsim.machine.tasks.builder import MemRef, no_dep
+from neuronsim.passes.tasks import compile_tasks, derive_directions
 
 from tests.task_rules_kit import analysis, compiled, deps, dirs, kit, scopes
 
@@ -137,11 +138,12 @@ def test_a_manual_scope_orders_by_user_deps_alone():
 
 
 def test_a_creator_in_a_user_manual_scope_keeps_its_consumer_auto():
-    """A user MANUAL scope is skipped (section 3 item 3), yet a call in it that receives an
-    ``output`` buffer is the tensor's creator: a later AUTO user waits for it (section 4, step
-    A).  The seed converts the consumer's branch to MANUAL (its one hazard, on P, is covered) and
-    loses that creator edge; the default keeps the consumer AUTO."""
-    from verify.taskcheck import check_task_program
+    """A user MANUAL scope is skipped (``docs/task-rules.md`` section 3 item 3), yet a call in it that
+    receives an ``output`` buffer is the tensor's creator: a later AUTO user waits for it
+    (``docs/task-rules.md`` section 4, step A).  The seed converts the consumer's branch to MANUAL
+    (its one hazard, on P, is covered) and loses that creator edge; the default keeps the
+    consumer AUTO."""
+    from neuronsim.verify.tasks.check import check_task_program
 
     tb, k = kit()
     m = tb.param("m", (8, 8))

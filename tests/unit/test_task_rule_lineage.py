@@ -1,10 +1,11 @@
-"""Rules reference section 3 item 1 (storage lineage), one bullet per test, expectations written from the rule."""
+"""``docs/task-rules.md`` section 3 item 1 (storage lineage), one rule per test, expectations written from the
+rule."""
 
 from __future__ import annotations
 
-from machine.tasks.builder import View
-from machine.tasks.validate import validate_tasks
-from passes.tasks.lineage import Status, storage_lineage
+from neuronsim.machine.tasks.builder import View
+from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.passes.tasks.lineage import Status, storage_lineage
 
 from tests.task_rules_kit import compiled, deps, kit, merge_of_five_roots
 

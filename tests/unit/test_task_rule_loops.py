@@ -1,4 +1,4 @@
-"""Rules reference section 3 item 7 (loops): single-trip, static, dynamic, dynamic parallel, zero-trip.
+"""``docs/task-rules.md`` section 3 item 7 (loops): single-trip, static, dynamic, dynamic parallel, zero-trip.
 
 Every default-mode result is also run through the brute-force oracle (``tests/task_oracle.py``):
 no two task instances that share a byte, one writing, may be left unordered.

@@ -1,9 +1,10 @@
-"""Rules reference section 3 items 3 (regions analysed), 10 (fallback) and 11 (compiler-owned MANUAL scopes)."""
+"""``docs/task-rules.md`` section 3 items 3, 10 and 11: the regions analysed, fallback and compiler-owned MANUAL
+scopes."""
 
 from __future__ import annotations
 
-from passes.pipeline import PassContext
-from passes.tasks import AutoDeriveTaskDependencies, compile_tasks, derive_directions, materialize_scopes
+from neuronsim.passes.pipeline import PassContext
+from neuronsim.passes.tasks import AutoDeriveTaskDependencies, compile_tasks, derive_directions, materialize_scopes
 
 from tests.task_rules_kit import analysis, compiled, deps, dirs, kit, scopes
 

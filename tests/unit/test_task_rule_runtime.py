@@ -1,12 +1,12 @@
-"""Rules reference section 3 item 12 (how deps reach the runtime) and section 4 (the TensorMap the pass
-makes redundant), judged by the brute-force oracle of ``tests/task_oracle.py``."""
+"""How deps reach the runtime (``docs/task-rules.md`` section 3 item 12) and the TensorMap the pass makes
+redundant (``docs/task-rules.md`` section 4), judged by the brute-force oracle of ``tests/task_oracle.py``."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from machine.tasks.ir import map_calls
-from passes.tasks import derive_directions
+from neuronsim.machine.tasks.ir import map_calls
+from neuronsim.passes.tasks import derive_directions
 
 from tests.task_oracle import races, unroll_tasks
 from tests.task_rules_kit import compiled, deps, dirs, kit

@@ -1,9 +1,9 @@
-"""Rules reference section 3 items 2 (TaskId collection) and 8 (user-dep coverage for loop producers)."""
+"""``docs/task-rules.md`` section 3 items 2 and 8: TaskId collection and user-dep coverage for loop producers."""
 
 from __future__ import annotations
 
-from machine.tasks.validate import validate_tasks
-from passes.tasks.taskids import collect_task_ids
+from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.passes.tasks.taskids import collect_task_ids
 
 from tests.task_rules_kit import analysis, compiled, deps, dirs, kit
 

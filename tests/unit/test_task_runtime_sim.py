@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from machine.errors import ProgramError
-from machine.sim.runtime import preset_for, simulate_tasks
-from machine.sim.task_trace import task_chrome_trace
-from machine.sim.tensormap import TensorMap, task_graph
-from machine.tasks.builder import In, InOut, MemRef, Out, TaskBuilder
-from machine.tasks.format import load_tasks
-from machine.tasks.unroll import Origin, unroll_task_program
-from passes.tasks import compile_tasks, derive_directions
-from verify.taskcheck import check_task_program, check_task_trace, trace_violations
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.sim.runtime import preset_for, simulate_tasks
+from neuronsim.machine.sim.task_trace import task_chrome_trace
+from neuronsim.machine.sim.tensormap import TensorMap, task_graph
+from neuronsim.machine.tasks.builder import In, InOut, MemRef, Out, TaskBuilder
+from neuronsim.machine.tasks.format import load_tasks
+from neuronsim.machine.tasks.unroll import Origin, unroll_task_program
+from neuronsim.passes.tasks import compile_tasks, derive_directions
+from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 
 
 def _kernels(tb: TaskBuilder):

@@ -7,9 +7,9 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from machine.tasks.format import load_tasks
-from verify.cli import cli
-from verify.task_scenarios import all_task_scenarios, find_task_scenario, run_task_scenario, task_scenario_name
+from neuronsim.machine.tasks.format import load_tasks
+from neuronsim.verify.cli import cli
+from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, run_task_scenario, task_scenario_name
 
 SCENARIOS = all_task_scenarios()
 
@@ -65,8 +65,8 @@ def test_neuronsim_run_takes_a_task_scenario(tmp_path):
 def test_the_sequences_of_paged_attention_stay_parallel_after_the_passes():
     """The block loop's back-edges are carried in it: no task of one sequence waits for another's
     (plain deps would chain each sequence's first block to the previous sequence's last)."""
-    from machine.tasks.unroll import unroll_task_program
-    from passes.tasks import compile_tasks
+    from neuronsim.machine.tasks.unroll import unroll_task_program
+    from neuronsim.passes.tasks import compile_tasks
 
     module = find_task_scenario("paged_attention")
     instances = unroll_task_program(compile_tasks(module.build_tasks())[0])

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from machine.tasks import load_tasks
-from verify.cli import cli
+from neuronsim.machine.tasks import load_tasks
+from neuronsim.verify.cli import cli
 
 from tests.unit.test_tasks_format import BASE, BAD, _edit
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 HOLE = str(EXAMPLES / "backedge_hole.json")
-CLI = [sys.executable, "-c", "from verify.cli import main; main()"]
+CLI = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
 
 
 def _json(*args):

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from machine.errors import ProgramError
-from machine.tasks import dumps_tasks, loads_tasks, parse_tasks
-from machine.tasks.builder import In, InOut, MemRef, Out, Scalar, TaskBuilder, View, no_dep
-from machine.tasks.expr import Op, Sym
-from machine.tasks.ir import ArgDirection, For, If, RuntimeScope, While
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.tasks import dumps_tasks, loads_tasks, parse_tasks
+from neuronsim.machine.tasks.builder import In, InOut, MemRef, Out, Scalar, TaskBuilder, View, no_dep
+from neuronsim.machine.tasks.expr import Op, Sym
+from neuronsim.machine.tasks.ir import ArgDirection, For, If, RuntimeScope, While
 
 
 def _every_construct():

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from machine.errors import ProgramError
-from machine.format import parse_program
-from machine.presets import resolve_machine
-from machine.sim.simulator import simulate
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.program import parse_program
+from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.sim.simulator import simulate
 
 TRN1, TRN2 = resolve_machine("trn1"), resolve_machine("trn2")
 

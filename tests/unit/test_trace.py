@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from machine.format import load_program
-from machine.sim.export import chrome_trace, plot_timeline, write_chrome_trace
-from machine.sim.plan import build_plan
-from machine.sim.simulator import simulate
-from machine.sim.trace import summarize, summary_table
-from verify.strategies import programs
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.sim.export import chrome_trace, plot_timeline, write_chrome_trace
+from neuronsim.machine.sim.plan import build_plan
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.sim.trace import summarize, summary_table
+from neuronsim.verify.strategies import programs
 
 try:  # tests/ is a rootdir package or only on sys.path, depending on how pytest is run
     from tests.oracles import hb_graph

@@ -15,10 +15,10 @@ from itertools import product
 
 from hypothesis import given
 
-from machine.edges import EdgeKind
-from machine.ir import Dep, Instruction, Loop, Program
-from machine.unroll import unroll
-from verify.strategies import add_sequential_deps, programs
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import Dep, Instruction, Loop, Program
+from neuronsim.machine.order.unroll import unroll
+from neuronsim.verify.strategies import add_sequential_deps, programs
 
 NAME = re.compile(r"^(?P<name>[A-Za-z_][\w]*)(\[(?P<index>\d+(,\d+)*)\])?$")
 

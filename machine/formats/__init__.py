@@ -1,0 +1,7 @@
+"""The program format ``neuronsim.program/1``: reading and writing it (:mod:`.program`), the
+validation a loaded program passes (:mod:`.validate`: structure, op rules, placement against
+the machine model and the instance stream) and the one-line-per-instruction listing
+(:mod:`.listing`).
+
+Builds on the IR, the machine model and the ordering core.
+"""

@@ -1,0 +1,350 @@
+"""Semantic checks of a parsed program: names, placement, op table, footprints, deps.
+
+:func:`validate_program` raises a located :class:`~neuronsim.machine.ir.errors.ProgramError` on the first
+problem, in document order.  It needs no unrolling: footprint bounds are checked on the
+extreme iterations of each access (the footprint is monotone in every loop index), and dep
+order on the positions of the two instructions inside their innermost common loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
+from neuronsim.machine.model.optable import COMMON_ATTRS, op_spec
+from neuronsim.machine.model.oprules import check_op_rules
+from neuronsim.machine.model.presets import MachineSpec, resolve_machine
+from neuronsim.machine.order.stream import InstanceStream
+
+__all__ = ["validate_program", "validate_placement_change", "check_placement", "check_instruction", "access_elements"]
+
+_MEM = {MemoryKind.DRAM: "dram", MemoryKind.SBUF: "sbuf", MemoryKind.PSUM: "psum"}
+
+
+def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
+    """Shape and placement of one tensor against the machine."""
+    if tensor.memory != MemoryKind.DRAM:
+        limit = spec.sbuf_partitions
+        if tensor.shape[0] > limit:
+            raise ProgramError(join_path(join_path(path, "shape"), 0), f"{tensor.shape[0]} partitions; at most {limit} exist")
+        if tensor.partition is not None and tensor.partition + tensor.shape[0] > limit:
+            raise ProgramError(join_path(path, "partition"), f"partitions [{tensor.partition}, {tensor.partition + tensor.shape[0]}) run past partition {limit}")
+    nbytes = tensor.bytes_per_partition
+    if tensor.memory == MemoryKind.SBUF:
+        if nbytes > spec.sbuf_partition_bytes:
+            raise ProgramError(join_path(path, "shape"), f"{nbytes} bytes per partition; an SBUF partition holds {spec.sbuf_partition_bytes}")
+        if tensor.offset is not None and tensor.offset + nbytes > spec.sbuf_partition_bytes:
+            raise ProgramError(join_path(path, "offset"), f"bytes [{tensor.offset}, {tensor.offset + nbytes}) overlap the end of SBUF ({spec.sbuf_partition_bytes} bytes per partition)")
+    elif tensor.memory == MemoryKind.PSUM:
+        if nbytes > spec.psum_bank_bytes:
+            raise ProgramError(join_path(path, "shape"), f"{nbytes} bytes per partition; a PSUM tensor must fit one {spec.psum_bank_bytes}-byte bank")
+        if tensor.bank is not None:
+            if tensor.bank >= spec.psum_banks:
+                raise ProgramError(join_path(path, "bank"), f"bank {tensor.bank}; banks are 0..{spec.psum_banks - 1}")
+            if (tensor.offset or 0) + nbytes > spec.psum_bank_bytes:
+                raise ProgramError(join_path(path, "offset"), f"bytes [{tensor.offset}, {(tensor.offset or 0) + nbytes}) cross the end of bank {tensor.bank} ({spec.psum_bank_bytes} bytes)")
+    elif nbytes > spec.dram_bytes:
+        raise ProgramError(join_path(path, "shape"), f"{nbytes} bytes; the DRAM of {spec.name} holds {spec.dram_bytes}")
+    elif tensor.address is not None and tensor.address + nbytes > spec.dram_bytes:
+        raise ProgramError(join_path(path, "address"), f"bytes [{tensor.address}, {tensor.address + nbytes}) run past the end of DRAM ({spec.dram_bytes} bytes)")
+    if tensor.rotate is not None:
+        _check_rotation(tensor, spec, join_path(path, "x-rotate"))
+
+
+def _check_rotation(tensor: Tensor, spec: MachineSpec, path: str) -> None:
+    """Every slot of a rotating tensor fits where slot 0 does (PSUM: inside one bank)."""
+    rot = tensor.rotate
+    span = (rot.slots - 1) * rot.stride
+    nbytes = tensor.bytes_per_partition
+    first = tensor.byte_base
+    end = first + span + nbytes
+    if tensor.memory == MemoryKind.SBUF and end > spec.sbuf_partition_bytes:
+        raise ProgramError(path, f"slot {rot.slots - 1} ends at byte {end}; an SBUF partition holds {spec.sbuf_partition_bytes}")
+    if tensor.memory == MemoryKind.DRAM and end > spec.dram_bytes:
+        raise ProgramError(path, f"slot {rot.slots - 1} ends at address {end}, past the end of DRAM ({spec.dram_bytes} bytes)")
+    if tensor.memory == MemoryKind.PSUM:
+        bank_bytes = spec.psum_bank_bytes
+        for slot in range(rot.slots):
+            lo = first + slot * rot.stride
+            if lo // bank_bytes != (lo + nbytes - 1) // bank_bytes or lo + nbytes > spec.psum_banks * bank_bytes:
+                raise ProgramError(path, f"slot {slot} (bytes [{lo}, {lo + nbytes}) of the partition) crosses a PSUM bank "
+                                   f"boundary or the end of PSUM; a PSUM tensor must fit one {bank_bytes}-byte bank")
+
+
+def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: str) -> None:
+    """The footprint stays inside its tensor in every instance."""
+    for key, shifts in (("per_iteration", access.per_iteration),
+                        ("x-partitions_per_iteration", access.partitions_per_iteration)):
+        for loop_name, _shift in shifts:
+            if loop_name not in loops:
+                raise ProgramError(join_path(join_path(path, key), loop_name), "this loop does not enclose the instruction")
+    if tensor.rotate is not None and tensor.rotate.loop not in loops:
+        raise ProgramError(join_path(path, "tensor"), f"tensor {tensor.name!r} rotates with loop {tensor.rotate.loop!r}, "
+                           "which does not enclose this instruction")
+    offset = access.offset or 0
+    size = tensor.free_elements
+    if access.pattern is None:
+        if offset >= size:
+            raise ProgramError(join_path(path, "offset"), f"offset {offset} leaves the tensor ({size} elements)")
+        lowest, highest = offset, size - 1
+    else:
+        span = sum(stride * (count - 1) for stride, count in access.pattern)
+        lowest, highest = offset, offset + span
+    unmoved_highest = highest
+    for loop_name, shift in access.per_iteration:
+        moved = shift * (loops[loop_name].trip_count - 1)
+        lowest, highest = lowest + min(0, moved), highest + max(0, moved)
+    if lowest < 0 or highest >= size:
+        # Name what breaks the bound: the offset or pattern already at iteration 0, else the shifts.
+        if unmoved_highest >= size:
+            where = "offset" if offset >= size else "pattern"
+        else:
+            where = "per_iteration"
+        raise ProgramError(join_path(path, where), f"footprint reaches elements [{lowest}, {highest}] in some instance; tensor {tensor.name!r} has elements [0, {size - 1}]")
+    if tensor.memory == MemoryKind.DRAM:
+        for key, present in (("partitions", access.partitions is not None),
+                             ("x-partitions_per_iteration", bool(access.partitions_per_iteration))):
+            if present:
+                raise ProgramError(join_path(path, key), "a dram access has no partitions")
+    if tensor.memory != MemoryKind.DRAM:
+        start, count, step = access.partitions or (0, tensor.shape[0], 1)
+        first, last = start, start + (count - 1) * step
+        for loop_name, pshift in access.partitions_per_iteration:
+            moved = pshift * (loops[loop_name].trip_count - 1)
+            first, last = first + min(0, moved), last + max(0, moved)
+        if first < 0 or last >= tensor.shape[0]:
+            if not access.partitions_per_iteration:
+                raise ProgramError(join_path(path, "partitions"), f"reaches partition {last} of a tensor with {tensor.shape[0]}")
+            raise ProgramError(join_path(path, "x-partitions_per_iteration"), f"reaches partitions [{first}, {last}] in "
+                               f"some instance; tensor {tensor.name!r} has partitions [0, {tensor.shape[0] - 1}]")
+
+
+def validate_placement_change(program: Program, before: Program, spec: MachineSpec | None = None,
+                              stream: InstanceStream | None = None) -> None:
+    """Check ``program`` where it differs from the valid ``before`` only in its tensors'
+    placements (the body is the very same objects, as after an allocation pass): the
+    placements themselves, and the rules that depend on them (partition starts, rotating
+    tensors inside their loop).  Everything else was checked on ``before``.
+
+    The rules are checked once per distinct access over the access slots of ``before``'s
+    :class:`~neuronsim.machine.order.stream.InstanceStream` (``stream``, built when not given)."""
+    spec = spec or resolve_machine(program.machine)
+    changed = {name for name, t in program.tensors.items() if before.tensors.get(name) is not t}
+    for name in changed:
+        check_placement(program.tensors[name], spec, join_path("tensors", name))
+    if not changed:
+        return
+    if stream is None:
+        stream = InstanceStream(before, spec)
+    _placement_rules_by_access(program, changed, stream)
+
+
+def _placement_rules_by_access(program: Program, changed: set[str], stream: InstanceStream) -> None:
+    """The access rules of :func:`validate_placement_change` over the stream's access slots:
+    rotation per slot of a rotating tensor, partition starts once per (access, DMA or not)."""
+    tensors = program.tensors
+    layout = stream.layout  # the slots and their accesses: no footprint compiled
+    accesses = layout.accesses
+    slot_x, slot_t = stream.slot_x, stream.slot_t
+
+    def where(x: int, access, is_write: bool) -> str:
+        inst = stream.instrs[x]
+        key, group = ("writes", inst.writes) if is_write else ("reads", inst.reads)
+        return f"{inst.name}.{key}[{next(i for i, a in enumerate(group) if a == access)}]"
+
+    rotating = {name for name in changed if tensors[name].rotate is not None}
+    if rotating:
+        for x, t in zip(slot_x.tolist(), slot_t.tolist()):
+            access = accesses[t]
+            tensor = tensors[access.tensor]
+            if access.tensor in rotating and not any(loop.name == tensor.rotate.loop for loop in stream.loops_of[x]):
+                loops = {loop.name: loop for loop in stream.loops_of[x]}
+                _check_access(access, tensor, loops, where(x, access, layout.writes[t]))
+    compute = ~stream.dma_x[slot_x]
+    pairs, first = np.unique(slot_t[compute], return_index=True)
+    first_x = dict(zip(pairs.tolist(), slot_x[compute][first].tolist()))
+    for t in pairs.tolist():
+        access = accesses[t]
+        if access.tensor not in changed:
+            continue
+        tensor = tensors[access.tensor]
+        if tensor.partition is None:
+            continue
+        start, count, step = access.partitions or (0, tensor.shape[0], 1)
+        first, span = tensor.partition + start, (count - 1) * step + 1
+        if not _partition_start_ok(first, span):
+            x = first_x[t]
+            raise ProgramError(f"{where(x, access, layout.writes[t])}.partitions", f"an access spanning {span} "
+                               f"partitions cannot start at partition {first} (over 64: start 0; 33-64: 0 or 64; up "
+                               "to 32: a multiple of 32)")
+
+
+def _partition_start_ok(first: int, span: int) -> bool:
+    if span > 64:
+        return first == 0
+    if span > 32:
+        return first in (0, 64)
+    return first % 32 == 0
+
+
+def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: MachineSpec, path: str) -> None:
+    """Op table, attributes and hardware constraints of one instruction."""
+    table = op_spec(inst.op)
+    if inst.engine not in table.engines:
+        raise ProgramError(join_path(path, "engine"), f"op {inst.op!r} cannot run on {inst.engine!r}; it runs on {list(table.engines)}")
+    for key, (lo, hi), group in (("reads", table.reads, inst.reads), ("writes", table.writes, inst.writes)):
+        if not lo <= len(group) <= hi:
+            raise ProgramError(join_path(path, key), f"op {inst.op!r} takes {lo}..{hi} {key}, got {len(group)}")
+    if not table.opaque:
+        for key, value in inst.attrs.items():
+            if key.startswith("x-"):  # extension keys are allowed everywhere (spec, "Document")
+                continue
+            check = table.attr_validator(key)
+            if check is None:
+                raise ProgramError(join_path(join_path(path, "attrs"), key), f"unknown attribute of op {inst.op!r}; expected one of {sorted(table.attrs) + ['cycles']}")
+            if not check(value):
+                shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+                raise ProgramError(join_path(join_path(path, "attrs"), key), f"expected {check.__doc__}, got {shown}")
+    elif "cycles" in inst.attrs and not COMMON_ATTRS["cycles"](inst.attrs["cycles"]):  # not a bool either
+        raise ProgramError(join_path(join_path(path, "attrs"), "cycles"), "expected a non-negative integer")
+    psum_writes = set()
+    psum_reads = 0
+    for key, group in (("reads", inst.reads), ("writes", inst.writes)):
+        for i, access in enumerate(group):
+            apath = join_path(join_path(path, key), i)
+            tensor = tensors[access.tensor]
+            mem = tensor.memory
+            if inst.is_dma:
+                if mem == MemoryKind.PSUM:
+                    raise ProgramError(join_path(apath, "tensor"), "DMA ops never touch PSUM")
+                continue
+            if mem == MemoryKind.DRAM:
+                raise ProgramError(join_path(apath, "tensor"), f"only DMA ops touch DRAM; {inst.op!r} on {inst.engine!r} is a compute op")
+            if inst.engine == "pool" and mem == MemoryKind.PSUM:
+                raise ProgramError(join_path(apath, "tensor"), "POOL never touches PSUM")
+            if inst.engine == "pe":
+                if key == "writes" and mem != MemoryKind.PSUM:
+                    raise ProgramError(join_path(apath, "tensor"), "PE writes only PSUM")
+                if key == "writes":
+                    psum_writes.add(access.tensor)
+            if key == "reads" and mem == MemoryKind.PSUM:
+                psum_reads += 1
+            if tensor.partition is not None:
+                start, count, step = access.partitions or (0, tensor.shape[0], 1)
+                first = tensor.partition + start
+                span = (count - 1) * step + 1
+                if not _partition_start_ok(first, span):
+                    raise ProgramError(join_path(apath, "partitions"), f"an access spanning {span} partitions cannot start at partition {first} (over 64: start 0; 33-64: 0 or 64; up to 32: a multiple of 32)")
+    if inst.engine == "pe":
+        for i, access in enumerate(inst.reads):
+            if tensors[access.tensor].memory == MemoryKind.PSUM and access.tensor not in psum_writes:
+                raise ProgramError(join_path(join_path(path, "reads"), i), "PE reads SBUF, plus only the PSUM tile it accumulates into (a tensor it also writes)")
+    if inst.op == "tensor_tensor" and psum_reads > 1:
+        raise ProgramError(join_path(path, "reads"), "tensor_tensor reads at most one PSUM operand")
+    check_op_rules(inst, tensors, path)
+    if inst.op == "dma_copy":
+        _check_copy_counts(inst, tensors, path)
+    if inst.is_dma:
+        dge = inst.attrs.get("dge", "none")
+        if dge == "swdge" and inst.engine != "pool":
+            raise ProgramError(join_path(path, "engine"), "software DGE descriptors are generated by POOL; trigger a 'swdge' DMA from 'pool'")
+        if dge == "hwdge":
+            if not spec.has_hwdge:
+                raise ProgramError(join_path(join_path(path, "attrs"), "dge"), f"hardware DGE does not exist on {spec.name}")
+            if inst.engine not in ("sp", "act"):
+                raise ProgramError(join_path(path, "engine"), "hardware DGE is commanded by SP or ACT")
+
+
+def access_elements(tensor: Tensor, access: Access) -> int:
+    """Elements one instance of ``access`` names: partitions x the pattern's counts.
+
+    >>> t = Tensor("t", MemoryKind.SBUF, "float32", (128, 64), partition=0, offset=0)
+    >>> access_elements(t, Access("t")), access_elements(t, Access("t", partitions=(0, 4, 1), pattern=((8, 2), (1, 3))))
+    (8192, 24)
+    """
+    count = 1
+    if tensor.memory != MemoryKind.DRAM:
+        count = access.partitions[1] if access.partitions is not None else tensor.shape[0]
+    if access.pattern is None:
+        return count * max(tensor.free_elements - (access.offset or 0), 1)
+    for _stride, n in access.pattern:
+        count *= n
+    return count
+
+
+def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str) -> None:
+    """A copy moves each element it reads to one it writes: the counts agree (the spec's
+    ``dma_copy``; a transfer of unequal sides is a descriptor bug, not a pad or a cut)."""
+    if len(inst.reads) != 1 or len(inst.writes) != 1:
+        return
+    read, write = inst.reads[0], inst.writes[0]
+    n_read, n_write = access_elements(tensors[read.tensor], read), access_elements(tensors[write.tensor], write)
+    if n_read != n_write:
+        raise ProgramError(join_path(join_path(path, "writes"), 0),
+                           f"dma_copy writes {n_write} elements but reads {n_read} (reads[0] on {read.tensor!r}); "
+                           "the counts must agree")
+
+
+def validate_program(program: Program, spec: MachineSpec | None = None) -> None:
+    """Check everything the spec states about a parsed program; raise on the first error."""
+    spec = spec or resolve_machine(program.machine)
+    tensors = dict(program.tensors)
+    for name, tensor in tensors.items():
+        check_placement(tensor, spec, join_path("tensors", name))
+    # Pass 1: names, with each node's path and its position path (child indices).
+    where: dict[str, tuple[str, tuple[int, ...], tuple[Loop, ...], bool]] = {}
+
+    def collect(nodes: tuple[Node, ...], path: str, pos: tuple[int, ...], loops: tuple[Loop, ...]) -> None:
+        for i, node in enumerate(nodes):
+            npath = join_path(path, i)
+            if node.name in where:
+                key = "loop" if isinstance(node, Loop) else "name"
+                raise ProgramError(join_path(npath, key), f"duplicate name {node.name!r} (first at {where[node.name][0]})")
+            where[node.name] = (npath, (*pos, i), loops, isinstance(node, Loop))
+            if isinstance(node, Loop):
+                collect(node.body, join_path(npath, "body"), (*pos, i), (*loops, node))
+
+    collect(program.body, "body", (), ())
+    # Pass 2: instructions.
+    for inst, loops in program.instructions():
+        path = where[inst.name][0]
+        enclosing = {loop.name: loop for loop in loops}
+        for key, group in (("reads", inst.reads), ("writes", inst.writes)):
+            for i, access in enumerate(group):
+                apath = join_path(join_path(path, key), i)
+                tensor = tensors.get(access.tensor)
+                if tensor is None:
+                    raise ProgramError(join_path(apath, "tensor"), f"unknown tensor {access.tensor!r}")
+                _check_access(access, tensor, enclosing, apath)
+        check_instruction(inst, tensors, spec, path)
+        for i, dep in enumerate(inst.deps):
+            dpath = join_path(join_path(path, "deps"), i)
+            _check_dep(inst.name, dep, where, dpath)
+
+
+def _check_dep(name: str, dep, where, path: str) -> None:
+    target = where.get(dep.on)
+    if target is None:
+        raise ProgramError(join_path(path, "on"), f"unknown instruction {dep.on!r}")
+    _, pos_b, loops_b, is_loop = target
+    _, pos_y, loops_y, _ = where[name]
+    if is_loop:
+        raise ProgramError(join_path(path, "on"), f"{dep.on!r} is a loop; deps name instructions")
+    common = 0
+    while common < len(loops_b) and common < len(loops_y) and loops_b[common] is loops_y[common]:
+        common += 1
+    for loop_name, _lo, hi in dep.iterations:
+        loop = next((lp for lp in loops_y if lp.name == loop_name), None)
+        if loop is None:
+            raise ProgramError(join_path(join_path(path, "x-iterations"), loop_name), f"loop {loop_name!r} does not enclose {name!r}")
+        if hi > loop.trip_count:
+            raise ProgramError(join_path(join_path(path, "x-iterations"), loop_name), f"range ends at {hi}; loop {loop_name!r} has {loop.trip_count} iterations")
+    if dep.loop_carried:
+        if common == 0:
+            raise ProgramError(join_path(path, "loop_carried"), f"a loop-carried dep needs a loop enclosing both {name!r} and {dep.on!r}")
+        return
+    if dep.on == name:
+        raise ProgramError(join_path(path, "on"), "an instruction cannot wait on its own instance; did you mean loop_carried?")
+    if pos_b[common] > pos_y[common]:
+        raise ProgramError(join_path(path, "on"), f"{dep.on!r} comes later in program order: a wait on a later instance (make it loop_carried to wait on the previous iteration)")

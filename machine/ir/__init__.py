@@ -1,0 +1,7 @@
+"""The program IR and what it is written with: tensors, accesses, instructions, loops and
+programs (:mod:`.program`), dependence edges (:mod:`.edges`), located errors (:mod:`.errors`),
+element types (:mod:`.dtypes`), the format's ``x-`` extensions (:mod:`.extensions`), strict JSON
+(:mod:`.jsonio`), atomic output files (:mod:`.files`) and the collector guard (:mod:`.collector`).
+
+The bottom room: it imports nothing else of neuronsim's, so every other room can build on it.
+"""

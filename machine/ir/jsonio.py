@@ -1,0 +1,75 @@
+"""Strict JSON in, atomic text out: what every neuronsim document reader and writer needs.
+
+:func:`decode_strict` rejects what :mod:`json` lets through by default (a key twice in one
+object, NaN and Infinity) and turns every decoding failure into a located
+:class:`~neuronsim.machine.ir.errors.ProgramError`; :func:`write_text` writes a path atomically (a temporary
+file in the same folder, renamed over the target), standard output for ``-``, or an open file.
+
+>>> decode_strict('{"a": 1}')
+{'a': 1}
+>>> decode_strict('{"a": 1, "a": 2}')
+Traceback (most recent call last):
+neuronsim.machine.ir.errors.ProgramError: <document>: malformed JSON: the key 'a' appears twice in one object
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from neuronsim.machine.ir import files
+from neuronsim.machine.ir.errors import ProgramError
+
+__all__ = ["decode_strict", "read_source", "reject_constant", "unique_keys", "write_text"]
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads`` object hook: a key twice in one object is malformed JSON."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ProgramError("", f"malformed JSON: the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
+
+
+def reject_constant(name: str) -> Any:
+    """``json.loads`` constant hook: NaN / Infinity are not JSON numbers."""
+    raise ProgramError("", f"malformed JSON: {name} is not a JSON number")
+
+
+def decode_strict(text: str | bytes) -> Any:
+    """The decoded document; malformed JSON is a ProgramError naming line and column."""
+    try:
+        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant)
+    except json.JSONDecodeError as err:
+        raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+    except UnicodeDecodeError as err:
+        raise ProgramError("", f"not UTF-8 text: {err.reason}") from None
+
+
+def read_source(source: str | TextIO) -> str | bytes:
+    """The text of a path (``-``: standard input) or an open file; an unreadable path is a ProgramError."""
+    if hasattr(source, "read"):
+        return source.read()  # type: ignore[union-attr]
+    if source == "-":
+        return sys.stdin.buffer.read()
+    try:
+        with open(source, "rb") as fh:  # type: ignore[arg-type]
+            return fh.read()
+    except OSError as err:
+        raise ProgramError("", f"cannot read {source}: {err.strerror}") from None
+
+
+def write_text(text: str, target: str | TextIO) -> None:
+    """Write ``text`` to an open file, ``-`` (standard output) or a path; a path is written
+    atomically by :func:`neuronsim.machine.ir.files.write_text` (mode and symbolic link kept, nothing
+    half-written; an :class:`~neuronsim.machine.ir.files.OutputError` names the path)."""
+    if hasattr(target, "write"):
+        target.write(text)  # type: ignore[union-attr]
+        return
+    if target == "-":
+        sys.stdout.write(text)
+        return
+    files.write_text(target, text)  # type: ignore[arg-type]

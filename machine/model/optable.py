@@ -1,0 +1,273 @@
+"""The op table: engines, operands, attributes and cost of every known op.
+
+Sources are sections of ``docs/machine-model.md`` ([1.4] costs, [4] the ISA to
+engine map, [2.1] partition rules, [2.4] DMA triggers).  Costs are element costs ``C`` in
+engine cycles; :mod:`neuronsim.machine.model.cost` adds the engine's fixed overhead and result
+latency for dependent instructions (``docs/timing.md``).  The numerical meaning of each op is
+in :mod:`neuronsim.machine.model.semantics`.
+
+======================  ===================  =======================  ===========================
+op                      engines              reads -> writes          cost (engine cycles, N =
+                                                                      free elements/partition)
+======================  ===================  =======================  ===========================
+``dma_copy``            any sequencer        1 -> 1 (DRAM/SBUF)       latency ``dma_fixed_ns``
+                                                                      (+ ``hwdge_ns``), then
+                                                                      8 partitions per DMA
+                                                                      engine at its bandwidth
+``matmul``              pe                   stationary, moving       ``max(min(64,M), N)``,
+                                             [, psum acc] -> psum     x4 for fp32 operands
+``transpose``           pe, dve              1 -> 1                   pe ``max(P, min(64,F))``;
+                                                                      dve ``max(64, N)``
+``activation``          act                  data [, bias] [, scale]  ``max(64, N)``, ``+ 64`` with
+                                             -> out [, reduce_res]    ``reduce_op`` (a 2nd write)
+``tensor_tensor``       dve, pool            2 -> 1                   ``max(64, 2N)``; ``N`` with a
+                                                                      PSUM input or bf16 add/sub/mul
+``tensor_scalar``       dve, act, pool       data [, operand0]        ``max(64, N)`` (pool 150+N)
+                                             [, operand1] -> 1
+``tensor_tensor_scan``  dve                  data0, data1             ``max(64, 2N)``
+                                             [, initial] -> 1
+``tensor_reduce``       dve                  1 -> 1                   ``N`` (``N/2`` bf16 add/max)
+``bn_stats``            dve                  1 (N <= 512) -> 6/part.  ``max(64, N)``
+``bn_aggr``             dve                  1 (3k/part.) -> 2/part.  ``max(64, 13N/3)``
+``tensor_copy``         dve, act, pool       1 -> 1                   ``max(64, N)`` (pool 150+N)
+``memset``              dve, pool            0 -> 1                   ``N`` (``N/2`` zero in 2-byte)
+``iota``                pool                 0 -> 1                   ``150 + N``
+``set_rand_state``      dve, pool            0..1 -> 0                ``64``
+``random``              dve, pool            0 -> 1                   ``max(64, N)``
+any other name          any sequencer        any -> any               ``cycles`` attr, else
+(opaque)                                                              ``max(64, N)``; ISA names
+                                                                      (``reciprocal`` 8N ...) their
+                                                                      ISA formula
+======================  ===================  =======================  ===========================
+
+Per-partition operands (:mod:`neuronsim.machine.model.oprules`): activation ``bias`` / ``scale``,
+``tensor_scalar`` ``operand0`` / ``operand1`` and ``tensor_tensor_scan`` ``initial`` are each
+an immediate (a number attribute) or a ``[P, 1]`` tile, named by its read:
+``"scale": {"read": 1}``.  (Shorthand kept from the first format: a single extra read that no
+attribute names is the first operand, ``bias`` / ``operand0`` / ``initial``.)
+
+Sources of the new ops' meaning and limits are the NKI ISA pages (``nki.isa.activation``,
+``activation_reduce``, ``tensor_scalar``, ``tensor_tensor_scan``, ``tensor_reduce``,
+``bn_stats``, ``bn_aggr``; aws-neuron-sdk ``nki/api/nki/isa/__init__.py``) and the operator
+table "Supported Math Operators for NKI ISA" (``nki/api/nki.api.shared.rst``); costs are
+[1.4] (``activation_reduce`` +MIN_II, ``tensor_tensor_scan`` 2N, ``bn_aggr`` 13N/3; ``bn_stats``
+takes the one-input DVE rule N, which SDK-LN's "~N DVE" for LayerNorm v2 statistics agrees
+with, docs/kernel-patterns.md 5.2).
+
+Hardware constraints (the spec's, then the reference's), checked by
+:func:`neuronsim.machine.formats.validate.validate_program`:
+
+* compute engines never touch DRAM and only DMA ops touch DRAM; DMA ops never touch PSUM;
+* POOL never touches PSUM (architecture guide);
+* PE writes only PSUM and reads SBUF, plus the PSUM tile it accumulates into (architecture guide);
+* ``tensor_tensor`` reads at most one PSUM operand [kernels 1.1], and so does
+  ``tensor_tensor_scan`` among ``data0`` / ``data1`` (NKI ``tensor_tensor_scan``);
+* ``bn_stats`` reads at most 512 elements per partition (``nl.tile_size.bn_stats_fmax``);
+  ``bn_aggr`` reads whole ``(count, mean, variance * count)`` triples, a multiple of 3
+  elements per partition;
+* ``tensor_reduce`` ``axis`` names free dimensions of its read (as the access's element
+  shape ``(P, c0, ..., ck)`` numbers them, 1..k+1) that run consecutively to the last one;
+* activation ``reduce_op`` and a second write (the ``reduce_res`` tile) go together;
+* DMA triggers (DGE reference): any sequencer may trigger a transfer with static descriptors
+  (``dge: "none"``, the default); software DGE (``"swdge"``) is generated by POOL; hardware
+  DGE (``"hwdge"``) exists from trn2 on and is commanded by SP or ACT;
+* partition start (architecture guide): a compute access spanning more than 64 partitions starts at
+  partition 0, one spanning 33-64 starts at 0 or 64, one spanning at most 32 starts at a
+  multiple of 32 (DMA transfers are not bound by it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from neuronsim.machine.ir.program import SEQUENCERS
+
+__all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "REDUCE_OPS", "DGE_MODES",
+           "ACT_REDUCE_OPS", "BN_STATS_FMAX", "ISA_COSTS"]
+
+#: Activation functions ``activation`` accepts (``func(in * scale + bias)``).
+ACTIVATION_FUNCS = (
+    "identity", "copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "silu",
+    "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "neg",
+)
+#: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar`` / ``tensor_tensor_scan``: NKI's
+#: arithmetic operators (comparisons and logical ops give 1.0 or 0.0), plus ``divide`` and
+#: ``bypass``.  NKI's bitvec operators (integer bit patterns) and its unary ALU operators
+#: (``rsqrt``, ``reciprocal``, ``abs`` in an op slot) are not modelled.
+ALU_OPS = ("add", "subtract", "multiply", "divide", "max", "min", "pow", "bypass",
+           "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
+           "logical_and", "logical_or", "logical_xor")
+#: Reductions of ``tensor_reduce`` (the arithmetic rows NKI marks as legal reduction ops,
+#: ``subtract`` aside).
+REDUCE_OPS = ("add", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor")
+#: The fused reduction of ``activation``: the ACT reduce registers only sum.
+ACT_REDUCE_OPS = ("add",)
+#: Elements per partition one ``bn_stats`` reads at most.
+BN_STATS_FMAX = 512
+#: DMA descriptor-generation modes (DGE reference).
+DGE_MODES = ("none", "swdge", "hwdge")
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    if isinstance(v, int):
+        try:  # an integer a float computation can use (not one of 400 digits)
+            float(v)
+        except OverflowError:
+            return False
+    return True
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _one_of(*choices: str) -> Callable[[Any], bool]:
+    def check(v: Any) -> bool:
+        return v in choices
+
+    check.__doc__ = "one of " + ", ".join(repr(c) for c in choices)
+    check.choices = choices  # type: ignore[attr-defined]  # read by the docs generator (enum)
+    return check
+
+
+_is_bool.__doc__ = "a boolean"
+_is_number.__doc__ = "a number"
+_is_int.__doc__ = "an integer"
+
+
+def _non_negative_int(v: Any) -> bool:
+    """a non-negative integer below 2**63"""
+    return _is_int(v) and 0 <= v < 2**63
+
+
+def _group(v: Any) -> bool:
+    """a string or integer group id"""
+    return isinstance(v, str) or _is_int(v)
+
+
+def _number_or_read(v: Any) -> bool:
+    """a number (an immediate) or {"read": INDEX} (a [P, 1] tile among the reads)"""
+    if _is_number(v):
+        return True
+    return isinstance(v, dict) and set(v) == {"read"} and _is_int(v["read"])
+
+
+def _axes(v: Any) -> bool:
+    """a free axis (an integer >= 1) or a non-empty list of them"""
+    items = v if isinstance(v, list) else [v]
+    return bool(items) and all(_is_int(a) and a >= 1 for a in items)
+
+
+#: Attributes every op accepts.
+COMMON_ATTRS: dict[str, Callable[[Any], bool]] = {"cycles": _non_negative_int}
+
+
+@dataclass(frozen=True, slots=True)
+class OpSpec:
+    """What the table knows about one op."""
+
+    name: str
+    engines: tuple[str, ...]
+    reads: tuple[int, int]
+    """Minimum and maximum number of read accesses."""
+    writes: tuple[int, int]
+    attrs: dict[str, Callable[[Any], bool]] = field(default_factory=dict)
+    """Attribute name -> validator (its docstring says what is expected)."""
+    opaque: bool = False
+    doc: str = ""
+    operands: tuple[str, ...] = ()
+    """Per-partition operand attributes, in shorthand order (see :mod:`neuronsim.machine.model.oprules`)."""
+    data_reads: int = 1
+    """Reads before the per-partition operand tiles (the data the op streams)."""
+
+    def attr_validator(self, key: str) -> Callable[[Any], bool] | None:
+        return COMMON_ATTRS.get(key) or self.attrs.get(key)
+
+
+_ALL = SEQUENCERS
+OP_TABLE: dict[str, OpSpec] = {
+    spec.name: spec
+    for spec in (
+        OpSpec("dma_copy", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES)},
+               doc="copy the source bytes to the destination, casting element-wise via fp32"),
+        OpSpec("matmul", ("pe",), (2, 3), (1, 1),
+               {"accumulate": _is_bool, "group": _group},
+               doc="out[M,N] (+)= stationary[K,M]^T @ moving[K,N] in fp32"),
+        OpSpec("transpose", ("pe", "dve"), (1, 1), (1, 1), doc="out[F,P] = in[P,F]"),
+        OpSpec("activation", ("act",), (1, 3), (1, 2),
+               {"func": _one_of(*ACTIVATION_FUNCS), "scale": _number_or_read, "bias": _number_or_read,
+                "reduce_op": _one_of(*ACT_REDUCE_OPS), "group": _group},
+               doc="out = func(in * scale + bias); with reduce_op, writes[1][p] = reduce(out[p, :])",
+               operands=("bias", "scale")),
+        OpSpec("tensor_tensor", ("dve", "pool"), (2, 2), (1, 1),
+               {"op": _one_of(*ALU_OPS), "group": _group}, doc="out = in0 <op> in1"),
+        OpSpec("tensor_scalar", ("dve", "act", "pool"), (1, 3), (1, 1),
+               {"op0": _one_of(*ALU_OPS), "operand0": _number_or_read,
+                "op1": _one_of(*ALU_OPS), "operand1": _number_or_read, "reverse": _is_bool,
+                "reverse0": _is_bool, "reverse1": _is_bool},
+               doc="out = (in <op0> operand0) <op1> operand1, operands immediates or [P,1] tiles",
+               operands=("operand0", "operand1")),
+        OpSpec("tensor_tensor_scan", ("dve",), (2, 3), (1, 1),
+               {"op0": _one_of(*ALU_OPS), "op1": _one_of(*ALU_OPS), "initial": _number_or_read,
+                "reverse0": _is_bool, "reverse1": _is_bool},
+               doc="out[:, i] = (data0[:, i] <op0> out[:, i-1]) <op1> data1[:, i], out[:, -1] = initial",
+               operands=("initial",), data_reads=2),
+        OpSpec("tensor_reduce", ("dve",), (1, 1), (1, 1),
+               {"op": _one_of(*REDUCE_OPS), "axis": _axes, "negate": _is_bool, "keepdims": _is_bool,
+                "group": _group},
+               doc="out[p, kept..] = reduce over the axis dims (default: every free dim) of in[p]"),
+        OpSpec("bn_stats", ("dve",), (1, 1), (1, 1),
+               doc="out[p] = (count, mean, var*count) of the even, then of the odd elements of in[p]"),
+        OpSpec("bn_aggr", ("dve",), (1, 1), (1, 1),
+               doc="out[p] = (mean, variance) of the (count, mean, var*count) triples of in[p]"),
+        OpSpec("tensor_copy", ("dve", "act", "pool"), (1, 1), (1, 1), doc="out = cast(in)"),
+        OpSpec("memset", ("dve", "pool"), (0, 0), (1, 1), {"value": _is_number}, doc="out = value"),
+        OpSpec("iota", ("pool",), (0, 0), (1, 1),
+               {"base": _is_number, "step": _is_number, "partition_step": _is_number},
+               doc="out[p, i] = base + p * partition_step + i * step"),
+        OpSpec("set_rand_state", ("dve", "pool"), (0, 1), (0, 0), {"seed": _non_negative_int},
+               doc="seed the engine's random generator (from attr seed, or the first read)"),
+        OpSpec("random", ("dve", "pool"), (0, 0), (1, 1),
+               {"low": _is_number, "high": _is_number},
+               doc="out = uniform[low, high) from the engine's random generator"),
+    )
+}
+
+
+def _stt(n: int, two_byte: bool, attrs: Any, spec: Any) -> float:
+    """``scalar_tensor_tensor``: 2N, N for 2-byte operands with subtract / multiply."""
+    fast = two_byte and all(attrs.get(k) in ("subtract", "multiply") for k in ("op0", "op1"))
+    return float(n if fast else 2 * n)
+
+
+#: Element cost (cycles, before the MIN_II floor / GPSIMD_START) of opaque ops named after an
+#: ``nki.isa`` instruction, from its docstring's "estimated instruction cost" (``nki.isa``
+#: API reference, release 2.26): ``formula(N, two_byte_operands, attrs, machine)``.
+ISA_COSTS: dict[str, Callable[[int, bool, Any, Any], float]] = {
+    "reciprocal": lambda n, _b, _a, _s: 8.0 * n,
+    "scalar_tensor_tensor": _stt,
+    "tensor_copy_predicated": lambda n, _b, _a, _s: 2.0 * n,
+    "tensor_scalar_reduce": lambda n, _b, _a, s: float(max(s.min_ii_cycles, n) + s.min_ii_cycles),
+    "activation_reduce": lambda n, _b, _a, s: float(max(s.min_ii_cycles, n) + s.min_ii_cycles),
+    "tensor_copy_dynamic_src": lambda n, _b, _a, _s: float(max(600, n)),
+    "tensor_copy_dynamic_dst": lambda n, _b, _a, _s: float(max(600, n)),
+    "affine_select": lambda n, _b, _a, _s: float(n),
+    "tensor_scalar_cumulative": lambda n, _b, _a, _s: float(n),
+}
+
+
+def op_spec(op: str) -> OpSpec:
+    """The spec of ``op``; unknown names are opaque ops accepting any operands and attrs."""
+    spec = OP_TABLE.get(op)
+    if spec is not None:
+        return spec
+    return OpSpec(op, _ALL, (0, 1 << 30), (0, 1 << 30), opaque=True,
+                  doc="opaque: writes are a deterministic function of reads and the op name")

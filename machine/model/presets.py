@@ -1,0 +1,223 @@
+"""Machine presets ``trn1`` (NeuronCore-v2) and ``trn2`` (NeuronCore-v3), with overrides.
+
+Every figure is sourced from ``docs/machine-model.md`` (section in brackets) or, for the
+timing model, from the public page named in brackets; ``docs/timing.md`` lists every timing
+constant with its page.  Figures marked *unconfirmed* come from third-party reverse
+engineering, not from AWS; the three *assumptions* are calibrated on published measurements
+(``docs/timing.md``).
+
+A program's ``machine`` is a preset name or ``{"base": "trn1", KEY: VALUE, ...}`` whose keys
+are the field names of :class:`MachineSpec` below (for example ``{"base": "trn1",
+"dma_queues": 4}``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.program import SEQUENCERS
+
+__all__ = ["MachineSpec", "PRESETS", "resolve_machine", "OVERRIDABLE"]
+
+
+@dataclass(frozen=True, slots=True)
+class MachineSpec:
+    """Parameters of one NeuronCore model."""
+
+    name: str
+    """Preset the spec was derived from."""
+    dma_queues: int = 3
+    """DMA queues modelled (``dma0 … dmaN-1``); the spec fixes 3 for both presets by default."""
+    pe_ghz: float = 2.8
+    """TensorE clock [architecture guides, engine table]: 2.8 GHz on v2, 2.4 GHz on v3."""
+    act_ghz: float = 1.4
+    """ScalarE clock [architecture guides, engine table]: 1.4 / 1.2 GHz."""
+    dve_ghz: float = 1.12
+    """VectorE clock [architecture guides, engine table]: 1.12 / 0.96 GHz."""
+    pool_ghz: float = 1.4
+    """GpSimd clock [architecture guides, engine table]: 1.4 / 1.2 GHz."""
+    sp_ghz: float = 1.4
+    """Sync engine clock: not given by the sources; taken equal to ScalarE's."""
+    sbuf_partitions: int = 128
+    """SBUF partitions [architecture guides, memory]."""
+    sbuf_partition_bytes: int = 192 * 1024
+    """SBUF bytes per partition [architecture guides, memory]: 192 KiB (v2), 224 KiB (v3)."""
+    psum_banks: int = 8
+    """PSUM banks per partition [architecture guides, memory]."""
+    psum_bank_bytes: int = 2048
+    """Bytes per PSUM bank per partition [architecture guides, memory] (512 fp32)."""
+    dram_bytes: int = 16 * 2**30
+    """Per-core HBM window [compiler constants, third-party notes]: 16 GiB (gen2) / 24 GiB (gen3), *unconfirmed*."""
+    dram_bin_bytes: int = 64 * 1024
+    """Bin size the anti-dependence analyzer uses for DRAM: a project choice (the largest
+    transfer one descriptor carries, 64 KiB, *unconfirmed*)."""
+    dma_engines: int = 16
+    """DMA engines per NeuronCore [DMA overview]; each moves one transfer's share at a time."""
+    dma_engine_bytes_per_ns: float = 17.0
+    """Bandwidth of one DMA engine [DMA bandwidth guide table]: 17 B/ns (trn1), 23 B/ns (trn2)."""
+    dma_core_bytes_per_ns: float = 272.0
+    """Aggregate DMA bandwidth cap of the core [DMA bandwidth guide table]: 272 / 368 GB/s.  When
+    below ``dma_engines x dma_engine_bytes_per_ns`` each engine runs at its share of it."""
+    dma_fixed_ns: float = 550.0
+    """Latency from a transfer's trigger (after its descriptors exist) to its first byte moving:
+    descriptor fetch and semaphore hand-off.  Pure latency: it overlaps other transfers in
+    flight and the previous transfer of its queue.  *Assumption A1* (docs/timing.md), calibrated
+    on the DMA overview's two 32 KiB profiles; the bandwidth guide's round ~1,300 ns includes
+    descriptor generation and the waits around the transfer."""
+    dma_descriptor_ns: float = 106.0
+    """Descriptor processing per contiguous buffer (a partition row) on a DMA engine: an engine
+    starts its next share no sooner than ``rows x dma_descriptor_ns`` after its current one
+    (the bandwidth guide's packet-rate limit; it overlaps data movement).  *Assumption A2*,
+    calibrated on the DMA overview's efficiency curve."""
+    swdge_ns: float = 468.0
+    """Software DGE: GpSimd time generating one transfer's descriptors [DMA overview, profile of
+    its 128 x 128 example]; the POOL sequencer is busy for it."""
+    hwdge_ns: float = 600.0
+    """Hardware DGE: time per DMA instruction in the DGE block [DGE reference, ~600 ns]; latency
+    of the transfer, not of its sequencer."""
+    min_ii_cycles: int = 64
+    """Minimum initiation interval of an ACT / DVE instruction [nki.isa docstrings]: independent
+    instructions issue no closer than this."""
+    pool_start_cycles: int = 150
+    """GPSIMD_START overhead of a GpSimd instruction [nki.isa iota / affine_select docstrings]."""
+    pe_overhead_cycles: int = 64
+    """PE pipeline latency (matmul initial latency [NKI performance guide]) added to a result's
+    availability."""
+    act_overhead_cycles: int = 220
+    """ACT fixed per-instruction overhead: static overhead ~100 cycles [NKI performance guide]
+    plus two SBUF accesses of ~60 cycles [architecture guide]."""
+    dve_overhead_cycles: int = 144
+    """DVE fixed per-instruction overhead [nki-library top-k cost helper: 144 + N]."""
+    sp_overhead_cycles: int = 100
+    """Sync-engine fixed per-instruction overhead: the static ~100 cycles [NKI performance guide]."""
+    result_latency_ns: float = 30.0
+    """Hand-off of a result to a dependent instruction (write-back and semaphore), after the
+    producer's pipeline.  *Assumption A3*, calibrated on the dependent-activation chain of the
+    NKI performance guide (189 ns start to start, 159 ns per instruction)."""
+    has_hwdge: bool = False
+    """Hardware descriptor generation (``dge: hwdge``) exists from v3 on [DGE reference]."""
+
+    @property
+    def engines(self) -> tuple[str, ...]:
+        """The sequencers followed by the DMA queues: eight engines with three queues."""
+        return SEQUENCERS + self.queue_names
+
+    @property
+    def queue_names(self) -> tuple[str, ...]:
+        return tuple(f"dma{i}" for i in range(self.dma_queues))
+
+    @property
+    def psum_partition_bytes(self) -> int:
+        return self.psum_banks * self.psum_bank_bytes
+
+    @property
+    def dma_partitions_per_engine(self) -> int:
+        """SBUF partitions one DMA engine serves (128 / 16 = 8 [DMA overview])."""
+        return max(1, self.sbuf_partitions // self.dma_engines)
+
+    @property
+    def dma_rate(self) -> float:
+        """Bytes per ns of one DMA engine under the core's aggregate cap."""
+        return min(self.dma_engine_bytes_per_ns, self.dma_core_bytes_per_ns / self.dma_engines)
+
+    def overhead_cycles(self, engine: str) -> int:
+        """Fixed per-instruction overhead of a compute engine (0 on POOL: its start overhead
+        is part of its occupancy)."""
+        return {"pe": self.pe_overhead_cycles, "act": self.act_overhead_cycles, "dve": self.dve_overhead_cycles,
+                "pool": 0, "sp": self.sp_overhead_cycles}[engine]
+
+    def clock_ghz(self, engine: str) -> float:
+        return {
+            "pe": self.pe_ghz,
+            "act": self.act_ghz,
+            "dve": self.dve_ghz,
+            "pool": self.pool_ghz,
+            "sp": self.sp_ghz,
+        }[engine]
+
+
+PRESETS: dict[str, MachineSpec] = {
+    "trn1": MachineSpec(name="trn1"),
+    "trn2": MachineSpec(
+        name="trn2",
+        pe_ghz=2.4,
+        act_ghz=1.2,
+        dve_ghz=0.96,
+        pool_ghz=1.2,
+        sp_ghz=1.2,
+        sbuf_partition_bytes=224 * 1024,
+        dram_bytes=24 * 2**30,
+        dma_engine_bytes_per_ns=23.0,
+        dma_core_bytes_per_ns=368.0,
+        has_hwdge=True,
+    ),
+}
+
+#: Keys a machine override object may set, with their types.
+OVERRIDABLE: dict[str, type] = {
+    f.name: (float if f.type == "float" else bool if f.type == "bool" else int)
+    for f in fields(MachineSpec)
+    if f.name != "name"
+}
+
+
+def _figure(raw: Any, want: type, path: str) -> Any:
+    """One override value: a boolean, or a positive finite number of the field's type (an
+    integer field below 2**63; a float field within a double's range)."""
+    if want is bool:
+        if not isinstance(raw, bool):
+            raise ProgramError(path, "expected true or false")
+        return raw
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise ProgramError(path, f"expected a positive {want.__name__}")
+    if isinstance(raw, int) and want is int:
+        if not 0 < raw < 2**63:
+            raise ProgramError(path, "expected a positive int below 2**63")
+        return raw
+    try:
+        value = float(raw)
+    except OverflowError:
+        raise ProgramError(path, f"expected a positive {want.__name__} within the range of a double") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ProgramError(path, f"expected a positive finite {want.__name__}")
+    if want is int:
+        if not value.is_integer() or value >= 2**63:
+            raise ProgramError(path, "expected a positive int below 2**63")
+        return int(value)
+    return value
+
+
+def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
+    """Turn the format's ``machine`` value into a :class:`MachineSpec`.
+
+    >>> resolve_machine("trn2").sbuf_partition_bytes
+    229376
+    >>> resolve_machine({"base": "trn1", "dma_queues": 4}).engines[-1]
+    'dma3'
+    """
+    if value is None:
+        return PRESETS["trn1"]
+    if isinstance(value, str):
+        if value not in PRESETS:
+            raise ProgramError(path, f"unknown machine preset {value!r}; expected one of {sorted(PRESETS)}")
+        return PRESETS[value]
+    if not isinstance(value, dict):
+        raise ProgramError(path, "expected a preset name or an object with 'base' and overrides")
+    base = value.get("base", "trn1")
+    spec = resolve_machine(base, join_path(path, "base"))
+    changes: dict[str, Any] = {}
+    for key, raw in value.items():
+        if key == "base" or key.startswith("x-"):
+            continue
+        if key not in OVERRIDABLE:
+            raise ProgramError(join_path(path, key), f"unknown machine parameter; expected one of {sorted(OVERRIDABLE)}")
+        changes[key] = _figure(raw, OVERRIDABLE[key], join_path(path, key))
+    spec = replace(spec, **changes)
+    if spec.dma_queues > 16:
+        raise ProgramError(join_path(path, "dma_queues"), "at most 16 DMA queues per engine exist")
+    if spec.sbuf_partitions > 128:
+        raise ProgramError(join_path(path, "sbuf_partitions"), "a NeuronCore has at most 128 partitions")
+    return spec

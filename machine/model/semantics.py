@@ -1,0 +1,441 @@
+"""Numerical meaning of every op: what an instruction writes, given what it reads.
+
+:func:`execute` takes the instruction, the values of its reads (typed arrays in each access's
+element shape, see :mod:`neuronsim.machine.sim.memory`) and live views of its writes, and returns the value
+of every write, already cast to the written tensor's dtype and shaped like the write.
+
+Conventions (project choices where the reference is silent):
+
+* **Total.** Every program that validates simulates: operand shapes never make an op fail.
+  A compute operand ``(P, c_0, ..., c_k)`` is used as ``[P, F]`` with ``F = c_0 * ... * c_k``
+  (row-major).  An input that should match the output is read row-major and repeated
+  cyclically or truncated to fill it (``numpy.resize``; a no-op when the counts agree, as in
+  any well-shaped program); so is a per-partition operand (activation bias / scale,
+  ``tensor_scalar`` operands, a scan's ``initial``) to ``[P, 1]``, and a matmul product or a
+  transpose to its output.  Per-partition results (reductions, statistics) fill each output
+  partition row-major, partitions and values repeated cyclically or truncated.
+* **Arithmetic in fp32.** Inputs are widened to float32 (bf16 / fp8 through ``ml_dtypes``),
+  the op is computed in float32 and the result cast to the output dtype.  PSUM accumulation
+  is fp32: an accumulating matmul adds to the current contents of the bytes it writes.
+* **Casts** (:func:`cast`): float to float goes through float32 and rounds to nearest even
+  (``ml_dtypes``); integer to float is exact where the format allows; float to
+  integer rounds half to even, saturates at the integer range and maps NaN to 0.
+* **Random numbers** come from a per-engine generator (``numpy`` PCG64) kept in the memory
+  state; ``set_rand_state`` reseeds it from ``attrs.seed`` or, without it, from a BLAKE2b
+  digest of the first read's bytes (seed 0 when there is neither).
+* **Opaque ops** (any name outside :data:`neuronsim.machine.model.optable.OP_TABLE`): write ``i`` receives
+  bytes drawn uniformly from ``[0, 64)`` by a PCG64 stream seeded with
+  ``BLAKE2b(op name, i, bytes of read 0, bytes of read 1, ...)``: a deterministic function of
+  the op name and every byte it reads, finite in every float dtype.
+
+Op meanings are those of the op table (``doc`` column); the details:
+
+======================  =================================================================
+``dma_copy``            the source elements, row-major, into the destination; counts must
+                        agree; same dtype copies bytes, otherwise casts via fp32
+``matmul``              ``out[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` in fp32;
+                        ``reads[0]`` stationary, ``reads[1]`` moving (``reads[2]``, the
+                        accumulated tile, is not needed: the write's contents are used);
+                        with different partition counts the first ``min(K, K')`` contract
+``transpose``           ``out[F, P] = in[P, F]``
+``activation``          ``func(in * scale + bias)``; ``scale`` (default 1) and ``bias``
+                        (default 0) are immediates or ``[P, 1]`` tiles
+                        (:mod:`neuronsim.machine.model.oprules`); ``gelu`` is the tanh form; with
+                        ``reduce_op`` the second write gets the per-partition sum of the
+                        fp32 activation result (before the output cast), ACT's reduce
+                        registers being 32-bit (NKI ``activation_reduce``)
+``tensor_tensor``       ``in0 <op> in1``; ``bypass`` passes ``in0``; comparisons give 1.0 or
+                        0.0, logical ops treat non-zero as true
+``tensor_scalar``       ``(in <op0> s0) <op1> s1``, ``s0`` / ``s1`` immediates (default 0) or
+                        ``[P, 1]`` tiles; a missing op is skipped; ``reverse0`` (``reverse1``)
+                        puts the operand on the left of ``op0`` (``op1``), ``reverse`` both
+``tensor_tensor_scan``  per partition, ``state = initial`` (default 0, an immediate or a
+                        ``[P, 1]`` tile) then for each free index ``i`` in order
+                        ``state = (data0[i] <op0> state) <op1> data1[i]``, ``out[i] = state``
+                        (``reverse0``: ``state <op0> data0[i]``; ``reverse1``:
+                        ``data1[i] <op1> ...``); the carried state stays fp32
+``tensor_reduce``       ``out[p, kept] = reduce(in[p, ...])`` over the ``axis`` dimensions
+                        of the read's element shape (default: all free ones; ``keepdims``
+                        only shapes the destination, which the write access already gives);
+                        ``negate`` negates it; results fill the output row-major
+``bn_stats``            per partition ``(count, mean, var * count)`` of the elements at even
+                        free indices, then of those at odd indices (biased variance; an
+                        empty half gives zeros), in fp32
+``bn_aggr``             per partition ``(mean, variance)`` of the union the
+                        ``(count, mean, var * count)`` triples describe (Chan's combination),
+                        in fp32; no elements give zeros
+``tensor_copy``         ``cast(in)``
+``memset``              ``value`` (default 0)
+``iota``                ``base + p * partition_step + i * step`` (defaults 0, 0, 1), ``p`` the
+                        partition and ``i`` the flat free index inside the access
+``set_rand_state``      reseeds the engine's generator; writes nothing
+``random``              uniform in ``[low, high)`` (defaults 0, 1)
+======================  =================================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.model.optable import OP_TABLE
+from neuronsim.machine.model.oprules import ReadOperand, bind_operands, reduce_axes
+
+__all__ = ["execute", "cast", "ACTIVATIONS", "ALU", "opaque_bytes"]
+
+F32 = np.float32
+
+
+def cast(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``values`` as ``dtype`` (see the module doc for the rounding rules).
+
+    >>> cast(np.array([1.5, 2.5, -3e9, np.nan], np.float32), np.dtype(np.int32)).tolist()
+    [2, 2, -2147483648, 0]
+    """
+    values = np.asarray(values)
+    if values.dtype == dtype:
+        return values
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        wide = np.nan_to_num(values.astype(np.float64), nan=0.0)
+        return np.clip(np.rint(wide), info.min, info.max).astype(dtype)
+    if values.dtype.kind in "iu":
+        return values.astype(np.float64).astype(dtype)
+    return values.astype(F32, copy=False).astype(dtype)
+
+
+def _f32(values: np.ndarray) -> np.ndarray:
+    return values.astype(F32, copy=False)
+
+
+def _rows(values: np.ndarray) -> np.ndarray:
+    """``[P, F]`` view of a compute operand."""
+    return values.reshape(values.shape[0], -1) if values.ndim else values.reshape(1, 1)
+
+
+def _fit(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` row-major, repeated or truncated to ``shape`` (see "Total" above).
+
+    >>> _fit(np.arange(3), (2, 2)).tolist()
+    [[0, 1], [2, 0]]
+    """
+    if values.size == int(np.prod(shape)):
+        return values.reshape(shape)
+    if values.size == 0:
+        return np.zeros(shape, values.dtype)
+    return np.resize(values, shape)
+
+
+def _per_partition(values: np.ndarray, partitions: int) -> np.ndarray:
+    return _fit(_f32(values), (partitions, 1))
+
+
+def _gelu(z: np.ndarray) -> np.ndarray:
+    return F32(0.5) * z * (F32(1) + np.tanh(F32(0.7978845608028654) * (z + F32(0.044715) * z * z * z)))
+
+
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return F32(1) / (F32(1) + np.exp(-z))
+
+
+#: Activation functions: float32 array -> float32 array.
+ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "identity": lambda z: z,
+    "copy": lambda z: z,
+    "exp": np.exp,
+    "log": np.log,
+    "tanh": np.tanh,
+    "sigmoid": _sigmoid,
+    "relu": lambda z: np.maximum(z, F32(0)),
+    "gelu": _gelu,
+    "silu": lambda z: z * _sigmoid(z),
+    "square": np.square,
+    "sqrt": np.sqrt,
+    "rsqrt": lambda z: F32(1) / np.sqrt(z),
+    "reciprocal": lambda z: F32(1) / z,
+    "abs": np.abs,
+    "sign": np.sign,
+    "neg": np.negative,
+}
+
+#: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar``.
+ALU: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    "add": np.add,
+    "subtract": np.subtract,
+    "multiply": np.multiply,
+    "divide": np.divide,
+    "max": np.maximum,
+    "min": np.minimum,
+    "pow": np.power,
+    "bypass": lambda a, b: np.broadcast_to(a, np.broadcast_shapes(np.shape(a), np.shape(b))),
+    "equal": lambda a, b: (a == b).astype(F32),
+    "not_equal": lambda a, b: (a != b).astype(F32),
+    "greater": lambda a, b: (a > b).astype(F32),
+    "greater_equal": lambda a, b: (a >= b).astype(F32),
+    "less": lambda a, b: (a < b).astype(F32),
+    "less_equal": lambda a, b: (a <= b).astype(F32),
+    "logical_and": lambda a, b: np.logical_and(a != 0, b != 0).astype(F32),
+    "logical_or": lambda a, b: np.logical_or(a != 0, b != 0).astype(F32),
+    "logical_xor": lambda a, b: np.logical_xor(a != 0, b != 0).astype(F32),
+}
+
+_REDUCE: dict[str, Callable[..., np.ndarray]] = {
+    "add": np.sum,
+    "max": np.max,
+    "min": np.min,
+    "multiply": np.prod,
+    "logical_and": lambda x, axis: np.all(x != 0, axis=axis).astype(F32),
+    "logical_or": lambda x, axis: np.any(x != 0, axis=axis).astype(F32),
+    "logical_xor": lambda x, axis: (np.count_nonzero(x, axis=axis) % 2).astype(F32),
+}
+
+
+def opaque_bytes(op: str, index: int, reads: Sequence[np.ndarray], nbytes: int) -> np.ndarray:
+    """The bytes an opaque op writes to its write ``index`` (see the module doc).
+
+    >>> a = opaque_bytes("foo", 0, [np.arange(4, dtype=np.int32)], 8)
+    >>> bool((a == opaque_bytes("foo", 0, [np.arange(4, dtype=np.int32)], 8)).all()), int(a.max()) < 64
+    (True, True)
+    >>> bool((a == opaque_bytes("bar", 0, [np.arange(4, dtype=np.int32)], 8)).all())
+    False
+    """
+    digest = hashlib.blake2b(op.encode(), digest_size=16)
+    digest.update(index.to_bytes(4, "little"))
+    for value in reads:
+        digest.update(value.size.to_bytes(8, "little"))
+        digest.update(np.ascontiguousarray(value).tobytes())
+    seed = int.from_bytes(digest.digest(), "little")
+    return np.random.default_rng(seed).integers(0, 64, size=nbytes, dtype=np.uint8)
+
+
+# -- the ops -------------------------------------------------------------------------------
+Outs = Sequence[np.ndarray]
+
+
+def _dma_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    src, out = reads[0], outs[0]
+    if src.dtype == out.dtype:
+        return [_fit(src, out.shape)]
+    return [_fit(cast(_f32(src), out.dtype), out.shape)]
+
+
+def _matmul(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    stationary, moving = _rows(reads[0]), _rows(reads[1])
+    k = min(stationary.shape[0], moving.shape[0])
+    product = _f32(stationary[:k]).T @ _f32(moving[:k])
+    out = outs[0]
+    result = _fit(product, out.shape)
+    if attrs.get("accumulate", False):
+        result = _f32(out) + result
+    return [cast(result, out.dtype)]
+
+
+def _transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    flipped = _rows(reads[0]).T
+    return [cast(_fit(_f32(flipped), outs[0].shape), outs[0].dtype)]
+
+
+def _operand(value: float | ReadOperand | None, reads, partitions: int, default: float) -> Any:
+    """A per-partition operand: a ``[P, 1]`` tile or a float32 immediate."""
+    if isinstance(value, ReadOperand):
+        return _per_partition(reads[value.index], partitions)
+    return F32(default if value is None else value)
+
+
+def _fill_rows(values: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """Per-partition results ``[P, k]`` as ``out``'s shape (see "Total" above).
+
+    >>> _fill_rows(np.array([[1.0, 2.0], [3.0, 4.0]]), np.zeros((3, 3))).tolist()
+    [[1.0, 2.0, 1.0], [3.0, 4.0, 3.0], [1.0, 2.0, 1.0]]
+    """
+    p, f = _rows(out).shape
+    picked = values[np.arange(p) % values.shape[0]]
+    return picked[:, np.arange(f) % picked.shape[1]].reshape(out.shape)
+
+
+def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    rows = _rows(_fit(_f32(reads[0]), out.shape))
+    operands = bind_operands(OP_TABLE["activation"], attrs, len(reads))
+    scale = _operand(operands["scale"], reads, rows.shape[0], 1.0)
+    bias = _operand(operands["bias"], reads, rows.shape[0], 0.0)
+    activated = ACTIVATIONS[attrs.get("func", "identity")](rows * scale + bias).astype(F32)
+    results = [cast(activated.reshape(out.shape), out.dtype)]
+    if len(outs) > 1:
+        total = activated.sum(axis=1, keepdims=True, dtype=F32)
+        results.append(cast(_fill_rows(total, outs[1]), outs[1].dtype))
+    return results
+
+
+def _tensor_tensor(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    a = _fit(_f32(reads[0]), out.shape)
+    b = _fit(_f32(reads[1]), out.shape)
+    return [cast(ALU[attrs.get("op", "add")](a, b), out.dtype)]
+
+
+def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    rows = _rows(_fit(_f32(reads[0]), out.shape))
+    operands = bind_operands(OP_TABLE["tensor_scalar"], attrs, len(reads))
+    reverse = attrs.get("reverse", False)
+    value = rows
+    for k in (0, 1):
+        op = attrs.get(f"op{k}")
+        if op is None:
+            continue
+        scalar = _operand(operands[f"operand{k}"], reads, rows.shape[0], 0.0)
+        value = ALU[op](scalar, value) if attrs.get(f"reverse{k}", reverse) else ALU[op](value, scalar)
+    return [cast(np.broadcast_to(value, rows.shape).reshape(out.shape), out.dtype)]
+
+
+def _tensor_tensor_scan(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    data0 = _rows(_fit(_f32(reads[0]), out.shape))
+    data1 = _rows(_fit(_f32(reads[1]), out.shape))
+    partitions = data0.shape[0]
+    operands = bind_operands(OP_TABLE["tensor_tensor_scan"], attrs, len(reads))
+    carried = np.broadcast_to(_operand(operands["initial"], reads, partitions, 0.0), (partitions, 1))[:, 0]
+    op0, op1 = ALU[attrs.get("op0", "multiply")], ALU[attrs.get("op1", "add")]
+    reverse0, reverse1 = attrs.get("reverse0", False), attrs.get("reverse1", False)
+    result = np.empty_like(data0)
+    for i in range(data0.shape[1]):
+        first = op0(carried, data0[:, i]) if reverse0 else op0(data0[:, i], carried)
+        carried = op1(data1[:, i], first) if reverse1 else op1(first, data1[:, i])
+        result[:, i] = carried
+    return [cast(result.reshape(out.shape), out.dtype)]
+
+
+def _tensor_reduce(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    source = _f32(reads[0])
+    if source.ndim < 2:
+        source = _rows(source)
+    axes = tuple(a for a in reduce_axes(attrs.get("axis"), source.ndim) if a < source.ndim) or tuple(
+        range(1, source.ndim))
+    reduced = np.asarray(_REDUCE[attrs.get("op", "add")](source, axis=axes), dtype=F32)
+    if attrs.get("negate", False):
+        reduced = -reduced
+    return [cast(_fill_rows(reduced.reshape(source.shape[0], -1), out), out.dtype)]
+
+
+def _moments(half: np.ndarray) -> list[np.ndarray]:
+    """``count, mean, var * count`` of each row of ``half`` in fp32 (zeros when empty)."""
+    count = half.shape[1]
+    if count == 0:
+        zeros = np.zeros(half.shape[0], F32)
+        return [zeros, zeros, zeros]
+    mean = half.sum(axis=1, dtype=F32) / F32(count)
+    m2 = np.square(half - mean[:, None]).sum(axis=1, dtype=F32)
+    return [np.full(half.shape[0], count, F32), mean, m2]
+
+
+def _bn_stats(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    rows = _rows(_f32(reads[0]))
+    stats = np.stack(_moments(rows[:, 0::2]) + _moments(rows[:, 1::2]), axis=1)
+    return [cast(_fill_rows(stats, outs[0]), outs[0].dtype)]
+
+
+def _bn_aggr(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    rows = _rows(_f32(reads[0]))
+    whole = rows.shape[1] // 3 * 3
+    triples = rows[:, :whole].reshape(rows.shape[0], -1, 3)
+    count, mean, m2 = triples[..., 0], triples[..., 1], triples[..., 2]
+    total = count.sum(axis=1, dtype=F32)
+    safe = np.where(total > 0, total, F32(1))
+    grand = (count * mean).sum(axis=1, dtype=F32) / safe
+    spread = m2.sum(axis=1, dtype=F32) + (count * np.square(mean - grand[:, None])).sum(axis=1, dtype=F32)
+    variance = np.where(total > 0, spread / safe, F32(0))
+    stats = np.stack([np.where(total > 0, grand, F32(0)), variance], axis=1).astype(F32)
+    return [cast(_fill_rows(stats, outs[0]), outs[0].dtype)]
+
+
+def _tensor_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    return _dma_copy(attrs, reads, outs, engine, state)
+
+
+def _memset(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    return [cast(np.full(out.shape, attrs.get("value", 0), dtype=np.float64), out.dtype)]
+
+
+def _iota(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    rows = _rows(out)
+    p = np.arange(rows.shape[0], dtype=np.float64)[:, None]
+    i = np.arange(rows.shape[1], dtype=np.float64)[None, :]
+    values = attrs.get("base", 0) + p * attrs.get("partition_step", 0) + i * attrs.get("step", 1)
+    return [cast(values.reshape(out.shape), out.dtype)]
+
+
+def _set_rand_state(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    seed = attrs.get("seed")
+    if seed is None:
+        seed = 0 if not reads else int.from_bytes(
+            hashlib.blake2b(np.ascontiguousarray(reads[0]).tobytes(), digest_size=8).digest(), "little")
+    state.rngs[engine] = np.random.default_rng(seed)
+    return []
+
+
+def _random(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    low, high = attrs.get("low", 0.0), attrs.get("high", 1.0)
+    u = state.rng(engine).random(out.shape, dtype=np.float32)
+    return [cast(F32(low) + u * F32(high - low), out.dtype)]
+
+
+def _opaque(op: str, reads, outs) -> list[np.ndarray]:
+    return [opaque_bytes(op, i, reads, out.size * out.dtype.itemsize).view(out.dtype).reshape(out.shape)
+            for i, out in enumerate(outs)]
+
+
+_OPS: dict[str, Callable[..., list[np.ndarray]]] = {
+    "dma_copy": _dma_copy,
+    "matmul": _matmul,
+    "transpose": _transpose,
+    "activation": _activation,
+    "tensor_tensor": _tensor_tensor,
+    "tensor_scalar": _tensor_scalar,
+    "tensor_tensor_scan": _tensor_tensor_scan,
+    "tensor_reduce": _tensor_reduce,
+    "bn_stats": _bn_stats,
+    "bn_aggr": _bn_aggr,
+    "tensor_copy": _tensor_copy,
+    "memset": _memset,
+    "iota": _iota,
+    "set_rand_state": _set_rand_state,
+    "random": _random,
+}
+assert set(_OPS) == set(OP_TABLE), "every op of the table has a meaning"
+
+
+def execute(op: str, attrs: Any, engine: str, reads: Sequence[np.ndarray], outs: Outs, state: Any) -> list[np.ndarray]:
+    """Values of the writes of one instruction instance.
+
+    Parameters
+    ----------
+    op, attrs, engine:
+        The instruction's op name, attributes and sequencer.
+    reads:
+        Values of its reads, in order (typed arrays in each access's element shape).
+    outs:
+        Live views of its writes (their shape and dtype; their contents for accumulation).
+    state:
+        The run's :class:`~neuronsim.machine.sim.memory.Memory` (for the engines' random generators).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> out = np.zeros((2, 3), np.float32)
+    >>> execute("tensor_tensor", {"op": "multiply"}, "dve", [np.ones((2, 3)), np.full((2, 3), 2.0)], [out], None)[0]
+    array([[2., 2., 2.],
+           [2., 2., 2.]], dtype=float32)
+    """
+    fn = _OPS.get(op)
+    with np.errstate(all="ignore"):
+        if fn is None:
+            return _opaque(op, reads, outs)
+        return fn(attrs, reads, outs, engine, state)

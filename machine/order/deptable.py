@@ -1,0 +1,298 @@
+"""Instruction-level deps as flat arrays, and programs whose deps live in such a table.
+
+A program stores its deps inside its instructions (``Instruction.deps``), which is what the
+format reads and writes.  The dependence passes of a million-instruction program would spend
+most of their time rebuilding a million instruction objects after every pass, so between
+passes the deps travel as a :class:`DepTable` (one row per dep: waiter, former, kind,
+loop-carried distance, iteration range) and the program as a :class:`DeferredProgram`, whose
+``body`` is built from the table the first time someone reads it.  Everything else about a
+deferred program (tensors, loops, instructions, accesses) is its source program's, so the
+instance stream (:mod:`neuronsim.machine.order.stream`) is shared too.
+
+A :class:`DeferredProgram` is a :class:`~neuronsim.machine.ir.program.Program`: it compares, hashes, walks,
+saves and validates like the program it stands for.
+
+Examples
+--------
+>>> from neuronsim.machine.ir.program import Instruction, Program, Dep
+>>> from neuronsim.machine.ir.edges import EdgeKind
+>>> p = Program({}, (Instruction("a", "pe", "x"), Instruction("b", "act", "y")))
+>>> t = DepTable.build([(1, 0, EdgeKind.FLOW, 0, ())])
+>>> q = with_deps(p, t)
+>>> q.body[1].deps
+(Dep(on='a', kind=<EdgeKind.FLOW: 4>, loop_carried=False, extras=mappingproxy({}), distance=1, iterations=()),)
+>>> q == Program({}, (Instruction("a", "pe", "x"), Instruction("b", "act", "y", deps=(Dep("a", EdgeKind.FLOW),))))
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from itertools import chain
+from operator import attrgetter
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import Dep, Instruction, Node, Program
+
+if TYPE_CHECKING:
+    from neuronsim.machine.model.presets import MachineSpec
+    from neuronsim.machine.order.stream import InstanceStream
+
+__all__ = ["DepTable", "DeferredProgram", "with_deps", "dep_table", "Ranges"]
+
+#: ``((loop, lo, hi), ...)``: an iteration-range restriction of a dep (``x-iterations``).
+Ranges = tuple[tuple[str, int, int], ...]
+
+_KINDS = tuple(EdgeKind)
+_DEPS, _ON, _KIND, _CARRIED, _DISTANCE, _ITERATIONS = (attrgetter(name) for name in (
+    "deps", "on", "kind._value_", "loop_carried", "distance", "iterations"))
+
+
+class DepTable:
+    """Deps as parallel arrays, one row per dep (see the module doc).
+
+    ``waiter`` / ``former`` are instruction ids (document order); ``kind`` the
+    :class:`~neuronsim.machine.ir.edges.EdgeKind` value; ``distance`` 0 for an ordinary dep, ``d >= 1``
+    for a loop-carried one ``d`` iterations back; ``when`` indexes ``ranges`` (-1: every
+    iteration).  ``objects`` optionally holds the :class:`~neuronsim.machine.ir.program.Dep` a row came from,
+    so a dep that survives a pass keeps its ``x-`` keys.
+    """
+
+    __slots__ = ("waiter", "former", "_kind", "distance", "when", "ranges", "objects")
+
+    def __init__(self, waiter: np.ndarray, former: np.ndarray, kind: np.ndarray | None, distance: np.ndarray,
+                 when: np.ndarray, ranges: tuple[Ranges, ...] = (), objects: Sequence[Dep | None] | None = None):
+        self.waiter = waiter
+        self.former = former
+        self._kind = kind  # None: read from `objects` when first asked for (the race checker never asks)
+        self.distance = distance
+        self.when = when
+        self.ranges = ranges
+        self.objects = objects
+
+    @classmethod
+    def build(cls, rows: Iterable[tuple[int, int, int, int, Ranges]], objects: Sequence[Dep | None] | None = None) -> DepTable:
+        """From ``(waiter, former, kind, distance, ranges)`` rows."""
+        rows = list(rows)
+        ranges: dict[Ranges, int] = {}
+        when = [ranges.setdefault(r, len(ranges)) if r else -1 for *_, r in rows]
+        return cls(np.fromiter((r[0] for r in rows), np.int32, len(rows)),
+                   np.fromiter((r[1] for r in rows), np.int32, len(rows)),
+                   np.fromiter((r[2] for r in rows), np.int8, len(rows)),
+                   np.fromiter((r[3] for r in rows), np.int32, len(rows)),
+                   np.asarray(when, np.int32), tuple(ranges), objects)
+
+    @classmethod
+    def empty(cls) -> DepTable:
+        return cls.build([])
+
+    @classmethod
+    def of_program(cls, program: Program, stream: InstanceStream | None = None) -> DepTable:
+        """The deps written in ``program``'s instructions."""
+        if isinstance(program, DeferredProgram) and program.materialized is None:
+            return program.table
+        # (a stream's own instruction list may hold a deferred program's stale deps)
+        instrs = stream.instrs if stream is not None and type(program) is Program and stream.program is program \
+            else [inst for inst, _ in program.instructions()]
+        id_of = stream.id_of if stream is not None else {inst.name: x for x, inst in enumerate(instrs)}
+        lists = list(map(_DEPS, instrs))
+        counts = np.fromiter(map(len, lists), np.int64, len(lists))
+        objects: list[Dep] = list(chain.from_iterable(lists))
+        n = len(objects)
+        waiter = np.repeat(np.arange(len(lists), dtype=np.int32), counts)
+        former = np.fromiter(map(id_of.__getitem__, map(_ON, objects)), np.int32, n)
+        distance = np.zeros(n, np.int32)
+        if any(map(_CARRIED, objects)):  # (one scan; most programs have no loop-carried dep)
+            carried = np.fromiter(map(_CARRIED, objects), bool, n)
+            distance[carried] = np.fromiter(map(_DISTANCE, objects), np.int32, n)[carried]
+        ranges: dict[Ranges, int] = {}
+        when = np.full(n, -1, np.int32)
+        if any(map(_ITERATIONS, objects)):
+            when = np.fromiter((ranges.setdefault(d.iterations, len(ranges)) if d.iterations else -1 for d in objects),
+                               np.int32, n)
+        return cls(waiter, former, None, distance, when, tuple(ranges), objects)
+
+    @property
+    def kind(self) -> np.ndarray:
+        """Per row: the :class:`~neuronsim.machine.ir.edges.EdgeKind` value."""
+        if self._kind is None:
+            self._kind = np.fromiter(map(_KIND, self.objects), np.int8, len(self.waiter))
+        return self._kind
+
+    def __len__(self) -> int:
+        return len(self.waiter)
+
+    def iterations(self, r: int) -> Ranges:
+        w = int(self.when[r])
+        return self.ranges[w] if w >= 0 else ()
+
+    def dep(self, r: int, names: Sequence[str]) -> Dep:
+        """Row ``r`` as a :class:`~neuronsim.machine.ir.program.Dep` (its original object when it has one)."""
+        if self.objects is not None and self.objects[r] is not None:
+            return self.objects[r]
+        d = int(self.distance[r])
+        return Dep(names[int(self.former[r])], _KINDS[int(self.kind[r])], d > 0, distance=d or 1,
+                   iterations=self.iterations(r))
+
+    def select(self, keep: np.ndarray) -> DepTable:
+        """The rows where ``keep`` (a boolean mask or index array) says so."""
+        index = np.flatnonzero(keep) if keep.dtype == bool else keep
+        objects = None if self.objects is None else [self.objects[r] for r in index.tolist()]
+        return DepTable(self.waiter[keep], self.former[keep], self.kind[keep], self.distance[keep], self.when[keep],
+                        self.ranges, objects)
+
+    def with_kinds(self, kind: np.ndarray) -> DepTable:
+        """The same rows with new kinds (objects of rows whose kind changed are dropped)."""
+        objects = None
+        if self.objects is not None:
+            changed = kind != self.kind
+            objects = [None if changed[r] else o for r, o in enumerate(self.objects)]
+        return DepTable(self.waiter, self.former, kind.astype(np.int8), self.distance, self.when, self.ranges, objects)
+
+    def concat(self, other: DepTable) -> DepTable:
+        """Rows of ``self`` then of ``other`` (range indices renumbered)."""
+        ranges = dict.fromkeys(self.ranges)
+        for r in other.ranges:
+            ranges.setdefault(r)
+        index = {r: k for k, r in enumerate(ranges)}
+        remap = np.asarray([index[r] for r in other.ranges] + [-1], np.int32)
+        when = np.concatenate([self.when, remap[other.when]])
+        objects = None
+        if self.objects is not None or other.objects is not None:
+            objects = list(self.objects or [None] * len(self)) + list(other.objects or [None] * len(other))
+        return DepTable(np.concatenate([self.waiter, other.waiter]), np.concatenate([self.former, other.former]),
+                        np.concatenate([self.kind, other.kind]), np.concatenate([self.distance, other.distance]),
+                        when, tuple(ranges), objects)
+
+    def merged(self) -> DepTable:
+        """Rows with the same waiter, former, distance and iteration range merged into one of
+        the strongest kind (the spec's merge of deps, the seed's max-merge), first one kept."""
+        first: dict[tuple, int] = {}
+        kind = self.kind.copy()
+        keep = []
+        for r, key in enumerate(zip(self.waiter.tolist(), self.former.tolist(), self.distance.tolist(),
+                                    (self.iterations(r) for r in range(len(self))))):
+            k = first.get(key)
+            if k is None:
+                first[key] = r
+                keep.append(r)
+            elif kind[r] > kind[k]:
+                kind[k] = kind[r]
+        merged = self.with_kinds(kind)
+        return merged.select(np.asarray(keep, np.int64)) if len(keep) < len(self) else merged
+
+    def by_waiter(self, m: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(order, ptr)``: rows of waiter ``y`` are ``order[ptr[y]:ptr[y+1]]`` (stable)."""
+        order = np.argsort(self.waiter, kind="stable")
+        ptr = np.zeros(m + 1, np.int64)
+        np.cumsum(np.bincount(self.waiter, minlength=m), out=ptr[1:])
+        return order, ptr
+
+    def __repr__(self) -> str:
+        return f"DepTable({len(self)} deps)"
+
+
+def _rebuild(program: Program, table: DepTable) -> tuple[Node, ...]:
+    """``program``'s body with every instruction's deps taken from ``table``."""
+    instrs = [inst for inst, _ in program.instructions()]
+    names = [inst.name for inst in instrs]
+    order, ptr = table.by_waiter(len(instrs))
+    order = order.tolist()
+    bounds = ptr.tolist()
+    made: dict[tuple, Dep] = {}
+    new_deps: list[tuple[Dep, ...]] = []
+    for y in range(len(instrs)):
+        a, b = bounds[y], bounds[y + 1]
+        if a == b:
+            new_deps.append(())
+            continue
+        deps = []
+        for r in order[a:b]:
+            if table.objects is not None and table.objects[r] is not None:
+                deps.append(table.objects[r])
+                continue
+            key = (int(table.former[r]), int(table.kind[r]), int(table.distance[r]), int(table.when[r]))
+            dep = made.get(key)
+            if dep is None:
+                dep = made[key] = table.dep(r, names)
+            deps.append(dep)
+        new_deps.append(tuple(deps))
+    replaced = {}
+    for y, inst in enumerate(instrs):
+        if inst.deps != new_deps[y]:
+            replaced[id(inst)] = _with_instruction_deps(inst, new_deps[y])
+    if not replaced:
+        return program.body
+    return program.map_instructions(lambda inst: replaced.get(id(inst), inst)).body
+
+
+_SET = {name: getattr(Instruction, name).__set__ for name in Instruction.__slots__}
+_NEW = object.__new__
+
+
+def _with_instruction_deps(inst: Instruction, deps: tuple[Dep, ...]) -> Instruction:
+    """``inst`` with ``deps`` (a field-by-field copy: several times cheaper than the frozen
+    dataclass constructor, and this runs once per changed instruction of a million)."""
+    out = _NEW(Instruction)
+    for name, setter in _SET.items():
+        setter(out, getattr(inst, name))
+    _SET["deps"](out, deps)
+    return out
+
+
+class DeferredProgram(Program):
+    """A program whose deps are ``table``; ``body`` is built on first use (module doc)."""
+
+    __slots__ = ("source", "table", "materialized", "stream")
+
+    def __init__(self, source: Program, table: DepTable, stream: Any = None) -> None:  # noqa: D107
+        root = source.source if isinstance(source, DeferredProgram) else source
+        setter = object.__setattr__
+        setter(self, "tensors", root.tensors)
+        setter(self, "machine", root.machine)
+        setter(self, "extras", root.extras)
+        setter(self, "source", root)
+        setter(self, "table", table)
+        setter(self, "materialized", None)
+        setter(self, "stream", stream)
+
+    @property
+    def body(self) -> tuple[Node, ...]:  # type: ignore[override]
+        if self.materialized is None:
+            object.__setattr__(self, "materialized", _rebuild(self.source, self.table))
+        return self.materialized
+
+    def plain(self) -> Program:
+        """The same program as a plain :class:`Program` (materialised)."""
+        return Program(self.tensors, self.body, self.machine, self.extras)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Program):
+            return NotImplemented
+        other = other.plain() if isinstance(other, DeferredProgram) else other
+        return self.plain() == other
+
+    def __hash__(self) -> int:
+        return hash(self.plain())
+
+    def __repr__(self) -> str:
+        return f"DeferredProgram({len(self.table)} deps over {self.source!r})"
+
+    def __reduce__(self):
+        return Program, (self.tensors, self.body, self.machine, self.extras)
+
+
+def with_deps(program: Program, table: DepTable, stream: Any = None) -> DeferredProgram:
+    """``program`` with exactly the deps of ``table`` (built lazily; ``stream``, when given,
+    is ``program``'s instance stream, kept for the next pass)."""
+    if stream is None and isinstance(program, DeferredProgram):
+        stream = program.stream
+    return DeferredProgram(program, table, stream)
+
+
+def dep_table(program: Program, stream: InstanceStream | None = None) -> DepTable:
+    """The deps of ``program`` as a table (without building its body when it is deferred)."""
+    return DepTable.of_program(program, stream)

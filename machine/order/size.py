@@ -1,0 +1,226 @@
+"""How big a program's work is, estimated before any of it starts.
+
+A loop of a billion iterations is a valid program of a few lines; unrolled, checked or
+simulated it would take hours and more memory than any machine has.  :func:`estimate_size`
+says how much work a program is **without unrolling it** (a walk of its nodes, so a
+billion-iteration loop costs microseconds), and the command line refuses work beyond a limit
+with the figure and the option that raises it, instead of running for hours or being killed
+by the kernel with no output.
+
+The figures:
+
+* ``instances``: the sum over instructions of the product of their enclosing trip counts,
+  exactly the number of instances :func:`neuronsim.machine.order.unroll.unroll` would make;
+* ``simulated_bytes``: the byte arrays one simulated run allocates: SBUF and PSUM of the
+  machine and the DRAM layout the program needs (:mod:`neuronsim.machine.sim.memory`), plus every
+  virtual DRAM tensor (the allocation passes may place it past the others);
+* ``footprint_starts``: contiguous byte runs the footprints of the program's distinct
+  accesses are made of, at most (the geometry enumerates them when it first meets an access).
+
+:meth:`SizeEstimate.memory_bytes` turns them into the memory a command needs, with per-instance
+costs measured on this code base and rounded up (``bench/bench_guard.py`` prints them):
+:data:`BYTES_PER_INSTANCE` for unrolling, analyses and the race check,
+:data:`BYTES_PER_PLANNED_INSTANCE` more for a simulation's plan, and
+:data:`BYTES_PER_RUN_INSTANCE` more per simulated run (its trace, timings and waits).
+:func:`machine_memory` is the memory the machine (or the control group the process runs in)
+has.
+
+>>> from neuronsim.machine.ir.program import Instruction, Loop, Program
+>>> body = (Loop("i", 10**9, (Instruction("a", "dve", "nop"), Loop("j", 4, (Instruction("b", "act", "nop"),)))),)
+>>> size = estimate_size(Program({}, body))
+>>> size.instances, size.largest
+(5000000000, ('b', 4000000000, ('i', 'j')))
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from neuronsim.machine.model.geometry import access_extent
+from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Node, Program
+from neuronsim.machine.model.presets import resolve_machine
+
+__all__ = ["SizeEstimate", "estimate_size", "machine_memory", "available_memory", "address_space", "format_bytes",
+           "format_count", "BYTES_PER_INSTANCE", "BYTES_PER_PLANNED_INSTANCE", "BYTES_PER_RUN_INSTANCE",
+           "BYTES_PER_FOOTPRINT_START", "SIMULATED_COPIES"]
+
+#: Memory per instance of unrolling, the passes and the race check (measured: 300-400 bytes).
+BYTES_PER_INSTANCE = 512
+#: Memory per instance of a simulation's plan, whatever the runs (measured: about 300 bytes).
+BYTES_PER_PLANNED_INSTANCE = 512
+#: Memory per instance and simulated run: its trace, timings and waits (measured: about 530 bytes).
+BYTES_PER_RUN_INSTANCE = 640
+#: Memory per byte-run start while the geometry enumerates a footprint (numpy grid, list, tuple).
+BYTES_PER_FOOTPRINT_START = 96
+#: Simulated memories alive at once: the initial one, the sequential reference's, the run's,
+#: and the seeded pattern being drawn.
+SIMULATED_COPIES = 4
+
+
+@dataclass(frozen=True, slots=True)
+class SizeEstimate:
+    """The size of a program's work (see the module doc)."""
+
+    instances: int
+    instructions: int
+    largest: tuple[str, int, tuple[str, ...]] | None
+    """The instruction with the most instances: ``(name, instances, enclosing loop names)``."""
+    simulated_bytes: int
+    footprint_starts: int
+
+    def memory_bytes(self, *, unrolled: bool = True, simulated_runs: int = 0, functional: bool = True) -> int:
+        """Memory the work needs, roughly: the footprints of the accesses, the instances when
+        the work is ``unrolled`` (analyses, the race check), and ``simulated_runs`` runs (with
+        the simulated memories when they are ``functional``, not timing only)."""
+        need = self.footprint_starts * BYTES_PER_FOOTPRINT_START
+        if unrolled:
+            need += self.instances * BYTES_PER_INSTANCE
+        if simulated_runs:
+            need += self.simulated_bytes * SIMULATED_COPIES if functional else 0
+            need += self.instances * (BYTES_PER_PLANNED_INSTANCE + BYTES_PER_RUN_INSTANCE * simulated_runs)
+        return need
+
+    def describe_instances(self) -> str:
+        """``"1,000,000,000 instances (ld: 1,000,000,000, inside loop i)"``."""
+        text = f"{format_count(self.instances)} instances"
+        if self.largest is not None and self.instructions > 1:
+            name, count, loops = self.largest
+            inside = f", inside loop{'s' if len(loops) > 1 else ''} {' x '.join(loops)}" if loops else ""
+            text += f" (the most: {name} with {format_count(count)}{inside})"
+        return text
+
+
+def _starts(pattern: tuple[tuple[int, int], ...]) -> int:
+    """Run starts of a pattern: the product of its counts but a unit-stride innermost one."""
+    dims = [(s, c) for s, c in pattern if c > 1 and s > 0]
+    if dims and dims[-1][0] == 1:
+        dims = dims[:-1]
+    starts = 1
+    for _, count in dims:
+        starts *= count
+    return starts
+
+
+def estimate_size(program: Program) -> SizeEstimate:
+    """The figures of ``program`` (valid, as :func:`neuronsim.machine.formats.program.load_program` returns it)."""
+    spec = resolve_machine(program.machine)
+    instances = 0
+    instructions = 0
+    largest: tuple[str, int, tuple[str, ...]] | None = None
+    seen: set[tuple] = set()
+    starts = 0
+
+    def visit(nodes: tuple[Node, ...], mult: int, loops: tuple[str, ...]) -> None:
+        nonlocal instances, instructions, largest, starts
+        for node in nodes:
+            if isinstance(node, Loop):
+                visit(node.body, mult * node.trip_count, (*loops, node.name))
+                continue
+            assert isinstance(node, Instruction)
+            instances += mult
+            instructions += 1
+            if largest is None or mult > largest[1]:
+                largest = (node.name, mult, loops)
+            for access, _ in node.accesses:
+                tensor = program.tensors.get(access.tensor)
+                key = (access.tensor, access.offset, access.pattern)
+                if tensor is None or key in seen:
+                    continue
+                seen.add(key)
+                starts += _starts(access_extent(tensor, access)[1])
+
+    visit(program.body, 1, ())
+    sbuf = spec.sbuf_partitions * spec.sbuf_partition_bytes
+    psum = spec.sbuf_partitions * spec.psum_banks * spec.psum_bank_bytes
+    return SizeEstimate(instances, instructions, largest, sbuf + psum + _dram_bytes(program), starts)
+
+
+def _dram_bytes(program: Program) -> int:
+    """Simulated DRAM: the end of the addressed tensors, the alias groups after them (each as
+    long as its longest tensor, 4 KiB aligned) and every virtual tensor."""
+    end = 0
+    groups: dict[str, int] = {}
+    virtual = 0
+    for tensor in program.tensors.values():
+        if tensor.memory != MemoryKind.DRAM:
+            continue
+        nbytes = tensor.bytes_per_partition
+        if tensor.alias is not None:
+            groups[tensor.alias] = max(groups.get(tensor.alias, 0), nbytes)
+        elif tensor.address is not None:
+            end = max(end, tensor.address + nbytes)
+        else:
+            virtual += nbytes
+    return end + sum(-(-n // 4096) * 4096 + 4096 for n in groups.values()) + virtual
+
+
+def _cgroup_limit() -> int | None:
+    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
+        try:
+            with open(path, encoding="ascii") as fh:
+                text = fh.read().strip()
+        except OSError:
+            continue
+        if text.isdigit() and int(text) < 1 << 60:
+            return int(text)
+    return None
+
+
+def machine_memory() -> int | None:
+    """Physical memory of the machine, or its control group's limit when lower; None when
+    neither can be read (then no memory limit applies)."""
+    try:
+        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        total = None
+    limit = _cgroup_limit()
+    if total is None or total <= 0:
+        return limit
+    return min(total, limit) if limit is not None else total
+
+
+def _proc_kib(path: str, key: str) -> int | None:
+    try:
+        with open(path, encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(key):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def available_memory() -> int | None:
+    """Memory the kernel can give now without swapping (``MemAvailable``), or None."""
+    return _proc_kib("/proc/meminfo", "MemAvailable:")
+
+
+def address_space() -> int | None:
+    """This process's virtual size now (``VmSize``), or None."""
+    return _proc_kib("/proc/self/status", "VmSize:")
+
+
+def format_bytes(n: int) -> str:
+    """``"1.5 GiB"``.
+
+    >>> format_bytes(1536 * 2**20), format_bytes(512)
+    ('1.5 GiB', '512 B')
+    """
+    if n < 1024:
+        return f"{n} B"
+    for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB"), start=1):
+        if n < 1024 ** (power + 1):
+            return f"{n / 1024 ** power:.1f} {unit}"
+    return f"{format_count(n // 1024 ** 5)} PiB"
+
+
+def format_count(n: int) -> str:
+    """``"1,000,000"``, or ``"about 10^40"`` past 24 digits (a count of any size prints).
+
+    >>> format_count(10**6), format_count(2**200)
+    ('1,000,000', 'about 10^60')
+    """
+    if n < 10**24:
+        return f"{n:,}"
+    return f"about 10^{int(n.bit_length() * 0.30103)}"

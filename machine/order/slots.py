@@ -1,0 +1,174 @@
+"""Access slots and their compiled templates: what the instance stream knows of accesses.
+
+Every access of every instruction is a *slot* (instructions in document order, each one's
+reads then writes).  Slots that name equal accesses (the same object or not) that cannot move
+with a loop share one *template*; an access that moves gets a template per slot.  The layout (:func:`lay_out_slots`) depends on the body only; the templates are compiled
+against a placement (:func:`compile_templates`), so a program whose tensors were placed anew
+keeps its layout and recompiles its templates (:meth:`neuronsim.machine.order.stream.InstanceStream.for_placement`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import chain, count
+from operator import attrgetter
+from typing import NamedTuple
+
+import numpy as np
+
+from neuronsim.machine.model.geometry import ByteSet, base_footprint
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Tensor
+
+__all__ = ["CompiledAccess", "SlotLayout", "lay_out_slots", "compile_templates", "compile_access"]
+
+_VALUE = attrgetter("tensor", "partitions", "offset", "pattern", "per_iteration", "partitions_per_iteration")
+_raw_footprint = base_footprint.__wrapped__  # templates are shared already: skip hashing tensor and access
+
+
+class CompiledAccess(NamedTuple):
+    """One access of an instruction, compiled for the hot loops (a named tuple: cheap)."""
+
+    is_write: bool
+    tensor: int
+    """Tensor id (position in ``program.tensors``)."""
+    space: object
+    """``"sbuf"``, ``"psum"``, ``"dram"`` or ``("alias", group)``."""
+    memory: MemoryKind
+    mask: int
+    """Partition bit mask at iteration 0 (0 for DRAM)."""
+    bytes: ByteSet
+    """Byte intervals at iteration 0."""
+    shifts: tuple[tuple[int, int], ...]
+    """``(loop position, bytes per iteration)``: how the bytes move with the loop indices."""
+    pshifts: tuple[tuple[int, int], ...]
+    """``(loop position, partitions per iteration)``."""
+    rotation: tuple[int, int, int] | None
+    """``(loop position, slots, stride bytes)`` of a rotating tensor."""
+    access: Access
+
+    @property
+    def moves(self) -> bool:
+        return bool(self.shifts or self.pshifts or self.rotation)
+
+
+class SlotLayout(NamedTuple):
+    """The access slots of a body and their templates (see the module doc)."""
+
+    accesses: list[Access]
+    """Per template: the access it compiles."""
+    writes: list[bool]
+    """Per template: whether it is a write."""
+    template_x: list[int]
+    """Per template: the first instruction using it."""
+    slot_x: np.ndarray
+    """Per slot: its instruction."""
+    slot_t: np.ndarray
+    """Per slot: its template."""
+
+
+def lay_out_slots(instrs: Sequence[Instruction]) -> SlotLayout:
+    """Name every access slot's template, independently of placements: equal accesses
+    share one (by value: generated code makes one object per instruction, and a loader one
+    per access it reads); an access that moves with a loop gets one per slot.  Templates are
+    numbered in document order of their first slot.
+
+    Values are told apart at C level (per slot one ``attrgetter`` tuple and one
+    ``dict.setdefault`` giving the first slot of its value and direction), the rest is numpy
+    in linear time; Python visits one step per distinct value only (does it move?)."""
+    reads = [i.reads for i in instrs]
+    writes = [i.writes for i in instrs]
+    n_reads = np.fromiter(map(len, reads), np.int64, len(reads))
+    counts = n_reads + np.fromiter(map(len, writes), np.int64, len(writes))
+    n = int(counts.sum())
+    slot_x = np.repeat(np.arange(len(instrs), dtype=np.int64), counts)
+    within = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
+    is_write = within >= n_reads[slot_x]
+    first_slot = np.empty(n, np.int64)  # per slot: the first slot with its value and direction
+    movers: list[int] = []
+    local = np.empty(n, np.int64)  # per slot: its index in `by_direction[is_write]`
+    by_direction = []
+    for direction, lists in ((False, reads), (True, writes)):
+        accesses = list(chain.from_iterable(lists))
+        slots = np.flatnonzero(is_write == direction)
+        local[slots] = np.arange(len(slots), dtype=np.int64)
+        first_of: dict[tuple, int] = {}  # value -> its first index in `accesses`
+        first_local = np.fromiter(map(first_of.setdefault, map(_VALUE, accesses), count()), np.int64, len(slots))
+        first_slot[slots] = slots[first_local]
+        movers += [int(slots[k]) for value, k in first_of.items() if value[4] or value[5]]
+        by_direction.append(accesses)
+    if movers:  # an access that moves is its own template at every slot
+        moving = np.zeros(n, bool)
+        moving[movers] = True
+        moving = moving[first_slot]
+        first_slot[moving] = np.flatnonzero(moving)
+    is_first = np.zeros(n, bool)
+    is_first[first_slot] = True
+    first = np.flatnonzero(is_first)  # template t's first slot; numbered in document order
+    slot_t = (np.cumsum(is_first) - 1)[first_slot]
+    template_write = is_write[first].tolist()
+    accesses = [by_direction[w][k] for w, k in zip(template_write, local[first].tolist())]
+    return SlotLayout(accesses, template_write, slot_x[first].tolist(), slot_x, slot_t)
+
+
+def compile_templates(layout: SlotLayout, tensors: Mapping[str, Tensor], tensor_id: Mapping[str, int],
+                  loops_of: Sequence[tuple[Loop, ...]]) -> list[CompiledAccess]:
+    """Accesses that cannot move and touch tensors of one geometry (memory, dtype, shape,
+    first partition) with the same partitions, pattern and direction have footprints that
+    differ by a byte shift only (:func:`~neuronsim.machine.model.geometry.base_footprint` is affine in the
+    tensor's first byte and, with an explicit pattern, in the offset): the first is
+    compiled, the others are it shifted."""
+
+    def compile_one(x: int, access: Access, is_write: bool, tensor: Tensor) -> CompiledAccess:
+        return compile_access(access, is_write, tensor, tensor_id[access.tensor], loops_of[x])
+
+    info: dict[str, tuple] = {}  # tensor -> (geometry, first byte, item size, id); absent: compile each access
+    for name, tensor in tensors.items():
+        if tensor.rotate is None and tensor.alias is None and not tensor.is_virtual:
+            info[name] = ((tensor.memory, tensor.dtype, tensor.shape, tensor.partition), tensor.byte_base,
+                          tensor.itemsize, tensor_id[name])
+    protos: dict[tuple, tuple[CompiledAccess, int]] = {}
+    out = []
+    append = out.append
+    for x, access, is_write in zip(layout.template_x, layout.accesses, layout.writes):
+        about = info.get(access.tensor)
+        if about is None or access.per_iteration or access.partitions_per_iteration:
+            append(compile_one(x, access, is_write, tensors[access.tensor]))
+            continue
+        geometry, base, itemsize, tid = about
+        pattern = access.pattern
+        if pattern is None:
+            key = (geometry, access.partitions, None, access.offset, is_write)
+            first = base
+        else:
+            key = (geometry, access.partitions, pattern, None, is_write)
+            first = base + (access.offset or 0) * itemsize
+        found = protos.get(key)
+        if found is None:
+            compiled = compile_one(x, access, is_write, tensors[access.tensor])
+            protos[key] = (compiled, first)
+            append(compiled)
+            continue
+        proto, shift = found
+        shift = first - shift
+        append(CompiledAccess(is_write, tid, proto.space, proto.memory, proto.mask,
+                              tuple([(lo + shift, hi + shift) for lo, hi in proto.bytes]), (), (), None, access))
+    return out
+
+
+def compile_access(access: Access, is_write: bool, tensor: Tensor, tensor_id: int,
+                   loops: tuple[Loop, ...]) -> CompiledAccess:
+    """One access of an instruction nested in ``loops``, compiled against ``tensor``."""
+    fp = _raw_footprint(tensor, access)
+    shifts: tuple = ()
+    pshifts: tuple = ()
+    rotation = None
+    if access.per_iteration or access.partitions_per_iteration or tensor.rotate is not None:
+        position = {loop.name: k for k, loop in enumerate(loops)}
+        shifts = tuple((position[loop], s * tensor.itemsize) for loop, s in access.per_iteration if s)
+        pshifts = tuple((position[loop], s) for loop, s in access.partitions_per_iteration if s)
+        rot = tensor.rotate
+        if rot is not None and rot.slots > 1:
+            rotation = (position[rot.loop], rot.slots, rot.stride)
+    return CompiledAccess(is_write, tensor_id, fp.space, fp.memory, fp.partitions, fp.bytes,
+                          shifts, pshifts, rotation, access)
+

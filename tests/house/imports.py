@@ -1,0 +1,65 @@
+"""The import graph of neuronsim's packages, read from the source (nothing is imported).
+
+Every ``import`` / ``from ... import`` of a ``neuronsim`` module counts, at module level or
+inside a function, except those under ``if TYPE_CHECKING:`` (annotations only, never run).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = ("machine", "passes", "verify", "scenarios")
+
+
+def module_files() -> dict[str, Path]:
+    """``neuronsim.machine.ir.program`` -> its file, for every module of the four folders."""
+    found = {}
+    for folder in FOLDERS:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(("neuronsim", *parts))] = path
+    return found
+
+
+def _type_checking_only(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _imports(tree: ast.AST):
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if _type_checking_only(child):
+                stack.extend(child.orelse)
+                continue
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child
+            stack.append(child)
+
+
+def import_edges(modules: dict[str, Path] | None = None) -> set[tuple[str, str]]:
+    """(importer, imported) pairs between modules of ours; ``from a import b`` names the
+    module ``a.b`` when there is one, else ``a``."""
+    modules = module_files() if modules is None else modules
+    edges = set()
+    for name, path in modules.items():
+        for node in _imports(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif node.level == 0 and node.module:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module
+                           for a in node.names]
+            else:
+                continue
+            edges.update((name, t) for t in targets if t in modules and t != name)
+    return edges
+
+
+def room_of(module: str, rooms: tuple[str, ...]) -> str:
+    """The longest room name that ``module`` lies in."""
+    return max((r for r in rooms if module == r or module.startswith(r + ".")), key=len)

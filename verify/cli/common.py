@@ -1,0 +1,268 @@
+"""Shared helpers of the CLI commands: exit statuses, located errors, ``--json`` output,
+size guards and output paths.
+
+Every command module imports these from here (not from :mod:`neuronsim.verify.cli`, which imports the
+command modules), so a command module can be imported on its own.
+
+Exit statuses (:data:`EXIT_INPUT` and the others): 0 success, 1 a finding (races, outputs
+that differ, a fuzz failure), 2 unusable input (a located one-line message; work too big for
+the limits is unusable input too), 3 an internal error (a bug of neuronsim: one line, the
+traceback only with ``NEURONSIM_TRACEBACK=1``), 130 interrupted (Ctrl-C).  Under ``--json``
+every exit but 0 and 1 still writes exactly one ``neuronsim.error/1`` document.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from neuronsim.machine.ir.errors import ProgramError, printable
+from neuronsim.machine.ir.files import OutputError, check_output_path
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.order.size import (
+    SizeEstimate,
+    address_space,
+    available_memory,
+    estimate_size,
+    format_bytes,
+    format_count,
+    machine_memory,
+)
+
+__all__ = ["UsageFailure", "run_command", "emit_json", "program_argument", "json_option", "size_options",
+           "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
+           "DEFAULT_MAX_INSTANCES", "TRACEBACK_ENV", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED", "Terminated",
+           "closed_pipe", "internal_error", "stopped"]
+
+EXIT_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_INTERRUPTED = 130
+#: Ended by SIGTERM (128 + 15).
+EXIT_TERMINATED = 143
+#: Standard output is a closed pipe (128 + SIGPIPE, as a shell reports it).
+EXIT_BROKEN_PIPE = 141
+#: Instances a command unrolls at most unless ``--max-instances`` says otherwise.
+DEFAULT_MAX_INSTANCES = 5_000_000
+#: Set to 1 to get the Python traceback of an internal error (for developers).
+TRACEBACK_ENV = "NEURONSIM_TRACEBACK"
+
+
+class UsageFailure(Exception):
+    """Exit 2 with a message (bad flags or files, outside any program document)."""
+
+    def __init__(self, message: str, path: str = "") -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def emit_json(doc: Any) -> None:
+    """Write the one JSON document of a ``--json`` run."""
+    sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+
+
+def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
+    """Print the one error line (and under ``--json`` the error document) and exit."""
+    internal = status == EXIT_INTERNAL
+    label = "internal error" if internal else {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated"}.get(
+        status, "error")
+    where = f"{path}: " if path else ""
+    line = printable(f"{where}{message}") if label == "error" or internal else ""
+    click.echo(f"{label}: {line}" if line else label, err=True)
+    if as_json:
+        emit_json({"format": "neuronsim.error/1", "path": printable(path), "message": printable(message),
+                   "internal": internal})
+    sys.exit(status)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is (so ``finally`` blocks and temporary files are
+    cleaned up as on Ctrl-C)."""
+
+
+def stopped(err: KeyboardInterrupt, as_json: bool) -> None:
+    """Ctrl-C: exit 130 with ``interrupted``; SIGTERM: exit 143 with ``terminated``."""
+    if isinstance(err, Terminated):
+        fail("", "terminated", as_json, status=EXIT_TERMINATED)
+    fail("", "interrupted", as_json, status=EXIT_INTERRUPTED)
+
+
+def closed_pipe() -> None:
+    """The reader of standard output went away (``neuronsim show BIG | head``): exit 141, as
+    a shell reports a SIGPIPE, with nothing on standard error.  Standard output is pointed at
+    /dev/null first, so the interpreter's last flush into the closed pipe stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.exit(EXIT_BROKEN_PIPE)
+
+
+def internal_error(err: BaseException, as_json: bool) -> None:
+    """Exit 3 for an exception no input explains (re-raised with ``NEURONSIM_TRACEBACK=1``)."""
+    if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
+        raise err
+    text = str(err).splitlines()[0] if str(err) else ""
+    fail("", f"{type(err).__name__}{': ' + text if text else ''} (a bug in neuronsim: rerun with "
+             f"{TRACEBACK_ENV}=1 for the traceback and report it)", as_json, status=EXIT_INTERNAL)
+
+
+def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
+    """Decorator: turn input errors into exit 2, bugs into exit 3, Ctrl-C into 130, and
+    return values into exit statuses."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        as_json = bool(kwargs.get("as_json"))
+        try:
+            status = fn(*args, **kwargs)
+        except ProgramError as err:
+            fail(err.path, err.message, as_json)
+        except UsageFailure as err:
+            fail(err.path, err.message, as_json)
+        except RecursionError:
+            fail("", "the program nests too deeply to process", as_json)
+        except MemoryError:
+            fail("--max-memory", "ran out of memory: the work outgrew its estimate and the memory this process may "
+                                 "use (the limit is --max-memory, or this machine's available memory)", as_json)
+        except BrokenPipeError:
+            closed_pipe()
+        except OSError as err:  # a file that cannot be read or written: unusable input, not a crash
+            fail(getattr(err, "filename", None) or "", err.strerror or str(err), as_json)
+        except KeyboardInterrupt as err:
+            stopped(err, as_json)
+        except Exception as err:  # noqa: BLE001 - anything else is a bug: one line, exit 3
+            internal_error(err, as_json)
+        sys.exit(status or 0)
+
+    return wrapper
+
+
+program_argument = click.argument("program", metavar="PROGRAM")
+json_option = click.option("--json", "as_json", is_flag=True, help="Write exactly one JSON document to standard output.")
+
+
+# -- size guards --------------------------------------------------------------------------
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+
+
+class ByteSize(click.ParamType):
+    """A byte count: ``8G``, ``512MiB``, ``1.5T`` or plain bytes (powers of 1024)."""
+
+    name = "SIZE"
+
+    def convert(self, value: Any, param, ctx) -> int:
+        if isinstance(value, int):
+            return value
+        match = _SIZE.match(str(value))
+        if not match:
+            self.fail(f"expected a size such as 8G, 512M or 1073741824, got {value!r}", param, ctx)
+        number, unit = float(match.group(1)), match.group(2).lower()
+        size = int(number * 1024 ** "bkmgtp".index(unit or "b"))
+        if size <= 0:
+            self.fail("expected a positive size", param, ctx)
+        return size
+
+
+max_memory_option = click.option(
+    "--max-memory", type=ByteSize(), default=None, metavar="SIZE",
+    help="Refuse work estimated to need more memory, e.g. 8G (default: this machine's memory).")
+max_instances_option = click.option(
+    "--max-instances", type=click.IntRange(min=1), default=DEFAULT_MAX_INSTANCES, show_default=True, metavar="N",
+    help="Refuse programs that unroll to more instances (checked before any work).")
+
+
+def size_options(fn: Callable) -> Callable:
+    """``--max-instances`` and ``--max-memory``: the limits :func:`guard_size` enforces."""
+    return max_instances_option(max_memory_option(fn))
+
+
+def guard_size(program: Program, *, max_instances: int | None, max_memory: int | None,
+               simulated_runs: int = 0, functional: bool = True, unrolls: bool = True) -> SizeEstimate:
+    """Estimate the work of ``program`` (no unrolling) and refuse it, exit 2 with the figure and
+    the option that raises the limit, when it is beyond ``max_instances`` instances (when the
+    command ``unrolls``; instances times ``simulated_runs`` when it simulates) or
+    ``max_memory`` bytes (default: the machine's memory)."""
+    size = estimate_size(program)
+    if unrolls and max_instances is not None and size.instances > max_instances:
+        raise UsageFailure(f"the program unrolls to {size.describe_instances()}; the limit is "
+                           f"{format_count(max_instances)}: raise it with --max-instances N", "--max-instances")
+    if unrolls and max_instances is not None and size.instances * max(simulated_runs, 1) > max_instances:
+        raise UsageFailure(f"{format_count(simulated_runs)} simulated runs of {format_count(size.instances)} instances "
+                           f"are {format_count(size.instances * simulated_runs)} instance runs; the limit is "
+                           f"{format_count(max_instances)}: simulate fewer runs or raise it with --max-instances N",
+                           "--max-instances")
+    limit = max_memory if max_memory is not None else machine_memory()
+    if limit is not None and MEMORY_BACKSTOP["enabled"]:
+        cap_address_space(limit)
+    need = size.memory_bytes(unrolled=unrolls, simulated_runs=simulated_runs, functional=functional)
+    if limit is not None and need > limit:
+        parts = []
+        if simulated_runs and functional:
+            parts.append(f"{format_bytes(size.simulated_bytes)} of simulated SBUF, PSUM and DRAM, copied per run")
+        if size.footprint_starts > 1 << 20:
+            parts.append(f"{format_count(size.footprint_starts)} byte runs in access footprints")
+        if unrolls:
+            parts.append(f"{format_count(size.instances)} instances")
+        whose = "this machine's memory" if max_memory is None else "--max-memory"
+        raise UsageFailure(f"the work needs about {format_bytes(need)} of memory ({', '.join(parts)}); the limit is "
+                           f"{format_bytes(limit)} ({whose}): raise it with --max-memory SIZE", "--max-memory")
+    return size
+
+
+#: Turned on by the console entry point only (a test runner's process is left alone): then
+#: :func:`guard_size` also caps the address space, see :func:`cap_address_space`.
+MEMORY_BACKSTOP = {"enabled": False}
+
+
+def cap_address_space(limit: int) -> None:
+    """Cap this process's address space at its size now plus ``limit`` (or plus the memory
+    the kernel has available now, when that is less), so work that outgrows its estimate
+    (an analysis quadratic in its input, say) ends in a ``MemoryError`` (exit 2, one line)
+    instead of the kernel killing the process, or its neighbours, with no word.  A cap already
+    lower is kept."""
+    import resource
+
+    cap = (address_space() or 0) + min(limit, available_memory() or limit)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    if soft == resource.RLIM_INFINITY or cap < soft:
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+
+def check_output(path: str | None, option: str) -> None:
+    """Refuse an output path before any work (a directory, a missing folder): exit 2 naming
+    ``path``; ``-`` and None (no output) pass."""
+    if path is None or path == "-":
+        return
+    try:
+        check_output_path(path)
+    except OutputError as err:
+        raise UsageFailure(f"cannot write the {option} file: {err.reason}", path) from None
+
+
+def check_plot(path: str | None) -> None:
+    """:func:`check_output` for a picture: also an extension matplotlib can write."""
+    if path is None:
+        return
+    check_output(path, "--plot")
+    plot_format_or_fail(path)
+
+
+def plot_format_or_fail(path: str) -> str:
+    """The image format of ``path`` (its extension), or exit 2 naming it."""
+    from neuronsim.machine.sim.export import plot_format
+
+    try:
+        return plot_format(path)
+    except OutputError as err:
+        raise UsageFailure(f"cannot write the --plot file: {err.reason}", path) from None

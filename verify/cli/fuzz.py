@@ -1,0 +1,296 @@
+"""``neuronsim fuzz``: fuzz the pipeline, or your own pass, with generated programs.
+
+The examples are cut into chunks of :data:`CHUNK` with seeds derived from ``--seed`` and the
+chunk's index, so a run's results depend on ``--seed`` and ``--examples`` only, not on how
+many workers share the chunks.  Chunks run in a local process pool (``--workers``), or on a
+Dask cluster when ``--scheduler ADDRESS`` names one (the same chunk function, through
+``dask.distributed``).  Each chunk is :func:`neuronsim.verify.fuzz.check_pass`: races, ordering and
+simulated outputs on every example, a failure shrunk to a minimal program.
+
+Failures are grouped by what failed (:func:`failure_signature`: the check and its message
+with names' numbers and instance indices blanked), and ``--out`` gets one report per distinct
+failure (``failure-CHECK-seedS.json`` with its ``.report.json`` and ``.compiled.json``, each
+written atomically), not one per chunk that met it.  ``--fail-fast`` stops at the first
+failing chunk.  ``--pass MODULE:FUNCTION`` imports from the current folder as well as from
+the installed packages.  ``--tasks`` fuzzes the task pipeline instead, on generated task
+programs (:mod:`neuronsim.verify.tasks.fuzz`); a ``--replace`` naming a task pass or a ``--pass``
+deriving from one implies it.  ``--no-shrink`` reports failures as found (faster).
+
+Exit 0 when no example fails, 1 when one does, 2 on unusable input, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+import signal
+import sys
+from dataclasses import dataclass
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from neuronsim.machine.ir.errors import ProgramError
+
+from neuronsim.verify.cli.common import UsageFailure, emit_json, json_option, run_command
+from neuronsim.verify.fuzz import FuzzFailure
+from neuronsim.verify.progress import Progress
+
+__all__ = ["fuzz", "Chunk", "run_chunk", "plan_chunks", "CHUNK", "failure_signature"]
+
+#: Examples per chunk: the unit of work handed to a worker.
+CHUNK = 25
+CHECKS = ("error", "structure", "flow", "labels", "races", "outputs", "trace")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    index: int
+    seed: int
+    examples: int
+    user_pass: str | None
+    replace: str | None
+    import_dir: str | None = None
+    """Folder put first on ``sys.path`` before ``user_pass`` is imported (the user's cwd)."""
+    tasks: bool = False
+    """Fuzz the task pipeline on task programs (:func:`neuronsim.verify.tasks.fuzz.check_task_pass`)."""
+    shrink: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkResult:
+    index: int
+    seed: int
+    examples: int
+    failure: FuzzFailure | None
+
+    @property
+    def check(self) -> str | None:
+        return self.failure.check if self.failure else None
+
+    @property
+    def message(self) -> str | None:
+        return self.failure.message if self.failure else None
+
+
+def plan_chunks(examples: int, seed: int, user_pass: str | None, replace: str | None,
+                import_dir: str | None = None, *, tasks: bool = False, shrink: bool = True) -> list[Chunk]:
+    """The chunks of a run (deterministic in ``seed`` and ``examples``).
+
+    >>> [(c.index, c.examples) for c in plan_chunks(60, 5, None, None)]
+    [(0, 25), (1, 25), (2, 10)]
+    """
+    return [Chunk(index, seed * 100_003 + index, min(CHUNK, examples - start), user_pass, replace, import_dir, tasks,
+                  shrink)
+            for index, start in enumerate(range(0, examples, CHUNK))]
+
+
+def _importable(folder: str | None) -> None:
+    if folder and folder not in sys.path:
+        sys.path.insert(0, folder)
+
+
+def run_chunk(chunk: Chunk) -> ChunkResult:
+    """Run one chunk (in whatever process or Dask worker it lands); nothing is written here."""
+    from neuronsim.verify.fuzz import check_pass, load_pass
+
+    try:
+        _importable(chunk.import_dir)
+        user = load_pass(chunk.user_pass) if chunk.user_pass else None
+        if chunk.tasks:
+            from neuronsim.verify.tasks.fuzz import check_task_pass
+
+            result = check_task_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace,
+                                     shrink=chunk.shrink)
+        else:
+            result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace,
+                                shrink=chunk.shrink)
+    except Exception as err:  # noqa: BLE001 - a crash in a worker is a finding, not a traceback
+        return ChunkResult(chunk.index, chunk.seed, 0, FuzzFailure("error", f"{type(err).__name__}: {err}", "", None, None))
+    return ChunkResult(chunk.index, chunk.seed, result.examples, result.failure)
+
+
+def failure_signature(check: str, message: str) -> str:
+    """What makes two failures the same: the check and the message with instance indices and
+    the numbers of generated names blanked.
+
+    >>> failure_signature("races", "2 race(s), first RAW matmul2[1,0] / tensor_copy3")
+    'races: # race(s), first RAW matmul# / tensor_copy#'
+    """
+    text = re.sub(r"\[[0-9, ]*\]", "", message)
+    return f"{check}: {re.sub(r'[0-9]+', '#', text)}"
+
+
+def _worker_signals() -> None:
+    """A worker leaves Ctrl-C to the parent (one message, once) and dies at once when the
+    parent terminates the pool (not through the parent's SIGTERM handler it was forked with)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+def _execute(chunks: list[Chunk], workers: int, scheduler: str | None, progress, fail_fast: bool) -> list[ChunkResult]:
+    results: list[ChunkResult] = []
+
+    def take(result: ChunkResult) -> bool:
+        results.append(result)
+        progress(result)
+        return fail_fast and result.failure is not None
+
+    if scheduler is not None:
+        return _execute_dask(chunks, scheduler, take)
+    if workers <= 1:
+        for chunk in chunks:
+            if take(run_chunk(chunk)):
+                break
+        return results
+    pool = multiprocessing.get_context().Pool(min(workers, len(chunks)), initializer=_worker_signals)
+    try:
+        for result in pool.imap_unordered(run_chunk, chunks):
+            if take(result):
+                break
+        else:
+            pool.close()
+    finally:
+        pool.terminate()  # --fail-fast or Ctrl-C: the chunks still running are not waited for
+        pool.join()
+    return results
+
+
+def _execute_dask(chunks: list[Chunk], scheduler: str, take) -> list[ChunkResult]:
+    try:
+        from distributed import Client
+        from distributed import as_completed as dask_completed
+    except ImportError as err:  # pragma: no cover - distributed is a dependency
+        raise UsageFailure(f"dask.distributed is not installed: {err}", "--scheduler") from None
+    try:
+        client = Client(scheduler, timeout="10s")
+    except (OSError, TimeoutError, ValueError) as err:
+        raise UsageFailure(f"cannot reach the Dask scheduler {scheduler}: {err}", "--scheduler") from None
+    results: list[ChunkResult] = []
+    with client:
+        futures = client.map(run_chunk, chunks, pure=False)
+        try:
+            for future in dask_completed(futures):
+                result = future.result()
+                results.append(result)
+                if take(result):
+                    break
+        finally:
+            client.cancel(futures)
+    return results
+
+
+def _save_distinct(failures: list[ChunkResult], out_dir: str) -> tuple[list[dict], dict[int, str | None]]:
+    """One saved report per distinct failure; the groups and each failing chunk's saved path."""
+    from neuronsim.verify.fuzz import save_failure
+
+    groups: dict[str, list[ChunkResult]] = {}
+    for r in failures:
+        groups.setdefault(failure_signature(r.check, r.message or ""), []).append(r)
+    distinct, saved_by_chunk = [], {}
+    for signature, members in groups.items():
+        first = members[0]
+        saved = None
+        if first.failure.program:  # an "error" of the pass loader has no program to save
+            saved = save_failure(first.failure, out_dir, f"failure-{first.check}-seed{first.seed}").saved
+        distinct.append({"signature": signature, "check": first.check, "message": first.message, "saved": saved,
+                         "chunks": [r.index for r in members]})
+        for r in members:
+            saved_by_chunk[r.index] = saved
+    return distinct, saved_by_chunk
+
+
+def _check_out_dir(out_dir: str) -> None:
+    if os.path.exists(out_dir) and not os.path.isdir(out_dir):
+        raise UsageFailure("cannot write: it is a file, not a folder", out_dir)
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageFailure(f"cannot write: the folder {parent} is not writable", out_dir)
+
+
+@click.command("fuzz")
+@click.option("--examples", type=click.IntRange(min=1), default=500, show_default=True, help="Programs to generate.")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the whole run.")
+@click.option("--pass", "user_pass", metavar="MODULE:FUNCTION",
+              help="Your pass: a pass object or class, or fn(program) -> program; appended to the pipeline. "
+                   "MODULE is imported from the current folder or the installed packages.")
+@click.option("--replace", metavar="PASS", help="Put --pass in place of this pipeline pass instead of appending it.")
+@click.option("--workers", type=click.IntRange(min=1), default=os.cpu_count() or 1, show_default=True,
+              help="Local worker processes.")
+@click.option("--scheduler", metavar="ADDRESS", help="Run on a Dask cluster (tcp://host:port) instead.")
+@click.option("--out", "out_dir", default="fuzz-failures", show_default=True, metavar="DIR",
+              help="Folder for the failures: one minimal program, race report and compiled program per distinct failure.")
+@click.option("--fail-fast", is_flag=True, help="Stop at the first failing chunk.")
+@click.option("--tasks", is_flag=True, help="Fuzz the task pipeline on generated task programs (implied by a task "
+                                            "pass in --replace or --pass).")
+@click.option("--no-shrink", is_flag=True, help="Report failures as found, without shrinking them.")
+@json_option
+@run_command
+def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, workers: int,
+         scheduler: str | None, out_dir: str, fail_fast: bool, tasks: bool, no_shrink: bool, as_json: bool) -> int:
+    """Fuzz the pass pipeline (with --pass, your pass) on generated programs."""
+    if replace and not user_pass:
+        raise UsageFailure("--replace needs --pass", "--replace")
+    _check_out_dir(out_dir)
+    import_dir = os.getcwd()
+    from neuronsim.passes.tasks import TASK_PASSES
+
+    tasks = tasks or replace in TASK_PASSES
+    if user_pass:
+        from neuronsim.verify.fuzz import load_pass
+        from neuronsim.verify.tasks.fuzz import is_task_pass
+
+        _importable(import_dir)
+        try:
+            tasks = is_task_pass(load_pass(user_pass)) or tasks  # fail fast, with exit 2, before any worker starts
+        except ProgramError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the user's module failed to import: their input
+            raise UsageFailure(f"cannot load {user_pass!r}: {type(err).__name__}: {err}", "--pass") from None
+    chunks = plan_chunks(examples, seed, user_pass, replace, import_dir, tasks=tasks, shrink=not no_shrink)
+    with Progress(summary_min=0) as progress, progress.stage("fuzz", examples, unit="example") as update:
+        ran = [0]
+
+        def advance(result: ChunkResult) -> None:
+            ran[0] += result.examples
+            update(ran[0])
+
+        results = _execute(chunks, workers, scheduler, advance, fail_fast)
+    results.sort(key=lambda r: r.index)
+    failures = [r for r in results if r.failure is not None]
+    distinct, saved = _save_distinct(failures, out_dir) if failures else ([], {})
+    ran = sum(r.examples for r in results)
+    stopped = fail_fast and bool(failures) and len(results) < len(chunks)
+    if as_json:
+        emit_json({"format": "neuronsim.fuzz/1", "examples": ran, "seed": seed, "pass": user_pass, "tasks": tasks,
+                   "stopped_early": stopped, "distinct": distinct,
+                   "failures": [{"chunk": r.index, "seed": r.seed, "check": r.check, "message": r.message,
+                                 "saved": saved.get(r.index)} for r in failures]})
+    else:
+        _print(ran, seed, len(chunks), failures, distinct, stopped, tasks)
+    return 1 if failures else 0
+
+
+def _print(ran: int, seed: int, chunks: int, failures: list[ChunkResult], distinct: list[dict], stopped: bool,
+           tasks: bool = False) -> None:
+    from neuronsim.verify.tasks.fuzz import TASK_CHECKS
+
+    out = Console(highlight=False, soft_wrap=True)
+    table = Table(title=f"fuzz: {ran} {'task programs' if tasks else 'examples'}, seed {seed}, {chunks} chunks")
+    for column in ("check", "failing chunks", "first failure"):
+        table.add_column(column)
+    for check in TASK_CHECKS if tasks else CHECKS:
+        hit = [r for r in failures if r.check == check]
+        table.add_row(check, str(len(hit)), (hit[0].message or "")[:70] if hit else "-")
+    out.print(table)
+    for group in distinct:
+        chunks_text = ", ".join(map(str, group["chunks"]))
+        out.print(f"{group['check']}: {group['message']}\n  in chunk(s) {chunks_text}; minimal program: {group['saved']}")
+    if stopped:
+        out.print("stopped at the first failure (--fail-fast)")
+    if not failures:
+        out.print(f"no failure in {ran} examples")

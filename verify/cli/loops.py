@@ -1,0 +1,96 @@
+"""``neuronsim loops PROGRAM [--json]``: per-loop dependence graphs, distances and fusion verdicts.
+
+The human view follows the seed's debug dump (``viewDependenceGraph``): per loop its defs and
+uses, then one line per (def, use) pair of one tensor with ``dependent``, the distance and the
+direction vectors, then the loop's distance cache.  It ends with the verdict on every pair of
+adjacent loops (what ``fuse-loops`` would do first), and the nesting levels.  ``--json``
+writes ``{"format": "neuronsim.loops/1", "levels", "loops", "fusion"}``.  Exit 0, or 2 for
+unusable input.
+"""
+
+from __future__ import annotations
+
+import click
+
+from neuronsim.machine.formats.program import load_program
+from neuronsim.passes.analysis.distance import AccessSite
+from neuronsim.passes.fuse_loops import adjacent_loop_pairs, check_fusion
+from neuronsim.passes.analysis.loopgraph import LoopGraph, instructions_by_level, loop_dependence_graphs
+
+from neuronsim.verify.cli.common import emit_json, guard_size, json_option, program_argument, run_command, size_options
+
+FORMAT = "neuronsim.loops/1"
+
+
+def _describe(site: AccessSite) -> str:
+    a = site.access
+    parts = [f"{site.label}  tensor {a.tensor}"]
+    if a.partitions is not None:
+        parts.append(f"partitions {list(a.partitions)}")
+    if a.offset:
+        parts.append(f"offset {a.offset}")
+    if a.pattern is not None:
+        parts.append(f"pattern {[list(p) for p in a.pattern]}")
+    if a.per_iteration:
+        parts.append("per_iteration {" + ", ".join(f"{k}: {v}" for k, v in a.per_iteration) + "}")
+    return "  ".join(parts)
+
+
+def _vector(v: tuple[int, ...]) -> str:
+    return "[" + ", ".join(f"{x:+d}" if x else "0" for x in v) + "]"
+
+
+def render_graph(graph: LoopGraph) -> list[str]:
+    """The seed-like debug lines of one loop."""
+    parents = ", ".join(graph.parents) or "-"
+    lines = [f"loop {graph.loop}: trip count {graph.trip_count}, depth {graph.depth}, parents {parents}, "
+             f"niters {graph.niters}"]
+    lines += [f"  (DEBUG) def = {_describe(s)}" for s in graph.defs]
+    lines += [f"  (DEBUG) use = {_describe(s)}" for s in graph.uses]
+    for pair in graph.pairs:
+        r = pair.result
+        line = (f"  (DEBUG) def -> use: {pair.defn.label} -> {pair.use.label} ({pair.defn.access.tensor}), "
+                f"dependent = {str(r.dependent).lower()}")
+        if r.dependent:
+            vectors = " ".join(_vector(v) for v in pair.directions) + ("" if pair.complete else " ...")
+            line += f", distance = {r.distance}, distance vector over [{', '.join(pair.common)}] = {vectors}"
+            if r.witness is not None:
+                w = r.witness
+                line += f", e.g. {w.first_instance} -> {w.second_instance} at {w.where()}"
+        lines.append(line)
+    if not graph.pairs:
+        lines.append("  no def and use of one tensor")
+    else:
+        lines.append("  distance cache:")
+        for site, row in graph.cache.items():
+            cells = ", ".join(f"{other.label}: {d}" for other, d in row.items())
+            lines.append(f"    {site.label}: {{{cells}}}")
+    return lines
+
+
+@click.command()
+@program_argument
+@json_option
+@size_options
+@run_command
+def loops(program: str, as_json: bool, max_instances: int, max_memory: int | None) -> int:
+    """Show each loop's dependence graph and distance cache, and the fusion verdicts."""
+    prog = load_program(program)
+    guard_size(prog, max_instances=max_instances, max_memory=max_memory)  # the distances tile every instance
+    graphs = loop_dependence_graphs(prog)
+    verdicts = [check_fusion(prog, a.name, b.name) for a, b in adjacent_loop_pairs(prog)]
+    levels = instructions_by_level(prog)
+    if as_json:
+        emit_json({"format": FORMAT, "levels": {str(k): list(v) for k, v in levels.items()},
+                   "loops": [g.to_json() for g in graphs], "fusion": [v.to_json() for v in verdicts]})
+        return 0
+    if not graphs:
+        click.echo("no loops")
+    for graph in graphs:
+        click.echo("\n".join(render_graph(graph)))
+    if verdicts:
+        click.echo("fusion of adjacent loops:")
+        for verdict in verdicts:
+            click.echo(f"  {verdict.message}")
+    click.echo("nesting levels: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in levels.items()))
+    return 0

@@ -1,0 +1,128 @@
+"""``neuronsim run SCENARIO``: one shipped kernel end to end.
+
+Builds the scenario, runs the pass pipeline (allocation, dependence construction, reduction),
+race-checks the result, simulates it under several interleavings, compares the outputs with
+the scenario's numpy reference, and writes the Perfetto trace, the sync footprint and
+(optionally) a timeline picture.  SCENARIO is a scenario name (``neuronsim run --list``) or
+the path of a scenario module.
+
+Exit 0 when everything holds, 1 when a check fails (races, outputs off the reference,
+interleavings that disagree), 2 on unusable input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.machine.sim.trace import summarize, summary_table
+
+from neuronsim.verify.cli.common import UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json, guard_size, json_option, run_command, size_options
+
+__all__ = ["run"]
+
+
+def _out_folder(out_dir: str) -> None:
+    """Create ``--out`` (and its parents) up front; a file in its place is exit 2."""
+    if os.path.isdir(out_dir):
+        return
+    if os.path.exists(out_dir):
+        raise UsageFailure("cannot write: it is a file, not a folder", out_dir)
+    try:
+        os.makedirs(out_dir, exist_ok=True)
+    except OSError as err:
+        raise UsageFailure(f"cannot create the folder: {err.strerror or err}", out_dir) from None
+
+
+def _print(result, paths: dict[str, str]) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    summary = result.summary()
+    trace = result.simulation.runs[0].trace
+    console.print(f"scenario {result.name}: {len(trace)} instances on {trace.machine}, pipeline {result.final_pipeline}")
+    table = Table(title="", show_header=True)
+    for column in ("check", "result"):
+        table.add_column(column)
+    waits = summary["waits"]
+    table.add_row("races (compiled / reduced)", f"{summary['races']['compiled']} / {summary['races']['final']}")
+    table.add_row("waits before / after / minimum", f"{waits['before']} / {waits['after']} / {waits['minimum']}")
+    table.add_row("makespan (nominal)", f"{summary['makespan_ns']:,.1f} ns")
+    table.add_row("outputs vs numpy reference", "equal" if summary["outputs_match"] else "DIFFER")
+    table.add_row(f"{len(result.seeds)} interleavings vs sequential", "agree" if summary["interleavings_agree"] else "DISAGREE")
+    console.print(table)
+    console.print(summary_table(summarize(trace), title=""))
+    for problem in result.problems():
+        console.print(f"problem: {problem}")
+    for what, path in paths.items():
+        console.print(f"{what}: {path}")
+
+
+@click.command("run")
+@click.argument("scenario", metavar="SCENARIO", required=False)
+@click.option("--list", "list_only", is_flag=True, help="List the shipped scenarios.")
+@click.option("--out", "out_dir", default="out", show_default=True, metavar="DIR",
+              help="Folder for the trace (NAME.trace.json) and footprint (NAME.footprint.json).")
+@click.option("--plot", "plot_path", metavar="FILE.png", help="Also draw the nominal run's timeline.")
+@json_option
+@size_options
+@run_command
+def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, as_json: bool,
+        max_instances: int, max_memory: int | None) -> int:
+    """Run SCENARIO end to end: compile, check, simulate, compare with numpy."""
+    # The scenarios sit on top of every package (they use the passes and the checker), so
+    # they are imported here, when the command runs, not when the CLI starts.
+    from neuronsim.verify.scenarios import DEFAULT_SEEDS, all_scenarios, load_scenario, run_scenario, scenario_name
+    from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, task_scenario_name
+
+    if list_only:
+        names = [scenario_name(m) for m in all_scenarios()] + [task_scenario_name(m) for m in all_task_scenarios()]
+        if as_json:
+            emit_json({"scenarios": names})
+        else:
+            click.echo("\n".join(names))
+        return 0
+    if scenario is None:
+        raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
+    task_scenario = find_task_scenario(scenario)
+    if task_scenario is not None:  # an orchestration program (scenarios/tasks): the task runtime
+        from neuronsim.verify.cli.task_programs import run_task_scenario_command
+
+        return run_task_scenario_command(task_scenario, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
+                                         make_folder=_out_folder)
+    module = load_scenario(scenario)
+    name = scenario_name(module)
+    paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
+             "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
+    if plot_path:
+        plot_format_or_fail(plot_path)
+    _out_folder(out_dir)
+    if plot_path:
+        _out_folder(os.path.dirname(plot_path) or ".")
+    for path in paths.values():
+        check_output(path, "--out")
+    check_plot(plot_path)
+
+    def before_work(program) -> None:
+        validate_program(program)
+        guard_size(program, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(DEFAULT_SEEDS))
+
+    result = run_scenario(module, before_work=before_work)
+    nominal = result.simulation.runs[0].trace
+    write_chrome_trace(nominal, paths["trace"])
+    write_text(paths["footprint"], json.dumps(result.sync.to_json(), indent=1))
+    if plot_path:
+        plot_timeline(nominal, plot_path)
+        paths["plot"] = plot_path
+    problems = result.problems()
+    if as_json:
+        emit_json({"format": "neuronsim.run/1", "scenario": name, "summary": result.summary(),
+                   "problems": problems, "files": paths})
+    else:
+        _print(result, paths)
+    return 1 if problems else 0

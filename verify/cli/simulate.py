@@ -1,0 +1,164 @@
+"""``neuronsim simulate PROGRAM``: timed runs, checked against the sequential reference.
+
+Without ``--seed`` / ``--seeds`` one run with nominal durations (the cost model's schedule).
+``--seed S`` runs one seeded interleaving; ``--seeds N`` runs the nominal schedule and then
+seeds ``S .. S+N-1`` (S from ``--seed``, default 0).  Every run starts from the same memory (``--data-seed``,
+``--inputs``), so a run whose outputs differ from the sequential reference witnesses a race;
+rerunning with ``--seed`` of that run reproduces it exactly.  The summary, ``--trace`` and
+``--plot`` show the first run that differs, else the first run (the nominal one with
+``--seeds``).
+
+Exit 0 when every run's outputs equal the reference, 1 when some differ, 2 on unusable input
+(including virtual tensors and waits that deadlock).  ``--compare all`` compares the final
+contents of every tensor instead of the outputs only (a finer race witness).
+"""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+
+import click
+import numpy as np
+from rich.console import Console
+
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.tasks.ir import TaskProgram
+from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
+from neuronsim.machine.sim.simulator import RunResult, Simulation
+from neuronsim.machine.sim.simulator import simulate as run_simulation
+from neuronsim.machine.sim.trace import summarize, summary_table
+
+from neuronsim.verify.cli.common import (
+    UsageFailure,
+    check_output,
+    check_plot,
+    emit_json,
+    guard_size,
+    json_option,
+    program_argument,
+    run_command,
+    size_options,
+)
+from neuronsim.verify.progress import Progress
+from neuronsim.verify.cli.task_programs import simulate_tasks_command, sniff_task_program
+
+__all__ = ["simulate", "simulation_json"]
+
+
+def _load_inputs(path: str | None) -> dict[str, np.ndarray] | None:
+    if path is None:
+        return None
+    try:
+        archive = np.load(path, allow_pickle=False)
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise UsageFailure(f"{path} holds a single array; expected an .npz archive of arrays named "
+                               "after input tensors", "--inputs")
+        with archive:
+            return {name: archive[name] for name in archive.files}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise UsageFailure(f"cannot read {path}: {err}", "--inputs") from None
+
+
+def _reported(sim: Simulation) -> RunResult:
+    return sim.first_difference or sim.runs[0]
+
+
+def _seed_text(seed: int | None) -> str:
+    return "nominal durations" if seed is None else f"seed {seed}"
+
+
+def simulation_json(sim: Simulation) -> dict:
+    """The ``neuronsim.simulation/1`` document of a simulation."""
+    shown = _reported(sim)
+    return {
+        "format": "neuronsim.simulation/1",
+        "machine": shown.trace.machine,
+        "instances": len(shown.trace),
+        "functional": sim.functional,
+        "compared": list(sim.outputs),
+        "outputs_equal": not sim.differs,
+        "reported_seed": shown.seed,
+        "summary": summarize(shown.trace).to_json(),
+        "runs": [{"seed": run.seed, "makespan_ns": run.trace.makespan, "differs": run.differs,
+                  "diffs": [d.to_json() for d in run.diffs]} for run in sim.runs],
+    }
+
+
+def _print_people(sim: Simulation, program: str) -> None:
+    console = Console(highlight=False, soft_wrap=True)
+    shown = _reported(sim)
+    trace = shown.trace
+    console.print(f"simulated {program} on {trace.machine}: {len(trace)} instances; "
+                  f"makespan {trace.makespan:,.1f} ns ({_seed_text(shown.seed)})")
+    console.print(summary_table(summarize(trace), title=""))
+    runs = len(sim.runs)
+    if not sim.outputs:
+        console.print("no output tensors to compare with the sequential reference (see --compare all)")
+        return
+    differing = [run for run in sim.runs if run.differs]
+    if not differing:
+        names = ", ".join(sim.outputs)
+        console.print(f"compared tensors ({names}) equal the sequential reference in {runs} of {runs} runs")
+        return
+    seeds = ", ".join(_seed_text(run.seed) for run in differing)
+    console.print(f"compared tensors differ from the sequential reference in {len(differing)} of {runs} runs "
+                  f"({seeds}); a race witness. {_seed_text(shown.seed)}:")
+    for diff in shown.diffs:
+        console.print(f"  {diff}")
+
+
+@click.command("simulate")
+@program_argument
+@click.option("--trace", "trace_path", metavar="FILE", help="Write a Perfetto / Chrome trace JSON of the reported run.")
+@click.option("--seeds", type=click.IntRange(min=1), metavar="N",
+              help="Run the nominal schedule and N seeded interleavings (seeds S..S+N-1).")
+@click.option("--seed", type=click.IntRange(min=0), metavar="S",
+              help="Interleaving seed (the first one with --seeds; default 0).")
+@click.option("--data-seed", type=click.IntRange(min=0), default=0, show_default=True, metavar="D",
+              help="Seed of the initial memory and inputs.")
+@click.option("--inputs", "inputs_path", metavar="FILE.npz", help="Values of input tensors, by tensor name.")
+@click.option("--plot", "plot_path", metavar="FILE.png", help="Draw the reported run's timeline.")
+@click.option("--compare", type=click.Choice(["outputs", "all"]), default="outputs", show_default=True,
+              help="Compare the output tensors (the spec's check) or the final contents of every tensor.")
+@json_option
+@size_options
+@run_command
+def simulate_command(program: str, trace_path: str | None, seeds: int | None, seed: int | None, data_seed: int,
+                     inputs_path: str | None, plot_path: str | None, compare: str, as_json: bool,
+                     max_instances: int, max_memory: int | None) -> int:
+    """Simulate PROGRAM under its deps; compare its outputs with the sequential reference.
+
+    Exit 0 when outputs equal the reference in every run, 1 when some run differs, 2 on
+    unusable input.
+    """
+    check_output(trace_path, "--trace")
+    check_plot(plot_path)
+    prog = sniff_task_program(program)
+    run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
+    if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the simulated task runtime
+        return simulate_tasks_command(prog, seeds=run_seeds, trace_path=trace_path, plot_path=plot_path,
+                                      as_json=as_json, max_instances=max_instances, inputs_path=inputs_path)
+    prog = load_program(prog)
+    inputs = _load_inputs(inputs_path)
+    size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
+    with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
+                                                size=size.instances * len(run_seeds)) as update:
+        sim = run_simulation(prog, seeds=run_seeds, data_seed=data_seed, inputs=inputs, compare=compare,
+                             progress=lambda done, _total: update(done))
+    shown = _reported(sim).trace
+    if trace_path:
+        write_chrome_trace(shown, trace_path)
+    if plot_path:
+        plot_timeline(shown, plot_path)
+    if as_json:
+        emit_json(simulation_json(sim))
+    else:
+        _print_people(sim, "-" if program == "-" else program)
+    if sim.differs and as_json:
+        print(f"outputs differ from the sequential reference in {sum(r.differs for r in sim.runs)} run(s)",
+              file=sys.stderr)
+    return 1 if sim.differs else 0
+
+
+simulate = simulate_command
