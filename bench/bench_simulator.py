@@ -20,7 +20,6 @@ Usage: ``.venv/bin/python bench/bench_simulator.py [N] [REPEATS]`` (defaults 100
 from __future__ import annotations
 
 import gc
-import heapq
 import random
 import statistics
 import sys
