@@ -71,8 +71,8 @@ class Interleaving:
     spread: float = 16.0
     """Durations are scaled by ``spread ** u``, ``u`` uniform in ``[-1, 1)``.  Wide on purpose:
     an unordered pair whose nominal durations differ tenfold must still run in either order
-    (with 16, a 1420 ns DMA finishes before a concurrent 153 ns memset in ~20 % of seeds;
-    with 4, in ~1 %)."""
+    (with 16, a transfer nine times as long as a concurrent memset finishes first in ~20 % of
+    seeds; with 4, in ~1 %).  A DMA's latency and its shares' times scale with its factor."""
 
     def durations(self, plan: Plan) -> tuple[list[float], list[float]]:
         """Per-instance (duration, issue) in ns under this policy."""
