@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 
 from neuronsim.machine.model.cost import OpCost, dma_shares, instance_shift, instruction_cost, moves_partitions
 from neuronsim.machine.ir.errors import ProgramError, join_path
@@ -139,8 +140,8 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -
     costs: dict[str, OpCost] = {}
     moving: dict[str, bool] = {}
     sequencer, queue, is_dma = [0] * n, [-1] * n, [False] * n
-    duration, issue, nbytes = n * [0.0], n * [0.0], n * [0]
-    result, latency = n * [0.0], n * [0.0]
+    duration, issue, result, latency = (list(repeat(0.0, n)) for _ in range(4))
+    nbytes = [0] * n
     shares: list[tuple[tuple[int, float, float], ...]] = [()] * n
     streams: list[list[int]] = [[] for _ in components]
     completions: list[list[int]] = [[] for _ in components]
