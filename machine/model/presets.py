@@ -1,8 +1,8 @@
 """Machine presets ``trn1`` (NeuronCore-v2) and ``trn2`` (NeuronCore-v3), with overrides.
 
 Every figure is sourced from ``docs/machine-model.md`` (section in brackets) or, for the
-timing model, from the public page named in brackets; ``docs/timing.md`` lists every timing
-constant with its page.  Figures marked *unconfirmed* come from third-party reverse
+timing model, from the public page named in brackets (``docs/timing.md`` lists every timing
+constant with its page).  Figures marked *unconfirmed* come from third-party reverse
 engineering, not from AWS; the three *assumptions* are calibrated on published measurements
 (``docs/timing.md``).
 
@@ -32,28 +32,28 @@ class MachineSpec:
     dma_queues: int = 3
     """DMA queues modelled (``dma0 … dmaN-1``); the spec fixes 3 for both presets by default."""
     pe_ghz: float = 2.8
-    """TensorE clock [architecture guides, engine table]: 2.8 GHz on v2, 2.4 GHz on v3."""
+    """TensorE clock [1.3]: 2.8 GHz on v2, 2.4 GHz on v3."""
     act_ghz: float = 1.4
-    """ScalarE clock [architecture guides, engine table]: 1.4 / 1.2 GHz."""
+    """ScalarE clock [1.3]."""
     dve_ghz: float = 1.12
-    """VectorE clock [architecture guides, engine table]: 1.12 / 0.96 GHz."""
+    """VectorE clock [1.3]."""
     pool_ghz: float = 1.4
-    """GpSimd clock [architecture guides, engine table]: 1.4 / 1.2 GHz."""
+    """GpSimd clock [1.3]."""
     sp_ghz: float = 1.4
     """Sync engine clock: not given by the sources; taken equal to ScalarE's."""
     sbuf_partitions: int = 128
-    """SBUF partitions [architecture guides, memory]."""
+    """SBUF partitions [2.1]."""
     sbuf_partition_bytes: int = 192 * 1024
-    """SBUF bytes per partition [architecture guides, memory]: 192 KiB (v2), 224 KiB (v3)."""
+    """SBUF bytes per partition [2.1]: 192 KiB (v2), 224 KiB (v3)."""
     psum_banks: int = 8
-    """PSUM banks per partition [architecture guides, memory]."""
+    """PSUM banks per partition [2.1]."""
     psum_bank_bytes: int = 2048
-    """Bytes per PSUM bank per partition [architecture guides, memory] (512 fp32)."""
+    """Bytes per PSUM bank per partition [2.1] (512 fp32)."""
     dram_bytes: int = 16 * 2**30
-    """Per-core HBM window [compiler constants, third-party notes]: 16 GiB (gen2) / 24 GiB (gen3), *unconfirmed*."""
+    """Per-core HBM window [2.2]: 16 GiB (gen2) / 24 GiB (gen3), *unconfirmed*."""
     dram_bin_bytes: int = 64 * 1024
     """Bin size the anti-dependence analyzer uses for DRAM: a project choice (the largest
-    transfer one descriptor carries, 64 KiB, *unconfirmed*)."""
+    transfer one descriptor carries [2.4], 64 KiB, *unconfirmed*)."""
     dma_engines: int = 16
     """DMA engines per NeuronCore [DMA overview]; each moves one transfer's share at a time."""
     dma_engine_bytes_per_ns: float = 17.0
@@ -98,7 +98,7 @@ class MachineSpec:
     producer's pipeline.  *Assumption A3*, calibrated on the dependent-activation chain of the
     NKI performance guide (189 ns start to start, 159 ns per instruction)."""
     has_hwdge: bool = False
-    """Hardware descriptor generation (``dge: hwdge``) exists from v3 on [DGE reference]."""
+    """Hardware descriptor generation (``dge: hwdge``) exists from v3 on [2.4]."""
 
     @property
     def engines(self) -> tuple[str, ...]:
