@@ -21,6 +21,7 @@ from passes.dep_opt import DepOpt
 from passes.expand_scheduling_units import ExpandSchedulingUnits
 from passes.build_fdeps import BuildFdeps
 from passes.fuse_loops import FuseLoops
+from passes.interchange_loops import InterchangeLoops
 from passes.pipeline import CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
 from passes.dep_reduction import DepReduction
 from passes.remove_redundancies import RemoveRedundancies
@@ -28,8 +29,8 @@ from passes.list_schedule import ListSchedule
 
 #: Registry: pass name -> pass class.
 ALL_PASSES: dict[str, type] = {
-    cls.name: cls for cls in (FuseLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies, AntiDeps,
-                             ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
+    cls.name: cls for cls in (FuseLoops, InterchangeLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies,
+                             AntiDeps, ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
 }
 
 #: Entry-point group under which other packages register passes.
@@ -60,7 +61,7 @@ ALL_PASSES.update(_plugin_passes(ALL_PASSES))
 __all__ = [
     "PLUGIN_GROUP",
     "ALL_PASSES", "CONSTRUCTION_PIPELINE", "DEFAULT_PIPELINE", "Pass", "PassContext", "parse_pipeline", "run_pipeline",
-    "FuseLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
+    "FuseLoops", "InterchangeLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
     "ExpandSchedulingUnits", "ListSchedule", "DepOpt", "DepReduction", "compile_program",
 ]
 
