@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from machine import optable, semantics  # noqa: E402
 from machine.cost import instruction_cost  # noqa: E402
 from machine.ir import Access, Instruction, MemoryKind, Tensor  # noqa: E402
+from machine.opcodes import opcode_of  # noqa: E402
 from machine.optable import COMMON_ATTRS, OP_TABLE  # noqa: E402
 from machine.presets import PRESETS  # noqa: E402
 
@@ -138,6 +139,14 @@ def example_costs(op: str) -> str:
     return "; ".join(parts)
 
 
+def _opcodes(op: str, codes: list[int]) -> str:
+    if not codes:
+        return "-"
+    if op == "transpose":
+        return f"{codes[0]} (on pe)"
+    return ", ".join(map(str, codes))
+
+
 def op_table_page() -> str:
     """The text of ``docs/op-table.md``."""
     table, meaning = rst_table(optable.__doc__), rst_table(semantics.__doc__)
@@ -155,12 +164,16 @@ def op_table_page() -> str:
         "of `machine/optable.py`, `machine/semantics.py` and `machine/cost.py`, and sections of",
         "`neuron-machine.md` cited there.",
         "",
-        "| op | engines | reads | writes |",
-        "|---|---|---|---|",
+        "The BIR opcode column is the number the seeds' opcode gates see (`machine/opcodes.py`; an",
+        "instruction's `x-opcode` overrides it, and only `x-opcode` gives 10, 23 or 41; see `docs/seeds.md`).",
+        "",
+        "| op | engines | reads | writes | BIR opcode |",
+        "|---|---|---|---|---|",
     ]
     for name, spec in OP_TABLE.items():
+        codes = sorted({c for e in spec.engines if (c := opcode_of(Instruction("x", e, name))) is not None})
         out.append(f"| [`{name}`](#{name}) | {', '.join(spec.engines)} | {spec.reads[0]}..{spec.reads[1]} "
-                   f"| {spec.writes[0]}..{spec.writes[1]} |")
+                   f"| {spec.writes[0]}..{spec.writes[1]} | {_opcodes(name, codes)} |")
     for name, spec in OP_TABLE.items():
         if name not in table or name not in meaning:
             raise ValueError(f"op {name!r} has no row in the docstring tables of machine.optable / machine.semantics")
