@@ -62,6 +62,12 @@ The fused loop (:func:`fuse_pair`)
     * a loop-carried dep between them (inside a shared parent) now waits for the previous
       iteration of F, which completes after the previous parent iteration's instances.
 
+    With ``unequal=peel`` unequal trip counts are fused over ``min(T1, T2)`` iterations
+    instead, the rest of the longer loop peeled off into ``NAME~rest`` (after the second loop,
+    or before the first): :mod:`passes.fusion_peel`; any trip counts then qualify, and the
+    check runs on the peeled program's equal-trip pair (exact at the top level).  A peeled
+    loop carries ``x-peeled-from`` and is not fused again with its own part.
+
     Fusion can still break an order the given deps only implied transitively (the last
     iterations of L1 no longer precede L2), so run dependence construction after fusing: the
     default pipeline replaces the deps.
@@ -85,13 +91,17 @@ from machine.ir import Access, Loop, Node, Program, frozen_mapping
 
 from passes.analysis.distance import (DistanceFinding, collect_illegal_common_ap, find_loop, fusion_niters, node_sites,
                                       sites_conflict)
+from passes.fusion_peel import peel, peel_blocker
 from passes.pipeline import Pass, PassContext
 
 __all__ = ["FuseLoops", "FusionVerdict", "FusionResult", "StateFinding", "BlockFinding", "fusion_hazards",
            "check_fusion", "adjacent_loop_pairs", "candidate_pairs", "placement", "move_together", "fuse_pair", "fuse_loops", "GATES",
-           "WINDOW"]
+           "WINDOW", "UNEQUAL"]
 
 GATES = ("relative", "literal")
+#: How unequal trip counts are fused: by the seed's niters groups, or over the shorter count
+#: with the rest peeled.
+UNEQUAL = ("groups", "peel")
 #: The seed's ``distanceThreshold``: candidate loops at most this many positions apart.
 WINDOW = 8
 _RNG_OPS = frozenset({"set_rand_state", "random"})
@@ -183,6 +193,8 @@ class FusionVerdict:
     """Name of the fused loop when the pass fused the pair."""
     placement: str = "adjacent"
     """``adjacent``, ``hoist`` (the second loop moves up to the first) or ``sink``."""
+    peeled: str | None = None
+    """With ``unequal=peel``, the loop peeled off the longer one (its remainder or head)."""
 
     @property
     def legal(self) -> bool:
@@ -190,10 +202,10 @@ class FusionVerdict:
 
     @property
     def status(self) -> str:
-        if not _compatible(*self.trip_counts):
-            return "trip counts differ"
         if self.findings:
             return "refused"
+        if not _compatible(*self.trip_counts):
+            return "trip counts differ"
         return "fused" if self.fused else "legal"
 
     @property
@@ -204,11 +216,14 @@ class FusionVerdict:
         if self.findings:
             return f"{head}: " + "; ".join(f.message for f in self.findings)
         moved = "" if self.placement == "adjacent" else f" ({self.placement})"
+        if self.peeled:
+            moved += f" ({self.peeled} peeled)"
         return f"{head}: fused into {self.fused}{moved}" if self.fused else f"{head}: legal{moved}"
 
     def to_json(self) -> dict:
         return {"loops": [self.first, self.second], "trip_counts": list(self.trip_counts), "status": self.status,
-                "fused": self.fused, "placement": self.placement, "findings": [f.to_json() for f in self.findings]}
+                "fused": self.fused, "placement": self.placement, "peeled": self.peeled,
+                "findings": [f.to_json() for f in self.findings]}
 
 
 def _blocks(program: Program) -> list[tuple[Node, ...]]:
@@ -437,49 +452,82 @@ class FusionResult:
         return tuple(v for v in self.verdicts if v.findings)
 
 
+def _peeled_check(program: Program, first: str, second: str, gate: str) -> tuple[FusionVerdict, Program]:
+    """The verdict on an unequal pair with ``unequal=peel``, and the peeled program to fuse."""
+    a, b = find_loop(program, first).loop, find_loop(program, second).loop
+    why = peel_blocker(program, first, second)
+    if why is not None:
+        return FusionVerdict(first, second, (a.trip_count, b.trip_count),
+                             (BlockFinding("peel", first, second, why),)), program
+    peeled, rest = peel(program, first, second)
+    peeled = _mark_peeled(peeled, rest, (a if a.trip_count > b.trip_count else b).name)
+    return dataclasses.replace(check_fusion(peeled, first, second, gate=gate), peeled=rest), peeled
+
+
+def _mark_peeled(program: Program, name: str, origin: str) -> Program:
+    def change(block: tuple[Node, ...]) -> tuple[Node, ...]:
+        return tuple(Loop(n.name, n.trip_count, n.body, frozen_mapping({**n.extras, "x-peeled-from": origin}))
+                     if isinstance(n, Loop) and n.name == name else n for n in block)
+
+    return program.with_body(_rebuild(program.body, change))
+
+
 def fuse_loops(program: Program, *, gate: str = "relative", only: frozenset[str] = frozenset(),
-               window: int = WINDOW) -> FusionResult:
+               window: int = WINDOW, unequal: str = "groups") -> FusionResult:
     """Fuse greedily (see module doc); ``only``, when not empty, limits fusion to those loops
-    (and the loops fused from them); ``window`` is the seed's ``distanceThreshold``."""
+    (and the loops fused from them); ``window`` is the seed's ``distanceThreshold``;
+    ``unequal`` says how unequal trip counts fuse (:data:`UNEQUAL`)."""
     if window < 1:
         raise ValueError(f"window must be at least 1, got {window}")
+    if unequal not in UNEQUAL:
+        raise ValueError(f"unequal must be one of {UNEQUAL}, got {unequal!r}")
+    peeling = unequal == "peel"
     eligible = set(only)
     tried: set[tuple[str, str]] = set()
     verdicts: list[FusionVerdict] = []
     while True:
         pair = next(((a, b) for a, b in candidate_pairs(program, window)
-                     if _compatible(a.trip_count, b.trip_count) and (a.name, b.name) not in tried
+                     if (peeling or _compatible(a.trip_count, b.trip_count)) and (a.name, b.name) not in tried
+                     and not (peeling and ("x-peeled-from" in a.extras or "x-peeled-from" in b.extras))
                      and (not only or (a.name in eligible and b.name in eligible))), None)
         if pair is None:
             return FusionResult(program, tuple(verdicts))
         first, second = pair[0].name, pair[1].name
         tried.add((first, second))
-        verdict = check_fusion(program, first, second, gate=gate)
+        candidate = program
+        if peeling and pair[0].trip_count != pair[1].trip_count:
+            verdict, candidate = _peeled_check(program, first, second, gate)
+        else:
+            verdict = check_fusion(program, first, second, gate=gate)
         if verdict.findings:
             verdicts.append(verdict)
             continue
-        program, name = fuse_pair(move_together(program, first, second, verdict.placement), first, second)
+        program, name = fuse_pair(move_together(candidate, first, second, verdict.placement), first, second)
         eligible.add(name)
         verdicts.append(dataclasses.replace(verdict, fused=name))
 
 
 @dataclass(frozen=True, slots=True)
 class FuseLoops(Pass):
-    """Pass ``fuse-loops{gate=relative|literal, only=a|b, window=8}``: see the module doc."""
+    """Pass ``fuse-loops{gate=relative|literal, only=a|b, window=8, unequal=groups|peel}``: see the
+    module doc."""
 
     name: ClassVar[str] = "fuse-loops"
     gate: str = "relative"
     only: frozenset = frozenset()
     window: int = WINDOW
+    unequal: str = "groups"
 
     def __post_init__(self) -> None:
         if self.gate not in GATES:
             raise ValueError(f"gate must be one of {'|'.join(GATES)}, got {self.gate!r}")
         if self.window < 1:
             raise ValueError(f"window must be at least 1, got {self.window}")
+        if self.unequal not in UNEQUAL:
+            raise ValueError(f"unequal must be one of {'|'.join(UNEQUAL)}, got {self.unequal!r}")
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
-        result = fuse_loops(program, gate=self.gate, only=self.only, window=self.window)
+        result = fuse_loops(program, gate=self.gate, only=self.only, window=self.window, unequal=self.unequal)
         ctx.count(self.name, "fused", len(result.fused))
         ctx.count(self.name, "refused", len(result.refused))
         return result.program

@@ -199,3 +199,95 @@ def test_collect_illegal_common_ap_lists_every_reordered_pair():
     assert [f.kind for f in check_fusion(program, "a", "b").findings] == ["def-use", "def-use"]
     legal = Program(TENSORS3, (a, Loop("b", 3, (copy("r", tile("t", "b", 0), tile("v", "b", 0)),))))
     assert collect_illegal_common_ap(legal, "a", "b") == ()
+
+
+# -- unequal=peel ------------------------------------------------------------------------------------------
+def swapped_when_peeled(program: Program) -> list[tuple[str, str]]:
+    """Brute force for ``unequal=peel``: instance pairs (x of ``a`` at i, y of ``b`` at j) that
+    both fall in the fused ``m = min`` iterations (``a``'s last m, ``b``'s first m) and whose
+    fused indices put x after y, and that conflict."""
+    unrolled = unroll(program)
+    t1, t2 = (next(n for n in program.body if n.name == name).trip_count for name in ("a", "b"))
+    m = min(t1, t2)
+
+    def touches(inst):
+        return [(w, cells(program.tensors[a.tensor], a, inst.iteration)) for a, w in inst.instr.accesses]
+
+    xs = [(inst, inst.iteration["a"] - (t1 - m)) for inst in unrolled if "a" in inst.iteration]
+    ys = [(inst, inst.iteration["b"]) for inst in unrolled if "b" in inst.iteration]
+    found = []
+    for x, i in xs:
+        for y, j in ys:
+            if i < 0 or j >= m or i <= j:
+                continue
+            rng = x.instr.op in RNG_OPS and y.instr.op in RNG_OPS and x.instr.engine == y.instr.engine
+            if rng or any((wx or wy) and cx & cy for wx, cx in touches(x) for wy, cy in touches(y)):
+                found.append((x.name, y.name))
+    return found
+
+
+def test_peel_fuses_coprime_trip_counts_and_keeps_every_byte():
+    a = Loop("a", 2, (write("w", tile("t", "a", 0, width=2, shift=2)),))
+    b = Loop("b", 5, (copy("r", tile("t", "b", 0, width=2, shift=2), tile("u", "b", 0, width=2, shift=2)),))
+    program = Program(TENSORS, (a, b))
+    validate_program(program)
+    assert fuse_loops(program).verdicts == ()  # gcd 1: the niters groups cannot fuse them
+    result = fuse_loops(program, unequal="peel")
+    (verdict,) = result.verdicts
+    assert (verdict.fused, verdict.peeled) == ("a+b", "b~rest")
+    assert [(n.name, n.trip_count) for n in result.program.body] == [("a+b", 2), ("b~rest", 3)]
+    assert result.program.body[1].body[0].name == "r~rest"
+    check_fused(program, result.program)
+    # the longer first loop: its head is peeled before
+    head = fuse_loops(Program(TENSORS, (Loop("a", 5, a.body), Loop("b", 2, b.body))), unequal="peel")
+    assert [(n.name, n.trip_count) for n in head.program.body] == [("a~rest", 3), ("a+b", 2)]
+
+
+def test_peel_refuses_a_loop_whose_instructions_deps_name():
+    r = dataclasses.replace(copy("r", tile("t", "b", 0), tile("u", "b", 0)), deps=(Dep("w"),))
+    program = Program(TENSORS, (Loop("a", 2, (write("w", tile("t", "a", 0)),)), Loop("b", 3, (r,))))
+    validate_program(program)
+    (verdict,) = fuse_loops(program, unequal="peel").verdicts
+    assert verdict.status == "refused" and verdict.findings[0].kind == "peel"
+    assert "peeling b would copy r" in verdict.message
+
+
+@st.composite
+def peel_loops(draw):
+    t1, t2 = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    trips = {"a": t1, "b": t2}
+
+    def access(loop: str, tensor: str | None = None) -> Access:
+        width, shift = draw(st.integers(1, 3)), draw(st.integers(0, 3))
+        span = shift * (trips[loop] - 1) + width
+        return Access(tensor or draw(st.sampled_from(sorted(TENSORS3))), offset=draw(st.integers(0, 32 - span)),
+                      pattern=((1, width),), per_iteration=((loop, shift),) if shift else ())
+
+    def instruction(name: str, loop: str) -> Instruction:
+        kind = draw(st.sampled_from(["write", "copy", "random"]))
+        if kind == "write":
+            return write(name, access(loop))
+        if kind == "random":
+            return Instruction(name, "pool", "random", writes=(access(loop),))
+        return copy(name, access(loop), access(loop))
+
+    first = tuple(instruction(f"a{k}", "a") for k in range(draw(st.integers(1, 2))))
+    second = tuple(instruction(f"b{k}", "b") for k in range(draw(st.integers(1, 2))))
+    program = Program(TENSORS3, (Loop("a", t1, first), Loop("b", t2, second)))
+    validate_program(program)
+    return program
+
+
+@nonvacuous(fused=5, refused=5)
+@settings(max_examples=80)
+@given(peel_loops())
+def test_peel_fusion_is_exact_for_top_level_loops(program):
+    swapped = swapped_when_peeled(program)
+    result = fuse_loops(program, unequal="peel")
+    (verdict,) = [v for v in result.verdicts if (v.first, v.second) == ("a", "b")]
+    assert verdict.legal == (not swapped), (swapped, verdict.message)
+    if verdict.legal:
+        check_fused(program, result.program)
+        tally("fused")
+    else:
+        tally("refused")
