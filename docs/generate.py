@@ -29,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from neuronsim.machine.model import optable, semantics  # noqa: E402
 from neuronsim.machine.model.cost import instruction_cost  # noqa: E402
 from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Tensor  # noqa: E402
+from neuronsim.machine.model.opcodes import opcode_of  # noqa: E402
 from neuronsim.machine.model.optable import COMMON_ATTRS, ISA_COSTS, OP_TABLE  # noqa: E402
 from neuronsim.machine.model.presets import PRESETS  # noqa: E402
 
@@ -145,6 +146,14 @@ def example_costs(op: str) -> str:
     return "; ".join(parts)
 
 
+def _opcodes(op: str, codes: list[int]) -> str:
+    if not codes:
+        return "-"
+    if op == "transpose":
+        return f"{codes[0]} (on pe)"
+    return ", ".join(map(str, codes))
+
+
 def op_table_page() -> str:
     """The text of ``docs/op-table.md``."""
     table, meaning = rst_table(optable.__doc__), rst_table(semantics.__doc__)
@@ -165,12 +174,16 @@ def op_table_page() -> str:
         "`machine/model/cost.py`, sections of `docs/machine-model.md` cited there, and every timing constant",
         "with its public page in [the timing model](timing.md).",
         "",
-        "| op | engines | reads | writes |",
-        "|---|---|---|---|",
+        "The BIR opcode column is the number the seeds' opcode gates see (`machine/model/opcodes.py`; an",
+        "instruction's `x-opcode` overrides it, and only `x-opcode` gives 10, 23 or 41; see `docs/seeds.md`).",
+        "",
+        "| op | engines | reads | writes | BIR opcode |",
+        "|---|---|---|---|---|",
     ]
     for name, spec in OP_TABLE.items():
+        codes = sorted({c for e in spec.engines if (c := opcode_of(Instruction("x", e, name))) is not None})
         out.append(f"| [`{name}`](#{name}) | {', '.join(spec.engines)} | {spec.reads[0]}..{spec.reads[1]} "
-                   f"| {spec.writes[0]}..{spec.writes[1]} |")
+                   f"| {spec.writes[0]}..{spec.writes[1]} | {_opcodes(name, codes)} |")
     for name, spec in OP_TABLE.items():
         if name not in table or name not in meaning:
             raise ValueError(f"op {name!r} has no row in the docstring tables of neuronsim.machine.model.optable / neuronsim.machine.model.semantics")

@@ -21,6 +21,7 @@ from neuronsim.passes.dep_opt import DepOpt
 from neuronsim.passes.expand_scheduling_units import ExpandSchedulingUnits
 from neuronsim.passes.build_fdeps import BuildFdeps
 from neuronsim.passes.fuse_loops import FuseLoops
+from neuronsim.passes.interchange_loops import InterchangeLoops
 from neuronsim.passes.pipeline import PASS_REGISTRY, CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.dep_reduction import DepReduction
 from neuronsim.passes.remove_redundancies import RemoveRedundancies
@@ -29,8 +30,8 @@ from neuronsim.passes.list_schedule import ListSchedule
 #: Registry: pass name -> pass class (the one :func:`parse_pipeline` reads).
 ALL_PASSES: dict[str, type] = PASS_REGISTRY
 ALL_PASSES.update({
-    cls.name: cls for cls in (FuseLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies, AntiDeps,
-                             ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
+    cls.name: cls for cls in (FuseLoops, InterchangeLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies,
+                             AntiDeps, ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
 })
 
 #: Entry-point group under which other packages register passes.
@@ -61,7 +62,7 @@ ALL_PASSES.update(_plugin_passes(ALL_PASSES))
 __all__ = [
     "PLUGIN_GROUP",
     "ALL_PASSES", "CONSTRUCTION_PIPELINE", "DEFAULT_PIPELINE", "Pass", "PassContext", "parse_pipeline", "run_pipeline",
-    "FuseLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
+    "FuseLoops", "InterchangeLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
     "ExpandSchedulingUnits", "ListSchedule", "DepOpt", "DepReduction", "compile_program",
 ]
 

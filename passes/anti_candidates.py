@@ -6,7 +6,7 @@ Three generators, pure functions over an :class:`~neuronsim.machine.order.stream
 
 * :func:`event_candidates` - the default mode, from one sort of the physical access events;
 * :func:`walk_candidates` - the seed's reverse walk over split interval maps, every mode
-  (``early_stop=matmul``, ``dram=bins``, one batch per alias group or ``alias=exact``); the
+  (``early_stop=pe-order`` / ``matmul``, ``dram=bins``, one batch per alias group or ``alias=exact``); the
   default mode takes the accesses of DRAM alias groups from it in its exact alias mode.
 
 Rule bits: :data:`FLOW_REUSE`, :data:`FLOW_SAME`, :data:`ANTI`, :data:`OUTPUT` name the
@@ -20,6 +20,7 @@ import numpy as np
 
 from neuronsim.machine.order.events import access_events, merge_pairs
 from neuronsim.machine.ir.program import MemoryKind
+from neuronsim.machine.model.opcodes import MATMUL_FAMILY, opcode_of
 from neuronsim.machine.order.splitmap import CellSpace
 from neuronsim.machine.order.stream import InstanceStream
 
@@ -181,7 +182,15 @@ def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum
     ``T`` is, besides, a candidate after the latest write of each component to every other
     tensor of its group and, for a write, the latest read of each component: every earlier
     access there completes on some component no later than the latest one of its kind (rules 1
-    and 3), so the candidates are complete, and each joins a truly conflicting pair."""
+    and 3), so the candidates are complete, and each joins a truly conflicting pair.
+
+    Early stop of a write's walk over the reads since the cell's last write: ``component``
+    keeps the latest read of each completion component; ``pe-order`` drops a PE matmul /
+    transpose read once a later one comes (PE completes them in order), keeping every other;
+    ``matmul`` is the seed's literal walk: latest read first, each one a candidate, stopping
+    *after* the first read of the ``Matmult`` family (opcodes 7, 9, 95,
+    :mod:`neuronsim.machine.model.opcodes`), and then without the last write.  Unsound: a read by another
+    engine before that matmul read is left unordered (tested)."""
     cells = CellSpace(stream.masks(), bins_of(stream), _EMPTY)
     pieces = cells.pieces
     plans_of = _cell_plans(stream, cells, memories, roles, spaces, dram, alias, templates)
@@ -191,7 +200,10 @@ def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum
     raw_same, raw_reuse = "raw" in analyses, "raw-reuse" in analyses or "raw" in analyses
     instr, comp = stream.instr.tolist(), stream.comp.tolist()
     matmul_x = [int(stream.seq_x[x]) == 0 and stream.instrs[x].op in _MM_OPS for x in range(stream.m)]
+    family_x = [opcode_of(stream.instrs[x]) in MATMUL_FAMILY for x in range(stream.m)]
     component_stop = early_stop == "component"
+    pe_order = early_stop == "pe-order"
+    literal = early_stop == "matmul"
     footprint_at = stream.footprint_at
     out_a: list[int] = []
     out_b: list[int] = []
@@ -236,7 +248,7 @@ def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum
                             reads = (b,)
                         elif component_stop:
                             reads = tuple([r for r in reads if comp[r] != cb]) + (b,)
-                        elif b_mm:
+                        elif b_mm and pe_order:
                             reads = tuple([r for r in reads if not matmul_x[instr[r]]]) + (b,)
                         else:
                             reads = reads + (b,)
@@ -247,6 +259,17 @@ def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum
                 values = smap.values
                 for k in range(i, j):
                     w, wt, reads = values[k]
+                    if literal:  # the seed's walk: latest first, stop after a Matmult-family read
+                        stopped = False
+                        for r in reversed(reads):
+                            if r != b and war:
+                                cand[r] = cand.get(r, 0) | ANTI | source
+                            if family_x[instr[r]]:
+                                stopped = True
+                                break
+                        if waw and not stopped and w >= 0 and w != b:
+                            cand[w] = cand.get(w, 0) | OUTPUT | source
+                        continue
                     if waw and w >= 0 and w != b:
                         cand[w] = cand.get(w, 0) | OUTPUT | source
                     if war:

@@ -17,13 +17,21 @@ and the reads since it.  For each instance, in program order, the walk over its 
   (``build-fdeps`` links by logical tensor, this pass only does WAR/WAW); issue #5 item 6.
   Same-tensor RAW is ``build-fdeps``'s (``analyses`` ``raw`` adds it here too).
 
-The **early stop** of the reverse walk: the seed stops at the first same-kind dep of the
-matmul family (``matmul``/``transpose`` on PE), because PE completes them in order.  With
-``early_stop=component`` (default) that is applied to every completion component: among
-reads since the last write only the latest per sequencer (non-DMA) or per queue (DMA) is
-kept, which orders the earlier ones too (rules 1 and 3).  ``early_stop=matmul`` is the seed's.
-Reads by several engines between two writes are *not* ordered among themselves, so a write
-waits for the latest read of every component, not only the nearest read.
+The **early stop** of the reverse walk: the seed stops at the first dep on the ``Matmult``
+family (opcodes 7, 9, 95: ``matmul``, PE ``transpose``, or an ``x-opcode``), because PE
+completes them in order.  Three modes:
+
+* ``early_stop=component`` (default): applied to every completion component: among reads
+  since the last write only the latest per sequencer (non-DMA) or per queue (DMA) is kept,
+  which orders the earlier ones too (rules 1 and 3);
+* ``early_stop=pe-order``: what PE order proves of the seed's stop: a PE matmul / transpose
+  read replaces the earlier ones, every other read is kept (a write waits for the latest
+  matmul read *and* for the reads of the other engines);
+* ``early_stop=matmul``: the seed's literal walk (latest read first, stop after the first
+  Matmult-family read, and then no Output dep on the last write).  **Unsound**: reads by
+  several engines between two writes are not ordered among themselves, so a write ordered
+  after a matmul read is left racing with an ACT read of the same bucket before it (tested).
+  For comparison with the seed only.
 
 **Edge direction**: later waits for earlier ("A waits for B", :mod:`neuronsim.machine.ir.edges`).
 **Loop-carried branch**: an instance order is folded into a dep
@@ -52,8 +60,8 @@ bucketed.  The seed's second registration runs after shared-DRAM allocation:
 ``anti-deps{spaces=local},alloc-shared-dram,anti-deps{spaces=shared}``.
 
 Conservative edges: ``dram=bins`` buckets a DRAM access by the bins of its whole tensor (the
-seed), and with ``alias=batch`` (the seed, and always in the seed's modes ``early_stop=matmul``
-/ ``dram=bins``) an alias group is one batch, so two accesses there may share a cell without
+seed), and with ``alias=batch`` (the seed, and always in the walk modes ``early_stop=pe-order``
+/ ``matmul`` / ``dram=bins``) an alias group is one batch, so two accesses there may share a cell without
 sharing a byte: the seed's batch orders accesses of one alias tensor that share no byte,
 which cost up to one wait above the minimum on 4 of 1,000 generated loop programs.  Edges added only for such pairs are counted as ``conservative_bin`` /
 ``conservative_alias``; every other memory edge joins a pair that truly conflicts.
@@ -89,7 +97,10 @@ from neuronsim.passes.anti_candidates import ALIAS, ANTI, BIN, EXACT, FLOW_REUSE
 from neuronsim.passes.build_fdeps import restrictions
 from neuronsim.passes.pipeline import Pass, PassContext
 
-__all__ = ["AntiDeps", "anti_dependency_edges", "dep_label"]
+__all__ = ["AntiDeps", "anti_dependency_edges", "dep_label", "EARLY_STOPS"]
+
+#: ``early_stop`` modes: the default, what PE order proves, the seed's literal (unsound) walk.
+EARLY_STOPS = ("component", "pe-order", "matmul")
 
 RULES = {FLOW_REUSE: "anti:raw-reuse", FLOW_SAME: "anti:raw", ANTI: "anti:war", OUTPUT: "anti:waw",
          BIN: "anti:dram-bin", ALIAS: "anti:alias"}
@@ -234,8 +245,8 @@ class AntiDeps(Pass):
     """Restrict each added dep to the iterations where it was needed (``x-iterations``)."""
     alias: str = "exact"
     """DRAM alias groups: ``exact`` (one tensor's accesses by their bytes, different tensors of a
-    group always) or ``batch`` (one cell per group, as the seed; the seed's modes
-    ``early_stop=matmul`` / ``dram=bins`` always batch)."""
+    group always) or ``batch`` (one cell per group, as the seed; the walk modes
+    ``early_stop=pe-order|matmul`` / ``dram=bins`` always batch)."""
 
     def __post_init__(self) -> None:
         for option, allowed in (("memories", {"sbuf", "psum", "dram"}), ("roles", {"input", "output", "internal"}),
@@ -243,8 +254,8 @@ class AntiDeps(Pass):
             bad = set(getattr(self, option)) - allowed
             if bad:
                 raise ValueError(f"{option}: unknown {sorted(bad)}; expected a subset of {sorted(allowed)}")
-        if self.early_stop not in ("component", "matmul"):
-            raise ValueError(f"early_stop must be 'component' or 'matmul', got {self.early_stop!r}")
+        if self.early_stop not in EARLY_STOPS:
+            raise ValueError(f"early_stop must be one of {'|'.join(EARLY_STOPS)}, got {self.early_stop!r}")
         if self.dram not in ("bytes", "bins"):
             raise ValueError(f"dram must be 'bytes' or 'bins', got {self.dram!r}")
         if self.alias not in ("exact", "batch"):

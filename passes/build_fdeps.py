@@ -31,6 +31,20 @@ iterations between them, the smallest one over every pair the dep orders):
   every loop, the first instruction of each sequencer in the body waits, loop-carried, for
   the last instruction of each engine in the body: iteration ``i+1`` starts after ``i`` ends.
   Off by default because it orders pairs that do not conflict.
+* **opcode gates** (option ``opcodes``, on by default as in the seed; :mod:`neuronsim.machine.model.opcodes`) -
+  a read by an instruction of opcode 41 ("not a real flow consumer", ``x-opcode``) gets no RAW
+  edge (``make_linear_dependencies`` skips it), and an SBUF tensor whose first accessor in
+  program order has opcode 10 or 23 gets no reduction sequence (``make_reduction_sequence``
+  returns).  No op name maps to 10, 23 or 41, so only an ``x-opcode`` brings them into play.
+  The first is unsound in our model (the read is real: the race checker reports it unless
+  another dep orders it), the second is sound after ``anti-deps`` (which orders the writes
+  WAW); ``opcodes=false`` turns both off.
+* **dependencies among scheduling units** (option ``units``, off by default) - the seed's
+  ``addDependenciesAmongSchedulingUnits``: a loop (scheduling unit) is written to wait for
+  every sibling loop of its block (``x-unit-deps``, their names) that holds the former of a
+  dep of one of its instructions, not loop-carried at that level.  Information for a
+  scheduler of units as atoms (``list-schedule`` derives the same itself): it orders nothing
+  the instruction deps do not.
 * **spill guard** - when the program carries ``"x-too-many-spills": true`` (or option
   ``trivial``), nothing above is built: every instance waits for its program-order
   predecessor (a total order, trivially sound).
@@ -43,7 +57,8 @@ Contract
     guarantees: only Flow edges; every non-structural edge joins two instances that touch a
     common byte of one tensor, the later reading it (RAW) or both writing it in a reduction /
     accumulation chain; every read of a byte written earlier *by the same tensor* is ordered
-    after its last such writer.
+    after its last such writer (but for reads of an ``x-opcode`` 41 instruction while
+    ``opcodes`` is on: the seed's quirk).
 """
 
 from __future__ import annotations
@@ -58,13 +73,15 @@ from neuronsim.machine.order.conflicts import iteration_boxes
 from neuronsim.machine.order.deptable import DepTable, with_deps
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.order.events import access_events, merge_pairs
-from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.ir.program import Loop, MemoryKind, Node, Program, frozen_mapping
+from neuronsim.machine.model.opcodes import NOT_FLOW_CONSUMER, NOT_REDUCTION, opcode_of
 from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
 from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
 
 from neuronsim.passes.pipeline import Pass, PassContext, edge_table
 
-__all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "restrictions", "RULES", "STRUCTURAL"]
+__all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "restrictions", "RULES", "STRUCTURAL",
+           "unit_dependencies", "with_unit_dependencies"]
 
 RAW, REDUCTION, ACCUMULATION, RNG, GROUP, BARRIER, TRIVIAL = (1 << k for k in range(7))
 #: Provenance names of the rule bits.
@@ -87,13 +104,24 @@ def bins_of(stream: InstanceStream) -> dict[str, int]:
     return {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": spec.dram_bin_bytes}
 
 
+def _not_reductions(stream: InstanceStream) -> frozenset[int]:
+    """Tensor ids whose first accessor (program order) has opcode 10 or 23: the seed's
+    ``make_reduction_sequence`` builds nothing for them."""
+    first: dict[int, int] = {}
+    for x in range(stream.m):  # the first instance of the first instruction comes first
+        for ca in stream.accesses(x):
+            first.setdefault(ca.tensor, x)
+    return frozenset(t for t, x in first.items() if opcode_of(stream.instrs[x]) in NOT_REDUCTION)
+
+
 def _chain_recipes(stream: InstanceStream, reduction: bool, accumulation: bool, rng: bool,
-                   groups: bool) -> dict[int, tuple]:
+                   groups: bool, opcodes: bool = True) -> dict[int, tuple]:
     """Per instruction that takes part in a chain: ``(writes, rng sequencer | None, group key |
     None)``, ``writes`` being ``((access, chain key, chain bit), ...)``.  A chain whose members
     all carry bit 0 (overwriting matmuls only) links nothing and is left out."""
     out: dict[int, tuple] = {}
     linking: set = set()
+    gated = _not_reductions(stream) if reduction and opcodes else frozenset()
     for x, instr in enumerate(stream.instrs):
         op = instr.op
         writes = []
@@ -102,7 +130,7 @@ def _chain_recipes(stream: InstanceStream, reduction: bool, accumulation: bool, 
             for ca in accesses:
                 if not ca.is_write:
                     continue
-                if op == "tensor_tensor" and ca.memory == MemoryKind.SBUF:
+                if op == "tensor_tensor" and ca.memory == MemoryKind.SBUF and ca.tensor not in gated:
                     writes.append((ca, ("reduction", ca.tensor, instr.attrs["group"]), REDUCTION))
                 elif op == "matmul" and ca.memory == MemoryKind.PSUM:
                     accumulating = instr.attrs.get("accumulate")
@@ -127,9 +155,10 @@ def _chain_recipes(stream: InstanceStream, reduction: bool, accumulation: bool, 
     return out
 
 
-def _raw_pairs(stream: InstanceStream) -> tuple[np.ndarray, np.ndarray]:
+def _raw_pairs(stream: InstanceStream, opcodes: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """``(a, b)``: instance ``b`` reads a byte whose last earlier writer *through the same
-    tensor* is ``a`` (one sort of the access events by tensor, :mod:`neuronsim.machine.order.events`)."""
+    tensor* is ``a`` (one sort of the access events by tensor, :mod:`neuronsim.machine.order.events`); with
+    ``opcodes``, no ``b`` of opcode 41 (the seed's ``make_linear_dependencies``)."""
     ev = access_events(stream, "tensor")
     n = len(ev)
     if not n:
@@ -141,6 +170,10 @@ def _raw_pairs(stream: InstanceStream) -> tuple[np.ndarray, np.ndarray]:
     seg_first = np.maximum.accumulate(np.where(starts, idx, 0))
     # events of one segment are in program order, an instance's read before its write
     reads = np.flatnonzero(~ev.write & (last_write >= seg_first))
+    if opcodes:
+        skipped = np.fromiter((opcode_of(i) == NOT_FLOW_CONSUMER for i in stream.instrs), bool, stream.m)
+        if skipped.any():
+            reads = reads[~skipped[stream.instr[ev.inst[reads]]]]
     return ev.inst[last_write[reads]].astype(np.int64), ev.inst[reads].astype(np.int64)
 
 
@@ -217,14 +250,14 @@ def queue_ordered(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.nd
 
 
 def flow_pairs(stream: InstanceStream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
-               groups: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+               groups: bool = True, opcodes: bool = True) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Instance pairs ``(a, b, rule bits)``, ``a`` before ``b``, each pair once, sorted by
     ``(b, a)``: every order the flow rules give (see the module doc), but none that rules 1-3
     already give (:func:`queue_ordered`: two transfers of one queue, or a transfer whose queue
     is behind a transfer its former's sequencer issued after the former)."""
-    a, b = _raw_pairs(stream)
+    a, b = _raw_pairs(stream, opcodes)
     bits = np.full(len(a), RAW, np.int64)
-    chained = _chain_pairs(stream, _chain_recipes(stream, reduction, accumulation, rng, groups))
+    chained = _chain_pairs(stream, _chain_recipes(stream, reduction, accumulation, rng, groups, opcodes))
     if chained:
         ca, cb, cbits = (np.asarray(col, np.int64) for col in zip(*chained))
         a, b, bits = np.concatenate([a, ca]), np.concatenate([b, cb]), np.concatenate([bits, cbits])
@@ -254,7 +287,7 @@ def fold_distances(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.n
 
 def build_flow_edges(stream: InstanceStream, *, reduction: bool = True, accumulation: bool = True, rng: bool = True,
                      groups: bool = True, loop_barrier: bool = False, trivial: bool = False,
-                     where: dict[tuple[int, int, int], list[int]] | None = None) -> Edges:
+                     where: dict[tuple[int, int, int], list[int]] | None = None, opcodes: bool = True) -> Edges:
     """Flow edges over instruction ids (see :data:`Edges`), one per instance order found.
 
     ``where``, when given, collects for each edge of a program with loops the waiter
@@ -263,7 +296,8 @@ def build_flow_edges(stream: InstanceStream, *, reduction: bool = True, accumula
         a = np.arange(len(stream) - 1, dtype=np.int64)
         b, bits = a + 1, np.full(len(a), TRIVIAL, np.int64)
     else:
-        a, b, bits = flow_pairs(stream, reduction=reduction, accumulation=accumulation, rng=rng, groups=groups)
+        a, b, bits = flow_pairs(stream, reduction=reduction, accumulation=accumulation, rng=rng, groups=groups,
+                                opcodes=opcodes)
     d = fold_distances(stream, a, b)
     x, y = stream.instr[a].astype(np.int64), stream.instr[b].astype(np.int64)
     edges: Edges = {}
@@ -364,7 +398,8 @@ class BuildFdeps(Pass):
         requires: a valid program (virtual tensors allowed: the analysis is logical).
         guarantees: deps are replaced (kept too with ``keep_given``) by Flow edges only; every
         read of a byte is ordered after the last earlier write of that byte *through the same
-        tensor*; every non-structural edge joins two instances sharing a byte of one tensor;
+        tensor* (with ``opcodes``, not a read of an ``x-opcode`` 41 instruction: the seed's
+        quirk); every non-structural edge joins two instances sharing a byte of one tensor;
         a loop-carried edge waits exactly as many iterations back as the nearest pair it
         orders.
     """
@@ -379,8 +414,20 @@ class BuildFdeps(Pass):
     trivial: bool = False
     restrict: bool = True
     """Restrict each dep to the iterations where its pairs were found (``x-iterations``)."""
+    opcodes: bool = True
+    """The seed's opcode gates (op-41 readers skipped, op-10/23 first accessors)."""
+    units: bool = False
+    """Write the order among scheduling units (``x-unit-deps`` on loops)."""
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
+        built = self._build(program, ctx)
+        if not self.units:
+            return built
+        lifted = with_unit_dependencies(built)
+        ctx.count(self.name, "unit-deps", sum(len(v) for v in unit_dependencies(built).values()))
+        return lifted
+
+    def _build(self, program: Program, ctx: PassContext) -> Program:
         stream = ctx.stream(program)
         trivial = self.trivial or program.extras.get("x-too-many-spills") is True
         if stream.has_loops:
@@ -391,7 +438,7 @@ class BuildFdeps(Pass):
                 b, bits = a + 1, np.full(len(a), TRIVIAL, np.int64)
             else:
                 a, b, bits = flow_pairs(stream, reduction=self.reduction, accumulation=self.accumulation,
-                                        rng=self.rng, groups=self.groups)
+                                        rng=self.rng, groups=self.groups, opcodes=self.opcodes)
             self._note(ctx, stream, zip(a.tolist(), b.tolist(), [0] * len(a), bits.tolist()) if ctx.record else (),
                        *np.unique(bits, return_counts=True))
             table = DepTable(b.astype(np.int32), a.astype(np.int32), np.full(len(a), int(EdgeKind.FLOW), np.int8),
@@ -405,7 +452,8 @@ class BuildFdeps(Pass):
     def _loop_table(self, stream: InstanceStream, trivial: bool, ctx: PassContext) -> DepTable:
         where: dict | None = {} if self.restrict and not trivial else None
         found = build_flow_edges(stream, reduction=self.reduction, accumulation=self.accumulation, rng=self.rng,
-                                 groups=self.groups, loop_barrier=self.loop_barrier, trivial=trivial, where=where)
+                                 groups=self.groups, loop_barrier=self.loop_barrier, trivial=trivial, where=where,
+                                 opcodes=self.opcodes)
         edges = min_distances(found, where)
         counts = Counter(edges.values())
         self._note(ctx, stream, ((x, y, d, bits) for (x, y, d), bits in edges.items()) if ctx.record else (),
@@ -429,3 +477,64 @@ class BuildFdeps(Pass):
                 if int(bits) & bit:
                     ctx.count(self.name, rule.split(":")[1], int(n))
         ctx.count(self.name, "edges", total)
+
+
+def _names_in(node: Node) -> frozenset[str]:
+    if isinstance(node, Loop):
+        return frozenset(name for n in node.body for name in _names_in(n))
+    return frozenset({node.name})
+
+
+def unit_dependencies(program: Program) -> dict[str, tuple[str, ...]]:
+    """``{loop: sibling loops it waits for}``: the seed's ``addDependenciesAmongSchedulingUnits``.
+
+    In every block (the body, a loop body), loop ``U`` waits for a sibling loop ``V`` when an
+    instruction inside ``U`` has a dep on one inside ``V`` that is not loop-carried at this
+    level (a loop-carried dep between two siblings names the previous iteration of a loop
+    around both, which the order of the siblings does not decide).  Earlier siblings only, in
+    block order; loops with none are left out.
+
+    >>> from neuronsim.machine.ir.program import Dep, Instruction, Loop, Program
+    >>> a = Loop("a", 2, (Instruction("w", "dve", "memset"),))
+    >>> b = Loop("b", 2, (Instruction("r", "act", "op", deps=(Dep("w"),)),))
+    >>> unit_dependencies(Program({}, (a, b, Loop("c", 1, (Instruction("z", "pe", "op"),)))))
+    {'b': ('a',)}
+    """
+    out: dict[str, tuple[str, ...]] = {}
+    blocks = [program.body] + [node.body for node, _ in program.walk() if isinstance(node, Loop)]
+    for block in blocks:
+        owner: dict[str, int] = {}
+        for k, node in enumerate(block):
+            for name in _names_in(node):
+                owner[name] = k
+        for k, node in enumerate(block):
+            if not isinstance(node, Loop):
+                continue
+            waits: set[int] = set()
+            for inst, _ in Program({}, (node,)).instructions():
+                for dep in inst.deps:
+                    j = owner.get(dep.on)
+                    if j is not None and j < k and isinstance(block[j], Loop) and not dep.loop_carried:
+                        waits.add(j)
+            if waits:
+                out[node.name] = tuple(block[j].name for j in sorted(waits))
+    return out
+
+
+def with_unit_dependencies(program: Program) -> Program:
+    """The program with :func:`unit_dependencies` written as ``x-unit-deps`` on its loops
+    (replacing any given)."""
+    units = unit_dependencies(program)
+
+    def rebuild(nodes: tuple[Node, ...]) -> tuple[Node, ...]:
+        out: list[Node] = []
+        for node in nodes:
+            if isinstance(node, Loop):
+                extras = {k: v for k, v in node.extras.items() if k != "x-unit-deps"}
+                if node.name in units:
+                    extras["x-unit-deps"] = list(units[node.name])
+                node = Loop(node.name, node.trip_count, rebuild(node.body), frozen_mapping(extras))
+            out.append(node)
+        return tuple(out)
+
+    return program.with_body(rebuild(program.body))

@@ -35,7 +35,8 @@ SyncState
     :func:`redundant_waits` is the production path, :meth:`neuronsim.machine.order.hb.HappensBefore.fold` on
     the project's one happens-before: bank A of every engine is a prefix (in-order engines,
     performance notes 1.4), so a vector clock of frontiers encodes it losslessly and joins
-    replace bitmap unions; bank B is skipped, since no redundancy test reads it.  The tests
+    replace bitmap unions; bank B is skipped, since no exact redundancy test reads it (the
+    async window mode below does).  The tests
     check both paths agree entry for entry.
 
 Loops
@@ -52,6 +53,15 @@ Loops
     :class:`ReductionResult` then reports them (:attr:`ReductionResult.partial`).  Expanding
     the loops first (:mod:`neuronsim.passes.expand_scheduling_units`) reaches the same minimum at the
     price of the loop structure.
+
+The async window (``window=async``)
+    :mod:`neuronsim.passes.analysis.asyncwindow`: the fold driven by ``procAsync``'s edges, keeping each
+    point's async window in bank B and reading it in ``RedundantAsyncRemover``.  With the
+    default fold it gives the exact answer; with ``fold=program-order`` it recovers part of
+    what that fold misses and stays weaker than exact (tested).  The seed's arch gate
+    (``DepReduction::run`` skips the pass on arch 10, "Skipping dependency reduction pass.") is
+    the option ``arch``: the target's arch number, which our presets do not know (-1, the
+    default, never skips); ``arch=10`` leaves the deps untouched and counts ``skipped-arch``.
 
 Kinds
     :func:`apply_reorder_reduction` drops redundant Flow / Ordered deps,
@@ -77,6 +87,7 @@ from neuronsim.machine.order.hb import HappensBefore, wait_counts
 from neuronsim.machine.ir.program import Dep, Program
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
+from neuronsim.passes.analysis.asyncwindow import redundant_waits_window
 from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids
 from neuronsim.passes.pipeline import Pass, PassContext
 
@@ -84,9 +95,13 @@ __all__ = [
     "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
     "redundant_waits", "redundant_waits_syncstate", "DepRef", "PartialDep", "ReductionResult",
     "dep_reduction", "reduce_table", "apply_reorder_reduction", "apply_anti_dependence_reduction", "REORDER_KINDS",
-    "ANTI_KINDS", "DepReduction",
+    "ANTI_KINDS", "DepReduction", "WINDOWS",
 ]
 
+#: ``window`` option values: none, or the seed's async window.
+WINDOWS = ("none", "async")
+#: Arch numbers on which the seed skips the pass.
+SKIPPED_ARCHS = frozenset({10})
 LATEST_FIRST = "latest-first"
 PROGRAM_ORDER = "program-order"
 FOLDS = (LATEST_FIRST, PROGRAM_ORDER)
@@ -324,13 +339,19 @@ def _dep_refs(table: DepTable, stream: InstanceStream, rows) -> dict[int, DepRef
 
 
 def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_FIRST, kinds: frozenset = REORDER_KINDS | ANTI_KINDS,
-                 method: str = "clock", split: bool = True, describe: bool = True) -> tuple[DepTable, ReductionResult]:
+                 method: str = "clock", split: bool = True, describe: bool = True,
+                 window: str = "none") -> tuple[DepTable, ReductionResult]:
     """The reduction of ``table`` over ``stream``; see the module doc.  Without ``describe``
     the result names no dropped dep (``dropped`` empty; ``dropped_rows`` and the counts
-    filled): a pipeline pass needs the counts, a report the names."""
+    filled): a pipeline pass needs the counts, a report the names.  ``window="async"`` folds
+    with the async window (:mod:`neuronsim.passes.analysis.asyncwindow`) whatever ``method`` says."""
     resolved = stream.resolve(table)
     waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
-    if method == "clock":
+    if window == "async":
+        redundant, _, _ = redundant_waits_window(waits, fold)
+    elif window != "none":
+        raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
+    elif method == "clock":
         redundant = redundant_waits(waits, fold)
     elif method == "syncstate":
         redundant, _ = redundant_waits_syncstate(waits, fold)
@@ -480,7 +501,7 @@ def apply_anti_dependence_reduction(program: Program, fold: str = LATEST_FIRST) 
 @dataclass(frozen=True, slots=True)
 class DepReduction(Pass):
     """Pass: the exact transitive reduction of the waits
-    (``dep-reduction{fold=latest-first,anti=true,method=clock,split=true}``).
+    (``dep-reduction{fold=latest-first,anti=true,method=clock,split=true,window=none,arch=-1}``).
 
     Contract
         requires: a valid program.
@@ -502,8 +523,14 @@ class DepReduction(Pass):
     """Also run :func:`neuronsim.passes.analysis.labels.verify_anti_dependence` on the result and count its
     findings as ``inconsistent-labels`` (the seed verifies after its anti phase)."""
     split: bool = True
+    window: str = "none"
+    """``async``: the seed's async window and redundant-async remover (see the module doc)."""
+    arch: int = -1
+    """The target's arch number for the seed's gate: the pass does nothing on arch 10."""
 
     def __post_init__(self) -> None:
+        if self.window not in WINDOWS:
+            raise ValueError(f"window must be one of {list(WINDOWS)}, got {self.window!r}")
         if self.fold not in FOLDS:
             raise ValueError(f"fold must be one of {list(FOLDS)}, got {self.fold!r}")
         if self.method not in ("clock", "syncstate"):
@@ -511,9 +538,13 @@ class DepReduction(Pass):
 
     def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
         ctx = ctx or PassContext()
+        if self.arch in SKIPPED_ARCHS:  # "Skipping dependency reduction pass."
+            ctx.count(self.name, "skipped-arch")
+            return program
         stream = ctx.stream(program)
         table, result = reduce_table(stream, ctx.deps(program), fold=self.fold, method=self.method, split=self.split,
-                                     kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS, describe=False)
+                                     kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS, describe=False,
+                                     window=self.window)
         out = with_deps(program, table, stream)
         for phase, n in (("reorder", result.dropped_reorder), ("anti", len(result.dropped_rows) - result.dropped_reorder)):
             if n:

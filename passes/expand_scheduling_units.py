@@ -9,12 +9,18 @@ That is a change of spelling, not of meaning:
 
 * instance ``NAME[i,j]`` becomes an instruction literally named ``NAME[i,j]``, so race
   reports on the expanded program name the same instances as on the original;
-* its accesses keep their bytes: ``per_iteration`` shifts are folded into ``offset``;
+* its accesses keep their bytes: ``per_iteration`` shifts are folded into ``offset`` and
+  ``x-partitions_per_iteration`` shifts into ``partitions``;
 * its deps are the instance-level waits of the original, each on the *last* instance the
   dep waited on (:meth:`neuronsim.machine.order.unroll.Unrolled.resolve_wait`): the other instances of the
   same instruction complete before that one on the same engine, so waiting for the last is
   waiting for all of them.  Kinds are kept; a loop-carried dep becomes an ordinary one on
-  the previous iteration's instance, and disappears in the first iteration.
+  the previous iteration's instance, and disappears in the first iteration;
+* a rotating tensor (``x-rotate``, as ``alloc`` multi-buffers loop-body tiles) has no loop left
+  to rotate with, so each slot becomes a tensor of its own, placed where the slot sits: slot 0
+  keeps the name (and the role), slot ``k`` is ``NAME@k`` (``NAME@k#2``... if taken), and
+  every instance reads or writes the slot its iteration selects.  The seed needs no such step
+  (its rotation is already an address per instruction); here it is what keeps the bytes.
 
 Hence the happens-before order of the expanded program equals the original's, instance for
 instance (tested on the transitive closure of both graphs).
@@ -30,11 +36,13 @@ instance (tested on the transitive closure of both graphs).
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Access, Dep, Instruction, Loop, Program
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
 from neuronsim.machine.order.unroll import Instance, Unrolled, unroll
 
 from neuronsim.passes.pipeline import Pass, PassContext
@@ -42,15 +50,66 @@ from neuronsim.passes.pipeline import Pass, PassContext
 __all__ = ["expand_scheduling_units", "ExpandSchedulingUnits"]
 
 
-def _bake(access: Access, iteration: dict[str, int]) -> Access:
-    """The access at one iteration, without ``per_iteration``."""
-    if not access.per_iteration:
+def _bake(access: Access, iteration: dict[str, int], slot_names: dict[tuple[str, int], str],
+          tensors: Mapping[str, Tensor]) -> Access:
+    """The access at one iteration: no loop shift, no rotating tensor."""
+    tensor = tensors[access.tensor]
+    if not access.moves and tensor.rotate is None:
         return access
-    offset = (access.offset or 0) + sum(shift * iteration[loop] for loop, shift in access.per_iteration)
-    return Access(access.tensor, access.partitions, offset, access.pattern, (), access.extras)
+    name = access.tensor
+    if tensor.rotate is not None:
+        name = slot_names[(name, iteration[tensor.rotate.loop] % tensor.rotate.slots)]
+    offset = access.offset
+    if access.per_iteration:
+        offset = (access.offset or 0) + sum(shift * iteration[loop] for loop, shift in access.per_iteration)
+    partitions = access.partitions
+    if access.partitions_per_iteration:
+        start, count, step = partitions or (0, tensor.shape[0], 1)
+        start += sum(shift * iteration[loop] for loop, shift in access.partitions_per_iteration)
+        partitions = (start, count, step)
+    return Access(name, partitions, offset, access.pattern, (), access.extras)
 
 
-def _flatten(inst: Instance, unrolled: Unrolled) -> Instruction:
+def _slot_tensor(tensor: Tensor, name: str, slot: int) -> Tensor:
+    """Slot ``slot`` of a rotating tensor as a tensor of its own (no rotation)."""
+    assert tensor.rotate is not None
+    delta = slot * tensor.rotate.stride
+    moved: dict[str, int | None] = {}
+    if tensor.memory == MemoryKind.DRAM:
+        moved["address"] = (tensor.address or 0) + delta
+    elif tensor.memory == MemoryKind.PSUM:
+        moved["bank"], moved["offset"] = divmod(tensor.byte_base + delta, PSUM_BANK_BYTES)
+    else:
+        moved["offset"] = (tensor.offset or 0) + delta
+    role = tensor.role if slot == 0 else "internal"
+    return dataclasses.replace(tensor, name=name, rotate=None, role=role, **moved)
+
+
+def resolve_rotations(program: Program, taken: set[str]) -> tuple[dict[str, Tensor], dict[tuple[str, int], str]]:
+    """The tensors with every rotating one split into its slots, and ``(tensor, slot) -> name``
+    (names in ``taken`` or of other tensors are avoided)."""
+    tensors: dict[str, Tensor] = {}
+    slot_names: dict[tuple[str, int], str] = {}
+    taken = taken | set(program.tensors)
+    for name, tensor in program.tensors.items():
+        if tensor.rotate is None:
+            tensors[name] = tensor
+            continue
+        for slot in range(tensor.rotate.slots):
+            slot_name = name
+            if slot:
+                slot_name, k = f"{name}@{slot}", 1
+                while slot_name in taken:
+                    k += 1
+                    slot_name = f"{name}@{slot}#{k}"
+                taken.add(slot_name)
+            slot_names[(name, slot)] = slot_name
+            tensors[slot_name] = _slot_tensor(tensor, slot_name, slot)
+    return tensors, slot_names
+
+
+def _flatten(inst: Instance, unrolled: Unrolled, slot_names: dict[tuple[str, int], str],
+             tensors: Mapping[str, Tensor]) -> Instruction:
     instr = inst.instr
     merged: dict[str, Dep] = {}
     for dep in instr.deps:
@@ -62,8 +121,8 @@ def _flatten(inst: Instance, unrolled: Unrolled) -> Instruction:
         if old is None or dep.kind > old.kind:
             merged[name] = Dep(name, dep.kind)
     iteration = inst.iteration
-    reads = tuple(_bake(a, iteration) for a in instr.reads)
-    writes = tuple(_bake(a, iteration) for a in instr.writes)
+    reads = tuple(_bake(a, iteration, slot_names, tensors) for a in instr.reads)
+    writes = tuple(_bake(a, iteration, slot_names, tensors) for a in instr.writes)
     return Instruction(inst.name, instr.engine, instr.op, reads, writes, instr.attrs, tuple(merged.values()),
                        instr.queue, instr.extras)
 
@@ -73,7 +132,7 @@ def expand_scheduling_units(program: Program) -> Program:
 
     Requires a valid program.  Guarantees: no loop is left; instructions appear in program
     order, one per instance, named as the instance; the happens-before order and every
-    instance's footprint are unchanged.  Raises :class:`ProgramError` when an instance name
+    instance's footprint (its bytes: a rotating tensor's slots become tensors) are unchanged.  Raises :class:`ProgramError` when an instance name
     collides with the name of another instruction or loop.
     """
     if not any(isinstance(node, Loop) for node in program.body):
@@ -81,6 +140,7 @@ def expand_scheduling_units(program: Program) -> Program:
     unrolled = unroll(program)
     taken = {node.name for node, _ in program.walk() if isinstance(node, Loop)}
     taken |= {inst.name for inst, loops in program.instructions() if not loops}
+    tensors, slot_names = resolve_rotations(program, set())
     body = []
     for inst in unrolled:
         if inst.loops:
@@ -88,8 +148,9 @@ def expand_scheduling_units(program: Program) -> Program:
                 raise ProgramError("body", f"cannot expand loops: instance {inst.name} would take the name of an "
                                            f"existing instruction or loop")
             taken.add(inst.name)
-        body.append(_flatten(inst, unrolled))
-    return program.with_body(tuple(body))
+        body.append(_flatten(inst, unrolled, slot_names, program.tensors))
+    flat = program.with_body(tuple(body))
+    return flat.with_tensors(tensors) if slot_names else flat
 
 
 @dataclass(frozen=True, slots=True)

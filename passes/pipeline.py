@@ -7,7 +7,7 @@ functions beside the class; the docstring states the contract (requires / guaran
 Pipeline spec strings name passes in order, with options in braces::
 
     alloc,build-fdeps,remove-redundancies,anti-deps
-    alloc{buffers=3},build-fdeps,anti-deps{memories=sbuf|psum,early_stop=matmul}
+    alloc{buffers=3},build-fdeps,anti-deps{memories=sbuf|psum,early_stop=pe-order}
 
 Option values are parsed after the type of the field's default: ``true``/``false``, integers,
 strings, and ``a|b|c`` for sets.  :func:`run_pipeline` verifies the program after every pass

@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.ir.edges import KIND_NAMES, kind_from_name
+from neuronsim.machine.model.opcodes import check_opcode
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.ir.jsonio import reject_constant, unique_keys, write_text
 from neuronsim.machine.ir.program import (
@@ -284,6 +285,7 @@ def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
     if op in OP_TABLE:  # numeric attrs may be written "inf", "-inf" or "nan"
         attrs = {k: ext.decode_number(v) for k, v in attrs.items()}
     deps = _parse_deps(raw.get("deps", []), join_path(path, "deps"))
+    check_opcode(raw, path)
     return Instruction(name, engine, op, reads, writes, frozen_mapping(attrs), deps, queue, _extras(raw))
 
 

@@ -29,7 +29,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import prod
 
 from neuronsim.machine.model.geometry import ByteSet, element_runs, intersect_intervals
@@ -99,6 +99,11 @@ class Region:
     strides: tuple[int, ...]
     start: tuple[int, ...]
     shape: tuple[int, ...]
+    extent: tuple[int, ...] | None = field(default=None, compare=False)
+    """The window's declared shape when a ``valid_shape`` clipped ``shape`` below it (None:
+    ``shape``).  A slice of a clipped view is a window of this frame, as the static validator
+    checks it against the view's type; only the touched bytes follow ``shape``.  Not compared:
+    two regions touching the same box are equal."""
 
     @classmethod
     def of(cls, space: Hashable, origin: int, itemsize: int, strides: tuple[int, ...],
@@ -106,6 +111,16 @@ class Region:
         """The whole root (``shape`` defaults to one element per stride: give it for real use)."""
         shape = shape if shape is not None else tuple(1 for _ in strides)
         return cls(space, origin, itemsize, tuple(strides), tuple(0 for _ in strides), tuple(shape))
+
+    @property
+    def frame(self) -> tuple[int, ...]:
+        """The shape a window of this region must stay inside: :attr:`extent`, else :attr:`shape`.
+
+        >>> r = Region.of("x", 0, 4, (8, 1), (32, 8)).clipped((31, 8))
+        >>> r.shape, r.frame, r.window((16, 0), (16, 8)).shape
+        ((31, 8), (32, 8), (16, 8))
+        """
+        return self.extent if self.extent is not None else self.shape
 
     def window(self, offset: tuple[int, ...], shape: tuple[int, ...]) -> Region:
         """The sub-box ``offset .. offset + shape`` relative to this box (a slice of a slice)."""
@@ -117,7 +132,7 @@ class Region:
     def clipped(self, valid: tuple[int, ...]) -> Region:
         """Only the first ``valid`` elements per dimension (a view's ``valid_shape``)."""
         return Region(self.space, self.origin, self.itemsize, self.strides, self.start,
-                      tuple(max(0, min(n, v)) for n, v in zip(self.shape, valid)))
+                      tuple(max(0, min(n, v)) for n, v in zip(self.shape, valid)), self.frame)
 
     @property
     def empty(self) -> bool:

@@ -240,7 +240,7 @@ class _Walk:
             source = self.views[s.source]
             shape = tuple(self.value(n, f"{path}.shape") for n in s.shape)
             offset = tuple(self.value(o, f"{path}.offset") for o in s.offset)
-            for d, (o, n, whole) in enumerate(zip(offset, shape, source.shape)):
+            for d, (o, n, whole) in enumerate(zip(offset, shape, source.frame)):  # as validate checks it
                 if o < 0 or n < 0 or o + n > whole:
                     raise ProgramError(f"{path}.offset[{d}]", f"at run time the window [{o}, {o + n}) leaves "
                                                               f"dimension {d} of {s.source!r} (size {whole})")

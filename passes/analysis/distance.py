@@ -84,7 +84,8 @@ from neuronsim.machine.order.unroll import instance_name
 __all__ = [
     "AccessSite", "DefUseDistance", "Witness", "DistanceFinding", "GroupSets", "LoopPlace",
     "same_location", "loop_sites", "find_loop", "evaluate_groups", "get_def_use_distance",
-    "fusion_niters", "has_negative_distance", "pair_distance_finding",
+    "fusion_niters", "has_negative_distance", "pair_distance_finding", "node_sites", "collect_illegal_common_ap",
+    "sites_conflict",
 ]
 
 _MEMORY = {MemoryKind.DRAM: "dram", MemoryKind.SBUF: "sbuf", MemoryKind.PSUM: "psum"}
@@ -169,6 +170,26 @@ def loop_sites(program: Program, name: str) -> tuple[tuple[AccessSite, ...], tup
             for site in _sites_of(node, loops, path):
                 (defs if site.is_write else uses).append(site)
     return tuple(defs), tuple(uses)
+
+
+def node_sites(program: Program, name: str) -> tuple[tuple[AccessSite, ...], tuple[AccessSite, ...]]:
+    """``(defs, uses)`` of the loop or instruction called ``name`` (:func:`loop_sites` for a loop)."""
+    for node, loops, path in _walk(program.body, "body", ()):
+        if node.name != name:
+            continue
+        if isinstance(node, Loop):
+            return loop_sites(program, name)
+        sites = tuple(_sites_of(node, loops, path))
+        return tuple(x for x in sites if x.is_write), tuple(x for x in sites if not x.is_write)
+    raise ProgramError("body", f"no loop or instruction named {name!r}")
+
+
+def sites_conflict(tensors: Mapping[str, Tensor], a: AccessSite, b: AccessSite) -> bool:
+    """Does some instance of ``a`` share a byte with some instance of ``b`` (one of them a
+    write)?  The kernel with one iteration group: every instance in it."""
+    if not (a.is_write or b.is_write) or not same_location(tensors[a.access.tensor], tensors[b.access.tensor]):
+        return False
+    return get_def_use_distance(tensors, a, b, 1).dependent
 
 
 def _extent(t: Tensor) -> tuple[int, int]:
@@ -474,3 +495,41 @@ def has_negative_distance(program: Program, first: str, second: str, *,
                 if found is not None:
                     return found
     return None
+
+
+def collect_illegal_common_ap(program: Program, first: str, second: str, *,
+                              literal: bool = False) -> tuple[DistanceFinding, ...]:
+    """Every pair of access patterns on a location common to loops ``first`` and ``second``
+    that fusing them would reorder (the seed's ``collect_illegal_common_ap``, which the fusion
+    code consults beside ``has_negative_distance``): def-use (a def of ``first`` read by
+    ``second``, the seed's polarity), use-def and def-def, each pair with a positive
+    distance over :func:`fusion_niters` groups, in that order (uses, then defs, outer).
+    Empty when fusing is legal for the byte checks.
+
+    >>> from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor
+    >>> t = {n: Tensor(n, MemoryKind.SBUF, "float32", (32, 16), partition=0, offset=64 * k) for k, n in enumerate("tu")}
+    >>> def tile(tensor, loop, offset):
+    ...     return Access(tensor, offset=offset, pattern=((1, 4),), per_iteration=((loop, 4),))
+    >>> a = Loop("a", 3, (Instruction("w", "dve", "memset", writes=(tile("t", "a", 0),)),
+    ...                   Instruction("v", "dve", "memset", writes=(tile("u", "a", 0),))))
+    >>> b = Loop("b", 3, (Instruction("r", "act", "tensor_tensor", reads=(tile("t", "b", 4), tile("u", "b", 4)),
+    ...                               writes=(tile("t", "b", 4),), attrs={"op": "add"}),))
+    >>> [(f.kind, f.first.label, f.second.label) for f in collect_illegal_common_ap(Program(t, (a, b)), "a", "b")]
+    [('def-use', 'w.writes[0]', 'r.reads[0]'), ('def-use', 'v.writes[0]', 'r.reads[1]'), ('def-def', 'w.writes[0]', 'r.writes[0]')]
+    """
+    niters = fusion_niters(program, first, second)
+    defs1, uses1 = loop_sites(program, first)
+    defs2, uses2 = loop_sites(program, second)
+    tensors = program.tensors
+    findings: list[DistanceFinding] = []
+    for kind, outer, inner, swap in (("def-use", uses2, defs1, True), ("use-def", uses1, defs2, False),
+                                     ("def-def", defs1, defs2, False)):
+        for o in outer:
+            for i in inner:
+                a, b = (i, o) if swap else (o, i)  # a belongs to the first loop, b to the second
+                if not same_location(tensors[a.access.tensor], tensors[b.access.tensor]):
+                    continue
+                found = pair_distance_finding(program, kind, first, second, a, b, niters, literal=literal)
+                if found is not None:
+                    findings.append(found)
+    return tuple(findings)

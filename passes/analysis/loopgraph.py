@@ -47,7 +47,7 @@ from neuronsim.passes.analysis.distance import (AccessSite, DefUseDistance, Grou
                        loop_sites)
 
 __all__ = ["LoopPair", "LoopGraph", "loop_dependence_graph", "loop_dependence_graphs", "instructions_by_level",
-           "MAX_PAIRS"]
+           "MAX_PAIRS", "direction_vectors"]
 
 #: Instance-group pairs visited per (def, use) pair before the direction vectors are cut short.
 MAX_PAIRS = 1_000_000
@@ -185,6 +185,14 @@ def _directions(program: Program, defn: AccessSite, use: AccessSite,
         ib = np.array(np.unravel_index(gb, trips)).T if trips else np.zeros((len(gb), 0), dtype=np.int64)
         vectors = {tuple(int(s) for s in row) for row in np.sign(ia - ib)}
     return names, tuple(sorted(vectors)), complete
+
+
+def direction_vectors(program: Program, a: AccessSite, b: AccessSite,
+                      limit: int = MAX_PAIRS) -> tuple[tuple[str, ...], tuple[tuple[int, ...], ...], bool]:
+    """``(common loops, distinct vectors, complete)`` over the instance pairs of sites ``a``
+    and ``b`` whose bytes meet: ``sign(index of a - index of b)`` per common loop (any two
+    sites on one location; the caller checks the location)."""
+    return _directions(program, a, b, limit)
 
 
 def loop_dependence_graph(program: Program, name: str, *, max_pairs: int = MAX_PAIRS) -> LoopGraph:

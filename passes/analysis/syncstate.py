@@ -24,7 +24,9 @@ Why a completion position is enough
   triggers a DMA learns only ``T(X) <= T(next)``, never its completion).  Bank B is not a
   prefix: one queue is fed by several sequencers, whose triggers are not ordered with each
   other, so it genuinely needs a set.  :meth:`SyncState.minimize` removes from bank B what
-  bank A says has completed (the seed's ``andnot_inplace``).
+  bank A says has completed (the seed's ``andnot_inplace``).  The exact reduction never needs
+  bank B (knowing a trigger never proves a completion); ``dep-reduction{window=async}``
+  reads it, as the seed's ``RedundantAsyncRemover`` (:mod:`neuronsim.passes.analysis.asyncwindow`).
 
 Examples
 --------

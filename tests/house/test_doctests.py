@@ -1,7 +1,7 @@
 """The packages' doctests, run on the installed ``neuronsim.*`` modules.
 
 pytest's ``--doctest-modules`` would import ``machine/ir/program.py`` by its path, as a second
-copy named ``machine.ir.program`` beside the ``neuronsim.machine.ir.program`` the code imports,
+copy named ``neuronsim.machine.ir.program`` beside the ``neuronsim.machine.ir.program`` the code imports,
 and a doctest mixing the two copies' classes fails for no fault of the code.  So the package
 doctests are collected here, one test per module, and run with the standard runner.
 """

@@ -22,7 +22,7 @@ from neuronsim.verify.strategies import programs, strip_deps
 VARIANTS = [
     DEFAULT_PIPELINE,
     "alloc{buffers=1,psum_banks=2},build-fdeps,remove-redundancies,anti-deps",
-    "alloc,build-fdeps,anti-deps{early_stop=matmul,skip_ordered=false}",
+    "alloc,build-fdeps,anti-deps{early_stop=pe-order,skip_ordered=false}",
     "alloc,build-fdeps,remove-redundancies,anti-deps{spaces=local},alloc-shared-dram,anti-deps{spaces=shared}",
     "alloc,build-fdeps,remove-redundancies{mode=engine},anti-deps{dram=bins}",
     "alloc,anti-deps{analyses=war|waw|raw}",

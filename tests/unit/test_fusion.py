@@ -111,12 +111,19 @@ def test_inner_loops_that_become_adjacent_are_fused_too():
     validate_program(result.program)
 
 
-def test_only_adjacent_loops_with_equal_trip_counts_are_candidates():
+def test_window_one_takes_adjacent_loops_with_compatible_trip_counts_only():
     between = Instruction("mid", "dve", "memset", writes=(Access("u", pattern=((1, 1),)),))
     a, b, c = (Loop(n, t, (write("w" + n, tile("t", n, 0, shift=0)),)) for n, t in (("a", 2), ("b", 3), ("c", 3)))
-    result = fuse_loops(Program(TENSORS, (a, between, b, Loop("d", 2, (write("wd", tile("u", "d", 0)),)), c)))
-    assert [v.fused for v in result.verdicts] == []  # b, d and d, c differ in trip count; a, b not adjacent
+    program = Program(TENSORS, (a, between, b, Loop("d", 2, (write("wd", tile("u", "d", 0)),)), c))
+    result = fuse_loops(program, window=1)
+    assert [v.fused for v in result.verdicts] == []  # b, d and d, c share no factor; a, b not adjacent
     assert check_fusion(result.program, "b", "d").status == "trip counts differ"
+    # the seed's window (8) also tries a + d (neither can move over what lies between) and
+    # b + c (c hoisted over d, then a swapped write-after-write)
+    wide = fuse_loops(program)
+    assert [(v.first, v.second, v.placement, [f.kind for f in v.findings]) for v in wide.verdicts] == [
+        ("a", "d", "blocked", ["intervening"]), ("b", "c", "hoist", ["def-def"])]
+    assert "d cannot move up over mid (wd.writes[0] and mid.writes[0] share bytes)" in wide.verdicts[0].message
     with pytest.raises(ProgramError, match="not adjacent"):
         fuse_pair(Program(TENSORS, (a, between, Loop("b", 2, b.body))), "a", "b")
     with pytest.raises(ProgramError, match="trip counts differ"):

@@ -14,7 +14,7 @@ import click
 
 from neuronsim.machine.formats.program import load_program
 from neuronsim.passes.analysis.distance import AccessSite
-from neuronsim.passes.fuse_loops import adjacent_loop_pairs, check_fusion
+from neuronsim.passes.fuse_loops import candidate_pairs, check_fusion
 from neuronsim.passes.analysis.loopgraph import LoopGraph, instructions_by_level, loop_dependence_graphs
 
 from neuronsim.verify.cli.common import emit_json, guard_size, json_option, program_argument, run_command, size_options
@@ -78,7 +78,7 @@ def loops(program: str, as_json: bool, max_instances: int, max_memory: int | Non
     prog = load_program(program)
     guard_size(prog, max_instances=max_instances, max_memory=max_memory)  # the distances tile every instance
     graphs = loop_dependence_graphs(prog)
-    verdicts = [check_fusion(prog, a.name, b.name) for a, b in adjacent_loop_pairs(prog)]
+    verdicts = [check_fusion(prog, a.name, b.name) for a, b in candidate_pairs(prog)]
     levels = instructions_by_level(prog)
     if as_json:
         emit_json({"format": FORMAT, "levels": {str(k): list(v) for k, v in levels.items()},
@@ -89,7 +89,7 @@ def loops(program: str, as_json: bool, max_instances: int, max_memory: int | Non
     for graph in graphs:
         click.echo("\n".join(render_graph(graph)))
     if verdicts:
-        click.echo("fusion of adjacent loops:")
+        click.echo("fusion of the loops within the window (8 positions):")
         for verdict in verdicts:
             click.echo(f"  {verdict.message}")
     click.echo("nesting levels: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in levels.items()))
