@@ -121,15 +121,4 @@ def peel(program: Program, first: str, second: str) -> tuple[Program, str]:
         kept = Loop(a.name, m, tuple(_copy(n, a.name, a.name, rest, {}, tensors) for n in a.body), a.extras)
         replacement = (peeled, kept)
 
-    def rebuild(nodes: tuple[Node, ...]) -> tuple[Node, ...]:
-        out: list[Node] = []
-        for node in nodes:
-            if node is longer:
-                out.extend(replacement)
-            elif isinstance(node, Loop):
-                out.append(Loop(node.name, node.trip_count, rebuild(node.body), node.extras))
-            else:
-                out.append(node)
-        return tuple(out)
-
-    return program.with_body(rebuild(program.body)), rest_name
+    return program.replace_node(longer, replacement), rest_name

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Loop, Node, Program
+from neuronsim.machine.ir.program import Loop, Program
 
 from neuronsim.passes.analysis.distance import find_loop, loop_sites, same_location
 from neuronsim.passes.analysis.loopgraph import MAX_PAIRS, direction_vectors
@@ -136,18 +136,7 @@ def interchange(program: Program, outer: str) -> Program:
     o, i = place.loop, place.loop.body[0]
     swapped = Loop(i.name, i.trip_count, (Loop(o.name, o.trip_count, i.body, o.extras),), i.extras)
 
-    def rebuild(nodes: tuple[Node, ...]) -> tuple[Node, ...]:
-        out: list[Node] = []
-        for node in nodes:
-            if node is o:
-                out.append(swapped)
-            elif isinstance(node, Loop):
-                out.append(Loop(node.name, node.trip_count, rebuild(node.body), node.extras))
-            else:
-                out.append(node)
-        return tuple(out)
-
-    return program.with_body(rebuild(program.body))
+    return program.replace_node(o, (swapped,))
 
 
 def interchange_loops(program: Program, only: frozenset[str] = frozenset()) -> tuple[Program, tuple[InterchangeVerdict, ...]]:

@@ -305,3 +305,20 @@ class Program:
             return tuple(out)
 
         return self.with_body(rebuild(self.body))
+
+    def replace_node(self, old: Node, new: tuple[Node, ...]) -> Program:
+        """A program with the node ``old`` (found by identity, at any depth) replaced by the
+        nodes ``new``; every other node is kept as it is."""
+
+        def rebuild(nodes: tuple[Node, ...]) -> tuple[Node, ...]:
+            out: list[Node] = []
+            for node in nodes:
+                if node is old:
+                    out.extend(new)
+                elif isinstance(node, Loop):
+                    out.append(Loop(node.name, node.trip_count, rebuild(node.body), node.extras))
+                else:
+                    out.append(node)
+            return tuple(out)
+
+        return self.with_body(rebuild(self.body))

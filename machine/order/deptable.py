@@ -38,7 +38,6 @@ from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.program import Dep, Instruction, Node, Program
 
 if TYPE_CHECKING:
-    from neuronsim.machine.model.presets import MachineSpec
     from neuronsim.machine.order.stream import InstanceStream
 
 __all__ = ["DepTable", "DeferredProgram", "with_deps", "dep_table", "Ranges"]
