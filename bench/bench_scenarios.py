@@ -40,12 +40,12 @@ import argparse
 import os
 import sys
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import ModuleType
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Access, Instruction, Loop, MemoryKind, Node, Program, Tensor  # noqa: E402
+from neuronsim.machine.ir.program import Instruction, Loop, Node, Program  # noqa: E402
 from neuronsim.machine.sim.simulator import simulate  # noqa: E402
 from neuronsim.passes import CONSTRUCTION_PIPELINE, compile_program  # noqa: E402
 from neuronsim.passes.expand_scheduling_units import expand_scheduling_units  # noqa: E402
@@ -65,20 +65,9 @@ def _instances(nodes: tuple[Node, ...], iteration: Mapping[str, int]) -> Iterato
             yield node, dict(iteration)
 
 
-def _slot_tensor(tensor: Tensor, slot: int) -> Tensor:
-    """Slot ``slot`` of a rotating tensor as a tensor of its own, placed at its bytes."""
-    shift = slot * tensor.rotate.stride
-    name = f"{tensor.name}#{slot}"
-    if tensor.memory == MemoryKind.DRAM:
-        return replace(tensor, name=name, address=tensor.address + shift, rotate=None)
-    if tensor.memory == MemoryKind.PSUM:
-        bank, offset = divmod(tensor.byte_base + shift, PSUM_BANK_BYTES)
-        return replace(tensor, name=name, bank=bank, offset=offset, rotate=None)
-    return replace(tensor, name=name, offset=tensor.offset + shift, rotate=None)
-
-
 def expand_fully(program: Program) -> Program:
-    """``expand-scheduling-units``, rotating placements materialized slot by slot.
+    """``expand-scheduling-units``: every loop unrolled, each slot of a rotating placement a
+    tensor of its own placed at its bytes (slot 0 keeps the name).
 
     >>> from neuronsim.machine.build.builder import KernelBuilder
     >>> kb = KernelBuilder("k")
@@ -88,29 +77,11 @@ def expand_fully(program: Program) -> Program:
     ...     _ = kb.dma_copy(t, x.tile(i, 128), name="ld")
     >>> flat = expand_fully(kb.program())
     >>> [(inst.name, inst.writes[0].tensor) for inst in flat.body]
-    [('ld[0]', 't#0'), ('ld[1]', 't#1'), ('ld[2]', 't#0')]
-    >>> flat.tensors["t#1"].offset, "t" in flat.tensors
-    (16, False)
+    [('ld[0]', 't'), ('ld[1]', 't@1'), ('ld[2]', 't')]
+    >>> flat.tensors["t@1"].offset, flat.tensors["t"].rotate
+    (16, None)
     """
-    rotating = {name: t for name, t in program.tensors.items() if t.rotate is not None}
-    flat = expand_scheduling_units(program)
-    if not rotating:
-        return flat
-    body = []
-    for inst, (source, iteration) in zip(flat.body, _instances(program.body, {}), strict=True):
-        assert inst.name.split("[")[0] == source.name, (inst.name, source.name)
-
-        def slot_of(access: Access) -> Access:
-            tensor = rotating.get(access.tensor)
-            if tensor is None:
-                return access
-            return replace(access, tensor=f"{tensor.name}#{iteration[tensor.rotate.loop] % tensor.rotate.slots}")
-
-        body.append(replace(inst, reads=tuple(map(slot_of, inst.reads)), writes=tuple(map(slot_of, inst.writes))))
-    tensors = {name: t for name, t in program.tensors.items() if name not in rotating}
-    for tensor in rotating.values():
-        tensors.update({f"{tensor.name}#{s}": _slot_tensor(tensor, s) for s in range(tensor.rotate.slots)})
-    return flat.with_tensors(tensors).with_body(tuple(body))
+    return expand_scheduling_units(program)
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ def test_every_seed_mechanism_has_a_row(name):
 
 
 def _places() -> list[str]:
-    return sorted(set(re.findall(r"`((?:passes|machine|verify)\.[A-Za-z_][\w.]*)`", PAGE)))
+    return sorted(set(re.findall(r"`(neuronsim\.(?:passes|machine|verify)\.[A-Za-z_][\w.]*)`", PAGE)))
 
 
 def test_the_page_names_places():

@@ -4,7 +4,6 @@ checker and the simulator."""
 
 from __future__ import annotations
 
-from itertools import product
 
 import pytest
 from hypothesis import given, settings
@@ -16,7 +15,7 @@ from neuronsim.machine.order.unroll import unroll
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes.interchange_loops import InterchangeLoops, interchange, interchange_hazards, interchange_loops
 from neuronsim.passes.pipeline import PassContext, parse_pipeline
-from tests.unit.test_fusion import RNG_OPS, TENSORS, cells, check_fused, copy, sbuf, write
+from tests.unit.test_fusion import RNG_OPS, cells, check_fused, copy, sbuf, write
 from tests.vacuity import nonvacuous, tally
 
 GRID = {"t": sbuf("t", (64, 64), partition=0, offset=0), "u": sbuf("u", (64, 64), partition=0, offset=256)}
