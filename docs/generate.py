@@ -1,4 +1,5 @@
-"""Write the generated documentation: ``docs/op-table.md`` and ``docs/schema/program.schema.json``.
+"""Write the generated documentation: ``docs/op-table.md``, ``docs/schema/program.schema.json``
+and ``docs/api.md``.
 
     .venv/bin/python docs/generate.py            # rewrite both files
     .venv/bin/python docs/generate.py --check    # exit 1 when a committed file is stale
@@ -10,6 +11,7 @@ Both come from the code, so they cannot drift from it (``tests/unit/test_docs.py
   and their validators), the two tables in the docstrings of :mod:`neuronsim.machine.model.optable` (operand
   roles, cost formula) and :mod:`neuronsim.machine.model.semantics` (numerical meaning), and cost figures
   computed by :func:`neuronsim.machine.model.cost.instruction_cost` on a fixed operand size;
+* the API reference (``docs/api.md``) from the docstrings of what :mod:`docs.api_page` lists;
 * the JSON Schema's op-specific rules (engines, operand counts, attributes per op) from the
   same table; the rest of the schema (:mod:`docs.schema_parts`) follows the loader,
   :mod:`neuronsim.machine.formats.program`.
@@ -34,10 +36,12 @@ from neuronsim.machine.model.optable import COMMON_ATTRS, ISA_COSTS, OP_TABLE  #
 from neuronsim.machine.model.presets import PRESETS  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from api_page import api_page  # noqa: E402
 from schema_parts import program_schema  # noqa: E402
 
 OP_TABLE_PAGE = ROOT / "docs" / "op-table.md"
 SCHEMA_FILE = ROOT / "docs" / "schema" / "program.schema.json"
+API_PAGE = ROOT / "docs" / "api.md"
 #: Free elements per partition of the operands the cost figures are computed for.
 EXAMPLE_N = 512
 
@@ -220,11 +224,12 @@ def schema_text() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Write docs/op-table.md and docs/schema/program.schema.json.")
+    parser = argparse.ArgumentParser(description="Write docs/op-table.md, docs/schema/program.schema.json and "
+                                                 "docs/api.md.")
     parser.add_argument("--check", action="store_true", help="exit 1 when a committed file differs from the code")
     args = parser.parse_args(argv)
     stale = []
-    for path, text in ((OP_TABLE_PAGE, op_table_page()), (SCHEMA_FILE, schema_text())):
+    for path, text in ((OP_TABLE_PAGE, op_table_page()), (SCHEMA_FILE, schema_text()), (API_PAGE, api_page())):
         if args.check:
             if not path.exists() or path.read_text() != text:
                 stale.append(path.relative_to(ROOT))

@@ -213,7 +213,23 @@ def with_graph(program: Program, graph: DepGraph, order: Mapping[str, int] | Non
 
 
 # -- spec strings ------------------------------------------------------------------------
-_ITEM = re.compile(r"\s*([a-z][a-z0-9-]*)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
+_ITEM = re.compile(r"\s*([a-z][a-z0-9-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
+
+
+def _imported_pass(address: str) -> Any:
+    """``MODULE:NAME`` of a spec string: a pass class (or object, or function) imported from the
+    current folder or the installed packages, so an unregistered pass runs by its address."""
+    import importlib
+    import os
+    import sys
+
+    module, _, attr = address.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise ProgramError("--passes", f"cannot load the pass {address!r}: {err}") from None
 
 
 def _convert(raw: str, default: Any, where: str) -> Any:
@@ -247,11 +263,21 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
     while pos < len(text):
         m = _ITEM.match(text, pos)
         if m is None or m.end() == pos:
-            raise ProgramError("--passes", f"cannot parse {text[pos:]!r}; expected NAME or NAME{{key=value,...}}")
+            raise ProgramError("--passes", f"cannot parse {text[pos:]!r}; expected NAME, MODULE:NAME or "
+                                           f"NAME{{key=value,...}}")
         name, options = m.group(1), m.group(2)
         cls = registry.get(name)
+        if cls is None and ":" in name:
+            cls = _imported_pass(name)
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):  # an object or a function: no options
+                if options and options.strip():
+                    raise ProgramError(f"--passes.{name}", "options need a pass class (a dataclass)")
+                passes.append(as_pass(cls, name))
+                pos = m.end()
+                continue
         if cls is None:
-            raise ProgramError("--passes", f"unknown pass {name!r}; expected one of {sorted(registry)}")
+            raise ProgramError("--passes", f"unknown pass {name!r}; expected one of {sorted(registry)} "
+                                           f"(or MODULE:NAME, a pass class imported by its address)")
         defaults = {f.name: f.default for f in dataclasses.fields(cls)}
         kwargs: dict[str, Any] = {}
         for item in filter(None, (o.strip() for o in (options or "").split(","))):

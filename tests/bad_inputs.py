@@ -129,6 +129,19 @@ BAD_INPUTS: list[BadInput] = [
     BadInput("dram-tensor-larger-than-dram", _text(lambda d: d["tensors"].update(
         big={"memory": "dram", "dtype": "float32", "shape": [2**40], "alias": "g"})).encode(), "tensors.big.shape",
         "the DRAM of trn1 holds"),
+    # issue 23: extension figures near 2**63 (an int32 overflow, a silent acceptance, a hang)
+    BadInput("x-distance-near-2**63", _text(lambda d: d["body"][0]["body"][0]["deps"][0].update(
+        {"x-distance": 2**63 - 1})).encode(), f"{LOAD}.deps[0].x-distance", "at most 2,147,483,647"),
+    BadInput("x-rotate-slots-near-2**63", _text(_tensor("xs", **{"x-rotate": {"loop": "k", "slots": 2**63 - 1,
+                                                                             "stride": 0}})).encode(),
+             "tensors.xs.x-rotate.slots", "at most 65,536"),
+    BadInput("psum-x-rotate-of-10**18-slots", _text(lambda d: d["tensors"].update(ps={
+        "memory": "psum", "dtype": "float32", "shape": [128, 16], "partition": 0, "bank": 0,
+        "x-rotate": {"loop": "k", "slots": 10**18, "stride": 0}})).encode(), "tensors.ps.x-rotate.slots",
+             "at most 65,536"),
+    BadInput("x-partitions_per_iteration-near-2**63", _text(lambda d: d["body"][0]["body"][1]["reads"][0].update(
+        {"pattern": [[1, 16]], "x-partitions_per_iteration": {"k": 2**63 - 1}})).encode(),
+             f"{SCALE}.reads[0].x-partitions_per_iteration.k", "at most 65,536"),
 ]
 
 

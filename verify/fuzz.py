@@ -19,9 +19,12 @@ their deps stripped, and checks every example four ways:
    (:mod:`neuronsim.verify.tracecheck`) finds no rule broken and the same (empty) race set - a
    simulator that skips a wait is caught here even when the values happen to agree.
 
-A failure is shrunk by hypothesis to a minimal program, saved as JSON with its race report
-(``FOLDER/failure-<seed>.json`` and ``.report.json``), and returned as a
-:class:`FuzzFailure`.  Results are deterministic for a given seed.
+A failure is shrunk on the program itself (:mod:`neuronsim.verify.shrink`: instructions, loops and
+unused tensors dropped, trip counts cut, within a deadline; hypothesis only generates), saved
+as JSON with its race report, the program given to the pass and the pass's output, and the
+fix line (:mod:`neuronsim.verify.fuzz_explain`: ``your pass dropped `ld_x` waits for `mm`, needed for
+this WAR``), and returned as a :class:`FuzzFailure`.  Results are deterministic for a given
+seed.
 
 Examples
 --------
@@ -38,6 +41,7 @@ import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import replace as replace_fields
 from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
@@ -54,12 +58,15 @@ from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_
 from neuronsim.passes.pipeline import Pass, as_pass
 from neuronsim.passes.analysis.labels import verify_anti_dependence
 
+from neuronsim.verify.fuzz_explain import PassStage, explain_race, user_slot
 from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.shrink import SHRINK_SECONDS, shrink_program
 from neuronsim.verify.draws import no_source_constants
 from neuronsim.verify.strategies import programs, strip_deps
 from neuronsim.verify.tracecheck import check_trace
 
-__all__ = ["FuzzFailure", "FuzzResult", "check_pass", "load_pass", "save_failure", "assert_pass_sound", "fuzz_strategy"]
+__all__ = ["FuzzFailure", "FuzzResult", "check_pass", "check_one", "shrink_failure", "load_pass", "save_failure",
+           "assert_pass_sound", "fuzz_strategy"]
 
 #: Interleaving seeds every example is simulated under (besides the nominal schedule).
 SIM_SEEDS = (None, 1, 2)
@@ -78,6 +85,15 @@ class FuzzFailure:
     """The program the pipeline produced, as JSON text (None if the pipeline failed)."""
     report: dict | None
     saved: str | None = None
+    pass_input: str | None = None
+    """The program given to the pass under test (JSON; the stripped program when the whole
+    pipeline is under test)."""
+    pass_output: str | None = None
+    """The program the pass under test returned (JSON)."""
+    fix: str | None = None
+    """The fix line: ``your pass dropped `ld_x` waits for `mm`, needed for this WAR``."""
+    race: dict | None = None
+    """The race the fix line is about (its kind, instances, bytes, waiter and dep)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,15 +167,23 @@ def _check_stage(stage: Pass, program: Program, ctx: PassContext) -> None:
     if stage.name == "build-fdeps" and not program.has_virtual_tensors:
         lost = _same_tensor_raw(program)
         if lost is not None:
-            raise _StageFailure(FuzzFailure("flow", f"after build-fdeps: {lost}", "", dumps_program(program), None))
+            text, race = lost
+            raise _StageFailure(FuzzFailure("flow", f"after build-fdeps: {text}", "", dumps_program(program), None,
+                                            race=race))
 
 
 def _compile(program: Program, user: Any, replace: str | None, pipeline: str,
-             stage_checks: bool = True) -> tuple[Program, FuzzFailure | None]:
-    """Run the pipeline with the user's pass in place; stage contracts checked after each pass."""
+             stage_checks: bool = True, stage: PassStage | None = None) -> tuple[Program, FuzzFailure | None]:
+    """Run the pipeline with the user's pass in place; stage contracts checked after each
+    pass; ``stage`` captures the input and output of the user's pass."""
+    def after(p: Pass, out: Program, ctx: PassContext) -> None:
+        if stage is not None:
+            stage.hook(p, out, ctx)
+        if stage_checks:
+            _check_stage(p, out, ctx)
+
     try:
-        compiled = run_pipeline(program, pipeline_with(user, replace, pipeline), PassContext(),
-                                after_pass=_check_stage if stage_checks else None)
+        compiled = run_pipeline(program, pipeline_with(user, replace, pipeline), PassContext(), after_pass=after)
     except _StageFailure as found:
         return program, found.failure
     return compiled, None
@@ -171,7 +195,7 @@ def _cells(tensor, access, iteration) -> set[tuple[int, int]]:
     return {(p, b) for lo, hi in fp.bytes for b in range(lo, hi) for p in parts}
 
 
-def _same_tensor_raw(program: Program) -> str | None:
+def _same_tensor_raw(program: Program):
     """A read not ordered after the *last* earlier write of some byte through the same
     tensor (build-fdeps' contract), described, or None.  Writes before that last one may
     still race with the read: ordering writes among themselves is the anti-dependence
@@ -195,7 +219,8 @@ def _same_tensor_raw(program: Program) -> str | None:
                         if later.tensor == write.tensor and left:
                             left -= _cells(tensor, later, between.iteration)
                 if left:
-                    return f"{race.second} reads {write.tensor} last written by {race.first} without waiting for it"
+                    return (f"{race.second} reads {write.tensor} last written by {race.first} without waiting for it",
+                            race)
     return None
 
 
@@ -206,14 +231,43 @@ def _signature(program: Program) -> list:
 def check_one(program: Program, user: Any = None, *, replace: str | None = None,
               pipeline: str = DEFAULT_PIPELINE, simulate_outputs: bool = True,
               simulator: Callable[..., Any] = simulate) -> FuzzFailure | None:
-    """Run all three checks on one program; the failure found, or None."""
+    """Run all the checks on one program; the failure found (explained: the pass's input and
+    output, the race, the fix line), or None."""
     source = strip_deps(program)
+    stage = PassStage(user_slot(parse_pipeline(pipeline), user, replace) if user is not None else None, source)
     try:
-        compiled, failed = _compile(source, user, replace, pipeline)
+        compiled, failed = _compile(source, user, replace, pipeline, stage=stage)
     except Exception as err:  # noqa: BLE001 - any crash of the pass under test is a finding
         return FuzzFailure("error", f"{type(err).__name__}: {err}", dumps_program(source), None, None)
+    found = _first_failure(source, compiled, failed, simulate_outputs, simulator)
+    if found is None:
+        return None
+    return _explained(found, stage, source, compiled, user, replace, pipeline)
+
+
+def _explained(found: FuzzFailure, stage: PassStage, source: Program, compiled: Program, user: Any,
+               replace: str | None, pipeline: str) -> FuzzFailure:
+    given, returned = (stage.given, stage.returned) if stage.returned is not None else (source, compiled)
+    if user is None:
+        stage.given, stage.returned = source, compiled
+    race = found.race
+    if race is None and found.report and found.report.get("races"):
+        race = found.report["races"][0]
+    fix, race_doc = None, None
+    if race is not None and not isinstance(race, dict):
+        target = stage.returned if stage.returned is not None else compiled
+        race_doc, fix = explain_race(race, unroll(target), stage, replace, pipeline, user)
+    elif found.check == "labels" and found.message:
+        fix = f"{'your pass' if user is not None else 'the pipeline'} mislabels a dep: {found.message}"
+    return replace_fields(found, pass_input=dumps_program(given), pass_output=dumps_program(returned), fix=fix,
+                          race=race_doc)
+
+
+def _first_failure(source: Program, compiled: Program, failed: FuzzFailure | None, simulate_outputs: bool,
+                   simulator: Callable[..., Any]) -> FuzzFailure | None:
     if failed is not None:
-        return FuzzFailure(failed.check, failed.message, dumps_program(source), failed.compiled, None)
+        return FuzzFailure(failed.check, failed.message, dumps_program(source), failed.compiled, None,
+                           race=failed.race)
     reference = run_pipeline(source, parse_pipeline("alloc")) if source.has_virtual_tensors else source
     if _signature(compiled) != _signature(reference):
         return FuzzFailure("structure", "the pass changed instructions or accesses (it may only change deps)",
@@ -226,7 +280,7 @@ def check_one(program: Program, user: Any = None, *, replace: str | None = None,
     if report.races:
         first = report.races[0]
         return FuzzFailure("races", f"{len(report.races)} race(s), first {first.kind} {first.first} / {first.second}",
-                           dumps_program(source), dumps_program(compiled), report.to_json())
+                           dumps_program(source), dumps_program(compiled), report.to_json(), race=first)
     if simulate_outputs:
         sim = simulator(compiled, seeds=SIM_SEEDS, compare="all", validate=False)
         bad = sim.first_difference
@@ -239,8 +293,34 @@ def check_one(program: Program, user: Any = None, *, replace: str | None = None,
                 what = traced.violations[0].message if traced.violations else \
                     f"{len(traced.report.races)} race(s) under the waits the run met, first {traced.report.races[0].first} / {traced.report.races[0].second}"
                 return FuzzFailure("trace", f"seed {run.seed}: {what}", dumps_program(source), dumps_program(compiled),
-                                   traced.report.to_json())
+                                   traced.report.to_json(), race=traced.report.races[0] if traced.report.races else None)
     return None
+
+
+def shrink_failure(failure: FuzzFailure, user: Any = None, *, replace: str | None = None,
+                   pipeline: str = DEFAULT_PIPELINE, simulate_outputs: bool = True,
+                   simulator: Callable[..., Any] = simulate, seconds: float = SHRINK_SECONDS,
+                   progress: Callable[[int], None] | None = None) -> FuzzFailure:
+    """``failure`` on the smallest program :func:`neuronsim.verify.shrink.shrink_program` reaches that
+    fails the same check, explained again on that program."""
+    from neuronsim.machine.formats.program import loads_program
+
+    if not failure.program:
+        return failure
+    last = [failure]
+
+    def still_fails(candidate: Program) -> bool:
+        found = check_one(candidate, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
+                          simulator=simulator)
+        if found is not None and found.check == failure.check:
+            last[0] = found
+            return True
+        return False
+
+    start = loads_program(failure.program, validate=False)
+    with no_source_constants():
+        shrink_program(start, still_fails, seconds=seconds, progress=progress)
+    return last[0]
 
 
 def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace: str | None = None,
@@ -257,7 +337,7 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
 
     @hypothesis_seed(seed)
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-              phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,), print_blob=False,
+              phases=(Phase.generate,), print_blob=False,  # shrinking: ours, on the program (neuronsim.verify.shrink)
               suppress_health_check=list(HealthCheck))
     @given(strategy)
     def run(program: Program) -> None:
@@ -269,7 +349,7 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
         if failure is not None:
             if not failures:
                 first_at[0] = count[0]
-            failures.append(failure)  # the last one appended is the shrunk one
+            failures.append(failure)
             raise _Found(failure)
 
     try:
@@ -280,6 +360,9 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
     if not failures:
         return FuzzResult(count[0], None)
     failure = failures[-1]
+    if shrink:
+        failure = shrink_failure(failure, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
+                                 simulator=simulator)
     if folder is not None:
         failure = _save(failure, folder, seed)
     return FuzzResult(first_at[0] or count[0], failure, first_at[0])
@@ -290,16 +373,22 @@ def _save(failure: FuzzFailure, folder: str, seed: int) -> FuzzFailure:
 
 
 def save_failure(failure: FuzzFailure, folder: str, stem: str) -> FuzzFailure:
-    """Write ``FOLDER/STEM.json`` (the program), ``.report.json`` and ``.compiled.json``, each
-    atomically; the failure with ``saved`` set to the program's path."""
+    """Write ``FOLDER/STEM.json`` (the program), ``.report.json`` (check, message, the fix
+    line, the race, the full report), ``.compiled.json`` (the pipeline's output),
+    ``.pass-input.json`` and ``.pass-output.json`` (what the pass under test was given and
+    returned), each atomically; the failure with ``saved`` set to the program's path."""
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, f"{stem}.json")
+    stem_path = path[:-5]
     write_text(path, failure.program)
-    write_text(path[:-5] + ".report.json",
-               json.dumps({"check": failure.check, "message": failure.message, "report": failure.report}, indent=1))
-    if failure.compiled is not None:
-        write_text(path[:-5] + ".compiled.json", failure.compiled)
-    return FuzzFailure(failure.check, failure.message, failure.program, failure.compiled, failure.report, path)
+    write_text(stem_path + ".report.json",
+               json.dumps({"check": failure.check, "message": failure.message, "fix": failure.fix, "race": failure.race,
+                           "report": failure.report}, indent=1))
+    for suffix, text in ((".compiled.json", failure.compiled), (".pass-input.json", failure.pass_input),
+                         (".pass-output.json", failure.pass_output)):
+        if text is not None:
+            write_text(stem_path + suffix, text)
+    return replace_fields(failure, saved=path)
 
 
 def assert_pass_sound(user: Any = None, **options: Any) -> None:

@@ -32,13 +32,13 @@ Examples
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from functools import lru_cache
 
 import jinja2
 
+from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.sim.palette import DMA_TRIGGER, KIND_COLORS, MINIMUM_LINE, RACY_OUTLINE, css_variables, op_color
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.sim.trace import Trace, summarize
@@ -60,9 +60,29 @@ MAX_RACES = 2000
 PAIRS_SHOWN = 8
 
 _ROW, _LABEL, _WIDTH = 30, 64, 1100
-_PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#bab0ac",
-            "#86bcb6", "#d4a6c8", "#8cd17d", "#a0cbe8", "#ffbe7d", "#79706e")
-_KIND_COLOR = {"flow": "#4e79a7", "anti": "#f28e2b", "output": "#b07aa1", "ordered": "#bab0ac"}
+
+def nice_ticks(span_ns: float, target: int = 10) -> list[float]:
+    """Tick positions in ns at a round step in µs (1, 2 or 5 times a power of ten), about
+    ``target`` of them, from 0 to at most ``span_ns``.
+
+    >>> [t / 1000 for t in nice_ticks(7_748.5)]
+    [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    >>> [t / 1000 for t in nice_ticks(31_034.9)]
+    [0.0, 5.0, 10.0, 15.0, 20.0, 25.0, 30.0]
+    """
+    import math
+
+    span_us = max(span_ns / 1000, 1e-9)
+    raw = span_us / target
+    power = 10 ** math.floor(math.log10(raw))
+    step = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    count = int(span_us / step + 1e-9)
+    return [k * step * 1000 for k in range(count + 1)]
+
+
+def _tick_label(ns: float) -> str:
+    us = ns / 1000
+    return f"{us:,.0f}" if abs(us - round(us)) < 1e-9 else f"{us:,.3f}".rstrip("0").rstrip(".")
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +149,7 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
     span = trace.makespan or 1.0
     rows = {name: k for k, name in enumerate(trace.components)}
     ops = sorted({r.op for r in trace.records})
-    color = {op: _PALETTE[k % len(_PALETTE)] for k, op in enumerate(ops)}
+    color = {op: op_color(op) for op in ops}
 
     def x(t: float) -> float:
         return round(_LABEL + t / span * _WIDTH, 2)
@@ -137,7 +157,7 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
     def bar(r, row: str, start: float, end: float, thin: bool, what: str) -> dict:
         top = rows[row] * _ROW + (11 if thin else 4)
         return {"x": x(start), "y": top, "w": max(1.0, round(x(end) - x(start), 2)), "h": 8 if thin else _ROW - 8,
-                "fill": color[r.op], "id": r.id, "racy": r.id in racy,
+                "fill": DMA_TRIGGER if thin else color[r.op], "trigger": thin, "id": r.id, "racy": r.id in racy,
                 "title": f"{r.name} ({r.op}) {what} {start:,.1f}-{end:,.1f} ns"}
 
     drawn = trace.records[:limit]
@@ -155,11 +175,12 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
             bend = min(y1, y2) - (_ROW / 2 if y1 == y2 else 0)  # a same-row wait arcs over its row
             arrows.append({"d": f"M{x1},{y1} Q{round((x1 + x2) / 2, 2)},{bend} {x2},{y2}",
                            "title": f"{r.name} waits for {producer.name} ({w.semaphore} >= {w.value})"})
-    ticks = [{"x": x(span * k / 10), "label": f"{span * k / 10 / 1000:,.2f}"} for k in range(11)]
+    ticks = [{"x": x(t), "label": _tick_label(t)} for t in nice_ticks(span)]
     return {"width": _LABEL + _WIDTH + 20, "height": len(rows) * _ROW + 24, "row_height": _ROW,
             "rows": [{"name": name, "y": k * _ROW, "busy": bool(trace.stream(name))} for name, k in rows.items()],
             "bars": bars, "arrows": arrows, "ticks": ticks, "axis_y": len(rows) * _ROW,
-            "legend": [{"op": op, "fill": color[op]} for op in ops],
+            "legend": [{"op": op, "fill": color[op]} for op in ops]
+            + ([{"op": "DMA trigger (on its sequencer)", "fill": DMA_TRIGGER}] if any(r.is_dma for r in drawn) else []),
             "drawn": len(drawn), "total": len(trace.records)}
 
 
@@ -185,12 +206,12 @@ def footprint_chart(report: SyncReport) -> dict:
             h = figures.kind(kind) / peak * height
             if figures.kind(kind):
                 parts.append({"kind": kind, "count": figures.kind(kind), "y": round(base - h, 2), "h": round(h, 2),
-                              "fill": _KIND_COLOR[kind]})
+                              "fill": KIND_COLORS[kind]})
             base -= h
         bars.append({"label": label, "x": x0, "w": bar_width, "total": figures.waits, "top": round(base, 2),
                      "parts": parts, "minimum": label == "minimum"})
     return {"width": 70 + len(columns) * step + 120, "height": height + top + 40, "base": top + height,
-            "bars": bars, "legend": [{"kind": k, "fill": _KIND_COLOR[k]} for k in KINDS]}
+            "bars": bars, "legend": [{"kind": k, "fill": KIND_COLORS[k]} for k in KINDS]}
 
 
 def _footprint(program: Program, spec: str | None) -> SyncReport:
@@ -231,29 +252,12 @@ def _environment() -> jinja2.Environment:
 
 def render_html(report: Report) -> str:
     """The page as one HTML document."""
-    return _environment().get_template("report.html.j2").render(r=report, kinds=KINDS)
-
-
-def _write_atomic(path: str, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file in the same folder, so that a
-    failure leaves no half-written file (to be replaced by the shared atomic-write helper)."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".neuronsim-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp's 0600 would make the page private
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    return _environment().get_template("report.html.j2").render(r=report, kinds=KINDS, palette_css=css_variables(),
+                                                                 minimum_line=MINIMUM_LINE, racy_outline=RACY_OUTLINE)
 
 
 def write_report(program: Program, path: str, name: str, *, passes: str | None = None) -> Report:
     """Build, render and write the page of ``program`` to ``path``; the report it shows."""
     report = build_report(program, name, passes=passes)
-    _write_atomic(path, render_html(report))
+    write_text(path, render_html(report))  # the one atomic writer: mode, links and FIFOs kept
     return report

@@ -151,6 +151,8 @@ class _Found:
             entry = (first, second, kind, mem, slot[(kind, mem)])
             if cap is None:
                 self.kept.append(entry)
+            elif cap == 0:  # --max-races 0: counted, none listed
+                continue
             elif len(self.kept) < cap:
                 heapq.heappush(self.kept, (-first, -second, entry))
             elif (-first, -second) > self.kept[0][:2]:

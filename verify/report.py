@@ -81,7 +81,9 @@ def render_report(report: RaceReport, unrolled: Unrolled, *, limit: int = 6) -> 
     if report.race_free:
         return f"race-free: {report.instances} instances, {report.access_events} access events checked"
     groups = group_races(report, unrolled)
-    if report.capped:
+    if report.capped and not report.races:
+        lines = [f"{report.total_races} race(s), none listed (--max-races 0) ({report.instances} instances checked)"]
+    elif report.capped:
         lines = [f"{report.total_races} race(s); the first {len(report.races)} listed (--max-races), between "
                  f"{len(groups)} instruction pair(s) ({report.instances} instances checked)"]
     else:

@@ -22,6 +22,7 @@ from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.ir.edges import KIND_NAMES, kind_from_name
 from neuronsim.machine.model.opcodes import check_opcode
 from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.inputs import check_encoding, huge_integer_error, read_input
 from neuronsim.machine.ir.jsonio import reject_constant, unique_keys, write_text
 from neuronsim.machine.ir.program import (
     MEMORY_NAMES,
@@ -292,6 +293,10 @@ def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
 # -- documents --------------------------------------------------------------------------
 def parse_program(doc: Any, *, validate: bool = True) -> Program:
     """Build a :class:`Program` from a decoded JSON document, checking it fully."""
+    if isinstance(doc, dict) and doc.get("format") == "neuronsim.tasks/1":  # the other format: say so, once
+        raise ProgramError("format", "this is a neuronsim.tasks/1 program (task level), not a neuronsim.program/1 "
+                                     "one; the commands that take it are check, simulate, footprint, tasks and fuzz "
+                                     "--tasks")
     doc = _obj(doc, "", _DOC_KEYS, "a program document")
     if doc.get("format") != FORMAT:
         raise ProgramError("format", f"expected {FORMAT!r}, got {json.dumps(doc.get('format'))}")
@@ -320,14 +325,7 @@ def _line_column(text: str, index: int) -> str:
 def _decode(data: bytes, *, partial: bool = False) -> str:
     """UTF-8 text (a UTF-8 byte-order mark is skipped); UTF-16 / UTF-32 and invalid UTF-8
     (including encoded surrogates) are located errors."""
-    for boms, name in (((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE), "UTF-32"),
-                       ((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE), "UTF-16")):
-        if data.startswith(boms):
-            raise ProgramError("", f"the file is {name} text (it starts with a byte-order mark); programs are "
-                               f"UTF-8 JSON: convert it, e.g. iconv -f {name} -t UTF-8")
-    if b"\x00" in data[:4]:
-        raise ProgramError("", "the file holds NUL bytes at its start: UTF-16 or UTF-32 text, or not text at all; "
-                           "programs are UTF-8 JSON")
+    check_encoding(data)
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
     try:
@@ -374,50 +372,19 @@ def loads_program(text: str | bytes, *, validate: bool = True) -> Program:
     except _Unreadable as err:
         raise _token_error(text, err.token, err.message) from None
     except ValueError as err:  # an integer of more digits than Python converts
-        found = re.search(r"value has (\d+) digits", str(err))
-        if found is None:
+        located = huge_integer_error(err, text)
+        if located is None:
             raise
-        digits = int(found.group(1))
-        match = re.search(r"(?<![0-9.])-?[0-9]{%d}(?![0-9])" % digits, text)
-        where = f" at {_line_column(text, match.start())}" if match else ""
-        raise ProgramError("", f"malformed JSON{where}: an integer of {digits} digits "
-                           f"(at most {sys.get_int_max_str_digits()} are read)") from None
+        raise located from None
     return parse_program(doc, validate=validate)
 
 
 def load_program(source: str | TextIO, *, validate: bool = True) -> Program:
-    """Load a program from a path (``-`` for standard input) or an open text file."""
+    """Load a program from a path (``-`` for standard input) or an open text file; a path
+    or ``-`` is read by :func:`neuronsim.machine.ir.inputs.read_input` (bounded, closed input located)."""
     if hasattr(source, "read"):
         return loads_program(source.read(), validate=validate)
-    if source == "-":
-        return loads_program(_read_bytes(sys.stdin.buffer), validate=validate)
-    try:
-        with open(source, "rb") as fh:
-            data = _read_bytes(fh)
-    except OSError as err:
-        raise ProgramError("", f"cannot read {source}: {err.strerror}") from None
-    return loads_program(data, validate=validate)
-
-
-#: Program text read at most (a guard against endless streams such as ``yes | neuronsim show -``).
-MAX_PROGRAM_BYTES = 1 << 31
-
-
-def _read_bytes(fh) -> bytes:
-    """The whole stream, its first bytes checked before the rest is read (so ``/dev/zero``
-    or ``/dev/urandom`` fail at once instead of filling memory)."""
-    head = fh.read(4096)
-    start = _decode(head, partial=True).lstrip("\ufeff \t\r\n")[:1]
-    chunks, total = [head], len(head)
-    while chunk := fh.read(1 << 20):
-        if start and start != "{":  # a long text that cannot be a program (``yes | neuronsim show -``)
-            raise ProgramError("", f"malformed JSON at line 1: a program is a JSON object, the text starts with "
-                               f"{start!r}")
-        total += len(chunk)
-        if total > MAX_PROGRAM_BYTES:
-            raise ProgramError("", f"more than {MAX_PROGRAM_BYTES >> 30} GiB of program text; not read")
-        chunks.append(chunk)
-    return b"".join(chunks)
+    return loads_program(read_input(source), validate=validate)
 
 
 # -- saving -----------------------------------------------------------------------------
@@ -487,6 +454,7 @@ def program_to_json(program: Program) -> dict[str, Any]:
 
 
 def dumps_program(program: Program, *, indent: int | None = 1) -> str:
+    """The canonical JSON text of ``program`` (what :func:`save_program` writes)."""
     return json.dumps(program_to_json(program), indent=indent) + "\n"
 
 

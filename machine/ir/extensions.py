@@ -46,11 +46,24 @@ ACCESS_KEYS = ("x-partitions_per_iteration",)
 NON_FINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
-def _int(value: Any, path: str, minimum: int | None = None) -> int:
+#: The largest ``x-distance``, ``x-rotate`` slot count and ``x-partitions_per_iteration``
+#: step read (far beyond any kernel; bounded so that nothing downstream meets a figure near
+#: 2**63: the numpy index types, a loop over slots).
+MAX_DISTANCE = 2**31 - 1
+MAX_SLOTS = 2**16
+MAX_PARTITION_STEP = 2**16
+#: The largest ``x-rotate`` stride (bytes; a DRAM address offset at most).
+MAX_STRIDE = 2**48
+
+
+def _int(value: Any, path: str, minimum: int | None = None, maximum: int | None = None) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ProgramError(path, f"expected an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise ProgramError(path, f"expected an integer >= {minimum}, got {value}")
+    if maximum is not None and abs(value) > maximum:
+        shown = str(value) if len(str(value)) <= 30 else f"one of {len(str(abs(value)))} digits"
+        raise ProgramError(path, f"expected an integer of magnitude at most {maximum:,}, got {shown}")
     return value
 
 
@@ -61,7 +74,7 @@ def parse_distance(item: Mapping[str, Any], loop_carried: bool, path: str) -> in
     where = join_path(path, "x-distance")
     if not loop_carried:
         raise ProgramError(where, "only a loop-carried dep has a distance (add \"loop_carried\": true)")
-    return _int(item["x-distance"], where, minimum=1)
+    return _int(item["x-distance"], where, minimum=1, maximum=MAX_DISTANCE)
 
 
 def parse_iterations(item: Mapping[str, Any], path: str) -> tuple[tuple[str, int, int], ...]:
@@ -95,8 +108,8 @@ def parse_rotation(raw: Mapping[str, Any], path: str) -> Rotation | None:
     loop = value["loop"]
     if not isinstance(loop, str) or not loop:
         raise ProgramError(join_path(where, "loop"), "expected a loop name")
-    return Rotation(loop, _int(value["slots"], join_path(where, "slots"), minimum=1),
-                    _int(value["stride"], join_path(where, "stride"), minimum=0))
+    return Rotation(loop, _int(value["slots"], join_path(where, "slots"), minimum=1, maximum=MAX_SLOTS),
+                    _int(value["stride"], join_path(where, "stride"), minimum=0, maximum=MAX_STRIDE))
 
 
 def parse_partition_steps(raw: Mapping[str, Any], path: str) -> tuple[tuple[str, int], ...]:
@@ -107,7 +120,7 @@ def parse_partition_steps(raw: Mapping[str, Any], path: str) -> tuple[tuple[str,
     value = raw["x-partitions_per_iteration"]
     if not isinstance(value, dict):
         raise ProgramError(where, "expected an object {LOOP: PARTITIONS}")
-    return tuple((loop, _int(step, join_path(where, loop))) for loop, step in value.items())
+    return tuple((loop, _int(step, join_path(where, loop), maximum=MAX_PARTITION_STEP)) for loop, step in value.items())
 
 
 def dep_json(distance: int, loop_carried: bool, iterations: tuple[tuple[str, int, int], ...]) -> dict[str, Any]:

@@ -12,7 +12,14 @@ Writing *in place of* the old file keeps what a user set on it:
 * the mode of an existing target (a new file gets ``0o666`` less the umask, as ``open``
   would give, not the ``0o600`` of a temporary file), and its owner where the process may set
   it;
-* a symbolic link stays a link: the new bytes replace the file it points to.
+* a symbolic link stays a link: the new bytes replace the file it points to;
+* a target that is not a regular file (a FIFO, a character device such as ``/dev/null``, a
+  socket) is written *through*, never replaced: renaming over ``/dev/null`` as root would
+  destroy it, and a FIFO's reader waits for the bytes, not for a new file; ``-`` is standard
+  output.
+
+Temporary files in flight are listed in :data:`PENDING` so that a process ended by a signal
+(:mod:`neuronsim.verify.cli.signals`) removes them even when it cannot unwind normally.
 
 Errors are :class:`OutputError`, an :class:`OSError` whose ``filename`` is the path the user
 gave (never the temporary file's) and whose ``strerror`` says what went wrong.
@@ -35,11 +42,43 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import sys
 import tempfile
 from collections.abc import Callable
 from typing import BinaryIO
 
-__all__ = ["OutputError", "write_atomically", "write_text", "check_output_path", "resolve_target"]
+__all__ = ["OutputError", "write_atomically", "write_text", "check_output_path", "resolve_target", "PENDING",
+           "remove_pending", "is_stream_target"]
+
+#: Temporary files being written now (removed by :func:`remove_pending` on a forced exit).
+PENDING: set[str] = set()
+
+
+def remove_pending() -> None:
+    """Remove every temporary file still in flight (a process ending by a signal)."""
+    for tmp in list(PENDING):
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        PENDING.discard(tmp)
+
+
+def is_stream_target(path: str | os.PathLike) -> bool:
+    """True for ``-`` and for an existing target that is not a regular file (FIFO, device,
+    socket): written through, never replaced.
+
+    >>> is_stream_target("-"), is_stream_target(os.devnull)
+    (True, True)
+    """
+    user = os.fspath(path)
+    if user == "-":
+        return True
+    try:
+        mode = os.stat(user).st_mode
+    except OSError:
+        return False
+    return not stat.S_ISREG(mode) and not stat.S_ISDIR(mode)
 
 
 class OutputError(OSError):
@@ -66,6 +105,10 @@ def check_output_path(path: str | os.PathLike) -> str:
     user = os.fspath(path)
     if not user:
         raise OutputError(user, "the path is empty", errno.ENOENT)
+    if is_stream_target(user):
+        if user != "-" and not os.access(user, os.W_OK):
+            raise OutputError(user, "permission denied", errno.EACCES)
+        return user
     target = resolve_target(user)
     if os.path.isdir(target):
         raise OutputError(user, "it is a directory", errno.EISDIR)
@@ -114,6 +157,9 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
     """
     user = os.fspath(path)
     target = check_output_path(user)
+    if is_stream_target(user):
+        _write_through(user, write)
+        return
     folder, name = os.path.split(target)
     try:
         existing = os.stat(target)
@@ -125,6 +171,7 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
     except OSError as err:
         raise OutputError(user, err.strerror or str(err), err.errno) from None
+    PENDING.add(tmp)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -140,15 +187,36 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
             else:
                 os.fchmod(fh.fileno(), _new_file_mode())
         os.replace(tmp, target)
+        PENDING.discard(tmp)
     except BaseException as err:
         try:
             os.unlink(tmp)
         except FileNotFoundError:
             pass
+        PENDING.discard(tmp)
         if isinstance(err, OSError) and not isinstance(err, OutputError):
             raise OutputError(user, err.strerror or str(err), err.errno) from None
         raise
     _fsync_folder(folder)
+
+
+def _write_through(user: str, write: Callable[[BinaryIO], None]) -> None:
+    """Write into standard output (``-``) or an existing non-regular file, in place."""
+    if user == "-":
+        stream = getattr(sys.stdout, "buffer", None)
+        if stream is None:
+            raise OutputError(user, "standard output is closed", errno.EBADF)
+        sys.stdout.flush()
+        write(stream)
+        stream.flush()
+        return
+    try:
+        with open(user, "wb") as fh:  # O_TRUNC on a FIFO or a device truncates nothing
+            write(fh)
+    except OutputError:
+        raise
+    except OSError as err:
+        raise OutputError(user, err.strerror or str(err), err.errno) from None
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:

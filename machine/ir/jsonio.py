@@ -20,6 +20,7 @@ from typing import Any, TextIO
 
 from neuronsim.machine.ir import files
 from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.inputs import check_encoding, huge_integer_error, read_input
 
 __all__ = ["decode_strict", "read_source", "reject_constant", "unique_keys", "write_text"]
 
@@ -40,26 +41,32 @@ def reject_constant(name: str) -> Any:
 
 
 def decode_strict(text: str | bytes) -> Any:
-    """The decoded document; malformed JSON is a ProgramError naming line and column."""
+    """The decoded document; malformed JSON is a ProgramError naming line and column (UTF-8
+    only: UTF-16 / UTF-32 text is refused as the program loader refuses it)."""
+    if isinstance(text, (bytes, bytearray)):
+        check_encoding(bytes(text[:4]))
+        try:
+            text = bytes(text).decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise ProgramError("", f"not UTF-8 text (byte {err.start}): {err.reason}") from None
     try:
         return json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant)
     except json.JSONDecodeError as err:
         raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
     except UnicodeDecodeError as err:
         raise ProgramError("", f"not UTF-8 text: {err.reason}") from None
+    except ValueError as err:  # an integer of more digits than Python converts
+        located = huge_integer_error(err, text)
+        if located is None:
+            raise
+        raise located from None
 
 
 def read_source(source: str | TextIO) -> str | bytes:
     """The text of a path (``-``: standard input) or an open file; an unreadable path is a ProgramError."""
     if hasattr(source, "read"):
         return source.read()  # type: ignore[union-attr]
-    if source == "-":
-        return sys.stdin.buffer.read()
-    try:
-        with open(source, "rb") as fh:  # type: ignore[arg-type]
-            return fh.read()
-    except OSError as err:
-        raise ProgramError("", f"cannot read {source}: {err.strerror}") from None
+    return read_input(source)  # type: ignore[arg-type]
 
 
 def write_text(text: str, target: str | TextIO) -> None:

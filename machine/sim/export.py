@@ -119,32 +119,43 @@ def save_figure(fig, path: str | Path, **options) -> None:
         plt.close(fig)
 
 
-def plot_timeline(trace: Trace, path: str | Path, title: str = "") -> None:
-    """Draw one row per component (DMA triggers as thin bars on their sequencer) to ``path``
-    (PNG, SVG, PDF, ... by its extension), atomically."""
+def plot_timeline(trace: Trace, path: str | Path, title: str = "", program: str = "program") -> None:
+    """Draw one row per component to ``path`` (PNG, SVG, PDF, ... by its extension),
+    atomically: ops in their colours of :mod:`neuronsim.machine.sim.palette`, DMA triggers as thin black
+    hatched bars on their sequencer, the title naming ``program`` and the run (nominal or
+    seed S)."""
     plot_format(path)  # before any drawing: a bad name costs nothing
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from neuronsim.machine.sim.palette import DMA_TRIGGER, DMA_TRIGGER_HATCH, op_color, picture_title
+
     rows = [c for c in trace.components if trace.stream(c)]
     row = {name: len(rows) - 1 - k for k, name in enumerate(rows)}
     ops = sorted({r.op for r in trace.records})
-    cmap = plt.get_cmap("tab20")
-    color = {op: cmap(k % 20) for k, op in enumerate(ops)}
     bars: dict[tuple[float, float, str], list[tuple[float, float]]] = defaultdict(list)
+    triggers: dict[int, list[tuple[float, float]]] = defaultdict(list)
     for r in trace.records:  # one broken_barh call per (row, op): fast on big traces
         bars[(row[r.component] - 0.4, 0.8, r.op)].append((_us(r.start), _us(r.end - r.start)))
         if r.is_dma:
-            bars[(row[r.engine] - 0.15, 0.3, r.op)].append((_us(r.trigger), _us(r.issued - r.trigger)))
+            triggers[row[r.engine]].append((_us(r.trigger), _us(r.issued - r.trigger)))
     fig, ax = plt.subplots(figsize=(12, 0.5 * len(rows) + 1.5))
     for (y, height, op), spans in bars.items():
-        ax.broken_barh(spans, (y, height), facecolors=color[op], edgecolors="black", linewidth=0.3)
+        ax.broken_barh(spans, (y, height), facecolors=op_color(op), edgecolors="black", linewidth=0.3)
+    for y, spans in triggers.items():
+        ax.broken_barh(spans, (y - 0.15, 0.3), facecolors=DMA_TRIGGER, edgecolors="white", hatch=DMA_TRIGGER_HATCH,
+                       linewidth=0.3)
     ax.set_yticks(range(len(rows)), list(reversed(rows)))
     ax.set_xlabel("time (µs)")
-    ax.set_title(title or f"{trace.machine}: makespan {trace.makespan:,.1f} ns")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=color[op]) for op in ops]
-    ax.legend(handles, ops, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    ax.set_title(title or picture_title(program, f"timeline on {trace.machine}, makespan {trace.makespan:,.1f} ns",
+                                        trace.seed))
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=op_color(op), edgecolor="black", linewidth=0.3) for op in ops]
+    labels = list(ops)
+    if triggers:
+        handles.append(plt.Rectangle((0, 0), 1, 1, facecolor=DMA_TRIGGER, edgecolor="white", hatch=DMA_TRIGGER_HATCH))
+        labels.append("DMA trigger (on its sequencer)")
+    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
     ax.grid(axis="x", linestyle=":", linewidth=0.5)
     save_figure(fig, path, dpi=120)

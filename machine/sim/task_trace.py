@@ -176,8 +176,10 @@ def write_task_trace(trace: TaskTrace, path: str | Path) -> None:
     write_text(path, json.dumps(task_chrome_trace(trace), separators=(",", ":")))
 
 
-def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "") -> None:
-    """One row for the orchestrator and one per worker, tasks coloured by kernel, to ``path``."""
+def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "", program: str = "task program") -> None:
+    """One row for the orchestrator and one per worker, tasks coloured by kernel (the colours
+    of :mod:`neuronsim.machine.sim.palette`), to ``path``; the title names ``program`` and the run."""
+    from neuronsim.machine.sim.palette import op_color, picture_title
     from neuronsim.machine.sim.export import plot_format, save_figure
 
     plot_format(path)
@@ -188,8 +190,7 @@ def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "") -> N
 
     rows = ["orchestrator", *(f"worker {k}" for k in range(trace.cores))]
     kernels: Sequence[str] = sorted({r.kernel for r in trace.records if r.kernel})
-    cmap = plt.get_cmap("tab20")
-    color = {k: cmap(i % 20) for i, k in enumerate(kernels)}
+    color = {k: op_color(k) for k in kernels}
     fig, ax = plt.subplots(figsize=(12, 0.5 * len(rows) + 1.5))
     p = trace.preset
     costs = [p.submit_cost(r.lookups, r.inserts, r.explicit, r.creator) for r in trace.records]
@@ -203,7 +204,10 @@ def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "") -> N
                                linewidth=0.3)
     ax.set_yticks(range(len(rows)), list(reversed(rows)))
     ax.set_xlabel("time (µs)")
-    ax.set_title(title or f"task runtime: makespan {trace.makespan:,.1f} ns on {trace.cores} cores")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=color[k]) for k in kernels]
-    ax.legend(handles, kernels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
+    ax.set_title(title or picture_title(program, f"task runtime on {trace.cores} cores, makespan "
+                                                 f"{trace.makespan:,.1f} ns", trace.seed))
+    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=color[k], edgecolor="black", linewidth=0.3) for k in kernels]
+    handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="grey"))
+    ax.legend(handles, [*kernels, "submission (orchestrator)"], loc="upper left", bbox_to_anchor=(1.0, 1.0),
+              fontsize="small")
     save_figure(fig, path, dpi=120)

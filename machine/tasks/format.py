@@ -314,6 +314,10 @@ def is_task_document(doc: Any) -> bool:
 
 def parse_tasks(doc: Any, *, validate: bool = True) -> TaskProgram:
     """A :class:`TaskProgram` from a decoded JSON document, checked fully."""
+    if isinstance(doc, dict) and doc.get("format") == "neuronsim.program/1":  # the other format: say so, once
+        raise ProgramError("format", "this is a neuronsim.program/1 program (instruction level), not a "
+                                     "neuronsim.tasks/1 one; the commands that take it are check, compile, simulate, "
+                                     "footprint, report, loops and show")
     if isinstance(doc, dict) and doc.get("format") != FORMAT:  # the format first: a document of another kind
         raise ProgramError("format", f"expected {FORMAT!r}, got {_show(doc.get('format'))}")
     o = _Obj(doc, "", {"format", "kernels", "function", "runtime"}, "a task-program document")

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.tasks.expr import ScalarExpr, evaluate
+from neuronsim.machine.tasks.expr import ScalarExpr, evaluate, free_names
 from neuronsim.machine.tasks.geometry import Region, root_region
 from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, GetSlot, If, IndexedView, ParamDirection, RuntimeScope,
@@ -51,11 +51,17 @@ from neuronsim.machine.tasks.ir import (
 )
 
 __all__ = ["READ", "WRITE", "Origin", "ArgAccess", "TaskInstance", "iter_task_instances", "unroll_task_program",
-           "scalar_values", "DEFAULT_MAX_ITERATIONS"]
+           "scalar_values", "DEFAULT_MAX_ITERATIONS", "MAX_TASK_ARRAY"]
 
 READ, WRITE = 1, 2
 #: Loop iterations one walk runs at most (a ``while`` whose condition never turns false).
 DEFAULT_MAX_ITERATIONS = 10_000_000
+#: Slots of one TaskId array at most (static extents are checked when the program is read,
+#: runtime ones when the array is created): far beyond any orchestration, far below memory.
+MAX_TASK_ARRAY = 1 << 20
+#: Iterations of one execution of a ``while`` loop at most (far beyond an orchestration loop;
+#: a loop that submits forever is stopped in seconds, not at the instance limit).
+MAX_WHILE_TRIPS = 100_000
 _MODE = {ParamDirection.IN: READ, ParamDirection.OUT: WRITE, ParamDirection.INOUT: READ | WRITE}
 
 
@@ -259,7 +265,11 @@ class _Walk:
         elif isinstance(s, ScalarLet):
             self.env[s.var] = self.value(s.value, path)
         elif isinstance(s, TaskArray):
-            self.arrays[s.var] = [frozenset()] * max(0, self.value(s.extent, path))
+            extent = self.value(s.extent, path)
+            if extent > MAX_TASK_ARRAY:
+                raise ProgramError(f"{path}.task_array", f"an array of {extent:,} slots at run time; at most "
+                                                         f"{MAX_TASK_ARRAY:,} are allowed")
+            self.arrays[s.var] = [frozenset()] * max(0, extent)
         elif isinstance(s, SetSlot):
             self.arrays[s.array][self.slot(s.array, s.index, path)] = self.tasks.get(s.value, frozenset())
         elif isinstance(s, GetSlot):
@@ -278,9 +288,16 @@ class _Walk:
             indices: Iterator[int] = iter(range(lo, hi, step))
         else:
             indices = _count()
+        fixed = isinstance(s, While) and not free_names(s.cond) & {a.name for a in s.iter_args}
         for trip, i in enumerate(indices):
             if isinstance(s, While) and not self.value(s.cond, f"{path}.while"):
                 break
+            if isinstance(s, While) and trip >= MAX_WHILE_TRIPS:
+                raise ProgramError(f"{path}.while", f"loop {s.name!r} is still running after {MAX_WHILE_TRIPS:,} "
+                                                    f"iterations of one execution (a while loop that never ends?)")
+            if fixed and trip:  # the condition holds again and nothing in the loop can change it
+                raise ProgramError(f"{path}.while", f"loop {s.name!r} never ends: its condition reads none of its "
+                                                    f"iter_args (variables are single-assignment) and holds")
             self.iterations += 1
             if self.iterations > self.max_iterations:
                 raise ProgramError(path, f"loop {s.name!r} is still running after {self.max_iterations:,} loop "

@@ -21,6 +21,7 @@ from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.tasks.expr import ScalarExpr, Sym, free_names
 from neuronsim.machine.tasks.geometry import packed_strides, span_elements, view_strides
 from neuronsim.machine.ir.dtypes import itemsize
+from neuronsim.machine.tasks.unroll import MAX_TASK_ARRAY
 from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, GetSlot, If, IndexedView, IterArg, Operand, ParamDirection,
     RuntimeScope, ScalarLet, SetSlot, Slice, Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram,
@@ -74,6 +75,8 @@ class _Checker:
         self.labels: dict[str, str] = {}
         self.scopes: list[set[str]] = [set()]
         self.deferred: list[tuple[Call, str, tuple[str, ...]]] = []  # a call, its path, the loops around it
+        self.defined_at: dict[str, int] = {}  # variable -> its definition's rank in program order
+        self.call_at: dict[str, int] = {}  # call label -> the rank of the call
         self.loops: list[str] = []
 
     # -- names ---------------------------------------------------------------------------
@@ -81,6 +84,7 @@ class _Checker:
         if name in self.kinds:
             raise ProgramError(path, f"'{name}' is defined twice (variables are single-assignment)")
         self.kinds[name] = kind
+        self.defined_at[name] = len(self.defined_at)
         self.scopes[-1].add(name)
         if type_ is not None:
             self.types[name] = type_
@@ -198,6 +202,9 @@ class _Checker:
             self.expr(s.extent, join_path(path, "task_array"))
             if isinstance(s.extent, int) and s.extent < 1:
                 raise ProgramError(join_path(path, "task_array"), f"expected an extent >= 1, got {s.extent}")
+            if isinstance(s.extent, int) and s.extent > MAX_TASK_ARRAY:
+                raise ProgramError(join_path(path, "task_array"), f"expected an extent of at most {MAX_TASK_ARRAY:,} "
+                                                                  f"slots, got {s.extent:,}")
             self.define(s.var, ARRAY, join_path(path, "let"))
         elif isinstance(s, (SetSlot, GetSlot)):
             self.use(s.array, join_path(path, "set" if isinstance(s, SetSlot) else "get"), ARRAY)
@@ -330,6 +337,7 @@ class _Checker:
             self.define(name, TENSOR, join_path(path, "outputs"), self.types.get(source) if isinstance(source, str) else None)
         if c.submit:
             self.define(c.task_id, TASK, join_path(path, "task_id"))
+        self.call_at[c.name] = len(self.defined_at)  # the call's own task_id and outputs come after it
         self.deferred.append((c, path, tuple(self.loops)))
         return replace(c, args=tuple(args))
 
@@ -347,6 +355,10 @@ class _Checker:
                     raise ProgramError(at(path, i, "on"), f"'{dep.on}' is not a TaskId, TaskId array or tensor variable")
                 if dep.loop is not None and self.labels.get(dep.loop) != "loop":
                     raise ProgramError(at(path, i, "loop"), f"'{dep.loop}' is not a loop")
+                if (dep.carried is None and dep.loop is None and self.kinds[dep.on] in (TASK, ARRAY)
+                        and self.defined_at[dep.on] >= self.call_at[c.name] and not loops):
+                    raise ProgramError(at(path, i, "on"), f"'{dep.on}' is defined after call '{c.name}', outside any "
+                                                          f"loop: a plain compiler dep names a TaskId submitted before it")
                 if dep.carried is not None and dep.carried not in loops:
                     raise ProgramError(at(path, i, "carried"), f"'{dep.carried}' is not a loop around call '{c.name}'")
                 for j, name in enumerate(dep.calls):

@@ -10,11 +10,14 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 
 import pytest
+from click.testing import CliRunner
 
 from examples.collapse_waits import CollapseWaits, CollapseWaitsBySequencer
 from tests.docs_kit import ROOT, load_script
+from neuronsim.verify.cli import cli
 from neuronsim.verify.fuzz import check_pass
 
 CLI = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
@@ -107,3 +110,20 @@ def test_format_page_names_every_machine_parameter_and_project_x_key():
         for path in (ROOT / folder).rglob("*.py"):
             used |= set(re.findall(r'"(x-[a-z-]+)"', path.read_text()))
     assert used and all(f"| `{key}` |" in page for key in used), used
+
+
+def test_api_page_documents_every_listed_name_and_the_version_is_printed():
+    import sys as _sys
+
+    _sys.path.insert(0, str(ROOT / "docs"))
+    from api_page import API
+
+    page = (ROOT / "docs" / "api.md").read_text()
+    for module, names, _ in API:
+        for name in names:
+            assert f"### `{module}.{name}`" in page
+    assert "(no docstring)" not in page
+    result = CliRunner().invoke(cli, ["--version"])
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert result.exit_code == 0 and result.stdout.startswith(f"neuronsim {version}")
+    assert "Apache License" in (ROOT / "LICENSE").read_text() and "Apache-2.0" in (ROOT / "pyproject.toml").read_text()

@@ -190,7 +190,7 @@ def test_loops_command_human_and_json(tmp_path):
     path = tmp_path / "p.json"
     path.write_text(dumps_program(program))
     runner = CliRunner()
-    human = runner.invoke(cli, ["loops", str(path)])
+    human = runner.invoke(cli, ["loops", str(path), "-v"])
     assert human.exit_code == 0
     assert "loop a: trip count 3, depth 0, parents -, niters 3" in human.output
     assert "(DEBUG) def = w.writes[0]" in human.output

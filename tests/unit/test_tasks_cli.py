@@ -93,7 +93,7 @@ def test_unusable_input_through_the_real_entry_point(tmp_path):
     assert missing.returncode == 2 and missing.stderr.startswith("error: cannot read")
     program_format = subprocess.run([*CLI, "tasks", "examples/matmul_k_loop.json"], capture_output=True,
                                     text=True, timeout=120)
-    assert program_format.returncode == 2 and "expected 'neuronsim.tasks/1'" in program_format.stderr
+    assert program_format.returncode == 2 and "this is a neuronsim.program/1 program" in program_format.stderr
 
 
 def test_every_example_compiles_both_ways():

@@ -1,8 +1,52 @@
-"""The ``neuronsim`` command line: the group and its entry point (:mod:`.app`), one small
-module per command beside them (:mod:`.check`, :mod:`.compile`, ...), their shared helpers
-(:mod:`.common`: reading programs, exit statuses, JSON output) and the task-program paths of the
-commands that take both formats (:mod:`.task_programs`)."""
+"""The ``neuronsim`` command line (spec, "Command line").
 
-from neuronsim.verify.cli.app import cli, emit_json, json_option, main, program_argument, run_command, UsageFailure
+Every command reads a program from a path or ``-`` (standard input).  Exit statuses: 0 for
+success, 1 for a finding (races, outputs that differ), 2 for unusable input (and for work
+beyond the size limits ``--max-instances`` / ``--max-memory``), 3 for an internal error (a
+bug: one line ``internal error: ...``; ``NEURONSIM_TRACEBACK=1`` shows the traceback), 130 when
+interrupted (Ctrl-C), 143 when terminated (SIGTERM), 141 when the reader of standard output
+went away.  With ``--json`` standard output carries exactly one JSON document; on exit 2, 3,
+130 or 143 it is ``{"format": "neuronsim.error/1", "path": ..., "message": ..., "internal":
+...}``, and the message is on standard error as well.  Never a traceback: any
+:class:`~neuronsim.machine.ir.errors.ProgramError` (and any other failure to read input, including a bad
+flag) becomes exit 2 with a located one-line message.
+
+Commands live in small modules beside this one (``verify/cli/*.py``); each defines click
+commands and :mod:`.app` adds them to the group when the command line runs.
+"""
+
+from __future__ import annotations
+
+from neuronsim.verify.cli import signals  # noqa: I001 - first, and light: see main()
 
 __all__ = ["main", "cli", "run_command", "emit_json", "program_argument", "json_option", "UsageFailure"]
+
+#: Names this module offers from :mod:`neuronsim.verify.cli.app` and :mod:`neuronsim.verify.cli.common`, imported when
+#: first asked for: the console script imports this module before :func:`main` can handle a
+#: signal, so it imports nothing heavy (not even click).
+_FROM_CLIUTIL = ("run_command", "emit_json", "program_argument", "json_option", "UsageFailure")
+
+
+def __getattr__(name: str):
+    if name == "cli":
+        from neuronsim.verify.cli.app import cli
+
+        return cli
+    if name in _FROM_CLIUTIL:
+        from neuronsim.verify.cli import common
+
+        return getattr(common, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def main() -> None:
+    """Console entry point: signal handlers first (a Ctrl-C while the commands load exits 130
+    with one line, see :mod:`neuronsim.verify.cli.signals`), then the commands."""
+    signals.install_startup_handlers()
+    from neuronsim.verify.cli.common import MEMORY_BACKSTOP
+    from neuronsim.verify.cli.app import _register, cli
+
+    _register()
+    MEMORY_BACKSTOP["enabled"] = True
+    signals.install_handlers()
+    cli.main()

@@ -1,53 +1,14 @@
-"""The ``neuronsim`` command line (spec, "Command line").
-
-Every command reads a program from a path or ``-`` (standard input).  Exit statuses: 0 for
-success, 1 for a finding (races, outputs that differ), 2 for unusable input (and for work
-beyond the size limits ``--max-instances`` / ``--max-memory``), 3 for an internal error (a
-bug: one line ``internal error: ...``; ``NEURONSIM_TRACEBACK=1`` shows the traceback), 130 when
-interrupted (Ctrl-C), 143 when terminated (SIGTERM), 141 when the reader of standard output
-went away.  With ``--json`` standard output carries exactly one JSON document; on exit 2, 3,
-130 or 143 it is ``{"format": "neuronsim.error/1", "path": ..., "message": ..., "internal":
-...}``, and the message is on standard error as well.  Never a traceback: any
-:class:`~neuronsim.machine.ir.errors.ProgramError` (and any other failure to read input, including a bad
-flag) becomes exit 2 with a located one-line message.
-
-Commands live in small modules (``verify/cli/*.py``); each defines click commands and
-this module adds them to the group.
-"""
+"""The ``neuronsim`` click group (see :mod:`neuronsim.verify.cli`, which loads it after its signal
+handlers are in place).  Its :meth:`_Group.main` keeps every ending to one line and one status."""
 
 from __future__ import annotations
 
-import signal
 import sys
 
 import click
 
-from neuronsim.verify.cli.check import check
-from neuronsim.verify.cli.compile import compile_command
-from neuronsim.verify.cli.footprint import footprint
-from neuronsim.verify.cli.fuzz import fuzz
-from neuronsim.verify.cli.loops import loops
-from neuronsim.verify.cli.report import report
-from neuronsim.verify.cli.run import run
-from neuronsim.verify.cli.show import show
-from neuronsim.verify.cli.simulate import simulate
-from neuronsim.verify.cli.tasks import tasks
-from neuronsim.verify.cli.common import (
-    EXIT_INPUT,
-    MEMORY_BACKSTOP,
-    Terminated,
-    UsageFailure,
-    closed_pipe,
-    emit_json,
-    fail,
-    internal_error,
-    json_option,
-    program_argument,
-    run_command,
-    stopped,
-)
+__all__ = ["cli"]
 
-__all__ = ["main", "cli", "run_command", "emit_json", "program_argument", "json_option", "UsageFailure"]
 
 def _usage_path(err: click.ClickException) -> str:
     param = getattr(err, "param", None)
@@ -56,11 +17,30 @@ def _usage_path(err: click.ClickException) -> str:
     return ""
 
 
+def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from neuronsim.verify.cli.version import version
+
+    click.echo(f"neuronsim {version()}")
+    ctx.exit(0)
+
+
 class _Group(click.Group):
     """The command group; its :meth:`main` keeps every ending to one line and one status, for
     the console script and for click's test runner alike."""
 
+    def list_commands(self, ctx):  # noqa: D102 - the commands are added when first needed
+        _register()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx, cmd_name):  # noqa: D102
+        _register()
+        return super().get_command(ctx, cmd_name)
+
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D102
+        from neuronsim.verify.cli.common import EXIT_INPUT, closed_pipe, fail, internal_error, stopped
+
         argv = list(sys.argv[1:] if args is None else args)
         as_json = "--json" in argv
         try:
@@ -89,7 +69,8 @@ class _Group(click.Group):
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="neuronsim")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="Show the version (the installed distribution's) and exit.")
 def cli() -> None:
     """neuronsim: race-check, simulate and measure NeuronCore dependence passes.
 
@@ -99,18 +80,20 @@ def cli() -> None:
     """
 
 
-#: What ``neuronsim`` offers, in the order its help lists them.
-COMMANDS = [run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks]
-for _command in COMMANDS:
-    cli.add_command(_command)
+def _register() -> None:
+    """Add the commands (their modules import numpy, simpy and the rest: only when needed)."""
+    if cli.commands:
+        return
+    from neuronsim.verify.cli.check import check
+    from neuronsim.verify.cli.compile import compile_command
+    from neuronsim.verify.cli.footprint import footprint
+    from neuronsim.verify.cli.fuzz import fuzz
+    from neuronsim.verify.cli.loops import loops
+    from neuronsim.verify.cli.report import report
+    from neuronsim.verify.cli.run import run
+    from neuronsim.verify.cli.show import show
+    from neuronsim.verify.cli.simulate import simulate
+    from neuronsim.verify.cli.tasks import tasks
 
-
-def _terminate(signum, frame) -> None:
-    raise Terminated  # SIGTERM ends like Ctrl-C (temporary files removed, one line), with 143
-
-
-def main() -> None:
-    """Console entry point."""
-    signal.signal(signal.SIGTERM, _terminate)
-    MEMORY_BACKSTOP["enabled"] = True
-    cli.main()
+    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks):
+        cli.add_command(command)

@@ -13,10 +13,10 @@ from neuronsim.machine.formats.program import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.order.unroll import unroll
 
-from neuronsim.verify.cli.common import emit_json, guard_size, json_option, program_argument, run_command, size_options
+from neuronsim.verify.cli.common import emit_json, guard_size, json_option, placed, program_argument, run_command, size_options
 from neuronsim.verify.progress import Progress
 from neuronsim.verify.racecheck import check_waits
-from neuronsim.verify.report import render_report
+from neuronsim.verify.report import render_report, suggest_fix
 from neuronsim.verify.cli.task_programs import check_tasks, sniff_task_program
 
 #: Races listed by default (all are counted).
@@ -37,7 +37,7 @@ def check(program: str, as_json: bool, max_races: int, max_instances: int, max_m
     prog = sniff_task_program(program)
     if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the task race checker
         return check_tasks(prog, as_json=as_json, max_races=max_races, max_instances=max_instances)
-    prog = load_program(prog)
+    prog = placed(load_program(prog))
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory)
     with Progress() as progress:
         with progress.stage("unroll", None, size=size.instances):
@@ -46,7 +46,11 @@ def check(program: str, as_json: bool, max_races: int, max_instances: int, max_m
         with progress.stage("check", len(unrolled), unit="instance") as update:
             report = check_waits(prog, waits, unrolled, max_races=max_races, progress=lambda done, _total: update(done))
     if as_json:
-        emit_json({**report.to_json(), "total_races": report.total_races})
+        doc = report.to_json()
+        for race, entry in zip(report.races, doc["races"]):  # the wait that orders each pair, as footprint gives it
+            waiter, dep = suggest_fix(race, unrolled)
+            entry["fix"] = {"waiter": waiter, "dep": {"on": dep.on, **({"loop_carried": True} if dep.loop_carried else {})}}
+        emit_json({**doc, "total_races": report.total_races})
     else:
         click.echo(render_report(report, unrolled))
     return 0 if report.race_free else 1

@@ -26,6 +26,7 @@ import click
 from neuronsim.machine.ir.errors import ProgramError, printable
 from neuronsim.machine.ir.files import OutputError, check_output_path
 from neuronsim.machine.ir.program import Program
+from neuronsim.verify.cli.signals import Terminated, mark_reported, raise_if_received
 from neuronsim.machine.order.size import (
     SizeEstimate,
     address_space,
@@ -64,8 +65,26 @@ class UsageFailure(Exception):
 
 
 def emit_json(doc: Any) -> None:
-    """Write the one JSON document of a ``--json`` run."""
-    sys.stdout.write(json.dumps(doc, indent=1) + "\n")
+    """Write the one JSON document of a ``--json`` run (strict JSON: a NaN or an infinity
+    that reached a figure is written as null, never as the non-JSON ``NaN``)."""
+    if sys.stdout is None:
+        raise UsageFailure("standard output is closed; --json writes its document there", "--json")
+    sys.stdout.write(json.dumps(strict_json(doc), indent=1, allow_nan=False) + "\n")
+
+
+def strict_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (JSON has no NaN or Infinity).
+
+    >>> strict_json({"a": [1.5, float("nan")], "b": float("inf")})
+    {'a': [1.5, None], 'b': None}
+    """
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, dict):
+        return {k: strict_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict_json(v) for v in value]
+    return value
 
 
 def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
@@ -76,19 +95,16 @@ def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) ->
     where = f"{path}: " if path else ""
     line = printable(f"{where}{message}") if label == "error" or internal else ""
     click.echo(f"{label}: {line}" if line else label, err=True)
-    if as_json:
+    if as_json and sys.stdout is not None:
         emit_json({"format": "neuronsim.error/1", "path": printable(path), "message": printable(message),
                    "internal": internal})
     sys.exit(status)
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where the process is (so ``finally`` blocks and temporary files are
-    cleaned up as on Ctrl-C)."""
-
 
 def stopped(err: KeyboardInterrupt, as_json: bool) -> None:
     """Ctrl-C: exit 130 with ``interrupted``; SIGTERM: exit 143 with ``terminated``."""
+    mark_reported()
     if isinstance(err, Terminated):
         fail("", "terminated", as_json, status=EXIT_TERMINATED)
     fail("", "interrupted", as_json, status=EXIT_INTERRUPTED)
@@ -124,6 +140,7 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
         as_json = bool(kwargs.get("as_json"))
         try:
             status = fn(*args, **kwargs)
+            raise_if_received()  # a signal whose exception something swallowed still ends the run with its status
         except ProgramError as err:
             fail(err.path, err.message, as_json)
         except UsageFailure as err:
@@ -146,7 +163,19 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
     return wrapper
 
 
-program_argument = click.argument("program", metavar="PROGRAM")
+def _set_input_limit(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
+    from neuronsim.machine.ir.inputs import set_input_limit
+
+    set_input_limit(value)
+
+
+def program_argument(fn: Callable) -> Callable:
+    """The PROGRAM argument and ``--max-input SIZE``, the most program text read (see
+    :mod:`neuronsim.machine.ir.inputs`)."""
+    fn = click.option("--max-input", type=ByteSize(), default=None, metavar="SIZE", expose_value=False,
+                      callback=_set_input_limit, is_eager=True,
+                      help="Read at most this much program text, e.g. 1G (default 256M).")(fn)
+    return click.argument("program", metavar="PROGRAM")(fn)
 json_option = click.option("--json", "as_json", is_flag=True, help="Write exactly one JSON document to standard output.")
 
 
@@ -266,3 +295,18 @@ def plot_format_or_fail(path: str) -> str:
         return plot_format(path)
     except OutputError as err:
         raise UsageFailure(f"cannot write the --plot file: {err.reason}", path) from None
+
+
+def placed(program: Program) -> Program:
+    """``program`` with its virtual tensors placed by the ``alloc`` pass (said on standard
+    error), so ``check``, ``simulate`` and ``report`` take a program before it is compiled;
+    a placed program as it is."""
+    if not program.has_virtual_tensors:
+        return program
+    from neuronsim.passes import parse_pipeline, run_pipeline
+
+    virtual = sum(1 for t in program.tensors.values() if t.is_virtual)
+    result = run_pipeline(program, parse_pipeline("alloc"))
+    click.echo(f"note: {virtual} virtual tensor(s): placed with the alloc pass first (its deps are the program's; "
+               f"neuronsim compile runs the whole pipeline)", err=True)
+    return result

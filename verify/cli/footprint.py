@@ -13,6 +13,8 @@ Exit 0 (with or without that warning), or 2 on unusable input.
 
 from __future__ import annotations
 
+import os
+
 import click
 from rich.console import Console
 from rich.table import Table
@@ -75,11 +77,16 @@ def _notes(report: SyncReport) -> list[str]:
     return lines
 
 
-def _plot(report: SyncReport, path: str) -> None:
+def _plot(report: SyncReport, path: str, program: str = "program") -> None:
+    """Waits by kind per stage (stacked, the greys of :mod:`neuronsim.machine.sim.palette`), semaphore waits
+    and the minimum as lines above them, integer ticks, the title naming the program."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    from neuronsim.machine.sim.palette import KIND_COLORS, MINIMUM_LINE, SEMAPHORE_LINE, picture_title
 
     stages = [s.stage for s in report.stages]
     x = list(range(len(stages)))  # positions, not names: a pass may run twice
@@ -87,14 +94,18 @@ def _plot(report: SyncReport, path: str) -> None:
     bottom = [0] * len(stages)
     for kind in KINDS:
         heights = [s.figures.kind(kind) for s in report.stages]
-        ax.bar(x, heights, bottom=bottom, label=kind)
+        ax.bar(x, heights, bottom=bottom, label=kind, color=KIND_COLORS[kind], edgecolor="black", linewidth=0.4)
         bottom = [b + h for b, h in zip(bottom, heights)]
-    ax.plot(x, [s.figures.semaphore_waits for s in report.stages], "ko-", label="semaphore waits")
+    semaphores = [s.figures.semaphore_waits for s in report.stages]
+    ax.plot(x, semaphores, "o-", color=SEMAPHORE_LINE, label="semaphore waits", zorder=3)
     minimums = [s.minimum.figures.waits if s.minimum else float("nan") for s in report.stages]
-    ax.plot(x, minimums, "r--", label="minimum")
+    ax.plot(x, minimums, "--", color=MINIMUM_LINE, linewidth=2, label="minimum", zorder=4)
+    peak = max([*bottom, *semaphores, *(m for m in minimums if m == m)], default=1) or 1
+    ax.set_ylim(0, peak * 1.12 + 1)  # headroom: no line hides under the frame
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xticks(x, stages)
     ax.set_ylabel("instance-level waits")
-    ax.set_title(f"sync footprint ({report.machine})")
+    ax.set_title(picture_title(program, f"sync footprint on {report.machine}", run=False))
     ax.tick_params(axis="x", labelrotation=20)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     save_figure(fig, path)
@@ -138,7 +149,7 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
         with progress.stage("footprint", None, size=size.instances * len(stages)):
             report = sync_report(stages, simulate=not no_simulate, passes=records, check_given=True)
     if plot:
-        _plot(report, plot)
+        _plot(report, plot, "standard input" if program == "-" else os.path.basename(program))
     if as_json:
         emit_json(report.to_json())
     else:

@@ -26,6 +26,7 @@ import os
 import re
 import signal
 import sys
+import time
 from dataclasses import dataclass
 
 import click
@@ -104,9 +105,8 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
 
             result = check_task_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace,
                                      shrink=chunk.shrink)
-        else:
-            result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace,
-                                shrink=chunk.shrink)
+        else:  # found as drawn: the parent shrinks each distinct failure once (neuronsim.verify.shrink), with progress
+            result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace, shrink=False)
     except Exception as err:  # noqa: BLE001 - a crash in a worker is a finding, not a traceback
         return ChunkResult(chunk.index, chunk.seed, 0, FuzzFailure("error", f"{type(err).__name__}: {err}", "", None, None))
     return ChunkResult(chunk.index, chunk.seed, result.examples, result.failure)
@@ -182,8 +182,32 @@ def _execute_dask(chunks: list[Chunk], scheduler: str, take) -> list[ChunkResult
     return results
 
 
-def _save_distinct(failures: list[ChunkResult], out_dir: str) -> tuple[list[dict], dict[int, str | None]]:
-    """One saved report per distinct failure; the groups and each failing chunk's saved path."""
+def _shrink(failure: FuzzFailure, user_pass: str | None, replace: str | None, progress) -> FuzzFailure:
+    """``failure`` shrunk in this process, the progress line saying so (instructions left)."""
+    from neuronsim.verify.fuzz import load_pass, shrink_failure
+    from neuronsim.verify.shrink import instruction_count
+
+    from neuronsim.machine.formats.program import loads_program
+
+    user = load_pass(user_pass) if user_pass else None
+    size = instruction_count(loads_program(failure.program, validate=False))
+    if not progress.live:  # off a terminal (CI, a log): say it, since no bar moves
+        click.echo(f"fuzz: shrinking a {failure.check} failure of {size} instruction(s) ...", err=True)
+    started = time.perf_counter()
+    # size=-1: no summary line of the stage's own (the lines around it say more)
+    with progress.stage(f"shrinking a {failure.check} failure", size, unit="instruction", size=-1) as update:
+        update(0, f"{size} instructions")
+        shrunk = shrink_failure(failure, user, replace=replace,
+                                progress=lambda left: update(size - left, f"{left} instruction(s) left"))
+    if not progress.live:
+        left = instruction_count(loads_program(shrunk.program, validate=False))
+        click.echo(f"fuzz: shrunk to {left} instruction(s) in {time.perf_counter() - started:.1f} s", err=True)
+    return shrunk
+
+
+def _save_distinct(failures: list[ChunkResult], out_dir: str, shrink=None) -> tuple[list[dict], dict[int, str | None]]:
+    """One saved report per distinct failure (shrunk first by ``shrink(failure)`` when given);
+    the groups and each failing chunk's saved path."""
     from neuronsim.verify.fuzz import save_failure
 
     groups: dict[str, list[ChunkResult]] = {}
@@ -192,11 +216,14 @@ def _save_distinct(failures: list[ChunkResult], out_dir: str) -> tuple[list[dict
     distinct, saved_by_chunk = [], {}
     for signature, members in groups.items():
         first = members[0]
+        failure = first.failure
         saved = None
-        if first.failure.program:  # an "error" of the pass loader has no program to save
-            saved = save_failure(first.failure, out_dir, f"failure-{first.check}-seed{first.seed}").saved
-        distinct.append({"signature": signature, "check": first.check, "message": first.message, "saved": saved,
-                         "chunks": [r.index for r in members]})
+        if failure.program:  # an "error" of the pass loader has no program to save
+            if shrink is not None:
+                failure = shrink(failure)
+            saved = save_failure(failure, out_dir, f"failure-{first.check}-seed{first.seed}").saved
+        distinct.append({"signature": signature, "check": first.check, "message": failure.message, "saved": saved,
+                         "fix": failure.fix, "chunks": [r.index for r in members]})
         for r in members:
             saved_by_chunk[r.index] = saved
     return distinct, saved_by_chunk
@@ -252,17 +279,19 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
         except Exception as err:  # noqa: BLE001 - the user's module failed to import: their input
             raise UsageFailure(f"cannot load {user_pass!r}: {type(err).__name__}: {err}", "--pass") from None
     chunks = plan_chunks(examples, seed, user_pass, replace, import_dir, tasks=tasks, shrink=not no_shrink)
-    with Progress(summary_min=0) as progress, progress.stage("fuzz", examples, unit="example") as update:
-        ran = [0]
+    with Progress(summary_min=0) as progress:
+        with progress.stage("fuzz", examples, unit="example") as update:
+            ran = [0]
 
-        def advance(result: ChunkResult) -> None:
-            ran[0] += result.examples
-            update(ran[0])
+            def advance(result: ChunkResult) -> None:
+                ran[0] += result.examples
+                update(ran[0])
 
-        results = _execute(chunks, workers, scheduler, advance, fail_fast)
-    results.sort(key=lambda r: r.index)
-    failures = [r for r in results if r.failure is not None]
-    distinct, saved = _save_distinct(failures, out_dir) if failures else ([], {})
+            results = _execute(chunks, workers, scheduler, advance, fail_fast)
+        results.sort(key=lambda r: r.index)
+        failures = [r for r in results if r.failure is not None]
+        shrink = None if no_shrink or tasks else (lambda f: _shrink(f, user_pass, replace, progress))
+        distinct, saved = _save_distinct(failures, out_dir, shrink) if failures else ([], {})
     ran = sum(r.examples for r in results)
     stopped = fail_fast and bool(failures) and len(results) < len(chunks)
     if as_json:
@@ -271,16 +300,18 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
                    "failures": [{"chunk": r.index, "seed": r.seed, "check": r.check, "message": r.message,
                                  "saved": saved.get(r.index)} for r in failures]})
     else:
-        _print(ran, seed, len(chunks), failures, distinct, stopped, tasks)
+        _print(ran, examples, seed, len(chunks), failures, distinct, stopped, tasks)
     return 1 if failures else 0
 
 
-def _print(ran: int, seed: int, chunks: int, failures: list[ChunkResult], distinct: list[dict], stopped: bool,
-           tasks: bool = False) -> None:
+def _print(ran: int, asked: int, seed: int, chunks: int, failures: list[ChunkResult], distinct: list[dict],
+           stopped: bool, tasks: bool = False) -> None:
     from neuronsim.verify.tasks.fuzz import TASK_CHECKS
 
     out = Console(highlight=False, soft_wrap=True)
-    table = Table(title=f"fuzz: {ran} {'task programs' if tasks else 'examples'}, seed {seed}, {chunks} chunks")
+    what = "task programs" if tasks else "examples"
+    count = f"{ran} {what}" if ran == asked else f"{ran} of {asked} {what} (a chunk stops at its first failure)"
+    table = Table(title=f"fuzz: {count}, seed {seed}, {chunks} chunks")
     for column in ("check", "failing chunks", "first failure"):
         table.add_column(column)
     for check in TASK_CHECKS if tasks else CHECKS:
@@ -290,6 +321,8 @@ def _print(ran: int, seed: int, chunks: int, failures: list[ChunkResult], distin
     for group in distinct:
         chunks_text = ", ".join(map(str, group["chunks"]))
         out.print(f"{group['check']}: {group['message']}\n  in chunk(s) {chunks_text}; minimal program: {group['saved']}")
+        if group.get("fix"):
+            out.print(f"  fix: {group['fix']}")
     if stopped:
         out.print("stopped at the first failure (--fail-fast)")
     if not failures:

@@ -40,16 +40,21 @@ def _vector(v: tuple[int, ...]) -> str:
     return "[" + ", ".join(f"{x:+d}" if x else "0" for x in v) + "]"
 
 
-def render_graph(graph: LoopGraph) -> list[str]:
-    """The seed-like debug lines of one loop."""
+def render_graph(graph: LoopGraph, verbose: bool = True) -> list[str]:
+    """The lines of one loop: its header and dependent pairs; with ``verbose`` the seed-like
+    debug dump (``(DEBUG)`` lines: every def, use and pair, and the distance cache)."""
     parents = ", ".join(graph.parents) or "-"
     lines = [f"loop {graph.loop}: trip count {graph.trip_count}, depth {graph.depth}, parents {parents}, "
              f"niters {graph.niters}"]
-    lines += [f"  (DEBUG) def = {_describe(s)}" for s in graph.defs]
-    lines += [f"  (DEBUG) use = {_describe(s)}" for s in graph.uses]
+    tag = "(DEBUG) " if verbose else ""
+    if verbose:
+        lines += [f"  (DEBUG) def = {_describe(s)}" for s in graph.defs]
+        lines += [f"  (DEBUG) use = {_describe(s)}" for s in graph.uses]
     for pair in graph.pairs:
         r = pair.result
-        line = (f"  (DEBUG) def -> use: {pair.defn.label} -> {pair.use.label} ({pair.defn.access.tensor}), "
+        if not verbose and not r.dependent:
+            continue
+        line = (f"  {tag}def -> use: {pair.defn.label} -> {pair.use.label} ({pair.defn.access.tensor}), "
                 f"dependent = {str(r.dependent).lower()}")
         if r.dependent:
             vectors = " ".join(_vector(v) for v in pair.directions) + ("" if pair.complete else " ...")
@@ -60,6 +65,9 @@ def render_graph(graph: LoopGraph) -> list[str]:
         lines.append(line)
     if not graph.pairs:
         lines.append("  no def and use of one tensor")
+    elif not verbose:
+        if not any(p.result.dependent for p in graph.pairs):
+            lines.append(f"  no dependent pair among {len(graph.pairs)} (-v shows them)")
     else:
         lines.append("  distance cache:")
         for site, row in graph.cache.items():
@@ -71,10 +79,12 @@ def render_graph(graph: LoopGraph) -> list[str]:
 @click.command()
 @program_argument
 @json_option
+@click.option("-v", "--verbose", is_flag=True, help="Also the debug dump: every def, use and pair (\"(DEBUG)\" "
+                                                       "lines) and the distance cache.")
 @size_options
 @run_command
-def loops(program: str, as_json: bool, max_instances: int, max_memory: int | None) -> int:
-    """Show each loop's dependence graph and distance cache, and the fusion verdicts."""
+def loops(program: str, as_json: bool, verbose: bool, max_instances: int, max_memory: int | None) -> int:
+    """Show each loop's dependent def/use pairs and the fusion verdicts (-v: the debug dump)."""
     prog = load_program(program)
     guard_size(prog, max_instances=max_instances, max_memory=max_memory)  # the distances tile every instance
     graphs = loop_dependence_graphs(prog)
@@ -87,7 +97,7 @@ def loops(program: str, as_json: bool, max_instances: int, max_memory: int | Non
     if not graphs:
         click.echo("no loops")
     for graph in graphs:
-        click.echo("\n".join(render_graph(graph)))
+        click.echo("\n".join(render_graph(graph, verbose)))
     if verdicts:
         click.echo("fusion of the loops within the window (8 positions):")
         for verdict in verdicts:

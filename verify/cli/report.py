@@ -17,7 +17,7 @@ import click
 
 from neuronsim.machine.formats.program import load_program
 
-from neuronsim.verify.cli.common import UsageFailure, program_argument, run_command
+from neuronsim.verify.cli.common import UsageFailure, check_output, placed, program_argument, run_command
 from neuronsim.verify.html_report import write_report
 
 __all__ = ["report"]
@@ -32,7 +32,8 @@ __all__ = ["report"]
 @run_command
 def report(program: str, output: str, spec: str | None) -> int:
     """Write an offline HTML page about PROGRAM: timeline, races with fixes, sync footprint, engines."""
-    prog = load_program(program)
+    check_output(output, "--output")
+    prog = placed(load_program(program))
     name = "standard input" if program == "-" else os.path.basename(program)
     try:
         shown = write_report(prog, output, name, passes=spec)

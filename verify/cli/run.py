@@ -16,6 +16,8 @@ import json
 import os
 
 import click
+
+from neuronsim.machine.ir.errors import ProgramError
 from rich.console import Console
 from rich.table import Table
 
@@ -95,7 +97,12 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
 
         return run_task_scenario_command(task_scenario, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                          make_folder=_out_folder)
-    module = load_scenario(scenario)
+    try:
+        module = load_scenario(scenario)
+    except ProgramError as err:  # the list names every scenario --list shows, task scenarios too
+        tasks = ", ".join(task_scenario_name(m) for m in all_task_scenarios())
+        raise ProgramError(err.path, f"{err.message}; the task scenarios are: {tasks}" if "the scenarios are" in
+                           err.message else err.message) from None
     name = scenario_name(module)
     paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
              "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
@@ -117,7 +124,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     write_chrome_trace(nominal, paths["trace"])
     write_text(paths["footprint"], json.dumps(result.sync.to_json(), indent=1))
     if plot_path:
-        plot_timeline(nominal, plot_path)
+        plot_timeline(nominal, plot_path, program=name)
         paths["plot"] = plot_path
     problems = result.problems()
     if as_json:

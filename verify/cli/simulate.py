@@ -15,6 +15,7 @@ contents of every tensor instead of the outputs only (a finer race witness).
 
 from __future__ import annotations
 
+import os
 import sys
 import zipfile
 
@@ -28,6 +29,7 @@ from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 from neuronsim.machine.sim.simulator import RunResult, Simulation
 from neuronsim.machine.sim.simulator import simulate as run_simulation
 from neuronsim.machine.sim.trace import summarize, summary_table
+from neuronsim.machine.order.unroll import unroll
 
 from neuronsim.verify.cli.common import (
     UsageFailure,
@@ -36,11 +38,14 @@ from neuronsim.verify.cli.common import (
     emit_json,
     guard_size,
     json_option,
+    placed,
     program_argument,
     run_command,
     size_options,
 )
 from neuronsim.verify.progress import Progress
+from neuronsim.verify.report import render_report
+from neuronsim.verify.tracecheck import check_trace
 from neuronsim.verify.cli.task_programs import simulate_tasks_command, sniff_task_program
 
 __all__ = ["simulate", "simulation_json"]
@@ -139,26 +144,58 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the simulated task runtime
         return simulate_tasks_command(prog, seeds=run_seeds, trace_path=trace_path, plot_path=plot_path,
                                       as_json=as_json, max_instances=max_instances, inputs_path=inputs_path)
-    prog = load_program(prog)
+    prog = placed(load_program(prog))
     inputs = _load_inputs(inputs_path)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
     with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
                                                 size=size.instances * len(run_seeds)) as update:
         sim = run_simulation(prog, seeds=run_seeds, data_seed=data_seed, inputs=inputs, compare=compare,
                              progress=lambda done, _total: update(done))
+    checks = [check_trace(prog, run.trace) for run in sim.runs]  # every run's trace race-checked, as tasks do
+    racy = [(run, found) for run, found in zip(sim.runs, checks) if not found.ok]
     shown = _reported(sim).trace
     if trace_path:
         write_chrome_trace(shown, trace_path)
     if plot_path:
-        plot_timeline(shown, plot_path)
+        plot_timeline(shown, plot_path, program="standard input" if program == "-" else os.path.basename(program))
     if as_json:
-        emit_json(simulation_json(sim))
+        doc = simulation_json(sim)
+        for entry, found in zip(doc["runs"], checks):
+            entry["total_races"] = found.report.total_races
+            entry["races"] = [r.to_json() for r in found.report.races[:MAX_LISTED_RACES]]
+            entry["violations"] = [v.message for v in found.violations]
+        emit_json(doc)
     else:
         _print_people(sim, "-" if program == "-" else program)
+        _print_races(prog, racy)
     if sim.differs and as_json:
         print(f"outputs differ from the sequential reference in {sum(r.differs for r in sim.runs)} run(s)",
               file=sys.stderr)
-    return 1 if sim.differs else 0
+    if racy and as_json:
+        print(f"races in the trace of {len(racy)} of {len(sim.runs)} run(s)", file=sys.stderr)
+    return 1 if sim.differs or racy else 0
+
+
+#: Races listed per run (all are counted).
+MAX_LISTED_RACES = 100
+
+
+def _print_races(prog, racy: list) -> None:
+    """The located races (and broken rules) of each run whose trace has some."""
+    if not racy:
+        click.echo("no races in the trace of any run")
+        return
+    unrolled = unroll(prog)
+    same: dict[tuple, list] = {}  # runs whose traces race the same way are reported once
+    for run, found in racy:
+        same.setdefault((found.violations, found.report.races, found.report.total_races), []).append((run, found))
+    for runs in same.values():
+        run, found = runs[0]
+        click.echo(f"races in the trace of the run(s) with {', '.join(_seed_text(r.seed) for r, _ in runs)}:")
+        for violation in found.violations[:MAX_LISTED_RACES]:
+            click.echo(f"  {violation.rule}: {violation.instance}: {violation.message}")
+        if not found.report.race_free:
+            click.echo("  " + render_report(found.report, unrolled).replace("\n", "\n  "))
 
 
 simulate = simulate_command

@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from typing import Any, BinaryIO
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from neuronsim.machine.formats.program import MAX_PROGRAM_BYTES
+from neuronsim.machine.ir.inputs import read_input
 from neuronsim.machine.ir.jsonio import decode_strict
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.task_trace import plot_task_timeline, write_task_trace
@@ -41,40 +40,16 @@ __all__ = ["sniff_task_program", "with_directions", "check_tasks", "simulate_tas
 _MARK = FORMAT.encode()
 
 
-def _read_stream(fh: BinaryIO) -> bytes:
-    """All of a stream, unless its first bytes show it is no JSON object (then only those:
-    the loader's error names them, and an endless stream is never read to its end)."""
-    head = fh.read(4096)
-    if not head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{"):
-        return head
-    chunks, total = [head], len(head)
-    while chunk := fh.read(1 << 20):
-        total += len(chunk)
-        if total > MAX_PROGRAM_BYTES:
-            break  # the loader refuses it by its own rule
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
 def sniff_task_program(source: str) -> TaskProgram | str | BinaryIO:
-    """The task program at ``source`` (a path or ``-``), or what to load as an instruction program."""
-    if source == "-":
-        data = _read_stream(sys.stdin.buffer)
-        replay: str | BinaryIO = io.BytesIO(data)
-    else:
-        try:
-            if not os.path.isfile(source) or os.path.getsize(source) > MAX_PROGRAM_BYTES:
-                return source
-            with open(source, "rb") as fh:
-                data = fh.read()
-        except OSError:
-            return source  # the loader names the problem
-        replay = source
+    """The task program at ``source`` (a path or ``-``), or what to load as an instruction
+    program (the bytes already read, as a stream).  Both are read once, by
+    :func:`neuronsim.machine.ir.inputs.read_input` (bounded; a closed standard input is a located error)."""
+    data = read_input(source)
     if _MARK in data:
         doc = decode_strict(data)
         if is_task_document(doc):
             return parse_tasks(doc)
-    return replay
+    return io.BytesIO(data)
 
 
 def with_directions(program: TaskProgram) -> tuple[TaskProgram, bool]:
@@ -135,7 +110,7 @@ def simulate_tasks_command(program: TaskProgram, *, seeds: list[int | None], tra
     if trace_path:
         write_task_trace(trace, trace_path)
     if plot_path:
-        plot_task_timeline(trace, plot_path)
+        plot_task_timeline(trace, plot_path, program=program.function.name)
     failed = any(r[1].total_races or r[2] for r in runs)
     if as_json:
         emit_json({"format": "neuronsim.task-simulation/1", "program": program.function.name,
@@ -256,7 +231,7 @@ def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as
     write_task_trace(nominal, paths["trace"])
     write_text(paths["footprint"], jsonlib.dumps(result.footprint.to_json(), indent=1))
     if plot_path:
-        plot_task_timeline(nominal, plot_path)
+        plot_task_timeline(nominal, plot_path, program=name)
         paths["plot"] = plot_path
     problems = result.problems()
     if as_json:

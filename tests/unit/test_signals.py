@@ -1,0 +1,124 @@
+"""Issue 23, part 1: SIGINT and SIGTERM end every command promptly with 130 / 143.
+
+Each long command runs as the console script does (``main()`` in a fresh interpreter); the
+signal comes mid-run; the process must end within a few seconds (workers included), with one
+line (``interrupted`` / ``terminated``) on standard error, no traceback, and its output folder
+as it was (no new file, no temporary file left, the old output untouched).  A signal during
+start-up (while the commands load) ends the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.bad_inputs import valid_text
+
+ROOT = Path(__file__).resolve().parents[2]
+MAIN = "from neuronsim.verify.cli import main; main()"
+STATUS = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "terminated")}
+SIGNALS = pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+#: Seconds a signalled command may take to end (its watchdog ends it after 3 s at the latest).
+PROMPT = 8.0
+
+
+def _spawn(*args: str, cwd: Path) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    return subprocess.Popen([sys.executable, "-c", MAIN, *args], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+
+
+def _long_loop(folder: Path, deps: bool = True) -> Path:
+    """The shared valid program with a loop of 200,000 iterations: tens of seconds of work."""
+    doc = json.loads(valid_text())
+    doc["body"][0]["trip_count"] = 200_000
+    if not deps:
+        for node in doc["body"][0]["body"]:
+            node.pop("deps", None)
+    path = folder / ("long.json" if deps else "long-nodeps.json")
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _listing(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _signal_mid_run(args: list[str], signum: int, cwd: Path, out: Path, wait: float = 3.0) -> None:
+    before = _listing(out)
+    proc = _spawn(*args, cwd=cwd)
+    time.sleep(wait)
+    assert proc.poll() is None, "the command ended before the signal: make its work longer"
+    sent = time.monotonic()
+    os.killpg(proc.pid, signum)  # as a terminal's Ctrl-C or ``timeout`` does: the whole group, workers too
+    try:
+        stdout, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    took = time.monotonic() - sent
+    status, line = STATUS[signum]
+    assert proc.returncode == status, stderr
+    assert "Traceback" not in stderr and stderr.splitlines()[-1] == line, stderr
+    assert took < PROMPT, took
+    assert _listing(out) == before  # nothing written, nothing half-written, no temporary file
+
+
+@pytest.fixture
+def out(tmp_path: Path) -> Path:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "old.json").write_text("old output\n")
+    return folder
+
+
+@SIGNALS
+def test_fuzz_ends_with_its_workers(tmp_path, out, signum):
+    _signal_mid_run(["fuzz", "--examples", "2000", "--workers", "2", "--out", str(out)], signum, tmp_path, out)
+    time.sleep(0.5)
+    workers = subprocess.run(["pgrep", "-f", f"--out {out}"], capture_output=True, text=True).stdout.split()
+    assert workers == []  # no worker outlives the run
+
+
+@SIGNALS
+def test_fuzz_in_one_process(tmp_path, out, signum):
+    _signal_mid_run(["fuzz", "--examples", "2000", "--workers", "1", "--out", str(out)], signum, tmp_path, out)
+
+
+@SIGNALS
+def test_simulate(tmp_path, out, signum):
+    program = _long_loop(tmp_path)
+    _signal_mid_run(["simulate", str(program), "--trace", str(out / "old.json")], signum, tmp_path, out)
+
+
+@SIGNALS
+def test_compile(tmp_path, out, signum):
+    program = _long_loop(tmp_path, deps=False)
+    _signal_mid_run(["compile", str(program), "-o", str(out / "old.json")], signum, tmp_path, out)
+
+
+@SIGNALS
+def test_footprint(tmp_path, out, signum):
+    program = _long_loop(tmp_path)
+    _signal_mid_run(["footprint", str(program), "--plot", str(out / "plot.png")], signum, tmp_path, out)
+
+
+@pytest.mark.parametrize("delay", [0.1, 0.2, 0.4])
+def test_a_signal_during_start_up_exits_with_one_line(tmp_path, delay):
+    """While the commands load (numpy, simpy, ...): exit 130 with ``interrupted``, never a
+    ``KeyboardInterrupt`` traceback or a death by the signal."""
+    program = tmp_path / "p.json"
+    program.write_text(valid_text())
+    proc = _spawn("check", str(program), "--json", cwd=tmp_path)
+    time.sleep(delay)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 130 and stderr.splitlines() == ["interrupted"], (proc.returncode, stderr)
+    assert json.loads(stdout)["format"] == "neuronsim.error/1"

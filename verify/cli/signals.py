@@ -1,0 +1,128 @@
+"""How a neuronsim process ends on Ctrl-C (SIGINT, exit 130) and SIGTERM (exit 143).
+
+This module imports nothing heavy, so :func:`install_startup_handlers` can run before the
+command line's imports (about a second of numpy, simpy, matplotlib...): a signal in that window
+ends the process at once with its status and one line (``interrupted`` / ``terminated``), never
+a ``KeyboardInterrupt`` traceback, never a death by the signal itself.  Nothing has been
+written yet then, so there is nothing to clean.
+
+Once the commands are loaded, :func:`install_handlers` raises the signal as an exception where
+the process is (:class:`KeyboardInterrupt`, or its subclass :class:`Terminated`), so
+``finally`` blocks run, worker pools are terminated and the atomic writer removes its
+temporary file; the command's wrapper turns it into the one line and the status.
+
+A raised exception can be swallowed: Python ignores an exception raised inside a garbage
+collector callback or a ``__del__`` ("Exception ignored in ..."), and a library may catch it.
+So every signal also arms a watchdog: when the process has not ended :data:`GRACE_SECONDS`
+after the signal, the watchdog removes the temporary files still in flight, terminates child
+processes, writes the line and leaves with the status (``os._exit``).  A run that carried on
+after a swallowed signal can never end with 0: :func:`raise_if_received` (called before a
+command reports success) raises it again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+
+__all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received", "mark_reported",
+           "GRACE_SECONDS", "STATUS"]
+
+#: Seconds a signalled process has to unwind before the watchdog ends it.
+GRACE_SECONDS = 3.0
+#: Exit status per signal (128 + the signal's number, as a shell reports it).
+STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+_WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+_received: list[int] = []
+_reported: list[bool] = []
+
+
+def mark_reported() -> None:
+    """The command has written its line for the signal: the watchdog only ends the process."""
+    _reported.append(True)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is (so ``finally`` blocks and temporary files are
+    cleaned up as on Ctrl-C)."""
+
+
+def received() -> int | None:
+    """The first signal this process received, or None."""
+    return _received[0] if _received else None
+
+
+def _as_json() -> bool:
+    return "--json" in sys.argv[1:]
+
+
+def _say_and_exit(signum: int) -> None:
+    """The one line (and the ``--json`` error document), then leave with the status at once."""
+    word = _WORD[signum]
+    try:
+        if _as_json():
+            sys.stdout.write(json.dumps({"format": "neuronsim.error/1", "path": "", "message": word,
+                                         "internal": False}, indent=1) + "\n")
+            sys.stdout.flush()
+        sys.stderr.write(f"{word}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # closed streams: the status still says it
+        pass
+    os._exit(STATUS[signum])
+
+
+def _startup(signum: int, frame) -> None:
+    _say_and_exit(signum)
+
+
+def _install(handler) -> None:
+    for signum in STATUS:
+        if signal.getsignal(signum) is signal.SIG_IGN:  # ignored by whoever started us (nohup, ``cmd &``): kept so
+            continue
+        signal.signal(signum, handler)
+
+
+def install_startup_handlers() -> None:
+    """SIGINT and SIGTERM end the process at once (the window before any work starts)."""
+    _install(_startup)
+
+
+def _watchdog(signum: int) -> None:
+    from neuronsim.machine.ir.files import remove_pending
+
+    remove_pending()
+    if _reported:  # the line is out; the process is slow to leave (freeing a large heap, say)
+        os._exit(STATUS[signum])
+    try:
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            child.terminate()
+    except Exception:  # noqa: BLE001 - ending anyway
+        pass
+    _say_and_exit(signum)
+
+
+def _raise(signum: int, frame) -> None:
+    if _received:  # a second signal while unwinding: the first one's status, the watchdog's deadline
+        return
+    _received.append(signum)
+    timer = threading.Timer(GRACE_SECONDS, _watchdog, args=(signum,))
+    timer.daemon = True
+    timer.start()
+    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def install_handlers() -> None:
+    """SIGINT and SIGTERM raise where the process is, with the watchdog armed."""
+    _install(_raise)
+
+
+def raise_if_received() -> None:
+    """Raise the signal received earlier whose exception something swallowed."""
+    signum = received()
+    if signum is not None:
+        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()

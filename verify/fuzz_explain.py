@@ -1,0 +1,101 @@
+"""What a fuzz failure tells the author of the pass: its input, its output, the race, the fix.
+
+:class:`PassStage` captures, while the pipeline runs, the program given to the pass under test
+and the program it returned (with no pass of yours, the whole pipeline is "the pass": the
+stripped program in, the compiled one out).  :func:`explain_race` turns the first race of a
+failure into the line a pass author needs:
+
+    your pass dropped `ld_x` waits for `mm`, needed for this WAR
+
+when the pass the user's replaced (or, for an appended pass, its own input) has that wait and
+the user's output has not; otherwise it names the wait to add.
+
+>>> from neuronsim.machine.ir.program import Dep, Instruction, Program
+>>> given = Program({}, (Instruction("mm", "pe", "matmul"), Instruction("ld_x", "sp", "dma_copy", deps=(Dep("mm"),))))
+>>> got = Program({}, (Instruction("mm", "pe", "matmul"), Instruction("ld_x", "sp", "dma_copy")))
+>>> fix_text("WAR", "ld_x", "mm", got, given)
+'your pass dropped `ld_x` waits for `mm`, needed for this WAR'
+>>> fix_text("RAW", "ld_x", "mm", got, got)
+'your pass leaves `ld_x` unordered after `mm`: add {"on": "mm"} to its deps, needed for this RAW'
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from neuronsim.machine.ir.program import Program
+from neuronsim.passes import PassContext, parse_pipeline
+from neuronsim.passes.pipeline import Pass
+
+__all__ = ["PassStage", "fix_text", "explain_race", "user_slot"]
+
+
+def user_slot(passes: list[Pass], user: Any, replace: str | None) -> int | None:
+    """The index of the user's pass in ``passes`` (None: no pass of the user's)."""
+    if user is None:
+        return None
+    if replace is None:
+        return len(passes) - 1
+    return [p.name for p in passes].index(replace)
+
+
+@dataclass
+class PassStage:
+    """The program given to the pass under test and the one it returned (filled by :meth:`hook`)."""
+
+    slot: int | None
+    given: Program
+    returned: Program | None = None
+    _before: Program | None = None
+    _seen: int = 0
+
+    def hook(self, stage: Pass, program: Program, ctx: PassContext) -> None:
+        """The ``after_pass`` hook: remembers the input and output of the pass in ``slot``."""
+        before = self.given if self._seen == 0 else self._before
+        if self._seen == self.slot:
+            self.given, self.returned = before, program  # type: ignore[assignment]
+        self._before = program
+        self._seen += 1
+
+
+def _waits(program: Program | None, waiter: str, on: str) -> bool:
+    if program is None:
+        return False
+    return any(d.on == on for i, _ in program.instructions() if i.name == waiter for d in i.deps)
+
+
+def fix_text(kind: str, waiter: str, on: str, returned: Program | None, reference: Program | None,
+             who: str = "your pass") -> str:
+    """The fix line of a ``kind`` race between ``on`` (earlier) and ``waiter``."""
+    if _waits(reference, waiter, on) and not _waits(returned, waiter, on):
+        return f"{who} dropped `{waiter}` waits for `{on}`, needed for this {kind}"
+    dep = json.dumps({"on": on})
+    return f"{who} leaves `{waiter}` unordered after `{on}`: add {dep} to its deps, needed for this {kind}"
+
+
+def reference_output(stage: PassStage, replace: str | None, pipeline: str) -> Program | None:
+    """What a sound pass gives in the user's slot: the replaced pipeline pass run on the same
+    input, or (an appended pass) the input itself, which the pipeline made race-free."""
+    if stage.slot is None or stage.returned is None:
+        return None
+    if replace is None:
+        return stage.given
+    try:
+        original = parse_pipeline(pipeline)[stage.slot]
+        return original.apply(stage.given, PassContext(verify=False))
+    except Exception:  # noqa: BLE001 - an explanation is a courtesy, never a second failure
+        return None
+
+
+def explain_race(race, unrolled, stage: PassStage, replace: str | None, pipeline: str,
+                 user: Any) -> tuple[dict, str]:
+    """``(race document, fix line)`` for the first race of a failure."""
+    from neuronsim.verify.report import suggest_fix
+
+    waiter, dep = suggest_fix(race, unrolled)
+    who = "your pass" if user is not None else "the pipeline"
+    reference = reference_output(stage, replace, pipeline) if user is not None else None
+    doc = {**race.to_json(), "waiter": waiter, "on": dep.on, "loop_carried": dep.loop_carried}
+    return doc, fix_text(race.kind, waiter, dep.on, stage.returned, reference, who)
