@@ -1,0 +1,200 @@
+"""``trace`` / ``simulate_kernel``: a kernel and its numpy arguments in, a program out.
+
+>>> import numpy as np
+>>> from machine.nki import standins
+>>> with standins():
+...     import nki.language as nl
+...     def double(x):
+...         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+...         nl.store(out, nl.multiply(nl.load(x), 2.0))
+...         return out
+>>> traced = trace(double, np.ones((4, 8), np.float32))
+>>> traced.outputs, [i.op for i, _ in traced.program.instructions()]
+(('return0',), ['dma_copy', 'tensor_scalar', 'dma_copy'])
+>>> simulate_kernel(double, np.full((4, 8), 3, np.float32))[0, :3]
+array([6., 6., 6.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import traceback
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from machine.dtypes import numpy_dtype
+from machine.ir import Access, MemoryKind, Program
+from machine.nki.dtypes import to_dtype
+from machine.nki.errors import NkiError, NotAffine, SourceLine
+from machine.nki.kernel import unwrap
+from machine.nki.layout import Layout
+from machine.nki.standins import generation_of, standins
+from machine.nki.tiles import NkiTensor
+from machine.nki.tracer import Tracer
+
+__all__ = ["TracedKernel", "trace", "simulate_kernel"]
+
+_MAX_ATTEMPTS = 64
+_OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+         os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scenarios"))
+
+
+@dataclass(frozen=True)
+class TracedKernel:
+    """A traced kernel: the program, its input values and its output tensor names."""
+
+    program: Program
+    inputs: dict[str, np.ndarray]
+    outputs: tuple[str, ...]
+    returned: tuple[str, ...] = ()
+    """Output tensors the kernel returned, in order (``outputs`` also lists written arguments)."""
+    written_args: tuple[str, ...] = ()
+
+
+def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = "trn1",
+          **kwargs: Any) -> TracedKernel:
+    """Trace ``kernel`` (a ``Kernel``, ``kernel[grid]`` or a function) on ``arrays``.
+
+    numpy arrays (by position or parameter name) become DRAM tensors named after the
+    parameters; other arguments are passed to the kernel as they are.
+    """
+    func, kernel_grid = unwrap(kernel)
+    grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
+    unroll: frozenset[str] = frozenset()
+    for _attempt in range(_MAX_ATTEMPTS):
+        tracer = Tracer(name or func.__name__, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
+        try:
+            with standins(), tracer.active():
+                return _run(tracer, func, arrays, kwargs)
+        except NotAffine as err:
+            keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
+            if not keys or keys <= unroll:
+                raise NkiError(_located(err), f"{err.what} outside any loop neuronsim can unroll") from None
+            unroll |= keys
+        except NkiError:
+            raise
+        except RecursionError:
+            raise NkiError(SourceLine(func.__code__.co_filename, func.__code__.co_firstlineno),
+                           "the kernel recurses without end") from None
+        except Exception as err:  # the kernel's own bug, or a construct we do not model
+            raise NkiError(_located(err), f"{type(err).__name__}: {err}") from None
+    raise NkiError(SourceLine(func.__code__.co_filename, func.__code__.co_firstlineno),
+                   f"more than {_MAX_ATTEMPTS} loops to unroll")
+
+
+def _located(err: BaseException) -> SourceLine:
+    """The innermost frame of ``err``'s traceback in the kernel's own code."""
+    from machine.nki.errors import _display
+
+    found = SourceLine("<kernel>", 0)
+    for frame, line in traceback.walk_tb(err.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path.startswith(_OURS) and not path.startswith(os.path.join(_OURS[1], "nki")):
+            continue
+        if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
+            continue
+        found = SourceLine(_display(path), line, path)
+    return found
+
+
+def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any]) -> TracedKernel:
+    signature = inspect.signature(func)
+    try:
+        bound = signature.bind(*arrays, **kwargs)
+    except TypeError as err:
+        raise NkiError(SourceLine(func.__code__.co_filename, func.__code__.co_firstlineno),
+                       f"arguments do not fit {func.__name__}{signature}: {err}") from None
+    values: dict[str, np.ndarray] = {}
+    for param, value in list(bound.arguments.items()):
+        if isinstance(value, np.ndarray) and value.ndim > 0:
+            dtype = to_dtype(value.dtype)
+            ref = tracer.kb.dram_input(param, value.shape, dtype)
+            values[param] = np.asarray(value).astype(numpy_dtype(dtype))
+            bound.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
+    results: list[Any] = []
+    for _pid in tracer.instances():
+        result = func(*bound.args, **bound.kwargs)
+        tracer.flush()
+        results = _returned(result)
+    program = tracer.kb.program()
+    return _finish(tracer, program, values, results)
+
+
+def _returned(result: Any) -> list[NkiTensor]:
+    if result is None:
+        return []
+    items = list(result) if isinstance(result, (tuple, list)) else [result]
+    for item in items:
+        if not isinstance(item, NkiTensor) or item.buffer != "hbm":
+            raise NkiError(SourceLine("<kernel>", 0), f"a kernel returns HBM tensors, not {item!r}")
+    return items
+
+
+def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor]) -> TracedKernel:
+    renames: dict[str, str] = {}
+    returned: list[str] = []
+    for k, tile in enumerate(results):
+        tensor = tile.layout.tensor.name
+        if tensor not in values and tensor not in renames:
+            renames[tensor] = tracer.returned_names.get(tensor) or f"return{k}"
+        returned.append(renames.get(tensor, tensor))
+    written_args = tuple(p for p in values if p in tracer.written)
+    outputs = set(returned) | set(written_args)
+    tensors = {}
+    for name, tensor in program.tensors.items():
+        new = renames.get(name, name)
+        if tensor.memory == MemoryKind.DRAM:
+            role = "output" if new in outputs else ("input" if name in values or _is_constant(tracer, name)
+                                                  else "internal")
+            tensor = replace(tensor, name=new, role=role)
+        tensors[new] = tensor
+    if renames:
+        program = program.map_instructions(lambda inst: replace(
+            inst, reads=tuple(_renamed(a, renames) for a in inst.reads),
+            writes=tuple(_renamed(a, renames) for a in inst.writes)))
+    program = program.with_tensors(tensors)
+    inputs = {p: v for p, v in values.items() if tensors[p].role == "input"}
+    for tile, constant in tracer.constants.values():
+        name = tile.layout.tensor.name
+        inputs[name] = constant.astype(numpy_dtype(tensors[name].dtype))
+    ordered = tuple(dict.fromkeys(returned + list(written_args)))
+    return TracedKernel(program, inputs, ordered, tuple(returned), written_args)
+
+
+def _is_constant(tracer: Tracer, name: str) -> bool:
+    return any(tile.layout.tensor.name == name for tile, _ in tracer.constants.values())
+
+
+def _renamed(access: Access, renames: dict[str, str]) -> Access:
+    return replace(access, tensor=renames[access.tensor]) if access.tensor in renames else access
+
+
+def simulate_kernel(kernel: Any, *arrays: Any, **kwargs: Any) -> Any:
+    """Run ``kernel`` as NKI's ``simulate_kernel`` does: the returned arrays (one, a tuple, or
+    None), and every written numpy argument updated in place.  The program is placed by the
+    allocation pass and run in program order (neuronsim's sequential reference)."""
+    from machine.sim.plan import build_plan
+    from machine.sim.memory import initial_memory
+    from machine.sim.simulator import output_arrays, run_sequential
+    from passes import compile_program  # placement only: a frontend convenience, not a dependency of tracing
+
+    traced = trace(kernel, *arrays, **kwargs)
+    placed, _ = compile_program(traced.program, "alloc")
+    plan = build_plan(placed)
+    memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, traced.inputs))
+    outputs = output_arrays(placed, memory)
+    func, _grid = unwrap(kernel)
+    bound = inspect.signature(func).bind_partial(*arrays, **{k: v for k, v in kwargs.items()
+                                                            if k not in ("grid", "name", "machine")})
+    for param in traced.written_args:
+        target = bound.arguments.get(param)
+        if isinstance(target, np.ndarray) and target.flags.writeable:
+            target[...] = outputs[param].astype(target.dtype)
+    returned = [outputs[name] for name in traced.returned]
+    if not returned:
+        return None
+    return returned[0] if len(returned) == 1 else tuple(returned)

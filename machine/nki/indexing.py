@@ -1,0 +1,265 @@
+"""Index expressions of NKI kernels: loop variables, ``nl.ds``, ``nl.arange`` / ``nl.mgrid``, masks.
+
+* :class:`SymIndex` is the variable of a kept legacy loop: affine arithmetic (``i * 128 + 64``)
+  stays symbolic (the builder's :class:`~scenarios.views.Index`); anything else (``i == 0``,
+  ``i // 2``, ``int(i)``, ``range(i)``) raises :class:`~machine.nki.errors.NotAffine`, and the
+  tracer unrolls that loop instead.
+* :class:`ArangeExpr` is an affine index vector over the axes of the tile being indexed,
+  numbered from the right as numpy broadcasting aligns them: ``nl.arange(128)[:, None]`` varies
+  along axis -2 (the partition axis of a 2-D tile), ``nl.arange(512)[None, :]`` along -1.
+* A comparison of an :class:`ArangeExpr` with a number is a :class:`Mask`: a range of one
+  axis; ``&`` joins them.  Applied to an instruction, a mask shrinks every operand's axis.
+
+>>> i_p = arange(128)[:, None]
+>>> (i_p * 2 + 1).terms, (i_p < 100).bounds
+(((-2, 2),), ((-2, 0, 100),))
+>>> k = SymIndex(Index(0, (("k", 1),)))
+>>> (k * 128 + 64).index
+Index(const=64, terms=(('k', 128),))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from machine.nki.errors import NotAffine, fail
+from scenarios.views import Index, is_int
+
+__all__ = ["SymIndex", "ArangeExpr", "Mask", "arange", "ds", "MGrid", "as_index", "concrete"]
+
+
+class SymIndex:
+    """A kept loop's variable, or an affine expression of kept loops' variables."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+
+    def _refuse(self, what: str):
+        raise NotAffine(tuple(name for name, _ in self.index.terms), what)
+
+    @staticmethod
+    def _wrap(index: Index) -> SymIndex | int:
+        return SymIndex(index) if index.terms else index.const
+
+    def __add__(self, other: Any):
+        if isinstance(other, ArangeExpr):
+            return other + self
+        if isinstance(other, SymIndex):
+            return self._wrap(self.index + other.index)
+        if is_int(other):
+            return self._wrap(self.index + other)
+        return NotImplemented if not isinstance(other, float) else self._refuse("a loop index plus a float")
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any):
+        return self + (-other)
+
+    def __rsub__(self, other: Any):
+        return (-self) + other
+
+    def __neg__(self):
+        return self._wrap(self.index * -1)
+
+    def __mul__(self, other: Any):
+        if isinstance(other, ArangeExpr):
+            self._refuse("a loop index times an index vector")
+        if is_int(other):
+            return self._wrap(self.index * other)
+        if isinstance(other, SymIndex):
+            self._refuse("a product of loop indices")
+        if isinstance(other, float) and other.is_integer():
+            return self._wrap(self.index * int(other))
+        return NotImplemented if not isinstance(other, float) else self._refuse("a loop index times a float")
+
+    __rmul__ = __mul__
+
+    def _cmp(self, other: Any):
+        if isinstance(other, ArangeExpr):
+            return NotImplemented
+        self._refuse("a comparison of a loop index")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _cmp
+
+    def __eq__(self, other: Any):  # type: ignore[override]
+        self._refuse("a comparison of a loop index")
+
+    def __ne__(self, other: Any):  # type: ignore[override]
+        self._refuse("a comparison of a loop index")
+
+    def __hash__(self) -> int:
+        return hash(self.index)
+
+    def __bool__(self):
+        self._refuse("a loop index used as a condition")
+
+    def __index__(self):
+        self._refuse("a loop index used as a Python integer")
+
+    __int__ = __index__
+
+    def __float__(self):
+        self._refuse("a loop index used as a number")
+
+    def __floordiv__(self, other: Any):
+        self._refuse("a floor division of a loop index")
+
+    __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = __pow__ = __floordiv__
+
+    def __repr__(self) -> str:
+        parts = [f"{c}*{n}" if c != 1 else n for n, c in self.index.terms]
+        return " + ".join(parts + ([str(self.index.const)] if self.index.const else []))
+
+
+def as_index(value: Any) -> Index:
+    """A builder :class:`Index` from an int, a :class:`SymIndex` or a numpy integer."""
+    if isinstance(value, SymIndex):
+        return value.index
+    if is_int(value):
+        return Index(value)
+    if hasattr(value, "__index__") and not isinstance(value, (float, bool)):
+        return Index(int(value))
+    raise fail(f"index {value!r} is not an integer or an affine expression of loop variables")
+
+
+def concrete(value: Any, what: str) -> int:
+    """``value`` as an int; a kept loop's symbol makes that loop unroll."""
+    if isinstance(value, SymIndex):
+        value._refuse(what)
+    return int(as_index(value).const)
+
+
+def ds(start: Any, size: int) -> slice:
+    """``nl.ds(start, size)``: the slice ``start:start + size``."""
+    return slice(start, start + size)
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A conjunction of axis ranges: ``bounds = ((axis, lo, hi), ...)``, axis from the right."""
+
+    bounds: tuple[tuple[int, int, int], ...]
+
+    def __and__(self, other: Any) -> Mask:
+        if not isinstance(other, Mask):
+            raise fail("a mask combines with & only with another mask")
+        return Mask(self.bounds + other.bounds)
+
+    __rand__ = __and__
+
+
+@dataclass(frozen=True)
+class ArangeExpr:
+    """``const + sum(coeff * arange_axis)``; ``counts`` gives each varying axis' length."""
+
+    const: Any  # int or SymIndex
+    terms: tuple[tuple[int, int], ...]
+    counts: tuple[tuple[int, int], ...]
+    ndim: int
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        counts = dict(self.counts)
+        return tuple(counts.get(a, 1) for a in range(-self.ndim, 0))
+
+    def __getitem__(self, key: Any) -> ArangeExpr:
+        key = key if isinstance(key, tuple) else (key,)
+        old = list(range(-self.ndim, 0))
+        if sum(1 for k in key if k is not None) != len(old):
+            raise fail("an index vector is reshaped by slices (:) for its axes and None for new ones")
+        moves, pos, new_ndim = {}, 0, len(key)
+        for j, k in enumerate(key):
+            if k is None:
+                continue
+            if k != slice(None):
+                raise fail("an index vector is reshaped by ':' and None only")
+            moves[old[pos]] = j - new_ndim
+            pos += 1
+        return ArangeExpr(self.const, tuple((moves[a], c) for a, c in self.terms),
+                          tuple((moves[a], n) for a, n in self.counts), new_ndim)
+
+    def _merge(self, other: ArangeExpr) -> ArangeExpr:
+        terms, counts = dict(self.terms), dict(self.counts)
+        for a, c in other.terms:
+            terms[a] = terms.get(a, 0) + c
+        for a, n in other.counts:
+            if counts.get(a, n) != n:
+                raise fail(f"index vectors of lengths {counts[a]} and {n} on one axis")
+            counts[a] = n
+        return ArangeExpr(self.const + other.const, tuple(sorted((a, c) for a, c in terms.items() if c)),
+                          tuple(sorted(counts.items())), max(self.ndim, other.ndim))
+
+    def __add__(self, other: Any) -> ArangeExpr:
+        if isinstance(other, ArangeExpr):
+            return self._merge(other)
+        if isinstance(other, SymIndex) or is_int(other):
+            return ArangeExpr(self.const + other, self.terms, self.counts, self.ndim)
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __neg__(self) -> ArangeExpr:
+        return self * -1
+
+    def __sub__(self, other: Any) -> ArangeExpr:
+        return self + (-other)
+
+    def __rsub__(self, other: Any) -> ArangeExpr:
+        return (-self) + other
+
+    def __mul__(self, other: Any) -> ArangeExpr:
+        if not is_int(other):
+            raise fail("an index vector multiplies by integers only (indices are affine)")
+        return ArangeExpr(self.const * other, tuple((a, c * other) for a, c in self.terms if c * other),
+                          self.counts, self.ndim)
+
+    __rmul__ = __mul__
+
+    def _bound(self, lo: int | None, hi: int | None) -> Mask:
+        """Mask ``lo <= self < hi`` as a range of the one varying axis."""
+        if isinstance(self.const, SymIndex):
+            self.const._refuse("a mask that depends on a loop index")
+        if len(self.terms) != 1:
+            raise fail("a mask compares an index vector of one axis with a number")
+        (axis, coeff), = self.terms
+        count = dict(self.counts)[axis]
+        if coeff < 0:
+            raise fail("a mask compares an increasing index vector (positive coefficient)")
+        first = 0 if lo is None else max(0, -(-(lo - self.const) // coeff))
+        last = count if hi is None else min(count, max(0, -(-(hi - self.const) // coeff)))
+        return Mask(((axis, first, max(first, last)),))
+
+    def __lt__(self, other: Any) -> Mask:
+        return self._bound(None, concrete(other, "a mask bound"))
+
+    def __le__(self, other: Any) -> Mask:
+        return self._bound(None, concrete(other, "a mask bound") + 1)
+
+    def __gt__(self, other: Any) -> Mask:
+        return self._bound(concrete(other, "a mask bound") + 1, None)
+
+    def __ge__(self, other: Any) -> Mask:
+        return self._bound(concrete(other, "a mask bound"), None)
+
+
+def arange(*args: int) -> ArangeExpr:
+    """``nl.arange([start,] stop[, step])``: a 1-D index vector."""
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    count = -(-(stop - start) // step)
+    return ArangeExpr(start, ((-1, step),), ((-1, count),), 1)
+
+
+class MGrid:
+    """``nl.mgrid[0:p, 0:f]``: one index vector per slice, over as many axes."""
+
+    def __getitem__(self, key: Any):
+        key = key if isinstance(key, tuple) else (key,)
+        out = []
+        for j, k in enumerate(key):
+            start, step = k.start or 0, k.step or 1
+            axis = j - len(key)
+            out.append(ArangeExpr(start, ((axis, step),), ((axis, -(-(k.stop - start) // step)),), len(key)))
+        return out[0] if len(out) == 1 else tuple(out)

@@ -1,0 +1,41 @@
+"""The attribute sets of the ``nki.language`` stand-ins (current and legacy)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from machine.nki import arith, language
+from machine.nki.dtypes import nl_dtypes
+
+__all__ = ["current_language", "legacy_language", "LANGUAGE_NAMES"]
+
+#: nki.language names both generations share (see machine.nki.language / machine.nki.arith).
+LANGUAGE_NAMES = (
+    "ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "shared_identity_matrix", "shared_constant",
+    "load", "store", "load_transpose2d", "copy", "broadcast_to",
+    "program_id", "num_programs", "program_ndim", "affine_range", "sequential_range", "static_range",
+    "device_print", "tile_size", "NKIObject", "par_dim", "ds", "arange", "mgrid",
+    "sbuf", "psum", "hbm", "shared_hbm", "private_hbm",
+    "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal", "greater",
+    "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor",
+    "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square",
+    "sqrt", "rsqrt", "reciprocal", "abs", "sign", "negative", "sum", "max", "min", "mean", "matmul",
+    "transpose", "softmax", "where",
+)
+
+
+def _names() -> dict[str, Any]:
+    out: dict[str, Any] = dict(nl_dtypes())
+    for name in LANGUAGE_NAMES:
+        out[name] = getattr(language, name, None) or getattr(arith, name)
+    out["prod"] = arith.prod_
+    out["identity"] = arith.identity
+    return out
+
+
+def current_language() -> dict[str, Any]:
+    return _names()
+
+
+def legacy_language() -> dict[str, Any]:
+    return _names()

@@ -1,0 +1,232 @@
+"""Where a tile view sits in its tensor: the logical axes of an NKI view over a program tensor.
+
+A :class:`Layout` is what slicing, ``nl.ds``, ``nl.arange`` indices, ``.ap(...)``,
+``.reshape`` and ``.broadcast_to`` produce, and what an instruction's operand becomes:
+:meth:`Layout.view` writes it as the builder's :class:`~scenarios.views.View` (the
+program format's ``partitions`` / ``offset`` / ``pattern``).  On SBUF / PSUM one axis is the
+partition axis (``P``: its range is ``partitions``); every other axis is a free axis
+``(stride, count)`` in the tensor's per-partition element numbering (DRAM: all elements).
+
+>>> from machine.ir import MemoryKind, Tensor
+>>> t = Layout.whole(Tensor("t", MemoryKind.SBUF, "float32", (128, 4, 64)))
+>>> v = t.index((slice(0, 64), 2, slice(0, 64, 2))).view().access()
+>>> v.partitions, v.offset, v.pattern
+((0, 64, 1), 128, ((2, 32),))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import prod
+from typing import Any
+
+from machine.ir import MemoryKind, Tensor
+from machine.nki.errors import fail, unsupported
+from machine.nki.indexing import ArangeExpr, SymIndex, as_index, concrete
+from scenarios.views import Index, View, is_int
+
+__all__ = ["Layout", "P"]
+
+P = "P"
+F = "F"
+
+
+def _row_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(prod(shape[d + 1:]) for d in range(len(shape)))
+
+
+@dataclass(frozen=True)
+class Layout:
+    tensor: Tensor
+    axes: tuple[tuple[str, int, int], ...]
+    """``(P, 0, count)`` for the partition axis, ``(F, stride, count)`` for a free one."""
+    offset: Index = Index()
+    partitions: tuple[int, int, int] | None = None
+
+    @staticmethod
+    def whole(tensor: Tensor, logical: tuple[int, ...] | None = None, par_axis: int = 0) -> Layout:
+        """The whole tensor; ``logical`` orders its axes as the kernel declared them (block
+        dimensions before the partition axis at ``par_axis``)."""
+        if tensor.memory == MemoryKind.DRAM:
+            return Layout(tensor, tuple((F, s, n) for s, n in zip(_row_strides(tensor.shape), tensor.shape)))
+        free = tensor.shape[1:]
+        axes = [(F, s, n) for s, n in zip(_row_strides(free), free)]
+        axes.insert(par_axis, (P, 0, tensor.shape[0]))
+        return Layout(tensor, tuple(axes), Index(), (0, tensor.shape[0], 1))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(n for _k, _s, n in self.axes)
+
+    @property
+    def on_chip(self) -> bool:
+        return self.partitions is not None
+
+    def view(self) -> View:
+        dims = tuple((s, n) for k, s, n in self.axes if k == F) or ((1, 1),)
+        return View(self.tensor, self.partitions, self.offset, dims)
+
+    # -- basic and advanced indexing ---------------------------------------------------------
+    def index(self, key: Any) -> Layout:
+        key = key if isinstance(key, tuple) else (key,)
+        if any(k is Ellipsis for k in key):
+            at = key.index(Ellipsis)
+            key = key[:at] + (slice(None),) * (len(self.axes) - len(key) + 1) + key[at + 1:]
+        if len(key) > len(self.axes):
+            raise fail(f"{len(key)} indices for a {len(self.axes)}-dimensional tile of {self.tensor.name}")
+        if any(isinstance(k, ArangeExpr) for k in key):
+            return self._advanced(key)
+        layout, axes = self, []
+        for k, axis in zip(key, self.axes):
+            layout, kept = layout._basic(k, axis)
+            if kept is not None:
+                axes.append(kept)
+        axes.extend(self.axes[len(key):])
+        return replace(layout, axes=tuple(axes))
+
+    def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:
+        kind, stride, count = axis
+        if isinstance(k, slice):
+            start = 0 if k.start is None else k.start
+            stop = count if k.stop is None else k.stop
+            step = 1 if k.step is None else concrete(k.step, "a slice step")
+            span = as_index(stop) - as_index(start)
+            if span.terms or step < 1:
+                raise fail(f"slice {k} of {self.tensor.name} needs a constant length and a positive step")
+            if is_int(start) and start < 0:
+                start, span = start + count, span
+            n = -(-span.const // step)
+            if n < 1 or (is_int(start) and not (0 <= start and start + (n - 1) * step < count)):
+                raise fail(f"slice {start}:{stop} of {self.tensor.name} is outside its {count} elements")
+            if kind == P:
+                p0, _pn, ps = self.partitions
+                first = concrete(start, "a partition index")
+                return replace(self, partitions=(p0 + first * ps, n, ps * step)), (P, 0, n)
+            return replace(self, offset=self.offset + as_index(start) * stride), (F, stride * step, n)
+        if k is None:
+            return self, (F, 0, 1)
+        if is_int(k) and k < 0:
+            k += count
+        if is_int(k) and not 0 <= k < count:
+            raise fail(f"index {k} of {self.tensor.name} is outside its {count} elements")
+        if kind == P:
+            p0, _pn, ps = self.partitions
+            return replace(self, partitions=(p0 + concrete(k, "a partition index") * ps, 1, 1)), None
+        return replace(self, offset=self.offset + as_index(k) * stride), None
+
+    def _advanced(self, key: tuple[Any, ...]) -> Layout:
+        """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: numpy advanced indexing."""
+        exprs = [k if isinstance(k, ArangeExpr) else ArangeExpr(k, (), (), 0) for k in key]
+        if any(isinstance(k, slice) for k in key):
+            raise unsupported("mixing slices with nl.arange index vectors", "index every axis with vectors or integers")
+        ndim = max(e.ndim for e in exprs)
+        counts: dict[int, int] = {}
+        for e in exprs:
+            for a, n in e.counts:
+                counts[a] = max(counts.get(a, 1), n)
+        offset, strides, partitions, p_axis = self.offset, dict.fromkeys(range(-ndim, 0), 0), self.partitions, None
+        for e, (kind, stride, _count) in zip(exprs, self.axes):
+            if kind == P:
+                p0, _pn, ps = self.partitions
+                first = concrete(e.const, "a partition index")
+                if len(e.terms) > 1:
+                    raise unsupported("a partition index over two index vectors", "one vector per partition axis")
+                if e.terms:
+                    p_axis, coeff = e.terms[0]
+                    partitions = (p0 + first * ps, counts[p_axis], coeff * ps)
+                else:
+                    partitions = (p0 + first * ps, 1, 1)
+                continue
+            offset = offset + as_index(e.const) * stride
+            for a, c in e.terms:
+                strides[a] += c * stride
+        axes = []
+        for a in range(-ndim, 0):
+            if a == p_axis:
+                axes.append((P, 0, counts[a]))
+            else:
+                axes.append((F, strides[a], counts.get(a, 1)))
+        if p_axis is not None and strides[p_axis]:
+            raise unsupported("an index vector that moves both the partition and a free axis", "diagonal access")
+        axes.extend(self.axes[len(key):])
+        return replace(self, axes=tuple(axes), offset=offset, partitions=partitions)
+
+    # -- masks, access patterns, reshapes -----------------------------------------------------
+    def restrict(self, axis: int, lo: int, hi: int) -> Layout:
+        """Keep elements ``[lo, hi)`` of the axis ``axis`` (numbered from the right)."""
+        pos = len(self.axes) + axis
+        if not 0 <= pos < len(self.axes):
+            return self
+        kind, stride, count = self.axes[pos]
+        if count == 1:
+            return self
+        hi = min(hi, count)
+        axes = list(self.axes)
+        axes[pos] = (kind, stride, max(0, hi - lo))
+        if kind == P:
+            p0, _pn, ps = self.partitions
+            return replace(self, axes=tuple(axes), partitions=(p0 + lo * ps, max(0, hi - lo), ps))
+        return replace(self, axes=tuple(axes), offset=self.offset + lo * stride)
+
+    @property
+    def empty(self) -> bool:
+        return any(n == 0 for _k, _s, n in self.axes)
+
+    def ap(self, pattern: Any, offset: Any = 0) -> Layout:
+        """``tensor.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern
+        over the whole tensor; on chip the first pair is the partition axis (its step in
+        partitions, or in elements of a partition row)."""
+        pairs = [(int(s), int(n)) for s, n in pattern]
+        off = as_index(offset)
+        if not self.on_chip:
+            return Layout(self.tensor, tuple((F, s, n) for s, n in pairs), off)
+        row = self.tensor.free_elements
+        (pstep, pcount), free = pairs[0], pairs[1:]
+        if off.terms:
+            raise unsupported("an .ap() offset that depends on a loop variable on chip", "unroll the loop")
+        if row > 1 and pstep % row == 0:
+            pstep //= row
+        start, foff = divmod(off.const, row)
+        axes = ((P, 0, pcount),) + tuple((F, s, n) for s, n in free)
+        return Layout(self.tensor, axes, Index(foff), (start, pcount, max(pstep, 1)))
+
+    def contiguous(self) -> bool:
+        free = [(s, n) for k, s, n in self.axes if k == F and n > 1]
+        expect = 1
+        for s, n in reversed(free):
+            if s != expect:
+                return False
+            expect *= n
+        return True
+
+    def reshape(self, shape: tuple[int, ...]) -> Layout:
+        shape = tuple(int(n) for n in shape)
+        if prod(shape) != prod(self.shape):
+            raise fail(f"cannot reshape {self.shape} of {self.tensor.name} to {shape}")
+        if not self.contiguous():
+            raise unsupported(f"reshaping a strided view of {self.tensor.name}", "reshape a contiguous one")
+        if not self.on_chip:
+            return replace(self, axes=tuple((F, s, n) for s, n in zip(_row_strides(shape), shape)))
+        pcount = self.partitions[1]
+        if shape[0] != pcount:
+            raise unsupported("a reshape that changes the partition axis", "keep the first dimension")
+        free = shape[1:]
+        return replace(self, axes=((P, 0, pcount),) + tuple((F, s, n) for s, n in zip(_row_strides(free), free)))
+
+    def broadcast_to(self, shape: tuple[int, ...]) -> Layout:
+        shape = tuple(int(n) for n in shape)
+        axes = [(F, 0, 1)] * (len(shape) - len(self.axes)) + list(self.axes)
+        if len(axes) != len(shape):
+            raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
+        out = []
+        for (kind, stride, count), n in zip(axes, shape):
+            if count == n:
+                out.append((kind, stride, count))
+            elif count == 1 and kind == F:
+                out.append((F, 0, n))
+            elif count == 1:
+                raise unsupported("broadcasting an on-chip tile along partitions",
+                                  "broadcast the DRAM source of the load instead")
+            else:
+                raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
+        return replace(self, axes=tuple(out))
