@@ -40,7 +40,7 @@ Op meanings are those of the op table (``doc`` column); the details:
 ``transpose``           ``out[F, P] = in[P, F]``
 ``activation``          ``func(in * scale + bias)``; ``scale`` (default 1) and ``bias``
                         (default 0) are immediates or ``[P, 1]`` tiles
-                        (:mod:`machine.oprules`); ``gelu`` is the tanh form; with
+                        (:mod:`machine.oprules`); ``gelu`` is the tanh form, ``gelu_apprx_sigmoid`` ``x * sigmoid(1.702 x)``; with
                         ``reduce_op`` the second write gets the per-partition sum of the
                         fp32 activation result (before the output cast), ACT's reduce
                         registers being 32-bit (NKI ``activation_reduce``)
@@ -152,6 +152,7 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "relu": lambda z: np.maximum(z, F32(0)),
     "gelu": _gelu,
     "silu": lambda z: z * _sigmoid(z),
+    "gelu_apprx_sigmoid": lambda z: z * _sigmoid(F32(1.702) * z),
     "square": np.square,
     "sqrt": np.sqrt,
     "rsqrt": lambda z: F32(1) / np.sqrt(z),

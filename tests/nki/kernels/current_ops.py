@@ -1,0 +1,123 @@
+"""Current-API (``nki``) kernels for the frontend tests, written as the NKI guides write them."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(a.shape[0] // 128):
+        x = nl.load(a[nl.ds(i * 128, 128), :])
+        y = nl.load(b[i * 128:(i + 1) * 128, :])
+        nl.store(out[nl.ds(i * 128, 128), :], nl.add(x, y))
+    return out
+
+
+@nki.jit
+def matmul(lhsT, rhs):
+    k, m = lhsT.shape
+    _, n = rhs.shape
+    out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    for kt in nl.affine_range(k // 128):
+        a = nl.ndarray((128, m), dtype=lhsT.dtype, buffer=nl.sbuf)
+        b = nl.ndarray((128, n), dtype=rhs.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=lhsT[kt * 128:(kt + 1) * 128, :])
+        nisa.dma_copy(dst=b, src=rhs[kt * 128:(kt + 1) * 128, :])
+        nisa.nc_matmul(acc, a, b)
+    res = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(res, acc, engine=nisa.scalar_engine)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+@nki.jit
+def rmsnorm(x, w):
+    rows, cols = x.shape
+    out = nl.ndarray((rows, cols), dtype=x.dtype, buffer=nl.shared_hbm)
+    weight = nl.load(w.broadcast_to((128, cols)))
+    for i in range(rows // 128):
+        tile = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=tile, src=x[i * 128:(i + 1) * 128, :])
+        sq = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf)
+        ssum = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation_reduce(sq, nl.square, tile, reduce_op=nl.add, reduce_res=ssum)
+        scale = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(scale, ssum, nl.multiply, 1.0 / cols, op1=nl.add, operand1=1e-6)
+        rstd = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(rstd, nl.rsqrt, scale)
+        normed = nl.ndarray((128, cols), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(normed, tile, nl.multiply, rstd)
+        res = nl.ndarray((128, cols), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(res, normed, weight, nl.multiply, engine=nisa.gpsimd_engine)
+        nisa.dma_copy(dst=out[i * 128:(i + 1) * 128, :], src=res)
+    return out
+
+
+@nki.jit
+def spmd_scale(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    pid = nl.program_id(0)
+    rows = x.shape[0] // nl.num_programs(0)
+    tile = nl.load(x[pid * rows:(pid + 1) * rows, :])
+    nl.store(out[pid * rows:(pid + 1) * rows, :], nl.multiply(tile, float(pid + 1)))
+    return out
+
+
+@nki.jit
+def placed_copy(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf, address=(0, 1024))
+    acc = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum, address=(0, 2 * 2048))
+    nisa.dma_copy(dst=buf, src=x)
+    ident = nl.shared_identity_matrix(x.shape[0], dtype=x.dtype)
+    eye = nl.load(ident)
+    nisa.nc_matmul(acc, eye, buf, accumulate=False)
+    res = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(res, acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+@nki.jit
+def access_pattern(x):
+    """Transposing load with .ap: out[f, p] = x[p, f] for a (4, 8) input, via a DRAM pattern."""
+    p, f = x.shape
+    out = nl.ndarray((f, p), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((f, p), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x.ap(pattern=[[1, f], [f, p]], offset=0))
+    doubled = nl.ndarray((f, p), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(doubled, tile, nl.add, 1.0)
+    nisa.dma_copy(dst=out, src=doubled)
+    return out
+
+
+@nki.jit
+def softmax_rows(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    mx = nl.max(tile, axis=1, keepdims=True)
+    shifted = nl.subtract(tile, mx)
+    e = nl.exp(shifted)
+    s = nl.sum(e, axis=1, keepdims=True)
+    nl.store(out, nl.divide(e, s))
+    return out
+
+
+@nki.jit
+def bf16_gelu(x):
+    out = nl.ndarray(x.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    y = nl.gelu_apprx_tanh(tile, dtype=nl.float32)
+    nl.store(out, nl.copy(y, dtype=nl.bfloat16))
+    return out
+
+
+def nc_version_branch(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    factor = 3.0 if nisa.get_nc_version() == nisa.nc_version.gen3 else 2.0
+    nl.store(out, tile * factor)
+    return out

@@ -1,0 +1,125 @@
+"""Legacy-API (``neuronxcc.nki``) kernels for the frontend tests, as the NKI tutorials write them."""
+
+import neuronxcc.nki as nki
+import neuronxcc.nki.compiler as ncc
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+import numpy as np
+
+
+@nki.jit
+def add_masked(a, b):
+    """Rows in tiles of 128 with an affine_range loop; the tail tile is masked."""
+    rows, cols = a.shape
+    out = nl.ndarray((rows, cols), dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:128, 0:cols]
+    for t in nl.affine_range((rows + 127) // 128):
+        x = nl.load(a[t * 128 + i_p, i_f], mask=(t * 128 + i_p < rows))
+        y = nl.load(b[t * 128 + i_p, i_f], mask=(t * 128 + i_p < rows))
+        z = nl.add(x, y, mask=(t * 128 + i_p < rows))
+        nl.store(out[t * 128 + i_p, i_f], value=z, mask=(t * 128 + i_p < rows))
+    return out
+
+
+@nki.jit
+def scale_rows(a):
+    """An affine loop kept as a loop: body affine in t."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p = nl.arange(128)[:, None]
+    i_f = nl.arange(a.shape[1])[None, :]
+    for t in nl.affine_range(a.shape[0] // 128):
+        tile = nl.load(a[t * 128 + i_p, i_f])
+        nl.store(out[t * 128 + i_p, i_f], value=nl.multiply(tile, 3.0))
+    return out
+
+
+@nki.jit
+def matmul_psum(lhsT, rhs):
+    """``res_psum += nisa.nc_matmul(...)`` over an affine K loop (PSUM accumulation)."""
+    k, m = lhsT.shape
+    n = rhs.shape[1]
+    out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    res_psum = nl.zeros((m, n), nl.float32, buffer=nl.psum)
+    for kt in nl.affine_range(k // 128):
+        a = nl.load(lhsT[kt * 128:(kt + 1) * 128, :])
+        b = nl.load(rhs[kt * 128:(kt + 1) * 128, :])
+        res_psum += nisa.nc_matmul(a, b)
+    res = nl.copy(res_psum, dtype=nl.float32)
+    nl.store(out, value=res)
+    return out
+
+
+@nki.jit
+def running_sum(a):
+    """A sequential_range loop carrying a value in SBUF: prefix sums of row blocks."""
+    out = nl.ndarray((128, a.shape[1]), dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, a.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    for t in nl.sequential_range(a.shape[0] // 128):
+        tile = nl.load(a[t * 128:(t + 1) * 128, :])
+        acc += tile
+    nl.store(out, value=acc)
+    return out
+
+
+@nki.jit
+def first_block_special(a):
+    """``if t == 0`` is not affine in t: the loop is unrolled."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(a.shape[0] // 128):
+        tile = nl.load(a[t * 128:(t + 1) * 128, :])
+        factor = 10.0 if t == 0 else 1.0
+        nl.store(out[t * 128:(t + 1) * 128, :], value=nl.multiply(tile, factor))
+    return out
+
+
+@nki.jit
+def mod_alloc_copy(a):
+    """Direct allocation: two rotating SBUF slots over a kept affine loop."""
+    nt = a.shape[0] // 128
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((nt, nl.par_dim(128), a.shape[1]), dtype=a.dtype,
+                     buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    for t in nl.affine_range(nt):
+        buf[t] = nl.load(a[t * 128:(t + 1) * 128, :])
+        nl.store(out[t * 128:(t + 1) * 128, :], value=buf[t])
+    return out
+
+
+@nki.jit
+def psum_banks(lhsT, rhs):
+    """PSUM mod_alloc over blocks chosen by constants (unrolled static_range)."""
+    out = nl.ndarray((4, 128, rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    ps = nl.ndarray((4, nl.par_dim(128), rhs.shape[1]), dtype=nl.float32,
+                    buffer=ncc.psum.mod_alloc(base_bank=2, num_bank_tiles=(2,)))
+    a = nl.load(lhsT)
+    b = nl.load(rhs)
+    for j in nl.static_range(4):
+        ps[j] = nisa.nc_matmul(a, b)
+        res = nl.multiply(ps[j], float(j + 1))
+        nl.store(out[j], value=res)
+    return out
+
+
+@nki.jit
+def isa_mix(x, out):
+    """Output as a parameter (older kernels); activation with a bias tile, tensor_reduce,
+    tensor_scalar, iota, reciprocal, nl.matmul(transpose_x=False)."""
+    p, f = x.shape
+    tile = nl.load(x)
+    bias = nisa.memset((p, 1), 0.5, nl.float32)
+    act = nisa.activation(op=nl.exp, data=tile, bias=bias, scale=0.5)
+    rowsum = nisa.tensor_reduce(np.add, act, axis=(1,), keepdims=True)
+    inv = nisa.reciprocal(rowsum)
+    normed = nisa.tensor_scalar(act, np.multiply, inv)
+    ramp = nisa.iota(nl.arange(f)[None, :] + 0 * nl.arange(p)[:, None], dtype=nl.float32)
+    shifted = nl.add(normed, ramp)
+    nl.store(out, value=shifted)
+
+
+@nki.jit
+def matmul_plain(x, y):
+    out = nl.ndarray((x.shape[0], y.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    a = nl.load(x)
+    b = nl.load(y)
+    nl.store(out, value=nl.copy(nl.matmul(a, b)))
+    return out
