@@ -1,0 +1,98 @@
+"""Legacy-API (``neuronxcc.nki``) kernels traced, compiled and simulated against numpy references."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from machine.ir import Loop, Rotation
+from machine.nki import trace
+from tests.nki.kit import f32, kernel, run, sources
+
+
+def _loops(traced):
+    return [node for node, _ in traced.program.walk() if isinstance(node, Loop)]
+
+
+def test_masked_tail_unrolls_the_loop():
+    a, b = f32(300, 64), f32(300, 64, seed=1)
+    traced = trace(kernel("legacy_ops.py::add_masked"), a, b)
+    assert not _loops(traced)  # the mask depends on t: unrolled
+    loads = [i for i, _ in traced.program.instructions() if i.op == "dma_copy" and i.writes[0].tensor != "return0"]
+    assert loads[-1].writes[0].partitions == (0, 300 - 256, 1)
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::add_masked"), a, b)["return0"], a + b)
+
+
+def test_affine_loop_kept():
+    a = f32(256, 32)
+    traced = trace(kernel("legacy_ops.py::scale_rows"), a)
+    (loop,) = _loops(traced)
+    assert (loop.trip_count, dict(loop.extras)) == (2, {"x-nki-range": "affine"})
+    assert all(s["indices"] == {"t": "t"} for s in sources(traced))
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::scale_rows"), a, seeds=(None, 3))["return0"], a * 3)
+
+
+def test_psum_accumulation_in_affine_loop():
+    lhs, rhs = f32(256, 64), f32(256, 32, seed=2)
+    traced = trace(kernel("legacy_ops.py::matmul_psum"), lhs, rhs)
+    (loop,) = _loops(traced)
+    (mm,) = [i for i in loop.body if i.op == "matmul"]
+    assert mm.attrs["accumulate"] is True and mm.extras["x-nki-accumulate"] is True
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::matmul_psum"), lhs, rhs)["return0"], lhs.T @ rhs, atol=1e-4)
+
+
+def test_sequential_range_carries_a_sum():
+    a = f32(384, 32)
+    traced = trace(kernel("legacy_ops.py::running_sum"), a)
+    (loop,) = _loops(traced)
+    assert loop.extras["x-nki-range"] == "sequential"
+    (add,) = [i for i in loop.body if i.op == "tensor_tensor"]
+    assert add.extras["x-nki-accumulate"] is True
+    out = run(kernel("legacy_ops.py::running_sum"), a)["return0"]
+    np.testing.assert_allclose(out, a.reshape(3, 128, 32).sum(0), atol=1e-5)
+
+
+def test_non_affine_body_unrolls():
+    a = f32(256, 32)
+    traced = trace(kernel("legacy_ops.py::first_block_special"), a)
+    assert not _loops(traced)
+    assert [s["indices"] for s in sources(traced)][::3] == [{"t": 0}, {"t": 1}]
+    ref = a.copy()
+    ref[:128] *= 10
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::first_block_special"), a)["return0"], ref)
+
+
+def test_mod_alloc_rotates_over_the_loop():
+    a = f32(512, 32)
+    traced = trace(kernel("legacy_ops.py::mod_alloc_copy"), a)
+    (buf,) = [t for t in traced.program.tensors.values() if t.memory.name == "SBUF"]
+    assert (buf.partition, buf.offset, buf.rotate) == (0, 0, Rotation("t", 2, 128))
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::mod_alloc_copy"), a)["return0"], a)
+
+
+def test_psum_mod_alloc_slots_by_bank():
+    lhs, rhs = f32(128, 128), f32(128, 64, seed=2)
+    traced = trace(kernel("legacy_ops.py::psum_banks"), lhs, rhs)
+    banks = sorted(t.bank for t in traced.program.tensors.values() if t.memory.name == "PSUM")
+    assert banks == [2, 3]
+    out = run(kernel("legacy_ops.py::psum_banks"), lhs, rhs)["return0"]
+    for j in range(4):
+        np.testing.assert_allclose(out[j], (j + 1) * (lhs.T @ rhs), atol=1e-4)
+
+
+def test_output_parameter_and_isa_mix():
+    x, out = f32(128, 16), np.zeros((128, 16), np.float32)
+    traced = trace(kernel("legacy_ops.py::isa_mix"), x, out)
+    assert traced.outputs == ("out",) and list(traced.inputs) == ["x"]
+    engines = {i.op: i.engine for i, _ in traced.program.instructions()}
+    assert engines["iota"] == "pool" and engines["activation"] == "act" and engines["tensor_reduce"] == "dve"
+    act = np.exp(x * 0.5 + 0.5)
+    ref = act / act.sum(1, keepdims=True) + np.arange(16)[None, :]
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::isa_mix"), x, out)["out"], ref, atol=1e-5)
+
+
+def test_matmul_transposes_on_pe():
+    x, y = f32(64, 128), f32(128, 32, seed=4)
+    traced = trace(kernel("legacy_ops.py::matmul_plain"), x, y)
+    ops = [(i.op, i.engine) for i, _ in traced.program.instructions()]
+    assert ("transpose", "pe") in ops and ("matmul", "pe") in ops
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::matmul_plain"), x, y)["return0"], x @ y, atol=1e-4)
