@@ -52,8 +52,8 @@ def test_address_places_tensors():
     x = f32(64, 32)
     traced = trace(kernel("current_ops.py::placed_copy"), x)
     tensors = traced.program.tensors
-    assert (tensors["buf_77"].partition, tensors["buf_77"].offset) == (0, 1024)  # <var>_<line>
-    assert (tensors["acc_78"].bank, tensors["acc_78"].offset) == (2, 0)
+    assert (tensors["buf_72"].partition, tensors["buf_72"].offset) == (0, 1024)  # <var>_<line>
+    assert (tensors["acc_73"].bank, tensors["acc_73"].offset) == (2, 0)
     assert any(np.array_equal(v, np.eye(64, dtype=np.float32)) for v in traced.inputs.values())
     np.testing.assert_allclose(run(kernel("current_ops.py::placed_copy"), x)["return0"], x, atol=1e-6)
 
