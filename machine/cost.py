@@ -127,7 +127,7 @@ def _work_cycles(instr: Instruction, tensors: Mapping[str, Tensor], spec: Machin
         target = tensors[instr.writes[0].tensor]
         halved = attrs.get("value", 0) == 0 and target.dtype in _TWO_BYTE_FLOATS
         return (n / 2 if halved else float(n)), True
-    if op == "iota":
+    if op in ("iota", "affine_select"):
         return float(n), True
     return float(n), True
 

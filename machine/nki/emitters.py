@@ -176,3 +176,43 @@ def dma_transpose(dst: Layout, src: Any, **_kw: Any) -> None:
 
 def free_size(shape: tuple[int, ...]) -> int:
     return prod(shape[1:])
+
+
+def affine_select(dst: Layout, on_true: Any, value: Any, *, offset: Any, channel_multiplier: Any,
+                  pattern: list[list[int]], cmp: str) -> None:
+    """``dst = on_true where cmp(offset + p * channel_multiplier + pattern . i, 0) else value`` (POOL)."""
+    src = ops.lay(on_true)
+    current().note_write(dst)
+    attrs = {"offset": ops.number(offset), "channel_multiplier": ops.number(channel_multiplier),
+             "pattern": [[int(s), int(n)] for s, n in pattern], "cmp": cmp, "value": ops.number(value)}
+    current().kb.instruction("affine_select", "pool", [src.view()], [dst.view()], attrs=attrs)
+
+
+def affine_select_pred(dst: Layout, pred: Any, on_true: Any, value: Any) -> None:
+    """The legacy form: ``pred`` is one comparison ``expr <cmp> number`` of index vectors
+    over the tile's axes (partition axis first)."""
+    from machine.nki.indexing import Mask
+
+    if not isinstance(pred, Mask) or len(pred.preds) != 1:
+        raise fail("nisa.affine_select takes one affine comparison of nl.arange / nl.mgrid indices")
+    (expr, cmp, bound), = pred.preds
+    if not isinstance(expr.const, int):
+        expr.const._refuse("an affine_select predicate that depends on a loop index")
+    shape = ops.lay(on_true).shape
+    terms = dict(expr.terms)
+    ndim = len(shape)
+    pattern = [[terms.get(a, 0), shape[ndim + a]] for a in range(-ndim + 1, 0)]
+    affine_select(dst, on_true, value, offset=expr.const - bound, channel_multiplier=terms.get(-ndim, 0),
+                  pattern=pattern, cmp=cmp)
+
+
+def iota_pattern(dst: Layout, pattern: Any, offset: Any, channel_multiplier: Any = 0) -> None:
+    """Current-API ``nisa.iota(dst, pattern, offset, channel_multiplier)``."""
+    pairs = [(int(s), int(n)) for s, n in (pattern or [[1, 1]])]
+    for (outer, _n), (inner, count) in zip(pairs, pairs[1:]):
+        if outer != inner * count:
+            raise current().refuse("nisa.iota with a pattern that is not one arithmetic run",
+                                   "one [step, count] run")
+    current().note_write(dst)
+    current().kb.iota(dst.view(), base=ops.number(offset), step=pairs[-1][0],
+                      partition_step=ops.number(channel_multiplier))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
 import traceback
 from dataclasses import dataclass, replace
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from machine.dtypes import numpy_dtype
+from machine.errors import ProgramError
 from machine.ir import Access, MemoryKind, Program
 from machine.nki.dtypes import to_dtype
 from machine.nki.errors import NkiError, NotAffine, SourceLine
@@ -120,8 +122,25 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         result = func(*bound.args, **bound.kwargs)
         tracer.flush()
         results = _returned(result)
-    program = tracer.kb.program()
+    try:
+        program = tracer.kb.program()
+    except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
+        where, call = _instruction_site(tracer, err.path)
+        raise NkiError(where, f"{call}: {err.message}") from None
     return _finish(tracer, program, values, results)
+
+
+def _instruction_site(tracer: Tracer, path: str) -> tuple[SourceLine, str]:
+    """The kernel line of the instruction at JSON path ``path`` (``body[3].body[0]...``)."""
+    nodes: Any = tuple(tracer.kb._bodies[0])
+    node = None
+    for index in re.findall(r"body\[(\d+)\]", path):
+        node = nodes[int(index)]
+        nodes = getattr(node, "body", ())
+    source = dict(getattr(node, "extras", {}) or {}).get("x-source")
+    if not source:
+        return SourceLine("<kernel>", 0), "the traced program"
+    return SourceLine(source["file"], source["line"]), source["call"]
 
 
 def _returned(result: Any) -> list[NkiTensor]:

@@ -139,16 +139,29 @@ def ds(start: Any, size: int) -> slice:
 
 @dataclass(frozen=True)
 class Mask:
-    """A conjunction of axis ranges: ``bounds = ((axis, lo, hi), ...)``, axis from the right."""
+    """A conjunction of comparisons ``expr <cmp> value`` of index vectors with numbers.
 
-    bounds: tuple[tuple[int, int, int], ...]
+    As a ``mask=`` each must bound one axis (:attr:`bounds`); ``nisa.affine_select`` takes
+    one comparison of any affine expression."""
+
+    preds: tuple[tuple[ArangeExpr, str, int], ...]
 
     def __and__(self, other: Any) -> Mask:
         if not isinstance(other, Mask):
             raise fail("a mask combines with & only with another mask")
-        return Mask(self.bounds + other.bounds)
+        return Mask(self.preds + other.preds)
 
     __rand__ = __and__
+
+    @property
+    def bounds(self) -> tuple[tuple[int, int, int], ...]:
+        """``((axis, lo, hi), ...)``: the range of one axis each comparison keeps."""
+        out = []
+        for expr, cmp, value in self.preds:
+            lo, hi = {"less": (None, value), "less_equal": (None, value + 1),
+                      "greater": (value + 1, None), "greater_equal": (value, None)}[cmp]
+            out.append(expr._bound(lo, hi))
+        return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -218,8 +231,8 @@ class ArangeExpr:
 
     __rmul__ = __mul__
 
-    def _bound(self, lo: int | None, hi: int | None) -> Mask:
-        """Mask ``lo <= self < hi`` as a range of the one varying axis."""
+    def _bound(self, lo: int | None, hi: int | None) -> tuple[int, int, int]:
+        """``lo <= self < hi`` as a range ``(axis, first, last)`` of the one varying axis."""
         if isinstance(self.const, SymIndex):
             self.const._refuse("a mask that depends on a loop index")
         if len(self.terms) != 1:
@@ -230,19 +243,24 @@ class ArangeExpr:
             raise fail("a mask compares an increasing index vector (positive coefficient)")
         first = 0 if lo is None else max(0, -(-(lo - self.const) // coeff))
         last = count if hi is None else min(count, max(0, -(-(hi - self.const) // coeff)))
-        return Mask(((axis, first, max(first, last)),))
+        return axis, first, max(first, last)
+
+    def _cmp(self, cmp: str, other: Any) -> Mask:
+        if isinstance(other, ArangeExpr):
+            return (self - other)._cmp(cmp, 0)
+        return Mask(((self, cmp, concrete(other, "a mask bound")),))
 
     def __lt__(self, other: Any) -> Mask:
-        return self._bound(None, concrete(other, "a mask bound"))
+        return self._cmp("less", other)
 
     def __le__(self, other: Any) -> Mask:
-        return self._bound(None, concrete(other, "a mask bound") + 1)
+        return self._cmp("less_equal", other)
 
     def __gt__(self, other: Any) -> Mask:
-        return self._bound(concrete(other, "a mask bound") + 1, None)
+        return self._cmp("greater", other)
 
     def __ge__(self, other: Any) -> Mask:
-        return self._bound(concrete(other, "a mask bound"), None)
+        return self._cmp("greater_equal", other)
 
 
 def arange(*args: int) -> ArangeExpr:

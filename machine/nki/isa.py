@@ -74,7 +74,7 @@ REFUSED = {
     "nc_stream_shuffle": "stream shuffles", "dropout": "random numbers", "rng": "random numbers",
     "rand2": "random numbers", "rand_set_state": "random numbers", "rand_get_state": "random numbers",
     "set_rng_seed": "random numbers", "max8": "top-8 search", "nc_find_index8": "top-8 search",
-    "nc_match_replace8": "top-8 search", "affine_select": "predicated selects", "range_select": "predicated selects",
+    "nc_match_replace8": "top-8 search", "range_select": "predicated selects",
     "select_reduce": "predicated selects", "tensor_copy_predicated": "predicated selects",
     "sequence_bounds": "sequence bounds", "tensor_partition_reduce": "cross-partition reductions",
     "tensor_scalar_cumulative": "cumulative ops", "nonzero_with_count": "data-dependent sizes",
@@ -154,8 +154,21 @@ def memset(dst, value, engine=None, name=None, **_kw) -> None:
 
 
 @api("nisa.iota")
-def iota(dst, expr=0, name=None, **_kw) -> None:
-    _emit(lambda: em.iota(_dst(dst), expr))
+def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) -> None:
+    if pattern is not None and not isinstance(pattern, (list, tuple)):  # an index expression
+        _emit(lambda: em.iota(_dst(dst), pattern))
+        return
+    _emit(lambda: em.iota_pattern(_dst(dst), pattern, offset, channel_multiplier))
+
+
+@api("nisa.affine_select")
+def affine_select(dst, pattern, offset, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, name=None,
+                  **_kw) -> None:
+    from machine.nki.arith import alu_name
+
+    cmp = alu_name(cmp_op) if cmp_op is not None else "equal"
+    _emit(lambda: em.affine_select(_dst(dst), on_true_tile, on_false_value, offset=offset,
+                                   channel_multiplier=channel_multiplier, pattern=list(pattern), cmp=cmp))
 
 
 @api("nisa.reciprocal")
@@ -206,7 +219,7 @@ def enum_names() -> dict[str, Any]:
 
 _OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
         "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
-        "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose")
+        "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "affine_select")
 
 
 def current_names() -> dict[str, Any]:

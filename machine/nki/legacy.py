@@ -161,6 +161,12 @@ def _masked_dst(dst):
     return layout
 
 
+@api("nisa.affine_select")
+def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **_kw):
+    return _result(on_true_tile.shape, dtype or on_true_tile.dtype, "sbuf",
+                   lambda dst: em.affine_select_pred(dst, pred, on_true_tile, on_false_value), mask)
+
+
 @api("nisa.dma_transpose")
 def dma_transpose(src, *, axes=None, mask=None, dtype=None, **_kw):
     return _result(src.shape[::-1], dtype or src.dtype, "sbuf", lambda dst: em.dma_transpose(dst, src), mask)
@@ -168,7 +174,7 @@ def dma_transpose(src, *, axes=None, mask=None, dtype=None, **_kw):
 
 _OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
         "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
-        "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose")
+        "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "affine_select")
 
 
 def isa_names() -> dict[str, Any]:

@@ -83,3 +83,9 @@ def test_nc_version_follows_machine(machine, factor):
     x = f32(32, 8)
     out = run(kernel("current_ops.py::nc_version_branch"), x, machine=machine)["return0"]
     np.testing.assert_allclose(out, x * factor)
+
+
+def test_affine_select_and_iota_pattern():
+    s = f32(128, 128)
+    ref = np.where(np.tril(np.ones((128, 128), bool)), s, -9984.0) + np.arange(128)[None, :]
+    np.testing.assert_allclose(run(kernel("current_ops.py::causal_mask"), s)["return0"], ref)

@@ -96,3 +96,12 @@ def test_matmul_transposes_on_pe():
     ops = [(i.op, i.engine) for i, _ in traced.program.instructions()]
     assert ("transpose", "pe") in ops and ("matmul", "pe") in ops
     np.testing.assert_allclose(run(kernel("legacy_ops.py::matmul_plain"), x, y)["return0"], x @ y, atol=1e-4)
+
+
+def test_affine_select_causal_mask():
+    s = f32(128, 128)
+    traced = trace(kernel("legacy_ops.py::causal_mask"), s)
+    (sel,) = [i for i, _ in traced.program.instructions() if i.op == "affine_select"]
+    assert sel.engine == "pool" and dict(sel.attrs)["channel_multiplier"] == 1
+    ref = np.where(np.tril(np.ones((128, 128), bool)), s, -9984.0)
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::causal_mask"), s)["return0"], ref)

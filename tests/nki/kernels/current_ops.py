@@ -121,3 +121,19 @@ def nc_version_branch(x):
     factor = 3.0 if nisa.get_nc_version() == nisa.nc_version.gen3 else 2.0
     nl.store(out, tile * factor)
     return out
+
+
+@nki.jit
+def causal_mask(scores):
+    out = nl.ndarray(scores.shape, dtype=scores.dtype, buffer=nl.shared_hbm)
+    s = nl.ndarray((128, 128), dtype=scores.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=scores)
+    masked = nl.ndarray((128, 128), dtype=scores.dtype, buffer=nl.sbuf)
+    nisa.affine_select(masked, pattern=[[-1, 128]], offset=0, channel_multiplier=1, on_true_tile=s,
+                       on_false_value=-9984.0, cmp_op=nl.greater_equal)
+    ramp = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.iota(ramp, [[1, 128]], offset=0, channel_multiplier=0)
+    res = nl.ndarray((128, 128), dtype=scores.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(res, masked, ramp, nl.add)
+    nisa.dma_copy(dst=out, src=res)
+    return out

@@ -123,3 +123,13 @@ def matmul_plain(x, y):
     b = nl.load(y)
     nl.store(out, value=nl.copy(nl.matmul(a, b)))
     return out
+
+
+@nki.jit
+def causal_mask(scores):
+    out = nl.ndarray(scores.shape, dtype=scores.dtype, buffer=nl.shared_hbm)
+    i_q, i_k = nl.mgrid[0:128, 0:128]
+    s = nl.load(scores)
+    masked = nisa.affine_select(pred=(i_q - i_k >= 0), on_true_tile=s, on_false_value=-9984.0)
+    nl.store(out, value=masked)
+    return out
