@@ -24,6 +24,17 @@ LANGUAGE_NAMES = (
 )
 
 
+#: nki.language names refused with a reason (any other unknown name: "not modelled by neuronsim").
+LANGUAGE_REFUSED = {
+    "dynamic_range": "dynamic loops: neuronsim traces static programs",
+    "atomic_rmw": "atomic read-modify-write DMA",
+    "rand": "random numbers", "random_seed": "random numbers", "dropout": "random numbers",
+    "gather_flattened": "gathers", "float8_e4m3fn_x4": "packed MX data types", "float8_e5m2_x4": "packed MX data types",
+    "float4_e2m1fn_x4": "packed MX data types", "int64": "64-bit data types", "uint64": "64-bit data types",
+    "float64": "64-bit data types",
+}
+
+
 def _names() -> dict[str, Any]:
     out: dict[str, Any] = dict(nl_dtypes())
     for name in LANGUAGE_NAMES:

@@ -45,17 +45,21 @@ def _module(name: str, alias: str, names: dict[str, Any], generation: str) -> St
 
 def _build() -> dict[str, types.ModuleType]:
     from machine.nki import isa, kernel, legacy
-    from machine.nki.lang_names import current_language, legacy_language
+    from machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
 
     current_nl = _module("nki.language", "nl", current_language(), "current")
+    current_nl._refusals = LANGUAGE_REFUSED
     current_isa = _module("nki.isa", "nisa", isa.current_names(), "current")
     current_isa._refusals = isa.REFUSED
     current_cc = _module("nki.compiler", "ncc", legacy.compiler_names(), "current")
+    collectives = _module("nki.collectives", "nki.collectives", {}, "current")
+    collectives._refusals = _AllRefused("collectives: neuronsim models one NeuronCore")
     top = {"jit": kernel.jit, "baremetal": kernel.jit, "benchmark": kernel.jit, "profile": kernel.jit,
            "language": current_nl, "isa": current_isa, "compiler": current_cc, "dtype": str,
-           "simulate_kernel": _simulate}
+           "simulate_kernel": _simulate, "collectives": collectives}
     nki = _module("nki", "nki", top, "current")
     legacy_nl = _module("neuronxcc.nki.language", "nl", legacy_language(), "legacy")
+    legacy_nl._refusals = LANGUAGE_REFUSED
     legacy_isa = _module("neuronxcc.nki.isa", "nisa", legacy.isa_names(), "legacy")
     legacy_isa._refusals = isa.REFUSED
     legacy_cc = _module("neuronxcc.nki.compiler", "ncc", legacy.compiler_names(), "legacy")
@@ -63,10 +67,25 @@ def _build() -> dict[str, types.ModuleType]:
     legacy_top = dict(top, language=legacy_nl, isa=legacy_isa, compiler=legacy_cc, typing=legacy_typing)
     neuronxcc_nki = _module("neuronxcc.nki", "nki", legacy_top, "legacy")
     neuronxcc = _module("neuronxcc", "neuronxcc", {"nki": neuronxcc_nki}, "legacy")
-    return {"nki": nki, "nki.language": current_nl, "nki.isa": current_isa, "nki.compiler": current_cc,
+    legacy_collectives = _module("neuronxcc.nki.collectives", "nki.collectives", {}, "legacy")
+    legacy_collectives._refusals = collectives._refusals
+    neuronxcc_nki.collectives = legacy_collectives
+    return {"nki.collectives": collectives, "neuronxcc.nki.collectives": legacy_collectives,
+            "nki": nki, "nki.language": current_nl, "nki.isa": current_isa, "nki.compiler": current_cc,
             "neuronxcc": neuronxcc, "neuronxcc.nki": neuronxcc_nki, "neuronxcc.nki.language": legacy_nl,
             "neuronxcc.nki.isa": legacy_isa, "neuronxcc.nki.compiler": legacy_cc,
             "neuronxcc.nki.typing": legacy_typing}
+
+
+class _AllRefused(dict):
+    """Every name refused with one reason."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__()
+        self.why = why
+
+    def get(self, _key: Any, _default: Any = None) -> str:
+        return self.why
 
 
 def _simulate(kernel: Any, *args: Any, **kwargs: Any) -> Any:

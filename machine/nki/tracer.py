@@ -139,6 +139,8 @@ class Tracer:
         self.mask = mask
         try:
             fn()
+        except NkiError:
+            raise
         except ValueError as err:  # a builder check: shapes or placement the hardware refuses
             raise NkiError(site[0], f"{site[1]}: {err}") from None
         finally:
