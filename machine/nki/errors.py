@@ -40,14 +40,28 @@ def _display(path: str) -> str:
     return os.path.basename(path) if rel.startswith("..") else rel
 
 
+_CODE: dict[object, tuple[bool, str, str]] = {}
+
+
+def _code_info(code: object) -> tuple[bool, str, str]:
+    """``(is the frontend's own code, display name, absolute path)`` of a code object (cached:
+    tracing asks for every call)."""
+    info = _CODE.get(code)
+    if info is None:
+        path = os.path.abspath(code.co_filename)  # type: ignore[attr-defined]
+        ours = path.startswith(_PACKAGE_DIR + os.sep) or path.endswith("contextlib.py")
+        info = _CODE[code] = (ours, _display(path), path)
+    return info
+
+
 def user_line(depth: int = 1) -> SourceLine:
     """The innermost frame outside this package (and the standard library's contextlib):
     the kernel statement being traced."""
     frame = sys._getframe(depth)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(_PACKAGE_DIR + os.sep) and not path.endswith("contextlib.py"):
-            return SourceLine(_display(path), frame.f_lineno, path)
+        ours, display, path = _code_info(frame.f_code)
+        if not ours:
+            return SourceLine(display, frame.f_lineno, path)
         frame = frame.f_back
     return SourceLine("<unknown>", 0)
 

@@ -172,9 +172,13 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
             tensor = replace(tensor, name=new, role=role)
         tensors[new] = tensor
     if renames:
-        program = program.map_instructions(lambda inst: replace(
-            inst, reads=tuple(_renamed(a, renames) for a in inst.reads),
-            writes=tuple(_renamed(a, renames) for a in inst.writes)))
+        def rename(inst):
+            if not any(a.tensor in renames for a, _w in inst.accesses):
+                return inst
+            return replace(inst, reads=tuple(_renamed(a, renames) for a in inst.reads),
+                           writes=tuple(_renamed(a, renames) for a in inst.writes))
+
+        program = program.map_instructions(rename)
     program = program.with_tensors(tensors)
     inputs = {p: v for p, v in values.items() if tensors[p].role == "input"}
     for tile, constant in tracer.constants.values():

@@ -198,6 +198,9 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     if is_tile(value):
         if value.layout == dst.layout:
             return  # t[...] += x re-assigns the view it updated
+        if not dst.layout.on_chip and value.buffer == "psum":  # DMA cannot read PSUM: through SBUF
+            value = copy(value)
+            tracer.flush()
         tracer.emit(lambda: ops.copy(ops.lay(dst), ops.lay(value)), mask=mask)
     elif isinstance(value, np.ndarray) and value.size > 1:
         raise tracer.refuse("assigning a numpy array to a tile", "load it from a kernel argument")

@@ -31,6 +31,15 @@ P = "P"
 F = "F"
 
 
+def _shift(offset: Index, index: Any, stride: int) -> Index:
+    """``offset + index * stride`` (plain integers without building Index objects)."""
+    if is_int(index):
+        if not index or not stride:
+            return offset
+        return Index(offset.const + index * stride, offset.terms)
+    return offset + as_index(index) * stride
+
+
 def _row_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(prod(shape[d + 1:]) for d in range(len(shape)))
 
@@ -82,7 +91,7 @@ class Layout:
             if kept is not None:
                 axes.append(kept)
         axes.extend(self.axes[len(key):])
-        return replace(layout, axes=tuple(axes))
+        return Layout(layout.tensor, tuple(axes), layout.offset, layout.partitions)
 
     def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:
         kind, stride, count = axis
@@ -101,8 +110,8 @@ class Layout:
             if kind == P:
                 p0, _pn, ps = self.partitions
                 first = concrete(start, "a partition index")
-                return replace(self, partitions=(p0 + first * ps, n, ps * step)), (P, 0, n)
-            return replace(self, offset=self.offset + as_index(start) * stride), (F, stride * step, n)
+                return Layout(self.tensor, self.axes, self.offset, (p0 + first * ps, n, ps * step)), (P, 0, n)
+            return Layout(self.tensor, self.axes, _shift(self.offset, start, stride), self.partitions), (F, stride * step, n)
         if k is None:
             return self, (F, 0, 1)
         if is_int(k) and k < 0:
@@ -111,8 +120,8 @@ class Layout:
             raise fail(f"index {k} of {self.tensor.name} is outside its {count} elements")
         if kind == P:
             p0, _pn, ps = self.partitions
-            return replace(self, partitions=(p0 + concrete(k, "a partition index") * ps, 1, 1)), None
-        return replace(self, offset=self.offset + as_index(k) * stride), None
+            return Layout(self.tensor, self.axes, self.offset, (p0 + concrete(k, "a partition index") * ps, 1, 1)), None
+        return Layout(self.tensor, self.axes, _shift(self.offset, k, stride), self.partitions), None
 
     def _advanced(self, key: tuple[Any, ...]) -> Layout:
         """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: numpy advanced indexing."""

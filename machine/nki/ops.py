@@ -13,9 +13,10 @@ from typing import Any
 
 import numpy as np
 
-from machine.nki.dtypes import promote
+from machine.nki.dtypes import promote, to_dtype
 from machine.nki.errors import fail
 from machine.nki.layout import Layout
+from machine.nki.tiles import NkiTensor
 from machine.nki.tracer import current
 from machine.presets import resolve_machine
 
@@ -28,8 +29,6 @@ QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma
 
 def lay(value: Any) -> Layout:
     """The layout of a tile operand, restricted by the mask of the instruction being emitted."""
-    from machine.nki.tiles import NkiTensor
-
     if not isinstance(value, NkiTensor):
         raise fail(f"expected a tile or tensor, got {type(value).__name__} {value!r}")
     layout = value.layout
@@ -67,12 +66,11 @@ def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def result_dtype(dtype: Any, *operands: Any) -> str:
-    from machine.nki.dtypes import to_dtype
-    from machine.nki.tiles import NkiTensor
-
     if dtype is not None:
         return to_dtype(dtype)
     tiles = [o.dtype for o in operands if isinstance(o, NkiTensor)]
+    if len(tiles) == 1 or (len(tiles) == 2 and tiles[0] == tiles[1]):
+        return tiles[0]
     return promote(*tiles) if tiles else to_dtype("float32")
 
 
@@ -176,6 +174,4 @@ def memset(dst: Layout, value: Any, engine: str | None = None) -> None:
 
 
 def _is_tile(value: Any) -> bool:
-    from machine.nki.tiles import NkiTensor
-
     return isinstance(value, NkiTensor)

@@ -65,10 +65,16 @@ def api(name: str) -> Callable[[Callable], Callable]:
     return wrap
 
 
+_ASSIGNED: dict[tuple[str, int], str | None] = {}
+
+
 def assigned_name(where: SourceLine) -> str | None:
     """``x`` for a kernel line ``x = ...`` (the tile's variable), else None."""
-    match = _ASSIGN.match(linecache.getline(where.path, where.line)) if where.path else None
-    return match.group(1) if match else None
+    key = (where.path, where.line)
+    if key not in _ASSIGNED:
+        match = _ASSIGN.match(linecache.getline(where.path, where.line)) if where.path else None
+        _ASSIGNED[key] = match.group(1) if match else None
+    return _ASSIGNED[key]
 
 
 @dataclass
@@ -102,6 +108,7 @@ class Tracer:
     site_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)
     returned_names: dict[str, str] = field(default_factory=dict)
+    name_counts: dict[str, int] = field(default_factory=dict)
     mask: Mask | None = None
     """The mask of the instruction being emitted (operands are restricted by it)."""
 
@@ -195,9 +202,10 @@ class Tracer:
         taken = self.kb._tensors
         if name not in taken:
             return name
-        k = 1
+        k = self.name_counts.get(name, 1)  # the next suffix to try: linear, not quadratic, in repeats
         while f"{name}_{k}" in taken:
             k += 1
+        self.name_counts[name] = k + 1
         return f"{name}_{k}"
 
     def declare(self, spec: Any, hint: str | None, site: SourceLine | None = None, call: str | None = None) -> Layout:
