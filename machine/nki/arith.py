@@ -171,7 +171,8 @@ max = _reduce_fn("max", "max")  # noqa: A001
 min = _reduce_fn("min", "min")  # noqa: A001
 prod_ = _reduce_fn("prod", "multiply")
 mean = _reduce_fn("mean", "add", scale_by_count=True)
-REDUCE_OF = {sum: "add", max: "max", min: "min", prod_: "multiply"}
+REDUCE_OF = {sum: "add", max: "max", min: "min", prod_: "multiply", np.sum: "add", np.max: "max", np.amax: "max",
+             np.min: "min", np.amin: "min", np.prod: "multiply"}
 
 
 # -- matmul / transpose ----------------------------------------------------------------------

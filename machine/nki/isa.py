@@ -96,8 +96,9 @@ def _emit(fn) -> None:
 def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
               accumulate=None, tile_position=(), tile_size=(), perf_mode=None, name=None, **_kw) -> None:
     tracer = current()
-    if accumulate is None:  # accumulate onto a PSUM tile already written, else start the group
-        accumulate = ops.lay(dst).tensor.name in tracer.written
+    if accumulate is None:  # add to an open accumulation group (written, not read since), else start one
+        tracer.flush()
+        accumulate = tracer.accumulates_into(ops.lay(dst).tensor.name)
     extras = {"x-nki-accumulate": True} if accumulate else None
     tracer.emit(lambda: em.matmul(_dst(dst), stationary, moving, accumulate=bool(accumulate),
                                   transpose=bool(is_transpose)), extras=extras)

@@ -109,6 +109,7 @@ class Tracer:
     constants: dict[str, Any] = field(default_factory=dict)
     returned_names: dict[str, str] = field(default_factory=dict)
     name_counts: dict[str, int] = field(default_factory=dict)
+    psum_open: set[str] = field(default_factory=set)
     mask: Mask | None = None
     """The mask of the instruction being emitted (operands are restricted by it)."""
 
@@ -144,8 +145,11 @@ class Tracer:
     def _emit(self, fn: Callable[[], Any], site, indices, extras: dict | None, mask: Mask | None = None) -> None:
         self.kb.next_extras = self._extras(site, indices, extras)
         self.mask = mask
+        body = self.kb._bodies[-1]
+        start = len(body)
         try:
             fn()
+            self._track_psum(body[start:])
         except NkiError:
             raise
         except ValueError as err:  # a builder check: shapes or placement the hardware refuses
@@ -156,6 +160,22 @@ class Tracer:
 
     def note_write(self, layout: Layout) -> None:
         self.written.add(layout.tensor.name)
+
+    def _track_psum(self, new: list) -> None:
+        """PSUM accumulation groups (for ``nc_matmul(accumulate=None)``): a write opens one, a
+        read by anything but an accumulating matmul closes it."""
+        for inst in new:
+            accumulating = inst.op == "matmul" and inst.attrs.get("accumulate")
+            for access in inst.reads:
+                if access.tensor in self.psum_open and not accumulating:
+                    self.psum_open.discard(access.tensor)
+            for access in inst.writes:
+                if self.kb._tensors[access.tensor].memory == MemoryKind.PSUM:
+                    self.psum_open.add(access.tensor)
+
+    def accumulates_into(self, tensor: str) -> bool:
+        """True when ``tensor`` holds an open PSUM accumulation group (written, not yet read)."""
+        return tensor in self.psum_open
 
     # -- pending results ---------------------------------------------------------------------
     def result(self, proxy: Any, emit: Callable[[Layout], None], mask: Mask | None = None) -> Any:

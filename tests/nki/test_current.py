@@ -89,3 +89,12 @@ def test_affine_select_and_iota_pattern():
     s = f32(128, 128)
     ref = np.where(np.tril(np.ones((128, 128), bool)), s, -9984.0) + np.arange(128)[None, :]
     np.testing.assert_allclose(run(kernel("current_ops.py::causal_mask"), s)["return0"], ref)
+
+
+def test_psum_group_restarts_after_its_result_is_read():
+    lhs, rhs = f32(256, 64), f32(256, 32, seed=2)
+    traced = trace(kernel("current_ops.py::psum_reused"), lhs, rhs)
+    assert [i.attrs["accumulate"] for i, _ in traced.program.instructions() if i.op == "matmul"] == \
+        [False, True, False, True]
+    out = run(kernel("current_ops.py::psum_reused"), lhs, rhs)["return0"]
+    np.testing.assert_allclose(out[1], 2 * (lhs.T @ rhs), atol=1e-4)

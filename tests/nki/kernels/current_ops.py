@@ -137,3 +137,22 @@ def causal_mask(scores):
     nisa.tensor_tensor(res, masked, ramp, nl.add)
     nisa.dma_copy(dst=out, src=res)
     return out
+
+
+@nki.jit
+def psum_reused(lhsT, rhs):
+    """One PSUM tile reused for two output blocks: its accumulation group restarts after the
+    copy out (accumulate=None)."""
+    k, m = lhsT.shape
+    n = rhs.shape[1]
+    out = nl.ndarray((2, m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    for j in range(2):
+        for kt in range(k // 128):
+            a = nl.load(lhsT[kt * 128:(kt + 1) * 128, :])
+            b = nl.load(rhs[kt * 128:(kt + 1) * 128, :])
+            nisa.nc_matmul(acc, a, nl.multiply(b, float(j + 1)))
+        res = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(res, acc)
+        nisa.dma_copy(dst=out[j], src=res)
+    return out
