@@ -105,3 +105,25 @@ def test_affine_select_causal_mask():
     assert sel.engine == "pool" and dict(sel.attrs)["channel_multiplier"] == 1
     ref = np.where(np.tril(np.ones((128, 128), bool)), s, -9984.0)
     np.testing.assert_allclose(run(kernel("legacy_ops.py::causal_mask"), s)["return0"], ref)
+
+
+def test_tiled_matmul_nested_kept_loops_race_free():
+    lhs, rhs = f32(256, 256), f32(256, 1024, seed=2)
+    traced = trace(kernel("legacy_ops.py::matmul_tiled"), lhs, rhs)
+    assert [(loop.name, loop.trip_count) for loop in _loops(traced)] == [("mt", 2), ("nt", 2), ("kt", 2)]
+    (mm,) = [i for i, _ in traced.program.instructions() if i.op == "matmul"]
+    assert dict(mm.extras["x-source"]["indices"]) == {"mt": "mt", "nt": "nt", "kt": "kt"}
+    out = run(kernel("legacy_ops.py::matmul_tiled"), lhs, rhs, seeds=(None, 1, 2))["return0"]
+    np.testing.assert_allclose(out, lhs.T @ rhs, atol=1e-3)
+
+
+def test_alloc_function_places_blocks_and_fp8_output():
+    import ml_dtypes
+
+    x = f32(256, 16)
+    traced = trace(kernel("legacy_ops.py::fn_alloc_fp8"), x)
+    placed = sorted((t.partition, t.offset) for t in traced.program.tensors.values() if t.memory.name == "SBUF")
+    assert placed == [(0, 4096), (0, 4096 + 64)]
+    out = run(kernel("legacy_ops.py::fn_alloc_fp8"), x)["return0"]
+    assert out.dtype == ml_dtypes.float8_e4m3fn
+    np.testing.assert_array_equal(out, x.astype(ml_dtypes.float8_e4m3fn))

@@ -133,3 +133,36 @@ def causal_mask(scores):
     masked = nisa.affine_select(pred=(i_q - i_k >= 0), on_true_tile=s, on_false_value=-9984.0)
     nl.store(out, value=masked)
     return out
+
+
+@nki.jit
+def matmul_tiled(lhsT, rhs):
+    """The tutorial's tiled matmul: three nested affine loops, PSUM zeroed per output tile."""
+    k, m = lhsT.shape
+    n = rhs.shape[1]
+    result = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    for mt in nl.affine_range(m // 128):
+        for nt in nl.affine_range(n // 512):
+            res_psum = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+            for kt in nl.affine_range(k // 128):
+                lhsT_tile = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)
+                lhsT_tile[...] = nl.load(lhsT[kt * 128:(kt + 1) * 128, mt * 128:(mt + 1) * 128])
+                rhs_tile = nl.load(rhs[kt * 128:(kt + 1) * 128, nt * 512:(nt + 1) * 512])
+                res_psum += nisa.nc_matmul(lhsT_tile[...], rhs_tile[...])
+            res_sb = nl.copy(res_psum, dtype=result.dtype)
+            nl.store(result[mt * 128:(mt + 1) * 128, nt * 512:(nt + 1) * 512], value=res_sb)
+    return result
+
+
+@nki.jit
+def fn_alloc_fp8(x):
+    """ncc.sbuf.alloc places each block by a function; the output is fp8 (e4m3)."""
+    def place(idx, pdim_size, fdim_size):
+        return 0, 4096 + idx[0] * fdim_size * 4
+
+    out = nl.ndarray(x.shape, dtype=nl.float8_e4m3, buffer=nl.shared_hbm)
+    buf = nl.ndarray((2, nl.par_dim(128), x.shape[1]), dtype=nl.float32, buffer=ncc.sbuf.alloc(place))
+    for b in nl.static_range(2):
+        buf[b] = nl.load(x[b * 128:(b + 1) * 128, :])
+        nl.store(out[b * 128:(b + 1) * 128, :], value=buf[b])
+    return out
