@@ -22,7 +22,7 @@ from typing import Any
 
 from machine.ir import MemoryKind, Tensor
 from machine.nki.errors import fail, unsupported
-from machine.nki.indexing import ArangeExpr, SymIndex, as_index, concrete
+from machine.nki.indexing import ArangeExpr, as_index, concrete
 from scenarios.views import Index, View, is_int
 
 __all__ = ["Layout", "P"]
@@ -111,7 +111,8 @@ class Layout:
                 p0, _pn, ps = self.partitions
                 first = concrete(start, "a partition index")
                 return Layout(self.tensor, self.axes, self.offset, (p0 + first * ps, n, ps * step)), (P, 0, n)
-            return Layout(self.tensor, self.axes, _shift(self.offset, start, stride), self.partitions), (F, stride * step, n)
+            shifted = Layout(self.tensor, self.axes, _shift(self.offset, start, stride), self.partitions)
+            return shifted, (F, stride * step, n)
         if k is None:
             return self, (F, 0, 1)
         if is_int(k) and k < 0:

@@ -22,7 +22,7 @@ from itertools import product
 from typing import Any
 
 from machine.ir import MemoryKind
-from machine.nki.errors import NkiError, NotAffine, SourceLine, fail, unsupported, user_line
+from machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line
 from machine.nki.indexing import Mask, SymIndex, concrete
 from machine.nki.layout import Layout
 from scenarios.builder import KernelBuilder
