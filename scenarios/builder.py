@@ -211,7 +211,7 @@ class KernelBuilder:
             raise ValueError(f"{name}: place an sbuf tensor with both partition= and offset=, or neither")
         tensor = Tensor(name, MemoryKind.SBUF, dtype, tuple(shape), partition, offset)
         rotate = _rotation(name, slots, loop, stride, tensor.bytes_per_partition, partition is not None)
-        return self._declare(replace(tensor, rotate=rotate))
+        return self._declare(tensor if rotate is None else replace(tensor, rotate=rotate))
 
     def psum(self, name: str, shape, dtype: str = "float32", *, partition: int | None = None,
              bank: int | None = None, offset: int | None = None, slots: int = 1,

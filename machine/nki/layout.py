@@ -17,6 +17,7 @@ partition axis (``P``: its range is ``partitions``); every other axis is a free 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from math import prod
 from typing import Any
 
@@ -63,7 +64,7 @@ class Layout:
         axes.insert(par_axis, (P, 0, tensor.shape[0]))
         return Layout(tensor, tuple(axes), Index(), (0, tensor.shape[0], 1))
 
-    @property
+    @cached_property
     def shape(self) -> tuple[int, ...]:
         return tuple(n for _k, _s, n in self.axes)
 
