@@ -111,19 +111,28 @@ def memset(dst: Layout, value: Any, engine: Any = None) -> None:
     ops.memset(dst, value, engine_of(engine, ("dve", "pool"), "dve"))
 
 
+def _split_terms(expr: ArangeExpr) -> tuple[int, list[tuple[int, int]]]:
+    """``(partition coefficient, [(free coefficient, count), ...])`` of an index expression:
+    the iterator at grid position 0 of a grid of two or more axes is the partition axis."""
+    partition, free = 0, []
+    for it, coeff in sorted(expr.terms, key=lambda t: t[0].pos):
+        if it.pos == 0 and it.ndim > 1:
+            partition = coeff
+        else:
+            free.append((coeff, it.count))
+    return partition, free
+
+
 def iota(dst: Layout, expr: Any) -> None:
     """``dst[p, i] = expr`` for an affine index expression over the tile's axes (POOL)."""
     if isinstance(expr, int):
-        expr = ArangeExpr(expr, (), (), 0)
+        expr = ArangeExpr(expr, ())
     if not isinstance(expr, ArangeExpr):
         raise fail("nisa.iota takes an affine expression of nl.arange / nl.mgrid indices")
-    terms = dict(expr.terms)
-    ndim = len(dst.shape)
-    free_counts = [n for _k, _s, n in dst.axes][1:]
-    if any(terms.get(a, 0) for a in range(-ndim + 1, -1)) and len(free_counts) > 1:
+    partition_step, free = _split_terms(expr)
+    if len([c for c, _n in free if c]) > 1:
         raise current().refuse("nisa.iota over several free axes", "one free axis")
-    partition_step = terms.get(-ndim, 0) if ndim > 1 else 0
-    step = terms.get(-1, 0) if ndim > 1 else terms.get(-1, 0)
+    step = next((c for c, _n in free if c), 0)
     current().note_write(dst)
     current().kb.iota(dst.view(), base=ops.number(expr.const), step=step, partition_step=partition_step)
 
@@ -198,11 +207,9 @@ def affine_select_pred(dst: Layout, pred: Any, on_true: Any, value: Any) -> None
     (expr, cmp, bound), = pred.preds
     if not isinstance(expr.const, int):
         expr.const._refuse("an affine_select predicate that depends on a loop index")
-    shape = ops.lay(on_true).shape
-    terms = dict(expr.terms)
-    ndim = len(shape)
-    pattern = [[terms.get(a, 0), shape[ndim + a]] for a in range(-ndim + 1, 0)]
-    affine_select(dst, on_true, value, offset=expr.const - bound, channel_multiplier=terms.get(-ndim, 0),
+    channel_multiplier, free = _split_terms(expr)
+    pattern = [[coeff, n] for coeff, n in free]
+    affine_select(dst, on_true, value, offset=expr.const - bound, channel_multiplier=channel_multiplier,
                   pattern=pattern, cmp=cmp)
 
 

@@ -4,15 +4,18 @@
   stays symbolic (the builder's :class:`~scenarios.views.Index`); anything else (``i == 0``,
   ``i // 2``, ``int(i)``, ``range(i)``) raises :class:`~machine.nki.errors.NotAffine`, and the
   tracer unrolls that loop instead.
-* :class:`ArangeExpr` is an affine index vector over the axes of the tile being indexed,
-  numbered from the right as numpy broadcasting aligns them: ``nl.arange(128)[:, None]`` varies
-  along axis -2 (the partition axis of a 2-D tile), ``nl.arange(512)[None, :]`` along -1.
+* :class:`ArangeExpr` is an affine index vector over *iterators*: each ``nl.arange`` call and
+  each axis of an ``nl.mgrid`` call is one :class:`Iter`.  Indexing a tensor with index vectors
+  gives one tile axis per iterator, in the order the index uses them (see
+  :mod:`machine.nki.layout`), so unused grid axes add no dimension.
 * A comparison of an :class:`ArangeExpr` with a number is a :class:`Mask`: a range of one
-  axis; ``&`` joins them.  Applied to an instruction, a mask shrinks every operand's axis.
+  iterator; ``&`` joins them.  Applied to an instruction, a mask shrinks the axis of that
+  iterator in every operand (an operand not indexed by iterators: the axis at the iterator's
+  position).
 
 >>> i_p = arange(128)[:, None]
->>> (i_p * 2 + 1).terms, (i_p < 100).bounds
-(((-2, 2),), ((-2, 0, 100),))
+>>> [(it.pos, it.ndim, c) for it, c in (i_p * 2 + 1).terms], [(lo, hi) for _it, lo, hi in (i_p < 100).bounds]
+([(0, 2, 2)], [(0, 100)])
 >>> k = SymIndex(Index(0, (("k", 1),)))
 >>> (k * 128 + 64).index
 Index(const=64, terms=(('k', 128),))
@@ -21,6 +24,7 @@ Index(const=64, terms=(('k', 128),))
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import count
 from typing import Any
 
 from machine.nki.errors import NotAffine, fail
@@ -141,8 +145,8 @@ def ds(start: Any, size: int) -> slice:
 class Mask:
     """A conjunction of comparisons ``expr <cmp> value`` of index vectors with numbers.
 
-    As a ``mask=`` each must bound one axis (:attr:`bounds`); ``nisa.affine_select`` takes
-    one comparison of any affine expression."""
+    As a ``mask=`` each must bound one iterator (:attr:`bounds`); ``nisa.affine_select``
+    takes one comparison of any affine expression."""
 
     preds: tuple[tuple[ArangeExpr, str, int], ...]
 
@@ -154,8 +158,8 @@ class Mask:
     __rand__ = __and__
 
     @property
-    def bounds(self) -> tuple[tuple[int, int, int], ...]:
-        """``((axis, lo, hi), ...)``: the range of one axis each comparison keeps."""
+    def bounds(self) -> tuple[tuple[Iter, int, int], ...]:
+        """``((iterator, lo, hi), ...)``: the range of one iterator each comparison keeps."""
         out = []
         for expr, cmp, value in self.preds:
             lo, hi = {"less": (None, value), "less_equal": (None, value + 1),
@@ -164,52 +168,78 @@ class Mask:
         return tuple(out)
 
 
-@dataclass(frozen=True)
+_UIDS = count()
+
+
+class Iter:
+    """One iteration axis of an ``nl.arange`` / ``nl.mgrid`` call: ``count`` values, at
+    position ``pos`` of the call's ``ndim`` axes.  Iterators are the same when their ``uid``
+    is (reshaping ``[:, None]`` moves the position, not the identity)."""
+
+    __slots__ = ("uid", "pos", "ndim", "count")
+
+    def __init__(self, uid: int, pos: int, ndim: int, n: int) -> None:
+        self.uid, self.pos, self.ndim, self.count = uid, pos, ndim, n
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Iter) and other.uid == self.uid
+
+    def __hash__(self) -> int:
+        return self.uid
+
+    def __repr__(self) -> str:
+        return f"Iter({self.uid}, pos={self.pos}/{self.ndim}, n={self.count})"
+
+
+@dataclass(frozen=True, eq=False)
 class ArangeExpr:
-    """``const + sum(coeff * arange_axis)``; ``counts`` gives each varying axis' length."""
+    """``const + sum(coeff * iterator)``: an affine index vector (terms keep zero
+    coefficients: ``0 * i_p`` still spans ``i_p``'s axis)."""
 
     const: Any  # int or SymIndex
-    terms: tuple[tuple[int, int], ...]
-    counts: tuple[tuple[int, int], ...]
-    ndim: int
+    terms: tuple[tuple[Iter, int], ...]
+
+    @property
+    def iters(self) -> tuple[Iter, ...]:
+        return tuple(it for it, _c in self.terms)
+
+    @property
+    def ndim(self) -> int:
+        return max((it.ndim for it in self.iters), default=0)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        counts = dict(self.counts)
-        return tuple(counts.get(a, 1) for a in range(-self.ndim, 0))
+        """Positional shape (numpy's view of the index grid)."""
+        shape = [1] * self.ndim
+        for it in self.iters:
+            shape[it.pos + self.ndim - it.ndim] = it.count
+        return tuple(shape)
 
     def __getitem__(self, key: Any) -> ArangeExpr:
         key = key if isinstance(key, tuple) else (key,)
-        old = list(range(-self.ndim, 0))
-        if sum(1 for k in key if k is not None) != len(old):
+        iters = sorted(self.iters, key=lambda it: it.pos)
+        if sum(1 for k in key if k is not None) != self.ndim:
             raise fail("an index vector is reshaped by slices (:) for its axes and None for new ones")
-        moves, pos, new_ndim = {}, 0, len(key)
-        for j, k in enumerate(key):
+        moved, j = {}, 0
+        for new_pos, k in enumerate(key):
             if k is None:
                 continue
             if k != slice(None):
                 raise fail("an index vector is reshaped by ':' and None only")
-            moves[old[pos]] = j - new_ndim
-            pos += 1
-        return ArangeExpr(self.const, tuple((moves[a], c) for a, c in self.terms),
-                          tuple((moves[a], n) for a, n in self.counts), new_ndim)
-
-    def _merge(self, other: ArangeExpr) -> ArangeExpr:
-        terms, counts = dict(self.terms), dict(self.counts)
-        for a, c in other.terms:
-            terms[a] = terms.get(a, 0) + c
-        for a, n in other.counts:
-            if counts.get(a, n) != n:
-                raise fail(f"index vectors of lengths {counts[a]} and {n} on one axis")
-            counts[a] = n
-        return ArangeExpr(self.const + other.const, tuple(sorted((a, c) for a, c in terms.items() if c)),
-                          tuple(sorted(counts.items())), max(self.ndim, other.ndim))
+            for it in iters:
+                if it.pos == j:
+                    moved[it.uid] = Iter(it.uid, new_pos, len(key), it.count)
+            j += 1
+        return ArangeExpr(self.const, tuple((moved[it.uid], c) for it, c in self.terms))
 
     def __add__(self, other: Any) -> ArangeExpr:
         if isinstance(other, ArangeExpr):
-            return self._merge(other)
+            terms = dict(self.terms)
+            for it, c in other.terms:
+                terms[it] = terms.get(it, 0) + c
+            return ArangeExpr(self.const + other.const, tuple(terms.items()))
         if isinstance(other, SymIndex) or is_int(other):
-            return ArangeExpr(self.const + other, self.terms, self.counts, self.ndim)
+            return ArangeExpr(self.const + other, self.terms)
         return NotImplemented
 
     __radd__ = __add__
@@ -226,24 +256,23 @@ class ArangeExpr:
     def __mul__(self, other: Any) -> ArangeExpr:
         if not is_int(other):
             raise fail("an index vector multiplies by integers only (indices are affine)")
-        return ArangeExpr(self.const * other, tuple((a, c * other) for a, c in self.terms if c * other),
-                          self.counts, self.ndim)
+        return ArangeExpr(self.const * other, tuple((it, c * other) for it, c in self.terms))
 
     __rmul__ = __mul__
 
-    def _bound(self, lo: int | None, hi: int | None) -> tuple[int, int, int]:
-        """``lo <= self < hi`` as a range ``(axis, first, last)`` of the one varying axis."""
+    def _bound(self, lo: int | None, hi: int | None) -> tuple[Iter, int, int]:
+        """``lo <= self < hi`` as a range ``(iterator, first, last)`` of its one iterator."""
         if isinstance(self.const, SymIndex):
             self.const._refuse("a mask that depends on a loop index")
-        if len(self.terms) != 1:
+        terms = [(it, c) for it, c in self.terms if c]
+        if len(terms) != 1:
             raise fail("a mask compares an index vector of one axis with a number")
-        (axis, coeff), = self.terms
-        count = dict(self.counts)[axis]
+        (it, coeff), = terms
         if coeff < 0:
             raise fail("a mask compares an increasing index vector (positive coefficient)")
         first = 0 if lo is None else max(0, -(-(lo - self.const) // coeff))
-        last = count if hi is None else min(count, max(0, -(-(hi - self.const) // coeff)))
-        return axis, first, max(first, last)
+        last = it.count if hi is None else min(it.count, max(0, -(-(hi - self.const) // coeff)))
+        return it, first, max(first, last)
 
     def _cmp(self, cmp: str, other: Any) -> Mask:
         if isinstance(other, ArangeExpr):
@@ -266,18 +295,18 @@ class ArangeExpr:
 def arange(*args: int) -> ArangeExpr:
     """``nl.arange([start,] stop[, step])``: a 1-D index vector."""
     start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
-    count = -(-(stop - start) // step)
-    return ArangeExpr(start, ((-1, step),), ((-1, count),), 1)
+    n = -(-(concrete(stop, "an arange bound") - start) // step)
+    return ArangeExpr(start, ((Iter(next(_UIDS), 0, 1, n), step),))
 
 
 class MGrid:
-    """``nl.mgrid[0:p, 0:f]``: one index vector per slice, over as many axes."""
+    """``nl.mgrid[0:p, 0:f]``: one index vector per slice, each over its own iterator."""
 
     def __getitem__(self, key: Any):
         key = key if isinstance(key, tuple) else (key,)
         out = []
         for j, k in enumerate(key):
             start, step = k.start or 0, k.step or 1
-            axis = j - len(key)
-            out.append(ArangeExpr(start, ((axis, step),), ((axis, -(-(k.stop - start) // step)),), len(key)))
+            n = -(-(concrete(k.stop, "an mgrid bound") - start) // step)
+            out.append(ArangeExpr(start, ((Iter(next(_UIDS), j, len(key), n), step),)))
         return out[0] if len(out) == 1 else tuple(out)

@@ -10,6 +10,7 @@ out the legacy-only names).
 
 from __future__ import annotations
 
+import builtins
 from typing import Any
 
 import numpy as np
@@ -179,6 +180,31 @@ def copy(src: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, *
 @api("nl.broadcast_to")
 def broadcast_to(src: NkiTensor, shape: Any) -> NkiTensor:
     return src.broadcast_to(shape)
+
+
+@api("nl.broadcast_to")
+def broadcast_partitions(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
+    """A one-partition tile copied to ``shape[0]`` partitions: PE multiplies it by a row of
+    ones into PSUM (512 fp32 per bank at a time) and ACT copies the result to SBUF, as a
+    compiler broadcasts along partitions (DVE and ACT lanes cannot)."""
+    tracer = current()
+    tracer.flush()
+    partitions, free = shape[0], int(np.prod(shape[1:]))
+    layout = src.layout
+    row = layout.broadcast_to((1, *shape[1:])).reshape((1, free)) if layout.contiguous() else None
+    if row is None:
+        raise tracer.refuse("broadcasting a strided on-chip tile along partitions", "load it contiguous")
+    ones = tracer.declare(spec_of((1, partitions), to_dtype("float32"), sbuf), hint=None)
+    out = tracer.declare(spec_of((partitions, free), src.dtype, sbuf), hint=None)
+    tracer.emit(lambda: ops.memset(ones, 1.0))
+    for start in range(0, free, 512):
+        width = builtins.min(512, free - start)  # nl.min shadows the builtin here
+        staged = tracer.declare(spec_of((partitions, width), to_dtype("float32"), psum), hint=None)
+        chunk = (slice(None), slice(start, start + width))
+        tracer.emit(lambda staged=staged, chunk=chunk: tracer.kb.matmul(staged.view(), ones.view(),
+                                                                         row.index(chunk).view()))
+        tracer.emit(lambda staged=staged, chunk=chunk: ops.copy(out.index(chunk), staged, "act"))
+    return NkiTensor(out.reshape(shape))
 
 
 def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:

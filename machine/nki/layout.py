@@ -52,6 +52,8 @@ class Layout:
     """``(P, 0, count)`` for the partition axis, ``(F, stride, count)`` for a free one."""
     offset: Index = Index()
     partitions: tuple[int, int, int] | None = None
+    tags: tuple[Any, ...] | None = None
+    """The :class:`~machine.nki.indexing.Iter` each axis came from (index vectors), or None."""
 
     @staticmethod
     def whole(tensor: Tensor, logical: tuple[int, ...] | None = None, par_axis: int = 0) -> Layout:
@@ -86,13 +88,17 @@ class Layout:
             raise fail(f"{len(key)} indices for a {len(self.axes)}-dimensional tile of {self.tensor.name}")
         if any(isinstance(k, ArangeExpr) for k in key):
             return self._advanced(key)
-        layout, axes = self, []
-        for k, axis in zip(key, self.axes):
+        layout, axes, tags = self, [], []
+        old_tags = self.tags or (None,) * len(self.axes)
+        for k, axis, tag in zip(key, self.axes, old_tags):
             layout, kept = layout._basic(k, axis)
             if kept is not None:
                 axes.append(kept)
+                tags.append(tag)
         axes.extend(self.axes[len(key):])
-        return Layout(layout.tensor, tuple(axes), layout.offset, layout.partitions)
+        tags.extend(old_tags[len(key):])
+        return Layout(layout.tensor, tuple(axes), layout.offset, layout.partitions,
+                      tuple(tags) if any(t is not None for t in tags) else None)
 
     def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:
         kind, stride, count = axis
@@ -126,46 +132,55 @@ class Layout:
         return Layout(self.tensor, self.axes, _shift(self.offset, k, stride), self.partitions), None
 
     def _advanced(self, key: tuple[Any, ...]) -> Layout:
-        """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: numpy advanced indexing."""
-        exprs = [k if isinstance(k, ArangeExpr) else ArangeExpr(k, (), (), 0) for k in key]
+        """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: one tile axis per iterator,
+        in the order the index first uses them (``gamma[i_one, i_f]`` of an
+        ``nl.mgrid[0:128, 0:F, 0:1]`` is a ``(1, F)`` tile)."""
         if any(isinstance(k, slice) for k in key):
             raise unsupported("mixing slices with nl.arange index vectors", "index every axis with vectors or integers")
-        ndim = max(e.ndim for e in exprs)
-        counts: dict[int, int] = {}
+        exprs = [k if isinstance(k, ArangeExpr) else ArangeExpr(k, ()) for k in key]
+        order: list[Any] = []
         for e in exprs:
-            for a, n in e.counts:
-                counts[a] = max(counts.get(a, 1), n)
-        offset, strides, partitions, p_axis = self.offset, dict.fromkeys(range(-ndim, 0), 0), self.partitions, None
+            for it in sorted(e.iters, key=lambda it: it.pos):
+                if it not in order:
+                    order.append(it)
+        offset, strides, partitions, p_iter = self.offset, dict.fromkeys(order, 0), self.partitions, None
         for e, (kind, stride, _count) in zip(exprs, self.axes):
             if kind == P:
                 p0, _pn, ps = self.partitions
                 first = concrete(e.const, "a partition index")
-                if len(e.terms) > 1:
+                moving = [(it, c) for it, c in e.terms if c]
+                if len(moving) > 1:
                     raise unsupported("a partition index over two index vectors", "one vector per partition axis")
-                if e.terms:
-                    p_axis, coeff = e.terms[0]
-                    partitions = (p0 + first * ps, counts[p_axis], coeff * ps)
+                if moving:
+                    p_iter, coeff = moving[0]
+                    partitions = (p0 + first * ps, p_iter.count, coeff * ps)
                 else:
                     partitions = (p0 + first * ps, 1, 1)
+                    p_iter = next((it for it, _c in e.terms), None)
                 continue
             offset = offset + as_index(e.const) * stride
-            for a, c in e.terms:
-                strides[a] += c * stride
-        axes = []
-        for a in range(-ndim, 0):
-            if a == p_axis:
-                axes.append((P, 0, counts[a]))
-            else:
-                axes.append((F, strides[a], counts.get(a, 1)))
-        if p_axis is not None and strides[p_axis]:
+            for it, c in e.terms:
+                strides[it] += c * stride
+        if p_iter is not None and strides.get(p_iter):
             raise unsupported("an index vector that moves both the partition and a free axis", "diagonal access")
+        axes = [(P, 0, partitions[1]) if it == p_iter else (F, strides[it], it.count) for it in order]
+        if self.on_chip and p_iter is None:
+            axes.insert(0, (P, 0, partitions[1]))
+            order.insert(0, None)
         axes.extend(self.axes[len(key):])
-        return replace(self, axes=tuple(axes), offset=offset, partitions=partitions)
+        tags = tuple(order) + (None,) * (len(self.axes) - len(key))
+        return Layout(self.tensor, tuple(axes), offset, partitions, tags)
 
     # -- masks, access patterns, reshapes -----------------------------------------------------
-    def restrict(self, axis: int, lo: int, hi: int) -> Layout:
-        """Keep elements ``[lo, hi)`` of the axis ``axis`` (numbered from the right)."""
-        pos = len(self.axes) + axis
+    def restrict(self, it: Any, lo: int, hi: int) -> Layout:
+        """Keep elements ``[lo, hi)`` along iterator ``it``: the axis indexed by it, or, in a
+        view not indexed by iterators, the axis at its position."""
+        if self.tags is not None:
+            if it not in self.tags:
+                return self
+            pos = self.tags.index(it)
+        else:
+            pos = it.pos
         if not 0 <= pos < len(self.axes):
             return self
         kind, stride, count = self.axes[pos]
@@ -176,8 +191,8 @@ class Layout:
         axes[pos] = (kind, stride, max(0, hi - lo))
         if kind == P:
             p0, _pn, ps = self.partitions
-            return replace(self, axes=tuple(axes), partitions=(p0 + lo * ps, max(0, hi - lo), ps))
-        return replace(self, axes=tuple(axes), offset=self.offset + lo * stride)
+            return Layout(self.tensor, tuple(axes), self.offset, (p0 + lo * ps, max(0, hi - lo), ps), self.tags)
+        return Layout(self.tensor, tuple(axes), self.offset + lo * stride, self.partitions, self.tags)
 
     @property
     def empty(self) -> bool:
@@ -217,16 +232,19 @@ class Layout:
         if not self.contiguous():
             raise unsupported(f"reshaping a strided view of {self.tensor.name}", "reshape a contiguous one")
         if not self.on_chip:
-            return replace(self, axes=tuple((F, s, n) for s, n in zip(_row_strides(shape), shape)))
+            return replace(self, axes=tuple((F, s, n) for s, n in zip(_row_strides(shape), shape)), tags=None)
         pcount = self.partitions[1]
         if shape[0] != pcount:
             raise unsupported("a reshape that changes the partition axis", "keep the first dimension")
         free = shape[1:]
-        return replace(self, axes=((P, 0, pcount),) + tuple((F, s, n) for s, n in zip(_row_strides(free), free)))
+        free_axes = tuple((F, s, n) for s, n in zip(_row_strides(free), free))
+        return replace(self, axes=((P, 0, pcount),) + free_axes, tags=None)
 
     def broadcast_to(self, shape: tuple[int, ...]) -> Layout:
         shape = tuple(int(n) for n in shape)
-        axes = [(F, 0, 1)] * (len(shape) - len(self.axes)) + list(self.axes)
+        added = len(shape) - len(self.axes)
+        axes = [(F, 0, 1)] * added + list(self.axes)
+        tags = (None,) * added + self.tags if self.tags is not None else None
         if len(axes) != len(shape):
             raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
         out = []
@@ -240,4 +258,4 @@ class Layout:
                                   "broadcast the DRAM source of the load instead")
             else:
                 raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
-        return replace(self, axes=tuple(out))
+        return replace(self, axes=tuple(out), tags=tags)

@@ -113,7 +113,7 @@ def memset(shape, value, dtype=None, *, mask=None, engine=None, **_kw):
 
 @api("nisa.iota")
 def iota(expr, dtype=None, *, mask=None, **_kw):
-    shape = expr.shape if hasattr(expr, "shape") else (1, 1)
+    shape = expr.shape if getattr(expr, "ndim", 0) >= 2 else (1, *getattr(expr, "shape", (1,)))
     return _result(shape, dtype or "int32", "sbuf", lambda dst: em.iota(dst, expr), mask)
 
 

@@ -59,8 +59,11 @@ def is_number(value: Any) -> bool:
 
 
 def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NKI broadcasting: shapes align on the partition axis (the left), so a ``[P]`` or
+    ``[P, 1]`` tile broadcasts along the free axes of a ``[P, F]`` one."""
+    ndim = max(len(s) for s in shapes)
     try:
-        return tuple(np.broadcast_shapes(*shapes))
+        return tuple(np.broadcast_shapes(*(tuple(s) + (1,) * (ndim - len(s)) for s in shapes)))
     except ValueError:
         raise fail(f"shapes {' and '.join(str(s) for s in shapes)} do not broadcast") from None
 
@@ -107,8 +110,13 @@ def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
 
 
 def _fit(src: Layout, dst: Layout) -> Layout:
-    """``src`` broadcast along free axes to ``dst``'s shape where it has fewer elements."""
+    """``src`` broadcast along free axes to ``dst``'s shape where it has fewer elements
+    (aligned on the partition axis: missing trailing axes are added)."""
     if src.shape != dst.shape and prod(src.shape) != prod(dst.shape) and len(src.shape) <= len(dst.shape):
+        missing = len(dst.shape) - len(src.shape)
+        if missing:
+            tags = src.tags + (None,) * missing if src.tags is not None else None
+            src = Layout(src.tensor, src.axes + (("F", 0, 1),) * missing, src.offset, src.partitions, tags)
         return src.broadcast_to(dst.shape)
     return src
 

@@ -108,7 +108,13 @@ class NkiTensor:
         return NkiTensor(self.layout.reshape(tuple(shape)))
 
     def broadcast_to(self, shape: Any) -> NkiTensor:
-        return NkiTensor(self.layout.broadcast_to(tuple(shape)))
+        shape = tuple(int(n) for n in shape)
+        layout = self.layout
+        if layout.on_chip and layout.partitions[1] == 1 and shape and shape[0] > 1 and len(shape) == len(layout.shape):
+            from machine.nki.language import broadcast_partitions
+
+            return broadcast_partitions(self, shape)
+        return NkiTensor(layout.broadcast_to(shape))
 
     def view(self, dtype: Any) -> NkiTensor:
         if to_dtype(dtype) != self.dtype:

@@ -127,3 +127,19 @@ def test_alloc_function_places_blocks_and_fp8_output():
     out = run(kernel("legacy_ops.py::fn_alloc_fp8"), x)["return0"]
     assert out.dtype == ml_dtypes.float8_e4m3fn
     np.testing.assert_array_equal(out, x.astype(ml_dtypes.float8_e4m3fn))
+
+
+def test_grid_axes_partition_broadcast_and_reduction_broadcast():
+    x, w = f32(300, 96), f32(96, seed=6)
+    traced = trace(kernel("legacy_ops.py::scale_by_row_norm"), x, w)
+    calls = {i.extras["x-source"]["call"]: i for i, _ in traced.program.instructions() if i.op == "matmul"}
+    assert set(calls) == {"nl.broadcast_to"}  # the one-partition row reaches every partition through PE
+    ref = x / np.abs(x).sum(1, keepdims=True) * w
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::scale_by_row_norm"), x, w)["return0"], ref, rtol=1e-5)
+
+
+def test_bn_stats_chunks_masked_by_their_own_iterator():
+    x = f32(128, 700)
+    out = run(kernel("legacy_ops.py::stats_in_chunks"), x)["return0"]
+    np.testing.assert_allclose(out[:, 0], x.mean(1), atol=1e-5)
+    np.testing.assert_allclose(out[:, 1], x.var(1), atol=1e-5)

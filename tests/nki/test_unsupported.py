@@ -20,7 +20,7 @@ REFUSED = [
     ("dynamic_loop", "nl.dynamic_range is not supported (dynamic loops"),
     ("unknown_name", "nl.cumsum is not supported (not modelled by neuronsim)"),
     ("rmw_dma", "nisa.dma_copy(dst_rmw_op=...) is not supported"),
-    ("partition_broadcast", "broadcasting an on-chip tile along partitions is not supported"),
+    ("strided_partition_broadcast", "broadcasting a strided on-chip tile along partitions is not supported"),
     ("partition_reduce", "a reduction over the partition axis is not supported"),
     ("mx_matmul", "nisa.nc_matmul_mx is not supported (MX quantized formats)"),
     ("packed_dtype", "nl.float8_e4m3fn_x4 is not supported (packed MX data types)"),
