@@ -98,3 +98,9 @@ def test_psum_group_restarts_after_its_result_is_read():
         [False, True, False, True]
     out = run(kernel("current_ops.py::psum_reused"), lhs, rhs)["return0"]
     np.testing.assert_allclose(out[1], 2 * (lhs.T @ rhs), atol=1e-4)
+
+
+def test_blocked_matmul_with_tile_lists():
+    lhs, rhs = f32(512, 512), f32(512, 256, seed=8)
+    out = run(kernel("current_ops.py::blocked_matmul"), lhs, rhs, seeds=(None, 4))["return0"]
+    np.testing.assert_allclose(out, lhs.T @ rhs, atol=1e-3)

@@ -156,3 +156,41 @@ def psum_reused(lhsT, rhs):
         nisa.tensor_copy(res, acc)
         nisa.dma_copy(dst=out[j], src=res)
     return out
+
+
+@nki.jit
+def blocked_matmul(lhsT, rhs, tiles_m=2, tiles_k=2):
+    """Python lists of tiles, SBUF accumulators zeroed by memset and summed with
+    tensor_tensor over a sequential K-block loop, packed stores."""
+    k_total, m_total = lhsT.shape
+    n_total = rhs.shape[1]
+    block_m, block_k = 128 * tiles_m, 128 * tiles_k
+    out = nl.ndarray((m_total, n_total), dtype=nl.float32, buffer=nl.shared_hbm)
+    sums = []
+    for bm in range(m_total // 128):
+        acc = nl.ndarray((128, n_total), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0)
+        sums.append(acc)
+    for kb in nl.sequential_range(k_total // block_k):
+        rhs_tiles = []
+        for bk in range(tiles_k):
+            tile = nl.ndarray((128, n_total), dtype=rhs.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile, src=rhs[(kb * tiles_k + bk) * 128:(kb * tiles_k + bk + 1) * 128, :])
+            rhs_tiles.append(tile)
+        for mb in nl.affine_range(m_total // block_m):
+            lhs_tiles = []
+            for bk in range(tiles_k):
+                tile = nl.ndarray((128, block_m), dtype=lhsT.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=tile, src=lhsT[(kb * tiles_k + bk) * 128:(kb * tiles_k + bk + 1) * 128,
+                                                 mb * block_m:(mb + 1) * block_m])
+                lhs_tiles.append(tile)
+            for bm in range(tiles_m):
+                part = nl.ndarray((128, n_total), dtype=nl.float32, buffer=nl.psum)
+                for bk in range(tiles_k):
+                    nisa.nc_matmul(dst=part, stationary=lhs_tiles[bk][:, bm * 128:(bm + 1) * 128],
+                                   moving=rhs_tiles[bk])
+                target = sums[mb * tiles_m + bm]
+                nisa.tensor_tensor(dst=target, data1=target, data2=part, op=nl.add)
+    for bm in range(m_total // 128):
+        nisa.dma_copy(dst=out[bm * 128:(bm + 1) * 128, :], src=sums[bm])
+    return out
