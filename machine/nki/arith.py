@@ -30,9 +30,10 @@ ALU_OF: dict[Any, str] = {}
 ACT_OF: dict[Any, str] = {}
 
 
-def _result(shape: tuple[int, ...], dtype: str, buffer: str, emit: Any, mask: Any = None) -> NkiTensor:
+def _result(shape: tuple[int, ...], dtype: str, buffer: str, emit: Any, mask: Any = None,
+            sources: tuple[Any, ...] = ()) -> NkiTensor:
     proxy = NkiTensor(spec=TileSpec(tuple(shape), to_dtype(dtype), buffer))
-    return current().result(proxy, emit, mask)
+    return current().result(proxy, emit, mask, sources)
 
 
 def _binary_fn(name: str, alu: str):
@@ -43,7 +44,7 @@ def _binary_fn(name: str, alu: str):
             raise fail(f"nl.{name} of two numbers: compute it in Python")
         shape = ops.broadcast_shape(*shapes)
         return _result(shape, ops.result_dtype(dtype, x, y), "sbuf",
-                       lambda dst: ops.binary(dst, x, y, alu), mask)
+                       lambda dst: ops.binary(dst, x, y, alu), mask, (x, y))
 
     fn.__name__ = name
     ALU_OF[fn] = alu
@@ -53,7 +54,8 @@ def _binary_fn(name: str, alu: str):
 def _unary_fn(name: str, act: str):
     @api(f"nl.{name}")
     def fn(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
-        return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.activation(dst, act, x), mask)
+        return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.activation(dst, act, x), mask,
+                       (x,))
 
     fn.__name__ = name
     ACT_OF[fn] = act

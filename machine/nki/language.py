@@ -143,16 +143,17 @@ def shared_constant(constant: Any, dtype: Any = None, **_kw: Any) -> NkiTensor:
 
 
 # -- memory operations ---------------------------------------------------------------------
-def _result(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Any, mask: Any = None) -> NkiTensor:
+def _result(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Any, mask: Any = None,
+            sources: tuple[Any, ...] = ()) -> NkiTensor:
     proxy = NkiTensor(spec=TileSpec(tuple(shape), to_dtype(dtype), buffer))
-    return current().result(proxy, emit, mask)
+    return current().result(proxy, emit, mask, sources)
 
 
 @api("nl.load")
 def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
     if src.buffer != "hbm":
         return copy(src, dtype=dtype, mask=mask)
-    return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask)
+    return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask, (src,))
 
 
 @api("nl.load_transpose2d")
@@ -174,7 +175,8 @@ def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
 
 @api("nl.copy")
 def copy(src: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, **_kw: Any) -> NkiTensor:
-    return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(src), engine), mask)
+    return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(src), engine), mask,
+                   (src,))
 
 
 @api("nl.broadcast_to")

@@ -132,9 +132,11 @@ class Layout:
         return Layout(self.tensor, self.axes, _shift(self.offset, k, stride), self.partitions), None
 
     def _advanced(self, key: tuple[Any, ...]) -> Layout:
-        """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: one tile axis per iterator,
-        in the order the index first uses them (``gamma[i_one, i_f]`` of an
-        ``nl.mgrid[0:128, 0:F, 0:1]`` is a ``(1, F)`` tile)."""
+        """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: one tile axis per
+        iterator, in the order the index first uses them, so the partition index's iterator
+        comes first (``g[i_one, i_f]`` of ``nl.mgrid[0:128, 0:F, 0:1]`` is a ``(1, F)`` tile).
+        Each axis is tagged with its iterator: a copy between views of the same iterators in
+        another order permutes (``out[i_f, i_p] = t[i_p, i_f]`` stores a transpose)."""
         if any(isinstance(k, slice) for k in key):
             raise unsupported("mixing slices with nl.arange index vectors", "index every axis with vectors or integers")
         exprs = [k if isinstance(k, ArangeExpr) else ArangeExpr(k, ()) for k in key]
@@ -164,21 +166,46 @@ class Layout:
         if p_iter is not None and strides.get(p_iter):
             raise unsupported("an index vector that moves both the partition and a free axis", "diagonal access")
         axes = [(P, 0, partitions[1]) if it == p_iter else (F, strides[it], it.count) for it in order]
+        tags = [frozenset((it,)) for it in order]
         if self.on_chip and p_iter is None:
             axes.insert(0, (P, 0, partitions[1]))
-            order.insert(0, None)
+            tags.insert(0, frozenset())
         axes.extend(self.axes[len(key):])
-        tags = tuple(order) + (None,) * (len(self.axes) - len(key))
-        return Layout(self.tensor, tuple(axes), offset, partitions, tags)
+        tags.extend([frozenset()] * (len(self.axes) - len(key)))
+        return Layout(self.tensor, tuple(axes), offset, partitions, tuple(tags))
+
+    def iterators(self) -> tuple[Any, ...] | None:
+        """The iterator of each axis when every axis of count > 1 has exactly one, else None."""
+        if self.tags is None:
+            return None
+        out = []
+        for (kind, _s, n), tag in zip(self.axes, self.tags):
+            if n == 1:
+                continue
+            if len(tag) != 1:
+                return None
+            out.append(next(iter(tag)))
+        return tuple(out)
+
+    def permuted_like(self, other: Layout) -> Layout:
+        """This DRAM view with its axes in the iterator order of ``other`` (an on-chip tile
+        indexed by the same iterators in another order), else unchanged."""
+        mine, theirs = self.iterators(), other.iterators()
+        if self.on_chip or not mine or not theirs or mine == theirs or set(mine) != set(theirs):
+            return self
+        big = [(axis, tag) for axis, tag in zip(self.axes, self.tags) if axis[2] != 1]
+        by_iter = {next(iter(tag)): (axis, tag) for axis, tag in big}
+        picked = [by_iter[it] for it in theirs]
+        return Layout(self.tensor, tuple(a for a, _t in picked), self.offset, None, tuple(t for _a, t in picked))
 
     # -- masks, access patterns, reshapes -----------------------------------------------------
     def restrict(self, it: Any, lo: int, hi: int) -> Layout:
         """Keep elements ``[lo, hi)`` along iterator ``it``: the axis indexed by it, or, in a
         view not indexed by iterators, the axis at its position."""
-        if self.tags is not None:
-            if it not in self.tags:
+        if self.tags is not None and any(self.tags):
+            pos = next((k for k, tag in enumerate(self.tags) if tag and it in tag), None)
+            if pos is None:
                 return self
-            pos = self.tags.index(it)
         else:
             pos = it.pos
         if not 0 <= pos < len(self.axes):
@@ -243,8 +270,12 @@ class Layout:
     def broadcast_to(self, shape: tuple[int, ...]) -> Layout:
         shape = tuple(int(n) for n in shape)
         added = len(shape) - len(self.axes)
-        axes = [(F, 0, 1)] * added + list(self.axes)
-        tags = (None,) * added + self.tags if self.tags is not None else None
+        if self.on_chip and added > 0:  # tiles align on the partition axis: new axes go last
+            axes = list(self.axes) + [(F, 0, 1)] * added
+            tags = self.tags + (frozenset(),) * added if self.tags is not None else None
+        else:
+            axes = [(F, 0, 1)] * added + list(self.axes)
+            tags = (frozenset(),) * added + self.tags if self.tags is not None and added > 0 else self.tags
         if len(axes) != len(shape):
             raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
         out = []

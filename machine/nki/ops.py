@@ -90,6 +90,10 @@ def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None 
         dge = None
     if dst.tensor.memory.name == "PSUM" or src.tensor.memory.name == "PSUM":
         raise fail("a DMA cannot read or write PSUM (copy the tile to SBUF first)")
+    if not src.on_chip:
+        src = src.permuted_like(dst)  # the same index iterators in another order: a transposing copy
+    if not dst.on_chip:
+        dst = dst.permuted_like(src)
     d, s = dst.view(), src.view()
     if d.count != s.count:
         raise fail(f"DMA of {s.shape} elements of {src.tensor.name} into {d.shape} of {dst.tensor.name}")

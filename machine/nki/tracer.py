@@ -86,6 +86,7 @@ class Pending:
     site: tuple[SourceLine, str]
     indices: dict[str, Any]
     mask: Mask | None = None
+    sources: tuple[Any, ...] = ()
 
 
 @dataclass
@@ -178,10 +179,12 @@ class Tracer:
         return tensor in self.psum_open
 
     # -- pending results ---------------------------------------------------------------------
-    def result(self, proxy: Any, emit: Callable[[Layout], None], mask: Mask | None = None) -> Any:
-        """Make ``proxy`` (a result tile without storage yet) the pending call."""
+    def result(self, proxy: Any, emit: Callable[[Layout], None], mask: Mask | None = None,
+               sources: tuple[Any, ...] = ()) -> Any:
+        """Make ``proxy`` (a result tile without storage yet) the pending call; ``sources``:
+        operands of the same shape whose index iterators the result keeps."""
         self.flush()
-        self.pending = Pending(proxy, emit, self.where(), self.indices(), mask)
+        self.pending = Pending(proxy, emit, self.where(), self.indices(), mask, sources)
         return proxy
 
     def flush(self) -> None:
@@ -189,7 +192,8 @@ class Tracer:
         pending, self.pending = self.pending, None
         if pending is not None:
             proxy = pending.proxy
-            proxy._layout = self.declare(proxy._spec, hint=None, site=pending.site[0], call=pending.site[1])
+            layout = self.declare(proxy._spec, hint=None, site=pending.site[0], call=pending.site[1])
+            proxy._layout = _inherit_tags(layout, pending.sources)
             self._emit_into(pending, proxy._layout)
 
     def _emit_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
@@ -298,6 +302,15 @@ class Tracer:
 
     def refuse(self, construct: str, why: str) -> NkiError:
         return unsupported(construct, why)
+
+
+def _inherit_tags(layout: Layout, sources: tuple[Any, ...]) -> Layout:
+    """``layout`` tagged with the index iterators of the first source of the same shape."""
+    for source in sources:
+        tagged = getattr(source, "_layout", None)
+        if tagged is not None and tagged.tags is not None and tagged.shape == layout.shape:
+            return Layout(layout.tensor, layout.axes, layout.offset, layout.partitions, tagged.tags)
+    return layout
 
 
 def memory_of(buffer: str) -> MemoryKind:

@@ -143,3 +143,9 @@ def test_bn_stats_chunks_masked_by_their_own_iterator():
     out = run(kernel("legacy_ops.py::stats_in_chunks"), x)["return0"]
     np.testing.assert_allclose(out[:, 0], x.mean(1), atol=1e-5)
     np.testing.assert_allclose(out[:, 1], x.var(1), atol=1e-5)
+
+
+def test_store_follows_index_iterators():
+    x = f32(128, 64)
+    out = run(kernel("legacy_ops.py::transpose_by_indices"), x)["return0"]
+    np.testing.assert_allclose(out, (x + x.sum(1, keepdims=True)).T, rtol=1e-5, atol=1e-5)

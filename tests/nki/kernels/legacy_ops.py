@@ -200,3 +200,17 @@ def stats_in_chunks(x):
     mean_var = nisa.bn_aggr(stats[i_p, nl.arange(6 * chunks)[None, :]])
     nl.store(out, value=mean_var)
     return out
+
+
+@nki.jit
+def transpose_by_indices(x):
+    """A tile loaded as [i_p, i_f] and stored to out[i_f, i_p]: the store follows the
+    iterators, a transposing DMA; a [P] row sum broadcast to [P, F]."""
+    rows, cols = x.shape
+    out = nl.ndarray((cols, rows), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.mgrid[0:rows, 0:cols]
+    tile = nl.load(x[i_p, i_f])
+    total = nl.sum(tile, axis=1)
+    spread = total.broadcast_to((rows, cols))
+    nl.store(out[i_f, i_p], value=nl.add(tile, spread))
+    return out
