@@ -190,7 +190,7 @@ def free_size(shape: tuple[int, ...]) -> int:
 def affine_select(dst: Layout, on_true: Any, value: Any, *, offset: Any, channel_multiplier: Any,
                   pattern: list[list[int]], cmp: str) -> None:
     """``dst = on_true where cmp(offset + p * channel_multiplier + pattern . i, 0) else value`` (POOL)."""
-    src = ops.lay(on_true)
+    src = ops.staged_from_psum(ops.lay(on_true))
     current().note_write(dst)
     attrs = {"offset": ops.number(offset), "channel_multiplier": ops.number(channel_multiplier),
              "pattern": [[int(s), int(n)] for s, n in pattern], "cmp": cmp, "value": ops.number(value)}

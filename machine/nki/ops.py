@@ -125,6 +125,20 @@ def _fit(src: Layout, dst: Layout) -> Layout:
     return src
 
 
+def staged_from_psum(layout: Layout) -> Layout:
+    """``layout`` itself, or, in PSUM, a copy of it in a fresh SBUF tile (ACT copies it) for
+    an engine that cannot read PSUM (POOL), as the compiler stages such operands."""
+    if layout.tensor.memory.name != "PSUM":
+        return layout
+    from machine.nki.alloc import spec_of
+
+    tracer = current()
+    staged = tracer.declare(spec_of(layout.shape, to_dtype("float32"), "sbuf"), hint=None)
+    tracer.note_write(staged)
+    tracer.kb.tensor_copy(staged.view(), layout.view(), engine="act")
+    return staged
+
+
 def per_partition(layout: Layout) -> bool:
     """True for a ``[P, 1]`` operand (one value per partition)."""
     return layout.on_chip and prod(n for k, _s, n in layout.axes if k == "F") == 1
