@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 from machine.nki import arith, language
 from machine.nki.dtypes import nl_dtypes
+from machine.nki.tiles import NkiTensor
 
 __all__ = ["current_language", "legacy_language", "LANGUAGE_NAMES"]
 
@@ -41,6 +43,10 @@ def _names() -> dict[str, Any]:
         out[name] = getattr(language, name, None) or getattr(arith, name)
     out["prod"] = arith.prod_
     out["identity"] = arith.identity
+    # types kernels name in annotations (evaluated when the kernel file is imported)
+    out["NkiTensor"] = out["tile"] = NkiTensor
+    out["MemoryRegion"] = SimpleNamespace(sbuf=language.sbuf, psum=language.psum, hbm=language.hbm,
+                                          shared_hbm=language.shared_hbm, private_hbm=language.private_hbm)
     return out
 
 

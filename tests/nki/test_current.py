@@ -104,3 +104,8 @@ def test_blocked_matmul_with_tile_lists():
     lhs, rhs = f32(512, 512), f32(512, 256, seed=8)
     out = run(kernel("current_ops.py::blocked_matmul"), lhs, rhs, seeds=(None, 4))["return0"]
     np.testing.assert_allclose(out, lhs.T @ rhs, atol=1e-3)
+
+
+def test_scan_with_carry_and_annotations():
+    x = f32(64, 32)
+    np.testing.assert_allclose(run(kernel("current_ops.py::running_total"), x)["return0"], np.cumsum(x, 1), atol=1e-5)

@@ -194,3 +194,24 @@ def blocked_matmul(lhsT, rhs, tiles_m=2, tiles_k=2):
     for bm in range(m_total // 128):
         nisa.dma_copy(dst=out[bm * 128:(bm + 1) * 128, :], src=sums[bm])
     return out
+
+
+@nki.jit
+def running_total(x: nl.NkiTensor) -> nl.NkiTensor:
+    """Prefix sums along the free axis in two free tiles, the carry moved by tensor_copy
+    (annotations name nl.NkiTensor, as nki-library kernels do)."""
+    rows, cols = x.shape
+    half = cols // 2
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    carry = nl.ndarray((rows, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=carry, value=0.0)
+    ones = nl.ndarray((rows, half), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=ones, value=1.0)
+    for f in nl.sequential_range(2):
+        data = nl.ndarray((rows, half), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=data, src=x[:, f * half:(f + 1) * half])
+        res = nl.ndarray((rows, half), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(dst=res, data0=ones, data1=data, initial=carry, op0=nl.multiply, op1=nl.add)
+        nisa.dma_copy(dst=out[:, f * half:(f + 1) * half], src=res)
+        nisa.tensor_copy(dst=carry, src=res[:, half - 1:half])
+    return out
