@@ -119,6 +119,8 @@ class Blocked:
     spec: TileSpec
     name: str
     slots: dict[Any, Layout]
+    depth: int = 1
+    """Loop depth of the declaration (slot tensors are declared when first indexed)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -132,8 +134,11 @@ class Blocked:
             if index[0].index.const == 0 and len(terms) == 1 and terms[0][1] == 1:
                 loop = terms[0][0]
                 if loop not in self.slots:
-                    self.slots[loop] = _place(tracer, spec, f"{self.name}_{loop}", 0, rotate=(alloc.tiles[0], loop))
+                    self.slots[loop] = _place(tracer, spec, f"{self.name}_{loop}", 0, rotate=(alloc.tiles[0], loop),
+                                              depth=self.depth)
                 return self.slots[loop]
+        if isinstance(alloc, ModAlloc) and prod(alloc.tiles) == 1:
+            index = (0,) * len(index)  # one slot: every block is it, whatever the index
         block = tuple(concrete(b, "a block index of a directly allocated tensor") for b in index)
         for b, n in zip(block, spec.blocks):
             if not 0 <= b < n:
@@ -149,13 +154,15 @@ class Blocked:
             slot = block
         if key not in self.slots:
             label = "_".join(str(s) for s in (slot if isinstance(slot, tuple) else (slot,)))
-            self.slots[key] = _place(tracer, spec, f"{self.name}_s{label}", slot)
+            self.slots[key] = _place(tracer, spec, f"{self.name}_s{label}", slot, depth=self.depth)
         return self.slots[key]
 
 
-def _place(tracer: Any, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None) -> Layout:
+def _place(tracer: Any, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
+           depth: int | None = None) -> Layout:
     """Declare one placed block tensor: slot ``slot`` of the allocation (or a rotation)."""
     kb, alloc = tracer.kb, spec.allocator
+    name = tracer.unique(name)
     shape = spec.tile_shape
     tile_bytes = prod(shape[1:]) * itemsize(spec.dtype)
     slots, loop = rotate if rotate else (1, None)
@@ -176,6 +183,7 @@ def _place(tracer: Any, spec: TileSpec, name: str, slot: Any, rotate: tuple[int,
     else:
         ref = kb.sbuf(name, shape, spec.dtype, partition=partition, offset=offset, slots=slots, loop=loop,
                       stride=tile_bytes if rotate else None)
+    tracer.decl_depth[ref.name] = depth if depth is not None else len(kb._bodies)
     return Layout.whole(ref.tensor)
 
 
@@ -186,7 +194,7 @@ def declare(tracer: Any, spec: TileSpec, name: str) -> Layout | Blocked:
     if spec.buffer in HBM_KINDS:
         return Layout.whole(kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).tensor)
     if spec.allocator is not None:
-        blocked = Blocked(spec, name, {})
+        blocked = Blocked(spec, name, {}, len(kb._bodies))
         return blocked.block(tracer, (0,) * len(spec.blocks)) if not spec.blocks else blocked
     ir_shape = (spec.shape[spec.par_axis], *spec.blocks, *spec.shape[spec.par_axis + 1:])
     if spec.address is not None:
@@ -200,6 +208,7 @@ def declare(tracer: Any, spec: TileSpec, name: str) -> Layout | Blocked:
         ref = kb.psum(name, ir_shape, spec.dtype)
     else:
         ref = kb.sbuf(name, ir_shape, spec.dtype)
+    tracer.note_declared(name)
     return Layout.whole(ref.tensor, par_axis=spec.par_axis)
 
 

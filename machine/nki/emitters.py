@@ -35,8 +35,8 @@ def engine_of(engine: Any, allowed: tuple[str, ...], default: str) -> str:
 
 def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = False, transpose: bool = False) -> None:
     kb = current().kb
-    if transpose:
-        kb.transpose(dst.view(), ops.lay(moving).view())
+    if transpose:  # PE transpose mode: the stationary tile's transpose (moving is the identity)
+        kb.transpose(dst.view(), ops.lay(stationary).view())
         return
     st, mv = ops.lay(stationary), ops.lay(moving)
     kb.matmul(dst.view(), st.view(), mv.view(), accumulate=accumulate)

@@ -309,4 +309,14 @@ class MGrid:
             start, step = k.start or 0, k.step or 1
             n = -(-(concrete(k.stop, "an mgrid bound") - start) // step)
             out.append(ArangeExpr(start, ((Iter(next(_UIDS), j, len(key), n), step),)))
-        return out[0] if len(out) == 1 else tuple(out)
+        return out[0] if len(out) == 1 else Grid(out)
+
+
+class Grid(tuple):
+    """The index vectors of one ``nl.mgrid`` call: a tuple, also named ``.p`` (the partition
+    axis) and ``.x``, ``.y``, ``.z`` (the free axes), as legacy kernels write them."""
+
+    p = property(lambda self: self[0])
+    x = property(lambda self: self[1])
+    y = property(lambda self: self[2])
+    z = property(lambda self: self[3])

@@ -243,7 +243,7 @@ def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
     mark = {"x-nki-accumulate": True}
     pending = tracer.take_pending(value) if is_tile(value) else None
     if pending is not None and getattr(pending.emit, "accumulates", False) and op == "add":
-        tracer.emit_pending_into(pending, dst.layout, mark, accumulate=True)
+        tracer.emit_pending_into(pending, dst.layout, mark, accumulate=tracer.open_group(dst.layout))
         return
     if pending is not None:
         tracer.pending = pending

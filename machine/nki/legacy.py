@@ -36,7 +36,7 @@ def _free(shape: tuple[int, ...]) -> int:
 def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
               mask=None, **_kw):
     if is_transpose:
-        shape = (moving.shape[-1], moving.shape[0])
+        shape = (_free(stationary.shape), stationary.shape[0])
     else:
         shape = (_free(stationary.shape), _free(moving.shape))
 

@@ -111,6 +111,7 @@ class Tracer:
     returned_names: dict[str, str] = field(default_factory=dict)
     name_counts: dict[str, int] = field(default_factory=dict)
     psum_open: set[str] = field(default_factory=set)
+    decl_depth: dict[str, int] = field(default_factory=dict)
     mask: Mask | None = None
     """The mask of the instruction being emitted (operands are restricted by it)."""
 
@@ -222,7 +223,10 @@ class Tracer:
     def tensor_name(self, hint: str | None, site: SourceLine, call: str) -> str:
         base = hint or assigned_name(site) or call.split(".")[-1]
         base = re.sub(r"\W", "_", base)
-        name = f"{base}_{site.line}" if not hint else base
+        return self.unique(f"{base}_{site.line}" if not hint else base)
+
+    def unique(self, name: str) -> str:
+        """``name``, or ``name_K`` with the first K that no tensor has."""
         taken = self.kb._tensors
         if name not in taken:
             return name
@@ -239,6 +243,29 @@ class Tracer:
         site = site or self.where()[0]
         call = call or self.where()[1]
         return declare(self, spec, self.tensor_name(hint, site, call))
+
+    def note_declared(self, name: str) -> None:
+        """Remember the loop depth a tensor was declared at (for :meth:`open_group`)."""
+        self.decl_depth[name] = len(self.kb._bodies)
+
+    def open_group(self, dst: Layout) -> bool:
+        """Whether ``psum[...] += matmul`` accumulates: onto an open accumulation group, yes;
+        onto a fresh tile, the first matmul starts the group, as NKI's compiler does.  In a
+        loop kept symbolic (one body for every iteration) the group cannot start in the body:
+        the tile is zeroed where it was declared, before the loop, and the body accumulates."""
+        name = dst.tensor.name
+        self.flush()
+        if dst.tensor.memory != MemoryKind.PSUM or self.accumulates_into(name):
+            return True
+        depth = self.decl_depth.get(name, 1)
+        if len(self.kb._bodies) <= depth:
+            return False
+        from machine.nki.ops import memset
+
+        self.emit(lambda: memset(Layout.whole(dst.tensor), 0.0))
+        node = self.kb._bodies[-1].pop()
+        self.kb._bodies[depth - 1].append(node)
+        return True
 
     # -- loops -------------------------------------------------------------------------------
     def loop(self, kind: str, args: tuple[Any, ...]) -> Iterator[Any]:

@@ -149,3 +149,13 @@ def test_store_follows_index_iterators():
     x = f32(128, 64)
     out = run(kernel("legacy_ops.py::transpose_by_indices"), x)["return0"]
     np.testing.assert_allclose(out, (x + x.sum(1, keepdims=True)).T, rtol=1e-5, atol=1e-5)
+
+
+def test_plus_equals_into_a_fresh_psum_tile():
+    lhs, rhs = f32(256, 64), f32(256, 32, seed=9)
+    traced = trace(kernel("legacy_ops.py::fresh_psum_accumulate"), lhs, rhs)
+    zeroed = [i for i, _ in traced.program.instructions() if i.op == "memset"]
+    assert len(zeroed) == 2 and all(z.writes[0].tensor.startswith("acc_") for z in zeroed)
+    out = run(kernel("legacy_ops.py::fresh_psum_accumulate"), lhs, rhs)["return0"]
+    for rep in range(2):
+        np.testing.assert_allclose(out[rep], (rep + 1) * (lhs.T @ rhs), atol=1e-4)

@@ -214,3 +214,21 @@ def transpose_by_indices(x):
     spread = total.broadcast_to((rows, cols))
     nl.store(out[i_f, i_p], value=nl.add(tile, spread))
     return out
+
+
+@nki.jit
+def fresh_psum_accumulate(lhsT, rhs):
+    """``+=`` into a PSUM tile never zeroed: the first matmul starts the group (unrolled), or,
+    in a kept loop, the tile is zeroed before the loop; a PSUM slot reused for a second
+    product starts afresh."""
+    k = lhsT.shape[0]
+    out = nl.ndarray((2, lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    for rep in nl.static_range(2):
+        acc = nl.ndarray((1, nl.par_dim(lhsT.shape[1]), rhs.shape[1]), dtype=nl.float32,
+                         buffer=ncc.psum.mod_alloc(base_bank=3, num_bank_tiles=(1,)))
+        for kt in nl.affine_range(k // 128):
+            a = nl.load(lhsT[kt * 128:(kt + 1) * 128, :])
+            b = nl.load(rhs[kt * 128:(kt + 1) * 128, :])
+            acc[0] += nisa.nc_matmul(a, nl.multiply(b, float(rep + 1)))
+        nl.store(out[rep], value=nl.copy(acc[0]))
+    return out
