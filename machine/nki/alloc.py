@@ -167,7 +167,7 @@ def _place(tracer: Any, spec: TileSpec, name: str, slot: Any, rotate: tuple[int,
     tile_bytes = prod(shape[1:]) * itemsize(spec.dtype)
     slots, loop = rotate if rotate else (1, None)
     if isinstance(alloc, FnAlloc):
-        placed = alloc.fn(slot, shape[0], prod(shape[1:]))
+        placed = alloc.fn(idx=slot, pdim_size=shape[0], fdim_size=prod(shape[1:]))  # by name, as NKI calls it
         if alloc.memory == "psum":
             bank, partition, offset = (int(v) for v in placed)
         else:
