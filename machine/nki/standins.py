@@ -57,6 +57,8 @@ def _build() -> dict[str, types.ModuleType]:
     top = {"jit": kernel.jit, "baremetal": kernel.jit, "benchmark": kernel.jit, "profile": kernel.jit,
            "language": current_nl, "isa": current_isa, "compiler": current_cc, "dtype": str,
            "simulate_kernel": _simulate, "collectives": collectives}
+    current_typing = _module("nki.typing", "nt", legacy.typing_names(), "current")
+    top["typing"] = current_typing
     nki = _module("nki", "nki", top, "current")
     legacy_nl = _module("neuronxcc.nki.language", "nl", legacy_language(), "legacy")
     legacy_nl._refusals = LANGUAGE_REFUSED
@@ -70,7 +72,7 @@ def _build() -> dict[str, types.ModuleType]:
     legacy_collectives = _module("neuronxcc.nki.collectives", "nki.collectives", {}, "legacy")
     legacy_collectives._refusals = collectives._refusals
     neuronxcc_nki.collectives = legacy_collectives
-    return {"nki.collectives": collectives, "neuronxcc.nki.collectives": legacy_collectives,
+    return {"nki.typing": current_typing, "nki.collectives": collectives, "neuronxcc.nki.collectives": legacy_collectives,
             "nki": nki, "nki.language": current_nl, "nki.isa": current_isa, "nki.compiler": current_cc,
             "neuronxcc": neuronxcc, "neuronxcc.nki": neuronxcc_nki, "neuronxcc.nki.language": legacy_nl,
             "neuronxcc.nki.isa": legacy_isa, "neuronxcc.nki.compiler": legacy_cc,

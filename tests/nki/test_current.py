@@ -109,3 +109,10 @@ def test_blocked_matmul_with_tile_lists():
 def test_scan_with_carry_and_annotations():
     x = f32(64, 32)
     np.testing.assert_allclose(run(kernel("current_ops.py::running_total"), x)["return0"], np.cumsum(x, 1), atol=1e-5)
+
+
+def test_access_pattern_pooling():
+    x = f32(4, 6, 8)
+    ref = x.reshape(4, 3, 2, 4, 2).mean(axis=(2, 4))
+    np.testing.assert_allclose(run(kernel("current_ops.py::pool_by_access_pattern"), x, size=2)["return0"], ref,
+                               rtol=1e-6)

@@ -215,3 +215,21 @@ def running_total(x: nl.NkiTensor) -> nl.NkiTensor:
         nisa.dma_copy(dst=out[:, f * half:(f + 1) * half], src=res)
         nisa.tensor_copy(dst=carry, src=res[:, half - 1:half])
     return out
+
+
+@nki.jit
+def pool_by_access_pattern(x, size):
+    """2-D average pooling through a 5-axis .ap() view of a [C, H*W] tile, reduced over its
+    two window axes (the access-pattern guide's idiom); nki.typing imported as kernels do."""
+    from nki.typing import tensor  # noqa: F401  (annotations only)
+
+    c, h, w = x.shape
+    out = nl.ndarray((c, h // size, w // size), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    windows = tile.ap([[h * w, c], [size * w, h // size], [size, w // size], [w, size], [1, size]])
+    total = nl.sum(windows, axis=[3, 4])
+    res = nl.ndarray(total.shape, dtype=total.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=res, data=total, op0=nl.multiply, operand0=1.0 / (size * size))
+    nisa.dma_copy(dst=out, src=res)
+    return out
