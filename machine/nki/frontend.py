@@ -68,7 +68,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
     unroll: frozenset[str] = frozenset()
     for _attempt in range(_MAX_ATTEMPTS):
-        tracer = Tracer(name or func.__name__, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
+        tracer = Tracer(name or getattr(func, "__name__", "kernel"), machine, generation_of(func), tuple(int(g) for g in grid), unroll)
         try:
             with standins(), tracer.active():
                 return _run(tracer, func, arrays, kwargs)
@@ -80,12 +80,22 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
         except NkiError:
             raise
         except RecursionError:
-            raise NkiError(SourceLine(func.__code__.co_filename, func.__code__.co_firstlineno),
+            raise NkiError(_defined_at(func),
                            "the kernel recurses without end") from None
         except Exception as err:  # the kernel's own bug, or a construct we do not model
             raise NkiError(_located(err), f"{type(err).__name__}: {err}") from None
-    raise NkiError(SourceLine(func.__code__.co_filename, func.__code__.co_firstlineno),
+    raise NkiError(_defined_at(func),
                    f"more than {_MAX_ATTEMPTS} loops to unroll")
+
+
+def _defined_at(func: Any) -> SourceLine:
+    """Where the kernel function is defined (a ``functools.partial``: its function)."""
+    from machine.nki.errors import _display
+
+    code = getattr(func, "__code__", None) or getattr(getattr(func, "func", None), "__code__", None)
+    if code is None:
+        return SourceLine("<kernel>", 0)
+    return SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
 
 
 def _located(err: BaseException) -> SourceLine:
@@ -108,8 +118,8 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     try:
         bound = signature.bind(*arrays, **kwargs)
     except TypeError as err:
-        raise NkiError(SourceLine(func.__code__.co_filename, func.__code__.co_firstlineno),
-                       f"arguments do not fit {func.__name__}{signature}: {err}") from None
+        raise NkiError(_defined_at(func),
+                       f"arguments do not fit {getattr(func, '__name__', 'the kernel')}{signature}: {err}") from None
     values: dict[str, np.ndarray] = {}
     for param, value in list(bound.arguments.items()):
         if isinstance(value, np.ndarray) and value.ndim > 0:

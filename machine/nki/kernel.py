@@ -54,7 +54,7 @@ def jit(func: Any = None, **options: Any) -> Any:
 def unwrap(kernel: Any) -> tuple[Any, tuple[int, ...]]:
     """The Python function and grid of a kernel, a decorated kernel or a plain function."""
     grid: tuple[int, ...] = ()
-    while isinstance(kernel, Kernel) or hasattr(kernel, "func") and callable(getattr(kernel, "func")):
-        grid = grid or tuple(getattr(kernel, "grid", ()) or ())
+    while isinstance(kernel, Kernel):
+        grid = grid or kernel.grid
         kernel = kernel.func
     return kernel, grid
