@@ -26,7 +26,7 @@ from machine.nki.errors import fail, unsupported
 from machine.nki.indexing import SymIndex, concrete
 from machine.nki.layout import Layout
 
-__all__ = ["Buffer", "ParDim", "TileSpec", "ModAlloc", "FnAlloc", "Blocked", "declare", "HBM_KINDS"]
+__all__ = ["BUFFERS", "Buffer", "ParDim", "TileSpec", "ModAlloc", "FnAlloc", "Blocked", "declare", "HBM_KINDS"]
 
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
 
@@ -58,6 +58,12 @@ class Buffer:
     def __repr__(self) -> str:
         return f"nl.{self.kind}"
 
+    def __eq__(self, other: Any) -> bool:  # t.buffer == nl.sbuf, or == "sbuf"
+        return self.kind == (other.kind if isinstance(other, Buffer) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.kind)
+
     def mod_alloc(self, *, base_addr: int = 0, base_partition: int = 0, num_par_tiles: Any = (1,),
                   num_free_tiles: Any = (1,), base_bank: int | None = None, num_bank_tiles: Any = None) -> ModAlloc:
         if tuple(num_par_tiles or (1,)) != (1,) and self.kind == "sbuf":
@@ -69,6 +75,10 @@ class Buffer:
 
     def alloc(self, fn: Any) -> FnAlloc:
         return FnAlloc(self.kind, fn)
+
+
+#: The buffer values of ``nki.language`` (``nl.sbuf`` ...), by kind.
+BUFFERS: dict[str, Buffer] = {kind: Buffer(kind) for kind in ("sbuf", "psum", *HBM_KINDS)}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from machine.nki import ops
-from machine.nki.alloc import Buffer, ParDim, TileSpec, spec_of
+from machine.nki.alloc import BUFFERS, Buffer, ParDim, TileSpec, spec_of
 from machine.nki.dtypes import to_dtype
 from machine.nki.errors import fail
 from machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
@@ -24,8 +24,8 @@ from machine.nki.layout import Layout
 from machine.nki.tiles import NkiTensor, is_tile
 from machine.nki.tracer import api, current
 
-sbuf, psum = Buffer("sbuf"), Buffer("psum")
-hbm, shared_hbm, private_hbm = Buffer("hbm"), Buffer("shared_hbm"), Buffer("private_hbm")
+sbuf, psum = BUFFERS["sbuf"], BUFFERS["psum"]
+hbm, shared_hbm, private_hbm = BUFFERS["hbm"], BUFFERS["shared_hbm"], BUFFERS["private_hbm"]
 mgrid = MGrid()
 
 

@@ -10,6 +10,8 @@ nki-library's own tests swap in a CPU simulator.  Current API: ``nki``, ``nki.la
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import sys
 import types
 from collections.abc import Iterator
@@ -28,7 +30,7 @@ class StandIn(types.ModuleType):
     """A stand-in module: unknown attributes are refused with the kernel line."""
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("__"):
+        if attr.startswith("_"):  # dunders and the module's own settings
             raise AttributeError(attr)
         why = getattr(self, "_refusals", {}).get(attr, "not modelled by neuronsim")
         raise unsupported(f"{self._alias}.{attr}", why)
@@ -112,12 +114,34 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     for name in saved:
         del sys.modules[name]
     sys.modules.update(modules)
+    sys.meta_path.insert(0, _FINDER)
     try:
         yield modules
     finally:
+        sys.meta_path.remove(_FINDER)
         for name in [n for n in sys.modules if n.split(".")[0] in _ROOTS]:
             del sys.modules[name]
         sys.modules.update(saved)
+
+
+class _OtherSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Any other ``nki.*`` / ``neuronxcc.*`` module imports as a stand-in whose every name is
+    refused when used (``import nki.tensor`` works; ``nki.tensor.identity`` names itself)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.split(".")[0] in _ROOTS and fullname not in sys.modules:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        generation = "legacy" if spec.name.startswith("neuronxcc") else "current"
+        return _module(spec.name, spec.name, {}, generation)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+_FINDER = _OtherSubmodules()
 
 
 def generation_of(func: Any) -> str:

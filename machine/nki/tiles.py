@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from machine.nki.alloc import Blocked, TileSpec
+from machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec
 from machine.nki.dtypes import NkiDtype, to_dtype
 from machine.nki.errors import fail
 from machine.nki.layout import Layout
@@ -60,13 +60,16 @@ class NkiTensor:
         return NkiDtype(self._layout.tensor.dtype)
 
     @property
-    def buffer(self) -> str:
+    def buffer(self) -> Buffer:
+        """``nl.sbuf`` / ``nl.psum`` / ``nl.hbm`` (equal to its name too: ``== "sbuf"``)."""
         if self._blocked is not None:
-            return self._blocked.spec.buffer
-        if self._layout is None:
-            return self._spec.buffer
-        memory = self._layout.tensor.memory.name.lower()
-        return "hbm" if memory == "dram" else memory
+            kind = self._blocked.spec.buffer
+        elif self._layout is None:
+            kind = self._spec.buffer
+        else:
+            memory = self._layout.tensor.memory.name.lower()
+            kind = "hbm" if memory == "dram" else memory
+        return BUFFERS["hbm" if kind in ("shared_hbm", "private_hbm") else kind]
 
     @property
     def name(self) -> str:

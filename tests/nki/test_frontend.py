@@ -103,3 +103,25 @@ def test_tensor_named_by_name_keyword():
 
         traced = trace(k, f32(8, 8))
     assert traced.outputs == ("result",) and traced.program.tensors["result"].role == "output"
+
+
+def test_other_nki_submodules_import_and_refuse_their_names():
+    with standins():
+        import nki.tensor as ntensor
+
+        with pytest.raises(NkiError, match=r"test_frontend\.py:\d+: nki\.tensor\.identity is not supported"):
+            ntensor.identity(4)
+
+
+def test_buffer_of_a_tile_compares_with_nl_buffers():
+    with standins():
+        import nki.language as nl
+
+        def k(x):
+            t = nl.load(x)
+            assert t.buffer == nl.sbuf and t.buffer == "sbuf" and x.buffer == nl.hbm and t.buffer != nl.psum
+            out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+            nl.store(out, t)
+            return out
+
+        assert trace(k, f32(8, 8)).outputs == ("return0",)
