@@ -75,6 +75,11 @@ class Layout:
         return self.partitions is not None
 
     def view(self) -> View:
+        """The builder's view of this layout (computed once: operands are viewed often)."""
+        return self._view
+
+    @cached_property
+    def _view(self) -> View:
         dims = tuple((s, n) for k, s, n in self.axes if k == F) or ((1, 1),)
         return View(self.tensor, self.partitions, self.offset, dims)
 

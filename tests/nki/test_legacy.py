@@ -159,3 +159,17 @@ def test_plus_equals_into_a_fresh_psum_tile():
     out = run(kernel("legacy_ops.py::fresh_psum_accumulate"), lhs, rhs)["return0"]
     for rep in range(2):
         np.testing.assert_allclose(out[rep], (rep + 1) * (lhs.T @ rhs), atol=1e-4)
+
+
+def test_two_dimensional_grid_transposed_blocks():
+    x = f32(128, 64)
+    traced = trace(kernel("legacy_ops.py::grid_blocks")[2, 2], x)
+    assert {s["indices"] == {} for s in sources(traced)} == {True}
+    out = run(kernel("legacy_ops.py::grid_blocks"), x, grid=(2, 2))["return0"]
+    ref = np.empty((64, 128), np.float32)
+    for r in range(2):
+        for c in range(2):
+            blk = x[r * 64:(r + 1) * 64, c * 32:(c + 1) * 32].T
+            e = np.exp(blk - blk.max(1, keepdims=True))
+            ref[c * 32:(c + 1) * 32, r * 64:(r + 1) * 64] = e / e.sum(1, keepdims=True)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)

@@ -232,3 +232,15 @@ def fresh_psum_accumulate(lhsT, rhs):
             acc[0] += nisa.nc_matmul(a, nl.multiply(b, float(rep + 1)))
         nl.store(out[rep], value=nl.copy(acc[0]))
     return out
+
+
+@nki.jit
+def grid_blocks(x):
+    """A 2-D SPMD grid: instance (r, c) handles one block; loads a block transposed."""
+    out = nl.ndarray((x.shape[1], x.shape[0]), dtype=x.dtype, buffer=nl.shared_hbm)
+    rows = x.shape[0] // nl.num_programs(0)
+    cols = x.shape[1] // nl.num_programs(1)
+    r, c = nl.program_id(0), nl.program_id(1)
+    block = nl.load_transpose2d(x[r * rows:(r + 1) * rows, c * cols:(c + 1) * cols])
+    nl.store(out[c * cols:(c + 1) * cols, r * rows:(r + 1) * rows], value=nl.softmax(block, axis=1))
+    return out
