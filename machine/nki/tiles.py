@@ -158,6 +158,24 @@ class NkiTensor:
     def __neg__(self):
         return self._binary("multiply", -1.0)
 
+    def __lt__(self, other):
+        return self._binary("less", other)
+
+    def __le__(self, other):
+        return self._binary("less_equal", other)
+
+    def __gt__(self, other):
+        return self._binary("greater", other)
+
+    def __ge__(self, other):
+        return self._binary("greater_equal", other)
+
+    def __bool__(self):
+        raise current().refuse("a tile's value used in Python control flow",
+                               "data-dependent control flow: the trace is static")
+
+    __hash__ = object.__hash__
+
     def __iadd__(self, other):
         from machine.nki.language import accumulate
 

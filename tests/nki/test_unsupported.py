@@ -25,6 +25,7 @@ REFUSED = [
     ("mx_matmul", "nisa.nc_matmul_mx is not supported (MX quantized formats)"),
     ("packed_dtype", "nl.float8_e4m3fn_x4 is not supported (packed MX data types)"),
     ("grid_inside", "launching an SPMD grid from inside a kernel is not supported"),
+    ("data_dependent_branch", "a tile's value used in Python control flow is not supported (data-dependent"),
 ]
 
 

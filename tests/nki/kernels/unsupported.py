@@ -106,3 +106,11 @@ def too_many_partitions(x):
 @nki.jit
 def grid_inside(x):
     return grid_inside[2](x)
+
+
+def data_dependent_branch(x):
+    out = _io(x)
+    t = nl.load(x)
+    if nl.max(t, axis=1) > 0:
+        nl.store(out, t)
+    return out
