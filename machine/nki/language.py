@@ -209,6 +209,7 @@ def broadcast_partitions(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
     return NkiTensor(out.reshape(shape))
 
 
+@api("=")
 def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     """``dst[...] = value``: the pending call writes ``dst`` directly, else a copy (a DMA
     when either side is in DRAM) or a memset of a number."""
@@ -236,6 +237,7 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
         tracer.emit(lambda: ops.memset(ops.lay(dst), value), mask=mask)
 
 
+@api("+=")
 def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
     """``dst += value``: a PSUM matmul accumulates in place; anything else is an ALU op on
     ``dst`` (``extras["x-nki-accumulate"]``)."""
