@@ -115,12 +115,18 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
         del sys.modules[name]
     sys.modules.update(modules)
     sys.meta_path.insert(0, _FINDER)
+    sys.meta_path.append(_HARNESS)
+    harness_before = {n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS}
     try:
         yield modules
     finally:
         sys.meta_path.remove(_FINDER)
+        sys.meta_path.remove(_HARNESS)
         for name in [n for n in sys.modules if n.split(".")[0] in _ROOTS]:
             del sys.modules[name]
+        for name in [n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS and n not in harness_before]:
+            if isinstance(sys.modules[name], StandIn):
+                del sys.modules[name]
         sys.modules.update(saved)
 
 
@@ -142,6 +148,22 @@ class _OtherSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 _FINDER = _OtherSubmodules()
+
+#: Neuron packages kernel files import for their test harness (``if __name__ == "__main__"``),
+#: not for the kernel: when they are not installed, they import as refusing stand-ins.
+_HARNESS_ROOTS = ("torch_xla", "torch_neuronx", "neuronxcc", "libneuronxla")
+
+
+class _MissingHarness(_OtherSubmodules):
+    """Last on ``sys.meta_path``: only a module nothing else can import."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.split(".")[0] in _HARNESS_ROOTS and fullname not in sys.modules:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+
+_HARNESS = _MissingHarness()
 
 
 def generation_of(func: Any) -> str:

@@ -125,3 +125,12 @@ def test_buffer_of_a_tile_compares_with_nl_buffers():
             return out
 
         assert trace(k, f32(8, 8)).outputs == ("return0",)
+
+
+def test_missing_harness_packages_import_as_stand_ins():
+    with standins():
+        import torch_xla.core.xla_model as xm
+
+        with pytest.raises(NkiError, match="torch_xla.core.xla_model.xla_device is not supported"):
+            xm.xla_device()
+    assert "torch_xla" not in sys.modules and "torch_xla.core.xla_model" not in sys.modules
