@@ -69,8 +69,9 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     func, kernel_grid = unwrap(kernel)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
     unroll: frozenset[str] = frozenset()
+    name = name or getattr(func, "__name__", "kernel")
     for _attempt in range(_MAX_ATTEMPTS):
-        tracer = Tracer(name or getattr(func, "__name__", "kernel"), machine, generation_of(func), tuple(int(g) for g in grid), unroll)
+        tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
         try:
             with standins(), tracer.active(), _no_gc_pauses():
                 return _run(tracer, func, arrays, kwargs)
@@ -79,15 +80,21 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             if not keys or keys <= unroll:
                 raise NkiError(_located(err), f"{err.what} outside any loop neuronsim can unroll") from None
             unroll |= keys
-        except NkiError:
-            raise
-        except RecursionError:
-            raise NkiError(_defined_at(func),
-                           "the kernel recurses without end") from None
-        except Exception as err:  # the kernel's own bug, or a construct we do not model
-            raise NkiError(_located(err), f"{type(err).__name__}: {err}") from None
-    raise NkiError(_defined_at(func),
-                   f"more than {_MAX_ATTEMPTS} loops to unroll")
+        except Exception as err:  # noqa: BLE001  (every failure becomes one located line)
+            kept = frozenset(tracer.loop_sites.values()) - unroll
+            if kept:  # a body traced once may have misled Python state (a list of tiles): unroll all
+                unroll |= kept
+                continue
+            raise _as_nki_error(err, func) from None
+    raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
+
+
+def _as_nki_error(err: Exception, func: Any) -> NkiError:
+    if isinstance(err, NkiError):
+        return err
+    if isinstance(err, RecursionError):
+        return NkiError(_defined_at(func), "the kernel recurses without end")
+    return NkiError(_located(err), f"{type(err).__name__}: {err}")
 
 
 @contextmanager

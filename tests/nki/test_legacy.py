@@ -173,3 +173,10 @@ def test_two_dimensional_grid_transposed_blocks():
             e = np.exp(blk - blk.max(1, keepdims=True))
             ref[c * 32:(c + 1) * 32, r * 64:(r + 1) * 64] = e / e.sum(1, keepdims=True)
     np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-6)
+
+
+def test_python_lists_of_tiles_unroll_the_loops():
+    x = f32(384, 16)
+    traced = trace(kernel("legacy_ops.py::tiles_in_a_list"), x)
+    assert not _loops(traced)
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::tiles_in_a_list"), x)["return0"], 2 * x)

@@ -244,3 +244,16 @@ def grid_blocks(x):
     block = nl.load_transpose2d(x[r * rows:(r + 1) * rows, c * cols:(c + 1) * cols])
     nl.store(out[c * cols:(c + 1) * cols, r * rows:(r + 1) * rows], value=nl.softmax(block, axis=1))
     return out
+
+
+@nki.jit
+def tiles_in_a_list(x):
+    """Tiles collected in a Python list by an affine loop and used by a later one: traced
+    once, the first loop would leave one tile in the list, so the kernel is unrolled."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tiles = []
+    for t in nl.affine_range(x.shape[0] // 128):
+        tiles.append(nl.load(x[t * 128:(t + 1) * 128, :]))
+    for t in nl.affine_range(x.shape[0] // 128):
+        nl.store(out[t * 128:(t + 1) * 128, :], value=nl.multiply(tiles[t], 2.0))
+    return out
