@@ -27,7 +27,7 @@ from machine.nki.indexing import Mask, SymIndex, concrete
 from machine.nki.layout import Layout
 from scenarios.builder import KernelBuilder
 
-__all__ = ["Tracer", "current", "Pending", "api"]
+__all__ = ["Tracer", "current", "Pending", "api", "assigned_name"]
 
 _STACK: list[Tracer] = []
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
@@ -338,7 +338,3 @@ def _inherit_tags(layout: Layout, sources: tuple[Any, ...]) -> Layout:
         if tagged is not None and tagged.tags is not None and tagged.shape == layout.shape:
             return Layout(layout.tensor, layout.axes, layout.offset, layout.partitions, tagged.tags)
     return layout
-
-
-def memory_of(buffer: str) -> MemoryKind:
-    return {"sbuf": MemoryKind.SBUF, "psum": MemoryKind.PSUM}.get(buffer, MemoryKind.DRAM)
