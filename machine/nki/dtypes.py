@@ -31,6 +31,20 @@ class NkiDtype(str):
     def name(self) -> str:
         return str(self)
 
+    @property
+    def min(self) -> float | int:
+        """The most negative finite value (``nl.fp32.min``, as kernels write minus infinity)."""
+        return _info(self).min.item()
+
+    @property
+    def max(self) -> float | int:
+        return _info(self).max.item()
+
+
+def _info(dtype: str) -> Any:
+    dt = DTYPES[dtype]
+    return np.iinfo(dt) if dt.kind in "iu" else ml_dtypes.finfo(dt)
+
 
 #: Names NKI uses for the format's dtypes (tfloat32 is stored as float32; bool as uint8;
 #: the ``fn`` fp8 spelling is the one ml_dtypes gives e4m3).

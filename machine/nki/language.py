@@ -22,7 +22,7 @@ from machine.nki.errors import fail
 from machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from machine.nki.layout import Layout
 from machine.nki.tiles import NkiTensor, is_tile
-from machine.nki.tracer import api, current
+from machine.nki.tracer import _as_mask, api, current
 
 sbuf, psum = BUFFERS["sbuf"], BUFFERS["psum"]
 hbm, shared_hbm, private_hbm = BUFFERS["hbm"], BUFFERS["shared_hbm"], BUFFERS["private_hbm"]
@@ -217,7 +217,7 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     pending = tracer.take_pending(value) if is_tile(value) else None
     if pending is not None:
         if mask is not None and pending.mask is None:
-            pending.mask = mask
+            pending.mask = _as_mask(mask)
         if not dst.layout.on_chip and pending.proxy.buffer != "hbm":
             tracer.pending = pending  # a compute result stored to DRAM: through SBUF, then a DMA
             tracer.flush()

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
+import numpy as np
+
 from machine.ir import MemoryKind
 from machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line
 from machine.nki.indexing import Mask, SymIndex, concrete
@@ -142,7 +144,9 @@ class Tracer:
     def emit(self, fn: Callable[[], Any], extras: dict | None = None, mask: Mask | None = None) -> None:
         """Flush the pending call, then run ``fn`` (builder calls) as the current call."""
         self.flush()
-        self._emit(fn, self.where(), self.indices(), extras, mask)
+        mask = _as_mask(mask)
+        if mask is not NEVER:
+            self._emit(fn, self.where(), self.indices(), extras, mask)
 
     def _emit(self, fn: Callable[[], Any], site, indices, extras: dict | None, mask: Mask | None = None) -> None:
         self.kb.next_extras = self._extras(site, indices, extras)
@@ -185,7 +189,7 @@ class Tracer:
         """Make ``proxy`` (a result tile without storage yet) the pending call; ``sources``:
         operands of the same shape whose index iterators the result keeps."""
         self.flush()
-        self.pending = Pending(proxy, emit, self.where(), self.indices(), mask, sources)
+        self.pending = Pending(proxy, emit, self.where(), self.indices(), _as_mask(mask), sources)
         return proxy
 
     def flush(self) -> None:
@@ -198,6 +202,8 @@ class Tracer:
             self._emit_into(pending, proxy._layout)
 
     def _emit_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
+        if pending.mask is NEVER:
+            return
         if pending.mask is not None:
             for axis, lo, hi in pending.mask.bounds:
                 dst = dst.restrict(axis, lo, hi)
@@ -329,6 +335,19 @@ class Tracer:
 
     def refuse(self, construct: str, why: str) -> NkiError:
         return unsupported(construct, why)
+
+
+#: A mask that is a Python ``False`` (a condition the kernel computed): the instruction is skipped.
+NEVER = Mask(())
+
+
+def _as_mask(mask: Any) -> Mask | None:
+    """A ``mask=`` value: a :class:`Mask`, or a Python / numpy boolean (True: no mask)."""
+    if mask is None or isinstance(mask, Mask):
+        return mask
+    if isinstance(mask, (bool, np.bool_)):
+        return None if mask else NEVER
+    raise fail(f"mask= is a comparison of nl.arange / nl.mgrid indices or a boolean, not {mask!r}")
 
 
 def _inherit_tags(layout: Layout, sources: tuple[Any, ...]) -> Layout:

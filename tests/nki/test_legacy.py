@@ -180,3 +180,11 @@ def test_python_lists_of_tiles_unroll_the_loops():
     traced = trace(kernel("legacy_ops.py::tiles_in_a_list"), x)
     assert not _loops(traced)
     np.testing.assert_allclose(run(kernel("legacy_ops.py::tiles_in_a_list"), x)["return0"], 2 * x)
+
+
+def test_boolean_masks_keep_or_drop():
+    x = f32(64, 8)
+    traced = trace(kernel("legacy_ops.py::boolean_masks"), x)
+    assert [i.attrs.get("operand0") for i, _ in traced.program.instructions() if i.op == "tensor_scalar"] == \
+        [2.0, float(np.finfo(np.float32).min)]
+    np.testing.assert_allclose(run(kernel("legacy_ops.py::boolean_masks"), x)["return0"], 2 * x)

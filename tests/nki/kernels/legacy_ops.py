@@ -257,3 +257,17 @@ def tiles_in_a_list(x):
     for t in nl.affine_range(x.shape[0] // 128):
         nl.store(out[t * 128:(t + 1) * 128, :], value=nl.multiply(tiles[t], 2.0))
     return out
+
+
+@nki.jit
+def boolean_masks(x):
+    """mask= given as a Python condition: True keeps the instruction, False drops it; nl.fp32.min
+    as minus infinity."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(x)
+    res = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    res[...] = nl.multiply(tile, 2.0, mask=x.shape[0] > 1)
+    res[...] = nl.multiply(tile, 100.0, mask=x.shape[0] > 1000)
+    floor = nl.maximum(res, nl.fp32.min)
+    nl.store(out, value=floor)
+    return out
