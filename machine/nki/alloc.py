@@ -131,6 +131,8 @@ class Blocked:
     slots: dict[Any, Layout]
     depth: int = 1
     """Loop depth of the declaration (slot tensors are declared when first indexed)."""
+    scope: list[str] | None = None
+    """The kept loops around the declaration."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -145,7 +147,7 @@ class Blocked:
                 loop = terms[0][0]
                 if loop not in self.slots:
                     self.slots[loop] = _place(tracer, spec, f"{self.name}_{loop}", 0, rotate=(alloc.tiles[0], loop),
-                                              depth=self.depth)
+                                              depth=self.depth, scope=self.scope)
                 return self.slots[loop]
         if isinstance(alloc, ModAlloc) and prod(alloc.tiles) == 1:
             index = (0,) * len(index)  # one slot: every block is it, whatever the index
@@ -164,12 +166,13 @@ class Blocked:
             slot = block
         if key not in self.slots:
             label = "_".join(str(s) for s in (slot if isinstance(slot, tuple) else (slot,)))
-            self.slots[key] = _place(tracer, spec, f"{self.name}_s{label}", slot, depth=self.depth)
+            self.slots[key] = _place(tracer, spec, f"{self.name}_s{label}", slot, depth=self.depth,
+                                     scope=self.scope)
         return self.slots[key]
 
 
 def _place(tracer: Any, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
-           depth: int | None = None) -> Layout:
+           depth: int | None = None, scope: list[str] | None = None) -> Layout:
     """Declare one placed block tensor: slot ``slot`` of the allocation (or a rotation)."""
     kb, alloc = tracer.kb, spec.allocator
     name = tracer.unique(name)
@@ -193,8 +196,8 @@ def _place(tracer: Any, spec: TileSpec, name: str, slot: Any, rotate: tuple[int,
     else:
         ref = kb.sbuf(name, shape, spec.dtype, partition=partition, offset=offset, slots=slots, loop=loop,
                       stride=tile_bytes if rotate else None)
-    tracer.decl_depth[ref.name] = depth if depth is not None else len(kb._bodies)
-    return Layout.whole(ref.tensor)
+    tracer.note_declared(ref.name, scope, depth)
+    return Layout.whole(kb._tensors[ref.name])
 
 
 def declare(tracer: Any, spec: TileSpec, name: str) -> Layout | Blocked:
@@ -204,7 +207,7 @@ def declare(tracer: Any, spec: TileSpec, name: str) -> Layout | Blocked:
     if spec.buffer in HBM_KINDS:
         return Layout.whole(kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).tensor)
     if spec.allocator is not None:
-        blocked = Blocked(spec, name, {}, len(kb._bodies))
+        blocked = Blocked(spec, name, {}, len(kb._bodies), tracer.kept_loops())
         return blocked.block(tracer, (0,) * len(spec.blocks)) if not spec.blocks else blocked
     ir_shape = (spec.shape[spec.par_axis], *spec.blocks, *spec.shape[spec.par_axis + 1:])
     if spec.address is not None:
@@ -219,7 +222,7 @@ def declare(tracer: Any, spec: TileSpec, name: str) -> Layout | Blocked:
     else:
         ref = kb.sbuf(name, ir_shape, spec.dtype)
     tracer.note_declared(name)
-    return Layout.whole(ref.tensor, par_axis=spec.par_axis)
+    return Layout.whole(kb._tensors[name], par_axis=spec.par_axis)
 
 
 def _next_dram(kb: Any, spec: TileSpec) -> int:

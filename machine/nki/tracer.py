@@ -17,13 +17,13 @@ import linecache
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import product
 from typing import Any
 
 import numpy as np
 
-from machine.ir import MemoryKind
+from machine.ir import MemoryKind, frozen_mapping
 from machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line
 from machine.nki.indexing import Mask, SymIndex, concrete
 from machine.nki.layout import Layout
@@ -250,9 +250,19 @@ class Tracer:
         call = call or self.where()[1]
         return declare(self, spec, self.tensor_name(hint, site, call))
 
-    def note_declared(self, name: str) -> None:
-        """Remember the loop depth a tensor was declared at (for :meth:`open_group`)."""
-        self.decl_depth[name] = len(self.kb._bodies)
+    def note_declared(self, name: str, scope: list[str] | None = None, depth: int | None = None) -> Layout | None:
+        """Remember where an on-chip tensor was declared: its loop depth (for
+        :meth:`open_group`) and, as the tensor's ``x-nki-scope``, the kept loops around the
+        declaration (a tile declared inside an affine loop is a new buffer each iteration)."""
+        self.decl_depth[name] = len(self.kb._bodies) if depth is None else depth
+        tensor = self.kb._tensors[name]
+        scope = self.kept_loops() if scope is None else scope
+        self.kb._tensors[name] = replace(tensor, extras=frozen_mapping({**tensor.extras, "x-nki-scope": scope}))
+        return None
+
+    def kept_loops(self) -> list[str]:
+        """Names of the kept (program) loops open here, outermost first."""
+        return [value for _var, value in self.loops if isinstance(value, str)]
 
     def open_group(self, dst: Layout) -> bool:
         """Whether ``psum[...] += matmul`` accumulates: onto an open accumulation group, yes;

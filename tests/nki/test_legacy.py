@@ -113,6 +113,9 @@ def test_tiled_matmul_nested_kept_loops_race_free():
     assert [(loop.name, loop.trip_count) for loop in _loops(traced)] == [("mt", 2), ("nt", 2), ("kt", 2)]
     (mm,) = [i for i, _ in traced.program.instructions() if i.op == "matmul"]
     assert dict(mm.extras["x-source"]["indices"]) == {"mt": "mt", "nt": "nt", "kt": "kt"}
+    scopes = {t.name.split("_")[0]: t.extras["x-nki-scope"] for t in traced.program.tensors.values()
+              if t.memory.name != "DRAM"}
+    assert scopes["res"] == ["mt", "nt"] and scopes["lhsT"] == ["mt", "nt", "kt"]  # where each tile was declared
     out = run(kernel("legacy_ops.py::matmul_tiled"), lhs, rhs, seeds=(None, 1, 2))["return0"]
     np.testing.assert_allclose(out, lhs.T @ rhs, atol=1e-3)
 
