@@ -146,7 +146,8 @@ class Blocked:
             if index[0].index.const == 0 and len(terms) == 1 and terms[0][1] == 1:
                 loop = terms[0][0]
                 if loop not in self.slots:
-                    self.slots[loop] = _place(tracer, spec, f"{self.name}_{loop}", 0, rotate=(alloc.tiles[0], loop),
+                    # one tensor rotating over the loop (its x-rotate names the loop)
+                    self.slots[loop] = _place(tracer, spec, f"{self.name}_rot", 0, rotate=(alloc.tiles[0], loop),
                                               depth=self.depth, scope=self.scope)
                 return self.slots[loop]
         if isinstance(alloc, ModAlloc) and prod(alloc.tiles) == 1:

@@ -65,7 +65,7 @@ def test_mod_alloc_rotates_over_the_loop():
     a = f32(512, 32)
     traced = trace(kernel("legacy_ops.py::mod_alloc_copy"), a)
     (buf,) = [t for t in traced.program.tensors.values() if t.memory.name == "SBUF"]
-    assert (buf.partition, buf.offset, buf.rotate) == (0, 0, Rotation("t", 2, 128))
+    assert (buf.partition, buf.offset, buf.rotate) == (0, 0, Rotation("t", 2, 128)) and buf.name.endswith("_rot")
     np.testing.assert_allclose(run(kernel("legacy_ops.py::mod_alloc_copy"), a)["return0"], a)
 
 
