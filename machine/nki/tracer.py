@@ -17,13 +17,13 @@ import linecache
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
 import numpy as np
 
-from machine.ir import MemoryKind, frozen_mapping
+from machine.ir import MemoryKind, Tensor, frozen_mapping
 from machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line
 from machine.nki.indexing import Mask, SymIndex, concrete
 from machine.nki.layout import Layout
@@ -257,7 +257,10 @@ class Tracer:
         self.decl_depth[name] = len(self.kb._bodies) if depth is None else depth
         tensor = self.kb._tensors[name]
         scope = self.kept_loops() if scope is None else scope
-        self.kb._tensors[name] = replace(tensor, extras=frozen_mapping({**tensor.extras, "x-nki-scope": scope}))
+        extras = frozen_mapping({**tensor.extras, "x-nki-scope": scope})
+        self.kb._tensors[name] = Tensor(tensor.name, tensor.memory, tensor.dtype, tensor.shape, tensor.partition,
+                                        tensor.offset, tensor.bank, tensor.address, tensor.alias, tensor.role, extras,
+                                        tensor.rotate)  # not dataclasses.replace: this runs for every tile
         return None
 
     def kept_loops(self) -> list[str]:
