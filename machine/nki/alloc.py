@@ -21,12 +21,15 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.ir.dtypes import itemsize
+from neuronsim.machine.build.builder import DRAM_ALIGN
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES
-from neuronsim.machine.nki.errors import fail, unsupported
+from neuronsim.machine.nki.errors import SourceLine, fail, unsupported
 from neuronsim.machine.nki.indexing import SymIndex, concrete
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tracer import Tracer
 
-__all__ = ["BUFFERS", "Buffer", "ParDim", "TileSpec", "ModAlloc", "FnAlloc", "Blocked", "declare", "HBM_KINDS"]
+__all__ = ["BUFFERS", "Buffer", "ParDim", "TileSpec", "ModAlloc", "FnAlloc", "Blocked", "declare", "declare_tile",
+           "HBM_KINDS"]
 
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
 
@@ -138,7 +141,7 @@ class Blocked:
     def shape(self) -> tuple[int, ...]:
         return self.spec.shape
 
-    def block(self, tracer: Any, index: tuple[Any, ...]) -> Layout:
+    def block(self, tracer: Tracer, index: tuple[Any, ...]) -> Layout:
         spec, alloc = self.spec, self.spec.allocator
         if isinstance(alloc, ModAlloc) and len(index) == 1 and isinstance(index[0], SymIndex) \
                 and len(alloc.tiles) == 1 and alloc.tiles[0] > 1:
@@ -172,7 +175,7 @@ class Blocked:
         return self.slots[key]
 
 
-def _place(tracer: Any, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
+def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
            depth: int | None = None, scope: list[str] | None = None) -> Layout:
     """Declare one placed block tensor: slot ``slot`` of the allocation (or a rotation)."""
     kb, alloc = tracer.kb, spec.allocator
@@ -201,7 +204,15 @@ def _place(tracer: Any, spec: TileSpec, name: str, slot: Any, rotate: tuple[int,
     return Layout.whole(kb._tensors[ref.name])
 
 
-def declare(tracer: Any, spec: TileSpec, name: str) -> Layout | Blocked:
+def declare_tile(tracer: Tracer, spec: TileSpec, hint: str | None = None,
+                 site: tuple[SourceLine, str] | None = None) -> Layout | Blocked:
+    """Declare a tensor for ``spec`` named after ``hint``, else the kernel line's variable
+    (``site``: the kernel line and NKI call, by default the current ones); see :func:`declare`."""
+    line, call = site or tracer.where()
+    return declare(tracer, spec, tracer.tensor_name(hint, line, call))
+
+
+def declare(tracer: Tracer, spec: TileSpec, name: str) -> Layout | Blocked:
     """Declare the tensor of ``spec`` under ``name``: its whole :class:`Layout` (or a
     :class:`Blocked` for a directly allocated tensor with blocks)."""
     kb = tracer.kb
@@ -228,8 +239,6 @@ def declare(tracer: Any, spec: TileSpec, name: str) -> Layout | Blocked:
 
 def _next_dram(kb: Any, spec: TileSpec) -> int:
     """A fresh DRAM address (kernel tensors in HBM are placed by the runtime, as arguments are)."""
-    from neuronsim.machine.build.builder import DRAM_ALIGN
-
     address = -(-kb._dram_end // DRAM_ALIGN) * DRAM_ALIGN
     kb._dram_end = address + prod(spec.shape) * itemsize(spec.dtype)
     return address

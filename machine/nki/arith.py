@@ -14,10 +14,9 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.alloc import TileSpec
-from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
+from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "sum", "max", "min", "mean",
@@ -28,12 +27,6 @@ __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "s
 
 ALU_OF: dict[Any, str] = {}
 ACT_OF: dict[Any, str] = {}
-
-
-def _result(shape: tuple[int, ...], dtype: str, buffer: str, emit: Any, mask: Any = None,
-            sources: tuple[Any, ...] = ()) -> NkiTensor:
-    proxy = NkiTensor(spec=TileSpec(tuple(shape), to_dtype(dtype), buffer))
-    return current().result(proxy, emit, mask, sources)
 
 
 def _binary_fn(name: str, alu: str):

@@ -13,9 +13,10 @@ from typing import Any
 
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.errors import fail
-from neuronsim.machine.nki.indexing import ArangeExpr
-from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.arith import act_name, alu_name
+from neuronsim.machine.nki.indexing import ArangeExpr, Mask
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tracer import current
 
 __all__ = ["ENGINES", "engine_of", "matmul", "transpose", "activation", "tensor_tensor", "tensor_scalar",
@@ -62,8 +63,6 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
 
 
 def _operand(value: Any) -> Any:
-    from neuronsim.machine.nki.tiles import is_tile
-
     return ops.lay(value).view() if is_tile(value) else ops.number(value)
 
 
@@ -81,8 +80,6 @@ def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: A
                          reverse0: bool = False, reverse1: bool = False) -> None:
     """``(data <op0> operand0) <op1> operand1`` as two DVE ops writing ``dst``."""
     tensor_scalar(dst, data, op0, operand0, reverse0)
-    from neuronsim.machine.nki.tiles import NkiTensor
-
     staged = NkiTensor(dst)
     first, second = (operand1, staged) if reverse1 else (staged, operand1)
     ops.binary(dst, first, second, alu_name(op1), "dve")
@@ -200,8 +197,6 @@ def affine_select(dst: Layout, on_true: Any, value: Any, *, offset: Any, channel
 def affine_select_pred(dst: Layout, pred: Any, on_true: Any, value: Any) -> None:
     """The legacy form: ``pred`` is one comparison ``expr <cmp> number`` of index vectors
     over the tile's axes (partition axis first)."""
-    from neuronsim.machine.nki.indexing import Mask
-
     if not isinstance(pred, Mask) or len(pred.preds) != 1:
         raise fail("nisa.affine_select takes one affine comparison of nl.arange / nl.mgrid indices")
     (expr, cmp, bound), = pred.preds

@@ -33,7 +33,7 @@ from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, MemoryKind, Program
 from neuronsim.machine.nki.dtypes import to_dtype
-from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine
+from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, _display
 from neuronsim.machine.nki.kernel import unwrap
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
@@ -112,8 +112,6 @@ def _no_gc_pauses():
 
 def _defined_at(func: Any) -> SourceLine:
     """Where the kernel function is defined (a ``functools.partial``: its function)."""
-    from neuronsim.machine.nki.errors import _display
-
     code = getattr(func, "__code__", None) or getattr(getattr(func, "func", None), "__code__", None)
     if code is None:
         return SourceLine("<kernel>", 0)
@@ -122,8 +120,6 @@ def _defined_at(func: Any) -> SourceLine:
 
 def _located(err: BaseException) -> SourceLine:
     """The innermost frame of ``err``'s traceback in the kernel's own code."""
-    from neuronsim.machine.nki.errors import _display
-
     found = SourceLine("<kernel>", 0)
     for frame, line in traceback.walk_tb(err.__traceback__):
         path = os.path.abspath(frame.f_code.co_filename)

@@ -13,6 +13,7 @@ from typing import Any
 
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.arith import alu_name
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["current_names", "REFUSED", "engine", "dge_mode", "oob_mode", "nc_version", "reduce_cmd",
@@ -165,8 +166,6 @@ def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) ->
 @api("nisa.affine_select")
 def affine_select(dst, pattern, offset, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, name=None,
                   **_kw) -> None:
-    from neuronsim.machine.nki.arith import alu_name
-
     cmp = alu_name(cmp_op) if cmp_op is not None else "equal"
     _emit(lambda: em.affine_select(_dst(dst), on_true_tile, on_false_value, offset=offset,
                                    channel_multiplier=channel_multiplier, pattern=list(pattern), cmp=cmp))

@@ -11,6 +11,10 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from neuronsim.machine.nki import tracer
+from neuronsim.machine.nki.errors import NkiError
+from neuronsim.machine.nki.indexing import concrete
+
 __all__ = ["Kernel", "jit", "unwrap", "set_eager_runner", "run_eagerly"]
 
 #: How a kernel called outside a trace runs: set by :mod:`neuronsim.verify.nki_simulate` (placing
@@ -26,8 +30,6 @@ def set_eager_runner(runner: Any) -> None:
 def run_eagerly(kernel: Any, *args: Any, **kwargs: Any) -> Any:
     """Run ``kernel`` on numpy arrays as NKI's ``simulate_kernel`` does (see :func:`set_eager_runner`)."""
     if not _EAGER_RUNNER:
-        from neuronsim.machine.nki.errors import NkiError
-
         raise NkiError(getattr(unwrap(kernel)[0], "__qualname__", "kernel"),
                        "a kernel called outside a trace runs on neuronsim's simulator: import "
                        "neuronsim.verify.nki_simulate (simulate_kernel) first, or trace() it")
@@ -44,15 +46,11 @@ class Kernel:
         functools.update_wrapper(self, func)
 
     def __getitem__(self, grid: Any) -> Kernel:
-        from neuronsim.machine.nki.indexing import concrete
-
         grid = grid if isinstance(grid, tuple) else (grid,)
         return Kernel(self.func, tuple(concrete(g, "a grid size") for g in grid), self.options)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from neuronsim.machine.nki import tracer
-
-        if tracer._STACK:
+        if tracer.tracing():
             if self.grid:
                 raise tracer.current().refuse("launching an SPMD grid from inside a kernel", "launch it at top level")
             return self.func(*args, **kwargs)

@@ -16,13 +16,14 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.alloc import BUFFERS, Buffer, ParDim, TileSpec, spec_of
+from neuronsim.machine.nki.alloc import BUFFERS, Buffer, ParDim, TileSpec, declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from neuronsim.machine.nki.layout import Layout
-from neuronsim.machine.nki.tiles import NkiTensor, is_tile
-from neuronsim.machine.nki.tracer import _as_mask, api, current
+from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
+from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.tracer import api, as_mask, current
 
 sbuf, psum = BUFFERS["sbuf"], BUFFERS["psum"]
 hbm, shared_hbm, private_hbm = BUFFERS["hbm"], BUFFERS["shared_hbm"], BUFFERS["private_hbm"]
@@ -70,7 +71,7 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
 
 
 def _declared(tracer: Any, spec: TileSpec, name: str) -> NkiTensor:
-    layout = tracer.declare(spec, hint=name or None)
+    layout = declare_tile(tracer, spec, hint=name or None)
     return NkiTensor(layout) if isinstance(layout, Layout) else NkiTensor(blocked=layout)
 
 
@@ -143,12 +144,6 @@ def shared_constant(constant: Any, dtype: Any = None, **_kw: Any) -> NkiTensor:
 
 
 # -- memory operations ---------------------------------------------------------------------
-def _result(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Any, mask: Any = None,
-            sources: tuple[Any, ...] = ()) -> NkiTensor:
-    proxy = NkiTensor(spec=TileSpec(tuple(shape), to_dtype(dtype), buffer))
-    return current().result(proxy, emit, mask, sources)
-
-
 @api("nl.load")
 def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
     if src.buffer != "hbm":
@@ -196,12 +191,12 @@ def broadcast_partitions(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
     row = layout.broadcast_to((1, *shape[1:])).reshape((1, free)) if layout.contiguous() else None
     if row is None:
         raise tracer.refuse("broadcasting a strided on-chip tile along partitions", "load it contiguous")
-    ones = tracer.declare(spec_of((1, partitions), to_dtype("float32"), sbuf), hint=None)
-    out = tracer.declare(spec_of((partitions, free), src.dtype, sbuf), hint=None)
+    ones = declare_tile(tracer, spec_of((1, partitions), to_dtype("float32"), sbuf))
+    out = declare_tile(tracer, spec_of((partitions, free), src.dtype, sbuf))
     tracer.emit(lambda: ops.memset(ones, 1.0))
     for start in range(0, free, 512):
         width = builtins.min(512, free - start)  # nl.min shadows the builtin here
-        staged = tracer.declare(spec_of((partitions, width), to_dtype("float32"), psum), hint=None)
+        staged = declare_tile(tracer, spec_of((partitions, width), to_dtype("float32"), psum))
         chunk = (slice(None), slice(start, start + width))
         tracer.emit(lambda staged=staged, chunk=chunk: tracer.kb.matmul(staged.view(), ones.view(),
                                                                          row.index(chunk).view()))
@@ -217,7 +212,7 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     pending = tracer.take_pending(value) if is_tile(value) else None
     if pending is not None:
         if mask is not None and pending.mask is None:
-            pending.mask = _as_mask(mask)
+            pending.mask = as_mask(mask)
         if not dst.layout.on_chip and pending.proxy.buffer != "hbm":
             tracer.pending = pending  # a compute result stored to DRAM: through SBUF, then a DMA
             tracer.flush()
@@ -245,7 +240,7 @@ def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
     mark = {"x-nki-accumulate": True}
     pending = tracer.take_pending(value) if is_tile(value) else None
     if pending is not None and getattr(pending.emit, "accumulates", False) and op == "add":
-        tracer.emit_pending_into(pending, dst.layout, mark, accumulate=tracer.open_group(dst.layout))
+        tracer.emit_pending_into(pending, dst.layout, mark, accumulate=ops.opens_accumulation(dst.layout))
         return
     if pending is not None:
         tracer.pending = pending
@@ -286,3 +281,10 @@ def device_print(*_args: Any, **_kw: Any) -> None:
 
 
 from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
+from neuronsim.machine.nki.arith import (add, divide, greater, greater_equal, less, less_equal,  # noqa: E402
+                                         multiply, subtract, transpose)
+
+# What a tile's Python syntax does (tiles sit below these calls and cannot import them).
+register_operators(assign=assign, accumulate=accumulate, broadcast_partitions=broadcast_partitions,
+                   transpose=transpose, add=add, subtract=subtract, multiply=multiply, divide=divide, less=less,
+                   less_equal=less_equal, greater=greater, greater_equal=greater_equal)

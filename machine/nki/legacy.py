@@ -11,21 +11,14 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki.alloc import TileSpec
-from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.isa import enum_names
 from neuronsim.machine.nki.language import psum as _psum
 from neuronsim.machine.nki.language import sbuf as _sbuf
-from neuronsim.machine.nki.ops import result_dtype
-from neuronsim.machine.nki.tiles import NkiTensor
+from neuronsim.machine.nki.ops import lay, result_dtype
+from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["isa_names", "compiler_names", "typing_names"]
-
-
-def _result(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Any, mask: Any = None) -> NkiTensor:
-    proxy = NkiTensor(spec=TileSpec(tuple(int(n) for n in shape), to_dtype(dtype), buffer))
-    return current().result(proxy, emit, mask)
 
 
 def _free(shape: tuple[int, ...]) -> int:
@@ -154,8 +147,6 @@ def dma_copy(*, dst, src, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=No
 
 
 def _masked_dst(dst):
-    from neuronsim.machine.nki.ops import lay
-
     layout = lay(dst)
     current().note_write(layout)
     return layout

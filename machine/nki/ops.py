@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.ir.program import MemoryKind
+from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import promote, to_dtype
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
@@ -21,7 +23,7 @@ from neuronsim.machine.nki.tracer import current
 from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QUEUES", "broadcast_shape",
-           "result_dtype", "per_partition"]
+           "result_dtype", "per_partition", "opens_accumulation"]
 
 #: The DMA queue a transfer goes on, by the engine whose sequencer triggers it (docs/nki.md).
 QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma0"}
@@ -130,10 +132,8 @@ def staged_from_psum(layout: Layout) -> Layout:
     an engine that cannot read PSUM (POOL), as the compiler stages such operands."""
     if layout.tensor.memory.name != "PSUM":
         return layout
-    from neuronsim.machine.nki.alloc import spec_of
-
     tracer = current()
-    staged = tracer.declare(spec_of(layout.shape, to_dtype("float32"), "sbuf"), hint=None)
+    staged = declare_tile(tracer, spec_of(layout.shape, to_dtype("float32"), "sbuf"))
     tracer.note_write(staged)
     tracer.kb.tensor_copy(staged.view(), layout.view(), engine="act")
     return staged
@@ -197,6 +197,22 @@ def memset(dst: Layout, value: Any, engine: str | None = None) -> None:
         engine = "dve"
     current().note_write(dst)
     current().kb.memset(dst.view(), number(value), engine=engine)
+
+
+def opens_accumulation(dst: Layout) -> bool:
+    """Whether ``psum[...] += matmul`` accumulates: onto an open accumulation group, yes;
+    onto a fresh tile, the first matmul starts the group, as NKI's compiler does.  In a loop
+    kept symbolic (one body for every iteration) the group cannot start in the body: the tile
+    is zeroed where it was declared, before the loop, and the body accumulates."""
+    tracer = current()
+    tracer.flush()
+    name = dst.tensor.name
+    if dst.tensor.memory != MemoryKind.PSUM or tracer.accumulates_into(name):
+        return True
+    if not tracer.loops_opened_since_declared(name):
+        return False
+    tracer.emit_at_declaration(name, lambda: memset(Layout.whole(dst.tensor), 0.0))
+    return True
 
 
 def _is_tile(value: Any) -> bool:

@@ -18,7 +18,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from neuronsim.machine.nki import isa, kernel, legacy
 from neuronsim.machine.nki.errors import unsupported
+from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
 
 __all__ = ["standins", "generation_of", "stand_in_modules"]
 
@@ -46,9 +48,6 @@ def _module(name: str, alias: str, names: dict[str, Any], generation: str) -> St
 
 
 def _build() -> dict[str, types.ModuleType]:
-    from neuronsim.machine.nki import isa, kernel, legacy
-    from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
-
     current_nl = _module("nki.language", "nl", current_language(), "current")
     current_nl._refusals = LANGUAGE_REFUSED
     current_isa = _module("nki.isa", "nisa", isa.current_names(), "current")
@@ -58,7 +57,7 @@ def _build() -> dict[str, types.ModuleType]:
     collectives._refusals = _AllRefused("collectives: neuronsim models one NeuronCore")
     top = {"jit": kernel.jit, "baremetal": kernel.jit, "benchmark": kernel.jit, "profile": kernel.jit,
            "language": current_nl, "isa": current_isa, "compiler": current_cc, "dtype": str,
-           "simulate_kernel": _simulate, "collectives": collectives}
+           "simulate_kernel": kernel.run_eagerly, "collectives": collectives}
     current_typing = _module("nki.typing", "nt", legacy.typing_names(), "current")
     top["typing"] = current_typing
     nki = _module("nki", "nki", top, "current")
@@ -90,12 +89,6 @@ class _AllRefused(dict):
 
     def get(self, _key: Any, _default: Any = None) -> str:
         return self.why
-
-
-def _simulate(kernel: Any, *args: Any, **kwargs: Any) -> Any:
-    from neuronsim.machine.nki.kernel import run_eagerly
-
-    return run_eagerly(kernel, *args, **kwargs)
 
 
 def stand_in_modules() -> dict[str, types.ModuleType]:

@@ -2,21 +2,53 @@
 
 An :class:`NkiTensor` stands for an HBM tensor, an on-chip tile or a view of one.  Slicing
 gives views (:class:`~neuronsim.machine.nki.layout.Layout`); assignment, ``+=`` and Python operators
-become instructions through :mod:`neuronsim.machine.nki.language`.  A result not yet emitted (see
-:mod:`neuronsim.machine.nki.tracer`) has a ``_spec`` but no ``_layout`` until it is used.
+become instructions through the NKI calls :mod:`neuronsim.machine.nki.language` registers in
+:data:`OPERATORS` when it is imported (as torch.fx's ``Proxy`` hands its operators to its
+tracer: the proxies sit below the calls they stand for).  A result not yet emitted (see
+:func:`result_tile`) has a ``_spec`` but no ``_layout`` until it is used.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec
+from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["NkiTensor", "is_tile"]
+__all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators"]
+
+#: What a tile's Python syntax does, by name: ``assign`` (``t[...] = v``), ``accumulate``
+#: (``t += v``, with the ALU op's name), ``broadcast_partitions``, ``transpose`` (``t.T``) and
+#: the NKI calls of the arithmetic operators (``add`` ... ``greater_equal``).
+OPERATORS: dict[str, Callable[..., Any]] = {}
+
+
+def register_operators(**handlers: Callable[..., Any]) -> None:
+    """Make ``handlers`` what tiles' operators call (:mod:`neuronsim.machine.nki.language` does
+    this when it is imported, which every traced kernel's ``nki.language`` does first)."""
+    OPERATORS.update(handlers)
+
+
+def _operator(name: str) -> Callable[..., Any]:
+    handler = OPERATORS.get(name)
+    if handler is None:
+        raise fail(f"a tile's {name!r} operator used before neuronsim.machine.nki.language was imported")
+    return handler
+
+
+def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[..., None], mask: Any = None,
+                sources: tuple[Any, ...] = ()) -> NkiTensor:
+    """The tile an NKI call returns: pending until used (see :meth:`~neuronsim.machine.nki.
+    tracer.Tracer.result`), ``emit(dst)`` then writes it; used before it is assigned, it gets
+    a fresh tile of ``shape`` / ``dtype`` in ``buffer``."""
+    tracer = current()
+    spec = TileSpec(tuple(int(n) for n in shape), to_dtype(dtype), buffer)
+    return tracer.result(NkiTensor(spec=spec), emit, lambda site: declare_tile(tracer, spec, None, site), mask,
+                         sources)
 
 
 def is_tile(value: Any) -> bool:
@@ -98,9 +130,7 @@ class NkiTensor:
         return NkiTensor(self.layout.index(key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        from neuronsim.machine.nki.language import assign
-
-        assign(self[key], value)
+        _operator("assign")(self[key], value)
 
     def ap(self, pattern: Any = None, offset: Any = 0, **_kw: Any) -> NkiTensor:
         """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern."""
@@ -114,9 +144,7 @@ class NkiTensor:
         shape = tuple(int(n) for n in shape)
         layout = self.layout
         if layout.on_chip and layout.partitions[1] == 1 and shape and shape[0] > 1 and len(shape) == len(layout.shape):
-            from neuronsim.machine.nki.language import broadcast_partitions
-
-            return broadcast_partitions(self, shape)
+            return _operator("broadcast_partitions")(self, shape)
         return NkiTensor(layout.broadcast_to(shape))
 
     def view(self, dtype: Any) -> NkiTensor:
@@ -126,9 +154,7 @@ class NkiTensor:
 
     # -- arithmetic (nl.* calls) ---------------------------------------------------------------
     def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:
-        from neuronsim.machine.nki import language
-
-        fn = getattr(language, name)
+        fn = _operator(name)
         return fn(other, self) if reverse else fn(self, other)
 
     def __add__(self, other):
@@ -177,25 +203,17 @@ class NkiTensor:
     __hash__ = object.__hash__
 
     def __iadd__(self, other):
-        from neuronsim.machine.nki.language import accumulate
-
-        accumulate(self, other, "add")
+        _operator("accumulate")(self, other, "add")
         return self
 
     def __isub__(self, other):
-        from neuronsim.machine.nki.language import accumulate
-
-        accumulate(self, other, "subtract")
+        _operator("accumulate")(self, other, "subtract")
         return self
 
     def __imul__(self, other):
-        from neuronsim.machine.nki.language import accumulate
-
-        accumulate(self, other, "multiply")
+        _operator("accumulate")(self, other, "multiply")
         return self
 
     @property
     def T(self) -> Any:
-        from neuronsim.machine.nki import language
-
-        return language.transpose(self)
+        return _operator("transpose")(self)

@@ -5,6 +5,12 @@ tiles.NkiTensor`) and every NKI call records instructions through the scenario b
 (:class:`~neuronsim.machine.build.builder.KernelBuilder`), each carrying ``extras["x-source"]`` (kernel file,
 line, the NKI call, the loop indices).
 
+The tracer is the recording core: it knows loops, sites, pending results and where tensors
+were declared, but no NKI operation and no allocation.  The layers above it (alloc, tiles,
+ops, arith, language, isa / legacy) pass in what it must run: a pending result brings the
+function that declares its tile, a zeroing before a kept loop is emitted by
+:func:`~neuronsim.machine.nki.ops.opens_accumulation` through :meth:`Tracer.emit_at_declaration`.
+
 A call that returns a new tile (``nl.exp(x)``, legacy ``nisa.nc_matmul(a, b)``) is *pending*
 until the next call: assigned (``t[...] = nl.exp(x)``) it is emitted straight into the
 destination; used otherwise it is emitted into a fresh virtual tile.  At most one call is
@@ -29,7 +35,7 @@ from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.build.builder import KernelBuilder
 
-__all__ = ["Tracer", "current", "Pending", "api", "assigned_name"]
+__all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER"]
 
 _STACK: list[Tracer] = []
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
@@ -41,6 +47,11 @@ def current() -> Tracer:
     if not _STACK:
         raise fail("an NKI call outside a traced kernel (run it with neuronsim.machine.nki.frontend)")
     return _STACK[-1]
+
+
+def tracing() -> bool:
+    """True while a kernel is being traced (a kernel calling another is a plain call then)."""
+    return bool(_STACK)
 
 
 def api(name: str) -> Callable[[Callable], Callable]:
@@ -81,10 +92,12 @@ def assigned_name(where: SourceLine) -> str | None:
 
 @dataclass
 class Pending:
-    """A call whose result is not emitted yet: ``emit(dst_layout)`` emits it."""
+    """A call whose result is not emitted yet: ``emit(dst_layout)`` emits it; used before it
+    is assigned, ``storage(site)`` declares the fresh tile it goes to."""
 
     proxy: Any
     emit: Callable[[Layout], None]
+    storage: Callable[[tuple[SourceLine, str]], Layout]
     site: tuple[SourceLine, str]
     indices: dict[str, Any]
     mask: Mask | None = None
@@ -144,7 +157,7 @@ class Tracer:
     def emit(self, fn: Callable[[], Any], extras: dict | None = None, mask: Mask | None = None) -> None:
         """Flush the pending call, then run ``fn`` (builder calls) as the current call."""
         self.flush()
-        mask = _as_mask(mask)
+        mask = as_mask(mask)
         if mask is not NEVER:
             self._emit(fn, self.where(), self.indices(), extras, mask)
 
@@ -184,12 +197,13 @@ class Tracer:
         return tensor in self.psum_open
 
     # -- pending results ---------------------------------------------------------------------
-    def result(self, proxy: Any, emit: Callable[[Layout], None], mask: Mask | None = None,
-               sources: tuple[Any, ...] = ()) -> Any:
-        """Make ``proxy`` (a result tile without storage yet) the pending call; ``sources``:
-        operands of the same shape whose index iterators the result keeps."""
+    def result(self, proxy: Any, emit: Callable[[Layout], None], storage: Callable[[tuple[SourceLine, str]], Layout],
+               mask: Mask | None = None, sources: tuple[Any, ...] = ()) -> Any:
+        """Make ``proxy`` (a result tile without storage yet) the pending call; ``storage``
+        declares its tile if it is used before being assigned; ``sources``: operands of the
+        same shape whose index iterators the result keeps."""
         self.flush()
-        self.pending = Pending(proxy, emit, self.where(), self.indices(), _as_mask(mask), sources)
+        self.pending = Pending(proxy, emit, storage, self.where(), self.indices(), as_mask(mask), sources)
         return proxy
 
     def flush(self) -> None:
@@ -197,7 +211,7 @@ class Tracer:
         pending, self.pending = self.pending, None
         if pending is not None:
             proxy = pending.proxy
-            layout = self.declare(proxy._spec, hint=None, site=pending.site[0], call=pending.site[1])
+            layout = pending.storage(pending.site)
             proxy._layout = _inherit_tags(layout, pending.sources)
             self._emit_into(pending, proxy._layout)
 
@@ -242,17 +256,9 @@ class Tracer:
         self.name_counts[name] = k + 1
         return f"{name}_{k}"
 
-    def declare(self, spec: Any, hint: str | None, site: SourceLine | None = None, call: str | None = None) -> Layout:
-        """Declare a tensor for ``spec`` (:class:`~neuronsim.machine.nki.alloc.TileSpec`) and return its layout."""
-        from neuronsim.machine.nki.alloc import declare
-
-        site = site or self.where()[0]
-        call = call or self.where()[1]
-        return declare(self, spec, self.tensor_name(hint, site, call))
-
     def note_declared(self, name: str, scope: list[str] | None = None, depth: int | None = None) -> Layout | None:
         """Remember where an on-chip tensor was declared: its loop depth (for
-        :meth:`open_group`) and, as the tensor's ``x-nki-scope``, the kept loops around the
+        :meth:`emit_at_declaration`) and, as the tensor's ``x-nki-scope``, the kept loops around the
         declaration (a tile declared inside an affine loop is a new buffer each iteration)."""
         self.decl_depth[name] = len(self.kb._bodies) if depth is None else depth
         tensor = self.kb._tensors[name]
@@ -267,24 +273,21 @@ class Tracer:
         """Names of the kept (program) loops open here, outermost first."""
         return [value for _var, value in self.loops if isinstance(value, str)]
 
-    def open_group(self, dst: Layout) -> bool:
-        """Whether ``psum[...] += matmul`` accumulates: onto an open accumulation group, yes;
-        onto a fresh tile, the first matmul starts the group, as NKI's compiler does.  In a
-        loop kept symbolic (one body for every iteration) the group cannot start in the body:
-        the tile is zeroed where it was declared, before the loop, and the body accumulates."""
-        name = dst.tensor.name
-        self.flush()
-        if dst.tensor.memory != MemoryKind.PSUM or self.accumulates_into(name):
-            return True
-        depth = self.decl_depth.get(name, 1)
-        if len(self.kb._bodies) <= depth:
-            return False
-        from neuronsim.machine.nki.ops import memset
+    def loops_opened_since_declared(self, name: str) -> bool:
+        """True when loops opened (kept symbolic: one body for every iteration) since tensor
+        ``name`` was declared."""
+        return len(self.kb._bodies) > self.decl_depth.get(name, 1)
 
-        self.emit(lambda: memset(Layout.whole(dst.tensor), 0.0))
-        node = self.kb._bodies[-1].pop()
-        self.kb._bodies[depth - 1].append(node)
-        return True
+    def emit_at_declaration(self, name: str, fn: Callable[[], Any]) -> None:
+        """Emit ``fn`` (builder calls, as :meth:`emit`) where tensor ``name`` was declared:
+        before the kept loops opened since, so it runs once, not every iteration."""
+        self.flush()
+        body = self.kb._bodies[-1]
+        start = len(body)
+        self.emit(fn)
+        moved = body[start:]
+        del body[start:]
+        self.kb._bodies[self.decl_depth.get(name, 1) - 1].extend(moved)
 
     # -- loops -------------------------------------------------------------------------------
     def loop(self, kind: str, args: tuple[Any, ...]) -> Iterator[Any]:
@@ -354,7 +357,7 @@ class Tracer:
 NEVER = Mask(())
 
 
-def _as_mask(mask: Any) -> Mask | None:
+def as_mask(mask: Any) -> Mask | None:
     """A ``mask=`` value: a :class:`Mask`, or a Python / numpy boolean (True: no mask)."""
     if mask is None or isinstance(mask, Mask):
         return mask
