@@ -163,6 +163,9 @@ class KernelBuilder:
         self._names: set[str] = set()
         self._counters: dict[str, int] = {}
         self._dram_end = 0
+        #: ``extras`` of the next instruction (a frontend such as :mod:`neuronsim.machine.nki` sets it
+        #: to record where the instruction came from, ``x-source``).
+        self.next_extras: Mapping[str, Any] | None = None
 
     # -- tensors ---------------------------------------------------------------------------
     def _declare(self, tensor: Tensor) -> TensorRef:
@@ -208,7 +211,7 @@ class KernelBuilder:
             raise ValueError(f"{name}: place an sbuf tensor with both partition= and offset=, or neither")
         tensor = Tensor(name, MemoryKind.SBUF, dtype, tuple(shape), partition, offset)
         rotate = _rotation(name, slots, loop, stride, tensor.bytes_per_partition, partition is not None)
-        return self._declare(replace(tensor, rotate=rotate))
+        return self._declare(tensor if rotate is None else replace(tensor, rotate=rotate))
 
     def psum(self, name: str, shape, dtype: str = "float32", *, partition: int | None = None,
              bank: int | None = None, offset: int | None = None, slots: int = 1,
@@ -235,7 +238,7 @@ class KernelBuilder:
         return name
 
     @contextmanager
-    def loop(self, name: str, trip_count: int) -> Iterator[Index]:
+    def loop(self, name: str, trip_count: int, extras: Mapping[str, Any] | None = None) -> Iterator[Index]:
         """A loop (scheduling unit); yields its index variable for slice expressions."""
         if not is_int(trip_count) or trip_count < 1:
             raise ValueError(f"loop {name!r}: trip_count must be a positive integer")
@@ -247,7 +250,7 @@ class KernelBuilder:
         finally:
             body = self._bodies.pop()
             self._loops.pop()
-        self._bodies[-1].append(Loop(name, trip_count, tuple(body)))
+        self._bodies[-1].append(Loop(name, trip_count, tuple(body), frozen_mapping(extras)))
 
     def instruction(self, op: str, engine: str, reads: Iterable[Operand | Access] = (),
                     writes: Iterable[Operand | Access] = (), *,
@@ -266,7 +269,7 @@ class KernelBuilder:
         self._bodies[-1].append(Instruction(
             name, engine, op, tuple(_access(r) for r in reads), tuple(_access(w) for w in writes),
             frozen_mapping({k: v for k, v in (attrs or {}).items() if v is not None}),
-            tuple(_as_dep(d) for d in deps), queue))
+            tuple(_as_dep(d) for d in deps), queue, frozen_mapping(self.next_extras)))
         return name
 
     def program(self) -> Program:

@@ -32,6 +32,7 @@ op                      engines              reads -> writes          cost (engi
 ``tensor_copy``         dve, act, pool       1 -> 1                   ``max(64, N)`` (pool 150+N)
 ``memset``              dve, pool            0 -> 1                   ``N`` (``N/2`` zero in 2-byte)
 ``iota``                pool                 0 -> 1                   ``150 + N``
+``affine_select``       pool                 1 -> 1                   ``150 + N``
 ``set_rand_state``      dve, pool            0..1 -> 0                ``64``
 ``random``              dve, pool            0 -> 1                   ``max(64, N)``
 any other name          any sequencer        any -> any               ``cycles`` attr, else
@@ -89,7 +90,7 @@ __all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "REDU
 
 #: Activation functions ``activation`` accepts (``func(in * scale + bias)``).
 ACTIVATION_FUNCS = (
-    "identity", "copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "silu",
+    "identity", "copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "silu", "gelu_apprx_sigmoid",
     "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "neg",
 )
 #: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar`` / ``tensor_tensor_scan``: NKI's
@@ -158,6 +159,12 @@ def _number_or_read(v: Any) -> bool:
     if _is_number(v):
         return True
     return isinstance(v, dict) and set(v) == {"read"} and _is_int(v["read"])
+
+
+def _steps(v: Any) -> bool:
+    """a list of [step, count] pairs (integers, counts >= 1), outermost first"""
+    return isinstance(v, list) and all(isinstance(p, list) and len(p) == 2 and _is_int(p[0]) and _is_int(p[1])
+                                       and p[1] >= 1 for p in v)
 
 
 def _axes(v: Any) -> bool:
@@ -233,6 +240,10 @@ OP_TABLE: dict[str, OpSpec] = {
         OpSpec("iota", ("pool",), (0, 0), (1, 1),
                {"base": _is_number, "step": _is_number, "partition_step": _is_number},
                doc="out[p, i] = base + p * partition_step + i * step"),
+        OpSpec("affine_select", ("pool",), (1, 1), (1, 1),
+               {"offset": _is_number, "channel_multiplier": _is_number, "pattern": _steps,
+                "cmp": _one_of(*ALU_OPS), "value": _is_number},
+               doc="out = in where cmp(offset + p * channel_multiplier + pattern . i, 0) else value"),
         OpSpec("set_rand_state", ("dve", "pool"), (0, 1), (0, 0), {"seed": _non_negative_int},
                doc="seed the engine's random generator (from attr seed, or the first read)"),
         OpSpec("random", ("dve", "pool"), (0, 0), (1, 1),

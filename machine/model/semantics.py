@@ -40,7 +40,7 @@ Op meanings are those of the op table (``doc`` column); the details:
 ``transpose``           ``out[F, P] = in[P, F]``
 ``activation``          ``func(in * scale + bias)``; ``scale`` (default 1) and ``bias``
                         (default 0) are immediates or ``[P, 1]`` tiles
-                        (:mod:`neuronsim.machine.model.oprules`); ``gelu`` is the tanh form; with
+                        (:mod:`neuronsim.machine.model.oprules`); ``gelu`` is the tanh form, ``gelu_apprx_sigmoid`` ``x * sigmoid(1.702 x)``; with
                         ``reduce_op`` the second write gets the per-partition sum of the
                         fp32 activation result (before the output cast), ACT's reduce
                         registers being 32-bit (NKI ``activation_reduce``)
@@ -68,6 +68,10 @@ Op meanings are those of the op table (``doc`` column); the details:
 ``memset``              ``value`` (default 0)
 ``iota``                ``base + p * partition_step + i * step`` (defaults 0, 0, 1), ``p`` the
                         partition and ``i`` the flat free index inside the access
+``affine_select``       ``in`` where ``cmp(offset + p * channel_multiplier + sum(step_d *
+                        i_d), 0)`` holds, else ``value``: ``p`` the partition, ``i_d`` the
+                        free index split by the ``pattern`` counts (NKI ``affine_select``;
+                        no pattern, or counts not matching the free size: no free term)
 ``set_rand_state``      reseeds the engine's generator; writes nothing
 ``random``              uniform in ``[low, high)`` (defaults 0, 1)
 ======================  =================================================================
@@ -152,6 +156,7 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "relu": lambda z: np.maximum(z, F32(0)),
     "gelu": _gelu,
     "silu": lambda z: z * _sigmoid(z),
+    "gelu_apprx_sigmoid": lambda z: z * _sigmoid(F32(1.702) * z),
     "square": np.square,
     "sqrt": np.sqrt,
     "rsqrt": lambda z: F32(1) / np.sqrt(z),
@@ -371,6 +376,23 @@ def _iota(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     return [cast(values.reshape(out.shape), out.dtype)]
 
 
+def _affine_select(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    rows = _rows(out)
+    values = _fit(_f32(_rows(reads[0])), rows.shape)
+    p = np.arange(rows.shape[0], dtype=np.float64)[:, None]
+    free = np.zeros(rows.shape[1], dtype=np.float64)
+    pattern = attrs.get("pattern") or []
+    counts = [count for _step, count in pattern]
+    if counts and int(np.prod(counts)) == rows.shape[1]:
+        index = np.indices(counts).reshape(len(counts), -1)
+        free = sum(step * index[d] for d, (step, _count) in enumerate(pattern))
+    affine = attrs.get("offset", 0) + p * attrs.get("channel_multiplier", 0) + free[None, :]
+    keep = ALU[attrs.get("cmp", "greater_equal")](F32(affine), F32(0)) != 0
+    picked = np.where(keep, values, F32(attrs.get("value", 0)))
+    return [cast(picked.reshape(out.shape), out.dtype)]
+
+
 def _set_rand_state(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     seed = attrs.get("seed")
     if seed is None:
@@ -406,6 +428,7 @@ _OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "tensor_copy": _tensor_copy,
     "memset": _memset,
     "iota": _iota,
+    "affine_select": _affine_select,
     "set_rand_state": _set_rand_state,
     "random": _random,
 }

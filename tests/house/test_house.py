@@ -24,6 +24,7 @@ ROOMS = (
     "neuronsim.machine.build",
     "neuronsim.machine.tasks",
     "neuronsim.machine.sim",
+    "neuronsim.machine.nki",
     "neuronsim.machine",
     "neuronsim.passes.analysis",
     "neuronsim.passes",

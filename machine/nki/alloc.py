@@ -1,0 +1,244 @@
+"""Buffers and allocation: automatic (virtual tensors) and direct (placed tensors, ``x-rotate``).
+
+* ``nl.sbuf`` / ``nl.psum`` / ``nl.hbm`` / ``nl.shared_hbm`` / ``nl.private_hbm`` are
+  :class:`Buffer` values.  A tile declared without a placement is a *virtual* tensor: the
+  allocation pass places it (a tile declared inside a loop body is a new tensor each unrolled
+  iteration; in a kept loop one virtual tensor the allocator may multi-buffer).
+* Current API ``address=(partition, byte_offset)``: a placed tensor (PSUM: the byte offset
+  counts from bank 0, 2 KiB a bank).
+* Legacy ``ncc.sbuf.mod_alloc(base_addr=, base_partition=, num_free_tiles=)`` /
+  ``ncc.psum.mod_alloc(base_bank=, num_bank_tiles=)`` on a tensor with block dimensions
+  ``(B, par_dim(P), F)``: block ``b`` lives in slot ``b mod n``.  A block chosen by a kept
+  loop's variable is a rotating tensor (``x-rotate`` over that loop); a constant block is the
+  slot's own placed tensor.  ``ncc.sbuf.alloc(fn)`` / ``ncc.psum.alloc(fn)`` call ``fn`` with
+  each block index (``(partition, byte)``; PSUM ``(bank, partition, byte)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+from typing import Any
+
+from neuronsim.machine.ir.dtypes import itemsize
+from neuronsim.machine.build.builder import DRAM_ALIGN
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES
+from neuronsim.machine.nki.errors import SourceLine, fail, unsupported
+from neuronsim.machine.nki.indexing import SymIndex, concrete
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tracer import Tracer
+
+__all__ = ["BUFFERS", "Buffer", "ParDim", "TileSpec", "ModAlloc", "FnAlloc", "Blocked", "declare", "declare_tile",
+           "HBM_KINDS"]
+
+HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
+
+
+class ParDim(int):
+    """``nl.par_dim(n)``: marks the partition dimension of an on-chip shape."""
+
+
+@dataclass(frozen=True)
+class ModAlloc:
+    memory: str
+    base: int = 0
+    base_partition: int = 0
+    tiles: tuple[int, ...] = (1,)
+
+
+@dataclass(frozen=True)
+class FnAlloc:
+    memory: str
+    fn: Any
+
+
+class Buffer:
+    """A buffer kind (``nl.sbuf`` ...); ``.mod_alloc`` / ``.alloc`` give direct allocations."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    def __repr__(self) -> str:
+        return f"nl.{self.kind}"
+
+    def __eq__(self, other: Any) -> bool:  # t.buffer == nl.sbuf, or == "sbuf"
+        return self.kind == (other.kind if isinstance(other, Buffer) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.kind)
+
+    def mod_alloc(self, *, base_addr: int = 0, base_partition: int = 0, num_par_tiles: Any = (1,),
+                  num_free_tiles: Any = (1,), base_bank: int | None = None, num_bank_tiles: Any = None) -> ModAlloc:
+        if tuple(num_par_tiles or (1,)) != (1,) and self.kind == "sbuf":
+            raise unsupported("mod_alloc(num_par_tiles=...)", "tiles along partitions")
+        if self.kind == "psum":
+            tiles = num_bank_tiles if num_bank_tiles is not None else num_free_tiles
+            return ModAlloc("psum", base_bank or 0, base_partition, tuple(tiles or (1,)))
+        return ModAlloc("sbuf", base_addr, base_partition, tuple(num_free_tiles or (1,)))
+
+    def alloc(self, fn: Any) -> FnAlloc:
+        return FnAlloc(self.kind, fn)
+
+
+#: The buffer values of ``nki.language`` (``nl.sbuf`` ...), by kind.
+BUFFERS: dict[str, Buffer] = {kind: Buffer(kind) for kind in ("sbuf", "psum", *HBM_KINDS)}
+
+
+@dataclass(frozen=True)
+class TileSpec:
+    """What a tile declaration asked for (shape in the kernel's order)."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    buffer: str
+    par_axis: int = 0
+    address: tuple[int, int] | None = None
+    allocator: ModAlloc | FnAlloc | None = None
+
+    @property
+    def blocks(self) -> tuple[int, ...]:
+        return self.shape[:self.par_axis]
+
+    @property
+    def tile_shape(self) -> tuple[int, ...]:
+        """The IR shape of one block: ``(P, free...)``."""
+        return self.shape[self.par_axis:]
+
+
+def spec_of(shape: Any, dtype: str, buffer: Any, address: Any = None) -> TileSpec:
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    marks = [k for k, n in enumerate(shape) if isinstance(n, ParDim)]
+    allocator = buffer if isinstance(buffer, (ModAlloc, FnAlloc)) else None
+    kind = allocator.memory if allocator else (buffer.kind if isinstance(buffer, Buffer) else str(buffer or "sbuf"))
+    if kind not in ("sbuf", "psum", *HBM_KINDS):
+        raise fail(f"buffer {buffer!r} is not an NKI buffer")
+    dims = tuple(concrete(n, "a tensor dimension") for n in shape)
+    if any(n < 1 for n in dims):
+        raise fail(f"shape {dims} has an empty dimension")
+    par_axis = marks[0] if marks else 0
+    if kind in HBM_KINDS:
+        par_axis = 0
+    elif dims[par_axis] > 128:
+        raise fail(f"partition dimension {dims[par_axis]} of an on-chip tile exceeds 128 (nl.tile_size.pmax)")
+    if address is not None:
+        address = tuple(int(a) for a in address)
+    return TileSpec(dims, dtype, kind, par_axis, address, allocator)
+
+
+@dataclass
+class Blocked:
+    """A directly allocated tensor with block dimensions: indexing a block picks its slot."""
+
+    spec: TileSpec
+    name: str
+    slots: dict[Any, Layout]
+    depth: int = 1
+    """Loop depth of the declaration (slot tensors are declared when first indexed)."""
+    scope: list[str] | None = None
+    """The kept loops around the declaration."""
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.spec.shape
+
+    def block(self, tracer: Tracer, index: tuple[Any, ...]) -> Layout:
+        spec, alloc = self.spec, self.spec.allocator
+        if isinstance(alloc, ModAlloc) and len(index) == 1 and isinstance(index[0], SymIndex) \
+                and len(alloc.tiles) == 1 and alloc.tiles[0] > 1:
+            terms = index[0].index.terms
+            if index[0].index.const == 0 and len(terms) == 1 and terms[0][1] == 1:
+                loop = terms[0][0]
+                if loop not in self.slots:
+                    # one tensor rotating over the loop (its x-rotate names the loop)
+                    self.slots[loop] = _place(tracer, spec, f"{self.name}_rot", 0, rotate=(alloc.tiles[0], loop),
+                                              depth=self.depth, scope=self.scope)
+                return self.slots[loop]
+        if isinstance(alloc, ModAlloc) and prod(alloc.tiles) == 1:
+            index = (0,) * len(index)  # one slot: every block is it, whatever the index
+        block = tuple(concrete(b, "a block index of a directly allocated tensor") for b in index)
+        for b, n in zip(block, spec.blocks):
+            if not 0 <= b < n:
+                raise fail(f"block {block} of {self.name} is outside its blocks {spec.blocks}")
+        if isinstance(alloc, ModAlloc):
+            tiles = alloc.tiles + (1,) * (len(block) - len(alloc.tiles))
+            slot = 0
+            for b, n in zip(block, tiles):
+                slot = slot * n + b % n
+            key = slot
+        else:
+            key = block
+            slot = block
+        if key not in self.slots:
+            label = "_".join(str(s) for s in (slot if isinstance(slot, tuple) else (slot,)))
+            self.slots[key] = _place(tracer, spec, f"{self.name}_s{label}", slot, depth=self.depth,
+                                     scope=self.scope)
+        return self.slots[key]
+
+
+def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
+           depth: int | None = None, scope: list[str] | None = None) -> Layout:
+    """Declare one placed block tensor: slot ``slot`` of the allocation (or a rotation)."""
+    kb, alloc = tracer.kb, spec.allocator
+    name = tracer.unique(name)
+    shape = spec.tile_shape
+    tile_bytes = prod(shape[1:]) * itemsize(spec.dtype)
+    slots, loop = rotate if rotate else (1, None)
+    if isinstance(alloc, FnAlloc):
+        placed = alloc.fn(idx=slot, pdim_size=shape[0], fdim_size=prod(shape[1:]))  # by name, as NKI calls it
+        if alloc.memory == "psum":
+            bank, partition, offset = (int(v) for v in placed)
+        else:
+            (partition, offset), bank = (int(v) for v in placed), None
+    elif alloc.memory == "psum":
+        bank, partition, offset = alloc.base + slot, alloc.base_partition, 0
+    else:
+        bank, partition, offset = None, alloc.base_partition, alloc.base + slot * tile_bytes
+    if spec.buffer == "psum":
+        if tile_bytes > PSUM_BANK_BYTES:
+            raise fail(f"PSUM tile {name} holds {tile_bytes} bytes per partition, more than a 2 KiB bank")
+        ref = kb.psum(name, shape, spec.dtype, partition=partition, bank=bank, offset=offset, slots=slots, loop=loop)
+    else:
+        ref = kb.sbuf(name, shape, spec.dtype, partition=partition, offset=offset, slots=slots, loop=loop,
+                      stride=tile_bytes if rotate else None)
+    tracer.note_declared(ref.name, scope, depth)
+    return Layout.whole(kb._tensors[ref.name])
+
+
+def declare_tile(tracer: Tracer, spec: TileSpec, hint: str | None = None,
+                 site: tuple[SourceLine, str] | None = None) -> Layout | Blocked:
+    """Declare a tensor for ``spec`` named after ``hint``, else the kernel line's variable
+    (``site``: the kernel line and NKI call, by default the current ones); see :func:`declare`."""
+    line, call = site or tracer.where()
+    return declare(tracer, spec, tracer.tensor_name(hint, line, call))
+
+
+def declare(tracer: Tracer, spec: TileSpec, name: str) -> Layout | Blocked:
+    """Declare the tensor of ``spec`` under ``name``: its whole :class:`Layout` (or a
+    :class:`Blocked` for a directly allocated tensor with blocks)."""
+    kb = tracer.kb
+    if spec.buffer in HBM_KINDS:
+        return Layout.whole(kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).tensor)
+    if spec.allocator is not None:
+        blocked = Blocked(spec, name, {}, len(kb._bodies), tracer.kept_loops())
+        return blocked.block(tracer, (0,) * len(spec.blocks)) if not spec.blocks else blocked
+    ir_shape = (spec.shape[spec.par_axis], *spec.blocks, *spec.shape[spec.par_axis + 1:])
+    if spec.address is not None:
+        partition, byte = spec.address
+        if spec.buffer == "psum":
+            ref = kb.psum(name, ir_shape, spec.dtype, partition=partition, bank=byte // PSUM_BANK_BYTES,
+                          offset=byte % PSUM_BANK_BYTES)
+        else:
+            ref = kb.sbuf(name, ir_shape, spec.dtype, partition=partition, offset=byte)
+    elif spec.buffer == "psum":
+        ref = kb.psum(name, ir_shape, spec.dtype)
+    else:
+        ref = kb.sbuf(name, ir_shape, spec.dtype)
+    tracer.note_declared(name)
+    return Layout.whole(kb._tensors[name], par_axis=spec.par_axis)
+
+
+def _next_dram(kb: Any, spec: TileSpec) -> int:
+    """A fresh DRAM address (kernel tensors in HBM are placed by the runtime, as arguments are)."""
+    address = -(-kb._dram_end // DRAM_ALIGN) * DRAM_ALIGN
+    kb._dram_end = address + prod(spec.shape) * itemsize(spec.dtype)
+    return address

@@ -1,0 +1,216 @@
+"""The math half of ``nki.language``: elementwise arithmetic, activation functions,
+reductions, ``nl.matmul`` and ``nl.transpose``.
+
+Every function object carries the ISA operator it names (``alu`` for ``tensor_tensor`` /
+``tensor_scalar`` ops, ``act`` for activation functions, ``reduce`` for reductions), so
+kernels can pass ``nl.add`` / ``nl.exp`` / ``np.add`` as the ``op=`` of an ``nki.isa`` call.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.tiles import NkiTensor, is_tile
+from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.tracer import api, current
+
+__all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "sum", "max", "min", "mean",
+           "prod_", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "exp", "log", "tanh",
+           "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square", "sqrt", "rsqrt",
+           "reciprocal", "abs", "sign", "negative", "equal", "not_equal", "greater", "greater_equal", "less",
+           "less_equal", "logical_and", "logical_or", "logical_xor", "softmax", "where"]
+
+ALU_OF: dict[Any, str] = {}
+ACT_OF: dict[Any, str] = {}
+
+
+def _binary_fn(name: str, alu: str):
+    @api(f"nl.{name}")
+    def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+        shapes = [v.shape for v in (x, y) if is_tile(v)]
+        if not shapes:
+            raise fail(f"nl.{name} of two numbers: compute it in Python")
+        shape = ops.broadcast_shape(*shapes)
+        return _result(shape, ops.result_dtype(dtype, x, y), "sbuf",
+                       lambda dst: ops.binary(dst, x, y, alu), mask, (x, y))
+
+    fn.__name__ = name
+    ALU_OF[fn] = alu
+    return fn
+
+
+def _unary_fn(name: str, act: str):
+    @api(f"nl.{name}")
+    def fn(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+        return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.activation(dst, act, x), mask,
+                       (x,))
+
+    fn.__name__ = name
+    ACT_OF[fn] = act
+    return fn
+
+
+add = _binary_fn("add", "add")
+subtract = _binary_fn("subtract", "subtract")
+multiply = _binary_fn("multiply", "multiply")
+divide = _binary_fn("divide", "divide")
+maximum = _binary_fn("maximum", "max")
+minimum = _binary_fn("minimum", "min")
+power = _binary_fn("power", "pow")
+equal = _binary_fn("equal", "equal")
+not_equal = _binary_fn("not_equal", "not_equal")
+greater = _binary_fn("greater", "greater")
+greater_equal = _binary_fn("greater_equal", "greater_equal")
+less = _binary_fn("less", "less")
+less_equal = _binary_fn("less_equal", "less_equal")
+logical_and = _binary_fn("logical_and", "logical_and")
+logical_or = _binary_fn("logical_or", "logical_or")
+logical_xor = _binary_fn("logical_xor", "logical_xor")
+
+exp = _unary_fn("exp", "exp")
+log = _unary_fn("log", "log")
+tanh = _unary_fn("tanh", "tanh")
+sigmoid = _unary_fn("sigmoid", "sigmoid")
+relu = _unary_fn("relu", "relu")
+gelu = _unary_fn("gelu", "gelu")
+gelu_apprx_tanh = _unary_fn("gelu_apprx_tanh", "gelu")
+gelu_apprx_sigmoid = _unary_fn("gelu_apprx_sigmoid", "gelu_apprx_sigmoid")
+silu = _unary_fn("silu", "silu")
+square = _unary_fn("square", "square")
+sqrt = _unary_fn("sqrt", "sqrt")
+rsqrt = _unary_fn("rsqrt", "rsqrt")
+reciprocal = _unary_fn("reciprocal", "reciprocal")
+abs = _unary_fn("abs", "abs")  # noqa: A001
+sign = _unary_fn("sign", "sign")
+negative = _unary_fn("negative", "neg")
+identity = _unary_fn("identity", "identity")
+
+# numpy's functions name the same operators (kernels pass np.add / np.exp as op=)
+for _np, _nl in ((np.add, add), (np.subtract, subtract), (np.multiply, multiply), (np.divide, divide),
+                 (np.maximum, maximum), (np.minimum, minimum), (np.power, power), (np.equal, equal),
+                 (np.not_equal, not_equal), (np.greater, greater), (np.greater_equal, greater_equal),
+                 (np.less, less), (np.less_equal, less_equal), (np.logical_and, logical_and),
+                 (np.logical_or, logical_or), (np.logical_xor, logical_xor)):
+    ALU_OF[_np] = ALU_OF[_nl]
+for _np, _nl in ((np.exp, exp), (np.log, log), (np.tanh, tanh), (np.sqrt, sqrt), (np.abs, abs), (np.sign, sign),
+                 (np.square, square), (np.negative, negative), (np.reciprocal, reciprocal)):
+    ACT_OF[_np] = ACT_OF[_nl]
+
+
+def alu_name(op: Any) -> str:
+    """The ISA ALU operator of ``op`` (``nl.add``, ``np.add`` or a name)."""
+    if isinstance(op, str):
+        return {"maximum": "max", "minimum": "min", "power": "pow"}.get(op, op)
+    fn = getattr(op, "__wrapped__", op)
+    for candidate in (op, fn):
+        if candidate in ALU_OF:
+            return ALU_OF[candidate]
+    if op in REDUCE_OF:
+        return REDUCE_OF[op]
+    raise fail(f"{getattr(op, '__name__', op)!r} is not an ALU operator NKI accepts here")
+
+
+def act_name(op: Any) -> str:
+    """The activation function of ``op`` (``nl.exp``, ``np.exp``, ``nl.copy`` ...)."""
+    if isinstance(op, str):
+        return op
+    if op in ACT_OF:
+        return ACT_OF[op]
+    name = getattr(op, "__name__", "")
+    if name in ("copy", "identity"):
+        return "identity"
+    raise fail(f"{name or op!r} is not an activation function neuronsim models")
+
+
+# -- reductions ----------------------------------------------------------------------------
+def _axes(x: NkiTensor, axis: Any) -> list[int]:
+    if axis is None:
+        return list(range(1, len(x.shape)))
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    out = sorted(a % len(x.shape) for a in axes)
+    if 0 in out:
+        raise current().refuse("a reduction over the partition axis", "transpose it to a free axis first")
+    if out != list(range(out[0], len(x.shape))):
+        raise current().refuse("a reduction over axes that do not run to the last one", "reorder the axes")
+    return out
+
+
+def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
+    @api(f"nl.{name}")
+    def fn(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
+           **_kw: Any) -> NkiTensor:
+        axes = _axes(x, axis)
+        kept = tuple(n for a, n in enumerate(x.shape) if a not in axes)
+        shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else kept
+        count = prod(x.shape[a] for a in axes)
+
+        def emit(dst) -> None:
+            src = ops.lay(x)
+            current().kb.tensor_reduce(dst.view(), src.view(), op=op, axis=[a for a in axes])
+            if scale_by_count:
+                current().kb.tensor_scalar(dst.view(), dst.view(), op0="multiply", operand0=1.0 / count)
+
+        return _result(shape, ops.result_dtype(dtype, x), "sbuf", emit, mask)
+
+    fn.__name__ = name
+    return fn
+
+
+sum = _reduce_fn("sum", "add")  # noqa: A001
+max = _reduce_fn("max", "max")  # noqa: A001
+min = _reduce_fn("min", "min")  # noqa: A001
+prod_ = _reduce_fn("prod", "multiply")
+mean = _reduce_fn("mean", "add", scale_by_count=True)
+REDUCE_OF = {sum: "add", max: "max", min: "min", prod_: "multiply", np.sum: "add", np.max: "max", np.amax: "max",
+             np.min: "min", np.amin: "min", np.prod: "multiply"}
+
+
+# -- matmul / transpose ----------------------------------------------------------------------
+@api("nl.matmul")
+def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any = None, **_kw: Any) -> NkiTensor:
+    """``x @ y`` on PE into PSUM: ``x`` is ``[K, M]`` with ``transpose_x`` (the stationary
+    operand as is), else ``[M, K]`` and transposed on PE first."""
+    if transpose_x:
+        stationary = x
+    else:
+        stationary = transpose(x)
+    m, n = stationary.shape[-1], y.shape[-1]
+    if stationary.shape[0] != y.shape[0]:
+        raise fail(f"nl.matmul: contraction dimensions {stationary.shape[0]} and {y.shape[0]} differ")
+
+    def emit(dst, accumulate: bool = False) -> None:
+        current().kb.matmul(dst.view(), ops.lay(stationary).view(), ops.lay(y).view(), accumulate=accumulate)
+
+    emit.accumulates = True  # type: ignore[attr-defined]
+    return _result((m, n), "float32", "psum", emit, mask)
+
+
+@api("nl.transpose")
+def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+    """A PE transpose into PSUM, copied back to SBUF (what nl.transpose lowers to)."""
+    if len(x.shape) != 2:
+        raise fail("nl.transpose transposes a 2-D tile")
+    shape = x.shape[::-1]
+    staged = _result(shape, "float32", "psum", lambda dst: current().kb.transpose(dst.view(), ops.lay(x).view()))
+    return _result(shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.copy(dst, ops.lay(staged), "act"))
+
+
+@api("nl.softmax")
+def softmax(x: NkiTensor, axis: Any = -1, *, dtype: Any = None, **_kw: Any) -> NkiTensor:
+    """exp(x - max) / sum(exp(x - max)) along the free axis (composed of the ops above)."""
+    shifted = subtract(x, max(x, axis=axis, keepdims=True))
+    e = exp(shifted)
+    return divide(e, sum(e, axis=axis, keepdims=True), dtype=dtype)
+
+
+@api("nl.where")
+def where(condition: NkiTensor, x: Any, y: Any, *, dtype: Any = None, **_kw: Any) -> NkiTensor:
+    """``condition * x + (1 - condition) * y`` (conditions are 0 / 1 tiles)."""
+    picked = multiply(condition, x)
+    other = multiply(subtract(1.0, condition), y)
+    return add(picked, other, dtype=dtype)

@@ -1,0 +1,108 @@
+"""NKI data types as neuronsim names (``nl.float32``, ``nl.bfloat16``, the fp8 kinds, ...).
+
+An NKI dtype is a :class:`NkiDtype`, a ``str`` naming the program format's dtype, so
+``x.dtype == nl.bfloat16`` and ``dtype=x.dtype`` work as kernels expect; numpy dtypes,
+``ml_dtypes`` ones and their names are accepted wherever a dtype is.
+
+>>> to_dtype("bf16"), to_dtype(np.float32), nl_dtypes()["float8_e4m3"].itemsize
+('bfloat16', 'float32', 1)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from neuronsim.machine.ir.dtypes import DTYPES, itemsize
+
+__all__ = ["NkiDtype", "to_dtype", "nl_dtypes", "promote", "is_float_dtype"]
+
+
+class NkiDtype(str):
+    """A dtype name with the attributes kernels read (``itemsize``, ``name``)."""
+
+    @property
+    def itemsize(self) -> int:
+        return itemsize(self)
+
+    @property
+    def name(self) -> str:
+        return str(self)
+
+    @property
+    def min(self) -> float | int:
+        """The most negative finite value (``nl.fp32.min``, as kernels write minus infinity)."""
+        return _info(self).min.item()
+
+    @property
+    def max(self) -> float | int:
+        return _info(self).max.item()
+
+
+def _info(dtype: str) -> Any:
+    dt = DTYPES[dtype]
+    return np.iinfo(dt) if dt.kind in "iu" else ml_dtypes.finfo(dt)
+
+
+#: Names NKI uses for the format's dtypes (tfloat32 is stored as float32; bool as uint8;
+#: the ``fn`` fp8 spelling is the one ml_dtypes gives e4m3).
+_ALIASES = {
+    "bf16": "bfloat16", "fp32": "float32", "fp16": "float16", "half": "float16", "float": "float32",
+    "tfloat32": "float32", "float8_e4m3fn": "float8_e4m3", "float8e4": "float8_e4m3", "float8e5": "float8_e5m2",
+    "bool_": "uint8", "bool": "uint8",
+}
+_BY_NUMPY = {np.dtype(v): k for k, v in DTYPES.items()}
+_BY_NUMPY[np.dtype(ml_dtypes.float8_e4m3)] = "float8_e4m3"
+_BY_NUMPY[np.dtype(np.bool_)] = "uint8"
+_BY_NUMPY[np.dtype(np.float64)] = "float32"  # numpy's default float: NKI has no fp64 tiles
+
+
+def to_dtype(value: Any) -> NkiDtype:
+    """The format dtype name of ``value`` (a name, numpy / ml_dtypes dtype or scalar type).
+
+    Raises ValueError for a type the program format cannot hold (int64, packed ``_x4``)."""
+    if isinstance(value, str):
+        name = _ALIASES.get(value, value)
+        if name in DTYPES:
+            return NkiDtype(name)
+        raise ValueError(f"dtype {value!r} is not supported (neuronsim holds {', '.join(DTYPES)})")
+    try:
+        dt = np.dtype(value)
+    except TypeError:
+        raise ValueError(f"{value!r} is not a dtype") from None
+    if dt in _BY_NUMPY:
+        return NkiDtype(_BY_NUMPY[dt])
+    raise ValueError(f"dtype {dt} is not supported (neuronsim holds {', '.join(DTYPES)})")
+
+
+def nl_dtypes() -> dict[str, NkiDtype]:
+    """The dtype attributes of ``nki.language`` (``nl.float32`` ...)."""
+    names = dict.fromkeys(DTYPES)
+    out = {name: NkiDtype(name) for name in names}
+    for alias, name in _ALIASES.items():
+        if alias.isidentifier():
+            out[alias] = NkiDtype(name)
+    return out
+
+
+def is_float_dtype(dtype: str) -> bool:
+    return dtype.startswith(("float", "bfloat"))
+
+
+_RANK = {"float32": 5, "float16": 4, "bfloat16": 4, "float8_e4m3": 2, "float8_e5m2": 2}
+
+
+def promote(*dtypes: str) -> NkiDtype:
+    """NKI type promotion of tile operands: the widest float, else the widest integer.
+
+    >>> promote("bfloat16", "float32"), promote("int32", "bfloat16"), promote("float16", "bfloat16")
+    ('float32', 'bfloat16', 'float32')
+    """
+    floats = [d for d in dtypes if is_float_dtype(d)]
+    if floats:
+        if {"float16", "bfloat16"} <= set(floats):
+            return NkiDtype("float32")  # neither holds the other
+        return NkiDtype(max(floats, key=lambda d: _RANK[d]))
+    return NkiDtype(max(dtypes, key=itemsize))

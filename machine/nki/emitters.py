@@ -1,0 +1,220 @@
+"""The ``nki.isa`` operations as emitters: ``fn(dst_layout, ...)`` records one ISA op.
+
+Both API generations use these: the current API's ``nisa.X(dst, ...)`` emits into ``dst`` at
+once, the legacy ``nisa.X(...)`` returns a pending tile that is emitted into its destination
+when assigned (:mod:`neuronsim.machine.nki.tracer`).  Engines follow the ISA docstrings; ``engine=``
+picks among the engines an op runs on.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.arith import act_name, alu_name
+from neuronsim.machine.nki.indexing import ArangeExpr, Mask
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tiles import NkiTensor, is_tile
+from neuronsim.machine.nki.tracer import current
+
+__all__ = ["ENGINES", "engine_of", "matmul", "transpose", "activation", "tensor_tensor", "tensor_scalar",
+           "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
+           "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "reduce_axes"]
+
+#: ``engine=`` values (``nisa.vector_engine``, ``nisa.engine.gpsimd`` ...) as sequencers.
+ENGINES = {"pe": "pe", "tensor": "pe", "act": "act", "scalar": "act", "activation": "act", "dve": "dve",
+           "vector": "dve", "pool": "pool", "gpsimd": "pool", "sp": "sp", "sync": "sp"}
+
+
+def engine_of(engine: Any, allowed: tuple[str, ...], default: str) -> str:
+    """The sequencer ``engine=`` names, if the op runs there (else the op's default)."""
+    name = ENGINES.get(str(engine)) if engine is not None else None
+    return name if name in allowed else default
+
+
+def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = False, transpose: bool = False) -> None:
+    kb = current().kb
+    if transpose:  # PE transpose mode: the stationary tile's transpose (moving is the identity)
+        kb.transpose(dst.view(), ops.lay(stationary).view())
+        return
+    st, mv = ops.lay(stationary), ops.lay(moving)
+    kb.matmul(dst.view(), st.view(), mv.view(), accumulate=accumulate)
+
+
+matmul.accumulates = True  # type: ignore[attr-defined]
+
+
+def transpose(dst: Layout, data: Any, engine: Any = None) -> None:
+    eng = engine_of(engine, ("pe", "dve"), "pe" if dst.tensor.memory.name == "PSUM" else "dve")
+    current().kb.transpose(dst.view(), ops.lay(data).view(), engine=eng)
+
+
+def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
+               reduce_res: Any = None) -> None:
+    if reduce_res is not None and reduce_op is not None and alu_name(reduce_op) != "add":
+        raise current().refuse(f"activation reduce_op={alu_name(reduce_op)}", "ACT's reduce registers only add")
+    ops.activation(dst, act_name(op), data, scale=scale, bias=bias, reduce_res=reduce_res)
+
+
+def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = None) -> None:
+    ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve"))
+
+
+def _operand(value: Any) -> Any:
+    return ops.lay(value).view() if is_tile(value) else ops.number(value)
+
+
+def tensor_scalar(dst: Layout, data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
+                  operand1: Any = None, reverse1: bool = False, engine: Any = None) -> None:
+    current().note_write(dst)
+    current().kb.tensor_scalar(
+        dst.view(), ops.lay(data).view(), op0=alu_name(op0), operand0=_operand(operand0),
+        op1=alu_name(op1) if op1 is not None else None, operand1=_operand(operand1) if op1 is not None else None,
+        reverse0=bool(reverse0) or None, reverse1=bool(reverse1) or None,
+        engine=engine_of(engine, ("dve", "act", "pool"), "dve"))
+
+
+def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
+                         reverse0: bool = False, reverse1: bool = False) -> None:
+    """``(data <op0> operand0) <op1> operand1`` as two DVE ops writing ``dst``."""
+    tensor_scalar(dst, data, op0, operand0, reverse0)
+    staged = NkiTensor(dst)
+    first, second = (operand1, staged) if reverse1 else (staged, operand1)
+    ops.binary(dst, first, second, alu_name(op1), "dve")
+
+
+def reduce_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
+    axes = [axis] if isinstance(axis, int) else list(axis if axis is not None else range(1, len(shape)))
+    out = sorted(a % len(shape) for a in axes)
+    if 0 in out:
+        raise current().refuse("tensor_reduce over the partition axis", "use a free axis")
+    return out
+
+
+def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = False, keepdims: bool = False) -> None:
+    src = ops.lay(data)
+    current().note_write(dst)
+    current().kb.tensor_reduce(dst.view(), src.view(), op=alu_name(op), axis=reduce_axes(src.shape, axis),
+                               negate=bool(negate) or None)
+
+
+def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:
+    ops.copy(dst, ops.lay(src), engine_of(engine, ("dve", "act", "pool"), "dve"))
+
+
+def memset(dst: Layout, value: Any, engine: Any = None) -> None:
+    ops.memset(dst, value, engine_of(engine, ("dve", "pool"), "dve"))
+
+
+def _split_terms(expr: ArangeExpr) -> tuple[int, list[tuple[int, int]]]:
+    """``(partition coefficient, [(free coefficient, count), ...])`` of an index expression:
+    the iterator at grid position 0 of a grid of two or more axes is the partition axis."""
+    partition, free = 0, []
+    for it, coeff in sorted(expr.terms, key=lambda t: t[0].pos):
+        if it.pos == 0 and it.ndim > 1:
+            partition = coeff
+        else:
+            free.append((coeff, it.count))
+    return partition, free
+
+
+def iota(dst: Layout, expr: Any) -> None:
+    """``dst[p, i] = expr`` for an affine index expression over the tile's axes (POOL)."""
+    if isinstance(expr, int):
+        expr = ArangeExpr(expr, ())
+    if not isinstance(expr, ArangeExpr):
+        raise fail("nisa.iota takes an affine expression of nl.arange / nl.mgrid indices")
+    partition_step, free = _split_terms(expr)
+    if len([c for c, _n in free if c]) > 1:
+        raise current().refuse("nisa.iota over several free axes", "one free axis")
+    step = next((c for c, _n in free if c), 0)
+    current().note_write(dst)
+    current().kb.iota(dst.view(), base=ops.number(expr.const), step=step, partition_step=partition_step)
+
+
+def reciprocal(dst: Layout, data: Any) -> None:
+    """``1 / data`` on DVE (the ISA's reciprocal is a vector-engine op)."""
+    tensor_scalar(dst, data, "divide", 1.0, reverse0=True)
+
+
+def bn_stats(dst: Layout, data: Any) -> None:
+    current().note_write(dst)
+    current().kb.bn_stats(dst.view(), ops.lay(data).view())
+
+
+def bn_aggr(dst: Layout, data: Any) -> None:
+    current().note_write(dst)
+    current().kb.bn_aggr(dst.view(), ops.lay(data).view())
+
+
+def tensor_tensor_scan(dst: Layout, data0: Any, data1: Any, initial: Any, op0: Any, op1: Any,
+                       reverse0: bool = False, reverse1: bool = False) -> None:
+    current().note_write(dst)
+    current().kb.tensor_tensor_scan(dst.view(), ops.lay(data0).view(), ops.lay(data1).view(),
+                                    initial=_operand(initial), op0=alu_name(op0), op1=alu_name(op1),
+                                    reverse0=bool(reverse0) or None, reverse1=bool(reverse1) or None)
+
+
+def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
+                         reverse0: bool = False) -> None:
+    """``tensor_scalar`` into ``dst``, then its per-partition ``reduce_op`` into ``reduce_res``."""
+    tensor_scalar(dst, data, op0, operand0, reverse0)
+    red = ops.lay(reduce_res)
+    current().note_write(red)
+    current().kb.tensor_reduce(red.view(), dst.view(), op=alu_name(reduce_op))
+
+
+def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None, dst_rmw_op: Any = None) -> None:
+    if dst_rmw_op is not None:
+        raise current().refuse("nisa.dma_copy(dst_rmw_op=...)", "read-modify-write DMA is not modelled")
+    ops.dma(dst, ops.lay(src), engine=engine_of(engine, ("sp", "act", "pool"), "sp"),
+            dge=str(dge_mode) if dge_mode is not None else None)
+
+
+def dma_transpose(dst: Layout, src: Any, **_kw: Any) -> None:
+    layout = ops.lay(src)
+    if len(layout.axes) != 2 or layout.on_chip:
+        raise current().refuse("nisa.dma_transpose of this operand", "a 2-D DRAM source")
+    ops.dma(dst, Layout(layout.tensor, layout.axes[::-1], layout.offset, layout.partitions))
+
+
+def free_size(shape: tuple[int, ...]) -> int:
+    return prod(shape[1:])
+
+
+def affine_select(dst: Layout, on_true: Any, value: Any, *, offset: Any, channel_multiplier: Any,
+                  pattern: list[list[int]], cmp: str) -> None:
+    """``dst = on_true where cmp(offset + p * channel_multiplier + pattern . i, 0) else value`` (POOL)."""
+    src = ops.staged_from_psum(ops.lay(on_true))
+    current().note_write(dst)
+    attrs = {"offset": ops.number(offset), "channel_multiplier": ops.number(channel_multiplier),
+             "pattern": [[int(s), int(n)] for s, n in pattern], "cmp": cmp, "value": ops.number(value)}
+    current().kb.instruction("affine_select", "pool", [src.view()], [dst.view()], attrs=attrs)
+
+
+def affine_select_pred(dst: Layout, pred: Any, on_true: Any, value: Any) -> None:
+    """The legacy form: ``pred`` is one comparison ``expr <cmp> number`` of index vectors
+    over the tile's axes (partition axis first)."""
+    if not isinstance(pred, Mask) or len(pred.preds) != 1:
+        raise fail("nisa.affine_select takes one affine comparison of nl.arange / nl.mgrid indices")
+    (expr, cmp, bound), = pred.preds
+    if not isinstance(expr.const, int):
+        expr.const._refuse("an affine_select predicate that depends on a loop index")
+    channel_multiplier, free = _split_terms(expr)
+    pattern = [[coeff, n] for coeff, n in free]
+    affine_select(dst, on_true, value, offset=expr.const - bound, channel_multiplier=channel_multiplier,
+                  pattern=pattern, cmp=cmp)
+
+
+def iota_pattern(dst: Layout, pattern: Any, offset: Any, channel_multiplier: Any = 0) -> None:
+    """Current-API ``nisa.iota(dst, pattern, offset, channel_multiplier)``."""
+    pairs = [(int(s), int(n)) for s, n in (pattern or [[1, 1]])]
+    for (outer, _n), (inner, count) in zip(pairs, pairs[1:]):
+        if outer != inner * count:
+            raise current().refuse("nisa.iota with a pattern that is not one arithmetic run",
+                                   "one [step, count] run")
+    current().note_write(dst)
+    current().kb.iota(dst.view(), base=ops.number(offset), step=pairs[-1][0],
+                      partition_step=ops.number(channel_multiplier))

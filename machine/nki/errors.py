@@ -1,0 +1,98 @@
+"""Errors of the NKI frontend, located at the kernel's own source line.
+
+Every problem a kernel author can cause is an :class:`NkiError` whose message starts with
+``file.py:LINE:`` (the kernel frame that made the call), so the command line prints one line
+and exits 2.  :class:`NotAffine` is internal: a legacy loop body that is not affine in its
+loop variable makes the tracer start again with that loop unrolled.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+from neuronsim.machine.ir.errors import ProgramError
+
+__all__ = ["NkiError", "NotAffine", "SourceLine", "user_line", "unsupported", "fail"]
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLine:
+    """Where a call came from: the kernel file (relative to cwd when below it) and line."""
+
+    file: str
+    line: int
+    path: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+def _display(path: str) -> str:
+    """The path as reports print it: relative to the working directory when inside it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # another drive (Windows)
+        return os.path.basename(path)
+    return os.path.basename(path) if rel.startswith("..") else rel
+
+
+_CODE: dict[object, tuple[bool, str, str]] = {}
+
+
+def _code_info(code: object) -> tuple[bool, str, str]:
+    """``(is the frontend's own code, display name, absolute path)`` of a code object (cached:
+    tracing asks for every call)."""
+    info = _CODE.get(code)
+    if info is None:
+        path = os.path.abspath(code.co_filename)  # type: ignore[attr-defined]
+        ours = path.startswith(_PACKAGE_DIR + os.sep) or path.endswith("contextlib.py")
+        info = _CODE[code] = (ours, _display(path), path)
+    return info
+
+
+def user_line(depth: int = 1) -> SourceLine:
+    """The innermost frame outside this package (and the standard library's contextlib):
+    the kernel statement being traced."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        ours, display, path = _code_info(frame.f_code)
+        if not ours:
+            return SourceLine(display, frame.f_lineno, path)
+        frame = frame.f_back
+    return SourceLine("<unknown>", 0)
+
+
+class NkiError(ProgramError):
+    """A kernel that cannot be traced: ``"file.py:LINE: what"``.
+
+    >>> str(NkiError(SourceLine("k.py", 3), "nisa.sendrecv is not supported (two-core kernels)"))
+    'k.py:3: nisa.sendrecv is not supported (two-core kernels)'
+    """
+
+    def __init__(self, where: SourceLine | str, message: str) -> None:
+        super().__init__(str(where), message)
+
+
+class NotAffine(Exception):
+    """Raised while tracing a kept legacy loop whose body is not affine in its variable.
+
+    ``loops`` are the keys (``file:line`` of the range call) of the loops to unroll."""
+
+    def __init__(self, loops: tuple[str, ...], what: str) -> None:
+        super().__init__(what)
+        self.loops = loops
+        self.what = what
+
+
+def fail(message: str) -> NkiError:
+    """An :class:`NkiError` at the current kernel line (raise it)."""
+    return NkiError(user_line(2), message)
+
+
+def unsupported(construct: str, why: str) -> NkiError:
+    """``"<construct> is not supported (<why>)"`` at the current kernel line (raise it)."""
+    return NkiError(user_line(2), f"{construct} is not supported ({why})")

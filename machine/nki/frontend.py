@@ -1,0 +1,224 @@
+"""``trace``: a kernel and its numpy arguments in, a program out (running it as NKI's
+``simulate_kernel`` does is :func:`neuronsim.verify.nki_simulate.simulate_kernel`, which needs the
+allocation pass).
+
+>>> import numpy as np
+>>> from neuronsim.machine.nki import standins
+>>> with standins():
+...     import nki.language as nl
+...     def double(x):
+...         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+...         nl.store(out, nl.multiply(nl.load(x), 2.0))
+...         return out
+>>> traced = trace(double, np.ones((4, 8), np.float32))
+>>> traced.outputs, [i.op for i, _ in traced.program.instructions()]
+(('return0',), ['dma_copy', 'tensor_scalar', 'dma_copy'])
+"""
+
+from __future__ import annotations
+
+import gc
+import inspect
+import os
+import re
+import sys
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Access, MemoryKind, Program
+from neuronsim.machine.nki.dtypes import to_dtype
+from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, _display
+from neuronsim.machine.nki.kernel import unwrap
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.standins import generation_of, standins
+from neuronsim.machine.nki.tiles import NkiTensor
+from neuronsim.machine.nki.tracer import Tracer
+
+__all__ = ["TracedKernel", "trace"]
+
+_MAX_ATTEMPTS = 64
+_OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+         os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scenarios"))
+
+
+@dataclass(frozen=True)
+class TracedKernel:
+    """A traced kernel: the program, its input values and its output tensor names."""
+
+    program: Program
+    inputs: dict[str, np.ndarray]
+    outputs: tuple[str, ...]
+    returned: tuple[str, ...] = ()
+    """Output tensors the kernel returned, in order (``outputs`` also lists written arguments)."""
+    written_args: tuple[str, ...] = ()
+
+
+def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = "trn1",
+          **kwargs: Any) -> TracedKernel:
+    """Trace ``kernel`` (a ``Kernel``, ``kernel[grid]`` or a function) on ``arrays``.
+
+    numpy arrays (by position or parameter name) become DRAM tensors named after the
+    parameters; other arguments are passed to the kernel as they are.
+    """
+    func, kernel_grid = unwrap(kernel)
+    grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
+    unroll: frozenset[str] = frozenset()
+    name = name or getattr(func, "__name__", "kernel")
+    for _attempt in range(_MAX_ATTEMPTS):
+        tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
+        try:
+            with standins(), tracer.active(), _no_gc_pauses():
+                return _run(tracer, func, arrays, kwargs)
+        except NotAffine as err:
+            keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
+            if not keys or keys <= unroll:
+                raise NkiError(_located(err), f"{err.what} outside any loop neuronsim can unroll") from None
+            unroll |= keys
+        except Exception as err:  # noqa: BLE001  (every failure becomes one located line)
+            kept = frozenset(tracer.loop_sites.values()) - unroll
+            if kept:  # a body traced once may have misled Python state (a list of tiles): unroll all
+                unroll |= kept
+                continue
+            raise _as_nki_error(err, func) from None
+    raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
+
+
+def _as_nki_error(err: Exception, func: Any) -> NkiError:
+    if isinstance(err, NkiError):
+        return err
+    if isinstance(err, RecursionError):
+        return NkiError(_defined_at(func), "the kernel recurses without end")
+    return NkiError(_located(err), f"{type(err).__name__}: {err}")
+
+
+@contextmanager
+def _no_gc_pauses():
+    """Tracing makes many small objects that all live to the end: the cyclic collector's
+    passes over them only cost time (bench/bench_nki_trace.py: 9.2 s -> 7.0 s for 1e5)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _defined_at(func: Any) -> SourceLine:
+    """Where the kernel function is defined (a ``functools.partial``: its function)."""
+    code = getattr(func, "__code__", None) or getattr(getattr(func, "func", None), "__code__", None)
+    if code is None:
+        return SourceLine("<kernel>", 0)
+    return SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
+
+
+def _located(err: BaseException) -> SourceLine:
+    """The innermost frame of ``err``'s traceback in the kernel's own code."""
+    found = SourceLine("<kernel>", 0)
+    for frame, line in traceback.walk_tb(err.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path.startswith(_OURS) and not path.startswith(os.path.join(_OURS[1], "nki")):
+            continue
+        if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
+            continue
+        found = SourceLine(_display(path), line, path)
+    return found
+
+
+def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any]) -> TracedKernel:
+    signature = inspect.signature(func)
+    try:
+        bound = signature.bind(*arrays, **kwargs)
+    except TypeError as err:
+        raise NkiError(_defined_at(func),
+                       f"arguments do not fit {getattr(func, '__name__', 'the kernel')}{signature}: {err}") from None
+    values: dict[str, np.ndarray] = {}
+    for param, value in list(bound.arguments.items()):
+        if isinstance(value, np.ndarray) and value.ndim > 0:
+            dtype = to_dtype(value.dtype)
+            ref = tracer.kb.dram_input(param, value.shape, dtype)
+            values[param] = np.asarray(value).astype(numpy_dtype(dtype))
+            bound.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
+    results: list[Any] = []
+    for _pid in tracer.instances():
+        result = func(*bound.args, **bound.kwargs)
+        tracer.flush()
+        results = _returned(result)
+    try:
+        program = tracer.kb.program()
+    except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
+        where, call = _instruction_site(tracer, err.path)
+        raise NkiError(where, f"{call}: {err.message}") from None
+    return _finish(tracer, program, values, results)
+
+
+def _instruction_site(tracer: Tracer, path: str) -> tuple[SourceLine, str]:
+    """The kernel line of the instruction at JSON path ``path`` (``body[3].body[0]...``)."""
+    nodes: Any = tuple(tracer.kb._bodies[0])
+    node = None
+    for index in re.findall(r"body\[(\d+)\]", path):
+        node = nodes[int(index)]
+        nodes = getattr(node, "body", ())
+    source = dict(getattr(node, "extras", {}) or {}).get("x-source")
+    if not source:
+        return SourceLine("<kernel>", 0), "the traced program"
+    return SourceLine(source["file"], source["line"]), source["call"]
+
+
+def _returned(result: Any) -> list[NkiTensor]:
+    if result is None:
+        return []
+    items = list(result) if isinstance(result, (tuple, list)) else [result]
+    for item in items:
+        if not isinstance(item, NkiTensor) or item.buffer != "hbm":
+            raise NkiError(SourceLine("<kernel>", 0), f"a kernel returns HBM tensors, not {item!r}")
+    return items
+
+
+def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor]) -> TracedKernel:
+    renames: dict[str, str] = {}
+    returned: list[str] = []
+    for k, tile in enumerate(results):
+        tensor = tile.layout.tensor.name
+        if tensor not in values and tensor not in renames:
+            renames[tensor] = tracer.returned_names.get(tensor) or f"return{k}"
+        returned.append(renames.get(tensor, tensor))
+    written_args = tuple(p for p in values if p in tracer.written)
+    outputs = set(returned) | set(written_args)
+    tensors = {}
+    for name, tensor in program.tensors.items():
+        new = renames.get(name, name)
+        if tensor.memory == MemoryKind.DRAM:
+            role = "output" if new in outputs else ("input" if name in values or _is_constant(tracer, name)
+                                                  else "internal")
+            tensor = replace(tensor, name=new, role=role)
+        tensors[new] = tensor
+    if renames:
+        def rename(inst):
+            if not any(a.tensor in renames for a, _w in inst.accesses):
+                return inst
+            return replace(inst, reads=tuple(_renamed(a, renames) for a in inst.reads),
+                           writes=tuple(_renamed(a, renames) for a in inst.writes))
+
+        program = program.map_instructions(rename)
+    program = program.with_tensors(tensors)
+    inputs = {p: v for p, v in values.items() if tensors[p].role == "input"}
+    for tile, constant in tracer.constants.values():
+        name = tile.layout.tensor.name
+        inputs[name] = constant.astype(numpy_dtype(tensors[name].dtype))
+    ordered = tuple(dict.fromkeys(returned + list(written_args)))
+    return TracedKernel(program, inputs, ordered, tuple(returned), written_args)
+
+
+def _is_constant(tracer: Tracer, name: str) -> bool:
+    return any(tile.layout.tensor.name == name for tile, _ in tracer.constants.values())
+
+
+def _renamed(access: Access, renames: dict[str, str]) -> Access:
+    return replace(access, tensor=renames[access.tensor]) if access.tensor in renames else access

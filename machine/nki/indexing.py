@@ -1,0 +1,322 @@
+"""Index expressions of NKI kernels: loop variables, ``nl.ds``, ``nl.arange`` / ``nl.mgrid``, masks.
+
+* :class:`SymIndex` is the variable of a kept legacy loop: affine arithmetic (``i * 128 + 64``)
+  stays symbolic (the builder's :class:`~neuronsim.machine.build.views.Index`); anything else (``i == 0``,
+  ``i // 2``, ``int(i)``, ``range(i)``) raises :class:`~neuronsim.machine.nki.errors.NotAffine`, and the
+  tracer unrolls that loop instead.
+* :class:`ArangeExpr` is an affine index vector over *iterators*: each ``nl.arange`` call and
+  each axis of an ``nl.mgrid`` call is one :class:`Iter`.  Indexing a tensor with index vectors
+  gives one tile axis per iterator, in the order the index uses them (see
+  :mod:`neuronsim.machine.nki.layout`), so unused grid axes add no dimension.
+* A comparison of an :class:`ArangeExpr` with a number is a :class:`Mask`: a range of one
+  iterator; ``&`` joins them.  Applied to an instruction, a mask shrinks the axis of that
+  iterator in every operand (an operand not indexed by iterators: the axis at the iterator's
+  position).
+
+>>> i_p = arange(128)[:, None]
+>>> [(it.pos, it.ndim, c) for it, c in (i_p * 2 + 1).terms], [(lo, hi) for _it, lo, hi in (i_p < 100).bounds]
+([(0, 2, 2)], [(0, 100)])
+>>> k = SymIndex(Index(0, (("k", 1),)))
+>>> (k * 128 + 64).index
+Index(const=64, terms=(('k', 128),))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import count
+from typing import Any
+
+from neuronsim.machine.nki.errors import NotAffine, fail
+from neuronsim.machine.build.views import Index, is_int
+
+__all__ = ["SymIndex", "ArangeExpr", "Mask", "arange", "ds", "MGrid", "as_index", "concrete"]
+
+
+class SymIndex:
+    """A kept loop's variable, or an affine expression of kept loops' variables."""
+
+    __slots__ = ("index",)
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+
+    def _refuse(self, what: str):
+        raise NotAffine(tuple(name for name, _ in self.index.terms), what)
+
+    @staticmethod
+    def _wrap(index: Index) -> SymIndex | int:
+        return SymIndex(index) if index.terms else index.const
+
+    def __add__(self, other: Any):
+        if isinstance(other, ArangeExpr):
+            return other + self
+        if isinstance(other, SymIndex):
+            return self._wrap(self.index + other.index)
+        if is_int(other):
+            return self._wrap(self.index + other)
+        return NotImplemented if not isinstance(other, float) else self._refuse("a loop index plus a float")
+
+    __radd__ = __add__
+
+    def __sub__(self, other: Any):
+        return self + (-other)
+
+    def __rsub__(self, other: Any):
+        return (-self) + other
+
+    def __neg__(self):
+        return self._wrap(self.index * -1)
+
+    def __mul__(self, other: Any):
+        if isinstance(other, ArangeExpr):
+            self._refuse("a loop index times an index vector")
+        if is_int(other):
+            return self._wrap(self.index * other)
+        if isinstance(other, SymIndex):
+            self._refuse("a product of loop indices")
+        if isinstance(other, float) and other.is_integer():
+            return self._wrap(self.index * int(other))
+        return NotImplemented if not isinstance(other, float) else self._refuse("a loop index times a float")
+
+    __rmul__ = __mul__
+
+    def _cmp(self, other: Any):
+        if isinstance(other, ArangeExpr):
+            return NotImplemented
+        self._refuse("a comparison of a loop index")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _cmp
+
+    def __eq__(self, other: Any):  # type: ignore[override]
+        self._refuse("a comparison of a loop index")
+
+    def __ne__(self, other: Any):  # type: ignore[override]
+        self._refuse("a comparison of a loop index")
+
+    def __hash__(self) -> int:
+        return hash(self.index)
+
+    def __bool__(self):
+        self._refuse("a loop index used as a condition")
+
+    def __index__(self):
+        self._refuse("a loop index used as a Python integer")
+
+    __int__ = __index__
+
+    def __float__(self):
+        self._refuse("a loop index used as a number")
+
+    def __floordiv__(self, other: Any):
+        self._refuse("a floor division of a loop index")
+
+    __rfloordiv__ = __mod__ = __rmod__ = __truediv__ = __rtruediv__ = __pow__ = __floordiv__
+
+    def __repr__(self) -> str:
+        parts = [f"{c}*{n}" if c != 1 else n for n, c in self.index.terms]
+        return " + ".join(parts + ([str(self.index.const)] if self.index.const else []))
+
+
+def as_index(value: Any) -> Index:
+    """A builder :class:`Index` from an int, a :class:`SymIndex` or a numpy integer."""
+    if isinstance(value, SymIndex):
+        return value.index
+    if is_int(value):
+        return Index(value)
+    if hasattr(value, "__index__") and not isinstance(value, (float, bool)):
+        return Index(int(value))
+    raise fail(f"index {value!r} is not an integer or an affine expression of loop variables")
+
+
+def concrete(value: Any, what: str) -> int:
+    """``value`` as an int; a kept loop's symbol makes that loop unroll."""
+    if isinstance(value, SymIndex):
+        value._refuse(what)
+    return int(as_index(value).const)
+
+
+def ds(start: Any, size: int) -> slice:
+    """``nl.ds(start, size)``: the slice ``start:start + size``."""
+    return slice(start, start + size)
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A conjunction of comparisons ``expr <cmp> value`` of index vectors with numbers.
+
+    As a ``mask=`` each must bound one iterator (:attr:`bounds`); ``nisa.affine_select``
+    takes one comparison of any affine expression."""
+
+    preds: tuple[tuple[ArangeExpr, str, int], ...]
+
+    def __and__(self, other: Any) -> Mask:
+        if not isinstance(other, Mask):
+            raise fail("a mask combines with & only with another mask")
+        return Mask(self.preds + other.preds)
+
+    __rand__ = __and__
+
+    @property
+    def bounds(self) -> tuple[tuple[Iter, int, int], ...]:
+        """``((iterator, lo, hi), ...)``: the range of one iterator each comparison keeps."""
+        out = []
+        for expr, cmp, value in self.preds:
+            lo, hi = {"less": (None, value), "less_equal": (None, value + 1),
+                      "greater": (value + 1, None), "greater_equal": (value, None)}[cmp]
+            out.append(expr._bound(lo, hi))
+        return tuple(out)
+
+
+_UIDS = count()
+
+
+class Iter:
+    """One iteration axis of an ``nl.arange`` / ``nl.mgrid`` call: ``count`` values, at
+    position ``pos`` of the call's ``ndim`` axes.  Iterators are the same when their ``uid``
+    is (reshaping ``[:, None]`` moves the position, not the identity)."""
+
+    __slots__ = ("uid", "pos", "ndim", "count")
+
+    def __init__(self, uid: int, pos: int, ndim: int, n: int) -> None:
+        self.uid, self.pos, self.ndim, self.count = uid, pos, ndim, n
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Iter) and other.uid == self.uid
+
+    def __hash__(self) -> int:
+        return self.uid
+
+    def __repr__(self) -> str:
+        return f"Iter({self.uid}, pos={self.pos}/{self.ndim}, n={self.count})"
+
+
+@dataclass(frozen=True, eq=False)
+class ArangeExpr:
+    """``const + sum(coeff * iterator)``: an affine index vector (terms keep zero
+    coefficients: ``0 * i_p`` still spans ``i_p``'s axis)."""
+
+    const: Any  # int or SymIndex
+    terms: tuple[tuple[Iter, int], ...]
+
+    @property
+    def iters(self) -> tuple[Iter, ...]:
+        return tuple(it for it, _c in self.terms)
+
+    @property
+    def ndim(self) -> int:
+        return max((it.ndim for it in self.iters), default=0)
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Positional shape (numpy's view of the index grid)."""
+        shape = [1] * self.ndim
+        for it in self.iters:
+            shape[it.pos + self.ndim - it.ndim] = it.count
+        return tuple(shape)
+
+    def __getitem__(self, key: Any) -> ArangeExpr:
+        key = key if isinstance(key, tuple) else (key,)
+        iters = sorted(self.iters, key=lambda it: it.pos)
+        if sum(1 for k in key if k is not None) != self.ndim:
+            raise fail("an index vector is reshaped by slices (:) for its axes and None for new ones")
+        moved, j = {}, 0
+        for new_pos, k in enumerate(key):
+            if k is None:
+                continue
+            if k != slice(None):
+                raise fail("an index vector is reshaped by ':' and None only")
+            for it in iters:
+                if it.pos == j:
+                    moved[it.uid] = Iter(it.uid, new_pos, len(key), it.count)
+            j += 1
+        return ArangeExpr(self.const, tuple((moved[it.uid], c) for it, c in self.terms))
+
+    def __add__(self, other: Any) -> ArangeExpr:
+        if isinstance(other, ArangeExpr):
+            terms = dict(self.terms)
+            for it, c in other.terms:
+                terms[it] = terms.get(it, 0) + c
+            return ArangeExpr(self.const + other.const, tuple(terms.items()))
+        if isinstance(other, SymIndex) or is_int(other):
+            return ArangeExpr(self.const + other, self.terms)
+        return NotImplemented
+
+    __radd__ = __add__
+
+    def __neg__(self) -> ArangeExpr:
+        return self * -1
+
+    def __sub__(self, other: Any) -> ArangeExpr:
+        return self + (-other)
+
+    def __rsub__(self, other: Any) -> ArangeExpr:
+        return (-self) + other
+
+    def __mul__(self, other: Any) -> ArangeExpr:
+        if not is_int(other):
+            raise fail("an index vector multiplies by integers only (indices are affine)")
+        return ArangeExpr(self.const * other, tuple((it, c * other) for it, c in self.terms))
+
+    __rmul__ = __mul__
+
+    def _bound(self, lo: int | None, hi: int | None) -> tuple[Iter, int, int]:
+        """``lo <= self < hi`` as a range ``(iterator, first, last)`` of its one iterator."""
+        if isinstance(self.const, SymIndex):
+            self.const._refuse("a mask that depends on a loop index")
+        terms = [(it, c) for it, c in self.terms if c]
+        if len(terms) != 1:
+            raise fail("a mask compares an index vector of one axis with a number")
+        (it, coeff), = terms
+        if coeff < 0:
+            raise fail("a mask compares an increasing index vector (positive coefficient)")
+        first = 0 if lo is None else max(0, -(-(lo - self.const) // coeff))
+        last = it.count if hi is None else min(it.count, max(0, -(-(hi - self.const) // coeff)))
+        return it, first, max(first, last)
+
+    def _cmp(self, cmp: str, other: Any) -> Mask:
+        if isinstance(other, ArangeExpr):
+            return (self - other)._cmp(cmp, 0)
+        return Mask(((self, cmp, concrete(other, "a mask bound")),))
+
+    def __lt__(self, other: Any) -> Mask:
+        return self._cmp("less", other)
+
+    def __le__(self, other: Any) -> Mask:
+        return self._cmp("less_equal", other)
+
+    def __gt__(self, other: Any) -> Mask:
+        return self._cmp("greater", other)
+
+    def __ge__(self, other: Any) -> Mask:
+        return self._cmp("greater_equal", other)
+
+
+def arange(*args: int) -> ArangeExpr:
+    """``nl.arange([start,] stop[, step])``: a 1-D index vector."""
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    n = -(-(concrete(stop, "an arange bound") - start) // step)
+    return ArangeExpr(start, ((Iter(next(_UIDS), 0, 1, n), step),))
+
+
+class MGrid:
+    """``nl.mgrid[0:p, 0:f]``: one index vector per slice, each over its own iterator."""
+
+    def __getitem__(self, key: Any):
+        key = key if isinstance(key, tuple) else (key,)
+        out = []
+        for j, k in enumerate(key):
+            start, step = k.start or 0, k.step or 1
+            n = -(-(concrete(k.stop, "an mgrid bound") - start) // step)
+            out.append(ArangeExpr(start, ((Iter(next(_UIDS), j, len(key), n), step),)))
+        return out[0] if len(out) == 1 else Grid(out)
+
+
+class Grid(tuple):
+    """The index vectors of one ``nl.mgrid`` call: a tuple, also named ``.p`` (the partition
+    axis) and ``.x``, ``.y``, ``.z`` (the free axes), as legacy kernels write them."""
+
+    p = property(lambda self: self[0])
+    x = property(lambda self: self[1])
+    y = property(lambda self: self[2])
+    z = property(lambda self: self[3])

@@ -1,0 +1,228 @@
+"""``nki.isa`` (current API): every op writes its ``dst`` argument at once.
+
+Also the enums both generations share (``nisa.engine``, ``nisa.dge_mode``, ``nisa.oob_mode``,
+``nisa.nc_version``, ``nisa.reduce_cmd``) and the ops neuronsim refuses, with the reason
+(:data:`REFUSED`, raised as ``"nisa.X is not supported (...)"`` at the kernel line).
+"""
+
+from __future__ import annotations
+
+import enum
+from types import SimpleNamespace
+from typing import Any
+
+from neuronsim.machine.nki import emitters as em
+from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.arith import alu_name
+from neuronsim.machine.nki.tracer import api, current
+
+__all__ = ["current_names", "REFUSED", "engine", "dge_mode", "oob_mode", "nc_version", "reduce_cmd",
+           "get_nc_version", "enum_names"]
+
+
+class engine:  # noqa: N801  (NKI's names)
+    unknown = None
+    tensor = "pe"
+    vector = "dve"
+    scalar = "act"
+    activation = "act"
+    gpsimd = "pool"
+    sync = "sp"
+
+
+class dge_mode:  # noqa: N801
+    unknown = None
+    none = "none"
+    swdge = "swdge"
+    hwdge = "hwdge"
+
+
+class oob_mode:  # noqa: N801
+    error = "error"
+    skip = "skip"
+
+
+class reduce_cmd:  # noqa: N801
+    idle = "idle"
+    reset = "reset"
+    reduce = "reduce"
+    reset_reduce = "reset_reduce"
+
+
+class nc_version(enum.IntEnum):  # noqa: N801
+    gen2 = 2
+    gen3 = 3
+    gen4 = 4
+
+
+def get_nc_version() -> nc_version:
+    """NeuronCore-v2 for a trn1 machine, v3 for trn2."""
+    machine = current().machine
+    base = machine if isinstance(machine, str) else (machine or {}).get("base", "trn1")
+    return nc_version.gen3 if base == "trn2" else nc_version.gen2
+
+
+_TWO_CORE = "two-core kernels: neuronsim models one NeuronCore"
+_REGISTERS = "registers and dynamic loops: neuronsim traces static programs"
+REFUSED = {
+    "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE, "all_reduce": "collectives", "all_gather": "collectives",
+    "reduce_scatter": "collectives", "collective_permute": "collectives",
+    "register_alloc": _REGISTERS, "register_load": _REGISTERS, "register_store": _REGISTERS,
+    "register_move": _REGISTERS, "dynamic_range": _REGISTERS,
+    "nc_matmul_mx": "MX quantized formats", "quantize_mx": "MX quantized formats",
+    "dma_compute": "DMA compute", "local_gather": "gathers", "nc_n_gather": "gathers",
+    "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
+    "nc_stream_shuffle": "stream shuffles", "dropout": "random numbers", "rng": "random numbers",
+    "rand2": "random numbers", "rand_set_state": "random numbers", "rand_get_state": "random numbers",
+    "set_rng_seed": "random numbers", "max8": "top-8 search", "nc_find_index8": "top-8 search",
+    "nc_match_replace8": "top-8 search", "range_select": "predicated selects",
+    "select_reduce": "predicated selects", "tensor_copy_predicated": "predicated selects",
+    "sequence_bounds": "sequence bounds", "tensor_partition_reduce": "cross-partition reductions",
+    "tensor_scalar_cumulative": "cumulative ops", "nonzero_with_count": "data-dependent sizes",
+    "exponential": "not modelled by neuronsim",
+}
+
+
+def _dst(dst: Any):
+    layout = ops.lay(dst)
+    current().note_write(layout)
+    return layout
+
+
+def _emit(fn) -> None:
+    current().emit(fn)
+
+
+@api("nisa.nc_matmul")
+def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
+              accumulate=None, tile_position=(), tile_size=(), perf_mode=None, name=None, **_kw) -> None:
+    tracer = current()
+    if accumulate is None:  # add to an open accumulation group (written, not read since), else start one
+        tracer.flush()
+        accumulate = tracer.accumulates_into(ops.lay(dst).tensor.name)
+    extras = {"x-nki-accumulate": True} if accumulate else None
+    tracer.emit(lambda: em.matmul(_dst(dst), stationary, moving, accumulate=bool(accumulate),
+                                  transpose=bool(is_transpose)), extras=extras)
+
+
+@api("nisa.nc_transpose")
+def nc_transpose(dst, data, engine=None, name=None, **_kw) -> None:
+    _emit(lambda: em.transpose(_dst(dst), data, engine))
+
+
+@api("nisa.activation")
+def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
+               name=None, **_kw) -> None:
+    _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                                reduce_res=reduce_res))
+
+
+@api("nisa.activation_reduce")
+def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None, **_kw) -> None:
+    _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                                reduce_res=reduce_res))
+
+
+@api("nisa.tensor_tensor")
+def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_kw) -> None:
+    _emit(lambda: em.tensor_tensor(_dst(dst), data1, data2, op, engine))
+
+
+@api("nisa.tensor_scalar")
+def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
+                  engine=None, name=None, **_kw) -> None:
+    _emit(lambda: em.tensor_scalar(_dst(dst), data, op0, operand0, reverse0, op1, operand1, reverse1, engine))
+
+
+@api("nisa.scalar_tensor_tensor")
+def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None,
+                         **_kw) -> None:
+    _emit(lambda: em.scalar_tensor_tensor(_dst(dst), data, op0, operand0, op1, operand1, reverse0, reverse1))
+
+
+@api("nisa.tensor_reduce")
+def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, **_kw) -> None:
+    _emit(lambda: em.tensor_reduce(_dst(dst), op, data, axis, negate, keepdims))
+
+
+@api("nisa.tensor_copy")
+def tensor_copy(dst, src, engine=None, name=None, **_kw) -> None:
+    _emit(lambda: em.tensor_copy(_dst(dst), src, engine))
+
+
+@api("nisa.memset")
+def memset(dst, value, engine=None, name=None, **_kw) -> None:
+    _emit(lambda: em.memset(_dst(dst), value, engine))
+
+
+@api("nisa.iota")
+def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) -> None:
+    if pattern is not None and not isinstance(pattern, (list, tuple)):  # an index expression
+        _emit(lambda: em.iota(_dst(dst), pattern))
+        return
+    _emit(lambda: em.iota_pattern(_dst(dst), pattern, offset, channel_multiplier))
+
+
+@api("nisa.affine_select")
+def affine_select(dst, pattern, offset, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, name=None,
+                  **_kw) -> None:
+    cmp = alu_name(cmp_op) if cmp_op is not None else "equal"
+    _emit(lambda: em.affine_select(_dst(dst), on_true_tile, on_false_value, offset=offset,
+                                   channel_multiplier=channel_multiplier, pattern=list(pattern), cmp=cmp))
+
+
+@api("nisa.reciprocal")
+def reciprocal(dst, data, name=None, **_kw) -> None:
+    _emit(lambda: em.reciprocal(_dst(dst), data))
+
+
+@api("nisa.bn_stats")
+def bn_stats(dst, data, name=None, **_kw) -> None:
+    _emit(lambda: em.bn_stats(_dst(dst), data))
+
+
+@api("nisa.bn_aggr")
+def bn_aggr(dst, data, name=None, **_kw) -> None:
+    _emit(lambda: em.bn_aggr(_dst(dst), data))
+
+
+@api("nisa.tensor_tensor_scan")
+def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None,
+                       **_kw) -> None:
+    _emit(lambda: em.tensor_tensor_scan(_dst(dst), data0, data1, initial, op0, op1, reverse0, reverse1))
+
+
+@api("nisa.tensor_scalar_reduce")
+def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0=False, name=None,
+                         **_kw) -> None:
+    _emit(lambda: em.tensor_scalar_reduce(_dst(dst), data, op0, operand0, reduce_op, reduce_res, reverse0))
+
+
+@api("nisa.dma_copy")
+def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=None, name=None, **_kw) -> None:
+    _emit(lambda: em.dma_copy(_dst(dst), src, dge_mode=dge_mode, engine=engine, dst_rmw_op=dst_rmw_op))
+
+
+@api("nisa.dma_transpose")
+def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_kw) -> None:
+    _emit(lambda: em.dma_transpose(_dst(dst), src))
+
+
+def enum_names() -> dict[str, Any]:
+    """Enums and engine constants of ``nki.isa`` (both generations)."""
+    return {"engine": engine, "dge_mode": dge_mode, "oob_mode": oob_mode, "reduce_cmd": reduce_cmd,
+            "nc_version": nc_version, "get_nc_version": get_nc_version,
+            "constants": SimpleNamespace(oob_mode=oob_mode, dge_mode=dge_mode, engine=engine),
+            "tensor_engine": engine.tensor, "vector_engine": engine.vector, "scalar_engine": engine.scalar,
+            "gpsimd_engine": engine.gpsimd, "sync_engine": engine.sync, "unknown_engine": engine.unknown}
+
+
+_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
+        "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
+        "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "affine_select")
+
+
+def current_names() -> dict[str, Any]:
+    names = {name: globals()[name] for name in _OPS}
+    names.update(enum_names())
+    return names

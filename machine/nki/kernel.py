@@ -1,0 +1,76 @@
+"""Kernel objects: ``@nki.jit`` / ``@nki.baremetal`` / ``@nki.benchmark`` and SPMD grids.
+
+A decorated kernel is a :class:`Kernel`; ``kernel[g0, g1]`` is the same kernel launched on a
+grid (the instances run one after another, see :mod:`neuronsim.machine.nki.frontend`).  Called inside a
+trace a kernel is a plain function call (a kernel calling another); called outside one with
+numpy arrays it runs as ``nki.simulate_kernel`` would.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from neuronsim.machine.nki import tracer
+from neuronsim.machine.nki.errors import NkiError
+from neuronsim.machine.nki.indexing import concrete
+
+__all__ = ["Kernel", "jit", "unwrap", "set_eager_runner", "run_eagerly"]
+
+#: How a kernel called outside a trace runs: set by :mod:`neuronsim.verify.nki_simulate` (placing
+#: tiles needs the allocation pass, which this package, below the passes, cannot import).
+_EAGER_RUNNER: list[Any] = []
+
+
+def set_eager_runner(runner: Any) -> None:
+    """Make ``runner(kernel, *args, **kwargs)`` what a kernel called outside a trace does."""
+    _EAGER_RUNNER[:] = [runner]
+
+
+def run_eagerly(kernel: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run ``kernel`` on numpy arrays as NKI's ``simulate_kernel`` does (see :func:`set_eager_runner`)."""
+    if not _EAGER_RUNNER:
+        raise NkiError(getattr(unwrap(kernel)[0], "__qualname__", "kernel"),
+                       "a kernel called outside a trace runs on neuronsim's simulator: import "
+                       "neuronsim.verify.nki_simulate (simulate_kernel) first, or trace() it")
+    return _EAGER_RUNNER[0](kernel, *args, **kwargs)
+
+
+class Kernel:
+    """An NKI kernel function and its launch grid."""
+
+    def __init__(self, func: Any, grid: tuple[int, ...] = (), options: dict | None = None) -> None:
+        self.func = func
+        self.grid = grid
+        self.options = options or {}
+        functools.update_wrapper(self, func)
+
+    def __getitem__(self, grid: Any) -> Kernel:
+        grid = grid if isinstance(grid, tuple) else (grid,)
+        return Kernel(self.func, tuple(concrete(g, "a grid size") for g in grid), self.options)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if tracer.tracing():
+            if self.grid:
+                raise tracer.current().refuse("launching an SPMD grid from inside a kernel", "launch it at top level")
+            return self.func(*args, **kwargs)
+        return run_eagerly(self, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<NKI kernel {self.func.__qualname__}{list(self.grid) if self.grid else ''}>"
+
+
+def jit(func: Any = None, **options: Any) -> Any:
+    """``@nki.jit`` or ``@nki.jit(mode=..., ...)`` (options are accepted and ignored)."""
+    if func is None:
+        return lambda f: Kernel(f, (), options)
+    return Kernel(func, (), options)
+
+
+def unwrap(kernel: Any) -> tuple[Any, tuple[int, ...]]:
+    """The Python function and grid of a kernel, a decorated kernel or a plain function."""
+    grid: tuple[int, ...] = ()
+    while isinstance(kernel, Kernel):
+        grid = grid or kernel.grid
+        kernel = kernel.func
+    return kernel, grid

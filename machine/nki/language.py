@@ -1,0 +1,290 @@
+"""``nki.language`` (``nl``) for traced kernels: tensors, memory operations, math, loops, SPMD.
+
+Each call lowers to the ISA op and engine the NKI docs give for it (docs/nki.md has the
+table): ``nl.load`` / ``nl.store`` are DMA transfers, elementwise arithmetic of two tiles is
+``tensor_tensor`` on DVE and of a tile and a number ``tensor_scalar``, transcendental
+functions are ``activation`` on ACT, reductions ``tensor_reduce`` on DVE, ``nl.matmul`` a PE
+matmul into PSUM.  Shared by both API generations (the current API's stand-in module leaves
+out the legacy-only names).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.alloc import BUFFERS, Buffer, ParDim, TileSpec, declare_tile, spec_of
+from neuronsim.machine.nki.dtypes import to_dtype
+from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
+from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.tracer import api, as_mask, current
+
+sbuf, psum = BUFFERS["sbuf"], BUFFERS["psum"]
+hbm, shared_hbm, private_hbm = BUFFERS["hbm"], BUFFERS["shared_hbm"], BUFFERS["private_hbm"]
+mgrid = MGrid()
+
+
+class tile_size:  # noqa: N801  (NKI's name)
+    """Hardware tile sizes (``nl.tile_size.pmax`` ...), NeuronCore-v2/v3 values."""
+
+    pmax = 128
+    psum_fmax = 512
+    gemm_stationary_fmax = 128
+    gemm_moving_fmax = 512
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+    total_available_sbuf_size = 192 * 1024
+
+
+class NKIObject:
+    """Base class of NKI kernel configuration objects (a plain Python base here)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+
+def par_dim(n: int) -> ParDim:
+    return ParDim(n)
+
+
+# -- tensors -------------------------------------------------------------------------------
+def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = None) -> NkiTensor:
+    tracer = current()
+    spec = spec_of(shape, to_dtype(dtype if dtype is not None else "float32"), buffer or sbuf, address)
+    if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):
+        key = tracer.hbm_site(tracer.where()[0])
+        if key not in tracer.hbm_sites:
+            tensor = _declared(tracer, spec, name)
+            tracer.hbm_sites[key] = tensor
+            if name:
+                tracer.returned_names[tensor.layout.tensor.name] = name
+        return tracer.hbm_sites[key]
+    return _declared(tracer, spec, name)
+
+
+def _declared(tracer: Any, spec: TileSpec, name: str) -> NkiTensor:
+    layout = declare_tile(tracer, spec, hint=name or None)
+    return NkiTensor(layout) if isinstance(layout, Layout) else NkiTensor(blocked=layout)
+
+
+@api("nl.ndarray")
+def ndarray(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", address: Any = None,
+            **_kw: Any) -> NkiTensor:
+    return _new(shape, dtype, buffer, name, address)
+
+
+@api("nl.zeros")
+def zeros(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw: Any) -> NkiTensor:
+    return full(shape, 0.0, dtype, buffer, name, **kw)
+
+
+@api("nl.ones")
+def ones(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw: Any) -> NkiTensor:
+    return full(shape, 1.0, dtype, buffer, name, **kw)
+
+
+@api("nl.full")
+def full(shape: Any, fill_value: Any, dtype: Any = None, buffer: Any = None, name: str = "",
+         **kw: Any) -> NkiTensor:
+    tile = _new(shape, dtype, buffer, name, kw.get("address"))
+    _fill(tile, fill_value)
+    return tile
+
+
+def _fill(tile: NkiTensor, value: Any) -> None:
+    tracer = current()
+    if tile._blocked is not None:
+        blocked = tile._blocked
+        for block in np.ndindex(*blocked.spec.blocks):
+            layout = blocked.block(tracer, block)
+            tracer.emit(lambda layout=layout: ops.memset(layout, value))
+        return
+    tracer.emit(lambda: ops.memset(tile.layout, value))
+
+
+@api("nl.zeros_like")
+def zeros_like(a: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_kw: Any) -> NkiTensor:
+    return full(a.shape, 0.0, dtype or a.dtype, buffer or _buffer_of(a), name)
+
+
+@api("nl.empty_like")
+def empty_like(a: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_kw: Any) -> NkiTensor:
+    return _new(a.shape, dtype or a.dtype, buffer or _buffer_of(a), name)
+
+
+def _buffer_of(a: NkiTensor) -> Buffer:
+    return {"sbuf": sbuf, "psum": psum}.get(a.buffer, hbm)
+
+
+@api("nl.shared_identity_matrix")
+def shared_identity_matrix(n: int, dtype: Any = "float32", **_kw: Any) -> NkiTensor:
+    return shared_constant(np.eye(n), dtype)
+
+
+@api("nl.shared_constant")
+def shared_constant(constant: Any, dtype: Any = None, **_kw: Any) -> NkiTensor:
+    """A constant tensor in shared HBM: an input of the program holding ``constant``."""
+    tracer = current()
+    values = np.asarray(constant)
+    dtype = to_dtype(dtype if dtype is not None else values.dtype)
+    key = (tuple(values.shape), dtype, values.tobytes())
+    if key not in tracer.constants:
+        name = tracer.tensor_name(f"const{len(tracer.constants)}", *tracer.where())
+        ref = tracer.kb.dram_input(name, values.shape, dtype)
+        tracer.constants[key] = (NkiTensor(Layout.whole(ref.tensor)), values)
+    return tracer.constants[key][0]
+
+
+# -- memory operations ---------------------------------------------------------------------
+@api("nl.load")
+def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
+    if src.buffer != "hbm":
+        return copy(src, dtype=dtype, mask=mask)
+    return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask, (src,))
+
+
+@api("nl.load_transpose2d")
+def load_transpose2d(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
+    if len(src.shape) != 2:
+        raise fail("nl.load_transpose2d loads a 2-D tensor")
+
+    def emit(dst: Layout) -> None:
+        layout = ops.lay(src)
+        ops.dma(dst, Layout(layout.tensor, layout.axes[::-1], layout.offset, layout.partitions))
+
+    return _result(src.shape[::-1], dtype or src.dtype, "sbuf", emit, mask)
+
+
+@api("nl.store")
+def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
+    assign(dst, value, mask=mask)
+
+
+@api("nl.copy")
+def copy(src: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, **_kw: Any) -> NkiTensor:
+    return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(src), engine), mask,
+                   (src,))
+
+
+@api("nl.broadcast_to")
+def broadcast_to(src: NkiTensor, shape: Any) -> NkiTensor:
+    return src.broadcast_to(shape)
+
+
+@api("nl.broadcast_to")
+def broadcast_partitions(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
+    """A one-partition tile copied to ``shape[0]`` partitions: PE multiplies it by a row of
+    ones into PSUM (512 fp32 per bank at a time) and ACT copies the result to SBUF, as a
+    compiler broadcasts along partitions (DVE and ACT lanes cannot)."""
+    tracer = current()
+    tracer.flush()
+    partitions, free = shape[0], int(np.prod(shape[1:]))
+    layout = src.layout
+    row = layout.broadcast_to((1, *shape[1:])).reshape((1, free)) if layout.contiguous() else None
+    if row is None:
+        raise tracer.refuse("broadcasting a strided on-chip tile along partitions", "load it contiguous")
+    ones = declare_tile(tracer, spec_of((1, partitions), to_dtype("float32"), sbuf))
+    out = declare_tile(tracer, spec_of((partitions, free), src.dtype, sbuf))
+    tracer.emit(lambda: ops.memset(ones, 1.0))
+    for start in range(0, free, 512):
+        width = builtins.min(512, free - start)  # nl.min shadows the builtin here
+        staged = declare_tile(tracer, spec_of((partitions, width), to_dtype("float32"), psum))
+        chunk = (slice(None), slice(start, start + width))
+        tracer.emit(lambda staged=staged, chunk=chunk: tracer.kb.matmul(staged.view(), ones.view(),
+                                                                         row.index(chunk).view()))
+        tracer.emit(lambda staged=staged, chunk=chunk: ops.copy(out.index(chunk), staged, "act"))
+    return NkiTensor(out.reshape(shape))
+
+
+@api("=")
+def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
+    """``dst[...] = value``: the pending call writes ``dst`` directly, else a copy (a DMA
+    when either side is in DRAM) or a memset of a number."""
+    tracer = current()
+    pending = tracer.take_pending(value) if is_tile(value) else None
+    if pending is not None:
+        if mask is not None and pending.mask is None:
+            pending.mask = as_mask(mask)
+        if not dst.layout.on_chip and pending.proxy.buffer != "hbm":
+            tracer.pending = pending  # a compute result stored to DRAM: through SBUF, then a DMA
+            tracer.flush()
+        else:
+            tracer.emit_pending_into(pending, dst.layout)
+            return
+    if is_tile(value):
+        if value.layout == dst.layout:
+            return  # t[...] += x re-assigns the view it updated
+        if not dst.layout.on_chip and value.buffer == "psum":  # DMA cannot read PSUM: through SBUF
+            value = copy(value)
+            tracer.flush()
+        tracer.emit(lambda: ops.copy(ops.lay(dst), ops.lay(value)), mask=mask)
+    elif isinstance(value, np.ndarray) and value.size > 1:
+        raise tracer.refuse("assigning a numpy array to a tile", "load it from a kernel argument")
+    else:
+        tracer.emit(lambda: ops.memset(ops.lay(dst), value), mask=mask)
+
+
+@api("+=")
+def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
+    """``dst += value``: a PSUM matmul accumulates in place; anything else is an ALU op on
+    ``dst`` (``extras["x-nki-accumulate"]``)."""
+    tracer = current()
+    mark = {"x-nki-accumulate": True}
+    pending = tracer.take_pending(value) if is_tile(value) else None
+    if pending is not None and getattr(pending.emit, "accumulates", False) and op == "add":
+        tracer.emit_pending_into(pending, dst.layout, mark, accumulate=ops.opens_accumulation(dst.layout))
+        return
+    if pending is not None:
+        tracer.pending = pending
+    tracer.emit(lambda: ops.binary(ops.lay(dst), dst, value, op), extras=mark)
+
+
+# -- SPMD ----------------------------------------------------------------------------------
+def program_id(axis: int = 0) -> int:
+    return current().program_id_of(int(axis))
+
+
+def num_programs(axis: int | None = None) -> int:
+    grid = current().grid
+    if axis is None:
+        return int(np.prod(grid)) if grid else 1
+    return grid[axis] if axis < len(grid) else 1
+
+
+def program_ndim() -> int:
+    return len(current().grid)
+
+
+# -- loops ---------------------------------------------------------------------------------
+def affine_range(*args: Any, **_kw: Any):
+    return current().loop("affine", args)
+
+
+def sequential_range(*args: Any, **_kw: Any):
+    return current().loop("sequential", args)
+
+
+def static_range(*args: Any, **_kw: Any):
+    return current().loop("static", args)
+
+
+def device_print(*_args: Any, **_kw: Any) -> None:
+    """No instruction: neuronsim prints nothing from a traced kernel."""
+
+
+from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
+from neuronsim.machine.nki.arith import (add, divide, greater, greater_equal, less, less_equal,  # noqa: E402
+                                         multiply, subtract, transpose)
+
+# What a tile's Python syntax does (tiles sit below these calls and cannot import them).
+register_operators(assign=assign, accumulate=accumulate, broadcast_partitions=broadcast_partitions,
+                   transpose=transpose, add=add, subtract=subtract, multiply=multiply, divide=divide, less=less,
+                   less_equal=less_equal, greater=greater, greater_equal=greater_equal)

@@ -1,0 +1,297 @@
+"""Where a tile view sits in its tensor: the logical axes of an NKI view over a program tensor.
+
+A :class:`Layout` is what slicing, ``nl.ds``, ``nl.arange`` indices, ``.ap(...)``,
+``.reshape`` and ``.broadcast_to`` produce, and what an instruction's operand becomes:
+:meth:`Layout.view` writes it as the builder's :class:`~neuronsim.machine.build.views.View` (the
+program format's ``partitions`` / ``offset`` / ``pattern``).  On SBUF / PSUM one axis is the
+partition axis (``P``: its range is ``partitions``); every other axis is a free axis
+``(stride, count)`` in the tensor's per-partition element numbering (DRAM: all elements).
+
+>>> from neuronsim.machine.ir.program import MemoryKind, Tensor
+>>> t = Layout.whole(Tensor("t", MemoryKind.SBUF, "float32", (128, 4, 64)))
+>>> v = t.index((slice(0, 64), 2, slice(0, 64, 2))).view().access()
+>>> v.partitions, v.offset, v.pattern
+((0, 64, 1), 128, ((2, 32),))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import cached_property
+from math import prod
+from typing import Any
+
+from neuronsim.machine.ir.program import MemoryKind, Tensor
+from neuronsim.machine.nki.errors import fail, unsupported
+from neuronsim.machine.nki.indexing import ArangeExpr, as_index, concrete
+from neuronsim.machine.build.views import Index, View, is_int
+
+__all__ = ["Layout", "P"]
+
+P = "P"
+F = "F"
+
+
+def _shift(offset: Index, index: Any, stride: int) -> Index:
+    """``offset + index * stride`` (plain integers without building Index objects)."""
+    if is_int(index):
+        if not index or not stride:
+            return offset
+        return Index(offset.const + index * stride, offset.terms)
+    return offset + as_index(index) * stride
+
+
+def _row_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(prod(shape[d + 1:]) for d in range(len(shape)))
+
+
+@dataclass(frozen=True)
+class Layout:
+    tensor: Tensor
+    axes: tuple[tuple[str, int, int], ...]
+    """``(P, 0, count)`` for the partition axis, ``(F, stride, count)`` for a free one."""
+    offset: Index = Index()
+    partitions: tuple[int, int, int] | None = None
+    tags: tuple[Any, ...] | None = None
+    """The :class:`~neuronsim.machine.nki.indexing.Iter` each axis came from (index vectors), or None."""
+
+    @staticmethod
+    def whole(tensor: Tensor, logical: tuple[int, ...] | None = None, par_axis: int = 0) -> Layout:
+        """The whole tensor; ``logical`` orders its axes as the kernel declared them (block
+        dimensions before the partition axis at ``par_axis``)."""
+        if tensor.memory == MemoryKind.DRAM:
+            return Layout(tensor, tuple((F, s, n) for s, n in zip(_row_strides(tensor.shape), tensor.shape)))
+        free = tensor.shape[1:]
+        axes = [(F, s, n) for s, n in zip(_row_strides(free), free)]
+        axes.insert(par_axis, (P, 0, tensor.shape[0]))
+        return Layout(tensor, tuple(axes), Index(), (0, tensor.shape[0], 1))
+
+    @cached_property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(n for _k, _s, n in self.axes)
+
+    @property
+    def on_chip(self) -> bool:
+        return self.partitions is not None
+
+    def view(self) -> View:
+        """The builder's view of this layout (computed once: operands are viewed often)."""
+        return self._view
+
+    @cached_property
+    def _view(self) -> View:
+        dims = tuple((s, n) for k, s, n in self.axes if k == F) or ((1, 1),)
+        return View(self.tensor, self.partitions, self.offset, dims)
+
+    # -- basic and advanced indexing ---------------------------------------------------------
+    def index(self, key: Any) -> Layout:
+        key = key if isinstance(key, tuple) else (key,)
+        if any(k is Ellipsis for k in key):
+            at = key.index(Ellipsis)
+            key = key[:at] + (slice(None),) * (len(self.axes) - len(key) + 1) + key[at + 1:]
+        if len(key) > len(self.axes):
+            raise fail(f"{len(key)} indices for a {len(self.axes)}-dimensional tile of {self.tensor.name}")
+        if any(isinstance(k, ArangeExpr) for k in key):
+            return self._advanced(key)
+        layout, axes, tags = self, [], []
+        old_tags = self.tags or (None,) * len(self.axes)
+        for k, axis, tag in zip(key, self.axes, old_tags):
+            layout, kept = layout._basic(k, axis)
+            if kept is not None:
+                axes.append(kept)
+                tags.append(tag)
+        axes.extend(self.axes[len(key):])
+        tags.extend(old_tags[len(key):])
+        return Layout(layout.tensor, tuple(axes), layout.offset, layout.partitions,
+                      tuple(tags) if any(t is not None for t in tags) else None)
+
+    def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:
+        kind, stride, count = axis
+        if isinstance(k, slice):
+            start = 0 if k.start is None else k.start
+            stop = count if k.stop is None else k.stop
+            step = 1 if k.step is None else concrete(k.step, "a slice step")
+            span = as_index(stop) - as_index(start)
+            if span.terms or step < 1:
+                raise fail(f"slice {k} of {self.tensor.name} needs a constant length and a positive step")
+            if is_int(start) and start < 0:
+                start, span = start + count, span
+            n = -(-span.const // step)
+            if n < 1 or (is_int(start) and not (0 <= start and start + (n - 1) * step < count)):
+                raise fail(f"slice {start}:{stop} of {self.tensor.name} is outside its {count} elements")
+            if kind == P:
+                p0, _pn, ps = self.partitions
+                first = concrete(start, "a partition index")
+                return Layout(self.tensor, self.axes, self.offset, (p0 + first * ps, n, ps * step)), (P, 0, n)
+            shifted = Layout(self.tensor, self.axes, _shift(self.offset, start, stride), self.partitions)
+            return shifted, (F, stride * step, n)
+        if k is None:
+            return self, (F, 0, 1)
+        if is_int(k) and k < 0:
+            k += count
+        if is_int(k) and not 0 <= k < count:
+            raise fail(f"index {k} of {self.tensor.name} is outside its {count} elements")
+        if kind == P:
+            p0, _pn, ps = self.partitions
+            return Layout(self.tensor, self.axes, self.offset, (p0 + concrete(k, "a partition index") * ps, 1, 1)), None
+        return Layout(self.tensor, self.axes, _shift(self.offset, k, stride), self.partitions), None
+
+    def _advanced(self, key: tuple[Any, ...]) -> Layout:
+        """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: one tile axis per
+        iterator, in the order the index first uses them, so the partition index's iterator
+        comes first (``g[i_one, i_f]`` of ``nl.mgrid[0:128, 0:F, 0:1]`` is a ``(1, F)`` tile).
+        Each axis is tagged with its iterator: a copy between views of the same iterators in
+        another order permutes (``out[i_f, i_p] = t[i_p, i_f]`` stores a transpose)."""
+        if any(isinstance(k, slice) for k in key):
+            raise unsupported("mixing slices with nl.arange index vectors", "index every axis with vectors or integers")
+        exprs = [k if isinstance(k, ArangeExpr) else ArangeExpr(k, ()) for k in key]
+        order: list[Any] = []
+        for e in exprs:
+            for it in sorted(e.iters, key=lambda it: it.pos):
+                if it not in order:
+                    order.append(it)
+        offset, strides, partitions, p_iter = self.offset, dict.fromkeys(order, 0), self.partitions, None
+        for e, (kind, stride, _count) in zip(exprs, self.axes):
+            if kind == P:
+                p0, _pn, ps = self.partitions
+                first = concrete(e.const, "a partition index")
+                moving = [(it, c) for it, c in e.terms if c]
+                if len(moving) > 1:
+                    raise unsupported("a partition index over two index vectors", "one vector per partition axis")
+                if moving:
+                    p_iter, coeff = moving[0]
+                    partitions = (p0 + first * ps, p_iter.count, coeff * ps)
+                else:
+                    partitions = (p0 + first * ps, 1, 1)
+                    p_iter = next((it for it, _c in e.terms), None)
+                continue
+            offset = offset + as_index(e.const) * stride
+            for it, c in e.terms:
+                strides[it] += c * stride
+        if p_iter is not None and strides.get(p_iter):
+            raise unsupported("an index vector that moves both the partition and a free axis", "diagonal access")
+        axes = [(P, 0, partitions[1]) if it == p_iter else (F, strides[it], it.count) for it in order]
+        tags = [frozenset((it,)) for it in order]
+        if self.on_chip and p_iter is None:
+            axes.insert(0, (P, 0, partitions[1]))
+            tags.insert(0, frozenset())
+        axes.extend(self.axes[len(key):])
+        tags.extend([frozenset()] * (len(self.axes) - len(key)))
+        return Layout(self.tensor, tuple(axes), offset, partitions, tuple(tags))
+
+    def iterators(self) -> tuple[Any, ...] | None:
+        """The iterator of each axis when every axis of count > 1 has exactly one, else None."""
+        if self.tags is None:
+            return None
+        out = []
+        for (kind, _s, n), tag in zip(self.axes, self.tags):
+            if n == 1:
+                continue
+            if len(tag) != 1:
+                return None
+            out.append(next(iter(tag)))
+        return tuple(out)
+
+    def permuted_like(self, other: Layout) -> Layout:
+        """This DRAM view with its axes in the iterator order of ``other`` (an on-chip tile
+        indexed by the same iterators in another order), else unchanged."""
+        mine, theirs = self.iterators(), other.iterators()
+        if self.on_chip or not mine or not theirs or mine == theirs or set(mine) != set(theirs):
+            return self
+        big = [(axis, tag) for axis, tag in zip(self.axes, self.tags) if axis[2] != 1]
+        by_iter = {next(iter(tag)): (axis, tag) for axis, tag in big}
+        picked = [by_iter[it] for it in theirs]
+        return Layout(self.tensor, tuple(a for a, _t in picked), self.offset, None, tuple(t for _a, t in picked))
+
+    # -- masks, access patterns, reshapes -----------------------------------------------------
+    def restrict(self, it: Any, lo: int, hi: int) -> Layout:
+        """Keep elements ``[lo, hi)`` along iterator ``it``: the axis indexed by it, or, in a
+        view not indexed by iterators, the axis at its position."""
+        if self.tags is not None and any(self.tags):
+            pos = next((k for k, tag in enumerate(self.tags) if tag and it in tag), None)
+            if pos is None:
+                return self
+        else:
+            pos = it.pos
+        if not 0 <= pos < len(self.axes):
+            return self
+        kind, stride, count = self.axes[pos]
+        if count == 1:
+            return self
+        hi = min(hi, count)
+        axes = list(self.axes)
+        axes[pos] = (kind, stride, max(0, hi - lo))
+        if kind == P:
+            p0, _pn, ps = self.partitions
+            return Layout(self.tensor, tuple(axes), self.offset, (p0 + lo * ps, max(0, hi - lo), ps), self.tags)
+        return Layout(self.tensor, tuple(axes), self.offset + lo * stride, self.partitions, self.tags)
+
+    @property
+    def empty(self) -> bool:
+        return any(n == 0 for _k, _s, n in self.axes)
+
+    def ap(self, pattern: Any, offset: Any = 0) -> Layout:
+        """``tensor.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern
+        over the whole tensor; on chip the first pair is the partition axis (its step in
+        partitions, or in elements of a partition row)."""
+        pairs = [(int(s), int(n)) for s, n in pattern]
+        off = as_index(offset)
+        if not self.on_chip:
+            return Layout(self.tensor, tuple((F, s, n) for s, n in pairs), off)
+        row = self.tensor.free_elements
+        (pstep, pcount), free = pairs[0], pairs[1:]
+        if off.terms:
+            raise unsupported("an .ap() offset that depends on a loop variable on chip", "unroll the loop")
+        if row > 1 and pstep % row == 0:
+            pstep //= row
+        start, foff = divmod(off.const, row)
+        axes = ((P, 0, pcount),) + tuple((F, s, n) for s, n in free)
+        return Layout(self.tensor, axes, Index(foff), (start, pcount, max(pstep, 1)))
+
+    def contiguous(self) -> bool:
+        free = [(s, n) for k, s, n in self.axes if k == F and n > 1]
+        expect = 1
+        for s, n in reversed(free):
+            if s != expect:
+                return False
+            expect *= n
+        return True
+
+    def reshape(self, shape: tuple[int, ...]) -> Layout:
+        shape = tuple(int(n) for n in shape)
+        if prod(shape) != prod(self.shape):
+            raise fail(f"cannot reshape {self.shape} of {self.tensor.name} to {shape}")
+        if not self.contiguous():
+            raise unsupported(f"reshaping a strided view of {self.tensor.name}", "reshape a contiguous one")
+        if not self.on_chip:
+            return replace(self, axes=tuple((F, s, n) for s, n in zip(_row_strides(shape), shape)), tags=None)
+        pcount = self.partitions[1]
+        if shape[0] != pcount:
+            raise unsupported("a reshape that changes the partition axis", "keep the first dimension")
+        free = shape[1:]
+        free_axes = tuple((F, s, n) for s, n in zip(_row_strides(free), free))
+        return replace(self, axes=((P, 0, pcount),) + free_axes, tags=None)
+
+    def broadcast_to(self, shape: tuple[int, ...]) -> Layout:
+        shape = tuple(int(n) for n in shape)
+        added = len(shape) - len(self.axes)
+        if self.on_chip and added > 0:  # tiles align on the partition axis: new axes go last
+            axes = list(self.axes) + [(F, 0, 1)] * added
+            tags = self.tags + (frozenset(),) * added if self.tags is not None else None
+        else:
+            axes = [(F, 0, 1)] * added + list(self.axes)
+            tags = (frozenset(),) * added + self.tags if self.tags is not None and added > 0 else self.tags
+        if len(axes) != len(shape):
+            raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
+        out = []
+        for (kind, stride, count), n in zip(axes, shape):
+            if count == n:
+                out.append((kind, stride, count))
+            elif count == 1 and kind == F:
+                out.append((F, 0, n))
+            elif count == 1:
+                raise unsupported("broadcasting an on-chip tile along partitions",
+                                  "broadcast the DRAM source of the load instead")
+            else:
+                raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
+        return replace(self, axes=tuple(out), tags=tags)

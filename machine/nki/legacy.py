@@ -1,0 +1,200 @@
+"""Legacy ``neuronxcc.nki.isa`` (ops return their result tile), ``neuronxcc.nki.compiler``
+(direct allocation) and ``neuronxcc.nki.typing``.
+
+A legacy op's result is pending (see :mod:`neuronsim.machine.nki.tracer`): ``t[...] = nisa.exp(...)``
+emits it into ``t``, ``psum[...] += nisa.nc_matmul(a, b)`` emits an accumulating matmul.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Any
+
+from neuronsim.machine.nki import emitters as em
+from neuronsim.machine.nki.isa import enum_names
+from neuronsim.machine.nki.language import psum as _psum
+from neuronsim.machine.nki.language import sbuf as _sbuf
+from neuronsim.machine.nki.ops import lay, result_dtype
+from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.tracer import api, current
+
+__all__ = ["isa_names", "compiler_names", "typing_names"]
+
+
+def _free(shape: tuple[int, ...]) -> int:
+    return prod(shape[1:])
+
+
+@api("nisa.nc_matmul")
+def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
+              mask=None, **_kw):
+    if is_transpose:
+        shape = (_free(stationary.shape), stationary.shape[0])
+    else:
+        shape = (_free(stationary.shape), _free(moving.shape))
+
+    def emit(dst, accumulate=False):
+        em.matmul(dst, stationary, moving, accumulate=accumulate, transpose=bool(is_transpose))
+
+    emit.accumulates = True  # type: ignore[attr-defined]
+    return _result(shape, "float32", "psum", emit, mask)
+
+
+@api("nisa.nc_transpose")
+def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
+    buffer = "sbuf" if em.engine_of(engine, ("pe", "dve"), "pe") == "dve" else "psum"
+    shape = (_free(data.shape), data.shape[0])
+    return _result(shape, dtype or data.dtype, buffer, lambda dst: em.transpose(dst, data, engine), mask)
+
+
+@api("nisa.activation")
+def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
+               dtype=None, **_kw):
+    return _result(data.shape, result_dtype(dtype, data), "sbuf",
+                   lambda dst: em.activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                                             reduce_res=reduce_res), mask)
+
+
+@api("nisa.activation_reduce")
+def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, mask=None, dtype=None, **_kw):
+    return _result(data.shape, result_dtype(dtype, data), "sbuf",
+                   lambda dst: em.activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                                             reduce_res=reduce_res), mask)
+
+
+@api("nisa.tensor_tensor")
+def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **_kw):
+    shape = data1.shape if hasattr(data1, "shape") else data2.shape
+    return _result(shape, result_dtype(dtype, data1, data2), "sbuf",
+                   lambda dst: em.tensor_tensor(dst, data1, data2, op, engine), mask)
+
+
+@api("nisa.tensor_scalar")
+def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *, dtype=None,
+                  mask=None, engine=None, **_kw):
+    return _result(data.shape, result_dtype(dtype, data), "sbuf",
+                   lambda dst: em.tensor_scalar(dst, data, op0, operand0, reverse0, op1, operand1, reverse1, engine),
+                   mask)
+
+
+@api("nisa.scalar_tensor_tensor")
+def scalar_tensor_tensor(*, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, dtype=None,
+                         mask=None, **_kw):
+    return _result(data.shape, result_dtype(dtype, data, operand1), "sbuf",
+                   lambda dst: em.scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0, reverse1),
+                   mask)
+
+
+@api("nisa.tensor_reduce")
+def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdims=False, **_kw):
+    axes = em.reduce_axes(data.shape, axis)
+    shape = tuple(1 if a in axes else n for a, n in enumerate(data.shape)) if keepdims else \
+        tuple(n for a, n in enumerate(data.shape) if a not in axes)
+    return _result(shape, result_dtype(dtype, data), "sbuf",
+                   lambda dst: em.tensor_reduce(dst, op, data, axis, negate, keepdims), mask)
+
+
+@api("nisa.tensor_copy")
+def tensor_copy(src, *, mask=None, dtype=None, engine=None, **_kw):
+    return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: em.tensor_copy(dst, src, engine), mask)
+
+
+@api("nisa.memset")
+def memset(shape, value, dtype=None, *, mask=None, engine=None, **_kw):
+    return _result(tuple(shape), dtype or "float32", "sbuf", lambda dst: em.memset(dst, value, engine), mask)
+
+
+@api("nisa.iota")
+def iota(expr, dtype=None, *, mask=None, **_kw):
+    shape = expr.shape if getattr(expr, "ndim", 0) >= 2 else (1, *getattr(expr, "shape", (1,)))
+    return _result(shape, dtype or "int32", "sbuf", lambda dst: em.iota(dst, expr), mask)
+
+
+@api("nisa.reciprocal")
+def reciprocal(data, *, dtype=None, mask=None, **_kw):
+    return _result(data.shape, result_dtype(dtype, data), "sbuf", lambda dst: em.reciprocal(dst, data), mask)
+
+
+@api("nisa.bn_stats")
+def bn_stats(data, *, mask=None, dtype=None, **_kw):
+    return _result((data.shape[0], 6), result_dtype(dtype, data), "sbuf", lambda dst: em.bn_stats(dst, data), mask)
+
+
+@api("nisa.bn_aggr")
+def bn_aggr(data, *, mask=None, dtype=None, **_kw):
+    return _result((data.shape[0], 2), result_dtype(dtype, data), "sbuf", lambda dst: em.bn_aggr(dst, data), mask)
+
+
+@api("nisa.tensor_tensor_scan")
+def tensor_tensor_scan(data0, data1, initial, op0, op1, reverse0=False, reverse1=False, *, dtype=None, mask=None,
+                       **_kw):
+    return _result(data0.shape, result_dtype(dtype, data0, data1), "sbuf",
+                   lambda dst: em.tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0, reverse1), mask)
+
+
+@api("nisa.tensor_scalar_reduce")
+def tensor_scalar_reduce(*, data, op0, operand0, reduce_op, reduce_res, reverse0=False, dtype=None, mask=None,
+                         **_kw):
+    return _result(data.shape, result_dtype(dtype, data), "sbuf",
+                   lambda dst: em.tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0),
+                   mask)
+
+
+@api("nisa.dma_copy")
+def dma_copy(*, dst, src, mask=None, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=None, **_kw):
+    current().emit(lambda: em.dma_copy(_masked_dst(dst), src, dge_mode=dge_mode, engine=engine,
+                                       dst_rmw_op=dst_rmw_op), mask=mask)
+
+
+def _masked_dst(dst):
+    layout = lay(dst)
+    current().note_write(layout)
+    return layout
+
+
+@api("nisa.affine_select")
+def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, **_kw):
+    return _result(on_true_tile.shape, dtype or on_true_tile.dtype, "sbuf",
+                   lambda dst: em.affine_select_pred(dst, pred, on_true_tile, on_false_value), mask)
+
+
+@api("nisa.dma_transpose")
+def dma_transpose(src, *, axes=None, mask=None, dtype=None, **_kw):
+    return _result(src.shape[::-1], dtype or src.dtype, "sbuf", lambda dst: em.dma_transpose(dst, src), mask)
+
+
+_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
+        "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
+        "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "affine_select")
+
+
+def isa_names() -> dict[str, Any]:
+    names = {name: globals()[name] for name in _OPS}
+    names.update(enum_names())
+    return names
+
+
+def _identity_decorator(func: Any = None, **_kw: Any) -> Any:
+    return func if func is not None else (lambda f: f)
+
+
+def compiler_names() -> dict[str, Any]:
+    """``ncc.sbuf`` / ``ncc.psum`` (with ``alloc`` / ``mod_alloc``) and the compiler-option
+    decorators kernels use (no effect on the trace)."""
+    return {"sbuf": _sbuf, "psum": _psum, "skip_middle_end_transformations": _identity_decorator,
+            "enable_stack_allocator": _identity_decorator, "force_auto_alloc": _identity_decorator}
+
+
+class _TypeHint:
+    """``nt.tensor[shape, dtype]`` and friends: annotations only."""
+
+    def __getitem__(self, _item: Any) -> Any:
+        return Any
+
+    def __call__(self, *_a: Any, **_k: Any) -> Any:
+        return Any
+
+
+def typing_names() -> dict[str, Any]:
+    hint = _TypeHint()
+    return {"tensor": hint, "mutable_tensor": hint, "scalar": hint, "tile": hint}

@@ -1,0 +1,78 @@
+"""``load_kernel("path/to/mod.py::FUNC")``: import a kernel file with the stand-ins active.
+
+A file inside a package (directories with ``__init__.py``) whose package root is on
+``sys.path`` (``PYTHONPATH``) is imported under its dotted name, so its relative imports
+resolve; any other file is imported on its own.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any
+
+from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
+from neuronsim.machine.nki.frontend import _located
+from neuronsim.machine.nki.standins import standins
+
+__all__ = ["load_kernel", "split_spec"]
+
+
+def split_spec(spec: str) -> tuple[str, str]:
+    """``("path/mod.py", "FUNC")`` from ``"path/mod.py::FUNC"``."""
+    path, sep, func = spec.rpartition("::")
+    if not sep or not path or not func:
+        raise NkiError(SourceLine(spec, 0), "name a kernel as PATH.py::FUNCTION")
+    return path, func
+
+
+def _dotted_name(path: str) -> str | None:
+    """The module name of ``path`` under a ``sys.path`` entry, through packages only."""
+    directory, module = os.path.split(os.path.abspath(path))
+    parts = [os.path.splitext(module)[0]]
+    while os.path.exists(os.path.join(directory, "__init__.py")):
+        directory, package = os.path.split(directory)
+        parts.append(package)
+    roots = {os.path.abspath(p or os.curdir) for p in sys.path}
+    if len(parts) > 1 and directory in roots:
+        return ".".join(reversed(parts))
+    return None
+
+
+def _import(path: str) -> Any:
+    dotted = _dotted_name(path)
+    if dotted is not None:
+        return importlib.import_module(dotted)
+    name = "nki_kernel_" + os.path.splitext(os.path.basename(path))[0]
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[name]
+        raise
+    return module
+
+
+def load_kernel(spec: str) -> Any:
+    """The kernel object (``@nki.jit`` kernel or plain function) ``FUNC`` of ``PATH.py``."""
+    path, func = split_spec(spec)
+    where = SourceLine(_display(path), 0, os.path.abspath(path))
+    if not os.path.isfile(path):
+        raise NkiError(where, "no such kernel file")
+    try:
+        with standins():
+            module = _import(path)
+    except NkiError:
+        raise
+    except SyntaxError as err:
+        raise NkiError(SourceLine(_display(path), err.lineno or 0), f"SyntaxError: {err.msg}") from None
+    except Exception as err:  # an import the kernel needs and we do not have, or its own error
+        raise NkiError(_located(err), f"importing the kernel: {type(err).__name__}: {err}") from None
+    kernel = getattr(module, func, None)
+    if kernel is None or not callable(kernel):
+        raise NkiError(where, f"no function {func!r} in the kernel file")
+    return kernel

@@ -1,0 +1,219 @@
+"""Lowering: NKI operations as program instructions (through the scenario builder).
+
+Every function here takes the destination layout first (as ``nki.isa`` does), resolves its
+operands (tiles become views, restricted by the mask being applied; numbers stay numbers)
+and calls one builder op.  The engine and DMA queue choices are documented in docs/nki.md.
+"""
+
+from __future__ import annotations
+
+import numbers
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.ir.program import MemoryKind
+from neuronsim.machine.nki.alloc import declare_tile, spec_of
+from neuronsim.machine.nki.dtypes import promote, to_dtype
+from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tiles import NkiTensor
+from neuronsim.machine.nki.tracer import current
+from neuronsim.machine.model.presets import resolve_machine
+
+__all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QUEUES", "broadcast_shape",
+           "result_dtype", "per_partition", "opens_accumulation"]
+
+#: The DMA queue a transfer goes on, by the engine whose sequencer triggers it (docs/nki.md).
+QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma0"}
+
+
+def lay(value: Any) -> Layout:
+    """The layout of a tile operand, restricted by the mask of the instruction being emitted."""
+    if not isinstance(value, NkiTensor):
+        raise fail(f"expected a tile or tensor, got {type(value).__name__} {value!r}")
+    layout = value.layout
+    mask = current().mask
+    if mask is not None:
+        for axis, lo, hi in mask.bounds:
+            layout = layout.restrict(axis, lo, hi)
+    return layout
+
+
+def number(value: Any) -> float | int | None:
+    """A Python number from an immediate (numpy scalars, 0-d arrays, bools)."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray) and value.size == 1:
+        value = value.reshape(()).item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        return value
+    raise fail(f"expected a number, got {value!r}")
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (numbers.Real, np.generic)) or (isinstance(value, np.ndarray) and value.size == 1)
+
+
+def broadcast_shape(*shapes: tuple[int, ...]) -> tuple[int, ...]:
+    """NKI broadcasting: shapes align on the partition axis (the left), so a ``[P]`` or
+    ``[P, 1]`` tile broadcasts along the free axes of a ``[P, F]`` one."""
+    ndim = max(len(s) for s in shapes)
+    try:
+        return tuple(np.broadcast_shapes(*(tuple(s) + (1,) * (ndim - len(s)) for s in shapes)))
+    except ValueError:
+        raise fail(f"shapes {' and '.join(str(s) for s in shapes)} do not broadcast") from None
+
+
+def result_dtype(dtype: Any, *operands: Any) -> str:
+    if dtype is not None:
+        return to_dtype(dtype)
+    tiles = [o.dtype for o in operands if isinstance(o, NkiTensor)]
+    if len(tiles) == 1 or (len(tiles) == 2 and tiles[0] == tiles[1]):
+        return tiles[0]
+    return promote(*tiles) if tiles else to_dtype("float32")
+
+
+def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None = None) -> None:
+    """A DMA transfer triggered by ``engine`` (SP by default; POOL for software DGE) on that
+    engine's queue; hardware DGE only where the machine has it."""
+    tracer = current()
+    if dge == "swdge":
+        engine = "pool"
+    engine = engine if engine in QUEUES else "sp"
+    if dge == "hwdge" and not resolve_machine(tracer.machine).has_hwdge:
+        dge = None
+    if dge not in ("swdge", "hwdge"):
+        dge = None
+    if dst.tensor.memory.name == "PSUM" or src.tensor.memory.name == "PSUM":
+        raise fail("a DMA cannot read or write PSUM (copy the tile to SBUF first)")
+    if not src.on_chip:
+        src = src.permuted_like(dst)  # the same index iterators in another order: a transposing copy
+    if not dst.on_chip:
+        dst = dst.permuted_like(src)
+    d, s = dst.view(), src.view()
+    if d.count != s.count:
+        raise fail(f"DMA of {s.shape} elements of {src.tensor.name} into {d.shape} of {dst.tensor.name}")
+    tracer.note_write(dst)
+    tracer.kb.dma_copy(d, s, engine=engine, queue=QUEUES[engine], dge=dge)
+
+
+def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
+    """``dst = src``: a DMA when either side is in DRAM, else ``tensor_copy`` (DVE default)."""
+    if not dst.on_chip or not src.on_chip:
+        dma(dst, src, engine=engine if engine in ("sp", "act", "pool") else None)
+        return
+    engine = engine or "dve"
+    if engine == "pool" and "PSUM" in (dst.tensor.memory.name, src.tensor.memory.name):
+        engine = "dve"
+    current().note_write(dst)
+    current().kb.tensor_copy(dst.view(), _fit(src, dst).view(), engine=engine)
+
+
+def _fit(src: Layout, dst: Layout) -> Layout:
+    """``src`` broadcast along free axes to ``dst``'s shape where it has fewer elements
+    (aligned on the partition axis: missing trailing axes are added)."""
+    if src.shape != dst.shape and prod(src.shape) != prod(dst.shape) and len(src.shape) <= len(dst.shape):
+        missing = len(dst.shape) - len(src.shape)
+        if missing:
+            tags = src.tags + (None,) * missing if src.tags is not None else None
+            src = Layout(src.tensor, src.axes + (("F", 0, 1),) * missing, src.offset, src.partitions, tags)
+        return src.broadcast_to(dst.shape)
+    return src
+
+
+def staged_from_psum(layout: Layout) -> Layout:
+    """``layout`` itself, or, in PSUM, a copy of it in a fresh SBUF tile (ACT copies it) for
+    an engine that cannot read PSUM (POOL), as the compiler stages such operands."""
+    if layout.tensor.memory.name != "PSUM":
+        return layout
+    tracer = current()
+    staged = declare_tile(tracer, spec_of(layout.shape, to_dtype("float32"), "sbuf"))
+    tracer.note_write(staged)
+    tracer.kb.tensor_copy(staged.view(), layout.view(), engine="act")
+    return staged
+
+
+def per_partition(layout: Layout) -> bool:
+    """True for a ``[P, 1]`` operand (one value per partition)."""
+    return layout.on_chip and prod(n for k, _s, n in layout.axes if k == "F") == 1
+
+
+def binary(dst: Layout, a: Any, b: Any, op: str, engine: str | None = None) -> None:
+    """``dst = a <op> b``: two tiles -> ``tensor_tensor``; a ``[P, 1]`` tile or a number ->
+    ``tensor_scalar`` (the operand on the left is ``reverse0``)."""
+    kb = current().kb
+    current().note_write(dst)
+    engine = engine or "dve"
+    if is_number(a) and is_number(b):
+        raise fail("an elementwise operation needs at least one tile")
+    if is_number(a) or is_number(b):
+        tile, scalar, reverse = (b, a, True) if is_number(a) else (a, b, False)
+        kb.tensor_scalar(dst.view(), _fit(lay(tile), dst).view(), op0=op, operand0=number(scalar),
+                         reverse0=reverse or None, engine=engine)
+        return
+    la, lb = lay(a), lay(b)
+    if per_partition(lb) and not per_partition(la):
+        kb.tensor_scalar(dst.view(), _fit(la, dst).view(), op0=op, operand0=lb.view(), engine=engine)
+    elif per_partition(la) and not per_partition(lb):
+        kb.tensor_scalar(dst.view(), _fit(lb, dst).view(), op0=op, operand0=la.view(), reverse0=True,
+                         engine=engine)
+    else:
+        if engine == "pool" and "PSUM" in (la.tensor.memory.name, lb.tensor.memory.name):
+            engine = "dve"
+        kb.tensor_tensor(dst.view(), _fit(la, dst).view(), _fit(lb, dst).view(), op=op, engine=engine)
+
+
+def activation(dst: Layout, func: str, src: Any, *, scale: Any = None, bias: Any = None,
+               reduce_res: Any = None, reduce_op: str = "add") -> None:
+    """``dst = func(src * scale + bias)`` on ACT; ``reduce_res`` gets the per-partition sum."""
+    kb = current().kb
+    current().note_write(dst)
+    scale_v = lay(scale).view() if _is_tile(scale) else number(scale)
+    bias_v = lay(bias).view() if _is_tile(bias) else number(bias)
+    if scale_v == 1.0:
+        scale_v = None
+    if bias_v == 0:
+        bias_v = None
+    red = None
+    if reduce_res is not None:
+        red = lay(reduce_res)
+        current().note_write(red)
+        red = red.view()
+    kb.activation(dst.view(), _fit(lay(src), dst).view(), func=func, scale=scale_v, bias=bias_v,
+                  reduce_res=red, reduce_op=reduce_op)
+
+
+def memset(dst: Layout, value: Any, engine: str | None = None) -> None:
+    if not dst.on_chip:
+        raise fail(f"memset of {dst.tensor.name}: only on-chip tiles can be set (store a tile instead)")
+    engine = engine if engine in ("dve", "pool") else "dve"
+    if engine == "pool" and dst.tensor.memory.name == "PSUM":
+        engine = "dve"
+    current().note_write(dst)
+    current().kb.memset(dst.view(), number(value), engine=engine)
+
+
+def opens_accumulation(dst: Layout) -> bool:
+    """Whether ``psum[...] += matmul`` accumulates: onto an open accumulation group, yes;
+    onto a fresh tile, the first matmul starts the group, as NKI's compiler does.  In a loop
+    kept symbolic (one body for every iteration) the group cannot start in the body: the tile
+    is zeroed where it was declared, before the loop, and the body accumulates."""
+    tracer = current()
+    tracer.flush()
+    name = dst.tensor.name
+    if dst.tensor.memory != MemoryKind.PSUM or tracer.accumulates_into(name):
+        return True
+    if not tracer.loops_opened_since_declared(name):
+        return False
+    tracer.emit_at_declaration(name, lambda: memset(Layout.whole(dst.tensor), 0.0))
+    return True
+
+
+def _is_tile(value: Any) -> bool:
+    return isinstance(value, NkiTensor)

@@ -1,0 +1,166 @@
+"""Stand-in ``nki`` / ``neuronxcc`` modules, installed only while a kernel is imported or traced.
+
+:func:`standins` swaps the stand-ins into ``sys.modules`` and restores whatever was there
+afterwards (nothing, or a real NKI install, which is never touched otherwise), the way
+nki-library's own tests swap in a CPU simulator.  Current API: ``nki``, ``nki.language``,
+``nki.isa``, ``nki.compiler``; legacy: ``neuronxcc``, ``neuronxcc.nki`` and its
+``language``, ``isa``, ``compiler``, ``typing``.  A name neither models raises an
+:class:`~neuronsim.machine.nki.errors.NkiError` naming it at the kernel line that used it.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import sys
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from neuronsim.machine.nki import isa, kernel, legacy
+from neuronsim.machine.nki.errors import unsupported
+from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
+
+__all__ = ["standins", "generation_of", "stand_in_modules"]
+
+_MODULES: dict[str, types.ModuleType] = {}
+_ROOTS = ("nki", "neuronxcc")
+
+
+class StandIn(types.ModuleType):
+    """A stand-in module: unknown attributes are refused with the kernel line."""
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):  # dunders and the module's own settings
+            raise AttributeError(attr)
+        why = getattr(self, "_refusals", {}).get(attr, "not modelled by neuronsim")
+        raise unsupported(f"{self._alias}.{attr}", why)
+
+
+def _module(name: str, alias: str, names: dict[str, Any], generation: str) -> StandIn:
+    module = StandIn(name, f"neuronsim stand-in for {name}")
+    module.__dict__.update(names)
+    module._alias = alias
+    module._generation = generation
+    module.__path__ = []  # a package: submodules import
+    return module
+
+
+def _build() -> dict[str, types.ModuleType]:
+    current_nl = _module("nki.language", "nl", current_language(), "current")
+    current_nl._refusals = LANGUAGE_REFUSED
+    current_isa = _module("nki.isa", "nisa", isa.current_names(), "current")
+    current_isa._refusals = isa.REFUSED
+    current_cc = _module("nki.compiler", "ncc", legacy.compiler_names(), "current")
+    collectives = _module("nki.collectives", "nki.collectives", {}, "current")
+    collectives._refusals = _AllRefused("collectives: neuronsim models one NeuronCore")
+    top = {"jit": kernel.jit, "baremetal": kernel.jit, "benchmark": kernel.jit, "profile": kernel.jit,
+           "language": current_nl, "isa": current_isa, "compiler": current_cc, "dtype": str,
+           "simulate_kernel": kernel.run_eagerly, "collectives": collectives}
+    current_typing = _module("nki.typing", "nt", legacy.typing_names(), "current")
+    top["typing"] = current_typing
+    nki = _module("nki", "nki", top, "current")
+    legacy_nl = _module("neuronxcc.nki.language", "nl", legacy_language(), "legacy")
+    legacy_nl._refusals = LANGUAGE_REFUSED
+    legacy_isa = _module("neuronxcc.nki.isa", "nisa", legacy.isa_names(), "legacy")
+    legacy_isa._refusals = isa.REFUSED
+    legacy_cc = _module("neuronxcc.nki.compiler", "ncc", legacy.compiler_names(), "legacy")
+    legacy_typing = _module("neuronxcc.nki.typing", "nt", legacy.typing_names(), "legacy")
+    legacy_top = dict(top, language=legacy_nl, isa=legacy_isa, compiler=legacy_cc, typing=legacy_typing)
+    neuronxcc_nki = _module("neuronxcc.nki", "nki", legacy_top, "legacy")
+    neuronxcc = _module("neuronxcc", "neuronxcc", {"nki": neuronxcc_nki}, "legacy")
+    legacy_collectives = _module("neuronxcc.nki.collectives", "nki.collectives", {}, "legacy")
+    legacy_collectives._refusals = collectives._refusals
+    neuronxcc_nki.collectives = legacy_collectives
+    return {"nki.typing": current_typing, "nki.collectives": collectives, "neuronxcc.nki.collectives": legacy_collectives,
+            "nki": nki, "nki.language": current_nl, "nki.isa": current_isa, "nki.compiler": current_cc,
+            "neuronxcc": neuronxcc, "neuronxcc.nki": neuronxcc_nki, "neuronxcc.nki.language": legacy_nl,
+            "neuronxcc.nki.isa": legacy_isa, "neuronxcc.nki.compiler": legacy_cc,
+            "neuronxcc.nki.typing": legacy_typing}
+
+
+class _AllRefused(dict):
+    """Every name refused with one reason."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__()
+        self.why = why
+
+    def get(self, _key: Any, _default: Any = None) -> str:
+        return self.why
+
+
+def stand_in_modules() -> dict[str, types.ModuleType]:
+    """The stand-in modules by name (built once)."""
+    if not _MODULES:
+        _MODULES.update(_build())
+    return _MODULES
+
+
+@contextmanager
+def standins() -> Iterator[dict[str, types.ModuleType]]:
+    """Install the stand-ins in ``sys.modules`` for the duration of the block; afterwards
+    every ``nki*`` / ``neuronxcc*`` entry is exactly what it was before (re-entrant)."""
+    modules = stand_in_modules()
+    saved = {name: mod for name, mod in sys.modules.items() if name.split(".")[0] in _ROOTS}
+    for name in saved:
+        del sys.modules[name]
+    sys.modules.update(modules)
+    sys.meta_path.insert(0, _FINDER)
+    sys.meta_path.append(_HARNESS)
+    harness_before = {n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS}
+    try:
+        yield modules
+    finally:
+        sys.meta_path.remove(_FINDER)
+        sys.meta_path.remove(_HARNESS)
+        for name in [n for n in sys.modules if n.split(".")[0] in _ROOTS]:
+            del sys.modules[name]
+        for name in [n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS and n not in harness_before]:
+            if isinstance(sys.modules[name], StandIn):
+                del sys.modules[name]
+        sys.modules.update(saved)
+
+
+class _OtherSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Any other ``nki.*`` / ``neuronxcc.*`` module imports as a stand-in whose every name is
+    refused when used (``import nki.tensor`` works; ``nki.tensor.identity`` names itself)."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.split(".")[0] in _ROOTS and fullname not in sys.modules:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        generation = "legacy" if spec.name.startswith("neuronxcc") else "current"
+        return _module(spec.name, spec.name, {}, generation)
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        pass
+
+
+_FINDER = _OtherSubmodules()
+
+#: Neuron packages kernel files import for their test harness (``if __name__ == "__main__"``),
+#: not for the kernel: when they are not installed, they import as refusing stand-ins.
+_HARNESS_ROOTS = ("torch_xla", "torch_neuronx", "neuronxcc", "libneuronxla")
+
+
+class _MissingHarness(_OtherSubmodules):
+    """Last on ``sys.meta_path``: only a module nothing else can import."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.split(".")[0] in _HARNESS_ROOTS and fullname not in sys.modules:
+            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        return None
+
+
+_HARNESS = _MissingHarness()
+
+
+def generation_of(func: Any) -> str:
+    """``"legacy"`` when the kernel's module imported the ``neuronxcc`` stand-ins, else ``"current"``."""
+    names = getattr(func, "__globals__", {})
+    found = {value._generation for value in names.values() if isinstance(value, StandIn)}
+    return "legacy" if "legacy" in found else "current"

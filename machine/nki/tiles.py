@@ -1,0 +1,219 @@
+"""Tile and tensor proxies: what an NKI kernel holds while it is traced.
+
+An :class:`NkiTensor` stands for an HBM tensor, an on-chip tile or a view of one.  Slicing
+gives views (:class:`~neuronsim.machine.nki.layout.Layout`); assignment, ``+=`` and Python operators
+become instructions through the NKI calls :mod:`neuronsim.machine.nki.language` registers in
+:data:`OPERATORS` when it is imported (as torch.fx's ``Proxy`` hands its operators to its
+tracer: the proxies sit below the calls they stand for).  A result not yet emitted (see
+:func:`result_tile`) has a ``_spec`` but no ``_layout`` until it is used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, declare_tile
+from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
+from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tracer import current
+
+__all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators"]
+
+#: What a tile's Python syntax does, by name: ``assign`` (``t[...] = v``), ``accumulate``
+#: (``t += v``, with the ALU op's name), ``broadcast_partitions``, ``transpose`` (``t.T``) and
+#: the NKI calls of the arithmetic operators (``add`` ... ``greater_equal``).
+OPERATORS: dict[str, Callable[..., Any]] = {}
+
+
+def register_operators(**handlers: Callable[..., Any]) -> None:
+    """Make ``handlers`` what tiles' operators call (:mod:`neuronsim.machine.nki.language` does
+    this when it is imported, which every traced kernel's ``nki.language`` does first)."""
+    OPERATORS.update(handlers)
+
+
+def _operator(name: str) -> Callable[..., Any]:
+    handler = OPERATORS.get(name)
+    if handler is None:
+        raise fail(f"a tile's {name!r} operator used before neuronsim.machine.nki.language was imported")
+    return handler
+
+
+def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[..., None], mask: Any = None,
+                sources: tuple[Any, ...] = ()) -> NkiTensor:
+    """The tile an NKI call returns: pending until used (see :meth:`~neuronsim.machine.nki.
+    tracer.Tracer.result`), ``emit(dst)`` then writes it; used before it is assigned, it gets
+    a fresh tile of ``shape`` / ``dtype`` in ``buffer``."""
+    tracer = current()
+    spec = TileSpec(tuple(int(n) for n in shape), to_dtype(dtype), buffer)
+    return tracer.result(NkiTensor(spec=spec), emit, lambda site: declare_tile(tracer, spec, None, site), mask,
+                         sources)
+
+
+def is_tile(value: Any) -> bool:
+    return isinstance(value, NkiTensor)
+
+
+class NkiTensor:
+    """A tensor, tile or view in a traced kernel (``shape``, ``dtype``, ``buffer``, slicing)."""
+
+    __slots__ = ("_layout", "_spec", "_blocked", "__weakref__")
+
+    def __init__(self, layout: Layout | None = None, spec: TileSpec | None = None,
+                 blocked: Blocked | None = None) -> None:
+        self._layout = layout
+        self._spec = spec
+        self._blocked = blocked
+
+    # -- what the tile is --------------------------------------------------------------------
+    @property
+    def layout(self) -> Layout:
+        if self._blocked is not None:
+            raise fail(f"{self._blocked.name} is directly allocated in blocks: index a block first")
+        if self._layout is None:
+            current().flush()
+        return self._layout
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self._blocked is not None:
+            return self._blocked.shape
+        if self._layout is None:
+            return self._spec.shape
+        return self._layout.shape
+
+    @property
+    def dtype(self) -> NkiDtype:
+        if self._blocked is not None:
+            return NkiDtype(self._blocked.spec.dtype)
+        if self._layout is None:
+            return NkiDtype(self._spec.dtype)
+        return NkiDtype(self._layout.tensor.dtype)
+
+    @property
+    def buffer(self) -> Buffer:
+        """``nl.sbuf`` / ``nl.psum`` / ``nl.hbm`` (equal to its name too: ``== "sbuf"``)."""
+        if self._blocked is not None:
+            kind = self._blocked.spec.buffer
+        elif self._layout is None:
+            kind = self._spec.buffer
+        else:
+            memory = self._layout.tensor.memory.name.lower()
+            kind = "hbm" if memory == "dram" else memory
+        return BUFFERS["hbm" if kind in ("shared_hbm", "private_hbm") else kind]
+
+    @property
+    def name(self) -> str:
+        return self.layout.tensor.name
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"NkiTensor(shape={self.shape}, dtype={self.dtype}, buffer={self.buffer})"
+
+    # -- views -------------------------------------------------------------------------------
+    def __getitem__(self, key: Any) -> NkiTensor:
+        if self._blocked is not None:
+            key = key if isinstance(key, tuple) else (key,)
+            nblocks = len(self._blocked.spec.blocks)
+            if len(key) < nblocks:
+                raise fail(f"{self._blocked.name}: index all {nblocks} block dimensions")
+            layout = self._blocked.block(current(), key[:nblocks])
+            rest = key[nblocks:]
+            return NkiTensor(layout.index(rest) if rest else layout)
+        return NkiTensor(self.layout.index(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        _operator("assign")(self[key], value)
+
+    def ap(self, pattern: Any = None, offset: Any = 0, **_kw: Any) -> NkiTensor:
+        """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern."""
+        return NkiTensor(self.layout.ap(pattern, offset))
+
+    def reshape(self, *shape: Any) -> NkiTensor:
+        shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        return NkiTensor(self.layout.reshape(tuple(shape)))
+
+    def broadcast_to(self, shape: Any) -> NkiTensor:
+        shape = tuple(int(n) for n in shape)
+        layout = self.layout
+        if layout.on_chip and layout.partitions[1] == 1 and shape and shape[0] > 1 and len(shape) == len(layout.shape):
+            return _operator("broadcast_partitions")(self, shape)
+        return NkiTensor(layout.broadcast_to(shape))
+
+    def view(self, dtype: Any) -> NkiTensor:
+        if to_dtype(dtype) != self.dtype:
+            raise current().refuse("reinterpreting a tensor's dtype (.view)", "bytes are typed in neuronsim")
+        return self
+
+    # -- arithmetic (nl.* calls) ---------------------------------------------------------------
+    def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:
+        fn = _operator(name)
+        return fn(other, self) if reverse else fn(self, other)
+
+    def __add__(self, other):
+        return self._binary("add", other)
+
+    def __radd__(self, other):
+        return self._binary("add", other, True)
+
+    def __sub__(self, other):
+        return self._binary("subtract", other)
+
+    def __rsub__(self, other):
+        return self._binary("subtract", other, True)
+
+    def __mul__(self, other):
+        return self._binary("multiply", other)
+
+    def __rmul__(self, other):
+        return self._binary("multiply", other, True)
+
+    def __truediv__(self, other):
+        return self._binary("divide", other)
+
+    def __rtruediv__(self, other):
+        return self._binary("divide", other, True)
+
+    def __neg__(self):
+        return self._binary("multiply", -1.0)
+
+    def __lt__(self, other):
+        return self._binary("less", other)
+
+    def __le__(self, other):
+        return self._binary("less_equal", other)
+
+    def __gt__(self, other):
+        return self._binary("greater", other)
+
+    def __ge__(self, other):
+        return self._binary("greater_equal", other)
+
+    def __bool__(self):
+        raise current().refuse("a tile's value used in Python control flow",
+                               "data-dependent control flow: the trace is static")
+
+    __hash__ = object.__hash__
+
+    def __iadd__(self, other):
+        _operator("accumulate")(self, other, "add")
+        return self
+
+    def __isub__(self, other):
+        _operator("accumulate")(self, other, "subtract")
+        return self
+
+    def __imul__(self, other):
+        _operator("accumulate")(self, other, "multiply")
+        return self
+
+    @property
+    def T(self) -> Any:
+        return _operator("transpose")(self)

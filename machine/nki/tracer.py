@@ -1,0 +1,375 @@
+"""The tracer: runs a kernel's Python once per SPMD instance and records what it does.
+
+Modelled on torch.fx's symbolic tracer: the kernel runs on proxies (:class:`~neuronsim.machine.nki.
+tiles.NkiTensor`) and every NKI call records instructions through the scenario builder
+(:class:`~neuronsim.machine.build.builder.KernelBuilder`), each carrying ``extras["x-source"]`` (kernel file,
+line, the NKI call, the loop indices).
+
+The tracer is the recording core: it knows loops, sites, pending results and where tensors
+were declared, but no NKI operation and no allocation.  The layers above it (alloc, tiles,
+ops, arith, language, isa / legacy) pass in what it must run: a pending result brings the
+function that declares its tile, a zeroing before a kept loop is emitted by
+:func:`~neuronsim.machine.nki.ops.opens_accumulation` through :meth:`Tracer.emit_at_declaration`.
+
+A call that returns a new tile (``nl.exp(x)``, legacy ``nisa.nc_matmul(a, b)``) is *pending*
+until the next call: assigned (``t[...] = nl.exp(x)``) it is emitted straight into the
+destination; used otherwise it is emitted into a fresh virtual tile.  At most one call is
+pending, so instructions keep program order.
+"""
+
+from __future__ import annotations
+
+import linecache
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import product
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.ir.program import MemoryKind, Tensor, frozen_mapping
+from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line
+from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.build.builder import KernelBuilder
+
+__all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER"]
+
+_STACK: list[Tracer] = []
+_ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
+_FOR = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s+in\b")
+
+
+def current() -> Tracer:
+    """The active tracer (an NkiError outside a trace)."""
+    if not _STACK:
+        raise fail("an NKI call outside a traced kernel (run it with neuronsim.machine.nki.frontend)")
+    return _STACK[-1]
+
+
+def tracing() -> bool:
+    """True while a kernel is being traced (a kernel calling another is a plain call then)."""
+    return bool(_STACK)
+
+
+def api(name: str) -> Callable[[Callable], Callable]:
+    """Mark ``fn`` as the NKI call ``name``: instructions it emits carry that name and the
+    kernel line of the outermost call."""
+
+    def wrap(fn: Callable) -> Callable:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            tracer = current()
+            if tracer.site is not None:
+                return fn(*args, **kwargs)
+            tracer.site = (user_line(2), name)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                tracer.site = None
+
+        call.__name__ = call.__qualname__ = fn.__name__
+        call.__doc__ = fn.__doc__
+        call.nki_name = name  # type: ignore[attr-defined]
+        call.__wrapped__ = fn  # type: ignore[attr-defined]
+        return call
+
+    return wrap
+
+
+_ASSIGNED: dict[tuple[str, int], str | None] = {}
+
+
+def assigned_name(where: SourceLine) -> str | None:
+    """``x`` for a kernel line ``x = ...`` (the tile's variable), else None."""
+    key = (where.path, where.line)
+    if key not in _ASSIGNED:
+        match = _ASSIGN.match(linecache.getline(where.path, where.line)) if where.path else None
+        _ASSIGNED[key] = match.group(1) if match else None
+    return _ASSIGNED[key]
+
+
+@dataclass
+class Pending:
+    """A call whose result is not emitted yet: ``emit(dst_layout)`` emits it; used before it
+    is assigned, ``storage(site)`` declares the fresh tile it goes to."""
+
+    proxy: Any
+    emit: Callable[[Layout], None]
+    storage: Callable[[tuple[SourceLine, str]], Layout]
+    site: tuple[SourceLine, str]
+    indices: dict[str, Any]
+    mask: Mask | None = None
+    sources: tuple[Any, ...] = ()
+
+
+@dataclass
+class Tracer:
+    """State of one trace (one attempt: a NotAffine restarts with more loops unrolled)."""
+
+    name: str
+    machine: Any
+    generation: str
+    grid: tuple[int, ...] = ()
+    unroll: frozenset[str] = frozenset()
+    kb: KernelBuilder = field(init=False)
+    site: tuple[SourceLine, str] | None = None
+    pending: Pending | None = None
+    loops: list[tuple[str, Any]] = field(default_factory=list)
+    loop_sites: dict[str, str] = field(default_factory=dict)
+    program_id: tuple[int, ...] = ()
+    written: set[str] = field(default_factory=set)
+    hbm_sites: dict[tuple[str, int, int], Any] = field(default_factory=dict)
+    site_counts: dict[tuple[str, int], int] = field(default_factory=dict)
+    constants: dict[str, Any] = field(default_factory=dict)
+    returned_names: dict[str, str] = field(default_factory=dict)
+    name_counts: dict[str, int] = field(default_factory=dict)
+    psum_open: set[str] = field(default_factory=set)
+    decl_depth: dict[str, int] = field(default_factory=dict)
+    mask: Mask | None = None
+    """The mask of the instruction being emitted (operands are restricted by it)."""
+
+    def __post_init__(self) -> None:
+        self.kb = KernelBuilder(self.name, self.machine)
+
+    @contextmanager
+    def active(self) -> Iterator[Tracer]:
+        _STACK.append(self)
+        try:
+            yield self
+        finally:
+            _STACK.remove(self)
+
+    # -- locations ---------------------------------------------------------------------------
+    def where(self) -> tuple[SourceLine, str]:
+        return self.site if self.site is not None else (user_line(2), "python")
+
+    def indices(self) -> dict[str, Any]:
+        return {var: value for var, value in self.loops}
+
+    def _extras(self, site: tuple[SourceLine, str], indices: dict[str, Any], more: dict | None) -> dict:
+        line, call = site
+        extras = {"x-source": {"file": line.file, "line": line.line, "call": call, "indices": indices}}
+        extras.update(more or {})
+        return extras
+
+    def emit(self, fn: Callable[[], Any], extras: dict | None = None, mask: Mask | None = None) -> None:
+        """Flush the pending call, then run ``fn`` (builder calls) as the current call."""
+        self.flush()
+        mask = as_mask(mask)
+        if mask is not NEVER:
+            self._emit(fn, self.where(), self.indices(), extras, mask)
+
+    def _emit(self, fn: Callable[[], Any], site, indices, extras: dict | None, mask: Mask | None = None) -> None:
+        self.kb.next_extras = self._extras(site, indices, extras)
+        self.mask = mask
+        body = self.kb._bodies[-1]
+        start = len(body)
+        try:
+            fn()
+            self._track_psum(body[start:])
+        except NkiError:
+            raise
+        except ValueError as err:  # a builder check: shapes or placement the hardware refuses
+            raise NkiError(site[0], f"{site[1]}: {err}") from None
+        finally:
+            self.kb.next_extras = None
+            self.mask = None
+
+    def note_write(self, layout: Layout) -> None:
+        self.written.add(layout.tensor.name)
+
+    def _track_psum(self, new: list) -> None:
+        """PSUM accumulation groups (for ``nc_matmul(accumulate=None)``): a write opens one, a
+        read by anything but an accumulating matmul closes it."""
+        for inst in new:
+            accumulating = inst.op == "matmul" and inst.attrs.get("accumulate")
+            for access in inst.reads:
+                if access.tensor in self.psum_open and not accumulating:
+                    self.psum_open.discard(access.tensor)
+            for access in inst.writes:
+                if self.kb._tensors[access.tensor].memory == MemoryKind.PSUM:
+                    self.psum_open.add(access.tensor)
+
+    def accumulates_into(self, tensor: str) -> bool:
+        """True when ``tensor`` holds an open PSUM accumulation group (written, not yet read)."""
+        return tensor in self.psum_open
+
+    # -- pending results ---------------------------------------------------------------------
+    def result(self, proxy: Any, emit: Callable[[Layout], None], storage: Callable[[tuple[SourceLine, str]], Layout],
+               mask: Mask | None = None, sources: tuple[Any, ...] = ()) -> Any:
+        """Make ``proxy`` (a result tile without storage yet) the pending call; ``storage``
+        declares its tile if it is used before being assigned; ``sources``: operands of the
+        same shape whose index iterators the result keeps."""
+        self.flush()
+        self.pending = Pending(proxy, emit, storage, self.where(), self.indices(), as_mask(mask), sources)
+        return proxy
+
+    def flush(self) -> None:
+        """Emit the pending call into a fresh virtual tile."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            proxy = pending.proxy
+            layout = pending.storage(pending.site)
+            proxy._layout = _inherit_tags(layout, pending.sources)
+            self._emit_into(pending, proxy._layout)
+
+    def _emit_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
+        if pending.mask is NEVER:
+            return
+        if pending.mask is not None:
+            for axis, lo, hi in pending.mask.bounds:
+                dst = dst.restrict(axis, lo, hi)
+            if dst.empty:
+                return
+        self.note_write(dst)
+        self._emit(lambda: pending.emit(dst, **kw), pending.site, pending.indices, extras, pending.mask)
+
+    def take_pending(self, proxy: Any) -> Pending | None:
+        """The pending call if ``proxy`` is its result (it is then no longer pending)."""
+        if self.pending is not None and self.pending.proxy is proxy:
+            pending, self.pending = self.pending, None
+            return pending
+        return None
+
+    def emit_pending_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
+        """Emit ``pending`` into ``dst`` (``kw``: e.g. ``accumulate=True`` for a matmul);
+        its result proxy then stands for ``dst``."""
+        pending.proxy._layout = dst
+        self._emit_into(pending, dst, extras, **kw)
+
+    # -- tensors -----------------------------------------------------------------------------
+    def tensor_name(self, hint: str | None, site: SourceLine, call: str) -> str:
+        base = hint or assigned_name(site) or call.split(".")[-1]
+        base = re.sub(r"\W", "_", base)
+        return self.unique(f"{base}_{site.line}" if not hint else base)
+
+    def unique(self, name: str) -> str:
+        """``name``, or ``name_K`` with the first K that no tensor has."""
+        taken = self.kb._tensors
+        if name not in taken:
+            return name
+        k = self.name_counts.get(name, 1)  # the next suffix to try: linear, not quadratic, in repeats
+        while f"{name}_{k}" in taken:
+            k += 1
+        self.name_counts[name] = k + 1
+        return f"{name}_{k}"
+
+    def note_declared(self, name: str, scope: list[str] | None = None, depth: int | None = None) -> Layout | None:
+        """Remember where an on-chip tensor was declared: its loop depth (for
+        :meth:`emit_at_declaration`) and, as the tensor's ``x-nki-scope``, the kept loops around the
+        declaration (a tile declared inside an affine loop is a new buffer each iteration)."""
+        self.decl_depth[name] = len(self.kb._bodies) if depth is None else depth
+        tensor = self.kb._tensors[name]
+        scope = self.kept_loops() if scope is None else scope
+        extras = frozen_mapping({**tensor.extras, "x-nki-scope": scope})
+        self.kb._tensors[name] = Tensor(tensor.name, tensor.memory, tensor.dtype, tensor.shape, tensor.partition,
+                                        tensor.offset, tensor.bank, tensor.address, tensor.alias, tensor.role, extras,
+                                        tensor.rotate)  # not dataclasses.replace: this runs for every tile
+        return None
+
+    def kept_loops(self) -> list[str]:
+        """Names of the kept (program) loops open here, outermost first."""
+        return [value for _var, value in self.loops if isinstance(value, str)]
+
+    def loops_opened_since_declared(self, name: str) -> bool:
+        """True when loops opened (kept symbolic: one body for every iteration) since tensor
+        ``name`` was declared."""
+        return len(self.kb._bodies) > self.decl_depth.get(name, 1)
+
+    def emit_at_declaration(self, name: str, fn: Callable[[], Any]) -> None:
+        """Emit ``fn`` (builder calls, as :meth:`emit`) where tensor ``name`` was declared:
+        before the kept loops opened since, so it runs once, not every iteration."""
+        self.flush()
+        body = self.kb._bodies[-1]
+        start = len(body)
+        self.emit(fn)
+        moved = body[start:]
+        del body[start:]
+        self.kb._bodies[self.decl_depth.get(name, 1) - 1].extend(moved)
+
+    # -- loops -------------------------------------------------------------------------------
+    def loop(self, kind: str, args: tuple[Any, ...]) -> Iterator[Any]:
+        """``nl.affine_range`` / ``sequential_range`` / ``static_range`` (and the current API's aliases)."""
+        where = user_line(2)
+        start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+        match = _FOR.match(linecache.getline(where.path, where.line)) if where.path else None
+        var = match.group(1) if match else f"i{where.line}"
+        key = f"{where.path}:{where.line}"
+        keep = (self.generation == "legacy" and kind != "static" and key not in self.unroll
+                and all(not isinstance(v, SymIndex) for v in (start, stop, step)))
+        bounds = tuple(concrete(v, "a loop bound") for v in (start, stop, step))
+        if keep and len(range(*bounds)) > 0:
+            return self._kept(var, kind, range(*bounds), key)
+        return self._unrolled(var, range(*bounds))
+
+    def _unrolled(self, var: str, values: range) -> Iterator[int]:
+        for value in values:
+            self.flush()
+            self.loops.append((var, value))
+            try:
+                yield value
+            finally:
+                self.loops.pop()
+        self.flush()
+
+    def _kept(self, var: str, kind: str, values: range, key: str) -> Iterator[Any]:
+        self.flush()
+        name, k = var, 1
+        while name in self.kb._names:
+            name, k = f"{var}_{k}", k + 1
+        self.loop_sites[name] = key
+        with self.kb.loop(name, len(values), extras={"x-nki-range": kind}) as index:
+            self.loops.append((var, name))
+            try:
+                value = index * values.step + values.start
+                yield SymIndex(value) if value.terms else value.const
+                self.flush()
+            finally:
+                self.loops.pop()
+
+    # -- SPMD --------------------------------------------------------------------------------
+    def instances(self) -> Iterator[tuple[int, ...]]:
+        for pid in product(*(range(g) for g in self.grid)):
+            self.program_id = pid
+            self.site_counts = {}
+            yield pid
+
+    def program_id_of(self, axis: int) -> int:
+        if not 0 <= axis < max(len(self.grid), 1):
+            raise fail(f"nl.program_id({axis}): the grid has {len(self.grid)} dimensions")
+        return self.program_id[axis] if self.grid else 0
+
+    def hbm_site(self, where: SourceLine) -> tuple[str, int, int]:
+        """The key of an HBM allocation: its line and how many times this instance reached it
+        (so every SPMD instance finds the same shared tensor)."""
+        key = (where.path, where.line)
+        count = self.site_counts.get(key, 0)
+        self.site_counts[key] = count + 1
+        return (where.path, where.line, count)
+
+    def refuse(self, construct: str, why: str) -> NkiError:
+        return unsupported(construct, why)
+
+
+#: A mask that is a Python ``False`` (a condition the kernel computed): the instruction is skipped.
+NEVER = Mask(())
+
+
+def as_mask(mask: Any) -> Mask | None:
+    """A ``mask=`` value: a :class:`Mask`, or a Python / numpy boolean (True: no mask)."""
+    if mask is None or isinstance(mask, Mask):
+        return mask
+    if isinstance(mask, (bool, np.bool_)):
+        return None if mask else NEVER
+    raise fail(f"mask= is a comparison of nl.arange / nl.mgrid indices or a boolean, not {mask!r}")
+
+
+def _inherit_tags(layout: Layout, sources: tuple[Any, ...]) -> Layout:
+    """``layout`` tagged with the index iterators of the first source of the same shape."""
+    for source in sources:
+        tagged = getattr(source, "_layout", None)
+        if tagged is not None and tagged.tags is not None and tagged.shape == layout.shape:
+            return Layout(layout.tensor, layout.axes, layout.offset, layout.partitions, tagged.tags)
+    return layout

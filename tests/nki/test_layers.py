@@ -1,0 +1,62 @@
+"""The NKI frontend's modules import in one direction: the tracer (the recording core) knows no
+NKI operation, the tile proxies know the calls their operators stand for only through the table
+``nki.language`` fills, and so on up to the loader (docs in each module's docstring)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.house.imports import import_edges, module_files
+
+PACKAGE = "neuronsim.machine.nki"
+
+#: From the bottom up: a module may import only the modules before it.  A new module goes into
+#: this list where its imports put it.
+LAYERS = (
+    "errors", "dtypes", "indexing", "layout",  # values: no tracer
+    "tracer",  # the recording core: loops, sites, pending results
+    "alloc",  # buffers and tile declarations
+    "tiles",  # proxies; their operators dispatch through tiles.OPERATORS
+    "ops",  # lowering to builder instructions
+    "arith", "language",  # nki.language (language registers the tile operators)
+    "emitters", "isa", "legacy", "lang_names",  # nki.isa and the legacy API
+    "kernel", "standins", "frontend", "loader", "",  # "" is the package's __init__
+)
+
+
+def _short(module: str) -> str:
+    return module[len(PACKAGE) + 1:] if module != PACKAGE else ""
+
+
+def upward_imports(edges: set[tuple[str, str]]) -> list[str]:
+    """``a -> b`` for every import of the package's module ``b`` by one ``a`` below it."""
+    rank = {name: k for k, name in enumerate(LAYERS)}
+    ours = [(a, b) for a, b in edges if (a + ".").startswith(PACKAGE + ".") and (b + ".").startswith(PACKAGE + ".")]
+    return sorted(f"{_short(a)} -> {_short(b)}" for a, b in ours if rank[_short(b)] >= rank[_short(a)])
+
+
+def test_every_module_has_a_layer() -> None:
+    modules = {_short(m) for m in module_files() if (m + ".").startswith(PACKAGE + ".")}
+    assert modules == set(LAYERS)
+
+
+def test_modules_import_only_the_layers_below() -> None:
+    assert upward_imports(import_edges()) == []
+
+
+def test_a_planted_upward_import_is_seen(tmp_path: Path) -> None:
+    # a function-local import counts as much as one at the top of the file
+    planted = tmp_path / "tracer.py"
+    planted.write_text("def zero(dst):\n    from neuronsim.machine.nki.ops import memset\n    memset(dst, 0.0)\n")
+    modules = module_files()
+    modules[f"{PACKAGE}.tracer"] = planted
+    assert upward_imports(import_edges(modules)) == ["tracer -> ops"]
+
+
+def test_the_tile_operators_are_language_calls() -> None:
+    from neuronsim.machine.nki import language, tiles
+
+    assert tiles.OPERATORS["assign"] is language.assign
+    assert tiles.OPERATORS["accumulate"] is language.accumulate
+    assert tiles.OPERATORS["add"] is language.add
+    assert tiles.OPERATORS["transpose"] is language.transpose

@@ -1,0 +1,71 @@
+"""Every construct neuronsim refuses stops the trace with one line naming it and its kernel line."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, trace
+from tests.nki.kit import kernel
+
+LINE = re.compile(r"^tests/nki/kernels/unsupported\.py:(\d+): [^\n]+$")
+
+REFUSED = [
+    ("two_core_sendrecv", "nisa.sendrecv is not supported (two-core kernels"),
+    ("two_core_barrier", "nisa.core_barrier is not supported (two-core kernels"),
+    ("collective", "nki.collectives.all_reduce is not supported (collectives"),
+    ("register_loop", "nisa.register_alloc is not supported (registers and dynamic loops"),
+    ("dynamic_loop", "nl.dynamic_range is not supported (dynamic loops"),
+    ("unknown_name", "nl.cumsum is not supported (not modelled by neuronsim)"),
+    ("rmw_dma", "nisa.dma_copy(dst_rmw_op=...) is not supported"),
+    ("strided_partition_broadcast", "broadcasting a strided on-chip tile along partitions is not supported"),
+    ("partition_reduce", "a reduction over the partition axis is not supported"),
+    ("mx_matmul", "nisa.nc_matmul_mx is not supported (MX quantized formats)"),
+    ("packed_dtype", "nl.float8_e4m3fn_x4 is not supported (packed MX data types)"),
+    ("grid_inside", "launching an SPMD grid from inside a kernel is not supported"),
+    ("data_dependent_branch", "a tile's value used in Python control flow is not supported (data-dependent"),
+]
+
+
+def _error(func: str) -> str:
+    with pytest.raises(NkiError) as info:
+        trace(kernel(f"unsupported.py::{func}"), np.zeros((128, 64), np.float32))
+    message = str(info.value)
+    assert LINE.match(message), message  # one line, located in the kernel file
+    return message
+
+
+def _line_of(func: str, text: str) -> int:
+    source = open("tests/nki/kernels/unsupported.py").read().splitlines()
+    start = next(k for k, line in enumerate(source) if line.startswith(f"def {func}("))
+    return next(k + 1 for k in range(start, len(source)) if text in source[k])
+
+
+@pytest.mark.parametrize("func, expected", REFUSED)
+def test_refused_with_the_construct_and_line(func, expected):
+    message = _error(func)
+    assert expected in message, message
+
+
+def test_refusal_names_the_exact_line():
+    assert _error("two_core_sendrecv").startswith(
+        f"tests/nki/kernels/unsupported.py:{_line_of('two_core_sendrecv', 'nisa.sendrecv')}:")
+
+
+def test_kernel_bug_is_located_not_a_traceback():
+    message = _error("python_bug")
+    line = _line_of("python_bug", 't + "one"')
+    assert message.startswith(f"tests/nki/kernels/unsupported.py:{line}:")
+    assert message.endswith("expected a tile or tensor, got str 'one'"), message
+
+
+def test_hardware_rule_is_located_at_the_kernel_line():
+    message = _error("pe_reads_psum")
+    assert message.startswith(f"tests/nki/kernels/unsupported.py:{_line_of('pe_reads_psum', 'again, acc, acc')}:")
+    assert "nisa.nc_matmul" in message
+
+
+def test_too_many_partitions():
+    assert "exceeds 128" in _error("too_many_partitions")

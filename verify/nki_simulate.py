@@ -1,0 +1,60 @@
+"""NKI's ``simulate_kernel`` on neuronsim: trace a kernel, place its tiles with the allocation
+pass, run it in program order (neuronsim's sequential reference) and hand back what NKI's
+simulator would.
+
+Importing this module also makes a traced kernel callable outside a trace (``kernel(x)``,
+``nki.simulate_kernel(kernel, x)`` inside a kernel file), as NKI's eager mode is: the
+frontend (:mod:`neuronsim.machine.nki`) traces only, since placing needs a pass.
+
+>>> import numpy as np
+>>> from neuronsim.machine.nki import standins
+>>> with standins():
+...     import nki.language as nl
+...     def double(x):
+...         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+...         nl.store(out, nl.multiply(nl.load(x), 2.0))
+...         return out
+>>> simulate_kernel(double, np.full((4, 8), 3, np.float32))[0, :3]
+array([6., 6., 6.], dtype=float32)
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.nki.frontend import trace
+from neuronsim.machine.nki.kernel import set_eager_runner, unwrap
+from neuronsim.machine.sim.memory import initial_memory
+from neuronsim.machine.sim.plan import build_plan
+from neuronsim.machine.sim.simulator import output_arrays, run_sequential
+from neuronsim.passes import compile_program
+
+__all__ = ["simulate_kernel"]
+
+
+def simulate_kernel(kernel: Any, *arrays: Any, **kwargs: Any) -> Any:
+    """Run ``kernel`` as NKI's ``simulate_kernel`` does: the returned arrays (one, a tuple, or
+    None), and every written numpy argument updated in place.  The program is placed by the
+    allocation pass and run in program order (neuronsim's sequential reference)."""
+    traced = trace(kernel, *arrays, **kwargs)
+    placed, _ = compile_program(traced.program, "alloc")
+    plan = build_plan(placed)
+    memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, traced.inputs))
+    outputs = output_arrays(placed, memory)
+    func, _grid = unwrap(kernel)
+    bound = inspect.signature(func).bind_partial(*arrays, **{k: v for k, v in kwargs.items()
+                                                            if k not in ("grid", "name", "machine")})
+    for param in traced.written_args:
+        target = bound.arguments.get(param)
+        if isinstance(target, np.ndarray) and target.flags.writeable:
+            target[...] = outputs[param].astype(target.dtype)
+    returned = [outputs[name] for name in traced.returned]
+    if not returned:
+        return None
+    return returned[0] if len(returned) == 1 else tuple(returned)
+
+
+set_eager_runner(simulate_kernel)
