@@ -158,13 +158,27 @@ def _instruction() -> dict:
          "reads": {"type": "array", "items": {"$ref": "#/$defs/access"}},
          "writes": {"type": "array", "items": {"$ref": "#/$defs/access"}},
          "attrs": {"type": "object"},
-         "deps": {"type": "array", "items": dep}},
+         "deps": {"type": "array", "items": dep},
+         "x-source": _source(),
+         "x-nki-accumulate": {"type": "boolean",
+                              "description": "traced from `+=` into a tile (NKI frontend)"}},
         ["name", "engine", "op"], allOf=_op_rules())
+
+
+def _source() -> dict:
+    """``x-source`` (machine/ir/source.py): the kernel line an instruction was traced from."""
+    return {"type": "object", "required": ["file", "line"], "additionalProperties": False,
+            "properties": {"file": _NAME, "line": _nat(1), "call": {"type": "string"},
+                           "indices": {"type": "object", "additionalProperties": {"type": ["integer", "string"]}}},
+            "description": "where the instruction was traced from: file, line, the call, and each loop variable's "
+                           "value (or, for a loop the program keeps, the loop's name)"}
 
 
 def program_schema() -> dict:
     """The whole schema as a JSON-ready dict."""
-    loop = _closed({"loop": _NAME, "trip_count": _nat(1), "body": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+    loop = _closed({"loop": _NAME, "trip_count": _nat(1), "body": {"type": "array", "items": {"$ref": "#/$defs/node"}},
+                    "x-nki-range": {"enum": ["affine", "sequential"],
+                                    "description": "an NKI affine_range / sequential_range loop kept as a loop"}},
                    ["loop", "trip_count", "body"])
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",

@@ -45,6 +45,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
 from neuronsim.machine.order.unroll import Instance, Unrolled, unroll
 
+from neuronsim.machine.ir.source import bind_source
 from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["expand_scheduling_units", "ExpandSchedulingUnits"]
@@ -124,7 +125,7 @@ def _flatten(inst: Instance, unrolled: Unrolled, slot_names: dict[tuple[str, int
     reads = tuple(_bake(a, iteration, slot_names, tensors) for a in instr.reads)
     writes = tuple(_bake(a, iteration, slot_names, tensors) for a in instr.writes)
     return Instruction(inst.name, instr.engine, instr.op, reads, writes, instr.attrs, tuple(merged.values()),
-                       instr.queue, instr.extras)
+                       instr.queue, bind_source(instr.extras, iteration))
 
 
 def expand_scheduling_units(program: Program) -> Program:

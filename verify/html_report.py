@@ -41,6 +41,7 @@ from neuronsim.machine.ir.files import write_text
 from neuronsim.machine.sim.palette import DMA_TRIGGER, KIND_COLORS, MINIMUM_LINE, RACY_OUTLINE, css_variables, op_color
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.ir.source import instance_source, source_text
 from neuronsim.machine.sim.trace import Trace, summarize
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
@@ -97,6 +98,9 @@ class RaceGroupView:
     """``kind``, ``first``, ``second``, ``where``, ``ids`` (the two instance ids) per shown pair."""
     fix: str
     """The dep to add to ``second``'s deps, as JSON."""
+    first_source: str | None = None
+    """Kernel line of ``first`` (``x-source``: call at file:line), None when unknown."""
+    second_source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,12 +132,16 @@ def _where(race) -> str:
 
 def _race_views(report, unrolled) -> tuple[RaceGroupView, ...]:
     views = []
+    stream = unrolled.stream
+    by_name = {inst.name: inst for inst in stream.instrs}
     for group in group_races(report, unrolled):
         dep = {"on": group.first, **({"loop_carried": True} if group.fix.loop_carried else {})}
         pairs = tuple({"kind": r.kind, "first": r.first, "second": r.second, "where": _where(r),
-                       "ids": f"{r.first_id} {r.second_id}"} for r in group.races[:PAIRS_SHOWN])
+                       "ids": f"{r.first_id} {r.second_id}", "first_source": instance_source(stream, r.first_id),
+                       "second_source": instance_source(stream, r.second_id)} for r in group.races[:PAIRS_SHOWN])
         views.append(RaceGroupView(group.first, group.second, "/".join(group.kinds), len(group.races), pairs,
-                                   json.dumps(dep)))
+                                   json.dumps(dep), source_text(by_name[group.first]),
+                                   source_text(by_name[group.second])))
     return tuple(views)
 
 
@@ -158,7 +166,7 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
         top = rows[row] * _ROW + (11 if thin else 4)
         return {"x": x(start), "y": top, "w": max(1.0, round(x(end) - x(start), 2)), "h": 8 if thin else _ROW - 8,
                 "fill": DMA_TRIGGER if thin else color[r.op], "trigger": thin, "id": r.id, "racy": r.id in racy,
-                "title": f"{r.name} ({r.op}) {what} {start:,.1f}-{end:,.1f} ns"}
+                "title": f"{r.name} ({r.op}) {what} {start:,.1f}-{end:,.1f} ns" + (f" @ {r.source}" if r.source else "")}
 
     drawn = trace.records[:limit]
     bars, arrows = [], []

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from neuronsim.machine.order.conflicts import fold_distance
 from neuronsim.machine.ir.program import Program
+from neuronsim.machine.ir.source import instance_source
 from neuronsim.machine.order.stream import stream_of
 
 from neuronsim.verify.racecheck import Race, check_program
@@ -79,6 +80,9 @@ class OwnRaces:
     checked_instances: int = 0
     """Fewer than ``instances`` when the check stopped at :data:`STOP_AFTER` races: then
     ``total_races`` counts the races of the instances checked only (a lower bound)."""
+    sources: tuple[tuple[str | None, str | None], ...] = ()
+    """Per listed race, the kernel locations of its two instances (``x-source``; None where
+    the instruction has none)."""
 
     @property
     def racy(self) -> bool:
@@ -93,6 +97,8 @@ class OwnRaces:
             return {"stage": "given", "checked": False, "reason": self.reason}
         races = [{**race.to_json(), "fix": {"waiter": waiter, "dep": _dep_json(on, carried)}}
                  for race, (waiter, on, carried) in zip(self.races, self.fixes)]
+        for entry, (first, second) in zip(races, self.sources):
+            entry.update({k: v for k, v in (("first_source", first), ("second_source", second)) if v})
         out = {"stage": "given", "checked": True, "total_races": self.total_races, "races": races}
         if not self.complete:
             out.update(complete=False, instances_checked=self.checked_instances, instances=self.instances)
@@ -109,12 +115,23 @@ class OwnRaces:
             count = (f"at least {self.total_races:,} race(s) (the check stopped after {self.checked_instances:,} of "
                      f"{self.instances:,} instances)")
             more = " (neuronsim check counts them all)"
-        return [f"warning: the program's own deps leave {count}; the first: {describe_race(race)}{more}",
-                f"  fix: {waiter} waits for {on}{' (previous iteration)' if carried else ''}: add "
+        first = describe_race(race)
+        if self.sources and any(self.sources[0]):
+            where = [s or n for s, n in zip(self.sources[0], (race.first, race.second))]
+            first = f"{race.kind}: {where[0]} / {where[1]}, {first.split('  ', 1)[1]}"
+        return [f"warning: the program's own deps leave {count}; the first: {first}{more}",
+                f"  fix: {_named(waiter, self.sources, 1)} waits for {_named(on, self.sources, 0)}"
+                f"{' (previous iteration)' if carried else ''}: add "
                 f"{json.dumps(_dep_json(on, carried))} to its deps",
                 "  the minimum already orders these pairs (it is computed from rules 1-3 and the conflicts, "
                 "not from the deps), so it counts the waits a race-free program needs; the given stage's "
                 "waits leave them unordered, and so do dep-reduction's (it keeps the order the deps give)"]
+
+
+def _named(instr: str, sources: tuple, side: int) -> str:
+    """``instr``, with the kernel line of the first race's instance on ``side`` when known."""
+    where = sources[0][side] if sources else None
+    return f"{instr} ({where.split(' [')[0]})" if where else instr
 
 
 def _dep_json(on: str, carried: bool) -> dict:
@@ -135,4 +152,5 @@ def own_races(program: Program, *, listed: int = LISTED, stop_after: int | None 
         return OwnRaces(True, instances=len(stream), checked_instances=report.instances)
     fixes = tuple((stream.names[int(stream.instr[r.second_id])], stream.names[int(stream.instr[r.first_id])],
                    fold_distance(stream, r.first_id, r.second_id) > 0) for r in report.races)
-    return OwnRaces(True, "", report.total_races, report.races, fixes, len(stream), report.instances)
+    sources = tuple((instance_source(stream, r.first_id), instance_source(stream, r.second_id)) for r in report.races)
+    return OwnRaces(True, "", report.total_races, report.races, fixes, len(stream), report.instances, sources)

@@ -15,11 +15,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from neuronsim.machine.ir.program import Dep, Program
+from neuronsim.machine.ir.source import instance_source, source_line
 from neuronsim.machine.order.unroll import Unrolled
 
 from neuronsim.verify.racecheck import Race, RaceReport
 
-__all__ = ["RaceGroup", "group_races", "suggest_fix", "render_report", "add_fixes", "describe_race"]
+__all__ = ["RaceGroup", "group_races", "suggest_fix", "render_report", "add_fixes", "describe_race", "located_race",
+           "fix_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,13 +69,46 @@ def _where(race: Race) -> str:
     return f"{race.memory} p[{race.partitions[0]},{race.partitions[1]}) b[{race.bytes[0]},{race.bytes[1]})"
 
 
-def describe_race(race: Race) -> str:
-    """One race on one line: kind, both instances, where.
+def describe_race(race: Race, stream=None) -> str:
+    """One race on one line: kind, both instances, where.  Given the program's instance
+    stream (or an :class:`~neuronsim.machine.order.unroll.Unrolled`), instructions traced from a kernel
+    (``x-source``) are named by their kernel line and loop indices (:func:`located_race`).
 
     >>> describe_race(Race("WAW", "load", "fill", "sbuf", (0, 32), (0, 256)))
     'WAW load / fill  sbuf p[0,32) b[0,256)'
     """
-    return f"{race.kind} {race.first} / {race.second}  {_where(race)}"
+    located = located_race(race, stream) if stream is not None else None
+    return located or f"{race.kind} {race.first} / {race.second}  {_where(race)}"
+
+
+def located_race(race: Race, stream, fix: Dep | None = None, waiter: str | None = None) -> str | None:
+    """``WAR: nisa.nc_matmul at attention.py:88 [i=3] / nl.load at attention.py:61 [i=4], sbuf
+    p[0,128) b[0,512)`` (with ``; fix: ...`` when ``fix`` is given), or None when neither
+    instance has an ``x-source``."""
+    stream = getattr(stream, "stream", stream)
+    if race.first_id < 0 or race.second_id < 0:
+        return None
+    first, second = instance_source(stream, race.first_id), instance_source(stream, race.second_id)
+    if first is None and second is None:
+        return None
+    text = f"{race.kind}: {first or race.first} / {second or race.second}, {_where(race)}"
+    if fix is not None:
+        text += f"; fix: {fix_text(stream, waiter or race.second.split('[')[0], fix)}"
+    return text
+
+
+def fix_text(stream, waiter: str, fix: Dep) -> str:
+    """``B waits for A (previous iteration)``, each named by its kernel line when known."""
+    stream = getattr(stream, "stream", stream)
+    by_name = {inst.name: inst for inst in stream.instrs} if stream is not None else {}
+
+    def name(instr: str) -> str:
+        inst = by_name.get(instr)
+        where = source_line(inst) if inst is not None else None
+        return f"{instr} ({inst.extras['x-source'].get('call') or 'line'} at {where})" if where else instr
+
+    carried = " (previous iteration)" if fix.loop_carried else ""
+    return f"{name(waiter)} waits for {name(fix.on)}{carried}"
 
 
 def render_report(report: RaceReport, unrolled: Unrolled, *, limit: int = 6) -> str:
@@ -89,15 +124,15 @@ def render_report(report: RaceReport, unrolled: Unrolled, *, limit: int = 6) -> 
     else:
         lines = [f"{len(report.races)} race(s) between {len(groups)} instruction pair(s) "
                  f"({report.instances} instances checked)"]
+    stream = unrolled.stream
     for group in groups:
         lines.append(f"{'/'.join(group.kinds)}  {group.first} -> {group.second}: {len(group.races)} instance pair(s)")
         for race in group.races[:limit]:
-            lines.append(f"    {describe_race(race)}")
+            lines.append(f"    {describe_race(race, stream)}")
         if len(group.races) > limit:
             lines.append(f"    ... {len(group.races) - limit} more")
         dep = {"on": group.first, **({"loop_carried": True} if group.fix.loop_carried else {})}
-        carried = " (previous iteration)" if group.fix.loop_carried else ""
-        lines.append(f"    fix: {group.second} waits for {group.first}{carried}: add {json.dumps(dep)} to its deps")
+        lines.append(f"    fix: {fix_text(stream, group.second, group.fix)}: add {json.dumps(dep)} to its deps")
     return "\n".join(lines)
 
 

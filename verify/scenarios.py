@@ -212,7 +212,9 @@ class ScenarioRun:
     def problems(self) -> list[str]:
         """What is wrong, located: races, interleavings that disagree, outputs off the reference."""
         found = [f"{stage} program: race {r.kind} {r.first} -> {r.second} in {r.memory} bytes {list(r.bytes)}"
-                 for stage, report in (("compiled", self.compiled_report), ("final", self.report))
+                 + _located(program, r)
+                 for stage, program, report in (("compiled", self.compiled, self.compiled_report),
+                                                ("final", self.final, self.report))
                  for r in report.races]
         for run in self.simulation.runs:
             found += [f"interleaving seed {run.seed}: {diff}" for diff in run.diffs]
@@ -234,6 +236,18 @@ class ScenarioRun:
             "interleavings_agree": not self.simulation.differs,
             "outputs_match": not compare_outputs(self.outputs, self.reference, self.rtol, self.atol),
         }
+
+
+def _located(program: Program, race) -> str:
+    """`` (CALL at FILE:LINE [i=0] / ...)`` for a traced kernel's race (``x-source``), else empty."""
+    from neuronsim.machine.ir.source import instance_source
+    from neuronsim.machine.order.stream import stream_of
+
+    if not any(inst.extras.get("x-source") for inst, _ in program.instructions()):
+        return ""
+    stream = stream_of(program)
+    first, second = instance_source(stream, race.first_id), instance_source(stream, race.second_id)
+    return f" ({first or race.first} / {second or race.second})"
 
 
 def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:

@@ -2,7 +2,8 @@
 
 Each line gives the instruction's name, engine (and DMA queue), op, its footprints resolved
 to partitions and bytes at the first iteration (with the per-iteration byte shift), and its
-deps.  Loops open an indented block.
+deps, then (for a traced kernel's instruction, ``x-source``) ``@ CALL at FILE:LINE``.  Loops
+open an indented block.
 
 >>> from neuronsim.machine.formats.program import load_program
 >>> print(render_listing(load_program("examples/async_load_then_fill.json")))  # doctest: +NORMALIZE_WHITESPACE
@@ -19,6 +20,7 @@ from neuronsim.machine.ir.errors import printable
 from neuronsim.machine.model.geometry import footprint, mask_range
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
 from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.ir.source import source_text
 
 __all__ = ["render_listing", "describe_access"]
 
@@ -77,6 +79,9 @@ def _line(inst: Instruction, tensors: dict[str, Tensor], indent: str, widths: tu
     deps = _deps(inst)
     if deps:
         parts.append(deps)
+    where = source_text(inst)
+    if where:  # a traced kernel's instruction: the line that made it
+        parts.append(f"@ {where}")
     return "  ".join(parts).rstrip()
 
 

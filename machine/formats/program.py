@@ -13,7 +13,6 @@ import codecs
 import json
 import math
 import re
-import sys
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, TextIO

@@ -1,5 +1,5 @@
 """``trace``: a kernel and its numpy arguments in, a program out (running it as NKI's
-``simulate_kernel`` does is :func:`neuronsim.verify.nki_simulate.simulate_kernel`, which needs the
+``simulate_kernel`` does is :func:`neuronsim.verify.nki.simulate.simulate_kernel`, which needs the
 allocation pass).
 
 >>> import numpy as np

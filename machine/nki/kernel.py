@@ -17,7 +17,7 @@ from neuronsim.machine.nki.indexing import concrete
 
 __all__ = ["Kernel", "jit", "unwrap", "set_eager_runner", "run_eagerly"]
 
-#: How a kernel called outside a trace runs: set by :mod:`neuronsim.verify.nki_simulate` (placing
+#: How a kernel called outside a trace runs: set by :mod:`neuronsim.verify.nki.simulate` (placing
 #: tiles needs the allocation pass, which this package, below the passes, cannot import).
 _EAGER_RUNNER: list[Any] = []
 
@@ -32,7 +32,7 @@ def run_eagerly(kernel: Any, *args: Any, **kwargs: Any) -> Any:
     if not _EAGER_RUNNER:
         raise NkiError(getattr(unwrap(kernel)[0], "__qualname__", "kernel"),
                        "a kernel called outside a trace runs on neuronsim's simulator: import "
-                       "neuronsim.verify.nki_simulate (simulate_kernel) first, or trace() it")
+                       "neuronsim.verify.nki.simulate (simulate_kernel) first, or trace() it")
     return _EAGER_RUNNER[0](kernel, *args, **kwargs)
 
 

@@ -7,7 +7,7 @@ is divided by 1000), which ui.perfetto.dev and chrome://tracing open:
   sorted with ``M`` metadata events (``process_name``, ``thread_name``, ``thread_sort_index``);
 * one complete event (``ph: X``) per compute instance on its sequencer, per transfer on its
   queue, and per DMA trigger (``trigger NAME``) on its sequencer, with the instance id, op,
-  bytes and waits in ``args``;
+  bytes and waits in ``args`` (and ``source``, the kernel line, for a traced kernel);
 * one flow arrow per wait met: ``ph: s`` bound to the producer's slice, ``ph: f`` (``bp: e``)
   bound to the waiting slice at its trigger time;
 * counters (``ph: C``): ``pending NAME`` per DMA queue (transfers triggered and not yet
@@ -46,6 +46,8 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
     for r in records:
         args = {"id": r.id, "op": r.op, "waits": [f"{records[w.producer].name}: {w.semaphore}>={w.value}"
                                                    for w in r.waits_met]}
+        if r.source:  # a traced kernel's instance: the line that made it
+            args["source"] = r.source
         if r.is_dma:
             events.append({"ph": "X", "pid": _PID, "tid": tid[r.engine], "name": f"trigger {r.name}", "cat": "trigger",
                            "ts": _us(r.trigger), "dur": _us(r.issued - r.trigger), "args": {**args, "queue": r.queue}})

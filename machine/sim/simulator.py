@@ -41,6 +41,7 @@ from neuronsim.machine.model.semantics import execute
 from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
 from neuronsim.machine.sim.plan import Plan, build_plan
 from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet
+from neuronsim.machine.ir.source import source_text
 from neuronsim.machine.formats.validate import validate_program
 
 __all__ = ["simulate", "Simulation", "RunResult", "TensorDiff", "Executor", "run_sequential", "make_trace",
@@ -94,7 +95,8 @@ def make_trace(plan: Plan, times: RunTimes, seed: int | None) -> Trace:
         dma = plan.is_dma[i]
         records.append(InstanceRecord(
             i, inst.name, instr.op, instr.engine, comps[plan.queue[i]] if dma else None, dma,
-            times.ready[i], times.trigger[i], times.issued[i], times.start[i], times.end[i], waits, plan.nbytes[i]))
+            times.ready[i], times.trigger[i], times.issued[i], times.start[i], times.end[i], waits, plan.nbytes[i],
+            source_text(instr, inst.iteration) if instr.extras else None))
     return Trace(tuple(records), comps, tuple(tuple(t) for t in sem_times), plan.spec.name, seed)
 
 

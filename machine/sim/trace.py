@@ -58,6 +58,9 @@ class InstanceRecord:
     waits_met: tuple[WaitMet, ...]
     bytes: int
     """Bytes moved (DMA instances)."""
+    source: str | None = None
+    """The kernel line that made the instance (``x-source``: call at file:line [indices]),
+    None for an instruction without one."""
 
     @property
     def component(self) -> str:

@@ -22,12 +22,13 @@ ConflictPair(first='mm[0]', second='ld_x[1]', kind='WAR', memory='sbuf', tensors
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from neuronsim.machine.order.conflicts import conflicts
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.model.geometry import interval_cover, mask_range
 from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.ir.source import instance_source, source_text
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
 __all__ = ["explain", "Explanation", "ConflictPair", "EdgeNote"]
@@ -48,6 +49,8 @@ class ConflictPair:
     partitions: tuple[int, int] | None
     bytes: tuple[int, int]
     alias: str | None = None
+    sources: tuple[str | None, str | None] = field(default=(None, None), repr=False)
+    """The kernel locations of the two instances (``x-source``), None where unknown."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,9 +72,14 @@ class Explanation:
     pairs: tuple[ConflictPair, ...]
     total_pairs: int
     engine_order: str | None
+    sources: tuple[str | None, str | None] = field(default=(None, None), repr=False)
+    """Where ``a`` and ``b`` come from in the kernel (``x-source``: call at file:line)."""
 
     def render(self) -> str:
         lines = [f"Explaining why {self.a} and {self.b} interfere:"]
+        for name, where in zip((self.a, self.b), self.sources):
+            if where:
+                lines.append(f"  {name}: {where}")
         for e in self.edges:
             lc = ", loop-carried" if e.loop_carried else ""
             rules = f"; rules: {', '.join(e.rules)}" if e.rules else ""
@@ -85,21 +93,25 @@ class Explanation:
         for p in self.pairs:
             where = f"partitions [{p.partitions[0]},{p.partitions[1]}) " if p.partitions else ""
             alias = f" (alias group {p.alias})" if p.alias else ""
+            located = f" [{p.sources[0] or p.first} / {p.sources[1] or p.second}]" if any(p.sources) else ""
             lines.append(f"  {p.kind} {p.first} -> {p.second}: {p.memory}{alias} {where}bytes [{p.bytes[0]},{p.bytes[1]})"
-                         f" ({p.tensors[0]} / {p.tensors[1]})")
+                         f" ({p.tensors[0]} / {p.tensors[1]}){located}")
         if self.total_pairs > len(self.pairs):
             lines.append(f"  ... {self.total_pairs} conflicting instance pairs in all")
         return "\n".join(lines)
 
     def to_json(self) -> dict:
+        located = {k: v for k, v in zip(("a_source", "b_source"), self.sources) if v}
         return {
-            "a": self.a, "b": self.b,
+            "a": self.a, "b": self.b, **located,
             "deps": [{"waiter": e.waiter, "on": e.former, "kind": e.kind, "loop_carried": e.loop_carried,
                       "rules": list(e.rules)} for e in self.edges],
             "engine_order": self.engine_order,
             "conflicts": [{"kind": p.kind, "first": p.first, "second": p.second, "memory": p.memory,
                            "tensors": list(p.tensors), "partitions": list(p.partitions) if p.partitions else None,
-                           "bytes": list(p.bytes), "alias": p.alias} for p in self.pairs],
+                           "bytes": list(p.bytes), "alias": p.alias,
+                           **{k: v for k, v in zip(("first_source", "second_source"), p.sources) if v}}
+                          for p in self.pairs],
             "total_conflicts": self.total_pairs,
         }
 
@@ -112,7 +124,7 @@ def _pair(stream: InstanceStream, first: int, second: int) -> ConflictPair | Non
     alias = fa.space[1] if isinstance(fa.space, tuple) else None
     return ConflictPair(stream.instance_name(first), stream.instance_name(second), kind, fa.memory.name.lower(),
                         (fa.access.tensor, fb.access.tensor), mask_range(mask) if mask else None,
-                        interval_cover(shared), alias)
+                        interval_cover(shared), alias, (instance_source(stream, first), instance_source(stream, second)))
 
 
 def explain(program: Program, a: str, b: str, provenance: Mapping | None = None, limit: int = 8,
@@ -149,4 +161,4 @@ def explain(program: Program, a: str, b: str, provenance: Mapping | None = None,
         order = f"both on {instrs[a].engine}, which runs them in program order (rule 1)"
     elif dma_a and dma_b and int(stream.comp_x[xa]) == int(stream.comp_x[xb]):
         order = f"both on DMA queue {instrs[a].queue}, which runs them in program order (rule 3)"
-    return Explanation(a, b, tuple(edges), tuple(pairs), total, order)
+    return Explanation(a, b, tuple(edges), tuple(pairs), total, order, (source_text(instrs[a]), source_text(instrs[b])))

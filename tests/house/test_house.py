@@ -33,6 +33,7 @@ ROOMS = (
     "neuronsim.scenarios.tasks",
     "neuronsim.verify",
     "neuronsim.verify.tasks",
+    "neuronsim.verify.nki",
     "neuronsim.verify.cli",
 )
 

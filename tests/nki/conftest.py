@@ -1,3 +1,5 @@
-"""The kernels under tests/nki/kernels are NKI source, imported with the stand-ins, not tests."""
+"""The kernel files under ``kernels/`` import ``nki`` / ``neuronxcc.nki``, which exist only as
+neuronsim's stand-ins during a trace: they are inputs of the tests, not modules to collect
+(``--doctest-modules`` would import them)."""
 
 collect_ignore = ["kernels"]

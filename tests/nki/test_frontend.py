@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from neuronsim.machine.nki import NkiError, load_kernel, standins, trace
-from neuronsim.verify.nki_simulate import simulate_kernel
+from neuronsim.verify.nki.simulate import simulate_kernel
 from tests.nki.kit import KERNELS, f32, kernel
 
 

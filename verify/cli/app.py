@@ -89,11 +89,12 @@ def _register() -> None:
     from neuronsim.verify.cli.footprint import footprint
     from neuronsim.verify.cli.fuzz import fuzz
     from neuronsim.verify.cli.loops import loops
+    from neuronsim.verify.cli.nki import nki
     from neuronsim.verify.cli.report import report
     from neuronsim.verify.cli.run import run
     from neuronsim.verify.cli.show import show
     from neuronsim.verify.cli.simulate import simulate
     from neuronsim.verify.cli.tasks import tasks
 
-    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks):
+    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki):
         cli.add_command(command)

@@ -13,6 +13,7 @@ from neuronsim.machine.formats.program import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.order.unroll import unroll
 
+from neuronsim.machine.ir.source import instance_source
 from neuronsim.verify.cli.common import emit_json, guard_size, json_option, placed, program_argument, run_command, size_options
 from neuronsim.verify.progress import Progress
 from neuronsim.verify.racecheck import check_waits
@@ -47,9 +48,12 @@ def check(program: str, as_json: bool, max_races: int, max_instances: int, max_m
             report = check_waits(prog, waits, unrolled, max_races=max_races, progress=lambda done, _total: update(done))
     if as_json:
         doc = report.to_json()
-        for race, entry in zip(report.races, doc["races"]):  # the wait that orders each pair, as footprint gives it
+        for race, entry in zip(report.races, doc["races"]):  # the wait that orders each pair; a traced kernel's lines
             waiter, dep = suggest_fix(race, unrolled)
             entry["fix"] = {"waiter": waiter, "dep": {"on": dep.on, **({"loop_carried": True} if dep.loop_carried else {})}}
+            entry.update({key: where for key, where in (("first_source", instance_source(unrolled.stream, race.first_id)),
+                                                        ("second_source", instance_source(unrolled.stream, race.second_id)))
+                          if where})
         emit_json({**doc, "total_races": report.total_races})
     else:
         click.echo(render_report(report, unrolled))

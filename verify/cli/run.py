@@ -26,6 +26,7 @@ from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.sim.trace import summarize, summary_table
 
+from neuronsim.verify.cli.nki import is_kernel_spec, kernel_options, run_kernel_command
 from neuronsim.verify.cli.common import UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json, guard_size, json_option, run_command, size_options
 
 __all__ = ["run"]
@@ -43,11 +44,12 @@ def _out_folder(out_dir: str) -> None:
         raise UsageFailure(f"cannot create the folder: {err.strerror or err}", out_dir) from None
 
 
-def _print(result, paths: dict[str, str]) -> None:
+def _print(result, paths: dict[str, str], reference: str | None = "numpy reference") -> None:
     console = Console(highlight=False, soft_wrap=True)
     summary = result.summary()
     trace = result.simulation.runs[0].trace
-    console.print(f"scenario {result.name}: {len(trace)} instances on {trace.machine}, pipeline {result.final_pipeline}")
+    what = "scenario" if reference == "numpy reference" else "kernel"
+    console.print(f"{what} {result.name}: {len(trace)} instances on {trace.machine}, pipeline {result.final_pipeline}")
     table = Table(title="", show_header=True)
     for column in ("check", "result"):
         table.add_column(column)
@@ -55,7 +57,8 @@ def _print(result, paths: dict[str, str]) -> None:
     table.add_row("races (compiled / reduced)", f"{summary['races']['compiled']} / {summary['races']['final']}")
     table.add_row("waits before / after / minimum", f"{waits['before']} / {waits['after']} / {waits['minimum']}")
     table.add_row("makespan (nominal)", f"{summary['makespan_ns']:,.1f} ns")
-    table.add_row("outputs vs numpy reference", "equal" if summary["outputs_match"] else "DIFFER")
+    if reference:  # a kernel run without --reference is judged against the sequential run alone
+        table.add_row(f"outputs vs {reference}", "equal" if summary["outputs_match"] else "DIFFER")
     table.add_row(f"{len(result.seeds)} interleavings vs sequential", "agree" if summary["interleavings_agree"] else "DISAGREE")
     console.print(table)
     console.print(summary_table(summarize(trace), title=""))
@@ -71,12 +74,21 @@ def _print(result, paths: dict[str, str]) -> None:
 @click.option("--out", "out_dir", default="out", show_default=True, metavar="DIR",
               help="Folder for the trace (NAME.trace.json) and footprint (NAME.footprint.json).")
 @click.option("--plot", "plot_path", metavar="FILE.png", help="Also draw the nominal run's timeline.")
+@kernel_options
+@click.option("--reference", "reference", metavar="MODULE:FN",
+              help="KERNEL.py::FUNC only: a numpy function of the inputs (by parameter name) to compare the outputs with.")
 @json_option
 @size_options
 @run_command
-def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, as_json: bool,
+def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, inputs_path: str | None,
+        args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...], reference: str | None, as_json: bool,
         max_instances: int, max_memory: int | None) -> int:
-    """Run SCENARIO end to end: compile, check, simulate, compare with numpy."""
+    """Run SCENARIO end to end: compile, check, simulate, compare with numpy.
+
+    SCENARIO may be an NKI kernel, KERNEL.py::FUNC (with --inputs IN.npz, --arg, --grid,
+    --dtype, --reference MODULE:FN): traced, checked for NKI-specific findings (values
+    carried across affine loops, += into SBUF there, races between directly allocated
+    tiles), then run as a scenario."""
     # The scenarios sit on top of every package (they use the passes and the checker), so
     # they are imported here, when the command runs, not when the CLI starts.
     from neuronsim.verify.scenarios import DEFAULT_SEEDS, all_scenarios, load_scenario, run_scenario, scenario_name
@@ -91,6 +103,23 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         return 0
     if scenario is None:
         raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
+    kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
+                                             ("--dtype", dtypes), ("--reference", reference)) if given]
+    if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario
+        if plot_path:
+            plot_format_or_fail(plot_path)
+            check_plot(plot_path)
+
+        def guard(program) -> None:
+            validate_program(program)
+            guard_size(program, max_instances=max_instances, max_memory=max_memory,
+                       simulated_runs=len(DEFAULT_SEEDS))
+
+        return run_kernel_command(scenario, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
+                                  reference=reference, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
+                                  before_work=guard, make_folder=_out_folder, printer=_print)
+    if kernel_flags:
+        raise UsageFailure(f"{kernel_flags[0]} is for kernels (KERNEL.py::FUNC), not scenarios", kernel_flags[0])
     task_scenario = find_task_scenario(scenario)
     if task_scenario is not None:  # an orchestration program (scenarios/tasks): the task runtime
         from neuronsim.verify.cli.task_programs import run_task_scenario_command

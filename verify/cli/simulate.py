@@ -3,13 +3,15 @@
 Without ``--seed`` / ``--seeds`` one run with nominal durations (the cost model's schedule).
 ``--seed S`` runs one seeded interleaving; ``--seeds N`` runs the nominal schedule and then
 seeds ``S .. S+N-1`` (S from ``--seed``, default 0).  Every run starts from the same memory (``--data-seed``,
-``--inputs``), so a run whose outputs differ from the sequential reference witnesses a race;
+``--inputs``; a raw 2- / 1-byte array, as numpy saves bf16 / fp8 ``ml_dtypes`` arrays,
+takes its tensor's dtype), so a run whose outputs differ from the sequential reference witnesses a race;
 rerunning with ``--seed`` of that run reproduces it exactly.  The summary, ``--trace`` and
 ``--plot`` show the first run that differs, else the first run (the nominal one with
 ``--seeds``).
 
 Exit 0 when every run's outputs equal the reference, 1 when some differ, 2 on unusable input
-(including virtual tensors and waits that deadlock).  ``--compare all`` compares the final
+(including virtual tensors and waits that deadlock).  ``--outputs OUT.npz`` writes the output
+tensors of the first run (the nominal one unless ``--seed``), by tensor name.  ``--compare all`` compares the final
 contents of every tensor instead of the outputs only (a finer race witness).
 """
 
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import os
 import sys
-import zipfile
 
 import click
 import numpy as np
@@ -43,6 +44,7 @@ from neuronsim.verify.cli.common import (
     run_command,
     size_options,
 )
+from neuronsim.verify.cli.npz_io import read_npz, write_npz
 from neuronsim.verify.progress import Progress
 from neuronsim.verify.report import render_report
 from neuronsim.verify.tracecheck import check_trace
@@ -51,18 +53,11 @@ from neuronsim.verify.cli.task_programs import simulate_tasks_command, sniff_tas
 __all__ = ["simulate", "simulation_json"]
 
 
-def _load_inputs(path: str | None) -> dict[str, np.ndarray] | None:
+def _load_inputs(path: str | None, program) -> dict[str, np.ndarray] | None:
+    """The ``--inputs`` arrays; a raw bf16 / fp8 array takes its tensor's dtype."""
     if path is None:
         return None
-    try:
-        archive = np.load(path, allow_pickle=False)
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise UsageFailure(f"{path} holds a single array; expected an .npz archive of arrays named "
-                               "after input tensors", "--inputs")
-        with archive:
-            return {name: archive[name] for name in archive.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise UsageFailure(f"cannot read {path}: {err}", "--inputs") from None
+    return read_npz(path, "--inputs", tensor_dtypes={n: t.dtype for n, t in program.tensors.items()})
 
 
 def _reported(sim: Simulation) -> RunResult:
@@ -123,6 +118,8 @@ def _print_people(sim: Simulation, program: str) -> None:
 @click.option("--data-seed", type=click.IntRange(min=0), default=0, show_default=True, metavar="D",
               help="Seed of the initial memory and inputs.")
 @click.option("--inputs", "inputs_path", metavar="FILE.npz", help="Values of input tensors, by tensor name.")
+@click.option("--outputs", "outputs_path", metavar="OUT.npz",
+              help="Write the output tensors of the first run (the nominal one unless --seed) by tensor name.")
 @click.option("--plot", "plot_path", metavar="FILE.png", help="Draw the reported run's timeline.")
 @click.option("--compare", type=click.Choice(["outputs", "all"]), default="outputs", show_default=True,
               help="Compare the output tensors (the spec's check) or the final contents of every tensor.")
@@ -130,7 +127,8 @@ def _print_people(sim: Simulation, program: str) -> None:
 @size_options
 @run_command
 def simulate_command(program: str, trace_path: str | None, seeds: int | None, seed: int | None, data_seed: int,
-                     inputs_path: str | None, plot_path: str | None, compare: str, as_json: bool,
+                     inputs_path: str | None, outputs_path: str | None, plot_path: str | None, compare: str,
+                     as_json: bool,
                      max_instances: int, max_memory: int | None) -> int:
     """Simulate PROGRAM under its deps; compare its outputs with the sequential reference.
 
@@ -138,14 +136,17 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     unusable input.
     """
     check_output(trace_path, "--trace")
+    check_output(outputs_path, "--outputs")
     check_plot(plot_path)
     prog = sniff_task_program(program)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
     if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the simulated task runtime
+        if outputs_path:
+            raise UsageFailure("--outputs is for instruction programs (neuronsim.program/1)", "--outputs")
         return simulate_tasks_command(prog, seeds=run_seeds, trace_path=trace_path, plot_path=plot_path,
                                       as_json=as_json, max_instances=max_instances, inputs_path=inputs_path)
     prog = placed(load_program(prog))
-    inputs = _load_inputs(inputs_path)
+    inputs = _load_inputs(inputs_path, prog)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
     with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
                                                 size=size.instances * len(run_seeds)) as update:
@@ -158,6 +159,8 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
         write_chrome_trace(shown, trace_path)
     if plot_path:
         plot_timeline(shown, plot_path, program="standard input" if program == "-" else os.path.basename(program))
+    if outputs_path:
+        write_npz(outputs_path, sim.runs[0].outputs)
     if as_json:
         doc = simulation_json(sim)
         for entry, found in zip(doc["runs"], checks):

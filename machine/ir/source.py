@@ -1,0 +1,129 @@
+"""Where an instruction came from: the ``x-source`` extension, read and written as text.
+
+A program traced from a kernel (the NKI frontend) records on every instruction the kernel
+line that made it::
+
+    "x-source": {"file": "attention.py", "line": 88, "call": "nisa.nc_matmul", "indices": {"i": 3}}
+
+``indices`` holds the values of the (unrolled) loop variables at that point; for a loop the
+program keeps, the variable names the loop instead (``{"i": "i"}``) and an instance fills in its
+own index.  Reports name instructions by this location when they have it, by their name when
+they do not (programs written by hand print as before).
+
+>>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
+>>> inst = Instruction("mm", "pe", "matmul", extras={"x-source": {"file": "attention.py", "line": 88,
+...     "call": "nisa.nc_matmul", "indices": {"i": "i", "j": 2}}})
+>>> source_text(inst, {"i": 3})
+'nisa.nc_matmul at attention.py:88 [i=3, j=2]'
+>>> source_text(inst), source_line(inst)
+('nisa.nc_matmul at attention.py:88 [i=i, j=2]', 'attention.py:88')
+>>> source_text(Instruction("ld", "sp", "dma_copy")) is None
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from neuronsim.machine.ir.program import Instruction, frozen_mapping
+
+__all__ = ["SOURCE_KEY", "SourceRef", "source_of", "source_text", "source_line", "instance_source",
+           "instance_label", "source_json", "bind_source"]
+
+#: The extension key of an instruction's kernel location.
+SOURCE_KEY = "x-source"
+
+
+@dataclass(frozen=True, slots=True)
+class SourceRef:
+    """A parsed ``x-source``: file, line, the call, and loop variable -> value or loop name."""
+
+    file: str
+    line: int
+    call: str = ""
+    indices: tuple[tuple[str, int | str], ...] = ()
+
+    @property
+    def where(self) -> str:
+        """``file:line``."""
+        return f"{self.file}:{self.line}"
+
+    def bound(self, iteration: Mapping[str, int] | None) -> tuple[tuple[str, int | str], ...]:
+        """The indices with kept loops' names replaced by ``iteration``'s values."""
+        iteration = iteration or {}
+        return tuple((var, iteration.get(value, value) if isinstance(value, str) else value)
+                     for var, value in self.indices)
+
+    def text(self, iteration: Mapping[str, int] | None = None) -> str:
+        """``CALL at FILE:LINE [i=3]`` (the call and the indices when known)."""
+        head = f"{self.call} at {self.where}" if self.call else self.where
+        indices = self.bound(iteration)
+        if indices:
+            head += " [" + ", ".join(f"{var}={value}" for var, value in indices) + "]"
+        return head
+
+
+def source_of(inst: Instruction) -> SourceRef | None:
+    """The instruction's ``x-source``, or None when absent or not of the documented shape
+    (a foreign tool's value is carried, never trusted)."""
+    raw = inst.extras.get(SOURCE_KEY) if inst.extras else None
+    if not isinstance(raw, Mapping):
+        return None
+    file, line = raw.get("file"), raw.get("line")
+    if not isinstance(file, str) or not isinstance(line, int) or isinstance(line, bool):
+        return None
+    call = raw.get("call") if isinstance(raw.get("call"), str) else ""
+    indices = raw.get("indices") if isinstance(raw.get("indices"), Mapping) else {}
+    kept = tuple((str(k), v) for k, v in indices.items()
+                 if isinstance(v, (int, str)) and not isinstance(v, bool))
+    return SourceRef(file, line, call, kept)
+
+
+def source_text(inst: Instruction, iteration: Mapping[str, int] | None = None) -> str | None:
+    """:meth:`SourceRef.text` of ``inst``, or None without ``x-source``."""
+    ref = source_of(inst)
+    return None if ref is None else ref.text(iteration)
+
+
+def source_line(inst: Instruction) -> str | None:
+    """``FILE:LINE`` of ``inst``, or None."""
+    ref = source_of(inst)
+    return None if ref is None else ref.where
+
+
+def instance_source(stream: Any, i: int) -> str | None:
+    """The location of instance ``i`` of an :class:`~neuronsim.machine.order.stream.InstanceStream` (its loop
+    indices filled in), or None when its instruction has no ``x-source``."""
+    inst = stream.instrs[int(stream.instr[i])]
+    if not inst.extras or SOURCE_KEY not in inst.extras:
+        return None
+    return source_text(inst, stream.iteration(i))
+
+
+def instance_label(stream: Any, i: int) -> str:
+    """The location of instance ``i`` when known, else its name (``mm[0]``)."""
+    return instance_source(stream, i) or stream.instance_name(i)
+
+
+def bind_source(extras: Mapping[str, Any], iteration: Mapping[str, int]) -> Mapping[str, Any]:
+    """``extras`` with ``x-source``'s kept-loop indices replaced by ``iteration``'s values (an
+    instance unrolled out of its loops keeps its location, concrete).
+
+    >>> bind_source({"x-source": {"file": "k.py", "line": 3, "indices": {"i": "i"}}}, {"i": 2})["x-source"]
+    {'file': 'k.py', 'line': 3, 'indices': {'i': 2}}
+    """
+    raw = extras.get(SOURCE_KEY) if extras else None
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("indices"), Mapping) or not iteration:
+        return extras
+    indices = {k: iteration.get(v, v) if isinstance(v, str) else v for k, v in raw["indices"].items()}
+    return frozen_mapping({**extras, SOURCE_KEY: {**raw, "indices": indices}})
+
+
+def source_json(inst: Instruction, iteration: Mapping[str, int] | None = None) -> dict[str, Any] | None:
+    """The location as a JSON object (indices bound to ``iteration``), or None."""
+    ref = source_of(inst)
+    if ref is None:
+        return None
+    return {"file": ref.file, "line": ref.line, "call": ref.call, "indices": dict(ref.bound(iteration))}

@@ -1,0 +1,304 @@
+"""NKI findings, the ``nki`` / ``run KERNEL.py::FUNC`` / ``simulate --outputs`` commands and
+``run_kernel``, over hand-traced programs and a stand-in frontend (``tests/nki_programs.py``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from neuronsim.machine.formats.program import load_program, save_program
+from tests.nki_programs import alloc_program, copy_program, fake_frontend, loop_program
+from neuronsim.verify.cli import cli
+from neuronsim.verify.nki.findings import nki_findings
+from neuronsim.verify.nki.run import run_kernel, run_traced
+from neuronsim.verify.cli.npz_io import read_npz
+
+
+@pytest.fixture
+def frontend(monkeypatch):
+    module = fake_frontend()
+    monkeypatch.setitem(sys.modules, "neuronsim.machine.nki", module)
+    return module
+
+
+def _cli(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def _npz(path, **arrays):
+    np.savez(path, **arrays)
+    return str(path)
+
+
+X = np.arange(128 * 64, dtype=np.float32).reshape(128, 64) / 100
+
+
+# -- findings ---------------------------------------------------------------------------------
+
+def test_affine_loop_carried_dependence_names_pair_lines_and_distance():
+    found = nki_findings(loop_program("affine", carry=True))
+    assert [(f.kind, f.dependence, f.first, f.second, f.loop, f.distance, f.tensors) for f in found] == [
+        ("carried", "RAW", "nl.load at toy_kernel.py:20 [i=0]", "nl.copy at toy_kernel.py:21 [i=1]", "i", 1, ("t",))]
+    assert "affine loop i carries a RAW dependence at distance 1" in found[0].describe()
+
+
+def test_reused_storage_sequential_loops_and_tiles_made_in_the_body_are_not_findings():
+    assert nki_findings(loop_program("affine")) == []  # each iteration loads t before reading it
+    assert nki_findings(loop_program("sequential", carry=True)) == []
+    assert nki_findings(loop_program("affine", tile_offset=None, carry=True)) == []
+
+
+def test_a_tile_declared_outside_the_affine_loop_is_shared_by_its_iterations():
+    shared = nki_findings(loop_program("affine", tile_offset=None, scope=[], carry=True))
+    assert [(f.kind, f.first, f.tensors) for f in shared] == [("carried", "nl.load at toy_kernel.py:20 [i=0]", ("t",))]
+    assert nki_findings(loop_program("affine", tile_offset=None, scope=["i"], carry=True)) == []
+
+
+def test_sbuf_accumulation_in_an_affine_loop():
+    found = nki_findings(loop_program("affine", tile_offset=None, accumulate=True))
+    assert [(f.kind, f.first, f.second, f.tensors) for f in found] == [
+        ("sbuf-accumulate", "nl.add at toy_kernel.py:21 [i=0]", "nl.add at toy_kernel.py:21 [i=1]", ("acc",))]
+    assert nki_findings(loop_program("sequential", tile_offset=None, accumulate=True)) == []
+
+
+def test_psum_accumulation_is_not_a_finding():
+    program = load_program("examples/matmul_k_loop.json")
+    marked = program.with_body(tuple(
+        node.__class__(node.name, node.trip_count, node.body, {"x-nki-range": "affine"}) if hasattr(node, "trip_count")
+        else node for node in program.body))
+    # matmul accumulation into PSUM may cross iterations; the SBUF tiles are reloaded before each use
+    assert nki_findings(marked) == []
+
+
+def test_directly_allocated_tiles_on_the_same_bytes_race_with_both_lines():
+    found = nki_findings(alloc_program(apart=False, interleaved=False))
+    assert [(f.kind, f.dependence, f.tensors) for f in found] == [("allocation", "WAW", ("a", "b"))]
+    assert (found[0].first, found[0].second) == ("nl.load at toy_kernel.py:30", "nl.load at toy_kernel.py:32")
+    assert nki_findings(alloc_program(apart=True, interleaved=False)) == []
+
+
+def test_a_tile_written_over_while_live_is_a_clobber_with_both_lines():
+    found = nki_findings(alloc_program(apart=False))
+    assert [(f.dependence, f.first, f.second, f.tensors) for f in found] == [
+        ("clobber", "nl.load at toy_kernel.py:32", "nl.copy at toy_kernel.py:34", ("b", "a"))]
+    assert nki_findings(alloc_program(apart=True)) == []
+
+
+# -- npz with bf16 / fp8 ----------------------------------------------------------------------
+
+def test_raw_bf16_and_fp8_arrays_are_typed(tmp_path):
+    path = _npz(tmp_path / "in.npz", a=np.ones(4, ml_dtypes.bfloat16), b=np.ones(4, ml_dtypes.float8_e4m3fn),
+                c=np.ones(4, ml_dtypes.float8_e5m2))
+    plain = read_npz(path, "--inputs")
+    assert [plain[k].dtype.name for k in "abc"] == ["bfloat16", "float8_e4m3fn", "float8_e5m2"]
+    named = read_npz(path, "--inputs", {"b": "float8_e5m2"})
+    assert named["b"].dtype.name == "float8_e5m2" and float(plain["c"][0]) == 1.0
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+def test_nki_writes_the_traced_program(frontend, tmp_path):
+    out = tmp_path / "p.json"
+    result = _cli("nki", "toy.py::copy", "--inputs", _npz(tmp_path / "in.npz", x=X), "-o", str(out))
+    assert result.exit_code == 0, result.output
+    program = load_program(str(out))
+    assert program.tensors["out"].role == "output"
+    assert program.instruction_map()["copy_11"].extras["x-source"]["call"] == "nl.copy"
+
+
+def test_nki_reads_bf16_inputs_unless_dtype_says_otherwise(frontend, tmp_path):
+    inputs = _npz(tmp_path / "in.npz", x=X.astype(ml_dtypes.bfloat16))
+    for extra, dtype in (((), "bfloat16"), (("--dtype", "x=float16"), "float16")):
+        result = _cli("nki", "toy.py::copy", "--inputs", inputs, *extra, "-o", str(tmp_path / "p.json"))
+        assert result.exit_code == 0, result.output
+        assert load_program(str(tmp_path / "p.json")).tensors["x"].dtype == dtype
+
+
+def test_unsupported_construct_is_one_line_exit_2(frontend, tmp_path):
+    out = tmp_path / "p.json"
+    result = _cli("nki", "two_core.py::sendrecv", "-o", str(out))
+    assert result.exit_code == 2
+    assert result.output.strip() == "error: two_core.py:7: nisa.sendrecv is not supported (two-core kernels)"
+    assert not out.exists()
+
+
+def test_bad_flags_are_exit_2(frontend, tmp_path):
+    for args in (("--grid", "0x2"), ("--arg", "not an assignment"), ("--dtype", "x=complex")):
+        result = _cli("nki", "toy.py::copy", "--inputs", _npz(tmp_path / "in.npz", x=X), *args,
+                      "-o", str(tmp_path / "p.json"))
+        assert result.exit_code == 2 and "Traceback" not in result.output, args
+    assert _cli("run", "softmax", "--reference", "m:f").exit_code == 2
+
+
+def test_run_kernel_end_to_end_against_a_reference(frontend, tmp_path, monkeypatch):
+    (tmp_path / "toy_ref.py").write_text("def same(x):\n    return x\n\ndef doubled(x):\n    return 2 * x\n")
+    monkeypatch.chdir(tmp_path)
+    inputs = _npz(tmp_path / "in.npz", x=X)
+    good = _cli("run", "toy.py::copy", "--inputs", inputs, "--reference", "toy_ref:same", "--json")
+    assert good.exit_code == 0, good.output
+    doc = json.loads(good.stdout)
+    assert doc["summary"]["outputs_match"] and doc["summary"]["user_reference"] and not doc["problems"]
+    trace = json.loads((tmp_path / "out" / "copy.trace.json").read_text())
+    assert any(e.get("args", {}).get("source") == "nl.copy at toy_kernel.py:11" for e in trace["traceEvents"])
+    bad = _cli("run", "toy.py::copy", "--inputs", inputs, "--reference", "toy_ref:doubled")
+    assert bad.exit_code == 1 and "out:" in bad.output
+
+
+def test_run_kernel_reports_findings_with_exit_1(frontend, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = _cli("run", "toy.py::alloc_race", "--inputs", _npz(tmp_path / "in.npz", x=X, y=X + 1))
+    assert result.exit_code == 1
+    assert ("finding: WAW race between directly allocated tiles on a / b: nl.load at toy_kernel.py:30 / "
+            "nl.load at toy_kernel.py:32") in result.output
+
+
+def test_simulate_writes_the_outputs(tmp_path):
+    program = tmp_path / "p.json"
+    save_program(copy_program("bfloat16"), str(program))
+    compiled = tmp_path / "c.json"
+    assert _cli("compile", str(program), "-o", str(compiled)).exit_code == 0
+    x = X.astype(ml_dtypes.bfloat16)
+    out = tmp_path / "out.npz"
+    result = _cli("simulate", str(compiled), "--inputs", _npz(tmp_path / "in.npz", x=x), "--outputs", str(out))
+    assert result.exit_code == 0, result.output
+    written = read_npz(str(out), "--outputs")
+    assert written["out"].dtype.name == "bfloat16" and np.array_equal(written["out"], x)
+
+
+def test_run_kernel_api_mirrors_simulate_kernel(frontend):
+    outputs, report = run_kernel("toy.py::copy", X, reference=lambda x: x)
+    assert report.ok, report.render()
+    assert np.array_equal(outputs, X)
+    traced = frontend.trace("affine", X)
+    flagged = run_traced(traced, "affine")  # the stand-in's "affine" kernel carries a value
+    assert not flagged.ok and any("carries a" in line for line in flagged.problems())
+
+
+# -- with the frontend (neuronsim.machine.nki) ----------------------------------------------------------
+
+CURRENT = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def add(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    x = nl.load(a)
+    y = nl.load(b)
+    nl.store(out, value=nl.add(x, y))
+    return out
+
+
+def reference(a, b):
+    return {"return0": a + b}
+'''
+
+LEGACY = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def rowsum(a):
+    out = nl.ndarray((128, 16), dtype=a.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(4):
+        t = nl.load(a[:, nl.ds(i * 16, 16)])
+        acc += t
+    nl.store(out, value=acc)
+    return out
+'''
+
+
+def test_traced_kernel_end_to_end(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "add_kernel.py").write_text(CURRENT)
+    (tmp_path / "add_ref.py").write_text("def add(a, b):\n    return a + b\n\ndef sub(a, b):\n    return a - b\n")
+    inputs = _npz(tmp_path / "in.npz", a=X, b=X + 1)
+    traced = _cli("nki", "add_kernel.py::add", "--inputs", inputs, "-o", "p.json")
+    assert traced.exit_code == 0, traced.output
+    program = load_program("p.json")
+    assert {"a", "b", "return0"} <= set(program.tensors)
+    assert {inst.extras["x-source"]["line"] for inst, _ in program.instructions()} == {8, 9, 10}
+    assert _cli("run", "add_kernel.py::add", "--inputs", inputs, "--reference", "add_ref:add").exit_code == 0
+    beside = _cli("run", "add_kernel.py::add", "--inputs", inputs, "--reference", "add_kernel.py:reference")
+    assert beside.exit_code == 0, beside.output  # the kernel's own file imports nki: loaded with the stand-ins
+    wrong = _cli("run", "add_kernel.py::add", "--inputs", inputs, "--reference", "add_ref:sub")
+    assert wrong.exit_code == 1 and "return0:" in wrong.output
+    outputs, report = run_kernel("add_kernel.py::add", X, X + 1)
+    assert report.ok and np.allclose(outputs, 2 * X + 1)
+
+
+def test_legacy_sbuf_accumulation_in_affine_range_is_exit_1(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "legacy_kernel.py").write_text(LEGACY)
+    result = _cli("run", "legacy_kernel.py::rowsum", "--inputs", _npz(tmp_path / "in.npz", a=X), "--json")
+    assert result.exit_code == 1
+    finding = json.loads(result.stdout)["findings"][0]
+    assert finding["kind"] == "sbuf-accumulate" and finding["loop"] == "i"
+    assert finding["first"].endswith("legacy_kernel.py:11 [i=0]")
+
+
+PREFETCH = '''import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+import neuronxcc.nki.compiler as ncc
+
+
+@nki.jit
+def prefetch(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((5, nl.par_dim(128), 16), dtype=a.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(SLOTS,)))
+    t[0] = nl.load(a[:, nl.ds(0, 16)])
+    for i in nl.affine_range(4):
+        t[i + 1] = nl.load(a[:, nl.ds((i + 1) * 16, 16)])
+        u = nl.exp(t[i])
+        nl.store(out[:, nl.ds(i * 16, 16)], value=u)
+    return out
+
+
+def reference(a):
+    return {"return0": np.exp(a[:, :64])}
+'''
+
+
+def test_a_prefetching_kernel_with_one_slot_too_few_fails(tmp_path, monkeypatch):
+    """Two slots hold the tile being computed on and the one being prefetched; one slot lets
+    the prefetch overwrite the tile before it is read.  (The frontend gives blocks that share a
+    slot one tensor, so this shows as outputs off the reference, not yet as a finding.)"""
+    monkeypatch.chdir(tmp_path)
+    inputs = _npz(tmp_path / "in.npz", a=np.random.default_rng(0).standard_normal((128, 80)).astype(np.float32))
+    for slots, status in ((2, 0), (1, 1)):
+        (tmp_path / f"pf{slots}.py").write_text(PREFETCH.replace("SLOTS", str(slots)))
+        result = _cli("run", f"pf{slots}.py::prefetch", "--inputs", inputs, "--reference", f"pf{slots}.py:reference")
+        assert result.exit_code == status, result.output
+    assert "problem: return0:" in result.output
+
+
+GRID = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def half(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    p = nl.program_id(0)
+    x = nl.load(a[p * 128:(p + 1) * 128, :])
+    nl.store(out[p * 128:(p + 1) * 128, :], value=nl.exp(x))
+    return out
+'''
+
+
+def test_grid_runs_one_instance_after_another(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "grid_kernel.py").write_text(GRID)
+    inputs = _npz(tmp_path / "in.npz", a=np.zeros((256, 8), np.float32))
+    counts = {}
+    for grid in ("1", "2"):
+        assert _cli("nki", "grid_kernel.py::half", "--inputs", inputs, "--grid", grid, "-o", f"g{grid}.json").exit_code == 0
+        counts[grid] = sum(1 for _ in load_program(f"g{grid}.json").instructions())
+    assert counts["2"] == 2 * counts["1"]

@@ -1,0 +1,206 @@
+"""``neuronsim nki KERNEL.py::FUNC --inputs IN.npz -o PROGRAM.json``: trace an NKI kernel.
+
+The kernel runs unmodified with neuronsim's stand-ins for ``nki`` / ``neuronxcc.nki`` (the NKI
+frontend, ``neuronsim.machine.nki``); the traced program is written atomically, its tensors named after
+the kernel's parameters (a parameter the kernel writes is an output; returned tensors are
+``return0``, ...), every instruction located at its kernel line (``x-source``).  ``IN.npz``
+holds the input arrays by parameter name; a bf16 / fp8 array saved from ``ml_dtypes`` (raw
+2- / 1-byte values) is read as ``bfloat16`` / ``float8_e4m3`` unless ``--dtype NAME=...``
+says otherwise.  ``--arg NAME=VALUE`` passes another argument (a Python literal, else a
+string); ``--grid 2x1`` runs an SPMD grid.  A kernel from a package is named
+``path/to/pkg/mod.py::FUNC`` with its package root on ``PYTHONPATH``.
+
+This module also runs a kernel end to end for ``neuronsim run KERNEL.py::FUNC``
+(:func:`run_kernel_command`).  Exit 0, 1 (run: a finding or a failed check), 2 (unusable
+input, including any construct the frontend does not support: one line ``file.py:LINE: ...``).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from neuronsim.machine.formats.program import save_program
+
+from neuronsim.verify.cli.common import UsageFailure, check_output, emit_json, json_option, run_command
+from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
+
+__all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
+
+
+def is_kernel_spec(text: str | None) -> bool:
+    """``path/to/file.py::FUNC``: a kernel, not a scenario name."""
+    return bool(text) and "::" in text
+
+
+def _parse_args(items: tuple[str, ...]) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        name, sep, raw = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise UsageFailure(f"expected NAME=VALUE, got {item!r}", "--arg")
+        try:
+            out[name] = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            out[name] = raw
+    return out
+
+
+def _parse_grid(text: str | None) -> tuple[int, ...] | None:
+    if text is None:
+        return None
+    try:
+        grid = tuple(int(part) for part in text.lower().split("x"))
+    except ValueError:
+        grid = ()
+    if not grid or any(g < 1 for g in grid) or len(grid) > 3:
+        raise UsageFailure(f"expected a grid such as 4 or 2x2 (positive sizes), got {text!r}", "--grid")
+    return grid
+
+
+def kernel_options(fn: Callable) -> Callable:
+    """The options every kernel-tracing command takes."""
+    for option in reversed((
+        click.option("--inputs", "inputs_path", metavar="IN.npz", help="Input arrays by parameter name."),
+        click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="Another kernel argument (a Python literal)."),
+        click.option("--grid", "grid", metavar="G0xG1", help="SPMD grid: run the kernel as kernel[G0, G1]."),
+        click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
+                     help="Read input NAME as DTYPE (raw 2-/1-byte arrays default to bfloat16 / float8_e4m3)."),
+    )):
+        fn = option(fn)
+    return fn
+
+
+def _frontend():
+    try:
+        frontend = importlib.import_module("neuronsim.machine.nki")
+    except ImportError as err:  # a build without the frontend: say so, no traceback
+        raise UsageFailure(f"the NKI frontend (neuronsim.machine.nki) is not available: {err}", "KERNEL") from None
+    return frontend
+
+
+def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str | None,
+                       dtypes: tuple[str, ...]):
+    """Load and trace ``kernel`` as the options say; ``(traced, kwargs)``."""
+    if not is_kernel_spec(kernel):
+        raise UsageFailure(f"expected PATH.py::FUNC, got {kernel!r}", "KERNEL")
+    frontend = _frontend()
+    named = parse_dtype_options(dtypes)
+    arrays = read_npz(inputs_path, "--inputs", named) if inputs_path else {}
+    if named and not inputs_path:
+        raise UsageFailure("--dtype names input arrays; give them with --inputs", "--dtype")
+    kwargs = _parse_args(args)
+    clash = sorted(set(kwargs) & set(arrays))
+    if clash:
+        raise UsageFailure(f"{clash[0]} is given both in --inputs and as --arg", "--arg")
+    loaded = frontend.load_kernel(kernel)
+    options = {"grid": _parse_grid(grid)} if grid else {}
+    return frontend.trace(loaded, **arrays, **kwargs, **options), kwargs
+
+
+@click.command("nki")
+@click.argument("kernel", metavar="KERNEL.py::FUNC")
+@kernel_options
+@click.option("-o", "--output", "output", required=True, metavar="PROGRAM.json", help="Where to write the traced program.")
+@json_option
+@run_command
+def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...],
+        output: str, as_json: bool) -> int:
+    """Trace the NKI kernel FUNC of KERNEL.py into a neuronsim.program/1 file."""
+    check_output(output, "-o")
+    traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
+    save_program(traced.program, output)
+    count = sum(1 for _ in traced.program.instructions())
+    if as_json:
+        emit_json({"format": "neuronsim.nki/1", "kernel": kernel, "output": output, "instructions": count,
+                   "inputs": sorted(traced.inputs), "outputs": list(traced.outputs)})
+    elif output != "-":
+        click.echo(f"traced {kernel}: {count} instructions, {len(traced.program.tensors)} tensors "
+                   f"(outputs: {', '.join(traced.outputs) or 'none'}) -> {output}")
+    return 0
+
+
+def load_reference(spec: str) -> Callable:
+    """``MODULE:FN`` (imported from the current folder too) or ``path/file.py:FN``."""
+    module_name, sep, attr = spec.rpartition(":")
+    if not sep or not module_name or not attr:
+        raise UsageFailure(f"expected MODULE:FN or FILE.py:FN, got {spec!r}", "--reference")
+    standins = getattr(_frontend_or_none(), "standins", None)
+    scope = standins() if standins is not None else contextlib.nullcontext()
+    try:
+        with scope:  # a reference beside the kernel imports nki too: the stand-ins, as for the kernel
+            return _reference_in(module_name, attr)
+    except UsageFailure:
+        raise
+    except Exception as err:  # noqa: BLE001 - the user's module failed to load: their input
+        raise UsageFailure(f"cannot load {module_name}: {type(err).__name__}: {err}", "--reference") from None
+
+
+def _frontend_or_none():
+    try:
+        return importlib.import_module("neuronsim.machine.nki")
+    except ImportError:
+        return None
+
+
+def _reference_in(module_name: str, attr: str) -> Callable:
+    """The function ``attr`` of a module file or an importable module."""
+    if module_name.endswith(".py"):
+        path = Path(module_name)
+        if not path.is_file():
+            raise UsageFailure(f"cannot read {module_name}: no such file", "--reference")
+        loader_spec = importlib.util.spec_from_file_location(f"neuronsim_reference_{path.stem}", path)
+        module = importlib.util.module_from_spec(loader_spec)
+        loader_spec.loader.exec_module(module)
+    else:
+        if os.getcwd() not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        module = importlib.import_module(module_name)
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise UsageFailure(f"{module_name} defines no function {attr!r}", "--reference")
+    return fn
+
+
+def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, reference: str | None, out_dir: str,
+                       plot_path: str | None, as_json: bool, before_work: Callable, make_folder: Callable,
+                       printer: Callable) -> int:
+    """``neuronsim run KERNEL.py::FUNC``: findings, then the scenario run; exit 0 / 1."""
+    from neuronsim.machine.ir.files import write_text
+    from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
+
+    from neuronsim.verify.nki.run import run_traced
+
+    name = kernel.rsplit("::", 1)[1]
+    paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
+             "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
+    make_folder(out_dir)
+    for path in paths.values():
+        check_output(path, "--out")
+    user_reference = load_reference(reference) if reference else None
+    traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
+    report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work)
+    nominal = report.run.simulation.runs[0].trace
+    write_chrome_trace(nominal, paths["trace"])
+    write_text(paths["footprint"], json.dumps(report.run.sync.to_json(), indent=1))
+    if plot_path:
+        plot_timeline(nominal, plot_path)
+        paths["plot"] = plot_path
+    problems = report.problems()
+    if as_json:
+        emit_json({**report.to_json(), "files": paths})
+    else:
+        for finding in report.findings:
+            click.echo(f"finding: {finding.describe()}")
+        printer(report.run, paths, reference="user reference" if user_reference else None)
+    return 1 if problems else 0

@@ -1,0 +1,52 @@
+"""One NKI-specific finding, located at the kernel's lines (what :mod:`.findings` and
+:mod:`.lifetimes` report)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["NkiFinding"]
+
+
+@dataclass(frozen=True, slots=True)
+class NkiFinding:
+    """One NKI-specific problem, located."""
+
+    kind: str
+    """``carried``, ``sbuf-accumulate`` or ``allocation``."""
+    dependence: str
+    """RAW, WAW or WAR (``+=`` is a RAW on itself)."""
+    first: str
+    """The earlier instance, named by its kernel line when known."""
+    second: str
+    loop: str | None = None
+    distance: int | None = None
+    """Iterations of ``loop`` between the two instances."""
+    tensors: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """One line for people."""
+        tensors = f" on {' / '.join(self.tensors)}" if self.tensors else ""
+        if self.kind == "sbuf-accumulate":
+            return (f"+= into SBUF{tensors} inside affine loop {self.loop}: {self.first} accumulates across "
+                    f"iterations, which the compiler does not order (accumulate in PSUM, or use sequential_range)")
+        if self.kind == "carried":
+            return (f"affine loop {self.loop} carries a {self.dependence} dependence at distance {self.distance}: "
+                    f"{self.first} / {self.second}{tensors}; the compiler does not order affine_range iterations "
+                    f"(use sequential_range, or make the iterations independent)")
+        if self.dependence == "clobber":
+            return (f"directly allocated tiles{tensors} overlap while both are live: {self.first} writes bytes that "
+                    f"{self.second} reads later; place them apart or add a slot")
+        return (f"{self.dependence} race between directly allocated tiles{tensors}: {self.first} / {self.second} "
+                f"share bytes while both are live; place them apart or add a slot")
+
+    def to_json(self) -> dict:
+        out = {"kind": self.kind, "dependence": self.dependence, "first": self.first, "second": self.second,
+               "message": self.describe()}
+        if self.loop is not None:
+            out["loop"] = self.loop
+        if self.distance is not None:
+            out["distance"] = self.distance
+        if self.tensors:
+            out["tensors"] = list(self.tensors)
+        return out

@@ -1,0 +1,123 @@
+"""Directly allocated tiles whose lifetimes overlap on common bytes: the ``clobber`` finding.
+
+A race needs two unordered instances; a kernel can be wrong with everything ordered.  Two
+tiles the kernel placed itself on common bytes, where one is written while the other is still
+live (after its first write, before its last read, in program order), lose data whatever the
+schedule: the later read finds the other tile's values.  The NKI direct-allocation guide warns
+the compiler's lifetime checks may miss this.  Found here per cluster of byte-sharing placed
+tensors by one sweep over their live ranges (sorted by first write); every witness is checked
+exactly (:func:`neuronsim.machine.order.conflicts.conflicts`: the write of one and the later read of the other
+share a byte).
+
+>>> from tests.nki_programs import alloc_program
+>>> [f.describe()[:61] for f in clobber_findings(alloc_program(apart=False))]
+['directly allocated tiles on b / a overlap while both are live']
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from neuronsim.machine.order.conflicts import conflicts
+from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.ir.source import instance_label
+from neuronsim.machine.order.stream import InstanceStream, stream_of
+from neuronsim.verify.nki.finding import NkiFinding
+
+__all__ = ["clobber_findings", "live_ranges"]
+
+
+def live_ranges(stream: InstanceStream, tensors: set[str]) -> dict[str, tuple[int, int, list[int]]]:
+    """``tensor -> (first write, last read, write instances)`` in instance order (tensors
+    never both written and read are left out)."""
+    tid = {stream.tensor_names.index(t): t for t in tensors}
+    writes: dict[str, list[int]] = defaultdict(list)
+    last_read: dict[str, int] = {}
+    for x, inst in enumerate(stream.instrs):
+        touched = [(tid[stream.tensor_id[a.tensor]], w) for a, w in inst.accesses if stream.tensor_id[a.tensor] in tid]
+        if not touched:
+            continue
+        ids = stream.instances_of(x).tolist()
+        for name, is_write in touched:
+            if is_write:
+                writes[name].extend(ids)
+            else:
+                last_read[name] = max(last_read.get(name, -1), ids[-1])
+    out = {}
+    for name, ids in writes.items():
+        if name in last_read:
+            ids.sort()
+            out[name] = (ids[0], last_read[name], ids)
+    return out
+
+
+def _clusters(program: Program, names: list[str]) -> list[list[str]]:
+    """Groups of placed on-chip tensors linked by common partitions and bytes."""
+    def extent(name: str) -> tuple:
+        t = program.tensors[name]
+        lo = t.byte_base
+        span = t.bytes_per_partition * (t.rotate.slots if t.rotate else 1)
+        return t.memory, lo, lo + span, t.partition or 0, (t.partition or 0) + t.shape[0]
+
+    groups: list[list[str]] = []
+    by_memory: dict[MemoryKind, list[tuple]] = defaultdict(list)
+    for name in names:
+        memory, lo, hi, plo, phi = extent(name)
+        by_memory[memory].append((lo, hi, plo, phi, name))
+    for items in by_memory.values():
+        items.sort()
+        current, reach = [], -1
+        for lo, hi, _plo, _phi, name in items:  # byte-overlap chains (partitions checked exactly later)
+            if current and lo >= reach:
+                groups.append(current)
+                current, reach = [], -1
+            current.append(name)
+            reach = max(reach, hi)
+        if current:
+            groups.append(current)
+    return [g for g in groups if len(g) > 1]
+
+
+def clobber_findings(program: Program) -> list:
+    """Every pair of directly allocated tiles written over while the other is live (module doc)."""
+    from neuronsim.passes import PassContext, run_pipeline
+
+
+    kernel_placed = [n for n, t in program.tensors.items() if t.memory != MemoryKind.DRAM and not t.is_virtual]
+    clusters = _clusters(program, kernel_placed)
+    if not clusters:
+        return []
+    placed = run_pipeline(program, "alloc", PassContext(verify=False)) if program.has_virtual_tensors else program
+    stream = stream_of(placed)
+    ranges = live_ranges(stream, {n for c in clusters for n in c})
+    out = []
+    for cluster in clusters:
+        alive = sorted((ranges[n][0], n) for n in cluster if n in ranges)
+        holder = None
+        for first_write, name in alive:
+            if holder is not None and first_write < ranges[holder][1] and name != holder:
+                finding = _witness(stream, holder, name, ranges)
+                if finding is not None:
+                    out.append(NkiFinding("allocation", "clobber", *finding, tensors=(name, holder)))
+            if holder is None or ranges[name][1] > ranges[holder][1]:
+                holder = name
+    return out
+
+
+def _overlap(stream: InstanceStream, a: int, b: int) -> bool:
+    """Instances ``a`` and ``b`` write a common byte."""
+    return any(kind == "WAW" for kind, *_rest in conflicts(stream, a, b))
+
+
+def _witness(stream: InstanceStream, live: str, writer: str, ranges) -> tuple[str, str] | None:
+    """``(write of writer, later read of live)`` sharing a byte, by their kernel lines."""
+    start, last_read, live_writes = ranges[live]
+    for w in ranges[writer][2]:
+        if not start < w < last_read:
+            continue
+        if any(w < x < last_read and _overlap(stream, w, x) for x in live_writes):
+            continue  # the live tile is written again over those bytes before the read: nothing lost
+        for kind, pa, pb, _mask, _bytes in conflicts(stream, w, last_read):
+            if kind == "RAW" and stream.tensor_names[pa.tensor] == writer and stream.tensor_names[pb.tensor] == live:
+                return instance_label(stream, w), instance_label(stream, last_read)
+    return None

@@ -1,0 +1,156 @@
+"""Run an NKI kernel end to end, as a shipped scenario runs: the API behind ``neuronsim run
+KERNEL.py::FUNC`` and a kernel author's pytest.
+
+:func:`run_kernel` mirrors NKI's own ``simulate_kernel(kernel, *arrays)``: it traces the kernel
+(``neuronsim.machine.nki.trace``), checks the NKI-specific findings on the traced program
+(:mod:`neuronsim.verify.nki.findings`), then compiles, race-checks, simulates under several interleavings
+and compares as :func:`neuronsim.verify.scenarios.run_scenario` does, and returns the kernel's outputs
+(in NKI's own return order) with the :class:`KernelReport`.  The outputs are compared with the
+sequential reference (every interleaving against it) and, when ``reference`` is given, with
+that numpy function's results::
+
+    from neuronsim.verify.nki.run import run_kernel
+    outputs, report = run_kernel(my_kernel, a, b, reference=numpy_version)
+    assert report.ok, report.render()
+
+``reference(**inputs, **kwargs)`` receives the input arrays by parameter name (and the
+kernel's scalar arguments) and returns one array, a tuple in the order of the outputs, or a
+dict by output name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Program
+
+from neuronsim.verify.nki.findings import NkiFinding, nki_findings
+from neuronsim.verify.scenarios import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
+
+__all__ = ["KernelReport", "run_kernel", "run_traced", "trace_kernel", "reference_outputs", "kernel_outputs"]
+
+
+@dataclass(frozen=True, slots=True)
+class KernelReport:
+    """Everything one end-to-end run of a traced kernel found."""
+
+    name: str
+    program: Program
+    """The traced program (deps empty)."""
+    findings: tuple[NkiFinding, ...]
+    run: ScenarioRun
+    output_names: tuple[str, ...]
+    user_reference: bool
+    """True when the outputs were compared with the user's numpy function."""
+
+    def problems(self) -> list[str]:
+        """Every finding and failed check, one line each (empty: the kernel is fine)."""
+        return [f.describe() for f in self.findings] + self.run.problems()
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems()
+
+    def summary(self) -> dict[str, Any]:
+        return {**self.run.summary(), "nki_findings": len(self.findings), "user_reference": self.user_reference}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": "neuronsim.nki-run/1", "kernel": self.name, "summary": self.summary(),
+                "findings": [f.to_json() for f in self.findings], "problems": self.problems()}
+
+    def render(self) -> str:
+        return "\n".join([f"kernel {self.name}: {len(self.findings)} NKI finding(s)", *self.problems()])
+
+
+def trace_kernel(kernel: Any, *arrays: Any, grid: tuple[int, ...] | None = None, name: str | None = None,
+                 **kwargs: Any):
+    """``neuronsim.machine.nki.trace`` (a kernel object, a function, or ``"path.py::func"``)."""
+    from neuronsim.machine.nki import load_kernel, trace
+
+    if isinstance(kernel, str):
+        kernel = load_kernel(kernel)
+    options = {"name": name} if name else {}
+    if grid is not None:
+        options["grid"] = grid
+    return trace(kernel, *arrays, **options, **kwargs)
+
+
+def _as_outputs(value: Any, names: Sequence[str], where: str) -> dict[str, np.ndarray]:
+    if isinstance(value, Mapping):
+        return {str(k): np.asarray(v) for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        if len(value) != len(names):
+            raise ProgramError(where, f"returned {len(value)} arrays; the kernel has {len(names)} outputs "
+                               f"({', '.join(names)})")
+        return {n: np.asarray(v) for n, v in zip(names, value)}
+    if len(names) != 1:
+        raise ProgramError(where, f"returned one array; the kernel has {len(names)} outputs ({', '.join(names)}): "
+                           "return a tuple or a dict by output name")
+    return {names[0]: np.asarray(value)}
+
+
+def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwargs: Mapping[str, Any],
+                      names: Sequence[str]) -> dict[str, np.ndarray]:
+    """The user's numpy reference called on the inputs by name; what it raises is exit 2."""
+    where = f"--reference {getattr(reference, '__name__', 'reference')}"
+    try:
+        value = reference(**inputs, **kwargs)
+    except Exception as err:  # noqa: BLE001 - the user's code, not ours
+        raise ProgramError(where, f"raised {type(err).__name__}: {err}") from None
+    return _as_outputs(value, names, where)
+
+
+def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str, Any]) -> ModuleType:
+    """The traced kernel as a scenario module (:mod:`neuronsim.verify.scenarios`' contract)."""
+    module = ModuleType(f"nki_kernel_{name}")
+    module.__file__ = f"{name}.py"
+    module.build = lambda: traced.program
+    module.inputs = lambda _seed: dict(traced.inputs)
+    names = tuple(traced.outputs)
+    module.reference = (lambda inputs: reference_outputs(reference, inputs, kwargs, names)) if reference else (
+        lambda _inputs: {})
+    module.rtol, module.atol = (1e-2, 1e-2) if reference else (0.0, 0.0)
+    return module
+
+
+def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: Mapping[str, Any] | None = None,
+               seeds: Sequence[int | None] = DEFAULT_SEEDS,
+               before_work: Callable[[Program], None] | None = None) -> KernelReport:
+    """Findings and the end-to-end run of an already traced kernel."""
+    findings = tuple(nki_findings(traced.program))
+    run = run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), seeds=seeds, before_work=before_work)
+    if reference is None:  # judged by the interleavings against the sequential reference alone
+        run = replace(run, reference=dict(run.outputs))
+    return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None)
+
+
+def kernel_outputs(report: KernelReport) -> Any:
+    """The simulated outputs in NKI's return order: the returned tensors (``return0``, ...)
+    when the kernel returns any, else the parameters it writes; one array alone, else a tuple."""
+    names = [n for n in report.output_names if n.startswith("return")] or list(report.output_names)
+    values = tuple(np.asarray(report.run.outputs[n]) for n in names if n in report.run.outputs)
+    return values[0] if len(values) == 1 else values
+
+
+def run_kernel(kernel: Any, *arrays: Any, grid: tuple[int, ...] | None = None, reference: Callable | None = None,
+               seeds: Sequence[int | None] = DEFAULT_SEEDS, name: str | None = None,
+               **kwargs: Any) -> tuple[Any, KernelReport]:
+    """Trace ``kernel`` on ``arrays`` and run it end to end; ``(outputs, report)`` (module doc).
+
+    ``kwargs`` are the kernel's other arguments (scalars, constants); ``grid`` an SPMD grid.
+    """
+    traced = trace_kernel(kernel, *arrays, grid=grid, **kwargs)
+    label = name or getattr(kernel, "__name__", None) or str(kernel).split("::")[-1]
+    report = run_traced(traced, label, reference=reference, kwargs=kwargs, seeds=seeds)
+    return kernel_outputs(report), report
+
+
+def outputs_differ(report: KernelReport) -> list[str]:
+    """The located differences between the simulated outputs and the reference."""
+    return compare_outputs(report.run.outputs, report.run.reference, report.run.rtol, report.run.atol)
