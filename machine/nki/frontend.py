@@ -34,6 +34,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, MemoryKind, Program
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, _display
+from neuronsim.machine.nki.frames import ENTRY_CODES
 from neuronsim.machine.nki.kernel import unwrap
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
@@ -156,6 +157,9 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         where, call = _instruction_site(tracer, err.path)
         raise NkiError(where, f"{call}: {err.message}") from None
     return _finish(tracer, program, values, results)
+
+
+ENTRY_CODES.add(_run.__code__)  # the kernel's loop indices are read from the frames above this one
 
 
 def _instruction_site(tracer: Tracer, path: str) -> tuple[SourceLine, str]:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import linecache
 import re
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ import numpy as np
 
 from neuronsim.machine.ir.program import MemoryKind, Tensor, frozen_mapping
 from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line
+from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.build.builder import KernelBuilder
@@ -146,7 +148,13 @@ class Tracer:
         return self.site if self.site is not None else (user_line(2), "python")
 
     def indices(self) -> dict[str, Any]:
-        return {var: value for var, value in self.loops}
+        """The loop indices in force: every loop of the kernel's frames (Python ``range`` ones
+        too, :mod:`~neuronsim.machine.nki.frames`), a kept loop's variable as the loop's name."""
+        kept = {var: value for var, value in self.loops if isinstance(value, str)}
+        found = loop_indices(sys._getframe(1), kept)
+        for var, value in self.loops:  # a range loop whose variable the frames do not show
+            found.setdefault(var, value)
+        return found
 
     def _extras(self, site: tuple[SourceLine, str], indices: dict[str, Any], more: dict | None) -> dict:
         line, call = site

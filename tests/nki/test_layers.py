@@ -14,6 +14,7 @@ PACKAGE = "neuronsim.machine.nki"
 #: this list where its imports put it.
 LAYERS = (
     "errors", "dtypes", "indexing", "layout",  # values: no tracer
+    "frames",  # the loop indices in force, read from the kernel's frames
     "tracer",  # the recording core: loops, sites, pending results
     "alloc",  # buffers and tile declarations
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS

@@ -1,0 +1,156 @@
+"""The loop indices in force at a kernel statement, read from the kernel's own frames.
+
+Current-API kernels loop with Python's ``range()`` as often as with ``nl.affine_range``, and
+both hand the body plain ints: no tracer object ever sees the loop variable.  So the indices
+come from where they live, the frames of the kernel (and of its helpers) on the stack:
+
+* the kernel's source is parsed once per file (:mod:`ast`); for each function (a code object)
+  the ``for`` statements of its own body, not of nested functions, are listed with the lines
+  their body spans and the names their target binds (comprehensions likewise);
+* at a statement (code object, line) the loops whose body holds that line are the ones in
+  force; their variables are read from the frame's locals, and those holding an ``int`` are
+  the indices (a ``for tile in tiles`` loop binds no int and is left out; a variable of a loop
+  the tracer keeps as a program loop holds a symbolic index and is named by the tracer);
+* frames are read from the innermost kernel frame out to the frame that called the kernel
+  (:data:`ENTRY_CODES`), skipping neuronsim's own, so a helper called inside a loop reports the
+  caller's loop variables, outermost first.
+
+Both lookups are cached: by code object and line, so a traced loop body costs dict lookups
+and one read of the frame's locals per NKI call.
+
+>>> def body():
+...     return loop_indices(sys._getframe(), entry={run.__code__})
+>>> def kernel():
+...     seen = []
+...     for i in range(2):
+...         for tile in ["a"]:
+...             seen.append(body())
+...     return seen
+>>> def run():
+...     return kernel()
+>>> run()
+[{'i': 0}, {'i': 1}]
+"""
+
+from __future__ import annotations
+
+import ast
+import linecache
+import sys
+from types import CodeType, FrameType
+from typing import Any
+
+from neuronsim.machine.nki.errors import _code_info
+
+__all__ = ["loop_indices", "ENTRY_CODES", "loops_at"]
+
+#: Code objects of the frames that call a kernel (``frontend._run``): the walk stops there.
+ENTRY_CODES: set[CodeType] = set()
+
+_Span = tuple[int, int, tuple[str, ...]]
+_FILES: dict[str, list[tuple[ast.AST, int, int]] | None] = {}
+_FUNCTIONS: dict[CodeType, tuple[_Span, ...]] = {}
+_AT: dict[tuple[CodeType, int], tuple[str, ...]] = {}
+_COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<setcomp>", "<dictcomp>")
+
+
+def _names(target: ast.AST) -> tuple[str, ...]:
+    """The names a ``for`` target binds (``i``, ``i, j``, ``(i, (j, k))``)."""
+    if isinstance(target, ast.Name):
+        return (target.id,)
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return tuple(n for elt in target.elts for n in _names(elt))
+    return ()
+
+
+def _scopes(path: str) -> list[tuple[ast.AST, int, int]] | None:
+    """Every function and comprehension of the file: ``(node, first line, last line)``."""
+    if path not in _FILES:
+        try:
+            tree = ast.parse("".join(linecache.getlines(path)))
+        except (SyntaxError, ValueError):
+            tree = None
+        scopes = None
+        if tree is not None:
+            scopes = []
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ListComp, ast.SetComp,
+                                     ast.DictComp, ast.GeneratorExp)):
+                    first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", ())])
+                    scopes.append((node, first, node.end_lineno or node.lineno))
+        _FILES[path] = scopes
+    return _FILES[path]
+
+
+def _own_loops(node: ast.AST) -> tuple[_Span, ...]:
+    """The ``for`` loops of a function's own body (nested functions and classes left out), or
+    the generators of a comprehension: ``(first body line, last body line, names)``."""
+    if isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+        names = tuple(n for gen in node.generators for n in _names(gen.target))
+        return ((node.lineno, node.end_lineno or node.lineno, names),) if names else ()
+    spans: list[_Span] = []
+    stack = list(getattr(node, "body", ())) if not isinstance(node, ast.Lambda) else []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(item, (ast.For, ast.AsyncFor)) and item.body:
+            names = _names(item.target)
+            if names:
+                spans.append((item.body[0].lineno, item.body[-1].end_lineno or item.body[-1].lineno, names))
+        stack.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
+    spans.sort()  # outer loops start first
+    return tuple(spans)
+
+
+def _function_loops(code: CodeType) -> tuple[_Span, ...]:
+    found = _FUNCTIONS.get(code)
+    if found is None:
+        found = ()
+        for node, first, _last in _scopes(code.co_filename) or ():
+            comprehension = code.co_name in _COMPREHENSIONS
+            if comprehension != isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+                continue
+            named = getattr(node, "name", "<lambda>" if isinstance(node, ast.Lambda) else code.co_name)
+            if named == code.co_name and (first == code.co_firstlineno or node.lineno == code.co_firstlineno):
+                found += _own_loops(node)
+        _FUNCTIONS[code] = found
+    return found
+
+
+def loops_at(code: CodeType, line: int) -> tuple[str, ...]:
+    """The loop variables in force at ``line`` of ``code``'s function, outermost first."""
+    key = (code, line)
+    names = _AT.get(key)
+    if names is None:
+        names = tuple(n for lo, hi, bound in _function_loops(code) if lo <= line <= hi for n in bound)
+        _AT[key] = names
+    return names
+
+
+def loop_indices(frame: FrameType | None, kept: dict[str, Any] | None = None,
+                 entry: set[CodeType] | None = None) -> dict[str, Any]:
+    """``{variable: int}`` of the loops in force in the kernel frames from ``frame`` out to a
+    frame of ``entry`` (default :data:`ENTRY_CODES`), outermost first; a variable in ``kept`` (a
+    kept loop's variable -> its loop name) that holds no int maps to that name."""
+    entry = ENTRY_CODES if entry is None else entry
+    found: list[list[tuple[str, Any]]] = []
+    while frame is not None and frame.f_code not in entry:
+        code = frame.f_code
+        if not _code_info(code)[0]:
+            names = loops_at(code, frame.f_lineno)
+            if names:
+                values = frame.f_locals
+                pairs = []
+                for name in names:
+                    value = values.get(name)
+                    if isinstance(value, int) and not isinstance(value, bool):
+                        pairs.append((name, int(value)))
+                    elif kept and name in kept:
+                        pairs.append((name, kept[name]))
+                found.append(pairs)
+        frame = frame.f_back
+    out: dict[str, Any] = {}
+    for pairs in reversed(found):
+        out.update(pairs)
+    return out
