@@ -219,6 +219,7 @@ def declare(tracer: Tracer, spec: TileSpec, name: str) -> Layout | Blocked:
     if spec.buffer in HBM_KINDS:
         return Layout.whole(kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).tensor)
     if spec.allocator is not None:
+        tracer.reserved.add(name)  # its blocks are the tensors: a second declaration here is name_1
         blocked = Blocked(spec, name, {}, len(kb._bodies), tracer.kept_loops())
         return blocked.block(tracer, (0,) * len(spec.blocks)) if not spec.blocks else blocked
     ir_shape = (spec.shape[spec.par_axis], *spec.blocks, *spec.shape[spec.par_axis + 1:])

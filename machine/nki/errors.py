@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from neuronsim.machine.ir.errors import ProgramError
 
-__all__ = ["NkiError", "NotAffine", "SourceLine", "user_line", "unsupported", "fail"]
+__all__ = ["NkiError", "NkiInternalError", "NotAffine", "SourceLine", "user_line", "unsupported", "fail"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,6 +75,14 @@ class NkiError(ProgramError):
 
     def __init__(self, where: SourceLine | str, message: str) -> None:
         super().__init__(str(where), message)
+
+
+class NkiInternalError(RuntimeError):
+    """An exception raised inside the frontend's own code while tracing (not by the kernel's
+    code, not an :class:`NkiError`): a bug of neuronsim, named with the kernel line it was
+    tracing.  Not a :class:`ProgramError`, so the command line reports it as an internal error
+    (exit 3, one line), never as the kernel author's mistake; the original exception is its
+    ``__cause__``."""
 
 
 class NotAffine(Exception):

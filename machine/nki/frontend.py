@@ -33,7 +33,7 @@ from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, MemoryKind, Program
 from neuronsim.machine.nki.dtypes import to_dtype
-from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, _display
+from neuronsim.machine.nki.errors import NkiError, NkiInternalError, NotAffine, SourceLine, _display
 from neuronsim.machine.nki.frames import ENTRY_CODES
 from neuronsim.machine.nki.kernel import unwrap
 from neuronsim.machine.nki.layout import Layout
@@ -86,16 +86,38 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             if kept:  # a body traced once may have misled Python state (a list of tiles): unroll all
                 unroll |= kept
                 continue
-            raise _as_nki_error(err, func) from None
+            error = _as_nki_error(err, func)
+            raise error from (err if isinstance(error, NkiInternalError) else None)
     raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
 
 
-def _as_nki_error(err: Exception, func: Any) -> NkiError:
+def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
+    """A failure of the kernel's own code (or a refusal) as an :class:`NkiError` at its line;
+    an exception raised inside neuronsim's code as an :class:`NkiInternalError` (a bug: the
+    command line exits 3), both naming the kernel line."""
     if isinstance(err, NkiError):
         return err
     if isinstance(err, RecursionError):
         return NkiError(_defined_at(func), "the kernel recurses without end")
-    return NkiError(_located(err), f"{type(err).__name__}: {err}")
+    where = _located(err)
+    if _raised_by_us(err):
+        internal = NkiInternalError(f"{type(err).__name__}: {err} (tracing {where})")
+        internal.__cause__ = err
+        return internal
+    return NkiError(where, f"{type(err).__name__}: {err}")
+
+
+def _raised_by_us(err: BaseException) -> bool:
+    """True when the innermost frame of ``err``'s traceback outside the Python and numpy
+    libraries is neuronsim's own code (not a kernel's, not a shipped NKI kernel's)."""
+    ours = False
+    for frame, _line in traceback.walk_tb(err.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path.startswith(_OURS):  # first: an installed neuronsim lives in site-packages
+            ours = not path.startswith(os.path.join(_OURS[1], "nki"))
+        elif not (path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path):
+            ours = False
+    return ours
 
 
 @contextmanager

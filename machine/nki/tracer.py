@@ -68,6 +68,11 @@ def api(name: str) -> Callable[[Callable], Callable]:
             tracer.site = (user_line(2), name)
             try:
                 return fn(*args, **kwargs)
+            except TypeError as err:
+                if err.__traceback__ is not None and err.__traceback__.tb_next is None:
+                    # fn never started: the kernel's arguments do not fit the call
+                    raise NkiError(tracer.site[0], f"{name}: {err}") from None
+                raise
             finally:
                 tracer.site = None
 
@@ -127,6 +132,8 @@ class Tracer:
     constants: dict[str, Any] = field(default_factory=dict)
     returned_names: dict[str, str] = field(default_factory=dict)
     name_counts: dict[str, int] = field(default_factory=dict)
+    reserved: set[str] = field(default_factory=set)
+    """Names of tiles that are no tensor themselves (a direct allocation's blocks are)."""
     psum_open: set[str] = field(default_factory=set)
     decl_depth: dict[str, int] = field(default_factory=dict)
     mask: Mask | None = None
@@ -255,11 +262,11 @@ class Tracer:
 
     def unique(self, name: str) -> str:
         """``name``, or ``name_K`` with the first K that no tensor has."""
-        taken = self.kb._tensors
-        if name not in taken:
+        taken, reserved = self.kb._tensors, self.reserved
+        if name not in taken and name not in reserved:
             return name
         k = self.name_counts.get(name, 1)  # the next suffix to try: linear, not quadratic, in repeats
-        while f"{name}_{k}" in taken:
+        while f"{name}_{k}" in taken or f"{name}_{k}" in reserved:
             k += 1
         self.name_counts[name] = k + 1
         return f"{name}_{k}"
