@@ -9,8 +9,9 @@
 * Legacy ``ncc.sbuf.mod_alloc(base_addr=, base_partition=, num_free_tiles=)`` /
   ``ncc.psum.mod_alloc(base_bank=, num_bank_tiles=)`` on a tensor with block dimensions
   ``(B, par_dim(P), F)``: block ``b`` lives in slot ``b mod n``.  A block chosen by a kept
-  loop's variable is a rotating tensor (``x-rotate`` over that loop); a constant block is the
-  slot's own placed tensor.  ``ncc.sbuf.alloc(fn)`` / ``ncc.psum.alloc(fn)`` call ``fn`` with
+  loop's variable is a rotating tensor (``x-rotate`` over that loop); a constant block is a
+  placed tensor of its own on its slot's bytes (tile identity as NKI's compiler sees it: blocks
+  that share a slot are two tiles on the same bytes, never one tile).  ``ncc.sbuf.alloc(fn)`` / ``ncc.psum.alloc(fn)`` call ``fn`` with
   each block index (``(partition, byte)``; PSUM ``(bank, partition, byte)``).
 """
 
@@ -142,9 +143,14 @@ class Blocked:
         return self.spec.shape
 
     def block(self, tracer: Tracer, index: tuple[Any, ...]) -> Layout:
+        """The tensor of block ``index``: every block is a tile of its own (its own tensor,
+        placed on its slot's bytes), as NKI's compiler tells tiles apart, so two blocks that
+        share a slot while both are live are two tiles on the same bytes (a finding), not one
+        tile written twice.  A block chosen by a kept loop's variable is one tensor rotating
+        over that loop's iterations; any other symbolic block index unrolls the loop."""
         spec, alloc = self.spec, self.spec.allocator
         if isinstance(alloc, ModAlloc) and len(index) == 1 and isinstance(index[0], SymIndex) \
-                and len(alloc.tiles) == 1 and alloc.tiles[0] > 1:
+                and len(alloc.tiles) == 1:
             terms = index[0].index.terms
             if index[0].index.const == 0 and len(terms) == 1 and terms[0][1] == 1:
                 loop = terms[0][0]
@@ -153,26 +159,21 @@ class Blocked:
                     self.slots[loop] = _place(tracer, spec, f"{self.name}_rot", 0, rotate=(alloc.tiles[0], loop),
                                               depth=self.depth, scope=self.scope)
                 return self.slots[loop]
-        if isinstance(alloc, ModAlloc) and prod(alloc.tiles) == 1:
-            index = (0,) * len(index)  # one slot: every block is it, whatever the index
         block = tuple(concrete(b, "a block index of a directly allocated tensor") for b in index)
         for b, n in zip(block, spec.blocks):
             if not 0 <= b < n:
                 raise fail(f"block {block} of {self.name} is outside its blocks {spec.blocks}")
-        if isinstance(alloc, ModAlloc):
-            tiles = alloc.tiles + (1,) * (len(block) - len(alloc.tiles))
-            slot = 0
-            for b, n in zip(block, tiles):
-                slot = slot * n + b % n
-            key = slot
-        else:
-            key = block
-            slot = block
-        if key not in self.slots:
-            label = "_".join(str(s) for s in (slot if isinstance(slot, tuple) else (slot,)))
-            self.slots[key] = _place(tracer, spec, f"{self.name}_s{label}", slot, depth=self.depth,
-                                     scope=self.scope)
-        return self.slots[key]
+        if block not in self.slots:
+            if isinstance(alloc, ModAlloc):
+                tiles = alloc.tiles + (1,) * (len(block) - len(alloc.tiles))
+                slot: Any = 0
+                for b, n in zip(block, tiles):
+                    slot = slot * n + b % n
+            else:
+                slot = block
+            name = f"{self.name}_b{'_'.join(str(b) for b in block)}" if block else self.name
+            self.slots[block] = _place(tracer, spec, name, slot, depth=self.depth, scope=self.scope)
+        return self.slots[block]
 
 
 def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
@@ -219,7 +220,8 @@ def declare(tracer: Tracer, spec: TileSpec, name: str) -> Layout | Blocked:
     if spec.buffer in HBM_KINDS:
         return Layout.whole(kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).tensor)
     if spec.allocator is not None:
-        tracer.reserved.add(name)  # its blocks are the tensors: a second declaration here is name_1
+        if spec.blocks:
+            tracer.reserved.add(name)  # its blocks are the tensors: a second declaration here is name_1
         blocked = Blocked(spec, name, {}, len(kb._bodies), tracer.kept_loops())
         return blocked.block(tracer, (0,) * len(spec.blocks)) if not spec.blocks else blocked
     ir_shape = (spec.shape[spec.par_axis], *spec.blocks, *spec.shape[spec.par_axis + 1:])

@@ -64,7 +64,7 @@ def _line(text: str) -> int:
 def test_a_direct_allocation_made_twice_at_one_line_is_two_tensors(kernel_file):
     traced = trace(load_kernel("helper.py::twice"), np.zeros((128, 32), np.float32))
     placed = {t.offset: n for n, t in traced.program.tensors.items() if not t.is_virtual and t.memory == MemoryKind.SBUF}
-    assert placed == {0: "ndarray_8_s0", 64: "ndarray_8_1_s0"}  # the second is name_1, as automatic tiles are
+    assert placed == {0: "ndarray_8", 64: "ndarray_8_1"}  # the second is name_1, as automatic tiles are
 
 
 def test_a_failure_inside_neuronsim_is_an_internal_error_naming_the_kernel_line(kernel_file, monkeypatch):

@@ -268,14 +268,23 @@ def reference(a):
 
 def test_a_prefetching_kernel_with_one_slot_too_few_fails(tmp_path, monkeypatch):
     """Two slots hold the tile being computed on and the one being prefetched; one slot lets
-    the prefetch overwrite the tile before it is read.  (The frontend gives blocks that share a
-    slot one tensor, so this shows as outputs off the reference, not yet as a finding.)"""
+    the prefetch overwrite the tile before it is read.  Every block is a tile of its own on its
+    slot's bytes (as NKI's compiler tells tiles apart), so with one slot too few ``run`` names
+    the prefetch and the read it clobbers, at their kernel lines, besides the wrong outputs."""
     monkeypatch.chdir(tmp_path)
     inputs = _npz(tmp_path / "in.npz", a=np.random.default_rng(0).standard_normal((128, 80)).astype(np.float32))
+    lines = PREFETCH.splitlines()
+    prefetch = next(k + 1 for k, line in enumerate(lines) if "t[i + 1] = nl.load" in line)
+    use = next(k + 1 for k, line in enumerate(lines) if "u = nl.exp(t[i])" in line)
     for slots, status in ((2, 0), (1, 1)):
         (tmp_path / f"pf{slots}.py").write_text(PREFETCH.replace("SLOTS", str(slots)))
         result = _cli("run", f"pf{slots}.py::prefetch", "--inputs", inputs, "--reference", f"pf{slots}.py:reference")
         assert result.exit_code == status, result.output
+        assert ("finding:" in result.output) == (slots == 1), result.output
+    findings = [line for line in result.output.splitlines() if line.startswith("finding:")]
+    assert f"nl.load at pf1.py:{prefetch} [i=0] writes bytes that nl.exp at pf1.py:{use} [i=0] reads later" in findings[0]
+    assert any("race between directly allocated tiles" in f and f"nl.load at pf1.py:{prefetch} [i=3] / "
+               f"nl.exp at pf1.py:{use} [i=3]" in f for f in findings), findings
     assert "problem: return0:" in result.output
 
 
