@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from types import FrameType
 
 from neuronsim.machine.ir.errors import ProgramError
 
-__all__ = ["NkiError", "NkiInternalError", "NotAffine", "SourceLine", "user_line", "unsupported", "fail"]
+__all__ = ["NkiError", "NkiInternalError", "NotAffine", "SourceLine", "user_line", "user_frame", "user_site",
+           "line_of", "unsupported", "fail"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -40,30 +42,55 @@ def _display(path: str) -> str:
     return os.path.basename(path) if rel.startswith("..") else rel
 
 
-_CODE: dict[object, tuple[bool, str, str]] = {}
+_CODE: dict[int, tuple[bool, str, str, object]] = {}
 
 
-def _code_info(code: object) -> tuple[bool, str, str]:
-    """``(is the frontend's own code, display name, absolute path)`` of a code object (cached:
-    tracing asks for every call)."""
-    info = _CODE.get(code)
+def _code_info(code: object) -> tuple[bool, str, str, object]:
+    """``(is the frontend's own code, display name, absolute path, code)`` of a code object
+    (cached: tracing asks for every frame of every call).  Keyed by ``id``: hashing a code
+    object hashes its constants every time (a third of a microsecond); the entry holds the
+    code, so its id is never reused while cached."""
+    info = _CODE.get(id(code))
     if info is None:
         path = os.path.abspath(code.co_filename)  # type: ignore[attr-defined]
         ours = path.startswith(_PACKAGE_DIR + os.sep) or path.endswith("contextlib.py")
-        info = _CODE[code] = (ours, _display(path), path)
+        info = _CODE[id(code)] = (ours, _display(path), path, code)
     return info
 
 
-def user_line(depth: int = 1) -> SourceLine:
+def user_frame(depth: int = 1) -> FrameType | None:
     """The innermost frame outside this package (and the standard library's contextlib):
     the kernel statement being traced."""
     frame = sys._getframe(depth)
     while frame is not None:
-        ours, display, path = _code_info(frame.f_code)
-        if not ours:
-            return SourceLine(display, frame.f_lineno, path)
+        if not _code_info(frame.f_code)[0]:
+            return frame
         frame = frame.f_back
-    return SourceLine("<unknown>", 0)
+    return None
+
+
+def user_site(depth: int = 1) -> tuple[SourceLine, FrameType | None]:
+    """The kernel line being traced and its frame (one walk: every NKI call asks)."""
+    frame = sys._getframe(depth)
+    while frame is not None:
+        info = _CODE.get(id(frame.f_code)) or _code_info(frame.f_code)
+        if not info[0]:
+            return SourceLine(info[1], frame.f_lineno, info[2]), frame
+        frame = frame.f_back
+    return SourceLine("<unknown>", 0), None
+
+
+def line_of(frame: FrameType | None) -> SourceLine:
+    """The kernel line ``frame`` is running."""
+    if frame is None:
+        return SourceLine("<unknown>", 0)
+    _ours, display, path, _code = _code_info(frame.f_code)
+    return SourceLine(display, frame.f_lineno, path)
+
+
+def user_line(depth: int = 1) -> SourceLine:
+    """The kernel line being traced (:func:`user_frame`)."""
+    return line_of(user_frame(depth + 1))
 
 
 class NkiError(ProgramError):

@@ -19,7 +19,7 @@ Both lookups are cached: by code object and line, so a traced loop body costs di
 and one read of the frame's locals per NKI call.
 
 >>> def body():
-...     return loop_indices(sys._getframe(), entry={run.__code__})
+...     return loop_indices(sys._getframe(), entry={id(run.__code__): run.__code__})
 >>> def kernel():
 ...     seen = []
 ...     for i in range(2):
@@ -40,17 +40,19 @@ import sys
 from types import CodeType, FrameType
 from typing import Any
 
-from neuronsim.machine.nki.errors import _code_info
+from neuronsim.machine.nki.errors import _CODE, _code_info
 
-__all__ = ["loop_indices", "ENTRY_CODES", "loops_at"]
+__all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at"]
 
-#: Code objects of the frames that call a kernel (``frontend._run``): the walk stops there.
-ENTRY_CODES: set[CodeType] = set()
+#: ``id -> code`` of the frames that call a kernel (``frontend._run``): the walk stops there.
+#: Caches here are keyed by a code object's ``id`` (hashing a code object hashes its constants
+#: each time) and hold the code, so the id is never reused while cached.
+ENTRY_CODES: dict[int, CodeType] = {}
 
 _Span = tuple[int, int, tuple[str, ...]]
 _FILES: dict[str, list[tuple[ast.AST, int, int]] | None] = {}
-_FUNCTIONS: dict[CodeType, tuple[_Span, ...]] = {}
-_AT: dict[tuple[CodeType, int], tuple[str, ...]] = {}
+_FUNCTIONS: dict[int, tuple[CodeType, tuple[_Span, ...]]] = {}
+_AT: dict[tuple[int, int], tuple[str, ...]] = {}
 _COMPREHENSIONS = ("<listcomp>", "<genexpr>", "<setcomp>", "<dictcomp>")
 
 
@@ -103,8 +105,14 @@ def _own_loops(node: ast.AST) -> tuple[_Span, ...]:
     return tuple(spans)
 
 
+def mark_entry(code: CodeType) -> None:
+    """Stop :func:`loop_indices` at frames running ``code`` (the caller of the kernel)."""
+    ENTRY_CODES[id(code)] = code
+
+
 def _function_loops(code: CodeType) -> tuple[_Span, ...]:
-    found = _FUNCTIONS.get(code)
+    cached = _FUNCTIONS.get(id(code))
+    found = cached[1] if cached is not None else None
     if found is None:
         found = ()
         for node, first, _last in _scopes(code.co_filename) or ():
@@ -114,13 +122,13 @@ def _function_loops(code: CodeType) -> tuple[_Span, ...]:
             named = getattr(node, "name", "<lambda>" if isinstance(node, ast.Lambda) else code.co_name)
             if named == code.co_name and (first == code.co_firstlineno or node.lineno == code.co_firstlineno):
                 found += _own_loops(node)
-        _FUNCTIONS[code] = found
+        _FUNCTIONS[id(code)] = (code, found)
     return found
 
 
 def loops_at(code: CodeType, line: int) -> tuple[str, ...]:
     """The loop variables in force at ``line`` of ``code``'s function, outermost first."""
-    key = (code, line)
+    key = (id(code), line)
     names = _AT.get(key)
     if names is None:
         names = tuple(n for lo, hi, bound in _function_loops(code) if lo <= line <= hi for n in bound)
@@ -129,28 +137,33 @@ def loops_at(code: CodeType, line: int) -> tuple[str, ...]:
 
 
 def loop_indices(frame: FrameType | None, kept: dict[str, Any] | None = None,
-                 entry: set[CodeType] | None = None) -> dict[str, Any]:
+                 entry: dict[int, CodeType] | None = None) -> dict[str, Any]:
     """``{variable: int}`` of the loops in force in the kernel frames from ``frame`` out to a
     frame of ``entry`` (default :data:`ENTRY_CODES`), outermost first; a variable in ``kept`` (a
-    kept loop's variable -> its loop name) that holds no int maps to that name."""
+    kept loop's variable -> its loop name) that holds no int maps to that name.  (Runs for every
+    NKI call: the caches are read inline.)"""
     entry = ENTRY_CODES if entry is None else entry
-    found: list[list[tuple[str, Any]]] = []
-    while frame is not None and frame.f_code not in entry:
+    found: list[tuple[str, Any]] = []
+    while frame is not None:
         code = frame.f_code
-        if not _code_info(code)[0]:
-            names = loops_at(code, frame.f_lineno)
+        key = id(code)
+        if key in entry:
+            break
+        info = _CODE.get(key) or _code_info(code)
+        if not info[0]:
+            line = frame.f_lineno
+            names = _AT.get((key, line))
+            if names is None:
+                names = loops_at(code, line)
             if names:
                 values = frame.f_locals
                 pairs = []
                 for name in names:
                     value = values.get(name)
-                    if isinstance(value, int) and not isinstance(value, bool):
+                    if value.__class__ is int or (isinstance(value, int) and not isinstance(value, bool)):
                         pairs.append((name, int(value)))
                     elif kept and name in kept:
                         pairs.append((name, kept[name]))
-                found.append(pairs)
+                found = pairs + found  # an outer frame's loops come first
         frame = frame.f_back
-    out: dict[str, Any] = {}
-    for pairs in reversed(found):
-        out.update(pairs)
-    return out
+    return dict(found)

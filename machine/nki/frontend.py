@@ -34,7 +34,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, MemoryKind, Program
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import NkiError, NkiInternalError, NotAffine, SourceLine, _display
-from neuronsim.machine.nki.frames import ENTRY_CODES
+from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.kernel import unwrap
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
@@ -123,13 +123,21 @@ def _raised_by_us(err: BaseException) -> bool:
 @contextmanager
 def _no_gc_pauses():
     """Tracing makes many small objects that all live to the end: the cyclic collector's
-    passes over them only cost time (bench/bench_nki_trace.py: 9.2 s -> 7.0 s for 1e5)."""
+    passes over them only cost time (bench/bench_nki_trace.py: 9.2 s -> 7.0 s for 1e5).
+    Afterwards they all sit in the youngest generation, so the first collection once the
+    collector is back would scan every one of them (about 1 s for 1e5 instructions): they are
+    moved to the oldest generation unscanned instead (``gc.freeze`` then ``gc.unfreeze``, both
+    constant time; only when nothing else froze objects, whose freezing must stay), where a
+    full collection finds them as it finds any long-lived object."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
         if enabled:
+            if gc.get_freeze_count() == 0:
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
@@ -181,7 +189,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     return _finish(tracer, program, values, results)
 
 
-ENTRY_CODES.add(_run.__code__)  # the kernel's loop indices are read from the frames above this one
+mark_entry(_run.__code__)  # the kernel's loop indices are read from the frames above this one
 
 
 def _instruction_site(tracer: Tracer, path: str) -> tuple[SourceLine, str]:

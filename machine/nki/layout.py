@@ -108,6 +108,8 @@ class Layout:
     def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:
         kind, stride, count = axis
         if isinstance(k, slice):
+            if k.start is None and k.stop is None and k.step is None:
+                return self, axis  # ``:``, the most common index: the axis as it is
             start = 0 if k.start is None else k.start
             stop = count if k.stop is None else k.stop
             step = 1 if k.step is None else concrete(k.step, "a slice step")

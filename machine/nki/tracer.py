@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.ir.program import MemoryKind, Tensor, frozen_mapping
-from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line
+from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line, user_site
 from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
 from neuronsim.machine.nki.layout import Layout
@@ -65,7 +65,8 @@ def api(name: str) -> Callable[[Callable], Callable]:
             tracer = current()
             if tracer.site is not None:
                 return fn(*args, **kwargs)
-            tracer.site = (user_line(2), name)
+            line, tracer.site_frame = user_site(2)
+            tracer.site = (line, name)
             try:
                 return fn(*args, **kwargs)
             except TypeError as err:
@@ -74,7 +75,7 @@ def api(name: str) -> Callable[[Callable], Callable]:
                     raise NkiError(tracer.site[0], f"{name}: {err}") from None
                 raise
             finally:
-                tracer.site = None
+                tracer.site = tracer.site_frame = None
 
         call.__name__ = call.__qualname__ = fn.__name__
         call.__doc__ = fn.__doc__
@@ -86,6 +87,7 @@ def api(name: str) -> Callable[[Callable], Callable]:
 
 
 _ASSIGNED: dict[tuple[str, int], str | None] = {}
+_IDENTIFIER: dict[str, str] = {}  # a tile name's base -> as an identifier (a regex per tile costs)
 
 
 def assigned_name(where: SourceLine) -> str | None:
@@ -122,6 +124,8 @@ class Tracer:
     unroll: frozenset[str] = frozenset()
     kb: KernelBuilder = field(init=False)
     site: tuple[SourceLine, str] | None = None
+    site_frame: Any = None
+    """The kernel frame of the NKI call being traced (where :meth:`indices` starts reading)."""
     pending: Pending | None = None
     loops: list[tuple[str, Any]] = field(default_factory=list)
     loop_sites: dict[str, str] = field(default_factory=dict)
@@ -157,8 +161,10 @@ class Tracer:
     def indices(self) -> dict[str, Any]:
         """The loop indices in force: every loop of the kernel's frames (Python ``range`` ones
         too, :mod:`~neuronsim.machine.nki.frames`), a kept loop's variable as the loop's name."""
+        if not self.loops:
+            return loop_indices(self.site_frame or sys._getframe(1))
         kept = {var: value for var, value in self.loops if isinstance(value, str)}
-        found = loop_indices(sys._getframe(1), kept)
+        found = loop_indices(self.site_frame or sys._getframe(1), kept)
         for var, value in self.loops:  # a range loop whose variable the frames do not show
             found.setdefault(var, value)
         return found
@@ -257,7 +263,7 @@ class Tracer:
     # -- tensors -----------------------------------------------------------------------------
     def tensor_name(self, hint: str | None, site: SourceLine, call: str) -> str:
         base = hint or assigned_name(site) or call.split(".")[-1]
-        base = re.sub(r"\W", "_", base)
+        base = _IDENTIFIER.get(base) or _IDENTIFIER.setdefault(base, re.sub(r"\W", "_", base))
         return self.unique(f"{base}_{site.line}" if not hint else base)
 
     def unique(self, name: str) -> str:
