@@ -24,7 +24,7 @@ from typing import Any
 from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.build.builder import DRAM_ALIGN
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES
-from neuronsim.machine.nki.errors import SourceLine, fail, unsupported
+from neuronsim.machine.nki.errors import NotAffine, SourceLine, fail, unsupported
 from neuronsim.machine.nki.indexing import SymIndex, concrete
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import Tracer
@@ -154,11 +154,16 @@ class Blocked:
             terms = index[0].index.terms
             if index[0].index.const == 0 and len(terms) == 1 and terms[0][1] == 1:
                 loop = terms[0][0]
+                if any(isinstance(key, tuple) for key in self.slots):
+                    raise NotAffine((loop,), f"blocks of {self.name} by the loop and by constants (one tile each)")
                 if loop not in self.slots:
                     # one tensor rotating over the loop (its x-rotate names the loop)
                     self.slots[loop] = _place(tracer, spec, f"{self.name}_rot", 0, rotate=(alloc.tiles[0], loop),
                                               depth=self.depth, scope=self.scope)
                 return self.slots[loop]
+        rotating = tuple(key for key in self.slots if isinstance(key, str))
+        if rotating:  # a block the loop's rotation holds too: unroll it, so every block is its own tensor
+            raise NotAffine(rotating, f"blocks of {self.name} by a loop and by constants (one tile each)")
         block = tuple(concrete(b, "a block index of a directly allocated tensor") for b in index)
         for b, n in zip(block, spec.blocks):
             if not 0 <= b < n:
