@@ -15,7 +15,7 @@ Published figures (trn1 unless said): the matrix multiplication tutorial (releas
 ``NCLatency`` at (300, 1000) fp32 on trn1; the fused-Mamba tutorial's device execution times
 at batch 1, 16 states (the page names no instance type; simulated as trn1).
 
-Usage: ``.venv/bin/python bench/bench_published.py [--only SUBSTRING]`` (about 4 minutes on
+Usage: ``.venv/bin/python bench/bench_published.py [--only SUBSTRING]`` (about 35 s on
 one core; exits 1 when a kernel is outside 15 %).
 """
 
