@@ -2,7 +2,7 @@
 compute what their numpy references say, race free, at small shapes of the same structure.
 
 Each kernel is run end to end as ``neuronsim run KERNEL.py::FUNC --reference`` runs it
-(:func:`neuronsim.verify.nki_run.run_kernel`: NKI findings, default pipeline, race checks,
+(:func:`neuronsim.verify.nki.run.run_kernel`: NKI findings, default pipeline, race checks,
 interleavings, outputs against the sequential run and against the reference beside the
 kernel), with inputs drawn from a fixed seed.
 """
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from neuronsim.machine.nki import load_kernel, trace
-from neuronsim.verify.nki_run import run_kernel
+from neuronsim.verify.nki.run import run_kernel
 from tests.nki.nki_kit import ROOT, kernel_module
 
 PUBLISHED = ROOT / "scenarios" / "nki" / "published"
