@@ -17,13 +17,11 @@ allocation pass).
 
 from __future__ import annotations
 
-import gc
 import inspect
 import os
 import re
 import sys
 import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -39,6 +37,7 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import Tracer
+from neuronsim.machine.ir.collector import collector_paused
 
 __all__ = ["TracedKernel", "trace"]
 
@@ -73,7 +72,9 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     for _attempt in range(_MAX_ATTEMPTS):
         tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
         try:
-            with standins(), tracer.active(), _no_gc_pauses():
+            # tracing makes many small objects that all live to the end: no collector passes over
+            # them (bench/bench_nki_trace.py: 9.2 s -> 7.0 s for 1e5 instructions)
+            with standins(), tracer.active(), collector_paused():
                 return _run(tracer, func, arrays, kwargs)
         except NotAffine as err:
             keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
@@ -95,19 +96,6 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError:
     if isinstance(err, RecursionError):
         return NkiError(_defined_at(func), "the kernel recurses without end")
     return NkiError(_located(err), f"{type(err).__name__}: {err}")
-
-
-@contextmanager
-def _no_gc_pauses():
-    """Tracing makes many small objects that all live to the end: the cyclic collector's
-    passes over them only cost time (bench/bench_nki_trace.py: 9.2 s -> 7.0 s for 1e5)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _defined_at(func: Any) -> SourceLine:
@@ -208,7 +196,9 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
 
         program = program.map_instructions(rename)
     program = program.with_tensors(tensors)
-    inputs = {p: v for p, v in values.items() if tensors[p].role == "input"}
+    # a written parameter starts from the array given for it, as NKI's simulator runs it (a
+    # cache the kernel writes one slot of keeps the rest)
+    inputs = {p: v for p, v in values.items() if tensors[p].role in ("input", "output")}
     for tile, constant in tracer.constants.values():
         name = tile.layout.tensor.name
         inputs[name] = constant.astype(numpy_dtype(tensors[name].dtype))
