@@ -32,6 +32,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, MemoryKind, Program
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, _display
+from neuronsim.machine.nki.groups import open_groups
 from neuronsim.machine.nki.kernel import unwrap
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
@@ -139,7 +140,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         tracer.flush()
         results = _returned(result)
     try:
-        program = tracer.kb.program()
+        program = open_groups(tracer.kb.program())  # PSUM groups opened by their first matmul
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
         where, call = _instruction_site(tracer, err.path)
         raise NkiError(where, f"{call}: {err.message}") from None

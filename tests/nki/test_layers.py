@@ -14,6 +14,7 @@ PACKAGE = "neuronsim.machine.nki"
 #: this list where its imports put it.
 LAYERS = (
     "errors", "dtypes", "indexing", "layout",  # values: no tracer
+    "groups",  # a rewrite of the traced program (PSUM groups), no tracer
     "tracer",  # the recording core: loops, sites, pending results
     "alloc",  # buffers and tile declarations
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS

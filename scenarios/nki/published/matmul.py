@@ -98,7 +98,8 @@ def matmul_blocked_k(lhsT, rhs, BM=16, BN=2, BK=8):
 def matmul_blocked_k_open(lhsT, rhs, BM=16, BN=2, BK=8):
     """:func:`matmul_blocked_k` with each PSUM group opened by an overwriting matmul instead
     of ``nl.zeros`` then ``+=``: what the compiler must make of the tutorial's spelling, since
-    the ISA leaves a matmul accumulating onto a memset bank undefined (a diagnostic variant)."""
+    the ISA leaves a matmul accumulating onto a memset bank undefined (a diagnostic variant:
+    neuronsim's frontend lowers the tutorial's spelling to the same program)."""
     return _blocked_k(lhsT, rhs, BM, BN, BK, open_with_matmul=True)
 
 
