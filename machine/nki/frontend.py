@@ -22,7 +22,7 @@ import os
 import re
 import sys
 import traceback
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -57,6 +57,15 @@ class TracedKernel:
     returned: tuple[str, ...] = ()
     """Output tensors the kernel returned, in order (``outputs`` also lists written arguments)."""
     written_args: tuple[str, ...] = ()
+    initial: dict[str, np.ndarray] = field(default_factory=dict)
+    """The arrays given for the parameters the kernel writes: their tensors' initial values (a
+    kernel that updates a parameter in place, or writes part of it, keeps the rest), as NKI's
+    simulator passes them.  Simulate with ``{**inputs, **initial}``."""
+
+    @property
+    def run_inputs(self) -> dict[str, np.ndarray]:
+        """Everything a simulation of the program starts from."""
+        return {**self.inputs, **self.initial}
 
 
 def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = "trn1",
@@ -197,14 +206,13 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
 
         program = program.map_instructions(rename)
     program = program.with_tensors(tensors)
-    # a written parameter starts from the array given for it, as NKI's simulator runs it (a
-    # cache the kernel writes one slot of keeps the rest)
-    inputs = {p: v for p, v in values.items() if tensors[p].role in ("input", "output")}
+    inputs = {p: v for p, v in values.items() if tensors[p].role == "input"}
+    initial = {p: v for p, v in values.items() if tensors[p].role == "output" and isinstance(v, np.ndarray)}
     for tile, constant in tracer.constants.values():
         name = tile.layout.tensor.name
         inputs[name] = constant.astype(numpy_dtype(tensors[name].dtype))
     ordered = tuple(dict.fromkeys(returned + list(written_args)))
-    return TracedKernel(program, inputs, ordered, tuple(returned), written_args)
+    return TracedKernel(program, inputs, ordered, tuple(returned), written_args, initial)
 
 
 def _is_constant(tracer: Tracer, name: str) -> bool:

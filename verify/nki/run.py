@@ -111,10 +111,11 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
     module = ModuleType(f"nki_kernel_{name}")
     module.__file__ = f"{name}.py"
     module.build = lambda: traced.program
-    module.inputs = lambda _seed: dict(traced.inputs)
+    module.inputs = lambda _seed: traced.run_inputs
     names = tuple(traced.outputs)
-    module.reference = (lambda inputs: reference_outputs(reference, inputs, kwargs, names)) if reference else (
-        lambda _inputs: {})
+    given = tuple(traced.inputs)  # the reference takes the kernel's inputs, not the outputs' initial values
+    module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, kwargs, names)
+                        ) if reference else (lambda _inputs: {})
     module.rtol, module.atol = (1e-2, 1e-2) if reference else (0.0, 0.0)
     return module
 

@@ -41,7 +41,7 @@ def simulate_kernel(kernel: Any, *arrays: Any, **kwargs: Any) -> Any:
     traced = trace(kernel, *arrays, **kwargs)
     placed, _ = compile_program(traced.program, "alloc")
     plan = build_plan(placed)
-    memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, traced.inputs))
+    memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, traced.run_inputs))
     outputs = output_arrays(placed, memory)
     func, _grid = unwrap(kernel)
     bound = inspect.signature(func).bind_partial(*arrays, **{k: v for k, v in kwargs.items()
