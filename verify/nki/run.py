@@ -31,6 +31,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 
 from neuronsim.verify.nki.findings import NkiFinding, nki_findings
+from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
 from neuronsim.verify.scenarios import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
 
 __all__ = ["KernelReport", "run_kernel", "run_traced", "trace_kernel", "reference_outputs", "kernel_outputs"]
