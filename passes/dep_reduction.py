@@ -72,9 +72,7 @@ Kinds
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterable, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
@@ -86,9 +84,10 @@ from neuronsim.machine.ir.edges import KIND_NAMES, EdgeKind
 from neuronsim.machine.order.hb import HappensBefore, wait_counts
 from neuronsim.machine.ir.program import Dep, Program
 from neuronsim.machine.order.stream import InstanceStream, stream_of
+from neuronsim.machine.ir.collector import collector_paused
 
 from neuronsim.passes.analysis.asyncwindow import redundant_waits_window
-from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids
+from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids, fold_waits
 from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = [
@@ -177,19 +176,6 @@ def waits_from_targets(stream: InstanceStream, waits: Sequence[Iterable[int]]) -
     return InstanceWaits(stream, start, target, [-1] * len(target))
 
 
-@contextmanager
-def _gc_paused():
-    """Pause the cyclic collector: the passes allocate millions of small acyclic objects,
-    which trigger full collections for nothing (performance notes, 1.3)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def redundant_waits(waits: InstanceWaits, fold: str = LATEST_FIRST) -> bytearray:
     """Per wait entry, 1 when it is redundant (:meth:`neuronsim.machine.order.hb.HappensBefore.fold`).
 
@@ -207,7 +193,7 @@ def redundant_waits(waits: InstanceWaits, fold: str = LATEST_FIRST) -> bytearray
     fold_clock, complete, trigger = hb.fold, hb.complete, hb.trigger
     redundant = bytearray(len(target))
     latest_first = fold == LATEST_FIRST
-    with _gc_paused():
+    with collector_paused():
         for y in range(len(stream)):
             a, b = start[y], start[y + 1]
             if a == b:
@@ -244,21 +230,9 @@ def redundant_waits_syncstate(waits: InstanceWaits, fold: str = LATEST_FIRST) ->
     in_window = bytearray(len(waits.target))
     for y in range(n):
         s = seq[y]
-        state = seq_state[s]
-        fresh = False
         entries = waits.waits_of(y)
-        for k in entries if fold == LATEST_FIRST else reversed(entries):
-            x = waits.target[k]
-            in_window[k] = state.is_issued(eng[x], pos[x])
-            if state.has_completed(eng[x], pos[x]):
-                redundant[k] = 1
-            else:
-                if not fresh:
-                    state, fresh = state.copy(), True
-                state.merge(recorded[x])  # mergeSyncStates
-            remaining[x] -= 1
-            if not remaining[x]:
-                del recorded[x]  # the seed's successor counter: free after the last waiter
+        state, fresh = fold_waits(entries if fold == LATEST_FIRST else reversed(entries), waits.target, seq_state[s],
+                                  eng, pos, recorded, remaining, redundant, in_window)
         if fresh:
             state.minimize()
         e = eng[y]
@@ -466,7 +440,7 @@ def dep_reduction(program: Program, *, fold: str = LATEST_FIRST, anti: bool = Tr
     []
     """
     stream = stream_of(program)
-    with _gc_paused():
+    with collector_paused():
         table, result = reduce_table(stream, dep_table(program, stream), fold=fold, method=method, split=split,
                                      kinds=REORDER_KINDS | ANTI_KINDS if anti else REORDER_KINDS)
     return _with_program(result, with_deps(program, table, stream))

@@ -7,7 +7,7 @@ line that made it::
 
 ``indices`` holds the values of the (unrolled) loop variables at that point; for a loop the
 program keeps, the variable names the loop instead (``{"i": "i"}``) and an instance fills in its
-own index.  Reports name instructions by this location when they have it, by their name when
+own index; ``"i+1"`` names a loop whose first iteration was peeled off (its index plus one).  Reports name instructions by this location when they have it, by their name when
 they do not (programs written by hand print as before).
 
 >>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
@@ -53,8 +53,7 @@ class SourceRef:
     def bound(self, iteration: Mapping[str, int] | None) -> tuple[tuple[str, int | str], ...]:
         """The indices with kept loops' names replaced by ``iteration``'s values."""
         iteration = iteration or {}
-        return tuple((var, iteration.get(value, value) if isinstance(value, str) else value)
-                     for var, value in self.indices)
+        return tuple((var, _bind(value, iteration)) for var, value in self.indices)
 
     def text(self, iteration: Mapping[str, int] | None = None) -> str:
         """``CALL at FILE:LINE [i=3]`` (the call and the indices when known)."""
@@ -63,6 +62,23 @@ class SourceRef:
         if indices:
             head += " [" + ", ".join(f"{var}={value}" for var, value in indices) + "]"
         return head
+
+
+def _bind(value: int | str, iteration: Mapping[str, int]) -> int | str:
+    """A kernel index: ``value`` itself, or the iteration of the loop it names (``"i"``), plus
+    the offset it adds (``"i+1"``).
+
+    >>> _bind("i", {"i": 2}), _bind("i+1", {"i": 2}), _bind("i+1", {}), _bind(5, {"i": 2})
+    (2, 3, 'i+1', 5)
+    """
+    if not isinstance(value, str):
+        return value
+    if value in iteration:
+        return iteration[value]
+    loop, plus, offset = value.rpartition("+")
+    if plus and loop in iteration and offset.isdigit():
+        return iteration[loop] + int(offset)
+    return value
 
 
 def source_of(inst: Instruction) -> SourceRef | None:
@@ -117,7 +133,7 @@ def bind_source(extras: Mapping[str, Any], iteration: Mapping[str, int]) -> Mapp
     raw = extras.get(SOURCE_KEY) if extras else None
     if not isinstance(raw, Mapping) or not isinstance(raw.get("indices"), Mapping) or not iteration:
         return extras
-    indices = {k: iteration.get(v, v) if isinstance(v, str) else v for k, v in raw["indices"].items()}
+    indices = {k: _bind(v, iteration) for k, v in raw["indices"].items()}
     return frozen_mapping({**extras, SOURCE_KEY: {**raw, "indices": indices}})
 
 

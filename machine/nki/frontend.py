@@ -24,7 +24,7 @@ import re
 import sys
 import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,11 +35,13 @@ from neuronsim.machine.ir.program import Access, MemoryKind, Program
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import NkiError, NkiInternalError, NotAffine, SourceLine, _display
 from neuronsim.machine.nki.frames import mark_entry
+from neuronsim.machine.nki.groups import open_groups
 from neuronsim.machine.nki.kernel import unwrap
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import Tracer
+from neuronsim.machine.ir.collector import collector_paused
 
 __all__ = ["TracedKernel", "trace"]
 
@@ -58,6 +60,15 @@ class TracedKernel:
     returned: tuple[str, ...] = ()
     """Output tensors the kernel returned, in order (``outputs`` also lists written arguments)."""
     written_args: tuple[str, ...] = ()
+    initial: dict[str, np.ndarray] = field(default_factory=dict)
+    """The arrays given for the parameters the kernel writes: their tensors' initial values (a
+    kernel that updates a parameter in place, or writes part of it, keeps the rest), as NKI's
+    simulator passes them.  Simulate with ``{**inputs, **initial}``."""
+
+    @property
+    def run_inputs(self) -> dict[str, np.ndarray]:
+        """Everything a simulation of the program starts from."""
+        return {**self.inputs, **self.initial}
 
 
 def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = "trn1",
@@ -74,7 +85,9 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     for _attempt in range(_MAX_ATTEMPTS):
         tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
         try:
-            with standins(), tracer.active(), _no_gc_pauses():
+            # tracing makes many small objects that all live to the end: no collector passes over
+            # them (bench/bench_nki_trace.py: 9.2 s -> 7.0 s for 1e5 instructions)
+            with standins(), tracer.active(), collector_paused(), _objects_promoted():
                 return _run(tracer, func, arrays, kwargs)
         except NotAffine as err:
             keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
@@ -121,24 +134,19 @@ def _raised_by_us(err: BaseException) -> bool:
 
 
 @contextmanager
-def _no_gc_pauses():
-    """Tracing makes many small objects that all live to the end: the cyclic collector's
-    passes over them only cost time (bench/bench_nki_trace.py: 9.2 s -> 7.0 s for 1e5).
-    Afterwards they all sit in the youngest generation, so the first collection once the
-    collector is back would scan every one of them (about 1 s for 1e5 instructions): they are
-    moved to the oldest generation unscanned instead (``gc.freeze`` then ``gc.unfreeze``, both
-    constant time; only when nothing else froze objects, whose freezing must stay), where a
-    full collection finds them as it finds any long-lived object."""
-    enabled = gc.isenabled()
-    gc.disable()
+def _objects_promoted():
+    """Inside ``collector_paused``: the trace's many objects all sit in the youngest generation
+    when it ends, so the first collection once the collector is back would scan every one of
+    them (about 1 s per 1e5 instructions).  They are moved to the oldest generation unscanned
+    instead (``gc.freeze`` then ``gc.unfreeze``: constant time, and the youngest generation's
+    count starts afresh), where a full collection finds them as it finds any long-lived object;
+    only when nothing else froze objects, whose freezing must stay."""
     try:
         yield
     finally:
-        if enabled:
-            if gc.get_freeze_count() == 0:
-                gc.freeze()
-                gc.unfreeze()
-            gc.enable()
+        if gc.get_freeze_count() == 0:
+            gc.freeze()
+            gc.unfreeze()
 
 
 def _defined_at(func: Any) -> SourceLine:
@@ -182,7 +190,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         tracer.flush()
         results = _returned(result)
     try:
-        program = tracer.kb.program()
+        program = open_groups(tracer.kb.program())  # PSUM groups opened by their first matmul
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
         where, call = _instruction_site(tracer, err.path)
         raise NkiError(where, f"{call}: {err.message}") from None
@@ -243,11 +251,12 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
         program = program.map_instructions(rename)
     program = program.with_tensors(tensors)
     inputs = {p: v for p, v in values.items() if tensors[p].role == "input"}
+    initial = {p: v for p, v in values.items() if tensors[p].role == "output" and isinstance(v, np.ndarray)}
     for tile, constant in tracer.constants.values():
         name = tile.layout.tensor.name
         inputs[name] = constant.astype(numpy_dtype(tensors[name].dtype))
     ordered = tuple(dict.fromkeys(returned + list(written_args)))
-    return TracedKernel(program, inputs, ordered, tuple(returned), written_args)
+    return TracedKernel(program, inputs, ordered, tuple(returned), written_args, initial)
 
 
 def _is_constant(tracer: Tracer, name: str) -> bool:

@@ -203,7 +203,8 @@ def opens_accumulation(dst: Layout) -> bool:
     """Whether ``psum[...] += matmul`` accumulates: onto an open accumulation group, yes;
     onto a fresh tile, the first matmul starts the group, as NKI's compiler does.  In a loop
     kept symbolic (one body for every iteration) the group cannot start in the body: the tile
-    is zeroed where it was declared, before the loop, and the body accumulates."""
+    is zeroed where it was declared, before the loop, and the body accumulates; that zeroing,
+    like ``nl.zeros``'s, is then lowered away by peeling (:mod:`neuronsim.machine.nki.groups`)."""
     tracer = current()
     tracer.flush()
     name = dst.tensor.name

@@ -236,12 +236,16 @@ def _pattern(data_seed: int, space: int, rows: int, row: int) -> np.ndarray:
 
 def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
                    inputs: Mapping[str, np.ndarray] | None = None) -> Memory:
-    """Memory as a run starts: the seeded pattern, then the input tensors (see module doc)."""
+    """Memory as a run starts: the seeded pattern, then the input tensors (see module doc).
+
+    ``inputs`` may also give an ``output`` tensor its initial values (a kernel parameter it
+    updates in place, such as a cache it writes one slot of); without them an output starts
+    as the seeded pattern, as before."""
     inputs = dict(inputs or {})
     for name in inputs:
         tensor = program.tensors.get(name)
-        if tensor is None or tensor.memory != MemoryKind.DRAM or tensor.role != "input":
-            raise ProgramError(f"inputs.{name}", "names no DRAM tensor with role 'input'")
+        if tensor is None or tensor.memory != MemoryKind.DRAM or tensor.role not in ("input", "output"):
+            raise ProgramError(f"inputs.{name}", "names no DRAM tensor with role 'input' or 'output'")
     layout = DramLayout.of(program)
     spaces = [_pattern(data_seed, 0, spec.sbuf_partitions, layout.sbuf_row),
               _pattern(data_seed, 1, spec.sbuf_partitions, layout.psum_row),
@@ -249,7 +253,7 @@ def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
     values_rng = np.random.default_rng([data_seed, 0x1A7A])
     for name in sorted(program.tensors):
         tensor = program.tensors[name]
-        if tensor.memory != MemoryKind.DRAM or tensor.role != "input":
+        if tensor.memory != MemoryKind.DRAM or not (tensor.role == "input" or name in inputs):
             continue
         values = _input_values(tensor, inputs.get(name), values_rng)
         base = layout.base[name]

@@ -45,6 +45,7 @@ OP_COLORS: dict[str, str] = {
     "tensor_tensor_scan": "#EEDD88",  # light yellow
     "random": "#EE8866",  # light orange
     "set_rand_state": "#44BB99",  # mint
+    "affine_select": "#CC3311",  # red (Tol vibrant)
 }
 #: Colours of the ops outside the table (opaque ops, task kernels), chosen by a hash of the name.
 EXTRA_COLORS: tuple[str, ...] = ("#0077BB", "#33BBEE", "#009988", "#EE7733", "#EE3377", "#AAAA00", "#99DDFF",

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from neuronsim.machine.order.hb import wait_counts
 from neuronsim.machine.order.stream import InstanceStream
 
-from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids
+from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids, fold_waits
 
 __all__ = ["AsyncEdges", "proc_async", "redundant_waits_window"]
 
@@ -111,18 +111,9 @@ def redundant_waits_window(waits, fold: str = "latest-first", *,
     n = len(waits.target)
     redundant, in_window, removed = bytearray(n), bytearray(n), bytearray(n)
     for y in range(len(eng)):
-        state, fresh = seq_state[seq[y]], False
         entries = waits.waits_of(y)
-        for k in (entries if fold == "latest-first" else reversed(entries)):
-            x = waits.target[k]
-            in_window[k] = state.is_issued(eng[x], pos[x])
-            if state.has_completed(eng[x], pos[x]):
-                redundant[k] = 1
-            else:
-                if not fresh:
-                    state, fresh = state.copy(), True
-                state.merge(recorded[x])
-            _release(recorded, remaining, x)
+        state, fresh = fold_waits(entries if fold == "latest-first" else reversed(entries), waits.target,
+                                  seq_state[seq[y]], eng, pos, recorded, remaining, redundant, in_window)
         if remover:
             _remove_redundant_async(waits, y, eng, pos, dma, redundant, in_window, removed)
         if fresh:

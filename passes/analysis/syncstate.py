@@ -179,3 +179,27 @@ def assign_ids(stream, spec: MachineSpec | None = None) -> EnginePositions:
     counts = np.bincount(stream.comp, minlength=len(engines))
     return EnginePositions(engines, tuple(stream.comp.tolist()), tuple((stream.pos - 1).tolist()),
                            tuple(stream.seq.tolist()), tuple(stream.dma.tolist()), tuple(counts.tolist()))
+
+
+def fold_waits(entries, targets, state: SyncState, eng, pos, recorded: dict, remaining: dict,
+               redundant: bytearray, in_window: bytearray) -> tuple[SyncState, bool]:
+    """The seed's fold of one waiter's waits (``entries``, in the order the fold takes them)
+    into the sync state it starts from: a wait whose target ``state`` already has completed is
+    redundant; every other merges its target's recorded state (``mergeSyncStates``).  Marks
+    ``redundant`` / ``in_window`` (the target issued in the waiter's window, bank B) per entry,
+    frees a record after its last waiter (the seed's successor counter) and returns the state
+    with whether it is a fresh copy."""
+    fresh = False
+    for k in entries:
+        x = targets[k]
+        in_window[k] = state.is_issued(eng[x], pos[x])
+        if state.has_completed(eng[x], pos[x]):
+            redundant[k] = 1
+        else:
+            if not fresh:
+                state, fresh = state.copy(), True
+            state.merge(recorded[x])
+        remaining[x] -= 1
+        if not remaining[x]:
+            del recorded[x]
+    return state, fresh

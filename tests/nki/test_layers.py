@@ -15,6 +15,7 @@ PACKAGE = "neuronsim.machine.nki"
 LAYERS = (
     "errors", "dtypes", "indexing", "layout",  # values: no tracer
     "frames",  # the loop indices in force, read from the kernel's frames
+    "groups",  # a rewrite of the traced program (PSUM groups), no tracer
     "tracer",  # the recording core: loops, sites, pending results
     "alloc",  # buffers and tile declarations
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS

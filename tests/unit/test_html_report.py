@@ -121,11 +121,12 @@ def test_compiled_kernel_page_is_race_free_with_a_footprint_chart(browser, tmp_p
 
 
 def test_unusable_input_and_unwritable_output_exit_2_and_write_nothing(tmp_path):
+    # virtual tensors are placed with alloc first, and the note says so (not an error)
     virtual = _report("scenarios/matmul_tiled.json", tmp_path / "v.html")
-    assert virtual.returncode == 2 and "virtual" in virtual.stderr and "Traceback" not in virtual.stderr
-    assert not (tmp_path / "v.html").exists()
+    assert virtual.returncode == 0 and "alloc" in virtual.stderr and "Traceback" not in virtual.stderr
+    (tmp_path / "v.html").unlink()
     missing = _report("examples/matmul_k_loop.json", tmp_path / "no" / "r.html")
-    assert missing.returncode == 2 and missing.stderr.startswith("error: --output")
+    assert missing.returncode == 2 and "--output" in missing.stderr and len(missing.stderr.splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
 
 

@@ -260,8 +260,15 @@ def test_initial_memory_is_a_finite_seeded_pattern_with_inputs_in_place():
     np.testing.assert_array_equal(got, x.astype(BF16))
     w = np.frombuffer(memory.tensor_bytes(program.tensors["w"]), BF16)
     assert ((w >= -1) & (w <= 1)).all() and len(np.unique(w)) > 100  # [-1, 1) before rounding to bf16
-    with pytest.raises(Exception, match="role 'input'"):
-        initial_memory(program, spec, inputs={"out": x})
+    # an output may be given its initial values (a tensor updated in place); an internal or
+    # on-chip tensor may not
+    out = np.full(program.tensors["out"].shape, 0.5, np.float32)
+    given = initial_memory(program, spec, data_seed=3, inputs={"x": x, "out": out})
+    got_out = np.frombuffer(given.tensor_bytes(program.tensors["out"]), numpy_dtype(program.tensors["out"].dtype))
+    assert (got_out.astype(np.float32) == 0.5).all()
+    assert np.array_equal(given.spaces[0], memory.spaces[0])  # the seeded inputs drew the same values
+    with pytest.raises(Exception, match="role 'input' or 'output'"):
+        initial_memory(program, spec, inputs={"xs": x})
     with pytest.raises(Exception, match="elements"):
         initial_memory(program, spec, inputs={"x": x[:2]})
 

@@ -21,7 +21,10 @@ tiles may miss races.  neuronsim checks both, exactly, on the instances:
     iterations.  Reported per instruction pair with the smallest iteration distance and its
     witness.
 ``sbuf-accumulate``
-    ``+=`` into an SBUF tile inside an affine loop: only PSUM accumulates across iterations.
+    ``+=`` into SBUF bytes that the iterations of an affine loop share: a ``+=`` instance reads
+    what the same ``+=`` wrote in an earlier iteration, upward exposed (the ``carried`` test on
+    the instruction with itself).  Only PSUM accumulates across iterations.  A ``+=`` into a
+    slice of its own per iteration (``sums[i] += x``) or into a tile made in the body is none.
 ``allocation``
     two placed tensors (the kernel's own placements) on common bytes whose instances the
     kernel's data flow does not order: the deps are computed as the NKI compiler sees the
@@ -170,15 +173,16 @@ def _pairs_at(stream: InstanceStream, first: Instruction, second: Instruction, d
 
 
 def _nearest(stream: InstanceStream, candidates: list[tuple[Instruction, Instruction]], depth: int,
-             trip: int) -> list[tuple[int, int, int, int]]:
+             trip: int, starts: dict[tuple[int, ...], int] | None = None) -> list[tuple[int, int, int, int]]:
     """Per candidate pair with a value flowing across iterations: ``(RAW, distance, writer id,
     reader id)`` at the smallest distance.  A read counts only when its iteration has not
     written those bytes before it (an upward-exposed read): storage reused from one iteration
     to the next (WAR, WAW, or a read of the iteration's own write) orders nothing the compiler
-    leaves unordered.  One vectorised test per distance."""
+    leaves unordered.  One vectorised test per distance.  ``starts``: the first instance of
+    every iteration (:func:`_iteration_starts`; by default over the candidates' instructions)."""
     found = []
     open_ = list(candidates)
-    starts = _iteration_starts(stream, candidates, depth)
+    starts = _iteration_starts(stream, candidates, depth) if starts is None else starts
     exposed: dict[tuple[int, int], bool] = {}
     for d in range(1, trip):
         if not open_:
@@ -239,17 +243,23 @@ def _tensors_of(stream: InstanceStream, i: int, j: int) -> tuple[str, ...]:
 
 
 def accumulate_findings(program: Program, stream: InstanceStream | None = None) -> list[NkiFinding]:
-    """``+=`` into SBUF inside an affine loop (module doc)."""
+    """``+=`` into SBUF bytes shared by the iterations of an affine loop (module doc)."""
     stream = stream or stream_of(_identity_placement(program))
     out = []
     for loop, depth in _affine_loops(program):
-        for inst in _inside(program, loop):
-            sbuf = [w.tensor for w in inst.writes if program.tensors[w.tensor].memory == MemoryKind.SBUF]
-            if inst.extras.get(ACCUMULATE_KEY) and sbuf and loop.trip_count > 1:
-                grid = _grid(stream, stream.id_of[inst.name], depth)
-                i, j = int(grid[0, 0, 0]), int(grid[0, 1, 0])
+        if loop.trip_count < 2:
+            continue
+        private, body, starts = _private(program, loop), _inside(program, loop), None
+        for inst in body:
+            sbuf = [w.tensor for w in inst.writes
+                    if program.tensors[w.tensor].memory == MemoryKind.SBUF and w.tensor not in private]
+            if not (inst.extras.get(ACCUMULATE_KEY) and sbuf):
+                continue
+            if starts is None:  # iterations start at the body's first instance (its zeroing, say)
+                starts = _iteration_starts(stream, [(x, x) for x in body], depth)
+            for _kind, d, i, j in _nearest(stream, [(inst, inst)], depth, loop.trip_count, starts):
                 out.append(NkiFinding("sbuf-accumulate", "RAW", instance_label(stream, i), instance_label(stream, j),
-                                      loop.name, 1, tuple(dict.fromkeys(sbuf))))
+                                      loop.name, d, tuple(dict.fromkeys(sbuf))))
     return out
 
 

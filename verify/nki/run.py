@@ -31,6 +31,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 
 from neuronsim.verify.nki.findings import NkiFinding, nki_findings
+from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
 from neuronsim.verify.scenarios import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
 
 __all__ = ["KernelReport", "run_kernel", "run_traced", "trace_kernel", "reference_outputs", "kernel_outputs"]
@@ -111,10 +112,11 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
     module = ModuleType(f"nki_kernel_{name}")
     module.__file__ = f"{name}.py"
     module.build = lambda: traced.program
-    module.inputs = lambda _seed: dict(traced.inputs)
+    module.inputs = lambda _seed: traced.run_inputs
     names = tuple(traced.outputs)
-    module.reference = (lambda inputs: reference_outputs(reference, inputs, kwargs, names)) if reference else (
-        lambda _inputs: {})
+    given = tuple(traced.inputs)  # the reference takes the kernel's inputs, not the outputs' initial values
+    module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, kwargs, names)
+                        ) if reference else (lambda _inputs: {})
     module.rtol, module.atol = (1e-2, 1e-2) if reference else (0.0, 0.0)
     return module
 

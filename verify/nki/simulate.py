@@ -10,12 +10,11 @@ frontend (:mod:`neuronsim.machine.nki`) traces only, since placing needs a pass.
 >>> from neuronsim.machine.nki import standins
 >>> with standins():
 ...     import nki.language as nl
-...     def double(x):
-...         out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-...         nl.store(out, nl.multiply(nl.load(x), 2.0))
-...         return out
->>> simulate_kernel(double, np.full((4, 8), 3, np.float32))[0, :3]
-array([6., 6., 6.], dtype=float32)
+...     def add_in_place(x, y):  # legacy style: the output is a parameter, filled in place
+...         nl.store(y, nl.add(nl.load(x), nl.load(y)))
+>>> y = np.ones((4, 8), np.float32)
+>>> simulate_kernel(add_in_place, np.full((4, 8), 3, np.float32), y) is None, y[0, :3]
+(True, array([4., 4., 4.], dtype=float32))
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ def simulate_kernel(kernel: Any, *arrays: Any, **kwargs: Any) -> Any:
     traced = trace(kernel, *arrays, **kwargs)
     placed, _ = compile_program(traced.program, "alloc")
     plan = build_plan(placed)
-    memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, traced.inputs))
+    memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, traced.run_inputs))
     outputs = output_arrays(placed, memory)
     func, _grid = unwrap(kernel)
     bound = inspect.signature(func).bind_partial(*arrays, **{k: v for k, v in kwargs.items()

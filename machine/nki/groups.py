@@ -1,0 +1,212 @@
+"""PSUM accumulation groups opened as NKI's compiler opens them: by the first matmul.
+
+The matmul tutorial opens each group with ``acc = nl.zeros(..., buffer=nl.psum)`` and then
+``acc += nl.matmul(...)``.  Traced literally that is a memset of the bank and matmuls that all
+accumulate onto it; the ISA leaves a matmul accumulating onto a bank that no matmul of its
+group wrote undefined, and the compiler instead starts the group with an overwriting matmul
+(accumulate flag off) and emits no memset.  :func:`open_groups` lowers the traced program so:
+a memset of zeros on a PSUM tile whose bytes are next touched only by accumulating matmuls that
+write exactly those bytes is dropped, and the first of those matmuls overwrites.  When that
+first matmul is the body of a kept loop (one body for every iteration), the loop's first
+iteration is peeled (its instructions copied before the loop, ``NAME~first``, the index at 0;
+tiles made in the body get copies of their own, as an unrolled iteration would) and the loop
+keeps the other iterations, its kernel indices shifted by one (``"k+1"`` in ``x-source``).
+Anything else (the zeros read first, partly overwritten, a loop nested deeper, a tensor that
+rotates with the loop, a program with deps already) keeps the memset: the numbers are the same
+either way, only the instructions differ.
+
+>>> from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Program, Tensor
+>>> t = {"acc": Tensor("acc", MemoryKind.PSUM, "float32", (128, 512)),
+...      "a": Tensor("a", MemoryKind.SBUF, "bfloat16", (128, 128)), "b": Tensor("b", MemoryKind.SBUF, "bfloat16", (128, 512))}
+>>> zero = Instruction("z", "dve", "memset", writes=(Access("acc"),), attrs={"value": 0.0})
+>>> mm = Instruction("mm", "pe", "matmul", (Access("a"), Access("b"), Access("acc")), (Access("acc"),),
+...                  attrs={"accumulate": True})
+>>> [(i.name, dict(i.attrs), len(i.reads)) for i in open_groups(Program(t, (zero, mm))).body]
+[('mm', {'accumulate': False}, 2)]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+
+__all__ = ["open_groups"]
+
+_SCOPE_KEY = "x-nki-scope"
+
+
+def open_groups(program: Program) -> Program:
+    """``program`` with every PSUM group that opens on zeros opened by its first matmul
+    (module doc); unchanged when there is none."""
+    if any(inst.deps for inst, _ in program.instructions()):
+        return program  # peeling would have to copy deps: the traced program has none
+    lowering = _Lowering(program)
+    body = lowering.body(program.body)
+    if not lowering.changed:
+        return program
+    return Program(frozen_mapping(lowering.tensors), body, program.machine, program.extras)
+
+
+def _footprint(access: Access) -> tuple:
+    return (access.tensor, access.partitions, access.offset, access.pattern, access.per_iteration,
+            access.partitions_per_iteration)
+
+
+def _zeroing(node: Node, tensors: Mapping[str, Tensor]) -> Access | None:
+    """The PSUM footprint a memset of zeros writes, or None."""
+    if not (isinstance(node, Instruction) and node.op == "memset" and not node.reads and len(node.writes) == 1):
+        return None
+    value = node.attrs.get("value")
+    write = node.writes[0]
+    if isinstance(value, bool) or value != 0 or tensors[write.tensor].memory != MemoryKind.PSUM:
+        return None
+    return write
+
+
+def _accumulates_onto(node: Node, zeros: Access) -> bool:
+    """An accumulating matmul that writes exactly ``zeros`` and reads it last (builder order)."""
+    return (isinstance(node, Instruction) and node.op == "matmul" and bool(node.attrs.get("accumulate"))
+            and [_footprint(w) for w in node.writes] == [_footprint(zeros)]
+            and bool(node.reads) and _footprint(node.reads[-1]) == _footprint(zeros))
+
+
+def _overwriting(inst: Instruction) -> Instruction:
+    """The matmul starting its group: accumulate off, the PSUM tile no longer read."""
+    return dataclasses.replace(inst, reads=inst.reads[:-1], attrs=frozen_mapping({**inst.attrs, "accumulate": False}))
+
+
+def _touches(node: Node, tensor: str) -> bool:
+    if isinstance(node, Loop):
+        return any(_touches(child, tensor) for child in node.body)
+    return any(access.tensor == tensor for access, _ in node.accesses)
+
+
+class _Lowering:
+    """One walk over the program, rewriting bodies (module doc)."""
+
+    def __init__(self, program: Program) -> None:
+        self.tensors: dict[str, Tensor] = dict(program.tensors)
+        self.taken = {node.name for node, _ in program.walk()} | set(program.tensors)
+        self.changed = False
+        # tensor -> names of the loops around every access to it
+        self.within: dict[str, set[str]] = {}
+        for inst, loops in program.instructions():
+            for access, _ in inst.accesses:
+                names = {loop.name for loop in loops}
+                self.within[access.tensor] = self.within.get(access.tensor, names) & names
+
+    def body(self, nodes: tuple[Node, ...]) -> tuple[Node, ...]:
+        out = list(nodes)
+        k = 0
+        while k < len(out):
+            zeros = _zeroing(out[k], self.tensors)
+            following = next((j for j in range(k + 1, len(out)) if zeros and _touches(out[j], zeros.tensor)), None)
+            if following is not None:
+                opened = self._opened(out[following], zeros)
+                if opened is not None:
+                    out[following:following + 1] = opened
+                    del out[k]
+                    self.changed = True
+                    continue
+            k += 1
+        return tuple(Loop(n.name, n.trip_count, self.body(n.body), n.extras) if isinstance(n, Loop) else n
+                     for n in out)
+
+    def _opened(self, node: Node, zeros: Access) -> list[Node] | None:
+        """The nodes replacing ``node`` (the first to touch the zeroed tile) when its first
+        matmul can open the group, else None."""
+        if isinstance(node, Instruction):
+            return [_overwriting(node)] if _accumulates_onto(node, zeros) else None
+        if any(isinstance(child, Loop) for child in node.body) or node.trip_count < 1:
+            return None
+        touching = [inst for inst in node.body if _touches(inst, zeros.tensor)]
+        if not all(_accumulates_onto(inst, zeros) for inst in touching):
+            return None
+        if any(t.rotate is not None and t.rotate.loop == node.name for t in self.tensors.values()):
+            return None
+        return self._peeled(node, touching[0])
+
+    def _peeled(self, loop: Loop, opener: Instruction) -> list[Node]:
+        clones = {}
+        for inst in loop.body:
+            for access, _ in inst.accesses:
+                tensor = self.tensors[access.tensor]
+                private = _made_in(tensor, loop.name) and loop.name in self.within[tensor.name]
+                if private and tensor.name not in clones:
+                    clones[tensor.name] = self._clone(tensor, loop.name)
+        head = []
+        for inst in loop.body:
+            copy = _first_iteration(inst, loop.name, clones, self._fresh(f"{inst.name}~first"))
+            head.append(_overwriting(copy) if inst is opener else copy)
+        if loop.trip_count == 1:
+            return head
+        rest = tuple(_later_iterations(inst, loop.name, self.tensors) for inst in loop.body)
+        return [*head, Loop(loop.name, loop.trip_count - 1, rest, loop.extras)]
+
+    def _fresh(self, base: str) -> str:
+        name, k = base, 1
+        while name in self.taken:
+            k += 1
+            name = f"{base}#{k}"
+        self.taken.add(name)
+        return name
+
+    def _clone(self, tensor: Tensor, loop: str) -> str:
+        name = self._fresh(f"{tensor.name}~first")
+        extras = dict(tensor.extras or {})
+        if isinstance(extras.get(_SCOPE_KEY), (list, tuple)):
+            extras[_SCOPE_KEY] = [name_ for name_ in extras[_SCOPE_KEY] if name_ != loop]
+        self.tensors[name] = dataclasses.replace(tensor, name=name, extras=frozen_mapping(extras))
+        return name
+
+
+def _first_iteration(inst: Instruction, loop: str, clones: Mapping[str, str], name: str) -> Instruction:
+    """``inst`` at iteration 0 of ``loop``, outside it: its shifts by ``loop`` dropped, tiles
+    made in the body replaced by their copies, the kernel index 0."""
+
+    def at_zero(access: Access) -> Access:
+        return dataclasses.replace(
+            access, tensor=clones.get(access.tensor, access.tensor),
+            per_iteration=tuple((k, v) for k, v in access.per_iteration if k != loop),
+            partitions_per_iteration=tuple((k, v) for k, v in access.partitions_per_iteration if k != loop))
+
+    return dataclasses.replace(inst, name=name, reads=tuple(map(at_zero, inst.reads)),
+                               writes=tuple(map(at_zero, inst.writes)),
+                               extras=_indexed(inst.extras, loop, lambda: 0))
+
+
+def _made_in(tensor: Tensor, loop: str) -> bool:
+    """A virtual tile the kernel declared in ``loop``'s body (``x-nki-scope``): new in every
+    iteration, so the peeled iteration gets one of its own."""
+    scope = tensor.extras.get(_SCOPE_KEY) if tensor.extras else None
+    return tensor.is_virtual and isinstance(scope, (list, tuple)) and loop in scope
+
+
+def _later_iterations(inst: Instruction, loop: str, tensors: Mapping[str, Tensor]) -> Instruction:
+    """``inst`` in ``loop`` running from its second iteration: every shift by ``loop`` applied
+    once, the kernel index ``loop + 1``."""
+
+    def advanced(access: Access) -> Access:
+        shift = dict(access.per_iteration).get(loop, 0)
+        pshift = dict(access.partitions_per_iteration).get(loop, 0)
+        changes = {}
+        if shift:
+            changes["offset"] = (access.offset or 0) + shift
+        if pshift:
+            start, count, step = access.partitions or (0, tensors[access.tensor].shape[0], 1)
+            changes["partitions"] = (start + pshift, count, step)
+        return dataclasses.replace(access, **changes) if changes else access
+
+    return dataclasses.replace(inst, reads=tuple(map(advanced, inst.reads)), writes=tuple(map(advanced, inst.writes)),
+                               extras=_indexed(inst.extras, loop, lambda: f"{loop}+1"))
+
+
+def _indexed(extras: Mapping, loop: str, value) -> Mapping:
+    """``extras`` with the ``x-source`` index that names ``loop`` replaced by ``value()``."""
+    source = extras.get("x-source") if extras else None
+    if not isinstance(source, Mapping) or not isinstance(source.get("indices"), Mapping):
+        return extras
+    indices = {var: value() if v == loop else v for var, v in source["indices"].items()}
+    return frozen_mapping({**extras, "x-source": {**source, "indices": indices}})
