@@ -29,8 +29,8 @@ class SourceLine:
     line: int
     path: str = ""
 
-    def __str__(self) -> str:
-        return f"{self.file}:{self.line}"
+    def __str__(self) -> str:  # line 0: the file as a whole (it is missing, or not a kernel file)
+        return f"{self.file}:{self.line}" if self.line else self.file
 
 
 def _display(path: str) -> str:

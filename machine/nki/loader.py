@@ -63,6 +63,8 @@ def load_kernel(spec: str) -> Any:
     where = SourceLine(_display(path), 0, os.path.abspath(path))
     if not os.path.isfile(path):
         raise NkiError(where, "no such kernel file")
+    if not path.endswith(".py"):
+        raise NkiError(where, "not a Python file: name a kernel as PATH.py::FUNCTION")
     try:
         with standins():
             module = _import(path)

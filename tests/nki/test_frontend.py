@@ -66,10 +66,18 @@ def test_calling_a_kernel_outside_a_trace_simulates_it():
     ("missing.py::f", "no such kernel file"),
     ("current_ops.py", "name a kernel as PATH.py::FUNCTION"),
     ("current_ops.py::nope", "no function 'nope' in the kernel file"),
+    ("__init__.pyc::f", "no such kernel file"),
 ])
 def test_bad_kernel_names(spec, message):
     with pytest.raises(NkiError, match=message):
         load_kernel(os.path.join(KERNELS, spec) if "::" in spec else spec)
+
+
+def test_a_file_that_is_not_python_is_named_as_such(tmp_path):
+    data = tmp_path / "inputs.npz"
+    data.write_bytes(b"PK")
+    with pytest.raises(NkiError, match=r"^inputs\.npz: not a Python file"):
+        load_kernel(f"{data}::f")
 
 
 def test_bad_arguments_name_the_kernel():
