@@ -86,7 +86,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
         tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
-            # them (bench/bench_nki_trace.py: 9.2 s -> 7.0 s for 1e5 instructions)
+            # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
             with standins(), tracer.active(), collector_paused(), _objects_promoted():
                 return _run(tracer, func, arrays, kwargs)
         except NotAffine as err:
