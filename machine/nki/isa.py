@@ -217,12 +217,13 @@ def enum_names() -> dict[str, Any]:
             "gpsimd_engine": engine.gpsimd, "sync_engine": engine.sync, "unknown_engine": engine.unknown}
 
 
-_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
+#: The ``nki.isa`` ops both generations offer (each module defines its own spelling of each).
+ISA_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
         "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
         "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "affine_select")
 
 
 def current_names() -> dict[str, Any]:
-    names = {name: globals()[name] for name in _OPS}
+    names = {name: globals()[name] for name in ISA_OPS}
     names.update(enum_names())
     return names

@@ -11,7 +11,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki.isa import enum_names
+from neuronsim.machine.nki.isa import ISA_OPS, enum_names
 from neuronsim.machine.nki.language import psum as _psum
 from neuronsim.machine.nki.language import sbuf as _sbuf
 from neuronsim.machine.nki.ops import lay, result_dtype
@@ -163,13 +163,9 @@ def dma_transpose(src, *, axes=None, mask=None, dtype=None, **_kw):
     return _result(src.shape[::-1], dtype or src.dtype, "sbuf", lambda dst: em.dma_transpose(dst, src), mask)
 
 
-_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tensor_tensor", "tensor_scalar",
-        "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
-        "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "affine_select")
-
 
 def isa_names() -> dict[str, Any]:
-    names = {name: globals()[name] for name in _OPS}
+    names = {name: globals()[name] for name in ISA_OPS}
     names.update(enum_names())
     return names
 
