@@ -26,8 +26,9 @@ Placement
       class-sized slots, tensor slot ``s`` at ``lane + s * bytes``.  Slots are then packed:
       each goes to the partition base (0, 32, 64, 96) where it can sit lowest, among the
       bases that keep every compute access within the partition-start rule, above every
-      placed byte (placed tensors' rotating slots included).  When the rings do not fit, SBUF
-      is placed again without them (counted as a fallback).
+      placed byte (placed tensors' rotating slots included).  When the rings do not fit, ring
+      groups (one loop, one shape and dtype) are made plain, the fewest this search finds
+      (:func:`_fit_sbuf`), each counted as a fallback.
     * PSUM: tensors in order of first use go to banks by rotation (``psum.mod_alloc``): the
       next bank (ring: ``n`` consecutive banks) after the last one used where nothing clashes,
       else the first with a free byte range beside what clashes; at most ``psum_banks``
@@ -68,7 +69,7 @@ Counters (``ctx.stats["alloc"]``, printed by ``neuronsim compile`` and ``footpri
 ``placed`` tensors, ``rotated`` (rings), ``slots`` (their slots in all), ``bytes-used`` (the
 union of every placed slot, partitions x bytes, all memories) and ``bytes-saved`` (what
 giving every tensor storage of its own, with the same slots, would use beyond that);
-``fallbacks`` when SBUF rings did not fit or a PSUM ring found no banks.
+``fallbacks``: SBUF ring groups made plain to fit, and PSUM rings that found no banks.
 
 Contract (``alloc``)
     requires: a valid program.
@@ -83,7 +84,7 @@ Contract (``alloc``)
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from functools import cache
 from operator import attrgetter
@@ -96,7 +97,7 @@ from neuronsim.machine.ir.program import MemoryKind, Program, Rotation, Tensor, 
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from neuronsim.passes.analysis.lifetimes import (Life, TensorUsers, lifetimes, live_ranges, may_share, stripped,
+from neuronsim.passes.analysis.lifetimes import (Life, TensorUsers, lifetimes, live_ranges, may_share,
                                        tensor_users)
 from neuronsim.passes.pipeline import Pass, PassContext
 
@@ -289,6 +290,48 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
     return placed
 
 
+def _fit_sbuf(program: Program, lives: dict[str, Life],
+              place: Callable[[Mapping[str, Life]], dict[str, Tensor]]) -> tuple[dict[str, Tensor], dict[str, Life], int]:
+    """``(placements, lives used, ring groups made plain)``: SBUF placed with every ring, else
+    with as few ring groups made plain as this search finds.
+
+    A ring group is the SBUF rings of one loop and one shape and dtype (they share lanes).
+    When all rings do not fit, the group whose loss is smallest (bytes per partition times
+    slots) among those that alone make the rest fit is made plain; when none alone does, the
+    largest group is made plain and the search goes on.  A kernel whose rings overflow SBUF
+    by one buffer keeps double buffering everywhere else, as an allocator short of memory
+    would, instead of losing every ring at once.
+    """
+    try:
+        return place(lives), lives, 0
+    except ProgramError:
+        pass
+    groups: dict[tuple, list[str]] = {}
+    for name, life in lives.items():
+        tensor = program.tensors[name]
+        if tensor.memory == MemoryKind.SBUF and life.loop is not None:
+            groups.setdefault((life.loop, tensor.shape, tensor.dtype), []).append(name)
+    if not groups:
+        return place(lives), lives, 0  # raises: nothing to give up
+    cost = {key: sum(program.tensors[n].bytes_per_partition * lives[n].slots for n in names)
+            for key, names in groups.items()}
+
+    def plain(current: dict[str, Life], names: list[str]) -> dict[str, Life]:
+        return {**current, **{n: current[n].plain for n in names}}
+
+    made_plain = 0
+    while groups:
+        for key in sorted(groups, key=lambda k: (cost[k], repr(k))):
+            trial = plain(lives, groups[key])
+            try:
+                return place(trial), trial, made_plain + 1
+            except ProgramError:
+                continue
+        largest = max(groups, key=lambda k: (cost[k], repr(k)))
+        lives, made_plain = plain(lives, groups.pop(largest)), made_plain + 1
+    return place(lives), lives, made_plain
+
+
 def _fit_psum(regions, banks: int, cursor: int, life: Life, need: int, nbytes: int, size: int,
               align: int) -> tuple[int, int] | None:
     """``(first bank, offset)`` for a tensor of ``life`` (a ring takes ``n`` consecutive
@@ -475,15 +518,9 @@ class Alloc(Pass):
         users = tensor_users(stream)
         lives = lifetimes(stream, slots, users)
         start_masks = _start_masks(stream, users, spec)
-        fallbacks = 0
-        try:
-            placed = _place_sbuf(program, lives, self.buffers, self.align, spec, start_masks, stream.tensor_id)
-        except ProgramError:
-            plain = stripped(lives, MemoryKind.SBUF, program.tensors)
-            if plain == lives:
-                raise
-            lives, fallbacks = plain, 1
-            placed = _place_sbuf(program, lives, self.buffers, self.align, spec, start_masks, stream.tensor_id)
+        placed, lives, fallbacks = _fit_sbuf(
+            program, lives, lambda trial: _place_sbuf(program, trial, self.buffers, self.align, spec, start_masks,
+                                                      stream.tensor_id))
         psum, psum_fallbacks = _place_psum(program, lives, self.psum_banks, self.align, spec)
         placed.update(psum)
         dram = [t for t in program.tensors.values() if t.memory == MemoryKind.DRAM and t.is_virtual]

@@ -91,18 +91,111 @@ def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], spec: Mach
     return _Summary(frozenset(names), tuple(extents), frozenset(rng), frozenset(groups), cost)
 
 
-def _conflict(a: _Summary, b: _Summary) -> bool:
-    if a.rng & b.rng or a.groups & b.groups:
-        return True
-    for space, tensor, mask, lo, hi, write in a.extents:
-        for space2, tensor2, mask2, lo2, hi2, write2 in b.extents:
-            if space != space2 or not (write or write2):
+def _bucket_key(program: Program, space: object, tensor: str) -> object:
+    """Where an extent can meet another: a virtual tensor shares no byte with any other
+    tensor until it is placed, an alias group's tensors all meet, placed tensors meet by
+    space (narrowed to tensors whose extents overlap in :func:`_conflict_edges`)."""
+    if program.tensors[tensor].is_virtual:
+        return ("virtual", tensor)
+    return space
+
+
+def _overlapping(extents: list[tuple]) -> dict[tuple, list[tuple]]:
+    """For each distinct extent ``(tensor, mask, lo, hi, alias)`` of a bucket, the distinct
+    extents sharing a byte with it (itself included): a sweep by start byte."""
+    ordered = sorted(extents, key=lambda e: e[2])
+    meets: dict[tuple, list[tuple]] = {e: [e] for e in ordered}
+    for i, a in enumerate(ordered):
+        for b in ordered[i + 1:]:
+            if b[2] >= a[3] and not (a[4] and a[0] != b[0]):
+                if not a[4]:
+                    break
                 continue
-            if isinstance(space, tuple) and tensor != tensor2:
-                return True  # two tensors of one alias group always share
-            if (not mask or mask & mask2) and lo < hi2 and lo2 < hi:
-                return True
-    return False
+            if (a[4] and a[0] != b[0]) or ((not a[1] or a[1] & b[1]) and b[2] < a[3]):
+                meets[a].append(b)
+                meets[b].append(a)
+    return meets
+
+
+def _order_edges(entries: list[tuple], edges: set[tuple[int, int]]) -> None:
+    """Edges that keep every conflicting pair of ``entries`` (``(extent, write, node)`` in
+    node order) in order, transitively: per distinct extent the last write and the reads
+    since it, as a dependence builder keeps them.  A conflicting pair ``x`` before ``y``
+    gets a path: ``x`` writes, then ``x`` (or a later write of its extent, chained to it)
+    precedes ``y``; ``x`` reads and ``y`` writes, then ``x`` is among the reads since the
+    last write of its extent (or that later write follows it) when ``y`` comes."""
+    meets = _overlapping(list({e for e, _w, _k in entries}))
+    last_write: dict[tuple, int] = {}
+    reads: dict[tuple, list[int]] = {}
+    for extent, write, k in entries:
+        for other in meets[extent]:
+            w = last_write.get(other)
+            if w is not None and w != k:
+                edges.add((w, k))
+            if write:
+                for r in reads.get(other, ()):
+                    if r != k:
+                        edges.add((r, k))
+        if write:
+            last_write[extent] = k
+            reads[extent] = []
+        else:
+            reads.setdefault(extent, []).append(k)
+
+
+def _conflict_edges(program: Program, info: list[_Summary]) -> set[tuple[int, int]]:
+    """Edges ``(i, k)``, ``i < k``, whose transitive closure orders every pair of nodes that
+    must keep their order: one writes a byte the other touches, or they share an engine's RNG
+    state or an accumulation group.
+
+    Extents meet only within a bucket (one virtual tensor, an alias group, or the placed
+    tensors of one space whose overall extents overlap); in a bucket each access is tied to
+    the last write and the reads since it of every extent it overlaps
+    (:func:`_order_edges`): about linear in the accesses, where comparing every pair of
+    nodes would be quadratic in a flattened kernel's thousands of instructions.
+    """
+    buckets: dict[object, list[tuple]] = {}
+    for k, summary in enumerate(info):
+        for space, tensor, mask, lo, hi, write in summary.extents:
+            entry = ((tensor, mask, lo, hi, isinstance(space, tuple)), write, k)
+            buckets.setdefault(_bucket_key(program, space, tensor), []).append(entry)
+        for engine in summary.rng:
+            buckets.setdefault(("rng", engine), []).append((("", 0, 0, 1, False), True, k))
+        for group in summary.groups:
+            buckets.setdefault(("group", group), []).append((("", 0, 0, 1, False), True, k))
+    edges: set[tuple[int, int]] = set()
+    for key, entries in buckets.items():
+        for group in _split_placed(entries) if isinstance(key, str) else (entries,):
+            _order_edges(group, edges)
+    return edges
+
+
+def _split_placed(entries: list[tuple]) -> list[list[tuple]]:
+    """The extents of one space's placed tensors, grouped so that two tensors whose overall
+    extents (partition mask, byte hull) overlap fall in one group (union-find)."""
+    hull: dict[str, list[int]] = {}
+    for (tensor, mask, lo, hi, _alias), _write, _k in entries:
+        h = hull.setdefault(tensor, [0, lo, hi])
+        h[0] |= mask
+        h[1], h[2] = min(h[1], lo), max(h[2], hi)
+    parent = {t: t for t in hull}
+
+    def root(t: str) -> str:
+        while parent[t] != t:
+            parent[t] = t = parent[parent[t]]
+        return t
+
+    ordered = sorted(hull, key=lambda t: hull[t][1])
+    for i, a in enumerate(ordered):  # sweep by start: only tensors starting below a's end
+        for b in ordered[i + 1:]:
+            if hull[b][1] >= hull[a][2]:
+                break
+            if not hull[a][0] or hull[a][0] & hull[b][0]:
+                parent[root(b)] = root(a)
+    groups: dict[str, list[tuple]] = {}
+    for e in entries:
+        groups.setdefault(root(e[0][0]), []).append(e)
+    return list(groups.values())
 
 
 def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ...], spec: MachineSpec) -> list[int]:
@@ -124,10 +217,8 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
                 j = owner.get(dep.on)
                 if j is not None and j != k and not dep.loop_carried:
                     succs[j].add(k)
-    for i in range(n):
-        for k in range(i + 1, n):
-            if k not in succs[i] and _conflict(info[i], info[k]):
-                succs[i].add(k)
+    for i, k in _conflict_edges(program, info):
+        succs[i].add(k)
     level = [0.0] * n
     for i in range(n - 1, -1, -1):
         level[i] = info[i].cost + max((level[k] for k in succs[i]), default=0.0)

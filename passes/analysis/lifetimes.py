@@ -50,7 +50,7 @@ from neuronsim.machine.ir.program import Access, MemoryKind, Tensor
 from neuronsim.machine.order.stream import InstanceStream
 
 __all__ = ["Life", "lifetimes", "live_ranges", "may_share", "iteration_private", "tensor_users", "TensorUsers",
-           "stripped", "union", "merge", "contains", "WINDOW_BUDGET"]
+           "union", "merge", "contains", "WINDOW_BUDGET"]
 
 #: Access instances :func:`iteration_private` examines per tensor and loop at most; above
 #: it the answer is "not private" (conservative: the tensor keeps one placement).
@@ -352,9 +352,3 @@ def _covered(written: dict[int, ByteSet], mask: int, byteset: ByteSet) -> bool:
                 split.append((outside, have))
         atoms = split
     return all(contains(have, byteset) for _, have in atoms)
-
-
-def stripped(lives: Mapping[str, Life], memory: MemoryKind, tensors: Mapping[str, Tensor]) -> dict[str, Life]:
-    """``lives`` with the rings of ``memory`` made plain (the allocator's fallback)."""
-    return {name: life.plain if tensors[name].memory == memory else life for name, life in lives.items()}
-

@@ -7,7 +7,8 @@ import pytest
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, MemoryKind, Rotation, Tensor
 from neuronsim.machine.formats.validate import validate_program
-from neuronsim.passes import parse_pipeline
+from neuronsim.passes import DEFAULT_PIPELINE, parse_pipeline
+from neuronsim.verify.racecheck import check_program
 from tests.alloc_oracles import holding_clashes, stale_reads
 from tests.passes_kit import compiled, ins, loop, prog
 
@@ -175,6 +176,23 @@ def test_rings_that_do_not_fit_fall_back_to_one_placement():
                 ins("st", "sp", "dma_gather", reads=["b"], writes=[Access("y", offset=0, pattern=((1, 64),))]))
     out, ctx = compiled(prog(tensors, body), "alloc")  # (too big for the byte-level oracles)
     assert out.tensors["a"].rotate is None and ctx.stats["alloc"]["fallbacks"] == 1
+
+
+def test_when_rings_overflow_only_the_cheapest_group_loses_its_ring():
+    # a: 40 KiB, b: 60 KiB a partition, each a ring of 2 over i: 80 + 120 KiB overflow the
+    # 192 KiB of a partition; making a plain (40 KiB lost to rotation) fits, and is cheaper
+    # than making b plain (60 KiB): b keeps its double buffer.
+    tensors = [dram("x", "input", 4), dram("y", "output", 4), V("a", free=10240), V("b", free=15360)]
+    body = loop("i", 4, ins("ld", "sp", "dma_gather", reads=[Access("x", offset=0, pattern=((1, 64),))], writes=["a"]),
+                ins("cp", "dve", "tensor_copy", reads=["a"], writes=["b"]),
+                ins("st", "sp", "dma_gather", reads=["b"], writes=[Access("y", offset=0, pattern=((1, 64),))]))
+    program = prog(tensors, body)
+    out, ctx = compiled(program, "alloc")
+    validate_program(out)
+    assert out.tensors["a"].rotate is None and out.tensors["b"].rotate == Rotation("i", 2, 15360 * 4)
+    assert ctx.stats["alloc"]["fallbacks"] == 1
+    full, _ = compiled(program, DEFAULT_PIPELINE)
+    assert check_program(full).races == ()
 
 
 def test_psum_buffers_is_validated():

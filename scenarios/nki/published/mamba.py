@@ -7,7 +7,8 @@ h * C``, fp32, channels on partitions in tiles of 128.
 * :func:`mamba_v2`: loops batch -> channel tile -> state, ``delta`` / ``u`` loaded once per
   channel tile and the per-state results summed in one accumulator per channel tile;
 * :func:`mamba_v3`: v2 with the sequence in tiles of 512 as the innermost loop, the scan's
-  initial value carried from one tile to the next (last column of the previous tile).
+  initial value carried from one tile to the next (last column of the previous tile), and
+  ``scan * C`` written to PSUM before it is added to the accumulator.
 
 Per step: ``activation(exp, delta, scale=A)`` on ACT; ``delta * u``, ``* B``, ``* C`` and the
 accumulation as ``tensor_tensor`` and the scan as ``tensor_tensor_scan`` on DVE; ``B`` and
@@ -29,8 +30,9 @@ BANK = 512  # fp32 columns of one PSUM bank
 SEQ_TILE = 512
 
 
-def _scan_step(d_i, u_i, a_i, b_row, c_row, ones, width, initial):
-    """One (state, channel tile, sequence span) of the recurrence: ``scan * C``, and the scan."""
+def _scan_step(d_i, u_i, a_i, b_row, c_row, ones, width, initial, out_buffer=nl.sbuf):
+    """One (state, channel tile, sequence span) of the recurrence: ``scan * C`` (in
+    ``out_buffer``), and the scan."""
     d_a = nisa.activation(op=nl.exp, data=d_i, scale=a_i)
     d_u = nisa.tensor_tensor(d_i, u_i, op=nl.multiply)
     d_bu = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
@@ -38,7 +40,7 @@ def _scan_step(d_i, u_i, a_i, b_row, c_row, ones, width, initial):
         b_bc = nisa.nc_matmul(ones, b_row[:, c:c + BANK])
         d_bu[:, c:c + BANK] = nisa.tensor_tensor(d_u[:, c:c + BANK], b_bc, op=nl.multiply)
     scan = nisa.tensor_tensor_scan(d_a, d_bu, initial, op0=nl.multiply, op1=nl.add)
-    s_c = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
+    s_c = nl.ndarray((P, width), dtype=nl.float32, buffer=out_buffer)
     for c in range(0, width, BANK):
         c_bc = nisa.nc_matmul(ones, c_row[:, c:c + BANK])
         s_c[:, c:c + BANK] = nisa.tensor_tensor(scan[:, c:c + BANK], c_bc, op=nl.multiply)
@@ -107,8 +109,10 @@ def mamba_v3(delta, u, A, B, C):
                 for j in nl.sequential_range(seq // T):
                     b_row = nl.load(B[b, nl.ds(s, 1), j * T:(j + 1) * T])
                     c_row = nl.load(C[b, nl.ds(s, 1), j * T:(j + 1) * T])
+                    # scan * C into PSUM, as the tutorial writes it ("to reduce accumulation
+                    # latency"): the accumulation then reads one operand from PSUM.
                     s_c, scan = _scan_step(d_i[:, j * T:(j + 1) * T], u_i[:, j * T:(j + 1) * T], a_i, b_row,
-                                           c_row, ones, T, init)
+                                           c_row, ones, T, init, out_buffer=nl.psum)
                     init[...] = nl.copy(scan[:, T - 1:T])
                     acc[:, j * T:(j + 1) * T] += s_c
             nl.store(out[b, t * P:(t + 1) * P, :], value=acc)
