@@ -100,18 +100,25 @@ def _bucket_key(program: Program, space: object, tensor: str) -> object:
     return space
 
 
+def _shares(a: tuple, b: tuple) -> bool:
+    """Do extents ``(tensor, mask, lo, hi, alias)`` ``a`` and ``b`` of one bucket share a byte?"""
+    if a[4] and a[0] != b[0]:
+        return True  # two tensors of one alias group may coincide anywhere
+    return bool(not a[1] or a[1] & b[1]) and a[2] < b[3] and b[2] < a[3]
+
+
 def _overlapping(extents: list[tuple]) -> dict[tuple, list[tuple]]:
-    """For each distinct extent ``(tensor, mask, lo, hi, alias)`` of a bucket, the distinct
-    extents sharing a byte with it (itself included): a sweep by start byte."""
+    """For each distinct extent of a bucket, the distinct extents sharing a byte with it
+    (itself included): a sweep by start byte, except in an alias group, where any two
+    tensors share."""
     ordered = sorted(extents, key=lambda e: e[2])
+    alias = any(e[4] for e in ordered)
     meets: dict[tuple, list[tuple]] = {e: [e] for e in ordered}
     for i, a in enumerate(ordered):
         for b in ordered[i + 1:]:
-            if b[2] >= a[3] and not (a[4] and a[0] != b[0]):
-                if not a[4]:
-                    break
-                continue
-            if (a[4] and a[0] != b[0]) or ((not a[1] or a[1] & b[1]) and b[2] < a[3]):
+            if b[2] >= a[3] and not alias:
+                break  # b and every later extent start past a's end
+            if _shares(a, b):
                 meets[a].append(b)
                 meets[b].append(a)
     return meets
