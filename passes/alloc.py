@@ -302,17 +302,16 @@ def _fit_sbuf(program: Program, lives: dict[str, Life],
     by one buffer keeps double buffering everywhere else, as an allocator short of memory
     would, instead of losing every ring at once.
     """
-    try:
-        return place(lives), lives, 0
-    except ProgramError:
-        pass
     groups: dict[tuple, list[str]] = {}
     for name, life in lives.items():
         tensor = program.tensors[name]
         if tensor.memory == MemoryKind.SBUF and life.loop is not None:
             groups.setdefault((life.loop, tensor.shape, tensor.dtype), []).append(name)
-    if not groups:
-        return place(lives), lives, 0  # raises: nothing to give up
+    try:
+        return place(lives), lives, 0
+    except ProgramError:
+        if not groups:
+            raise  # no ring to give up: SBUF is short even with one placement per tensor
     cost = {key: sum(program.tensors[n].bytes_per_partition * lives[n].slots for n in names)
             for key, names in groups.items()}
 

@@ -94,7 +94,7 @@ def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], spec: Mach
 def _bucket_key(program: Program, space: object, tensor: str) -> object:
     """Where an extent can meet another: a virtual tensor shares no byte with any other
     tensor until it is placed, an alias group's tensors all meet, placed tensors meet by
-    space (narrowed to tensors whose extents overlap in :func:`_conflict_edges`)."""
+    space (narrowed to tensors whose extents overlap by :func:`_split_placed`)."""
     if program.tensors[tensor].is_virtual:
         return ("virtual", tensor)
     return space
