@@ -23,13 +23,26 @@ class NkiFinding:
     distance: int | None = None
     """Iterations of ``loop`` between the two instances."""
     tensors: tuple[str, ...] = ()
+    severity: str = "error"
+    """``error`` (the kernel is wrong: ``neuronsim run`` exits 1) or ``warning`` (the sources
+    disagree on whether it is: said, with both, and the run does not fail)."""
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity == "error"
+
+    def line(self) -> str:
+        """``finding: ...`` or ``warning: ...``: how the commands print it."""
+        return f"{'finding' if self.is_error else 'warning'}: {self.describe()}"
 
     def describe(self) -> str:
         """One line for people."""
         tensors = f" on {' / '.join(self.tensors)}" if self.tensors else ""
         if self.kind == "sbuf-accumulate":
-            return (f"+= into SBUF{tensors} inside affine loop {self.loop}: {self.first} accumulates across "
-                    f"iterations, which the compiler does not order (accumulate in PSUM, or use sequential_range)")
+            return (f"+= into SBUF{tensors} across the iterations of affine loop {self.loop} ({self.first} / "
+                    f"{self.second}): the affine_range docs call an associative reduction no loop-carried "
+                    f"dependence, but an SDK maintainer says += is reliable only for a matmul into PSUM "
+                    f"(aws-neuron-sdk#1051); sequential_range, or accumulating in PSUM, is safe under both")
         if self.kind == "carried":
             return (f"affine loop {self.loop} carries a {self.dependence} dependence at distance {self.distance}: "
                     f"{self.first} / {self.second}{tensors}; the compiler does not order affine_range iterations "
@@ -41,8 +54,8 @@ class NkiFinding:
                 f"share bytes while both are live; place them apart or add a slot")
 
     def to_json(self) -> dict:
-        out = {"kind": self.kind, "dependence": self.dependence, "first": self.first, "second": self.second,
-               "message": self.describe()}
+        out = {"kind": self.kind, "severity": self.severity, "dependence": self.dependence, "first": self.first,
+               "second": self.second, "message": self.describe()}
         if self.loop is not None:
             out["loop"] = self.loop
         if self.distance is not None:

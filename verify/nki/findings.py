@@ -10,21 +10,22 @@ tiles may miss races.  neuronsim checks both, exactly, on the instances:
 
 ``carried``
     a value flowing across the iterations of an affine loop (the same iteration of the loops
-    around it): an instance reads bytes an earlier iteration wrote and its own iteration has
-    not written before it (an upward-exposed read), other than PSUM accumulation (both
-    instructions accumulate into PSUM).  The NKI docs call such a loop unsafe: the compiler
-    reorders and overlaps affine iterations as if no value flowed between them, while it still
-    orders the reuse of storage (WAR, WAW), so those are not findings.  A tile the kernel
-    creates inside the loop body (``x-nki-scope`` on the tensor names the loop; without it, a
-    virtual tensor every access of which lies inside the loop) is a new buffer in every
-    iteration: nothing is carried through it; one declared outside is shared by the
-    iterations.  Reported per instruction pair with the smallest iteration distance and its
-    witness.
-``sbuf-accumulate``
-    ``+=`` into SBUF bytes that the iterations of an affine loop share: a ``+=`` instance reads
-    what the same ``+=`` wrote in an earlier iteration, upward exposed (the ``carried`` test on
-    the instruction with itself).  Only PSUM accumulates across iterations.  A ``+=`` into a
-    slice of its own per iteration (``sums[i] += x``) or into a tile made in the body is none.
+    around it): an instance reads bytes whose last writer, in program order, ran in an earlier
+    iteration (an upward-exposed read), other than PSUM accumulation (both instructions
+    accumulate into PSUM).  The NKI docs call such a loop unsafe: the compiler reorders and
+    overlaps affine iterations as if no value flowed between them, while it still orders the
+    reuse of storage (WAR, WAW), so those are not findings.  A tile the kernel creates inside
+    the loop body (``x-nki-scope`` on the tensor names the loop; without it, a virtual tensor
+    every access of which lies inside the loop) is a new buffer in every iteration: nothing is
+    carried through it.  Reported per instruction pair with the smallest iteration distance and
+    its witness.  Found by one sweep per tensor (:mod:`neuronsim.verify.nki.carried`).
+``sbuf-accumulate`` (a warning)
+    the same test when both instructions are ``+=`` into SBUF: an associative reduction.  The
+    ``affine_range`` docs say such reductions are no loop-carried dependence (and the fused
+    Mamba tutorial accumulates so), an SDK maintainer says ``+=`` works well only for a matmul
+    into PSUM: the sources disagree, so it is said, citing both, and fails nothing.  A ``+=``
+    into a slice of its own per iteration (``sums[i] += x``) or into a tile made in the body
+    is none.
 ``allocation``
     two placed tensors (the kernel's own placements) on common bytes whose instances the
     kernel's data flow does not order: the deps are computed as the NKI compiler sees the
@@ -35,40 +36,28 @@ tiles may miss races.  neuronsim checks both, exactly, on the instances:
     :mod:`neuronsim.verify.nki.lifetimes`: wrong whatever the schedule.
 
 Every finding names the kernel lines (``x-source``); ``neuronsim run KERNEL.py::FUNC`` exits 1
-when there is any.
+when there is an error among them (a warning alone fails nothing).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
-from math import prod
 
-import numpy as np
-
-from neuronsim.machine.order.conflicts import conflict_kind, conflicts, pair_kinds
+from neuronsim.machine.order.conflicts import conflicts
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Instruction, Loop, MemoryKind, Program, Rotation
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Loop, MemoryKind, Program, Rotation
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.ir.source import instance_label
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
+from neuronsim.verify.nki.carried import ACCUMULATE_KEY, AFFINE, RANGE_KEY, SCOPE_KEY, sweep_loops
 from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.lifetimes import clobber_findings
 
-__all__ = ["NkiFinding", "nki_findings", "carried_findings", "accumulate_findings", "allocation_findings",
+__all__ = ["NkiFinding", "nki_findings", "carried_findings", "allocation_findings", "SCOPE_KEY",
            "AFFINE", "RANGE_KEY", "ACCUMULATE_KEY"]
 
-RANGE_KEY = "x-nki-range"
-#: On a tensor: the kept loops around its declaration (``[]``: declared outside them all).
-SCOPE_KEY = "x-nki-scope"
-ACCUMULATE_KEY = "x-nki-accumulate"
-AFFINE = "affine"
-_KIND_NAME = {4: "RAW", 3: "WAW", 2: "WAR"}
-
-
-def _accumulates(inst: Instruction) -> bool:
-    return bool(inst.attrs.get("accumulate")) or bool(inst.extras.get(ACCUMULATE_KEY))
 
 
 def _affine_loops(program: Program) -> Iterator[tuple[Loop, int]]:
@@ -78,189 +67,27 @@ def _affine_loops(program: Program) -> Iterator[tuple[Loop, int]]:
             yield node, len(loops)
 
 
-def _inside(program: Program, loop: Loop) -> list[Instruction]:
-    return [inst for inst, loops in program.instructions() if any(l is loop for l in loops)]
-
-
-def _private(program: Program, loop: Loop) -> set[str]:
-    """Virtual tensors declared inside ``loop``'s body: a new buffer in every iteration.  The
-    frontend says where a tile was declared (``x-nki-scope``: the kept loops around its
-    declaration); without it, a virtual tensor touched only inside the loop counts as declared
-    there."""
-    inside, outside = set(), set()
-    for inst, loops in program.instructions():
-        into = inside if any(l is loop for l in loops) else outside
-        into.update(a.tensor for a, _ in inst.accesses)
-    out = set()
-    for name in inside:
-        tensor = program.tensors[name]
-        scope = tensor.extras.get(SCOPE_KEY) if tensor.extras else None
-        if not tensor.is_virtual:
-            continue
-        if isinstance(scope, (list, tuple)):
-            if loop.name in scope:
-                out.add(name)
-        elif name not in outside:
-            out.add(name)
-    return out
-
-
-def _common_tensors(program: Program, a: Instruction, b: Instruction) -> set[str]:
-    """Tensors of ``a`` and ``b`` that may share bytes: one tensor, or one DRAM alias group."""
-    ta, tb = {x.tensor for x, _ in a.accesses}, {x.tensor for x, _ in b.accesses}
-    group = {t: program.tensors[t].alias for t in ta | tb if program.tensors[t].alias is not None}
-    shared = ta & tb
-    shared |= {t for t in ta | tb if t in group and any(group.get(u) == group[t] for u in (tb if t in ta else ta))}
-    return shared
-
-
-def _grid(stream: InstanceStream, x: int, depth: int) -> np.ndarray:
-    """Instance ids of instruction ``x`` as ``(outer iterations, trip of the loop, inner)``."""
-    trips = stream.trips[x]
-    return stream.instances_of(x).reshape(prod(trips[:depth]), trips[depth], -1)
-
-
-def _kinds(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    found = pair_kinds(stream, a, b)
-    if found is None:  # alias groups: the exact per-pair test
-        found = np.array([conflict_kind(stream, int(i), int(j)) for i, j in zip(a, b)], np.int64)
-    return found
-
-
 def carried_findings(program: Program, stream: InstanceStream | None = None) -> list[NkiFinding]:
-    """The ``carried`` findings of every affine loop (module doc), on the identity placement
-    (:func:`_identity_placement`: two tensors share bytes only when they are one, or one DRAM
-    alias group)."""
+    """The ``carried`` findings and ``sbuf-accumulate`` warnings of every affine loop (module
+    doc), on the identity placement (:func:`_identity_placement`: two tensors share bytes only
+    when they are one, or one DRAM alias group), by :func:`neuronsim.verify.nki.carried.sweep_loops`."""
     stream = stream or stream_of(_identity_placement(program))
     out = []
-    for loop, depth in _affine_loops(program):
-        if loop.trip_count < 2:
-            continue
-        private = _private(program, loop)
-        body = _inside(program, loop)
-        candidates = []
-        for p, first in enumerate(body):
-            for second in body[p:]:
-                shared = _common_tensors(program, first, second)
-                if not shared or shared <= private or (first is second and first.extras.get(ACCUMULATE_KEY)):
-                    continue  # tiles made in the body are new each iteration; += into SBUF is its own finding
-                if _accumulates(first) and _accumulates(second) and all(
-                        program.tensors[t].memory == MemoryKind.PSUM for t in shared if not _only_read(t, first, second)):
-                    continue  # PSUM accumulation: the one dependence affine iterations may carry
-                candidates.append((first, second))
-        for (kind, d, i, j) in _nearest(stream, candidates, depth, loop.trip_count):
-            tensors = _tensors_of(stream, i, j)
-            if not set(tensors) <= private:
-                out.append(NkiFinding("carried", _KIND_NAME[kind], instance_label(stream, i),
-                                      instance_label(stream, j), loop.name, d, tensors))
+    for pair in sweep_loops(program, stream):
+        first, second = instance_label(stream, pair.writer), instance_label(stream, pair.reader)
+        if pair.kind == "accumulate":
+            out.append(NkiFinding(kind="sbuf-accumulate", dependence="RAW", first=first, second=second,
+                                  loop=pair.loop, distance=pair.distance, tensors=pair.tensors, severity="warning"))
+        else:
+            out.append(NkiFinding(kind="carried", dependence="RAW", first=first, second=second, loop=pair.loop,
+                                  distance=pair.distance, tensors=pair.tensors))
     return out
-
-
-def _only_read(tensor: str, *insts: Instruction) -> bool:
-    return not any(w.tensor == tensor for inst in insts for w in inst.writes)
-
-
-def _pairs_at(stream: InstanceStream, first: Instruction, second: Instruction, depth: int, trip: int,
-              d: int) -> tuple[np.ndarray, np.ndarray]:
-    """Every (earlier, later) instance pair of the two instructions ``d`` iterations apart."""
-    ga, gb = _grid(stream, stream.id_of[first.name], depth), _grid(stream, stream.id_of[second.name], depth)
-    firsts, seconds = [], []
-    for early, late in (((ga, gb),) if first is second else ((ga, gb), (gb, ga))):
-        shape = (*early[:, :trip - d].shape, late.shape[2])
-        firsts.append(np.broadcast_to(early[:, :trip - d, :, None], shape).ravel())
-        seconds.append(np.broadcast_to(late[:, d:, None, :], shape).ravel())
-    return np.concatenate(firsts), np.concatenate(seconds)
-
-
-def _nearest(stream: InstanceStream, candidates: list[tuple[Instruction, Instruction]], depth: int,
-             trip: int, starts: dict[tuple[int, ...], int] | None = None) -> list[tuple[int, int, int, int]]:
-    """Per candidate pair with a value flowing across iterations: ``(RAW, distance, writer id,
-    reader id)`` at the smallest distance.  A read counts only when its iteration has not
-    written those bytes before it (an upward-exposed read): storage reused from one iteration
-    to the next (WAR, WAW, or a read of the iteration's own write) orders nothing the compiler
-    leaves unordered.  One vectorised test per distance.  ``starts``: the first instance of
-    every iteration (:func:`_iteration_starts`; by default over the candidates' instructions)."""
-    found = []
-    open_ = list(candidates)
-    starts = _iteration_starts(stream, candidates, depth) if starts is None else starts
-    exposed: dict[tuple[int, int], bool] = {}
-    for d in range(1, trip):
-        if not open_:
-            break
-        pieces = [_pairs_at(stream, a, b, depth, trip, d) for a, b in open_]
-        kinds = _kinds(stream, np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]))
-        still, start = [], 0
-        for pair, (a, b) in zip(open_, pieces):
-            part = kinds[start:start + len(a)]
-            start += len(a)
-            hit = next((k for k in np.flatnonzero(part == 4)[:_WITNESSES].tolist()
-                        if _upward_exposed(stream, int(a[k]), int(b[k]), starts, depth, exposed)), None)
-            if hit is not None:
-                found.append((4, d, int(a[hit]), int(b[hit])))
-            else:
-                still.append(pair)
-        open_ = still
-    return found
-
-
-#: RAW witnesses examined per pair and distance before the pair counts as not carried.
-_WITNESSES = 64
-
-
-def _iteration_starts(stream: InstanceStream, candidates, depth: int) -> dict[tuple[int, ...], int]:
-    """First instance id of every iteration (outer indices and the loop's index) of the loop."""
-    starts: dict[tuple[int, ...], int] = {}
-    for inst in {id(x): x for pair in candidates for x in pair}.values():
-        x = stream.id_of[inst.name]
-        for i in stream.instances_of(x).tolist():
-            key = stream.index_of(i)[:depth + 1]
-            if i < starts.get(key, i + 1):
-                starts[key] = i
-    return starts
-
-
-def _upward_exposed(stream: InstanceStream, writer: int, reader: int, starts, depth: int, memo) -> bool:
-    """True when ``reader`` reads bytes ``writer`` wrote that no earlier instance of its own
-    iteration wrote (checked by tensor: an earlier write of the iteration into every tensor of
-    the conflict hides it)."""
-    key = (writer, reader)
-    if key not in memo:
-        names = stream.tensor_names
-        flowing = {names[pb.tensor] for kind, _pa, pb, _m, _b in conflicts(stream, writer, reader) if kind == "RAW"}
-        first = starts.get(stream.index_of(reader)[:depth + 1], reader)
-        for k in range(first, reader):
-            if not flowing:
-                break
-            flowing -= {names[pb.tensor] for kind, _pa, pb, _m, _b in conflicts(stream, k, reader) if kind == "RAW"}
-        memo[key] = bool(flowing)
-    return memo[key]
 
 
 def _tensors_of(stream: InstanceStream, i: int, j: int) -> tuple[str, ...]:
     found = conflicts(stream, i, j)
     names = stream.tensor_names
     return tuple(dict.fromkeys(names[t] for _, pa, pb, _, _ in found for t in (pa.tensor, pb.tensor)))
-
-
-def accumulate_findings(program: Program, stream: InstanceStream | None = None) -> list[NkiFinding]:
-    """``+=`` into SBUF bytes shared by the iterations of an affine loop (module doc)."""
-    stream = stream or stream_of(_identity_placement(program))
-    out = []
-    for loop, depth in _affine_loops(program):
-        if loop.trip_count < 2:
-            continue
-        private, body, starts = _private(program, loop), _inside(program, loop), None
-        for inst in body:
-            sbuf = [w.tensor for w in inst.writes
-                    if program.tensors[w.tensor].memory == MemoryKind.SBUF and w.tensor not in private]
-            if not (inst.extras.get(ACCUMULATE_KEY) and sbuf):
-                continue
-            if starts is None:  # iterations start at the body's first instance (its zeroing, say)
-                starts = _iteration_starts(stream, [(x, x) for x in body], depth)
-            for _kind, d, i, j in _nearest(stream, [(inst, inst)], depth, loop.trip_count, starts):
-                out.append(NkiFinding("sbuf-accumulate", "RAW", instance_label(stream, i), instance_label(stream, j),
-                                      loop.name, d, tuple(dict.fromkeys(sbuf))))
-    return out
 
 
 def _identity_placement(program: Program) -> Program:
@@ -356,8 +183,33 @@ def nki_findings(program: Program) -> list[NkiFinding]:
     stream = stream_of(_identity_placement(program)) if any(True for _ in _affine_loops(program)) else None
     found = []
     if stream is not None:
-        found += accumulate_findings(program, stream) + carried_findings(program, stream)
+        found += carried_findings(program, stream)
     clobbered = clobber_findings(program)
     pairs = {frozenset(f.tensors) for f in clobbered}
     return found + clobbered + [f for f in allocation_findings(program) if frozenset(f.tensors) not in pairs]
 
+
+
+def _line_of(label: str) -> str:
+    """A finding's instance label without its iteration: ``+= at k.py:18 [k=0]`` -> ``+= at k.py:18``."""
+    head, bracket, _ = label.rpartition(" [") if label.endswith("]") and " [" in label else (label, "", "")
+    return head if bracket else label.split("[", 1)[0]
+
+
+def grouped_findings(findings: list[NkiFinding] | tuple[NkiFinding, ...]) -> list[str]:
+    """One line per kind of finding on one pair of kernel lines, in the order first found:
+    the first finding, and how many alike it stands for (a kernel's loop nest repeats one
+    mistake on many tiles, which is one thing to fix).
+
+    >>> same = [NkiFinding("carried", "RAW", f"add at k.py:9 [i={i}]", f"mul at k.py:12 [i={i + 1}]", loop="i",
+    ...                    distance=1, tensors=(f"t{i}",)) for i in range(3)]
+    >>> [line[-40:] for line in grouped_findings(same)]
+    ['(3 findings of this kind on these lines)']
+    """
+    groups: dict[tuple, list[NkiFinding]] = {}
+    for finding in findings:
+        key = (finding.kind, finding.dependence, _line_of(finding.first), _line_of(finding.second))
+        groups.setdefault(key, []).append(finding)
+    return [members[0].describe() + (f" ({len(members)} findings of this kind on these lines)"
+                                     if len(members) > 1 else "")
+            for members in groups.values()]

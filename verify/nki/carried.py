@@ -1,0 +1,224 @@
+"""Values carried across ``affine_range`` iterations, found by one sweep per tensor.
+
+For every tensor read and written inside an affine loop, the accesses of its instances are
+replayed in program order over an array holding, per element (partition x byte granule), the
+instance that wrote it last.  A read whose bytes were last written in an earlier iteration of
+an enclosing loop (the first loop, outermost first, where the writer's and the reader's
+indices differ) takes a value across that loop's iterations; when that loop is affine, the
+pair is a finding.  Bytes the reader's own iteration wrote before it are not upward exposed
+and carry nothing, exactly because the later write replaced the earlier writer.
+
+Cost: one pass over the access events of each tensor, plus the bytes each touches; memory:
+one tensor's last-writer array at a time and its events, never a pair of instances.  (The
+earlier search built every instance pair of two instructions at each distance: on a kernel of
+33k instances it outgrew 24 GB.)
+
+What the pair becomes (:func:`sweep_loops`): nothing when the tensor was declared in the
+loop's body (a new buffer every iteration: ``x-nki-scope``), or when both instructions
+accumulate into PSUM (matmul accumulation, the one carried value the NKI docs allow);
+``accumulate`` when both are ``+=`` into SBUF (an associative reduction: the documentation and
+the SDK maintainers disagree on it, see ``docs/nki-checks.md``); ``carried`` otherwise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
+from neuronsim.machine.order.stream import InstanceStream
+
+__all__ = ["CarriedPair", "sweep_loops", "RANGE_KEY", "SCOPE_KEY", "ACCUMULATE_KEY", "AFFINE"]
+
+RANGE_KEY = "x-nki-range"
+#: On a tensor: the kept loops around its declaration (``[]``: declared outside them all).
+SCOPE_KEY = "x-nki-scope"
+ACCUMULATE_KEY = "x-nki-accumulate"
+AFFINE = "affine"
+
+
+@dataclass(frozen=True, slots=True)
+class CarriedPair:
+    """One writer / reader instruction pair a loop carries a value between, at its nearest."""
+
+    kind: str
+    """``carried`` or ``accumulate`` (both instructions ``+=`` into SBUF)."""
+    loop: str
+    distance: int
+    writer: int
+    """Instance id of the witness write (``reader`` reads what it wrote)."""
+    reader: int
+    tensors: tuple[str, ...]
+
+
+def accumulates(inst: Instruction) -> bool:
+    """A ``+=`` of the kernel or an accumulating matmul."""
+    return bool(inst.attrs.get("accumulate")) or bool(inst.extras.get(ACCUMULATE_KEY))
+
+
+def _private_loops(program: Program, stream: InstanceStream) -> dict[str, set[str]]:
+    """Per tensor, the loops whose body declared it (a new buffer every iteration).  The
+    frontend says so with ``x-nki-scope``; without it, a virtual tensor counts as declared in
+    every loop enclosing all of its accesses."""
+    enclosing: dict[str, set[str] | None] = {}
+    for x, inst in enumerate(stream.instrs):
+        names = {loop.name for loop in stream.loops_of[x]}
+        for access, _ in inst.accesses:
+            seen = enclosing.get(access.tensor)
+            enclosing[access.tensor] = set(names) if seen is None else seen & names
+    out = {}
+    for name, tensor in program.tensors.items():
+        scope = tensor.extras.get(SCOPE_KEY) if tensor.extras else None
+        if not tensor.is_virtual:
+            out[name] = set()
+        elif isinstance(scope, (list, tuple)):
+            out[name] = set(scope)
+        else:
+            out[name] = enclosing.get(name) or set()
+    return out
+
+
+def _rows(mask: int, memory: MemoryKind):
+    """Partitions of a mask as a slice (contiguous) or an index array; DRAM is one row."""
+    if memory == MemoryKind.DRAM or mask == 0:
+        return slice(0, 1)
+    low = mask & -mask
+    if (mask + low) & mask == 0:
+        return slice(low.bit_length() - 1, mask.bit_length())
+    return np.flatnonzero([(mask >> p) & 1 for p in range(mask.bit_length())])
+
+
+def _digits(stream: InstanceStream, x: int, ids: np.ndarray, levels: int) -> np.ndarray:
+    """Loop indices of instances ``ids`` of instruction ``x`` at the outer ``levels`` loops."""
+    rest = ids - stream.first[x]
+    out = np.zeros((len(ids), levels), np.int64)
+    for k in range(levels):  # as index_of: a loop's body may hold more than the loop inside it
+        out[:, k], rest = np.divmod(rest, stream.spans[x][k])
+    return out
+
+
+def _events(stream: InstanceStream, storage: list[tuple[int, int]]) -> Iterator[tuple[int, object]]:
+    """``(instance, access)`` of every access slot in ``storage`` in program order, reads of
+    an instance before its writes."""
+    ids, order, slots = [], [], []
+    for x, k in storage:
+        found = stream.instances_of(x)
+        ca = stream.accesses(x)[k]
+        ids.append(found)
+        order.append(np.full(len(found), 2 * k + int(ca.is_write), np.int64))
+        slots.append(np.full(len(found), len(slots), np.int64))
+    ids_all, order_all, slot_all = np.concatenate(ids), np.concatenate(order), np.concatenate(slots)
+    writes_last = np.array([int(stream.accesses(x)[k].is_write) for x, k in storage], np.int64)[slot_all]
+    sequence = np.lexsort((order_all, writes_last, ids_all))
+    for i, s in zip(ids_all[sequence].tolist(), slot_all[sequence].tolist()):
+        x, k = storage[s]
+        yield i, stream.accesses(x)[k]
+
+
+class _Sweep:
+    """The last-writer array of one storage and the carried pairs its reads find."""
+
+    def __init__(self, stream: InstanceStream, affine: dict[int, Loop], storage: list[tuple[int, int]]) -> None:
+        self.stream, self.affine = stream, affine
+        footprints = [(i, ca, *stream.footprint_at(ca, i)) for i, ca in _events(stream, storage)]
+        whole = isinstance(footprints[0][1].space, tuple)  # an alias group: its tensors may sit anywhere
+        bounds = [b for *_, spans in footprints for span in spans for b in span]
+        self.base = 0 if whole else min(bounds)
+        self.grain = 0 if whole else math.gcd(*(b - self.base for b in bounds)) or 1
+        width = 1 if whole else (max(bounds) - self.base) // self.grain
+        height = 1 if footprints[0][1].memory == MemoryKind.DRAM else 128
+        self.whole = whole
+        self.footprints = footprints
+        self.last = np.full((height, width), -1, np.int64)
+        self.nearest: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+
+    def run(self) -> dict[tuple[int, int, int], tuple[int, int, int]]:
+        """``(loop id, writer instruction, reader instruction) -> (distance, writer, reader)``."""
+        for i, ca, mask, spans in self.footprints:
+            rows = _rows(mask, ca.memory)
+            cols = [slice(0, 1)] if self.whole else [
+                slice((lo - self.base) // self.grain, (hi - self.base) // self.grain) for lo, hi in spans]
+            if ca.is_write:
+                for c in cols:
+                    self.last[rows, c] = i
+            else:
+                writers = np.unique(np.concatenate([self.last[rows, c].ravel() for c in cols]))
+                self._carried(writers[writers >= 0], i)
+        return self.nearest
+
+    def _carried(self, writers: np.ndarray, reader: int) -> None:
+        stream = self.stream
+        xr = int(stream.instr[reader])
+        xws = stream.instr[writers]
+        for xw in np.unique(xws).tolist():
+            common = stream.common(xw, xr)
+            if common == 0:
+                continue
+            mine = writers[xws == xw]
+            w_digits = _digits(stream, xw, mine, common)
+            r_digits = _digits(stream, xr, np.array([reader]), common)[0]
+            differs = w_digits != r_digits
+            level = np.where(differs.any(axis=1), differs.argmax(axis=1), -1)
+            for lv in np.unique(level[level >= 0]).tolist():
+                loop = stream.loops_of[xr][lv]
+                if id(loop) not in self.affine:
+                    continue
+                at = np.flatnonzero(level == lv)
+                gaps = r_digits[lv] - w_digits[at, lv]
+                best = int(gaps.min())
+                key = (id(loop), xw, xr)
+                if key not in self.nearest or best < self.nearest[key][0]:
+                    self.nearest[key] = (best, int(mine[at[int(gaps.argmin())]]), reader)
+
+
+def _storages(stream: InstanceStream, affine: dict[int, Loop]) -> dict[object, list[tuple[int, int]]]:
+    """Access slots ``(instruction, position)`` per storage (a tensor, or a DRAM alias group)
+    that some affine loop both reads and writes."""
+    slots: dict[object, list[tuple[int, int]]] = defaultdict(list)
+    touched: dict[object, tuple[set[int], set[int]]] = defaultdict(lambda: (set(), set()))
+    for x in range(stream.m):
+        inside = {id(loop) for loop in stream.loops_of[x] if id(loop) in affine}
+        for k, ca in enumerate(stream.accesses(x)):
+            key = ca.space if isinstance(ca.space, tuple) else ca.tensor
+            slots[key].append((x, k))
+            touched[key][int(ca.is_write)].update(inside)
+    return {key: found for key, found in slots.items() if touched[key][0] & touched[key][1]}
+
+
+def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
+    """Every value an affine loop carries (module doc), nearest distance per instruction pair,
+    ``stream`` being the program's on the identity placement (each tensor on bytes of its own)."""
+    affine = {id(node): node for node, _ in program.walk()
+              if isinstance(node, Loop) and node.extras.get(RANGE_KEY) == AFFINE and node.trip_count > 1}
+    if not affine:
+        return []
+    private = _private_loops(program, stream)
+    found: dict[tuple[str, str, int, int], CarriedPair] = {}
+    for storage in _storages(stream, affine).values():
+        for (loop_id, xw, xr), (distance, w, r) in _Sweep(stream, affine, storage).run().items():
+            loop = affine[loop_id]
+            tensors = sorted({stream.tensor_names[ca.tensor] for x, k in storage
+                              for ca in (stream.accesses(x)[k],) if x in (xw, xr)})
+            tensors = [t for t in tensors if loop.name not in private[t]]
+            if not tensors:
+                continue  # a tile declared in the body: a new buffer every iteration
+            writer, reader = stream.instrs[xw], stream.instrs[xr]
+            memory = program.tensors[tensors[0]].memory
+            both = accumulates(writer) and accumulates(reader)
+            if both and memory == MemoryKind.PSUM:
+                continue  # matmul accumulation into PSUM: the carried value affine loops allow
+            kind = "accumulate" if both and memory == MemoryKind.SBUF else "carried"
+            key = (kind, loop.name, xw, xr)
+            old = found.get(key)
+            if old is None or distance < old.distance:
+                merged = tuple(dict.fromkeys([*(old.tensors if old else ()), *tensors]))
+                found[key] = CarriedPair(kind=kind, loop=loop.name, distance=distance, writer=w, reader=r,
+                                         tensors=merged)
+            else:
+                found[key] = CarriedPair(kind=old.kind, loop=old.loop, distance=old.distance, writer=old.writer,
+                                         reader=old.reader, tensors=tuple(dict.fromkeys([*old.tensors, *tensors])))
+    return sorted(found.values(), key=lambda p: (p.reader, p.writer))
