@@ -23,7 +23,7 @@ __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "s
            "prod_", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "exp", "log", "tanh",
            "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square", "sqrt", "rsqrt",
            "reciprocal", "abs", "sign", "negative", "equal", "not_equal", "greater", "greater_equal", "less",
-           "less_equal", "logical_and", "logical_or", "logical_xor", "softmax", "where"]
+           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bypass", "softmax", "where"]
 
 ALU_OF: dict[Any, str] = {}
 ACT_OF: dict[Any, str] = {}
@@ -71,6 +71,7 @@ less_equal = _binary_fn("less_equal", "less_equal")
 logical_and = _binary_fn("logical_and", "logical_and")
 logical_or = _binary_fn("logical_or", "logical_or")
 logical_xor = _binary_fn("logical_xor", "logical_xor")
+bypass = _binary_fn("bypass", "bypass")
 
 exp = _unary_fn("exp", "exp")
 log = _unary_fn("log", "log")
@@ -89,6 +90,13 @@ abs = _unary_fn("abs", "abs")  # noqa: A001
 sign = _unary_fn("sign", "sign")
 negative = _unary_fn("negative", "neg")
 identity = _unary_fn("identity", "identity")
+
+
+@api("nl.logical_not")
+def logical_not(x: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+    """``x == 0`` (1.0 where ``x`` is zero): a ``tensor_scalar`` on DVE."""
+    return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.binary(dst, x, 0, "equal"), mask,
+                   (x,))
 
 # numpy's functions name the same operators (kernels pass np.add / np.exp as op=)
 for _np, _nl in ((np.add, add), (np.subtract, subtract), (np.multiply, multiply), (np.divide, divide),

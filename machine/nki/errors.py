@@ -8,15 +8,17 @@ loop variable makes the tracer start again with that loop unrolled.
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from dataclasses import dataclass
 from types import FrameType
+from typing import Any
 
 from neuronsim.machine.ir.errors import ProgramError
 
 __all__ = ["NkiError", "NkiInternalError", "NotAffine", "SourceLine", "user_line", "user_frame", "user_site",
-           "line_of", "unsupported", "fail"]
+           "line_of", "unsupported", "fail", "Refused", "no_such_name"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -53,7 +55,10 @@ def _code_info(code: object) -> tuple[bool, str, str, object]:
     info = _CODE.get(id(code))
     if info is None:
         path = os.path.abspath(code.co_filename)  # type: ignore[attr-defined]
-        ours = path.startswith(_PACKAGE_DIR + os.sep) or path.endswith("contextlib.py")
+        # importlib's frozen frames sit between a kernel's ``from nki.language import x`` and
+        # the stand-in that refuses ``x``: the kernel's line is the one to name
+        ours = (path.startswith(_PACKAGE_DIR + os.sep) or path.endswith("contextlib.py")
+                or "<frozen importlib" in path)
         info = _CODE[id(code)] = (ours, _display(path), path, code)
     return info
 
@@ -131,3 +136,63 @@ def fail(message: str) -> NkiError:
 def unsupported(construct: str, why: str) -> NkiError:
     """``"<construct> is not supported (<why>)"`` at the current kernel line (raise it)."""
     return NkiError(user_line(2), f"{construct} is not supported ({why})")
+
+
+def no_such_name(qualified: str, module: str, known: Any) -> NkiError:
+    """``"nl.expp: no such name in nki.language (did you mean nl.exp?)"`` at the kernel line:
+    a name the real module does not define either (a typo), as opposed to a real name neuronsim
+    does not model (:class:`Refused`)."""
+    alias, _, attr = qualified.rpartition(".")
+    close = difflib.get_close_matches(attr, [k for k in known if not k.startswith("_")], n=1, cutoff=0.6)
+    hint = f" (did you mean {alias}.{close[0]}?)" if close else ""
+    return NkiError(user_line(2), f"{qualified}: no such name in {module}{hint}")
+
+
+class Refused:
+    """A real NKI name neuronsim does not model: importing it (``from nki.isa import
+    sendrecv``) or passing it around works, as with the real module; using it (calling it,
+    reading an attribute, indexing, iterating, testing it) raises ``"<name> is not supported
+    (<why>)"`` at the kernel line that used it.  Equality is identity, so a kernel may compare
+    a dtype with it."""
+
+    __slots__ = ("_name", "_why")
+
+    def __init__(self, name: str, why: str) -> None:
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_why", why)
+
+    def refusal(self) -> NkiError:
+        return NkiError(user_line(2), f"{self._name} is not supported ({self._why})")
+
+    def __call__(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise self.refusal()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):  # Python's own probes (copy, pickle, inspect)
+            raise AttributeError(attr)
+        raise self.refusal()
+
+    def __getitem__(self, _key: Any) -> Any:
+        raise self.refusal()
+
+    def __iter__(self) -> Any:
+        raise self.refusal()
+
+    def __bool__(self) -> bool:
+        raise self.refusal()
+
+    def __enter__(self) -> Any:
+        raise self.refusal()
+
+    def __exit__(self, *_exc: Any) -> None:
+        return None
+
+    def __eq__(self, other: Any) -> bool:
+        return self is other
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<{self._name}: not supported by neuronsim ({self._why})>"
+

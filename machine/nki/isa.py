@@ -22,6 +22,7 @@ __all__ = ["current_names", "REFUSED", "engine", "dge_mode", "oob_mode", "nc_ver
 
 class engine:  # noqa: N801  (NKI's names)
     unknown = None
+    dma = "sp"  # a DMA queue's trigger: SP, as for nl.load (docs/nki.md)
     tensor = "pe"
     vector = "dve"
     scalar = "act"
@@ -47,6 +48,21 @@ class reduce_cmd:  # noqa: N801
     reset = "reset"
     reduce = "reduce"
     reset_reduce = "reset_reduce"
+    load_reduce = "load_reduce"
+
+
+class matmul_perf_mode:  # noqa: N801  (a PE throughput option: the timing model has one PE rate)
+    none = None
+    double_row = "double_row"
+
+
+class dma_engine:  # noqa: N801  (which DMA engines serve a sendrecv: two-core kernels, refused there)
+    dma = "dma"
+    gpsimd_dma = "gpsimd_dma"
+
+
+class NkiValidationError(Exception):
+    """What NKI raises for an instruction that breaks a hardware rule (kernels catch it)."""
 
 
 class nc_version(enum.IntEnum):  # noqa: N801
@@ -79,7 +95,10 @@ REFUSED = {
     "select_reduce": "predicated selects", "tensor_copy_predicated": "predicated selects",
     "sequence_bounds": "sequence bounds", "tensor_partition_reduce": "cross-partition reductions",
     "tensor_scalar_cumulative": "cumulative ops", "nonzero_with_count": "data-dependent sizes",
-    "exponential": "not modelled by neuronsim",
+    "exponential": "not modelled by neuronsim", "activate2": "two-function activations (NKI 0.4)",
+    "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
+    "scalar_load": "scalars in registers", "VirtualRegister": _REGISTERS, "NkiInstruction": "instruction handles",
+    "dependency": "instruction handles",
 }
 
 
@@ -193,18 +212,25 @@ def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, rev
 
 
 @api("nisa.tensor_scalar_reduce")
-def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res, reverse0=False, name=None,
-                         **_kw) -> None:
+def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, reduce_cmd=None,
+                         reduce_init=None, reduce_res_negate=False, name=None, **_kw) -> None:
+    if reduce_init is not None or reduce_res_negate or reduce_cmd not in (None, "reset_reduce"):
+        raise current().refuse("nisa.tensor_scalar_reduce(reduce_cmd= / reduce_init= / reduce_res_negate=)",
+                               "the reduce registers keep nothing between instructions in neuronsim")
+    if reduce_res is None:
+        _emit(lambda: em.tensor_scalar(_dst(dst), data, op0, operand0, reverse0))
+        return
     _emit(lambda: em.tensor_scalar_reduce(_dst(dst), data, op0, operand0, reduce_op, reduce_res, reverse0))
 
 
 @api("nisa.dma_copy")
-def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=None, name=None, **_kw) -> None:
+def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=None, name=None, priority=None,
+             **_kw) -> None:
     _emit(lambda: em.dma_copy(_dst(dst), src, dge_mode=dge_mode, engine=engine, dst_rmw_op=dst_rmw_op))
 
 
 @api("nisa.dma_transpose")
-def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, **_kw) -> None:
+def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, priority=None, oob_mode=None, **_kw) -> None:
     _emit(lambda: em.dma_transpose(_dst(dst), src))
 
 
@@ -213,7 +239,9 @@ def enum_names() -> dict[str, Any]:
     return {"engine": engine, "dge_mode": dge_mode, "oob_mode": oob_mode, "reduce_cmd": reduce_cmd,
             "nc_version": nc_version, "get_nc_version": get_nc_version,
             "constants": SimpleNamespace(oob_mode=oob_mode, dge_mode=dge_mode, engine=engine),
-            "tensor_engine": engine.tensor, "vector_engine": engine.vector, "scalar_engine": engine.scalar,
+            "matmul_perf_mode": matmul_perf_mode, "dma_engine": dma_engine,
+            "NkiValidationError": NkiValidationError, "tensor_engine": engine.tensor, "vector_engine": engine.vector,
+            "scalar_engine": engine.scalar,
             "gpsimd_engine": engine.gpsimd, "sync_engine": engine.sync, "unknown_engine": engine.unknown}
 
 

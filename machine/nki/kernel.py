@@ -60,11 +60,11 @@ class Kernel:
         return f"<NKI kernel {self.func.__qualname__}{list(self.grid) if self.grid else ''}>"
 
 
-def jit(func: Any = None, **options: Any) -> Any:
+def jit(fn: Any = None, **options: Any) -> Any:
     """``@nki.jit`` or ``@nki.jit(mode=..., ...)`` (options are accepted and ignored)."""
-    if func is None:
+    if fn is None:
         return lambda f: Kernel(f, (), options)
-    return Kernel(func, (), options)
+    return Kernel(fn, (), options)
 
 
 def unwrap(kernel: Any) -> tuple[Any, tuple[int, ...]]:

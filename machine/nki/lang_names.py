@@ -22,18 +22,41 @@ LANGUAGE_NAMES = (
     "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor",
     "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square",
     "sqrt", "rsqrt", "reciprocal", "abs", "sign", "negative", "sum", "max", "min", "mean", "matmul",
-    "transpose", "softmax", "where",
+    "transpose", "softmax", "where", "is_hbm", "is_sbuf", "is_psum", "is_on_chip", "expand_dims", "no_reorder",
+    "loop_reduce", "spmd_dim", "nc", "logical_not", "bypass",
 )
 
 
-#: nki.language names refused with a reason (any other unknown name: "not modelled by neuronsim").
+_ACT_TABLE = "an activation function neuronsim's op table does not have"
+_ALU_TABLE = "an ALU operator neuronsim's op table does not have"
+_BITS = "bitvec operators: neuronsim's ALU computes on numbers, not bit patterns"
+_RANDOM = "random numbers"
+_COMPILED_LOOPS = "dynamic loops: neuronsim traces static programs"
+
+#: Real ``nki.language`` names (the API reference module, NKI 0.2-0.7, and the legacy
+#: ``neuronxcc.nki.language``) that neuronsim does not model, with the reason: they import,
+#: and using one stops the trace at that line.  Any other missing name is a typo
+#: (:func:`~neuronsim.machine.nki.errors.no_such_name`).
 LANGUAGE_REFUSED = {
-    "dynamic_range": "dynamic loops: neuronsim traces static programs",
-    "atomic_rmw": "atomic read-modify-write DMA",
-    "rand": "random numbers", "random_seed": "random numbers", "dropout": "random numbers",
+    "dynamic_range": _COMPILED_LOOPS, "fori_loop": _COMPILED_LOOPS, "while_loop": _COMPILED_LOOPS,
+    "if_else": "compiled branches: neuronsim traces static programs",
+    "atomic_rmw": "atomic read-modify-write DMA", "all_reduce": "collectives: neuronsim models one NeuronCore",
+    "rand": _RANDOM, "random_seed": _RANDOM, "dropout": _RANDOM,
     "gather_flattened": "gathers", "float8_e4m3fn_x4": "packed MX data types", "float8_e5m2_x4": "packed MX data types",
-    "float4_e2m1fn_x4": "packed MX data types", "int64": "64-bit data types", "uint64": "64-bit data types",
-    "float64": "64-bit data types",
+    "float4_e2m1fn_x4": "packed MX data types", "float8_e8m0fnu": "MX scale data types",
+    "int64": "64-bit data types", "uint64": "64-bit data types", "float64": "64-bit data types",
+    "abs_max": _ALU_TABLE, "abs_min": _ALU_TABLE, "fmod": _ALU_TABLE, "mod": _ALU_TABLE, "average": _ALU_TABLE,
+    "prelu": _ALU_TABLE, "bitwise_and": _BITS, "bitwise_or": _BITS, "bitwise_xor": _BITS, "invert": _BITS,
+    "left_shift": _BITS, "right_shift": _BITS,
+    "gelu_dx": _ACT_TABLE, "gelu_apprx_sigmoid_dx": _ACT_TABLE, "silu_dx": _ACT_TABLE, "softplus": _ACT_TABLE,
+    "mish": _ACT_TABLE, "erf": _ACT_TABLE, "erf_dx": _ACT_TABLE, "sin": _ACT_TABLE, "cos": _ACT_TABLE,
+    "tan": _ACT_TABLE, "arctan": _ACT_TABLE, "ceil": _ACT_TABLE, "floor": _ACT_TABLE, "trunc": _ACT_TABLE,
+    "var": "variance (compose it from nl.mean, or use nisa.bn_stats / bn_aggr)",
+    "all": "a whole-tile boolean reduction", "rms_norm": "a fused normalisation (compose it from nl.* calls)",
+    "static_cast": "reinterpreting a tensor's dtype: bytes are typed in neuronsim",
+    "tiles": "NKI 0.7 tile grids", "blocks": "NKI 0.7 tile grids", "alloc_tiles": "NKI 0.7 tile grids",
+    "alloc_blocks": "NKI 0.7 tile grids", "NkiGrid": "NKI 0.7 tile grids", "NkiTileGrid": "NKI 0.7 tile grids",
+    "NkiBlockGrid": "NKI 0.7 tile grids", "NkiScalar": "scalars in registers",
 }
 
 
@@ -45,6 +68,7 @@ def _names() -> dict[str, Any]:
     out["identity"] = arith.identity
     # types kernels name in annotations (evaluated when the kernel file is imported)
     out["NkiTensor"] = out["tile"] = NkiTensor
+    out["DType"] = str
     out["MemoryRegion"] = SimpleNamespace(sbuf=language.sbuf, psum=language.psum, hbm=language.hbm,
                                           shared_hbm=language.shared_hbm, private_hbm=language.private_hbm)
     return out

@@ -11,6 +11,8 @@ out the legacy-only names).
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -23,7 +25,7 @@ from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
 from neuronsim.machine.nki.tiles import result_tile as _result
-from neuronsim.machine.nki.tracer import api, as_mask, current
+from neuronsim.machine.nki.tracer import api, as_mask, assigned_name, current
 
 sbuf, psum = BUFFERS["sbuf"], BUFFERS["psum"]
 hbm, shared_hbm, private_hbm = BUFFERS["hbm"], BUFFERS["shared_hbm"], BUFFERS["private_hbm"]
@@ -41,6 +43,12 @@ class tile_size:  # noqa: N801  (NKI's name)
     psum_min_align = 4
     sbuf_min_align = 1
     total_available_sbuf_size = 192 * 1024
+    psum_bank_fmax = 512  # fp32 elements per partition of one 2 KiB PSUM bank
+    psum_bank_fmax_bytes = 2048
+    psum_num_banks = 8
+    sbuf_size_bytes = 192 * 1024
+    sbuf_fmax = 192 * 1024 // 4
+    sbuf_fmax_bytes = 192 * 1024
 
 
 class NKIObject:
@@ -111,13 +119,29 @@ def _fill(tile: NkiTensor, value: Any) -> None:
 
 
 @api("nl.zeros_like")
-def zeros_like(a: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_kw: Any) -> NkiTensor:
-    return full(a.shape, 0.0, dtype or a.dtype, buffer or _buffer_of(a), name)
+def zeros_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_kw: Any) -> NkiTensor:
+    return full(x.shape, 0.0, dtype or x.dtype, buffer or _buffer_of(x), name)
 
 
 @api("nl.empty_like")
-def empty_like(a: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_kw: Any) -> NkiTensor:
-    return _new(a.shape, dtype or a.dtype, buffer or _buffer_of(a), name)
+def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_kw: Any) -> NkiTensor:
+    return _new(x.shape, dtype or x.dtype, buffer or _buffer_of(x), name)
+
+
+def is_hbm(buffer: Any) -> bool:
+    return getattr(buffer, "name", buffer) in ("hbm", "shared_hbm", "private_hbm")
+
+
+def is_sbuf(buffer: Any) -> bool:
+    return getattr(buffer, "name", buffer) == "sbuf"
+
+
+def is_psum(buffer: Any) -> bool:
+    return getattr(buffer, "name", buffer) == "psum"
+
+
+def is_on_chip(buffer: Any) -> bool:
+    return is_sbuf(buffer) or is_psum(buffer)
 
 
 def _buffer_of(a: NkiTensor) -> Buffer:
@@ -125,8 +149,12 @@ def _buffer_of(a: NkiTensor) -> Buffer:
 
 
 @api("nl.shared_identity_matrix")
-def shared_identity_matrix(n: int, dtype: Any = "float32", **_kw: Any) -> NkiTensor:
-    return shared_constant(np.eye(n), dtype)
+def shared_identity_matrix(n: int, dtype: Any = "float32", dst: NkiTensor | None = None, **_kw: Any) -> NkiTensor:
+    identity = shared_constant(np.eye(n), dtype)
+    if dst is not None:  # NKI 0.3+: copy it into the kernel's own tensor
+        assign(dst, identity)
+        return dst
+    return identity
 
 
 @api("nl.shared_constant")
@@ -169,14 +197,24 @@ def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
 
 
 @api("nl.copy")
-def copy(src: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, **_kw: Any) -> NkiTensor:
-    return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(src), engine), mask,
-                   (src,))
+def copy(x: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, **_kw: Any) -> NkiTensor:
+    return _result(x.shape, dtype or x.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(x), engine), mask, (x,))
 
 
 @api("nl.broadcast_to")
-def broadcast_to(src: NkiTensor, shape: Any) -> NkiTensor:
-    return src.broadcast_to(shape)
+def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
+    view = x.broadcast_to(shape)
+    return view if dtype is None or to_dtype(dtype) == x.dtype else copy(view, dtype=dtype)
+
+
+@api("nl.expand_dims")
+def expand_dims(x: NkiTensor, axis: Any) -> NkiTensor:
+    """A view with a new axis of size 1 at each of ``axis`` (numpy's rule)."""
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    shape = list(x.shape)
+    for a in sorted(a % (len(shape) + len(axes)) for a in axes):
+        shape.insert(a, 1)
+    return x.reshape(tuple(shape))
 
 
 @api("nl.broadcast_to")
@@ -252,11 +290,25 @@ def program_id(axis: int = 0) -> int:
     return current().program_id_of(int(axis))
 
 
-def num_programs(axis: int | None = None) -> int:
+def num_programs(axes: Any = None) -> int:
+    """Programs along ``axes`` (an axis or a tuple of axes; all of the grid when None)."""
     grid = current().grid
-    if axis is None:
+    if axes is None:
         return int(np.prod(grid)) if grid else 1
-    return grid[axis] if axis < len(grid) else 1
+    picked = axes if isinstance(axes, (tuple, list)) else (axes,)
+    return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in picked]))
+
+
+def nc(n: int) -> int:
+    """Legacy ``nl.nc(n)``: a grid dimension spread over ``n`` physical cores; neuronsim runs
+    every instance on one core, so it is a dimension of ``n``."""
+    return int(n)
+
+
+def spmd_dim(*sizes: int) -> int:
+    """Legacy ``nl.spmd_dim(a, nl.nc(b))``: one grid dimension tiled into sub-dimensions (its
+    size is their product; the instances run one after another on one core)."""
+    return int(np.prod([int(s) for s in sizes]))
 
 
 def program_ndim() -> int:
@@ -264,23 +316,70 @@ def program_ndim() -> int:
 
 
 # -- loops ---------------------------------------------------------------------------------
-def affine_range(*args: Any, **_kw: Any):
-    return current().loop("affine", args)
+def _bounds(start: Any, stop: Any, step: Any) -> tuple[Any, ...]:
+    return (start,) if stop is None and step == 1 else (0 if stop is None else start, start if stop is None else stop,
+                                                        step)
 
 
-def sequential_range(*args: Any, **_kw: Any):
-    return current().loop("sequential", args)
+def affine_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
+    return current().loop("affine", _bounds(start, stop, step))
 
 
-def static_range(*args: Any, **_kw: Any):
-    return current().loop("static", args)
+def sequential_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
+    return current().loop("sequential", _bounds(start, stop, step))
 
 
-def device_print(*_args: Any, **_kw: Any) -> None:
+def static_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
+    return current().loop("static", _bounds(start, stop, step))
+
+
+@contextmanager
+def no_reorder(*_args: Any, **_kw: Any) -> Iterator[None]:
+    """``with nl.no_reorder():``: the block's instructions run in the kernel's order, which
+    the compiler keeps; each waits (an ``ordered`` dep) for the one before it in the block
+    (:func:`~neuronsim.machine.nki.ops.in_program_order`).  As a loop's ``directives=`` it
+    is never entered and orders nothing."""
+    tracer = current()
+    tracer.flush()
+    body = tracer.kb._bodies[-1]
+    start = len(body)
+    yield
+    tracer.flush()
+    body[start:] = ops.in_program_order(body[start:])
+
+
+@api("nl.loop_reduce")
+def loop_reduce(x: NkiTensor, op: Any, loop_indices: Any = (), *, dtype: Any = None, mask: Any = None,
+                **_kw: Any) -> NkiTensor:
+    """``acc = nl.loop_reduce(x, op, loop_indices=[k])``: ``acc = op(acc, x)`` on DVE, the
+    destination being also the op's other input (as the legacy API page says).  Written
+    ``acc = ...`` the destination is the tile ``acc`` names before the statement; written
+    ``acc[...] = ...`` it is the assigned view."""
+    alu = alu_name(op)
+    tracer = current()
+    target = _rebound_tile(tracer)
+    if target is not None:
+        tracer.emit(lambda: ops.binary(ops.lay(target), target, x, alu), mask=mask)
+        return target
+    return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.binary(dst, NkiTensor(dst), x, alu),
+                   mask)
+
+
+def _rebound_tile(tracer: Any) -> NkiTensor | None:
+    """The tile the kernel's variable holds when the statement being traced rebinds it
+    (``acc = nl.loop_reduce(...)``), else None."""
+    name = assigned_name(tracer.where()[0])
+    frame = tracer.site_frame
+    value = frame.f_locals.get(name) if name and frame is not None else None
+    return value if is_tile(value) and value.shape else None
+
+
+def device_print(print_prefix: Any = "", tensor: Any = None, **_kw: Any) -> None:
     """No instruction: neuronsim prints nothing from a traced kernel."""
 
 
 from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
+from neuronsim.machine.nki.arith import alu_name  # noqa: E402
 from neuronsim.machine.nki.arith import (add, divide, greater, greater_equal, less, less_equal,  # noqa: E402
                                          multiply, subtract, transpose)
 

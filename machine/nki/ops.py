@@ -8,12 +8,14 @@ and calls one builder op.  The engine and DMA queue choices are documented in do
 from __future__ import annotations
 
 import numbers
+from dataclasses import replace
 from math import prod
 from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.ir.program import MemoryKind
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import Dep, Instruction, Loop, MemoryKind
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import promote, to_dtype
 from neuronsim.machine.nki.errors import fail
@@ -23,7 +25,7 @@ from neuronsim.machine.nki.tracer import current
 from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QUEUES", "broadcast_shape",
-           "result_dtype", "per_partition", "opens_accumulation"]
+           "result_dtype", "per_partition", "opens_accumulation", "in_program_order"]
 
 #: The DMA queue a transfer goes on, by the engine whose sequencer triggers it (docs/nki.md).
 QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma0"}
@@ -218,3 +220,30 @@ def opens_accumulation(dst: Layout) -> bool:
 
 def _is_tile(value: Any) -> bool:
     return isinstance(value, NkiTensor)
+
+
+def in_program_order(nodes: list[Any]) -> list[Any]:
+    """``nodes`` (instructions and loops of one body) with each instruction waiting, by an
+    ``ordered`` dep, for the instruction before it; a loop's first instruction waits for
+    its body's last one of the previous iteration (``nl.no_reorder``: the order the
+    compiler keeps)."""
+    out, _last = _chained(nodes, None)
+    return out
+
+
+def _chained(nodes: list[Any], prev: str | None) -> tuple[list[Any], str | None]:
+    out: list[Any] = []
+    for node in nodes:
+        if isinstance(node, Loop):
+            body, last = _chained(list(node.body), prev)
+            first = next((k for k, n in enumerate(body) if isinstance(n, Instruction)), None)
+            if first is not None and last is not None and node.trip_count > 1:
+                inst = body[first]
+                body[first] = replace(inst, deps=inst.deps + (Dep(last, EdgeKind.ORDERED, True),))
+            out.append(replace(node, body=tuple(body)))
+            prev = last if last is not None else prev
+        else:
+            out.append(replace(node, deps=node.deps + (Dep(prev),)) if prev is not None else node)
+            prev = node.name
+    return out, prev
+

@@ -19,7 +19,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from neuronsim.machine.nki import isa, kernel, legacy
-from neuronsim.machine.nki.errors import unsupported
+from neuronsim.machine.nki.kernel import run_eagerly
+from neuronsim.machine.nki.errors import Refused, no_such_name
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
 
 __all__ = ["standins", "generation_of", "stand_in_modules"]
@@ -29,13 +30,24 @@ _ROOTS = ("nki", "neuronxcc")
 
 
 class StandIn(types.ModuleType):
-    """A stand-in module: unknown attributes are refused with the kernel line."""
+    """A stand-in module.  An attribute it does not hold is, in a module whose real names
+    neuronsim lists (``_refusals``: ``nki.language``, ``nki.isa``, ``nki.collectives``, both
+    generations), either a real name not modelled, which imports and is refused when used
+    (:class:`~neuronsim.machine.nki.errors.Refused`), or no name at all (a typo), refused at
+    once with the closest real name; in any other module (``neuronxcc.starfish...``) every
+    name is taken as real."""
 
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("_"):  # dunders and the module's own settings
             raise AttributeError(attr)
-        why = getattr(self, "_refusals", {}).get(attr, "not modelled by neuronsim")
-        raise unsupported(f"{self._alias}.{attr}", why)
+        refusals = self.__dict__.get("_refusals")
+        if refusals is not None and attr not in refusals:
+            known = set(self.__dict__) | set(refusals)
+            raise no_such_name(f"{self._alias}.{attr}", self.__name__, sorted(known))
+        why = refusals[attr] if refusals is not None else "not modelled by neuronsim"
+        refused = Refused(f"{self._alias}.{attr}", why)
+        setattr(self, attr, refused)  # one object per name: `x is nl.name` holds
+        return refused
 
 
 def _module(name: str, alias: str, names: dict[str, Any], generation: str) -> StandIn:
@@ -54,10 +66,10 @@ def _build() -> dict[str, types.ModuleType]:
     current_isa._refusals = isa.REFUSED
     current_cc = _module("nki.compiler", "ncc", legacy.compiler_names(), "current")
     collectives = _module("nki.collectives", "nki.collectives", {}, "current")
-    collectives._refusals = _AllRefused("collectives: neuronsim models one NeuronCore")
+    collectives._refusals = COLLECTIVES_REFUSED
     top = {"jit": kernel.jit, "baremetal": kernel.jit, "benchmark": kernel.jit, "profile": kernel.jit,
-           "language": current_nl, "isa": current_isa, "compiler": current_cc, "dtype": str,
-           "simulate_kernel": kernel.run_eagerly, "collectives": collectives}
+           "trace": kernel.jit, "language": current_nl, "isa": current_isa, "compiler": current_cc, "dtype": str,
+           "simulate_kernel": kernel.run_eagerly, "simulate": _simulate, "collectives": collectives}
     current_typing = _module("nki.typing", "nt", legacy.typing_names(), "current")
     top["typing"] = current_typing
     nki = _module("nki", "nki", top, "current")
@@ -80,15 +92,19 @@ def _build() -> dict[str, types.ModuleType]:
             "neuronxcc.nki.typing": legacy_typing}
 
 
-class _AllRefused(dict):
-    """Every name refused with one reason."""
+_TWO_CORES = "collectives: neuronsim models one NeuronCore"
+#: ``nki.collectives`` (the API reference module, NKI 0.7's prepare / trigger splits too):
+#: every name is real and refused when used.
+COLLECTIVES_REFUSED = dict.fromkeys(
+    ("all_reduce", "all_gather", "all_gather_v", "reduce_scatter", "all_to_all", "all_to_all_v",
+     "collective_permute", "collective_permute_implicit", "collective_permute_implicit_reduce",
+     "collective_permute_implicit_current_processing_rank_id", "rank_id", "ReplicaGroup",
+     "all_gather_v_prepare", "all_gather_v_trigger", "all_to_all_v_prepare", "all_to_all_v_trigger"), _TWO_CORES)
 
-    def __init__(self, why: str) -> None:
-        super().__init__()
-        self.why = why
 
-    def get(self, _key: Any, _default: Any = None) -> str:
-        return self.why
+def _simulate(kernel: Any) -> Any:
+    """``nki.simulate(kernel)``: the kernel as a function run on numpy arrays."""
+    return lambda *args, **kwargs: run_eagerly(kernel, *args, **kwargs)
 
 
 def stand_in_modules() -> dict[str, types.ModuleType]:

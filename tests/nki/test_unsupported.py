@@ -18,7 +18,7 @@ REFUSED = [
     ("collective", "nki.collectives.all_reduce is not supported (collectives"),
     ("register_loop", "nisa.register_alloc is not supported (registers and dynamic loops"),
     ("dynamic_loop", "nl.dynamic_range is not supported (dynamic loops"),
-    ("unknown_name", "nl.cumsum is not supported (not modelled by neuronsim)"),
+    ("unknown_name", "nl.cumsum: no such name in nki.language (did you mean nl.sum?)"),
     ("rmw_dma", "nisa.dma_copy(dst_rmw_op=...) is not supported"),
     ("strided_partition_broadcast", "broadcasting a strided on-chip tile along partitions is not supported"),
     ("partition_reduce", "a reduction over the partition axis is not supported"),
