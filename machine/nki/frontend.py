@@ -31,7 +31,7 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Access, MemoryKind, Program
+from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import NkiError, NkiInternalError, NotAffine, SourceLine, _display
 from neuronsim.machine.nki.frames import mark_entry
@@ -185,12 +185,15 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
             values[param] = np.asarray(value).astype(numpy_dtype(dtype))
             bound.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
     results: list[Any] = []
+    tracer.input_values = values
     for _pid in tracer.instances():
         result = func(*bound.args, **bound.kwargs)
         tracer.flush()
         results = _returned(result)
     try:
         program = open_groups(tracer.kb.program())  # PSUM groups opened by their first matmul
+        if tracer.program_extras:  # control-flow decisions and loop state (machine/nki/control.py)
+            program = replace(program, extras=frozen_mapping({**program.extras, **tracer.program_extras}))
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
         where, call = _instruction_site(tracer, err.path)
         raise NkiError(where, f"{call}: {err.message}") from None

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import ops
+from neuronsim.machine.nki import ops, scalars
 from neuronsim.machine.nki.arith import alu_name
 from neuronsim.machine.nki.tracer import api, current
 
@@ -254,4 +254,5 @@ ISA_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tens
 def current_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
     names.update(enum_names())
+    names.update(scalars.isa_names())  # scalar_load, NkiScalar, register_* (machine/nki/scalars.py)
     return names

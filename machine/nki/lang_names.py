@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from neuronsim.machine.nki import arith, language
+from neuronsim.machine.nki import arith, control, language
 from neuronsim.machine.nki.dtypes import nl_dtypes
 from neuronsim.machine.nki.tiles import NkiTensor
 
@@ -66,6 +66,7 @@ def _names() -> dict[str, Any]:
         out[name] = getattr(language, name, None) or getattr(arith, name)
     out["prod"] = arith.prod_
     out["identity"] = arith.identity
+    out.update(control.language_names())  # fori_loop, while_loop, if_else, dynamic_range
     # types kernels name in annotations (evaluated when the kernel file is imported)
     out["NkiTensor"] = out["tile"] = NkiTensor
     out["DType"] = str

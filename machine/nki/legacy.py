@@ -11,6 +11,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
+from neuronsim.machine.nki import scalars
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
 from neuronsim.machine.nki.language import psum as _psum
 from neuronsim.machine.nki.language import sbuf as _sbuf
@@ -167,6 +168,7 @@ def dma_transpose(src, *, axes=None, mask=None, dtype=None, **_kw):
 def isa_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
     names.update(enum_names())
+    names.update(scalars.isa_names())  # register_* (machine/nki/scalars.py)
     return names
 
 

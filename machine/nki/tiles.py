@@ -11,6 +11,7 @@ tracer: the proxies sit below the calls they stand for).  A result not yet emitt
 from __future__ import annotations
 
 from collections.abc import Callable
+from math import prod
 from typing import Any
 
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, declare_tile
@@ -132,8 +133,14 @@ class NkiTensor:
     def __setitem__(self, key: Any, value: Any) -> None:
         _operator("assign")(self[key], value)
 
-    def ap(self, pattern: Any = None, offset: Any = 0, **_kw: Any) -> NkiTensor:
-        """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern."""
+    def ap(self, pattern: Any = None, offset: Any = 0, scalar_offset: Any = None, indirect_dim: int = 0,
+           **_kw: Any) -> NkiTensor:
+        """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern;
+        ``scalar_offset`` (a device value, its value on the traced inputs) indexes dimension
+        ``indirect_dim`` of the tensor."""
+        if scalar_offset is not None:
+            stride = prod(self.layout.tensor.shape[int(indirect_dim) + 1:])
+            offset = offset + _operator("scalar_offset")(scalar_offset) * stride
         return NkiTensor(self.layout.ap(pattern, offset))
 
     def reshape(self, *shape: Any) -> NkiTensor:

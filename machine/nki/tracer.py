@@ -142,6 +142,10 @@ class Tracer:
     decl_depth: dict[str, int] = field(default_factory=dict)
     mask: Mask | None = None
     """The mask of the instruction being emitted (operands are restricted by it)."""
+    input_values: dict[str, Any] = field(default_factory=dict)
+    """The kernel's input arrays by tensor name (device values are read from a run on them)."""
+    program_extras: dict[str, Any] = field(default_factory=dict)
+    """``extras`` of the traced program (control-flow decisions, :mod:`~neuronsim.machine.nki.scalars`)."""
 
     def __post_init__(self) -> None:
         self.kb = KernelBuilder(self.name, self.machine)

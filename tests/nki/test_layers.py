@@ -21,6 +21,7 @@ LAYERS = (
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS
     "ops",  # lowering to builder instructions
     "arith", "language",  # nki.language (language registers the tile operators)
+    "scalars", "control",  # device values (scalar_load, registers) and compiled control flow
     "emitters", "isa", "legacy", "lang_names",  # nki.isa and the legacy API
     "kernel", "standins", "frontend", "loader", "",  # "" is the package's __init__
 )

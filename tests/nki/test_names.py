@@ -37,7 +37,7 @@ nl.empty_like nl.not_equal nl.greater nl.less_equal nl.logical_and nl.min nl.pro
 """.split()
 
 REFUSED = {"nisa.nc_stream_shuffle", "nisa.sendrecv", "nisa.core_barrier", "nisa.quantize_mx", "nisa.nc_matmul_mx",
-           "nisa.dma_compute", "nisa.register_load", "nisa.register_alloc", "nl.float8_e4m3fn_x4",
+           "nisa.dma_compute", "nl.float8_e4m3fn_x4",
            "nl.float8_e5m2_x4"}
 
 _MODULES = {"current": {"nl": "nki.language", "nisa": "nki.isa", "nki": "nki"},

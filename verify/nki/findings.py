@@ -53,6 +53,7 @@ from neuronsim.machine.order.stream import InstanceStream, stream_of
 
 from neuronsim.verify.nki.carried import ACCUMULATE_KEY, AFFINE, RANGE_KEY, SCOPE_KEY, sweep_loops
 from neuronsim.verify.nki.finding import NkiFinding
+from neuronsim.verify.nki.control_findings import control_findings
 from neuronsim.verify.nki.lifetimes import clobber_findings
 
 __all__ = ["NkiFinding", "nki_findings", "carried_findings", "allocation_findings", "SCOPE_KEY",
@@ -181,7 +182,7 @@ def allocation_findings(program: Program) -> list[NkiFinding]:
 def nki_findings(program: Program) -> list[NkiFinding]:
     """Every NKI-specific finding of a traced ``program`` (before compilation)."""
     stream = stream_of(_identity_placement(program)) if any(True for _ in _affine_loops(program)) else None
-    found = []
+    found = control_findings(program)  # compiled loops' Python state, PSUM accumulation (control_findings.py)
     if stream is not None:
         found += carried_findings(program, stream)
     clobbered = clobber_findings(program)

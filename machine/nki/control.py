@@ -1,0 +1,220 @@
+"""NKI's compiled control flow: ``nl.fori_loop`` / ``nl.while_loop`` / ``nl.if_else`` (NKI 0.6 /
+0.7) and the older ``nl.dynamic_range``.
+
+What the NKI docs promise (the loops and control-flow deep dives, the API pages), in short: a
+compiled loop's body is traced *once*, and the device runs that one body every iteration; the
+induction value is handed to the body by value; state the iterations share must live in SBUF /
+HBM (or, for ``while_loop``, be the condition register the body returns).  A Python variable
+the body rebinds, or a list it appends to, changes once at trace time, not once per iteration.
+
+How neuronsim traces them, with the kernel's inputs at hand:
+
+* ``fori_loop`` / ``dynamic_range`` with bounds neuronsim knows (ints, or device values read on
+  the traced inputs) are kept as one program ``Loop`` of that trip count, the body traced once
+  with a symbolic index, as the compiler does; a body that needs a value per iteration (a
+  device value read inside it, an index used where only a number fits) restarts the trace with
+  that loop unrolled (the tracer's usual fallback);
+* ``while_loop`` runs as many iterations as its condition register allows on these inputs;
+* ``if_else`` on a device value calls the branch that value selects.
+
+Every place a device value shaped the program is a decision in ``extras["x-nki-decisions"]``
+(:mod:`~neuronsim.machine.nki.scalars`); a compiled loop body that changes Python state is
+noted in ``extras["x-nki-loop-state"]`` at the line that changes it, and reported by
+:mod:`neuronsim.verify.nki.control_findings`.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import re
+import textwrap
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.nki.errors import SourceLine, _display, fail, user_line
+from neuronsim.machine.nki.scalars import _Scalar, record_decision
+from neuronsim.machine.nki.tiles import NkiTensor
+from neuronsim.machine.nki.tracer import current
+
+__all__ = ["fori_loop", "while_loop", "if_else", "dynamic_range", "language_names", "LOOP_STATE_KEY"]
+
+LOOP_STATE_KEY = "x-nki-loop-state"
+_WHILE_LIMIT = 1 << 16
+_FOR = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s+in\b")
+
+
+def _bound(value: Any, what: str) -> int:
+    """A loop bound as an int; a device value (its value on the traced inputs) is a decision."""
+    if isinstance(value, _Scalar):
+        record_decision(what, value.value, 3)
+        return value.value
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    raise fail(f"{what} is an int, an NkiScalar or a register, not {value!r}")
+
+
+def _iterations(values: range, var: str, where: SourceLine):
+    """The iterations of a compiled loop: one kept program loop, unless the tracer unrolls it."""
+    tracer = current()
+    key = f"{where.path}:{where.line}"
+    if key not in tracer.unroll and len(values) > 0:
+        return tracer._kept(var, "sequential", values, key)
+    return tracer._unrolled(var, values)
+
+
+def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any = None, **_kw: Any) -> None:
+    """``nl.fori_loop``: ``body_fun(i)`` for ``i`` in ``range(lower, upper, step)``."""
+    where = user_line(2)
+    current().flush()
+    if not isinstance(step, (int, np.integer)) or step <= 0:
+        raise fail(f"nl.fori_loop: step must be a positive int known at compile time, not {step!r}")
+    values = range(_bound(lower, "nl.fori_loop lower bound"), _bound(upper, "nl.fori_loop upper bound"), int(step))
+    watch = _PythonState(body_fun, where)
+    for i in _iterations(values, _parameter(body_fun, "i"), where):
+        before = watch.snapshot()
+        body_fun(i)
+        watch.compare(before)
+
+
+def dynamic_range(*args: Any, **_kw: Any):
+    """``nl.dynamic_range(start, stop, step)`` (NKI <= 0.6): a device loop, bounds may be registers."""
+    where = user_line(2)
+    current().flush()
+    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    values = range(_bound(start, "nl.dynamic_range start"), _bound(stop, "nl.dynamic_range stop"), int(step))
+    match = _FOR.match(linecache.getline(where.path, where.line)) if where.path else None
+    return _iterations(values, match.group(1) if match else f"i{where.line}", where)
+
+
+def while_loop(init: Any, body_fun: Any, **_kw: Any) -> None:
+    """``nl.while_loop``: ``body_fun(r)`` while the condition register ``r`` is nonzero; the
+    body returns the next condition.  Runs as many iterations as the traced inputs make."""
+    tracer = current()
+    where = user_line(2)
+    tracer.flush()
+    watch = _PythonState(body_fun, where)
+    var, cond, count = _parameter(body_fun, "r"), init, 0
+    while _truth(cond, "nl.while_loop"):
+        if count == _WHILE_LIMIT:
+            raise fail(f"nl.while_loop ran {_WHILE_LIMIT} iterations on these inputs without its condition "
+                       "becoming zero")
+        tracer.loops.append((var, count))
+        try:
+            before = watch.snapshot()
+            cond = body_fun(cond)
+            watch.compare(before)
+            tracer.flush()
+        finally:
+            tracer.loops.pop()
+        count += 1
+    tracer.program_extras.setdefault("x-nki-decisions", []).append(
+        {"file": where.file, "line": where.line, "what": "nl.while_loop iterations", "value": count})
+
+
+def if_else(cond: Any, then_fn: Any, else_fn: Any = None, **_kw: Any) -> None:
+    """``nl.if_else``: the branch ``cond`` selects (a device value: on the traced inputs)."""
+    current().flush()
+    taken = _truth(cond, "nl.if_else")
+    if isinstance(cond, _Scalar):
+        record_decision(f"nl.if_else took the {'then' if taken else 'else'} branch", cond.value)
+    branch = then_fn if taken else else_fn
+    if branch is not None:
+        branch()
+
+
+def _truth(cond: Any, call: str) -> bool:
+    if isinstance(cond, _Scalar):
+        return cond.value != 0
+    if isinstance(cond, NkiTensor):
+        raise fail(f"{call}: the condition is a scalar (nisa.scalar_load of the tile), not a tile")
+    if cond is None:
+        raise fail(f"{call}: the condition is None (a while_loop body returns the next condition register)")
+    return bool(cond)
+
+
+def _parameter(fn: Any, default: str) -> str:
+    code = getattr(fn, "__code__", None)
+    return code.co_varnames[0] if code is not None and code.co_argcount else default
+
+
+class _PythonState:
+    """What a compiled loop body changes outside SBUF / HBM: the variables it closes over
+    (rebound through ``nonlocal``, or a list / dict / set changed in place).  The compiler
+    traces the body once, so such a change is not carried from one iteration to the next."""
+
+    def __init__(self, fn: Any, where: SourceLine) -> None:
+        code, closure = getattr(fn, "__code__", None), getattr(fn, "__closure__", None) or ()
+        self.fn, self.where = fn, where
+        self.cells = list(zip(code.co_freevars, closure)) if code is not None else []
+        self.reported: set[str] = set()
+
+    def snapshot(self) -> dict[str, tuple]:
+        out = {}
+        for name, cell in self.cells:
+            try:
+                value = cell.cell_contents
+            except ValueError:  # not bound yet
+                continue
+            out[name] = (id(value), _contents(value))
+        return out
+
+    def compare(self, before: dict[str, tuple]) -> None:
+        after = self.snapshot()
+        for name, state in after.items():
+            if before.get(name, state) != state and name not in self.reported:
+                self.reported.add(name)
+                rebound = before[name][0] != state[0]
+                self._note(name, "rebinds" if rebound else "changes in place")
+
+    def _note(self, name: str, how: str) -> None:
+        line = _line_changing(self.fn, name)
+        notes = current().program_extras.setdefault(LOOP_STATE_KEY, [])
+        entry = {"file": line.file, "line": line.line, "name": name, "how": how,
+                 "loop_file": self.where.file, "loop_line": self.where.line}
+        if entry not in notes:
+            notes.append(entry)
+
+
+def _contents(value: Any) -> Any:
+    """What an in-place change of a container alters (ids of its first items, its length)."""
+    if isinstance(value, (list, tuple)):
+        return (len(value), tuple(id(v) for v in value[:256]))
+    if isinstance(value, dict):
+        return (len(value), tuple((k, id(v)) for k, v in list(value.items())[:256]))
+    if isinstance(value, set):
+        return (len(value),)
+    return None
+
+
+def _line_changing(fn: Any, name: str) -> SourceLine:
+    """The first line of ``fn`` that assigns ``name`` or calls a method on it (else its def)."""
+    code = fn.__code__
+    first = SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return first
+    lines = []
+    for node in ast.walk(tree):
+        targets: list[Any] = []
+        if isinstance(node, (ast.Assign,)):
+            targets = node.targets
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            targets = [node.target]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            targets = [node.func.value]
+        for target in targets:
+            base = target.value if isinstance(target, ast.Subscript) else target
+            if isinstance(base, ast.Name) and base.id == name:
+                lines.append(node.lineno)
+    if not lines:
+        return first
+    return SourceLine(first.file, code.co_firstlineno + min(lines) - 1, code.co_filename)
+
+
+def language_names() -> dict[str, Any]:
+    """The ``nki.language`` names of this module (both generations)."""
+    return {"fori_loop": fori_loop, "while_loop": while_loop, "if_else": if_else, "dynamic_range": dynamic_range}

@@ -1,0 +1,264 @@
+"""Values computed on the device: ``nisa.scalar_load`` / ``NkiScalar`` (NKI 0.7) and the
+virtual registers of NKI 0.3-0.6 (``nisa.register_alloc`` / ``register_move`` /
+``register_load`` / ``register_store``), and ``.ap(scalar_offset=...)`` addressing.
+
+NKI's compiler emits these as instructions whose value is known only when the kernel runs.
+neuronsim traces the kernel with its inputs, so it can know them: a value read from a tile is
+the tile's contents after the instructions traced so far, run in program order on the given
+inputs (the *reader*, which needs a placement pass and so is registered by
+:mod:`neuronsim.verify.nki.probe`).  The trace is then exact for those inputs only; every place
+the program's shape followed such a value (a trip count, a branch, an address) is recorded as
+a *decision* in the program's ``extras["x-nki-decisions"]`` with its kernel line.
+
+A read inside a loop kept as a program loop (one body for every iteration) cannot have one
+value: it restarts the trace with that loop unrolled (:class:`~neuronsim.machine.nki.errors.NotAffine`).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, user_line
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tiles import NkiTensor, register_operators
+from neuronsim.machine.nki.tracer import api, current
+
+__all__ = ["NkiScalar", "VirtualRegister", "scalar_load", "scalar_store", "register_alloc", "register_move",
+           "register_load", "register_store", "set_value_reader", "value_of", "record_decision", "isa_names",
+           "DECISIONS_KEY"]
+
+DECISIONS_KEY = "x-nki-decisions"
+_PROBE = "__nki_probe"
+_READER: list[Callable[[Program, dict[str, np.ndarray], str], np.ndarray]] = []
+
+
+def set_value_reader(reader: Callable[[Program, dict[str, np.ndarray], str], np.ndarray]) -> None:
+    """``reader(program, inputs, tensor)``: the contents of DRAM ``tensor`` after ``program``
+    runs in program order on ``inputs`` (registered by :mod:`neuronsim.verify.nki.probe`)."""
+    _READER[:] = [reader]
+
+
+def record_decision(what: str, value: Any, depth: int = 2) -> None:
+    """Note that the traced program's shape followed ``value``, a device value, at the kernel
+    line ``depth`` frames up."""
+    where = user_line(depth + 1)
+    tracer = current()
+    decisions = tracer.program_extras.setdefault(DECISIONS_KEY, [])
+    decisions.append({"file": where.file, "line": where.line, "what": what, "value": value})
+
+
+class _Scalar:
+    """An integer the device computes; ``value`` is what it is on the traced inputs."""
+
+    __slots__ = ("value", "dtype")
+
+    def __init__(self, value: int, dtype: str = "int32") -> None:
+        self.value = _wrap(int(value), dtype)
+        self.dtype = dtype
+
+    def _make(self, value: int) -> NkiScalar:
+        return NkiScalar(value, self.dtype)
+
+    def _op(self, other: Any, fn: Callable[[int, int], int], reverse: bool = False) -> NkiScalar:
+        if isinstance(other, _Scalar):
+            other = other.value
+        elif not isinstance(other, (int, np.integer)):
+            return NotImplemented
+        a, b = (int(other), self.value) if reverse else (self.value, int(other))
+        return self._make(fn(a, b))
+
+    def __add__(self, o): return self._op(o, operator.add)
+    def __radd__(self, o): return self._op(o, operator.add, True)
+    def __sub__(self, o): return self._op(o, operator.sub)
+    def __rsub__(self, o): return self._op(o, operator.sub, True)
+    def __mul__(self, o): return self._op(o, operator.mul)
+    def __rmul__(self, o): return self._op(o, operator.mul, True)
+    def __floordiv__(self, o): return self._op(o, operator.floordiv)
+    def __mod__(self, o): return self._op(o, operator.mod)
+    def __lshift__(self, o): return self._op(o, operator.lshift)
+    def __rshift__(self, o): return self._op(o, operator.rshift)
+    def __and__(self, o): return self._op(o, operator.and_)
+    def __or__(self, o): return self._op(o, operator.or_)
+    def __neg__(self): return self._make(-self.value)
+    def __lt__(self, o): return self._op(o, lambda a, b: int(a < b))
+    def __le__(self, o): return self._op(o, lambda a, b: int(a <= b))
+    def __gt__(self, o): return self._op(o, lambda a, b: int(a > b))
+    def __ge__(self, o): return self._op(o, lambda a, b: int(a >= b))
+    def __eq__(self, o): return self._op(o, lambda a, b: int(a == b))  # type: ignore[override]
+    def __ne__(self, o): return self._op(o, lambda a, b: int(a != b))  # type: ignore[override]
+    __hash__ = object.__hash__
+
+    def __index__(self) -> int:
+        """Used as a static number (an index, a slice bound): the trace takes its value on
+        these inputs, and says so."""
+        record_decision(f"{type(self).__name__} used as a number", self.value)
+        return self.value
+
+    __int__ = __index__
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.value}, {self.dtype})"
+
+
+class NkiScalar(_Scalar):
+    """NKI 0.7's scalar: immutable, arithmetic makes a new one (32-bit values wrap)."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        # NKI's tracer raises TypeError here: the value exists only on the device
+        raise fail("an NkiScalar's value is known only on the device: Python if / while cannot test it "
+                   "(use nl.if_else or nl.while_loop)")
+
+
+class VirtualRegister(_Scalar):
+    """A register of NKI 0.3-0.6 (``nisa.register_alloc``): mutable through ``register_move`` /
+    ``register_load``.  ``while reg:`` (the parser frontend's loop) tests its value on the traced
+    inputs, recorded as a decision."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        record_decision("while / if on a register", self.value)
+        return self.value != 0
+
+    def __index__(self) -> int:
+        # range(reg) / int(reg): NKI's own tracer raises TypeError; the device loop is dynamic_range
+        raise fail("a register's value is known only on the device: loop over it with nl.dynamic_range or "
+                   "nl.fori_loop, not range()")
+
+    __int__ = __index__
+
+
+def _wrap(value: int, dtype: str) -> int:
+    bits = 64 if dtype == "int64" else 32
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if value >> (bits - 1) else value
+
+
+def _as_int(value: Any) -> int:
+    return value.value if isinstance(value, _Scalar) else int(value)
+
+
+# -- reading device values ----------------------------------------------------------------------
+def value_of(tile: NkiTensor, call: str) -> int:
+    """The integer tile ``tile`` (one element) holds at this point of the trace, on the traced
+    inputs; an instruction on SP reads it (the register load), so what writes it is ordered
+    before and what overwrites it after."""
+    tracer = current()
+    layout = tile.layout
+    if int(np.prod(layout.shape)) != 1:
+        raise fail(f"{call}: the source must hold one element, not shape {tuple(layout.shape)}")
+    kept = tracer.kept_loops()
+    if kept:  # one body for every iteration cannot hold one value per iteration
+        raise NotAffine(tuple(kept), f"{call} (a value read from device memory)")
+    tracer.emit(lambda: tracer.kb.instruction("register_load", "sp", reads=[layout.view()]))
+    if not _READER:
+        raise fail(f"{call}: reading a device value needs the traced inputs run (import neuronsim.verify.nki)")
+    program, inputs = _probe_program(tracer, layout)
+    return int(np.asarray(_READER[0](program, inputs, _PROBE)).reshape(-1)[0])
+
+
+def _probe_program(tracer: Any, layout: Layout) -> tuple[Program, dict[str, np.ndarray]]:
+    """The program traced so far plus one DMA copying ``layout`` to a DRAM output tensor; the
+    builder is left as it was."""
+    kb = tracer.kb
+    body = kb._bodies[0]
+    saved = (len(body), dict(kb._tensors), set(kb._names), dict(kb._counters), set(tracer.written))
+    try:
+        ref = kb.dram_output(_PROBE, (1, 1), layout.tensor.dtype)
+        kb.dma_copy(Layout.whole(ref.tensor).view(), layout.view())
+        program = Program(dict(kb._tensors), tuple(body), kb.machine)
+    finally:
+        del body[saved[0]:]
+        kb._tensors.clear()
+        kb._tensors.update(saved[1])
+        kb._names.clear()
+        kb._names.update(saved[2])
+        kb._counters.clear()
+        kb._counters.update(saved[3])
+        tracer.written = saved[4]
+    inputs = dict(tracer.input_values)
+    for tile, constant in tracer.constants.values():
+        inputs[tile.layout.tensor.name] = constant
+    return program, inputs
+
+
+def scalar_offset(value: Any) -> int:
+    """The number a ``scalar_offset=`` stands for: a scalar, a register, or a one-element tile
+    read at this point (an int passes through)."""
+    if isinstance(value, NkiTensor):
+        found = value_of(value, "scalar_offset")
+        record_decision("scalar_offset read from a tile", found, 3)
+        return found
+    if isinstance(value, _Scalar):
+        record_decision("scalar_offset", value.value, 3)
+        return value.value
+    return value
+
+
+register_operators(scalar_offset=scalar_offset)
+
+
+# -- nki.isa ----------------------------------------------------------------------------------
+@api("nisa.scalar_load")
+def scalar_load(src: NkiTensor, name: Any = None, **_kw: Any) -> NkiScalar:
+    dtype = src.dtype if src.dtype in ("int32", "int64") else None
+    if dtype is None:
+        raise fail(f"nisa.scalar_load: the source must be int32 or int64, not {src.dtype}")
+    return NkiScalar(value_of(src, "nisa.scalar_load"), dtype)
+
+
+@api("nisa.scalar_store")
+def scalar_store(dst: NkiTensor, src: Any, name: Any = None, **_kw: Any) -> None:
+    _store(dst, src)
+
+
+@api("nisa.register_alloc")
+def register_alloc(x: Any = None, **_kw: Any) -> VirtualRegister:
+    if isinstance(x, NkiTensor):  # an SBUF element as the initial value
+        return VirtualRegister(value_of(x, "nisa.register_alloc"))
+    return VirtualRegister(0 if x is None else _as_int(x))
+
+
+@api("nisa.register_move")
+def register_move(dst: VirtualRegister, src: Any = None, imm: Any = None, **_kw: Any) -> None:
+    dst.value = _as_int(src if src is not None else imm)
+
+
+@api("nisa.register_load")
+def register_load(dst: VirtualRegister, src: NkiTensor, **_kw: Any) -> None:
+    if not isinstance(dst, VirtualRegister):
+        raise fail(f"nisa.register_load: the destination is a register (nisa.register_alloc), not {dst!r}")
+    dst.value = value_of(src, "nisa.register_load")
+
+
+@api("nisa.register_store")
+def register_store(dst: NkiTensor, src: Any, **_kw: Any) -> None:
+    _store(dst, src)
+
+
+def _store(dst: NkiTensor, src: Any) -> None:
+    """A register written to a one-element tile: a memset of its value (exact on these inputs)."""
+    tracer = current()
+    layout = dst.layout
+    if int(np.prod(layout.shape)) != 1:
+        raise fail(f"the destination must hold one element, not shape {tuple(layout.shape)}")
+    value = _as_int(src)
+    if layout.on_chip:
+        tracer.note_write(layout)
+        tracer.emit(lambda: tracer.kb.memset(layout.view(), float(value), engine="dve"))
+        return
+    raise NkiError(user_line(3), "storing a register to DRAM is not supported (store it to SBUF, then copy)")
+
+
+def isa_names() -> dict[str, Any]:
+    """The ``nki.isa`` names of this module (both generations)."""
+    return {"scalar_load": scalar_load, "scalar_store": scalar_store, "NkiScalar": NkiScalar,
+            "VirtualRegister": VirtualRegister, "register_alloc": register_alloc, "register_move": register_move,
+            "register_load": register_load, "register_store": register_store}

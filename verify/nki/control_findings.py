@@ -1,0 +1,144 @@
+"""Findings of NKI 0.6 / 0.7 semantics, on the traced program:
+
+``loop-state``
+    a compiled loop body (``nl.fori_loop`` / ``nl.while_loop``) that changes Python state: a
+    variable it closes over rebound (``nonlocal``), or a list / dict it changes in place.  The
+    NKI docs say the body is traced once and run every iteration, the induction value handed in
+    by value, and that other state must go through SBUF / HBM (or, for ``while_loop``, the
+    condition register the body returns); a Python change happens once, at trace time.  The
+    frontend notes it (``extras["x-nki-loop-state"]``, :mod:`neuronsim.machine.nki.control`) at
+    the line that makes the change.  This is the compiled-loop analogue of ``carried`` for
+    ``affine_range``.
+``psum-uninitialised``
+    a matmul that accumulates (``accumulate=True``, or ``+=``) onto PSUM bytes nothing wrote
+    before it (in program order, per instance): the bank holds whatever was there.  NKI's CPU
+    simulator only warns about it (since NKI 0.5).
+``psum-overlap``
+    a matmul that accumulates onto bytes an accumulation group over a *different* region holds
+    (a matmul wrote them with another partition / byte footprint): the two groups overlap, which
+    NKI 0.6's simulator started to flag as producing wrong results on hardware.
+
+Both PSUM checks walk the instances once, keeping per PSUM tensor which matmul region last
+wrote each byte (linear in the instances that touch PSUM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.machine.model.geometry import footprint, mask_range
+from neuronsim.machine.ir.source import SOURCE_KEY, source_text
+
+from neuronsim.verify.nki.finding import NkiFinding
+
+__all__ = ["control_findings", "loop_state_findings", "psum_findings", "ControlFinding"]
+
+LOOP_STATE_KEY = "x-nki-loop-state"
+ACCUMULATE_KEY = "x-nki-accumulate"
+_UNWRITTEN, _ZEROED = 0, -1  # group ids: nothing wrote the byte / a non-matmul write set it
+
+
+class ControlFinding(NkiFinding):
+    """A finding of this module: its own sentence."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str, **fields: Any) -> None:
+        super().__init__(**fields)
+        object.__setattr__(self, "message", message)
+
+    def describe(self) -> str:
+        return self.message
+
+
+def control_findings(program: Program) -> list[NkiFinding]:
+    """Every finding of this module (registered in :func:`neuronsim.verify.nki.findings.nki_findings`)."""
+    return loop_state_findings(program) + psum_findings(program)
+
+
+def loop_state_findings(program: Program) -> list[NkiFinding]:
+    found = []
+    for note in program.extras.get(LOOP_STATE_KEY, ()):
+        at = f"{note['file']}:{note['line']}"
+        loop = f"{note['loop_file']}:{note['loop_line']}"
+        message = (f"compiled loop at {loop}: its body {note['how']} Python variable {note['name']!r} at {at}; "
+                   f"NKI traces the body once, so the change is not carried from one iteration to the next on "
+                   f"the device (keep the state in an SBUF / HBM tile the body updates)")
+        found.append(ControlFinding(message, kind="loop-state", dependence="python", first=at, second=at,
+                                    loop=loop, tensors=()))
+    return found
+
+
+def psum_findings(program: Program) -> list[NkiFinding]:
+    psum = {n for n, t in program.tensors.items() if t.memory == MemoryKind.PSUM}
+    if not psum:
+        return []
+    from neuronsim.verify.nki.findings import _identity_placement  # findings imports this module
+
+    placed = _identity_placement(program)
+    state = {n: np.zeros((placed.tensors[n].shape[0], placed.tensors[n].bytes_per_partition), np.int64)
+             for n in psum}
+    regions: dict[tuple, int] = {}
+    found: dict[tuple[str, str], NkiFinding] = {}
+    for inst, index in _instances(placed.body, {}, psum):
+        accumulates = inst.op == "matmul" and (inst.attrs.get("accumulate") or inst.extras.get(ACCUMULATE_KEY))
+        for access in inst.writes:
+            if access.tensor not in psum:
+                continue
+            tensor = placed.tensors[access.tensor]
+            rows, cols = _cells(tensor, footprint(tensor, access, index))
+            held = state[access.tensor][np.ix_(rows, cols)] if rows.size and cols.size else np.zeros(0)
+            region = regions.setdefault((access.tensor, rows.tobytes(), cols.tobytes()), len(regions) + 1)
+            if accumulates and inst.attrs.get("accumulate"):
+                label = source_text(inst, index) if SOURCE_KEY in inst.extras else inst.name
+                if (held == _UNWRITTEN).any():
+                    found.setdefault(("psum-uninitialised", label), _psum(
+                        "psum-uninitialised", label, access.tensor,
+                        f"matmul {label} accumulates onto PSUM {access.tensor} bytes nothing wrote before it "
+                        f"(start the group with accumulate=False, or zero the tile first)"))
+                others = held[(held > 0) & (held != region)]
+                if others.size:
+                    found.setdefault(("psum-overlap", label), _psum(
+                        "psum-overlap", label, access.tensor,
+                        f"matmul {label} accumulates onto PSUM {access.tensor} bytes another accumulation group "
+                        f"holds over a different region (the groups overlap: accumulate onto the same region, "
+                        f"or use separate banks)"))
+            if rows.size and cols.size:
+                state[access.tensor][np.ix_(rows, cols)] = region if inst.op == "matmul" else _ZEROED
+    return list(found.values())
+
+
+def _psum(kind: str, label: str, tensor: str, message: str) -> ControlFinding:
+    return ControlFinding(message, kind=kind, dependence="RAW", first=label, second=label, tensors=(tensor,))
+
+
+def _cells(tensor: Tensor, fp: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (partitions) and byte columns of ``tensor`` a footprint covers."""
+    lo, hi = mask_range(fp.partitions) if fp.partitions else (0, 0)
+    first = tensor.partition or 0
+    rows = np.array([p - first for p in range(lo, hi) if fp.partitions >> p & 1], np.int64)
+    base = tensor.byte_base
+    cols = np.concatenate([np.arange(a - base, b - base) for a, b in fp.bytes]) if fp.bytes else np.zeros(0, np.int64)
+    width = tensor.bytes_per_partition
+    return rows[(rows >= 0) & (rows < tensor.shape[0])], cols[(cols >= 0) & (cols < width)]
+
+
+def _instances(body: tuple, index: dict[str, int], psum: set[str]) -> Iterator[tuple[Instruction, dict[str, int]]]:
+    """Instructions touching PSUM, per instance, in program order (loops without any skipped)."""
+    for node in body:
+        if isinstance(node, Loop):
+            if not _touches(node, psum):
+                continue
+            for k in range(node.trip_count):
+                yield from _instances(node.body, {**index, node.name: k}, psum)
+        elif any(a.tensor in psum for a, _w in node.accesses):
+            yield node, index
+
+
+def _touches(loop: Loop, psum: set[str]) -> bool:
+    return any(isinstance(n, Instruction) and any(a.tensor in psum for a, _w in n.accesses)
+               or isinstance(n, Loop) and _touches(n, psum) for n in loop.body)
