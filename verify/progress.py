@@ -7,7 +7,10 @@ result); when standard error is not a terminal (a log, CI) nothing moves, and a 
 work reached :data:`SUMMARY_MIN` units prints one summary line when it ends
 (``check: 3,000,000 instances in 41.2 s``), so a long batch run still says where its time
 went.  Small work prints nothing, and a stage that fails prints nothing either: an error stays
-one line.
+one line.  With ``announce=True`` (``neuronsim run``, whose stages are long well below
+:data:`SUMMARY_MIN`) a stage of that much work also says when it starts (``simulate: 5 runs of
+25,088 instances ...``), and any stage that took :data:`SLOW_SECONDS` or more prints its
+summary line however small its count, so a long run is never silent off a terminal.
 
 >>> import io
 >>> out = io.StringIO()
@@ -26,10 +29,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-__all__ = ["Progress", "SUMMARY_MIN", "Update", "pass_progress"]
+__all__ = ["Progress", "SUMMARY_MIN", "SLOW_SECONDS", "Update", "pass_progress", "stage_or_nothing"]
 
 #: Work units (instances, examples) from which a stage prints its summary line off a terminal.
 SUMMARY_MIN = 100_000
+
+#: Seconds from which an announcing stage prints its summary line, whatever its size.
+SLOW_SECONDS = 2.0
 
 #: ``update(done)``, or ``update(done, description)`` to rename the running step.
 Update = Callable[..., None]
@@ -38,10 +44,12 @@ Update = Callable[..., None]
 class Progress:
     """The progress display of one command (a context manager)."""
 
-    def __init__(self, *, live: bool | None = None, stream: TextIO | None = None, summary_min: int = SUMMARY_MIN) -> None:
+    def __init__(self, *, live: bool | None = None, stream: TextIO | None = None, summary_min: int = SUMMARY_MIN,
+                 announce: bool = False) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.live = self.stream.isatty() if live is None else live
         self.summary_min = summary_min
+        self.announce = announce
         self._bar = None
 
     def __enter__(self) -> Progress:
@@ -66,6 +74,11 @@ class Progress:
         """Run one stage of ``total`` steps (None: unknown); ``size`` is the work it stands for
         (default ``total``), which decides whether its summary line is printed."""
         started = time.perf_counter()
+        work = total if size is None else size
+        big = work is not None and work >= self.summary_min
+        if self.announce and not self.live and big:
+            what = f"{total:,} {_plural(unit, total)}".rstrip() if total is not None else "started"
+            self._line(f"{label}: {what}{'' if size is None or size == total else f' ({size:,} in all)'} ...")
         task = self._bar.add_task(label, total=total) if self._bar is not None else None
         reached = [None]
 
@@ -79,17 +92,31 @@ class Progress:
         finally:
             if task is not None:
                 self._bar.remove_task(task)
-        work = total if size is None else size
-        if not self.live and work is not None and work >= self.summary_min:
-            seconds = time.perf_counter() - started
+        seconds = time.perf_counter() - started
+        if not self.live and (big or (self.announce and seconds >= SLOW_SECONDS and size != -1)):
             if total is None:
                 what = "done"
             elif reached[0] is not None and reached[0] < total:  # stopped early (--fail-fast)
                 what = f"{reached[0]:,} of {total:,} {_plural(unit, total)}".rstrip()
             else:
                 what = f"{total:,} {_plural(unit, total)}".rstrip()
-            self.stream.write(f"{label}: {what} in {seconds:.1f} s\n")
-            self.stream.flush()
+            self._line(f"{label}: {what} in {seconds:.1f} s")
+
+    def _line(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+@contextmanager
+def stage_or_nothing(progress: Progress | None, label: str, total: int | None, *, unit: str = "",
+                     size: int | None = None) -> Iterator[Update]:
+    """:meth:`Progress.stage` of ``progress``, or a stage that shows nothing when it is None
+    (library calls that run without a display)."""
+    if progress is None:
+        yield lambda *_args: None
+        return
+    with progress.stage(label, total, unit=unit, size=size) as update:
+        yield update
 
 
 def pass_progress(update: Update, passes: Sequence) -> Callable[..., None]:

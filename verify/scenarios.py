@@ -50,14 +50,17 @@ import numpy as np
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import Simulation, simulate
-from neuronsim.passes import CONSTRUCTION_PIPELINE, compile_program, parse_pipeline
+from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
+from neuronsim.passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.dep_reduction import DepReduction
+from neuronsim.machine.order.size import estimate_size
+from neuronsim.verify.progress import Progress, pass_progress, stage_or_nothing
 from neuronsim.verify.racecheck import RaceReport, check_program
 from neuronsim.verify.sync_counts import SyncReport, sync_report
 
 __all__ = ["SCENARIO_DIR", "REQUIRED", "DEFAULT_SEEDS", "ScenarioRun", "all_scenarios", "get_scenario",
            "load_scenario", "is_scenario", "scenario_name", "json_path", "golden_path", "golden_text",
-           "write_all", "run_scenario", "compare_outputs"]
+           "write_all", "run_scenario", "compare_outputs", "output_errors"]
 
 #: The shipped scenarios: the ``scenarios`` folder beside this package (in a source checkout
 #: and in an installed wheel alike).
@@ -171,16 +174,23 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
         if got.shape != want.shape:
             problems.append(f"{name}: simulated shape {got.shape}, reference shape {want.shape}")
             continue
-        close = np.isclose(got, want, rtol=rtol, atol=atol)
-        if close.all():
+        bad = np.argwhere(beyond(got, want, rtol=rtol, atol=atol))
+        if not len(bad):
             continue
-        bad = np.argwhere(~close)
         first = tuple(int(i) for i in bad[0])
-        worst = float(np.max(np.abs(got - want)))
         problems.append(f"{name}: {len(bad)} of {got.size} elements beyond rtol={rtol}, atol={atol}; first at "
-                        f"{list(first)}: simulated {got[first]!r}, reference {want[first]!r}; "
-                        f"max abs error {worst:.3g}")
+                        f"{list(first)}: simulated {plain_number(got[first])}, reference {plain_number(want[first])}; "
+                        f"{largest_errors(got, want).text()}")
     return problems
+
+
+def output_errors(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> LargestErrors:
+    """The largest error of the outputs both sides have, shapes alike (0 / 0: none to compare)."""
+    worst = NO_ERROR
+    for name in sorted(set(actual) & set(expected)):
+        if np.shape(actual[name]) == np.shape(expected[name]):
+            worst = worst.worst(largest_errors(actual[name], expected[name]))
+    return worst
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +219,11 @@ class ScenarioRun:
     rtol: float
     atol: float
 
+    @property
+    def timing_only(self) -> bool:
+        """The runs computed no value (``run --timing-only``): nothing was compared."""
+        return not self.simulation.functional
+
     def problems(self) -> list[str]:
         """What is wrong, located: races, interleavings that disagree, outputs off the reference."""
         found = [f"{stage} program: race {r.kind} {r.first} -> {r.second} in {r.memory} bytes {list(r.bytes)}"
@@ -219,6 +234,10 @@ class ScenarioRun:
         for run in self.simulation.runs:
             found += [f"interleaving seed {run.seed}: {diff}" for diff in run.diffs]
         return found + compare_outputs(self.outputs, self.reference, self.rtol, self.atol)
+
+    def reference_errors(self) -> LargestErrors:
+        """The largest error of the outputs against the reference, equal or not."""
+        return output_errors(self.outputs, self.reference)
 
     def summary(self) -> dict[str, Any]:
         """The golden summary (plain JSON values, deterministic)."""
@@ -263,11 +282,15 @@ def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
 
 def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                  seeds: Sequence[int | None] = DEFAULT_SEEDS, data_seed: int = 0,
-                 before_work: Callable[[Program], None] | None = None) -> ScenarioRun:
+                 before_work: Callable[[Program], None] | None = None, rtol: float | None = None,
+                 atol: float | None = None, progress: Progress | None = None, functional: bool = True) -> ScenarioRun:
     """Build, compile, race-check and simulate ``scenario``; see the module doc.
 
     ``before_work(program)`` sees the built program before anything runs on it (the command
-    line validates it and guards its size there)."""
+    line validates it and guards its size there).  ``rtol`` / ``atol`` replace the scenario's
+    own; ``progress`` shows each stage (:mod:`neuronsim.verify.progress`).  ``functional=False``
+    simulates the schedules alone: no value is computed, the outputs and the reference are
+    empty (nothing compared), and :attr:`ScenarioRun.timing_only` says so."""
     seeds = tuple(seeds)
     program = _user_call(scenario, "build")
     if not isinstance(program, Program):
@@ -275,18 +298,31 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                            "not a Program")
     if before_work is not None:
         before_work(program)
-    compiled, _ctx = compile_program(program, pipeline)
-    reduces = any(isinstance(p, DepReduction) for p in parse_pipeline(pipeline))
+    size = estimate_size(program).instances if progress is not None else None
+    passes = parse_pipeline(pipeline)
+    with stage_or_nothing(progress, "compile", len(passes), unit="pass", size=size) as update:
+        compiled = run_pipeline(program, passes, PassContext(), after_pass=pass_progress(update, passes))
+    reduces = any(isinstance(p, DepReduction) for p in passes)
     final = compiled if reduces else DepReduction().apply(compiled)
+    reports = []
+    for stage, checked in (("check compiled", compiled), ("check final", final)):
+        with stage_or_nothing(progress, stage, size, unit="instance") as update:
+            reports.append(check_program(checked, progress=lambda done, _total: update(done)))
     values = _user_call(scenario, "inputs", data_seed)
-    simulation = simulate(final, seeds=seeds, inputs=values, data_seed=data_seed, compare="all")
+    with stage_or_nothing(progress, "simulate", len(seeds) + 1, unit="run",
+                          size=None if size is None else size * len(seeds)) as update:
+        simulation = simulate(final, seeds=seeds, inputs=values, data_seed=data_seed, compare="all",
+                              functional=functional, progress=lambda done, _total: update(done))
+    with stage_or_nothing(progress, "reference", None, size=size):
+        reference = _user_call(scenario, "reference", values) if functional else {}
     return ScenarioRun(
         name=scenario_name(scenario), program=program, compiled=compiled, final=final, pipeline=pipeline,
         final_pipeline=pipeline if reduces else f"{pipeline},{DepReduction.name}",
-        compiled_report=check_program(compiled), report=check_program(final), simulation=simulation, seeds=seeds,
-        inputs=values, outputs=simulation.runs[-1].outputs, reference=_user_call(scenario, "reference", values),
+        compiled_report=reports[0], report=reports[1], simulation=simulation, seeds=seeds,
+        inputs=values, outputs=simulation.runs[-1].outputs, reference=reference,
         sync=sync_report([("compiled", compiled), ("final", final)], simulate=False),
-        rtol=getattr(scenario, "rtol", 0.0), atol=getattr(scenario, "atol", 0.0))
+        rtol=getattr(scenario, "rtol", 0.0) if rtol is None else rtol,
+        atol=getattr(scenario, "atol", 0.0) if atol is None else atol)
 
 
 def write_all(*, golden: bool = True) -> list[Path]:

@@ -36,7 +36,9 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.sim.blas import blas_limited
 from neuronsim.machine.sim.memory import Memory, initial_memory
+from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
 from neuronsim.machine.model.semantics import execute
 from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
 from neuronsim.machine.sim.plan import Plan, build_plan
@@ -119,7 +121,8 @@ class TensorDiff:
         shown = ", ".join(f"[{lo}, {hi})" for lo, hi in self.ranges)
         more = " ..." if self.differing_bytes > sum(hi - lo for lo, hi in self.ranges) else ""
         return (f"{self.tensor}: {self.differing_bytes} of {self.total_bytes} bytes differ, in {shown}{more}; "
-                f"first at {list(self.first_index)}: reference {self.expected!r}, this run {self.actual!r}")
+                f"first at {list(self.first_index)}: reference {plain_number(self.expected)}, "
+                f"this run {plain_number(self.actual)}")
 
     def to_json(self) -> dict:
         return {"tensor": self.tensor, "differing_bytes": self.differing_bytes, "total_bytes": self.total_bytes,
@@ -134,29 +137,35 @@ def _ranges(mask: np.ndarray, scale: int) -> tuple[tuple[int, int], ...]:
     return tuple((int(lo) * scale, int(hi) * scale) for lo, hi in pairs)
 
 
-def compare_tensors(program: Program, reference: Mapping[str, bytes],
-                    actual: Mapping[str, bytes]) -> tuple[TensorDiff, ...]:
-    """Per compared tensor, where ``actual`` differs from ``reference``.
+def compare_tensors(program: Program, reference: Mapping[str, bytes], actual: Mapping[str, bytes], *,
+                    rtol: float = 0.0, atol: float = 0.0) -> tuple[tuple[TensorDiff, ...], LargestErrors]:
+    """Per compared tensor, where ``actual`` differs from ``reference``; and the largest error
+    over them all (:mod:`neuronsim.machine.sim.tolerance`).
 
-    Bytes are compared exactly; an element differs when any of its bytes does, and ranges
-    cover whole differing elements.
+    Bytes are compared exactly; an element differs when any of its bytes does (and, with a
+    tolerance, its value is beyond ``rtol`` / ``atol``), and ranges cover whole differing
+    elements.
     """
-    diffs = []
+    diffs, errors = [], NO_ERROR
     for name in sorted(reference):
         want, got = reference[name], actual[name]
         if want == got:
             continue
         tensor = program.tensors[name]
         size = tensor.itemsize
-        mask = (np.frombuffer(want, np.uint8) != np.frombuffer(got, np.uint8)).reshape(-1, size).any(axis=1)
-        first = int(np.argmax(mask))
         dtype = numpy_dtype(tensor.dtype)
-        expected = np.frombuffer(want, dtype)[first].item()
-        value = np.frombuffer(got, dtype)[first].item()
+        expected, value = np.frombuffer(want, dtype), np.frombuffer(got, dtype)
+        errors = errors.worst(largest_errors(value, expected))
+        mask = (np.frombuffer(want, np.uint8) != np.frombuffer(got, np.uint8)).reshape(-1, size).any(axis=1)
+        if rtol or atol:
+            mask &= beyond(value, expected, rtol=rtol, atol=atol)
+            if not mask.any():
+                continue
+        first = int(np.argmax(mask))
         index = tuple(int(x) for x in np.unravel_index(first, tensor.shape))
         diffs.append(TensorDiff(name, int(mask.sum()) * size, len(want), _ranges(mask, size), index,
-                                float(expected), float(value)))
-    return tuple(diffs)
+                                float(expected[first].item()), float(value[first].item())))
+    return tuple(diffs), errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +177,9 @@ class RunResult:
     diffs: tuple[TensorDiff, ...]
     outputs: Mapping[str, np.ndarray] = field(default_factory=dict, hash=False, compare=False)
     """The ``output`` DRAM tensors as this run left them (functional runs; empty otherwise)."""
+
+    errors: LargestErrors = NO_ERROR
+    """The largest error of this run's compared tensors against the sequential reference."""
 
     @property
     def differs(self) -> bool:
@@ -197,6 +209,14 @@ class Simulation:
     def first_difference(self) -> RunResult | None:
         return next((run for run in self.runs if run.differs), None)
 
+    @property
+    def errors(self) -> LargestErrors:
+        """The largest error of any run against the sequential reference."""
+        worst = NO_ERROR
+        for run in self.runs:
+            worst = worst.worst(run.errors)
+        return worst
+
 
 def output_arrays(program: Program, memory: Memory) -> dict[str, np.ndarray]:
     """The ``output`` DRAM tensors of ``memory`` as arrays of their dtype and shape."""
@@ -218,7 +238,8 @@ def _compared(program: Program, memory: Memory, compare: str) -> dict[str, bytes
 def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int | None] | None = None,
              data_seed: int = 0, inputs: Mapping[str, np.ndarray] | None = None, functional: bool = True,
              waits: Sequence[Iterable[int]] | None = None, spread: float = 16.0, compare: str = "outputs",
-             validate: bool = True, progress: Callable[[int, int], None] | None = None) -> Simulation:
+             validate: bool = True, progress: Callable[[int, int], None] | None = None, rtol: float = 0.0,
+             atol: float = 0.0) -> Simulation:
     """Simulate ``program`` once per interleaving seed and compare each run with the reference.
 
     Parameters
@@ -241,11 +262,24 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
     progress:
         ``progress(done, total)`` after the sequential reference and after each run (steps
         of the whole simulation: the reference, when ``functional``, then one per seed).
+    rtol, atol:
+        A run differs where a compared element is beyond them (default 0 / 0: any differing
+        byte); each run records its largest error either way.
+
+    BLAS runs with :func:`~neuronsim.machine.sim.blas.blas_threads` threads meanwhile.
     """
     if validate:
         validate_program(program)
+    with blas_limited():  # one instruction's numerics never start a BLAS thread pool (machine/sim/blas.py)
+        return _simulate(program, seeds if seeds is not None else [seed], data_seed, inputs, functional, waits,
+                         spread, compare, progress, rtol, atol)
+
+
+def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inputs: Mapping[str, np.ndarray] | None,
+              functional: bool, waits: Sequence[Iterable[int]] | None, spread: float, compare: str,
+              progress: Callable[[int, int], None] | None, rtol: float, atol: float) -> Simulation:
     plan = build_plan(program, waits)
-    policies = [Interleaving(s, spread) for s in (list(seeds) if seeds is not None else [seed])]
+    policies = [Interleaving(s, spread) for s in list(seeds)]
     if not policies:
         raise ValueError("no seeds to run")
     start = reference = None
@@ -260,9 +294,10 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
         memory = start.copy() if start is not None else None
         executor = Executor(plan, memory) if memory is not None else None
         times = TimedRun(plan, policy, executor).run()
-        diffs = compare_tensors(program, reference, _compared(program, memory, compare)) if memory is not None else ()
+        diffs, errors = (compare_tensors(program, reference, _compared(program, memory, compare), rtol=rtol, atol=atol)
+                         if memory is not None else ((), NO_ERROR))
         outputs = output_arrays(program, memory) if memory is not None else {}
-        runs.append(RunResult(policy.seed, make_trace(plan, times, policy.seed), diffs, outputs))
+        runs.append(RunResult(policy.seed, make_trace(plan, times, policy.seed), diffs, outputs, errors))
         if progress is not None:
             progress(len(runs) + functional, steps)
     return Simulation(tuple(runs), functional, tuple(sorted(reference or ())))

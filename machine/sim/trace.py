@@ -168,7 +168,8 @@ def summary_table(summary: TraceSummary, title: str | None = None) -> Table:
         title = f"makespan {summary.makespan_ns:,.1f} ns"
     table = Table(title=title or None, title_justify="left")
     for header in ("engine", "instances", "busy ns", "busy %", "wait ns", "DMA bytes", "GB/s"):
-        table.add_column(header, justify="left" if header == "engine" else "right")
+        # fold, never cut: a narrow terminal wraps a long figure rather than showing 12,917,5…
+        table.add_column(header, justify="left" if header == "engine" else "right", overflow="fold")
     span = summary.makespan_ns or 1.0
     for c in summary.components:
         if not c.instances:

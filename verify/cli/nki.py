@@ -162,12 +162,14 @@ def _reference_in(module_name: str, attr: str) -> Callable:
 
 def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, reference: str | None, out_dir: str,
                        plot_path: str | None, as_json: bool, before_work: Callable, make_folder: Callable,
-                       printer: Callable) -> int:
+                       printer: Callable, rtol: float | None = None, atol: float | None = None,
+                       progress=None, extra_json: Callable | None = None, functional: bool = True) -> int:
     """``neuronsim run KERNEL.py::FUNC``: findings, then the scenario run; exit 0 / 1."""
     from neuronsim.machine.ir.files import write_text
     from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 
     from neuronsim.verify.nki.run import run_traced
+    from neuronsim.verify.progress import stage_or_nothing
 
     name = kernel.rsplit("::", 1)[1]
     paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
@@ -176,8 +178,10 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     for path in paths.values():
         check_output(path, "--out")
     user_reference = load_reference(reference) if reference else None
-    traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
-    report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work)
+    with stage_or_nothing(progress, "trace", None):
+        traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
+    report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
+                        rtol=rtol, atol=atol, progress=progress, functional=functional)
     nominal = report.run.simulation.runs[0].trace
     write_chrome_trace(nominal, paths["trace"])
     write_text(paths["footprint"], json.dumps(report.run.sync.to_json(), indent=1))
@@ -186,9 +190,9 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
         paths["plot"] = plot_path
     problems = report.problems()
     if as_json:
-        emit_json({**report.to_json(), "files": paths})
+        emit_json({**report.to_json(), "files": paths, **(extra_json(report.run) if extra_json else {})})
     else:
-        for finding in report.findings:
-            click.echo(f"finding: {finding.describe()}")
+        for line in report.finding_lines():
+            click.echo(line)
         printer(report.run, paths, reference="user reference" if user_reference else None)
     return 1 if problems else 0

@@ -18,15 +18,18 @@ import os
 import click
 
 from neuronsim.machine.ir.errors import ProgramError
-from rich.console import Console
 from rich.table import Table
 
 from neuronsim.machine.ir.files import write_text
 from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 from neuronsim.machine.formats.validate import validate_program
+from neuronsim.machine.sim.tolerance import plain_number
 from neuronsim.machine.sim.trace import summarize, summary_table
 
 from neuronsim.verify.cli.nki import is_kernel_spec, kernel_options, run_kernel_command
+from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
+from neuronsim.verify.progress import Progress
+from neuronsim.verify.report import people_console
 from neuronsim.verify.cli.common import UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json, guard_size, json_option, run_command, size_options
 
 __all__ = ["run"]
@@ -44,22 +47,44 @@ def _out_folder(out_dir: str) -> None:
         raise UsageFailure(f"cannot create the folder: {err.strerror or err}", out_dir) from None
 
 
+#: Instances from which ``run`` says what each stage does as it starts (off a terminal); its
+#: stages are long well below the other commands' summary threshold (tracing, functional runs).
+RUN_PROGRESS_MIN = 5_000
+
+
+def comparisons(result) -> dict:
+    """The JSON of what ``run`` compared: tolerances and the largest error of each comparison."""
+    if result.timing_only:
+        return {"timing_only": True}
+    return {"timing_only": False, "tolerance": {"rtol": result.rtol, "atol": result.atol},
+            "largest_error": {"reference": result.reference_errors().to_json(),
+                              "interleavings": result.simulation.errors.to_json()}}
+
+
 def _print(result, paths: dict[str, str], reference: str | None = "numpy reference") -> None:
-    console = Console(highlight=False, soft_wrap=True)
+    console = people_console()
     summary = result.summary()
     trace = result.simulation.runs[0].trace
     what = "scenario" if reference == "numpy reference" else "kernel"
     console.print(f"{what} {result.name}: {len(trace)} instances on {trace.machine}, pipeline {result.final_pipeline}")
     table = Table(title="", show_header=True)
     for column in ("check", "result"):
-        table.add_column(column)
+        table.add_column(column, overflow="fold")
     waits = summary["waits"]
     table.add_row("races (compiled / reduced)", f"{summary['races']['compiled']} / {summary['races']['final']}")
     table.add_row("waits before / after / minimum", f"{waits['before']} / {waits['after']} / {waits['minimum']}")
     table.add_row("makespan (nominal)", f"{summary['makespan_ns']:,.1f} ns")
-    if reference:  # a kernel run without --reference is judged against the sequential run alone
-        table.add_row(f"outputs vs {reference}", "equal" if summary["outputs_match"] else "DIFFER")
-    table.add_row(f"{len(result.seeds)} interleavings vs sequential", "agree" if summary["interleavings_agree"] else "DISAGREE")
+    if result.timing_only:
+        table.add_row("values", "not computed (--timing-only)")
+    else:
+        if reference:  # a kernel run without --reference is judged against the sequential run alone
+            verdict = "equal" if summary["outputs_match"] else "DIFFER"
+            table.add_row(f"outputs vs {reference}",
+                          f"{verdict}: {result.reference_errors().text()}; rtol {plain_number(result.rtol)}, "
+                          f"atol {plain_number(result.atol)}")
+        verdict = "agree" if summary["interleavings_agree"] else "DISAGREE"
+        table.add_row(f"{len(result.seeds)} interleavings vs sequential",
+                      f"{verdict}: {result.simulation.errors.text()}; exact")
     console.print(table)
     console.print(summary_table(summarize(trace), title=""))
     for problem in result.problems():
@@ -77,18 +102,29 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
 @kernel_options
 @click.option("--reference", "reference", metavar="MODULE:FN",
               help="KERNEL.py::FUNC only: a numpy function of the inputs (by parameter name) to compare the outputs with.")
+@tolerance_options(
+    rtol_help="Relative tolerance of the outputs against the reference: beyond atol + rtol*|reference| differs "
+              "[default: the scenario's own rtol (0 when it sets none); a kernel's --reference: 0.01].",
+    atol_help="Absolute tolerance of that comparison [default: the scenario's own atol (0 when it sets none); "
+              "a kernel's --reference: 0.01].")
+@timing_only_option
+@blas_option
 @json_option
 @size_options
 @run_command
 def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, inputs_path: str | None,
-        args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...], reference: str | None, as_json: bool,
+        args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...], reference: str | None,
+        rtol: float | None, atol: float | None, timing_only: bool, as_json: bool,
         max_instances: int, max_memory: int | None) -> int:
     """Run SCENARIO end to end: compile, check, simulate, compare with numpy.
 
     SCENARIO may be an NKI kernel, KERNEL.py::FUNC (with --inputs IN.npz, --arg, --grid,
     --dtype, --reference MODULE:FN): traced, checked for NKI-specific findings (values
     carried across affine loops, += into SBUF there, races between directly allocated
-    tiles), then run as a scenario."""
+    tiles), then run as a scenario.  Every comparison prints its largest error, absolute and
+    relative; the interleavings are compared with the sequential run exactly (a race
+    witness).  Stages print progress on standard error (a bar on a terminal, a line per
+    stage of 5,000 instances or more elsewhere)."""
     # The scenarios sit on top of every package (they use the passes and the checker), so
     # they are imported here, when the command runs, not when the CLI starts.
     from neuronsim.verify.scenarios import DEFAULT_SEEDS, all_scenarios, load_scenario, run_scenario, scenario_name
@@ -115,15 +151,22 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
             guard_size(program, max_instances=max_instances, max_memory=max_memory,
                        simulated_runs=len(DEFAULT_SEEDS))
 
-        return run_kernel_command(scenario, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
-                                  reference=reference, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
-                                  before_work=guard, make_folder=_out_folder, printer=_print)
+        with Progress(summary_min=RUN_PROGRESS_MIN, announce=True) as progress:
+            return run_kernel_command(scenario, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
+                                      reference=reference, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
+                                      before_work=guard, make_folder=_out_folder, printer=_print, rtol=rtol,
+                                      atol=atol, progress=progress, extra_json=comparisons, functional=not timing_only)
+    if timing_only and reference:
+        raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     if kernel_flags:
         raise UsageFailure(f"{kernel_flags[0]} is for kernels (KERNEL.py::FUNC), not scenarios", kernel_flags[0])
     task_scenario = find_task_scenario(scenario)
     if task_scenario is not None:  # an orchestration program (scenarios/tasks): the task runtime
         from neuronsim.verify.cli.task_programs import run_task_scenario_command
 
+        if rtol is not None or atol is not None or timing_only:
+            flag = "--timing-only" if timing_only else "--rtol" if rtol is not None else "--atol"
+            raise UsageFailure(f"{flag} is for kernels and instruction scenarios, not task scenarios", flag)
         return run_task_scenario_command(task_scenario, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                          make_folder=_out_folder)
     try:
@@ -148,7 +191,9 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         validate_program(program)
         guard_size(program, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(DEFAULT_SEEDS))
 
-    result = run_scenario(module, before_work=before_work)
+    with Progress(summary_min=RUN_PROGRESS_MIN, announce=True) as progress:
+        result = run_scenario(module, before_work=before_work, rtol=rtol, atol=atol, progress=progress,
+                              functional=not timing_only)
     nominal = result.simulation.runs[0].trace
     write_chrome_trace(nominal, paths["trace"])
     write_text(paths["footprint"], json.dumps(result.sync.to_json(), indent=1))
@@ -158,7 +203,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     problems = result.problems()
     if as_json:
         emit_json({"format": "neuronsim.run/1", "scenario": name, "summary": result.summary(),
-                   "problems": problems, "files": paths})
+                   "problems": problems, "files": paths, **comparisons(result)})
     else:
         _print(result, paths)
     return 1 if problems else 0

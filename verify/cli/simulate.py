@@ -22,13 +22,13 @@ import sys
 
 import click
 import numpy as np
-from rich.console import Console
 
 from neuronsim.machine.formats.program import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 from neuronsim.machine.sim.simulator import RunResult, Simulation
 from neuronsim.machine.sim.simulator import simulate as run_simulation
+from neuronsim.machine.sim.tolerance import plain_number
 from neuronsim.machine.sim.trace import summarize, summary_table
 from neuronsim.machine.order.unroll import unroll
 
@@ -45,8 +45,9 @@ from neuronsim.verify.cli.common import (
     size_options,
 )
 from neuronsim.verify.cli.npz_io import read_npz, write_npz
+from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.progress import Progress
-from neuronsim.verify.report import render_report
+from neuronsim.verify.report import people_console, render_report
 from neuronsim.verify.tracecheck import check_trace
 from neuronsim.verify.cli.task_programs import simulate_tasks_command, sniff_task_program
 
@@ -78,32 +79,38 @@ def simulation_json(sim: Simulation) -> dict:
         "functional": sim.functional,
         "compared": list(sim.outputs),
         "outputs_equal": not sim.differs,
+        "largest_error": sim.errors.to_json(),
         "reported_seed": shown.seed,
         "summary": summarize(shown.trace).to_json(),
         "runs": [{"seed": run.seed, "makespan_ns": run.trace.makespan, "differs": run.differs,
+                  "largest_error": run.errors.to_json(),
                   "diffs": [d.to_json() for d in run.diffs]} for run in sim.runs],
     }
 
 
-def _print_people(sim: Simulation, program: str) -> None:
-    console = Console(highlight=False, soft_wrap=True)
+def _print_people(sim: Simulation, program: str, tolerance: str = "exact") -> None:
+    console = people_console()
     shown = _reported(sim)
     trace = shown.trace
     console.print(f"simulated {program} on {trace.machine}: {len(trace)} instances; "
                   f"makespan {trace.makespan:,.1f} ns ({_seed_text(shown.seed)})")
     console.print(summary_table(summarize(trace), title=""))
     runs = len(sim.runs)
+    if not sim.functional:
+        console.print("timing only: no values computed or compared, no trace race-checked")
+        return
     if not sim.outputs:
         console.print("no output tensors to compare with the sequential reference (see --compare all)")
         return
     differing = [run for run in sim.runs if run.differs]
     if not differing:
         names = ", ".join(sim.outputs)
-        console.print(f"compared tensors ({names}) equal the sequential reference in {runs} of {runs} runs")
+        console.print(f"compared tensors ({names}) equal the sequential reference in {runs} of {runs} runs "
+                      f"({tolerance}); {sim.errors.text()}")
         return
     seeds = ", ".join(_seed_text(run.seed) for run in differing)
     console.print(f"compared tensors differ from the sequential reference in {len(differing)} of {runs} runs "
-                  f"({seeds}); a race witness. {_seed_text(shown.seed)}:")
+                  f"({seeds}; {tolerance}); {sim.errors.text()}; a race witness. {_seed_text(shown.seed)}:")
     for diff in shown.diffs:
         console.print(f"  {diff}")
 
@@ -123,12 +130,18 @@ def _print_people(sim: Simulation, program: str) -> None:
 @click.option("--plot", "plot_path", metavar="FILE.png", help="Draw the reported run's timeline.")
 @click.option("--compare", type=click.Choice(["outputs", "all"]), default="outputs", show_default=True,
               help="Compare the output tensors (the spec's check) or the final contents of every tensor.")
+@tolerance_options(
+    rtol_help="Relative tolerance against the sequential reference: a value beyond atol + rtol*|reference| "
+              "differs [default: 0, with --atol 0 any differing byte differs].",
+    atol_help="Absolute tolerance against the sequential reference [default: 0].")
+@timing_only_option
+@blas_option
 @json_option
 @size_options
 @run_command
 def simulate_command(program: str, trace_path: str | None, seeds: int | None, seed: int | None, data_seed: int,
                      inputs_path: str | None, outputs_path: str | None, plot_path: str | None, compare: str,
-                     as_json: bool,
+                     rtol: float | None, atol: float | None, timing_only: bool, as_json: bool,
                      max_instances: int, max_memory: int | None) -> int:
     """Simulate PROGRAM under its deps; compare its outputs with the sequential reference.
 
@@ -141,18 +154,23 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     prog = sniff_task_program(program)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
     if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the simulated task runtime
-        if outputs_path:
-            raise UsageFailure("--outputs is for instruction programs (neuronsim.program/1)", "--outputs")
+        for flag, given in (("--outputs", outputs_path), ("--rtol", rtol), ("--atol", atol),
+                            ("--timing-only", timing_only or None)):
+            if given is not None:
+                raise UsageFailure(f"{flag} is for instruction programs (neuronsim.program/1)", flag)
         return simulate_tasks_command(prog, seeds=run_seeds, trace_path=trace_path, plot_path=plot_path,
                                       as_json=as_json, max_instances=max_instances, inputs_path=inputs_path)
     prog = placed(load_program(prog))
+    _refuse_with_timing_only(timing_only, outputs_path=outputs_path, inputs_path=inputs_path, rtol=rtol, atol=atol)
     inputs = _load_inputs(inputs_path, prog)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
     with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
                                                 size=size.instances * len(run_seeds)) as update:
         sim = run_simulation(prog, seeds=run_seeds, data_seed=data_seed, inputs=inputs, compare=compare,
-                             progress=lambda done, _total: update(done))
-    checks = [check_trace(prog, run.trace) for run in sim.runs]  # every run's trace race-checked, as tasks do
+                             progress=lambda done, _total: update(done), functional=not timing_only,
+                             rtol=rtol or 0.0, atol=atol or 0.0)
+    # every run's trace race-checked, as tasks do (not with --timing-only: the makespan alone)
+    checks = [check_trace(prog, run.trace) for run in sim.runs] if not timing_only else []
     racy = [(run, found) for run, found in zip(sim.runs, checks) if not found.ok]
     shown = _reported(sim).trace
     if trace_path:
@@ -169,14 +187,25 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
             entry["violations"] = [v.message for v in found.violations]
         emit_json(doc)
     else:
-        _print_people(sim, "-" if program == "-" else program)
-        _print_races(prog, racy)
+        _print_people(sim, "-" if program == "-" else program,
+                      "exact" if not (rtol or atol) else f"rtol {plain_number(rtol or 0)}, atol {plain_number(atol or 0)}")
+        if not timing_only:
+            _print_races(prog, racy)
     if sim.differs and as_json:
         print(f"outputs differ from the sequential reference in {sum(r.differs for r in sim.runs)} run(s)",
               file=sys.stderr)
     if racy and as_json:
         print(f"races in the trace of {len(racy)} of {len(sim.runs)} run(s)", file=sys.stderr)
     return 1 if sim.differs or racy else 0
+
+
+def _refuse_with_timing_only(timing_only: bool, **given) -> None:
+    """Options about values make no sense without them: exit 2 naming the first given."""
+    if timing_only:
+        for name, value in given.items():
+            if value is not None:
+                flag = "--" + name.removesuffix("_path")
+                raise UsageFailure(f"{flag} is about values; --timing-only computes none", flag)
 
 
 #: Races listed per run (all are counted).

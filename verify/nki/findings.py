@@ -41,7 +41,7 @@ when there is an error among them (a warning alone fails nothing).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from neuronsim.machine.order.conflicts import conflicts
@@ -56,7 +56,7 @@ from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.control_findings import control_findings
 from neuronsim.verify.nki.lifetimes import clobber_findings
 
-__all__ = ["NkiFinding", "nki_findings", "carried_findings", "allocation_findings", "SCOPE_KEY",
+__all__ = ["NkiFinding", "nki_findings", "carried_findings", "allocation_findings", "grouped_findings", "SCOPE_KEY",
            "AFFINE", "RANGE_KEY", "ACCUMULATE_KEY"]
 
 
@@ -197,10 +197,11 @@ def _line_of(label: str) -> str:
     return head if bracket else label.split("[", 1)[0]
 
 
-def grouped_findings(findings: list[NkiFinding] | tuple[NkiFinding, ...]) -> list[str]:
-    """One line per kind of finding on one pair of kernel lines, in the order first found:
-    the first finding, and how many alike it stands for (a kernel's loop nest repeats one
-    mistake on many tiles, which is one thing to fix).
+def grouped_findings(findings: list[NkiFinding] | tuple[NkiFinding, ...],
+                     render: Callable[[NkiFinding], str] = NkiFinding.describe) -> list[str]:
+    """One line (``render`` of its first finding) per kind of finding on one pair of kernel
+    lines, in the order first found, with how many alike it stands for: a kernel's loop nest
+    repeats one mistake on many tiles, which is one thing to fix.
 
     >>> same = [NkiFinding("carried", "RAW", f"add at k.py:9 [i={i}]", f"mul at k.py:12 [i={i + 1}]", loop="i",
     ...                    distance=1, tensors=(f"t{i}",)) for i in range(3)]
@@ -209,8 +210,7 @@ def grouped_findings(findings: list[NkiFinding] | tuple[NkiFinding, ...]) -> lis
     """
     groups: dict[tuple, list[NkiFinding]] = {}
     for finding in findings:
-        key = (finding.kind, finding.dependence, _line_of(finding.first), _line_of(finding.second))
+        key = (finding.kind, finding.dependence, finding.severity, _line_of(finding.first), _line_of(finding.second))
         groups.setdefault(key, []).append(finding)
-    return [members[0].describe() + (f" ({len(members)} findings of this kind on these lines)"
-                                     if len(members) > 1 else "")
+    return [render(members[0]) + (f" ({len(members)} findings of this kind on these lines)" if len(members) > 1 else "")
             for members in groups.values()]

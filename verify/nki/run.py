@@ -30,7 +30,7 @@ import numpy as np
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 
-from neuronsim.verify.nki.findings import NkiFinding, nki_findings
+from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, nki_findings
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
 from neuronsim.verify.scenarios import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
 
@@ -51,8 +51,14 @@ class KernelReport:
     """True when the outputs were compared with the user's numpy function."""
 
     def problems(self) -> list[str]:
-        """Every finding and failed check, one line each (empty: the kernel is fine)."""
-        return [f.describe() for f in self.findings] + self.run.problems()
+        """Every finding that is an error (alike ones on one pair of lines grouped) and failed
+        check, one line each (empty: the kernel is fine; a warning fails nothing)."""
+        return grouped_findings([f for f in self.findings if f.is_error]) + self.run.problems()
+
+    def finding_lines(self) -> list[str]:
+        """``finding: ...`` / ``warning: ...`` for people, alike ones on one pair of lines
+        grouped with a count."""
+        return grouped_findings(self.findings, NkiFinding.line)
 
     @property
     def ok(self) -> bool:
@@ -123,10 +129,17 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
 
 def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: Mapping[str, Any] | None = None,
                seeds: Sequence[int | None] = DEFAULT_SEEDS,
-               before_work: Callable[[Program], None] | None = None) -> KernelReport:
-    """Findings and the end-to-end run of an already traced kernel."""
-    findings = tuple(nki_findings(traced.program))
-    run = run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), seeds=seeds, before_work=before_work)
+               before_work: Callable[[Program], None] | None = None, rtol: float | None = None,
+               atol: float | None = None, progress=None, functional: bool = True) -> KernelReport:
+    """Findings and the end-to-end run of an already traced kernel (``rtol`` / ``atol``: the
+    comparison with ``reference``, default 1e-2 / 1e-2; ``progress``: a
+    :class:`neuronsim.verify.progress.Progress` showing each stage)."""
+    from neuronsim.verify.progress import stage_or_nothing
+
+    with stage_or_nothing(progress, "nki findings", None):
+        findings = tuple(nki_findings(traced.program))
+    run = run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), seeds=seeds, before_work=before_work,
+                       rtol=rtol, atol=atol, progress=progress, functional=functional)
     if reference is None:  # judged by the interleavings against the sequential reference alone
         run = replace(run, reference=dict(run.outputs))
     return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None)

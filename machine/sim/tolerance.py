@@ -1,0 +1,101 @@
+"""Comparing values with a tolerance, and the largest error of a comparison.
+
+One definition serves every comparison neuronsim prints (``simulate`` against the sequential
+reference, ``run`` against a numpy reference):
+
+* the *absolute error* of an element is ``|actual - expected|`` in float64; two NaNs, or two
+  equal infinities, are no error; a NaN or an infinity against anything else is an infinite
+  error;
+* the *relative error* is the absolute error over ``|expected|``, taken over the elements
+  whose expected value is neither 0 nor infinite (an output of exact zeros has no relative
+  error to speak of: its absolute error says it all);
+* an element is *beyond* ``rtol`` / ``atol`` when its absolute error exceeds
+  ``atol + rtol * |expected|`` (numpy's ``isclose``; ``0`` / ``0``: any difference).
+
+>>> import numpy as np
+>>> largest_errors(np.array([1.0, 2.5, 0.0]), np.array([1.0, 2.0, 0.001]))
+LargestErrors(absolute=0.5, relative=1.0)
+>>> beyond(np.array([1.0, 2.5]), np.array([1.0, 2.0]), rtol=0.1, atol=0.0).tolist()
+[False, True]
+>>> plain_number(np.float64(-0.52551234567)), plain_number(float("inf")), plain_number(3)
+('-0.525512', 'inf', '3')
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["LargestErrors", "NO_ERROR", "largest_errors", "beyond", "plain_number"]
+
+
+@dataclass(frozen=True, slots=True)
+class LargestErrors:
+    """The largest absolute and relative error of one comparison (0 / 0 when equal)."""
+
+    absolute: float
+    relative: float
+
+    def worst(self, other: LargestErrors) -> LargestErrors:
+        """The larger of each figure."""
+        return LargestErrors(absolute=_larger(self.absolute, other.absolute),
+                             relative=_larger(self.relative, other.relative))
+
+    def text(self) -> str:
+        """``largest error 0.0021 (relative 0.0004)`` for people."""
+        return f"largest error {plain_number(self.absolute)} (relative {plain_number(self.relative)})"
+
+    def to_json(self) -> dict:
+        """Strict JSON: an infinite or NaN figure is ``null``."""
+        return {"absolute": _finite_or_none(self.absolute), "relative": _finite_or_none(self.relative)}
+
+
+NO_ERROR = LargestErrors(absolute=0.0, relative=0.0)
+
+
+def _larger(a: float, b: float) -> float:
+    return a if math.isnan(a) or a >= b else b
+
+
+def _finite_or_none(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _abs_errors(actual: np.ndarray, expected: np.ndarray) -> np.ndarray:
+    got = np.asarray(actual, dtype=np.float64)
+    want = np.asarray(expected, dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        error = np.abs(got - want)
+    same = (got == want) | (np.isnan(got) & np.isnan(want))  # inf - inf is NaN, NaN vs NaN agree
+    error[same] = 0.0
+    error[np.isnan(error)] = np.inf  # a NaN against a number: as far off as can be
+    return error
+
+
+def largest_errors(actual: np.ndarray, expected: np.ndarray) -> LargestErrors:
+    """The largest absolute and relative error of ``actual`` against ``expected`` (module doc)."""
+    error = _abs_errors(actual, expected)
+    if error.size == 0:
+        return NO_ERROR
+    want = np.abs(np.asarray(expected, dtype=np.float64))
+    scaled = (want != 0) & np.isfinite(want)
+    relative = float(np.max(error[scaled] / want[scaled])) if scaled.any() else 0.0
+    return LargestErrors(absolute=float(np.max(error)), relative=relative)
+
+
+def beyond(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float) -> np.ndarray:
+    """Mask of the elements whose error exceeds ``atol + rtol * |expected|``."""
+    error = _abs_errors(actual, expected)
+    want = np.abs(np.asarray(expected, dtype=np.float64))
+    with np.errstate(invalid="ignore", over="ignore"):
+        allowed = atol + rtol * want
+    return error > np.nan_to_num(allowed, nan=0.0, posinf=np.inf)
+
+
+def plain_number(x: float | int | np.number) -> str:
+    """A value as people read it: ``-0.525512``, ``1e+30``, ``inf`` (never ``np.float64(...)``)."""
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return str(int(x))
+    return f"{float(x):.6g}"
