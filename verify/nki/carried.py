@@ -92,15 +92,6 @@ def _rows(mask: int, memory: MemoryKind):
     return np.flatnonzero([(mask >> p) & 1 for p in range(mask.bit_length())])
 
 
-def _digits(stream: InstanceStream, x: int, ids: np.ndarray, levels: int) -> np.ndarray:
-    """Loop indices of instances ``ids`` of instruction ``x`` at the outer ``levels`` loops."""
-    rest = ids - stream.first[x]
-    out = np.zeros((len(ids), levels), np.int64)
-    for k in range(levels):  # as index_of: a loop's body may hold more than the loop inside it
-        out[:, k], rest = np.divmod(rest, stream.spans[x][k])
-    return out
-
-
 def _events(stream: InstanceStream, storage: list[tuple[int, int]]) -> Iterator[tuple[int, object]]:
     """``(instance, access)`` of every access slot in ``storage`` in program order, reads of
     an instance before its writes."""
@@ -146,33 +137,46 @@ class _Sweep:
                 for c in cols:
                     self.last[rows, c] = i
             else:
-                writers = np.unique(np.concatenate([self.last[rows, c].ravel() for c in cols]))
-                self._carried(writers[writers >= 0], i)
+                values = [self.last[rows, c] for c in cols]
+                low, high = min(int(v.min()) for v in values), max(int(v.max()) for v in values)
+                if high < 0:
+                    continue  # never written: nothing flows in
+                if low == high:  # one writer, the common case: no set to build
+                    self._carry(high, i)
+                    continue
+                writers = np.unique(np.concatenate([v.ravel() for v in values]))
+                for w in writers[writers >= 0].tolist():
+                    self._carry(w, i)
         return self.nearest
 
-    def _carried(self, writers: np.ndarray, reader: int) -> None:
+    def _carry(self, writer: int, reader: int) -> None:
+        """Record ``writer -> reader`` when the first loop where their indices differ is affine."""
         stream = self.stream
-        xr = int(stream.instr[reader])
-        xws = stream.instr[writers]
-        for xw in np.unique(xws).tolist():
-            common = stream.common(xw, xr)
-            if common == 0:
-                continue
-            mine = writers[xws == xw]
-            w_digits = _digits(stream, xw, mine, common)
-            r_digits = _digits(stream, xr, np.array([reader]), common)[0]
-            differs = w_digits != r_digits
-            level = np.where(differs.any(axis=1), differs.argmax(axis=1), -1)
-            for lv in np.unique(level[level >= 0]).tolist():
-                loop = stream.loops_of[xr][lv]
-                if id(loop) not in self.affine:
-                    continue
-                at = np.flatnonzero(level == lv)
-                gaps = r_digits[lv] - w_digits[at, lv]
-                best = int(gaps.min())
-                key = (id(loop), xw, xr)
-                if key not in self.nearest or best < self.nearest[key][0]:
-                    self.nearest[key] = (best, int(mine[at[int(gaps.argmin())]]), reader)
+        xw, xr = int(stream.instr[writer]), int(stream.instr[reader])
+        common = stream.common(xw, xr)
+        if common == 0:
+            return
+        w_digits, r_digits = _index(stream, xw, writer, common), _index(stream, xr, reader, common)
+        level = next((k for k in range(common) if w_digits[k] != r_digits[k]), None)
+        if level is None:
+            return  # the same iteration of every loop around both: no value crosses one
+        loop = stream.loops_of[xr][level]
+        if id(loop) not in self.affine:
+            return
+        key, gap = (id(loop), xw, xr), r_digits[level] - w_digits[level]
+        if key not in self.nearest or gap < self.nearest[key][0]:
+            self.nearest[key] = (gap, writer, reader)
+
+
+def _index(stream: InstanceStream, x: int, i: int, levels: int) -> list[int]:
+    """The outer ``levels`` loop indices of instance ``i`` of instruction ``x``
+    (:meth:`InstanceStream.index_of`, cut short: a loop's body may hold more than the loop
+    inside it, so each index is a quotient of what the outer ones leave)."""
+    rest, out = i - stream.first[x], []
+    for span in stream.spans[x][:levels]:
+        digit, rest = divmod(rest, span)
+        out.append(digit)
+    return out
 
 
 def _storages(stream: InstanceStream, affine: dict[int, Loop]) -> dict[object, list[tuple[int, int]]]:
