@@ -1,0 +1,110 @@
+"""NKI 0.6 / 0.7 compiled control flow and device scalars (tests/nki/kernels/current_control.py):
+outputs against numpy, the program's shape (a kept loop, the decisions taken on the inputs) and
+the findings at the kernel line, planted mistakes found."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import neuronsim.verify.nki  # noqa: F401  (registers the device-value reader)
+from neuronsim.machine.ir.program import Loop
+from neuronsim.machine.nki import trace
+from neuronsim.verify.nki.findings import nki_findings
+from neuronsim_tests.nki_kernels import f32, kernel, run
+
+FILE = "tests/nki/kernels/current_control.py"
+
+
+def _line(text: str, after: str = "") -> int:
+    """The first line of the kernel file holding ``text`` (below the first holding ``after``)."""
+    with open(FILE) as source:
+        lines = list(enumerate(source, 1))
+    start = next(n for n, line in lines if after in line) if after else 0
+    return next(n for n, line in lines if n > start and text in line)
+
+
+def _loops(traced) -> list[tuple[str, int]]:
+    return [(node.name, node.trip_count) for node, _ in traced.program.walk() if isinstance(node, Loop)]
+
+
+def _decisions(traced) -> list[tuple[int, str, int]]:
+    return [(d["line"], d["what"], d["value"]) for d in traced.program.extras.get("x-nki-decisions", ())]
+
+
+def test_fori_loop_with_static_bounds_is_one_kept_loop():
+    x = f32(384, 64)
+    traced = trace(kernel("current_control.py::rows_plus_one"), x)
+    assert _loops(traced) == [("i", 3)] and _decisions(traced) == []
+    np.testing.assert_allclose(run(kernel("current_control.py::rows_plus_one"), x, seeds=(None, 1))["return0"], x + 1)
+
+
+def test_fori_loop_bound_read_on_the_device_is_a_recorded_decision():
+    x = f32(384, 64)
+    for n in (1, 2):
+        k = kernel("current_control.py::first_n_rows_doubled")
+        traced = trace(k, x, np.array([[n]], np.int32))
+        assert _loops(traced) == [("i", n)]
+        assert _decisions(traced) == [(_line("nl.fori_loop(0, trips, body)"), "nl.fori_loop upper bound", n)]
+        expected = np.zeros_like(x)
+        expected[:n * 128] = 2 * x[:n * 128]
+        np.testing.assert_allclose(run(k, x, np.array([[n]], np.int32))["return0"], expected)
+
+
+def test_while_loop_runs_as_many_iterations_as_the_inputs_make():
+    k = kernel("current_control.py::count_down")
+    for count in (0, 3):
+        args = (np.array([[1.5]], np.float32), np.array([[count]], np.int32))
+        traced = trace(k, *args)
+        assert _decisions(traced) == [(_line("nl.while_loop(reg, body)"), "nl.while_loop iterations", count)]
+        np.testing.assert_allclose(run(k, *args)["return0"], [[1.5 * count]])
+
+
+def test_if_else_takes_the_branch_the_loaded_scalar_selects():
+    k = kernel("current_control.py::shift_if_flagged")
+    data = f32(4, 8)
+    for flag, branch, shift in ((1, "then", 10.0), (-3, "else", -10.0)):
+        args = (np.array([[flag]], np.int32), data)
+        traced = trace(k, *args)
+        assert _decisions(traced) == [(_line("nl.if_else("), f"nl.if_else took the {branch} branch", int(flag > 0))]
+        np.testing.assert_allclose(run(k, *args)["return0"], data + shift, rtol=1e-6)
+
+
+def test_dynamic_range_with_a_scalar_offset_tile_unrolls_and_reads_each_offset():
+    x = f32(384, 32)
+    k = kernel("current_control.py::tiles_from_offset")
+    traced = trace(k, x, np.array([[2]], np.int32))
+    assert _loops(traced) == []  # an offset read in the body differs per iteration: unrolled
+    offsets = [value for _line_, what, value in _decisions(traced) if what.startswith("scalar_offset")]
+    assert offsets == [0, 0, 128, 128]  # load and store of each iteration
+    out = run(k, x, np.array([[2]], np.int32))["return0"]
+    np.testing.assert_allclose(out[:256], 3 * x[:256], rtol=1e-6)
+
+
+def test_python_state_carried_through_a_compiled_loop_is_found_at_its_line():
+    x = f32(384, 64)
+    planted = nki_findings(trace(kernel("current_control.py::python_running_sum"), x).program)
+    assert [f.kind for f in planted] == ["loop-state"]
+    assert planted[0].first == f"{FILE}:{_line('        total = summed')}"
+    assert planted[0].loop == f"{FILE}:{_line('nl.fori_loop(', after='def python_running_sum')}"
+    fixed = kernel("current_control.py::sbuf_running_sum")
+    assert nki_findings(trace(fixed, x).program) == []
+    np.testing.assert_allclose(run(fixed, x)["return0"], x.reshape(3, 128, 64).sum(0), rtol=1e-5)
+
+
+def test_psum_accumulated_before_anything_wrote_it_is_found():
+    found = nki_findings(trace(kernel("current_control.py::psum_never_zeroed"), f32(128, 64), f32(128, 128)).program)
+    assert [f.kind for f in found] == ["psum-uninitialised"]
+    assert f"{FILE}:{_line('accumulate=True)')}" in found[0].first
+
+
+def test_psum_accumulated_onto_an_overlapping_group_is_found():
+    found = nki_findings(trace(kernel("current_control.py::psum_overlapping_groups"), f32(128, 64),
+                               f32(128, 128)).program)
+    assert [f.kind for f in found] == ["psum-overlap"]
+    assert f"{FILE}:{_line('ps[:, 64:192]')}" in found[0].first
+
+
+def test_a_correct_accumulation_group_is_no_finding():
+    # the current matmul kernel opens its group with accumulate=False and adds with True
+    traced = trace(kernel("current_matmul.py::matmul_then_transpose"), f32(384, 64), f32(384, 128))
+    assert [f for f in nki_findings(traced.program) if f.kind.startswith("psum")] == []
