@@ -39,6 +39,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from dataclasses import replace as replace_fields
@@ -58,7 +59,7 @@ from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_
 from neuronsim.passes.pipeline import Pass, as_pass
 from neuronsim.passes.analysis.labels import verify_anti_dependence
 
-from neuronsim.verify.fuzz_explain import PassStage, explain_race, user_slot
+from neuronsim.verify.fuzz_explain import PassEffect, PassStage, explain_race, pass_effect, user_slot
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.shrink import SHRINK_SECONDS, shrink_program
 from neuronsim.verify.draws import no_source_constants
@@ -104,10 +105,33 @@ class FuzzResult:
     failure: FuzzFailure | None
     first_failure_at: int | None = None
     """1-based number of the example that first failed (before shrinking)."""
+    changed: int | None = None
+    """Examples in which your pass changed its input (None: no pass of yours under test)."""
+    dropped: int | None = None
+    """Deps your pass dropped, over all examples (:func:`neuronsim.verify.fuzz_explain.pass_effect`)."""
+    added: int | None = None
+    """Deps your pass added, over all examples."""
 
     @property
     def ok(self) -> bool:
         return self.failure is None
+
+    @property
+    def vacuous(self) -> bool:
+        """Your pass ran and never changed anything in its slot: the run tested nothing."""
+        return self.changed == 0 and self.examples > 0
+
+    def effect_text(self, replace: str | None = None) -> str | None:
+        """``your pass changed its input in 37 of 500 examples: 112 deps dropped, 0 added``,
+        or the vacuous verdict; None without a pass of yours."""
+        if self.changed is None:
+            return None
+        slot = f"replacing {replace}" if replace else "appended to the pipeline"
+        if self.vacuous:
+            return (f"vacuous: your pass ({slot}) changed nothing in {self.examples} examples, so they tested "
+                    f"nothing; make sure it sees the deps it should change")
+        return (f"your pass ({slot}) changed its input in {self.changed} of {self.examples} examples: "
+                f"{self.dropped} deps dropped, {self.added} added")
 
 
 class _Found(AssertionError):
@@ -230,15 +254,19 @@ def _signature(program: Program) -> list:
 
 def check_one(program: Program, user: Any = None, *, replace: str | None = None,
               pipeline: str = DEFAULT_PIPELINE, simulate_outputs: bool = True,
-              simulator: Callable[..., Any] = simulate) -> FuzzFailure | None:
+              simulator: Callable[..., Any] = simulate, effects: list[PassEffect] | None = None) -> FuzzFailure | None:
     """Run all the checks on one program; the failure found (explained: the pass's input and
-    output, the race, the fix line), or None."""
+    output, the race, the fix line), or None.  ``effects`` gets what the user's pass did to
+    its input (when it ran)."""
     source = strip_deps(program)
     stage = PassStage(user_slot(parse_pipeline(pipeline), user, replace) if user is not None else None, source)
     try:
         compiled, failed = _compile(source, user, replace, pipeline, stage=stage)
     except Exception as err:  # noqa: BLE001 - any crash of the pass under test is a finding
         return FuzzFailure("error", f"{type(err).__name__}: {err}", dumps_program(source), None, None)
+    effect = pass_effect(stage)
+    if effects is not None and effect is not None:
+        effects.append(effect)
     found = _first_failure(source, compiled, failed, simulate_outputs, simulator)
     if found is None:
         return None
@@ -332,6 +360,7 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
     is false), or none."""
     strategy = strategy or fuzz_strategy()
     failures: list[FuzzFailure] = []
+    effects: list[PassEffect] = []
     count = [0]
     first_at: list[int | None] = [None]
 
@@ -345,7 +374,7 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
         if progress is not None:
             progress(1)
         failure = check_one(program, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
-                            simulator=simulator)
+                            simulator=simulator, effects=effects)
         if failure is not None:
             if not failures:
                 first_at[0] = count[0]
@@ -357,15 +386,17 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
             run()
     except _Found:
         pass
+    tally = {} if user is None else {"changed": sum(e.changed for e in effects),
+                                     "dropped": sum(e.dropped for e in effects), "added": sum(e.added for e in effects)}
     if not failures:
-        return FuzzResult(count[0], None)
+        return FuzzResult(count[0], None, **tally)
     failure = failures[-1]
     if shrink:
         failure = shrink_failure(failure, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
                                  simulator=simulator)
     if folder is not None:
         failure = _save(failure, folder, seed)
-    return FuzzResult(first_at[0] or count[0], failure, first_at[0])
+    return FuzzResult(first_at[0] or count[0], failure, first_at[0], **tally)
 
 
 def _save(failure: FuzzFailure, folder: str, seed: int) -> FuzzFailure:
@@ -391,10 +422,26 @@ def save_failure(failure: FuzzFailure, folder: str, stem: str) -> FuzzFailure:
     return replace_fields(failure, saved=path)
 
 
-def assert_pass_sound(user: Any = None, **options: Any) -> None:
-    """pytest-friendly form of :func:`check_pass`: raise AssertionError with the minimal
-    failing program (as JSON) when the pass breaks ordering or outputs."""
+def assert_pass_sound(user: Any = None, *, allow_vacuous: bool = False, **options: Any) -> None:
+    """pytest-friendly form of :func:`check_pass`: raise AssertionError when the pass breaks
+    ordering or outputs, or (unless ``allow_vacuous``) never changed anything in its slot.
+
+    The message leads with the fix line and the saved failure's path (``folder``, default a
+    new temporary folder), then the check that failed; the program itself is in the file."""
+    folder = options.pop("folder", None)
     result = check_pass(user, **options)
-    if result.failure is not None:
-        f = result.failure
-        raise AssertionError(f"{f.check}: {f.message}\nminimal program:\n{f.program}")
+    if result.failure is None:
+        if result.vacuous and not allow_vacuous:
+            raise AssertionError(result.effect_text(options.get("replace")))
+        return
+    f = result.failure
+    saved = save_failure(f, folder or tempfile.mkdtemp(prefix="neuronsim-fuzz-"),
+                         f"failure-seed{options.get('seed', 0)}").saved
+    lines = [f.fix or f"{f.check}: {f.message}",
+             f"saved: {saved} (beside it .report.json: the race and full report; .pass-input.json / "
+             f".pass-output.json: what your pass was given and returned)"]
+    if f.fix:
+        lines.append(f"{f.check}: {f.message}")
+    shrunk = ", shrunk" if options.get("shrink", True) else ""
+    lines.append(f"found at example {result.first_failure_at} of {options.get('examples', 100)}{shrunk}")
+    raise AssertionError("\n".join(lines))

@@ -10,6 +10,10 @@ failure into the line a pass author needs:
 when the pass the user's replaced (or, for an appended pass, its own input) has that wait and
 the user's output has not; otherwise it names the wait to add.
 
+:func:`pass_effect` says what the pass under test did in its slot on one example (deps it
+dropped and added, whether it changed anything), which the fuzzer adds up: a pass that never
+changed its input was never tested, however many examples ran.
+
 >>> from neuronsim.machine.ir.program import Dep, Instruction, Program
 >>> given = Program({}, (Instruction("mm", "pe", "matmul"), Instruction("ld_x", "sp", "dma_copy", deps=(Dep("mm"),))))
 >>> got = Program({}, (Instruction("mm", "pe", "matmul"), Instruction("ld_x", "sp", "dma_copy")))
@@ -22,6 +26,7 @@ the user's output has not; otherwise it names the wait to add.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +34,7 @@ from neuronsim.machine.ir.program import Program
 from neuronsim.passes import PassContext, parse_pipeline
 from neuronsim.passes.pipeline import Pass
 
-__all__ = ["PassStage", "fix_text", "explain_race", "user_slot"]
+__all__ = ["PassStage", "PassEffect", "pass_effect", "fix_text", "explain_race", "user_slot"]
 
 
 def user_slot(passes: list[Pass], user: Any, replace: str | None) -> int | None:
@@ -58,6 +63,39 @@ class PassStage:
             self.given, self.returned = before, program  # type: ignore[assignment]
         self._before = program
         self._seen += 1
+
+
+@dataclass(frozen=True, slots=True)
+class PassEffect:
+    """What the pass under test did to its input on one example."""
+
+    changed: bool
+    """Its output differs from its input in anything (deps, instructions, tensors)."""
+    dropped: int
+    """Deps of its input missing from its output (counted per waiting instruction)."""
+    added: int
+    """Deps of its output its input did not have."""
+
+
+def _deps(program: Program) -> Counter:
+    return Counter((inst.name, dep) for inst, _ in program.instructions() for dep in inst.deps)
+
+
+def pass_effect(stage: PassStage) -> PassEffect | None:
+    """The effect of the pass in ``stage``'s slot (None: no pass of the user's, or it never ran).
+
+    >>> from neuronsim.machine.ir.program import Dep, Instruction, Program
+    >>> given = Program({}, (Instruction("mm", "pe", "matmul"), Instruction("ld", "sp", "dma_copy", deps=(Dep("mm"),))))
+    >>> stage = PassStage(0, given)
+    >>> stage.returned = Program({}, (Instruction("mm", "pe", "matmul"), Instruction("ld", "sp", "dma_copy")))
+    >>> pass_effect(stage)
+    PassEffect(changed=True, dropped=1, added=0)
+    """
+    if stage.slot is None or stage.returned is None:
+        return None
+    before, after = _deps(stage.given), _deps(stage.returned)
+    return PassEffect(changed=stage.returned != stage.given, dropped=sum((before - after).values()),
+                      added=sum((after - before).values()))
 
 
 def _waits(program: Program | None, waiter: str, on: str) -> bool:

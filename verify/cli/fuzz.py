@@ -16,7 +16,12 @@ the installed packages.  ``--tasks`` fuzzes the task pipeline instead, on genera
 programs (:mod:`neuronsim.verify.tasks.fuzz`); a ``--replace`` naming a task pass or a ``--pass``
 deriving from one implies it.  ``--no-shrink`` reports failures as found (faster).
 
-Exit 0 when no example fails, 1 when one does, 2 on unusable input, 130 when interrupted.
+With ``--pass``, the summary says in how many examples your pass changed its input and how
+many deps it dropped and added; a pass that changed nothing in any example is *vacuous*: the
+run tested nothing, and it exits 1 as a failure does.
+
+Exit 0 when no example fails, 1 when one does (or the pass is vacuous), 2 on unusable input,
+130 when interrupted.
 """
 
 from __future__ import annotations
@@ -30,7 +35,6 @@ import time
 from dataclasses import dataclass
 
 import click
-from rich.console import Console
 from rich.table import Table
 
 from neuronsim.machine.ir.errors import ProgramError
@@ -38,6 +42,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.verify.cli.common import UsageFailure, emit_json, json_option, run_command
 from neuronsim.verify.fuzz import FuzzFailure
 from neuronsim.verify.progress import Progress
+from neuronsim.verify.report import people_console
 
 __all__ = ["fuzz", "Chunk", "run_chunk", "plan_chunks", "CHUNK", "failure_signature"]
 
@@ -66,6 +71,10 @@ class ChunkResult:
     seed: int
     examples: int
     failure: FuzzFailure | None
+    changed: int | None = None
+    """Examples in which the user's pass changed its input (None: no pass of the user's)."""
+    dropped: int = 0
+    added: int = 0
 
     @property
     def check(self) -> str | None:
@@ -109,7 +118,8 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
             result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace, shrink=False)
     except Exception as err:  # noqa: BLE001 - a crash in a worker is a finding, not a traceback
         return ChunkResult(chunk.index, chunk.seed, 0, FuzzFailure("error", f"{type(err).__name__}: {err}", "", None, None))
-    return ChunkResult(chunk.index, chunk.seed, result.examples, result.failure)
+    return ChunkResult(chunk.index, chunk.seed, result.examples, result.failure, result.changed,
+                       result.dropped or 0, result.added or 0)
 
 
 def failure_signature(check: str, message: str) -> str:
@@ -294,21 +304,37 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
         distinct, saved = _save_distinct(failures, out_dir, shrink) if failures else ([], {})
     ran = sum(r.examples for r in results)
     stopped = fail_fast and bool(failures) and len(results) < len(chunks)
+    effect = _effect(results, ran, replace)
     if as_json:
         emit_json({"format": "neuronsim.fuzz/1", "examples": ran, "seed": seed, "pass": user_pass, "tasks": tasks,
                    "stopped_early": stopped, "distinct": distinct,
+                   "pass_effect": None if effect is None else {"changed": effect.changed, "dropped": effect.dropped,
+                                                               "added": effect.added, "vacuous": effect.vacuous},
                    "failures": [{"chunk": r.index, "seed": r.seed, "check": r.check, "message": r.message,
                                  "saved": saved.get(r.index)} for r in failures]})
     else:
         _print(ran, examples, seed, len(chunks), failures, distinct, stopped, tasks)
-    return 1 if failures else 0
+        if effect is not None:
+            click.echo(effect.effect_text(replace))
+    return 1 if failures or (effect is not None and effect.vacuous) else 0
+
+
+def _effect(results: list[ChunkResult], ran: int, replace: str | None):
+    """What the user's pass did over the whole run (None: no pass of the user's counted)."""
+    from neuronsim.verify.fuzz import FuzzResult
+
+    counted = [r for r in results if r.changed is not None]
+    if not counted:
+        return None
+    return FuzzResult(ran, None, changed=sum(r.changed for r in counted), dropped=sum(r.dropped for r in counted),
+                      added=sum(r.added for r in counted))
 
 
 def _print(ran: int, asked: int, seed: int, chunks: int, failures: list[ChunkResult], distinct: list[dict],
            stopped: bool, tasks: bool = False) -> None:
     from neuronsim.verify.tasks.fuzz import TASK_CHECKS
 
-    out = Console(highlight=False, soft_wrap=True)
+    out = people_console()
     what = "task programs" if tasks else "examples"
     count = f"{ran} {what}" if ran == asked else f"{ran} of {asked} {what} (a chunk stops at its first failure)"
     table = Table(title=f"fuzz: {count}, seed {seed}, {chunks} chunks")
