@@ -85,7 +85,7 @@ Contract (``alloc``)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, replace
 from functools import cache
 from operator import attrgetter
 from typing import ClassVar
@@ -93,33 +93,23 @@ from typing import ClassVar
 import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import MemoryKind, Program, Rotation, Tensor, frozen_mapping, is_dma_op
+from neuronsim.machine.ir.program import MemoryKind, Program, Tensor, frozen_mapping, is_dma_op
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from neuronsim.passes.analysis.lifetimes import (Life, TensorUsers, lifetimes, live_ranges, may_share,
-                                       tensor_users)
+from neuronsim.passes.alloc_place import (PackItem, align_up as _align, extent as _extent, first_fit, place_psum,
+                                          placed as _placed, rotation as _rotation, where_declared)
+from neuronsim.passes.alloc_spill import apply_spills, plan_spills
+from neuronsim.passes.analysis.lifetimes import Life, TensorUsers, lifetimes, live_ranges, tensor_users
 from neuronsim.passes.pipeline import Pass, PassContext
 
-__all__ = ["Alloc", "AllocSharedDram", "live_ranges", "rotate_slots", "storage_use"]
-
-#: Life of an already placed tensor: it clashes with everything.
-_FOREVER = Life(-(1 << 62), 1 << 62)
+__all__ = ["Alloc", "AllocSharedDram", "SbufFull", "live_ranges", "rotate_slots", "storage_use"]
 
 _OP, _PARTITIONS = attrgetter("op"), attrgetter("partitions")
 
-_TENSOR_FIELDS = tuple(f.name for f in fields(Tensor) if f.init)
-_TENSOR_VALUES = attrgetter(*_TENSOR_FIELDS)
-_TENSOR_FIELD_AT = {name: k for k, name in enumerate(_TENSOR_FIELDS)}
 
-
-def _placed(t: Tensor, **placement) -> Tensor:
-    """``dataclasses.replace(t, **placement)`` without its per-call field introspection (one
-    call per placed tensor: a sizeable share of the pass on large programs)."""
-    values = list(_TENSOR_VALUES(t))
-    for name, value in placement.items():
-        values[_TENSOR_FIELD_AT[name]] = value
-    return Tensor(*values)
+class SbufFull(ProgramError):
+    """The virtual SBUF tiles do not fit as placed (spilling may make room)."""
 
 
 def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, int]:
@@ -151,19 +141,12 @@ def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, i
     return out
 
 
-def _align(x: int, a: int) -> int:
-    return -(-x // a) * a
-
-
-def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: int,
-                    size_class) -> dict[tuple, list[list[tuple[Tensor, int]]]]:
-    """Physical slots of one memory: ``key -> [[(tensor, stride), ...], ...]``.
-
-    ``size_class(t)`` is ``(key, bytes)``: the tensors of one key share slots of ``bytes``.
-    Ring tensors of one ``(key, loop, n)`` first take *lanes* of ``n`` slots by rotation on
-    their relative ranges; then lanes (as ``(key, n * bytes)`` blocks) and plain tensors take
-    physical slots by rotation on their hulls (a lane's hull spans its tensors').  A tensor's
-    stride is its class bytes in a lane, 0 when plain.
+def _blocks(members: list[Tensor], lives: Mapping[str, Life], buffers: int, size_class):
+    """``(blocks, hulls, keys)`` of one memory's tensors: a plain tensor is a block of its own;
+    ring tensors of one ``(key, loop, n)`` take *lanes* of ``n`` slots by rotation on their
+    relative ranges, a lane being one block.  Blocks are named by their first tensor:
+    ``blocks[label]`` lists ``(tensor, stride)`` (stride: class bytes in a lane, 0 when
+    plain), ``hulls[label]`` the hull of their hulls, ``keys[(*key, block bytes)]`` the labels.
     """
     rings: dict[tuple, list[Tensor]] = {}
     for t in members:
@@ -174,8 +157,6 @@ def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: i
     for ring_key, group in rings.items():
         for name, lane in rotate_slots([(t.name, *lives[t.name].rel) for t in group], buffers).items():
             lane_of[name] = (ring_key, lane)
-    # blocks, named by their first tensor (a plain tensor is a block of its own), with the
-    # hull of their tensors' hulls
     label_of: dict[tuple, str] = {}
     blocks: dict[str, list[tuple[Tensor, int]]] = {}
     hulls: dict[str, list[int]] = {}
@@ -195,6 +176,18 @@ def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: i
         else:
             blocks[label].append((t, stride))
             hull[0], hull[1] = min(hull[0], life.lo), max(hull[1], life.hi)
+    return blocks, hulls, keys
+
+
+def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: int,
+                    size_class) -> dict[tuple, list[list[tuple[Tensor, int]]]]:
+    """Physical slots of one memory: ``key -> [[(tensor, stride), ...], ...]``.
+
+    ``size_class(t)`` is ``(key, bytes)``: the tensors of one key share slots of ``bytes``.
+    The blocks of :func:`_blocks` (plain tensors and lanes, as ``(key, block bytes)``) take
+    physical slots by rotation on their hulls.
+    """
+    blocks, hulls, keys = _blocks(members, lives, buffers, size_class)
     out: dict[tuple, list[list[tuple[Tensor, int]]]] = {}
     for key, labels in keys.items():
         slot_of = rotate_slots([(b, *hulls[b]) for b in labels], buffers)
@@ -203,16 +196,6 @@ def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: i
             by_slot.setdefault(slot_of[b], []).extend(blocks[b])
         out[key] = [by_slot[slot] for slot in sorted(by_slot)]
     return out
-
-
-def _rotation(life: Life, stride: int) -> Rotation | None:
-    return Rotation(life.loop, life.slots, stride) if life.loop is not None and stride else None
-
-
-def _extent(t: Tensor) -> int:
-    """Bytes from a placed tensor's base to the end of its last slot."""
-    slots = (t.rotate.slots - 1) * t.rotate.stride if t.rotate is not None else 0
-    return slots + t.bytes_per_partition
 
 
 def _start_ok(first: int, span: int) -> bool:
@@ -252,8 +235,29 @@ def _start_masks(stream: InstanceStream, users: TensorUsers, spec: MachineSpec) 
     return masks
 
 
+def _sbuf_bases(tensors: list[Tensor], parts: int, spec: MachineSpec, start_masks: np.ndarray,
+                tensor_id: Mapping[str, int]) -> list[int]:
+    """Partition bases (0, 32, 64, 96) where ``tensors`` keep the partition-start rule."""
+    mask = int(np.bitwise_and.reduce(start_masks[[tensor_id[t.name] for t in tensors]]))
+    bases = [b for b in range(0, spec.sbuf_partitions, 32) if b + parts <= spec.sbuf_partitions
+             and mask >> (b // 32) & 1]
+    if not bases:
+        path, label = where_declared(tensors[0])
+        raise ProgramError(path, f"no partition base keeps the compute accesses of {label} within the "
+                                 "partition-start rule")
+    return bases
+
+
+def _short(t: Tensor, need: int, spec: MachineSpec) -> SbufFull:
+    path, label = where_declared(t)
+    return SbufFull(path, f"SBUF has no room for {label} ({need} bytes a partition) beside the tiles live with "
+                          f"it ({spec.sbuf_partition_bytes} bytes a partition)")
+
+
 def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align: int, spec: MachineSpec,
                 start_masks: np.ndarray, tensor_id: Mapping[str, int]) -> dict[str, Tensor]:
+    """The class-slot placement (slots stacked above one another); when it overflows, the
+    first-fit packing of :func:`_pack_sbuf`, which shares bytes across shapes."""
     virtual = [t for t in program.tensors.values() if t.memory == MemoryKind.SBUF and t.is_virtual]
     quadrants = -(-spec.sbuf_partitions // 32)
     hwm = [0] * quadrants
@@ -274,19 +278,39 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
     for (parts, block), physical in slots.items():
         for pairs in physical:
             tensors = [t for t, _ in pairs]
-            mask = int(np.bitwise_and.reduce(start_masks[[tensor_id[t.name] for t in tensors]]))
-            bases = [b for b in range(0, spec.sbuf_partitions, 32) if b + parts <= spec.sbuf_partitions
-                     and mask >> (b // 32) & 1]
-            if not bases:
-                raise ProgramError(f"tensors.{tensors[0].name}", "no partition base keeps its compute accesses within the partition-start rule")
+            bases = _sbuf_bases(tensors, parts, spec, start_masks, tensor_id)
             best = min(bases, key=lambda b: (_align(max(hwm[b // 32:(b + parts - 1) // 32 + 1]), align), b))
             offset = _align(max(hwm[best // 32:(best + parts - 1) // 32 + 1]), align)
             if offset + block > spec.sbuf_partition_bytes:
-                raise ProgramError(f"tensors.{tensors[0].name}", f"virtual SBUF tensors need more than the {spec.sbuf_partition_bytes} bytes of a partition")
+                return _pack_sbuf(program, virtual, lives, buffers, align, spec, start_masks, tensor_id, size_class)
             for q in range(best // 32, (best + parts - 1) // 32 + 1):
                 hwm[q] = offset + block
             for t, stride in pairs:
                 placed[t.name] = _placed(t, partition=best, offset=offset, rotate=_rotation(lives[t.name], stride))
+    return placed
+
+
+def _pack_sbuf(program: Program, virtual: list[Tensor], lives: Mapping[str, Life], buffers: int, align: int,
+               spec: MachineSpec, start_masks: np.ndarray, tensor_id: Mapping[str, int],
+               size_class) -> dict[str, Tensor]:
+    """Every block (plain tensor or ring lane) placed first fit in order of birth
+    (:func:`~neuronsim.passes.alloc_place.first_fit`): tiles of any shape share bytes when
+    their hulls are disjoint, placed tensors stay where they are."""
+    blocks, hulls, keys = _blocks(virtual, lives, buffers, size_class)
+    items = [PackItem(label, parts, block, *hulls[label],
+                      tuple(_sbuf_bases([t for t, _ in blocks[label]], parts, spec, start_masks, tensor_id)))
+             for (parts, block), labels in keys.items() for label in labels]
+    fixed = [(t.partition, t.partition + t.shape[0], t.offset, t.offset + _extent(t))
+             for t in program.tensors.values() if t.memory == MemoryKind.SBUF and not t.is_virtual]
+    try:
+        spots = first_fit(items, fixed, spec.sbuf_partition_bytes, align)
+    except ProgramError as err:
+        first = blocks[err.path][0][0]
+        raise _short(first, _align(first.bytes_per_partition, align), spec) from None
+    placed: dict[str, Tensor] = {}
+    for label, (base, offset) in spots.items():
+        for t, stride in blocks[label]:
+            placed[t.name] = _placed(t, partition=base, offset=offset, rotate=_rotation(lives[t.name], stride))
     return placed
 
 
@@ -309,7 +333,7 @@ def _fit_sbuf(program: Program, lives: dict[str, Life],
             groups.setdefault((life.loop, tensor.shape, tensor.dtype), []).append(name)
     try:
         return place(lives), lives, 0
-    except ProgramError:
+    except SbufFull:
         if not groups:
             raise  # no ring to give up: SBUF is short even with one placement per tensor
     cost = {key: sum(program.tensors[n].bytes_per_partition * lives[n].slots for n in names)
@@ -324,77 +348,11 @@ def _fit_sbuf(program: Program, lives: dict[str, Life],
             trial = plain(lives, groups[key])
             try:
                 return place(trial), trial, made_plain + 1
-            except ProgramError:
+            except SbufFull:
                 continue
         largest = max(groups, key=lambda k: (cost[k], repr(k)))
         lives, made_plain = plain(lives, groups.pop(largest)), made_plain + 1
     return place(lives), lives, made_plain
-
-
-def _fit_psum(regions, banks: int, cursor: int, life: Life, need: int, nbytes: int, size: int,
-              align: int) -> tuple[int, int] | None:
-    """``(first bank, offset)`` for a tensor of ``life`` (a ring takes ``n`` consecutive
-    banks, slot ``s`` in the ``s``-th), or None."""
-    n = life.slots if life.loop is not None else 1
-    bases = banks - n + 1
-    if bases < 1:
-        return None
-    order = [(cursor + step) % bases for step in range(bases)]
-
-    def clashes(k: int) -> list[tuple[int, int]]:
-        return sorted((lo, hi) for s in range(n) for lo, hi, other, slot in regions[k + s]
-                      if not may_share(other, slot, life, s))
-
-    for k in order:  # rotation: banks where nothing live clashes
-        if not clashes(k):
-            return k, 0
-    for k in order:  # first fit beside the regions that clash
-        offset = 0
-        for lo, hi in clashes(k):
-            if offset + need <= lo:
-                break
-            offset = max(offset, _align(hi, align))
-        if offset + nbytes <= size:
-            return k, offset
-    return None
-
-
-def _place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: int,
-                spec: MachineSpec) -> tuple[dict[str, Tensor], int]:
-    """Placements and the number of rings placed without rotation (no banks for them)."""
-    banks = min(banks or spec.psum_banks, spec.psum_banks)
-    size = spec.psum_bank_bytes
-    # regions[k]: (lo, hi, life, slot) inside bank k.
-    regions: list[list[tuple[int, int, Life, int]]] = [[] for _ in range(spec.psum_banks)]
-    for t in program.tensors.values():
-        if t.memory == MemoryKind.PSUM and not t.is_virtual:
-            for s in range(t.rotate.slots if t.rotate is not None else 1):
-                first = t.byte_base + (t.rotate.stride * s if t.rotate is not None else 0)
-                bank, lo = divmod(first, size)
-                regions[min(bank, spec.psum_banks - 1)].append((lo, lo + t.bytes_per_partition, _FOREVER, 0))
-    virtual = sorted((t for t in program.tensors.values() if t.memory == MemoryKind.PSUM and t.is_virtual),
-                     key=lambda t: (lives[t.name].lo, t.name))
-    placed: dict[str, Tensor] = {}
-    cursor = fallbacks = 0
-    for t in virtual:
-        life = lives[t.name]
-        # Tensors come in order of first use: what died before this one was born can never
-        # clash again (disjoint hulls), so it leaves the banks' region lists.
-        regions = [[r for r in bank if r[2].hi >= life.lo] for bank in regions]
-        need = min(_align(t.bytes_per_partition, align), size)
-        choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
-        if choice is None and life.loop is not None:
-            life, fallbacks = life.plain, fallbacks + 1
-            choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
-        if choice is None:
-            raise ProgramError(f"tensors.{t.name}", f"no PSUM bank has room while it is live ({banks} banks)")
-        k, offset = choice
-        n = life.slots if life.loop is not None else 1
-        for s in range(n):
-            regions[k + s].append((offset, offset + need, life, s))
-        cursor = k + n
-        placed[t.name] = _placed(t, partition=0, offset=offset, bank=k, rotate=_rotation(life, size))
-    return placed, fallbacks
 
 
 def _dram_end(program: Program) -> int:
@@ -421,7 +379,7 @@ def _place_dram(members: list[Tensor], lives: Mapping[str, Life], buffers: int, 
                                          rotate=_rotation(lives[t.name], stride))
             address += block
     if address > spec.dram_bytes:
-        raise ProgramError(f"tensors.{members[0].name}",
+        raise ProgramError(where_declared(members[0])[0],
                            f"virtual DRAM tensors run past the end of DRAM ({spec.dram_bytes} bytes)")
     return placed, address
 
@@ -510,17 +468,37 @@ class Alloc(Pass):
         if not program.has_virtual_tensors:
             return program  # allocation only when needed
         spec = ctx.machine(program)
+        _refuse_unplaceable(program, spec)
         banks = min(self.psum_banks or spec.psum_banks, spec.psum_banks)
         slots = {MemoryKind.SBUF: self.buffers, MemoryKind.DRAM: self.buffers,
                  MemoryKind.PSUM: min(self.psum_buffers, banks)} if self.rotate else {}
-        stream = ctx.stream(program)  # kept in the context: the placed program's stream derives from it
-        users = tensor_users(stream)
-        lives = lifetimes(stream, slots, users)
-        start_masks = _start_masks(stream, users, spec)
-        placed, lives, fallbacks = _fit_sbuf(
-            program, lives, lambda trial: _place_sbuf(program, trial, self.buffers, self.align, spec, start_masks,
-                                                      stream.tensor_id))
-        psum, psum_fallbacks = _place_psum(program, lives, self.psum_banks, self.align, spec)
+        room, spills, moved = _sbuf_room(program, spec), [0, 0, 0], False
+        for _round in range(_SPILL_ROUNDS + 1):
+            stream = ctx.stream(program)  # kept in the context: the placed program's stream derives from it
+            users = tensor_users(stream)
+            lives = lifetimes(stream, slots, users)
+            start_masks = _start_masks(stream, users, spec)
+            try:
+                placed, lives, fallbacks = _fit_sbuf(
+                    program, lives, lambda trial: _place_sbuf(program, trial, self.buffers, self.align, spec,
+                                                              start_masks, stream.tensor_id))
+                break
+            except SbufFull as short:
+                weights = _weights(program, self.align, spec)
+                plan = plan_spills(program, weights, room) if _round < _SPILL_ROUNDS else []
+                while not plan and room > min(weights.values(), default=0) and _round < _SPILL_ROUNDS:
+                    room *= _ROOM_STEP  # the estimate was too kind to the packing: aim lower
+                    plan = plan_spills(program, weights, room)
+                if not plan:
+                    what = "spilling the tiles not in use there to DRAM makes no room" if moved else \
+                        "no tile live with it has a gap in its uses to spill it over"
+                    raise SbufFull(short.path, f"{short.message}; {what}") from None
+                result = apply_spills(program, plan, spec)
+                program, moved = result.program, True
+                for k, amount in enumerate((result.spills, result.transfers, result.bytes)):
+                    spills[k] += amount
+                room *= _ROOM_STEP
+        psum, psum_fallbacks = place_psum(program, lives, self.psum_banks, self.align, spec)
         placed.update(psum)
         dram = [t for t in program.tensors.values() if t.memory == MemoryKind.DRAM and t.is_virtual]
         if dram:
@@ -532,7 +510,43 @@ class Alloc(Pass):
             ctx.count(self.name, key, amount)
         if fallbacks + psum_fallbacks:
             ctx.count(self.name, "fallbacks", fallbacks + psum_fallbacks)
+        if moved:
+            for key, amount in zip(("spills", "spill-transfers", "spill-bytes"), spills):
+                ctx.count(self.name, key, amount)
         return _with_placements(program, placed)
+
+
+#: Spill rounds at most (each plans against a smaller room estimate), and the step of the room.
+_SPILL_ROUNDS, _ROOM_STEP = 12, 0.8
+
+
+def _refuse_unplaceable(program: Program, spec: MachineSpec) -> None:
+    """A tile wider than an SBUF partition or a PSUM bank: no allocation or spill places it."""
+    for t in program.tensors.values():
+        if not t.is_virtual or t.memory == MemoryKind.DRAM:
+            continue
+        limit, what = ((spec.sbuf_partition_bytes, "an SBUF partition") if t.memory == MemoryKind.SBUF
+                       else (spec.psum_bank_bytes, "a PSUM bank"))
+        if t.bytes_per_partition > limit:
+            path, label = where_declared(t)
+            raise ProgramError(path, f"{label} holds {t.bytes_per_partition} bytes a partition, more than the "
+                                     f"{limit} of {what}: split it into tiles that fit")
+
+
+def _weights(program: Program, align: int, spec: MachineSpec) -> dict[str, float]:
+    """Bytes of a partition each virtual SBUF tensor takes, averaged over the partitions'
+    quadrants (a 32-partition tile leaves three quadrants to others)."""
+    quadrants = -(-spec.sbuf_partitions // 32)
+    return {t.name: _align(t.bytes_per_partition, align) * -(-t.shape[0] // 32) / quadrants
+            for t in program.tensors.values() if t.memory == MemoryKind.SBUF and t.is_virtual}
+
+
+def _sbuf_room(program: Program, spec: MachineSpec) -> float:
+    """Bytes of a partition left to virtual tiles beside the placed ones (quadrant average)."""
+    quadrants = -(-spec.sbuf_partitions // 32)
+    fixed = sum(_extent(t) * -(-t.shape[0] // 32) / quadrants for t in program.tensors.values()
+                if t.memory == MemoryKind.SBUF and not t.is_virtual)
+    return max(spec.sbuf_partition_bytes - fixed, 0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,178 @@
+"""Placement primitives of ``alloc`` (:mod:`neuronsim.passes.alloc`): tensor placements, the
+SBUF first-fit packing by liveness, and PSUM banks by rotation.
+
+The sharing rule these keep, and its proof, are in :mod:`neuronsim.passes.alloc`: two blocks
+share a byte only when :func:`~neuronsim.passes.analysis.lifetimes.may_share` says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from operator import attrgetter
+
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import MemoryKind, Program, Rotation, Tensor
+from neuronsim.machine.model.presets import MachineSpec
+
+from neuronsim.passes.analysis.lifetimes import Life, may_share
+
+__all__ = ["FOREVER", "PackItem", "align_up", "extent", "first_fit", "place_psum", "placed", "rotation",
+           "where_declared"]
+
+#: Life of an already placed tensor: it clashes with everything.
+FOREVER = Life(-(1 << 62), 1 << 62)
+
+_TENSOR_FIELDS = tuple(f.name for f in fields(Tensor) if f.init)
+_TENSOR_VALUES = attrgetter(*_TENSOR_FIELDS)
+_TENSOR_FIELD_AT = {name: k for k, name in enumerate(_TENSOR_FIELDS)}
+
+
+def placed(t: Tensor, **placement) -> Tensor:
+    """``dataclasses.replace(t, **placement)`` without its per-call field introspection (one
+    call per placed tensor: a sizeable share of the pass on large programs)."""
+    values = list(_TENSOR_VALUES(t))
+    for name, value in placement.items():
+        values[_TENSOR_FIELD_AT[name]] = value
+    return Tensor(*values)
+
+
+def align_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def rotation(life: Life, stride: int) -> Rotation | None:
+    return Rotation(life.loop, life.slots, stride) if life.loop is not None and stride else None
+
+
+def extent(t: Tensor) -> int:
+    """Bytes from a placed tensor's base to the end of its last slot."""
+    slots = (t.rotate.slots - 1) * t.rotate.stride if t.rotate is not None else 0
+    return slots + t.bytes_per_partition
+
+
+def where_declared(t: Tensor) -> tuple[str, str]:
+    """``(path, label)`` of an allocation error about ``t``: a traced kernel's tile carries its
+    declaration (``x-source``: file, line, call, variable), so the error names that line and the
+    kernel's variable; any other tensor is named by its JSON path."""
+    source = t.extras.get("x-source") if t.extras else None
+    if isinstance(source, Mapping) and source.get("file") and source.get("line"):
+        variable = source.get("variable") or source.get("call") or t.name
+        return f"{source['file']}:{source['line']}", f"tile {variable!r} ({source.get('call', 'declared')}, {t.name})"
+    return f"tensors.{t.name}", t.name
+
+
+@dataclass(frozen=True, slots=True)
+class PackItem:
+    """One block to pack: ``bytes`` per partition over ``partitions`` partitions, live over
+    ``[lo, hi]`` (the hull of its tensors), at one of the partition ``bases``."""
+
+    label: str
+    partitions: int
+    bytes: int
+    lo: int
+    hi: int
+    bases: tuple[int, ...]
+
+
+def first_fit(items: list[PackItem], fixed: list[tuple[int, int, int, int]], capacity: int,
+              align: int) -> dict[str, tuple[int, int]]:
+    """``label -> (partition base, byte offset)``: blocks in order of birth each take the
+    lowest byte range (then the lowest base) that no live block overlaps in partitions and
+    bytes; ``fixed`` blocks ``(first partition, end partition, first byte, end byte)`` are live
+    all along.  Blocks of any shape share bytes when their hulls are disjoint (rule 1 of the
+    allocator).  Raises a :class:`ProgramError` carrying the label of a block that fits nowhere
+    (``path``: the label)."""
+    forever = FOREVER.hi
+    live: list[tuple[int, int, int, int, int]] = [(forever, *f) for f in fixed]
+    out: dict[str, tuple[int, int]] = {}
+    for item in sorted(items, key=lambda it: (it.lo, it.label)):
+        # Items come in order of birth: a block dead before this one is born never clashes again.
+        live = [b for b in live if b[0] >= item.lo]
+        best: tuple[int, int] | None = None
+        for base in item.bases:
+            end = base + item.partitions
+            offset = 0
+            for lo, hi in sorted((b[3], b[4]) for b in live if b[1] < end and base < b[2]):
+                if offset + item.bytes <= lo:
+                    break
+                offset = max(offset, align_up(hi, align))
+            if best is None or (offset, base) < best:
+                best = (offset, base)
+        if best is None or best[0] + item.bytes > capacity:
+            raise ProgramError(item.label, f"needs {item.bytes} bytes a partition beside the tiles live with it")
+        offset, base = best
+        live.append((item.hi, base, base + item.partitions, offset, offset + item.bytes))
+        out[item.label] = (base, offset)
+    return out
+
+
+def _fit_psum(regions, banks: int, cursor: int, life: Life, need: int, nbytes: int, size: int,
+              align: int) -> tuple[int, int] | None:
+    """``(first bank, offset)`` for a tensor of ``life`` (a ring takes ``n`` consecutive
+    banks, slot ``s`` in the ``s``-th), or None."""
+    n = life.slots if life.loop is not None else 1
+    bases = banks - n + 1
+    if bases < 1:
+        return None
+    order = [(cursor + step) % bases for step in range(bases)]
+
+    def clashes(k: int) -> list[tuple[int, int]]:
+        return sorted((lo, hi) for s in range(n) for lo, hi, other, slot in regions[k + s]
+                      if not may_share(other, slot, life, s))
+
+    for k in order:  # rotation: banks where nothing live clashes
+        if not clashes(k):
+            return k, 0
+    for k in order:  # first fit beside the regions that clash
+        offset = 0
+        for lo, hi in clashes(k):
+            if offset + need <= lo:
+                break
+            offset = max(offset, align_up(hi, align))
+        if offset + nbytes <= size:
+            return k, offset
+    return None
+
+
+def place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: int,
+               spec: MachineSpec) -> tuple[dict[str, Tensor], int]:
+    """Placements and the number of rings placed without rotation (no banks for them)."""
+    banks = min(banks or spec.psum_banks, spec.psum_banks)
+    size = spec.psum_bank_bytes
+    # regions[k]: (lo, hi, life, slot) inside bank k.
+    regions: list[list[tuple[int, int, Life, int]]] = [[] for _ in range(spec.psum_banks)]
+    for t in program.tensors.values():
+        if t.memory == MemoryKind.PSUM and not t.is_virtual:
+            for s in range(t.rotate.slots if t.rotate is not None else 1):
+                first = t.byte_base + (t.rotate.stride * s if t.rotate is not None else 0)
+                bank, lo = divmod(first, size)
+                regions[min(bank, spec.psum_banks - 1)].append((lo, lo + t.bytes_per_partition, FOREVER, 0))
+    virtual = sorted((t for t in program.tensors.values() if t.memory == MemoryKind.PSUM and t.is_virtual),
+                     key=lambda t: (lives[t.name].lo, t.name))
+    out: dict[str, Tensor] = {}
+    cursor = fallbacks = 0
+    for t in virtual:
+        if t.bytes_per_partition > size:  # no allocation helps: a tile lives in one bank
+            path, label = where_declared(t)
+            raise ProgramError(path, f"PSUM {label} holds {t.bytes_per_partition} bytes a partition, more than "
+                                     f"a {size}-byte bank")
+        life = lives[t.name]
+        # Tensors come in order of first use: what died before this one was born can never
+        # clash again (disjoint hulls), so it leaves the banks' region lists.
+        regions = [[r for r in bank if r[2].hi >= life.lo] for bank in regions]
+        need = min(align_up(t.bytes_per_partition, align), size)
+        choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
+        if choice is None and life.loop is not None:
+            life, fallbacks = life.plain, fallbacks + 1
+            choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
+        if choice is None:
+            path, label = where_declared(t)
+            raise ProgramError(path, f"no PSUM bank has room for {label} while it is live ({banks} banks)")
+        k, offset = choice
+        n = life.slots if life.loop is not None else 1
+        for s in range(n):
+            regions[k + s].append((offset, offset + need, life, s))
+        cursor = k + n
+        out[t.name] = placed(t, partition=0, offset=offset, bank=k, rotate=rotation(life, size))
+    return out, fallbacks

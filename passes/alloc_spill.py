@@ -1,0 +1,185 @@
+"""Spilling for ``alloc``: when the SBUF tiles live together do not fit, store some to DRAM
+and load them back before their next use, as a compiler's allocator does.
+
+A spill splits one virtual SBUF tensor ``T`` over a *gap*: a run of top-level nodes of the
+program body (instructions, or whole kept loops) that do not touch ``T``, between a node that
+does (``after``) and the next one that does (``before``).  The split adds
+
+* right after ``after``, a DMA ``store`` of the whole of ``T`` into a new virtual DRAM tensor
+  ``T_spillJ`` (same shape and dtype), and
+* right before ``before``, a DMA ``reload`` of it into a new virtual SBUF tensor
+  ``T_reloadJ`` (``T``'s declaration, ``x-source``, kept), which every access of ``T`` from
+  ``before`` on then names instead of ``T``.
+
+Values are those of the program without the split: the reload holds every byte ``T`` held
+after ``after`` (nothing touches ``T`` inside the gap), and the later accesses read them
+from it.  ``T`` and ``T_reloadJ`` are two tensors whose hulls the gap separates, so the
+allocator may give the gap's bytes to other tiles.  Splits are only ever placed between
+top-level nodes: inside a kept loop a new tensor would be the same in every iteration, and a
+loop runs its body once per iteration.  The new instructions carry no deps: dependence
+construction after allocation (``build-fdeps``, ``anti-deps``: the default pipeline) orders
+them by the bytes they touch, as it orders every other instruction; each is marked
+``x-spill`` (``store`` / ``reload``, the tensor spilled), runs on the SP sequencer, and the
+DMA queues take them in turn, so the simulator charges them as any transfer.
+
+Which tensors: :func:`plan_spills` walks the body with the bytes a partition each live tensor
+needs (its *weight*); where the sum exceeds the room, it spills the tensors whose gap
+covers that node, the one used again furthest ahead first (Belady's rule), until it fits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+from neuronsim.machine.model.presets import MachineSpec
+
+__all__ = ["Spill", "SpillResult", "plan_spills", "apply_spills", "top_level_users"]
+
+
+@dataclass(frozen=True, slots=True)
+class Spill:
+    """Store ``tensor`` after top-level node ``after``, reload it before node ``before``."""
+
+    tensor: str
+    after: int
+    before: int
+
+
+@dataclass(frozen=True, slots=True)
+class SpillResult:
+    """The program with its spills, and what they move."""
+
+    program: Program
+    spills: int
+    transfers: int
+    bytes: int
+    """Bytes every transfer moves, summed (a spill stores and reloads the tensor: twice its size)."""
+
+
+def top_level_users(program: Program) -> dict[str, list[int]]:
+    """Tensor name -> the indices of the top-level nodes touching it, ascending."""
+    users: dict[str, list[int]] = {}
+    for k, node in enumerate(program.body):
+        names: set[str] = set()
+        stack: list[Node] = [node]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Loop):
+                stack.extend(n.body)
+            else:
+                names.update(a.tensor for a, _w in n.accesses)
+        for name in names:
+            users.setdefault(name, []).append(k)
+    return users
+
+
+def plan_spills(program: Program, weight: Mapping[str, float], room: float) -> list[Spill]:
+    """Spills that keep the weight of the tensors resident at each top-level node within
+    ``room`` where a gap allows it (Belady's rule: the tensor used again furthest ahead goes
+    first; ties: the heavier).  A node whose own tensors exceed ``room`` gets what its gaps
+    give; the allocator then says whether that is enough."""
+    users = top_level_users(program)
+    nodes = len(program.body)
+    delta = np.zeros(nodes + 1)
+    opening: dict[int, list[tuple[int, str, int]]] = {}
+    for name, w in weight.items():
+        at = users.get(name)
+        if not at:
+            continue
+        delta[at[0]] += w
+        delta[at[-1] + 1] -= w
+        for p, q in zip(at, at[1:]):
+            if q > p + 1:
+                opening.setdefault(p + 1, []).append((q, name, p))
+    pressure = np.cumsum(delta)[:nodes]
+    gaps: dict[str, tuple[int, int]] = {}  # the gaps open at the current node, by tensor
+    closing: dict[int, list[str]] = {}
+    spills: list[Spill] = []
+    for k in range(nodes):
+        for name in closing.pop(k, ()):
+            gaps.pop(name, None)
+        for q, name, p in opening.get(k, ()):
+            gaps[name] = (p, q)
+            closing.setdefault(q, []).append(name)
+        if pressure[k] <= room or not gaps:
+            continue
+        for name in sorted(gaps, key=lambda n: (-gaps[n][1], -weight[n], n)):
+            if pressure[k] <= room:
+                break
+            p, q = gaps.pop(name)
+            pressure[k:q] -= weight[name]
+            spills.append(Spill(name, p, q))
+    return spills
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    out, k = name, 1
+    while out in taken:
+        out, k = f"{name}_{k}", k + 1
+    taken.add(out)
+    return out
+
+
+def _renamed(node: Node, renames: Mapping[str, str]) -> Node:
+    if isinstance(node, Loop):
+        return Loop(node.name, node.trip_count, tuple(_renamed(n, renames) for n in node.body), node.extras)
+    if not any(a.tensor in renames for a, _w in node.accesses):
+        return node
+    return replace(node, reads=tuple(replace(a, tensor=renames[a.tensor]) if a.tensor in renames else a
+                                     for a in node.reads),
+                   writes=tuple(replace(a, tensor=renames[a.tensor]) if a.tensor in renames else a
+                                for a in node.writes))
+
+
+def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec) -> SpillResult:
+    """``program`` with every spill's store, reload and renamed accesses (module doc)."""
+    users = top_level_users(program)
+    tensors = dict(program.tensors)
+    taken_tensors = set(tensors)
+    taken_names = {inst.name for inst, _ in program.instructions()}
+    queues = spec.queue_names
+    after: dict[int, list[Instruction]] = {}
+    before: dict[int, list[Instruction]] = {}
+    renames: dict[int, dict[str, str]] = {}
+    moved = transfers = 0
+    by_tensor: dict[str, list[Spill]] = {}
+    for spill in spills:
+        by_tensor.setdefault(spill.tensor, []).append(spill)
+    for name in sorted(by_tensor):
+        source = tensors[name]
+        segment = name  # the tensor holding the value before the next spill
+        mine = sorted(by_tensor[name], key=lambda s: s.after)
+        for j, spill in enumerate(mine, start=1):
+            dram = _fresh(f"{name}_spill{j}", taken_tensors)
+            reload = _fresh(f"{name}_reload{j}", taken_tensors)
+            tensors[dram] = Tensor(dram, MemoryKind.DRAM, source.dtype, source.shape,
+                                   extras=frozen_mapping({"x-spill-of": name}))
+            tensors[reload] = Tensor(reload, MemoryKind.SBUF, source.dtype, source.shape, extras=source.extras)
+            mark = {"x-spill": {"tensor": name, "kind": "store"}}
+            queue = queues[transfers % len(queues)]
+            after.setdefault(spill.after, []).append(Instruction(
+                _fresh(f"spill_{name}_{j}", taken_names), "sp", "dma_copy", reads=(Access(segment),),
+                writes=(Access(dram),), queue=queue, extras=frozen_mapping(mark)))
+            mark = {"x-spill": {"tensor": name, "kind": "reload"}}
+            queue = queues[(transfers + 1) % len(queues)]
+            before.setdefault(spill.before, []).append(Instruction(
+                _fresh(f"reload_{name}_{j}", taken_names), "sp", "dma_copy", reads=(Access(dram),),
+                writes=(Access(reload),), queue=queue, extras=frozen_mapping(mark)))
+            end = mine[j].before if j < len(mine) else len(program.body)
+            for k in users[name]:
+                if spill.before <= k < end:
+                    renames.setdefault(k, {})[name] = reload
+            segment = reload
+            transfers += 2
+            moved += 2 * source.shape[0] * source.bytes_per_partition
+    body: list[Node] = []
+    for k, node in enumerate(program.body):
+        body.extend(before.get(k, ()))
+        body.append(_renamed(node, renames[k]) if k in renames else node)
+        body.extend(after.get(k, ()))
+    out = Program(frozen_mapping(tensors), tuple(body), program.machine, program.extras)
+    return SpillResult(out, len(spills), transfers, moved)
