@@ -26,12 +26,12 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))  # the tests' oracles
 
 from neuronsim.machine.sim.simulator import simulate  # noqa: E402
 from neuronsim.machine.order.stream import stream_of  # noqa: E402
 from neuronsim.passes import compile_program  # noqa: E402
-from tests.alloc_oracles import reuse_pairs  # noqa: E402
+from neuronsim_tests.alloc_oracles import reuse_pairs  # noqa: E402
 from neuronsim.verify.racecheck import check_waits  # noqa: E402
 from neuronsim.verify.scenarios import all_scenarios, scenario_name  # noqa: E402
 from neuronsim.verify.strategies import programs  # noqa: E402

@@ -17,10 +17,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the tests' kits
 
 from neuronsim.machine.formats.program import loads_program  # noqa: E402
-from tests.planted import AntiDepsFirstPartition, DropPsumAccumulation, ProgramOrderFoldReduction  # noqa: E402
+from neuronsim_tests.planted import AntiDepsFirstPartition, DropPsumAccumulation, ProgramOrderFoldReduction  # noqa: E402
 from neuronsim.verify.fuzz import check_pass, shrink_failure  # noqa: E402
 from neuronsim.verify.shrink import instruction_count  # noqa: E402
 

@@ -18,12 +18,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the tests' kits
 
 from neuronsim.machine.ir.program import Loop  # noqa: E402
-from tests.nki.nki_kit import (SCENARIO_KERNELS, close, retarget_dmas, run_program, trace_file,  # noqa: E402
+from neuronsim_tests.nki_kit import (SCENARIO_KERNELS, close, retarget_dmas, run_program, trace_file,  # noqa: E402
                                zeros_like_tensor)
-from tests.nki.test_scenarios_nki import CASES  # noqa: E402
+from neuronsim_tests.nki_scenarios_kit import CASES  # noqa: E402
 from neuronsim.verify.scenarios import SCENARIO_DIR, get_scenario  # noqa: E402
 
 

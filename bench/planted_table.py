@@ -21,9 +21,10 @@ import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# the planted bugs are the test suite's (tests/support/neuronsim_tests/planted*.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
 
-#: (label, planted object name in tests.planted, check_pass options)
+#: (label, planted object name in neuronsim_tests.planted, check_pass options)
 BUGS = (
     ("build_fdeps drops the PSUM accumulation chain", "DropPsumAccumulation", {"replace": "build-fdeps"}),
     ("anti analyzer ignores partitions", "AntiDepsFirstPartition", {"replace": "anti-deps"}),
@@ -31,7 +32,7 @@ BUGS = (
     ("simulator skips a wait", "simulator_ignoring_one_wait", {}),
 )
 
-#: the same for the task-pass bugs (``tests.planted_tasks``)
+#: the same for the task-pass bugs (``neuronsim_tests.planted_tasks``)
 TASK_BUGS = (
     ("task deps without WAR", "ForgetsWar", {"replace": "auto-derive-task-dependencies"}),
     ("MemRef aliasing ignored", "IgnoresMemRefAliasing", {"replace": "auto-derive-task-dependencies"}),
@@ -42,13 +43,13 @@ TASK_BUGS = (
 def first_failure(bug: int, seed: int, budget: int, tasks: bool = False) -> tuple[int | None, str | None]:
     """``(examples until the first failure, check that failed)`` or ``(None, None)``."""
     if tasks:
-        import tests.planted_tasks as planted_tasks
+        from neuronsim_tests import planted_tasks
         from neuronsim.verify.tasks.fuzz import check_task_pass
 
         _, attr, options = TASK_BUGS[bug]
         result = check_task_pass(getattr(planted_tasks, attr), examples=budget, seed=seed, shrink=False, **options)
         return (None, None) if result.failure is None else (result.first_failure_at, result.failure.check)
-    import tests.planted as planted
+    from neuronsim_tests import planted
     from neuronsim.verify.fuzz import check_pass
 
     _, attr, options = BUGS[bug]

@@ -29,7 +29,7 @@ exact reduction, ``remove-redundancies`` then ``dep-reduction``, keeps 16), and 
 is still race-free:
 
 >>> from neuronsim.machine.formats.program import load_program
->>> from passes import compile_program
+>>> from neuronsim.passes import compile_program
 >>> from neuronsim.verify.racecheck import check_program
 >>> built, _ = compile_program(load_program("scenarios/flash_attention.json"), "alloc,build-fdeps,anti-deps")
 >>> out = CollapseWaits().apply(built, None)

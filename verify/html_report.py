@@ -253,7 +253,7 @@ def build_report(program: Program, name: str, *, passes: str | None = None) -> R
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("verify", "templates"),
+    return jinja2.Environment(loader=jinja2.PackageLoader("neuronsim.verify", "templates"),
                               autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined,
                               trim_blocks=True, lstrip_blocks=True)
 

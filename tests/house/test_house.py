@@ -12,7 +12,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from tests.house.imports import ROOT, import_edges, module_files, room_of
+from neuronsim_tests.house_imports import ROOT, import_edges, module_files, room_of
 
 #: Rooms from the bottom up: a module may import its own room and the rooms before it, never
 #: one after it.  A new room goes into this list where its imports put it.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from neuronsim.verify.nki.findings import nki_findings
-from tests.nki.nki_kit import GROUP_KERNELS, kernel_module, trace_file
+from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, trace_file
 
 KERNELS = GROUP_KERNELS / "legacy_accumulate.py"
 X = np.random.default_rng(3).random((128, 512), dtype=np.float32)

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from neuronsim.machine.ir.program import MemoryKind
-from tests.nki.nki_kit import GROUP_KERNELS, ROOT, kernel_module, line_of, run_program, trace_file
+from neuronsim_tests.nki_kit import GROUP_KERNELS, ROOT, kernel_module, line_of, run_program, trace_file
 
 KERNEL = GROUP_KERNELS / "shared_banks.py"
 MATMUL_LINE = line_of(KERNEL, "score_ps[g] = nisa.nc_matmul(")

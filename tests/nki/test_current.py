@@ -7,7 +7,7 @@ import pytest
 
 from neuronsim.machine.ir.program import Loop
 from neuronsim.machine.nki import trace
-from tests.nki.kit import f32, kernel, run, sources
+from neuronsim_tests.nki_kernels import f32, kernel, run, sources
 
 
 def test_add_unrolls_loops_and_records_sources():

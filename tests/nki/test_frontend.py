@@ -12,7 +12,7 @@ import pytest
 
 from neuronsim.machine.nki import NkiError, load_kernel, standins, trace
 from neuronsim.verify.nki.simulate import simulate_kernel
-from tests.nki.kit import KERNELS, f32, kernel
+from neuronsim_tests.nki_kernels import KERNELS, f32, kernel
 
 
 def test_standins_restore_a_real_install():

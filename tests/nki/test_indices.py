@@ -6,7 +6,7 @@ import numpy as np
 
 from neuronsim.machine.ir.source import source_text
 from neuronsim.machine.nki import trace
-from tests.nki.kit import f32, kernel, run, sources
+from neuronsim_tests.nki_kernels import f32, kernel, run, sources
 
 
 def test_python_range_loops_and_a_helpers_loop_are_the_indices():

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
-from tests.nki.nki_kit import GROUP_KERNELS, close, instructions, kernel_module, run_program, trace_file
+from neuronsim_tests.nki_kit import GROUP_KERNELS, close, instructions, kernel_module, run_program, trace_file
 
 
 def _ops(program: Program) -> list[Instruction]:

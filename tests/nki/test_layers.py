@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.house.imports import import_edges, module_files
+from neuronsim_tests.house_imports import import_edges, module_files
 
 PACKAGE = "neuronsim.machine.nki"
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from neuronsim.machine.ir.program import Loop, Rotation
 from neuronsim.machine.nki import trace
-from tests.nki.kit import f32, kernel, run, sources
+from neuronsim_tests.nki_kernels import f32, kernel, run, sources
 
 
 def _loops(traced):

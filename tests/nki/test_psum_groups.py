@@ -11,7 +11,7 @@ import pytest
 from neuronsim.machine.ir.source import source_text
 from neuronsim.machine.nki import load_kernel
 from neuronsim.verify.nki.simulate import simulate_kernel
-from tests.nki.nki_kit import GROUP_KERNELS, kernel_module, trace_file
+from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, trace_file
 
 KERNELS = GROUP_KERNELS / "psum_groups.py"
 RNG = np.random.default_rng(11)

@@ -18,7 +18,7 @@ import pytest
 
 from neuronsim.machine.nki import load_kernel, trace
 from neuronsim.verify.nki.run import run_kernel
-from tests.nki.nki_kit import ROOT, kernel_module
+from neuronsim_tests.nki_kit import ROOT, kernel_module
 
 PUBLISHED = ROOT / "scenarios" / "nki" / "published"
 

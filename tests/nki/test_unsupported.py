@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from neuronsim.machine.nki import NkiError, trace
-from tests.nki.kit import kernel
+from neuronsim_tests.nki_kernels import kernel
 
 LINE = re.compile(r"^tests/nki/kernels/unsupported\.py:(\d+): [^\n]+$")
 

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 
 from neuronsim.machine.model.geometry import element_runs, footprint, overlap
 from neuronsim.machine.ir.program import Access, MemoryKind, Tensor
-from tests.vacuity import nonvacuous, tally
+from neuronsim_tests.vacuity import nonvacuous, tally
 from neuronsim.verify.strategies import access_pairs
 
 Cell = tuple[object, int | None, int]  # (space, partition or None, byte)

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronsim.machine.order.hb import HappensBefore, start_clocks
-from tests.vacuity import nonvacuous, tally
+from neuronsim_tests.vacuity import nonvacuous, tally
 
 
 @st.composite

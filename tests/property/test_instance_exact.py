@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from neuronsim.machine.ir.program import Loop
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes import compile_program
-from tests.oracles import brute_races
-from tests.property.test_reduction_gen import hb_digraph
-from tests.vacuity import nonvacuous, tally
+from neuronsim_tests.oracles import brute_races
+from neuronsim_tests.reduction_kit import hb_digraph
+from neuronsim_tests.vacuity import nonvacuous, tally
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs
 from neuronsim.verify.sync_counts import minimum_sync, stage_sync

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from neuronsim.machine.formats.program import load_program
 from neuronsim.passes import DEFAULT_PIPELINE
 from neuronsim.passes.build_fdeps import STRUCTURAL
-from tests.passes_kit import brute_label, compiled, dep_set, edge_joins_conflict
+from neuronsim_tests.passes_kit import brute_label, compiled, dep_set, edge_joins_conflict
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs, strip_deps
 

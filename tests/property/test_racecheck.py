@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from neuronsim.machine.formats.program import load_program
 from neuronsim.machine.order.unroll import unroll
-from tests.oracles import brute_races
-from tests.vacuity import nonvacuous, tally
+from neuronsim_tests.oracles import brute_races
+from neuronsim_tests.vacuity import nonvacuous, tally
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.report import add_fixes, group_races
 from neuronsim.verify.strategies import programs

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.program import dumps_program, loads_program, program_to_json
-from tests.docs_kit import ROOT, program_validator
+from neuronsim_tests.docs_kit import ROOT, program_validator
 from neuronsim.verify.strategies import programs
 
 SHIPPED = sorted([*ROOT.glob("examples/*.json"), *(p for p in ROOT.glob("scenarios/*.json")
@@ -136,7 +136,7 @@ def test_the_schema_rejects_what_the_loader_rejects(program, data):
 
 def test_every_mutation_is_tried_on_the_base_document():
     """Each mutation applies somewhere in one rich document and both reject the result there."""
-    from tests.unit.test_format_errors import BASE
+    from neuronsim_tests.format_kit import BASE
 
     doc = program_to_json(loads_program(json.dumps(BASE)))
     doc["body"][1]["body"][0]["deps"] = [{"on": "mm", "kind": "flow", "loop_carried": True}]
@@ -151,7 +151,7 @@ def test_every_mutation_is_tried_on_the_base_document():
 
 
 def test_x_keys_validate_wherever_the_format_allows_extensions():
-    from tests.unit.test_format_errors import BASE
+    from neuronsim_tests.format_kit import BASE
 
     doc = copy.deepcopy(BASE)
     doc["x-producer"] = {"tool": "mycompiler"}

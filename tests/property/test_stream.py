@@ -17,7 +17,7 @@ from neuronsim.machine.ir.program import Dep
 from neuronsim.machine.order.splitmap import CellSpace, SplitMap, atoms_of
 from neuronsim.machine.order.stream import InstanceStream
 from neuronsim.machine.order.unroll import unroll
-from tests.oracles import conflicts
+from neuronsim_tests.oracles import conflicts
 from neuronsim.verify.strategies import programs
 
 SMALL = dict(max_instructions=8, max_trip=3, max_loops=3, max_depth=3)

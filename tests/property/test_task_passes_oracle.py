@@ -14,8 +14,8 @@ from neuronsim.passes.tasks import (
     DEFAULT_TASK_PIPELINE, FAITHFUL_TASK_PIPELINE, AutoDeriveTaskDependencies, compile_tasks, derive_directions,
 )
 
-from tests.task_oracle import races, unroll_tasks
-from tests.task_programs import random_task_program
+from neuronsim_tests.task_oracle import races, unroll_tasks
+from neuronsim_tests.task_programs import random_task_program
 
 SEEDS = range(120)
 

@@ -18,8 +18,8 @@ from neuronsim.machine.tasks.unroll import unroll_task_program
 from neuronsim.passes.tasks import FAITHFUL_TASK_PIPELINE, compile_tasks, derive_directions
 from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 
-from tests.task_oracle import races, unroll_tasks
-from tests.task_programs import random_task_program
+from neuronsim_tests.task_oracle import races, unroll_tasks
+from neuronsim_tests.task_programs import random_task_program
 
 
 def _closure(waits) -> list[int]:

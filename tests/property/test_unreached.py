@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from neuronsim.machine.formats.program import load_program
 from neuronsim.machine.order.stream import stream_of
 from neuronsim.passes import compile_program
-from tests.oracles import brute_races
-from tests.unit.test_footprint import _oracle_minimum
+from neuronsim_tests.oracles import brute_races
+from neuronsim_tests.footprint_kit import _oracle_minimum
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs

@@ -11,10 +11,10 @@ import dataclasses
 
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.passes import compile_program
-from tests.alloc_oracles import holding_clashes, rotation_mismatches, stale_reads
+from neuronsim_tests.alloc_oracles import holding_clashes, rotation_mismatches, stale_reads
 from neuronsim.machine.ir.program import MemoryKind
-from tests.passes_kit import ins, loop, prog
-from tests.unit.test_alloc_rings import V, _pipeline, dram, tile
+from neuronsim_tests.passes_kit import ins, loop, prog
+from neuronsim_tests.alloc_rings_kit import V, _pipeline, dram, tile
 from neuronsim.verify.racecheck import check_program
 
 

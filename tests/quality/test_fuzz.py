@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.planted import (
+from neuronsim_tests.planted import (
     AntiDepsFirstPartition,
     DropPsumAccumulation,
     ProgramOrderFoldReduction,

@@ -13,8 +13,8 @@ from neuronsim.machine.ir.program import Dep
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes.analysis.labels import verify_anti_dependence
 from neuronsim.passes.dep_reduction import dep_reduction
-from tests.oracles import conflicts
-from tests.vacuity import nonvacuous, tally
+from neuronsim_tests.oracles import conflicts
+from neuronsim_tests.vacuity import nonvacuous, tally
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs, strip_deps
 

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from tests.planted_tasks import DemotesUncoveredInput, ForgetsWar, IgnoresMemRefAliasing
+from neuronsim_tests.planted_tasks import DemotesUncoveredInput, ForgetsWar, IgnoresMemRefAliasing
 from neuronsim.verify.tasks.fuzz import check_task_pass, is_task_pass
 
 SCRIPT = shutil.which("neuronsim", path=os.path.dirname(sys.executable)) or "neuronsim"

@@ -27,7 +27,7 @@ import pytest
 from click.testing import CliRunner
 
 from neuronsim.machine.ir.errors import printable
-from tests.bad_inputs import BAD_INPUTS, VALID, valid_text
+from neuronsim_tests.bad_inputs import BAD_INPUTS, VALID, valid_text
 from neuronsim.verify.cli import cli
 
 SCRIPT = shutil.which("neuronsim", path=os.path.dirname(sys.executable)) or "neuronsim"
@@ -196,7 +196,7 @@ SCENARIOS = [
     ("build-returns-a-dict", "def build():\n    return {}\ndef inputs(s):\n    return {}\n"
                              "def reference(i):\n    return {}\n", "returned a dict, not a Program", ""),
     ("build-returns-a-bad-program",
-     "from neuronsim.machine.formats.program import loads_program\nimport json\nfrom tests.bad_inputs import VALID\n"
+     "from neuronsim.machine.formats.program import loads_program\nimport json\nfrom neuronsim_tests.bad_inputs import VALID\n"
      "def build():\n    d = json.loads(json.dumps(VALID))\n    d['body'][0]['body'][2]['writes'] = [{'tensor': 'y', 'pattern': [[1, 4]]}]\n"
      "    return loads_program(json.dumps(d), validate=False)\n"
      "def inputs(s):\n    return {}\ndef reference(i):\n    return {}\n", "body[0].body[2].writes[0]", "the counts must agree"),

@@ -11,7 +11,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import DEFAULT_PIPELINE, compile_program
-from tests.docs_kit import load_script
+from neuronsim_tests.docs_kit import load_script
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.sync_counts import sync_report
 

@@ -21,7 +21,7 @@ from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes.analysis.distance import (evaluate_groups, fusion_niters, get_def_use_distance, has_negative_distance, loop_sites,
                              same_location)
 from neuronsim.passes.fuse_loops import fusion_hazards
-from tests.vacuity import nonvacuous, tally
+from neuronsim_tests.vacuity import nonvacuous, tally
 from neuronsim.passes.analysis.loopgraph import instructions_by_level, loop_dependence_graph, loop_dependence_graphs
 
 

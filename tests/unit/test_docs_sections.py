@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_kit import ROOT
+from neuronsim_tests.docs_kit import ROOT
 
 PAGES = ("machine-model", "kernel-patterns", "performance-notes", "task-rules")
 _NUMBER = r"\d+(?:\.\d+)?"

@@ -13,7 +13,7 @@ from neuronsim.machine.ir.program import Instruction, Loop, Program
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
-from tests.property.test_reduction_gen import hb_digraph
+from neuronsim_tests.reduction_kit import hb_digraph
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs
 

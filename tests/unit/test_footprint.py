@@ -14,40 +14,22 @@ from neuronsim.machine.formats.program import load_program, save_program
 from neuronsim.machine.ir.program import Dep, Instruction, Program
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes.dep_reduction import dep_reduction
-from tests.oracles import brute_races
-from tests.property.test_reduction_gen import hb_digraph
+from neuronsim_tests.oracles import brute_races
+from neuronsim_tests.reduction_kit import hb_digraph
 from neuronsim.verify.cli import cli
 from neuronsim.verify.own_races import own_races
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.sync_counts import sync_report, minimum_sync, stage_sync
 from neuronsim.verify.strategies import programs, strip_deps
+from neuronsim_tests.footprint_kit import EDGE_OF_RACE, _oracle_minimum  # noqa: F401
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL = dict(max_instructions=7, max_loops=2, max_trip=2)
 K_LOOP = "examples/matmul_k_loop.json"
 
 
-EDGE_OF_RACE = {"RAW": "flow", "WAW": "output", "WAR": "anti"}
 
 
-def _oracle_minimum(program):
-    """Unordered conflicting pairs by brute force, then networkx's reduction of their waits:
-    ``(pairs, kept waits, kept waits by edge kind)``."""
-    unrolled = unroll(program)
-    ids = {inst.name: inst.id for inst in unrolled}
-    races = brute_races(strip_deps(program))
-    waits = [[] for _ in unrolled]
-    kind_of = {}
-    for race in races:
-        waits[ids[race[2]]].append(ids[race[1]])
-        kind_of[ids[race[1]], ids[race[2]]] = EDGE_OF_RACE[race[0]]
-    graph, wait_edges, structural = hb_digraph(program, unrolled, waits)
-    reduced = nx.transitive_reduction(graph)
-    kept = {(u, v) for u, v in reduced.edges if (u, v) in wait_edges and (u, v) not in structural}
-    by_kind = {name: 0 for name in ("flow", "anti", "output", "ordered")}
-    for (x, _), (y, _) in kept:  # (E(x), T(y))
-        by_kind[kind_of[x, y]] += 1
-    return len(races), len(kept), by_kind
 
 
 @settings(max_examples=50, **SLOW)

@@ -24,38 +24,13 @@ from click.testing import CliRunner
 from neuronsim.machine.formats.program import load_program, loads_program, program_to_json
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.verify.cli import cli
+from neuronsim_tests.format_kit import BASE  # noqa: F401
 
 #: The format spec's small example programs, shipped in examples/ with their races.
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 CLI = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
 
-BASE = {
-    "format": "neuronsim.program/1",
-    "machine": "trn1",
-    "tensors": {
-        "x": {"memory": "dram", "dtype": "float32", "shape": [128, 16], "address": 0, "role": "input"},
-        "y": {"memory": "dram", "dtype": "float32", "shape": [128, 16], "address": 8192, "role": "output"},
-        "shared": {"memory": "dram", "dtype": "bfloat16", "shape": [64], "alias": "g0"},
-        "xs": {"memory": "sbuf", "dtype": "float32", "shape": [128, 16], "partition": 0, "offset": 0},
-        "acc": {"memory": "psum", "dtype": "float32", "shape": [128, 16], "partition": 0, "bank": 1},
-    },
-    "body": [
-        {"name": "load", "engine": "sp", "op": "dma_copy", "queue": "dma0",
-         "reads": [{"tensor": "x"}], "writes": [{"tensor": "xs"}]},
-        {"loop": "k", "trip_count": 2, "body": [
-            {"name": "mm", "engine": "pe", "op": "matmul",
-             "reads": [{"tensor": "xs"}, {"tensor": "xs", "partitions": [0, 64]}], "writes": [{"tensor": "acc"}],
-             "attrs": {"accumulate": False}, "deps": [{"on": "load", "kind": "flow"}]},
-            {"name": "scale", "engine": "act", "op": "activation",
-             "reads": [{"tensor": "acc"}],
-             "writes": [{"tensor": "xs", "offset": 0, "pattern": [[1, 8]], "per_iteration": {"k": 8}}],
-             "attrs": {"func": "exp"}, "deps": [{"on": "mm", "kind": "flow"}]},
-        ]},
-        {"name": "store", "engine": "act", "op": "dma_copy", "queue": "dma1",
-         "reads": [{"tensor": "xs"}], "writes": [{"tensor": "y"}], "deps": [{"on": "scale", "kind": "flow"}]},
-    ],
-}
 # Paths of the nodes above, for readability of the cases.
 LOAD, LOOP, MM, SCALE, STORE = "body[0]", "body[1]", "body[1].body[0]", "body[1].body[1]", "body[2]"
 

@@ -15,8 +15,8 @@ from neuronsim.machine.order.unroll import unroll
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes.analysis.distance import collect_illegal_common_ap, fusion_niters
 from neuronsim.passes.fuse_loops import check_fusion, fuse_loops, placement
-from tests.unit.test_fusion import RNG_OPS, TENSORS, cells, check_fused, copy, sbuf, tile, write
-from tests.vacuity import nonvacuous, tally
+from neuronsim_tests.fusion_kit import RNG_OPS, TENSORS, cells, check_fused, copy, sbuf, tile, write
+from neuronsim_tests.vacuity import nonvacuous, tally
 
 TENSORS3 = {**TENSORS, "v": sbuf("v", partition=0, offset=512)}
 

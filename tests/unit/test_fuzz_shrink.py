@@ -18,7 +18,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from neuronsim.machine.formats.program import loads_program
-from tests.planted import DropPsumAccumulation
+from neuronsim_tests.planted import DropPsumAccumulation
 from neuronsim.verify.cli import cli
 from neuronsim.verify.fuzz import check_pass
 from neuronsim.verify.shrink import instruction_count

@@ -15,8 +15,8 @@ from neuronsim.machine.order.unroll import unroll
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes.interchange_loops import InterchangeLoops, interchange, interchange_hazards, interchange_loops
 from neuronsim.passes.pipeline import PassContext, parse_pipeline
-from tests.unit.test_fusion import RNG_OPS, cells, check_fused, copy, sbuf, write
-from tests.vacuity import nonvacuous, tally
+from neuronsim_tests.fusion_kit import RNG_OPS, cells, check_fused, copy, sbuf, write
+from neuronsim_tests.vacuity import nonvacuous, tally
 
 GRID = {"t": sbuf("t", (64, 64), partition=0, offset=0), "u": sbuf("u", (64, 64), partition=0, offset=256)}
 

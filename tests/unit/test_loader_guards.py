@@ -20,7 +20,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.program import dumps_program, loads_program
 from neuronsim.machine.formats.listing import render_listing
 from neuronsim.machine.order.size import estimate_size
-from tests.bad_inputs import BAD_INPUTS, VALID, valid_text
+from neuronsim_tests.bad_inputs import BAD_INPUTS, VALID, valid_text
 from neuronsim.verify.cli import cli
 
 #: Raw JSON texts put in place of one value.

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from neuronsim.machine.formats.program import load_program, save_program
-from tests.nki_programs import alloc_program, copy_program, fake_frontend, loop_program
+from neuronsim_tests.nki_programs import alloc_program, copy_program, fake_frontend, loop_program
 from neuronsim.verify.cli import cli
 from neuronsim.verify.nki.findings import nki_findings
 from neuronsim.verify.nki.run import run_kernel, run_traced

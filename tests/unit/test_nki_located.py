@@ -16,7 +16,7 @@ from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.ir.source import source_of, source_text
 from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, run_pipeline
 from neuronsim.passes.analysis.explain import explain
-from tests.nki_programs import copy_program, loop_program
+from neuronsim_tests.nki_programs import copy_program, loop_program
 from neuronsim.verify.cli import cli
 from neuronsim.verify.html_report import build_report, render_html
 from neuronsim.verify.own_races import own_races

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from neuronsim.machine.ir.files import OutputError, write_atomically, write_text
 from neuronsim.machine.formats.program import load_program, save_program
-from tests.bad_inputs import valid_text
+from neuronsim_tests.bad_inputs import valid_text
 from neuronsim.verify.cli import cli
 
 

@@ -7,7 +7,7 @@ import pytest
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.passes.pipeline import graph_of
-from tests.passes_kit import acc, compiled, dep_set, deps_of, dr, ins, loop, prog, ps, sb
+from neuronsim_tests.passes_kit import acc, compiled, dep_set, deps_of, dr, ins, loop, prog, ps, sb
 from neuronsim.verify.racecheck import check_program
 
 SEED = "{early_stop=matmul,skip_ordered=false}"

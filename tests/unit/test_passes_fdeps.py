@@ -6,7 +6,7 @@ from hypothesis import given
 
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.passes.build_fdeps import STRUCTURAL
-from tests.passes_kit import acc, compiled, dep_set, deps_of, edge_joins_conflict, ins, loop, prog, ps, sb
+from neuronsim_tests.passes_kit import acc, compiled, dep_set, deps_of, edge_joins_conflict, ins, loop, prog, ps, sb
 from neuronsim.verify.strategies import programs
 
 FLOW = "flow"
@@ -136,7 +136,7 @@ def test_spill_guard_falls_back_to_program_order():
 
 
 def Tensor_o():
-    from tests.passes_kit import dr
+    from neuronsim_tests.passes_kit import dr
 
     return dr("o", 0, 128 * 64)
 

@@ -13,7 +13,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Dep
 from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.pipeline import Pass, graph_of, with_graph
-from tests.passes_kit import dep_set, ins, prog, sb
+from neuronsim_tests.passes_kit import dep_set, ins, prog, sb
 from neuronsim.verify.strategies import programs
 from hypothesis import given
 

@@ -9,8 +9,8 @@ from hypothesis import given
 
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.program import Dep
-from tests.oracles import hb_graph
-from tests.passes_kit import compiled, dep_set, dr, ins, loop, prog, sb
+from neuronsim_tests.oracles import hb_graph
+from neuronsim_tests.passes_kit import compiled, dep_set, dr, ins, loop, prog, sb
 from neuronsim.verify.strategies import programs
 
 

@@ -12,7 +12,7 @@ from neuronsim.machine.formats.program import dumps_program, loads_program
 from neuronsim.machine.ir.program import Dep, Instruction, Loop, frozen_mapping
 from neuronsim.machine.model.opcodes import opcode_of
 from neuronsim.passes.build_fdeps import unit_dependencies
-from tests.passes_kit import acc, compiled, dep_set, deps_of, ins, loop, prog, ps, sb
+from neuronsim_tests.passes_kit import acc, compiled, dep_set, deps_of, ins, loop, prog, ps, sb
 from neuronsim.verify.racecheck import check_program
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tests.bad_inputs import valid_text
+from neuronsim_tests.bad_inputs import valid_text
 from neuronsim.verify.cli import cli
 from neuronsim.verify.cli.common import emit_json
 

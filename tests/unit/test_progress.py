@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from neuronsim.machine.formats.program import loads_program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import parse_pipeline, run_pipeline
-from tests.bad_inputs import valid_text
+from neuronsim_tests.bad_inputs import valid_text
 from neuronsim.verify.cli import cli
 from neuronsim.verify.progress import Progress, pass_progress
 

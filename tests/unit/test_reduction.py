@@ -16,8 +16,8 @@ from neuronsim.passes.dep_reduction import (
     LATEST_FIRST, PROGRAM_ORDER, apply_anti_dependence_reduction, apply_reorder_reduction, dep_reduction,
     instance_waits, redundant_waits, redundant_waits_syncstate,
 )
-from tests.oracles import conflicts
-from tests.property.test_reduction_gen import chain_program, hb_digraph, kept_pairs, nx_kept_waits, random_program
+from neuronsim_tests.oracles import conflicts
+from neuronsim_tests.reduction_kit import chain_program, hb_digraph, kept_pairs, nx_kept_waits, random_program
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs
 
@@ -151,7 +151,7 @@ def test_phases_commute_and_compose_to_the_full_reduction(program):
 
 def test_anti_gate_keeps_anti_and_output_deps():
     body = (Instruction("a", "pe", "x"), Instruction("b", "act", "y", deps=(Dep("a"),)),
-            Instruction("c", "dve", "z", deps=(Dep("a", kind=__import__("machine").EdgeKind.ANTI), Dep("b"))))
+            Instruction("c", "dve", "z", deps=(Dep("a", kind=EdgeKind.ANTI), Dep("b"))))
     program = Program({}, body)
     assert [ref.dep.on for ref, _ in dep_reduction(program).dropped] == ["a"]
     assert dep_reduction(program, anti=False).dropped == ()

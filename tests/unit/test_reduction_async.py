@@ -12,7 +12,7 @@ from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes.analysis.asyncwindow import proc_async, redundant_waits_window
 from neuronsim.passes.dep_reduction import DepReduction, instance_waits, redundant_waits
 from neuronsim.passes.pipeline import PassContext, parse_pipeline
-from tests.property.test_reduction_gen import chain_program, kept_pairs, random_program
+from neuronsim_tests.reduction_kit import chain_program, kept_pairs, random_program
 
 SEEDS = range(40)
 

@@ -17,7 +17,7 @@ from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.dep_opt import DepOpt, insert_memsets, uninitialised_reads
 from neuronsim.passes.list_schedule import ListSchedule, list_schedule
-from tests.oracles import conflicts
+from neuronsim_tests.oracles import conflicts
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs, strip_deps
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bad_inputs import valid_text
+from neuronsim_tests.bad_inputs import valid_text
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = "from neuronsim.verify.cli import main; main()"

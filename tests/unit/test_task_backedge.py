@@ -18,8 +18,8 @@ import pytest
 from neuronsim.machine.tasks.format import load_tasks
 from neuronsim.passes.tasks import analyze_dependencies, derive_directions
 
-from tests.task_oracle import races, unroll_tasks
-from tests.task_rules_kit import compiled, deps, scopes
+from neuronsim_tests.task_oracle import races, unroll_tasks
+from neuronsim_tests.task_rules_kit import compiled, deps, scopes
 
 HOLE = Path(__file__).resolve().parents[2] / "examples" / "tasks" / "backedge_hole.json"
 

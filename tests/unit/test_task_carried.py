@@ -17,8 +17,8 @@ from dataclasses import replace
 from neuronsim.machine.tasks.ir import map_calls
 from neuronsim.machine.tasks.unroll import unroll_task_program
 
-from tests.task_oracle import races, unroll_tasks
-from tests.task_rules_kit import compiled, deps, kit, scopes
+from neuronsim_tests.task_oracle import races, unroll_tasks
+from neuronsim_tests.task_rules_kit import compiled, deps, kit, scopes
 
 
 def _decode(*, outer_parallel: bool, shared: bool):
@@ -81,7 +81,7 @@ def test_after_a_parallel_loop_the_latest_instance_no_longer_stands_for_all():
     after P, an edge to the latest U would order R after one row only.  The analysis falls back
     (the producer left a loop whose iterations its chain does not join) and the runtime's
     lookups order R after every U."""
-    from tests.task_rules_kit import fallback_reasons
+    from neuronsim_tests.task_rules_kit import fallback_reasons
     from neuronsim.verify.tasks.check import check_task_program
 
     tb, k = kit()

@@ -8,7 +8,7 @@ from neuronsim.passes.tasks.regions import (
     CONSERVATIVE, DYNAMIC, FULL, UNKNOWN, AccessKind, Hazard, Region, hazards, regions_may_overlap, slice_region,
 )
 
-from tests.task_rules_kit import analysis, compiled, deps, kit, merge_of_five_roots
+from neuronsim_tests.task_rules_kit import analysis, compiled, deps, kit, merge_of_five_roots
 
 R, W, RW = AccessKind.READ, AccessKind.WRITE, AccessKind.READ_WRITE
 

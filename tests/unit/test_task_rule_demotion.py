@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from neuronsim.machine.tasks.builder import View
 
-from tests.task_rules_kit import compiled, deps, dirs, kit
+from neuronsim_tests.task_rules_kit import compiled, deps, dirs, kit
 
 
 def test_covered_reads_become_no_dep_and_covered_read_writes_output_existing():

@@ -6,7 +6,7 @@ from __future__ import annotations
 from neuronsim.machine.tasks.builder import MemRef, no_dep
 from neuronsim.passes.tasks import compile_tasks, derive_directions
 
-from tests.task_rules_kit import analysis, compiled, deps, dirs, kit, scopes
+from neuronsim_tests.task_rules_kit import analysis, compiled, deps, dirs, kit, scopes
 
 
 def test_default_mode_function_gets_its_scopes_from_the_compiler():

@@ -7,7 +7,7 @@ from neuronsim.machine.tasks.builder import View
 from neuronsim.machine.tasks.validate import validate_tasks
 from neuronsim.passes.tasks.lineage import Status, storage_lineage
 
-from tests.task_rules_kit import compiled, deps, kit, merge_of_five_roots
+from neuronsim_tests.task_rules_kit import compiled, deps, kit, merge_of_five_roots
 
 
 def _lineage(tb, *, sound=True):

@@ -6,8 +6,8 @@ no two task instances that share a byte, one writing, may be left unordered.
 
 from __future__ import annotations
 
-from tests.task_oracle import races, unroll_tasks
-from tests.task_rules_kit import analysis, compiled, deps, dirs, kit
+from neuronsim_tests.task_oracle import races, unroll_tasks
+from neuronsim_tests.task_rules_kit import analysis, compiled, deps, dirs, kit
 
 
 def _race_free(program, **scalars):

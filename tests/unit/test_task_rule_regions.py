@@ -6,7 +6,7 @@ from __future__ import annotations
 from neuronsim.passes.pipeline import PassContext
 from neuronsim.passes.tasks import AutoDeriveTaskDependencies, compile_tasks, derive_directions, materialize_scopes
 
-from tests.task_rules_kit import analysis, compiled, deps, dirs, kit, scopes
+from neuronsim_tests.task_rules_kit import analysis, compiled, deps, dirs, kit, scopes
 
 OFF = "derive-call-directions,auto-derive-task-dependencies,materialize-runtime-scopes"
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 from neuronsim.machine.tasks.ir import map_calls
 from neuronsim.passes.tasks import derive_directions
 
-from tests.task_oracle import races, unroll_tasks
-from tests.task_rules_kit import compiled, deps, dirs, kit
+from neuronsim_tests.task_oracle import races, unroll_tasks
+from neuronsim_tests.task_rules_kit import compiled, deps, dirs, kit
 
 
 def _kinds(program, **scalars):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from neuronsim.machine.tasks.validate import validate_tasks
 from neuronsim.passes.tasks.taskids import collect_task_ids
 
-from tests.task_rules_kit import analysis, compiled, deps, dirs, kit
+from neuronsim_tests.task_rules_kit import analysis, compiled, deps, dirs, kit
 
 
 def _ids(tb):

@@ -77,7 +77,7 @@ def test_the_sequences_of_paged_attention_stay_parallel_after_the_passes():
 
 def _readme_block(after: str, fence: str = "```") -> list[str]:
     """The lines of README.md from the one after ``after`` to the closing fence (or blank line)."""
-    from tests.docs_kit import ROOT
+    from neuronsim_tests.docs_kit import ROOT
 
     lines = (ROOT / "README.md").read_text().splitlines()
     start = lines.index(after) + 1
@@ -87,7 +87,7 @@ def _readme_block(after: str, fence: str = "```") -> list[str]:
 
 def test_the_readme_shows_what_the_commands_print():
     """The task section's figures come from the commands and bench/bench_task_scenarios.py."""
-    from tests.docs_kit import load_script
+    from neuronsim_tests.docs_kit import load_script
 
     shown = _readme_block("$ neuronsim tasks examples/tasks/accumulate.json -o compiled.json")
     printed = CliRunner().invoke(cli, ["tasks", "examples/tasks/accumulate.json"]).stdout.splitlines()

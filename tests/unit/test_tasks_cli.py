@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from neuronsim.machine.tasks import load_tasks
 from neuronsim.verify.cli import cli
 
-from tests.unit.test_tasks_format import BASE, BAD, _edit
+from neuronsim_tests.tasks_format_kit import BASE, BAD, _edit
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasks"
 HOLE = str(EXAMPLES / "backedge_hole.json")

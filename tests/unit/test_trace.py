@@ -19,7 +19,7 @@ from neuronsim.machine.sim.trace import summarize, summary_table
 from neuronsim.verify.strategies import programs
 
 try:  # tests/ is a rootdir package or only on sys.path, depending on how pytest is run
-    from tests.oracles import hb_graph
+    from neuronsim_tests.oracles import hb_graph
 except ImportError:
     from oracles import hb_graph
 

@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 
-from tests.docs_kit import ROOT
+from neuronsim_tests.docs_kit import ROOT
 
 PAGE = (ROOT / "docs" / "writing-a-pass.md").read_text()
 

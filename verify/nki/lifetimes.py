@@ -9,7 +9,7 @@ tensors by one sweep over their live ranges (sorted by first write); every witne
 exactly (:func:`neuronsim.machine.order.conflicts.conflicts`: the write of one and the later read of the other
 share a byte).
 
->>> from tests.nki_programs import alloc_program
+>>> from neuronsim_tests.nki_programs import alloc_program  # the test suite's kit
 >>> [f.describe()[:61] for f in clobber_findings(alloc_program(apart=False))]
 ['directly allocated tiles on b / a overlap while both are live']
 """

@@ -9,7 +9,7 @@ from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
 
-ROOT = Path(__file__).resolve().parents[1]
+from neuronsim_tests import ROOT
 SCHEMA_PATH = ROOT / "docs" / "schema" / "program.schema.json"
 
 

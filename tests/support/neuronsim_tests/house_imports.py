@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from neuronsim_tests import ROOT
 FOLDERS = ("machine", "passes", "verify", "scenarios")
 
 

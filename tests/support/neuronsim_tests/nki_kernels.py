@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+
+from neuronsim_tests import ROOT
 from typing import Any
 
 import numpy as np
@@ -11,7 +13,7 @@ from neuronsim.machine.nki import load_kernel, trace
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import compile_program
 
-KERNELS = os.path.join(os.path.dirname(__file__), "kernels")
+KERNELS = str(ROOT / "tests" / "nki" / "kernels")
 
 
 def kernel(spec: str) -> Any:

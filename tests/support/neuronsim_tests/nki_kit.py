@@ -21,9 +21,9 @@ import numpy as np
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
 from neuronsim.verify.scenarios import ScenarioRun, run_scenario
 
-ROOT = Path(__file__).resolve().parents[2]
+from neuronsim_tests import ROOT
 SCENARIO_KERNELS = ROOT / "scenarios" / "nki"
-GROUP_KERNELS = Path(__file__).resolve().parent / "kernels"
+GROUP_KERNELS = ROOT / "tests" / "nki" / "kernels"
 
 _MODULES: dict[Path, ModuleType] = {}
 

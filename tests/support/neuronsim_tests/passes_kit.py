@@ -9,7 +9,7 @@ from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, 
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes import PassContext, run_pipeline
-from tests.oracles import conflicts
+from neuronsim_tests.oracles import conflicts
 
 
 def sb(name: str, parts: int = 128, free: int = 64, *, partition: int | None = 0, offset: int | None = 0,

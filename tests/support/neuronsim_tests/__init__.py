@@ -1,0 +1,11 @@
+"""Helpers shared by neuronsim's tests: oracles, planted bugs, program kits, kernel runners.
+
+This package sits on pytest's ``pythonpath`` (``tests/support``), so tests import it as
+``neuronsim_tests.<module>`` while neuronsim itself comes only from the installed package
+(``neuronsim.*``); the checkout's root is never on ``sys.path``.
+"""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+"""The repository's root (the folder that holds ``pyproject.toml``)."""
