@@ -1,0 +1,162 @@
+"""The corpus run: every kernel function of the public NKI corpus, as written, end to end.
+
+Finds the kernel functions of ``--corpus`` (default ``../shared/nki-corpus`` beside the
+checkout; :mod:`corpus_cases_discover` says what counts), runs each one in a process of its own
+with the inputs of its case (:mod:`corpus_cases`; :mod:`corpus_cases_run` is the process), under
+a timeout and an address-space cap, so one hang or crash never stops the run.  Prints one line
+per kernel, in corpus order::
+
+    OUTCOME   TRS=  SECONDS  KERNEL  [file:line: message]
+
+where ``TRS=`` says traced, compiled race-free, simulated, outputs equal to the case's numpy
+reference (``-`` where not reached or no reference), then a TOTAL with the count of each
+outcome (``equal``, ``ran``, ``problems``, ``refused``, ``internal``, ``timeout``, ``crashed``,
+``no case``, ``subkernel``: a function decorated as a kernel that only another kernel calls,
+with on-chip tiles).  ``--json OUT`` writes one record per kernel; ``--summary OUT`` the grouped
+failure summary (counts by outcome, then every cause of a refusal, problem or internal error
+with the kernels it blocks, most kernels first).
+
+Usage::
+
+    .venv/bin/python bench/bench_corpus.py --jobs 2                     # the whole corpus
+    .venv/bin/python bench/bench_corpus.py --filter nki/test/ --timeout 30
+    .venv/bin/python bench/bench_corpus.py --json out/corpus.json --summary out/corpus.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from corpus_cases_discover import KernelSite, discover
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_CORPUS = HERE.parent.parent / "shared" / "nki-corpus"
+OUTCOMES = ("equal", "ran", "problems", "refused", "internal", "timeout", "crashed", "no case", "subkernel")
+#: Outcomes that count as a kernel running correctly.
+GOOD = ("equal", "ran")
+
+
+def run_site(corpus: Path, site: KernelSite, timeout: float, memory_mb: int) -> dict[str, Any]:
+    """The record of one kernel, from its own worker process (a timeout or a crash included)."""
+    command = [sys.executable, str(HERE / "corpus_cases_run.py"), str(corpus), site.key, "--memory-mb", str(memory_mb)]
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+    start = time.perf_counter()
+    base = {"kernel": site.key, "traced": False, "race_free": False, "simulated": False, "reference": False,
+            "equal": False, "where": f"{site.path}:{site.line}", "instructions": 0}
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=HERE)
+    except subprocess.TimeoutExpired:
+        return {**base, "outcome": "timeout", "message": f"no result within {timeout:g} s", "seconds": timeout}
+    lines = done.stdout.strip().splitlines()
+    try:
+        record = json.loads(lines[-1]) if lines else None
+    except json.JSONDecodeError:
+        record = None
+    if record is None:
+        tail = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[-1]
+        return {**base, "outcome": "crashed", "message": f"worker exit {done.returncode}: {tail}"[:400],
+                "seconds": round(time.perf_counter() - start, 2)}
+    return record
+
+
+def flags(record: dict[str, Any]) -> str:
+    marks = (("T", "traced"), ("R", "race_free"), ("S", "simulated"), ("=", "equal"))
+    return "".join(mark if record.get(name) else "-" for mark, name in marks)
+
+
+def line_of(record: dict[str, Any]) -> str:
+    text = f"{record['outcome']:<9} {flags(record)} {record.get('seconds', 0):7.1f}s  {record['kernel']}"
+    if record["outcome"] not in GOOD:
+        where = f"{record['where']}: " if record.get("where") else ""
+        text += f"  {where}{record.get('message', '')}"
+    return text
+
+
+def cause_of(record: dict[str, Any]) -> str:
+    """The message with what varies between kernels (numbers, quoted names, tensor names) blanked,
+    so kernels blocked by one construct group together."""
+    message = record.get("message", "")
+    message = re.sub(r"^\d+ problem\(s\): ", "", message)
+    message = re.sub(r"'[^']*'|\"[^\"]*\"", "'_'", message)
+    message = re.sub(r"\b[A-Za-z_]\w*_\d+\b", "<tensor>", message)
+    message = re.sub(r"\d+", "N", message)
+    return f"{record['outcome']}: {message[:160]}"
+
+
+def totals(records: list[dict[str, Any]]) -> str:
+    counts = Counter(r["outcome"] for r in records)
+    good = sum(counts[o] for o in GOOD)
+    share = 100.0 * good / len(records) if records else 0.0
+    parts = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
+    return f"TOTAL {len(records)} kernels: {parts}; running correctly {good} ({share:.1f} %)"
+
+
+def summary(records: list[dict[str, Any]], seconds: float) -> str:
+    """The grouped failure summary (module doc)."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        if record["outcome"] not in GOOD:
+            groups[cause_of(record)].append(record)
+    out = [totals(records), f"wall time {seconds:.0f} s", ""]
+    out += [f"  {o:<9} {sum(1 for r in records if r['outcome'] == o)}" for o in OUTCOMES]
+    out += ["", "causes, by kernels blocked:"]
+    for cause, hit in sorted(groups.items(), key=lambda item: (-len(item[1]), item[0])):
+        out.append(f"\n[{len(hit)}] {cause}")
+        out += [f"    {r['kernel']}  ({r.get('where') or '-'})" for r in hit]
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="the corpus folder")
+    parser.add_argument("--jobs", type=int, default=1, help="kernels run at once")
+    parser.add_argument("--filter", default="", help="only kernels whose key contains this")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per kernel")
+    parser.add_argument("--memory-mb", type=int, default=4096, help="address-space cap per kernel")
+    parser.add_argument("--json", type=Path, help="write one record per kernel here")
+    parser.add_argument("--summary", type=Path, help="write the grouped failure summary here")
+    parser.add_argument("--list", action="store_true", help="list the kernel functions found, run nothing")
+    args = parser.parse_args(argv)
+    corpus = args.corpus.resolve()
+    if not corpus.is_dir():
+        print(f"{args.corpus}: no such corpus folder (expected the shared nki-corpus)", file=sys.stderr)
+        return 2
+    if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 256:
+        print("--jobs must be >= 1, --timeout > 0, --memory-mb >= 256", file=sys.stderr)
+        return 2
+    sites = [s for s in discover(corpus) if args.filter in s.key]
+    if args.list:
+        for site in sites:
+            print(f"{site.found_by:<9} {site.key}")
+        print(f"{len(sites)} kernel functions")
+        return 0
+    start = time.perf_counter()
+    records: list[dict[str, Any]] = []
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_site, corpus, s, args.timeout, args.memory_mb) for s in sites]
+        for future in futures:  # in corpus order, each as soon as it and those before it are done
+            records.append(future.result())
+            print(line_of(records[-1]), flush=True)
+    seconds = time.perf_counter() - start
+    print(f"{totals(records)}; {seconds:.0f} s with --jobs {args.jobs}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(records, indent=1) + "\n")
+    if args.summary:
+        args.summary.parent.mkdir(parents=True, exist_ok=True)
+        args.summary.write_text(summary(records, seconds))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Cases of the corpus run: aws-neuron/nki-samples (the tutorials, the contributed kernels, a
+kernel of its unit tests).  The tutorials are the SDK examples' twins: they reuse those cases'
+references (:mod:`corpus_cases_sdk`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from corpus_cases import Case, api, case
+from corpus_cases_sdk import _add, _add_inputs, _avgpool, _f, _mamba, _matmul, _transpose2d
+
+TUT = "nki-samples/src/nki_samples/tutorials/"
+ATT = TUT + "attention_fwd_performance/attention_kernels.py::"
+MM = TUT + "matrix_multiplication/matrix_multiplication_nki_kernels.py::"
+MAMBA = TUT + "fused_mamba/mamba_nki_kernels.py::"
+MX = TUT + "mxfp-matmul/mx_kernels.py::"
+C = "nki-samples/contributed/"
+
+
+def _attention(q, k, v):
+    """softmax(q^T k) v^T per query row: the tutorial test's numpy attention (d_head x seqlen
+    inputs, seqlen x d_head output)."""
+    scores = _f(q).T @ _f(k)
+    scores = np.exp(scores - scores.max(axis=1, keepdims=True))
+    return (scores / scores.sum(axis=1, keepdims=True)) @ _f(v).T
+
+
+def _maxpool_stride1(in_tensor, pool_size):
+    h, w = in_tensor.shape
+    ho, wo = h - pool_size + 1, w - pool_size + 1
+    windows = [in_tensor[i:i + ho, j:j + wo] for i in range(pool_size) for j in range(pool_size)]
+    return np.max(np.stack(windows), axis=0)
+
+
+def _matmul_ab(A_DRAM, B_DRAM, **_):
+    return _f(A_DRAM) @ _f(B_DRAM)
+
+
+_Q = ("f32[128,128]~", "f32[128,128]~", "f32[128,128]~")
+_QL = ("f32[128,1024]~", "f32[128,1024]~", "f32[128,1024]~")
+_TILED = "the test's 4096 cut to 1024 (same tiling, a quarter of the blocks)"
+
+CASES: dict[str, Case] = {
+    ATT + "attn_fwd_v1": case(*_Q, ref=_attention),
+    ATT + "attn_fwd_v2": case(*_Q, ref=_attention),
+    **{ATT + f"attn_fwd_{v}": case(*_QL, ref=_attention, note=_TILED)
+       for v in ("v3", "v4", "v5", "v6", "v7", "v8", "v8a", "v9", "v10", "v11")},
+    TUT + "average_pool2d/average_pool2d_nki_kernels.py::tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2, ref=_avgpool),
+    MAMBA + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]", ref=_mamba),
+    MAMBA + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]", ref=_mamba),
+    MAMBA + "mamba_v3": case("f32[1,256,2048]", "f32[1,256,2048]", "f32[256,4]~", "f32[1,4,2048]", "f32[1,4,2048]",
+                             ref=_mamba),
+    MM + "nki_matmul_basic_": case("bf16[128,64]", "bf16[128,512]", ref=_matmul),
+    MM + "nki_matmul_tiled_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
+    MM + "nki_matmul_hoist_load_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
+    MM + "nki_matmul_block_free_dimension_": case("bf16[512,512]", "bf16[512,1024]", ref=_matmul),
+    MM + "nki_matmul_fully_optimized_": case("bf16[1024,2048]", "bf16[1024,1024]", ref=_matmul),
+    MX + "kernel_offline_quantized_mx_matmul": case(
+        "u32[128,128]<255", "u8[16,128]<130", "u32[128,512]<255", "u8[16,512]<130", api("nl.float8_e5m2_x4")),
+    MX + "kernel_on_device_quantize_matmul_mx": case(
+        "u32[128,128]<255", "u8[16,128]<130", "bf16[128,2048]", api("nl.float8_e5m2_x4"), api("nl.float8_e5m2_x4")),
+    MX + "kernel_copy_strided_quantize_matmul_mx": case("bf16[128,512]", "bf16[128,2048]", api("nl.float8_e5m2_x4")),
+    TUT + "tensor_addition/spmd_tensor_addition_nki_kernels.py::nki_tensor_add_kernel_": case(
+        "bf16[256,1024]", "bf16[256,1024]", grid=(2, 2), ref=_add_inputs),
+    TUT + "tensor_addition/tensor_addition_nki_kernels.py::nki_tensor_add_kernel_": case(
+        "bf16[128,512]", "bf16[128,512]", ref=_add_inputs),
+    TUT + "transpose2d/transpose2d_nki_kernels.py::tensor_transpose2D_kernel_": case(
+        np.arange(60, dtype=np.int8).reshape(5, 12), (3, 4), ref=_transpose2d),
+    "nki-samples/test/unit/test_neuron_profile.py::nki_tensor_tensor_add": case("f32[128,512]", "f32[128,512]", ref=_add),
+    # contributed: the shapes of each file's check_correct()
+    C + "interpolate_bilinear_fwd.py::interpolate_bilinear_2x_fwd": case("f32[2,64,128,128]"),
+    C + "interpolate_trilinear_fwd.py::interpolate_trilinear_2x_fwd": case("f32[2,64,23,23,23]"),
+    C + "maxpooling.py::max_pooling_2d_stride_1": case("f32[448,448]", 3, ref=_maxpool_stride1),
+    C + "matmul.py::matmul": case("bf16[1024,1024]", "bf16[1024,1024]", ref=_matmul_ab,
+                                  note="A is K x M here (lhsT); a reference of A^T B"),
+    C + "pipelined_attention.py::flash_fwd": case(
+        "bf16[1,1,128,2048]~", "bf16[1,1,128,2048]~", "bf16[1,1,2048,128]~",
+        note="the kernel says 16k only; 2k keeps the run short (a refusal at its line is the expected finding)"),
+}

@@ -1,0 +1,256 @@
+"""Cases of the corpus run: the NKI folders of aws-neuron-sdk (the API pages' test kernels under
+``nki/test/``, the examples, the MX deep dive).  Shapes are the ones each ``nki/test`` file
+draws its inputs at; the references restate, in our numpy, what those tests assert."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from corpus_cases import Case, api, case
+
+T = "aws-neuron-sdk/nki/test/"
+E = "aws-neuron-sdk/nki/examples/"
+MX = "aws-neuron-sdk/nki/deep-dives/src/mxfp-matmul/mx_kernels.py::"
+MM = E + "matrix_multiplication/matrix_multiplication_nki_kernels.py::"
+MAMBA = E + "fused_mamba/mamba_nki_kernels.py::"
+FP32_MIN = np.finfo(np.float32).min
+
+
+def _f(x):
+    return np.asarray(x, np.float32)
+
+
+def _t(x):
+    return _f(x).T
+
+
+def _add(a_tensor, b_tensor):
+    return _f(a_tensor) + _f(b_tensor)
+
+
+def _add_inputs(a_input, b_input):
+    return _f(a_input) + _f(b_input)
+
+
+def _matmul(lhsT, rhs, **_):
+    return _f(lhsT).T @ _f(rhs)
+
+
+def _bn(tensor):
+    x = _f(tensor)
+    return x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
+
+
+def _affine_select(a_tensor):
+    out = _f(a_tensor).copy()
+    out[np.triu_indices_from(out)] = FP32_MIN
+    return out
+
+
+def _scan(a_tensor, b_tensor):
+    a, b = _f(a_tensor), _f(b_tensor)
+    out = np.zeros_like(a)
+    out[:, 0] = b[:, 0]
+    for i in range(1, a.shape[1]):
+        out[:, i] = a[:, i] * out[:, i - 1] + b[:, i]
+    return out
+
+
+def _avgpool(in_tensor, pool_size):
+    c, h, w = in_tensor.shape
+    return _f(in_tensor).reshape(c, h // pool_size, pool_size, w // pool_size, pool_size).mean(axis=(2, 4))
+
+
+def _maxpool(in_tensor, sz_pool):
+    c, h, w = in_tensor.shape
+    return _f(in_tensor).reshape(c, h // sz_pool, sz_pool, w // sz_pool, sz_pool).max(axis=(2, 4))
+
+
+def _transpose2d(in_tensor, shape2D):
+    rows, cols = shape2D
+    p = in_tensor.shape[0]
+    return np.transpose(np.asarray(in_tensor).reshape(p, rows, cols), (0, 2, 1)).reshape(p, rows * cols)
+
+
+def _mamba(delta, u, A, B, C):
+    """The selective scan the fused-Mamba tutorial computes: for each state n,
+    h_t = exp(delta_t * A_n) * h_{t-1} + delta_t * B_n,t * u_t, and out = sum_n C_n,t * h_t."""
+    batch, channels, seq = delta.shape
+    out = np.zeros((batch, channels, seq), np.float32)
+    for b in range(batch):
+        for n in range(A.shape[1]):
+            dA = np.exp(delta[b] * A[:, n:n + 1])
+            dBu = delta[b] * u[b] * B[b, n][None, :]
+            h = np.zeros(channels, np.float32)
+            for t in range(seq):
+                h = dA[:, t] * h + dBu[:, t]
+                out[b, :, t] += C[b, n, t] * h
+    return out
+
+
+CASES: dict[str, Case] = {
+    # nki/test: the API pages' own kernels, at their tests' shapes
+    T + "test_nki_isa_activation.py::nki_activation": case(
+        "f32[128,1024]", "f32[128,512]", "f32[128,1]",
+        ref=lambda a_tensor, b_tensor, c_tensor: (np.exp(_f(a_tensor)), np.square(_f(b_tensor) * 2 + _f(c_tensor)))),
+    T + "test_nki_isa_affine_select.py::nki_affine_select": case("f32[128,128]", ref=_affine_select),
+    T + "test_nki_isa_bn_stats.py::nki_bn_stats_bn_aggr_1": case("f32[128,128]", ref=lambda a_tensor: _bn(a_tensor)),
+    T + "test_nki_isa_bn_stats.py::nki_bn_stats_bn_aggr_2": case("f32[128,1024]", ref=lambda b_tensor: _bn(b_tensor)),
+    T + "test_nki_isa_copypredicated.py::nki_copy_predicated": case(
+        "u8[128,512]<2", "f32[128,512]", "f32[128,512]",
+        ref=lambda predicate, on_true_tensor, on_false_tensor: np.where(predicate != 0, on_true_tensor, on_false_tensor)),
+    T + "test_nki_isa_dma_copy.py::nki_dma_copy": case("f32[256,1]", ref=lambda a: _f(a)),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_err": case(
+        "f32[128,512]", ref=lambda in_tensor: _f(in_tensor)[2 * np.arange(64)]),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_error_negative": case("f32[128,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_skip": case("f32[128,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_store_rmw": case("f32[64,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err": case("f32[64,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err_negative": case("f32[64,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_skip": case("f32[64,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_dma_copy_swdge": case("f32[64,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_dma_copy_hwdge": case("f32[128,512]"),
+    T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_hbm2sb": case("f16[16,128]", ref=lambda a: _t(a)),
+    T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_sb2sb": case("f16[16,128]", ref=lambda a: _t(a)),
+    T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_hbm2sb_dge_xbar": case("f16[16,128]", ref=lambda a: _t(a)),
+    T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_sb2sb_dge_xbar": case("f16[16,128]", ref=lambda a: _t(a)),
+    T + "test_nki_isa_dma_transpose.py::nki_dma_gather_transpose_3d_hbm2sb": case("u16[64,4,128]<1000", "u32[32,1]<64"),
+    T + "test_nki_isa_dma_transpose.py::nki_dma_gather_transpose_3d_sb2sb": case("u16[64,4,128]<1000", "u32[32,1]<64"),
+    T + "test_nki_isa_dropout.py::nki_dropout": case("f32[128,512]", "f32[128,1]"),
+    T + "test_nki_isa_dropout.py::nki_dropout_scalar": case("f32[128,512]"),
+    T + "test_nki_isa_iota.py::nki_iota": case(ref=lambda: (
+        np.arange(512)[None, :], np.arange(128)[:, None], -np.arange(512)[None, :], np.arange(5, 260, 2)[:, None],
+        np.arange(512)[None, :] + np.arange(128)[:, None])),
+    T + "test_nki_isa_local_gather.py::nki_local_gather": case("f32[128,512,4]", "u16[128,4]<512", 4, 64, (128, 4, 16, 4)),
+    T + "test_nki_isa_max8.py::nki_max8": case(),
+    T + "test_nki_isa_memset.py::nki_memset": case(ref=lambda: np.full((128, 128), 0.2, np.float32)),
+    T + "test_nki_isa_nc_find_index8.py::nki_max_index8": case(),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace8": case(),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8": case("f32[128,512]", imm=np.float32("-inf")),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_mask": case("f32[128,512]", imm=np.float32("-inf")),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_3d": case("f32[128,4,4]"),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_3d_inplace": case("f32[128,4,4]"),
+    T + "test_nki_isa_nc_matmul.py::nki_nc_matmul": case(
+        "f32[128,128]", "f32[128,512]", "f32[256,128]", "f32[256,512]", "f32[16,64,64]", "f32[16,64,512]",
+        ref=lambda a_tensor, b_tensor, d_tensor, e_tensor, g_tensor, h_tensor: (
+            _t(a_tensor) @ _f(b_tensor), _t(d_tensor) @ _f(e_tensor),
+            np.matmul(_f(g_tensor).transpose(0, 2, 1), _f(h_tensor)))),
+    T + "test_nki_isa_nc_matmul.py::nki_nc_matmul_double_row_gen3": case(
+        "f8e5m2[128,2,1]<2", "f8e5m2[128,2,512]<2",
+        ref=lambda a_input, b_input: np.einsum("kli,klj->ij", _f(a_input), _f(b_input))),
+    T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle": case(
+        "f32[32,128]", ref=lambda in_tensor: _f(in_tensor)[[(i - 1) % 32 for i in range(32)]]),
+    T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle_broadcast_partition": case("f32[1,128]"),
+    T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle_broadcast_mask": case(
+        "f32[128,128]", ref=lambda in_tensor: _f(in_tensor)[[(i - 1) % 32 + j * 32 for j in range(4) for i in range(32)]]),
+    T + "test_nki_isa_nc_transpose.py::nki_nc_transpose": case(
+        "f32[128,64]", "f32[32,2]", ref=lambda a_tensor, b_tensor: (_t(a_tensor), _t(b_tensor))),
+    T + "test_nki_isa_partition_reduce.py::nki_par_reduce": case(
+        "f32[128,32,4]", "0:f32[1,32,4]", ref=lambda a_tensor: _f(a_tensor).sum(axis=0, keepdims=True)),
+    T + "test_nki_isa_partition_reduce.py::nki_par_reduce_nd_b": case(
+        "f32[4,128,32,8]", "0:f32[4,1,32,8]", ref=lambda a_tensor: _f(a_tensor).sum(axis=1, keepdims=True)),
+    T + "test_nki_isa_range_select.py::nki_range_select_example": case(
+        "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 64, np.float32), np.greater_equal, np.less,
+        32, np.float32),
+    T + "test_nki_isa_range_select.py::nki_range_select_chaining": case(
+        "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 350, np.float32), np.greater_equal, np.less, 32),
+    T + "test_nki_isa_reciprocal.py::reciprocal_kernel": case(
+        "f32[128,512]", ref=lambda in_tensor: 1.0 / (_f(in_tensor)), note="values in [0, 1): the test's * 100 kept out"),
+    T + "test_nki_isa_reduce.py::nki_reduce": case("f32[128,512]", ref=lambda a_tensor: _f(a_tensor).sum(axis=1, keepdims=True)),
+    T + "test_nki_isa_select_reduce.py::nki_select_reduce_basic": case("u8[128,64]<2", "f32[128,64]"),
+    T + "test_nki_isa_select_reduce.py::nki_select_reduce_with_reduction": case(
+        "u8[128,512]<2", "f32[128,512]", "f32[128,1]",
+        ref=lambda predicate_data, on_true_data, on_false_data: (
+            np.where(predicate_data != 0, on_true_data, on_false_data),
+            np.where(predicate_data != 0, on_true_data, on_false_data).max(axis=1, keepdims=True))),
+    T + "test_nki_isa_select_reduce.py::nki_select_reduce_reverse_pred": case("u8[128,64]<2", "f32[128,64]"),
+    T + "test_nki_isa_sequence_bounds.py::nki_sequence_bounds": case(segment_ids=np.sort(
+        np.random.default_rng(0).integers(0, 32, 32)).reshape(1, 32).astype(np.float32)),
+    T + "test_nki_isa_tensor_copy.py::nki_tensor_copy": case("f32[8,8]", ref=lambda in_tensor: _f(in_tensor)),
+    T + "test_nki_isa_tensor_scalar.py::nki_tensor_scalar": case(
+        "f32[128,512]", "f32[128,512]", "f32[64,1024]", "f32[64,1]",
+        ref=lambda a_tensor, c_tensor, e_tensor, f_tensor: (_f(a_tensor) - 1, 1 - _f(c_tensor),
+                                                            _f(e_tensor) * _f(f_tensor) + 2.5)),
+    T + "test_nki_isa_tensor_scalar_cumulative.py::nki_tensor_scalar_cumulative_scalar": case(
+        np.ones((128, 64), np.float32), op0=api("nl.add"), op1=api("nl.add"), imm0=np.float32(0.0),
+        ref=lambda src_data, **_: np.add.accumulate(_f(src_data), axis=-1)),
+    T + "test_nki_isa_tensor_scalar_cumulative.py::nki_tensor_scalar_cumulative_vector": case(
+        np.ones((128, 64), np.float32), op0=api("nl.add"), op1=api("nl.add"), imm0=np.ones((128, 1), np.float32),
+        ref=lambda src_data, imm0, **_: np.add.accumulate(_f(src_data) + imm0, axis=-1)),
+    T + "test_nki_isa_tensor_scalar_cumulative.py::nki_tensor_scalar_cumulative_chain": case(
+        np.ones((128, 64), np.float32), op0=api("nl.add"), op1=api("nl.add"), imm0=np.float32(0.0),
+        reduce_cmd=api("nisa.reduce_cmd.reset_reduce"),
+        ref=lambda src_data, **_: np.add.accumulate(_f(src_data), axis=-1) + 64),
+    T + "test_nki_isa_tensor_scalar_cumulative.py::nki_tensor_scan": case(
+        np.ones((128, 64), np.float32), op=api("nl.add"), initial=np.float32(2.0),
+        ref=lambda src_data, **_: np.add.accumulate(_f(src_data), axis=-1) + 2),
+    T + "test_nki_isa_tensor_tensor.py::nki_tensor_tensor": case("f32[128,512]", "f32[128,512]", ref=_add),
+    T + "test_nki_isa_tensor_tensor_scan.py::nki_tensor_tensor_scan": case("f32[128,1024]", "f32[128,1024]", ref=_scan),
+    T + "test_nki_mask.py::nki_mask": case("f32[128,512]", ref=lambda in_tensor: np.square(_f(in_tensor)[:64, :256])),
+    T + "test_nki_memory_semantics.py::simple_demo_kernel": case("f32[4,128,512]", ref=lambda a_ptr: np.exp(_f(a_ptr))),
+    T + "test_nki_nl_add.py::add_tensors": case("f32[128,512]", "f32[128,512]", ref=_add),
+    T + "test_nki_nl_add.py::add_tensor_scalar": case("f32[128,512]", ref=lambda a_tensor: _f(a_tensor) + 2.2),
+    T + "test_nki_nl_add.py::add_broadcast_free_dim": case("f32[128,512]", "f32[128,1]", ref=_add),
+    T + "test_nki_nl_add.py::add_broadcast_par_dim": case("f32[128,512]", "f32[1,512]", ref=_add),
+    T + "test_nki_nl_add.py::add_broadcast_both_dims": case("f32[128,512]", "f32[1,1]", ref=_add),
+    T + "test_nki_nl_add.py::add_broadcast_each_dims": case("f32[128,1]", "f32[1,512]", ref=_add),
+    T + "test_nki_nl_broadcast.py::test_nl_broadcast": case(
+        "i32[1,64]<100", ref=lambda in_tensor: np.repeat(in_tensor, 128, axis=0)),
+    T + "test_nki_nl_dslice.py::example_kernel": case("f32[128,4096]", ref=lambda in_tensor: _f(in_tensor)),
+    T + "test_nki_nl_gather_flattened.py::nki_gather_flattened": case(),
+    T + "test_nki_nl_load_store.py::example_kernel": case("f32[128,512]", ref=lambda in_tensor: _f(in_tensor)),
+    T + "test_nki_nl_load_store.py::example_load_store_b": case("f32[4,128,512]", ref=lambda in_tensor: _f(in_tensor)),
+    T + "test_nki_nl_load_store_indirect.py::example_indirect_load_1": case(
+        "f32[128,512]", 2 * np.arange(64, dtype=np.int32),
+        ref=lambda data_tensor, idx_tensor: _f(data_tensor)[idx_tensor]),
+    T + "test_nki_nl_load_store_indirect.py::example_indirect_load_2": case(
+        "f32[128,512]", ref=lambda data_tensor: _f(data_tensor)[2 * np.arange(64)]),
+    T + "test_nki_nl_load_store_indirect.py::example_indirect_save_1": case("f32[64,512]", 2 * np.arange(64, dtype=np.int32)),
+    T + "test_nki_nl_load_store_indirect.py::example_indirect_save_2": case("f32[64,512]"),
+    T + "test_nki_nl_load_transpose2d.py::example_kernel_0": case("f32[2048,128]", ref=lambda in_tensor: _t(in_tensor)),
+    T + "test_nki_nl_load_transpose2d.py::example_kernel_1": case("f32[2048,128]", ref=lambda in_tensor: _t(in_tensor)),
+    T + "test_nki_nl_mgrid.py::example_kernel": case("f32[128,512]", ref=lambda in_tensor: _f(in_tensor)),
+    T + "test_nki_nl_mgrid.py::example_kernel_1": case("f32[128,512]", ref=lambda in_tensor: _f(in_tensor)),
+    T + "test_nki_simulate_kernel.py::print_kernel": case("f32[3,4]", ref=lambda a_tensor: _f(a_tensor)),
+    T + "test_nki_spmd_grid.py::nki_spmd_kernel": case("f32[4,2,1,1]", grid=(4, 2), ref=lambda a: _f(a)),
+    T + "test_psum_modulo_alloc.py::allocated_loop_transpose": case(
+        "f32[2048,1024]", "0:f32[1024,2048]", ref=lambda a_ptr: _t(a_ptr)),
+    T + "test_sbuf_modulo_alloc.py::allocated_loop_transpose": case(
+        "f32[2048,1024]", "0:f32[1024,2048]", ref=lambda a_ptr: _t(a_ptr)),
+    # examples: the shapes of each file's __main__ or docstring
+    E + "average_pool2d/average_pool2d_nki_kernels.py::tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2, ref=_avgpool),
+    MAMBA + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]", ref=_mamba),
+    MAMBA + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]", ref=_mamba),
+    MAMBA + "mamba_v3": case("f32[1,256,2048]", "f32[1,256,2048]", "f32[256,4]~", "f32[1,4,2048]", "f32[1,4,2048]",
+                             ref=_mamba, note="v3 tiles the sequence by 2048"),
+    E + "getting_started_baremetal.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
+    E + "getting_started_jax.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
+    E + "getting_started_torch.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
+    E + "index-case-1.py::tensor_split_kernel_": case(
+        np.arange(20, dtype=np.float32).reshape(4, 5), note="the file's X, Y = 4, 5"),
+    E + "index-case-3.py::tensor_maxpool_kernel_": case(
+        np.arange(72, dtype=np.float32).reshape(2, 6, 6), 2, ref=_maxpool),
+    E + "layout-dynamic-loop.py::tensor_exp_kernel_": case("f32[256,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
+    E + "layout-loop.py::tensor_exp_kernel_": case("f32[256,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
+    E + "layout-pass.py::tensor_exp_kernel_": case("f32[128,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
+    E + "layout-violation.py::tensor_exp_kernel_": case("f32[256,512]", note="the file's shape: it violates the layout"),
+    MM + "nki_matmul_basic_": case("bf16[128,64]", "bf16[128,512]", ref=_matmul),
+    MM + "nki_matmul_tiled_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
+    MM + "nki_matmul_hoist_load_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
+    MM + "nki_matmul_block_free_dimension_": case("bf16[512,512]", "bf16[512,1024]", ref=_matmul),
+    MM + "nki_matmul_fully_optimized_": case("bf16[1024,2048]", "bf16[1024,1024]", ref=_matmul,
+                                             note="one block of each: K 8 x 128, M 16 x 128, N 2 x 512"),
+    E + "simulate/nki_simulate_example.py::add_kernel": case(
+        "f32[128,512]", "f32[128,512]", ref=lambda a_ptr, b_ptr: _f(a_ptr) + _f(b_ptr)),
+    E + "tensor_addition/tensor_addition_nki_kernels.py::nki_tensor_add": case("bf16[256,1024]", "bf16[256,1024]", ref=_add_inputs),
+    E + "transpose2d/transpose2d_nki_kernels.py::tensor_transpose2D_kernel_": case(
+        np.arange(60, dtype=np.int8).reshape(5, 12), (3, 4), ref=_transpose2d),
+    # the MX deep dive: K x M stationary, K x N moving, MX data packed four to a word
+    MX + "kernel_offline_quantized_mx_matmul": case(
+        "u32[128,128]<255", "u8[16,128]<130", "u32[128,512]<255", "u8[16,512]<130", api("nl.float8_e5m2_x4")),
+    MX + "kernel_on_device_quantize_matmul_mx": case(
+        "u32[128,128]<255", "u8[16,128]<130", "bf16[128,2048]", api("nl.float8_e5m2_x4"), api("nl.float8_e5m2_x4")),
+    MX + "kernel_copy_strided_quantize_matmul_mx": case("bf16[128,512]", "bf16[128,2048]", api("nl.float8_e5m2_x4")),
+    MX + "kernel_copy_strided_quantize_matmul_mx_packed_scale": case(
+        "bf16[128,512]", "bf16[128,2048]", api("nl.float8_e5m2_x4")),
+}
