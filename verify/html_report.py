@@ -120,6 +120,13 @@ class Report:
     engines: tuple[dict, ...]
     dma_bytes: int
     dma_gb_per_s: float
+    findings: tuple[dict, ...] = ()
+    """A traced NKI program's findings (:meth:`NkiFinding.to_json`, alike ones grouped): an
+    error among them means the kernel as written is wrong, whatever the races say."""
+
+    @property
+    def finding_errors(self) -> int:
+        return sum(f["severity"] == "error" for f in self.findings)
 
 
 def _where(race) -> str:
@@ -236,8 +243,13 @@ def _footprint(program: Program, spec: str | None) -> SyncReport:
     return sync_report(stages, simulate=False, passes=[(r.spec, dict(r.stats)) for r in ctx.records])
 
 
-def build_report(program: Program, name: str, *, passes: str | None = None) -> Report:
-    """Everything the page shows about a placed ``program`` (virtual tensors are an error)."""
+def build_report(program: Program, name: str, *, passes: str | None = None, findings=()) -> Report:
+    """Everything the page shows about a placed ``program`` (virtual tensors are an error);
+    ``findings``: the NKI findings of the traced program it was compiled from."""
+    from neuronsim.verify.nki.findings import grouped_findings
+
+    shown = []
+    grouped_findings(findings, lambda f: shown.append(f.to_json()) or "")  # one per kind on a pair of lines
     unrolled = unroll(program)
     waits = [tuple(t for _, t in ws) for ws in unrolled.resolve_waits()]
     races = check_waits(program, waits, unrolled, max_races=MAX_RACES)
@@ -248,7 +260,8 @@ def build_report(program: Program, name: str, *, passes: str | None = None) -> R
     footprint = _footprint(program, passes)
     return Report(name, trace.machine, sum(1 for _ in program.instructions()), len(unrolled), trace.makespan,
                   races.total_races, _race_views(races, unrolled), timeline(trace, racy), footprint,
-                  footprint_chart(footprint), engines, summary["dma_bytes"], summary["dma_gb_per_s"])
+                  footprint_chart(footprint), engines, summary["dma_bytes"], summary["dma_gb_per_s"],
+                  findings=tuple(shown))
 
 
 @lru_cache(maxsize=1)
@@ -264,8 +277,8 @@ def render_html(report: Report) -> str:
                                                                  minimum_line=MINIMUM_LINE, racy_outline=RACY_OUTLINE)
 
 
-def write_report(program: Program, path: str, name: str, *, passes: str | None = None) -> Report:
+def write_report(program: Program, path: str, name: str, *, passes: str | None = None, findings=()) -> Report:
     """Build, render and write the page of ``program`` to ``path``; the report it shows."""
-    report = build_report(program, name, passes=passes)
+    report = build_report(program, name, passes=passes, findings=findings)
     write_text(path, render_html(report))  # the one atomic writer: mode, links and FIFOs kept
     return report

@@ -233,13 +233,14 @@ def test_traced_kernel_end_to_end(tmp_path, monkeypatch):
     assert report.ok and np.allclose(outputs, 2 * X + 1)
 
 
-def test_legacy_sbuf_accumulation_in_affine_range_is_exit_1(tmp_path, monkeypatch):
+def test_legacy_sbuf_accumulation_in_affine_range_is_a_warning_exit_0(tmp_path, monkeypatch):
+    # the affine_range docs and an SDK maintainer disagree on += into SBUF: said, not failed
     monkeypatch.chdir(tmp_path)
     (tmp_path / "legacy_kernel.py").write_text(LEGACY)
     result = _cli("run", "legacy_kernel.py::rowsum", "--inputs", _npz(tmp_path / "in.npz", a=X), "--json")
-    assert result.exit_code == 1
+    assert result.exit_code == 0
     finding = json.loads(result.stdout)["findings"][0]
-    assert finding["kind"] == "sbuf-accumulate" and finding["loop"] == "i"
+    assert finding["kind"] == "sbuf-accumulate" and finding["loop"] == "i" and finding["severity"] == "warning"
     assert finding["first"].endswith("legacy_kernel.py:11 [i=0]")
 
 

@@ -29,6 +29,7 @@ from neuronsim.verify.cli.common import check_plot, emit_json, guard_size, json_
 from neuronsim.verify.progress import Progress, pass_progress
 from neuronsim.verify.sync_counts import KINDS, SyncReport, sync_report
 from neuronsim.verify.cli.task_programs import footprint_tasks, sniff_task_program
+from neuronsim.verify.cli.traced import prepare_traced
 
 def _registry() -> dict[str, type]:
     return ALL_PASSES
@@ -130,7 +131,7 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
     if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: TensorMap tracking per stage
         return footprint_tasks(prog, spec=spec, as_json=as_json, plot=plot, no_simulate=no_simulate,
                                max_instances=max_instances)
-    prog = load_program(prog)
+    prog, findings = prepare_traced(load_program(prog), compile_first=False)  # the pipeline below compiles it
     if spec is None:
         has_deps = any(instr.deps for instr, _ in prog.instructions())
         spec = "dep-reduction" if has_deps else DEFAULT_PIPELINE
@@ -151,7 +152,7 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
     if plot:
         _plot(report, plot, "standard input" if program == "-" else os.path.basename(program))
     if as_json:
-        emit_json(report.to_json())
+        emit_json({**report.to_json(), **({"nki_findings": [f.to_json() for f in findings]} if findings else {})})
     else:
         console = Console(width=160)
         console.print(_table(report))

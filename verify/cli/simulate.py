@@ -50,6 +50,7 @@ from neuronsim.verify.progress import Progress
 from neuronsim.verify.report import people_console, render_report
 from neuronsim.verify.tracecheck import check_trace
 from neuronsim.verify.cli.task_programs import simulate_tasks_command, sniff_task_program
+from neuronsim.verify.cli.traced import prepare_traced
 
 __all__ = ["simulate", "simulation_json"]
 
@@ -160,7 +161,8 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
                 raise UsageFailure(f"{flag} is for instruction programs (neuronsim.program/1)", flag)
         return simulate_tasks_command(prog, seeds=run_seeds, trace_path=trace_path, plot_path=plot_path,
                                       as_json=as_json, max_instances=max_instances, inputs_path=inputs_path)
-    prog = placed(load_program(prog))
+    prog, findings = prepare_traced(load_program(prog))  # a traced NKI program: its findings, compiled first
+    prog = placed(prog)
     _refuse_with_timing_only(timing_only, outputs_path=outputs_path, inputs_path=inputs_path, rtol=rtol, atol=atol)
     inputs = _load_inputs(inputs_path, prog)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
@@ -196,7 +198,7 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
               file=sys.stderr)
     if racy and as_json:
         print(f"races in the trace of {len(racy)} of {len(sim.runs)} run(s)", file=sys.stderr)
-    return 1 if sim.differs or racy else 0
+    return 1 if sim.differs or racy or any(f.is_error for f in findings) else 0
 
 
 def _refuse_with_timing_only(timing_only: bool, **given) -> None:
