@@ -18,6 +18,7 @@ import click
 from neuronsim.machine.formats.program import load_program
 
 from neuronsim.verify.cli.common import UsageFailure, check_output, placed, program_argument, run_command
+from neuronsim.verify.cli.traced import prepare_traced
 from neuronsim.verify.html_report import write_report
 
 __all__ = ["report"]
@@ -33,13 +34,15 @@ __all__ = ["report"]
 def report(program: str, output: str, spec: str | None) -> int:
     """Write an offline HTML page about PROGRAM: timeline, races with fixes, sync footprint, engines."""
     check_output(output, "--output")
-    prog = placed(load_program(program))
+    prog, findings = prepare_traced(load_program(program))  # a traced NKI program: its findings, compiled first
+    prog = placed(prog)
     name = "standard input" if program == "-" else os.path.basename(program)
     try:
-        shown = write_report(prog, output, name, passes=spec)
+        shown = write_report(prog, output, name, passes=spec, findings=findings)
     except OSError as err:
         raise UsageFailure(f"cannot write {output}: {err.strerror or err}", "--output") from None
-    races = f"{shown.total_races} race(s)" if shown.total_races else "race-free"
+    races = (f"{shown.total_races} race(s)" if shown.total_races else
+             f"{shown.finding_errors} NKI finding(s)" if shown.finding_errors else "race-free")
     click.echo(f"report: {output} ({shown.instances} instances, {races}, "
                f"makespan {shown.makespan_ns:,.1f} ns)")
     return 0
