@@ -34,6 +34,10 @@ Counted per stage (the program as given, then after each pass):
     deps race has the same minimum as with race-free deps (``footprint`` warns of the races,
     :mod:`neuronsim.verify.own_races`).  Fewer waits than the minimum are possible when deps order pairs
     through instructions that do not conflict.
+``spill_transfers`` / ``spill_bytes``
+    the DMA transfers ``alloc`` added to spill SBUF tiles to DRAM and reload them
+    (instructions marked ``x-spill``, :mod:`neuronsim.passes.alloc_spill`), one per instance,
+    and the bytes they move; written only when there are some.
 ``makespan_ns``
     the simulator's nominal makespan (:func:`neuronsim.machine.sim.simulator.simulate`, timing only),
     when the program is placed and simulation is asked for.
@@ -49,7 +53,7 @@ import numpy as np
 from neuronsim.machine.order.deptable import dep_table
 from neuronsim.machine.ir.edges import KIND_NAMES, EdgeKind
 from neuronsim.machine.order.hb import HappensBefore
-from neuronsim.machine.ir.program import Loop, Program
+from neuronsim.machine.ir.program import Loop, MemoryKind, Program
 from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
@@ -57,7 +61,7 @@ from neuronsim.verify.own_races import OwnRaces, own_races
 from neuronsim.machine.order.reach import conflicting_accesses
 
 __all__ = ["KINDS", "WaitFigures", "Minimum", "StageSync", "SyncReport", "wait_figures",
-           "minimum_sync", "stage_sync", "sync_report"]
+           "minimum_sync", "stage_sync", "sync_report", "spill_traffic"]
 
 KINDS = ("flow", "anti", "output", "ordered")
 _KIND_OF_VALUE = {int(k): name for k, name in KIND_NAMES.items()}
@@ -240,6 +244,8 @@ class StageSync:
     minimum: Minimum | None
     """None while the program still has virtual tensors."""
     makespan_ns: float | None
+    spill_transfers: int = 0
+    spill_bytes: int = 0
 
     @property
     def ratio(self) -> float | None:
@@ -254,7 +260,23 @@ class StageSync:
                "ratio": self.ratio}
         if self.makespan_ns is not None:
             out["makespan_ns"] = self.makespan_ns
+        if self.spill_transfers:
+            out["spill_transfers"], out["spill_bytes"] = self.spill_transfers, self.spill_bytes
         return out
+
+
+def spill_traffic(program: Program) -> tuple[int, int]:
+    """``(transfers, bytes)`` of the spill stores and reloads (``x-spill``), per instance."""
+    root = getattr(program, "source", None) or program
+    transfers = moved = 0
+    for inst, loops in root.instructions():
+        if inst.extras and "x-spill" in inst.extras:
+            runs = int(np.prod([loop.trip_count for loop in loops], dtype=np.int64))
+            tile = next(program.tensors[a.tensor] for a, _w in inst.accesses
+                        if program.tensors[a.tensor].memory != MemoryKind.DRAM)
+            transfers += runs
+            moved += runs * tile.shape[0] * tile.bytes_per_partition
+    return transfers, moved
 
 
 def _makespan(program: Program) -> float:
@@ -277,7 +299,7 @@ def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, 
     if minimum is None and placed:
         minimum = minimum_sync(program, stream)
     makespan = _makespan(program) if simulate and placed else None
-    return StageSync(stage, len(table), tuple(deps.items()), figures, minimum, makespan)
+    return StageSync(stage, len(table), tuple(deps.items()), figures, minimum, makespan, *spill_traffic(program))
 
 
 @dataclass(frozen=True, slots=True)

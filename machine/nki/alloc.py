@@ -23,11 +23,12 @@ from typing import Any
 
 from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.build.builder import DRAM_ALIGN
-from neuronsim.machine.ir.program import PSUM_BANK_BYTES
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Tensor, frozen_mapping
+from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.errors import NotAffine, SourceLine, fail, unsupported
 from neuronsim.machine.nki.indexing import SymIndex, concrete
 from neuronsim.machine.nki.layout import Layout
-from neuronsim.machine.nki.tracer import Tracer
+from neuronsim.machine.nki.tracer import Tracer, assigned_name
 
 __all__ = ["BUFFERS", "Buffer", "ParDim", "TileSpec", "ModAlloc", "FnAlloc", "Blocked", "declare", "declare_tile",
            "HBM_KINDS"]
@@ -137,6 +138,8 @@ class Blocked:
     """Loop depth of the declaration (slot tensors are declared when first indexed)."""
     scope: list[str] | None = None
     """The kept loops around the declaration."""
+    site: tuple[SourceLine, str, str | None] | None = None
+    """The declaring kernel line, NKI call and the kernel's variable (each block's ``x-source``)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -159,7 +162,7 @@ class Blocked:
                 if loop not in self.slots:
                     # one tensor rotating over the loop (its x-rotate names the loop)
                     self.slots[loop] = _place(tracer, spec, f"{self.name}_rot", 0, rotate=(alloc.tiles[0], loop),
-                                              depth=self.depth, scope=self.scope)
+                                              depth=self.depth, scope=self.scope, site=self.site)
                 return self.slots[loop]
         rotating = tuple(key for key in self.slots if isinstance(key, str))
         if rotating:  # a block the loop's rotation holds too: unroll it, so every block is its own tensor
@@ -177,12 +180,20 @@ class Blocked:
             else:
                 slot = block
             name = f"{self.name}_b{'_'.join(str(b) for b in block)}" if block else self.name
-            self.slots[block] = _place(tracer, spec, name, slot, depth=self.depth, scope=self.scope)
+            if alloc is None:  # a virtual block tensor: each block a virtual tile of its own
+                name = tracer.unique(name)
+                ref = (tracer.kb.psum if spec.buffer == "psum" else tracer.kb.sbuf)(name, spec.tile_shape, spec.dtype)
+                tracer.note_declared(ref.name, self.scope, self.depth)
+                self.slots[block] = Layout.whole(_mark_source(tracer, ref.name, self.site))
+            else:
+                self.slots[block] = _place(tracer, spec, name, slot, depth=self.depth, scope=self.scope,
+                                           site=self.site)
         return self.slots[block]
 
 
 def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
-           depth: int | None = None, scope: list[str] | None = None) -> Layout:
+           depth: int | None = None, scope: list[str] | None = None,
+           site: tuple[SourceLine, str, str | None] | None = None) -> Layout:
     """Declare one placed block tensor: slot ``slot`` of the allocation (or a rotation)."""
     kb, alloc = tracer.kb, spec.allocator
     name = tracer.unique(name)
@@ -207,7 +218,34 @@ def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[i
         ref = kb.sbuf(name, shape, spec.dtype, partition=partition, offset=offset, slots=slots, loop=loop,
                       stride=tile_bytes if rotate else None)
     tracer.note_declared(ref.name, scope, depth)
-    return Layout.whole(kb._tensors[ref.name])
+    return Layout.whole(_mark_source(tracer, ref.name, site))
+
+
+def _mark_source(tracer: Tracer, name: str, site: tuple[SourceLine, str, str | None] | None) -> Tensor:
+    """Tensor ``name`` with its declaration as ``x-source`` (file, line, call, the kernel's
+    variable): whole-program errors about it (allocation, placement) name that line."""
+    tensor = tracer.kb._tensors[name]
+    if site is None:
+        return tensor
+    line, call, variable = site
+    source = {"file": line.file, "line": line.line, "call": call, "variable": variable or name}
+    tensor = Tensor(tensor.name, tensor.memory, tensor.dtype, tensor.shape, tensor.partition, tensor.offset,
+                    tensor.bank, tensor.address, tensor.alias, tensor.role,
+                    frozen_mapping({**tensor.extras, "x-source": source}), tensor.rotate)
+    tracer.kb._tensors[name] = tensor
+    return tensor
+
+
+def _too_wide(tracer: Tracer, spec: TileSpec, tile_bytes: int, name: str) -> None:
+    """Refuse an on-chip tile no allocation can place: wider than an SBUF partition or, in
+    PSUM, than a bank (its accumulation lives in one bank)."""
+    if spec.buffer == "psum":
+        limit, what = PSUM_BANK_BYTES, "a 2 KiB PSUM bank"
+    else:
+        limit, what = resolve_machine(tracer.machine).sbuf_partition_bytes, "an SBUF partition"
+    if tile_bytes > limit:
+        raise fail(f"{name}: a tile of {spec.tile_shape} {spec.dtype} holds {tile_bytes} bytes a partition, more "
+                   f"than the {limit} of {what}")
 
 
 def declare_tile(tracer: Tracer, spec: TileSpec, hint: str | None = None,
@@ -215,19 +253,26 @@ def declare_tile(tracer: Tracer, spec: TileSpec, hint: str | None = None,
     """Declare a tensor for ``spec`` named after ``hint``, else the kernel line's variable
     (``site``: the kernel line and NKI call, by default the current ones); see :func:`declare`."""
     line, call = site or tracer.where()
-    return declare(tracer, spec, tracer.tensor_name(hint, line, call))
+    return declare(tracer, spec, tracer.tensor_name(hint, line, call), (line, call, hint or assigned_name(line)))
 
 
-def declare(tracer: Tracer, spec: TileSpec, name: str) -> Layout | Blocked:
+def declare(tracer: Tracer, spec: TileSpec, name: str,
+            site: tuple[SourceLine, str, str | None] | None = None) -> Layout | Blocked:
     """Declare the tensor of ``spec`` under ``name``: its whole :class:`Layout` (or a
-    :class:`Blocked` for a directly allocated tensor with blocks)."""
+    :class:`Blocked` for a directly allocated tensor with blocks, and for a virtual one with
+    blocks that together exceed an SBUF partition or a PSUM bank: each block a tile of its own,
+    allocated while it is live, as the compiler does with ``(B, par_dim(P), F)`` tensors).
+    ``site`` (kernel line, call, variable) becomes each on-chip tensor's ``x-source``."""
     kb = tracer.kb
     if spec.buffer in HBM_KINDS:
         return Layout.whole(kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).tensor)
-    if spec.allocator is not None:
+    tile_bytes = prod(spec.tile_shape[1:]) * itemsize(spec.dtype)
+    if spec.allocator is None and spec.address is None:
+        _too_wide(tracer, spec, tile_bytes, name if site is None or site[2] is None else site[2])
+    if spec.allocator is not None or (spec.blocks and spec.address is None and _split_blocks(tracer, spec, tile_bytes)):
         if spec.blocks:
             tracer.reserved.add(name)  # its blocks are the tensors: a second declaration here is name_1
-        blocked = Blocked(spec, name, {}, len(kb._bodies), tracer.kept_loops())
+        blocked = Blocked(spec, name, {}, len(kb._bodies), tracer.kept_loops(), site)
         return blocked.block(tracer, (0,) * len(spec.blocks)) if not spec.blocks else blocked
     ir_shape = (spec.shape[spec.par_axis], *spec.blocks, *spec.shape[spec.par_axis + 1:])
     if spec.address is not None:
@@ -242,7 +287,14 @@ def declare(tracer: Tracer, spec: TileSpec, name: str) -> Layout | Blocked:
     else:
         ref = kb.sbuf(name, ir_shape, spec.dtype)
     tracer.note_declared(name)
-    return Layout.whole(kb._tensors[name], par_axis=spec.par_axis)
+    return Layout.whole(_mark_source(tracer, name, site), par_axis=spec.par_axis)
+
+
+def _split_blocks(tracer: Tracer, spec: TileSpec, tile_bytes: int) -> bool:
+    """A virtual tensor with blocks is one tensor while all its blocks fit together in an
+    SBUF partition (PSUM: a bank), else a tile per block."""
+    limit = PSUM_BANK_BYTES if spec.buffer == "psum" else resolve_machine(tracer.machine).sbuf_partition_bytes
+    return prod(spec.blocks) * tile_bytes > limit
 
 
 def _next_dram(kb: Any, spec: TileSpec) -> int:
