@@ -143,8 +143,6 @@ def _axes(x: NkiTensor, axis: Any) -> list[int]:
     out = sorted(a % len(x.shape) for a in axes)
     if 0 in out:
         raise current().refuse("a reduction over the partition axis", "transpose it to a free axis first")
-    if out != list(range(out[0], len(x.shape))):
-        raise current().refuse("a reduction over axes that do not run to the last one", "reorder the axes")
     return out
 
 
@@ -158,8 +156,8 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
         count = prod(x.shape[a] for a in axes)
 
         def emit(dst) -> None:
-            src = ops.lay(x)
-            current().kb.tensor_reduce(dst.view(), src.view(), op=op, axis=[a for a in axes])
+            src, reduced = ops.reduced_last(ops.lay(x), axes)
+            current().kb.tensor_reduce(dst.view(), src.view(), op=op, axis=reduced)
             if scale_by_count:
                 current().kb.tensor_scalar(dst.view(), dst.view(), op0="multiply", operand0=1.0 / count)
 

@@ -94,10 +94,9 @@ def reduce_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
 
 
 def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = False, keepdims: bool = False) -> None:
-    src = ops.lay(data)
+    src, reduced = ops.reduced_last(ops.lay(data), reduce_axes(ops.lay(data).shape, axis))
     current().note_write(dst)
-    current().kb.tensor_reduce(dst.view(), src.view(), op=alu_name(op), axis=reduce_axes(src.shape, axis),
-                               negate=bool(negate) or None)
+    current().kb.tensor_reduce(dst.view(), src.view(), op=alu_name(op), axis=reduced, negate=bool(negate) or None)
 
 
 def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:

@@ -57,7 +57,7 @@ def _code_info(code: object) -> tuple[bool, str, str, object]:
         path = os.path.abspath(code.co_filename)  # type: ignore[attr-defined]
         # importlib's frozen frames sit between a kernel's ``from nki.language import x`` and
         # the stand-in that refuses ``x``: the kernel's line is the one to name
-        ours = (path.startswith(_PACKAGE_DIR + os.sep) or path.endswith("contextlib.py")
+        ours = (path.startswith(_PACKAGE_DIR + os.sep) or path.endswith(("contextlib.py", "functools.py"))
                 or "<frozen importlib" in path)
         info = _CODE[id(code)] = (ours, _display(path), path, code)
     return info

@@ -24,10 +24,11 @@ Index(const=64, terms=(('k', 128),))
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import count
 from typing import Any
 
-from neuronsim.machine.nki.errors import NotAffine, fail
+from neuronsim.machine.nki.errors import NotAffine, fail, unsupported
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "arange", "ds", "MGrid", "as_index", "concrete"]
@@ -143,28 +144,64 @@ def ds(start: Any, size: int) -> slice:
 
 @dataclass(frozen=True)
 class Mask:
-    """A conjunction of comparisons ``expr <cmp> value`` of index vectors with numbers.
+    """A mask: comparisons ``expr <cmp> value`` of index vectors with numbers, all of
+    ``preds`` and, when ``alternatives`` is not empty, at least one of them (``|``).
 
-    As a ``mask=`` each must bound one iterator (:attr:`bounds`); ``nisa.affine_select``
-    takes one comparison of any affine expression."""
+    As a ``mask=`` it must keep a box: one contiguous range per iterator (:attr:`bounds`);
+    ``nisa.affine_select`` takes one comparison of any affine expression."""
 
     preds: tuple[tuple[ArangeExpr, str, int], ...]
+    alternatives: tuple[Mask, ...] = ()
 
     def __and__(self, other: Any) -> Mask:
         if not isinstance(other, Mask):
             raise fail("a mask combines with & only with another mask")
-        return Mask(self.preds + other.preds)
+        if self.alternatives and other.alternatives:
+            return Mask(self.preds + other.preds, self._distributed(other))
+        return Mask(self.preds + other.preds, self.alternatives or other.alternatives)
 
     __rand__ = __and__
 
-    @property
-    def bounds(self) -> tuple[tuple[Iter, int, int], ...]:
-        """``((iterator, lo, hi), ...)``: the range of one iterator each comparison keeps."""
-        out = []
+    def _distributed(self, other: Mask) -> tuple[Mask, ...]:
+        """``(a | b) & (c | d)`` as ``a&c | a&d | b&c | b&d``."""
+        return tuple(x & y for x in self.alternatives for y in other.alternatives)
+
+    def __or__(self, other: Any) -> Mask:
+        if not isinstance(other, Mask):
+            raise fail("a mask combines with | only with another mask")
+        return Mask((), (self, other))
+
+    __ror__ = __or__
+
+    def _allowed(self) -> dict[Iter, set[int]]:
+        """The values each bounded iterator keeps."""
+        kept: dict[Iter, set[int]] = {}
         for expr, cmp, value in self.preds:
-            lo, hi = {"less": (None, value), "less_equal": (None, value + 1),
-                      "greater": (value + 1, None), "greater_equal": (value, None)}[cmp]
-            out.append(expr._bound(lo, hi))
+            it, values = expr._allowed(cmp, value)
+            kept[it] = kept[it] & values if it in kept else values
+        if self.alternatives:
+            options = [alt._allowed() for alt in self.alternatives]
+            iters = {it for option in options for it in option}
+            if len(iters) != 1 or any(not option for option in options):
+                raise unsupported("a mask joining conditions on different index axes with |",
+                                  "a mask keeps one box: one range per axis")
+            (it,) = iters
+            union = set().union(*(option[it] for option in options))
+            kept[it] = kept[it] & union if it in kept else union
+        return kept
+
+    @cached_property  # asked for by every operand of every masked instruction
+    def bounds(self) -> tuple[tuple[Iter, int, int], ...]:
+        """``((iterator, first, last + 1), ...)``: the range of each iterator the mask keeps."""
+        out = []
+        for it, values in self._allowed().items():
+            if not values:
+                out.append((it, 0, 0))
+                continue
+            lo, hi = min(values), max(values) + 1
+            if len(values) != hi - lo:
+                raise unsupported("a mask that keeps a range with holes", "a mask keeps one box: one range per axis")
+            out.append((it, lo, hi))
         return tuple(out)
 
 
@@ -260,19 +297,18 @@ class ArangeExpr:
 
     __rmul__ = __mul__
 
-    def _bound(self, lo: int | None, hi: int | None) -> tuple[Iter, int, int]:
-        """``lo <= self < hi`` as a range ``(iterator, first, last)`` of its one iterator."""
+    def _allowed(self, cmp: str, value: int) -> tuple[Iter, set[int]]:
+        """The values of this expression's one iterator for which ``self <cmp> value`` holds
+        (any coefficient, negative too: ``127 - i_p >= 64``)."""
         if isinstance(self.const, SymIndex):
             self.const._refuse("a mask that depends on a loop index")
         terms = [(it, c) for it, c in self.terms if c]
         if len(terms) != 1:
-            raise fail("a mask compares an index vector of one axis with a number")
+            raise unsupported("a mask comparing an expression of several index axes (i_p + i_f < n)",
+                              "a mask keeps one box: bound each axis on its own")
         (it, coeff), = terms
-        if coeff < 0:
-            raise fail("a mask compares an increasing index vector (positive coefficient)")
-        first = 0 if lo is None else max(0, -(-(lo - self.const) // coeff))
-        last = it.count if hi is None else min(it.count, max(0, -(-(hi - self.const) // coeff)))
-        return it, first, max(first, last)
+        test = {"less": int.__lt__, "less_equal": int.__le__, "greater": int.__gt__, "greater_equal": int.__ge__}[cmp]
+        return it, {i for i in range(it.count) if test(self.const + coeff * i, value)}
 
     def _cmp(self, cmp: str, other: Any) -> Mask:
         if isinstance(other, ArangeExpr):

@@ -25,7 +25,7 @@ from neuronsim.machine.nki.tracer import current
 from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QUEUES", "broadcast_shape",
-           "result_dtype", "per_partition", "opens_accumulation", "in_program_order"]
+           "result_dtype", "per_partition", "opens_accumulation", "in_program_order", "reduced_last"]
 
 #: The DMA queue a transfer goes on, by the engine whose sequencer triggers it (docs/nki.md).
 QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma0"}
@@ -246,4 +246,17 @@ def _chained(nodes: list[Any], prev: str | None) -> tuple[list[Any], str | None]
             out.append(replace(node, deps=node.deps + (Dep(prev),)) if prev is not None else node)
             prev = node.name
     return out, prev
+
+
+def reduced_last(src: Layout, axes: list[int]) -> tuple[Layout, list[int]]:
+    """``src`` with the free axes ``axes`` moved after the others (a strided view: no data
+    moves), and their new positions: DVE reduces the trailing free axes of its read, and the
+    NKI average-pool tutorial reduces axes in the middle (``nl.sum(x, axis=[2, 4])``)."""
+    rest = [a for a in range(len(src.axes)) if a not in axes]
+    if rest == list(range(len(rest))):
+        return src, axes
+    order = rest + sorted(axes)
+    tags = tuple(src.tags[a] for a in order) if src.tags is not None else None
+    moved = Layout(src.tensor, tuple(src.axes[a] for a in order), src.offset, src.partitions, tags)
+    return moved, list(range(len(rest), len(order)))
 

@@ -16,9 +16,14 @@ from typing import Any
 
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
-from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.errors import Refused, fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import current
+
+#: NkiTensor methods of the API reference module that neuronsim does not model.
+_VIEW_METHODS = frozenset(("strides", "offset", "is_contiguous", "get_pattern", "is_indirect", "permute", "broadcast",
+                           "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange", "slice", "select",
+                           "vector_select", "reinterpret_cast", "indirect"))
 
 __all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators"]
 
@@ -112,6 +117,16 @@ class NkiTensor:
     def ndim(self) -> int:
         return len(self.shape)
 
+    @property
+    def size(self) -> int:
+        return prod(self.shape)
+
+    def __getattr__(self, attr: str) -> Any:
+        """The NKI 0.5 view methods neuronsim does not model: refused when used."""
+        if attr in _VIEW_METHODS:
+            return Refused(f"NkiTensor.{attr}", "NKI 0.5 tensor view methods")
+        raise AttributeError(attr)
+
     def __len__(self) -> int:
         return self.shape[0]
 
@@ -143,7 +158,8 @@ class NkiTensor:
             offset = offset + _operator("scalar_offset")(scalar_offset) * stride
         return NkiTensor(self.layout.ap(pattern, offset))
 
-    def reshape(self, *shape: Any) -> NkiTensor:
+    def reshape(self, *shape: Any, **named: Any) -> NkiTensor:
+        shape = (named.pop("shape"),) if "shape" in named and not shape else shape  # reshape(shape=...)
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
         return NkiTensor(self.layout.reshape(tuple(shape)))
 
