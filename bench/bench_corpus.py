@@ -19,7 +19,8 @@ with the kernels it blocks, most kernels first).
 Usage::
 
     .venv/bin/python bench/bench_corpus.py --jobs 2                     # the whole corpus
-    .venv/bin/python bench/bench_corpus.py --filter nki/test/ --timeout 30
+    .venv/bin/python bench/bench_corpus.py --filter nki/test/ --filter mamba --timeout 30
+    .venv/bin/python bench/bench_corpus.py --list    # what is found: case / pending (why in the table) / absent
     .venv/bin/python bench/bench_corpus.py --json out/corpus.json --summary out/corpus.txt
 """
 
@@ -120,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="the corpus folder")
     parser.add_argument("--jobs", type=int, default=1, help="kernels run at once")
-    parser.add_argument("--filter", default="", help="only kernels whose key contains this")
+    parser.add_argument("--filter", action="append", default=[],
+                        help="only kernels whose key contains this (repeat: any of them)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per kernel")
     parser.add_argument("--memory-mb", type=int, default=4096, help="address-space cap per kernel")
     parser.add_argument("--json", type=Path, help="write one record per kernel here")
@@ -134,10 +136,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 256:
         print("--jobs must be >= 1, --timeout > 0, --memory-mb >= 256", file=sys.stderr)
         return 2
-    sites = [s for s in discover(corpus) if args.filter in s.key]
+    sites = [s for s in discover(corpus) if not args.filter or any(f in s.key for f in args.filter)]
     if args.list:
+        from corpus_cases import CASES
+
         for site in sites:
-            print(f"{site.found_by:<9} {site.key}")
+            entry = CASES.get(site.key)
+            status = "absent" if entry is None else "pending" if entry.missing else "case"
+            print(f"{site.found_by:<9} {status:<7} {site.key}")
         print(f"{len(sites)} kernel functions")
         return 0
     start = time.perf_counter()
