@@ -21,7 +21,7 @@ from neuronsim.machine.ir.edges import KIND_NAMES
 from neuronsim.machine.ir.extensions import NON_FINITE
 from neuronsim.machine.ir.program import SEQUENCERS
 from neuronsim.machine.model.optable import COMMON_ATTRS, OP_TABLE
-from neuronsim.machine.model.presets import OVERRIDABLE, PRESETS
+from neuronsim.machine.model.presets import FLOAT_FIGURE_RANGE, OVERRIDABLE, PRESETS
 
 __all__ = ["program_schema", "SCHEMA_ID"]
 
@@ -80,7 +80,8 @@ def _machine() -> dict:
         if kind is bool:
             overrides[key] = {"type": "boolean"}
         else:
-            overrides[key] = {"type": "integer" if kind is int else "number", "exclusiveMinimum": 0}
+            overrides[key] = ({"type": "integer", "exclusiveMinimum": 0} if kind is int else
+                              {"type": "number", "minimum": FLOAT_FIGURE_RANGE[0], "maximum": FLOAT_FIGURE_RANGE[1]})
     overrides["dma_queues"]["maximum"] = 16
     overrides["sbuf_partitions"]["maximum"] = 128
     presets = {"enum": sorted(PRESETS)}

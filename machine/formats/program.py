@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import codecs
 import json
-import math
-import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -21,8 +19,8 @@ from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.ir.edges import KIND_NAMES, kind_from_name
 from neuronsim.machine.model.opcodes import check_opcode
 from neuronsim.machine.ir.errors import ProgramError, join_path
-from neuronsim.machine.ir.inputs import check_encoding, huge_integer_error, read_input
-from neuronsim.machine.ir.jsonio import reject_constant, unique_keys, write_text
+from neuronsim.machine.ir.inputs import check_encoding, read_input
+from neuronsim.machine.ir.jsonio import line_column, loads_strict, write_text
 from neuronsim.machine.ir.program import (
     MEMORY_NAMES,
     SEQUENCERS,
@@ -300,6 +298,8 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     if doc.get("format") != FORMAT:
         raise ProgramError("format", f"expected {FORMAT!r}, got {json.dumps(doc.get('format'))}")
     machine_value = doc.get("machine", "trn1")
+    if machine_value is None:  # the JSON Schema's reading: absent means trn1, null is no machine at all
+        raise ProgramError("machine", "expected a preset name or an object with 'base' and overrides, got null")
     spec = resolve_machine(machine_value)
     tensors_raw = doc.get("tensors", {})
     if not isinstance(tensors_raw, dict):
@@ -316,11 +316,6 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     return program
 
 
-def _line_column(text: str, index: int) -> str:
-    line = text.count("\n", 0, index) + 1
-    return f"line {line} column {index - (text.rfind(chr(10), 0, index) + 1) + 1}"
-
-
 def _decode(data: bytes, *, partial: bool = False) -> str:
     """UTF-8 text (a UTF-8 byte-order mark is skipped); UTF-16 / UTF-32 and invalid UTF-8
     (including encoded surrogates) are located errors."""
@@ -330,51 +325,15 @@ def _decode(data: bytes, *, partial: bool = False) -> str:
     try:
         return codecs.getincrementaldecoder("utf-8")().decode(data, final=not partial)
     except UnicodeDecodeError as err:
-        where = _line_column(data[:err.start].decode("utf-8", "replace"), err.start)
+        where = line_column(data[:err.start].decode("utf-8", "replace"), err.start)
         raise ProgramError("", f"not UTF-8 text at {where} (byte {err.start}): {err.reason}") from None
-
-
-def _finite_float(token: str) -> float:
-    value = float(token)
-    if not math.isfinite(value):
-        raise _Unreadable(token, f"the number {token[:40]} is beyond the range of a double")
-    return value
-
-
-class _Unreadable(ValueError):
-    """A number token the parser cannot represent; located by the caller."""
-
-    def __init__(self, token: str, message: str) -> None:
-        super().__init__(message)
-        self.token = token
-        self.message = message
-
-
-def _token_error(text: str, token: str, message: str) -> ProgramError:
-    """``message`` at the first number token ``token`` of ``text`` (a search: the parser
-    that found it does not say where)."""
-    match = re.search(rf"(?<![0-9.eE+-]){re.escape(token)}(?![0-9])", text)
-    where = f" at {_line_column(text, match.start())}" if match else ""
-    return ProgramError("", f"malformed JSON{where}: {message}")
 
 
 def loads_program(text: str | bytes, *, validate: bool = True) -> Program:
     """Parse a JSON text; malformed JSON is a :class:`ProgramError` naming line and column."""
     if isinstance(text, (bytes, bytearray)):
         text = _decode(bytes(text))
-    try:
-        doc = json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant, parse_float=_finite_float)
-    except ProgramError:
-        raise
-    except json.JSONDecodeError as err:
-        raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
-    except _Unreadable as err:
-        raise _token_error(text, err.token, err.message) from None
-    except ValueError as err:  # an integer of more digits than Python converts
-        located = huge_integer_error(err, text)
-        if located is None:
-            raise
-        raise located from None
+    doc = loads_strict(text)
     return parse_program(doc, validate=validate)
 
 

@@ -15,6 +15,8 @@ neuronsim.machine.ir.errors.ProgramError: <document>: malformed JSON: the key 'a
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 from typing import Any, TextIO
 
@@ -22,7 +24,7 @@ from neuronsim.machine.ir import files
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.inputs import check_encoding, huge_integer_error, read_input
 
-__all__ = ["decode_strict", "read_source", "reject_constant", "unique_keys", "write_text"]
+__all__ = ["decode_strict", "loads_strict", "line_column", "read_source", "reject_constant", "unique_keys", "write_text"]
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -40,26 +42,67 @@ def reject_constant(name: str) -> Any:
     raise ProgramError("", f"malformed JSON: {name} is not a JSON number")
 
 
+def line_column(text: str, index: int) -> str:
+    """``line L column C`` (both from 1) of the character at ``index`` of ``text``."""
+    line = text.count("\n", 0, index) + 1
+    return f"line {line} column {index - (text.rfind(chr(10), 0, index) + 1) + 1}"
+
+
+class _Unreadable(ValueError):
+    """A number token the parser cannot represent; located by :func:`loads_strict`."""
+
+    def __init__(self, token: str, message: str) -> None:
+        super().__init__(message)
+        self.token = token
+        self.message = message
+
+
+def _finite_float(token: str) -> float:
+    """``json.loads`` float hook: ``1e400`` would read as infinity, which no writer may give back
+    (strict JSON has none), so it is refused where it is read."""
+    value = float(token)
+    if not math.isfinite(value):
+        raise _Unreadable(token, f"the number {token[:40]} is beyond the range of a double")
+    return value
+
+
+def _token_error(text: str, token: str, message: str) -> ProgramError:
+    """``message`` at the first number token ``token`` of ``text`` (a search: the parser
+    that found it does not say where)."""
+    match = re.search(rf"(?<![0-9.eE+-]){re.escape(token)}(?![0-9])", text)
+    where = f" at {line_column(text, match.start())}" if match else ""
+    return ProgramError("", f"malformed JSON{where}: {message}")
+
+
+def loads_strict(text: str) -> Any:
+    """The document of a JSON text, strictly: a key twice in one object, NaN, Infinity, a
+    number beyond a double and an integer of more digits than Python converts are located
+    ProgramErrors, as is any malformed JSON (line and column)."""
+    try:
+        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant, parse_float=_finite_float)
+    except ProgramError:
+        raise
+    except json.JSONDecodeError as err:
+        raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
+    except _Unreadable as err:
+        raise _token_error(text, err.token, err.message) from None
+    except ValueError as err:  # an integer of more digits than Python converts
+        located = huge_integer_error(err, text)
+        if located is None:
+            raise
+        raise located from None
+
+
 def decode_strict(text: str | bytes) -> Any:
-    """The decoded document; malformed JSON is a ProgramError naming line and column (UTF-8
-    only: UTF-16 / UTF-32 text is refused as the program loader refuses it)."""
+    """The decoded document (:func:`loads_strict`; UTF-8 only: UTF-16 / UTF-32 text is refused
+    as the program loader refuses it)."""
     if isinstance(text, (bytes, bytearray)):
         check_encoding(bytes(text[:4]))
         try:
             text = bytes(text).decode("utf-8-sig")
         except UnicodeDecodeError as err:
             raise ProgramError("", f"not UTF-8 text (byte {err.start}): {err.reason}") from None
-    try:
-        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant)
-    except json.JSONDecodeError as err:
-        raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
-    except UnicodeDecodeError as err:
-        raise ProgramError("", f"not UTF-8 text: {err.reason}") from None
-    except ValueError as err:  # an integer of more digits than Python converts
-        located = huge_integer_error(err, text)
-        if located is None:
-            raise
-        raise located from None
+    return loads_strict(text)
 
 
 def read_source(source: str | TextIO) -> str | bytes:

@@ -20,7 +20,7 @@ from typing import Any
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.ir.program import SEQUENCERS
 
-__all__ = ["MachineSpec", "PRESETS", "resolve_machine", "OVERRIDABLE"]
+__all__ = ["MachineSpec", "PRESETS", "resolve_machine", "OVERRIDABLE", "FLOAT_FIGURE_RANGE"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +164,15 @@ OVERRIDABLE: dict[str, type] = {
 }
 
 
+#: The range of a float figure (clocks, bandwidths, latencies): wide of any real machine, and
+#: narrow enough that every simulated time stays a finite double (a bandwidth of 1e-300 B/ns
+#: made durations overflow to infinity, and the times after them NaN).
+FLOAT_FIGURE_RANGE = (1e-6, 1e12)
+
+
 def _figure(raw: Any, want: type, path: str) -> Any:
-    """One override value: a boolean, or a positive finite number of the field's type (an
-    integer field below 2**63; a float field within a double's range)."""
+    """One override value: a boolean, or a positive number of the field's type (an integer
+    field below 2**63; a float field within :data:`FLOAT_FIGURE_RANGE`)."""
     if want is bool:
         if not isinstance(raw, bool):
             raise ProgramError(path, "expected true or false")
@@ -187,6 +193,10 @@ def _figure(raw: Any, want: type, path: str) -> Any:
         if not value.is_integer() or value >= 2**63:
             raise ProgramError(path, "expected a positive int below 2**63")
         return int(value)
+    low, high = FLOAT_FIGURE_RANGE
+    if not low <= value <= high:
+        raise ProgramError(path, f"expected a float between {low:g} and {high:g} (simulated times must stay finite), "
+                                 f"got {value:g}")
     return value
 
 
@@ -207,6 +217,8 @@ def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
     if not isinstance(value, dict):
         raise ProgramError(path, "expected a preset name or an object with 'base' and overrides")
     base = value.get("base", "trn1")
+    if not isinstance(base, str):  # null too: the format's default is the absent key, not null
+        raise ProgramError(join_path(path, "base"), f"expected a preset name, one of {sorted(PRESETS)}")
     spec = resolve_machine(base, join_path(path, "base"))
     changes: dict[str, Any] = {}
     for key, raw in value.items():

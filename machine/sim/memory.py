@@ -144,7 +144,9 @@ def access_view(tensor: Tensor, access: Access, iteration: Mapping[str, int], sp
     offset, pattern = access_extent(tensor, access)
     size = tensor.itemsize
     moved, pmoved = iteration_shift(tensor, access, iteration)  # bytes (shifts and rotation), partitions
-    free_strides = tuple(stride * size for stride, _count in pattern)
+    # a dimension of one element never steps: its stride is 0, so a valid stride past what numpy
+    # can index (``[[2**62, 1], ...]``, partitions ``[0, 1, 2**63-1]``) names the same bytes
+    free_strides = tuple(stride * size if count > 1 else 0 for stride, count in pattern)
     dtype = numpy_dtype(tensor.dtype)
     space = _SPACES[tensor.memory]
     if tensor.memory == MemoryKind.DRAM:
@@ -154,7 +156,8 @@ def access_view(tensor: Tensor, access: Access, iteration: Mapping[str, int], sp
     start, _count, step = access.partitions or (0, tensor.shape[0], 1)
     first = (tensor.partition or 0) + start + pmoved
     byte = first * row + tensor.byte_base + offset * size + moved
-    return AccessView(space, byte, access_shape(tensor, access), (step * row, *free_strides), dtype, tensor.name)
+    return AccessView(space, byte, access_shape(tensor, access), (step * row if _count > 1 else 0, *free_strides), dtype,
+                      tensor.name)
 
 
 class Memory:

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.ir.jsonio import decode_strict, read_source
+from neuronsim.machine.model.presets import FLOAT_FIGURE_RANGE
 from neuronsim.machine.tasks.expr import ScalarExpr, parse_expr
 from neuronsim.machine.tasks.ir import (
     EMPTY, INDEXED_OPS, LAYOUTS, PADS, Alias, ArgDirection, Assemble, Call, CompilerDep, Create, For,
@@ -30,6 +31,9 @@ from neuronsim.machine.tasks.ir import (
 __all__ = ["FORMAT", "parse_tasks", "loads_tasks", "load_tasks", "is_task_document"]
 
 FORMAT = "neuronsim.tasks/1"
+#: The most a kernel's cost may be: a simulated run's times stay finite doubles (as the
+#: float figures of a machine, :data:`neuronsim.machine.model.presets.FLOAT_FIGURE_RANGE`).
+MAX_COST_NS = FLOAT_FIGURE_RANGE[1]
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LET_KINDS = ("create", "slice", "assemble", "indexed", "alias", "scalar", "task_array", "get", "task_invalid",
               "task_dummy")
@@ -112,6 +116,11 @@ def _enum(value: Any, path: str, cls: type, what: str) -> Any:
         raise ProgramError(path, f"unknown {what} {_show(value)}; expected one of {[m.value for m in cls]}") from None
 
 
+def _one_of(value: Any, names) -> bool:
+    """``value`` is one of the texts ``names`` (a list or an object is none of them, and no error)."""
+    return isinstance(value, str) and value in names
+
+
 def _int(value: Any, path: str, minimum: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         raise ProgramError(path, f"expected an integer >= {minimum}, got {_show(value)}")
@@ -122,12 +131,12 @@ def _int(value: Any, path: str, minimum: int) -> int:
 def _view(raw: Any, path: str) -> TensorView:
     o = _Obj(raw, path, {"layout", "strides", "valid_shape", "pad"}, "a view")
     layout = o.raw.get("layout", "nd")
-    if layout not in LAYOUTS:
+    if not _one_of(layout, LAYOUTS):
         raise ProgramError(o.at("layout"), f"unknown layout {_show(layout)}; expected one of {list(LAYOUTS)}")
     strides = tuple(_int(v, p, 0) for p, v in o.items("strides")) if o.has("strides") else None
     valid = o.exprs("valid_shape") if o.has("valid_shape") else None
     pad = o.raw.get("pad")
-    if pad is not None and pad not in PADS:
+    if pad is not None and not _one_of(pad, PADS):
         raise ProgramError(o.at("pad"), f"unknown pad {_show(pad)}; expected one of {list(PADS)}")
     return TensorView(layout, strides, valid, pad)
 
@@ -142,7 +151,7 @@ def _memref(raw: Any, path: str) -> MemRef:
 
 def _type(o: _Obj) -> TensorType:
     dtype = o.need("dtype")
-    if dtype not in DTYPES:
+    if not _one_of(dtype, DTYPES):
         raise ProgramError(o.at("dtype"), f"unknown dtype {_show(dtype)}; expected one of {list(DTYPES)}")
     shape = o.exprs("shape")
     if not shape:
@@ -161,8 +170,8 @@ def _kernel(name: str, raw: Any, path: str) -> Kernel:
         params.append(KernelParam(p.name("name"), _enum(p.need("direction"), p.at("direction"), ParamDirection,
                                                         "direction")))
     cost = o.raw.get("cost", 1.0)
-    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
-        raise ProgramError(o.at("cost"), f"expected a cost in ns >= 0, got {_show(cost)}")
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not 0 <= cost <= MAX_COST_NS:
+        raise ProgramError(o.at("cost"), f"expected a cost in ns between 0 and {MAX_COST_NS:g}, got {_show(cost)}")
     fn = o.raw.get("fn")
     if fn is not None and (not isinstance(fn, str) or fn.count(":") != 1 or not all(fn.split(":"))):
         raise ProgramError(o.at("fn"), f"expected 'module:function', got {_show(fn)}")
@@ -222,7 +231,7 @@ def _let(raw: dict, path: str) -> Stmt:
         return Assemble(var, o.name("assemble"), o.name("value"), o.exprs("offset"), x)
     if kind == "indexed":
         op = o.raw.get("op", "gather")
-        if op not in INDEXED_OPS:
+        if not _one_of(op, INDEXED_OPS):
             raise ProgramError(o.at("op"), f"unknown indexed op {_show(op)}; expected one of {list(INDEXED_OPS)}")
         return IndexedView(var, op, o.name("indexed"), o.exprs("shape"), o.exprs("offset"), x)
     if kind == "alias":
@@ -280,9 +289,9 @@ def _stmt(raw: Any, path: str) -> Stmt:
     if "scope" in raw:
         o = _Obj(raw, path, {"scope", "name", "owner", "body"}, "a scope")
         mode, owner = o.raw["scope"], o.raw.get("owner", "user")
-        if mode not in ("auto", "manual"):
+        if not _one_of(mode, ("auto", "manual")):
             raise ProgramError(o.at("scope"), f"expected \"auto\" or \"manual\", got {_show(mode)}")
-        if owner not in ("user", "compiler"):
+        if not _one_of(owner, ("user", "compiler")):
             raise ProgramError(o.at("owner"), f"expected \"user\" or \"compiler\", got {_show(owner)}")
         return RuntimeScope(_body(o, "body"), mode == "manual", o.name("name") if o.has("name") else "", owner,
                             o.extras())

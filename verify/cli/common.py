@@ -19,6 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 import click
@@ -194,10 +195,15 @@ class ByteSize(click.ParamType):
         match = _SIZE.match(str(value))
         if not match:
             self.fail(f"expected a size such as 8G, 512M or 1073741824, got {value!r}", param, ctx)
-        number, unit = float(match.group(1)), match.group(2).lower()
+        digits, unit = match.group(1), match.group(2).lower()
+        if len(digits.split(".")[0].lstrip("0")) > 19:  # beyond any size below 2**63, before any conversion
+            self.fail(f"expected a size below 2**63 bytes (8 EiB), got {printable(str(value))[:40]}", param, ctx)
+        number = Decimal(digits)  # not a float: 2**63 - 1 would round, and 400 digits overflow to infinity
         size = int(number * 1024 ** "bkmgtp".index(unit or "b"))
         if size <= 0:
             self.fail("expected a positive size", param, ctx)
+        if size >= 2**63:
+            self.fail(f"expected a size below 2**63 bytes (8 EiB), got {printable(str(value))[:40]}", param, ctx)
         return size
 
 

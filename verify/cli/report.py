@@ -17,7 +17,9 @@ import click
 
 from neuronsim.machine.formats.program import load_program
 
-from neuronsim.verify.cli.common import UsageFailure, check_output, placed, program_argument, run_command
+from neuronsim.verify.cli.common import (
+    UsageFailure, check_output, guard_size, placed, program_argument, run_command, size_options,
+)
 from neuronsim.verify.cli.traced import prepare_traced
 from neuronsim.verify.html_report import write_report
 
@@ -30,12 +32,15 @@ __all__ = ["report"]
 @click.option("--passes", "spec", metavar="SPEC", default=None,
               help="Pipeline of the footprint part (default: dep-reduction, or the compile pipeline then "
                    "dep-reduction when the program has no deps).")
+@size_options
 @run_command
-def report(program: str, output: str, spec: str | None) -> int:
+def report(program: str, output: str, spec: str | None, max_instances: int, max_memory: int | None) -> int:
     """Write an offline HTML page about PROGRAM: timeline, races with fixes, sync footprint, engines."""
     check_output(output, "--output")
     prog, findings = prepare_traced(load_program(program))  # a traced NKI program: its findings, compiled first
     prog = placed(prog)
+    # the page unrolls, race-checks and simulates one run: the same guard as check and simulate
+    guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=1)
     name = "standard input" if program == "-" else os.path.basename(program)
     try:
         shown = write_report(prog, output, name, passes=spec, findings=findings)
