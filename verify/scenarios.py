@@ -313,7 +313,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                           size=None if size is None else size * len(seeds)) as update:
         simulation = simulate(final, seeds=seeds, inputs=values, data_seed=data_seed, compare="all",
                               functional=functional, progress=lambda done, _total: update(done))
-    with stage_or_nothing(progress, "reference", None, size=size):
+    with stage_or_nothing(progress, "reference", None):  # the user's numpy: said when slow
         reference = _user_call(scenario, "reference", values) if functional else {}
     return ScenarioRun(
         name=scenario_name(scenario), program=program, compiled=compiled, final=final, pipeline=pipeline,
