@@ -13,11 +13,7 @@ a simulation keeps its threads.
 BLAS library as it is (its own thread count, the OPENBLAS_NUM_THREADS it was started with).
 ``neuronsim simulate`` / ``run`` take ``--blas-threads`` for the same.
 
->>> import os
->>> os.environ.pop(BLAS_THREADS_ENV, None) and None
->>> blas_threads()
-1
->>> with blas_limited():
+>>> with blas_limited(1):
 ...     pass
 """
 
