@@ -245,11 +245,10 @@ def _footprint(program: Program, spec: str | None) -> SyncReport:
 
 def build_report(program: Program, name: str, *, passes: str | None = None, findings=()) -> Report:
     """Everything the page shows about a placed ``program`` (virtual tensors are an error);
-    ``findings``: the NKI findings of the traced program it was compiled from."""
-    from neuronsim.verify.nki.findings import grouped_findings
-
-    shown = []
-    grouped_findings(findings, lambda f: shown.append(f.to_json()) or "")  # one per kind on a pair of lines
+    ``findings``: the NKI findings of the traced program it was compiled from, as JSON views,
+    one per kind on a pair of kernel lines (the caller groups them: the findings are
+    ``verify.nki``'s, a room above this one)."""
+    shown = list(findings)
     unrolled = unroll(program)
     waits = [tuple(t for _, t in ws) for ws in unrolled.resolve_waits()]
     races = check_waits(program, waits, unrolled, max_races=MAX_RACES)

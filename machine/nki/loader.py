@@ -29,15 +29,16 @@ def split_spec(spec: str) -> tuple[str, str]:
 
 
 def _dotted_name(path: str) -> str | None:
-    """The module name of ``path`` under a ``sys.path`` entry, through packages only."""
+    """The module name of ``path`` under the nearest ``sys.path`` entry reached through packages
+    only (a package tree may sit inside a larger one that is not importable)."""
     directory, module = os.path.split(os.path.abspath(path))
     parts = [os.path.splitext(module)[0]]
+    roots = {os.path.abspath(p or os.curdir) for p in sys.path}
     while os.path.exists(os.path.join(directory, "__init__.py")):
         directory, package = os.path.split(directory)
         parts.append(package)
-    roots = {os.path.abspath(p or os.curdir) for p in sys.path}
-    if len(parts) > 1 and directory in roots:
-        return ".".join(reversed(parts))
+        if directory in roots:
+            return ".".join(reversed(parts))
     return None
 
 

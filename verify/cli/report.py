@@ -22,6 +22,7 @@ from neuronsim.verify.cli.common import (
 )
 from neuronsim.verify.cli.traced import prepare_traced
 from neuronsim.verify.html_report import write_report
+from neuronsim.verify.nki.findings import grouped_findings
 
 __all__ = ["report"]
 
@@ -43,7 +44,9 @@ def report(program: str, output: str, spec: str | None, max_instances: int, max_
     guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=1)
     name = "standard input" if program == "-" else os.path.basename(program)
     try:
-        shown = write_report(prog, output, name, passes=spec, findings=findings)
+        views: list[dict] = []
+        grouped_findings(findings, lambda f: views.append(f.to_json()) or "")  # one per kind on a pair of lines
+        shown = write_report(prog, output, name, passes=spec, findings=views)
     except OSError as err:
         raise UsageFailure(f"cannot write {output}: {err.strerror or err}", "--output") from None
     races = (f"{shown.total_races} race(s)" if shown.total_races else

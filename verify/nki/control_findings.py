@@ -77,7 +77,7 @@ def psum_findings(program: Program) -> list[NkiFinding]:
     psum = {n for n, t in program.tensors.items() if t.memory == MemoryKind.PSUM}
     if not psum:
         return []
-    from neuronsim.verify.nki.findings import _identity_placement  # findings imports this module
+    from neuronsim.verify.nki.placement import identity_placement as _identity_placement
 
     placed = _identity_placement(program)
     state = {n: np.zeros((placed.tensors[n].shape[0], placed.tensors[n].bytes_per_partition), np.int64)

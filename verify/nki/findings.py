@@ -53,6 +53,7 @@ from neuronsim.machine.order.stream import InstanceStream, stream_of
 
 from neuronsim.verify.nki.carried import ACCUMULATE_KEY, AFFINE, RANGE_KEY, SCOPE_KEY, sweep_loops
 from neuronsim.verify.nki.finding import NkiFinding
+from neuronsim.verify.nki.placement import identity_placement as _identity_placement
 from neuronsim.verify.nki.control_findings import control_findings
 from neuronsim.verify.nki.lifetimes import clobber_findings
 
@@ -89,42 +90,6 @@ def _tensors_of(stream: InstanceStream, i: int, j: int) -> tuple[str, ...]:
     found = conflicts(stream, i, j)
     names = stream.tensor_names
     return tuple(dict.fromkeys(names[t] for _, pa, pb, _, _ in found for t in (pa.tensor, pb.tensor)))
-
-
-def _identity_placement(program: Program) -> Program:
-    """Every tensor on bytes of its own (a machine with room for all of them; DRAM alias
-    groups kept), a rotating one with a slot per iteration: the storage the NKI compiler reasons
-    with, where each tile is itself and no two tiles share bytes."""
-    loops = {node.name: node.trip_count for node, _ in program.walk() if isinstance(node, Loop)}
-    sbuf_next, psum_bank, dram_next, placed = 0, 0, 0, {}
-    for name, t in program.tensors.items():
-        if t.memory == MemoryKind.DRAM:
-            if t.alias is None:
-                stride = t.free_elements * t.itemsize
-                rotate = Rotation(t.rotate.loop, loops.get(t.rotate.loop, 1), stride) if t.rotate else None
-                placed[name] = replace(t, address=dram_next, rotate=rotate)
-                dram_next += -(-t.free_elements * t.itemsize * (loops.get(t.rotate.loop, 1) if t.rotate else 1)
-                               // 4096) * 4096
-            else:
-                placed[name] = t
-            continue
-        slots = loops.get(t.rotate.loop, 1) if t.rotate else 1
-        if t.memory == MemoryKind.SBUF:
-            stride = max(t.rotate.stride if t.rotate else 0, t.bytes_per_partition)
-            rotate = Rotation(t.rotate.loop, slots, stride) if t.rotate else None
-            placed[name] = replace(t, partition=t.partition or 0, offset=sbuf_next, bank=None, rotate=rotate)
-            sbuf_next += -(-stride * slots // 64) * 64
-        else:
-            banks = -(-t.bytes_per_partition // PSUM_BANK_BYTES)
-            rotate = Rotation(t.rotate.loop, slots, banks * PSUM_BANK_BYTES) if t.rotate else None
-            placed[name] = replace(t, partition=t.partition or 0, offset=0, bank=psum_bank, rotate=rotate)
-            psum_bank += banks * slots
-    spec = resolve_machine(program.machine)
-    base = program.machine.get("base", "trn1") if isinstance(program.machine, dict) else program.machine
-    machine = {**(program.machine if isinstance(program.machine, dict) else {"base": base}),
-               "sbuf_partition_bytes": max(sbuf_next, spec.sbuf_partition_bytes),
-               "psum_banks": max(psum_bank, spec.psum_banks), "dram_bytes": max(dram_next, spec.dram_bytes)}
-    return replace(program.with_tensors(placed), machine=machine)
 
 
 CONSTRUCTION_PIPELINE = "alloc,build-fdeps,remove-redundancies,anti-deps"

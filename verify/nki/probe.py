@@ -19,7 +19,7 @@ from neuronsim.machine.sim.memory import initial_memory
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import output_arrays, run_sequential
 
-from neuronsim.verify.nki.findings import _identity_placement
+from neuronsim.verify.nki.placement import identity_placement as _identity_placement
 
 __all__ = ["read_tensor"]
 

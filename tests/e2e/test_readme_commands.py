@@ -1,0 +1,145 @@
+"""Every command the README shows, run as an installed user runs it: the console script of the
+environment the tests run in, from a temporary folder outside the checkout.
+
+The README's code blocks are read, not restated here: each ``$ neuronsim ...`` or
+``neuronsim ...`` line (with ``examples/`` and ``scenarios/`` paths resolved against the
+checkout, since a user runs them with their own copy of those files) runs in one shared
+temporary folder in the README's order, so a file one command writes is there for the next.
+A command may report races or findings (exit 1, as documented beside it); none may be refused as
+unusable input (2), fail inside neuronsim (3) or print a traceback.  The command table's rows
+with placeholders run on concrete programs below, ``report`` of a builder program and of a
+traced NKI kernel included, and each output file is checked to exist and parse.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim_tests import ROOT
+
+NEURONSIM = Path(sys.executable).with_name("neuronsim")
+#: the README commands that take minutes by design; each runs below with a smaller budget
+_LONG = {"neuronsim fuzz --tasks": ["fuzz", "--tasks", "--examples", "20", "--seed", "0"]}
+
+
+def readme_commands(text: str) -> list[list[str]]:
+    """The ``neuronsim`` and ``python -c`` commands of the README's code blocks, in order, as
+    argument lists; lines with placeholders (``PROGRAM``, ``KERNEL.py``, ``mypkg``) are left to
+    the command-table tests."""
+    commands, fence = [], None
+    for raw in text.splitlines():
+        if raw.startswith("```"):
+            fence = None if fence is not None else raw[3:].strip()
+            continue
+        if fence is None or fence == "python":
+            continue
+        for line in [raw]:
+            line = line.removeprefix("$ ").split("   #")[0].strip()
+            if not line.startswith(("neuronsim ", "python -c ")):
+                continue
+            if re.search(r"\b[A-Z]{4,}\b|mypkg|KERNEL", line):
+                continue
+            for part in line.split(" && "):
+                commands.append(shlex.split(part))
+    return commands
+
+
+def _resolve(args: list[str]) -> list[str]:
+    out = []
+    for arg in args:
+        for prefix in ("examples/", "scenarios/"):
+            arg = re.sub(rf"(^|[=:]){prefix}", lambda m, p=prefix: f"{m.group(1)}{ROOT}/{p}", arg)
+        out.append(arg)
+    return out
+
+
+def _run(args: list[str], cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "NEURONSIM_TRACEBACK")}
+    return subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def _judge(args: list[str], run: subprocess.CompletedProcess, allowed=(0, 1)) -> None:
+    shown = " ".join(args)
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr, f"{shown}\n{run.stderr[-2000:]}"
+    assert run.returncode in allowed, f"{shown}: exit {run.returncode}\n{run.stdout[-1500:]}\n{run.stderr[-1500:]}"
+
+
+def test_the_readme_shows_commands_to_run() -> None:
+    commands = readme_commands((ROOT / "README.md").read_text())
+    names = {c[1] for c in commands if c[0] == "neuronsim"}
+    assert {"run", "check", "tasks", "simulate", "fuzz"} <= names, names
+
+
+def test_every_readme_command_from_outside_the_checkout(tmp_path: Path) -> None:
+    commands = readme_commands((ROOT / "README.md").read_text())
+    for args in commands:
+        shown = " ".join(args)
+        if args[0] == "python":
+            run = _run([sys.executable, *args[1:]], tmp_path)
+        else:
+            rest = _LONG.get(shown, args[1:])
+            run = _run([str(NEURONSIM), *_resolve(rest)], tmp_path)
+        _judge(args, run)
+    assert (tmp_path / "out" / "matmul_tiled.png").stat().st_size > 0
+    assert json.loads((tmp_path / "compiled.json").read_text())["format"].startswith("neuronsim.tasks")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("user")
+
+
+def test_builder_program_through_every_program_command(folder: Path) -> None:
+    source = str(ROOT / "examples" / "matmul_k_loop.json")
+    steps = [
+        ["compile", source, "-o", "c.json"],
+        ["check", "c.json", "--json"],
+        ["simulate", "c.json", "--trace", "t.json", "--plot", "t.png", "--seeds", "2", "--outputs", "o.npz"],
+        ["footprint", "c.json", "--json", "--plot", "f.png"],
+        ["report", "c.json", "-o", "r.html"],
+        ["loops", "c.json", "--json"],
+        ["show", "c.json"],
+        ["run", "--list"],
+    ]
+    for args in steps:
+        run = _run([str(NEURONSIM), *args], folder)
+        _judge(args, run, allowed=(0,))
+    json.loads((folder / "t.json").read_text())
+    assert np.load(folder / "o.npz").files
+    html = (folder / "r.html").read_text()
+    assert "<html" in html.lower() and "race-free" in html
+    for name in ("t.png", "f.png"):
+        assert (folder / name).read_bytes()[:4] == b"\x89PNG"
+
+
+def test_traced_nki_kernel_through_nki_run_and_report(folder: Path) -> None:
+    kernel = ROOT / "examples" / "nki" / "row_sums.py"
+    rng = np.random.default_rng(0)
+    np.savez(folder / "rows.npz", x=rng.random((128, 2048), dtype=np.float32), out=np.zeros((128, 1), np.float32))
+    steps = [
+        ["nki", f"{kernel}::row_sums_fixed", "--inputs", "rows.npz", "-o", "traced.json"],
+        ["compile", "traced.json", "-o", "traced_c.json"],
+        ["report", "traced_c.json", "-o", "traced.html"],
+        ["run", f"{kernel}::row_sums_fixed", "--inputs", "rows.npz", "--reference", f"{kernel}:reference"],
+    ]
+    for args in steps:
+        run = _run([str(NEURONSIM), *args], folder)
+        _judge(args, run, allowed=(0,))
+    assert json.loads((folder / "traced.json").read_text())["format"] == "neuronsim.program/1"
+    assert "row_sums.py" in (folder / "traced.html").read_text()
+
+
+def test_bad_input_from_outside_the_checkout_is_one_line(folder: Path) -> None:
+    (folder / "bad.json").write_text('{"format": "neuronsim.program/1", "tensors": 3}')
+    run = _run([str(NEURONSIM), "report", "bad.json", "-o", "bad.html"], folder)
+    assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
+    assert not (folder / "bad.html").exists()
