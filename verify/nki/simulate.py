@@ -31,7 +31,7 @@ from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import output_arrays, run_sequential
 from neuronsim.passes import compile_program
 
-__all__ = ["simulate_kernel"]
+__all__ = ["simulate_kernel", "hand_back"]
 
 
 def simulate_kernel(kernel: Any, *arrays: Any, **kwargs: Any) -> Any:
@@ -42,7 +42,12 @@ def simulate_kernel(kernel: Any, *arrays: Any, **kwargs: Any) -> Any:
     placed, _ = compile_program(traced.program, "alloc")
     plan = build_plan(placed)
     memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, traced.run_inputs))
-    outputs = output_arrays(placed, memory)
+    return hand_back(kernel, arrays, kwargs, traced, output_arrays(placed, memory))
+
+
+def hand_back(kernel: Any, arrays: tuple, kwargs: dict, traced: Any, outputs: dict) -> Any:
+    """What NKI's simulator hands back: every written numpy argument updated in place from
+    ``outputs`` (by parameter name), and the returned arrays (one, a tuple, or None)."""
     func, _grid = unwrap(kernel)
     bound = inspect.signature(func).bind_partial(*arrays, **{k: v for k, v in kwargs.items()
                                                             if k not in ("grid", "name", "machine")})

@@ -13,16 +13,29 @@ from neuronsim_tests import ROOT
 FOLDERS = ("machine", "passes", "verify", "scenarios")
 
 
+def package_dirs() -> dict[str, str]:
+    """pyproject's ``package-dir``: installed package -> its folder (``neuronsim.nki`` ->
+    ``verify/author``: a package whose folder sits inside another one's)."""
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+
+
+def installed_name(relative: Path) -> str:
+    """The installed module name of a file or folder of the checkout (``verify/author/x.py`` ->
+    ``neuronsim.nki.x``): the deepest ``package-dir`` folder holding it names its package."""
+    parts = relative.with_suffix("").parts if relative.suffix == ".py" else relative.parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    package, folder = max(((p, f.split("/")) for p, f in package_dirs().items() if tuple(f.split("/")) ==
+                           parts[:len(f.split("/"))]), key=lambda pf: len(pf[1]))
+    return ".".join((package, *parts[len(folder):]))
+
+
 def module_files() -> dict[str, Path]:
     """``neuronsim.machine.ir.program`` -> its file, for every module of the four folders."""
-    found = {}
-    for folder in FOLDERS:
-        for path in sorted((ROOT / folder).rglob("*.py")):
-            parts = path.relative_to(ROOT).with_suffix("").parts
-            if parts[-1] == "__init__":
-                parts = parts[:-1]
-            found[".".join(("neuronsim", *parts))] = path
-    return found
+    return {installed_name(path.relative_to(ROOT)): path
+            for folder in FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))}
 
 
 def _type_checking_only(node: ast.AST) -> bool:
