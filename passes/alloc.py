@@ -26,9 +26,19 @@ Placement
       class-sized slots, tensor slot ``s`` at ``lane + s * bytes``.  Slots are then packed:
       each goes to the partition base (0, 32, 64, 96) where it can sit lowest, among the
       bases that keep every compute access within the partition-start rule, above every
-      placed byte (placed tensors' rotating slots included).  When the rings do not fit, ring
-      groups (one loop, one shape and dtype) are made plain, the fewest this search finds
-      (:func:`_fit_sbuf`), each counted as a fallback.
+      placed byte (placed tensors' rotating slots included).  When that overflows, every
+      block (plain tensor or lane) is packed first fit in order of birth instead
+      (:func:`~neuronsim.passes.alloc_place.first_fit`): the lowest bytes no live block holds,
+      so tiles of *different* shapes share bytes when their hulls are disjoint (rule 1 below).
+      When the rings do not fit either way, ring groups (one loop, one shape and dtype) are
+      made plain, the fewest this search finds (:func:`_fit_sbuf`), each counted as a fallback.
+    * Spilling (:mod:`neuronsim.passes.alloc_spill`): when even one placement per tensor does
+      not fit, tiles not in use over a run of top-level nodes are stored to DRAM after their
+      last use before it and reloaded into a new tensor before their next use (Belady's rule
+      picks them, against an estimate of the room that shrinks each round until the tiles
+      fit), and allocation starts again on that program.  What no spill can place is
+      refused at once: a tile wider than an SBUF partition or a PSUM bank, or tiles that do
+      not fit together where none has a gap in its uses (all inside one loop).
     * PSUM: tensors in order of first use go to banks by rotation (``psum.mod_alloc``): the
       next bank (ring: ``n`` consecutive banks) after the last one used where nothing clashes,
       else the first with a free byte range beside what clashes; at most ``psum_banks``
@@ -69,12 +79,23 @@ Counters (``ctx.stats["alloc"]``, printed by ``neuronsim compile`` and ``footpri
 ``placed`` tensors, ``rotated`` (rings), ``slots`` (their slots in all), ``bytes-used`` (the
 union of every placed slot, partitions x bytes, all memories) and ``bytes-saved`` (what
 giving every tensor storage of its own, with the same slots, would use beyond that);
-``fallbacks``: SBUF ring groups made plain to fit, and PSUM rings that found no banks.
+``fallbacks``: SBUF ring groups made plain to fit, and PSUM rings that found no banks;
+``spills`` (tiles stored and reloaded), ``spill-transfers`` (their DMAs) and ``spill-bytes``
+(what those move), only when something was spilled (the footprint's stages count the same
+from the program: :func:`neuronsim.verify.sync_counts.spill_traffic`).
+
+Errors name where the tensor came from: a traced kernel's tile carries its declaration
+(``x-source``: file, line, call and the kernel's variable), so "no room" names that
+``file:line`` and variable; any other tensor its JSON path ``tensors.NAME``.
 
 Contract (``alloc``)
-    requires: a valid program.
-    guarantees: no virtual tensor left; placed tensors unchanged and never overlapped by a
-    new placement; a new tensor rotates (``x-rotate``) only when it is iteration-private over
+    requires: a valid program; when it spills, dependence construction after it (as the
+    default pipeline does: ``build-fdeps`` derives the spill DMAs' deps, ``anti-deps`` the
+    reuse of their bytes; the DMAs carry none of their own).
+    guarantees: no virtual tensor left; the program is the given one unless SBUF overflows
+    with one placement per tensor, and then differs only by spills (a top-level store and
+    reload per spill, the later accesses renamed to the reloaded tensor: the same values);
+    placed tensors unchanged and never overlapped by a new placement; a new tensor rotates (``x-rotate``) only when it is iteration-private over
     its loop; two new placements share a byte only under the rule above, so no two tensors
     hold a byte at the same instance, counting every iteration; every compute access keeps
     the partition-start rule; every placement passes :func:`neuronsim.machine.formats.validate.validate_program`;
@@ -84,7 +105,7 @@ Contract (``alloc``)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 from operator import attrgetter
@@ -98,7 +119,7 @@ from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
 from neuronsim.passes.alloc_place import (PackItem, align_up as _align, extent as _extent, first_fit, place_psum,
-                                          placed as _placed, rotation as _rotation, where_declared)
+                                          placed as _placed, rotation as _rotation, storage_use, where_declared)
 from neuronsim.passes.alloc_spill import apply_spills, plan_spills
 from neuronsim.passes.analysis.lifetimes import Life, TensorUsers, lifetimes, live_ranges, tensor_users
 from neuronsim.passes.pipeline import Pass, PassContext
@@ -384,52 +405,6 @@ def _place_dram(members: list[Tensor], lives: Mapping[str, Life], buffers: int, 
     return placed, address
 
 
-def storage_use(tensors: Iterable[Tensor]) -> tuple[int, int]:
-    """``(alone, used)``: bytes (partitions x bytes, all slots) the tensors would take each in
-    storage of its own, and the bytes of the union of their placements.
-
-    >>> from neuronsim.machine.ir.program import Tensor, MemoryKind
-    >>> a = Tensor("a", MemoryKind.SBUF, "float32", (128, 16), partition=0, offset=0)
-    >>> b = Tensor("b", MemoryKind.SBUF, "float32", (64, 16), partition=64, offset=32)
-    >>> storage_use([a, b])       # b shares 64 partitions x 32 bytes with a
-    (12288, 10240)
-    """
-    # Byte ranges of every slot, per (memory, first partition, end partition) row.
-    rows: dict[tuple[object, int, int], list[tuple[int, int]]] = {}
-    alone = 0
-    for t in tensors:
-        p0, p1 = (0, 1) if t.memory == MemoryKind.DRAM else (t.partition, t.partition + t.shape[0])
-        nbytes, base = t.bytes_per_partition, t.byte_base
-        spans = rows.setdefault((t.memory, p0, p1), [])
-        if t.rotate is None:
-            spans.append((base, base + nbytes))
-            alone += (p1 - p0) * nbytes
-        else:
-            stride = t.rotate.stride
-            spans.extend((base + s * stride, base + s * stride + nbytes) for s in range(t.rotate.slots))
-            alone += (p1 - p0) * nbytes * t.rotate.slots
-    used = 0
-    for space in {key[0] for key in rows}:
-        mine = {(p0, p1): spans for (sp, p0, p1), spans in rows.items() if sp == space}
-        cuts = sorted({p for key in mine for p in key})
-        for lo, hi in zip(cuts, cuts[1:]):
-            spans = [span for (p0, p1), row in mine.items() if p0 <= lo and hi <= p1 for span in row]
-            used += (hi - lo) * _union_length(spans)
-    return alone, used
-
-
-def _union_length(spans: list[tuple[int, int]]) -> int:
-    """Bytes covered by half-open ``(lo, hi)`` ranges: sorted by start, a range adds what
-    reaches past the furthest end before it (all earlier ranges start at or before it)."""
-    if not spans:
-        return 0
-    ranges = np.array(spans, np.int64)
-    ranges = ranges[np.lexsort((ranges[:, 1], ranges[:, 0]))]
-    reach = np.maximum.accumulate(ranges[:, 1])
-    before = np.concatenate(([ranges[0, 0]], reach[:-1]))
-    return int(np.maximum(ranges[:, 1] - np.maximum(ranges[:, 0], before), 0).sum())
-
-
 def _with_placements(program: Program, placed: dict[str, Tensor]) -> Program:
     if not placed:
         return program
@@ -445,11 +420,13 @@ class Alloc(Pass):
     each), ``align`` (bytes), ``rotate`` (false: no rings, the hull-only allocation).
 
     Contract
-        requires: a valid program.
+        requires: a valid program; deps constructed after it when it spills.
         guarantees: see the module documentation: no virtual tensor left; placed tensors
         unchanged and never overlapped; a tensor rotates only when iteration-private over its
         loop; two tensors never hold one byte at one instance, counting every iteration;
-        the partition-start rule kept; no-op without virtual tensors.
+        the partition-start rule kept; tiles that do not fit spilled to DRAM and reloaded
+        (same values, counted), the rest refused at the declaring line; no-op without
+        virtual tensors.
     """
 
     name: ClassVar[str] = "alloc"

@@ -7,9 +7,11 @@ share a byte only when :func:`~neuronsim.passes.analysis.lifetimes.may_share` sa
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
+
+import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import MemoryKind, Program, Rotation, Tensor
@@ -18,7 +20,7 @@ from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.passes.analysis.lifetimes import Life, may_share
 
 __all__ = ["FOREVER", "PackItem", "align_up", "extent", "first_fit", "place_psum", "placed", "rotation",
-           "where_declared"]
+           "storage_use", "where_declared"]
 
 #: Life of an already placed tensor: it clashes with everything.
 FOREVER = Life(-(1 << 62), 1 << 62)
@@ -176,3 +178,49 @@ def place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: i
         cursor = k + n
         out[t.name] = placed(t, partition=0, offset=offset, bank=k, rotate=rotation(life, size))
     return out, fallbacks
+
+
+def storage_use(tensors: Iterable[Tensor]) -> tuple[int, int]:
+    """``(alone, used)``: bytes (partitions x bytes, all slots) the tensors would take each in
+    storage of its own, and the bytes of the union of their placements.
+
+    >>> from neuronsim.machine.ir.program import Tensor, MemoryKind
+    >>> a = Tensor("a", MemoryKind.SBUF, "float32", (128, 16), partition=0, offset=0)
+    >>> b = Tensor("b", MemoryKind.SBUF, "float32", (64, 16), partition=64, offset=32)
+    >>> storage_use([a, b])       # b shares 64 partitions x 32 bytes with a
+    (12288, 10240)
+    """
+    # Byte ranges of every slot, per (memory, first partition, end partition) row.
+    rows: dict[tuple[object, int, int], list[tuple[int, int]]] = {}
+    alone = 0
+    for t in tensors:
+        p0, p1 = (0, 1) if t.memory == MemoryKind.DRAM else (t.partition, t.partition + t.shape[0])
+        nbytes, base = t.bytes_per_partition, t.byte_base
+        spans = rows.setdefault((t.memory, p0, p1), [])
+        if t.rotate is None:
+            spans.append((base, base + nbytes))
+            alone += (p1 - p0) * nbytes
+        else:
+            stride = t.rotate.stride
+            spans.extend((base + s * stride, base + s * stride + nbytes) for s in range(t.rotate.slots))
+            alone += (p1 - p0) * nbytes * t.rotate.slots
+    used = 0
+    for space in {key[0] for key in rows}:
+        mine = {(p0, p1): spans for (sp, p0, p1), spans in rows.items() if sp == space}
+        cuts = sorted({p for key in mine for p in key})
+        for lo, hi in zip(cuts, cuts[1:]):
+            spans = [span for (p0, p1), row in mine.items() if p0 <= lo and hi <= p1 for span in row]
+            used += (hi - lo) * _union_length(spans)
+    return alone, used
+
+
+def _union_length(spans: list[tuple[int, int]]) -> int:
+    """Bytes covered by half-open ``(lo, hi)`` ranges: sorted by start, a range adds what
+    reaches past the furthest end before it (all earlier ranges start at or before it)."""
+    if not spans:
+        return 0
+    ranges = np.array(spans, np.int64)
+    ranges = ranges[np.lexsort((ranges[:, 1], ranges[:, 0]))]
+    reach = np.maximum.accumulate(ranges[:, 1])
+    before = np.concatenate(([ranges[0, 0]], reach[:-1]))
+    return int(np.maximum(ranges[:, 1] - np.maximum(ranges[:, 0], before), 0).sum())

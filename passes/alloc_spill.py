@@ -19,8 +19,10 @@ top-level nodes: inside a kept loop a new tensor would be the same in every iter
 loop runs its body once per iteration.  The new instructions carry no deps: dependence
 construction after allocation (``build-fdeps``, ``anti-deps``: the default pipeline) orders
 them by the bytes they touch, as it orders every other instruction; each is marked
-``x-spill`` (``store`` / ``reload``, the tensor spilled), runs on the SP sequencer, and the
-DMA queues take them in turn, so the simulator charges them as any transfer.
+``x-spill`` (``store`` / ``reload``, the tensor spilled) and is triggered by the SP sequencer
+on the machine's last DMA queue, as profiles show the compiler's spills on a queue of their
+own beside SP's input loads (``docs/kernel-patterns.md`` 1.2: ``qSyncSpillReload0``); the
+simulator charges them as any transfer.
 
 Which tensors: :func:`plan_spills` walks the body with the bytes a partition each live tensor
 needs (its *weight*); where the sum exceeds the room, it spills the tensors whose gap
@@ -141,7 +143,7 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec) -> Sp
     tensors = dict(program.tensors)
     taken_tensors = set(tensors)
     taken_names = {inst.name for inst, _ in program.instructions()}
-    queues = spec.queue_names
+    queue = spec.queue_names[-1]
     after: dict[int, list[Instruction]] = {}
     before: dict[int, list[Instruction]] = {}
     renames: dict[int, dict[str, str]] = {}
@@ -160,12 +162,10 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec) -> Sp
                                    extras=frozen_mapping({"x-spill-of": name}))
             tensors[reload] = Tensor(reload, MemoryKind.SBUF, source.dtype, source.shape, extras=source.extras)
             mark = {"x-spill": {"tensor": name, "kind": "store"}}
-            queue = queues[transfers % len(queues)]
             after.setdefault(spill.after, []).append(Instruction(
                 _fresh(f"spill_{name}_{j}", taken_names), "sp", "dma_copy", reads=(Access(segment),),
                 writes=(Access(dram),), queue=queue, extras=frozen_mapping(mark)))
             mark = {"x-spill": {"tensor": name, "kind": "reload"}}
-            queue = queues[(transfers + 1) % len(queues)]
             before.setdefault(spill.before, []).append(Instruction(
                 _fresh(f"reload_{name}_{j}", taken_names), "sp", "dma_copy", reads=(Access(dram),),
                 writes=(Access(reload),), queue=queue, extras=frozen_mapping(mark)))
