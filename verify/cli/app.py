@@ -96,5 +96,7 @@ def _register() -> None:
     from neuronsim.verify.cli.simulate import simulate
     from neuronsim.verify.cli.tasks import tasks
 
-    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki):
+    from neuronsim.verify.cli.profile import profile
+
+    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki, profile):
         cli.add_command(command)
