@@ -67,7 +67,9 @@ def _notes(report: SyncReport) -> list[str]:
             lines.append(f"{spec}: {stats['placed']} tensors placed, {stats.get('rotated', 0)} multi-buffered "
                          f"({stats.get('slots', 0)} rotating slots), {stats.get('bytes-used', 0)} bytes used, "
                          f"{stats.get('bytes-saved', 0)} saved by reuse"
-                         + (f", {stats['fallbacks']} fallbacks to one placement" if stats.get("fallbacks") else ""))
+                         + (f", {stats['fallbacks']} fallbacks to one placement" if stats.get("fallbacks") else "")
+                         + (f", {stats['spills']} tiles spilled to DRAM ({stats.get('spill-transfers', 0)} transfers, "
+                            f"{stats.get('spill-bytes', 0)} bytes)" if stats.get("spills") else ""))
         if stats.get("split"):
             lines.append(f"{spec}: {stats['split']} deps needed at some iterations only were restricted to them "
                          f"(x-iterations)")
