@@ -61,6 +61,17 @@ def comparisons(result) -> dict:
                               "interleavings": result.simulation.errors.to_json()}}
 
 
+def _verdict(result, *, kernel: bool = False, user_reference: bool = True) -> dict:
+    """``run --json``'s fields beyond the summary: the comparisons and the verdict of
+    ``neuronsim.run/1`` (:mod:`neuronsim.nki.verdict`, docs/schema/run.schema.json); a kernel's
+    NKI findings are read again from its traced program (cheap beside the run)."""
+    from neuronsim.nki.verdict import verdict_fields
+    from neuronsim.verify.nki.findings import nki_findings
+
+    findings = tuple(nki_findings(result.program)) if kernel else ()
+    return {**comparisons(result), **verdict_fields(result, findings, user_reference=user_reference)}
+
+
 def _print(result, paths: dict[str, str], reference: str | None = "numpy reference") -> None:
     console = people_console()
     summary = result.summary()
@@ -155,7 +166,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
             return run_kernel_command(scenario, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
                                       reference=reference, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                       before_work=guard, make_folder=_out_folder, printer=_print, rtol=rtol,
-                                      atol=atol, progress=progress, extra_json=comparisons, functional=not timing_only)
+                                      atol=atol, progress=progress, functional=not timing_only,
+                                      extra_json=lambda result: _verdict(result, kernel=True, user_reference=bool(reference)))
     if timing_only and reference:
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     if kernel_flags:
@@ -203,7 +215,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     problems = result.problems()
     if as_json:
         emit_json({"format": "neuronsim.run/1", "scenario": name, "summary": result.summary(),
-                   "problems": problems, "files": paths, **comparisons(result)})
+                   "problems": problems, "files": paths, **_verdict(result)})
     else:
         _print(result, paths)
     return 1 if problems else 0
