@@ -6,6 +6,7 @@ its simulated outputs equal numpy in every interleaving, and the spills are coun
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import MemoryKind
@@ -117,3 +118,38 @@ def test_tiles_of_different_shapes_share_bytes_when_their_lives_do_not_overlap()
     assert overlap > 0
     x = np.random.default_rng(0).random((128, 3 * 16384), dtype=np.float32)
     np.testing.assert_array_equal(_outputs(out, x)["y"], x * 3.0)  # the small tiles' stores come last
+
+
+def _random_uses(seed: int):
+    """Tiles of random widths (8-48 KiB a partition, 200-300 KiB in all) loaded first, then
+    scaled in a random order with repeats, each stored after its last scaling: how many times
+    a tile is scaled is its expected factor's exponent."""
+    rng = np.random.default_rng(seed)
+    widths = []
+    while sum(widths) * 4 < 200 * 1024:
+        widths.append(int(rng.integers(2, 13)) * 1024)
+    uses = list(rng.permutation(np.repeat(np.arange(len(widths)), 2)))
+    kb = KernelBuilder(f"random_uses_{seed}")
+    total = sum(widths)
+    x = kb.dram_input("x", (128, total), "float32")
+    y = kb.dram_output("y", (128, total), "float32")
+    starts = np.concatenate(([0], np.cumsum(widths)[:-1])).tolist()
+    tiles = [kb.sbuf(f"t{k}", (128, w), "float32") for k, w in enumerate(widths)]
+    for k, t in enumerate(tiles):
+        kb.dma_copy(t, x[:, starts[k]:starts[k] + widths[k]])
+    last = {k: n for n, k in enumerate(uses)}
+    for n, k in enumerate(uses):
+        kb.tensor_scalar(tiles[k], tiles[k], op0="multiply", operand0=2.0)
+        if last[k] == n:
+            kb.dma_copy(y[:, starts[k]:starts[k] + widths[k]], tiles[k], engine="act", queue="dma1")
+    factor = np.concatenate([np.full(w, 2.0 ** uses.count(k), np.float32) for k, w in enumerate(widths)])
+    return kb.program(), total, factor
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_orders_of_use_spill_race_free_with_numpy_outputs(seed):
+    program, total, factor = _random_uses(seed)
+    out, stats = _compiled(program)
+    assert stats["spills"] >= 1 and check_program(out).races == ()
+    x = np.random.default_rng(seed).random((128, total), dtype=np.float32)
+    np.testing.assert_array_equal(_outputs(out, x)["y"], x * factor)
