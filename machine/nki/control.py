@@ -79,11 +79,12 @@ def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any 
         watch.compare(before)
 
 
-def dynamic_range(*args: Any, **_kw: Any):
-    """``nl.dynamic_range(start, stop, step)`` (NKI <= 0.6): a device loop, bounds may be registers."""
+def dynamic_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
+    """``nl.dynamic_range(start, stop=None, step=1)`` (NKI <= 0.6; by keyword too): a device
+    loop, bounds may be registers; one bound alone is the stop, as for ``range``."""
     where = user_line(2)
     current().flush()
-    start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
+    start, stop = (0, start) if stop is None else (start, stop)
     values = range(_bound(start, "nl.dynamic_range start"), _bound(stop, "nl.dynamic_range stop"), int(step))
     match = _FOR.match(linecache.getline(where.path, where.line)) if where.path else None
     return _iterations(values, match.group(1) if match else f"i{where.line}", where)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import math
 import os
 import re
 import sys
@@ -36,7 +37,8 @@ from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import NkiError, NkiInternalError, NotAffine, SourceLine, _display
 from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.groups import open_groups
-from neuronsim.machine.nki.kernel import unwrap
+from neuronsim.machine.nki.kernel import schedule_of, unwrap
+from neuronsim.machine.nki.schedule import apply_edges, schedule_edges
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
 from neuronsim.machine.nki.tiles import NkiTensor
@@ -88,7 +90,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
             with standins(), tracer.active(), collector_paused(), _objects_promoted():
-                return _run(tracer, func, arrays, kwargs)
+                return _run(tracer, func, arrays, kwargs, schedule_of(kernel))
         except NotAffine as err:
             keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
             if not keys or keys <= unroll:
@@ -170,7 +172,8 @@ def _located(err: BaseException) -> SourceLine:
     return found
 
 
-def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any]) -> TracedKernel:
+def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any],
+         schedule: tuple[Any, ...] = ()) -> TracedKernel:
     signature = inspect.signature(func)
     try:
         bound = signature.bind(*arrays, **kwargs)
@@ -190,10 +193,15 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         result = func(*bound.args, **bound.kwargs)
         tracer.flush()
         results = _returned(result)
+    edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
+    for pairs, kind, site in schedule:
+        edges += schedule_edges(pairs, kind, tracer.named_calls, site)
     try:
-        program = open_groups(tracer.kb.program())  # PSUM groups opened by their first matmul
+        program = open_groups(apply_edges(tracer.kb.program(), edges))  # PSUM groups opened by their first matmul
         if tracer.program_extras:  # control-flow decisions and loop state (machine/nki/control.py)
             program = replace(program, extras=frozen_mapping({**program.extras, **tracer.program_extras}))
+    except NkiError:  # an order edge the data contradicts: already at the kernel's line
+        raise
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
         where, call = _instruction_site(tracer, err.path)
         raise NkiError(where, f"{call}: {err.message}") from None
@@ -229,8 +237,11 @@ def _returned(result: Any) -> list[NkiTensor]:
 def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor]) -> TracedKernel:
     renames: dict[str, str] = {}
     returned: list[str] = []
+    shapes: dict[str, tuple[int, ...]] = {}
     for k, tile in enumerate(results):
         tensor = tile.layout.tensor.name
+        if _whole_reshaped(tile.layout):  # `return out.reshape(...)`: the output has the view's shape
+            shapes[tensor] = tile.layout.shape
         if tensor not in values and tensor not in renames:
             renames[tensor] = tracer.returned_names.get(tensor) or f"return{k}"
         returned.append(renames.get(tensor, tensor))
@@ -240,6 +251,8 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
     for name, tensor in program.tensors.items():
         new = renames.get(name, name)
         if tensor.memory == MemoryKind.DRAM:
+            if name in shapes:  # DRAM accesses count flat elements: only the output's shape changes
+                tensor = replace(tensor, shape=shapes[name])
             role = "output" if new in outputs else ("input" if name in values or _is_constant(tracer, name)
                                                   else "internal")
             tensor = replace(tensor, name=new, role=role)
@@ -260,6 +273,13 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
         inputs[name] = constant.astype(numpy_dtype(tensors[name].dtype))
     ordered = tuple(dict.fromkeys(returned + list(written_args)))
     return TracedKernel(program, inputs, ordered, tuple(returned), written_args, initial)
+
+
+def _whole_reshaped(layout: Layout) -> bool:
+    """True for a view of a whole DRAM tensor in another shape (a contiguous reshape of it)."""
+    tensor = layout.tensor
+    return (not layout.on_chip and layout.shape != tuple(tensor.shape) and not layout.offset.terms
+            and layout.offset.const == 0 and layout.contiguous() and math.prod(layout.shape) == math.prod(tensor.shape))
 
 
 def _is_constant(tracer: Tracer, name: str) -> bool:

@@ -26,9 +26,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from itertools import count
+from math import prod
 from typing import Any
 
-from neuronsim.machine.nki.errors import NotAffine, fail, unsupported
+import numpy as np
+
+from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, unsupported
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "arange", "ds", "MGrid", "as_index", "concrete"]
@@ -203,6 +206,71 @@ class Mask:
                 raise unsupported("a mask that keeps a range with holes", "a mask keeps one box: one range per axis")
             out.append((it, lo, hi))
         return tuple(out)
+
+
+    @cached_property
+    def boxes(self) -> tuple[Mask, ...]:
+        """The mask as disjoint boxes, each a mask of one range per iterator: itself when it
+        is one box; else (a comparison of ``i_p + i_f``, a range with holes) its kept grid cut
+        into rows of the first iterator (the partition one, as kernels write ``i_p`` first),
+        adjacent rows alike merged, each row into the runs of the next iterator, and so on.
+        An instruction with such a mask is emitted once per box (:mod:`~neuronsim.machine.nki.tracer`)."""
+        try:
+            self.bounds  # noqa: B018  (one box: the common case, no grid)
+            return (self,)
+        except NkiError:
+            pass
+        iters = sorted(self._iterators(), key=lambda it: (it.pos, it.uid))
+        if prod(it.count for it in iters) > _MAX_GRID:
+            raise unsupported(f"a mask over a grid of more than {_MAX_GRID} indices that is not one box",
+                              "bound each axis on its own")
+        kept = self._kept(iters, np.indices(tuple(it.count for it in iters)))
+        return tuple(Mask(tuple(pred for it, lo, hi in box for pred in _range_preds(it, lo, hi)))
+                     for box in _cut(kept, iters))
+
+    def _iterators(self) -> set[Iter]:
+        found = {it for expr, _cmp, _v in self.preds for it, c in expr.terms if c}
+        for alt in self.alternatives:
+            found |= alt._iterators()
+        return found
+
+    def _kept(self, iters: list[Iter], grid: np.ndarray) -> np.ndarray:
+        """Which points of ``grid`` (one axis per iterator of ``iters``) the mask keeps."""
+        keep = np.ones(grid.shape[1:], dtype=bool)
+        for expr, cmp, value in self.preds:
+            if isinstance(expr.const, SymIndex):
+                expr.const._refuse("a mask that depends on a loop index")
+            total = sum(c * grid[iters.index(it)] for it, c in expr.terms if c) + expr.const
+            keep &= _COMPARE[cmp](total, value)
+        if self.alternatives:
+            keep &= np.logical_or.reduce([alt._kept(iters, grid) for alt in self.alternatives])
+        return keep
+
+
+_MAX_GRID = 1 << 22
+_COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
+
+
+def _range_preds(it: Iter, lo: int, hi: int) -> tuple[tuple[ArangeExpr, str, int], ...]:
+    index = ArangeExpr(0, ((it, 1),))
+    return ((index, "greater_equal", lo), (index, "less", hi))
+
+
+def _cut(kept: np.ndarray, iters: list[Iter]) -> list[tuple[tuple[Iter, int, int], ...]]:
+    """Disjoint boxes ``((iterator, lo, hi), ...)`` covering the true points of ``kept``."""
+    if kept.ndim == 1:
+        padded = np.concatenate(([False], kept, [False])).astype(np.int8)
+        edges = np.flatnonzero(np.diff(padded))
+        return [((iters[0], int(lo), int(hi)),) for lo, hi in zip(edges[::2], edges[1::2])]
+    boxes: list[tuple[tuple[Iter, int, int], ...]] = []
+    start, rows = 0, None
+    for k in range(kept.shape[0] + 1):
+        row = _cut(kept[k], iters[1:]) if k < kept.shape[0] else None
+        if k and row != rows:
+            boxes.extend(((iters[0], start, k),) + box for box in rows or [])
+            start = k
+        rows = row
+    return boxes
 
 
 _UIDS = count()

@@ -12,8 +12,9 @@ from types import SimpleNamespace
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import ops, scalars
+from neuronsim.machine.nki import ops, scalars, schedule
 from neuronsim.machine.nki.arith import alu_name
+from neuronsim.machine.nki.errors import SourceLine
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["current_names", "REFUSED", "engine", "dge_mode", "oob_mode", "nc_version", "reduce_cmd",
@@ -79,12 +80,9 @@ def get_nc_version() -> nc_version:
 
 
 _TWO_CORE = "two-core kernels: neuronsim models one NeuronCore"
-_REGISTERS = "registers and dynamic loops: neuronsim traces static programs"
 REFUSED = {
     "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE, "all_reduce": "collectives", "all_gather": "collectives",
     "reduce_scatter": "collectives", "collective_permute": "collectives",
-    "register_alloc": _REGISTERS, "register_load": _REGISTERS, "register_store": _REGISTERS,
-    "register_move": _REGISTERS, "dynamic_range": _REGISTERS,
     "nc_matmul_mx": "MX quantized formats", "quantize_mx": "MX quantized formats",
     "dma_compute": "DMA compute", "local_gather": "gathers", "nc_n_gather": "gathers",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
@@ -97,9 +95,10 @@ REFUSED = {
     "tensor_scalar_cumulative": "cumulative ops", "nonzero_with_count": "data-dependent sizes",
     "exponential": "not modelled by neuronsim", "activate2": "two-function activations (NKI 0.4)",
     "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
-    "scalar_load": "scalars in registers", "VirtualRegister": _REGISTERS, "NkiInstruction": "instruction handles",
-    "dependency": "instruction handles",
 }
+
+
+Handle = schedule.NkiInstruction  # what every nisa call returns
 
 
 def _dst(dst: Any):
@@ -108,130 +107,140 @@ def _dst(dst: Any):
     return layout
 
 
-def _emit(fn) -> None:
-    current().emit(fn)
+def _emit(fn, name: Any = None, extras: dict | None = None) -> Handle:
+    """Emit the call's instructions; its handle (``name=``: what ``with_schedule`` calls it)."""
+    tracer = current()
+    tracer.flush()
+    body = tracer.kb._bodies[-1]
+    start = len(body)
+    tracer.emit(fn, extras=extras)
+    site = tracer.site[0] if tracer.site is not None else SourceLine("<kernel>", 0)
+    return schedule.handle_of(tracer, body[start:], name, site)
 
 
 @api("nisa.nc_matmul")
 def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
-              accumulate=None, tile_position=(), tile_size=(), perf_mode=None, name=None, **_kw) -> None:
+              accumulate=None, tile_position=(), tile_size=(), perf_mode=None, name=None, **_kw) -> Handle:
     tracer = current()
     if accumulate is None:  # add to an open accumulation group (written, not read since), else start one
         tracer.flush()
         accumulate = tracer.accumulates_into(ops.lay(dst).tensor.name)
     extras = {"x-nki-accumulate": True} if accumulate else None
-    tracer.emit(lambda: em.matmul(_dst(dst), stationary, moving, accumulate=bool(accumulate),
-                                  transpose=bool(is_transpose)), extras=extras)
+    return _emit(lambda: em.matmul(_dst(dst), stationary, moving, accumulate=bool(accumulate),
+                                   transpose=bool(is_transpose)), name, extras)
 
 
 @api("nisa.nc_transpose")
-def nc_transpose(dst, data, engine=None, name=None, **_kw) -> None:
-    _emit(lambda: em.transpose(_dst(dst), data, engine))
+def nc_transpose(dst, data, engine=None, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.transpose(_dst(dst), data, engine), name)
 
 
 @api("nisa.activation")
 def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
-               name=None, **_kw) -> None:
-    _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
-                                reduce_res=reduce_res))
+               name=None, **_kw) -> Handle:
+    return _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                                reduce_res=reduce_res), name)
 
 
 @api("nisa.activation_reduce")
-def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None, **_kw) -> None:
-    _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
-                                reduce_res=reduce_res))
+def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
+                                reduce_res=reduce_res), name)
 
 
 @api("nisa.tensor_tensor")
-def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_kw) -> None:
-    _emit(lambda: em.tensor_tensor(_dst(dst), data1, data2, op, engine))
+def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.tensor_tensor(_dst(dst), data1, data2, op, engine), name)
 
 
 @api("nisa.tensor_scalar")
 def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
-                  engine=None, name=None, **_kw) -> None:
-    _emit(lambda: em.tensor_scalar(_dst(dst), data, op0, operand0, reverse0, op1, operand1, reverse1, engine))
+                  engine=None, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.tensor_scalar(_dst(dst), data, op0, operand0, reverse0, op1, operand1, reverse1,
+                                          engine), name)
 
 
 @api("nisa.scalar_tensor_tensor")
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None,
-                         **_kw) -> None:
-    _emit(lambda: em.scalar_tensor_tensor(_dst(dst), data, op0, operand0, op1, operand1, reverse0, reverse1))
+                         **_kw) -> Handle:
+    return _emit(lambda: em.scalar_tensor_tensor(_dst(dst), data, op0, operand0, op1, operand1, reverse0,
+                                                 reverse1), name)
 
 
 @api("nisa.tensor_reduce")
-def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, **_kw) -> None:
-    _emit(lambda: em.tensor_reduce(_dst(dst), op, data, axis, negate, keepdims))
+def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.tensor_reduce(_dst(dst), op, data, axis, negate, keepdims), name)
 
 
 @api("nisa.tensor_copy")
-def tensor_copy(dst, src, engine=None, name=None, **_kw) -> None:
-    _emit(lambda: em.tensor_copy(_dst(dst), src, engine))
+def tensor_copy(dst, src, engine=None, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.tensor_copy(_dst(dst), src, engine), name)
 
 
 @api("nisa.memset")
-def memset(dst, value, engine=None, name=None, **_kw) -> None:
-    _emit(lambda: em.memset(_dst(dst), value, engine))
+def memset(dst, value, engine=None, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.memset(_dst(dst), value, engine), name)
 
 
 @api("nisa.iota")
-def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) -> None:
+def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) -> Handle:
     if pattern is not None and not isinstance(pattern, (list, tuple)):  # an index expression
-        _emit(lambda: em.iota(_dst(dst), pattern))
-        return
-    _emit(lambda: em.iota_pattern(_dst(dst), pattern, offset, channel_multiplier))
+        return _emit(lambda: em.iota(_dst(dst), pattern), name)
+    return _emit(lambda: em.iota_pattern(_dst(dst), pattern, offset, channel_multiplier), name)
 
 
 @api("nisa.affine_select")
 def affine_select(dst, pattern, offset, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, name=None,
-                  **_kw) -> None:
+                  **_kw) -> Handle:
     cmp = alu_name(cmp_op) if cmp_op is not None else "equal"
-    _emit(lambda: em.affine_select(_dst(dst), on_true_tile, on_false_value, offset=offset,
-                                   channel_multiplier=channel_multiplier, pattern=list(pattern), cmp=cmp))
+    return _emit(lambda: em.affine_select(_dst(dst), on_true_tile, on_false_value, offset=offset,
+                                   channel_multiplier=channel_multiplier, pattern=list(pattern), cmp=cmp), name)
 
 
 @api("nisa.reciprocal")
-def reciprocal(dst, data, name=None, **_kw) -> None:
-    _emit(lambda: em.reciprocal(_dst(dst), data))
+def reciprocal(dst, data, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.reciprocal(_dst(dst), data), name)
 
 
 @api("nisa.bn_stats")
-def bn_stats(dst, data, name=None, **_kw) -> None:
-    _emit(lambda: em.bn_stats(_dst(dst), data))
+def bn_stats(dst, data, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.bn_stats(_dst(dst), data), name)
 
 
 @api("nisa.bn_aggr")
-def bn_aggr(dst, data, name=None, **_kw) -> None:
-    _emit(lambda: em.bn_aggr(_dst(dst), data))
+def bn_aggr(dst, data, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.bn_aggr(_dst(dst), data), name)
 
 
 @api("nisa.tensor_tensor_scan")
 def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, reverse1=False, name=None,
-                       **_kw) -> None:
-    _emit(lambda: em.tensor_tensor_scan(_dst(dst), data0, data1, initial, op0, op1, reverse0, reverse1))
+                       **_kw) -> Handle:
+    return _emit(lambda: em.tensor_tensor_scan(_dst(dst), data0, data1, initial, op0, op1, reverse0, reverse1),
+                 name)
 
 
 @api("nisa.tensor_scalar_reduce")
 def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, reduce_cmd=None,
-                         reduce_init=None, reduce_res_negate=False, name=None, **_kw) -> None:
+                         reduce_init=None, reduce_res_negate=False, name=None, **_kw) -> Handle:
     if reduce_init is not None or reduce_res_negate or reduce_cmd not in (None, "reset_reduce"):
         raise current().refuse("nisa.tensor_scalar_reduce(reduce_cmd= / reduce_init= / reduce_res_negate=)",
                                "the reduce registers keep nothing between instructions in neuronsim")
     if reduce_res is None:
-        _emit(lambda: em.tensor_scalar(_dst(dst), data, op0, operand0, reverse0))
-        return
-    _emit(lambda: em.tensor_scalar_reduce(_dst(dst), data, op0, operand0, reduce_op, reduce_res, reverse0))
+        return _emit(lambda: em.tensor_scalar(_dst(dst), data, op0, operand0, reverse0), name)
+    return _emit(lambda: em.tensor_scalar_reduce(_dst(dst), data, op0, operand0, reduce_op, reduce_res, reverse0),
+                 name)
 
 
 @api("nisa.dma_copy")
 def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=None, name=None, priority=None,
-             **_kw) -> None:
-    _emit(lambda: em.dma_copy(_dst(dst), src, dge_mode=dge_mode, engine=engine, dst_rmw_op=dst_rmw_op))
+             **_kw) -> Handle:
+    return _emit(lambda: em.dma_copy(_dst(dst), src, dge_mode=dge_mode, engine=engine, dst_rmw_op=dst_rmw_op),
+                 name)
 
 
 @api("nisa.dma_transpose")
-def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, priority=None, oob_mode=None, **_kw) -> None:
-    _emit(lambda: em.dma_transpose(_dst(dst), src))
+def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, priority=None, oob_mode=None, **_kw) -> Handle:
+    return _emit(lambda: em.dma_transpose(_dst(dst), src), name)
 
 
 def enum_names() -> dict[str, Any]:
@@ -240,7 +249,8 @@ def enum_names() -> dict[str, Any]:
             "nc_version": nc_version, "get_nc_version": get_nc_version,
             "constants": SimpleNamespace(oob_mode=oob_mode, dge_mode=dge_mode, engine=engine),
             "matmul_perf_mode": matmul_perf_mode, "dma_engine": dma_engine,
-            "NkiValidationError": NkiValidationError, "tensor_engine": engine.tensor, "vector_engine": engine.vector,
+            "NkiValidationError": NkiValidationError, "NkiInstruction": schedule.NkiInstruction,
+            "dependency": schedule.dependency, "tensor_engine": engine.tensor, "vector_engine": engine.vector,
             "scalar_engine": engine.scalar,
             "gpsimd_engine": engine.gpsimd, "sync_engine": engine.sync, "unknown_engine": engine.unknown}
 

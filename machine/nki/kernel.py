@@ -9,13 +9,14 @@ numpy arrays it runs as ``nki.simulate_kernel`` would.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 from neuronsim.machine.nki import tracer
-from neuronsim.machine.nki.errors import NkiError
+from neuronsim.machine.nki.errors import NkiError, line_of
 from neuronsim.machine.nki.indexing import concrete
 
-__all__ = ["Kernel", "jit", "unwrap", "set_eager_runner", "run_eagerly"]
+__all__ = ["Kernel", "jit", "unwrap", "schedule_of", "set_eager_runner", "run_eagerly"]
 
 #: How a kernel called outside a trace runs: set by :mod:`neuronsim.verify.nki.simulate` (placing
 #: tiles needs the allocation pass, which this package, below the passes, cannot import).
@@ -49,6 +50,15 @@ class Kernel:
         grid = grid if isinstance(grid, tuple) else (grid,)
         return Kernel(self.func, tuple(concrete(g, "a grid size") for g in grid), self.options)
 
+    def with_schedule(self, edges: Any, kind: Any = None) -> Kernel:
+        """``kernel.with_schedule([("plus1", "recip"), ...])`` (NKI 0.2+): the same kernel with
+        extra order edges between its named ``nisa`` calls, each ``(consumer, producer)`` or
+        ``(consumer, [producers])`` (:mod:`neuronsim.machine.nki.schedule` applies them to the
+        traced program); ``kind``: a ``nisa.dependency``."""
+        site = line_of(sys._getframe(1))
+        previous = self.options.get("schedule", ())
+        return Kernel(self.func, self.grid, {**self.options, "schedule": (*previous, (edges, kind, site))})
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if tracer.tracing():
             if self.grid:
@@ -74,3 +84,12 @@ def unwrap(kernel: Any) -> tuple[Any, tuple[int, ...]]:
         grid = grid or kernel.grid
         kernel = kernel.func
     return kernel, grid
+
+
+def schedule_of(kernel: Any) -> tuple[Any, ...]:
+    """The ``with_schedule`` calls made on ``kernel`` (``(edges, kind, site)`` each)."""
+    while isinstance(kernel, Kernel):
+        if kernel.options.get("schedule"):
+            return kernel.options["schedule"]
+        kernel = kernel.func
+    return ()

@@ -31,15 +31,12 @@ _ACT_TABLE = "an activation function neuronsim's op table does not have"
 _ALU_TABLE = "an ALU operator neuronsim's op table does not have"
 _BITS = "bitvec operators: neuronsim's ALU computes on numbers, not bit patterns"
 _RANDOM = "random numbers"
-_COMPILED_LOOPS = "dynamic loops: neuronsim traces static programs"
 
 #: Real ``nki.language`` names (the API reference module, NKI 0.2-0.7, and the legacy
 #: ``neuronxcc.nki.language``) that neuronsim does not model, with the reason: they import,
 #: and using one stops the trace at that line.  Any other missing name is a typo
 #: (:func:`~neuronsim.machine.nki.errors.no_such_name`).
 LANGUAGE_REFUSED = {
-    "dynamic_range": _COMPILED_LOOPS, "fori_loop": _COMPILED_LOOPS, "while_loop": _COMPILED_LOOPS,
-    "if_else": "compiled branches: neuronsim traces static programs",
     "atomic_rmw": "atomic read-modify-write DMA", "all_reduce": "collectives: neuronsim models one NeuronCore",
     "rand": _RANDOM, "random_seed": _RANDOM, "dropout": _RANDOM,
     "gather_flattened": "gathers", "float8_e4m3fn_x4": "packed MX data types", "float8_e5m2_x4": "packed MX data types",

@@ -45,6 +45,23 @@ def _row_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(prod(shape[d + 1:]) for d in range(len(shape)))
 
 
+def _vector_limit(exprs: list[Any], axes: tuple[tuple[str, int, int], ...], it: Any
+                  ) -> tuple[int, int, int, int] | None:
+    """The positions of iterator ``it`` that keep every index it drives inside its dimension
+    (``const + c * it`` over ``count`` elements), when some do not (see ``Layout.limits``)."""
+    first, stop, where = 0, it.count, None
+    for dim, (e, (_kind, _s, count)) in enumerate(zip(exprs, axes)):
+        coeff = sum(c for i, c in e.terms if i == it)
+        if not coeff or not is_int(e.const) or any(c for i, c in e.terms if i != it):
+            continue
+        # const + coeff * i in [0, count): i in [lo, hi)
+        lo, hi = ((-e.const + coeff - 1) // coeff, (count - e.const + coeff - 1) // coeff) if coeff > 0 else \
+            ((e.const - count) // -coeff + 1, e.const // -coeff + 1)
+        if lo > first or hi < stop:
+            first, stop, where = max(first, lo), min(stop, hi), (dim, count)
+    return None if where is None else (first, max(first, stop), *where)
+
+
 @dataclass(frozen=True)
 class Layout:
     tensor: Tensor
@@ -54,6 +71,12 @@ class Layout:
     partitions: tuple[int, int, int] | None = None
     tags: tuple[Any, ...] | None = None
     """The :class:`~neuronsim.machine.nki.indexing.Iter` each axis came from (index vectors), or None."""
+    limits: tuple[tuple[int, int, int, int] | None, ...] | None = None
+    """Per axis of a view that reaches past its tensor (``x[k * 128:(k + 1) * 128]`` of 300
+    rows, ``x[i_p, 32 + i_f]``): ``(first, stop, dimension, size)``, the positions along the
+    axis that lie inside dimension ``dimension`` (``size`` elements) of the tensor, else None.
+    Such a view is fine; an access through it must stay in ``[first, stop)`` once its mask
+    is applied (:meth:`check_bounds`), as NKI checks the access, not the view."""
 
     @staticmethod
     def whole(tensor: Tensor, logical: tuple[int, ...] | None = None, par_axis: int = 0) -> Layout:
@@ -93,17 +116,42 @@ class Layout:
             raise fail(f"{len(key)} indices for a {len(self.axes)}-dimensional tile of {self.tensor.name}")
         if any(isinstance(k, ArangeExpr) for k in key):
             return self._advanced(key)
-        layout, axes, tags = self, [], []
+        layout, axes, tags, limits = self, [], [], []
         old_tags = self.tags or (None,) * len(self.axes)
-        for k, axis, tag in zip(key, self.axes, old_tags):
+        old_limits = self.limits or (None,) * len(self.axes)
+        for dim, (k, axis, tag, limit) in enumerate(zip(key, self.axes, old_tags, old_limits)):
+            whole = isinstance(k, slice) and k.start is None and k.stop is None and k.step is None
             layout, kept = layout._basic(k, axis)
             if kept is not None:
                 axes.append(kept)
                 tags.append(tag)
+                limits.append(limit if whole else layout._past_end(k, axis, dim))
         axes.extend(self.axes[len(key):])
         tags.extend(old_tags[len(key):])
+        limits.extend(old_limits[len(key):])
         return Layout(layout.tensor, tuple(axes), layout.offset, layout.partitions,
-                      tuple(tags) if any(t is not None for t in tags) else None)
+                      tuple(tags) if any(t is not None for t in tags) else None,
+                      tuple(limits) if any(lim is not None for lim in limits) else None)
+
+    def _past_end(self, k: Any, axis: tuple[str, int, int], dim: int) -> tuple[int, int, int, int] | None:
+        """The in-bounds positions of slice ``k`` of ``axis`` when it reaches past the end."""
+        if not isinstance(k, slice) or not is_int(k.start if k.start is not None else 0):
+            return None
+        count = axis[2]
+        start, step = (k.start or 0), (k.step or 1)
+        start += count if start < 0 else 0
+        stop = count if k.stop is None else k.stop
+        if not is_int(stop) or stop <= count:
+            return None
+        return (0, max(0, -(-(count - start) // step)), dim, count)
+
+    def check_bounds(self) -> None:
+        """Refuse (at the kernel line) an access reaching past its tensor (see :attr:`limits`)."""
+        for (_kind, _s, n), limit in zip(self.axes, self.limits or ()):
+            if limit is not None and n and not (limit[0] <= 0 and n <= limit[1]):
+                first, stop, dim, size = limit
+                raise fail(f"the access of {self.tensor.name} reaches past its {size} elements along dimension "
+                           f"{dim} (positions {first} to {stop - 1} of its {n} are inside; a mask= bounds it)")
 
     def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:
         kind, stride, count = axis
@@ -119,7 +167,7 @@ class Layout:
             if is_int(start) and start < 0:
                 start, span = start + count, span
             n = -(-span.const // step)
-            if n < 1 or (is_int(start) and not (0 <= start and start + (n - 1) * step < count)):
+            if n < 1 or (is_int(start) and not 0 <= start):  # past the end: checked on the access (limits)
                 raise fail(f"slice {start}:{stop} of {self.tensor.name} is outside its {count} elements")
             if kind == P:
                 p0, _pn, ps = self.partitions
@@ -174,12 +222,16 @@ class Layout:
             raise unsupported("an index vector that moves both the partition and a free axis", "diagonal access")
         axes = [(P, 0, partitions[1]) if it == p_iter else (F, strides[it], it.count) for it in order]
         tags = [frozenset((it,)) for it in order]
+        limits = [_vector_limit(exprs, self.axes, it) for it in order]
         if self.on_chip and p_iter is None:
             axes.insert(0, (P, 0, partitions[1]))
             tags.insert(0, frozenset())
+            limits.insert(0, None)
         axes.extend(self.axes[len(key):])
         tags.extend([frozenset()] * (len(self.axes) - len(key)))
-        return Layout(self.tensor, tuple(axes), offset, partitions, tuple(tags))
+        limits.extend([None] * (len(self.axes) - len(key)))
+        return Layout(self.tensor, tuple(axes), offset, partitions, tuple(tags),
+                      tuple(limits) if any(lim is not None for lim in limits) else None)
 
     def iterators(self) -> tuple[Any, ...] | None:
         """The iterator of each axis when every axis of count > 1 has exactly one, else None."""
@@ -223,10 +275,15 @@ class Layout:
         hi = min(hi, count)
         axes = list(self.axes)
         axes[pos] = (kind, stride, max(0, hi - lo))
+        limits = self.limits
+        if limits is not None and limits[pos] is not None:  # positions now count from lo
+            first, stop, dim, size = limits[pos]
+            limits = limits[:pos] + ((first - lo, stop - lo, dim, size),) + limits[pos + 1:]
         if kind == P:
             p0, _pn, ps = self.partitions
-            return Layout(self.tensor, tuple(axes), self.offset, (p0 + lo * ps, max(0, hi - lo), ps), self.tags)
-        return Layout(self.tensor, tuple(axes), self.offset + lo * stride, self.partitions, self.tags)
+            return Layout(self.tensor, tuple(axes), self.offset, (p0 + lo * ps, max(0, hi - lo), ps), self.tags,
+                          limits)
+        return Layout(self.tensor, tuple(axes), self.offset + lo * stride, self.partitions, self.tags, limits)
 
     @property
     def empty(self) -> bool:
@@ -266,13 +323,14 @@ class Layout:
         if not self.contiguous():
             raise unsupported(f"reshaping a strided view of {self.tensor.name}", "reshape a contiguous one")
         if not self.on_chip:
-            return replace(self, axes=tuple((F, s, n) for s, n in zip(_row_strides(shape), shape)), tags=None)
+            return replace(self, axes=tuple((F, s, n) for s, n in zip(_row_strides(shape), shape)), tags=None,
+                           limits=None)
         pcount = self.partitions[1]
         if shape[0] != pcount:
             raise unsupported("a reshape that changes the partition axis", "keep the first dimension")
         free = shape[1:]
         free_axes = tuple((F, s, n) for s, n in zip(_row_strides(free), free))
-        return replace(self, axes=((P, 0, pcount),) + free_axes, tags=None)
+        return replace(self, axes=((P, 0, pcount),) + free_axes, tags=None, limits=None)
 
     def broadcast_to(self, shape: tuple[int, ...]) -> Layout:
         shape = tuple(int(n) for n in shape)
@@ -296,4 +354,4 @@ class Layout:
                                   "broadcast the DRAM source of the load instead")
             else:
                 raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
-        return replace(self, axes=tuple(out), tags=tags)
+        return replace(self, axes=tuple(out), tags=tags, limits=None)

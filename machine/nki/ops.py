@@ -40,6 +40,8 @@ def lay(value: Any) -> Layout:
     if mask is not None:
         for axis, lo, hi in mask.bounds:
             layout = layout.restrict(axis, lo, hi)
+    if layout.limits is not None:  # a view past its tensor: the access must stay inside
+        layout.check_bounds()
     return layout
 
 

@@ -146,6 +146,10 @@ class Tracer:
     """The kernel's input arrays by tensor name (device values are read from a run on them)."""
     program_extras: dict[str, Any] = field(default_factory=dict)
     """``extras`` of the traced program (control-flow decisions, :mod:`~neuronsim.machine.nki.scalars`)."""
+    named_calls: dict[str, list[Any]] = field(default_factory=dict)
+    """``nisa`` calls by their ``name=`` (handles, :mod:`~neuronsim.machine.nki.schedule`)."""
+    order_edges: list[Any] = field(default_factory=list)
+    """``NkiInstruction.depends_on`` edges, applied to the traced program."""
 
     def __post_init__(self) -> None:
         self.kb = KernelBuilder(self.name, self.machine)
@@ -183,8 +187,11 @@ class Tracer:
         """Flush the pending call, then run ``fn`` (builder calls) as the current call."""
         self.flush()
         mask = as_mask(mask)
-        if mask is not NEVER:
-            self._emit(fn, self.where(), self.indices(), extras, mask)
+        if mask is NEVER:
+            return
+        site, indices = self.where(), self.indices()
+        for box in mask.boxes if mask is not None else (None,):  # a mask beyond one box: once per box
+            self._emit(fn, site, indices, extras, box)
 
     def _emit(self, fn: Callable[[], Any], site, indices, extras: dict | None, mask: Mask | None = None) -> None:
         self.kb.next_extras = self._extras(site, indices, extras)
@@ -243,13 +250,16 @@ class Tracer:
     def _emit_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         if pending.mask is NEVER:
             return
-        if pending.mask is not None:
-            for axis, lo, hi in pending.mask.bounds:
-                dst = dst.restrict(axis, lo, hi)
-            if dst.empty:
-                return
-        self.note_write(dst)
-        self._emit(lambda: pending.emit(dst, **kw), pending.site, pending.indices, extras, pending.mask)
+        for box in pending.mask.boxes if pending.mask is not None else (None,):
+            target = dst
+            for axis, lo, hi in box.bounds if box is not None else ():
+                target = target.restrict(axis, lo, hi)
+            if target.empty:
+                continue
+            if target.limits is not None:  # a view past its tensor: the access must stay inside
+                target.check_bounds()
+            self.note_write(target)
+            self._emit(lambda target=target: pending.emit(target, **kw), pending.site, pending.indices, extras, box)
 
     def take_pending(self, proxy: Any) -> Pending | None:
         """The pending call if ``proxy`` is its result (it is then no longer pending)."""

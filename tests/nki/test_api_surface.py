@@ -26,9 +26,6 @@ API = CORPUS / "aws-neuron-sdk" / "nki" / "api" / "nki"
 MODULES = {"language": ("nki.language", "neuronxcc.nki.language"), "isa": ("nki.isa", "neuronxcc.nki.isa"),
            "collectives": ("nki.collectives", "neuronxcc.nki.collectives"), "": ("nki", "neuronxcc.nki")}
 THIS = Path(__file__).name
-#: NKI 0.6 / 0.7 compiled control flow (machine/nki/control.py), whose keyword forms that
-#: module's own tests hold
-CONTROL_FLOW = {"dynamic_range", "fori_loop", "while_loop", "if_else"}
 
 
 def _api_names(module: str) -> dict[str, list[str]]:
@@ -135,7 +132,7 @@ def test_implemented_calls_take_every_documented_keyword(module):
             if not isinstance(node, ast.FunctionDef) or node.name.startswith("_"):
                 continue
             value = getattr(stand_ins[MODULES[module][0]], node.name)
-            if isinstance(value, Refused) or node.name in CONTROL_FLOW:
+            if isinstance(value, Refused):
                 continue
             params = inspect.signature(getattr(value, "__wrapped__", value)).parameters
             documented = [a.arg for a in node.args.posonlyargs + node.args.args + node.args.kwonlyargs]

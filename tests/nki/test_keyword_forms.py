@@ -66,17 +66,16 @@ def test_masks_with_negative_coefficients_and_or():
     np.testing.assert_array_equal(out, expected)
 
 
-@pytest.mark.parametrize("func, construct", [
-    ("holes", "a mask that keeps a range with holes is not supported"),
-    ("two_axes", "a mask comparing an expression of several index axes (i_p + i_f < n) is not supported"),
+@pytest.mark.parametrize("func, keep", [
+    ("holes", lambda p, f: (f < 8) | (f >= 16)),
+    ("two_axes", lambda p, f: p + f < 100),
 ])
-def test_masks_beyond_one_box_are_refused_at_their_line(func, construct):
-    with pytest.raises(NkiError) as info:
-        trace(kernel(f"legacy_masks_affine.py::{func}"), f32(128, 64), np.zeros((128, 64), np.float32))
-    message = str(info.value)
-    assert re.fullmatch(r"\S*legacy_masks_affine\.py:\d+: .+", message) and construct in message, message
-    line = int(message.split(":")[1])
-    assert "mask=" in open(kernel(f"legacy_masks_affine.py::{func}").func.__code__.co_filename).read().splitlines()[line - 1]
+def test_masks_beyond_one_box_run_once_per_box(func, keep):
+    # tests/nki/test_followups.py holds more of these (one instruction per box)
+    x = f32(128, 64)
+    out = run(kernel(f"legacy_masks_affine.py::{func}"), x, np.zeros((128, 64), np.float32))
+    kept = keep(*np.mgrid[0:128, 0:64])
+    np.testing.assert_array_equal(out["out"][kept], x[kept])  # the rest is the output's initial bytes
 
 
 def test_legacy_trace_decorator_and_spmd_dim_grid():

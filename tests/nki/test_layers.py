@@ -17,6 +17,7 @@ LAYERS = (
     "frames",  # the loop indices in force, read from the kernel's frames
     "groups",  # a rewrite of the traced program (PSUM groups), no tracer
     "tracer",  # the recording core: loops, sites, pending results
+    "schedule",  # instruction handles and the order edges between them (with_schedule)
     "alloc",  # buffers and tile declarations
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS
     "ops",  # lowering to builder instructions
