@@ -163,8 +163,10 @@ def _reference_in(module_name: str, attr: str) -> Callable:
 def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, reference: str | None, out_dir: str,
                        plot_path: str | None, as_json: bool, before_work: Callable, make_folder: Callable,
                        printer: Callable, rtol: float | None = None, atol: float | None = None,
-                       progress=None, extra_json: Callable | None = None, functional: bool = True) -> int:
-    """``neuronsim run KERNEL.py::FUNC``: findings, then the scenario run; exit 0 / 1."""
+                       progress=None, extra_json: Callable | None = None, functional: bool = True,
+                       report_path: str | None = None) -> int:
+    """``neuronsim run KERNEL.py::FUNC``: findings, then the scenario run (``report_path``:
+    also its HTML page, findings included); exit 0 / 1."""
     from neuronsim.machine.ir.files import write_text
     from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 
@@ -177,6 +179,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     make_folder(out_dir)
     for path in paths.values():
         check_output(path, "--out")
+    if report_path:
+        check_output(report_path, "--report")
     user_reference = load_reference(reference) if reference else None
     with stage_or_nothing(progress, "trace", None):
         traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
@@ -188,6 +192,14 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     if plot_path:
         plot_timeline(nominal, plot_path)
         paths["plot"] = plot_path
+    if report_path:
+        from neuronsim.verify.nki.run import write_run_report
+
+        try:
+            write_run_report(report, report_path)
+        except OSError as err:
+            raise UsageFailure(f"cannot write {report_path}: {err.strerror or err}", "--report") from None
+        paths["report"] = report_path
     problems = report.problems()
     if as_json:
         emit_json({**report.to_json(), "files": paths, **(extra_json(report.run) if extra_json else {})})

@@ -110,6 +110,8 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
 @click.option("--out", "out_dir", default="out", show_default=True, metavar="DIR",
               help="Folder for the trace (NAME.trace.json) and footprint (NAME.footprint.json).")
 @click.option("--plot", "plot_path", metavar="FILE.png", help="Also draw the nominal run's timeline.")
+@click.option("--report", "report_path", metavar="FILE.html",
+              help="KERNEL.py::FUNC only: also write the run's HTML page (neuronsim report's), findings included.")
 @kernel_options
 @click.option("--reference", "reference", metavar="MODULE:FN",
               help="KERNEL.py::FUNC only: a numpy function of the inputs (by parameter name) to compare the outputs with.")
@@ -123,7 +125,8 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
 @json_option
 @size_options
 @run_command
-def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, inputs_path: str | None,
+def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, report_path: str | None,
+        inputs_path: str | None,
         args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...], reference: str | None,
         rtol: float | None, atol: float | None, timing_only: bool, as_json: bool,
         max_instances: int, max_memory: int | None) -> int:
@@ -151,7 +154,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     if scenario is None:
         raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
     kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
-                                             ("--dtype", dtypes), ("--reference", reference)) if given]
+                                             ("--dtype", dtypes), ("--reference", reference),
+                                             ("--report", report_path)) if given]
     if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario
         if plot_path:
             plot_format_or_fail(plot_path)
@@ -166,7 +170,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
             return run_kernel_command(scenario, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
                                       reference=reference, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                       before_work=guard, make_folder=_out_folder, printer=_print, rtol=rtol,
-                                      atol=atol, progress=progress, functional=not timing_only,
+                                      atol=atol, progress=progress, functional=not timing_only, report_path=report_path,
                                       extra_json=lambda result: _verdict(result, kernel=True, user_reference=bool(reference)))
     if timing_only and reference:
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")

@@ -34,7 +34,8 @@ from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, nki_find
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
 from neuronsim.verify.scenarios import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
 
-__all__ = ["KernelReport", "run_kernel", "run_traced", "trace_kernel", "reference_outputs", "kernel_outputs"]
+__all__ = ["KernelReport", "run_kernel", "run_traced", "trace_kernel", "reference_outputs", "kernel_outputs",
+           "write_run_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +144,18 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     if reference is None:  # judged by the interleavings against the sequential reference alone
         run = replace(run, reference=dict(run.outputs))
     return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None)
+
+
+def write_run_report(report: KernelReport, path: str, passes: str | None = None):
+    """The HTML page of the run (``neuronsim run KERNEL.py::FUNC --report FILE.html``): the
+    program as simulated (compiled, reduced) with the kernel's NKI findings, alike ones on one
+    pair of lines shown once, as ``neuronsim report`` shows a traced program's; the shown
+    :class:`~neuronsim.verify.html_report.Report`."""
+    from neuronsim.verify.html_report import write_report
+
+    views: list[dict] = []
+    grouped_findings(report.findings, lambda f: views.append(f.to_json()) or "")
+    return write_report(report.run.final, path, report.name, passes=passes, findings=views)
 
 
 def kernel_outputs(report: KernelReport) -> Any:
