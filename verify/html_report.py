@@ -152,7 +152,7 @@ def _race_views(report, unrolled) -> tuple[RaceGroupView, ...]:
     return tuple(views)
 
 
-def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_DRAWN) -> dict:
+def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_DRAWN, span: float | None = None) -> dict:
     """SVG geometry of the timeline: rows, bars, wait arrows and time ticks (see the module doc).
 
     >>> from neuronsim.machine.formats.program import load_program
@@ -161,7 +161,7 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
     >>> [row["name"] for row in t["rows"]][:5], len(t["bars"]), len(t["arrows"])
     (['pe', 'act', 'dve', 'pool', 'sp'], 5, 2)
     """
-    span = trace.makespan or 1.0
+    span = span or trace.makespan or 1.0  # a given span puts two timelines on one time axis (compare)
     rows = {name: k for k, name in enumerate(trace.components)}
     ops = sorted({r.op for r in trace.records})
     color = {op: op_color(op) for op in ops}

@@ -96,7 +96,8 @@ def _register() -> None:
     from neuronsim.verify.cli.simulate import simulate
     from neuronsim.verify.cli.tasks import tasks
 
+    from neuronsim.verify.cli.compare import compare
     from neuronsim.verify.cli.profile import profile
 
-    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki, profile):
+    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki, profile, compare):
         cli.add_command(command)
