@@ -212,15 +212,18 @@ class Mask:
     def boxes(self) -> tuple[Mask, ...]:
         """The mask as disjoint boxes, each a mask of one range per iterator: itself when it
         is one box; else (a comparison of ``i_p + i_f``, a range with holes) its kept grid cut
-        into rows of the first iterator (the partition one, as kernels write ``i_p`` first),
-        adjacent rows alike merged, each row into the runs of the next iterator, and so on.
-        An instruction with such a mask is emitted once per box (:mod:`~neuronsim.machine.nki.tracer`)."""
+        into slices of the last iterator, adjacent slices alike merged, each slice into those
+        of the iterator before, and so on: the partition iterator (first, as kernels write
+        ``i_p``) is cut last, so a box's partitions start at 0 wherever the mask allows (a
+        triangle ``i_p + i_f < n`` is a box per column, each from partition 0: compute engines
+        start an access only at partition 0, 32, 64 or 96).  An instruction with such a mask
+        is emitted once per box (:mod:`~neuronsim.machine.nki.tracer`)."""
         try:
             self.bounds  # noqa: B018  (one box: the common case, no grid)
             return (self,)
         except NkiError:
             pass
-        iters = sorted(self._iterators(), key=lambda it: (it.pos, it.uid))
+        iters = sorted(self._iterators(), key=lambda it: (-it.pos, it.uid))
         if prod(it.count for it in iters) > _MAX_GRID:
             raise unsupported(f"a mask over a grid of more than {_MAX_GRID} indices that is not one box",
                               "bound each axis on its own")

@@ -22,7 +22,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.ir.program import MemoryKind, Tensor
-from neuronsim.machine.nki.errors import fail, unsupported
+from neuronsim.machine.nki.errors import NkiError, fail, unsupported
 from neuronsim.machine.nki.indexing import ArangeExpr, as_index, concrete
 from neuronsim.machine.build.views import Index, View, is_int
 
@@ -145,13 +145,15 @@ class Layout:
             return None
         return (0, max(0, -(-(count - start) // step)), dim, count)
 
-    def check_bounds(self) -> None:
-        """Refuse (at the kernel line) an access reaching past its tensor (see :attr:`limits`)."""
+    def check_bounds(self, where: Any = None) -> None:
+        """Refuse an access reaching past its tensor (see :attr:`limits`), at kernel line
+        ``where`` (the instruction's; default: the line being traced)."""
         for (_kind, _s, n), limit in zip(self.axes, self.limits or ()):
             if limit is not None and n and not (limit[0] <= 0 and n <= limit[1]):
                 first, stop, dim, size = limit
-                raise fail(f"the access of {self.tensor.name} reaches past its {size} elements along dimension "
+                message = (f"the access of {self.tensor.name} reaches past its {size} elements along dimension "
                            f"{dim} (positions {first} to {stop - 1} of its {n} are inside; a mask= bounds it)")
+                raise NkiError(where, message) if where is not None else fail(message)
 
     def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:
         kind, stride, count = axis

@@ -36,12 +36,12 @@ def lay(value: Any) -> Layout:
     if not isinstance(value, NkiTensor):
         raise fail(f"expected a tile or tensor, got {type(value).__name__} {value!r}")
     layout = value.layout
-    mask = current().mask
-    if mask is not None:
-        for axis, lo, hi in mask.bounds:
+    tracer = current()
+    if tracer.mask is not None:
+        for axis, lo, hi in tracer.mask.bounds:
             layout = layout.restrict(axis, lo, hi)
     if layout.limits is not None:  # a view past its tensor: the access must stay inside
-        layout.check_bounds()
+        layout.check_bounds(tracer.emit_site)
     return layout
 
 

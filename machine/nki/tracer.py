@@ -142,6 +142,9 @@ class Tracer:
     decl_depth: dict[str, int] = field(default_factory=dict)
     mask: Mask | None = None
     """The mask of the instruction being emitted (operands are restricted by it)."""
+    emit_site: SourceLine | None = None
+    """The kernel line of the instruction being emitted (a held-back call's, not the line
+    that flushed it)."""
     input_values: dict[str, Any] = field(default_factory=dict)
     """The kernel's input arrays by tensor name (device values are read from a run on them)."""
     program_extras: dict[str, Any] = field(default_factory=dict)
@@ -195,7 +198,7 @@ class Tracer:
 
     def _emit(self, fn: Callable[[], Any], site, indices, extras: dict | None, mask: Mask | None = None) -> None:
         self.kb.next_extras = self._extras(site, indices, extras)
-        self.mask = mask
+        self.mask, self.emit_site = mask, site[0]
         body = self.kb._bodies[-1]
         start = len(body)
         try:
@@ -207,7 +210,7 @@ class Tracer:
             raise NkiError(site[0], f"{site[1]}: {err}") from None
         finally:
             self.kb.next_extras = None
-            self.mask = None
+            self.mask = self.emit_site = None
 
     def note_write(self, layout: Layout) -> None:
         self.written.add(layout.tensor.name)
@@ -257,7 +260,7 @@ class Tracer:
             if target.empty:
                 continue
             if target.limits is not None:  # a view past its tensor: the access must stay inside
-                target.check_bounds()
+                target.check_bounds(pending.site[0])
             self.note_write(target)
             self._emit(lambda target=target: pending.emit(target, **kw), pending.site, pending.indices, extras, box)
 

@@ -24,7 +24,7 @@ def holes(x, out):
 def upper_rows(x, out):
     i_p, i_f = nl.mgrid[0:128, 0:64]
     t = nl.load(x[i_p, i_f])
-    nl.store(out[i_p, i_f], nl.multiply(t, 2.0), mask=(i_f >= i_p) | (i_p >= 120))
+    nl.store(out[i_p, i_f], nl.multiply(t, 2.0), mask=(i_f >= i_p) | (i_p >= 96))
 
 
 @nki.jit
