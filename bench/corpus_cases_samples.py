@@ -63,7 +63,7 @@ CASES: dict[str, Case] = {
     TUT + "tensor_addition/spmd_tensor_addition_nki_kernels.py::nki_tensor_add_kernel_": case(
         "bf16[256,1024]", "bf16[256,1024]", grid=(2, 2), ref=_add_inputs),
     TUT + "tensor_addition/tensor_addition_nki_kernels.py::nki_tensor_add_kernel_": case(
-        "bf16[128,512]", "bf16[128,512]", ref=_add_inputs),
+        "bf16[128,512]", "bf16[128,512]", grid=(1, 1), ref=_add_inputs, note="it reads program_id(0) and (1)"),
     TUT + "transpose2d/transpose2d_nki_kernels.py::tensor_transpose2D_kernel_": case(
         np.arange(60, dtype=np.int8).reshape(5, 12), (3, 4), ref=_transpose2d),
     "nki-samples/test/unit/test_neuron_profile.py::nki_tensor_tensor_add": case("f32[128,512]", "f32[128,512]", ref=_add),
