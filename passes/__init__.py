@@ -26,12 +26,13 @@ from neuronsim.passes.pipeline import PASS_REGISTRY, CONSTRUCTION_PIPELINE, DEFA
 from neuronsim.passes.dep_reduction import DepReduction
 from neuronsim.passes.remove_redundancies import RemoveRedundancies
 from neuronsim.passes.list_schedule import ListSchedule
+from neuronsim.passes.schedule import TRACED_PIPELINE, Schedule
 
 #: Registry: pass name -> pass class (the one :func:`parse_pipeline` reads).
 ALL_PASSES: dict[str, type] = PASS_REGISTRY
 ALL_PASSES.update({
     cls.name: cls for cls in (FuseLoops, InterchangeLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies,
-                             AntiDeps, ExpandSchedulingUnits, ListSchedule, DepOpt, DepReduction)
+                             AntiDeps, ExpandSchedulingUnits, ListSchedule, Schedule, DepOpt, DepReduction)
 })
 
 #: Entry-point group under which other packages register passes.
@@ -63,7 +64,7 @@ __all__ = [
     "PLUGIN_GROUP",
     "ALL_PASSES", "CONSTRUCTION_PIPELINE", "DEFAULT_PIPELINE", "Pass", "PassContext", "parse_pipeline", "run_pipeline",
     "FuseLoops", "InterchangeLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
-    "ExpandSchedulingUnits", "ListSchedule", "DepOpt", "DepReduction", "compile_program",
+    "ExpandSchedulingUnits", "ListSchedule", "Schedule", "TRACED_PIPELINE", "DepOpt", "DepReduction", "compile_program",
 ]
 
 

@@ -205,8 +205,99 @@ def _split_placed(entries: list[tuple]) -> list[list[tuple]]:
     return list(groups.values())
 
 
-def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ...], spec: MachineSpec) -> list[int]:
-    """The scheduled order of a block's nodes (indices into ``nodes``)."""
+@dataclass(frozen=True, slots=True)
+class _Timing:
+    """How a node occupies the machine in the timed scheduler: ``resource`` (an engine, or
+    ``""`` for a loop atom, which contends with nothing) for ``busy_ns``; its dependents may
+    start ``result_ns`` after it starts; a DMA also holds ``queue`` (FIFO: its data starts when
+    the queue's previous transfer completes) for ``data_ns`` after ``latency_ns``."""
+
+    resource: str
+    busy_ns: float
+    result_ns: float
+    queue: str | None = None
+    latency_ns: float = 0.0
+    data_ns: float = 0.0
+
+
+def _timing(program: Program, node: Node, spec: MachineSpec, summary: _Summary) -> _Timing:
+    if isinstance(node, Loop):
+        return _Timing("", summary.cost, summary.cost)
+    c = instruction_cost(node, program.tensors, spec)
+    if node.is_dma:
+        return _Timing(node.engine, c.issue_ns, c.issue_ns + c.duration_ns, node.queue, c.latency_ns,
+                       c.duration_ns - c.latency_ns)
+    return _Timing(node.engine, c.duration_ns, max(c.result_ns, c.duration_ns))
+
+
+def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float]) -> list[int]:
+    """List scheduling over the engines: repeatedly start the ready node that can start
+    earliest (its producers' results in, its engine free), the highest level among equals,
+    program order last.  Per resource the ready nodes wait in a heap by ready time until the
+    resource's free time passes it, then in a heap by level: each step looks at one candidate
+    per resource, so the whole order is O(n log n) for the few engines a machine has."""
+    n = len(timing)
+    preds = [0] * n
+    for i in range(n):
+        for k in succs[i]:
+            preds[k] += 1
+    ready_at = [0.0] * n
+    free: dict[str, float] = {}
+    queue_free: dict[str, float] = {}
+    waiting: dict[str, list] = {}   # resource -> heap of (ready time, -level, index)
+    runnable: dict[str, list] = {}  # resource -> heap of (-level, index), ready before the resource frees
+
+    def release(i: int) -> None:
+        res = timing[i].resource
+        heapq.heappush(waiting.setdefault(res, []), (ready_at[i], -level[i], i))
+        runnable.setdefault(res, [])
+        free.setdefault(res, 0.0)
+
+    for i in range(n):
+        if preds[i] == 0:
+            release(i)
+    order: list[int] = []
+    while len(order) < n:
+        best = None
+        for res, heap in waiting.items():
+            now = free[res] if res else float("-inf")  # a loop atom waits for its producers only
+            avail = runnable[res]
+            while heap and heap[0][0] <= now:
+                _t, neg, i = heapq.heappop(heap)
+                heapq.heappush(avail, (neg, i))
+            if avail:
+                key = (free[res], avail[0][0], avail[0][1], res)
+            elif heap:
+                key = (max(heap[0][0], free[res]), heap[0][1], heap[0][2], res)
+            else:
+                continue
+            if best is None or key < best:
+                best = key
+        start, _neg, i, res = best
+        if runnable[res] and runnable[res][0][1] == i:
+            heapq.heappop(runnable[res])
+        else:
+            heapq.heappop(waiting[res])
+        t = timing[i]
+        order.append(i)
+        if res:
+            free[res] = start + t.busy_ns
+        done = start + t.result_ns
+        if t.queue is not None:  # data after the latency and the queue's previous transfer
+            done = max(start + t.busy_ns + t.latency_ns, queue_free.get(t.queue, 0.0)) + t.data_ns
+            queue_free[t.queue] = done
+        for k in succs[i]:
+            ready_at[k] = max(ready_at[k], done)
+            preds[k] -= 1
+            if preds[k] == 0:
+                release(k)
+    return order
+
+
+def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ...], spec: MachineSpec,
+                timed: bool = False) -> list[int]:
+    """The scheduled order of a block's nodes (indices into ``nodes``): highest level first,
+    or, ``timed``, the earliest start over the engines (:func:`_timed_order`)."""
     n = len(nodes)
     if n < 2:
         return list(range(n))
@@ -226,9 +317,13 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
                     succs[j].add(k)
     for i, k in _conflict_edges(program, info):
         succs[i].add(k)
+    timing = [_timing(program, node, spec, s) for node, s in zip(nodes, info)] if timed else None
     level = [0.0] * n
     for i in range(n - 1, -1, -1):
-        level[i] = info[i].cost + max((level[k] for k in succs[i]), default=0.0)
+        own = timing[i].result_ns if timing else info[i].cost
+        level[i] = own + max((level[k] for k in succs[i]), default=0.0)
+    if timing:
+        return _timed_order(timing, succs, level)
     preds = [0] * n
     for i in range(n):
         for k in succs[i]:
@@ -246,14 +341,15 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
     return order
 
 
-def list_schedule(program: Program, spec: MachineSpec | None = None) -> Program:
-    """Reorder every block by critical path (see the module documentation)."""
+def list_schedule(program: Program, spec: MachineSpec | None = None, timed: bool = False) -> Program:
+    """Reorder every block by critical path (see the module documentation); ``timed``: by
+    earliest start over the engines, critical path among equals."""
     spec = spec or resolve_machine(program.machine)
 
     def schedule(nodes: tuple[Node, ...], loops: tuple[Loop, ...]) -> tuple[Node, ...]:
         inner = tuple(Loop(node.name, node.trip_count, schedule(node.body, (*loops, node)), node.extras)
                       if isinstance(node, Loop) else node for node in nodes)
-        return tuple(inner[i] for i in block_order(program, inner, loops, spec))
+        return tuple(inner[i] for i in block_order(program, inner, loops, spec, timed))
 
     body = schedule(program.body, ())
     return program if body == program.body else program.with_body(body)
@@ -264,9 +360,10 @@ class ListSchedule(Pass):
     """Pass: :func:`list_schedule` (counts the instructions that changed place)."""
 
     name: ClassVar[str] = "list-schedule"
+    timed: bool = False
 
     def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
-        out = list_schedule(program, ctx.machine(program) if ctx is not None else None)
+        out = list_schedule(program, ctx.machine(program) if ctx is not None else None, self.timed)
         if ctx is not None:
             before = [i.name for i, _ in program.instructions()]
             after = [i.name for i, _ in out.instructions()]

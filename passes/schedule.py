@@ -1,0 +1,97 @@
+"""``schedule``: the backend's scheduler slot (seed: between ``expand_scheduling_units``, 96,
+and ``dep_opt``, 104): flatten the loops, then list-schedule the instructions over the engines.
+
+neuronx-cc unrolls a kernel's loops and its schedulers interleave the independent chains of
+different iterations on each engine before ``dep_opt`` rebuilds the flow graph for the new
+order (dependence-reduction seed, sections 1, 2 and 5).  This pass does the same with the
+two passes that already hold each step:
+
+1. ``expand-scheduling-units`` (:func:`~neuronsim.passes.expand_scheduling_units.expand_scheduling_units`)
+   unrolls every loop, each ring slot of the allocator becoming a tensor of its own, when
+   the program has at most ``max_instances`` instances (above it the loops stay atoms and
+   only their bodies are scheduled, so the pass stays linear in the program text);
+2. ``list-schedule{timed=true}`` (:func:`~neuronsim.passes.list_schedule.list_schedule`):
+   repeatedly the ready instruction that can start earliest under the timing model's costs
+   (:mod:`neuronsim.machine.model.cost`: its producers' results in, its engine free, a DMA's
+   queue in FIFO order), the longest remaining critical path among equals.
+
+**Pressure.**  The pass runs on placed tensors (after ``alloc``): every SBUF / PSUM byte an
+instruction touches is already assigned, and two instructions that touch a common byte, one
+writing it, keep their order.  A ring slot is reused only after every use of its previous
+tile (the write-after-read pair is such a conflict), so iteration ``i + buffers`` cannot
+start loading before iteration ``i`` has finished with the slot: the schedule's live tiles
+are the allocation's, and it fits wherever the allocation fits, SBUF, PSUM banks and rings
+alike.  A compiler whose scheduler ran before allocation would have to count live bytes;
+here the allocator's rings are the bound (``docs/timing.md``, "The compiler between the
+trace and the timing model").
+
+Contract
+    requires: no virtual tensor (run ``alloc`` first).
+    guarantees: the same instances (names ``NAME[i,j]`` when loops were unrolled), each
+    touching the same bytes; every pair of instances that touch a common byte, one writing
+    it, in their original order, so the sequential semantics are unchanged.  Deps are stale
+    (they may rely on engine orders that changed): run ``dep-opt`` next, which rebuilds them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Loop, Program
+
+from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
+from neuronsim.passes.list_schedule import list_schedule
+from neuronsim.passes.pipeline import Pass, PassContext
+
+__all__ = ["Schedule", "TRACED_PIPELINE", "instance_count"]
+
+#: The pipeline a traced NKI kernel is compiled with: the allocation, the scheduler slot and
+#: the rebuild of the deps for the scheduled order (``memsets=false``: a traced kernel
+#: initialises what it reads, and a read it does not is an NKI finding, not something to
+#: paper over); the caller appends ``dep-reduction``.
+TRACED_PIPELINE = "alloc,schedule,dep-opt{memsets=false}"
+
+
+def instance_count(program: Program) -> int:
+    """Instances of ``program``'s instructions (each counted once per iteration of its loops)."""
+    total = 0
+    stack = [(node, 1) for node in program.body]
+    while stack:
+        node, times = stack.pop()
+        if isinstance(node, Loop):
+            stack.extend((child, times * node.trip_count) for child in node.body)
+        else:
+            total += times
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule(Pass):
+    """Pass: flatten (up to ``max_instances``) and list-schedule over the engines (module doc)."""
+
+    name: ClassVar[str] = "schedule"
+    max_instances: int = 120_000
+    flatten: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_instances < 0:
+            raise ValueError(f"max_instances must be at least 0, got {self.max_instances}")
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        virtual = sorted(name for name, t in program.tensors.items() if t.is_virtual)
+        if virtual:
+            raise ProgramError(f"tensors.{virtual[0]}", "pass 'schedule' needs placed tensors (its memory bound is "
+                                                        "the allocation): run alloc before it")
+        spec = ctx.machine(program)
+        has_loops = any(isinstance(node, Loop) for node in program.body)
+        if self.flatten and has_loops and instance_count(program) <= self.max_instances:
+            program = expand_scheduling_units(program)
+            ctx.count(self.name, "flattened", 1)
+        out = list_schedule(program, spec, timed=True)
+        after = [i.name for i, _ in out.instructions()]
+        ctx.count(self.name, "instructions", len(after))
+        ctx.count(self.name, "moved", sum(a != b for a, b in zip(after, (i.name for i, _ in program.instructions()))))
+        ctx.count(self.name, "loops-kept", sum(1 for node, _ in out.walk() if isinstance(node, Loop)))
+        return out
