@@ -13,6 +13,7 @@ from typing import Any
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import scalars
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
+from neuronsim.machine.nki.language import no_reorder as _no_reorder
 from neuronsim.machine.nki.language import psum as _psum
 from neuronsim.machine.nki.language import sbuf as _sbuf
 from neuronsim.machine.nki.ops import lay, result_dtype
@@ -180,7 +181,8 @@ def compiler_names() -> dict[str, Any]:
     """``ncc.sbuf`` / ``ncc.psum`` (with ``alloc`` / ``mod_alloc``) and the compiler-option
     decorators kernels use (no effect on the trace)."""
     return {"sbuf": _sbuf, "psum": _psum, "skip_middle_end_transformations": _identity_decorator,
-            "enable_stack_allocator": _identity_decorator, "force_auto_alloc": _identity_decorator}
+            "enable_stack_allocator": _identity_decorator, "force_auto_alloc": _identity_decorator,
+            "no_reorder": _no_reorder}  # as a loop's directives= (attention tutorials): orders nothing
 
 
 class _TypeHint:

@@ -85,7 +85,12 @@ def _build() -> dict[str, types.ModuleType]:
     legacy_collectives = _module("neuronxcc.nki.collectives", "nki.collectives", {}, "legacy")
     legacy_collectives._refusals = collectives._refusals
     neuronxcc_nki.collectives = legacy_collectives
-    return {"nki.typing": current_typing, "nki.collectives": collectives, "neuronxcc.nki.collectives": legacy_collectives,
+    # `from nki.isa.constants import dge_mode` (nki-library, the SDK's dma_transpose tests)
+    constants = {name: value for name, value in isa.enum_names().items() if name in ("dge_mode", "oob_mode", "engine")}
+    current_constants = _module("nki.isa.constants", "nisa.constants", constants, "current")
+    legacy_constants = _module("neuronxcc.nki.isa.constants", "nisa.constants", constants, "legacy")
+    current_isa.constants, legacy_isa.constants = current_constants, legacy_constants
+    return {"nki.isa.constants": current_constants, "neuronxcc.nki.isa.constants": legacy_constants,"nki.typing": current_typing, "nki.collectives": collectives, "neuronxcc.nki.collectives": legacy_collectives,
             "nki": nki, "nki.language": current_nl, "nki.isa": current_isa, "nki.compiler": current_cc,
             "neuronxcc": neuronxcc, "neuronxcc.nki": neuronxcc_nki, "neuronxcc.nki.language": legacy_nl,
             "neuronxcc.nki.isa": legacy_isa, "neuronxcc.nki.compiler": legacy_cc,

@@ -135,3 +135,15 @@ def test_run_report_writes_the_page_with_the_findings(tmp_path):
     assert "affine loop k carries a RAW dependence" in html and "row_sums.py:48" in html
     refused = CliRunner().invoke(cli, ["run", "add_chain", "--report", str(tmp_path / "s.html")])
     assert refused.exit_code == 2 and "--report is for kernels" in refused.output
+
+
+def test_compiler_style_names_the_corpus_uses():
+    # ncc.no_reorder() as a loop's directives= (attention tutorials), nki.isa.constants (nki-library)
+    from neuronsim.machine.nki import standins
+
+    with standins():
+        import neuronxcc.nki.compiler as ncc
+        from neuronxcc.nki.isa.constants import dge_mode as legacy_dge
+        from nki.isa.constants import dge_mode
+
+        assert dge_mode.swdge == legacy_dge.swdge == "swdge" and callable(ncc.no_reorder)
