@@ -413,7 +413,7 @@ def program_to_json(program: Program) -> dict[str, Any]:
 
 def dumps_program(program: Program, *, indent: int | None = 1) -> str:
     """The canonical JSON text of ``program`` (what :func:`save_program` writes)."""
-    return json.dumps(program_to_json(program), indent=indent) + "\n"
+    return json.dumps(program_to_json(program), indent=indent, allow_nan=False) + "\n"
 
 
 def save_program(program: Program, target: str | TextIO) -> None:

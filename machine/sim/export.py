@@ -88,7 +88,7 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
 
 def write_chrome_trace(trace: Trace, path: str | Path) -> None:
     """Write :func:`chrome_trace` to ``path`` (opens in ui.perfetto.dev), atomically."""
-    write_text(path, json.dumps(chrome_trace(trace), separators=(",", ":")))
+    write_text(path, json.dumps(chrome_trace(trace), separators=(",", ":"), allow_nan=False))  # strict JSON
 
 
 def plot_format(path: str | Path) -> str:

@@ -173,7 +173,7 @@ def task_chrome_trace(trace: TaskTrace, title: str = "task runtime") -> dict[str
 
 def write_task_trace(trace: TaskTrace, path: str | Path) -> None:
     """Write :func:`task_chrome_trace` to ``path`` atomically."""
-    write_text(path, json.dumps(task_chrome_trace(trace), separators=(",", ":")))
+    write_text(path, json.dumps(task_chrome_trace(trace), separators=(",", ":"), allow_nan=False))  # strict JSON
 
 
 def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "", program: str = "task program") -> None:

@@ -32,7 +32,7 @@ from typing import Union
 
 from neuronsim.machine.ir.errors import ProgramError
 
-__all__ = ["Sym", "Op", "ScalarExpr", "parse_expr", "render", "evaluate", "free_names", "is_static", "fold", "BINARY_OPS"]
+__all__ = ["Sym", "Op", "ScalarExpr", "parse_expr", "render", "evaluate", "free_names", "is_static", "fold", "BINARY_OPS", "INT64_RANGE"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,22 +132,30 @@ def parse_expr(value: object, path: str) -> ScalarExpr:
 
 
 def fold(expr: ScalarExpr) -> ScalarExpr:
-    """Constant-fold ``expr`` (a division by a constant zero is left for evaluation to report)."""
+    """Constant-fold ``expr`` (a division by a constant zero, or a value beyond INT64, is left
+    for evaluation to report)."""
     if not isinstance(expr, Op):
         return expr
     args = tuple(fold(a) for a in expr.args)
     if all(isinstance(a, int) for a in args):
         try:
             return _apply(expr.op, args)
-        except ZeroDivisionError:
+        except (ZeroDivisionError, OverflowError):  # left for the run, which locates it
             pass
     return Op(expr.op, args)
 
 
+#: Scalars are PyPTO's INT64: a value beyond is an error, not a Python integer that grows
+#: without end (``s = s * s`` in a ``while`` doubled its digits each trip and hung the walk).
+INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
 def _apply(op: str, args: tuple[int, ...]) -> int:
-    if op in _UNARY:
-        return _UNARY[op][0](args[0])
-    return BINARY_OPS[op][0](args[0], args[1])
+    value = _UNARY[op][0](args[0]) if op in _UNARY else BINARY_OPS[op][0](args[0], args[1])
+    if not INT64_RANGE[0] <= value <= INT64_RANGE[1]:
+        shown = ", ".join(str(a) if abs(a) < 10**30 else f"an integer of {a.bit_length()} bits" for a in args)
+        raise OverflowError(f"{op} of {shown} leaves the 64-bit integer range (scalars are INT64)")
+    return value
 
 
 def evaluate(expr: ScalarExpr, env: Mapping[str, int]) -> int:

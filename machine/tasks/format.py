@@ -34,6 +34,8 @@ FORMAT = "neuronsim.tasks/1"
 #: The most a kernel's cost may be: a simulated run's times stay finite doubles (as the
 #: float figures of a machine, :data:`neuronsim.machine.model.presets.FLOAT_FIGURE_RANGE`).
 MAX_COST_NS = FLOAT_FIGURE_RANGE[1]
+#: Worker cores of the simulated runtime at most (far beyond any device's).
+MAX_CORES = 4096
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _LET_KINDS = ("create", "slice", "assemble", "indexed", "alias", "scalar", "task_array", "get", "task_invalid",
               "task_dummy")
@@ -342,7 +344,10 @@ def parse_tasks(doc: Any, *, validate: bool = True) -> TaskProgram:
     runtime = Runtime()
     if o.has("runtime"):
         r = _Obj(o.raw["runtime"], "runtime", {"cores"}, "the runtime")
-        runtime = Runtime(_int(r.raw.get("cores", 4), r.at("cores"), 1))
+        cores = _int(r.raw.get("cores", 4), r.at("cores"), 1)
+        if cores > MAX_CORES:  # each core is a simulated process: 10**9 of them hung simulate
+            raise ProgramError(r.at("cores"), f"expected at most {MAX_CORES:,} worker cores, got {cores:,}")
+        runtime = Runtime(cores)
     program = TaskProgram(kernels, function, runtime, o.extras())
     if validate:
         from neuronsim.machine.tasks.validate import validate_tasks

@@ -233,10 +233,19 @@ def root_region(instance: Hashable, t, scalars: Mapping[str, int]) -> Region:
         return evaluate(Sym(v) if isinstance(v, str) else v, scalars)
 
     shape = tuple(value(n) for n in t.shape)
+    for d, n in enumerate(shape):  # the loader checks static dimensions; these are the runtime ones
+        if n < 0:
+            raise ValueError(f"dimension {d} is {n} for these scalars; a dimension is at least 0")
     space, origin = instance, 0
+    strides = view_strides(shape, t.view)
     if t.memref is not None:
         space, origin = ("memref", t.memref.base), value(t.memref.offset)
-    region = Region.of(space, origin, itemsize(t.dtype), view_strides(shape, t.view), shape)
+        need = itemsize(t.dtype) * span_elements(shape, strides)
+        if origin < 0:
+            raise ValueError(f"its memref offset is {origin} bytes for these scalars; an offset is at least 0")
+        if need > t.memref.size:
+            raise ValueError(f"its memref of {t.memref.size} bytes cannot hold it ({need} bytes) for these scalars")
+    region = Region.of(space, origin, itemsize(t.dtype), strides, shape)
     if t.view is not None and t.view.valid_shape is not None:
         region = region.clipped(tuple(value(v) for v in t.view.valid_shape))
     return region

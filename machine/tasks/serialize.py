@@ -226,7 +226,7 @@ def tasks_to_json(program: TaskProgram) -> dict[str, Any]:
 def dumps_tasks(program: TaskProgram, *, indent: int | None = 1) -> str:
     import json
 
-    return json.dumps(tasks_to_json(program), indent=indent) + "\n"
+    return json.dumps(tasks_to_json(program), indent=indent, allow_nan=False) + "\n"
 
 
 def save_tasks(program: TaskProgram, target: str | TextIO) -> None:

@@ -156,16 +156,18 @@ class _Walk:
         self.manual = 0
         self.roots = 0
         self.iterations = 0
-        for p in program.function.params:
+        for k, p in enumerate(program.function.params):
             if not isinstance(p, ScalarParam):
-                self.views[p.name] = self._root(p.name, p.type, "function.params")
+                self.views[p.name] = self._root(p.name, p.type, f"function.params[{k}]")
 
     # -- values ------------------------------------------------------------------------------
     def _root(self, name: str, t, path: str) -> Region:
         self.roots += 1
         try:
             return root_region((name, self.roots), t, self.env)
-        except (ArithmeticError, KeyError, ValueError) as err:
+        except ValueError as err:  # a runtime dimension or memref the loader could not check
+            raise ProgramError(path, f"cannot lay out {name!r} at run time: {err}") from None
+        except (ArithmeticError, KeyError) as err:
             raise ProgramError(path, f"cannot lay out {name!r} at run time: {type(err).__name__}: {err}") from None
 
     def value(self, expr: ScalarExpr, path: str) -> int:
@@ -176,7 +178,9 @@ class _Walk:
 
     def bind(self, name: str, operand, path: str) -> None:
         """``name`` takes the value of ``operand`` (a variable of any kind, or a scalar)."""
-        if isinstance(operand, str):
+        if isinstance(operand, str) and operand in self.env:  # a scalar named by itself (a scalar iter_arg)
+            self.env[name] = self.env[operand]
+        elif isinstance(operand, str):
             for table in (self.views, self.tasks, self.creators):
                 if operand in table:
                     table[name] = table[operand]
@@ -247,7 +251,10 @@ class _Walk:
             shape = tuple(self.value(n, f"{path}.shape") for n in s.shape)
             offset = tuple(self.value(o, f"{path}.offset") for o in s.offset)
             for d, (o, n, whole) in enumerate(zip(offset, shape, source.frame)):  # as validate checks it
-                if o < 0 or n < 0 or o + n > whole:
+                if n < 0:
+                    raise ProgramError(f"{path}.shape[{d}]", f"at run time dimension {d} of the window is {n}; a "
+                                                             f"dimension is at least 0")
+                if o < 0 or o + n > whole:
                     raise ProgramError(f"{path}.offset[{d}]", f"at run time the window [{o}, {o + n}) leaves "
                                                               f"dimension {d} of {s.source!r} (size {whole})")
             region = source.window(offset, shape)

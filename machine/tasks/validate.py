@@ -77,6 +77,7 @@ class _Checker:
         self.deferred: list[tuple[Call, str, tuple[str, ...]]] = []  # a call, its path, the loops around it
         self.defined_at: dict[str, int] = {}  # variable -> its definition's rank in program order
         self.call_at: dict[str, int] = {}  # call label -> the rank of the call
+        self.loop_at: dict[str, tuple[int, tuple[str, ...]]] = {}  # loop label -> its rank, the loops around it
         self.loops: list[str] = []
 
     # -- names ---------------------------------------------------------------------------
@@ -249,6 +250,7 @@ class _Checker:
 
     def loop(self, s: For | While, path: str, *, manual: bool, loops: int) -> Stmt:
         self.label(s.name, "loop", join_path(path, "name"))
+        self.loop_at[s.name] = (len(self.defined_at), tuple(self.loops))
         if isinstance(s, For):
             for key in ("start", "stop", "step"):
                 self.expr(getattr(s, key), join_path(path, key))
@@ -359,11 +361,22 @@ class _Checker:
                         and self.defined_at[dep.on] >= self.call_at[c.name] and not loops):
                     raise ProgramError(at(path, i, "on"), f"'{dep.on}' is defined after call '{c.name}', outside any "
                                                           f"loop: a plain compiler dep names a TaskId submitted before it")
+                if dep.loop is not None and self._fan_in_unreached(c.name, dep.loop, loops):
+                    raise ProgramError(at(path, i, "loop"), f"loop '{dep.loop}' comes after call '{c.name}' and no loop "
+                                                            f"encloses both: a loop fan-in names the instances of the "
+                                                            f"loop's last completed execution, and there is none yet")
                 if dep.carried is not None and dep.carried not in loops:
                     raise ProgramError(at(path, i, "carried"), f"'{dep.carried}' is not a loop around call '{c.name}'")
                 for j, name in enumerate(dep.calls):
                     if self.labels.get(name) != "call":
                         raise ProgramError(at(path, i, "calls", j), f"'{name}' is not a call")
+
+
+    def _fan_in_unreached(self, call: str, loop: str, loops: tuple[str, ...]) -> bool:
+        """True when ``loop`` has never completed whenever ``call`` runs: it comes later in
+        program order and no loop encloses both (then a later iteration would see it done)."""
+        rank, around = self.loop_at[loop]
+        return rank >= self.call_at[call] and not set(around) & set(loops)
 
 
 def _check_kernels(program: TaskProgram) -> None:

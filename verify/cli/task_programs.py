@@ -27,6 +27,8 @@ from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.task_trace import plot_task_timeline, write_task_trace
 from neuronsim.machine.tasks.format import FORMAT, is_task_document, parse_tasks
 from neuronsim.machine.tasks.ir import TaskProgram
+from neuronsim.machine.tasks.size import TaskWork, estimate_task_work
+from neuronsim.machine.tasks.unroll import DEFAULT_MAX_ITERATIONS
 from neuronsim.passes.pipeline import PassContext
 from neuronsim.passes.tasks import DEFAULT_TASK_PIPELINE, derive_directions, parse_task_pipeline, run_task_pipeline
 
@@ -35,7 +37,12 @@ from neuronsim.verify.tasks.counts import TaskFootprint, task_footprint
 from neuronsim.verify.tasks.check import TaskRaceReport, check_task_program, check_task_trace, trace_violations
 
 __all__ = ["sniff_task_program", "with_directions", "check_tasks", "simulate_tasks_command", "footprint_tasks",
-           "render_task_races"]
+           "render_task_races", "guard_task_work", "guard_task_passes", "DEFAULT_MAX_PAIRS"]
+
+#: Pairs of calls the task passes compare at most unless ``--max-pairs`` says otherwise: the
+#: dependence analysis compares every call with every earlier one of its region (500 straight
+#: calls, 124,750 pairs, took 40 s on a shared machine; 50,000 would take days).
+DEFAULT_MAX_PAIRS = 100_000
 
 _MARK = FORMAT.encode()
 
@@ -57,6 +64,33 @@ def with_directions(program: TaskProgram) -> tuple[TaskProgram, bool]:
     if all(c.directions is not None for c, _ in program.calls()):
         return program, False
     return derive_directions(program), True
+
+
+# -- size guards --------------------------------------------------------------------------------
+def guard_task_work(program: TaskProgram, *, max_instances: int | None, runs: int = 1) -> TaskWork:
+    """Refuse, before the walk, a run past ``max_instances`` task instances (times ``runs``
+    simulated runs) or past the walk's loop iterations (figures of
+    :func:`~neuronsim.machine.tasks.size.estimate_task_work`, lower bounds)."""
+    work = estimate_task_work(program)
+    if max_instances is not None and work.instances * max(runs, 1) > max_instances:
+        times = f" x {runs:,} runs" if runs > 1 else ""
+        raise UsageFailure(f"the program submits {work.instances:,} task instances{times}; the limit is "
+                           f"{max_instances:,}: raise it with --max-instances N", "--max-instances")
+    if work.iterations > DEFAULT_MAX_ITERATIONS:
+        raise UsageFailure(f"the program runs {work.iterations:,} loop iterations; the orchestrator runs at most "
+                           f"{DEFAULT_MAX_ITERATIONS:,}", "function.body")
+    return work
+
+
+def guard_task_passes(program: TaskProgram, max_pairs: int, *, option: bool = True) -> None:
+    """Refuse, before any pass, a program whose calls make more than ``max_pairs`` pairs
+    (``option``: the command has ``--max-pairs``; else ``neuronsim tasks`` is named)."""
+    calls = estimate_task_work(program).calls
+    pairs = calls * (calls - 1) // 2
+    if pairs > max_pairs:
+        hint = "raise it with --max-pairs N" if option else "neuronsim tasks --max-pairs N runs the passes past it"
+        raise UsageFailure(f"the program has {calls:,} calls, {pairs:,} pairs for the dependence analysis to compare; "
+                           f"the limit is {max_pairs:,}: {hint}", "--max-pairs" if option else "")
 
 
 # -- check --------------------------------------------------------------------------------------
@@ -82,6 +116,7 @@ def render_task_races(report: TaskRaceReport, program: TaskProgram, derived: boo
 
 def check_tasks(program: TaskProgram, *, as_json: bool, max_races: int, max_instances: int) -> int:
     """``neuronsim check`` on a task program: exit 0 race-free, 1 races."""
+    guard_task_work(program, max_instances=max_instances)
     program, derived = with_directions(program)
     report = check_task_program(program, max_races=max_races, max_instances=max_instances)
     if as_json:
@@ -99,8 +134,9 @@ def simulate_tasks_command(program: TaskProgram, *, seeds: list[int | None], tra
     if inputs_path is not None:
         raise UsageFailure("task programs are simulated without tensor values; --inputs is for instruction programs",
                            "--inputs")
+    guard_task_work(program, max_instances=max_instances, runs=len(seeds))
     program, derived = with_directions(program)
-    check_task_program(program, max_races=0, max_instances=max_instances)  # the size guard, before any run
+    check_task_program(program, max_races=0, max_instances=max_instances)  # the walk's own guard, before any run
     runs = []
     for seed in seeds:
         trace = simulate_tasks(program, seed=seed)
@@ -186,6 +222,8 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
                     max_instances: int) -> int:
     """``neuronsim footprint`` on a task program: tracking before and after each pass."""
     passes = parse_task_pipeline(spec or DEFAULT_TASK_PIPELINE)
+    guard_task_work(program, max_instances=max_instances, runs=len(passes) + 1)
+    guard_task_passes(program, DEFAULT_MAX_PAIRS, option=False)
     ctx = PassContext()
     stages = [("given", program)]
     for p in passes:
@@ -229,7 +267,7 @@ def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as
     result = run_task_scenario(module)
     nominal = result.traces[0]
     write_task_trace(nominal, paths["trace"])
-    write_text(paths["footprint"], jsonlib.dumps(result.footprint.to_json(), indent=1))
+    write_text(paths["footprint"], jsonlib.dumps(result.footprint.to_json(), indent=1, allow_nan=False))
     if plot_path:
         plot_task_timeline(nominal, plot_path, program=name)
         paths["plot"] = plot_path

@@ -26,7 +26,8 @@ from neuronsim.passes.tasks import (
     run_task_pipeline,
 )
 
-from neuronsim.verify.cli.common import UsageFailure, emit_json, json_option, program_argument, run_command
+from neuronsim.verify.cli.common import UsageFailure, check_output, emit_json, json_option, program_argument, run_command
+from neuronsim.verify.cli.task_programs import DEFAULT_MAX_PAIRS, guard_task_passes
 
 __all__ = ["tasks", "task_report", "render_task_report"]
 
@@ -145,13 +146,18 @@ def render_task_report(report: dict[str, Any]) -> str:
 @click.option("--faithful", is_flag=True, help="Reproduce the seed's dependence analysis (loop back-edge hole included).")
 @click.option("-o", "--output", "output", default=None, metavar="OUT", help="Also write the compiled task program.")
 @click.option("--no-verify", is_flag=True, help="Skip the checks between passes.")
+@click.option("--max-pairs", type=click.IntRange(min=1), default=DEFAULT_MAX_PAIRS, show_default=True, metavar="N",
+              help="Refuse programs whose calls make more pairs for the dependence analysis (checked first).")
 @json_option
 @run_command
-def tasks(program: str, passes_spec: str, faithful: bool, output: str | None, no_verify: bool, as_json: bool) -> int:
+def tasks(program: str, passes_spec: str, faithful: bool, output: str | None, no_verify: bool, max_pairs: int,
+          as_json: bool) -> int:
     """Run the task passes on PROGRAM (neuronsim.tasks/1): derived deps, directions and scopes, per call."""
     if as_json and output == "-":
         raise UsageFailure("--json writes its report to standard output; give -o a file", "-o")
+    check_output(output, "-o")
     prog = load_tasks(program)
+    guard_task_passes(prog, max_pairs)
     compiled, report = task_report(prog, passes_spec, faithful=faithful, verify=not no_verify)
     if output is not None:
         save_tasks(compiled, output)
