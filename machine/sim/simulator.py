@@ -43,11 +43,12 @@ from neuronsim.machine.model.semantics import execute
 from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
 from neuronsim.machine.sim.plan import Plan, build_plan
 from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet
-from neuronsim.machine.ir.source import source_text
+from neuronsim.machine.sim.views import InstanceViews
+from neuronsim.machine.ir.source import SourceRef, source_of
 from neuronsim.machine.formats.validate import validate_program
 
 __all__ = ["simulate", "Simulation", "RunResult", "TensorDiff", "Executor", "run_sequential", "make_trace",
-           "compare_tensors", "output_arrays"]
+           "compare_tensors", "output_arrays", "instance_sources"]
 
 #: At most this many differing byte ranges are listed per tensor.
 MAX_RANGES = 8
@@ -56,17 +57,24 @@ MAX_RANGES = 8
 class Executor:
     """Functional execution hook for :class:`~neuronsim.machine.sim.engine.TimedRun` (and the reference)."""
 
-    def __init__(self, plan: Plan, memory: Memory) -> None:
+    def __init__(self, plan: Plan, memory: Memory, *, copy_reads: bool = True) -> None:
         self.plan = plan
         self.memory = memory
+        # A timed run writes an instance's outputs at E(i), long after it read them at S(i), so
+        # it reads copies.  The sequential run writes right after reading: an instance with one
+        # write may compute from live views (numpy's assignment buffers an overlapping source);
+        # with several, an earlier write could change what a later value still views.
+        self.copy_reads = copy_reads
+        self.views = InstanceViews(plan, memory.dram_layout)
 
     def begin(self, i: int):
         """Read the inputs of instance ``i`` and compute its outputs (at S(i))."""
         plan, memory = self.plan, self.memory
-        reads, writes = plan.views(i, memory.dram_layout)
+        reads, writes = self.views.of(i)
         outs = [memory.view(w) for w in writes]
         instr = plan.unrolled[i].instr
-        values = execute(instr.op, instr.attrs, instr.engine, [memory.read(r) for r in reads], outs, memory)
+        take = memory.read if self.copy_reads or len(writes) > 1 else memory.view
+        values = execute(instr.op, instr.attrs, instr.engine, [take(r) for r in reads], outs, memory)
         return outs, values
 
     @staticmethod
@@ -79,26 +87,52 @@ class Executor:
 
 def run_sequential(plan: Plan, memory: Memory) -> Memory:
     """The sequential reference: every instance in program order, one at a time, no timing."""
-    executor = Executor(plan, memory)
+    executor = Executor(plan, memory, copy_reads=False)
+    begin, finish = executor.begin, executor.finish
     for i in range(len(plan)):
-        executor.finish(i, executor.begin(i))
+        finish(i, begin(i))
     return memory
 
 
-def make_trace(plan: Plan, times: RunTimes, seed: int | None) -> Trace:
-    """The :class:`Trace` of one run."""
+def instance_sources(plan: Plan) -> list[str | None]:
+    """Per instance, its kernel line (:func:`~neuronsim.machine.ir.source.source_text`), or None.
+
+    The same for every run of a plan: :func:`simulate` computes it once for all its traces
+    (the text is built per instance: 0.13 ms each, issue 31's profile)."""
+    refs: dict[int, SourceRef | None] = {}
+    out: list[str | None] = []
+    for inst in plan.unrolled:
+        instr = inst.instr
+        if not instr.extras:
+            out.append(None)
+            continue
+        key = id(instr)
+        if key not in refs:
+            refs[key] = source_of(instr)
+        ref = refs[key]
+        out.append(None if ref is None else ref.text(inst.iteration))
+    return out
+
+
+def make_trace(plan: Plan, times: RunTimes, seed: int | None, sources: Sequence[str | None] | None = None) -> Trace:
+    """The :class:`Trace` of one run (``sources``: :func:`instance_sources` of ``plan``, when known)."""
     comps = plan.components
     sem_times = times.semaphore_times
+    if sources is None:
+        sources = instance_sources(plan)
+    ready, trigger, issued, start, end = times.ready, times.trigger, times.issued, times.start, times.end
+    is_dma, queue, nbytes, plan_waits = plan.is_dma, plan.queue, plan.nbytes, plan.waits
     records = []
+    append = records.append
     for inst in plan.unrolled:
         i = inst.id
-        waits = tuple(WaitMet(b, comps[sc], k, sem_times[sc][k - 1]) for sc, k, b in plan.waits[i])
+        row = plan_waits[i]
+        waits = tuple([WaitMet(b, comps[sc], k, sem_times[sc][k - 1]) for sc, k, b in row]) if row else ()
         instr = inst.instr
-        dma = plan.is_dma[i]
-        records.append(InstanceRecord(
-            i, inst.name, instr.op, instr.engine, comps[plan.queue[i]] if dma else None, dma,
-            times.ready[i], times.trigger[i], times.issued[i], times.start[i], times.end[i], waits, plan.nbytes[i],
-            source_text(instr, inst.iteration) if instr.extras else None))
+        dma = is_dma[i]
+        append(InstanceRecord(
+            i, inst.name, instr.op, instr.engine, comps[queue[i]] if dma else None, dma,
+            ready[i], trigger[i], issued[i], start[i], end[i], waits, nbytes[i], sources[i]))
     return Trace(tuple(records), comps, tuple(tuple(t) for t in sem_times), plan.spec.name, seed)
 
 
@@ -194,6 +228,9 @@ class Simulation:
     functional: bool
     outputs: tuple[str, ...]
     """The compared tensors (the ``output`` ones unless ``compare="all"``)."""
+    timed_values: bool = True
+    """The timed runs computed values and were compared; False: only the sequential reference
+    did (``simulate(timed_values=False)``), each run is a schedule and carries its outputs."""
 
     @property
     def trace(self) -> Trace:
@@ -239,7 +276,7 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
              data_seed: int = 0, inputs: Mapping[str, np.ndarray] | None = None, functional: bool = True,
              waits: Sequence[Iterable[int]] | None = None, spread: float = 16.0, compare: str = "outputs",
              validate: bool = True, progress: Callable[[int, int], None] | None = None, rtol: float = 0.0,
-             atol: float = 0.0) -> Simulation:
+             atol: float = 0.0, timed_values: bool = True) -> Simulation:
     """Simulate ``program`` once per interleaving seed and compare each run with the reference.
 
     Parameters
@@ -265,6 +302,12 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
     rtol, atol:
         A run differs where a compared element is beyond them (default 0 / 0: any differing
         byte); each run records its largest error either way.
+    timed_values:
+        False computes values in the sequential reference alone and times the runs without
+        them: for a program the race check found race-free, whose every legal order computes
+        the reference's bytes, the runs' numerics would repeat the reference's (issue 31: a
+        matmul-bound kernel paid its arithmetic once per run).  Each run then carries the
+        reference's outputs and no difference.
 
     BLAS runs with :func:`~neuronsim.machine.sim.blas.blas_threads` threads meanwhile.
     """
@@ -272,32 +315,38 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
         validate_program(program)
     with blas_limited():  # one instruction's numerics never start a BLAS thread pool (machine/sim/blas.py)
         return _simulate(program, seeds if seeds is not None else [seed], data_seed, inputs, functional, waits,
-                         spread, compare, progress, rtol, atol)
+                         spread, compare, progress, rtol, atol, timed_values)
 
 
 def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inputs: Mapping[str, np.ndarray] | None,
               functional: bool, waits: Sequence[Iterable[int]] | None, spread: float, compare: str,
-              progress: Callable[[int, int], None] | None, rtol: float, atol: float) -> Simulation:
+              progress: Callable[[int, int], None] | None, rtol: float, atol: float,
+              timed_values: bool) -> Simulation:
     plan = build_plan(program, waits)
     policies = [Interleaving(s, spread) for s in list(seeds)]
     if not policies:
         raise ValueError("no seeds to run")
     start = reference = None
+    reference_outputs: dict[str, np.ndarray] = {}
     steps = len(policies) + functional
     if functional:
         start = initial_memory(program, plan.spec, data_seed, inputs)
-        reference = _compared(program, run_sequential(plan, start.copy()), compare)
+        done = run_sequential(plan, start.copy() if timed_values else start)
+        reference = _compared(program, done, compare)
+        reference_outputs = output_arrays(program, done)
         if progress is not None:
             progress(1, steps)
     runs = []
+    sources = instance_sources(plan)
     for policy in policies:
-        memory = start.copy() if start is not None else None
+        memory = start.copy() if start is not None and timed_values else None
         executor = Executor(plan, memory) if memory is not None else None
         times = TimedRun(plan, policy, executor).run()
         diffs, errors = (compare_tensors(program, reference, _compared(program, memory, compare), rtol=rtol, atol=atol)
                          if memory is not None else ((), NO_ERROR))
-        outputs = output_arrays(program, memory) if memory is not None else {}
-        runs.append(RunResult(policy.seed, make_trace(plan, times, policy.seed), diffs, outputs, errors))
+        outputs = output_arrays(program, memory) if memory is not None else reference_outputs
+        runs.append(RunResult(policy.seed, make_trace(plan, times, policy.seed, sources), diffs, outputs, errors))
         if progress is not None:
             progress(len(runs) + functional, steps)
-    return Simulation(tuple(runs), functional, tuple(sorted(reference or ())))
+    return Simulation(tuple(runs), functional, tuple(sorted(reference or ())),
+                      timed_values=functional and timed_values)

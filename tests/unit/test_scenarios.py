@@ -40,8 +40,9 @@ REGENERATE = "regenerate with: .venv/bin/python -m neuronsim.verify.scenarios"
 
 @cache
 def end_to_end(name: str) -> ScenarioRun:
-    """One end-to-end run per scenario, shared by the tests that look at it."""
-    return run_scenario(collect.get_scenario(name))
+    """One end-to-end run per scenario, shared by the tests that look at it; its interleavings
+    compute values, so they cross-check the race check (``run`` skips that for race-free ones)."""
+    return run_scenario(collect.get_scenario(name), timed_values=True)
 
 
 def role_tensors(program, role: str) -> dict[str, tuple[int, ...]]:
@@ -109,6 +110,7 @@ def test_scenario_end_to_end(scenario):
     assert result.problems() == []
     assert result.report.race_free
     assert len(result.simulation.runs) == len(DEFAULT_SEEDS) and not result.simulation.differs
+    assert result.simulation.timed_values
     assert not result.compiled.has_virtual_tensors
     assert set(result.outputs) == set(result.reference)
 

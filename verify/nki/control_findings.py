@@ -80,7 +80,7 @@ def psum_findings(program: Program) -> list[NkiFinding]:
     from neuronsim.verify.nki.placement import identity_placement as _identity_placement
 
     placed = _identity_placement(program)
-    state = {n: np.zeros((placed.tensors[n].shape[0], placed.tensors[n].bytes_per_partition), np.int64)
+    state = {n: np.zeros((placed.tensors[n].shape[0], placed.tensors[n].bytes_per_partition), np.int32)
              for n in psum}
     regions: dict[tuple, int] = {}
     found: dict[tuple[str, str], NkiFinding] = {}
@@ -91,7 +91,8 @@ def psum_findings(program: Program) -> list[NkiFinding]:
                 continue
             tensor = placed.tensors[access.tensor]
             rows, cols = _cells(tensor, footprint(tensor, access, index))
-            held = state[access.tensor][np.ix_(rows, cols)] if rows.size and cols.size else np.zeros(0)
+            cells = _block(rows, cols)
+            held = state[access.tensor][cells] if rows.size and cols.size else np.zeros(0)
             region = regions.setdefault((access.tensor, rows.tobytes(), cols.tobytes()), len(regions) + 1)
             if accumulates and inst.attrs.get("accumulate"):
                 label = source_text(inst, index) if SOURCE_KEY in inst.extras else inst.name
@@ -108,7 +109,7 @@ def psum_findings(program: Program) -> list[NkiFinding]:
                         f"holds over a different region (the groups overlap: accumulate onto the same region, "
                         f"or use separate banks)"))
             if rows.size and cols.size:
-                state[access.tensor][np.ix_(rows, cols)] = region if inst.op == "matmul" else _ZEROED
+                state[access.tensor][cells] = region if inst.op == "matmul" else _ZEROED
     return list(found.values())
 
 
@@ -125,6 +126,21 @@ def _cells(tensor: Tensor, fp: Any) -> tuple[np.ndarray, np.ndarray]:
     cols = np.concatenate([np.arange(a - base, b - base) for a, b in fp.bytes]) if fp.bytes else np.zeros(0, np.int64)
     width = tensor.bytes_per_partition
     return rows[(rows >= 0) & (rows < tensor.shape[0])], cols[(cols >= 0) & (cols < width)]
+
+
+def _block(rows: np.ndarray, cols: np.ndarray) -> Any:
+    """The index of the ``rows`` x ``cols`` block: slices when both are runs (a tile's usual
+    footprint: a view, where the general ``np.ix_`` copies the block; issue 31 measured 1.4 ms
+    an access for a 128x512 float32 PSUM tile)."""
+    def run(values: np.ndarray) -> Any:
+        if values.size and int(values[-1]) - int(values[0]) == values.size - 1 and (np.diff(values) == 1).all():
+            return slice(int(values[0]), int(values[-1]) + 1)
+        return None
+
+    row_run, col_run = run(rows), run(cols)
+    if row_run is not None and col_run is not None:
+        return row_run, col_run
+    return np.ix_(rows, cols)
 
 
 def _instances(body: tuple, index: dict[str, int], psum: set[str]) -> Iterator[tuple[Instruction, dict[str, int]]]:

@@ -1,0 +1,114 @@
+"""The fast paths of functional simulation (issue 31.2) give what the slow paths give.
+
+* :class:`~neuronsim.machine.sim.views.InstanceViews` (views cached per instruction, shifted
+  per instance) equals :meth:`Plan.views` for every instance;
+* the sequential run on live views (no copies of the reads) leaves the same bytes as one on
+  copies;
+* ``simulate(timed_values=False)`` (values in the reference alone) gives the runs the same
+  times, sources and outputs as runs that compute values, for race-free programs; and
+  ``run_scenario`` computes values in every run when the race check finds races;
+* the PSUM findings' block index (slices for runs) reads and writes the cells ``np.ix_`` does.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.sim.memory import initial_memory
+from neuronsim.machine.sim.plan import build_plan
+from neuronsim.machine.sim.simulator import Executor, instance_sources, make_trace, run_sequential, simulate
+from neuronsim.machine.sim.engine import TimedRun
+from neuronsim.machine.sim.views import InstanceViews
+from neuronsim.passes import compile_program
+from neuronsim.verify.nki.control_findings import _block
+from neuronsim.verify.scenarios import get_scenario, run_scenario
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SCENARIOS = ("matmul_tiled", "flash_attention", "layernorm", "double_buffer", "mamba")
+
+
+@cache
+def compiled(name: str):
+    """A shipped scenario, placed and with its deps (what ``run`` simulates)."""
+    return compile_program(get_scenario(name).build())[0]
+
+
+def programs():
+    yield "matmul_k_loop", load_program(str(EXAMPLES / "matmul_k_loop.json"))
+    for name in SCENARIOS:
+        yield name, compiled(name)
+
+
+@pytest.mark.parametrize("name", ["matmul_k_loop", *SCENARIOS])
+def test_cached_views_equal_the_plan_views_for_every_instance(name):
+    program = dict(programs())[name]
+    plan = build_plan(program)
+    layout = initial_memory(program, plan.spec).dram_layout
+    fast = InstanceViews(plan, layout)
+    assert len(plan) > 0
+    for i in range(len(plan)):
+        assert fast.of(i) == plan.views(i, layout), plan.unrolled[i].name
+
+
+def _sequential_on_copies(plan, memory):
+    executor = Executor(plan, memory, copy_reads=True)
+    for i in range(len(plan)):
+        executor.finish(i, executor.begin(i))
+    return memory
+
+
+@pytest.mark.parametrize("name", ["matmul_k_loop", *SCENARIOS])
+def test_the_sequential_run_on_live_views_leaves_the_bytes_of_one_on_copies(name):
+    program = dict(programs())[name]
+    plan = build_plan(program)
+    start = initial_memory(program, plan.spec, 5)
+    live, copied = run_sequential(plan, start.copy()), _sequential_on_copies(plan, start.copy())
+    for a, b in zip(live.spaces, copied.spaces):
+        assert np.array_equal(a, b)
+    assert any(not np.array_equal(a, b) for a, b in zip(live.spaces, start.spaces))  # it computed something
+
+
+@pytest.mark.parametrize("name", ["matmul_k_loop", "matmul_tiled", "flash_attention"])
+def test_runs_timed_without_values_match_runs_with_values(name):
+    program = dict(programs())[name]
+    seeds = [None, 1, 2]
+    full = simulate(program, seeds=seeds, compare="all")
+    fast = simulate(program, seeds=seeds, compare="all", timed_values=False)
+    assert full.timed_values and not fast.timed_values and not full.differs and not fast.differs
+    for a, b in zip(full.runs, fast.runs):
+        assert a.trace == b.trace
+        assert a.outputs.keys() == b.outputs.keys() and a.outputs
+        assert all(np.array_equal(a.outputs[k], b.outputs[k]) for k in a.outputs)
+
+
+def test_traces_with_the_shared_sources_equal_traces_that_compute_them():
+    program = compiled("matmul_tiled")
+    plan = build_plan(program)
+    times = TimedRun(plan).run()
+    assert make_trace(plan, times, None, instance_sources(plan)) == make_trace(plan, times, None)
+
+
+def test_run_scenario_computes_values_in_every_run_when_the_check_finds_races():
+    racy = run_scenario(get_scenario("matmul_tiled"), pipeline="alloc")  # no deps: it races
+    assert racy.report.races and racy.simulation.timed_values
+    clean = run_scenario(get_scenario("matmul_tiled"))
+    assert not clean.report.races and not clean.simulation.timed_values and not clean.problems()
+
+
+@pytest.mark.parametrize("rows, cols", [
+    (np.arange(0, 128), np.arange(8, 2056)),       # a tile: two runs, slices
+    (np.arange(4, 8), np.array([0, 1, 5, 6])),     # a gap: fancy indexing
+    (np.array([0, 2, 4]), np.arange(3, 9)),        # strided partitions
+])
+def test_the_psum_block_index_names_the_cells_ix_names(rows, cols):
+    state = np.arange(128 * 2100, dtype=np.int32).reshape(128, 2100)
+    assert np.array_equal(state[_block(rows, cols)], state[np.ix_(rows, cols)])
+    a, b = state.copy(), state.copy()
+    a[_block(rows, cols)] = -1
+    b[np.ix_(rows, cols)] = -1
+    assert np.array_equal(a, b)
