@@ -11,7 +11,9 @@ Outcomes: ``equal`` (outputs equal to the reference, no race, no finding), ``ran
 reference: traced, compiled race-free, simulated, interleavings agree), ``problems`` (it ran;
 races, findings or outputs off), ``refused`` (a located refusal or kernel error, ``where`` is
 its ``file:line``), ``internal`` (an exception of neuronsim's own code), ``no case``,
-``subkernel`` (decorated, but called only from another kernel with on-chip arguments).
+``subkernel`` (decorated, but called only from another kernel with on-chip arguments),
+``one core`` (refused at its line for a construct beyond one NeuronCore: collectives,
+send/receive, core barriers), ``unparsed`` (the corpus file itself is not valid Python).
 """
 
 from __future__ import annotations
@@ -29,6 +31,23 @@ from typing import Any
 #: Package roots the corpus's kernels import from (nki-library's kernels use package-relative
 #: imports below ``nkilib``; its tests import ``nkilib_src.nkilib`` and ``test.*``).
 IMPORT_ROOTS = ("nki-library/src/nkilib_src", "nki-library/src", "nki-library", "nki-samples/src")
+
+
+#: What the frontend's refusals of multi-core constructs (collectives, send/receive, core
+#: barriers) say: such a refusal is the expected answer of a one-core model (outcome ``one core``).
+ONE_CORE = "neuronsim models one NeuronCore"
+
+
+def _syntax_error(path: Path) -> tuple[str, str] | None:
+    """``("file.py:LINE", "corpus file does not parse: ...")`` when the corpus file itself is not
+    valid Python (a snippet pasted with a missing parenthesis): not neuronsim's failure."""
+    import ast
+
+    try:
+        ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    except SyntaxError as err:
+        return f"{path.name}:{err.lineno}", f"corpus file does not parse: SyntaxError: {err.msg}"
+    return None
 
 
 def _where_and_message(text: str) -> tuple[str, str]:
@@ -85,15 +104,21 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
     if not entry.standalone:
         return {**record, "outcome": "subkernel", "message": f"called from another kernel: {entry.note}"}
     record["reference"] = entry.reference is not None
+    path, func = key.split("::")
+    unparsed = _syntax_error(corpus / path)
+    if unparsed:
+        return {**record, "outcome": "unparsed", "where": unparsed[0], "message": unparsed[1]}
     for root in reversed(IMPORT_ROOTS):
         sys.path.insert(0, str(corpus / root))
+    from corpus_standins import install
+
+    install()  # torch, neuron_dtypes: imported by the corpus's test harness, absent here
 
     from neuronsim.machine.ir.errors import ProgramError
     from neuronsim.machine.nki import load_kernel, trace
     from neuronsim.machine.nki.errors import NkiInternalError
     from neuronsim.verify.nki.run import run_traced
 
-    path, func = key.split("::")
     # as when the file runs as a script or under pytest: its folder is on the path, so it can
     # import the modules beside it (the MX deep dive's helpers)
     sys.path.insert(0, str((corpus / path).parent))
@@ -121,7 +146,8 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
         return {**record, "outcome": "internal", "where": where, "message": f"{message}{detail}"[:400]}
     except ProgramError as err:  # NkiError included: a located refusal or the kernel's own error
         where, message = _where_and_message(str(err))
-        return {**record, "outcome": "refused", "where": where, "message": f"{stage}: {message}"[:400]}
+        outcome = "one core" if ONE_CORE in message else "refused"
+        return {**record, "outcome": outcome, "where": where, "message": f"{stage}: {message}"[:400]}
     except MemoryError:
         return {**record, "outcome": "internal", "message": f"{stage}: out of memory (the worker's cap)"}
     except Exception as err:  # noqa: BLE001 - anything else escaping neuronsim is a bug to count
