@@ -249,6 +249,19 @@ def _check_out_dir(out_dir: str) -> None:
         raise UsageFailure(f"cannot write: the folder {parent} is not writable", out_dir)
 
 
+def _known_slot(replace: str, tasks: bool) -> None:
+    """Refuse, before any example, a ``--replace`` that names no pass of the fuzzed pipeline
+    (each example would fail the same way, counted as a finding)."""
+    from neuronsim.passes import DEFAULT_PIPELINE, parse_pipeline
+    from neuronsim.passes.tasks import DEFAULT_TASK_PIPELINE, parse_task_pipeline
+
+    names = [p.name for p in (parse_task_pipeline(DEFAULT_TASK_PIPELINE) if tasks else parse_pipeline(DEFAULT_PIPELINE))]
+    if replace not in names:
+        task_names = [p.name for p in parse_task_pipeline(DEFAULT_TASK_PIPELINE)]
+        raise UsageFailure(f"no pass {replace!r} to replace; the pipeline's passes are {', '.join(names)}"
+                           + ("" if tasks else f" (task pipeline, --tasks: {', '.join(task_names)})"), "--replace")
+
+
 @click.command("fuzz")
 @click.option("--examples", type=click.IntRange(min=1), default=500, show_default=True, help="Programs to generate.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the whole run.")
@@ -288,6 +301,8 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
             raise
         except Exception as err:  # noqa: BLE001 - the user's module failed to import: their input
             raise UsageFailure(f"cannot load {user_pass!r}: {type(err).__name__}: {err}", "--pass") from None
+    if replace is not None:
+        _known_slot(replace, tasks)
     chunks = plan_chunks(examples, seed, user_pass, replace, import_dir, tasks=tasks, shrink=not no_shrink)
     with Progress(summary_min=0) as progress:
         with progress.stage("fuzz", examples, unit="example") as update:
