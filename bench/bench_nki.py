@@ -13,6 +13,12 @@ Printed: instructions, trace seconds, compile seconds (each pass), and the goal 
 (trace < 10 s at 1e5 instructions) as met or not.  The machine may be shared: the CPU time of
 the process is printed beside the wall time.
 
+Side by side (issue 31.3), the floor: the same program built directly with the
+:class:`~neuronsim.machine.build.builder.KernelBuilder` (the same DRAM tensors, three SBUF
+tiles a tile, the same four instructions on the same engines and queue), timed in the same
+run; tracing within 2x of it is the goal.  The traced program carries each instruction's
+kernel line (``x-source``) besides; the direct one has none.
+
 Usage::
 
     .venv/bin/python bench/bench_nki.py                  # 25,000 tiles: 1e5 instructions
@@ -55,6 +61,28 @@ def tiled_add(a_tensor, b_tensor):
 '''
 
 
+#: Issue 31.3: tracing at most this many times building the same program directly.
+BUILD_GOAL_RATIO = 2.0
+
+
+def build_directly(tiles: int, free: int):
+    """The traced kernel's program written with the KernelBuilder (see the module doc)."""
+    from neuronsim.machine.build.builder import KernelBuilder
+
+    kb = KernelBuilder("tiled_add")
+    a = kb.dram_input("a_tensor", (128 * tiles, free), "float32")
+    b = kb.dram_input("b_tensor", (128 * tiles, free), "float32")
+    out = kb.dram_output("return0", (128 * tiles, free), "float32")
+    for i in range(tiles):
+        rows = slice(i * 128, (i + 1) * 128)
+        ta, tb, tc = (kb.sbuf(f"{n}_{i}", (128, free), "float32") for n in "abc")
+        kb.dma_copy(ta, a[rows, :], engine="sp", queue="dma0")
+        kb.dma_copy(tb, b[rows, :], engine="sp", queue="dma0")
+        kb.tensor_tensor(tc, ta, tb, op="add", engine="dve")
+        kb.dma_copy(out[rows, :], tc, engine="sp", queue="dma0")
+    return kb.program()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tiles", type=int, default=25_000, help="row tiles (4 instructions each)")
@@ -84,6 +112,16 @@ def main(argv: list[str] | None = None) -> int:
     rate = count / trace_s if trace_s else float("inf")
     print(f"kernel tiled_add: {args.tiles:,} tiles, {count:,} instructions, {len(program.tensors):,} tensors")
     print(f"trace    {trace_s:8.2f} s wall  {trace_cpu:8.2f} s cpu  ({rate:,.0f} instructions/s)")
+    gc.collect()
+    wall, cpu = time.perf_counter(), time.process_time()
+    direct = build_directly(args.tiles, args.free)
+    build_s, build_cpu = time.perf_counter() - wall, time.process_time() - cpu
+    same = (sum(1 for _ in direct.instructions()) == count and len(direct.tensors) == len(program.tensors))
+    print(f"build    {build_s:8.2f} s wall  {build_cpu:8.2f} s cpu  (KernelBuilder, the same program: "
+          f"{'yes' if same else 'NO'})")
+    ratio = trace_cpu / build_cpu if build_cpu else float("inf")
+    print(f"trace / build: {trace_s / build_s:.2f}x wall, {ratio:.2f}x CPU "
+          f"(goal <= {BUILD_GOAL_RATIO:g}x: {'met' if ratio <= BUILD_GOAL_RATIO else 'NOT met'})")
     if not args.no_compile:
         ctx = PassContext(verify=False)
         wall, cpu = time.perf_counter(), time.process_time()

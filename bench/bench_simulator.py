@@ -13,15 +13,25 @@ the figures are measured side by side in one process, GC off during each run.
 
 The ratio compares nominal runs (first-come first-served ties, as the heapq loop has); the
 seeded simpy run (jittered durations, random tie-break priorities) is shown for information.
+A second ratio is what ``simulate --timing-only`` does end to end (``simulate(program,
+functional=False)``: validation, the plan, the simpy run, the trace records) against the
+plan and the heapq loop alone (issue 31: within 2x at 1e6 instructions).
 
-Usage: ``.venv/bin/python bench/bench_simulator.py [N] [REPEATS]`` (defaults 100000, 3).
+``--memory`` runs ``simulate(program, functional=False)`` at 2.5e5, 5e5 and 1e6 instructions
+(or the sizes given), each in a fresh process, and prints the peak resident memory (the
+program alone, then the peak of the whole): linear means the bytes per instruction stay put.
+
+Usage: ``.venv/bin/python bench/bench_simulator.py [N] [REPEATS]`` (defaults 100000, 3);
+``.venv/bin/python bench/bench_simulator.py --memory [N ...]``.
 """
 
 from __future__ import annotations
 
 import gc
 import random
+import resource
 import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -32,6 +42,10 @@ from neuronsim.machine.ir.program import SEQUENCERS, Access, Dep, Instruction, M
 from neuronsim.machine.sim.engine import NOMINAL, Interleaving, TimedRun  # noqa: E402
 from neuronsim.machine.sim.heaploop import heap_run  # noqa: E402
 from neuronsim.machine.sim.plan import build_plan  # noqa: E402
+from neuronsim.machine.sim.simulator import simulate  # noqa: E402
+
+#: ``--memory`` sizes by default (issue 31: memory linear up to 1e6 instructions).
+MEMORY_SIZES = (250_000, 500_000, 1_000_000)
 
 #: The synthetic program's DMA endpoints: HBM rows and a bf16 SBUF buffer.
 TENSORS = {"hbm": Tensor("hbm", MemoryKind.DRAM, "bfloat16", (128, 2048), address=0),
@@ -106,8 +120,47 @@ def main(n: int = 100_000, repeats: int = 3) -> None:
         med = statistics.median(runs)
         print(f"{name:<15} {med:>9.3f} {min(runs):>7.3f} {1e6 * med / n:>9.2f} {n / med:>10,.0f}")
     print(f"identical times: yes; simpy / heapq = {s / h:.2f}x (goal <= 2x); makespan {max(end):,.1f} ns")
+    whole, twin = [], []
+    for _ in range(repeats):
+        whole.append(_timed(lambda: simulate(program, functional=False))[0])
+        twin.append(_timed(lambda: _plan_and_heap(program))[0])
+    w, t = statistics.median(whole), statistics.median(twin)
+    print(f"simulate(functional=False) {w:.3f} s ({1e6 * w / n:.2f} us/instr) / plan + heapq {t:.3f} s = "
+          f"{w / t:.2f}x (goal <= 2x)")
+
+
+def _plan_and_heap(program: Program):
+    plan = build_plan(program)
+    return heap_run(plan, NOMINAL.timing(plan))
+
+
+def _peak_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def memory_child(n: int) -> None:
+    """In a fresh process: peak RSS with the program built, then after ``simulate --timing-only``."""
+    program = synthetic_program(n)
+    built = _peak_mib()
+    t0 = time.perf_counter()
+    simulate(program, functional=False)
+    print(f"{n} {built:.1f} {_peak_mib():.1f} {time.perf_counter() - t0:.2f}")
+
+
+def memory_sweep(sizes: list[int]) -> None:
+    print(f"{'instructions':>12} {'program MiB':>12} {'peak MiB':>9} {'sim MiB':>8} {'B/instr':>8} {'sim s':>7}")
+    for n in sizes:
+        out = subprocess.run([sys.executable, __file__, "--memory-child", str(n)], capture_output=True, text=True,
+                             check=True).stdout.split()
+        _, built, peak, seconds = int(out[0]), float(out[1]), float(out[2]), float(out[3])
+        print(f"{n:>12,} {built:>12.1f} {peak:>9.1f} {peak - built:>8.1f} {(peak - built) * 2**20 / n:>8.0f} "
+              f"{seconds:>7.2f}")
 
 
 if __name__ == "__main__":
-    args = [int(a) for a in sys.argv[1:]]
-    main(*args)
+    if sys.argv[1:2] == ["--memory-child"]:
+        memory_child(int(sys.argv[2]))
+    elif sys.argv[1:2] == ["--memory"]:
+        memory_sweep([int(float(a)) for a in sys.argv[2:]] or list(MEMORY_SIZES))
+    else:
+        main(*[int(float(a)) for a in sys.argv[1:]])
