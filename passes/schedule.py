@@ -27,7 +27,7 @@ trace and the timing model").
 
 Contract
     requires: no virtual tensor (run ``alloc`` first).
-    guarantees: the same instances (names ``NAME[i,j]`` when loops were unrolled), each
+    guarantees: the program's extras carry ``x-scheduled`` (what its makespan is); the same instances (names ``NAME[i,j]`` when loops were unrolled), each
     touching the same bytes; every pair of instances that touch a common byte, one writing
     it, in their original order, so the sequential semantics are unchanged.  Deps are stale
     (they may rely on engine orders that changed): run ``dep-opt`` next, which rebuilds them.
@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Loop, Program
+from neuronsim.machine.ir.program import Loop, Program, frozen_mapping
+from neuronsim.machine.sim.accuracy import SCHEDULED_KEY
 
 from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
 from neuronsim.passes.list_schedule import list_schedule
@@ -90,6 +91,8 @@ class Schedule(Pass):
             program = expand_scheduling_units(program)
             ctx.count(self.name, "flattened", 1)
         out = list_schedule(program, spec, timed=True)
+        # says what a makespan of this program is (neuronsim.machine.sim.accuracy.makespan_kind)
+        out = Program(out.tensors, out.body, out.machine, frozen_mapping({**out.extras, SCHEDULED_KEY: self.name}))
         after = [i.name for i, _ in out.instructions()]
         ctx.count(self.name, "instructions", len(after))
         ctx.count(self.name, "moved", sum(a != b for a, b in zip(after, (i.name for i, _ in program.instructions()))))

@@ -40,6 +40,7 @@ import jinja2
 from neuronsim.machine.ir.files import write_text
 from neuronsim.machine.sim.palette import DMA_TRIGGER, KIND_COLORS, MINIMUM_LINE, RACY_OUTLINE, css_variables, op_color
 from neuronsim.machine.ir.program import Program
+from neuronsim.machine.sim.accuracy import load_accuracy, makespan_kind
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.ir.source import instance_source, source_text
 from neuronsim.machine.sim.trace import Trace, summarize
@@ -120,6 +121,10 @@ class Report:
     engines: tuple[dict, ...]
     dma_bytes: int
     dma_gb_per_s: float
+    makespan_kind: str = "in source order"
+    """``scheduled`` or ``in source order`` (:func:`neuronsim.machine.sim.accuracy.makespan_kind`)."""
+    model_accuracy: str = ""
+    """The timing model's measured accuracy on the published figures, one line ("" when none is stored)."""
     findings: tuple[dict, ...] = ()
     """A traced NKI program's findings (:meth:`NkiFinding.to_json`, alike ones grouped): an
     error among them means the kernel as written is wrong, whatever the races say."""
@@ -253,6 +258,7 @@ def build_report(program: Program, name: str, *, passes: str | None = None, find
     waits = [tuple(t for _, t in ws) for ws in unrolled.resolve_waits()]
     races = check_waits(program, waits, unrolled, max_races=MAX_RACES)
     trace = simulate(program, functional=False, validate=False).trace
+    accuracy = load_accuracy()
     racy = frozenset(i for r in races.races for i in (r.first_id, r.second_id))
     summary = summarize(trace).to_json()
     engines = tuple(e for e in summary["engines"] if e["instances"])
@@ -260,6 +266,7 @@ def build_report(program: Program, name: str, *, passes: str | None = None, find
     return Report(name, trace.machine, sum(1 for _ in program.instructions()), len(unrolled), trace.makespan,
                   races.total_races, _race_views(races, unrolled), timeline(trace, racy), footprint,
                   footprint_chart(footprint), engines, summary["dma_bytes"], summary["dma_gb_per_s"],
+                  makespan_kind=makespan_kind(program), model_accuracy=accuracy.text() if accuracy else "",
                   findings=tuple(shown))
 
 

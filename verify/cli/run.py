@@ -85,7 +85,12 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
     waits = summary["waits"]
     table.add_row("races (compiled / reduced)", f"{summary['races']['compiled']} / {summary['races']['final']}")
     table.add_row("waits before / after / minimum", f"{waits['before']} / {waits['after']} / {waits['minimum']}")
-    table.add_row("makespan (nominal)", f"{summary['makespan_ns']:,.1f} ns")
+    from neuronsim.machine.sim.accuracy import load_accuracy, makespan_label
+
+    table.add_row(makespan_label(result.final), f"{summary['makespan_ns']:,.1f} ns")
+    accuracy = load_accuracy()  # the timing model's measured accuracy (bench/bench_published.py)
+    if accuracy is not None:
+        table.add_row("timing model", accuracy.text())
     if result.timing_only:
         table.add_row("values", "not computed (--timing-only)")
     else:

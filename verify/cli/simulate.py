@@ -26,6 +26,7 @@ import numpy as np
 from neuronsim.machine.formats.program import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
+from neuronsim.machine.sim.accuracy import accuracy_json
 from neuronsim.machine.sim.simulator import RunResult, Simulation
 from neuronsim.machine.sim.simulator import simulate as run_simulation
 from neuronsim.machine.sim.tolerance import plain_number
@@ -70,8 +71,9 @@ def _seed_text(seed: int | None) -> str:
     return "nominal durations" if seed is None else f"seed {seed}"
 
 
-def simulation_json(sim: Simulation) -> dict:
-    """The ``neuronsim.simulation/1`` document of a simulation."""
+def simulation_json(sim: Simulation, program=None) -> dict:
+    """The ``neuronsim.simulation/1`` document of a simulation (``makespan``: what it is,
+    scheduled or in source order, and the timing model's measured accuracy, given the program)."""
     shown = _reported(sim)
     return {
         "format": "neuronsim.simulation/1",
@@ -83,6 +85,7 @@ def simulation_json(sim: Simulation) -> dict:
         "largest_error": sim.errors.to_json(),
         "reported_seed": shown.seed,
         "summary": summarize(shown.trace).to_json(),
+        "makespan": accuracy_json(program) if program is not None else None,
         "runs": [{"seed": run.seed, "makespan_ns": run.trace.makespan, "differs": run.differs,
                   "largest_error": run.errors.to_json(),
                   "diffs": [d.to_json() for d in run.diffs]} for run in sim.runs],
@@ -186,7 +189,7 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     if outputs_path:
         write_npz(outputs_path, sim.runs[0].outputs)
     if as_json:
-        doc = simulation_json(sim)
+        doc = simulation_json(sim, prog)
         for entry, found in zip(doc["runs"], checks):
             entry["total_races"] = found.report.total_races
             entry["races"] = [r.to_json() for r in found.report.races[:MAX_LISTED_RACES]]

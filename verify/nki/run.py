@@ -139,7 +139,10 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
 
     with stage_or_nothing(progress, "nki findings", None):
         findings = tuple(nki_findings(traced.program))
-    run = run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), seeds=seeds, before_work=before_work,
+    from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)
+
+    run = run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), pipeline=TRACED_PIPELINE,
+                       seeds=seeds, before_work=before_work,
                        rtol=rtol, atol=atol, progress=progress, functional=functional)
     if reference is None:  # judged by the interleavings against the sequential reference alone
         run = replace(run, reference=dict(run.outputs))
