@@ -64,6 +64,9 @@ def _validator_schema(check) -> dict:
              "additionalProperties": False}]},
         "a free axis (an integer >= 1) or a non-empty list of them": {"oneOf": [
             _nat(1), {"type": "array", "items": _nat(1), "minItems": 1}]},
+        "a list of 32 source partitions of a quadrant (integers 0..31, or 255: keep the destination's)": {
+            "type": "array", "items": {"oneOf": [{"type": "integer", "minimum": 0, "maximum": 31}, {"const": 255}]},
+            "minItems": 32, "maxItems": 32},
         "a list of [step, count] pairs (integers, counts >= 1), outermost first": {
             "type": "array", "items": {"type": "array", "prefixItems": [{"type": "integer"}, _nat(1)],
                                        "minItems": 2, "maxItems": 2}},

@@ -151,6 +151,12 @@ def _element_cycles(instr: Instruction, tensors: Mapping[str, Tensor], spec: Mac
         return (n / 2 if halved else float(n)), "ii"
     if op == "tensor_tensor_scan":
         return 2.0 * free_size(tensors[instr.reads[0].tensor], instr.reads[0]), "ii"
+    if op in ("select_reduce", "tensor_copy_predicated"):  # two streamed inputs, as tensor_tensor
+        return 2.0 * n, "ii"
+    if op == "tensor_partition_reduce":  # no public figure: each of 8 GpSimd cores reads its partitions' rows
+        source = tensors[instr.reads[0].tensor]
+        partitions = access_shape(source, instr.reads[0])[0] if source.memory != MemoryKind.DRAM else 1
+        return float(free_size(source, instr.reads[0]) * ceil(partitions / 8)), "ii"
     if op == "bn_aggr":
         return 13.0 * free_size(tensors[instr.reads[0].tensor], instr.reads[0]) / 3.0, "ii"
     if op == "memset":

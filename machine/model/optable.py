@@ -6,40 +6,57 @@ engine cycles; :mod:`neuronsim.machine.model.cost` adds the engine's fixed overh
 latency for dependent instructions (``docs/timing.md``).  The numerical meaning of each op is
 in :mod:`neuronsim.machine.model.semantics`.
 
-======================  ===================  =======================  ===========================
-op                      engines              reads -> writes          cost (engine cycles, N =
-                                                                      free elements/partition)
-======================  ===================  =======================  ===========================
-``dma_copy``            any sequencer        1 -> 1 (DRAM/SBUF)       latency ``dma_fixed_ns``
-                                                                      (+ ``hwdge_ns``), then
-                                                                      8 partitions per DMA
-                                                                      engine at its bandwidth
-``matmul``              pe                   stationary, moving       ``max(min(64,M), N)``,
-                                             [, psum acc] -> psum     x4 for fp32 operands
-``transpose``           pe, dve              1 -> 1                   pe ``max(P, min(64,F))``;
-                                                                      dve ``max(64, N)``
-``activation``          act                  data [, bias] [, scale]  ``max(64, N)``, ``+ 64`` with
-                                             -> out [, reduce_res]    ``reduce_op`` (a 2nd write)
-``tensor_tensor``       dve, pool            2 -> 1                   ``max(64, 2N)``; ``N`` with a
-                                                                      PSUM input or bf16 add/sub/mul
-``tensor_scalar``       dve, act, pool       data [, operand0]        ``max(64, N)`` (pool 150+N)
-                                             [, operand1] -> 1
-``tensor_tensor_scan``  dve                  data0, data1             ``max(64, 2N)``
-                                             [, initial] -> 1
-``tensor_reduce``       dve                  1 -> 1                   ``N`` (``N/2`` bf16 add/max)
-``bn_stats``            dve                  1 (N <= 512) -> 6/part.  ``max(64, N)``
-``bn_aggr``             dve                  1 (3k/part.) -> 2/part.  ``max(64, 13N/3)``
-``tensor_copy``         dve, act, pool       1 -> 1                   ``max(64, N)`` (pool 150+N)
-``memset``              dve, pool            0 -> 1                   ``N`` (``N/2`` zero in 2-byte)
-``iota``                pool                 0 -> 1                   ``150 + N``
-``affine_select``       pool                 1 -> 1                   ``150 + N``
-``set_rand_state``      dve, pool            0..1 -> 0                ``64``
-``random``              dve, pool            0 -> 1                   ``max(64, N)``
-any other name          any sequencer        any -> any               ``cycles`` attr, else
-(opaque)                                                              ``max(64, N)``; ISA names
-                                                                      (``reciprocal`` 8N ...) their
-                                                                      ISA formula
-======================  ===================  =======================  ===========================
+==================================  ===================  =======================  ===========================
+op                                  engines              reads -> writes          cost (engine cycles, N =
+                                                                                  free elements/partition)
+==================================  ===================  =======================  ===========================
+``dma_copy``                        any sequencer        1 -> 1 (DRAM/SBUF)       latency ``dma_fixed_ns``
+                                                                                  (+ ``hwdge_ns``), then
+                                                                                  8 partitions per DMA
+                                                                                  engine at its bandwidth
+``matmul``                          pe                   stationary, moving       ``max(min(64,M), N)``,
+                                                         [, psum acc] -> psum     x4 for fp32 operands
+``transpose``                       pe, dve              1 -> 1                   pe ``max(P, min(64,F))``;
+                                                                                  dve ``max(64, N)``
+``activation``                      act                  data [, bias] [, scale]  ``max(64, N)``, ``+ 64`` with
+                                                         -> out [, reduce_res]    ``reduce_op`` (a 2nd write)
+``tensor_tensor``                   dve, pool            2 -> 1                   ``max(64, 2N)``; ``N`` with a
+                                                                                  PSUM input or bf16 add/sub/mul
+``tensor_scalar``                   dve, act, pool       data [, operand0]        ``max(64, N)`` (pool 150+N)
+                                                         [, operand1] -> 1
+``tensor_tensor_scan``              dve                  data0, data1             ``max(64, 2N)``
+                                                         [, initial] -> 1
+``tensor_reduce``                   dve                  1 -> 1                   ``N`` (``N/2`` bf16 add/max)
+``bn_stats``                        dve                  1 (N <= 512) -> 6/part.  ``max(64, N)``
+``bn_aggr``                         dve                  1 (3k/part.) -> 2/part.  ``max(64, 13N/3)``
+``tensor_copy``                     dve, act, pool       1 -> 1                   ``max(64, N)`` (pool 150+N)
+``memset``                          dve, pool            0 -> 1                   ``N`` (``N/2`` zero in 2-byte)
+``iota``                            pool                 0 -> 1                   ``150 + N``
+``affine_select``                   pool                 1 -> 1                   ``150 + N``
+``set_rand_state``                  dve, pool            0..1 -> 0                ``64``
+``random``                          dve, pool            0 -> 1                   ``max(64, N)``
+``max8``                            dve                  1 -> 1 (8/part.)         ``max(64, N)``
+``nc_find_index8``                  dve                  data, vals -> 1          ``max(64, N)``
+``nc_match_replace8``               dve                  data, vals -> out        ``max(64, N)``
+                                                         [, indices]
+``nc_stream_shuffle``               dve                  src [, dst] -> dst       ``max(64, N)``
+``tensor_scalar_cumulative``        dve                  data [, operand0]        ``max(64, N)``
+                                                         [, initial] -> 1
+``range_select``                    dve                  data, bound0, bound1     ``max(64, N)``
+                                                         [, initial] -> out
+                                                         [, reduce_res]
+``select_reduce``                   dve                  predicate, on_true       ``max(64, 2N)``
+                                                         [, on_false] [, initial]
+                                                         -> out [, reduce_res]
+``tensor_copy_predicated``          dve                  predicate [, src]        ``max(64, 2N)``
+                                                         [, dst] -> dst
+``tensor_partition_reduce``         pool                 1 -> 1 (1 partition)     ``150 + N * ceil(P / 8)``
+``dma_transpose``                   any sequencer        1 -> 1 (SBUF/DRAM)       as ``dma_copy``
+any other name                      any sequencer        any -> any               ``cycles`` attr, else
+(opaque)                                                                          ``max(64, N)``; ISA names
+                                                                                  (``reciprocal`` 8N ...) their
+                                                                                  ISA formula
+==================================  ===================  =======================  ===========================
 
 Per-partition operands (:mod:`neuronsim.machine.model.oprules`): activation ``bias`` / ``scale``,
 ``tensor_scalar`` ``operand0`` / ``operand1`` and ``tensor_tensor_scan`` ``initial`` are each
@@ -86,7 +103,7 @@ from typing import Any
 from neuronsim.machine.ir.program import SEQUENCERS
 
 __all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "REDUCE_OPS", "DGE_MODES",
-           "ACT_REDUCE_OPS", "BN_STATS_FMAX", "ISA_COSTS"]
+           "ACT_REDUCE_OPS", "BN_STATS_FMAX", "ISA_COSTS", "RANGE_CMPS", "CUMULATIVE_OPS"]
 
 #: Activation functions ``activation`` accepts (``func(in * scale + bias)``).
 ACTIVATION_FUNCS = (
@@ -200,6 +217,51 @@ class OpSpec:
 
 
 _ALL = SEQUENCERS
+#: Comparisons ``range_select`` applies to the free index (NKI ``range_select``'s list).
+RANGE_CMPS = ("equal", "less", "less_equal", "greater", "greater_equal")
+#: Reductions of ``tensor_scalar_cumulative`` (its ``op1``) and ``tensor_partition_reduce``.
+CUMULATIVE_OPS = ("add", "subtract", "multiply", "max", "min")
+
+
+def _shuffle_mask(v: Any) -> bool:
+    """a list of 32 source partitions of a quadrant (integers 0..31, or 255: keep the destination's)"""
+    return isinstance(v, list) and len(v) == 32 and all(_is_int(m) and (0 <= m < 32 or m == 255) for m in v)
+
+
+# The top-8 search, shuffle, cumulative and predicated ops of ``nki.isa`` (meanings in
+# neuronsim.machine.model.semantics_select): the accumulating ones take the previous value of
+# the engine's accumulator register as their ``initial`` operand tile.
+_SEARCH_AND_SELECT = (
+    OpSpec("max8", ("dve",), (1, 1), (1, 1), doc="out[p, 0:8] = the 8 largest values of in[p], descending"),
+    OpSpec("nc_find_index8", ("dve",), (2, 2), (1, 1),
+           doc="out[p, j] = index of the first (not yet taken) occurrence of vals[p, j] in data[p]"),
+    OpSpec("nc_match_replace8", ("dve",), (2, 2), (1, 2), {"imm": _is_number},
+           doc="out = data with the first occurrence of each vals[p, j] replaced by imm; writes[1] = its index"),
+    OpSpec("nc_stream_shuffle", ("dve",), (1, 2), (1, 1), {"mask": _shuffle_mask},
+           doc="out[32q + i] = in[32q + mask[i]] in every quadrant q (mask 255: out[32q + i] kept)"),
+    OpSpec("tensor_scalar_cumulative", ("dve",), (1, 3), (1, 1),
+           {"op0": _one_of(*ALU_OPS), "operand0": _number_or_read, "op1": _one_of(*CUMULATIVE_OPS),
+            "initial": _number_or_read},
+           doc="reg = initial; out[:, i] = reg = (in[:, i] <op0> operand0) <op1> reg",
+           operands=("operand0", "initial")),
+    OpSpec("range_select", ("dve",), (3, 4), (1, 2),
+           {"cmp0": _one_of(*RANGE_CMPS), "cmp1": _one_of(*RANGE_CMPS), "start": _is_int, "value": _is_number,
+            "bound0": _number_or_read, "bound1": _number_or_read, "initial": _number_or_read},
+           doc="out = in where cmp0(start + i, bound0) and cmp1(start + i, bound1) else value; "
+               "writes[1][p] = max(initial, max(out[p]))",
+           operands=("bound0", "bound1", "initial")),
+    OpSpec("select_reduce", ("dve",), (2, 4), (1, 2),
+           {"reverse_pred": _is_bool, "on_false": _number_or_read, "initial": _number_or_read},
+           doc="out = on_true where predicate != 0 (== 0 with reverse_pred) else on_false; "
+               "writes[1][p] = max(initial, max(out[p]))",
+           operands=("on_false", "initial"), data_reads=2),
+    OpSpec("tensor_copy_predicated", ("dve",), (2, 3), (1, 1), {"value": _is_number, "reverse_pred": _is_bool},
+           doc="out = src (or value) where predicate != 0 (== 0 with reverse_pred), else out unchanged"),
+    OpSpec("tensor_partition_reduce", ("pool",), (1, 1), (1, 1), {"op": _one_of("add", "multiply", "max", "min")},
+           doc="out[0, f] = reduce over the partitions p of in[p, f]"),
+    OpSpec("dma_transpose", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES)},
+           doc="out[F, P] = in[P, F]: a DMA that transposes a 2-D source"),
+)
 OP_TABLE: dict[str, OpSpec] = {
     spec.name: spec
     for spec in (
@@ -247,8 +309,9 @@ OP_TABLE: dict[str, OpSpec] = {
         OpSpec("set_rand_state", ("dve", "pool"), (0, 1), (0, 0), {"seed": _non_negative_int},
                doc="seed the engine's random generator (from attr seed, or the first read)"),
         OpSpec("random", ("dve", "pool"), (0, 0), (1, 1),
-               {"low": _is_number, "high": _is_number},
+               {"low": _is_number, "high": _is_number, "bits": _is_bool},
                doc="out = uniform[low, high) from the engine's random generator"),
+        *_SEARCH_AND_SELECT,
     )
 }
 

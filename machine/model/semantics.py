@@ -30,51 +30,80 @@ Conventions (project choices where the reference is silent):
 
 Op meanings are those of the op table (``doc`` column); the details:
 
-======================  =================================================================
-``dma_copy``            the source elements, row-major, into the destination; counts must
-                        agree; same dtype copies bytes, otherwise casts via fp32
-``matmul``              ``out[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` in fp32;
-                        ``reads[0]`` stationary, ``reads[1]`` moving (``reads[2]``, the
-                        accumulated tile, is not needed: the write's contents are used);
-                        with different partition counts the first ``min(K, K')`` contract
-``transpose``           ``out[F, P] = in[P, F]``
-``activation``          ``func(in * scale + bias)``; ``scale`` (default 1) and ``bias``
-                        (default 0) are immediates or ``[P, 1]`` tiles
-                        (:mod:`neuronsim.machine.model.oprules`); ``gelu`` is the tanh form, ``gelu_apprx_sigmoid`` ``x * sigmoid(1.702 x)``; with
-                        ``reduce_op`` the second write gets the per-partition sum of the
-                        fp32 activation result (before the output cast), ACT's reduce
-                        registers being 32-bit (NKI ``activation_reduce``)
-``tensor_tensor``       ``in0 <op> in1``; ``bypass`` passes ``in0``; comparisons give 1.0 or
-                        0.0, logical ops treat non-zero as true
-``tensor_scalar``       ``(in <op0> s0) <op1> s1``, ``s0`` / ``s1`` immediates (default 0) or
-                        ``[P, 1]`` tiles; a missing op is skipped; ``reverse0`` (``reverse1``)
-                        puts the operand on the left of ``op0`` (``op1``), ``reverse`` both
-``tensor_tensor_scan``  per partition, ``state = initial`` (default 0, an immediate or a
-                        ``[P, 1]`` tile) then for each free index ``i`` in order
-                        ``state = (data0[i] <op0> state) <op1> data1[i]``, ``out[i] = state``
-                        (``reverse0``: ``state <op0> data0[i]``; ``reverse1``:
-                        ``data1[i] <op1> ...``); the carried state stays fp32
-``tensor_reduce``       ``out[p, kept] = reduce(in[p, ...])`` over the ``axis`` dimensions
-                        of the read's element shape (default: all free ones; ``keepdims``
-                        only shapes the destination, which the write access already gives);
-                        ``negate`` negates it; results fill the output row-major
-``bn_stats``            per partition ``(count, mean, var * count)`` of the elements at even
-                        free indices, then of those at odd indices (biased variance; an
-                        empty half gives zeros), in fp32
-``bn_aggr``             per partition ``(mean, variance)`` of the union the
-                        ``(count, mean, var * count)`` triples describe (Chan's combination),
-                        in fp32; no elements give zeros
-``tensor_copy``         ``cast(in)``
-``memset``              ``value`` (default 0)
-``iota``                ``base + p * partition_step + i * step`` (defaults 0, 0, 1), ``p`` the
-                        partition and ``i`` the flat free index inside the access
-``affine_select``       ``in`` where ``cmp(offset + p * channel_multiplier + sum(step_d *
-                        i_d), 0)`` holds, else ``value``: ``p`` the partition, ``i_d`` the
-                        free index split by the ``pattern`` counts (NKI ``affine_select``;
-                        no pattern, or counts not matching the free size: no free term)
-``set_rand_state``      reseeds the engine's generator; writes nothing
-``random``              uniform in ``[low, high)`` (defaults 0, 1)
-======================  =================================================================
+==================================  =================================================================
+``dma_copy``                        the source elements, row-major, into the destination; counts must
+                                    agree; same dtype copies bytes, otherwise casts via fp32
+``matmul``                          ``out[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` in fp32;
+                                    ``reads[0]`` stationary, ``reads[1]`` moving (``reads[2]``, the
+                                    accumulated tile, is not needed: the write's contents are used);
+                                    with different partition counts the first ``min(K, K')`` contract
+``transpose``                       ``out[F, P] = in[P, F]``
+``activation``                      ``func(in * scale + bias)``; ``scale`` (default 1) and ``bias``
+                                    (default 0) are immediates or ``[P, 1]`` tiles
+                                    (:mod:`neuronsim.machine.model.oprules`); ``gelu`` is the tanh form,
+                                    ``gelu_apprx_sigmoid`` ``x * sigmoid(1.702 x)``; with
+                                    ``reduce_op`` the second write gets the per-partition sum of the
+                                    fp32 activation result (before the output cast), ACT's reduce
+                                    registers being 32-bit (NKI ``activation_reduce``)
+``tensor_tensor``                   ``in0 <op> in1``; ``bypass`` passes ``in0``; comparisons give 1.0 or
+                                    0.0, logical ops treat non-zero as true
+``tensor_scalar``                   ``(in <op0> s0) <op1> s1``, ``s0`` / ``s1`` immediates (default 0) or
+                                    ``[P, 1]`` tiles; a missing op is skipped; ``reverse0`` (``reverse1``)
+                                    puts the operand on the left of ``op0`` (``op1``), ``reverse`` both
+``tensor_tensor_scan``              per partition, ``state = initial`` (default 0, an immediate or a
+                                    ``[P, 1]`` tile) then for each free index ``i`` in order
+                                    ``state = (data0[i] <op0> state) <op1> data1[i]``, ``out[i] = state``
+                                    (``reverse0``: ``state <op0> data0[i]``; ``reverse1``:
+                                    ``data1[i] <op1> ...``); the carried state stays fp32
+``tensor_reduce``                   ``out[p, kept] = reduce(in[p, ...])`` over the ``axis`` dimensions
+                                    of the read's element shape (default: all free ones; ``keepdims``
+                                    only shapes the destination, which the write access already gives);
+                                    ``negate`` negates it; results fill the output row-major
+``bn_stats``                        per partition ``(count, mean, var * count)`` of the elements at even
+                                    free indices, then of those at odd indices (biased variance; an
+                                    empty half gives zeros), in fp32
+``bn_aggr``                         per partition ``(mean, variance)`` of the union the
+                                    ``(count, mean, var * count)`` triples describe (Chan's combination),
+                                    in fp32; no elements give zeros
+``tensor_copy``                     ``cast(in)``
+``memset``                          ``value`` (default 0)
+``iota``                            ``base + p * partition_step + i * step`` (defaults 0, 0, 1), ``p`` the
+                                    partition and ``i`` the flat free index inside the access
+``affine_select``                   ``in`` where ``cmp(offset + p * channel_multiplier + sum(step_d *
+                                    i_d), 0)`` holds, else ``value``: ``p`` the partition, ``i_d`` the
+                                    free index split by the ``pattern`` counts (NKI ``affine_select``;
+                                    no pattern, or counts not matching the free size: no free term)
+``set_rand_state``                  reseeds the engine's generator; writes nothing
+``random``                          uniform in ``[low, high)`` (defaults 0, 1); with ``bits``, 32 random
+                                    bits per element, truncated to the written integer dtype (NKI ``rng``)
+``max8``                            per partition the 8 largest values of the read (fp32), descending; a
+                                    row of fewer than 8 is padded with -inf
+``nc_find_index8``                  per partition and ``j`` = 0..7 in order, the index of the first
+                                    occurrence of ``vals[j]`` (the first 8 elements of read 1's row) not
+                                    taken by an earlier ``j``; all ones (the dtype's largest) if none
+``nc_match_replace8``               as ``nc_find_index8`` with ``j`` = 7..0 (the API's tie-break for
+                                    duplicates); the data with the matched elements set to ``imm``; the
+                                    indices to the second write
+``nc_stream_shuffle``               ``out[32q + i] = src[32q + mask[i]]`` per quadrant ``q`` (source
+                                    partition taken modulo the source's count: a one-partition source
+                                    broadcasts); mask 255 keeps the destination element (read 1, if
+                                    given, is the destination, read for the ordering)
+``tensor_scalar_cumulative``        per partition ``reg = initial`` (default: the identity of ``op1``,
+                                    -inf for max) then ``reg = (in[i] <op0> operand0) <op1> reg``,
+                                    ``out[i] = reg``, in order along the row
+``range_select``                    ``in`` where ``cmp0(start + i, bound0)`` and ``cmp1(start + i,
+                                    bound1)``, else ``value`` (default fp32 min); the second write gets
+                                    ``max(initial, max of the row)`` (``initial`` default -inf)
+``select_reduce``                   ``on_true`` (read 1) where the predicate (read 0) is non-zero (zero
+                                    with ``reverse_pred``), else ``on_false`` (an immediate, a ``[P, 1]``
+                                    tile or a full tile); reduction as ``range_select``
+``tensor_copy_predicated``          ``src`` (read 1, or the immediate ``value``) where the predicate (read
+                                    0) is non-zero (zero with ``reverse_pred``); elsewhere the
+                                    destination keeps its contents
+``tensor_partition_reduce``         ``out[0, f] = op`` over the partitions of ``in[:, f]``
+``dma_transpose``                   the read as ``[P, F]`` (its first dimension, the rest flattened),
+                                    transposed, row-major into the destination; same dtype copies
+==================================  =================================================================
 """
 
 from __future__ import annotations
@@ -404,6 +433,9 @@ def _set_rand_state(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 def _random(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
+    if attrs.get("bits", False):  # 32 random bits, the low ones kept by the integer cast (NKI rng)
+        bits = state.rng(engine).integers(0, 2**32, size=out.shape, dtype=np.uint32)
+        return [bits.astype(out.dtype) if out.dtype.kind in "iu" else cast(bits, out.dtype)]
     low, high = attrs.get("low", 0.0), attrs.get("high", 1.0)
     u = state.rng(engine).random(out.shape, dtype=np.float32)
     return [cast(F32(low) + u * F32(high - low), out.dtype)]
@@ -432,6 +464,9 @@ _OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "set_rand_state": _set_rand_state,
     "random": _random,
 }
+from neuronsim.machine.model.semantics_select import OPS as _SELECT_OPS  # noqa: E402  (it uses the helpers above)
+
+_OPS.update(_SELECT_OPS)
 assert set(_OPS) == set(OP_TABLE), "every op of the table has a meaning"
 
 

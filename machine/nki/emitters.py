@@ -12,6 +12,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.emitters_select import dma_transpose_on_chip
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.arith import act_name, alu_name
 from neuronsim.machine.nki.indexing import ArangeExpr, Mask
@@ -174,8 +175,11 @@ def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None,
 
 def dma_transpose(dst: Layout, src: Any, **_kw: Any) -> None:
     layout = ops.lay(src)
-    if len(layout.axes) != 2 or layout.on_chip:
-        raise current().refuse("nisa.dma_transpose of this operand", "a 2-D DRAM source")
+    if layout.on_chip:  # SBUF to SBUF: the DMA engines transpose (the op table's dma_transpose)
+        dma_transpose_on_chip(dst, layout)
+        return
+    if len(layout.axes) != 2:
+        raise current().refuse("nisa.dma_transpose of this operand", "a 2-D source")
     ops.dma(dst, Layout(layout.tensor, layout.axes[::-1], layout.offset, layout.partitions))
 
 

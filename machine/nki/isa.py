@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import ops, scalars, schedule
+from neuronsim.machine.nki import isa_select, ops, scalars, schedule
 from neuronsim.machine.nki.arith import alu_name
 from neuronsim.machine.nki.errors import SourceLine
 from neuronsim.machine.nki.tracer import api, current
@@ -86,13 +86,8 @@ REFUSED = {
     "nc_matmul_mx": "MX quantized formats", "quantize_mx": "MX quantized formats",
     "dma_compute": "DMA compute", "local_gather": "gathers", "nc_n_gather": "gathers",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
-    "nc_stream_shuffle": "stream shuffles", "dropout": "random numbers", "rng": "random numbers",
-    "rand2": "random numbers", "rand_set_state": "random numbers", "rand_get_state": "random numbers",
-    "set_rng_seed": "random numbers", "max8": "top-8 search", "nc_find_index8": "top-8 search",
-    "nc_match_replace8": "top-8 search", "range_select": "predicated selects",
-    "select_reduce": "predicated selects", "tensor_copy_predicated": "predicated selects",
-    "sequence_bounds": "sequence bounds", "tensor_partition_reduce": "cross-partition reductions",
-    "tensor_scalar_cumulative": "cumulative ops", "nonzero_with_count": "data-dependent sizes",
+    "rand_get_state": "random numbers",
+    "sequence_bounds": "sequence bounds", "nonzero_with_count": "data-dependent sizes",
     "exponential": "not modelled by neuronsim", "activate2": "two-function activations (NKI 0.4)",
     "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
 }
@@ -265,4 +260,5 @@ def current_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
     names.update(enum_names())
     names.update(scalars.isa_names())  # scalar_load, NkiScalar, register_* (machine/nki/scalars.py)
+    names.update(isa_select.current_names())  # max8, select_reduce, rng ... (machine/nki/isa_select.py)
     return names

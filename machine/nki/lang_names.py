@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from neuronsim.machine.nki import arith, control, language
+from neuronsim.machine.nki import arith, control, isa_select, language
 from neuronsim.machine.nki.dtypes import nl_dtypes
 from neuronsim.machine.nki.tiles import NkiTensor
 
@@ -30,7 +30,6 @@ LANGUAGE_NAMES = (
 _ACT_TABLE = "an activation function neuronsim's op table does not have"
 _ALU_TABLE = "an ALU operator neuronsim's op table does not have"
 _BITS = "bitvec operators: neuronsim's ALU computes on numbers, not bit patterns"
-_RANDOM = "random numbers"
 
 #: Real ``nki.language`` names (the API reference module, NKI 0.2-0.7, and the legacy
 #: ``neuronxcc.nki.language``) that neuronsim does not model, with the reason: they import,
@@ -38,7 +37,6 @@ _RANDOM = "random numbers"
 #: (:func:`~neuronsim.machine.nki.errors.no_such_name`).
 LANGUAGE_REFUSED = {
     "atomic_rmw": "atomic read-modify-write DMA", "all_reduce": "collectives: neuronsim models one NeuronCore",
-    "rand": _RANDOM, "random_seed": _RANDOM, "dropout": _RANDOM,
     "gather_flattened": "gathers", "float8_e4m3fn_x4": "packed MX data types", "float8_e5m2_x4": "packed MX data types",
     "float4_e2m1fn_x4": "packed MX data types", "float8_e8m0fnu": "MX scale data types",
     "int64": "64-bit data types", "uint64": "64-bit data types", "float64": "64-bit data types",
@@ -64,6 +62,7 @@ def _names() -> dict[str, Any]:
     out["prod"] = arith.prod_
     out["identity"] = arith.identity
     out.update(control.language_names())  # fori_loop, while_loop, if_else, dynamic_range
+    out.update(isa_select.language_names())  # rand, dropout, random_seed
     # types kernels name in annotations (evaluated when the kernel file is imported)
     out["NkiTensor"] = out["tile"] = NkiTensor
     out["DType"] = str

@@ -11,7 +11,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import scalars
+from neuronsim.machine.nki import isa_select, scalars
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
 from neuronsim.machine.nki.language import no_reorder as _no_reorder
 from neuronsim.machine.nki.language import psum as _psum
@@ -170,6 +170,7 @@ def isa_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
     names.update(enum_names())
     names.update(scalars.isa_names())  # register_* (machine/nki/scalars.py)
+    names.update(isa_select.legacy_names())  # max8, range_select, dropout ... (machine/nki/isa_select.py)
     return names
 
 

@@ -113,7 +113,7 @@ def test_real_names_only_imported_trace_and_refuse_where_used():
     out = np.zeros_like(x)
     traced = trace(load_kernel(os.path.join(KERNELS, "import_refused.py::copy_only")), x, out)
     assert [inst.op for inst, _ in traced.program.instructions()] == ["dma_copy", "dma_copy"]
-    for func, text, expected in (("uses_shuffle", "nc_stream_shuffle(", "nisa.nc_stream_shuffle is not supported"),
+    for func, text, expected in (("uses_sendrecv", "sendrecv(src", "nisa.sendrecv is not supported"),
                                  ("misspelled", "tensor_copyy", "nisa.tensor_copyy: no such name in neuronxcc.nki.isa")):
         with pytest.raises(NkiError) as info:
             trace(load_kernel(os.path.join(KERNELS, f"import_refused.py::{func}")), x, out)

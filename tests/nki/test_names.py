@@ -36,7 +36,7 @@ nisa.tensor_tensor_scan nisa.gpsimd_engine nisa.tensor_engine nisa.engine nisa.o
 nl.empty_like nl.not_equal nl.greater nl.less_equal nl.logical_and nl.min nl.prod nl.sign nki.profile
 """.split()
 
-REFUSED = {"nisa.nc_stream_shuffle", "nisa.sendrecv", "nisa.core_barrier", "nisa.quantize_mx", "nisa.nc_matmul_mx",
+REFUSED = {"nisa.sendrecv", "nisa.core_barrier", "nisa.quantize_mx", "nisa.nc_matmul_mx",
            "nisa.dma_compute", "nl.float8_e4m3fn_x4",
            "nl.float8_e5m2_x4"}
 

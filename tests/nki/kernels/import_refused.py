@@ -1,12 +1,10 @@
 """Real names neuronsim does not model, imported and not used (they import as NKI's do), and
 one that is used (refused at its line); a harness import from ``neuronxcc.starfish``."""
 
-import numpy as np
-
 import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
-from neuronxcc.nki.isa import nc_stream_shuffle
+from neuronxcc.nki.isa import sendrecv
 from neuronxcc.nki.language import gather_flattened  # noqa: F401
 from neuronxcc.starfish.support.util import allclose  # noqa: F401
 
@@ -17,9 +15,10 @@ def copy_only(x, out):
 
 
 @nki.jit
-def uses_shuffle(x, out):
+def uses_sendrecv(x, out):
     t = nl.load(x)
-    nl.store(out, nc_stream_shuffle(t, shuffle_mask=np.arange(32)))
+    sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+    nl.store(out, t)
 
 
 @nki.jit

@@ -1,0 +1,253 @@
+"""Emitters of the top-8 search, stream shuffle, cumulative, predicated-select, partition
+reduce, transposing-DMA and random ``nki.isa`` ops: ``fn(dst_layout, ...)`` records one
+instruction (the op table's ``max8`` ... ``dma_transpose``, ``random``).
+
+The Vector Engine's accumulator register (``reduce_cmd``): ``reset_reduce`` starts it from the
+reduction's identity, ``load_reduce`` from ``imm1``, ``reduce`` continues from its last value.
+neuronsim keeps no state between instructions, so the register is where its last value was
+written: the last column of a ``tensor_scalar_cumulative``'s output, or the ``reduce_res`` tile
+of a ``range_select`` / ``select_reduce`` (a hidden ``[P, 1]`` fp32 SBUF tile when the kernel
+passes none); a ``reduce`` reads it as its ``initial`` operand, which also orders the two.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from neuronsim.machine.model.optable import CUMULATIVE_OPS, RANGE_CMPS
+from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.alloc import declare_tile, spec_of
+from neuronsim.machine.nki.arith import alu_name
+from neuronsim.machine.nki.dtypes import to_dtype
+from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tiles import NkiTensor, is_tile
+from neuronsim.machine.nki.tracer import current
+
+__all__ = ["max8", "find_index8", "match_replace8", "stream_shuffle", "cumulative", "range_select",
+           "select_reduce", "copy_predicated", "partition_reduce", "dma_transpose_on_chip", "random", "seed",
+           "dropout"]
+
+#: The attribute of the trace (one per attempt) that holds where each engine's accumulator
+#: register was last written (see the module doc).
+_REGISTERS = "_accumulator_registers"
+
+
+def _registers() -> dict[str, Layout]:
+    return vars(current()).setdefault(_REGISTERS, {})
+
+
+def _cmd(reduce_cmd: Any, default: str) -> str:
+    return str(getattr(reduce_cmd, "value", reduce_cmd)) if reduce_cmd is not None else default
+
+
+def _register(what: str) -> Layout:
+    """The accumulator's last value, for ``reduce_cmd=reduce``."""
+    layout = _registers().get("dve")
+    if layout is None:
+        raise current().refuse(f"{what}(reduce_cmd=reduce) with no accumulation before it in the kernel",
+                               "start the accumulation with reset_reduce or load_reduce")
+    return layout
+
+
+def _keep_register(layout: Layout) -> None:
+    _registers()["dve"] = layout
+
+
+def _tile(value: Any, what: str) -> Layout:
+    if not is_tile(value):
+        raise fail(f"{what} must be a tile, got {type(value).__name__}")
+    return ops.lay(value)
+
+
+def _same_rows(a: Layout, b: Layout, what: str) -> None:
+    if a.view().num_partitions != b.view().num_partitions:
+        raise fail(f"{what}: {a.tensor.name} {a.shape} and {b.tensor.name} {b.shape} have different partition counts")
+
+
+def _bind(reads: list, attrs: dict, slot: str, value: Any) -> None:
+    """A per-partition operand: a tile becomes a read named ``{"read": k}``, a number an immediate."""
+    if value is None:
+        return
+    if isinstance(value, Layout) or is_tile(value):
+        reads.append(value if isinstance(value, Layout) else ops.lay(value))
+        attrs[slot] = {"read": len(reads) - 1}
+    else:
+        attrs[slot] = ops.number(value)
+
+
+def _instr(op: str, engine: str, reads: list[Layout], writes: list[Layout], attrs: dict | None = None) -> None:
+    tracer = current()
+    for layout in writes:
+        tracer.note_write(layout)
+    tracer.kb.instruction(op, engine, [r.view() for r in reads], [w.view() for w in writes], attrs=attrs)
+
+
+def _eight(dst: Layout, like: Layout, what: str) -> None:
+    _same_rows(dst, like, what)
+    if dst.view().free_count != 8:
+        raise fail(f"{what}: the destination {dst.tensor.name} {dst.shape} must hold 8 elements per partition")
+
+
+def max8(dst: Layout, src: Any) -> None:
+    data = _tile(src, "nisa.max8 src")
+    _eight(dst, data, "nisa.max8")
+    _instr("max8", "dve", [data], [dst])
+
+
+def find_index8(dst: Layout, data: Any, vals: Any) -> None:
+    source = _tile(data, "nisa.nc_find_index8 data")
+    _eight(dst, source, "nisa.nc_find_index8")
+    _instr("nc_find_index8", "dve", [source, _tile(vals, "nisa.nc_find_index8 vals")], [dst])
+
+
+def match_replace8(dst: Layout, data: Any, vals: Any, imm: Any, dst_idx: Any = None) -> None:
+    source = _tile(data, "nisa.nc_match_replace8 data")
+    writes = [dst]
+    if dst_idx is not None:
+        index = _tile(dst_idx, "nisa.nc_match_replace8 dst_idx")
+        _eight(index, source, "nisa.nc_match_replace8 dst_idx")
+        writes.append(index)
+    _instr("nc_match_replace8", "dve", [source, _tile(vals, "nisa.nc_match_replace8 vals")], writes,
+           {"imm": ops.number(imm)})
+
+
+def stream_shuffle(dst: Layout, src: Any, shuffle_mask: Any) -> None:
+    mask = [int(ops.number(m)) for m in shuffle_mask]
+    if len(mask) != 32 or not all(0 <= m < 32 or m == 255 for m in mask):
+        raise fail("nisa.nc_stream_shuffle: shuffle_mask is 32 source partitions (0..31, or 255: keep)")
+    source = _tile(src, "nisa.nc_stream_shuffle src")
+    reads = [source, dst] if 255 in mask else [source]  # kept elements: the destination is read too
+    _instr("nc_stream_shuffle", "dve", reads, [dst], {"mask": mask})
+
+
+def _last_element(layout: Layout) -> Layout:
+    """The last element of each partition row of ``layout`` (a ``[P, 1]`` view)."""
+    axes, offset = [], layout.offset
+    for kind, stride, count in layout.axes:
+        if kind == "F" and count > 1:
+            offset = offset + (count - 1) * stride
+            count = 1
+        axes.append((kind, stride, count))
+    return replace(layout, axes=tuple(axes), offset=offset, tags=None, limits=None)
+
+
+def cumulative(dst: Layout, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None, reduce_cmd: Any = None) -> None:
+    data = _tile(src, "nisa.tensor_scalar_cumulative src")
+    cmd, reducer = _cmd(reduce_cmd, "reset_reduce"), alu_name(op1)
+    if reducer not in CUMULATIVE_OPS:
+        raise fail(f"nisa.tensor_scalar_cumulative: op1 {reducer!r} is not one of {', '.join(CUMULATIVE_OPS)}")
+    reads, attrs = [data], {"op0": alu_name(op0), "op1": reducer}
+    _bind(reads, attrs, "operand0", imm0)
+    if cmd == "load_reduce":
+        _bind(reads, attrs, "initial", imm1)
+    elif cmd == "reduce":
+        _bind(reads, attrs, "initial", _register("nisa.tensor_scalar_cumulative"))
+    elif cmd != "reset_reduce":
+        raise current().refuse(f"nisa.tensor_scalar_cumulative(reduce_cmd={cmd})", "reset_reduce, load_reduce, reduce")
+    _instr("tensor_scalar_cumulative", "dve", reads, [dst], attrs)
+    _keep_register(_last_element(dst))
+
+
+def _reduction(reads: list, attrs: dict, writes: list, what: str, cmd: str, reduce_res: Any, reduce_op: Any) -> None:
+    """The accumulator operand and write of ``range_select`` / ``select_reduce`` (max only)."""
+    if reduce_op is not None and alu_name(reduce_op) != "max":
+        raise current().refuse(f"{what}(reduce_op={alu_name(reduce_op)})", "the ISA reduces with max only")
+    if cmd == "idle" and reduce_res is None:
+        return
+    if cmd == "reduce":
+        _bind(reads, attrs, "initial", _register(what))
+    elif cmd not in ("reset_reduce", "idle"):
+        raise current().refuse(f"{what}(reduce_cmd={cmd})", "reset_reduce, reduce or idle")
+    rows = writes[0].view().num_partitions
+    if reduce_res is not None:
+        target = _tile(reduce_res, f"{what} reduce_res")
+    else:  # kept in the register only: a hidden [P, 1] tile stands for it
+        target = declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf"))
+    writes.append(target)
+    _keep_register(target)
+
+
+def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
+                 reduce_cmd: Any = None, reduce_res: Any = None, reduce_op: Any = None, range_start: Any = 0,
+                 on_false_value: Any = None) -> None:
+    data = _tile(on_true, "nisa.range_select on_true_tile")
+    cmps = [alu_name(comp_op0), alu_name(comp_op1)]
+    if any(c not in RANGE_CMPS for c in cmps):
+        raise fail(f"nisa.range_select: comparisons must be among {', '.join(RANGE_CMPS)}, got {cmps}")
+    reads, attrs = [data], {"cmp0": cmps[0], "cmp1": cmps[1], "start": int(ops.number(range_start))}
+    if on_false_value is not None and on_false_value is not Ellipsis:
+        attrs["value"] = ops.number(on_false_value)
+    _bind(reads, attrs, "bound0", bound0)
+    _bind(reads, attrs, "bound1", bound1)
+    writes = [dst]
+    _reduction(reads, attrs, writes, "nisa.range_select", _cmd(reduce_cmd, "reset_reduce"), reduce_res, reduce_op)
+    _instr("range_select", "dve", reads, writes, attrs)
+
+
+def select_reduce(dst: Layout, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None,
+                  reduce_cmd: Any = None, reduce_op: Any = None, reverse_pred: bool = False) -> None:
+    reads = [_tile(predicate, "nisa.select_reduce predicate"), _tile(on_true, "nisa.select_reduce on_true")]
+    attrs: dict[str, Any] = {"reverse_pred": bool(reverse_pred) or None}
+    _bind(reads, attrs, "on_false", on_false)
+    writes = [dst]
+    _reduction(reads, attrs, writes, "nisa.select_reduce", _cmd(reduce_cmd, "idle"), reduce_res, reduce_op)
+    _instr("select_reduce", "dve", reads, writes, attrs)
+
+
+def copy_predicated(dst: Layout, src: Any, predicate: Any, reverse_pred: bool = False) -> None:
+    """Elements where the predicate is false keep ``dst``'s contents: ``dst`` is read too."""
+    reads = [_tile(predicate, "nisa.tensor_copy_predicated predicate")]
+    attrs: dict[str, Any] = {"reverse_pred": bool(reverse_pred) or None}
+    if is_tile(src):
+        reads.append(ops.lay(src))
+    else:
+        attrs["value"] = ops.number(src)
+    _instr("tensor_copy_predicated", "dve", reads + [dst], [dst], attrs)
+
+
+def partition_reduce(dst: Layout, op: Any, data: Any) -> None:
+    reducer = alu_name(op)
+    if reducer not in ("add", "multiply", "max", "min"):
+        raise current().refuse(f"nisa.tensor_partition_reduce(op={reducer})", "add, multiply, max or min")
+    source = ops.staged_from_psum(_tile(data, "nisa.tensor_partition_reduce data"))  # POOL cannot read PSUM
+    if dst.view().num_partitions != 1 or dst.view().free_count != source.view().free_count:
+        raise fail(f"nisa.tensor_partition_reduce: the result {dst.shape} is one partition of the data's "
+                   f"{source.view().free_count} elements")
+    _instr("tensor_partition_reduce", "pool", [source], [dst], {"op": reducer})
+
+
+def dma_transpose_on_chip(dst: Layout, src: Layout, engine: str = "sp") -> None:
+    """An SBUF-to-SBUF ``dma_transpose`` of a 2-D tile (the DMA engines transpose it)."""
+    if len(src.shape) != 2 or tuple(dst.shape) != tuple(src.shape[::-1]):
+        raise fail(f"nisa.dma_transpose: {dst.shape} is not the transpose of the 2-D {src.shape}")
+    if "PSUM" in (dst.tensor.memory.name, src.tensor.memory.name):
+        raise fail("a DMA cannot read or write PSUM (copy the tile to SBUF first)")
+    current().note_write(dst)
+    current().kb.instruction("dma_transpose", engine, [src.view()], [dst.view()], queue=ops.QUEUES[engine])
+
+
+def random(dst: Layout, low: Any = 0.0, high: Any = 1.0, *, bits: bool = False, engine: str = "dve") -> None:
+    if is_tile(low) or is_tile(high):
+        raise current().refuse("a random range given as tiles", "immediate min / max")
+    attrs = {"bits": True} if bits else {"low": ops.number(low), "high": ops.number(high)}
+    _instr("random", engine, [], [dst], attrs)
+
+
+def seed(src: Any, engine: str = "dve") -> None:
+    """Reseed the engine's generator from the seed tile's bytes."""
+    _instr("set_rand_state", engine, [_tile(src, "the random seed")], [])
+
+
+def dropout(dst: Layout, data: Any, prob: Any) -> None:
+    """``data`` where a uniform draw is at least ``prob``, else 0: a draw into a staged fp32 tile,
+    compared with ``prob`` (a number or a ``[P, 1]`` tile), times the data (three DVE ops)."""
+    source = _tile(data, "dropout data")
+    tracer = current()
+    keep = declare_tile(tracer, spec_of(source.shape, to_dtype("float32"), "sbuf"))
+    random(keep)
+    tracer.note_write(keep)
+    operand = ops.lay(prob).view() if is_tile(prob) else ops.number(prob)
+    tracer.kb.tensor_scalar(keep.view(), keep.view(), op0="greater_equal", operand0=operand)
+    ops.binary(dst, NkiTensor(source), NkiTensor(keep), "multiply")

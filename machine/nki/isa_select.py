@@ -1,0 +1,206 @@
+"""The ``nki.isa`` search, shuffle, cumulative, predicated-select, partition-reduce and random
+ops in both API generations, and ``nl.rand`` / ``nl.dropout`` / ``nl.random_seed``.
+
+The current API writes ``dst`` at once (:func:`current_names`); the legacy one returns a
+pending tile where its reference does, and writes ``dst=`` where the kernel passes one
+(:func:`legacy_names`).  What each op computes: :mod:`neuronsim.machine.model.semantics_select`.
+Random numbers come from the simulator's per-engine generator: the same seed (``neuronsim
+run --seed``) gives the same numbers, so a kernel's result is deterministic, but not the
+hardware's XORWOW sequence.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neuronsim.machine.nki import emitters_select as es
+from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.emitters import ENGINES
+from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.tracer import api, current
+
+__all__ = ["current_names", "legacy_names", "language_names", "ISA_SELECT_OPS"]
+
+#: The ``nki.isa`` names this module implements (both generations).
+ISA_SELECT_OPS = ("max8", "nc_find_index8", "nc_match_replace8", "nc_stream_shuffle", "tensor_scalar_cumulative",
+                  "range_select", "select_reduce", "tensor_copy_predicated", "tensor_partition_reduce", "dropout",
+                  "rng", "rand2", "set_rng_seed", "rand_set_state")
+
+
+def _dst(dst: Any):
+    layout = ops.lay(dst)
+    current().note_write(layout)
+    return layout
+
+
+def _emit(fn, name: Any = None):
+    from neuronsim.machine.nki.isa import _emit as isa_emit  # the current API's handles (isa imports us)
+    return isa_emit(fn, name)
+
+
+def _engine(engine: Any, default: str) -> str:
+    picked = ENGINES.get(str(engine)) if engine is not None else None
+    return picked if picked in ("dve", "pool") else default
+
+
+# -- the current API: dst first -------------------------------------------------------------
+def _current() -> dict[str, Any]:
+    @api("nisa.max8")
+    def max8(dst, src, name=None, **_kw):
+        return _emit(lambda: es.max8(_dst(dst), src), name)
+
+    @api("nisa.nc_find_index8")
+    def nc_find_index8(dst, data, vals, name=None, **_kw):
+        return _emit(lambda: es.find_index8(_dst(dst), data, vals), name)
+
+    @api("nisa.nc_match_replace8")
+    def nc_match_replace8(dst, data, vals, imm, dst_idx=None, name=None, **_kw):
+        return _emit(lambda: es.match_replace8(_dst(dst), data, vals, imm, dst_idx), name)
+
+    @api("nisa.nc_stream_shuffle")
+    def nc_stream_shuffle(dst, src, shuffle_mask, name=None, **_kw):
+        return _emit(lambda: es.stream_shuffle(_dst(dst), src, shuffle_mask), name)
+
+    @api("nisa.tensor_scalar_cumulative")
+    def tensor_scalar_cumulative(dst, src, op0, op1, imm0, imm1=None, reduce_cmd=None, name=None, **_kw):
+        return _emit(lambda: es.cumulative(_dst(dst), src, op0, op1, imm0, imm1, reduce_cmd), name)
+
+    @api("nisa.range_select")
+    def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=None, reduce_res=None,
+                     reduce_op=None, range_start=0, on_false_value=None, name=None, **_kw):
+        return _emit(lambda: es.range_select(_dst(dst), on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd,
+                                             reduce_res, reduce_op, range_start, on_false_value), name)
+
+    @api("nisa.select_reduce")
+    def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=None, reduce_op=None,
+                      reverse_pred=False, name=None, **_kw):
+        return _emit(lambda: es.select_reduce(_dst(dst), predicate, on_true, on_false, reduce_res, reduce_cmd,
+                                              reduce_op, reverse_pred), name)
+
+    @api("nisa.tensor_copy_predicated")
+    def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None, **_kw):
+        return _emit(lambda: es.copy_predicated(_dst(dst), src, predicate, reverse_pred), name)
+
+    @api("nisa.tensor_partition_reduce")
+    def tensor_partition_reduce(dst, op, data, name=None, **_kw):
+        return _emit(lambda: es.partition_reduce(_dst(dst), op, data), name)
+
+    @api("nisa.dropout")
+    def dropout(dst, data, prob, name=None, **_kw):
+        return _emit(lambda: es.dropout(_dst(dst), data, prob), name)
+
+    @api("nisa.rng")
+    def rng(dst, engine=None, name=None, **_kw):
+        return _emit(lambda: es.random(_dst(dst), bits=True, engine=_engine(engine, "dve")), name)
+
+    @api("nisa.rand2")
+    def rand2(dst, min, max, name=None, **_kw):  # noqa: A002  (NKI's parameter names)
+        return _emit(lambda: es.random(_dst(dst), min, max), name)
+
+    return {"max8": max8, "nc_find_index8": nc_find_index8, "nc_match_replace8": nc_match_replace8,
+            "nc_stream_shuffle": nc_stream_shuffle, "tensor_scalar_cumulative": tensor_scalar_cumulative,
+            "range_select": range_select, "select_reduce": select_reduce,
+            "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
+            "dropout": dropout, "rng": rng, "rand2": rand2, **_seeding()}
+
+
+def _seeding() -> dict[str, Any]:
+    @api("nisa.set_rng_seed")
+    def set_rng_seed(src_seeds, name=None, **_kw):
+        return _emit(lambda: es.seed(src_seeds, "dve"), name)
+
+    @api("nisa.rand_set_state")
+    def rand_set_state(src_seeds, engine=None, name=None, **_kw):
+        return _emit(lambda: es.seed(src_seeds, _engine(engine, "pool")), name)
+
+    return {"set_rng_seed": set_rng_seed, "rand_set_state": rand_set_state}
+
+
+# -- the legacy API: results returned, dst= where the reference takes one ----------------------
+def _into(dst: Any, mask: Any, fn) -> None:
+    current().emit(lambda: fn(_dst(dst)), mask=mask)
+
+
+def _legacy() -> dict[str, Any]:
+    @api("nisa.max8")
+    def max8(src, *, dtype=None, mask=None, **_kw):
+        return _result((src.shape[0], 8), dtype or src.dtype, "sbuf", lambda dst: es.max8(dst, src), mask)
+
+    @api("nisa.nc_find_index8")
+    def nc_find_index8(data, vals, *, dtype=None, mask=None, **_kw):
+        return _result((data.shape[0], 8), dtype or "uint32", "sbuf", lambda dst: es.find_index8(dst, data, vals),
+                       mask)
+
+    @api("nisa.nc_match_replace8")
+    def nc_match_replace8(data, vals, imm, dst_idx=None, *, dtype=None, mask=None, **_kw):
+        return _result(data.shape, dtype or data.dtype, "sbuf",
+                       lambda dst: es.match_replace8(dst, data, vals, imm, dst_idx), mask)
+
+    @api("nisa.nc_stream_shuffle")
+    def nc_stream_shuffle(src, dst, shuffle_mask, *, mask=None, **_kw):
+        _into(dst, mask, lambda d: es.stream_shuffle(d, src, shuffle_mask))
+
+    @api("nisa.tensor_scalar_cumulative")
+    def tensor_scalar_cumulative(src, dst, op0, op1, imm0, imm1=None, reduce_cmd=None, *, mask=None, **_kw):
+        _into(dst, mask, lambda d: es.cumulative(d, src, op0, op1, imm0, imm1, reduce_cmd))
+
+    @api("nisa.range_select")
+    def range_select(on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=None, reduce_res=None,
+                     reduce_op=None, range_start=0, on_false_value=None, *, dtype=None, mask=None, **_kw):
+        return _result(on_true_tile.shape, dtype or on_true_tile.dtype, "sbuf",
+                       lambda dst: es.range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd,
+                                                   reduce_res, reduce_op, range_start, on_false_value), mask)
+
+    @api("nisa.select_reduce")
+    def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=None, reduce_op=None,
+                      reverse_pred=False, *, mask=None, **_kw):
+        _into(dst, mask, lambda d: es.select_reduce(d, predicate, on_true, on_false, reduce_res, reduce_cmd,
+                                                    reduce_op, reverse_pred))
+
+    @api("nisa.tensor_copy_predicated")
+    def tensor_copy_predicated(src, dst, predicate, reverse_pred=False, *, mask=None, **_kw):
+        _into(dst, mask, lambda d: es.copy_predicated(d, src, predicate, reverse_pred))
+
+    @api("nisa.tensor_partition_reduce")
+    def tensor_partition_reduce(op, data, *, dtype=None, mask=None, **_kw):
+        shape = (1, *data.shape[1:])
+        return _result(shape, dtype or data.dtype, "sbuf", lambda dst: es.partition_reduce(dst, op, data), mask)
+
+    @api("nisa.dropout")
+    def dropout(data, prob, *, dtype=None, mask=None, **_kw):
+        return _result(data.shape, dtype or data.dtype, "sbuf", lambda dst: es.dropout(dst, data, prob), mask)
+
+    return {"max8": max8, "nc_find_index8": nc_find_index8, "nc_match_replace8": nc_match_replace8,
+            "nc_stream_shuffle": nc_stream_shuffle, "tensor_scalar_cumulative": tensor_scalar_cumulative,
+            "range_select": range_select, "select_reduce": select_reduce,
+            "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
+            "dropout": dropout, **{k: v for k, v in _current().items() if k in ("rng", "rand2")}, **_seeding()}
+
+
+# -- nki.language ------------------------------------------------------------------------------
+@api("nl.rand")
+def rand(shape, dtype=None, buffer=None, name="", **_kw):
+    """Uniform values in [0, 1) from the Vector Engine's generator."""
+    return _result(tuple(shape), dtype or "float32", "sbuf", lambda dst: es.random(dst))
+
+
+@api("nl.dropout")
+def dropout(x, rate, dtype=None, **_kw):
+    return _result(x.shape, dtype or x.dtype, "sbuf", lambda dst: es.dropout(dst, x, rate))
+
+
+@api("nl.random_seed")
+def random_seed(seed, **_kw):
+    current().emit(lambda: es.seed(seed, "dve"))
+
+
+def current_names() -> dict[str, Any]:
+    return _current()
+
+
+def legacy_names() -> dict[str, Any]:
+    return _legacy()
+
+
+def language_names() -> dict[str, Any]:
+    return {"rand": rand, "dropout": dropout, "random_seed": random_seed}
