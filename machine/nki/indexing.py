@@ -34,7 +34,7 @@ import numpy as np
 from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, unsupported
 from neuronsim.machine.build.views import Index, is_int
 
-__all__ = ["SymIndex", "ArangeExpr", "Mask", "arange", "ds", "MGrid", "as_index", "concrete"]
+__all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter"]
 
 
 class SymIndex:
@@ -277,6 +277,12 @@ def _cut(kept: np.ndarray, iters: list[Iter]) -> list[tuple[tuple[Iter, int, int
 
 
 _UIDS = count()
+
+
+def new_iter(pos: int, ndim: int, n: int) -> Iter:
+    """A fresh iterator of ``n`` values at position ``pos`` of ``ndim`` axes (the positions of
+    a tile of indices, :mod:`~neuronsim.machine.nki.layout`)."""
+    return Iter(next(_UIDS), pos, ndim, n)
 
 
 class Iter:

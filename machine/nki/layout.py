@@ -23,10 +23,10 @@ from typing import Any
 
 from neuronsim.machine.ir.program import MemoryKind, Tensor
 from neuronsim.machine.nki.errors import NkiError, fail, unsupported
-from neuronsim.machine.nki.indexing import ArangeExpr, as_index, concrete
+from neuronsim.machine.nki.indexing import ArangeExpr, Iter, as_index, concrete, new_iter
 from neuronsim.machine.build.views import Index, View, is_int
 
-__all__ = ["Layout", "P"]
+__all__ = ["Layout", "Indirect", "P", "check_index_tile"]
 
 P = "P"
 F = "F"
@@ -62,6 +62,34 @@ def _vector_limit(exprs: list[Any], axes: tuple[tuple[str, int, int], ...], it: 
     return None if where is None else (first, max(first, stop), *where)
 
 
+def _is_tile(key: Any) -> bool:
+    """True for an NKI tile used as an index (``x[idx_tile, i_f]``): the tile proxies sit above
+    this module (:mod:`~neuronsim.machine.nki.tiles`), so they are known by their ``layout``."""
+    return isinstance(getattr(type(key), "layout", None), property)
+
+
+_INDEX_DTYPES = ("int32", "uint32", "int64", "uint64", "int16", "uint16", "int8", "uint8")
+
+
+@dataclass(frozen=True)
+class Indirect:
+    """One axis of a DRAM view driven by a tile of row numbers (an indirect DMA's gather or
+    scatter): position ``k`` of the axis is row ``index[k]`` of the tensor's dimension ``dim``.
+    The rows are known only on the device; the DMA that uses the view reads them on the traced
+    inputs (:mod:`~neuronsim.machine.nki.indirect`).  Until then the axis stands as rows
+    ``0 .. count - 1`` (stride ``stride``), which gives the view its shape."""
+
+    index: Layout
+    """The index tile: one integer per partition, partition ``k`` for position ``k``."""
+    axis: int
+    """The view's axis the indices drive."""
+    stride: int
+    """Elements between consecutive rows of the indexed dimension."""
+    size: int
+    """Rows of that dimension: an index outside ``[0, size)`` is out of bounds."""
+    dim: int
+
+
 @dataclass(frozen=True)
 class Layout:
     tensor: Tensor
@@ -77,6 +105,8 @@ class Layout:
     axis that lie inside dimension ``dimension`` (``size`` elements) of the tensor, else None.
     Such a view is fine; an access through it must stay in ``[first, stop)`` once its mask
     is applied (:meth:`check_bounds`), as NKI checks the access, not the view."""
+    indirect: Indirect | None = None
+    """The axis a tile of indices drives, if any (only a DMA's source or destination)."""
 
     @staticmethod
     def whole(tensor: Tensor, logical: tuple[int, ...] | None = None, par_axis: int = 0) -> Layout:
@@ -103,6 +133,9 @@ class Layout:
 
     @cached_property
     def _view(self) -> View:
+        if self.indirect is not None:  # its rows exist only once the DMA reads the indices
+            raise fail(f"an access of {self.tensor.name} through a tile of indices is the source or destination "
+                       "of a DMA (nl.load, nl.store, nisa.dma_copy) only")
         dims = tuple((s, n) for k, s, n in self.axes if k == F) or ((1, 1),)
         return View(self.tensor, self.partitions, self.offset, dims)
 
@@ -112,8 +145,15 @@ class Layout:
         if any(k is Ellipsis for k in key):
             at = key.index(Ellipsis)
             key = key[:at] + (slice(None),) * (len(self.axes) - len(key) + 1) + key[at + 1:]
+        if self.on_chip and len(key) > len(self.axes) and all(is_int(k) and k == 0 for k in key[len(self.axes):]):
+            key = key[:len(self.axes)]  # a (P,) tile is (P, 1) to NKI: idx_tile[i_p, 0]
         if len(key) > len(self.axes):
             raise fail(f"{len(key)} indices for a {len(self.axes)}-dimensional tile of {self.tensor.name}")
+        if self.indirect is not None:
+            raise unsupported("indexing a view that a tile of indices already drives",
+                              "NKI's indirect views cannot be sliced or indexed again")
+        if any(_is_tile(k) for k in key):
+            return self._indirect(key)
         if any(isinstance(k, ArangeExpr) for k in key):
             return self._advanced(key)
         layout, axes, tags, limits = self, [], [], []
@@ -187,6 +227,35 @@ class Layout:
             p0, _pn, ps = self.partitions
             return Layout(self.tensor, self.axes, self.offset, (p0 + concrete(k, "a partition index") * ps, 1, 1)), None
         return Layout(self.tensor, self.axes, _shift(self.offset, k, stride), self.partitions), None
+
+    def _indirect(self, key: tuple[Any, ...]) -> Layout:
+        """``x[idx_tile, i_f]`` / ``x[idx_tile[i_p, 0], :]``: dimension ``d`` of an HBM tensor
+        indexed by a tile of row numbers, one per partition (NKI's indirect DMA).  The view is
+        the one the same key with ``0 .. P - 1`` in place of the tile would give, its axis for
+        ``d`` marked :class:`Indirect`."""
+        at = [d for d, k in enumerate(key) if _is_tile(k)]
+        if len(at) > 1:
+            raise unsupported("an access indexed by two tiles of indices", "one indirect dimension per access")
+        d = at[0]
+        if self.on_chip:
+            raise unsupported(f"a tile of indices into on-chip {self.tensor.name}",
+                              "an indirect DMA gathers or scatters rows of an HBM tensor")
+        index = key[d].layout
+        rows = check_index_tile(index, self.tensor.name)
+        _kind, stride, size = self.axes[d]
+        it = _partition_iter(index) or new_iter(d, len(key), rows)
+        if any(isinstance(k, ArangeExpr) for k in key):
+            out = self._advanced(key[:d] + (ArangeExpr(0, ((it, 1),)),) + key[d + 1:])
+            pos = next(p for p, tag in enumerate(out.tags) if it in tag)
+        else:
+            out = self.index(key[:d] + (slice(None),) + key[d + 1:])
+            pos = sum(1 for k in key[:d] if isinstance(k, slice) or k is None)
+        axes = out.axes[:pos] + ((F, stride, rows),) + out.axes[pos + 1:]
+        tags = list(out.tags or (frozenset(),) * len(axes))
+        tags[pos] = frozenset((it,))
+        limits = out.limits[:pos] + (None,) + out.limits[pos + 1:] if out.limits is not None else None
+        return replace(out, axes=axes, tags=tuple(tags), limits=limits,
+                       indirect=Indirect(index=index, axis=pos, stride=stride, size=size, dim=d))
 
     def _advanced(self, key: tuple[Any, ...]) -> Layout:
         """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: one tile axis per
@@ -269,6 +338,10 @@ class Layout:
                 return self
         else:
             pos = it.pos
+        return self.restrict_axis(pos, lo, hi)
+
+    def restrict_axis(self, pos: int, lo: int, hi: int) -> Layout:
+        """Keep elements ``[lo, hi)`` of axis ``pos`` (an axis of indices: those indices)."""
         if not 0 <= pos < len(self.axes):
             return self
         kind, stride, count = self.axes[pos]
@@ -281,11 +354,25 @@ class Layout:
         if limits is not None and limits[pos] is not None:  # positions now count from lo
             first, stop, dim, size = limits[pos]
             limits = limits[:pos] + ((first - lo, stop - lo, dim, size),) + limits[pos + 1:]
+        indirect = self.indirect
+        if indirect is not None and pos == indirect.axis:  # the rows are the indices kept
+            index = indirect.index
+            kept = index.restrict_axis(next(k for k, axis in enumerate(index.axes) if axis[0] == P), lo, hi)
+            return replace(self, axes=tuple(axes), limits=limits, indirect=replace(indirect, index=kept))
         if kind == P:
             p0, _pn, ps = self.partitions
             return Layout(self.tensor, tuple(axes), self.offset, (p0 + lo * ps, max(0, hi - lo), ps), self.tags,
-                          limits)
-        return Layout(self.tensor, tuple(axes), self.offset + lo * stride, self.partitions, self.tags, limits)
+                          limits, indirect)
+        return Layout(self.tensor, tuple(axes), self.offset + lo * stride, self.partitions, self.tags, limits, indirect)
+
+    def rows(self, first: int, step: int) -> Layout:
+        """This view with its indirect axis made rows ``first, first + step, ...`` (an
+        ordinary view: the indices are known)."""
+        indirect = self.indirect
+        kind, _stride, count = self.axes[indirect.axis]
+        axes = self.axes[:indirect.axis] + ((kind, indirect.stride * step, count),) + self.axes[indirect.axis + 1:]
+        return Layout(self.tensor, axes, self.offset + first * indirect.stride, self.partitions, self.tags,
+                      self.limits)
 
     @property
     def empty(self) -> bool:
@@ -295,6 +382,7 @@ class Layout:
         """``tensor.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern
         over the whole tensor; on chip the first pair is the partition axis (its step in
         partitions, or in elements of a partition row)."""
+        self._direct("an .ap() access pattern")
         pairs = [(int(s), int(n)) for s, n in pattern]
         off = as_index(offset)
         if not self.on_chip:
@@ -309,6 +397,11 @@ class Layout:
         axes = ((P, 0, pcount),) + tuple((F, s, n) for s, n in free)
         return Layout(self.tensor, axes, Index(foff), (start, pcount, max(pstep, 1)))
 
+    def _direct(self, what: str) -> None:
+        if self.indirect is not None:
+            raise unsupported(f"{what} of a view that a tile of indices drives",
+                              "NKI's indirect views cannot be reshaped or re-addressed")
+
     def contiguous(self) -> bool:
         free = [(s, n) for k, s, n in self.axes if k == F and n > 1]
         expect = 1
@@ -320,6 +413,7 @@ class Layout:
 
     def reshape(self, shape: tuple[int, ...]) -> Layout:
         shape = tuple(int(n) for n in shape)
+        self._direct("a reshape")
         if prod(shape) != prod(self.shape):
             raise fail(f"cannot reshape {self.shape} of {self.tensor.name} to {shape}")
         if not self.contiguous():
@@ -336,6 +430,7 @@ class Layout:
 
     def broadcast_to(self, shape: tuple[int, ...]) -> Layout:
         shape = tuple(int(n) for n in shape)
+        self._direct("broadcast_to")
         added = len(shape) - len(self.axes)
         if self.on_chip and added > 0:  # tiles align on the partition axis: new axes go last
             axes = list(self.axes) + [(F, 0, 1)] * added
@@ -357,3 +452,25 @@ class Layout:
             else:
                 raise fail(f"cannot broadcast {self.shape} of {self.tensor.name} to {shape}")
         return replace(self, axes=tuple(out), tags=tags, limits=None)
+
+
+def check_index_tile(index: Layout, name: str) -> int:
+    """The number of indices in ``index``, a tile of row numbers of an access of tensor
+    ``name``: integers in SBUF, one per partition."""
+    if not index.on_chip:
+        raise fail(f"the indices of an access of {name} are read from SBUF: load them into a tile")
+    if index.tensor.dtype not in _INDEX_DTYPES:
+        raise fail(f"the indices of an access of {name} are integers, not {index.tensor.dtype}")
+    rows = index.partitions[1]
+    if prod(index.shape) != rows:
+        raise unsupported(f"a tile of indices of shape {index.shape}", "one row index per partition: shape (P, 1)")
+    return rows
+
+
+def _partition_iter(index: Layout) -> Iter | None:
+    """The index vector that indexed the partition axis of a tile of indices (``idx[i_p, 0]``):
+    a mask on it then keeps the same indices."""
+    for (kind, _s, _n), tag in zip(index.axes, index.tags or ()):
+        if kind == P and tag and len(tag) == 1:
+            return next(iter(tag))
+    return None

@@ -86,6 +86,10 @@ def result_dtype(dtype: Any, *operands: Any) -> str:
 def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None = None) -> None:
     """A DMA transfer triggered by ``engine`` (SP by default; POOL for software DGE) on that
     engine's queue; hardware DGE only where the machine has it."""
+    if dst.indirect is not None or src.indirect is not None:  # a tile of row numbers (machine/nki/indirect.py)
+        from neuronsim.machine.nki.indirect import indirect_dma  # it reads device values: above this module
+        indirect_dma(dst, src, dma)
+        return
     tracer = current()
     if dge == "swdge":
         engine = "pool"

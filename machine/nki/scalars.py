@@ -29,7 +29,8 @@ from neuronsim.machine.nki.tiles import NkiTensor, register_operators
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["NkiScalar", "VirtualRegister", "scalar_load", "scalar_store", "register_alloc", "register_move",
-           "register_load", "register_store", "set_value_reader", "value_of", "record_decision", "isa_names",
+           "register_load", "register_store", "set_value_reader", "value_of", "tile_values", "record_decision",
+           "isa_names",
            "DECISIONS_KEY"]
 
 DECISIONS_KEY = "x-nki-decisions"
@@ -43,10 +44,10 @@ def set_value_reader(reader: Callable[[Program, dict[str, np.ndarray], str], np.
     _READER[:] = [reader]
 
 
-def record_decision(what: str, value: Any, depth: int = 2) -> None:
+def record_decision(what: str, value: Any, depth: int = 2, where: Any = None) -> None:
     """Note that the traced program's shape followed ``value``, a device value, at the kernel
-    line ``depth`` frames up."""
-    where = user_line(depth + 1)
+    line ``where`` (default: ``depth`` frames up)."""
+    where = where or user_line(depth + 1)
     tracer = current()
     decisions = tracer.program_extras.setdefault(DECISIONS_KEY, [])
     decisions.append({"file": where.file, "line": where.line, "what": what, "value": value})
@@ -154,14 +155,32 @@ def value_of(tile: NkiTensor, call: str) -> int:
     layout = tile.layout
     if int(np.prod(layout.shape)) != 1:
         raise fail(f"{call}: the source must hold one element, not shape {tuple(layout.shape)}")
+    _no_kept_loop(tracer, call)
+    tracer.emit(lambda: tracer.kb.instruction("register_load", "sp", reads=[layout.view()]))
+    return int(tile_values(layout, call)[0])
+
+
+def tile_values(layout: Layout, call: str) -> np.ndarray:
+    """The values ``layout`` (an on-chip view) holds at this point of the trace on the traced
+    inputs, flat in the view's order.  Emits nothing: the caller adds the instruction that reads
+    the tile on the device (and may call this while an instruction is being emitted)."""
+    tracer = current()
+    _no_kept_loop(tracer, call)
+    if not _READER:
+        raise fail(f"{call}: reading a device value needs the traced inputs run (import neuronsim.verify.nki)")
+    kb = tracer.kb
+    emitting = (kb.next_extras, tracer.mask, tracer.emit_site)
+    try:
+        program, inputs = _probe_program(tracer, layout)
+        return np.asarray(_READER[0](program, inputs, _PROBE)).reshape(-1)
+    finally:
+        kb.next_extras, tracer.mask, tracer.emit_site = emitting
+
+
+def _no_kept_loop(tracer: Any, call: str) -> None:
     kept = tracer.kept_loops()
     if kept:  # one body for every iteration cannot hold one value per iteration
         raise NotAffine(tuple(kept), f"{call} (a value read from device memory)")
-    tracer.emit(lambda: tracer.kb.instruction("register_load", "sp", reads=[layout.view()]))
-    if not _READER:
-        raise fail(f"{call}: reading a device value needs the traced inputs run (import neuronsim.verify.nki)")
-    program, inputs = _probe_program(tracer, layout)
-    return int(np.asarray(_READER[0](program, inputs, _PROBE)).reshape(-1)[0])
 
 
 def _probe_program(tracer: Any, layout: Layout) -> tuple[Program, dict[str, np.ndarray]]:
@@ -171,7 +190,7 @@ def _probe_program(tracer: Any, layout: Layout) -> tuple[Program, dict[str, np.n
     body = kb._bodies[0]
     saved = (len(body), dict(kb._tensors), set(kb._names), dict(kb._counters), set(tracer.written))
     try:
-        ref = kb.dram_output(_PROBE, (1, 1), layout.tensor.dtype)
+        ref = kb.dram_output(_PROBE, (int(np.prod(layout.shape)), 1), layout.tensor.dtype)
         kb.dma_copy(Layout.whole(ref.tensor).view(), layout.view())
         program = Program(dict(kb._tensors), tuple(body), kb.machine)
     finally:

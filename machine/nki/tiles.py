@@ -149,10 +149,14 @@ class NkiTensor:
         _operator("assign")(self[key], value)
 
     def ap(self, pattern: Any = None, offset: Any = 0, scalar_offset: Any = None, indirect_dim: int = 0,
-           **_kw: Any) -> NkiTensor:
+           vector_offset: Any = None, **_kw: Any) -> NkiTensor:
         """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern;
         ``scalar_offset`` (a device value, its value on the traced inputs) indexes dimension
-        ``indirect_dim`` of the tensor."""
+        ``indirect_dim`` of the tensor; ``vector_offset`` (a tile, one row per partition) makes
+        it an indirect DMA's gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
+        if vector_offset is not None:
+            from neuronsim.machine.nki.indirect import vector_offset_view  # it reads device values
+            return NkiTensor(vector_offset_view(self.layout, pattern, offset, vector_offset.layout, indirect_dim))
         if scalar_offset is not None:
             stride = prod(self.layout.tensor.shape[int(indirect_dim) + 1:])
             offset = offset + _operator("scalar_offset")(scalar_offset) * stride

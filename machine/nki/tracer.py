@@ -67,6 +67,7 @@ def api(name: str) -> Callable[[Callable], Callable]:
                 return fn(*args, **kwargs)
             line, tracer.site_frame = user_site(2)
             tracer.site = (line, name)
+            tracer.call_options = kwargs
             try:
                 return fn(*args, **kwargs)
             except TypeError as err:
@@ -76,6 +77,7 @@ def api(name: str) -> Callable[[Callable], Callable]:
                 raise
             finally:
                 tracer.site = tracer.site_frame = None
+                tracer.call_options = {}
 
         call.__name__ = call.__qualname__ = fn.__name__
         call.__doc__ = fn.__doc__
@@ -153,6 +155,9 @@ class Tracer:
     """``nisa`` calls by their ``name=`` (handles, :mod:`~neuronsim.machine.nki.schedule`)."""
     order_edges: list[Any] = field(default_factory=list)
     """``NkiInstruction.depends_on`` edges, applied to the traced program."""
+    call_options: dict[str, Any] = field(default_factory=dict)
+    """The keyword arguments of the NKI call being emitted (an indirect DMA's ``oob_mode``,
+    :mod:`~neuronsim.machine.nki.indirect`); none while a held-back result is emitted."""
 
     def __post_init__(self) -> None:
         self.kb = KernelBuilder(self.name, self.machine)
@@ -253,6 +258,13 @@ class Tracer:
     def _emit_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         if pending.mask is NEVER:
             return
+        options, self.call_options = self.call_options, {}  # not the options of the call that flushed it
+        try:
+            self._emit_boxes(pending, dst, extras, **kw)
+        finally:
+            self.call_options = options
+
+    def _emit_boxes(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         for box in pending.mask.boxes if pending.mask is not None else (None,):
             target = dst
             for axis, lo, hi in box.bounds if box is not None else ():

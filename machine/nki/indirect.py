@@ -1,0 +1,141 @@
+"""Indirect DMA: a tile of row numbers as a DMA's index (``nl.load(x[idx, i_f])``,
+``nl.store(out[idx[i_p, 0], i_f], t)``, ``nisa.dma_copy(src=x.ap(..., vector_offset=idx))``).
+
+On the device the software DGE reads the index tile and writes one descriptor per row (the
+NKI docs of ``nisa.dma_copy``: "when sw_dge is selected, nisa.dma_copy can also perform a
+gather or scatter operation, using a list of dynamic indices from SBUF"); the rows exist only
+when the kernel runs.  neuronsim traces the kernel with its inputs, so it reads the index
+tile's values on them (:func:`~neuronsim.machine.nki.scalars.tile_values`) and emits what the
+descriptors do, concretely:
+
+* one ``dge_indices`` instruction on POOL reading the index tile (the descriptor generation:
+  what writes the indices is ordered before it, what overwrites them after);
+* one ``dma_copy`` (POOL-triggered, software DGE) per *run* of positions whose rows step
+  evenly (``0, 2, 4, ...`` is one run, one transfer, as a strided access would be; scattered
+  rows are one transfer per row), each with its concrete rows, so the race checker and the
+  simulator see the real footprint;
+* the index values as a decision in ``extras["x-nki-decisions"]`` with the kernel line: the
+  trace is exact for these inputs.
+
+Out-of-bounds rows follow ``oob_mode``: ``error`` (the default) is an error at the kernel
+line naming the index, ``skip`` drops those rows (the destination keeps what it held).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from math import prod
+from typing import Any
+
+import numpy as np
+
+from neuronsim.machine.nki.errors import NkiError, unsupported
+from neuronsim.machine.nki.indexing import as_index
+from neuronsim.machine.nki.layout import Indirect, Layout, check_index_tile
+from neuronsim.machine.nki.scalars import record_decision, tile_values
+from neuronsim.machine.nki.tracer import current
+
+__all__ = ["indirect_dma", "runs", "vector_offset_view"]
+
+Emit = Callable[..., None]
+
+
+def indirect_dma(dst: Layout, src: Layout, emit: Emit) -> None:
+    """The DMA ``dst = src`` where one side is indexed by a tile of rows; ``emit(dst, src,
+    engine=, dge=)`` emits one ordinary transfer."""
+    if dst.indirect is not None and src.indirect is not None:
+        raise unsupported("a DMA indexed by tiles of indices on both sides", "gather or scatter, one at a time")
+    tracer = current()
+    where = tracer.emit_site or tracer.where()[0]
+    side, other = (src, dst) if src.indirect is not None else (dst, src)
+    indirect = side.indirect
+    index = indirect.index
+    pos = _matching_axis(other, side, indirect.axis)
+    rows = tile_values(index, "an indirect DMA").astype(np.int64)
+    skip = _oob_mode(tracer.call_options.get("oob_mode")) == "skip"
+    outside = np.flatnonzero((rows < 0) | (rows >= indirect.size))
+    name = side.tensor.name
+    if outside.size and not skip:
+        k = int(outside[0])
+        raise NkiError(where, f"index {int(rows[k])} (partition {k} of {index.tensor.name}) is outside the "
+                              f"{indirect.size} rows of {name} along dimension {indirect.dim} "
+                              f"(oob_mode=error, the default; oob_mode=skip drops such rows)")
+    verb = "gathers" if side is src else "scatters"
+    what = f"indirect DMA {verb} rows of {name} at the indices in {index.tensor.name}"
+    if outside.size:
+        what += f" ({outside.size} out of bounds, skipped)"
+    record_decision(what, [int(r) for r in rows], where=where)
+    tracer.kb.instruction("dge_indices", "pool", reads=[index.view()])
+    keep = np.ones(rows.size, dtype=bool)
+    keep[outside] = False
+    for first, stop, row, step in runs(rows, keep, writes=side is dst):
+        part = side.restrict_axis(indirect.axis, first, stop).rows(row, step)
+        piece = other.restrict_axis(pos, first, stop)
+        pair = (part, piece) if side is dst else (piece, part)
+        emit(*pair, engine="pool", dge="swdge")
+
+
+def runs(rows: np.ndarray, keep: np.ndarray, writes: bool) -> list[tuple[int, int, int, int]]:
+    """``(first, stop, row, step)``: positions ``first .. stop - 1`` (all kept) hold rows
+    ``row, row + step, ...``, each run as long as it goes.  Steps go forward (an access pattern's
+    do); a read may repeat a row (step 0), a write writes each row once per transfer.
+
+    >>> runs(np.array([0, 2, 4, 9, 9, 1]), np.ones(6, bool), writes=True)
+    [(0, 3, 0, 2), (3, 4, 9, 1), (4, 5, 9, 1), (5, 6, 1, 1)]
+    >>> runs(np.array([0, 2, 4, 9, 9, 1]), np.array([1, 1, 1, 1, 1, 0], bool), writes=False)
+    [(0, 3, 0, 2), (3, 5, 9, 0)]
+    """
+    out: list[tuple[int, int, int, int]] = []
+    k, n = 0, rows.size
+    while k < n:
+        if not keep[k]:
+            k += 1
+            continue
+        stop, step = k + 1, 1
+        if stop < n and keep[stop]:
+            delta = int(rows[stop] - rows[k])
+            if delta > 0 or (delta == 0 and not writes):
+                step = delta
+                while stop < n and keep[stop] and rows[stop] - rows[stop - 1] == step:
+                    stop += 1
+        out.append((k, stop, int(rows[k]), step))
+        k = stop
+    return out
+
+
+def _matching_axis(other: Layout, side: Layout, axis: int) -> int:
+    """The axis of ``other`` that moves with the indirect ``axis`` of ``side`` when the DMA
+    pairs their elements in row-major order: as many elements outside it, as many along it."""
+    outer, count = prod(side.shape[:axis]), side.shape[axis]
+    for pos, n in enumerate(other.shape):
+        if prod(other.shape[:pos]) == outer and n == count and (n > 1 or pos == len(other.shape) - 1):
+            return pos
+    raise unsupported(f"an indirect DMA between {side.shape} of {side.tensor.name} and {other.shape} of "
+                      f"{other.tensor.name}", "the indexed axis must line up with an axis of the other side")
+
+
+def _oob_mode(value: Any) -> str:
+    """``nisa.oob_mode.skip`` / ``"skip"`` (either generation's enum) as its name."""
+    name = getattr(value, "name", value)
+    return "skip" if name == "skip" else "error"
+
+
+def vector_offset_view(layout: Layout, pattern: Any, offset: Any, index: Layout, indirect_dim: Any) -> Layout:
+    """``t.ap(pattern=[[step, P], ...], vector_offset=idx, indirect_dim=d)`` of an HBM tensor:
+    position ``p`` of the first pair starts at row ``idx[p]`` of dimension ``d`` (the docs'
+    gather and scatter examples: one row per partition); the other pairs walk from there."""
+    if layout.on_chip:
+        raise unsupported("vector_offset= on an on-chip tensor", "an indirect DMA gathers or scatters HBM rows")
+    dim = int(indirect_dim)
+    shape = layout.tensor.shape
+    stride = prod(shape[dim + 1:])
+    pairs = [(int(s), int(n)) for s, n in pattern]
+    whole = Layout(layout.tensor, tuple(("F", s, n) for s, n in pairs), as_index(offset))
+    count = check_index_tile(index, layout.tensor.name)
+    if count != pairs[0][1]:
+        raise unsupported(f"vector_offset= with {count} indices for a first pattern pair of {pairs[0][1]}",
+                          "one index per position of the first pair")
+    axes = (("F", stride, count),) + whole.axes[1:]
+    return replace(whole, axes=axes, tags=None,
+                   indirect=Indirect(index=index, axis=0, stride=stride, size=shape[dim], dim=dim))
