@@ -13,9 +13,9 @@ reference (``-`` where not reached or no reference), then a TOTAL with the count
 outcome (``equal``, ``ran``, ``problems``, ``refused``, ``internal``, ``timeout``, ``crashed``,
 ``no case``, ``subkernel``: a function decorated as a kernel that only another kernel calls,
 with on-chip tiles; ``one core``: refused at its line for a construct beyond one NeuronCore;
-``unparsed``: the corpus file itself is not valid Python).  ``--json OUT`` writes one record per kernel; ``--summary OUT`` the grouped
-failure summary (counts by outcome, then every cause of a refusal, problem or internal error
-with the kernels it blocks, most kernels first).
+``unparsed``: the corpus file itself is not valid Python).  ``--json OUT`` writes one record
+per kernel; ``--summary OUT`` the grouped failure summary (counts by outcome, then every cause
+of a refusal, problem or internal error with the kernels it blocks, most kernels first).
 
 Usage::
 

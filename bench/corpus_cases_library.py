@@ -11,6 +11,8 @@ have no DRAM-only entry to run, and are run through the caller's case (the run p
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from corpus_cases import Case, api, case, not_written
@@ -22,6 +24,22 @@ MOE_TKG = SRC + "core/moe/moe_tkg/"
 COLL = TEST + "experimental/collectives/test_collectives.py::"
 VIEW = TEST + "core/utils/test_tensor_view.py::"
 MAXU = TEST + "core/max/test_cascaded_max_utils.py::"
+
+
+#: Where the MoE CTE shapes come from.
+MOE_NOTE = ("T 256 tokens (+1 padding row), H 512, I 256, E 2, three blocks of 256 on two shards (affinities "
+            "flattened to [(T+1)*E, 1], as the test reshapes them): the smallest the "
+            "shard-on-I checks accept (block a multiple of 256, 512 <= H, I a multiple of 16, two shards); the "
+            "tests' rows are H 3072, T 1024")
+#: A replica group as the plain list of ranks: the kernel's own collective call is what neuronsim
+#: refuses (at the kernel's line), not our case building the library's ReplicaGroup.
+RANKS = [[0, 1]]
+
+
+def lib(module: str, attr: str) -> Any:
+    """A name of a library module the kernel file does not import itself (an enum of its
+    configuration), looked up when the case runs."""
+    return api(f"__import__({module!r}, fromlist=['_']).{attr}")
 
 
 def subkernel(caller: str) -> Case:
@@ -51,6 +69,12 @@ def _conv1d(x_in, filters, **_):
     return np.einsum("nclk,ock->nol", cols, w)
 
 
+def _topk(inp, **_):
+    x = _f(inp)
+    order = np.argsort(-x, axis=-1, kind="stable")[:, :8]
+    return np.take_along_axis(x, order, axis=-1), order.astype(np.uint32)
+
+
 def _dyn_add(input_a, input_b, num_m_tiles):
     rows = int(num_m_tiles.reshape(-1)[0]) * 128
     out = _f(input_a) + _f(input_b)
@@ -67,8 +91,8 @@ CASES: dict[str, Case] = {
         "bf16[1,512,128]~", "bf16[1,128,512]~", "bf16[1,512,128]~", note="b, s, d; tp_q layout"),
     SRC + "core/attention/gen_mask_tkg.py::gen_mask_tkg_hbm": case("i32[1,1]<256", 1, 8, 1, 256),
     SRC + "core/cumsum/cumsum.py::cumsum": case("f32[1,256,2]~", ref=_cumsum),
-    SRC + "core/embeddings/rope.py::RoPE": case("bf16[64,1,8,128]~", "bf16[32,128]", "bf16[32,128]",
-                                                note="d, b, h, s: shapes guessed"),
+    SRC + "core/embeddings/rope.py::RoPE": case("bf16[128,1,2,128]~", "bf16[64,1,128]", "bf16[64,1,128]",
+                                                note="x [d_head, B, heads, S], cos / sin [d_head/2, B, S] (its doc)"),
     SRC + "core/embeddings/rope_hf.py::rope_hf": case(
         "bf16[1,8,128,64]~", "bf16[1,2,128,64]~", "0:bf16[1,8,128,64]", "0:bf16[1,2,128,64]",
         cos="bf16[1,128,64]", sin="bf16[1,128,64]", note="b, heads, s, d: shapes guessed"),
@@ -76,25 +100,27 @@ CASES: dict[str, Case] = {
     SRC + "core/mlp/mlp.py::mlp": case("bf16[1,128,1024]", "bf16[1024,2048]", "bf16[1024,2048]", "bf16[2048,1024]",
                                        note="the file does not parse: its import fails first"),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I.py::blockwise_mm_baseline_shard_intermediate": case(
-        "bf16[257,512]", "f32[257,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256", "i32[2,1]<2",
-        note="T=256 (+1 padding row), H=512, I=256, E=2, two blocks of 128: shapes guessed"),
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
+        grid=(2,), note=MOE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I.py::blockwise_mm_baseline_shard_intermediate_hybrid": case(
-        "i32[2,1]<2", "bf16[257,512]", "f32[257,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256",
-        "i32[2,1]<2"),
+        "i32[3,1]<2", "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257",
+        "i32[3]<2", grid=(2,), note=MOE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I.py::blockwise_mm_shard_intermediate_dropping": case(
-        "bf16[257,512]", "f32[257,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256", "i32[2,1]<2"),
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
+        grid=(2,), note=MOE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx": case(
-        "bf16[257,512]", "f32[257,2]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256", "i32[2,1]<2"),
+        "bf16[257,512]", "f32[514,1]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256", "i32[2,1]<2"),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx_hybrid": case(
-        "i32[2,1]<2", "bf16[257,512]", "f32[257,2]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256",
+        "i32[2,1]<2", "bf16[257,512]", "f32[514,1]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256",
         "i32[2,1]<2"),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block.py::bwmm_shard_on_block": case(
-        "bf16[257,512]", "f32[257,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256", "i32[2,1]<2"),
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
+        grid=(2,), note=MOE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block_mx.py::bwmm_shard_on_block_mx": case(
-        "bf16[257,512]", "f32[257,2]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256", "i32[2,1]<2"),
+        "bf16[257,512]", "f32[514,1]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256", "i32[2,1]<2"),
     SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": case(
-        "bf16[257,512]", "f32[257,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[2,128]<256", "i32[2,1]<2", 128,
-        api("MoECTESpec()")),
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
+        api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,), note=MOE_NOTE),
     **{MOE_TKG + "all_expert_mx_impl.py::" + name: subkernel("moe_tkg") for name in (
         "_all_expert_moe_tkg_mx", "_all_expert_mx_static", "_all_expert_mx_dynamic", "_find_expert_routed_tokens",
         "_init_dynamic_block_indices_hbm", "_get_block_token_position_to_id", "_layout_adapter_qmx_hbm",
@@ -108,7 +134,8 @@ CASES: dict[str, Case] = {
     MOE_TKG + "moe_tkg.py::moe_tkg": case("bf16[4,512]", "bf16[2,512,2,256]", "bf16[2,256,512]", "f32[4,2]",
                                           "i32[4,1]<2", True, note="T=4 tokens, H=512, I=256, E=2: shapes guessed"),
     SRC + "core/moe_block/moe_block_tkg.py::moe_block_tkg": case(
-        "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "bf16[2,512,2,256]", "bf16[2,256,512]"),
+        "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", grid=(2,),
+        note="the kernel supports LNC-2 only"),
     SRC + "core/output_projection/output_projection_cte/output_projection_cte.py::output_projection_cte": case(
         "bf16[1,4,128,128]", "bf16[512,512]", note="b, heads, d, s; weight (heads*d, H): shapes guessed"),
     SRC + "core/output_projection/output_projection_tkg.py::output_projection_tkg": case(
@@ -121,39 +148,50 @@ CASES: dict[str, Case] = {
     SRC + "core/subkernels/layernorm_tkg.py::layernorm_tkg": case("f16[1,1,2048]~", "f16[1,2048]~", "0:f16[128,1,16]"),
     SRC + "core/subkernels/rmsnorm_tkg.py::rmsnorm_tkg": case(
         "f32[1,1,8192]~", "f32[1,8192]~", "0:f32[128,1,64]", ref=_rmsnorm_tkg),
-    SRC + "core/topk/rotational_topk.py::rotational_topk": case("f32[8,256]~", api("RotationalTopkConfig(k=8)")),
-    SRC + "core/topk/rotational_topk.py::topk": case("f32[8,256]~", 8),
+    # its test builds the config outside the kernel with the module's factories; the sweep's
+    # smallest row: batch 1, seqlen 8, vocab 256, K 8, LNC 1
+    SRC + "core/topk/rotational_topk.py::rotational_topk": case("f32[8,256]~", api(
+        "prepare_rotational_constants(create_rotational_topk_config(inp_shape=(8, 256), topk_config=create_topk_config("
+        "inp_shape=(1, 8, 256), inp_dtype=nl.float32, k=8, sorted=True, num_programs=1)))"), ref=_topk),
+    SRC + "core/topk/rotational_topk.py::topk": Case(
+        standalone=False, note="a host-side launcher (topk[lnc](...)) of rotational_topk, not a kernel: runs as "
+        "rotational_topk's case"),
     # experimental
     SRC + "experimental/benchmark/find_nonzero_indices_with_count.py::find_nonzero_indices_with_count": case(
-        "i32[128,4096]<2"),
+        "i32[1,4096]<2", note="a [1, N] row, as its checks ask"),
     SRC + "experimental/collectives/fg_allgather.py::fine_grained_allgather": case("bf16[512,512]", 2, 1),
     SRC + "experimental/collectives/fgcc.py::allgather_compute_matmul": case("bf16[512,512]", "bf16[512,512]", 2, 1),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb": case(
-        "bf16[128,512]", api("ReplicaGroup([[0, 1]])"), 2),
+        "bf16[128,512]", RANKS, 2),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb_tiled": case(
-        "bf16[128,512]", api("ReplicaGroup([[0, 1]])"), 2),
+        "bf16[128,512]", RANKS, 2),
     SRC + "experimental/collectives/topk_reduce.py::topk_reduce": case("bf16[2,128,16]", 128, 8),
     SRC + "experimental/conv/conv1d.py::conv1d": case("f32[1,16,20]~", "f32[32,16,3]~", ref=_conv1d,
                                                       note="the test's first row: N 1, C_in 16, C_out 32, L 20, K 3"),
     SRC + "experimental/conv/depthwise_conv1d.py::depthwise_conv1d_implicit_gemm": case(
-        "bf16[1,128,1,64]", "bf16[128,1,1,4]", note="NCHW image, OIHW depthwise filter: shapes guessed"),
+        "bf16[1,128,1,64]", "bf16[128,1,1,4]", feature_group_count=128,
+        note="NCHW image, OIHW depthwise filter (feature_group_count = C): shapes guessed"),
     SRC + "experimental/dynamic_shapes/dynamic_elementwise_add.py::dynamic_elementwise_add": case(
         "bf16[512,512]", "bf16[512,512]", np.array([[4]], np.int32), ref=_dyn_add),
-    SRC + "experimental/loss/cross_entropy.py::cross_entropy_forward": case("bf16[32,32128]~", "i32[32]<32128"),
+    # the tests' minimal row: one position, V 32128, one position a batch
+    SRC + "experimental/loss/cross_entropy.py::cross_entropy_forward": case(
+        "bf16[1,32128]~", "i32[1]<32128", 1, 32128),
     SRC + "experimental/loss/cross_entropy.py::cross_entropy_backward": case(
-        "bf16[32,32128]~", "i32[32]<32128", "f32[32,2]"),
+        "bf16[1,32128]~", "i32[1]<32128", "bf16[1]", "mean", 1, 16384),
     SRC + "experimental/moe/bwd/blockwise_mm_backward.py::blockwise_mm_bwd": case(
-        "bf16[257,512]", "f32[257,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", "bf16[2,2,256,128]", "bf16[2,128,256]",
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "bf16[2,2,256,128]", "bf16[2,128,256]",
         "i32[2,128]<256", "i32[2,1]<2", "bf16[257,512]"),
     SRC + "experimental/moe/forward/bwmm_shard_on_H.py::blockwise_mm_baseline_shard_hidden": case(
-        "bf16[257,512]", "f32[257,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256", "i32[2,1]<2"),
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256", "i32[2,1]<2"),
     SRC + "experimental/mxfp_subkernels/mxfp_load_utils.py::mxfp_load_performance_wrapper": case("bf16[128,512]"),
     SRC + "experimental/transformer/attention_block_tkg.py::attention_block_tkg": not_written(
         "about 40 configuration arguments"),
     # kernels and wrappers of the tests
     TEST + "core/attention/test_attention_tkg.py::attn_tkg_wrapper": not_written("an AttnTKGConfig and 16 tensors"),
+    # the strided flat-KV test's first row: batch 4, one head, s_ctx 256, one active token, LNC 1;
+    # pos_ids [128, batch * s_active], the mask [128, s_ctx / 128, batch, heads, s_active]
     TEST + "core/attention/test_gen_mask_tkg.py::gen_mask_tkg_wrapper": case(
-        "i32[1,1]<256", "0:f32[256,8]", 1, 8, 1, False, 256),
+        "f32[128,4]<200", "0:f32[128,2,4,1,1]", 4, 1, 1, False, 256),
     MAXU + "folded_load_store_kernel": case("f32[8,256]~", 1, 0, 8, ref=lambda input_tensor, **_: _f(input_tensor)),
     MAXU + "folded_load_store_dst_kernel": case("f32[16,256]~", 2, 0, 8, 4, 12),
     MAXU + "folded_load_oversized_sb_kernel": case("f32[8,256]~", 1, 0, 8, 16),
@@ -161,16 +199,20 @@ CASES: dict[str, Case] = {
         "u8[128,4,128]", "u8[16,4,128]<130", "u8[128,4,1024]", "u8[16,4,1024]<130", "bf16[1,1024]", 512, 1024, 128),
     TEST + "core/mlp/test_mlp_proj_mxfp4.py::down_proj_mxfp4_wrapper": case(
         "bf16[128,8,128]", "u8[128,8,512]", "u8[16,8,512]<130", "bf16[1,512]", 512, 1024, 128),
-    TEST + "core/moe/moe_cte/test_moe_cte_common.py::moe_cte_kernel_wrapper": not_written("a BWMMFunc choice and the moe_cte tensors"),
+    TEST + "core/moe/moe_cte/test_moe_cte_common.py::moe_cte_kernel_wrapper": case(
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
+        api("BWMMFunc.SHARD_ON_BLOCK"), grid=(2,), note=MOE_NOTE),
     TEST + "core/moe/moe_tkg/test_moe_tkg_wrapper.py::moe_tkg_sbuf_io_wrapper": case(
         "bf16[4,512]", "bf16[2,512,2,256]", "bf16[2,256,512]", "f32[4,2]", "i32[4,1]<2", True),
     TEST + "core/moe_block/test_moe_block_tkg.py::mx_moe_block_tkg_wrapper": case(
         "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "u32[2,128,2,256]", "u32[2,64,512]"),
     TEST + "core/qkv/test_qkv_tkg.py::qkv_tkg_sb2sb_wrapper_kernel": case("bf16[4,1,512]", "bf16[512,768]"),
-    TEST + "core/router_topk/test_router_topk_common.py::router_topk_kernel_wrapper": not_written(
-        "18 layout and routing arguments"),
+    # the test's first row: T 4, H 3072, E 128, k 4, softmax, a bias; x in the (H, T) HBM layout
+    TEST + "core/router_topk/test_router_topk_common.py::router_topk_kernel_wrapper": case(
+        "bf16[3072,4]~", "bf16[3072,128]~", "bf16[1,128]~", "0:bf16[4,128]", "0:bf16[4,128]", "0:u32[4,4]",
+        lib("nkilib_src.nkilib.core.utils.common_types", "RouterActFnType.SOFTMAX"), 4, 0, 0),
     TEST + "core/subkernels/test_rmsnorm_mx_quantize_tkg.py::rmsnorm_mx_quantize_tkg_wrapper": case(
-        "bf16[1,4,512]~", "bf16[1,512]~"),
+        "bf16[1,4,512]~", "bf16[1,512]~", grid=(2,), note="the wrapper asks for LNC 2"),
     TEST + "core/utils/test_cross_partition_copy.py::kernel_cross_partition_copy": case(
         "f32[128,8]", "0:f32[128,8]", 0, 0, 32, 8, 128),
     **{VIEW + name: case("0:f32[128,64]", (128, 64)) for name in (
@@ -180,13 +222,13 @@ CASES: dict[str, Case] = {
     VIEW + "kernel_test_view_ops": case("0:f32[128,64]", (128, 64), "sbuf", (), (128, 64), (64, 1), 0),
     VIEW + "kernel_dynamic_ops": case("f32[128,64]", "i32[1,1]<4", "i32[128,1]<4", (), (128, 64)),
     TEST + "core/utils/test_tp_broadcast.py::tp_broadcast_hbm": case("f32[3,8,11]", 1, 2, 4),
-    COLL + "all_reduce_hbm_kernel": case("f32[2,3]", api("ReplicaGroup([[0, 1]])")),
-    COLL + "all_gather_hbm_kernel": case("f32[2,3]", api("ReplicaGroup([[0, 1]])"), 2),
-    COLL + "reduce_scatter_hbm_kernel": case("f32[2,3]", api("ReplicaGroup([[0, 1]])"), 2),
-    COLL + "all_to_all_hbm_kernel": case("f32[2,3]", api("ReplicaGroup([[0, 1]])")),
+    COLL + "all_reduce_hbm_kernel": case("f32[2,3]", RANKS),
+    COLL + "all_gather_hbm_kernel": case("f32[2,3]", RANKS, 2),
+    COLL + "reduce_scatter_hbm_kernel": case("f32[2,3]", RANKS, 2),
+    COLL + "all_to_all_hbm_kernel": case("f32[2,3]", RANKS),
     COLL + "rank_id_kernel": case("f32[2,2,3]"),
     COLL + "dma_copy_rank_id_kernel": case("f32[2,2,3]", np.arange(2, dtype=np.int32).reshape(2, 1)),
-    COLL + "attn_q_batch_shard": case("bf16[2,4,8,64]", "i32[2,1]<2", "0:bf16[2,4,8,64]", 2, api("ReplicaGroup([[0, 1]])")),
+    COLL + "attn_q_batch_shard": case("bf16[2,4,8,64]", "i32[2,1]<2", "0:bf16[2,4,8,64]", 2, RANKS),
     TEST + "experimental/transformer/test_attention_block_tkg.py::attention_block_tkg_kernel_test_wrapper": not_written(
         "about 40 configuration arguments"),
     TEST + "experimental/transformer/test_transformer_tkg.py::transformer_tkg_tp4_4layer_wrapper": not_written(
