@@ -1,0 +1,33 @@
+"""Indirect DMA, current NKI (tests/nki/test_indirect_dma.py): ``.ap(vector_offset=idx,
+indirect_dim=0)`` on the source (a gather) and on the destination (a scatter), as the
+``nisa.dma_copy`` reference describes them."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def gather_then_scatter(data, rows, back):
+    """picked[k] = data[rows[k]]; out = data with out[back[k]] = picked[k] * 2."""
+    count, width = rows.shape[0], data.shape[1]
+    out = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=data)
+    row_tile = nl.ndarray((count, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row_tile, src=rows)
+    back_tile = nl.ndarray((count, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=back_tile, src=back)
+    picked = nl.ndarray((count, width), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=picked, src=data.ap(pattern=[[width, count], [1, width]], vector_offset=row_tile,
+                                          indirect_dim=0))
+    doubled = nl.ndarray((count, width), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=doubled, data=picked, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=out.ap(pattern=[[width, count], [1, width]], vector_offset=back_tile, indirect_dim=0),
+                  src=doubled)
+    return out
+
+
+def reference_gather_then_scatter(data, rows, back):
+    out = data.copy()
+    out[back[:, 0]] = data[rows[:, 0]] * 2
+    return {"return0": out}

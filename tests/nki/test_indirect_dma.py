@@ -1,0 +1,109 @@
+"""Indirect DMA (machine/nki/indirect.py): a tile of row numbers as a DMA's index, read on the
+traced inputs.  Outputs against numpy, the transfers emitted (one per run of evenly stepping
+rows, with their concrete rows, software DGE on POOL), the indices recorded as a decision at the
+kernel line, ``oob_mode`` (error at the line naming the index; skip drops rows), and the race
+checker seeing the rows a scatter really writes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronsim.verify.nki  # noqa: F401  (registers the device-value reader)
+from neuronsim.machine.nki import NkiError, trace
+from neuronsim.verify.nki.placement import identity_placement
+from neuronsim.verify.racecheck import check_program
+from neuronsim_tests.nki_kernels import KERNELS, f32, kernel, run
+
+LEGACY = "indirect_legacy.py"
+CURRENT = "indirect_current.py"
+
+
+def _line(file: str, text: str) -> int:
+    with open(f"{KERNELS}/{file}") as source:
+        return next(n for n, line in enumerate(source, 1) if text in line)
+
+
+def _rows(*values: int) -> np.ndarray:
+    return np.array(values, np.int32).reshape(-1, 1)
+
+
+def _transfers(traced, tensor: str) -> list:
+    """The DMA instructions touching DRAM tensor ``tensor``, in program order."""
+    return [inst for inst, _ in traced.program.instructions()
+            if inst.op == "dma_copy" and any(a.tensor == tensor for a, _w in inst.accesses)]
+
+
+def test_gather_of_scattered_rows_equals_numpy_one_transfer_per_run():
+    data = f32(40, 16)
+    rows = _rows(0, 2, 4, 6, 9, 9, 9, 1, 39, 20)  # runs: 0..6 step 2, 9 x3 (a read may repeat), 1 39, 20
+    out = run(kernel(f"{LEGACY}::gather_rows"), data, rows)["return0"]
+    np.testing.assert_array_equal(out, data[rows[:, 0]])
+    traced = trace(kernel(f"{LEGACY}::gather_rows"), data, rows)
+    gathers = _transfers(traced, "data")
+    assert len(gathers) == 4
+    assert {(g.engine, g.queue, g.attrs.get("dge")) for g in gathers} == {("pool", "dma2", "swdge")}
+    first = gathers[0].reads[0]  # rows 0, 2, 4, 6: a row stride of two rows of 16 elements
+    assert (first.offset or 0, first.pattern) == (0, ((32, 4), (1, 16)))
+    assert [i.op for i, _ in traced.program.instructions()].count("dge_indices") == 1
+
+
+def test_gather_records_the_indices_as_a_decision_at_the_kernel_line():
+    rows = _rows(5, 3, 1)
+    traced = trace(kernel(f"{LEGACY}::gather_rows"), f32(8, 4), rows)
+    (decision,) = traced.program.extras["x-nki-decisions"]
+    assert decision["line"] == _line(LEGACY, "picked = nl.load(data[row_tile[i_p, 0], i_f])")
+    assert decision["value"] == [5, 3, 1] and "gathers rows of data" in decision["what"]
+
+
+def test_scatter_writes_the_rows_the_indices_name():
+    src, fill = f32(12, 8, seed=1), f32(30, 8, seed=2)
+    rows = _rows(*np.random.default_rng(3).permutation(30)[:12])
+    out = run(kernel(f"{LEGACY}::scatter_rows"), src, rows, fill)["return0"]
+    expected = fill.copy()
+    expected[rows[:, 0]] = src + 1
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+def test_oob_skip_drops_the_rows_past_the_end():
+    data = f32(64, 32)
+    out = run(kernel(f"{LEGACY}::gather_odd_rows_skip"), data)["return0"]
+    expected = np.full((32, 32), -1, np.float32)
+    expected[:21] = data[3 * np.arange(21) + 1]  # 3k + 1 < 64 for k <= 20
+    np.testing.assert_array_equal(out, expected)
+    (decision,) = trace(kernel(f"{LEGACY}::gather_odd_rows_skip"), data).program.extras["x-nki-decisions"]
+    assert "11 out of bounds, skipped" in decision["what"]
+
+
+def test_oob_error_names_the_index_at_the_dma_line():
+    with pytest.raises(NkiError) as err:
+        trace(kernel(f"{LEGACY}::gather_odd_rows_error"), f32(64, 32))
+    line = _line(LEGACY, "# the out-of-bounds gather")
+    message = str(err.value)
+    assert message.startswith(f"tests/nki/kernels/{LEGACY}:{line}:") or f"{LEGACY}:{line}:" in message
+    assert "index 64 (partition 21 of row_tile" in message and "outside the 64 rows of data" in message
+
+
+@pytest.mark.parametrize("first_row, overlaps", [(16, True), (32, False)])
+def test_race_checker_sees_the_rows_a_scatter_writes(first_row, overlaps):
+    """A scatter (POOL's queue) and a plain store (SP's) with no order between them: a race on
+    ``out`` exactly when the scattered rows meet rows 0..31 of the store."""
+    rows = _rows(*range(first_row, first_row + 16))
+    traced = trace(kernel(f"{LEGACY}::scatter_then_store"), f32(16, 8), rows, f32(32, 8, seed=1))
+    program = identity_placement(traced.program)
+    lines = {inst.name: inst.extras["x-source"]["line"] for inst, _ in program.instructions()}
+    scatter, store = _line(LEGACY, "# the scatter"), _line(LEGACY, "# the plain store")
+    races = {(lines[r.first], lines[r.second]) for r in check_program(program).races if r.memory == "dram"}
+    assert ((scatter, store) in races) is overlaps
+
+
+def test_current_api_vector_offset_gathers_and_scatters():
+    data = f32(48, 24)
+    rows, back = _rows(*range(47, 15, -2)), _rows(*range(0, 48, 3))  # 16 descending, 16 ascending
+    out = run(kernel(f"{CURRENT}::gather_then_scatter"), data, rows, back)["return0"]
+    expected = data.copy()
+    expected[back[:, 0]] = data[rows[:, 0]] * 2
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+    traced = trace(kernel(f"{CURRENT}::gather_then_scatter"), data, rows, back)
+    assert len([d for d in _transfers(traced, "data") if d.queue == "dma2"]) == 16  # descending: a row each
+    assert len([d for d in _transfers(traced, "return0") if d.queue == "dma2"]) == 1  # 0, 3, 6 ...: one run
