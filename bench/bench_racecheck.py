@@ -40,7 +40,7 @@ import time
 
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.program import Access, Dep, Instruction, MemoryKind, Program, Tensor, frozen_mapping
-from neuronsim.machine.order.deptable import DeferredProgram, dep_table
+from neuronsim.machine.order.deptable import dep_table
 from neuronsim.machine.order.events import access_events
 from neuronsim.machine.order.hb import start_clocks
 from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
@@ -148,8 +148,7 @@ def _stages(program: Program) -> tuple[dict[str, float], int, float]:
 def reduced(program: Program) -> Program:
     """``program`` after ``dep-reduction`` (waits other waits imply dropped), as a plain program
     with its deps in its instructions, like one loaded from a file."""
-    result = run_pipeline(program, "dep-reduction")
-    return result.plain() if isinstance(result, DeferredProgram) else result
+    return run_pipeline(program, "dep-reduction")
 
 
 def measure(label: str, program: Program, n: int) -> None:

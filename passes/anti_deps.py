@@ -85,17 +85,17 @@ from typing import ClassVar
 import numpy as np
 
 from neuronsim.machine.order.conflicts import conflict_kind, conflicts, fold_distance, pair_kinds
-from neuronsim.machine.order.deptable import DepTable, with_deps
+from neuronsim.machine.order.deptable import DepTable
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.order.hb import HappensBefore
-from neuronsim.machine.ir.program import Dep, Program
+from neuronsim.machine.ir.program import Dep
 from neuronsim.machine.order.stream import InstanceStream
 
 from neuronsim.passes.anti_candidates import ALIAS, ANTI, BIN, EXACT, FLOW_REUSE, FLOW_SAME, OUTPUT, event_candidates, \
     walk_candidates
 from neuronsim.passes.build_fdeps import restrictions
-from neuronsim.passes.pipeline import Pass, PassContext
+from neuronsim.passes.pipeline import Pass, PassContext, PipelineState
 
 __all__ = ["AntiDeps", "anti_dependency_edges", "dep_label", "EARLY_STOPS"]
 
@@ -261,12 +261,11 @@ class AntiDeps(Pass):
         if self.alias not in ("exact", "batch"):
             raise ValueError(f"alias must be 'exact' or 'batch', got {self.alias!r}")
 
-    def apply(self, program: Program, ctx: PassContext) -> Program:
-        for tname, tensor in program.tensors.items():
+    def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
+        for tname, tensor in state.structure.tensors.items():
             if tensor.is_virtual:
                 raise ProgramError(f"tensors.{tname}", "anti-deps needs placed tensors; run the 'alloc' pass first")
-        stream = ctx.stream(program)
-        table = ctx.deps(program)
+        stream, table = state.stream, state.deps
         stats = ctx.stats.setdefault(self.name, {})
         where: dict | None = {} if stream.has_loops and self.restrict else None
         added = anti_dependency_edges(stream, table, memories=self.memories, roles=self.roles, spaces=self.spaces,
@@ -309,7 +308,7 @@ class AntiDeps(Pass):
                         ctx.note(names[y], names[x], d > 0, rule)
         rows.sort(key=lambda r: (r[0], r[3] > 0, r[1], r[3]))
         merged = table.concat(DepTable.build(rows)).merged() if rows else table
-        return with_deps(program, merged, stream)
+        return state.with_deps(merged)
 
 
 def _existing_kinds(table, m: int, keys: list[tuple[int, int, int]]) -> dict[tuple[int, int, int], int]:

@@ -70,7 +70,7 @@ from typing import ClassVar
 import numpy as np
 
 from neuronsim.machine.order.conflicts import iteration_boxes
-from neuronsim.machine.order.deptable import DepTable, with_deps
+from neuronsim.machine.order.deptable import DepTable
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.order.events import access_events, merge_pairs
 from neuronsim.machine.ir.program import Loop, MemoryKind, Node, Program, frozen_mapping
@@ -78,7 +78,7 @@ from neuronsim.machine.model.opcodes import NOT_FLOW_CONSUMER, NOT_REDUCTION, op
 from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
 from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
 
-from neuronsim.passes.pipeline import Pass, PassContext, edge_table
+from neuronsim.passes.pipeline import Pass, PassContext, PipelineState, edge_table
 
 __all__ = ["BuildFdeps", "build_flow_edges", "min_distances", "restrictions", "RULES", "STRUCTURAL",
            "unit_dependencies", "with_unit_dependencies"]
@@ -419,17 +419,17 @@ class BuildFdeps(Pass):
     units: bool = False
     """Write the order among scheduling units (``x-unit-deps`` on loops)."""
 
-    def apply(self, program: Program, ctx: PassContext) -> Program:
-        built = self._build(program, ctx)
+    def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
+        built = self._build(state, ctx)
         if not self.units:
             return built
-        lifted = with_unit_dependencies(built)
-        ctx.count(self.name, "unit-deps", sum(len(v) for v in unit_dependencies(built).values()))
-        return lifted
+        program = built.program
+        ctx.count(self.name, "unit-deps", sum(len(v) for v in unit_dependencies(program).values()))
+        return built.with_structure(with_unit_dependencies(program))
 
-    def _build(self, program: Program, ctx: PassContext) -> Program:
-        stream = ctx.stream(program)
-        trivial = self.trivial or program.extras.get("x-too-many-spills") is True
+    def _build(self, state: PipelineState, ctx: PassContext) -> PipelineState:
+        stream = state.stream
+        trivial = self.trivial or state.structure.extras.get("x-too-many-spills") is True
         if stream.has_loops:
             table = self._loop_table(stream, trivial, ctx)
         else:  # instance = instruction: the table straight from the pair arrays
@@ -446,8 +446,8 @@ class BuildFdeps(Pass):
         if trivial:
             ctx.count(self.name, "spill_guard")
         if self.keep_given:
-            table = ctx.deps(program).concat(table).merged()
-        return with_deps(program, table, stream)
+            table = state.deps.concat(table).merged()
+        return state.with_deps(table)
 
     def _loop_table(self, stream: InstanceStream, trivial: bool, ctx: PassContext) -> DepTable:
         where: dict | None = {} if self.restrict and not trivial else None

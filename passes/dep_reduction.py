@@ -79,7 +79,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from neuronsim.machine.order.conflicts import MAX_BOXES, conflict_kind, iteration_boxes
-from neuronsim.machine.order.deptable import DepTable, Ranges, dep_table, with_deps
+from neuronsim.machine.order.deptable import DepTable, Ranges, dep_table, write_deps
 from neuronsim.machine.ir.edges import KIND_NAMES, EdgeKind
 from neuronsim.machine.order.hb import HappensBefore, wait_counts
 from neuronsim.machine.ir.program import Dep, Program
@@ -88,7 +88,7 @@ from neuronsim.machine.ir.collector import collector_paused
 
 from neuronsim.passes.analysis.asyncwindow import redundant_waits_window
 from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids, fold_waits
-from neuronsim.passes.pipeline import Pass, PassContext
+from neuronsim.passes.pipeline import Pass, PassContext, PipelineState
 
 __all__ = [
     "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
@@ -443,7 +443,7 @@ def dep_reduction(program: Program, *, fold: str = LATEST_FIRST, anti: bool = Tr
     with collector_paused():
         table, result = reduce_table(stream, dep_table(program, stream), fold=fold, method=method, split=split,
                                      kinds=REORDER_KINDS | ANTI_KINDS if anti else REORDER_KINDS)
-    return _with_program(result, with_deps(program, table, stream))
+    return _with_program(result, write_deps(program, table))
 
 
 def _with_program(result: ReductionResult, program: Program) -> ReductionResult:
@@ -455,7 +455,7 @@ def _with_program(result: ReductionResult, program: Program) -> ReductionResult:
 def _reduce_kinds(program: Program, kinds: frozenset, fold: str) -> Program:
     stream = stream_of(program)
     table, _ = reduce_table(stream, dep_table(program, stream), fold=fold, kinds=kinds, split=False)
-    return with_deps(program, table, stream)
+    return write_deps(program, table)
 
 
 def apply_reorder_reduction(program: Program, fold: str = LATEST_FIRST) -> Program:
@@ -510,16 +510,15 @@ class DepReduction(Pass):
         if self.method not in ("clock", "syncstate"):
             raise ValueError(f"method must be clock or syncstate, got {self.method!r}")
 
-    def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
-        ctx = ctx or PassContext()
+    def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
         if self.arch in SKIPPED_ARCHS:  # "Skipping dependency reduction pass."
             ctx.count(self.name, "skipped-arch")
-            return program
-        stream = ctx.stream(program)
-        table, result = reduce_table(stream, ctx.deps(program), fold=self.fold, method=self.method, split=self.split,
+            return state.unchanged()
+        stream = state.stream
+        table, result = reduce_table(stream, state.deps, fold=self.fold, method=self.method, split=self.split,
                                      kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS, describe=False,
                                      window=self.window)
-        out = with_deps(program, table, stream)
+        out = state.with_deps(table)
         for phase, n in (("reorder", result.dropped_reorder), ("anti", len(result.dropped_rows) - result.dropped_reorder)):
             if n:
                 ctx.count(self.name, f"dropped-{phase}", n)
@@ -528,8 +527,8 @@ class DepReduction(Pass):
                            ("waits-kept", result.instance_waits_kept),
                            ("waits-minimum", result.instance_waits_minimum)):
             ctx.count(self.name, key, value)
-        if self.labels and not out.has_virtual_tensors:
+        if self.labels and not out.structure.has_virtual_tensors:
             from neuronsim.passes.analysis.labels import verify_anti_dependence
 
-            ctx.count(self.name, "inconsistent-labels", len(verify_anti_dependence(out)))
+            ctx.count(self.name, "inconsistent-labels", len(verify_anti_dependence(out.program)))
         return out

@@ -27,11 +27,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from neuronsim.machine.order.deptable import with_deps
-from neuronsim.machine.ir.program import Program
 
 from neuronsim.passes.dep_reduction import ANTI_KINDS, REORDER_KINDS, reduce_table
-from neuronsim.passes.pipeline import Pass, PassContext
+from neuronsim.passes.pipeline import Pass, PassContext, PipelineState
 
 __all__ = ["RemoveRedundancies"]
 
@@ -54,9 +52,8 @@ class RemoveRedundancies(Pass):
         if self.mode not in ("paths", "engine"):
             raise ValueError(f"mode must be 'paths' or 'engine', got {self.mode!r}")
 
-    def apply(self, program: Program, ctx: PassContext) -> Program:
-        stream = ctx.stream(program)
-        table = ctx.deps(program)
+    def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
+        stream, table = state.stream, state.deps
         if self.mode == "paths":
             reduced, result = reduce_table(stream, table, kinds=REORDER_KINDS | ANTI_KINDS, split=False, describe=False)
             rows = np.asarray(result.dropped_rows, np.int64)
@@ -71,5 +68,5 @@ class RemoveRedundancies(Pass):
             reduced = table.select(~same)
             ctx.count(self.name, "removed_engine_order", int(np.count_nonzero(same)))
         ctx.count(self.name, "kept", len(reduced))
-        return with_deps(program, reduced, stream)
+        return state.with_deps(reduced)
 

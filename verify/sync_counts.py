@@ -267,9 +267,8 @@ class StageSync:
 
 def spill_traffic(program: Program) -> tuple[int, int]:
     """``(transfers, bytes)`` of the spill stores and reloads (``x-spill``), per instance."""
-    root = getattr(program, "source", None) or program
     transfers = moved = 0
-    for inst, loops in root.instructions():
+    for inst, loops in program.instructions():
         if inst.extras and "x-spill" in inst.extras:
             runs = int(np.prod([loop.trip_count for loop in loops], dtype=np.int64))
             tile = next(program.tensors[a.tensor] for a, _w in inst.accesses
@@ -325,9 +324,8 @@ class SyncReport:
 def _order_key(program: Program) -> tuple:
     """What the minimum depends on: the loops, the instructions' order, engines and accesses,
     and the placement (deps are left out)."""
-    root = getattr(program, "source", None) or program
     nodes = tuple((n.name, n.trip_count) if isinstance(n, Loop) else (n.name, n.engine, n.queue, n.reads, n.writes)
-                  for n, _ in root.walk())
+                  for n, _ in program.walk())
     return nodes, tuple(sorted(program.tensors.items(), key=lambda item: item[0]))
 
 

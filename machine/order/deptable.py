@@ -1,16 +1,12 @@
-"""Instruction-level deps as flat arrays, and programs whose deps live in such a table.
+"""Instruction-level deps as flat arrays.
 
 A program stores its deps inside its instructions (``Instruction.deps``), which is what the
 format reads and writes.  The dependence passes of a million-instruction program would spend
 most of their time rebuilding a million instruction objects after every pass, so between
 passes the deps travel as a :class:`DepTable` (one row per dep: waiter, former, kind,
-loop-carried distance, iteration range) and the program as a :class:`DeferredProgram`, whose
-``body`` is built from the table the first time someone reads it.  Everything else about a
-deferred program (tensors, loops, instructions, accesses) is its source program's, so the
-instance stream (:mod:`neuronsim.machine.order.stream`) is shared too.
-
-A :class:`DeferredProgram` is a :class:`~neuronsim.machine.ir.program.Program`: it compares, hashes, walks,
-saves and validates like the program it stands for.
+loop-carried distance, iteration range) beside the program's structure
+(:class:`neuronsim.passes.state.PipelineState`), and :func:`write_deps` writes a table into the
+instructions once, when a whole program is wanted.
 
 Examples
 --------
@@ -18,11 +14,13 @@ Examples
 >>> from neuronsim.machine.ir.edges import EdgeKind
 >>> p = Program({}, (Instruction("a", "pe", "x"), Instruction("b", "act", "y")))
 >>> t = DepTable.build([(1, 0, EdgeKind.FLOW, 0, ())])
->>> q = with_deps(p, t)
+>>> q = write_deps(p, t)
 >>> q.body[1].deps
 (Dep(on='a', kind=<EdgeKind.FLOW: 4>, loop_carried=False, extras=mappingproxy({}), distance=1, iterations=()),)
 >>> q == Program({}, (Instruction("a", "pe", "x"), Instruction("b", "act", "y", deps=(Dep("a", EdgeKind.FLOW),))))
 True
+>>> DepTable.of_program(q).former.tolist()
+[0]
 """
 
 from __future__ import annotations
@@ -35,12 +33,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.ir.program import Dep, Instruction, Node, Program
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.program import Dep, Instruction, Loop, Node, Program
 
 if TYPE_CHECKING:
     from neuronsim.machine.order.stream import InstanceStream
 
-__all__ = ["DepTable", "DeferredProgram", "with_deps", "dep_table", "Ranges"]
+__all__ = ["DepTable", "write_deps", "dep_table", "Ranges"]
 
 #: ``((loop, lo, hi), ...)``: an iteration-range restriction of a dep (``x-iterations``).
 Ranges = tuple[tuple[str, int, int], ...]
@@ -90,19 +89,21 @@ class DepTable:
 
     @classmethod
     def of_program(cls, program: Program, stream: InstanceStream | None = None) -> DepTable:
-        """The deps written in ``program``'s instructions."""
-        if isinstance(program, DeferredProgram) and program.materialized is None:
-            return program.table
-        # (a stream's own instruction list may hold a deferred program's stale deps)
-        instrs = stream.instrs if stream is not None and type(program) is Program and stream.program is program \
-            else [inst for inst, _ in program.instructions()]
+        """The deps written in ``program``'s instructions (``stream``: its instance stream, or
+        that of a program with the same instructions in the same order, for the ids)."""
+        flat = not any(isinstance(node, Loop) for node in program.body)
+        instrs = list(program.body) if flat else [inst for inst, _ in program.instructions()]
         id_of = stream.id_of if stream is not None else {inst.name: x for x, inst in enumerate(instrs)}
         lists = list(map(_DEPS, instrs))
         counts = np.fromiter(map(len, lists), np.int64, len(lists))
         objects: list[Dep] = list(chain.from_iterable(lists))
         n = len(objects)
         waiter = np.repeat(np.arange(len(lists), dtype=np.int32), counts)
-        former = np.fromiter(map(id_of.__getitem__, map(_ON, objects)), np.int32, n)
+        try:
+            former = np.fromiter(map(id_of.__getitem__, map(_ON, objects)), np.int32, n)
+        except KeyError as err:
+            y = next(inst.name for inst in instrs if any(d.on not in id_of for d in inst.deps))
+            raise ProgramError(f"{y}.deps", f"waits on unknown instruction {err.args[0]!r}") from None
         distance = np.zeros(n, np.int32)
         if any(map(_CARRIED, objects)):  # (one scan; most programs have no loop-carried dep)
             carried = np.fromiter(map(_CARRIED, objects), bool, n)
@@ -242,56 +243,13 @@ def _with_instruction_deps(inst: Instruction, deps: tuple[Dep, ...]) -> Instruct
     return out
 
 
-class DeferredProgram(Program):
-    """A program whose deps are ``table``; ``body`` is built on first use (module doc)."""
-
-    __slots__ = ("source", "table", "materialized", "stream")
-
-    def __init__(self, source: Program, table: DepTable, stream: Any = None) -> None:  # noqa: D107
-        root = source.source if isinstance(source, DeferredProgram) else source
-        setter = object.__setattr__
-        setter(self, "tensors", root.tensors)
-        setter(self, "machine", root.machine)
-        setter(self, "extras", root.extras)
-        setter(self, "source", root)
-        setter(self, "table", table)
-        setter(self, "materialized", None)
-        setter(self, "stream", stream)
-
-    @property
-    def body(self) -> tuple[Node, ...]:  # type: ignore[override]
-        if self.materialized is None:
-            object.__setattr__(self, "materialized", _rebuild(self.source, self.table))
-        return self.materialized
-
-    def plain(self) -> Program:
-        """The same program as a plain :class:`Program` (materialised)."""
-        return Program(self.tensors, self.body, self.machine, self.extras)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Program):
-            return NotImplemented
-        other = other.plain() if isinstance(other, DeferredProgram) else other
-        return self.plain() == other
-
-    def __hash__(self) -> int:
-        return hash(self.plain())
-
-    def __repr__(self) -> str:
-        return f"DeferredProgram({len(self.table)} deps over {self.source!r})"
-
-    def __reduce__(self):
-        return Program, (self.tensors, self.body, self.machine, self.extras)
-
-
-def with_deps(program: Program, table: DepTable, stream: Any = None) -> DeferredProgram:
-    """``program`` with exactly the deps of ``table`` (built lazily; ``stream``, when given,
-    is ``program``'s instance stream, kept for the next pass)."""
-    if stream is None and isinstance(program, DeferredProgram):
-        stream = program.stream
-    return DeferredProgram(program, table, stream)
+def write_deps(program: Program, table: DepTable) -> Program:
+    """``program`` with exactly the deps of ``table`` written into its instructions (an
+    instruction whose deps do not change keeps its object)."""
+    body = _rebuild(program, table)
+    return program if body is program.body else program.with_body(body)
 
 
 def dep_table(program: Program, stream: InstanceStream | None = None) -> DepTable:
-    """The deps of ``program`` as a table (without building its body when it is deferred)."""
+    """The deps of ``program`` as a table (:meth:`DepTable.of_program`)."""
     return DepTable.of_program(program, stream)

@@ -42,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from neuronsim.machine.order.deptable import DeferredProgram, DepTable, dep_table
+from neuronsim.machine.order.deptable import DepTable, dep_table
 from neuronsim.machine.model.geometry import ByteSet
 from neuronsim.machine.ir.program import SEQUENCERS, Instruction, Loop, Node, Program
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
@@ -104,14 +104,13 @@ class InstanceStream:
 
     def __init__(self, program: Program, spec: MachineSpec | None = None) -> None:
         self.program = program
-        # A deferred program's deps are its table; its structure is its source's (walking
-        # that does not build the deferred body).
-        structure = getattr(program, "source", None) or program
+        structure = program
         self.spec = spec or resolve_machine(program.machine)
         self.width = NUM_SEQUENCERS + self.spec.dma_queues
         self.instrs: list[Instruction] = []
-        """Instructions in document order.  Their ``deps`` may be stale (a deferred program's
-        stream holds its source's instructions): deps come from :meth:`resolve`'s table."""
+        """Instructions in document order.  Read their deps from a table (:meth:`resolve`): a
+        pipeline shares one stream among programs that differ only in deps
+        (:class:`neuronsim.passes.state.PipelineState`)."""
         self.loops_of: list[tuple[Loop, ...]] = []
         self.first: list[int] = []
         self.spans: list[tuple[int, ...]] = []
@@ -215,17 +214,12 @@ class InstanceStream:
         self._common: dict[tuple[int, int], int] = {}
 
     def for_placement(self, program: Program) -> InstanceStream:
-        """This stream for ``program``, which has this one's body (the same instruction
-        objects) and differs only in where its tensors are placed, as after allocation.
+        """This stream for ``program``, which has this one's instructions in the same order
+        (their deps aside) and differs only in where its tensors are placed, as after allocation.
 
         The structure (order, components, positions) is shared and the access slots too; each
         distinct compiled access (:attr:`templates`) is compiled again against the new
         tensors, once, and the per-instruction tuples are rebuilt only when asked for."""
-        def body(p: Program) -> tuple:
-            return (getattr(p, "source", None) or p).body
-
-        if body(program) is not body(self.program):
-            raise ValueError("for_placement needs the same body (the same instruction objects)")
         other = object.__new__(InstanceStream)
         other.__dict__.update(self.__dict__)
         other.program = program
@@ -234,14 +228,6 @@ class InstanceStream:
         other._accesses = None
         other._masks = None
         other._templates = None  # compiled again, lazily, against the new placements
-        return other
-
-    def for_program(self, program: Program) -> InstanceStream:
-        """This stream for ``program``, which differs from :attr:`program` only in its deps
-        (a shallow copy: arrays and compiled accesses are shared)."""
-        other = object.__new__(InstanceStream)
-        other.__dict__.update(self.__dict__)
-        other.program = program
         return other
 
     # -- structure -------------------------------------------------------------------
@@ -543,12 +529,5 @@ def _positions(comp: np.ndarray, width: int) -> np.ndarray:
 
 
 def stream_of(program: Program, spec: MachineSpec | None = None) -> InstanceStream:
-    """The stream of ``program``, shared with the program it was derived from when only its
-    deps changed (:func:`neuronsim.machine.order.deptable.with_deps` keeps it)."""
-    if isinstance(program, DeferredProgram):
-        if program.stream is None or (spec is not None and program.stream.spec != spec):
-            object.__setattr__(program, "stream", InstanceStream(program, spec))
-        elif program.stream.program is not program:
-            object.__setattr__(program, "stream", program.stream.for_program(program))
-        return program.stream
+    """The stream of ``program`` (spec: its machine's unless given)."""
     return InstanceStream(program, spec)

@@ -49,8 +49,8 @@ class Unrolled:
     def __init__(self, program: Program, stream: InstanceStream | None = None) -> None:
         self.program = program
         self.stream = stream or stream_of(program)
-        # The program's own instruction objects (with their deps: a deferred program's
-        # stream holds its source's instructions, whose deps are stale).
+        # The program's own instruction objects, with their deps (a stream may be shared with
+        # programs that differ only in deps: passes.state.PipelineState).
         self.instrs = [inst for inst, _ in program.instructions()]
         self._instances: list[Instance] | None = None
 

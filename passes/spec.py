@@ -1,0 +1,109 @@
+"""Pipeline spec strings: pass names in order, with options in braces.
+
+::
+
+    alloc,build-fdeps,remove-redundancies,anti-deps
+    alloc{buffers=3},build-fdeps,anti-deps{memories=sbuf|psum,early_stop=pe-order}
+
+Option values are parsed after the type of the field's default: ``true``/``false``, integers,
+strings, and ``a|b|c`` for sets; the pass class's ``__post_init__`` validates them (its
+ValueError becomes a located ProgramError).  ``MODULE:NAME`` names a pass by its address.
+
+Examples
+--------
+>>> from neuronsim.passes import parse_pipeline
+>>> [type(p).name for p in parse_pipeline("alloc,build-fdeps")]
+['alloc', 'build-fdeps']
+>>> parse_pipeline("anti-deps{memories=sbuf|psum, skip_ordered=false}")[0].memories == {"sbuf", "psum"}
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from neuronsim.machine.ir.errors import ProgramError
+
+from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass
+
+__all__ = ["parse_pipeline"]
+
+_ITEM = re.compile(r"\s*([a-z][a-z0-9-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
+
+
+def _imported_pass(address: str) -> Any:
+    """``MODULE:NAME`` of a spec string: a pass class (or object, or function) imported from the
+    current folder or the installed packages, so an unregistered pass runs by its address."""
+    import importlib
+    import os
+    import sys
+
+    module, _, attr = address.partition(":")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as err:
+        raise ProgramError("--passes", f"cannot load the pass {address!r}: {err}") from None
+
+
+def _convert(raw: str, default: Any, where: str) -> Any:
+    raw = raw.strip()
+    if isinstance(default, bool):
+        if raw.lower() not in ("true", "false"):
+            raise ProgramError(where, f"expected true or false, got {raw!r}")
+        return raw.lower() == "true"
+    if isinstance(default, int):
+        try:
+            return int(raw)
+        except ValueError:
+            raise ProgramError(where, f"expected an integer, got {raw!r}") from None
+    if isinstance(default, frozenset):
+        return frozenset(v.strip() for v in raw.split("|") if v.strip())
+    return raw
+
+
+def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> list[Pass]:
+    """Pass objects for a spec string; a bad name or option is a located ProgramError."""
+    if registry is None:
+        registry = PASS_REGISTRY
+    passes: list[Pass] = []
+    pos = 0
+    text = spec.strip()
+    while pos < len(text):
+        m = _ITEM.match(text, pos)
+        if m is None or m.end() == pos:
+            raise ProgramError("--passes", f"cannot parse {text[pos:]!r}; expected NAME, MODULE:NAME or "
+                                           f"NAME{{key=value,...}}")
+        name, options = m.group(1), m.group(2)
+        cls = registry.get(name)
+        if cls is None and ":" in name:
+            cls = _imported_pass(name)
+            if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):  # an object or a function: no options
+                if options and options.strip():
+                    raise ProgramError(f"--passes.{name}", "options need a pass class (a dataclass)")
+                passes.append(as_pass(cls, name))
+                pos = m.end()
+                continue
+        if cls is None:
+            raise ProgramError("--passes", f"unknown pass {name!r}; expected one of {sorted(registry)} "
+                                           f"(or MODULE:NAME, a pass class imported by its address)")
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        kwargs: dict[str, Any] = {}
+        for item in filter(None, (o.strip() for o in (options or "").split(","))):
+            key, sep, value = item.partition("=")
+            key = key.strip()
+            if not sep or key not in defaults:
+                raise ProgramError(f"--passes.{name}", f"unknown option {item!r}; expected key=value with key in {sorted(defaults)}")
+            kwargs[key] = _convert(value, defaults[key], f"--passes.{name}.{key}")
+        try:
+            passes.append(cls(**kwargs))
+        except ValueError as err:
+            raise ProgramError(f"--passes.{name}", str(err)) from None
+        pos = m.end()
+    if not passes:
+        raise ProgramError("--passes", "empty pipeline")
+    return passes
