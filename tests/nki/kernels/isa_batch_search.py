@@ -1,0 +1,94 @@
+"""Top-8 search and cross-partition ops, current NKI: ``nisa.max8``, ``nc_find_index8``,
+``nc_match_replace8``, ``nc_stream_shuffle``, ``tensor_partition_reduce`` and an
+SBUF-to-SBUF ``dma_transpose``."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def top8(x):
+    """The 8 largest values of each row, their indices, and the row with them replaced by -1."""
+    P, F = x.shape
+    vals_out = nl.ndarray((P, 8), dtype=nl.float32, buffer=nl.shared_hbm, name="vals_out")
+    index_out = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.shared_hbm, name="index_out")
+    replaced_out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="replaced_out")
+    matched_out = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.shared_hbm, name="matched_out")
+    data = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=data, src=x)
+    vals = nl.ndarray((P, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.max8(dst=vals, src=data)
+    index = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=index, data=data, vals=vals)
+    replaced = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    matched = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_match_replace8(dst=replaced, data=data, vals=vals, imm=-1.0, dst_idx=matched)
+    nisa.dma_copy(dst=vals_out, src=vals)
+    nisa.dma_copy(dst=index_out, src=index)
+    nisa.dma_copy(dst=replaced_out, src=replaced)
+    nisa.dma_copy(dst=matched_out, src=matched)
+    return vals_out, index_out, replaced_out, matched_out
+
+
+@nki.jit
+def given_values(x, v):
+    """Indices of the given 8 values per row (duplicates among them, one value absent)."""
+    P, F = x.shape
+    found_out = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.shared_hbm, name="found_out")
+    matched_out = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.shared_hbm, name="matched_out")
+    data = nl.load(x)
+    vals = nl.load(v)
+    found = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=found, data=data, vals=vals)
+    replaced = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    matched = nl.ndarray((P, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_match_replace8(dst=replaced, data=data, vals=vals, imm=0.0, dst_idx=matched)
+    nl.store(found_out, found)
+    nl.store(matched_out, matched)
+    return found_out, matched_out
+
+
+@nki.jit
+def shuffle(x, mask):
+    """Each quadrant's partitions picked by ``mask`` (255: the destination's -7 stays)."""
+    P, F = x.shape
+    out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
+    src = nl.load(x)
+    dst = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=dst, value=-7.0)
+    nisa.nc_stream_shuffle(dst=dst, src=src, shuffle_mask=mask)
+    nl.store(out, dst)
+    return out
+
+
+@nki.jit
+def across_partitions(x):
+    """Column sums and maxima over the partitions, and the tile transposed by a DMA."""
+    P, F = x.shape
+    sums_out = nl.ndarray((1, F), dtype=nl.float32, buffer=nl.shared_hbm, name="sums_out")
+    maxima_out = nl.ndarray((1, F), dtype=nl.float32, buffer=nl.shared_hbm, name="maxima_out")
+    flipped_out = nl.ndarray((F, P), dtype=nl.float32, buffer=nl.shared_hbm, name="flipped_out")
+    data = nl.load(x)
+    sums = nl.ndarray((1, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(dst=sums, op=nl.add, data=data)
+    maxima = nl.ndarray((1, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(dst=maxima, op=nl.maximum, data=data)
+    flipped = nl.ndarray((F, P), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=flipped, src=data)
+    nl.store(sums_out, sums)
+    nl.store(maxima_out, maxima)
+    nl.store(flipped_out, flipped)
+    return sums_out, maxima_out, flipped_out
+
+
+@nki.jit
+def short_mask(x):
+    """A shuffle mask of 31 entries (the ISA takes 32): refused at its line."""
+    P, F = x.shape
+    out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
+    src = nl.load(x)
+    dst = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_stream_shuffle(dst=dst, src=src, shuffle_mask=list(range(31)))
+    nl.store(out, dst)
+    return out

@@ -1,0 +1,187 @@
+"""The search, shuffle, cumulative, predicated, partition-reduce, transposing-DMA and random
+``nki.isa`` ops (both API generations), traced, compiled, simulated and compared with numpy
+references written here from the API reference's descriptions.
+
+Random ops cannot be compared element by element with any reference: their checks are the
+range, the dtype, statistics of 65,536 draws (a mean within 0.01 of the distribution's, a
+dropped fraction within 0.01 of the rate: several standard deviations) and determinism (the
+same seed gives the same numbers; another seed, others).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, trace
+from neuronsim_tests.nki_kernels import KERNELS, f32, kernel, run
+from neuronsim_tests.nki_kit import line_of
+
+NOT_FOUND = 2**32 - 1
+FP32_MIN = np.finfo(np.float32).min
+
+
+def _first_untaken(row: np.ndarray, vals: np.ndarray, order) -> list[int]:
+    """For each slot of ``order`` in turn, the first position of its value in ``row`` that no
+    earlier slot took (``NOT_FOUND`` if none)."""
+    taken: set[int] = set()
+    out = [NOT_FOUND] * len(vals)
+    for j in order:
+        pos = next((k for k, v in enumerate(row) if v == vals[j] and k not in taken), None)
+        if pos is not None:
+            out[j] = pos
+            taken.add(pos)
+    return out
+
+
+def test_top8_values_indices_and_replacement_match_numpy():
+    x = np.random.default_rng(0).integers(0, 20, (128, 40)).astype(np.float32)  # many ties
+    out = run(kernel("isa_batch_search.py::top8"), x)
+    expected_vals = -np.sort(-x, axis=1)[:, :8]
+    np.testing.assert_array_equal(out["vals_out"], expected_vals)
+    found = np.array([_first_untaken(r, v, range(8)) for r, v in zip(x, expected_vals)])
+    matched = np.array([_first_untaken(r, v, range(7, -1, -1)) for r, v in zip(x, expected_vals)])
+    np.testing.assert_array_equal(out["index_out"], found)
+    np.testing.assert_array_equal(out["matched_out"], matched)
+    assert out["index_out"].dtype == np.uint32
+    replaced = x.copy()
+    np.put_along_axis(replaced, matched.astype(np.int64), -1.0, axis=1)
+    np.testing.assert_array_equal(out["replaced_out"], replaced)
+    assert (np.sort(out["index_out"], 1) == np.sort(out["matched_out"], 1)).all()  # same places, paired apart
+
+
+def test_duplicate_values_pair_as_the_api_reference_says():
+    """The reference's own example: data [1, 2, 3, 4, 8 x7], vals [3, 8 x7]: match_replace8
+    pairs the duplicates in descending order, find_index8 in ascending order."""
+    data = np.array([[1, 2, 3, 4, 8, 8, 8, 8, 8, 8, 8]], np.float32)
+    vals = np.array([[3, 8, 8, 8, 8, 8, 8, 8]], np.float32)
+    out = run(kernel("isa_batch_search.py::given_values"), data, vals)
+    assert out["matched_out"].tolist() == [[2, 10, 9, 8, 7, 6, 5, 4]]
+    assert out["found_out"].tolist() == [[2, 4, 5, 6, 7, 8, 9, 10]]
+
+
+def test_a_value_not_in_the_row_gets_all_ones():
+    data = np.arange(16, dtype=np.float32)[None, :].repeat(4, 0)
+    vals = np.array([[3, 99, 5, 3, 0, 1, 2, 4]] * 4, np.float32)
+    out = run(kernel("isa_batch_search.py::given_values"), data, vals)
+    assert out["found_out"][0].tolist() == [3, NOT_FOUND, 5, NOT_FOUND, 0, 1, 2, 4]
+
+
+def test_stream_shuffle_moves_partitions_within_each_quadrant():
+    x = f32(128, 8)
+    mask = [(i + 3) % 32 for i in range(31)] + [255]
+    out = run(kernel("isa_batch_search.py::shuffle"), x, mask)["out"]
+    expected = np.full_like(x, -7.0)
+    for dst in range(128):
+        quadrant, lane = divmod(dst, 32)
+        if mask[lane] != 255:
+            expected[dst] = x[quadrant * 32 + mask[lane]]
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_partition_reduce_and_on_chip_dma_transpose():
+    x = f32(64, 32, seed=1)
+    traced = trace(kernel("isa_batch_search.py::across_partitions"), x)
+    ops = {(i.op, i.engine) for i, _ in traced.program.instructions()}
+    assert {("tensor_partition_reduce", "pool"), ("dma_transpose", "sp")} <= ops
+    out = run(kernel("isa_batch_search.py::across_partitions"), x)
+    np.testing.assert_allclose(out["sums_out"], x.sum(0, keepdims=True), atol=1e-5)
+    np.testing.assert_array_equal(out["maxima_out"], x.max(0, keepdims=True))
+    np.testing.assert_array_equal(out["flipped_out"], x.T)
+
+
+def test_cumulative_reset_load_and_chained_reduce():
+    rng = np.random.default_rng(2)
+    x, scale = f32(128, 64, seed=2), rng.uniform(0.5, 2, (128, 1)).astype(np.float32)
+    out = run(kernel("isa_batch_select.py::running"), x, scale)
+    np.testing.assert_allclose(out["sums_out"], np.cumsum(x * scale, axis=1), atol=1e-5)
+    np.testing.assert_array_equal(out["peaks_out"], np.maximum.accumulate(np.maximum(x, 0.5), axis=1))
+    np.testing.assert_allclose(out["chained_out"], np.cumsum(x, axis=1) + x.sum(1, keepdims=True), atol=1e-5)
+
+
+def test_range_select_keeps_the_window_and_chains_its_maximum():
+    rng = np.random.default_rng(3)
+    x = f32(128, 64, seed=3)
+    lo = rng.integers(0, 40, (128, 1)).astype(np.float32)
+    hi = lo + rng.integers(1, 64, (128, 1)).astype(np.float32)
+    out = run(kernel("isa_batch_select.py::windows"), x, lo, hi)
+    column = np.arange(64)[None, :]
+    first, second = (column >= lo) & (column < hi), (column + 64 >= lo) & (column + 64 < hi)
+    np.testing.assert_array_equal(out["kept_out"], np.where(first, x, FP32_MIN))
+    top = np.maximum(np.where(first, x, FP32_MIN).max(1), np.where(second, x + 1, FP32_MIN).max(1))
+    np.testing.assert_allclose(out["top_out"][:, 0], top)
+    assert second.any() and (top > FP32_MIN).all()  # the second call's columns count, every row kept one
+
+
+def test_predicated_selects_and_copies():
+    x, y = f32(128, 64, seed=4), f32(128, 64, seed=5)
+    pred = np.random.default_rng(6).integers(0, 2, (128, 64)).astype(np.uint8)
+    out = run(kernel("isa_batch_select.py::predicated"), x, y, pred)
+    picked = np.where(pred != 0, x, -5.0)
+    np.testing.assert_array_equal(out["picked_out"], picked)
+    np.testing.assert_array_equal(out["top_out"][:, 0], picked.max(1))
+    np.testing.assert_array_equal(out["reversed_out"], np.where(pred == 0, x, np.arange(128.0)[:, None]))
+    np.testing.assert_array_equal(out["copied_out"], np.where(pred != 0, x, y))
+    np.testing.assert_array_equal(out["filled_out"], np.where(pred != 0, 9.0, y))
+
+
+def _draws(seed: int) -> dict[str, np.ndarray]:
+    return run(kernel("isa_batch_random.py::draws"), f32(128, 512, seed=7), np.array([[seed]], np.uint32))
+
+
+def test_random_ops_range_statistics_and_determinism():
+    out, again, other = _draws(7), _draws(7), _draws(8)
+    uniform, bits, ranged = out["uniform_out"], out["bits_out"], out["ranged_out"]
+    assert 0.0 <= uniform.min() and uniform.max() < 1.0 and abs(uniform.mean() - 0.5) < 0.01
+    assert bits.dtype == np.uint16 and abs(bits.astype(np.float64).mean() / 65535 - 0.5) < 0.01
+    assert len(np.unique(bits)) > 30000  # the low 16 of 32 random bits, not a scaled float
+    assert -2.0 <= ranged.min() and ranged.max() < 3.0 and abs(ranged.mean() - 0.5) < 0.05
+    data = f32(128, 512, seed=7)
+    for name, rate in (("dropped_out", 0.3), ("halved_out", 0.5)):
+        kept = out[name] != 0
+        assert abs(1 - kept.mean() - rate) < 0.01, name
+        np.testing.assert_array_equal(out[name][kept], data[kept])
+    assert all(np.array_equal(out[k], again[k]) for k in out)
+    assert not np.array_equal(out["uniform_out"], other["uniform_out"])
+
+
+def test_legacy_forms_return_their_results():
+    x = f32(64, 16, seed=8)
+    zeros = (np.zeros((64, 8), np.float32), np.zeros((64, 8), np.uint32), np.zeros((64, 16), np.float32),
+             np.zeros((1, 16), np.float32))
+    out = run(kernel("isa_batch_legacy.py::legacy_search"), x, *zeros)
+    vals = -np.sort(-x, axis=1)[:, :8]
+    np.testing.assert_array_equal(out["out_vals"], vals)
+    np.testing.assert_array_equal(out["out_index"], np.argsort(-x, axis=1, kind="stable")[:, :8])
+    np.testing.assert_array_equal(out["out_replaced"], np.where(x >= vals[:, 7:8], 0.0, x))
+    np.testing.assert_allclose(out["out_sums"], x.sum(0, keepdims=True), atol=1e-5)
+    top = run(kernel("isa_batch_legacy.py::legacy_rand_top"), np.zeros((32, 8), np.float32))["out_vals"]
+    assert (np.diff(top, axis=1) <= 0).all() and 0.9 < top.min() and top.max() < 1.0
+
+
+def test_legacy_dst_forms_and_a_certain_dropout():
+    x = f32(32, 16, seed=9)
+    lo, hi = np.full((32, 1), 2, np.float32), np.full((32, 1), 9, np.float32)
+    out = run(kernel("isa_batch_legacy.py::legacy_select"), x, lo, hi, *[np.zeros((32, 16), np.float32)] * 4)
+    column = np.arange(16)[None, :]
+    np.testing.assert_array_equal(out["out_kept"], np.where((column >= 2) & (column < 9), x, FP32_MIN))
+    np.testing.assert_array_equal(out["out_rolled"], x[[(i + 1) % 32 for i in range(32)]])
+    np.testing.assert_allclose(out["out_sums"], np.cumsum(x, axis=1), atol=1e-5)
+    np.testing.assert_array_equal(out["out_dropped"], np.zeros_like(x))  # probability 1 drops all
+
+
+@pytest.mark.parametrize("spec, needle, message", [
+    ("isa_batch_search.py::short_mask", "shuffle_mask=list(range(31))", "shuffle_mask is 32 source partitions"),
+    ("isa_batch_select.py::continues_nothing", "dst=sums, src=data, op0=nl.add",
+     "reduce_cmd=reduce) with no accumulation before it in the kernel is not supported"),
+])
+def test_misuse_is_one_line_at_the_kernel_line(spec, needle, message):
+    path = Path(KERNELS, spec.split("::")[0])
+    with pytest.raises(NkiError) as info:
+        trace(kernel(spec), f32(32, 16))
+    text = str(info.value)
+    assert "\n" not in text and message in text, text
+    assert text.startswith(f"tests/nki/kernels/{path.name}:"), text
+    assert int(text.split(":")[1]) == line_of(path, needle)  # the call's (first) line
