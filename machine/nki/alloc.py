@@ -264,8 +264,9 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
     allocated while it is live, as the compiler does with ``(B, par_dim(P), F)`` tensors).
     ``site`` (kernel line, call, variable) becomes each on-chip tensor's ``x-source``."""
     kb = tracer.kb
-    if spec.buffer in HBM_KINDS:
-        return Layout.whole(kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).tensor)
+    if spec.buffer in HBM_KINDS:  # x-source too: a DRAM tensor too large names its line
+        return Layout.whole(_mark_source(tracer, kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).name,
+                                         site))
     tile_bytes = prod(spec.tile_shape[1:]) * itemsize(spec.dtype)
     if spec.allocator is None and spec.address is None:
         _too_wide(tracer, spec, tile_bytes, name if site is None or site[2] is None else site[2])

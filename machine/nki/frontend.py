@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import gc
 import inspect
+import json
 import math
 import os
 import re
@@ -94,7 +95,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
         except NotAffine as err:
             keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
             if not keys or keys <= unroll:
-                raise NkiError(_located(err), f"{err.what} outside any loop neuronsim can unroll") from None
+                raise NkiError(_located(err, func), f"{err.what} outside any loop neuronsim can unroll") from None
             unroll |= keys
         except Exception as err:  # noqa: BLE001  (every failure becomes one located line)
             kept = frozenset(tracer.loop_sites.values()) - unroll
@@ -114,7 +115,7 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
         return err
     if isinstance(err, RecursionError):
         return NkiError(_defined_at(func), "the kernel recurses without end")
-    where = _located(err)
+    where = _located(err, func)
     if _raised_by_us(err):
         internal = NkiInternalError(f"{type(err).__name__}: {err} (tracing {where})")
         internal.__cause__ = err
@@ -152,16 +153,24 @@ def _objects_promoted():
 
 
 def _defined_at(func: Any) -> SourceLine:
-    """Where the kernel function is defined (a ``functools.partial``: its function)."""
-    code = getattr(func, "__code__", None) or getattr(getattr(func, "func", None), "__code__", None)
-    if code is None:
-        return SourceLine("<kernel>", 0)
-    return SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
+    """Where the kernel function is defined (a ``functools.partial``: its function; a callable
+    object: its ``__call__``; else the file inspect finds, or the kernel's name)."""
+    target = getattr(func, "func", func)
+    code = getattr(target, "__code__", None) or getattr(getattr(target, "__call__", None), "__code__", None)
+    if code is not None:
+        return SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
+    try:
+        path = inspect.getsourcefile(target) or ""
+    except TypeError:
+        path = ""
+    name = getattr(target, "__qualname__", None) or type(target).__name__
+    return SourceLine(_display(path), 0, path) if path else SourceLine(f"kernel {name}", 0)
 
 
-def _located(err: BaseException) -> SourceLine:
-    """The innermost frame of ``err``'s traceback in the kernel's own code."""
-    found = SourceLine("<kernel>", 0)
+def _located(err: BaseException, func: Any) -> SourceLine:
+    """The innermost frame of ``err``'s traceback in the kernel's own code (none: where the
+    kernel is defined)."""
+    found = None
     for frame, line in traceback.walk_tb(err.__traceback__):
         path = os.path.abspath(frame.f_code.co_filename)
         if path.startswith(_OURS) and not path.startswith(os.path.join(_OURS[1], "nki")):
@@ -169,7 +178,7 @@ def _located(err: BaseException) -> SourceLine:
         if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
             continue
         found = SourceLine(_display(path), line, path)
-    return found
+    return found or _defined_at(func)
 
 
 def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any],
@@ -192,7 +201,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     for _pid in tracer.instances():
         result = func(*bound.args, **bound.kwargs)
         tracer.flush()
-        results = _returned(result)
+        results = _returned(result, func)
     edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)
@@ -203,16 +212,33 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     except NkiError:  # an order edge the data contradicts: already at the kernel's line
         raise
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
-        where, call = _instruction_site(tracer, err.path)
-        raise NkiError(where, f"{call}: {err.message}") from None
+        where, what = _error_site(tracer, func, err.path)
+        raise NkiError(where, f"{what}: {err.message}") from None
     return _finish(tracer, program, values, results)
 
 
 mark_entry(_run.__code__)  # the kernel's loop indices are read from the frames above this one
 
 
-def _instruction_site(tracer: Tracer, path: str) -> tuple[SourceLine, str]:
-    """The kernel line of the instruction at JSON path ``path`` (``body[3].body[0]...``)."""
+_TENSOR_PATH = re.compile(r'^tensors(?:\.([^.\[]+)|\[("(?:[^"\\]|\\.)*")\])')
+
+
+def _error_site(tracer: Tracer, func: Any, path: str) -> tuple[SourceLine, str]:
+    """The kernel line a whole-program error at JSON path ``path`` is about, and what to call
+    it: an instruction (``body[3].body[0]...``) its call's line; a tensor (``tensors.NAME``) the
+    line that declared it and the kernel's variable, a kernel argument the parameter; anything
+    else the kernel's definition."""
+    tensor = _TENSOR_PATH.match(path)
+    if tensor:
+        name = tensor.group(1) or json.loads(tensor.group(2))
+        found = tracer.kb._tensors.get(name)
+        source = dict(found.extras).get("x-source") if found is not None else None
+        if source:
+            where = SourceLine(source["file"], source["line"], source.get("path", ""))
+            return where, f"{source.get('variable') or name} ({source.get('call', 'declared here')})"
+        if name in tracer.input_values:
+            return _defined_at(func), f"parameter {name}"
+        return _defined_at(func), f"tensor {name}"
     nodes: Any = tuple(tracer.kb._bodies[0])
     node = None
     for index in re.findall(r"body\[(\d+)\]", path):
@@ -220,18 +246,30 @@ def _instruction_site(tracer: Tracer, path: str) -> tuple[SourceLine, str]:
         nodes = getattr(node, "body", ())
     source = dict(getattr(node, "extras", {}) or {}).get("x-source")
     if not source:
-        return SourceLine("<kernel>", 0), "the traced program"
+        return _defined_at(func), f"the program traced from {getattr(func, '__name__', 'the kernel')}"
     return SourceLine(source["file"], source["line"]), source["call"]
 
 
-def _returned(result: Any) -> list[NkiTensor]:
+def _returned(result: Any, func: Any) -> list[NkiTensor]:
     if result is None:
         return []
     items = list(result) if isinstance(result, (tuple, list)) else [result]
     for item in items:
         if not isinstance(item, NkiTensor) or item.buffer != "hbm":
-            raise NkiError(SourceLine("<kernel>", 0), f"a kernel returns HBM tensors, not {item!r}")
+            raise NkiError(_return_line(func), f"a kernel returns HBM tensors, not {item!r}")
     return items
+
+
+def _return_line(func: Any) -> SourceLine:
+    """The kernel's last ``return`` line with a value (where its result is made), else its
+    definition."""
+    defined = _defined_at(func)
+    try:
+        lines, first = inspect.getsourcelines(getattr(func, "func", func))
+    except (OSError, TypeError):
+        return defined
+    returns = [first + k for k, text in enumerate(lines) if re.match(r"\s*return\s+\S", text)]
+    return replace(defined, line=returns[-1]) if returns and defined.line else defined
 
 
 def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor]) -> TracedKernel:
