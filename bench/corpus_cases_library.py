@@ -144,7 +144,8 @@ CASES: dict[str, Case] = {
     SRC + "core/rmsnorm/rmsnorm_quant.py::rmsnorm_quant_kernel": case(
         "bf16[1,128,512]", "bf16[512]", api("RmsNormQuantKernelArgs(lower_bound=0.0)")),
     SRC + "core/subkernels/find_nonzero_indices.py::find_nonzero_indices": case("i32[128,4096]<2"),
-    SRC + "core/subkernels/indexed_flatten.py::indexed_flatten": case("i32[1,128,4096]<100", 4096, 128, "i32[1,1]<1"),
+    SRC + "core/subkernels/indexed_flatten.py::indexed_flatten": case(
+        "i32[1,4096]<100", 4096, 128, "i32[1,1]<1", note="input [E, T], as the kernel unpacks it"),
     SRC + "core/subkernels/layernorm_tkg.py::layernorm_tkg": case("f16[1,1,2048]~", "f16[1,2048]~", "0:f16[128,1,16]"),
     SRC + "core/subkernels/rmsnorm_tkg.py::rmsnorm_tkg": case(
         "f32[1,1,8192]~", "f32[1,8192]~", "0:f32[128,1,64]", ref=_rmsnorm_tkg),
