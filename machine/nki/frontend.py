@@ -156,7 +156,7 @@ def _defined_at(func: Any) -> SourceLine:
     """Where the kernel function is defined (a ``functools.partial``: its function; a callable
     object: its ``__call__``; else the file inspect finds, or the kernel's name)."""
     target = getattr(func, "func", func)
-    code = getattr(target, "__code__", None) or getattr(getattr(target, "__call__", None), "__code__", None)
+    code = getattr(target, "__code__", None) or getattr(getattr(type(target), "__call__", None), "__code__", None)
     if code is not None:
         return SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
     try:

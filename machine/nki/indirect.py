@@ -5,7 +5,7 @@ On the device the software DGE reads the index tile and writes one descriptor pe
 NKI docs of ``nisa.dma_copy``: "when sw_dge is selected, nisa.dma_copy can also perform a
 gather or scatter operation, using a list of dynamic indices from SBUF"); the rows exist only
 when the kernel runs.  neuronsim traces the kernel with its inputs, so it reads the index
-tile's values on them (:func:`~neuronsim.machine.nki.scalars.tile_values`) and emits what the
+tile's values on them (:func:`~neuronsim.machine.nki.device_values.tile_values`) and emits what the
 descriptors do, concretely:
 
 * one ``dge_indices`` instruction on POOL reading the index tile (the descriptor generation:
@@ -33,7 +33,7 @@ import numpy as np
 from neuronsim.machine.nki.errors import NkiError, unsupported
 from neuronsim.machine.nki.indexing import as_index
 from neuronsim.machine.nki.layout import Indirect, Layout, check_index_tile
-from neuronsim.machine.nki.scalars import record_decision, tile_values
+from neuronsim.machine.nki.device_values import record_decision, tile_values
 from neuronsim.machine.nki.tracer import current
 
 __all__ = ["indirect_dma", "runs", "vector_offset_view"]

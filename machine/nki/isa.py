@@ -14,7 +14,7 @@ from typing import Any
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, ops, scalars, schedule
 from neuronsim.machine.nki.arith import alu_name
-from neuronsim.machine.nki.errors import SourceLine
+from neuronsim.machine.nki.errors import user_line
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["current_names", "REFUSED", "engine", "dge_mode", "oob_mode", "nc_version", "reduce_cmd",
@@ -109,7 +109,7 @@ def _emit(fn, name: Any = None, extras: dict | None = None) -> Handle:
     body = tracer.kb._bodies[-1]
     start = len(body)
     tracer.emit(fn, extras=extras)
-    site = tracer.site[0] if tracer.site is not None else SourceLine("<kernel>", 0)
+    site = tracer.site[0] if tracer.site is not None else user_line(2)  # the kernel's line, not "<kernel>"
     return schedule.handle_of(tracer, body[start:], name, site)
 
 

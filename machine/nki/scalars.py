@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.ir.program import Program
-from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, user_line
-from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.device_values import (DECISIONS_KEY, no_kept_loop, record_decision, set_value_reader,
+                                                 tile_values)
+from neuronsim.machine.nki.errors import NkiError, fail, user_line
 from neuronsim.machine.nki.tiles import NkiTensor, register_operators
 from neuronsim.machine.nki.tracer import api, current
 
@@ -32,25 +32,6 @@ __all__ = ["NkiScalar", "VirtualRegister", "scalar_load", "scalar_store", "regis
            "register_load", "register_store", "set_value_reader", "value_of", "tile_values", "record_decision",
            "isa_names",
            "DECISIONS_KEY"]
-
-DECISIONS_KEY = "x-nki-decisions"
-_PROBE = "__nki_probe"
-_READER: list[Callable[[Program, dict[str, np.ndarray], str], np.ndarray]] = []
-
-
-def set_value_reader(reader: Callable[[Program, dict[str, np.ndarray], str], np.ndarray]) -> None:
-    """``reader(program, inputs, tensor)``: the contents of DRAM ``tensor`` after ``program``
-    runs in program order on ``inputs`` (registered by :mod:`neuronsim.verify.nki.probe`)."""
-    _READER[:] = [reader]
-
-
-def record_decision(what: str, value: Any, depth: int = 2, where: Any = None) -> None:
-    """Note that the traced program's shape followed ``value``, a device value, at the kernel
-    line ``where`` (default: ``depth`` frames up)."""
-    where = where or user_line(depth + 1)
-    tracer = current()
-    decisions = tracer.program_extras.setdefault(DECISIONS_KEY, [])
-    decisions.append({"file": where.file, "line": where.line, "what": what, "value": value})
 
 
 class _Scalar:
@@ -155,57 +136,9 @@ def value_of(tile: NkiTensor, call: str) -> int:
     layout = tile.layout
     if int(np.prod(layout.shape)) != 1:
         raise fail(f"{call}: the source must hold one element, not shape {tuple(layout.shape)}")
-    _no_kept_loop(tracer, call)
+    no_kept_loop(tracer, call)
     tracer.emit(lambda: tracer.kb.instruction("register_load", "sp", reads=[layout.view()]))
     return int(tile_values(layout, call)[0])
-
-
-def tile_values(layout: Layout, call: str) -> np.ndarray:
-    """The values ``layout`` (an on-chip view) holds at this point of the trace on the traced
-    inputs, flat in the view's order.  Emits nothing: the caller adds the instruction that reads
-    the tile on the device (and may call this while an instruction is being emitted)."""
-    tracer = current()
-    _no_kept_loop(tracer, call)
-    if not _READER:
-        raise fail(f"{call}: reading a device value needs the traced inputs run (import neuronsim.verify.nki)")
-    kb = tracer.kb
-    emitting = (kb.next_extras, tracer.mask, tracer.emit_site)
-    try:
-        program, inputs = _probe_program(tracer, layout)
-        return np.asarray(_READER[0](program, inputs, _PROBE)).reshape(-1)
-    finally:
-        kb.next_extras, tracer.mask, tracer.emit_site = emitting
-
-
-def _no_kept_loop(tracer: Any, call: str) -> None:
-    kept = tracer.kept_loops()
-    if kept:  # one body for every iteration cannot hold one value per iteration
-        raise NotAffine(tuple(kept), f"{call} (a value read from device memory)")
-
-
-def _probe_program(tracer: Any, layout: Layout) -> tuple[Program, dict[str, np.ndarray]]:
-    """The program traced so far plus one DMA copying ``layout`` to a DRAM output tensor; the
-    builder is left as it was."""
-    kb = tracer.kb
-    body = kb._bodies[0]
-    saved = (len(body), dict(kb._tensors), set(kb._names), dict(kb._counters), set(tracer.written))
-    try:
-        ref = kb.dram_output(_PROBE, (int(np.prod(layout.shape)), 1), layout.tensor.dtype)
-        kb.dma_copy(Layout.whole(ref.tensor).view(), layout.view())
-        program = Program(dict(kb._tensors), tuple(body), kb.machine)
-    finally:
-        del body[saved[0]:]
-        kb._tensors.clear()
-        kb._tensors.update(saved[1])
-        kb._names.clear()
-        kb._names.update(saved[2])
-        kb._counters.clear()
-        kb._counters.update(saved[3])
-        tracer.written = saved[4]
-    inputs = dict(tracer.input_values)
-    for tile, constant in tracer.constants.values():
-        inputs[tile.layout.tensor.name] = constant
-    return program, inputs
 
 
 def scalar_offset(value: Any) -> int:

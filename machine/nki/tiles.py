@@ -17,6 +17,7 @@ from typing import Any
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import Refused, fail
+from neuronsim.machine.nki.indirect import vector_offset_view
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import current
 
@@ -155,7 +156,6 @@ class NkiTensor:
         ``indirect_dim`` of the tensor; ``vector_offset`` (a tile, one row per partition) makes
         it an indirect DMA's gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
         if vector_offset is not None:
-            from neuronsim.machine.nki.indirect import vector_offset_view  # it reads device values
             return NkiTensor(vector_offset_view(self.layout, pattern, offset, vector_offset.layout, indirect_dim))
         if scalar_offset is not None:
             stride = prod(self.layout.tensor.shape[int(indirect_dim) + 1:])

@@ -2,7 +2,7 @@
 ``nisa.register_load``, a ``scalar_offset`` tile): the instructions traced so far, each tile on
 bytes of its own (the storage the NKI compiler reasons with), run in program order on the
 kernel's inputs, and the one tensor read back.  Registered with
-:func:`neuronsim.machine.nki.scalars.set_value_reader` when :mod:`neuronsim.verify.nki` is
+:func:`neuronsim.machine.nki.device_values.set_value_reader` when :mod:`neuronsim.verify.nki` is
 imported (the frontend sits below the simulator's placement and cannot call it itself).
 
 Each read runs the program from its start: a kernel that reads N device values costs N runs of
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuronsim.machine.ir.program import Program
-from neuronsim.machine.nki.scalars import set_value_reader
+from neuronsim.machine.nki.device_values import set_value_reader
 from neuronsim.machine.sim.memory import initial_memory
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import output_arrays, run_sequential
