@@ -109,6 +109,7 @@ Op meanings are those of the op table (``doc`` column); the details:
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -155,7 +156,7 @@ def _fit(values: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     >>> _fit(np.arange(3), (2, 2)).tolist()
     [[0, 1], [2, 0]]
     """
-    if values.size == int(np.prod(shape)):
+    if values.size == math.prod(shape):  # math.prod: np.prod of a tuple costs 60 us an instance
         return values.reshape(shape)
     if values.size == 0:
         return np.zeros(shape, values.dtype)
