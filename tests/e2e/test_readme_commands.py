@@ -143,3 +143,16 @@ def test_bad_input_from_outside_the_checkout_is_one_line(folder: Path) -> None:
     run = _run([str(NEURONSIM), "report", "bad.json", "-o", "bad.html"], folder)
     assert run.returncode == 2 and len(run.stderr.strip().splitlines()) == 1, run.stderr
     assert not (folder / "bad.html").exists()
+
+
+def test_standard_input_that_is_a_directory(folder: Path) -> None:
+    # CPython itself dies on such a stdin before neuronsim's code runs; the launcher answers.
+    directory = os.open("/", os.O_RDONLY)
+    try:
+        run = subprocess.run([str(NEURONSIM), "check", "--json", "-"], stdin=directory, cwd=folder,
+                             capture_output=True, text=True, timeout=60)
+    finally:
+        os.close(directory)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.strip().splitlines() == ["error: -: standard input is a directory, not a program"]
+    assert json.loads(run.stdout)["format"] == "neuronsim.error/1"

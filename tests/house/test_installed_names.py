@@ -14,6 +14,7 @@ import ast
 import importlib.util
 from importlib.machinery import PathFinder
 import re
+import tomllib
 from pathlib import Path
 
 from neuronsim_tests import ROOT
@@ -105,10 +106,17 @@ def test_the_scan_finds_planted_references(tmp_path: Path) -> None:
         "doctest import tests.kit"], found
 
 
-def test_pyproject_names_only_the_installed_package() -> None:
-    text = (ROOT / "pyproject.toml").read_text()
-    scripts = re.findall(r'^\w[\w-]* = "([^"]+)"', text.split("[project.scripts]")[1].split("[")[0], re.M)
-    assert scripts and all(s.startswith("neuronsim.") for s in scripts), scripts
+def test_the_command_runs_the_installed_package() -> None:
+    # The command is a shell launcher (script-files); whatever it runs must be neuronsim.*.
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    scripts = config["tool"]["setuptools"]["script-files"]
+    assert [Path(s).name for s in scripts] == ["neuronsim"]
+    launcher = (ROOT / scripts[0]).read_text()
+    targets = re.findall(r" -m (\S+)", launcher)
+    assert targets and all(t.startswith("neuronsim.") for t in targets), targets
+    assert not config["project"].get("scripts"), "an entry point would shadow the launcher"
+    for group, entries in config["project"].get("entry-points", {}).items():
+        assert all(v.startswith("neuronsim.") for v in entries.values()), (group, entries)
 
 
 def test_this_suite_runs_without_the_checkout_on_sys_path() -> None:
