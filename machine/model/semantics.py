@@ -465,7 +465,7 @@ _OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "set_rand_state": _set_rand_state,
     "random": _random,
 }
-from neuronsim.machine.model.semantics_select import OPS as _SELECT_OPS  # noqa: E402  (it uses the helpers above)
+from neuronsim.machine.model.semantics_select import OPS as _SELECT_OPS  # after the helpers it imports
 
 _OPS.update(_SELECT_OPS)
 assert set(_OPS) == set(OP_TABLE), "every op of the table has a meaning"

@@ -94,7 +94,7 @@ def _current() -> dict[str, Any]:
         return _emit(lambda: es.random(_dst(dst), bits=True, engine=_engine(engine, "dve")), name)
 
     @api("nisa.rand2")
-    def rand2(dst, min, max, name=None, **_kw):  # noqa: A002  (NKI's parameter names)
+    def rand2(dst, min, max, name=None, **_kw):  # NKI's parameter names shadow the builtins
         return _emit(lambda: es.random(_dst(dst), min, max), name)
 
     return {"max8": max8, "nc_find_index8": nc_find_index8, "nc_match_replace8": nc_match_replace8,

@@ -10,7 +10,6 @@ out the legacy-only names).
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -219,27 +218,14 @@ def expand_dims(x: NkiTensor, axis: Any) -> NkiTensor:
 
 @api("nl.broadcast_to")
 def broadcast_partitions(src: NkiTensor, shape: tuple[int, ...]) -> NkiTensor:
-    """A one-partition tile copied to ``shape[0]`` partitions: PE multiplies it by a row of
-    ones into PSUM (512 fp32 per bank at a time) and ACT copies the result to SBUF, as a
-    compiler broadcasts along partitions (DVE and ACT lanes cannot)."""
+    """A one-partition tile copied to ``shape[0]`` partitions of a fresh SBUF tile
+    (:func:`neuronsim.machine.nki.ops.spread`: one Vector Engine stream shuffle per quadrant)."""
     tracer = current()
     tracer.flush()
-    partitions, free = shape[0], int(np.prod(shape[1:]))
-    layout = src.layout
-    row = layout.broadcast_to((1, *shape[1:])).reshape((1, free)) if layout.contiguous() else None
-    if row is None:
-        raise tracer.refuse("broadcasting a strided on-chip tile along partitions", "load it contiguous")
-    ones = declare_tile(tracer, spec_of((1, partitions), to_dtype("float32"), sbuf))
-    out = declare_tile(tracer, spec_of((partitions, free), src.dtype, sbuf))
-    tracer.emit(lambda: ops.memset(ones, 1.0))
-    for start in range(0, free, 512):
-        width = builtins.min(512, free - start)  # nl.min shadows the builtin here
-        staged = declare_tile(tracer, spec_of((partitions, width), to_dtype("float32"), psum))
-        chunk = (slice(None), slice(start, start + width))
-        tracer.emit(lambda staged=staged, chunk=chunk: tracer.kb.matmul(staged.view(), ones.view(),
-                                                                         row.index(chunk).view()))
-        tracer.emit(lambda staged=staged, chunk=chunk: ops.copy(out.index(chunk), staged, "act"))
-    return NkiTensor(out.reshape(shape))
+    row = src.layout.broadcast_to((1, *shape[1:]))  # along the free axes first: a view
+    spread: list = []
+    tracer.emit(lambda: spread.append(ops.spread(row, int(shape[0]))))
+    return NkiTensor(spread[0])
 
 
 @api("=")

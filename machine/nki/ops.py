@@ -123,9 +123,28 @@ def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
     current().kb.tensor_copy(dst.view(), _fit(src, dst).view(), engine=engine)
 
 
+def spread(src: Layout, partitions: int) -> Layout:
+    """``src`` itself, or, for a one-partition on-chip tile used against ``partitions``
+    partitions, a copy of it broadcast to that many partitions in a fresh SBUF tile: one
+    ``nc_stream_shuffle`` (mask all 0) per 32-partition quadrant, as the NKI library's
+    ``stream_shuffle_broadcast`` does (an engine reads only its own partitions)."""
+    if not src.on_chip or partitions <= 1 or src.view().num_partitions != 1:
+        return src
+    tracer = current()
+    staged = declare_tile(tracer, spec_of((partitions, *src.shape[1:]), src.tensor.dtype, "sbuf"))
+    for start in range(0, partitions, 32):
+        quadrant = staged.index((slice(start, min(start + 32, partitions)),))
+        tracer.note_write(quadrant)
+        tracer.kb.instruction("nc_stream_shuffle", "dve", [src.view()], [quadrant.view()], attrs={"mask": [0] * 32})
+    return staged
+
+
 def _fit(src: Layout, dst: Layout) -> Layout:
     """``src`` broadcast along free axes to ``dst``'s shape where it has fewer elements
-    (aligned on the partition axis: missing trailing axes are added)."""
+    (aligned on the partition axis: missing trailing axes are added), and along partitions
+    from one partition (:func:`spread`)."""
+    if dst.on_chip:
+        src = spread(src, dst.view().num_partitions)
     if src.shape != dst.shape and prod(src.shape) != prod(dst.shape) and len(src.shape) <= len(dst.shape):
         missing = len(dst.shape) - len(src.shape)
         if missing:
@@ -166,6 +185,8 @@ def binary(dst: Layout, a: Any, b: Any, op: str, engine: str | None = None) -> N
                          reverse0=reverse or None, engine=engine)
         return
     la, lb = lay(a), lay(b)
+    if dst.on_chip:  # a [1, F] or [1, 1] tile against more partitions
+        la, lb = spread(la, dst.view().num_partitions), spread(lb, dst.view().num_partitions)
     if per_partition(lb) and not per_partition(la):
         kb.tensor_scalar(dst.view(), _fit(la, dst).view(), op0=op, operand0=lb.view(), engine=engine)
     elif per_partition(la) and not per_partition(lb):

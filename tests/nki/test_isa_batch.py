@@ -92,6 +92,24 @@ def test_partition_reduce_and_on_chip_dma_transpose():
     np.testing.assert_array_equal(out["flipped_out"], x.T)
 
 
+def test_one_partition_tiles_broadcast_along_partitions_by_quadrant_shuffles():
+    x, row, one, column = f32(96, 24, seed=10), f32(1, 24, seed=11), f32(1, 1, seed=12), f32(96, 1, seed=13)
+    spec = "isa_batch_search.py::partition_broadcast"
+    shuffles = [i for i, _ in trace(kernel(spec), x, row, one, column).program.instructions()
+                if i.op == "nc_stream_shuffle"]
+    assert len(shuffles) == 3 * 3 and {i.attrs["mask"] == [0] * 32 for i in shuffles} == {True}  # 3 quadrants each
+    out = run(kernel(spec), x, row, one, column)
+    np.testing.assert_array_equal(out["summed_out"], x + row)
+    np.testing.assert_array_equal(out["scaled_out"], x * one)
+    np.testing.assert_array_equal(out["outer_out"], column - row)
+
+
+def test_broadcast_to_of_a_strided_row_reaches_every_partition():
+    x = f32(4, 64, seed=14)
+    out = run(kernel("isa_batch_search.py::strided_row_broadcast"), x)["return0"]
+    np.testing.assert_array_equal(out, np.broadcast_to(x[0, ::2], (128, 32)))
+
+
 def test_cumulative_reset_load_and_chained_reduce():
     rng = np.random.default_rng(2)
     x, scale = f32(128, 64, seed=2), rng.uniform(0.5, 2, (128, 1)).astype(np.float32)

@@ -92,3 +92,27 @@ def short_mask(x):
     nisa.nc_stream_shuffle(dst=dst, src=src, shuffle_mask=list(range(31)))
     nl.store(out, dst)
     return out
+
+
+@nki.jit
+def partition_broadcast(x, row, one, column):
+    """On-chip tiles of one partition against 96 partitions: ``x + row``, ``x * one`` and
+    ``column - row`` (both operands broadcast)."""
+    P, F = x.shape
+    summed_out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="summed_out")
+    scaled_out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="scaled_out")
+    outer_out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="outer_out")
+    data, r, s, c = nl.load(x), nl.load(row), nl.load(one), nl.load(column)
+    nl.store(summed_out, nl.add(data, r))
+    nl.store(scaled_out, nl.multiply(data, s))
+    nl.store(outer_out, nl.subtract(c, r))
+    return summed_out, scaled_out, outer_out
+
+
+@nki.jit
+def strided_row_broadcast(x):
+    """``.broadcast_to`` of every other element of a one-partition row, to 128 partitions."""
+    out = nl.ndarray((128, x.shape[1] // 2), dtype=x.dtype, buffer=nl.shared_hbm)
+    row = nl.load(x[0:1, :])
+    nl.store(out, row[:, 0:x.shape[1]:2].broadcast_to((128, x.shape[1] // 2)))
+    return out

@@ -57,13 +57,6 @@ def rmw_dma(x):
     return out
 
 
-def strided_partition_broadcast(x):
-    out = nl.ndarray((128, x.shape[1] // 2), dtype=x.dtype, buffer=nl.shared_hbm)
-    row = nl.load(x[0:1, :])
-    nl.store(out, row[:, 0:x.shape[1]:2].broadcast_to((128, x.shape[1] // 2)))
-    return out
-
-
 def partition_reduce(x):
     out = _io(x)
     t = nl.load(x)
