@@ -11,7 +11,7 @@ is topological; sequencer and queue order are rules 1-3.
 Timed, on the same instance-level waits:
 
 * ``ours``: :func:`neuronsim.passes.dep_reduction.redundant_waits` (frontier clocks of the SyncState);
-* ``syncstate``: :func:`neuronsim.passes.dep_reduction.redundant_waits_syncstate` (the seed's two BitMap
+* ``syncstate``: :func:`neuronsim.testing.reduction.redundant_waits_syncstate` (the seed's two BitMap
   banks, per instance);
 * ``plain``: a plain integer vector clock written here, independently (lists, ``map(max)``),
   with the same rules (a DMA's sequencer keeps its trigger clock);
@@ -42,7 +42,8 @@ import networkx as nx  # noqa: E402
 
 from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
 from neuronsim.machine.order.stream import InstanceStream  # noqa: E402
-from neuronsim.passes.dep_reduction import dep_reduction, redundant_waits, redundant_waits_syncstate, waits_from_targets  # noqa: E402
+from neuronsim.passes.dep_reduction import dep_reduction, redundant_waits, waits_from_targets  # noqa: E402
+from neuronsim.testing.reduction import redundant_waits_syncstate  # noqa: E402
 
 QUEUES = 3
 WIDTH = len(SEQUENCERS) + QUEUES

@@ -4,7 +4,7 @@ Both run the same lowered model (:class:`neuronsim.machine.sim.plan.Plan`, the t
 ``docs/timing.md``): five in-order sequencers and three in-order DMA queues, DMA triggers
 handed from sequencers to queues, waits as semaphore thresholds, result latencies, and
 transfers split over the 16 DMA engines; timing only (no memory, no numerics).  The twin is
-:func:`neuronsim.machine.sim.heaploop.heap_run`.  The workload is a synthetic straight-line program of N
+:func:`neuronsim.testing.heaploop.heap_run`.  The workload is a synthetic straight-line program of N
 instructions spread uniformly over the eight engines: compute instructions of 1..100 cycles,
 DMAs that copy 4, 32 or 128 partitions of 256 B .. 4 KiB each from HBM into SBUF (a random
 sequencer triggers them), and about half the instructions waiting on a random instruction of
@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from neuronsim.machine.ir.program import SEQUENCERS, Access, Dep, Instruction, MemoryKind, Program, Tensor  # noqa: E402
 from neuronsim.machine.sim.engine import NOMINAL, Interleaving, TimedRun  # noqa: E402
-from neuronsim.machine.sim.heaploop import heap_run  # noqa: E402
+from neuronsim.testing.heaploop import heap_run  # noqa: E402
 from neuronsim.machine.sim.plan import build_plan  # noqa: E402
 from neuronsim.machine.sim.simulator import simulate  # noqa: E402
 

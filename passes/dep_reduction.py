@@ -29,10 +29,11 @@ How (the seed's ``applyReorderReduction``, corrected)
     test-then-merge find the same.)
 
 SyncState
-    :func:`redundant_waits_syncstate` runs the loop on the seed's two BitMap banks
-    (``mergeSyncStates`` / ``hasCompleted`` / ``setCompleted`` / ``recordSyncState``, the
-    records freed after their last waiter), with bank B holding each point's async window.
-    :func:`redundant_waits` is the production path, :meth:`neuronsim.machine.order.hb.HappensBefore.fold` on
+    :func:`neuronsim.testing.reduction.redundant_waits_syncstate` runs the loop on the seed's
+    two BitMap banks (``mergeSyncStates`` / ``hasCompleted`` / ``setCompleted`` /
+    ``recordSyncState``, the records freed after their last waiter), with bank B holding each
+    point's async window: a reference kept with the tests.  :func:`redundant_waits` is the
+    pass's one implementation, :meth:`neuronsim.machine.order.hb.HappensBefore.fold` on
     the project's one happens-before: bank A of every engine is a prefix (in-order engines,
     performance notes 1.4), so a vector clock of frontiers encodes it losslessly and joins
     replace bitmap unions; bank B is skipped, since no exact redundancy test reads it (the
@@ -87,12 +88,11 @@ from neuronsim.machine.order.stream import InstanceStream, stream_of
 from neuronsim.machine.ir.collector import collector_paused
 
 from neuronsim.passes.analysis.asyncwindow import redundant_waits_window
-from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids, fold_waits
 from neuronsim.passes.pipeline import Pass, PassContext, PipelineState
 
 __all__ = [
     "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
-    "redundant_waits", "redundant_waits_syncstate", "DepRef", "PartialDep", "ReductionResult",
+    "redundant_waits", "DepRef", "PartialDep", "ReductionResult",
     "dep_reduction", "reduce_table", "apply_reorder_reduction", "apply_anti_dependence_reduction", "REORDER_KINDS",
     "ANTI_KINDS", "DepReduction", "WINDOWS",
 ]
@@ -208,52 +208,6 @@ def redundant_waits(waits: InstanceWaits, fold: str = LATEST_FIRST) -> bytearray
     return redundant
 
 
-def redundant_waits_syncstate(waits: InstanceWaits, fold: str = LATEST_FIRST) -> tuple[bytearray, bytearray]:
-    """The same reduction on the seed's two-bank :class:`SyncState` (reference path).
-
-    Returns ``(redundant, in_window)``: per entry, whether it is redundant, and whether its
-    target was in the waiter's async window when tested (a DMA whose trigger the waiter
-    already knows but whose completion it does not: bank B).  About an order of magnitude
-    slower than :func:`redundant_waits`; the tests check both agree entry for entry.
-    """
-    if fold not in FOLDS:
-        raise ValueError(f"fold must be one of {FOLDS}, got {fold!r}")
-    pos_ = assign_ids(waits.stream)
-    n, width = len(pos_.engine), pos_.width
-    eng, pos, seq, dma = pos_.engine, pos_.position, pos_.issuer, pos_.is_dma
-    empty = SyncState(width)
-    seq_state = [empty] * NUM_SEQUENCERS
-    queue_state = [empty] * width
-    recorded: dict[int, SyncState] = {}
-    remaining = wait_counts(waits.target)
-    redundant = bytearray(len(waits.target))
-    in_window = bytearray(len(waits.target))
-    for y in range(n):
-        s = seq[y]
-        entries = waits.waits_of(y)
-        state, fresh = fold_waits(entries if fold == LATEST_FIRST else reversed(entries), waits.target, seq_state[s],
-                                  eng, pos, recorded, remaining, redundant, in_window)
-        if fresh:
-            state.minimize()
-        e = eng[y]
-        if dma[y]:
-            trigger = state.copy()
-            trigger.set_completed(e, pos[y], issued=True)  # the window opens at T(Y)
-            seq_state[s] = trigger
-            end = state.copy()
-            end.merge(queue_state[e])
-            end.set_completed(e, pos[y])
-            end.minimize()
-            queue_state[e] = end
-        else:
-            end = state if fresh else state.copy()
-            end.set_completed(e, pos[y])
-            seq_state[s] = end
-        if y in remaining:
-            recorded[y] = end  # recordSyncState
-    return redundant, in_window
-
-
 @dataclass(frozen=True, slots=True)
 class PartialDep:
     """A dep that is redundant at some of the instances it resolves at."""
@@ -313,24 +267,20 @@ def _dep_refs(table: DepTable, stream: InstanceStream, rows) -> dict[int, DepRef
 
 
 def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_FIRST, kinds: frozenset = REORDER_KINDS | ANTI_KINDS,
-                 method: str = "clock", split: bool = True, describe: bool = True,
+                 split: bool = True, describe: bool = True,
                  window: str = "none") -> tuple[DepTable, ReductionResult]:
     """The reduction of ``table`` over ``stream``; see the module doc.  Without ``describe``
     the result names no dropped dep (``dropped`` empty; ``dropped_rows`` and the counts
     filled): a pipeline pass needs the counts, a report the names.  ``window="async"`` folds
-    with the async window (:mod:`neuronsim.passes.analysis.asyncwindow`) whatever ``method`` says."""
+    with the async window (:mod:`neuronsim.passes.analysis.asyncwindow`)."""
     resolved = stream.resolve(table)
     waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
     if window == "async":
         redundant, _, _ = redundant_waits_window(waits, fold)
     elif window != "none":
         raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
-    elif method == "clock":
-        redundant = redundant_waits(waits, fold)
-    elif method == "syncstate":
-        redundant, _ = redundant_waits_syncstate(waits, fold)
     else:
-        raise ValueError(f"method must be 'clock' or 'syncstate', got {method!r}")
+        redundant = redundant_waits(waits, fold)
     rows = len(table)
     needed_mask = np.frombuffer(bytes(redundant), np.uint8) == 0 if len(redundant) else np.zeros(0, bool)
     row = resolved.row.astype(np.int64)
@@ -422,12 +372,11 @@ def _intersect(old: Ranges, new: Ranges) -> Ranges:
     return tuple((loop, lo, hi) for loop, (lo, hi) in merged.items())
 
 
-def dep_reduction(program: Program, *, fold: str = LATEST_FIRST, anti: bool = True, method: str = "clock",
+def dep_reduction(program: Program, *, fold: str = LATEST_FIRST, anti: bool = True,
                   split: bool = True) -> ReductionResult:
     """Reduce the program's deps; ``anti=False`` leaves Anti / Output deps alone (the gate).
 
-    ``method`` is ``"clock"`` (frontier clocks, fast) or ``"syncstate"`` (the seed's
-    BitMap banks); both give the same result.  ``split`` restricts partially needed deps to
+    ``split`` restricts partially needed deps to
     the iteration boxes where they are needed (see the module doc; the pass does by default).
 
     >>> from neuronsim.machine.ir.program import Instruction, Program, Dep
@@ -441,7 +390,7 @@ def dep_reduction(program: Program, *, fold: str = LATEST_FIRST, anti: bool = Tr
     """
     stream = stream_of(program)
     with collector_paused():
-        table, result = reduce_table(stream, dep_table(program, stream), fold=fold, method=method, split=split,
+        table, result = reduce_table(stream, dep_table(program, stream), fold=fold, split=split,
                                      kinds=REORDER_KINDS | ANTI_KINDS if anti else REORDER_KINDS)
     return _with_program(result, write_deps(program, table))
 
@@ -475,7 +424,7 @@ def apply_anti_dependence_reduction(program: Program, fold: str = LATEST_FIRST) 
 @dataclass(frozen=True, slots=True)
 class DepReduction(Pass):
     """Pass: the exact transitive reduction of the waits
-    (``dep-reduction{fold=latest-first,anti=true,method=clock,split=true,window=none,arch=-1}``).
+    (``dep-reduction{fold=latest-first,anti=true,split=true,window=none,arch=-1}``).
 
     Contract
         requires: a valid program.
@@ -492,7 +441,6 @@ class DepReduction(Pass):
     name: ClassVar[str] = "dep-reduction"
     fold: str = LATEST_FIRST
     anti: bool = True
-    method: str = "clock"
     labels: bool = False
     """Also run :func:`neuronsim.passes.analysis.labels.verify_anti_dependence` on the result and count its
     findings as ``inconsistent-labels`` (the seed verifies after its anti phase)."""
@@ -507,15 +455,13 @@ class DepReduction(Pass):
             raise ValueError(f"window must be one of {list(WINDOWS)}, got {self.window!r}")
         if self.fold not in FOLDS:
             raise ValueError(f"fold must be one of {list(FOLDS)}, got {self.fold!r}")
-        if self.method not in ("clock", "syncstate"):
-            raise ValueError(f"method must be clock or syncstate, got {self.method!r}")
 
     def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
         if self.arch in SKIPPED_ARCHS:  # "Skipping dependency reduction pass."
             ctx.count(self.name, "skipped-arch")
             return state.unchanged()
         stream = state.stream
-        table, result = reduce_table(stream, state.deps, fold=self.fold, method=self.method, split=self.split,
+        table, result = reduce_table(stream, state.deps, fold=self.fold, split=self.split,
                                      kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS, describe=False,
                                      window=self.window)
         out = state.with_deps(table)

@@ -36,6 +36,7 @@ ROOMS = (
     "neuronsim.verify.nki",
     "neuronsim.nki",
     "neuronsim.verify.cli",
+    "neuronsim.testing",
 )
 
 

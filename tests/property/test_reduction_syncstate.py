@@ -10,7 +10,8 @@ from neuronsim.machine.formats.program import load_program
 from neuronsim.machine.ir.program import Dep, Instruction, Program
 from neuronsim.machine.model.presets import PRESETS
 from neuronsim.machine.order.unroll import unroll
-from neuronsim.passes.dep_reduction import instance_waits, redundant_waits_syncstate
+from neuronsim.passes.dep_reduction import instance_waits
+from neuronsim.testing.reduction import redundant_waits_syncstate
 from neuronsim.passes.analysis.syncstate import SyncState, assign_ids
 
 frontiers = st.lists(st.integers(-1, 40), min_size=8, max_size=8)

@@ -14,8 +14,9 @@ from neuronsim.machine.ir.program import Dep, Instruction, Loop, Program
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes.dep_reduction import (
     LATEST_FIRST, PROGRAM_ORDER, apply_anti_dependence_reduction, apply_reorder_reduction, dep_reduction,
-    instance_waits, redundant_waits, redundant_waits_syncstate,
+    instance_waits, redundant_waits,
 )
+from neuronsim.testing.reduction import redundant_waits_syncstate
 from neuronsim_tests.oracles import conflicts
 from neuronsim_tests.reduction_kit import chain_program, hb_digraph, kept_pairs, nx_kept_waits, random_program
 from neuronsim.verify.racecheck import check_program

@@ -18,7 +18,7 @@ from neuronsim.machine.formats.program import load_program, parse_program
 from neuronsim.machine.ir.program import Dep, Instruction, Program
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.sim.engine import DeadlockError, Interleaving, TimedRun
-from neuronsim.machine.sim.heaploop import heap_run
+from neuronsim.testing.heaploop import heap_run
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.memory import initial_memory
 from neuronsim.machine.sim.simulator import run_sequential, simulate
