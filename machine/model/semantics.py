@@ -68,7 +68,10 @@ Op meanings are those of the op table (``doc`` column); the details:
 ``tensor_copy``                     ``cast(in)``
 ``memset``                          ``value`` (default 0)
 ``iota``                            ``base + p * partition_step + i * step`` (defaults 0, 0, 1), ``p`` the
-                                    partition and ``i`` the flat free index inside the access
+                                    partition and ``i`` the flat free index inside the access; with a
+                                    ``pattern`` whose counts multiply to the free size, ``sum(step_d *
+                                    i_d)`` over the free index split by its counts replaces ``i * step``
+                                    (NKI ``iota``'s access pattern)
 ``affine_select``                   ``in`` where ``cmp(offset + p * channel_multiplier + sum(step_d *
                                     i_d), 0)`` holds, else ``value``: ``p`` the partition, ``i_d`` the
                                     free index split by the ``pattern`` counts (NKI ``affine_select``;
@@ -401,9 +404,21 @@ def _iota(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
     rows = _rows(out)
     p = np.arange(rows.shape[0], dtype=np.float64)[:, None]
-    i = np.arange(rows.shape[1], dtype=np.float64)[None, :]
-    values = attrs.get("base", 0) + p * attrs.get("partition_step", 0) + i * attrs.get("step", 1)
+    free = _pattern_index(attrs.get("pattern") or [], rows.shape[1])
+    if free is None:
+        free = np.arange(rows.shape[1], dtype=np.float64) * attrs.get("step", 1)
+    values = attrs.get("base", 0) + p * attrs.get("partition_step", 0) + free[None, :]
     return [cast(values.reshape(out.shape), out.dtype)]
+
+
+def _pattern_index(pattern: list, size: int) -> np.ndarray | None:
+    """``sum(step_d * i_d)`` for each flat free index, split by the pattern's counts (outermost
+    first); None without a pattern whose counts multiply to ``size``."""
+    counts = [count for _step, count in pattern]
+    if not counts or int(np.prod(counts)) != size:
+        return None
+    index = np.indices(counts).reshape(len(counts), -1)
+    return sum((step * index[d] for d, (step, _count) in enumerate(pattern)), np.zeros(size))
 
 
 def _affine_select(attrs, reads, outs, engine, state) -> list[np.ndarray]:
@@ -411,12 +426,9 @@ def _affine_select(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     rows = _rows(out)
     values = _fit(_f32(_rows(reads[0])), rows.shape)
     p = np.arange(rows.shape[0], dtype=np.float64)[:, None]
-    free = np.zeros(rows.shape[1], dtype=np.float64)
-    pattern = attrs.get("pattern") or []
-    counts = [count for _step, count in pattern]
-    if counts and int(np.prod(counts)) == rows.shape[1]:
-        index = np.indices(counts).reshape(len(counts), -1)
-        free = sum(step * index[d] for d, (step, _count) in enumerate(pattern))
+    free = _pattern_index(attrs.get("pattern") or [], rows.shape[1])
+    if free is None:
+        free = np.zeros(rows.shape[1], dtype=np.float64)
     affine = attrs.get("offset", 0) + p * attrs.get("channel_multiplier", 0) + free[None, :]
     keep = ALU[attrs.get("cmp", "greater_equal")](F32(affine), F32(0)) != 0
     picked = np.where(keep, values, F32(attrs.get("value", 0)))

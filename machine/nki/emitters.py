@@ -214,10 +214,12 @@ def affine_select_pred(dst: Layout, pred: Any, on_true: Any, value: Any) -> None
 def iota_pattern(dst: Layout, pattern: Any, offset: Any, channel_multiplier: Any = 0) -> None:
     """Current-API ``nisa.iota(dst, pattern, offset, channel_multiplier)``."""
     pairs = [(int(s), int(n)) for s, n in (pattern or [[1, 1]])]
-    for (outer, _n), (inner, count) in zip(pairs, pairs[1:]):
-        if outer != inner * count:
-            raise current().refuse("nisa.iota with a pattern that is not one arithmetic run",
-                                   "one [step, count] run")
+    one_run = all(outer == inner * count for (outer, _n), (inner, count) in zip(pairs, pairs[1:]))
     current().note_write(dst)
-    current().kb.iota(dst.view(), base=ops.number(offset), step=pairs[-1][0],
-                      partition_step=ops.number(channel_multiplier))
+    if one_run:
+        current().kb.iota(dst.view(), base=ops.number(offset), step=pairs[-1][0],
+                          partition_step=ops.number(channel_multiplier))
+        return
+    attrs = {"base": ops.number(offset), "partition_step": ops.number(channel_multiplier),
+             "pattern": [[s, n] for s, n in pairs]}  # a multi-dimensional pattern (steps of 0 repeat)
+    current().kb.instruction("iota", "pool", [], [dst.view()], attrs=attrs)

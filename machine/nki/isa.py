@@ -185,7 +185,7 @@ def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) ->
 
 
 @api("nisa.affine_select")
-def affine_select(dst, pattern, offset, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, name=None,
+def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, offset=0, name=None,
                   **_kw) -> Handle:
     cmp = alu_name(cmp_op) if cmp_op is not None else "equal"
     return _emit(lambda: em.affine_select(_dst(dst), on_true_tile, on_false_value, offset=offset,

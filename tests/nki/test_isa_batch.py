@@ -110,6 +110,13 @@ def test_broadcast_to_of_a_strided_row_reaches_every_partition():
     np.testing.assert_array_equal(out, np.broadcast_to(x[0, ::2], (128, 32)))
 
 
+def test_iota_over_a_multi_level_pattern():
+    out = run(kernel("isa_batch_search.py::patterned_iota"))
+    i0, i1 = np.divmod(np.arange(6), 3)
+    np.testing.assert_array_equal(out["out"], 5 + 100 * np.arange(4)[:, None] + 10 * i0 + i1)
+    np.testing.assert_array_equal(out["repeats"], np.broadcast_to(7 * i1, (4, 6)))
+
+
 def test_cumulative_reset_load_and_chained_reduce():
     rng = np.random.default_rng(2)
     x, scale = f32(128, 64, seed=2), rng.uniform(0.5, 2, (128, 1)).astype(np.float32)

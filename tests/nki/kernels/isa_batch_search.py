@@ -116,3 +116,17 @@ def strided_row_broadcast(x):
     row = nl.load(x[0:1, :])
     nl.store(out, row[:, 0:x.shape[1]:2].broadcast_to((128, x.shape[1] // 2)))
     return out
+
+
+@nki.jit
+def patterned_iota():
+    """``nisa.iota`` over a two-level pattern that is not one arithmetic run (a zero step repeats)."""
+    out = nl.ndarray((4, 6), dtype=nl.int32, buffer=nl.shared_hbm, name="out")
+    repeats = nl.ndarray((4, 6), dtype=nl.int32, buffer=nl.shared_hbm, name="repeats")
+    t = nl.ndarray((4, 6), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.iota(dst=t, pattern=[[10, 2], [1, 3]], offset=5, channel_multiplier=100)
+    r = nl.ndarray((4, 6), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.iota(dst=r, pattern=[[0, 2], [7, 3]])
+    nl.store(out, t)
+    nl.store(repeats, r)
+    return out, repeats
