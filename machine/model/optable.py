@@ -111,12 +111,14 @@ ACTIVATION_FUNCS = (
     "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "neg",
 )
 #: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar`` / ``tensor_tensor_scan``: NKI's
-#: arithmetic operators (comparisons and logical ops give 1.0 or 0.0), plus ``divide`` and
-#: ``bypass``.  NKI's bitvec operators (integer bit patterns) and its unary ALU operators
-#: (``rsqrt``, ``reciprocal``, ``abs`` in an op slot) are not modelled.
+#: arithmetic operators (comparisons and logical ops give 1.0 or 0.0), plus ``divide``,
+#: ``bypass`` and ``abs`` (``nl.abs`` in an op slot: the magnitude of its left operand, the
+#: other ignored, as nki-library's rmsnorm_quant uses it for an absolute maximum).  NKI's
+#: bitvec operators (integer bit patterns) and its other unary ALU operators (``rsqrt``,
+#: ``reciprocal`` in an op slot) are not modelled.
 ALU_OPS = ("add", "subtract", "multiply", "divide", "max", "min", "pow", "bypass",
            "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
-           "logical_and", "logical_or", "logical_xor")
+           "logical_and", "logical_or", "logical_xor", "abs")
 #: Reductions of ``tensor_reduce`` (the arithmetic rows NKI marks as legal reduction ops,
 #: ``subtract`` aside).
 REDUCE_OPS = ("add", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor")

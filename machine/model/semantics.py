@@ -45,8 +45,8 @@ Op meanings are those of the op table (``doc`` column); the details:
                                     ``reduce_op`` the second write gets the per-partition sum of the
                                     fp32 activation result (before the output cast), ACT's reduce
                                     registers being 32-bit (NKI ``activation_reduce``)
-``tensor_tensor``                   ``in0 <op> in1``; ``bypass`` passes ``in0``; comparisons give 1.0 or
-                                    0.0, logical ops treat non-zero as true
+``tensor_tensor``                   ``in0 <op> in1``; ``bypass`` passes ``in0``, ``abs`` its magnitude;
+                                    comparisons give 1.0 or 0.0, logical ops treat non-zero as true
 ``tensor_scalar``                   ``(in <op0> s0) <op1> s1``, ``s0`` / ``s1`` immediates (default 0) or
                                     ``[P, 1]`` tiles; a missing op is skipped; ``reverse0`` (``reverse1``)
                                     puts the operand on the left of ``op0`` (``op1``), ``reverse`` both
@@ -209,6 +209,7 @@ ALU: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "min": np.minimum,
     "pow": np.power,
     "bypass": lambda a, b: np.broadcast_to(a, np.broadcast_shapes(np.shape(a), np.shape(b))),
+    "abs": lambda a, b: np.broadcast_to(np.abs(a), np.broadcast_shapes(np.shape(a), np.shape(b))),
     "equal": lambda a, b: (a == b).astype(F32),
     "not_equal": lambda a, b: (a != b).astype(F32),
     "greater": lambda a, b: (a > b).astype(F32),

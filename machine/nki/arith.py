@@ -105,6 +105,7 @@ for _np, _nl in ((np.add, add), (np.subtract, subtract), (np.multiply, multiply)
                  (np.less, less), (np.less_equal, less_equal), (np.logical_and, logical_and),
                  (np.logical_or, logical_or), (np.logical_xor, logical_xor)):
     ALU_OF[_np] = ALU_OF[_nl]
+ALU_OF[abs] = ALU_OF[np.abs] = "abs"  # nl.abs in an ALU op slot (machine/model/optable.py ALU_OPS)
 for _np, _nl in ((np.exp, exp), (np.log, log), (np.tanh, tanh), (np.sqrt, sqrt), (np.abs, abs), (np.sign, sign),
                  (np.square, square), (np.negative, negative), (np.reciprocal, reciprocal)):
     ACT_OF[_np] = ACT_OF[_nl]

@@ -152,6 +152,13 @@ def test_predicated_selects_and_copies():
     np.testing.assert_array_equal(out["filled_out"], np.where(pred != 0, 9.0, y))
 
 
+def test_abs_as_an_alu_operator():
+    x = f32(128, 64, seed=15)
+    out = run(kernel("isa_batch_select.py::absolute_max"), x)
+    np.testing.assert_array_equal(out["magnitudes_out"], np.abs(x))
+    np.testing.assert_array_equal(out["peak_out"][:, 0], np.abs(x).max(1))
+
+
 def _draws(seed: int) -> dict[str, np.ndarray]:
     return run(kernel("isa_batch_random.py::draws"), f32(128, 512, seed=7), np.array([[seed]], np.uint32))
 

@@ -113,7 +113,7 @@ def test_tensor_tensor_ops(op):
              "logical_xor": b == 0}
     with np.errstate(divide="ignore"):
         want = {"add": a + b, "subtract": a - b, "multiply": a * b, "divide": a / b, "max": np.maximum(a, b),
-                "min": np.minimum(a, b), "pow": a**b, "bypass": a,
+                "min": np.minimum(a, b), "pow": a**b, "bypass": a, "abs": np.abs(a),
                 **{name: mask.astype(np.float32) for name, mask in truth.items()}}[op]
     np.testing.assert_allclose(got, want, rtol=1e-6)
 

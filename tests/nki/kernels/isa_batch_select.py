@@ -96,3 +96,19 @@ def continues_nothing(x):
                                   reduce_cmd=nisa.reduce_cmd.reduce)
     nl.store(out, sums)
     return out
+
+
+@nki.jit
+def absolute_max(x):
+    """``nl.abs`` as a tensor_scalar operator (its operand ignored), reduced with max."""
+    P, F = x.shape
+    magnitudes_out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="magnitudes_out")
+    peak_out = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm, name="peak_out")
+    data = nl.load(x)
+    magnitudes = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    peak = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=magnitudes, data=data, op0=nl.abs, operand0=0.0, reduce_op=nl.maximum,
+                              reduce_res=peak)
+    nl.store(magnitudes_out, magnitudes)
+    nl.store(peak_out, peak)
+    return magnitudes_out, peak_out
