@@ -22,7 +22,7 @@ API: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("neuronsim.machine.ir.program", ("Program", "Loop", "Instruction", "Access", "Tensor", "Dep"), "The program IR."),
     ("passes", ("parse_pipeline", "run_pipeline", "PassContext", "DEFAULT_PIPELINE"),
      "The pass pipeline."),
-    ("neuronsim.passes.pipeline", ("Pass", "as_pass"), "Writing a pass of your own."),
+    ("neuronsim.passes.pipeline", ("Pass", "PipelineState", "as_pass"), "Writing a pass of your own."),
     ("neuronsim.verify.racecheck", ("check_program", "check_waits", "RaceReport", "Race"), "The race checker."),
     ("neuronsim.verify.report", ("group_races", "suggest_fix", "render_report"), "Race reports for people."),
     ("neuronsim.machine.sim.simulator", ("simulate",), "The simulator."),

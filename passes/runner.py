@@ -41,18 +41,26 @@ class _GcPaused:
             gc.enable()
 
 
-def _timed(p: Pass, ctx: PassContext, step: Callable[[], Any], edges: Callable[[Any], int], after_pass: AfterPass | None,
-           program_of: Callable[[Any], Program]) -> Any:
-    started = time.perf_counter()
-    before = {k: dict(v) for k, v in ctx.stats.items()}
-    with _GcPaused():
-        result, seconds = step(started)
-    row = ctx.stats.get(p.name, {})
-    delta = {k: v - before.get(p.name, {}).get(k, 0) for k, v in row.items()}
-    ctx.records.append(PassRecord(p.spec_string(), seconds, edges(result), delta))
-    if after_pass is not None:
-        after_pass(p, program_of(result), ctx)
-    return result
+def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance: Callable[[Pass, Any], Any],
+               check: Callable[[Pass, Any, Any], None], edges: Callable[[Any], int],
+               program_of: Callable[[Any], Program], after_pass: AfterPass | None) -> Any:
+    """The loop of both pipelines: ``advance`` runs a pass on ``value``, ``check`` verifies
+    its result against its input (when ``ctx.verify``); each pass timed and recorded."""
+    for p in passes:
+        started = time.perf_counter()
+        before = ctx.stats.get(p.name, {}).copy()
+        with _GcPaused():
+            result = advance(p, value)
+            seconds = time.perf_counter() - started
+            ctx.placed = ctx.placed or p.places
+            if ctx.verify:
+                check(p, result, value)
+        delta = {k: v - before.get(k, 0) for k, v in ctx.stats.get(p.name, {}).items()}
+        ctx.records.append(PassRecord(p.spec_string(), seconds, edges(result), delta))
+        value = result
+        if after_pass is not None:
+            after_pass(p, program_of(value), ctx)
+    return value
 
 
 def run_passes(state: PipelineState, passes: Sequence[Pass] | str = DEFAULT_PIPELINE, ctx: PassContext | None = None,
@@ -63,17 +71,9 @@ def run_passes(state: PipelineState, passes: Sequence[Pass] | str = DEFAULT_PIPE
         ctx.spec = state.spec
     if isinstance(passes, str):
         passes = parse_pipeline(passes)
-    for p in passes:
-        def step(started: float, p: Pass = p, given: PipelineState = state) -> tuple[PipelineState, float]:
-            result = p.run(given, ctx)
-            seconds = time.perf_counter() - started
-            ctx.placed = ctx.placed or p.places
-            if ctx.verify:
-                verify_state(result, given, placed=ctx.placed, after=p.name)
-            return result, seconds
-
-        state = _timed(p, ctx, step, lambda s: s.dep_count, after_pass, lambda s: s.program)
-    return state
+    return _each_pass(state, passes, ctx, advance=lambda p, s: p.run(s, ctx),
+                      check=lambda p, new, old: verify_state(new, old, placed=ctx.placed, after=p.name),
+                      edges=lambda s: s.dep_count, program_of=lambda s: s.program, after_pass=after_pass)
 
 
 def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELINE, ctx: PassContext | None = None,
@@ -95,14 +95,6 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
         passes = parse_pipeline(passes)
     if verifier is None:
         return run_passes(PipelineState.of(program, ctx.machine(program)), passes, ctx, after_pass=after_pass).program
-    for p in passes:
-        def step(started: float, p: Pass = p, given: Any = program) -> tuple[Any, float]:
-            result = p.apply(given, ctx)
-            seconds = time.perf_counter() - started
-            ctx.placed = ctx.placed or p.places
-            if ctx.verify:
-                verifier(result, given, p.name)
-            return result, seconds
-
-        program = _timed(p, ctx, step, lambda q: q.dep_count, after_pass, lambda q: q)
-    return program
+    return _each_pass(program, passes, ctx, advance=lambda p, q: p.apply(q, ctx),
+                      check=lambda p, new, old: verifier(new, old, p.name), edges=lambda q: q.dep_count,
+                      program_of=lambda q: q, after_pass=after_pass)
