@@ -51,6 +51,8 @@ op                                  engines              reads -> writes        
 ``tensor_copy_predicated``          dve                  predicate [, src]        ``max(64, 2N)``
                                                          [, dst] -> dst
 ``tensor_partition_reduce``         pool                 1 -> 1 (1 partition)     ``150 + N * ceil(P / 8)``
+``sequence_bounds``                 pool                 1 -> 1 (2 per element)   ``150 + N``
+``nonzero_with_count``              pool                 src [, dst] -> dst       ``150 + N``
 ``dma_transpose``                   any sequencer        1 -> 1 (SBUF/DRAM)       as ``dma_copy``
 any other name                      any sequencer        any -> any               ``cycles`` attr, else
 (opaque)                                                                          ``max(64, N)``; ISA names
@@ -261,6 +263,10 @@ _SEARCH_AND_SELECT = (
            doc="out = src (or value) where predicate != 0 (== 0 with reverse_pred), else out unchanged"),
     OpSpec("tensor_partition_reduce", ("pool",), (1, 1), (1, 1), {"op": _one_of("add", "multiply", "max", "min")},
            doc="out[0, f] = reduce over the partitions p of in[p, f]"),
+    OpSpec("sequence_bounds", ("pool",), (1, 1), (1, 1),
+           doc="out[p, 0, i] / out[p, 1, i] = start / end (exclusive) of the run of equal ids holding in[0, i]"),
+    OpSpec("nonzero_with_count", ("pool",), (1, 2), (1, 1), {"index_offset": _is_int, "padding": _is_int},
+           doc="rows 0, 16, ...: indices of the non-zero elements + index_offset, padding, then their count"),
     OpSpec("dma_transpose", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES)},
            doc="out[F, P] = in[P, F]: a DMA that transposes a 2-D source"),
 )

@@ -104,6 +104,14 @@ Op meanings are those of the op table (``doc`` column); the details:
                                     0) is non-zero (zero with ``reverse_pred``); elsewhere the
                                     destination keeps its contents
 ``tensor_partition_reduce``         ``out[0, f] = op`` over the partitions of ``in[:, f]``
+``sequence_bounds``                 for the ids of the read's first partition (``n`` of them), per element
+                                    the start and the exclusive end of the run of equal consecutive ids
+                                    holding it; id 0 is padding: start ``n``, end -1; every partition of
+                                    the output ``[P, 2, n]`` gets them (NKI ``sequence_bounds``)
+``nonzero_with_count``              in rows 0, 16, 32, ... of the access (one per GpSimd core): the
+                                    indices of the non-zero elements plus ``index_offset``, then
+                                    ``padding`` (default -1), then their count in the last element;
+                                    other rows keep the destination's contents (read 1)
 ``dma_transpose``                   the read as ``[P, F]`` (its first dimension, the rest flattened),
                                     transposed, row-major into the destination; same dtype copies
 ==================================  =================================================================

@@ -166,6 +166,33 @@ def _tensor_partition_reduce(attrs, reads, outs, engine, state) -> list[np.ndarr
     return [cast(_fit(reduced, outs[0].shape), outs[0].dtype)]
 
 
+def _sequence_bounds(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    ids = _rows(_f32(reads[0]))[0]
+    n = ids.size
+    change = np.flatnonzero(np.diff(ids) != 0) + 1
+    starts, ends = np.concatenate([[0], change]), np.concatenate([change, [n]])
+    run = np.repeat(np.arange(starts.size), ends - starts)
+    padding = ids == 0
+    bounds = np.stack([np.where(padding, n, starts[run]), np.where(padding, -1, ends[run])]).astype(np.float64)
+    out = outs[0]
+    partitions = out.shape[0] if out.ndim else 1
+    return [cast(_fit(np.broadcast_to(bounds.ravel(), (partitions, bounds.size)), out.shape), out.dtype)]
+
+
+def _nonzero_with_count(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    result = _rows(np.array(out, dtype=np.float64, copy=True))
+    source = _rows(_f32(reads[0]))
+    width = result.shape[1]
+    for row in range(0, min(result.shape[0], source.shape[0]), 16):  # each GpSimd core's first partition
+        found = np.flatnonzero(source[row] != 0)[: width - 1]
+        line = np.full(width, float(attrs.get("padding", -1)))
+        line[: found.size] = found + attrs.get("index_offset", 0)
+        line[-1] = found.size
+        result[row] = line
+    return [cast(result.reshape(out.shape), out.dtype)]
+
+
 def _dma_transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     flipped = _rows(reads[0]).T
     out = outs[0]
@@ -182,5 +209,7 @@ OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "select_reduce": _select_reduce,
     "tensor_copy_predicated": _tensor_copy_predicated,
     "tensor_partition_reduce": _tensor_partition_reduce,
+    "sequence_bounds": _sequence_bounds,
+    "nonzero_with_count": _nonzero_with_count,
     "dma_transpose": _dma_transpose,
 }

@@ -26,7 +26,8 @@ from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tracer import current
 
 __all__ = ["max8", "find_index8", "match_replace8", "stream_shuffle", "cumulative", "range_select",
-           "select_reduce", "copy_predicated", "partition_reduce", "dma_transpose_on_chip", "random", "seed",
+           "select_reduce", "copy_predicated", "partition_reduce", "sequence_bounds", "nonzero_with_count",
+           "dma_transpose_on_chip", "random", "seed",
            "dropout"]
 
 #: The attribute of the trace (one per attempt) that holds where each engine's accumulator
@@ -216,6 +217,24 @@ def partition_reduce(dst: Layout, op: Any, data: Any) -> None:
         raise fail(f"nisa.tensor_partition_reduce: the result {dst.shape} is one partition of the data's "
                    f"{source.view().free_count} elements")
     _instr("tensor_partition_reduce", "pool", [source], [dst], {"op": reducer})
+
+
+def sequence_bounds(dst: Layout, segment_ids: Any) -> None:
+    ids = ops.staged_from_psum(_tile(segment_ids, "nisa.sequence_bounds segment_ids"))
+    n = ids.view().free_count
+    if dst.view().free_count != 2 * n:
+        raise fail(f"nisa.sequence_bounds: the result {dst.shape} holds a start and an end for each of {n} ids")
+    _instr("sequence_bounds", "pool", [ids], [dst])
+
+
+def nonzero_with_count(dst: Layout, src: Any, index_offset: Any = 0, padding_val: Any = -1) -> None:
+    """Rows other than each GpSimd core's first keep their contents: ``dst`` is read too."""
+    source = _tile(src, "nisa.nonzero_with_count src")
+    if dst.view().free_count != source.view().free_count + 1:
+        raise fail(f"nisa.nonzero_with_count: the result {dst.shape} has one element per partition more than "
+                   f"the source {source.shape}")
+    _instr("nonzero_with_count", "pool", [source, dst], [dst],
+           {"index_offset": int(ops.number(index_offset)), "padding": int(ops.number(padding_val))})
 
 
 def dma_transpose_on_chip(dst: Layout, src: Layout, engine: str = "sp") -> None:

@@ -87,7 +87,6 @@ REFUSED = {
     "dma_compute": "DMA compute", "local_gather": "gathers", "nc_n_gather": "gathers",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
     "rand_get_state": "random numbers",
-    "sequence_bounds": "sequence bounds", "nonzero_with_count": "data-dependent sizes",
     "exponential": "not modelled by neuronsim", "activate2": "two-function activations (NKI 0.4)",
     "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
 }

@@ -24,7 +24,7 @@ __all__ = ["current_names", "legacy_names", "language_names", "ISA_SELECT_OPS"]
 #: The ``nki.isa`` names this module implements (both generations).
 ISA_SELECT_OPS = ("max8", "nc_find_index8", "nc_match_replace8", "nc_stream_shuffle", "tensor_scalar_cumulative",
                   "range_select", "select_reduce", "tensor_copy_predicated", "tensor_partition_reduce", "dropout",
-                  "rng", "rand2", "set_rng_seed", "rand_set_state")
+                  "rng", "rand2", "set_rng_seed", "rand_set_state", "sequence_bounds", "nonzero_with_count")
 
 
 def _dst(dst: Any):
@@ -97,11 +97,30 @@ def _current() -> dict[str, Any]:
     def rand2(dst, min, max, name=None, **_kw):  # NKI's parameter names shadow the builtins
         return _emit(lambda: es.random(_dst(dst), min, max), name)
 
+    @api("nisa.sequence_bounds")
+    def sequence_bounds(segment_ids, *, dtype=None, mask=None, **_kw):
+        shape = (segment_ids.shape[0], 2, *segment_ids.shape[1:])
+        return _result(shape, dtype or segment_ids.dtype, "sbuf", lambda dst: es.sequence_bounds(dst, segment_ids),
+                       mask)
+
     return {"max8": max8, "nc_find_index8": nc_find_index8, "nc_match_replace8": nc_match_replace8,
             "nc_stream_shuffle": nc_stream_shuffle, "tensor_scalar_cumulative": tensor_scalar_cumulative,
             "range_select": range_select, "select_reduce": select_reduce,
             "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
-            "dropout": dropout, "rng": rng, "rand2": rand2, **_seeding()}
+            "dropout": dropout, "sequence_bounds": sequence_bounds,
+            "nonzero_with_count": _gpsimd()["nonzero_with_count"], "rng": rng, "rand2": rand2, **_seeding(), **_gpsimd()}
+
+
+def _gpsimd() -> dict[str, Any]:
+    @api("nisa.sequence_bounds")
+    def sequence_bounds(dst, segment_ids, name=None, **_kw):
+        return _emit(lambda: es.sequence_bounds(_dst(dst), segment_ids), name)
+
+    @api("nisa.nonzero_with_count")
+    def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None, **_kw):
+        return _emit(lambda: es.nonzero_with_count(_dst(dst), src, index_offset, padding_val), name)
+
+    return {"sequence_bounds": sequence_bounds, "nonzero_with_count": nonzero_with_count}
 
 
 def _seeding() -> dict[str, Any]:
@@ -170,11 +189,18 @@ def _legacy() -> dict[str, Any]:
     def dropout(data, prob, *, dtype=None, mask=None, **_kw):
         return _result(data.shape, dtype or data.dtype, "sbuf", lambda dst: es.dropout(dst, data, prob), mask)
 
+    @api("nisa.sequence_bounds")
+    def sequence_bounds(segment_ids, *, dtype=None, mask=None, **_kw):
+        shape = (segment_ids.shape[0], 2, *segment_ids.shape[1:])
+        return _result(shape, dtype or segment_ids.dtype, "sbuf", lambda dst: es.sequence_bounds(dst, segment_ids),
+                       mask)
+
     return {"max8": max8, "nc_find_index8": nc_find_index8, "nc_match_replace8": nc_match_replace8,
             "nc_stream_shuffle": nc_stream_shuffle, "tensor_scalar_cumulative": tensor_scalar_cumulative,
             "range_select": range_select, "select_reduce": select_reduce,
             "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
-            "dropout": dropout, **{k: v for k, v in _current().items() if k in ("rng", "rand2")}, **_seeding()}
+            "dropout": dropout, "sequence_bounds": sequence_bounds,
+            "nonzero_with_count": _gpsimd()["nonzero_with_count"], **{k: v for k, v in _current().items() if k in ("rng", "rand2")}, **_seeding()}
 
 
 # -- nki.language ------------------------------------------------------------------------------

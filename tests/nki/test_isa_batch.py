@@ -117,6 +117,20 @@ def test_iota_over_a_multi_level_pattern():
     np.testing.assert_array_equal(out["repeats"], np.broadcast_to(7 * i1, (4, 6)))
 
 
+def test_sequence_bounds_and_nonzero_with_count_on_the_references_examples():
+    ids = np.array([[0, 1, 1, 2, 2, 2, 0, 3, 3]], np.int32)  # the API reference's examples
+    flags = np.zeros((32, 8), np.int32)
+    flags[0] = [0, 1, 1, 0, 0, 1, 0, 0]
+    flags[16] = [2, 0, 0, 0, 0, 0, 0, 7]
+    flags[5] = 1  # not a GpSimd core's first partition: not scanned
+    out = run(kernel("isa_batch_search.py::gpsimd_scans"), ids, flags)
+    assert out["bounds_out"].tolist() == [[[9, 1, 1, 3, 3, 3, 9, 7, 7], [-1, 3, 3, 6, 6, 6, -1, 9, 9]]]
+    found = out["found_out"]
+    assert found[0].tolist() == [17, 18, 21, -1, -1, -1, -1, -1, 3]
+    assert found[16].tolist() == [16, 23, -1, -1, -1, -1, -1, -1, 2]
+    assert (np.delete(found, [0, 16], axis=0) == -9).all()
+
+
 def test_cumulative_reset_load_and_chained_reduce():
     rng = np.random.default_rng(2)
     x, scale = f32(128, 64, seed=2), rng.uniform(0.5, 2, (128, 1)).astype(np.float32)

@@ -130,3 +130,19 @@ def patterned_iota():
     nl.store(out, t)
     nl.store(repeats, r)
     return out, repeats
+
+
+@nki.jit
+def gpsimd_scans(ids, flags):
+    """``nisa.sequence_bounds`` of one row of segment ids and ``nisa.nonzero_with_count`` of
+    32 rows of flags (rows 0 and 16 are scanned; the others keep the memset -9)."""
+    bounds_out = nl.ndarray((1, 2, ids.shape[1]), dtype=nl.int32, buffer=nl.shared_hbm, name="bounds_out")
+    found_out = nl.ndarray((32, flags.shape[1] + 1), dtype=nl.int32, buffer=nl.shared_hbm, name="found_out")
+    bounds = nl.ndarray((1, 2, ids.shape[1]), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.sequence_bounds(dst=bounds, segment_ids=nl.load(ids))
+    found = nl.ndarray((32, flags.shape[1] + 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=found, value=-9)
+    nisa.nonzero_with_count(dst=found, src=nl.load(flags), index_offset=16, padding_val=-1)
+    nl.store(bounds_out, bounds)
+    nl.store(found_out, found)
+    return bounds_out, found_out
