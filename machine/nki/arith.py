@@ -147,10 +147,25 @@ def _axes(x: NkiTensor, axis: Any) -> list[int]:
     return out
 
 
+def _partition_reduce(x: NkiTensor, op: str, scale_by_count: bool, dtype: Any, mask: Any) -> NkiTensor:
+    """A reduction over the partition axis alone: POOL's ``tensor_partition_reduce`` into one
+    partition (the result keeps that axis, ``[1, ...]``, so it stays a tile)."""
+    from neuronsim.machine.nki.emitters_select import partition_reduce  # it imports this module
+
+    def emit(dst) -> None:
+        partition_reduce(dst, op, x)
+        if scale_by_count:
+            current().kb.tensor_scalar(dst.view(), dst.view(), op0="multiply", operand0=1.0 / x.shape[0])
+
+    return _result((1, *x.shape[1:]), ops.result_dtype(dtype, x), "sbuf", emit, mask)
+
+
 def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
     @api(f"nl.{name}")
     def fn(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
            **_kw: Any) -> NkiTensor:
+        if axis is not None and [a % len(x.shape) for a in ([axis] if isinstance(axis, int) else axis)] == [0]:
+            return _partition_reduce(x, op, scale_by_count, dtype, mask)
         axes = _axes(x, axis)
         kept = tuple(n for a, n in enumerate(x.shape) if a not in axes)
         shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else kept

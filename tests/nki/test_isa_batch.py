@@ -131,6 +131,12 @@ def test_sequence_bounds_and_nonzero_with_count_on_the_references_examples():
     assert (np.delete(found, [0, 16], axis=0) == -9).all()
 
 
+def test_language_reductions_over_the_partition_axis():
+    x = f32(96, 40, seed=16)
+    out = run(kernel("isa_batch_search.py::column_stats"), x)["out"]
+    np.testing.assert_allclose(out, np.stack([x.sum(0), x.max(0), x.mean(0)]), atol=1e-5)
+
+
 def test_cumulative_reset_load_and_chained_reduce():
     rng = np.random.default_rng(2)
     x, scale = f32(128, 64, seed=2), rng.uniform(0.5, 2, (128, 1)).astype(np.float32)

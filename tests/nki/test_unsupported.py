@@ -19,7 +19,7 @@ REFUSED = [
     ("register_loop", "a register's value is known only on the device: loop over it with nl.dynamic_range"),
     ("unknown_name", "nl.cumsum: no such name in nki.language (did you mean nl.sum?)"),
     ("rmw_dma", "nisa.dma_copy(dst_rmw_op=...) is not supported"),
-    ("partition_reduce", "a reduction over the partition axis is not supported"),
+    ("partition_and_free_reduce", "a reduction over the partition axis is not supported"),
     ("mx_matmul", "nisa.nc_matmul_mx is not supported (MX quantized formats)"),
     ("packed_dtype", "nl.float8_e4m3fn_x4 is not supported (packed MX data types)"),
     ("grid_inside", "launching an SPMD grid from inside a kernel is not supported"),

@@ -146,3 +146,15 @@ def gpsimd_scans(ids, flags):
     nl.store(bounds_out, bounds)
     nl.store(found_out, found)
     return bounds_out, found_out
+
+
+@nki.jit
+def column_stats(x):
+    """``nl.sum`` / ``nl.max`` / ``nl.mean`` over the partition axis (POOL partition reductions)."""
+    P, F = x.shape
+    out = nl.ndarray((3, F), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
+    data = nl.load(x)
+    nl.store(out[0:1, :], nl.sum(data, axis=0))
+    nl.store(out[1:2, :], nl.max(data, axis=0))
+    nl.store(out[2:3, :], nl.mean(data, axis=[0]))
+    return out
