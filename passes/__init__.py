@@ -28,12 +28,15 @@ from neuronsim.passes.dep_reduction import DepReduction
 from neuronsim.passes.remove_redundancies import RemoveRedundancies
 from neuronsim.passes.list_schedule import ListSchedule
 from neuronsim.passes.schedule import TRACED_PIPELINE, Schedule
+from neuronsim.passes.dma_place import DmaPlace
+from neuronsim.passes.load_elim import LoadElim
 
 #: Registry: pass name -> pass class (the one :func:`parse_pipeline` reads).
 ALL_PASSES: dict[str, type] = PASS_REGISTRY
 ALL_PASSES.update({
     cls.name: cls for cls in (FuseLoops, InterchangeLoops, Alloc, AllocSharedDram, BuildFdeps, RemoveRedundancies,
-                             AntiDeps, ExpandSchedulingUnits, ListSchedule, Schedule, DepOpt, DepReduction)
+                             AntiDeps, ExpandSchedulingUnits, ListSchedule, Schedule, DmaPlace, LoadElim, DepOpt,
+                             DepReduction)
 })
 
 #: Entry-point group under which other packages register passes.
@@ -66,7 +69,7 @@ __all__ = [
     "ALL_PASSES", "CONSTRUCTION_PIPELINE", "DEFAULT_PIPELINE", "Pass", "PassContext", "PipelineState", "parse_pipeline",
     "run_pipeline", "run_passes",
     "FuseLoops", "InterchangeLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
-    "ExpandSchedulingUnits", "ListSchedule", "Schedule", "TRACED_PIPELINE", "DepOpt", "DepReduction", "compile_program",
+    "ExpandSchedulingUnits", "ListSchedule", "Schedule", "DmaPlace", "LoadElim", "TRACED_PIPELINE", "DepOpt", "DepReduction", "compile_program",
 ]
 
 

@@ -56,23 +56,58 @@ class _Summary:
     rng: frozenset[str]
     groups: frozenset
     cost: float
+    op_cost: object = None
+    """An instruction's :class:`~neuronsim.machine.model.cost.OpCost` (None for a loop)."""
 
 
 def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...]):
     trips = {loop.name: loop.trip_count - 1 for loop in loops}
     for access, is_write in instr.accesses:
         tensor = program.tensors[access.tensor]
-        # the footprint moves monotonically with each index, downwards for a negative shift
-        shifts = dict(access.per_iteration)
-        low = {name: (last if shifts.get(name, 0) < 0 else 0) for name, last in trips.items()}
-        high = {name: (0 if shifts.get(name, 0) < 0 else last) for name, last in trips.items()}
-        a, b = footprint(tensor, access, low), footprint(tensor, access, high)
+        if not trips:  # a flattened block: one instance, one footprint (half the work)
+            a = b = footprint(tensor, access, trips)
+        else:
+            # the footprint moves monotonically with each index, downwards for a negative shift
+            shifts = dict(access.per_iteration)
+            low = {name: (last if shifts.get(name, 0) < 0 else 0) for name, last in trips.items()}
+            high = {name: (0 if shifts.get(name, 0) < 0 else last) for name, last in trips.items()}
+            a, b = footprint(tensor, access, low), footprint(tensor, access, high)
         yield a.space, tensor.name, a.partitions, a.bytes[0][0], b.bytes[-1][1], is_write
 
 
-def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], spec: MachineSpec) -> _Summary:
+def _cost_key(instr: Instruction, tensors) -> tuple:
+    """What :func:`instruction_cost` reads of ``instr``: op, engine, attributes and each
+    access's shape with its tensor's layout, never the names, so the thousands of instances
+    of one instruction in a flattened kernel (each ring slot a tensor of its own) share one
+    computation."""
+    sides = []
+    for access, is_write in instr.accesses:
+        t = tensors[access.tensor]
+        sides.append((is_write, t.memory, t.dtype, t.shape, t.partition, t.rotate, access.partitions, access.offset,
+                      access.pattern, access.per_iteration, access.partitions_per_iteration))
+    return instr.engine, instr.op, repr(sorted(instr.attrs.items())), tuple(sides)
+
+
+class _Costs:
+    """:func:`instruction_cost` memoised by :func:`_cost_key` for one scheduling run."""
+
+    __slots__ = ("program", "spec", "known")
+
+    def __init__(self, program: Program, spec: MachineSpec) -> None:
+        self.program, self.spec, self.known = program, spec, {}
+
+    def __call__(self, instr: Instruction):
+        key = _cost_key(instr, self.program.tensors)
+        cost = self.known.get(key)
+        if cost is None:
+            cost = self.known[key] = instruction_cost(instr, self.program.tensors, self.spec)
+        return cost
+
+
+def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: _Costs) -> _Summary:
     names, extents, rng, groups = set(), [], set(), set()
     cost = 0.0
+    op_cost = None
     stack = [(node, loops, 1)]
     while stack:
         item, outer, times = stack.pop()
@@ -86,9 +121,10 @@ def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], spec: Mach
             rng.add(item.engine)
         if "group" in item.attrs:
             groups.add((item.op == "matmul", item.attrs["group"]))
-        c = instruction_cost(item, program.tensors, spec)
+        c = op_cost = costs(item)
         cost += times * (c.issue_ns + c.duration_ns)
-    return _Summary(frozenset(names), tuple(extents), frozenset(rng), frozenset(groups), cost)
+    return _Summary(frozenset(names), tuple(extents), frozenset(rng), frozenset(groups), cost,
+                    None if isinstance(node, Loop) else op_cost)
 
 
 def _bucket_key(program: Program, space: object, tensor: str) -> object:
@@ -130,7 +166,16 @@ def _order_edges(entries: list[tuple], edges: set[tuple[int, int]]) -> None:
     since it, as a dependence builder keeps them.  A conflicting pair ``x`` before ``y``
     gets a path: ``x`` writes, then ``x`` (or a later write of its extent, chained to it)
     precedes ``y``; ``x`` reads and ``y`` writes, then ``x`` is among the reads since the
-    last write of its extent (or that later write follows it) when ``y`` comes."""
+    last write of its extent (or that later write follows it) when ``y`` comes.
+
+    A write ``w`` that orders the pending reads of an extent it overlaps (not its own) then
+    stands for them: the reads precede ``w``, so a later write meeting that extent needs only
+    an edge from ``w``.  Without it every write of one extent would take an edge from every
+    read of an overlapping extent ever made (quadratic: 132,000 edges for one PSUM bank of a
+    Mamba step); with it the edges stay about linear in the accesses, at the price of an
+    order between ``w`` and that later write that the bytes alone may not need."""
+    if not any(write for _e, write, _k in entries):
+        return  # reads alone never conflict (a read-only input's thousands of tile loads)
     meets = _overlapping(list({e for e, _w, _k in entries}))
     last_write: dict[tuple, int] = {}
     reads: dict[tuple, list[int]] = {}
@@ -140,9 +185,13 @@ def _order_edges(entries: list[tuple], edges: set[tuple[int, int]]) -> None:
             if w is not None and w != k:
                 edges.add((w, k))
             if write:
-                for r in reads.get(other, ()):
-                    if r != k:
-                        edges.add((r, k))
+                pending = reads.get(other)
+                if pending:
+                    for r in pending:
+                        if r != k:
+                            edges.add((r, k))
+                    if other != extent:
+                        reads[other] = [k]
         if write:
             last_write[extent] = k
             reads[extent] = []
@@ -220,10 +269,10 @@ class _Timing:
     data_ns: float = 0.0
 
 
-def _timing(program: Program, node: Node, spec: MachineSpec, summary: _Summary) -> _Timing:
+def _timing(node: Node, summary: _Summary) -> _Timing:
     if isinstance(node, Loop):
         return _Timing("", summary.cost, summary.cost)
-    c = instruction_cost(node, program.tensors, spec)
+    c = summary.op_cost
     if node.is_dma:
         return _Timing(node.engine, c.issue_ns, c.issue_ns + c.duration_ns, node.queue, c.latency_ns,
                        c.duration_ns - c.latency_ns)
@@ -295,13 +344,14 @@ def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float
 
 
 def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ...], spec: MachineSpec,
-                timed: bool = False) -> list[int]:
+                timed: bool = False, costs: _Costs | None = None) -> list[int]:
     """The scheduled order of a block's nodes (indices into ``nodes``): highest level first,
     or, ``timed``, the earliest start over the engines (:func:`_timed_order`)."""
     n = len(nodes)
     if n < 2:
         return list(range(n))
-    info = [_summarize(program, node, loops, spec) for node in nodes]
+    costs = costs or _Costs(program, spec)
+    info = [_summarize(program, node, loops, costs) for node in nodes]
     owner = {name: k for k, s in enumerate(info) for name in s.names}
     succs: list[set[int]] = [set() for _ in range(n)]
     for k, node in enumerate(nodes):
@@ -317,7 +367,7 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
                     succs[j].add(k)
     for i, k in _conflict_edges(program, info):
         succs[i].add(k)
-    timing = [_timing(program, node, spec, s) for node, s in zip(nodes, info)] if timed else None
+    timing = [_timing(node, s) for node, s in zip(nodes, info)] if timed else None
     level = [0.0] * n
     for i in range(n - 1, -1, -1):
         own = timing[i].result_ns if timing else info[i].cost
@@ -345,11 +395,12 @@ def list_schedule(program: Program, spec: MachineSpec | None = None, timed: bool
     """Reorder every block by critical path (see the module documentation); ``timed``: by
     earliest start over the engines, critical path among equals."""
     spec = spec or resolve_machine(program.machine)
+    costs = _Costs(program, spec)
 
     def schedule(nodes: tuple[Node, ...], loops: tuple[Loop, ...]) -> tuple[Node, ...]:
         inner = tuple(Loop(node.name, node.trip_count, schedule(node.body, (*loops, node)), node.extras)
                       if isinstance(node, Loop) else node for node in nodes)
-        return tuple(inner[i] for i in block_order(program, inner, loops, spec, timed))
+        return tuple(inner[i] for i in block_order(program, inner, loops, spec, timed, costs))
 
     body = schedule(program.body, ())
     return program if body == program.body else program.with_body(body)

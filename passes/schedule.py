@@ -48,11 +48,13 @@ from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["Schedule", "TRACED_PIPELINE", "instance_count"]
 
-#: The pipeline a traced NKI kernel is compiled with: the allocation, the scheduler slot and
-#: the rebuild of the deps for the scheduled order (``memsets=false``: a traced kernel
-#: initialises what it reads, and a read it does not is an NKI finding, not something to
-#: paper over); the caller appends ``dep-reduction``.
-TRACED_PIPELINE = "alloc,schedule,dep-opt{memsets=false}"
+#: The pipeline a traced NKI kernel is compiled with: loads the compiler does not repeat
+#: (``load-elim``, on the loop form), the allocation, the scheduler slot, the transfers dealt
+#: over the DMA queues in the scheduled order (``dma-place``) and the rebuild of the deps for
+#: the new order and queues (``memsets=false``: a traced kernel initialises what it reads, and a
+#: read it does not is an NKI finding, not something to paper over); the caller appends
+#: ``dep-reduction``.  ``docs/timing.md``, "The compiler between the trace and the timing model".
+TRACED_PIPELINE = "load-elim,alloc,schedule,dma-place,dep-opt{memsets=false}"
 
 
 def instance_count(program: Program) -> int:

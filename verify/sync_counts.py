@@ -38,6 +38,9 @@ Counted per stage (the program as given, then after each pass):
     the DMA transfers ``alloc`` added to spill SBUF tiles to DRAM and reload them
     (instructions marked ``x-spill``, :mod:`neuronsim.passes.alloc_spill`), one per instance,
     and the bytes they move; written only when there are some.
+``loads``
+    DRAM-to-on-chip transfers, one per instance (:func:`neuronsim.passes.load_elim.load_count`):
+    the loads before and after ``load-elim`` (issue 30), spill reloads included.
 ``makespan_ns``
     the simulator's nominal makespan (:func:`neuronsim.machine.sim.simulator.simulate`, timing only),
     when the program is placed and simulation is asked for.
@@ -246,6 +249,7 @@ class StageSync:
     makespan_ns: float | None
     spill_transfers: int = 0
     spill_bytes: int = 0
+    loads: int = 0
 
     @property
     def ratio(self) -> float | None:
@@ -257,7 +261,7 @@ class StageSync:
     def to_json(self) -> dict:
         out = {"stage": self.stage, "deps": self.deps, "deps_by_kind": dict(self.deps_by_kind),
                **self.figures.to_json(), "minimum": self.minimum.to_json() if self.minimum else None,
-               "ratio": self.ratio}
+               "ratio": self.ratio, "loads": self.loads}
         if self.makespan_ns is not None:
             out["makespan_ns"] = self.makespan_ns
         if self.spill_transfers:
@@ -298,7 +302,10 @@ def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, 
     if minimum is None and placed:
         minimum = minimum_sync(program, stream)
     makespan = _makespan(program) if simulate and placed else None
-    return StageSync(stage, len(table), tuple(deps.items()), figures, minimum, makespan, *spill_traffic(program))
+    from neuronsim.passes.load_elim import load_count  # passes import verify helpers: import here
+
+    return StageSync(stage, len(table), tuple(deps.items()), figures, minimum, makespan, *spill_traffic(program),
+                     loads=load_count(program))
 
 
 @dataclass(frozen=True, slots=True)

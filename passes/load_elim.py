@@ -1,0 +1,231 @@
+"""``load-elim``: loads a compiler does not repeat (loop-invariant hoisting, redundant loads).
+
+A traced kernel loads what its source says, where its source says it; a compiler keeps a
+tile it already holds.  Two rewrites, both on the loop form before ``alloc`` (so the
+allocator places what they leave, and its placement bounds the schedule as usual):
+
+1. **Hoisting.**  A load at the top level of a loop's body whose DRAM source and SBUF tile do
+   not move with that loop, into a tile written by nothing else and used only inside the loop
+   after the load, from DRAM bytes nothing in the loop writes, loads the same bytes in every
+   iteration: it moves in front of the loop, its tile declared outside it (the loop leaves
+   the tile's ``x-nki-scope``).  Only when SBUF allows: the tiles declared in the loop plus
+   the hoisted ones, counted without reuse, fit one SBUF partition (a bound that needs no
+   allocation).  Innermost loops first, so a load invariant in two loops leaves both.
+2. **Redundant loads.**  In one block, a load of exactly the DRAM bytes an earlier load of the
+   block put into a tile of the same shape, with neither tile written by anything else and
+   the DRAM bytes not written in between, is dropped: its readers read the earlier tile.
+
+Contract
+    requires: a valid program; it rewrites only virtual SBUF tiles (run it before ``alloc``)
+    and leaves a program with deps as it is (a traced kernel has none unless it says
+    ``depends_on``: the pipeline derives them after scheduling).
+    guarantees: the same DRAM results and the same values read by every remaining
+    instruction; fewer (never more) load instances; ``x-nki-scope`` of a hoisted tile drops
+    the loop it left.  Counted: ``hoisted`` and ``eliminated`` instructions, and
+    ``loads-before`` / ``loads-after`` instances (``verify/sync_counts.py`` counts ``loads``
+    per stage of the footprint).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, frozen_mapping
+
+from neuronsim.passes.pipeline import Pass, PassContext
+
+__all__ = ["LoadElim", "load_count", "is_load", "sbuf_allows"]
+
+
+def is_load(instr: Instruction, tensors) -> bool:
+    """A plain DRAM-to-SBUF ``dma_copy``: one DRAM read, one SBUF write."""
+    if instr.op != "dma_copy" or len(instr.reads) != 1 or len(instr.writes) != 1:
+        return False
+    return (tensors[instr.reads[0].tensor].memory == MemoryKind.DRAM
+            and tensors[instr.writes[0].tensor].memory == MemoryKind.SBUF)
+
+
+def load_count(program: Program) -> int:
+    """Instances of DRAM-to-on-chip transfers (each counted once per iteration of its loops)."""
+    total = 0
+    for instr, loops in program.instructions():
+        if instr.is_dma and instr.reads and any(program.tensors[a.tensor].memory == MemoryKind.DRAM for a in instr.reads) \
+                and any(program.tensors[a.tensor].memory != MemoryKind.DRAM for a in instr.writes):
+            runs = 1
+            for loop in loops:
+                runs *= loop.trip_count
+            total += runs
+    return total
+
+
+def _instructions(nodes: tuple[Node, ...]) -> Iterator[Instruction]:
+    for node in nodes:
+        if isinstance(node, Loop):
+            yield from _instructions(node.body)
+        else:
+            yield node
+
+
+def _moves_with(access: Access, loop: str) -> bool:
+    return any(name == loop for name, _ in access.per_iteration) or \
+        any(name == loop for name, _ in access.partitions_per_iteration)
+
+
+def _dram_group(tensors, name: str) -> str:
+    return tensors[name].alias or name
+
+
+class _Program:
+    """Who writes and who touches each tensor, over the whole program."""
+
+    def __init__(self, program: Program) -> None:
+        self.tensors = dict(program.tensors)
+        self.writers: dict[str, list[str]] = {}
+        for instr, _ in program.instructions():
+            for access in instr.writes:
+                self.writers.setdefault(access.tensor, []).append(instr.name)
+
+    def sole_writer(self, tensor: str, instr: Instruction) -> bool:
+        return self.writers.get(tensor) == [instr.name]
+
+    def dram_written(self, nodes, group: str) -> bool:
+        """Does any instruction of ``nodes`` write a DRAM tensor of alias group ``group``?"""
+        return any(self.tensors[a.tensor].memory == MemoryKind.DRAM and _dram_group(self.tensors, a.tensor) == group
+                   for instr in _instructions(nodes) for a in instr.writes)
+
+
+def _hoistable(info: _Program, loop: Loop, instr: Instruction, outside: set[str]) -> bool:
+    if not is_load(instr, info.tensors):
+        return False
+    source, target = instr.reads[0], instr.writes[0]
+    tile = info.tensors[target.tensor]
+    if _moves_with(source, loop.name) or _moves_with(target, loop.name) or not tile.is_virtual or tile.rotate:
+        return False
+    if target.tensor in outside or not info.sole_writer(target.tensor, instr):
+        return False
+    first = next(i for i in _instructions(loop.body) if any(a.tensor == target.tensor for a, _w in i.accesses))
+    return first is instr and not info.dram_written(loop.body, _dram_group(info.tensors, source.tensor))
+
+
+def sbuf_allows(program: Program, spec) -> bool:
+    """The hoisting bound: every SBUF tile of the program, each counted once and none sharing
+    bytes with another, fits one partition.  A hoisted tile is one of them (it only lives
+    longer), so under this bound no hoist can make the allocation fail; the allocator's
+    rings (several buffers of a tile declared in a loop) come on top, and ``alloc`` gives
+    them up first when they do not fit (``passes/alloc.py``)."""
+    return sum(t.bytes_per_partition for t in program.tensors.values()
+               if t.memory == MemoryKind.SBUF) <= spec.sbuf_partition_bytes
+
+
+def _hoist(info: _Program, nodes: tuple[Node, ...], fits: bool, outside_of, counts: dict) -> tuple[Node, ...]:
+    """Hoist in ``nodes`` (a block), innermost loops first (none unless ``fits``)."""
+    out: list[Node] = []
+    for node in nodes:
+        if not isinstance(node, Loop):
+            out.append(node)
+            continue
+        body = _hoist(info, node.body, fits, outside_of, counts)
+        inside = {a.tensor for i in _instructions(body) for a, _w in i.accesses}
+        outside = outside_of(node.name, inside)
+        moved = [child for child in body
+                 if fits and isinstance(child, Instruction) and _hoistable(info, node, child, outside)]
+        for instr in moved:
+            tile = info.tensors[instr.writes[0].tensor]
+            scope = [s for s in (tile.extras or {}).get("x-nki-scope", ()) if s != node.name]
+            info.tensors[tile.name] = replace(tile, extras=frozen_mapping({**tile.extras, "x-nki-scope": scope}))
+        counts["hoisted"] += len(moved)
+        out.extend(moved)
+        keep = tuple(child for child in body if not any(child is m for m in moved))
+        out.append(Loop(node.name, node.trip_count, keep, node.extras))
+    return tuple(out)
+
+
+def _same_load(a: Instruction, b: Instruction, tensors) -> bool:
+    ra, rb, wa, wb = a.reads[0], b.reads[0], a.writes[0], b.writes[0]
+    ta, tb = tensors[wa.tensor], tensors[wb.tensor]
+    return (ra == rb and replace(wa, tensor="") == replace(wb, tensor="") and ta.shape == tb.shape
+            and ta.dtype == tb.dtype and ta.is_virtual and tb.is_virtual and not ta.rotate and not tb.rotate)
+
+
+def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: dict[str, str]) -> tuple[Node, ...]:
+    """Drop the redundant loads of each block (module doc, 2), renaming their tiles' reads."""
+    out: list[Node] = []
+    kept: list[Instruction] = []  # earlier loads of this block still valid
+    for node in nodes:
+        if isinstance(node, Loop):
+            node = Loop(node.name, node.trip_count, _eliminate(info, node.body, counts, renamed), node.extras)
+            written = {_dram_group(info.tensors, a.tensor) for i in _instructions(node.body) for a in i.writes}
+            kept = [k for k in kept if _dram_group(info.tensors, k.reads[0].tensor) not in written]
+            out.append(node)
+            continue
+        node = _renamed(node, renamed)
+        if is_load(node, info.tensors) and info.sole_writer(node.writes[0].tensor, node):
+            earlier = next((k for k in kept if _same_load(k, node, info.tensors)), None)
+            if earlier is not None and not any(node.writes[0].tensor == a.tensor for a in node.reads):
+                renamed[node.writes[0].tensor] = earlier.writes[0].tensor
+                counts["eliminated"] += 1
+                continue
+            kept.append(node)
+        written = {_dram_group(info.tensors, a.tensor) for a in node.writes
+                   if info.tensors[a.tensor].memory == MemoryKind.DRAM}
+        if written:
+            kept = [k for k in kept if _dram_group(info.tensors, k.reads[0].tensor) not in written]
+        out.append(node)
+    return tuple(out)
+
+
+def _renamed(instr: Instruction, renamed: dict[str, str]) -> Instruction:
+    if not renamed or not any(a.tensor in renamed for a, _w in instr.accesses):
+        return instr
+    def swap(accesses: tuple[Access, ...]) -> tuple[Access, ...]:
+        return tuple(replace(a, tensor=renamed[a.tensor]) if a.tensor in renamed else a for a in accesses)
+    return replace(instr, reads=swap(instr.reads), writes=swap(instr.writes))
+
+
+def _users_outside(program: Program):
+    """A function ``(loop, tensors touched inside it) -> those also touched outside it``."""
+    loops_of: dict[str, set[str]] = {}
+    for instr, loops in program.instructions():
+        for access, _w in instr.accesses:
+            loops_of.setdefault(access.tensor, set()).add(tuple(loop.name for loop in loops))
+
+    def outside(loop: str, inside: set[str]) -> set[str]:
+        return {t for t in inside if any(loop not in path for path in loops_of.get(t, ()))}
+    return outside
+
+
+@dataclass(frozen=True, slots=True)
+class LoadElim(Pass):
+    """Pass: hoist loop-invariant loads and drop redundant ones (module doc)."""
+
+    name: ClassVar[str] = "load-elim"
+    hoist: bool = True
+    eliminate: bool = True
+
+    def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
+        ctx = ctx or PassContext()
+        if any(i.deps for i, _ in program.instructions()):
+            # deps written by hand (NKI's depends_on, a program file) may order a load: leave it
+            ctx.count(self.name, "skipped-deps", 1)
+            return program
+        before = load_count(program)
+        info = _Program(program)
+        counts = {"hoisted": 0, "eliminated": 0}
+        body = program.body
+        if self.hoist:
+            fits = sbuf_allows(program, ctx.machine(program))
+            ctx.count(self.name, "sbuf-allows", int(fits))
+            body = _hoist(info, body, fits, _users_outside(program), counts)
+        renamed: dict[str, str] = {}
+        if self.eliminate:
+            body = _eliminate(info, body, counts, renamed)
+        tensors = {n: t for n, t in info.tensors.items() if n not in renamed}
+        out = program if body == program.body and not counts["hoisted"] else Program(
+            frozen_mapping(tensors), body, program.machine, program.extras)
+        for key, value in counts.items():
+            ctx.count(self.name, key, value)
+        ctx.count(self.name, "loads-before", before)
+        ctx.count(self.name, "loads-after", load_count(out))
+        return out
