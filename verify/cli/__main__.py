@@ -2,4 +2,5 @@
 
 from neuronsim.verify.cli import main
 
-main()
+if __name__ == "__main__":  # importing the module (the doctest sweep does) runs nothing
+    main()
