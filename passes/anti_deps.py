@@ -97,7 +97,7 @@ from neuronsim.passes.anti_candidates import ALIAS, ANTI, BIN, EXACT, FLOW_REUSE
 from neuronsim.passes.build_fdeps import restrictions
 from neuronsim.passes.pipeline import Pass, PassContext, PipelineState
 
-__all__ = ["AntiDeps", "anti_dependency_edges", "dep_label", "EARLY_STOPS"]
+__all__ = ["AntiDeps", "anti_dependency_edges", "dep_label", "EARLY_STOPS", "validate_options"]
 
 #: ``early_stop`` modes: the default, what PE order proves, the seed's literal (unsound) walk.
 EARLY_STOPS = ("component", "pe-order", "matmul")
@@ -105,6 +105,30 @@ EARLY_STOPS = ("component", "pe-order", "matmul")
 RULES = {FLOW_REUSE: "anti:raw-reuse", FLOW_SAME: "anti:raw", ANTI: "anti:war", OUTPUT: "anti:waw",
          BIN: "anti:dram-bin", ALIAS: "anti:alias"}
 _FORGET_EVERY = 4096
+
+#: Each option's values: a set option takes a subset, the others one value.
+SET_OPTIONS = {"memories": ("sbuf", "psum", "dram"), "roles": ("input", "output", "internal"),
+               "spaces": ("local", "shared"), "analyses": ("war", "waw", "raw-reuse", "raw")}
+CHOICES = {"early_stop": EARLY_STOPS, "dram": ("bytes", "bins"), "alias": ("exact", "batch")}
+
+
+def validate_options(**options) -> None:
+    """The one check of the pass's options and variants (the pass and
+    :func:`anti_dependency_edges` call it).
+
+    >>> validate_options(early_stop="pe-order", memories={"sbuf"})
+    >>> validate_options(dram="cells")
+    Traceback (most recent call last):
+    ValueError: dram must be one of bytes|bins, got 'cells'
+    """
+    for option, value in options.items():
+        if option in SET_OPTIONS:
+            bad = set(value) - set(SET_OPTIONS[option])
+            if bad:
+                raise ValueError(f"{option}: unknown {sorted(bad)}; expected a subset of {sorted(SET_OPTIONS[option])}")
+        elif value not in CHOICES[option]:
+            raise ValueError(f"{option} must be one of {'|'.join(CHOICES[option])}, got {value!r}")
+
 
 #: ``{(former, waiter, distance): (kind, rule bits)}`` over instruction ids.
 AntiEdges = dict[tuple[int, int, int], tuple[EdgeKind, int]]
@@ -129,6 +153,8 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     (``"exact"`` or the seed's ``"batch"``) says how DRAM alias groups are bucketed in the
     default mode; the seed's modes batch them as the seed.
     """
+    validate_options(memories=memories, roles=roles, spaces=spaces, analyses=analyses, early_stop=early_stop,
+                     dram=dram, alias=alias)
     stats = {} if stats is None else stats
     filters = dict(memories=memories, roles=roles, spaces=spaces, analyses=analyses)
     if early_stop == "component" and dram == "bytes":
@@ -249,17 +275,8 @@ class AntiDeps(Pass):
     ``early_stop=pe-order|matmul`` / ``dram=bins`` always batch)."""
 
     def __post_init__(self) -> None:
-        for option, allowed in (("memories", {"sbuf", "psum", "dram"}), ("roles", {"input", "output", "internal"}),
-                                ("spaces", {"local", "shared"}), ("analyses", {"war", "waw", "raw-reuse", "raw"})):
-            bad = set(getattr(self, option)) - allowed
-            if bad:
-                raise ValueError(f"{option}: unknown {sorted(bad)}; expected a subset of {sorted(allowed)}")
-        if self.early_stop not in EARLY_STOPS:
-            raise ValueError(f"early_stop must be one of {'|'.join(EARLY_STOPS)}, got {self.early_stop!r}")
-        if self.dram not in ("bytes", "bins"):
-            raise ValueError(f"dram must be 'bytes' or 'bins', got {self.dram!r}")
-        if self.alias not in ("exact", "batch"):
-            raise ValueError(f"alias must be 'exact' or 'batch', got {self.alias!r}")
+        validate_options(memories=self.memories, roles=self.roles, spaces=self.spaces, analyses=self.analyses,
+                         early_stop=self.early_stop, dram=self.dram, alias=self.alias)
 
     def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
         for tname, tensor in state.structure.tensors.items():

@@ -94,7 +94,7 @@ __all__ = [
     "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
     "redundant_waits", "DepRef", "PartialDep", "ReductionResult",
     "dep_reduction", "reduce_table", "apply_reorder_reduction", "apply_anti_dependence_reduction", "REORDER_KINDS",
-    "ANTI_KINDS", "DepReduction", "WINDOWS",
+    "ANTI_KINDS", "DepReduction", "WINDOWS", "validate_options",
 ]
 
 #: ``window`` option values: none, or the seed's async window.
@@ -106,6 +106,20 @@ PROGRAM_ORDER = "program-order"
 FOLDS = (LATEST_FIRST, PROGRAM_ORDER)
 REORDER_KINDS = frozenset({EdgeKind.FLOW, EdgeKind.ORDERED})
 ANTI_KINDS = frozenset({EdgeKind.ANTI, EdgeKind.OUTPUT})
+
+
+def validate_options(fold: str, window: str = "none") -> None:
+    """The one check of the reduction's variants (the pass, :func:`reduce_table` and
+    :func:`redundant_waits` call it): ``fold`` one of :data:`FOLDS`, ``window`` of :data:`WINDOWS`.
+
+    >>> validate_options("program-order", "async")
+    >>> validate_options("backwards")
+    Traceback (most recent call last):
+    ValueError: fold must be one of ['latest-first', 'program-order'], got 'backwards'
+    """
+    for option, value, allowed in (("fold", fold, FOLDS), ("window", window, WINDOWS)):
+        if value not in allowed:
+            raise ValueError(f"{option} must be one of {list(allowed)}, got {value!r}")
 
 
 class DepRef(NamedTuple):
@@ -184,8 +198,7 @@ def redundant_waits(waits: InstanceWaits, fold: str = LATEST_FIRST) -> bytearray
     transitive reduction of the happens-before graph of rules 1-4.  With
     ``fold="program-order"`` (the seed): a subset of those redundancies (sound, not exact).
     """
-    if fold not in FOLDS:
-        raise ValueError(f"fold must be one of {FOLDS}, got {fold!r}")
+    validate_options(fold)
     stream = waits.stream
     seq, comp, pos = stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
     start, target = waits.start, waits.target
@@ -273,12 +286,11 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
     the result names no dropped dep (``dropped`` empty; ``dropped_rows`` and the counts
     filled): a pipeline pass needs the counts, a report the names.  ``window="async"`` folds
     with the async window (:mod:`neuronsim.passes.analysis.asyncwindow`)."""
+    validate_options(fold, window)
     resolved = stream.resolve(table)
     waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
     if window == "async":
         redundant, _, _ = redundant_waits_window(waits, fold)
-    elif window != "none":
-        raise ValueError(f"window must be one of {WINDOWS}, got {window!r}")
     else:
         redundant = redundant_waits(waits, fold)
     rows = len(table)
@@ -451,10 +463,7 @@ class DepReduction(Pass):
     """The target's arch number for the seed's gate: the pass does nothing on arch 10."""
 
     def __post_init__(self) -> None:
-        if self.window not in WINDOWS:
-            raise ValueError(f"window must be one of {list(WINDOWS)}, got {self.window!r}")
-        if self.fold not in FOLDS:
-            raise ValueError(f"fold must be one of {list(FOLDS)}, got {self.fold!r}")
+        validate_options(self.fold, self.window)
 
     def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
         if self.arch in SKIPPED_ARCHS:  # "Skipping dependency reduction pass."

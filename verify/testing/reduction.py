@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from neuronsim.machine.order.hb import wait_counts
 from neuronsim.passes.analysis.syncstate import NUM_SEQUENCERS, SyncState, assign_ids, fold_waits
-from neuronsim.passes.dep_reduction import FOLDS, LATEST_FIRST, InstanceWaits
+from neuronsim.passes.dep_reduction import LATEST_FIRST, InstanceWaits, validate_options
 
 __all__ = ["redundant_waits_syncstate"]
 
@@ -26,8 +26,7 @@ def redundant_waits_syncstate(waits: InstanceWaits, fold: str = LATEST_FIRST) ->
     slower than :func:`neuronsim.passes.dep_reduction.redundant_waits`; the tests check both agree
     entry for entry.
     """
-    if fold not in FOLDS:
-        raise ValueError(f"fold must be one of {FOLDS}, got {fold!r}")
+    validate_options(fold)
     pos_ = assign_ids(waits.stream)
     n, width = len(pos_.engine), pos_.width
     eng, pos, seq, dma = pos_.engine, pos_.position, pos_.issuer, pos_.is_dma
