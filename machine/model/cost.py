@@ -31,8 +31,10 @@ DMA transfers (ns)
       engine ``p // dma_partitions_per_engine``), or by rows of its destination for DRAM to
       DRAM; each engine's share moves at ``dma_rate`` and keeps its engine for
       ``max(data, rows x dma_descriptor_ns)`` (the descriptor-rate limit, overlapping data).
-    * the descriptor generation is the transfer's ``dge`` attribute, on ``dma_copy`` and on
-      opaque DMA ops (``dma_transpose`` ...) alike, as the validator reads it;
+    * the descriptor generation is the transfer's ``dge`` attribute, on ``dma_copy``,
+      ``dma_transpose`` and opaque DMA ops alike, as the validator reads it; an on-chip
+      ``dma_transpose`` costs what a copy of its bytes does, as a transposing load from DRAM
+      (a ``dma_copy`` of a permuted view) already does;
     * ``attrs.cycles`` on a DMA is its data time in ns, on no engine (a stand-in transfer).
 """
 
@@ -242,6 +244,7 @@ def dma_shares(instr: Instruction, tensors: Mapping[str, Tensor], spec: MachineS
         data = moved * rows[engine] / total / rate
         out.append((engine, data, max(data, rows[engine] * desc)))
     return tuple(out)
+
 
 
 def moves_partitions(instr: Instruction, tensors: Mapping[str, Tensor]) -> bool:
