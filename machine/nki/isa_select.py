@@ -4,9 +4,10 @@ ops in both API generations, and ``nl.rand`` / ``nl.dropout`` / ``nl.random_seed
 The current API writes ``dst`` at once (:func:`current_names`); the legacy one returns a
 pending tile where its reference does, and writes ``dst=`` where the kernel passes one
 (:func:`legacy_names`).  What each op computes: :mod:`neuronsim.machine.model.semantics_select`.
-Random numbers come from the simulator's per-engine generator: the same seed (``neuronsim
-run --seed``) gives the same numbers, so a kernel's result is deterministic, but not the
-hardware's XORWOW sequence.
+Random numbers come from the simulator's per-engine generator, seeded by the run's data seed
+(``simulate(data_seed=...)``) or by ``set_rand_state`` from the seed tile's bytes: the same
+seed gives the same numbers, so a kernel's result is deterministic, but not the hardware's
+XORWOW sequence.
 """
 
 from __future__ import annotations
