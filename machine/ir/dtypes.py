@@ -2,6 +2,13 @@
 
 bf16 and the two fp8 formats come from ``ml_dtypes`` (the same package the NKI simulator
 uses for its precise floating-point mode).
+
+The packed MX formats (``*_x4``, NeuronCore-v4) hold four narrow floats in one element: an
+fp8 ``_x4`` element is stored as the 32 bits of its four fp8 codes (a ``uint32``), an
+``float4_e2m1fn_x4`` element as the 16 bits of its four fp4 codes (a ``uint16``); lane ``j``
+is bits ``[j*w, (j+1)*w)``.  They are storage, not arithmetic types (:func:`is_float` is
+false): only the MX ops (``neuronsim.machine.model.semantics_mx``) read their lanes.
+``float8_e8m0fnu`` (the MX shared scale, a power of two) is ml_dtypes' type.
 """
 
 from __future__ import annotations
@@ -9,7 +16,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DTYPES", "itemsize", "numpy_dtype", "is_float"]
+__all__ = ["DTYPES", "PACKED", "itemsize", "numpy_dtype", "is_float"]
 
 #: Every dtype name the format accepts, mapped to its numpy dtype.
 DTYPES: dict[str, np.dtype] = {
@@ -24,6 +31,17 @@ DTYPES: dict[str, np.dtype] = {
     "uint32": np.dtype(np.uint32),
     "uint16": np.dtype(np.uint16),
     "uint8": np.dtype(np.uint8),
+    "float8_e8m0fnu": np.dtype(ml_dtypes.float8_e8m0fnu),
+    "float8_e4m3fn_x4": np.dtype(np.uint32),
+    "float8_e5m2_x4": np.dtype(np.uint32),
+    "float4_e2m1fn_x4": np.dtype(np.uint16),
+}
+
+#: The packed MX formats: the ml_dtypes type of one lane and the lane's width in bits.
+PACKED: dict[str, tuple[np.dtype, int]] = {
+    "float8_e4m3fn_x4": (np.dtype(ml_dtypes.float8_e4m3fn), 8),
+    "float8_e5m2_x4": (np.dtype(ml_dtypes.float8_e5m2), 8),
+    "float4_e2m1fn_x4": (np.dtype(ml_dtypes.float4_e2m1fn), 4),
 }
 
 _ITEMSIZE = {name: dt.itemsize for name, dt in DTYPES.items()}
@@ -32,8 +50,8 @@ _ITEMSIZE = {name: dt.itemsize for name, dt in DTYPES.items()}
 def itemsize(dtype: str) -> int:
     """Bytes per element.
 
-    >>> itemsize("bfloat16"), itemsize("float8_e4m3"), itemsize("float32")
-    (2, 1, 4)
+    >>> itemsize("bfloat16"), itemsize("float8_e4m3"), itemsize("float8_e4m3fn_x4"), itemsize("float4_e2m1fn_x4")
+    (2, 1, 4, 2)
     """
     return _ITEMSIZE[dtype]
 
@@ -44,5 +62,5 @@ def numpy_dtype(dtype: str) -> np.dtype:
 
 
 def is_float(dtype: str) -> bool:
-    """True for the floating-point formats."""
-    return dtype.startswith(("float", "bfloat"))
+    """True for the floating-point formats (not the packed MX storage formats)."""
+    return dtype.startswith(("float", "bfloat")) and dtype not in PACKED

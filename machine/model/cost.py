@@ -130,7 +130,7 @@ def _element_cycles(instr: Instruction, tensors: Mapping[str, Tensor], spec: Mac
             return float(n), "opaque"
         two_byte = all(tensors[a.tensor].dtype in _TWO_BYTE_FLOATS for a in accesses)
         return formula(n, two_byte, attrs, spec), "ii"
-    if op == "matmul":
+    if op in ("matmul", "matmul_mx"):  # matmul_mx: one packed moving column a cycle (docs/timing.md)
         stationary, moving = (tensors[a.tensor] for a in instr.reads[:2])
         m = free_size(stationary, instr.reads[0])
         cycles = max(min(64, m), free_size(moving, instr.reads[1]))

@@ -53,6 +53,9 @@ op                                  engines              reads -> writes        
 ``tensor_partition_reduce``         pool                 1 -> 1 (1 partition)     ``150 + N * ceil(P / 8)``
 ``sequence_bounds``                 pool                 1 -> 1 (2 per element)   ``150 + N``
 ``nonzero_with_count``              pool                 src [, dst] -> dst       ``150 + N``
+``quantize_mx``                     dve                  src -> data, scales      ``max(64, N)`` (N of src)
+``matmul_mx``                       pe                   stationary, moving,      as ``matmul`` (``N`` packed
+                                                         their scales -> psum     moving elements)
 ``dma_transpose``                   any sequencer        1 -> 1 (SBUF/DRAM)       as ``dma_copy``
 any other name                      any sequencer        any -> any               ``cycles`` attr, else
 (opaque)                                                                          ``max(64, N)``; ISA names
@@ -270,6 +273,16 @@ _SEARCH_AND_SELECT = (
     OpSpec("dma_transpose", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES)},
            doc="out[F, P] = in[P, F]: a DMA that transposes a 2-D source"),
 )
+#: The microscaling ops (NeuronCore-v4; meanings in neuronsim.machine.model.semantics_mx).
+_MX_DTYPES = ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
+_MX = (
+    OpSpec("quantize_mx", ("dve",), (1, 1), (2, 2), {"dtype": _one_of(*_MX_DTYPES[:2])},
+           doc="writes[0][p, f] = 4 lanes in[p, 4f:4f+4] / 2^e; writes[1] = e per 8 partitions x 1 element"),
+    OpSpec("matmul_mx", ("pe",), (4, 5), (1, 1),
+           {"accumulate": _is_bool, "group": _group, "stationary_dtype": _one_of(*_MX_DTYPES),
+            "moving_dtype": _one_of(*_MX_DTYPES)},
+           doc="out[M,N] (+)= sum over K and 4 lanes of stationary[K,M,j] * moving[K,N,j], scaled, in fp32"),
+)
 OP_TABLE: dict[str, OpSpec] = {
     spec.name: spec
     for spec in (
@@ -320,6 +333,7 @@ OP_TABLE: dict[str, OpSpec] = {
                {"low": _is_number, "high": _is_number, "bits": _is_bool},
                doc="out = uniform[low, high) from the engine's random generator"),
         *_SEARCH_AND_SELECT,
+        *_MX,
     )
 }
 

@@ -112,6 +112,7 @@ Op meanings are those of the op table (``doc`` column); the details:
                                     indices of the non-zero elements plus ``index_offset``, then
                                     ``padding`` (default -1), then their count in the last element;
                                     other rows keep the destination's contents (read 1)
+``quantize_mx`` / ``matmul_mx``     microscaling: :mod:`neuronsim.machine.model.semantics_mx`
 ``dma_transpose``                   the read as ``[P, F]`` (its first dimension, the rest flattened),
                                     transposed, row-major into the destination; same dtype copies
 ==================================  =================================================================
@@ -488,7 +489,10 @@ _OPS: dict[str, Callable[..., list[np.ndarray]]] = {
 }
 from neuronsim.machine.model.semantics_select import OPS as _SELECT_OPS  # after the helpers it imports
 
+from neuronsim.machine.model.semantics_mx import OPS as _MX_OPS
+
 _OPS.update(_SELECT_OPS)
+_OPS.update(_MX_OPS)
 assert set(_OPS) == set(OP_TABLE), "every op of the table has a meaning"
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from neuronsim.machine.ir.dtypes import DTYPES, itemsize
+from neuronsim.machine.ir.dtypes import DTYPES, PACKED, itemsize
 
 __all__ = ["NkiDtype", "to_dtype", "nl_dtypes", "promote", "is_float_dtype"]
 
@@ -53,7 +53,7 @@ _ALIASES = {
     "tfloat32": "float32", "float8_e4m3fn": "float8_e4m3", "float8e4": "float8_e4m3", "float8e5": "float8_e5m2",
     "bool_": "uint8", "bool": "uint8",
 }
-_BY_NUMPY = {np.dtype(v): k for k, v in DTYPES.items()}
+_BY_NUMPY = {np.dtype(v): k for k, v in DTYPES.items() if k not in PACKED}  # packed: uint storage, not a numpy type
 _BY_NUMPY[np.dtype(ml_dtypes.float8_e4m3)] = "float8_e4m3"
 _BY_NUMPY[np.dtype(np.bool_)] = "uint8"
 _BY_NUMPY[np.dtype(np.float64)] = "float32"  # numpy's default float: NKI has no fp64 tiles
@@ -62,7 +62,7 @@ _BY_NUMPY[np.dtype(np.float64)] = "float32"  # numpy's default float: NKI has no
 def to_dtype(value: Any) -> NkiDtype:
     """The format dtype name of ``value`` (a name, numpy / ml_dtypes dtype or scalar type).
 
-    Raises ValueError for a type the program format cannot hold (int64, packed ``_x4``)."""
+    Raises ValueError for a type the program format cannot hold (int64, ...)."""
     if isinstance(value, str):
         name = _ALIASES.get(value, value)
         if name in DTYPES:
@@ -88,10 +88,11 @@ def nl_dtypes() -> dict[str, NkiDtype]:
 
 
 def is_float_dtype(dtype: str) -> bool:
-    return dtype.startswith(("float", "bfloat"))
+    """Arithmetic floats: the packed MX ``_x4`` formats are storage only (machine/ir/dtypes.py)."""
+    return dtype.startswith(("float", "bfloat")) and dtype not in PACKED
 
 
-_RANK = {"float32": 5, "float16": 4, "bfloat16": 4, "float8_e4m3": 2, "float8_e5m2": 2}
+_RANK = {"float32": 5, "float16": 4, "bfloat16": 4, "float8_e4m3": 2, "float8_e5m2": 2, "float8_e8m0fnu": 1}
 
 
 def promote(*dtypes: str) -> NkiDtype:

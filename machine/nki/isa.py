@@ -12,7 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import isa_select, ops, scalars, schedule
+from neuronsim.machine.nki import isa_select, mx, ops, scalars, schedule
 from neuronsim.machine.nki.arith import alu_name
 from neuronsim.machine.nki.errors import user_line
 from neuronsim.machine.nki.tracer import api, current
@@ -83,7 +83,6 @@ _TWO_CORE = "two-core kernels: neuronsim models one NeuronCore"
 REFUSED = {
     "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE, "all_reduce": "collectives", "all_gather": "collectives",
     "reduce_scatter": "collectives", "collective_permute": "collectives",
-    "nc_matmul_mx": "MX quantized formats", "quantize_mx": "MX quantized formats",
     "dma_compute": "DMA compute", "local_gather": "gathers", "nc_n_gather": "gathers",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
     "rand_get_state": "random numbers",
@@ -260,4 +259,5 @@ def current_names() -> dict[str, Any]:
     names.update(enum_names())
     names.update(scalars.isa_names())  # scalar_load, NkiScalar, register_* (machine/nki/scalars.py)
     names.update(isa_select.current_names())  # max8, select_reduce, rng ... (machine/nki/isa_select.py)
+    names.update(mx.isa_names())  # quantize_mx, nc_matmul_mx (machine/nki/mx.py)
     return names
