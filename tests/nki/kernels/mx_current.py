@@ -81,7 +81,7 @@ def quantize_fp32_source(x):
     nisa.dma_copy(dst=source, src=x)
     data = nl.ndarray((P, F4 // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
     scale = nl.ndarray((P, F4 // 4), dtype=nl.uint8, buffer=nl.sbuf)
-    nisa.quantize_mx(dst=data, src=source, dst_scale=scale)  # the refused call
+    nisa.quantize_mx(dst=data, src=source, dst_scale=scale)  # refused: fp32 source
     return x
 
 
@@ -93,5 +93,5 @@ def scale_tile_too_short(x):
     nisa.dma_copy(dst=source, src=x)
     data = nl.ndarray((P, F4 // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
     scale = nl.ndarray((4, F4 // 4), dtype=nl.uint8, buffer=nl.sbuf)
-    nisa.quantize_mx(dst=data, src=source, dst_scale=scale)  # the refused call
+    nisa.quantize_mx(dst=data, src=source, dst_scale=scale)  # refused: short scale tile
     return x
