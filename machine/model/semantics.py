@@ -112,7 +112,11 @@ Op meanings are those of the op table (``doc`` column); the details:
                                     indices of the non-zero elements plus ``index_offset``, then
                                     ``padding`` (default -1), then their count in the last element;
                                     other rows keep the destination's contents (read 1)
-``quantize_mx`` / ``matmul_mx``     microscaling: :mod:`neuronsim.machine.model.semantics_mx`
+``quantize_mx``                     each group of 8 partitions x 4 elements: scale ``2**e`` from its
+                                    largest magnitude, the values over it rounded to fp8 and packed
+                                    four to an element; ``e`` into the scale rows (``semantics_mx``)
+``matmul_mx``                       the packed lanes times their groups' scales, multiplied as
+                                    ``matmul`` over partitions and lanes, in fp32 (``semantics_mx``)
 ``dma_transpose``                   the read as ``[P, F]`` (its first dimension, the rest flattened),
                                     transposed, row-major into the destination; same dtype copies
 ==================================  =================================================================
