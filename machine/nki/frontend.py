@@ -170,6 +170,12 @@ def _defined_at(func: Any) -> SourceLine:
 def _located(err: BaseException, func: Any) -> SourceLine:
     """The innermost frame of ``err``'s traceback in the kernel's own code (none: where the
     kernel is defined)."""
+    return _kernel_frame(err) or _defined_at(func)
+
+
+def _kernel_frame(err: BaseException) -> SourceLine | None:
+    """The innermost frame of ``err``'s traceback in the kernel's own code, if any (the
+    loader has no kernel function yet when an import fails, only its file)."""
     found = None
     for frame, line in traceback.walk_tb(err.__traceback__):
         path = os.path.abspath(frame.f_code.co_filename)
@@ -178,7 +184,7 @@ def _located(err: BaseException, func: Any) -> SourceLine:
         if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
             continue
         found = SourceLine(_display(path), line, path)
-    return found or _defined_at(func)
+    return found
 
 
 def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any],

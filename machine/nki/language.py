@@ -51,11 +51,34 @@ class tile_size:  # noqa: N801  (NKI's name)
 
 
 class NKIObject:
-    """Base class of NKI kernel configuration objects (a plain Python base here)."""
+    """Base class of NKI kernel configuration objects (a plain Python base here).
+
+    nki-library declares ``@dataclass`` subclasses whose fields are bare class attributes
+    (``section_idx = None``, no annotation) and builds them by keyword, which NKI accepts; a
+    plain ``@dataclass`` would see no fields and write an ``__init__`` taking none.  So each
+    subclass's public, plain-valued class attributes are annotated as it is created (before
+    the decorator runs), making them fields with their value as default; a mutable value
+    (list, dict, set) would be a shared default dataclass rejects, so it stays an attribute."""
 
     def __init__(self, **kwargs: Any) -> None:
         for key, value in kwargs.items():
             setattr(self, key, value)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = dict(cls.__dict__.get("__annotations__", {}))
+        bare = {name: Any for name, value in cls.__dict__.items()
+                if not name.startswith("_") and name not in own and _plain_default(value)}
+        if bare:  # annotated fields first: they may lack defaults, which must precede defaults
+            cls.__annotations__ = {**own, **bare}
+
+
+def _plain_default(value: Any) -> bool:
+    """A class attribute that is data a dataclass may take as a field's default (not a method,
+    descriptor, nested class or mutable container)."""
+    if callable(value) or isinstance(value, (staticmethod, classmethod, property, list, dict, set)):
+        return False
+    return not hasattr(type(value), "__get__")
 
 
 def par_dim(n: int) -> ParDim:

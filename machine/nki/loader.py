@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
-from neuronsim.machine.nki.frontend import _located
+from neuronsim.machine.nki.frontend import _kernel_frame
 from neuronsim.machine.nki.standins import standins
 
 __all__ = ["load_kernel", "split_spec"]
@@ -74,7 +74,7 @@ def load_kernel(spec: str) -> Any:
     except SyntaxError as err:
         raise NkiError(SourceLine(_display(path), err.lineno or 0), f"SyntaxError: {err.msg}") from None
     except Exception as err:  # an import the kernel needs and we do not have, or its own error
-        raise NkiError(_located(err), f"importing the kernel: {type(err).__name__}: {err}") from None
+        raise NkiError(_kernel_frame(err) or where, f"importing the kernel: {type(err).__name__}: {err}") from None
     kernel = getattr(module, func, None)
     if kernel is None or not callable(kernel):
         raise NkiError(where, f"no function {func!r} in the kernel file")

@@ -1,0 +1,35 @@
+"""Constructs that blocked public kernels of the corpus run (issue 28), each on a kernel of our
+own (tests/nki/kernels/corpus_causes*.py): outputs against a numpy reference, or the refusal
+line at the kernel's file:line."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, load_kernel
+from neuronsim_tests.nki_kernels import KERNELS, f32, kernel, run
+
+
+def _line(file: str, text: str) -> int:
+    with open(os.path.join(KERNELS, file)) as source:
+        return next(n for n, line in enumerate(source, 1) if text in line)
+
+
+def test_a_kernel_file_failing_at_import_is_refused_at_its_line_not_an_internal_error():
+    with pytest.raises(NkiError) as err:
+        load_kernel(os.path.join(KERNELS, "corpus_causes_import_error.py::copy"))
+    where = _line("corpus_causes_import_error.py", "Platforms.TRN2")
+    assert str(err.value).startswith(f"tests/nki/kernels/corpus_causes_import_error.py:{where}: ")
+    assert "importing the kernel: NameError: name 'Platforms' is not defined" in str(err.value)
+
+
+def test_dataclass_nkiobject_with_bare_class_attributes_takes_keywords():
+    x = f32(128, 64)
+    out = run(kernel("corpus_causes.py::dataclass_params"), x)
+    expected = np.zeros_like(x)
+    expected[:, :63] = x[:, 1:] * 2.0 + 0.5
+    (result,) = out.values()
+    np.testing.assert_allclose(result[:, :63], expected[:, :63], rtol=1e-6)
