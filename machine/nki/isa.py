@@ -17,7 +17,7 @@ from neuronsim.machine.nki.arith import alu_name
 from neuronsim.machine.nki.errors import user_line
 from neuronsim.machine.nki.tracer import api, current
 
-__all__ = ["current_names", "REFUSED", "engine", "dge_mode", "oob_mode", "nc_version", "reduce_cmd",
+__all__ = ["current_names", "REFUSED", "LEGACY_REFUSED", "engine", "dge_mode", "oob_mode", "nc_version", "reduce_cmd",
            "get_nc_version", "enum_names"]
 
 
@@ -90,6 +90,10 @@ REFUSED = {
     "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
 }
 
+#: The legacy ``neuronxcc.nki.isa`` refuses the MX ops too: only the current API's form
+#: (``dst`` first) is modelled (machine/nki/mx.py).
+LEGACY_REFUSED = {**REFUSED, "nc_matmul_mx": "MX ops in the legacy API: write them with nki.isa",
+                  "quantize_mx": "MX ops in the legacy API: write them with nki.isa"}
 
 Handle = schedule.NkiInstruction  # what every nisa call returns
 

@@ -76,7 +76,7 @@ def _build() -> dict[str, types.ModuleType]:
     legacy_nl = _module("neuronxcc.nki.language", "nl", legacy_language(), "legacy")
     legacy_nl._refusals = LANGUAGE_REFUSED
     legacy_isa = _module("neuronxcc.nki.isa", "nisa", legacy.isa_names(), "legacy")
-    legacy_isa._refusals = isa.REFUSED
+    legacy_isa._refusals = isa.LEGACY_REFUSED
     legacy_cc = _module("neuronxcc.nki.compiler", "ncc", legacy.compiler_names(), "legacy")
     legacy_typing = _module("neuronxcc.nki.typing", "nt", legacy.typing_names(), "legacy")
     legacy_top = dict(top, language=legacy_nl, isa=legacy_isa, compiler=legacy_cc, typing=legacy_typing)

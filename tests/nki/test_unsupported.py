@@ -20,8 +20,8 @@ REFUSED = [
     ("unknown_name", "nl.cumsum: no such name in nki.language (did you mean nl.sum?)"),
     ("rmw_dma", "nisa.dma_copy(dst_rmw_op=...) is not supported"),
     ("partition_and_free_reduce", "a reduction over the partition axis is not supported"),
-    ("mx_matmul", "nisa.nc_matmul_mx is not supported (MX quantized formats)"),
-    ("packed_dtype", "nl.float8_e4m3fn_x4 is not supported (packed MX data types)"),
+    ("mx_matmul", "nisa.nc_matmul_mx: dst must be in PSUM"),
+    ("wide_dtype", "nl.int64 is not supported (64-bit data types)"),
     ("grid_inside", "launching an SPMD grid from inside a kernel is not supported"),
     ("data_dependent_branch", "a tile's value used in Python control flow is not supported (data-dependent"),
 ]
