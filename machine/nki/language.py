@@ -58,7 +58,10 @@ class NKIObject:
     plain ``@dataclass`` would see no fields and write an ``__init__`` taking none.  So each
     subclass's public, plain-valued class attributes are annotated as it is created (before
     the decorator runs), making them fields with their value as default; a mutable value
-    (list, dict, set) would be a shared default dataclass rejects, so it stays an attribute."""
+    (list, dict, set) would be a shared default dataclass rejects, so it stays an attribute.
+    An annotated field given no default defaults to None: nki-library builds
+    ``MLPTKGConstantsDimensionSizes`` without its ``remainderIFused`` field
+    (mlp_tkg_constants.py) in the moe_tkg kernels its integration tests run."""
 
     def __init__(self, **kwargs: Any) -> None:
         for key, value in kwargs.items():
@@ -69,7 +72,10 @@ class NKIObject:
         own = dict(cls.__dict__.get("__annotations__", {}))
         bare = {name: Any for name, value in cls.__dict__.items()
                 if not name.startswith("_") and name not in own and _plain_default(value)}
-        if bare:  # annotated fields first: they may lack defaults, which must precede defaults
+        for name, annotation in own.items():
+            if name not in cls.__dict__ and "ClassVar" not in str(annotation):
+                setattr(cls, name, None)
+        if bare:
             cls.__annotations__ = {**own, **bare}
 
 

@@ -224,8 +224,17 @@ class NkiTensor:
         return self._binary("greater_equal", other)
 
     def __bool__(self):
+        # An HBM tensor is a reference the kernel was handed or declared: NKI's tracer holds no
+        # value for it, and nki-library tests one for presence (``if params.expert_index:``,
+        # mlp_tkg_constants.py) in kernels that run, so it is true as any object is.  An
+        # on-chip tile's contents exist only on the device: NKI reads them into Python only
+        # through nisa.scalar_load / registers (nl.if_else, nl.while_loop), so `if tile` stays
+        # refused at its line.
+        if self.buffer.kind == "hbm":
+            return True
         raise current().refuse("a tile's value used in Python control flow",
-                               "data-dependent control flow: the trace is static")
+                               "data-dependent control flow: read it with nisa.scalar_load and branch "
+                               "with nl.if_else")
 
     __hash__ = object.__hash__
 

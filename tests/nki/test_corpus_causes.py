@@ -33,3 +33,19 @@ def test_dataclass_nkiobject_with_bare_class_attributes_takes_keywords():
     expected[:, :63] = x[:, 1:] * 2.0 + 0.5
     (result,) = out.values()
     np.testing.assert_allclose(result[:, :63], expected[:, :63], rtol=1e-6)
+
+
+def test_an_hbm_tensor_in_python_if_tests_presence_and_unset_fields_are_none():
+    x, bias = f32(128, 32), f32(128, 32, seed=1)
+    (with_bias,) = run(kernel("corpus_causes.py::optional_input"), x, bias).values()
+    np.testing.assert_allclose(with_bias, (x + bias) * 2.0, rtol=1e-6)
+    (without,) = run(kernel("corpus_causes.py::optional_input"), x).values()
+    np.testing.assert_allclose(without, x * 2.0, rtol=1e-6)
+
+
+def test_an_on_chip_tile_in_python_if_is_refused_at_its_line():
+    with pytest.raises(NkiError) as err:
+        run(kernel("corpus_causes.py::branch_on_tile"), f32(128, 32))
+    where = _line("corpus_causes.py", "if tile:")
+    assert str(err.value).startswith(f"tests/nki/kernels/corpus_causes.py:{where}: ")
+    assert "a tile's value used in Python control flow" in str(err.value)

@@ -29,3 +29,32 @@ def dataclass_params(x):
     tile = nl.load(x[0:mixed.rows, params.offset:x.shape[1]])
     nl.store(out[0:mixed.rows, 0:x.shape[1] - params.offset], tile * params.scale + mixed.bias)
     return out
+
+
+@dataclass
+class UnsetField(nl.NKIObject):
+    rows: int
+    missing: int
+
+
+@nki.jit
+def optional_input(x, bias=None):
+    """``if bias:`` on an HBM tensor tests its presence, as nki-library's kernels do."""
+    fields = UnsetField(rows=x.shape[0])  # `missing` never given: None
+    tile = nl.load(x)
+    if bias:
+        tile = tile + nl.load(bias)
+    if fields.missing is None:
+        tile = tile * 2.0
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, tile)
+    return out
+
+
+@nki.jit
+def branch_on_tile(x):
+    tile = nl.load(x)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    if tile:  # an on-chip tile's value in Python control flow
+        nl.store(out, tile)
+    return out
