@@ -87,10 +87,11 @@ from math import gcd
 from typing import ClassVar
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Access, Loop, Node, Program, frozen_mapping
+from neuronsim.machine.ir.program import Access, Instruction, Loop, Node, Program, frozen_mapping
 
-from neuronsim.passes.analysis.distance import (DistanceFinding, collect_illegal_common_ap, find_loop, fusion_niters, node_sites,
-                                      sites_conflict)
+from neuronsim.passes.analysis.distance import (DistanceFinding, collect_illegal_common_ap, find_loop, fusion_niters,
+                                                node_sites, sites_conflict)
+from neuronsim.passes.analysis.program_index import ProgramIndex, index_of
 from neuronsim.passes.fusion_peel import peel, peel_blocker
 from neuronsim.passes.pipeline import Pass, PassContext
 
@@ -152,25 +153,28 @@ class BlockFinding:
 Finding = DistanceFinding | StateFinding | BlockFinding
 
 
-def _rng_users(node: Node) -> dict[str, str]:
-    """Engine -> the first instruction of ``node`` that uses its random generator."""
+def _rng_users(instructions: tuple[Instruction, ...]) -> dict[str, str]:
+    """Engine -> the first of ``instructions`` that uses its random generator."""
     users: dict[str, str] = {}
-    for inst, _ in Program({}, (node,)).instructions():
+    for inst in instructions:
         if inst.op in _RNG_OPS:
             users.setdefault(inst.engine, inst.name)
     return users
 
 
-def fusion_hazards(program: Program, first: str, second: str, *, gate: str = "relative") -> tuple[Finding, ...]:
+def fusion_hazards(program: Program, first: str, second: str, *, gate: str = "relative",
+                   index: ProgramIndex | None = None) -> tuple[Finding, ...]:
     """Every reason in the two loops' accesses not to fuse ``first`` (earlier) with ``second``
     (see module doc), in the order def-use (uses outer, as the seed), use-def, def-def,
-    rng-state."""
+    rng-state (``index``: the program's, when judging many pairs)."""
     if gate not in GATES:
         raise ValueError(f"gate must be one of {GATES}, not {gate!r}")
-    findings: list[Finding] = list(collect_illegal_common_ap(program, first, second, literal=gate == "literal"))
-    niters = fusion_niters(program, first, second)
+    index = index_of(program, index)
+    findings: list[Finding] = list(collect_illegal_common_ap(program, first, second, literal=gate == "literal",
+                                                             index=index))
+    niters = fusion_niters(program, first, second, index=index)
     if niters > 1:
-        rng1, rng2 = _rng_users(find_loop(program, first).loop), _rng_users(find_loop(program, second).loop)
+        rng1, rng2 = _rng_users(index.instructions_of(first)), _rng_users(index.instructions_of(second))
         for engine in sorted(rng1.keys() & rng2.keys()):
             findings.append(StateFinding(first, second, engine, rng1[engine], rng2[engine], niters))
     return tuple(findings)
@@ -247,53 +251,58 @@ def adjacent_loop_pairs(program: Program) -> list[tuple[Loop, Loop]]:
     return candidate_pairs(program, 1)
 
 
-def _between(program: Program, first: str, second: str) -> tuple[Node, ...]:
+def _between(program: Program, first: str, second: str, index: ProgramIndex | None = None) -> tuple[Node, ...]:
     """The nodes between sibling loops ``first`` and ``second`` (a ProgramError otherwise)."""
-    a, b = find_loop(program, first), find_loop(program, second)
+    index = index_of(program, index)
+    a, b = index.loop(first), index.loop(second)
     if len(a.parents) != len(b.parents) or any(x is not y for x, y in zip(a.parents, b.parents)):
         raise ProgramError(b.path, f"cannot fuse {first!r} with {second!r}: they are not in one block")
     nodes = a.parents[-1].body if a.parents else program.body
-    i = next(k for k, n in enumerate(nodes) if n is a.loop)
-    j = next(k for k, n in enumerate(nodes) if n is b.loop)
+    i, j = a.position, b.position
     if j <= i:
         raise ProgramError(b.path, f"cannot fuse {first!r} with {second!r}: {second!r} does not come after {first!r}")
     return nodes[i + 1:j]
 
 
-def _names(node: Node) -> set[str]:
-    return {inst.name for inst, _ in Program({}, (node,)).instructions()}
-
-
-def _obstacle(program: Program, moving: Loop, other: Node) -> str | None:
+def _obstacle(program: Program, moving: Loop, other: Node, index: ProgramIndex) -> str | None:
     """Why ``moving`` cannot move over ``other`` (None: it can): a shared byte one writes, a
     random generator both use, or a dep between them."""
+    moving_insts, other_insts = index.instructions_of(moving.name), index.instructions_of(other.name)
+    if not moving_insts or not other_insts:  # a node with no instruction touches nothing and waits for nothing
+        return None
     tensors = program.tensors
-    mdefs, muses = node_sites(program, moving.name)
-    odefs, ouses = node_sites(program, other.name)
+    mdefs, muses = node_sites(program, moving.name, index=index)
+    odefs, ouses = node_sites(program, other.name, index=index)
     for a in (*mdefs, *muses):
         for b in (*odefs, *ouses):
             if sites_conflict(tensors, a, b):
                 return f"{a.label} and {b.label} share bytes"
-    shared = sorted(_rng_users(moving).keys() & _rng_users(other).keys())
+    shared = sorted(_rng_users(moving_insts).keys() & _rng_users(other_insts).keys())
     if shared:
         return f"both use the {shared[0]} random generator"
-    mine, theirs = _names(moving), _names(other)
-    for inst, _ in program.instructions():
+    mine, theirs = {inst.name for inst in moving_insts}, {inst.name for inst in other_insts}
+    # A dep between them has its waiter in one of the two siblings: their instructions, in
+    # program order, are all that need looking at (not the whole program, for every pair).
+    ahead = index.places[moving.name].position < index.places[other.name].position
+    for inst in (*moving_insts, *other_insts) if ahead else (*other_insts, *moving_insts):
         for dep in inst.deps:
             if (inst.name in mine and dep.on in theirs) or (inst.name in theirs and dep.on in mine):
                 return f"{inst.name} waits for {dep.on}"
     return None
 
 
-def placement(program: Program, first: str, second: str) -> tuple[str, BlockFinding | None]:
+def placement(program: Program, first: str, second: str, *,
+              index: ProgramIndex | None = None) -> tuple[str, BlockFinding | None]:
     """How two sibling loops are brought together: ``adjacent``, ``hoist`` or ``sink``, or a
     finding naming the node neither can move over."""
-    between = _between(program, first, second)
+    index = index_of(program, index)
+    between = _between(program, first, second, index)
     if not between:
         return "adjacent", None
     reasons = {}
-    for how, moving in (("hoist", find_loop(program, second).loop), ("sink", find_loop(program, first).loop)):
-        blocked = next(((n.name, why) for n in between if (why := _obstacle(program, moving, n)) is not None), None)
+    for how, moving in (("hoist", index.loop(second).loop), ("sink", index.loop(first).loop)):
+        blocked = next(((n.name, why) for n in between if (why := _obstacle(program, moving, n, index)) is not None),
+                       None)
         if blocked is None:
             return how, None
         reasons[how] = blocked
@@ -303,33 +312,38 @@ def placement(program: Program, first: str, second: str) -> tuple[str, BlockFind
                                    f"{sn} ({swhy})")
 
 
-def _index_users(program: Program, loops: tuple[str, ...]) -> str | None:
-    """A dep restriction (``x-iterations``) or a rotation (``x-rotate``) naming one of ``loops``."""
-    for inst, _ in program.instructions():
-        for dep in inst.deps:
-            for loop, _, _ in dep.iterations:
-                if loop in loops:
-                    return f"a dep of {inst.name} restricts iterations of loop {loop} (x-iterations)"
-    for tensor in program.tensors.values():
-        if tensor.rotate is not None and tensor.rotate.loop in loops:
-            return f"tensor {tensor.name} rotates with loop {tensor.rotate.loop} (x-rotate)"
+def _index_users(index: ProgramIndex, loops: tuple[str, ...]) -> str | None:
+    """The first dep restriction (``x-iterations``, in program order) or else the first rotation
+    (``x-rotate``) naming one of ``loops``."""
+    restrictions = sorted((index.restricting[loop], loop) for loop in loops if loop in index.restricting)
+    if restrictions:
+        (*_, inst), loop = restrictions[0]
+        return f"a dep of {inst} restricts iterations of loop {loop} (x-iterations)"
+    rotations = sorted((index.rotating[loop], loop) for loop in loops if loop in index.rotating)
+    if rotations:
+        (_, tensor), loop = rotations[0]
+        return f"tensor {tensor} rotates with loop {loop} (x-rotate)"
     return None
 
 
-def check_fusion(program: Program, first: str, second: str, *, gate: str = "relative") -> FusionVerdict:
+def check_fusion(program: Program, first: str, second: str, *, gate: str = "relative",
+                 index: ProgramIndex | None = None) -> FusionVerdict:
     """The verdict on one pair of loops of one block, without fusing: trip counts, then the
-    loop indices, the nodes between them, then the hazards."""
-    a, b = find_loop(program, first).loop, find_loop(program, second).loop
+    loop indices, the nodes between them, then the hazards.  Judging many pairs of one
+    program, pass its ``index`` (:class:`~neuronsim.passes.analysis.distance.ProgramIndex`):
+    each verdict then looks at the two loops and what lies between them, not the whole program."""
+    index = index_of(program, index)
+    a, b = index.loop(first).loop, index.loop(second).loop
     trips = (a.trip_count, b.trip_count)
     if not _compatible(*trips):
         return FusionVerdict(first, second, trips)
-    how, blocked = placement(program, first, second)
+    how, blocked = placement(program, first, second, index=index)
     findings: list[Finding] = [blocked] if blocked is not None else []
     if trips[0] != trips[1]:
-        why = _index_users(program, (first, second))
+        why = _index_users(index, (first, second))
         if why is not None:
             findings.append(BlockFinding("loop-index", first, second, f"unequal trip counts and {why}"))
-    findings.extend(fusion_hazards(program, first, second, gate=gate))
+    findings.extend(fusion_hazards(program, first, second, gate=gate, index=index))
     return FusionVerdict(first, second, trips, tuple(findings), placement=how)
 
 

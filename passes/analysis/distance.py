@@ -69,119 +69,28 @@ True
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from math import gcd, prod
+from math import gcd
 
 import numpy as np
 import portion
 
-from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.model.geometry import Footprint, base_footprint, overlap, shifted
-from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
-from neuronsim.machine.order.unroll import instance_name
+from neuronsim.machine.ir.program import MemoryKind, Program, Tensor
+from neuronsim.passes.analysis.program_index import (AccessSite, LoopPlace, NodePlace, ProgramIndex, find_loop,
+                                                     index_of, loop_sites, node_sites)
 
 __all__ = [
-    "AccessSite", "DefUseDistance", "Witness", "DistanceFinding", "GroupSets", "LoopPlace",
+    "AccessSite", "DefUseDistance", "Witness", "DistanceFinding", "GroupSets", "LoopPlace", "NodePlace",
+    "ProgramIndex",
     "same_location", "loop_sites", "find_loop", "evaluate_groups", "get_def_use_distance",
     "fusion_niters", "has_negative_distance", "pair_distance_finding", "node_sites", "collect_illegal_common_ap",
     "sites_conflict",
 ]
 
 _MEMORY = {MemoryKind.DRAM: "dram", MemoryKind.SBUF: "sbuf", MemoryKind.PSUM: "psum"}
-
-
-@dataclass(frozen=True, slots=True)
-class AccessSite:
-    """One access of one instruction (the seed's SAP), with its loop nest and JSON path."""
-
-    instruction: str
-    is_write: bool
-    index: int
-    """Position in the instruction's ``writes`` (a def) or ``reads`` (a use)."""
-    access: Access
-    nest: tuple[tuple[str, int], ...]
-    """``(loop name, trip count)`` of every enclosing loop, outermost first."""
-    path: str
-
-    @property
-    def role(self) -> str:
-        return "def" if self.is_write else "use"
-
-    @property
-    def label(self) -> str:
-        """``NAME.writes[k]`` / ``NAME.reads[k]``."""
-        return f"{self.instruction}.{'writes' if self.is_write else 'reads'}[{self.index}]"
-
-    @property
-    def instances(self) -> int:
-        return prod(trip for _, trip in self.nest)
-
-    def instance(self, flat: int) -> str:
-        """Name of the ``flat``-th instance in program order (``w[1,2]``)."""
-        index = np.unravel_index(flat, [t for _, t in self.nest]) if self.nest else ()
-        return instance_name(self.instruction, tuple(int(i) for i in index))
-
-
-@dataclass(frozen=True, slots=True)
-class LoopPlace:
-    """A loop, the loops around it (outermost first) and its JSON path."""
-
-    loop: Loop
-    parents: tuple[Loop, ...]
-    path: str
-
-
-def _walk(nodes: tuple[Node, ...], path: str, loops: tuple[Loop, ...]) -> Iterator[tuple[Node, tuple[Loop, ...], str]]:
-    for i, node in enumerate(nodes):
-        npath = join_path(path, i)
-        yield node, loops, npath
-        if isinstance(node, Loop):
-            yield from _walk(node.body, join_path(npath, "body"), (*loops, node))
-
-
-def find_loop(program: Program, name: str) -> LoopPlace:
-    """The loop called ``name``; a ProgramError naming the loops that exist otherwise."""
-    names = []
-    for node, loops, path in _walk(program.body, "body", ()):
-        if isinstance(node, Loop):
-            if node.name == name:
-                return LoopPlace(node, loops, path)
-            names.append(node.name)
-    raise ProgramError("body", f"no loop named {name!r}; loops are {names}")
-
-
-def _sites_of(inst: Instruction, loops: tuple[Loop, ...], path: str) -> Iterator[AccessSite]:
-    nest = tuple((loop.name, loop.trip_count) for loop in loops)
-    for key, group, is_write in (("reads", inst.reads, False), ("writes", inst.writes, True)):
-        for k, access in enumerate(group):
-            yield AccessSite(inst.name, is_write, k, access, nest, join_path(join_path(path, key), k))
-
-
-def loop_sites(program: Program, name: str) -> tuple[tuple[AccessSite, ...], tuple[AccessSite, ...]]:
-    """``(defs, uses)`` of every instruction inside loop ``name`` (nested loops included), in
-    program order: the seed's ``collect_def_in_loop`` / ``collect_use_in_loop``."""
-    place = find_loop(program, name)
-    defs: list[AccessSite] = []
-    uses: list[AccessSite] = []
-    inner = (*place.parents, place.loop)
-    for node, loops, path in _walk(place.loop.body, join_path(place.path, "body"), inner):
-        if isinstance(node, Instruction):
-            for site in _sites_of(node, loops, path):
-                (defs if site.is_write else uses).append(site)
-    return tuple(defs), tuple(uses)
-
-
-def node_sites(program: Program, name: str) -> tuple[tuple[AccessSite, ...], tuple[AccessSite, ...]]:
-    """``(defs, uses)`` of the loop or instruction called ``name`` (:func:`loop_sites` for a loop)."""
-    for node, loops, path in _walk(program.body, "body", ()):
-        if node.name != name:
-            continue
-        if isinstance(node, Loop):
-            return loop_sites(program, name)
-        sites = tuple(_sites_of(node, loops, path))
-        return tuple(x for x in sites if x.is_write), tuple(x for x in sites if not x.is_write)
-    raise ProgramError("body", f"no loop or instruction named {name!r}")
 
 
 def sites_conflict(tensors: Mapping[str, Tensor], a: AccessSite, b: AccessSite) -> bool:
@@ -408,13 +317,14 @@ def get_def_use_distance(tensors: Mapping[str, Tensor], defn: AccessSite, use: A
     return DefUseDistance(max(0, gi - gj), niters, True, True, literal, witness)
 
 
-def fusion_niters(program: Program, first: str, second: str) -> int:
+def fusion_niters(program: Program, first: str, second: str, *, index: ProgramIndex | None = None) -> int:
     """``gcd(trip counts) x product of the trip counts of the shared parent loops``.
 
     The parents are compared in lock-step from the innermost outwards, as the seed's
     ``getParentLoop`` walk does: it stops at the first level where they differ.
     """
-    a, b = find_loop(program, first), find_loop(program, second)
+    index = index_of(program, index)
+    a, b = index.loop(first), index.loop(second)
     niters = gcd(a.loop.trip_count, b.loop.trip_count)
     for pa, pb in zip(reversed(a.parents), reversed(b.parents)):
         if pa is not pb:
@@ -474,8 +384,8 @@ def pair_distance_finding(program: Program, kind: str, first_loop: str, second_l
     return DistanceFinding(kind, first_loop, second_loop, first, second, value, niters, result.witness)
 
 
-def has_negative_distance(program: Program, first: str, second: str, *,
-                          literal: bool = False) -> DistanceFinding | None:
+def has_negative_distance(program: Program, first: str, second: str, *, literal: bool = False,
+                          index: ProgramIndex | None = None) -> DistanceFinding | None:
     """The seed's ``has_negative_distance(L1, L2)``: the first (def of ``first``, use of
     ``second``) pair on one location whose distance is positive, or None when fusing them
     is legal for this check.  Truthy exactly when the seed returns 1.
@@ -484,9 +394,10 @@ def has_negative_distance(program: Program, first: str, second: str, *,
     :func:`fusion_niters`.  Only def-use pairs are checked, as in the seed: see
     :func:`neuronsim.passes.fuse_loops.fusion_hazards` for the use-def and def-def orders fusion also needs.
     """
-    niters = fusion_niters(program, first, second)
-    defs, _ = loop_sites(program, first)
-    _, uses = loop_sites(program, second)
+    index = index_of(program, index)
+    niters = fusion_niters(program, first, second, index=index)
+    defs, _ = loop_sites(program, first, index=index)
+    _, uses = loop_sites(program, second, index=index)
     tensors = program.tensors
     for use in uses:
         for defn in defs:
@@ -497,8 +408,8 @@ def has_negative_distance(program: Program, first: str, second: str, *,
     return None
 
 
-def collect_illegal_common_ap(program: Program, first: str, second: str, *,
-                              literal: bool = False) -> tuple[DistanceFinding, ...]:
+def collect_illegal_common_ap(program: Program, first: str, second: str, *, literal: bool = False,
+                              index: ProgramIndex | None = None) -> tuple[DistanceFinding, ...]:
     """Every pair of access patterns on a location common to loops ``first`` and ``second``
     that fusing them would reorder (the seed's ``collect_illegal_common_ap``, which the fusion
     code consults beside ``has_negative_distance``): def-use (a def of ``first`` read by
@@ -517,9 +428,10 @@ def collect_illegal_common_ap(program: Program, first: str, second: str, *,
     >>> [(f.kind, f.first.label, f.second.label) for f in collect_illegal_common_ap(Program(t, (a, b)), "a", "b")]
     [('def-use', 'w.writes[0]', 'r.reads[0]'), ('def-use', 'v.writes[0]', 'r.reads[1]'), ('def-def', 'w.writes[0]', 'r.writes[0]')]
     """
-    niters = fusion_niters(program, first, second)
-    defs1, uses1 = loop_sites(program, first)
-    defs2, uses2 = loop_sites(program, second)
+    index = index_of(program, index)
+    niters = fusion_niters(program, first, second, index=index)
+    defs1, uses1 = loop_sites(program, first, index=index)
+    defs2, uses2 = loop_sites(program, second, index=index)
     tensors = program.tensors
     findings: list[DistanceFinding] = []
     for kind, outer, inner, swap in (("def-use", uses2, defs1, True), ("use-def", uses1, defs2, False),

@@ -41,10 +41,11 @@ from math import prod
 
 import numpy as np
 
-from neuronsim.machine.ir.program import Loop, MemoryKind, Program
+from neuronsim.machine.ir.program import MemoryKind, Program
 
-from neuronsim.passes.analysis.distance import (AccessSite, DefUseDistance, GroupSets, evaluate_groups, find_loop, get_def_use_distance,
-                       loop_sites)
+from neuronsim.passes.analysis.distance import (AccessSite, DefUseDistance, GroupSets, evaluate_groups,
+                                                get_def_use_distance)
+from neuronsim.passes.analysis.program_index import ProgramIndex, index_of
 
 __all__ = ["LoopPair", "LoopGraph", "loop_dependence_graph", "loop_dependence_graphs", "instructions_by_level",
            "MAX_PAIRS", "direction_vectors"]
@@ -195,7 +196,8 @@ def direction_vectors(program: Program, a: AccessSite, b: AccessSite,
     return _directions(program, a, b, limit)
 
 
-def loop_dependence_graph(program: Program, name: str, *, max_pairs: int = MAX_PAIRS) -> LoopGraph:
+def loop_dependence_graph(program: Program, name: str, *, max_pairs: int = MAX_PAIRS,
+                          index: ProgramIndex | None = None) -> LoopGraph:
     """``constructLoopDependenceGraph(L)`` for the loop called ``name`` (see module doc).
 
     Requires: a valid program (virtual tensors allowed: footprints are then logical).
@@ -203,9 +205,10 @@ def loop_dependence_graph(program: Program, name: str, *, max_pairs: int = MAX_P
     program order (defs outer); ``distance`` as the kernel defines it; direction vectors exact
     unless ``complete`` is False.
     """
-    place = find_loop(program, name)
+    index = index_of(program, index)
+    place = index.loop(name)
     niters = place.loop.trip_count * prod(p.trip_count for p in place.parents)
-    defs, uses = loop_sites(program, name)
+    defs, uses = index.node_sites(name)
     pairs = []
     for defn in defs:
         for use in uses:
@@ -235,7 +238,9 @@ def instructions_by_level(program: Program) -> dict[int, tuple[str, ...]]:
     return {level: tuple(names) for level, names in sorted(levels.items())}
 
 
-def loop_dependence_graphs(program: Program, *, max_pairs: int = MAX_PAIRS) -> tuple[LoopGraph, ...]:
-    """Pass 2 of the driver: the graph of every loop (opcode 105), in program order."""
-    return tuple(loop_dependence_graph(program, node.name, max_pairs=max_pairs)
-                 for node, _ in program.walk() if isinstance(node, Loop))
+def loop_dependence_graphs(program: Program, *, max_pairs: int = MAX_PAIRS,
+                           index: ProgramIndex | None = None) -> tuple[LoopGraph, ...]:
+    """Pass 2 of the driver: the graph of every loop (opcode 105), in program order (one
+    :class:`ProgramIndex` for all: linear in the loops, not quadratic)."""
+    index = index_of(program, index)
+    return tuple(loop_dependence_graph(program, name, max_pairs=max_pairs, index=index) for name in index.loops)
