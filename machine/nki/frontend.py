@@ -85,7 +85,9 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
     unroll: frozenset[str] = frozenset()
     name = name or getattr(func, "__name__", "kernel")
+    module_state = _module_state(func)
     for _attempt in range(_MAX_ATTEMPTS):
+        _restore(module_state)
         tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
@@ -105,6 +107,31 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             error = _as_nki_error(err, func)
             raise error from (err if isinstance(error, NkiInternalError) else None)
     raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
+
+
+def _module_state(func: Any) -> tuple[dict[str, Any], dict[str, Any], list[tuple[Any, dict[str, Any]]]]:
+    """What a kernel body may change in its own module: global numbers and strings (``global
+    n``) and the attributes of objects of the module's own classes (the attention tutorial's
+    module-level ``SBufAllocator`` hands out offsets by bumping ``self.offset``).  NKI traces a
+    kernel once; neuronsim may trace it again to unroll a loop, and each attempt must start
+    from the state the first saw, or the offsets grow past SBUF."""
+    target = getattr(func, "func", func)
+    module = getattr(target, "__globals__", None)
+    if not isinstance(module, dict):
+        return {}, {}, []
+    scalars = {k: v for k, v in module.items() if type(v) in (int, float, bool, str)}
+    objects = [(v, dict(v.__dict__)) for v in list(module.values())
+               if type(v).__module__ == module.get("__name__") and not isinstance(v, type)
+               and isinstance(getattr(v, "__dict__", None), dict)]
+    return module, scalars, objects
+
+
+def _restore(state: tuple[dict[str, Any], dict[str, Any], list[tuple[Any, dict[str, Any]]]]) -> None:
+    module, scalars, objects = state
+    module.update(scalars)
+    for obj, attrs in objects:
+        obj.__dict__.clear()
+        obj.__dict__.update(attrs)
 
 
 def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:

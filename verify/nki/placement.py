@@ -15,8 +15,9 @@ from neuronsim.machine.model.presets import resolve_machine
 
 def identity_placement(program: Program) -> Program:
     """Every tensor on bytes of its own (a machine with room for all of them; DRAM alias
-    groups kept), a rotating one with a slot per iteration: the storage the NKI compiler reasons
-    with, where each tile is itself and no two tiles share bytes."""
+    groups kept), a rotating one with a slot per iteration (one the kernel placed: its own
+    slots): the storage the NKI compiler reasons with, where each tile is itself and no two
+    tensors share bytes."""
     loops = {node.name: node.trip_count for node, _ in program.walk() if isinstance(node, Loop)}
     sbuf_next, psum_bank, dram_next, placed = 0, 0, 0, {}
     for name, t in program.tensors.items():
@@ -30,7 +31,11 @@ def identity_placement(program: Program) -> Program:
             else:
                 placed[name] = t
             continue
-        slots = loops.get(t.rotate.loop, 1) if t.rotate else 1
+        # A rotation the kernel placed itself (mod_alloc) keeps its own slots: the compiler orders
+        # a slot's reuse across iterations (the direct-allocation guide: with one physical tile
+        # "iterations serialize", the next write waits for the last read), so that reuse is no
+        # race.  Only tiles of different tensors on common bytes are left to the kernel.
+        slots = 1 if not t.rotate else t.rotate.slots if not t.is_virtual else loops.get(t.rotate.loop, 1)
         if t.memory == MemoryKind.SBUF:
             stride = max(t.rotate.stride if t.rotate else 0, t.bytes_per_partition)
             rotate = Rotation(t.rotate.loop, slots, stride) if t.rotate else None

@@ -58,3 +58,4 @@ def branch_on_tile(x):
     if tile:  # an on-chip tile's value in Python control flow
         nl.store(out, tile)
     return out
+
