@@ -56,6 +56,7 @@ op                                  engines              reads -> writes        
 ``quantize_mx``                     dve                  src -> data, scales      ``max(64, N)`` (N of src)
 ``matmul_mx``                       pe                   stationary, moving,      as ``matmul`` (``N`` packed
                                                          their scales -> psum     moving elements)
+``nc_n_gather``                     pool                 data, indices -> 1       ``150 + N``
 ``dma_transpose``                   any sequencer        1 -> 1 (SBUF/DRAM)       as ``dma_copy``
 any other name                      any sequencer        any -> any               ``cycles`` attr, else
 (opaque)                                                                          ``max(64, N)``; ISA names
@@ -270,6 +271,8 @@ _SEARCH_AND_SELECT = (
            doc="out[p, 0, i] / out[p, 1, i] = start / end (exclusive) of the run of equal ids holding in[0, i]"),
     OpSpec("nonzero_with_count", ("pool",), (1, 2), (1, 1), {"index_offset": _is_int, "padding": _is_int},
            doc="rows 0, 16, ...: indices of the non-zero elements + index_offset, padding, then their count"),
+    OpSpec("nc_n_gather", ("pool",), (2, 2), (1, 1),
+           doc="out[p, j] = data[p, indices[p, j]], data's free dimensions flattened"),
     OpSpec("dma_transpose", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES)},
            doc="out[F, P] = in[P, F]: a DMA that transposes a 2-D source"),
 )

@@ -117,6 +117,9 @@ Op meanings are those of the op table (``doc`` column); the details:
                                     four to an element; ``e`` into the scale rows (``semantics_mx``)
 ``matmul_mx``                       the packed lanes times their groups' scales, multiplied as
                                     ``matmul`` over partitions and lanes, in fp32 (``semantics_mx``)
+``nc_n_gather``                      per partition, the elements of ``data`` (read 0, free dimensions
+                                    flattened) at the ``indices`` (read 1) of that partition; an index
+                                    outside ``[0, F)`` wraps modulo ``F`` (undefined on the hardware)
 ``dma_transpose``                   the read as ``[P, F]`` (its first dimension, the rest flattened),
                                     transposed, row-major into the destination; same dtype copies
 ==================================  =================================================================

@@ -193,6 +193,15 @@ def _nonzero_with_count(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     return [cast(result.reshape(out.shape), out.dtype)]
 
 
+def _nc_n_gather(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    out = outs[0]
+    data = _rows(reads[0])
+    index = _rows(_fit(reads[1], out.shape)).astype(np.int64) % max(data.shape[1], 1)
+    rows = np.arange(index.shape[0])[:, None] % data.shape[0]
+    picked = data[rows, index]
+    return [(picked if picked.dtype == out.dtype else cast(_f32(picked), out.dtype)).reshape(out.shape)]
+
+
 def _dma_transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     flipped = _rows(reads[0]).T
     out = outs[0]
@@ -211,5 +220,6 @@ OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "tensor_partition_reduce": _tensor_partition_reduce,
     "sequence_bounds": _sequence_bounds,
     "nonzero_with_count": _nonzero_with_count,
+    "nc_n_gather": _nc_n_gather,
     "dma_transpose": _dma_transpose,
 }

@@ -27,7 +27,7 @@ from neuronsim.machine.nki.tracer import current
 
 __all__ = ["max8", "find_index8", "match_replace8", "stream_shuffle", "cumulative", "range_select",
            "select_reduce", "copy_predicated", "partition_reduce", "sequence_bounds", "nonzero_with_count",
-           "dma_transpose_on_chip", "random", "seed",
+           "n_gather", "dma_transpose_on_chip", "random", "seed",
            "dropout"]
 
 #: The attribute of the trace (one per attempt) that holds where each engine's accumulator
@@ -235,6 +235,17 @@ def nonzero_with_count(dst: Layout, src: Any, index_offset: Any = 0, padding_val
                    f"the source {source.shape}")
     _instr("nonzero_with_count", "pool", [source, dst], [dst],
            {"index_offset": int(ops.number(index_offset)), "padding": int(ops.number(padding_val))})
+
+
+def n_gather(dst: Layout, data: Any, indices: Any) -> None:
+    """Per-partition gather on POOL (``nisa.nc_n_gather``, ``nl.gather_flattened``): it reads
+    all of ``data`` (which elements, only the indices' values say)."""
+    source = ops.staged_from_psum(_tile(data, "the gathered data"))
+    index = ops.staged_from_psum(_tile(indices, "the gather indices"))
+    _same_rows(dst, source, "nc_n_gather")
+    if dst.view().free_count != index.view().free_count:
+        raise fail(f"nc_n_gather: the result {dst.shape} has one element per index of {index.shape}")
+    _instr("nc_n_gather", "pool", [source, index], [dst])
 
 
 def dma_transpose_on_chip(dst: Layout, src: Layout, engine: str = "sp") -> None:

@@ -25,7 +25,8 @@ __all__ = ["current_names", "legacy_names", "language_names", "ISA_SELECT_OPS"]
 #: The ``nki.isa`` names this module implements (both generations).
 ISA_SELECT_OPS = ("max8", "nc_find_index8", "nc_match_replace8", "nc_stream_shuffle", "tensor_scalar_cumulative",
                   "range_select", "select_reduce", "tensor_copy_predicated", "tensor_partition_reduce", "dropout",
-                  "rng", "rand2", "set_rng_seed", "rand_set_state", "sequence_bounds", "nonzero_with_count")
+                  "rng", "rand2", "set_rng_seed", "rand_set_state", "sequence_bounds", "nonzero_with_count",
+                  "nc_n_gather")
 
 
 def _dst(dst: Any):
@@ -109,7 +110,7 @@ def _current() -> dict[str, Any]:
             "range_select": range_select, "select_reduce": select_reduce,
             "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
             "dropout": dropout, "sequence_bounds": sequence_bounds,
-            "nonzero_with_count": _gpsimd()["nonzero_with_count"], "rng": rng, "rand2": rand2, **_seeding(), **_gpsimd()}
+            "nonzero_with_count": _gpsimd()["nonzero_with_count"], "nc_n_gather": _gpsimd()["nc_n_gather"], "rng": rng, "rand2": rand2, **_seeding(), **_gpsimd()}
 
 
 def _gpsimd() -> dict[str, Any]:
@@ -121,7 +122,12 @@ def _gpsimd() -> dict[str, Any]:
     def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None, **_kw):
         return _emit(lambda: es.nonzero_with_count(_dst(dst), src, index_offset, padding_val), name)
 
-    return {"sequence_bounds": sequence_bounds, "nonzero_with_count": nonzero_with_count}
+    @api("nisa.nc_n_gather")
+    def nc_n_gather(dst, data, indices, name=None, **_kw):
+        return _emit(lambda: es.n_gather(_dst(dst), data, indices), name)
+
+    return {"sequence_bounds": sequence_bounds, "nonzero_with_count": nonzero_with_count,
+            "nc_n_gather": nc_n_gather}
 
 
 def _seeding() -> dict[str, Any]:
@@ -201,7 +207,7 @@ def _legacy() -> dict[str, Any]:
             "range_select": range_select, "select_reduce": select_reduce,
             "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
             "dropout": dropout, "sequence_bounds": sequence_bounds,
-            "nonzero_with_count": _gpsimd()["nonzero_with_count"], **{k: v for k, v in _current().items() if k in ("rng", "rand2")}, **_seeding()}
+            "nonzero_with_count": _gpsimd()["nonzero_with_count"], "nc_n_gather": _gpsimd()["nc_n_gather"], **{k: v for k, v in _current().items() if k in ("rng", "rand2")}, **_seeding()}
 
 
 # -- nki.language ------------------------------------------------------------------------------
@@ -214,6 +220,14 @@ def rand(shape, dtype=None, buffer=None, name="", **_kw):
 @api("nl.dropout")
 def dropout(x, rate, dtype=None, **_kw):
     return _result(x.shape, dtype or x.dtype, "sbuf", lambda dst: es.dropout(dst, x, rate))
+
+
+@api("nl.gather_flattened")
+def gather_flattened(data, indices, axis=0, dtype=None, **_kw):
+    """Per partition, the elements of ``data``'s flattened free dimensions at ``indices``."""
+    if axis not in (0, None):
+        raise current().refuse(f"nl.gather_flattened(axis={axis})", "axis=0")
+    return _result(indices.shape, dtype or data.dtype, "sbuf", lambda dst: es.n_gather(dst, data, indices))
 
 
 @api("nl.random_seed")
@@ -230,4 +244,4 @@ def legacy_names() -> dict[str, Any]:
 
 
 def language_names() -> dict[str, Any]:
-    return {"rand": rand, "dropout": dropout, "random_seed": random_seed}
+    return {"rand": rand, "dropout": dropout, "random_seed": random_seed, "gather_flattened": gather_flattened}

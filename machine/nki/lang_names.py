@@ -37,7 +37,6 @@ _BITS = "bitvec operators: neuronsim's ALU computes on numbers, not bit patterns
 #: (:func:`~neuronsim.machine.nki.errors.no_such_name`).
 LANGUAGE_REFUSED = {
     "atomic_rmw": "atomic read-modify-write DMA", "all_reduce": "collectives: neuronsim models one NeuronCore",
-    "gather_flattened": "gathers",
     "int64": "64-bit data types", "uint64": "64-bit data types", "float64": "64-bit data types",
     "abs_max": _ALU_TABLE, "abs_min": _ALU_TABLE, "fmod": _ALU_TABLE, "mod": _ALU_TABLE, "average": _ALU_TABLE,
     "prelu": _ALU_TABLE, "bitwise_and": _BITS, "bitwise_or": _BITS, "bitwise_xor": _BITS, "invert": _BITS,

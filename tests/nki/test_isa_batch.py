@@ -137,6 +137,15 @@ def test_language_reductions_over_the_partition_axis():
     np.testing.assert_allclose(out, np.stack([x.sum(0), x.max(0), x.mean(0)]), atol=1e-5)
 
 
+def test_per_partition_gathers_by_index_tile():
+    x = f32(64, 4, 8, seed=17)  # two free dimensions, flattened for the indices
+    idx = np.random.default_rng(18).integers(0, 32, (64, 12)).astype(np.uint32)
+    out = run(kernel("isa_batch_search.py::gathers"), x, idx)
+    expected = np.take_along_axis(x.reshape(64, 32), idx.astype(np.int64), axis=1)
+    np.testing.assert_array_equal(out["picked_out"], expected)
+    np.testing.assert_array_equal(out["flat_out"], expected)
+
+
 def test_cumulative_reset_load_and_chained_reduce():
     rng = np.random.default_rng(2)
     x, scale = f32(128, 64, seed=2), rng.uniform(0.5, 2, (128, 1)).astype(np.float32)

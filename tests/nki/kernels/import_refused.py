@@ -5,7 +5,7 @@ import neuronxcc.nki as nki
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 from neuronxcc.nki.isa import sendrecv
-from neuronxcc.nki.language import gather_flattened  # noqa: F401
+from neuronxcc.nki.language import atomic_rmw  # noqa: F401
 from neuronxcc.starfish.support.util import allclose  # noqa: F401
 
 

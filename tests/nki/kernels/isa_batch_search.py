@@ -158,3 +158,17 @@ def column_stats(x):
     nl.store(out[1:2, :], nl.max(data, axis=0))
     nl.store(out[2:3, :], nl.mean(data, axis=[0]))
     return out
+
+
+@nki.jit
+def gathers(x, idx):
+    """Per-partition gathers by index tile: ``nisa.nc_n_gather`` and ``nl.gather_flattened``."""
+    P, F = idx.shape
+    picked_out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="picked_out")
+    flat_out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="flat_out")
+    data, index = nl.load(x), nl.load(idx)
+    picked = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_n_gather(dst=picked, data=data, indices=index)
+    nl.store(picked_out, picked)
+    nl.store(flat_out, nl.gather_flattened(data, index))
+    return picked_out, flat_out
