@@ -96,6 +96,8 @@ class PipelineState:
         """How many deps the program has (without building a table when none is at hand)."""
         if self.table is not None or "deps" in self._made:
             return len(self.deps)
+        if "stream" in self._made:  # its instruction list: no walk of the tree
+            return sum(len(inst.deps) for inst in self.stream.instrs)
         return sum(len(inst.deps) for inst, _ in self.structure.instructions())
 
     @property
