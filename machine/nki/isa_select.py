@@ -99,18 +99,11 @@ def _current() -> dict[str, Any]:
     def rand2(dst, min, max, name=None, **_kw):  # NKI's parameter names shadow the builtins
         return _emit(lambda: es.random(_dst(dst), min, max), name)
 
-    @api("nisa.sequence_bounds")
-    def sequence_bounds(segment_ids, *, dtype=None, mask=None, **_kw):
-        shape = (segment_ids.shape[0], 2, *segment_ids.shape[1:])
-        return _result(shape, dtype or segment_ids.dtype, "sbuf", lambda dst: es.sequence_bounds(dst, segment_ids),
-                       mask)
-
     return {"max8": max8, "nc_find_index8": nc_find_index8, "nc_match_replace8": nc_match_replace8,
             "nc_stream_shuffle": nc_stream_shuffle, "tensor_scalar_cumulative": tensor_scalar_cumulative,
             "range_select": range_select, "select_reduce": select_reduce,
             "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
-            "dropout": dropout, "sequence_bounds": sequence_bounds,
-            "nonzero_with_count": _gpsimd()["nonzero_with_count"], "nc_n_gather": _gpsimd()["nc_n_gather"], "rng": rng, "rand2": rand2, **_seeding(), **_gpsimd()}
+            "dropout": dropout, "rng": rng, "rand2": rand2, **_seeding(), **_gpsimd()}
 
 
 def _gpsimd() -> dict[str, Any]:
@@ -206,8 +199,14 @@ def _legacy() -> dict[str, Any]:
             "nc_stream_shuffle": nc_stream_shuffle, "tensor_scalar_cumulative": tensor_scalar_cumulative,
             "range_select": range_select, "select_reduce": select_reduce,
             "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
-            "dropout": dropout, "sequence_bounds": sequence_bounds,
-            "nonzero_with_count": _gpsimd()["nonzero_with_count"], "nc_n_gather": _gpsimd()["nc_n_gather"], **{k: v for k, v in _current().items() if k in ("rng", "rand2")}, **_seeding()}
+            "dropout": dropout, **_dst_forms(), "sequence_bounds": sequence_bounds}
+
+
+def _dst_forms() -> dict[str, Any]:
+    """The ops whose legacy form also takes ``dst=`` (their current functions serve)."""
+    current_forms = _current()
+    return {name: current_forms[name] for name in ("rng", "rand2", "set_rng_seed", "rand_set_state",
+                                                    "nonzero_with_count", "nc_n_gather")}
 
 
 # -- nki.language ------------------------------------------------------------------------------
