@@ -64,3 +64,9 @@ def test_a_placed_rotation_reusing_its_banks_is_no_race_and_transposes_right():
     (out,) = run(rotated, v, identity).values()
     expected = np.concatenate([v[:, i * 128:(i + 1) * 128].T for i in range(4)])
     np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+def test_a_retried_trace_starts_from_the_kernel_modules_state():
+    x = f32(128, 16)
+    (out,) = run(kernel("corpus_causes_legacy.py::module_state_on_retry"), x).values()
+    np.testing.assert_allclose(out, x, rtol=1e-6)  # + 0.0: the counter as the module left it

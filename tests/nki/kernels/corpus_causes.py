@@ -59,3 +59,4 @@ def branch_on_tile(x):
         nl.store(out, tile)
     return out
 
+

@@ -25,3 +25,29 @@ def rotated_transposes(v, identity):
         v_sb_t[i] = nisa.tensor_copy(v_psum_t[i], dtype=v.dtype)  # the read a later slot reuse waits for
         nl.store(out[nl.ds(i * 128, 128), :], v_sb_t[i])
     return out
+
+
+class OffsetCounter:
+    """A module-level allocator as the attention tutorial's SBufAllocator: each call bumps it."""
+
+    def __init__(self):
+        self.offset = 0
+
+    def take(self, size):
+        start, self.offset = self.offset, self.offset + size
+        return start
+
+
+COUNTER = OffsetCounter()
+
+
+@nki.jit
+def module_state_on_retry(x):
+    """The loop takes its variable as a Python int (not affine), so neuronsim traces again with
+    the loop unrolled; NKI traces once, so the counter must read 0 in the trace that counts."""
+    base = float(COUNTER.take(64))
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[0] // 32):
+        tile = nl.load(x[nl.ds(int(i) * 32, 32), :])
+        nl.store(out[nl.ds(i * 32, 32), :], tile + base)
+    return out
