@@ -26,7 +26,8 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))  # the tests' oracles
+# the tests' oracles
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
 
 from neuronsim.machine.sim.simulator import simulate  # noqa: E402
 from neuronsim.machine.order.stream import stream_of  # noqa: E402

@@ -11,8 +11,8 @@ ACT, DMA stores back on a third queue.
 Each size runs in its own process (so peak RSS is that size's).  Printed per size: the seconds
 of every pass (alloc, build-fdeps, remove-redundancies, anti-deps, dep-reduction), the
 verification between passes, the race check of the result (:func:`neuronsim.verify.racecheck.check_stream`
-on the pipeline's last state (:class:`neuronsim.passes.PipelineState`): the check reads the deps from its dep table, and it reuses
-the instance stream and the physical access events ``anti-deps`` computed on it - a check of
+on the pipeline's last state (:class:`neuronsim.passes.PipelineState`): the check reads the deps from its dep
+table, and it reuses the instance stream and the physical access events ``anti-deps`` computed on it - a check of
 the same program loaded from a file computes both itself, see ``bench_racecheck.py``),
 compile + check, the CPU time of the process (compare with wall time:
 the machine may be shared), peak RSS, deps written, races found, and, apart, what writing the

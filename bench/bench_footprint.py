@@ -142,7 +142,7 @@ def phases(path: str) -> None:
     has_deps = any(instr.deps for instr, _ in program.instructions())
     ctx = PassContext()
     for p in parse_pipeline("dep-reduction" if has_deps else DEFAULT_PIPELINE, ALL_PASSES):
-        program = step(f"pass {p.spec_string()}", lambda p=p: run_pipeline(program, [p], ctx))
+        program = step(f"pass {p.spec_string()}", lambda p=p, program=program: run_pipeline(program, [p], ctx))
     step("minimum", lambda: minimum_sync(program))
 
 

@@ -48,7 +48,8 @@ def loop_program(trips: int) -> dict:
         "body": [{"loop": "k", "trip_count": trips, "body": [
             {"name": "load", "engine": "sp", "op": "dma_copy", "queue": "dma0", "reads": [{"tensor": "x"}],
              "writes": [{"tensor": "xs"}], "deps": [{"on": "store", "kind": "anti", "loop_carried": True}]},
-            {"name": "scale", "engine": "act", "op": "activation", "reads": [{"tensor": "xs"}], "writes": [{"tensor": "xs"}],
+            {"name": "scale", "engine": "act", "op": "activation", "reads": [{"tensor": "xs"}],
+             "writes": [{"tensor": "xs"}],
              "attrs": {"func": "exp"}, "deps": [{"on": "load", "kind": "flow"}]},
             {"name": "store", "engine": "sp", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "xs"}],
              "writes": [{"tensor": "y"}], "deps": [{"on": "scale", "kind": "flow"}]}]}],

@@ -68,7 +68,8 @@ def synthetic(n: int, seed: int = 0, drop: float = 0.0) -> Program:
         name = f"i{k}"
         deps: dict[str, Dep] = {}
 
-        def wait(on: str, kind: EdgeKind) -> None:
+        # this iteration's name and deps bound as defaults (wait runs only within the iteration)
+        def wait(on: str, kind: EdgeKind, name: str = name, deps: dict[str, Dep] = deps) -> None:
             if on != name and rnd.random() >= drop:
                 deps[on] = Dep(on, kind)
 
@@ -92,7 +93,8 @@ def synthetic(n: int, seed: int = 0, drop: float = 0.0) -> Program:
             wait(last_writer[out], EdgeKind.OUTPUT)
         for r in readers.get(out, ()):
             wait(r, EdgeKind.ANTI)
-        body.append(Instruction(name, engine, op, inst_reads, (Access(out),), frozen_mapping({}), tuple(deps.values()), queue))
+        body.append(Instruction(name, engine, op, inst_reads, (Access(out),), frozen_mapping({}), tuple(deps.values()),
+                                queue))
         for b in read_names:
             readers.setdefault(b, []).append(name)
         readers[out] = []

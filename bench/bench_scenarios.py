@@ -206,7 +206,8 @@ def main() -> None:
         print("\n".join(found) or "the same waits, instance for instance")
         return
     wanted = {name for name in args.only.split(",") if name}
-    per_scenario = [scenario_rows(module) for module in all_scenarios() if not wanted or scenario_name(module) in wanted]
+    per_scenario = [scenario_rows(module) for module in all_scenarios()
+                    if not wanted or scenario_name(module) in wanted]
     if args.markdown:
         _print([COMPACT, *(compact_cells(*rows) for rows in per_scenario)], True, 1)
     else:

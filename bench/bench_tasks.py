@@ -172,7 +172,7 @@ def main(tasks: int = 100_000) -> None:
 
     print("worst case: a straight-line chain updating one accumulator (call i gets i deps)")
     for calls in (250, 500, 1000, 2000):
-        compiled, seconds = _timed(lambda: compile_tasks(accumulator_chain(calls))[0])
+        compiled, seconds = _timed(lambda calls=calls: compile_tasks(accumulator_chain(calls))[0])
         deps = sum(len(c.compiler_deps) for c, _ in compiled.calls())
         print(f"  {calls:>5} calls  {deps:>9,} deps  {seconds:7.3f} s  {calls / seconds:9,.0f} calls/s")
 

@@ -45,9 +45,12 @@ CASES: dict[str, Case] = {
     ATT + "attn_fwd_v2": case(*_Q, ref=_attention),
     **{ATT + f"attn_fwd_{v}": case(*_QL, ref=_attention, note=_TILED)
        for v in ("v3", "v4", "v5", "v6", "v7", "v8", "v8a", "v9", "v10", "v11")},
-    TUT + "average_pool2d/average_pool2d_nki_kernels.py::tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2, ref=_avgpool),
-    MAMBA + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]", ref=_mamba),
-    MAMBA + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]", ref=_mamba),
+    TUT + "average_pool2d/average_pool2d_nki_kernels.py::tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2,
+                                                                                      ref=_avgpool),
+    MAMBA + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]",
+                             ref=_mamba),
+    MAMBA + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]",
+                             ref=_mamba),
     MAMBA + "mamba_v3": case("f32[1,256,2048]", "f32[1,256,2048]", "f32[256,4]~", "f32[1,4,2048]", "f32[1,4,2048]",
                              ref=_mamba),
     MM + "nki_matmul_basic_": case("bf16[128,64]", "bf16[128,512]", ref=_matmul),
@@ -66,7 +69,8 @@ CASES: dict[str, Case] = {
         "bf16[128,512]", "bf16[128,512]", grid=(1, 1), ref=_add_inputs, note="it reads program_id(0) and (1)"),
     TUT + "transpose2d/transpose2d_nki_kernels.py::tensor_transpose2D_kernel_": case(
         np.arange(60, dtype=np.int8).reshape(5, 12), (3, 4), ref=_transpose2d),
-    "nki-samples/test/unit/test_neuron_profile.py::nki_tensor_tensor_add": case("f32[128,512]", "f32[128,512]", ref=_add),
+    "nki-samples/test/unit/test_neuron_profile.py::nki_tensor_tensor_add": case("f32[128,512]", "f32[128,512]",
+                                                                                ref=_add),
     # contributed: the shapes of each file's check_correct()
     C + "interpolate_bilinear_fwd.py::interpolate_bilinear_2x_fwd": case("f32[2,64,128,128]"),
     C + "interpolate_trilinear_fwd.py::interpolate_trilinear_2x_fwd": case("f32[2,64,23,23,23]"),

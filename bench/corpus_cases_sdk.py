@@ -98,7 +98,8 @@ CASES: dict[str, Case] = {
     T + "test_nki_isa_bn_stats.py::nki_bn_stats_bn_aggr_2": case("f32[128,1024]", ref=lambda b_tensor: _bn(b_tensor)),
     T + "test_nki_isa_copypredicated.py::nki_copy_predicated": case(
         "u8[128,512]<2", "f32[128,512]", "f32[128,512]",
-        ref=lambda predicate, on_true_tensor, on_false_tensor: np.where(predicate != 0, on_true_tensor, on_false_tensor)),
+        ref=lambda predicate, on_true_tensor, on_false_tensor: np.where(predicate != 0, on_true_tensor,
+                                                                        on_false_tensor)),
     T + "test_nki_isa_dma_copy.py::nki_dma_copy": case("f32[256,1]", ref=lambda a: _f(a)),
     T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_err": case(
         "f32[128,512]", ref=lambda in_tensor: _f(in_tensor)[2 * np.arange(64)]),
@@ -121,13 +122,16 @@ CASES: dict[str, Case] = {
     T + "test_nki_isa_iota.py::nki_iota": case(ref=lambda: (
         np.arange(512)[None, :], np.arange(128)[:, None], -np.arange(512)[None, :], np.arange(5, 260, 2)[:, None],
         np.arange(512)[None, :] + np.arange(128)[:, None])),
-    T + "test_nki_isa_local_gather.py::nki_local_gather": case("f32[128,512,4]", "u16[128,4]<512", 4, 64, (128, 4, 16, 4)),
+    T + "test_nki_isa_local_gather.py::nki_local_gather": case("f32[128,512,4]", "u16[128,4]<512", 4, 64,
+                                                               (128, 4, 16, 4)),
     T + "test_nki_isa_max8.py::nki_max8": case(),
     T + "test_nki_isa_memset.py::nki_memset": case(ref=lambda: np.full((128, 128), 0.2, np.float32)),
     T + "test_nki_isa_nc_find_index8.py::nki_max_index8": case(),
     T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace8": case(),
-    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8": case("f32[128,512]", imm=np.float32("-inf")),
-    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_mask": case("f32[128,512]", imm=np.float32("-inf")),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8": case("f32[128,512]",
+                                                                                 imm=np.float32("-inf")),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_mask": case("f32[128,512]",
+                                                                                      imm=np.float32("-inf")),
     T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_3d": case("f32[128,4,4]"),
     T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_3d_inplace": case("f32[128,4,4]"),
     T + "test_nki_isa_nc_matmul.py::nki_nc_matmul": case(
@@ -142,7 +146,8 @@ CASES: dict[str, Case] = {
         "f32[32,128]", ref=lambda in_tensor: _f(in_tensor)[[(i - 1) % 32 for i in range(32)]]),
     T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle_broadcast_partition": case("f32[1,128]"),
     T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle_broadcast_mask": case(
-        "f32[128,128]", ref=lambda in_tensor: _f(in_tensor)[[(i - 1) % 32 + j * 32 for j in range(4) for i in range(32)]]),
+        "f32[128,128]",
+        ref=lambda in_tensor: _f(in_tensor)[[(i - 1) % 32 + j * 32 for j in range(4) for i in range(32)]]),
     T + "test_nki_isa_nc_transpose.py::nki_nc_transpose": case(
         "f32[128,64]", "f32[32,2]", ref=lambda a_tensor, b_tensor: (_t(a_tensor), _t(b_tensor))),
     T + "test_nki_isa_partition_reduce.py::nki_par_reduce": case(
@@ -153,10 +158,13 @@ CASES: dict[str, Case] = {
         "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 64, np.float32), np.greater_equal, np.less,
         32, np.float32),
     T + "test_nki_isa_range_select.py::nki_range_select_chaining": case(
-        "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 350, np.float32), np.greater_equal, np.less, 32),
+        "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 350, np.float32), np.greater_equal, np.less,
+        32),
     T + "test_nki_isa_reciprocal.py::reciprocal_kernel": case(
-        "f32[128,512]", ref=lambda in_tensor: 1.0 / (_f(in_tensor)), note="values in [0, 1): the test's * 100 kept out"),
-    T + "test_nki_isa_reduce.py::nki_reduce": case("f32[128,512]", ref=lambda a_tensor: _f(a_tensor).sum(axis=1, keepdims=True)),
+        "f32[128,512]", ref=lambda in_tensor: 1.0 / (_f(in_tensor)),
+        note="values in [0, 1): the test's * 100 kept out"),
+    T + "test_nki_isa_reduce.py::nki_reduce": case("f32[128,512]",
+                                                   ref=lambda a_tensor: _f(a_tensor).sum(axis=1, keepdims=True)),
     T + "test_nki_isa_select_reduce.py::nki_select_reduce_basic": case("u8[128,64]<2", "f32[128,64]"),
     T + "test_nki_isa_select_reduce.py::nki_select_reduce_with_reduction": case(
         "u8[128,512]<2", "f32[128,512]", "f32[128,1]",
@@ -205,7 +213,8 @@ CASES: dict[str, Case] = {
         ref=lambda data_tensor, idx_tensor: _f(data_tensor)[idx_tensor]),
     T + "test_nki_nl_load_store_indirect.py::example_indirect_load_2": case(
         "f32[128,512]", ref=lambda data_tensor: _f(data_tensor)[2 * np.arange(64)]),
-    T + "test_nki_nl_load_store_indirect.py::example_indirect_save_1": case("f32[64,512]", 2 * np.arange(64, dtype=np.int32)),
+    T + "test_nki_nl_load_store_indirect.py::example_indirect_save_1": case("f32[64,512]",
+                                                                            2 * np.arange(64, dtype=np.int32)),
     T + "test_nki_nl_load_store_indirect.py::example_indirect_save_2": case("f32[64,512]"),
     T + "test_nki_nl_load_transpose2d.py::example_kernel_0": case("f32[2048,128]", ref=lambda in_tensor: _t(in_tensor)),
     T + "test_nki_nl_load_transpose2d.py::example_kernel_1": case("f32[2048,128]", ref=lambda in_tensor: _t(in_tensor)),
@@ -218,9 +227,12 @@ CASES: dict[str, Case] = {
     T + "test_sbuf_modulo_alloc.py::allocated_loop_transpose": case(
         "f32[2048,1024]", "0:f32[1024,2048]", ref=lambda a_ptr: _t(a_ptr)),
     # examples: the shapes of each file's __main__ or docstring
-    E + "average_pool2d/average_pool2d_nki_kernels.py::tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2, ref=_avgpool),
-    MAMBA + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]", ref=_mamba),
-    MAMBA + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]", ref=_mamba),
+    E + "average_pool2d/average_pool2d_nki_kernels.py::tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2,
+                                                                                    ref=_avgpool),
+    MAMBA + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]",
+                             ref=_mamba),
+    MAMBA + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]",
+                             ref=_mamba),
     MAMBA + "mamba_v3": case("f32[1,256,2048]", "f32[1,256,2048]", "f32[256,4]~", "f32[1,4,2048]", "f32[1,4,2048]",
                              ref=_mamba, note="v3 tiles the sequence by 2048"),
     E + "getting_started_baremetal.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
@@ -233,7 +245,8 @@ CASES: dict[str, Case] = {
     E + "layout-dynamic-loop.py::tensor_exp_kernel_": case("f32[256,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
     E + "layout-loop.py::tensor_exp_kernel_": case("f32[256,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
     E + "layout-pass.py::tensor_exp_kernel_": case("f32[128,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
-    E + "layout-violation.py::tensor_exp_kernel_": case("f32[256,512]", note="the file's shape: it violates the layout"),
+    E + "layout-violation.py::tensor_exp_kernel_": case("f32[256,512]",
+                                                        note="the file's shape: it violates the layout"),
     MM + "nki_matmul_basic_": case("bf16[128,64]", "bf16[128,512]", ref=_matmul),
     MM + "nki_matmul_tiled_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
     MM + "nki_matmul_hoist_load_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
@@ -242,7 +255,8 @@ CASES: dict[str, Case] = {
                                              note="one block of each: K 8 x 128, M 16 x 128, N 2 x 512"),
     E + "simulate/nki_simulate_example.py::add_kernel": case(
         "f32[128,512]", "f32[128,512]", ref=lambda a_ptr, b_ptr: _f(a_ptr) + _f(b_ptr)),
-    E + "tensor_addition/tensor_addition_nki_kernels.py::nki_tensor_add": case("bf16[256,1024]", "bf16[256,1024]", ref=_add_inputs),
+    E + "tensor_addition/tensor_addition_nki_kernels.py::nki_tensor_add": case("bf16[256,1024]", "bf16[256,1024]",
+                                                                               ref=_add_inputs),
     E + "transpose2d/transpose2d_nki_kernels.py::tensor_transpose2D_kernel_": case(
         np.arange(60, dtype=np.int8).reshape(5, 12), (3, 4), ref=_transpose2d),
     # the MX deep dive: K x M stationary, K x N moving, MX data packed four to a word

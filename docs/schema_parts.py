@@ -106,9 +106,11 @@ def _tensor() -> dict:
          "role": {"enum": ["input", "output", "internal"]}},
         ["memory", "dtype", "shape"],
         allOf=[
-            {"if": memory_is("dram"), "then": {"allOf": [no("partition", "offset", "bank"), no_both("address", "alias")]}},
+            {"if": memory_is("dram"),
+             "then": {"allOf": [no("partition", "offset", "bank"), no_both("address", "alias")]}},
             {"if": memory_is("sbuf"), "then": {"allOf": [no("bank", "address", "alias", "role")],
-                                               "dependentRequired": {"partition": ["offset"], "offset": ["partition"]}}},
+                                               "dependentRequired": {"partition": ["offset"],
+                                                                     "offset": ["partition"]}}},
             {"if": memory_is("psum"), "then": {"allOf": [no("address", "alias", "role")],
                                                "dependentRequired": {"partition": ["bank"], "bank": ["partition"],
                                                                      "offset": ["bank"]}}},
@@ -125,7 +127,8 @@ def _access() -> dict:
     pair = {"type": "array", "prefixItems": [_nat(0), _nat(1)], "minItems": 2, "maxItems": 2}
     return _closed(
         {"tensor": _NAME, "partitions": partitions, "offset": _nat(),
-         "pattern": {"type": "array", "items": pair, "minItems": 1, "description": "[stride, count] pairs, outermost first"},
+         "pattern": {"type": "array", "items": pair, "minItems": 1,
+                     "description": "[stride, count] pairs, outermost first"},
          "per_iteration": {"type": "object", "additionalProperties": {"type": "integer"},
                            "description": "loop name -> elements the offset moves per iteration"}},
         ["tensor"], dependentRequired={"per_iteration": ["pattern"]})
