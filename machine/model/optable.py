@@ -279,11 +279,12 @@ _SEARCH_AND_SELECT = (
 #: The microscaling ops (NeuronCore-v4; meanings in neuronsim.machine.model.semantics_mx).
 _MX_DTYPES = ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")
 _MX = (
-    OpSpec("quantize_mx", ("dve",), (1, 1), (2, 2), {"dtype": _one_of(*_MX_DTYPES[:2])},
+    OpSpec("quantize_mx", ("dve",), (1, 1), (2, 2), {"dtype": _one_of(*_MX_DTYPES[:2]), "scale_start": _is_int},
            doc="writes[0][p, f] = 4 lanes in[p, 4f:4f+4] / 2^e; writes[1] = e per 8 partitions x 1 element"),
     OpSpec("matmul_mx", ("pe",), (4, 5), (1, 1),
            {"accumulate": _is_bool, "group": _group, "stationary_dtype": _one_of(*_MX_DTYPES),
-            "moving_dtype": _one_of(*_MX_DTYPES)},
+            "moving_dtype": _one_of(*_MX_DTYPES), "stationary_scale_start": _is_int,
+            "moving_scale_start": _is_int},
            doc="out[M,N] (+)= sum over K and 4 lanes of stationary[K,M,j] * moving[K,N,j], scaled, in fp32"),
 )
 OP_TABLE: dict[str, OpSpec] = {

@@ -8,6 +8,9 @@ scale row ``32 * (p // 32) + (p % 32) // 8`` of the scale access, free index ``f
 32-partition quadrant keeps its scales in its own first rows, as the NKI docs of
 ``nisa.quantize_mx`` / ``nc_matmul_mx`` lay them out.  A scale is an E8M0 power of two: a
 ``float8_e8m0fnu`` value, or as ``uint8`` its biased exponent ``e`` meaning ``2**(e - 127)``.
+A scale access may start ``k`` rows into a quadrant (attributes ``scale_start``,
+``stationary_scale_start``, ``moving_scale_start``: the access then begins on the quadrant's
+first row, and every scale row above moves down ``k``).
 
 ``quantize_mx`` follows the NKI documentation's scale rule (twice the OCP sample
 algorithm's): ``X = 2**(floor(log2(amax)) - (Emax - 1))`` with ``Emax`` 8 for e4m3fn, 15 for
@@ -56,15 +59,15 @@ def pack(values: np.ndarray, dtype: str) -> np.ndarray:
     return np.asarray(word).astype(np.uint32 if width == 8 else np.uint16)
 
 
-def scale_rows(partitions: int) -> np.ndarray:
-    """The scale row of each data partition (module doc)."""
+def scale_rows(partitions: int, start: int = 0) -> np.ndarray:
+    """The scale row of each data partition (module doc), from row ``start`` of each quadrant."""
     p = np.arange(partitions)
-    return 32 * (p // 32) + (p % 32) // 8
+    return start + 32 * (p // 32) + (p % 32) // 8
 
 
-def scale_values(scales: np.ndarray, partitions: int) -> np.ndarray:
+def scale_values(scales: np.ndarray, partitions: int, start: int = 0) -> np.ndarray:
     """``[partitions, F]`` float32 scale of every data element (from the scale access)."""
-    rows = scales.reshape(scales.shape[0], -1)[scale_rows(partitions)]
+    rows = scales.reshape(scales.shape[0], -1)[scale_rows(partitions, start)]
     if rows.dtype == _E8M0:
         return rows.astype(np.float32)
     return np.ldexp(np.float32(1), rows.astype(np.int32) - 127).astype(np.float32)  # uint8: biased exponents
@@ -90,7 +93,7 @@ def _quantize_mx(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     packed, exponents = quantize(src, attrs["dtype"])
     scales = np.array(scale_out, copy=True).reshape(scale_out.shape[0], -1)
     groups = exponents.shape[0]
-    rows = 32 * (np.arange(groups) // 4) + np.arange(groups) % 4  # the first data partition's row, per group
+    rows = scale_rows(8 * groups, attrs.get("scale_start", 0))[::8]  # each group's row: its first partition's
     if scales.dtype == _E8M0:
         scales[rows, :exponents.shape[1]] = np.ldexp(np.float32(1), exponents).astype(_E8M0)
     else:
@@ -98,18 +101,18 @@ def _quantize_mx(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     return [packed.reshape(data_out.shape), scales.reshape(scale_out.shape)]
 
 
-def dequantize(packed: np.ndarray, scales: np.ndarray, dtype: str) -> np.ndarray:
+def dequantize(packed: np.ndarray, scales: np.ndarray, dtype: str, start: int = 0) -> np.ndarray:
     """``[P, F, 4]`` float32 values of a packed tile ``[P, F]`` and its scale access."""
     data = packed.reshape(packed.shape[0], -1)
-    return unpack(data, dtype) * scale_values(scales, data.shape[0])[:, :data.shape[1], None]
+    return unpack(data, dtype) * scale_values(scales, data.shape[0], start)[:, :data.shape[1], None]
 
 
 def _matmul_mx(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     """``out[m, n] = sum over p, j of stationary[p, m, j] * moving[p, n, j]``, dequantized, fp32."""
     from neuronsim.machine.model.semantics import _f32, _fit, cast
 
-    stationary = dequantize(reads[0], reads[2], attrs["stationary_dtype"])
-    moving = dequantize(reads[1], reads[3], attrs["moving_dtype"])
+    stationary = dequantize(reads[0], reads[2], attrs["stationary_dtype"], attrs.get("stationary_scale_start", 0))
+    moving = dequantize(reads[1], reads[3], attrs["moving_dtype"], attrs.get("moving_scale_start", 0))
     product = np.einsum("pmj,pnj->mn", stationary, moving, dtype=np.float32)
     out = outs[0]
     result = _fit(product, out.shape)

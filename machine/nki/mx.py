@@ -10,12 +10,13 @@ operands is checked here and a break is one line at the kernel's call.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from neuronsim.machine.ir.dtypes import PACKED
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.errors import fail
-from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.layout import P, Layout
 from neuronsim.machine.nki.tiles import is_tile
 from neuronsim.machine.nki.tracer import api, current
 
@@ -43,13 +44,13 @@ def _dtype(layout: Layout, allowed: tuple[str, ...], what: str) -> str:
     return dtype
 
 
-def _quadrant_rows(data: Layout, scale: Layout, what: str) -> None:
+def _quadrant_rows(data: Layout, scale: Layout, what: str, shift: int = 0) -> None:
     """The data's partitions (a multiple of 32, at most 128) and room for their scale rows."""
     partitions = data.view().num_partitions
     if partitions % 32 or partitions > 128:
         raise fail(f"{what}: {data.tensor.name} spans {partitions} partitions; MX needs a multiple of 32, "
                    "at most 128")
-    needed = 32 * (partitions // 32 - 1) + 4  # the last quadrant's 4 scale rows
+    needed = 32 * (partitions // 32 - 1) + 4 + shift  # the last quadrant's 4 scale rows
     if scale.view().num_partitions < needed:
         raise fail(f"{what}: the scale tile {scale.tensor.name} has {scale.view().num_partitions} partitions; "
                    f"{partitions} data partitions keep their scales in the first 4 rows of each quadrant "
@@ -57,6 +58,21 @@ def _quadrant_rows(data: Layout, scale: Layout, what: str) -> None:
     if scale.view().free_count < data.view().free_count:
         raise fail(f"{what}: the scale tile {scale.tensor.name} {scale.shape} has fewer elements a partition than "
                    f"the data {data.tensor.name} {data.shape}")
+
+
+def _from_quadrant(scale: Layout, what: str) -> tuple[Layout, int]:
+    """The scale access widened down to its quadrant's first partition, and the row it
+    started on there: the engines address MX scales by quadrant plus a start row (NKI's
+    profiler names it ``start_scale_partition``), so a scale view may start on any row, as
+    the deep dive packs two tiles' scales into rows 0-3 and 4-7 of each quadrant."""
+    start, count, step = scale.partitions or (0, scale.tensor.shape[0], 1)
+    if step != 1 and count > 1:
+        raise fail(f"{what}: the scale tile {scale.tensor.name} must cover consecutive partitions")
+    shift = start % 32
+    if shift == 0:
+        return scale, 0
+    axes = tuple((kind, stride, n + shift) if kind == P else (kind, stride, n) for kind, stride, n in scale.axes)
+    return replace(scale, axes=axes, partitions=(start - shift, count + shift, 1), tags=None, limits=None), shift
 
 
 def _instr(op: str, engine: str, reads: list[Layout], writes: list[Layout], attrs: dict) -> None:
@@ -79,8 +95,9 @@ def quantize(dst: Layout, src: Any, dst_scale: Any) -> None:
     if source.view().free_count != 4 * dst.view().free_count:
         raise fail(f"{what}: src {source.shape} must hold 4 elements a partition for each packed element of dst "
                    f"{dst.shape}")
-    _quadrant_rows(dst, scale, what)
-    _instr("quantize_mx", "dve", [source], [dst, scale], {"dtype": dtype})
+    scale, shift = _from_quadrant(scale, what)
+    _quadrant_rows(dst, scale, what, shift)
+    _instr("quantize_mx", "dve", [source], [dst, scale], {"dtype": dtype, "scale_start": shift})
 
 
 def matmul(dst: Layout, stationary: Any, moving: Any, stationary_scale: Any, moving_scale: Any,
@@ -102,11 +119,13 @@ def matmul(dst: Layout, stationary: Any, moving: Any, stationary_scale: Any, mov
                    "disagree")
     if m > 128:
         raise fail(f"{what}: stationary {st.shape} has {m} columns; the Tensor engine takes at most 128")
-    _quadrant_rows(st, st_scale, what)
-    _quadrant_rows(mv, mv_scale, what)
+    (st_scale, st_shift), (mv_scale, mv_shift) = _from_quadrant(st_scale, what), _from_quadrant(mv_scale, what)
+    _quadrant_rows(st, st_scale, what, st_shift)
+    _quadrant_rows(mv, mv_scale, what, mv_shift)
     reads = [st, mv, st_scale, mv_scale] + ([dst] if accumulate else [])
     _instr("matmul_mx", "pe", reads, [dst], {"accumulate": accumulate, "stationary_dtype": st_dtype,
-                                             "moving_dtype": mv_dtype})
+                                             "moving_dtype": mv_dtype, "stationary_scale_start": st_shift,
+                                             "moving_scale_start": mv_shift})
 
 
 def isa_names() -> dict[str, Any]:

@@ -88,6 +88,21 @@ def test_packed_fp4_matmul_accumulates_in_psum():
     assert np.abs(expected).max() > 1  # not a product of zeros
 
 
+def test_two_tiles_share_one_scale_tile_from_rows_0_and_4():
+    rng = np.random.default_rng(3)
+    st = rng.normal(size=(64, 64)).astype(ml_dtypes.bfloat16)
+    mv = (rng.normal(size=(64, 128)) * 100).astype(ml_dtypes.bfloat16)
+    out = run(kernel("mx_current.py::shared_scale_tile"), st, mv)
+    words, exps = _reference_quantize(st, "e4m3")
+    mv_words, mv_exps = _reference_quantize(mv, "e4m3")
+    scales = out["scales_out"]
+    np.testing.assert_array_equal(np.concatenate([scales[0:4, :16], scales[32:36, :16]]), exps)
+    np.testing.assert_array_equal(np.concatenate([scales[4:8], scales[36:40]]), mv_exps)
+    assert not scales[8:32].any() and not scales[40:].any()
+    expected = _reference_matmul(words, exps, mv_words, mv_exps, ml_dtypes.float8_e4m3fn, 8)
+    np.testing.assert_allclose(out["out"], expected, rtol=1e-5, atol=1e-2)
+
+
 def test_packed_dtypes_are_storage_of_four_lanes():
     names = nl_dtypes()
     assert names["float8_e4m3fn_x4"].itemsize == 4 and names["float8_e5m2_x4"].itemsize == 4

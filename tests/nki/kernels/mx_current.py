@@ -95,3 +95,31 @@ def scale_tile_too_short(x):
     scale = nl.ndarray((4, F4 // 4), dtype=nl.uint8, buffer=nl.sbuf)
     nisa.quantize_mx(dst=data, src=source, dst_scale=scale)  # refused: short scale tile
     return x
+
+
+@nki.jit
+def shared_scale_tile(stationary, moving):
+    """Both operands' scales in one tile: the stationary's in rows 0-3, the moving's in rows 4-7
+    of each quadrant (a scale view may start inside a quadrant)."""
+    K, M4 = stationary.shape
+    N4 = moving.shape[1]
+    st_src = nl.ndarray((K, M4), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=st_src, src=stationary)
+    mv_src = nl.ndarray((K, N4), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mv_src, src=moving)
+    scales = nl.ndarray((K, N4 // 4), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.memset(dst=scales, value=0)
+    st = nl.ndarray((K, M4 // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    mv = nl.ndarray((K, N4 // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    nisa.quantize_mx(dst=st, src=st_src, dst_scale=scales[0:, :M4 // 4])
+    nisa.quantize_mx(dst=mv, src=mv_src, dst_scale=scales[4:, :])
+    product = nl.ndarray((M4 // 4, N4 // 4), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul_mx(dst=product, stationary=st, moving=mv, stationary_scale=scales[0:, :M4 // 4],
+                      moving_scale=scales[4:, :])
+    result = nl.ndarray((M4 // 4, N4 // 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=result, src=product)
+    out = nl.ndarray((M4 // 4, N4 // 4), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
+    nisa.dma_copy(dst=out, src=result)
+    scales_out = nl.ndarray((K, N4 // 4), dtype=nl.uint8, buffer=nl.shared_hbm, name="scales_out")
+    nisa.dma_copy(dst=scales_out, src=scales)
+    return out, scales_out
