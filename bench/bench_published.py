@@ -4,12 +4,13 @@ tutorials publish hardware latencies for, traced through the NKI frontend.
 The kernels are ours, written the way the tutorials write them (``scenarios/nki/published/``:
 the four matrix multiplication steps, LayerNorm v1 / v2, fused Mamba v1 / v2 / v3).  Each is
 traced (``neuronsim.machine.nki.trace``), compiled with the pipeline of traced kernels
-(``TRACED_PIPELINE``: allocation, the ``schedule`` pass, ``dep-opt``, then ``dep-reduction``;
-``--as-traced``: the default pipeline, the program in source order), and simulated once with nominal durations, timing only; the
-makespan is printed beside the published latency with the ratio and whether it is within
-15 %, then each kernel's per-engine busy share of the makespan (for the diagnoses in
-``docs/timing.md``, section "Held out").  None of these figures was used to set a constant
-of the model (``docs/timing.md`` says which were).
+(``TRACED_PIPELINE``: ``load-elim``, allocation, the ``schedule`` pass, ``dma-place``,
+``dep-opt``, then ``dep-reduction``; ``--as-traced``: the default pipeline, the program in
+source order), and simulated once with nominal durations, timing only; the makespan is
+printed beside the published latency with the ratio and whether it is within 15 %, then
+each kernel's per-engine busy share of the makespan (for the diagnoses in ``docs/timing.md``,
+section "Held out").  None of these figures was used to set a constant of the model
+(``docs/timing.md`` says which were).
 
 Published figures (trn1 unless said): the matrix multiplication tutorial (release 2.26) at
 ``[4096, 8192] @ [8192, 8192]`` bf16 on trn1.32xlarge; the LayerNorm tutorial's p50

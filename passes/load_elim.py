@@ -50,9 +50,10 @@ def is_load(instr: Instruction, tensors) -> bool:
 def load_count(program: Program) -> int:
     """Instances of DRAM-to-on-chip transfers (each counted once per iteration of its loops)."""
     total = 0
+    memory = {name: t.memory for name, t in program.tensors.items()}
     for instr, loops in program.instructions():
-        if instr.is_dma and instr.reads and any(program.tensors[a.tensor].memory == MemoryKind.DRAM for a in instr.reads) \
-                and any(program.tensors[a.tensor].memory != MemoryKind.DRAM for a in instr.writes):
+        if instr.is_dma and any(memory[a.tensor] == MemoryKind.DRAM for a in instr.reads) \
+                and any(memory[a.tensor] != MemoryKind.DRAM for a in instr.writes):
             runs = 1
             for loop in loops:
                 runs *= loop.trip_count

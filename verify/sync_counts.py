@@ -60,6 +60,7 @@ from neuronsim.machine.ir.program import Loop, MemoryKind, Program
 from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
+from neuronsim.passes.load_elim import load_count
 from neuronsim.verify.own_races import OwnRaces, own_races
 from neuronsim.machine.order.reach import conflicting_accesses
 
@@ -302,8 +303,6 @@ def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, 
     if minimum is None and placed:
         minimum = minimum_sync(program, stream)
     makespan = _makespan(program) if simulate and placed else None
-    from neuronsim.passes.load_elim import load_count  # passes import verify helpers: import here
-
     return StageSync(stage, len(table), tuple(deps.items()), figures, minimum, makespan, *spill_traffic(program),
                      loads=load_count(program))
 
