@@ -31,9 +31,13 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import Tracer, assigned_name
 
 __all__ = ["BUFFERS", "Buffer", "ParDim", "TileSpec", "ModAlloc", "FnAlloc", "Blocked", "declare", "declare_tile",
-           "HBM_KINDS"]
+           "HBM_KINDS", "ALLOC_GROUP_KEY"]
 
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
+ALLOC_GROUP_KEY = "x-nki-alloc"
+"""On each block tensor of a directly allocated kernel tensor: that tensor's name.  Its blocks
+are tiles of their own, but one allocation: the NKI compiler orders the reuse of a physical
+tile among them (neuronsim.verify.nki.placement keeps them on their relative bytes)."""
 
 
 class ParDim(int):
@@ -162,7 +166,7 @@ class Blocked:
                 if loop not in self.slots:
                     # one tensor rotating over the loop (its x-rotate names the loop)
                     self.slots[loop] = _place(tracer, spec, f"{self.name}_rot", 0, rotate=(alloc.tiles[0], loop),
-                                              depth=self.depth, scope=self.scope, site=self.site)
+                                              depth=self.depth, scope=self.scope, site=self.site, group=self.name)
                 return self.slots[loop]
         rotating = tuple(key for key in self.slots if isinstance(key, str))
         if rotating:  # a block the loop's rotation holds too: unroll it, so every block is its own tensor
@@ -187,14 +191,15 @@ class Blocked:
                 self.slots[block] = Layout.whole(_mark_source(tracer, ref.name, self.site))
             else:
                 self.slots[block] = _place(tracer, spec, name, slot, depth=self.depth, scope=self.scope,
-                                           site=self.site)
+                                           site=self.site, group=self.name)
         return self.slots[block]
 
 
 def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
            depth: int | None = None, scope: list[str] | None = None,
-           site: tuple[SourceLine, str, str | None] | None = None) -> Layout:
-    """Declare one placed block tensor: slot ``slot`` of the allocation (or a rotation)."""
+           site: tuple[SourceLine, str, str | None] | None = None, group: str | None = None) -> Layout:
+    """Declare one placed block tensor: slot ``slot`` of the allocation (or a rotation); ``group``
+    (``x-nki-alloc``) names the kernel tensor whose blocks it is."""
     kb, alloc = tracer.kb, spec.allocator
     name = tracer.unique(name)
     shape = spec.tile_shape
@@ -218,20 +223,23 @@ def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[i
         ref = kb.sbuf(name, shape, spec.dtype, partition=partition, offset=offset, slots=slots, loop=loop,
                       stride=tile_bytes if rotate else None)
     tracer.note_declared(ref.name, scope, depth)
-    return Layout.whole(_mark_source(tracer, ref.name, site))
+    return Layout.whole(_mark_source(tracer, ref.name, site, {ALLOC_GROUP_KEY: group} if group else {}))
 
 
-def _mark_source(tracer: Tracer, name: str, site: tuple[SourceLine, str, str | None] | None) -> Tensor:
+def _mark_source(tracer: Tracer, name: str, site: tuple[SourceLine, str, str | None] | None,
+                 extra: dict[str, Any] | None = None) -> Tensor:
     """Tensor ``name`` with its declaration as ``x-source`` (file, line, call, the kernel's
     variable): whole-program errors about it (allocation, placement) name that line."""
     tensor = tracer.kb._tensors[name]
-    if site is None:
+    extras = dict(extra or {})
+    if site is not None:
+        line, call, variable = site
+        extras["x-source"] = {"file": line.file, "line": line.line, "call": call, "variable": variable or name}
+    if not extras:
         return tensor
-    line, call, variable = site
-    source = {"file": line.file, "line": line.line, "call": call, "variable": variable or name}
     tensor = Tensor(tensor.name, tensor.memory, tensor.dtype, tensor.shape, tensor.partition, tensor.offset,
                     tensor.bank, tensor.address, tensor.alias, tensor.role,
-                    frozen_mapping({**tensor.extras, "x-source": source}), tensor.rotate)
+                    frozen_mapping({**tensor.extras, **extras}), tensor.rotate)
     tracer.kb._tensors[name] = tensor
     return tensor
 

@@ -8,17 +8,28 @@ so they run on this placement, where two tiles share bytes only when the kernel 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Loop, MemoryKind, Program, Rotation
 from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.nki.alloc import ALLOC_GROUP_KEY
 
 
 def identity_placement(program: Program) -> Program:
     """Every tensor on bytes of its own (a machine with room for all of them; DRAM alias
-    groups kept), a rotating one with a slot per iteration (one the kernel placed: its own
-    slots): the storage the NKI compiler reasons with, where each tile is itself and no two
-    tensors share bytes."""
+    groups kept), a rotating one with a slot per iteration: the storage the NKI compiler reasons
+    with, where each tile is itself and no two tensors share bytes.  The blocks of one directly
+    allocated kernel tensor (``x-nki-alloc``) keep their bytes relative to each other, its
+    rotations their slots: the compiler orders the reuse of a physical tile among the logical
+    tiles of one allocation (the direct-allocation guide: with one physical tile "iterations
+    serialize", the next write waiting for the last read), so that reuse is no race; only tiles
+    of different kernel tensors on common bytes are left to the kernel's own data flow."""
     loops = {node.name: node.trip_count for node, _ in program.walk() if isinstance(node, Loop)}
+    groups: dict[str, list[str]] = {}
+    for name, t in program.tensors.items():
+        if t.memory != MemoryKind.DRAM and not t.is_virtual and ALLOC_GROUP_KEY in t.extras:
+            groups.setdefault(t.extras[ALLOC_GROUP_KEY], []).append(name)
+    done: set[str] = set()
     sbuf_next, psum_bank, dram_next, placed = 0, 0, 0, {}
     for name, t in program.tensors.items():
         if t.memory == MemoryKind.DRAM:
@@ -31,11 +42,17 @@ def identity_placement(program: Program) -> Program:
             else:
                 placed[name] = t
             continue
-        # A rotation the kernel placed itself (mod_alloc) keeps its own slots: the compiler orders
-        # a slot's reuse across iterations (the direct-allocation guide: with one physical tile
-        # "iterations serialize", the next write waits for the last read), so that reuse is no
-        # race.  Only tiles of different tensors on common bytes are left to the kernel.
-        slots = 1 if not t.rotate else t.rotate.slots if not t.is_virtual else loops.get(t.rotate.loop, 1)
+        group = t.extras.get(ALLOC_GROUP_KEY) if not t.is_virtual else None
+        if group is not None:
+            if group not in done:
+                done.add(group)
+                members = {n: program.tensors[n] for n in groups[group]}
+                if t.memory == MemoryKind.SBUF:
+                    sbuf_next = _keep_sbuf(members, sbuf_next, placed)
+                else:
+                    psum_bank = _keep_psum(members, psum_bank, placed)
+            continue
+        slots = loops.get(t.rotate.loop, 1) if t.rotate else 1
         if t.memory == MemoryKind.SBUF:
             stride = max(t.rotate.stride if t.rotate else 0, t.bytes_per_partition)
             rotate = Rotation(t.rotate.loop, slots, stride) if t.rotate else None
@@ -52,3 +69,31 @@ def identity_placement(program: Program) -> Program:
                "sbuf_partition_bytes": max(sbuf_next, spec.sbuf_partition_bytes),
                "psum_banks": max(psum_bank, spec.psum_banks), "dram_bytes": max(dram_next, spec.dram_bytes)}
     return replace(program.with_tensors(placed), machine=machine)
+
+
+def _keep_sbuf(members: dict[str, Any], base: int, placed: dict[str, Any]) -> int:
+    """The SBUF blocks of one kernel allocation from byte ``base`` on, as far apart as the
+    kernel placed them; the next free byte."""
+    low = min(t.offset for t in members.values())
+    end = base
+    for name, t in members.items():
+        offset = base + t.offset - low
+        placed[name] = replace(t, offset=offset)
+        span = (t.rotate.stride * t.rotate.slots) if t.rotate else t.bytes_per_partition
+        end = max(end, offset + max(span, t.bytes_per_partition))
+    return -(-end // 64) * 64
+
+
+def _keep_psum(members: dict[str, Any], base: int, placed: dict[str, Any]) -> int:
+    """The PSUM blocks of one kernel allocation from bank ``base`` on, on the banks the kernel
+    gave them relative to each other; the next free bank."""
+    low = min(t.bank for t in members.values())
+    end = base
+    for name, t in members.items():
+        bank = base + t.bank - low
+        placed[name] = replace(t, bank=bank)
+        banks = -(-(t.offset + t.bytes_per_partition) // PSUM_BANK_BYTES)
+        slots = t.rotate.slots if t.rotate else 1
+        stride_banks = -(-t.rotate.stride // PSUM_BANK_BYTES) if t.rotate else banks
+        end = max(end, bank + stride_banks * (slots - 1) + banks)
+    return end

@@ -51,3 +51,22 @@ def module_state_on_retry(x):
         tile = nl.load(x[nl.ds(int(i) * 32, 32), :])
         nl.store(out[nl.ds(i * 32, 32), :], tile + base)
     return out
+
+
+@nki.jit
+def unrolled_blocks(v, identity):
+    """The same transposes with the blocks picked by constants (the tutorial's qk and
+    scores_psum_t, indexed by unrolled loops): blocks of one allocation reusing a bank."""
+    tiles = v.shape[1] // 128
+    ident = nl.load(identity)
+    v_sb = nl.load(v)
+    v_psum_t = nl.ndarray((tiles, nl.par_dim(128), 128), dtype=nl.float32,
+                          buffer=ncc.psum.mod_alloc(base_bank=0, num_bank_tiles=(2,)))
+    v_sb_t = nl.ndarray((tiles, nl.par_dim(128), 128), dtype=v.dtype,
+                        buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(tiles,)))
+    out = nl.ndarray((v.shape[1], 128), dtype=v.dtype, buffer=nl.shared_hbm)
+    for i in nl.static_range(tiles):
+        v_psum_t[i] = nisa.nc_matmul(v_sb[:, nl.ds(i * 128, 128)], ident)
+        v_sb_t[i] = nisa.tensor_copy(v_psum_t[i], dtype=v.dtype)
+        nl.store(out[nl.ds(i * 128, 128), :], v_sb_t[i])
+    return out
