@@ -46,6 +46,20 @@ OP_COLORS: dict[str, str] = {
     "random": "#EE8866",  # light orange
     "set_rand_state": "#44BB99",  # mint
     "affine_select": "#CC3311",  # red (Tol vibrant)
+    # the search, select, cumulative, gather and transposing-DMA ops (Tol bright, dark, high contrast)
+    "max8": "#4477AA",  # blue
+    "nc_find_index8": "#66CCEE",  # sky
+    "nc_match_replace8": "#228833",  # bright green
+    "nc_stream_shuffle": "#CCBB44",  # yellow
+    "tensor_scalar_cumulative": "#EE6677",  # bright red
+    "range_select": "#AA3377",  # bright purple
+    "select_reduce": "#222255",  # dark blue
+    "tensor_copy_predicated": "#225555",  # dark cyan
+    "tensor_partition_reduce": "#225522",  # dark green
+    "sequence_bounds": "#666633",  # dark yellow
+    "nonzero_with_count": "#663333",  # dark red
+    "nc_n_gather": "#004488",  # high-contrast blue
+    "dma_transpose": "#DDAA33",  # high-contrast yellow
 }
 #: Colours of the ops outside the table (opaque ops, task kernels), chosen by a hash of the name.
 EXTRA_COLORS: tuple[str, ...] = ("#0077BB", "#33BBEE", "#009988", "#EE7733", "#EE3377", "#AAAA00", "#99DDFF",
