@@ -37,7 +37,6 @@ Examples
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import tempfile
 from collections.abc import Callable
@@ -48,6 +47,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.files import write_text
 from neuronsim.machine.formats.program import dumps_program
@@ -413,7 +413,7 @@ def save_failure(failure: FuzzFailure, folder: str, stem: str) -> FuzzFailure:
     stem_path = path[:-5]
     write_text(path, failure.program)
     write_text(stem_path + ".report.json",
-               json.dumps({"check": failure.check, "message": failure.message, "fix": failure.fix, "race": failure.race,
+               dumps_strict({"check": failure.check, "message": failure.message, "fix": failure.fix, "race": failure.race,
                            "report": failure.report}, indent=1))
     for suffix, text in ((".compiled.json", failure.compiled), (".pass-input.json", failure.pass_input),
                          (".pass-output.json", failure.pass_output)):

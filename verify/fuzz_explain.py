@@ -25,11 +25,11 @@ changed its input was never tested, however many examples ran.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
 from neuronsim.passes import PassContext, parse_pipeline
 from neuronsim.passes.pipeline import Pass
@@ -109,7 +109,7 @@ def fix_text(kind: str, waiter: str, on: str, returned: Program | None, referenc
     """The fix line of a ``kind`` race between ``on`` (earlier) and ``waiter``."""
     if _waits(reference, waiter, on) and not _waits(returned, waiter, on):
         return f"{who} dropped `{waiter}` waits for `{on}`, needed for this {kind}"
-    dep = json.dumps({"on": on})
+    dep = dumps_strict({"on": on})
     return f"{who} leaves `{waiter}` unordered after `{on}`: add {dep} to its deps, needed for this {kind}"
 
 

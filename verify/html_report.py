@@ -31,12 +31,12 @@ Examples
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 
 import jinja2
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.files import write_text
 from neuronsim.machine.sim.palette import DMA_TRIGGER, KIND_COLORS, MINIMUM_LINE, RACY_OUTLINE, css_variables, op_color
 from neuronsim.machine.ir.program import Program
@@ -152,7 +152,7 @@ def _race_views(report, unrolled) -> tuple[RaceGroupView, ...]:
                        "ids": f"{r.first_id} {r.second_id}", "first_source": instance_source(stream, r.first_id),
                        "second_source": instance_source(stream, r.second_id)} for r in group.races[:PAIRS_SHOWN])
         views.append(RaceGroupView(group.first, group.second, "/".join(group.kinds), len(group.races), pairs,
-                                   json.dumps(dep), source_text(by_name[group.first]),
+                                   dumps_strict(dep), source_text(by_name[group.first]),
                                    source_text(by_name[group.second])))
     return tuple(views)
 
@@ -272,9 +272,11 @@ def build_report(program: Program, name: str, *, passes: str | None = None, find
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.PackageLoader("neuronsim.verify", "templates"),
-                              autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("neuronsim.verify", "templates"),
+                             autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True)
+    env.policies["json.dumps_function"] = dumps_strict  # a template's |tojson writes strict JSON too
+    return env
 
 
 def render_html(report: Report) -> str:

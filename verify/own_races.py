@@ -39,9 +39,9 @@ Examples
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.order.conflicts import fold_distance
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.ir.source import instance_source
@@ -122,7 +122,7 @@ class OwnRaces:
         return [f"warning: the program's own deps leave {count}; the first: {first}{more}",
                 f"  fix: {_named(waiter, self.sources, 1)} waits for {_named(on, self.sources, 0)}"
                 f"{' (previous iteration)' if carried else ''}: add "
-                f"{json.dumps(_dep_json(on, carried))} to its deps",
+                f"{dumps_strict(_dep_json(on, carried))} to its deps",
                 "  the minimum already orders these pairs (it is computed from rules 1-3 and the conflicts, "
                 "not from the deps), so it counts the waits a race-free program needs; the given stage's "
                 "waits leave them unordered, and so do dep-reduction's (it keeps the order the deps give)"]

@@ -10,10 +10,10 @@ ones, because the instances of one instruction complete in order on one engine).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Dep, Program
 from neuronsim.machine.ir.source import instance_source, source_line
 from neuronsim.machine.order.unroll import Unrolled
@@ -136,7 +136,7 @@ def render_report(report: RaceReport, unrolled: Unrolled, *, limit: int = 6) -> 
         if len(group.races) > limit:
             lines.append(f"    ... {len(group.races) - limit} more")
         dep = {"on": group.first, **({"loop_carried": True} if group.fix.loop_carried else {})}
-        lines.append(f"    fix: {fix_text(stream, group.second, group.fix)}: add {json.dumps(dep)} to its deps")
+        lines.append(f"    fix: {fix_text(stream, group.second, group.fix)}: add {dumps_strict(dep)} to its deps")
     return "\n".join(lines)
 
 

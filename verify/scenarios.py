@@ -37,7 +37,6 @@ True
 from __future__ import annotations
 
 import importlib.util
-import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import Simulation, simulate
@@ -158,7 +158,7 @@ def golden_path(module: ModuleType) -> Path:
 
 def golden_text(summary: dict) -> str:
     """Canonical text of a golden summary."""
-    return json.dumps(summary, indent=1, sort_keys=True) + "\n"
+    return dumps_strict(summary, indent=1, sort_keys=True) + "\n"
 
 
 def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], rtol: float,

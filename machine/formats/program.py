@@ -10,7 +10,6 @@ writes the canonical form: fixed key order, defaults made explicit where the spe
 from __future__ import annotations
 
 import codecs
-import json
 import unicodedata
 from collections.abc import Mapping
 from typing import Any, TextIO
@@ -20,7 +19,7 @@ from neuronsim.machine.ir.edges import KIND_NAMES, kind_from_name
 from neuronsim.machine.model.opcodes import check_opcode
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.ir.inputs import check_encoding, read_input
-from neuronsim.machine.ir.jsonio import line_column, loads_strict, write_text
+from neuronsim.machine.ir.jsonio import dumps_strict, line_column, loads_strict, write_text
 from neuronsim.machine.ir.program import (
     MEMORY_NAMES,
     SEQUENCERS,
@@ -75,7 +74,7 @@ def _extras(value: dict[str, Any], parsed: tuple[str, ...] = ()) -> Mapping[str,
 
 def _int(value: Any, path: str, *, minimum: int | None = None) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise ProgramError(path, f"expected an integer, got {json.dumps(value)}")
+        raise ProgramError(path, f"expected an integer, got {dumps_strict(value)}")
     if minimum is not None and value < minimum:
         raise ProgramError(path, f"expected an integer >= {minimum}, got {value}")
     if not -INT_LIMIT <= value < INT_LIMIT:
@@ -87,7 +86,7 @@ def _int(value: Any, path: str, *, minimum: int | None = None) -> int:
 
 def _str(value: Any, path: str) -> str:
     if not isinstance(value, str) or not value:
-        raise ProgramError(path, f"expected a non-empty string, got {json.dumps(value)}")
+        raise ProgramError(path, f"expected a non-empty string, got {dumps_strict(value)}")
     return value
 
 
@@ -123,7 +122,7 @@ def _choice(value: Any, options: Mapping[str, Any] | tuple[str, ...], path: str,
 def _show(value: Any) -> str:
     """A short printable form of any decoded JSON value, for messages."""
     try:
-        text = json.dumps(value)
+        text = dumps_strict(value)
     except ValueError:  # an integer too long to print
         text = "a number"
     return text if len(text) <= 60 else text[:57] + "..."
@@ -131,7 +130,7 @@ def _show(value: Any) -> str:
 
 def _list(value: Any, path: str) -> list[Any]:
     if not isinstance(value, list):
-        raise ProgramError(path, f"expected a list, got {json.dumps(value)[:40]}")
+        raise ProgramError(path, f"expected a list, got {dumps_strict(value)[:40]}")
     return value
 
 
@@ -296,7 +295,7 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
                                      "--tasks")
     doc = _obj(doc, "", _DOC_KEYS, "a program document")
     if doc.get("format") != FORMAT:
-        raise ProgramError("format", f"expected {FORMAT!r}, got {json.dumps(doc.get('format'))}")
+        raise ProgramError("format", f"expected {FORMAT!r}, got {dumps_strict(doc.get('format'))}")
     machine_value = doc.get("machine", "trn1")
     if machine_value is None:  # the JSON Schema's reading: absent means trn1, null is no machine at all
         raise ProgramError("machine", "expected a preset name or an object with 'base' and overrides, got null")
@@ -413,7 +412,7 @@ def program_to_json(program: Program) -> dict[str, Any]:
 
 def dumps_program(program: Program, *, indent: int | None = 1) -> str:
     """The canonical JSON text of ``program`` (what :func:`save_program` writes)."""
-    return json.dumps(program_to_json(program), indent=indent, allow_nan=False) + "\n"
+    return dumps_strict(program_to_json(program), indent=indent, refuse_non_finite=True) + "\n"
 
 
 def save_program(program: Program, target: str | TextIO) -> None:

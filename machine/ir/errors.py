@@ -7,8 +7,8 @@ command line turns it into exit status 2 and one line on standard error, never a
 
 from __future__ import annotations
 
-import json
 import re
+from json.encoder import encode_basestring_ascii
 
 __all__ = ["ProgramError", "join_path", "printable"]
 
@@ -54,7 +54,7 @@ def join_path(base: str, key: str | int) -> str:
         if len(_PLAIN) < 1 << 16:
             _PLAIN[key] = plain
     if not plain:
-        return f"{base}[{json.dumps(key)}]"
+        return f"{base}[{encode_basestring_ascii(key)}]"  # a string literal, as json.dumps quotes one
     return f"{base}.{key}" if base else key
 
 

@@ -2,7 +2,9 @@
 
 :func:`decode_strict` rejects what :mod:`json` lets through by default (a key twice in one
 object, NaN and Infinity) and turns every decoding failure into a located
-:class:`~neuronsim.machine.ir.errors.ProgramError`; :func:`write_text` writes a path atomically (a temporary
+:class:`~neuronsim.machine.ir.errors.ProgramError`; :func:`dumps_strict` is the one JSON writer
+of the product (a test scans the sources for any other ``json.dump(s)``): strict JSON only, a
+non-finite float written as ``null``; :func:`write_text` writes a path atomically (a temporary
 file in the same folder, renamed over the target), standard output for ``-``, or an open file.
 
 >>> decode_strict('{"a": 1}')
@@ -24,7 +26,44 @@ from neuronsim.machine.ir import files
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.inputs import check_encoding, huge_integer_error, read_input
 
-__all__ = ["decode_strict", "loads_strict", "line_column", "read_source", "reject_constant", "unique_keys", "write_text"]
+__all__ = ["decode_strict", "dumps_strict", "finite_json", "loads_strict", "line_column", "read_source", "reject_constant", "unique_keys", "write_text"]
+
+
+def finite_json(value: Any) -> Any:
+    """``value`` with every non-finite float replaced by None (JSON has no NaN or Infinity),
+    tuples as lists.
+
+    >>> finite_json({"a": [1.5, float("nan")], "b": (float("inf"), 2)})
+    {'a': [1.5, None], 'b': [None, 2]}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_json(v) for v in value]
+    return value
+
+
+def dumps_strict(value: Any, *, refuse_non_finite: bool = False, **options: Any) -> str:
+    """The JSON text of ``value`` (``options`` as :func:`json.dumps` takes them: ``indent``,
+    ``separators``, ``sort_keys``): strict JSON, never ``NaN`` or ``Infinity``, which no
+    strict reader (ours included) takes back.  A non-finite float is written as ``null`` (a
+    figure that could not be computed), or with ``refuse_non_finite`` (documents neuronsim
+    reads back, such as programs, whose loaders refuse them) raises ValueError.
+
+    >>> dumps_strict({"makespan": float("inf"), "runs": [1, float("nan")]})
+    '{"makespan": null, "runs": [1, null]}'
+    >>> dumps_strict({"scale": float("inf")}, refuse_non_finite=True)
+    Traceback (most recent call last):
+    ValueError: Out of range float values are not JSON compliant...
+    """
+    try:  # the common case, one pass; the copy without non-finite floats only when one is there
+        return json.dumps(value, allow_nan=False, **options)
+    except ValueError:
+        if refuse_non_finite:
+            raise
+        return json.dumps(finite_json(value), allow_nan=False, **options)
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -21,6 +21,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+from neuronsim.machine.ir.jsonio import dumps_strict
 
 __all__ = ["ACCURACY_FILE", "SCHEDULED_KEY", "Accuracy", "accuracy_json", "load_accuracy", "makespan_kind",
            "makespan_label"]
@@ -55,7 +56,7 @@ class Accuracy:
         return {"format": FORMAT, **asdict(self)}
 
     def write(self, path: Path = ACCURACY_FILE) -> None:
-        path.write_text(json.dumps(self.to_json(), indent=2) + "\n")
+        path.write_text(dumps_strict(self.to_json(), indent=2) + "\n")
 
 
 def load_accuracy(path: Path = ACCURACY_FILE) -> Accuracy | None:

@@ -16,11 +16,11 @@ is divided by 1000), which ui.perfetto.dev and chrome://tracing open:
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.files import OutputError, write_atomically, write_text
 from neuronsim.machine.sim.trace import Trace
 
@@ -88,7 +88,7 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
 
 def write_chrome_trace(trace: Trace, path: str | Path) -> None:
     """Write :func:`chrome_trace` to ``path`` (opens in ui.perfetto.dev), atomically."""
-    write_text(path, json.dumps(chrome_trace(trace), separators=(",", ":"), allow_nan=False))  # strict JSON
+    write_text(path, dumps_strict(chrome_trace(trace), separators=(",", ":")))  # strict JSON
 
 
 def plot_format(path: str | Path) -> str:

@@ -13,12 +13,12 @@ for the edges a task actually waited on, and a counter of ready tasks.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.files import write_text
 from neuronsim.machine.sim.tensormap import Edge
 from neuronsim.machine.tasks.unroll import ArgAccess
@@ -173,7 +173,7 @@ def task_chrome_trace(trace: TaskTrace, title: str = "task runtime") -> dict[str
 
 def write_task_trace(trace: TaskTrace, path: str | Path) -> None:
     """Write :func:`task_chrome_trace` to ``path`` atomically."""
-    write_text(path, json.dumps(task_chrome_trace(trace), separators=(",", ":"), allow_nan=False))  # strict JSON
+    write_text(path, dumps_strict(task_chrome_trace(trace), separators=(",", ":")))  # strict JSON
 
 
 def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "", program: str = "task program") -> None:

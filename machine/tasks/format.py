@@ -10,7 +10,6 @@ which resolves identifiers naming scalar variables to :class:`~neuronsim.machine
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Mapping
@@ -18,7 +17,7 @@ from typing import Any, TextIO
 
 from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.ir.errors import ProgramError, join_path
-from neuronsim.machine.ir.jsonio import decode_strict, read_source
+from neuronsim.machine.ir.jsonio import decode_strict, dumps_strict, read_source
 from neuronsim.machine.model.presets import FLOAT_FIGURE_RANGE
 from neuronsim.machine.tasks.expr import ScalarExpr, parse_expr
 from neuronsim.machine.tasks.ir import (
@@ -94,7 +93,7 @@ class _Obj:
 
 
 def _show(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
+    text = dumps_strict(value) if not isinstance(value, float) or math.isfinite(value) else str(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from neuronsim.machine.ir.jsonio import write_text
+from neuronsim.machine.ir.jsonio import dumps_strict, write_text
 from neuronsim.machine.tasks.expr import Sym, render
 from neuronsim.machine.tasks.ir import (
     Alias, Assemble, Call, CompilerDep, Create, For, GetSlot, If, IndexedView, IterArg, Kernel, MemRef, Operand,
@@ -224,9 +224,8 @@ def tasks_to_json(program: TaskProgram) -> dict[str, Any]:
 
 
 def dumps_tasks(program: TaskProgram, *, indent: int | None = 1) -> str:
-    import json
-
-    return json.dumps(tasks_to_json(program), indent=indent, allow_nan=False) + "\n"
+    
+    return dumps_strict(tasks_to_json(program), indent=indent, refuse_non_finite=True) + "\n"
 
 
 def save_tasks(program: TaskProgram, target: str | TextIO) -> None:

@@ -367,7 +367,7 @@ class _Walk:
         mine = frozenset({index})
         if c.task_id:
             self.tasks[c.task_id] = mine
-        for k, (arg, d) in enumerate(zip(c.args, c.directions)):
+        for arg, d in zip(c.args, c.directions):
             if d == ArgDirection.OUTPUT and isinstance(arg, str):
                 self.creators[arg] = index  # the runtime filled this handle with a buffer of its own
         for out, returned in zip(c.outputs, kernel.returns):
@@ -400,11 +400,19 @@ def iter_task_instances(program: TaskProgram, scalars: Mapping[str, int] | None 
 def unroll_task_program(program: TaskProgram, scalars: Mapping[str, int] | None = None, *,
                         max_instances: int | None = None,
                         max_iterations: int = DEFAULT_MAX_ITERATIONS) -> list[TaskInstance]:
-    """:func:`iter_task_instances` as a list; more than ``max_instances`` is a ProgramError."""
+    """:func:`iter_task_instances` as a list; more than ``max_instances`` instances, or explicit
+    dep edges (a whole TaskId array as a dep inside a loop makes instances x slots of them, and
+    every check after the walk costs per edge), is a ProgramError at the instance past it."""
     out: list[TaskInstance] = []
+    edges = 0
     for instance in iter_task_instances(program, scalars, max_iterations=max_iterations):
         out.append(instance)
+        edges += len(instance.user_deps) + len(instance.compiler_deps)
         if max_instances is not None and len(out) > max_instances:
             raise ProgramError(instance.path, f"the program submits more than {max_instances:,} task instances; "
                                               "raise the limit with --max-instances N")
+        if max_instances is not None and edges > max_instances:
+            raise ProgramError(instance.path, f"the program's first {len(out):,} task instances already wait on "
+                                              f"{edges:,} explicit dep edges, more than the limit of "
+                                              f"{max_instances:,}: raise it with --max-instances N")
     return out

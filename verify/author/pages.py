@@ -9,6 +9,7 @@ from functools import lru_cache
 import jinja2
 
 from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.nki.line_profile import LineProfile
 from neuronsim.nki.render import source_lines
 from neuronsim.verify.html_report import timeline
@@ -18,8 +19,9 @@ __all__ = ["write_profile_page", "write_compare_page", "listing_rows"]
 
 @lru_cache(maxsize=1)
 def _template() -> jinja2.Template:
-    loader = jinja2.PackageLoader("neuronsim.verify", "templates")
-    return jinja2.Environment(loader=loader, autoescape=True).get_template("author.html.j2")
+    env = jinja2.Environment(loader=jinja2.PackageLoader("neuronsim.verify", "templates"), autoescape=True)
+    env.policies["json.dumps_function"] = dumps_strict  # a template's |tojson writes strict JSON too
+    return env.get_template("author.html.j2")
 
 
 def listing_rows(profile: LineProfile, files: dict[str, str] | None = None) -> list[dict]:

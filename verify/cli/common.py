@@ -14,7 +14,6 @@ every exit but 0 and 1 still writes exactly one ``neuronsim.error/1`` document.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import re
 import sys
@@ -26,6 +25,7 @@ import click
 
 from neuronsim.machine.ir.errors import ProgramError, printable
 from neuronsim.machine.ir.files import OutputError, check_output_path
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
 from neuronsim.verify.cli.signals import Terminated, mark_reported, raise_if_received
 from neuronsim.machine.order.size import (
@@ -70,22 +70,7 @@ def emit_json(doc: Any) -> None:
     that reached a figure is written as null, never as the non-JSON ``NaN``)."""
     if sys.stdout is None:
         raise UsageFailure("standard output is closed; --json writes its document there", "--json")
-    sys.stdout.write(json.dumps(strict_json(doc), indent=1, allow_nan=False) + "\n")
-
-
-def strict_json(value: Any) -> Any:
-    """``value`` with every non-finite float replaced by None (JSON has no NaN or Infinity).
-
-    >>> strict_json({"a": [1.5, float("nan")], "b": float("inf")})
-    {'a': [1.5, None], 'b': None}
-    """
-    if isinstance(value, float):
-        return value if value == value and value not in (float("inf"), float("-inf")) else None
-    if isinstance(value, dict):
-        return {k: strict_json(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [strict_json(v) for v in value]
-    return value
+    sys.stdout.write(dumps_strict(doc, indent=1) + "\n")
 
 
 def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from typing import Any
 
 import click
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.formats.program import save_program
 
 from neuronsim.verify.cli.common import UsageFailure, check_output, emit_json, json_option, run_command
@@ -188,7 +188,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
                         rtol=rtol, atol=atol, progress=progress, functional=functional)
     nominal = report.run.simulation.runs[0].trace
     write_chrome_trace(nominal, paths["trace"])
-    write_text(paths["footprint"], json.dumps(report.run.sync.to_json(), indent=1))
+    write_text(paths["footprint"], dumps_strict(report.run.sync.to_json(), indent=1))
     if plot_path:
         plot_timeline(nominal, plot_path)
         paths["plot"] = plot_path

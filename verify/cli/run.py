@@ -12,12 +12,12 @@ interleavings that disagree), 2 on unusable input.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
 import click
 
+from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
 from rich.table import Table
 
@@ -226,7 +226,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                               functional=not timing_only)
     nominal = result.simulation.runs[0].trace
     write_chrome_trace(nominal, paths["trace"])
-    write_text(paths["footprint"], json.dumps(result.sync.to_json(), indent=1))
+    write_text(paths["footprint"], dumps_strict(result.sync.to_json(), indent=1))
     if plot_path:
         plot_timeline(nominal, plot_path, program=name)
         paths["plot"] = plot_path

@@ -22,11 +22,11 @@ command reports success) raises it again.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
 import threading
+from neuronsim.machine.ir.jsonio import dumps_strict
 
 __all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received", "mark_reported",
            "GRACE_SECONDS", "STATUS"]
@@ -64,7 +64,7 @@ def _say_and_exit(signum: int) -> None:
     word = _WORD[signum]
     try:
         if _as_json():
-            sys.stdout.write(json.dumps({"format": "neuronsim.error/1", "path": "", "message": word,
+            sys.stdout.write(dumps_strict({"format": "neuronsim.error/1", "path": "", "message": word,
                                          "internal": False}, indent=1) + "\n")
             sys.stdout.flush()
         sys.stderr.write(f"{word}\n")

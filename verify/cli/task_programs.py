@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from neuronsim.machine.ir.inputs import read_input
-from neuronsim.machine.ir.jsonio import decode_strict
+from neuronsim.machine.ir.jsonio import decode_strict, dumps_strict
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.task_trace import plot_task_timeline, write_task_trace
 from neuronsim.machine.tasks.format import FORMAT, is_task_document, parse_tasks
@@ -79,6 +79,10 @@ def guard_task_work(program: TaskProgram, *, max_instances: int | None, runs: in
     if work.iterations > DEFAULT_MAX_ITERATIONS:
         raise UsageFailure(f"the program runs {work.iterations:,} loop iterations; the orchestrator runs at most "
                            f"{DEFAULT_MAX_ITERATIONS:,}", "function.body")
+    if max_instances is not None and work.dep_slots > max_instances:  # each slot read is a step of the walk
+        raise UsageFailure(f"the program's deps read {work.dep_slots:,} TaskId array slots (whole arrays as deps, "
+                           f"every slot at every execution); the limit is {max_instances:,}: raise it with "
+                           f"--max-instances N", "--max-instances")
     return work
 
 
@@ -250,8 +254,6 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
 # -- run ----------------------------------------------------------------------------------------
 def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as_json: bool, make_folder) -> int:
     """``neuronsim run`` on a task scenario: tracking saved, races, the nominal run's trace."""
-    import json as jsonlib
-
     from neuronsim.machine.ir.files import write_text
 
     from neuronsim.verify.cli.common import check_output, check_plot
@@ -267,7 +269,7 @@ def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as
     result = run_task_scenario(module)
     nominal = result.traces[0]
     write_task_trace(nominal, paths["trace"])
-    write_text(paths["footprint"], jsonlib.dumps(result.footprint.to_json(), indent=1, allow_nan=False))
+    write_text(paths["footprint"], dumps_strict(result.footprint.to_json(), indent=1))
     if plot_path:
         plot_task_timeline(nominal, plot_path, program=name)
         paths["plot"] = plot_path
