@@ -26,7 +26,8 @@ from neuronsim.machine.ir import files
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.inputs import check_encoding, huge_integer_error, read_input
 
-__all__ = ["decode_strict", "dumps_strict", "finite_json", "loads_strict", "line_column", "read_source", "reject_constant", "unique_keys", "write_text"]
+__all__ = ["decode_strict", "dumps_strict", "finite_json", "loads_strict", "line_column", "read_source",
+           "reject_constant", "unique_keys", "write_text"]
 
 
 def finite_json(value: Any) -> Any:

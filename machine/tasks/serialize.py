@@ -224,7 +224,6 @@ def tasks_to_json(program: TaskProgram) -> dict[str, Any]:
 
 
 def dumps_tasks(program: TaskProgram, *, indent: int | None = 1) -> str:
-    
     return dumps_strict(tasks_to_json(program), indent=indent, refuse_non_finite=True) + "\n"
 
 
