@@ -63,10 +63,10 @@ def _rmsnorm_tkg(input, gamma, **_):
 
 
 def _conv1d(x_in, filters, **_):
-    x, w = _f(x_in), _f(filters)  # (N, C_in, L), (C_out, C_in, K); stride 1, no padding
-    k = w.shape[2]
+    x, w = _f(x_in), _f(filters)  # (N, C_in, L), (K, C_in, C_out) as the kernel's docstring; stride 1, no padding
+    k = w.shape[0]
     cols = np.stack([x[:, :, i:i + x.shape[2] - k + 1] for i in range(k)], axis=-1)
-    return np.einsum("nclk,ock->nol", cols, w)
+    return np.einsum("nclk,kco->nol", cols, w)
 
 
 def _topk(inp, **_):
@@ -167,7 +167,7 @@ CASES: dict[str, Case] = {
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb_tiled": case(
         "bf16[128,512]", RANKS, 2),
     SRC + "experimental/collectives/topk_reduce.py::topk_reduce": case("bf16[2,128,16]", 128, 8),
-    SRC + "experimental/conv/conv1d.py::conv1d": case("f32[1,16,20]~", "f32[32,16,3]~", ref=_conv1d,
+    SRC + "experimental/conv/conv1d.py::conv1d": case("f32[1,16,20]~", "f32[3,16,32]~", ref=_conv1d,
                                                       note="the test's first row: N 1, C_in 16, C_out 32, L 20, K 3"),
     SRC + "experimental/conv/depthwise_conv1d.py::depthwise_conv1d_implicit_gemm": case(
         "bf16[1,128,1,64]", "bf16[128,1,1,4]", feature_group_count=128,
