@@ -168,6 +168,11 @@ _FINDER = _OtherSubmodules()
 _HARNESS_ROOTS = ("torch_xla", "torch_neuronx", "neuronxcc", "libneuronxla")
 
 
+#: Harness names that are decorator forms of ``nki.jit`` (the SDK's older examples decorate
+#: kernels with ``torch_neuronx.nki_jit``): they trace the kernel as ``nki.jit`` does.
+_HARNESS_NAMES = {"torch_neuronx": {"nki_jit": kernel.jit}}
+
+
 class _MissingHarness(_OtherSubmodules):
     """Last on ``sys.meta_path``: only a module nothing else can import."""
 
@@ -175,6 +180,10 @@ class _MissingHarness(_OtherSubmodules):
         if fullname.split(".")[0] in _HARNESS_ROOTS and fullname not in sys.modules:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
         return None
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        generation = "legacy" if spec.name.startswith("neuronxcc") else "current"
+        return _module(spec.name, spec.name, dict(_HARNESS_NAMES.get(spec.name, {})), generation)
 
 
 _HARNESS = _MissingHarness()

@@ -72,3 +72,9 @@ def test_a_retried_trace_starts_from_the_kernel_modules_state():
     x = f32(128, 16)
     (out,) = run(kernel("corpus_causes_legacy.py::module_state_on_retry"), x).values()
     np.testing.assert_allclose(out, x, rtol=1e-6)  # + 0.0: the counter as the module left it
+
+
+def test_torch_neuronx_nki_jit_traces_the_kernel_as_nki_jit():
+    x = f32(128, 64)
+    (out,) = run(kernel("corpus_causes_nki_jit.py::exp_kernel"), x).values()
+    np.testing.assert_allclose(out, np.exp(x), rtol=1e-4)
