@@ -51,6 +51,8 @@ __all__ = ["TracedKernel", "trace"]
 _MAX_ATTEMPTS = 64
 _OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
          os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scenarios"))
+#: neuronsim's compiler and checker packages: never the kernel's own frame when locating an error
+_PIPELINE = tuple(os.path.join(os.path.dirname(_OURS[0]), package) + os.sep for package in ("passes", "verify"))
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,8 @@ def _kernel_frame(err: BaseException) -> SourceLine | None:
         path = os.path.abspath(frame.f_code.co_filename)
         if path.startswith(_OURS) and not path.startswith(os.path.join(_OURS[1], "nki")):
             continue
+        if path.startswith(_PIPELINE) or frame.f_code.co_filename.startswith("<frozen "):
+            continue  # a kernel run at import (an eager call) fails inside our passes: not its line
         if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
             continue
         found = SourceLine(_display(path), line, path)

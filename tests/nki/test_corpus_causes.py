@@ -78,3 +78,12 @@ def test_torch_neuronx_nki_jit_traces_the_kernel_as_nki_jit():
     x = f32(128, 64)
     (out,) = run(kernel("corpus_causes_nki_jit.py::exp_kernel"), x).values()
     np.testing.assert_allclose(out, np.exp(x), rtol=1e-4)
+
+
+def test_a_kernel_run_at_import_failing_in_our_passes_is_refused_at_the_call_line():
+    import neuronsim.verify.nki.simulate  # noqa: F401  (an eager kernel call runs on the simulator)
+
+    with pytest.raises(NkiError) as err:
+        load_kernel(os.path.join(KERNELS, "corpus_causes_eager_import.py::per_row_writes"))
+    call = _line("corpus_causes_eager_import.py", "RESULT = per_row_writes()")
+    assert str(err.value).startswith(f"tests/nki/kernels/corpus_causes_eager_import.py:{call}: importing the kernel")
