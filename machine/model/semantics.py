@@ -136,6 +136,7 @@ import numpy as np
 
 from neuronsim.machine.model.optable import OP_TABLE
 from neuronsim.machine.model.oprules import ReadOperand, bind_operands, reduce_axes
+from neuronsim.machine.model.semantics_mx import OPS as _MX_OPS  # imports this module lazily
 
 __all__ = ["execute", "cast", "ACTIVATIONS", "ALU", "opaque_bytes"]
 
@@ -495,8 +496,6 @@ _OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "random": _random,
 }
 from neuronsim.machine.model.semantics_select import OPS as _SELECT_OPS  # after the helpers it imports
-
-from neuronsim.machine.model.semantics_mx import OPS as _MX_OPS
 
 _OPS.update(_SELECT_OPS)
 _OPS.update(_MX_OPS)

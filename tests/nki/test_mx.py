@@ -122,3 +122,29 @@ def test_misuse_is_one_line_at_the_kernel_line(spec, message, needle):
     assert "\n" not in text and message in text, text
     assert text.startswith(f"tests/nki/kernels/{path.name}:"), text
     assert int(text.split(":")[1]) == line_of(path, needle)
+
+
+def test_mx_costs_follow_matmul_and_one_stream_on_dve():
+    """nc_matmul_mx costs what nc_matmul costs per moving column (docs/timing.md), whatever
+    the lane type; quantize_mx is one streamed input on DVE."""
+    from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Tensor
+    from neuronsim.machine.model.cost import instruction_cost
+    from neuronsim.machine.model.presets import PRESETS
+
+    def sbuf(name, dtype, shape, offset):
+        return Tensor(name, MemoryKind.SBUF, dtype, shape, partition=0, offset=offset)
+
+    tensors = {"st": sbuf("st", "float8_e4m3fn_x4", (128, 128), 0),
+               "mv": sbuf("mv", "float8_e4m3fn_x4", (128, 512), 4096),
+               "ss": sbuf("ss", "uint8", (128, 128), 8192), "ms": sbuf("ms", "uint8", (128, 512), 9216),
+               "bf": sbuf("bf", "bfloat16", (128, 128), 12288), "bm": sbuf("bm", "bfloat16", (128, 512), 16384),
+               "src": sbuf("src", "bfloat16", (128, 2048), 20480),
+               "out": Tensor("out", MemoryKind.PSUM, "float32", (128, 512), partition=0, offset=0, bank=0)}
+    mx = Instruction("mm", "pe", "matmul_mx", (Access("st"), Access("mv"), Access("ss"), Access("ms")),
+                     (Access("out"),), {"stationary_dtype": "float8_e4m3fn_x4", "moving_dtype": "float8_e4m3fn_x4"})
+    plain = Instruction("mm", "pe", "matmul", (Access("bf"), Access("bm")), (Access("out"),))
+    quant = Instruction("q", "dve", "quantize_mx", (Access("src"),), (Access("mv"), Access("ms")),
+                        {"dtype": "float8_e4m3fn_x4"})
+    spec = PRESETS["trn1"]
+    assert instruction_cost(mx, tensors, spec).cycles == instruction_cost(plain, tensors, spec).cycles == 512
+    assert instruction_cost(quant, tensors, spec).cycles == 2048
