@@ -76,6 +76,18 @@ def test_quantize_then_matmul_matches_numpy(kind):
     assert np.abs(out["out"] - exact).max() < 0.1 * np.abs(exact).max()  # quantization error only
 
 
+def test_e8m0_scale_tiles_hold_the_same_exponents_as_uint8_ones():
+    rng = np.random.default_rng(4)
+    st = (rng.normal(size=(32, 32)) * 1e-3).astype(ml_dtypes.bfloat16)
+    mv = rng.normal(size=(32, 64)).astype(ml_dtypes.bfloat16)
+    out = run(kernel("mx_current.py::quantize_matmul_e8m0_scales"), st, mv)
+    as_uint8 = run(kernel("mx_current.py::quantize_matmul_e4m3"), st, mv)
+    assert out["scales"].dtype == ml_dtypes.float8_e8m0fnu
+    _words, exps = _reference_quantize(st, "e4m3")
+    np.testing.assert_array_equal(out["scales"][:4].view(np.uint8), exps)
+    np.testing.assert_array_equal(out["out"], as_uint8["out"])
+
+
 def test_packed_fp4_matmul_accumulates_in_psum():
     rng = np.random.default_rng(2)
     st_words = rng.integers(0, 1 << 16, (32, 16)).astype(np.uint16)

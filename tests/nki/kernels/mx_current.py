@@ -6,24 +6,24 @@ import nki.isa as nisa
 import nki.language as nl
 
 
-def _quantized(x, mx_dtype):
+def _quantized(x, mx_dtype, scale_dtype=nl.uint8):
     """x [P, 4F] bf16 in HBM -> its packed tile [P, F] and a scale tile (one row per partition)."""
     P, F4 = x.shape
     source = nl.ndarray((P, F4), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.dma_copy(dst=source, src=x)
     data = nl.ndarray((P, F4 // 4), dtype=mx_dtype, buffer=nl.sbuf)
-    scale = nl.ndarray((P, F4 // 4), dtype=nl.uint8, buffer=nl.sbuf)
+    scale = nl.ndarray((P, F4 // 4), dtype=scale_dtype, buffer=nl.sbuf)
     nisa.memset(dst=scale, value=0)
     nisa.quantize_mx(dst=data, src=source, dst_scale=scale)
     return data, scale
 
 
-def _quantize_matmul(stationary, moving, mx_dtype):
+def _quantize_matmul(stationary, moving, mx_dtype, scale_dtype=nl.uint8):
     """Quantize both operands, multiply them, and return the product and the quantized data."""
     K, M4 = stationary.shape
     N = moving.shape[1] // 4
-    st_data, st_scale = _quantized(stationary, mx_dtype)
-    mv_data, mv_scale = _quantized(moving, mx_dtype)
+    st_data, st_scale = _quantized(stationary, mx_dtype, scale_dtype)
+    mv_data, mv_scale = _quantized(moving, mx_dtype, scale_dtype)
     product = nl.ndarray((M4 // 4, N), dtype=nl.float32, buffer=nl.psum)
     nisa.nc_matmul_mx(dst=product, stationary=st_data, moving=mv_data, stationary_scale=st_scale,
                       moving_scale=mv_scale)
@@ -33,7 +33,7 @@ def _quantize_matmul(stationary, moving, mx_dtype):
     nisa.dma_copy(dst=out, src=result)
     codes = nl.ndarray((K, M4 // 4), dtype=mx_dtype, buffer=nl.shared_hbm, name="codes")
     nisa.dma_copy(dst=codes, src=st_data)
-    scales = nl.ndarray((K, M4 // 4), dtype=nl.uint8, buffer=nl.shared_hbm, name="scales")
+    scales = nl.ndarray((K, M4 // 4), dtype=scale_dtype, buffer=nl.shared_hbm, name="scales")
     nisa.dma_copy(dst=scales, src=st_scale)
     return out, codes, scales
 
@@ -46,6 +46,12 @@ def quantize_matmul_e4m3(stationary, moving):
 @nki.jit
 def quantize_matmul_e5m2(stationary, moving):
     return _quantize_matmul(stationary, moving, nl.float8_e5m2_x4)
+
+
+@nki.jit
+def quantize_matmul_e8m0_scales(stationary, moving):
+    """As quantize_matmul_e4m3 with float8_e8m0fnu scale tiles (the OCP type) instead of uint8."""
+    return _quantize_matmul(stationary, moving, nl.float8_e4m3fn_x4, nl.float8_e8m0fnu)
 
 
 @nki.jit
