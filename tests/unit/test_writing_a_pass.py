@@ -38,14 +38,20 @@ def test_step_4_shell_block_runs_as_written(tmp_path):
     commands = _commands(_block("## 4. Run it", "sh"))
     assert [c[:2] for c in commands] == [["neuronsim", "compile"], ["neuronsim", "footprint"], ["neuronsim", "check"]]
     for command in commands:
-        run = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", *command[1:]], cwd=tmp_path,
+        run = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", *command[1:]],
+                             cwd=tmp_path,
                              env=env, capture_output=True, text=True, timeout=300)
         assert run.returncode == 0, (command, run.stderr)
     assert "race-free" in run.stdout
 
 
 def test_step_4_python_block_runs_and_gives_the_figures_the_page_gives(monkeypatch):
+    # The page's block runs as a user's ``python`` does in the checkout: the current folder is on
+    # sys.path (there the user's ``examples`` package is theirs, not pytest's collection module).
     monkeypatch.chdir(ROOT)
+    monkeypatch.syspath_prepend(str(ROOT))
+    for name in [m for m in sys.modules if m == "examples" or m.startswith("examples.")]:
+        monkeypatch.delitem(sys.modules, name)
     names: dict = {}
     exec(compile(_block("## 4. Run it", "python"), "writing-a-pass.md", "exec"), names)  # noqa: S102 - the page's code
     built, reduced = names["built"], names["reduced"]
@@ -69,7 +75,8 @@ def test_a_pass_address_in_a_spec_string_and_its_errors():
 
     import pytest
 
-    assert [p.name for p in parse_pipeline("alloc,examples.collapse_waits:CollapseWaits")] == ["alloc", "collapse-waits"]
+    assert [p.name for p in parse_pipeline("alloc,examples.collapse_waits:CollapseWaits")] == ["alloc",
+                                                                                               "collapse-waits"]
     with pytest.raises(ProgramError, match="cannot load the pass 'examples.nosuch:X'"):
         parse_pipeline("alloc,examples.nosuch:X")
     with pytest.raises(ProgramError, match="or MODULE:NAME"):
