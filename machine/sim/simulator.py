@@ -73,9 +73,16 @@ class Executor:
         reads, writes = self.views.of(i)
         outs = [memory.view(w) for w in writes]
         instr = plan.unrolled[i].instr
-        take = memory.read if self.copy_reads or len(writes) > 1 else memory.view
+        take = memory.read if self.copy_reads or len(writes) > 1 else self._live
         values = execute(instr.op, instr.attrs, instr.engine, [take(r) for r in reads], outs, memory)
         return outs, values
+
+    def _live(self, region):
+        """A read as a live view where that changes no bit of a result: numpy reduces a strided
+        array in another order than the contiguous copy a timed run reads (the last bits of a
+        sum differ), so a strided region is copied here too."""
+        view = self.memory.view(region)
+        return view if view.flags.c_contiguous else self.memory.read(region)
 
     @staticmethod
     def finish(i: int, token) -> None:
