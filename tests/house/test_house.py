@@ -102,6 +102,7 @@ def test_user_folders_named_like_ours_do_not_collide(tmp_path: Path) -> None:
         print("ok", check_pass.__module__, DepReduction.name)
     """))
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env, timeout=120)
+    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, env=env,
+                         timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == ["ok", "neuronsim.verify.fuzz", "dep-reduction"]

@@ -20,7 +20,8 @@ from neuronsim.verify.scenarios import all_scenarios, scenario_name
 from neuronsim.verify.strategies import programs
 
 FILTERS = st.fixed_dictionaries({
-    "memories": st.sampled_from([frozenset({"sbuf", "psum", "dram"}), frozenset({"sbuf"}), frozenset({"dram", "psum"})]),
+    "memories": st.sampled_from([frozenset({"sbuf", "psum", "dram"}), frozenset({"sbuf"}),
+                                 frozenset({"dram", "psum"})]),
     "spaces": st.sampled_from([frozenset({"local", "shared"}), frozenset({"local"}), frozenset({"shared"})]),
     "roles": st.sampled_from([frozenset({"input", "output", "internal"}), frozenset({"internal"})]),
     "analyses": st.sampled_from([frozenset({"war", "waw", "raw-reuse"}), frozenset({"war"}), frozenset({"waw", "raw"}),
@@ -38,7 +39,8 @@ def _same(program, alias="exact", **filters) -> int:
 
 
 @settings(max_examples=200, deadline=None)
-@given(programs(deps="none", max_instructions=12, max_loops=2, max_trip=3), FILTERS, st.sampled_from(["exact", "batch"]))
+@given(programs(deps="none", max_instructions=12, max_loops=2, max_trip=3), FILTERS,
+       st.sampled_from(["exact", "batch"]))
 def test_events_equal_the_walk_on_generated_programs(program, filters, alias):
     _same(program, alias, **filters)
 

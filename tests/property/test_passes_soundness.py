@@ -76,7 +76,8 @@ def test_examples_compile_race_free_and_keep_their_shape():
 
 @settings(max_examples=100)
 @given(programs(deps="none", virtual=True, max_instructions=8, max_trip=3),
-       st.sampled_from([DEFAULT_PIPELINE, "alloc,build-fdeps,remove-redundancies,anti-deps{dram=bins,skip_ordered=false}"]))
+       st.sampled_from([DEFAULT_PIPELINE,
+                        "alloc,build-fdeps,remove-redundancies,anti-deps{dram=bins,skip_ordered=false}"]))
 def test_every_memory_edge_joins_a_truly_conflicting_pair(program, spec):
     out, ctx = compiled(program, spec, record=True)
     conservative = 0

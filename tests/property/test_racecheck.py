@@ -76,7 +76,8 @@ def test_shared_examples_match_their_race_files():
     paths = sorted(folder.glob("*.json"))
     assert len(paths) >= 3, "the shipped examples are missing"
     for path in paths:
-        want = sorted(tuple(line.split()) for line in path.with_suffix(".races").read_text().splitlines() if line.strip())
+        lines = path.with_suffix(".races").read_text().splitlines()
+        want = sorted(tuple(line.split()) for line in lines if line.strip())
         got = sorted(check_program(load_program(str(path))).triples())
         assert got == want, path.name
 

@@ -12,15 +12,9 @@
 
 from __future__ import annotations
 
-import random
-
-import networkx as nx
-
-from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program
-from neuronsim.machine.order.unroll import Unrolled, unroll
-from neuronsim.passes.dep_reduction import InstanceWaits, instance_waits
-from neuronsim_tests.reduction_kit import chain_program, hb_digraph, kept_pairs, nx_kept_waits, random_program  # noqa: F401
+from neuronsim.machine.ir.program import Dep, Instruction, Program
+from neuronsim.passes.dep_reduction import instance_waits
+from neuronsim_tests.reduction_kit import chain_program, nx_kept_waits, random_program
 
 
 

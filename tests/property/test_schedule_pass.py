@@ -83,7 +83,8 @@ def _ring(tiles: int) -> Program:
     body = (Instruction("ld", "sp", "dma_copy", (Access("x", pattern=block, per_iteration=(("i", step),)),),
                         (Access("tile"),), queue="dma0"),
             Instruction("scale", "act", "activation", (Access("tile"),), (Access("res"),), {"func": "copy"}),
-            Instruction("st", "sp", "dma_copy", (Access("res"),), (Access("y", pattern=block, per_iteration=(("i", step),)),),
+            Instruction("st", "sp", "dma_copy", (Access("res"),),
+                        (Access("y", pattern=block, per_iteration=(("i", step),)),),
                         queue="dma1"))
     return Program(tensors, (Loop("i", tiles, body),))
 

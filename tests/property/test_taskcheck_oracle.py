@@ -2,10 +2,10 @@
 
 With the TensorMap deciding overlaps on bytes (the oracle's assumption), the checker's races
 over the unrolled graph are exactly the oracle's pairs (the kind of a pair whose tasks touch
-the bytes through several arguments is one of them, tested per rule in the unit tests) (it finds every pair, not only a first
-one per location), the orchestrator's edges order exactly what the oracle's waits order, and
-every simulated run records the same edges, keeps them and gives the same races.  Programs of
-every construct the generator draws; all-AUTO, compiled, and the seed's compiled programs.
+the bytes through several arguments is one of them, tested per rule in the unit tests) (it finds
+every pair, not only a first one per location), the orchestrator's edges order exactly what the
+oracle's waits order, and every simulated run records the same edges, keeps them and gives the
+same races.  Programs of every construct the generator draws; all-AUTO, compiled, and the seed's compiled programs.
 """
 
 from __future__ import annotations

@@ -73,11 +73,13 @@ def _signatures(doc: dict) -> list[tuple]:
         stem = failure["saved"][:-5]
         files = sorted(f for f in os.listdir(os.path.dirname(stem)) if f.startswith(os.path.basename(stem)))
         digests = [hashlib.sha256(open(os.path.join(os.path.dirname(stem), f), "rb").read()).hexdigest() for f in files]
-        out.append((failure["chunk"], failure["seed"], failure["check"], failure["message"], tuple(files), tuple(digests)))
+        out.append((failure["chunk"], failure["seed"], failure["check"], failure["message"], tuple(files),
+                    tuple(digests)))
     return out
 
 
-@pytest.mark.parametrize("user_pass", [None, "neuronsim.verify.strategies:strip_deps"], ids=["pipeline", "failing-pass"])
+@pytest.mark.parametrize("user_pass", [None, "neuronsim.verify.strategies:strip_deps"],
+                         ids=["pipeline", "failing-pass"])
 def test_cli_results_do_not_depend_on_workers(tmp_path, user_pass):
     """Examples run, failures found and the saved programs (digests) are equal for 1 and 2 workers;
     a failing user pass exits 1 and saves its shrunk programs."""

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor
 from neuronsim.machine.formats.validate import validate_program
-from neuronsim.passes.analysis.distance import (evaluate_groups, fusion_niters, get_def_use_distance, has_negative_distance, loop_sites,
-                             same_location)
+from neuronsim.passes.analysis.distance import (evaluate_groups, fusion_niters, get_def_use_distance,
+                                                has_negative_distance, loop_sites, same_location)
 from neuronsim.passes.fuse_loops import fusion_hazards
 from neuronsim_tests.vacuity import nonvacuous, tally
 from neuronsim.passes.analysis.loopgraph import instructions_by_level, loop_dependence_graph, loop_dependence_graphs

@@ -74,7 +74,8 @@ def test_a_pass_registered_by_entry_point_runs_in_passes(tmp_path):
     dist = tmp_path / "neuronsim_demo_passes-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: neuronsim-demo-passes\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[neuronsim.passes]\ncollapse-waits = examples.collapse_waits:CollapseWaits\n")
+    (dist / "entry_points.txt").write_text("[neuronsim.passes]\ncollapse-waits = "
+                                           "examples.collapse_waits:CollapseWaits\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
     out = tmp_path / "out.json"
     run = _cli("compile", "scenarios/flash_attention.json", "-o", str(out), "--passes",

@@ -108,7 +108,8 @@ def test_every_section_citation_names_a_section_of_its_page():
 def test_a_citation_of_a_missing_section_is_caught():
     sample = "see `docs/kernel-patterns.md` sections 7.1, 7.6 and machine-model.md 1.4-1.5"
     assert [n for _, listing in _CITE.findall(sample) for n in _numbers(listing)] == ["7.1", "7.6", "1.4", "1.5"]
-    assert _BRACKET.findall("clock [1.3]: and [1.1, 4] but not reads[0] or [1.4 PerfSim, x]") == ["1.3", "1.1, 4", "1.4"]
+    assert _BRACKET.findall("clock [1.3]: and [1.1, 4] but not reads[0] or [1.4 PerfSim, x]") == ["1.3", "1.1, 4",
+                                                                                                  "1.4"]
     cited = [("x.py", "kernel-patterns", "7.6"), ("x.py", "kernel-patterns", "12.1"),
              ("y.py", "machine-model", "2.9")]
     assert missing_sections(cited) == cited[1:]

@@ -5,23 +5,20 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-import networkx as nx
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.formats.program import load_program, save_program
 from neuronsim.machine.ir.program import Dep, Instruction, Program
-from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes.dep_reduction import dep_reduction
 from neuronsim_tests.oracles import brute_races
-from neuronsim_tests.reduction_kit import hb_digraph
 from neuronsim.verify.cli import cli
 from neuronsim.verify.own_races import own_races
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.sync_counts import sync_report, minimum_sync, stage_sync
 from neuronsim.verify.strategies import programs, strip_deps
-from neuronsim_tests.footprint_kit import EDGE_OF_RACE, _oracle_minimum  # noqa: F401
+from neuronsim_tests.footprint_kit import _oracle_minimum
 
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SMALL = dict(max_instructions=7, max_loops=2, max_trip=2)

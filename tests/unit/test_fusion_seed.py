@@ -190,7 +190,8 @@ def test_a_dep_between_a_loop_and_a_node_between_keeps_them_apart():
 # -- collect_illegal_common_ap ---------------------------------------------------------------------------
 def test_collect_illegal_common_ap_lists_every_reordered_pair():
     a = Loop("a", 3, (write("w", tile("t", "a", 0)), write("wu", tile("u", "a", 0))))
-    b = Loop("b", 3, (copy("r", tile("t", "b", 4), tile("v", "b", 0)), copy("s", tile("u", "b", 4), tile("v", "b", 16))))
+    b = Loop("b", 3,
+             (copy("r", tile("t", "b", 4), tile("v", "b", 0)), copy("s", tile("u", "b", 4), tile("v", "b", 16))))
     program = Program(TENSORS3, (a, b))
     validate_program(program)
     found = collect_illegal_common_ap(program, "a", "b")

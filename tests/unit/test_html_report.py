@@ -39,7 +39,8 @@ def browser():
 
 
 def _report(program: str, out: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "report", program, "-o", str(out)],
+    return subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "report", program,
+                           "-o", str(out)],
                           capture_output=True, text=True, timeout=300)
 
 

@@ -59,7 +59,8 @@ def test_an_elementwise_nest_is_interchanged_and_runs_the_same():
     program = nest(copy("c", at("t", 0), at("u", 0)))
     assert interchange_hazards(program, "o") == ()
     out, (verdict,) = interchange_loops(program)
-    assert verdict.done and [(n.name, n.trip_count) for n, _ in out.walk() if isinstance(n, Loop)] == [("i", 4), ("o", 4)]
+    assert verdict.done
+    assert [(n.name, n.trip_count) for n, _ in out.walk() if isinstance(n, Loop)] == [("i", 4), ("o", 4)]
     check_fused(program, out)
 
 

@@ -253,7 +253,8 @@ import neuronxcc.nki.compiler as ncc
 @nki.jit
 def prefetch(a):
     out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
-    t = nl.ndarray((5, nl.par_dim(128), 16), dtype=a.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(SLOTS,)))
+    t = nl.ndarray((5, nl.par_dim(128), 16), dtype=a.dtype,
+                   buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(SLOTS,)))
     t[0] = nl.load(a[:, nl.ds(0, 16)])
     for i in nl.affine_range(4):
         t[i + 1] = nl.load(a[:, nl.ds((i + 1) * 16, 16)])
@@ -283,7 +284,8 @@ def test_a_prefetching_kernel_with_one_slot_too_few_fails(tmp_path, monkeypatch)
         assert result.exit_code == status, result.output
         assert ("finding:" in result.output) == (slots == 1), result.output
     findings = [line for line in result.output.splitlines() if line.startswith("finding:")]
-    assert f"nl.load at pf1.py:{prefetch} [i=0] writes bytes that nl.exp at pf1.py:{use} [i=0] reads later" in findings[0]
+    assert (f"nl.load at pf1.py:{prefetch} [i=0] writes bytes that nl.exp at pf1.py:{use} [i=0] reads later"
+            in findings[0])
     assert any("race between directly allocated tiles" in f and f"nl.load at pf1.py:{prefetch} [i=3] / "
                f"nl.exp at pf1.py:{use} [i=3]" in f for f in findings), findings
     assert "problem: return0:" in result.output
@@ -309,6 +311,7 @@ def test_grid_runs_one_instance_after_another(tmp_path, monkeypatch):
     inputs = _npz(tmp_path / "in.npz", a=np.zeros((256, 8), np.float32))
     counts = {}
     for grid in ("1", "2"):
-        assert _cli("nki", "grid_kernel.py::half", "--inputs", inputs, "--grid", grid, "-o", f"g{grid}.json").exit_code == 0
+        assert _cli("nki", "grid_kernel.py::half", "--inputs", inputs, "--grid", grid, "-o",
+                    f"g{grid}.json").exit_code == 0
         counts[grid] = sum(1 for _ in load_program(f"g{grid}.json").instructions())
     assert counts["2"] == 2 * counts["1"]

@@ -214,7 +214,8 @@ GOOD = [
          {"op0": "subtract", "operand0": {"read": 1}, "op1": "multiply", "operand1": {"read": 2}}),
     _ins("dve", "tensor_scalar", ["x", "col"], ["y"], {"op0": "divide"}),  # shorthand: operand0
     _ins("dve", "tensor_tensor_scan", ["y", "ps", "col"], ["y"], {"op0": "multiply", "op1": "add"}),
-    _ins("dve", "tensor_reduce", [{"tensor": "x", "pattern": [[2, 8], [1, 2]]}], ["col"], {"op": "add", "axis": [1, 2]}),
+    _ins("dve", "tensor_reduce", [{"tensor": "x", "pattern": [[2, 8], [1, 2]]}], ["col"],
+         {"op": "add", "axis": [1, 2]}),
     _ins("dve", "tensor_reduce", [{"tensor": "x", "pattern": [[2, 8], [1, 2]]}], ["y"], {"op": "max", "axis": 2,
                                                                                        "keepdims": True}),
     _ins("dve", "bn_stats", ["x"], [{"tensor": "y", "pattern": [[1, 6]]}]),

@@ -61,7 +61,8 @@ def test_png_timeline_uses_the_palette_and_names_program_and_run(monkeypatch, tm
 def test_footprint_chart_has_integer_ticks_headroom_and_the_program_name(monkeypatch, tmp_path):
     import importlib
 
-    footprint = importlib.import_module("neuronsim.verify.cli.footprint")  # the module (the package exports the command)
+    # the module (the package exports the command)
+    footprint = importlib.import_module("neuronsim.verify.cli.footprint")
 
     seen = []
     monkeypatch.setattr(footprint, "save_figure", lambda fig, path, **o: seen.append(fig))

@@ -148,8 +148,10 @@ def test_filters_restrict_what_is_bucketed():
     only_waw, _ = anti(p, "{analyses=waw}")
     assert dep_set(only_waw) == set()
     roles = prog([dr("i", 0, 256, role="input"), dr("o", 4096, 256, role="output"), sb("s")],
-                 ins("ld", "sp", "dma_copy", reads=[acc("i", offset=0, pattern=[[1, 64]])], writes=[acc("s", partitions=(0, 1))]),
-                 ins("st", "act", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=[acc("i", offset=0, pattern=[[1, 64]])], queue="dma1"))
+                 ins("ld", "sp", "dma_copy", reads=[acc("i", offset=0, pattern=[[1, 64]])],
+                     writes=[acc("s", partitions=(0, 1))]),
+                 ins("st", "act", "dma_copy", reads=[acc("s", partitions=(0, 1))],
+                     writes=[acc("i", offset=0, pattern=[[1, 64]])], queue="dma1"))
     assert dep_set(anti(roles, "{roles=output|internal,memories=dram}")[0]) == set()
     # found as a WAR on i; labelled flow, the strongest kind the pair gives (st reads what ld wrote in s)
     assert dep_set(anti(roles, "{roles=input,memories=dram}")[0]) == {("st", "ld", "flow", False)}
@@ -170,9 +172,12 @@ def test_dram_bins_are_conservative_and_counted_apart():
 
 def _alias_group_program():
     return prog([dr("a", None, 256, alias="g"), dr("b", None, 256, alias="g"), dr("c", None, 256, alias="h"), sb("s")],
-                ins("wa", "sp", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
-                ins("wb", "act", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("b", offset=0, pattern=[[1, 8]])], queue="dma1"),
-                ins("wa2", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma2"),
+                ins("wa", "sp", "dma_gather", reads=[acc("s", partitions=(0, 1))],
+                    writes=[acc("a", offset=0, pattern=[[1, 64]])]),
+                ins("wb", "act", "dma_gather", reads=[acc("s", partitions=(0, 1))],
+                    writes=[acc("b", offset=0, pattern=[[1, 8]])], queue="dma1"),
+                ins("wa2", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))],
+                    writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma2"),
                 ins("wc", "pool", "dma_gather", reads=[acc("s", partitions=(0, 1))], writes=["c"], queue="dma2"))
 
 
@@ -193,7 +198,8 @@ def test_alias_groups_are_one_batch_with_the_seeds_option():
     assert ("wb", "wa", "output", False) in dep_set(out)
     assert not any(w == "wc" for w, *_ in dep_set(out))
     stats = ctx.stats["anti-deps"]
-    assert stats.get("conservative_alias", 0) == sum(1 for (w, f, lc), rules in ctx.provenance.items() if "anti:alias" in rules)
+    alias_deps = sum(1 for (w, f, lc), rules in ctx.provenance.items() if "anti:alias" in rules)
+    assert stats.get("conservative_alias", 0) == alias_deps
     assert check_program(out).races == ()
 
 
@@ -226,8 +232,10 @@ def test_bad_options_are_located_errors(bad):
 
 def test_disjoint_bytes_of_one_alias_tensor_give_no_edge_but_under_the_seeds_batch():
     p = prog([dr("a", None, 256, alias="g"), sb("s")],
-             ins("w0", "sp", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=0, pattern=[[1, 64]])]),
-             ins("w1", "act", "dma_copy", reads=[acc("s", partitions=(0, 1))], writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma1"))
+             ins("w0", "sp", "dma_copy", reads=[acc("s", partitions=(0, 1))],
+                 writes=[acc("a", offset=0, pattern=[[1, 64]])]),
+             ins("w1", "act", "dma_copy", reads=[acc("s", partitions=(0, 1))],
+                 writes=[acc("a", offset=128, pattern=[[1, 64]])], queue="dma1"))
     assert check_program(p).races == ()  # the checker agrees no byte is shared
     out, ctx = anti(p)
     assert dep_set(out) == set()
@@ -242,7 +250,8 @@ def test_labels_are_the_strongest_kind_over_every_pair_the_dep_orders():
     # the same dep also orders iteration 1, which reads the byte iota wrote: labelled flow
     p = prog([sb("t", 1, 2)],
              ins("iota", "pool", "iota", writes=[acc("t", offset=1, pattern=[[1, 1]])]),
-             loop("i", 2, ins("tr", "dve", "transpose", reads=[acc("t", offset=0, pattern=[[1, 1]], per_iteration={"i": 1})],
+             loop("i", 2,
+                  ins("tr", "dve", "transpose", reads=[acc("t", offset=0, pattern=[[1, 1]], per_iteration={"i": 1})],
                               writes=[acc("t", offset=1, pattern=[[1, 1]])])))
     out, ctx = anti(p, "{restrict=false}", before="build-fdeps,remove-redundancies,")
     assert deps_of(out, "tr") == {("iota", "flow", False)}

@@ -36,7 +36,8 @@ def test_compile_writes_a_race_free_program_with_its_loops(stripped, tmp_path):
     assert "anti-deps" in run.stdout and "deps:" in run.stdout
     compiled = load_program(str(out))
     original = load_program(EXAMPLE)
-    assert [(n.name, type(n).__name__) for n, _ in compiled.walk()] == [(n.name, type(n).__name__) for n, _ in original.walk()]
+    assert ([(n.name, type(n).__name__) for n, _ in compiled.walk()]
+            == [(n.name, type(n).__name__) for n, _ in original.walk()])
     assert check_program(compiled).races == ()
     lc = {(i.name, d.on) for i, _ in compiled.instructions() for d in i.deps if d.loop_carried}
     assert ("ld_x", "mm") in lc  # the single input buffer is protected across iterations
@@ -56,9 +57,11 @@ def test_json_report(stripped, tmp_path):
     assert run.returncode == 0, run.stderr
     doc = json.loads(run.stdout)
     assert doc["format"] == "neuronsim.compile/1"
-    assert [p["pass"] for p in doc["passes"]] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps", "dep-reduction"]
+    assert [p["pass"] for p in doc["passes"]] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps",
+                                                  "dep-reduction"]
     assert doc["deps"]["deps"] == sum(len(i.deps) for i, _ in load_program(str(tmp_path / "o.json")).instructions())
-    assert doc["explain"]["deps"][0] == {"waiter": "drain", "on": "mm", "kind": "flow", "loop_carried": False, "rules": ["fdeps:raw"]}
+    assert doc["explain"]["deps"][0] == {"waiter": "drain", "on": "mm", "kind": "flow", "loop_carried": False,
+                                         "rules": ["fdeps:raw"]}
 
 
 def test_standard_input_and_output(stripped):

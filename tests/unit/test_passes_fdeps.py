@@ -34,7 +34,8 @@ def test_chain_is_byte_exact_unlike_a_tensor_level_chain():
     p = prog([sb("t"), sb("u", offset=256)],
              ins("lo", "act", "memset_like", writes=[acc("t", partitions=(0, 64))]),
              ins("hi", "dve", "memset", writes=[acc("t", partitions=(64, 64))]),
-             ins("r_lo", "pool", "tensor_copy", reads=[acc("t", partitions=(0, 64))], writes=[acc("u", partitions=(0, 64))]),
+             ins("r_lo", "pool", "tensor_copy", reads=[acc("t", partitions=(0, 64))],
+                 writes=[acc("u", partitions=(0, 64))]),
              ins("r_all", "act", "tensor_copy", reads=["t"], writes=["u"]))
     out, _ = fdeps(p)
     assert deps_of(out, "r_lo") == {("lo", FLOW, False)}
@@ -117,7 +118,8 @@ def test_loop_barrier_orders_iterations():
                   ins("y", "dve", "tensor_copy", reads=["a"], writes=[acc("b", offset=0, pattern=[[1, 1]])])))
     out, _ = fdeps(p, "{loop_barrier=true}")
     # first on each sequencer waits, loop-carried, for the last on each engine
-    assert {("x", "x", FLOW, True), ("x", "y", FLOW, True), ("y", "x", FLOW, True), ("y", "y", FLOW, True)} <= dep_set(out)
+    assert {("x", "x", FLOW, True), ("x", "y", FLOW, True), ("y", "x", FLOW, True),
+            ("y", "y", FLOW, True)} <= dep_set(out)
     assert not any(lc for *_, lc in dep_set(fdeps(p)[0]))
 
 

@@ -27,11 +27,13 @@ def test_every_registry_key_is_its_class_name():
 
 
 def test_default_pipeline_parses():
-    assert [p.name for p in parse_pipeline(DEFAULT_PIPELINE)] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps", "dep-reduction"]
+    assert [p.name for p in parse_pipeline(DEFAULT_PIPELINE)] == ["alloc", "build-fdeps", "remove-redundancies",
+                                                                  "anti-deps", "dep-reduction"]
 
 
 def test_options_are_typed_by_their_defaults():
-    alloc, anti, fdeps = parse_pipeline("alloc{buffers=3, align=32}, anti-deps{memories=sbuf|dram,skip_ordered=false},build-fdeps{trivial=TRUE}")
+    alloc, anti, fdeps = parse_pipeline("alloc{buffers=3, align=32}, "
+                                        "anti-deps{memories=sbuf|dram,skip_ordered=false},build-fdeps{trivial=TRUE}")
     assert (alloc.buffers, alloc.align) == (3, 32)
     assert anti.memories == frozenset({"sbuf", "dram"}) and anti.skip_ordered is False
     assert fdeps.trivial is True
@@ -39,7 +41,8 @@ def test_options_are_typed_by_their_defaults():
 
 @pytest.mark.parametrize("spec, where", [
     ("nope", "--passes"), ("alloc{buffers=x}", "--passes.alloc.buffers"), ("alloc{colour=red}", "--passes.alloc"),
-    ("anti-deps{skip_ordered=maybe}", "--passes.anti-deps.skip_ordered"), ("", "--passes"), ("alloc{buffers=0}", "--passes.alloc"),
+    ("anti-deps{skip_ordered=maybe}", "--passes.anti-deps.skip_ordered"), ("", "--passes"),
+    ("alloc{buffers=0}", "--passes.alloc"),
     ("alloc,,", "--passes"),
 ])
 def test_bad_specs_are_located_errors(spec, where):
@@ -49,7 +52,8 @@ def test_bad_specs_are_located_errors(spec, where):
 
 
 def test_spec_strings_round_trip():
-    for spec in ("alloc{buffers=3}", "anti-deps{early_stop=matmul,memories=psum|sbuf}", "remove-redundancies{mode=engine}",
+    for spec in ("alloc{buffers=3}", "anti-deps{early_stop=matmul,memories=psum|sbuf}",
+                 "remove-redundancies{mode=engine}",
                  "build-fdeps{groups=false,loop_barrier=true}"):
         (p,) = parse_pipeline(spec)
         assert parse_pipeline(p.spec_string()) == [p]
@@ -130,7 +134,8 @@ def test_a_placement_change_is_checked_per_access_and_located(broken):
 def test_records_say_what_each_pass_did():
     ctx = PassContext()
     run_pipeline(_program(), DEFAULT_PIPELINE, ctx)
-    assert [r.spec for r in ctx.records] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps", "dep-reduction"]
+    assert [r.spec for r in ctx.records] == ["alloc", "build-fdeps", "remove-redundancies", "anti-deps",
+                                             "dep-reduction"]
     assert ctx.records[1].edges == 1 and ctx.records[1].stats["raw"] == 1
     assert all(r.seconds >= 0 for r in ctx.records)
 

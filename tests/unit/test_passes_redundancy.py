@@ -25,7 +25,8 @@ def _tensors():
 
 
 def test_engine_order_makes_a_same_sequencer_dep_redundant():
-    p = with_deps(prog(_tensors(), ins("a", "dve", "memset", writes=["t"]), ins("b", "dve", "tensor_copy", reads=["t"], writes=["u"])),
+    p = with_deps(prog(_tensors(), ins("a", "dve", "memset", writes=["t"]),
+                       ins("b", "dve", "tensor_copy", reads=["t"], writes=["u"])),
                   {"b": [("a", False)]})
     for mode in ("engine", "paths"):
         out, ctx = compiled(p, f"remove-redundancies{{mode={mode}}}")

@@ -86,7 +86,8 @@ def _units():
                 loop("b", 2, ins("wb", "pool", "memset", writes=["v"])),
                 ins("mid", "act", "tensor_copy", reads=["v"], writes=[acc("u", offset=8, pattern=[[1, 1]])]),
                 loop("c", 2, loop("ci", 2, ins("rc", "act", "tensor_copy", reads=["t"], writes=["u"]))),
-                loop("d", 2, ins("rd", "pool", "tensor_copy", reads=["v"], writes=[acc("u", offset=4, pattern=[[1, 1]])])))
+                loop("d", 2,
+                     ins("rd", "pool", "tensor_copy", reads=["v"], writes=[acc("u", offset=4, pattern=[[1, 1]])])))
 
 
 def test_units_option_writes_the_order_among_sibling_loops():

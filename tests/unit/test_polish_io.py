@@ -158,7 +158,8 @@ def test_a_while_loop_whose_counter_never_stops_it_is_refused_in_seconds(tmp_pat
 
 
 def test_a_task_array_of_a_billion_slots_is_refused(tmp_path):
-    program = _write(tmp_path, _task_doc(lambda d: d["function"]["body"].insert(0, {"let": "arr", "task_array": 10**9})),
+    program = _write(tmp_path,
+                     _task_doc(lambda d: d["function"]["body"].insert(0, {"let": "arr", "task_array": 10**9})),
                      "array.json")
     for command in ("check", "footprint", "tasks"):
         _one_error(_invoke([command, str(program)]), "function.body[0].task_array", "at most 1,048,576")
@@ -178,7 +179,8 @@ def test_json_output_is_strict(capsys):
 
 
 def test_json_with_standard_output_closed_is_one_line(good):
-    run = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "check", str(good), "--json"],
+    run = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "check", str(good),
+                          "--json"],
                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=False,
                          stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1), timeout=120)
     assert run.returncode == 2 and run.stderr.splitlines() == [

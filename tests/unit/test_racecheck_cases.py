@@ -44,8 +44,10 @@ def test_interleaved_partition_steps(second, races):
     """Two DMAs (not bound by the partition-start rule) on different queues."""
     tensors = {"t": SB, "u": dict(SB, offset=256)}
     body = [
-        {"name": "a", "engine": "sp", "op": "dma_copy", "queue": "dma0", "reads": [{"tensor": "u", "partitions": [0, 16, 2]}], "writes": [{"tensor": "t", "partitions": [0, 16, 2]}]},
-        {"name": "b", "engine": "act", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "u", "partitions": second}], "writes": [{"tensor": "t", "partitions": second}]},
+        {"name": "a", "engine": "sp", "op": "dma_copy", "queue": "dma0",
+         "reads": [{"tensor": "u", "partitions": [0, 16, 2]}], "writes": [{"tensor": "t", "partitions": [0, 16, 2]}]},
+        {"name": "b", "engine": "act", "op": "dma_copy", "queue": "dma1",
+         "reads": [{"tensor": "u", "partitions": second}], "writes": [{"tensor": "t", "partitions": second}]},
     ]
     assert bool(check_program(_program(tensors, body)).races) is races
 
@@ -58,7 +60,8 @@ def test_disjoint_psum_banks_do_not_race():
         "q2": {"memory": "psum", "dtype": "float32", "shape": [128, 128], "partition": 0, "bank": 2, "offset": 512},
     }
     body = [
-        {"name": "m", "engine": "pe", "op": "matmul", "reads": [{"tensor": "x"}, {"tensor": "x"}], "writes": [{"tensor": "p2"}]},
+        {"name": "m", "engine": "pe", "op": "matmul", "reads": [{"tensor": "x"}, {"tensor": "x"}],
+         "writes": [{"tensor": "p2"}]},
         {"name": "c", "engine": "dve", "op": "memset", "writes": [{"tensor": "p3"}], "attrs": {"value": 0}},
         {"name": "d", "engine": "act", "op": "tensor_copy", "reads": [{"tensor": "x"}], "writes": [{"tensor": "q2"}]},
     ]
@@ -69,7 +72,8 @@ def test_dma_trigger_is_not_completion_rule_2():
     """A DMA triggered by POOL is asynchronous: POOL's next instruction is not ordered after
     the transfer, but a wait on the DMA orders everything after it on the waiting sequencer."""
     tensors = {"src": {"memory": "dram", "dtype": "float32", "shape": [128, 64], "address": 0}, "t": SB}
-    load = {"name": "load", "engine": "pool", "op": "dma_copy", "reads": [{"tensor": "src"}], "writes": [{"tensor": "t"}]}
+    load = {"name": "load", "engine": "pool", "op": "dma_copy", "reads": [{"tensor": "src"}],
+            "writes": [{"tensor": "t"}]}
     fill = {"name": "fill", "engine": "pool", "op": "memset", "writes": [{"tensor": "t"}], "attrs": {"value": 0}}
     report = check_program(_program(tensors, [load, fill]))
     assert [(r.kind, r.first, r.second) for r in report.races] == [("WAW", "load", "fill")]
@@ -80,9 +84,12 @@ def test_dma_trigger_is_not_completion_rule_2():
 def test_same_queue_transfers_are_ordered_rule_3():
     tensors = {"a": {"memory": "dram", "dtype": "float32", "shape": [128, 64], "address": 0}, "t": SB}
     body = [
-        {"name": "l1", "engine": "sp", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "a"}], "writes": [{"tensor": "t"}]},
-        {"name": "l2", "engine": "act", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "a"}], "writes": [{"tensor": "t"}]},
-        {"name": "l3", "engine": "act", "op": "dma_copy", "queue": "dma2", "reads": [{"tensor": "a"}], "writes": [{"tensor": "t"}]},
+        {"name": "l1", "engine": "sp", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "a"}],
+         "writes": [{"tensor": "t"}]},
+        {"name": "l2", "engine": "act", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "a"}],
+         "writes": [{"tensor": "t"}]},
+        {"name": "l3", "engine": "act", "op": "dma_copy", "queue": "dma2", "reads": [{"tensor": "a"}],
+         "writes": [{"tensor": "t"}]},
     ]
     report = check_program(_program(tensors, body))
     assert [(r.kind, r.first, r.second) for r in report.races] == [("WAW", "l1", "l3"), ("WAW", "l2", "l3")]
@@ -96,9 +103,14 @@ def test_alias_group_tensors_always_conflict_and_report_offsets_of_first():
         "t": SB,
     }
     body = [
-        {"name": "w1", "engine": "sp", "op": "dma_copy", "queue": "dma0", "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}], "writes": [{"tensor": "g1", "offset": 8, "pattern": [[1, 8]]}]},
-        {"name": "w2", "engine": "act", "op": "dma_copy", "queue": "dma1", "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}], "writes": [{"tensor": "g2", "offset": 40, "pattern": [[1, 8]]}]},
-        {"name": "w3", "engine": "pool", "op": "dma_gather", "queue": "dma2", "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}], "writes": [{"tensor": "h"}]},
+        {"name": "w1", "engine": "sp", "op": "dma_copy", "queue": "dma0",
+         "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}],
+         "writes": [{"tensor": "g1", "offset": 8, "pattern": [[1, 8]]}]},
+        {"name": "w2", "engine": "act", "op": "dma_copy", "queue": "dma1",
+         "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}],
+         "writes": [{"tensor": "g2", "offset": 40, "pattern": [[1, 8]]}]},
+        {"name": "w3", "engine": "pool", "op": "dma_gather", "queue": "dma2",
+         "reads": [{"tensor": "t", "partitions": [0, 1], "pattern": [[1, 8]]}], "writes": [{"tensor": "h"}]},
     ]
     races = check_program(_program(tensors, body)).races
     assert [(r.kind, r.first, r.second, r.alias, r.bytes) for r in races] == [("WAW", "w1", "w2", "shared", (32, 64))]

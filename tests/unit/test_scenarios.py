@@ -29,8 +29,8 @@ from neuronsim.passes import compile_program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.build import builder, views
 from neuronsim.verify import scenarios as collect
-from neuronsim.verify.scenarios import (DEFAULT_SEEDS, ScenarioRun, all_scenarios, compare_outputs, golden_path, golden_text,
-                              json_path, run_scenario, scenario_name)
+from neuronsim.verify.scenarios import (DEFAULT_SEEDS, ScenarioRun, all_scenarios, compare_outputs, golden_path,
+                                        golden_text, json_path, run_scenario, scenario_name)
 from neuronsim.verify.racecheck import check_program
 
 SCENARIOS = all_scenarios()

@@ -35,7 +35,8 @@ def test_hand_placed_scopes_of_an_auto_scope_false_function_are_kept():
 
 
 def test_builtin_ops_are_not_tasks_but_carry_storage():
-    """create / slice / assemble / alias submit nothing; the reader of the assembled whole waits for the slice's writer."""
+    """create / slice / assemble / alias submit nothing; the reader of the assembled whole waits for the slice's
+    writer."""
     tb, k = kit()
     buf = tb.create((16, 16), name="buf")
     top = tb.slice(buf, (8, 16), (0, 0), name="top")

@@ -149,7 +149,7 @@ def test_a_static_loop_producer_that_is_not_rebound_falls_back():
 def test_a_zero_trip_loop_is_a_loop_that_is_never_rebound():
     tb, k = kit()
     x = tb.param("x", (8, 8))
-    for _, (prev,) in tb.range(0, init=(tb.task_invalid(name="none"),), name="L"):
+    for _, (_prev,) in tb.range(0, init=(tb.task_invalid(name="none"),), name="L"):
         _, t = tb.submit(k.w, [x], name="W", task_id="tw")
         tb.yield_(t)
     tb.submit(k.r, [x], name="R", task_id="tr")

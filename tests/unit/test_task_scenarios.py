@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from neuronsim.machine.tasks.format import load_tasks
 from neuronsim.verify.cli import cli
-from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, run_task_scenario, task_scenario_name
+from neuronsim.verify.tasks.scenarios import (all_task_scenarios, find_task_scenario, run_task_scenario,
+                                              task_scenario_name)
 
 SCENARIOS = all_task_scenarios()
 

@@ -34,7 +34,8 @@ def test_report_lists_deps_directions_and_scopes_per_call():
     assert calls["produce"]["demoted"] == {"0": "inout -> output_existing"}
     assert calls["consume"]["scope"] == {"mode": "manual", "owner": "compiler", "name": ""}
     assert any(h["previous_iteration"] and h["prior"] == "consume" for h in calls["produce"]["hazards"])
-    assert report["scopes"] == [{"where": "stream", "mode": "manual", "reason": "the whole body was analysed without fallback"}]
+    assert report["scopes"] == [{"where": "stream", "mode": "manual",
+                                 "reason": "the whole body was analysed without fallback"}]
 
 
 def test_faithful_reproduces_the_seed():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
@@ -12,7 +11,7 @@ from neuronsim.machine.tasks import dumps_tasks, loads_tasks, parse_tasks
 from neuronsim.machine.tasks.builder import In, InOut, MemRef, Out, Scalar, TaskBuilder, View, no_dep
 from neuronsim.machine.tasks.expr import Op, Sym
 from neuronsim.machine.tasks.ir import ArgDirection, For, If, RuntimeScope, While
-from neuronsim_tests.tasks_format_kit import BAD, BASE, LOOP, SUBMIT, _at, _edit  # noqa: F401
+from neuronsim_tests.tasks_format_kit import BAD, BASE, SUBMIT, _at, _edit
 
 
 def _every_construct():
@@ -72,7 +71,8 @@ def test_builder_resolves_scalars_and_marks():
     scope = next(s for s in program.function.body if isinstance(s, RuntimeScope) and s.name == "tail")
     par = scope.body[0]
     assert par.parallel and par.body[-1].no_dep == (1,)
-    assert program.call_map()["add3"].directions == (ArgDirection.INPUT, ArgDirection.OUTPUT_EXISTING, ArgDirection.SCALAR)
+    assert program.call_map()["add3"].directions == (ArgDirection.INPUT, ArgDirection.OUTPUT_EXISTING,
+                                                     ArgDirection.SCALAR)
     assert any(isinstance(s, While) for s in program.function.body)
 
 

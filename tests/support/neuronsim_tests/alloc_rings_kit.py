@@ -1,14 +1,8 @@
 """Shared helpers of the tests, moved from tests/unit/test_alloc_rings.py."""
 
 from __future__ import annotations
-import pytest
-from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Access, MemoryKind, Rotation, Tensor
-from neuronsim.machine.formats.validate import validate_program
-from neuronsim.passes import DEFAULT_PIPELINE, parse_pipeline
-from neuronsim.verify.racecheck import check_program
-from neuronsim_tests.alloc_oracles import holding_clashes, stale_reads
-from neuronsim_tests.passes_kit import compiled, ins, loop, prog
+from neuronsim.machine.ir.program import Access, MemoryKind, Tensor
+from neuronsim_tests.passes_kit import ins, loop, prog
 
 
 TILE = 128 * 16  # elements of a [128, 16] tile

@@ -6,7 +6,6 @@ import importlib.util
 import json
 import sys
 from functools import lru_cache
-from pathlib import Path
 from types import ModuleType
 
 from neuronsim_tests import ROOT

@@ -12,8 +12,8 @@ from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.order.splitmap import CellSpace
 from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
 
-from neuronsim.passes.build_fdeps import (_GROUP_OPS, _RNG_OPS, ACCUMULATION, GROUP, RAW, REDUCTION, RNG, TRIVIAL, Edges,
-                                _loop_barriers, bins_of, BARRIER)
+from neuronsim.passes.build_fdeps import (_GROUP_OPS, _RNG_OPS, ACCUMULATION, GROUP, RAW, REDUCTION, RNG, TRIVIAL,
+                                          Edges, _loop_barriers, bins_of, BARRIER)
 
 
 def _recipe(stream: InstanceStream, x: int, cells: CellSpace, memo: dict, reduction: bool, accumulation: bool,

@@ -1,19 +1,6 @@
 """Shared helpers of the tests, moved from tests/unit/test_format_errors.py."""
 
 from __future__ import annotations
-import copy
-import json
-import os
-import shutil
-import subprocess
-import sys
-from collections.abc import Callable
-from pathlib import Path
-import pytest
-from click.testing import CliRunner
-from neuronsim.machine.formats.program import load_program, loads_program, program_to_json
-from neuronsim.machine.formats.validate import validate_program
-from neuronsim.verify.cli import cli
 
 
 BASE = {

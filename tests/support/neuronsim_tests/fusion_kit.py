@@ -1,27 +1,14 @@
 """Shared helpers of the tests, moved from tests/unit/test_fusion.py."""
 
 from __future__ import annotations
-import dataclasses
-import json
 from itertools import product
-import pytest
-from click.testing import CliRunner
-from hypothesis import given
-from hypothesis import strategies as st
-from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import dumps_program, loads_program
-from neuronsim.machine.ir.program import Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Program, Tensor
 from neuronsim.machine.sim.memory import initial_memory
-from neuronsim.machine.model.optable import OP_TABLE
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.sim.simulator import run_sequential, simulate
 from neuronsim.machine.sim.plan import build_plan
-from neuronsim.machine.order.unroll import unroll
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes import compile_program
-from neuronsim.passes.fuse_loops import FuseLoops, check_fusion, fuse_loops, fuse_pair, fusion_hazards
-from neuronsim.passes.pipeline import PassContext, parse_pipeline, run_pipeline
-from neuronsim.verify.cli import cli
 from neuronsim.verify.racecheck import check_program
 
 

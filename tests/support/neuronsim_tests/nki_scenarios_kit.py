@@ -1,17 +1,7 @@
 """Shared helpers of the tests, moved from tests/nki/test_scenarios_nki.py."""
 
 from __future__ import annotations
-import inspect
-import json
-import subprocess
-import sys
 from dataclasses import dataclass
-import numpy as np
-import pytest
-from neuronsim.machine.ir.program import Loop
-from neuronsim_tests.nki_kit import (ROOT, SCENARIO_KERNELS, close, kernel_module, retarget_dmas, run_program, trace_file,
-                               zeros_like_tensor)
-from neuronsim.verify.scenarios import SCENARIO_DIR, get_scenario
 
 
 @dataclass(frozen=True)

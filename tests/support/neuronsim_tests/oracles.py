@@ -98,7 +98,8 @@ def conflicts(program: Program, a, b, cache: dict | None = None) -> dict[tuple[i
             if old is None:
                 out[(kind, mem)] = entry
             else:
-                out[(kind, mem)] = [min(old[0], entry[0]), max(old[1], entry[1]), min(old[2], entry[2]), max(old[3], entry[3]), alias]
+                out[(kind, mem)] = [min(old[0], entry[0]), max(old[1], entry[1]), min(old[2], entry[2]),
+                                    max(old[3], entry[3]), alias]
     return out
 
 

@@ -23,7 +23,8 @@ def ps(name: str, bank: int | None = 0, parts: int = 128, free: int = 64, offset
     return Tensor(name, MemoryKind.PSUM, "float32", (parts, free), partition=0, bank=bank, offset=offset)
 
 
-def dr(name: str, address: int | None = 0, n: int = 1024, *, alias: str | None = None, role: str = "internal") -> Tensor:
+def dr(name: str, address: int | None = 0, n: int = 1024, *, alias: str | None = None,
+       role: str = "internal") -> Tensor:
     return Tensor(name, MemoryKind.DRAM, "float32", (n,), address=address, alias=alias, role=role)
 
 
@@ -37,7 +38,8 @@ def acc(tensor: str, **kw) -> Access:
     return Access(tensor, **kw)
 
 
-def ins(name: str, engine: str, operation: str, reads=(), writes=(), *, queue: str | None = None, **attrs) -> Instruction:
+def ins(name: str, engine: str, operation: str, reads=(), writes=(), *, queue: str | None = None,
+        **attrs) -> Instruction:
     def norm(xs):
         return tuple(a if isinstance(a, Access) else Access(a) for a in xs)
 
@@ -107,5 +109,5 @@ def brute_label(program: Program, waiter: str, dep) -> str:
     return rank.get(best, "ordered")
 
 
-__all__ = ["brute_label", "sb", "ps", "dr", "acc", "ins", "loop", "prog", "compiled", "dep_set", "deps_of", "edge_joins_conflict",
-           "EdgeKind", "product"]
+__all__ = ["brute_label", "sb", "ps", "dr", "acc", "ins", "loop", "prog", "compiled", "dep_set", "deps_of",
+           "edge_joins_conflict", "EdgeKind", "product"]

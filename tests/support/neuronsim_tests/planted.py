@@ -82,7 +82,7 @@ class ProgramOrderFoldReduction(Pass):
         for inst, waits in zip(unrolled, unrolled.resolve_waits()):
             instr = inst.instr
             state = seq_clock[instr.engine]
-            for k, (dep, target) in sorted(enumerate(waits), key=lambda kw: kw[1][1]):  # program order
+            for dep, target in sorted(waits, key=lambda wait: wait[1]):  # program order (sorted is stable)
                 comp, pos = end[target][-2:]
                 if state[comp] >= pos:
                     continue

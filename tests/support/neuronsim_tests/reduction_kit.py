@@ -6,7 +6,7 @@ import networkx as nx
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program
 from neuronsim.machine.order.unroll import Unrolled, unroll
-from neuronsim.passes.dep_reduction import InstanceWaits, instance_waits
+from neuronsim.passes.dep_reduction import InstanceWaits
 
 
 def hb_digraph(program: Program, unrolled: Unrolled | None = None, waits=None):

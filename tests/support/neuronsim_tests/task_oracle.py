@@ -156,7 +156,8 @@ class _Exec:
             if isinstance(s, For):
                 self.env[s.var] = i
             self.body(s.body)
-            carried = [(self.views.get(v), self.tasks.get(v, frozenset())) if isinstance(v, str) else evaluate(v, self.env)
+            carried = [(self.views.get(v), self.tasks.get(v, frozenset())) if isinstance(v, str)
+                       else evaluate(v, self.env)
                        for v in s.yields]
             for a, v in zip(s.iter_args, carried):
                 self._set(a.name, v)
@@ -186,7 +187,8 @@ class _Exec:
                 inst.waits |= self.fan_in(dep.loop, dep.calls)
             elif dep.carried:  # submitted in this execution of the loop, not an earlier one
                 now = self.running[dep.carried]
-                inst.waits |= {i for i in self.deps((dep.on,)) if self.run.instances[i].executions.get(dep.carried) == now}
+                inst.waits |= {i for i in self.deps((dep.on,))
+                               if self.run.instances[i].executions.get(dep.carried) == now}
             else:
                 inst.waits |= self.deps((dep.on,))
         dirs = c.directions or ()

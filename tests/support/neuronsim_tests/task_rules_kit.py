@@ -4,9 +4,9 @@ Kernels: ``w`` writes its ``Out`` parameter and returns it; ``r`` reads; ``rw`` 
 (``InOut``) and returns it; ``copy`` reads one tensor and writes another; ``r2`` reads two.
 
 Summaries are what a person writes down from a rule: :func:`deps` gives each call's compiler
-deps as text (``"t"``, ``"t^L"`` for a dep carried in loop ``L``, ``"R@L[c1,c2]"`` for a loop fan-in), :func:`dirs` each call's
-directions as short codes (``in``, ``out``, ``oe``, ``io``, ``nd``, ``s``), :func:`scopes` the
-scope each call ends in (``manual/compiler``, ``auto/user``, ``implicit``...).
+deps as text (``"t"``, ``"t^L"`` for a dep carried in loop ``L``, ``"R@L[c1,c2]"`` for a loop
+fan-in), :func:`dirs` each call's directions as short codes (``in``, ``out``, ``oe``, ``io``, ``nd``,
+``s``), :func:`scopes` the scope each call ends in (``manual/compiler``, ``auto/user``, ``implicit``...).
 """
 
 from __future__ import annotations
