@@ -173,14 +173,24 @@ def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None,
             dge=str(dge_mode) if dge_mode is not None else None)
 
 
-def dma_transpose(dst: Layout, src: Any, **_kw: Any) -> None:
+#: The permutations the dma_transpose API page lists, by the source's rank (the i-th axis of
+#: the result is axis ``perm[i]`` of the source); the only ones ``axes=`` may name.
+DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+
+
+def dma_transpose(dst: Layout, src: Any, axes: Any = None, **_kw: Any) -> None:
     layout = ops.lay(src)
     if layout.on_chip:  # SBUF to SBUF: the DMA engines transpose (the op table's dma_transpose)
         dma_transpose_on_chip(dst, layout)
         return
-    if len(layout.axes) != 2:
-        raise current().refuse("nisa.dma_transpose of this operand", "a 2-D source")
-    ops.dma(dst, Layout(layout.tensor, layout.axes[::-1], layout.offset, layout.partitions))
+    if layout.indirect is not None and len(layout.axes) != 2:  # gathered rows, then permuted: not modelled
+        raise current().refuse("nisa.dma_transpose of rows gathered by a tile of indices", "a 3-D or 4-D gather")
+    perm = DMA_TRANSPOSE_AXES.get(len(layout.axes))
+    if perm is None or (axes is not None and tuple(int(a) for a in axes) != perm):
+        raise current().refuse(f"nisa.dma_transpose of a {len(layout.axes)}-D source with axes {axes}",
+                               "the API page's (1, 0), (2, 1, 0) and (3, 1, 2, 0)")
+    # from DRAM: the transfer reads the source in the permuted order of its access pattern
+    ops.dma(dst, Layout(layout.tensor, tuple(layout.axes[a] for a in perm), layout.offset, layout.partitions))
 
 
 def free_size(shape: tuple[int, ...]) -> int:

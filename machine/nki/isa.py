@@ -237,7 +237,7 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=Non
 
 @api("nisa.dma_transpose")
 def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, priority=None, oob_mode=None, **_kw) -> Handle:
-    return _emit(lambda: em.dma_transpose(_dst(dst), src), name)
+    return _emit(lambda: em.dma_transpose(_dst(dst), src, axes=axes), name)
 
 
 def enum_names() -> dict[str, Any]:

@@ -87,3 +87,10 @@ def test_a_kernel_run_at_import_failing_in_our_passes_is_refused_at_the_call_lin
         load_kernel(os.path.join(KERNELS, "corpus_causes_eager_import.py::per_row_writes"))
     call = _line("corpus_causes_eager_import.py", "RESULT = per_row_writes()")
     assert str(err.value).startswith(f"tests/nki/kernels/corpus_causes_eager_import.py:{call}: importing the kernel")
+
+
+@pytest.mark.parametrize("shape, perm", [((16, 8, 4), (2, 1, 0)), ((8, 3, 4, 16), (3, 1, 2, 0))])
+def test_dma_transpose_of_an_nd_dram_source_permutes_as_the_api_page(shape, perm):
+    x = f32(*shape)
+    (out,) = run(kernel("corpus_causes.py::dma_transpose_nd"), x).values()
+    np.testing.assert_array_equal(out, x.transpose(perm))

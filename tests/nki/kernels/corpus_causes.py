@@ -4,6 +4,7 @@ own using the construct the way the public kernels do."""
 from dataclasses import dataclass
 
 import nki
+import nki.isa as nisa
 import nki.language as nl
 
 
@@ -60,3 +61,15 @@ def branch_on_tile(x):
     return out
 
 
+
+
+@nki.jit
+def dma_transpose_nd(x):
+    """nisa.dma_transpose of a 3-D or 4-D DRAM source: the API page's permutation by rank."""
+    perm = {3: (2, 1, 0), 4: (3, 1, 2, 0)}[len(x.shape)]
+    shape = tuple(x.shape[a] for a in perm)
+    tile = nl.ndarray(shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=tile, src=x)
+    out = nl.ndarray(shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile)
+    return out
