@@ -12,7 +12,7 @@ where ``TRS=`` says traced, compiled race-free, simulated, outputs equal to the 
 reference (``-`` where not reached or no reference), then a TOTAL with the count of each
 outcome (``equal``, ``ran``, ``problems``, ``refused``, ``internal``, ``timeout``, ``crashed``,
 ``no case``, ``subkernel``: a function decorated as a kernel that only another kernel calls,
-with on-chip tiles; ``one core``: refused at its line for a construct beyond one NeuronCore;
+with on-chip tiles, counted at the end by that kernel's outcome (:func:`by_caller`); ``one core``: refused at its line for a construct beyond one NeuronCore;
 ``unparsed``: the corpus file itself is not valid Python).  ``--json OUT`` writes one record
 per kernel; ``--summary OUT`` the grouped failure summary (counts by outcome, then every cause
 of a refusal, problem or internal error with the kernels it blocks, most kernels first).
@@ -104,6 +104,32 @@ def cause_of(record: dict[str, Any]) -> str:
     return f"{record['outcome']}: {message[:160]}"
 
 
+def by_caller(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each subkernel's record with its caller's outcome: ``ran`` when the kernel whose case runs
+    it ran correctly in this run (its code ran inside that checked run), else that kernel's
+    outcome (it was not shown to run).  A subkernel whose caller is not in the run (``--filter``)
+    stays ``subkernel``."""
+    from corpus_cases import CASES
+
+    by_key = {r["kernel"]: r for r in records}
+    resolved = []
+    for record in records:
+        entry = CASES.get(record["kernel"])
+        caller = by_key.get(entry.caller) if record["outcome"] == "subkernel" and entry is not None else None
+        if caller is None:
+            resolved.append(record)
+            continue
+        name = caller["kernel"].rsplit("::", 1)[-1]
+        if caller["outcome"] in GOOD:
+            outcome, message = "ran", f"runs inside {name}, which ran correctly ({caller['outcome']})"
+        else:
+            outcome, message = caller["outcome"], f"runs inside {name}: {caller.get('message', '')}"
+        resolved.append({**record, "outcome": outcome, "message": message, "subkernel_of": caller["kernel"],
+                         "traced": caller["traced"], "race_free": caller["race_free"],
+                         "simulated": caller["simulated"]})
+    return resolved
+
+
 def totals(records: list[dict[str, Any]]) -> str:
     counts = Counter(r["outcome"] for r in records)
     good = sum(counts[o] for o in GOOD)
@@ -114,7 +140,9 @@ def totals(records: list[dict[str, Any]]) -> str:
     right = good + sum(counts[o] for o in EXPECTED)
     right_share = 100.0 * right / own if own else 0.0
     parts = ", ".join(f"{counts[o]} {o}" for o in OUTCOMES if counts[o])
-    return (f"TOTAL {len(records)} kernels: {parts}; running correctly {good} ({share:.1f} %); "
+    inside = sum(1 for r in records if r.get("subkernel_of"))
+    counted = f" ({inside} subkernels counted by the kernel that runs them)" if inside else ""
+    return (f"TOTAL {len(records)} kernels: {parts}{counted}; running correctly {good} ({share:.1f} %); "
             f"running correctly or refused as expected {right} of {own} with a run of their own ({right_share:.1f} %)")
 
 
@@ -169,6 +197,10 @@ def main(argv: list[str] | None = None) -> int:
         for future in futures:  # in corpus order, each as soon as it and those before it are done
             records.append(future.result())
             print(line_of(records[-1]), flush=True)
+    records = by_caller(records)
+    for record in records:
+        if record.get("subkernel_of"):
+            print(line_of(record), flush=True)
     seconds = time.perf_counter() - start
     print(f"{totals(records)}; {seconds:.0f} s with --jobs {args.jobs}")
     if args.json:

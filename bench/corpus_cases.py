@@ -60,6 +60,12 @@ class Case:
     standalone: bool = True
     """False for a function decorated as a kernel but called only from another kernel with
     on-chip tiles or internal configuration objects (it runs in its caller's case)."""
+    tolerance: tuple[float, float] | None = None
+    """(rtol, atol) of the comparison with the reference where the kernel's numerics are coarser
+    than the run's default 1e-2 (MX quantization); None: the default."""
+    caller: str = ""
+    """For a subkernel: the key of the kernel whose case runs it; the run's TOTAL counts the
+    subkernel by that kernel's outcome (``bench_corpus.by_caller``)."""
     missing: str = ""
     """Why no case is written yet (the run reports ``no case`` with this reason)."""
 
@@ -76,9 +82,9 @@ def api(text: str) -> Api:
 
 
 def case(*args: Any, grid: tuple[int, ...] | None = None, ref: Callable[..., Any] | None = None,
-         note: str = "", **kwargs: Any) -> Case:
+         note: str = "", tolerance: tuple[float, float] | None = None, **kwargs: Any) -> Case:
     """A :class:`Case` from the kernel's arguments as a test would call it."""
-    return Case(args=args, kwargs=kwargs, grid=grid, reference=ref, note=note)
+    return Case(args=args, kwargs=kwargs, grid=grid, reference=ref, note=note, tolerance=tolerance)
 
 
 def not_written(reason: str) -> Case:

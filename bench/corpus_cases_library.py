@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from corpus_cases import Case, api, case, not_written
-from corpus_cases_sdk import _f
+from corpus_cases_sdk import _f, _mx_scales, _mx_words
 
 SRC = "nki-library/src/nkilib_src/nkilib/"
 TEST = "nki-library/test/integration/nkilib/"
@@ -43,7 +43,8 @@ def lib(module: str, attr: str) -> Any:
 
 
 def subkernel(caller: str) -> Case:
-    return Case(standalone=False, note=f"runs inside {caller}")
+    """A function run only inside ``caller`` (a key of this table)."""
+    return Case(standalone=False, note=f"runs inside {caller.rsplit('::', 1)[-1]}", caller=caller)
 
 
 def _cumsum(x, axis=-1):
@@ -121,16 +122,16 @@ CASES: dict[str, Case] = {
     SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
         api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,), note=MOE_NOTE),
-    **{MOE_TKG + "all_expert_mx_impl.py::" + name: subkernel("moe_tkg") for name in (
+    **{MOE_TKG + "all_expert_mx_impl.py::" + name: subkernel(MOE_TKG + "moe_tkg.py::moe_tkg") for name in (
         "_all_expert_moe_tkg_mx", "_all_expert_mx_static", "_all_expert_mx_dynamic", "_find_expert_routed_tokens",
         "_init_dynamic_block_indices_hbm", "_get_block_token_position_to_id", "_layout_adapter_qmx_hbm",
         "_load_block_expert_affinities", "_load_expert", "_compute_expert_mlp", "_compute_block")},
-    MOE_TKG + "down_projection_mx.py::load_broadcast_down_weight_scale_bias": subkernel("moe_tkg"),
-    MOE_TKG + "down_projection_mx.py::down_projection_mx": subkernel("moe_tkg"),
-    MOE_TKG + "gate_up_projection_mx.py::gate_up_projection_mx_shard_I": subkernel("moe_tkg"),
-    MOE_TKG + "gate_up_projection_mx.py::load_gate_up_weight_scale_bias": subkernel("moe_tkg"),
-    MOE_TKG + "gate_up_projection_mx.py::_clamp_tensor": subkernel("moe_tkg"),
-    MOE_TKG + "gate_up_projection_mx.py::_matmul_mx_accumulate": subkernel("moe_tkg"),
+    MOE_TKG + "down_projection_mx.py::load_broadcast_down_weight_scale_bias": subkernel(MOE_TKG + "moe_tkg.py::moe_tkg"),
+    MOE_TKG + "down_projection_mx.py::down_projection_mx": subkernel(MOE_TKG + "moe_tkg.py::moe_tkg"),
+    MOE_TKG + "gate_up_projection_mx.py::gate_up_projection_mx_shard_I": subkernel(MOE_TKG + "moe_tkg.py::moe_tkg"),
+    MOE_TKG + "gate_up_projection_mx.py::load_gate_up_weight_scale_bias": subkernel(MOE_TKG + "moe_tkg.py::moe_tkg"),
+    MOE_TKG + "gate_up_projection_mx.py::_clamp_tensor": subkernel(MOE_TKG + "moe_tkg.py::moe_tkg"),
+    MOE_TKG + "gate_up_projection_mx.py::_matmul_mx_accumulate": subkernel(MOE_TKG + "moe_tkg.py::moe_tkg"),
     MOE_TKG + "moe_tkg.py::moe_tkg": case("bf16[4,512]", "bf16[2,512,2,256]", "bf16[2,256,512]", "f32[4,2]",
                                           "i32[4,1]<2", True, note="T=4 tokens, H=512, I=256, E=2: shapes guessed"),
     SRC + "core/moe_block/moe_block_tkg.py::moe_block_tkg": case(
@@ -155,7 +156,7 @@ CASES: dict[str, Case] = {
         "prepare_rotational_constants(create_rotational_topk_config(inp_shape=(8, 256), topk_config=create_topk_config("
         "inp_shape=(1, 8, 256), inp_dtype=nl.float32, k=8, sorted=True, num_programs=1)))"), ref=_topk),
     SRC + "core/topk/rotational_topk.py::topk": Case(
-        standalone=False, note="a host-side launcher (topk[lnc](...)) of rotational_topk, not a kernel: runs as "
+        standalone=False, caller=SRC + "core/topk/rotational_topk.py::rotational_topk", note="a host-side launcher (topk[lnc](...)) of rotational_topk, not a kernel: runs as "
         "rotational_topk's case"),
     # experimental
     SRC + "experimental/benchmark/find_nonzero_indices_with_count.py::find_nonzero_indices_with_count": case(
@@ -196,10 +197,16 @@ CASES: dict[str, Case] = {
     MAXU + "folded_load_store_kernel": case("f32[8,256]~", 1, 0, 8, ref=lambda input_tensor, **_: _f(input_tensor)),
     MAXU + "folded_load_store_dst_kernel": case("f32[16,256]~", 2, 0, 8, 4, 12),
     MAXU + "folded_load_oversized_sb_kernel": case("f32[8,256]~", 1, 0, 8, 16),
+    # the tests' first row (BxS 4, H 3072, I 192) on LNC 2, laid out as the tests' input builders
+    # lay them: hidden e5m2_x4 [128, H/512, BxS] (finite codes), fp4_x4 weights as uint16 words,
+    # scales [P/8, ...]; bias [I/4, 1, 4] (I < 512); down: inter [128, 1, BxS, 4], weights [I/4, 1, H]
     TEST + "core/mlp/test_mlp_proj_mxfp4.py::gate_up_proj_mxfp4_wrapper": case(
-        "u8[128,4,128]", "u8[16,4,128]<130", "u8[128,4,1024]", "u8[16,4,1024]<130", "bf16[1,1024]", 512, 1024, 128),
+        _mx_words(128, 24, 41).reshape(128, 6, 4), _mx_scales(128, 24, 42).reshape(16, 6, 4),
+        "u16[128,6,192]<65536", _mx_scales(128, 1152, 43).reshape(16, 6, 192), "bf16[48,1,4]", 3072, 192, 4,
+        grid=(2,)),
     TEST + "core/mlp/test_mlp_proj_mxfp4.py::down_proj_mxfp4_wrapper": case(
-        "bf16[128,8,128]", "u8[128,8,512]", "u8[16,8,512]<130", "bf16[1,512]", 512, 1024, 128),
+        "bf16[128,1,4,4]", "u16[48,1,3072]<65536", _mx_scales(48, 3072, 44).reshape(6, 1, 3072), "bf16[1,3072]",
+        3072, 192, 4, True, grid=(2,)),
     TEST + "core/moe/moe_cte/test_moe_cte_common.py::moe_cte_kernel_wrapper": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
         api("BWMMFunc.SHARD_ON_BLOCK"), grid=(2,), note=MOE_NOTE),

@@ -138,7 +138,8 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
             stage = "running"
             scalars = _scalars(unwrap(kernel)[0], args, kwargs)
             reference = _accepting(entry.reference) if entry.reference else None
-            report = run_traced(traced, func, reference=reference, kwargs=scalars)
+            rtol, atol = entry.tolerance or (None, None)
+            report = run_traced(traced, func, reference=reference, kwargs=scalars, rtol=rtol, atol=atol)
     except NkiInternalError as err:
         where, message = _where_and_message(str(err))
         cause = err.__cause__

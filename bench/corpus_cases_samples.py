@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 
 from corpus_cases import Case, api, case
-from corpus_cases_sdk import _add, _add_inputs, _avgpool, _f, _mamba, _matmul, _transpose2d
+from corpus_cases_sdk import (MX_OFFLINE_ARGS, MX_QUANTIZED, _add, _add_inputs, _avgpool, _f, _mamba, _matmul,
+                              _matmul_mx, _mx_offline, _mx_on_device, _transpose2d)
 
 TUT = "nki-samples/src/nki_samples/tutorials/"
 ATT = TUT + "attention_fwd_performance/attention_kernels.py::"
@@ -58,11 +59,12 @@ CASES: dict[str, Case] = {
     MM + "nki_matmul_hoist_load_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
     MM + "nki_matmul_block_free_dimension_": case("bf16[512,512]", "bf16[512,1024]", ref=_matmul),
     MM + "nki_matmul_fully_optimized_": case("bf16[1024,2048]", "bf16[1024,1024]", ref=_matmul),
-    MX + "kernel_offline_quantized_mx_matmul": case(
-        "u32[128,128]<255", "u8[16,128]<130", "u32[128,512]<255", "u8[16,512]<130", api("nl.float8_e5m2_x4")),
+    MX + "kernel_offline_quantized_mx_matmul": case(*MX_OFFLINE_ARGS, api("nl.float8_e5m2_x4"), ref=_mx_offline),
     MX + "kernel_on_device_quantize_matmul_mx": case(
-        "u32[128,128]<255", "u8[16,128]<130", "bf16[128,2048]", api("nl.float8_e5m2_x4"), api("nl.float8_e5m2_x4")),
-    MX + "kernel_copy_strided_quantize_matmul_mx": case("bf16[128,512]", "bf16[128,2048]", api("nl.float8_e5m2_x4")),
+        *MX_OFFLINE_ARGS[:2], "bf16[128,2048]", api("nl.float8_e5m2_x4"), api("nl.float8_e5m2_x4"),
+        ref=_mx_on_device, tolerance=MX_QUANTIZED),
+    MX + "kernel_copy_strided_quantize_matmul_mx": case(
+        "bf16[512,128]", "bf16[512,512]", api("nl.float8_e5m2_x4"), ref=_matmul_mx, tolerance=MX_QUANTIZED),
     TUT + "tensor_addition/spmd_tensor_addition_nki_kernels.py::nki_tensor_add_kernel_": case(
         "bf16[256,1024]", "bf16[256,1024]", grid=(2, 2), ref=_add_inputs),
     TUT + "tensor_addition/tensor_addition_nki_kernels.py::nki_tensor_add_kernel_": case(

@@ -4,6 +4,7 @@ draws its inputs at; the references restate, in our numpy, what those tests asse
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from corpus_cases import Case, api, case
@@ -34,6 +35,93 @@ def _add_inputs(a_input, b_input):
 
 def _matmul(lhsT, rhs, **_):
     return _f(lhsT).T @ _f(rhs)
+
+
+# the indirect DMA tests (test_nki_isa_dma_copy.py): rows gathered or scattered by an iota index
+# tile; rows an out-of-bounds index would reach are skipped (oob_mode=skip), the rest of the
+# output keeps the kernel's memset value
+def _load_every_third(in_tensor):
+    a = _f(in_tensor)
+    out = np.full((a.shape[0] // 2, a.shape[1]), -1.0, np.float32)
+    rows = np.arange(0, a.shape[0], 3)  # 3 * i below the 128 rows; the rest skipped
+    out[:len(rows)] = a[rows]
+    return out
+
+
+def _store_even_rows(in_tensor, fill=-1.0):
+    a = _f(in_tensor)
+    out = np.full((2 * a.shape[0], a.shape[1]), fill, np.float32)
+    out[2 * np.arange(a.shape[0])] = a
+    return out
+
+
+def _store_even_rows_added(in_tensor):
+    """dst_rmw_op=np.add onto a memset of 1."""
+    out = _store_even_rows(np.zeros_like(_f(in_tensor)), fill=1.0)
+    out[2 * np.arange(in_tensor.shape[0])] += _f(in_tensor)
+    return out
+
+
+def _store_every_third(in_tensor):
+    a = _f(in_tensor)
+    out = np.full((2 * a.shape[0], a.shape[1]), -1.0, np.float32)
+    rows = np.arange(0, 2 * a.shape[0], 3)
+    out[rows] = a[:len(rows)]
+    return out
+
+
+# The MX deep dive (mx_kernels.py): fp8 e5m2 lanes packed four to a uint32 word (lane j in byte
+# j, along the contraction axis: k = 4 * partition + j), one E8M0 scale (biased exponent, uint8)
+# for each 8 partitions x 4 lanes of a column: scale row p // 8, as the kernels load the [16, F]
+# scales into the four 32-partition quadrants.  Words are drawn from finite codes only (e5m2 code
+# 0x7C and above are inf / NaN): magnitudes 0.25 .. 1.75, either sign; scales 2**-2 .. 2**2.
+MX_RNG_SEED = 28
+
+
+def _mx_words(partitions: int, columns: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(0x34, 0x40, size=(partitions, columns, 4)) | (rng.integers(0, 2, (partitions, columns, 4)) << 7)
+    return sum(codes[..., j].astype(np.uint32) << (8 * j) for j in range(4)).astype(np.uint32)
+
+
+def _mx_scales(partitions: int, columns: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).integers(125, 130, size=(partitions // 8, columns)).astype(np.uint8)
+
+
+def _mx_values(words, scales) -> np.ndarray:
+    """[K * 4, F] float32 values of packed e5m2 words [K, F] with their scales [K / 8, F]."""
+    lanes = np.asarray(words, np.uint32)[..., None] >> (8 * np.arange(4, dtype=np.uint32))
+    values = (lanes & 0xFF).astype(np.uint8).view(ml_dtypes.float8_e5m2).astype(np.float32)
+    scale = np.exp2(np.asarray(scales, np.float32) - 127.0).repeat(8, axis=0)[..., None]
+    k, f = np.asarray(words).shape
+    return (values * scale).transpose(0, 2, 1).reshape(k * 4, f)
+
+
+def _mx_offline(stationary_mx_data, stationary_mx_scale, moving_mx_data, moving_mx_scale, **_):
+    return _mx_values(stationary_mx_data, stationary_mx_scale).T @ _mx_values(moving_mx_data, moving_mx_scale)
+
+
+def _mx_on_device(stationary_mx_data, stationary_mx_scale, moving_data_bf16, **_):
+    """The moving bf16 [K, 4 N] is quantized on the device: lane j of column n is element 4 n + j."""
+    moving = _f(moving_data_bf16)
+    k, n4 = moving.shape
+    moving = moving.reshape(k, n4 // 4, 4).transpose(0, 2, 1).reshape(k * 4, n4 // 4)
+    return _mx_values(stationary_mx_data, stationary_mx_scale).T @ moving
+
+
+#: (rtol, atol) for a kernel that quantizes bf16 to MX e5m2 on the device: e5m2 keeps 2 mantissa
+#: bits, so each quantized value is off by up to 1/8 of itself.  Against the unquantized product,
+#: at the on-device case's inputs (signed stationary, sums ~20 in size) the rounding of the moving
+#: data alone leaves errors of standard deviation 0.73 and at most 5.7 (our numpy of the
+#: quantization, summed over K = 512); atol 8 (~11 sigma) holds that noise, while a wrong lane or
+#: scale layout misses by about the size of the sums on most elements.
+MX_QUANTIZED = (0.05, 8.0)
+MX_OFFLINE_ARGS = (_mx_words(128, 128, MX_RNG_SEED), _mx_scales(128, 128, MX_RNG_SEED + 1),
+                   _mx_words(128, 512, MX_RNG_SEED + 2), _mx_scales(128, 512, MX_RNG_SEED + 3))
+
+
+def _matmul_mx(stationary_hbm, moving_hbm, **_):
+    return _f(stationary_hbm).T @ _f(moving_hbm)
 
 
 def _bn(tensor):
@@ -104,13 +192,13 @@ CASES: dict[str, Case] = {
     T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_err": case(
         "f32[128,512]", ref=lambda in_tensor: _f(in_tensor)[2 * np.arange(64)]),
     T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_error_negative": case("f32[128,512]"),
-    T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_skip": case("f32[128,512]"),
-    T + "test_nki_isa_dma_copy.py::nki_indirect_store_rmw": case("f32[64,512]"),
-    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err": case("f32[64,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_skip": case("f32[128,512]", ref=_load_every_third),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_store_rmw": case("f32[64,512]", ref=_store_even_rows_added),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err": case("f32[64,512]", ref=_store_even_rows),
     T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err_negative": case("f32[64,512]"),
-    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_skip": case("f32[64,512]"),
-    T + "test_nki_isa_dma_copy.py::nki_dma_copy_swdge": case("f32[64,512]"),
-    T + "test_nki_isa_dma_copy.py::nki_dma_copy_hwdge": case("f32[128,512]"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_skip": case("f32[64,512]", ref=_store_every_third),
+    T + "test_nki_isa_dma_copy.py::nki_dma_copy_swdge": case("f32[64,512]", ref=lambda in_tensor: _f(in_tensor)),
+    T + "test_nki_isa_dma_copy.py::nki_dma_copy_hwdge": case("f32[128,512]", ref=lambda in_tensor: _f(in_tensor)),
     T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_hbm2sb": case("f16[16,128]", ref=lambda a: _t(a)),
     T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_sb2sb": case("f16[16,128]", ref=lambda a: _t(a)),
     T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_hbm2sb_dge_xbar": case("f16[16,128]", ref=lambda a: _t(a)),
@@ -260,11 +348,13 @@ CASES: dict[str, Case] = {
     E + "transpose2d/transpose2d_nki_kernels.py::tensor_transpose2D_kernel_": case(
         np.arange(60, dtype=np.int8).reshape(5, 12), (3, 4), ref=_transpose2d),
     # the MX deep dive: K x M stationary, K x N moving, MX data packed four to a word
-    MX + "kernel_offline_quantized_mx_matmul": case(
-        "u32[128,128]<255", "u8[16,128]<130", "u32[128,512]<255", "u8[16,512]<130", api("nl.float8_e5m2_x4")),
+    MX + "kernel_offline_quantized_mx_matmul": case(*MX_OFFLINE_ARGS, api("nl.float8_e5m2_x4"), ref=_mx_offline),
     MX + "kernel_on_device_quantize_matmul_mx": case(
-        "u32[128,128]<255", "u8[16,128]<130", "bf16[128,2048]", api("nl.float8_e5m2_x4"), api("nl.float8_e5m2_x4")),
-    MX + "kernel_copy_strided_quantize_matmul_mx": case("bf16[128,512]", "bf16[128,2048]", api("nl.float8_e5m2_x4")),
+        *MX_OFFLINE_ARGS[:2], "bf16[128,2048]", api("nl.float8_e5m2_x4"), api("nl.float8_e5m2_x4"),
+        ref=_mx_on_device, tolerance=MX_QUANTIZED),
+    # the unquantized tiles: K x 4 = 512 rows (the kernel's assert), M 128, N 512
+    MX + "kernel_copy_strided_quantize_matmul_mx": case(
+        "bf16[512,128]", "bf16[512,512]", api("nl.float8_e5m2_x4"), ref=_matmul_mx, tolerance=MX_QUANTIZED),
     MX + "kernel_copy_strided_quantize_matmul_mx_packed_scale": case(
-        "bf16[128,512]", "bf16[128,2048]", api("nl.float8_e5m2_x4")),
+        "bf16[512,128]", "bf16[512,512]", api("nl.float8_e5m2_x4"), ref=_matmul_mx, tolerance=MX_QUANTIZED),
 }
