@@ -232,7 +232,8 @@ CASES: dict[str, Case] = {
         ref=lambda a_input, b_input: np.einsum("kli,klj->ij", _f(a_input), _f(b_input))),
     T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle": case(
         "f32[32,128]", ref=lambda in_tensor: _f(in_tensor)[[(i - 1) % 32 for i in range(32)]]),
-    T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle_broadcast_partition": case("f32[1,128]"),
+    T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle_broadcast_partition": case(
+        "f32[1,128]", ref=lambda in_tensor: np.repeat(_f(in_tensor), 32, axis=0)),
     T + "test_nki_isa_nc_stream_shuffle.py::nki_nc_stream_shuffle_broadcast_mask": case(
         "f32[128,128]",
         ref=lambda in_tensor: _f(in_tensor)[[(i - 1) % 32 + j * 32 for j in range(4) for i in range(32)]]),
@@ -253,13 +254,17 @@ CASES: dict[str, Case] = {
         note="values in [0, 1): the test's * 100 kept out"),
     T + "test_nki_isa_reduce.py::nki_reduce": case("f32[128,512]",
                                                    ref=lambda a_tensor: _f(a_tensor).sum(axis=1, keepdims=True)),
-    T + "test_nki_isa_select_reduce.py::nki_select_reduce_basic": case("u8[128,64]<2", "f32[128,64]"),
+    T + "test_nki_isa_select_reduce.py::nki_select_reduce_basic": case(
+        "u8[128,64]<2", "f32[128,64]", ref=lambda predicate_data, on_true_data: np.where(
+            predicate_data != 0, _f(on_true_data), FP32_MIN)),
     T + "test_nki_isa_select_reduce.py::nki_select_reduce_with_reduction": case(
         "u8[128,512]<2", "f32[128,512]", "f32[128,1]",
         ref=lambda predicate_data, on_true_data, on_false_data: (
             np.where(predicate_data != 0, on_true_data, on_false_data),
             np.where(predicate_data != 0, on_true_data, on_false_data).max(axis=1, keepdims=True))),
-    T + "test_nki_isa_select_reduce.py::nki_select_reduce_reverse_pred": case("u8[128,64]<2", "f32[128,64]"),
+    T + "test_nki_isa_select_reduce.py::nki_select_reduce_reverse_pred": case(
+        "u8[128,64]<2", "f32[128,64]", ref=lambda predicate_data, on_true_data: np.where(
+            predicate_data == 0, _f(on_true_data), FP32_MIN)),
     T + "test_nki_isa_sequence_bounds.py::nki_sequence_bounds": case(segment_ids=np.sort(
         np.random.default_rng(0).integers(0, 32, 32)).reshape(1, 32).astype(np.float32)),
     T + "test_nki_isa_tensor_copy.py::nki_tensor_copy": case("f32[8,8]", ref=lambda in_tensor: _f(in_tensor)),
@@ -327,7 +332,8 @@ CASES: dict[str, Case] = {
     E + "getting_started_jax.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
     E + "getting_started_torch.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
     E + "index-case-1.py::tensor_split_kernel_": case(
-        np.arange(20, dtype=np.float32).reshape(4, 5), note="the file's X, Y = 4, 5"),
+        np.arange(20, dtype=np.float32).reshape(4, 5), note="the file's X, Y = 4, 5",
+        ref=lambda in_tensor: (_f(in_tensor)[:, 0::2], _f(in_tensor)[:, 1::2])),
     E + "index-case-3.py::tensor_maxpool_kernel_": case(
         np.arange(72, dtype=np.float32).reshape(2, 6, 6), 2, ref=_maxpool),
     E + "layout-dynamic-loop.py::tensor_exp_kernel_": case("f32[256,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
