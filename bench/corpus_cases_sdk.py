@@ -124,6 +124,16 @@ def _matmul_mx(stationary_hbm, moving_hbm, **_):
     return _f(stationary_hbm).T @ _f(moving_hbm)
 
 
+def _replace_top8(data, imm):
+    """The match-replace tests: each partition's 8 largest values (over its whole free extent,
+    largest first) replaced by ``imm``, and their indices in the flattened row."""
+    x = _f(data).reshape(data.shape[0], -1)
+    idx = np.argsort(-x, axis=-1, kind="stable")[:, :8]
+    out = x.copy()
+    np.put_along_axis(out, idx, np.float32(imm), axis=-1)
+    return out.reshape(data.shape), idx.astype(np.uint32)
+
+
 def _bn(tensor):
     x = _f(tensor)
     return x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
@@ -216,12 +226,14 @@ CASES: dict[str, Case] = {
     T + "test_nki_isa_memset.py::nki_memset": case(ref=lambda: np.full((128, 128), 0.2, np.float32)),
     T + "test_nki_isa_nc_find_index8.py::nki_max_index8": case(),
     T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace8": case(),
-    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8": case("f32[128,512]",
-                                                                                 imm=np.float32("-inf")),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8": case(
+        "f32[128,512]", imm=np.float32("-inf"), ref=lambda in_tensor, imm: _replace_top8(in_tensor, imm)),
     T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_mask": case("f32[128,512]",
                                                                                       imm=np.float32("-inf")),
-    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_3d": case("f32[128,4,4]"),
-    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_3d_inplace": case("f32[128,4,4]"),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_3d": case(
+        "f32[128,4,4]", ref=lambda data_tensor: _replace_top8(data_tensor, 0.0)),
+    T + "test_nki_isa_nc_match_replace8.py::nki_nc_match_replace_indices8_3d_inplace": case(
+        "f32[128,4,4]", ref=lambda data_tensor: _replace_top8(data_tensor, 0.0)),
     T + "test_nki_isa_nc_matmul.py::nki_nc_matmul": case(
         "f32[128,128]", "f32[128,512]", "f32[256,128]", "f32[256,512]", "f32[16,64,64]", "f32[16,64,512]",
         ref=lambda a_tensor, b_tensor, d_tensor, e_tensor, g_tensor, h_tensor: (
