@@ -134,6 +134,18 @@ def _replace_top8(data, imm):
     return out.reshape(data.shape), idx.astype(np.uint32)
 
 
+def _range_select_chained(on_true, bound0, bound1, range_start, **_):
+    """The chaining test: three range selects on the tile (+1 before each but the first), the
+    range starting one tile height further each time; the last selection and the running max."""
+    x = _f(on_true)
+    best = np.full((x.shape[0], 1), -np.inf, np.float32)
+    for i in range(3):
+        column = range_start + i * x.shape[0] + np.arange(x.shape[1])[None, :]
+        selected = np.where((column >= bound0) & (column < bound1), x + i, FP32_MIN)
+        best = np.maximum(best, selected.max(axis=1, keepdims=True))
+    return selected, best
+
+
 def _bn(tensor):
     x = _f(tensor)
     return x.mean(axis=1, keepdims=True), x.var(axis=1, keepdims=True)
@@ -260,7 +272,7 @@ CASES: dict[str, Case] = {
         32, np.float32),
     T + "test_nki_isa_range_select.py::nki_range_select_chaining": case(
         "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 350, np.float32), np.greater_equal, np.less,
-        32),
+        32, ref=_range_select_chained),
     T + "test_nki_isa_reciprocal.py::reciprocal_kernel": case(
         "f32[128,512]", ref=lambda in_tensor: 1.0 / (_f(in_tensor)),
         note="values in [0, 1): the test's * 100 kept out"),
