@@ -57,6 +57,15 @@ def _cross_partition_copy(input_data, src_start_partition, dst_start_partition, 
     return out
 
 
+def _tp_broadcast(src_hbm, src_offset, broadcast_count, src_select_index):
+    """Its test's statement: column ``src_offset`` of the (selected, flattened) source, as one row
+    repeated ``broadcast_count`` times."""
+    x = _f(src_hbm)
+    if src_select_index is not None:
+        x = x[:, src_select_index]
+    return np.repeat(x.reshape(x.shape[0], -1)[:, src_offset][None, :], broadcast_count, axis=0)
+
+
 def _cumsum(x, axis=-1):
     return np.cumsum(_f(x), axis=axis)
 
@@ -239,7 +248,7 @@ CASES: dict[str, Case] = {
         "kernel_test_tensorview_from_tensorview", "kernel_test_chained_ops_on_tensorview_input")},
     VIEW + "kernel_test_view_ops": case("0:f32[128,64]", (128, 64), "sbuf", (), (128, 64), (64, 1), 0),
     VIEW + "kernel_dynamic_ops": case("f32[128,64]", "i32[1,1]<4", "i32[128,1]<4", (), (128, 64)),
-    TEST + "core/utils/test_tp_broadcast.py::tp_broadcast_hbm": case("f32[3,8,11]", 1, 2, 4),
+    TEST + "core/utils/test_tp_broadcast.py::tp_broadcast_hbm": case("f32[3,8,11]", 1, 2, 4, ref=_tp_broadcast),
     COLL + "all_reduce_hbm_kernel": case("f32[2,3]", RANKS),
     COLL + "all_gather_hbm_kernel": case("f32[2,3]", RANKS, 2),
     COLL + "reduce_scatter_hbm_kernel": case("f32[2,3]", RANKS, 2),
