@@ -263,7 +263,8 @@ def _known_slot(replace: str, tasks: bool) -> None:
 
 
 @click.command("fuzz")
-@click.option("--examples", type=click.IntRange(min=1), default=500, show_default=True, help="Programs to generate.")
+@click.option("--examples", type=click.IntRange(min=1, max=10**9), default=500, show_default=True,
+              help="Programs to generate (at most 10**9: a larger count is refused before any work).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the whole run.")
 @click.option("--pass", "user_pass", metavar="MODULE:FUNCTION",
               help="Your pass: a pass object or class, or fn(program) -> program; appended to the pipeline. "
