@@ -75,7 +75,8 @@ def _line(inst: Instruction, tensors: dict[str, Tensor], indent: str, widths: tu
         for access in group:
             parts.append(f"{prefix} {describe_access(tensors[access.tensor], access)}")
     if inst.attrs:
-        parts.append("{" + ", ".join(f"{printable(str(k))}={printable(_attr_text(v))}" for k, v in inst.attrs.items()) + "}")
+        pairs = ", ".join(f"{printable(str(k))}={printable(_attr_text(v))}" for k, v in inst.attrs.items())
+        parts.append("{" + pairs + "}")
     deps = _deps(inst)
     if deps:
         parts.append(deps)

@@ -38,7 +38,8 @@ from neuronsim.machine.ir import extensions as ext
 from neuronsim.machine.model.optable import OP_TABLE
 from neuronsim.machine.model.presets import resolve_machine
 
-__all__ = ["FORMAT", "load_program", "loads_program", "parse_program", "save_program", "dumps_program", "program_to_json"]
+__all__ = ["FORMAT", "load_program", "loads_program", "parse_program", "save_program", "dumps_program",
+           "program_to_json"]
 
 FORMAT = "neuronsim.program/1"
 
@@ -62,7 +63,8 @@ def _obj(value: Any, path: str, allowed: set[str], what: str) -> dict[str, Any]:
         raise ProgramError(path, f"expected {what} (a JSON object), got {type(value).__name__}")
     for key in value:
         if key not in allowed and not key.startswith("x-"):
-            raise ProgramError(join_path(path, key), f"unknown key in {what}; expected one of {sorted(allowed)} or an 'x-' extension")
+            raise ProgramError(join_path(path, key),
+                               f"unknown key in {what}; expected one of {sorted(allowed)} or an 'x-' extension")
     return value
 
 
@@ -143,7 +145,8 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
                                  "'dram', 'sbuf' or 'psum'")]
     dtype = _choice(raw.get("dtype"), DTYPES, join_path(path, "dtype"), "dtype")
     shape_path = join_path(path, "shape")
-    shape = tuple(_int(d, join_path(shape_path, i), minimum=1) for i, d in enumerate(_list(raw.get("shape"), shape_path)))
+    shape = tuple(_int(d, join_path(shape_path, i), minimum=1)
+                  for i, d in enumerate(_list(raw.get("shape"), shape_path)))
     if not shape:
         raise ProgramError(shape_path, "expected at least one dimension")
 
@@ -157,7 +160,8 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
     }[memory]
     for key in forbidden:
         if key in raw:
-            what = "applies to dram tensors only" if key == "role" else f"is not a placement key of a {raw['memory']} tensor"
+            what = ("applies to dram tensors only" if key == "role"
+                    else f"is not a placement key of a {raw['memory']} tensor")
             raise ProgramError(join_path(path, key), what)
     role = raw.get("role", "internal")
     if not isinstance(role, str) or role not in _ROLES:
@@ -167,18 +171,23 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
     alias = None if "alias" not in raw else check_name(raw["alias"], join_path(path, "alias"))
     if memory == MemoryKind.SBUF and (partition is None) != (offset is None):
         missing = "offset" if offset is None else "partition"
-        raise ProgramError(join_path(path, missing), "partial placement: an sbuf tensor needs both 'partition' and 'offset', or neither")
+        raise ProgramError(join_path(path, missing),
+                           "partial placement: an sbuf tensor needs both 'partition' and 'offset', or neither")
     if memory == MemoryKind.PSUM:
         if (partition is None) != (bank is None) or (offset is not None and bank is None):
             missing = "bank" if bank is None else "partition"
-            raise ProgramError(join_path(path, missing), "partial placement: a psum tensor needs 'partition' and 'bank' (offset defaults to 0), or none of them")
+            raise ProgramError(join_path(path, missing),
+                               "partial placement: a psum tensor needs 'partition' and 'bank' (offset defaults to 0), "
+                               "or none of them")
         if bank is not None and offset is None:
             offset = 0
     if memory == MemoryKind.DRAM and address is not None and alias is not None:
         raise ProgramError(join_path(path, "alias"), "a dram tensor has exactly one of 'address' and 'alias'")
     rotation = ext.parse_rotation(raw, path)
-    if rotation is not None and ((memory == MemoryKind.DRAM and address is None) or (memory != MemoryKind.DRAM and partition is None)):
-        raise ProgramError(join_path(path, "x-rotate"), "only a placed tensor rotates (an alias-group or virtual tensor has no address to rotate)")
+    unplaced = (memory == MemoryKind.DRAM and address is None) or (memory != MemoryKind.DRAM and partition is None)
+    if rotation is not None and unplaced:
+        raise ProgramError(join_path(path, "x-rotate"),
+                           "only a placed tensor rotates (an alias-group or virtual tensor has no address to rotate)")
     return Tensor(name, memory, dtype, shape, partition, offset, bank, address, alias, role,
                   _extras(raw, ext.TENSOR_KEYS), rotation)
 
@@ -222,7 +231,8 @@ def _parse_access(raw: Any, path: str) -> Access:
             raise ProgramError(join_path(path, "pattern"), "an access with 'per_iteration' must give its 'pattern'")
     partition_steps = ext.parse_partition_steps(raw, path)
     if partition_steps and pattern is None:
-        raise ProgramError(join_path(path, "pattern"), "an access with 'x-partitions_per_iteration' must give its 'pattern'")
+        raise ProgramError(join_path(path, "pattern"),
+                           "an access with 'x-partitions_per_iteration' must give its 'pattern'")
     return Access(tensor, partitions, offset, pattern, per_iteration, _extras(raw, ext.ACCESS_KEYS), partition_steps)
 
 
@@ -235,7 +245,8 @@ def _parse_deps(raw: Any, path: str) -> tuple[Dep, ...]:
         on = check_name(item.get("on"), join_path(ipath, "on"))
         kind_name = item.get("kind", "ordered")
         if not isinstance(kind_name, str) or kind_name not in ("flow", "anti", "output", "ordered"):
-            raise ProgramError(join_path(ipath, "kind"), f"expected 'flow', 'anti', 'output' or 'ordered', got {_show(kind_name)}")
+            raise ProgramError(join_path(ipath, "kind"),
+                               f"expected 'flow', 'anti', 'output' or 'ordered', got {_show(kind_name)}")
         lc = item.get("loop_carried", False)
         if not isinstance(lc, bool):
             raise ProgramError(join_path(ipath, "loop_carried"), "expected true or false")
@@ -273,9 +284,12 @@ def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
         queue = _choice(raw.get("queue", "dma0"), tuple(f"dma{i}" for i in range(nqueues)), join_path(path, "queue"),
                         "DMA queue")
     elif "queue" in raw:
-        raise ProgramError(join_path(path, "queue"), f"only DMA ops (op names starting with 'dma') have a queue; {op!r} is not one")
-    reads = tuple(_parse_access(a, join_path(join_path(path, "reads"), i)) for i, a in enumerate(_list(raw.get("reads", []), join_path(path, "reads"))))
-    writes = tuple(_parse_access(a, join_path(join_path(path, "writes"), i)) for i, a in enumerate(_list(raw.get("writes", []), join_path(path, "writes"))))
+        raise ProgramError(join_path(path, "queue"),
+                           f"only DMA ops (op names starting with 'dma') have a queue; {op!r} is not one")
+    reads = tuple(_parse_access(a, join_path(join_path(path, "reads"), i))
+                  for i, a in enumerate(_list(raw.get("reads", []), join_path(path, "reads"))))
+    writes = tuple(_parse_access(a, join_path(join_path(path, "writes"), i))
+                   for i, a in enumerate(_list(raw.get("writes", []), join_path(path, "writes"))))
     attrs = raw.get("attrs", {})
     if not isinstance(attrs, dict):
         raise ProgramError(join_path(path, "attrs"), "expected an object")
@@ -378,7 +392,8 @@ def _access_json(a: Access) -> dict[str, Any]:
 
 def _node_json(node: Node) -> dict[str, Any]:
     if isinstance(node, Loop):
-        out: dict[str, Any] = {"loop": node.name, "trip_count": node.trip_count, "body": [_node_json(n) for n in node.body]}
+        out: dict[str, Any] = {"loop": node.name, "trip_count": node.trip_count,
+                               "body": [_node_json(n) for n in node.body]}
         out.update(node.extras)
         return out
     out = {"name": node.name, "engine": node.engine, "op": node.op}

@@ -27,27 +27,39 @@ def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
     if tensor.memory != MemoryKind.DRAM:
         limit = spec.sbuf_partitions
         if tensor.shape[0] > limit:
-            raise ProgramError(join_path(join_path(path, "shape"), 0), f"{tensor.shape[0]} partitions; at most {limit} exist")
+            raise ProgramError(join_path(join_path(path, "shape"), 0),
+                               f"{tensor.shape[0]} partitions; at most {limit} exist")
         if tensor.partition is not None and tensor.partition + tensor.shape[0] > limit:
-            raise ProgramError(join_path(path, "partition"), f"partitions [{tensor.partition}, {tensor.partition + tensor.shape[0]}) run past partition {limit}")
+            raise ProgramError(join_path(path, "partition"),
+                               f"partitions [{tensor.partition}, {tensor.partition + tensor.shape[0]}) run past "
+                               f"partition {limit}")
     nbytes = tensor.bytes_per_partition
     if tensor.memory == MemoryKind.SBUF:
         if nbytes > spec.sbuf_partition_bytes:
-            raise ProgramError(join_path(path, "shape"), f"{nbytes} bytes per partition; an SBUF partition holds {spec.sbuf_partition_bytes}")
+            raise ProgramError(join_path(path, "shape"),
+                               f"{nbytes} bytes per partition; an SBUF partition holds {spec.sbuf_partition_bytes}")
         if tensor.offset is not None and tensor.offset + nbytes > spec.sbuf_partition_bytes:
-            raise ProgramError(join_path(path, "offset"), f"bytes [{tensor.offset}, {tensor.offset + nbytes}) overlap the end of SBUF ({spec.sbuf_partition_bytes} bytes per partition)")
+            raise ProgramError(join_path(path, "offset"),
+                               f"bytes [{tensor.offset}, {tensor.offset + nbytes}) overlap the end of SBUF "
+                               f"({spec.sbuf_partition_bytes} bytes per partition)")
     elif tensor.memory == MemoryKind.PSUM:
         if nbytes > spec.psum_bank_bytes:
-            raise ProgramError(join_path(path, "shape"), f"{nbytes} bytes per partition; a PSUM tensor must fit one {spec.psum_bank_bytes}-byte bank")
+            raise ProgramError(join_path(path, "shape"),
+                               f"{nbytes} bytes per partition; a PSUM tensor must fit one "
+                               f"{spec.psum_bank_bytes}-byte bank")
         if tensor.bank is not None:
             if tensor.bank >= spec.psum_banks:
                 raise ProgramError(join_path(path, "bank"), f"bank {tensor.bank}; banks are 0..{spec.psum_banks - 1}")
             if (tensor.offset or 0) + nbytes > spec.psum_bank_bytes:
-                raise ProgramError(join_path(path, "offset"), f"bytes [{tensor.offset}, {(tensor.offset or 0) + nbytes}) cross the end of bank {tensor.bank} ({spec.psum_bank_bytes} bytes)")
+                raise ProgramError(join_path(path, "offset"),
+                                   f"bytes [{tensor.offset}, {(tensor.offset or 0) + nbytes}) cross the end of bank "
+                                   f"{tensor.bank} ({spec.psum_bank_bytes} bytes)")
     elif nbytes > spec.dram_bytes:
         raise ProgramError(join_path(path, "shape"), f"{nbytes} bytes; the DRAM of {spec.name} holds {spec.dram_bytes}")
     elif tensor.address is not None and tensor.address + nbytes > spec.dram_bytes:
-        raise ProgramError(join_path(path, "address"), f"bytes [{tensor.address}, {tensor.address + nbytes}) run past the end of DRAM ({spec.dram_bytes} bytes)")
+        raise ProgramError(join_path(path, "address"),
+                           f"bytes [{tensor.address}, {tensor.address + nbytes}) run past the end of DRAM "
+                           f"({spec.dram_bytes} bytes)")
     if tensor.rotate is not None:
         _check_rotation(tensor, spec, join_path(path, "x-rotate"))
 
@@ -60,15 +72,19 @@ def _check_rotation(tensor: Tensor, spec: MachineSpec, path: str) -> None:
     first = tensor.byte_base
     end = first + span + nbytes
     if tensor.memory == MemoryKind.SBUF and end > spec.sbuf_partition_bytes:
-        raise ProgramError(path, f"slot {rot.slots - 1} ends at byte {end}; an SBUF partition holds {spec.sbuf_partition_bytes}")
+        raise ProgramError(path,
+                           f"slot {rot.slots - 1} ends at byte {end}; an SBUF partition holds "
+                           f"{spec.sbuf_partition_bytes}")
     if tensor.memory == MemoryKind.DRAM and end > spec.dram_bytes:
-        raise ProgramError(path, f"slot {rot.slots - 1} ends at address {end}, past the end of DRAM ({spec.dram_bytes} bytes)")
+        raise ProgramError(path, f"slot {rot.slots - 1} ends at address {end}, past the end of DRAM "
+                                 f"({spec.dram_bytes} bytes)")
     if tensor.memory == MemoryKind.PSUM:
         bank_bytes = spec.psum_bank_bytes
         for slot in range(rot.slots):
             lo = first + slot * rot.stride
             if lo // bank_bytes != (lo + nbytes - 1) // bank_bytes or lo + nbytes > spec.psum_banks * bank_bytes:
-                raise ProgramError(path, f"slot {slot} (bytes [{lo}, {lo + nbytes}) of the partition) crosses a PSUM bank "
+                raise ProgramError(path,
+                                   f"slot {slot} (bytes [{lo}, {lo + nbytes}) of the partition) crosses a PSUM bank "
                                    f"boundary or the end of PSUM; a PSUM tensor must fit one {bank_bytes}-byte bank")
 
 
@@ -78,9 +94,11 @@ def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: 
                         ("x-partitions_per_iteration", access.partitions_per_iteration)):
         for loop_name, _shift in shifts:
             if loop_name not in loops:
-                raise ProgramError(join_path(join_path(path, key), loop_name), "this loop does not enclose the instruction")
+                raise ProgramError(join_path(join_path(path, key), loop_name),
+                                   "this loop does not enclose the instruction")
     if tensor.rotate is not None and tensor.rotate.loop not in loops:
-        raise ProgramError(join_path(path, "tensor"), f"tensor {tensor.name!r} rotates with loop {tensor.rotate.loop!r}, "
+        raise ProgramError(join_path(path, "tensor"),
+                           f"tensor {tensor.name!r} rotates with loop {tensor.rotate.loop!r}, "
                            "which does not enclose this instruction")
     offset = access.offset or 0
     size = tensor.free_elements
@@ -101,7 +119,9 @@ def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: 
             where = "offset" if offset >= size else "pattern"
         else:
             where = "per_iteration"
-        raise ProgramError(join_path(path, where), f"footprint reaches elements [{lowest}, {highest}] in some instance; tensor {tensor.name!r} has elements [0, {size - 1}]")
+        raise ProgramError(join_path(path, where),
+                           f"footprint reaches elements [{lowest}, {highest}] in some instance; tensor {tensor.name!r} "
+                           f"has elements [0, {size - 1}]")
     if tensor.memory == MemoryKind.DRAM:
         for key, present in (("partitions", access.partitions is not None),
                              ("x-partitions_per_iteration", bool(access.partitions_per_iteration))):
@@ -115,8 +135,10 @@ def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: 
             first, last = first + min(0, moved), last + max(0, moved)
         if first < 0 or last >= tensor.shape[0]:
             if not access.partitions_per_iteration:
-                raise ProgramError(join_path(path, "partitions"), f"reaches partition {last} of a tensor with {tensor.shape[0]}")
-            raise ProgramError(join_path(path, "x-partitions_per_iteration"), f"reaches partitions [{first}, {last}] in "
+                raise ProgramError(join_path(path, "partitions"),
+                                   f"reaches partition {last} of a tensor with {tensor.shape[0]}")
+            raise ProgramError(join_path(path, "x-partitions_per_iteration"),
+                               f"reaches partitions [{first}, {last}] in "
                                f"some instance; tensor {tensor.name!r} has partitions [0, {tensor.shape[0] - 1}]")
 
 
@@ -192,7 +214,8 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
     """Op table, attributes and hardware constraints of one instruction."""
     table = op_spec(inst.op)
     if inst.engine not in table.engines:
-        raise ProgramError(join_path(path, "engine"), f"op {inst.op!r} cannot run on {inst.engine!r}; it runs on {list(table.engines)}")
+        raise ProgramError(join_path(path, "engine"),
+                           f"op {inst.op!r} cannot run on {inst.engine!r}; it runs on {list(table.engines)}")
     for key, (lo, hi), group in (("reads", table.reads, inst.reads), ("writes", table.writes, inst.writes)):
         if not lo <= len(group) <= hi:
             raise ProgramError(join_path(path, key), f"op {inst.op!r} takes {lo}..{hi} {key}, got {len(group)}")
@@ -202,7 +225,9 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
                 continue
             check = table.attr_validator(key)
             if check is None:
-                raise ProgramError(join_path(join_path(path, "attrs"), key), f"unknown attribute of op {inst.op!r}; expected one of {sorted(table.attrs) + ['cycles']}")
+                raise ProgramError(join_path(join_path(path, "attrs"), key),
+                                   f"unknown attribute of op {inst.op!r}; expected one of "
+                                   f"{sorted(table.attrs) + ['cycles']}")
             if not check(value):
                 shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
                 raise ProgramError(join_path(join_path(path, "attrs"), key), f"expected {check.__doc__}, got {shown}")
@@ -220,7 +245,8 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
                     raise ProgramError(join_path(apath, "tensor"), "DMA ops never touch PSUM")
                 continue
             if mem == MemoryKind.DRAM:
-                raise ProgramError(join_path(apath, "tensor"), f"only DMA ops touch DRAM; {inst.op!r} on {inst.engine!r} is a compute op")
+                raise ProgramError(join_path(apath, "tensor"),
+                                   f"only DMA ops touch DRAM; {inst.op!r} on {inst.engine!r} is a compute op")
             if inst.engine == "pool" and mem == MemoryKind.PSUM:
                 raise ProgramError(join_path(apath, "tensor"), "POOL never touches PSUM")
             if inst.engine == "pe":
@@ -235,11 +261,15 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
                 first = tensor.partition + start
                 span = (count - 1) * step + 1
                 if not _partition_start_ok(first, span):
-                    raise ProgramError(join_path(apath, "partitions"), f"an access spanning {span} partitions cannot start at partition {first} (over 64: start 0; 33-64: 0 or 64; up to 32: a multiple of 32)")
+                    raise ProgramError(join_path(apath, "partitions"),
+                                       f"an access spanning {span} partitions cannot start at partition {first} (over "
+                                       "64: start 0; 33-64: 0 or 64; up to 32: a multiple of 32)")
     if inst.engine == "pe":
         for i, access in enumerate(inst.reads):
             if tensors[access.tensor].memory == MemoryKind.PSUM and access.tensor not in psum_writes:
-                raise ProgramError(join_path(join_path(path, "reads"), i), "PE reads SBUF, plus only the PSUM tile it accumulates into (a tensor it also writes)")
+                raise ProgramError(join_path(join_path(path, "reads"), i),
+                                   "PE reads SBUF, plus only the PSUM tile it accumulates into (a tensor it also "
+                                   "writes)")
     if inst.op == "tensor_tensor" and psum_reads > 1:
         raise ProgramError(join_path(path, "reads"), "tensor_tensor reads at most one PSUM operand")
     check_op_rules(inst, tensors, path)
@@ -248,10 +278,12 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
     if inst.is_dma:
         dge = inst.attrs.get("dge", "none")
         if dge == "swdge" and inst.engine != "pool":
-            raise ProgramError(join_path(path, "engine"), "software DGE descriptors are generated by POOL; trigger a 'swdge' DMA from 'pool'")
+            raise ProgramError(join_path(path, "engine"),
+                               "software DGE descriptors are generated by POOL; trigger a 'swdge' DMA from 'pool'")
         if dge == "hwdge":
             if not spec.has_hwdge:
-                raise ProgramError(join_path(join_path(path, "attrs"), "dge"), f"hardware DGE does not exist on {spec.name}")
+                raise ProgramError(join_path(join_path(path, "attrs"), "dge"),
+                                   f"hardware DGE does not exist on {spec.name}")
             if inst.engine not in ("sp", "act"):
                 raise ProgramError(join_path(path, "engine"), "hardware DGE is commanded by SP or ACT")
 
@@ -300,7 +332,8 @@ def validate_program(program: Program, spec: MachineSpec | None = None) -> None:
             npath = join_path(path, i)
             if node.name in where:
                 key = "loop" if isinstance(node, Loop) else "name"
-                raise ProgramError(join_path(npath, key), f"duplicate name {node.name!r} (first at {where[node.name][0]})")
+                raise ProgramError(join_path(npath, key),
+                                   f"duplicate name {node.name!r} (first at {where[node.name][0]})")
             where[node.name] = (npath, (*pos, i), loops, isinstance(node, Loop))
             if isinstance(node, Loop):
                 collect(node.body, join_path(npath, "body"), (*pos, i), (*loops, node))
@@ -337,14 +370,20 @@ def _check_dep(name: str, dep, where, path: str) -> None:
     for loop_name, _lo, hi in dep.iterations:
         loop = next((lp for lp in loops_y if lp.name == loop_name), None)
         if loop is None:
-            raise ProgramError(join_path(join_path(path, "x-iterations"), loop_name), f"loop {loop_name!r} does not enclose {name!r}")
+            raise ProgramError(join_path(join_path(path, "x-iterations"), loop_name),
+                               f"loop {loop_name!r} does not enclose {name!r}")
         if hi > loop.trip_count:
-            raise ProgramError(join_path(join_path(path, "x-iterations"), loop_name), f"range ends at {hi}; loop {loop_name!r} has {loop.trip_count} iterations")
+            raise ProgramError(join_path(join_path(path, "x-iterations"), loop_name),
+                               f"range ends at {hi}; loop {loop_name!r} has {loop.trip_count} iterations")
     if dep.loop_carried:
         if common == 0:
-            raise ProgramError(join_path(path, "loop_carried"), f"a loop-carried dep needs a loop enclosing both {name!r} and {dep.on!r}")
+            raise ProgramError(join_path(path, "loop_carried"),
+                               f"a loop-carried dep needs a loop enclosing both {name!r} and {dep.on!r}")
         return
     if dep.on == name:
-        raise ProgramError(join_path(path, "on"), "an instruction cannot wait on its own instance; did you mean loop_carried?")
+        raise ProgramError(join_path(path, "on"),
+                           "an instruction cannot wait on its own instance; did you mean loop_carried?")
     if pos_b[common] > pos_y[common]:
-        raise ProgramError(join_path(path, "on"), f"{dep.on!r} comes later in program order: a wait on a later instance (make it loop_carried to wait on the previous iteration)")
+        raise ProgramError(join_path(path, "on"),
+                           f"{dep.on!r} comes later in program order: a wait on a later instance (make it loop_carried "
+                           "to wait on the previous iteration)")

@@ -119,7 +119,8 @@ def loads_strict(text: str) -> Any:
     number beyond a double and an integer of more digits than Python converts are located
     ProgramErrors, as is any malformed JSON (line and column)."""
     try:
-        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant, parse_float=_finite_float)
+        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant,
+                          parse_float=_finite_float)
     except ProgramError:
         raise
     except json.JSONDecodeError as err:

@@ -7,8 +7,9 @@ line that made it::
 
 ``indices`` holds the values of the (unrolled) loop variables at that point; for a loop the
 program keeps, the variable names the loop instead (``{"i": "i"}``) and an instance fills in its
-own index; ``"i+1"`` names a loop whose first iteration was peeled off (its index plus one).  Reports name instructions by this location when they have it, by their name when
-they do not (programs written by hand print as before).
+own index; ``"i+1"`` names a loop whose first iteration was peeled off (its index plus one).
+Reports name instructions by this location when they have it, by their name when they do not
+(programs written by hand print as before).
 
 >>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
 >>> inst = Instruction("mm", "pe", "matmul", extras={"x-source": {"file": "attention.py", "line": 88,

@@ -169,13 +169,15 @@ class TaskBuilder:
         shape, offset = tuple(as_expr(n) for n in shape), tuple(as_expr(o) for o in offset)
         view = None
         if valid_shape is not None or pad is not None:
-            view = TensorView(valid_shape=None if valid_shape is None else tuple(as_expr(v) for v in valid_shape), pad=pad)
+            view = TensorView(valid_shape=None if valid_shape is None else tuple(as_expr(v) for v in valid_shape),
+                              pad=pad)
         var = self._fresh(f"{source.name}_s", name)
         self._emit(Slice(var, source.name, shape, offset, view))
         self._types[var] = TensorType(shape, self._types[source.name].dtype)
         return TensorRef(self, var)
 
-    def assemble(self, base: TensorRef, value: TensorRef, offset: Sequence[Any], *, name: str | None = None) -> TensorRef:
+    def assemble(self, base: TensorRef, value: TensorRef, offset: Sequence[Any], *,
+                 name: str | None = None) -> TensorRef:
         var = self._fresh(f"{base.name}_a", name)
         self._emit(Assemble(var, base.name, value.name, tuple(as_expr(o) for o in offset)))
         self._types[var] = self._types[base.name]
@@ -239,7 +241,8 @@ class TaskBuilder:
                 marked.append(i)
                 a = a.tensor
             operands.append(a.name if isinstance(a, TensorRef) else as_expr(a))
-        out_names = tuple(outputs) if outputs is not None else tuple(self._fresh(f"{label}_{r}", numbered=False) for r in k.returns)
+        out_names = (tuple(outputs) if outputs is not None
+                     else tuple(self._fresh(f"{label}_{r}", numbered=False) for r in k.returns))
         for n in outputs or ():
             self._fresh(n, n)
         tid = self._fresh(f"{label}_tid", task_id, numbered=False) if submit else None

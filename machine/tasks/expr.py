@@ -32,7 +32,8 @@ from typing import Union
 
 from neuronsim.machine.ir.errors import ProgramError
 
-__all__ = ["Sym", "Op", "ScalarExpr", "parse_expr", "render", "evaluate", "free_names", "is_static", "fold", "BINARY_OPS", "INT64_RANGE"]
+__all__ = ["Sym", "Op", "ScalarExpr", "parse_expr", "render", "evaluate", "free_names", "is_static", "fold",
+           "BINARY_OPS", "INT64_RANGE"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -334,7 +334,8 @@ def parse_tasks(doc: Any, *, validate: bool = True) -> TaskProgram:
     kernels_raw = o.need("kernels")
     if not isinstance(kernels_raw, dict):
         raise ProgramError("kernels", "expected an object mapping kernel names to kernels")
-    kernels = {_name(k, join_path("kernels", k)): _kernel(k, v, join_path("kernels", k)) for k, v in kernels_raw.items()}
+    kernels = {_name(k, join_path("kernels", k)): _kernel(k, v, join_path("kernels", k))
+               for k, v in kernels_raw.items()}
     f = _Obj(o.need("function"), "function", {"name", "auto_scope", "params", "body", "compiler_manual_layer"},
              "the orchestration function")
     params = tuple(_param(v, p) for p, v in f.items("params", []))

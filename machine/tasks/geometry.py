@@ -208,7 +208,8 @@ def covers(outer: Region, inner: Region) -> bool:
     if _same_layout(outer, inner):
         extent = tuple(max(x + n, y + m) for x, n, y, m in zip(outer.start, outer.shape, inner.start, inner.shape))
         if is_injective(extent, outer.strides) and all(outer.strides):
-            return all(x <= y and y + m <= x + n for x, n, y, m in zip(outer.start, outer.shape, inner.start, inner.shape))
+            return all(x <= y and y + m <= x + n
+                       for x, n, y, m in zip(outer.start, outer.shape, inner.start, inner.shape))
     runs = inner.byte_runs()
     shared = intersect_intervals(runs, outer.byte_runs())
     return sum(hi - lo for lo, hi in shared) == sum(hi - lo for lo, hi in runs)
@@ -254,7 +255,8 @@ def root_region(instance: Hashable, t, scalars: Mapping[str, int]) -> Region:
 def byte_ranges_may_overlap(a_offset: int | None, a_size: int, b_offset: int | None, b_size: int) -> bool:
     """MemRef placement test: two ranges of one allocation; ``None`` is a symbolic offset (may be anywhere).
 
-    >>> byte_ranges_may_overlap(0, 64, 64, 64), byte_ranges_may_overlap(0, 65, 64, 64), byte_ranges_may_overlap(None, 1, 900, 1)
+    >>> (byte_ranges_may_overlap(0, 64, 64, 64), byte_ranges_may_overlap(0, 65, 64, 64),
+    ...  byte_ranges_may_overlap(None, 1, 900, 1))
     (False, True, True)
     """
     if a_offset is None or b_offset is None:

@@ -92,7 +92,8 @@ class _Checker:
 
     def label(self, name: str, what: str, path: str) -> None:
         if name in self.labels:
-            raise ProgramError(path, f"duplicate label '{name}' (calls, loops and named ifs / scopes need distinct names)")
+            raise ProgramError(path,
+                               f"duplicate label '{name}' (calls, loops and named ifs / scopes need distinct names)")
         self.labels[name] = what
 
     def use(self, name: str, path: str, *kinds: str) -> str:
@@ -135,14 +136,16 @@ class _Checker:
             if all(isinstance(n, int) for n in t.shape):
                 need = itemsize(t.dtype) * span_elements(tuple(t.shape), view_strides(tuple(t.shape), t.view))  # type: ignore[arg-type]
                 if t.memref.size < need:
-                    raise ProgramError(join_path(mpath, "size"), f"{t.memref.size} bytes cannot hold the tensor ({need} bytes)")
+                    raise ProgramError(join_path(mpath, "size"),
+                                       f"{t.memref.size} bytes cannot hold the tensor ({need} bytes)")
 
     def check_view(self, view: TensorView, shape: tuple, path: str) -> None:
         if view.layout == "dn" and len(shape) < 2:
             raise ProgramError(join_path(path, "layout"), "a 'dn' layout needs at least two dimensions")
         for key, values in (("strides", view.strides), ("valid_shape", view.valid_shape)):
             if values is not None and len(values) != len(shape):
-                raise ProgramError(join_path(path, key), f"expected {len(shape)} values (one per dimension), got {len(values)}")
+                raise ProgramError(join_path(path, key),
+                                   f"expected {len(shape)} values (one per dimension), got {len(values)}")
         for i, v in enumerate(view.valid_shape or ()):
             self.expr(v, join_path(join_path(path, "valid_shape"), i))
             if isinstance(v, int) and isinstance(shape[i], int) and not 0 <= v <= shape[i]:
@@ -153,7 +156,8 @@ class _Checker:
         parent = self.types[source]
         for key, values in (("shape", shape), ("offset", offset)):
             if len(values) != len(parent.shape):
-                raise ProgramError(join_path(path, key), f"'{source}' has {len(parent.shape)} dimensions, got {len(values)} values")
+                raise ProgramError(join_path(path, key),
+                                   f"'{source}' has {len(parent.shape)} dimensions, got {len(values)} values")
             for i, v in enumerate(values):
                 if not isinstance(v, int):  # a constant names nothing (and its path would cost a string)
                     self.expr(v, join_path(join_path(path, key), i))
@@ -238,7 +242,8 @@ class _Checker:
     def carried(self, s: For | While, path: str) -> tuple[tuple[IterArg, ...], list]:
         args, defs = [], []
         for i, a in enumerate(s.iter_args):
-            init, kind = self.operand(a.init, join_path(join_path(join_path(path, "iter_args"), i), "init"), TENSOR, TASK, SCALAR)
+            init, kind = self.operand(a.init, join_path(join_path(join_path(path, "iter_args"), i), "init"), TENSOR,
+                                      TASK, SCALAR)
             args.append(IterArg(a.name, init))
             defs.append((a.name, kind, self.types.get(init) if isinstance(init, str) else None))
         return tuple(args), defs
@@ -290,7 +295,8 @@ class _Checker:
             self.scopes.append(set())
             sides.append(self.body(body, join_path(path, key), manual=manual, loops=loops))
             if len(values) != len(s.returns):
-                raise ProgramError(join_path(path, f"{key}_yield"), f"expected {len(s.returns)} values (one per return var), got {len(values)}")
+                raise ProgramError(join_path(path, f"{key}_yield"),
+                                   f"expected {len(s.returns)} values (one per return var), got {len(values)}")
             resolved = [self.operand(v, join_path(join_path(path, f"{key}_yield"), i), TENSOR, TASK, SCALAR)
                         for i, v in enumerate(values)]
             self.scopes.pop()
@@ -298,10 +304,12 @@ class _Checker:
         if yielded and len(yielded) == 2:
             for i, ((_, k1), (_, k2)) in enumerate(zip(*yielded)):
                 if k1 != k2:
-                    raise ProgramError(join_path(join_path(path, "else_yield"), i), f"yields a {k2} where 'then' yields a {k1}")
+                    raise ProgramError(join_path(join_path(path, "else_yield"), i),
+                                       f"yields a {k2} where 'then' yields a {k1}")
         for i, name in enumerate(s.returns):
             value, kind = yielded[0][i]
-            self.define(name, kind, join_path(path, "returns"), self.types.get(value) if isinstance(value, str) else None)
+            self.define(name, kind, join_path(path, "returns"),
+                        self.types.get(value) if isinstance(value, str) else None)
         return replace(s, then_body=sides[0], else_body=sides[1],
                        then_yields=tuple(v for v, _ in yielded[0]) if yielded else (),
                        else_yields=tuple(v for v, _ in yielded[1]) if len(yielded) > 1 else ())
@@ -311,9 +319,11 @@ class _Checker:
         kernel = self.program.kernels.get(c.kernel)
         key = "submit" if c.submit else "call"
         if kernel is None:
-            raise ProgramError(join_path(path, key), f"unknown kernel '{c.kernel}'; expected one of {sorted(self.program.kernels)}")
+            raise ProgramError(join_path(path, key),
+                               f"unknown kernel '{c.kernel}'; expected one of {sorted(self.program.kernels)}")
         if len(c.args) != len(kernel.params):
-            raise ProgramError(join_path(path, "args"), f"kernel '{c.kernel}' takes {len(kernel.params)} arguments, got {len(c.args)}")
+            raise ProgramError(join_path(path, "args"),
+                               f"kernel '{c.kernel}' takes {len(kernel.params)} arguments, got {len(c.args)}")
         args = []
         args_path = join_path(path, "args")
         for i, (a, p) in enumerate(zip(c.args, kernel.params)):
@@ -321,7 +331,8 @@ class _Checker:
             args.append(self.operand(a, join_path(args_path, i), want)[0])
         if c.directions is not None:
             if len(c.directions) != len(c.args):
-                raise ProgramError(join_path(path, "directions"), f"expected {len(c.args)} directions (one per argument), got {len(c.directions)}")
+                raise ProgramError(join_path(path, "directions"),
+                                   f"expected {len(c.args)} directions (one per argument), got {len(c.directions)}")
             for i, (d, p) in enumerate(zip(c.directions, kernel.params)):
                 if d not in ALLOWED_DIRECTIONS[p.direction]:
                     raise ProgramError(join_path(join_path(path, "directions"), i),
@@ -329,14 +340,17 @@ class _Checker:
                                        f"expected one of {sorted(x.value for x in ALLOWED_DIRECTIONS[p.direction])}")
         for i, index in enumerate(c.no_dep):
             if index >= len(c.args) or kernel.params[index].direction == ParamDirection.SCALAR:
-                raise ProgramError(join_path(join_path(path, "no_dep"), i), f"argument {index} is not a tensor argument")
+                raise ProgramError(join_path(join_path(path, "no_dep"), i),
+                                   f"argument {index} is not a tensor argument")
         for i, dep in enumerate(c.deps):
             self.use(dep, join_path(join_path(path, "deps"), i), TASK, ARRAY)
         if c.outputs and len(c.outputs) != len(kernel.returns):
-            raise ProgramError(join_path(path, "outputs"), f"kernel '{c.kernel}' returns {len(kernel.returns)} values, got {len(c.outputs)} names")
+            raise ProgramError(join_path(path, "outputs"),
+                               f"kernel '{c.kernel}' returns {len(kernel.returns)} values, got {len(c.outputs)} names")
         for name, returned in zip(c.outputs, kernel.returns):
             source = args[kernel.param_index(returned)]
-            self.define(name, TENSOR, join_path(path, "outputs"), self.types.get(source) if isinstance(source, str) else None)
+            self.define(name, TENSOR, join_path(path, "outputs"),
+                        self.types.get(source) if isinstance(source, str) else None)
         if c.submit:
             self.define(c.task_id, TASK, join_path(path, "task_id"))
         self.call_at[c.name] = len(self.defined_at)  # the call's own task_id and outputs come after it
@@ -354,15 +368,18 @@ class _Checker:
         for c, path, loops in self.deferred:
             for i, dep in enumerate(c.compiler_deps):
                 if self.kinds.get(dep.on) not in (TASK, ARRAY, TENSOR):
-                    raise ProgramError(at(path, i, "on"), f"'{dep.on}' is not a TaskId, TaskId array or tensor variable")
+                    raise ProgramError(at(path, i, "on"),
+                                       f"'{dep.on}' is not a TaskId, TaskId array or tensor variable")
                 if dep.loop is not None and self.labels.get(dep.loop) != "loop":
                     raise ProgramError(at(path, i, "loop"), f"'{dep.loop}' is not a loop")
                 if (dep.carried is None and dep.loop is None and self.kinds[dep.on] in (TASK, ARRAY)
                         and self.defined_at[dep.on] >= self.call_at[c.name] and not loops):
-                    raise ProgramError(at(path, i, "on"), f"'{dep.on}' is defined after call '{c.name}', outside any "
-                                                          f"loop: a plain compiler dep names a TaskId submitted before it")
+                    raise ProgramError(at(path, i, "on"),
+                                       f"'{dep.on}' is defined after call '{c.name}', outside any loop: a plain "
+                                       "compiler dep names a TaskId submitted before it")
                 if dep.loop is not None and self._fan_in_unreached(c.name, dep.loop, loops):
-                    raise ProgramError(at(path, i, "loop"), f"loop '{dep.loop}' comes after call '{c.name}' and no loop "
+                    raise ProgramError(at(path, i, "loop"),
+                                       f"loop '{dep.loop}' comes after call '{c.name}' and no loop "
                                                             f"encloses both: a loop fan-in names the instances of the "
                                                             f"loop's last completed execution, and there is none yet")
                 if dep.carried is not None and dep.carried not in loops:
@@ -385,12 +402,14 @@ def _check_kernels(program: TaskProgram) -> None:
         seen: set[str] = set()
         for i, p in enumerate(k.params):
             if p.name in seen:
-                raise ProgramError(join_path(join_path(join_path(path, "params"), i), "name"), f"duplicate parameter '{p.name}'")
+                raise ProgramError(join_path(join_path(join_path(path, "params"), i), "name"),
+                                   f"duplicate parameter '{p.name}'")
             seen.add(p.name)
         tensors = {p.name for p in k.params if p.direction != ParamDirection.SCALAR}
         for i, r in enumerate(k.returns):
             if r not in tensors:
-                raise ProgramError(join_path(join_path(path, "returns"), i), f"'{r}' is not a tensor parameter of '{name}'")
+                raise ProgramError(join_path(join_path(path, "returns"), i),
+                                   f"'{r}' is not a tensor parameter of '{name}'")
 
 
 def validate_tasks(program: TaskProgram) -> tuple[TaskProgram, Symbols]:

@@ -33,9 +33,11 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.tasks.validate import validate_tasks
 from neuronsim.passes.pipeline import PassContext, parse_pipeline, run_pipeline
-from neuronsim.passes.tasks.auto_derive_task_dependencies import AutoDeriveTaskDependencies, analyze_dependencies, apply_analysis
+from neuronsim.passes.tasks.auto_derive_task_dependencies import (AutoDeriveTaskDependencies, analyze_dependencies,
+                                                                  apply_analysis)
 from neuronsim.passes.tasks.derive_call_directions import DeriveCallDirections, derive_directions
-from neuronsim.passes.tasks.materialize_runtime_scopes import MaterializeRuntimeScopes, ScopeDecision, materialize_scopes
+from neuronsim.passes.tasks.materialize_runtime_scopes import (MaterializeRuntimeScopes, ScopeDecision,
+                                                               materialize_scopes)
 from neuronsim.passes.tasks.records import Analysis
 
 __all__ = [
@@ -52,7 +54,8 @@ TASK_PASSES: dict[str, type] = {cls.name: cls for cls in (DeriveCallDirections, 
 #: What ``neuronsim tasks`` runs: the seed's order, with AUTO-scope analysis switched on.
 DEFAULT_TASK_PIPELINE = ("derive-call-directions,auto-derive-task-dependencies{analyze_auto_scopes=true},"
                          "materialize-runtime-scopes")
-FAITHFUL_TASK_PIPELINE = DEFAULT_TASK_PIPELINE.replace("analyze_auto_scopes=true", "analyze_auto_scopes=true,faithful=true")
+FAITHFUL_TASK_PIPELINE = DEFAULT_TASK_PIPELINE.replace("analyze_auto_scopes=true",
+                                                       "analyze_auto_scopes=true,faithful=true")
 
 
 def parse_task_pipeline(spec: str):

@@ -113,7 +113,7 @@ def derive_directions(program: TaskProgram) -> TaskProgram:
             return call
         kernel = program.kernels[call.kernel]
         dirs = []
-        for i, (arg, p) in enumerate(zip(call.args, kernel.params)):
+        for arg, p in zip(call.args, kernel.params):
             if p.direction == ParamDirection.SCALAR:
                 dirs.append(ArgDirection.SCALAR)
             elif p.direction == ParamDirection.IN:

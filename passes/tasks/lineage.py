@@ -170,7 +170,8 @@ class _Builder:
             parent = lin.of(s.source)
             sliced: list[Alternative] = []
             for alt in parent:
-                sliced = list(merge_locations(tuple(sliced), (Alternative(alt.root, slice_region(alt.region, s.shape, s.offset)),)))
+                sliced = list(merge_locations(tuple(sliced),
+                                              (Alternative(alt.root, slice_region(alt.region, s.shape, s.offset)),)))
             lin.set(s.var, _for_type(tuple(sliced), types.get(s.var)), types.get(s.var))
         elif isinstance(s, Assemble):
             lin.set(s.var, _for_type(lin.of(s.base), types.get(s.var)), types.get(s.var))

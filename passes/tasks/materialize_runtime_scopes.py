@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from neuronsim.machine.tasks.ir import Call, For, If, RuntimeScope, Stmt, TaskProgram, bodies, map_calls, walk, with_bodies
+from neuronsim.machine.tasks.ir import (Call, For, If, RuntimeScope, Stmt, TaskProgram, bodies, map_calls, walk,
+                                        with_bodies)
 from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["MaterializeRuntimeScopes", "materialize_scopes", "ScopeDecision"]

@@ -257,7 +257,8 @@ class CallResult:
             return
         old = self.edges[i]
         if dep.calls and not set(dep.calls) <= set(old.calls):
-            old = self.edges[i] = CompilerDep(old.on, old.loop, old.calls + tuple(c for c in dep.calls if c not in old.calls))
+            old = self.edges[i] = CompilerDep(old.on, old.loop,
+                                              old.calls + tuple(c for c in dep.calls if c not in old.calls))
         if old.carried != dep.carried and old.carried is not None:
             outer = None if dep.carried is None else min(old.carried, dep.carried, key=loops.index)
             self.edges[i] = CompilerDep(old.on, old.loop, old.calls, outer)

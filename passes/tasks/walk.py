@@ -21,8 +21,10 @@ from neuronsim.machine.tasks.validate import TASK, Symbols
 from neuronsim.passes.tasks.hazards import Verdict, classify_seed, classify_sound
 from neuronsim.passes.tasks.lineage import Lineage, Status
 from neuronsim.passes.tasks.loops import carry_remap, rebind_fixed_trip, rename_single_trip, summarise_parallel
-from neuronsim.passes.tasks.records import Access, Analysis, CallResult, Fallback, Frame, LoopCtx, Note, Record, RegionResult
-from neuronsim.passes.tasks.regions import UNKNOWN, AccessKind, access_kind, demotable_region, hazards, regions_may_overlap
+from neuronsim.passes.tasks.records import (Access, Analysis, CallResult, Fallback, Frame, LoopCtx, Note, Record,
+                                            RegionResult)
+from neuronsim.passes.tasks.regions import (UNKNOWN, AccessKind, access_kind, demotable_region, hazards,
+                                            regions_may_overlap)
 from neuronsim.passes.tasks.taskids import TaskIds, UserDeps
 
 __all__ = ["Walker"]
@@ -156,7 +158,8 @@ class Walker:
         found = self._aliases.get(root)
         if found is None:
             mine = self.lineage.memrefs.get(root)
-            others = [r for r, m in self.lineage.memrefs.items() if mine is not None and m.base == mine.base and r != root]
+            others = [r for r, m in self.lineage.memrefs.items()
+                      if mine is not None and m.base == mine.base and r != root]
             found = self._aliases[root] = (root, *others, "*")
         return found
 
@@ -249,7 +252,8 @@ class Walker:
         states: dict[tuple[str, int], list[bool]] = {}
         for access in accesses:
             demotable = demotable_region(access.region)
-            can = {"no_dep": access.kind == AccessKind.READ and directions[access.arg] == ArgDirection.INPUT and demotable,
+            can = {"no_dep": (access.kind == AccessKind.READ and directions[access.arg] == ArgDirection.INPUT
+                              and demotable),
                    "output_existing": access.kind == AccessKind.READ_WRITE
                    and directions[access.arg] == ArgDirection.INOUT and demotable}
             roots = self._alias_roots(access.root)
@@ -341,7 +345,8 @@ class Walker:
         task = self.taskids.task_id_of_call.get(c.name) or (c.outputs[0] if c.outputs else None)
         dynamic = [ctx for ctx in self.loops if ctx.dynamic]
         loops = tuple(ctx.id for ctx in self.loops)
-        chained = any(a.kind & AccessKind.WRITE for a in accesses) and (not self.loops or any(x.twice for x in self.loops))
+        chained = (any(a.kind & AccessKind.WRITE for a in accesses)
+                   and (not self.loops or any(x.twice for x in self.loops)))
         breaks = tuple(x.id for x in self.loops if x.parallel and (x.dynamic or not x.may_skip))  # zero trips: none
         directions = c.directions or ()
         for access in accesses:
@@ -349,7 +354,8 @@ class Walker:
                 continue
             owner = task or self.producer_task(c, access)
             self.frames[-1].add(Record(
-                access.root, access.region, access.kind, access.arg, c.name, owner, self._is_task(owner) if owner else False,
+                access.root, access.region, access.kind, access.arg, c.name, owner,
+                self._is_task(owner) if owner else False,
                 bool(self.loops), dynamic[-1].depth if dynamic else 0, dynamic[-1].id if dynamic else 0,
                 loops, loops, chained, tracked=tracked,
                 output=access.arg < len(directions) and directions[access.arg] == ArgDirection.OUTPUT, breaks=breaks))

@@ -135,7 +135,8 @@ class TaskRaceReport:
 
     def to_json(self) -> dict[str, Any]:
         return {"format": "neuronsim.task-races/1", "tasks": self.tasks, "edges": self.edges,
-                "race_free": self.race_free, "total_races": self.total_races, "races": [r.to_json() for r in self.races]}
+                "race_free": self.race_free, "total_races": self.total_races,
+                "races": [r.to_json() for r in self.races]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +192,9 @@ def find_task_races(tasks: Sequence[_Task], preds: Sequence[Sequence[int]], *,
         b = task.index
         found: dict[int, tuple[_Entry, ArgAccess]] = {}
 
-        def visit(entry: _Entry, x: ArgAccess) -> None:
+        # this task's index, clock and findings bound as defaults (visit runs only within the iteration)
+        def visit(entry: _Entry, x: ArgAccess, b: int = b, clock: Any = clock,
+                  found: dict[int, tuple[_Entry, ArgAccess]] = found) -> None:
             stack = [entry]
             while stack:
                 e = stack.pop()
@@ -222,7 +225,8 @@ def find_task_races(tasks: Sequence[_Task], preds: Sequence[Sequence[int]], *,
                 if witness is not None:
                     (sa, ea), (sb, eb) = witness[a], witness[b]
                     seen = (sa < eb and sb < ea) or eb <= sa
-                races.append(TaskRace(_kind(e.access.writes, x.writes), a, b, first.name, task.name, e.access.arg, x.arg,
+                races.append(TaskRace(_kind(e.access.writes, x.writes), a, b, first.name, task.name, e.access.arg,
+                                      x.arg,
                                       e.access.var, x.var, _storage(x.region.space),
                                       shared_bytes(e.access.region, x.region)[:4], _fix(first, task), seen))
         for x, (lo, hi) in zip(task.accesses, ranges):
@@ -273,7 +277,7 @@ def trace_violations(trace: TaskTrace) -> list[str]:
             busy.setdefault(r.worker, []).append((r.start, r.end, r.name))
     for worker, spans in busy.items():
         spans.sort()
-        for (s0, e0, n0), (s1, _e1, n1) in zip(spans, spans[1:]):
+        for (_s0, e0, n0), (s1, _e1, n1) in zip(spans, spans[1:]):
             if s1 < e0 - eps:
                 out.append(f"worker {worker} ran {n1} from {s1} while {n0} ran until {e0}")
     return out

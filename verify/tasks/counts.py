@@ -84,7 +84,8 @@ class TaskStage:
         return self.run[key] / self.run["tasks"]
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"stage": self.stage, "static": dict(self.static), "run": dict(self.run) if self.run else None}
+        out: dict[str, Any] = {"stage": self.stage, "static": dict(self.static),
+                               "run": dict(self.run) if self.run else None}
         if self.run and self.run["tasks"]:
             out["per_task"] = {k: round(self.run[k] / self.run["tasks"], 4) for k in ("lookups", "inserts", "explicit")}
         for key in ("makespan_ns", "orchestration_ns", "races"):

@@ -123,7 +123,8 @@ def _blocked_k(lhsT, rhs, BM, BN, BK, open_with_matmul):
                     for i in nl.affine_range(BM):
                         if open_with_matmul:
                             acc = nl.ndarray((TM, TN), dtype=nl.float32, buffer=nl.psum)
-                            acc[...] = nisa.nc_matmul(a_blk[0, :, i * TM:(i + 1) * TM], b_blk[0, :, j * TN:(j + 1) * TN])
+                            acc[...] = nisa.nc_matmul(a_blk[0, :, i * TM:(i + 1) * TM],
+                                                      b_blk[0, :, j * TN:(j + 1) * TN])
                             first = 1
                         else:
                             acc = nl.zeros((TM, TN), nl.float32, buffer=nl.psum)
