@@ -111,7 +111,8 @@ def test_a_loop_too_dense_for_the_distance_analysis_is_refused_up_front(tmp_path
 
 def _task_array_program(slots: int, trips: int) -> dict:
     return {"format": "neuronsim.tasks/1",
-            "kernels": {"produce": {"params": [{"name": "dst", "direction": "out"}, {"name": "k", "direction": "scalar"}],
+            "kernels": {"produce": {"params": [{"name": "dst", "direction": "out"},
+                                               {"name": "k", "direction": "scalar"}],
                                     "returns": ["dst"], "cost": 400}},
             "function": {"name": "f", "params": [{"name": "x", "shape": [64, 64], "dtype": "float32",
                                                   "direction": "out"}],
