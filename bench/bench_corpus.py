@@ -13,7 +13,8 @@ reference (``-`` where not reached or no reference), then a TOTAL with the count
 outcome (``equal``, ``ran``, ``problems``, ``refused``, ``internal``, ``timeout``, ``crashed``,
 ``no case``, ``subkernel``: a function decorated as a kernel that only another kernel calls,
 with on-chip tiles, counted at the end by that kernel's outcome (:func:`by_caller`); ``one core``: refused at its line for a construct beyond one NeuronCore;
-``unparsed``: the corpus file itself is not valid Python).  ``--json OUT`` writes one record
+``unparsed``: the corpus file itself is not valid Python; ``as expected``: refused with the
+error the kernel's corpus test expects).  ``--json OUT`` writes one record
 per kernel; ``--summary OUT`` the grouped failure summary (counts by outcome, then every cause
 of a refusal, problem or internal error with the kernels it blocks, most kernels first).
 
@@ -44,12 +45,12 @@ from corpus_cases_discover import KernelSite, discover
 HERE = Path(__file__).resolve().parent
 DEFAULT_CORPUS = HERE.parent.parent / "shared" / "nki-corpus"
 OUTCOMES = ("equal", "ran", "problems", "refused", "internal", "timeout", "crashed", "no case", "subkernel",
-            "one core", "unparsed")
+            "one core", "unparsed", "as expected")
 #: Outcomes that count as a kernel running correctly.
 GOOD = ("equal", "ran")
 #: Outcomes that are the right answer without a run: a multi-core construct refused at its line,
 #: a corpus file that is not valid Python.
-EXPECTED = ("one core", "unparsed")
+EXPECTED = ("one core", "unparsed", "as expected")
 
 
 def run_site(corpus: Path, site: KernelSite, timeout: float, memory_mb: int) -> dict[str, Any]:

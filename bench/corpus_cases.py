@@ -31,7 +31,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-__all__ = ["Case", "case", "api", "not_written", "array", "CASES", "inputs_of"]
+__all__ = ["Case", "case", "failing", "api", "not_written", "array", "CASES", "inputs_of"]
 
 DTYPES: dict[str, Any] = {
     "f64": np.float64, "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
@@ -63,6 +63,9 @@ class Case:
     tolerance: tuple[float, float] | None = None
     """(rtol, atol) of the comparison with the reference where the kernel's numerics are coarser
     than the run's default 1e-2 (MX quantization); None: the default."""
+    refusal: str = ""
+    """For a kernel whose corpus test expects it to fail: text of the error that test expects;
+    a refusal containing it is the outcome ``as expected`` (a right answer without a run)."""
     caller: str = ""
     """For a subkernel: the key of the kernel whose case runs it; the run's TOTAL counts the
     subkernel by that kernel's outcome (``bench_corpus.by_caller``)."""
@@ -85,6 +88,11 @@ def case(*args: Any, grid: tuple[int, ...] | None = None, ref: Callable[..., Any
          note: str = "", tolerance: tuple[float, float] | None = None, **kwargs: Any) -> Case:
     """A :class:`Case` from the kernel's arguments as a test would call it."""
     return Case(args=args, kwargs=kwargs, grid=grid, reference=ref, note=note, tolerance=tolerance)
+
+
+def failing(*args: Any, refusal: str, note: str = "", **kwargs: Any) -> Case:
+    """A :class:`Case` of a kernel its corpus test expects to fail with ``refusal`` in the error."""
+    return Case(args=args, kwargs=kwargs, note=note, refusal=refusal)
 
 
 def not_written(reason: str) -> Case:

@@ -49,3 +49,14 @@ def test_a_subkernel_of_a_refused_kernel_takes_its_outcome_and_a_missing_caller_
     assert sub["message"] == "runs inside moe_tkg: at x.py:3"
     assert "running correctly 0 (0.0 %)" in got["total"]
     assert got["alone"][0]["outcome"] == "subkernel"  # --filter left the caller out
+
+
+def test_a_refusal_the_corpus_test_expects_is_counted_as_expected() -> None:
+    done = subprocess.run([sys.executable, str(BENCH / "bench_corpus.py"), "--filter",
+                           "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err_negative"],
+                          cwd=BENCH.parent, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("as expected"), first
+    assert "test_nki_isa_dma_copy.py:203" in first and "oob_mode=error" in first
+    assert "running correctly or refused as expected 1 of 1" in done.stdout
