@@ -258,7 +258,10 @@ CASES: dict[str, Case] = {
         "0:f32[128,64]", (128, 64), refusal="reinterpret_cast with different element sizes is not supported"),
     VIEW + "kernel_test_view_ops": case("0:f32[128,64]", (128, 64), "sbuf", (), (128, 64), (64, 1), 0,
                                         ref=_untouched),
-    VIEW + "kernel_dynamic_ops": case("f32[128,64]", "i32[1,1]<4", "i32[128,1]<4", (), (128, 64)),
+    # the test's first dynamic row: input (4, 2, 8), a select of dim 0 at a device-held index (1)
+    VIEW + "kernel_dynamic_ops": case(
+        "f32[4,2,8]", np.array([[1]], np.int32), "i32[128,1]<4", (("select_dynamic", (0, 1)),), (2, 8),
+        ref=lambda input_tensor, dynamic_idx, **_: _f(input_tensor)[int(np.asarray(dynamic_idx).flat[0])]),
     TEST + "core/utils/test_tp_broadcast.py::tp_broadcast_hbm": case("f32[3,8,11]", 1, 2, 4, ref=_tp_broadcast),
     COLL + "all_reduce_hbm_kernel": case("f32[2,3]", RANKS),
     COLL + "all_gather_hbm_kernel": case("f32[2,3]", RANKS, 2),
