@@ -136,9 +136,8 @@ import numpy as np
 
 from neuronsim.machine.model.optable import OP_TABLE
 from neuronsim.machine.model.oprules import ReadOperand, bind_operands, reduce_axes
-from neuronsim.machine.model.semantics_mx import OPS as _MX_OPS  # imports this module lazily
 
-__all__ = ["execute", "cast", "ACTIVATIONS", "ALU", "opaque_bytes"]
+__all__ = ["BASE_OPS", "cast", "ACTIVATIONS", "ALU", "opaque_bytes", "opaque"]
 
 F32 = np.float32
 
@@ -495,37 +494,11 @@ _OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "set_rand_state": _set_rand_state,
     "random": _random,
 }
-from neuronsim.machine.model.semantics_select import OPS as _SELECT_OPS  # after the helpers it imports
 
-_OPS.update(_SELECT_OPS)
-_OPS.update(_MX_OPS)
-assert set(_OPS) == set(OP_TABLE), "every op of the table has a meaning"
+#: the ops defined here; :mod:`neuronsim.machine.model.execute` adds the select and MX families
+BASE_OPS = _OPS
 
 
-def execute(op: str, attrs: Any, engine: str, reads: Sequence[np.ndarray], outs: Outs, state: Any) -> list[np.ndarray]:
-    """Values of the writes of one instruction instance.
-
-    Parameters
-    ----------
-    op, attrs, engine:
-        The instruction's op name, attributes and sequencer.
-    reads:
-        Values of its reads, in order (typed arrays in each access's element shape).
-    outs:
-        Live views of its writes (their shape and dtype; their contents for accumulation).
-    state:
-        The run's :class:`~neuronsim.machine.sim.memory.Memory` (for the engines' random generators).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> out = np.zeros((2, 3), np.float32)
-    >>> execute("tensor_tensor", {"op": "multiply"}, "dve", [np.ones((2, 3)), np.full((2, 3), 2.0)], [out], None)[0]
-    array([[2., 2., 2.],
-           [2., 2., 2.]], dtype=float32)
-    """
-    fn = _OPS.get(op)
-    with np.errstate(all="ignore"):
-        if fn is None:
-            return _opaque(op, reads, outs)
-        return fn(attrs, reads, outs, engine, state)
+def opaque(op: str, reads, outs):
+    """Values of an op with no modelled meaning (:func:`_opaque`)."""
+    return _opaque(op, reads, outs)

@@ -86,7 +86,7 @@ def quantize(src: np.ndarray, dtype: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _quantize_mx(attrs, reads, outs, engine, state) -> list[np.ndarray]:
-    from neuronsim.machine.model.semantics import _rows, cast  # semantics imports us
+    from neuronsim.machine.model.semantics import _rows, cast
 
     data_out, scale_out = outs
     src = _rows(reads[0])

@@ -150,14 +150,26 @@ def _axes(x: NkiTensor, axis: Any) -> list[int]:
 def _partition_reduce(x: NkiTensor, op: str, scale_by_count: bool, dtype: Any, mask: Any) -> NkiTensor:
     """A reduction over the partition axis alone: POOL's ``tensor_partition_reduce`` into one
     partition (the result keeps that axis, ``[1, ...]``, so it stays a tile)."""
-    from neuronsim.machine.nki.emitters_select import partition_reduce  # it imports this module
-
     def emit(dst) -> None:
-        partition_reduce(dst, op, x)
+        emit_partition_reduce(dst, alu_name(op), ops.lay(x))
         if scale_by_count:
             current().kb.tensor_scalar(dst.view(), dst.view(), op0="multiply", operand0=1.0 / x.shape[0])
 
     return _result((1, *x.shape[1:]), ops.result_dtype(dtype, x), "sbuf", emit, mask)
+
+
+def emit_partition_reduce(dst: Any, reducer: str, data: Any) -> None:
+    """POOL's ``tensor_partition_reduce`` of the tile layout ``data`` into the one partition of
+    ``dst`` (``nisa.tensor_partition_reduce``, and ``nl.sum`` ... over the partition axis)."""
+    if reducer not in ("add", "multiply", "max", "min"):
+        raise current().refuse(f"nisa.tensor_partition_reduce(op={reducer})", "add, multiply, max or min")
+    source = ops.staged_from_psum(data)  # POOL cannot read PSUM
+    if dst.view().num_partitions != 1 or dst.view().free_count != source.view().free_count:
+        raise fail(f"nisa.tensor_partition_reduce: the result {dst.shape} is one partition of the data's "
+                   f"{source.view().free_count} elements")
+    tracer = current()
+    tracer.note_write(dst)
+    tracer.kb.instruction("tensor_partition_reduce", "pool", [source.view()], [dst.view()], attrs={"op": reducer})
 
 
 def _reduce_fn(name: str, op: str, scale_by_count: bool = False):

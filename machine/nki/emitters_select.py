@@ -18,7 +18,7 @@ from typing import Any
 from neuronsim.machine.model.optable import CUMULATIVE_OPS, RANGE_CMPS
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
-from neuronsim.machine.nki.arith import alu_name
+from neuronsim.machine.nki.arith import alu_name, emit_partition_reduce
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
@@ -209,14 +209,7 @@ def copy_predicated(dst: Layout, src: Any, predicate: Any, reverse_pred: bool = 
 
 
 def partition_reduce(dst: Layout, op: Any, data: Any) -> None:
-    reducer = alu_name(op)
-    if reducer not in ("add", "multiply", "max", "min"):
-        raise current().refuse(f"nisa.tensor_partition_reduce(op={reducer})", "add, multiply, max or min")
-    source = ops.staged_from_psum(_tile(data, "nisa.tensor_partition_reduce data"))  # POOL cannot read PSUM
-    if dst.view().num_partitions != 1 or dst.view().free_count != source.view().free_count:
-        raise fail(f"nisa.tensor_partition_reduce: the result {dst.shape} is one partition of the data's "
-                   f"{source.view().free_count} elements")
-    _instr("tensor_partition_reduce", "pool", [source], [dst], {"op": reducer})
+    emit_partition_reduce(dst, alu_name(op), _tile(data, "nisa.tensor_partition_reduce data"))
 
 
 def sequence_bounds(dst: Layout, segment_ids: Any) -> None:

@@ -14,7 +14,7 @@ from typing import Any
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, mx, ops, scalars, schedule
 from neuronsim.machine.nki.arith import alu_name
-from neuronsim.machine.nki.errors import user_line
+from neuronsim.machine.nki.handles import emit_call, written
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["current_names", "REFUSED", "LEGACY_REFUSED", "engine", "dge_mode", "oob_mode", "nc_version", "reduce_cmd",
@@ -98,21 +98,10 @@ LEGACY_REFUSED = {**REFUSED, "nc_matmul_mx": "MX ops in the legacy API: write th
 Handle = schedule.NkiInstruction  # what every nisa call returns
 
 
-def _dst(dst: Any):
-    layout = ops.lay(dst)
-    current().note_write(layout)
-    return layout
+_dst = written  # machine/nki/handles.py
 
 
-def _emit(fn, name: Any = None, extras: dict | None = None) -> Handle:
-    """Emit the call's instructions; its handle (``name=``: what ``with_schedule`` calls it)."""
-    tracer = current()
-    tracer.flush()
-    body = tracer.kb._bodies[-1]
-    start = len(body)
-    tracer.emit(fn, extras=extras)
-    site = tracer.site[0] if tracer.site is not None else user_line(2)  # the kernel's line, not "<kernel>"
-    return schedule.handle_of(tracer, body[start:], name, site)
+_emit = emit_call  # one emitter for both ISA modules (machine/nki/handles.py)
 
 
 @api("nisa.nc_matmul")

@@ -18,6 +18,7 @@ from neuronsim.machine.nki import emitters_select as es
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.emitters import ENGINES
 from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.handles import emit_call
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["current_names", "legacy_names", "language_names", "ISA_SELECT_OPS"]
@@ -36,8 +37,7 @@ def _dst(dst: Any):
 
 
 def _emit(fn, name: Any = None):
-    from neuronsim.machine.nki.isa import _emit as isa_emit  # the current API's handles (isa imports us)
-    return isa_emit(fn, name)
+    return emit_call(fn, name)
 
 
 def _engine(engine: Any, default: str) -> str:

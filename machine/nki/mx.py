@@ -130,7 +130,8 @@ def matmul(dst: Layout, stationary: Any, moving: Any, stationary_scale: Any, mov
 
 def isa_names() -> dict[str, Any]:
     """``nisa.quantize_mx`` and ``nisa.nc_matmul_mx`` (the current API: ``dst`` first)."""
-    from neuronsim.machine.nki.isa import _dst, _emit  # the current API's handles (isa imports us)
+    from neuronsim.machine.nki.handles import emit_call as _emit
+    from neuronsim.machine.nki.handles import written as _dst
 
     @api("nisa.quantize_mx")
     def quantize_mx(dst, src, dst_scale, name=None, **_kw):

@@ -39,7 +39,7 @@ from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.sim.blas import blas_limited
 from neuronsim.machine.sim.memory import Memory, initial_memory
 from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
-from neuronsim.machine.model.semantics import execute
+from neuronsim.machine.model.execute import execute
 from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
 from neuronsim.machine.sim.plan import Plan, build_plan
 from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet

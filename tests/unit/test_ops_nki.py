@@ -18,7 +18,7 @@ from neuronsim.machine.formats.program import parse_program
 from neuronsim.machine.model.optable import ALU_OPS, REDUCE_OPS
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.model.cost import instruction_cost
-from neuronsim.machine.model.semantics import execute
+from neuronsim.machine.model.execute import execute
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 F32 = np.float32

@@ -23,7 +23,8 @@ from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.sim.memory import UNINITIALISED_BYTE_LIMIT, DramLayout, Memory, access_view, initial_memory
 from neuronsim.machine.model.optable import ACTIVATION_FUNCS, ALU_OPS, OP_TABLE
 from neuronsim.machine.model.presets import resolve_machine
-from neuronsim.machine.model.semantics import ACTIVATIONS, ALU, cast, execute, opaque_bytes
+from neuronsim.machine.model.execute import execute
+from neuronsim.machine.model.semantics import ACTIVATIONS, ALU, cast, opaque_bytes
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import run_sequential, simulate
 from neuronsim.verify.strategies import tensors_and_access

@@ -1,7 +1,7 @@
 """Text of a line profile: the kernel's source with the figures of each line beside it.
 
 >>> row_text(None, 7, "    x = nl.load(a)")
-'     7 |       |                      |                      |           |       |     x = nl.load(a)'
+'     7 |       |                      |                      |           |        |     x = nl.load(a)'
 """
 
 from __future__ import annotations
