@@ -88,6 +88,14 @@ def _rmsnorm_tkg(input, gamma, **_):
     return y.reshape(b * s, 128, h // 128).transpose(1, 0, 2)
 
 
+def _layernorm_tkg(input, gamma, **_):
+    """Layer norm without beta (its docstring), in the same [128, B*S, H/128] layout as rmsnorm_tkg."""
+    x = _f(input)
+    y = (x - x.mean(axis=-1, keepdims=True)) / np.sqrt(x.var(axis=-1, keepdims=True) + 1e-6) * _f(gamma)
+    b, s, h = x.shape
+    return y.reshape(b * s, 128, h // 128).transpose(1, 0, 2)
+
+
 def _conv1d(x_in, filters, **_):
     x, w = _f(x_in), _f(filters)  # (N, C_in, L), (K, C_in, C_out) as the kernel's docstring; stride 1, no padding
     k = w.shape[0]
@@ -172,7 +180,8 @@ CASES: dict[str, Case] = {
     SRC + "core/subkernels/find_nonzero_indices.py::find_nonzero_indices": case("i32[128,4096]<2"),
     SRC + "core/subkernels/indexed_flatten.py::indexed_flatten": case(
         "i32[1,4096]<100", 4096, 128, "i32[1,1]<1", note="input [E, T], as the kernel unpacks it"),
-    SRC + "core/subkernels/layernorm_tkg.py::layernorm_tkg": case("f16[1,1,2048]~", "f16[1,2048]~", "0:f16[128,1,16]"),
+    SRC + "core/subkernels/layernorm_tkg.py::layernorm_tkg": case("f16[1,1,2048]~", "f16[1,2048]~", "0:f16[128,1,16]",
+                                                                  ref=_layernorm_tkg),
     SRC + "core/subkernels/rmsnorm_tkg.py::rmsnorm_tkg": case(
         "f32[1,1,8192]~", "f32[1,8192]~", "0:f32[128,1,64]", ref=_rmsnorm_tkg),
     # its test builds the config outside the kernel with the module's factories; the sweep's
