@@ -96,6 +96,14 @@ def _layernorm_tkg(input, gamma, **_):
     return y.reshape(b * s, 128, h // 128).transpose(1, 0, 2)
 
 
+def _folded_store_dst(input_tensor, src_batch_start, src_batch_end, dst_batch_start, dst_batch_end, **_):
+    """Its test's statement: the source rows land at the destination rows of a zeroed output."""
+    x = _f(input_tensor)
+    out = np.zeros((dst_batch_end, x.shape[1]), np.float32)
+    out[dst_batch_start:dst_batch_end] = x[src_batch_start:src_batch_end]
+    return out
+
+
 def _conv1d(x_in, filters, **_):
     x, w = _f(x_in), _f(filters)  # (N, C_in, L), (K, C_in, C_out) as the kernel's docstring; stride 1, no padding
     k = w.shape[0]
@@ -229,7 +237,7 @@ CASES: dict[str, Case] = {
     TEST + "core/attention/test_gen_mask_tkg.py::gen_mask_tkg_wrapper": case(
         "f32[128,4]<200", "0:f32[128,2,4,1,1]", 4, 1, 1, False, 256),
     MAXU + "folded_load_store_kernel": case("f32[8,256]~", 1, 0, 8, ref=lambda input_tensor, **_: _f(input_tensor)),
-    MAXU + "folded_load_store_dst_kernel": case("f32[16,256]~", 2, 0, 8, 4, 12),
+    MAXU + "folded_load_store_dst_kernel": case("f32[16,256]~", 2, 0, 8, 4, 12, ref=_folded_store_dst),
     MAXU + "folded_load_oversized_sb_kernel": case("f32[8,256]~", 1, 0, 8, 16),
     # the tests' first row (BxS 4, H 3072, I 192) on LNC 2, laid out as the tests' input builders
     # lay them: hidden e5m2_x4 [128, H/512, BxS] (finite codes), fp4_x4 weights as uint16 words,
