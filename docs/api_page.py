@@ -32,6 +32,13 @@ API: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+_FROZENSET = re.compile(r"frozenset\(\{([^{}]*)\}\)")
+
+
+def _sorted_sets(text: str) -> str:
+    """A frozenset default in its sorted order (a set's repr follows string hashing, which
+    changes from one process to the next: the page would never be current)."""
+    return _FROZENSET.sub(lambda m: "frozenset({" + ", ".join(sorted(m.group(1).split(", "))) + "})", text)
 
 
 def _signature(obj) -> str:
@@ -39,7 +46,7 @@ def _signature(obj) -> str:
         text = str(inspect.signature(obj))
     except (TypeError, ValueError):
         return ""
-    return _ADDRESS.sub("", text)
+    return _sorted_sets(_ADDRESS.sub("", text))
 
 
 def _doc(obj) -> str:
