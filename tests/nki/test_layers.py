@@ -17,13 +17,18 @@ LAYERS = (
     "frames",  # the loop indices in force, read from the kernel's frames
     "groups",  # a rewrite of the traced program (PSUM groups), no tracer
     "tracer",  # the recording core: loops, sites, pending results
+    "device_values",  # tile contents read back at a point of the trace (decisions)
+    "indirect",  # indirect DMA: a tile of row numbers as a DMA's index
     "schedule",  # instruction handles and the order edges between them (with_schedule)
     "alloc",  # buffers and tile declarations
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS
     "ops",  # lowering to builder instructions
+    "handles",  # an ISA call's instructions and its NkiInstruction handle (emit_call)
     "arith", "language",  # nki.language (language registers the tile operators)
     "scalars", "control",  # device values (scalar_load, registers) and compiled control flow
-    "emitters", "isa", "legacy", "lang_names",  # nki.isa and the legacy API
+    "emitters_select", "emitters",  # instruction emitters (search/shuffle/select ones first)
+    "mx",  # quantize_mx and nc_matmul_mx (packed MX tiles)
+    "isa_select", "isa", "legacy", "lang_names",  # nki.isa and the legacy API
     "kernel", "standins", "frontend", "loader", "",  # "" is the package's __init__
 )
 
