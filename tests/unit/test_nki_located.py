@@ -59,10 +59,23 @@ def test_every_pass_keeps_the_source_and_unrolling_binds_the_indices():
         out = run_pipeline(program, name, PassContext())
         sources = _sources(out)
         assert all(sources.values()), name
-        if name == "expand-scheduling-units":
-            assert sources["mm[2]"].text() == "nisa.nc_matmul at attention.py:88 [k=2]"
+        # schedule unrolls through expand-scheduling-units: its instances are the unroller's
+        if name in ("expand-scheduling-units", "schedule"):
+            assert sources["mm[2]"].text() == "nisa.nc_matmul at attention.py:88 [k=2]", name
+            assert sources == _unrolled_sources(program), name
         else:
             assert sources == _sources(program), name
+
+
+def _unrolled_sources(program):
+    """The sources of the racy K loop unrolled (3 iterations): ``NAME[k]`` binds ``k``."""
+    sources = {}
+    for name, source in _sources(program).items():
+        if name in LINES:
+            sources.update({f"{name}[{k}]": replace(source, indices=(("k", k),)) for k in range(3)})
+        else:
+            sources[name] = source
+    return sources
 
 
 def test_loader_round_trips_source(tmp_path):
