@@ -41,8 +41,49 @@ settings.load_profile(os.environ.get("NEURONSIM_HYPOTHESIS_PROFILE", "default"))
 
 
 SLOW_FOLDERS = ("e2e", "quality", "property")
-#: modules of the other folders whose tests take seconds each (``--durations=0`` on two cores)
-SLOW_MODULES: frozenset[str] = frozenset()
+#: modules of the other folders whose tests together take over 20 s of one core (measured with
+#: ``--durations=0``: processes per case, simulated kernels, generated programs); the rest of
+#: unit/, nki/ and house/ is the fast tier
+SLOW_MODULES: frozenset[str] = frozenset({
+    "test_alloc_race",
+    "test_alloc_spill",
+    "test_bad_input_all_commands",
+    "test_bad_inputs_round4",
+    "test_bench_scenarios",
+    "test_cli_errors",
+    "test_corpus_harness",
+    "test_corpus_sample",
+    "test_docs",
+    "test_example_row_sums",
+    "test_expand",
+    "test_findings_semantics",
+    "test_footprint",
+    "test_format_errors",
+    "test_fusion",
+    "test_fusion_seed",
+    "test_fuzz_cli",
+    "test_fuzz_shrink",
+    "test_html_report",
+    "test_interchange",
+    "test_kernels_groups",
+    "test_large_working_set",
+    "test_layers",
+    "test_passes_alloc",
+    "test_passes_compile_cli",
+    "test_passes_pipeline",
+    "test_passes_redundancy",
+    "test_polish_io",
+    "test_published_kernels",
+    "test_reduction",
+    "test_reduction_schedule",
+    "test_scenarios",
+    "test_scenarios_nki",
+    "test_signals",
+    "test_simulator",
+    "test_size_guard",
+    "test_tasks_cli",
+    "test_unroll",
+    "test_writing_a_pass",})
 
 
 def pytest_collection_modifyitems(config, items):
