@@ -26,7 +26,6 @@ import os
 import signal
 import sys
 import threading
-from neuronsim.machine.ir.jsonio import dumps_strict
 
 __all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received", "mark_reported",
            "GRACE_SECONDS", "STATUS"]
@@ -36,6 +35,11 @@ GRACE_SECONDS = 3.0
 #: Exit status per signal (128 + the signal's number, as a shell reports it).
 STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
 _WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+#: The ``--json`` error document per signal, written out here rather than by
+#: ``neuronsim.machine.ir.jsonio.dumps_strict``: importing that loads ``neuronsim.machine`` (numpy,
+#: ml_dtypes: most of a second), and a signal in that time must already find these handlers.
+_DOCUMENT = {signum: '{\n "format": "neuronsim.error/1",\n "path": "",\n "message": "%s",\n "internal": false\n}'
+             % word for signum, word in _WORD.items()}
 _received: list[int] = []
 _reported: list[bool] = []
 
@@ -64,8 +68,7 @@ def _say_and_exit(signum: int) -> None:
     word = _WORD[signum]
     try:
         if _as_json():
-            sys.stdout.write(dumps_strict({"format": "neuronsim.error/1", "path": "", "message": word,
-                                         "internal": False}, indent=1) + "\n")
+            sys.stdout.write(_DOCUMENT[signum] + "\n")
             sys.stdout.flush()
         sys.stderr.write(f"{word}\n")
         sys.stderr.flush()
