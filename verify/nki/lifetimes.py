@@ -28,8 +28,9 @@ __all__ = ["clobber_findings", "live_ranges"]
 
 
 def live_ranges(stream: InstanceStream, tensors: set[str]) -> dict[str, tuple[int, int, list[int]]]:
-    """``tensor -> (first write, last read, write instances)`` in instance order (tensors
-    never both written and read are left out)."""
+    """``tensor -> (first write, last read, write instances)`` in instance order.  A tensor
+    only written has last read -1: its writes still wipe a live tile's bytes (a prefetch
+    into a tile nothing reads), but it holds nothing.  Tensors never written are left out."""
     tid = {stream.tensor_names.index(t): t for t in tensors}
     writes: dict[str, list[int]] = defaultdict(list)
     last_read: dict[str, int] = {}
@@ -45,9 +46,8 @@ def live_ranges(stream: InstanceStream, tensors: set[str]) -> dict[str, tuple[in
                 last_read[name] = max(last_read.get(name, -1), ids[-1])
     out = {}
     for name, ids in writes.items():
-        if name in last_read:
-            ids.sort()
-            out[name] = (ids[0], last_read[name], ids)
+        ids.sort()
+        out[name] = (ids[0], last_read.get(name, -1), ids)
     return out
 
 
