@@ -18,7 +18,7 @@ import os
 from typing import Any, BinaryIO
 
 import click
-from rich.console import Console
+from neuronsim.verify.report import people_console
 from rich.table import Table
 
 from neuronsim.machine.ir.inputs import read_input
@@ -240,7 +240,7 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
     if as_json:
         emit_json(report.to_json())
         return 0
-    Console(width=180).print(_table(report))
+    people_console().print(_table(report))
     saved = report.saved()
     if saved is not None:
         click.echo(f"saved per run: {saved['lookups']} lookups, {saved['inserts']} inserts, {saved['creator']} creator "
@@ -278,7 +278,7 @@ def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as
         emit_json({"format": "neuronsim.run/1", "scenario": name, "kind": "tasks", "summary": result.summary(),
                    "problems": problems, "files": paths})
         return 1 if problems else 0
-    Console(width=180).print(_table(result.footprint))
+    people_console().print(_table(result.footprint))
     s = result.summary()
     saved = s["saved"]
     click.echo(f"task scenario {name}: {s['tasks']} tasks; the passes saved {saved['lookups']} TensorMap lookups and "
