@@ -83,7 +83,6 @@ def test_static_trip_counts():
     assert For("l", "i", 0, Sym("n")).static_trip_count is None
 
 
-BASE["function"]["body"].insert(1, {"let": "t0", "task_invalid": True})
 
 
 

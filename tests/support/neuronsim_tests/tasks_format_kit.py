@@ -23,6 +23,7 @@ BASE = {
     },
 }
 
+BASE["function"]["body"].insert(1, {"let": "t0", "task_invalid": True})  # the loop's iter_arg starts from an invalid TaskId
 
 def _edit(fn) -> dict:
     doc = copy.deepcopy(BASE)
