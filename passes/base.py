@@ -34,6 +34,16 @@ from neuronsim.passes.state import PipelineState
 __all__ = ["Pass", "PassContext", "PassRecord", "FunctionPass", "as_pass", "AfterPass", "PASS_REGISTRY"]
 
 
+def _state_run(cls: type) -> Callable[..., PipelineState] | None:
+    """The nearest ``run`` of ``cls`` that works on the state itself (not :meth:`Pass.run`,
+    which calls ``apply``), or None."""
+    for klass in cls.__mro__:
+        run = klass.__dict__.get("run")
+        if run is not None and run is not Pass.run:
+            return run
+    return None
+
+
 class Pass:
     """Base of every pass: subclasses are ``@dataclass(frozen=True, slots=True)``."""
 
@@ -46,12 +56,21 @@ class Pass:
     #: has its result's deps checked and nothing else.  A ``run`` pass says it per call instead.
     preserves: ClassVar[frozenset[str]] = frozenset()
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A subclass that overrides ``apply`` of a pass implementing ``run`` (a user's variant
+        # of anti-deps, say) means its ``apply`` to run in a pipeline: the pipeline calls ``run``,
+        # so the inherited ``run`` would silently ignore the override.
+        super().__init_subclass__(**kwargs)
+        if "apply" in cls.__dict__ and "run" not in cls.__dict__:
+            cls.run = Pass.run
+
     def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
         """The pass on a whole program (for a pass that implements :meth:`run`)."""
-        if type(self).run is Pass.run:
+        run = _state_run(type(self))
+        if run is None:
             raise NotImplementedError(f"{type(self).__name__} implements neither apply nor run")
         ctx = ctx or PassContext()
-        return self.run(PipelineState.of(program, ctx.machine(program)), ctx).program
+        return run(self, PipelineState.of(program, ctx.machine(program)), ctx).program
 
     def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
         """The pass on a pipeline state (for a pass that implements :meth:`apply`)."""

@@ -1,6 +1,6 @@
 """Issue 23, part 4: fuzz failures that are small, found fast, and name the dropped wait.
 
-The acceptance run: a planted bug (:class:`tests.planted.AntiDepsFirstPartition` in the
+The acceptance run: a planted bug (:class:`neuronsim_tests.planted.AntiDepsFirstPartition` in the
 ``anti-deps`` slot) fuzzed by the console script finds and saves its failure, shrunk to at
 most 4 instructions, with the pass's input and output and the fix line.  (The subprocess
 timeout is a guard against a hang, not a speed test: ``bench/bench_fuzz_shrink.py`` prints the
@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_planted_bug_is_found_shrunk_and_explained_by_the_console_script(tmp_path):
     out = tmp_path / "failures"
     run = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "fuzz", "--pass",
-                          "tests.planted:AntiDepsFirstPartition", "--replace", "anti-deps", "--examples", "100",
+                          "neuronsim_tests.planted:AntiDepsFirstPartition", "--replace", "anti-deps", "--examples", "100",
                           "--seed", "0", "--workers", "1", "--fail-fast", "--out", str(out)],
-                         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT / "tests" / "support")), capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 1, run.stderr
     assert "fuzz: shrinking a races failure of" in run.stderr and "shrunk to" in run.stderr
@@ -53,7 +53,7 @@ def test_a_planted_bug_is_found_shrunk_and_explained_by_the_console_script(tmp_p
 
 
 def test_the_header_counts_the_examples_run_of_those_asked(tmp_path):
-    result = CliRunner().invoke(cli, ["fuzz", "--pass", "tests.planted:AntiDepsFirstPartition", "--replace",
+    result = CliRunner().invoke(cli, ["fuzz", "--pass", "neuronsim_tests.planted:AntiDepsFirstPartition", "--replace",
                                       "anti-deps", "--examples", "30", "--workers", "1", "--no-shrink",
                                       "--out", str(tmp_path)])
     assert result.exit_code == 1
@@ -61,7 +61,10 @@ def test_the_header_counts_the_examples_run_of_those_asked(tmp_path):
 
 
 def test_check_pass_shrinks_to_a_small_program_and_names_the_fix():
-    result = check_pass(DropPsumAccumulation(), replace="build-fdeps", examples=200, seed=0)
+    # An accumulating matmul after an earlier PSUM writer is about one draw in a hundred (the MX
+    # dtypes joined the draws and moved them); Hypothesis also sizes its draws by the budget: at
+    # 400 seed 0 meets one at example 76, at 200 it meets none.
+    result = check_pass(DropPsumAccumulation(), replace="build-fdeps", examples=400, seed=0)
     failure = result.failure
     assert failure is not None and failure.check in ("flow", "races", "labels")
     assert instruction_count(loads_program(failure.program)) <= 4
