@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from neuronsim.machine.formats.program import load_program  # noqa: E402
 from neuronsim.machine.order.size import (  # noqa: E402

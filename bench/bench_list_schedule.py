@@ -29,7 +29,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from neuronsim.machine.nki import load_kernel, trace  # noqa: E402
 from neuronsim.passes import PassContext, compile_program  # noqa: E402

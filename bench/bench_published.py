@@ -38,7 +38,6 @@ import ml_dtypes
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from neuronsim.machine.ir.errors import ProgramError  # noqa: E402
 from neuronsim.machine.model.presets import resolve_machine  # noqa: E402

@@ -20,7 +20,7 @@ API: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("neuronsim.machine.formats.program", ("load_program", "loads_program", "save_program", "dumps_program"),
      "Reading and writing `neuronsim.program/1` documents."),
     ("neuronsim.machine.ir.program", ("Program", "Loop", "Instruction", "Access", "Tensor", "Dep"), "The program IR."),
-    ("passes", ("parse_pipeline", "run_pipeline", "PassContext", "DEFAULT_PIPELINE"),
+    ("neuronsim.passes", ("parse_pipeline", "run_pipeline", "PassContext", "DEFAULT_PIPELINE"),
      "The pass pipeline."),
     ("neuronsim.passes.pipeline", ("Pass", "PipelineState", "as_pass"), "Writing a pass of your own."),
     ("neuronsim.verify.racecheck", ("check_program", "check_waits", "RaceReport", "Race"), "The race checker."),

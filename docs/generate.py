@@ -26,7 +26,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 from neuronsim.machine.model import optable, semantics  # noqa: E402
 from neuronsim.machine.model.cost import instruction_cost  # noqa: E402

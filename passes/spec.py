@@ -42,12 +42,17 @@ def _imported_pass(address: str) -> Any:
     import sys
 
     module, _, attr = address.partition(":")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+    folder = os.getcwd()
+    added = folder not in sys.path  # for this import only: the caller's sys.path stays theirs
+    if added:
+        sys.path.insert(0, folder)
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
         raise ProgramError("--passes", f"cannot load the pass {address!r}: {err}") from None
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
 
 
 def _convert(raw: str, default: Any, where: str) -> Any:
