@@ -17,7 +17,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from neuronsim_tests import ROOT
+from neuronsim_tests import ROOT, STARTUP_SYS_PATH
 
 FOLDERS = ("machine", "passes", "verify", "scenarios", "tests")
 SCANNED = ("machine", "passes", "verify", "scenarios", "tests", "bench", "examples", "docs")
@@ -125,6 +125,6 @@ def test_this_suite_runs_without_the_checkout_on_sys_path() -> None:
     # (PathFinder searches sys.path alone: pytest itself registers a ``tests`` module for its
     # own bookkeeping, which no user code can reach.)
     for folder in FOLDERS:
-        assert PathFinder.find_spec(folder) is None, f"'{folder}' is importable: the checkout root is on sys.path"
+        assert PathFinder.find_spec(folder, list(STARTUP_SYS_PATH)) is None, f"'{folder}' is importable: the checkout root is on sys.path"
     spec = importlib.util.find_spec("neuronsim.verify")
     assert spec is not None and spec.submodule_search_locations
