@@ -60,6 +60,8 @@ OP_COLORS: dict[str, str] = {
     "nonzero_with_count": "#663333",  # dark red
     "nc_n_gather": "#004488",  # high-contrast blue
     "dma_transpose": "#DDAA33",  # high-contrast yellow
+    "quantize_mx": "#994455",  # high-contrast dark red
+    "matmul_mx": "#6699CC",  # medium-contrast light blue
 }
 #: Colours of the ops outside the table (opaque ops, task kernels), chosen by a hash of the name.
 EXTRA_COLORS: tuple[str, ...] = ("#0077BB", "#33BBEE", "#009988", "#EE7733", "#EE3377", "#AAAA00", "#99DDFF",

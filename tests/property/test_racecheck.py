@@ -83,7 +83,7 @@ def test_shared_examples_match_their_race_files():
 
 
 @nonvacuous(race_free=15, racy=15, free_without_clocks=5, free_with_clocks=5)
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(programs(deps="random", **SMALL), programs(deps="sequential", **SMALL)))
 def test_fast_path_says_race_free_exactly_when_the_oracle_does(program):
     """The sorted-events fast path (neuronsim.verify.race_free) against the brute-force oracle: it answers

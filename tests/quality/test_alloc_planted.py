@@ -57,7 +57,7 @@ def _two_psum_tiles():
 
 def test_sharing_storage_between_live_tensors_is_a_clash(monkeypatch):
     program = _two_psum_tiles()
-    monkeypatch.setattr("neuronsim.passes.alloc.may_share", lambda *args: True)
+    monkeypatch.setattr("neuronsim.passes.alloc_place.may_share", lambda *args: True)  # PSUM placement (alloc_place)
     placed, _ = compile_program(program, "alloc{psum_banks=2}")  # two banks: both rings on them
     clashes = holding_clashes(program, placed)
     assert clashes and {clashes[0][0], clashes[0][2]} == {"p", "q"}

@@ -30,9 +30,11 @@ def test_the_real_task_pipeline_passes():
     ("DemotesUncoveredInput", {"races", "coverage"}),
 ])
 def test_each_planted_bug_is_found_by_neuronsim_fuzz_within_the_default_budget(planted, checks, tmp_path):
-    run = subprocess.run([SCRIPT, "fuzz", "--pass", f"tests.planted_tasks:{planted}", "--replace",
+    # the planted passes are the tests' own (tests/support), found as a user's modules are
+    run = subprocess.run([SCRIPT, "fuzz", "--pass", f"neuronsim_tests.planted_tasks:{planted}", "--replace",
                           "auto-derive-task-dependencies", "--no-shrink", "--fail-fast", "--workers", "2", "--json",
-                          "--out", str(tmp_path / "failures")], cwd=ROOT, capture_output=True, text=True, timeout=600)
+                          "--out", str(tmp_path / "failures")], cwd=ROOT, capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT / "tests" / "support")))
     assert run.returncode == 1, run.stderr
     doc = json.loads(run.stdout)
     assert doc["tasks"] is True and doc["examples"] <= DEFAULT_BUDGET
