@@ -14,8 +14,9 @@ import pytest
 from neuronsim_tests.planted_tasks import DemotesUncoveredInput, ForgetsWar, IgnoresMemRefAliasing
 from neuronsim.verify.tasks.fuzz import check_task_pass, is_task_pass
 
+from neuronsim_tests import ROOT
+
 SCRIPT = shutil.which("neuronsim", path=os.path.dirname(sys.executable)) or "neuronsim"
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DEFAULT_BUDGET = 500
 
 
