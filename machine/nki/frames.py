@@ -18,6 +18,7 @@ come from where they live, the frames of the kernel (and of its helpers) on the 
 Both lookups are cached: by code object and line, so a traced loop body costs dict lookups
 and one read of the frame's locals per NKI call.
 
+>>> import sys
 >>> def body():
 ...     return loop_indices(sys._getframe(), entry={id(run.__code__): run.__code__})
 >>> def kernel():
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import ast
 import linecache
-import sys
 from types import CodeType, FrameType
 from typing import Any
 
