@@ -26,7 +26,7 @@ from dataclasses import replace
 from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Access, MemoryKind, Tensor
-from neuronsim.machine.model.optable import ACT_REDUCE_OPS, ACTIVATION_FUNCS, ALU_OPS, REDUCE_OPS, OpSpec
+from neuronsim.machine.model.optable import ACTIVATION_FUNCS, ALU_OPS, REDUCE_OPS, OpSpec
 
 __all__ = [
     "OPAQUE_OPS", "OPAQUE_DMA_OPS", "draw_int", "draw_flag", "draw_pick", "partition_start_ok",
