@@ -46,8 +46,7 @@ from dataclasses import replace
 
 from neuronsim.machine.order.conflicts import conflicts
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Loop, MemoryKind, Program, Rotation
-from neuronsim.machine.model.presets import resolve_machine
+from neuronsim.machine.ir.program import Loop, MemoryKind, Program
 from neuronsim.machine.ir.source import instance_label
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
