@@ -2,8 +2,6 @@
 own per iteration, into a tile made in the loop body, and into one tile shared by every
 iteration (the only one the compiler does not order: a value carried across iterations)."""
 
-import numpy as np
-
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
 
