@@ -5,7 +5,6 @@ legacy_masks_affine.py)."""
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
