@@ -24,7 +24,6 @@ import inspect
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
