@@ -196,7 +196,6 @@ def _engine_rows(tensors: Mapping[str, Tensor], instr: Instruction, spec: Machin
     """Rows (partitions, or DRAM rows) each DMA engine carries."""
     sbuf = [a for a in (*instr.writes, *instr.reads) if tensors[a.tensor].memory == MemoryKind.SBUF]
     engines = spec.dma_engines
-    rows: dict[int, int] = {}
     if sbuf:
         access = sbuf[0]
         tensor = tensors[access.tensor]
