@@ -287,14 +287,14 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
     if spec.address is not None:
         partition, byte = spec.address
         if spec.buffer == "psum":
-            ref = kb.psum(name, ir_shape, spec.dtype, partition=partition, bank=byte // PSUM_BANK_BYTES,
-                          offset=byte % PSUM_BANK_BYTES)
+            kb.psum(name, ir_shape, spec.dtype, partition=partition, bank=byte // PSUM_BANK_BYTES,
+                    offset=byte % PSUM_BANK_BYTES)
         else:
-            ref = kb.sbuf(name, ir_shape, spec.dtype, partition=partition, offset=byte)
+            kb.sbuf(name, ir_shape, spec.dtype, partition=partition, offset=byte)
     elif spec.buffer == "psum":
-        ref = kb.psum(name, ir_shape, spec.dtype)
+        kb.psum(name, ir_shape, spec.dtype)
     else:
-        ref = kb.sbuf(name, ir_shape, spec.dtype)
+        kb.sbuf(name, ir_shape, spec.dtype)
     tracer.note_declared(name)
     return Layout.whole(_mark_source(tracer, name, site), par_axis=spec.par_axis)
 
