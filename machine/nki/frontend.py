@@ -185,7 +185,9 @@ def _defined_at(func: Any) -> SourceLine:
     """Where the kernel function is defined (a ``functools.partial``: its function; a callable
     object: its ``__call__``; else the file inspect finds, or the kernel's name)."""
     target = getattr(func, "func", func)
-    code = getattr(target, "__code__", None) or getattr(getattr(type(target), "__call__", None), "__code__", None)
+    # B004 mistakes this for a callability test: it reads the code of the object's __call__ method
+    call = getattr(type(target), "__call__", None)  # noqa: B004
+    code = getattr(target, "__code__", None) or getattr(call, "__code__", None)
     if code is not None:
         return SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
     try:
