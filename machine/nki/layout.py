@@ -309,7 +309,7 @@ class Layout:
         if self.tags is None:
             return None
         out = []
-        for (kind, _s, n), tag in zip(self.axes, self.tags):
+        for (_kind, _s, n), tag in zip(self.axes, self.tags):
             if n == 1:
                 continue
             if len(tag) != 1:
