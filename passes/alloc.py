@@ -107,7 +107,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, partial
 from operator import attrgetter
 from typing import ClassVar
 
@@ -456,9 +456,10 @@ class Alloc(Pass):
             lives = lifetimes(stream, slots, users)
             start_masks = _start_masks(stream, users, spec)
             try:
-                placed, lives, fallbacks = _fit_sbuf(
-                    program, lives, lambda trial: _place_sbuf(program, trial, self.buffers, self.align, spec,
-                                                              start_masks, stream.tensor_id))
+                # bound now: _fit_sbuf calls the placement within this round, on this round's program
+                place = partial(_place_sbuf, program, buffers=self.buffers, align=self.align, spec=spec,
+                                start_masks=start_masks, tensor_id=stream.tensor_id)
+                placed, lives, fallbacks = _fit_sbuf(program, lives, place)
                 break
             except SbufFull as short:
                 weights = _weights(program, self.align, spec)
