@@ -167,7 +167,7 @@ def blocked_matmul(lhsT, rhs, tiles_m=2, tiles_k=2):
     block_m, block_k = 128 * tiles_m, 128 * tiles_k
     out = nl.ndarray((m_total, n_total), dtype=nl.float32, buffer=nl.shared_hbm)
     sums = []
-    for bm in range(m_total // 128):
+    for _bm in range(m_total // 128):
         acc = nl.ndarray((128, n_total), dtype=nl.float32, buffer=nl.sbuf)
         nisa.memset(dst=acc, value=0)
         sums.append(acc)
