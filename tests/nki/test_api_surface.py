@@ -87,10 +87,10 @@ def test_a_misspelled_name_offers_the_closest_and_a_real_one_says_not_supported(
         nl, nisa = stand_ins["nki.language"], stand_ins["neuronxcc.nki.isa"]
         with pytest.raises(NkiError, match=rf"{THIS}:\d+: nl.expp: no such name in nki.language "
                                            r"\(did you mean nl.exp\?\)$"):
-            nl.expp
+            _ = nl.expp
         with pytest.raises(NkiError, match=r"nisa.nc_matmull: no such name in neuronxcc.nki.isa "
                                            r"\(did you mean nisa.nc_matmul\?\)$"):
-            nisa.nc_matmull
+            _ = nisa.nc_matmull
         with pytest.raises(NkiError, match=r"nl.sin is not supported \(an activation function"):
             nl.sin(None)
 
