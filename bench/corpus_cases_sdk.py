@@ -134,6 +134,15 @@ def _replace_top8(data, imm):
     return out.reshape(data.shape), idx.astype(np.uint32)
 
 
+def _range_select(on_true, bound0, bound1, range_start, **_):
+    """The example test: elements whose column index (counted from range_start) lies in
+    [bound0, bound1) kept, the rest fp32 min; and the row maximum of that selection."""
+    x = _f(on_true)
+    column = range_start + np.arange(x.shape[1])[None, :]
+    selected = np.where((column >= bound0) & (column < bound1), x, FP32_MIN)
+    return selected, selected.max(axis=1, keepdims=True)
+
+
 def _range_select_chained(on_true, bound0, bound1, range_start, **_):
     """The chaining test: three range selects on the tile (+1 before each but the first), the
     range starting one tile height further each time; the last selection and the running max."""
@@ -269,7 +278,8 @@ CASES: dict[str, Case] = {
         "f32[4,128,32,8]", "0:f32[4,1,32,8]", ref=lambda a_tensor: _f(a_tensor).sum(axis=1, keepdims=True)),
     T + "test_nki_isa_range_select.py::nki_range_select_example": case(
         "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 64, np.float32), np.greater_equal, np.less,
-        32, np.float32),
+        32, np.float32, ref=_range_select,
+        note="returns its SBUF result tile: NKI's simulator (mode='simulation') hands its values back"),
     T + "test_nki_isa_range_select.py::nki_range_select_chaining": case(
         "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 350, np.float32), np.greater_equal, np.less,
         32, ref=_range_select_chained),
@@ -361,10 +371,18 @@ CASES: dict[str, Case] = {
     E + "index-case-3.py::tensor_maxpool_kernel_": case(
         np.arange(72, dtype=np.float32).reshape(2, 6, 6), 2, ref=_maxpool),
     E + "layout-dynamic-loop.py::tensor_exp_kernel_": case("f32[256,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
-    E + "layout-loop.py::tensor_exp_kernel_": case("f32[256,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
+    # the file stores to out_tensor[i_p, i_f] but never defines i_f (the SDK's earlier copy of the
+    # example did, `i_f = nl.arange(512)[None, :]`): Python fails at that line on any NKI
+    E + "layout-loop.py::tensor_exp_kernel_": failing(
+        "f32[256,512]", refusal="name 'i_f' is not defined",
+        note="the example's own NameError: i_f is used and never assigned"),
     E + "layout-pass.py::tensor_exp_kernel_": case("f32[128,512]", ref=lambda in_tensor: np.exp(_f(in_tensor))),
-    E + "layout-violation.py::tensor_exp_kernel_": case("f32[256,512]",
-                                                        note="the file's shape: it violates the layout"),
+    # the programming guide's counter-example (its __main__ sets shape (256, 512), "Previously
+    # (128, 512)"): a 256-partition tile breaks the 128-partition limit, which layout-loop.py and
+    # layout-pass.py then fix; the compiler rejects it, as neuronsim does at the load
+    E + "layout-violation.py::tensor_exp_kernel_": failing(
+        "f32[256,512]", refusal="256 partitions; at most 128 exist",
+        note="the file's shape: the guide shows it violating the partition limit"),
     MM + "nki_matmul_basic_": case("bf16[128,64]", "bf16[128,512]", ref=_matmul),
     MM + "nki_matmul_tiled_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
     MM + "nki_matmul_hoist_load_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),

@@ -38,7 +38,7 @@ from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import NkiError, NkiInternalError, NotAffine, SourceLine, _display
 from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.groups import open_groups
-from neuronsim.machine.nki.kernel import schedule_of, unwrap
+from neuronsim.machine.nki.kernel import schedule_of, simulation_mode, unwrap
 from neuronsim.machine.nki.schedule import apply_edges, schedule_edges
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
@@ -95,7 +95,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
             with standins(), tracer.active(), collector_paused(), _objects_promoted():
-                return _run(tracer, func, arrays, kwargs, schedule_of(kernel))
+                return _run(tracer, func, arrays, kwargs, schedule_of(kernel), simulation_mode(kernel))
         except NotAffine as err:
             keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
             if not keys or keys <= unroll:
@@ -221,7 +221,7 @@ def _kernel_frame(err: BaseException) -> SourceLine | None:
 
 
 def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any],
-         schedule: tuple[Any, ...] = ()) -> TracedKernel:
+         schedule: tuple[Any, ...] = (), simulated: bool = False) -> TracedKernel:
     signature = inspect.signature(func)
     try:
         bound = signature.bind(*arrays, **kwargs)
@@ -240,7 +240,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     for _pid in tracer.instances():
         result = func(*bound.args, **bound.kwargs)
         tracer.flush()
-        results = _returned(result, func)
+        results = _returned(result, func, tracer if simulated else None)
     edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)
@@ -289,14 +289,34 @@ def _error_site(tracer: Tracer, func: Any, path: str) -> tuple[SourceLine, str]:
     return SourceLine(source["file"], source["line"]), source["call"]
 
 
-def _returned(result: Any, func: Any) -> list[NkiTensor]:
+def _returned(result: Any, func: Any, simulator: Tracer | None = None) -> list[NkiTensor]:
+    """The HBM tensors the kernel returned.  Only HBM tensors leave a compiled kernel (NKI's
+    known issues: top-level inputs and outputs live in HBM); under NKI's simulator (legacy
+    ``mode="simulation"``, ``simulator`` given) an on-chip tile is returned by value, so it is
+    stored to an HBM output of its shape at the return line, as the simulator copies it out."""
     if result is None:
         return []
     items = list(result) if isinstance(result, (tuple, list)) else [result]
-    for item in items:
-        if not isinstance(item, NkiTensor) or item.buffer != "hbm":
+    for k, item in enumerate(items):
+        if isinstance(item, NkiTensor) and item.buffer in ("sbuf", "psum") and simulator is not None:
+            items[k] = _stored_out(simulator, item, _return_line(func))
+        elif not isinstance(item, NkiTensor) or item.buffer != "hbm":
             raise NkiError(_return_line(func), f"a kernel returns HBM tensors, not {item!r}")
     return items
+
+
+def _stored_out(tracer: Tracer, tile: NkiTensor, where: SourceLine) -> NkiTensor:
+    """An HBM tensor of ``tile``'s shape and dtype holding it, written at the kernel line ``where``."""
+    from neuronsim.machine.nki import language as nl
+
+    tracer.site, tracer.site_frame = (where, "return"), None
+    try:
+        out = nl.ndarray(tile.shape, dtype=tile.dtype, buffer="shared_hbm")
+        nl.assign(out, tile)
+        tracer.flush()
+    finally:
+        tracer.site = None
+    return out
 
 
 def _return_line(func: Any) -> SourceLine:

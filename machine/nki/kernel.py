@@ -16,7 +16,7 @@ from neuronsim.machine.nki import tracer
 from neuronsim.machine.nki.errors import NkiError, line_of
 from neuronsim.machine.nki.indexing import concrete
 
-__all__ = ["Kernel", "jit", "unwrap", "schedule_of", "set_eager_runner", "run_eagerly"]
+__all__ = ["Kernel", "jit", "unwrap", "schedule_of", "simulation_mode", "set_eager_runner", "run_eagerly"]
 
 #: How a kernel called outside a trace runs: set by :mod:`neuronsim.verify.nki.simulate` (placing
 #: tiles needs the allocation pass, which this package, below the passes, cannot import).
@@ -93,3 +93,14 @@ def schedule_of(kernel: Any) -> tuple[Any, ...]:
             return kernel.options["schedule"]
         kernel = kernel.func
     return ()
+
+
+def simulation_mode(kernel: Any) -> bool:
+    """True for a legacy ``@nki.jit(mode="simulation")`` kernel: NKI's simulator runs it and hands
+    back the values of whatever it returns, on-chip tiles included (the SDK's ``range_select``
+    test returns an SBUF tile and compares it with numpy)."""
+    while isinstance(kernel, Kernel):
+        if kernel.options.get("mode") == "simulation":
+            return True
+        kernel = kernel.func
+    return False
