@@ -16,16 +16,12 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from neuronsim.machine.ir.edges import EdgeKind  # noqa: E402
-from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
-from neuronsim.passes.analysis.asyncwindow import redundant_waits_window  # noqa: E402
-from neuronsim.passes.dep_reduction import instance_waits, redundant_waits  # noqa: E402
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program
+from neuronsim.passes.analysis.asyncwindow import redundant_waits_window
+from neuronsim.passes.dep_reduction import instance_waits, redundant_waits
 
 
 def random_program(n: int, seed: int, dma_share: float) -> Program:

@@ -31,16 +31,13 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import random
 import resource
 import subprocess
 import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Program, Tensor, frozen_mapping  # noqa: E402
+from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Program, Tensor, frozen_mapping
 
 PHASE = 4096
 TILES_PER_PHASE = 512

@@ -54,11 +54,9 @@ import tempfile
 import time
 from dataclasses import replace
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from neuronsim.machine.formats.program import load_program, save_program  # noqa: E402
-from neuronsim.machine.ir.program import Program  # noqa: E402
-from neuronsim.machine.build.builder import KernelBuilder, SbufArena  # noqa: E402
+from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.ir.program import Program
+from neuronsim.machine.build.builder import KernelBuilder, SbufArena
 
 TILE, TILE_N = 128, 512
 GOAL_SECONDS, GOAL_BYTES = 30.0, 1 << 30

@@ -12,19 +12,15 @@ Usage: ``python bench/bench_instance_exact.py [N] [--seed S]``.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hypothesis import HealthCheck, Phase, given, seed, settings
 
-from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
-
-from neuronsim.machine.ir.program import Loop  # noqa: E402
-from neuronsim.passes import compile_program  # noqa: E402
-from neuronsim.verify.racecheck import check_program  # noqa: E402
-from neuronsim.verify.strategies import programs  # noqa: E402
-from neuronsim.verify.sync_counts import minimum_sync, stage_sync  # noqa: E402
+from neuronsim.machine.ir.program import Loop
+from neuronsim.passes import compile_program
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
+from neuronsim.verify.sync_counts import minimum_sync, stage_sync
 
 LOOPS = dict(deps="none", virtual=True, max_instructions=10, max_trip=3, max_loops=3)
 

@@ -37,8 +37,6 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 #: The goal of issue 20: seconds to trace 1e5 instructions.
 TRACE_GOAL_SECONDS = 10.0
 

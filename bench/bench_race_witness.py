@@ -21,17 +21,15 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from hypothesis import HealthCheck, given, seed, settings
 
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
-
-from neuronsim.machine.ir.edges import EdgeKind  # noqa: E402
-from neuronsim.machine.formats.program import load_program  # noqa: E402
-from neuronsim.machine.model.geometry import footprint, overlap  # noqa: E402
-from neuronsim.machine.ir.program import Dep, Program  # noqa: E402
-from neuronsim.machine.sim.simulator import simulate  # noqa: E402
-from neuronsim.verify.racecheck import check_program  # noqa: E402
-from neuronsim.verify.strategies import programs  # noqa: E402
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.model.geometry import footprint, overlap
+from neuronsim.machine.ir.program import Dep, Program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import programs
 
 SEEDS = [None, *range(20)]
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"

@@ -32,7 +32,6 @@ Goal (issue #3): at most 2 us per access event; 1e6 instances in under a minute.
 from __future__ import annotations
 
 import gc
-import os
 import random
 import resource
 import sys
@@ -48,8 +47,7 @@ from neuronsim.passes.pipeline import run_pipeline
 from neuronsim.verify.race_free import neighbour_pairs, not_waited_on, open_pairs
 from neuronsim.verify.racecheck import check_program
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_reduction import plain_vector_clock  # noqa: E402
+from bench_reduction import plain_vector_clock
 
 BUFFERS = 64
 BUF_BYTES = 512  # per partition

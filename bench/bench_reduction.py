@@ -34,16 +34,13 @@ import gc
 import random
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import networkx as nx
 
-import networkx as nx  # noqa: E402
-
-from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program  # noqa: E402
-from neuronsim.machine.order.stream import InstanceStream  # noqa: E402
-from neuronsim.passes.dep_reduction import dep_reduction, redundant_waits, waits_from_targets  # noqa: E402
-from neuronsim.testing.reduction import redundant_waits_syncstate  # noqa: E402
+from neuronsim.machine.ir.program import SEQUENCERS, Dep, Instruction, Program
+from neuronsim.machine.order.stream import InstanceStream
+from neuronsim.passes.dep_reduction import dep_reduction, redundant_waits, waits_from_targets
+from neuronsim.testing.reduction import redundant_waits_syncstate
 
 QUEUES = 3
 WIDTH = len(SEQUENCERS) + QUEUES

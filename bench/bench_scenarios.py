@@ -37,20 +37,16 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from types import ModuleType
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from neuronsim.machine.ir.program import Instruction, Loop, Node, Program  # noqa: E402
-from neuronsim.machine.sim.simulator import simulate  # noqa: E402
-from neuronsim.passes import CONSTRUCTION_PIPELINE, compile_program  # noqa: E402
-from neuronsim.passes.expand_scheduling_units import expand_scheduling_units  # noqa: E402
-from neuronsim.verify.scenarios import all_scenarios, scenario_name  # noqa: E402
-from neuronsim.verify.sync_counts import sync_report  # noqa: E402
+from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.passes import CONSTRUCTION_PIPELINE, compile_program
+from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
+from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.sync_counts import sync_report
 
 ALLOCATIONS = ("alloc", "alloc{rotate=false}")
 

@@ -34,15 +34,12 @@ import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from neuronsim.machine.ir.program import SEQUENCERS, Access, Dep, Instruction, MemoryKind, Program, Tensor  # noqa: E402
-from neuronsim.machine.sim.engine import NOMINAL, Interleaving, TimedRun  # noqa: E402
-from neuronsim.testing.heaploop import heap_run  # noqa: E402
-from neuronsim.machine.sim.plan import build_plan  # noqa: E402
-from neuronsim.machine.sim.simulator import simulate  # noqa: E402
+from neuronsim.machine.ir.program import SEQUENCERS, Access, Dep, Instruction, MemoryKind, Program, Tensor
+from neuronsim.machine.sim.engine import NOMINAL, Interleaving, TimedRun
+from neuronsim.testing.heaploop import heap_run
+from neuronsim.machine.sim.plan import build_plan
+from neuronsim.machine.sim.simulator import simulate
 
 #: ``--memory`` sizes by default (issue 31: memory linear up to 1e6 instructions).
 MEMORY_SIZES = (250_000, 500_000, 1_000_000)

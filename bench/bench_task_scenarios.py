@@ -21,12 +21,9 @@ Usage: ``python bench/bench_task_scenarios.py [--markdown]`` (a few seconds).
 
 from __future__ import annotations
 
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from neuronsim.verify.tasks.scenarios import all_task_scenarios, run_task_scenario, task_scenario_name  # noqa: E402
+from neuronsim.verify.tasks.scenarios import all_task_scenarios, run_task_scenario, task_scenario_name
 
 COLUMNS = ("scenario", "tasks", "lookups", "inserts", "explicit", "MANUAL tasks", "slots demoted",
            "races all-AUTO / compiled / runs", "makespan us", "orchestrator us")

@@ -41,21 +41,19 @@ import os
 import sys
 import time
 
+from bench_racecheck import synthetic
+
+from neuronsim.machine.sim.runtime import simulate_tasks
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.ir import TaskProgram
+from neuronsim.passes import compile_program
+from neuronsim.passes.tasks import compile_tasks
+from neuronsim.verify.racecheck import check_program
+from neuronsim.verify.strategies import strip_deps
+from neuronsim.verify.tasks.check import check_task_program, check_task_trace
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from bench_racecheck import synthetic  # noqa: E402
-
-from neuronsim.machine.sim.runtime import simulate_tasks  # noqa: E402
-from neuronsim.machine.sim.simulator import simulate  # noqa: E402
-from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder  # noqa: E402
-from neuronsim.machine.tasks.ir import TaskProgram  # noqa: E402
-from neuronsim.passes import compile_program  # noqa: E402
-from neuronsim.passes.tasks import compile_tasks  # noqa: E402
-from neuronsim.verify.racecheck import check_program  # noqa: E402
-from neuronsim.verify.strategies import strip_deps  # noqa: E402
-from neuronsim.verify.tasks.check import check_task_program, check_task_trace  # noqa: E402
-
 SEQUENCES, SPLIT, TILE = 64, 4, 16
 
 

@@ -25,13 +25,10 @@ Usage: ``.venv/bin/python bench/bench_timing.py``
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from neuronsim.machine.formats.program import parse_program  # noqa: E402
-from neuronsim.machine.sim.simulator import simulate  # noqa: E402
-from neuronsim.machine.sim.trace import Trace  # noqa: E402
+from neuronsim.machine.formats.program import parse_program
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.sim.trace import Trace
 
 #: The acceptance bound: |simulated / published - 1| <= TOLERANCE.
 TOLERANCE = 0.15

@@ -13,15 +13,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from hypothesis import seed as hypothesis_seed  # noqa: E402
-
-from neuronsim.verify.fuzz import fuzz_strategy  # noqa: E402
-from neuronsim.verify.strategies import allocator_reuse  # noqa: E402
+from neuronsim.verify.fuzz import fuzz_strategy
+from neuronsim.verify.strategies import allocator_reuse
 
 
 def reuse_counts(programs: int, seed: int, **strategy_options) -> tuple[int, int, int]:
