@@ -1,7 +1,8 @@
 """The corpus run: every kernel function of the public NKI corpus, as written, end to end.
 
-Finds the kernel functions of ``--corpus`` (default ``../shared/nki-corpus`` beside the
-checkout; :mod:`corpus_cases_discover` says what counts), runs each one in a process of its own
+Finds the kernel functions of ``--corpus DIR`` (else the folder ``NEURONSIM_NKI_CORPUS`` names; a
+folder holding aws-neuron-sdk, nki-samples and nki-library, kept outside the repository;
+:mod:`corpus_cases_discover` says what counts), runs each one in a process of its own
 with the inputs of its case (:mod:`corpus_cases`; :mod:`corpus_cases_run` is the process), under
 a timeout and an address-space cap, so one hang or crash never stops the run.  Prints one line
 per kernel, in corpus order::
@@ -12,7 +13,8 @@ where ``TRS=`` says traced, compiled race-free, simulated, outputs equal to the 
 reference (``-`` where not reached or no reference), then a TOTAL with the count of each
 outcome (``equal``, ``ran``, ``problems``, ``refused``, ``internal``, ``timeout``, ``crashed``,
 ``no case``, ``subkernel``: a function decorated as a kernel that only another kernel calls,
-with on-chip tiles, counted at the end by that kernel's outcome (:func:`by_caller`); ``one core``: refused at its line for a construct beyond one NeuronCore;
+with on-chip tiles, counted at the end by that kernel's outcome (:func:`by_caller`);
+``one core``: refused at its line for a construct beyond one NeuronCore;
 ``unparsed``: the corpus file itself is not valid Python; ``as expected``: refused with the
 error the kernel's corpus test expects).  ``--json OUT`` writes one record
 per kernel; ``--summary OUT`` the grouped failure summary (counts by outcome, then every cause
@@ -40,10 +42,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from corpus_cases_discover import KernelSite, discover
+from corpus_cases_discover import CORPUS_VARIABLE, KernelSite, corpus_folder, discover
 
 HERE = Path(__file__).resolve().parent
-DEFAULT_CORPUS = HERE.parent.parent / "shared" / "nki-corpus"
 OUTCOMES = ("equal", "ran", "problems", "refused", "internal", "timeout", "crashed", "no case", "subkernel",
             "one core", "unparsed", "as expected")
 #: Outcomes that count as a kernel running correctly.
@@ -164,7 +165,7 @@ def summary(records: list[dict[str, Any]], seconds: float) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=DEFAULT_CORPUS, help="the corpus folder")
+    parser.add_argument("--corpus", help=f"the corpus folder (default: ${CORPUS_VARIABLE})")
     parser.add_argument("--jobs", type=int, default=1, help="kernels run at once")
     parser.add_argument("--filter", action="append", default=[],
                         help="only kernels whose key contains this (repeat: any of them)")
@@ -174,9 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summary", type=Path, help="write the grouped failure summary here")
     parser.add_argument("--list", action="store_true", help="list the kernel functions found, run nothing")
     args = parser.parse_args(argv)
-    corpus = args.corpus.resolve()
-    if not corpus.is_dir():
-        print(f"{args.corpus}: no such corpus folder (expected the shared nki-corpus)", file=sys.stderr)
+    corpus = corpus_folder(args.corpus)
+    if isinstance(corpus, str):
+        print(corpus, file=sys.stderr)
         return 2
     if args.jobs < 1 or args.timeout <= 0 or args.memory_mb < 256:
         print("--jobs must be >= 1, --timeout > 0, --memory-mb >= 256", file=sys.stderr)

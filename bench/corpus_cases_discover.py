@@ -1,4 +1,5 @@
-"""Finding the kernel functions of the public NKI corpus (``../shared/nki-corpus``).
+"""Finding the kernel functions of the public NKI corpus (a folder holding aws-neuron-sdk,
+nki-samples and nki-library, given with ``--corpus DIR`` or ``NEURONSIM_NKI_CORPUS``).
 
 A kernel function is a function of a corpus file that either
 
@@ -21,12 +22,15 @@ their runs report the file's own SyntaxError.
 from __future__ import annotations
 
 import ast
-
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["KernelSite", "discover", "corpus_files"]
+__all__ = ["KernelSite", "discover", "corpus_files", "corpus_folder", "CORPUS_VARIABLE"]
+
+#: The environment variable naming the corpus folder when no ``--corpus`` is given.
+CORPUS_VARIABLE = "NEURONSIM_NKI_CORPUS"
 
 #: The last name of a decorator that makes a kernel.
 KERNEL_DECORATORS = frozenset({"jit", "baremetal", "benchmark", "trace", "profile",
@@ -55,6 +59,20 @@ class KernelSite:
     found_by: str
     """``decorator``, ``handed`` (handed to NKI by a corpus file) or ``unparsed`` (a file with a
     SyntaxError, scanned by lines)."""
+
+
+def corpus_folder(given: str | None, flag: str = "--corpus") -> Path | str:
+    """The corpus folder, from ``flag`` (its value ``given``) else :data:`CORPUS_VARIABLE`, resolved;
+    or the one-line reason there is none (the corpus lives outside the repository, so there is
+    no default)."""
+    folder = given or os.environ.get(CORPUS_VARIABLE, "")
+    if not folder:
+        return f"no corpus folder: give {flag} DIR or set {CORPUS_VARIABLE}"
+    if not Path(folder).is_dir():
+        source = flag if given else CORPUS_VARIABLE
+        return (f"{folder}: no such corpus folder ({source}; expected a folder holding aws-neuron-sdk, "
+                "nki-samples and nki-library)")
+    return Path(folder).resolve()
 
 
 def corpus_files(corpus: Path) -> list[Path]:
@@ -194,7 +212,10 @@ def discover(corpus: Path) -> list[KernelSite]:
 if __name__ == "__main__":  # a listing, for writing cases: key, how found, parameters
     import sys
 
-    root = Path(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "nki-corpus")
+    root = corpus_folder(sys.argv[1] if len(sys.argv) > 1 else None, flag="the first argument,")
+    if isinstance(root, str):
+        print(root, file=sys.stderr)
+        sys.exit(2)
     for site in discover(root):
         print(site.key, site.found_by, site.line, sep="\t")
     print(len(discover(root)), "kernel functions", file=sys.stderr)

@@ -16,21 +16,23 @@ import pytest
 
 from neuronsim.machine.nki import NkiError, load_kernel, standins, trace
 from neuronsim.machine.nki.errors import Refused
+from neuronsim_tests.nki_corpus import nki_corpus
 from neuronsim_tests.nki_kernels import KERNELS
 
-ROOT = Path(__file__).resolve().parents[2]
-_CANDIDATES = [os.environ.get("NKI_CORPUS", ""), ROOT.parent / "shared" / "nki-corpus", "/work/shared/nki-corpus"]
-CORPUS = next(Path(c) for c in _CANDIDATES if c and (Path(c) / "aws-neuron-sdk").is_dir())
-API = CORPUS / "aws-neuron-sdk" / "nki" / "api" / "nki"
 #: module of the reference -> the stand-ins of both generations that must offer its names
 MODULES = {"language": ("nki.language", "neuronxcc.nki.language"), "isa": ("nki.isa", "neuronxcc.nki.isa"),
            "collectives": ("nki.collectives", "neuronxcc.nki.collectives"), "": ("nki", "neuronxcc.nki")}
 THIS = Path(__file__).name
 
 
+def _api(module: str) -> Path:
+    """The SDK's API reference module in the corpus (read, never copied)."""
+    return nki_corpus() / "aws-neuron-sdk" / "nki" / "api" / "nki" / module
+
+
 def _api_names(module: str) -> dict[str, list[str]]:
     """``{name: [member, ...]}`` of the reference module (members of its classes)."""
-    tree = ast.parse((API / module / "__init__.py").read_text())
+    tree = ast.parse((_api(module) / "__init__.py").read_text())
     names: dict[str, list[str]] = {}
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
@@ -57,13 +59,14 @@ def _refused_in_one_line(value: Refused, name: str) -> None:
     with pytest.raises(NkiError) as info:
         value()
     message = str(info.value)
-    assert re.fullmatch(rf"\S*{re.escape(THIS)}:\d+: \S*{re.escape(name)} is not supported \([^\n]+\)", message), message
+    pattern = rf"\S*{re.escape(THIS)}:\d+: \S*{re.escape(name)} is not supported \([^\n]+\)"
+    assert re.fullmatch(pattern, message), message
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_every_reference_name_imports_and_is_implemented_or_refused(module):
     names = _api_names(module)
-    assert len(names) >= (2 if module == "" else 10), f"{API / module} lists too few names"  # the corpus was read
+    assert len(names) >= (2 if module == "" else 10), f"{_api(module)} lists too few names"  # the corpus was read
     implemented = refused = 0
     with standins() as stand_ins:
         for dotted in MODULES[module]:
@@ -113,8 +116,9 @@ def test_real_names_only_imported_trace_and_refuse_where_used():
     out = np.zeros_like(x)
     traced = trace(load_kernel(os.path.join(KERNELS, "import_refused.py::copy_only")), x, out)
     assert [inst.op for inst, _ in traced.program.instructions()] == ["dma_copy", "dma_copy"]
-    for func, text, expected in (("uses_sendrecv", "sendrecv(src", "nisa.sendrecv is not supported"),
-                                 ("misspelled", "tensor_copyy", "nisa.tensor_copyy: no such name in neuronxcc.nki.isa")):
+    for func, text, expected in (
+            ("uses_sendrecv", "sendrecv(src", "nisa.sendrecv is not supported"),
+            ("misspelled", "tensor_copyy", "nisa.tensor_copyy: no such name in neuronxcc.nki.isa")):
         with pytest.raises(NkiError) as info:
             trace(load_kernel(os.path.join(KERNELS, f"import_refused.py::{func}")), x, out)
         assert str(info.value).startswith(f"tests/nki/kernels/import_refused.py:{_line(func, text)}: {expected}"), \
@@ -125,7 +129,7 @@ def test_real_names_only_imported_trace_and_refuse_where_used():
 def test_implemented_calls_take_every_documented_keyword(module):
     """Each parameter the reference signature names is a parameter of neuronsim's call (by
     that name, so keyword forms such as ``num_programs(axes=...)`` work)."""
-    tree = ast.parse((API / module / "__init__.py").read_text())
+    tree = ast.parse((_api(module) / "__init__.py").read_text())
     checked = 0
     with standins() as stand_ins:
         for node in tree.body:

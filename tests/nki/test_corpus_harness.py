@@ -15,9 +15,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+from neuronsim_tests.nki_corpus import nki_corpus
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
-CORPUS = ROOT.parent / "shared" / "nki-corpus"
 
 
 def _python(code: str) -> str:
@@ -70,8 +71,7 @@ def test_causes_keep_missing_module_names_and_blank_the_rest() -> None:
 
 
 def test_a_corpus_file_that_does_not_parse_is_counted_at_its_line() -> None:
-    assert CORPUS.is_dir(), f"the shared NKI corpus is missing: expected {CORPUS} beside the checkout"
-    done = subprocess.run([sys.executable, str(BENCH / "bench_corpus.py"), "--corpus", str(CORPUS),
+    done = subprocess.run([sys.executable, str(BENCH / "bench_corpus.py"), "--corpus", str(nki_corpus()),
                            "--filter", "nki/examples/layout-dynamic-loop.py"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr

@@ -3,8 +3,8 @@ kernels of the SDK's API pages, unmodified from the shared public corpus, run en
 bench script as a user runs it and equal to the case table's numpy references; and every
 kernel function the run finds has an entry in the case table.
 
-The corpus is not in the repository: it sits beside the checkout (``../shared/nki-corpus``),
-as it does in CI.  Without it this test fails, saying where it looked.
+The corpus is not in the repository: ``NEURONSIM_NKI_CORPUS`` names its folder (``.ci/run`` sets
+it; :mod:`neuronsim_tests.nki_corpus`).  Without it these tests fail, naming the variable.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from neuronsim_tests.nki_corpus import nki_corpus
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench" / "bench_corpus.py"
-CORPUS = ROOT.parent / "shared" / "nki-corpus"
 
 #: Small kernels whose outputs the SDK's tests define; they run in a few seconds each.
 SAMPLE = (
@@ -33,9 +34,7 @@ SAMPLE = (
 
 @pytest.fixture(scope="module")
 def corpus() -> Path:
-    assert CORPUS.is_dir(), (f"the shared NKI corpus is missing: expected {CORPUS} beside the checkout "
-                             "(CI copies shared/ there)")
-    return CORPUS
+    return nki_corpus()
 
 
 def _bench(*args: str, timeout: float) -> subprocess.CompletedProcess:
@@ -51,7 +50,8 @@ def test_sample_kernels_run_equal_to_their_references(corpus: Path, tmp_path: Pa
     records = {r["kernel"].split("/")[-1]: r for r in json.loads(out.read_text())}
     assert sorted(records) == sorted(SAMPLE)
     for key, record in records.items():
-        assert record["outcome"] == "equal", f"{key}: {record['outcome']}: {record.get('where')} {record.get('message')}"
+        assert record["outcome"] == "equal", \
+            f"{key}: {record['outcome']}: {record.get('where')} {record.get('message')}"
         assert record["traced"] and record["race_free"] and record["simulated"] and record["equal"]
         assert record["instructions"] > 0
     assert f"TOTAL {len(SAMPLE)} kernels: {len(SAMPLE)} equal" in done.stdout

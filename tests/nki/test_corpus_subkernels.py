@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from neuronsim_tests.nki_corpus import nki_corpus
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
@@ -52,7 +54,7 @@ def test_a_subkernel_of_a_refused_kernel_takes_its_outcome_and_a_missing_caller_
 
 
 def test_a_refusal_the_corpus_test_expects_is_counted_as_expected() -> None:
-    done = subprocess.run([sys.executable, str(BENCH / "bench_corpus.py"), "--filter",
+    done = subprocess.run([sys.executable, str(BENCH / "bench_corpus.py"), "--corpus", str(nki_corpus()), "--filter",
                            "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err_negative"],
                           cwd=BENCH.parent, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
