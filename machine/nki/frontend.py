@@ -226,8 +226,10 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     try:
         bound = signature.bind(*arrays, **kwargs)
     except TypeError as err:
+        # the parameters by name alone: annotations such as `nl.ndarray` print as function objects
+        params = ", ".join(signature.parameters)
         raise NkiError(_defined_at(func),
-                       f"arguments do not fit {getattr(func, '__name__', 'the kernel')}{signature}: {err}") from None
+                       f"arguments do not fit {getattr(func, '__name__', 'the kernel')}({params}): {err}") from None
     values: dict[str, np.ndarray] = {}
     for param, value in list(bound.arguments.items()):
         if isinstance(value, np.ndarray) and value.ndim > 0:
