@@ -1,4 +1,4 @@
-"""Every name of the SDK's API reference modules (read from the shared corpus, not copied)
+"""Every name of the SDK's API reference modules (read from the public corpus, not copied)
 imports from neuronsim's stand-ins in both generations and is implemented or refused with one
 line at the line that uses it; a misspelled name names the closest real one, at the kernel's
 line even when imported."""

@@ -1,5 +1,5 @@
 """A sample of the corpus run (``bench/bench_corpus.py``, the frontend's main test): six small
-kernels of the SDK's API pages, unmodified from the shared public corpus, run end to end by the
+kernels of the SDK's API pages, unmodified from the public corpus, run end to end by the
 bench script as a user runs it and equal to the case table's numpy references; and every
 kernel function the run finds has an entry in the case table.
 
