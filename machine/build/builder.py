@@ -83,8 +83,8 @@ from typing import Any
 from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.ir.edges import kind_from_name
 from neuronsim.machine.ir.extensions import NON_FINITE
-from neuronsim.machine.ir.program import (PSUM_BANK_BYTES, Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Rotation, Tensor,
-                        frozen_mapping)
+from neuronsim.machine.ir.program import (PSUM_BANK_BYTES, Access, Dep, Instruction, Loop, MemoryKind, Node, Program,
+                                          Rotation, Tensor, frozen_mapping)
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.build.views import Index, Operand, TensorRef, View, as_view, is_int
 
