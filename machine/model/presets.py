@@ -225,7 +225,8 @@ def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
         if key == "base" or key.startswith("x-"):
             continue
         if key not in OVERRIDABLE:
-            raise ProgramError(join_path(path, key), f"unknown machine parameter; expected one of {sorted(OVERRIDABLE)}")
+            raise ProgramError(join_path(path, key),
+                               f"unknown machine parameter; expected one of {sorted(OVERRIDABLE)}")
         changes[key] = _figure(raw, OVERRIDABLE[key], join_path(path, key))
     spec = replace(spec, **changes)
     if spec.dma_queues > 16:
