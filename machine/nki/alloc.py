@@ -11,8 +11,8 @@
   ``(B, par_dim(P), F)``: block ``b`` lives in slot ``b mod n``.  A block chosen by a kept
   loop's variable is a rotating tensor (``x-rotate`` over that loop); a constant block is a
   placed tensor of its own on its slot's bytes (tile identity as NKI's compiler sees it: blocks
-  that share a slot are two tiles on the same bytes, never one tile).  ``ncc.sbuf.alloc(fn)`` / ``ncc.psum.alloc(fn)`` call ``fn`` with
-  each block index (``(partition, byte)``; PSUM ``(bank, partition, byte)``).
+  that share a slot are two tiles on the same bytes, never one tile).  ``ncc.sbuf.alloc(fn)`` /
+  ``ncc.psum.alloc(fn)`` call ``fn`` with each block index (``(partition, byte)``; PSUM ``(bank, partition, byte)``).
 """
 
 from __future__ import annotations
@@ -273,8 +273,8 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
     ``site`` (kernel line, call, variable) becomes each on-chip tensor's ``x-source``."""
     kb = tracer.kb
     if spec.buffer in HBM_KINDS:  # x-source too: a DRAM tensor too large names its line
-        return Layout.whole(_mark_source(tracer, kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec)).name,
-                                         site))
+        dram = kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec))
+        return Layout.whole(_mark_source(tracer, dram.name, site))
     tile_bytes = prod(spec.tile_shape[1:]) * itemsize(spec.dtype)
     if spec.allocator is None and spec.address is None:
         _too_wide(tracer, spec, tile_bytes, name if site is None or site[2] is None else site[2])
