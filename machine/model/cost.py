@@ -102,7 +102,8 @@ def is_strided(tensor: Tensor, access: Access) -> bool:
 
     >>> from neuronsim.machine.ir.program import Tensor, Access, MemoryKind
     >>> t = Tensor("t", MemoryKind.SBUF, "float32", (128, 64), partition=0, offset=0)
-    >>> is_strided(t, Access("t")), is_strided(t, Access("t", pattern=((8, 8),))), is_strided(t, Access("t", pattern=((4, 8),)))
+    >>> (is_strided(t, Access("t")), is_strided(t, Access("t", pattern=((8, 8),))),
+    ...  is_strided(t, Access("t", pattern=((4, 8),))))
     (False, True, False)
     """
     if tensor.memory == MemoryKind.DRAM:
@@ -230,7 +231,8 @@ def dma_shares(instr: Instruction, tensors: Mapping[str, Tensor], spec: MachineS
     >>> from neuronsim.machine.model.presets import resolve_machine
     >>> ts = {"d": Tensor("d", MemoryKind.DRAM, "bfloat16", (128, 128), address=0),
     ...       "s": Tensor("s", MemoryKind.SBUF, "bfloat16", (128, 128), partition=0, offset=0)}
-    >>> shares = dma_shares(Instruction("l", "sp", "dma_copy", (Access("d"),), (Access("s"),)), ts, resolve_machine("trn2"))
+    >>> load = Instruction("l", "sp", "dma_copy", (Access("d"),), (Access("s"),))
+    >>> shares = dma_shares(load, ts, resolve_machine("trn2"))
     >>> len(shares), shares[0][0], round(shares[0][1], 1), round(shares[0][2], 1)   # 2 KiB per engine at 23 B/ns
     (16, 0, 89.0, 848.0)
     """
