@@ -151,7 +151,8 @@ def fold_distance(stream: InstanceStream, a: int, b: int) -> int:
     return fb - fa
 
 
-def needed_boxes(digits: np.ndarray, trips: tuple[int, ...], limit: int = MAX_BOXES) -> list[tuple[tuple[int, int], ...]] | None:
+def needed_boxes(digits: np.ndarray, trips: tuple[int, ...],
+                 limit: int = MAX_BOXES) -> list[tuple[tuple[int, int], ...]] | None:
     """Disjoint boxes (one ``[lo, hi)`` per loop) whose union is exactly the set of loop-index
     rows ``digits``, or None when more than ``limit`` are needed.
 
