@@ -72,7 +72,8 @@ class DepTable:
         self.objects = objects
 
     @classmethod
-    def build(cls, rows: Iterable[tuple[int, int, int, int, Ranges]], objects: Sequence[Dep | None] | None = None) -> DepTable:
+    def build(cls, rows: Iterable[tuple[int, int, int, int, Ranges]],
+              objects: Sequence[Dep | None] | None = None) -> DepTable:
         """From ``(waiter, former, kind, distance, ranges)`` rows."""
         rows = list(rows)
         ranges: dict[Ranges, int] = {}
