@@ -186,7 +186,8 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         tensor = cols.tensor[ev_tmpl]
         order = _stable_order((seg, len(bounds)), (ev_inst, len(stream)), (write, 2),
                               (tensor, len(stream.tensor_names)))
-        seg, ev_inst, write, ev_tmpl, ev_slot, tensor = (a[order] for a in (seg, ev_inst, write, ev_tmpl, ev_slot, tensor))
+        seg, ev_inst, write, ev_tmpl, ev_slot, tensor = (
+            a[order] for a in (seg, ev_inst, write, ev_tmpl, ev_slot, tensor))
         new = np.ones(len(seg), bool)
         new[1:] = (seg[1:] != seg[:-1]) | (ev_inst[1:] != ev_inst[:-1]) | (write[1:] != write[:-1]) | \
             (tensor[1:] != tensor[:-1])
