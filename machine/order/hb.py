@@ -140,7 +140,8 @@ class HappensBefore:
                     del end[t], uses[t]
         return clock
 
-    def fold(self, seq: int, targets: Sequence[int], comp: Sequence[int], pos: Sequence[int]) -> tuple[Clock, list[bool]]:
+    def fold(self, seq: int, targets: Sequence[int], comp: Sequence[int],
+             pos: Sequence[int]) -> tuple[Clock, list[bool]]:
         """``T`` of the next instance on ``seq`` and, per target (latest first), whether its
         wait is needed: a target already ordered before the clock folded so far (the
         sequencer's, joined with the needed later targets) is redundant.
