@@ -2,9 +2,11 @@
 
 Every access of every instruction is a *slot* (instructions in document order, each one's
 reads then writes).  Slots that name equal accesses (the same object or not) that cannot move
-with a loop share one *template*; an access that moves gets a template per slot.  The layout (:func:`lay_out_slots`) depends on the body only; the templates are compiled
-against a placement (:func:`compile_templates`), so a program whose tensors were placed anew
-keeps its layout and recompiles its templates (:meth:`neuronsim.machine.order.stream.InstanceStream.for_placement`).
+with a loop share one *template*; an access that moves gets a template per slot.  The layout
+(:func:`lay_out_slots`) depends on the body only; the templates are compiled against a
+placement (:func:`compile_templates`), so a program whose tensors were placed anew keeps its
+layout and recompiles its templates
+(:meth:`neuronsim.machine.order.stream.InstanceStream.for_placement`).
 """
 
 from __future__ import annotations
