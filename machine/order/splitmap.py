@@ -187,7 +187,8 @@ class CellSpace:
             raise ValueError(f"partition mask {mask:#x} cuts an atom; announce every mask to CellSpace")
         return found
 
-    def touch(self, key: Hashable, space: object, mask: int, byteset: tuple[tuple[int, int], ...]) -> Iterator[tuple[SplitMap, int, int]]:
+    def touch(self, key: Hashable, space: object, mask: int,
+              byteset: tuple[tuple[int, int], ...]) -> Iterator[tuple[SplitMap, int, int]]:
         """``(map, i, j)`` for every run of cells the footprint covers, map by map."""
         for smap, lo, hi in self.pieces(key, space, mask, byteset):
             i, j = smap.span(lo, hi)
