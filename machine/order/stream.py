@@ -135,7 +135,8 @@ class InstanceStream:
         instrs, loops_of, first, spans = self.instrs, self.loops_of, self.first, self.spans
         self.has_loops = False
 
-        def walk(nodes: tuple[Node, ...], loops: tuple[Loop, ...], span: tuple[int, ...], offset: int) -> np.ndarray | None:
+        def walk(nodes: tuple[Node, ...], loops: tuple[Loop, ...], span: tuple[int, ...],
+                 offset: int) -> np.ndarray | None:
             """Instruction ids of one pass over ``nodes`` (None for a flat program)."""
             pieces: list = []
             run: list[int] = []
