@@ -156,8 +156,8 @@ def access_view(tensor: Tensor, access: Access, iteration: Mapping[str, int], sp
     start, _count, step = access.partitions or (0, tensor.shape[0], 1)
     first = (tensor.partition or 0) + start + pmoved
     byte = first * row + tensor.byte_base + offset * size + moved
-    return AccessView(space, byte, access_shape(tensor, access), (step * row if _count > 1 else 0, *free_strides), dtype,
-                      tensor.name)
+    strides = (step * row if _count > 1 else 0, *free_strides)
+    return AccessView(space, byte, access_shape(tensor, access), strides, dtype, tensor.name)
 
 
 class Memory:
