@@ -9,8 +9,9 @@ Contract
   :mod:`neuronsim.machine.sim.engine`) and is a deterministic function of the program, the data seed /
   inputs and the run's interleaving seed;
 * with ``functional=True`` (the default) every instance computes its result with numpy
-  (:mod:`neuronsim.machine.model.semantics`) on the memories of :mod:`neuronsim.machine.sim.memory`: it reads its inputs at
-  its start S(X) and writes its outputs at its completion E(X).  The *sequential reference*
+  (:mod:`neuronsim.machine.model.semantics`) on the memories of
+  :mod:`neuronsim.machine.sim.memory`: it reads its inputs at its start S(X) and writes its
+  outputs at its completion E(X).  The *sequential reference*
   executes the instances one at a time in program order from the same initial memory.  For a
   race-free program every run's ``output`` tensors (with ``compare="all"``: every tensor's
   final contents) equal the reference's byte for byte; a difference is a witness of a race,
