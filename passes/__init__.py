@@ -22,8 +22,8 @@ from neuronsim.passes.expand_scheduling_units import ExpandSchedulingUnits
 from neuronsim.passes.build_fdeps import BuildFdeps
 from neuronsim.passes.fuse_loops import FuseLoops
 from neuronsim.passes.interchange_loops import InterchangeLoops
-from neuronsim.passes.pipeline import (PASS_REGISTRY, CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext, PipelineState,
-                                       parse_pipeline, run_passes, run_pipeline)
+from neuronsim.passes.pipeline import (PASS_REGISTRY, CONSTRUCTION_PIPELINE, DEFAULT_PIPELINE, Pass, PassContext,
+                                       PipelineState, parse_pipeline, run_passes, run_pipeline)
 from neuronsim.passes.dep_reduction import DepReduction
 from neuronsim.passes.remove_redundancies import RemoveRedundancies
 from neuronsim.passes.list_schedule import ListSchedule
@@ -69,7 +69,8 @@ __all__ = [
     "ALL_PASSES", "CONSTRUCTION_PIPELINE", "DEFAULT_PIPELINE", "Pass", "PassContext", "PipelineState", "parse_pipeline",
     "run_pipeline", "run_passes",
     "FuseLoops", "InterchangeLoops", "Alloc", "AllocSharedDram", "BuildFdeps", "RemoveRedundancies", "AntiDeps",
-    "ExpandSchedulingUnits", "ListSchedule", "Schedule", "DmaPlace", "LoadElim", "TRACED_PIPELINE", "DepOpt", "DepReduction", "compile_program",
+    "ExpandSchedulingUnits", "ListSchedule", "Schedule", "DmaPlace", "LoadElim", "TRACED_PIPELINE", "DepOpt",
+    "DepReduction", "compile_program",
 ]
 
 
