@@ -425,8 +425,11 @@ def collect_illegal_common_ap(program: Program, first: str, second: str, *, lite
     ...                   Instruction("v", "dve", "memset", writes=(tile("u", "a", 0),))))
     >>> b = Loop("b", 3, (Instruction("r", "act", "tensor_tensor", reads=(tile("t", "b", 4), tile("u", "b", 4)),
     ...                               writes=(tile("t", "b", 4),), attrs={"op": "add"}),))
-    >>> [(f.kind, f.first.label, f.second.label) for f in collect_illegal_common_ap(Program(t, (a, b)), "a", "b")]
-    [('def-use', 'w.writes[0]', 'r.reads[0]'), ('def-use', 'v.writes[0]', 'r.reads[1]'), ('def-def', 'w.writes[0]', 'r.writes[0]')]
+    >>> for f in collect_illegal_common_ap(Program(t, (a, b)), "a", "b"):
+    ...     print(f.kind, f.first.label, f.second.label)
+    def-use w.writes[0] r.reads[0]
+    def-use v.writes[0] r.reads[1]
+    def-def w.writes[0] r.writes[0]
     """
     index = index_of(program, index)
     niters = fusion_niters(program, first, second, index=index)
