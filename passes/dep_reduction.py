@@ -279,8 +279,8 @@ def _dep_refs(table: DepTable, stream: InstanceStream, rows) -> dict[int, DepRef
     return out
 
 
-def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_FIRST, kinds: frozenset = REORDER_KINDS | ANTI_KINDS,
-                 split: bool = True, describe: bool = True,
+def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_FIRST,
+                 kinds: frozenset = REORDER_KINDS | ANTI_KINDS, split: bool = True, describe: bool = True,
                  window: str = "none") -> tuple[DepTable, ReductionResult]:
     """The reduction of ``table`` over ``stream``; see the module doc.  Without ``describe``
     the result names no dropped dep (``dropped`` empty; ``dropped_rows`` and the counts
@@ -474,7 +474,8 @@ class DepReduction(Pass):
                                      kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS, describe=False,
                                      window=self.window)
         out = state.with_deps(table)
-        for phase, n in (("reorder", result.dropped_reorder), ("anti", len(result.dropped_rows) - result.dropped_reorder)):
+        dropped_anti = len(result.dropped_rows) - result.dropped_reorder
+        for phase, n in (("reorder", result.dropped_reorder), ("anti", dropped_anti)):
             if n:
                 ctx.count(self.name, f"dropped-{phase}", n)
         for key, value in (("kept", result.deps_kept), ("partial", len(result.partial)), ("split", result.split),
