@@ -133,8 +133,9 @@ def expand_scheduling_units(program: Program) -> Program:
 
     Requires a valid program.  Guarantees: no loop is left; instructions appear in program
     order, one per instance, named as the instance; the happens-before order and every
-    instance's footprint (its bytes: a rotating tensor's slots become tensors) are unchanged.  Raises :class:`ProgramError` when an instance name
-    collides with the name of another instruction or loop.
+    instance's footprint (its bytes: a rotating tensor's slots become tensors) are unchanged.
+    Raises :class:`ProgramError` when an instance name collides with the name of another
+    instruction or loop.
     """
     if not any(isinstance(node, Loop) for node in program.body):
         return program
