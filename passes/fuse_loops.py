@@ -96,8 +96,8 @@ from neuronsim.passes.fusion_peel import peel, peel_blocker
 from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["FuseLoops", "FusionVerdict", "FusionResult", "StateFinding", "BlockFinding", "fusion_hazards",
-           "check_fusion", "adjacent_loop_pairs", "candidate_pairs", "placement", "move_together", "fuse_pair", "fuse_loops", "GATES",
-           "WINDOW", "UNEQUAL"]
+           "check_fusion", "adjacent_loop_pairs", "candidate_pairs", "placement", "move_together", "fuse_pair",
+           "fuse_loops", "GATES", "WINDOW", "UNEQUAL"]
 
 GATES = ("relative", "literal")
 #: How unequal trip counts are fused: by the seed's niters groups, or over the shorter count
