@@ -85,7 +85,8 @@ def _copy(node: Node, loop: str, new_loop: str, skip: int, names: dict[str, str]
             return access
         return dataclasses.replace(
             access, per_iteration=tuple((new_loop if k == loop else k, v) for k, v in access.per_iteration),
-            partitions_per_iteration=tuple((new_loop if k == loop else k, v) for k, v in access.partitions_per_iteration))
+            partitions_per_iteration=tuple((new_loop if k == loop else k, v)
+                                           for k, v in access.partitions_per_iteration))
 
     return dataclasses.replace(node, name=names.get(node.name, node.name), reads=tuple(moved(a) for a in node.reads),
                                writes=tuple(moved(a) for a in node.writes))
