@@ -139,7 +139,8 @@ def interchange(program: Program, outer: str) -> Program:
     return program.replace_node(o, (swapped,))
 
 
-def interchange_loops(program: Program, only: frozenset[str] = frozenset()) -> tuple[Program, tuple[InterchangeVerdict, ...]]:
+def interchange_loops(program: Program,
+                      only: frozenset[str] = frozenset()) -> tuple[Program, tuple[InterchangeVerdict, ...]]:
     """Interchange every legal perfect nest once, outermost first (only those whose outer
     loop ``only`` names, when given); a verdict per nest tried."""
     verdicts: list[InterchangeVerdict] = []
