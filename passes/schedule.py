@@ -27,8 +27,9 @@ trace and the timing model").
 
 Contract
     requires: no virtual tensor (run ``alloc`` first).
-    guarantees: the program's extras carry ``x-scheduled`` (what its makespan is); the same instances (names ``NAME[i,j]`` when loops were unrolled), each
-    touching the same bytes; every pair of instances that touch a common byte, one writing
+    guarantees: the program's extras carry ``x-scheduled`` (what its makespan is); the same
+    instances (names ``NAME[i,j]`` when loops were unrolled), each touching the same bytes;
+    every pair of instances that touch a common byte, one writing
     it, in their original order, so the sequential semantics are unchanged.  Deps are stale
     (they may rely on engine orders that changed): run ``dep-opt`` next, which rebuilds them.
 """
