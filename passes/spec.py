@@ -102,7 +102,8 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
             key, sep, value = item.partition("=")
             key = key.strip()
             if not sep or key not in defaults:
-                raise ProgramError(f"--passes.{name}", f"unknown option {item!r}; expected key=value with key in {sorted(defaults)}")
+                raise ProgramError(f"--passes.{name}",
+                                   f"unknown option {item!r}; expected key=value with key in {sorted(defaults)}")
             kwargs[key] = _convert(value, defaults[key], f"--passes.{name}.{key}")
         try:
             passes.append(cls(**kwargs))
