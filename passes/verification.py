@@ -67,15 +67,15 @@ def _verify_deps(state: PipelineState, after: str) -> None:
     bad = np.flatnonzero(plain & (table.former >= table.waiter))
     if len(bad):
         r = int(bad[0])
-        raise ProgramError(f"{names[table.waiter[r]]}.deps", f"after pass {after!r}: waits on {names[table.former[r]]!r}, "
-                                                              "which is not earlier")
+        raise ProgramError(f"{names[table.waiter[r]]}.deps",
+                           f"after pass {after!r}: waits on {names[table.former[r]]!r}, which is not earlier")
     for r in np.flatnonzero(~plain | (table.when >= 0)).tolist():
         y, x = int(table.waiter[r]), int(table.former[r])
         if table.distance[r] and not stream.common(x, y):
-            raise ProgramError(f"{names[y]}.deps", f"after pass {after!r}: loop-carried dep on {names[x]!r} outside any "
-                                                  "common loop")
+            raise ProgramError(f"{names[y]}.deps",
+                               f"after pass {after!r}: loop-carried dep on {names[x]!r} outside any common loop")
         loops = {loop.name: loop.trip_count for loop in stream.loops_of[y]}
         for loop, lo, hi in table.iterations(r):
             if loop not in loops or hi > loops[loop] or lo >= hi:
-                raise ProgramError(f"{names[y]}.deps", f"after pass {after!r}: iteration range {loop} [{lo}, {hi}) does "
-                                                      "not lie in a loop enclosing the waiter")
+                raise ProgramError(f"{names[y]}.deps", f"after pass {after!r}: iteration range {loop} [{lo}, {hi}) "
+                                                      "does not lie in a loop enclosing the waiter")
