@@ -15,8 +15,9 @@ Examples
 >>> e = explain(load_program("examples/matmul_k_loop.json"), "mm", "ld_x")
 >>> print(e.render().splitlines()[0])
 Explaining why mm and ld_x interfere:
->>> e.pairs[0]
-ConflictPair(first='mm[0]', second='ld_x[1]', kind='WAR', memory='sbuf', tensors=('xs', 'xs'), partitions=(0, 128), bytes=(0, 256), alias=None)
+>>> p = e.pairs[0]
+>>> type(p).__name__, p.first, p.second, p.kind, p.memory, p.tensors, p.partitions, p.bytes, p.alias
+('ConflictPair', 'mm[0]', 'ld_x[1]', 'WAR', 'sbuf', ('xs', 'xs'), (0, 128), (0, 256), None)
 """
 
 from __future__ import annotations
@@ -94,8 +95,8 @@ class Explanation:
             where = f"partitions [{p.partitions[0]},{p.partitions[1]}) " if p.partitions else ""
             alias = f" (alias group {p.alias})" if p.alias else ""
             located = f" [{p.sources[0] or p.first} / {p.sources[1] or p.second}]" if any(p.sources) else ""
-            lines.append(f"  {p.kind} {p.first} -> {p.second}: {p.memory}{alias} {where}bytes [{p.bytes[0]},{p.bytes[1]})"
-                         f" ({p.tensors[0]} / {p.tensors[1]}){located}")
+            lines.append(f"  {p.kind} {p.first} -> {p.second}: {p.memory}{alias} {where}"
+                         f"bytes [{p.bytes[0]},{p.bytes[1]}) ({p.tensors[0]} / {p.tensors[1]}){located}")
         if self.total_pairs > len(self.pairs):
             lines.append(f"  ... {self.total_pairs} conflicting instance pairs in all")
         return "\n".join(lines)
@@ -124,7 +125,8 @@ def _pair(stream: InstanceStream, first: int, second: int) -> ConflictPair | Non
     alias = fa.space[1] if isinstance(fa.space, tuple) else None
     return ConflictPair(stream.instance_name(first), stream.instance_name(second), kind, fa.memory.name.lower(),
                         (fa.access.tensor, fb.access.tensor), mask_range(mask) if mask else None,
-                        interval_cover(shared), alias, (instance_source(stream, first), instance_source(stream, second)))
+                        interval_cover(shared), alias,
+                        (instance_source(stream, first), instance_source(stream, second)))
 
 
 def explain(program: Program, a: str, b: str, provenance: Mapping | None = None, limit: int = 8,
