@@ -61,10 +61,11 @@ bucketed.  The seed's second registration runs after shared-DRAM allocation:
 
 Conservative edges: ``dram=bins`` buckets a DRAM access by the bins of its whole tensor (the
 seed), and with ``alias=batch`` (the seed, and always in the walk modes ``early_stop=pe-order``
-/ ``matmul`` / ``dram=bins``) an alias group is one batch, so two accesses there may share a cell without
-sharing a byte: the seed's batch orders accesses of one alias tensor that share no byte,
-which cost up to one wait above the minimum on 4 of 1,000 generated loop programs.  Edges added only for such pairs are counted as ``conservative_bin`` /
-``conservative_alias``; every other memory edge joins a pair that truly conflicts.
+/ ``matmul`` / ``dram=bins``) an alias group is one batch, so two accesses there may share a
+cell without sharing a byte: the seed's batch orders accesses of one alias tensor that share no
+byte, which cost up to one wait above the minimum on 4 of 1,000 generated loop programs.  Edges
+added only for such pairs are counted as ``conservative_bin`` / ``conservative_alias``; every
+other memory edge joins a pair that truly conflicts.
 
 The candidate formers of every instance come from :mod:`neuronsim.passes.anti_candidates` (pure
 functions: the access events in the default mode, the seed's walk in its modes and for the
@@ -138,7 +139,8 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
                           roles=frozenset({"input", "output", "internal"}), spaces=frozenset({"local", "shared"}),
                           analyses=frozenset({"war", "waw", "raw-reuse"}), early_stop: str = "component",
                           skip_ordered: bool = True, dram: str = "bytes", stats: dict[str, int] | None = None,
-                          where: dict[tuple[int, int, int], list[int]] | None = None, alias: str = "exact") -> AntiEdges:
+                          where: dict[tuple[int, int, int], list[int]] | None = None,
+                          alias: str = "exact") -> AntiEdges:
     """New edges over instruction ids (see :data:`AntiEdges`); rule bits without
     :data:`EXACT` mark conservative-only edges.
 
@@ -181,7 +183,8 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
             for x, d in extra[y]:
                 t = stream.target_of(b, x, d) if has_loops else x
                 if t >= 0:
-                    trigger = trigger_of(s, (t,)) if trigger is hb.seq_clock[s] else join(trigger, hb.end.get(t, trigger))
+                    trigger = (trigger_of(s, (t,)) if trigger is hb.seq_clock[s]
+                               else join(trigger, hb.end.get(t, trigger)))
         cb = comp[b]
         lo, hi = c_ptr[b], c_ptr[b + 1]
         if lo < hi:
@@ -196,7 +199,8 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
                     bits |= EXACT  # a conservative cell, but the pair does conflict
                 x = instr[a]
                 d = fold_distance(stream, a, b) if has_loops else 0
-                kind = EdgeKind.FLOW if bits & (FLOW_REUSE | FLOW_SAME) else (EdgeKind.OUTPUT if bits & OUTPUT else EdgeKind.ANTI)
+                kind = (EdgeKind.FLOW if bits & (FLOW_REUSE | FLOW_SAME)
+                        else EdgeKind.OUTPUT if bits & OUTPUT else EdgeKind.ANTI)
                 slot = (x, y, d > 0)
                 old_d = nearest.get(slot)
                 if where is not None:
