@@ -130,6 +130,7 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
         args, kwargs = inputs_of(key, entry, unwrap(kernel)[0].__globals__)
         stage = "tracing"
         options = {"grid": entry.grid} if entry.grid is not None else {}
+        options["machine"] = entry.machine
         # kernels print (the SDK's print examples); their output is not the record's
         with contextlib.redirect_stdout(io.StringIO()):
             traced = trace(kernel, *args, **options, **kwargs)

@@ -30,9 +30,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+import numpy as np
 
-__all__ = ["open_groups"]
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+from neuronsim.machine.model.geometry import element_runs
+
+__all__ = ["open_groups", "OpenGroups"]
 
 _SCOPE_KEY = "x-nki-scope"
 
@@ -212,3 +215,58 @@ def _indexed(extras: Mapping, loop: str, value) -> Mapping:
         return extras
     indices = {var: value() if v == loop else v for var, v in source["indices"].items()}
     return frozen_mapping({**extras, "x-source": {**source, "indices": indices}})
+
+
+class OpenGroups:
+    """Which elements of each PSUM tile hold an open accumulation group while a kernel is traced,
+    for ``nisa.nc_matmul(accumulate=None)``.  The ``nc_matmul`` reference says the compiler then
+    infers the flag per PSUM location: the first write overwrites, later writes accumulate.  So
+    a group is open on the elements a write touched and closed on those a read (other than by an
+    accumulating matmul) touched: matmuls into different columns of one bank (nki-library's
+    down projection writes ``T`` columns per hidden tile) each start their own group.  A
+    footprint that moves with a kept loop (``nl.fori_loop`` body, a rotating tile) counts as
+    the whole tile, as one body stands for every iteration."""
+
+    def __init__(self) -> None:
+        self._open: dict[str, np.ndarray] = {}
+
+    def _cells(self, tensor: Tensor, partitions: object, offset: object,
+               pattern: tuple[tuple[int, int], ...] | None) -> list[tuple[slice, slice]]:
+        """The ``(partitions, elements)`` slices of a footprint in the tile's open map."""
+        whole = [(slice(None), slice(None))]
+        if tensor.rotate is not None or not isinstance(offset, int):
+            return whole
+        start, count, step = partitions if partitions is not None else (0, tensor.shape[0], 1)
+        if not all(isinstance(v, int) for v in (start, count, step)):
+            return whole
+        rows = slice(start, start + count * step, step)
+        if pattern is None:
+            return [(rows, slice(offset, None))]
+        return [(rows, slice(offset + lo, offset + hi)) for lo, hi in element_runs(tuple(pattern))]
+
+    def _map(self, tensor: Tensor) -> np.ndarray:
+        if tensor.name not in self._open:
+            self._open[tensor.name] = np.zeros((tensor.shape[0], tensor.free_elements), bool)
+        return self._open[tensor.name]
+
+    def holds(self, tensor: Tensor, partitions: object, offset: object,
+              pattern: tuple[tuple[int, int], ...] | None) -> bool:
+        """Whether a write of this footprint adds to an open group (any of its elements open:
+        a write over open and unwritten elements at once accumulates, and the PSUM findings
+        name the unwritten ones)."""
+        if tensor.name not in self._open:
+            return False
+        held = self._open[tensor.name]
+        return any(held[cell].any() for cell in self._cells(tensor, partitions, offset, pattern))
+
+    def note(self, inst: Instruction, tensors: Mapping[str, Tensor]) -> None:
+        """Open and close groups by what ``inst`` (a traced instruction) reads and writes."""
+        accumulating = inst.op == "matmul" and inst.attrs.get("accumulate")
+        for access, opens in [(a, False) for a in inst.reads if not accumulating] + [(a, True) for a in inst.writes]:
+            tensor = tensors[access.tensor]
+            if tensor.memory != MemoryKind.PSUM or (not opens and access.tensor not in self._open):
+                continue
+            offset = None if access.moves else (access.offset or 0)
+            held = self._map(tensor)
+            for cell in self._cells(tensor, access.partitions, offset, access.pattern):
+                held[cell] = opens

@@ -110,7 +110,7 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     tracer = current()
     if accumulate is None:  # add to an open accumulation group (written, not read since), else start one
         tracer.flush()
-        accumulate = tracer.accumulates_into(ops.lay(dst).tensor.name)
+        accumulate = tracer.accumulates_into(ops.lay(dst))
     extras = {"x-nki-accumulate": True} if accumulate else None
     return _emit(lambda: em.matmul(_dst(dst), stationary, moving, accumulate=bool(accumulate),
                                    transpose=bool(is_transpose)), name, extras)

@@ -143,7 +143,7 @@ def isa_names() -> dict[str, Any]:
         tracer = current()
         if accumulate is None:  # as nc_matmul: add to an open accumulation group
             tracer.flush()
-            accumulate = tracer.accumulates_into(ops.lay(dst).tensor.name)
+            accumulate = tracer.accumulates_into(ops.lay(dst))
         return _emit(lambda: matmul(_dst(dst), stationary, moving, stationary_scale, moving_scale,
                                     bool(accumulate)), name)
 

@@ -237,7 +237,7 @@ def opens_accumulation(dst: Layout) -> bool:
     tracer = current()
     tracer.flush()
     name = dst.tensor.name
-    if dst.tensor.memory != MemoryKind.PSUM or tracer.accumulates_into(name):
+    if dst.tensor.memory != MemoryKind.PSUM or tracer.accumulates_into(dst):
         return True
     if not tracer.loops_opened_since_declared(name):
         return False

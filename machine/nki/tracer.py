@@ -33,8 +33,9 @@ import numpy as np
 from neuronsim.machine.ir.program import MemoryKind, Tensor, frozen_mapping
 from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line, user_site
 from neuronsim.machine.nki.frames import loop_indices
+from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
-from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.build.builder import KernelBuilder
 
 __all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER"]
@@ -140,7 +141,7 @@ class Tracer:
     name_counts: dict[str, int] = field(default_factory=dict)
     reserved: set[str] = field(default_factory=set)
     """Names of tiles that are no tensor themselves (a direct allocation's blocks are)."""
-    psum_open: set[str] = field(default_factory=set)
+    psum_open: OpenGroups = field(default_factory=OpenGroups)
     decl_depth: dict[str, int] = field(default_factory=dict)
     mask: Mask | None = None
     """The mask of the instruction being emitted (operands are restricted by it)."""
@@ -221,20 +222,17 @@ class Tracer:
         self.written.add(layout.tensor.name)
 
     def _track_psum(self, new: list) -> None:
-        """PSUM accumulation groups (for ``nc_matmul(accumulate=None)``): a write opens one, a
-        read by anything but an accumulating matmul closes it."""
+        """PSUM accumulation groups (for ``nc_matmul(accumulate=None)``), per element: a write
+        opens one, a read by anything but an accumulating matmul closes it (:class:`OpenGroups`)."""
         for inst in new:
-            accumulating = inst.op == "matmul" and inst.attrs.get("accumulate")
-            for access in inst.reads:
-                if access.tensor in self.psum_open and not accumulating:
-                    self.psum_open.discard(access.tensor)
-            for access in inst.writes:
-                if self.kb._tensors[access.tensor].memory == MemoryKind.PSUM:
-                    self.psum_open.add(access.tensor)
+            self.psum_open.note(inst, self.kb._tensors)
 
-    def accumulates_into(self, tensor: str) -> bool:
-        """True when ``tensor`` holds an open PSUM accumulation group (written, not yet read)."""
-        return tensor in self.psum_open
+    def accumulates_into(self, dst: Layout) -> bool:
+        """True when a matmul writing ``dst`` adds to an open PSUM accumulation group (elements
+        written, not yet read), False when it starts one."""
+        offset = dst.offset.const if not dst.offset.terms else None
+        pattern = tuple((s, n) for k, s, n in dst.axes if k == F) or ((1, 1),)
+        return self.psum_open.holds(dst.tensor, dst.partitions, offset, pattern)
 
     # -- pending results ---------------------------------------------------------------------
     def result(self, proxy: Any, emit: Callable[[Layout], None], storage: Callable[[tuple[SourceLine, str]], Layout],

@@ -162,7 +162,7 @@ def _line_of(label: str) -> str:
 
 
 def grouped_findings(findings: list[NkiFinding] | tuple[NkiFinding, ...],
-                     render: Callable[[NkiFinding], str] = NkiFinding.describe) -> list[str]:
+                     render: Callable[[NkiFinding], str] | None = None) -> list[str]:
     """One line (``render`` of its first finding) per kind of finding on one pair of kernel
     lines, in the order first found, with how many alike it stands for: a kernel's loop nest
     repeats one mistake on many tiles, which is one thing to fix.
@@ -172,6 +172,8 @@ def grouped_findings(findings: list[NkiFinding] | tuple[NkiFinding, ...],
     >>> [line[-40:] for line in grouped_findings(same)]
     ['(3 findings of this kind on these lines)']
     """
+    if render is None:  # each finding's own describe: a subclass (ControlFinding) has its own sentence
+        render = lambda finding: finding.describe()  # noqa: E731
     groups: dict[tuple, list[NkiFinding]] = {}
     for finding in findings:
         key = (finding.kind, finding.dependence, finding.severity, _line_of(finding.first), _line_of(finding.second))
