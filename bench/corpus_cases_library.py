@@ -145,6 +145,37 @@ def _dyn_add(input_a, input_b, num_m_tiles):
     return out
 
 
+#: Where the MX MoE CTE shapes come from.
+MX_CTE_NOTE = ("the MX tests' layout (test_utils.build_moe_bwmm_mx_cte) at a smaller size: T 256 (+1 padding row), "
+               "H 512, E 2, two blocks of 256, LNC 2; e5m2_x4 weights passed as uint32 words (the tests' NxD rows) "
+               "[E, 128, 2, H/512, I] / [E, 128, I/512, H] with uint8 scales [E, 16, ...]; POST_SCALE affinities")
+_MX_CTE_TOKENS = ("bf16[257,512]", "f32[514,1]")
+
+
+def _mx_cte_weights(intermediate: int) -> dict[str, Any]:
+    """The MX MoE CTE kernels' weight, scale, bias and routing arguments (:data:`MX_CTE_NOTE`)
+    for an intermediate size of at least 512."""
+    n_i = intermediate // 512
+    scale_mode = api("ExpertAffinityScaleMode.POST_SCALE")  # the kernel module's own enum (imported as nkilib.)
+    return dict(
+        gate_up_proj_weight=_mx_words(256, 2 * intermediate, 51).reshape(2, 128, 2, 1, intermediate),
+        down_proj_weight=_mx_words(256, n_i * 512, 52).reshape(2, 128, n_i, 512),
+        token_position_to_id="i32[512]<257", block_to_expert=np.array([[0], [1]], np.int32),
+        gate_and_up_proj_bias="bf16[2,128,2,%d,4]" % n_i, down_proj_bias="bf16[2,512]",
+        gate_up_proj_scale=_mx_scales(256, 2 * intermediate, 53).reshape(2, 16, 2, 1, intermediate),
+        down_proj_scale=_mx_scales(256, n_i * 512, 54).reshape(2, 16, n_i, 512),
+        block_size=256, weight_dtype=api("nl.float8_e5m2_x4"), is_tensor_update_accumulating=True,
+        expert_affinities_scaling_mode=scale_mode, gate_clamp_upper_limit=7.0, up_clamp_upper_limit=7.0,
+        up_clamp_lower_limit=-7.0)  # every row of the tests clamps so
+
+
+def _output_projection(attention, weight, **_):
+    """out[b * S + s, h] = sum over heads n and d of attention[d, b, n, s] * weight[n * D + d, h]."""
+    a = _f(attention)
+    d, b, n, s = a.shape
+    return a.transpose(1, 3, 2, 0).reshape(b * s, n * d) @ _f(weight)
+
+
 CASES: dict[str, Case] = {
     # core
     SRC + "core/attention/attention_bwd.py::attention_bwd": case(
@@ -172,15 +203,14 @@ CASES: dict[str, Case] = {
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
         grid=(2,), note=MOE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx": case(
-        "bf16[257,512]", "f32[514,1]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256", "i32[2,1]<2"),
+        *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx_hybrid": case(
-        "i32[2,1]<2", "bf16[257,512]", "f32[514,1]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256",
-        "i32[2,1]<2"),
+        np.array([1, 1, 0], np.int32), *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block.py::bwmm_shard_on_block": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
         grid=(2,), note=MOE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block_mx.py::bwmm_shard_on_block_mx": case(
-        "bf16[257,512]", "f32[514,1]", "u32[2,128,2,256]", "u32[2,64,512]", "i32[2,128]<256", "i32[2,1]<2"),
+        *_MX_CTE_TOKENS, **_mx_cte_weights(512), grid=(2,), note=MX_CTE_NOTE),
     SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
         api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,), note=MOE_NOTE),
@@ -202,8 +232,10 @@ CASES: dict[str, Case] = {
         note="the kernel supports LNC-2 only"),
     SRC + "core/output_projection/output_projection_cte/output_projection_cte.py::output_projection_cte": case(
         "bf16[1,4,128,128]", "bf16[512,512]", note="b, heads, d, s; weight (heads*d, H): shapes guessed"),
+    # the test's row (B 4, heads 8, S 4, d 64, H 3072, no quantization, no bias) on LNC 2 (its
+    # CompilerArgs default on Trn2): attention [d, B, heads, S], weight [heads * d, H]
     SRC + "core/output_projection/output_projection_tkg.py::output_projection_tkg": case(
-        "bf16[128,4,4]", "bf16[512,512]", note="d, heads, b*s: shapes guessed"),
+        "bf16[64,4,8,4]~", "bf16[512,3072]~", grid=(2,), ref=_output_projection, tolerance=(2e-2, 2e-2)),
     SRC + "core/qkv/qkv.py::qkv": case("bf16[1,128,512]", "bf16[512,768]", note="b, s, H; fused (H, 3 * 256)"),
     SRC + "core/rmsnorm/rmsnorm_quant.py::rmsnorm_quant_kernel": case(
         "bf16[1,128,512]", "bf16[512]", api("RmsNormQuantKernelArgs(lower_bound=0.0)")),

@@ -36,7 +36,7 @@ from neuronsim.machine.nki.layout import Indirect, Layout, check_index_tile
 from neuronsim.machine.nki.device_values import record_decision, tile_values
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["indirect_dma", "runs", "vector_offset_view"]
+__all__ = ["indirect_dma", "runs", "vector_offset_view", "dimension"]
 
 Emit = Callable[..., None]
 
@@ -128,14 +128,24 @@ def vector_offset_view(layout: Layout, pattern: Any, offset: Any, index: Layout,
     if layout.on_chip:
         raise unsupported("vector_offset= on an on-chip tensor", "an indirect DMA gathers or scatters HBM rows")
     dim = int(indirect_dim)
-    shape = layout.tensor.shape
-    stride = prod(shape[dim + 1:])
+    stride, size = dimension(layout, dim, "vector_offset=")
     pairs = [(int(s), int(n)) for s, n in pattern]
-    whole = Layout(layout.tensor, tuple(("F", s, n) for s, n in pairs), as_index(offset))
+    whole = Layout(layout.tensor, tuple(("F", s, n) for s, n in pairs), as_index(offset), dtype=layout.dtype)
     count = check_index_tile(index, layout.tensor.name)
     if count != pairs[0][1]:
         raise unsupported(f"vector_offset= with {count} indices for a first pattern pair of {pairs[0][1]}",
                           "one index per position of the first pair")
     axes = (("F", stride, count),) + whole.axes[1:]
     return replace(whole, axes=axes, tags=None,
-                   indirect=Indirect(index=index, axis=0, stride=stride, size=shape[dim], dim=dim))
+                   indirect=Indirect(index=index, axis=0, stride=stride, size=size, dim=dim))
+
+
+def dimension(layout: Layout, dim: int, what: str) -> tuple[int, int]:
+    """``(elements per index, indices)`` of dimension ``dim`` of an HBM tensor as the kernel
+    sees it: a reshaped view (``x.reshape((T * 4, H // 512, 128)).ap(..., indirect_dim=0)``)
+    counts its own rows, not those of the tensor it views."""
+    if not 0 <= dim < len(layout.axes):
+        raise unsupported(f"{what} with indirect_dim={dim} on the {len(layout.axes)}-dimensional "
+                          f"{layout.tensor.name}", "indirect_dim names a dimension of the tensor")
+    _kind, stride, count = layout.axes[dim]
+    return stride, count

@@ -107,6 +107,13 @@ class Layout:
     is applied (:meth:`check_bounds`), as NKI checks the access, not the view."""
     indirect: Indirect | None = None
     """The axis a tile of indices drives, if any (only a DMA's source or destination)."""
+    dtype: str | None = None
+    """The dtype the view reads its tensor's bytes as, set by a reinterpretation (``.view(dtype)``,
+    ``.ap(dtype=)``: :mod:`~neuronsim.machine.nki.reinterpret`); None: the tensor's own."""
+
+    @property
+    def element_dtype(self) -> str:
+        return self.dtype or str(self.tensor.dtype)
 
     @staticmethod
     def whole(tensor: Tensor, logical: tuple[int, ...] | None = None, par_axis: int = 0) -> Layout:
@@ -171,7 +178,7 @@ class Layout:
         limits.extend(old_limits[len(key):])
         return Layout(layout.tensor, tuple(axes), layout.offset, layout.partitions,
                       tuple(tags) if any(t is not None for t in tags) else None,
-                      tuple(limits) if any(lim is not None for lim in limits) else None)
+                      tuple(limits) if any(lim is not None for lim in limits) else None, dtype=layout.dtype)
 
     def _past_end(self, k: Any, axis: tuple[str, int, int], dim: int) -> tuple[int, int, int, int] | None:
         """The in-bounds positions of slice ``k`` of ``axis`` when it reaches past the end."""
@@ -214,8 +221,10 @@ class Layout:
             if kind == P:
                 p0, _pn, ps = self.partitions
                 first = concrete(start, "a partition index")
-                return Layout(self.tensor, self.axes, self.offset, (p0 + first * ps, n, ps * step)), (P, 0, n)
-            shifted = Layout(self.tensor, self.axes, _shift(self.offset, start, stride), self.partitions)
+                return Layout(self.tensor, self.axes, self.offset, (p0 + first * ps, n, ps * step),
+                    dtype=self.dtype), (P, 0, n)
+            shifted = Layout(self.tensor, self.axes, _shift(self.offset, start, stride), self.partitions,
+                dtype=self.dtype)
             return shifted, (F, stride * step, n)
         if k is None:
             return self, (F, 0, 1)
@@ -225,8 +234,9 @@ class Layout:
             raise fail(f"index {k} of {self.tensor.name} is outside its {count} elements")
         if kind == P:
             p0, _pn, ps = self.partitions
-            return Layout(self.tensor, self.axes, self.offset, (p0 + concrete(k, "a partition index") * ps, 1, 1)), None
-        return Layout(self.tensor, self.axes, _shift(self.offset, k, stride), self.partitions), None
+            return Layout(self.tensor, self.axes, self.offset, (p0 + concrete(k, "a partition index") * ps, 1, 1),
+                dtype=self.dtype), None
+        return Layout(self.tensor, self.axes, _shift(self.offset, k, stride), self.partitions, dtype=self.dtype), None
 
     def _indirect(self, key: tuple[Any, ...]) -> Layout:
         """``x[idx_tile, i_f]`` / ``x[idx_tile[i_p, 0], :]``: dimension ``d`` of an HBM tensor
@@ -237,9 +247,9 @@ class Layout:
         if len(at) > 1:
             raise unsupported("an access indexed by two tiles of indices", "one indirect dimension per access")
         d = at[0]
-        if self.on_chip:
-            raise unsupported(f"a tile of indices into on-chip {self.tensor.name}",
-                              "an indirect DMA gathers or scatters rows of an HBM tensor")
+        if self.on_chip and (d >= len(self.axes) or self.axes[d][0] != P):  # on chip: partitions only
+            raise unsupported(f"a tile of indices into a free dimension of on-chip {self.tensor.name}",
+                              "an indirect DMA gathers or scatters HBM rows or on-chip partitions")
         index = key[d].layout
         rows = check_index_tile(index, self.tensor.name)
         _kind, stride, size = self.axes[d]
@@ -302,7 +312,7 @@ class Layout:
         tags.extend([frozenset()] * (len(self.axes) - len(key)))
         limits.extend([None] * (len(self.axes) - len(key)))
         return Layout(self.tensor, tuple(axes), offset, partitions, tuple(tags),
-                      tuple(limits) if any(lim is not None for lim in limits) else None)
+                      tuple(limits) if any(lim is not None for lim in limits) else None, dtype=self.dtype)
 
     def iterators(self) -> tuple[Any, ...] | None:
         """The iterator of each axis when every axis of count > 1 has exactly one, else None."""
@@ -326,7 +336,8 @@ class Layout:
         big = [(axis, tag) for axis, tag in zip(self.axes, self.tags) if axis[2] != 1]
         by_iter = {next(iter(tag)): (axis, tag) for axis, tag in big}
         picked = [by_iter[it] for it in theirs]
-        return Layout(self.tensor, tuple(a for a, _t in picked), self.offset, None, tuple(t for _a, t in picked))
+        return Layout(self.tensor, tuple(a for a, _t in picked), self.offset, None, tuple(t for _a, t in picked),
+            dtype=self.dtype)
 
     # -- masks, access patterns, reshapes -----------------------------------------------------
     def restrict(self, it: Any, lo: int, hi: int) -> Layout:
@@ -362,17 +373,22 @@ class Layout:
         if kind == P:
             p0, _pn, ps = self.partitions
             return Layout(self.tensor, tuple(axes), self.offset, (p0 + lo * ps, max(0, hi - lo), ps), self.tags,
-                          limits, indirect)
-        return Layout(self.tensor, tuple(axes), self.offset + lo * stride, self.partitions, self.tags, limits, indirect)
+                          limits, indirect, dtype=self.dtype)
+        return Layout(self.tensor, tuple(axes), self.offset + lo * stride, self.partitions, self.tags, limits, indirect,
+            dtype=self.dtype)
 
     def rows(self, first: int, step: int) -> Layout:
         """This view with its indirect axis made rows ``first, first + step, ...`` (an
         ordinary view: the indices are known)."""
         indirect = self.indirect
         kind, _stride, count = self.axes[indirect.axis]
+        if kind == P:  # an on-chip tile's partitions, picked by the indices
+            p0, _n, ps = self.partitions
+            return Layout(self.tensor, self.axes, self.offset, (p0 + first * ps, count, ps * step), self.tags,
+                          self.limits)
         axes = self.axes[:indirect.axis] + ((kind, indirect.stride * step, count),) + self.axes[indirect.axis + 1:]
         return Layout(self.tensor, axes, self.offset + first * indirect.stride, self.partitions, self.tags,
-                      self.limits)
+                      self.limits, dtype=self.dtype)
 
     @property
     def empty(self) -> bool:
@@ -386,7 +402,7 @@ class Layout:
         pairs = [(int(s), int(n)) for s, n in pattern]
         off = as_index(offset)
         if not self.on_chip:
-            return Layout(self.tensor, tuple((F, s, n) for s, n in pairs), off)
+            return Layout(self.tensor, tuple((F, s, n) for s, n in pairs), off, dtype=self.dtype)
         row = self.tensor.free_elements
         (pstep, pcount), free = pairs[0], pairs[1:]
         if off.terms:
@@ -395,7 +411,7 @@ class Layout:
             pstep //= row
         start, foff = divmod(off.const, row)
         axes = ((P, 0, pcount),) + tuple((F, s, n) for s, n in free)
-        return Layout(self.tensor, axes, Index(foff), (start, pcount, max(pstep, 1)))
+        return Layout(self.tensor, axes, Index(foff), (start, pcount, max(pstep, 1)), dtype=self.dtype)
 
     def _direct(self, what: str) -> None:
         if self.indirect is not None:

@@ -38,7 +38,7 @@ def _sbuf_tile(value: Any, what: str) -> Layout:
 
 
 def _dtype(layout: Layout, allowed: tuple[str, ...], what: str) -> str:
-    dtype = str(layout.tensor.dtype)
+    dtype = layout.element_dtype  # a reinterpreting view (.view / .ap(dtype=)) names its own
     if dtype not in allowed:
         raise fail(f"{what} {layout.tensor.name} is {dtype}; expected one of {', '.join(allowed)}")
     return dtype

@@ -17,8 +17,9 @@ from typing import Any
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import Refused, fail
-from neuronsim.machine.nki.indirect import vector_offset_view
+from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.reinterpret import reinterpret
 from neuronsim.machine.nki.tracer import current
 
 #: NkiTensor methods of the API reference module that neuronsim does not model.
@@ -96,7 +97,7 @@ class NkiTensor:
             return NkiDtype(self._blocked.spec.dtype)
         if self._layout is None:
             return NkiDtype(self._spec.dtype)
-        return NkiDtype(self._layout.tensor.dtype)
+        return NkiDtype(self._layout.element_dtype)
 
     @property
     def buffer(self) -> Buffer:
@@ -150,17 +151,21 @@ class NkiTensor:
         _operator("assign")(self[key], value)
 
     def ap(self, pattern: Any = None, offset: Any = 0, scalar_offset: Any = None, indirect_dim: int = 0,
-           vector_offset: Any = None, **_kw: Any) -> NkiTensor:
+           vector_offset: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
         """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern;
         ``scalar_offset`` (a device value, its value on the traced inputs) indexes dimension
         ``indirect_dim`` of the tensor; ``vector_offset`` (a tile, one row per partition) makes
         it an indirect DMA's gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
         if vector_offset is not None:
-            return NkiTensor(vector_offset_view(self.layout, pattern, offset, vector_offset.layout, indirect_dim))
-        if scalar_offset is not None:
-            stride = prod(self.layout.tensor.shape[int(indirect_dim) + 1:])
-            offset = offset + _operator("scalar_offset")(scalar_offset) * stride
-        return NkiTensor(self.layout.ap(pattern, offset))
+            layout = vector_offset_view(self.layout, pattern, offset, vector_offset.layout, indirect_dim)
+        else:
+            if scalar_offset is not None:
+                stride = (prod(self.layout.tensor.shape[int(indirect_dim) + 1:]) if self.layout.on_chip
+                          else dimension(self.layout, int(indirect_dim), "scalar_offset=")[0])  # a reshape's rows
+                offset = offset + _operator("scalar_offset")(scalar_offset) * stride
+            layout = self.layout.ap(pattern, offset)
+        # the pattern counts elements of the tensor's own type; ``dtype`` names how they are read
+        return NkiTensor(reinterpret(layout, self.dtype if dtype is None else dtype, ".ap(dtype=)"))
 
     def reshape(self, *shape: Any, **named: Any) -> NkiTensor:
         shape = (named.pop("shape"),) if "shape" in named and not shape else shape  # reshape(shape=...)
@@ -175,9 +180,7 @@ class NkiTensor:
         return NkiTensor(layout.broadcast_to(shape))
 
     def view(self, dtype: Any) -> NkiTensor:
-        if to_dtype(dtype) != self.dtype:
-            raise current().refuse("reinterpreting a tensor's dtype (.view)", "bytes are typed in neuronsim")
-        return self
+        return NkiTensor(reinterpret(self.layout, dtype, ".view(dtype)"))
 
     # -- arithmetic (nl.* calls) ---------------------------------------------------------------
     def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:
