@@ -196,3 +196,14 @@ class Refused:
     def __repr__(self) -> str:
         return f"<{self._name}: not supported by neuronsim ({self._why})>"
 
+
+
+class RefusedClass(Refused):
+    """A class of a module neuronsim knows nothing of (``nki.compiler.frontend.ParserFrontend``):
+    making an instance is not yet a use, since test harnesses build such objects as default
+    arguments when they are imported; the instance is a :class:`Refused` that refuses when used."""
+
+    __slots__ = ()
+
+    def __call__(self, *_args: Any, **_kwargs: Any) -> Any:
+        return Refused(f"{self._name}()", self._why)

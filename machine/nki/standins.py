@@ -20,7 +20,7 @@ from typing import Any
 
 from neuronsim.machine.nki import isa, kernel, legacy
 from neuronsim.machine.nki.kernel import run_eagerly
-from neuronsim.machine.nki.errors import Refused, no_such_name
+from neuronsim.machine.nki.errors import Refused, RefusedClass, no_such_name
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
 
 __all__ = ["standins", "generation_of", "stand_in_modules"]
@@ -45,7 +45,10 @@ class StandIn(types.ModuleType):
             known = set(self.__dict__) | set(refusals)
             raise no_such_name(f"{self._alias}.{attr}", self.__name__, sorted(known))
         why = refusals[attr] if refusals is not None else "not modelled by neuronsim"
-        refused = Refused(f"{self._alias}.{attr}", why)
+        # in a module neuronsim knows nothing of, a CapWords name is taken for a class: building
+        # one (a harness's default argument) is allowed, using the instance refused
+        kind = RefusedClass if refusals is None and attr[:1].isupper() else Refused
+        refused = kind(f"{self._alias}.{attr}", why)
         setattr(self, attr, refused)  # one object per name: `x is nl.name` holds
         return refused
 
