@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from corpus_cases import Case, api, case, failing, not_written
@@ -138,6 +139,39 @@ def _topk(inp, **_):
     return np.take_along_axis(x, order, axis=-1), order.astype(np.uint32)
 
 
+def _indexed_flatten(input_tensor, f_len, output_len, row_offsets, padding_val=-1, **_):
+    """The kernel's pseudocode: row e cut into blocks of f_len, block p written at block
+    row_offsets[e] + p of the output (blocks past its end skipped), the rest padding_val."""
+    out = np.full((output_len // f_len, f_len), padding_val, np.int32)
+    rows = np.asarray(input_tensor).reshape(input_tensor.shape[0], -1, f_len)
+    for e, offset in enumerate(np.asarray(row_offsets).reshape(-1)[:rows.shape[0]]):
+        for p in range(rows.shape[1]):
+            if 0 <= offset + p < out.shape[0]:
+                out[offset + p] = rows[e, p]
+    return out.reshape(-1)
+
+
+def _topk_reduce_input(T: int, K: int, H: int, ranks: int) -> np.ndarray:
+    """test_topk_reduce.py's buffer: ranks * T rows of H bf16 values plus the row's token number
+    as an int32 in its last two bf16 columns; the T * K real rows (token t K times) scattered
+    among rows filled with -1."""
+    rng = np.random.default_rng(42)
+    buffer = np.full((ranks * T, H + 2), -1, ml_dtypes.bfloat16)
+    tokens = np.arange(T, dtype=np.int32).repeat(K).reshape(T * K, 1)
+    real = np.concatenate([rng.standard_normal((T * K, H)).astype(ml_dtypes.bfloat16),
+                           tokens.view(ml_dtypes.bfloat16)], axis=1)
+    buffer[rng.permutation(ranks * T)[:T * K]] = real
+    return buffer
+
+
+def _topk_reduce(input, T, **_):
+    """Per token t, the sum of the rows whose packed token number is t (the test's reference)."""
+    H = input.shape[1] - 2
+    ids = np.ascontiguousarray(input[:, H:]).view(np.int32).reshape(-1)
+    values = _f(input[:, :H])
+    return np.stack([values[ids == t].sum(axis=0) for t in range(T)])
+
+
 def _dyn_add(input_a, input_b, num_m_tiles):
     rows = int(num_m_tiles.reshape(-1)[0]) * 128
     out = _f(input_a) + _f(input_b)
@@ -240,8 +274,11 @@ CASES: dict[str, Case] = {
     SRC + "core/rmsnorm/rmsnorm_quant.py::rmsnorm_quant_kernel": case(
         "bf16[1,128,512]", "bf16[512]", api("RmsNormQuantKernelArgs(lower_bound=0.0)")),
     SRC + "core/subkernels/find_nonzero_indices.py::find_nonzero_indices": case("i32[128,4096]<2"),
+    # test_indexed_flatten_fast's first row: T 4096, E 1, f_len 128; row offsets [0], output_len
+    # E * T + 1024 rounded up to 128
     SRC + "core/subkernels/indexed_flatten.py::indexed_flatten": case(
-        "i32[1,4096]<100", 4096, 128, "i32[1,1]<1", note="input [E, T], as the kernel unpacks it"),
+        np.arange(4096, dtype=np.int32).reshape(1, 4096), 128, 5120, np.zeros((1,), np.int32), None, -1,
+        ref=_indexed_flatten),
     SRC + "core/subkernels/layernorm_tkg.py::layernorm_tkg": case("f16[1,1,2048]~", "f16[1,2048]~", "0:f16[128,1,16]",
                                                                   ref=_layernorm_tkg),
     SRC + "core/subkernels/rmsnorm_tkg.py::rmsnorm_tkg": case(
@@ -263,7 +300,10 @@ CASES: dict[str, Case] = {
         "bf16[128,512]", RANKS, 2),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb_tiled": case(
         "bf16[128,512]", RANKS, 2),
-    SRC + "experimental/collectives/topk_reduce.py::topk_reduce": case("bf16[2,128,16]", 128, 8),
+    # test_topk_reduce.py's first row: LNC 1, 8 source ranks, T 4, K 4, H 2880
+    SRC + "experimental/collectives/topk_reduce.py::topk_reduce": case(
+        _topk_reduce_input(T=4, K=4, H=2880, ranks=8), 4, 4, ref=_topk_reduce, tolerance=(5e-2, 5e-2),
+        note="bf16 sums of K rows: the test's rtol / atol 5e-2"),
     SRC + "experimental/conv/conv1d.py::conv1d": case("f32[1,16,20]~", "f32[3,16,32]~", ref=_conv1d,
                                                       note="the test's first row: N 1, C_in 16, C_out 32, L 20, K 3"),
     SRC + "experimental/conv/depthwise_conv1d.py::depthwise_conv1d_implicit_gemm": case(
