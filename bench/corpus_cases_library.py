@@ -353,7 +353,12 @@ CASES: dict[str, Case] = {
         "bf16[4,512]", "bf16[2,512,2,256]", "bf16[2,256,512]", "f32[4,2]", "i32[4,1]<2", True),
     TEST + "core/moe_block/test_moe_block_tkg.py::mx_moe_block_tkg_wrapper": case(
         "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "u32[2,128,2,256]", "u32[2,64,512]"),
-    TEST + "core/qkv/test_qkv_tkg.py::qkv_tkg_sb2sb_wrapper_kernel": case("bf16[4,1,512]", "bf16[512,768]"),
+    # the test file uses Platforms in a class-level decorator (line 929) without importing it (its
+    # import list from test.utils.common_dataclasses leaves it out): importing the file raises
+    # NameError in any Python, before any NKI runs
+    TEST + "core/qkv/test_qkv_tkg.py::qkv_tkg_sb2sb_wrapper_kernel": failing(
+        "bf16[4,1,512]", "bf16[512,768]", refusal="NameError: name 'Platforms' is not defined",
+        note="the test file's own NameError on import: Platforms is never imported there"),
     # the test's first row: T 4, H 3072, E 128, k 4, softmax, a bias; x in the (H, T) HBM layout
     TEST + "core/router_topk/test_router_topk_common.py::router_topk_kernel_wrapper": case(
         "bf16[3072,4]~", "bf16[3072,128]~", "bf16[1,128]~", "0:bf16[4,128]", "0:bf16[4,128]", "0:u32[4,4]",
