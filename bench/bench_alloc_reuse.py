@@ -23,20 +23,15 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 
-# the tests' oracles
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "support"))
-
-from neuronsim.machine.sim.simulator import simulate  # noqa: E402
-from neuronsim.machine.order.stream import stream_of  # noqa: E402
-from neuronsim.passes import compile_program  # noqa: E402
-from neuronsim_tests.alloc_oracles import reuse_pairs  # noqa: E402
-from neuronsim.verify.racecheck import check_waits  # noqa: E402
-from neuronsim.verify.scenarios import all_scenarios, scenario_name  # noqa: E402
-from neuronsim.verify.strategies import programs  # noqa: E402
-from neuronsim.verify.tile_kernels import examples, tile_kernels  # noqa: E402
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.machine.order.stream import stream_of
+from neuronsim.passes import compile_program
+from neuronsim.testing.alloc_oracles import reuse_pairs
+from neuronsim.verify.racecheck import check_waits
+from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.strategies import programs
+from neuronsim.verify.tile_kernels import examples, tile_kernels
 
 SPECS = ("alloc", "alloc{rotate=false}")
 

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_fuzz_shrink.py            # seed 0, budget 200
     .venv/bin/python bench/bench_fuzz_shrink.py --seed 3
 
-For the three planted pass bugs of ``tests/planted.py``, runs :func:`neuronsim.verify.fuzz.check_pass`
+For the three planted pass bugs of ``neuronsim.testing.planted``, runs :func:`neuronsim.verify.fuzz.check_pass`
 without shrinking until the first failure, then :func:`neuronsim.verify.fuzz.shrink_failure` on it, and
 prints the examples drawn, the seconds of each phase, the instructions before and after the
 shrink and the fix line.  (Issue 23's acceptance: a planted bug found and saved within 2
@@ -13,16 +13,12 @@ minutes, at most 4 instructions.)
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the tests' kits
-
-from neuronsim.machine.formats.program import loads_program  # noqa: E402
-from neuronsim_tests.planted import AntiDepsFirstPartition, DropPsumAccumulation, ProgramOrderFoldReduction  # noqa: E402
-from neuronsim.verify.fuzz import check_pass, shrink_failure  # noqa: E402
-from neuronsim.verify.shrink import instruction_count  # noqa: E402
+from neuronsim.machine.formats.program import loads_program
+from neuronsim.testing.planted import AntiDepsFirstPartition, DropPsumAccumulation, ProgramOrderFoldReduction
+from neuronsim.verify.fuzz import check_pass, shrink_failure
+from neuronsim.verify.shrink import instruction_count
 
 BUGS = ((AntiDepsFirstPartition(), "anti-deps"), (DropPsumAccumulation(), "build-fdeps"),
         (ProgramOrderFoldReduction(), "dep-reduction"))

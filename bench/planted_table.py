@@ -4,12 +4,12 @@
     .venv/bin/python bench/planted_table.py --seeds 0 1 2 --budget 200 --workers 1
     .venv/bin/python bench/planted_table.py --tasks              # the task-pass bugs instead
 
-For each planted bug of ``tests/planted.py`` and each seed, runs
+For each planted bug of ``neuronsim.testing.planted`` and each seed, runs
 :func:`neuronsim.verify.fuzz.check_pass` with the bug in its pipeline slot (or, for the simulator,
 as the simulator) on up to ``--budget`` programs (``neuronsim fuzz``'s default is 500), without
 shrinking, and prints how many examples it took until the first failure ("-" when none
 within the budget) and which checks found it, as a Markdown table.  ``--tasks`` does the same
-for the task-pass bugs of ``tests/planted_tasks.py`` with :func:`neuronsim.verify.tasks.fuzz.check_task_pass`
+for the task-pass bugs of ``neuronsim.testing.planted_tasks`` with :func:`neuronsim.verify.tasks.fuzz.check_task_pass`
 (``neuronsim fuzz --tasks``) in the slot of ``auto-derive-task-dependencies``.  The counts depend only on
 the seed and the strategy, not on ``--workers``.
 """
@@ -19,12 +19,8 @@ from __future__ import annotations
 import argparse
 import sys
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
-# the planted bugs are the test suite's (tests/support/neuronsim_tests/planted*.py)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))
-
-#: (label, planted object name in neuronsim_tests.planted, check_pass options)
+#: (label, planted object name in neuronsim.testing.planted, check_pass options)
 BUGS = (
     ("build_fdeps drops the PSUM accumulation chain", "DropPsumAccumulation", {"replace": "build-fdeps"}),
     ("anti analyzer ignores partitions", "AntiDepsFirstPartition", {"replace": "anti-deps"}),
@@ -32,7 +28,7 @@ BUGS = (
     ("simulator skips a wait", "simulator_ignoring_one_wait", {}),
 )
 
-#: the same for the task-pass bugs (``neuronsim_tests.planted_tasks``)
+#: the same for the task-pass bugs (``neuronsim.testing.planted_tasks``)
 TASK_BUGS = (
     ("task deps without WAR", "ForgetsWar", {"replace": "auto-derive-task-dependencies"}),
     ("MemRef aliasing ignored", "IgnoresMemRefAliasing", {"replace": "auto-derive-task-dependencies"}),
@@ -43,13 +39,13 @@ TASK_BUGS = (
 def first_failure(bug: int, seed: int, budget: int, tasks: bool = False) -> tuple[int | None, str | None]:
     """``(examples until the first failure, check that failed)`` or ``(None, None)``."""
     if tasks:
-        from neuronsim_tests import planted_tasks
+        from neuronsim.testing import planted_tasks
         from neuronsim.verify.tasks.fuzz import check_task_pass
 
         _, attr, options = TASK_BUGS[bug]
         result = check_task_pass(getattr(planted_tasks, attr), examples=budget, seed=seed, shrink=False, **options)
         return (None, None) if result.failure is None else (result.first_failure_at, result.failure.check)
-    from neuronsim_tests import planted
+    from neuronsim.testing import planted
     from neuronsim.verify.fuzz import check_pass
 
     _, attr, options = BUGS[bug]
@@ -73,7 +69,7 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--budget", type=int, default=500)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--tasks", action="store_true", help="the task-pass bugs (tests/planted_tasks.py)")
+    parser.add_argument("--tasks", action="store_true", help="the task-pass bugs (neuronsim.testing.planted_tasks)")
     args = parser.parse_args(argv)
     bugs = TASK_BUGS if args.tasks else BUGS
     jobs = [(bug, seed, args.budget, args.tasks) for bug in range(len(bugs)) for seed in args.seeds]

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import DEFAULT_PIPELINE, compile_program
-from neuronsim_tests.alloc_oracles import reuse_pairs
+from neuronsim.testing.alloc_oracles import reuse_pairs
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.tile_kernels import examples, tile_kernels
 

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes import compile_program
-from neuronsim_tests.alloc_oracles import holding_clashes, rotation_mismatches, stale_reads
+from neuronsim.testing.alloc_oracles import holding_clashes, rotation_mismatches, stale_reads
 from neuronsim.verify.strategies import programs
 from neuronsim.verify.tile_kernels import tile_kernels
 

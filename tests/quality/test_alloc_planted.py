@@ -11,7 +11,7 @@ import dataclasses
 
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.passes import compile_program
-from neuronsim_tests.alloc_oracles import holding_clashes, rotation_mismatches, stale_reads
+from neuronsim.testing.alloc_oracles import holding_clashes, rotation_mismatches, stale_reads
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim_tests.passes_kit import ins, loop, prog
 from neuronsim_tests.alloc_rings_kit import V, _pipeline, dram, tile

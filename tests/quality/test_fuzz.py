@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from neuronsim_tests.planted import (
+from neuronsim.testing.planted import (
     AntiDepsFirstPartition,
     DropPsumAccumulation,
     ProgramOrderFoldReduction,

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from neuronsim_tests.planted_tasks import DemotesUncoveredInput, ForgetsWar, IgnoresMemRefAliasing
+from neuronsim.testing.planted_tasks import DemotesUncoveredInput, ForgetsWar, IgnoresMemRefAliasing
 from neuronsim.verify.tasks.fuzz import check_task_pass, is_task_pass
 
 from neuronsim_tests import ROOT
@@ -31,11 +31,10 @@ def test_the_real_task_pipeline_passes():
     ("DemotesUncoveredInput", {"races", "coverage"}),
 ])
 def test_each_planted_bug_is_found_by_neuronsim_fuzz_within_the_default_budget(planted, checks, tmp_path):
-    # the planted passes are the tests' own (tests/support), found as a user's modules are
-    run = subprocess.run([SCRIPT, "fuzz", "--pass", f"neuronsim_tests.planted_tasks:{planted}", "--replace",
+    # the planted passes are installed (neuronsim.testing), found by address as a user's are
+    run = subprocess.run([SCRIPT, "fuzz", "--pass", f"neuronsim.testing.planted_tasks:{planted}", "--replace",
                           "auto-derive-task-dependencies", "--no-shrink", "--fail-fast", "--workers", "2", "--json",
-                          "--out", str(tmp_path / "failures")], cwd=ROOT, capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT / "tests" / "support")))
+                          "--out", str(tmp_path / "failures")], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert run.returncode == 1, run.stderr
     doc = json.loads(run.stdout)
     assert doc["tasks"] is True and doc["examples"] <= DEFAULT_BUDGET

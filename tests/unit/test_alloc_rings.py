@@ -9,7 +9,7 @@ from neuronsim.machine.ir.program import Access, MemoryKind, Rotation, Tensor
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes import DEFAULT_PIPELINE, parse_pipeline
 from neuronsim.verify.racecheck import check_program
-from neuronsim_tests.alloc_oracles import holding_clashes, stale_reads
+from neuronsim.testing.alloc_oracles import holding_clashes, stale_reads
 from neuronsim_tests.passes_kit import compiled, ins, loop, prog
 from neuronsim_tests.alloc_rings_kit import TILE, V, _pipeline, dram, tile  # noqa: F401
 

@@ -1,6 +1,6 @@
 """Issue 23, part 4: fuzz failures that are small, found fast, and name the dropped wait.
 
-The acceptance run: a planted bug (:class:`neuronsim_tests.planted.AntiDepsFirstPartition` in the
+The acceptance run: a planted bug (:class:`neuronsim.testing.planted.AntiDepsFirstPartition` in the
 ``anti-deps`` slot) fuzzed by the console script finds and saves its failure, shrunk to at
 most 4 instructions, with the pass's input and output and the fix line.  (The subprocess
 timeout is a guard against a hang, not a speed test: ``bench/bench_fuzz_shrink.py`` prints the
@@ -10,7 +10,6 @@ times.)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from neuronsim.machine.formats.program import loads_program
-from neuronsim_tests.planted import DropPsumAccumulation
+from neuronsim.testing.planted import DropPsumAccumulation
 from neuronsim.verify.cli import cli
 from neuronsim.verify.fuzz import check_pass
 from neuronsim.verify.shrink import instruction_count
@@ -29,10 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_a_planted_bug_is_found_shrunk_and_explained_by_the_console_script(tmp_path):
     out = tmp_path / "failures"
     run = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "fuzz", "--pass",
-                          "neuronsim_tests.planted:AntiDepsFirstPartition", "--replace", "anti-deps", "--examples", "100",
-                          "--seed", "0", "--workers", "1", "--fail-fast", "--out", str(out)],
-                         cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT / "tests" / "support")), capture_output=True, text=True,
-                         timeout=120)
+                          "neuronsim.testing.planted:AntiDepsFirstPartition", "--replace", "anti-deps",
+                          "--examples", "100", "--seed", "0", "--workers", "1", "--fail-fast", "--out", str(out)],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stderr
     assert "fuzz: shrinking a races failure of" in run.stderr and "shrunk to" in run.stderr
     saved = sorted(out.glob("failure-*.json"))
@@ -53,7 +51,7 @@ def test_a_planted_bug_is_found_shrunk_and_explained_by_the_console_script(tmp_p
 
 
 def test_the_header_counts_the_examples_run_of_those_asked(tmp_path):
-    result = CliRunner().invoke(cli, ["fuzz", "--pass", "neuronsim_tests.planted:AntiDepsFirstPartition", "--replace",
+    result = CliRunner().invoke(cli, ["fuzz", "--pass", "neuronsim.testing.planted:AntiDepsFirstPartition", "--replace",
                                       "anti-deps", "--examples", "30", "--workers", "1", "--no-shrink",
                                       "--out", str(tmp_path)])
     assert result.exit_code == 1
