@@ -16,6 +16,7 @@ from typing import Any
 
 import ml_dtypes
 import numpy as np
+from neuronsim.machine.nki.dtypes import packed_array
 
 from corpus_cases import Case, api, case, failing, not_written
 from corpus_cases_sdk import _f, _mx_scales, _mx_words
@@ -179,6 +180,13 @@ def _dyn_add(input_a, input_b, num_m_tiles):
     return out
 
 
+def _fp4_words(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    """Packed MXFP4 words (four e2m1 codes each, every code finite), typed as the tests' own
+    ``float4_e2m1fn_x4`` arrays are (:func:`packed_array`)."""
+    words = np.random.default_rng(seed).integers(0, 1 << 16, size=shape).astype(np.uint16)
+    return packed_array(words, "float4_e2m1fn_x4")
+
+
 #: Where the MX MoE CTE shapes come from.
 MX_CTE_NOTE = ("the MX tests' layout (test_utils.build_moe_bwmm_mx_cte) at a smaller size: T 256 (+1 padding row), "
                "H 512, E 2, two blocks of 256, LNC 2; e5m2_x4 weights passed as uint32 words (the tests' NxD rows) "
@@ -340,12 +348,12 @@ CASES: dict[str, Case] = {
     # lay them: hidden e5m2_x4 [128, H/512, BxS] (finite codes), fp4_x4 weights as uint16 words,
     # scales [P/8, ...]; bias [I/4, 1, 4] (I < 512); down: inter [128, 1, BxS, 4], weights [I/4, 1, H]
     TEST + "core/mlp/test_mlp_proj_mxfp4.py::gate_up_proj_mxfp4_wrapper": case(
-        _mx_words(128, 24, 41).reshape(128, 6, 4), _mx_scales(128, 24, 42).reshape(16, 6, 4),
-        "u16[128,6,192]<65536", _mx_scales(128, 1152, 43).reshape(16, 6, 192), "bf16[48,1,4]", 3072, 192, 4,
-        grid=(2,)),
+        packed_array(_mx_words(128, 24, 41).reshape(128, 6, 4), "float8_e5m2_x4"),
+        _mx_scales(128, 24, 42).reshape(16, 6, 4), _fp4_words((128, 6, 192), 45),
+        _mx_scales(128, 1152, 43).reshape(16, 6, 192), "bf16[48,1,4]", 3072, 192, 4, grid=(2,)),
     TEST + "core/mlp/test_mlp_proj_mxfp4.py::down_proj_mxfp4_wrapper": case(
-        "bf16[128,1,4,4]", "u16[48,1,3072]<65536", _mx_scales(48, 3072, 44).reshape(6, 1, 3072), "bf16[1,3072]",
-        3072, 192, 4, True, grid=(2,)),
+        "bf16[128,1,4,4]", _fp4_words((48, 1, 3072), 46), _mx_scales(48, 3072, 44).reshape(6, 1, 3072),
+        "bf16[1,3072]", 3072, 192, 4, True, grid=(2,)),
     TEST + "core/moe/moe_cte/test_moe_cte_common.py::moe_cte_kernel_wrapper": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
         api("BWMMFunc.SHARD_ON_BLOCK"), grid=(2,), note=MOE_NOTE),

@@ -17,7 +17,7 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import DTYPES, PACKED, itemsize
 
-__all__ = ["NkiDtype", "to_dtype", "nl_dtypes", "promote", "is_float_dtype"]
+__all__ = ["NkiDtype", "to_dtype", "nl_dtypes", "promote", "is_float_dtype", "packed_array"]
 
 
 class NkiDtype(str):
@@ -72,9 +72,33 @@ def to_dtype(value: Any) -> NkiDtype:
         dt = np.dtype(value)
     except TypeError:
         raise ValueError(f"{value!r} is not a dtype") from None
+    if dt.metadata and dt.metadata.get(_PACKED_KEY) in PACKED:  # an array of packed MX words (packed_array)
+        return NkiDtype(dt.metadata[_PACKED_KEY])
     if dt in _BY_NUMPY:
         return NkiDtype(_BY_NUMPY[dt])
     raise ValueError(f"dtype {dt} is not supported (neuronsim holds {', '.join(DTYPES)})")
+
+
+#: The numpy dtype metadata key naming the packed MX format an array's integer words hold.
+_PACKED_KEY = "neuronsim_packed"
+
+
+def packed_array(words: Any, dtype: str) -> np.ndarray:
+    """``words`` (integers of the format's storage: uint32 for the fp8 ``_x4`` formats, uint16 for
+    ``float4_e2m1fn_x4``) as an array a kernel receives as a tensor of the packed ``dtype``, as NKI's
+    own arrays of ``nl.float4_e2m1fn_x4`` ... are: numpy has no such type, so the storage dtype
+    carries the name in its metadata, which views and reshapes keep.
+
+    >>> str(to_dtype(packed_array(np.zeros((2, 3), np.uint16), "float4_e2m1fn_x4").reshape(3, 2).dtype))
+    'float4_e2m1fn_x4'
+    """
+    if dtype not in PACKED:
+        raise ValueError(f"{dtype!r} is not a packed MX dtype ({', '.join(PACKED)})")
+    storage = DTYPES[dtype]
+    array = np.asarray(words)
+    if array.dtype.kind not in "iu" or array.dtype.itemsize != storage.itemsize:
+        raise ValueError(f"{dtype} words are {storage} integers, not {array.dtype}")
+    return array.view(np.dtype(storage, metadata={_PACKED_KEY: dtype}))
 
 
 def nl_dtypes() -> dict[str, NkiDtype]:

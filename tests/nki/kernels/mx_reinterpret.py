@@ -1,0 +1,93 @@
+"""Constructs of nki-library's MX kernels, current NKI (tests/nki/test_mx_corpus_constructs.py):
+packed words reinterpreted with ``.view(dtype)`` / ``.ap(dtype=)`` and given to
+``nisa.nc_matmul_mx``; a kernel receiving a packed-typed input; indirect and scalar offsets on a
+reshaped HBM view; reinterpretations neuronsim refuses."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def viewed_words_matmul(stationary_words, stationary_scale, moving_words, moving_scale):
+    """uint32 words of e5m2 codes: the stationary tile loaded as uint32 then ``.view``-ed, the
+    moving one loaded through ``.ap(dtype=)``; scales [K / 8, F] for one quadrant."""
+    K, M = stationary_words.shape
+    N = moving_words.shape[1]
+    st_words = nl.ndarray((K, M), dtype=stationary_words.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=st_words, src=stationary_words)
+    st = st_words.view(nl.float8_e5m2_x4)
+    mv = nl.ndarray((K, N), dtype=nl.float8_e5m2_x4, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mv, src=moving_words.ap(pattern=[[N, K], [1, N]], offset=0, dtype=nl.float8_e5m2_x4))
+    st_scale = nl.ndarray((K // 8, M), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=st_scale, src=stationary_scale)
+    mv_scale = nl.ndarray((K // 8, N), dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mv_scale, src=moving_scale)
+    product = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul_mx(dst=product, stationary=st[:, :], moving=mv, stationary_scale=st_scale,
+                      moving_scale=mv_scale)
+    result = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=result, src=product)
+    out = nl.ndarray((M, N), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
+    nisa.dma_copy(dst=out, src=result)
+    return out
+
+
+@nki.jit
+def packed_passthrough(weights):
+    """A packed input (as the MX tests pass theirs) copied through SBUF in its own dtype."""
+    tile = nl.ndarray(weights.shape, dtype=weights.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=weights)
+    out = nl.ndarray(weights.shape, dtype=weights.dtype, buffer=nl.shared_hbm, name="out")
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit
+def gather_folded_rows(data, rows):
+    """data [T, H] seen as [4T, H/4] (nki-library's 4H-folded hidden states): the rows named by
+    ``rows`` [R, 1] gathered through ``.ap(vector_offset=, indirect_dim=0)`` on the reshape."""
+    T, H = data.shape
+    count = rows.shape[0]
+    folded = data.reshape((T * 4, H // 4))
+    index = nl.ndarray((count, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=index, src=rows)
+    picked = nl.ndarray((count, H // 4), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=picked, src=folded.ap(pattern=[[H // 4, count], [1, H // 4]], offset=0,
+                                            vector_offset=index, indirect_dim=0))
+    out = nl.ndarray((count, H // 4), dtype=data.dtype, buffer=nl.shared_hbm, name="out")
+    nisa.dma_copy(dst=out, src=picked)
+    return out
+
+
+@nki.jit
+def folded_row_at_offset(data, start):
+    """One row of the [4T, H/4] reshape, at the row a device value ``start`` [1, 1] names."""
+    T, H = data.shape
+    folded = data.reshape((T * 4, H // 4))
+    at = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=at, src=start)
+    row = nl.ndarray((1, H // 4), dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row, src=folded.ap(pattern=[[H // 4, 1], [1, H // 4]], offset=0, scalar_offset=at,
+                                         indirect_dim=0))
+    out = nl.ndarray((1, H // 4), dtype=data.dtype, buffer=nl.shared_hbm, name="out")
+    nisa.dma_copy(dst=out, src=row)
+    return out
+
+
+@nki.jit
+def view_words_as_bf16(words):
+    """uint16 read as bfloat16: the same size, stored differently (refused)."""
+    tile = nl.ndarray(words.shape, dtype=words.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=words)
+    return tile.view(nl.bfloat16)  # view refused here
+
+
+@nki.jit
+def ap_floats_as_bytes(values):
+    """float32 read as uint8 through ``.ap(dtype=)``: another element size (refused)."""
+    P, F = values.shape
+    tile = nl.ndarray((P, 4 * F), dtype=nl.uint8, buffer=nl.sbuf)
+    as_bytes = values.ap(pattern=[[4 * F, P], [1, 4 * F]], offset=0, dtype=nl.uint8)  # ap refused here
+    nisa.dma_copy(dst=tile, src=as_bytes)
+    return tile
