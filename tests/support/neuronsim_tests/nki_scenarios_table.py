@@ -4,11 +4,13 @@ For every kernel of ``tests/nki/test_scenarios_nki.py``: trace seconds, instruct
 races, the sync minimum of the traced program, of the builder scenario given the traced DMA
 triggers, and of the builder scenario as shipped (its golden file), the loops kept, and
 whether the simulated outputs equal the builder's.  The test asserts these; this prints them.
+It reads the test's own case table, so it lives with the tests (bench/ imports the installed
+package only).
 
 Usage::
 
-    PYTHONPATH=. .venv/bin/python bench/nki_scenarios_table.py
-    PYTHONPATH=. .venv/bin/python bench/nki_scenarios_table.py softmax mamba   # some cases only
+    PYTHONPATH=tests/support .venv/bin/python -m neuronsim_tests.nki_scenarios_table
+    PYTHONPATH=tests/support .venv/bin/python -m neuronsim_tests.nki_scenarios_table softmax mamba   # some cases
 """
 
 from __future__ import annotations
@@ -16,15 +18,12 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "support"))  # the tests' kits
-
-from neuronsim.machine.ir.program import Loop  # noqa: E402
-from neuronsim_tests.nki_kit import (SCENARIO_KERNELS, close, retarget_dmas, run_program, trace_file,  # noqa: E402
+from neuronsim.machine.ir.program import Loop
+from neuronsim_tests.nki_kit import (SCENARIO_KERNELS, close, retarget_dmas, run_program, trace_file,
                                zeros_like_tensor)
-from neuronsim_tests.nki_scenarios_kit import CASES  # noqa: E402
-from neuronsim.verify.scenarios import SCENARIO_DIR, get_scenario  # noqa: E402
+from neuronsim_tests.nki_scenarios_kit import CASES
+from neuronsim.verify.scenarios import SCENARIO_DIR, get_scenario
 
 
 def row(case) -> list[str]:
