@@ -359,8 +359,14 @@ CASES: dict[str, Case] = {
         api("BWMMFunc.SHARD_ON_BLOCK"), grid=(2,), note=MOE_NOTE),
     TEST + "core/moe/moe_tkg/test_moe_tkg_wrapper.py::moe_tkg_sbuf_io_wrapper": case(
         "bf16[4,512]", "bf16[2,512,2,256]", "bf16[2,256,512]", "f32[4,2]", "i32[4,1]<2", True),
+    # the kernel's own defaults where the wrapper passes None (router sigmoid, no affinity scaling,
+    # SiLU, bf16 router matmul); moe_block_tkg supports LNC-2 only (its kernel_assert), as the
+    # test runs it: launched on the two-core grid
     TEST + "core/moe_block/test_moe_block_tkg.py::mx_moe_block_tkg_wrapper": case(
-        "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "u32[2,128,2,256]", "u32[2,64,512]"),
+        "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "u32[2,128,2,256]", "u32[2,64,512]", grid=(2,),
+        router_act_fn=api("RouterActFnType.SIGMOID"),
+        expert_affinities_scaling_mode=api("ExpertAffinityScaleMode.NO_SCALE"), hidden_act_fn=api("ActFnType.SiLU"),
+        router_mm_dtype=api("nl.bfloat16")),
     # the test file uses Platforms in a class-level decorator (line 929) without importing it (its
     # import list from test.utils.common_dataclasses leaves it out): importing the file raises
     # NameError in any Python, before any NKI runs
