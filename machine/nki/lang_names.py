@@ -70,7 +70,11 @@ def _names() -> dict[str, Any]:
 
 
 def current_language() -> dict[str, Any]:
-    return _names()
+    names = _names()
+    # nki-library's Trn3 kernels (experimental/mxfp_subkernels) loop with ``nl.range``, a name the
+    # stored API reference lacks; in the current generation every ``*_range`` is Python's range
+    names["range"] = language.static_range
+    return names
 
 
 def legacy_language() -> dict[str, Any]:

@@ -115,3 +115,10 @@ def test_other_reinterpretations_are_refused_at_the_kernel_line(func, array, nee
     assert "\n" not in message
     assert re.match(rf"\S*mx_reinterpret\.py:{line_of(SOURCE, needle)}: ", message), message
     assert re.search(reason, message), message
+
+
+def test_nl_range_loops_as_python_range():
+    x = np.random.default_rng(10).normal(size=(16, 96)).astype(np.float32)
+    traced = trace(kernel("mx_reinterpret.py::doubled_by_blocks"), x)
+    assert sum(inst.op == "tensor_scalar" for inst, _ in traced.program.instructions()) == 3  # unrolled
+    np.testing.assert_array_equal(run(kernel("mx_reinterpret.py::doubled_by_blocks"), x)["out"], 2 * x)
