@@ -55,9 +55,26 @@ def _store_even_rows(in_tensor, fill=-1.0):
     return out
 
 
+def _local_gather(src_buffer, index, num_elem_per_idx, num_valid_indices, output_shape):
+    """Per GpSimd core (16 partitions): its index elements, partition first, are element offsets
+    into each of its partitions' rows, each giving num_elem_per_idx elements (the API page)."""
+    data = _f(src_buffer).reshape(src_buffer.shape[0], -1)
+    out = np.empty((data.shape[0], num_valid_indices * num_elem_per_idx), np.float32)
+    for first in range(0, data.shape[0], 16):
+        offsets = index[first:first + 16].T.ravel()[:num_valid_indices].astype(np.int64)
+        columns = (offsets[:, None] + np.arange(num_elem_per_idx)[None, :]).ravel()
+        out[first:first + 16] = data[first:first + 16][:, columns]
+    return out.reshape(output_shape)
+
+
+def _gather_transpose(src_tensor, idx_tensor):
+    """The dma_transpose page's indirect transpose: the indexed rows, then axes (2, 1, 0)."""
+    return np.transpose(src_tensor[idx_tensor[:, 0].astype(np.int64)], (2, 1, 0))
+
+
 def _store_even_rows_added(in_tensor):
-    """dst_rmw_op=np.add onto a memset of 1."""
-    out = _store_even_rows(np.zeros_like(_f(in_tensor)), fill=1.0)
+    """dst_rmw_op=np.add onto a memset of 1: the even rows 1 + the input, the odd rows 1."""
+    out = np.ones((2 * in_tensor.shape[0], in_tensor.shape[1]), np.float32)
     out[2 * np.arange(in_tensor.shape[0])] += _f(in_tensor)
     return out
 
@@ -234,15 +251,18 @@ CASES: dict[str, Case] = {
     T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_sb2sb": case("f16[16,128]", ref=lambda a: _t(a)),
     T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_hbm2sb_dge_xbar": case("f16[16,128]", ref=lambda a: _t(a)),
     T + "test_nki_isa_dma_transpose.py::nki_dma_transpose_2d_sb2sb_dge_xbar": case("f16[16,128]", ref=lambda a: _t(a)),
-    T + "test_nki_isa_dma_transpose.py::nki_dma_gather_transpose_3d_hbm2sb": case("u16[64,4,128]<1000", "u32[32,1]<64"),
-    T + "test_nki_isa_dma_transpose.py::nki_dma_gather_transpose_3d_sb2sb": case("u16[64,4,128]<1000", "u32[32,1]<64"),
+    T + "test_nki_isa_dma_transpose.py::nki_dma_gather_transpose_3d_hbm2sb": case(
+        "u16[64,4,128]<1000", "u32[32,1]<64", ref=_gather_transpose),
+    # its result is (dim2, dim1, dim0) of the source tile: as many indices as the tile has rows
+    T + "test_nki_isa_dma_transpose.py::nki_dma_gather_transpose_3d_sb2sb": case(
+        "u16[64,4,128]<1000", "u32[64,1]<64", ref=_gather_transpose),
     T + "test_nki_isa_dropout.py::nki_dropout": case("f32[128,512]", "f32[128,1]"),
     T + "test_nki_isa_dropout.py::nki_dropout_scalar": case("f32[128,512]"),
     T + "test_nki_isa_iota.py::nki_iota": case(ref=lambda: (
         np.arange(512)[None, :], np.arange(128)[:, None], -np.arange(512)[None, :], np.arange(5, 260, 2)[:, None],
         np.arange(512)[None, :] + np.arange(128)[:, None])),
     T + "test_nki_isa_local_gather.py::nki_local_gather": case("f32[128,512,4]", "u16[128,4]<512", 4, 64,
-                                                               (128, 4, 16, 4)),
+                                                               (128, 4, 16, 4), ref=_local_gather),
     T + "test_nki_isa_max8.py::nki_max8": case(),
     T + "test_nki_isa_memset.py::nki_memset": case(ref=lambda: np.full((128, 128), 0.2, np.float32)),
     T + "test_nki_isa_nc_find_index8.py::nki_max_index8": case(),

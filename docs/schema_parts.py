@@ -67,6 +67,11 @@ def _validator_schema(check) -> dict:
         "a list of 32 source partitions of a quadrant (integers 0..31, or 255: keep the destination's)": {
             "type": "array", "items": {"oneOf": [{"type": "integer", "minimum": 0, "maximum": 31}, {"const": 255}]},
             "minItems": 32, "maxItems": 32},
+        "a positive integer": _nat(1),
+        "a list of positive integers (the source's shape, partitions first)": {
+            "type": "array", "items": _nat(1), "minItems": 1},
+        "a permutation of 0 .. k-1 (the i-th result axis is source axis v[i])": {
+            "type": "array", "items": _nat(), "uniqueItems": True},
         "a list of [step, count] pairs (integers, counts >= 1), outermost first": {
             "type": "array", "items": {"type": "array", "prefixItems": [{"type": "integer"}, _nat(1)],
                                        "minItems": 2, "maxItems": 2}},

@@ -58,6 +58,10 @@ op                                  engines              reads -> writes        
                                                          their scales -> psum     moving elements)
 ``nc_n_gather``                     pool                 data, indices -> 1       ``150 + N``
 ``dma_transpose``                   any sequencer        1 -> 1 (SBUF/DRAM)       as ``dma_copy``
+``dma_accumulate``                  any sequencer        src, dst -> dst          as ``dma_copy`` (the
+                                                                                  destination's bytes read
+                                                                                  too)
+``local_gather``                    pool                 data, indices -> 1       ``150 + N``
 any other name                      any sequencer        any -> any               ``cycles`` attr, else
 (opaque)                                                                          ``max(64, N)``; ISA names
                                                                                   (``reciprocal`` 8N ...) their
@@ -231,6 +235,21 @@ RANGE_CMPS = ("equal", "less", "less_equal", "greater", "greater_equal")
 CUMULATIVE_OPS = ("add", "subtract", "multiply", "max", "min")
 
 
+def _positive_int(v: Any) -> bool:
+    """a positive integer"""
+    return _is_int(v) and v >= 1
+
+
+def _shape(v: Any) -> bool:
+    """a list of positive integers (the source's shape, partitions first)"""
+    return isinstance(v, list) and bool(v) and all(_positive_int(n) for n in v)
+
+
+def _perm(v: Any) -> bool:
+    """a permutation of 0 .. k-1 (the i-th result axis is source axis v[i])"""
+    return isinstance(v, list) and sorted(v) == list(range(len(v))) and all(_is_int(a) for a in v)
+
+
 def _shuffle_mask(v: Any) -> bool:
     """a list of 32 source partitions of a quadrant (integers 0..31, or 255: keep the destination's)"""
     return isinstance(v, list) and len(v) == 32 and all(_is_int(m) and (0 <= m < 32 or m == 255) for m in v)
@@ -273,8 +292,13 @@ _SEARCH_AND_SELECT = (
            doc="rows 0, 16, ...: indices of the non-zero elements + index_offset, padding, then their count"),
     OpSpec("nc_n_gather", ("pool",), (2, 2), (1, 1),
            doc="out[p, j] = data[p, indices[p, j]], data's free dimensions flattened"),
-    OpSpec("dma_transpose", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES)},
-           doc="out[F, P] = in[P, F]: a DMA that transposes a 2-D source"),
+    OpSpec("dma_transpose", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES), "shape": _shape, "axes": _perm},
+           doc="out[F, P] = in[P, F]: a DMA that transposes a 2-D source (with shape / axes: "
+               "out = in as shape, its axes permuted)"),
+    OpSpec("dma_accumulate", _ALL, (2, 2), (1, 1), {"dge": _one_of(*DGE_MODES), "op": _one_of("add")},
+           doc="out = out <op> in: a read-modify-write DMA (reads[1] is the destination itself)"),
+    OpSpec("local_gather", ("pool",), (2, 2), (1, 1), {"elements": _positive_int, "valid": _positive_int},
+           doc="per 16 partitions, out[p, j*k:(j+1)*k] = data[p, i_j:i_j+k] for the core's indices i_j"),
 )
 #: The microscaling ops (NeuronCore-v4; meanings in neuronsim.machine.model.semantics_mx).
 _MX_DTYPES = ("float8_e4m3fn_x4", "float8_e5m2_x4", "float4_e2m1fn_x4")

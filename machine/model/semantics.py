@@ -121,7 +121,15 @@ Op meanings are those of the op table (``doc`` column); the details:
                                     flattened) at the ``indices`` (read 1) of that partition; an index
                                     outside ``[0, F)`` wraps modulo ``F`` (undefined on the hardware)
 ``dma_transpose``                   the read as ``[P, F]`` (its first dimension, the rest flattened),
-                                    transposed, row-major into the destination; same dtype copies
+                                    transposed, row-major into the destination; same dtype copies;
+                                    with ``shape`` and ``axes``, the read as ``shape`` with its axes
+                                    permuted by ``axes`` (NKI ``dma_transpose``'s 3-D / 4-D forms)
+``dma_accumulate``                  ``dst + src`` in fp32 (``reads[1]`` the destination's current
+                                    bytes), cast to the destination (NKI ``dma_copy(dst_rmw_op=add)``)
+``local_gather``                    per GpSimd core (16 partitions): its index elements, partition
+                                    first, the first ``valid`` of them, are element offsets into each
+                                    of its partitions' own row; each gives ``elements`` consecutive
+                                    elements (NKI ``local_gather``; an offset past the row wraps)
 ==================================  =================================================================
 """
 

@@ -1,7 +1,8 @@
 """Numerical meaning of the search, shuffle, cumulative and predicated ops (``max8``,
 ``nc_find_index8``, ``nc_match_replace8``, ``nc_stream_shuffle``, ``tensor_scalar_cumulative``,
-``range_select``, ``select_reduce``, ``tensor_copy_predicated``, ``tensor_partition_reduce``)
-and the transposing DMA ``dma_transpose``.
+``range_select``, ``select_reduce``, ``tensor_copy_predicated``, ``tensor_partition_reduce``),
+the GpSimd gathers ``nc_n_gather`` / ``local_gather``, the transposing DMA ``dma_transpose`` and
+the read-modify-write DMA ``dma_accumulate``.
 
 The conventions are those of :mod:`neuronsim.machine.model.semantics` (total on any operand
 shape, arithmetic in fp32, results cast to the written dtype); the table of that module's
@@ -11,6 +12,7 @@ docstring gives each op's meaning, from its ``nki.isa`` API reference page.  Onl
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -203,9 +205,45 @@ def _nc_n_gather(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 
 def _dma_transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
-    flipped = _rows(reads[0]).T
+    """``shape`` / ``axes`` given: the read as the source's shape (row-major), its axes
+    permuted (NKI ``dma_transpose``'s ``(2, 1, 0)``, ``(3, 1, 2, 0)``); else ``[P, F]`` flipped."""
+    shape, axes = attrs.get("shape"), attrs.get("axes")
+    if shape and axes and len(shape) == len(axes) and reads[0].size == math.prod(shape):
+        flipped = reads[0].reshape(shape).transpose(axes)
+    else:
+        flipped = _rows(reads[0]).T
     out = outs[0]
     return [_fit(flipped if flipped.dtype == out.dtype else cast(_f32(flipped), out.dtype), out.shape)]
+
+
+def _dma_accumulate(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    """``dst = dst + src`` (NKI ``dma_copy(dst_rmw_op=nl.add)``), in fp32, cast to the destination."""
+    out = outs[0]
+    current = _f32(_fit(reads[1], out.shape))
+    return [cast(current + _f32(_fit(reads[0], out.shape)), out.dtype)]
+
+
+#: Partitions one GpSimd core serves (NKI ``local_gather``: eight cores of 16 partitions).
+CORE_PARTITIONS = 16
+
+
+def _local_gather(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    """Per core, its indices (its 16 partitions' index elements, partition first, the first
+    ``valid``) are element offsets shared by its partitions: each partition copies ``elements``
+    consecutive elements of its own row from each offset (offsets past the row wrap: undefined
+    on the hardware)."""
+    out = outs[0]
+    data, index = _rows(reads[0]), _rows(reads[1]).astype(np.int64)
+    k = int(attrs.get("elements", 1))
+    result = _rows(np.array(out, copy=True))
+    width = max(data.shape[1], 1)
+    for first in range(0, min(result.shape[0], data.shape[0], index.shape[0]), CORE_PARTITIONS):
+        stop = first + CORE_PARTITIONS
+        offsets = index[first:stop].ravel(order="F")[: int(attrs.get("valid", index[first:stop].size))]
+        columns = ((offsets[:, None] + np.arange(k)[None, :]).ravel() % width)[: result.shape[1]]
+        picked = data[first:stop][:, columns]
+        result[first:stop, : columns.size] = picked if picked.dtype == out.dtype else cast(_f32(picked), out.dtype)
+    return [result.reshape(out.shape)]
 
 
 OPS: dict[str, Callable[..., list[np.ndarray]]] = {
@@ -222,4 +260,6 @@ OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "nonzero_with_count": _nonzero_with_count,
     "nc_n_gather": _nc_n_gather,
     "dma_transpose": _dma_transpose,
+    "dma_accumulate": _dma_accumulate,
+    "local_gather": _local_gather,
 }

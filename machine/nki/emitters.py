@@ -12,7 +12,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.emitters_select import dma_transpose_on_chip
+from neuronsim.machine.nki import transpose_dma
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.arith import act_name, alu_name
 from neuronsim.machine.nki.indexing import ArangeExpr, Mask
@@ -167,30 +167,16 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
 
 
 def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None, dst_rmw_op: Any = None) -> None:
-    if dst_rmw_op is not None:
-        raise current().refuse("nisa.dma_copy(dst_rmw_op=...)", "read-modify-write DMA is not modelled")
+    rmw = alu_name(dst_rmw_op) if dst_rmw_op is not None else None
+    if rmw not in (None, "add"):  # the dma_copy page: "currently, only nl.add is supported"
+        raise current().refuse(f"nisa.dma_copy(dst_rmw_op={rmw})", "the ISA adds only (nl.add)")
     ops.dma(dst, ops.lay(src), engine=engine_of(engine, ("sp", "act", "pool"), "sp"),
-            dge=str(dge_mode) if dge_mode is not None else None)
-
-
-#: The permutations the dma_transpose API page lists, by the source's rank (the i-th axis of
-#: the result is axis ``perm[i]`` of the source); the only ones ``axes=`` may name.
-DMA_TRANSPOSE_AXES = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+            dge=str(dge_mode) if dge_mode is not None else None, rmw=rmw)
 
 
 def dma_transpose(dst: Layout, src: Any, axes: Any = None, **_kw: Any) -> None:
-    layout = ops.lay(src)
-    if layout.on_chip:  # SBUF to SBUF: the DMA engines transpose (the op table's dma_transpose)
-        dma_transpose_on_chip(dst, layout)
-        return
-    if layout.indirect is not None and len(layout.axes) != 2:  # gathered rows, then permuted: not modelled
-        raise current().refuse("nisa.dma_transpose of rows gathered by a tile of indices", "a 3-D or 4-D gather")
-    perm = DMA_TRANSPOSE_AXES.get(len(layout.axes))
-    if perm is None or (axes is not None and tuple(int(a) for a in axes) != perm):
-        raise current().refuse(f"nisa.dma_transpose of a {len(layout.axes)}-D source with axes {axes}",
-                               "the API page's (1, 0), (2, 1, 0) and (3, 1, 2, 0)")
-    # from DRAM: the transfer reads the source in the permuted order of its access pattern
-    ops.dma(dst, Layout(layout.tensor, tuple(layout.axes[a] for a in perm), layout.offset, layout.partitions))
+    """Every form of ``nisa.dma_transpose`` (machine/nki/transpose_dma.py)."""
+    transpose_dma.dma_transpose(dst, ops.lay(src), axes)
 
 
 def free_size(shape: tuple[int, ...]) -> int:

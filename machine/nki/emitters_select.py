@@ -1,6 +1,6 @@
 """Emitters of the top-8 search, stream shuffle, cumulative, predicated-select, partition
-reduce, transposing-DMA and random ``nki.isa`` ops: ``fn(dst_layout, ...)`` records one
-instruction (the op table's ``max8`` ... ``dma_transpose``, ``random``).
+reduce, gather and random ``nki.isa`` ops: ``fn(dst_layout, ...)`` records one instruction (the
+op table's ``max8`` ... ``local_gather``, ``random``).
 
 The Vector Engine's accumulator register (``reduce_cmd``): ``reset_reduce`` starts it from the
 reduction's identity, ``load_reduce`` from ``imm1``, ``reduce`` continues from its last value.
@@ -27,7 +27,7 @@ from neuronsim.machine.nki.tracer import current
 
 __all__ = ["max8", "find_index8", "match_replace8", "stream_shuffle", "cumulative", "range_select",
            "select_reduce", "copy_predicated", "partition_reduce", "sequence_bounds", "nonzero_with_count",
-           "n_gather", "dma_transpose_on_chip", "random", "seed",
+           "n_gather", "local_gather", "random", "seed",
            "dropout"]
 
 #: The attribute of the trace (one per attempt) that holds where each engine's accumulator
@@ -241,14 +241,34 @@ def n_gather(dst: Layout, data: Any, indices: Any) -> None:
     _instr("nc_n_gather", "pool", [source, index], [dst])
 
 
-def dma_transpose_on_chip(dst: Layout, src: Layout, engine: str = "sp") -> None:
-    """An SBUF-to-SBUF ``dma_transpose`` of a 2-D tile (the DMA engines transpose it)."""
-    if len(src.shape) != 2 or tuple(dst.shape) != tuple(src.shape[::-1]):
-        raise fail(f"nisa.dma_transpose: {dst.shape} is not the transpose of the 2-D {src.shape}")
-    if "PSUM" in (dst.tensor.memory.name, src.tensor.memory.name):
-        raise fail("a DMA cannot read or write PSUM (copy the tile to SBUF first)")
-    current().note_write(dst)
-    current().kb.instruction("dma_transpose", engine, [src.view()], [dst.view()], queue=ops.QUEUES[engine])
+#: ``num_elem_per_idx`` values the ``local_gather`` page allows, and the indices a core may use.
+LOCAL_GATHER_ELEMENTS = (1, 2, 4, 8, 16, 32)
+LOCAL_GATHER_MAX_INDICES = 4096
+
+
+def local_gather(dst: Layout, src_buffer: Any, index: Any, num_elem_per_idx: Any = 1,
+                 num_valid_indices: Any = None) -> None:
+    """``nisa.local_gather`` on POOL: each GpSimd core gathers, for each of its 16 partitions,
+    ``num_elem_per_idx`` elements at each of its indices (the page's three size rules checked).
+    It reads all of ``src_buffer`` (which elements, only the indices' values say)."""
+    source = _tile(src_buffer, "nisa.local_gather src_buffer")
+    indices = _tile(index, "nisa.local_gather index")
+    rows = source.view().num_partitions
+    if rows != indices.view().num_partitions or rows % 16:
+        raise fail(f"nisa.local_gather: src_buffer {source.shape} and index {indices.shape} have the same "
+                   "partition count, a multiple of 16")
+    k = int(ops.number(num_elem_per_idx))
+    if k not in LOCAL_GATHER_ELEMENTS:
+        raise fail(f"nisa.local_gather: num_elem_per_idx {k} is not one of {LOCAL_GATHER_ELEMENTS}")
+    per_core = 16 * indices.view().free_count
+    valid = per_core if num_valid_indices is None else int(ops.number(num_valid_indices))
+    if not 1 <= valid <= min(per_core, LOCAL_GATHER_MAX_INDICES):
+        raise fail(f"nisa.local_gather: num_valid_indices {valid} is outside 1 .. {min(per_core, 4096)} "
+                   f"(the elements of 16 partitions of index {indices.shape}, at most 4096)")
+    if dst.view().num_partitions != rows or dst.view().free_count != valid * k:
+        raise fail(f"nisa.local_gather: the result {dst.shape} holds {valid} x {k} elements on each of {rows} "
+                   "partitions")
+    _instr("local_gather", "pool", [source, indices], [dst], {"elements": k, "valid": valid})
 
 
 def random(dst: Layout, low: Any = 0.0, high: Any = 1.0, *, bits: bool = False, engine: str = "dve") -> None:

@@ -12,6 +12,7 @@ XORWOW sequence.
 
 from __future__ import annotations
 
+from math import prod
 from typing import Any
 
 from neuronsim.machine.nki import emitters_select as es
@@ -27,7 +28,7 @@ __all__ = ["current_names", "legacy_names", "language_names", "ISA_SELECT_OPS"]
 ISA_SELECT_OPS = ("max8", "nc_find_index8", "nc_match_replace8", "nc_stream_shuffle", "tensor_scalar_cumulative",
                   "range_select", "select_reduce", "tensor_copy_predicated", "tensor_partition_reduce", "dropout",
                   "rng", "rand2", "set_rng_seed", "rand_set_state", "sequence_bounds", "nonzero_with_count",
-                  "nc_n_gather")
+                  "nc_n_gather", "local_gather")
 
 
 def _dst(dst: Any):
@@ -119,8 +120,13 @@ def _gpsimd() -> dict[str, Any]:
     def nc_n_gather(dst, data, indices, name=None, **_kw):
         return _emit(lambda: es.n_gather(_dst(dst), data, indices), name)
 
+    @api("nisa.local_gather")
+    def local_gather(dst, src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, name=None, **_kw):
+        return _emit(lambda: es.local_gather(_dst(dst), src_buffer, index, num_elem_per_idx, num_valid_indices),
+                     name)
+
     return {"sequence_bounds": sequence_bounds, "nonzero_with_count": nonzero_with_count,
-            "nc_n_gather": nc_n_gather}
+            "nc_n_gather": nc_n_gather, "local_gather": local_gather}
 
 
 def _seeding() -> dict[str, Any]:
@@ -195,11 +201,18 @@ def _legacy() -> dict[str, Any]:
         return _result(shape, dtype or segment_ids.dtype, "sbuf", lambda dst: es.sequence_bounds(dst, segment_ids),
                        mask)
 
+    @api("nisa.local_gather")
+    def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, *, mask=None, **_kw):
+        rows, k = src_buffer.shape[0], int(ops.number(num_elem_per_idx))
+        valid = int(ops.number(num_valid_indices)) if num_valid_indices is not None else 16 * prod(index.shape[1:])
+        return _result((rows, valid * k), src_buffer.dtype, "sbuf",
+                       lambda dst: es.local_gather(dst, src_buffer, index, k, valid), mask)
+
     return {"max8": max8, "nc_find_index8": nc_find_index8, "nc_match_replace8": nc_match_replace8,
             "nc_stream_shuffle": nc_stream_shuffle, "tensor_scalar_cumulative": tensor_scalar_cumulative,
             "range_select": range_select, "select_reduce": select_reduce,
             "tensor_copy_predicated": tensor_copy_predicated, "tensor_partition_reduce": tensor_partition_reduce,
-            "dropout": dropout, **_dst_forms(), "sequence_bounds": sequence_bounds}
+            "dropout": dropout, **_dst_forms(), "sequence_bounds": sequence_bounds, "local_gather": local_gather}
 
 
 def _dst_forms() -> dict[str, Any]:

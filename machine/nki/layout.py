@@ -260,7 +260,7 @@ class Layout:
         else:
             out = self.index(key[:d] + (slice(None),) + key[d + 1:])
             pos = sum(1 for k in key[:d] if isinstance(k, slice) or k is None)
-        axes = out.axes[:pos] + ((F, stride, rows),) + out.axes[pos + 1:]
+        axes = out.axes[:pos] + ((out.axes[pos][0], stride, rows),) + out.axes[pos + 1:]  # P: on-chip partitions
         tags = list(out.tags or (frozenset(),) * len(axes))
         tags[pos] = frozenset((it,))
         limits = out.limits[:pos] + (None,) + out.limits[pos + 1:] if out.limits is not None else None

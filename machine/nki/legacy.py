@@ -19,6 +19,7 @@ from neuronsim.machine.nki.language import sbuf as _sbuf
 from neuronsim.machine.nki.ops import lay, result_dtype
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
+from neuronsim.machine.nki.transpose_dma import transposed_shape
 
 __all__ = ["isa_names", "compiler_names", "typing_names"]
 
@@ -162,7 +163,8 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
 
 @api("nisa.dma_transpose")
 def dma_transpose(src, *, axes=None, mask=None, dtype=None, **_kw):
-    return _result(src.shape[::-1], dtype or src.dtype, "sbuf", lambda dst: em.dma_transpose(dst, src), mask)
+    return _result(transposed_shape(tuple(src.shape), axes), dtype or src.dtype, "sbuf",
+                   lambda dst: em.dma_transpose(dst, src, axes), mask)
 
 
 

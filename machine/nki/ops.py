@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import replace
+from functools import partial
 from math import prod
 from typing import Any
 
@@ -83,12 +84,14 @@ def result_dtype(dtype: Any, *operands: Any) -> str:
     return promote(*tiles) if tiles else to_dtype("float32")
 
 
-def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None = None) -> None:
+def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None = None,
+        rmw: str | None = None) -> None:
     """A DMA transfer triggered by ``engine`` (SP by default; POOL for software DGE) on that
-    engine's queue; hardware DGE only where the machine has it."""
+    engine's queue; hardware DGE only where the machine has it.  ``rmw`` (``"add"``): a
+    read-modify-write ``dst = dst + src`` (``dma_accumulate``, which reads ``dst`` too)."""
     if dst.indirect is not None or src.indirect is not None:  # a tile of row numbers (machine/nki/indirect.py)
         from neuronsim.machine.nki.indirect import indirect_dma  # it reads device values: above this module
-        indirect_dma(dst, src, dma)
+        indirect_dma(dst, src, partial(dma, rmw=rmw))
         return
     tracer = current()
     if dge == "swdge":
@@ -108,6 +111,10 @@ def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None 
     if d.count != s.count:
         raise fail(f"DMA of {s.shape} elements of {src.tensor.name} into {d.shape} of {dst.tensor.name}")
     tracer.note_write(dst)
+    if rmw is not None:
+        tracer.kb.instruction("dma_accumulate", engine, [s, d], [d], attrs={"op": rmw, "dge": dge},
+                              queue=QUEUES[engine])
+        return
     tracer.kb.dma_copy(d, s, engine=engine, queue=QUEUES[engine], dge=dge)
 
 

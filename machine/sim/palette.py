@@ -62,6 +62,8 @@ OP_COLORS: dict[str, str] = {
     "dma_transpose": "#DDAA33",  # high-contrast yellow
     "quantize_mx": "#994455",  # high-contrast dark red
     "matmul_mx": "#6699CC",  # medium-contrast light blue
+    "dma_accumulate": "#997700",  # medium-contrast dark yellow
+    "local_gather": "#EE99AA",  # medium-contrast light red
 }
 #: Colours of the ops outside the table (opaque ops, task kernels), chosen by a hash of the name.
 EXTRA_COLORS: tuple[str, ...] = ("#0077BB", "#33BBEE", "#009988", "#EE7733", "#EE3377", "#AAAA00", "#99DDFF",

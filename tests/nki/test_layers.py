@@ -26,7 +26,7 @@ LAYERS = (
     "handles",  # an ISA call's instructions and its NkiInstruction handle (emit_call)
     "arith", "language",  # nki.language (language registers the tile operators)
     "scalars", "control",  # device values (scalar_load, registers) and compiled control flow
-    "emitters_select", "emitters",  # instruction emitters (search/shuffle/select ones first)
+    "emitters_select", "transpose_dma", "emitters",  # instruction emitters (search/shuffle/select ones first)
     "mx",  # quantize_mx and nc_matmul_mx (packed MX tiles)
     "isa_select", "isa", "legacy", "lang_names",  # nki.isa and the legacy API
     "kernel", "standins", "frontend", "loader", "",  # "" is the package's __init__

@@ -18,7 +18,7 @@ REFUSED = [
     ("collective", "nki.collectives.all_reduce is not supported (collectives"),
     ("register_loop", "a register's value is known only on the device: loop over it with nl.dynamic_range"),
     ("unknown_name", "nl.cumsum: no such name in nki.language (did you mean nl.sum?)"),
-    ("rmw_dma", "nisa.dma_copy(dst_rmw_op=...) is not supported"),
+    ("rmw_dma", "nisa.dma_copy(dst_rmw_op=multiply) is not supported (the ISA adds only"),
     ("partition_and_free_reduce", "a reduction over the partition axis is not supported"),
     ("mx_matmul", "nisa.nc_matmul_mx: dst must be in PSUM"),
     ("wide_dtype", "nl.int64 is not supported (64-bit data types)"),

@@ -1,0 +1,31 @@
+"""Current-API kernels of tests/nki/test_isa_ops_round4b.py: nisa.local_gather with its
+defaults and dma_transpose of a 4-D on-chip access pattern."""
+
+import nki.isa as nisa
+import nki.language as nl
+
+
+def local_gather_current(data, index):
+    """The current API with its defaults: one element an index, every index of the core."""
+    out = nl.ndarray((data.shape[0], 16 * index.shape[1]), dtype=data.dtype, buffer=nl.shared_hbm)
+    src = nl.ndarray(data.shape, dtype=data.dtype, buffer=nl.sbuf)
+    idx = nl.ndarray(index.shape, dtype=index.dtype, buffer=nl.sbuf)
+    dst = nl.ndarray(out.shape, dtype=data.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=data)
+    nisa.dma_copy(dst=idx, src=index)
+    nisa.local_gather(dst=dst, src_buffer=src, index=idx)
+    nisa.dma_copy(dst=out, src=dst)
+    return out
+
+
+def transpose_4d_on_chip(x):
+    """x [a, 1, c, d] loaded, then transposed on chip with (3, 1, 2, 0) into [d, 1, c, a]."""
+    a, _one, c, d = x.shape
+    out = nl.ndarray((d, 1, c, a), dtype=x.dtype, buffer=nl.shared_hbm)
+    src = nl.ndarray((a, c * d), dtype=x.dtype, buffer=nl.sbuf)
+    dst = nl.ndarray((d, c * a), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=src, src=x.reshape((a, c * d)))
+    nisa.dma_transpose(dst=dst.ap([[c * a, d], [1, 1], [a, c], [1, a]]),
+                               src=src.ap([[c * d, a], [1, 1], [d, c], [1, d]]))
+    nisa.dma_copy(dst=out.reshape((d, c * a)), src=dst)
+    return out
