@@ -38,7 +38,10 @@ Placement
       picks them, against an estimate of the room that shrinks each round until the tiles
       fit), and allocation starts again on that program.  What no spill can place is
       refused at once: a tile wider than an SBUF partition or a PSUM bank, or tiles that do
-      not fit together where none has a gap in its uses (all inside one loop).
+      not fit together where none has a gap in its uses (all inside one loop).  PSUM tiles
+      that need more banks together than there are are spilled first, the same way, to SBUF
+      and back by ACT copies (``alloc_spill``, "PSUM"; counted as ``psum-spills``): the SBUF
+      copies are then placed (or spilled on to DRAM) like any SBUF tile.
     * PSUM: tensors in order of first use go to banks by rotation (``psum.mod_alloc``): the
       next bank (ring: ``n`` consecutive banks) after the last one used where nothing clashes,
       else the first with a free byte range beside what clashes; at most ``psum_banks``
@@ -81,7 +84,8 @@ union of every placed slot, partitions x bytes, all memories) and ``bytes-saved`
 giving every tensor storage of its own, with the same slots, would use beyond that);
 ``fallbacks``: SBUF ring groups made plain to fit, and PSUM rings that found no banks;
 ``spills`` (tiles stored and reloaded), ``spill-transfers`` (their DMAs) and ``spill-bytes``
-(what those move), only when something was spilled (the footprint's stages count the same
+(what those move), only when something was spilled; ``psum-spills`` (PSUM tiles copied to SBUF
+and back, two ACT copies each), only when one was (the footprint's stages count the same
 from the program: :func:`neuronsim.verify.sync_counts.spill_traffic`).
 
 Errors name where the tensor came from: a traced kernel's tile carries its declaration
@@ -92,15 +96,16 @@ Contract (``alloc``)
     requires: a valid program; when it spills, dependence construction after it (as the
     default pipeline does: ``build-fdeps`` derives the spill DMAs' deps, ``anti-deps`` the
     reuse of their bytes; the DMAs carry none of their own).
-    guarantees: no virtual tensor left; the program is the given one unless SBUF overflows
-    with one placement per tensor, and then differs only by spills (a top-level store and
+    guarantees: no virtual tensor left; the program is the given one unless SBUF or PSUM
+    overflows with one placement per tensor, and then differs only by spills (a top-level store and
     reload per spill, the later accesses renamed to the reloaded tensor: the same values);
-    placed tensors unchanged and never overlapped by a new placement; a new tensor rotates (``x-rotate``) only when it is iteration-private over
-    its loop; two new placements share a byte only under the rule above, so no two tensors
-    hold a byte at the same instance, counting every iteration; every compute access keeps
-    the partition-start rule; every placement passes :func:`neuronsim.machine.formats.validate.validate_program`;
-    no-op without virtual tensors.  With ``rotate=false`` no tensor rotates and the result is
-    the hull-only allocation (two new tensors share storage only with disjoint hulls).
+    placed tensors unchanged and never overlapped by a new placement; a new tensor rotates
+    (``x-rotate``) only when it is iteration-private over its loop; two new placements share
+    a byte only under the rule above, so no two tensors hold a byte at the same instance,
+    counting every iteration; every compute access keeps the partition-start rule; every
+    placement passes :func:`neuronsim.machine.formats.validate.validate_program`; no-op
+    without virtual tensors.  With ``rotate=false`` no tensor rotates and the result is the
+    hull-only allocation (two new tensors share storage only with disjoint hulls).
 """
 
 from __future__ import annotations
@@ -120,7 +125,7 @@ from neuronsim.machine.order.stream import InstanceStream, stream_of
 
 from neuronsim.passes.alloc_place import (PackItem, align_up as _align, extent as _extent, first_fit, place_psum,
                                           placed as _placed, rotation as _rotation, storage_use, where_declared)
-from neuronsim.passes.alloc_spill import apply_spills, plan_spills
+from neuronsim.passes.alloc_spill import apply_spills, fit_psum, plan_spills
 from neuronsim.passes.analysis.lifetimes import Life, TensorUsers, lifetimes, live_ranges, tensor_users
 from neuronsim.passes.pipeline import Pass, PassContext
 
@@ -335,8 +340,8 @@ def _pack_sbuf(program: Program, virtual: list[Tensor], lives: Mapping[str, Life
     return placed
 
 
-def _fit_sbuf(program: Program, lives: dict[str, Life],
-              place: Callable[[Mapping[str, Life]], dict[str, Tensor]]) -> tuple[dict[str, Tensor], dict[str, Life], int]:
+def _fit_sbuf(program: Program, lives: dict[str, Life], place: Callable[[Mapping[str, Life]], dict[str, Tensor]]
+              ) -> tuple[dict[str, Tensor], dict[str, Life], int]:
     """``(placements, lives used, ring groups made plain)``: SBUF placed with every ring, else
     with as few ring groups made plain as this search finds.
 
@@ -449,6 +454,8 @@ class Alloc(Pass):
         banks = min(self.psum_banks or spec.psum_banks, spec.psum_banks)
         slots = {MemoryKind.SBUF: self.buffers, MemoryKind.DRAM: self.buffers,
                  MemoryKind.PSUM: min(self.psum_buffers, banks)} if self.rotate else {}
+        program, psum_spills = fit_psum(program, ctx, slots, self.psum_banks, self.align, spec,
+                                        _SPILL_ROUNDS, _ROOM_STEP)
         room, spills, moved = _sbuf_room(program, spec), [0, 0, 0], False
         for _round in range(_SPILL_ROUNDS + 1):
             stream = ctx.stream(program)  # kept in the context: the placed program's stream derives from it
@@ -491,6 +498,8 @@ class Alloc(Pass):
         if moved:
             for key, amount in zip(("spills", "spill-transfers", "spill-bytes"), spills):
                 ctx.count(self.name, key, amount)
+        if psum_spills:
+            ctx.count(self.name, "psum-spills", psum_spills)
         return _with_placements(program, placed)
 
 

@@ -19,8 +19,13 @@ from neuronsim.machine.model.presets import MachineSpec
 
 from neuronsim.passes.analysis.lifetimes import Life, may_share
 
-__all__ = ["FOREVER", "PackItem", "align_up", "extent", "first_fit", "place_psum", "placed", "rotation",
+__all__ = ["FOREVER", "PackItem", "PsumFull", "align_up", "extent", "first_fit", "place_psum", "placed", "rotation",
            "storage_use", "where_declared"]
+
+class PsumFull(ProgramError):
+    """The virtual PSUM tiles live together need more banks than there are (spilling some to
+    SBUF may make room)."""
+
 
 #: Life of an already placed tensor: it clashes with everything.
 FOREVER = Life(-(1 << 62), 1 << 62)
@@ -170,7 +175,7 @@ def place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: i
             choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
         if choice is None:
             path, label = where_declared(t)
-            raise ProgramError(path, f"no PSUM bank has room for {label} while it is live ({banks} banks)")
+            raise PsumFull(path, f"no PSUM bank has room for {label} while it is live ({banks} banks)")
         k, offset = choice
         n = life.slots if life.loop is not None else 1
         for s in range(n):

@@ -24,6 +24,14 @@ on the machine's last DMA queue, as profiles show the compiler's spills on a que
 own beside SP's input loads (``docs/kernel-patterns.md`` 1.2: ``qSyncSpillReload0``); the
 simulator charges them as any transfer.
 
+PSUM: the compiler's allocator also runs out of PSUM banks (a kernel whose PSUM tiles live
+together need more than the eight banks: the attention tutorial's ``qk`` scores, one bank per
+block, all computed before the softmax reads them).  A PSUM tensor is spilled the same way,
+except that DMA never touches PSUM: the store is an ACT ``tensor_copy`` into a new virtual SBUF
+tensor ``T_spillJ`` (which SBUF allocation places, and may spill to DRAM in turn), the reload
+an ACT ``tensor_copy`` back into a new virtual PSUM tensor, as a compiler evicts PSUM through
+ACT or DVE; both are marked ``x-psum-spill``.
+
 Which tensors: :func:`plan_spills` walks the body with the bytes a partition each live tensor
 needs (its *weight*); where the sum exceeds the room, it spills the tensors whose gap
 covers that node, the one used again furthest ahead first (Belady's rule), until it fits.
@@ -38,8 +46,14 @@ import numpy as np
 
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 from neuronsim.machine.model.presets import MachineSpec
+from neuronsim.passes.alloc_place import PsumFull, align_up, place_psum
+from neuronsim.passes.analysis.lifetimes import lifetimes, tensor_users
 
-__all__ = ["Spill", "SpillResult", "plan_spills", "apply_spills", "top_level_users"]
+__all__ = ["PSUM_SPILL_KEY", "Spill", "SpillResult", "fit_psum", "plan_spills", "apply_spills", "top_level_users"]
+
+#: Marks a PSUM spill's copy (``{"tensor", "kind": "store" | "reload"}``): an ACT instruction,
+#: not a transfer, so the footprint's ``x-spill`` DMA counts leave it out.
+PSUM_SPILL_KEY = "x-psum-spill"
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,13 +151,17 @@ def _renamed(node: Node, renames: Mapping[str, str]) -> Node:
                                 for a in node.writes))
 
 
-def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec) -> SpillResult:
-    """``program`` with every spill's store, reload and renamed accesses (module doc)."""
+def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
+                 memory: MemoryKind = MemoryKind.SBUF) -> SpillResult:
+    """``program`` with every spill's store, reload and renamed accesses (module doc).
+    ``memory``: what the spilled tensors are; PSUM ones are copied to SBUF and back (module
+    doc, "PSUM")."""
     users = top_level_users(program)
     tensors = dict(program.tensors)
     taken_tensors = set(tensors)
     taken_names = {inst.name for inst, _ in program.instructions()}
     queue = spec.queue_names[-1]
+    psum = memory == MemoryKind.PSUM
     after: dict[int, list[Instruction]] = {}
     before: dict[int, list[Instruction]] = {}
     renames: dict[int, dict[str, str]] = {}
@@ -156,19 +174,20 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec) -> Sp
         segment = name  # the tensor holding the value before the next spill
         mine = sorted(by_tensor[name], key=lambda s: s.after)
         for j, spill in enumerate(mine, start=1):
-            dram = _fresh(f"{name}_spill{j}", taken_tensors)
+            held = _fresh(f"{name}_spill{j}", taken_tensors)
             reload = _fresh(f"{name}_reload{j}", taken_tensors)
-            tensors[dram] = Tensor(dram, MemoryKind.DRAM, source.dtype, source.shape,
+            tensors[held] = Tensor(held, MemoryKind.SBUF if psum else MemoryKind.DRAM, source.dtype, source.shape,
                                    extras=frozen_mapping({"x-spill-of": name}))
-            tensors[reload] = Tensor(reload, MemoryKind.SBUF, source.dtype, source.shape, extras=source.extras)
-            mark = {"x-spill": {"tensor": name, "kind": "store"}}
-            after.setdefault(spill.after, []).append(Instruction(
-                _fresh(f"spill_{name}_{j}", taken_names), "sp", "dma_copy", reads=(Access(segment),),
-                writes=(Access(dram),), queue=queue, extras=frozen_mapping(mark)))
-            mark = {"x-spill": {"tensor": name, "kind": "reload"}}
-            before.setdefault(spill.before, []).append(Instruction(
-                _fresh(f"reload_{name}_{j}", taken_names), "sp", "dma_copy", reads=(Access(dram),),
-                writes=(Access(reload),), queue=queue, extras=frozen_mapping(mark)))
+            tensors[reload] = Tensor(reload, memory, source.dtype, source.shape, extras=source.extras)
+            for k, kind, src, dst in ((spill.after, "store", segment, held), (spill.before, "reload", held, reload)):
+                into = after if kind == "store" else before
+                label = _fresh(f"{'spill' if kind == 'store' else 'reload'}_{name}_{j}", taken_names)
+                into.setdefault(k, []).append(
+                    Instruction(label, "act", "tensor_copy", reads=(Access(src),), writes=(Access(dst),),
+                                extras=frozen_mapping({PSUM_SPILL_KEY: {"tensor": name, "kind": kind}}))
+                    if psum else
+                    Instruction(label, "sp", "dma_copy", reads=(Access(src),), writes=(Access(dst),), queue=queue,
+                                extras=frozen_mapping({"x-spill": {"tensor": name, "kind": kind}})))
             end = mine[j].before if j < len(mine) else len(program.body)
             for k in users[name]:
                 if spill.before <= k < end:
@@ -183,3 +202,38 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec) -> Sp
         body.extend(after.get(k, ()))
     out = Program(frozen_mapping(tensors), tuple(body), program.machine, program.extras)
     return SpillResult(out, len(spills), transfers, moved)
+
+
+def fit_psum(program: Program, ctx, slots: Mapping[MemoryKind, int], psum_banks: int, align: int, spec: MachineSpec,
+             rounds: int, step: float) -> tuple[Program, int]:
+    """``(program, PSUM tiles spilled)``: the program with PSUM tiles spilled to SBUF and
+    reloaded (module doc, "PSUM") until the tiles live together fit
+    the banks, as for SBUF; unchanged when they fit.  A tile takes its bytes rounded up to
+    ``align`` (a ring one bank per slot); the room is the banks' bytes, lowered each round the
+    banks' fragmentation defeats the estimate.  What no spill helps is refused at the declaring
+    line of a tile that found no bank.  ``ctx``: the pass context (its ``stream``);
+    ``rounds`` / ``step``: as the SBUF spilling's."""
+    banks = min(psum_banks or spec.psum_banks, spec.psum_banks)
+    room, spilled = float(banks * spec.psum_bank_bytes), 0
+    for _round in range(rounds + 1):
+        stream = ctx.stream(program)
+        lives = lifetimes(stream, slots, tensor_users(stream))
+        try:
+            place_psum(program, lives, psum_banks, align, spec)
+            return program, spilled
+        except PsumFull as short:
+            weights = {t.name: float(spec.psum_bank_bytes * lives[t.name].slots if lives[t.name].loop is not None
+                                     else min(align_up(t.bytes_per_partition, align), spec.psum_bank_bytes))
+                       for t in program.tensors.values() if t.memory == MemoryKind.PSUM and t.is_virtual}
+            plan = plan_spills(program, weights, room) if _round < rounds else []
+            while not plan and room > min(weights.values(), default=0) and _round < rounds:
+                room *= step
+                plan = plan_spills(program, weights, room)
+            if not plan:
+                what = "spilling the tiles not in use there to SBUF makes no room" if spilled else \
+                    "no tile live with it has a gap in its uses to spill it over"
+                raise PsumFull(short.path, f"{short.message}; {what}") from None
+            program = apply_spills(program, plan, spec, MemoryKind.PSUM).program
+            spilled += len(plan)
+            room *= step
+    return program, spilled

@@ -1,13 +1,11 @@
-"""A direct-allocation kernel with one slot count lowered by one has a race, reported at the
-two NKI source lines (``tests/nki/kernels/shared_banks.py``).
+"""A direct-allocation kernel whose two PSUM tensors share banks by design
+(``tests/nki/kernels/shared_banks.py``): with one score slot, the scores of tile ``g + 1``
+take the bank the transpose of tile ``g`` just left.
 
-Two PSUM tiles share banks by design; with two score slots the kernel's own data flow orders
-every pair of tiles on common bytes, with one it does not.  The race is the one the NKI
-compiler would leave (it orders tiles by identity, not by the bytes a direct allocation gives
-them): neuronsim's ``allocation`` finding race-checks the placed program under those deps
-with :func:`neuronsim.verify.racecheck.check_program` and names both instructions by ``x-source``;
-``neuronsim run`` prints it and exits 1.  The program neuronsim itself compiles is race free
-either way (its deps follow bytes) and computes the right values.
+The NKI compiler builds its deps after allocation, on addresses (``docs/nki-checks.md``,
+``allocation``): the bank's reuse by the other tensor waits for the transpose's eviction, as
+the attention tutorial's ``attn_fwd_v9`` relies on.  So neither slot count is a finding, and the
+program neuronsim compiles is race free with the right outputs either way.
 """
 
 from __future__ import annotations
@@ -19,11 +17,9 @@ import numpy as np
 import pytest
 
 from neuronsim.machine.ir.program import MemoryKind
-from neuronsim_tests.nki_kit import GROUP_KERNELS, ROOT, kernel_module, line_of, run_program, trace_file
+from neuronsim_tests.nki_kit import GROUP_KERNELS, ROOT, kernel_module, run_program, trace_file
 
 KERNEL = GROUP_KERNELS / "shared_banks.py"
-MATMUL_LINE = line_of(KERNEL, "score_ps[g] = nisa.nc_matmul(")
-EVICT_LINE = line_of(KERNEL, "o_sb = nisa.tensor_copy(tp_ps[g]")
 
 
 def _traced(slots: int):
@@ -37,19 +33,19 @@ def _findings(slots: int):
     return nki_findings(_traced(slots)[1].program)
 
 
-def test_two_score_slots_have_no_finding():
-    assert [f.describe() for f in _findings(2)] == []
+def _banks(program, prefix: str) -> set[int]:
+    banks = set()
+    for name, t in program.tensors.items():
+        if t.memory == MemoryKind.PSUM and name.startswith(prefix):
+            banks |= {t.bank + k for k in range(t.rotate.slots)} if t.rotate else {t.bank}
+    return banks
 
 
-def test_one_score_slot_races_at_the_two_kernel_lines():
-    found = _findings(1)
-    assert len(found) == 1, [f.describe() for f in found]
-    race = found[0]
-    assert race.kind == "allocation" and race.dependence == "WAR"
-    # the transpose's eviction of tile g, then the scores of tile g + 1 on the same bank
-    assert race.first.startswith(f"nisa.tensor_copy at tests/nki/kernels/shared_banks.py:{EVICT_LINE} [g=0]")
-    assert race.second.startswith(f"nisa.nc_matmul at tests/nki/kernels/shared_banks.py:{MATMUL_LINE} [g=1]")
-    assert {t.rsplit("_", 2)[0] for t in race.tensors} == {"score_ps", "tp_ps"}
+@pytest.mark.parametrize("slots", [2, 1])
+def test_no_finding_with_either_slot_count(slots):
+    program = _traced(slots)[1].program
+    assert _banks(program, "score_ps") & _banks(program, "tp_ps") == set(range(slots))  # banks shared
+    assert [f.describe() for f in _findings(slots)] == []
 
 
 @pytest.mark.parametrize("slots", [2, 1])
@@ -66,18 +62,13 @@ def test_neuronsim_compiles_both_race_free_with_the_right_outputs(slots):
     assert banks == set(range(slots))
 
 
-def test_run_command_reports_the_race_at_both_lines(tmp_path):
+def test_run_command_passes_both(tmp_path):
     module = kernel_module(KERNEL)
     np.savez(tmp_path / "in.npz", **module.inputs(0))
     cli = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
     args = ["run", f"{KERNEL.relative_to(ROOT)}::shared_banks", "--inputs", str(tmp_path / "in.npz"),
             "--out", str(tmp_path / "out")]
-    clean = subprocess.run([*cli, *args], capture_output=True, text=True, cwd=ROOT, timeout=300)
-    racy = subprocess.run([*cli, *args, "--arg", "score_slots=1"], capture_output=True, text=True, cwd=ROOT,
-                          timeout=300)
-    assert clean.returncode == 0, clean.stdout[-2000:] + clean.stderr[-2000:]
-    assert racy.returncode == 1, racy.stdout[-2000:] + racy.stderr[-2000:]
-    finding = [line for line in racy.stdout.splitlines() if line.startswith("finding:")]
-    assert len(finding) == 1, finding
-    for line in (MATMUL_LINE, EVICT_LINE):
-        assert f"shared_banks.py:{line}" in finding[0]
+    for extra in ([], ["--arg", "score_slots=1"]):
+        result = subprocess.run([*cli, *args, *extra], capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+        assert "finding:" not in result.stdout

@@ -28,11 +28,14 @@ tiles may miss races.  neuronsim checks both, exactly, on the instances:
     is none.
 ``allocation``
     two placed tensors (the kernel's own placements) on common bytes whose instances the
-    kernel's data flow does not order: the deps are computed as the NKI compiler sees the
-    kernel, by tile identity (every tensor its own storage), with an affine loop's carried
-    flow deps dropped (the compiler does not order values across its iterations), and the
-    placed program is race-checked under them (:func:`neuronsim.verify.racecheck.check_program`).  Both lines are named.
-    Tiles written over while the other is live in program order (``clobber``) are found by
+    compiler's deps leave unordered: the deps are computed as the NKI compiler builds them,
+    after allocation, on the bytes the kernel gave its tiles (the compiler's own tiles apart),
+    with an affine loop's carried flow deps dropped (the compiler does not order values across
+    its iterations), and the placed program is race-checked under them
+    (:func:`neuronsim.verify.racecheck.check_program`).  Both lines are named.  A bank or SBUF
+    range handed from one kernel tensor to another once the first is dead is therefore ordered
+    (the attention tutorial's ``attn_fwd_v9``); what remains wrong is a tile written over
+    while the other is live in program order (``clobber``), found by
     :mod:`neuronsim.verify.nki.lifetimes`: wrong whatever the schedule.
 
 Every finding names the kernel lines (``x-source``); ``neuronsim run KERNEL.py::FUNC`` exits 1
@@ -95,12 +98,15 @@ CONSTRUCTION_PIPELINE = "alloc,build-fdeps,remove-redundancies,anti-deps"
 
 
 def _by_identity(program: Program, placed: Program) -> Program:
-    """``placed`` with the deps the NKI compiler derives from ``program``: by tile identity
-    (:func:`_identity_placement`), an affine loop's carried flow deps dropped (it orders the
-    reuse of storage, never a value flowing from one iteration to the next)."""
+    """``placed`` with the deps the NKI compiler derives from ``program``: on the bytes the
+    kernel gave its own tiles, every other tile apart (:func:`_identity_placement` with
+    ``kernel_bytes``: the compiler builds its deps after allocation, on addresses), an affine
+    loop's carried flow deps dropped (it orders the reuse of storage, never a value flowing
+    from one iteration to the next)."""
     from neuronsim.passes import PassContext, run_pipeline
 
-    derived = run_pipeline(_identity_placement(program), CONSTRUCTION_PIPELINE, PassContext(verify=False))
+    derived = run_pipeline(_identity_placement(program, kernel_bytes=True), CONSTRUCTION_PIPELINE,
+                           PassContext(verify=False))
     affine = {loop.name for loop, _ in _affine_loops(program)}
     loops_of = {inst.name: loops for inst, loops in derived.instructions()}
     deps = {}
@@ -111,7 +117,8 @@ def _by_identity(program: Program, placed: Program) -> Program:
             if not (dep.loop_carried and dep.kind == EdgeKind.FLOW and common and common[-1].name in affine):
                 kept.append(dep)
         deps[inst.name] = tuple(kept)
-    return placed.map_instructions(lambda inst: replace(inst, deps=deps[inst.name]))
+    # an instruction only the real allocation made (a spill's copy) keeps its own deps
+    return placed.map_instructions(lambda inst: replace(inst, deps=deps.get(inst.name, inst.deps)))
 
 
 def allocation_findings(program: Program) -> list[NkiFinding]:

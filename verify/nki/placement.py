@@ -15,20 +15,26 @@ from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.alloc import ALLOC_GROUP_KEY
 
 
-def identity_placement(program: Program) -> Program:
+def identity_placement(program: Program, kernel_bytes: bool = False) -> Program:
     """Every tensor on bytes of its own (a machine with room for all of them; DRAM alias
     groups kept), a rotating one with a slot per iteration: the storage the NKI compiler reasons
     with, where each tile is itself and no two tensors share bytes.  The blocks of one directly
     allocated kernel tensor (``x-nki-alloc``) keep their bytes relative to each other, its
     rotations their slots: the compiler orders the reuse of a physical tile among the logical
     tiles of one allocation (the direct-allocation guide: with one physical tile "iterations
-    serialize", the next write waiting for the last read), so that reuse is no race; only tiles
-    of different kernel tensors on common bytes are left to the kernel's own data flow."""
+    serialize", the next write waiting for the last read), so that reuse is no race.
+
+    ``kernel_bytes``: every tile the kernel placed itself keeps its bytes relative to every
+    other such tile (one group per memory), as the compiler's dependence construction sees
+    them: it runs after allocation, on addresses, so the reuse of a bank or of SBUF bytes by
+    another kernel tensor is ordered too (docs/nki-checks.md, ``allocation``).  The compiler's
+    own tiles (virtual here) stay apart."""
     loops = {node.name: node.trip_count for node, _ in program.walk() if isinstance(node, Loop)}
     groups: dict[str, list[str]] = {}
     for name, t in program.tensors.items():
-        if t.memory != MemoryKind.DRAM and not t.is_virtual and ALLOC_GROUP_KEY in t.extras:
-            groups.setdefault(t.extras[ALLOC_GROUP_KEY], []).append(name)
+        if t.memory != MemoryKind.DRAM and not t.is_virtual and (kernel_bytes or ALLOC_GROUP_KEY in t.extras):
+            groups.setdefault(f"kernel:{t.memory.value}" if kernel_bytes else t.extras[ALLOC_GROUP_KEY],
+                              []).append(name)
     done: set[str] = set()
     sbuf_next, psum_bank, dram_next, placed = 0, 0, 0, {}
     for name, t in program.tensors.items():
@@ -42,7 +48,7 @@ def identity_placement(program: Program) -> Program:
             else:
                 placed[name] = t
             continue
-        group = t.extras.get(ALLOC_GROUP_KEY) if not t.is_virtual else None
+        group = None if t.is_virtual else f"kernel:{t.memory.value}" if kernel_bytes else t.extras.get(ALLOC_GROUP_KEY)
         if group is not None:
             if group not in done:
                 done.add(group)

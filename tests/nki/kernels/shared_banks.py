@@ -9,8 +9,8 @@ Sharing a bank between the two tiles is safe with two score slots: the next scor
 other bank, and the scores two tiles later wait (through DVE's program order and the
 transpose's read of the evicted scores) for this transpose's eviction.  With one slot
 (``score_slots=1``) the next tile's scores land on the bank whose transpose DVE may still be
-reading, and nothing in the kernel's data flow orders the two (different tiles to the NKI
-compiler): a race between ``nisa.nc_matmul`` and the transpose's ``nisa.tensor_copy``.
+reading, and nothing in the kernel's data flow orders the two; the compiler does, since it
+builds its deps after allocation, on addresses (``docs/nki-checks.md``, ``allocation``).
 """
 
 import numpy as np

@@ -81,8 +81,8 @@ def alloc_program(apart: bool, interleaved: bool = True) -> Program:
     """Two directly allocated tiles ``a`` (loaded at line 30) and ``b`` (line 32), on the same
     bytes unless ``apart``, each copied out (34, 35) and stored.  ``interleaved``: both loads
     come first, so ``b`` overwrites ``a`` while it is live (a clobber, in program order); else
-    ``a`` is loaded and copied before ``b`` is loaded, on another queue that nothing orders
-    after the copy (a race)."""
+    ``a`` is loaded and copied before ``b`` is loaded, on another queue: nothing in the data
+    orders the load after the copy, the compiler's deps on addresses do (no finding)."""
     tensors = {"x": dram("x", "input"), "y": dram("y", "input"), "o1": dram("o1", "output"),
                "o2": dram("o2", "output"), "a": sbuf("a", offset=0), "b": sbuf("b", offset=256 if apart else 0),
                "ua": sbuf("ua"), "ub": sbuf("ub")}
@@ -113,7 +113,7 @@ class NkiError(ProgramError):
 
 def fake_frontend() -> types.ModuleType:
     """A stand-in ``neuronsim.machine.nki``: kernels ``copy`` (the dtype of its input), ``affine``
-    (a carried dependence), ``alloc_race`` and ``sendrecv`` (unsupported: NkiError)."""
+    (a carried dependence), ``alloc_clobber`` and ``sendrecv`` (unsupported: NkiError)."""
     module = types.ModuleType("neuronsim.machine.nki")
     module.NkiError = NkiError
 
@@ -131,9 +131,8 @@ def fake_frontend() -> types.ModuleType:
             return Traced(copy_program(dtype), {"x": named["x"]}, ("out",))
         if kernel == "affine":
             return Traced(loop_program(carry=True), {"x": named["x"]}, ("out",))
-        if kernel == "alloc_race":
-            return Traced(alloc_program(apart=False, interleaved=False), {"x": named["x"], "y": named["y"]},
-                          ("o1", "o2"))
+        if kernel == "alloc_clobber":
+            return Traced(alloc_program(apart=False), {"x": named["x"], "y": named["y"]}, ("o1", "o2"))
         raise NkiError(f"{kernel}.py:1", f"unknown toy kernel {kernel!r}")
 
     module.load_kernel, module.trace = load_kernel, trace
