@@ -333,8 +333,7 @@ CASES: dict[str, Case] = {
     SRC + "experimental/moe/forward/bwmm_shard_on_H.py::blockwise_mm_baseline_shard_hidden": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256", "i32[2,1]<2"),
     SRC + "experimental/mxfp_subkernels/mxfp_load_utils.py::mxfp_load_performance_wrapper": case("bf16[128,512]"),
-    SRC + "experimental/transformer/attention_block_tkg.py::attention_block_tkg": not_written(
-        "about 40 configuration arguments"),
+    # experimental/transformer: bench/corpus_cases_transformer.py
     # kernels and wrappers of the tests
     TEST + "core/attention/test_attention_tkg.py::attn_tkg_wrapper": not_written("an AttnTKGConfig and 16 tensors"),
     # the strided flat-KV test's first row: batch 4, one head, s_ctx 256, one active token, LNC 1;
@@ -403,10 +402,6 @@ CASES: dict[str, Case] = {
     COLL + "rank_id_kernel": case("f32[2,2,3]"),
     COLL + "dma_copy_rank_id_kernel": case("f32[2,2,3]", np.arange(2, dtype=np.int32).reshape(2, 1)),
     COLL + "attn_q_batch_shard": case("bf16[2,4,8,64]", "i32[2,1]<2", "0:bf16[2,4,8,64]", 2, RANKS),
-    TEST + "experimental/transformer/test_attention_block_tkg.py::attention_block_tkg_kernel_test_wrapper": not_written(
-        "about 40 configuration arguments"),
-    TEST + "experimental/transformer/test_transformer_tkg.py::transformer_tkg_tp4_4layer_wrapper": not_written(
-        "four layers of weights on four ranks"),
     # test_trace_only_fails_on_assert_false expects tracing to raise "This kernel should fail"
     "nki-library/test/unit/test_kernel_tracer.py::kernel_with_assert_false": failing(
         "0:f32[1]", refusal="This kernel should fail",
