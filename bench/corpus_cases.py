@@ -147,9 +147,10 @@ def _table() -> dict[str, Case]:
     from corpus_cases_library import CASES as LIBRARY
     from corpus_cases_samples import CASES as SAMPLES
     from corpus_cases_sdk import CASES as SDK
+    from corpus_cases_transformer import CASES as TRANSFORMER
 
     table: dict[str, Case] = {}
-    for part in (SDK, SAMPLES, LIBRARY):
+    for part in (SDK, SAMPLES, LIBRARY, TRANSFORMER):
         clash = table.keys() & part.keys()
         assert not clash, f"cases given twice: {sorted(clash)}"
         table.update(part)

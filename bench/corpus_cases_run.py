@@ -149,6 +149,11 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
     except ProgramError as err:  # NkiError included: a located refusal or the kernel's own error
         where, message = _where_and_message(str(err))
         outcome = "one core" if ONE_CORE in message else "refused"
+        if stage == "loading" and message.startswith("SyntaxError: "):
+            # a module the kernel's file imports is not valid Python (the kernel's own file is
+            # checked above): the corpus as copied cannot run it, on NKI either
+            return {**record, "outcome": "unparsed", "where": where,
+                    "message": f"a corpus file it imports does not parse: {message}"[:400]}
         if entry.refusal and entry.refusal in message:
             outcome = "as expected"  # the corpus's test expects exactly this failure
         return {**record, "outcome": outcome, "where": where, "message": f"{stage}: {message}"[:400]}

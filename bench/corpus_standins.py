@@ -17,8 +17,9 @@ for real, in the worker process only (never in the corpus, never in neuronsim):
   import time.
 * ``torch``, ``torch_xla`` and nki-library's test infrastructure (``PLACEHOLDER_PACKAGES``):
   the package and any submodule import as placeholders whose every attribute is a placeholder
-  class, so annotations (``x: torch.Tensor``), ``except ClientError`` clauses and module-level
-  tables import; calling or instantiating one raises :class:`StandinUsed`, naming it.
+  class, so annotations (``x: torch.Tensor``), ``except ClientError`` clauses, module-level
+  tables and subclasses (``class Ref(torch.nn.Module)``) import; calling or instantiating one
+  raises :class:`StandinUsed`, naming it.
 """
 
 from __future__ import annotations
@@ -40,12 +41,27 @@ class StandinUsed(RuntimeError):
     """A placeholder of a stand-in package was used beyond importing it."""
 
 
+class _PlaceholderType(type):
+    """The type of a placeholder class: an attribute of one is a placeholder too
+    (``torch.nn.Module``, reached through the placeholder ``torch.nn``)."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = _placeholder(f"{cls.__qualname__}.{name}")
+        setattr(cls, name, value)
+        return value
+
+
 def _placeholder(dotted: str) -> type:
     def refuse(*_: Any, **__: Any) -> Any:
         raise StandinUsed(f"{dotted} is an import stand-in in the corpus run (the package is not installed)")
 
-    # a class, so it also serves as an annotation or an isinstance target; using it raises
-    return type(dotted.rsplit(".", 1)[-1], (), {"__new__": refuse, "__init_subclass__": classmethod(refuse)})
+    # a class, so it also serves as an annotation, an isinstance target or a base class (a torch
+    # reference model `class Ref(torch.nn.Module)` defined at import); instantiating it raises
+    placeholder = _PlaceholderType(dotted.rsplit(".", 1)[-1], (), {"__new__": refuse})
+    placeholder.__qualname__ = dotted
+    return placeholder
 
 
 class _PlaceholderModule(types.ModuleType):

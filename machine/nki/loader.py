@@ -71,8 +71,10 @@ def load_kernel(spec: str) -> Any:
             module = _import(path)
     except NkiError:
         raise
-    except SyntaxError as err:
-        raise NkiError(SourceLine(_display(path), err.lineno or 0), f"SyntaxError: {err.msg}") from None
+    except SyntaxError as err:  # the kernel's file, or a module it imports (named by the error)
+        source = err.filename if err.filename and os.path.isfile(err.filename) else path
+        raise NkiError(SourceLine(_display(source), err.lineno or 0, os.path.abspath(source)),
+                       f"SyntaxError: {err.msg}") from None
     except Exception as err:  # an import the kernel needs and we do not have, or its own error
         raise NkiError(_kernel_frame(err) or where, f"importing the kernel: {type(err).__name__}: {err}") from None
     kernel = getattr(module, func, None)

@@ -1,0 +1,115 @@
+"""Cases of the corpus run: nki-library's experimental transformer kernels (the fused attention
+block for token generation, its test's SBUF-I/O wrapper, the four-layer tensor-parallel
+transformer).  Their tests build about forty arguments from a configuration; the builders here
+restate those tests' input layouts at a smaller size of the same structure (:func:`attention_block_args`,
+:func:`transformer_tp4_args`), with values of our own drawing."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from corpus_cases import Case, api, case
+
+SRC = "nki-library/src/nkilib_src/nkilib/experimental/transformer/"
+TEST = "nki-library/test/integration/nkilib/experimental/transformer/"
+
+
+def _attention_mask(s_ctx: int, batch: int, heads: int, s_tkg: int) -> np.ndarray:
+    """Every context position visible: [S_ctx, B, heads, S_tkg] uint8 ones (the tests' mask
+    layout; which positions they hide shapes the values, not the instructions)."""
+    return np.ones((s_ctx, batch, heads, s_tkg), np.uint8)
+
+
+def attention_block_args(batch: int, q_heads: int, d_head: int, hidden: int, s_ctx: int, s_tkg: int) -> dict[str, Any]:
+    """test_attention_block_tkg.generate_kernel_inputs for a configuration with its defaults
+    (flat KV cache, not transposed, RMSNorm of X, RoPE in contiguous halves, cache update,
+    output projection, no bias, no quantization, HBM in and out), by the wrapper's names."""
+    qkv = (q_heads + 2) * d_head  # one K and one V head (GQA)
+    return {
+        "X": f"bf16[{batch},{s_tkg},{hidden}]~", "X_in_sb": False, "X_hidden_dim_actual": None,
+        "rmsnorm_X_enabled": True, "rmsnorm_X_eps": 1e-3, "rmsnorm_X_gamma": f"bf16[1,{hidden}]",
+        "W_qkv": f"bf16[{hidden},{qkv}]~", "bias_qkv": None, "quantization_type_qkv": api("QuantizationType.NONE"),
+        "weight_dequant_scale_qkv": None, "input_dequant_scale_qkv": None,
+        "rmsnorm_QK_enabled": False, "rmsnorm_QK_eps": 1e-3, "W_rmsnorm_Q_pre_rope": None,
+        "W_rmsnorm_K_pre_rope": None,
+        "cos": f"bf16[{d_head // 2},{batch},{s_tkg}]", "sin": f"bf16[{d_head // 2},{batch},{s_tkg}]",
+        "rope_contiguous_layout": True,
+        "rmsnorm_QK_post_rope_enabled": False, "rmsnorm_QK_post_rope_eps": 1e-3, "W_rmsnorm_Q_post_rope": None,
+        "W_rmsnorm_K_post_rope": None,
+        "skip_attention": False, "K_cache_transposed": False, "active_blocks_table": None,
+        "K_cache": f"bf16[{batch},1,{s_ctx},{d_head}]~", "V_cache": f"bf16[{batch},1,{s_ctx},{d_head}]~",
+        "attention_mask": _attention_mask(s_ctx, batch, q_heads, s_tkg), "sink": None, "softmax_scale": None,
+        "enable_fa_s_prior_tiling": True, "k_scale": None, "v_scale": None,
+        "update_cache": True,
+        # the test's cache lengths: (3 b + 3 S_ctx / 4) mod (S_ctx - S_tkg), one a batch row
+        "kv_cache_update_idx": ((np.arange(batch) * 3 + s_ctx // 4 * 3) % (s_ctx - s_tkg))[:, None].astype(np.uint32),
+        "W_out": f"bf16[{q_heads * d_head},{hidden}]~", "bias_out": None,
+        "quantization_type_out": api("QuantizationType.NONE"), "weight_dequant_scale_out": None,
+        "input_dequant_scale_out": None, "transposed_out": False, "out_in_sb": False,
+        "KVDP": 1, "KVDP_replica_group": None,
+    }
+
+
+#: The wrapper's names of arguments the kernel names otherwise (the kernel has no X_in_sb).
+_KERNEL_NAMES = {"rmsnorm_QK_enabled": "rmsnorm_QK_pre_rope_enabled", "rmsnorm_QK_eps": "rmsnorm_QK_pre_rope_eps",
+                 "W_rmsnorm_Q_pre_rope": "rmsnorm_QK_pre_rope_W_Q", "W_rmsnorm_K_pre_rope": "rmsnorm_QK_pre_rope_W_K",
+                 "W_rmsnorm_Q_post_rope": "rmsnorm_QK_post_rope_W_Q",
+                 "W_rmsnorm_K_post_rope": "rmsnorm_QK_post_rope_W_K"}
+
+
+def attention_block_kernel_args(**config: int) -> dict[str, Any]:
+    """:func:`attention_block_args` by the kernel's own parameter names."""
+    args = attention_block_args(**config)
+    del args["X_in_sb"]
+    return {_KERNEL_NAMES.get(name, name): value for name, value in args.items()}
+
+
+def transformer_tp4_args(tp: int, batch: int, s_ctx: int, q_heads: int, d_head: int, hidden: int,
+                         intermediate: int) -> dict[str, Any]:
+    """test_transformer_tkg.prepare_test_parametrized's inputs (four layers, one KV head, S_tkg 1;
+    the first and last layers' MLP unquantized, the middle two with scales; replica groups of at
+    most four ranks), by the wrapper's names."""
+    layers, s_tkg = 4, 1
+    heads = q_heads // tp
+    ffn = -(-(intermediate // tp) // 128) * 128  # the test rounds each core's share up to 128
+    qkv = d_head * (heads + 2)
+    args: dict[str, Any] = {"X": f"bf16[{batch},{s_tkg},{hidden}]~"}
+    for name, shape in (("W_qkv", (hidden, qkv)), ("W_out", (heads * d_head, hidden)), ("W_gate", (hidden, ffn)),
+                        ("W_up", (hidden, ffn)), ("W_down", (ffn, hidden)), ("W_gamma_qkv", (1, hidden)),
+                        ("W_gamma_mlp", (1, hidden)), ("K_cache", (batch, 1, d_head, s_ctx)),
+                        ("V_cache", (batch, 1, s_ctx, d_head))):
+        for layer in range(layers):
+            args[f"{name}_{layer}"] = f"bf16[{','.join(map(str, shape))}]~"
+    args["RoPE_cos"] = args["RoPE_sin"] = f"bf16[{d_head // 2},{batch},{s_tkg}]"
+    args["mask_cache"] = np.ones((s_ctx, batch, heads, s_tkg), np.bool_)
+    args["mask_active"] = np.ones((batch, heads, s_tkg, s_tkg), np.bool_)
+    args["position_ids"] = ((np.arange(batch) * 3 + s_ctx // 4 * 3)[:, None] + np.arange(s_tkg)).astype(np.uint32)
+    args["eps"], args["sbuf_residual_and_cc"] = 1e-6, False
+    for layer in range(layers):
+        quantized = layer not in (0, layers - 1)
+        args[f"W_gate_scale_{layer}"] = np.full((128, ffn), 0.5, np.float32) if quantized else None
+        args[f"W_up_scale_{layer}"] = np.full((128, ffn), 0.5, np.float32) if quantized else None
+        args[f"W_down_scale_{layer}"] = np.full((128, hidden), 0.5, np.float32) if quantized else None
+    args["replica_groups"] = (tuple(range(min(tp, 4))),)
+    return args
+
+
+_BLOCK = {"batch": 4, "q_heads": 8, "d_head": 64, "hidden": 1024, "s_ctx": 2048, "s_tkg": 1}
+_BLOCK_NOTE = ("the test's HBM-I/O row (B 4, 8 query heads, d_head 64, S_tkg 1, LNC 2) at H 1024 and S_ctx 2048 "
+               "(theirs: H 6144, S_ctx 11264); no reference: the test's golden is a torch model")
+
+CASES: dict[str, Case] = {
+    # the kernel asserts NeuronCore-v3 or later (nc-version >= gen3): traced for Trn2
+    SRC + "attention_block_tkg.py::attention_block_tkg": dataclasses.replace(case(
+        grid=(2,), note=_BLOCK_NOTE, **attention_block_kernel_args(**_BLOCK)), machine="trn2"),
+    TEST + "test_attention_block_tkg.py::attention_block_tkg_kernel_test_wrapper": dataclasses.replace(case(
+        grid=(2,), note=_BLOCK_NOTE, **attention_block_args(**_BLOCK)), machine="trn2"),
+    # the test's first Llama-3 70B row (TP 8: each core 8 query heads; LNC 2) at H 1024, I 8192,
+    # S_ctx 1024; four layers whose all-reduces span the replica group's ranks
+    TEST + "test_transformer_tkg.py::transformer_tkg_tp4_4layer_wrapper": case(
+        grid=(2,), note="a collective over four ranks: the answer of a one-core model is its refusal at the line",
+        **transformer_tp4_args(tp=8, batch=1, s_ctx=1024, q_heads=64, d_head=128, hidden=1024, intermediate=8192)),
+}
