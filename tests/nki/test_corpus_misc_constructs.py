@@ -8,7 +8,9 @@
 * a class of a module neuronsim knows nothing of (``nki.compiler.frontend.ParserFrontend``,
   built as a default argument by nki-library's test harness on import) can be instantiated;
   using the instance is refused at the line that used it;
-* arguments that do not fit a kernel name its parameters, not their annotations.
+* arguments that do not fit a kernel name its parameters, not their annotations;
+* a kernel file importing a module that is not valid Python is refused at that module's line,
+  not at the kernel file's (nki-library's transformer imports an mlp.py that does not parse).
 """
 
 from __future__ import annotations
@@ -118,3 +120,14 @@ def test_arguments_that_do_not_fit_name_the_parameters(tmp_path):
     message = str(err.value)
     assert "arguments do not fit annotated(a, b, size): missing a required argument: 'size'" in message
     assert "<function" not in message
+
+
+def test_a_syntax_error_in_an_imported_module_names_that_module(tmp_path, monkeypatch):
+    _write(tmp_path, "broken_helper.py", "def helper():\n    return 1\n      x = 2\n")
+    path = _write(tmp_path, "imports_broken.py", "import broken_helper\n\n\ndef kernel(x):\n    return x\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(NkiError) as err:
+        load_kernel(f"{path}::kernel")
+    message = str(err.value)
+    assert "broken_helper.py:3: SyntaxError: unexpected indent" in message
+    assert "imports_broken.py" not in message
