@@ -15,8 +15,9 @@ outcome (``equal``, ``ran``, ``problems``, ``refused``, ``internal``, ``timeout`
 ``no case``, ``subkernel``: a function decorated as a kernel that only another kernel calls,
 with on-chip tiles, counted at the end by that kernel's outcome (:func:`by_caller`);
 ``one core``: refused at its line for a construct beyond one NeuronCore;
-``unparsed``: the corpus file itself is not valid Python; ``as expected``: refused with the
-error the kernel's corpus test expects).  ``--json OUT`` writes one record
+``unparsed``: the corpus file, or a module it imports, is not valid Python; ``as expected``:
+refused with the error the kernel's corpus test or doc expects, or that Python raises on the
+file as copied).  ``--json OUT`` writes one record
 per kernel; ``--summary OUT`` the grouped failure summary (counts by outcome, then every cause
 of a refusal, problem or internal error with the kernels it blocks, most kernels first).
 

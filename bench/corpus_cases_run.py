@@ -13,7 +13,9 @@ races, findings or outputs off), ``refused`` (a located refusal or kernel error,
 its ``file:line``), ``internal`` (an exception of neuronsim's own code), ``no case``,
 ``subkernel`` (decorated, but called only from another kernel with on-chip arguments),
 ``one core`` (refused at its line for a construct beyond one NeuronCore: collectives,
-send/receive, core barriers), ``unparsed`` (the corpus file itself is not valid Python).
+send/receive, core barriers), ``unparsed`` (the corpus file itself, or a module it imports, is
+not valid Python), ``as expected`` (refused with the error the case's ``refusal`` names: what
+the corpus's own test or doc expects, or Python's own error on the file as copied).
 """
 
 from __future__ import annotations
