@@ -77,3 +77,29 @@ def test_tiles_that_fit_the_banks_are_not_spilled():
     assert "psum-spills" not in ctx.stats["alloc"]
     assert not any(i.extras and PSUM_SPILL_KEY in i.extras for i, _ in placed.instructions())
     assert np.unique([t.bank for t in placed.tensors.values() if t.memory == MemoryKind.PSUM]).size == 6
+
+
+def _nine_banks(in_loop: bool):
+    """Nine full-bank PSUM tiles written one after another, then all read: one more than the
+    banks, at top level (gaps to spill over) or inside one kept loop (none)."""
+    from neuronsim_tests.passes_kit import ins, loop, prog, ps, sb
+
+    tiles = [ps(f"t{k}", bank=None, free=512) for k in range(9)]
+    body = [ins(f"w{k}", "pe", "matmul", reads=["src", "src"], writes=[f"t{k}"]) for k in range(9)]
+    body += [ins(f"r{k}", "act", "activation", reads=[f"t{k}"], writes=["out"]) for k in range(9)]
+    tensors = [*tiles, sb("out", free=512, offset=0), sb("src", offset=4096)]
+    return prog(tensors, loop("i", 2, *body)) if in_loop else prog(tensors, *body)
+
+
+def test_psum_tiles_with_no_gap_to_spill_over_are_refused_at_the_tile():
+    from neuronsim.machine.ir.errors import ProgramError
+
+    placed = run_pipeline(_nine_banks(in_loop=False), "alloc", PassContext(verify=False))
+    assert sorted({t.bank for t in placed.tensors.values() if t.memory == MemoryKind.PSUM}) == list(range(8))
+    try:
+        run_pipeline(_nine_banks(in_loop=True), "alloc", PassContext(verify=False))
+    except ProgramError as err:
+        assert err.path.startswith("tensors.t") and "no PSUM bank has room" in err.message
+        assert "no tile live with it has a gap in its uses" in err.message
+    else:
+        raise AssertionError("nine banks live inside one loop were placed")
