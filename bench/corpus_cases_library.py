@@ -99,6 +99,17 @@ def _cumsum(x, axis=-1):
     return np.cumsum(_f(x), axis=axis)
 
 
+def _nonzero_indices(input_tensor):
+    """Per column, the rows of its nonzero elements, then -1; and their count."""
+    x = np.asarray(input_tensor)
+    indices = np.full((x.shape[1], x.shape[0]), -1, np.int32)
+    counts = np.zeros(x.shape[1], np.int32)
+    for c in range(x.shape[1]):
+        rows = np.flatnonzero(x[:, c])
+        indices[c, :rows.size], counts[c] = rows, rows.size
+    return indices, counts
+
+
 def _cascaded_max(input_tensor):
     x = _f(input_tensor)
     return x.max(axis=-1, keepdims=True), x.argmax(axis=-1)[..., None].astype(np.int32)
@@ -281,7 +292,8 @@ CASES: dict[str, Case] = {
     SRC + "core/qkv/qkv.py::qkv": case("bf16[1,128,512]", "bf16[512,768]", note="b, s, H; fused (H, 3 * 256)"),
     SRC + "core/rmsnorm/rmsnorm_quant.py::rmsnorm_quant_kernel": case(
         "bf16[1,128,512]", "bf16[512]", api("RmsNormQuantKernelArgs(lower_bound=0.0)")),
-    SRC + "core/subkernels/find_nonzero_indices.py::find_nonzero_indices": case("i32[128,4096]<2"),
+    SRC + "core/subkernels/find_nonzero_indices.py::find_nonzero_indices": case(
+        "i32[4096,128]<2", ref=_nonzero_indices, note="[T, E]: its test's first row (T 4096, E 128, one chunk)"),
     # test_indexed_flatten_fast's first row: T 4096, E 1, f_len 128; row offsets [0], output_len
     # E * T + 1024 rounded up to 128
     SRC + "core/subkernels/indexed_flatten.py::indexed_flatten": case(

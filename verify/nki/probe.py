@@ -5,17 +5,23 @@ kernel's inputs, and the one tensor read back.  Registered with
 :func:`neuronsim.machine.nki.device_values.set_value_reader` when :mod:`neuronsim.verify.nki` is
 imported (the frontend sits below the simulator's placement and cannot call it itself).
 
-Each read runs the program from its start: a kernel that reads N device values costs N runs of
-its prefix, fine for the small inputs a test traces.
+A trace only appends to its program, so a read resumes from the last one: the memory (and the
+engines' random generators) the last read left is kept, and only the
+instructions traced since run, on that memory grown for the new tensors (nki-library's find_nonzero_indices
+reads 128 offsets: running the whole prefix each time cost minutes).  A read whose program does
+not extend the last one (a new trace, a restarted one, other inputs) runs from the start, as
+does a read after one with rotating or aliased tensors (kept out: their placement moves).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.nki.device_values import set_value_reader
-from neuronsim.machine.sim.memory import initial_memory
+from neuronsim.machine.sim.memory import DramLayout, Memory, initial_memory
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import output_arrays, run_sequential
 
@@ -24,13 +30,76 @@ from neuronsim.verify.nki.placement import identity_placement as _identity_place
 __all__ = ["read_tensor"]
 
 
+@dataclass(frozen=True)
+class _State:
+    """What the last read left: the nodes it ran (the probe's copy excluded), the inputs and
+    tensor definitions it ran them on, where it placed them, and its memory afterwards."""
+
+    nodes: tuple
+    inputs: dict
+    tensors: dict
+    placed: dict
+    memory: Memory
+
+
+_LAST: list[_State] = []
+
+
 def read_tensor(program: Program, inputs: dict[str, np.ndarray], tensor: str) -> np.ndarray:
-    """DRAM output ``tensor`` after ``program`` (virtual tiles allowed) runs on ``inputs``."""
+    """DRAM output ``tensor`` after ``program`` (virtual tiles allowed, its last node the copy
+    into ``tensor``) runs on ``inputs``."""
     placed = _identity_placement(program)
-    plan = build_plan(placed)
+    nodes = tuple(program.body[:-1])
     known = {name: value for name, value in inputs.items() if name in placed.tensors}
-    memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, known))
+    last = _LAST[0] if _LAST else None
+    _LAST.clear()  # its memory is reused below: never resume from it twice
+    if last is not None and _extends(last, program, placed, nodes, known):
+        run = replace(placed, body=tuple(nodes[len(last.nodes):]) + tuple(program.body[-1:]))
+        plan = build_plan(run)
+        memory = _grown(last.memory, DramLayout.of(run))
+    else:
+        plan = build_plan(placed)
+        memory = initial_memory(placed, plan.spec, 0, known)
+    memory = run_sequential(plan, memory)
+    if not any(t.rotate is not None or t.alias is not None for t in placed.tensors.values()):
+        mine = {name: t for name, t in program.tensors.items() if name != tensor}
+        _LAST.append(_State(nodes, known, mine, {name: placed.tensors[name] for name in mine}, memory))
     return output_arrays(placed, memory)[tensor]
+
+
+def _extends(last: _State, program: Program, placed: Program, nodes: tuple, known: dict) -> bool:
+    """``program`` is ``last``'s with nodes appended, on the same inputs, its tensors defined
+    and placed as they were."""
+    if len(nodes) < len(last.nodes) or any(a is not b for a, b in zip(nodes, last.nodes)):
+        return False
+    if known.keys() != last.inputs.keys() or any(known[k] is not last.inputs[k] for k in known):
+        return False
+    return all(program.tensors.get(name) == t and placed.tensors[name] == last.placed[name]
+               for name, t in last.tensors.items())
+
+
+def _grown(memory: Memory, layout: DramLayout) -> Memory:
+    """``memory`` with room for ``layout``: each memory's bytes kept at their place, tensors
+    declared since on zeros (what they hold before a write is undefined anyway).  A memory that
+    must grow doubles at least, so a trace of N reads copies its bytes O(log N) times."""
+    partitions, spaces, rows = memory.partitions, [], []
+    for k, need in enumerate((layout.sbuf_row, layout.psum_row)):
+        old = memory.spaces[k].reshape(partitions, -1)
+        row = old.shape[1] if need <= old.shape[1] else max(need, 2 * old.shape[1])
+        if row != old.shape[1]:
+            grown = np.zeros((partitions, row), np.uint8)
+            grown[:, :old.shape[1]] = old
+            old = grown
+        spaces.append(old.reshape(-1))
+        rows.append(row)
+    dram = memory.spaces[2]
+    if layout.size > dram.size:
+        dram = np.zeros(max(layout.size, 2 * dram.size), np.uint8)
+        dram[:memory.spaces[2].size] = memory.spaces[2]
+    room = replace(layout, size=dram.size, sbuf_row=rows[0], psum_row=rows[1])
+    out = Memory([*spaces, dram], room, partitions, memory.rng_seed)
+    out.rngs = memory.rngs  # the engines' generators go on from where they were
+    return out
 
 
 set_value_reader(read_tensor)
