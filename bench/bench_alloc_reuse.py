@@ -29,7 +29,7 @@ from neuronsim.machine.order.stream import stream_of
 from neuronsim.passes import compile_program
 from neuronsim.testing.alloc_oracles import reuse_pairs
 from neuronsim.verify.racecheck import check_waits
-from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.app.scenario_runs import all_scenarios, scenario_name
 from neuronsim.verify.strategies import programs
 from neuronsim.verify.tile_kernels import examples, tile_kernels
 

@@ -2,7 +2,7 @@
 
 Issue #12 asks that the default pipeline keep exactly the minimum of waits on real loop
 kernels *with the loops kept*, and that what this costs or buys in time be visible.  For every
-scenario (:func:`neuronsim.verify.scenarios.all_scenarios`) and two allocations, ``alloc`` (loop-body
+scenario (:func:`neuronsim.verify.app.scenario_runs.all_scenarios`) and two allocations, ``alloc`` (loop-body
 tiles multi-buffered) and ``alloc{rotate=false}`` (one placement per tensor), this prints:
 
 * ``instances``: instruction instances of the program;
@@ -45,7 +45,7 @@ from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import CONSTRUCTION_PIPELINE, compile_program
 from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
-from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.app.scenario_runs import all_scenarios, scenario_name
 from neuronsim.verify.sync_counts import sync_report
 
 ALLOCATIONS = ("alloc", "alloc{rotate=false}")
@@ -196,7 +196,7 @@ def main() -> None:
                         help="allocation for --waits (default: one placement per tensor, the same in both)")
     args = parser.parse_args()
     if args.waits:
-        from neuronsim.verify.scenarios import get_scenario
+        from neuronsim.verify.app.scenario_runs import get_scenario
 
         found = wait_differences(get_scenario(args.waits), args.allocation)
         print("\n".join(found) or "the same waits, instance for instance")

@@ -1,7 +1,7 @@
 """Real kernels as neuronsim programs, each with a numpy reference and a golden summary.
 
 Every file here that defines ``build``, ``inputs`` and ``reference`` is a scenario
-(:mod:`neuronsim.verify.scenarios` finds them by file; no list is kept by hand):
+(:mod:`neuronsim.verify.app.scenario_runs` finds them by file; no list is kept by hand):
 
 * ``matmul_tiled``: tiled matmul with PSUM accumulation over K;
 * ``softmax``: fused softmax over rows;
@@ -30,7 +30,7 @@ inside a loop.
 
 The kernels are written with :mod:`neuronsim.machine.build.builder`, a small NKI-like builder that needs
 only :mod:`machine`, and are run end to end (allocation, dependence passes, race check,
-simulation, comparison with numpy) by :func:`neuronsim.verify.scenarios.run_scenario`, which loads them
+simulation, comparison with numpy) by :func:`neuronsim.verify.app.scenario_runs.run_scenario`, which loads them
 from their files as it would a user's scenario.  ``matmul_k_loop.json`` is a hand-written
 program shipped as is (the spec's example), not built here.
 """

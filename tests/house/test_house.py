@@ -32,6 +32,7 @@ ROOMS = (
     "neuronsim.scenarios",
     "neuronsim.scenarios.tasks",
     "neuronsim.verify",
+    "neuronsim.verify.app",
     "neuronsim.verify.tasks",
     "neuronsim.verify.nki",
     "neuronsim.nki",

@@ -97,7 +97,7 @@ def test_the_scan_finds_planted_references(tmp_path: Path) -> None:
         "loader = jinja2.PackageLoader('verify', 'templates')\n"
         "module = importlib.import_module('verify.html_report')\n"
         "ENTRY = 'verify.html_report:main'\n"
-        "OK = 'neuronsim.verify.html_report'\n"
+        "OK = 'neuronsim.verify.app.html_report'\n"
         "def f():\n    '>>> from tests.kit import x'\n")
     found = top_level_references(planted, tmp_path)
     assert [f.split(": ", 1)[1] for f in found] == [

@@ -3,7 +3,7 @@ version's races, sync minimum and outputs.
 
 Each kernel file is traced (``neuronsim.machine.nki.trace`` of ``FILE::FUNC`` on the builder scenario's
 own inputs) and run end to end as ``neuronsim run`` runs a scenario
-(:func:`neuronsim.verify.scenarios.run_scenario`: default pipeline, race check of the compiled and final
+(:func:`neuronsim.verify.app.scenario_runs.run_scenario`: default pipeline, race check of the compiled and final
 programs, four interleavings, sync counts, outputs against the scenario's numpy reference).
 The builder scenario is run the same way, with one change: its DMAs are triggered from the
 engine and queue the traced kernel uses for the same DRAM tensor (``nl.load`` / ``nl.store``
@@ -31,7 +31,7 @@ import pytest
 from neuronsim.machine.ir.program import Loop
 from neuronsim_tests.nki_kit import (ROOT, SCENARIO_KERNELS, close, kernel_module, retarget_dmas, run_program, trace_file,
                                zeros_like_tensor)
-from neuronsim.verify.scenarios import SCENARIO_DIR, get_scenario
+from neuronsim.verify.app.scenario_runs import SCENARIO_DIR, get_scenario
 from neuronsim_tests.nki_scenarios_kit import CASES, Case, SHARED_BANK, UNROLLED  # noqa: F401
 
 

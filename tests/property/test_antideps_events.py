@@ -16,7 +16,7 @@ from neuronsim.passes import compile_program
 from neuronsim.machine.order.conflicts import conflict_kind, pair_kinds
 from neuronsim.passes.anti_candidates import event_candidates, walk_candidates
 from neuronsim_tests.vacuity import nonvacuous, tally
-from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.app.scenario_runs import all_scenarios, scenario_name
 from neuronsim.verify.strategies import programs
 
 FILTERS = st.fixed_dictionaries({

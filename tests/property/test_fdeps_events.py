@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from neuronsim.machine.order.stream import InstanceStream
 from neuronsim.passes.build_fdeps import build_flow_edges
 from neuronsim_tests.flow_oracle import reference_flow_edges
-from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.app.scenario_runs import all_scenarios, scenario_name
 from neuronsim.verify.strategies import programs
 
 

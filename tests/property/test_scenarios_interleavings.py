@@ -7,7 +7,7 @@ import pytest
 
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import compile_program
-from neuronsim.verify.scenarios import all_scenarios, scenario_name
+from neuronsim.verify.app.scenario_runs import all_scenarios, scenario_name
 from neuronsim.verify.racecheck import check_program
 
 SEEDS = [None, *range(20)]

@@ -17,7 +17,7 @@ from neuronsim.machine.ir.program import Loop
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import DEFAULT_PIPELINE, compile_program
 from neuronsim.verify.racecheck import check_program
-from neuronsim.verify.scenarios import all_scenarios, compare_outputs, get_scenario, golden_path, scenario_name
+from neuronsim.verify.app.scenario_runs import all_scenarios, compare_outputs, get_scenario, golden_path, scenario_name
 from neuronsim.verify.sync_counts import minimum_sync
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_scenarios.py"

@@ -18,13 +18,13 @@ from neuronsim.machine.sim import blas
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.sim.tolerance import beyond, largest_errors, plain_number
 from neuronsim.machine.sim.trace import TraceSummary, summary_table
-from neuronsim.verify import progress as progress_module
+from neuronsim.verify.app import progress as progress_module
 from neuronsim.verify.fuzz import assert_pass_sound, check_pass
 from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.findings import grouped_findings
-from neuronsim.verify.progress import Progress
+from neuronsim.verify.app.progress import Progress
 from neuronsim.verify.report import people_console
-from neuronsim.verify.scenarios import compare_outputs, load_scenario, run_scenario
+from neuronsim.verify.app.scenario_runs import compare_outputs, load_scenario, run_scenario
 from neuronsim.verify.strategies import strip_deps
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"

@@ -26,7 +26,7 @@ from neuronsim.machine.sim.engine import TimedRun
 from neuronsim.machine.sim.views import InstanceViews
 from neuronsim.passes import compile_program
 from neuronsim.verify.nki.control_findings import _block
-from neuronsim.verify.scenarios import get_scenario, run_scenario
+from neuronsim.verify.app.scenario_runs import get_scenario, run_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCENARIOS = ("matmul_tiled", "flash_attention", "layernorm", "double_buffer", "mamba")

@@ -132,7 +132,7 @@ def test_unusable_input_and_unwritable_output_exit_2_and_write_nothing(tmp_path)
 
 
 def test_a_long_run_draws_a_prefix_and_says_so():
-    from neuronsim.verify.html_report import build_report, render_html, timeline
+    from neuronsim.verify.app.html_report import build_report, render_html, timeline
 
     program = load_program("examples/matmul_k_loop.json")
     trace = simulate(program, functional=False).trace

@@ -18,7 +18,7 @@ from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, run_pipe
 from neuronsim.passes.analysis.explain import explain
 from neuronsim_tests.nki_programs import copy_program, loop_program
 from neuronsim.verify.cli import cli
-from neuronsim.verify.html_report import build_report, render_html
+from neuronsim.verify.app.html_report import build_report, render_html
 from neuronsim.verify.own_races import own_races
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.report import describe_race, render_report

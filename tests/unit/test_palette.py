@@ -18,7 +18,7 @@ from neuronsim.machine.formats.program import load_program  # noqa: E402
 from neuronsim.machine.sim.palette import DMA_TRIGGER, KIND_COLORS, OP_COLORS, op_color  # noqa: E402
 from neuronsim.machine.model.optable import OP_TABLE  # noqa: E402
 from neuronsim.machine.sim.simulator import simulate  # noqa: E402
-from neuronsim.verify.html_report import build_report, render_html  # noqa: E402
+from neuronsim.verify.app.html_report import build_report, render_html  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 

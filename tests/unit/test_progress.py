@@ -13,7 +13,7 @@ from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import parse_pipeline, run_pipeline
 from neuronsim_tests.bad_inputs import valid_text
 from neuronsim.verify.cli import cli
-from neuronsim.verify.progress import Progress, pass_progress
+from neuronsim.verify.app.progress import Progress, pass_progress
 
 
 def test_off_a_terminal_a_long_stage_says_what_it_did():

@@ -28,14 +28,14 @@ from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes import compile_program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.build import builder, views
-from neuronsim.verify import scenarios as collect
-from neuronsim.verify.scenarios import (DEFAULT_SEEDS, ScenarioRun, all_scenarios, compare_outputs, golden_path,
+from neuronsim.verify.app import scenario_runs as collect
+from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, ScenarioRun, all_scenarios, compare_outputs, golden_path,
                                         golden_text, json_path, run_scenario, scenario_name)
 from neuronsim.verify.racecheck import check_program
 
 SCENARIOS = all_scenarios()
 IDS = [scenario_name(m) for m in SCENARIOS]
-REGENERATE = "regenerate with: .venv/bin/python -m neuronsim.verify.scenarios"
+REGENERATE = "regenerate with: .venv/bin/python -m neuronsim.verify.app.scenario_runs"
 
 
 @cache

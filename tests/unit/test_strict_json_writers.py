@@ -101,7 +101,7 @@ def test_a_json_document_on_standard_output_is_strict(capsys: pytest.CaptureFixt
 
 def test_the_html_templates_tojson_is_strict() -> None:
     from neuronsim.nki.pages import _template
-    from neuronsim.verify.html_report import _environment
+    from neuronsim.verify.app.html_report import _environment
 
     for env in (_environment(), _template().environment):
         assert _strict(env.from_string("{{ x|tojson }}").render(x={"a": math.nan, "b": [math.inf]})) == \

@@ -21,7 +21,7 @@ from typing import Any
 from neuronsim.nki.line_profile import NO_LINE, LineProfile, line_profile
 from neuronsim.nki.render import source_lines
 from neuronsim.verify.nki.run import KernelReport
-from neuronsim.verify.scenarios import compare_outputs
+from neuronsim.verify.app.scenario_runs import compare_outputs
 
 __all__ = ["Side", "Move", "Comparison", "compare_reports", "compare_kernels", "statement_of"]
 

@@ -29,7 +29,7 @@ from typing import Any
 
 from neuronsim.verify.nki.run import KernelReport, run_traced, trace_kernel
 from neuronsim.verify.nki.simulate import hand_back
-from neuronsim.verify.scenarios import DEFAULT_SEEDS
+from neuronsim.verify.app.scenario_runs import DEFAULT_SEEDS
 
 __all__ = ["KernelFinding", "simulate_kernel", "simulate", "checked_run", "kernel_lines"]
 

@@ -1,6 +1,6 @@
 """The HTML pages of ``profile --html`` and ``compare --html``: timelines (the report's own
-drawing, :func:`neuronsim.verify.html_report.timeline`, instances on the critical path outlined)
-and line listings, one self-contained file (template ``verify/templates/author.html.j2``)."""
+drawing, :func:`neuronsim.verify.app.html_report.timeline`, instances on the critical path outlined)
+and line listings, one self-contained file (template ``verify/app/templates/author.html.j2``)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from neuronsim.machine.ir.files import write_text
 from neuronsim.machine.ir.jsonio import dumps_strict
 from neuronsim.nki.line_profile import LineProfile
 from neuronsim.nki.render import source_lines
-from neuronsim.verify.html_report import timeline
+from neuronsim.verify.app.html_report import timeline
 
 __all__ = ["write_profile_page", "write_compare_page", "listing_rows"]
 
 
 @lru_cache(maxsize=1)
 def _template() -> jinja2.Template:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("neuronsim.verify", "templates"), autoescape=True)
+    env = jinja2.Environment(loader=jinja2.PackageLoader("neuronsim.verify.app", "templates"), autoescape=True)
     env.policies["json.dumps_function"] = dumps_strict  # a template's |tojson writes strict JSON too
     return env.get_template("author.html.j2")
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from neuronsim.machine.sim.trace import summarize
 from neuronsim.verify.nki.finding import NkiFinding
-from neuronsim.verify.scenarios import ScenarioRun
+from neuronsim.verify.app.scenario_runs import ScenarioRun
 
 __all__ = ["FORMAT", "ACCURACY", "run_verdict", "verdict_fields", "finding_entries"]
 

@@ -15,7 +15,7 @@ from neuronsim.machine.order.unroll import unroll
 
 from neuronsim.machine.ir.source import instance_source
 from neuronsim.verify.cli.common import emit_json, guard_size, json_option, placed, program_argument, run_command, size_options
-from neuronsim.verify.progress import Progress
+from neuronsim.verify.app.progress import Progress
 from neuronsim.verify.racecheck import check_waits
 from neuronsim.verify.report import render_report, suggest_fix
 from neuronsim.verify.cli.task_programs import check_tasks, sniff_task_program

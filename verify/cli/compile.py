@@ -32,7 +32,7 @@ from neuronsim.verify.cli.common import (
     run_command,
     size_options,
 )
-from neuronsim.verify.progress import Progress, pass_progress
+from neuronsim.verify.app.progress import Progress, pass_progress
 
 __all__ = ["compile_command", "edge_summary"]
 

@@ -171,7 +171,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 
     from neuronsim.verify.nki.run import run_traced
-    from neuronsim.verify.progress import stage_or_nothing
+    from neuronsim.verify.app.progress import stage_or_nothing
 
     name = kernel.rsplit("::", 1)[1]
     paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),

@@ -1,6 +1,6 @@
 """``neuronsim report PROGRAM -o report.html``: one offline HTML page about a program.
 
-The page (:mod:`neuronsim.verify.html_report`) shows the nominal simulated timeline with the waits
+The page (:mod:`neuronsim.verify.app.html_report`) shows the nominal simulated timeline with the waits
 drawn, the races under the program's deps with the dep that fixes each, the sync footprint
 (waits by kind before and after the footprint pipeline, and the minimum) and the per-engine
 table.  It is one self-contained file: nothing is fetched when it is opened.
@@ -21,7 +21,7 @@ from neuronsim.verify.cli.common import (
     UsageFailure, check_output, guard_size, placed, program_argument, run_command, size_options,
 )
 from neuronsim.verify.cli.traced import prepare_traced
-from neuronsim.verify.html_report import write_report
+from neuronsim.verify.app.html_report import write_report
 from neuronsim.verify.nki.findings import grouped_findings
 
 __all__ = ["report"]

@@ -29,7 +29,7 @@ from neuronsim.machine.sim.trace import summarize, summary_table
 
 from neuronsim.verify.cli.nki import is_kernel_spec, kernel_options, run_kernel_command
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
-from neuronsim.verify.progress import Progress, stage_line
+from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.report import people_console
 from neuronsim.verify.cli.common import UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json, guard_size, json_option, run_command, size_options
 
@@ -151,7 +151,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     stage of 5,000 instances or more elsewhere)."""
     # The scenarios sit on top of every package (they use the passes and the checker), so
     # they are imported here, when the command runs, not when the CLI starts.
-    from neuronsim.verify.scenarios import DEFAULT_SEEDS, all_scenarios, load_scenario, run_scenario, scenario_name
+    from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, all_scenarios, load_scenario, run_scenario,
+                                                     scenario_name)
     from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, task_scenario_name
 
     started = time.perf_counter()  # the stage line's total (issue 31: say what each stage cost)

@@ -4,7 +4,7 @@ KERNEL.py::FUNC`` and a kernel author's pytest.
 :func:`run_kernel` mirrors NKI's own ``simulate_kernel(kernel, *arrays)``: it traces the kernel
 (``neuronsim.machine.nki.trace``), checks the NKI-specific findings on the traced program
 (:mod:`neuronsim.verify.nki.findings`), then compiles, race-checks, simulates under several interleavings
-and compares as :func:`neuronsim.verify.scenarios.run_scenario` does, and returns the kernel's outputs
+and compares as :func:`neuronsim.verify.app.scenario_runs.run_scenario` does, and returns the kernel's outputs
 (in NKI's own return order) with the :class:`KernelReport`.  The outputs are compared with the
 sequential reference (every interleaving against it) and, when ``reference`` is given, with
 that numpy function's results::
@@ -32,7 +32,7 @@ from neuronsim.machine.ir.program import Program
 
 from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, nki_findings
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
-from neuronsim.verify.scenarios import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
+from neuronsim.verify.app.scenario_runs import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
 
 __all__ = ["KernelReport", "run_kernel", "run_traced", "trace_kernel", "reference_outputs", "kernel_outputs",
            "write_run_report"]
@@ -115,7 +115,7 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
 
 
 def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str, Any]) -> ModuleType:
-    """The traced kernel as a scenario module (:mod:`neuronsim.verify.scenarios`' contract)."""
+    """The traced kernel as a scenario module (:mod:`neuronsim.verify.app.scenario_runs`' contract)."""
     module = ModuleType(f"nki_kernel_{name}")
     module.__file__ = f"{name}.py"
     module.build = lambda: traced.program
@@ -134,8 +134,8 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
                atol: float | None = None, progress=None, functional: bool = True) -> KernelReport:
     """Findings and the end-to-end run of an already traced kernel (``rtol`` / ``atol``: the
     comparison with ``reference``, default 1e-2 / 1e-2; ``progress``: a
-    :class:`neuronsim.verify.progress.Progress` showing each stage)."""
-    from neuronsim.verify.progress import stage_or_nothing
+    :class:`neuronsim.verify.app.progress.Progress` showing each stage)."""
+    from neuronsim.verify.app.progress import stage_or_nothing
 
     with stage_or_nothing(progress, "nki findings", None):
         findings = tuple(nki_findings(traced.program))
@@ -153,8 +153,8 @@ def write_run_report(report: KernelReport, path: str, passes: str | None = None)
     """The HTML page of the run (``neuronsim run KERNEL.py::FUNC --report FILE.html``): the
     program as simulated (compiled, reduced) with the kernel's NKI findings, alike ones on one
     pair of lines shown once, as ``neuronsim report`` shows a traced program's; the shown
-    :class:`~neuronsim.verify.html_report.Report`."""
-    from neuronsim.verify.html_report import write_report
+    :class:`~neuronsim.verify.app.html_report.Report`."""
+    from neuronsim.verify.app.html_report import write_report
 
     views: list[dict] = []
     grouped_findings(report.findings, lambda f: views.append(f.to_json()) or "")

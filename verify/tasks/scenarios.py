@@ -36,7 +36,7 @@ from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.tasks.serialize import dumps_tasks
 from neuronsim.passes.tasks import compile_tasks, derive_directions
 
-from neuronsim.verify.scenarios import SCENARIO_DIR
+from neuronsim.verify.app.scenario_runs import SCENARIO_DIR
 from neuronsim.verify.tasks.counts import TaskFootprint, task_footprint
 from neuronsim.verify.tasks.check import check_task_trace, trace_violations
 

@@ -1,7 +1,7 @@
 """Helpers for the NKI-kernel tests: load a kernel file with its numpy reference, run a traced
 kernel end to end exactly as ``neuronsim run`` runs a shipped scenario, and find kernel lines.
 
-A traced kernel is run through :func:`neuronsim.verify.scenarios.run_scenario` by wrapping it as a
+A traced kernel is run through :func:`neuronsim.verify.app.scenario_runs.run_scenario` by wrapping it as a
 scenario module (``build`` returns the traced program, ``inputs`` the traced DRAM inputs,
 ``reference`` a numpy function), so the compile pipeline, race checks, interleavings, sync
 counts and output comparison are the very ones the builder scenarios go through.
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
-from neuronsim.verify.scenarios import ScenarioRun, run_scenario
+from neuronsim.verify.app.scenario_runs import ScenarioRun, run_scenario
 
 from neuronsim_tests import ROOT
 SCENARIO_KERNELS = ROOT / "scenarios" / "nki"

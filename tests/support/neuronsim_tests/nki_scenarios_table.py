@@ -23,7 +23,7 @@ from neuronsim.machine.ir.program import Loop
 from neuronsim_tests.nki_kit import (SCENARIO_KERNELS, close, retarget_dmas, run_program, trace_file,
                                zeros_like_tensor)
 from neuronsim_tests.nki_scenarios_kit import CASES
-from neuronsim.verify.scenarios import SCENARIO_DIR, get_scenario
+from neuronsim.verify.app.scenario_runs import SCENARIO_DIR, get_scenario
 
 
 def row(case) -> list[str]:

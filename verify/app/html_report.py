@@ -1,7 +1,7 @@
 """One self-contained HTML page about a program: timeline, races, sync footprint, engines.
 
 :func:`build_report` gathers what the page shows, :func:`render_html` renders it with the
-Jinja2 template ``verify/templates/report.html.j2``, :func:`write_report` does both and writes
+Jinja2 template ``verify/app/templates/report.html.j2``, :func:`write_report` does both and writes
 the file atomically.  The page works offline: CSS, a few lines of JavaScript and the SVG
 drawings are inline, nothing is fetched.  It has four parts:
 
@@ -272,7 +272,7 @@ def build_report(program: Program, name: str, *, passes: str | None = None, find
 
 @lru_cache(maxsize=1)
 def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.PackageLoader("neuronsim.verify", "templates"),
+    env = jinja2.Environment(loader=jinja2.PackageLoader("neuronsim.verify.app", "templates"),
                              autoescape=jinja2.select_autoescape(default=True), undefined=jinja2.StrictUndefined,
                              trim_blocks=True, lstrip_blocks=True)
     env.policies["json.dumps_function"] = dumps_strict  # a template's |tojson writes strict JSON too

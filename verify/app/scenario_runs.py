@@ -13,7 +13,7 @@ new scenario is found as soon as its file exists (never a hand-kept list); a fil
 to load fails the collection loudly.  Each shipped scenario ships two files beside it:
 ``NAME.json``, the program its ``build()`` returns (canonical text of
 :func:`neuronsim.machine.formats.program.save_program`), and ``NAME.golden.json``, its end-to-end summary
-(:meth:`ScenarioRun.summary`).  ``python -m neuronsim.verify.scenarios`` rewrites both for every
+(:meth:`ScenarioRun.summary`).  ``python -m neuronsim.verify.app.scenario_runs`` rewrites both for every
 scenario; the tests check they are current.
 
 Contract (:func:`run_scenario`, what ``neuronsim run SCENARIO`` does)
@@ -54,7 +54,7 @@ from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, lar
 from neuronsim.passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.dep_reduction import DepReduction
 from neuronsim.machine.order.size import estimate_size
-from neuronsim.verify.progress import Progress, pass_progress, stage_or_nothing
+from neuronsim.verify.app.progress import Progress, pass_progress, stage_or_nothing
 from neuronsim.verify.racecheck import RaceReport, check_program
 from neuronsim.verify.sync_counts import SyncReport, sync_report
 
@@ -62,9 +62,9 @@ __all__ = ["SCENARIO_DIR", "REQUIRED", "DEFAULT_SEEDS", "ScenarioRun", "all_scen
            "load_scenario", "is_scenario", "scenario_name", "json_path", "golden_path", "golden_text",
            "write_all", "run_scenario", "compare_outputs", "output_errors"]
 
-#: The shipped scenarios: the ``scenarios`` folder beside this package (in a source checkout
-#: and in an installed wheel alike).
-SCENARIO_DIR = Path(__file__).resolve().parents[1] / "scenarios"
+#: The shipped scenarios: the ``scenarios`` folder beside ``verify`` (this file is
+#: ``verify/app/scenario_runs.py``), in a source checkout and in an installed wheel alike.
+SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 
 #: What a module must define to be a scenario.
 REQUIRED = ("build", "inputs", "reference")
@@ -287,7 +287,8 @@ def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
     except ProgramError:
         raise
     except Exception as err:  # noqa: BLE001 - the scenario's code, not ours
-        raise ProgramError("SCENARIO", f"{scenario_name(scenario)}.{attr}() raised {type(err).__name__}: {err}") from None
+        raise ProgramError("SCENARIO",
+                           f"{scenario_name(scenario)}.{attr}() raised {type(err).__name__}: {err}") from None
 
 
 def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
@@ -299,7 +300,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
 
     ``before_work(program)`` sees the built program before anything runs on it (the command
     line validates it and guards its size there).  ``rtol`` / ``atol`` replace the scenario's
-    own; ``progress`` shows each stage (:mod:`neuronsim.verify.progress`).  ``functional=False``
+    own; ``progress`` shows each stage (:mod:`neuronsim.verify.app.progress`).  ``functional=False``
     simulates the schedules alone: no value is computed, the outputs and the reference are
     empty (nothing compared), and :attr:`ScenarioRun.timing_only` says so.  ``timed_values``:
     whether the interleavings compute values and are compared with the sequential run (None:
