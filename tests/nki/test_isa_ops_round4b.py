@@ -110,9 +110,27 @@ def test_gathered_rows_transposed_equal_numpy(func):
 
 
 def test_gathered_partitions_read_only_the_picked_rows():
-    """An SBUF gather transpose reads the partitions its indices name: a write to another
-    partition of the tile races with none of its transfers."""
+    """An SBUF gather transpose reads the partitions its indices name (16 .. 31: one run, one
+    transfer), not the whole tile."""
     src = np.zeros((48, 3, 32), np.uint16)
     traced = trace(kernel(f"{LEGACY}::gather_transpose_sbuf"), src, _rows(*range(16, 32), dtype=np.uint32))
     flips = _ops(traced, "dma_transpose")
     assert len(flips) == 1 and flips[0].reads[0].partitions == (16, 16, 1)
+
+
+def test_device_value_reads_resume_from_the_last_and_agree_with_a_full_run(monkeypatch):
+    """Each read runs only what was traced since the last (verify/nki/probe.py); the values it
+    sees are those of running the whole prefix again."""
+    from neuronsim.verify.nki import probe
+
+    data, rows = f32(16, 8), _rows(0, 3, 5, 2)
+    extends, resumes = probe._extends, []
+    monkeypatch.setattr(probe, "_extends", lambda *a: resumes.append(extends(*a)) or resumes[-1])
+    resumed = trace(kernel(f"{LEGACY}::shifting_gathers"), data, rows).program.extras["x-nki-decisions"]
+    assert resumes.count(True) == 3  # the first read of the trace runs from the start
+    monkeypatch.setattr(probe, "_extends", lambda *_a: False)
+    full = trace(kernel(f"{LEGACY}::shifting_gathers"), data, rows).program.extras["x-nki-decisions"]
+    assert [d["value"] for d in resumed] == [d["value"] for d in full] == [
+        [1 + k + r for r in (0, 3, 5, 2)] for k in range(4)]
+    out = run(kernel(f"{LEGACY}::shifting_gathers"), data, rows)["return0"]
+    np.testing.assert_array_equal(out, np.stack([data[rows[:, 0] + 1 + k] for k in range(4)]))

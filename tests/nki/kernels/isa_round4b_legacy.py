@@ -58,3 +58,15 @@ def gather_transpose_sbuf(src, rows):
     out = nl.ndarray((c, b, rows.shape[0]), dtype=src.dtype, buffer=nl.shared_hbm)
     nl.store(out, picked)
     return out
+
+
+def shifting_gathers(data, rows):
+    """Four gathers, the index tile moved one row down before each: four device-value reads,
+    each of what the instructions before it wrote."""
+    out = nl.ndarray((4, rows.shape[0], data.shape[1]), dtype=data.dtype, buffer=nl.shared_hbm)
+    idx = nl.load(rows)
+    i_f = nl.arange(data.shape[1])[None, :]
+    for k in nl.static_range(4):
+        idx = nl.add(idx, 1, dtype=idx.dtype)
+        nl.store(out[k], nl.load(data[idx, i_f]))
+    return out
