@@ -99,5 +99,6 @@ def _register() -> None:
     from neuronsim.verify.cli.compare import compare
     from neuronsim.verify.cli.profile import profile
 
-    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki, profile, compare):
+    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki, profile,
+                    compare):
         cli.add_command(command)
