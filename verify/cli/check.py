@@ -14,7 +14,8 @@ from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.order.unroll import unroll
 
 from neuronsim.machine.ir.source import instance_source
-from neuronsim.verify.cli.common import emit_json, guard_size, json_option, placed, program_argument, run_command, size_options
+from neuronsim.verify.cli.common import (emit_json, guard_size, json_option, placed, program_argument, run_command,
+                                         size_options)
 from neuronsim.verify.app.progress import Progress
 from neuronsim.verify.racecheck import check_waits
 from neuronsim.verify.report import render_report, suggest_fix
@@ -55,10 +56,11 @@ def check(program: str, as_json: bool, max_races: int, max_instances: int, max_m
         doc = report.to_json()
         for race, entry in zip(report.races, doc["races"]):  # the wait that orders each pair; a traced kernel's lines
             waiter, dep = suggest_fix(race, unrolled)
-            entry["fix"] = {"waiter": waiter, "dep": {"on": dep.on, **({"loop_carried": True} if dep.loop_carried else {})}}
-            entry.update({key: where for key, where in (("first_source", instance_source(unrolled.stream, race.first_id)),
-                                                        ("second_source", instance_source(unrolled.stream, race.second_id)))
-                          if where})
+            carried = {"loop_carried": True} if dep.loop_carried else {}
+            entry["fix"] = {"waiter": waiter, "dep": {"on": dep.on, **carried}}
+            sources = (("first_source", instance_source(unrolled.stream, race.first_id)),
+                       ("second_source", instance_source(unrolled.stream, race.second_id)))
+            entry.update({key: where for key, where in sources if where})
         emit_json({**doc, "total_races": report.total_races, **({"nki_findings": [f.to_json() for f in findings]}
                                                                 if findings else {})})
     else:
