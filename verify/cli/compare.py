@@ -58,11 +58,15 @@ def kernel_files(*specs: str) -> dict[str, str]:
 @click.argument("kernel_b", metavar="B.py::FUNC")
 @kernel_options
 @click.option("--reference", "reference", metavar="MODULE:FN", help="A numpy function of the inputs both must match.")
-@click.option("--rtol", default=1e-2, show_default=True, type=click.FloatRange(min=0), help="Relative tolerance of the output comparisons.")
-@click.option("--atol", default=1e-2, show_default=True, type=click.FloatRange(min=0), help="Absolute tolerance of the output comparisons.")
+@click.option("--rtol", default=1e-2, show_default=True, type=click.FloatRange(min=0),
+              help="Relative tolerance of the output comparisons.")
+@click.option("--atol", default=1e-2, show_default=True, type=click.FloatRange(min=0),
+              help="Absolute tolerance of the output comparisons.")
 @click.option("--timing-only", is_flag=True, help="Simulate the schedules alone: no values, no output comparison.")
-@click.option("--top", default=5, show_default=True, type=click.IntRange(min=0), metavar="N", help="Statements listed as moving the makespan.")
-@click.option("--html", "html_path", metavar="FILE.html", help="Also write the page with both timelines on one time axis.")
+@click.option("--top", default=5, show_default=True, type=click.IntRange(min=0), metavar="N",
+              help="Statements listed as moving the makespan.")
+@click.option("--html", "html_path", metavar="FILE.html",
+              help="Also write the page with both timelines on one time axis.")
 @json_option
 @size_options
 @run_command
