@@ -54,10 +54,12 @@ def edge_summary(program) -> dict[str, int]:
 
 @click.command("compile")
 @program_argument
-@click.option("-o", "--output", "output", required=True, metavar="OUT", help="Where to write the compiled program (- for standard output).")
+@click.option("-o", "--output", "output", required=True, metavar="OUT",
+              help="Where to write the compiled program (- for standard output).")
 @click.option("--passes", "passes_spec", default=DEFAULT_PIPELINE, show_default=True, metavar="SPEC",
               help="Pipeline: pass names in order, options in braces, e.g. 'alloc{buffers=3},build-fdeps,anti-deps'.")
-@click.option("--explain", "explain_pair", nargs=2, metavar="A B", default=None, help="Say why instructions A and B are linked.")
+@click.option("--explain", "explain_pair", nargs=2, metavar="A B", default=None,
+              help="Say why instructions A and B are linked.")
 @click.option("--no-verify", is_flag=True, help="Skip the checks between passes.")
 @json_option
 @size_options
