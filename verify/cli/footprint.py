@@ -25,7 +25,8 @@ from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pi
 
 from neuronsim.machine.sim.export import save_figure
 
-from neuronsim.verify.cli.common import check_plot, emit_json, guard_size, json_option, program_argument, run_command, size_options
+from neuronsim.verify.cli.common import (check_plot, emit_json, guard_size, json_option, program_argument, run_command,
+                                         size_options)
 from neuronsim.verify.app.progress import Progress, pass_progress
 from neuronsim.verify.sync_counts import KINDS, SyncReport, sync_report
 from neuronsim.verify.cli.task_programs import footprint_tasks, sniff_task_program
