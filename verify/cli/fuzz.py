@@ -117,7 +117,8 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
         else:  # found as drawn: the parent shrinks each distinct failure once (neuronsim.verify.shrink), with progress
             result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace, shrink=False)
     except Exception as err:  # noqa: BLE001 - a crash in a worker is a finding, not a traceback
-        return ChunkResult(chunk.index, chunk.seed, 0, FuzzFailure("error", f"{type(err).__name__}: {err}", "", None, None))
+        crash = FuzzFailure("error", f"{type(err).__name__}: {err}", "", None, None)
+        return ChunkResult(chunk.index, chunk.seed, 0, crash)
     return ChunkResult(chunk.index, chunk.seed, result.examples, result.failure, result.changed,
                        result.dropped or 0, result.added or 0)
 
@@ -255,7 +256,8 @@ def _known_slot(replace: str, tasks: bool) -> None:
     from neuronsim.passes import DEFAULT_PIPELINE, parse_pipeline
     from neuronsim.passes.tasks import DEFAULT_TASK_PIPELINE, parse_task_pipeline
 
-    names = [p.name for p in (parse_task_pipeline(DEFAULT_TASK_PIPELINE) if tasks else parse_pipeline(DEFAULT_PIPELINE))]
+    pipeline = parse_task_pipeline(DEFAULT_TASK_PIPELINE) if tasks else parse_pipeline(DEFAULT_PIPELINE)
+    names = [p.name for p in pipeline]
     if replace not in names:
         task_names = [p.name for p in parse_task_pipeline(DEFAULT_TASK_PIPELINE)]
         raise UsageFailure(f"no pass {replace!r} to replace; the pipeline's passes are {', '.join(names)}"
@@ -274,7 +276,8 @@ def _known_slot(replace: str, tasks: bool) -> None:
               help="Local worker processes.")
 @click.option("--scheduler", metavar="ADDRESS", help="Run on a Dask cluster (tcp://host:port) instead.")
 @click.option("--out", "out_dir", default="fuzz-failures", show_default=True, metavar="DIR",
-              help="Folder for the failures: one minimal program, race report and compiled program per distinct failure.")
+              help="Folder for the failures: one minimal program, race report and compiled program per distinct "
+                   "failure.")
 @click.option("--fail-fast", is_flag=True, help="Stop at the first failing chunk.")
 @click.option("--tasks", is_flag=True, help="Fuzz the task pipeline on generated task programs (implied by a task "
                                             "pass in --replace or --pass).")
@@ -362,7 +365,8 @@ def _print(ran: int, asked: int, seed: int, chunks: int, failures: list[ChunkRes
     out.print(table)
     for group in distinct:
         chunks_text = ", ".join(map(str, group["chunks"]))
-        out.print(f"{group['check']}: {group['message']}\n  in chunk(s) {chunks_text}; minimal program: {group['saved']}")
+        out.print(f"{group['check']}: {group['message']}\n"
+                  f"  in chunk(s) {chunks_text}; minimal program: {group['saved']}")
         if group.get("fix"):
             out.print(f"  fix: {group['fix']}")
     if stopped:
