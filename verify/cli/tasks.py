@@ -22,11 +22,12 @@ from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.tasks.serialize import compiler_dep_json, save_tasks
 from neuronsim.passes.pipeline import PassContext
 from neuronsim.passes.tasks import (
-    DEFAULT_TASK_PIPELINE, AutoDeriveTaskDependencies, MaterializeRuntimeScopes, materialize_scopes, parse_task_pipeline,
-    run_task_pipeline,
+    DEFAULT_TASK_PIPELINE, AutoDeriveTaskDependencies, MaterializeRuntimeScopes, materialize_scopes,
+    parse_task_pipeline, run_task_pipeline,
 )
 
-from neuronsim.verify.cli.common import UsageFailure, check_output, emit_json, json_option, program_argument, run_command
+from neuronsim.verify.cli.common import (UsageFailure, check_output, emit_json, json_option, program_argument,
+                                         run_command)
 from neuronsim.verify.cli.task_programs import DEFAULT_MAX_PAIRS, guard_task_passes
 
 __all__ = ["tasks", "task_report", "render_task_report"]
@@ -69,8 +70,8 @@ def task_report(program: TaskProgram, spec: str = DEFAULT_TASK_PIPELINE, *, fait
             "name": call.name, "kernel": call.kernel, "scope": scopes[call.name], "user_deps": list(call.deps),
             "compiler_deps": [compiler_dep_json(d) for d in call.compiler_deps],
             "directions": [d.value for d in call.directions or ()],
-            "demoted": {str(i): f"{b.value} -> {a.value}" for i, (a, b) in enumerate(zip(call.directions or (), before or ()))
-                        if a != b},
+            "demoted": {str(i): f"{b.value} -> {a.value}"
+                        for i, (a, b) in enumerate(zip(call.directions or (), before or ())) if a != b},
             "analysed": result is not None,
             "hazards": [n.to_json() for n in result.notes] if result else [],
             "fallback": result.fallback.to_json() if result and result.fallback else None,
@@ -143,7 +144,8 @@ def render_task_report(report: dict[str, Any]) -> str:
 @program_argument
 @click.option("--passes", "passes_spec", default=DEFAULT_TASK_PIPELINE, show_default=True, metavar="SPEC",
               help="Task pipeline: pass names in order, options in braces.")
-@click.option("--faithful", is_flag=True, help="Reproduce the seed's dependence analysis (loop back-edge hole included).")
+@click.option("--faithful", is_flag=True,
+              help="Reproduce the seed's dependence analysis (loop back-edge hole included).")
 @click.option("-o", "--output", "output", default=None, metavar="OUT", help="Also write the compiled task program.")
 @click.option("--no-verify", is_flag=True, help="Skip the checks between passes.")
 @click.option("--max-pairs", type=click.IntRange(min=1), default=DEFAULT_MAX_PAIRS, show_default=True, metavar="N",
