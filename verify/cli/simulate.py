@@ -156,9 +156,9 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     check_output(outputs_path, "--outputs")
     check_plot(plot_path)
     if seeds is not None and seeds + 1 > max_instances:  # before the list of seeds is built (10**9 took 7 GB)
-        raise UsageFailure(f"{seeds + 1:,} simulated runs (the nominal one and --seeds {seeds:,}) of one instance or more "
-                           f"are past the limit of {max_instances:,} instance runs: simulate fewer runs or raise it "
-                           f"with --max-instances N", "--seeds")
+        raise UsageFailure(f"{seeds + 1:,} simulated runs (the nominal one and --seeds {seeds:,}) of one instance or "
+                           f"more are past the limit of {max_instances:,} instance runs: simulate fewer runs or raise "
+                           f"it with --max-instances N", "--seeds")
     prog = sniff_task_program(program)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
     if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the simulated task runtime
@@ -196,8 +196,8 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
             entry["violations"] = [v.message for v in found.violations]
         emit_json(doc)
     else:
-        _print_people(sim, "-" if program == "-" else program,
-                      "exact" if not (rtol or atol) else f"rtol {plain_number(rtol or 0)}, atol {plain_number(atol or 0)}")
+        tolerance = "exact" if not (rtol or atol) else f"rtol {plain_number(rtol or 0)}, atol {plain_number(atol or 0)}"
+        _print_people(sim, "-" if program == "-" else program, tolerance)
         if not timing_only:
             _print_races(prog, racy)
     if sim.differs and as_json:
