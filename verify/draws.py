@@ -251,7 +251,8 @@ def draw_access(
                 above += shift * (trip - 1)
         shifts.append((name, shift))
     offset = draw_int(draw, below, room - above)
-    return Access(tensor.name, partitions, offset if offset or moving or draw_flag(draw) else None, pattern, tuple(shifts))
+    offset_or_none = offset if offset or moving or draw_flag(draw) else None
+    return Access(tensor.name, partitions, offset_or_none, pattern, tuple(shifts))
 
 
 # -- instructions -----------------------------------------------------------------------
