@@ -229,7 +229,8 @@ def _backwards(stream: InstanceStream, waits: Waits) -> None:
     if len(bad):
         k = int(bad[0])
         raise ProgramError("", f"{stream.instance_name(int(waiter[k]))} waits on "
-                               f"{stream.instance_name(int(waits.target[k]))}, which does not precede it in program order")
+                               f"{stream.instance_name(int(waits.target[k]))}, which does not precede it in program "
+                               "order")
 
 
 def check_stream(stream: InstanceStream, waits: Waits, *, max_races: int | None = None,
