@@ -65,24 +65,30 @@ def check_trace(program: Program, trace) -> TraceCheck:
     last_on_queue: dict[str, object] = {}
     for rec in records:
         if not rec.trigger <= rec.start + _EPS or not rec.start <= rec.end + _EPS:
-            violations.append(TraceViolation(rec.name, None, "T<=S<=E", f"trigger {rec.trigger}, start {rec.start}, end {rec.end}"))
+            violations.append(TraceViolation(rec.name, None, "T<=S<=E",
+                                             f"trigger {rec.trigger}, start {rec.start}, end {rec.end}"))
         prev = last_on_seq.get(rec.engine)
         if prev is not None:
             floor = prev.trigger if prev.is_dma else prev.end
             rule = "rule 2" if prev.is_dma else "rule 1"
             if rec.trigger + _EPS < floor:
-                violations.append(TraceViolation(rec.name, prev.name, rule, f"triggered at {rec.trigger} before {prev.name} {'was triggered' if prev.is_dma else 'completed'} at {floor}"))
+                done = "was triggered" if prev.is_dma else "completed"
+                violations.append(TraceViolation(rec.name, prev.name, rule,
+                                                 f"triggered at {rec.trigger} before {prev.name} {done} at {floor}"))
         last_on_seq[rec.engine] = rec
         if rec.queue is not None:
             prev = last_on_queue.get(rec.queue)
             if prev is not None and rec.start + _EPS < prev.end:
-                violations.append(TraceViolation(rec.name, prev.name, "rule 3", f"transfer started at {rec.start} before {prev.name} on {rec.queue} ended at {prev.end}"))
+                violations.append(TraceViolation(
+                    rec.name, prev.name, "rule 3",
+                    f"transfer started at {rec.start} before {prev.name} on {rec.queue} ended at {prev.end}"))
             last_on_queue[rec.queue] = rec
         honoured = []
         for wait in rec.waits_met:
             producer = records[wait.producer]
             if wait.producer >= rec.id:
-                violations.append(TraceViolation(rec.name, producer.name, "rule 4", "waits on an instance that does not precede it"))
+                violations.append(TraceViolation(rec.name, producer.name, "rule 4",
+                                                 "waits on an instance that does not precede it"))
                 continue
             if wait.time > rec.trigger + _EPS or producer.end > rec.trigger + _EPS:
                 violations.append(TraceViolation(
