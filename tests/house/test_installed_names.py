@@ -125,6 +125,7 @@ def test_this_suite_runs_without_the_checkout_on_sys_path() -> None:
     # (PathFinder searches sys.path alone: pytest itself registers a ``tests`` module for its
     # own bookkeeping, which no user code can reach.)
     for folder in FOLDERS:
-        assert PathFinder.find_spec(folder, list(STARTUP_SYS_PATH)) is None, f"'{folder}' is importable: the checkout root is on sys.path"
+        assert PathFinder.find_spec(folder, list(STARTUP_SYS_PATH)) is None, \
+            f"'{folder}' is importable: the checkout root is on sys.path"
     spec = importlib.util.find_spec("neuronsim.verify")
     assert spec is not None and spec.submodule_search_locations
