@@ -27,8 +27,9 @@ def inputs(tmp_path: Path) -> Path:
 
 def _run(kernel: str, inputs: Path, reference: str = "reference") -> subprocess.CompletedProcess:
     script = shutil.which("neuronsim", path=os.path.dirname(sys.executable)) or "neuronsim"
-    return subprocess.run([script, "run", f"{EXAMPLE}::{kernel}", "--inputs", str(inputs), "--out", str(inputs.parent / "out"),
-                           "--reference", f"{EXAMPLE}:{reference}"], capture_output=True, text=True, timeout=300)
+    return subprocess.run([script, "run", f"{EXAMPLE}::{kernel}", "--inputs", str(inputs),
+                           "--out", str(inputs.parent / "out"), "--reference", f"{EXAMPLE}:{reference}"],
+                          capture_output=True, text=True, timeout=300)
 
 
 def _line(text: str) -> int:
