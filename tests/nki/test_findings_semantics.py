@@ -61,4 +61,5 @@ def test_findings_of_a_30k_instance_kernel_run_in_bounded_memory() -> None:
     finally:
         tracemalloc.stop()
     assert [f.kind for f in found] == ["sbuf-accumulate"]
-    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB"  # measured 7 MiB; the pair search took > 1.6 GB at half the size
+    # measured 7 MiB; the pair search took > 1.6 GB at half the size
+    assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB"
