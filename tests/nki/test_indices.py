@@ -19,7 +19,8 @@ def test_python_range_loops_and_a_helpers_loop_are_the_indices():
     first_store = next(inst for inst, _ in traced.program.instructions()
                        if inst.extras["x-source"]["indices"] == {"row": 1, "col": 0, "half": 1}
                        and inst.writes[0].tensor == "return0")
-    assert source_text(first_store) == "nisa.dma_copy at tests/nki/kernels/current_range_loops.py:18 [row=1, col=0, half=1]"
+    assert source_text(first_store) == \
+        "nisa.dma_copy at tests/nki/kernels/current_range_loops.py:18 [row=1, col=0, half=1]"
     np.testing.assert_array_equal(run(kernel("current_range_loops.py::copy_tiles"), a)["return0"], a)
 
 
