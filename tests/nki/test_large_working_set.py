@@ -65,4 +65,5 @@ def test_tiles_live_in_one_loop_that_do_not_fit_are_refused_at_a_line_and_variab
     loads = {line_of(KERNEL, f"{v} = nl.load(x[") : v for v in "abcdefg"}
     file, line = caught.value.path.rsplit(":", 1)
     assert file.endswith("large_working_set.py") and int(line) in loads
-    assert f"tile '{loads[int(line)]}'" in caught.value.message and "no tile live with it has a gap" in caught.value.message
+    assert f"tile '{loads[int(line)]}'" in caught.value.message
+    assert "no tile live with it has a gap" in caught.value.message
