@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 
 from neuronsim.machine.ir.program import Loop
-from neuronsim_tests.nki_kit import (ROOT, SCENARIO_KERNELS, close, kernel_module, retarget_dmas, run_program, trace_file,
-                               zeros_like_tensor)
+from neuronsim_tests.nki_kit import (ROOT, SCENARIO_KERNELS, close, kernel_module, retarget_dmas, run_program,
+                                     trace_file, zeros_like_tensor)
 from neuronsim.verify.app.scenario_runs import SCENARIO_DIR, get_scenario
 from neuronsim_tests.nki_scenarios_kit import CASES, Case, SHARED_BANK, UNROLLED  # noqa: F401
 
