@@ -63,7 +63,8 @@ def _line(text: str) -> int:
 
 def test_a_direct_allocation_made_twice_at_one_line_is_two_tensors(kernel_file):
     traced = trace(load_kernel("helper.py::twice"), np.zeros((128, 32), np.float32))
-    placed = {t.offset: n for n, t in traced.program.tensors.items() if not t.is_virtual and t.memory == MemoryKind.SBUF}
+    placed = {t.offset: n for n, t in traced.program.tensors.items()
+              if not t.is_virtual and t.memory == MemoryKind.SBUF}
     assert placed == {0: "ndarray_8", 64: "ndarray_8_1"}  # the second is name_1, as automatic tiles are
 
 
