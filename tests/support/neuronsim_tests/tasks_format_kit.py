@@ -23,7 +23,8 @@ BASE = {
     },
 }
 
-BASE["function"]["body"].insert(1, {"let": "t0", "task_invalid": True})  # the loop's iter_arg starts from an invalid TaskId
+# the loop's iter_arg starts from an invalid TaskId
+BASE["function"]["body"].insert(1, {"let": "t0", "task_invalid": True})
 
 def _edit(fn) -> dict:
     doc = copy.deepcopy(BASE)
