@@ -17,7 +17,8 @@ import neuronxcc.nki.language as nl
 @nki.jit
 def rotate_only(a):
     out = nl.ndarray((4, 128, 16), dtype=a.dtype, buffer=nl.shared_hbm)
-    buf = nl.ndarray((4, nl.par_dim(128), 16), dtype=a.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    slots = ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,))
+    buf = nl.ndarray((4, nl.par_dim(128), 16), dtype=a.dtype, buffer=slots)
     for t in nl.affine_range(4):
         buf[t] = nl.load(a[t])
         nl.store(out[t], value=nl.exp(buf[t]))
@@ -27,7 +28,8 @@ def rotate_only(a):
 @nki.jit
 def rotate_then_constant(a):
     out = nl.ndarray((128, 16), dtype=a.dtype, buffer=nl.shared_hbm)
-    buf = nl.ndarray((4, nl.par_dim(128), 16), dtype=a.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+    slots = ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,))
+    buf = nl.ndarray((4, nl.par_dim(128), 16), dtype=a.dtype, buffer=slots)
     for t in nl.affine_range(4):
         buf[t] = nl.load(a[t])
     nl.store(out, value=nl.exp(buf[3]))
