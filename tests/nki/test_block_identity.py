@@ -57,4 +57,4 @@ def test_the_loop_variable_alone_keeps_one_rotating_tensor(tmp_path, monkeypatch
 def test_blocks_read_by_constants_unroll_the_loop_into_a_tile_per_block(tmp_path, monkeypatch):
     traced = _trace(tmp_path, monkeypatch, "rotate_then_constant")
     assert not [n for n, _ in traced.program.walk() if isinstance(n, Loop)]
-    assert _placed(traced) == {"buf_19_b0": 0, "buf_19_b1": 64, "buf_19_b2": 0, "buf_19_b3": 64}
+    assert _placed(traced) == {"buf_21_b0": 0, "buf_21_b1": 64, "buf_21_b2": 0, "buf_21_b3": 64}
