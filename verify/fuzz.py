@@ -47,9 +47,9 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.formats.program import dumps_program
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import simulate

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
 from neuronsim.passes import PassContext, parse_pipeline
 from neuronsim.passes.pipeline import Pass

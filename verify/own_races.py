@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.order.conflicts import fold_distance
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.ir.source import instance_source

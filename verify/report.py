@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Dep, Program
 from neuronsim.machine.ir.source import instance_source, source_line
 from neuronsim.machine.order.unroll import Unrolled

@@ -18,8 +18,8 @@ from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.ir.edges import KIND_NAMES, kind_from_name
 from neuronsim.machine.model.opcodes import check_opcode
 from neuronsim.machine.ir.errors import ProgramError, join_path
-from neuronsim.machine.ir.inputs import check_encoding, read_input
-from neuronsim.machine.ir.jsonio import dumps_strict, line_column, loads_strict, write_text
+from neuronsim.machine.formats.inputs import check_encoding, read_input
+from neuronsim.machine.formats.jsonio import dumps_strict, line_column, loads_strict, write_text
 from neuronsim.machine.ir.program import (
     MEMORY_NAMES,
     SEQUENCERS,
@@ -352,7 +352,7 @@ def loads_program(text: str | bytes, *, validate: bool = True) -> Program:
 
 def load_program(source: str | TextIO, *, validate: bool = True) -> Program:
     """Load a program from a path (``-`` for standard input) or an open text file; a path
-    or ``-`` is read by :func:`neuronsim.machine.ir.inputs.read_input` (bounded, closed input located)."""
+    or ``-`` is read by :func:`neuronsim.machine.formats.inputs.read_input` (bounded, closed input located)."""
     if hasattr(source, "read"):
         return loads_program(source.read(), validate=validate)
     return loads_program(read_input(source), validate=validate)

@@ -21,7 +21,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 
 __all__ = ["ACCURACY_FILE", "SCHEDULED_KEY", "Accuracy", "accuracy_json", "load_accuracy", "makespan_kind",
            "makespan_label"]

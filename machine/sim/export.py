@@ -20,8 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from neuronsim.machine.ir.jsonio import dumps_strict
-from neuronsim.machine.ir.files import OutputError, write_atomically, write_text
+from neuronsim.machine.formats.jsonio import dumps_strict
+from neuronsim.machine.formats.files import OutputError, write_atomically, write_text
 from neuronsim.machine.sim.trace import Trace
 
 __all__ = ["chrome_trace", "write_chrome_trace", "plot_timeline", "plot_format", "save_figure"]
@@ -93,7 +93,7 @@ def write_chrome_trace(trace: Trace, path: str | Path) -> None:
 
 def plot_format(path: str | Path) -> str:
     """The image format a plot path asks for (its extension); a located
-    :class:`~neuronsim.machine.ir.files.OutputError` when matplotlib cannot write it.
+    :class:`~neuronsim.machine.formats.files.OutputError` when matplotlib cannot write it.
 
     >>> plot_format("out/t.png"), plot_format("t.SVG")
     ('png', 'svg')

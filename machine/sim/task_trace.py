@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neuronsim.machine.ir.jsonio import dumps_strict
-from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.formats.jsonio import dumps_strict
+from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.sim.tensormap import Edge
 from neuronsim.machine.tasks.unroll import ArgAccess
 

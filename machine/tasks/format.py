@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.ir.errors import ProgramError, join_path
-from neuronsim.machine.ir.jsonio import decode_strict, dumps_strict, read_source
+from neuronsim.machine.formats.jsonio import decode_strict, dumps_strict, read_source
 from neuronsim.machine.model.presets import FLOAT_FIGURE_RANGE
 from neuronsim.machine.tasks.expr import ScalarExpr, parse_expr
 from neuronsim.machine.tasks.ir import (

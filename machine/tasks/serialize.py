@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from neuronsim.machine.ir.jsonio import dumps_strict, write_text
+from neuronsim.machine.formats.jsonio import dumps_strict, write_text
 from neuronsim.machine.tasks.expr import Sym, render
 from neuronsim.machine.tasks.ir import (
     Alias, Assemble, Call, CompilerDep, Create, For, GetSlot, If, IndexedView, IterArg, Kernel, MemRef, Operand,

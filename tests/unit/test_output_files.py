@@ -1,4 +1,4 @@
-"""Every output is written atomically, in place of the old file (machine/ir/files.py and the
+"""Every output is written atomically, in place of the old file (machine/formats/files.py and the
 commands that write): modes and symbolic links kept, nothing half-written, errors naming the
 user's path."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from neuronsim.machine.ir.files import OutputError, write_atomically, write_text
+from neuronsim.machine.formats.files import OutputError, write_atomically, write_text
 from neuronsim.machine.formats.program import load_program, save_program
 from neuronsim_tests.bad_inputs import valid_text
 from neuronsim.verify.cli import cli

@@ -107,7 +107,7 @@ def test_an_endless_stream_is_refused_as_it_is_read():
         def read(self, n=-1):
             return b"{" + b" " * (n - 1) if n > 0 else b""
 
-    from neuronsim.machine.ir.inputs import read_input
+    from neuronsim.machine.formats.inputs import read_input
 
     with pytest.raises(Exception) as caught:
         read_input(Endless(), limit=5 << 20)

@@ -1,6 +1,6 @@
 """Issue #27 part 2: every JSON document neuronsim writes is strict JSON, through one writer.
 
-:func:`neuronsim.machine.ir.jsonio.dumps_strict` is the product's only JSON writer: a scan of
+:func:`neuronsim.machine.formats.jsonio.dumps_strict` is the product's only JSON writer: a scan of
 the installed packages' sources finds no other ``json.dump`` / ``json.dumps`` call (however
 ``json`` or its functions were imported), and a planted one is found.  Behaviour: a
 non-finite figure is written as ``null`` (``--json`` documents, traces, footprints, the HTML
@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from neuronsim.machine.formats.program import load_program, save_program
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.verify.cli.common import emit_json
 
 #: The one module allowed to call :mod:`json`'s writers.
-WRITER = "machine/ir/jsonio.py"
+WRITER = "machine/formats/jsonio.py"
 PACKAGES = ("neuronsim.machine", "neuronsim.passes", "neuronsim.verify", "neuronsim.scenarios")
 
 
@@ -81,7 +81,7 @@ def test_a_planted_writer_is_found(planted: str) -> None:
 
 
 def test_the_strict_writer_itself_is_not_flagged_elsewhere() -> None:
-    assert json_writes("from neuronsim.machine.ir.jsonio import dumps_strict\ndumps_strict({})\n") == []
+    assert json_writes("from neuronsim.machine.formats.jsonio import dumps_strict\ndumps_strict({})\n") == []
 
 
 def _strict(text: str):

@@ -36,8 +36,8 @@ from functools import lru_cache
 
 import jinja2
 
-from neuronsim.machine.ir.jsonio import dumps_strict
-from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.formats.jsonio import dumps_strict
+from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.sim.palette import DMA_TRIGGER, KIND_COLORS, MINIMUM_LINE, RACY_OUTLINE, css_variables, op_color
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.accuracy import load_accuracy, makespan_kind

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import Simulation, simulate

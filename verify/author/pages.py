@@ -8,8 +8,8 @@ from functools import lru_cache
 
 import jinja2
 
-from neuronsim.machine.ir.files import write_text
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.files import write_text
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.nki.line_profile import LineProfile
 from neuronsim.nki.render import source_lines
 from neuronsim.verify.app.html_report import timeline

@@ -24,8 +24,8 @@ from typing import Any
 import click
 
 from neuronsim.machine.ir.errors import ProgramError, printable
-from neuronsim.machine.ir.files import OutputError, check_output_path
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.files import OutputError, check_output_path
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
 from neuronsim.verify.cli.signals import Terminated, mark_reported, raise_if_received
 from neuronsim.machine.order.size import (
@@ -150,14 +150,14 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
 
 
 def _set_input_limit(ctx: click.Context, param: click.Parameter, value: int | None) -> None:
-    from neuronsim.machine.ir.inputs import set_input_limit
+    from neuronsim.machine.formats.inputs import set_input_limit
 
     set_input_limit(value)
 
 
 def program_argument(fn: Callable) -> Callable:
     """The PROGRAM argument and ``--max-input SIZE``, the most program text read (see
-    :mod:`neuronsim.machine.ir.inputs`)."""
+    :mod:`neuronsim.machine.formats.inputs`)."""
     fn = click.option("--max-input", type=ByteSize(), default=None, metavar="SIZE", expose_value=False,
                       callback=_set_input_limit, is_eager=True,
                       help="Read at most this much program text, e.g. 1G (default 256M).")(fn)

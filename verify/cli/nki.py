@@ -28,7 +28,7 @@ from typing import Any
 
 import click
 
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.formats.program import save_program
 
 from neuronsim.verify.cli.common import UsageFailure, check_output, emit_json, json_option, run_command
@@ -167,7 +167,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
                        report_path: str | None = None) -> int:
     """``neuronsim run KERNEL.py::FUNC``: findings, then the scenario run (``report_path``:
     also its HTML page, findings included); exit 0 / 1."""
-    from neuronsim.machine.ir.files import write_text
+    from neuronsim.machine.formats.files import write_text
     from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 
     from neuronsim.verify.nki.run import run_traced

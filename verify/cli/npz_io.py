@@ -25,7 +25,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from neuronsim.machine.ir.dtypes import DTYPES, numpy_dtype
-from neuronsim.machine.ir.files import write_atomically
+from neuronsim.machine.formats.files import write_atomically
 
 from neuronsim.verify.cli.common import UsageFailure
 

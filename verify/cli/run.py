@@ -17,11 +17,11 @@ import time
 
 import click
 
-from neuronsim.machine.ir.jsonio import dumps_strict
+from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
 from rich.table import Table
 
-from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.sim.tolerance import plain_number

@@ -36,7 +36,7 @@ GRACE_SECONDS = 3.0
 STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
 _WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 #: The ``--json`` error document per signal, written out here rather than by
-#: ``neuronsim.machine.ir.jsonio.dumps_strict``: importing that loads ``neuronsim.machine`` (numpy,
+#: ``neuronsim.machine.formats.jsonio.dumps_strict``: importing that loads ``neuronsim.machine`` (numpy,
 #: ml_dtypes: most of a second), and a signal in that time must already find these handlers.
 _DOCUMENT = {signum: '{\n "format": "neuronsim.error/1",\n "path": "",\n "message": "%s",\n "internal": false\n}'
              % word for signum, word in _WORD.items()}
@@ -94,7 +94,7 @@ def install_startup_handlers() -> None:
 
 
 def _watchdog(signum: int) -> None:
-    from neuronsim.machine.ir.files import remove_pending
+    from neuronsim.machine.formats.files import remove_pending
 
     remove_pending()
     if _reported:  # the line is out; the process is slow to leave (freeing a large heap, say)

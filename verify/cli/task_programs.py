@@ -21,8 +21,8 @@ import click
 from neuronsim.verify.report import people_console
 from rich.table import Table
 
-from neuronsim.machine.ir.inputs import read_input
-from neuronsim.machine.ir.jsonio import decode_strict, dumps_strict
+from neuronsim.machine.formats.inputs import read_input
+from neuronsim.machine.formats.jsonio import decode_strict, dumps_strict
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.task_trace import plot_task_timeline, write_task_trace
 from neuronsim.machine.tasks.format import FORMAT, is_task_document, parse_tasks
@@ -50,7 +50,7 @@ _MARK = FORMAT.encode()
 def sniff_task_program(source: str) -> TaskProgram | str | BinaryIO:
     """The task program at ``source`` (a path or ``-``), or what to load as an instruction
     program (the bytes already read, as a stream).  Both are read once, by
-    :func:`neuronsim.machine.ir.inputs.read_input` (bounded; a closed standard input is a located error)."""
+    :func:`neuronsim.machine.formats.inputs.read_input` (bounded; a closed standard input is a located error)."""
     data = read_input(source)
     if _MARK in data:
         doc = decode_strict(data)
@@ -254,7 +254,7 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
 # -- run ----------------------------------------------------------------------------------------
 def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as_json: bool, make_folder) -> int:
     """``neuronsim run`` on a task scenario: tracking saved, races, the nominal run's trace."""
-    from neuronsim.machine.ir.files import write_text
+    from neuronsim.machine.formats.files import write_text
 
     from neuronsim.verify.cli.common import check_output, check_plot
     from neuronsim.verify.tasks.scenarios import run_task_scenario, task_scenario_name

@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.files import write_text
+from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.task_trace import TaskTrace
 from neuronsim.machine.tasks.format import load_tasks

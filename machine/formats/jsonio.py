@@ -22,9 +22,9 @@ import re
 import sys
 from typing import Any, TextIO
 
-from neuronsim.machine.ir import files
+from neuronsim.machine.formats import files
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.inputs import check_encoding, huge_integer_error, read_input
+from neuronsim.machine.formats.inputs import check_encoding, huge_integer_error, read_input
 
 __all__ = ["decode_strict", "dumps_strict", "finite_json", "loads_strict", "line_column", "read_source",
            "reject_constant", "unique_keys", "write_text"]
@@ -155,8 +155,8 @@ def read_source(source: str | TextIO) -> str | bytes:
 
 def write_text(text: str, target: str | TextIO) -> None:
     """Write ``text`` to an open file, ``-`` (standard output) or a path; a path is written
-    atomically by :func:`neuronsim.machine.ir.files.write_text` (mode and symbolic link kept, nothing
-    half-written; an :class:`~neuronsim.machine.ir.files.OutputError` names the path)."""
+    atomically by :func:`neuronsim.machine.formats.files.write_text` (mode and symbolic link kept, nothing
+    half-written; an :class:`~neuronsim.machine.formats.files.OutputError` names the path)."""
     if hasattr(target, "write"):
         target.write(text)  # type: ignore[union-attr]
         return
