@@ -182,7 +182,17 @@ def shared_identity_matrix(n: int, dtype: Any = "float32", dst: NkiTensor | None
     if dst is not None:  # NKI 0.3+: copy it into the kernel's own tensor
         assign(dst, identity)
         return dst
-    return identity
+    tracer = current()
+    if tracer.generation == "legacy":  # an HBM tensor there: the legacy kernels nl.load it
+        return identity
+    # the current page: "an identity matrix in SBUF", one per size and dtype that the compiler shares
+    # (kernels hand it to nc_matmul as an operand); on-chip tiles are per SPMD instance
+    key = (n, str(identity.dtype), tracer.program_id)
+    if key not in tracer.shared_tiles:
+        tile = _new((n, n), identity.dtype, sbuf, "identity")
+        assign(tile, identity)
+        tracer.shared_tiles[key] = tile
+    return tracer.shared_tiles[key]
 
 
 @api("nl.shared_constant")

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.ir.program import MemoryKind, Tensor, frozen_mapping
+from neuronsim.machine.ir.program import Tensor, frozen_mapping
 from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line, user_site
 from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.groups import OpenGroups
@@ -137,6 +137,8 @@ class Tracer:
     hbm_sites: dict[tuple[str, int, int], Any] = field(default_factory=dict)
     site_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)
+    shared_tiles: dict[Any, Any] = field(default_factory=dict)
+    """On-chip tiles the API shares within an SPMD instance (``nl.shared_identity_matrix``)."""
     returned_names: dict[str, str] = field(default_factory=dict)
     name_counts: dict[str, int] = field(default_factory=dict)
     reserved: set[str] = field(default_factory=set)
