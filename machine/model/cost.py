@@ -133,8 +133,10 @@ def _element_cycles(instr: Instruction, tensors: Mapping[str, Tensor], spec: Mac
         return formula(n, two_byte, attrs, spec), "ii"
     if op in ("matmul", "matmul_mx"):  # matmul_mx: one packed moving column a cycle (docs/timing.md)
         stationary, moving = (tensors[a.tensor] for a in instr.reads[:2])
-        m = free_size(stationary, instr.reads[0])
-        cycles = max(min(64, m), free_size(moving, instr.reads[1]))
+        m, n = free_size(stationary, instr.reads[0]), free_size(moving, instr.reads[1])
+        if attrs.get("double_row", False):  # FP8 double row: two rows of K a pass, N columns
+            m, n = m // 2, n // 2
+        cycles = max(min(64, m), n)
         fp32 = "float32" in (stationary.dtype, moving.dtype)
         return float(cycles * (4 if fp32 else 1)), "plain"
     if op == "transpose" and instr.engine == "pe":

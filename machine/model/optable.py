@@ -15,7 +15,9 @@ op                                  engines              reads -> writes        
                                                                                   8 partitions per DMA
                                                                                   engine at its bandwidth
 ``matmul``                          pe                   stationary, moving       ``max(min(64,M), N)``,
-                                                         [, psum acc] -> psum     x4 for fp32 operands
+                                                         [, psum acc] -> psum     x4 for fp32 operands;
+                                                                                  ``double_row``: M, N the
+                                                                                  halves (two rows a pass)
 ``transpose``                       pe, dve              1 -> 1                   pe ``max(P, min(64,F))``;
                                                                                   dve ``max(64, N)``
 ``activation``                      act                  data [, bias] [, scale]  ``max(64, N)``, ``+ 64`` with
@@ -317,8 +319,9 @@ OP_TABLE: dict[str, OpSpec] = {
         OpSpec("dma_copy", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES)},
                doc="copy the source bytes to the destination, casting element-wise via fp32"),
         OpSpec("matmul", ("pe",), (2, 3), (1, 1),
-               {"accumulate": _is_bool, "group": _group},
-               doc="out[M,N] (+)= stationary[K,M]^T @ moving[K,N] in fp32"),
+               {"accumulate": _is_bool, "group": _group, "double_row": _is_bool},
+               doc="out[M,N] (+)= stationary[K,M]^T @ moving[K,N] in fp32 (double_row: [K,2,M] and [K,2,N], "
+                   "the pairs contracted too)"),
         OpSpec("transpose", ("pe", "dve"), (1, 1), (1, 1), doc="out[F,P] = in[P,F]"),
         OpSpec("activation", ("act",), (1, 3), (1, 2),
                {"func": _one_of(*ACTIVATION_FUNCS), "scale": _number_or_read, "bias": _number_or_read,

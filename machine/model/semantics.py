@@ -287,6 +287,9 @@ def _dma_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 def _matmul(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     stationary, moving = _rows(reads[0]), _rows(reads[1])
+    if attrs.get("double_row", False):  # [K, 2, M] and [K, 2, N]: each pair of rows contracted as two
+        stationary = stationary.reshape(-1, max(stationary.shape[1] // 2, 1))
+        moving = moving.reshape(-1, max(moving.shape[1] // 2, 1))
     k = min(stationary.shape[0], moving.shape[0])
     product = _f32(stationary[:k]).T @ _f32(moving[:k])
     out = outs[0]

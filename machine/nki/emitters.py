@@ -20,7 +20,7 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["ENGINES", "engine_of", "matmul", "transpose", "activation", "tensor_tensor", "tensor_scalar",
+__all__ = ["ENGINES", "engine_of", "matmul", "double_row", "transpose", "activation", "tensor_tensor", "tensor_scalar",
            "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
            "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "reduce_axes"]
 
@@ -35,13 +35,30 @@ def engine_of(engine: Any, allowed: tuple[str, ...], default: str) -> str:
     return name if name in allowed else default
 
 
-def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = False, transpose: bool = False) -> None:
+def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = False, transpose: bool = False,
+           perf_mode: Any = None) -> None:
     kb = current().kb
     if transpose:  # PE transpose mode: the stationary tile's transpose (moving is the identity)
         kb.transpose(dst.view(), ops.lay(stationary).view())
         return
     st, mv = ops.lay(stationary), ops.lay(moving)
-    kb.matmul(dst.view(), st.view(), mv.view(), accumulate=accumulate)
+    if not double_row(perf_mode):
+        kb.matmul(dst.view(), st.view(), mv.view(), accumulate=accumulate)
+        return
+    # FP8 double row (matmul_perf_mode): [K, 2, M] x [K, 2, N], each pair of rows contracted too
+    d, s, m = dst.view(), st.view(), mv.view()
+    if (s.num_partitions != m.num_partitions or len(st.shape) < 3 or st.shape[1] != 2 or mv.shape[1] != 2
+            or (d.num_partitions, d.free_count) != (s.free_count // 2, m.free_count // 2)):
+        raise fail(f"nc_matmul(perf_mode=double_row): stationary {st.shape} [K, 2, M], moving {mv.shape} [K, 2, N] "
+                   f"and the result {dst.shape} [M, N] disagree")
+    kb.instruction("matmul", "pe", [s, m, d] if accumulate else [s, m], [d],
+                   attrs={"accumulate": accumulate, "double_row": True})
+
+
+def double_row(perf_mode: Any) -> bool:
+    """``perf_mode`` asks for the FP8 double-row mode (``matmul_perf_mode.double_row``, the
+    SDK tests' ``"double_row_gen3"``)."""
+    return str(getattr(perf_mode, "value", perf_mode) or "").startswith("double_row")
 
 
 matmul.accumulates = True  # type: ignore[attr-defined]

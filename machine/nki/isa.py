@@ -113,7 +113,7 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         accumulate = tracer.accumulates_into(ops.lay(dst))
     extras = {"x-nki-accumulate": True} if accumulate else None
     return _emit(lambda: em.matmul(_dst(dst), stationary, moving, accumulate=bool(accumulate),
-                                   transpose=bool(is_transpose)), name, extras)
+                                   transpose=bool(is_transpose), perf_mode=perf_mode), name, extras)
 
 
 @api("nisa.nc_transpose")

@@ -30,14 +30,16 @@ def _free(shape: tuple[int, ...]) -> int:
 
 @api("nisa.nc_matmul")
 def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
-              mask=None, **_kw):
+              mask=None, perf_mode=None, **_kw):
     if is_transpose:
         shape = (_free(stationary.shape), stationary.shape[0])
+    elif em.double_row(perf_mode):  # [K, 2, M] x [K, 2, N] -> [M, N]
+        shape = (_free(stationary.shape) // 2, _free(moving.shape) // 2)
     else:
         shape = (_free(stationary.shape), _free(moving.shape))
 
     def emit(dst, accumulate=False):
-        em.matmul(dst, stationary, moving, accumulate=accumulate, transpose=bool(is_transpose))
+        em.matmul(dst, stationary, moving, accumulate=accumulate, transpose=bool(is_transpose), perf_mode=perf_mode)
 
     emit.accumulates = True  # type: ignore[attr-defined]
     return _result(shape, "float32", "psum", emit, mask)

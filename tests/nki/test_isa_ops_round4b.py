@@ -134,3 +134,20 @@ def test_device_value_reads_resume_from_the_last_and_agree_with_a_full_run(monke
         [1 + k + r for r in (0, 3, 5, 2)] for k in range(4)]
     out = run(kernel(f"{LEGACY}::shifting_gathers"), data, rows)["return0"]
     np.testing.assert_array_equal(out, np.stack([data[rows[:, 0] + 1 + k] for k in range(4)]))
+
+
+def test_double_row_matmul_contracts_both_rows_at_half_the_cycles():
+    """matmul_perf_mode.double_row: [K, 2, M] x [K, 2, N] into one [M, N] bank (2 KiB of fp32
+    a partition for N = 512), at the cost of one pass of N columns (two rows a pass)."""
+    from neuronsim.machine.model.cost import instruction_cost
+    from neuronsim.machine.model.presets import resolve_machine
+
+    rng = np.random.default_rng(7)
+    a, b = rng.integers(0, 4, (128, 2, 64)).astype(np.float32), rng.integers(0, 4, (128, 2, 512)).astype(np.float32)
+    out = run(kernel(f"{CURRENT}::double_row_matmul"), a, b, machine="trn2")["return0"]
+    np.testing.assert_array_equal(out, np.einsum("klm,kln->mn", a, b))
+    traced = trace(kernel(f"{CURRENT}::double_row_matmul"), a, b, machine="trn2")
+    (mm,) = _ops(traced, "matmul")
+    assert mm.attrs["double_row"] is True
+    cost = instruction_cost(mm, traced.program.tensors, resolve_machine("trn2"))
+    assert cost.cycles == 512  # max(min(64, M), N) of the halves, where the two rows apart cost 1024

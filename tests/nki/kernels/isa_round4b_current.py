@@ -29,3 +29,20 @@ def transpose_4d_on_chip(x):
                                src=src.ap([[c * d, a], [1, 1], [d, c], [1, d]]))
     nisa.dma_copy(dst=out.reshape((d, c * a)), src=dst)
     return out
+
+
+def double_row_matmul(a, b):
+    """FP8 double-row matmul: a [K, 2, M], b [K, 2, N] -> [M, N], both row pairs contracted."""
+    k, _two, m = a.shape
+    n = b.shape[2]
+    out = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_t = nl.ndarray(a.shape, dtype=nl.float8_e4m3, buffer=nl.sbuf)
+    b_t = nl.ndarray(b.shape, dtype=nl.float8_e4m3, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_t, src=a)
+    nisa.dma_copy(dst=b_t, src=b)
+    acc = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=acc, stationary=a_t, moving=b_t, perf_mode=nisa.matmul_perf_mode.double_row)
+    res = nl.ndarray((m, n), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
