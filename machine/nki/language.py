@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import BUFFERS, Buffer, ParDim, TileSpec, declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import to_dtype
@@ -24,14 +25,31 @@ from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
 from neuronsim.machine.nki.tiles import result_tile as _result
-from neuronsim.machine.nki.tracer import api, as_mask, assigned_name, current
+from neuronsim.machine.nki.tracer import api, as_mask, assigned_name, current, tracing
 
 sbuf, psum = BUFFERS["sbuf"], BUFFERS["psum"]
 hbm, shared_hbm, private_hbm = BUFFERS["hbm"], BUFFERS["shared_hbm"], BUFFERS["private_hbm"]
 mgrid = MGrid()
 
 
-class tile_size:  # noqa: N801  (NKI's name)
+class _TileSizes(type):
+    """The SBUF figures of ``nl.tile_size`` follow the machine the kernel is traced for (192 KiB
+    a partition on trn1, 224 KiB on trn2: the machine presets); outside a trace, trn1's."""
+
+    @property
+    def total_available_sbuf_size(cls) -> int:
+        return resolve_machine(current().machine if tracing() else "trn1").sbuf_partition_bytes
+
+    @property
+    def sbuf_fmax_bytes(cls) -> int:
+        return cls.total_available_sbuf_size
+
+    @property
+    def sbuf_fmax(cls) -> int:
+        return cls.total_available_sbuf_size // 4
+
+
+class tile_size(metaclass=_TileSizes):  # noqa: N801  (NKI's name)
     """Hardware tile sizes (``nl.tile_size.pmax`` ...), NeuronCore-v2/v3 values."""
 
     pmax = 128
@@ -41,13 +59,10 @@ class tile_size:  # noqa: N801  (NKI's name)
     bn_stats_fmax = 512
     psum_min_align = 4
     sbuf_min_align = 1
-    total_available_sbuf_size = 192 * 1024
     psum_bank_fmax = 512  # fp32 elements per partition of one 2 KiB PSUM bank
     psum_bank_fmax_bytes = 2048
     psum_num_banks = 8
     sbuf_size_bytes = 192 * 1024
-    sbuf_fmax = 192 * 1024 // 4
-    sbuf_fmax_bytes = 192 * 1024
 
 
 class NKIObject:
