@@ -97,7 +97,8 @@ MX_RNG_SEED = 28
 
 def _mx_words(partitions: int, columns: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    codes = rng.integers(0x34, 0x40, size=(partitions, columns, 4)) | (rng.integers(0, 2, (partitions, columns, 4)) << 7)
+    signs = rng.integers(0, 2, (partitions, columns, 4)) << 7
+    codes = rng.integers(0x34, 0x40, size=(partitions, columns, 4)) | signs
     return sum(codes[..., j].astype(np.uint32) << (8 * j) for j in range(4)).astype(np.uint32)
 
 
@@ -239,11 +240,13 @@ CASES: dict[str, Case] = {
     T + "test_nki_isa_dma_copy.py::nki_dma_copy": case("f32[256,1]", ref=lambda a: _f(a)),
     T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_err": case(
         "f32[128,512]", ref=lambda in_tensor: _f(in_tensor)[2 * np.arange(64)]),
-    T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_error_negative": failing("f32[128,512]", refusal="oob_mode=error"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_error_negative": failing("f32[128,512]",
+                                                                                  refusal="oob_mode=error"),
     T + "test_nki_isa_dma_copy.py::nki_indirect_load_oob_skip": case("f32[128,512]", ref=_load_every_third),
     T + "test_nki_isa_dma_copy.py::nki_indirect_store_rmw": case("f32[64,512]", ref=_store_even_rows_added),
     T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err": case("f32[64,512]", ref=_store_even_rows),
-    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err_negative": failing("f32[64,512]", refusal="oob_mode=error"),
+    T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_err_negative": failing("f32[64,512]",
+                                                                                 refusal="oob_mode=error"),
     T + "test_nki_isa_dma_copy.py::nki_indirect_store_oob_skip": case("f32[64,512]", ref=_store_every_third),
     T + "test_nki_isa_dma_copy.py::nki_dma_copy_swdge": case("f32[64,512]", ref=lambda in_tensor: _f(in_tensor)),
     T + "test_nki_isa_dma_copy.py::nki_dma_copy_hwdge": case("f32[128,512]", ref=lambda in_tensor: _f(in_tensor)),
