@@ -110,7 +110,8 @@ def test_an_unknown_modules_class_is_built_and_refused_when_used(tmp_path):
     with pytest.raises(NkiError) as err:
         trace(kernel, np.ones((4, 8), np.float32))
     assert str(err.value).endswith(f"harness.py:{_line(path, 'frontend.compile')}: "
-                                   "nki.compiler.frontend.ParserFrontend() is not supported (not modelled by neuronsim)")
+                                   "nki.compiler.frontend.ParserFrontend() is not supported "
+                                   "(not modelled by neuronsim)")
 
 
 def test_arguments_that_do_not_fit_name_the_parameters(tmp_path):
