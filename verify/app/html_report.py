@@ -157,7 +157,8 @@ def _race_views(report, unrolled) -> tuple[RaceGroupView, ...]:
     return tuple(views)
 
 
-def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_DRAWN, span: float | None = None) -> dict:
+def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_DRAWN,
+             span: float | None = None) -> dict:
     """SVG geometry of the timeline: rows, bars, wait arrows and time ticks (see the module doc).
 
     >>> from neuronsim.machine.formats.program import load_program
@@ -178,7 +179,8 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
         top = rows[row] * _ROW + (11 if thin else 4)
         return {"x": x(start), "y": top, "w": max(1.0, round(x(end) - x(start), 2)), "h": 8 if thin else _ROW - 8,
                 "fill": DMA_TRIGGER if thin else color[r.op], "trigger": thin, "id": r.id, "racy": r.id in racy,
-                "title": f"{r.name} ({r.op}) {what} {start:,.1f}-{end:,.1f} ns" + (f" @ {r.source}" if r.source else "")}
+                "title": f"{r.name} ({r.op}) {what} {start:,.1f}-{end:,.1f} ns"
+                         + (f" @ {r.source}" if r.source else "")}
 
     drawn = trace.records[:limit]
     bars, arrows = [], []
