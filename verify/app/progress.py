@@ -87,7 +87,8 @@ class Progress:
         def update(done: int, description: str | None = None) -> None:
             reached[0] = done
             if task is not None:
-                self._bar.update(task, completed=done, **({"description": f"{label}: {description}"} if description else {}))
+                described = {"description": f"{label}: {description}"} if description else {}
+                self._bar.update(task, completed=done, **described)
 
         try:
             yield update
