@@ -51,7 +51,8 @@ def write_profile_page(path: str, profile: LineProfile, source, report) -> None:
     files = {source[0]: source[0]} if source else None
     html = _template().render(
         title=f"neuronsim profile: {profile.kernel}",
-        note=f"{len(profile.trace)} instances; critical-path instances outlined; {len(report.findings)} NKI finding(s).",
+        note=(f"{len(profile.trace)} instances; critical-path instances outlined; "
+              f"{len(report.findings)} NKI finding(s)."),
         timelines=[_view(profile.kernel, profile, profile.makespan_ns)],
         listings=[{"label": profile.kernel, "rows": listing_rows(profile, files)}])
     write_text(path, html)
