@@ -71,7 +71,8 @@ def kernel_options(fn: Callable) -> Callable:
     """The options every kernel-tracing command takes."""
     for option in reversed((
         click.option("--inputs", "inputs_path", metavar="IN.npz", help="Input arrays by parameter name."),
-        click.option("--arg", "args", multiple=True, metavar="NAME=VALUE", help="Another kernel argument (a Python literal)."),
+        click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
+                     help="Another kernel argument (a Python literal)."),
         click.option("--grid", "grid", metavar="G0xG1", help="SPMD grid: run the kernel as kernel[G0, G1]."),
         click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
                      help="Read input NAME as DTYPE (raw 2-/1-byte arrays default to bfloat16 / float8_e4m3)."),
@@ -108,7 +109,8 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
 @click.command("nki")
 @click.argument("kernel", metavar="KERNEL.py::FUNC")
 @kernel_options
-@click.option("-o", "--output", "output", required=True, metavar="PROGRAM.json", help="Where to write the traced program.")
+@click.option("-o", "--output", "output", required=True, metavar="PROGRAM.json",
+              help="Where to write the traced program.")
 @json_option
 @run_command
 def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...],
