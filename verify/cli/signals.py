@@ -27,8 +27,8 @@ import signal
 import sys
 import threading
 
-__all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received", "mark_reported",
-           "GRACE_SECONDS", "STATUS"]
+__all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received",
+           "mark_reported", "GRACE_SECONDS", "STATUS"]
 
 #: Seconds a signalled process has to unwind before the watchdog ends it.
 GRACE_SECONDS = 3.0
