@@ -318,10 +318,11 @@ def _first_failure(source: Program, compiled: Program, failed: FuzzFailure | Non
         for run in sim.runs:
             traced = check_trace(compiled, run.trace)
             if traced.violations or traced.report.races:
+                races = traced.report.races
                 what = traced.violations[0].message if traced.violations else \
-                    f"{len(traced.report.races)} race(s) under the waits the run met, first {traced.report.races[0].first} / {traced.report.races[0].second}"
+                    f"{len(races)} race(s) under the waits the run met, first {races[0].first} / {races[0].second}"
                 return FuzzFailure("trace", f"seed {run.seed}: {what}", dumps_program(source), dumps_program(compiled),
-                                   traced.report.to_json(), race=traced.report.races[0] if traced.report.races else None)
+                                   traced.report.to_json(), race=races[0] if races else None)
     return None
 
 
@@ -413,8 +414,8 @@ def save_failure(failure: FuzzFailure, folder: str, stem: str) -> FuzzFailure:
     stem_path = path[:-5]
     write_text(path, failure.program)
     write_text(stem_path + ".report.json",
-               dumps_strict({"check": failure.check, "message": failure.message, "fix": failure.fix, "race": failure.race,
-                           "report": failure.report}, indent=1))
+               dumps_strict({"check": failure.check, "message": failure.message, "fix": failure.fix,
+                             "race": failure.race, "report": failure.report}, indent=1))
     for suffix, text in ((".compiled.json", failure.compiled), (".pass-input.json", failure.pass_input),
                          (".pass-output.json", failure.pass_output)):
         if text is not None:
