@@ -17,7 +17,8 @@ either way, only the instructions differ.
 
 >>> from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Program, Tensor
 >>> t = {"acc": Tensor("acc", MemoryKind.PSUM, "float32", (128, 512)),
-...      "a": Tensor("a", MemoryKind.SBUF, "bfloat16", (128, 128)), "b": Tensor("b", MemoryKind.SBUF, "bfloat16", (128, 512))}
+...      "a": Tensor("a", MemoryKind.SBUF, "bfloat16", (128, 128)),
+...      "b": Tensor("b", MemoryKind.SBUF, "bfloat16", (128, 512))}
 >>> zero = Instruction("z", "dve", "memset", writes=(Access("acc"),), attrs={"value": 0.0})
 >>> mm = Instruction("mm", "pe", "matmul", (Access("a"), Access("b"), Access("acc")), (Access("acc"),),
 ...                  attrs={"accumulate": True})
