@@ -93,7 +93,9 @@ def _build() -> dict[str, types.ModuleType]:
     current_constants = _module("nki.isa.constants", "nisa.constants", constants, "current")
     legacy_constants = _module("neuronxcc.nki.isa.constants", "nisa.constants", constants, "legacy")
     current_isa.constants, legacy_isa.constants = current_constants, legacy_constants
-    return {"nki.isa.constants": current_constants, "neuronxcc.nki.isa.constants": legacy_constants,"nki.typing": current_typing, "nki.collectives": collectives, "neuronxcc.nki.collectives": legacy_collectives,
+    return {"nki.isa.constants": current_constants, "neuronxcc.nki.isa.constants": legacy_constants,
+            "nki.typing": current_typing, "nki.collectives": collectives,
+            "neuronxcc.nki.collectives": legacy_collectives,
             "nki": nki, "nki.language": current_nl, "nki.isa": current_isa, "nki.compiler": current_cc,
             "neuronxcc": neuronxcc, "neuronxcc.nki": neuronxcc_nki, "neuronxcc.nki.language": legacy_nl,
             "neuronxcc.nki.isa": legacy_isa, "neuronxcc.nki.compiler": legacy_cc,
