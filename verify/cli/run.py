@@ -31,7 +31,8 @@ from neuronsim.verify.cli.nki import is_kernel_spec, kernel_options, run_kernel_
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.report import people_console
-from neuronsim.verify.cli.common import UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json, guard_size, json_option, run_command, size_options
+from neuronsim.verify.cli.common import (UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json,
+                                         guard_size, json_option, run_command, size_options)
 
 __all__ = ["run"]
 
@@ -124,7 +125,8 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
               help="KERNEL.py::FUNC only: also write the run's HTML page (neuronsim report's), findings included.")
 @kernel_options
 @click.option("--reference", "reference", metavar="MODULE:FN",
-              help="KERNEL.py::FUNC only: a numpy function of the inputs (by parameter name) to compare the outputs with.")
+              help="KERNEL.py::FUNC only: a numpy function of the inputs (by parameter name) to compare the outputs "
+                   "with.")
 @tolerance_options(
     rtol_help="Relative tolerance of the outputs against the reference: beyond atol + rtol*|reference| differs "
               "[default: the scenario's own rtol (0 when it sets none); a kernel's --reference: 0.01].",
@@ -183,7 +185,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                                       reference=reference, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                       before_work=guard, make_folder=_out_folder, printer=_print, rtol=rtol,
                                       atol=atol, progress=progress, functional=not timing_only, report_path=report_path,
-                                      extra_json=lambda result: _verdict(result, kernel=True, user_reference=bool(reference)))
+                                      extra_json=lambda result: _verdict(result, kernel=True,
+                                                                         user_reference=bool(reference)))
         if not as_json:
             click.echo(stage_line(progress.seconds, time.perf_counter() - started))
         return status
