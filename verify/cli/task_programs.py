@@ -165,7 +165,8 @@ def simulate_tasks_command(program: TaskProgram, *, seeds: list[int | None], tra
     seed_text = "nominal durations" if trace.seed is None else f"seed {trace.seed}"
     click.echo(f"simulated {program.function.name} on {s['cores']} worker cores: {s['tasks']} tasks; makespan "
                f"{s['makespan_ns']:,.1f} ns ({seed_text}); orchestrator busy {s['orchestration_ns']:,.1f} ns; "
-               f"utilisation {s['utilisation']:.0%}" + (" (directions derived: the all-AUTO program)" if derived else ""))
+               f"utilisation {s['utilisation']:.0%}"
+               + (" (directions derived: the all-AUTO program)" if derived else ""))
     click.echo(f"tracking: {s['lookups']} lookups, {s['inserts']} inserts, {s['creator']} creator edges, "
                f"{s['explicit']} explicit deps; {s['manual_tasks']} tasks in MANUAL scopes")
     for t, rep, v in runs:
@@ -192,8 +193,8 @@ def _table(report: TaskFootprint) -> Table:
             return "-" if v is None else str(v)
 
         table.add_row(s.stage, cell(r.get("tasks")), cell(r.get("lookups")), cell(r.get("inserts")),
-                      cell(r.get("creator")), cell(r.get("explicit")), cell(r.get("manual_tasks")), str(s.static["no_dep_slots"]),
-                      str(s.static["output_existing_slots"]),
+                      cell(r.get("creator")), cell(r.get("explicit")), cell(r.get("manual_tasks")),
+                      str(s.static["no_dep_slots"]), str(s.static["output_existing_slots"]),
                       str(s.static["manual_scopes"]), cell(s.races),
                       "-" if s.makespan_ns is None else f"{s.makespan_ns / 1000:.2f}",
                       "-" if s.orchestration_ns is None else f"{s.orchestration_ns / 1000:.2f}")
@@ -244,8 +245,9 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
     saved = report.saved()
     if saved is not None:
         click.echo(f"saved per run: {saved['lookups']} lookups, {saved['inserts']} inserts, {saved['creator']} creator "
-                   f"edges, at the price of {-saved['explicit']} more explicit deps; {saved['manual_tasks']} more tasks "
-                   f"in MANUAL scopes ({saved['manual_scopes']} scope(s)), {saved['demoted_slots']} slots demoted")
+                   f"edges, at the price of {-saved['explicit']} more explicit deps; {saved['manual_tasks']} more "
+                   f"tasks in MANUAL scopes ({saved['manual_scopes']} scope(s)), {saved['demoted_slots']} slots "
+                   "demoted")
     if report.stages[0].run is None:
         click.echo("given: the calls carry no directions yet (derive-call-directions gives them): not runnable")
     return 0
