@@ -20,10 +20,11 @@ these pairs included.  The stage's own waits do not order them, and ``dep-reduct
 exactly the order the deps give, so its output has the same races.
 
 Only the input is checked: the passes' outputs are verified elsewhere (their contracts, by
-the tests and the fuzzer), and the check is cheap on a race-free input.  Not checked (``checked`` false, with the reason):
-a program with virtual tensors (its conflicts depend on the placement still to come) and a
-program without deps (it is input to the dependence builders: every cross-engine conflict is
-unordered by design, and the pipeline's stages say what it needs).
+the tests and the fuzzer), and the check is cheap on a race-free input.  Not checked
+(``checked`` false, with the reason): a program with virtual tensors (its conflicts depend on
+the placement still to come) and a program without deps (it is input to the dependence
+builders: every cross-engine conflict is unordered by design, and the pipeline's stages say
+what it needs).
 
 Examples
 --------
