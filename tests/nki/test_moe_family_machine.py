@@ -17,8 +17,8 @@ def test_a_tile_below_byte_200000_fits_trn2_and_is_refused_on_trn1_at_its_line()
     x = f32(128, 256)
     kern = kernel("moe_family_identity.py::heap_below_200000")
     np.testing.assert_array_equal(run(kern, x, machine="trn2")["return0"], x)
-    with pytest.raises(NkiError, match=r"moe_family_identity.py:\d+: .*bytes \[198976, 200000\) overlap the end of SBUF "
-                                       r"\(196608 bytes per partition\)"):
+    with pytest.raises(NkiError, match=r"moe_family_identity.py:\d+: .*bytes \[198976, 200000\) overlap the end of "
+                                       r"SBUF \(196608 bytes per partition\)"):
         trace(kern, x)
 
 
