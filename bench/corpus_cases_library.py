@@ -351,8 +351,8 @@ CASES: dict[str, Case] = {
         "prepare_rotational_constants(create_rotational_topk_config(inp_shape=(8, 256), topk_config=create_topk_config("
         "inp_shape=(1, 8, 256), inp_dtype=nl.float32, k=8, sorted=True, num_programs=1)))"), ref=_topk),
     SRC + "core/topk/rotational_topk.py::topk": Case(
-        standalone=False, caller=SRC + "core/topk/rotational_topk.py::rotational_topk", note="a host-side launcher (topk[lnc](...)) of rotational_topk, not a kernel: runs as "
-        "rotational_topk's case"),
+        standalone=False, caller=SRC + "core/topk/rotational_topk.py::rotational_topk",
+        note="a host-side launcher (topk[lnc](...)) of rotational_topk, not a kernel: runs as rotational_topk's case"),
     # experimental
     SRC + "experimental/benchmark/find_nonzero_indices_with_count.py::find_nonzero_indices_with_count": case(
         "i32[1,4096]<2", note="a [1, N] row, as its checks ask"),
