@@ -1,4 +1,4 @@
-"""The size estimate (machine/order/size.py) against what the work really makes, and its limits."""
+"""The size estimate (machine/order/work_estimate.py) against what the work really makes, and its limits."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from neuronsim.machine.model.geometry import base_footprint
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program, Tensor
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.sim.memory import DramLayout
-from neuronsim.machine.order.size import BYTES_PER_INSTANCE, estimate_size, format_bytes, machine_memory
+from neuronsim.machine.order.work_estimate import BYTES_PER_INSTANCE, estimate_size
+from neuronsim.verify.app.host import format_bytes, machine_memory
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.verify.cli import cli
 from neuronsim.verify.cli.common import ByteSize, UsageFailure, guard_size

@@ -28,11 +28,11 @@ from neuronsim.machine.formats.files import OutputError, check_output_path
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
 from neuronsim.verify.cli.signals import Terminated, mark_reported, raise_if_received
-from neuronsim.machine.order.size import (
-    SizeEstimate,
+from neuronsim.machine.order.work_estimate import SizeEstimate, estimate_size
+from neuronsim.verify.app.host import (
     address_space,
     available_memory,
-    estimate_size,
+    describe_instances,
     format_bytes,
     format_count,
     machine_memory,
@@ -213,7 +213,7 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
     ``max_memory`` bytes (default: the machine's memory)."""
     size = estimate_size(program)
     if unrolls and max_instances is not None and size.instances > max_instances:
-        raise UsageFailure(f"the program unrolls to {size.describe_instances()}; the limit is "
+        raise UsageFailure(f"the program unrolls to {describe_instances(size)}; the limit is "
                            f"{format_count(max_instances)}: raise it with --max-instances N", "--max-instances")
     if unrolls and max_instances is not None and size.instances * max(simulated_runs, 1) > max_instances:
         raise UsageFailure(f"{format_count(simulated_runs)} simulated runs of {format_count(size.instances)} instances "

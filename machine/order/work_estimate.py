@@ -22,8 +22,8 @@ costs measured on this code base and rounded up (``bench/bench_guard.py`` prints
 :data:`BYTES_PER_INSTANCE` for unrolling, analyses and the race check,
 :data:`BYTES_PER_PLANNED_INSTANCE` more for a simulation's plan, and
 :data:`BYTES_PER_RUN_INSTANCE` more per simulated run (its trace, timings and waits).
-:func:`machine_memory` is the memory the machine (or the control group the process runs in)
-has.
+What the host has to hold that memory (the machine, its control group's limit) is the
+application's question, not the program's: :mod:`neuronsim.verify.app.host`.
 
 >>> from neuronsim.machine.ir.program import Instruction, Loop, Program
 >>> body = (Loop("i", 10**9, (Instruction("a", "dve", "nop"), Loop("j", 4, (Instruction("b", "act", "nop"),)))),)
@@ -34,16 +34,14 @@ has.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Node, Program
 from neuronsim.machine.model.presets import resolve_machine
 
-__all__ = ["SizeEstimate", "estimate_size", "machine_memory", "available_memory", "address_space", "format_bytes",
-           "format_count", "BYTES_PER_INSTANCE", "BYTES_PER_PLANNED_INSTANCE", "BYTES_PER_RUN_INSTANCE",
-           "BYTES_PER_FOOTPRINT_START", "SIMULATED_COPIES"]
+__all__ = ["SizeEstimate", "estimate_size", "BYTES_PER_INSTANCE", "BYTES_PER_PLANNED_INSTANCE",
+           "BYTES_PER_RUN_INSTANCE", "BYTES_PER_FOOTPRINT_START", "SIMULATED_COPIES"]
 
 #: Memory per instance of unrolling, the passes and the race check (measured: 300-400 bytes).
 BYTES_PER_INSTANCE = 512
@@ -80,15 +78,6 @@ class SizeEstimate:
             need += self.simulated_bytes * SIMULATED_COPIES if functional else 0
             need += self.instances * (BYTES_PER_PLANNED_INSTANCE + BYTES_PER_RUN_INSTANCE * simulated_runs)
         return need
-
-    def describe_instances(self) -> str:
-        """``"1,000,000,000 instances (ld: 1,000,000,000, inside loop i)"``."""
-        text = f"{format_count(self.instances)} instances"
-        if self.largest is not None and self.instructions > 1:
-            name, count, loops = self.largest
-            inside = f", inside loop{'s' if len(loops) > 1 else ''} {' x '.join(loops)}" if loops else ""
-            text += f" (the most: {name} with {format_count(count)}{inside})"
-        return text
 
 
 def _starts(pattern: tuple[tuple[int, int], ...]) -> int:
@@ -153,74 +142,3 @@ def _dram_bytes(program: Program) -> int:
         else:
             virtual += nbytes
     return end + sum(-(-n // 4096) * 4096 + 4096 for n in groups.values()) + virtual
-
-
-def _cgroup_limit() -> int | None:
-    for path in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        try:
-            with open(path, encoding="ascii") as fh:
-                text = fh.read().strip()
-        except OSError:
-            continue
-        if text.isdigit() and int(text) < 1 << 60:
-            return int(text)
-    return None
-
-
-def machine_memory() -> int | None:
-    """Physical memory of the machine, or its control group's limit when lower; None when
-    neither can be read (then no memory limit applies)."""
-    try:
-        total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        total = None
-    limit = _cgroup_limit()
-    if total is None or total <= 0:
-        return limit
-    return min(total, limit) if limit is not None else total
-
-
-def _proc_kib(path: str, key: str) -> int | None:
-    try:
-        with open(path, encoding="ascii") as fh:
-            for line in fh:
-                if line.startswith(key):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
-def available_memory() -> int | None:
-    """Memory the kernel can give now without swapping (``MemAvailable``), or None."""
-    return _proc_kib("/proc/meminfo", "MemAvailable:")
-
-
-def address_space() -> int | None:
-    """This process's virtual size now (``VmSize``), or None."""
-    return _proc_kib("/proc/self/status", "VmSize:")
-
-
-def format_bytes(n: int) -> str:
-    """``"1.5 GiB"``.
-
-    >>> format_bytes(1536 * 2**20), format_bytes(512)
-    ('1.5 GiB', '512 B')
-    """
-    if n < 1024:
-        return f"{n} B"
-    for power, unit in enumerate(("KiB", "MiB", "GiB", "TiB", "PiB"), start=1):
-        if n < 1024 ** (power + 1):
-            return f"{n / 1024 ** power:.1f} {unit}"
-    return f"{format_count(n // 1024 ** 5)} PiB"
-
-
-def format_count(n: int) -> str:
-    """``"1,000,000"``, or ``"about 10^40"`` past 24 digits (a count of any size prints).
-
-    >>> format_count(10**6), format_count(2**200)
-    ('1,000,000', 'about 10^60')
-    """
-    if n < 10**24:
-        return f"{n:,}"
-    return f"about 10^{int(n.bit_length() * 0.30103)}"
