@@ -7,7 +7,7 @@
 2. Peak memory per instance of ``check`` and of ``simulate`` (one and four runs) on a loop of
    N iterations, each command in its own process (``ru_maxrss`` of the child), less the
    peak of ``show`` on the same program (the interpreter, imports and the loaded program).
-   These are the figures the constants of :mod:`neuronsim.machine.order.size` round up.
+   These are the figures the constants of :mod:`neuronsim.machine.order.work_estimate` round up.
 
 Usage: ``.venv/bin/python bench/bench_guard.py [N] [REPEATS]`` (defaults 50000, 3).
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from neuronsim.machine.formats.program import load_program  # noqa: E402
-from neuronsim.machine.order.size import (  # noqa: E402
+from neuronsim.machine.order.work_estimate import (  # noqa: E402
     BYTES_PER_INSTANCE,
     BYTES_PER_PLANNED_INSTANCE,
     BYTES_PER_RUN_INSTANCE,

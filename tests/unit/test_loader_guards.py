@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.program import dumps_program, loads_program
 from neuronsim.machine.formats.listing import render_listing
-from neuronsim.machine.order.size import estimate_size
+from neuronsim.machine.order.work_estimate import estimate_size
 from neuronsim_tests.bad_inputs import BAD_INPUTS, VALID, valid_text
 from neuronsim.verify.cli import cli
 

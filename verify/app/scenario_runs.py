@@ -53,7 +53,7 @@ from neuronsim.machine.sim.simulator import Simulation, simulate
 from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
 from neuronsim.passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.dep_reduction import DepReduction
-from neuronsim.machine.order.size import estimate_size
+from neuronsim.machine.order.work_estimate import estimate_size
 from neuronsim.verify.app.progress import Progress, pass_progress, stage_or_nothing
 from neuronsim.verify.racecheck import RaceReport, check_program
 from neuronsim.verify.sync_counts import SyncReport, sync_report
