@@ -1,6 +1,6 @@
-"""Cases of the corpus run: nki-library's experimental transformer kernels (the fused attention
-block for token generation, its test's SBUF-I/O wrapper, the four-layer tensor-parallel
-transformer).  Their tests build about forty arguments from a configuration; the builders here
+"""Cases of the corpus run: nki-library's token-generation (TKG) attention and transformer kernels
+whose tests build their arguments from a configuration (the fused attention block, its test's
+SBUF-I/O wrapper, the four-layer tensor-parallel transformer, the attention_tkg test wrapper).  Their tests build about forty arguments from a configuration; the builders here
 restate those tests' input layouts at a smaller size of the same structure (:func:`attention_block_args`,
 :func:`transformer_tp4_args`), with values of our own drawing."""
 
@@ -15,6 +15,7 @@ from corpus_cases import Case, api, case
 
 SRC = "nki-library/src/nkilib_src/nkilib/experimental/transformer/"
 TEST = "nki-library/test/integration/nkilib/experimental/transformer/"
+ATTN_TEST = "nki-library/test/integration/nkilib/core/attention/test_attention_tkg.py::"
 
 
 def _attention_mask(s_ctx: int, batch: int, heads: int, s_tkg: int) -> np.ndarray:
@@ -97,11 +98,35 @@ def transformer_tp4_args(tp: int, batch: int, s_ctx: int, q_heads: int, d_head: 
     return args
 
 
+def attn_tkg_args(bs: int, q_head: int, s_active: int, curr_sprior: int, full_sprior: int, d_head: int) -> dict:
+    """run_attention_tkg_test's inputs for its configuration ``AttnTKGConfig(bs, q_head, s_active,
+    curr_sprior, full_sprior, d_head, 0, qk_in_sb=True)`` with a sink (flat KV, k_prior as
+    [B, 1, d, s_prior], Q and K handed over in SBUF layout [d, B * heads * S_active], the output in
+    HBM [B, heads, d, S_active]); the mask [s_prior, B, heads, S_active] lets every position
+    through (its values shape the outputs, not the instructions)."""
+    return {
+        "q": f"bf16[{d_head},{bs * q_head * s_active}]", "k_active": f"bf16[{d_head},{bs * s_active}]",
+        "v_active": f"bf16[{bs},1,{s_active},{d_head}]", "k_prior": f"bf16[{bs},1,{d_head},{full_sprior}]",
+        "v_prior": f"bf16[{bs},1,{full_sprior},{d_head}]",
+        "mask": np.ones((curr_sprior, bs, q_head, s_active), np.uint8),
+        "inv_freqs": None, "rope_pos_ids": None, "start_pos_ids": None, "sink": f"f32[{q_head},1]",
+        "active_blocks_table": None,
+        "attn_out_shape": (bs, q_head, d_head, s_active), "k_out_shape": (bs, 1, d_head, s_active),
+        "cfg": api(f"AttnTKGConfig({bs}, {q_head}, {s_active}, {curr_sprior}, {full_sprior}, {d_head}, 0, "
+                   "qk_in_sb=True)"),
+        "dtype": api("nl.bfloat16"), "DBG": False,
+    }
+
+
 _BLOCK = {"batch": 4, "q_heads": 8, "d_head": 64, "hidden": 1024, "s_ctx": 2048, "s_tkg": 1}
 _BLOCK_NOTE = ("the test's HBM-I/O row (B 4, 8 query heads, d_head 64, S_tkg 1, LNC 2) at H 1024 and S_ctx 2048 "
                "(theirs: H 6144, S_ctx 11264); no reference: the test's golden is a torch model")
 
 CASES: dict[str, Case] = {
+    # the test's row AttnTKGConfig(128, 1, 1, 128, 256, 64, 0, qk_in_sb=True) with a sink, LNC 1
+    ATTN_TEST + "attn_tkg_wrapper": case(
+        lnc=1, note="no reference: the test's golden is a torch model",
+        **attn_tkg_args(bs=128, q_head=1, s_active=1, curr_sprior=128, full_sprior=256, d_head=64)),
     # the kernel asserts NeuronCore-v3 or later (nc-version >= gen3): traced for Trn2
     SRC + "attention_block_tkg.py::attention_block_tkg": dataclasses.replace(case(
         grid=(2,), note=_BLOCK_NOTE, **attention_block_kernel_args(**_BLOCK)), machine="trn2"),
