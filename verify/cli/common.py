@@ -39,7 +39,8 @@ from neuronsim.verify.app.host import (
 )
 
 __all__ = ["UsageFailure", "run_command", "emit_json", "program_argument", "json_option", "size_options",
-           "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail", "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED",
+           "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail", "EXIT_INPUT",
+           "EXIT_INTERNAL", "EXIT_INTERRUPTED",
            "DEFAULT_MAX_INSTANCES", "TRACEBACK_ENV", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED", "Terminated",
            "closed_pipe", "internal_error", "stopped"]
 
@@ -162,7 +163,8 @@ def program_argument(fn: Callable) -> Callable:
                       callback=_set_input_limit, is_eager=True,
                       help="Read at most this much program text, e.g. 1G (default 256M).")(fn)
     return click.argument("program", metavar="PROGRAM")(fn)
-json_option = click.option("--json", "as_json", is_flag=True, help="Write exactly one JSON document to standard output.")
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Write exactly one JSON document to standard output.")
 
 
 # -- size guards --------------------------------------------------------------------------
