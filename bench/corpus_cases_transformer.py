@@ -1,7 +1,8 @@
 """Cases of the corpus run: nki-library's token-generation (TKG) attention and transformer kernels
 whose tests build their arguments from a configuration (the fused attention block, its test's
-SBUF-I/O wrapper, the four-layer tensor-parallel transformer, the attention_tkg test wrapper).  Their tests build about forty arguments from a configuration; the builders here
-restate those tests' input layouts at a smaller size of the same structure (:func:`attention_block_args`,
+SBUF-I/O wrapper, the four-layer tensor-parallel transformer, the attention_tkg test wrapper).
+Their tests build about forty arguments from a configuration; the builders here restate those
+tests' input layouts at a smaller size of the same structure (:func:`attention_block_args`,
 :func:`transformer_tp4_args`), with values of our own drawing."""
 
 from __future__ import annotations
