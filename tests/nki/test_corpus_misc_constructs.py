@@ -10,12 +10,18 @@
   using the instance is refused at the line that used it;
 * arguments that do not fit a kernel name its parameters, not their annotations;
 * a kernel file importing a module that is not valid Python is refused at that module's line,
-  not at the kernel file's (nki-library's transformer imports an mlp.py that does not parse).
+  not at the kernel file's (nki-library's transformer imports an mlp.py that does not parse);
+* the corpus run's torch stand-in (``bench/corpus_standins.py``) lets a test module define its
+  torch reference model (``class Ref(torch.nn.Module)``) on import, and refuses building one.
 """
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -132,3 +138,28 @@ def test_a_syntax_error_in_an_imported_module_names_that_module(tmp_path, monkey
     message = str(err.value)
     assert "broken_helper.py:3: SyntaxError: unexpected indent" in message
     assert "imports_broken.py" not in message
+
+
+def test_the_torch_stand_in_can_be_subclassed_and_refuses_instances():
+    bench = Path(__file__).resolve().parents[2] / "bench"
+    code = textwrap.dedent("""
+        import json
+        import corpus_standins
+        corpus_standins.install()
+        import torch
+
+        class Reference(torch.nn.Module):  # as nki-library's attention_block_tkg_torch.py
+            pass
+
+        try:
+            Reference()
+            used = "no error"
+        except corpus_standins.StandinUsed as err:
+            used = str(err)
+        print(json.dumps({"base": Reference.__mro__[1].__qualname__, "used": used}))
+    """)
+    done = subprocess.run([sys.executable, "-c", code], cwd=bench, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["base"] == "torch.nn.Module"
+    assert "torch.nn.Module is an import stand-in" in got["used"]
