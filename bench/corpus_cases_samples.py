@@ -81,7 +81,11 @@ CASES: dict[str, Case] = {
     C + "matmul.py::matmul": case("f16[1024,4096]", "f16[1024,2048]", ref=_matmul_ab,
                                   note="check_correct()'s K 1024, M 4096, N 2048 (the kernel asserts M a multiple "
                                        "of 512, N of 2048); A is K x M (lhsT): a reference of A^T B"),
+    # the file's own run: bs 1, d 128, seqlen 16k (its comment: the kernel runs on 16k only, in
+    # sections of 8192 queries), q and k [bs, d, seqlen], v [bs, seqlen, d].  The file also runs
+    # that check at import (flash_fwd[0](...) and a 16k x 16k numpy reference at module level),
+    # so loading it costs more than the worker's memory cap before any case runs
     C + "pipelined_attention.py::flash_fwd": case(
-        "bf16[1,1,128,2048]~", "bf16[1,1,128,2048]~", "bf16[1,1,2048,128]~",
-        note="the kernel says 16k only; 2k keeps the run short (a refusal at its line is the expected finding)"),
+        "bf16[1,128,16384]", "bf16[1,128,16384]", "bf16[1,16384,128]", mixed_precision=True, softmax_scale=0.125,
+        use_causal_mask=False),
 }
