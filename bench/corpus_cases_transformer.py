@@ -119,6 +119,28 @@ def attn_tkg_args(bs: int, q_head: int, s_active: int, curr_sprior: int, full_sp
     }
 
 
+def _attn_tkg(q, k_active, v_active, k_prior, v_prior, mask, sink, attn_out_shape, **_):
+    """The attention_tkg test's reference restated: the last S_active positions of the first
+    s_prior cache positions replaced by the new tokens' K and V; scores K^T q (no scaling); masked
+    positions out; the head's sink logit joins each softmax as one more position and is dropped
+    after it; the output [B, heads, d, S_active]."""
+    bs, heads, d, s_active = attn_out_shape
+    s_prior = mask.shape[0]
+    f32 = lambda x: np.asarray(x, np.float32)  # noqa: E731
+    query = f32(q).reshape(d, bs, heads, s_active).transpose(1, 2, 0, 3)  # [B, heads, d, S]
+    keys = f32(k_prior)[:, 0, :, :s_prior].copy()  # [B, d, s_prior]
+    values = f32(v_prior)[:, 0, :s_prior, :].copy()  # [B, s_prior, d]
+    keys[:, :, -s_active:] = f32(k_active).reshape(d, bs, s_active).transpose(1, 0, 2)
+    values[:, -s_active:, :] = f32(v_active)[:, 0]
+    score = np.einsum("bdp,bhds->bhps", keys, query)
+    score = np.where(np.asarray(mask).transpose(1, 2, 0, 3) == 0, -np.inf, score)
+    sinks = np.broadcast_to(f32(sink).reshape(1, heads, 1, 1), (bs, heads, 1, s_active))
+    score = np.concatenate([score, sinks], axis=2)
+    prob = np.exp(score - score.max(axis=2, keepdims=True))
+    prob = (prob / prob.sum(axis=2, keepdims=True))[:, :, :-1, :]
+    return np.einsum("bhps,bpd->bhds", prob, values)
+
+
 _BLOCK = {"batch": 4, "q_heads": 8, "d_head": 64, "hidden": 1024, "s_ctx": 2048, "s_tkg": 1}
 _BLOCK_NOTE = ("the test's HBM-I/O row (B 4, 8 query heads, d_head 64, S_tkg 1, LNC 2) at H 1024 and S_ctx 2048 "
                "(theirs: H 6144, S_ctx 11264); no reference: the test's golden is a torch model")
@@ -126,7 +148,7 @@ _BLOCK_NOTE = ("the test's HBM-I/O row (B 4, 8 query heads, d_head 64, S_tkg 1, 
 CASES: dict[str, Case] = {
     # the test's row AttnTKGConfig(128, 1, 1, 128, 256, 64, 0, qk_in_sb=True) with a sink, LNC 1
     ATTN_TEST + "attn_tkg_wrapper": case(
-        lnc=1, note="no reference: the test's golden is a torch model",
+        lnc=1, ref=_attn_tkg,
         **attn_tkg_args(bs=128, q_head=1, s_active=1, curr_sprior=128, full_sprior=256, d_head=64)),
     # the kernel asserts NeuronCore-v3 or later (nc-version >= gen3): traced for Trn2
     SRC + "attention_block_tkg.py::attention_block_tkg": dataclasses.replace(case(
