@@ -55,6 +55,21 @@ Loops
     the loops first (:mod:`neuronsim.passes.expand_scheduling_units`) reaches the same minimum at the
     price of the loop structure.
 
+Orders no conflict needs (``orders=needed``, the default)
+    A wait resolves to the *last* instance of its target that the dep names: from after a
+    loop, the target's last iteration.  That instance may share no byte with the waiter while
+    an earlier iteration does; when other waits already order that earlier iteration, the wait
+    orders nothing a conflict needs, yet the graph's reduction must keep it (nothing else
+    orders the last iteration).  On a placed program the pass therefore first keeps, of the
+    Flow / Anti / Output waits, only those that realize the spec's minimum (each wait ``x``
+    before ``y`` of :func:`neuronsim.passes.analysis.minimum_waits.minimum_waits` by ``y``'s
+    wait on the earliest target at or after ``x`` on ``x``'s engine or queue:
+    :func:`needed_waits`), then reduces those with the Ordered ones.  Every conflicting pair
+    stays ordered, so a race-free program stays race-free, but orders no conflict needs may
+    go.  When a wait of the minimum has no such wait (deps that race, or that order a pair
+    only through other instances) every order is kept, races included; ``orders=all`` always
+    keeps them (the contract below then holds without exception).
+
 The async window (``window=async``)
     :mod:`neuronsim.passes.analysis.asyncwindow`: the fold driven by ``procAsync``'s edges, keeping each
     point's async window in bank B and reading it in ``RedundantAsyncRemover``.  With the
@@ -94,11 +109,16 @@ __all__ = [
     "LATEST_FIRST", "PROGRAM_ORDER", "FOLDS", "MAX_BOXES", "InstanceWaits", "instance_waits", "waits_from_targets",
     "redundant_waits", "DepRef", "PartialDep", "ReductionResult",
     "dep_reduction", "reduce_table", "apply_reorder_reduction", "apply_anti_dependence_reduction", "REORDER_KINDS",
-    "ANTI_KINDS", "DepReduction", "WINDOWS", "validate_options",
+    "ANTI_KINDS", "DepReduction", "WINDOWS", "ORDERS", "ALL_ORDERS", "NEEDED_ORDERS", "needed_waits",
+    "validate_options",
 ]
 
 #: ``window`` option values: none, or the seed's async window.
 WINDOWS = ("none", "async")
+ALL_ORDERS = "all"
+NEEDED_ORDERS = "needed"
+#: ``orders`` option values: keep every order the deps give, or only what conflicts need.
+ORDERS = (ALL_ORDERS, NEEDED_ORDERS)
 #: Arch numbers on which the seed skips the pass.
 SKIPPED_ARCHS = frozenset({10})
 LATEST_FIRST = "latest-first"
@@ -108,16 +128,17 @@ REORDER_KINDS = frozenset({EdgeKind.FLOW, EdgeKind.ORDERED})
 ANTI_KINDS = frozenset({EdgeKind.ANTI, EdgeKind.OUTPUT})
 
 
-def validate_options(fold: str, window: str = "none") -> None:
+def validate_options(fold: str, window: str = "none", orders: str = ALL_ORDERS) -> None:
     """The one check of the reduction's variants (the pass, :func:`reduce_table` and
-    :func:`redundant_waits` call it): ``fold`` one of :data:`FOLDS`, ``window`` of :data:`WINDOWS`.
+    :func:`redundant_waits` call it): ``fold`` one of :data:`FOLDS`, ``window`` of :data:`WINDOWS`,
+    ``orders`` of :data:`ORDERS`.
 
     >>> validate_options("program-order", "async")
     >>> validate_options("backwards")
     Traceback (most recent call last):
     ValueError: fold must be one of ['latest-first', 'program-order'], got 'backwards'
     """
-    for option, value, allowed in (("fold", fold, FOLDS), ("window", window, WINDOWS)):
+    for option, value, allowed in (("fold", fold, FOLDS), ("window", window, WINDOWS), ("orders", orders, ORDERS)):
         if value not in allowed:
             raise ValueError(f"{option} must be one of {list(allowed)}, got {value!r}")
 
@@ -281,15 +302,20 @@ def _dep_refs(table: DepTable, stream: InstanceStream, rows) -> dict[int, DepRef
 
 def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_FIRST,
                  kinds: frozenset = REORDER_KINDS | ANTI_KINDS, split: bool = True, describe: bool = True,
-                 window: str = "none") -> tuple[DepTable, ReductionResult]:
+                 window: str = "none", orders: str = ALL_ORDERS) -> tuple[DepTable, ReductionResult]:
     """The reduction of ``table`` over ``stream``; see the module doc.  Without ``describe``
     the result names no dropped dep (``dropped`` empty; ``dropped_rows`` and the counts
     filled): a pipeline pass needs the counts, a report the names.  ``window="async"`` folds
-    with the async window (:mod:`neuronsim.passes.analysis.asyncwindow`)."""
-    validate_options(fold, window)
+    with the async window (:mod:`neuronsim.passes.analysis.asyncwindow`).  ``orders="needed"``
+    (a placed program only) first sets aside the byte-labelled waits no conflict needs
+    (:func:`needed_waits`)."""
+    validate_options(fold, window, orders)
     resolved = stream.resolve(table)
     waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
-    if window == "async":
+    usable = needed_waits(stream, table, resolved, kinds) if orders == NEEDED_ORDERS else None
+    if usable is not None:
+        redundant = _redundant_among(waits, usable, fold, window)
+    elif window == "async":
         redundant, _, _ = redundant_waits_window(waits, fold)
     else:
         redundant = redundant_waits(waits, fold)
@@ -336,6 +362,62 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
                              len(waits) - int(sum(redundant)), fold, split_count, unsplit, rows,
                              tuple(drop_rows.tolist()), int(reorder.sum()))
     return new, result
+
+
+def needed_waits(stream: InstanceStream, table: DepTable, resolved, kinds: frozenset) -> np.ndarray | None:
+    """Per resolved wait entry, whether the fold may keep it under ``orders="needed"``, or
+    None when the deps do not realize the spec's minimum (then every order is kept).
+
+    A wait resolves to the *last* instance of its target that the dep names: from after a
+    loop, the target's last iteration, which may share no byte with the waiter while an
+    earlier iteration does.  Such a wait orders more than any conflict needs, and the exact
+    reduction cannot drop it (nothing else orders that last iteration), so the pipeline kept
+    one wait above the minimum (the regression in ``tests/unit/test_reduction_needed.py``).
+    Here each wait of the minimum (``x`` before ``y``,
+    :func:`neuronsim.passes.analysis.minimum_waits.minimum_waits`) is realized by ``y``'s
+    resolved wait on the earliest target at or after ``x`` on ``x``'s component (it completes
+    after ``x``: rules 1 and 3), and the other Flow / Anti / Output waits are set aside; Ordered
+    waits, and kinds outside ``kinds``, always stay.  The waits kept order every pair the
+    minimum orders, so every conflicting pair: the result stays race-free.  A wait of the
+    minimum that no resolved wait of ``y`` realizes (deps that race, or order a pair only
+    through other instances) returns None.
+    """
+    from neuronsim.passes.analysis.minimum_waits import minimum_waits
+
+    ptr, target = resolved.ptr.tolist(), resolved.target.tolist()
+    comp, pos = stream.comp.tolist(), stream.pos.tolist()
+    byte_kinds = np.asarray([int(k) for k in (EdgeKind.FLOW, EdgeKind.ANTI, EdgeKind.OUTPUT) if k in kinds], np.int8)
+    usable = ~np.isin(table.kind[resolved.row], byte_kinds)
+    minimum = minimum_waits(stream)
+    for x, y in zip(minimum.target, minimum.waiter):
+        cx, px = comp[x], pos[x]
+        # Entries are latest target first: the earliest realizing one is the last that fits.
+        chosen = -1
+        for k in range(ptr[y], ptr[y + 1]):
+            t = target[k]
+            if comp[t] == cx and pos[t] >= px:
+                chosen = k
+        if chosen < 0:
+            return None
+        usable[chosen] = True
+    return usable
+
+
+def _redundant_among(waits: InstanceWaits, usable: np.ndarray, fold: str, window: str) -> bytearray:
+    """:func:`redundant_waits` (or the async window's) over the usable entries only; the
+    entries set aside count as redundant."""
+    keep = np.flatnonzero(usable).tolist()
+    before = np.concatenate(([0], np.cumsum(usable, dtype=np.int64)))  # usable entries before k
+    sub = InstanceWaits(waits.stream, before[np.asarray(waits.start, np.int64)].tolist(),
+                        [waits.target[k] for k in keep], [waits.slot[k] for k in keep], waits.table)
+    if window == "async":
+        part, _, _ = redundant_waits_window(sub, fold)
+    else:
+        part = redundant_waits(sub, fold)
+    redundant = bytearray(b"\x01" * len(waits))
+    for k, flag in zip(keep, part):
+        redundant[k] = flag
+    return redundant
 
 
 def _count_waits(stream: InstanceStream, table: DepTable) -> int:
@@ -436,14 +518,18 @@ def apply_anti_dependence_reduction(program: Program, fold: str = LATEST_FIRST) 
 @dataclass(frozen=True, slots=True)
 class DepReduction(Pass):
     """Pass: the exact transitive reduction of the waits
-    (``dep-reduction{fold=latest-first,anti=true,split=true,window=none,arch=-1}``).
+    (``dep-reduction{fold=latest-first,anti=true,split=true,window=none,arch=-1,orders=needed}``).
 
     Contract
         requires: a valid program.
-        guarantees: happens-before over every instance's trigger, start and end is unchanged;
-        the instance waits kept are exactly the transitive reduction's (with ``split``, up to
-        the deps whose needed instances are not a few iteration boxes: ``unsplit``); deps are
-        a subset of the input's, some restricted to iteration ranges.
+        guarantees: with ``orders=all``, happens-before over every instance's trigger, start
+        and end is unchanged; the instance waits kept are exactly the transitive reduction's
+        (with ``split``, up to the deps whose needed instances are not a few iteration boxes:
+        ``unsplit``); deps are a subset of the input's, some restricted to iteration ranges.
+        With ``orders=needed`` (the default) on a placed program whose deps realize the
+        spec's minimum: every conflicting instance pair stays ordered and the Ordered deps'
+        orders are kept, while Flow / Anti / Output waits no conflict needs may be dropped
+        (the module doc); otherwise as ``orders=all``.
 
     Counters: deps ``dropped-reorder`` / ``dropped-anti`` / ``kept``, deps ``partial`` (needed
     at some instances only), ``split`` / ``unsplit``, instance-level waits ``waits-before`` /
@@ -461,18 +547,22 @@ class DepReduction(Pass):
     """``async``: the seed's async window and redundant-async remover (see the module doc)."""
     arch: int = -1
     """The target's arch number for the seed's gate: the pass does nothing on arch 10."""
+    orders: str = NEEDED_ORDERS
+    """``needed``: on a placed program, drop the Flow / Anti / Output waits no conflict needs
+    (:func:`needed_waits`); ``all``: keep every order the deps give."""
 
     def __post_init__(self) -> None:
-        validate_options(self.fold, self.window)
+        validate_options(self.fold, self.window, self.orders)
 
     def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
         if self.arch in SKIPPED_ARCHS:  # "Skipping dependency reduction pass."
             ctx.count(self.name, "skipped-arch")
             return state.unchanged()
         stream = state.stream
+        orders = ALL_ORDERS if state.structure.has_virtual_tensors else self.orders  # conflicts need placement
         table, result = reduce_table(stream, state.deps, fold=self.fold, split=self.split,
                                      kinds=REORDER_KINDS | ANTI_KINDS if self.anti else REORDER_KINDS, describe=False,
-                                     window=self.window)
+                                     window=self.window, orders=orders)
         out = state.with_deps(table)
         dropped_anti = len(result.dropped_rows) - result.dropped_reorder
         for phase, n in (("reorder", result.dropped_reorder), ("anti", dropped_anti)):

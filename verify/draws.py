@@ -55,8 +55,9 @@ def no_source_constants() -> Iterator[None]:
     *local* module it finds in ``sys.modules``.  The programs a seed gives would then depend
     on which of our modules happen to be imported (the CLI imports more than a test does) and
     on every number anyone adds to the code base; the fuzzer's results must depend on the
-    seed alone.  Inside this context the pool is empty (its cache is cleared on the way in
-    and out).
+    seed alone, and a test's examples on its seed, not on the tests run before it in the same
+    worker.  Inside this context the pool is empty (its cache is cleared on the way in and
+    out); the strategies of :mod:`neuronsim.verify.strategies` draw inside it.
     """
     from hypothesis.internal.conjecture import providers
 

@@ -48,12 +48,8 @@ True
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
-
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
@@ -78,6 +74,7 @@ from neuronsim.verify.draws import (
     draw_operand_tiles,
     draw_pick,
     draw_triples_access,
+    no_source_constants,
     operand_tensors,
     partition_start_ok,
 )
@@ -391,6 +388,11 @@ def strip_deps(program: Program) -> Program:
 
 @st.composite
 def _programs(draw, cfg: _Config) -> Program:
+    with no_source_constants():  # the program depends on the seed alone, not on what is imported
+        return _program(draw, cfg)
+
+
+def _program(draw, cfg: _Config) -> Program:
     machine = cfg.machine or draw_pick(draw, sorted(PRESETS))
     spec = PRESETS[machine]
     tensors = _tensor_pool(draw, cfg)
@@ -402,25 +404,6 @@ def _programs(draw, cfg: _Config) -> Program:
     if cfg.deps == "sequential":
         return add_sequential_deps(program)
     return program
-
-
-@lru_cache(maxsize=1)
-def load_project_modules() -> int:
-    """Import every module of ``machine``, ``passes`` and ``verify`` (once); their count.
-
-    Hypothesis draws some values from the constants of the *local* modules loaded so far, so
-    without this the programs one seed gives would depend on what the process happened to
-    import before drawing: a fuzz process running two chunks one after the other would draw
-    other programs for the second chunk than a fresh worker does.  With all of ours loaded
-    first, :func:`programs` depends on the seed (and on user modules loaded before it) only.
-    """
-    count = 0
-    for package in ("neuronsim.machine", "neuronsim.passes", "neuronsim.verify"):
-        root = importlib.import_module(package)
-        for info in pkgutil.walk_packages(root.__path__, package + "."):
-            importlib.import_module(info.name)
-            count += 1
-    return count
 
 
 def _check_int(value, name: str, minimum: int) -> None:
@@ -481,7 +464,6 @@ def programs(
         or ``placed`` and ``virtual`` both false (no tensor could exist).  The feature flags
         allow a feature, they do not force it, so no other combination is impossible.
     """
-    load_project_modules()
     _check_int(min_instructions, "min_instructions", 1)
     _check_int(max_instructions, "max_instructions", 1)
     _check_int(max_loops, "max_loops", 0)
@@ -561,9 +543,10 @@ def tensors_and_access(draw, *, memory: str | None = None, max_trip: int = 3):
     if memory is not None and memory not in _MEMORIES:
         raise InvalidArgument(f"memory={memory!r} must be None or one of {_MEMORIES}")
     _check_int(max_trip, "max_trip", 1)
-    loops = _loops(draw, max_trip)
-    tensor = _placed_tensor(draw, "t", memory or draw_pick(draw, _MEMORIES))
-    return tensor, _any_access(draw, tensor, loops), loops
+    with no_source_constants():
+        loops = _loops(draw, max_trip)
+        tensor = _placed_tensor(draw, "t", memory or draw_pick(draw, _MEMORIES))
+        return tensor, _any_access(draw, tensor, loops), loops
 
 
 def _iteration(draw, loops) -> dict[str, int]:
@@ -580,6 +563,11 @@ def access_pairs(draw, *, max_trip: int = 3):
     and steps, strides, offsets and per-iteration shifts; iterations are loop index maps.
     """
     _check_int(max_trip, "max_trip", 1)
+    with no_source_constants():
+        return _access_pair(draw, max_trip)
+
+
+def _access_pair(draw, max_trip: int):
     memory_a = draw_pick(draw, _MEMORIES)
     loops_a, loops_b = _loops(draw, max_trip), _loops(draw, max_trip)
     tensor_a = _placed_tensor(draw, "t", memory_a)
