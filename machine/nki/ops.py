@@ -228,11 +228,32 @@ def activation(dst: Layout, func: str, src: Any, *, scale: Any = None, bias: Any
 def memset(dst: Layout, value: Any, engine: str | None = None) -> None:
     if not dst.on_chip:
         raise fail(f"memset of {dst.tensor.name}: only on-chip tiles can be set (store a tile instead)")
+    start, count, _step = dst.partitions
+    if dst.tensor.memory == MemoryKind.SBUF and count == 1 and start % 32:
+        set_one_partition(dst, value)
+        return
     engine = engine if engine in ("dve", "pool") else "dve"
     if engine == "pool" and dst.tensor.memory.name == "PSUM":
         engine = "dve"
     current().note_write(dst)
     current().kb.memset(dst.view(), number(value), engine=engine)
+
+
+def set_one_partition(dst: Layout, value: Any) -> None:
+    """``t[i, ...] = value`` for one partition ``i`` off a 32-partition boundary: no base
+    partition lets a compute access start there (the partition-start rule,
+    machine/model/optable.py), so the value is written over the 32 partitions of ``i``'s
+    quadrant, kept where the partition is not ``i``: an ``affine_select`` on POOL reading and
+    writing that window (``t[5, j] = 25`` of the SDK's gather_flattened example)."""
+    start = dst.partitions[0]
+    first = start - start % 32
+    rows = min(32, dst.tensor.shape[0] - first)
+    axes = tuple((kind, stride, rows if kind == "P" else n) for kind, stride, n in dst.axes)
+    window = replace(dst, axes=axes, partitions=(first, rows, 1), tags=None, limits=None)
+    current().note_write(window)
+    attrs = {"offset": first - start, "channel_multiplier": 1, "pattern": [], "cmp": "not_equal",
+             "value": number(value)}
+    current().kb.instruction("affine_select", "pool", [window.view()], [window.view()], attrs=attrs)
 
 
 def opens_accumulation(dst: Layout) -> bool:

@@ -151,3 +151,16 @@ def test_double_row_matmul_contracts_both_rows_at_half_the_cycles():
     assert mm.attrs["double_row"] is True
     cost = instruction_cost(mm, traced.program.tensors, resolve_machine("trn2"))
     assert cost.cycles == 512  # max(min(64, M), N) of the halves, where the two rows apart cost 1024
+
+
+def test_a_number_into_one_partition_off_a_quadrant_boundary_is_a_window_select():
+    """No partition base lets a compute access start at partition 5: the write covers the
+    quadrant's 32 partitions (an affine_select on POOL keeping the others), and allocates."""
+    x = f32(40, 8)
+    out = run(kernel(f"{LEGACY}::set_single_partitions"), x)["return0"]
+    expected = x.copy()
+    expected[5, 3], expected[37, 0:4] = 7.0, -1.0
+    np.testing.assert_array_equal(out, expected)
+    selects = _ops(trace(kernel(f"{LEGACY}::set_single_partitions"), x), "affine_select")
+    assert [s.writes[0].partitions for s in selects] == [(0, 32, 1), (32, 8, 1)]
+    assert [s.attrs["offset"] for s in selects] == [-5, -5] and all(s.engine == "pool" for s in selects)

@@ -70,3 +70,13 @@ def shifting_gathers(data, rows):
         idx = nl.add(idx, 1, dtype=idx.dtype)
         nl.store(out[k], nl.load(data[idx, i_f]))
     return out
+
+
+def set_single_partitions(x):
+    """Numbers written into single partitions off a 32-partition boundary (5 and 37)."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    t[5, 3] = 7.0
+    t[37, 0:4] = -1.0
+    nl.store(out, t)
+    return out
