@@ -83,7 +83,7 @@ _TWO_CORE = "two-core kernels: neuronsim models one NeuronCore"
 REFUSED = {
     "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE, "all_reduce": "collectives", "all_gather": "collectives",
     "reduce_scatter": "collectives", "collective_permute": "collectives",
-    "dma_compute": "DMA compute", "local_gather": "gathers",
+    "dma_compute": "DMA compute",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
     "rand_get_state": "random numbers",
     "exponential": "not modelled by neuronsim", "activate2": "two-function activations (NKI 0.4)",
