@@ -54,7 +54,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.ir.program import SEQUENCERS, Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
+from neuronsim.machine.ir.program import (SEQUENCERS, Access, Dep, Instruction, Loop, MemoryKind, Node, Program, Tensor,
+                                          frozen_mapping)
 from neuronsim.machine.model.optable import OP_TABLE
 from neuronsim.machine.model.presets import PRESETS, MachineSpec
 from neuronsim.machine.formats.validate import access_elements
@@ -137,7 +138,8 @@ def _tensor_pool(draw, cfg: _Config) -> dict[str, Tensor]:
     if cfg.dma:
         for i in range(draw_int(draw, 1, 2)):
             virtual = is_virtual()
-            tensors[f"dr{i}"] = draw_dram_tensor(draw, f"dr{i}", virtual, None, None if virtual else near(MemoryKind.DRAM))
+            address = None if virtual else near(MemoryKind.DRAM)
+            tensors[f"dr{i}"] = draw_dram_tensor(draw, f"dr{i}", virtual, None, address)
         if cfg.alias_groups:
             for i in range(draw_int(draw, 0, 3)):
                 tensors[f"al{i}"] = draw_dram_tensor(draw, f"al{i}", False, draw_pick(draw, ("g0", "g1")))
@@ -262,7 +264,8 @@ def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, 
     if op == "dma_copy":
         reads, writes = [side()], [side()]
         attrs = {}
-        modes = ["none"] + (["swdge"] if engine == "pool" else []) + (["hwdge"] if spec.has_hwdge and engine in ("sp", "act") else [])
+        modes = (["none"] + (["swdge"] if engine == "pool" else [])
+                 + (["hwdge"] if spec.has_hwdge and engine in ("sp", "act") else []))
         if draw_flag(draw):
             attrs["dge"] = draw_pick(draw, modes)
     else:
@@ -470,7 +473,8 @@ def programs(
     _check_int(max_depth, "max_depth", 0)
     _check_int(max_trip, "max_trip", 1)
     if min_instructions > max_instructions:
-        raise InvalidArgument(f"min_instructions={min_instructions} is greater than max_instructions={max_instructions}")
+        raise InvalidArgument(f"min_instructions={min_instructions} is greater than "
+                              f"max_instructions={max_instructions}")
     flags = dict(placed=placed, virtual=virtual, alias_groups=alias_groups, dma=dma,
                  psum_accumulation=psum_accumulation, rng=rng, strides=strides, opaque=opaque, reuse=reuse)
     for key, value in flags.items():
