@@ -24,7 +24,7 @@ API: tuple[tuple[str, tuple[str, ...], str], ...] = (
      "The pass pipeline."),
     ("neuronsim.passes.pipeline", ("Pass", "PipelineState", "as_pass"), "Writing a pass of your own."),
     ("neuronsim.verify.racecheck", ("check_program", "check_waits", "RaceReport", "Race"), "The race checker."),
-    ("neuronsim.verify.report", ("group_races", "suggest_fix", "render_report"), "Race reports for people."),
+    ("neuronsim.verify.race_report", ("group_races", "suggest_fix", "render_report"), "Race reports for people."),
     ("neuronsim.machine.sim.simulator", ("simulate",), "The simulator."),
     ("neuronsim.verify.fuzz", ("check_pass", "assert_pass_sound", "check_one", "shrink_failure", "save_failure",
                      "FuzzFailure", "FuzzResult"), "Fuzzing a pass."),

@@ -130,7 +130,7 @@ def reference_output(stage: PassStage, replace: str | None, pipeline: str) -> Pr
 def explain_race(race, unrolled, stage: PassStage, replace: str | None, pipeline: str,
                  user: Any) -> tuple[dict, str]:
     """``(race document, fix line)`` for the first race of a failure."""
-    from neuronsim.verify.report import suggest_fix
+    from neuronsim.verify.race_report import suggest_fix
 
     waiter, dep = suggest_fix(race, unrolled)
     who = "your pass" if user is not None else "the pipeline"

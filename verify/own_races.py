@@ -49,7 +49,7 @@ from neuronsim.machine.ir.source import instance_source
 from neuronsim.machine.order.stream import stream_of
 
 from neuronsim.verify.racecheck import Race, check_program
-from neuronsim.verify.report import describe_race
+from neuronsim.verify.race_report import describe_race
 from neuronsim.machine.order.reach import without_unreached_reads
 
 __all__ = ["OwnRaces", "own_races", "LISTED", "STOP_AFTER"]

@@ -16,7 +16,7 @@ from neuronsim.machine.order.unroll import unroll
 from neuronsim_tests.oracles import brute_races
 from neuronsim_tests.vacuity import nonvacuous, tally
 from neuronsim.verify.racecheck import check_program
-from neuronsim.verify.report import add_fixes, group_races
+from neuronsim.verify.race_report import add_fixes, group_races
 from neuronsim.verify.strategies import programs
 
 SMALL = dict(max_instructions=8, max_trip=3, max_loops=2, max_depth=2)

@@ -21,7 +21,7 @@ from neuronsim.verify.cli import cli
 from neuronsim.verify.app.html_report import build_report, render_html
 from neuronsim.verify.own_races import own_races
 from neuronsim.verify.racecheck import check_program
-from neuronsim.verify.report import describe_race, render_report
+from neuronsim.verify.race_report import describe_race, render_report
 from neuronsim.machine.order.unroll import unroll
 
 RACY = "examples/matmul_k_loop_racy.json"

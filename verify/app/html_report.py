@@ -12,7 +12,7 @@ drawings are inline, nothing is fetched.  It has four parts:
   Instances in a race are outlined in red.  At most :data:`MAX_DRAWN` instances (and their
   waits) are drawn; the page says when it shows a prefix;
 * **races** under the program's deps (:func:`neuronsim.verify.racecheck.check_waits`), grouped per
-  instruction pair with the dep that fixes each group (:func:`neuronsim.verify.report.group_races`);
+  instruction pair with the dep that fixes each group (:func:`neuronsim.verify.race_report.group_races`);
 * **sync footprint**: waits by kind for the program as given, after each pass of the
   footprint pipeline, and the spec's minimum (:func:`neuronsim.verify.sync_counts.sync_report`);
 * **engines**: busy time, wait time and DMA bytes per component
@@ -48,7 +48,7 @@ from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 
 from neuronsim.verify.racecheck import check_waits
-from neuronsim.verify.report import group_races
+from neuronsim.verify.race_report import group_races
 from neuronsim.verify.sync_counts import KINDS, SyncReport, sync_report
 
 __all__ = ["Report", "RaceGroupView", "build_report", "render_html", "write_report", "timeline", "footprint_chart",

@@ -18,7 +18,7 @@ from neuronsim.verify.cli.common import (emit_json, guard_size, json_option, pla
                                          size_options)
 from neuronsim.verify.app.progress import Progress
 from neuronsim.verify.racecheck import check_waits
-from neuronsim.verify.report import render_report, suggest_fix
+from neuronsim.verify.race_report import render_report, suggest_fix
 from neuronsim.verify.cli.task_programs import check_tasks, sniff_task_program
 from neuronsim.verify.cli.traced import prepare_traced
 

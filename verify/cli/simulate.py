@@ -48,7 +48,7 @@ from neuronsim.verify.cli.common import (
 from neuronsim.verify.cli.npz_io import read_npz, write_npz
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress
-from neuronsim.verify.report import people_console, render_report
+from neuronsim.verify.race_report import people_console, render_report
 from neuronsim.verify.tracecheck import check_trace
 from neuronsim.verify.cli.task_programs import simulate_tasks_command, sniff_task_program
 from neuronsim.verify.cli.traced import prepare_traced
