@@ -312,6 +312,13 @@ def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str)
         return
     read, write = inst.reads[0], inst.writes[0]
     n_read, n_write = access_elements(tensors[read.tensor], read), access_elements(tensors[write.tensor], write)
+    if inst.attrs.get("bitcast", False):  # bytes as they are: the byte counts agree
+        n_read, n_write = n_read * tensors[read.tensor].itemsize, n_write * tensors[write.tensor].itemsize
+        if n_read != n_write:
+            raise ProgramError(join_path(join_path(path, "writes"), 0),
+                               f"bitcast dma_copy writes {n_write} bytes but reads {n_read} (reads[0] on "
+                               f"{read.tensor!r}); the byte counts must agree")
+        return
     if n_read != n_write:
         raise ProgramError(join_path(join_path(path, "writes"), 0),
                            f"dma_copy writes {n_write} elements but reads {n_read} (reads[0] on {read.tensor!r}); "

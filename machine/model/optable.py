@@ -316,8 +316,8 @@ _MX = (
 OP_TABLE: dict[str, OpSpec] = {
     spec.name: spec
     for spec in (
-        OpSpec("dma_copy", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES)},
-               doc="copy the source bytes to the destination, casting element-wise via fp32"),
+        OpSpec("dma_copy", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES), "bitcast": _is_bool},
+               doc="copy the source bytes to the destination, casting element-wise via fp32 (bitcast: as they are)"),
         OpSpec("matmul", ("pe",), (2, 3), (1, 1),
                {"accumulate": _is_bool, "group": _group, "double_row": _is_bool},
                doc="out[M,N] (+)= stationary[K,M]^T @ moving[K,N] in fp32 (double_row: [K,2,M] and [K,2,N], "

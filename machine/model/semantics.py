@@ -32,7 +32,9 @@ Op meanings are those of the op table (``doc`` column); the details:
 
 ==================================  =================================================================
 ``dma_copy``                        the source elements, row-major, into the destination; counts must
-                                    agree; same dtype copies bytes, otherwise casts via fp32
+                                    agree; same dtype copies bytes, otherwise casts via fp32; with
+                                    ``bitcast`` the source bytes, row-major, become the destination's
+                                    elements as they are (byte counts agree: NKI's ``.ap(dtype=)``)
 ``matmul``                          ``out[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` in fp32;
                                     ``reads[0]`` stationary, ``reads[1]`` moving (``reads[2]``, the
                                     accumulated tile, is not needed: the write's contents are used);
@@ -280,6 +282,8 @@ Outs = Sequence[np.ndarray]
 
 def _dma_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     src, out = reads[0], outs[0]
+    if attrs.get("bitcast", False):
+        return [np.ascontiguousarray(src).view(np.uint8).reshape(-1).view(out.dtype).reshape(out.shape)]
     if src.dtype == out.dtype:
         return [_fit(src, out.shape)]
     return [_fit(cast(_f32(src), out.dtype), out.shape)]

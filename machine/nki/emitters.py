@@ -187,13 +187,20 @@ def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None,
     rmw = alu_name(dst_rmw_op) if dst_rmw_op is not None else None
     if rmw not in (None, "add"):  # the dma_copy page: "currently, only nl.add is supported"
         raise current().refuse(f"nisa.dma_copy(dst_rmw_op={rmw})", "the ISA adds only (nl.add)")
+    oob = current().call_options.get("oob_mode")
+    if rmw is not None and getattr(oob, "name", oob) == "skip":  # the page allows error only with it
+        raise fail("nisa.dma_copy: dst_rmw_op allows only oob_mode=oob_mode.error")
     ops.dma(dst, ops.lay(src), engine=engine_of(engine, ("sp", "act", "pool"), "sp"),
             dge=str(dge_mode) if dge_mode is not None else None, rmw=rmw)
 
 
 def dma_transpose(dst: Layout, src: Any, axes: Any = None, **_kw: Any) -> None:
     """Every form of ``nisa.dma_transpose`` (machine/nki/transpose_dma.py)."""
-    transpose_dma.dma_transpose(dst, ops.lay(src), axes)
+    source = ops.lay(src)
+    if dst.bitcast or source.bitcast:  # machine/nki/reinterpret.py: a plain dma_copy only
+        raise current().refuse("nisa.dma_transpose of a view read as another element size (.ap(dtype=))",
+                               "the bytes of another element size move by nisa.dma_copy only")
+    transpose_dma.dma_transpose(dst, source, axes)
 
 
 def free_size(shape: tuple[int, ...]) -> int:

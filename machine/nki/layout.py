@@ -7,7 +7,8 @@ program format's ``partitions`` / ``offset`` / ``pattern``).  On SBUF / PSUM one
 partition axis (``P``: its range is ``partitions``); every other axis is a free axis
 ``(stride, count)`` in the tensor's per-partition element numbering (DRAM: all elements).
 
->>> from neuronsim.machine.ir.program import MemoryKind, Tensor
+>>> from neuronsim.machine.ir.dtypes import itemsize
+from neuronsim.machine.ir.program import MemoryKind, Tensor
 >>> t = Layout.whole(Tensor("t", MemoryKind.SBUF, "float32", (128, 4, 64)))
 >>> v = t.index((slice(0, 64), 2, slice(0, 64, 2))).view().access()
 >>> v.partitions, v.offset, v.pattern
@@ -21,6 +22,7 @@ from functools import cached_property
 from math import prod
 from typing import Any
 
+from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.ir.program import MemoryKind, Tensor
 from neuronsim.machine.nki.errors import NkiError, fail, unsupported
 from neuronsim.machine.nki.indexing import ArangeExpr, Iter, as_index, concrete, new_iter
@@ -115,6 +117,12 @@ class Layout:
     def element_dtype(self) -> str:
         return self.dtype or str(self.tensor.dtype)
 
+    @property
+    def bitcast(self) -> bool:
+        """True when the view reads its bytes as a dtype of another element size (its axes stay in
+        the tensor's own elements: only a DMA, copying bytes as they are, may use it)."""
+        return self.dtype is not None and itemsize(self.dtype) != itemsize(str(self.tensor.dtype))
+
     @staticmethod
     def whole(tensor: Tensor, logical: tuple[int, ...] | None = None, par_axis: int = 0) -> Layout:
         """The whole tensor; ``logical`` orders its axes as the kernel declared them (block
@@ -138,16 +146,26 @@ class Layout:
         """The builder's view of this layout (computed once: operands are viewed often)."""
         return self._view
 
-    @cached_property
-    def _view(self) -> View:
-        if self.indirect is not None:  # its rows exist only once the DMA reads the indices
-            raise fail(f"an access of {self.tensor.name} through a tile of indices is the source or destination "
-                       "of a DMA (nl.load, nl.store, nisa.dma_copy) only")
+    def storage_view(self) -> View:
+        """The builder's view in the tensor's own elements, also of a :attr:`bitcast` view."""
         dims = tuple((s, n) for k, s, n in self.axes if k == F) or ((1, 1),)
         return View(self.tensor, self.partitions, self.offset, dims)
 
+    @cached_property
+    def _view(self) -> View:
+        if self.bitcast:
+            raise unsupported(f"reading {self.tensor.name} ({self.tensor.dtype}) as {self.dtype} outside a DMA",
+                              "only a DMA moves the bytes of another element size as they are")
+        if self.indirect is not None:  # its rows exist only once the DMA reads the indices
+            raise fail(f"an access of {self.tensor.name} through a tile of indices is the source or destination "
+                       "of a DMA (nl.load, nl.store, nisa.dma_copy) only")
+        return self.storage_view()
+
     # -- basic and advanced indexing ---------------------------------------------------------
     def index(self, key: Any) -> Layout:
+        if self.bitcast:
+            raise unsupported(f"indexing a view of {self.tensor.name} read as {self.dtype}",
+                              "give the whole access to .ap(pattern, dtype=) and copy it by DMA")
         key = key if isinstance(key, tuple) else (key,)
         if any(k is Ellipsis for k in key):
             at = key.index(Ellipsis)

@@ -103,6 +103,11 @@ def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None 
         dge = None
     if dst.tensor.memory.name == "PSUM" or src.tensor.memory.name == "PSUM":
         raise fail("a DMA cannot read or write PSUM (copy the tile to SBUF first)")
+    if (dst.bitcast or src.bitcast) and rmw is None:  # .ap(dtype=) of another element size: bytes as they are
+        from neuronsim.machine.nki.reinterpret import dma_bytes  # it imports the tracer: above this module
+
+        dma_bytes(dst, src, engine=engine, queue=QUEUES[engine], dge=dge)
+        return
     if not src.on_chip:
         src = src.permuted_like(dst)  # the same index iterators in another order: a transposing copy
     if not dst.on_chip:

@@ -19,7 +19,7 @@ from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import Refused, fail
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki.layout import Layout
-from neuronsim.machine.nki.reinterpret import reinterpret
+from neuronsim.machine.nki.reinterpret import bitcast_ap, other_size, reinterpret
 from neuronsim.machine.nki.tracer import current
 
 #: NkiTensor methods of the API reference module that neuronsim does not model.
@@ -89,6 +89,9 @@ class NkiTensor:
             return self._blocked.shape
         if self._layout is None:
             return self._spec.shape
+        if self._layout.bitcast:  # counted in elements of the dtype it is read as
+            *outer, last = self._layout.shape
+            return (*outer, last * self._layout.tensor.itemsize // NkiDtype(self._layout.dtype).itemsize)
         return self._layout.shape
 
     @property
@@ -156,6 +159,8 @@ class NkiTensor:
         ``scalar_offset`` (a device value, its value on the traced inputs) indexes dimension
         ``indirect_dim`` of the tensor; ``vector_offset`` (a tile, one row per partition) makes
         it an indirect DMA's gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
+        if dtype is not None and vector_offset is None and scalar_offset is None and other_size(self.layout, dtype):
+            return NkiTensor(bitcast_ap(self.layout, pattern, offset, dtype))  # only a DMA may use it
         if vector_offset is not None:
             layout = vector_offset_view(self.layout, pattern, offset, vector_offset.layout, indirect_dim)
         else:

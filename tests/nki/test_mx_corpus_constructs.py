@@ -105,8 +105,8 @@ def test_scalar_offset_on_a_reshape_counts_rows_of_the_reshape():
 @pytest.mark.parametrize("func, array, needle, reason", [
     ("view_words_as_bf16", np.zeros((32, 8), np.uint16), "view refused here",
      r"\.view\(dtype\): reading \S+ \(uint16\) as bfloat16 is not supported \(the same element size stored"),
-    ("ap_floats_as_bytes", np.zeros((32, 8), np.float32), "ap refused here",
-     r"\.ap\(dtype=\): reading values \(float32\) as uint8 is not supported \(another element size"),
+    ("view_floats_as_bytes", np.zeros((32, 8), np.float32), "view size refused here",
+     r"\.view\(dtype\): reading values \(float32\) as uint8 is not supported \(another element size"),
 ])
 def test_other_reinterpretations_are_refused_at_the_kernel_line(func, array, needle, reason):
     with pytest.raises(NkiError) as info:
@@ -122,3 +122,26 @@ def test_nl_range_loops_as_python_range():
     traced = trace(kernel("mx_reinterpret.py::doubled_by_blocks"), x)
     assert sum(inst.op == "tensor_scalar" for inst, _ in traced.program.instructions()) == 3  # unrolled
     np.testing.assert_array_equal(run(kernel("mx_reinterpret.py::doubled_by_blocks"), x)["out"], 2 * x)
+
+
+def test_a_float32_scale_stored_as_four_fp8_bytes_keeps_its_bits():
+    values = np.random.default_rng(11).normal(size=(16, 8)).astype(np.float32)
+    traced = trace(kernel("mx_reinterpret.py::scale_as_bytes"), values)
+    (store,) = [inst for inst, _ in traced.program.instructions() if inst.attrs.get("bitcast")]
+    assert store.op == "dma_copy" and store.writes[0].tensor == "out"
+    out = run(kernel("mx_reinterpret.py::scale_as_bytes"), values)
+    np.testing.assert_array_equal(out["out"].view(np.uint8), values[:, :1].copy().view(np.uint8))
+
+
+def test_bf16_pairs_read_as_float32_words():
+    halves = np.random.default_rng(12).normal(size=(8, 64)).astype(ml_dtypes.bfloat16)
+    out = run(kernel("mx_reinterpret.py::pairs_as_words"), halves)
+    np.testing.assert_array_equal(out["out"].view(np.uint32), halves.view(np.uint32))
+
+
+def test_a_view_of_another_element_size_is_refused_outside_a_dma():
+    with pytest.raises(NkiError) as info:
+        trace(kernel("mx_reinterpret.py::bytes_to_compute"), np.zeros((16, 8), np.float32))
+    message = str(info.value)
+    assert re.match(rf"\S*mx_reinterpret\.py:{line_of(SOURCE, 'compute refused here')}: reading \S+ \(float32\) as "
+                    r"bfloat16 outside a DMA is not supported", message), message

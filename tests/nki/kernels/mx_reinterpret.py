@@ -84,13 +84,11 @@ def view_words_as_bf16(words):
 
 
 @nki.jit
-def ap_floats_as_bytes(values):
-    """float32 read as uint8 through ``.ap(dtype=)``: another element size (refused)."""
-    P, F = values.shape
-    tile = nl.ndarray((P, 4 * F), dtype=nl.uint8, buffer=nl.sbuf)
-    as_bytes = values.ap(pattern=[[4 * F, P], [1, 4 * F]], offset=0, dtype=nl.uint8)  # ap refused here
-    nisa.dma_copy(dst=tile, src=as_bytes)
-    return tile
+def view_floats_as_bytes(values):
+    """float32 seen as uint8 through ``.view``: another element size (refused; ``.ap(dtype=)``
+    into a DMA is the supported spelling)."""
+    as_bytes = values.view(nl.uint8)  # view size refused here
+    return as_bytes
 
 
 @nki.jit
@@ -104,3 +102,38 @@ def doubled_by_blocks(x):
         nisa.tensor_scalar(dst=tile, data=tile, op0=nl.multiply, operand0=2.0)
         nisa.dma_copy(dst=out[:, block * 32:(block + 1) * 32], src=tile)
     return out
+
+
+@nki.jit
+def scale_as_bytes(values):
+    """A row's fp32 scale stored as four fp8 bytes after the row (nki-library's row
+    quantization): ``.ap(dtype=)`` of a smaller element on the source of a DMA."""
+    P, F = values.shape
+    tile = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=values[:, 0:1])
+    out = nl.ndarray((P, 4), dtype=nl.float8_e4m3, buffer=nl.shared_hbm, name="out")
+    nisa.dma_copy(dst=out, src=tile.ap(pattern=[[4, P], [1, 4]], offset=0, dtype=nl.float8_e4m3))
+    return out
+
+
+@nki.jit
+def pairs_as_words(halves):
+    """bf16 pairs read as one fp32 each (nki-library's MX loader): a larger element."""
+    M, K = halves.shape
+    tile = nl.ndarray((M, K // 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=halves.ap(pattern=[[K // 2, M], [1, K // 2]], dtype=nl.float32))
+    out = nl.ndarray((M, K // 2), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit
+def bytes_to_compute(values):
+    """A view of another element size given to a compute engine (refused)."""
+    P, F = values.shape
+    tile = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=values)
+    halves = nl.ndarray((P, 2 * F), dtype=nl.bfloat16, buffer=nl.sbuf)
+    as_bf16 = tile.ap(pattern=[[2 * F, P], [1, 2 * F]], offset=0, dtype=nl.bfloat16)
+    nisa.tensor_copy(dst=halves, src=as_bf16)  # compute refused here
+    return halves
