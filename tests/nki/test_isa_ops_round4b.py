@@ -164,3 +164,8 @@ def test_a_number_into_one_partition_off_a_quadrant_boundary_is_a_window_select(
     selects = _ops(trace(kernel(f"{LEGACY}::set_single_partitions"), x), "affine_select")
     assert [s.writes[0].partitions for s in selects] == [(0, 32, 1), (32, 8, 1)]
     assert [s.attrs["offset"] for s in selects] == [-5, -5] and all(s.engine == "pool" for s in selects)
+
+
+def test_read_modify_write_with_oob_skip_is_an_error_at_its_line():
+    with pytest.raises(NkiError, match=r"isa_round4b_legacy\.py:\d+: .*dst_rmw_op allows only oob_mode"):
+        trace(kernel(f"{LEGACY}::scatter_add_skip"), f32(4, 8), _rows(0, 1, 2, 3), f32(8, 8))

@@ -80,3 +80,11 @@ def set_single_partitions(x):
     t[37, 0:4] = -1.0
     nl.store(out, t)
     return out
+
+
+def scatter_add_skip(src, rows, base):
+    """dst_rmw_op with oob_mode=skip: the dma_copy page allows only oob_mode.error with it."""
+    out = nl.ndarray(base.shape, dtype=base.dtype, buffer=nl.shared_hbm)
+    i_f = nl.arange(src.shape[1])[None, :]
+    nisa.dma_copy(dst=out[nl.load(rows), i_f], src=nl.load(src), dst_rmw_op=np.add, oob_mode=nisa.oob_mode.skip)
+    return out
