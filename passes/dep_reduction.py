@@ -103,6 +103,7 @@ from neuronsim.machine.order.stream import InstanceStream, stream_of
 from neuronsim.machine.ir.collector import collector_paused
 
 from neuronsim.passes.analysis.asyncwindow import redundant_waits_window
+from neuronsim.passes.analysis.minimum_waits import keeps_a_needless_wait, needed_waits
 from neuronsim.passes.pipeline import Pass, PassContext, PipelineState
 
 __all__ = [
@@ -312,13 +313,14 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
     validate_options(fold, window, orders)
     resolved = stream.resolve(table)
     waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
-    usable = needed_waits(stream, table, resolved, kinds) if orders == NEEDED_ORDERS else None
-    if usable is not None:
-        redundant = _redundant_among(waits, usable, fold, window)
-    elif window == "async":
+    if window == "async":
         redundant, _, _ = redundant_waits_window(waits, fold)
     else:
         redundant = redundant_waits(waits, fold)
+    if orders == NEEDED_ORDERS and keeps_a_needless_wait(stream, table, resolved, redundant, kinds):
+        usable = needed_waits(stream, table, resolved, kinds)
+        if usable is not None:
+            redundant = _redundant_among(waits, usable, fold, window)
     rows = len(table)
     needed_mask = np.frombuffer(bytes(redundant), np.uint8) == 0 if len(redundant) else np.zeros(0, bool)
     row = resolved.row.astype(np.int64)
@@ -362,45 +364,6 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
                              len(waits) - int(sum(redundant)), fold, split_count, unsplit, rows,
                              tuple(drop_rows.tolist()), int(reorder.sum()))
     return new, result
-
-
-def needed_waits(stream: InstanceStream, table: DepTable, resolved, kinds: frozenset) -> np.ndarray | None:
-    """Per resolved wait entry, whether the fold may keep it under ``orders="needed"``, or
-    None when the deps do not realize the spec's minimum (then every order is kept).
-
-    A wait resolves to the *last* instance of its target that the dep names: from after a
-    loop, the target's last iteration, which may share no byte with the waiter while an
-    earlier iteration does.  Such a wait orders more than any conflict needs, and the exact
-    reduction cannot drop it (nothing else orders that last iteration), so the pipeline kept
-    one wait above the minimum (the regression in ``tests/unit/test_reduction_needed.py``).
-    Here each wait of the minimum (``x`` before ``y``,
-    :func:`neuronsim.passes.analysis.minimum_waits.minimum_waits`) is realized by ``y``'s
-    resolved wait on the earliest target at or after ``x`` on ``x``'s component (it completes
-    after ``x``: rules 1 and 3), and the other Flow / Anti / Output waits are set aside; Ordered
-    waits, and kinds outside ``kinds``, always stay.  The waits kept order every pair the
-    minimum orders, so every conflicting pair: the result stays race-free.  A wait of the
-    minimum that no resolved wait of ``y`` realizes (deps that race, or order a pair only
-    through other instances) returns None.
-    """
-    from neuronsim.passes.analysis.minimum_waits import minimum_waits
-
-    ptr, target = resolved.ptr.tolist(), resolved.target.tolist()
-    comp, pos = stream.comp.tolist(), stream.pos.tolist()
-    byte_kinds = np.asarray([int(k) for k in (EdgeKind.FLOW, EdgeKind.ANTI, EdgeKind.OUTPUT) if k in kinds], np.int8)
-    usable = ~np.isin(table.kind[resolved.row], byte_kinds)
-    minimum = minimum_waits(stream)
-    for x, y in zip(minimum.target, minimum.waiter):
-        cx, px = comp[x], pos[x]
-        # Entries are latest target first: the earliest realizing one is the last that fits.
-        chosen = -1
-        for k in range(ptr[y], ptr[y + 1]):
-            t = target[k]
-            if comp[t] == cx and pos[t] >= px:
-                chosen = k
-        if chosen < 0:
-            return None
-        usable[chosen] = True
-    return usable
 
 
 def _redundant_among(waits: InstanceWaits, usable: np.ndarray, fold: str, window: str) -> bytearray:

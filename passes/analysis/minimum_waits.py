@@ -19,12 +19,17 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
+from neuronsim.machine.ir.edges import EdgeKind
+from neuronsim.machine.order.conflicts import conflict_kind, pair_kinds
+from neuronsim.machine.order.deptable import DepTable
 from neuronsim.machine.order.hb import HappensBefore
 from neuronsim.machine.order.reach import conflicting_accesses
 from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
 from neuronsim.machine.order.stream import InstanceStream
 
-__all__ = ["MinimumWaits", "minimum_waits"]
+__all__ = ["MinimumWaits", "minimum_waits", "needed_waits", "keeps_a_needless_wait"]
 
 _FORGET_EVERY = 4096
 
@@ -144,3 +149,61 @@ def _alias_candidates(alias_last: dict, cells: CellSpace, ca, byteset, y: int, c
             _latest_conflicts(cell, c, is_write, latest, kinds)
             cell[key] = y
     alias_last.setdefault((group, ca.tensor), {})[key] = y
+
+
+def _byte_kinds(kinds: frozenset) -> np.ndarray:
+    return np.asarray([int(k) for k in (EdgeKind.FLOW, EdgeKind.ANTI, EdgeKind.OUTPUT) if k in kinds], np.int8)
+
+
+def keeps_a_needless_wait(stream: InstanceStream, table: DepTable, resolved, redundant: bytearray,
+                           kinds: frozenset) -> bool:
+    """Whether a Flow / Anti / Output wait the exact reduction keeps orders a pair sharing no
+    byte.  Otherwise every kept wait is one of the minimum's already (a kept wait on a
+    conflicting instance is on the latest conflicting one of its component, and nothing else
+    orders it), so :func:`needed_waits` could drop nothing: the gate spares its walk."""
+    kept = np.frombuffer(bytes(redundant), np.uint8) == 0 if len(redundant) else np.zeros(0, bool)
+    kept &= np.isin(table.kind[resolved.row], _byte_kinds(kinds))
+    if not kept.any():
+        return False
+    waiter = np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(resolved.ptr))[kept]
+    target = resolved.target.astype(np.int64)[kept]
+    shared = pair_kinds(stream, target, waiter)
+    if shared is None:  # DRAM alias groups: ask pair by pair
+        return any(conflict_kind(stream, a, b) == 0 for a, b in zip(target.tolist(), waiter.tolist()))
+    return bool((shared == 0).any())
+
+
+def needed_waits(stream: InstanceStream, table: DepTable, resolved, kinds: frozenset) -> np.ndarray | None:
+    """Per resolved wait entry, whether the fold may keep it under ``orders="needed"``, or
+    None when the deps do not realize the spec's minimum (then every order is kept).
+
+    A wait resolves to the *last* instance of its target that the dep names: from after a
+    loop, the target's last iteration, which may share no byte with the waiter while an
+    earlier iteration does.  Such a wait orders more than any conflict needs, and the exact
+    reduction cannot drop it (nothing else orders that last iteration), so the pipeline kept
+    one wait above the minimum (the regression in ``tests/unit/test_reduction_needed.py``).
+    Here each wait of the minimum (``x`` before ``y``,
+    :func:`neuronsim.passes.analysis.minimum_waits.minimum_waits`) is realized by ``y``'s
+    resolved wait on the earliest target at or after ``x`` on ``x``'s component (it completes
+    after ``x``: rules 1 and 3), and the other Flow / Anti / Output waits are set aside; Ordered
+    waits, and kinds outside ``kinds``, always stay.  The waits kept order every pair the
+    minimum orders, so every conflicting pair: the result stays race-free.  A wait of the
+    minimum that no resolved wait of ``y`` realizes (deps that race, or order a pair only
+    through other instances) returns None.
+    """
+    ptr, target = resolved.ptr.tolist(), resolved.target.tolist()
+    comp, pos = stream.comp.tolist(), stream.pos.tolist()
+    usable = ~np.isin(table.kind[resolved.row], _byte_kinds(kinds))
+    minimum = minimum_waits(stream)
+    for x, y in zip(minimum.target, minimum.waiter):
+        cx, px = comp[x], pos[x]
+        # Entries are latest target first: the earliest realizing one is the last that fits.
+        chosen = -1
+        for k in range(ptr[y], ptr[y + 1]):
+            t = target[k]
+            if comp[t] == cx and pos[t] >= px:
+                chosen = k
+        if chosen < 0:
+            return None
+        usable[chosen] = True
+    return usable
