@@ -17,7 +17,7 @@ from neuronsim.testing.planted import (
     ProgramOrderFoldReduction,
     simulator_ignoring_one_wait,
 )
-from neuronsim.verify.cli.fuzz import plan_chunks
+from neuronsim.verify.cli.cmd_fuzz import plan_chunks
 from neuronsim.verify.fuzz import check_pass
 from neuronsim.verify.strategies import strip_deps
 

@@ -214,7 +214,8 @@ def test_run_rejects_bad_scenario_files(source, fragment, more, tmp_path, out):
 
 
 def test_an_internal_error_exits_3_with_one_line(good, monkeypatch):
-    check_module = importlib.import_module("neuronsim.verify.cli.check")  # the module (the package exports the command)
+    # the module (the package exports the command)
+    check_module = importlib.import_module("neuronsim.verify.cli.cmd_check")
 
     def broken(*args, **kwargs):
         raise RuntimeError("boom\nsecond line")
@@ -246,7 +247,7 @@ def test_console_script_exit_statuses(tmp_path, good):
     flag = _script("simulate", str(good), "--seed", "-1")
     assert flag.returncode == 2 and flag.stderr.startswith("error: --seed: ") and len(flag.stderr.splitlines()) == 1
     injected = subprocess.run(
-        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.show')\n"
+        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.cmd_show')\n"
          "s.render_listing = lambda p: 1 / 0\nfrom neuronsim.verify.cli import main\nmain()", "show", str(good)],
         capture_output=True, text=True, timeout=120)
     assert injected.returncode == 3 and injected.stderr.startswith("internal error: ZeroDivisionError")
@@ -257,7 +258,7 @@ def test_work_that_outgrows_its_estimate_ends_in_one_line_not_a_kill(good):
     """The console script caps its address space at --max-memory (or the memory available):
     a command that allocates past it (injected: 2 GiB in one piece) gets a MemoryError, exit 2."""
     run = subprocess.run(
-        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.show')\n"
+        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.cmd_show')\n"
          "s.render_listing = lambda p: str(len(bytearray(2**31)))\nfrom neuronsim.verify.cli import main\nmain()",
          "show", str(good), "--max-memory", "100M"], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == "", run.stderr
@@ -294,7 +295,7 @@ def test_a_closed_pipe_is_quiet(good):
     SIGPIPE, nothing on standard error (the write that fails is injected: whether a kernel
     reports a closed pipe on a large write depends on the machine)."""
     run = subprocess.run(
-        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.show')\n"
+        [sys.executable, "-c", "import importlib\ns = importlib.import_module('neuronsim.verify.cli.cmd_show')\n"
          "def closed(p):\n    raise BrokenPipeError(32, 'Broken pipe')\n"
          "s.render_listing = closed\nfrom neuronsim.verify.cli import main\nmain()", "show", str(good)],
         capture_output=True, text=True, timeout=120)

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from neuronsim.verify.cli.fuzz import failure_signature
+from neuronsim.verify.cli.cmd_fuzz import failure_signature
 
 SCRIPT = shutil.which("neuronsim", path=os.path.dirname(sys.executable)) or "neuronsim"
 BROKEN_PASS = "def run(program):\n    raise ValueError('this pass is broken')\n"

@@ -62,7 +62,7 @@ def test_footprint_chart_has_integer_ticks_headroom_and_the_program_name(monkeyp
     import importlib
 
     # the module (the package exports the command)
-    footprint = importlib.import_module("neuronsim.verify.cli.footprint")
+    footprint = importlib.import_module("neuronsim.verify.cli.cmd_footprint")
 
     seen = []
     monkeypatch.setattr(footprint, "save_figure", lambda fig, path, **o: seen.append(fig))

@@ -11,7 +11,8 @@ went away.  With ``--json`` standard output carries exactly one JSON document; o
 :class:`~neuronsim.machine.ir.errors.ProgramError` (and any other failure to read input, including a bad
 flag) becomes exit 2 with a located one-line message.
 
-Commands live in small modules beside this one (``verify/cli/*.py``); each defines click
+Commands live in small modules beside this one (``verify/cli/cmd_NAME.py`` for ``neuronsim NAME``,
+named apart from the checkers they call: ``cmd_fuzz`` runs :mod:`neuronsim.verify.fuzz`); each defines click
 commands and :mod:`.app` adds them to the group when the command line runs.
 """
 

@@ -84,20 +84,20 @@ def _register() -> None:
     """Add the commands (their modules import numpy, simpy and the rest: only when needed)."""
     if cli.commands:
         return
-    from neuronsim.verify.cli.check import check
-    from neuronsim.verify.cli.compile import compile_command
-    from neuronsim.verify.cli.footprint import footprint
-    from neuronsim.verify.cli.fuzz import fuzz
-    from neuronsim.verify.cli.loops import loops
-    from neuronsim.verify.cli.nki import nki
-    from neuronsim.verify.cli.report import report
-    from neuronsim.verify.cli.run import run
-    from neuronsim.verify.cli.show import show
-    from neuronsim.verify.cli.simulate import simulate
-    from neuronsim.verify.cli.tasks import tasks
+    from neuronsim.verify.cli.cmd_check import check
+    from neuronsim.verify.cli.cmd_compile import compile_command
+    from neuronsim.verify.cli.cmd_footprint import footprint
+    from neuronsim.verify.cli.cmd_fuzz import fuzz
+    from neuronsim.verify.cli.cmd_loops import loops
+    from neuronsim.verify.cli.cmd_nki import nki
+    from neuronsim.verify.cli.cmd_report import report
+    from neuronsim.verify.cli.cmd_run import run
+    from neuronsim.verify.cli.cmd_show import show
+    from neuronsim.verify.cli.cmd_simulate import simulate
+    from neuronsim.verify.cli.cmd_tasks import tasks
 
-    from neuronsim.verify.cli.compare import compare
-    from neuronsim.verify.cli.profile import profile
+    from neuronsim.verify.cli.cmd_compare import compare
+    from neuronsim.verify.cli.cmd_profile import profile
 
     for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki, profile,
                     compare):

@@ -14,8 +14,8 @@ import click
 from rich.table import Table
 
 from neuronsim.verify.cli.common import check_output, emit_json, json_option, run_command, size_options
-from neuronsim.verify.cli.nki import kernel_options, load_reference
-from neuronsim.verify.cli.profile import run_spec
+from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference
+from neuronsim.verify.cli.cmd_profile import run_spec
 from neuronsim.verify.race_report import people_console
 
 __all__ = ["compare"]

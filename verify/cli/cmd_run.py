@@ -27,7 +27,7 @@ from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.sim.tolerance import plain_number
 from neuronsim.machine.sim.trace import summarize, summary_table
 
-from neuronsim.verify.cli.nki import is_kernel_spec, kernel_options, run_kernel_command
+from neuronsim.verify.cli.cmd_nki import is_kernel_spec, kernel_options, run_kernel_command
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.race_report import people_console

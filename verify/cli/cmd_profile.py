@@ -15,7 +15,7 @@ import os
 import click
 
 from neuronsim.verify.cli.common import emit_json, guard_size, json_option, run_command, size_options, check_output
-from neuronsim.verify.cli.nki import kernel_options, trace_from_options
+from neuronsim.verify.cli.cmd_nki import kernel_options, trace_from_options
 
 __all__ = ["profile", "run_spec", "kernel_source"]
 
