@@ -7,8 +7,7 @@ program format's ``partitions`` / ``offset`` / ``pattern``).  On SBUF / PSUM one
 partition axis (``P``: its range is ``partitions``); every other axis is a free axis
 ``(stride, count)`` in the tensor's per-partition element numbering (DRAM: all elements).
 
->>> from neuronsim.machine.ir.dtypes import itemsize
-from neuronsim.machine.ir.program import MemoryKind, Tensor
+>>> from neuronsim.machine.ir.program import MemoryKind, Tensor
 >>> t = Layout.whole(Tensor("t", MemoryKind.SBUF, "float32", (128, 4, 64)))
 >>> v = t.index((slice(0, 64), 2, slice(0, 64, 2))).view().access()
 >>> v.partitions, v.offset, v.pattern
