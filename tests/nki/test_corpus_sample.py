@@ -10,6 +10,7 @@ it; :mod:`neuronsim_tests.nki_corpus`).  Without it these tests fail, naming the
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -73,3 +74,10 @@ def test_a_missing_corpus_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = _bench("--corpus", str(tmp_path / "absent"), timeout=60)
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and "no such corpus folder" in done.stderr
+
+
+def test_no_corpus_given_is_one_line_naming_the_variable_and_exit_2() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NEURONSIM_NKI_CORPUS"}
+    done = subprocess.run([sys.executable, str(BENCH), "--list"], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == "no corpus folder: give --corpus DIR or set NEURONSIM_NKI_CORPUS"
