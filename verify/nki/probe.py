@@ -63,7 +63,8 @@ def read_tensor(program: Program, inputs: dict[str, np.ndarray], tensor: str) ->
     memory = run_sequential(plan, memory)
     if not any(t.rotate is not None or t.alias is not None for t in placed.tensors.values()):
         mine = {name: t for name, t in program.tensors.items() if name != tensor}
-        _LAST.append(_State(nodes, known, mine, {name: placed.tensors[name] for name in mine}, memory))
+        _LAST.append(_State(nodes=nodes, inputs=known, tensors=mine,
+                            placed={name: placed.tensors[name] for name in mine}, memory=memory))
     return output_arrays(placed, memory)[tensor]
 
 
