@@ -20,6 +20,12 @@ tests marked ``slow``: every test under ``tests/e2e`` (processes from a temporar
 programs), and the modules of :data:`SLOW_MODULES`, measured over a second each on two cores.
 What stays touches every room: the house, the unit tests, the NKI frontend.
 
+The corpus tier: the modules of :data:`CORPUS_MODULES` run the public NKI corpus (third-party
+code, never in the repository) from the folder ``NEURONSIM_NKI_CORPUS`` names.  A fresh clone has
+no corpus, so without the variable they are deselected and the run ends with one line saying so;
+``.ci/run`` sets the variable and refuses to start when the folder is missing, so CI always runs
+them (and a test that gets an empty or wrong folder fails, never skips).
+
 Tests that need a minimum number of examples (the geometry brute force) take the larger of
 their minimum and the profile's count.
 """
@@ -86,9 +92,24 @@ SLOW_MODULES: frozenset[str] = frozenset({
     "test_writing_a_pass",})
 
 
+#: modules that read the public NKI corpus (``neuronsim_tests.nki_corpus``)
+CORPUS_MODULES: frozenset[str] = frozenset({
+    "test_api_surface",
+    "test_corpus_harness",
+    "test_corpus_sample",
+    "test_corpus_subkernels",
+})
+CORPUS_VARIABLE = "NEURONSIM_NKI_CORPUS"
+
+
 def pytest_collection_modifyitems(config, items):
     import pytest
 
+    if not os.environ.get(CORPUS_VARIABLE):
+        left_out = [item for item in items if item.path.stem in CORPUS_MODULES]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            items[:] = [item for item in items if item.path.stem not in CORPUS_MODULES]
     for item in items:
         try:
             parts = item.path.relative_to(config.rootpath).parts
@@ -97,3 +118,11 @@ def pytest_collection_modifyitems(config, items):
         folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
         if folder in SLOW_FOLDERS or item.path.stem in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    # said by the controlling process: under xdist the workers deselect, and only the count shows
+    if not os.environ.get(CORPUS_VARIABLE):
+        terminalreporter.write_line(
+            f"corpus tier not run ({', '.join(sorted(CORPUS_MODULES))}): {CORPUS_VARIABLE} is not set "
+            "(the folder holding the public NKI corpus; CI sets it)", yellow=True)
