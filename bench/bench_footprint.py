@@ -54,7 +54,7 @@ import tempfile
 import time
 from dataclasses import replace
 
-from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.build.builder import KernelBuilder, SbufArena
 
@@ -123,7 +123,7 @@ def phases(path: str) -> None:
     at ``path`` (in this process: run it in a child), with its seconds and the peak RSS so far."""
     import resource
 
-    from neuronsim.machine.formats.program import load_program
+    from neuronsim.machine.formats.program_json import load_program
     from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
     from neuronsim.verify.own_races import own_races
     from neuronsim.verify.sync_counts import minimum_sync

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from neuronsim.machine.formats.program import loads_program
+from neuronsim.machine.formats.program_json import loads_program
 from neuronsim.testing.planted import AntiDepsFirstPartition, DropPsumAccumulation, ProgramOrderFoldReduction
 from neuronsim.verify.fuzz import check_pass, shrink_failure
 from neuronsim.verify.shrink import instruction_count

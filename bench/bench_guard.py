@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from neuronsim.machine.formats.program import load_program  # noqa: E402
+from neuronsim.machine.formats.program_json import load_program  # noqa: E402
 from neuronsim.machine.order.work_estimate import (  # noqa: E402
     BYTES_PER_INSTANCE,
     BYTES_PER_PLANNED_INSTANCE,

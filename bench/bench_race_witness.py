@@ -24,7 +24,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, seed, settings
 
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.model.geometry import footprint, overlap
 from neuronsim.machine.ir.program import Dep, Program
 from neuronsim.machine.sim.simulator import simulate

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import sys
 
-from neuronsim.machine.formats.program import parse_program
+from neuronsim.machine.formats.program_json import parse_program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.sim.trace import Trace
 

@@ -17,7 +17,7 @@ __all__ = ["API", "api_page"]
 
 #: (module, names, what the section is for)
 API: tuple[tuple[str, tuple[str, ...], str], ...] = (
-    ("neuronsim.machine.formats.program", ("load_program", "loads_program", "save_program", "dumps_program"),
+    ("neuronsim.machine.formats.program_json", ("load_program", "loads_program", "save_program", "dumps_program"),
      "Reading and writing `neuronsim.program/1` documents."),
     ("neuronsim.machine.ir.program", ("Program", "Loop", "Instruction", "Access", "Tensor", "Dep"), "The program IR."),
     ("neuronsim.passes", ("parse_pipeline", "run_pipeline", "PassContext", "DEFAULT_PIPELINE"),

@@ -14,7 +14,7 @@ Both come from the code, so they cannot drift from it (``tests/unit/test_docs.py
 * the API reference (``docs/api.md``) from the docstrings of what :mod:`docs.api_page` lists;
 * the JSON Schema's op-specific rules (engines, operand counts, attributes per op) from the
   same table; the rest of the schema (:mod:`docs.schema_parts`) follows the loader,
-  :mod:`neuronsim.machine.formats.program`.
+  :mod:`neuronsim.machine.formats.program_json`.
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ On the flash-attention scenario after dependence construction it drops 6 of 32 d
 exact reduction, ``remove-redundancies`` then ``dep-reduction``, keeps 16), and the result
 is still race-free:
 
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> from neuronsim.passes import compile_program
 >>> from neuronsim.verify.racecheck import check_program
 >>> built, _ = compile_program(load_program("scenarios/flash_attention.json"), "alloc,build-fdeps,anti-deps")

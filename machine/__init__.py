@@ -5,7 +5,7 @@ This package imports nothing else of ours; ``passes`` and ``verify`` build on it
 
 from neuronsim.machine.ir.edges import DepGraph, Edge, EdgeKind
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import (dumps_program, load_program, loads_program, parse_program,
+from neuronsim.machine.formats.program_json import (dumps_program, load_program, loads_program, parse_program,
                                                program_to_json, save_program)
 from neuronsim.machine.model.geometry import Footprint, Overlap, footprint, overlap
 from neuronsim.machine.ir.program import (

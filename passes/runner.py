@@ -81,7 +81,7 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
                  verifier: Callable[[Any, Any, str], None] | None = None) -> Program:
     """Run ``passes`` in order, verifying between them when ``ctx.verify``.
 
-    The input must be valid (:func:`neuronsim.machine.formats.program.load_program` checks what it loads;
+    The input must be valid (:func:`neuronsim.machine.formats.program_json.load_program` checks what it loads;
     :func:`neuronsim.passes.verification.verify_program` checks a program built in memory).
     The cyclic garbage collector is paused while a pass and its verification run.
     ``after_pass`` is the pipeline's one hook: it sees each pass's verified result (the fuzzer

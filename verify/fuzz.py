@@ -50,7 +50,7 @@ from hypothesis import seed as hypothesis_seed
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.files import write_text
-from neuronsim.machine.formats.program import dumps_program
+from neuronsim.machine.formats.program_json import dumps_program
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.model.geometry import footprint, overlap
@@ -332,7 +332,7 @@ def shrink_failure(failure: FuzzFailure, user: Any = None, *, replace: str | Non
                    progress: Callable[[int], None] | None = None) -> FuzzFailure:
     """``failure`` on the smallest program :func:`neuronsim.verify.shrink.shrink_program` reaches that
     fails the same check, explained again on that program."""
-    from neuronsim.machine.formats.program import loads_program
+    from neuronsim.machine.formats.program_json import loads_program
 
     if not failure.program:
         return failure

@@ -28,7 +28,7 @@ what it needs).
 
 Examples
 --------
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> found = own_races(load_program("examples/matmul_k_loop_racy.json"))
 >>> found.total_races, found.races[0].kind, found.races[0].first, found.races[0].second
 (3, 'WAR', 'mm[0]', 'ld_x[1]')

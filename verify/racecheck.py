@@ -212,7 +212,7 @@ def check_program(program: Program, *, max_races: int | None = None, progress: P
 
     Examples
     --------
-    >>> from neuronsim.machine.formats.program import load_program
+    >>> from neuronsim.machine.formats.program_json import load_program
     >>> report = check_program(load_program("examples/async_load_then_fill.json"))
     >>> [(r.kind, r.first, r.second, r.memory, r.partitions, r.bytes) for r in report.races]
     [('WAW', 'load', 'fill', 'sbuf', (0, 32), (0, 256))]

@@ -5,7 +5,7 @@ to partitions and bytes at the first iteration (with the per-iteration byte shif
 deps, then (for a traced kernel's instruction, ``x-source``) ``@ CALL at FILE:LINE``.  Loops
 open an indented block.
 
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> print(render_listing(load_program("examples/async_load_then_fill.json")))  # doctest: +NORMALIZE_WHITESPACE
 program on trn1: 3 tensors, 3 instructions, 3 instances
 load   pool>dma1  dma_copy  r src dram[0,32768)  w t sbuf p[0,128) b[0,256)

@@ -267,7 +267,7 @@ def instance_shift(instr: Instruction, tensors: Mapping[str, Tensor], iteration:
 def instruction_cost(instr: Instruction, tensors: Mapping[str, Tensor], spec: MachineSpec) -> OpCost:
     """The :class:`OpCost` of ``instr`` on ``spec`` (see the module doc for the formulas).
 
-    >>> from neuronsim.machine.formats.program import load_program
+    >>> from neuronsim.machine.formats.program_json import load_program
     >>> from neuronsim.machine.model.presets import resolve_machine
     >>> prog = load_program("examples/matmul_k_loop.json")
     >>> insts = prog.instruction_map()

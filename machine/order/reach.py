@@ -17,7 +17,7 @@ space whose tensors all meet), the byte range an access covers over all its inst
 
 Examples
 --------
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> program = load_program("examples/matmul_k_loop.json")
 >>> [(name, len(instr.reads)) for name, instr in program.instruction_map().items()][:2]
 [('ld_x0', 1), ('ld_w0', 1)]

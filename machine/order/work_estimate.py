@@ -92,7 +92,7 @@ def _starts(pattern: tuple[tuple[int, int], ...]) -> int:
 
 
 def estimate_size(program: Program) -> SizeEstimate:
-    """The figures of ``program`` (valid, as :func:`neuronsim.machine.formats.program.load_program` returns it)."""
+    """The figures of ``program`` (valid, as :func:`neuronsim.machine.formats.program_json.load_program` returns it)."""
     spec = resolve_machine(program.machine)
     instances = 0
     instructions = 0

@@ -22,7 +22,7 @@ Contract
 
 Examples
 --------
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> sim = simulate(load_program("examples/matmul_k_loop.json"), seeds=[None, 0, 1])
 >>> sim.differs, len(sim.runs), round(sim.trace.makespan, 1)   # the first run is the nominal one
 (False, 3, 7860.3)

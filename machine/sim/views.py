@@ -8,7 +8,7 @@ Everything but the shift is the same for all instances of an instruction, and th
 the view's byte offset linearly (bytes, plus partitions times the row width), so
 :class:`InstanceViews` keeps each access's view at iteration zero and adds the shift.
 
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> from neuronsim.machine.sim.memory import initial_memory
 >>> from neuronsim.machine.sim.plan import build_plan
 >>> plan = build_plan(load_program("examples/matmul_k_loop.json"))

@@ -11,7 +11,7 @@
 
 Examples
 --------
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> e = explain(load_program("examples/matmul_k_loop.json"), "mm", "ld_x")
 >>> print(e.render().splitlines()[0])
 Explaining why mm and ld_x interfere:

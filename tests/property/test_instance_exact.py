@@ -22,7 +22,7 @@ from __future__ import annotations
 import networkx as nx
 from hypothesis import HealthCheck, example, given, settings
 
-from neuronsim.machine.formats.program import loads_program
+from neuronsim.machine.formats.program_json import loads_program
 from neuronsim.machine.ir.program import Loop
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes import compile_program

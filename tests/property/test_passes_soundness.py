@@ -12,7 +12,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.passes import DEFAULT_PIPELINE
 from neuronsim.passes.build_fdeps import STRUCTURAL
 from neuronsim_tests.passes_kit import brute_label, compiled, dep_set, edge_joins_conflict

@@ -11,7 +11,7 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.order.unroll import unroll
 from neuronsim_tests.oracles import brute_races
 from neuronsim_tests.vacuity import nonvacuous, tally

@@ -7,7 +7,7 @@ import glob
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.expand_scheduling_units import ExpandSchedulingUnits
 from neuronsim.passes.dep_reduction import DepReduction, dep_reduction, instance_waits, redundant_waits

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.ir.program import Dep, Instruction, Program
 from neuronsim.machine.model.presets import PRESETS
 from neuronsim.machine.order.unroll import unroll

@@ -1,6 +1,6 @@
 """Load and save are inverse on canonical programs; deps merge; ``x-`` keys survive.
 
-Canonical = what :func:`neuronsim.machine.formats.program.dumps_program` writes.  Properties:
+Canonical = what :func:`neuronsim.machine.formats.program_json.dumps_program` writes.  Properties:
 
 * ``load(save(p)) == p`` for generated :class:`~neuronsim.machine.ir.program.Program` objects;
 * ``save(load(t)) == t`` for canonical texts ``t`` (byte for byte, key order included);
@@ -20,7 +20,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.formats.program import dumps_program, load_program, loads_program, program_to_json, save_program
+from neuronsim.machine.formats.program_json import (dumps_program, load_program, loads_program, program_to_json,
+                                                    save_program)
 from neuronsim.machine.ir.program import Dep, Instruction, Loop, MemoryKind, Program, Tensor
 from neuronsim.verify.strategies import programs
 

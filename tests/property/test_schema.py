@@ -1,6 +1,6 @@
 """The JSON Schema of the format (``docs/schema/program.schema.json``) against the loader.
 
-Everything the loader accepts and :func:`neuronsim.machine.formats.program.save_program` writes validates; a
+Everything the loader accepts and :func:`neuronsim.machine.formats.program_json.save_program` writes validates; a
 sample of what the loader rejects (one structural mutation of a valid document) is rejected
 by the schema as well; ``x-`` keys validate wherever the format allows extensions.
 """
@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import dumps_program, loads_program, program_to_json
+from neuronsim.machine.formats.program_json import dumps_program, loads_program, program_to_json
 from neuronsim_tests.docs_kit import ROOT, program_validator
 from neuronsim.verify.strategies import programs
 

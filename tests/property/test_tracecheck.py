@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs

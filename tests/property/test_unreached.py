@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.order.stream import stream_of
 from neuronsim.passes import compile_program
 from neuronsim_tests.oracles import brute_races

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.ir.program import Dep
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes.analysis.labels import verify_anti_dependence

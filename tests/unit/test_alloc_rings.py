@@ -190,7 +190,7 @@ def test_psum_buffers_is_validated():
 def test_counters_are_printed_by_compile_and_footprint(tmp_path):
     from click.testing import CliRunner
 
-    from neuronsim.machine.formats.program import save_program
+    from neuronsim.machine.formats.program_json import save_program
     from neuronsim.verify.cli import cli
 
     path = tmp_path / "kernel.json"

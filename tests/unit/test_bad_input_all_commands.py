@@ -196,7 +196,7 @@ SCENARIOS = [
     ("build-returns-a-dict", "def build():\n    return {}\ndef inputs(s):\n    return {}\n"
                              "def reference(i):\n    return {}\n", "returned a dict, not a Program", ""),
     ("build-returns-a-bad-program",
-     "from neuronsim.machine.formats.program import loads_program\nimport json\n"
+     "from neuronsim.machine.formats.program_json import loads_program\nimport json\n"
      "from neuronsim_tests.bad_inputs import VALID\n"
      "def build():\n    d = json.loads(json.dumps(VALID))\n"
      "    d['body'][0]['body'][2]['writes'] = [{'tensor': 'y', 'pattern': [[1, 4]]}]\n"

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import dumps_program, load_program, loads_program
+from neuronsim.machine.formats.program_json import dumps_program, load_program, loads_program
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import Instruction, Loop, Program
 from neuronsim.machine.order.unroll import unroll

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronsim.machine.formats.program import dumps_program, load_program, loads_program
+from neuronsim.machine.formats.program_json import dumps_program, load_program, loads_program
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Rotation, Tensor
 from neuronsim.machine.order.unroll import unroll

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim.machine.ir.program import Dep, Instruction, Program
 from neuronsim.passes.dep_reduction import dep_reduction
 from neuronsim_tests.oracles import brute_races

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from neuronsim.machine.formats.program import load_program, loads_program, program_to_json
+from neuronsim.machine.formats.program_json import load_program, loads_program, program_to_json
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.verify.cli import cli
 from neuronsim_tests.format_kit import BASE  # noqa: F401

@@ -12,7 +12,7 @@ import pytest
 from rich.table import Table
 from threadpoolctl import threadpool_info
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.sim import blas
 from neuronsim.machine.sim.simulator import simulate

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.sim.memory import initial_memory
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import Executor, instance_sources, make_trace, run_sequential, simulate

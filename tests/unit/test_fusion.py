@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import dumps_program, loads_program
+from neuronsim.machine.formats.program_json import dumps_program, loads_program
 from neuronsim.machine.ir.program import Access, Dep, Instruction, Loop, Program
 from neuronsim.machine.model.optable import OP_TABLE
 from neuronsim.machine.order.unroll import unroll

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from neuronsim.machine.formats.program import loads_program
+from neuronsim.machine.formats.program_json import loads_program
 from neuronsim.testing.planted import DropPsumAccumulation
 from neuronsim.verify.cli import cli
 from neuronsim.verify.fuzz import check_pass

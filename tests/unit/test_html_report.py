@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import sync_playwright
 
-from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import compile_program
 

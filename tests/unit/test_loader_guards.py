@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import dumps_program, loads_program
+from neuronsim.machine.formats.program_json import dumps_program, loads_program
 from neuronsim.machine.formats.listing import render_listing
 from neuronsim.machine.order.work_estimate import estimate_size
 from neuronsim_tests.bad_inputs import BAD_INPUTS, VALID, valid_text
@@ -90,7 +90,7 @@ def test_a_utf8_byte_order_mark_is_harmless():
 
 
 def test_endless_streams_are_refused_at_their_first_bytes(tmp_path):
-    from neuronsim.machine.formats.program import load_program
+    from neuronsim.machine.formats.program_json import load_program
 
     with pytest.raises(ProgramError) as zeros:
         load_program("/dev/zero")
@@ -101,7 +101,7 @@ def test_endless_streams_are_refused_at_their_first_bytes(tmp_path):
 
 
 def test_a_long_text_that_is_no_object_is_refused_before_it_is_read(tmp_path):
-    from neuronsim.machine.formats.program import load_program
+    from neuronsim.machine.formats.program_json import load_program
 
     path = tmp_path / "yes.txt"
     path.write_bytes(b"y\n" * (3 << 20))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim_tests.nki_programs import alloc_program, copy_program, fake_frontend, loop_program
 from neuronsim.verify.cli import cli
 from neuronsim.verify.nki.findings import nki_findings

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 import io
 
-from neuronsim.machine.formats.program import load_program, program_to_json, save_program
+from neuronsim.machine.formats.program_json import load_program, program_to_json, save_program
 from neuronsim.machine.ir.program import frozen_mapping
 from neuronsim.machine.sim.export import chrome_trace
 from neuronsim.machine.sim.simulator import simulate

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import parse_program
+from neuronsim.machine.formats.program_json import parse_program
 from neuronsim.machine.model.optable import ALU_OPS, REDUCE_OPS
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.model.cost import instruction_cost

@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from neuronsim.machine.formats.files import OutputError, write_atomically, write_text
-from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim_tests.bad_inputs import valid_text
 from neuronsim.verify.cli import cli
 

@@ -14,7 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from neuronsim.machine.formats.program import load_program  # noqa: E402
+from neuronsim.machine.formats.program_json import load_program  # noqa: E402
 from neuronsim.machine.sim.palette import DMA_TRIGGER, KIND_COLORS, OP_COLORS, op_color  # noqa: E402
 from neuronsim.machine.model.optable import OP_TABLE  # noqa: E402
 from neuronsim.machine.sim.simulator import simulate  # noqa: E402

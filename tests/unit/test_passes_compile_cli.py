@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from neuronsim.machine.formats.program import dumps_program, load_program
+from neuronsim.machine.formats.program_json import dumps_program, load_program
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import strip_deps
 

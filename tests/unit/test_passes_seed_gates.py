@@ -8,7 +8,7 @@ import dataclasses
 import pytest
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import dumps_program, loads_program
+from neuronsim.machine.formats.program_json import dumps_program, loads_program
 from neuronsim.machine.ir.program import Dep, Instruction, Loop, frozen_mapping
 from neuronsim.machine.model.opcodes import opcode_of
 from neuronsim.passes.build_fdeps import unit_dependencies

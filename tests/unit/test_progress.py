@@ -8,7 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from neuronsim.machine.formats.program import loads_program
+from neuronsim.machine.formats.program_json import loads_program
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import parse_pipeline, run_pipeline
 from neuronsim_tests.bad_inputs import valid_text

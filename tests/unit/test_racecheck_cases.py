@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuronsim.machine.formats.program import parse_program
+from neuronsim.machine.formats.program_json import parse_program
 from neuronsim.verify.racecheck import check_program
 
 

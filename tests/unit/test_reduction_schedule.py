@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.ir.program import Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
 from neuronsim.machine.sim.memory import initial_memory
 from neuronsim.machine.model.presets import resolve_machine

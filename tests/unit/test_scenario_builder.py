@@ -196,7 +196,7 @@ def test_names_deps_tensors_and_validation():
 
 def test_rotating_placements_are_x_rotate():
     # ncc.sbuf.mod_alloc / psum.mod_alloc: slot i mod n, SBUF slots back to back, PSUM one bank apart.
-    from neuronsim.machine.formats.program import dumps_program, loads_program
+    from neuronsim.machine.formats.program_json import dumps_program, loads_program
 
     kb = KernelBuilder("rot")
     x = kb.dram_input("x", (512, 64), "bfloat16")
@@ -265,7 +265,7 @@ def test_arena_lays_tiles_out_like_a_hand_allocator():
 def test_immediates_are_plain_numbers_and_infinities_survive_json():
     import math
 
-    from neuronsim.machine.formats.program import dumps_program, loads_program
+    from neuronsim.machine.formats.program_json import dumps_program, loads_program
 
     kb = KernelBuilder("inf")
     y = kb.dram_output("y", (32, 8), "float32")

@@ -22,7 +22,7 @@ import pytest
 from neuronsim import scenarios
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.formats.program import dumps_program, load_program, loads_program
+from neuronsim.machine.formats.program_json import dumps_program, load_program, loads_program
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes import compile_program

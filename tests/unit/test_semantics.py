@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neuronsim.machine.ir.dtypes import numpy_dtype
-from neuronsim.machine.formats.program import load_program, parse_program
+from neuronsim.machine.formats.program_json import load_program, parse_program
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.sim.memory import UNINITIALISED_BYTE_LIMIT, DramLayout, Memory, access_view, initial_memory

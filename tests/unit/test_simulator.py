@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from neuronsim.machine.model.cost import instruction_cost
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import load_program, parse_program
+from neuronsim.machine.formats.program_json import load_program, parse_program
 from neuronsim.machine.ir.program import Dep, Instruction, Program
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.sim.engine import DeadlockError, Interleaving, TimedRun

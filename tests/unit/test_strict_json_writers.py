@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.verify.cli.common import emit_json
 

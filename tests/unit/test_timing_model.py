@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.program import parse_program
+from neuronsim.machine.formats.program_json import parse_program
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.sim.simulator import simulate
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.sim.export import chrome_trace, plot_timeline, write_chrome_trace
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import simulate

@@ -20,7 +20,7 @@ drawings are inline, nothing is fetched.  It has four parts:
 
 Examples
 --------
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> report = build_report(load_program("examples/matmul_k_loop_racy.json"), "racy")
 >>> report.total_races, [(g.first, g.second, g.fix) for g in report.race_groups]
 (3, [('mm', 'ld_x', '{"on": "mm", "loop_carried": true}')])
@@ -161,7 +161,7 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
              span: float | None = None) -> dict:
     """SVG geometry of the timeline: rows, bars, wait arrows and time ticks (see the module doc).
 
-    >>> from neuronsim.machine.formats.program import load_program
+    >>> from neuronsim.machine.formats.program_json import load_program
     >>> trace = simulate(load_program("examples/async_load_then_fill.json"), functional=False).trace
     >>> t = timeline(trace)
     >>> [row["name"] for row in t["rows"]][:5], len(t["bars"]), len(t["arrows"])
@@ -209,7 +209,7 @@ def timeline(trace: Trace, racy: frozenset[int] = frozenset(), limit: int = MAX_
 def footprint_chart(report: SyncReport) -> dict:
     """SVG geometry of the stacked bars: waits by kind per stage, then the minimum.
 
-    >>> from neuronsim.machine.formats.program import load_program
+    >>> from neuronsim.machine.formats.program_json import load_program
     >>> from neuronsim.verify.sync_counts import sync_report
     >>> chart = footprint_chart(sync_report([("given", load_program("examples/matmul_k_loop.json"))]))
     >>> [(b["label"], b["total"]) for b in chart["bars"]]

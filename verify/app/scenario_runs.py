@@ -12,7 +12,7 @@ may use anything ``machine`` offers (the NKI-like builder in ``machine/build/bui
 new scenario is found as soon as its file exists (never a hand-kept list); a file that fails
 to load fails the collection loudly.  Each shipped scenario ships two files beside it:
 ``NAME.json``, the program its ``build()`` returns (canonical text of
-:func:`neuronsim.machine.formats.program.save_program`), and ``NAME.golden.json``, its end-to-end summary
+:func:`neuronsim.machine.formats.program_json.save_program`), and ``NAME.golden.json``, its end-to-end summary
 (:meth:`ScenarioRun.summary`).  ``python -m neuronsim.verify.app.scenario_runs`` rewrites both for every
 scenario; the tests check they are current.
 
@@ -344,7 +344,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
 
 def write_all(*, golden: bool = True) -> list[Path]:
     """Rewrite ``NAME.json`` (and ``NAME.golden.json``) of every scenario; the paths written."""
-    from neuronsim.machine.formats.program import save_program
+    from neuronsim.machine.formats.program_json import save_program
 
     written = []
     for module in all_scenarios():

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import click
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.order.unroll import unroll
 

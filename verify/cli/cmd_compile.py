@@ -18,7 +18,7 @@ import time
 import click
 
 from neuronsim.machine.ir.edges import EdgeKind
-from neuronsim.machine.formats.program import load_program, save_program
+from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.analysis.explain import explain
 

@@ -19,7 +19,7 @@ import click
 from neuronsim.verify.race_report import people_console
 from rich.table import Table
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 

@@ -198,7 +198,7 @@ def _shrink(failure: FuzzFailure, user_pass: str | None, replace: str | None, pr
     from neuronsim.verify.fuzz import load_pass, shrink_failure
     from neuronsim.verify.shrink import instruction_count
 
-    from neuronsim.machine.formats.program import loads_program
+    from neuronsim.machine.formats.program_json import loads_program
 
     user = load_pass(user_pass) if user_pass else None
     size = instruction_count(loads_program(failure.program, validate=False))

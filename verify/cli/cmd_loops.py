@@ -15,7 +15,7 @@ from math import gcd
 
 import click
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.passes.analysis.distance import AccessSite, same_location
 from neuronsim.passes.analysis.program_index import ProgramIndex
 from neuronsim.passes.fuse_loops import candidate_pairs, check_fusion

@@ -29,7 +29,7 @@ from typing import Any
 import click
 
 from neuronsim.machine.formats.jsonio import dumps_strict
-from neuronsim.machine.formats.program import save_program
+from neuronsim.machine.formats.program_json import save_program
 
 from neuronsim.verify.cli.common import UsageFailure, check_output, emit_json, json_option, run_command
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz

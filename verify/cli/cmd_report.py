@@ -15,7 +15,7 @@ import os
 
 import click
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 
 from neuronsim.verify.cli.common import (
     UsageFailure, check_output, guard_size, placed, program_argument, run_command, size_options,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from neuronsim.machine.formats.program import load_program, program_to_json
+from neuronsim.machine.formats.program_json import load_program, program_to_json
 from neuronsim.machine.formats.listing import render_listing
 
 from neuronsim.verify.cli.common import (emit_json, guard_size, json_option, max_memory_option, program_argument,

@@ -23,7 +23,7 @@ import sys
 import click
 import numpy as np
 
-from neuronsim.machine.formats.program import load_program
+from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
 from neuronsim.machine.sim.accuracy import accuracy_json

@@ -3,7 +3,7 @@
 A command reads its PROGRAM with :func:`sniff_task_program`: a ``neuronsim.tasks/1`` document
 (told by its ``format``) comes back as a :class:`~neuronsim.machine.tasks.ir.TaskProgram` and the command
 hands it to :func:`check_tasks`, :func:`simulate_tasks_command` or :func:`footprint_tasks`;
-anything else comes back as what ``neuronsim.machine.formats.program.load_program`` should read (the path, or
+anything else comes back as what ``neuronsim.machine.formats.program_json.load_program`` should read (the path, or
 the bytes already taken from standard input), so instruction programs see no change.
 
 A task program whose calls carry no directions yet is given them first

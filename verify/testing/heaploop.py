@@ -16,7 +16,7 @@ Heap entries are ``(time, priority, seq, component)``: the component continues a
 ``component == -1`` is the arbiter.  Every continuation time is computed as simpy computes a
 timeout's (``now + (t - now)``), so the two loops agree exactly.
 
->>> from neuronsim.machine.formats.program import load_program
+>>> from neuronsim.machine.formats.program_json import load_program
 >>> from neuronsim.machine.sim.engine import NOMINAL, TimedRun
 >>> from neuronsim.machine.sim.plan import build_plan
 >>> plan = build_plan(load_program("examples/matmul_k_loop.json"))
