@@ -169,3 +169,11 @@ def test_a_number_into_one_partition_off_a_quadrant_boundary_is_a_window_select(
 def test_read_modify_write_with_oob_skip_is_an_error_at_its_line():
     with pytest.raises(NkiError, match=r"isa_round4b_legacy\.py:\d+: .*dst_rmw_op allows only oob_mode"):
         trace(kernel(f"{LEGACY}::scatter_add_skip"), f32(4, 8), _rows(0, 1, 2, 3), f32(8, 8))
+
+
+def test_gather_transpose_by_vector_offset_current_api():
+    """The page's indirect transpose written with .ap(vector_offset=, indirect_dim=0)."""
+    src = np.random.default_rng(8).integers(0, 999, (40, 16)).astype(np.float16)
+    rows = _rows(3, 5, 7, 9, 0, 39, 20, 21, 22, 23, 1, 1, 2, 30, 31, 8, dtype=np.uint32)
+    out = run(kernel(f"{CURRENT}::gather_transpose_vector_offset"), src, rows)["return0"]
+    np.testing.assert_array_equal(out, src[rows[:, 0]].T)

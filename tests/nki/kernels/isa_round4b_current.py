@@ -46,3 +46,16 @@ def double_row_matmul(a, b):
     nisa.tensor_copy(dst=res, src=acc)
     nisa.dma_copy(dst=out, src=res)
     return out
+
+
+def gather_transpose_vector_offset(src, rows):
+    """The dma_transpose page's indirect form: .ap(vector_offset=idx, indirect_dim=0), axes (1, 0)."""
+    n, width = rows.shape[0], src.shape[1]
+    out = nl.ndarray((width, n), dtype=src.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray(rows.shape, dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=rows)
+    dst = nl.ndarray((width, n), dtype=src.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=dst, src=src.ap(pattern=[[width, n], [1, width]], vector_offset=idx, indirect_dim=0),
+                       axes=(1, 0))
+    nisa.dma_copy(dst=out, src=dst)
+    return out
