@@ -54,6 +54,7 @@ from simpy.events import NORMAL
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.sim.plan import Plan
+from neuronsim.machine.sim.simpy_events import HeldTimeout, fire, fire_later
 
 __all__ = ["Interleaving", "RunTimes", "TimedRun", "DeadlockError", "Blocked", "NOMINAL", "ARBITER"]
 
@@ -136,17 +137,6 @@ class DeadlockError(ProgramError):
         self.cycle = cycle
 
 
-class _Hold(Event):
-    """A :class:`simpy.Timeout` whose tie-break priority the interleaving chooses."""
-
-    def __init__(self, env: Environment, delay: float, priority: int) -> None:
-        self.env = env
-        self.callbacks = []
-        self._value = None
-        self._ok = True
-        env.schedule(self, priority, delay)
-
-
 class _Semaphore:
     """A counting semaphore: completions so far, when each came, and awaited thresholds."""
 
@@ -188,8 +178,8 @@ class TimedRun:
         else:
             draw = random.Random(policy.seed).getrandbits
             env = self.env
-            self.hold = lambda delay: _Hold(env, delay, NORMAL + draw(30))
-            self.fire = lambda ev: _fire(ev, NORMAL + draw(30))
+            self.hold = lambda delay: HeldTimeout(env, delay, NORMAL + draw(30))
+            self.fire = lambda ev: fire(ev, NORMAL + draw(30))
             self.priority = lambda: NORMAL + draw(30)
 
     # -- processes ----------------------------------------------------------------------
@@ -266,7 +256,7 @@ class TimedRun:
             if shares[i]:
                 ev = Event(env)
                 if not self.pending:
-                    _schedule(self._arbiter_event(), ARBITER, 0.0)
+                    fire_later(self._arbiter_event(), ARBITER, 0.0)
                 self.pending.append((c, i, ev))
                 yield ev  # the arbiter resumes it when its first share starts
                 done = stop[i]
@@ -314,7 +304,7 @@ class TimedRun:
                 if last is None or d > last:
                     last = d
             stop[i] = last
-            _schedule(ev, self.priority(), first - now)
+            fire_later(ev, self.priority(), first - now)
 
     # -- driver -------------------------------------------------------------------------
     def run(self) -> RunTimes:
@@ -357,17 +347,3 @@ class TimedRun:
 
 def _first(item: tuple) -> int:
     return item[0]
-
-
-def _schedule(ev: Event, priority: int, delay: float) -> None:
-    """Trigger ``ev`` ``delay`` from now with a chosen priority."""
-    ev._ok = True
-    ev._value = None
-    ev.env.schedule(ev, priority, delay)
-
-
-def _fire(ev: Event, priority: int) -> None:
-    """Trigger ``ev`` (like :meth:`Event.succeed`) with a chosen tie-break priority."""
-    ev._ok = True
-    ev._value = None
-    ev.env.schedule(ev, priority)

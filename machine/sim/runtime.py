@@ -50,9 +50,9 @@ from dataclasses import replace
 
 import numpy as np
 from simpy import Environment, Event, Store
-from simpy.events import NORMAL
 
 from neuronsim.machine.ir.collector import collector_paused
+from neuronsim.machine.sim.simpy_events import tied
 from neuronsim.machine.sim.task_trace import RuntimePreset, TaskRecord, TaskTrace
 from neuronsim.machine.sim.tensormap import TensorMap, Tracking
 from neuronsim.machine.tasks.ir import TaskProgram
@@ -96,7 +96,7 @@ class _Run:
             self.scale = lambda: float(spread ** rng.uniform(-1.0, 1.0))
             draw = random.Random(seed).getrandbits
             env = self.env
-            self.hold = lambda delay: env.timeout(delay) if delay else _tied(env, draw(30))
+            self.hold = lambda delay: env.timeout(delay) if delay else tied(env, draw(30))
 
     def _hook(self, event: str, index: int) -> None:
         if self.hook is not None:
@@ -171,15 +171,6 @@ class _Run:
                        tr.no_dep, t.accesses, t.task_var, t.path, t.iteration)
             for i, (t, tr) in enumerate(zip(self.tasks, self.tracking)))
         return TaskTrace(records, self.preset, self.seed, self.orchestration)
-
-
-def _tied(env: Environment, priority: int) -> Event:
-    """A zero-delay event whose place among simultaneous events is ``priority``."""
-    ev = Event(env)
-    ev._ok = True
-    ev._value = None
-    env.schedule(ev, NORMAL + priority)
-    return ev
 
 
 def simulate_tasks(program: TaskProgram, scalars: Mapping[str, int] | None = None, *,
