@@ -234,7 +234,8 @@ def memset(dst: Layout, value: Any, engine: str | None = None) -> None:
     if not dst.on_chip:
         raise fail(f"memset of {dst.tensor.name}: only on-chip tiles can be set (store a tile instead)")
     start, count, _step = dst.partitions
-    if dst.tensor.memory == MemoryKind.SBUF and count == 1 and start % 32:
+    base = dst.tensor.partition or 0  # a directly placed tile's own partition, else a multiple of 32
+    if dst.tensor.memory == MemoryKind.SBUF and count == 1 and (base + start) % 32 and start >= (base + start) % 32:
         set_one_partition(dst, value)
         return
     engine = engine if engine in ("dve", "pool") else "dve"
@@ -251,7 +252,7 @@ def set_one_partition(dst: Layout, value: Any) -> None:
     quadrant, kept where the partition is not ``i``: an ``affine_select`` on POOL reading and
     writing that window (``t[5, j] = 25`` of the SDK's gather_flattened example)."""
     start = dst.partitions[0]
-    first = start - start % 32
+    first = start - (start + (dst.tensor.partition or 0)) % 32
     rows = min(32, dst.tensor.shape[0] - first)
     axes = tuple((kind, stride, rows if kind == "P" else n) for kind, stride, n in dst.axes)
     window = replace(dst, axes=axes, partitions=(first, rows, 1), tags=None, limits=None)
