@@ -9,9 +9,9 @@ For each planted bug of ``neuronsim.testing.planted`` and each seed, runs
 as the simulator) on up to ``--budget`` programs (``neuronsim fuzz``'s default is 500), without
 shrinking, and prints how many examples it took until the first failure ("-" when none
 within the budget) and which checks found it, as a Markdown table.  ``--tasks`` does the same
-for the task-pass bugs of ``neuronsim.testing.planted_tasks`` with :func:`neuronsim.verify.tasks.fuzz.check_task_pass`
-(``neuronsim fuzz --tasks``) in the slot of ``auto-derive-task-dependencies``.  The counts depend only on
-the seed and the strategy, not on ``--workers``.
+for the task-pass bugs of ``neuronsim.testing.planted_tasks`` with
+:func:`neuronsim.verify.tasks.task_fuzz.check_task_pass` (``neuronsim fuzz --tasks``) in the slot of
+``auto-derive-task-dependencies``.  The counts depend only on the seed and the strategy, not on ``--workers``.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def first_failure(bug: int, seed: int, budget: int, tasks: bool = False) -> tupl
     """``(examples until the first failure, check that failed)`` or ``(None, None)``."""
     if tasks:
         from neuronsim.testing import planted_tasks
-        from neuronsim.verify.tasks.fuzz import check_task_pass
+        from neuronsim.verify.tasks.task_fuzz import check_task_pass
 
         _, attr, options = TASK_BUGS[bug]
         result = check_task_pass(getattr(planted_tasks, attr), examples=budget, seed=seed, shrink=False, **options)

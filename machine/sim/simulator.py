@@ -44,7 +44,7 @@ from neuronsim.machine.model.execute import execute
 from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
 from neuronsim.machine.sim.plan import Plan, build_plan
 from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet
-from neuronsim.machine.sim.views import InstanceViews
+from neuronsim.machine.sim.instance_views import InstanceViews
 from neuronsim.machine.ir.source import SourceRef, source_of
 from neuronsim.machine.formats.validate import validate_program
 

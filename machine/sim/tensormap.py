@@ -27,7 +27,7 @@ here are the same in every run of one program.
 
 Examples
 --------
->>> from neuronsim.machine.tasks.geometry import Region
+>>> from neuronsim.machine.tasks.task_geometry import Region
 >>> root = Region.of("x", 0, 4, (8, 1), (8, 8))
 >>> relation(root.window((0, 0), (4, 8)), root), relation(root, root.window((0, 0), (4, 8)))
 (<Relation.COVERED: 1>, <Relation.OTHER: 2>)
@@ -41,7 +41,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
 
-from neuronsim.machine.tasks.geometry import Region, covers, is_injective, overlaps
+from neuronsim.machine.tasks.task_geometry import Region, covers, is_injective, overlaps
 from neuronsim.machine.tasks.ir import ArgDirection
 from neuronsim.machine.tasks.unroll import Origin, TaskInstance
 

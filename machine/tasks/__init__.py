@@ -42,8 +42,8 @@ reports, traces and loop fan-in deps can name them.
 
 Modules: :mod:`~neuronsim.machine.tasks.expr` (scalar expressions), :mod:`~neuronsim.machine.tasks.ir`,
 :mod:`~neuronsim.machine.tasks.format` / :mod:`~neuronsim.machine.tasks.serialize` (JSON),
-:mod:`~neuronsim.machine.tasks.validate` (checks and symbol table), :mod:`~neuronsim.machine.tasks.builder` and
-:mod:`~neuronsim.machine.tasks.refs` (Python builder), :mod:`~neuronsim.machine.tasks.geometry` (byte-exact
+:mod:`~neuronsim.machine.tasks.task_validate` (checks and symbol table), :mod:`~neuronsim.machine.tasks.builder` and
+:mod:`~neuronsim.machine.tasks.refs` (Python builder), :mod:`~neuronsim.machine.tasks.task_geometry` (byte-exact
 regions).  The format is documented in ``docs/tasks-format.md``.
 """
 
@@ -55,7 +55,7 @@ from neuronsim.machine.tasks.ir import (
     Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram, TensorParam, TensorType, TensorView, While, map_calls, walk,
 )
 from neuronsim.machine.tasks.serialize import dumps_tasks, save_tasks, tasks_to_json
-from neuronsim.machine.tasks.validate import Symbols, validate_tasks
+from neuronsim.machine.tasks.task_validate import Symbols, validate_tasks
 
 __all__ = [
     "FORMAT", "Alias", "ArgDirection", "Assemble", "Call", "CompilerDep", "Create", "For", "Function", "GetSlot",

@@ -39,7 +39,7 @@ from neuronsim.machine.tasks.ir import (
     TaskArray, TaskDummy, TaskInvalid, TaskProgram, TensorParam, TensorType, TensorView, While,
 )
 from neuronsim.machine.tasks.refs import NoDepArg, ScalarRef, TaskArrayRef, TaskIdRef, TensorRef, as_expr, no_dep
-from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.machine.tasks.task_validate import validate_tasks
 
 __all__ = ["TaskBuilder", "In", "Out", "InOut", "Scalar", "View", "MemRef", "no_dep"]
 

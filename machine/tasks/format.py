@@ -3,7 +3,7 @@
 Strict like ``neuronsim.program/1``: unknown keys other than ``x-…`` are errors, duplicate
 keys and NaN / Infinity are malformed JSON, and every error is a
 :class:`~neuronsim.machine.ir.errors.ProgramError` naming the JSON path (``function.body[2].args[1]``).
-:func:`loads_tasks` parses, then validates (:func:`neuronsim.machine.tasks.validate.validate_tasks`),
+:func:`loads_tasks` parses, then validates (:func:`neuronsim.machine.tasks.task_validate.validate_tasks`),
 which resolves identifiers naming scalar variables to :class:`~neuronsim.machine.tasks.expr.Sym`.
 :func:`dumps_tasks` writes the canonical form (fixed key order, ``x-`` keys kept).
 """
@@ -350,7 +350,7 @@ def parse_tasks(doc: Any, *, validate: bool = True) -> TaskProgram:
         runtime = Runtime(cores)
     program = TaskProgram(kernels, function, runtime, o.extras())
     if validate:
-        from neuronsim.machine.tasks.validate import validate_tasks
+        from neuronsim.machine.tasks.task_validate import validate_tasks
 
         program, _ = validate_tasks(program)
     return program

@@ -5,7 +5,7 @@ time"): loops run their real trip counts, branches take the side the scalars sel
 executed call (and every ``task_dummy``) submits one :class:`TaskInstance` carrying
 
 * the bytes each tensor argument names (:class:`ArgAccess`: a byte-exact
-  :class:`~neuronsim.machine.tasks.geometry.Region`), what the kernel does with them (its parameter's
+  :class:`~neuronsim.machine.tasks.task_geometry.Region`), what the kernel does with them (its parameter's
   direction: ``in`` reads, ``out`` writes, ``inout`` both) and what the call site tells the
   runtime (the argument's :class:`~neuronsim.machine.tasks.ir.ArgDirection`);
 * the *creator* of each argument's tensor: the task that got it as a runtime-allocated
@@ -44,7 +44,7 @@ from enum import Enum
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.tasks.expr import ScalarExpr, evaluate, free_names
-from neuronsim.machine.tasks.geometry import Region, root_region
+from neuronsim.machine.tasks.task_geometry import Region, root_region
 from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, GetSlot, If, IndexedView, ParamDirection, RuntimeScope,
     ScalarLet, ScalarParam, SetSlot, Slice, Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram, While,

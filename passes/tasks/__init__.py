@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.tasks.ir import TaskProgram
-from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.machine.tasks.task_validate import validate_tasks
 from neuronsim.passes.pipeline import PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.tasks.auto_derive_task_dependencies import (AutoDeriveTaskDependencies, analyze_dependencies,
                                                                   apply_analysis)

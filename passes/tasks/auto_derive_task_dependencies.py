@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from neuronsim.machine.tasks.ir import Call, RuntimeScope, TaskProgram, map_calls
-from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.machine.tasks.task_validate import validate_tasks
 from neuronsim.passes.pipeline import Pass, PassContext
 from neuronsim.passes.tasks.lineage import storage_lineage
 from neuronsim.passes.tasks.records import Analysis

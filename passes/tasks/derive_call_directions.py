@@ -31,7 +31,7 @@ from neuronsim.machine.tasks.ir import (
     ArgDirection, Call, For, If, ParamDirection, RuntimeScope, Stmt, TaskProgram, TensorParam, While, bodies,
     map_calls,
 )
-from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.machine.tasks.task_validate import validate_tasks
 from neuronsim.passes.pipeline import Pass, PassContext
 from neuronsim.passes.tasks.lineage import Lineage, storage_lineage
 

@@ -25,12 +25,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from neuronsim.machine.tasks.geometry import byte_ranges_may_overlap, packed_strides
+from neuronsim.machine.tasks.task_geometry import byte_ranges_may_overlap, packed_strides
 from neuronsim.machine.tasks.ir import (
     Alias, Assemble, Call, Create, For, If, IndexedView, MemRef, Operand, RuntimeScope, Slice, Stmt, TaskProgram,
     TensorParam, TensorType, While,
 )
-from neuronsim.machine.tasks.validate import Symbols
+from neuronsim.machine.tasks.task_validate import Symbols
 from neuronsim.passes.tasks.regions import CONSERVATIVE, FULL, UNKNOWN, Region, slice_region
 
 __all__ = ["MAX_ALTERNATIVES", "Alternative", "Location", "Status", "Lineage", "storage_lineage", "merge_locations",

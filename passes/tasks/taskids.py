@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from neuronsim.machine.tasks.ir import (
     Alias, Call, For, GetSlot, If, RuntimeScope, SetSlot, Stmt, TaskArray, TaskProgram, While,
 )
-from neuronsim.machine.tasks.validate import ARRAY, TASK, Symbols
+from neuronsim.machine.tasks.task_validate import ARRAY, TASK, Symbols
 
 __all__ = ["TaskIds", "UserDeps", "collect_task_ids"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from neuronsim.machine.tasks.ir import ArgDirection, Call, CompilerDep, For, If, RuntimeScope, Stmt, TaskProgram, While
-from neuronsim.machine.tasks.validate import TASK, Symbols
+from neuronsim.machine.tasks.task_validate import TASK, Symbols
 from neuronsim.passes.tasks.hazards import Verdict, classify_seed, classify_sound
 from neuronsim.passes.tasks.lineage import Lineage, Status
 from neuronsim.passes.tasks.loops import carry_remap, rebind_fixed_trip, rename_single_trip, summarise_parallel

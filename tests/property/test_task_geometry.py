@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neuronsim.machine.tasks.geometry import Region, covers, is_injective, overlaps, packed_strides, shared_bytes
+from neuronsim.machine.tasks.task_geometry import Region, covers, is_injective, overlaps, packed_strides, shared_bytes
 
 
 def _bytes(region: Region) -> set[int]:

@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.tasks.ir import ArgDirection, RuntimeScope, map_calls
 from neuronsim.passes.tasks import DEFAULT_TASK_PIPELINE, analyze_dependencies, compile_tasks, derive_directions
-from neuronsim.verify.tasks.strategies import TRIP_VALUES, task_programs
+from neuronsim.verify.tasks.task_strategies import TRIP_VALUES, task_programs
 from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 
 SEEDS = (None, 1, 2)

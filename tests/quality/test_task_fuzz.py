@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from neuronsim.testing.planted_tasks import DemotesUncoveredInput, ForgetsWar, IgnoresMemRefAliasing
-from neuronsim.verify.tasks.fuzz import check_task_pass, is_task_pass
+from neuronsim.verify.tasks.task_fuzz import check_task_pass, is_task_pass
 
 from neuronsim_tests import ROOT
 

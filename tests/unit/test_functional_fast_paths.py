@@ -1,6 +1,6 @@
 """The fast paths of functional simulation (issue 31.2) give what the slow paths give.
 
-* :class:`~neuronsim.machine.sim.views.InstanceViews` (views cached per instruction, shifted
+* :class:`~neuronsim.machine.sim.instance_views.InstanceViews` (views cached per instruction, shifted
   per instance) equals :meth:`Plan.views` for every instance;
 * the sequential run on live views (no copies of the reads) leaves the same bytes as one on
   copies;
@@ -23,7 +23,7 @@ from neuronsim.machine.sim.memory import initial_memory
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import Executor, instance_sources, make_trace, run_sequential, simulate
 from neuronsim.machine.sim.engine import TimedRun
-from neuronsim.machine.sim.views import InstanceViews
+from neuronsim.machine.sim.instance_views import InstanceViews
 from neuronsim.passes import compile_program
 from neuronsim.verify.nki.control_findings import _block
 from neuronsim.verify.app.scenario_runs import get_scenario, run_scenario

@@ -30,7 +30,7 @@ def _program():
 
 def _conflicting_pairs(run):
     """Every (earlier, later, kind) pair of instances touching one byte, one writing (by brute force)."""
-    from neuronsim.machine.tasks.geometry import overlaps
+    from neuronsim.machine.tasks.task_geometry import overlaps
 
     out = []
     for b in run.instances:

@@ -4,7 +4,7 @@ rule."""
 from __future__ import annotations
 
 from neuronsim.machine.tasks.builder import View
-from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.machine.tasks.task_validate import validate_tasks
 from neuronsim.passes.tasks.lineage import Status, storage_lineage
 
 from neuronsim_tests.task_rules_kit import compiled, deps, kit, merge_of_five_roots

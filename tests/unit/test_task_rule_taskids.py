@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuronsim.machine.tasks.validate import validate_tasks
+from neuronsim.machine.tasks.task_validate import validate_tasks
 from neuronsim.passes.tasks.taskids import collect_task_ids
 
 from neuronsim_tests.task_rules_kit import analysis, compiled, deps, dirs, kit

@@ -13,7 +13,7 @@ failure (``failure-CHECK-seedS.json`` with its ``.report.json`` and ``.compiled.
 written atomically), not one per chunk that met it.  ``--fail-fast`` stops at the first
 failing chunk.  ``--pass MODULE:FUNCTION`` imports from the current folder as well as from
 the installed packages.  ``--tasks`` fuzzes the task pipeline instead, on generated task
-programs (:mod:`neuronsim.verify.tasks.fuzz`); a ``--replace`` naming a task pass or a ``--pass``
+programs (:mod:`neuronsim.verify.tasks.task_fuzz`); a ``--replace`` naming a task pass or a ``--pass``
 deriving from one implies it.  ``--no-shrink`` reports failures as found (faster).
 
 With ``--pass``, the summary says in how many examples your pass changed its input and how
@@ -61,7 +61,7 @@ class Chunk:
     import_dir: str | None = None
     """Folder put first on ``sys.path`` before ``user_pass`` is imported (the user's cwd)."""
     tasks: bool = False
-    """Fuzz the task pipeline on task programs (:func:`neuronsim.verify.tasks.fuzz.check_task_pass`)."""
+    """Fuzz the task pipeline on task programs (:func:`neuronsim.verify.tasks.task_fuzz.check_task_pass`)."""
     shrink: bool = True
 
 
@@ -110,7 +110,7 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
         _importable(chunk.import_dir)
         user = load_pass(chunk.user_pass) if chunk.user_pass else None
         if chunk.tasks:
-            from neuronsim.verify.tasks.fuzz import check_task_pass
+            from neuronsim.verify.tasks.task_fuzz import check_task_pass
 
             result = check_task_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace,
                                      shrink=chunk.shrink)
@@ -296,7 +296,7 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
     tasks = tasks or replace in TASK_PASSES
     if user_pass:
         from neuronsim.verify.fuzz import load_pass
-        from neuronsim.verify.tasks.fuzz import is_task_pass
+        from neuronsim.verify.tasks.task_fuzz import is_task_pass
 
         _importable(import_dir)
         try:
@@ -351,7 +351,7 @@ def _effect(results: list[ChunkResult], ran: int, replace: str | None):
 
 def _print(ran: int, asked: int, seed: int, chunks: int, failures: list[ChunkResult], distinct: list[dict],
            stopped: bool, tasks: bool = False) -> None:
-    from neuronsim.verify.tasks.fuzz import TASK_CHECKS
+    from neuronsim.verify.tasks.task_fuzz import TASK_CHECKS
 
     out = people_console()
     what = "task programs" if tasks else "examples"

@@ -1,7 +1,7 @@
 """The task race checker: unordered task instances that share a byte, one of them writing.
 
 Two task instances *race* when their accessed regions share a byte (same root instance, or
-roots a MemRef places in one allocation: byte-exact, :mod:`neuronsim.machine.tasks.geometry`), at least
+roots a MemRef places in one allocation: byte-exact, :mod:`neuronsim.machine.tasks.task_geometry`), at least
 one of the two writes it (what the *kernel* does, whatever the directions tell the runtime),
 and no chain of edges orders them.  The edges are the runtime's: TensorMap lookups, creator
 edges and explicit deps (user and compiler).  Worker order is scheduling, not ordering, and
@@ -53,7 +53,7 @@ from neuronsim.machine.order.hb import DagHappensBefore
 from neuronsim.machine.sim.task_trace import TaskTrace
 from neuronsim.machine.order.spans import SpanIndex
 from neuronsim.machine.sim.tensormap import task_graph
-from neuronsim.machine.tasks.geometry import covers, overlaps, shared_bytes
+from neuronsim.machine.tasks.task_geometry import covers, overlaps, shared_bytes
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.tasks.unroll import ArgAccess, unroll_task_program
 

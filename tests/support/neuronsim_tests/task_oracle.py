@@ -1,7 +1,7 @@
 """Brute-force oracle for task programs: unroll, order by deps (and TensorMap tracking), list races.
 
 Independent of the passes: it executes the orchestration function for concrete scalar values,
-submits every task instance with the regions it touches (byte-exact, :mod:`neuronsim.machine.tasks.geometry`)
+submits every task instance with the regions it touches (byte-exact, :mod:`neuronsim.machine.tasks.task_geometry`)
 and the instances it must wait for:
 
 * explicit deps, always: user deps and compiler deps evaluated when the task is submitted (a
@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from neuronsim.machine.tasks.expr import evaluate
-from neuronsim.machine.tasks.geometry import Region, overlaps, root_region
+from neuronsim.machine.tasks.task_geometry import Region, overlaps, root_region
 from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, GetSlot, If, IndexedView, RuntimeScope, ScalarLet, ScalarParam,
     SetSlot, Slice, TaskArray, TaskDummy, TaskInvalid, TaskProgram, While,

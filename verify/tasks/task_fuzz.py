@@ -2,9 +2,9 @@
 
 The harness runs the task pipeline (:data:`neuronsim.passes.tasks.DEFAULT_TASK_PIPELINE`) with *your*
 pass in a slot (``replace``) or appended, on programs drawn by
-:func:`neuronsim.verify.tasks.strategies.task_programs`, and checks each against the *all-AUTO* program
+:func:`neuronsim.verify.tasks.task_strategies.task_programs`, and checks each against the *all-AUTO* program
 (``derive-call-directions`` only: every call under the runtime's TensorMap tracking), for
-every value of the runtime scalar in :data:`neuronsim.verify.tasks.strategies.TRIP_VALUES`:
+every value of the runtime scalar in :data:`neuronsim.verify.tasks.task_strategies.TRIP_VALUES`:
 
 1. **error**: the pipeline ran (a crash of the pass is a finding);
 2. **structure**: the same task instances touch the same bytes (a task pass may change deps,
@@ -46,7 +46,7 @@ from neuronsim.passes.tasks import (
 )
 
 from neuronsim.verify.fuzz import FuzzFailure, FuzzResult, pipeline_with
-from neuronsim.verify.tasks.strategies import TRIP_VALUES, task_programs
+from neuronsim.verify.tasks.task_strategies import TRIP_VALUES, task_programs
 from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 
 __all__ = ["check_task_pass", "check_task_program_once", "task_pipeline_with", "is_task_pass", "SIM_SEEDS",
