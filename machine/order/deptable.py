@@ -26,7 +26,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from itertools import chain
+from itertools import chain, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
@@ -92,7 +92,9 @@ class DepTable:
     def of_program(cls, program: Program, stream: InstanceStream | None = None) -> DepTable:
         """The deps written in ``program``'s instructions (``stream``: its instance stream, or
         that of a program with the same instructions in the same order, for the ids)."""
-        flat = not any(isinstance(node, Loop) for node in program.body)
+        # (a stream built from this very program knows; otherwise one scan at C level)
+        flat = not stream.has_loops if stream is not None and stream.program is program else \
+            not any(map(isinstance, program.body, repeat(Loop)))
         instrs = list(program.body) if flat else [inst for inst, _ in program.instructions()]
         id_of = stream.id_of if stream is not None else {inst.name: x for x, inst in enumerate(instrs)}
         lists = list(map(_DEPS, instrs))

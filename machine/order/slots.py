@@ -24,6 +24,7 @@ from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, 
 __all__ = ["CompiledAccess", "SlotLayout", "lay_out_slots", "compile_templates", "compile_access"]
 
 _VALUE = attrgetter("tensor", "partitions", "offset", "pattern", "per_iteration", "partitions_per_iteration")
+_READS, _WRITES = attrgetter("reads"), attrgetter("writes")
 _raw_footprint = base_footprint.__wrapped__  # templates are shared already: skip hashing tensor and access
 
 
@@ -77,8 +78,8 @@ def lay_out_slots(instrs: Sequence[Instruction]) -> SlotLayout:
     Values are told apart at C level (per slot one ``attrgetter`` tuple and one
     ``dict.setdefault`` giving the first slot of its value and direction), the rest is numpy
     in linear time; Python visits one step per distinct value only (does it move?)."""
-    reads = [i.reads for i in instrs]
-    writes = [i.writes for i in instrs]
+    reads = list(map(_READS, instrs))
+    writes = list(map(_WRITES, instrs))
     n_reads = np.fromiter(map(len, reads), np.int64, len(reads))
     counts = n_reads + np.fromiter(map(len, writes), np.int64, len(writes))
     n = int(counts.sum())
