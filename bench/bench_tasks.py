@@ -45,7 +45,7 @@ from bench_racecheck import synthetic
 
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.simulator import simulate
-from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.task_builder import In, InOut, Out, TaskBuilder
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.passes import compile_program
 from neuronsim.passes.tasks import compile_tasks

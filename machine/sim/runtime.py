@@ -6,7 +6,7 @@ Requires a valid task program whose calls carry argument directions (run
 ``derive-call-directions`` first) and values for its runtime scalars.  Guarantees, for every
 run (:func:`simulate_tasks`):
 
-1. the orchestrator walks the program (:func:`neuronsim.machine.tasks.unroll.iter_task_instances`: real
+1. the orchestrator walks the program (:func:`neuronsim.machine.tasks.orchestrator.iter_task_instances`: real
    trip counts, the branches the scalars select) and submits the instances one after another,
    each costing it :meth:`RuntimePreset.submit_cost` for the tracking work the
    :class:`~neuronsim.machine.sim.tensormap.TensorMap` did for it (explicit deps always; creator edges,
@@ -29,7 +29,7 @@ and ``"end"`` (progress bars, live views).
 
 Examples
 --------
->>> from neuronsim.machine.tasks.builder import In, InOut, TaskBuilder
+>>> from neuronsim.machine.tasks.task_builder import In, InOut, TaskBuilder
 >>> tb = TaskBuilder("acc")
 >>> add = tb.kernel("add", In("x"), InOut("acc"), returns="acc", cost=100)
 >>> x, acc = tb.param("x", (32, 8)), tb.param("acc", (8, 8), direction="inout")
@@ -56,7 +56,7 @@ from neuronsim.machine.sim.simpy_events import tied
 from neuronsim.machine.sim.task_trace import RuntimePreset, TaskRecord, TaskTrace
 from neuronsim.machine.sim.tensormap import TensorMap, Tracking
 from neuronsim.machine.tasks.ir import TaskProgram
-from neuronsim.machine.tasks.unroll import DEFAULT_MAX_ITERATIONS, TaskInstance, iter_task_instances
+from neuronsim.machine.tasks.orchestrator import DEFAULT_MAX_ITERATIONS, TaskInstance, iter_task_instances
 
 __all__ = ["simulate_tasks", "RuntimePreset", "preset_for"]
 

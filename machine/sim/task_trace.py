@@ -21,7 +21,7 @@ from typing import Any
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.sim.tensormap import Edge
-from neuronsim.machine.tasks.unroll import ArgAccess
+from neuronsim.machine.tasks.orchestrator import ArgAccess
 
 __all__ = ["RuntimePreset", "TaskRecord", "TaskTrace", "task_chrome_trace", "write_task_trace", "plot_task_timeline"]
 

@@ -2,7 +2,7 @@
 
 ``docs/task-rules.md`` section 4.  The orchestrator calls :meth:`TensorMap.submit` once per task
 instance, in submission order; it answers the task's fan-in, each edge with its origin
-(:class:`~neuronsim.machine.tasks.unroll.Origin`), and counts the tracking work done:
+(:class:`~neuronsim.machine.tasks.orchestrator.Origin`), and counts the tracking work done:
 
 * explicit deps (user, then compiler), always;
 * AUTO scopes only (a MANUAL scope skips A, B and 4):
@@ -43,7 +43,7 @@ from enum import IntEnum
 
 from neuronsim.machine.tasks.task_geometry import Region, covers, is_injective, overlaps
 from neuronsim.machine.tasks.ir import ArgDirection
-from neuronsim.machine.tasks.unroll import Origin, TaskInstance
+from neuronsim.machine.tasks.orchestrator import Origin, TaskInstance
 
 __all__ = ["Relation", "relation", "Edge", "Tracking", "TensorMap", "task_graph"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from neuronsim.machine.tasks.expr import Op, ScalarExpr, Sym, fold
 
 if TYPE_CHECKING:
-    from neuronsim.machine.tasks.builder import TaskBuilder
+    from neuronsim.machine.tasks.task_builder import TaskBuilder
 
 __all__ = ["ScalarRef", "TensorRef", "TaskIdRef", "TaskArrayRef", "NoDepArg", "no_dep", "as_expr"]
 

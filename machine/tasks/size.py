@@ -1,6 +1,6 @@
 """How much work a task program is, known before the orchestrator's walk runs.
 
-The walk (:mod:`neuronsim.machine.tasks.unroll`) finds a program too big only once it has
+The walk (:mod:`neuronsim.machine.tasks.orchestrator`) finds a program too big only once it has
 submitted the instance past the limit: ten million calls in a ``for`` took minutes of
 unrolling before ``check`` refused them.  :func:`estimate_task_work` counts without walking:
 a ``for`` whose bounds are known from the function's scalars (and scalar ``let`` s outside
@@ -30,7 +30,7 @@ from neuronsim.machine.tasks.expr import ScalarExpr, evaluate, free_names
 from neuronsim.machine.tasks.ir import (
     Call, For, If, RuntimeScope, ScalarLet, Stmt, TaskArray, TaskDummy, TaskProgram, While,
 )
-from neuronsim.machine.tasks.unroll import scalar_values
+from neuronsim.machine.tasks.orchestrator import scalar_values
 
 __all__ = ["TaskWork", "estimate_task_work"]
 

@@ -21,7 +21,7 @@ from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.tasks.expr import ScalarExpr, Sym, free_names
 from neuronsim.machine.tasks.task_geometry import packed_strides, span_elements, view_strides
 from neuronsim.machine.ir.dtypes import itemsize
-from neuronsim.machine.tasks.unroll import MAX_TASK_ARRAY
+from neuronsim.machine.tasks.orchestrator import MAX_TASK_ARRAY
 from neuronsim.machine.tasks.ir import (
     Alias, ArgDirection, Assemble, Call, Create, For, GetSlot, If, IndexedView, IterArg, Operand, ParamDirection,
     RuntimeScope, ScalarLet, SetSlot, Slice, Stmt, TaskArray, TaskDummy, TaskInvalid, TaskProgram,

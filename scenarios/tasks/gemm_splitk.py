@@ -18,7 +18,7 @@ What the passes do
 
 from __future__ import annotations
 
-from neuronsim.machine.tasks.builder import In, Out, TaskBuilder
+from neuronsim.machine.tasks.task_builder import In, Out, TaskBuilder
 from neuronsim.machine.tasks.ir import TaskProgram
 
 M, N, K, T, SPLIT = 512, 512, 4096, 128, 4

@@ -19,7 +19,7 @@ What the passes do
 
 from __future__ import annotations
 
-from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.task_builder import In, InOut, Out, TaskBuilder
 from neuronsim.machine.tasks.ir import TaskProgram
 
 TOKENS, HIDDEN, FFN, EXPERTS, CAP = 256, 256, 512, 8, 64

@@ -23,7 +23,7 @@ What the passes do
 
 from __future__ import annotations
 
-from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.task_builder import In, InOut, Out, TaskBuilder
 from neuronsim.machine.tasks.ir import TaskProgram
 
 B, HEAD, BLOCK, NUM_BLOCKS, BLOCKS_PER_SEQ = 4, 128, 64, 64, 6

@@ -14,7 +14,7 @@ import pytest
 
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.tensormap import task_graph
-from neuronsim.machine.tasks.unroll import unroll_task_program
+from neuronsim.machine.tasks.orchestrator import unroll_task_program
 from neuronsim.passes.tasks import FAITHFUL_TASK_PIPELINE, compile_tasks, derive_directions
 from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from neuronsim.machine.tasks.ir import map_calls
-from neuronsim.machine.tasks.unroll import unroll_task_program
+from neuronsim.machine.tasks.orchestrator import unroll_task_program
 
 from neuronsim_tests.task_oracle import races, unroll_tasks
 from neuronsim_tests.task_rules_kit import compiled, deps, kit, scopes

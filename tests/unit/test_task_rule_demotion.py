@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuronsim.machine.tasks.builder import View
+from neuronsim.machine.tasks.task_builder import View
 
 from neuronsim_tests.task_rules_kit import compiled, deps, dirs, kit
 

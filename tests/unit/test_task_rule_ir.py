@@ -3,7 +3,7 @@ the rule."""
 
 from __future__ import annotations
 
-from neuronsim.machine.tasks.builder import MemRef, no_dep
+from neuronsim.machine.tasks.task_builder import MemRef, no_dep
 from neuronsim.passes.tasks import compile_tasks, derive_directions
 
 from neuronsim_tests.task_rules_kit import analysis, compiled, deps, dirs, kit, scopes

@@ -3,7 +3,7 @@ rule."""
 
 from __future__ import annotations
 
-from neuronsim.machine.tasks.builder import View
+from neuronsim.machine.tasks.task_builder import View
 from neuronsim.machine.tasks.task_validate import validate_tasks
 from neuronsim.passes.tasks.lineage import Status, storage_lineage
 

@@ -8,9 +8,9 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.sim.runtime import preset_for, simulate_tasks
 from neuronsim.machine.sim.task_trace import task_chrome_trace
 from neuronsim.machine.sim.tensormap import TensorMap, task_graph
-from neuronsim.machine.tasks.builder import In, InOut, MemRef, Out, TaskBuilder
+from neuronsim.machine.tasks.task_builder import In, InOut, MemRef, Out, TaskBuilder
 from neuronsim.machine.tasks.format import load_tasks
-from neuronsim.machine.tasks.unroll import Origin, unroll_task_program
+from neuronsim.machine.tasks.orchestrator import Origin, unroll_task_program
 from neuronsim.passes.tasks import compile_tasks, derive_directions
 from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 

@@ -66,7 +66,7 @@ def test_neuronsim_run_takes_a_task_scenario(tmp_path):
 def test_the_sequences_of_paged_attention_stay_parallel_after_the_passes():
     """The block loop's back-edges are carried in it: no task of one sequence waits for another's
     (plain deps would chain each sequence's first block to the previous sequence's last)."""
-    from neuronsim.machine.tasks.unroll import unroll_task_program
+    from neuronsim.machine.tasks.orchestrator import unroll_task_program
     from neuronsim.passes.tasks import compile_tasks
 
     module = find_task_scenario("paged_attention")

@@ -13,10 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.task_builder import In, InOut, Out, TaskBuilder
 from neuronsim.machine.tasks.ir import TensorView
 from neuronsim.machine.tasks.serialize import dumps_tasks
-from neuronsim.machine.tasks.unroll import unroll_task_program
+from neuronsim.machine.tasks.orchestrator import unroll_task_program
 from neuronsim.passes.tasks import run_task_pipeline
 from neuronsim.verify.cli import cli
 

@@ -8,7 +8,7 @@ import pytest
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.tasks import dumps_tasks, loads_tasks, parse_tasks
-from neuronsim.machine.tasks.builder import In, InOut, MemRef, Out, Scalar, TaskBuilder, View, no_dep
+from neuronsim.machine.tasks.task_builder import In, InOut, MemRef, Out, Scalar, TaskBuilder, View, no_dep
 from neuronsim.machine.tasks.expr import Op, Sym
 from neuronsim.machine.tasks.ir import ArgDirection, For, If, RuntimeScope, While
 from neuronsim_tests.tasks_format_kit import BAD, BASE, SUBMIT, _at, _edit

@@ -28,7 +28,7 @@ from neuronsim.machine.sim.task_trace import plot_task_timeline, write_task_trac
 from neuronsim.machine.tasks.format import FORMAT, is_task_document, parse_tasks
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.tasks.size import TaskWork, estimate_task_work
-from neuronsim.machine.tasks.unroll import DEFAULT_MAX_ITERATIONS
+from neuronsim.machine.tasks.orchestrator import DEFAULT_MAX_ITERATIONS
 from neuronsim.passes.pipeline import PassContext
 from neuronsim.passes.tasks import DEFAULT_TASK_PIPELINE, derive_directions, parse_task_pipeline, run_task_pipeline
 

@@ -30,7 +30,7 @@ not a scan of all of them.
 
 Examples
 --------
->>> from neuronsim.machine.tasks.builder import In, Out, TaskBuilder
+>>> from neuronsim.machine.tasks.task_builder import In, Out, TaskBuilder
 >>> tb = TaskBuilder("war")
 >>> read = tb.kernel("read", In("x"), cost=10)
 >>> write = tb.kernel("write", Out("x"), returns="x", cost=10)
@@ -55,7 +55,7 @@ from neuronsim.machine.order.spans import SpanIndex
 from neuronsim.machine.sim.tensormap import task_graph
 from neuronsim.machine.tasks.task_geometry import covers, overlaps, shared_bytes
 from neuronsim.machine.tasks.ir import TaskProgram
-from neuronsim.machine.tasks.unroll import ArgAccess, unroll_task_program
+from neuronsim.machine.tasks.orchestrator import ArgAccess, unroll_task_program
 
 __all__ = ["TaskFix", "TaskRace", "TaskRaceReport", "find_task_races", "check_task_program", "check_task_trace",
            "trace_violations", "DEFAULT_MAX_TASK_RACES"]

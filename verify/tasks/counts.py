@@ -36,7 +36,7 @@ from typing import Any
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.tensormap import task_graph
 from neuronsim.machine.tasks.ir import ArgDirection, RuntimeScope, TaskProgram
-from neuronsim.machine.tasks.unroll import unroll_task_program
+from neuronsim.machine.tasks.orchestrator import unroll_task_program
 
 from neuronsim.verify.tasks.check import check_task_program
 

@@ -39,7 +39,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.tasks.ir import RuntimeScope, TaskProgram
 from neuronsim.machine.tasks.serialize import dumps_tasks
-from neuronsim.machine.tasks.unroll import unroll_task_program
+from neuronsim.machine.tasks.orchestrator import unroll_task_program
 from neuronsim.passes.pipeline import Pass, PassContext
 from neuronsim.passes.tasks import (
     DEFAULT_TASK_PIPELINE, TASK_PASSES, analyze_dependencies, derive_directions, parse_task_pipeline, run_task_pipeline,

@@ -1,6 +1,6 @@
 """Generated task programs: a hypothesis strategy (:func:`task_programs`) and its seeded twin.
 
-One drawer builds both, through :class:`neuronsim.machine.tasks.builder.TaskBuilder`, from a source of
+One drawer builds both, through :class:`neuronsim.machine.tasks.task_builder.TaskBuilder`, from a source of
 choices: hypothesis draws (so failures shrink to small programs) or ``random.Random(seed)``
 (:func:`seeded_task_program`).  Every construct of ``neuronsim.tasks/1`` appears:
 
@@ -34,7 +34,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from neuronsim.machine.tasks.builder import In, InOut, MemRef, Out, Scalar, TaskBuilder, View, no_dep
+from neuronsim.machine.tasks.task_builder import In, InOut, MemRef, Out, Scalar, TaskBuilder, View, no_dep
 from neuronsim.machine.tasks.ir import TaskProgram
 
 __all__ = ["task_programs", "seeded_task_program", "TRIP_VALUES"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import random
 
-from neuronsim.machine.tasks.builder import In, InOut, Out, TaskBuilder
+from neuronsim.machine.tasks.task_builder import In, InOut, Out, TaskBuilder
 from neuronsim.machine.tasks.ir import TaskProgram
 
 __all__ = ["random_task_program"]

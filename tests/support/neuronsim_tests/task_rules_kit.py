@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from neuronsim.machine.tasks.builder import In, InOut, Out, Scalar, TaskBuilder
+from neuronsim.machine.tasks.task_builder import In, InOut, Out, Scalar, TaskBuilder
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.passes.tasks import (
     DEFAULT_TASK_PIPELINE, FAITHFUL_TASK_PIPELINE, analyze_dependencies, compile_tasks, derive_directions,

@@ -26,7 +26,7 @@ is a :class:`~neuronsim.machine.ir.errors.ProgramError` naming the statement's J
 
 Examples
 --------
->>> from neuronsim.machine.tasks.builder import In, InOut, TaskBuilder
+>>> from neuronsim.machine.tasks.task_builder import In, InOut, TaskBuilder
 >>> tb = TaskBuilder("acc")
 >>> add = tb.kernel("add", In("x"), InOut("acc"), returns="acc", cost=100)
 >>> x, acc = tb.param("x", (16, 8)), tb.param("acc", (8, 8), direction="inout")
