@@ -11,7 +11,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 
-from neuronsim.machine.sim.export import plot_timeline
+from neuronsim.verify.app.drawings import plot_timeline
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent

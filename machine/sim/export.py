@@ -1,4 +1,5 @@
-"""Draw a :class:`~neuronsim.machine.sim.trace.Trace`: Perfetto / Chrome trace JSON and a matplotlib timeline.
+"""A :class:`~neuronsim.machine.sim.trace.Trace` as Perfetto / Chrome trace JSON (its drawing as a
+matplotlib timeline is the application's: :mod:`neuronsim.verify.app.drawings`).
 
 The JSON follows the Chrome trace event format (``traceEvents``; times in µs, so a ns figure
 is divided by 1000), which ui.perfetto.dev and chrome://tracing open:
@@ -21,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from neuronsim.machine.formats.jsonio import dumps_strict
-from neuronsim.machine.formats.files import OutputError, write_atomically, write_text
+from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.sim.trace import Trace
 
-__all__ = ["chrome_trace", "write_chrome_trace", "plot_timeline", "plot_format", "save_figure"]
+__all__ = ["chrome_trace", "write_chrome_trace"]
 
 _PID = 1
 
@@ -89,75 +90,3 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
 def write_chrome_trace(trace: Trace, path: str | Path) -> None:
     """Write :func:`chrome_trace` to ``path`` (opens in ui.perfetto.dev), atomically."""
     write_text(path, dumps_strict(chrome_trace(trace), separators=(",", ":")))  # strict JSON
-
-
-def plot_format(path: str | Path) -> str:
-    """The image format a plot path asks for (its extension); a located
-    :class:`~neuronsim.machine.formats.files.OutputError` when matplotlib cannot write it.
-
-    >>> plot_format("out/t.png"), plot_format("t.SVG")
-    ('png', 'svg')
-    """
-    from matplotlib.backend_bases import FigureCanvasBase
-
-    supported = FigureCanvasBase.get_supported_filetypes()
-    ext = Path(path).suffix[1:].lower()
-    if ext not in supported:
-        given = f"the extension .{ext} is not an image format" if ext else "the file name has no extension"
-        raise OutputError(str(path), f"{given}; use one of {', '.join('.' + e for e in sorted(supported))}")
-    return ext
-
-
-def save_figure(fig, path: str | Path, **options) -> None:
-    """Lay ``fig`` out tight, ``fig.savefig`` it to ``path`` atomically in the format of its
-    extension, and close it (also when saving fails: the plots are drawn once)."""
-    import matplotlib.pyplot as plt
-
-    try:
-        fig.tight_layout()
-        fmt = plot_format(path)
-        write_atomically(path, lambda fh: fig.savefig(fh, format=fmt, **options))
-    finally:
-        plt.close(fig)
-
-
-def plot_timeline(trace: Trace, path: str | Path, title: str = "", program: str = "program") -> None:
-    """Draw one row per component to ``path`` (PNG, SVG, PDF, ... by its extension),
-    atomically: ops in their colours of :mod:`neuronsim.machine.sim.palette`, DMA triggers as thin black
-    hatched bars on their sequencer, the title naming ``program`` and the run (nominal or
-    seed S)."""
-    plot_format(path)  # before any drawing: a bad name costs nothing
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from neuronsim.machine.sim.palette import DMA_TRIGGER, DMA_TRIGGER_HATCH, op_color, picture_title
-
-    rows = [c for c in trace.components if trace.stream(c)]
-    row = {name: len(rows) - 1 - k for k, name in enumerate(rows)}
-    ops = sorted({r.op for r in trace.records})
-    bars: dict[tuple[float, float, str], list[tuple[float, float]]] = defaultdict(list)
-    triggers: dict[int, list[tuple[float, float]]] = defaultdict(list)
-    for r in trace.records:  # one broken_barh call per (row, op): fast on big traces
-        bars[(row[r.component] - 0.4, 0.8, r.op)].append((_us(r.start), _us(r.end - r.start)))
-        if r.is_dma:
-            triggers[row[r.engine]].append((_us(r.trigger), _us(r.issued - r.trigger)))
-    fig, ax = plt.subplots(figsize=(12, 0.5 * len(rows) + 1.5))
-    for (y, height, op), spans in bars.items():
-        ax.broken_barh(spans, (y, height), facecolors=op_color(op), edgecolors="black", linewidth=0.3)
-    for y, spans in triggers.items():
-        ax.broken_barh(spans, (y - 0.15, 0.3), facecolors=DMA_TRIGGER, edgecolors="white", hatch=DMA_TRIGGER_HATCH,
-                       linewidth=0.3)
-    ax.set_yticks(range(len(rows)), list(reversed(rows)))
-    ax.set_xlabel("time (µs)")
-    ax.set_title(title or picture_title(program, f"timeline on {trace.machine}, makespan {trace.makespan:,.1f} ns",
-                                        trace.seed))
-    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=op_color(op), edgecolor="black", linewidth=0.3) for op in ops]
-    labels = list(ops)
-    if triggers:
-        handles.append(plt.Rectangle((0, 0), 1, 1, facecolor=DMA_TRIGGER, edgecolor="white", hatch=DMA_TRIGGER_HATCH))
-        labels.append("DMA trigger (on its sequencer)")
-    ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize="small")
-    ax.grid(axis="x", linestyle=":", linewidth=0.5)
-    save_figure(fig, path, dpi=120)

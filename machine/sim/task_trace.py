@@ -13,7 +13,6 @@ for the edges a task actually waited on, and a counter of ready tasks.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.sim.tensormap import Edge
 from neuronsim.machine.tasks.orchestrator import ArgAccess
 
-__all__ = ["RuntimePreset", "TaskRecord", "TaskTrace", "task_chrome_trace", "write_task_trace", "plot_task_timeline"]
+__all__ = ["RuntimePreset", "TaskRecord", "TaskTrace", "task_chrome_trace", "write_task_trace"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,40 +173,3 @@ def task_chrome_trace(trace: TaskTrace, title: str = "task runtime") -> dict[str
 def write_task_trace(trace: TaskTrace, path: str | Path) -> None:
     """Write :func:`task_chrome_trace` to ``path`` atomically."""
     write_text(path, dumps_strict(task_chrome_trace(trace), separators=(",", ":")))  # strict JSON
-
-
-def plot_task_timeline(trace: TaskTrace, path: str | Path, title: str = "", program: str = "task program") -> None:
-    """One row for the orchestrator and one per worker, tasks coloured by kernel (the colours
-    of :mod:`neuronsim.machine.sim.palette`), to ``path``; the title names ``program`` and the run."""
-    from neuronsim.machine.sim.palette import op_color, picture_title
-    from neuronsim.machine.sim.export import plot_format, save_figure
-
-    plot_format(path)
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = ["orchestrator", *(f"worker {k}" for k in range(trace.cores))]
-    kernels: Sequence[str] = sorted({r.kernel for r in trace.records if r.kernel})
-    color = {k: op_color(k) for k in kernels}
-    fig, ax = plt.subplots(figsize=(12, 0.5 * len(rows) + 1.5))
-    p = trace.preset
-    costs = [p.submit_cost(r.lookups, r.inserts, r.explicit, r.creator) for r in trace.records]
-    submits = [(_us(r.submitted - c), _us(c)) for r, c in zip(trace.records, costs)]
-    ax.broken_barh(submits, (len(rows) - 1 - 0.3, 0.6), facecolors="grey")
-    for k in kernels:
-        for w in range(trace.cores):
-            spans = [(_us(r.start), _us(r.end - r.start)) for r in trace.records if r.kernel == k and r.worker == w]
-            if spans:
-                ax.broken_barh(spans, (len(rows) - 2 - w - 0.4, 0.8), facecolors=color[k], edgecolors="black",
-                               linewidth=0.3)
-    ax.set_yticks(range(len(rows)), list(reversed(rows)))
-    ax.set_xlabel("time (µs)")
-    ax.set_title(title or picture_title(program, f"task runtime on {trace.cores} cores, makespan "
-                                                 f"{trace.makespan:,.1f} ns", trace.seed))
-    handles = [plt.Rectangle((0, 0), 1, 1, facecolor=color[k], edgecolor="black", linewidth=0.3) for k in kernels]
-    handles.append(plt.Rectangle((0, 0), 1, 1, facecolor="grey"))
-    ax.legend(handles, [*kernels, "submission (orchestrator)"], loc="upper left", bbox_to_anchor=(1.0, 1.0),
-              fontsize="small")
-    save_figure(fig, path, dpi=120)

@@ -2,7 +2,8 @@
 
 A :class:`Trace` is the simulator's only output about timing and synchronisation; it knows
 nothing of races.  ``verify/`` checks happens-before over it, people read its summary, and
-:mod:`neuronsim.machine.sim.export` draws it (Perfetto / Chrome trace JSON, matplotlib).
+:mod:`neuronsim.machine.sim.export` writes it as Perfetto / Chrome trace JSON and
+:mod:`neuronsim.verify.app.drawings` draws it.
 
 Times are in ns from the start of the run.  For every instance X: ``trigger`` T(X),
 ``start`` S(X), ``end`` E(X) as the spec defines them (for a compute instruction T = S); a

@@ -35,18 +35,18 @@ def _captured_axes(monkeypatch):
     import matplotlib.pyplot as plt
 
     seen = []
-    import neuronsim.machine.sim.export as export
+    import neuronsim.verify.app.drawings as drawings
 
     def keep(fig, path, **options):
         seen.append(fig)
 
-    monkeypatch.setattr(export, "save_figure", keep)
+    monkeypatch.setattr(drawings, "save_figure", keep)
     return seen, plt
 
 
 def test_png_timeline_uses_the_palette_and_names_program_and_run(monkeypatch, tmp_path):
     seen, _ = _captured_axes(monkeypatch)
-    from neuronsim.machine.sim.export import plot_timeline
+    from neuronsim.verify.app.drawings import plot_timeline
 
     trace = simulate(load_program(ROOT / "examples" / "matmul_k_loop.json"), functional=False, seeds=[2]).runs[0].trace
     plot_timeline(trace, tmp_path / "t.png", program="matmul_k_loop")

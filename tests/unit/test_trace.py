@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from rich.console import Console
 
 from neuronsim.machine.formats.program_json import load_program
-from neuronsim.machine.sim.export import chrome_trace, plot_timeline, write_chrome_trace
+from neuronsim.machine.sim.export import chrome_trace, write_chrome_trace
+from neuronsim.verify.app.drawings import plot_timeline
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.machine.sim.trace import summarize, summary_table

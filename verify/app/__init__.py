@@ -5,6 +5,7 @@
 * :mod:`.scenario_runs`: find a scenario, run it end to end (compile, race check, simulate,
   compare with its numpy reference) and rewrite the shipped files;
 * :mod:`.html_report`: the one-file HTML report and its drawings (templates in ``templates/``);
+* :mod:`.drawings`: a simulated run's and a task run's timeline as an image (matplotlib);
 * :mod:`.progress`: progress bars on a terminal, summary lines in a log;
 * :mod:`.host`: what the host has (memory, its control group's limit, the address space) and
   figures as people read them, for the commands' size guard.

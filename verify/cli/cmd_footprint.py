@@ -23,7 +23,7 @@ from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 
-from neuronsim.machine.sim.export import save_figure
+from neuronsim.verify.app.drawings import save_figure
 
 from neuronsim.verify.cli.common import (check_plot, emit_json, guard_size, json_option, program_argument, run_command,
                                          size_options)

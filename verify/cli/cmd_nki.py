@@ -170,7 +170,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     """``neuronsim run KERNEL.py::FUNC``: findings, then the scenario run (``report_path``:
     also its HTML page, findings included); exit 0 / 1."""
     from neuronsim.machine.formats.files import write_text
-    from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
+    from neuronsim.machine.sim.export import write_chrome_trace
+    from neuronsim.verify.app.drawings import plot_timeline
 
     from neuronsim.verify.nki.run import run_traced
     from neuronsim.verify.app.progress import stage_or_nothing

@@ -22,7 +22,8 @@ from neuronsim.machine.ir.errors import ProgramError
 from rich.table import Table
 
 from neuronsim.machine.formats.files import write_text
-from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
+from neuronsim.machine.sim.export import write_chrome_trace
+from neuronsim.verify.app.drawings import plot_timeline
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.sim.tolerance import plain_number
 from neuronsim.machine.sim.trace import summarize, summary_table

@@ -25,7 +25,8 @@ import numpy as np
 
 from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
-from neuronsim.machine.sim.export import plot_timeline, write_chrome_trace
+from neuronsim.machine.sim.export import write_chrome_trace
+from neuronsim.verify.app.drawings import plot_timeline
 from neuronsim.machine.sim.accuracy import accuracy_json
 from neuronsim.machine.sim.simulator import RunResult, Simulation
 from neuronsim.machine.sim.simulator import simulate as run_simulation

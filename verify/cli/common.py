@@ -282,7 +282,7 @@ def check_plot(path: str | None) -> None:
 
 def plot_format_or_fail(path: str) -> str:
     """The image format of ``path`` (its extension), or exit 2 naming it."""
-    from neuronsim.machine.sim.export import plot_format
+    from neuronsim.verify.app.drawings import plot_format
 
     try:
         return plot_format(path)

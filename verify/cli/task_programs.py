@@ -24,7 +24,8 @@ from rich.table import Table
 from neuronsim.machine.formats.inputs import read_input
 from neuronsim.machine.formats.jsonio import decode_strict, dumps_strict
 from neuronsim.machine.sim.runtime import simulate_tasks
-from neuronsim.machine.sim.task_trace import plot_task_timeline, write_task_trace
+from neuronsim.machine.sim.task_trace import write_task_trace
+from neuronsim.verify.app.drawings import plot_task_timeline
 from neuronsim.machine.tasks.format import FORMAT, is_task_document, parse_tasks
 from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.tasks.size import TaskWork, estimate_task_work
@@ -202,7 +203,7 @@ def _table(report: TaskFootprint) -> Table:
 
 
 def _plot(report: TaskFootprint, path: str) -> None:
-    from neuronsim.machine.sim.export import save_figure
+    from neuronsim.verify.app.drawings import save_figure
     import matplotlib
 
     matplotlib.use("Agg")
