@@ -1,4 +1,5 @@
-"""Machine presets ``trn1`` (NeuronCore-v2) and ``trn2`` (NeuronCore-v3), with overrides.
+"""Machine presets ``trn1`` (NeuronCore-v2), ``trn2`` (NeuronCore-v3) and ``trn3`` (NeuronCore-v4),
+with overrides.
 
 Every figure is sourced from ``docs/machine-model.md`` (section in brackets) or, for the
 timing model, from the public page named in brackets (``docs/timing.md`` lists every timing
@@ -32,11 +33,11 @@ class MachineSpec:
     dma_queues: int = 3
     """DMA queues modelled (``dma0 … dmaN-1``); the spec fixes 3 for both presets by default."""
     pe_ghz: float = 2.8
-    """TensorE clock [1.3]: 2.8 GHz on v2, 2.4 GHz on v3."""
+    """TensorE clock [1.3]: 2.8 GHz on v2, 2.4 GHz on v3 and v4."""
     act_ghz: float = 1.4
     """ScalarE clock [1.3]."""
     dve_ghz: float = 1.12
-    """VectorE clock [1.3]."""
+    """VectorE clock [1.3]: 1.12 / 0.96 / 1.2 GHz on v2 / v3 / v4."""
     pool_ghz: float = 1.4
     """GpSimd clock [1.3]."""
     sp_ghz: float = 1.4
@@ -44,22 +45,22 @@ class MachineSpec:
     sbuf_partitions: int = 128
     """SBUF partitions [2.1]."""
     sbuf_partition_bytes: int = 192 * 1024
-    """SBUF bytes per partition [2.1]: 192 KiB (v2), 224 KiB (v3)."""
+    """SBUF bytes per partition [2.1]: 192 KiB (v2), 224 KiB (v3), 256 KiB (v4: 32 MiB / 128)."""
     psum_banks: int = 8
     """PSUM banks per partition [2.1]."""
     psum_bank_bytes: int = 2048
     """Bytes per PSUM bank per partition [2.1] (512 fp32)."""
     dram_bytes: int = 16 * 2**30
-    """Per-core HBM window [2.2]: 16 GiB (gen2) / 24 GiB (gen3), *unconfirmed*."""
+    """Per-core HBM window [2.2]: 16 GiB (gen2) / 24 GiB (gen3) / 36 GiB (gen4), *unconfirmed*."""
     dram_bin_bytes: int = 64 * 1024
     """Bin size the anti-dependence analyzer uses for DRAM: a project choice (the largest
     transfer one descriptor carries [2.4], 64 KiB, *unconfirmed*)."""
     dma_engines: int = 16
     """DMA engines per NeuronCore [DMA overview]; each moves one transfer's share at a time."""
     dma_engine_bytes_per_ns: float = 17.0
-    """Bandwidth of one DMA engine [DMA bandwidth guide table]: 17 B/ns (trn1), 23 B/ns (trn2)."""
+    """Bandwidth of one DMA engine [DMA bandwidth guide table]: 17 / 23 / 33 B/ns (trn1 / trn2 / trn3)."""
     dma_core_bytes_per_ns: float = 272.0
-    """Aggregate DMA bandwidth cap of the core [DMA bandwidth guide table]: 272 / 368 GB/s.  When
+    """Aggregate DMA bandwidth cap of the core [DMA bandwidth guide table]: 272 / 368 / 528 GB/s.  When
     below ``dma_engines x dma_engine_bytes_per_ns`` each engine runs at its share of it."""
     dma_fixed_ns: float = 550.0
     """Latency from a transfer's trigger (after its descriptors exist) to its first byte moving:
@@ -152,6 +153,22 @@ PRESETS: dict[str, MachineSpec] = {
         dram_bytes=24 * 2**30,
         dma_engine_bytes_per_ns=23.0,
         dma_core_bytes_per_ns=368.0,
+        has_hwdge=True,
+    ),
+    # NeuronCore-v4 (docs/timing.md, "trn3"): the Trainium3 architecture guide's clocks, SBUF
+    # (32 MiB over 128 partitions) and PSUM (2 MiB, as before), and the DMA table's 33 B/ns an
+    # engine; figures no v4 page publishes (overheads, DGE times, the calibrated A1-A3) keep trn2's.
+    "trn3": MachineSpec(
+        name="trn3",
+        pe_ghz=2.4,
+        act_ghz=1.2,
+        dve_ghz=1.2,
+        pool_ghz=1.2,
+        sp_ghz=1.2,
+        sbuf_partition_bytes=32 * 2**20 // 128,
+        dram_bytes=36 * 2**30,
+        dma_engine_bytes_per_ns=33.0,
+        dma_core_bytes_per_ns=528.0,
         has_hwdge=True,
     ),
 }
