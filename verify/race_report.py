@@ -21,11 +21,7 @@ from neuronsim.machine.order.unroll import Unrolled
 from neuronsim.verify.racecheck import Race, RaceReport
 
 __all__ = ["RaceGroup", "group_races", "suggest_fix", "render_report", "add_fixes", "describe_race", "located_race",
-           "fix_text", "people_console", "PIPE_WIDTH"]
-
-#: Columns of the console when standard output is not a terminal (a pipe, a file): wide enough
-#: that rich never cuts a table cell to ``12,917,500…``; tables take the width they need.
-PIPE_WIDTH = 10_000
+           "fix_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,15 +150,3 @@ def add_fixes(program: Program, groups: Iterable[RaceGroup]) -> Program:
         return replace(inst, deps=inst.deps + tuple(extra[inst.name]))
 
     return program.map_instructions(patch)
-
-
-def people_console(stream=None):
-    """The rich console of a command's output for people: on a terminal its width, elsewhere
-    :data:`PIPE_WIDTH` so that no number in a table is cut; lines are never wrapped."""
-    import sys
-
-    from rich.console import Console
-
-    target = stream if stream is not None else sys.stdout
-    wide = None if target.isatty() else PIPE_WIDTH
-    return Console(file=stream, highlight=False, soft_wrap=True, width=wide)

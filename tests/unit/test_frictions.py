@@ -23,7 +23,7 @@ from neuronsim.verify.fuzz import assert_pass_sound, check_pass
 from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.findings import grouped_findings
 from neuronsim.verify.app.progress import Progress
-from neuronsim.verify.race_report import people_console
+from neuronsim.verify.app.console import people_console
 from neuronsim.verify.app.scenario_runs import compare_outputs, load_scenario, run_scenario
 from neuronsim.verify.strategies import strip_deps
 

@@ -7,6 +7,7 @@
 * :mod:`.html_report`: the one-file HTML report and its drawings (templates in ``templates/``);
 * :mod:`.drawings`: a simulated run's and a task run's timeline as an image (matplotlib);
 * :mod:`.progress`: progress bars on a terminal, summary lines in a log;
+* :mod:`.console`: the console tables are printed to, wide enough never to cut a number;
 * :mod:`.host`: what the host has (memory, its control group's limit, the address space) and
   figures as people read them, for the commands' size guard.
 

@@ -16,7 +16,7 @@ from rich.table import Table
 from neuronsim.verify.cli.common import check_output, emit_json, json_option, run_command, size_options
 from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference
 from neuronsim.verify.cli.cmd_profile import run_spec
-from neuronsim.verify.race_report import people_console
+from neuronsim.verify.app.console import people_console
 
 __all__ = ["compare"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 
 import click
-from neuronsim.verify.race_report import people_console
+from neuronsim.verify.app.console import people_console
 from rich.table import Table
 
 from neuronsim.machine.formats.program_json import load_program
@@ -157,7 +157,7 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
     if as_json:
         emit_json({**report.to_json(), **({"nki_findings": [f.to_json() for f in findings]} if findings else {})})
     else:
-        console = people_console()  # no number cut when piped (verify/race_report.py)
+        console = people_console()  # no number cut when piped (verify/app/console.py)
         console.print(_table(report))
         for line in _notes(report):
             click.echo(line)

@@ -42,7 +42,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.verify.cli.common import UsageFailure, emit_json, json_option, run_command
 from neuronsim.verify.fuzz import FuzzFailure
 from neuronsim.verify.app.progress import Progress
-from neuronsim.verify.race_report import people_console
+from neuronsim.verify.app.console import people_console
 
 __all__ = ["fuzz", "Chunk", "run_chunk", "plan_chunks", "CHUNK", "failure_signature"]
 

@@ -31,7 +31,7 @@ from neuronsim.machine.sim.trace import summarize, summary_table
 from neuronsim.verify.cli.cmd_nki import is_kernel_spec, kernel_options, run_kernel_command
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress, stage_line
-from neuronsim.verify.race_report import people_console
+from neuronsim.verify.app.console import people_console
 from neuronsim.verify.cli.common import (UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json,
                                          guard_size, json_option, run_command, size_options)
 

@@ -49,7 +49,8 @@ from neuronsim.verify.cli.common import (
 from neuronsim.verify.cli.npz_io import read_npz, write_npz
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress
-from neuronsim.verify.race_report import people_console, render_report
+from neuronsim.verify.app.console import people_console
+from neuronsim.verify.race_report import render_report
 from neuronsim.verify.tracecheck import check_trace
 from neuronsim.verify.cli.task_programs import simulate_tasks_command, sniff_task_program
 from neuronsim.verify.cli.traced import prepare_traced

@@ -18,7 +18,7 @@ import os
 from typing import Any, BinaryIO
 
 import click
-from neuronsim.verify.race_report import people_console
+from neuronsim.verify.app.console import people_console
 from rich.table import Table
 
 from neuronsim.machine.formats.inputs import read_input

@@ -1,0 +1,21 @@
+"""The console a command prints tables to for people (rich), wide enough never to cut a number."""
+
+from __future__ import annotations
+
+__all__ = ["people_console", "PIPE_WIDTH"]
+
+#: Columns of the console when standard output is not a terminal (a pipe, a file): wide enough
+#: that rich never cuts a table cell to ``12,917,500…``; tables take the width they need.
+PIPE_WIDTH = 10_000
+
+
+def people_console(stream=None):
+    """The rich console of a command's output for people: on a terminal its width, elsewhere
+    :data:`PIPE_WIDTH` so that no number in a table is cut; lines are never wrapped."""
+    import sys
+
+    from rich.console import Console
+
+    target = stream if stream is not None else sys.stdout
+    wide = None if target.isatty() else PIPE_WIDTH
+    return Console(file=stream, highlight=False, soft_wrap=True, width=wide)
