@@ -44,7 +44,8 @@ Modules: :mod:`~neuronsim.machine.tasks.expr` (scalar expressions), :mod:`~neuro
 :mod:`~neuronsim.machine.tasks.format` / :mod:`~neuronsim.machine.tasks.serialize` (JSON),
 :mod:`~neuronsim.machine.tasks.task_validate` (checks and symbol table),
 :mod:`~neuronsim.machine.tasks.task_builder` and :mod:`~neuronsim.machine.tasks.refs` (Python builder),
-:mod:`~neuronsim.machine.tasks.task_geometry` (byte-exact regions).  The format is documented in ``docs/tasks-format.md``.
+:mod:`~neuronsim.machine.tasks.task_geometry` (byte-exact regions).
+The format is documented in ``docs/tasks-format.md``.
 """
 
 from neuronsim.machine.tasks.expr import Op, ScalarExpr, Sym, evaluate, parse_expr, render
