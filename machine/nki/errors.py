@@ -17,8 +17,8 @@ from typing import Any
 
 from neuronsim.machine.ir.errors import ProgramError
 
-__all__ = ["NkiError", "NkiInternalError", "NotAffine", "SourceLine", "user_line", "user_frame", "user_site",
-           "line_of", "unsupported", "fail", "Refused", "no_such_name"]
+__all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "SourceLine", "user_line",
+           "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -115,6 +115,12 @@ class NkiInternalError(RuntimeError):
     tracing.  Not a :class:`ProgramError`, so the command line reports it as an internal error
     (exit 3, one line), never as the kernel author's mistake; the original exception is its
     ``__cause__``."""
+
+
+class NoSuchTensorAttribute(AttributeError):
+    """A kernel read an attribute an NKI tensor does not have.  Still an ``AttributeError``
+    (``hasattr`` and ``getattr(x, name, default)`` keep working), but the kernel's mistake, not
+    neuronsim's: the frontend reports it at the kernel's line instead of as an internal error."""
 
 
 class NotAffine(Exception):

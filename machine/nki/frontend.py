@@ -35,7 +35,8 @@ from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
 from neuronsim.machine.nki.dtypes import to_dtype
-from neuronsim.machine.nki.errors import NkiError, NkiInternalError, NotAffine, SourceLine, _display
+from neuronsim.machine.nki.errors import (NkiError, NkiInternalError, NoSuchTensorAttribute, NotAffine, SourceLine,
+                                          _display)
 from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.groups import open_groups
 from neuronsim.machine.nki.kernel import schedule_of, simulation_mode, unwrap
@@ -145,6 +146,8 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
     if isinstance(err, RecursionError):
         return NkiError(_defined_at(func), "the kernel recurses without end")
     where = _located(err, func)
+    if isinstance(err, NoSuchTensorAttribute):  # raised in our tensor class, for the kernel's read
+        return NkiError(where, str(err))
     if _raised_by_us(err):
         internal = NkiInternalError(f"{type(err).__name__}: {err} (tracing {where})")
         internal.__cause__ = err

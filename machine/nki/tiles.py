@@ -16,7 +16,7 @@ from typing import Any
 
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
-from neuronsim.machine.nki.errors import Refused, fail
+from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.reinterpret import bitcast_ap, other_size, reinterpret
@@ -130,7 +130,11 @@ class NkiTensor:
         """The NKI 0.5 view methods neuronsim does not model: refused when used."""
         if attr in _VIEW_METHODS:
             return Refused(f"NkiTensor.{attr}", "NKI 0.5 tensor view methods")
-        raise AttributeError(attr)
+        if attr.startswith("_"):  # Python's own probes (copy, pickle) and private names
+            raise AttributeError(attr)
+        raise NoSuchTensorAttribute(
+            f"an NKI tensor has no attribute {attr!r} (the NkiTensor reference lists buffer, dtype, name, ndim, "
+            f"offset, shape, size, strides and the view methods)")
 
     def __len__(self) -> int:
         return self.shape[0]
