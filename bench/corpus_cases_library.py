@@ -44,10 +44,16 @@ MOE_TKG_F16 = (2e-2, 1.0)
 #: step is 128 to 512; rtol 2e-2 as its test, atol one step at the largest outputs (a lost expert or
 #: affinity moves outputs by thousands)
 MOE_TKG_BF16 = (2e-2, 512.0)
-#: Why moe_tkg's MX subkernels have no run yet.
+#: Why moe_tkg's MX subkernels have no run yet.  Traced on the trn3 preset with its test's MX row
+#: (T 128, H 3072, I 96, E 1, MXFP4 weights, Swish, POST_SCALE, clamps, biases), moe_tkg stops at
+#: gate_up_projection_mx.py:354, which reads ``.base_tensor`` of its weight argument (an HBM tensor):
+#: base_tensor is an attribute of nki-library's TensorView, and the NkiTensor reference lists no
+#: such attribute, so neuronsim refuses it at that line.  The table keeps one case a kernel, and
+#: moe_tkg's is its f16 row, which reaches none of these.
 MOE_TKG_MX = ("runs inside moe_tkg only when its weights are packed MX (float4_e2m1fn_x4 / float8_e4m3fn_x4), "
-              "which its tests run on Trn3 alone (test_moe_tkg_mx excludes TRN1 and TRN2; H 3072, T 32 and up): "
-              "neuronsim has no trn3 machine yet, and the bf16 case of moe_tkg reaches none of these")
+              "which its tests run on Trn3 alone (test_moe_tkg_mx excludes TRN1 and TRN2): on the trn3 preset "
+              "that path stops at gate_up_projection_mx.py:354 (weight.base_tensor on an HBM tensor, not an "
+              "attribute in the NkiTensor reference), and moe_tkg's case (its f16 row) reaches none of these")
 #: A replica group as the plain list of ranks: the kernel's own collective call is what neuronsim
 #: refuses (at the kernel's line), not our case building the library's ReplicaGroup.
 RANKS = [[0, 1]]
