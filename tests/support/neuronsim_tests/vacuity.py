@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 
-__all__ = ["tally", "nonvacuous"]
+__all__ = ["tally", "nonvacuous", "scaled_minimum"]
 
 _running: list[Counter] = []
 
@@ -31,6 +31,23 @@ def tally(branch: str = "checked") -> None:
     """Note that the running test reached ``branch`` (after its assertions there)."""
     if _running:
         _running[-1][branch] += 1
+
+
+#: the example count the minimums are written for (the ``default`` profile of tests/conftest.py)
+PROFILE_EXAMPLES = 60
+
+
+def scaled_minimum(asked: int) -> int:
+    """``asked`` under the default profile; under a smaller one (the fast tier's five examples)
+    the same share of its examples, and never fewer than one: a branch must still be reached.
+
+    >>> scaled_minimum(10) >= 1
+    True
+    """
+    from hypothesis import settings
+
+    share = min(1.0, settings().max_examples / PROFILE_EXAMPLES)
+    return max(1, int(asked * share))
 
 
 def nonvacuous(**minimums: int) -> Callable[[Callable[[], None]], Callable[[], None]]:
@@ -44,7 +61,8 @@ def nonvacuous(**minimums: int) -> Callable[[Callable[[], None]], Callable[[], N
                 test()
             finally:
                 _running.pop()
-            for branch, least in minimums.items():
+            for branch, asked in minimums.items():
+                least = scaled_minimum(asked)
                 assert counts[branch] >= least, (
                     f"{test.__name__} reached {branch!r} on {counts[branch]} examples, fewer than {least}: "
                     f"it could pass without checking anything ({dict(counts)})")
