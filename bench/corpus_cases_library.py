@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 from neuronsim.machine.nki.dtypes import packed_array
 
-from corpus_cases import Case, api, case, failing, not_written
+from corpus_cases import Case, api, case, failing
 from corpus_cases_sdk import _f, _mx_scales, _mx_words
 
 SRC = "nki-library/src/nkilib_src/nkilib/"
@@ -37,23 +37,17 @@ MOE_NOTE = ("T 256 tokens (+1 padding row), H 512, I 256, E 2, three blocks of 2
 #: How the moe_tkg cases depart from their tests' rows.
 MOE_TKG_LNC = ("the tests run LNC 2, where the two cores of the all-expert path trade their halves of H by "
                "nisa.sendrecv (beyond one NeuronCore: refused as such at LNC 2); LNC 1 runs the same shapes on one")
-#: moe_tkg's f16 row: outputs of magnitude ~250 (up to ~1300) summed over four experts, where one f16
-#: step is 0.25 to 1; rtol 2e-2 as its test, atol 1 for the sums that cancel to near zero
-MOE_TKG_F16 = (2e-2, 1.0)
 #: the SBUF-I/O wrapper's bf16 row (no clamp): outputs of magnitude ~16,000 (up to ~93,000), where one bf16
 #: step is 128 to 512; rtol 2e-2 as its test, atol one step at the largest outputs (a lost expert or
 #: affinity moves outputs by thousands)
 MOE_TKG_BF16 = (2e-2, 512.0)
-#: Why moe_tkg's MX subkernels have no run yet.  Traced on the trn3 preset with its test's MX row
-#: (T 128, H 3072, I 96, E 1, MXFP4 weights, Swish, POST_SCALE, clamps, biases), moe_tkg stops at
-#: gate_up_projection_mx.py:354, which reads ``.base_tensor`` of its weight argument (an HBM tensor):
-#: base_tensor is an attribute of nki-library's TensorView, and the NkiTensor reference lists no
-#: such attribute, so neuronsim refuses it at that line.  The table keeps one case a kernel, and
-#: moe_tkg's is its f16 row, which reaches none of these.
-MOE_TKG_MX = ("runs inside moe_tkg only when its weights are packed MX (float4_e2m1fn_x4 / float8_e4m3fn_x4), "
-              "which its tests run on Trn3 alone (test_moe_tkg_mx excludes TRN1 and TRN2): on the trn3 preset "
-              "that path stops at gate_up_projection_mx.py:354 (weight.base_tensor on an HBM tensor, not an "
-              "attribute in the NkiTensor reference), and moe_tkg's case (its f16 row) reaches none of these")
+#: moe_tkg's case is its test's MX row (test_moe_tkg_mx runs only on Trn3), the one that reaches the
+#: MX subkernels of all_expert_mx_impl / gate_up_projection_mx / down_projection_mx; the table keeps
+#: one case a kernel, and the f16 / bf16 path is checked against numpy by the SBUF-I/O wrapper's case.
+#: No numpy reference of the MX path yet (MXFP4 weights dequantized by their e8m0 scales): it runs,
+#: race-free, without a comparison.
+MOE_TKG_MX = ("its test's MX row on the trn3 preset at LNC 1 (T 128, H 3072, I 96, E 1, MXFP4 weights with "
+              "e8m0 scales, Swish, POST_SCALE, clamps, biases); no numpy reference of the MX path yet")
 #: A replica group as the plain list of ranks: the kernel's own collective call is what neuronsim
 #: refuses (at the kernel's line), not our case building the library's ReplicaGroup.
 RANKS = [[0, 1]]
@@ -63,6 +57,11 @@ def lib(module: str, attr: str) -> Any:
     """A name of a library module the kernel file does not import itself (an enum of its
     configuration), looked up when the case runs."""
     return api(f"__import__({module!r}, fromlist=['_']).{attr}")
+
+
+def on_trn3(entry: Case) -> Case:
+    """``entry`` traced for Trn3, where the corpus's test runs the kernel only there."""
+    return dataclasses.replace(entry, machine="trn3")
 
 
 def on_trn2(entry: Case) -> Case:
@@ -310,24 +309,24 @@ CASES: dict[str, Case] = {
     SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
         api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,), note=MOE_NOTE),
-    # moe_tkg reaches these only with MX weights: its bf16 case below runs none of them (its trace holds no
-    # instruction of theirs), so they are not counted by it
-    **{MOE_TKG + "all_expert_mx_impl.py::" + name: not_written(MOE_TKG_MX) for name in (
+    # moe_tkg's MX path runs these (:data:`MOE_TKG_MX`)
+    **{MOE_TKG + "all_expert_mx_impl.py::" + name: subkernel(MOE_TKG + "moe_tkg.py::moe_tkg") for name in (
         "_all_expert_moe_tkg_mx", "_all_expert_mx_static", "_all_expert_mx_dynamic", "_find_expert_routed_tokens",
         "_init_dynamic_block_indices_hbm", "_get_block_token_position_to_id", "_layout_adapter_qmx_hbm",
         "_load_block_expert_affinities", "_load_expert", "_compute_expert_mlp", "_compute_block")},
-    **{MOE_TKG + name: not_written(MOE_TKG_MX) for name in (
+    **{MOE_TKG + name: subkernel(MOE_TKG + "moe_tkg.py::moe_tkg") for name in (
         "down_projection_mx.py::load_broadcast_down_weight_scale_bias", "down_projection_mx.py::down_projection_mx",
         "gate_up_projection_mx.py::gate_up_projection_mx_shard_I",
         "gate_up_projection_mx.py::load_gate_up_weight_scale_bias", "gate_up_projection_mx.py::_clamp_tensor",
         "gate_up_projection_mx.py::_matmul_mx_accumulate")},
-    # its test's row on Trn2 at LNC 1 (:data:`MOE_TKG_LNC`): T 4, H 3072, I 64, E 4, Swish, POST_SCALE, clamps, biases
-    MOE_TKG + "moe_tkg.py::moe_tkg": on_trn2(case(
-        "f16[4,3072]~", "f16[4,3072,2,64]~", "f16[4,64,3072]~", "bf16[4,4]", "i32[4,4]<4", True, note=MOE_TKG_LNC,
-        rank_id="u32[1,1]<1", expert_gate_up_bias="f16[4,2,64]~", expert_down_bias="f16[4,3072]~",
+    MOE_TKG + "moe_tkg.py::moe_tkg": on_trn3(case(
+        "bf16[128,3072]~", _fp4_words((1, 128, 2, 6, 96), 61), _fp4_words((1, 24, 1, 3072), 62), "bf16[128,1]",
+        "i32[128,1]<1", True, note=MOE_TKG_MX,
+        rank_id="u32[1,1]<1", expert_gate_up_bias="bf16[1,24,2,1,4]~", expert_down_bias="bf16[1,3072]~",
+        expert_gate_up_weights_scale=_mx_scales(128, 2 * 6 * 96, 63).reshape(1, 16, 2, 6, 96),
+        expert_down_weights_scale=_mx_scales(24, 3072, 64).reshape(1, 3, 1, 3072),
         expert_affinities_scaling_mode=api("ExpertAffinityScaleMode.POST_SCALE"), activation_fn=api("ActFnType.Swish"),
-        gate_clamp_upper_limit=7.0, up_clamp_upper_limit=8.0, up_clamp_lower_limit=-6.0, ref=_moe_all_experts,
-        tolerance=MOE_TKG_F16)),
+        gate_clamp_upper_limit=7.0, up_clamp_upper_limit=8.0, up_clamp_lower_limit=-6.0)),
     SRC + "core/moe_block/moe_block_tkg.py::moe_block_tkg": case(
         "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", grid=(2,),
         note="the kernel supports LNC-2 only"),

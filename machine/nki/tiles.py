@@ -119,6 +119,16 @@ class NkiTensor:
         return self.layout.tensor.name
 
     @property
+    def base_tensor(self) -> NkiTensor:
+        """The whole tensor a view is of (the tensor itself when it is no view).  Not on the
+        NkiTensor reference page of SDK 2.32 / 2.33, but nki-library's Trn3 kernels read it of
+        kernel-argument tensors as of its own ``TensorView`` (``weight.base_tensor``), so the NKI
+        they are tested with has it."""
+        if self._blocked is not None or self._layout is None:
+            return self
+        return NkiTensor(Layout.whole(self._layout.tensor))
+
+    @property
     def ndim(self) -> int:
         return len(self.shape)
 
@@ -134,7 +144,7 @@ class NkiTensor:
             raise AttributeError(attr)
         raise NoSuchTensorAttribute(
             f"an NKI tensor has no attribute {attr!r} (the NkiTensor reference lists buffer, dtype, name, ndim, "
-            f"offset, shape, size, strides and the view methods)")
+            f"offset, shape, size, strides and the view methods; neuronsim adds base_tensor)")
 
     def __len__(self) -> int:
         return self.shape[0]
