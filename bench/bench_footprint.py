@@ -40,7 +40,8 @@ stopped), and the goal (< 30 s and < 1 GiB): met / NOT met.
 of the program as given, each pass, the minimum) and prints its seconds and the peak RSS so
 far: where the time and memory go.
 
-Usage: ``python bench/bench_footprint.py [--tiles M N] [--k K] [--phases]`` (default 62 62 8).
+Usage: ``python bench/bench_footprint.py [--tiles M N] [--k K] [--phases]`` (default 62 62 8);
+``--save PROGRAM`` writes the kernel as built and runs nothing (to run it yourself).
 """
 
 from __future__ import annotations
@@ -151,11 +152,15 @@ def main() -> None:
     parser.add_argument("--phases", action="store_true",
                         help="also time each step of the command (in a child process per run)")
     parser.add_argument("--phases-of", metavar="PROGRAM", help=argparse.SUPPRESS)  # the child's side
+    parser.add_argument("--save", metavar="PROGRAM", help="write the kernel as built (no deps) here, run nothing")
     opts = parser.parse_args()
     if opts.phases_of:
         phases(opts.phases_of)
         return
     program = tiled_matmul(*opts.tiles, opts.k)
+    if opts.save:
+        save_program(program, opts.save)
+        return
     cli = [sys.executable, "-c", "from neuronsim.verify.cli import main; main()"]
     with tempfile.TemporaryDirectory() as tmp:
         bare, compiled = os.path.join(tmp, "bare.json"), os.path.join(tmp, "compiled.json")
