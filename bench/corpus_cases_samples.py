@@ -33,6 +33,26 @@ def _maxpool_stride1(in_tensor, pool_size):
     return np.max(np.stack(windows), axis=0)
 
 
+def _upsample2x_axis(x, axis):
+    """Linear 2x upsampling along one axis, half-pixel centres (align_corners=False): output
+    j samples source coordinate (j + 0.5) / 2 - 0.5, clamped to the first and last source."""
+    n = x.shape[axis]
+    where = np.clip((np.arange(2 * n) + 0.5) / 2 - 0.5, 0, n - 1)
+    lo = np.floor(where).astype(np.int64)
+    hi = np.minimum(lo + 1, n - 1)
+    weight = (where - lo).reshape([-1 if a == axis else 1 for a in range(x.ndim)])
+    return np.take(x, lo, axis=axis) * (1 - weight) + np.take(x, hi, axis=axis) * weight
+
+
+def _upsample2x(src_arr):
+    """The contributed interpolation kernels' check (torch interpolate, scale 2, bilinear or
+    trilinear): linear upsampling is separable, one spatial axis (after N, C) at a time."""
+    out = _f(src_arr).astype(np.float64)
+    for axis in range(2, out.ndim):
+        out = _upsample2x_axis(out, axis)
+    return out.astype(np.float32)
+
+
 def _matmul_ab(A_DRAM, B_DRAM, **_):
     """A^T B: the contributed matmul takes A as K x M (its check_correct compares with A.T @ B)."""
     return _f(A_DRAM).T @ _f(B_DRAM)
@@ -75,8 +95,8 @@ CASES: dict[str, Case] = {
     "nki-samples/test/unit/test_neuron_profile.py::nki_tensor_tensor_add": case("f32[128,512]", "f32[128,512]",
                                                                                 ref=_add),
     # contributed: the shapes of each file's check_correct()
-    C + "interpolate_bilinear_fwd.py::interpolate_bilinear_2x_fwd": case("f32[2,64,128,128]"),
-    C + "interpolate_trilinear_fwd.py::interpolate_trilinear_2x_fwd": case("f32[2,64,23,23,23]"),
+    C + "interpolate_bilinear_fwd.py::interpolate_bilinear_2x_fwd": case("f32[2,64,128,128]", ref=_upsample2x),
+    C + "interpolate_trilinear_fwd.py::interpolate_trilinear_2x_fwd": case("f32[2,64,23,23,23]", ref=_upsample2x),
     C + "maxpooling.py::max_pooling_2d_stride_1": case("f32[448,448]", 3, ref=_maxpool_stride1),
     C + "matmul.py::matmul": case("f16[1024,4096]", "f16[1024,2048]", ref=_matmul_ab,
                                   note="check_correct()'s K 1024, M 4096, N 2048 (the kernel asserts M a multiple "
