@@ -27,6 +27,7 @@ Usage::
     .venv/bin/python bench/bench_corpus.py --filter nki/test/ --filter mamba --timeout 30
     .venv/bin/python bench/bench_corpus.py --list    # what is found: case / pending (why in the table) / absent
     .venv/bin/python bench/bench_corpus.py --json out/corpus.json --summary out/corpus.txt
+    .venv/bin/python bench/bench_corpus.py --records out/corpus.json --summary out/again.txt  # count again
 """
 
 from __future__ import annotations
@@ -164,6 +165,37 @@ def summary(records: list[dict[str, Any]], seconds: float) -> str:
     return "\n".join(out) + "\n"
 
 
+def write_outputs(records: list[dict[str, Any]], seconds: float, json_out: Path | None,
+                  summary_out: Path | None) -> None:
+    if json_out:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(records, indent=1) + "\n")
+    if summary_out:
+        summary_out.parent.mkdir(parents=True, exist_ok=True)
+        summary_out.write_text(summary(records, seconds))
+
+
+def recount(path: Path, json_out: Path | None, summary_out: Path | None) -> int:
+    """``--records``: a saved run (or records of your own) counted again, as the run counts them."""
+    try:
+        records = json.loads(path.read_text())
+    except (OSError, ValueError) as err:
+        print(f"{path}: not a readable records file: {err}", file=sys.stderr)
+        return 2
+    bad = next((i for i, r in enumerate(records) if not isinstance(r, dict) or not {"kernel", "outcome"} <= r.keys()),
+               None) if isinstance(records, list) else -1
+    if bad is not None:
+        where = f"{path}" if bad < 0 else f"{path}: [{bad}]"
+        print(f"{where}: expected a list of records with 'kernel' and 'outcome' (what --json writes)", file=sys.stderr)
+        return 2
+    records = by_caller(records)
+    for record in records:
+        print(line_of(record))
+    print(totals(records))
+    write_outputs(records, 0.0, json_out, summary_out)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", help=f"the corpus folder (default: ${CORPUS_VARIABLE})")
@@ -175,7 +207,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write one record per kernel here")
     parser.add_argument("--summary", type=Path, help="write the grouped failure summary here")
     parser.add_argument("--list", action="store_true", help="list the kernel functions found, run nothing")
+    parser.add_argument("--records", type=Path, help="count the records a run wrote with --json instead of running "
+                        "(subkernels by their caller, TOTAL, --json, --summary)")
     args = parser.parse_args(argv)
+    if args.records:
+        return recount(args.records, args.json, args.summary)
     corpus = corpus_folder(args.corpus)
     if isinstance(corpus, str):
         print(corpus, file=sys.stderr)
@@ -206,12 +242,7 @@ def main(argv: list[str] | None = None) -> int:
             print(line_of(record), flush=True)
     seconds = time.perf_counter() - start
     print(f"{totals(records)}; {seconds:.0f} s with --jobs {args.jobs}")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(records, indent=1) + "\n")
-    if args.summary:
-        args.summary.parent.mkdir(parents=True, exist_ok=True)
-        args.summary.write_text(summary(records, seconds))
+    write_outputs(records, seconds, args.json, args.summary)
     return 0
 
 

@@ -160,3 +160,23 @@ def install() -> list[str]:
         sys.meta_path.append(_PlaceholderFinder(absent))
         installed += sorted(absent)
     return installed
+
+
+def main(argv: list[str]) -> int:
+    """``python bench/corpus_standins.py FILE``: runs FILE as a script with the stand-ins
+    installed, as the corpus run's worker imports a kernel file: to see what a corpus file (or a
+    probe of the stand-ins) needs beyond them."""
+    import runpy
+    from pathlib import Path
+
+    if len(argv) != 1 or not Path(argv[0]).is_file():
+        print("usage: corpus_standins.py FILE (a Python file to run with the stand-ins installed)", file=sys.stderr)
+        return 2
+    install()
+    sys.path.insert(0, str(Path(argv[0]).resolve().parent))  # the file's folder, as for any script
+    runpy.run_path(argv[0], run_name="__main__")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

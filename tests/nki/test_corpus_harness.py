@@ -3,37 +3,32 @@ the corpus's test files import (``bench/corpus_standins.py``), the grouping of f
 (a missing module keeps its name), and a corpus file that does not parse counted as such, at
 its own line, rather than as a refusal of neuronsim.
 
-The bench modules are scripts beside each other, not an installed package: each check runs in
-a fresh interpreter from ``bench/``, as the run's own worker does.
+The bench modules are scripts, never imported by a test: each check runs a script as its user
+does (``corpus_standins.py FILE`` runs a file with the stand-ins installed, ``bench_corpus.py
+--records`` counts records again) and reads what it prints or writes.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
+from neuronsim_tests.bench_runs import run_bench
 from neuronsim_tests.nki_corpus import nki_corpus
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "bench"
+
+def run_with_standins(tmp_path: Path, code: str) -> dict:
+    """The JSON the probe ``code`` prints last, run as a file under the stand-ins."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(textwrap.dedent(code))
+    return json.loads(run_bench("corpus_standins.py", str(probe), timeout=120).stdout.strip().splitlines()[-1])
 
 
-def _python(code: str) -> str:
-    done = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=BENCH, capture_output=True, text=True,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
-
-
-def test_standins_import_what_the_harness_imports_and_refuse_use() -> None:
-    out = _python("""
+def test_standins_import_what_the_harness_imports_and_refuse_use(tmp_path: Path) -> None:
+    got = run_with_standins(tmp_path, """
         import json
         import numpy as np
-        import corpus_standins
-        corpus_standins.install()
         import torch
         import torch.nn.functional as F
         from botocore.exceptions import ClientError
@@ -43,38 +38,37 @@ def test_standins_import_what_the_harness_imports_and_refuse_use() -> None:
         try:
             F.interpolate(table, scale_factor=2)
             used = "no error"
-        except corpus_standins.StandinUsed as err:
-            used = str(err)
+        except Exception as err:
+            used = f"{type(err).__name__}: {err}"
         print(json.dumps({"table": table.tolist(), "cast": str(cast.dtype), "x4": dt.float8_e4m3fn_x4.__name__,
                           "client_error_is_class": isinstance(ClientError, type), "used": used}))
     """)
-    got = json.loads(out.strip().splitlines()[-1])
     assert got["table"] == [0.5, -6.0]
     assert got["cast"] == "bfloat16"
     assert got["x4"] == "float8_e4m3fn"
     assert got["client_error_is_class"] is True
+    assert got["used"].startswith("StandinUsed: ")
     assert "torch.nn.functional.interpolate is an import stand-in" in got["used"]
 
 
-def test_causes_keep_missing_module_names_and_blank_the_rest() -> None:
-    out = _python("""
-        from bench_corpus import cause_of
-        for name in ("fabric2", "neuron_dtypes"):
-            print(cause_of({"outcome": "refused", "message": f"loading: importing the kernel: "
-                            f"ModuleNotFoundError: No module named '{name}' at t_12"}))
-        print(cause_of({"outcome": "refused", "message": "tracing: 'qk_3' has 4 rows"}))
-    """)
-    lines = out.strip().splitlines()
-    assert lines[0].endswith("No module named 'fabric2' at <tensor>")
-    assert lines[1].endswith("No module named 'neuron_dtypes' at <tensor>")
-    assert lines[2] == "refused: tracing: '_' has N rows"
+def test_causes_keep_missing_module_names_and_blank_the_rest(tmp_path: Path) -> None:
+    missing = [{"kernel": f"k{n}.py::k", "outcome": "refused",
+                "message": f"loading: importing the kernel: ModuleNotFoundError: No module named '{name}' at t_12"}
+               for n, name in enumerate(("fabric2", "neuron_dtypes"))]
+    records = [*missing, {"kernel": "q.py::q", "outcome": "refused", "message": "tracing: 'qk_3' has 4 rows"}]
+    (tmp_path / "records.json").write_text(json.dumps(records))
+    run_bench("bench_corpus.py", "--records", str(tmp_path / "records.json"), "--summary", str(tmp_path / "s.txt"))
+    grouped = (tmp_path / "s.txt").read_text().splitlines()
+    causes = [line.split("] ", 1)[1] for line in grouped if line.startswith("[1] ")]
+    assert len(causes) == 3, causes
+    assert sum(cause.endswith("No module named 'fabric2' at <tensor>") for cause in causes) == 1
+    assert sum(cause.endswith("No module named 'neuron_dtypes' at <tensor>") for cause in causes) == 1
+    assert "refused: tracing: '_' has N rows" in causes
 
 
 def test_a_corpus_file_that_does_not_parse_is_counted_at_its_line() -> None:
-    done = subprocess.run([sys.executable, str(BENCH / "bench_corpus.py"), "--corpus", str(nki_corpus()),
-                           "--filter", "nki/examples/layout-dynamic-loop.py"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    done = run_bench("bench_corpus.py", "--corpus", str(nki_corpus()), "--filter",
+                     "nki/examples/layout-dynamic-loop.py")
     first = done.stdout.splitlines()[0]
     assert first.startswith("unparsed")
     assert "layout-dynamic-loop.py:25: corpus file does not parse: SyntaxError" in first

@@ -18,16 +18,14 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from neuronsim.machine.nki import NkiError, load_kernel, trace
 from neuronsim.verify.nki.simulate import simulate_kernel
+from neuronsim_tests.bench_runs import run_bench
 
 LEGACY = """\
 import numpy as np
@@ -140,12 +138,9 @@ def test_a_syntax_error_in_an_imported_module_names_that_module(tmp_path, monkey
     assert "imports_broken.py" not in message
 
 
-def test_the_torch_stand_in_can_be_subclassed_and_refuses_instances():
-    bench = Path(__file__).resolve().parents[2] / "bench"
-    code = textwrap.dedent("""
+def test_the_torch_stand_in_can_be_subclassed_and_refuses_instances(tmp_path):
+    probe = _write(tmp_path, "reference_model.py", textwrap.dedent("""
         import json
-        import corpus_standins
-        corpus_standins.install()
         import torch
 
         class Reference(torch.nn.Module):  # as nki-library's attention_block_tkg_torch.py
@@ -154,12 +149,10 @@ def test_the_torch_stand_in_can_be_subclassed_and_refuses_instances():
         try:
             Reference()
             used = "no error"
-        except corpus_standins.StandinUsed as err:
-            used = str(err)
+        except Exception as err:
+            used = f"{type(err).__name__}: {err}"
         print(json.dumps({"base": Reference.__mro__[1].__qualname__, "used": used}))
-    """)
-    done = subprocess.run([sys.executable, "-c", code], cwd=bench, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    """))
+    got = json.loads(run_bench("corpus_standins.py", str(probe), timeout=120).stdout.strip().splitlines()[-1])
     assert got["base"] == "torch.nn.Module"
-    assert "torch.nn.Module is an import stand-in" in got["used"]
+    assert got["used"].startswith("StandinUsed: ") and "torch.nn.Module is an import stand-in" in got["used"]
