@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from neuronsim.machine.ir.program import Access, MemoryKind, Tensor
+from neuronsim.machine.ir.dtypes import READ_AS_KEY, itemsize
+from neuronsim.machine.ir.program import Access, MemoryKind, Tensor, frozen_mapping
 
 __all__ = ["Index", "View", "TensorRef", "Operand", "as_view", "is_int"]
 
@@ -91,6 +92,11 @@ class View:
     partitions: tuple[int, int, int] | None
     offset: Index
     dims: tuple[tuple[int, int], ...]
+    read_as: str | None = None
+    """The dtype an engine reads these bytes as (a reinterpreting view, NKI's ``.view(dtype)`` /
+    ``.ap(dtype=)``), or None for the tensor's own.  ``dims`` stay in the tensor's elements (the
+    footprint is the same bytes); :attr:`shape` counts the innermost dimension in ``read_as``
+    elements, and the access carries it as ``x-read-as`` for the simulator."""
 
     @property
     def name(self) -> str:
@@ -107,8 +113,15 @@ class View:
 
     @property
     def free_count(self) -> int:
-        """Elements per partition (DRAM: all elements)."""
-        return prod(count for _stride, count in self.dims)
+        """Elements per partition (DRAM: all elements), of the dtype they are read as."""
+        return prod(self._counts())
+
+    def _counts(self) -> tuple[int, ...]:
+        counts = tuple(count for _stride, count in self.dims)
+        if self.read_as is None:
+            return counts
+        # the innermost run of own elements holds this many elements of the dtype read
+        return (*counts[:-1], counts[-1] * self.tensor.itemsize // itemsize(self.read_as))
 
     @property
     def count(self) -> int:
@@ -117,7 +130,7 @@ class View:
     @property
     def shape(self) -> tuple[int, ...]:
         """Element shape: ``(partitions, counts...)`` on chip, ``(counts...)`` in DRAM."""
-        counts = tuple(count for _stride, count in self.dims)
+        counts = self._counts()
         return counts if self.partitions is None else (self.partitions[1], *counts)
 
     def access(self, merge: bool = True) -> Access:
@@ -131,10 +144,11 @@ class View:
         if partitions == (0, self.tensor.shape[0], 1):
             partitions = None
         pattern = _merged(self.dims) if merge else self.dims
+        extras = frozen_mapping({READ_AS_KEY: self.read_as} if self.read_as is not None else None)
         whole = pattern == ((1, self.tensor.free_elements),)
         if whole and not self.offset.terms and self.offset.const == 0:
-            return Access(self.tensor.name, partitions)
-        return Access(self.tensor.name, partitions, self.offset.const or None, pattern, self.offset.terms)
+            return Access(self.tensor.name, partitions, extras=extras)
+        return Access(self.tensor.name, partitions, self.offset.const or None, pattern, self.offset.terms, extras)
 
 
 def _merged(dims: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:

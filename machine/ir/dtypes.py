@@ -16,7 +16,11 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DTYPES", "PACKED", "itemsize", "numpy_dtype", "is_float"]
+__all__ = ["DTYPES", "PACKED", "READ_AS_KEY", "itemsize", "numpy_dtype", "is_float"]
+
+#: Access extension key: the dtype an engine reads the access's bytes as (a reinterpreting view;
+#: the pattern stays in the tensor's own elements, so every footprint is the same bytes).
+READ_AS_KEY = "x-read-as"
 
 #: Every dtype name the format accepts, mapped to its numpy dtype.
 DTYPES: dict[str, np.dtype] = {

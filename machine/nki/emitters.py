@@ -196,11 +196,7 @@ def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None,
 
 def dma_transpose(dst: Layout, src: Any, axes: Any = None, **_kw: Any) -> None:
     """Every form of ``nisa.dma_transpose`` (machine/nki/transpose_dma.py)."""
-    source = ops.lay(src)
-    if dst.bitcast or source.bitcast:  # machine/nki/reinterpret.py: a plain dma_copy only
-        raise current().refuse("nisa.dma_transpose of a view read as another element size (.ap(dtype=))",
-                               "the bytes of another element size move by nisa.dma_copy only")
-    transpose_dma.dma_transpose(dst, source, axes)
+    transpose_dma.dma_transpose(dst, ops.lay(src), axes)  # a reinterpreting view: its elements as read
 
 
 def free_size(shape: tuple[int, ...]) -> int:

@@ -21,7 +21,7 @@ from functools import cached_property
 from math import prod
 from typing import Any
 
-from neuronsim.machine.ir.dtypes import itemsize
+from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Tensor
 from neuronsim.machine.nki.errors import NkiError, fail, unsupported
 from neuronsim.machine.nki.indexing import ArangeExpr, Iter, as_index, concrete, new_iter
@@ -118,9 +118,10 @@ class Layout:
 
     @property
     def bitcast(self) -> bool:
-        """True when the view reads its bytes as a dtype of another element size (its axes stay in
-        the tensor's own elements: only a DMA, copying bytes as they are, may use it)."""
-        return self.dtype is not None and itemsize(self.dtype) != itemsize(str(self.tensor.dtype))
+        """True when the view reads its bytes as a dtype stored otherwise (its axes stay in the
+        tensor's own elements; an engine reads the bytes reinterpreted, a DMA copies them as
+        they are: :mod:`~neuronsim.machine.nki.reinterpret`)."""
+        return self.dtype is not None and numpy_dtype(self.dtype) != numpy_dtype(str(self.tensor.dtype))
 
     @staticmethod
     def whole(tensor: Tensor, logical: tuple[int, ...] | None = None, par_axis: int = 0) -> Layout:
@@ -152,9 +153,8 @@ class Layout:
 
     @cached_property
     def _view(self) -> View:
-        if self.bitcast:
-            raise unsupported(f"reading {self.tensor.name} ({self.tensor.dtype}) as {self.dtype} outside a DMA",
-                              "only a DMA moves the bytes of another element size as they are")
+        if self.bitcast:  # the same bytes, read by the engine as the view's dtype
+            return replace(self.storage_view(), read_as=self.dtype)
         if self.indirect is not None:  # its rows exist only once the DMA reads the indices
             raise fail(f"an access of {self.tensor.name} through a tile of indices is the source or destination "
                        "of a DMA (nl.load, nl.store, nisa.dma_copy) only")

@@ -1,23 +1,26 @@
 """Reinterpreting a tensor's bytes as another dtype: ``t.view(dtype)`` and ``t.ap(..., dtype=)``.
 
 The NKI API reference (``NkiTensor.view``, ``NkiTensor.ap``) describes both as views that copy
-nothing and read the same storage as the new dtype.  MX kernels use them on the packed weights
+nothing and read the same storage as the new dtype, and its ``NkiTensor`` page has views consumed
+by ISA instructions in general (its examples: ``nisa.tensor_copy``, ``nisa.dma_copy``).  MX kernels use them on the packed weights
 their frameworks hand over as plain integers (``uint16`` words holding four fp4 codes,
 ``uint32`` words holding four fp8 codes), then give the view to ``nisa.nc_matmul_mx``.
 
-neuronsim's program types bytes by their tensor: the simulator reads a tensor's elements as its
-dtype's numpy storage.  A view can therefore name another dtype exactly when both are stored
-alike (``machine/ir/dtypes.py``: ``uint32`` and the fp8 ``_x4`` formats, ``uint16`` and
-``float4_e2m1fn_x4``): every element keeps its bits, and the ops that read the view by its
-dtype (the MX ops) take it from :attr:`Layout.element_dtype`.
+A view keeps its axes in the tensor's own elements (so every footprint, dependence and race
+check sees the same bytes) and names the dtype it is read as (:attr:`Layout.dtype`).  Where
+both dtypes are stored alike (``machine/ir/dtypes.py``: ``uint32`` and the fp8 ``_x4`` formats,
+``uint16`` and ``float4_e2m1fn_x4``) every element keeps its bits and the ops that read the
+view by its dtype (the MX ops) take it from :attr:`Layout.element_dtype`.  Otherwise (a
+:attr:`Layout.bitcast` view) an engine reads or writes the bytes reinterpreted: the access
+carries ``x-read-as`` and the simulator takes numpy's ``.view`` of the innermost run, whose
+element count scales by the size ratio (``machine/sim/memory.py``); a DMA copies the bytes as
+they are (``dma_copy`` with ``bitcast``, :func:`dma_bytes`), and a DMA transpose from DRAM
+moves whole elements of the dtype read (:func:`permuted`).
 
-A pattern given to ``.ap(pattern, dtype=)`` counts elements of the new dtype.  Of another element
-size (nki-library stores an fp32 scale as four fp8 bytes, reads pairs of bf16 as one fp32) the
-view is kept in the tensor's own elements, covering the same bytes (:func:`bitcast_ap`), and only
-a DMA may use it: the transfer copies the bytes as they are (``dma_copy`` with ``bitcast``,
-:func:`dma_bytes`).  Any other reinterpretation (the same size stored differently, as ``uint16``
-read as ``bfloat16``; another element size through ``.view``, or read by a compute engine) is
-refused at the kernel line, naming both dtypes.
+A pattern given to ``.ap(pattern, dtype=)`` counts elements of the new dtype (nki-library
+stores an fp32 scale as four fp8 bytes, reads pairs of bf16 as one fp32): :func:`bitcast_ap`
+turns it into the tensor's own elements over the same bytes.  The innermost run must be
+contiguous and hold whole elements of both dtypes, else the kernel line says so.
 """
 
 from __future__ import annotations
@@ -25,14 +28,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from neuronsim.machine.ir.dtypes import itemsize, numpy_dtype
+from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail, unsupported
 from neuronsim.machine.nki.indexing import as_index
-from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.layout import F, P, Layout
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["reinterpret", "bitcast_ap", "dma_bytes", "other_size"]
+__all__ = ["reinterpret", "bitcast_ap", "dma_bytes", "other_size", "permuted"]
 
 _WHOLE = "the pattern must cover whole elements of the tensor's own dtype"
 
@@ -42,12 +45,12 @@ def reinterpret(layout: Layout, dtype: Any, what: str) -> Layout:
     target, own = str(to_dtype(dtype)), str(layout.tensor.dtype)
     if target == layout.element_dtype:
         return layout
-    if numpy_dtype(target) != numpy_dtype(own):
-        size = "the same element size stored differently" if numpy_dtype(target).itemsize == \
-            numpy_dtype(own).itemsize else "another element size"
-        raise unsupported(f"{what}: reading {layout.tensor.name} ({own}) as {target}",
-                          f"{size}; neuronsim reinterprets only between dtypes stored alike, as uint32 and the "
-                          "fp8 _x4 formats or uint16 and float4_e2m1fn_x4")
+    if itemsize(target) != itemsize(own):  # the innermost run must hold whole elements of both
+        inner = [(stride, count) for kind, stride, count in layout.axes if kind != P]
+        stride, count = inner[-1] if inner else (1, 1)
+        if (count > 1 and stride != 1) or (count * itemsize(own)) % itemsize(target):
+            raise fail(f"{what}: reading {layout.tensor.name} ({own}) as {target} needs a contiguous innermost "
+                       f"dimension of whole {target} elements ({count} {own} elements with step {stride})")
     return replace(layout, dtype=None if target == own else target)
 
 
@@ -92,3 +95,20 @@ def dma_bytes(dst: Layout, src: Layout, *, engine: str, queue: str, dge: str | N
     tracer = current()
     tracer.note_write(dst)
     tracer.kb.instruction("dma_copy", engine, [s], [d], attrs={"dge": dge, "bitcast": True}, queue=queue)
+
+
+def permuted(layout: Layout, perm: tuple[int, ...]) -> Layout:
+    """A reinterpreting DRAM view with its axes, counted in the dtype read, in the order ``perm``
+    (a DMA transpose's source): the innermost run of own elements splits into the read elements
+    and the bytes of one, which stay innermost, so the transfer copies whole read elements."""
+    *outer, (kind, stride, count) = layout.axes
+    own, new = layout.tensor.itemsize, itemsize(layout.element_dtype)
+    last = len(layout.axes) - 1
+    if new < own and perm[-1] != last:  # a read element is part of an own one: it cannot move alone
+        raise unsupported(f"nisa.dma_transpose of {layout.tensor.name} ({layout.tensor.dtype}) read as "
+                          f"{layout.element_dtype}", "moving elements smaller than the tensor's own apart")
+    k = max(new // own, 1)
+    axes = (*outer, (kind, stride * k, count // k))
+    run = ((F, 1, k),) if k > 1 else ()
+    return Layout(layout.tensor, tuple(axes[a] for a in perm) + run, layout.offset, layout.partitions,
+                  dtype=layout.dtype)

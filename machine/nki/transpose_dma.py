@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronsim.machine.nki import ops
+from neuronsim.machine.nki import ops, reinterpret
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import current
@@ -62,7 +62,12 @@ def dma_transpose(dst: Layout, src: Layout, axes: Any = None, engine: str = "sp"
     if src.indirect is not None:
         _gathered(dst, src, perm)
     elif src.on_chip:
+        if src.bitcast or dst.bitcast:  # the on-chip permutation moves the tensors' own elements
+            raise current().refuse("nisa.dma_transpose on chip of a view read as another dtype",
+                                   "an on-chip transpose moves the tensor's own elements")
         on_chip(dst, src, perm, engine)
+    elif src.bitcast:  # read as another dtype: whole read elements move (machine/nki/reinterpret.py)
+        ops.dma(dst, reinterpret.permuted(src, perm))
     else:  # from DRAM: the transfer reads the source in the permuted order of its access pattern
         ops.dma(dst, _permuted(src, perm))
 

@@ -47,7 +47,7 @@ from math import prod
 
 import numpy as np
 
-from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.dtypes import READ_AS_KEY, numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.model.geometry import access_extent, access_shape, iteration_shift
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, Tensor
@@ -147,17 +147,35 @@ def access_view(tensor: Tensor, access: Access, iteration: Mapping[str, int], sp
     # a dimension of one element never steps: its stride is 0, so a valid stride past what numpy
     # can index (``[[2**62, 1], ...]``, partitions ``[0, 1, 2**63-1]``) names the same bytes
     free_strides = tuple(stride * size if count > 1 else 0 for stride, count in pattern)
-    dtype = numpy_dtype(tensor.dtype)
+    dtype, shape = numpy_dtype(tensor.dtype), access_shape(tensor, access)
+    read_as = access.extras.get(READ_AS_KEY)
+    if read_as is not None and numpy_dtype(read_as) != dtype:
+        dtype, shape, free_strides = _read_as(tensor, read_as, shape, free_strides)
     space = _SPACES[tensor.memory]
     if tensor.memory == MemoryKind.DRAM:
-        return AccessView(space, dram.base[tensor.name] + offset * size + moved, access_shape(tensor, access),
-                          free_strides, dtype, tensor.name)
+        return AccessView(space, dram.base[tensor.name] + offset * size + moved, shape, free_strides, dtype,
+                          tensor.name)
     row = dram.sbuf_row if tensor.memory == MemoryKind.SBUF else dram.psum_row
     start, _count, step = access.partitions or (0, tensor.shape[0], 1)
     first = (tensor.partition or 0) + start + pmoved
     byte = first * row + tensor.byte_base + offset * size + moved
     strides = (step * row if _count > 1 else 0, *free_strides)
-    return AccessView(space, byte, access_shape(tensor, access), strides, dtype, tensor.name)
+    return AccessView(space, byte, shape, strides, dtype, tensor.name)
+
+
+def _read_as(tensor: Tensor, read_as: str, shape: tuple[int, ...], free_strides: tuple[int, ...]
+             ) -> tuple[np.dtype, tuple[int, ...], tuple[int, ...]]:
+    """The bytes of an access read as ``read_as`` (numpy's ``.view`` of them): the innermost
+    run of the tensor's elements, contiguous, holds a whole number of ``read_as`` elements."""
+    dtype, own = numpy_dtype(read_as), tensor.itemsize
+    if dtype.itemsize == own:
+        return dtype, shape, free_strides
+    run = shape[-1] * own
+    if (shape[-1] > 1 and free_strides[-1] != own) or run % dtype.itemsize:
+        raise ValueError(f"{tensor.name}: reading {run} bytes a run of {tensor.dtype} as {read_as} needs a "
+                         f"contiguous innermost run of whole {read_as} elements")
+    count = run // dtype.itemsize
+    return dtype, (*shape[:-1], count), (*free_strides[:-1], dtype.itemsize if count > 1 else 0)
 
 
 class Memory:

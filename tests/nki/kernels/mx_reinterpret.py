@@ -1,7 +1,7 @@
 """Constructs of nki-library's MX kernels, current NKI (tests/nki/test_mx_corpus_constructs.py):
 packed words reinterpreted with ``.view(dtype)`` / ``.ap(dtype=)`` and given to
 ``nisa.nc_matmul_mx``; a kernel receiving a packed-typed input; indirect and scalar offsets on a
-reshaped HBM view; reinterpretations neuronsim refuses."""
+reshaped HBM view."""
 
 import nki
 import nki.isa as nisa
@@ -76,22 +76,6 @@ def folded_row_at_offset(data, start):
 
 
 @nki.jit
-def view_words_as_bf16(words):
-    """uint16 read as bfloat16: the same size, stored differently (refused)."""
-    tile = nl.ndarray(words.shape, dtype=words.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=tile, src=words)
-    return tile.view(nl.bfloat16)  # view refused here
-
-
-@nki.jit
-def view_floats_as_bytes(values):
-    """float32 seen as uint8 through ``.view``: another element size (refused; ``.ap(dtype=)``
-    into a DMA is the supported spelling)."""
-    as_bytes = values.view(nl.uint8)  # view size refused here
-    return as_bytes
-
-
-@nki.jit
 def doubled_by_blocks(x):
     """``nl.range`` (nki-library's Trn3 MX loaders loop with it): each 32-column block doubled."""
     P, F = x.shape
@@ -125,15 +109,3 @@ def pairs_as_words(halves):
     out = nl.ndarray((M, K // 2), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
     nisa.dma_copy(dst=out, src=tile)
     return out
-
-
-@nki.jit
-def bytes_to_compute(values):
-    """A view of another element size given to a compute engine (refused)."""
-    P, F = values.shape
-    tile = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=tile, src=values)
-    halves = nl.ndarray((P, 2 * F), dtype=nl.bfloat16, buffer=nl.sbuf)
-    as_bf16 = tile.ap(pattern=[[2 * F, P], [1, 2 * F]], offset=0, dtype=nl.bfloat16)
-    nisa.tensor_copy(dst=halves, src=as_bf16)  # compute refused here
-    return halves
