@@ -20,6 +20,7 @@ from neuronsim.machine.nki.dtypes import packed_array
 
 from corpus_cases import Case, api, case, failing
 from corpus_cases_sdk import _f, _mx_scales, _mx_words
+import corpus_cases_refs as refs
 
 SRC = "nki-library/src/nkilib_src/nkilib/"
 TEST = "nki-library/test/integration/nkilib/"
@@ -277,14 +278,15 @@ CASES: dict[str, Case] = {
         "bf16[1,1,128,512]~", "bf16[1,1,128,512]~", "bf16[1,1,128,512]~", "bf16[1,1,128,512]~", "bf16[1,1,128,512]~",
         "f32[1,1,128,4]", note="shapes guessed from the signature (b, h, d, s)"),
     SRC + "core/attention/attention_cte.py::attention_cte": case(
-        "bf16[1,512,128]~", "bf16[1,128,512]~", "bf16[1,512,128]~", note="b, s, d; tp_q layout"),
+        "bf16[1,512,128]~", "bf16[1,128,512]~", "bf16[1,512,128]~", ref=refs.attention_cte,
+        note="b, s, d; tp_q layout"),
     SRC + "core/attention/gen_mask_tkg.py::gen_mask_tkg_hbm": case("i32[1,1]<256", 1, 8, 1, 256),
     SRC + "core/cumsum/cumsum.py::cumsum": case("f32[1,256,2]~", ref=_cumsum),
-    SRC + "core/embeddings/rope.py::RoPE": case("bf16[128,1,2,128]~", "bf16[64,1,128]", "bf16[64,1,128]",
+    SRC + "core/embeddings/rope.py::RoPE": case("bf16[128,1,2,128]~", "bf16[64,1,128]", "bf16[64,1,128]", ref=refs.rope,
                                                 note="x [d_head, B, heads, S], cos / sin [d_head/2, B, S] (its doc)"),
     SRC + "core/embeddings/rope_hf.py::rope_hf": case(
         "bf16[1,8,128,64]~", "bf16[1,2,128,64]~", "0:bf16[1,8,128,64]", "0:bf16[1,2,128,64]",
-        cos="bf16[1,128,64]", sin="bf16[1,128,64]", note="b, heads, s, d: shapes guessed"),
+        cos="bf16[1,128,64]", sin="bf16[1,128,64]", ref=refs.rope_hf, note="b, heads, s, d: shapes guessed"),
     SRC + "core/max/cascaded_max.py::cascaded_max": case("f32[8,5,4058]~", ref=_cascaded_max),
     SRC + "core/mlp/mlp.py::mlp": case("bf16[1,128,1024]", "bf16[1024,2048]", "bf16[1024,2048]", "bf16[2048,1024]",
                                        note="the file does not parse: its import fails first"),

@@ -1,0 +1,44 @@
+"""numpy references of nki-library cases (:mod:`corpus_cases_library`): what each kernel's
+corpus test compares its outputs with, restated here in our own numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from corpus_cases_sdk import _f
+
+
+def attention_cte(q, k, v, scale=1.0, causal_mask=True, **_):
+    """softmax(scale * q k) v per batch, q [b, s_q, d] (tp_q), k [b, d, s_kv], v [b, s_kv, d]; a
+    causal mask keeps key j for query i when j <= i.  Output [b, s_q, d]."""
+    scores = np.einsum("bqd,bdk->bqk", _f(q).astype(np.float64), _f(k).astype(np.float64)) * scale
+    if causal_mask:
+        s_q, s_kv = scores.shape[1:]
+        scores = np.where(np.arange(s_kv)[None, :] <= np.arange(s_q)[:, None], scores, -np.inf)
+    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+    weights /= weights.sum(axis=-1, keepdims=True)
+    return (weights @ _f(v).astype(np.float64)).astype(np.float32)
+
+
+def rope(x_in, cos, sin, **_):
+    """RoPE on x [d_head, B, heads, S] in the contiguous layout: element j of the first half and
+    element j of the second half are one pair, turned by the angle whose cos / sin are row j of
+    cos / sin [d_head/2, B, S]."""
+    x = _f(x_in)
+    half = x.shape[0] // 2
+    c, s = _f(cos)[:, :, None, :], _f(sin)[:, :, None, :]  # broadcast over heads
+    first, second = x[:half], x[half:]
+    return np.concatenate([first * c - second * s, first * s + second * c])
+
+
+def _rotated_hf(x, cos, sin):
+    """HuggingFace RoPE on [b, heads, s, d]: x cos + (-second half, first half) sin, cos / sin
+    [b, s, d] alike for every head."""
+    half = x.shape[-1] // 2
+    turned = np.concatenate([-x[..., half:], x[..., :half]], axis=-1)
+    return x * cos[:, None] + turned * sin[:, None]
+
+
+def rope_hf(q, k, cos, sin, **_):
+    c, s = _f(cos), _f(sin)
+    return _rotated_hf(_f(q), c, s), _rotated_hf(_f(k), c, s)
