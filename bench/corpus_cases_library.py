@@ -382,9 +382,9 @@ CASES: dict[str, Case] = {
         "bf16[512,512]", "bf16[512,512]", np.array([[4]], np.int32), ref=_dyn_add),
     # the tests' minimal row: one position, V 32128, one position a batch
     SRC + "experimental/loss/cross_entropy.py::cross_entropy_forward": case(
-        "bf16[1,32128]~", "i32[1]<32128", 1, 32128),
+        "bf16[1,32128]~", "i32[1]<32128", 1, 32128, ref=refs.cross_entropy_forward),
     SRC + "experimental/loss/cross_entropy.py::cross_entropy_backward": case(
-        "bf16[1,32128]~", "i32[1]<32128", "bf16[1]", "mean", 1, 16384),
+        refs.CE_LOGITS.copy(), "i32[1]<32128", refs.CE_LSE, "mean", 1, 16384, ref=refs.cross_entropy_backward),
     # test_bwmm_bwd.py's inputs at a smaller size of the same structure: T 256 tokens (+1 padding
     # row), H 512, E 2, B 128, top-k 2, I 128; N = ceil((T * topk - (E - 1)) / B) + E - 1 = 5 blocks
     SRC + "experimental/moe/bwd/blockwise_mm_backward.py::blockwise_mm_bwd": case(

@@ -3,6 +3,7 @@ corpus test compares its outputs with, restated here in our own numpy."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 from corpus_cases_sdk import _f
@@ -42,3 +43,35 @@ def _rotated_hf(x, cos, sin):
 def rope_hf(q, k, cos, sin, **_):
     c, s = _f(cos), _f(sin)
     return _rotated_hf(_f(q), c, s), _rotated_hf(_f(k), c, s)
+
+
+def _log_sum_exp(logits):
+    x = _f(logits).astype(np.float64)
+    top = x.max(axis=-1)
+    return top + np.log(np.exp(x - top[:, None]).sum(axis=-1))
+
+
+def cross_entropy_forward(logits_hbm, targets_hbm, **_):
+    """Per position: the loss log(sum_j exp(x_j)) - x_target, and that log-sum-exp (kept for the
+    backward pass)."""
+    lse = _log_sum_exp(logits_hbm)
+    target = _f(logits_hbm).astype(np.float64)[np.arange(len(lse)), targets_hbm.astype(np.int64)]
+    return (lse - target).astype(np.float32), lse.astype(np.float32)
+
+
+#: cross_entropy_backward's logits: it overwrites them with the gradient (inplace=True, as its
+#: test runs it), so they are drawn here, where the reference can read them; the log-sum-exp
+#: given to it is theirs, as the test computes it from its forward reference
+CE_LOGITS = np.random.default_rng(28).standard_normal((1, 32128)).astype(ml_dtypes.bfloat16)
+CE_LSE = _log_sum_exp(CE_LOGITS).astype(ml_dtypes.bfloat16)
+
+
+def cross_entropy_backward(targets_hbm, lse_state_hbm, reduction="mean", **_):
+    """d loss / d logits from the given log-sum-exp: exp(x - lse) less one at the target, over
+    the number of positions for a mean (x: :data:`CE_LOGITS`, which the kernel overwrites)."""
+    x = _f(CE_LOGITS).astype(np.float64)
+    grad = np.exp(x - _f(lse_state_hbm).astype(np.float64)[:, None])
+    grad[np.arange(x.shape[0]), targets_hbm.astype(np.int64)] -= 1.0
+    if reduction == "mean":
+        grad /= x.shape[0]
+    return grad.astype(np.float32)
