@@ -170,7 +170,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     instr, seq, comp, pos = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
     has_loops = stream.has_loops
     hb = HappensBefore(stream.spec.dma_queues)
-    trigger_of, complete, join, start_of = hb.trigger, hb.complete, hb.join, hb.start_of
+    trigger_of, complete, start_of, after = hb.trigger, hb.complete, hb.start_of, hb.after
     added: AntiEdges = {}
     nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
     extra: list[list[tuple[int, int]]] = [[] for _ in range(stream.m)]  # deps added so far, per waiter
@@ -183,8 +183,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
             for x, d in extra[y]:
                 t = stream.target_of(b, x, d) if has_loops else x
                 if t >= 0:
-                    trigger = (trigger_of(s, (t,)) if trigger is hb.seq_clock[s]
-                               else join(trigger, hb.end.get(t, trigger)))
+                    trigger = after(trigger, t)
         cb = comp[b]
         lo, hi = c_ptr[b], c_ptr[b + 1]
         if lo < hi:
@@ -217,10 +216,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
                 old = added.get((x, y, d))
                 added[(x, y, d)] = (kind, bits) if old is None else (max(old[0], kind), old[1] | bits)
                 target = stream.target_of(b, x, d) if has_loops else x
-                end = hb.end.get(target)  # None: below the horizon, already known
-                if end is not None:
-                    trigger = join(trigger, end)
-                    start = join(start, end)
+                trigger, start = after(trigger, target), after(start, target)
         complete(b, s, cb, trigger)
         if not b % _FORGET_EVERY:
             hb.forget(hb.horizon(), comp, pos)

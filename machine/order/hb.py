@@ -26,15 +26,20 @@ Events and rules
     are totally ordered (Fidge/Mattern clocks over in-order components).
 
 Uses
-    The race checker and the trace checker (:mod:`neuronsim.verify.racecheck`: start clocks against
-    shadow memory), the dependence builders (an order they would add may already hold), the
-    transitive reduction and the sync-count minimum (:meth:`HappensBefore.fold`: a wait is
-    redundant iff its target is already covered by the clock folded from later targets); the
-    task race checker (:mod:`neuronsim.verify.tasks.check`: :class:`DagHappensBefore`, the same clocks over
-    chains found in a task graph).  The race checker's fast path needs every start clock at
-    once: :func:`start_clocks` applies the same rules in one generated loop (joins inlined,
-    about 0.5x the cost of a plain walk), tested equal to :class:`HappensBefore`
-    (``tests/property/test_hb_start_clocks.py``).
+    :class:`HappensBefore` is the product's implementation of the rules, fed one instance at a
+    time: the race checker's exact walk (:mod:`neuronsim.verify.racecheck`: start clocks against
+    shadow memory, :meth:`HappensBefore.horizon` bounding it), the dependence builders (an
+    order they would add may already hold; :meth:`HappensBefore.after` for a wait added as
+    they go), the transitive reduction and the sync-count minimum (:meth:`HappensBefore.fold`:
+    a wait is redundant iff its target is already covered by the clock folded from later
+    targets).  :func:`start_clocks` is not a variant but the same rules over waits fixed in
+    advance, every start clock at once, for the race checker's fast path: one generated loop
+    (joins inlined, covered waits skipped) instead of two method calls per instance;
+    ``tests/property/test_hb_start_clocks.py`` holds it equal to :class:`HappensBefore`.
+    :class:`DagHappensBefore` answers the same question for another input, a task graph whose
+    in-order chains are found rather than given (:mod:`neuronsim.verify.tasks.check`).  No
+    option selects among them, and the oracles they are tested against (networkx
+    reachability, the class for the loop) live in the tests.
 
 References
 ----------
@@ -79,13 +84,25 @@ def joiner(width: int):
     >>> joiner(3)((1, 5, 2), (4, 0, 2))
     (4, 5, 2)
     """
-    a = ", ".join(f"a{i}" for i in range(width))
-    b = ", ".join(f"b{i}" for i in range(width))
-    body = ", ".join(f"a{i} if a{i} > b{i} else b{i}" for i in range(width))
-    source = f"def join(a, b):\n    if a is b:\n        return a\n    {a}, = a\n    {b}, = b\n    return ({body},)\n"
+    unpack_a, unpack_b, body = _join_source(width)
+    source = f"def join(a, b):\n    if a is b:\n        return a\n    {unpack_a}, = a\n    {unpack_b}, = b\n    return ({body},)\n"
     scope: dict = {}
     exec(source, scope)  # noqa: S102 - generated from integers only
     return scope["join"]
+
+
+def _join_source(width: int) -> tuple[str, str, str]:
+    """The source of one unrolled join, shared by :func:`joiner` and the walker of
+    :func:`start_clocks`: the names ``a0, ...`` and ``b0, ...`` the two clocks unpack into, and
+    the tuple body of their component-wise max.
+
+    >>> _join_source(2)
+    ('a0, a1', 'b0, b1', 'a0 if a0 > b0 else b0, a1 if a1 > b1 else b1')
+    """
+    unpack_a = ", ".join(f"a{i}" for i in range(width))
+    unpack_b = ", ".join(f"b{i}" for i in range(width))
+    body = ", ".join(f"a{i} if a{i} > b{i} else b{i}" for i in range(width))
+    return unpack_a, unpack_b, body
 
 
 def ordered(start: Clock, comp: int, pos: int) -> bool:
@@ -194,9 +211,13 @@ class HappensBefore:
             return trigger
         return self.join(trigger, self.queue_clock[comp])
 
-    def end_of(self, iid: int) -> Clock:
-        """``E`` of a completed instance whose clock is kept."""
-        return self.end[iid]
+    def after(self, clock: Clock, iid: int) -> Clock:
+        """``clock`` joined with ``E(iid)``: a wait on ``iid`` added to an event after the fact
+        (a builder that adds waits as it goes).  A completion clock forgotten below the
+        horizon (:meth:`forget`) is already known to every later event: ``clock`` unchanged.
+        Frees nothing, whatever ``keep`` says."""
+        end = self.end.get(iid)
+        return clock if end is None else self.join(clock, end)
 
     def horizon(self, active: Iterable[int] | None = None) -> Clock:
         """Per component, the positions every *future* event is ordered after.
@@ -257,9 +278,7 @@ def start_clocks(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int], ta
 def _start_walker(width: int):
     """The loop of :func:`start_clocks` for clocks of ``width`` components (generated: an
     inlined join is several times cheaper than a call, performance notes section 2.3)."""
-    a = ", ".join(f"a{i}" for i in range(width))
-    b = ", ".join(f"b{i}" for i in range(width))
-    join = ", ".join(f"a{i} if a{i} > b{i} else b{i}" for i in range(width))
+    a, b, join = _join_source(width)
     source = f"""
 def walk(seq, comp, ptr, target, uses, extend):
     n = len(seq)
