@@ -333,12 +333,14 @@ CASES: dict[str, Case] = {
         "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", grid=(2,),
         note="the kernel supports LNC-2 only"),
     SRC + "core/output_projection/output_projection_cte/output_projection_cte.py::output_projection_cte": case(
-        "bf16[1,4,128,128]", "bf16[512,512]", note="b, heads, d, s; weight (heads*d, H): shapes guessed"),
+        "bf16[1,4,128,128]", "bf16[512,512]", ref=refs.output_projection_cte,
+        note="b, heads, d, s; weight (heads*d, H): shapes guessed"),
     # the test's row (B 4, heads 8, S 4, d 64, H 3072, no quantization, no bias) on LNC 2 (its
     # CompilerArgs default on Trn2): attention [d, B, heads, S], weight [heads * d, H]
     SRC + "core/output_projection/output_projection_tkg.py::output_projection_tkg": case(
         "bf16[64,4,8,4]~", "bf16[512,3072]~", grid=(2,), ref=_output_projection, tolerance=(2e-2, 2e-2)),
-    SRC + "core/qkv/qkv.py::qkv": case("bf16[1,128,512]", "bf16[512,768]", note="b, s, H; fused (H, 3 * 256)"),
+    SRC + "core/qkv/qkv.py::qkv": case("bf16[1,128,512]", "bf16[512,768]", ref=refs.qkv,
+                                       note="b, s, H; fused (H, 3 * 256)"),
     SRC + "core/rmsnorm/rmsnorm_quant.py::rmsnorm_quant_kernel": case(
         "bf16[1,128,512]", "bf16[512]", api("RmsNormQuantKernelArgs(lower_bound=0.0)")),
     SRC + "core/subkernels/find_nonzero_indices.py::find_nonzero_indices": case(

@@ -75,3 +75,15 @@ def cross_entropy_backward(targets_hbm, lse_state_hbm, reduction="mean", **_):
     if reduction == "mean":
         grad /= x.shape[0]
     return grad.astype(np.float32)
+
+
+def qkv(input, fused_qkv_weights, **_):
+    """No norm, bias, quantization or RoPE (the case's defaults), BSD layout: [B, S, H] @ W."""
+    return _f(input) @ _f(fused_qkv_weights)
+
+
+def output_projection_cte(attention, weight, **_):
+    """out[b, s, h] = sum over heads n and d of attention[b, n, d, s] * weight[n * D + d, h]."""
+    a = _f(attention)
+    b, n, d, s = a.shape
+    return (a.transpose(0, 3, 1, 2).reshape(b, s, n * d) @ _f(weight))
