@@ -280,7 +280,8 @@ CASES: dict[str, Case] = {
     SRC + "core/attention/attention_cte.py::attention_cte": case(
         "bf16[1,512,128]~", "bf16[1,128,512]~", "bf16[1,512,128]~", ref=refs.attention_cte,
         note="b, s, d; tp_q layout"),
-    SRC + "core/attention/gen_mask_tkg.py::gen_mask_tkg_hbm": case("i32[1,1]<256", 1, 8, 1, 256),
+    SRC + "core/attention/gen_mask_tkg.py::gen_mask_tkg_hbm": case("i32[1,1]<256", 1, 8, 1, 256,
+                                                                ref=refs.gen_mask_tkg_hbm),
     SRC + "core/cumsum/cumsum.py::cumsum": case("f32[1,256,2]~", ref=_cumsum),
     SRC + "core/embeddings/rope.py::RoPE": case("bf16[128,1,2,128]~", "bf16[64,1,128]", "bf16[64,1,128]", ref=refs.rope,
                                                 note="x [d_head, B, heads, S], cos / sin [d_head/2, B, S] (its doc)"),

@@ -87,3 +87,15 @@ def output_projection_cte(attention, weight, **_):
     a = _f(attention)
     b, n, d, s = a.shape
     return (a.transpose(0, 3, 1, 2).reshape(b, s, n * d) @ _f(weight))
+
+
+def gen_mask_tkg_hbm(pos_ids_hbm, bs, q_head, s_active, s_prior, **_):
+    """Flat KV cache, no sliding window or active mask: prior position k of batch b is kept (1)
+    when k is below b's cache length, the position id of its first active token.  The output
+    [s_prior, bs, q_head, s_active] is the strided MM1 layout stored tile-major (the kernel's
+    doc): position k sits on partition k // n_tile of tile k % n_tile, at row tile * 128 + partition."""
+    lengths = np.asarray(pos_ids_hbm).reshape(-1)[::s_active][:bs].astype(np.int64)
+    kept = (np.arange(s_prior)[:, None] < lengths[None, :]).astype(np.float32)
+    n_tile = s_prior // 128
+    rows = kept.reshape(128, n_tile, bs).transpose(1, 0, 2).reshape(s_prior, bs)
+    return np.broadcast_to(rows[:, :, None, None], (s_prior, bs, q_head, s_active)).copy()
