@@ -402,7 +402,7 @@ CASES: dict[str, Case] = {
     # the strided flat-KV test's first row: batch 4, one head, s_ctx 256, one active token, LNC 1;
     # pos_ids [128, batch * s_active], the mask [128, s_ctx / 128, batch, heads, s_active]
     TEST + "core/attention/test_gen_mask_tkg.py::gen_mask_tkg_wrapper": case(
-        "f32[128,4]<200", "0:f32[128,2,4,1,1]", 4, 1, 1, False, 256),
+        refs.GEN_MASK_POS_IDS, "0:f32[128,2,4,1,1]", 4, 1, 1, False, 256, ref=refs.gen_mask_tkg_wrapper),
     MAXU + "folded_load_store_kernel": case("f32[8,256]~", 1, 0, 8, ref=lambda input_tensor, **_: _f(input_tensor)),
     MAXU + "folded_load_store_dst_kernel": case("f32[16,256]~", 2, 0, 8, 4, 12, ref=_folded_store_dst),
     MAXU + "folded_load_oversized_sb_kernel": case("f32[8,256]~", 1, 0, 8, 16),

@@ -99,3 +99,20 @@ def gen_mask_tkg_hbm(pos_ids_hbm, bs, q_head, s_active, s_prior, **_):
     n_tile = s_prior // 128
     rows = kept.reshape(128, n_tile, bs).transpose(1, 0, 2).reshape(s_prior, bs)
     return np.broadcast_to(rows[:, :, None, None], (s_prior, bs, q_head, s_active)).copy()
+
+
+#: gen_mask_tkg_wrapper's position ids: one cache length a batch (4), the same on every
+#: partition, as its test builds them (create_pos_ids_tensor)
+GEN_MASK_POS_IDS = np.broadcast_to(np.random.default_rng(28).integers(0, 256, 4).astype(np.float32),
+                                   (128, 4)).copy()
+
+
+def gen_mask_tkg_wrapper(pos_ids_hbm, mask_out_hbm, bs, s_active, **_):
+    """The SBUF mask [128, n_tile, bs, q_head, s_active] of a flat cache in the strided MM1
+    layout: partition p, tile t is prior position p * n_tile + t, kept below the batch's cache
+    length (partition 0's position id of the batch's first active token)."""
+    _, n_tile, _, q_head, _ = mask_out_hbm.shape
+    lengths = np.asarray(pos_ids_hbm)[0, ::s_active][:bs]
+    position = np.arange(128)[:, None] * n_tile + np.arange(n_tile)[None, :]
+    kept = (position[:, :, None] < lengths[None, None, :]).astype(np.float32)
+    return np.broadcast_to(kept[..., None, None], mask_out_hbm.shape).copy()
