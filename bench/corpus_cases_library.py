@@ -365,7 +365,7 @@ CASES: dict[str, Case] = {
         note="a host-side launcher (topk[lnc](...)) of rotational_topk, not a kernel: runs as rotational_topk's case"),
     # experimental
     SRC + "experimental/benchmark/find_nonzero_indices_with_count.py::find_nonzero_indices_with_count": case(
-        "i32[1,4096]<2", note="a [1, N] row, as its checks ask"),
+        "i32[1,4096]<2", ref=refs.find_nonzero_indices_with_count, note="a [1, N] row, as its checks ask"),
     SRC + "experimental/collectives/fg_allgather.py::fine_grained_allgather": case("bf16[512,512]", 2, 1),
     SRC + "experimental/collectives/fgcc.py::allgather_compute_matmul": case("bf16[512,512]", "bf16[512,512]", 2, 1),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb": case(
@@ -405,7 +405,7 @@ CASES: dict[str, Case] = {
         refs.GEN_MASK_POS_IDS, "0:f32[128,2,4,1,1]", 4, 1, 1, False, 256, ref=refs.gen_mask_tkg_wrapper),
     MAXU + "folded_load_store_kernel": case("f32[8,256]~", 1, 0, 8, ref=lambda input_tensor, **_: _f(input_tensor)),
     MAXU + "folded_load_store_dst_kernel": case("f32[16,256]~", 2, 0, 8, 4, 12, ref=_folded_store_dst),
-    MAXU + "folded_load_oversized_sb_kernel": case("f32[8,256]~", 1, 0, 8, 16),
+    MAXU + "folded_load_oversized_sb_kernel": case("f32[8,256]~", 1, 0, 8, 16, ref=refs.folded_load_oversized_sb),
     # the tests' first row (BxS 4, H 3072, I 192) on LNC 2, laid out as the tests' input builders
     # lay them: hidden e5m2_x4 [128, H/512, BxS] (finite codes), fp4_x4 weights as uint16 words,
     # scales [P/8, ...]; bias [I/4, 1, 4] (I < 512); down: inter [128, 1, BxS, 4], weights [I/4, 1, H]

@@ -116,3 +116,29 @@ def gen_mask_tkg_wrapper(pos_ids_hbm, mask_out_hbm, bs, s_active, **_):
     position = np.arange(128)[:, None] * n_tile + np.arange(n_tile)[None, :]
     kept = (position[:, :, None] < lengths[None, None, :]).astype(np.float32)
     return np.broadcast_to(kept[..., None, None], mask_out_hbm.shape).copy()
+
+
+def folded_load_oversized_sb(input_tensor, fold_factor, batch_start, batch_end, sb_extra_cols, **_):
+    """Rows batch_start..batch_end each cut into fold_factor pieces of ceil(n / fold_factor)
+    columns, piece f of row i on SBUF row i * fold_factor + f, the rest (the extra columns, a
+    short last piece) the load's fill value, -9948 in its test."""
+    x = _f(input_tensor)
+    n = x.shape[1]
+    width = -(-n // fold_factor)
+    out = np.full(((batch_end - batch_start) * fold_factor, width + sb_extra_cols), -9948.0, np.float32)
+    for i, row in enumerate(x[batch_start:batch_end]):
+        for f in range(fold_factor):
+            piece = row[f * width:(f + 1) * width]
+            out[i * fold_factor + f, :len(piece)] = piece
+    return out
+
+
+def find_nonzero_indices_with_count(input_tensor, **_):
+    """[1, T + 1]: the indices of the nonzero elements in order, -1 after them, and their count
+    last."""
+    row = np.asarray(input_tensor).reshape(-1)
+    found = np.flatnonzero(row)
+    out = np.full(row.size + 1, -1, np.int32)
+    out[:found.size] = found
+    out[-1] = found.size
+    return out[None, :]
