@@ -379,7 +379,7 @@ CASES: dict[str, Case] = {
     SRC + "experimental/conv/conv1d.py::conv1d": case("f32[1,16,20]~", "f32[3,16,32]~", ref=_conv1d,
                                                       note="the test's first row: N 1, C_in 16, C_out 32, L 20, K 3"),
     SRC + "experimental/conv/depthwise_conv1d.py::depthwise_conv1d_implicit_gemm": case(
-        "bf16[1,128,1,64]", "bf16[128,1,1,4]", feature_group_count=128,
+        "bf16[1,128,1,64]", "bf16[128,1,1,4]", feature_group_count=128, ref=refs.depthwise_conv1d,
         note="NCHW image, OIHW depthwise filter (feature_group_count = C): shapes guessed"),
     SRC + "experimental/dynamic_shapes/dynamic_elementwise_add.py::dynamic_elementwise_add": case(
         "bf16[512,512]", "bf16[512,512]", np.array([[4]], np.int32), ref=_dyn_add),

@@ -142,3 +142,13 @@ def find_nonzero_indices_with_count(input_tensor, **_):
     out[:found.size] = found
     out[-1] = found.size
     return out[None, :]
+
+
+def depthwise_conv1d(img_ref, filter_ref, **_):
+    """Stride 1, no padding or dilation: out[n, c, 0, q] = sum over s of img[n, c, 0, q + s] *
+    filter[c, 0, 0, s] (each channel its own filter; a correlation, as ML convolutions are)."""
+    x, w = _f(img_ref)[:, :, 0, :], _f(filter_ref)[:, 0, 0, :]
+    taps = w.shape[-1]
+    width = x.shape[-1] - taps + 1
+    out = sum(x[:, :, s:s + width] * w[None, :, s:s + 1] for s in range(taps))
+    return out[:, :, None, :]
