@@ -78,6 +78,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from math import prod
+from types import MappingProxyType
 from typing import Any
 
 from neuronsim.machine.ir.dtypes import itemsize
@@ -174,10 +175,17 @@ class KernelBuilder:
         self._tensors[tensor.name] = tensor
         return TensorRef(tensor)
 
+    def next_dram_address(self, nbytes: int) -> int:
+        """A fresh :data:`DRAM_ALIGN`-aligned DRAM address for ``nbytes``, reserved (the bump
+        allocator kernel arguments are placed by; a frontend places its DRAM tensors by it too)."""
+        address = -(-self._dram_end // DRAM_ALIGN) * DRAM_ALIGN
+        self._dram_end = address + nbytes
+        return address
+
     def _dram(self, name: str, shape, dtype: str, role: str, address: int | None, alias: str | None) -> TensorRef:
         if address is None and alias is None:
-            address = -(-self._dram_end // DRAM_ALIGN) * DRAM_ALIGN
-        if address is not None:
+            address = self.next_dram_address(prod(shape) * itemsize(dtype))
+        elif address is not None:
             self._dram_end = max(self._dram_end, address + prod(shape) * itemsize(dtype))
         tensor = Tensor(name, MemoryKind.DRAM, dtype, tuple(shape), address=address, alias=alias, role=role)
         return self._declare(tensor)
@@ -209,7 +217,8 @@ class KernelBuilder:
         """
         if (partition is None) != (offset is None):
             raise ValueError(f"{name}: place an sbuf tensor with both partition= and offset=, or neither")
-        tensor = Tensor(name, MemoryKind.SBUF, dtype, tuple(shape), partition, offset)
+        tensor = Tensor(name=name, memory=MemoryKind.SBUF, dtype=dtype, shape=tuple(shape), partition=partition,
+                        offset=offset)
         rotate = _rotation(name, slots, loop, stride, tensor.bytes_per_partition, partition is not None)
         return self._declare(tensor if rotate is None else replace(tensor, rotate=rotate))
 
@@ -227,8 +236,8 @@ class KernelBuilder:
         if bank is not None and offset is None:
             offset = 0
         rotate = _rotation(name, slots, loop, stride, PSUM_BANK_BYTES, bank is not None)
-        return self._declare(Tensor(name, MemoryKind.PSUM, dtype, tuple(shape), partition, offset, bank,
-                                    rotate=rotate))
+        return self._declare(Tensor(name=name, memory=MemoryKind.PSUM, dtype=dtype, shape=tuple(shape),
+                                    partition=partition, offset=offset, bank=bank, rotate=rotate))
 
     # -- structure -------------------------------------------------------------------------
     def _claim(self, name: str) -> str:
@@ -267,10 +276,82 @@ class KernelBuilder:
         if queue is None and op.startswith("dma"):
             queue = "dma0"
         self._bodies[-1].append(Instruction(
-            name, engine, op, tuple(_access(r) for r in reads), tuple(_access(w) for w in writes),
-            frozen_mapping({k: v for k, v in (attrs or {}).items() if v is not None}),
-            tuple(_as_dep(d) for d in deps), queue, frozen_mapping(self.next_extras)))
+            name=name, engine=engine, op=op, reads=tuple(_access(r) for r in reads),
+            writes=tuple(_access(w) for w in writes),
+            attrs=frozen_mapping({k: v for k, v in (attrs or {}).items() if v is not None}),
+            deps=tuple(_as_dep(d) for d in deps), queue=queue, extras=frozen_mapping(self.next_extras)))
         return name
+
+    # -- what a frontend reads and amends (the NKI tracer records the source of each node) ------
+    @property
+    def tensors(self) -> Mapping[str, Tensor]:
+        """The tensors declared so far, by name (a read-only view)."""
+        return MappingProxyType(self._tensors)
+
+    def amend_extras(self, name: str, extras: Mapping[str, Any]) -> Tensor:
+        """Tensor ``name`` with ``extras`` merged into its own (these win), as its declaration
+        from now on; returns it."""
+        tensor = self._tensors[name]
+        tensor = replace(tensor, extras=frozen_mapping({**tensor.extras, **extras}))
+        self._tensors[name] = tensor
+        return tensor
+
+    def name_taken(self, name: str) -> bool:
+        """True when an instruction or a loop already has ``name`` (they share one namespace)."""
+        return name in self._names
+
+    @property
+    def depth(self) -> int:
+        """Bodies open: 1 at the kernel's top level, one more inside each open loop."""
+        return len(self._bodies)
+
+    def mark(self) -> int:
+        """A position in the open body: what is emitted after it is :meth:`emitted_since` it."""
+        return len(self._bodies[-1])
+
+    def emitted_since(self, mark: int) -> list[Node]:
+        """The nodes emitted into the open body since ``mark``, in order."""
+        return self._bodies[-1][mark:]
+
+    def replace_since(self, mark: int, nodes: Iterable[Node]) -> None:
+        """The nodes emitted since ``mark`` replaced by ``nodes`` (the same instructions rewritten:
+        their names stay claimed)."""
+        self._bodies[-1][mark:] = nodes
+
+    def move_since(self, mark: int, depth: int) -> None:
+        """The nodes emitted since ``mark`` moved to the end of the body open at ``depth`` (1: the
+        top level), outside the loops opened since: they then run once, not every iteration."""
+        if not 1 <= depth <= len(self._bodies):
+            raise ValueError(f"no body open at depth {depth} (1 to {len(self._bodies)})")
+        body = self._bodies[-1]
+        moved = body[mark:]
+        del body[mark:]
+        self._bodies[depth - 1].extend(moved)
+
+    def draft(self) -> Program:
+        """The top level built so far (loops still open left out), not validated: for reading
+        what was emitted, or running a probe, mid-build."""
+        return Program(dict(self._tensors), tuple(self._bodies[0]), self.machine)
+
+    @contextmanager
+    def trial(self) -> Iterator[None]:
+        """Whatever is declared or emitted in the block is undone when it ends (tensors, names,
+        DRAM addresses, the open body): a probe program built from :meth:`draft`, then dropped."""
+        depth, mark, saved = len(self._bodies), self.mark(), (dict(self._tensors), set(self._names),
+                                                              dict(self._counters), self._dram_end)
+        try:
+            yield
+        finally:
+            if len(self._bodies) != depth:
+                raise RuntimeError("a trial must close the loops it opens")  # our own misuse, never a user's
+            del self._bodies[-1][mark:]
+            tensors, names, counters, self._dram_end = saved
+            self._tensors.clear()
+            self._tensors.update(tensors)
+            self._names.clear()
+            self._names.update(names)
+            self._counters.clear()
+            self._counters.update(counters)
 
     def program(self) -> Program:
         """The program built so far, validated (:func:`neuronsim.machine.formats.validate.validate_program`)."""

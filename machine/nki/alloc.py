@@ -22,8 +22,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.ir.dtypes import itemsize
-from neuronsim.machine.build.builder import DRAM_ALIGN
-from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Tensor, frozen_mapping
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Tensor
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.errors import NotAffine, SourceLine, fail, unsupported
 from neuronsim.machine.nki.indexing import SymIndex, concrete
@@ -230,18 +229,13 @@ def _mark_source(tracer: Tracer, name: str, site: tuple[SourceLine, str, str | N
                  extra: dict[str, Any] | None = None) -> Tensor:
     """Tensor ``name`` with its declaration as ``x-source`` (file, line, call, the kernel's
     variable): whole-program errors about it (allocation, placement) name that line."""
-    tensor = tracer.kb._tensors[name]
     extras = dict(extra or {})
     if site is not None:
         line, call, variable = site
         extras["x-source"] = {"file": line.file, "line": line.line, "call": call, "variable": variable or name}
     if not extras:
-        return tensor
-    tensor = Tensor(tensor.name, tensor.memory, tensor.dtype, tensor.shape, tensor.partition, tensor.offset,
-                    tensor.bank, tensor.address, tensor.alias, tensor.role,
-                    frozen_mapping({**tensor.extras, **extras}), tensor.rotate)
-    tracer.kb._tensors[name] = tensor
-    return tensor
+        return tracer.kb.tensors[name]
+    return tracer.kb.amend_extras(name, extras)
 
 
 def _too_wide(tracer: Tracer, spec: TileSpec, tile_bytes: int, name: str) -> None:
@@ -281,7 +275,7 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
     if spec.allocator is not None or (spec.blocks and spec.address is None and _split_blocks(tracer, spec, tile_bytes)):
         if spec.blocks:
             tracer.reserved.add(name)  # its blocks are the tensors: a second declaration here is name_1
-        blocked = Blocked(spec, name, {}, len(kb._bodies), tracer.kept_loops(), site)
+        blocked = Blocked(spec, name, {}, kb.depth, tracer.kept_loops(), site)
         return blocked.block(tracer, (0,) * len(spec.blocks)) if not spec.blocks else blocked
     ir_shape = (spec.shape[spec.par_axis], *spec.blocks, *spec.shape[spec.par_axis + 1:])
     if spec.address is not None:
@@ -308,6 +302,4 @@ def _split_blocks(tracer: Tracer, spec: TileSpec, tile_bytes: int) -> bool:
 
 def _next_dram(kb: Any, spec: TileSpec) -> int:
     """A fresh DRAM address (kernel tensors in HBM are placed by the runtime, as arguments are)."""
-    address = -(-kb._dram_end // DRAM_ALIGN) * DRAM_ALIGN
-    kb._dram_end = address + prod(spec.shape) * itemsize(spec.dtype)
-    return address
+    return kb.next_dram_address(prod(spec.shape) * itemsize(spec.dtype))

@@ -67,21 +67,14 @@ def _probe_program(tracer: Any, layout: Layout) -> tuple[Program, dict[str, np.n
     """The program traced so far plus one DMA copying ``layout`` to a DRAM output tensor; the
     builder is left as it was."""
     kb = tracer.kb
-    body = kb._bodies[0]
-    saved = (len(body), dict(kb._tensors), set(kb._names), dict(kb._counters), set(tracer.written))
+    written = set(tracer.written)
     try:
-        ref = kb.dram_output(_PROBE, (int(np.prod(layout.shape)), 1), layout.tensor.dtype)
-        kb.dma_copy(Layout.whole(ref.tensor).view(), layout.view())
-        program = Program(dict(kb._tensors), tuple(body), kb.machine)
+        with kb.trial():
+            ref = kb.dram_output(_PROBE, (int(np.prod(layout.shape)), 1), layout.tensor.dtype)
+            kb.dma_copy(Layout.whole(ref.tensor).view(), layout.view())
+            program = kb.draft()
     finally:
-        del body[saved[0]:]
-        kb._tensors.clear()
-        kb._tensors.update(saved[1])
-        kb._names.clear()
-        kb._names.update(saved[2])
-        kb._counters.clear()
-        kb._counters.update(saved[3])
-        tracer.written = saved[4]
+        tracer.written = written
     inputs = dict(tracer.input_values)
     for tile, constant in tracer.constants.values():
         inputs[tile.layout.tensor.name] = constant

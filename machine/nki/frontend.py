@@ -275,7 +275,7 @@ def _error_site(tracer: Tracer, func: Any, path: str) -> tuple[SourceLine, str]:
     tensor = _TENSOR_PATH.match(path)
     if tensor:
         name = tensor.group(1) or json.loads(tensor.group(2))
-        found = tracer.kb._tensors.get(name)
+        found = tracer.kb.tensors.get(name)
         source = dict(found.extras).get("x-source") if found is not None else None
         if source:
             where = SourceLine(source["file"], source["line"], source.get("path", ""))
@@ -283,7 +283,7 @@ def _error_site(tracer: Tracer, func: Any, path: str) -> tuple[SourceLine, str]:
         if name in tracer.input_values:
             return _defined_at(func), f"parameter {name}"
         return _defined_at(func), f"tensor {name}"
-    nodes: Any = tuple(tracer.kb._bodies[0])
+    nodes: Any = tracer.kb.draft().body
     node = None
     for index in re.findall(r"body\[(\d+)\]", path):
         node = nodes[int(index)]

@@ -19,11 +19,10 @@ def emit_call(fn, name: Any = None, extras: dict | None = None) -> schedule.NkiI
     """Emit the call's instructions; its handle (``name=``: what ``with_schedule`` calls it)."""
     tracer = current()
     tracer.flush()
-    body = tracer.kb._bodies[-1]
-    start = len(body)
+    start = tracer.kb.mark()
     tracer.emit(fn, extras=extras)
     site = tracer.site[0] if tracer.site is not None else user_line(2)  # the kernel's line, not "<kernel>"
-    return schedule.handle_of(tracer, body[start:], name, site)
+    return schedule.handle_of(tracer, tracer.kb.emitted_since(start), name, site)
 
 
 def written(dst: Any):

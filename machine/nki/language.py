@@ -381,11 +381,10 @@ def no_reorder(*_args: Any, **_kw: Any) -> Iterator[None]:
     is never entered and orders nothing."""
     tracer = current()
     tracer.flush()
-    body = tracer.kb._bodies[-1]
-    start = len(body)
+    start = tracer.kb.mark()
     yield
     tracer.flush()
-    body[start:] = ops.in_program_order(body[start:])
+    tracer.kb.replace_since(start, ops.in_program_order(tracer.kb.emitted_since(start)))
 
 
 @api("nl.loop_reduce")

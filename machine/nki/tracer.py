@@ -30,7 +30,6 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.ir.program import Tensor, frozen_mapping
 from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line, user_site
 from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.groups import OpenGroups
@@ -207,11 +206,10 @@ class Tracer:
     def _emit(self, fn: Callable[[], Any], site, indices, extras: dict | None, mask: Mask | None = None) -> None:
         self.kb.next_extras = self._extras(site, indices, extras)
         self.mask, self.emit_site = mask, site[0]
-        body = self.kb._bodies[-1]
-        start = len(body)
+        start = self.kb.mark()
         try:
             fn()
-            self._track_psum(body[start:])
+            self._track_psum(self.kb.emitted_since(start))
         except NkiError:
             raise
         except ValueError as err:  # a builder check: shapes or placement the hardware refuses
@@ -227,7 +225,7 @@ class Tracer:
         """PSUM accumulation groups (for ``nc_matmul(accumulate=None)``), per element: a write
         opens one, a read by anything but an accumulating matmul closes it (:class:`OpenGroups`)."""
         for inst in new:
-            self.psum_open.note(inst, self.kb._tensors)
+            self.psum_open.note(inst, self.kb.tensors)
 
     def accumulates_into(self, dst: Layout) -> bool:
         """True when a matmul writing ``dst`` adds to an open PSUM accumulation group (elements
@@ -297,7 +295,7 @@ class Tracer:
 
     def unique(self, name: str) -> str:
         """``name``, or ``name_K`` with the first K that no tensor has."""
-        taken, reserved = self.kb._tensors, self.reserved
+        taken, reserved = self.kb.tensors, self.reserved
         if name not in taken and name not in reserved:
             return name
         k = self.name_counts.get(name, 1)  # the next suffix to try: linear, not quadratic, in repeats
@@ -310,13 +308,8 @@ class Tracer:
         """Remember where an on-chip tensor was declared: its loop depth (for
         :meth:`emit_at_declaration`) and, as the tensor's ``x-nki-scope``, the kept loops around the
         declaration (a tile declared inside an affine loop is a new buffer each iteration)."""
-        self.decl_depth[name] = len(self.kb._bodies) if depth is None else depth
-        tensor = self.kb._tensors[name]
-        scope = self.kept_loops() if scope is None else scope
-        extras = frozen_mapping({**tensor.extras, "x-nki-scope": scope})
-        self.kb._tensors[name] = Tensor(tensor.name, tensor.memory, tensor.dtype, tensor.shape, tensor.partition,
-                                        tensor.offset, tensor.bank, tensor.address, tensor.alias, tensor.role, extras,
-                                        tensor.rotate)  # not dataclasses.replace: this runs for every tile
+        self.decl_depth[name] = self.kb.depth if depth is None else depth
+        self.kb.amend_extras(name, {"x-nki-scope": self.kept_loops() if scope is None else scope})
         return None
 
     def kept_loops(self) -> list[str]:
@@ -326,18 +319,15 @@ class Tracer:
     def loops_opened_since_declared(self, name: str) -> bool:
         """True when loops opened (kept symbolic: one body for every iteration) since tensor
         ``name`` was declared."""
-        return len(self.kb._bodies) > self.decl_depth.get(name, 1)
+        return self.kb.depth > self.decl_depth.get(name, 1)
 
     def emit_at_declaration(self, name: str, fn: Callable[[], Any]) -> None:
         """Emit ``fn`` (builder calls, as :meth:`emit`) where tensor ``name`` was declared:
         before the kept loops opened since, so it runs once, not every iteration."""
         self.flush()
-        body = self.kb._bodies[-1]
-        start = len(body)
+        start = self.kb.mark()
         self.emit(fn)
-        moved = body[start:]
-        del body[start:]
-        self.kb._bodies[self.decl_depth.get(name, 1) - 1].extend(moved)
+        self.kb.move_since(start, self.decl_depth.get(name, 1))
 
     # -- loops -------------------------------------------------------------------------------
     def loop(self, kind: str, args: tuple[Any, ...]) -> Iterator[Any]:
@@ -367,7 +357,7 @@ class Tracer:
     def _kept(self, var: str, kind: str, values: range, key: str) -> Iterator[Any]:
         self.flush()
         name, k = var, 1
-        while name in self.kb._names:
+        while self.kb.name_taken(name):
             name, k = f"{var}_{k}", k + 1
         self.loop_sites[name] = key
         with self.kb.loop(name, len(values), extras={"x-nki-range": kind}) as index:
