@@ -84,8 +84,8 @@ def joiner(width: int):
     >>> joiner(3)((1, 5, 2), (4, 0, 2))
     (4, 5, 2)
     """
-    unpack_a, unpack_b, body = _join_source(width)
-    source = f"def join(a, b):\n    if a is b:\n        return a\n    {unpack_a}, = a\n    {unpack_b}, = b\n    return ({body},)\n"
+    a, b, body = _join_source(width)
+    source = f"def join(a, b):\n    if a is b:\n        return a\n    {a}, = a\n    {b}, = b\n    return ({body},)\n"
     scope: dict = {}
     exec(source, scope)  # noqa: S102 - generated from integers only
     return scope["join"]
