@@ -194,6 +194,32 @@ def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None,
             dge=str(dge_mode) if dge_mode is not None else None, rmw=rmw)
 
 
+def dma_compute(dst: Layout, srcs: Any, reduce_op: Any, scales: Any = None) -> None:
+    """``dst = srcs[0] * scales[0] + srcs[1] * scales[1] + ...`` by the DMA engines (the
+    dma_compute page: only ``nl.add``, every scale 1.0).  A source that is ``dst`` itself is the
+    read of a read-modify-write; every other source is added into ``dst`` by a ``dma_copy`` with
+    ``dst_rmw_op=add`` (the gather RMW of an indirect source included), the first one copied
+    when no source is ``dst``."""
+    op = alu_name(reduce_op) if reduce_op is not None else None
+    if op != "add":  # the page: "currently, only nl.add is supported"
+        raise current().refuse(f"nisa.dma_compute(reduce_op={op})", "the ISA adds only (nl.add)")
+    given = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    layouts = [ops.lay(s) for s in given]
+    if not layouts:
+        raise fail("nisa.dma_compute: srcs names no source")
+    if scales is not None and any(float(ops.number(s)) != 1.0 for s in scales):
+        raise fail("nisa.dma_compute: every scale must be 1.0 (the dma_compute page)")
+    mine = dst.storage_view()
+    is_dst = [s.indirect is None and s.tensor.name == dst.tensor.name and s.storage_view() == mine for s in layouts]
+    others = [s for s, same in zip(given, is_dst) if not same]
+    if not any(is_dst):
+        dma_copy(dst, others.pop(0))
+    else:  # dst named again beyond the first: each adds dst once more
+        others += [given[is_dst.index(True)]] * (sum(is_dst) - 1)
+    for source in others:
+        dma_copy(dst, source, dst_rmw_op="add")
+
+
 def dma_transpose(dst: Layout, src: Any, axes: Any = None, **_kw: Any) -> None:
     """Every form of ``nisa.dma_transpose`` (machine/nki/transpose_dma.py)."""
     transpose_dma.dma_transpose(dst, ops.lay(src), axes)  # a reinterpreting view: its elements as read

@@ -83,7 +83,6 @@ _TWO_CORE = "two-core kernels: neuronsim models one NeuronCore"
 REFUSED = {
     "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE, "all_reduce": "collectives", "all_gather": "collectives",
     "reduce_scatter": "collectives", "collective_permute": "collectives",
-    "dma_compute": "DMA compute",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
     "rand_get_state": "random numbers",
     "exponential": "not modelled by neuronsim", "activate2": "two-function activations (NKI 0.4)",
@@ -92,7 +91,8 @@ REFUSED = {
 
 #: The legacy ``neuronxcc.nki.isa`` refuses the MX ops too: only the current API's form
 #: (``dst`` first) is modelled (machine/nki/mx.py).
-LEGACY_REFUSED = {**REFUSED, "nc_matmul_mx": "MX ops in the legacy API: write them with nki.isa",
+LEGACY_REFUSED = {**REFUSED, "dma_compute": "DMA compute",
+                  "nc_matmul_mx": "MX ops in the legacy API: write them with nki.isa",
                   "quantize_mx": "MX ops in the legacy API: write them with nki.isa"}
 
 Handle = schedule.NkiInstruction  # what every nisa call returns
@@ -224,6 +224,12 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=Non
                  name)
 
 
+@api("nisa.dma_compute")
+def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None, name=None, **_kw
+                ) -> Handle:
+    return _emit(lambda: em.dma_compute(_dst(dst), srcs, reduce_op, scales), name)
+
+
 @api("nisa.dma_transpose")
 def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, priority=None, oob_mode=None, **_kw) -> Handle:
     return _emit(lambda: em.dma_transpose(_dst(dst), src, axes=axes), name)
@@ -249,6 +255,7 @@ ISA_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tens
 
 def current_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
+    names["dma_compute"] = dma_compute  # the current API's only (the legacy one refuses it)
     names.update(enum_names())
     names.update(scalars.isa_names())  # scalar_load, NkiScalar, register_* (machine/nki/scalars.py)
     names.update(isa_select.current_names())  # max8, select_reduce, rng ... (machine/nki/isa_select.py)

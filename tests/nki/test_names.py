@@ -36,9 +36,9 @@ nisa.tensor_tensor_scan nisa.gpsimd_engine nisa.tensor_engine nisa.engine nisa.o
 nl.empty_like nl.not_equal nl.greater nl.less_equal nl.logical_and nl.min nl.prod nl.sign nki.profile
 """.split()
 
-REFUSED = {"nisa.sendrecv", "nisa.core_barrier", "nisa.dma_compute"}
-#: The legacy API refuses the MX ops as well (only their current, dst-first form is modelled).
-REFUSED_BY = {"current": REFUSED, "legacy": REFUSED | {"nisa.quantize_mx", "nisa.nc_matmul_mx"}}
+REFUSED = {"nisa.sendrecv", "nisa.core_barrier"}
+#: The legacy API refuses the MX ops and DMA compute as well (only their current forms are modelled).
+REFUSED_BY = {"current": REFUSED, "legacy": REFUSED | {"nisa.quantize_mx", "nisa.nc_matmul_mx", "nisa.dma_compute"}}
 
 _MODULES = {"current": {"nl": "nki.language", "nisa": "nki.isa", "nki": "nki"},
             "legacy": {"nl": "neuronxcc.nki.language", "nisa": "neuronxcc.nki.isa", "nki": "neuronxcc.nki"}}

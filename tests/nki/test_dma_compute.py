@@ -1,0 +1,44 @@
+"""``nisa.dma_compute``: ``dst = sum of srcs`` by the DMA engines (the API page: only ``nl.add``,
+every scale 1.0; a source that is ``dst`` makes it a read-modify-write, an indirect source a
+gather).  Expectations are numpy sums (kernels: tests/nki/kernels/dma_compute.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import neuronsim.verify.nki  # noqa: F401  (registers the reader of device values: the gathers' indices)
+from neuronsim.machine.nki import NkiError, trace
+from neuronsim_tests.nki_kernels import KERNELS, kernel, run
+from neuronsim_tests.nki_kit import line_of
+
+SOURCE = Path(KERNELS) / "dma_compute.py"
+RNG = np.random.default_rng(136)
+
+
+def test_gather_read_modify_write_sums_the_named_rows():
+    data = RNG.normal(size=(24, 16)).astype(np.float32)
+    rows = RNG.integers(0, 24, size=(8, 3)).astype(np.int32)
+    out = run(kernel("dma_compute.py::gathered_rows_summed"), data, rows)
+    np.testing.assert_allclose(out["out"], data[rows].sum(axis=1), rtol=1e-6, atol=1e-6)
+
+
+def test_two_sources_neither_the_destination():
+    a, b = RNG.normal(size=(2, 16, 8)).astype(np.float32)
+    traced = trace(kernel("dma_compute.py::two_sources_summed"), a, b)
+    rmw = [inst for inst, _ in traced.program.instructions() if inst.op.startswith("dma")]
+    assert len(rmw) == 3, [inst.op for inst in rmw]  # copy a, add b, store
+    np.testing.assert_allclose(run(kernel("dma_compute.py::two_sources_summed"), a, b)["out"], a + b, rtol=1e-6)
+
+
+def test_another_reduce_op_is_one_line_at_the_call():
+    a = np.zeros((16, 8), np.float32)
+    with pytest.raises(NkiError) as info:
+        trace(kernel("dma_compute.py::maximum_of_sources"), a, a)
+    message = str(info.value)
+    assert "\n" not in message
+    assert re.match(rf"\S*dma_compute\.py:{line_of(SOURCE, 'max refused here')}: ", message), message
+    assert "nl.add" in message, message
