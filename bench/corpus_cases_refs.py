@@ -152,3 +152,37 @@ def depthwise_conv1d(img_ref, filter_ref, **_):
     width = x.shape[-1] - taps + 1
     out = sum(x[:, :, s:s + width] * w[None, :, s:s + 1] for s in range(taps))
     return out[:, :, None, :]
+
+
+def _attention_probabilities(q, k, scale):
+    """softmax over keys of scale * q^T k for one head: q [d, s_q], k [d, s_k] -> [s_q, s_k],
+    and each query's log-sum-exp."""
+    scores = scale * (q.T @ k)
+    top = scores.max(axis=-1, keepdims=True)
+    lse = top + np.log(np.exp(scores - top).sum(axis=-1, keepdims=True))
+    return np.exp(scores - lse), lse[:, 0]
+
+
+def attention_bwd_inputs(seed=28, d=128, seq=512):
+    """attention_bwd's inputs as its test builds them: q, k, v, dy drawn [1, 1, d, seq] in
+    bf16, o and the log-sum-exp from the forward pass over them (lse [1, 1, 128, seq / 128]:
+    query t * 128 + p at [p, t])."""
+    rng = np.random.default_rng(seed)
+    q, k, v, dy = (rng.standard_normal((1, 1, d, seq)).astype(ml_dtypes.bfloat16) for _ in range(4))
+    probs, lse = _attention_probabilities(_f(q)[0, 0].astype(np.float64), _f(k)[0, 0].astype(np.float64),
+                                          1 / np.sqrt(d))
+    o = (probs @ _f(v)[0, 0].T.astype(np.float64)).T[None, None].astype(ml_dtypes.bfloat16)
+    lse_tiles = lse.reshape(seq // 128, 128).T[None, None].astype(np.float32)
+    return q, k, v, o, dy, lse_tiles
+
+
+def attention_bwd(q_ref, k_ref, v_ref, o_ref, dy_ref, **_):
+    """dQ, dK, dV of softmax attention (scale 1/sqrt(d), no mask), [1, 1, d, seq] each:
+    dV = P^T dO, dS = P (dO V^T - rowsum(dO o)), dQ = scale dS K, dK = scale dS^T Q."""
+    q, k, v, o, dy = (_f(t)[0, 0].astype(np.float64) for t in (q_ref, k_ref, v_ref, o_ref, dy_ref))
+    scale = 1 / np.sqrt(q.shape[0])
+    probs, _ = _attention_probabilities(q, k, scale)
+    d_out = dy.T  # [s_q, d]
+    d_scores = probs * (d_out @ v - (d_out * o.T).sum(axis=-1, keepdims=True))
+    grads = (scale * d_scores @ k.T, scale * d_scores.T @ q.T, probs.T @ d_out)  # [seq, d] each
+    return tuple(g.T[None, None].astype(np.float32) for g in grads)
