@@ -58,6 +58,10 @@ EXPECTED = ("one core", "unparsed", "as expected")
 
 def run_site(corpus: Path, site: KernelSite, timeout: float, memory_mb: int) -> dict[str, Any]:
     """The record of one kernel, from its own worker process (a timeout or a crash included)."""
+    from corpus_cases import CASES
+
+    entry = CASES.get(site.key)  # a case may need a larger cap than the run's (Case.memory_mb)
+    memory_mb = max(memory_mb, entry.memory_mb if entry is not None else 0)
     command = [sys.executable, str(HERE / "corpus_cases_run.py"), str(corpus), site.key, "--memory-mb", str(memory_mb)]
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.perf_counter()

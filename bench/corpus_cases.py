@@ -75,6 +75,9 @@ class Case:
     """The machine the kernel is traced for (``trace(machine=)``): ``"trn2"`` where the corpus's
     test runs the kernel only on Trn2 and the kernel's own SBUF plan needs Trn2's 224 KiB a
     partition (nki-library's all-expert MoE TKG places its tiles below byte 200,000)."""
+    memory_mb: int = 0
+    """The worker's address-space cap (MiB) where the corpus file itself needs more than
+    ``bench_corpus.py --memory-mb`` (a module-level numpy check run at import); 0: that cap."""
 
 
 @dataclass(frozen=True, slots=True)
