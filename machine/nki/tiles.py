@@ -174,7 +174,7 @@ class NkiTensor:
         ``indirect_dim`` of the tensor; ``vector_offset`` (a tile, one row per partition) makes
         it an indirect DMA's gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
         if dtype is not None and vector_offset is None and scalar_offset is None and other_size(self.layout, dtype):
-            return NkiTensor(bitcast_ap(self.layout, pattern, offset, dtype))  # only a DMA may use it
+            return NkiTensor(bitcast_ap(self.layout, pattern, offset, dtype))  # the same bytes, read as dtype
         if vector_offset is not None:
             layout = vector_offset_view(self.layout, pattern, offset, vector_offset.layout, indirect_dim)
         else:
