@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neuronsim.machine.order.hb import HappensBefore
+from neuronsim_tests.vacuity import nonvacuous, tally
 
 
 @st.composite
@@ -44,6 +45,7 @@ def _starts(seq, comp, given_waits, added, forget_every: int | None) -> list[tup
     return out
 
 
+@nonvacuous(added_later=100)
 @settings(max_examples=300, deadline=None)
 @given(split_waits(), st.sampled_from([None, 1, 3]))
 def test_a_wait_added_after_the_fact_orders_what_it_would_up_front(program, forget_every):
@@ -51,6 +53,8 @@ def test_a_wait_added_after_the_fact_orders_what_it_would_up_front(program, forg
     up_front = [g + a for g, a in zip(given_waits, added)]
     want = _starts(seq, comp, up_front, [[] for _ in seq], None)
     assert _starts(seq, comp, given_waits, added, forget_every) == want
+    if any(added):
+        tally("added_later")
 
 
 def test_after_joins_a_kept_completion_and_leaves_a_forgotten_one():
