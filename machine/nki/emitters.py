@@ -15,6 +15,8 @@ from neuronsim.machine.nki import ops
 from neuronsim.machine.nki import transpose_dma
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.arith import act_name, alu_name
+from neuronsim.machine.nki.alloc import declare_tile, spec_of
+from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import ArangeExpr, Mask
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
@@ -96,9 +98,17 @@ def tensor_scalar(dst: Layout, data: Any, op0: Any, operand0: Any, reverse0: boo
 
 def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
                          reverse0: bool = False, reverse1: bool = False) -> None:
-    """``(data <op0> operand0) <op1> operand1`` as two DVE ops writing ``dst``."""
-    tensor_scalar(dst, data, op0, operand0, reverse0)
-    staged = NkiTensor(dst)
+    """``(data <op0> operand0) <op1> operand1`` as two DVE ops writing ``dst``.  Where operand1
+    is read from dst's own tensor (an in-place accumulation, ``acc = data * s + acc``), the
+    first op writes a staged fp32 tile instead: written into dst, it would overwrite the
+    operand before the second op reads it (the hardware reads both in one instruction)."""
+    if is_tile(operand1) and ops.lay(operand1).tensor.name == dst.tensor.name:
+        first_result = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
+        tensor_scalar(first_result, data, op0, operand0, reverse0)
+        staged = NkiTensor(first_result)
+    else:
+        tensor_scalar(dst, data, op0, operand0, reverse0)
+        staged = NkiTensor(dst)
     first, second = (operand1, staged) if reverse1 else (staged, operand1)
     ops.binary(dst, first, second, alu_name(op1), "dve")
 
