@@ -78,6 +78,10 @@ class Case:
     memory_mb: int = 0
     """The worker's address-space cap (MiB) where the corpus file itself needs more than
     ``bench_corpus.py --memory-mb`` (a module-level numpy check run at import); 0: that cap."""
+    decode: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """For a kernel whose output packs values the comparison must unpack first (rmsnorm_quant
+    stores each row's fp32 scale as four fp8 bytes): the simulated outputs by name -> the values
+    compared with the reference (which states them so); None: the outputs as they are."""
 
 
 @dataclass(frozen=True, slots=True)

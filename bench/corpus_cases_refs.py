@@ -186,3 +186,29 @@ def attention_bwd(q_ref, k_ref, v_ref, o_ref, dy_ref, **_):
     d_scores = probs * (d_out @ v - (d_out * o.T).sum(axis=-1, keepdims=True))
     grads = (scale * d_scores @ k.T, scale * d_scores.T @ q.T, probs.T @ d_out)  # [seq, d] each
     return tuple(g.T[None, None].astype(np.float32) for g in grads)
+
+
+# rmsnorm_quant_kernel (row quantization): each row of H values normalized (RMS norm, times
+# gamma), quantized to fp8 e4m3 by the row's absolute maximum / 240, and stored [H + 4] a row:
+# the H fp8 values, then the bytes of the fp32 dequantization scale.  Compared dequantized
+# (:func:`rmsnorm_quant_decode`): the values times the row's scale, then the scale, against the
+# unquantized normalized row and its scale (half an fp8 step, 1/16, with the bf16 input's
+# rounding: its test's rtol 0.072)
+RMSNORM_QUANT_RANGE = 240.0
+
+
+def rmsnorm_quant_decode(outputs):
+    """Each row [H + 4] of fp8 as [H + 1] numbers: the H values dequantized by the row's scale
+    (its last four bytes, an fp32), then that scale."""
+    (name, packed), = outputs.items()
+    raw = np.ascontiguousarray(packed)
+    scale = raw[..., -4:].view(np.uint8).copy().view(np.float32)
+    return {name: np.concatenate([raw[..., :-4].astype(np.float32) * scale, scale], axis=-1)}
+
+
+def rmsnorm_quant(hidden, ln_w, eps=1e-6, **_):
+    """The rows as :func:`rmsnorm_quant_decode` gives them, from the unquantized maths."""
+    x = _f(hidden).astype(np.float64)
+    norm = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * _f(ln_w).astype(np.float64).reshape(-1)
+    scale = np.maximum(np.abs(norm).max(axis=-1, keepdims=True) / RMSNORM_QUANT_RANGE, 1e-6)
+    return np.concatenate([norm, scale], axis=-1).astype(np.float32)

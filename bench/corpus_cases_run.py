@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import resource
@@ -143,6 +144,9 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
             reference = _accepting(entry.reference) if entry.reference else None
             rtol, atol = entry.tolerance or (None, None)
             report = run_traced(traced, func, reference=reference, kwargs=scalars, rtol=rtol, atol=atol)
+            if entry.decode is not None:  # compared as the values the packed outputs hold
+                decoded = entry.decode(dict(report.run.outputs))
+                report = dataclasses.replace(report, run=dataclasses.replace(report.run, outputs=decoded))
     except NkiInternalError as err:
         where, message = _where_and_message(str(err))
         cause = err.__cause__
