@@ -2,9 +2,10 @@
 
 The NKI API reference (``NkiTensor.view``, ``NkiTensor.ap``) describes both as views that copy
 nothing and read the same storage as the new dtype, and its ``NkiTensor`` page has views consumed
-by ISA instructions in general (its examples: ``nisa.tensor_copy``, ``nisa.dma_copy``).  MX kernels use them on the packed weights
-their frameworks hand over as plain integers (``uint16`` words holding four fp4 codes,
-``uint32`` words holding four fp8 codes), then give the view to ``nisa.nc_matmul_mx``.
+by ISA instructions in general (its examples: ``nisa.tensor_copy``, ``nisa.dma_copy``).  MX
+kernels use them on the packed weights their frameworks hand over as plain integers (``uint16``
+words holding four fp4 codes, ``uint32`` words holding four fp8 codes), then give the view to
+``nisa.nc_matmul_mx``.
 
 A view keeps its axes in the tensor's own elements (so every footprint, dependence and race
 check sees the same bytes) and names the dtype it is read as (:attr:`Layout.dtype`).  Where
