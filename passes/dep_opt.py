@@ -107,7 +107,8 @@ def insert_memsets(program: Program) -> tuple[Program, int, int]:
             name = f"memset_init{len(memsets)}"
             while name in taken:
                 name += "_"
-            inst = Instruction(name, engine, "memset", (), (candidate,), frozen_mapping({"value": 0}))
+            inst = Instruction(name=name, engine=engine, op="memset", writes=(candidate,),
+                               attrs=frozen_mapping({"value": 0}))
             try:
                 check_instruction(inst, tensors, spec, name)
             except ProgramError:

@@ -124,8 +124,9 @@ def _flatten(inst: Instance, unrolled: Unrolled, slot_names: dict[tuple[str, int
     iteration = inst.iteration
     reads = tuple(_bake(a, iteration, slot_names, tensors) for a in instr.reads)
     writes = tuple(_bake(a, iteration, slot_names, tensors) for a in instr.writes)
-    return Instruction(inst.name, instr.engine, instr.op, reads, writes, instr.attrs, tuple(merged.values()),
-                       instr.queue, bind_source(instr.extras, iteration))
+    return Instruction(name=inst.name, engine=instr.engine, op=instr.op, reads=reads, writes=writes,
+                       attrs=instr.attrs, deps=tuple(merged.values()), queue=instr.queue,
+                       extras=bind_source(instr.extras, iteration))
 
 
 def expand_scheduling_units(program: Program) -> Program:

@@ -75,7 +75,8 @@ def with_graph(program: Program, graph: DepGraph, order: Mapping[str, int] | Non
         if inst.deps:  # a dep that survives unchanged keeps its object (and its x- keys)
             old = {(d.on, d.loop_carried, d.kind): d for d in inst.deps}
             deps = [old.get((d.on, d.loop_carried, d.kind), d) for d in deps]
-        return Instruction(inst.name, inst.engine, inst.op, inst.reads, inst.writes, inst.attrs, tuple(deps),
-                           inst.queue, inst.extras)
+        # by keyword, not dataclasses.replace: this runs for every instruction of the program
+        return Instruction(name=inst.name, engine=inst.engine, op=inst.op, reads=inst.reads, writes=inst.writes,
+                           attrs=inst.attrs, deps=tuple(deps), queue=inst.queue, extras=inst.extras)
 
     return program.map_instructions(rebuild)

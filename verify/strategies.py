@@ -216,14 +216,16 @@ def _compute_instruction(draw, cfg: _Config, tensors, name: str, op: str, engine
             attrs["accumulate"] = accumulate
         if draw_flag(draw):
             attrs["group"] = f"acc_{out.tensor}"
-        return Instruction(name, engine, op, tuple(reads), (out,), frozen_mapping(attrs))
+        return Instruction(name=name, engine=engine, op=op, reads=tuple(reads), writes=(out,),
+                           attrs=frozen_mapping(attrs))
     spec = OP_TABLE.get(op)
     if spec is None:  # opaque compute op: any operands its engine may touch
         writes = [operand(True) for _ in range(draw_int(draw, 0, 2))]
         reads = [operand(False) for _ in range(draw_int(draw, 0, 2))]
         if engine == "pe" and writes and cfg.psum_accumulation and draw_flag(draw):
             reads.append(writes[0])  # PE reads SBUF, plus the PSUM tile it accumulates into
-        return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs))
+        return Instruction(name=name, engine=engine, op=op, reads=tuple(reads), writes=tuple(writes),
+                           attrs=frozen_mapping(attrs))
     if spec.operands:
         return _operand_instruction(draw, tensors, name, op, engine, attrs, operand)
     reads = [operand(False) for _ in range(draw_int(draw, *spec.reads))]
@@ -237,7 +239,8 @@ def _compute_instruction(draw, cfg: _Config, tensors, name: str, op: str, engine
         triples = draw_triples_access(draw, tensors[reads[0].tensor], reads[0], broadcast=cfg.strides)
         reads[0], op = (triples, op) if triples is not None else (reads[0], "bn_stats")
     writes = [operand(True) for _ in range(spec.writes[0])]
-    return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs))
+    return Instruction(name=name, engine=engine, op=op, reads=tuple(reads), writes=tuple(writes),
+                       attrs=frozen_mapping(attrs))
 
 
 def _operand_instruction(draw, tensors, name: str, op: str, engine: str, attrs: dict, operand) -> Instruction:
@@ -251,7 +254,8 @@ def _operand_instruction(draw, tensors, name: str, op: str, engine: str, attrs: 
     if op == "activation" and draw_flag(draw):
         attrs["reduce_op"] = "add"
         writes.append(operand(True))  # the reduce_res tile
-    return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs))
+    return Instruction(name=name, engine=engine, op=op, reads=tuple(reads), writes=tuple(writes),
+                       attrs=frozen_mapping(attrs))
 
 
 def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, op: str, engine: str, loops,
@@ -276,7 +280,8 @@ def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, 
     if op == "dma_copy" and access_elements(tensors[reads[0].tensor], reads[0]) != \
             access_elements(tensors[writes[0].tensor], writes[0]):
         op = OPAQUE_DMA_OPS[0]  # a copy moves as many elements as it reads; an opaque DMA may differ
-    return Instruction(name, engine, op, tuple(reads), tuple(writes), frozen_mapping(attrs), queue=queue)
+    return Instruction(name=name, engine=engine, op=op, reads=tuple(reads), writes=tuple(writes),
+                       attrs=frozen_mapping(attrs), queue=queue)
 
 
 # -- structure and deps -----------------------------------------------------------------

@@ -83,8 +83,8 @@ class _Kernel:
 
     def instr(self, stem: str, engine: str, opcode: str, reads=(), writes=(), **attrs) -> Instruction:
         queue = f"dma{self.pick(range(self.queues))}" if opcode.startswith("dma") else None
-        return Instruction(self.name(stem), engine, opcode, tuple(reads), tuple(writes), frozen_mapping(attrs),
-                           queue=queue)
+        return Instruction(name=self.name(stem), engine=engine, op=opcode, reads=tuple(reads), writes=tuple(writes),
+                           attrs=frozen_mapping(attrs), queue=queue)
 
     def dram_tile(self, tensor: str, loops: tuple[tuple[str, int], ...]) -> Access:
         """One tile of ``tensor`` per iteration of ``loops`` (row-major over them)."""

@@ -188,8 +188,8 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
     if rotation is not None and unplaced:
         raise ProgramError(join_path(path, "x-rotate"),
                            "only a placed tensor rotates (an alias-group or virtual tensor has no address to rotate)")
-    return Tensor(name, memory, dtype, shape, partition, offset, bank, address, alias, role,
-                  _extras(raw, ext.TENSOR_KEYS), rotation)
+    return Tensor(name=name, memory=memory, dtype=dtype, shape=shape, partition=partition, offset=offset, bank=bank,
+                  address=address, alias=alias, role=role, extras=_extras(raw, ext.TENSOR_KEYS), rotate=rotation)
 
 
 # -- accesses ---------------------------------------------------------------------------
@@ -297,7 +297,8 @@ def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
         attrs = {k: ext.decode_number(v) for k, v in attrs.items()}
     deps = _parse_deps(raw.get("deps", []), join_path(path, "deps"))
     check_opcode(raw, path)
-    return Instruction(name, engine, op, reads, writes, frozen_mapping(attrs), deps, queue, _extras(raw))
+    return Instruction(name=name, engine=engine, op=op, reads=reads, writes=writes, attrs=frozen_mapping(attrs),
+                       deps=deps, queue=queue, extras=_extras(raw))
 
 
 # -- documents --------------------------------------------------------------------------
