@@ -399,7 +399,8 @@ CASES: dict[str, Case] = {
         note="no reference: the test's golden is torch autograd of the forward"),
     SRC + "experimental/moe/forward/bwmm_shard_on_H.py::blockwise_mm_baseline_shard_hidden": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256", "i32[2,1]<2"),
-    SRC + "experimental/mxfp_subkernels/mxfp_load_utils.py::mxfp_load_performance_wrapper": case("bf16[128,512]"),
+    SRC + "experimental/mxfp_subkernels/mxfp_load_utils.py::mxfp_load_performance_wrapper": dataclasses.replace(
+        case("bf16[128,512]", ref=refs.mxfp_load, tolerance=(1 / 16, 1e-4)), decode=refs.mxfp_load_decode),
     # experimental/transformer: bench/corpus_cases_transformer.py
     # kernels and wrappers of the tests
     # the strided flat-KV test's first row: batch 4, one head, s_ctx 256, one active token, LNC 1;

@@ -212,3 +212,29 @@ def rmsnorm_quant(hidden, ln_w, eps=1e-6, **_):
     norm = x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps) * _f(ln_w).astype(np.float64).reshape(-1)
     scale = np.maximum(np.abs(norm).max(axis=-1, keepdims=True) / RMSNORM_QUANT_RANGE, 1e-6)
     return np.concatenate([norm, scale], axis=-1).astype(np.float32)
+
+
+# mxfp_load_performance_wrapper: a bf16 [128, 512] block swizzled to [128 partitions, 128 x 4
+# lanes] (partition p, element m, lane j holds x[m, 4p + j]) and quantized to MXFP8 (e4m3fn
+# lanes; one E8M0 scale per 8 partitions x 4 lanes, stored on the quadrant rows the NKI docs
+# give).  Scale rows the quantization does not write are never written: compared are the values
+# dequantized by their scales, against the unquantized swizzle (half an e4m3 step), and the 16
+# written scale rows as powers of two, against the docs' rule 2**(floor(log2 amax) - 7)
+def _swizzled(tensor):
+    x = _f(tensor)
+    return x.reshape(x.shape[0], 128, 4).transpose(1, 0, 2)  # [partition, element, lane]
+
+
+def mxfp_load_decode(outputs):
+    from neuronsim.machine.model.semantics_mx import dequantize, scale_rows
+
+    data, scales = outputs["return0"], outputs["return1"]
+    values = dequantize(data, scales, "float8_e4m3fn_x4")
+    written = np.ldexp(np.float32(1), scales[scale_rows(128)[::8]].astype(np.int32) - 127)
+    return {"return0": values.reshape(128, -1), "return1": written}
+
+
+def mxfp_load(tensor):
+    lanes = _swizzled(tensor)
+    amax = np.abs(lanes).reshape(16, 8, -1, 4).max(axis=(1, 3))
+    return lanes.reshape(128, -1), np.ldexp(np.float32(1), (np.floor(np.log2(amax)) - 7).astype(np.int32))
