@@ -398,7 +398,11 @@ CASES: dict[str, Case] = {
         "bf16[5,128,512]", "i32[640]<257", "i32[5,1]<2", "bf16[257,512]~", 128,
         note="no reference: the test's golden is torch autograd of the forward"),
     SRC + "experimental/moe/forward/bwmm_shard_on_H.py::blockwise_mm_baseline_shard_hidden": case(
-        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, "i32[2,128]<256", "i32[2,1]<2"),
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, np.arange(256, dtype=np.int32),
+        np.array([[1], [0]], np.int32), ref=refs.blockwise_mm_shard_hidden,
+        note="two blocks of 128 tokens (token_position_to_id flat [N * B], as its doc: each token once), "
+             "experts 1 and 0; the earlier [2, 128] ids made N = 0 blocks, a run that computed nothing. With "
+             "blocks it all-reduces the gate / up partial sums by nisa.sendrecv (two cores)"),
     SRC + "experimental/mxfp_subkernels/mxfp_load_utils.py::mxfp_load_performance_wrapper": dataclasses.replace(
         case("bf16[128,512]", ref=refs.mxfp_load, tolerance=(1 / 16, 1e-4)), decode=refs.mxfp_load_decode),
     # experimental/transformer: bench/corpus_cases_transformer.py

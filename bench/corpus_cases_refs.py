@@ -238,3 +238,21 @@ def mxfp_load(tensor):
     lanes = _swizzled(tensor)
     amax = np.abs(lanes).reshape(16, 8, -1, 4).max(axis=(1, 3))
     return lanes.reshape(128, -1), np.ldexp(np.float32(1), (np.floor(np.log2(amax)) - 7).astype(np.int32))
+
+
+def blockwise_mm_shard_hidden(hidden_states, expert_affinities_masked, gate_up_proj_weight, down_proj_weight,
+                              block_size, token_position_to_id, block_to_expert, **_):
+    """The MoE blocks (POST_SCALE, accumulating): block n's tokens through its expert's MLP,
+    silu(h W_gate) * (h W_up) W_down, each row times the token's affinity for that expert,
+    added to the token's output row; rows no block names stay 0."""
+    h, w, wd = (_f(t).astype(np.float64) for t in (hidden_states, gate_up_proj_weight, down_proj_weight))
+    experts = wd.shape[0]
+    affinity = _f(expert_affinities_masked).astype(np.float64).reshape(-1, experts)
+    out = np.zeros_like(h)
+    positions = np.asarray(token_position_to_id).reshape(-1).astype(np.int64)
+    for n, expert in enumerate(np.asarray(block_to_expert).reshape(-1).astype(np.int64)):
+        tokens = positions[n * block_size:(n + 1) * block_size]
+        gate, up = h[tokens] @ w[expert, :, 0], h[tokens] @ w[expert, :, 1]
+        down = (gate / (1 + np.exp(-gate)) * up) @ wd[expert]
+        np.add.at(out, tokens, down * affinity[tokens, expert][:, None])
+    return out.astype(np.float32)
