@@ -19,6 +19,7 @@ LAYERS = (
     "tracer",  # the recording core: loops, sites, pending results
     "device_values",  # tile contents read back at a point of the trace (decisions)
     "indirect",  # indirect DMA: a tile of row numbers as a DMA's index
+    "reinterpret",  # views reading a tensor's bytes as another dtype (.view, .ap(dtype=))
     "schedule",  # instruction handles and the order edges between them (with_schedule)
     "alloc",  # buffers and tile declarations
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS
