@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
+from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.model.optable import COMMON_ATTRS, op_spec
 from neuronsim.machine.model.oprules import check_op_rules
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
@@ -88,8 +90,25 @@ def _check_rotation(tensor: Tensor, spec: MachineSpec, path: str) -> None:
                                    f"boundary or the end of PSUM; a PSUM tensor must fit one {bank_bytes}-byte bank")
 
 
+def _check_read_as(access: Access, tensor: Tensor, path: str) -> None:
+    """``x-read-as`` (an engine reads the bytes as that dtype, machine/sim/memory.py) names a
+    dtype, and the innermost run is contiguous and holds whole elements of it."""
+    read_as = access.extras.get(READ_AS_KEY)
+    if read_as is None:
+        return
+    if not isinstance(read_as, str) or read_as not in DTYPES:
+        raise ProgramError(join_path(path, READ_AS_KEY), f"unknown dtype {read_as!r}")
+    stride, count = access_extent(tensor, access)[1][-1]
+    if itemsize(read_as) != tensor.itemsize and ((count > 1 and stride != 1) or count * tensor.itemsize
+                                                 % itemsize(read_as)):
+        raise ProgramError(join_path(path, READ_AS_KEY),
+                           f"reading {tensor.dtype} as {read_as} needs a contiguous innermost run of whole "
+                           f"{read_as} elements, not {count} elements with stride {stride}")
+
+
 def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: str) -> None:
     """The footprint stays inside its tensor in every instance."""
+    _check_read_as(access, tensor, path)
     for key, shifts in (("per_iteration", access.per_iteration),
                         ("x-partitions_per_iteration", access.partitions_per_iteration)):
         for loop_name, _shift in shifts:

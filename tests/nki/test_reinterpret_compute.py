@@ -5,6 +5,7 @@ tests/nki/kernels/reinterpret_compute.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -12,7 +13,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from neuronsim.machine.formats.program_json import dumps_program, loads_program
 from neuronsim.machine.ir.dtypes import READ_AS_KEY
+from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.nki import NkiError, trace
 from neuronsim_tests.nki_kernels import KERNELS, kernel, run
 from neuronsim_tests.nki_kit import line_of
@@ -72,3 +75,23 @@ def test_a_view_without_a_contiguous_run_is_one_line_at_the_kernel_line():
     assert "\n" not in message
     assert re.match(rf"\S*reinterpret_compute\.py:{line_of(SOURCE, 'strided view refused here')}: ", message), message
     assert "contiguous innermost dimension" in message, message
+
+
+@pytest.mark.parametrize("read_as, pattern, reason", [
+    ("bfloat16", None, None),  # the traced program round-trips through the format as it is
+    ("bogus", None, "unknown dtype 'bogus'"),
+    ("bfloat16", [[2, 4]], r"contiguous innermost run of whole bfloat16 elements, not 4 elements with stride 2"),
+])
+def test_the_format_checks_x_read_as_at_its_json_path(read_as, pattern, reason):
+    traced = trace(kernel("reinterpret_compute.py::floats_as_halves"), np.zeros((16, 8), np.float32))
+    doc = json.loads(dumps_program(traced.program))
+    (copy,) = [node for node in doc["body"] if node.get("op") == "tensor_copy"]
+    copy["reads"][0][READ_AS_KEY] = read_as
+    if pattern is not None:
+        copy["reads"][0]["pattern"] = pattern
+    if reason is None:
+        assert loads_program(json.dumps(doc)).body is not None
+        return
+    with pytest.raises(ProgramError) as info:
+        loads_program(json.dumps(doc))
+    assert re.search(reason, str(info.value)) and f"reads[0].{READ_AS_KEY}" in str(info.value), str(info.value)
