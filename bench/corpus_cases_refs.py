@@ -256,3 +256,57 @@ def blockwise_mm_shard_hidden(hidden_states, expert_affinities_masked, gate_up_p
         down = (gate / (1 + np.exp(-gate)) * up) @ wd[expert]
         np.add.at(out, tokens, down * affinity[tokens, expert][:, None])
     return out.astype(np.float32)
+
+
+#: MXFP4 (e2m1) code values, by 4-bit code (OCP MX: sign, 2 exponent bits, 1 mantissa bit).
+_E2M1 = np.array([0, .5, 1, 1.5, 2, 3, 4, 6, -0., -.5, -1, -1.5, -2, -3, -4, -6], np.float32)
+
+
+def _mxfp4(words, scales):
+    """[..., F, 4] values of packed e2m1 words [P, ...] with their dense e8m0 scales [P / 8, ...]
+    (exponent e meaning 2**(e - 127)), lane j of a word holding bits 4j..4j+3."""
+    codes = np.asarray(words).view(np.uint16).astype(np.uint32)
+    lanes = _E2M1[np.stack([(codes >> (4 * j)) & 0xF for j in range(4)], axis=-1)]
+    return lanes * np.exp2(_f(scales) - 127.0).repeat(8, axis=0)[..., None]
+
+
+def _mxfp8_rounded(x):
+    """x [P, F, 4] as quantize_mx leaves it, dequantized: a group is 8 partitions x 4 lanes, its
+    scale 2**(floor(log2(amax)) - 7) (the NKI docs' rule for e4m3fn, twice OCP's sample rule),
+    each value x / scale rounded to e4m3fn.  Restated here, not taken from the simulator, so the
+    comparison checks neuronsim's quantize_mx too."""
+    p, f, _ = x.shape
+    amax = np.abs(x).reshape(p // 8, 8, f, 4).max(axis=(1, 3))
+    with np.errstate(divide="ignore"):
+        scale = np.exp2(np.where(amax > 0, np.floor(np.log2(amax)) - 7, -127)).repeat(8, axis=0)[..., None]
+    return (x / scale).astype(ml_dtypes.float8_e4m3fn).astype(np.float32) * scale
+
+
+def moe_tkg_mx(hidden_input, expert_gate_up_weights, expert_down_weights, expert_affinities,
+               expert_gate_up_weights_scale, expert_down_weights_scale, expert_gate_up_bias, expert_down_bias,
+               gate_clamp_upper_limit, up_clamp_upper_limit, up_clamp_lower_limit, **_):
+    """moe_tkg's MX path for one expert taking every token (all-expert, Swish, POST_SCALE), as its
+    test's reference (moe_tkg_torch._moe_tkg_mx_ref) computes it: hidden quantized to MXFP8 with
+    hidden index h = lane * H/4 + tile * 128 + partition; gate / up = that times the dequantized
+    MXFP4 weights [128, 2, H/512, I] plus the bias of intermediate i = lane * I/4 + row; clamps;
+    x sigmoid(1.702 x) of gate times up, quantized to MXFP8 again (intermediate i = lane * I/4 + row
+    of [I/4, T, 4]); down projection with its MXFP4 weights [I/4, 1, H], the bias, and each token's
+    affinity.  One departure: the test's quantize_to_mx takes OCP's scale (floor(log2 amax) - 8,
+    clipped to 448); quantize_mx takes twice that (see _mxfp8_rounded)."""
+    x = _f(hidden_input)
+    tokens, hidden = x.shape
+    tiles = hidden // 512
+    weights = _mxfp4(expert_gate_up_weights[0], expert_gate_up_weights_scale[0])  # [128, 2, tiles, I, 4]
+    inter = weights.shape[3]
+    h = _mxfp8_rounded(x.reshape(tokens, 4, tiles, 128).transpose(3, 2, 0, 1).reshape(128, tiles * tokens, 4))
+    proj = np.einsum("pgkij,pktj->git", weights, h.reshape(128, tiles, tokens, 4))  # [2, I, T]
+    bias = _f(expert_gate_up_bias[0])[:, :, 0, :].transpose(1, 2, 0).reshape(2, inter)  # [rows, 2, 1, 4]
+    proj = proj + bias[:, :, None]
+    gate = np.minimum(proj[0], gate_clamp_upper_limit)
+    up = np.clip(proj[1], up_clamp_lower_limit, up_clamp_upper_limit)
+    with np.errstate(over="ignore"):  # exp of a large -1.702 x: the sigmoid is 0 there, as it should be
+        mult = gate / (1 + np.exp(-1.702 * gate)) * up
+    mult = _mxfp8_rounded(mult.reshape(4, inter // 4, tokens).transpose(1, 2, 0))  # [rows, T, 4]
+    down = _mxfp4(expert_down_weights[0][:, 0], expert_down_weights_scale[0][:, 0])  # [rows, H, 4]
+    out = np.einsum("rtq,rhq->th", mult, down) + _f(expert_down_bias[0])[None]
+    return out * _f(expert_affinities)[:, :1]
