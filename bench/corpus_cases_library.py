@@ -369,7 +369,10 @@ CASES: dict[str, Case] = {
     # E * T + 1024 rounded up to 128
     SRC + "core/subkernels/indexed_flatten.py::indexed_flatten": case(
         np.arange(4096, dtype=np.int32).reshape(1, 4096), 128, 5120, np.zeros((1,), np.int32), None, -1,
-        ref=_indexed_flatten),
+        ref=_indexed_flatten,
+        note=("two cores by its test: test_indexed_flatten.py:92 runs it at "
+            "CompilerArgs(logical_nc_config=2) only, and its all-reduce by nisa.sendrecv "
+            "(indexed_flatten.py:206) has no one-core path")),
     SRC + "core/subkernels/layernorm_tkg.py::layernorm_tkg": case("f16[1,1,2048]~", "f16[1,2048]~", "0:f16[128,1,16]",
                                                                   ref=_layernorm_tkg),
     SRC + "core/subkernels/rmsnorm_tkg.py::rmsnorm_tkg": case(
