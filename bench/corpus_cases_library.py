@@ -317,7 +317,8 @@ CASES: dict[str, Case] = {
             "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I.py::blockwise_mm_shard_intermediate_dropping": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
-        grid=(2,), note=MOE_NOTE),
+        grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
+            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx": case(
         *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx_hybrid": case(
