@@ -320,7 +320,8 @@ CASES: dict[str, Case] = {
         grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
             "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx": case(
-        *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE),
+        *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
+            "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx_hybrid": case(
         np.array([1, 1, 0], np.int32), *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block.py::bwmm_shard_on_block": case(
