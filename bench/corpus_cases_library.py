@@ -323,7 +323,8 @@ CASES: dict[str, Case] = {
         *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
             "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx_hybrid": case(
-        np.array([1, 1, 0], np.int32), *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE),
+        np.array([1, 1, 0], np.int32), *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
+            "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block.py::bwmm_shard_on_block": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
         grid=(2,), note=MOE_NOTE),
