@@ -334,7 +334,8 @@ CASES: dict[str, Case] = {
             "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
-        api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,), note=MOE_NOTE),
+        api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
+            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     # moe_tkg's MX path runs these (:data:`MOE_TKG_MX`)
     **{MOE_TKG + "all_expert_mx_impl.py::" + name: subkernel(MOE_TKG + "moe_tkg.py::moe_tkg") for name in (
         "_all_expert_moe_tkg_mx", "_all_expert_mx_static", "_all_expert_mx_dynamic", "_find_expert_routed_tokens",
