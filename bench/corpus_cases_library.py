@@ -453,7 +453,8 @@ CASES: dict[str, Case] = {
         "bf16[1,3072]", 3072, 192, 4, True, grid=(2,)),
     TEST + "core/moe/moe_cte/test_moe_cte_common.py::moe_cte_kernel_wrapper": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
-        api("BWMMFunc.SHARD_ON_BLOCK"), grid=(2,), note=MOE_NOTE),
+        api("BWMMFunc.SHARD_ON_BLOCK"), grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
+            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     # its test's row on Trn2 at LNC 1 (:data:`MOE_TKG_LNC`): T 4, H 3072, I 128, E 2, SiLU, POST_SCALE
     TEST + "core/moe/moe_tkg/test_moe_tkg_wrapper.py::moe_tkg_sbuf_io_wrapper": on_trn2(case(
         "bf16[4,3072]~", "bf16[2,3072,2,128]~", "bf16[2,128,3072]~", "bf16[4,2]", "i32[4,2]<2", True,
