@@ -356,7 +356,9 @@ CASES: dict[str, Case] = {
         gate_clamp_upper_limit=7.0, up_clamp_upper_limit=8.0, up_clamp_lower_limit=-6.0)),
     SRC + "core/moe_block/moe_block_tkg.py::moe_block_tkg": case(
         "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "bf16[2,512,2,256]", "bf16[2,256,512]", grid=(2,),
-        note="the kernel supports LNC-2 only"),
+        note=("the kernel supports LNC-2 only; two cores by its test: every row of test_moe_block_tkg.py's "
+            "MANUAL_PARAMS (line 376 on) has lnc 2, passed at line 551 as "
+            "CompilerArgs(logical_nc_config=lnc)")),
     SRC + "core/output_projection/output_projection_cte/output_projection_cte.py::output_projection_cte": case(
         "bf16[1,4,128,128]", "bf16[512,512]", ref=refs.output_projection_cte,
         note="b, heads, d, s; weight (heads*d, H): shapes guessed"),
