@@ -470,7 +470,9 @@ CASES: dict[str, Case] = {
         "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "u32[2,128,2,256]", "u32[2,64,512]", grid=(2,),
         router_act_fn=api("RouterActFnType.SIGMOID"),
         expert_affinities_scaling_mode=api("ExpertAffinityScaleMode.NO_SCALE"), hidden_act_fn=api("ActFnType.SiLU"),
-        router_mm_dtype=api("nl.bfloat16")),
+        router_mm_dtype=api("nl.bfloat16"),
+        note=("two cores by its test: every row of test_moe_block_tkg.py's MANUAL_PARAMS (line 376 on) has "
+            "lnc 2, passed at line 551 as CompilerArgs(logical_nc_config=lnc)")),
     # the test file uses Platforms in a class-level decorator (line 929) without importing it (its
     # import list from test.utils.common_dataclasses leaves it out): importing the file raises
     # NameError in any Python, before any NKI runs
