@@ -401,7 +401,9 @@ CASES: dict[str, Case] = {
     SRC + "experimental/collectives/fg_allgather.py::fine_grained_allgather": case("bf16[512,512]", 2, 1,
         note=("collectives across ranks: test_fg_allgather.py:46, its one row, gathers over tp_degree 4 "
             "ranks at LNC 2 (the LNC 1 row at line 56 is commented out and still 4 ranks)")),
-    SRC + "experimental/collectives/fgcc.py::allgather_compute_matmul": case("bf16[512,512]", "bf16[512,512]", 2, 1),
+    SRC + "experimental/collectives/fgcc.py::allgather_compute_matmul": case("bf16[512,512]", "bf16[512,512]", 2, 1,
+        note=("collectives across ranks: test_fgcc.py:51, its one active row, gathers over tp_degree 4 "
+            "ranks at LNC 2")),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb": case(
         "bf16[128,512]", RANKS, 2),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb_tiled": case(
