@@ -405,7 +405,8 @@ CASES: dict[str, Case] = {
         note=("collectives across ranks: test_fgcc.py:51, its one active row, gathers over tp_degree 4 "
             "ranks at LNC 2")),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb": case(
-        "bf16[128,512]", RANKS, 2),
+        "bf16[128,512]", RANKS, 2,
+        note=("collectives across ranks: test_sb2sb_allgather.py:44 on, every row 8 to 64 ranks")),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb_tiled": case(
         "bf16[128,512]", RANKS, 2),
     # test_topk_reduce.py's first row: LNC 1, 8 source ranks, T 4, K 4, H 2880
