@@ -408,7 +408,8 @@ CASES: dict[str, Case] = {
         "bf16[128,512]", RANKS, 2,
         note=("collectives across ranks: test_sb2sb_allgather.py:44 on, every row 8 to 64 ranks")),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb_tiled": case(
-        "bf16[128,512]", RANKS, 2),
+        "bf16[128,512]", RANKS, 2,
+        note=("collectives across ranks: test_sb2sb_allgather.py:103 on, every row 4 ranks at LNC 2")),
     # test_topk_reduce.py's first row: LNC 1, 8 source ranks, T 4, K 4, H 2880
     SRC + "experimental/collectives/topk_reduce.py::topk_reduce": case(
         _topk_reduce_input(T=4, K=4, H=2880, ranks=8), 4, 4, ref=_topk_reduce, tolerance=(5e-2, 5e-2),
