@@ -431,7 +431,8 @@ CASES: dict[str, Case] = {
     SRC + "experimental/moe/bwd/blockwise_mm_backward.py::blockwise_mm_bwd": case(
         "bf16[257,512]", "bf16[514,1]", "bf16[2,512,2,128]", "bf16[2,128,512]", "bf16[5,2,128,128]",
         "bf16[5,128,512]", "i32[640]<257", "i32[5,1]<2", "bf16[257,512]~", 128,
-        note="no reference: the test's golden is torch autograd of the forward"),
+        note=("no reference: the test's golden is torch autograd of the forward; two cores by its test: "
+            "test_bwmm_bwd.py:132 (lnc_count = 2)")),
     SRC + "experimental/moe/forward/bwmm_shard_on_H.py::blockwise_mm_baseline_shard_hidden": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, np.arange(256, dtype=np.int32),
         np.array([[1], [0]], np.int32), ref=refs.blockwise_mm_shard_hidden,
