@@ -438,7 +438,8 @@ CASES: dict[str, Case] = {
         np.array([[1], [0]], np.int32), ref=refs.blockwise_mm_shard_hidden,
         note="two blocks of 128 tokens (token_position_to_id flat [N * B], as its doc: each token once), "
              "experts 1 and 0; the earlier [2, 128] ids made N = 0 blocks, a run that computed nothing. With "
-             "blocks it all-reduces the gate / up partial sums by nisa.sendrecv (two cores)"),
+             "blocks it all-reduces the gate / up partial sums by nisa.sendrecv (two cores); two cores by its "
+             "test: test_bwmm_shard_on_H.py:478 (lnc_count = 2, H-shard uses LNC2)"),
     SRC + "experimental/mxfp_subkernels/mxfp_load_utils.py::mxfp_load_performance_wrapper": dataclasses.replace(
         case("bf16[128,512]", ref=refs.mxfp_load, tolerance=(1 / 16, 1e-4)), decode=refs.mxfp_load_decode),
     # experimental/transformer: bench/corpus_cases_transformer.py
