@@ -457,7 +457,10 @@ CASES: dict[str, Case] = {
     TEST + "core/mlp/test_mlp_proj_mxfp4.py::gate_up_proj_mxfp4_wrapper": case(
         packed_array(_mx_words(128, 24, 41).reshape(128, 6, 4), "float8_e5m2_x4"),
         _mx_scales(128, 24, 42).reshape(16, 6, 4), _fp4_words((128, 6, 192), 45),
-        _mx_scales(128, 1152, 43).reshape(16, 6, 192), "bf16[48,1,4]", 3072, 192, 4, grid=(2,)),
+        _mx_scales(128, 1152, 43).reshape(16, 6, 192), "bf16[48,1,4]", 3072, 192, 4, grid=(2,),
+        note=("two cores by its test: test_mlp_proj_mxfp4.py:293 excludes Trn1 / Trn2 and :323 takes "
+            "CompilerArgs(platform_target=...) whose Trn3 default is LNC 2 "
+            "(test/utils/common_dataclasses.py:362); the kernel's n_prgs == 1 path is never run by it")),
     TEST + "core/mlp/test_mlp_proj_mxfp4.py::down_proj_mxfp4_wrapper": case(
         "bf16[128,1,4,4]", _fp4_words((48, 1, 3072), 46), _mx_scales(48, 3072, 44).reshape(6, 1, 3072),
         "bf16[1,3072]", 3072, 192, 4, True, grid=(2,)),
