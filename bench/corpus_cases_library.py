@@ -503,7 +503,8 @@ CASES: dict[str, Case] = {
         lib("nkilib_src.nkilib.core.utils.common_types", "RouterActFnType.SOFTMAX"), 4, 0, 0,
         router_pre_norm=False, use_indirect_dma_scatter=True, ref=_router_topk, tolerance=(2e-2, 1e-5)),
     TEST + "core/subkernels/test_rmsnorm_mx_quantize_tkg.py::rmsnorm_mx_quantize_tkg_wrapper": case(
-        "bf16[1,4,512]~", "bf16[1,512]~", grid=(2,), note="the wrapper asks for LNC 2"),
+        "bf16[1,4,512]~", "bf16[1,512]~", grid=(2,), note=("the wrapper asks for LNC 2; two cores by its test: the wrapper's kernel_assert(n_prgs == 2) "
+            "at test_rmsnorm_mx_quantize_tkg.py:49, and :247 / :288 CompilerArgs(logical_nc_config=2)")),
     TEST + "core/utils/test_cross_partition_copy.py::kernel_cross_partition_copy": case(
         "f32[128,8]", "0:f32[128,8]", 0, 0, 32, 8, 128, ref=_cross_partition_copy),
     # trace-only tests: the kernel's own kernel_asserts are the check, and its golden is the
