@@ -522,7 +522,9 @@ CASES: dict[str, Case] = {
         "f32[4,2,8]", np.array([[1]], np.int32), "i32[128,1]<4", (("select_dynamic", (0, 1)),), (2, 8),
         ref=lambda input_tensor, dynamic_idx, **_: _f(input_tensor)[int(np.asarray(dynamic_idx).flat[0])]),
     TEST + "core/utils/test_tp_broadcast.py::tp_broadcast_hbm": case("f32[3,8,11]", 1, 2, 4, ref=_tp_broadcast),
-    COLL + "all_reduce_hbm_kernel": case("f32[2,3]", RANKS),
+    COLL + "all_reduce_hbm_kernel": case("f32[2,3]", RANKS,
+        note=("collectives across ranks: test_collectives.py:318 runs it on 2 ranks only, (2, 2) and (2, 1)"
+            " (ranks, LNC)")),
     COLL + "all_gather_hbm_kernel": case("f32[2,3]", RANKS, 2),
     COLL + "reduce_scatter_hbm_kernel": case("f32[2,3]", RANKS, 2),
     COLL + "all_to_all_hbm_kernel": case("f32[2,3]", RANKS),
