@@ -525,7 +525,9 @@ CASES: dict[str, Case] = {
     COLL + "all_reduce_hbm_kernel": case("f32[2,3]", RANKS,
         note=("collectives across ranks: test_collectives.py:318 runs it on 2 ranks only, (2, 2) and (2, 1)"
             " (ranks, LNC)")),
-    COLL + "all_gather_hbm_kernel": case("f32[2,3]", RANKS, 2),
+    COLL + "all_gather_hbm_kernel": case("f32[2,3]", RANKS, 2,
+        note=("collectives across ranks: test_collectives.py:345 runs it on 2 ranks only, (2, 2) and (2, 1)"
+            " (ranks, LNC)")),
     COLL + "reduce_scatter_hbm_kernel": case("f32[2,3]", RANKS, 2),
     COLL + "all_to_all_hbm_kernel": case("f32[2,3]", RANKS),
     COLL + "rank_id_kernel": case("f32[2,2,3]"),
