@@ -536,7 +536,8 @@ CASES: dict[str, Case] = {
     COLL + "dma_copy_rank_id_kernel": case("f32[2,2,3]", np.arange(2, dtype=np.int32).reshape(2, 1),
         note=("collectives across ranks: test_collectives.py:476 runs it on 2 ranks only, (2, 2) and (2, 1)"
             " (ranks, LNC)")),
-    COLL + "attn_q_batch_shard": case("bf16[2,4,8,64]", "i32[2,1]<2", "0:bf16[2,4,8,64]", 2, RANKS),
+    COLL + "attn_q_batch_shard": case("bf16[2,4,8,64]", "i32[2,1]<2", "0:bf16[2,4,8,64]", 2, RANKS,
+        note=("collectives across ranks: test_collectives.py:510, its one row, 4 ranks at LNC 2 (TP2DP2)")),
     # test_trace_only_fails_on_assert_false expects tracing to raise "This kernel should fail"
     "nki-library/test/unit/test_kernel_tracer.py::kernel_with_assert_false": failing(
         "0:f32[1]", refusal="This kernel should fail",
