@@ -152,7 +152,9 @@ CASES: dict[str, Case] = {
         **attn_tkg_args(bs=128, q_head=1, s_active=1, curr_sprior=128, full_sprior=256, d_head=64)),
     # the kernel asserts NeuronCore-v3 or later (nc-version >= gen3): traced for Trn2
     SRC + "attention_block_tkg.py::attention_block_tkg": dataclasses.replace(case(
-        grid=(2,), note=_BLOCK_NOTE, **attention_block_kernel_args(**_BLOCK)), machine="trn2"),
+        grid=(2,), note=_BLOCK_NOTE + ("; two cores by its test: AttnBlkTestConfig.lnc defaults to 2 "
+            "(test_attention_block_tkg_utils.py:58), no row sets another, and "
+            "test_attention_block_tkg.py:1164 passes it as CompilerArgs(logical_nc_config=cfg.lnc)"), **attention_block_kernel_args(**_BLOCK)), machine="trn2"),
     TEST + "test_attention_block_tkg.py::attention_block_tkg_kernel_test_wrapper": dataclasses.replace(case(
         grid=(2,), note=_BLOCK_NOTE, **attention_block_args(**_BLOCK)), machine="trn2"),
     # the test's first Llama-3 70B row (TP 8: each core 8 query heads; LNC 2) at H 1024, I 8192,
