@@ -154,11 +154,13 @@ CASES: dict[str, Case] = {
     SRC + "attention_block_tkg.py::attention_block_tkg": dataclasses.replace(case(
         grid=(2,), note=_BLOCK_NOTE + ("; two cores by its test: AttnBlkTestConfig.lnc defaults to 2 "
             "(test_attention_block_tkg_utils.py:58), no row sets another, and "
-            "test_attention_block_tkg.py:1164 passes it as CompilerArgs(logical_nc_config=cfg.lnc)"), **attention_block_kernel_args(**_BLOCK)), machine="trn2"),
+            "test_attention_block_tkg.py:1164 passes it as CompilerArgs(logical_nc_config=cfg.lnc)"),
+        **attention_block_kernel_args(**_BLOCK)), machine="trn2"),
     TEST + "test_attention_block_tkg.py::attention_block_tkg_kernel_test_wrapper": dataclasses.replace(case(
         grid=(2,), note=_BLOCK_NOTE + ("; two cores by its test: AttnBlkTestConfig.lnc defaults to 2 "
             "(test_attention_block_tkg_utils.py:58), no row sets another, and "
-            "test_attention_block_tkg.py:1164 passes it as CompilerArgs(logical_nc_config=cfg.lnc)"), **attention_block_args(**_BLOCK)), machine="trn2"),
+            "test_attention_block_tkg.py:1164 passes it as CompilerArgs(logical_nc_config=cfg.lnc)"),
+        **attention_block_args(**_BLOCK)), machine="trn2"),
     # the test's first Llama-3 70B row (TP 8: each core 8 query heads; LNC 2) at H 1024, I 8192,
     # S_ctx 1024; four layers whose all-reduces span the replica group's ranks
     TEST + "test_transformer_tkg.py::transformer_tkg_tp4_4layer_wrapper": case(
