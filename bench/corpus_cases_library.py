@@ -320,21 +320,25 @@ CASES: dict[str, Case] = {
         grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
             "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx": case(
-        *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
+        *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,),
+        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
             "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx_hybrid": case(
-        np.array([1, 1, 0], np.int32), *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,), note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
+        np.array([1, 1, 0], np.int32), *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,),
+        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
             "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block.py::bwmm_shard_on_block": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
         grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
             "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block_mx.py::bwmm_shard_on_block_mx": case(
-        *_MX_CTE_TOKENS, **_mx_cte_weights(512), grid=(2,), note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
+        *_MX_CTE_TOKENS, **_mx_cte_weights(512), grid=(2,),
+        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
             "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
-        api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
+        api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,),
+        note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
             "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     # moe_tkg's MX path runs these (:data:`MOE_TKG_MX`)
     **{MOE_TKG + "all_expert_mx_impl.py::" + name: subkernel(MOE_TKG + "moe_tkg.py::moe_tkg") for name in (
@@ -469,7 +473,8 @@ CASES: dict[str, Case] = {
             "(test/utils/common_dataclasses.py:362); the kernel's n_prgs == 1 path is never run by it")),
     TEST + "core/moe/moe_cte/test_moe_cte_common.py::moe_cte_kernel_wrapper": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
-        api("BWMMFunc.SHARD_ON_BLOCK"), grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
+        api("BWMMFunc.SHARD_ON_BLOCK"), grid=(2,),
+        note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
             "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     # its test's row on Trn2 at LNC 1 (:data:`MOE_TKG_LNC`): T 4, H 3072, I 128, E 2, SiLU, POST_SCALE
     TEST + "core/moe/moe_tkg/test_moe_tkg_wrapper.py::moe_tkg_sbuf_io_wrapper": on_trn2(case(
@@ -503,7 +508,8 @@ CASES: dict[str, Case] = {
         lib("nkilib_src.nkilib.core.utils.common_types", "RouterActFnType.SOFTMAX"), 4, 0, 0,
         router_pre_norm=False, use_indirect_dma_scatter=True, ref=_router_topk, tolerance=(2e-2, 1e-5)),
     TEST + "core/subkernels/test_rmsnorm_mx_quantize_tkg.py::rmsnorm_mx_quantize_tkg_wrapper": case(
-        "bf16[1,4,512]~", "bf16[1,512]~", grid=(2,), note=("the wrapper asks for LNC 2; two cores by its test: the wrapper's kernel_assert(n_prgs == 2) "
+        "bf16[1,4,512]~", "bf16[1,512]~", grid=(2,),
+        note=("the wrapper asks for LNC 2; two cores by its test: the wrapper's kernel_assert(n_prgs == 2) "
             "at test_rmsnorm_mx_quantize_tkg.py:49, and :247 / :288 CompilerArgs(logical_nc_config=2)")),
     TEST + "core/utils/test_cross_partition_copy.py::kernel_cross_partition_copy": case(
         "f32[128,8]", "0:f32[128,8]", 0, 0, 32, 8, 128, ref=_cross_partition_copy),
