@@ -321,20 +321,20 @@ CASES: dict[str, Case] = {
             "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx": case(
         *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,),
-        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
-            "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
+        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has "
+            "vnc_degree 2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I_mx.py::blockwise_mm_shard_intermediate_mx_hybrid": case(
         np.array([1, 1, 0], np.int32), *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,),
-        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
-            "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
+        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has "
+            "vnc_degree 2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block.py::bwmm_shard_on_block": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
         grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
             "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block_mx.py::bwmm_shard_on_block_mx": case(
         *_MX_CTE_TOKENS, **_mx_cte_weights(512), grid=(2,),
-        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has vnc_degree "
-            "2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
+        note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has "
+            "vnc_degree 2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
     SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
         api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,),
