@@ -537,7 +537,9 @@ CASES: dict[str, Case] = {
     COLL + "reduce_scatter_hbm_kernel": case("f32[2,3]", RANKS, 2,
         note=("collectives across ranks: test_collectives.py:380 runs it on 2 ranks only, (2, 2) and (2, 1)"
             " (ranks, LNC)")),
-    COLL + "all_to_all_hbm_kernel": case("f32[2,3]", RANKS),
+    COLL + "all_to_all_hbm_kernel": case("f32[2,3]", RANKS,
+        note=("collectives across ranks: test_collectives.py:418 runs it on 4 ranks at LNC 2 or 8 ranks at "
+            "LNC 1")),
     COLL + "rank_id_kernel": case("f32[2,2,3]",
         note=("collectives across ranks: test_collectives.py:447 runs it on 2 ranks only, (2, 2) and (2, 1)"
             " (ranks, LNC)")),
