@@ -9,8 +9,8 @@ import dataclasses
 import numpy as np
 
 from corpus_cases import Case, api, case
-from corpus_cases_sdk import (MX_OFFLINE_ARGS, MX_QUANTIZED, _add, _add_inputs, _avgpool, _f, _mamba, _matmul,
-                              _matmul_mx, _mx_offline, _mx_on_device, _transpose2d)
+from corpus_cases_sdk import (MX_OFFLINE_ARGS, MX_QUANTIZED, _add, _add_inputs, _f, _matmul, _matmul_mx,
+                              _mx_offline, _mx_on_device, _transpose2d, tutorial_rows)
 
 TUT = "nki-samples/src/nki_samples/tutorials/"
 ATT = TUT + "attention_fwd_performance/attention_kernels.py::"
@@ -69,14 +69,7 @@ CASES: dict[str, Case] = {
     ATT + "attn_fwd_v2": case(*_Q, ref=_attention),
     **{ATT + f"attn_fwd_{v}": case(*_QL, ref=_attention, note=_TILED)
        for v in ("v3", "v4", "v5", "v6", "v7", "v8", "v8a", "v9", "v10", "v11")},
-    TUT + "average_pool2d/average_pool2d_nki_kernels.py::tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2,
-                                                                                      ref=_avgpool),
-    MAMBA + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]",
-                             ref=_mamba),
-    MAMBA + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]",
-                             ref=_mamba),
-    MAMBA + "mamba_v3": case("f32[1,256,2048]", "f32[1,256,2048]", "f32[256,4]~", "f32[1,4,2048]", "f32[1,4,2048]",
-                             ref=_mamba),
+    **tutorial_rows(TUT + "average_pool2d/average_pool2d_nki_kernels.py::", MAMBA),
     MM + "nki_matmul_basic_": case("bf16[128,64]", "bf16[128,512]", ref=_matmul),
     MM + "nki_matmul_tiled_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),
     MM + "nki_matmul_hoist_load_": case("bf16[512,256]", "bf16[512,1024]", ref=_matmul),

@@ -261,6 +261,21 @@ def _mamba(delta, u, A, B, C):
     return out
 
 
+def tutorial_rows(avgpool: str, mamba: str) -> dict[str, Case]:
+    """The average-pool and fused-Mamba tutorial rows, which the SDK's examples and nki-samples'
+    tutorials both hold (``avgpool`` / ``mamba``: the key prefix of each file in one of them)."""
+    state = ("f32[256,4]~",)
+    return {
+        avgpool + "tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2, ref=_avgpool),
+        mamba + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", *state, "f32[1,4,512]", "f32[1,4,512]",
+                                 ref=_mamba),
+        mamba + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", *state, "f32[1,4,512]", "f32[1,4,512]",
+                                 ref=_mamba),
+        mamba + "mamba_v3": case("f32[1,256,2048]", "f32[1,256,2048]", *state, "f32[1,4,2048]", "f32[1,4,2048]",
+                                 ref=_mamba, note="v3 tiles the sequence by 2048"),
+    }
+
+
 CASES: dict[str, Case] = {
     # nki/test: the API pages' own kernels, at their tests' shapes
     T + "test_nki_isa_activation.py::nki_activation": case(
@@ -421,14 +436,7 @@ CASES: dict[str, Case] = {
     T + "test_sbuf_modulo_alloc.py::allocated_loop_transpose": case(
         "f32[2048,1024]", "0:f32[1024,2048]", ref=lambda a_ptr: _t(a_ptr)),
     # examples: the shapes of each file's __main__ or docstring
-    E + "average_pool2d/average_pool2d_nki_kernels.py::tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2,
-                                                                                    ref=_avgpool),
-    MAMBA + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]",
-                             ref=_mamba),
-    MAMBA + "mamba_v2": case("f32[1,256,512]", "f32[1,256,512]", "f32[256,4]~", "f32[1,4,512]", "f32[1,4,512]",
-                             ref=_mamba),
-    MAMBA + "mamba_v3": case("f32[1,256,2048]", "f32[1,256,2048]", "f32[256,4]~", "f32[1,4,2048]", "f32[1,4,2048]",
-                             ref=_mamba, note="v3 tiles the sequence by 2048"),
+    **tutorial_rows(E + "average_pool2d/average_pool2d_nki_kernels.py::", MAMBA),
     E + "getting_started_baremetal.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
     E + "getting_started_jax.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
     E + "getting_started_torch.py::nki_tensor_add_kernel": case("f32[128,512]", "f32[128,512]", ref=_add_inputs),
