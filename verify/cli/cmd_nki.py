@@ -28,10 +28,10 @@ from typing import Any
 
 import click
 
-from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.formats.program_json import save_program
 
-from neuronsim.verify.cli.common import UsageFailure, check_output, emit_json, json_option, run_command
+from neuronsim.verify.cli.common import (UsageFailure, check_output, emit_json, json_option, run_command,
+                                         run_output_paths, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -169,7 +169,6 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
                        report_path: str | None = None) -> int:
     """``neuronsim run KERNEL.py::FUNC``: findings, then the scenario run (``report_path``:
     also its HTML page, findings included); exit 0 / 1."""
-    from neuronsim.machine.formats.files import write_text
     from neuronsim.machine.sim.export import write_chrome_trace
     from neuronsim.verify.app.drawings import plot_timeline
 
@@ -177,11 +176,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     from neuronsim.verify.app.progress import stage_or_nothing
 
     name = kernel.rsplit("::", 1)[1]
-    paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
-             "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
     make_folder(out_dir)
-    for path in paths.values():
-        check_output(path, "--out")
+    paths = run_output_paths(out_dir, name)
     if report_path:
         check_output(report_path, "--report")
     user_reference = load_reference(reference) if reference else None
@@ -189,12 +185,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
         traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
                         rtol=rtol, atol=atol, progress=progress, functional=functional)
-    nominal = report.run.simulation.runs[0].trace
-    write_chrome_trace(nominal, paths["trace"])
-    write_text(paths["footprint"], dumps_strict(report.run.sync.to_json(), indent=1))
-    if plot_path:
-        plot_timeline(nominal, plot_path)
-        paths["plot"] = plot_path
+    write_run_outputs(paths, report.run.simulation.runs[0].trace, report.run.sync.to_json(),
+                      write_trace=write_chrome_trace, plot=plot_timeline, plot_path=plot_path)
     if report_path:
         from neuronsim.verify.nki.run import write_run_report
 

@@ -12,16 +12,15 @@ interleavings that disagree), 2 on unusable input.
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 
 import click
 
-from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
 from rich.table import Table
 
-from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.sim.export import write_chrome_trace
 from neuronsim.verify.app.drawings import plot_timeline
 from neuronsim.machine.formats.validate import validate_program
@@ -32,8 +31,8 @@ from neuronsim.verify.cli.cmd_nki import is_kernel_spec, kernel_options, run_ker
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.app.console import people_console
-from neuronsim.verify.cli.common import (UsageFailure, check_output, check_plot, plot_format_or_fail, emit_json,
-                                         guard_size, json_option, run_command, size_options)
+from neuronsim.verify.cli.common import (UsageFailure, check_plot, plot_format_or_fail, emit_json, guard_size,
+                                         json_option, run_command, run_output_paths, size_options, write_run_outputs)
 
 __all__ = ["run"]
 
@@ -211,15 +210,12 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         raise ProgramError(err.path, f"{err.message}; the task scenarios are: {tasks}" if "the scenarios are" in
                            err.message else err.message) from None
     name = scenario_name(module)
-    paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
-             "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
     if plot_path:
         plot_format_or_fail(plot_path)
     _out_folder(out_dir)
     if plot_path:
         _out_folder(os.path.dirname(plot_path) or ".")
-    for path in paths.values():
-        check_output(path, "--out")
+    paths = run_output_paths(out_dir, name)
     check_plot(plot_path)
 
     def before_work(program) -> None:
@@ -229,12 +225,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     with Progress(summary_min=RUN_PROGRESS_MIN, announce=True) as progress:
         result = run_scenario(module, before_work=before_work, rtol=rtol, atol=atol, progress=progress,
                               functional=not timing_only)
-    nominal = result.simulation.runs[0].trace
-    write_chrome_trace(nominal, paths["trace"])
-    write_text(paths["footprint"], dumps_strict(result.sync.to_json(), indent=1))
-    if plot_path:
-        plot_timeline(nominal, plot_path, program=name)
-        paths["plot"] = plot_path
+    write_run_outputs(paths, result.simulation.runs[0].trace, result.sync.to_json(), write_trace=write_chrome_trace,
+                      plot=functools.partial(plot_timeline, program=name), plot_path=plot_path)
     problems = result.problems()
     if as_json:
         emit_json({"format": "neuronsim.run/1", "scenario": name, "summary": result.summary(),

@@ -17,14 +17,14 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
 import click
 
 from neuronsim.machine.ir.errors import ProgramError, printable
-from neuronsim.machine.formats.files import OutputError, check_output_path
+from neuronsim.machine.formats.files import OutputError, check_output_path, write_text
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
 from neuronsim.verify.cli.signals import Terminated, mark_reported, raise_if_received
@@ -39,7 +39,8 @@ from neuronsim.verify.app.host import (
 )
 
 __all__ = ["UsageFailure", "run_command", "emit_json", "program_argument", "json_option", "size_options",
-           "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail", "EXIT_INPUT",
+           "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail",
+           "run_output_paths", "write_run_outputs", "EXIT_INPUT",
            "EXIT_INTERNAL", "EXIT_INTERRUPTED",
            "DEFAULT_MAX_INSTANCES", "TRACEBACK_ENV", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED", "Terminated",
            "closed_pipe", "internal_error", "stopped"]
@@ -278,6 +279,29 @@ def check_plot(path: str | None) -> None:
         return
     check_output(path, "--plot")
     plot_format_or_fail(path)
+
+
+def run_output_paths(out_dir: str, name: str) -> dict[str, str]:
+    """The files ``neuronsim run`` writes for ``name`` in ``out_dir`` (``trace``, ``footprint``),
+    each checked writable before any work: one layout for kernels, instruction and task scenarios."""
+    paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
+             "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
+    for path in paths.values():
+        check_output(path, "--out")
+    return paths
+
+
+def write_run_outputs(paths: dict[str, str], trace: Any, footprint: Mapping[str, Any], *,
+                      write_trace: Callable[[Any, str], None], plot: Callable[[Any, str], None],
+                      plot_path: str | None) -> None:
+    """Write a run's nominal ``trace`` and sync ``footprint`` to :func:`run_output_paths`'s files
+    and, with ``plot_path``, its timeline (then named in ``paths`` as ``plot``); the writers are
+    the run's kind's (instructions or tasks)."""
+    write_trace(trace, paths["trace"])
+    write_text(paths["footprint"], dumps_strict(footprint, indent=1))
+    if plot_path:
+        plot(trace, plot_path)
+        paths["plot"] = plot_path
 
 
 def plot_format_or_fail(path: str) -> str:

@@ -13,8 +13,8 @@ pass); that is the *all-AUTO* program, and the reports say so.
 
 from __future__ import annotations
 
+import functools
 import io
-import os
 from typing import Any, BinaryIO
 
 import click
@@ -22,7 +22,7 @@ from neuronsim.verify.app.console import people_console
 from rich.table import Table
 
 from neuronsim.machine.formats.inputs import read_input
-from neuronsim.machine.formats.jsonio import decode_strict, dumps_strict
+from neuronsim.machine.formats.jsonio import decode_strict
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.task_trace import write_task_trace
 from neuronsim.verify.app.drawings import plot_task_timeline
@@ -33,7 +33,7 @@ from neuronsim.machine.tasks.orchestrator import DEFAULT_MAX_ITERATIONS
 from neuronsim.passes.pipeline import PassContext
 from neuronsim.passes.tasks import DEFAULT_TASK_PIPELINE, derive_directions, parse_task_pipeline, run_task_pipeline
 
-from neuronsim.verify.cli.common import UsageFailure, emit_json
+from neuronsim.verify.cli.common import UsageFailure, check_plot, emit_json, run_output_paths, write_run_outputs
 from neuronsim.verify.tasks.counts import TaskFootprint, task_footprint
 from neuronsim.verify.tasks.check import TaskRaceReport, check_task_program, check_task_trace, trace_violations
 
@@ -257,25 +257,15 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
 # -- run ----------------------------------------------------------------------------------------
 def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as_json: bool, make_folder) -> int:
     """``neuronsim run`` on a task scenario: tracking saved, races, the nominal run's trace."""
-    from neuronsim.machine.formats.files import write_text
-
-    from neuronsim.verify.cli.common import check_output, check_plot
     from neuronsim.verify.tasks.scenarios import run_task_scenario, task_scenario_name
 
     name = task_scenario_name(module)
     make_folder(out_dir)
-    paths = {"trace": os.path.join(out_dir, f"{name}.trace.json"),
-             "footprint": os.path.join(out_dir, f"{name}.footprint.json")}
-    for path in paths.values():
-        check_output(path, "--out")
+    paths = run_output_paths(out_dir, name)
     check_plot(plot_path)
     result = run_task_scenario(module)
-    nominal = result.traces[0]
-    write_task_trace(nominal, paths["trace"])
-    write_text(paths["footprint"], dumps_strict(result.footprint.to_json(), indent=1))
-    if plot_path:
-        plot_task_timeline(nominal, plot_path, program=name)
-        paths["plot"] = plot_path
+    write_run_outputs(paths, result.traces[0], result.footprint.to_json(), write_trace=write_task_trace,
+                      plot=functools.partial(plot_task_timeline, program=name), plot_path=plot_path)
     problems = result.problems()
     if as_json:
         emit_json({"format": "neuronsim.run/1", "scenario": name, "kind": "tasks", "summary": result.summary(),
