@@ -67,7 +67,7 @@ from neuronsim.verify.strategies import programs, strip_deps
 from neuronsim.verify.tracecheck import check_trace
 
 __all__ = ["FuzzFailure", "FuzzResult", "check_pass", "check_one", "shrink_failure", "load_pass", "save_failure",
-           "assert_pass_sound", "fuzz_strategy"]
+           "assert_pass_sound", "fuzz_strategy", "find_failure"]
 
 #: Interleaving seeds every example is simulated under (besides the nominal schedule).
 SIM_SEEDS = (None, 1, 2)
@@ -359,45 +359,62 @@ def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace:
     """Fuzz ``user`` (a pass, a pass class or ``fn(program) -> program``; None: the pipeline
     itself) on ``examples`` generated programs; the first failure, shrunk (unless ``shrink``
     is false), or none."""
-    strategy = strategy or fuzz_strategy()
-    failures: list[FuzzFailure] = []
     effects: list[PassEffect] = []
-    count = [0]
-    first_at: list[int | None] = [None]
 
-    @hypothesis_seed(seed)
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-              phases=(Phase.generate,), print_blob=False,  # shrinking: ours, on the program (neuronsim.verify.shrink)
-              suppress_health_check=list(HealthCheck))
-    @given(strategy)
-    def run(program: Program) -> None:
-        count[0] += 1
-        if progress is not None:
-            progress(1)
-        failure = check_one(program, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
-                            simulator=simulator, effects=effects)
-        if failure is not None:
-            if not failures:
-                first_at[0] = count[0]
-            failures.append(failure)
-            raise _Found(failure)
+    def check(program: Program) -> FuzzFailure | None:
+        return check_one(program, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
+                         simulator=simulator, effects=effects)
 
-    try:
-        with no_source_constants():  # the programs depend on the seed alone, not on what is imported
-            run()
-    except _Found:
-        pass
+    # hypothesis does not shrink here: ours does, on the program (neuronsim.verify.shrink)
+    with no_source_constants():  # the programs depend on the seed alone, not on what is imported
+        count, first_at, failure = find_failure(strategy or fuzz_strategy(), check, examples=examples, seed=seed,
+                                                progress=progress)
     tally = {} if user is None else {"changed": sum(e.changed for e in effects),
                                      "dropped": sum(e.dropped for e in effects), "added": sum(e.added for e in effects)}
-    if not failures:
-        return FuzzResult(count[0], None, **tally)
-    failure = failures[-1]
+    if failure is None:
+        return FuzzResult(count, None, **tally)
     if shrink:
         failure = shrink_failure(failure, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
                                  simulator=simulator)
     if folder is not None:
         failure = _save(failure, folder, seed)
-    return FuzzResult(first_at[0] or count[0], failure, first_at[0], **tally)
+    return FuzzResult(first_at or count, failure, first_at, **tally)
+
+
+def find_failure(strategy: Any, check: Callable[[Any], FuzzFailure | None], *, examples: int, seed: int,
+                 progress: Callable[[int], None] | None = None,
+                 hypothesis_shrinks: bool = False) -> tuple[int, int | None, FuzzFailure | None]:
+    """Run ``check`` on up to ``examples`` draws of ``strategy`` (hypothesis, seeded with
+    ``seed``), stopping at the first failure; with ``hypothesis_shrinks`` hypothesis shrinks it
+    and the last failure seen is the smallest.  ``(examples run, the example that first failed,
+    the failure)``, the last two None when none failed.  The walk of both fuzzers: programs
+    (:func:`check_pass`) and task programs (``check_task_pass``)."""
+    failures: list[FuzzFailure] = []
+    count = 0
+    first_at: int | None = None
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
+              phases=(Phase.generate, Phase.shrink) if hypothesis_shrinks else (Phase.generate,), print_blob=False,
+              suppress_health_check=list(HealthCheck))
+    @given(strategy)
+    def run(example: Any) -> None:
+        nonlocal count, first_at
+        count += 1
+        if progress is not None:
+            progress(1)
+        failure = check(example)
+        if failure is not None:
+            if first_at is None:
+                first_at = count
+            failures.append(failure)
+            raise _Found(failure)
+
+    try:
+        run()
+    except _Found:
+        pass
+    return count, first_at, (failures[-1] if failures else None)
 
 
 def _save(failure: FuzzFailure, folder: str, seed: int) -> FuzzFailure:

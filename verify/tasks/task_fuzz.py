@@ -32,9 +32,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import seed as hypothesis_seed
-
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.tasks.ir import RuntimeScope, TaskProgram
@@ -45,7 +42,7 @@ from neuronsim.passes.tasks import (
     DEFAULT_TASK_PIPELINE, TASK_PASSES, analyze_dependencies, derive_directions, parse_task_pipeline, run_task_pipeline,
 )
 
-from neuronsim.verify.fuzz import FuzzFailure, FuzzResult, pipeline_with
+from neuronsim.verify.fuzz import FuzzFailure, FuzzResult, find_failure, pipeline_with
 from neuronsim.verify.tasks.task_strategies import TRIP_VALUES, task_programs
 from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 
@@ -132,34 +129,10 @@ def check_task_pass(user: Any = None, *, examples: int = 100, seed: int = 0, rep
     """Fuzz ``user`` (a task pass, a pass class or ``fn(program) -> program``; None: the task
     pipeline itself) on ``examples`` generated task programs; the first failure, shrunk unless
     ``shrink`` is false, or none."""
-    strategy = strategy or task_programs()
-    failures: list[FuzzFailure] = []
-    count = [0]
-    first_at: list[int | None] = [None]
-
-    class _Found(AssertionError):
-        pass
-
-    @hypothesis_seed(seed)
-    @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
-              phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,), print_blob=False,
-              suppress_health_check=list(HealthCheck))
-    @given(strategy)
-    def run(program: TaskProgram) -> None:
-        count[0] += 1
-        if progress is not None:
-            progress(1)
-        failure = check_task_program_once(program, user, replace=replace, pipeline=pipeline)
-        if failure is not None:
-            if not failures:
-                first_at[0] = count[0]
-            failures.append(failure)
-            raise _Found(failure.message)
-
-    try:
-        run()
-    except _Found:
-        pass
-    if not failures:
-        return FuzzResult(count[0], None)
-    return FuzzResult(first_at[0] or count[0], failures[-1], first_at[0])
+    count, first_at, failure = find_failure(
+        strategy or task_programs(),
+        lambda program: check_task_program_once(program, user, replace=replace, pipeline=pipeline),
+        examples=examples, seed=seed, progress=progress, hypothesis_shrinks=shrink)
+    if failure is None:
+        return FuzzResult(count, None)
+    return FuzzResult(first_at or count, failure, first_at)
