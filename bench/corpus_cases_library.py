@@ -37,7 +37,7 @@ MOE_NOTE = ("T 256 tokens (+1 padding row), H 512, I 256, E 2, three blocks of 2
             "tests' rows are H 3072, T 1024")
 #: How the moe_tkg cases depart from their tests' rows.
 MOE_TKG_LNC = ("the tests run LNC 2, where the two cores of the all-expert path trade their halves of H by "
-               "nisa.sendrecv (beyond one NeuronCore: refused as such at LNC 2); LNC 1 runs the same shapes on one")
+               "nisa.sendrecv; LNC 1 runs the same shapes on one")
 #: the SBUF-I/O wrapper's bf16 row (no clamp): outputs of magnitude ~16,000 (up to ~93,000), where one bf16
 #: step is 128 to 512; rtol 2e-2 as its test, atol one step at the largest outputs (a lost expert or
 #: affinity moves outputs by thousands)
@@ -384,7 +384,7 @@ CASES: dict[str, Case] = {
     SRC + "core/subkernels/indexed_flatten.py::indexed_flatten": case(
         np.arange(4096, dtype=np.int32).reshape(1, 4096), 128, 5120, np.zeros((1,), np.int32), None, -1,
         ref=_indexed_flatten,
-        note=("two cores by its test: test_indexed_flatten.py:92 runs it at "
+        grid=(2,), note=("two cores by its test: test_indexed_flatten.py:92 runs it at "
             "CompilerArgs(logical_nc_config=2) only, and its all-reduce by nisa.sendrecv "
             "(indexed_flatten.py:206) has no one-core path")),
     SRC + "core/subkernels/layernorm_tkg.py::layernorm_tkg": case("f16[1,1,2048]~", "f16[1,2048]~", "0:f16[128,1,16]",
@@ -435,12 +435,12 @@ CASES: dict[str, Case] = {
     SRC + "experimental/moe/bwd/blockwise_mm_backward.py::blockwise_mm_bwd": case(
         "bf16[257,512]", "bf16[514,1]", "bf16[2,512,2,128]", "bf16[2,128,512]", "bf16[5,2,128,128]",
         "bf16[5,128,512]", "i32[640]<257", "i32[5,1]<2", "bf16[257,512]~", 128,
-        note=("no reference: the test's golden is torch autograd of the forward; two cores by its test: "
+        grid=(2,), note=("no reference: the test's golden is torch autograd of the forward; two cores by its test: "
             "test_bwmm_bwd.py:132 (lnc_count = 2)")),
     SRC + "experimental/moe/forward/bwmm_shard_on_H.py::blockwise_mm_baseline_shard_hidden": case(
         "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 128, np.arange(256, dtype=np.int32),
         np.array([[1], [0]], np.int32), ref=refs.blockwise_mm_shard_hidden,
-        note="two blocks of 128 tokens (token_position_to_id flat [N * B], as its doc: each token once), "
+        grid=(2,), note="two blocks of 128 tokens (token_position_to_id flat [N * B], as its doc: each token once), "
              "experts 1 and 0; the earlier [2, 128] ids made N = 0 blocks, a run that computed nothing. With "
              "blocks it all-reduces the gate / up partial sums by nisa.sendrecv (two cores); two cores by its "
              "test: test_bwmm_shard_on_H.py:478 (lnc_count = 2, H-shard uses LNC2)"),

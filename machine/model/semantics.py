@@ -223,6 +223,16 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "abs": np.abs,
     "sign": np.sign,
     "neg": np.negative,
+    # the NKI language reference's other activation functions (derivative of silu: s (1 + z (1 - s)))
+    "silu_dx": lambda z: _sigmoid(z) * (F32(1) + z * (F32(1) - _sigmoid(z))),
+    "softplus": lambda z: np.logaddexp(F32(0), z),
+    "mish": lambda z: z * np.tanh(np.logaddexp(F32(0), z)),
+    "sin": np.sin,
+    "cos": np.cos,
+    "arctan": np.arctan,
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
 }
 
 #: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar``.

@@ -269,6 +269,11 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
     if spec.buffer in HBM_KINDS:  # x-source too: a DRAM tensor too large names its line
         dram = kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec))
         return Layout.whole(_mark_source(tracer, dram.name, site))
+    if tracer.as_cores and (spec.allocator is not None or spec.address is not None):
+        # both cores' tiles share the one SBUF and PSUM modelled (machine/nki/cores.py): fixed
+        # addresses of the two would collide where the hardware keeps them apart
+        raise tracer.refuse("a directly allocated tile in a two-core kernel",
+                            "neuronsim models one NeuronCore's SBUF and PSUM for both cores")
     tile_bytes = prod(spec.tile_shape[1:]) * itemsize(spec.dtype)
     if spec.allocator is None and spec.address is None:
         _too_wide(tracer, spec, tile_bytes, name if site is None or site[2] is None else site[2])

@@ -23,7 +23,8 @@ __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "s
            "prod_", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "exp", "log", "tanh",
            "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square", "sqrt", "rsqrt",
            "reciprocal", "abs", "sign", "negative", "equal", "not_equal", "greater", "greater_equal", "less",
-           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bypass", "softmax", "where"]
+           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bypass", "softmax", "where",
+           "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc"]
 
 ALU_OF: dict[Any, str] = {}
 ACT_OF: dict[Any, str] = {}
@@ -90,6 +91,15 @@ abs = _unary_fn("abs", "abs")  # noqa: A001
 sign = _unary_fn("sign", "sign")
 negative = _unary_fn("negative", "neg")
 identity = _unary_fn("identity", "identity")
+silu_dx = _unary_fn("silu_dx", "silu_dx")
+softplus = _unary_fn("softplus", "softplus")
+mish = _unary_fn("mish", "mish")
+sin = _unary_fn("sin", "sin")
+cos = _unary_fn("cos", "cos")
+arctan = _unary_fn("arctan", "arctan")
+floor = _unary_fn("floor", "floor")
+ceil = _unary_fn("ceil", "ceil")
+trunc = _unary_fn("trunc", "trunc")
 
 
 @api("nl.logical_not")

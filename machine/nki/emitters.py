@@ -16,6 +16,7 @@ from neuronsim.machine.nki import transpose_dma
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.arith import act_name, alu_name
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
+from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import ArangeExpr, Mask
 from neuronsim.machine.nki.layout import Layout
@@ -200,8 +201,25 @@ def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None,
     oob = current().call_options.get("oob_mode")
     if rmw is not None and getattr(oob, "name", oob) == "skip":  # the page allows error only with it
         raise fail("nisa.dma_copy: dst_rmw_op allows only oob_mode=oob_mode.error")
-    ops.dma(dst, ops.lay(src), engine=engine_of(engine, ("sp", "act", "pool"), "sp"),
+    source = ops.lay(src)
+    if getattr(oob, "name", oob) == "skip" and (_wholly_outside(dst) or _wholly_outside(source)):
+        # a scalar_offset that lands past its HBM tensor on the traced inputs (nki-library's
+        # indexed_flatten marks rows a core does not own with an invalid offset): the DMA skips it
+        record_decision("nisa.dma_copy(oob_mode=skip) skipped: its access lies outside its tensor", True,
+                        where=current().site[0] if current().site else None)
+        return
+    ops.dma(dst, source, engine=engine_of(engine, ("sp", "act", "pool"), "sp"),
             dge=str(dge_mode) if dge_mode is not None else None, rmw=rmw)
+
+
+def _wholly_outside(layout: Layout) -> bool:
+    """True for an HBM access at a fixed offset none of whose elements is inside its tensor."""
+    if layout.on_chip or layout.indirect is not None or getattr(layout.offset, "terms", None):
+        return False
+    low = high = int(getattr(layout.offset, "const", layout.offset))
+    for _kind, stride, count in layout.axes:
+        low, high = low + min(0, stride * (count - 1)), high + max(0, stride * (count - 1))
+    return high < 0 or low >= prod(layout.tensor.shape)
 
 
 def dma_compute(dst: Layout, srcs: Any, reduce_op: Any, scales: Any = None) -> None:

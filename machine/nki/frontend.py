@@ -34,6 +34,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
+from neuronsim.machine.nki.cores import Cores, NeedsCores
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import (NkiError, NkiInternalError, NoSuchTensorAttribute, NotAffine, SourceLine,
                                           _display)
@@ -87,16 +88,20 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     func, kernel_grid = unwrap(kernel)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
     unroll: frozenset[str] = frozenset()
+    as_cores = False
     name = name or getattr(func, "__name__", "kernel")
     module_state = _module_state(func)
     for _attempt in range(_MAX_ATTEMPTS):
         _restore(module_state)
-        tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll)
+        tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, as_cores=as_cores)
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
             with standins(), tracer.active(), collector_paused(), _objects_promoted():
                 return _run(tracer, func, arrays, kwargs, schedule_of(kernel), simulation_mode(kernel))
+        except NeedsCores:  # a two-core meeting reached: trace the grid's instances as cores
+            as_cores = True
+            continue
         except NotAffine as err:
             keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
             if not keys or keys <= unroll:
@@ -242,10 +247,18 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
             bound.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
     results: list[Any] = []
     tracer.input_values = values
-    for _pid in tracer.instances():
+
+    def instance() -> list[Any]:
         result = func(*bound.args, **bound.kwargs)
         tracer.flush()
-        results = _returned(result, func, tracer if simulated else None)
+        return _returned(result, func, tracer if simulated else None)
+
+    if tracer.as_cores:  # an LNC=2 kernel's two instances, met where they meet (machine/nki/cores.py)
+        tracer.cores = Cores(tracer, list(tracer.instances()), instance)
+        results = tracer.cores.run()[-1]
+    else:
+        for _pid in tracer.instances():
+            results = instance()
     edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)

@@ -14,6 +14,8 @@ from typing import Any
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, mx, ops, scalars, schedule
 from neuronsim.machine.nki.arith import alu_name
+from neuronsim.machine.nki.cores import meet
+from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.handles import emit_call, written
 from neuronsim.machine.nki.tracer import api, current
 
@@ -79,9 +81,8 @@ def get_nc_version() -> nc_version:
     return {"trn2": nc_version.gen3, "trn3": nc_version.gen4}.get(base, nc_version.gen2)
 
 
-_TWO_CORE = "two-core kernels: neuronsim models one NeuronCore"
 REFUSED = {
-    "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE, "all_reduce": "collectives", "all_gather": "collectives",
+    "all_reduce": "collectives", "all_gather": "collectives",
     "reduce_scatter": "collectives", "collective_permute": "collectives",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
     "rand_get_state": "random numbers",
@@ -91,7 +92,8 @@ REFUSED = {
 
 #: The legacy ``neuronxcc.nki.isa`` refuses the MX ops too: only the current API's form
 #: (``dst`` first) is modelled (machine/nki/mx.py).
-LEGACY_REFUSED = {**REFUSED, "dma_compute": "DMA compute",
+_TWO_CORE = "two-core kernels: write them with nki.isa"
+LEGACY_REFUSED = {**REFUSED, "dma_compute": "DMA compute", "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE,
                   "nc_matmul_mx": "MX ops in the legacy API: write them with nki.isa",
                   "quantize_mx": "MX ops in the legacy API: write them with nki.isa"}
 
@@ -224,6 +226,29 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=Non
                  name)
 
 
+@api("nisa.sendrecv")
+def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None, name=None, **_kw) -> Handle:
+    """Swap SBUF tiles between the two cores of an LNC=2 kernel (machine/nki/cores.py): each core
+    copies its partner's ``src`` into its own ``dst`` by DMA, between two meetings."""
+    tracer = current()
+    rank, posts = meet(tracer, "nisa.sendrecv", (src, int(send_to_rank), int(recv_from_rank)))
+    partner_src, partner_sends_to, _ = posts[int(recv_from_rank)]
+    if partner_sends_to != rank:
+        raise fail(f"nisa.sendrecv: core {rank} receives from core {int(recv_from_rank)}, "
+                   f"which sends to core {partner_sends_to}")
+    handle = _emit(lambda: em.dma_copy(_dst(dst), partner_src), name)
+    meet(tracer, "nisa.sendrecv")  # neither core overwrites its src before the other copied it
+    return handle
+
+
+@api("nisa.core_barrier")
+def core_barrier(data, cores=(0, 1), engine=None, name=None, **_kw) -> None:
+    """Both cores of an LNC=2 kernel reach this line before either goes on (machine/nki/cores.py)."""
+    if sorted(int(c) for c in cores) != [0, 1]:
+        raise fail(f"nisa.core_barrier: cores={tuple(cores)}; only (0, 1) is supported (the ISA reference)")
+    meet(current(), "nisa.core_barrier")
+
+
 @api("nisa.dma_compute")
 def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None, name=None, **_kw
                 ) -> Handle:
@@ -255,7 +280,8 @@ ISA_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tens
 
 def current_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
-    names["dma_compute"] = dma_compute  # the current API's only (the legacy one refuses it)
+    # the current API's only (the legacy one refuses them)
+    names.update(dma_compute=dma_compute, sendrecv=sendrecv, core_barrier=core_barrier)
     names.update(enum_names())
     names.update(scalars.isa_names())  # scalar_load, NkiScalar, register_* (machine/nki/scalars.py)
     names.update(isa_select.current_names())  # max8, select_reduce, rng ... (machine/nki/isa_select.py)

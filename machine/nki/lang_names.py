@@ -24,6 +24,7 @@ LANGUAGE_NAMES = (
     "sqrt", "rsqrt", "reciprocal", "abs", "sign", "negative", "sum", "max", "min", "mean", "matmul",
     "transpose", "softmax", "where", "is_hbm", "is_sbuf", "is_psum", "is_on_chip", "expand_dims", "no_reorder",
     "loop_reduce", "spmd_dim", "nc", "logical_not", "bypass",
+    "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc",
 )
 
 
@@ -41,9 +42,8 @@ LANGUAGE_REFUSED = {
     "abs_max": _ALU_TABLE, "abs_min": _ALU_TABLE, "fmod": _ALU_TABLE, "mod": _ALU_TABLE, "average": _ALU_TABLE,
     "prelu": _ALU_TABLE, "bitwise_and": _BITS, "bitwise_or": _BITS, "bitwise_xor": _BITS, "invert": _BITS,
     "left_shift": _BITS, "right_shift": _BITS,
-    "gelu_dx": _ACT_TABLE, "gelu_apprx_sigmoid_dx": _ACT_TABLE, "silu_dx": _ACT_TABLE, "softplus": _ACT_TABLE,
-    "mish": _ACT_TABLE, "erf": _ACT_TABLE, "erf_dx": _ACT_TABLE, "sin": _ACT_TABLE, "cos": _ACT_TABLE,
-    "tan": _ACT_TABLE, "arctan": _ACT_TABLE, "ceil": _ACT_TABLE, "floor": _ACT_TABLE, "trunc": _ACT_TABLE,
+    "gelu_dx": _ACT_TABLE, "gelu_apprx_sigmoid_dx": _ACT_TABLE, "erf": _ACT_TABLE, "erf_dx": _ACT_TABLE,
+    "tan": _ACT_TABLE,
     "var": "variance (compose it from nl.mean, or use nisa.bn_stats / bn_aggr)",
     "all": "a whole-tile boolean reduction", "rms_norm": "a fused normalisation (compose it from nl.* calls)",
     "static_cast": "reinterpreting a tensor's dtype: bytes are typed in neuronsim",

@@ -157,6 +157,10 @@ class Tracer:
     """``nisa`` calls by their ``name=`` (handles, :mod:`~neuronsim.machine.nki.schedule`)."""
     order_edges: list[Any] = field(default_factory=list)
     """``NkiInstruction.depends_on`` edges, applied to the traced program."""
+    as_cores: bool = False
+    """Trace the grid's two instances as the two cores of an LNC=2 kernel (:mod:`~neuronsim.machine.nki.cores`)."""
+    cores: Any = None
+    """The baton between the cores' threads while tracing in that mode."""
     call_options: dict[str, Any] = field(default_factory=dict)
     """The keyword arguments of the NKI call being emitted (an indirect DMA's ``oob_mode``,
     :mod:`~neuronsim.machine.nki.indirect`); none while a held-back result is emitted."""

@@ -1,0 +1,103 @@
+"""Two-core (LNC=2) kernels: ``nisa.sendrecv`` and ``nisa.core_barrier`` (tests/nki/test_two_cores.py)."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def swapped_sum(x):
+    """Each core loads its half of the columns; the cores swap halves; each writes the sum."""
+    P, F = x.shape
+    half = F // 2
+    rank = nl.program_id(0)
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    mine = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    theirs = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=x[:, rank * half:(rank + 1) * half])
+    nisa.sendrecv(src=mine, dst=theirs, send_to_rank=1 - rank, recv_from_rank=1 - rank, pipe_id=0)
+    total = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=total, data1=mine, data2=theirs, op=nl.add)
+    nisa.dma_copy(dst=out[:, rank * half:(rank + 1) * half], src=total)
+    return out
+
+
+@nki.jit
+def halves_crossed(x):
+    """Each core doubles its half into a shared scratch tensor; after the barrier each copies the
+    other core's half: out is the scratch with its halves swapped (only right if the barrier
+    orders core 1's write before core 0's read)."""
+    P, F = x.shape
+    half = F // 2
+    rank = nl.program_id(0)
+    scratch = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x[:, rank * half:(rank + 1) * half])
+    doubled = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=doubled, data=tile, op0=nl.multiply, operand0=2.0)
+    nisa.dma_copy(dst=scratch[:, rank * half:(rank + 1) * half], src=doubled)
+    nisa.core_barrier(scratch, (0, 1))
+    other = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=other, src=scratch[:, (1 - rank) * half:(2 - rank) * half])
+    nisa.dma_copy(dst=out[:, rank * half:(rank + 1) * half], src=other)
+    return out
+
+
+@nki.jit
+def swapped_per_block(x):
+    """A sendrecv in every step of an affine loop: the cores swap each block of rows."""
+    B, P, F = x.shape
+    rank = nl.program_id(0)
+    out = nl.ndarray((B, P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    for b in nl.affine_range(B):
+        mine = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        theirs = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=mine, src=x[b])
+        nisa.tensor_scalar(dst=mine, data=mine, op0=nl.add, operand0=float(rank))
+        nisa.sendrecv(dst=theirs, src=mine, send_to_rank=1 - rank, recv_from_rank=1 - rank, pipe_id=0)
+        if rank == 0:
+            nisa.dma_copy(dst=out[b], src=theirs)
+    return out
+
+
+@nki.jit
+def calls_disagree(x):
+    """Core 0 waits at a barrier, core 1 at a sendrecv."""
+    P, F = x.shape
+    rank = nl.program_id(0)
+    tile = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    if rank == 0:
+        nisa.core_barrier(x, (0, 1))
+    else:
+        nisa.sendrecv(src=tile, dst=tile, send_to_rank=0, recv_from_rank=0, pipe_id=0)
+    return x
+
+
+@nki.jit
+def one_core_waits(x):
+    """Only core 0 reaches the barrier."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    if nl.program_id(0) == 0:
+        nisa.core_barrier(out, (0, 1))
+    return out
+
+
+@nki.jit
+def core_one_fails(x):
+    """Core 0 waits at the barrier while core 1 breaks an NKI rule (a misspelled name)."""
+    if nl.program_id(0) == 1:
+        nl.expp(x)
+    nisa.core_barrier(x, (0, 1))
+    return x
+
+
+@nki.jit
+def direct_on_two_cores(x):
+    """A directly allocated tile in a kernel whose cores meet."""
+    P, F = x.shape
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=t, src=x)
+    nisa.core_barrier(x, (0, 1))
+    return x

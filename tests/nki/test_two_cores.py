@@ -1,0 +1,102 @@
+"""Two-core kernels (machine/nki/cores.py): the grid's two instances traced as the two cores of an
+LNC=2 logical core, met at ``nisa.sendrecv`` / ``nisa.core_barrier`` (kernels:
+tests/nki/kernels/two_cores.py).  Expectations are numpy; the failures are one line at the
+kernel's line, never a hang."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, trace
+from neuronsim_tests.nki_kernels import KERNELS, kernel, run
+from neuronsim_tests.nki_kit import line_of
+
+SOURCE = Path(KERNELS) / "two_cores.py"
+RNG = np.random.default_rng(2)
+
+
+def _at(message: str, needle: str) -> str:
+    """What ``message`` says after its ``file:line: ``, checked to be the kernel line holding ``needle``."""
+    where, _, what = message.partition(": ")
+    assert where.endswith(f"two_cores.py:{line_of(SOURCE, needle)}"), message
+    return what
+
+
+def _two(name: str):
+    return kernel(f"two_cores.py::{name}")[2]
+
+
+def test_sendrecv_swaps_the_cores_tiles():
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    out = run(_two("swapped_sum"), x, seeds=(None, 0, 1))["return0"]
+    total = x[:, :32] + x[:, 32:]
+    np.testing.assert_allclose(out, np.concatenate([total, total], axis=1), rtol=1e-6)
+
+
+def test_the_barrier_orders_one_cores_writes_before_the_others_reads():
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    out = run(_two("halves_crossed"), x, seeds=(None, 0, 1))["return0"]
+    np.testing.assert_allclose(out, 2 * np.concatenate([x[:, 32:], x[:, :32]], axis=1), rtol=1e-6)
+
+
+def test_both_cores_instructions_before_a_meeting_come_first_in_program_order():
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    traced = trace(_two("halves_crossed"), x)
+    barrier = line_of(SOURCE, "nisa.core_barrier(scratch")
+    lines = [inst.extras["x-source"]["line"] for inst, _ in traced.program.instructions()]
+    after = [k for k, line in enumerate(lines) if line > barrier]
+    before = [k for k, line in enumerate(lines) if line < barrier]
+    assert len(before) == 6 and len(after) == 4, lines  # three per core on each side
+    assert max(before) < min(after)
+
+
+def test_a_sendrecv_inside_an_affine_loop_meets_in_every_step():
+    x = RNG.normal(size=(3, 128, 16)).astype(np.float32)
+    out = run(_two("swapped_per_block"), x)["return0"]
+    np.testing.assert_allclose(out, x + 1.0, rtol=1e-6)  # core 0 writes what core 1 sent
+
+
+def test_cores_that_disagree_are_one_line_at_the_later_call():
+    x = RNG.normal(size=(128, 8)).astype(np.float32)
+    with pytest.raises(NkiError) as info:
+        trace(_two("calls_disagree"), x)
+    assert _at(str(info.value), "nisa.sendrecv(src=tile, dst=tile").startswith(
+        "nisa.sendrecv meets nisa.core_barrier of core 0 (")
+
+
+def test_a_core_that_ends_without_meeting_is_one_line_at_the_waiting_call():
+    x = RNG.normal(size=(128, 8)).astype(np.float32)
+    with pytest.raises(NkiError) as info:
+        trace(_two("one_core_waits"), x)
+    assert _at(str(info.value), "nisa.core_barrier(out") == (
+        "nisa.core_barrier: core 0 waits here for core 1, which ended without meeting it")
+
+
+def test_an_error_on_one_core_ends_the_trace_at_its_line_and_leaves_no_thread():
+    x = RNG.normal(size=(128, 8)).astype(np.float32)
+    before = threading.active_count()
+    with pytest.raises(NkiError) as info:
+        trace(_two("core_one_fails"), x)
+    assert _at(str(info.value), "nl.expp(x)").startswith("nl.expp: no such name")
+    assert threading.active_count() == before
+
+
+def test_a_meeting_on_a_grid_of_one_is_refused_as_beyond_one_core():
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    with pytest.raises(NkiError) as info:
+        trace(kernel("two_cores.py::swapped_sum"), x)
+    message = _at(str(info.value), "nisa.sendrecv(src=mine, dst=theirs")
+    assert "neuronsim models one NeuronCore" in message and "this launch has 1" in message
+
+
+def test_a_directly_allocated_tile_on_two_cores_is_refused_at_its_line():
+    x = RNG.normal(size=(128, 8)).astype(np.float32)
+    with pytest.raises(NkiError) as info:
+        trace(_two("direct_on_two_cores"), x)
+    what = _at(str(info.value), "address=(0, 0)")
+    assert what.startswith("a directly allocated tile in a two-core kernel is not supported (")
+    assert "neuronsim models one NeuronCore" in what
