@@ -246,15 +246,17 @@ class NkiTensor:
         return self._binary("greater_equal", other)
 
     def __bool__(self):
-        # An HBM tensor is a reference the kernel was handed or declared: NKI's tracer holds no
-        # value for it, and nki-library tests one for presence (``if params.expert_index:``,
-        # mlp_tkg_constants.py) in kernels that run, so it is true as any object is.  An
-        # on-chip tile's contents exist only on the device: NKI reads them into Python only
-        # through nisa.scalar_load / registers (nl.if_else, nl.while_loop), so `if tile` stays
-        # refused at its line.
-        if self.buffer.kind == "hbm":
+        # A tensor is a reference the kernel was handed or declared: NKI's tracer holds no value
+        # for it, and nki-library tests one for presence (``if params.expert_index:``,
+        # mlp_tkg_constants.py, an HBM tensor in moe_tkg, an SBUF tile in moe_block_tkg) in
+        # kernels that run, so it is true as any object is.  The result of a call used at once
+        # as a condition (``if nl.greater(t, 0):``, ``if t > 0:``) is a tile's contents, which
+        # exist only on the device: NKI reads them into Python only through nisa.scalar_load /
+        # registers (nl.if_else, nl.while_loop), so that stays refused at its line.
+        tracer = current()
+        if self.buffer.kind == "hbm" or tracer.pending is None or tracer.pending.proxy is not self:
             return True
-        raise current().refuse("a tile's value used in Python control flow",
+        raise tracer.refuse("a tile's value used in Python control flow",
                                "data-dependent control flow: read it with nisa.scalar_load and branch "
                                "with nl.if_else")
 
