@@ -82,6 +82,8 @@ class Cores:
         self.ended: set[int] = set()
         self.error: BaseException | None = None
         self.cancelled = False
+        self.epoch = 0
+        """Meetings both cores have passed: instructions of one epoch on the two cores are unordered."""
         self.threads: list[threading.Thread] = []
 
     # -- the conductor -----------------------------------------------------------------------
@@ -103,6 +105,7 @@ class Cores:
                                                f"({first.line.file}:{first.line.line}): the cores disagree")
                 self.posts = {r: self.arrived[r].post for r in waiting}
                 self.arrived = {}
+                self.epoch += 1
                 ready = waiting
             return [self.results[r] for r in range(len(self.pids))]
         finally:

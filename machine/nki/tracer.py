@@ -37,7 +37,11 @@ from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
 from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.build.builder import KernelBuilder
 
-__all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER"]
+__all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER", "CORE_KEY"]
+
+#: On an instruction of a two-core kernel: the core that issued it and how many meetings both
+#: cores had passed (machine/nki/cores.py).
+CORE_KEY = "x-nki-core"
 
 _STACK: list[Tracer] = []
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
@@ -133,7 +137,7 @@ class Tracer:
     loop_sites: dict[str, str] = field(default_factory=dict)
     program_id: tuple[int, ...] = ()
     written: set[str] = field(default_factory=set)
-    hbm_sites: dict[tuple[str, int, int], Any] = field(default_factory=dict)
+    hbm_sites: dict[tuple, Any] = field(default_factory=dict)
     site_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)
     shared_tiles: dict[Any, Any] = field(default_factory=dict)
@@ -194,6 +198,8 @@ class Tracer:
     def _extras(self, site: tuple[SourceLine, str], indices: dict[str, Any], more: dict | None) -> dict:
         line, call = site
         extras = {"x-source": {"file": line.file, "line": line.line, "call": call, "indices": indices}}
+        if self.cores is not None:  # which core issued it, between which meetings (verify/nki/core_races.py)
+            extras[CORE_KEY] = {"rank": self.cores.rank(), "epoch": self.cores.epoch}
         extras.update(more or {})
         return extras
 

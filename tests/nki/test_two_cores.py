@@ -100,3 +100,42 @@ def test_a_directly_allocated_tile_on_two_cores_is_refused_at_its_line():
     what = _at(str(info.value), "address=(0, 0)")
     assert what.startswith("a directly allocated tile in a two-core kernel is not supported (")
     assert "neuronsim models one NeuronCore" in what
+
+
+def _findings(name: str, x):
+    from neuronsim.verify.nki.findings import nki_findings
+
+    return nki_findings(trace(_two(name), x).program)
+
+
+def test_a_read_of_the_other_cores_write_before_the_barrier_is_a_finding_at_both_lines():
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    found = [f for f in _findings("halves_crossed_early", x) if f.kind == "cores"]
+    write = line_of(SOURCE, "nisa.dma_copy(dst=scratch[:, rank * half:(rank + 1) * half], src=tile)\n".strip())
+    read = line_of(SOURCE, "# before the barrier")
+    assert found and all(f.is_error for f in found)
+    lines = {(f.first.split(" [")[0].rsplit(":", 1)[-1], f.second.split(" [")[0].rsplit(":", 1)[-1]) for f in found}
+    assert lines == {(str(write), str(read)), (str(read), str(write))}, [f.describe() for f in found]
+    assert "no meeting between them" in found[0].describe() and found[0].tensors[0].startswith("scratch")
+    assert "core 1 first changes return0" in found[0].describe()
+
+
+def test_the_same_zeros_written_by_both_cores_is_a_warning_that_says_so():
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    found = [f for f in _findings("both_zero_the_output", x) if f.kind == "cores"]
+    assert len(found) == 1 and found[0].severity == "warning" and found[0].dependence == "WAW"
+    assert "the same outputs on these inputs" in found[0].describe()
+    np.testing.assert_array_equal(run(_two("both_zero_the_output"), x)["return0"], x)
+
+
+def test_the_same_accesses_across_the_barrier_and_disjoint_halves_are_no_finding():
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    assert [f for f in _findings("halves_crossed", x) if f.kind == "cores"] == []
+    assert [f for f in _findings("swapped_sum", x) if f.kind == "cores"] == []
+
+
+def test_private_hbm_is_each_cores_own():
+    x = RNG.normal(size=(128, 16)).astype(np.float32)
+    assert [f for f in _findings("private_scratch", x) if f.kind == "cores"] == []
+    out = run(_two("private_scratch"), x)["return0"]
+    np.testing.assert_allclose(out, np.stack([x, x + 1]), rtol=1e-6)

@@ -13,9 +13,9 @@ class NkiFinding:
     """One NKI-specific problem, located."""
 
     kind: str
-    """``carried``, ``sbuf-accumulate`` or ``allocation``."""
+    """``carried``, ``sbuf-accumulate``, ``allocation`` or ``cores`` (two cores unordered on HBM)."""
     dependence: str
-    """RAW, WAW or WAR (``+=`` is a RAW on itself)."""
+    """RAW, WAW or WAR (``+=`` is a RAW on itself); ``RW`` or WAW between two cores (no order)."""
     first: str
     """The earlier instance, named by its kernel line when known."""
     second: str
@@ -26,6 +26,8 @@ class NkiFinding:
     severity: str = "error"
     """``error`` (the kernel is wrong: ``neuronsim run`` exits 1) or ``warning`` (the sources
     disagree on whether it is: said, with both, and the run does not fail)."""
+    note: str = ""
+    """What decided the severity, when values did (two cores: which outputs the other order changes)."""
 
     @property
     def is_error(self) -> bool:
@@ -47,6 +49,12 @@ class NkiFinding:
             return (f"affine loop {self.loop} carries a {self.dependence} dependence at distance {self.distance}: "
                     f"{self.first} / {self.second}{tensors}; the compiler does not order affine_range iterations "
                     f"(use sequential_range, or make the iterations independent)")
+        if self.kind == "cores":
+            return (f"the two cores touch the same HBM bytes{tensors} with no meeting between them ({self.first} on "
+                    f"core 0 / {self.second} on core 1, {'both writing' if self.dependence == 'WAW' else 'one writing'}"
+                    f"): the cores run concurrently, so which gets there first decides"
+                    f"{'; ' + self.note if self.note else ''}; "
+                    f"a nisa.core_barrier between the write and the other core's access orders them")
         if self.dependence == "clobber":
             return (f"directly allocated tiles{tensors} overlap while both are live: {self.first} writes bytes that "
                     f"{self.second} reads later; place them apart or add a slot")
@@ -62,4 +70,6 @@ class NkiFinding:
             out["distance"] = self.distance
         if self.tensors:
             out["tensors"] = list(self.tensors)
+        if self.note:
+            out["note"] = self.note
         return out

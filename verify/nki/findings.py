@@ -58,6 +58,7 @@ from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.placement import identity_placement as _identity_placement
 from neuronsim.verify.nki.control_findings import control_findings
 from neuronsim.verify.nki.lifetimes import clobber_findings
+from neuronsim.verify.nki.core_races import core_race_findings
 
 __all__ = ["NkiFinding", "nki_findings", "carried_findings", "allocation_findings", "grouped_findings", "SCOPE_KEY",
            "AFFINE", "RANGE_KEY", "ACCUMULATE_KEY"]
@@ -150,12 +151,15 @@ def allocation_findings(program: Program) -> list[NkiFinding]:
     return out
 
 
-def nki_findings(program: Program) -> list[NkiFinding]:
-    """Every NKI-specific finding of a traced ``program`` (before compilation)."""
+def nki_findings(program: Program, inputs=None) -> list[NkiFinding]:
+    """Every NKI-specific finding of a traced ``program`` (before compilation); ``inputs``, the
+    kernel's input arrays, decide whether two cores' unordered accesses change its outputs
+    (:mod:`neuronsim.verify.nki.core_races`; default: the seeded pattern)."""
     stream = stream_of(_identity_placement(program)) if any(True for _ in _affine_loops(program)) else None
     found = control_findings(program)  # compiled loops' Python state, PSUM accumulation (control_findings.py)
     if stream is not None:
         found += carried_findings(program, stream)
+    found += core_race_findings(program, inputs)  # two cores' HBM accesses with no meeting between (core_races.py)
     clobbered = clobber_findings(program)
     pairs = {frozenset(f.tensors) for f in clobbered}
     return found + clobbered + [f for f in allocation_findings(program) if frozenset(f.tensors) not in pairs]

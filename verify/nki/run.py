@@ -138,7 +138,7 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     from neuronsim.verify.app.progress import stage_or_nothing
 
     with stage_or_nothing(progress, "nki findings", None):
-        findings = tuple(nki_findings(traced.program))
+        findings = tuple(nki_findings(traced.program, traced.run_inputs))
     from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)
 
     run = run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), pipeline=TRACED_PIPELINE,

@@ -101,3 +101,58 @@ def direct_on_two_cores(x):
     nisa.dma_copy(dst=t, src=x)
     nisa.core_barrier(x, (0, 1))
     return x
+
+
+@nki.jit
+def halves_crossed_early(x):
+    """halves_crossed with its read of the other core's half before the barrier: a race."""
+    P, F = x.shape
+    half = F // 2
+    rank = nl.program_id(0)
+    scratch = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x[:, rank * half:(rank + 1) * half])
+    nisa.dma_copy(dst=scratch[:, rank * half:(rank + 1) * half], src=tile)
+    other = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=other, src=scratch[:, (1 - rank) * half:(2 - rank) * half])  # before the barrier
+    nisa.core_barrier(data=scratch, cores=(0, 1))
+    nisa.dma_copy(dst=out[:, rank * half:(rank + 1) * half], src=other)
+    return out
+
+
+@nki.jit
+def private_scratch(x):
+    """Each core writes its own private HBM scratch, meets, and reads it back: no race (private
+    HBM is each instance's own)."""
+    P, F = x.shape
+    rank = nl.program_id(0)
+    scratch = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.private_hbm)
+    out = nl.ndarray((2, P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    nisa.tensor_scalar(dst=tile, data=tile, op0=nl.add, operand0=float(rank))
+    nisa.dma_copy(dst=scratch, src=tile)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    back = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=back, src=scratch)
+    nisa.dma_copy(dst=out[rank], src=back)
+    return out
+
+
+@nki.jit
+def both_zero_the_output(x):
+    """Both cores zero the whole output (the same zeros written twice, as nki-library's MoE
+    kernels do), then after the barrier each writes its half."""
+    P, F = x.shape
+    half = F // 2
+    rank = nl.program_id(0)
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    zeros = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=zeros, value=0.0)
+    nisa.dma_copy(dst=out, src=zeros)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    tile = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x[:, rank * half:(rank + 1) * half])
+    nisa.dma_copy(dst=out[:, rank * half:(rank + 1) * half], src=tile)
+    return out

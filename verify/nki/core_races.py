@@ -1,0 +1,140 @@
+"""Races between the two cores of an LNC=2 kernel: HBM bytes both touch with no meeting between.
+
+neuronsim traces a two-core kernel into one program (:mod:`neuronsim.machine.nki.cores`), each
+instruction marked with the core that issued it and how many meetings (``nisa.sendrecv``,
+``nisa.core_barrier``) both cores had passed (``x-nki-core``: rank, epoch).  The ordering
+passes order that program's conflicting accesses in program order, as one core's compiler
+does within a core; between the cores only the meetings order anything.  Two instructions of
+different cores in the same epoch run concurrently on hardware, so when both touch a byte of
+HBM and one of them writes it, what the kernel computes depends on which core gets there
+first.  The ISA reference's use of ``core_barrier`` is exactly that case: "both cores can
+perform the write to ``data`` in HBM ... and then signal to each other when the write
+operation is complete".
+
+Found by one sweep per epoch and HBM storage (a tensor, or a DRAM alias group): the byte
+intervals of every instance, sorted by their start, each compared with the intervals of the
+other core still open; never a pair search over all instances.  SBUF and PSUM tiles are each
+core's own, and a ``sendrecv``'s copies sit between its two meetings, so only HBM is swept.
+
+Whether such a pair matters is then decided on values, as the differential simulator decides
+everything else: the program as traced runs core 0 first in every epoch; the same program with
+core 1 first in every epoch gives every pair found the other order.  Both are run in program
+order (the sequential reference) on the kernel's inputs.  Outputs that differ make the pairs an
+error naming the output; equal outputs (nki-library's MoE kernels have both cores zero the whole
+output, the same zeros written twice) make them a warning that says so, for these inputs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from neuronsim.machine.ir.program import Instruction, MemoryKind, Program
+from neuronsim.machine.ir.source import instance_label
+from neuronsim.machine.nki.tracer import CORE_KEY
+from neuronsim.machine.order.stream import InstanceStream, stream_of
+
+from neuronsim.verify.nki.finding import NkiFinding
+from neuronsim.verify.nki.placement import identity_placement
+
+__all__ = ["core_race_findings"]
+
+#: At most this many instruction pairs are reported (a missing barrier repeats on every tile).
+MAX_PAIRS = 64
+
+_Interval = tuple[int, int, int, bool, int, int]  # low, high, rank, writes, instance, tensor
+
+
+def _intervals(program: Program, stream: InstanceStream) -> dict[tuple[int, object], list[_Interval]]:
+    """Byte intervals of every HBM access instance of a marked instruction, by (epoch, storage)."""
+    marks = {inst.name: inst.extras[CORE_KEY] for inst, _ in program.instructions() if CORE_KEY in inst.extras}
+    found: dict[tuple[int, object], list[_Interval]] = defaultdict(list)
+    for x in range(stream.m):
+        mark = marks.get(stream.instrs[x].name)
+        if mark is None:
+            continue
+        for ca in stream.accesses(x):
+            if ca.memory != MemoryKind.DRAM:
+                continue
+            whole = isinstance(ca.space, tuple)  # an alias group: its tensors may sit anywhere
+            key = (int(mark["epoch"]), ca.space if whole else ca.tensor)
+            for i in stream.instances_of(x).tolist():
+                spans = ((0, 1),) if whole else stream.footprint_at(ca, i)[1]
+                found[key].extend((lo, hi, int(mark["rank"]), ca.is_write, i, ca.tensor) for lo, hi in spans)
+    return found
+
+
+def _clashes(intervals: list[_Interval]) -> list[tuple[int, int, bool, tuple[int, ...]]]:
+    """``(instance of core 0, instance of core 1, both write, tensors)`` for overlapping
+    intervals of the two cores, one of them a write."""
+    open_by_rank: dict[int, list[_Interval]] = defaultdict(list)
+    out = []
+    for iv in sorted(intervals):
+        low, _high, rank, writes, inst, tensor = iv
+        for r in list(open_by_rank):
+            open_by_rank[r] = [o for o in open_by_rank[r] if o[1] > low]
+        for other in (o for r, ivs in open_by_rank.items() if r != rank for o in ivs):
+            if writes or other[3]:
+                pair = (other[4], inst) if other[2] < rank else (inst, other[4])
+                out.append((*pair, writes and other[3], tuple(sorted({tensor, other[5]}))))
+        open_by_rank[rank].append(iv)
+    return out
+
+
+def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None) -> list[NkiFinding]:
+    """Every pair of kernel lines whose instances on the two cores touch HBM bytes in common
+    with no meeting between them, one a write (module doc); nothing for a one-core program.
+    ``inputs``: the kernel's input arrays (default: the seeded pattern)."""
+    if not any(CORE_KEY in inst.extras for inst, _ in program.instructions()):
+        return []
+    stream = stream_of(identity_placement(program))
+    pairs, seen = [], set()
+    for (_epoch, _storage), intervals in _intervals(program, stream).items():
+        for first, second, both_write, tensor_ids in _clashes(intervals):
+            key = (int(stream.instr[first]), int(stream.instr[second]))
+            if key in seen or len(seen) >= MAX_PAIRS:
+                continue
+            seen.add(key)
+            pairs.append((first, second, both_write, tuple(stream.tensor_names[t] for t in tensor_ids)))
+    if not pairs:
+        return []
+    differs = _outputs_differing(program, inputs)
+    severity, note = ("error", f"core 1 first changes {', '.join(differs)}") if differs else (
+        "warning", "core 1 first gives the same outputs on these inputs (the same values written)")
+    return [NkiFinding(kind="cores", dependence="WAW" if both else "RW", first=instance_label(stream, a),
+                       second=instance_label(stream, b), tensors=tensors, severity=severity, note=note)
+            for a, b, both, tensors in pairs]
+
+
+def _first(node: Any) -> Instruction:
+    return node if isinstance(node, Instruction) else next(inst for inst, _ in Program({}, (node,)).instructions())
+
+
+def core_one_first(program: Program) -> Program:
+    """``program`` with core 1's top-level nodes before core 0's in every epoch (a loop kept as
+    a program loop is one core's, between two meetings: it moves whole)."""
+    keyed, epoch = [], 0
+    for pos, node in enumerate(program.body):
+        mark = _first(node).extras.get(CORE_KEY)
+        epoch, rank = (int(mark["epoch"]), int(mark["rank"])) if mark else (epoch, 0)
+        keyed.append(((epoch, -rank, pos), node))
+    return program.with_body(tuple(node for _, node in sorted(keyed, key=lambda item: item[0])))
+
+
+def _outputs_differing(program: Program, inputs: Mapping[str, Any] | None) -> list[str]:
+    """The outputs that differ between the program as traced and :func:`core_one_first`, each
+    run in program order (the sequential reference) on ``inputs``."""
+    from neuronsim.machine.sim.memory import initial_memory
+    from neuronsim.machine.sim.plan import build_plan
+    from neuronsim.machine.sim.simulator import output_arrays, run_sequential
+    from neuronsim.passes import compile_program
+
+    results = []
+    for variant in (program, core_one_first(program)):
+        placed, _ = compile_program(variant.map_instructions(lambda inst: replace(inst, deps=())), "alloc")
+        plan = build_plan(placed)
+        results.append(output_arrays(placed, run_sequential(plan, initial_memory(placed, plan.spec, 0, inputs))))
+    first, second = results
+    return [name for name in first if first[name].tobytes() != second[name].tobytes()]
