@@ -208,7 +208,10 @@ class InstanceStream:
         self.tensor_names = list(program.tensors)
         self.tensor_id = {name: t for t, name in enumerate(self.tensor_names)}
         self._accesses: list[tuple[CompiledAccess, ...]] | None = None
-        self._layout: SlotLayout | None = None
+        # One cell shared by every placement of this body (:meth:`for_placement` copies the
+        # reference): whichever stream lays the slots out first, the others reuse it (after an
+        # allocation the verification lays out the old stream, the next pass reads the new one).
+        self._layout: list[SlotLayout] = []
         self._templates: list[CompiledAccess] | None = None
         self._masks: set[int] | None = None
         self._depth: np.ndarray | None = None
@@ -434,9 +437,9 @@ class InstanceStream:
     def layout(self) -> SlotLayout:
         """The access slots and their templates (:func:`neuronsim.machine.order.slots.lay_out_slots`): the
         same for every placement of the body."""
-        if self._layout is None:
-            self._layout = lay_out_slots(self.instrs)
-        return self._layout
+        if not self._layout:
+            self._layout.append(lay_out_slots(self.instrs))
+        return self._layout[0]
 
     @property
     def slot_x(self) -> np.ndarray:
