@@ -454,13 +454,16 @@ class Alloc(Pass):
         banks = min(self.psum_banks or spec.psum_banks, spec.psum_banks)
         slots = {MemoryKind.SBUF: self.buffers, MemoryKind.DRAM: self.buffers,
                  MemoryKind.PSUM: min(self.psum_buffers, banks)} if self.rotate else {}
-        program, psum_spills = fit_psum(program, ctx, slots, self.psum_banks, self.align, spec,
-                                        _SPILL_ROUNDS, _ROOM_STEP)
+        program, psum_spills, known = fit_psum(program, ctx, slots, self.psum_banks, self.align, spec,
+                                               _SPILL_ROUNDS, _ROOM_STEP)
         room, spills, moved = _sbuf_room(program, spec), [0, 0, 0], False
         for _round in range(_SPILL_ROUNDS + 1):
-            stream = ctx.stream(program)  # kept in the context: the placed program's stream derives from it
-            users = tensor_users(stream)
-            lives = lifetimes(stream, slots, users)
+            if known is not None:  # the PSUM fit's, for this very program (first round only)
+                (stream, users, lives), known = known, None
+            else:
+                stream = ctx.stream(program)  # kept in the context: the placed program's stream derives from it
+                users = tensor_users(stream)
+                lives = lifetimes(stream, slots, users)
             start_masks = _start_masks(stream, users, spec)
             try:
                 # bound now: _fit_sbuf calls the placement within this round, on this round's program
