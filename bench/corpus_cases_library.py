@@ -35,6 +35,9 @@ MOE_NOTE = ("T 256 tokens (+1 padding row), H 512, I 256, E 2, three blocks of 2
             "flattened to [(T+1)*E, 1], as the test reshapes them): the smallest the "
             "shard-on-I checks accept (block a multiple of 256, 512 <= H, I a multiple of 16, two shards); the "
             "tests' rows are H 3072, T 1024")
+#: Token positions of three blocks of 256: each block a permutation of the 256 tokens, so a token
+#: is at most once in a block (as a router's output is).
+MOE_BLOCK_TOKENS = np.concatenate([np.random.default_rng(n).permutation(256) for n in range(3)]).astype(np.int32)
 #: How the moe_tkg cases depart from their tests' rows.
 MOE_TKG_LNC = ("the tests run LNC 2, where the two cores of the all-expert path trade their halves of H by "
                "nisa.sendrecv; LNC 1 runs the same shapes on one")
@@ -308,9 +311,11 @@ CASES: dict[str, Case] = {
     SRC + "core/mlp/mlp.py::mlp": case("bf16[1,128,1024]", "bf16[1024,2048]", "bf16[1024,2048]", "bf16[2048,1024]",
                                        note="the file does not parse: its import fails first"),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I.py::blockwise_mm_baseline_shard_intermediate": case(
-        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
-        grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
-            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, MOE_BLOCK_TOKENS, "i32[3]<2",
+        ref=refs.blockwise_mm_pre_scale, tolerance=(2e-2, 1e-5), grid=(2,),
+        note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
+            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row); PRE_SCALE (its default); each block's "
+            "tokens distinct (MOE_BLOCK_TOKENS); bf16 compute, rtol 2e-2 / atol 1e-5 as test_moe_cte.py:246")),
     SRC + "core/moe/moe_cte/bwmm_shard_on_I.py::blockwise_mm_baseline_shard_intermediate_hybrid": case(
         "i32[3,1]<2", "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257",
         "i32[3]<2", grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
@@ -327,19 +332,26 @@ CASES: dict[str, Case] = {
         np.array([1, 1, 0], np.int32), *_MX_CTE_TOKENS, **_mx_cte_weights(1024), grid=(2,),
         note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has "
             "vnc_degree 2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
-    SRC + "core/moe/moe_cte/bwmm_shard_on_block.py::bwmm_shard_on_block": case(
-        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, "i32[768]<257", "i32[3]<2",
-        grid=(2,), note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
-            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
+    SRC + "core/moe/moe_cte/bwmm_shard_on_block.py::bwmm_shard_on_block": dataclasses.replace(case(
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", 256, MOE_BLOCK_TOKENS, "i32[3]<2",
+        ref=refs.blockwise_mm_unpadded, tolerance=(2e-2, 1e-5), grid=(2,),
+        note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
+            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row); each core accumulates its blocks into "
+            "its own [:, core, :] of the [T, 2, H] output, compared summed, the padding row no block names "
+            "left out (shards_summed); POST_SCALE (its "
+            "default); each block's tokens distinct; rtol 2e-2 / atol 1e-5 as test_moe_cte.py:246")),
+        decode=refs.shards_summed),
     SRC + "core/moe/moe_cte/bwmm_shard_on_block_mx.py::bwmm_shard_on_block_mx": case(
         *_MX_CTE_TOKENS, **_mx_cte_weights(512), grid=(2,),
         note=MX_CTE_NOTE + ("; two cores by its tests: every row of test_moe_bwmm_mx_cte.py (line 61 on) has "
             "vnc_degree 2, as the MX row of test_moe_cte_unified.py (vnc 2, line 317)")),
-    SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": case(
-        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", "i32[768]<257", "i32[3]<2", 256,
+    SRC + "core/moe/moe_cte/moe_cte.py::moe_cte": dataclasses.replace(case(
+        "bf16[257,512]", "f32[514,1]", "bf16[2,512,2,256]", "bf16[2,256,512]", MOE_BLOCK_TOKENS, "i32[3]<2", 256,
         api("MoECTESpec(implementation=MoECTEImplementation.shard_on_block)"), grid=(2,),
+        ref=refs.blockwise_mm_unpadded, tolerance=(2e-2, 1e-5),
         note=MOE_NOTE + ("; two cores by its tests: test_moe_cte.py:187 (lnc_degree = 2) and "
-            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row)")),
+            "test_moe_cte_unified.py:585 (VNC 2 for every non-MX row); compared as bwmm_shard_on_block, "
+            "which it runs")), decode=refs.shards_summed),
     # moe_tkg's MX path runs these (:data:`MOE_TKG_MX`)
     **{MOE_TKG + "all_expert_mx_impl.py::" + name: subkernel(MOE_TKG + "moe_tkg.py::moe_tkg") for name in (
         "_all_expert_moe_tkg_mx", "_all_expert_mx_static", "_all_expert_mx_dynamic", "_find_expert_routed_tokens",

@@ -241,10 +241,11 @@ def mxfp_load(tensor):
 
 
 def blockwise_mm_shard_hidden(hidden_states, expert_affinities_masked, gate_up_proj_weight, down_proj_weight,
-                              block_size, token_position_to_id, block_to_expert, **_):
+                              block_size, token_position_to_id, block_to_expert, pre_scale=False, **_):
     """The MoE blocks (POST_SCALE, accumulating): block n's tokens through its expert's MLP,
     silu(h W_gate) * (h W_up) W_down, each row times the token's affinity for that expert,
-    added to the token's output row; rows no block names stay 0."""
+    added to the token's output row; rows no block names stay 0.  ``pre_scale``: the affinity
+    multiplies the token's row before the MLP instead (PRE_SCALE)."""
     h, w, wd = (_f(t).astype(np.float64) for t in (hidden_states, gate_up_proj_weight, down_proj_weight))
     experts = wd.shape[0]
     affinity = _f(expert_affinities_masked).astype(np.float64).reshape(-1, experts)
@@ -252,10 +253,30 @@ def blockwise_mm_shard_hidden(hidden_states, expert_affinities_masked, gate_up_p
     positions = np.asarray(token_position_to_id).reshape(-1).astype(np.int64)
     for n, expert in enumerate(np.asarray(block_to_expert).reshape(-1).astype(np.int64)):
         tokens = positions[n * block_size:(n + 1) * block_size]
-        gate, up = h[tokens] @ w[expert, :, 0], h[tokens] @ w[expert, :, 1]
+        scale = affinity[tokens, expert][:, None]
+        rows = h[tokens] * scale if pre_scale else h[tokens]
+        gate, up = rows @ w[expert, :, 0], rows @ w[expert, :, 1]
         down = (gate / (1 + np.exp(-gate)) * up) @ wd[expert]
-        np.add.at(out, tokens, down * affinity[tokens, expert][:, None])
+        np.add.at(out, tokens, down if pre_scale else down * scale)
     return out.astype(np.float32)
+
+
+def shards_summed(outputs):
+    """A [T + 1, 2, H] output of a shard-on-block MoE kernel (each core's blocks accumulated into
+    its own [:, core, :]) as the [T, H] sum of the two: the padding row T, which no block of the
+    case names, is left unwritten by the kernel and left out here (:func:`blockwise_mm_unpadded`)."""
+    return {name: (value.astype(np.float32).sum(axis=1)[:-1] if value.ndim == 3 and value.shape[1] == 2 else value)
+            for name, value in outputs.items()}
+
+
+def blockwise_mm_unpadded(*args, **kwargs):
+    """:func:`blockwise_mm_shard_hidden` without its padding row (:func:`shards_summed`)."""
+    return blockwise_mm_shard_hidden(*args, **kwargs)[:-1]
+
+
+def blockwise_mm_pre_scale(*args, **kwargs):
+    """:func:`blockwise_mm_shard_hidden` with PRE_SCALE (the shard-on-I kernels' default)."""
+    return blockwise_mm_shard_hidden(*args, pre_scale=True, **kwargs)
 
 
 #: MXFP4 (e2m1) code values, by 4-bit code (OCP MX: sign, 2 exponent bits, 1 mantissa bit).
