@@ -15,6 +15,7 @@ PACKAGE = "neuronsim.machine.nki"
 LAYERS = (
     "errors", "dtypes", "indexing", "layout",  # values: no tracer
     "frames",  # the loop indices in force, read from the kernel's frames
+    "cores",  # the two cores of an LNC=2 kernel: instances as threads handing one baton
     "groups",  # a rewrite of the traced program (PSUM groups), no tracer
     "tracer",  # the recording core: loops, sites, pending results
     "device_values",  # tile contents read back at a point of the trace (decisions)
