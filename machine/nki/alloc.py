@@ -217,10 +217,11 @@ def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[i
     if spec.buffer == "psum":
         if tile_bytes > PSUM_BANK_BYTES:
             raise fail(f"PSUM tile {name} holds {tile_bytes} bytes per partition, more than a 2 KiB bank")
-        ref = kb.psum(name, shape, spec.dtype, partition=partition, bank=bank, offset=offset, slots=slots, loop=loop)
+        ref = kb.psum(name, shape, spec.dtype, partition=partition, bank=bank + core_base(tracer, "psum"),
+                      offset=offset, slots=slots, loop=loop)
     else:
-        ref = kb.sbuf(name, shape, spec.dtype, partition=partition, offset=offset, slots=slots, loop=loop,
-                      stride=tile_bytes if rotate else None)
+        ref = kb.sbuf(name, shape, spec.dtype, partition=partition, offset=offset + core_base(tracer, "sbuf"),
+                      slots=slots, loop=loop, stride=tile_bytes if rotate else None)
     tracer.note_declared(ref.name, scope, depth)
     return Layout.whole(_mark_source(tracer, ref.name, site, {ALLOC_GROUP_KEY: group} if group else {}))
 
@@ -269,11 +270,6 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
     if spec.buffer in HBM_KINDS:  # x-source too: a DRAM tensor too large names its line
         dram = kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec))
         return Layout.whole(_mark_source(tracer, dram.name, site))
-    if tracer.as_cores and (spec.allocator is not None or spec.address is not None):
-        # both cores' tiles share the one SBUF and PSUM modelled (machine/nki/cores.py): fixed
-        # addresses of the two would collide where the hardware keeps them apart
-        raise tracer.refuse("a directly allocated tile in a two-core kernel",
-                            "neuronsim models one NeuronCore's SBUF and PSUM for both cores")
     tile_bytes = prod(spec.tile_shape[1:]) * itemsize(spec.dtype)
     if spec.allocator is None and spec.address is None:
         _too_wide(tracer, spec, tile_bytes, name if site is None or site[2] is None else site[2])
@@ -286,16 +282,26 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
     if spec.address is not None:
         partition, byte = spec.address
         if spec.buffer == "psum":
-            kb.psum(name, ir_shape, spec.dtype, partition=partition, bank=byte // PSUM_BANK_BYTES,
-                    offset=byte % PSUM_BANK_BYTES)
+            kb.psum(name, ir_shape, spec.dtype, partition=partition,
+                    bank=byte // PSUM_BANK_BYTES + core_base(tracer, "psum"), offset=byte % PSUM_BANK_BYTES)
         else:
-            kb.sbuf(name, ir_shape, spec.dtype, partition=partition, offset=byte)
+            kb.sbuf(name, ir_shape, spec.dtype, partition=partition, offset=byte + core_base(tracer, "sbuf"))
     elif spec.buffer == "psum":
         kb.psum(name, ir_shape, spec.dtype)
     else:
         kb.sbuf(name, ir_shape, spec.dtype)
     tracer.note_declared(name)
     return Layout.whole(_mark_source(tracer, name, site), par_axis=spec.par_axis)
+
+
+def core_base(tracer: Tracer, memory: str) -> int:
+    """Where a core's own SBUF bytes (or PSUM banks) start in a two-core kernel's program: the
+    two cores' memories side by side, core 1's after core 0's (machine/nki/cores.py), so a
+    tile the kernel placed itself lands in its own core's memory; 0 otherwise."""
+    if tracer.cores is None or tracer.cores.rank() == 0:
+        return 0
+    spec = resolve_machine(tracer.machine)
+    return spec.psum_banks if memory == "psum" else spec.sbuf_partition_bytes
 
 
 def _split_blocks(tracer: Tracer, spec: TileSpec, tile_bytes: int) -> bool:

@@ -20,8 +20,11 @@ meeting keeps either core from overwriting its ``src`` before the other has copi
 The trace starts in the plain one-instance-after-another mode and only switches (a retry of the
 trace, :class:`NeedsCores`) when a meeting call is reached: kernels that never meet pay nothing.
 A meeting inside a loop the tracer keeps as a program loop unrolls that loop (the meeting must
-be an instant of the trace).  Models both cores on one core's engines: outputs and ordering are
-the kernel's; its time is that of the two cores' work on one core (the report says so).
+be an instant of the trace).  Each core has its own SBUF and PSUM: the program's machine holds
+the two side by side (:func:`two_core_machine`), and a tile the kernel places itself on core 1
+lands in core 1's half (``machine/nki/alloc.py`` ``core_base``).  Both cores' instructions run
+on one core's engines: outputs and ordering are the kernel's; its time is that of the two
+cores' work done by one.
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, fail, user_line
 from neuronsim.machine.nki.frames import mark_entry
 
-__all__ = ["Cores", "NeedsCores", "meet", "CORES"]
+__all__ = ["Cores", "NeedsCores", "meet", "CORES", "two_core_machine"]
 
 #: How many instances meet: the two physical cores of an LNC=2 logical core.
 CORES = 2
@@ -197,3 +201,15 @@ def meet(tracer: Any, call: str, post: Any = None) -> tuple[int, dict[int, Any]]
     posts = cores.meet(call, post)
     tracer.site, tracer.site_frame = site, frame
     return cores.rank(), posts
+
+
+def two_core_machine(machine: Any) -> dict[str, Any]:
+    """``machine`` (a preset name or an override object) with twice its SBUF bytes per
+    partition and PSUM banks: the two cores' memories side by side, core 1's after core 0's.
+
+    >>> two_core_machine("trn2")
+    {'base': 'trn2', 'sbuf_partition_bytes': 458752, 'psum_banks': 16}
+    """
+    spec = resolve_machine(machine)
+    base = dict(machine) if isinstance(machine, dict) else {"base": machine or "trn1"}
+    return {**base, "sbuf_partition_bytes": 2 * spec.sbuf_partition_bytes, "psum_banks": 2 * spec.psum_banks}

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.nki.cores import two_core_machine
 from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line, user_site
 from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.groups import OpenGroups
@@ -170,7 +171,8 @@ class Tracer:
     :mod:`~neuronsim.machine.nki.indirect`); none while a held-back result is emitted."""
 
     def __post_init__(self) -> None:
-        self.kb = KernelBuilder(self.name, self.machine)
+        # two cores: their SBUF and PSUM side by side in the program's machine (machine/nki/cores.py)
+        self.kb = KernelBuilder(self.name, two_core_machine(self.machine) if self.as_cores else self.machine)
 
     @contextmanager
     def active(self) -> Iterator[Tracer]:

@@ -93,13 +93,15 @@ def test_a_meeting_on_a_grid_of_one_is_refused_as_beyond_one_core():
     assert "neuronsim models one NeuronCore" in message and "this launch has 1" in message
 
 
-def test_a_directly_allocated_tile_on_two_cores_is_refused_at_its_line():
+def test_a_tile_each_core_places_itself_lands_in_that_cores_own_sbuf():
     x = RNG.normal(size=(128, 8)).astype(np.float32)
-    with pytest.raises(NkiError) as info:
-        trace(_two("direct_on_two_cores"), x)
-    what = _at(str(info.value), "address=(0, 0)")
-    assert what.startswith("a directly allocated tile in a two-core kernel is not supported (")
-    assert "neuronsim models one NeuronCore" in what
+    traced = trace(_two("direct_on_two_cores"), x)
+    tensors = traced.program.tensors.values()
+    placed = sorted(t.offset for t in tensors if t.offset is not None and t.memory.name == "SBUF")
+    assert placed == [0, 192 * 1024]  # trn1: core 1's SBUF after core 0's 192 KiB
+    assert traced.program.machine == {"base": "trn1", "sbuf_partition_bytes": 2 * 192 * 1024, "psum_banks": 16}
+    np.testing.assert_array_equal(run(_two("direct_on_two_cores"), x)["return0"], 2 * x)
+    assert [f for f in _findings("direct_on_two_cores", x)] == []
 
 
 def _findings(name: str, x):

@@ -95,12 +95,17 @@ def core_one_fails(x):
 
 @nki.jit
 def direct_on_two_cores(x):
-    """A directly allocated tile in a kernel whose cores meet."""
+    """Each core doubles x in a tile it places itself at the same address, meets, and core 0
+    writes its tile: each core's SBUF is its own, so core 1's write does not clobber core 0's."""
     P, F = x.shape
+    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf, address=(0, 0))
     nisa.dma_copy(dst=t, src=x)
-    nisa.core_barrier(x, (0, 1))
-    return x
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0 if nl.program_id(0) == 0 else 5.0)
+    nisa.core_barrier(data=x, cores=(0, 1))
+    if nl.program_id(0) == 0:
+        nisa.dma_copy(dst=out, src=t)
+    return out
 
 
 @nki.jit
