@@ -457,9 +457,10 @@ class Alloc(Pass):
         program, psum_spills, known = fit_psum(program, ctx, slots, self.psum_banks, self.align, spec,
                                                _SPILL_ROUNDS, _ROOM_STEP)
         room, spills, moved = _sbuf_room(program, spec), [0, 0, 0], False
+        psum_known = known[3] if known is not None else None
         for _round in range(_SPILL_ROUNDS + 1):
             if known is not None:  # the PSUM fit's, for this very program (first round only)
-                (stream, users, lives), known = known, None
+                (stream, users, lives, _), known = known, None
             else:
                 stream = ctx.stream(program)  # kept in the context: the placed program's stream derives from it
                 users = tensor_users(stream)
@@ -486,7 +487,10 @@ class Alloc(Pass):
                 for k, amount in enumerate((result.spills, result.transfers, result.bytes)):
                     spills[k] += amount
                 room *= _ROOM_STEP
-        psum, psum_fallbacks = place_psum(program, lives, self.psum_banks, self.align, spec)
+        # Without an SBUF spill the program is the PSUM fit's and the lives differ from its only
+        # in SBUF rings made plain: its PSUM placement stands.
+        psum, psum_fallbacks = psum_known if psum_known is not None and not moved else \
+            place_psum(program, lives, self.psum_banks, self.align, spec)
         placed.update(psum)
         dram = [t for t in program.tensors.values() if t.memory == MemoryKind.DRAM and t.is_virtual]
         if dram:
@@ -512,9 +516,13 @@ _SPILL_ROUNDS, _ROOM_STEP = 12, 0.8
 
 def _refuse_unplaceable(program: Program, spec: MachineSpec) -> None:
     """A tile wider than an SBUF partition or a PSUM bank: no allocation or spill places it."""
+    # Width depends on memory, dtype and shape only: each distinct one judged once, on its first
+    # tensor (so the first too wide tensor in order is the one named), not 1e5 tiles one by one.
+    first: dict[tuple, Tensor] = {}
     for t in program.tensors.values():
-        if not t.is_virtual or t.memory == MemoryKind.DRAM:
-            continue
+        if t.memory != MemoryKind.DRAM and t.is_virtual:
+            first.setdefault((t.memory, t.dtype, t.shape), t)
+    for t in first.values():
         limit, what = ((spec.sbuf_partition_bytes, "an SBUF partition") if t.memory == MemoryKind.SBUF
                        else (spec.psum_bank_bytes, "a PSUM bank"))
         if t.bytes_per_partition > limit:

@@ -206,15 +206,16 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
 
 def fit_psum(program: Program, ctx, slots: Mapping[MemoryKind, int], psum_banks: int, align: int, spec: MachineSpec,
              rounds: int, step: float) -> tuple[Program, int, tuple]:
-    """``(program, PSUM tiles spilled, (stream, users, lives))``: the program with PSUM tiles
+    """``(program, PSUM tiles spilled, (stream, users, lives, psum))``: the program with PSUM tiles
     spilled to SBUF and reloaded (module doc, "PSUM") until the tiles live together fit
     the banks, as for SBUF; unchanged when they fit.  A tile takes its bytes rounded up to
     ``align`` (a ring one bank per slot); the room is the banks' bytes, lowered each round the
     banks' fragmentation defeats the estimate.  What no spill helps is refused at the declaring
     line of a tile that found no bank.  ``ctx``: the pass context (its ``stream``);
     ``rounds`` / ``step``: as the SBUF spilling's.  The last item is the returned program's
-    stream, :func:`tensor_users` and :func:`lifetimes` under ``slots``, handed back so that the
-    SBUF placement does not compute them again (a second walk of every access at 1e6)."""
+    stream, :func:`tensor_users`, :func:`lifetimes` under ``slots`` and :func:`place_psum` on
+    them, handed back so that the SBUF placement does not compute them again (a second walk of
+    every access at 1e6)."""
     banks = min(psum_banks or spec.psum_banks, spec.psum_banks)
     room, spilled = float(banks * spec.psum_bank_bytes), 0
     for _round in range(rounds + 1):
@@ -222,8 +223,8 @@ def fit_psum(program: Program, ctx, slots: Mapping[MemoryKind, int], psum_banks:
         users = tensor_users(stream)
         lives = lifetimes(stream, slots, users)
         try:
-            place_psum(program, lives, psum_banks, align, spec)
-            return program, spilled, (stream, users, lives)
+            psum = place_psum(program, lives, psum_banks, align, spec)
+            return program, spilled, (stream, users, lives, psum)
         except PsumFull as short:
             weights = {t.name: float(spec.psum_bank_bytes * lives[t.name].slots if lives[t.name].loop is not None
                                      else min(align_up(t.bytes_per_partition, align), spec.psum_bank_bytes))
