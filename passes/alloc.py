@@ -119,7 +119,7 @@ from typing import ClassVar
 import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import MemoryKind, Program, Tensor, frozen_mapping, is_dma_op
+from neuronsim.machine.ir.program import MemoryKind, Program, Tensor, frozen_mapping, keeps_partition_start
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
@@ -247,8 +247,8 @@ def _start_masks(stream: InstanceStream, users: TensorUsers, spec: MachineSpec) 
         return sum(1 << j for j, b in enumerate(bases) if _start_ok(b + start, span))
 
     ops = list(map(_OP, stream.instrs))
-    dma = {op: is_dma_op(op) for op in set(ops)}
-    compute = ~np.fromiter(map(dma.__getitem__, ops), bool, len(ops))[users.access_instr]
+    bound = {op: keeps_partition_start(op) for op in set(ops)}  # compute ops; not DMA or register ops
+    compute = np.fromiter(map(bound.__getitem__, ops), bool, len(ops))[users.access_instr]
     parts = list(map(_PARTITIONS, users.accesses))
     explicit = np.fromiter(map(bool, parts), bool, len(parts))  # None (or empty): the whole tensor
     tensors = list(stream.program.tensors.values())
@@ -292,16 +292,20 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
             for q in range(t.partition // 32, (t.partition + t.shape[0] - 1) // 32 + 1):
                 hwm[q] = max(hwm[q], t.offset + _extent(t))
     placed: dict[str, Tensor] = {}
-    classes: dict[tuple, tuple[tuple[int], int]] = {}
+    classes: dict[tuple, tuple[tuple[int, int], int]] = {}
 
-    def size_class(t: Tensor) -> tuple[tuple[int], int]:  # by shape and dtype: computed once per pair
-        found = classes.get((t.shape, t.dtype))
+    def size_class(t: Tensor) -> tuple[tuple[int, int], int]:
+        # by shape, dtype and the partition bases its compute accesses allow (one slot has one
+        # base: tiles of one shape accessed from different partitions must not share it);
+        # computed once per triple
+        mask = int(start_masks[tensor_id[t.name]])
+        found = classes.get((t.shape, t.dtype, mask))
         if found is None:
-            found = classes[t.shape, t.dtype] = (t.shape[0],), _align(t.bytes_per_partition, align)
+            found = classes[t.shape, t.dtype, mask] = (t.shape[0], mask), _align(t.bytes_per_partition, align)
         return found
 
     slots = _physical_slots(virtual, lives, buffers, size_class)
-    for (parts, block), physical in slots.items():
+    for (parts, _bases, block), physical in slots.items():
         for pairs in physical:
             tensors = [t for t, _ in pairs]
             bases = _sbuf_bases(tensors, parts, spec, start_masks, tensor_id)
@@ -325,7 +329,7 @@ def _pack_sbuf(program: Program, virtual: list[Tensor], lives: Mapping[str, Life
     blocks, hulls, keys = _blocks(virtual, lives, buffers, size_class)
     items = [PackItem(label, parts, block, *hulls[label],
                       tuple(_sbuf_bases([t for t, _ in blocks[label]], parts, spec, start_masks, tensor_id)))
-             for (parts, block), labels in keys.items() for label in labels]
+             for (parts, _bases, block), labels in keys.items() for label in labels]
     fixed = [(t.partition, t.partition + t.shape[0], t.offset, t.offset + _extent(t))
              for t in program.tensors.values() if t.memory == MemoryKind.SBUF and not t.is_virtual]
     try:

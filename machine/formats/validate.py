@@ -12,7 +12,8 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import ProgramError, join_path
-from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor
+from neuronsim.machine.ir.program import (Access, Instruction, Loop, MemoryKind, Node, Program, Tensor,
+                                          keeps_partition_start)
 from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.model.optable import COMMON_ATTRS, op_spec
 from neuronsim.machine.model.oprules import check_op_rules
@@ -203,8 +204,7 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream: Inst
                 loops = {loop.name: loop for loop in stream.loops_of[x]}
                 _check_access(access, tensor, loops, where(x, access, layout.writes[t]))
     compute = ~stream.dma_x[slot_x]
-    pairs, first = np.unique(slot_t[compute], return_index=True)
-    first_x = dict(zip(pairs.tolist(), slot_x[compute][first].tolist()))
+    pairs = np.unique(slot_t[compute])
     for t in pairs.tolist():
         access = accesses[t]
         if access.tensor not in changed:
@@ -215,7 +215,11 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream: Inst
         start, count, step = access.partitions or (0, tensor.shape[0], 1)
         first, span = tensor.partition + start, (count - 1) * step + 1
         if not _partition_start_ok(first, span):
-            x = first_x[t]
+            users = slot_x[compute][slot_t[compute] == t].tolist()  # rare: every instruction with this access
+            bound = [x for x in users if keeps_partition_start(stream.instrs[x].op)]
+            if not bound:
+                continue  # register ops only (REGISTER_OPS): not bound by the rule
+            x = bound[0]
             raise ProgramError(f"{where(x, access, layout.writes[t])}.partitions", f"an access spanning {span} "
                                f"partitions cannot start at partition {first} (over 64: start 0; 33-64: 0 or 64; up "
                                "to 32: a multiple of 32)")
@@ -275,7 +279,7 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
                     psum_writes.add(access.tensor)
             if key == "reads" and mem == MemoryKind.PSUM:
                 psum_reads += 1
-            if tensor.partition is not None:
+            if tensor.partition is not None and keeps_partition_start(inst.op):
                 start, count, step = access.partitions or (0, tensor.shape[0], 1)
                 first = tensor.partition + start
                 span = (count - 1) * step + 1

@@ -72,6 +72,19 @@ def is_dma_op(op: str) -> bool:
     return op.startswith("dma")
 
 
+#: Ops a sequencer performs on one element, not a compute engine's access pattern: reading a
+#: value into a register (``nisa.register_load``, ``scalar_load``).  nki-library's MoE block
+#: kernel loads index registers from partitions 1 to 3, so the partition-start rule of compute
+#: accesses does not bind them.
+REGISTER_OPS = frozenset({"register_load", "register_store"})
+
+
+def keeps_partition_start(op: str) -> bool:
+    """Whether ``op``'s on-chip accesses are bound by the partition-start rule: compute ops
+    are, DMA transfers and register ops are not."""
+    return not is_dma_op(op) and op not in REGISTER_OPS
+
+
 @dataclass(frozen=True, slots=True)
 class Rotation:
     """``{"loop": L, "slots": n, "stride": BYTES}``: slot ``i mod n`` of loop ``L``'s index ``i``,

@@ -76,6 +76,31 @@ def test_partition_base_follows_the_partition_start_rule():
     validate_program(out)
 
 
+def test_tiles_of_one_shape_whose_accesses_allow_different_bases_take_different_slots():
+    # a: whole (65 partitions: base 0 only); b: partitions 32..64 (33 of them: base + 32 in {0, 64},
+    # base 32).  One shape, one dtype: before, one slot class, one base for both, refused
+    tensors = [V("a", 65), V("b", 65), sb("s")]
+    body = [ins("wa", "dve", "memset", writes=["a"]),
+            ins("wb", "dve", "memset", writes=[Access("b", partitions=(32, 33, 1))]),
+            ins("r", "act", "tensor_tensor_like", reads=["a", Access("b", partitions=(32, 33, 1))], writes=["s"])]
+    out, _ = compiled(prog(tensors, *body), "alloc")
+    assert (out.tensors["a"].partition, out.tensors["b"].partition) == (0, 32)
+    validate_program(out)
+
+
+def test_a_register_load_is_not_bound_by_the_partition_start_rule():
+    # nki-library's MoE block kernel loads index registers from partitions 1 to 3 of a tile
+    tensors = [sb("idx", 4, 2, partition=None, offset=None), sb("s")]
+    body = [ins("w", "dve", "memset", writes=["idx"]),
+            ins("reg", "sp", "register_load", reads=[Access("idx", partitions=(1, 1, 1))])]
+    out, _ = compiled(prog(tensors, *body), "alloc")
+    validate_program(out)
+    with pytest.raises(ProgramError, match="cannot start at partition 1"):  # a compute op there is refused
+        validate_program(out.map_instructions(lambda i: i if i.name != "reg" else
+                                              type(i)(name="reg", engine="act", op="activation", reads=i.reads,
+                                                      writes=(Access("s"),))))
+
+
 def test_too_much_sbuf_is_a_located_error():
     tensors = [sb(f"t{k}", 128, 48 * 1024 // 4 * 4 // 4, partition=None, offset=None) for k in range(5)] + [sb("s")]
     body = [ins(f"w{k}", "dve", "memset", writes=[f"t{k}"]) for k in range(5)]
