@@ -103,7 +103,8 @@ Hardware constraints (the spec's, then the reference's), checked by
   DGE (``"hwdge"``) exists from trn2 on and is commanded by SP or ACT;
 * partition start [2.1]: a compute access spanning more than 64 partitions starts at
   partition 0, one spanning 33-64 starts at 0 or 64, one spanning at most 32 starts at a
-  multiple of 32 (DMA transfers are not bound by it).
+  multiple of 32 (DMA transfers are not bound by it, nor register ops reading one element:
+  ``REGISTER_OPS`` in ``machine/ir/program.py``).
 """
 
 from __future__ import annotations
