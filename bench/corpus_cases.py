@@ -75,6 +75,9 @@ class Case:
     """The machine the kernel is traced for (``trace(machine=)``): ``"trn2"`` where the corpus's
     test runs the kernel only on Trn2 and the kernel's own SBUF plan needs Trn2's 224 KiB a
     partition (nki-library's all-expert MoE TKG places its tiles below byte 200,000)."""
+    ranks: int = 1
+    """Devices the kernel is launched on (``trace(ranks=)``): a kernel whose collectives run
+    across ranks, with the count of its test's smallest row."""
     memory_mb: int = 0
     """The worker's address-space cap (MiB) where the corpus file itself needs more than
     ``bench_corpus.py --memory-mb`` (a module-level numpy check run at import); 0: that cap."""
@@ -96,9 +99,9 @@ def api(text: str) -> Api:
 
 
 def case(*args: Any, grid: tuple[int, ...] | None = None, ref: Callable[..., Any] | None = None,
-         note: str = "", tolerance: tuple[float, float] | None = None, **kwargs: Any) -> Case:
+         note: str = "", tolerance: tuple[float, float] | None = None, ranks: int = 1, **kwargs: Any) -> Case:
     """A :class:`Case` from the kernel's arguments as a test would call it."""
-    return Case(args=args, kwargs=kwargs, grid=grid, reference=ref, note=note, tolerance=tolerance)
+    return Case(args=args, kwargs=kwargs, grid=grid, reference=ref, note=note, tolerance=tolerance, ranks=ranks)
 
 
 def failing(*args: Any, refusal: str, note: str = "", **kwargs: Any) -> Case:

@@ -134,6 +134,8 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
         stage = "tracing"
         options = {"grid": entry.grid} if entry.grid is not None else {}
         options["machine"] = entry.machine
+        if entry.ranks > 1:
+            options["ranks"] = entry.ranks
         # kernels print (the SDK's print examples); their output is not the record's
         with contextlib.redirect_stdout(io.StringIO()):
             traced = trace(kernel, *args, **options, **kwargs)

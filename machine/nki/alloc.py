@@ -296,12 +296,13 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
 
 def core_base(tracer: Tracer, memory: str) -> int:
     """Where a core's own SBUF bytes (or PSUM banks) start in a two-core kernel's program: the
-    two cores' memories side by side, core 1's after core 0's (machine/nki/cores.py), so a
-    tile the kernel placed itself lands in its own core's memory; 0 otherwise."""
+    two cores' memories side by side, core 1's after core 0's (machine/nki/cores.py; a launch on
+    ranks likewise, rank ``r``'s after ``r - 1``'s), so a tile the kernel placed itself lands in
+    its own memory; 0 otherwise."""
     if tracer.cores is None or tracer.cores.rank() == 0:
         return 0
     spec = resolve_machine(tracer.machine)
-    return spec.psum_banks if memory == "psum" else spec.sbuf_partition_bytes
+    return tracer.cores.rank() * (spec.psum_banks if memory == "psum" else spec.sbuf_partition_bytes)
 
 
 def _split_blocks(tracer: Tracer, spec: TileSpec, tile_bytes: int) -> bool:

@@ -38,7 +38,7 @@ from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, fail, user_line
 from neuronsim.machine.nki.frames import mark_entry
 
-__all__ = ["Cores", "NeedsCores", "meet", "CORES", "two_core_machine"]
+__all__ = ["Cores", "NeedsCores", "meet", "meet_ranks", "CORES", "two_core_machine"]
 
 #: How many instances meet: the two physical cores of an LNC=2 logical core.
 CORES = 2
@@ -184,32 +184,49 @@ def meet(tracer: Any, call: str, post: Any = None) -> tuple[int, dict[int, Any]]
     In the one-instance-at-a-time trace this asks for the two-core trace (:class:`NeedsCores`);
     a grid of other than two instances has no partner core (refused, one line); inside a kept
     loop it unrolls the loop first."""
+    if tracer.ranks > 1:
+        raise fail(f"{call} is not supported (a two-core meeting in a launch on ranks: launch a two-core "
+                   f"kernel on a grid of {CORES}; {ONE_CORE})")
     size = 1
     for extent in tracer.grid:
         size *= extent
     if size != CORES:
         raise fail(f"{call} is not supported (two-core kernels meet on a grid of {CORES} SPMD instances, "
                    f"LNC=2; this launch has {size}: {ONE_CORE})")
-    cores = tracer.cores
-    if cores is None:
+    if tracer.cores is None:
         raise NeedsCores(call)
+    return _met(tracer, call, post)
+
+
+def meet_ranks(tracer: Any, call: str, post: Any = None) -> tuple[int, dict[int, Any]]:
+    """Reach a collective ``call`` of the running rank (:mod:`~neuronsim.machine.nki.ranks`):
+    ``(its rank, every rank's post)``; refused (one line) outside a launch on ranks."""
+    if tracer.ranks <= 1:
+        raise fail(f"{call} is not supported (collectives across ranks: launch the kernel on ranks, "
+                   f"trace(..., ranks=N); {ONE_CORE})")
+    return _met(tracer, call, post)
+
+
+def _met(tracer: Any, call: str, post: Any) -> tuple[int, dict[int, Any]]:
     kept = tuple(name for _var, name in tracer.loops if isinstance(name, str))
     if kept:
         raise NotAffine(kept, f"{call} inside a loop")
     tracer.flush()
     site, frame = tracer.site, tracer.site_frame
-    posts = cores.meet(call, post)
+    posts = tracer.cores.meet(call, post)
     tracer.site, tracer.site_frame = site, frame
-    return cores.rank(), posts
+    return tracer.cores.rank(), posts
 
 
-def two_core_machine(machine: Any) -> dict[str, Any]:
-    """``machine`` (a preset name or an override object) with twice its SBUF bytes per
-    partition and PSUM banks: the two cores' memories side by side, core 1's after core 0's.
+def two_core_machine(machine: Any, members: int = CORES) -> dict[str, Any]:
+    """``machine`` (a preset name or an override object) with ``members`` times its SBUF bytes
+    per partition and PSUM banks: the memories of the two cores (or of the ranks) side by side,
+    member ``r``'s after member ``r - 1``'s.
 
     >>> two_core_machine("trn2")
     {'base': 'trn2', 'sbuf_partition_bytes': 458752, 'psum_banks': 16}
     """
     spec = resolve_machine(machine)
     base = dict(machine) if isinstance(machine, dict) else {"base": machine or "trn1"}
-    return {**base, "sbuf_partition_bytes": 2 * spec.sbuf_partition_bytes, "psum_banks": 2 * spec.psum_banks}
+    return {**base, "sbuf_partition_bytes": members * spec.sbuf_partition_bytes,
+            "psum_banks": members * spec.psum_banks}

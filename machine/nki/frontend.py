@@ -79,21 +79,27 @@ class TracedKernel:
 
 
 def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = "trn1",
-          **kwargs: Any) -> TracedKernel:
+          ranks: int = 1, **kwargs: Any) -> TracedKernel:
     """Trace ``kernel`` (a ``Kernel``, ``kernel[grid]`` or a function) on ``arrays``.
 
     numpy arrays (by position or parameter name) become DRAM tensors named after the
-    parameters; other arguments are passed to the kernel as they are.
+    parameters; other arguments are passed to the kernel as they are.  ``ranks=N`` launches it
+    on N devices that meet at their ``nki.collectives`` calls (:mod:`~neuronsim.machine.nki.ranks`):
+    the outputs are rank 0's, rank ``r``'s are ``NAME_rank{r}``.
     """
     func, kernel_grid = unwrap(kernel)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
+    if int(ranks) > 1 and math.prod(int(g) for g in grid) > 1:
+        raise NkiError(_defined_at(func), f"a launch on {ranks} ranks with a grid {grid}: neuronsim runs one of "
+                                          "the two at a time")
     unroll: frozenset[str] = frozenset()
     as_cores = False
     name = name or getattr(func, "__name__", "kernel")
     module_state = _module_state(func)
     for _attempt in range(_MAX_ATTEMPTS):
         _restore(module_state)
-        tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, as_cores=as_cores)
+        tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, ranks=int(ranks),
+                        as_cores=as_cores)
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
@@ -239,21 +245,29 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         raise NkiError(_defined_at(func),
                        f"arguments do not fit {getattr(func, '__name__', 'the kernel')}({params}): {err}") from None
     values: dict[str, np.ndarray] = {}
-    for param, value in list(bound.arguments.items()):
-        if isinstance(value, np.ndarray) and value.ndim > 0:
-            dtype = to_dtype(value.dtype)
-            ref = tracer.kb.dram_input(param, value.shape, dtype)
-            values[param] = np.asarray(value).astype(numpy_dtype(dtype))
-            bound.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
+    bounds = [bound] + [signature.bind(*arrays, **kwargs) for _ in range(1, tracer.ranks)]
+    for rank, each in enumerate(bounds):  # every rank its own copy of the inputs (machine/nki/ranks.py)
+        for param, value in list(each.arguments.items()):
+            if isinstance(value, np.ndarray) and value.ndim > 0:
+                dtype = to_dtype(value.dtype)
+                tensor = param if rank == 0 else f"{param}_rank{rank}"
+                ref = tracer.kb.dram_input(tensor, value.shape, dtype)
+                values[tensor] = np.asarray(value).astype(numpy_dtype(dtype))
+                each.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
     results: list[Any] = []
+    more: list[list[Any]] = []
     tracer.input_values = values
 
     def instance() -> list[Any]:
-        result = func(*bound.args, **bound.kwargs)
+        each = bounds[tracer.cores.rank()] if tracer.ranks > 1 else bound
+        result = func(*each.args, **each.kwargs)
         tracer.flush()
         return _returned(result, func, tracer if simulated else None)
 
-    if tracer.as_cores:  # an LNC=2 kernel's two instances, met where they meet (machine/nki/cores.py)
+    if tracer.ranks > 1:  # devices meeting at their collectives (machine/nki/ranks.py)
+        tracer.cores = Cores(tracer, [()] * tracer.ranks, instance)
+        results, *more = tracer.cores.run()
+    elif tracer.as_cores:  # an LNC=2 kernel's two instances, met where they meet (machine/nki/cores.py)
         tracer.cores = Cores(tracer, list(tracer.instances()), instance)
         results = tracer.cores.run()[-1]
     else:
@@ -271,7 +285,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
         where, what = _error_site(tracer, func, err.path)
         raise NkiError(where, f"{what}: {err.message}") from None
-    return _finish(tracer, program, values, results)
+    return _finish(tracer, program, values, results, more)
 
 
 mark_entry(_run.__code__)  # the kernel's loop indices are read from the frames above this one
@@ -349,19 +363,26 @@ def _return_line(func: Any) -> SourceLine:
     return replace(defined, line=returns[-1]) if returns and defined.line else defined
 
 
-def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor]) -> TracedKernel:
+def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor],
+            more: list[list[NkiTensor]] = ()) -> TracedKernel:
+    """The traced kernel: ``results`` its returned tensors; ``more``, the other ranks' (outputs
+    named ``NAME_rank{r}``, compared across runs, not against a reference)."""
     renames: dict[str, str] = {}
     returned: list[str] = []
     shapes: dict[str, tuple[int, ...]] = {}
-    for k, tile in enumerate(results):
-        tensor = tile.layout.tensor.name
-        if _whole_reshaped(tile.layout):  # `return out.reshape(...)`: the output has the view's shape
-            shapes[tensor] = tile.layout.shape
-        if tensor not in values and tensor not in renames:
-            renames[tensor] = tracer.returned_names.get(tensor) or f"return{k}"
-        returned.append(renames.get(tensor, tensor))
+    for rank, tiles in enumerate([results, *more]):
+        for k, tile in enumerate(tiles):
+            tensor = tile.layout.tensor.name
+            if _whole_reshaped(tile.layout):  # `return out.reshape(...)`: the output has the view's shape
+                shapes[tensor] = tile.layout.shape
+            if tensor not in values and tensor not in renames:
+                base = tracer.returned_names.get(tensor) or f"return{k}"
+                renames[tensor] = base if rank == 0 else f"{base}_rank{rank}"
+            if rank == 0:
+                returned.append(renames.get(tensor, tensor))
     written_args = tuple(p for p in values if p in tracer.written)
-    outputs = set(returned) | set(written_args)
+    others = [renames.get(t.layout.tensor.name, t.layout.tensor.name) for tiles in more for t in tiles]
+    outputs = set(returned) | set(written_args) | set(others)
     tensors = {}
     for name, tensor in program.tensors.items():
         new = renames.get(name, name)
@@ -386,7 +407,7 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
     for tile, constant in tracer.constants.values():
         name = tile.layout.tensor.name
         inputs[name] = constant.astype(numpy_dtype(tensors[name].dtype))
-    ordered = tuple(dict.fromkeys(returned + list(written_args)))
+    ordered = tuple(dict.fromkeys(returned + list(written_args) + others))
     return TracedKernel(program, inputs, ordered, tuple(returned), written_args, initial)
 
 

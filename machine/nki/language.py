@@ -112,8 +112,10 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
     spec = spec_of(shape, to_dtype(dtype if dtype is not None else "float32"), buffer or sbuf, address)
     if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):
         key = tracer.hbm_site(tracer.where()[0])
-        if spec.buffer == "private_hbm" and tracer.cores is not None:
-            key = (*key, tracer.program_id)  # "only visible to each individual kernel instance": one per core
+        if tracer.ranks > 1 or (spec.buffer == "private_hbm" and tracer.cores is not None):
+            # each rank's HBM is its own; private_hbm is "only visible to each individual kernel
+            # instance": one per core
+            key = (*key, tracer.cores.rank())
         if key not in tracer.hbm_sites:
             tensor = _declared(tracer, spec, name)
             tracer.hbm_sites[key] = tensor

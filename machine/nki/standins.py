@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from neuronsim.machine.nki import isa, kernel, legacy
+from neuronsim.machine.nki import isa, kernel, legacy, ranks
 from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import Refused, RefusedClass, no_such_name
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
@@ -68,7 +68,7 @@ def _build() -> dict[str, types.ModuleType]:
     current_isa = _module("nki.isa", "nisa", isa.current_names(), "current")
     current_isa._refusals = isa.REFUSED
     current_cc = _module("nki.compiler", "ncc", legacy.compiler_names(), "current")
-    collectives = _module("nki.collectives", "nki.collectives", {}, "current")
+    collectives = _module("nki.collectives", "nki.collectives", ranks.collective_names(), "current")
     collectives._refusals = COLLECTIVES_REFUSED
     top = {"jit": kernel.jit, "baremetal": kernel.jit, "benchmark": kernel.jit, "profile": kernel.jit,
            "trace": kernel.jit, "language": current_nl, "isa": current_isa, "compiler": current_cc, "dtype": str,
@@ -85,7 +85,7 @@ def _build() -> dict[str, types.ModuleType]:
     legacy_top = dict(top, language=legacy_nl, isa=legacy_isa, compiler=legacy_cc, typing=legacy_typing)
     neuronxcc_nki = _module("neuronxcc.nki", "nki", legacy_top, "legacy")
     neuronxcc = _module("neuronxcc", "neuronxcc", {"nki": neuronxcc_nki}, "legacy")
-    legacy_collectives = _module("neuronxcc.nki.collectives", "nki.collectives", {}, "legacy")
+    legacy_collectives = _module("neuronxcc.nki.collectives", "nki.collectives", ranks.collective_names(), "legacy")
     legacy_collectives._refusals = collectives._refusals
     neuronxcc_nki.collectives = legacy_collectives
     # `from nki.isa.constants import dge_mode` (nki-library, the SDK's dma_transpose tests)
@@ -103,12 +103,11 @@ def _build() -> dict[str, types.ModuleType]:
 
 
 _TWO_CORES = "collectives: neuronsim models one NeuronCore"
-#: ``nki.collectives`` (the API reference module, NKI 0.7's prepare / trigger splits too):
-#: every name is real and refused when used.
+#: ``nki.collectives`` (the API reference module, NKI 0.7's prepare / trigger splits too): every
+#: name is real; those :mod:`~neuronsim.machine.nki.ranks` does not model are refused when used.
 COLLECTIVES_REFUSED = dict.fromkeys(
-    ("all_reduce", "all_gather", "all_gather_v", "reduce_scatter", "all_to_all", "all_to_all_v",
-     "collective_permute", "collective_permute_implicit", "collective_permute_implicit_reduce",
-     "collective_permute_implicit_current_processing_rank_id", "rank_id", "ReplicaGroup",
+    ("all_gather_v", "all_to_all_v", "collective_permute", "collective_permute_implicit",
+     "collective_permute_implicit_reduce", "collective_permute_implicit_current_processing_rank_id",
      "all_gather_v_prepare", "all_gather_v_trigger", "all_to_all_v_prepare", "all_to_all_v_trigger"), _TWO_CORES)
 
 

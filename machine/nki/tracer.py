@@ -162,6 +162,8 @@ class Tracer:
     """``nisa`` calls by their ``name=`` (handles, :mod:`~neuronsim.machine.nki.schedule`)."""
     order_edges: list[Any] = field(default_factory=list)
     """``NkiInstruction.depends_on`` edges, applied to the traced program."""
+    ranks: int = 1
+    """Devices the kernel is launched on (collectives across ranks, :mod:`~neuronsim.machine.nki.ranks`)."""
     as_cores: bool = False
     """Trace the grid's two instances as the two cores of an LNC=2 kernel (:mod:`~neuronsim.machine.nki.cores`)."""
     cores: Any = None
@@ -172,7 +174,8 @@ class Tracer:
 
     def __post_init__(self) -> None:
         # two cores: their SBUF and PSUM side by side in the program's machine (machine/nki/cores.py)
-        self.kb = KernelBuilder(self.name, two_core_machine(self.machine) if self.as_cores else self.machine)
+        members = self.ranks if self.ranks > 1 else 2 if self.as_cores else 1
+        self.kb = KernelBuilder(self.name, two_core_machine(self.machine, members) if members > 1 else self.machine)
 
     @contextmanager
     def active(self) -> Iterator[Tracer]:

@@ -30,6 +30,7 @@ LAYERS = (
     "scalars", "control",  # device values (scalar_load, registers) and compiled control flow
     "emitters_select", "transpose_dma", "emitters",  # instruction emitters (search/shuffle/select ones first)
     "mx",  # quantize_mx and nc_matmul_mx (packed MX tiles)
+    "ranks",  # nki.collectives across ranks (meetings of the ranks' threads, machine/nki/cores.py)
     "isa_select", "isa", "legacy", "lang_names",  # nki.isa and the legacy API
     "kernel", "standins", "frontend", "loader", "",  # "" is the package's __init__
 )

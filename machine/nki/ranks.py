@@ -1,0 +1,173 @@
+"""``nki.collectives`` across ranks: a kernel launched on ``ranks=N`` devices, traced as one program.
+
+A collective kernel runs once per rank (one device each, each with its own HBM), and the ranks
+exchange data only through the collective calls.  neuronsim traces the N ranks as it traces the
+two cores of an LNC=2 kernel (:mod:`~neuronsim.machine.nki.cores`): one thread per rank, one
+baton, a meeting at every collective call, so everything each rank issues before the call comes
+first in program order.  Every HBM tensor the kernel makes is its rank's own, and so is every
+input (rank ``r``'s copy of parameter ``x`` is the tensor ``x_rank{r}``, holding the same values:
+a kernel that writes its input writes its own copy).  A collective is two meetings, as a
+``sendrecv`` is: at the first each rank posts its sources; each then copies what it receives into
+its own destinations by DMA (an add is a DMA read-modify-write, the rank order of the group
+fixed, so every rank sums in one order); the second keeps a rank from overwriting a source before
+every other rank has read it.
+
+What each call computes (the ``nki.collectives`` API reference; ``collective_dim`` splits the
+tensors into one chunk per rank of the group, in group order):
+
+* ``all_reduce(dsts, srcs, op, replica_group)``: every rank's ``dst`` is the sum of the group's
+  ``src`` (``op`` must be ``nl.add``: the DMA adds only);
+* ``all_gather(dsts, srcs, replica_group, collective_dim)``: chunk ``j`` of ``dst`` is member
+  ``j``'s ``src``;
+* ``reduce_scatter(dsts, srcs, op, replica_group, collective_dim)``: ``dst`` is the sum of the
+  members' chunk ``i`` of ``src``, ``i`` the rank's place in its group;
+* ``all_to_all(dsts, srcs, replica_group, collective_dim)``: chunk ``j`` of ``dst`` is member
+  ``j``'s chunk ``i``;
+* ``rank_id()``: the rank, a number (usable as a ``scalar_offset``).
+
+The rest of the module (the permutes, the v-variants, NKI 0.7's prepare / trigger splits) stays
+refused when used.  Timing: every rank's instructions run on one core's engines, as the two cores
+of an LNC=2 kernel do.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neuronsim.machine.nki import emitters as em
+from neuronsim.machine.nki.arith import alu_name
+from neuronsim.machine.nki.cores import meet_ranks
+from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.handles import emit_call, written
+from neuronsim.machine.nki.tiles import NkiTensor
+from neuronsim.machine.nki.tracer import api, current
+
+__all__ = ["ReplicaGroup", "collective_names"]
+
+
+class ReplicaGroup:
+    """``nki.collectives.ReplicaGroup([[0, 1], ...])``: the groups of ranks that reduce or
+    gather together."""
+
+    def __init__(self, groups: Any) -> None:
+        self.groups = [[int(r) for r in group] for group in groups]
+
+    def __repr__(self) -> str:
+        return f"ReplicaGroup({self.groups})"
+
+
+def _group(replica_group: Any, rank: int, call: str) -> list[int]:
+    """The ranks of the group holding ``rank`` (a ``ReplicaGroup`` or a plain list of lists)."""
+    groups = replica_group.groups if isinstance(replica_group, ReplicaGroup) else replica_group
+    for group in groups or ():
+        members = [int(r) for r in group]
+        if rank in members:
+            return members
+    raise fail(f"{call}: rank {rank} is in no group of replica_group={groups!r}")
+
+
+def _pairs(dsts: Any, srcs: Any, call: str) -> list[tuple[Any, Any]]:
+    dsts, srcs = ([x] if isinstance(x, NkiTensor) else list(x) for x in (dsts, srcs))
+    if len(dsts) != len(srcs):
+        raise fail(f"{call}: {len(dsts)} dsts for {len(srcs)} srcs")
+    return list(zip(dsts, srcs))
+
+
+def _chunk(tensor: Any, dim: int, index: int, count: int, call: str) -> NkiTensor:
+    """Chunk ``index`` of ``count`` of ``tensor`` along ``dim``."""
+    shape = tensor.shape
+    if not 0 <= dim < len(shape) or shape[dim] % count:
+        raise fail(f"{call}: collective_dim={dim} of shape {tuple(shape)} does not split into {count} chunks")
+    size = shape[dim] // count
+    key = tuple(slice(index * size, (index + 1) * size) if d == dim else slice(None) for d in range(len(shape)))
+    return tensor[key]
+
+
+def _copy(dst: Any, src: Any, add: bool) -> None:
+    emit_call(lambda: em.dma_copy(written(dst), src, dst_rmw_op="add" if add else None))
+
+
+def _collective(call: str, dsts: Any, srcs: Any, replica_group: Any, plan) -> None:
+    """Meet, post the sources, emit this rank's copies (``plan(rank, group, posts, dst, k)``),
+    meet again."""
+    tracer = current()
+    if tracer.ranks <= 1:  # refused before the arguments are looked at (meet_ranks says why)
+        meet_ranks(tracer, call)
+    pairs = _pairs(dsts, srcs, call)
+    rank, posts = meet_ranks(tracer, call, [src for _dst, src in pairs])
+    group = _group(replica_group, rank, call)
+    missing = [m for m in group if m not in posts]
+    if missing:
+        raise fail(f"{call}: replica_group names rank {missing[0]}, and the launch has {len(posts)} ranks")
+    for k, (dst, _src) in enumerate(pairs):
+        plan(rank, group, posts, dst, k)
+    meet_ranks(tracer, call)  # no rank overwrites a source before every rank has read it
+
+
+def _adding(op: Any, call: str) -> None:
+    if op is not None and alu_name(op) != "add":
+        raise current().refuse(f"{call}(op={alu_name(op)})", "the DMA adds only (nl.add)")
+
+
+@api("nki.collectives.all_reduce")
+def all_reduce(dsts, srcs, op=None, replica_group=None, **_kw) -> None:
+    _adding(op, "nki.collectives.all_reduce")
+
+    def plan(rank, group, posts, dst, k):
+        for j, member in enumerate(group):
+            _copy(dst, posts[member][k], add=j > 0)
+
+    _collective("nki.collectives.all_reduce", dsts, srcs, replica_group, plan)
+
+
+@api("nki.collectives.all_gather")
+def all_gather(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
+    call = "nki.collectives.all_gather"
+
+    def plan(rank, group, posts, dst, k):
+        for j, member in enumerate(group):
+            _copy(_chunk(dst, int(collective_dim), j, len(group), call), posts[member][k], add=False)
+
+    _collective(call, dsts, srcs, replica_group, plan)
+
+
+@api("nki.collectives.reduce_scatter")
+def reduce_scatter(dsts, srcs, op=None, replica_group=None, collective_dim=0, **_kw) -> None:
+    call = "nki.collectives.reduce_scatter"
+    _adding(op, call)
+
+    def plan(rank, group, posts, dst, k):
+        mine = group.index(rank)
+        for j, member in enumerate(group):
+            _copy(dst, _chunk(posts[member][k], int(collective_dim), mine, len(group), call), add=j > 0)
+
+    _collective(call, dsts, srcs, replica_group, plan)
+
+
+@api("nki.collectives.all_to_all")
+def all_to_all(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
+    call = "nki.collectives.all_to_all"
+
+    def plan(rank, group, posts, dst, k):
+        mine, count = group.index(rank), len(group)
+        for j, member in enumerate(group):
+            _copy(_chunk(dst, int(collective_dim), j, count, call),
+                  _chunk(posts[member][k], int(collective_dim), mine, count, call), add=False)
+
+    _collective(call, dsts, srcs, replica_group, plan)
+
+
+@api("nki.collectives.rank_id")
+def rank_id() -> int:
+    """The rank running (a number: what ``scalar_offset=`` takes)."""
+    tracer = current()
+    if tracer.ranks <= 1:
+        raise fail("nki.collectives.rank_id is not supported (collectives across ranks: launch the kernel "
+                   "on ranks, trace(..., ranks=N); neuronsim models one NeuronCore per rank)")
+    return tracer.cores.rank()
+
+
+def collective_names() -> dict[str, Any]:
+    """The modelled names of ``nki.collectives``."""
+    return {"ReplicaGroup": ReplicaGroup, "all_reduce": all_reduce, "all_gather": all_gather,
+            "reduce_scatter": reduce_scatter, "all_to_all": all_to_all, "rank_id": rank_id}

@@ -1,0 +1,57 @@
+"""Kernels launched on ranks that meet at nki.collectives calls (tests/nki/test_ranks.py)."""
+
+import nki
+import nki.collectives as ncc
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def summed(x, replica_group):
+    """all_reduce of each rank's x plus its rank: every rank gets sum_r (x + r)."""
+    src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=float(ncc.rank_id()))
+    nisa.dma_copy(dst=src, src=t)
+    ncc.all_reduce(dsts=[dst], srcs=[src], op=nl.add, replica_group=replica_group)
+    return dst
+
+
+@nki.jit
+def gathered(x, replica_group, num_ranks):
+    """all_gather along dim 0 of each rank's x times (rank + 1)."""
+    H, W = x.shape
+    src = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.shared_hbm)
+    dst = nl.ndarray((H * num_ranks, W), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=float(ncc.rank_id() + 1))
+    nisa.dma_copy(dst=src, src=t)
+    ncc.all_gather(dsts=[dst], srcs=[src], replica_group=replica_group, collective_dim=0)
+    return dst
+
+
+@nki.jit
+def scattered_and_exchanged(x, replica_group, num_ranks):
+    """reduce_scatter and all_to_all of x times (rank + 1) along dim 0."""
+    H, W = x.shape
+    src = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.shared_hbm)
+    reduced = nl.ndarray((H // num_ranks, W), dtype=x.dtype, buffer=nl.shared_hbm)
+    exchanged = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=float(ncc.rank_id() + 1))
+    nisa.dma_copy(dst=src, src=t)
+    ncc.reduce_scatter(dsts=[reduced], srcs=[src], op=nl.add, replica_group=replica_group, collective_dim=0)
+    ncc.all_to_all(dsts=[exchanged], srcs=[src], replica_group=replica_group, collective_dim=0)
+    return reduced, exchanged
+
+
+@nki.jit
+def max_reduced(x, replica_group):
+    """all_reduce with nl.maximum: refused at its line (the DMA adds only)."""
+    dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(dsts=[dst], srcs=[x], op=nl.maximum, replica_group=replica_group)
+    return dst

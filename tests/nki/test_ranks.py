@@ -1,0 +1,67 @@
+"""Collectives across ranks (machine/nki/ranks.py): a kernel launched on ``ranks=N`` devices,
+each with its own HBM, meeting at its ``nki.collectives`` calls.  Expectations are numpy, per
+rank (rank r's outputs are ``NAME_rank{r}``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, trace
+from neuronsim_tests.nki_kernels import KERNELS, kernel, run
+from neuronsim_tests.nki_kit import line_of
+
+SOURCE = Path(KERNELS) / "ranks.py"
+RNG = np.random.default_rng(5)
+GROUP = [[0, 1, 2]]
+
+
+def test_all_reduce_sums_every_ranks_source_into_every_rank():
+    x = RNG.normal(size=(64, 32)).astype(np.float32)
+    out = run(kernel("ranks.py::summed"), x, GROUP, ranks=3, seeds=(None, 0, 1))
+    expected = 3 * x + (0 + 1 + 2)
+    for name in ("return0", "return0_rank1", "return0_rank2"):
+        np.testing.assert_allclose(out[name], expected, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def test_all_gather_puts_member_js_source_in_chunk_j():
+    x = RNG.normal(size=(16, 8)).astype(np.float32)
+    out = run(kernel("ranks.py::gathered"), x, GROUP, 3, ranks=3)
+    expected = np.concatenate([x, 2 * x, 3 * x])
+    for name in ("return0", "return0_rank2"):
+        np.testing.assert_allclose(out[name], expected, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def test_reduce_scatter_and_all_to_all_by_the_ranks_place_in_the_group():
+    x = RNG.normal(size=(12, 8)).astype(np.float32)
+    group = [[0, 1], [2, 3]]
+    out = run(kernel("ranks.py::scattered_and_exchanged"), x, group, 2, ranks=4)
+    chunks = np.split(x, 2)
+    for rank in range(4):
+        suffix = "" if rank == 0 else f"_rank{rank}"
+        members = [m for g in group if rank in g for m in g]
+        mine = members.index(rank)
+        reduced = sum((m + 1) * chunks[mine] for m in members)
+        exchanged = np.concatenate([(m + 1) * chunks[mine] for m in members])
+        np.testing.assert_allclose(out[f"return0{suffix}"], reduced, rtol=1e-6, err_msg=f"rank {rank}")
+        np.testing.assert_allclose(out[f"return1{suffix}"], exchanged, rtol=1e-6, err_msg=f"rank {rank}")
+
+
+def test_a_collective_without_ranks_is_refused_as_beyond_one_core_at_its_line():
+    x = RNG.normal(size=(64, 32)).astype(np.float32)
+    with pytest.raises(NkiError) as info:
+        trace(kernel("ranks.py::summed"), x, GROUP)
+    where, _, what = str(info.value).partition(": ")
+    assert where.endswith(f"ranks.py:{line_of(SOURCE, 'operand0=float(ncc.rank_id())')}")
+    assert "neuronsim models one NeuronCore" in what and "ranks=N" in what
+
+
+def test_an_op_the_dma_cannot_apply_is_refused_at_its_line():
+    x = RNG.normal(size=(64, 32)).astype(np.float32)
+    with pytest.raises(NkiError) as info:
+        trace(kernel("ranks.py::max_reduced"), x, [[0, 1]], ranks=2)
+    where, _, what = str(info.value).partition(": ")
+    assert where.endswith(f"ranks.py:{line_of(SOURCE, 'op=nl.maximum')}")
+    assert what == "nki.collectives.all_reduce(op=max) is not supported (the DMA adds only (nl.add))"
