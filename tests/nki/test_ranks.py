@@ -65,3 +65,18 @@ def test_an_op_the_dma_cannot_apply_is_refused_at_its_line():
     where, _, what = str(info.value).partition(": ")
     assert where.endswith(f"ranks.py:{line_of(SOURCE, 'op=nl.maximum')}")
     assert what == "nki.collectives.all_reduce(op=max) is not supported (the DMA adds only (nl.add))"
+
+
+def test_the_run_command_launches_a_kernel_on_ranks(tmp_path):
+    from click.testing import CliRunner
+
+    from neuronsim.verify.cli import cli
+
+    np.savez(tmp_path / "in.npz", x=RNG.normal(size=(32, 16)).astype(np.float32))
+    args = ["run", f"{SOURCE}::summed", "--inputs", str(tmp_path / "in.npz"), "--arg", "replica_group=[[0, 1]]",
+            "--out", str(tmp_path / "out"), "--json"]
+    result = CliRunner().invoke(cli, [*args, "--ranks", "2"])
+    assert result.exit_code == 0, result.output[-2000:]
+    assert '"return0_rank1"' in result.output
+    refused = CliRunner().invoke(cli, args)  # without --ranks: the collective is refused at its line
+    assert refused.exit_code == 2 and "ranks=N" in refused.output, refused.output[-2000:]

@@ -67,6 +67,13 @@ def _parse_grid(text: str | None) -> tuple[int, ...] | None:
     return grid
 
 
+def _keep_ranks(ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    # kept beside the command's own parameters, so every kernel command takes it without a
+    # parameter of its own: trace_from_options reads it back
+    ctx.meta["neuronsim.ranks"] = value
+    return value
+
+
 def kernel_options(fn: Callable) -> Callable:
     """The options every kernel-tracing command takes."""
     for option in reversed((
@@ -74,6 +81,9 @@ def kernel_options(fn: Callable) -> Callable:
         click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
                      help="Another kernel argument (a Python literal)."),
         click.option("--grid", "grid", metavar="G0xG1", help="SPMD grid: run the kernel as kernel[G0, G1]."),
+        click.option("--ranks", type=click.IntRange(1, 64), default=1, expose_value=False, callback=_keep_ranks,
+                     help="Launch the kernel on N ranks that meet at its nki.collectives calls (outputs of "
+                          "rank r named NAME_rank{r})."),
         click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
                      help="Read input NAME as DTYPE (raw 2-/1-byte arrays default to bfloat16 / float8_e4m3)."),
     )):
@@ -103,6 +113,10 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
         raise UsageFailure(f"{clash[0]} is given both in --inputs and as --arg", "--arg")
     loaded = frontend.load_kernel(kernel)
     options = {"grid": _parse_grid(grid)} if grid else {}
+    context = click.get_current_context(silent=True)
+    ranks = context.meta.get("neuronsim.ranks", 1) if context is not None else 1
+    if ranks > 1:
+        options["ranks"] = ranks
     return frontend.trace(loaded, **arrays, **kwargs, **options), kwargs
 
 
