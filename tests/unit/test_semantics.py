@@ -93,6 +93,9 @@ def test_activation_functions(func):
         "silu": z / (1 + np.exp(-z)), "gelu_apprx_sigmoid": z / (1 + np.exp(-1.702 * z)), "square": z * z,
         "sqrt": np.sqrt(z), "rsqrt": 1 / np.sqrt(z),
         "reciprocal": 1 / z, "abs": np.abs(z), "sign": np.sign(z), "neg": -z,
+        "silu_dx": (1 / (1 + np.exp(-z))) * (1 + z * (1 - 1 / (1 + np.exp(-z)))), "softplus": np.log1p(np.exp(z)),
+        "mish": z * np.tanh(np.log1p(np.exp(z))), "sin": np.sin(z), "cos": np.cos(z), "arctan": np.arctan(z),
+        "floor": np.floor(z), "ceil": np.ceil(z), "trunc": np.trunc(z),
     }[func]
     np.testing.assert_allclose(got, reference, rtol=2e-6, atol=1e-7)
 
