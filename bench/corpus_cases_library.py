@@ -516,12 +516,21 @@ CASES: dict[str, Case] = {
     # SiLU, bf16 router matmul); moe_block_tkg supports LNC-2 only (its kernel_assert), as the
     # test runs it: launched on the two-core grid
     TEST + "core/moe_block/test_moe_block_tkg.py::mx_moe_block_tkg_wrapper": case(
-        "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]", "u32[2,128,2,256]", "u32[2,64,512]", grid=(2,),
-        router_act_fn=api("RouterActFnType.SIGMOID"),
+        "bf16[1,4,512]", "bf16[1,512]", "bf16[512,2]",
+        np.random.default_rng(71).integers(0, 1 << 16, size=(2, 128, 2, 1, 256)).astype(np.uint16),
+        np.random.default_rng(72).integers(0, 1 << 16, size=(2, 64, 1, 512)).astype(np.uint16), grid=(2,),
+        expert_gate_up_weights_scale=np.stack([_mx_scales(128, 2 * 256, 73 + e).reshape(16, 2, 1, 256)
+                                               for e in range(2)]),
+        expert_down_weights_scale=np.stack([_mx_scales(64, 512, 75 + e).reshape(8, 1, 512) for e in range(2)]),
+        expert_gate_up_bias="bf16[2,64,2,1,4]~", expert_down_bias="bf16[2,512]~",
+        gate_clamp_upper_limit=7.0, up_clamp_upper_limit=8.0, up_clamp_lower_limit=-6.0,
+        top_k=2, router_act_fn=api("RouterActFnType.SIGMOID"),
         expert_affinities_scaling_mode=api("ExpertAffinityScaleMode.NO_SCALE"), hidden_act_fn=api("ActFnType.SiLU"),
         router_mm_dtype=api("nl.bfloat16"),
         note=("two cores by its test: every row of test_moe_block_tkg.py's MANUAL_PARAMS (line 376 on) has "
-            "lnc 2, passed at line 551 as CompilerArgs(logical_nc_config=lnc)")),
+            "lnc 2, passed at line 551 as CompilerArgs(logical_nc_config=lnc); MXFP4 weights as uint16 words in "
+            "test_mlp_common.gen_moe_mx_weights's layout ([E, 128, 2, H/512, I], [E, I/4, I/512, H]) with uint8 "
+            "scales, top-k 2 (the kernel checks K divisible by the cores), biases and clamps as its rows have")),
     # the test file uses Platforms in a class-level decorator (line 929) without importing it (its
     # import list from test.utils.common_dataclasses leaves it out): importing the file raises
     # NameError in any Python, before any NKI runs
