@@ -154,13 +154,14 @@ def inputs_of(key: str, entry: Case, names: Mapping[str, Any]) -> tuple[tuple[An
 
 
 def _table() -> dict[str, Case]:
+    from corpus_cases_collectives import CASES as COLLECTIVES
     from corpus_cases_library import CASES as LIBRARY
     from corpus_cases_samples import CASES as SAMPLES
     from corpus_cases_sdk import CASES as SDK
     from corpus_cases_transformer import CASES as TRANSFORMER
 
     table: dict[str, Case] = {}
-    for part in (SDK, SAMPLES, LIBRARY, TRANSFORMER):
+    for part in (SDK, SAMPLES, LIBRARY, TRANSFORMER, COLLECTIVES):
         clash = table.keys() & part.keys()
         assert not clash, f"cases given twice: {sorted(clash)}"
         table.update(part)

@@ -12,7 +12,6 @@ have no DRAM-only entry to run, and are run through the caller's case (the run p
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import Any
 
 import ml_dtypes
@@ -26,7 +25,6 @@ import corpus_cases_refs as refs
 SRC = "nki-library/src/nkilib_src/nkilib/"
 TEST = "nki-library/test/integration/nkilib/"
 MOE_TKG = SRC + "core/moe/moe_tkg/"
-COLL = TEST + "experimental/collectives/test_collectives.py::"
 VIEW = TEST + "core/utils/test_tensor_view.py::"
 MAXU = TEST + "core/max/test_cascaded_max_utils.py::"
 
@@ -57,26 +55,6 @@ MOE_TKG_MX = ("its test's MX row on the trn3 preset at LNC 1 (T 128, H 3072, I 9
               "e8m0 scales, Swish, POST_SCALE, clamps, biases); outputs up to ~12,000, the bf16 row's "
               "tolerance (the MXFP8 re-quantization of the intermediate flips e4m3 roundings: gaps up to "
               "~370)")
-#: A replica group as the plain list of ranks: the kernel's own collective call is what neuronsim
-#: refuses (at the kernel's line), not our case building the library's ReplicaGroup.
-RANKS = [[0, 1]]
-
-
-def _per_rank(reference: Callable[..., Any], ranks: int = 2) -> Callable[..., dict[str, Any]]:
-    """A reference of every rank's returned array (``reference(rank, **inputs)``), by the names a
-    launch on ranks gives them: ``return0``, ``return0_rank1``, ..."""
-    def outputs(**inputs: Any) -> dict[str, Any]:
-        return {("return0" if r == 0 else f"return0_rank{r}"): reference(r, **inputs) for r in range(ranks)}
-    return outputs
-
-
-def _attn_q_batch_shard(input, **_):
-    """test_collectives' attn_q_batch_shard on 2 ranks of one GQA group (G 2, NBSd), every rank
-    the same input: the gathered heads (G, n, B, S, d) in each rank's gathered_buf, rank r's
-    batch slice [2r, 2r + 2) of them as its output (G n, B / G, S, d)."""
-    gathered = np.concatenate([_f(input)] * 2).reshape(2, 2, 4, 8, 64)
-    outs = {"gathered_buf": gathered, "gathered_buf_rank1": gathered}
-    return {**outs, **_per_rank(lambda r, **_: gathered[:, :, 2 * r:2 * r + 2].reshape(4, 2, 8, 64))()}
 
 
 def lib(module: str, attr: str) -> Any:
@@ -432,18 +410,6 @@ CASES: dict[str, Case] = {
     # experimental
     SRC + "experimental/benchmark/find_nonzero_indices_with_count.py::find_nonzero_indices_with_count": case(
         "i32[1,4096]<2", ref=refs.find_nonzero_indices_with_count, note="a [1, N] row, as its checks ask"),
-    SRC + "experimental/collectives/fg_allgather.py::fine_grained_allgather": case("bf16[512,512]", 2, 1,
-        note=("collectives across ranks: test_fg_allgather.py:46, its one row, gathers over tp_degree 4 "
-            "ranks at LNC 2 (the LNC 1 row at line 56 is commented out and still 4 ranks)")),
-    SRC + "experimental/collectives/fgcc.py::allgather_compute_matmul": case("bf16[512,512]", "bf16[512,512]", 2, 1,
-        note=("collectives across ranks: test_fgcc.py:51, its one active row, gathers over tp_degree 4 "
-            "ranks at LNC 2")),
-    SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb": case(
-        "bf16[128,512]~", RANKS, 2, ranks=2, ref=_per_rank(lambda r, inp, **_: np.concatenate([_f(inp)] * 2, axis=1)),
-        note=("collectives across ranks: test_sb2sb_allgather.py:44 on, every row 8 to 64 ranks; here 2")),
-    SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb_tiled": case(
-        "bf16[128,512]~", RANKS, 2, ranks=2, ref=_per_rank(lambda r, inp, **_: np.concatenate([_f(inp)] * 2, axis=1)),
-        note=("collectives across ranks: test_sb2sb_allgather.py:103 on, every row 4 ranks at LNC 2; here 2")),
     # test_topk_reduce.py's first row: LNC 1, 8 source ranks, T 4, K 4, H 2880
     SRC + "experimental/collectives/topk_reduce.py::topk_reduce": case(
         _topk_reduce_input(T=4, K=4, H=2880, ranks=8), 4, 4, ref=_topk_reduce, tolerance=(5e-2, 5e-2),
@@ -567,36 +533,6 @@ CASES: dict[str, Case] = {
         "f32[4,2,8]", np.array([[1]], np.int32), "i32[128,1]<4", (("select_dynamic", (0, 1)),), (2, 8),
         ref=lambda input_tensor, dynamic_idx, **_: _f(input_tensor)[int(np.asarray(dynamic_idx).flat[0])]),
     TEST + "core/utils/test_tp_broadcast.py::tp_broadcast_hbm": case("f32[3,8,11]", 1, 2, 4, ref=_tp_broadcast),
-    COLL + "all_reduce_hbm_kernel": case(
-        "f32[128,512]~", RANKS, ranks=2, ref=_per_rank(lambda r, input, **_: 2 * _f(input)),
-        note=("collectives across ranks: test_collectives.py:318 runs it on 2 ranks, (2, 2) and (2, 1) "
-            "(ranks, LNC), its x (128, 512); every rank the same input, as that test's; every rank's output")),
-    COLL + "all_gather_hbm_kernel": case("f32[2,3]~", RANKS, 2, ranks=2,
-        ref=_per_rank(lambda r, input, **_: np.concatenate([_f(input)] * 2)),
-        note=("collectives across ranks: test_collectives.py:345 runs it on 2 ranks, (2, 2) and (2, 1) "
-            "(ranks, LNC); every rank the same input (its test gives each its own)")),
-    COLL + "reduce_scatter_hbm_kernel": case("f32[4,3]~", RANKS, 2, ranks=2,
-        ref=_per_rank(lambda r, input, **_: 2 * _f(input)[2 * r:2 * r + 2]),
-        note=("collectives across ranks: test_collectives.py:380 runs it on 2 ranks, (2, 2) and (2, 1) "
-            "(ranks, LNC); every rank the same input: rank r's chunk summed over the ranks")),
-    COLL + "all_to_all_hbm_kernel": case("f32[2,3]~", RANKS, ranks=2,
-        ref=_per_rank(lambda r, input, **_: np.stack([_f(input)[r]] * 2)),
-        note=("collectives across ranks: test_collectives.py:418 runs it on 4 ranks at LNC 2 or 8 at "
-            "LNC 1; here 2 (the kernel's docstring's example), every rank the same input: rank r keeps its "
-            "row r and gets the other's row r")),
-    COLL + "rank_id_kernel": case("f32[2,2,3]~", ranks=2, ref=_per_rank(lambda r, in_tensor, **_: _f(in_tensor)[r]),
-        note=("collectives across ranks: test_collectives.py:447 runs it on 2 ranks, (2, 2) and (2, 1) "
-            "(ranks, LNC); rank r's output: slice r")),
-    COLL + "dma_copy_rank_id_kernel": case("f32[2,2,3]~", np.arange(2, dtype=np.int32).reshape(1, 2), ranks=2,
-        ref=_per_rank(lambda r, in_tensor, **_: _f(in_tensor)[r]),
-        note=("collectives across ranks: test_collectives.py:476 runs it on 2 ranks, (2, 2) and (2, 1) "
-            "(ranks, LNC); the identity lookup [[0, 1]] of its docstring")),
-    COLL + "attn_q_batch_shard": case(
-        "bf16[2,4,8,64]~", np.array([[0, 2]], np.int32), "0:bf16[2,2,4,8,64]", 2, RANKS, ranks=2,
-        ref=_attn_q_batch_shard,
-        note=("collectives across ranks: test_collectives.py:510, its one row, 4 ranks at LNC 2 (TP2DP2); "
-            "here 2 ranks, one GQA group of 2 (NBSd: n 2, B 4, S 8, d 64): iota_workers [[0, 2]] as its "
-            "docstring computes them, gathered_buf (G, n, B, S, d); every rank the same input")),
     # test_trace_only_fails_on_assert_false expects tracing to raise "This kernel should fail"
     "nki-library/test/unit/test_kernel_tracer.py::kernel_with_assert_false": failing(
         "0:f32[1]", refusal="This kernel should fail",
