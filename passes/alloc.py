@@ -293,12 +293,16 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
                 hwm[q] = max(hwm[q], t.offset + _extent(t))
     placed: dict[str, Tensor] = {}
     classes: dict[tuple, tuple[tuple[int, int], int]] = {}
+    # One slot has one partition base: the tiles of one shape and dtype share slots when some
+    # base keeps every one's compute accesses in the partition-start rule (the usual case);
+    # when none does (tiles of one shape accessed from different partitions), each set of
+    # allowed bases is a class of its own
+    joint: dict[tuple, int] = {}
+    for t in virtual:
+        joint[t.shape, t.dtype] = joint.get((t.shape, t.dtype), -1) & int(start_masks[tensor_id[t.name]])
 
-    def size_class(t: Tensor) -> tuple[tuple[int, int], int]:
-        # by shape, dtype and the partition bases its compute accesses allow (one slot has one
-        # base: tiles of one shape accessed from different partitions must not share it);
-        # computed once per triple
-        mask = int(start_masks[tensor_id[t.name]])
+    def size_class(t: Tensor) -> tuple[tuple[int, int], int]:  # computed once per class
+        mask = joint[t.shape, t.dtype] or int(start_masks[tensor_id[t.name]])
         found = classes.get((t.shape, t.dtype, mask))
         if found is None:
             found = classes[t.shape, t.dtype, mask] = (t.shape[0], mask), _align(t.bytes_per_partition, align)

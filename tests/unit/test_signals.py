@@ -122,3 +122,23 @@ def test_a_signal_during_start_up_exits_with_one_line(tmp_path, delay):
     stdout, stderr = proc.communicate(timeout=30)
     assert proc.returncode == 130 and stderr.splitlines() == ["interrupted"], (proc.returncode, stderr)
     assert json.loads(stdout)["format"] == "neuronsim.error/1"
+
+
+def test_a_signal_raised_inside_a_gc_callback_prints_no_traceback(monkeypatch, capsys):
+    # Python cannot raise out of a gc callback: it hands the exception to sys.unraisablehook,
+    # which would print a traceback; the signal stays received (the watchdog and
+    # raise_if_received still end the process with its one line)
+    import types
+
+    from neuronsim.verify.cli import signals
+
+    seen = []
+    monkeypatch.setattr(signals, "_previous_unraisable", seen.append)
+    monkeypatch.setattr(signals, "_received", [signal.SIGTERM])
+    signals._unraisable(types.SimpleNamespace(exc_value=signals.Terminated()))
+    assert seen == [] and capsys.readouterr().err == ""
+    other = types.SimpleNamespace(exc_value=ValueError("a real one"))
+    signals._unraisable(other)
+    assert seen == [other]  # anything else still reaches the previous hook
+    with pytest.raises(signals.Terminated):
+        signals.raise_if_received()

@@ -119,9 +119,23 @@ def _raise(signum: int, frame) -> None:
     raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
+def _unraisable(report) -> None:
+    # the signal's exception raised inside a callback Python cannot raise from (a gc callback,
+    # a __del__): Python would print it with a traceback and go on.  The signal is kept in
+    # _received, so raise_if_received and the armed watchdog still end the process with its
+    # one line; nothing else is printed
+    if _received and isinstance(report.exc_value, (Terminated, KeyboardInterrupt)):
+        return
+    _previous_unraisable(report)
+
+
+_previous_unraisable = sys.unraisablehook
+
+
 def install_handlers() -> None:
     """SIGINT and SIGTERM raise where the process is, with the watchdog armed."""
     _install(_raise)
+    sys.unraisablehook = _unraisable
 
 
 def raise_if_received() -> None:
