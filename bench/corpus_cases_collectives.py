@@ -20,12 +20,18 @@ COLL = "nki-library/test/integration/nkilib/experimental/collectives/test_collec
 RANKS = [[0, 1]]
 
 
-def _per_rank(reference: Callable[..., Any], ranks: int = 2) -> Callable[..., dict[str, Any]]:
+def _per_rank(reference: Callable[..., Any], ranks: int = 2, name: str = "return0") -> Callable[..., dict[str, Any]]:
     """A reference of every rank's returned array (``reference(rank, **inputs)``), by the names a
-    launch on ranks gives them: ``return0``, ``return0_rank1``, ..."""
+    launch on ranks gives them: ``return0``, ``return0_rank1``, ... (``name`` for a returned
+    tensor the kernel named)."""
     def outputs(**inputs: Any) -> dict[str, Any]:
-        return {("return0" if r == 0 else f"return0_rank{r}"): reference(r, **inputs) for r in range(ranks)}
+        return {(name if r == 0 else f"{name}_rank{r}"): reference(r, **inputs) for r in range(ranks)}
     return outputs
+
+
+def _gathered(lhs: Any, ranks: int) -> np.ndarray:
+    """The ring all-gather's result of identical inputs: [RANK_N, LNC 1, CHANNEL 1, m, K]."""
+    return np.stack([_f(lhs)] * ranks)[:, None, None]
 
 
 def _attn_q_batch_shard(input, **_):
@@ -39,12 +45,17 @@ def _attn_q_batch_shard(input, **_):
 
 
 CASES: dict[str, Case] = {
-    SRC + "experimental/collectives/fg_allgather.py::fine_grained_allgather": case("bf16[512,512]", 2, 1,
+    SRC + "experimental/collectives/fg_allgather.py::fine_grained_allgather": case(
+        "bf16[512,512]~", 4, 1, ranks=4, ref=_per_rank(lambda r, lhs, **_: _gathered(lhs, 4), 4, "result_sbuf"),
         note=("collectives across ranks: test_fg_allgather.py:46, its one row, gathers over tp_degree 4 "
-            "ranks at LNC 2 (the LNC 1 row at line 56 is commented out and still 4 ranks)")),
-    SRC + "experimental/collectives/fgcc.py::allgather_compute_matmul": case("bf16[512,512]", "bf16[512,512]", 2, 1,
+            "ranks at LNC 2 (the LNC 1 row at line 56 is commented out and still 4 ranks); here 4 ranks at "
+            "LNC 1 (one channel), every rank the same lhs (the ring's order is checked by tests/nki/test_ranks.py)")),
+    SRC + "experimental/collectives/fgcc.py::allgather_compute_matmul": case(
+        "bf16[512,512]~", "bf16[512,512]~", 4, 1, ranks=4, tolerance=(2e-2, 1e-2),
+        ref=_per_rank(lambda r, lhs, rhs, **_: _gathered(lhs, 4) @ _f(rhs), 4, "result_tensor_sbuf"),
         note=("collectives across ranks: test_fgcc.py:51, its one active row, gathers over tp_degree 4 "
-            "ranks at LNC 2")),
+            "ranks at LNC 2; here 4 ranks at LNC 1, every rank the same lhs and rhs: each gathered block "
+            "times rhs, bf16 products (rtol 2e-2)")),
     SRC + "experimental/collectives/sb2sb_allgather.py::allgather_sb2sb": case(
         "bf16[128,512]~", RANKS, 2, ranks=2, ref=_per_rank(lambda r, inp, **_: np.concatenate([_f(inp)] * 2, axis=1)),
         note=("collectives across ranks: test_sb2sb_allgather.py:44 on, every row 8 to 64 ranks; here 2")),

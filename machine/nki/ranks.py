@@ -157,6 +157,67 @@ def all_to_all(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
     _collective(call, dsts, srcs, replica_group, plan)
 
 
+def _ring(replica_group: Any, rank: int, call: str) -> tuple[list[int], int]:
+    """The ring of ``rank`` (its group, in group order) and its place in it."""
+    group = _group(replica_group, rank, call)
+    return group, group.index(rank)
+
+
+def _by_channel(tensors: Any, call: str) -> list[Any]:
+    """One tensor per channel (each channel's list holds exactly one: the API reference)."""
+    out = []
+    for channel in tensors:
+        items = [channel] if isinstance(channel, NkiTensor) else list(channel)
+        if len(items) != 1:
+            raise fail(f"{call}: each channel takes exactly one tensor, got {len(items)}")
+        out.append(items[0])
+    return out
+
+
+def _permute(call: str, sources: list[list[Any]], dsts: list[Any], replica_group: Any, add: bool) -> None:
+    """Every rank receives its ring predecessor's sources into ``dsts`` (summed when ``add``)."""
+    tracer = current()
+    if tracer.ranks <= 1:
+        meet_ranks(tracer, call)
+    rank, posts = meet_ranks(tracer, call, sources)
+    group, place = _ring(replica_group, rank, call)
+    before = group[(place - 1) % len(group)]
+    for c, dst in enumerate(dsts):
+        for j, srcs in enumerate(posts[before]):
+            _copy(dst, srcs[c], add=j > 0)
+    meet_ranks(tracer, call)
+
+
+@api("nki.collectives.collective_permute_implicit")
+def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group=None, channel_ids=(0,), **_kw):
+    """Each rank sends its sources to its successor in the ring and receives its predecessor's."""
+    call = "nki.collectives.collective_permute_implicit"
+    _permute(call, [_by_channel(srcs_by_channel, call)], _by_channel(dsts_by_channel, call), replica_group, False)
+
+
+@api("nki.collectives.collective_permute_implicit_reduce")
+def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel, replica_group=None,
+                                       op=None, channel_ids=(0,), **_kw):
+    """The predecessor's ``op(srcs0, srcs1)`` into each rank's ``dsts`` (``op``: ``nl.add``)."""
+    call = "nki.collectives.collective_permute_implicit_reduce"
+    _adding(op, call)
+    _permute(call, [_by_channel(srcs0_by_channel, call), _by_channel(srcs1_by_channel, call)],
+             _by_channel(dsts_by_channel, call), replica_group, True)
+
+
+@api("nki.collectives.collective_permute_implicit_current_processing_rank_id")
+def collective_permute_implicit_current_processing_rank_id(iteration_id, replica_group=None, channel_id=0, **_kw
+                                                           ) -> int:
+    """The rank whose data a rank holds at ring iteration ``iteration_id``: its own at 0, then its
+    predecessors', one step back per iteration (the API reference)."""
+    call = "nki.collectives.collective_permute_implicit_current_processing_rank_id"
+    tracer = current()
+    if tracer.ranks <= 1:
+        meet_ranks(tracer, call)  # refused, one line
+    group, place = _ring(replica_group, tracer.cores.rank(), call)
+    return group[(place - int(iteration_id)) % len(group)]
+
+
 @api("nki.collectives.rank_id")
 def rank_id() -> int:
     """The rank running (a number: what ``scalar_offset=`` takes)."""
@@ -170,4 +231,8 @@ def rank_id() -> int:
 def collective_names() -> dict[str, Any]:
     """The modelled names of ``nki.collectives``."""
     return {"ReplicaGroup": ReplicaGroup, "all_reduce": all_reduce, "all_gather": all_gather,
-            "reduce_scatter": reduce_scatter, "all_to_all": all_to_all, "rank_id": rank_id}
+            "reduce_scatter": reduce_scatter, "all_to_all": all_to_all, "rank_id": rank_id,
+            "collective_permute_implicit": collective_permute_implicit,
+            "collective_permute_implicit_reduce": collective_permute_implicit_reduce,
+            "collective_permute_implicit_current_processing_rank_id":
+                collective_permute_implicit_current_processing_rank_id}

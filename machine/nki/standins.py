@@ -106,9 +106,8 @@ _TWO_CORES = "collectives: neuronsim models one NeuronCore"
 #: ``nki.collectives`` (the API reference module, NKI 0.7's prepare / trigger splits too): every
 #: name is real; those :mod:`~neuronsim.machine.nki.ranks` does not model are refused when used.
 COLLECTIVES_REFUSED = dict.fromkeys(
-    ("all_gather_v", "all_to_all_v", "collective_permute", "collective_permute_implicit",
-     "collective_permute_implicit_reduce", "collective_permute_implicit_current_processing_rank_id",
-     "all_gather_v_prepare", "all_gather_v_trigger", "all_to_all_v_prepare", "all_to_all_v_trigger"), _TWO_CORES)
+    ("all_gather_v", "all_to_all_v", "collective_permute", "all_gather_v_prepare", "all_gather_v_trigger",
+     "all_to_all_v_prepare", "all_to_all_v_trigger"), _TWO_CORES)
 
 
 def _simulate(kernel: Any) -> Any:

@@ -80,3 +80,16 @@ def test_the_run_command_launches_a_kernel_on_ranks(tmp_path):
     assert '"return0_rank1"' in result.output
     refused = CliRunner().invoke(cli, args)  # without --ranks: the collective is refused at its line
     assert refused.exit_code == 2 and "ranks=N" in refused.output, refused.output[-2000:]
+
+
+def test_a_ring_step_brings_each_rank_its_predecessors_data():
+    x = RNG.normal(size=(32, 8)).astype(np.float32)
+    group = [[2, 0, 1]]  # ring order as the group lists it: 2 -> 0 -> 1 -> 2
+    out = run(kernel("ranks.py::ring_passed"), x, group, ranks=3)
+    before = {0: 2, 1: 0, 2: 1}
+    for rank in range(3):
+        got = out["return0" if rank == 0 else f"return0_rank{rank}"]
+        sender = before[rank]
+        np.testing.assert_allclose(got[0], (sender + 1) * x, rtol=1e-6, err_msg=f"rank {rank}")
+        assert np.all(got[1] == sender), f"rank {rank}: iteration 1 processes rank {sender}'s data"
+        np.testing.assert_allclose(got[2], (sender + 1) * x + x, rtol=1e-6, atol=1e-6, err_msg=f"rank {rank}")

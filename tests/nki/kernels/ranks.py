@@ -55,3 +55,29 @@ def max_reduced(x, replica_group):
     dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     ncc.all_reduce(dsts=[dst], srcs=[x], op=nl.maximum, replica_group=replica_group)
     return dst
+
+
+@nki.jit
+def ring_passed(x, replica_group):
+    """One ring step of collective_permute_implicit: each rank sends x * (rank + 1) to its
+    successor; out[0] is what it received, out[1] the rank current_processing_rank_id names at
+    iteration 1, out[2] the reduce form (predecessor's x * (rank + 1) + x)."""
+    P, F = x.shape
+    src = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    got = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    summed = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray((3, P, F), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=float(ncc.rank_id() + 1))
+    nisa.dma_copy(dst=src, src=t)
+    ncc.collective_permute_implicit(srcs_by_channel=[[src]], dsts_by_channel=[[got]], replica_group=replica_group)
+    ncc.collective_permute_implicit_reduce(srcs0_by_channel=[[src]], srcs1_by_channel=[[x]],
+                                           dsts_by_channel=[[summed]], replica_group=replica_group, op=nl.add)
+    nisa.dma_copy(dst=out[0], src=got)
+    sender = ncc.collective_permute_implicit_current_processing_rank_id(iteration_id=1, replica_group=replica_group)
+    marker = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=marker, value=float(sender))
+    nisa.dma_copy(dst=out[1], src=marker)
+    nisa.dma_copy(dst=out[2], src=summed)
+    return out
