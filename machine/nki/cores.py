@@ -92,6 +92,8 @@ class Cores:
 
     # -- the conductor -----------------------------------------------------------------------
     def run(self) -> list[Any]:
+        interrupted = False
+        member = "rank" if self.tracer.ranks > 1 else "core"
         try:
             ready = list(range(len(self.pids)))
             while ready:
@@ -100,20 +102,23 @@ class Cores:
                 waiting = sorted(self.arrived)
                 if waiting and self.ended:
                     stuck = self.arrived[waiting[0]]
-                    raise NkiError(stuck.line, f"{stuck.call}: core {waiting[0]} waits here for core "
+                    raise NkiError(stuck.line, f"{stuck.call}: {member} {waiting[0]} waits here for {member} "
                                                f"{min(self.ended)}, which ended without meeting it")
                 calls = {self.arrived[r].call for r in waiting}
                 if len(calls) > 1:
                     first, other = self.arrived[waiting[0]], self.arrived[waiting[-1]]
-                    raise NkiError(other.line, f"{other.call} meets {first.call} of core {waiting[0]} "
-                                               f"({first.line.file}:{first.line.line}): the cores disagree")
+                    raise NkiError(other.line, f"{other.call} meets {first.call} of {member} {waiting[0]} "
+                                               f"({first.line.file}:{first.line.line}): the {member}s disagree")
                 self.posts = {r: self.arrived[r].post for r in waiting}
                 self.arrived = {}
                 self.epoch += 1
                 ready = waiting
             return [self.results[r] for r in range(len(self.pids))]
+        except KeyboardInterrupt:  # SIGINT / SIGTERM (verify/cli/signals.py): leave at once
+            interrupted = True
+            raise
         finally:
-            self._stop()
+            self._stop(join=not interrupted)
 
     def _give(self, rank: int) -> None:
         """Let instance ``rank`` run until it meets or ends; raise what it raised."""
@@ -131,11 +136,14 @@ class Cores:
         if self.error is not None:
             raise self.error
 
-    def _stop(self) -> None:
+    def _stop(self, join: bool = True) -> None:
+        """Wake every waiting instance to unwind; wait for them unless a signal is ending the
+        process (the instance running may be in the middle of its trace: a daemon thread, it
+        ends with the process)."""
         with self.lock:
             self.cancelled = True
             self.lock.notify_all()
-        for thread in self.threads:
+        for thread in self.threads if join else ():
             thread.join()
 
     # -- an instance -------------------------------------------------------------------------

@@ -141,3 +141,9 @@ def test_private_hbm_is_each_cores_own():
     assert [f for f in _findings("private_scratch", x) if f.kind == "cores"] == []
     out = run(_two("private_scratch"), x)["return0"]
     np.testing.assert_allclose(out, np.stack([x, x + 1]), rtol=1e-6)
+
+
+def test_an_interrupt_while_tracing_two_cores_ends_the_trace_at_once():
+    x = RNG.normal(size=(128, 8)).astype(np.float32)
+    with pytest.raises(KeyboardInterrupt):
+        trace(_two("interrupted_on_core_one"), x)

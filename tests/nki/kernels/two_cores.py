@@ -161,3 +161,12 @@ def both_zero_the_output(x):
     nisa.dma_copy(dst=tile, src=x[:, rank * half:(rank + 1) * half])
     nisa.dma_copy(dst=out[:, rank * half:(rank + 1) * half], src=tile)
     return out
+
+
+@nki.jit
+def interrupted_on_core_one(x):
+    """Core 0 waits at the barrier while core 1 is interrupted (a SIGINT's KeyboardInterrupt)."""
+    if nl.program_id(0) == 1:
+        raise KeyboardInterrupt
+    nisa.core_barrier(data=x, cores=(0, 1))
+    return x
