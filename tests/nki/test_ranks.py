@@ -93,3 +93,14 @@ def test_a_ring_step_brings_each_rank_its_predecessors_data():
         np.testing.assert_allclose(got[0], (sender + 1) * x, rtol=1e-6, err_msg=f"rank {rank}")
         assert np.all(got[1] == sender), f"rank {rank}: iteration 1 processes rank {sender}'s data"
         np.testing.assert_allclose(got[2], (sender + 1) * x + x, rtol=1e-6, atol=1e-6, err_msg=f"rank {rank}")
+
+
+def test_run_kernel_takes_ranks():
+    from neuronsim.verify.nki.run import run_kernel
+
+    x = RNG.normal(size=(16, 8)).astype(np.float32)
+    outputs, report = run_kernel(kernel("ranks.py::summed"), x, replica_group=[[0, 1]], ranks=2)
+    assert report.problems() == []
+    rank0, rank1 = outputs  # every rank's returned array, rank 0's first
+    for got in (rank0, rank1):
+        np.testing.assert_allclose(got, 2 * x + 1, rtol=1e-6, atol=1e-6)  # the sum over ranks of x + r

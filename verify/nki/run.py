@@ -170,13 +170,14 @@ def kernel_outputs(report: KernelReport) -> Any:
 
 
 def run_kernel(kernel: Any, *arrays: Any, grid: tuple[int, ...] | None = None, reference: Callable | None = None,
-               seeds: Sequence[int | None] = DEFAULT_SEEDS, name: str | None = None,
+               seeds: Sequence[int | None] = DEFAULT_SEEDS, name: str | None = None, ranks: int = 1,
                **kwargs: Any) -> tuple[Any, KernelReport]:
     """Trace ``kernel`` on ``arrays`` and run it end to end; ``(outputs, report)`` (module doc).
 
-    ``kwargs`` are the kernel's other arguments (scalars, constants); ``grid`` an SPMD grid.
+    ``kwargs`` are the kernel's other arguments (scalars, constants); ``grid`` an SPMD grid;
+    ``ranks`` the devices a kernel with ``nki.collectives`` calls is launched on.
     """
-    traced = trace_kernel(kernel, *arrays, grid=grid, **kwargs)
+    traced = trace_kernel(kernel, *arrays, grid=grid, **({"ranks": ranks} if ranks > 1 else {}), **kwargs)
     label = name or getattr(kernel, "__name__", None) or str(kernel).split("::")[-1]
     report = run_traced(traced, label, reference=reference, kwargs=kwargs, seeds=seeds)
     return kernel_outputs(report), report
