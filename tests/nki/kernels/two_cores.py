@@ -5,16 +5,22 @@ import nki.isa as nisa
 import nki.language as nl
 
 
-@nki.jit
-def swapped_sum(x):
-    """Each core loads its half of the columns; the cores swap halves; each writes the sum."""
+def _my_half(x):
+    """``(rows, half, rank, tile)``: this core's half of ``x``'s columns, loaded into SBUF."""
     P, F = x.shape
     half = F // 2
     rank = nl.program_id(0)
-    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
-    mine = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    tile = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x[:, rank * half:(rank + 1) * half])
+    return P, half, rank, tile
+
+
+@nki.jit
+def swapped_sum(x):
+    """Each core loads its half of the columns; the cores swap halves; each writes the sum."""
+    P, half, rank, mine = _my_half(x)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     theirs = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=mine, src=x[:, rank * half:(rank + 1) * half])
     nisa.sendrecv(src=mine, dst=theirs, send_to_rank=1 - rank, recv_from_rank=1 - rank, pipe_id=0)
     total = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_tensor(dst=total, data1=mine, data2=theirs, op=nl.add)
@@ -27,13 +33,9 @@ def halves_crossed(x):
     """Each core doubles its half into a shared scratch tensor; after the barrier each copies the
     other core's half: out is the scratch with its halves swapped (only right if the barrier
     orders core 1's write before core 0's read)."""
-    P, F = x.shape
-    half = F // 2
-    rank = nl.program_id(0)
-    scratch = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
-    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
-    tile = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=tile, src=x[:, rank * half:(rank + 1) * half])
+    P, half, rank, tile = _my_half(x)
+    scratch = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     doubled = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_scalar(dst=doubled, data=tile, op0=nl.multiply, operand0=2.0)
     nisa.dma_copy(dst=scratch[:, rank * half:(rank + 1) * half], src=doubled)
@@ -111,13 +113,9 @@ def direct_on_two_cores(x):
 @nki.jit
 def halves_crossed_early(x):
     """halves_crossed with its read of the other core's half before the barrier: a race."""
-    P, F = x.shape
-    half = F // 2
-    rank = nl.program_id(0)
-    scratch = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
-    out = nl.ndarray((P, F), dtype=x.dtype, buffer=nl.shared_hbm)
-    tile = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=tile, src=x[:, rank * half:(rank + 1) * half])
+    P, half, rank, tile = _my_half(x)
+    scratch = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=scratch[:, rank * half:(rank + 1) * half], src=tile)
     other = nl.ndarray((P, half), dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=other, src=scratch[:, (1 - rank) * half:(2 - rank) * half])  # before the barrier
