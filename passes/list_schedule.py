@@ -176,6 +176,10 @@ def _order_edges(entries: list[tuple], edges: set[tuple[int, int]]) -> None:
     order between ``w`` and that later write that the bytes alone may not need."""
     if not any(write for _e, write, _k in entries):
         return  # reads alone never conflict (a read-only input's thousands of tile loads)
+    # outside an alias group an extent is its bytes: the tiles an allocator puts on the same
+    # bytes one after another (an unrolled loop's) are one extent, chained write to write,
+    # not hundreds of extents each meeting all the others (quadratic in the loop's trips)
+    entries = [(e if e[4] else ("", *e[1:4], False), write, k) for e, write, k in entries]
     meets = _overlapping(list({e for e, _w, _k in entries}))
     last_write: dict[tuple, int] = {}
     reads: dict[tuple, list[int]] = {}
@@ -241,7 +245,15 @@ def _split_placed(entries: list[tuple]) -> list[list[tuple]]:
             parent[t] = t = parent[parent[t]]
         return t
 
-    ordered = sorted(hull, key=lambda t: hull[t][1])
+    # tensors with one hull (an allocator's slot reused by an unrolled loop's tiles) share it:
+    # one group at once, and the sweep below visits each distinct hull once (it compared every
+    # pair of them, quadratic in the loop's trips)
+    first_of: dict[tuple[int, int, int], str] = {}
+    for t, h in hull.items():
+        first = first_of.setdefault((h[0], h[1], h[2]), t)
+        if first != t and h[1] < h[2]:
+            parent[t] = first
+    ordered = sorted(first_of.values(), key=lambda t: hull[t][1])
     for i, a in enumerate(ordered):  # sweep by start: only tensors starting below a's end
         for b in ordered[i + 1:]:
             if hull[b][1] >= hull[a][2]:

@@ -143,36 +143,46 @@ def _hoist(info: _Program, nodes: tuple[Node, ...], fits: bool, outside_of, coun
     return tuple(out)
 
 
-def _same_load(a: Instruction, b: Instruction, tensors) -> bool:
-    ra, rb, wa, wb = a.reads[0], b.reads[0], a.writes[0], b.writes[0]
-    ta, tb = tensors[wa.tensor], tensors[wb.tensor]
-    return (ra == rb and replace(wa, tensor="") == replace(wb, tensor="") and ta.shape == tb.shape
-            and ta.dtype == tb.dtype and ta.is_virtual and tb.is_virtual and not ta.rotate and not tb.rotate)
+def _load_key(instr: Instruction, tensors) -> tuple | None:
+    """What makes two loads the same (module doc, 2): the DRAM bytes read, the tile's view and
+    its shape and dtype; None for a load into a placed or rotating tile (never the same)."""
+    read, write = instr.reads[0], instr.writes[0]
+    tile = tensors[write.tensor]
+    if not tile.is_virtual or tile.rotate:
+        return None
+    return (read, replace(write, tensor=""), tile.shape, tile.dtype)
 
 
 def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: dict[str, str]) -> tuple[Node, ...]:
-    """Drop the redundant loads of each block (module doc, 2), renaming their tiles' reads."""
+    """Drop the redundant loads of each block (module doc, 2), renaming their tiles' reads.
+
+    The earlier loads still valid are kept by the DRAM group they read, each by its
+    :func:`_load_key`: a load finds its twin by one lookup, and a write to DRAM forgets the
+    loads of that group at once (a scan of every kept load per load or per store was quadratic
+    in an unrolled loop's thousands of tiles)."""
     out: list[Node] = []
-    kept: list[Instruction] = []  # earlier loads of this block still valid
+    kept: dict[object, dict[tuple, Instruction]] = {}  # DRAM group -> load key -> the earliest such load
     for node in nodes:
         if isinstance(node, Loop):
             node = Loop(node.name, node.trip_count, _eliminate(info, node.body, counts, renamed), node.extras)
-            written = {_dram_group(info.tensors, a.tensor) for i in _instructions(node.body) for a in i.writes}
-            kept = [k for k in kept if _dram_group(info.tensors, k.reads[0].tensor) not in written]
+            for group in {_dram_group(info.tensors, a.tensor) for i in _instructions(node.body) for a in i.writes}:
+                kept.pop(group, None)
             out.append(node)
             continue
         node = _renamed(node, renamed)
         if is_load(node, info.tensors) and info.sole_writer(node.writes[0].tensor, node):
-            earlier = next((k for k in kept if _same_load(k, node, info.tensors)), None)
+            key = _load_key(node, info.tensors)
+            group = kept.setdefault(_dram_group(info.tensors, node.reads[0].tensor), {})
+            earlier = group.get(key) if key is not None else None
             if earlier is not None and not any(node.writes[0].tensor == a.tensor for a in node.reads):
                 renamed[node.writes[0].tensor] = earlier.writes[0].tensor
                 counts["eliminated"] += 1
                 continue
-            kept.append(node)
-        written = {_dram_group(info.tensors, a.tensor) for a in node.writes
-                   if info.tensors[a.tensor].memory == MemoryKind.DRAM}
-        if written:
-            kept = [k for k in kept if _dram_group(info.tensors, k.reads[0].tensor) not in written]
+            if key is not None:
+                group.setdefault(key, node)
+        for a in node.writes:
+            if info.tensors[a.tensor].memory == MemoryKind.DRAM:
+                kept.pop(_dram_group(info.tensors, a.tensor), None)
         out.append(node)
     return tuple(out)
 
