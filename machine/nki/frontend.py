@@ -366,7 +366,7 @@ def _return_line(func: Any) -> SourceLine:
 def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor],
             more: list[list[NkiTensor]] = ()) -> TracedKernel:
     """The traced kernel: ``results`` its returned tensors; ``more``, the other ranks' (outputs
-    named ``NAME_rank{r}``, compared across runs, not against a reference)."""
+    too, named ``NAME_rank{r}``: a reference gives them by those names)."""
     renames: dict[str, str] = {}
     returned: list[str] = []
     shapes: dict[str, tuple[int, ...]] = {}
