@@ -21,7 +21,7 @@ The trace starts in the plain one-instance-after-another mode and only switches 
 trace, :class:`NeedsCores`) when a meeting call is reached: kernels that never meet pay nothing.
 A meeting inside a loop the tracer keeps as a program loop unrolls that loop (the meeting must
 be an instant of the trace).  Each core has its own SBUF and PSUM: the program's machine holds
-the two side by side (:func:`two_core_machine`), and a tile the kernel places itself on core 1
+the two side by side (:func:`side_by_side`), and a tile the kernel places itself on core 1
 lands in core 1's half (``machine/nki/alloc.py`` ``core_base``).  Both cores' instructions run
 on one core's engines: outputs and ordering are the kernel's; its time is that of the two
 cores' work done by one.
@@ -29,6 +29,7 @@ cores' work done by one.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +39,7 @@ from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, fail, user_line
 from neuronsim.machine.nki.frames import mark_entry
 
-__all__ = ["Cores", "NeedsCores", "meet", "meet_ranks", "CORES", "two_core_machine"]
+__all__ = ["Cores", "NeedsCores", "meet", "meet_ranks", "on_ranks", "CORES", "side_by_side"]
 
 #: How many instances meet: the two physical cores of an LNC=2 logical core.
 CORES = 2
@@ -78,8 +79,9 @@ class Cores:
         self.tracer, self.pids, self.body = tracer, pids, body
         self.lock = threading.Condition()
         self.turn: int | None = None  # the instance that may run; None: the conductor (run())
-        self.saved: list[dict[str, Any]] = [{"program_id": pid, "site_counts": {}, "site": None, "site_frame": None,
-                                             "mask": None, "emit_site": None, "call_options": {}} for pid in pids]
+        self.saved: list[dict[str, Any]] = [  # each instance's state before it first runs
+            {**dict.fromkeys(_INSTANCE_FIELDS), "program_id": pid, "site_counts": {}, "call_options": {}}
+            for pid in pids]
         self.arrived: dict[int, Arrival] = {}
         self.posts: dict[int, Any] = {}
         self.results: dict[int, Any] = {}
@@ -195,9 +197,7 @@ def meet(tracer: Any, call: str, post: Any = None) -> tuple[int, dict[int, Any]]
     if tracer.ranks > 1:
         raise fail(f"{call} is not supported (a two-core meeting in a launch on ranks: launch a two-core "
                    f"kernel on a grid of {CORES}; {ONE_CORE})")
-    size = 1
-    for extent in tracer.grid:
-        size *= extent
+    size = math.prod(tracer.grid)
     if size != CORES:
         raise fail(f"{call} is not supported (two-core kernels meet on a grid of {CORES} SPMD instances, "
                    f"LNC=2; this launch has {size}: {ONE_CORE})")
@@ -206,12 +206,17 @@ def meet(tracer: Any, call: str, post: Any = None) -> tuple[int, dict[int, Any]]
     return _met(tracer, call, post)
 
 
-def meet_ranks(tracer: Any, call: str, post: Any = None) -> tuple[int, dict[int, Any]]:
-    """Reach a collective ``call`` of the running rank (:mod:`~neuronsim.machine.nki.ranks`):
-    ``(its rank, every rank's post)``; refused (one line) outside a launch on ranks."""
+def on_ranks(tracer: Any, call: str) -> None:
+    """Refuse ``call`` (one line, at the kernel's line) outside a launch on ranks."""
     if tracer.ranks <= 1:
         raise fail(f"{call} is not supported (collectives across ranks: launch the kernel on ranks, "
                    f"trace(..., ranks=N); {ONE_CORE})")
+
+
+def meet_ranks(tracer: Any, call: str, post: Any = None) -> tuple[int, dict[int, Any]]:
+    """Reach a collective ``call`` of the running rank (:mod:`~neuronsim.machine.nki.ranks`):
+    ``(its rank, every rank's post)``; refused (one line) outside a launch on ranks."""
+    on_ranks(tracer, call)
     return _met(tracer, call, post)
 
 
@@ -226,12 +231,12 @@ def _met(tracer: Any, call: str, post: Any) -> tuple[int, dict[int, Any]]:
     return tracer.cores.rank(), posts
 
 
-def two_core_machine(machine: Any, members: int = CORES) -> dict[str, Any]:
+def side_by_side(machine: Any, members: int = CORES) -> dict[str, Any]:
     """``machine`` (a preset name or an override object) with ``members`` times its SBUF bytes
     per partition and PSUM banks: the memories of the two cores (or of the ranks) side by side,
     member ``r``'s after member ``r - 1``'s.
 
-    >>> two_core_machine("trn2")
+    >>> side_by_side("trn2")
     {'base': 'trn2', 'sbuf_partition_bytes': 458752, 'psum_banks': 16}
     """
     spec = resolve_machine(machine)

@@ -214,9 +214,9 @@ def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None,
 
 def _wholly_outside(layout: Layout) -> bool:
     """True for an HBM access at a fixed offset none of whose elements is inside its tensor."""
-    if layout.on_chip or layout.indirect is not None or getattr(layout.offset, "terms", None):
+    if layout.on_chip or layout.indirect is not None or layout.offset.terms:
         return False
-    low = high = int(getattr(layout.offset, "const", layout.offset))
+    low = high = int(layout.offset.const)
     for _kind, stride, count in layout.axes:
         low, high = low + min(0, stride * (count - 1)), high + max(0, stride * (count - 1))
     return high < 0 or low >= prod(layout.tensor.shape)

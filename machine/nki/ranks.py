@@ -36,7 +36,7 @@ from typing import Any
 
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki.arith import alu_name
-from neuronsim.machine.nki.cores import meet_ranks
+from neuronsim.machine.nki.cores import meet_ranks, on_ranks
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.handles import emit_call, written
 from neuronsim.machine.nki.tiles import NkiTensor
@@ -91,8 +91,7 @@ def _collective(call: str, dsts: Any, srcs: Any, replica_group: Any, plan) -> No
     """Meet, post the sources, emit this rank's copies (``plan(rank, group, posts, dst, k)``),
     meet again."""
     tracer = current()
-    if tracer.ranks <= 1:  # refused before the arguments are looked at (meet_ranks says why)
-        meet_ranks(tracer, call)
+    on_ranks(tracer, call)  # refused before the arguments are looked at
     pairs = _pairs(dsts, srcs, call)
     rank, posts = meet_ranks(tracer, call, [src for _dst, src in pairs])
     group = _group(replica_group, rank, call)
@@ -177,8 +176,6 @@ def _by_channel(tensors: Any, call: str) -> list[Any]:
 def _permute(call: str, sources: list[list[Any]], dsts: list[Any], replica_group: Any, add: bool) -> None:
     """Every rank receives its ring predecessor's sources into ``dsts`` (summed when ``add``)."""
     tracer = current()
-    if tracer.ranks <= 1:
-        meet_ranks(tracer, call)
     rank, posts = meet_ranks(tracer, call, sources)
     group, place = _ring(replica_group, rank, call)
     before = group[(place - 1) % len(group)]
@@ -212,8 +209,7 @@ def collective_permute_implicit_current_processing_rank_id(iteration_id, replica
     predecessors', one step back per iteration (the API reference)."""
     call = "nki.collectives.collective_permute_implicit_current_processing_rank_id"
     tracer = current()
-    if tracer.ranks <= 1:
-        meet_ranks(tracer, call)  # refused, one line
+    on_ranks(tracer, call)
     group, place = _ring(replica_group, tracer.cores.rank(), call)
     return group[(place - int(iteration_id)) % len(group)]
 
@@ -222,9 +218,7 @@ def collective_permute_implicit_current_processing_rank_id(iteration_id, replica
 def rank_id() -> int:
     """The rank running (a number: what ``scalar_offset=`` takes)."""
     tracer = current()
-    if tracer.ranks <= 1:
-        raise fail("nki.collectives.rank_id is not supported (collectives across ranks: launch the kernel "
-                   "on ranks, trace(..., ranks=N); neuronsim models one NeuronCore per rank)")
+    on_ranks(tracer, "nki.collectives.rank_id")
     return tracer.cores.rank()
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.nki.cores import two_core_machine
+from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line, user_site
 from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.groups import OpenGroups
@@ -175,7 +175,7 @@ class Tracer:
     def __post_init__(self) -> None:
         # two cores: their SBUF and PSUM side by side in the program's machine (machine/nki/cores.py)
         members = self.ranks if self.ranks > 1 else 2 if self.as_cores else 1
-        self.kb = KernelBuilder(self.name, two_core_machine(self.machine, members) if members > 1 else self.machine)
+        self.kb = KernelBuilder(self.name, side_by_side(self.machine, members) if members > 1 else self.machine)
 
     @contextmanager
     def active(self) -> Iterator[Tracer]:
