@@ -31,7 +31,7 @@ from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import output_arrays, run_sequential
 from neuronsim.passes import compile_program
 
-__all__ = ["simulate_kernel", "hand_back"]
+__all__ = ["simulate_kernel", "hand_back", "sequential_outputs"]
 
 
 def simulate_kernel(kernel: Any, *arrays: Any, **kwargs: Any) -> Any:
@@ -39,10 +39,15 @@ def simulate_kernel(kernel: Any, *arrays: Any, **kwargs: Any) -> Any:
     None), and every written numpy argument updated in place.  The program is placed by the
     allocation pass and run in program order (neuronsim's sequential reference)."""
     traced = trace(kernel, *arrays, **kwargs)
-    placed, _ = compile_program(traced.program, "alloc")
+    return hand_back(kernel, arrays, kwargs, traced, sequential_outputs(traced.program, traced.run_inputs))
+
+
+def sequential_outputs(program: Any, inputs: Any = None) -> dict[str, np.ndarray]:
+    """The outputs of a traced ``program`` placed by the allocation pass and run in program
+    order (neuronsim's sequential reference) on ``inputs`` (default: the seeded pattern)."""
+    placed, _ = compile_program(program, "alloc")
     plan = build_plan(placed)
-    memory = run_sequential(plan, initial_memory(placed, plan.spec, 0, traced.run_inputs))
-    return hand_back(kernel, arrays, kwargs, traced, output_arrays(placed, memory))
+    return output_arrays(placed, run_sequential(plan, initial_memory(placed, plan.spec, 0, inputs)))
 
 
 def hand_back(kernel: Any, arrays: tuple, kwargs: dict, traced: Any, outputs: dict) -> Any:
