@@ -34,7 +34,7 @@ import heapq
 from dataclasses import dataclass
 from typing import ClassVar
 
-from neuronsim.machine.model.cost import instruction_cost
+from neuronsim.machine.model.cost import CostMemo
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
@@ -75,36 +75,7 @@ def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...]):
         yield a.space, tensor.name, a.partitions, a.bytes[0][0], b.bytes[-1][1], is_write
 
 
-def _cost_key(instr: Instruction, tensors) -> tuple:
-    """What :func:`instruction_cost` reads of ``instr``: op, engine, attributes and each
-    access's shape with its tensor's layout, never the names, so the thousands of instances
-    of one instruction in a flattened kernel (each ring slot a tensor of its own) share one
-    computation."""
-    sides = []
-    for access, is_write in instr.accesses:
-        t = tensors[access.tensor]
-        sides.append((is_write, t.memory, t.dtype, t.shape, t.partition, t.rotate, access.partitions, access.offset,
-                      access.pattern, access.per_iteration, access.partitions_per_iteration))
-    return instr.engine, instr.op, repr(sorted(instr.attrs.items())), tuple(sides)
-
-
-class _Costs:
-    """:func:`instruction_cost` memoised by :func:`_cost_key` for one scheduling run."""
-
-    __slots__ = ("program", "spec", "known")
-
-    def __init__(self, program: Program, spec: MachineSpec) -> None:
-        self.program, self.spec, self.known = program, spec, {}
-
-    def __call__(self, instr: Instruction):
-        key = _cost_key(instr, self.program.tensors)
-        cost = self.known.get(key)
-        if cost is None:
-            cost = self.known[key] = instruction_cost(instr, self.program.tensors, self.spec)
-        return cost
-
-
-def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: _Costs) -> _Summary:
+def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: CostMemo) -> _Summary:
     names, extents, rng, groups = set(), [], set(), set()
     cost = 0.0
     op_cost = None
@@ -356,13 +327,13 @@ def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float
 
 
 def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ...], spec: MachineSpec,
-                timed: bool = False, costs: _Costs | None = None) -> list[int]:
+                timed: bool = False, costs: CostMemo | None = None) -> list[int]:
     """The scheduled order of a block's nodes (indices into ``nodes``): highest level first,
     or, ``timed``, the earliest start over the engines (:func:`_timed_order`)."""
     n = len(nodes)
     if n < 2:
         return list(range(n))
-    costs = costs or _Costs(program, spec)
+    costs = costs or CostMemo(program.tensors, spec)
     info = [_summarize(program, node, loops, costs) for node in nodes]
     owner = {name: k for k, s in enumerate(info) for name in s.names}
     succs: list[set[int]] = [set() for _ in range(n)]
@@ -407,7 +378,7 @@ def list_schedule(program: Program, spec: MachineSpec | None = None, timed: bool
     """Reorder every block by critical path (see the module documentation); ``timed``: by
     earliest start over the engines, critical path among equals."""
     spec = spec or resolve_machine(program.machine)
-    costs = _Costs(program, spec)
+    costs = CostMemo(program.tensors, spec)
 
     def schedule(nodes: tuple[Node, ...], loops: tuple[Loop, ...]) -> tuple[Node, ...]:
         inner = tuple(Loop(node.name, node.trip_count, schedule(node.body, (*loops, node)), node.extras)

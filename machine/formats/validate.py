@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
-from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
 from neuronsim.machine.ir.program import (Access, Instruction, Loop, MemoryKind, Node, Program, Tensor,
                                           keeps_partition_start)
 from neuronsim.machine.model.geometry import access_extent
@@ -260,7 +260,7 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
     psum_reads = 0
     for key, group in (("reads", inst.reads), ("writes", inst.writes)):
         for i, access in enumerate(group):
-            apath = join_path(join_path(path, key), i)
+            apath = LazyPath(path, key, i)
             tensor = tensors[access.tensor]
             mem = tensor.memory
             if inst.is_dma:
@@ -375,7 +375,7 @@ def validate_program(program: Program, spec: MachineSpec | None = None) -> None:
         enclosing = {loop.name: loop for loop in loops}
         for key, group in (("reads", inst.reads), ("writes", inst.writes)):
             for i, access in enumerate(group):
-                apath = join_path(join_path(path, key), i)
+                apath = LazyPath(path, key, i)
                 tensor = tensors.get(access.tensor)
                 if tensor is None:
                     raise ProgramError(join_path(apath, "tensor"), f"unknown tensor {access.tensor!r}")

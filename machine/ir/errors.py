@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from json.encoder import encode_basestring_ascii
 
-__all__ = ["ProgramError", "join_path", "printable"]
+__all__ = ["LazyPath", "ProgramError", "join_path", "printable"]
 
 
 class ProgramError(ValueError):
@@ -24,13 +24,37 @@ class ProgramError(ValueError):
         What is wrong and what was expected.
     """
 
-    def __init__(self, path: str, message: str) -> None:
+    def __init__(self, path: str | LazyPath, message: str) -> None:
+        path = str(path)
         super().__init__(f"{path or '<document>'}: {message}")
         self.path = path
         self.message = message
 
 
-def join_path(base: str, key: str | int) -> str:
+class LazyPath:
+    """A JSON path spelt out only when an error names it: the validator passes one per access
+    of every instruction, and an unrolled kernel's tens of thousands of accesses would
+    otherwise build their paths for nothing (issue 31).  :func:`join_path` and
+    :class:`ProgramError` take it where they take a string.
+
+    >>> path = LazyPath("body[3]", "reads", 0)
+    >>> join_path(path, "tensor"), str(ProgramError(path, "bad").path)
+    ('body[3].reads[0].tensor', 'body[3].reads[0]')
+    """
+
+    __slots__ = ("base", "keys")
+
+    def __init__(self, base: str | LazyPath, *keys: str | int) -> None:
+        self.base, self.keys = base, keys
+
+    def __str__(self) -> str:
+        path = str(self.base)
+        for key in self.keys:
+            path = join_path(path, key)
+        return path
+
+
+def join_path(base: str | LazyPath, key: str | int) -> str:
     """Extend a JSON path by an object key or a list index.
 
     >>> join_path("body[3]", "reads")

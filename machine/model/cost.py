@@ -50,7 +50,8 @@ from neuronsim.machine.model.geometry import access_extent, access_shape, iterat
 from neuronsim.machine.model.optable import ISA_COSTS, OP_TABLE
 from neuronsim.machine.model.presets import MachineSpec
 
-__all__ = ["OpCost", "instruction_cost", "dma_shares", "free_size", "is_strided", "STRIDE_LIMIT_BYTES"]
+__all__ = ["OpCost", "CostMemo", "cost_key", "instruction_cost", "dma_shares", "free_size", "is_strided",
+           "STRIDE_LIMIT_BYTES"]
 
 #: An innermost free-dimension step above this many bytes halves the SBUF access rate
 #: (Trainium / Inferentia2 architecture guide, "128 elements per cycle ... stride <= 16 B").
@@ -290,3 +291,42 @@ def instruction_cost(instr: Instruction, tensors: Mapping[str, Tensor], spec: Ma
     shares = dma_shares(instr, tensors, spec)
     data = max((share[1] for share in shares), default=0.0)
     return OpCost(latency + data, issue, 0.0, moved, 0.0, latency, shares)
+
+
+def cost_key(instr: Instruction, tensors: Mapping[str, Tensor]) -> tuple:
+    """What :func:`instruction_cost` reads of ``instr``: op, engine, attributes and each
+    access's shape with its tensor's layout, never the names, so the thousands of instances
+    of one instruction in a flattened kernel (each ring slot a tensor of its own) share one
+    computation."""
+    sides = []
+    for access, is_write in instr.accesses:
+        t = tensors[access.tensor]
+        sides.append((is_write, t.memory, t.dtype, t.shape, t.partition, t.rotate, access.partitions, access.offset,
+                      access.pattern, access.per_iteration, access.partitions_per_iteration))
+    return instr.engine, instr.op, repr(sorted(instr.attrs.items())), tuple(sides)
+
+
+class CostMemo:
+    """:func:`instruction_cost` memoised by :func:`cost_key`, for one program on one machine
+    (the list scheduler's and the simulation plan's: an unrolled kernel's instances are
+    instructions of their own, alike in all but their names).
+
+    >>> from neuronsim.machine.formats.program_json import load_program
+    >>> from neuronsim.machine.model.presets import resolve_machine
+    >>> prog = load_program("examples/matmul_k_loop.json")
+    >>> costs, insts = CostMemo(prog.tensors, resolve_machine("trn1")), prog.instruction_map()
+    >>> costs(insts["mm0"]) is costs(insts["mm0"]), len(costs.known)
+    (True, 1)
+    """
+
+    __slots__ = ("tensors", "spec", "known")
+
+    def __init__(self, tensors: Mapping[str, Tensor], spec: MachineSpec) -> None:
+        self.tensors, self.spec, self.known = tensors, spec, {}
+
+    def __call__(self, instr: Instruction) -> OpCost:
+        key = cost_key(instr, self.tensors)
+        cost = self.known.get(key)
+        if cost is None:
+            cost = self.known[key] = instruction_cost(instr, self.tensors, self.spec)
+        return cost

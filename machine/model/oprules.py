@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
 from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.ir.program import Instruction, MemoryKind, Tensor
 from neuronsim.machine.model.optable import BN_STATS_FMAX, OpSpec, op_spec
@@ -75,7 +75,7 @@ def bind_operands(spec: OpSpec, attrs: Mapping[str, Any], nreads: int) -> dict[s
 
 
 def _check_operand_reads(inst: Instruction, spec: OpSpec, path: str) -> None:
-    attrs_path = join_path(path, "attrs")
+    attrs_path = LazyPath(path, "attrs")
     owner: dict[int, str] = {}
     for slot in spec.operands:
         index = _named_read(inst.attrs.get(slot))
@@ -143,7 +143,7 @@ def check_op_rules(inst: Instruction, tensors: Mapping[str, Tensor], path: str) 
         return
     if spec.operands:
         _check_operand_reads(inst, spec, path)
-    attrs_path = join_path(path, "attrs")
+    attrs_path = LazyPath(path, "attrs")
     if inst.op == "activation" and ("reduce_op" in inst.attrs) != (len(inst.writes) == 2):
         where = join_path(path, "writes") if len(inst.writes) == 2 else join_path(attrs_path, "reduce_op")
         raise ProgramError(where, "a fused reduction needs both attrs.reduce_op and a second write (the [P, 1] "

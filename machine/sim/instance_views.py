@@ -36,22 +36,30 @@ class InstanceViews:
     """The read and write :class:`AccessView` s of each instance of ``plan`` (equal to
     :meth:`Plan.views`), with the per-instruction part cached."""
 
-    __slots__ = ("plan", "dram", "_static")
+    __slots__ = ("plan", "dram", "_static", "_by_access")
 
     def __init__(self, plan: Plan, dram: DramLayout) -> None:
         self.plan = plan
         self.dram = dram
         self._static: dict[int, tuple[list[_Static], list[_Static]]] = {}
+        # An unrolled kernel's instances are instructions of their own that mostly repeat a
+        # few accesses (ring slots, PSUM banks): each distinct access is placed once.
+        self._by_access: dict[Access, _Static] = {}
 
     def _statics(self, instr) -> tuple[list[_Static], list[_Static]]:
         tensors, spec, dram = self.plan.program.tensors, self.plan.spec, self.dram
         row_of = {MemoryKind.SBUF: dram.sbuf_row, MemoryKind.PSUM: dram.psum_row}
 
+        known = self._by_access
+
         def static(access: Access) -> _Static:
-            tensor = tensors[access.tensor]
-            moves = bool(access.per_iteration or access.partitions_per_iteration or tensor.rotate is not None)
-            return (tensor, access, access_view(tensor, access, {}, spec, dram), row_of.get(tensor.memory, 0),
-                    iteration_shift(tensor, access, {}), moves)
+            found = known.get(access)
+            if found is None:
+                tensor = tensors[access.tensor]
+                moves = bool(access.per_iteration or access.partitions_per_iteration or tensor.rotate is not None)
+                found = known[access] = (tensor, access, access_view(tensor, access, {}, spec, dram),
+                                         row_of.get(tensor.memory, 0), iteration_shift(tensor, access, {}), moves)
+            return found
 
         return [static(a) for a in instr.reads], [static(a) for a in instr.writes]
 

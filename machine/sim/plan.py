@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import repeat
 
-from neuronsim.machine.model.cost import OpCost, dma_shares, instance_shift, instruction_cost, moves_partitions
+from neuronsim.machine.model.cost import CostMemo, OpCost, dma_shares, instance_shift, moves_partitions
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import SEQUENCERS, MemoryKind, Node, Program
@@ -137,6 +137,7 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -
     index = {name: k for k, name in enumerate(components)}
     n = len(unrolled)
     paths = instruction_paths(program)
+    memo = CostMemo(program.tensors, spec)
     costs: dict[str, OpCost] = {}
     moving: dict[str, bool] = {}
     sequencer, queue, is_dma = [0] * n, [-1] * n, [False] * n
@@ -150,7 +151,7 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -
         instr, i = inst.instr, inst.id
         cost = costs.get(instr.name)
         if cost is None:
-            cost = costs[instr.name] = instruction_cost(instr, program.tensors, spec)
+            cost = costs[instr.name] = memo(instr)
             moving[instr.name] = instr.is_dma and moves_partitions(instr, program.tensors)
         seq = index[instr.engine]
         sequencer[i], duration[i], issue[i], nbytes[i] = seq, cost.duration_ns, cost.issue_ns, cost.bytes

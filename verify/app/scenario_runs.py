@@ -170,7 +170,7 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
             where = "the program" if name not in actual else "the reference"
             problems.append(f"{name}: output missing from {where}")
             continue
-        got, want = actual[name].astype(np.float64), expected[name].astype(np.float64)
+        got, want = np.asarray(actual[name]), np.asarray(expected[name])
         if got.shape != want.shape:
             problems.append(f"{name}: simulated shape {got.shape}, reference shape {want.shape}")
             continue
@@ -314,10 +314,13 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
         before_work(program)
     size = estimate_size(program).instances if progress is not None else None
     passes = parse_pipeline(pipeline)
+    ctx = PassContext()
     with stage_or_nothing(progress, "compile", len(passes), unit="pass", size=size) as update:
-        compiled = run_pipeline(program, passes, PassContext(), after_pass=pass_progress(update, passes))
+        compiled = run_pipeline(program, passes, ctx, after_pass=pass_progress(update, passes))
     reduces = any(isinstance(p, DepReduction) for p in passes)
-    final = compiled if reduces else DepReduction().apply(compiled)
+    # Through the pipeline, so that the final program is verified as every pass's result is
+    # (and the simulation need not validate it again).
+    final = compiled if reduces else run_pipeline(compiled, (DepReduction(),), ctx)
     reports = []
     for stage, checked in (("check compiled", compiled), ("check final", final)):
         with stage_or_nothing(progress, stage, size, unit="instance") as update:
@@ -329,15 +332,18 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
         # reference computes values; with races the runs compute them too, as witnesses.
         simulation = simulate(final, seeds=seeds, inputs=values, data_seed=data_seed, compare="all",
                               functional=functional, progress=lambda done, _total: update(done),
+                              validate=not ctx.verify,  # the pipeline verified what it made
                               timed_values=bool(reports[1].races) if timed_values is None else timed_values)
     with stage_or_nothing(progress, "reference", None):  # the user's numpy: said when slow
         reference = _user_call(scenario, "reference", values) if functional else {}
+    with stage_or_nothing(progress, "sync footprint", None):
+        sync = sync_report([("compiled", compiled), ("final", final)], simulate=False)
     return ScenarioRun(
         name=scenario_name(scenario), program=program, compiled=compiled, final=final, pipeline=pipeline,
         final_pipeline=pipeline if reduces else f"{pipeline},{DepReduction.name}",
         compiled_report=reports[0], report=reports[1], simulation=simulation, seeds=seeds,
         inputs=values, outputs=simulation.runs[-1].outputs, reference=reference,
-        sync=sync_report([("compiled", compiled), ("final", final)], simulate=False),
+        sync=sync,
         rtol=getattr(scenario, "rtol", 0.0) if rtol is None else rtol,
         atol=getattr(scenario, "atol", 0.0) if atol is None else atol)
 

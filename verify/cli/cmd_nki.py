@@ -199,8 +199,9 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
         traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
                         rtol=rtol, atol=atol, progress=progress, functional=functional)
-    write_run_outputs(paths, report.run.simulation.runs[0].trace, report.run.sync.to_json(),
-                      write_trace=write_chrome_trace, plot=plot_timeline, plot_path=plot_path)
+    with stage_or_nothing(progress, "files", None):
+        write_run_outputs(paths, report.run.simulation.runs[0].trace, report.run.sync.to_json(),
+                          write_trace=write_chrome_trace, plot=plot_timeline, plot_path=plot_path)
     if report_path:
         from neuronsim.verify.nki.run import write_run_report
 
@@ -209,7 +210,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
         except OSError as err:
             raise UsageFailure(f"cannot write {report_path}: {err.strerror or err}", "--report") from None
         paths["report"] = report_path
-    problems = report.problems()
+    with stage_or_nothing(progress, "compare", None):
+        problems = report.problems()
     if as_json:
         emit_json({**report.to_json(), "files": paths, **(extra_json(report.run) if extra_json else {})})
     else:

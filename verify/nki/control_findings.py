@@ -83,6 +83,10 @@ def psum_findings(program: Program) -> list[NkiFinding]:
     state = {n: np.zeros((placed.tensors[n].shape[0], placed.tensors[n].bytes_per_partition), np.int32)
              for n in psum}
     regions: dict[tuple, int] = {}
+    # The region a tensor's last write filled with its own number: the next matmul onto that
+    # same region finds only it there (an accumulation group's every matmul after its first),
+    # so the block need not be read, nor written again.
+    filled: dict[str, int] = {}
     found: dict[tuple[str, str], NkiFinding] = {}
     for inst, index in _instances(placed.body, {}, psum):
         accumulates = inst.op == "matmul" and (inst.attrs.get("accumulate") or inst.extras.get(ACCUMULATE_KEY))
@@ -91,9 +95,11 @@ def psum_findings(program: Program) -> list[NkiFinding]:
                 continue
             tensor = placed.tensors[access.tensor]
             rows, cols = _cells(tensor, footprint(tensor, access, index))
+            region = regions.setdefault((access.tensor, rows.tobytes(), cols.tobytes()), len(regions) + 1)
+            if inst.op == "matmul" and filled.get(access.tensor) == region:
+                continue
             cells = _block(rows, cols)
             held = state[access.tensor][cells] if rows.size and cols.size else np.zeros(0)
-            region = regions.setdefault((access.tensor, rows.tobytes(), cols.tobytes()), len(regions) + 1)
             if accumulates and inst.attrs.get("accumulate"):
                 label = source_text(inst, index) if SOURCE_KEY in inst.extras else inst.name
                 if (held == _UNWRITTEN).any():
@@ -110,6 +116,9 @@ def psum_findings(program: Program) -> list[NkiFinding]:
                         f"or use separate banks)"))
             if rows.size and cols.size:
                 state[access.tensor][cells] = region if inst.op == "matmul" else _ZEROED
+                filled[access.tensor] = region if inst.op == "matmul" else 0
+            else:
+                filled.pop(access.tensor, None)
     return list(found.values())
 
 
