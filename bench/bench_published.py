@@ -31,7 +31,7 @@ import argparse
 import statistics
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import ml_dtypes
@@ -123,6 +123,8 @@ class Result:
     seconds: float
     top_ops: tuple[tuple[str, int, float], ...]
     """The busiest compute engine's ops: (op, instances, busy ns), busiest first."""
+    active: dict[str, float] = field(default_factory=dict)
+    """Active share per engine (a hardware profile's figure: whole instruction spans)."""
 
     @property
     def ratio(self) -> float:
@@ -144,6 +146,7 @@ def run_case(case: Case, machine: str | dict = "trn1", pipeline: str = f"{TRACED
     summary = summarize(run.trace)
     span = summary.makespan_ns or 1.0
     busy = {c.name: c.busy_ns / span for c in summary.components if c.instances}
+    active = {c.name: (c.active_ns or 0.0) / span for c in summary.components if c.instances}
     dma_bytes = sum(c.bytes for c in summary.components if c.name.startswith("dma"))
     engine = max((e for e in ENGINES[:4] if e in busy), key=busy.__getitem__)
     per_op: dict[str, list[float]] = {}
@@ -154,11 +157,12 @@ def run_case(case: Case, machine: str | dict = "trn1", pipeline: str = f"{TRACED
             entry[1] += rec.end - rec.start
     top = tuple(sorted(((f"{engine}.{op}", int(n), t) for op, (n, t) in per_op.items()), key=lambda x: -x[2]))
     return Result(case, len(run.trace.records), summary.makespan_ns / 1e3, busy, dma_bytes / span,
-                  time.perf_counter() - began, top)
+                  time.perf_counter() - began, top, active)
 
 
 def _busy_text(result: Result) -> str:
-    engines = [f"{e.upper()} {100 * result.busy[e]:.0f}%" for e in ENGINES if e in result.busy]
+    engines = [f"{e.upper()} {100 * result.busy[e]:.0f}% (active {100 * result.active.get(e, 0.0):.0f}%)"
+               for e in ENGINES if e in result.busy]
     queues = [f"{q} {100 * b:.0f}%" for q, b in sorted(result.busy.items()) if q.startswith("dma")]
     return ", ".join(engines + queues) + f"; DMA {result.dma_bytes_per_ns:.0f} B/ns"
 

@@ -109,6 +109,9 @@ class RunTimes:
     end: list[float]
     semaphore_times: tuple[list[float], ...]
     """Per component, the time its semaphore reached 1, 2, ..."""
+    span_end: list[float] | None = None
+    """A compute instance's ``start`` plus its whole duration (its result time less the
+    hand-off latency): :attr:`neuronsim.machine.sim.trace.InstanceRecord.span_end`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,8 +323,10 @@ class TimedRun:
             raise self.failure
         if any(b is not None for b in self.blocked):
             raise self._deadlock()
+        hand_off = plan.spec.result_latency_ns * (np.asarray(self.scale) if self.scale is not None else 1.0)
+        span_end = (np.asarray(self.start) + np.asarray(self.result) - hand_off).tolist()
         return RunTimes(self.ready, self.trigger, self.issued, self.start, self.end,
-                        tuple(s.times for s in self.semaphores))
+                        tuple(s.times for s in self.semaphores), span_end)
 
     def _deadlock(self) -> DeadlockError:
         plan = self.plan

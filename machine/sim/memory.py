@@ -235,8 +235,11 @@ def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Ge
         if supplied.size != count:
             raise ProgramError(f"inputs.{tensor.name}", f"has {supplied.size} elements; tensor {tensor.name!r} "
                                f"has shape {list(tensor.shape)} ({count} elements)")
+        supplied = np.asarray(supplied)
+        if supplied.dtype == dtype:  # bytes as given (the float64 round trip below is exact for them, and slow)
+            return supplied.reshape(-1)
         with np.errstate(all="ignore"):
-            return np.asarray(supplied).reshape(-1).astype(np.float64).astype(dtype)
+            return supplied.reshape(-1).astype(np.float64).astype(dtype)
     kind = dtype.kind
     if kind in "iu":
         low, high = (-8, 8) if kind == "i" else (0, 16)

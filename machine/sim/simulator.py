@@ -74,7 +74,10 @@ class Executor:
         reads, writes = self.views.of(i)
         outs = [memory.view(w) for w in writes]
         instr = plan.unrolled[i].instr
-        take = memory.read if self.copy_reads or len(writes) > 1 else self._live
+        if self.copy_reads or len(writes) > 1:
+            take = memory.read
+        else:  # a transfer moves bytes in any order: a strided source is read in place too
+            take = memory.view if instr.is_dma else self._live
         values = execute(instr.op, instr.attrs, instr.engine, [take(r) for r in reads], outs, memory)
         return outs, values
 
@@ -129,6 +132,7 @@ def make_trace(plan: Plan, times: RunTimes, seed: int | None, sources: Sequence[
     if sources is None:
         sources = instance_sources(plan)
     ready, trigger, issued, start, end = times.ready, times.trigger, times.issued, times.start, times.end
+    span_end = times.span_end or end
     is_dma, queue, nbytes, plan_waits = plan.is_dma, plan.queue, plan.nbytes, plan.waits
     records = []
     append = records.append
@@ -140,7 +144,8 @@ def make_trace(plan: Plan, times: RunTimes, seed: int | None, sources: Sequence[
         dma = is_dma[i]
         append(InstanceRecord(
             i, inst.name, instr.op, instr.engine, comps[queue[i]] if dma else None, dma,
-            ready[i], trigger[i], issued[i], start[i], end[i], waits, nbytes[i], sources[i]))
+            ready[i], trigger[i], issued[i], start[i], end[i], waits, nbytes[i], sources[i],
+            None if dma else span_end[i]))
     return Trace(tuple(records), comps, tuple(tuple(t) for t in sem_times), plan.spec.name, seed)
 
 

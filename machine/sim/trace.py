@@ -62,6 +62,10 @@ class InstanceRecord:
     source: str | None = None
     """The kernel line that made the instance (``x-source``: call at file:line [indices]),
     None for an instruction without one."""
+    span_end: float | None = None
+    """A compute instance: the end of its whole duration, element cost plus the engine's fixed
+    overhead (what a hardware profile draws as the instruction; ``end`` is its occupancy, when
+    the engine takes the next one).  None: ``end``."""
 
     @property
     def component(self) -> str:
@@ -109,6 +113,10 @@ class ComponentFigures:
     wait_ns: float
     """Sequencer: time blocked on semaphores.  Queue: idle time with its next transfer untriggered."""
     bytes: int
+    active_ns: float | None = None
+    """Time with at least one instance in flight, each over its whole duration
+    (:attr:`InstanceRecord.span_end`): a hardware profile's *active time*.  It exceeds
+    ``busy_ns`` where the engine waits on its own results (docs/timing.md, "Busy and active")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +138,8 @@ class TraceSummary:
             "engines": [
                 {"name": c.name, "instances": c.instances, "busy_ns": c.busy_ns,
                  "busy_percent": 100.0 * c.busy_ns / self.makespan_ns if self.makespan_ns else 0.0,
+                 "active_ns": c.active_ns,
+                 "active_percent": 100.0 * (c.active_ns or 0.0) / self.makespan_ns if self.makespan_ns else 0.0,
                  "wait_ns": c.wait_ns, "bytes": c.bytes}
                 for c in self.components
             ],
@@ -137,26 +147,41 @@ class TraceSummary:
 
 
 def summarize(trace: Trace) -> TraceSummary:
-    """Busy time, wait time and bytes per component, and the makespan."""
+    """Busy time, active time, wait time and bytes per component, and the makespan.
+
+    Active time is the union of the instances' whole spans; a component starts its instances
+    in program order, so one running end per component measures it."""
     busy = dict.fromkeys(trace.components, 0.0)
+    active = dict.fromkeys(trace.components, 0.0)
+    covered = dict.fromkeys(trace.components, 0.0)
     wait = dict.fromkeys(trace.components, 0.0)
     count = dict.fromkeys(trace.components, 0)
     moved = dict.fromkeys(trace.components, 0)
     queue_free: dict[str, float] = {}
+
+    def span(component: str, low: float, high: float) -> None:
+        reached = covered[component]
+        if high > reached:
+            active[component] += high - max(low, reached)
+            covered[component] = high
+
     for r in trace.records:
         count[r.engine] += 1
         wait[r.engine] += r.trigger - r.ready
         if not r.is_dma:
             busy[r.engine] += r.end - r.start
+            span(r.engine, r.start, r.end if r.span_end is None else max(r.end, r.span_end))
             continue
         busy[r.engine] += r.issued - r.trigger
+        span(r.engine, r.trigger, r.issued)
         q = r.queue
         count[q] += 1
         busy[q] += r.end - r.start
+        span(q, r.start, r.end)
         moved[q] += r.bytes
         wait[q] += max(0.0, r.issued - queue_free.get(q, 0.0))
         queue_free[q] = r.end
-    rows = tuple(ComponentFigures(c, count[c], busy[c], wait[c], moved[c]) for c in trace.components)
+    rows = tuple(ComponentFigures(c, count[c], busy[c], wait[c], moved[c], active[c]) for c in trace.components)
     return TraceSummary(trace.makespan, rows, sum(moved.values()))
 
 
@@ -168,7 +193,7 @@ def summary_table(summary: TraceSummary, title: str | None = None) -> Table:
     if title is None:
         title = f"makespan {summary.makespan_ns:,.1f} ns"
     table = Table(title=title or None, title_justify="left")
-    for header in ("engine", "instances", "busy ns", "busy %", "wait ns", "DMA bytes", "GB/s"):
+    for header in ("engine", "instances", "busy ns", "busy %", "active %", "wait ns", "DMA bytes", "GB/s"):
         # fold, never cut: a narrow terminal wraps a long figure rather than showing 12,917,5…
         table.add_column(header, justify="left" if header == "engine" else "right", overflow="fold")
     span = summary.makespan_ns or 1.0
@@ -177,6 +202,7 @@ def summary_table(summary: TraceSummary, title: str | None = None) -> Table:
             continue
         rate = f"{c.bytes / c.busy_ns:,.1f}" if c.bytes and c.busy_ns else ""
         table.add_row(c.name, str(c.instances), f"{c.busy_ns:,.1f}", f"{100 * c.busy_ns / span:.1f}",
-                      f"{c.wait_ns:,.1f}", f"{c.bytes:,}" if c.bytes else "", rate)
+                      f"{100 * (c.active_ns or 0.0) / span:.1f}", f"{c.wait_ns:,.1f}",
+                      f"{c.bytes:,}" if c.bytes else "", rate)
     table.caption = f"DMA: {summary.dma_bytes:,} bytes, {summary.dma_throughput:,.1f} GB/s over the makespan"
     return table

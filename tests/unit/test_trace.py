@@ -111,6 +111,37 @@ def test_chrome_trace_structure(tmp_path):
 
 
 # -- summary and plot ------------------------------------------------------------------------------
+def _act_chain(count: int, dependent: bool):
+    from neuronsim.machine.formats.program_json import parse_program
+
+    tensors = {f"t{k}": {"memory": "sbuf", "dtype": "bfloat16", "shape": [128, 1], "partition": 0, "offset": 64 * k}
+               for k in range(count + 1)}
+    body = [{"name": f"a{k}", "engine": "act", "op": "activation", "attrs": {"func": "exp"},
+             "reads": [{"tensor": f"t{k if dependent else 0}"}], "writes": [{"tensor": f"t{k + 1}"}]}
+            for k in range(count)]
+    return parse_program({"format": "neuronsim.program/1", "machine": "trn1", "tensors": tensors, "body": body})
+
+
+def test_active_time_is_the_union_of_whole_instruction_spans():
+    """A dependent chain shows each instruction's whole duration (element cost plus ACT's fixed
+    overhead: (1 + 220) / 1.4 ns) and the gaps between them; independent instructions pipeline,
+    so their spans overlap and count once (docs/timing.md, "Busy and active")."""
+    full = (1 + 220) / 1.4
+    chain = simulate(_act_chain(8, dependent=True), functional=False).trace
+    act = next(c for c in summarize(chain).components if c.name == "act")
+    assert all(r.span_end - r.start == pytest.approx(full) for r in chain)
+    assert act.active_ns == pytest.approx(8 * full)  # a new start only after the result: no overlap
+    assert act.busy_ns == pytest.approx(8 * 64 / 1.4) and act.active_ns > 3 * act.busy_ns
+    flat = simulate(_act_chain(8, dependent=False), functional=False).trace
+    act = next(c for c in summarize(flat).components if c.name == "act")
+    starts = [r.start for r in flat]
+    assert act.active_ns == pytest.approx(starts[-1] - starts[0] + full)  # overlapping spans, counted once
+    assert act.active_ns < 8 * full
+    doc = summarize(flat).to_json()["engines"]
+    row = next(e for e in doc if e["name"] == "act")
+    assert row["active_percent"] == pytest.approx(100 * act.active_ns / summarize(flat).makespan_ns)
+
+
 def test_summary_figures_add_up():
     trace = simulate(load_program(f"{EXAMPLES}/matmul_k_loop.json")).trace
     summary = summarize(trace)

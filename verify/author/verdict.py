@@ -78,6 +78,7 @@ def verdict_fields(run: ScenarioRun, findings: Sequence[NkiFinding] = (), *, use
         "interleavings": len(traces),
         "accuracy": ACCURACY,
         "engines": [{"name": c.name, "instances": c.instances, "busy_ns": c.busy_ns, "busy_share": c.busy_ns / span,
+                     "active_ns": c.active_ns, "active_share": (c.active_ns or 0.0) / span,
                      "wait_ns": c.wait_ns, "dma_bytes": c.bytes} for c in nominal.components if c.instances],
         "dma_bytes": nominal.dma_bytes,
         "waits": {"before": summary["waits"]["before"], "after": summary["waits"]["after"]},
