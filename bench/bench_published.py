@@ -45,7 +45,7 @@ from neuronsim.machine.nki import load_kernel, trace  # noqa: E402
 from neuronsim.machine.sim.simulator import simulate  # noqa: E402
 from neuronsim.machine.sim.trace import summarize  # noqa: E402
 from neuronsim.machine.sim.accuracy import ACCURACY_FILE, Accuracy  # noqa: E402
-from neuronsim.passes import DEFAULT_PIPELINE, TRACED_PIPELINE, compile_program  # noqa: E402
+from neuronsim.passes import DEFAULT_PIPELINE, TRACED_PIPELINE, compile_program, parse_pipeline  # noqa: E402
 
 #: The acceptance bound of issue 21: |simulated / published - 1| <= TOLERANCE.
 TOLERANCE = 0.15
@@ -175,13 +175,21 @@ def main(argv: list[str] | None = None) -> int:
                              "repeatable")
     parser.add_argument("--as-traced", action="store_true",
                         help="compile with the default pipeline (no scheduling: the program in source order)")
+    parser.add_argument("--pipeline", default=None, metavar="SPEC",
+                        help="compile with this pass pipeline instead (a sensitivity run: which pass moves a figure)")
     parser.add_argument("--write-accuracy", action="store_true",
                         help=f"store the verdict in {ACCURACY_FILE.name} (needs every case, no --set)")
     args = parser.parse_args(argv)
-    if args.write_accuracy and (args.only or args.set):
-        print("--write-accuracy: needs every case on the unmodified machine (no --only, no --set)", file=sys.stderr)
+    if args.write_accuracy and (args.only or args.set or args.pipeline or args.as_traced):
+        print("--write-accuracy: needs every case on the unmodified machine and pipeline (no --only, --set, "
+              "--pipeline, --as-traced)", file=sys.stderr)
         return 2
-    pipeline = DEFAULT_PIPELINE if args.as_traced else f"{TRACED_PIPELINE},dep-reduction"
+    pipeline = args.pipeline or (DEFAULT_PIPELINE if args.as_traced else f"{TRACED_PIPELINE},dep-reduction")
+    try:
+        parse_pipeline(pipeline)
+    except ProgramError as err:
+        print(f"--pipeline: {err.message}", file=sys.stderr)
+        return 2
     print(f"pipeline: {pipeline}")
     machine: str | dict = "trn1"
     if args.set:
