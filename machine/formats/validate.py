@@ -258,33 +258,34 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
         raise ProgramError(join_path(join_path(path, "attrs"), "cycles"), "expected a non-negative integer")
     psum_writes = set()
     psum_reads = 0
+    is_dma = inst.is_dma
+    engine = inst.engine
+    bound = not is_dma and keeps_partition_start(inst.op)
     for key, group in (("reads", inst.reads), ("writes", inst.writes)):
         for i, access in enumerate(group):
-            apath = LazyPath(path, key, i)
             tensor = tensors[access.tensor]
             mem = tensor.memory
-            if inst.is_dma:
+            if is_dma:
                 if mem == MemoryKind.PSUM:
-                    raise ProgramError(join_path(apath, "tensor"), "DMA ops never touch PSUM")
+                    raise ProgramError(LazyPath(path, key, i, "tensor"), "DMA ops never touch PSUM")
                 continue
             if mem == MemoryKind.DRAM:
-                raise ProgramError(join_path(apath, "tensor"),
-                                   f"only DMA ops touch DRAM; {inst.op!r} on {inst.engine!r} is a compute op")
-            if inst.engine == "pool" and mem == MemoryKind.PSUM:
-                raise ProgramError(join_path(apath, "tensor"), "POOL never touches PSUM")
-            if inst.engine == "pe":
-                if key == "writes" and mem != MemoryKind.PSUM:
-                    raise ProgramError(join_path(apath, "tensor"), "PE writes only PSUM")
-                if key == "writes":
-                    psum_writes.add(access.tensor)
+                raise ProgramError(LazyPath(path, key, i, "tensor"),
+                                   f"only DMA ops touch DRAM; {inst.op!r} on {engine!r} is a compute op")
+            if engine == "pool" and mem == MemoryKind.PSUM:
+                raise ProgramError(LazyPath(path, key, i, "tensor"), "POOL never touches PSUM")
+            if engine == "pe" and key == "writes":
+                if mem != MemoryKind.PSUM:
+                    raise ProgramError(LazyPath(path, key, i, "tensor"), "PE writes only PSUM")
+                psum_writes.add(access.tensor)
             if key == "reads" and mem == MemoryKind.PSUM:
                 psum_reads += 1
-            if tensor.partition is not None and keeps_partition_start(inst.op):
+            if bound and tensor.partition is not None:
                 start, count, step = access.partitions or (0, tensor.shape[0], 1)
                 first = tensor.partition + start
                 span = (count - 1) * step + 1
                 if not _partition_start_ok(first, span):
-                    raise ProgramError(join_path(apath, "partitions"),
+                    raise ProgramError(LazyPath(path, key, i, "partitions"),
                                        f"an access spanning {span} partitions cannot start at partition {first} (over "
                                        "64: start 0; 33-64: 0 or 64; up to 32: a multiple of 32)")
     if inst.engine == "pe":
@@ -298,7 +299,7 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
     check_op_rules(inst, tensors, path)
     if inst.op == "dma_copy":
         _check_copy_counts(inst, tensors, path)
-    if inst.is_dma:
+    if is_dma:
         dge = inst.attrs.get("dge", "none")
         if dge == "swdge" and inst.engine != "pool":
             raise ProgramError(join_path(path, "engine"),
@@ -354,36 +355,48 @@ def validate_program(program: Program, spec: MachineSpec | None = None) -> None:
     tensors = dict(program.tensors)
     for name, tensor in tensors.items():
         check_placement(tensor, spec, join_path("tensors", name))
-    # Pass 1: names, with each node's path and its position path (child indices).
-    where: dict[str, tuple[str, tuple[int, ...], tuple[Loop, ...], bool]] = {}
+    # Pass 1: names, with each node's path and its position path (child indices), and the
+    # instructions in program order.  Paths are spelt out only for an error (LazyPath).
+    where: dict[str, tuple[LazyPath, tuple[int, ...], tuple[Loop, ...], bool]] = {}
+    order: list[tuple[Instruction, tuple[Loop, ...], LazyPath]] = []
 
-    def collect(nodes: tuple[Node, ...], path: str, pos: tuple[int, ...], loops: tuple[Loop, ...]) -> None:
+    def collect(nodes: tuple[Node, ...], path: str | LazyPath, pos: tuple[int, ...], loops: tuple[Loop, ...]) -> None:
         for i, node in enumerate(nodes):
-            npath = join_path(path, i)
+            npath = LazyPath(path, i)
             if node.name in where:
                 key = "loop" if isinstance(node, Loop) else "name"
                 raise ProgramError(join_path(npath, key),
                                    f"duplicate name {node.name!r} (first at {where[node.name][0]})")
             where[node.name] = (npath, (*pos, i), loops, isinstance(node, Loop))
             if isinstance(node, Loop):
-                collect(node.body, join_path(npath, "body"), (*pos, i), (*loops, node))
+                collect(node.body, LazyPath(npath, "body"), (*pos, i), (*loops, node))
+            else:
+                order.append((node, loops, npath))
 
     collect(program.body, "body", (), ())
-    # Pass 2: instructions.
-    for inst, loops in program.instructions():
-        path = where[inst.name][0]
-        enclosing = {loop.name: loop for loop in loops}
+    # Pass 2: instructions.  An access's bounds depend on the access, its tensor and the loops
+    # around it alone, so each distinct one is checked once (a flattened kernel repeats its
+    # ring slots' accesses thousands of times; the order of errors is unchanged: the first
+    # failing one is its first occurrence).  ``order`` keeps each loop tuple alive, so its id
+    # names it for the walk.
+    enclosing_of: dict[int, dict[str, Loop]] = {}
+    checked: set[tuple[Access, int]] = set()
+    for inst, loops, path in order:
+        enclosing = enclosing_of.get(id(loops))
+        if enclosing is None:
+            enclosing = enclosing_of[id(loops)] = {loop.name: loop for loop in loops}
         for key, group in (("reads", inst.reads), ("writes", inst.writes)):
             for i, access in enumerate(group):
-                apath = LazyPath(path, key, i)
                 tensor = tensors.get(access.tensor)
                 if tensor is None:
-                    raise ProgramError(join_path(apath, "tensor"), f"unknown tensor {access.tensor!r}")
-                _check_access(access, tensor, enclosing, apath)
+                    raise ProgramError(join_path(LazyPath(path, key, i), "tensor"), f"unknown tensor {access.tensor!r}")
+                seen = (access, id(loops))
+                if seen not in checked:
+                    _check_access(access, tensor, enclosing, LazyPath(path, key, i))
+                    checked.add(seen)
         check_instruction(inst, tensors, spec, path)
         for i, dep in enumerate(inst.deps):
-            dpath = join_path(join_path(path, "deps"), i)
-            _check_dep(inst.name, dep, where, dpath)
+            _check_dep(inst.name, dep, where, LazyPath(path, "deps", i))
 
 
 def _check_dep(name: str, dep, where, path: str) -> None:
