@@ -15,7 +15,8 @@ The ratio compares nominal runs (first-come first-served ties, as the heapq loop
 seeded simpy run (jittered durations, random tie-break priorities) is shown for information.
 A second ratio is what ``simulate --timing-only`` does end to end (``simulate(program,
 functional=False)``: validation, the plan, the simpy run, the trace records) against the
-plan and the heapq loop alone (issue 31: within 2x at 1e6 instructions).
+plan and the heapq loop alone (issue 31: within 2x at 1e6 instructions); a third, the same
+without validation, is what the command does with a program ``load_program`` has validated.
 
 ``--memory`` runs ``simulate(program, functional=False)`` at 2.5e5, 5e5 and 1e6 instructions
 (or the sizes given), each in a fresh process, and prints the peak resident memory (the
@@ -117,13 +118,16 @@ def main(n: int = 100_000, repeats: int = 3) -> None:
         med = statistics.median(runs)
         print(f"{name:<15} {med:>9.3f} {min(runs):>7.3f} {1e6 * med / n:>9.2f} {n / med:>10,.0f}")
     print(f"identical times: yes; simpy / heapq = {s / h:.2f}x (goal <= 2x); makespan {max(end):,.1f} ns")
-    whole, twin = [], []
+    whole, loaded, twin = [], [], []
     for _ in range(repeats):
         whole.append(_timed(lambda: simulate(program, functional=False))[0])
+        loaded.append(_timed(lambda: simulate(program, functional=False, validate=False))[0])
         twin.append(_timed(lambda: _plan_and_heap(program))[0])
-    w, t = statistics.median(whole), statistics.median(twin)
+    w, v, t = statistics.median(whole), statistics.median(loaded), statistics.median(twin)
     print(f"simulate(functional=False) {w:.3f} s ({1e6 * w / n:.2f} us/instr) / plan + heapq {t:.3f} s = "
           f"{w / t:.2f}x (goal <= 2x)")
+    # what `neuronsim simulate --timing-only PROGRAM` does after load_program has validated it
+    print(f"the same without validating (a loaded program) {v:.3f} s / plan + heapq = {v / t:.2f}x (goal <= 2x)")
 
 
 def _plan_and_heap(program: Program):
