@@ -135,13 +135,19 @@ class Result:
         return abs(self.ratio - 1.0) <= TOLERANCE
 
 
-def run_case(case: Case, machine: str | dict = "trn1", pipeline: str = f"{TRACED_PIPELINE},dep-reduction") -> Result:
-    """Trace, compile (``pipeline``) and simulate ``case`` once, nominal, timing only."""
-    began = time.perf_counter()
+def compiled_case(case: Case, machine: str | dict = "trn1", pipeline: str = f"{TRACED_PIPELINE},dep-reduction"):
+    """``case``'s kernel traced at its published shape and compiled with ``pipeline`` (by default
+    scheduled, as a traced kernel is)."""
     arrays = [np.zeros(shape, dtype=ml_dtypes.bfloat16 if dtype == "bfloat16" else dtype)
               for shape, dtype in case.arrays]
     traced = trace(load_kernel(f"{KERNELS / case.kernel}"), *arrays, machine=machine)
-    compiled, _ = compile_program(traced.program, pipeline)
+    return compile_program(traced.program, pipeline)[0]
+
+
+def run_case(case: Case, machine: str | dict = "trn1", pipeline: str = f"{TRACED_PIPELINE},dep-reduction") -> Result:
+    """Trace, compile (``pipeline``) and simulate ``case`` once, nominal, timing only."""
+    began = time.perf_counter()
+    compiled = compiled_case(case, machine, pipeline)
     run = simulate(compiled, functional=False).runs[0]
     summary = summarize(run.trace)
     span = summary.makespan_ns or 1.0

@@ -22,8 +22,13 @@ without validation, is what the command does with a program ``load_program`` has
 (or the sizes given), each in a fresh process, and prints the peak resident memory (the
 program alone, then the peak of the whole): linear means the bytes per instruction stay put.
 
+``--scheduled [TEXT [REPEATS]]`` runs the same comparison on the scheduled programs of
+``bench_published.py``'s kernels (those whose label holds TEXT): what the simulator meets once
+the compiler model has list-scheduled a traced kernel.
+
 Usage: ``.venv/bin/python bench/bench_simulator.py [N] [REPEATS]`` (defaults 100000, 3);
-``.venv/bin/python bench/bench_simulator.py --memory [N ...]``.
+``.venv/bin/python bench/bench_simulator.py --memory [N ...]``;
+``.venv/bin/python bench/bench_simulator.py --scheduled ["mamba v3"] [REPEATS]``.
 """
 
 from __future__ import annotations
@@ -95,10 +100,31 @@ def _timed(fn):
 def main(n: int = 100_000, repeats: int = 3) -> None:
     t0 = time.perf_counter()
     program = synthetic_program(n)
+    compare_loops(program, repeats, f"{n:,} instructions", time.perf_counter() - t0)
+
+
+def scheduled(text: str = "", repeats: int = 3) -> None:
+    """The two loops on the published kernels' scheduled programs (bench_published's cases whose
+    label holds ``text``): issue 30's "simpy within 2x of the heapq twin on the same scheduled
+    program"."""
+    from bench_published import CASES, compiled_case
+
+    for case in CASES:
+        if text in case.label and not case.diagnostic:
+            t0 = time.perf_counter()
+            program = compiled_case(case)
+            print(f"\n{case.label} ({case.shape}), scheduled:")
+            compare_loops(program, repeats, case.label, time.perf_counter() - t0)
+
+
+def compare_loops(program: Program, repeats: int, what: str, built_s: float) -> None:
+    """simpy against the heapq twin on ``program``, then ``simulate`` end to end against them."""
+    t0 = time.perf_counter()
     plan = build_plan(program)
-    setup = time.perf_counter() - t0
+    setup = built_s + time.perf_counter() - t0
+    n = len(plan)
     nwaits = sum(len(w) for w in plan.waits)
-    print(f"workload: {n:,} instructions, {nwaits:,} cross-engine waits, "
+    print(f"workload: {what}: {n:,} instances, {nwaits:,} cross-engine waits, "
           f"{sum(plan.is_dma):,} DMAs on {plan.spec.dma_queues} queues; program + plan built in {setup:.2f} s")
     simpy_times, heap_times = [], []
     for _ in range(repeats):
@@ -163,5 +189,7 @@ if __name__ == "__main__":
         memory_child(int(sys.argv[2]))
     elif sys.argv[1:2] == ["--memory"]:
         memory_sweep([int(float(a)) for a in sys.argv[2:]] or list(MEMORY_SIZES))
+    elif sys.argv[1:2] == ["--scheduled"]:
+        scheduled(*sys.argv[2:3], *[int(a) for a in sys.argv[3:4]])
     else:
         main(*[int(float(a)) for a in sys.argv[1:]])
