@@ -315,12 +315,12 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     size = estimate_size(program).instances if progress is not None else None
     passes = parse_pipeline(pipeline)
     ctx = PassContext()
+    reduces = any(isinstance(p, DepReduction) for p in passes)
     with stage_or_nothing(progress, "compile", len(passes), unit="pass", size=size) as update:
         compiled = run_pipeline(program, passes, ctx, after_pass=pass_progress(update, passes))
-    reduces = any(isinstance(p, DepReduction) for p in passes)
-    # Through the pipeline, so that the final program is verified as every pass's result is
-    # (and the simulation need not validate it again).
-    final = compiled if reduces else run_pipeline(compiled, (DepReduction(),), ctx)
+        # Through the pipeline, so that the final program is verified as every pass's result
+        # is (and the simulation need not validate it again).
+        final = compiled if reduces else run_pipeline(compiled, (DepReduction(),), ctx)
     reports = []
     for stage, checked in (("check compiled", compiled), ("check final", final)):
         with stage_or_nothing(progress, stage, size, unit="instance") as update:
