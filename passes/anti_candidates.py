@@ -124,11 +124,12 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
         if extra is not None:
             return _csr(extra[1], extra[0], extra[2], len(stream))
         return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    inst = ev.inst.astype(np.int64)
-    tensor = np.fromiter((ca.tensor for ca in temps), np.int64, len(temps))[ev.template]
+    # per-event columns in int32 (event and instance ids below 2**31), widened where keys combine
+    inst = ev.inst
+    tensor = np.fromiter((ca.tensor for ca in temps), np.int32, len(temps))[ev.template]
     alias = np.fromiter((isinstance(key, tuple) and key[0] == "alias" for key, _ in ev.groups), bool, len(ev.groups))
-    source = np.where(alias[ev.seg_group[ev.seg]], ALIAS, EXACT)
-    idx = np.arange(n)
+    source = np.where(alias[ev.seg_group[ev.seg]], np.int32(ALIAS), np.int32(EXACT))
+    idx = np.arange(n, dtype=np.int32)
     starts = np.ones(n, bool)
     starts[1:] = ev.seg[1:] != ev.seg[:-1]
     seg_first = np.maximum.accumulate(np.where(starts, idx, 0))
@@ -152,7 +153,7 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
         next_w = np.minimum.accumulate(np.where(ev.write, idx, n)[::-1])[::-1]
         r = np.flatnonzero(~ev.write & (next_w < seg_end))
         # the latest read of each component before the write (rules 1 and 3 order the others)
-        key = next_w[r] * stream.width + stream.comp[inst[r]]
+        key = next_w[r].astype(np.int64) * stream.width + stream.comp[inst[r]]
         order = np.lexsort((r, key))
         key, r = key[order], r[order]
         r = r[np.append(key[1:] != key[:-1], True)] if len(r) else r  # the last read of each (write, component)

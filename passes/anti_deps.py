@@ -106,6 +106,7 @@ EARLY_STOPS = ("component", "pe-order", "matmul")
 RULES = {FLOW_REUSE: "anti:raw-reuse", FLOW_SAME: "anti:raw", ANTI: "anti:war", OUTPUT: "anti:waw",
          BIN: "anti:dram-bin", ALIAS: "anti:alias"}
 _FORGET_EVERY = 4096
+_CHUNK = 1 << 16  # instances walked per chunk of candidate and wait lists
 
 #: Each option's values: a set option takes a subset, the others one value.
 SET_OPTIONS = {"memories": ("sbuf", "psum", "dram"), "roles": ("input", "output", "internal"),
@@ -164,28 +165,53 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     else:
         # the seed's modes batch alias groups, as the seed
         c_ptr, c_former, c_bits = walk_candidates(stream, early_stop=early_stop, dram=dram, alias="batch", **filters)
-    c_ptr, c_former, c_bits = c_ptr.tolist(), c_former.tolist(), c_bits.tolist()
     given = stream.resolve(table)
-    g_ptr, g_target = given.ptr.tolist(), given.target.tolist()
-    instr, seq, comp, pos = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
     has_loops = stream.has_loops
+    # Python lists only where the walk reaches back (an earlier instance's component and
+    # position); candidates and waits go to lists a chunk of instances at a time: lists of
+    # every row would hold ~40 B per int (section 2.9 of the performance notes).
+    instr = stream.instr.tolist() if has_loops else range(len(stream))  # flat: instance = instruction
+    seq, comp, pos = stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
     hb = HappensBefore(stream.spec.dma_queues)
-    trigger_of, complete, start_of, after = hb.trigger, hb.complete, hb.start_of, hb.after
     added: AntiEdges = {}
     nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
-    extra: list[list[tuple[int, int]]] = [[] for _ in range(stream.m)]  # deps added so far, per waiter
+    # deps added so far, per waiter that has some (a dict: a list per instruction costs 64 B each)
+    extra: dict[int, list[tuple[int, int]]] = {}
     skipped = 0
-    for b in range(len(stream)):
+    n = len(stream)
+    for b0 in range(0, n, _CHUNK):
+        b1 = min(n, b0 + _CHUNK)
+        cp, gp = c_ptr[b0:b1 + 1].tolist(), given.ptr[b0:b1 + 1].tolist()
+        c_base, g_base = cp[0], gp[0]
+        c_former_, c_bits_ = c_former[c_base:cp[-1]].tolist(), c_bits[c_base:cp[-1]].tolist()
+        g_target = given.target[g_base:gp[-1]].tolist()
+        skipped = _walk_chunk(stream, b0, b1, cp, c_former_, c_bits_, gp, g_target, instr, seq, comp, pos, hb,
+                              added, nearest, extra, where, skip_ordered, skipped)
+    stats["candidates"] = stats.get("candidates", 0) + len(c_former)
+    stats["skipped_ordered"] = stats.get("skipped_ordered", 0) + skipped
+    return added
+
+
+def _walk_chunk(stream, b0, b1, cp, c_former, c_bits, gp, g_target, instr, seq, comp, pos, hb, added, nearest, extra,
+                where, skip_ordered, skipped) -> int:
+    """The walk of :func:`anti_dependency_edges` over instances ``b0 .. b1 - 1``: ``cp`` / ``gp``
+    their candidate and wait pointers, ``c_former`` / ``c_bits`` / ``g_target`` the rows between
+    (indices relative to the chunk's first).  Returns ``skipped`` plus the pairs it skipped."""
+    has_loops = stream.has_loops
+    trigger_of, complete, start_of, after = hb.trigger, hb.complete, hb.start_of, hb.after
+    c_base, g_base = cp[0], gp[0]
+    for b in range(b0, b1):
         y = instr[b]
         s = seq[b]
-        trigger = trigger_of(s, g_target[g_ptr[b]:g_ptr[b + 1]])
-        if extra[y] and where is None:
+        j = b - b0
+        trigger = trigger_of(s, g_target[gp[j] - g_base:gp[j + 1] - g_base])
+        if y in extra and where is None:
             for x, d in extra[y]:
                 t = stream.target_of(b, x, d) if has_loops else x
                 if t >= 0:
                     trigger = after(trigger, t)
         cb = comp[b]
-        lo, hi = c_ptr[b], c_ptr[b + 1]
+        lo, hi = cp[j] - c_base, cp[j + 1] - c_base
         if lo < hi:
             start = start_of(cb, trigger)
             for k in range(lo, hi):
@@ -212,7 +238,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
                         kind, bits = max(kind, kind0), bits | bits0
                         extra[y].remove((x, old_d))
                     nearest[slot] = d
-                    extra[y].append((x, d))
+                    extra.setdefault(y, []).append((x, d))
                 old = added.get((x, y, d))
                 added[(x, y, d)] = (kind, bits) if old is None else (max(old[0], kind), old[1] | bits)
                 target = stream.target_of(b, x, d) if has_loops else x
@@ -220,9 +246,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
         complete(b, s, cb, trigger)
         if not b % _FORGET_EVERY:
             hb.forget(hb.horizon(), comp, pos)
-    stats["candidates"] = stats.get("candidates", 0) + len(c_former)
-    stats["skipped_ordered"] = stats.get("skipped_ordered", 0) + skipped
-    return added
+    return skipped
 
 
 def dep_label(stream: InstanceStream, x: int, y: int, distance: int, floor: int = 0, iterations: tuple = ()) -> int:

@@ -39,7 +39,7 @@ def neighbour_pairs(seg: np.ndarray, inst: np.ndarray, write: np.ndarray) -> tup
     n = len(seg)
     if not n:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    idx = np.arange(n)
+    idx = np.arange(n, dtype=np.int32)  # event positions below 2**31: half the bytes of each column below
     start = np.ones(n, bool)
     start[1:] = seg[1:] != seg[:-1]
     seg_first = np.maximum.accumulate(np.where(start, idx, 0))
@@ -48,21 +48,21 @@ def neighbour_pairs(seg: np.ndarray, inst: np.ndarray, write: np.ndarray) -> tup
     seg_last = np.minimum.accumulate(np.where(end, idx, n)[::-1])[::-1]
     # the last write strictly before each event, inside its segment
     last_w = np.maximum.accumulate(np.where(write, idx, -1))
-    prev_w = np.empty(n, np.int64)
+    prev_w = np.empty(n, np.int32)
     prev_w[0] = -1
     prev_w[1:] = last_w[:-1]
     has_prev = prev_w >= seg_first
     # the first write strictly after each read, inside its segment
     next_w_incl = np.minimum.accumulate(np.where(write, idx, n)[::-1])[::-1]
-    next_w = np.full(n, n)
+    next_w = np.full(n, n, np.int32)
     next_w[:-1] = next_w_incl[1:]
     read = ~write
     has_next = read & (next_w <= seg_last)
     nxt = np.where(has_next, next_w, 0)
     has_next &= inst[nxt] != inst  # a read-modify-write's own write: the next write checks it
-    earlier = np.concatenate([inst[prev_w[has_prev]], inst[has_next]])
-    later = np.concatenate([inst[has_prev], inst[nxt[has_next]]])
-    return earlier, later
+    earlier = np.concatenate([inst[prev_w[has_prev]], inst[has_next]]).astype(np.int64, copy=False)
+    later = np.concatenate([inst[has_prev], inst[nxt[has_next]]]).astype(np.int64, copy=False)
+    return earlier, later  # int64 whatever ``inst`` holds: callers combine them into keys
 
 
 def race_free(stream: InstanceStream, waits: Waits) -> bool:

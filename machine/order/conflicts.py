@@ -86,11 +86,12 @@ def pair_kinds(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarr
     ev = access_events(stream, "space")
     n = len(stream)
     key = ev.seg.astype(np.int64) * n + ev.inst  # sorted: events are by segment, then instance
-    flag = np.where(ev.write, 2, 1)
+    flag = np.where(ev.write, np.int8(2), np.int8(1))
     first = np.ones(len(key), bool)
     first[1:] = key[1:] != key[:-1]
     starts = np.flatnonzero(first)
     keys, flags = key[starts], np.bitwise_or.reduceat(flag, starts)
+    del key, flag, first, starts  # per event: freed before the per-pair columns below
     # the segments of each b: its events, grouped by instance
     inst = keys % n
     if n * len(keys) < 2 ** 62:  # a stable argsort as one sort of (instance, position): SIMD, 4x faster
@@ -98,13 +99,18 @@ def pair_kinds(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarr
     else:
         by_inst = np.argsort(inst, kind="stable")
     inst_sorted = inst[by_inst]
+    del inst
     lo, hi = np.searchsorted(inst_sorted, b), np.searchsorted(inst_sorted, b, side="right")
+    del inst_sorted
     count = hi - lo
     pair = np.repeat(np.arange(len(a)), count)
     row = by_inst[np.repeat(lo, count) + (np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count))]
+    del by_inst, lo, hi, count
     seg = keys[row] // n
     b_flag = flags[row]
+    del row
     wanted = seg * n + a[pair]
+    del seg
     # Looked up in sorted order: each search starts where the last one ended and walks memory
     # forwards (random needles cost a cache miss a step: 4x the time at 1e6).
     order = np.argsort(wanted)

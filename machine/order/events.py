@@ -91,7 +91,7 @@ def _key_of(ca, by: str):
 
 
 def access_events(stream: InstanceStream, by: str = "space", *, templates: np.ndarray | None = None,
-                  per_tensor: bool = False) -> Events:
+                  per_tensor: bool = False, keep: bool = True) -> Events:
     """The events of ``stream``'s accesses, grouped by memory space (``by="space"``: physical
     conflicts) or by tensor (``by="tensor"``: the logical chains of ``build-fdeps``).
 
@@ -99,11 +99,13 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
     :attr:`~neuronsim.machine.order.stream.InstanceStream.templates`).  ``per_tensor`` keeps one event per
     (segment, instance, direction, tensor) instead, ties in the order of the instruction's
     accesses (the last write event of an instance is its last write access there).
+    ``keep=False`` neither reads nor fills the stream's cache (events asked for once: by tensor,
+    ``build-fdeps``; a cached set holds ~13 B per event for the stream's lifetime).
     """
     temps = stream.templates
     if templates is not None and np.all(templates):
         templates = None
-    if templates is None:  # every access: cached with the compiled accesses (a check after the passes reuses them)
+    if templates is None and keep:  # every access: cached with the compiled accesses (a later check reuses them)
         cache = getattr(stream, "_event_cache", None)
         if cache is None or cache[0] is not temps:
             cache = stream._event_cache = (temps, {})
@@ -175,27 +177,55 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         bounds = np.unique(np.concatenate([lo_key, hi_key]))
         s_lo = np.searchsorted(bounds, lo_key)
         span = np.searchsorted(bounds, hi_key) - s_lo
-    rep = np.repeat(np.arange(len(s_lo)), span)
-    seg = s_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(span) - span, span))
-    ev_inst, ev_tmpl, ev_slot = ev_inst[rep], ev_tmpl[rep], ev_slot[rep]
+        del g, lo, hi
+    del row, r, inst, tmpl, slot, delta, lo_key, hi_key  # the rows' columns: ~8 B per row each
+    # From here on every column is per event and int32 (ids below 2**31; users widen before
+    # combining keys): 13 B per event kept, and each reordering below rebinds one column at a
+    # time, so only one old column is alive beside the new ones (performance notes, section 2.9).
+    if len(span) and (span == 1).all():  # each row one segment (whole tiles, say): the rows are the events
+        seg = s_lo.astype(np.int32)
+    else:
+        rep = np.repeat(np.arange(len(s_lo)), span)
+        seg = (s_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(span) - span, span))).astype(np.int32)
+        ev_inst, ev_tmpl, ev_slot = ev_inst[rep], ev_tmpl[rep], ev_slot[rep]
+        del rep
+    del s_lo, span
+    ev_inst, ev_tmpl, ev_slot = ev_inst.astype(np.int32), ev_tmpl.astype(np.int32), ev_slot.astype(np.int32)
     write = cols.write[ev_tmpl]
     if len(seg) and np.any(ev_slot[1:] < ev_slot[:-1]):  # ties broken by slot: rows in slot order first
         by_slot = np.argsort(ev_slot, kind="stable")
-        seg, ev_inst, write, ev_tmpl, ev_slot = (a[by_slot] for a in (seg, ev_inst, write, ev_tmpl, ev_slot))
+        seg = seg[by_slot]
+        ev_inst = ev_inst[by_slot]
+        write = write[by_slot]
+        ev_tmpl = ev_tmpl[by_slot]
+        ev_slot = ev_slot[by_slot]
     if per_tensor and len(seg):  # one event per (segment, instance, direction, tensor) first
-        tensor = cols.tensor[ev_tmpl]
+        tensor = cols.tensor[ev_tmpl].astype(np.int32)
         order = _stable_order((seg, len(bounds)), (ev_inst, len(stream)), (write, 2),
                               (tensor, len(stream.tensor_names)))
-        seg, ev_inst, write, ev_tmpl, ev_slot, tensor = (
-            a[order] for a in (seg, ev_inst, write, ev_tmpl, ev_slot, tensor))
+        seg = seg[order]
+        ev_inst = ev_inst[order]
+        write = write[order]
+        ev_tmpl = ev_tmpl[order]
+        ev_slot = ev_slot[order]
+        tensor = tensor[order]
         new = np.ones(len(seg), bool)
         new[1:] = (seg[1:] != seg[:-1]) | (ev_inst[1:] != ev_inst[:-1]) | (write[1:] != write[:-1]) | \
             (tensor[1:] != tensor[:-1])
+        del tensor
         seg, ev_inst, write, ev_tmpl, ev_slot = seg[new], ev_inst[new], write[new], ev_tmpl[new], ev_slot[new]
         by_slot = np.argsort(ev_slot, kind="stable")
-        seg, ev_inst, write, ev_tmpl = seg[by_slot], ev_inst[by_slot], write[by_slot], ev_tmpl[by_slot]
+        seg = seg[by_slot]
+        ev_inst = ev_inst[by_slot]
+        write = write[by_slot]
+        ev_tmpl = ev_tmpl[by_slot]
+    del ev_slot
     order = _stable_order((seg, len(bounds)), (ev_inst, len(stream)), (write, 2))
-    seg, ev_inst, write, ev_tmpl = seg[order], ev_inst[order], write[order], ev_tmpl[order]
+    seg = seg[order]
+    ev_inst = ev_inst[order]
+    write = write[order]
+    ev_tmpl = ev_tmpl[order]
+    del order
     if len(seg) and not per_tensor:  # one event per (segment, instance, direction)
         new = np.ones(len(seg), bool)
         new[1:] = (seg[1:] != seg[:-1]) | (ev_inst[1:] != ev_inst[:-1]) | (write[1:] != write[:-1])
@@ -204,6 +234,7 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
     seg_lo = bounds - (seg_group << _POS_BITS)
     seg_hi = np.append(seg_lo[1:], 0)
     return Events(seg, ev_inst, write, ev_tmpl, seg_lo, seg_hi, seg_group, groups)
+
 
 
 class _Columns(NamedTuple):

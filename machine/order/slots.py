@@ -130,6 +130,9 @@ def compile_templates(layout: SlotLayout, tensors: Mapping[str, Tensor], tensor_
             info[name] = ((tensor.memory, tensor.dtype, tensor.shape, tensor.partition), tensor.byte_base,
                           tensor.itemsize, tensor_id[name])
     protos: dict[tuple, tuple[CompiledAccess, int]] = {}
+    # (prototype, shift) -> its shifted bytes: after allocation many tiles share storage, so
+    # their templates share one byte set (~170 B each, not one per template)
+    shifted: dict[tuple[int, int], ByteSet] = {}
     out = []
     append = out.append
     for x, access, is_write in zip(layout.template_x, layout.accesses, layout.writes):
@@ -153,8 +156,10 @@ def compile_templates(layout: SlotLayout, tensors: Mapping[str, Tensor], tensor_
             continue
         proto, shift = found
         shift = first - shift
-        append(CompiledAccess(is_write, tid, proto.space, proto.memory, proto.mask,
-                              tuple([(lo + shift, hi + shift) for lo, hi in proto.bytes]), (), (), None, access))
+        byteset = shifted.get((id(proto), shift))
+        if byteset is None:
+            byteset = shifted[(id(proto), shift)] = tuple([(lo + shift, hi + shift) for lo, hi in proto.bytes])
+        append(CompiledAccess(is_write, tid, proto.space, proto.memory, proto.mask, byteset, (), (), None, access))
     return out
 
 

@@ -183,7 +183,8 @@ class InstanceStream:
             comp_x = np.where(comp_x < 0, seq_x, comp_x)
         self.m = len(instrs)
         self.names = list(map(_NAME, instrs))
-        self.id_of = dict(zip(self.names, range(self.m)))
+        # flat: `first` holds the ids already; the dict shares its int objects (32 B each, not twice)
+        self.id_of = dict(zip(self.names, first if order is None else range(self.m)))
         self.seq_x = np.asarray(seq_x, np.int32)
         self.comp_x = np.asarray(comp_x, np.int32)
         self.dma_x = self.comp_x >= queue_base
@@ -208,6 +209,7 @@ class InstanceStream:
         self.tensor_names = list(program.tensors)
         self.tensor_id = {name: t for t, name in enumerate(self.tensor_names)}
         self._accesses: list[tuple[CompiledAccess, ...]] | None = None
+        self._slot_bounds: np.ndarray | None = None  # per instruction, its first access slot (and the end)
         # One cell shared by every placement of this body (:meth:`for_placement` copies the
         # reference): whichever stream lays the slots out first, the others reuse it (after an
         # allocation the verification lays out the old stream, the next pass reads the new one).
@@ -415,8 +417,24 @@ class InstanceStream:
 
     # -- accesses ----------------------------------------------------------------------
     def accesses(self, x: int) -> tuple[CompiledAccess, ...]:
-        """The compiled accesses of instruction ``x``: reads first, then writes."""
-        return self.all_accesses[x]
+        """The compiled accesses of instruction ``x``: reads first, then writes.
+
+        Read from :attr:`all_accesses` once something built it; until then made for ``x``
+        alone from the access slots, so a pass that asks for a few instructions' accesses does not
+        hold a tuple per instruction (~65 B each: performance notes, section 2.9).  Past a
+        quarter of the instructions asked for, every tuple is built at once (a walk of them all
+        is cheaper so)."""
+        if self._accesses is not None:
+            return self._accesses[x]
+        if self._slot_bounds is None:
+            self._slot_bounds = np.searchsorted(self.slot_x, np.arange(self.m + 1))
+            self._asked = 0
+        self._asked += 1
+        if self._asked > self.m // 4:
+            return self.all_accesses[x]
+        lo, hi = self._slot_bounds[x:x + 2].tolist()
+        temps = self.templates
+        return tuple([temps[t] for t in self.slot_t[lo:hi].tolist()])
 
     @property
     def all_accesses(self) -> list[tuple[CompiledAccess, ...]]:
