@@ -35,8 +35,8 @@ def verify_state(state: PipelineState, before: PipelineState | None, *, placed: 
     """Check what ``state`` changed from ``before`` (everything when ``before`` is None)."""
     changed = state.changed if before is not None else frozenset({STRUCTURE, PLACEMENTS, DEPS})
     try:
-        if STRUCTURE in changed:
-            validate_program(state.structure, state.spec)
+        if STRUCTURE in changed:  # what the pass kept of its input was checked there
+            validate_program(state.structure, state.spec, checked=before.structure if before is not None else None)
         elif PLACEMENTS in changed:
             validate_placement_change(state.structure, before.structure, state.spec, before.stream)
     except ProgramError as err:

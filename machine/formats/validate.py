@@ -349,12 +349,20 @@ def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str)
                            "the counts must agree")
 
 
-def validate_program(program: Program, spec: MachineSpec | None = None) -> None:
-    """Check everything the spec states about a parsed program; raise on the first error."""
+def validate_program(program: Program, spec: MachineSpec | None = None, *, checked: Program | None = None) -> None:
+    """Check everything the spec states about a parsed program; raise on the first error.
+
+    ``checked``: a program already validated against ``spec`` (a pass's input).  When it has
+    the very same tensors, its tensors and its instruction objects, each in loops of the same
+    names and trip counts, are not checked again: a pass that changes a few instructions (the
+    queues ``dma-place`` deals) costs what it changed.  Names and deps are checked throughout.
+    """
     spec = spec or resolve_machine(program.machine)
     tensors = dict(program.tensors)
-    for name, tensor in tensors.items():
-        check_placement(tensor, spec, join_path("tensors", name))
+    known = _known_instructions(checked, program)
+    if checked is None or checked.tensors is not program.tensors:
+        for name, tensor in tensors.items():
+            check_placement(tensor, spec, join_path("tensors", name))
     # Pass 1: names, with each node's path and its position path (child indices), and the
     # instructions in program order.  Paths are spelt out only for an error (LazyPath).
     where: dict[str, tuple[LazyPath, tuple[int, ...], tuple[Loop, ...], bool]] = {}
@@ -380,23 +388,37 @@ def validate_program(program: Program, spec: MachineSpec | None = None) -> None:
     # failing one is its first occurrence).  ``order`` keeps each loop tuple alive, so its id
     # names it for the walk.
     enclosing_of: dict[int, dict[str, Loop]] = {}
-    checked: set[tuple[Access, int]] = set()
+    seen: set[tuple[Access, int]] = set()
     for inst, loops, path in order:
         enclosing = enclosing_of.get(id(loops))
         if enclosing is None:
             enclosing = enclosing_of[id(loops)] = {loop.name: loop for loop in loops}
-        for key, group in (("reads", inst.reads), ("writes", inst.writes)):
-            for i, access in enumerate(group):
-                tensor = tensors.get(access.tensor)
-                if tensor is None:
-                    raise ProgramError(join_path(LazyPath(path, key, i), "tensor"), f"unknown tensor {access.tensor!r}")
-                seen = (access, id(loops))
-                if seen not in checked:
-                    _check_access(access, tensor, enclosing, LazyPath(path, key, i))
-                    checked.add(seen)
-        check_instruction(inst, tensors, spec, path)
+        if not known or (id(inst), _nest(loops)) not in known:
+            for key, group in (("reads", inst.reads), ("writes", inst.writes)):
+                for i, access in enumerate(group):
+                    tensor = tensors.get(access.tensor)
+                    if tensor is None:
+                        raise ProgramError(join_path(LazyPath(path, key, i), "tensor"),
+                                           f"unknown tensor {access.tensor!r}")
+                    if (access, id(loops)) not in seen:
+                        _check_access(access, tensor, enclosing, LazyPath(path, key, i))
+                        seen.add((access, id(loops)))
+            check_instruction(inst, tensors, spec, path)
         for i, dep in enumerate(inst.deps):
             _check_dep(inst.name, dep, where, LazyPath(path, "deps", i))
+
+
+def _nest(loops: tuple[Loop, ...]) -> tuple[tuple[str, int], ...]:
+    """What an instruction's checks read of its loops: their names and trip counts."""
+    return tuple((loop.name, loop.trip_count) for loop in loops) if loops else ()
+
+
+def _known_instructions(checked: Program | None, program: Program) -> set[tuple[int, tuple]]:
+    """``(id, loop nest)`` of ``checked``'s instructions when ``program`` shares its tensors
+    (``checked`` stays alive meanwhile, so an id names one object)."""
+    if checked is None or checked.tensors is not program.tensors or checked.machine != program.machine:
+        return set()
+    return {(id(inst), _nest(loops)) for inst, loops in checked.instructions()}
 
 
 def _check_dep(name: str, dep, where, path: str) -> None:

@@ -100,6 +100,34 @@ def test_verification_names_the_pass_that_broke_the_program():
 
 
 @dataclass(frozen=True, slots=True)
+class Reengine(Pass):
+    """A broken pass that changes one instruction and keeps the other objects: ``r``'s copy
+    moved to PE, which writes only PSUM."""
+
+    name: ClassVar[str] = "reengine"
+
+    def apply(self, program, ctx):
+        return program.map_instructions(lambda i: replace(i, engine="pe") if i.name == "r" else i)
+
+
+def test_verification_rechecks_what_a_pass_changed_and_keeps_what_it_did_not():
+    """After a pass, the instruction objects it kept (same tensors) are not checked again, the
+    one it made is: the broken copy is found and located."""
+    from neuronsim.machine.formats.validate import validate_program
+
+    program = _program()
+    changed = Reengine().apply(program, PassContext())
+    kept = [a is b for (a, _), (b, _) in zip(program.instructions(), changed.instructions())]
+    assert kept == [True, False]
+    with pytest.raises(ProgramError) as caught:
+        validate_program(changed, checked=program)
+    assert caught.value.path == "body[1].engine"
+    with pytest.raises(ProgramError, match="after pass 'reengine'"):
+        run_pipeline(program, parse_pipeline("build-fdeps,reengine", {**ALL_PASSES, "reengine": Reengine}))
+    validate_program(program, checked=program)  # nothing changed: nothing to find
+
+
+@dataclass(frozen=True, slots=True)
 class Misplace(Pass):
     """A broken allocator: moves ``u`` to partition 16, where a 128-partition access cannot start."""
 
