@@ -308,8 +308,8 @@ def _matmul(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     product = _f32(stationary[:k]).T @ _f32(moving[:k])
     out = outs[0]
     result = _fit(product, out.shape)
-    if attrs.get("accumulate", False):
-        result = _f32(out) + result
+    if attrs.get("accumulate", False):  # into the product, ours alone: no second [P, N] buffer a matmul
+        result = np.add(result, _f32(out), out=result)
     return [cast(result, out.dtype)]
 
 
