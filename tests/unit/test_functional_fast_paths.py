@@ -7,7 +7,8 @@
 * ``simulate(timed_values=False)`` (values in the reference alone) gives the runs the same
   times, sources and outputs as runs that compute values, for race-free programs; and
   ``run_scenario`` computes values in every run when the race check finds races;
-* the PSUM findings' block index (slices for runs) reads and writes the cells ``np.ix_`` does.
+* the PSUM findings' block index (slices for runs) reads and writes the cells ``np.ix_`` does;
+* the uninitialised pattern, drawn as words, is the seeded streams' bytes.
 """
 
 from __future__ import annotations
@@ -112,3 +113,15 @@ def test_the_psum_block_index_names_the_cells_ix_names(rows, cols):
     a[_block(rows, cols)] = -1
     b[np.ix_(rows, cols)] = -1
     assert np.array_equal(a, b)
+
+
+@pytest.mark.parametrize("rows, row", [(4, 7), (3, 13), (128, 1000), (1, 1 << 16)])
+def test_the_uninitialised_pattern_is_the_seeded_streams_bytes(rows, row):
+    """Row p of a memory's uninitialised bytes is ``default_rng([seed, 0x5EED, space, p]).bytes(row)``
+    masked (the module doc's definition), whatever way the fast path draws them."""
+    from neuronsim.machine.sim.memory import UNINITIALISED_BYTE_LIMIT, _pattern
+
+    for seed, space in ((0, 0), (7, 2)):
+        expected = b"".join(np.random.default_rng([seed, 0x5EED, space, p]).bytes(row) for p in range(rows))
+        masked = np.frombuffer(expected, np.uint8) & np.uint8(UNINITIALISED_BYTE_LIMIT - 1)
+        assert np.array_equal(_pattern(seed, space, rows, row), masked)
