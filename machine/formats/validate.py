@@ -362,7 +362,7 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
     known = _known_instructions(checked, program)
     if checked is None or checked.tensors is not program.tensors:
         for name, tensor in tensors.items():
-            check_placement(tensor, spec, join_path("tensors", name))
+            check_placement(tensor, spec, LazyPath("tensors", name))
     # Pass 1: names, with each node's path and its position path (child indices), and the
     # instructions in program order.  Paths are spelt out only for an error (LazyPath).
     where: dict[str, tuple[LazyPath, tuple[int, ...], tuple[Loop, ...], bool]] = {}

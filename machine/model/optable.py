@@ -111,6 +111,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from neuronsim.machine.ir.program import SEQUENCERS
@@ -397,5 +398,10 @@ def op_spec(op: str) -> OpSpec:
     spec = OP_TABLE.get(op)
     if spec is not None:
         return spec
+    return _opaque_spec(op)
+
+
+@lru_cache(maxsize=4096)  # one per opaque op name, not one per instance asked about
+def _opaque_spec(op: str) -> OpSpec:
     return OpSpec(op, _ALL, (0, 1 << 30), (0, 1 << 30), opaque=True,
                   doc="opaque: writes are a deterministic function of reads and the op name")
