@@ -25,7 +25,8 @@ class ProgramError(ValueError):
     """
 
     def __init__(self, path: str | LazyPath, message: str) -> None:
-        path = str(path)
+        if isinstance(path, LazyPath):  # spelt out now that an error names it
+            path = str(path)
         super().__init__(f"{path or '<document>'}: {message}")
         self.path = path
         self.message = message
