@@ -96,11 +96,13 @@ class DepTable:
         flat = not stream.has_loops if stream is not None and stream.program is program else \
             not any(map(isinstance, program.body, repeat(Loop)))
         instrs = list(program.body) if flat else [inst for inst, _ in program.instructions()]
-        id_of = stream.id_of if stream is not None else {inst.name: x for x, inst in enumerate(instrs)}
         lists = list(map(_DEPS, instrs))
         counts = np.fromiter(map(len, lists), np.int64, len(lists))
         objects: list[Dep] = list(chain.from_iterable(lists))
         n = len(objects)
+        # names to ids only when there is a dep to resolve (a stream builds that dict lazily)
+        id_of = {} if not n else stream.id_of if stream is not None else \
+            {inst.name: x for x, inst in enumerate(instrs)}
         waiter = np.repeat(np.arange(len(lists), dtype=np.int32), counts)
         try:
             former = np.fromiter(map(id_of.__getitem__, map(_ON, objects)), np.int32, n)

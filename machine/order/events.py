@@ -265,13 +265,23 @@ def _columns(stream: InstanceStream) -> _Columns:
         return cached[1]
     spaces: dict = {}
     masks: dict[int, int] = {}
-    rows = [(ca.tensor, ca.is_write, isinstance(ca.space, tuple),
-             spaces.setdefault(("alias", ca.space[1]) if isinstance(ca.space, tuple) else ca.space, len(spaces)),
-             masks.setdefault(ca.mask, len(masks)), len(ca.bytes), *(ca.bytes[0] if ca.bytes else (0, 0)),
-             bool(ca.pshifts)) for ca in temps]
-    cols = np.asarray(rows, np.int64).reshape(-1, 9).T
-    out = _Columns(cols[0], cols[1].astype(bool), cols[2].astype(bool), cols[3], list(spaces), cols[4], list(masks),
-                   cols[5], cols[6], cols[7], cols[8].astype(bool))
+    m = len(temps)
+
+    def column(values, dtype) -> np.ndarray:
+        return np.fromiter(values, dtype, m)
+
+    # one array per column, straight from the templates: no row tuples (~200 B per template
+    # while they lived) and no 9-wide block kept alive by its column views
+    aliased = column((isinstance(ca.space, tuple) for ca in temps), bool)
+    first = [ca.bytes[0] if ca.bytes else (0, 0) for ca in temps]
+    out = _Columns(column((ca.tensor for ca in temps), np.int64), column((ca.is_write for ca in temps), bool),
+                   aliased,
+                   column((spaces.setdefault(("alias", ca.space[1]) if alias else ca.space, len(spaces))
+                           for ca, alias in zip(temps, aliased.tolist())), np.int64), list(spaces),
+                   column((masks.setdefault(ca.mask, len(masks)) for ca in temps), np.int64), list(masks),
+                   column((len(ca.bytes) for ca in temps), np.int64), column((lo for lo, _ in first), np.int64),
+                   column((hi for _, hi in first), np.int64), column((bool(ca.pshifts) for ca in temps), bool))
+    del first
     stream._event_columns = (temps, out)
     return out
 

@@ -183,8 +183,7 @@ class InstanceStream:
             comp_x = np.where(comp_x < 0, seq_x, comp_x)
         self.m = len(instrs)
         self.names = list(map(_NAME, instrs))
-        # flat: `first` holds the ids already; the dict shares its int objects (32 B each, not twice)
-        self.id_of = dict(zip(self.names, first if order is None else range(self.m)))
+        self._id_of: dict[str, int] | None = None
         self.seq_x = np.asarray(seq_x, np.int32)
         self.comp_x = np.asarray(comp_x, np.int32)
         self.dma_x = self.comp_x >= queue_base
@@ -239,6 +238,15 @@ class InstanceStream:
     # -- structure -------------------------------------------------------------------
     def __len__(self) -> int:
         return self.n
+
+    @property
+    def id_of(self) -> dict[str, int]:
+        """Instruction name -> id, built when first asked for (~40 B per instruction; a
+        pipeline whose deps travel as tables never asks: performance notes, section 2.9)."""
+        if self._id_of is None:
+            # flat: `first` holds the ids already; the dict shares its int objects (not twice)
+            self._id_of = dict(zip(self.names, self.first if not self.has_loops else range(self.m)))
+        return self._id_of
 
     @property
     def components(self) -> tuple[str, ...]:
