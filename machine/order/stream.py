@@ -112,7 +112,7 @@ class InstanceStream:
         pipeline shares one stream among programs that differ only in deps
         (:class:`neuronsim.passes.state.PipelineState`)."""
         self.loops_of: list[tuple[Loop, ...]] = []
-        self.first: list[int] = []
+        self.first: list[int] | range = []
         self.spans: list[tuple[int, ...]] = []
         self.loop_names: list[str] = []
         queue_base = NUM_SEQUENCERS
@@ -174,7 +174,7 @@ class InstanceStream:
             order = None
             instrs.extend(structure.body)
             self.loops_of = loops_of = [()] * len(instrs)
-            self.first = first = list(range(len(instrs)))
+            self.first = first = range(len(instrs))  # a list would hold ~40 B per instruction
             self.spans = spans = [()] * len(instrs)
             seq_x = np.fromiter(map(_SEQ.__getitem__, map(_ENGINE, instrs)), np.int32, len(instrs))
             queues = list(map(_QUEUE, instrs))
@@ -244,8 +244,7 @@ class InstanceStream:
         """Instruction name -> id, built when first asked for (~40 B per instruction; a
         pipeline whose deps travel as tables never asks: performance notes, section 2.9)."""
         if self._id_of is None:
-            # flat: `first` holds the ids already; the dict shares its int objects (not twice)
-            self._id_of = dict(zip(self.names, self.first if not self.has_loops else range(self.m)))
+            self._id_of = dict(zip(self.names, range(self.m)))
         return self._id_of
 
     @property
