@@ -80,6 +80,7 @@ Contract
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -177,6 +178,8 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
     # deps added so far, per waiter that has some (a dict: a list per instruction costs 64 B each)
     extra: dict[int, list[tuple[int, int]]] = {}
+    walk = _Walk(stream=stream, instr=instr, seq=seq, comp=comp, pos=pos, hb=hb, added=added, nearest=nearest,
+                 extra=extra, where=where, skip_ordered=skip_ordered)
     skipped = 0
     n = len(stream)
     for b0 in range(0, n, _CHUNK):
@@ -185,18 +188,38 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
         c_base, g_base = cp[0], gp[0]
         c_former_, c_bits_ = c_former[c_base:cp[-1]].tolist(), c_bits[c_base:cp[-1]].tolist()
         g_target = given.target[g_base:gp[-1]].tolist()
-        skipped = _walk_chunk(stream, b0, b1, cp, c_former_, c_bits_, gp, g_target, instr, seq, comp, pos, hb,
-                              added, nearest, extra, where, skip_ordered, skipped)
+        skipped += _walk_chunk(walk, b0, b1, cp, c_former_, c_bits_, gp, g_target)
     stats["candidates"] = stats.get("candidates", 0) + len(c_former)
     stats["skipped_ordered"] = stats.get("skipped_ordered", 0) + skipped
     return added
 
 
-def _walk_chunk(stream, b0, b1, cp, c_former, c_bits, gp, g_target, instr, seq, comp, pos, hb, added, nearest, extra,
-                where, skip_ordered, skipped) -> int:
-    """The walk of :func:`anti_dependency_edges` over instances ``b0 .. b1 - 1``: ``cp`` / ``gp``
-    their candidate and wait pointers, ``c_former`` / ``c_bits`` / ``g_target`` the rows between
-    (indices relative to the chunk's first).  Returns ``skipped`` plus the pairs it skipped."""
+@dataclass(frozen=True, slots=True)
+class _Walk:
+    """What the walk of :func:`anti_dependency_edges` carries from chunk to chunk: the stream's
+    per-instance lists, the happens-before state, and the deps added so far (filled in place)."""
+
+    stream: InstanceStream
+    instr: Sequence[int]
+    seq: list[int]
+    comp: list[int]
+    pos: list[int]
+    hb: HappensBefore
+    added: AntiEdges
+    nearest: dict[tuple[int, int, bool], int]
+    extra: dict[int, list[tuple[int, int]]]
+    where: dict[tuple[int, int, int], list[int]] | None
+    skip_ordered: bool
+
+
+def _walk_chunk(walk: _Walk, b0: int, b1: int, cp: list[int], c_former: list[int], c_bits: list[int], gp: list[int],
+                g_target: list[int]) -> int:
+    """The walk over instances ``b0 .. b1 - 1``: ``cp`` / ``gp`` their candidate and wait
+    pointers, ``c_former`` / ``c_bits`` / ``g_target`` the rows between (indices relative to the
+    chunk's first).  Returns the pairs it skipped as already ordered."""
+    stream, instr, seq, comp, pos, hb = walk.stream, walk.instr, walk.seq, walk.comp, walk.pos, walk.hb
+    added, nearest, extra, where, skip_ordered = walk.added, walk.nearest, walk.extra, walk.where, walk.skip_ordered
+    skipped = 0
     has_loops = stream.has_loops
     trigger_of, complete, start_of, after = hb.trigger, hb.complete, hb.start_of, hb.after
     c_base, g_base = cp[0], gp[0]
