@@ -209,6 +209,7 @@ class InstanceStream:
         self.tensor_id = {name: t for t, name in enumerate(self.tensor_names)}
         self._accesses: list[tuple[CompiledAccess, ...]] | None = None
         self._slot_bounds: np.ndarray | None = None  # per instruction, its first access slot (and the end)
+        self._asked = 0  # instructions whose accesses were made one at a time (accesses())
         # One cell shared by every placement of this body (:meth:`for_placement` copies the
         # reference): whichever stream lays the slots out first, the others reuse it (after an
         # allocation the verification lays out the old stream, the next pass reads the new one).
@@ -435,7 +436,6 @@ class InstanceStream:
             return self._accesses[x]
         if self._slot_bounds is None:
             self._slot_bounds = np.searchsorted(self.slot_x, np.arange(self.m + 1))
-            self._asked = 0
         self._asked += 1
         if self._asked > self.m // 4:
             return self.all_accesses[x]
