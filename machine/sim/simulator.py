@@ -30,6 +30,7 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -75,18 +76,24 @@ class Executor:
         outs = [memory.view(w) for w in writes]
         instr = plan.unrolled[i].instr
         if self.copy_reads or len(writes) > 1:
-            take = memory.read
-        else:  # a transfer moves bytes in any order: a strided source is read in place too
-            take = memory.view if instr.is_dma else self._live
-        values = execute(instr.op, instr.attrs, instr.engine, [take(r) for r in reads], outs, memory)
+            values = [memory.read(r) for r in reads]
+        elif instr.is_dma:  # a transfer moves bytes in any order: a strided source is read in place too
+            values = [memory.view(r) for r in reads]
+        else:  # an accumulator (the read is the write's own region) is read in place: no op reduces over it
+            own = writes[0] if writes else None
+            values = [memory.view(r) if r == own else self._live(r) for r in reads]
+        values = execute(instr.op, instr.attrs, instr.engine, values, outs, memory)
         return outs, values
 
     def _live(self, region):
         """A read as a live view where that changes no bit of a result: numpy reduces a strided
-        array in another order than the contiguous copy a timed run reads (the last bits of a
-        sum differ), so a strided region is copied here too."""
+        float32 array in another order than the contiguous copy a timed run reads (the last
+        bits of a sum differ), so such a region is copied here too.  Every other dtype is
+        either converted to a fresh contiguous float32 array before any arithmetic (the
+        engines compute in float32) or integer, whose sums do not depend on the order: its
+        strided view is read in place (a bf16 matmul's two operand tiles, issue 31)."""
         view = self.memory.view(region)
-        return view if view.flags.c_contiguous else self.memory.read(region)
+        return view if view.flags.c_contiguous or view.dtype != np.float32 else view.copy()
 
     @staticmethod
     def finish(i: int, token) -> None:
@@ -215,18 +222,44 @@ def compare_tensors(program: Program, reference: Mapping[str, bytes], actual: Ma
     return tuple(diffs), errors
 
 
+class _TraceOf:
+    """The :class:`Trace` of one run, made the first time it is asked for: a seeded run is
+    mostly read for its makespan, and its records cost 5 us an instance (issue 31's profile)."""
+
+    __slots__ = ("_made", "_parts")
+
+    def __init__(self, plan: Plan, times: RunTimes, seed: int | None,
+                 sources: Callable[[], Sequence[str | None]]) -> None:
+        self._parts: tuple | None = (plan, times, seed, sources)
+        self._made: Trace | None = None
+
+    def __call__(self) -> Trace:
+        if self._made is None:
+            plan, times, seed, sources = self._parts
+            self._made = make_trace(plan, times, seed, sources())
+            self._parts = None  # the records hold what the times said
+        return self._made
+
+
 @dataclass(frozen=True, slots=True)
 class RunResult:
     """One timed run: its trace and how its outputs compare with the sequential reference."""
 
     seed: int | None
-    trace: Trace
-    diffs: tuple[TensorDiff, ...]
+    makespan: float
+    """The run's :attr:`Trace.makespan`, known without making the trace."""
+    trace_of: Callable[[], Trace] = field(repr=False, hash=False, compare=False)
+    diffs: tuple[TensorDiff, ...] = ()
     outputs: Mapping[str, np.ndarray] = field(default_factory=dict, hash=False, compare=False)
     """The ``output`` DRAM tensors as this run left them (functional runs; empty otherwise)."""
 
     errors: LargestErrors = NO_ERROR
     """The largest error of this run's compared tensors against the sequential reference."""
+
+    @property
+    def trace(self) -> Trace:
+        """The run's trace (made on first use)."""
+        return self.trace_of()
 
     @property
     def differs(self) -> bool:
@@ -350,7 +383,7 @@ def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inp
         if progress is not None:
             progress(1, steps)
     runs = []
-    sources = instance_sources(plan)
+    sources = functools.cache(lambda: instance_sources(plan))  # the kernel lines, once for every trace made
     for policy in policies:
         memory = start.copy() if start is not None and timed_values else None
         executor = Executor(plan, memory) if memory is not None else None
@@ -358,7 +391,9 @@ def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inp
         diffs, errors = (compare_tensors(program, reference, _compared(program, memory, compare), rtol=rtol, atol=atol)
                          if memory is not None else ((), NO_ERROR))
         outputs = output_arrays(program, memory) if memory is not None else reference_outputs
-        runs.append(RunResult(policy.seed, make_trace(plan, times, policy.seed, sources), diffs, outputs, errors))
+        makespan = max(max(times.end, default=0.0), max(times.issued, default=0.0))
+        runs.append(RunResult(seed=policy.seed, makespan=makespan, trace_of=_TraceOf(plan, times, policy.seed, sources),
+                              diffs=diffs, outputs=outputs, errors=errors))
         if progress is not None:
             progress(len(runs) + functional, steps)
     return Simulation(tuple(runs), functional, tuple(sorted(reference or ())),

@@ -57,8 +57,8 @@ def verdict_fields(run: ScenarioRun, findings: Sequence[NkiFinding] = (), *, use
     problems = [f for f in findings if f.is_error] + run.problems()
     summary = run.summary()
     checked = not run.timing_only
-    traces = [r.trace for r in run.simulation.runs]
-    nominal = summarize(traces[0])
+    runs = run.simulation.runs
+    nominal = summarize(runs[0].trace)
     span = nominal.makespan_ns or 1.0
     reference = "sequential" if not user_reference else "numpy"
     correctness = {
@@ -74,8 +74,8 @@ def verdict_fields(run: ScenarioRun, findings: Sequence[NkiFinding] = (), *, use
     }
     timing = {
         "makespan_ns": nominal.makespan_ns,
-        "makespan_range_ns": [min(t.makespan for t in traces), max(t.makespan for t in traces)],
-        "interleavings": len(traces),
+        "makespan_range_ns": [min(r.makespan for r in runs), max(r.makespan for r in runs)],
+        "interleavings": len(runs),
         "accuracy": ACCURACY,
         "engines": [{"name": c.name, "instances": c.instances, "busy_ns": c.busy_ns, "busy_share": c.busy_ns / span,
                      "active_ns": c.active_ns, "active_share": (c.active_ns or 0.0) / span,

@@ -88,7 +88,7 @@ def simulation_json(sim: Simulation, program=None) -> dict:
         "reported_seed": shown.seed,
         "summary": summarize(shown.trace).to_json(),
         "makespan": accuracy_json(program) if program is not None else None,
-        "runs": [{"seed": run.seed, "makespan_ns": run.trace.makespan, "differs": run.differs,
+        "runs": [{"seed": run.seed, "makespan_ns": run.makespan, "differs": run.differs,
                   "largest_error": run.errors.to_json(),
                   "diffs": [d.to_json() for d in run.diffs]} for run in sim.runs],
     }
