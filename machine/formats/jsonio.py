@@ -22,6 +22,8 @@ import re
 import sys
 from typing import Any, TextIO
 
+import orjson
+
 from neuronsim.machine.formats import files
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.inputs import check_encoding, huge_integer_error, read_input
@@ -59,6 +61,11 @@ def dumps_strict(value: Any, *, refuse_non_finite: bool = False, **options: Any)
     Traceback (most recent call last):
     ValueError: Out of range float values are not JSON compliant...
     """
+    if not refuse_non_finite and options.get("separators") == (",", ":") and len(options) == 1:
+        try:  # compact text of a large document (a trace): orjson writes it ten times faster, NaN as null
+            return orjson.dumps(value).decode()
+        except (orjson.JSONEncodeError, TypeError):
+            pass  # a value orjson does not take (an integer past 64 bits): the standard writer's turn
     try:  # the common case, one pass; the copy without non-finite floats only when one is there
         return json.dumps(value, allow_nan=False, **options)
     except ValueError:
