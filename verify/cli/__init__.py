@@ -18,6 +18,8 @@ commands and :mod:`.app` adds them to the group when the command line runs.
 
 from __future__ import annotations
 
+import sys
+
 from neuronsim.verify.cli import signals  # noqa: I001 - first, and light: see main()
 
 __all__ = ["main", "cli", "run_command", "emit_json", "program_argument", "json_option", "UsageFailure"]
@@ -42,12 +44,12 @@ def __getattr__(name: str):
 
 def main() -> None:
     """Console entry point: signal handlers first (a Ctrl-C while the commands load exits 130
-    with one line, see :mod:`neuronsim.verify.cli.signals`), then the commands."""
+    with one line, see :mod:`neuronsim.verify.cli.signals`), then the command asked for."""
     signals.install_startup_handlers()
     from neuronsim.verify.cli.common import MEMORY_BACKSTOP
-    from neuronsim.verify.cli.app import _register, cli
+    from neuronsim.verify.cli.app import cli, load_command
 
-    _register()
+    load_command(sys.argv[1:])
     MEMORY_BACKSTOP["enabled"] = True
     signals.install_handlers()
     cli.main()

@@ -3,6 +3,7 @@ handlers are in place).  Its :meth:`_Group.main` keeps every ending to one line 
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
@@ -31,11 +32,12 @@ class _Group(click.Group):
     the console script and for click's test runner alike."""
 
     def list_commands(self, ctx):  # noqa: D102 - the commands are added when first needed
-        _register()
-        return super().list_commands(ctx)
+        return sorted(_COMMANDS)
 
-    def get_command(self, ctx, cmd_name):  # noqa: D102
-        _register()
+    def get_command(self, ctx, cmd_name):  # noqa: D102 - one command's module alone (click's lazy group)
+        if cmd_name in _COMMANDS and cmd_name not in self.commands:
+            module, attr = _COMMANDS[cmd_name]
+            self.add_command(getattr(importlib.import_module(f"neuronsim.verify.cli.{module}"), attr))
         return super().get_command(ctx, cmd_name)
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # noqa: D102
@@ -80,25 +82,28 @@ def cli() -> None:
     """
 
 
+#: Command name -> (module of :mod:`neuronsim.verify.cli`, attribute): each module imports
+#: numpy, simpy and the rest of what its command needs, so a command loads its own alone
+#: (``run`` never imports the fuzzer's hypothesis: about half a second of every start).
+_COMMANDS = {
+    "run": ("cmd_run", "run"), "fuzz": ("cmd_fuzz", "fuzz"), "check": ("cmd_check", "check"),
+    "compile": ("cmd_compile", "compile_command"), "footprint": ("cmd_footprint", "footprint"),
+    "report": ("cmd_report", "report"), "loops": ("cmd_loops", "loops"), "show": ("cmd_show", "show"),
+    "simulate": ("cmd_simulate", "simulate"), "tasks": ("cmd_tasks", "tasks"), "nki": ("cmd_nki", "nki"),
+    "profile": ("cmd_profile", "profile"), "compare": ("cmd_compare", "compare"),
+}
+
+
+def load_command(argv: list[str]) -> None:
+    """Import the command ``argv`` names (its first word), before click parses: the console
+    script does it while a signal still ends the process at once (:mod:`.signals`), as the
+    whole import of the commands was; click would print a blank line for an interrupted one."""
+    name = next((word for word in argv if not word.startswith("-")), None)
+    if name in _COMMANDS:
+        cli.get_command(None, name)
+
+
 def _register() -> None:
-    """Add the commands (their modules import numpy, simpy and the rest: only when needed)."""
-    if cli.commands:
-        return
-    from neuronsim.verify.cli.cmd_check import check
-    from neuronsim.verify.cli.cmd_compile import compile_command
-    from neuronsim.verify.cli.cmd_footprint import footprint
-    from neuronsim.verify.cli.cmd_fuzz import fuzz
-    from neuronsim.verify.cli.cmd_loops import loops
-    from neuronsim.verify.cli.cmd_nki import nki
-    from neuronsim.verify.cli.cmd_report import report
-    from neuronsim.verify.cli.cmd_run import run
-    from neuronsim.verify.cli.cmd_show import show
-    from neuronsim.verify.cli.cmd_simulate import simulate
-    from neuronsim.verify.cli.cmd_tasks import tasks
-
-    from neuronsim.verify.cli.cmd_compare import compare
-    from neuronsim.verify.cli.cmd_profile import profile
-
-    for command in (run, fuzz, check, compile_command, footprint, report, loops, show, simulate, tasks, nki, profile,
-                    compare):
-        cli.add_command(command)
+    """Add every command (``--help`` lists them all with their help)."""
+    for name in _COMMANDS:
+        cli.get_command(None, name)
