@@ -52,8 +52,10 @@ __all__ = ["expand_scheduling_units", "ExpandSchedulingUnits"]
 
 
 def _bake(access: Access, iteration: dict[str, int], slot_names: dict[tuple[str, int], str],
-          tensors: Mapping[str, Tensor]) -> Access:
-    """The access at one iteration: no loop shift, no rotating tensor."""
+          tensors: Mapping[str, Tensor], baked: dict[tuple, Access]) -> Access:
+    """The access at one iteration: no loop shift, no rotating tensor.  ``baked`` keeps one
+    object per distinct result (a tiled kernel's instances repeat a few: ring slots, PSUM
+    banks, a tile reloaded), cheaper to make and to hash downstream."""
     tensor = tensors[access.tensor]
     if not access.moves and tensor.rotate is None:
         return access
@@ -68,7 +70,11 @@ def _bake(access: Access, iteration: dict[str, int], slot_names: dict[tuple[str,
         start, count, step = partitions or (0, tensor.shape[0], 1)
         start += sum(shift * iteration[loop] for loop, shift in access.partitions_per_iteration)
         partitions = (start, count, step)
-    return Access(name, partitions, offset, access.pattern, (), access.extras)
+    key = (id(access), name, partitions, offset)  # ``access`` lives as long as the program being expanded
+    found = baked.get(key)
+    if found is None:
+        found = baked[key] = Access(name, partitions, offset, access.pattern, (), access.extras)
+    return found
 
 
 def _slot_tensor(tensor: Tensor, name: str, slot: int) -> Tensor:
@@ -110,7 +116,7 @@ def resolve_rotations(program: Program, taken: set[str]) -> tuple[dict[str, Tens
 
 
 def _flatten(inst: Instance, unrolled: Unrolled, slot_names: dict[tuple[str, int], str],
-             tensors: Mapping[str, Tensor]) -> Instruction:
+             tensors: Mapping[str, Tensor], baked: dict[tuple, Access]) -> Instruction:
     instr = inst.instr
     merged: dict[str, Dep] = {}
     for dep in instr.deps:
@@ -122,8 +128,8 @@ def _flatten(inst: Instance, unrolled: Unrolled, slot_names: dict[tuple[str, int
         if old is None or dep.kind > old.kind:
             merged[name] = Dep(name, dep.kind)
     iteration = inst.iteration
-    reads = tuple(_bake(a, iteration, slot_names, tensors) for a in instr.reads)
-    writes = tuple(_bake(a, iteration, slot_names, tensors) for a in instr.writes)
+    reads = tuple(_bake(a, iteration, slot_names, tensors, baked) for a in instr.reads)
+    writes = tuple(_bake(a, iteration, slot_names, tensors, baked) for a in instr.writes)
     return Instruction(name=inst.name, engine=instr.engine, op=instr.op, reads=reads, writes=writes,
                        attrs=instr.attrs, deps=tuple(merged.values()), queue=instr.queue,
                        extras=bind_source(instr.extras, iteration))
@@ -145,13 +151,14 @@ def expand_scheduling_units(program: Program) -> Program:
     taken |= {inst.name for inst, loops in program.instructions() if not loops}
     tensors, slot_names = resolve_rotations(program, set())
     body = []
+    baked: dict[tuple, Access] = {}
     for inst in unrolled:
         if inst.loops:
             if inst.name in taken:
                 raise ProgramError("body", f"cannot expand loops: instance {inst.name} would take the name of an "
                                            f"existing instruction or loop")
             taken.add(inst.name)
-        body.append(_flatten(inst, unrolled, slot_names, program.tensors))
+        body.append(_flatten(inst, unrolled, slot_names, program.tensors, baked))
     flat = program.with_body(tuple(body))
     return flat.with_tensors(tensors) if slot_names else flat
 

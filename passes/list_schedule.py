@@ -60,22 +60,29 @@ class _Summary:
     """An instruction's :class:`~neuronsim.machine.model.cost.OpCost` (None for a loop)."""
 
 
-def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...]):
+def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat: dict):
+    """``(space, tensor, partition mask, lo, hi, is_write)`` of each access over every
+    iteration; ``flat`` memoizes an access outside loops (a flattened block repeats a few:
+    ring slots, PSUM banks, tiles reloaded)."""
     trips = {loop.name: loop.trip_count - 1 for loop in loops}
     for access, is_write in instr.accesses:
-        tensor = program.tensors[access.tensor]
         if not trips:  # a flattened block: one instance, one footprint (half the work)
-            a = b = footprint(tensor, access, trips)
-        else:
-            # the footprint moves monotonically with each index, downwards for a negative shift
-            shifts = dict(access.per_iteration)
-            low = {name: (last if shifts.get(name, 0) < 0 else 0) for name, last in trips.items()}
-            high = {name: (0 if shifts.get(name, 0) < 0 else last) for name, last in trips.items()}
-            a, b = footprint(tensor, access, low), footprint(tensor, access, high)
+            found = flat.get(access)
+            if found is None:
+                a = footprint(program.tensors[access.tensor], access, trips)
+                found = flat[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1])
+            yield (*found, is_write)
+            continue
+        tensor = program.tensors[access.tensor]
+        # the footprint moves monotonically with each index, downwards for a negative shift
+        shifts = dict(access.per_iteration)
+        low = {name: (last if shifts.get(name, 0) < 0 else 0) for name, last in trips.items()}
+        high = {name: (0 if shifts.get(name, 0) < 0 else last) for name, last in trips.items()}
+        a, b = footprint(tensor, access, low), footprint(tensor, access, high)
         yield a.space, tensor.name, a.partitions, a.bytes[0][0], b.bytes[-1][1], is_write
 
 
-def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: CostMemo) -> _Summary:
+def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: CostMemo, flat: dict) -> _Summary:
     names, extents, rng, groups = set(), [], set(), set()
     cost = 0.0
     op_cost = None
@@ -87,7 +94,7 @@ def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: Cos
             stack.extend((child, inner, times * item.trip_count) for child in item.body)
             continue
         names.add(item.name)
-        extents.extend(_extent(program, item, outer))
+        extents.extend(_extent(program, item, outer, flat))
         if item.op in _RNG_OPS:
             rng.add(item.engine)
         if "group" in item.attrs:
@@ -334,7 +341,8 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
     if n < 2:
         return list(range(n))
     costs = costs or CostMemo(program.tensors, spec)
-    info = [_summarize(program, node, loops, costs) for node in nodes]
+    flat: dict = {}
+    info = [_summarize(program, node, loops, costs, flat) for node in nodes]
     owner = {name: k for k, s in enumerate(info) for name in s.names}
     succs: list[set[int]] = [set() for _ in range(n)]
     for k, node in enumerate(nodes):

@@ -389,6 +389,10 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
     # names it for the walk.
     enclosing_of: dict[int, dict[str, Loop]] = {}
     seen: set[tuple[Access, int]] = set()
+    # What check_instruction reads of an instruction (op, engine, attrs, accesses) repeats
+    # across a flattened kernel's instances: by object identity (``program`` keeps each alive
+    # meanwhile), each distinct combination is checked once, at its first occurrence.
+    shapes: set[tuple] = set()
     for inst, loops, path in order:
         enclosing = enclosing_of.get(id(loops))
         if enclosing is None:
@@ -403,7 +407,10 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
                     if (access, id(loops)) not in seen:
                         _check_access(access, tensor, enclosing, LazyPath(path, key, i))
                         seen.add((access, id(loops)))
-            check_instruction(inst, tensors, spec, path)
+            shape = (inst.op, inst.engine, id(inst.attrs), *map(id, inst.reads), None, *map(id, inst.writes))
+            if shape not in shapes:
+                check_instruction(inst, tensors, spec, path)
+                shapes.add(shape)
         for i, dep in enumerate(inst.deps):
             _check_dep(inst.name, dep, where, LazyPath(path, "deps", i))
 

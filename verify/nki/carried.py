@@ -129,6 +129,8 @@ class _Sweep:
 
     def run(self) -> dict[tuple[int, int, int], tuple[int, int, int]]:
         """``(loop id, writer instruction, reader instruction) -> (distance, writer, reader)``."""
+        writers: list[int] = []  # each (writer, reader) pair a read finds, in sweep order
+        readers: list[int] = []
         for i, ca, mask, spans in self.footprints:
             rows = _rows(mask, ca.memory)
             cols = [slice(0, 1)] if self.whole else [
@@ -142,40 +144,56 @@ class _Sweep:
                 if high < 0:
                     continue  # never written: nothing flows in
                 if low == high:  # one writer, the common case: no set to build
-                    self._carry(high, i)
+                    writers.append(high)
+                    readers.append(i)
                     continue
-                writers = np.unique(np.concatenate([v.ravel() for v in values]))
-                for w in writers[writers >= 0].tolist():
-                    self._carry(w, i)
+                found = np.unique(np.concatenate([v.ravel() for v in values]))
+                found = found[found >= 0].tolist()
+                writers += found
+                readers += [i] * len(found)
+        self._carry(np.asarray(writers, np.int64), np.asarray(readers, np.int64))
         return self.nearest
 
-    def _carry(self, writer: int, reader: int) -> None:
-        """Record ``writer -> reader`` when the first loop where their indices differ is affine."""
+    def _carry(self, writer: np.ndarray, reader: np.ndarray) -> None:
+        """Record each ``writer -> reader`` pair whose first loop where their indices differ
+        is affine, the nearest (first found among equals) per loop and instruction pair; the
+        pairs of one instruction pair at once (a tiled kernel's reads are thousands of
+        instances of a few instructions)."""
         stream = self.stream
-        xw, xr = int(stream.instr[writer]), int(stream.instr[reader])
-        common = stream.common(xw, xr)
-        if common == 0:
+        if not len(writer):
             return
-        w_digits, r_digits = _index(stream, xw, writer, common), _index(stream, xr, reader, common)
-        level = next((k for k in range(common) if w_digits[k] != r_digits[k]), None)
-        if level is None:
-            return  # the same iteration of every loop around both: no value crosses one
-        loop = stream.loops_of[xr][level]
-        if id(loop) not in self.affine:
-            return
-        key, gap = (id(loop), xw, xr), r_digits[level] - w_digits[level]
-        if key not in self.nearest or gap < self.nearest[key][0]:
-            self.nearest[key] = (gap, writer, reader)
+        xw_all, xr_all = stream.instr[writer], stream.instr[reader]
+        groups, which = np.unique(np.stack([xw_all, xr_all]), axis=1, return_inverse=True)
+        which = which.reshape(-1)
+        for g, (xw, xr) in enumerate(groups.T.tolist()):
+            common = stream.common(xw, xr)
+            if common == 0:
+                continue
+            picked = np.flatnonzero(which == g)
+            w_digits = _index(stream, xw, writer[picked], common)
+            r_digits = _index(stream, xr, reader[picked], common)
+            differs = w_digits != r_digits
+            has_level = differs.any(axis=0)  # else the same iteration of every loop around both
+            level = np.argmax(differs, axis=0)
+            for k in np.unique(level[has_level]).tolist():
+                loop = stream.loops_of[xr][k]
+                if id(loop) not in self.affine:
+                    continue
+                at = np.flatnonzero(has_level & (level == k))
+                gaps = r_digits[k, at] - w_digits[k, at]
+                best = int(np.argmin(gaps))  # the first of the nearest
+                key, gap = (id(loop), xw, xr), int(gaps[best])
+                if key not in self.nearest or gap < self.nearest[key][0]:
+                    self.nearest[key] = (gap, int(writer[picked[at[best]]]), int(reader[picked[at[best]]]))
 
 
-def _index(stream: InstanceStream, x: int, i: int, levels: int) -> list[int]:
-    """The outer ``levels`` loop indices of instance ``i`` of instruction ``x``
-    (:meth:`InstanceStream.index_of`, cut short: a loop's body may hold more than the loop
-    inside it, so each index is a quotient of what the outer ones leave)."""
-    rest, out = i - stream.first[x], []
-    for span in stream.spans[x][:levels]:
-        digit, rest = divmod(rest, span)
-        out.append(digit)
+def _index(stream: InstanceStream, x: int, i: np.ndarray, levels: int) -> np.ndarray:
+    """The outer ``levels`` loop indices of instances ``i`` of instruction ``x``, one row per
+    level (:meth:`InstanceStream.index_of`, cut short: a loop's body may hold more than the
+    loop inside it, so each index is a quotient of what the outer ones leave)."""
+    rest, out = i - stream.first[x], np.empty((levels, len(i)), np.int64)
+    for k, span in enumerate(stream.spans[x][:levels]):
+        out[k], rest = np.divmod(rest, span)
     return out
 
 

@@ -83,6 +83,10 @@ def psum_findings(program: Program) -> list[NkiFinding]:
     state = {n: np.zeros((placed.tensors[n].shape[0], placed.tensors[n].bytes_per_partition), np.int32)
              for n in psum}
     regions: dict[tuple, int] = {}
+    # Per distinct footprint: its rows, columns, region number and block index (an
+    # accumulation group writes one region once per K step: issue 31's matmul, 8,192 writes
+    # onto 256 regions).
+    seen: dict[tuple, tuple[np.ndarray, np.ndarray, int, Any]] = {}
     # The region a tensor's last write filled with its own number: the next matmul onto that
     # same region finds only it there (an accumulation group's every matmul after its first),
     # so the block need not be read, nor written again.
@@ -94,11 +98,15 @@ def psum_findings(program: Program) -> list[NkiFinding]:
             if access.tensor not in psum:
                 continue
             tensor = placed.tensors[access.tensor]
-            rows, cols = _cells(tensor, footprint(tensor, access, index))
-            region = regions.setdefault((access.tensor, rows.tobytes(), cols.tobytes()), len(regions) + 1)
+            fp = footprint(tensor, access, index)
+            known = seen.get((access.tensor, fp.partitions, fp.bytes))
+            if known is None:
+                rows, cols = _cells(tensor, fp)
+                region = regions.setdefault((access.tensor, rows.tobytes(), cols.tobytes()), len(regions) + 1)
+                known = seen[access.tensor, fp.partitions, fp.bytes] = (rows, cols, region, _block(rows, cols))
+            rows, cols, region, cells = known
             if inst.op == "matmul" and filled.get(access.tensor) == region:
                 continue
-            cells = _block(rows, cols)
             held = state[access.tensor][cells] if rows.size and cols.size else np.zeros(0)
             if accumulates and inst.attrs.get("accumulate"):
                 label = source_text(inst, index) if SOURCE_KEY in inst.extras else inst.name
