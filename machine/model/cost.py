@@ -297,11 +297,13 @@ def cost_key(instr: Instruction, tensors: Mapping[str, Tensor]) -> tuple:
     """What :func:`instruction_cost` reads of ``instr``: op, engine, attributes and each
     access's shape with its tensor's layout, never the names, so the thousands of instances
     of one instruction in a flattened kernel (each ring slot a tensor of its own) share one
-    computation."""
+    computation.  An offset counts only where no pattern gives the shape (it shortens the
+    default one): a tiled load's thousands of DRAM offsets share one cost."""
     sides = []
     for access, is_write in instr.accesses:
         t = tensors[access.tensor]
-        sides.append((is_write, t.memory, t.dtype, t.shape, t.partition, t.rotate, access.partitions, access.offset,
+        offset = access.offset if access.pattern is None else None
+        sides.append((is_write, t.memory, t.dtype, t.shape, t.partition, t.rotate, access.partitions, offset,
                       access.pattern, access.per_iteration, access.partitions_per_iteration))
     return instr.engine, instr.op, repr(sorted(instr.attrs.items())), tuple(sides)
 

@@ -38,6 +38,7 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Program
+from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.sim.blas import blas_limited
 from neuronsim.machine.sim.memory import Memory, initial_memory
 from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
@@ -132,6 +133,7 @@ def instance_sources(plan: Plan) -> list[str | None]:
     return out
 
 
+@collector_paused()  # a record per instance, no cycles
 def make_trace(plan: Plan, times: RunTimes, seed: int | None, sources: Sequence[str | None] | None = None) -> Trace:
     """The :class:`Trace` of one run (``sources``: :func:`instance_sources` of ``plan``, when known)."""
     comps = plan.components
@@ -359,7 +361,9 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
     """
     if validate:
         validate_program(program)
-    with blas_limited():  # one instruction's numerics never start a BLAS thread pool (machine/sim/blas.py)
+    # one instruction's numerics never start a BLAS thread pool (machine/sim/blas.py); records
+    # and views by the hundred thousand, no cycles: the collector waits (performance notes, section 0)
+    with blas_limited(), collector_paused():
         return _simulate(program, seeds if seeds is not None else [seed], data_seed, inputs, functional, waits,
                          spread, compare, progress, rtol, atol, timed_values)
 

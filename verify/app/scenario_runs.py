@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.formats.jsonio import dumps_strict
+from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import Simulation, simulate
@@ -291,6 +292,7 @@ def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
                            f"{scenario_name(scenario)}.{attr}() raised {type(err).__name__}: {err}") from None
 
 
+@collector_paused()  # every stage allocates records and no cycles (performance notes, section 0)
 def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                  seeds: Sequence[int | None] = DEFAULT_SEEDS, data_seed: int = 0,
                  before_work: Callable[[Program], None] | None = None, rtol: float | None = None,

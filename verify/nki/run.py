@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 
@@ -128,6 +129,7 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
     return module
 
 
+@collector_paused()  # the findings and the run allocate records and no cycles
 def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: Mapping[str, Any] | None = None,
                seeds: Sequence[int | None] = DEFAULT_SEEDS,
                before_work: Callable[[Program], None] | None = None, rtol: float | None = None,
