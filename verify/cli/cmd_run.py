@@ -18,6 +18,7 @@ import time
 
 import click
 
+from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from rich.table import Table
 
@@ -137,6 +138,7 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
 @json_option
 @size_options
 @run_command
+@collector_paused()  # one run's records, tables and files, no cycles (performance notes, section 0)
 def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, report_path: str | None,
         inputs_path: str | None,
         args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...], reference: str | None,
