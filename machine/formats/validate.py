@@ -353,9 +353,10 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
     """Check everything the spec states about a parsed program; raise on the first error.
 
     ``checked``: a program already validated against ``spec`` (a pass's input).  When it has
-    the very same tensors, its tensors and its instruction objects, each in loops of the same
-    names and trip counts, are not checked again: a pass that changes a few instructions (the
-    queues ``dma-place`` deals) costs what it changed.  Names and deps are checked throughout.
+    the very same tensors, its tensors and the instructions whose op, engine, attribute and
+    access objects it holds, each in loops of the same names and trip counts, are not checked
+    again: a pass that changes a few instructions, or only their deps or queues (``dma-place``,
+    ``dep-opt``), costs what it changed.  Names and deps are checked throughout.
     """
     spec = spec or resolve_machine(program.machine)
     tensors = dict(program.tensors)
@@ -397,7 +398,7 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
         enclosing = enclosing_of.get(id(loops))
         if enclosing is None:
             enclosing = enclosing_of[id(loops)] = {loop.name: loop for loop in loops}
-        if not known or (id(inst), _nest(loops)) not in known:
+        if not known or _content(inst, loops) not in known:
             for key, group in (("reads", inst.reads), ("writes", inst.writes)):
                 for i, access in enumerate(group):
                     tensor = tensors.get(access.tensor)
@@ -420,12 +421,19 @@ def _nest(loops: tuple[Loop, ...]) -> tuple[tuple[str, int], ...]:
     return tuple((loop.name, loop.trip_count) for loop in loops) if loops else ()
 
 
-def _known_instructions(checked: Program | None, program: Program) -> set[tuple[int, tuple]]:
-    """``(id, loop nest)`` of ``checked``'s instructions when ``program`` shares its tensors
+def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:
+    """What the instruction and access checks read of an instruction, by object identity: its
+    op, engine, attributes, access tuples and loop nest (a pass that rewrites deps or queues
+    makes new instructions around the same tuples)."""
+    return inst.op, inst.engine, id(inst.attrs), id(inst.reads), id(inst.writes), _nest(loops)
+
+
+def _known_instructions(checked: Program | None, program: Program) -> set[tuple]:
+    """:func:`_content` of ``checked``'s instructions when ``program`` shares its tensors
     (``checked`` stays alive meanwhile, so an id names one object)."""
     if checked is None or checked.tensors is not program.tensors or checked.machine != program.machine:
         return set()
-    return {(id(inst), _nest(loops)) for inst, loops in checked.instructions()}
+    return {_content(inst, loops) for inst, loops in checked.instructions()}
 
 
 def _check_dep(name: str, dep, where, path: str) -> None:
