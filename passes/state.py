@@ -82,7 +82,12 @@ class PipelineState:
     def stream(self) -> InstanceStream:
         """The instance stream of the structure (its ``program`` is :attr:`structure`, whose
         written deps may be out of date: resolve waits with :attr:`deps`)."""
-        return self._kept("stream", lambda: InstanceStream(self.structure, self.spec))
+        return self._kept("stream", self._new_stream)
+
+    def _new_stream(self) -> InstanceStream:
+        stream = InstanceStream(self.structure, self.spec)
+        stream.share_accesses(self._made.pop("before", None))  # the input's, when its accesses are these
+        return stream
 
     @property
     def deps(self) -> DepTable:
@@ -123,8 +128,10 @@ class PipelineState:
                              _made=made)
 
     def with_structure(self, program: Program) -> PipelineState:
-        """A new program (anything may have changed)."""
-        return PipelineState(structure=program, spec=self.spec)
+        """A new program (anything may have changed; a stream of this state's already built
+        lends its compiled accesses when the new one's are the same objects)."""
+        made = {"before": self._made["stream"]} if "stream" in self._made else {}
+        return PipelineState(structure=program, spec=self.spec, _made=made)
 
     def unchanged(self) -> PipelineState:
         """This state, saying that nothing changed (a pass that returned its input)."""

@@ -202,13 +202,14 @@ def check_waits(program: Program, waits: Sequence[Sequence[int]] | Waits, stream
 
 
 def check_program(program: Program, *, max_races: int | None = None, progress: Progress | None = None,
-                  stop_after: int | None = None) -> RaceReport:
+                  stop_after: int | None = None, stream: InstanceStream | None = None) -> RaceReport:
     """Race-check ``program`` under its given deps, exactly per the spec's rules 1-4.
 
     ``max_races`` caps the races listed (``total_races`` counts them all); ``progress(done,
     total)`` reports instances checked (see :func:`check_waits`).  ``stop_after`` ends the walk
     after the instance whose races bring the count to at least that many: the report then
     covers the instances before it only (``instances`` says how many were checked).
+    ``stream``: the program's instance stream when at hand (:func:`stream_of` of it).
 
     Examples
     --------
@@ -218,7 +219,7 @@ def check_program(program: Program, *, max_races: int | None = None, progress: P
     [('WAW', 'load', 'fill', 'sbuf', (0, 32), (0, 256))]
     """
     _require_placed(program)
-    stream = stream_of(program)
+    stream = stream if stream is not None else stream_of(program)
     return check_stream(stream, stream.resolve(), max_races=max_races, progress=progress, stop_after=stop_after)
 
 

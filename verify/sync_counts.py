@@ -184,9 +184,11 @@ def _makespan(program: Program) -> float:
     return simulate(program, functional=False).trace.makespan
 
 
-def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, simulate: bool = True) -> StageSync:
-    """Figures of one program; ``minimum`` is reused when given, else computed if placed."""
-    stream = stream_of(program)
+def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, simulate: bool = True,
+               stream: InstanceStream | None = None) -> StageSync:
+    """Figures of one program; ``minimum`` is reused when given, else computed if placed;
+    ``stream``: the program's instance stream when at hand."""
+    stream = stream if stream is not None else stream_of(program)
     table = dep_table(program, stream)
     waits = stream.resolve(table)
     waiter = np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(waits.ptr))
@@ -231,18 +233,22 @@ def _order_key(program: Program) -> tuple:
 
 
 def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = True,
-                passes: Sequence[tuple[str, dict]] = (), check_given: bool = False) -> SyncReport:
+                passes: Sequence[tuple[str, dict]] = (), check_given: bool = False,
+                streams: Sequence[InstanceStream] | None = None) -> SyncReport:
     """Sync counts of ``(stage, program)`` pairs, reusing the minimum while it cannot change;
     ``check_given`` also race-checks the first program under its own deps
-    (:func:`neuronsim.verify.own_races.own_races`)."""
+    (:func:`neuronsim.verify.own_races.own_races`); ``streams``: the programs' instance
+    streams when at hand (else each stage's shares the previous one's compiled accesses)."""
     from neuronsim.machine.model.presets import resolve_machine
 
     stages = []
     last_key, last_min = None, None
-    for stage, program in programs:
+    stream = None
+    for k, (stage, program) in enumerate(programs):
         key = _order_key(program)
         minimum = last_min if key == last_key else None
-        found = stage_sync(program, stage, minimum=minimum, simulate=simulate)
+        stream = streams[k] if streams is not None else stream_of(program, like=stream)
+        found = stage_sync(program, stage, minimum=minimum, simulate=simulate, stream=stream)
         last_key, last_min = key, found.minimum
         stages.append(found)
     machine = resolve_machine(programs[0][1].machine).name if programs else "trn1"

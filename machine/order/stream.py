@@ -236,6 +236,22 @@ class InstanceStream:
         other._templates = None  # compiled again, lazily, against the new placements
         return other
 
+    def share_accesses(self, other: InstanceStream | None) -> bool:
+        """Take ``other``'s access slots and compiled accesses when this stream's instructions
+        hold the very same access tuples, in the same loops, over the same tensors and machine
+        (a pass that moved transfers to other queues or wrote deps; the compiled program and
+        its reduction): a tiled kernel's templates are then compiled once, not per program."""
+        if (other is None or other is self or other.m != self.m or other.spec != self.spec
+                or other.program.tensors is not self.program.tensors):
+            return False
+        if not all(map(_same_accesses, self.instrs, other.instrs)):
+            return False
+        if (self.has_loops or other.has_loops) and list(map(_nest, self.loops_of)) != list(map(_nest, other.loops_of)):
+            return False
+        self._layout = other._layout  # the shared cell: whichever compiles first serves both
+        self._templates, self._masks = other._templates, other._masks
+        return True
+
     # -- structure -------------------------------------------------------------------
     def __len__(self) -> int:
         return self.n
@@ -557,6 +573,17 @@ def _positions(comp: np.ndarray, width: int) -> np.ndarray:
     return pos
 
 
-def stream_of(program: Program, spec: MachineSpec | None = None) -> InstanceStream:
-    """The stream of ``program`` (spec: its machine's unless given)."""
-    return InstanceStream(program, spec)
+def stream_of(program: Program, spec: MachineSpec | None = None, like: InstanceStream | None = None) -> InstanceStream:
+    """The stream of ``program`` (spec: its machine's unless given), sharing ``like``'s
+    compiled accesses where :meth:`InstanceStream.share_accesses` allows."""
+    stream = InstanceStream(program, spec)
+    stream.share_accesses(like)
+    return stream
+
+
+def _same_accesses(a: Instruction, b: Instruction) -> bool:
+    return a.reads is b.reads and a.writes is b.writes
+
+
+def _nest(loops: tuple[Loop, ...]) -> tuple[tuple[str, int], ...]:
+    return tuple((loop.name, loop.trip_count) for loop in loops)

@@ -54,6 +54,7 @@ from neuronsim.machine.sim.simulator import Simulation, simulate
 from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
 from neuronsim.passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.dep_reduction import DepReduction
+from neuronsim.machine.order.stream import stream_of
 from neuronsim.machine.order.work_estimate import estimate_size
 from neuronsim.verify.app.progress import Progress, pass_progress, stage_or_nothing
 from neuronsim.verify.racecheck import RaceReport, check_program
@@ -324,9 +325,13 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
         # is (and the simulation need not validate it again).
         final = compiled if reduces else run_pipeline(compiled, (DepReduction(),), ctx)
     reports = []
-    for stage, checked in (("check compiled", compiled), ("check final", final)):
+    # One instance stream per program, the final one sharing the compiled one's accesses
+    # (the reduction changed deps only), for the race checks and the sync counts alike.
+    streams = [stream_of(compiled)]
+    streams.append(stream_of(final, like=streams[0]) if final is not compiled else streams[0])
+    for stage, checked, stream in (("check compiled", compiled, streams[0]), ("check final", final, streams[1])):
         with stage_or_nothing(progress, stage, size, unit="instance") as update:
-            reports.append(check_program(checked, progress=lambda done, _total: update(done)))
+            reports.append(check_program(checked, progress=lambda done, _total: update(done), stream=stream))
     values = _user_call(scenario, "inputs", data_seed)
     with stage_or_nothing(progress, "simulate", len(seeds) + 1, unit="run",
                           size=None if size is None else size * len(seeds)) as update:
@@ -339,7 +344,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     with stage_or_nothing(progress, "reference", None):  # the user's numpy: said when slow
         reference = _user_call(scenario, "reference", values) if functional else {}
     with stage_or_nothing(progress, "sync footprint", None):
-        sync = sync_report([("compiled", compiled), ("final", final)], simulate=False)
+        sync = sync_report([("compiled", compiled), ("final", final)], simulate=False, streams=streams)
     return ScenarioRun(
         name=scenario_name(scenario), program=program, compiled=compiled, final=final, pipeline=pipeline,
         final_pipeline=pipeline if reduces else f"{pipeline},{DepReduction.name}",
