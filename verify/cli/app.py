@@ -102,8 +102,3 @@ def load_command(argv: list[str]) -> None:
     if name in _COMMANDS:
         cli.get_command(None, name)
 
-
-def _register() -> None:
-    """Add every command (``--help`` lists them all with their help)."""
-    for name in _COMMANDS:
-        cli.get_command(None, name)
