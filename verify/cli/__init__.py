@@ -13,7 +13,7 @@ flag) becomes exit 2 with a located one-line message.
 
 Commands live in small modules beside this one (``verify/cli/cmd_NAME.py`` for ``neuronsim NAME``,
 named apart from the checkers they call: ``cmd_fuzz`` runs :mod:`neuronsim.verify.fuzz`); each defines click
-commands and :mod:`.app` adds them to the group when the command line runs.
+commands and :mod:`.app` imports the one a command line names (``--help`` lists them all).
 """
 
 from __future__ import annotations
