@@ -12,6 +12,9 @@ trace and footprint files), beside a floor measured in this process just before 
    converted to float32, accumulated in float32, rounded to bf16 once.  Goal: ``run`` within
    5x of it.  ``--size 4096`` is the issue's shape (25,088 instances, minutes on a loaded
    machine); the default 2048 (3,200 instances, 1,024 products) keeps the bench short.
+   ``--api current`` writes the same kernel against the current API (``import nki``), whose
+   loops the frontend unrolls as NKI 0.7 does: every instance is traced and compiled as an
+   instruction of its own.
 2. **add**: a tiled vector add with small tiles (128x4 float32; 2 loads, an add, a store per
    tile), ``--tiles`` of them (25,000: 1e5 instructions).  Its floor is tracing the kernel
    alone (``neuronsim.machine.nki.trace``) in this process.  Goal: ``run`` within 10x of it.
@@ -24,6 +27,7 @@ Usage::
 
     .venv/bin/python bench/bench_functional.py                      # 2048^3 matmul, 1e5-instruction add
     .venv/bin/python bench/bench_functional.py --size 4096 --tiles 0  # the issue's matmul alone
+    .venv/bin/python bench/bench_functional.py --size 4096 --tiles 0 --api current  # unrolled
 """
 
 from __future__ import annotations
@@ -154,7 +158,7 @@ def _report(name: str, floor: tuple[float, float], run: tuple[float, float, str]
     print(f"  {name}: run / floor = {rw / fw:.2f}x wall, {rc / fc:.2f}x CPU (goal <= {goal:g}x: {verdict})")
 
 
-def bench_matmul(folder: Path, size: int) -> None:
+def bench_matmul(folder: Path, size: int, api: str = "legacy") -> None:
     import ml_dtypes
     from threadpoolctl import threadpool_limits
 
@@ -163,9 +167,10 @@ def bench_matmul(folder: Path, size: int) -> None:
     rhs = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
     inputs = folder / "matmul_in.npz"
     np.savez(inputs, lhsT=lhsT, rhs=rhs)
-    (folder / "matmul.py").write_text(MATMUL_KERNEL)
+    kernel = MATMUL_KERNEL if api == "legacy" else MATMUL_KERNEL.replace("neuronxcc.nki", "nki")
+    (folder / "matmul.py").write_text(kernel)
     tiles = size // 128
-    print(f"matmul {size}^3 bf16: {tiles * tiles * (size // 512):,} tile products of 128x128x512, "
+    print(f"matmul {size}^3 bf16 ({api} API): {tiles * tiles * (size // 512):,} tile products of 128x128x512, "
           f"{tiles * (size // 512) * (3 * tiles + 2):,} instances")
     with threadpool_limits(1):
         wall, cpu, _ = _timed(lambda: matmul_floor(lhsT, rhs))
@@ -191,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=2048, help="matmul S (a multiple of 512; 0: skip)")
     parser.add_argument("--tiles", type=int, default=25_000, help="vector-add tiles (0: skip)")
+    parser.add_argument("--api", choices=("legacy", "current"), default="legacy",
+                        help="the matmul's API: legacy (loops kept) or current (import nki: loops unrolled)")
     args = parser.parse_args(argv)
     if args.size % 512:
         parser.error("--size must be a multiple of 512")
@@ -198,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         warm_up(Path(tmp))
         if args.size:
-            bench_matmul(Path(tmp), args.size)
+            bench_matmul(Path(tmp), args.size, args.api)
         if args.tiles:
             bench_add(Path(tmp), args.tiles)
     return 0
