@@ -164,12 +164,14 @@ class _Sweep:
             return
         xw_all, xr_all = stream.instr[writer], stream.instr[reader]
         groups, which = np.unique(np.stack([xw_all, xr_all]), axis=1, return_inverse=True)
-        which = which.reshape(-1)
+        # each group's pairs in sweep order (a stable sort: linear in the pairs however many groups)
+        order = np.argsort(which.reshape(-1), kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(which.reshape(-1), minlength=groups.shape[1]))]).tolist()
         for g, (xw, xr) in enumerate(groups.T.tolist()):
             common = stream.common(xw, xr)
             if common == 0:
                 continue
-            picked = np.flatnonzero(which == g)
+            picked = order[bounds[g]:bounds[g + 1]]
             w_digits = _index(stream, xw, writer[picked], common)
             r_digits = _index(stream, xr, reader[picked], common)
             differs = w_digits != r_digits
