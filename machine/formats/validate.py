@@ -390,15 +390,12 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
     # names it for the walk.
     enclosing_of: dict[int, dict[str, Loop]] = {}
     seen: set[tuple[Access, int]] = set()
-    # What check_instruction reads of an instruction (op, engine, attrs, accesses) repeats
-    # across a flattened kernel's instances: by object identity (``program`` keeps each alive
-    # meanwhile), each distinct combination is checked once, at its first occurrence.
-    shapes: set[tuple] = set()
     for inst, loops, path in order:
         enclosing = enclosing_of.get(id(loops))
         if enclosing is None:
             enclosing = enclosing_of[id(loops)] = {loop.name: loop for loop in loops}
-        if not known or _content(inst, loops) not in known:
+        content = _content(inst, loops)
+        if content not in known:  # checked on the pass's input, or at an earlier instance
             for key, group in (("reads", inst.reads), ("writes", inst.writes)):
                 for i, access in enumerate(group):
                     tensor = tensors.get(access.tensor)
@@ -408,10 +405,8 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
                     if (access, id(loops)) not in seen:
                         _check_access(access, tensor, enclosing, LazyPath(path, key, i))
                         seen.add((access, id(loops)))
-            shape = (inst.op, inst.engine, id(inst.attrs), *map(id, inst.reads), None, *map(id, inst.writes))
-            if shape not in shapes:
-                check_instruction(inst, tensors, spec, path)
-                shapes.add(shape)
+            check_instruction(inst, tensors, spec, path)
+            known.add(content)
         for i, dep in enumerate(inst.deps):
             _check_dep(inst.name, dep, where, LazyPath(path, "deps", i))
 
@@ -423,9 +418,11 @@ def _nest(loops: tuple[Loop, ...]) -> tuple[tuple[str, int], ...]:
 
 def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:
     """What the instruction and access checks read of an instruction, by object identity: its
-    op, engine, attributes, access tuples and loop nest (a pass that rewrites deps or queues
-    makes new instructions around the same tuples)."""
-    return inst.op, inst.engine, id(inst.attrs), id(inst.reads), id(inst.writes), _nest(loops)
+    op, engine, attributes, accesses and loop nest.  Alike instructions share it: a pass that
+    rewrites deps or queues makes new instructions around the same objects, and a flattened
+    kernel's instances repeat a few attribute and access objects (its ring slots, banks)."""
+    return (inst.op, inst.engine, id(inst.attrs), *map(id, inst.reads), None, *map(id, inst.writes),
+            _nest(loops))
 
 
 def _known_instructions(checked: Program | None, program: Program) -> set[tuple]:

@@ -23,7 +23,6 @@ from typing import Any
 
 import click
 
-from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError, printable
 from neuronsim.machine.formats.files import OutputError, check_output_path, write_text
 from neuronsim.machine.formats.jsonio import dumps_strict
@@ -292,7 +291,6 @@ def run_output_paths(out_dir: str, name: str) -> dict[str, str]:
     return paths
 
 
-@collector_paused()  # a trace of 1e5 instances is 6e5 event dicts: full collections tripled the time
 def write_run_outputs(paths: dict[str, str], trace: Any, footprint: Mapping[str, Any], *,
                       write_trace: Callable[[Any, str], None], plot: Callable[[Any, str], None],
                       plot_path: str | None) -> None:
