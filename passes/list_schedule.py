@@ -31,12 +31,13 @@ Contract
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from neuronsim.machine.model.cost import CostMemo
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
+from neuronsim.machine.model.optable import ENGINE_CHOICE_KEY, engine_choices
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
 
 from neuronsim.passes.pipeline import Pass, PassContext
@@ -269,28 +270,39 @@ def _timing(node: Node, summary: _Summary) -> _Timing:
     return _Timing(node.engine, c.duration_ns, max(c.result_ns, c.duration_ns))
 
 
-def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float]) -> list[int]:
+def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float],
+                 choices: dict[int, list[_Timing]] | None = None, chosen: dict[int, str] | None = None) -> list[int]:
     """List scheduling over the engines: repeatedly start the ready node that can start
     earliest (its producers' results in, its engine free), the highest level among equals,
     program order last.  Per resource the ready nodes wait in a heap by ready time until the
     resource's free time passes it, then in a heap by level: each step looks at one candidate
-    per resource, so the whole order is O(n log n) for the few engines a machine has."""
+    per resource, so the whole order is O(n log n) for the few engines a machine has.
+
+    ``choices``: for a node the compiler may run on several engines, its timing on each; it
+    waits in the heaps of all of them and starts on the first that takes it (its entries in
+    the others are dropped when they come up); ``chosen`` receives that engine."""
     n = len(timing)
+    choices = choices or {}
     preds = [0] * n
     for i in range(n):
         for k in succs[i]:
             preds[k] += 1
     ready_at = [0.0] * n
+    taken = [False] * n
     free: dict[str, float] = {}
     queue_free: dict[str, float] = {}
     waiting: dict[str, list] = {}   # resource -> heap of (ready time, -level, index)
     runnable: dict[str, list] = {}  # resource -> heap of (-level, index), ready before the resource frees
 
+    def on(i: int, res: str) -> _Timing:
+        return next(c for c in choices[i] if c.resource == res) if i in choices else timing[i]
+
     def release(i: int) -> None:
-        res = timing[i].resource
-        heapq.heappush(waiting.setdefault(res, []), (ready_at[i], -level[i], i))
-        runnable.setdefault(res, [])
-        free.setdefault(res, 0.0)
+        for t in choices.get(i, (timing[i],)):
+            res = t.resource
+            heapq.heappush(waiting.setdefault(res, []), (ready_at[i], -level[i], i))
+            runnable.setdefault(res, [])
+            free.setdefault(res, 0.0)
 
     for i in range(n):
         if preds[i] == 0:
@@ -301,23 +313,31 @@ def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float
         for res, heap in waiting.items():
             now = free[res] if res else float("-inf")  # a loop atom waits for its producers only
             avail = runnable[res]
-            while heap and heap[0][0] <= now:
+            while heap and (heap[0][0] <= now or taken[heap[0][2]]):
                 _t, neg, i = heapq.heappop(heap)
-                heapq.heappush(avail, (neg, i))
+                if not taken[i]:
+                    heapq.heappush(avail, (neg, i))
+            while avail and taken[avail[0][1]]:  # started on another of its engines
+                heapq.heappop(avail)
             if avail:
-                key = (free[res], avail[0][0], avail[0][1], res)
+                start, neg, i = free[res], avail[0][0], avail[0][1]
             elif heap:
-                key = (max(heap[0][0], free[res]), heap[0][1], heap[0][2], res)
+                start, neg, i = max(heap[0][0], free[res]), heap[0][1], heap[0][2]
             else:
                 continue
+            # one node on two engines starting together: the earlier result, then its own engine
+            key = (start, neg, i, start + on(i, res).result_ns, res != timing[i].resource, res)
             if best is None or key < best:
                 best = key
-        start, _neg, i, res = best
+        start, _neg, i, _done, _other, res = best
         if runnable[res] and runnable[res][0][1] == i:
             heapq.heappop(runnable[res])
         else:
             heapq.heappop(waiting[res])
-        t = timing[i]
+        taken[i] = True
+        t = on(i, res)
+        if i in choices and chosen is not None:
+            chosen[i] = res
         order.append(i)
         if res:
             free[res] = start + t.busy_ns
@@ -333,10 +353,26 @@ def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float
     return order
 
 
+def _choices(nodes: tuple[Node, ...], costs: CostMemo) -> dict[int, list[_Timing]]:
+    """Per instruction whose engine the kernel left to the compiler, its timing on each engine
+    it may run on (:func:`~neuronsim.machine.model.optable.engine_choices`)."""
+    out: dict[int, list[_Timing]] = {}
+    for k, node in enumerate(nodes):
+        if isinstance(node, Loop) or node.is_dma or not node.extras or ENGINE_CHOICE_KEY not in node.extras:
+            continue
+        engines = engine_choices(node)
+        if len(engines) > 1:
+            out[k] = [_timing(moved, _Summary(frozenset(), (), frozenset(), frozenset(), 0.0, costs(moved)))
+                      for moved in (replace(node, engine=e) for e in engines)]
+    return out
+
+
 def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ...], spec: MachineSpec,
-                timed: bool = False, costs: CostMemo | None = None) -> list[int]:
+                timed: bool = False, costs: CostMemo | None = None, chosen: dict[int, str] | None = None) -> list[int]:
     """The scheduled order of a block's nodes (indices into ``nodes``): highest level first,
-    or, ``timed``, the earliest start over the engines (:func:`_timed_order`)."""
+    or, ``timed``, the earliest start over the engines (:func:`_timed_order`), where an
+    instruction the kernel left to the compiler's choice of engine runs on the engine that
+    takes it first (``chosen`` receives it, by index)."""
     n = len(nodes)
     if n < 2:
         return list(range(n))
@@ -364,7 +400,7 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
         own = timing[i].result_ns if timing else info[i].cost
         level[i] = own + max((level[k] for k in succs[i]), default=0.0)
     if timing:
-        return _timed_order(timing, succs, level)
+        return _timed_order(timing, succs, level, _choices(nodes, costs), chosen)
     preds = [0] * n
     for i in range(n):
         for k in succs[i]:
@@ -391,7 +427,10 @@ def list_schedule(program: Program, spec: MachineSpec | None = None, timed: bool
     def schedule(nodes: tuple[Node, ...], loops: tuple[Loop, ...]) -> tuple[Node, ...]:
         inner = tuple(Loop(node.name, node.trip_count, schedule(node.body, (*loops, node)), node.extras)
                       if isinstance(node, Loop) else node for node in nodes)
-        return tuple(inner[i] for i in block_order(program, inner, loops, spec, timed, costs))
+        chosen: dict[int, str] = {}
+        order = block_order(program, inner, loops, spec, timed, costs, chosen)
+        return tuple(replace(inner[i], engine=chosen[i]) if i in chosen and chosen[i] != inner[i].engine
+                     else inner[i] for i in order)
 
     body = schedule(program.body, ())
     return program if body == program.body else program.with_body(body)

@@ -117,7 +117,8 @@ from typing import Any
 from neuronsim.machine.ir.program import SEQUENCERS
 
 __all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "REDUCE_OPS", "DGE_MODES",
-           "ACT_REDUCE_OPS", "BN_STATS_FMAX", "ISA_COSTS", "RANGE_CMPS", "CUMULATIVE_OPS"]
+           "ACT_REDUCE_OPS", "BN_STATS_FMAX", "ISA_COSTS", "RANGE_CMPS", "CUMULATIVE_OPS", "ENGINE_CHOICE_KEY",
+           "MOVABLE_ALU_OPS", "engine_choices"]
 
 #: Activation functions ``activation`` accepts (``func(in * scale + bias)``).
 ACTIVATION_FUNCS = (
@@ -405,3 +406,30 @@ def op_spec(op: str) -> OpSpec:
 def _opaque_spec(op: str) -> OpSpec:
     return OpSpec(op, _ALL, (0, 1 << 30), (0, 1 << 30), opaque=True,
                   doc="opaque: writes are a deterministic function of reads and the op name")
+
+
+#: ``extras`` key of an instruction whose engine the kernel left to the compiler (NKI's
+#: ``engine=unknown``, the default of ``nisa.tensor_scalar`` and of the ``nl.*`` elementwise and
+#: copy calls): the engines the frontend offers; the ``schedule`` pass picks one of them.
+ENGINE_CHOICE_KEY = "x-engines"
+#: The ALU ops the frontend offers to both DVE and ACT: the plain arithmetic both engines'
+#: ``tensor_scalar`` run (NKI's ``tensor_scalar``: "Vector or Scalar or GpSimd Engine").
+MOVABLE_ALU_OPS = frozenset({"add", "subtract", "multiply", "max", "min", "bypass"})
+
+
+def engine_choices(instr: Any) -> tuple[str, ...]:
+    """The engines ``instr`` may run on: its own, or, when the kernel left the choice to the
+    compiler (:data:`ENGINE_CHOICE_KEY`), those listed that the table allows for its op.
+
+    >>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
+    >>> offered = frozen_mapping({"x-engines": ["dve", "act", "pe"]})
+    >>> engine_choices(Instruction("t", "dve", "tensor_copy", extras=offered))
+    ('dve', 'act')
+    >>> engine_choices(Instruction("t", "dve", "tensor_copy"))
+    ('dve',)
+    """
+    listed = instr.extras.get(ENGINE_CHOICE_KEY) if instr.extras else None
+    if not listed:
+        return (instr.engine,)
+    allowed = op_spec(instr.op).engines
+    return tuple(e for e in listed if e in allowed) or (instr.engine,)

@@ -17,7 +17,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
@@ -143,33 +144,53 @@ class Blocked:
     """The kept loops around the declaration."""
     site: tuple[SourceLine, str, str | None] | None = None
     """The declaring kernel line, NKI call and the kernel's variable (each block's ``x-source``)."""
+    lazy_fill: Callable[[Layout], None] | None = None
+    """``nl.zeros(..., lazy_initialization=True)``: emits the fill of one block, each block
+    filled when first indexed, not all at the declaration (see :meth:`block`); None: filled
+    when declared."""
+    rotating: list[str] = field(default_factory=list)
+    """The loops whose rotation holds a block (keys of :attr:`slots` that are loop names): kept
+    apart so that a kernel indexing thousands of blocks does not scan them all at each."""
 
     @property
     def shape(self) -> tuple[int, ...]:
         return self.spec.shape
 
-    def block(self, tracer: Tracer, index: tuple[Any, ...]) -> Layout:
+    def block(self, tracer: Tracer, index: tuple[Any, ...], fill: bool = True) -> Layout:
         """The tensor of block ``index``: every block is a tile of its own (its own tensor,
         placed on its slot's bytes), as NKI's compiler tells tiles apart, so two blocks that
         share a slot while both are live are two tiles on the same bytes (a finding), not one
         tile written twice.  A block chosen by a kept loop's variable is one tensor rotating
         over that loop's iterations; any other symbolic block index unrolls the loop."""
+        if self.lazy_fill is None:
+            return self._block(tracer, index)
+        known = len(self.slots)
+        layout = self._block(tracer, index)
+        if fill and len(self.slots) > known:  # a block first indexed: its lazy initialization now
+            self.fill_block(layout)
+        return layout
+
+    def fill_block(self, layout: Layout) -> None:
+        """Fill one block (:attr:`lazy_fill`)."""
+        self.lazy_fill(layout)
+
+    def _block(self, tracer: Tracer, index: tuple[Any, ...]) -> Layout:
         spec, alloc = self.spec, self.spec.allocator
         if isinstance(alloc, ModAlloc) and len(index) == 1 and isinstance(index[0], SymIndex) \
                 and len(alloc.tiles) == 1:
             terms = index[0].index.terms
             if index[0].index.const == 0 and len(terms) == 1 and terms[0][1] == 1:
                 loop = terms[0][0]
-                if any(isinstance(key, tuple) for key in self.slots):
+                if len(self.slots) > len(self.rotating):  # a block by constants (a tuple key)
                     raise NotAffine((loop,), f"blocks of {self.name} by the loop and by constants (one tile each)")
                 if loop not in self.slots:
                     # one tensor rotating over the loop (its x-rotate names the loop)
                     self.slots[loop] = _place(tracer, spec, f"{self.name}_rot", 0, rotate=(alloc.tiles[0], loop),
                                               depth=self.depth, scope=self.scope, site=self.site, group=self.name)
+                    self.rotating.append(loop)
                 return self.slots[loop]
-        rotating = tuple(key for key in self.slots if isinstance(key, str))
-        if rotating:  # a block the loop's rotation holds too: unroll it, so every block is its own tensor
-            raise NotAffine(rotating, f"blocks of {self.name} by a loop and by constants (one tile each)")
+        if self.rotating:  # a block the loop's rotation holds too: unroll it, so every block is its own tensor
+            raise NotAffine(tuple(self.rotating), f"blocks of {self.name} by a loop and by constants (one tile each)")
         block = tuple(concrete(b, "a block index of a directly allocated tensor") for b in index)
         for b, n in zip(block, spec.blocks):
             if not 0 <= b < n:

@@ -22,6 +22,7 @@ from neuronsim.machine.nki.indexing import ArangeExpr, Mask
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tracer import current
+from neuronsim.machine.model.optable import MOVABLE_ALU_OPS
 
 __all__ = ["ENGINES", "engine_of", "matmul", "double_row", "transpose", "activation", "tensor_tensor", "tensor_scalar",
            "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
@@ -90,11 +91,15 @@ def _operand(value: Any) -> Any:
 def tensor_scalar(dst: Layout, data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
                   operand1: Any = None, reverse1: bool = False, engine: Any = None) -> None:
     current().note_write(dst)
-    current().kb.tensor_scalar(
-        dst.view(), ops.lay(data).view(), op0=alu_name(op0), operand0=_operand(operand0),
-        op1=alu_name(op1) if op1 is not None else None, operand1=_operand(operand1) if op1 is not None else None,
-        reverse0=bool(reverse0) or None, reverse1=bool(reverse1) or None,
-        engine=engine_of(engine, ("dve", "act", "pool"), "dve"))
+    names = [alu_name(op0)] + ([alu_name(op1)] if op1 is not None else [])
+    offer = ENGINES.get(str(engine)) is None and all(name in MOVABLE_ALU_OPS for name in names) \
+        and ops.floats(dst, ops.lay(data))  # engine=unknown (the default): the compiler's choice
+    with ops.engine_left_to_compiler(offer):
+        current().kb.tensor_scalar(
+            dst.view(), ops.lay(data).view(), op0=names[0], operand0=_operand(operand0),
+            op1=names[1] if op1 is not None else None, operand1=_operand(operand1) if op1 is not None else None,
+            reverse0=bool(reverse0) or None, reverse1=bool(reverse1) or None,
+            engine=engine_of(engine, ("dve", "act", "pool"), "dve"))
 
 
 def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
@@ -129,7 +134,8 @@ def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = Fal
 
 
 def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:
-    ops.copy(dst, ops.lay(src), engine_of(engine, ("dve", "act", "pool"), "dve"))
+    named = ENGINES.get(str(engine)) if engine is not None else None  # None: the compiler's choice
+    ops.copy(dst, ops.lay(src), engine_of(engine, ("dve", "act", "pool"), "dve") if named else None)
 
 
 def memset(dst: Layout, value: Any, engine: Any = None) -> None:

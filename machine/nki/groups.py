@@ -28,6 +28,7 @@ either way, only the instructions differ.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Mapping
 
@@ -81,6 +82,25 @@ def _overwriting(inst: Instruction) -> Instruction:
     return dataclasses.replace(inst, reads=inst.reads[:-1], attrs=frozen_mapping({**inst.attrs, "accumulate": False}))
 
 
+#: A zeroing looks this many nodes ahead for its group's first node before it looks the tensor up.
+_NEAR = 64
+
+
+def _tensors_of(node: Node) -> set[str]:
+    if isinstance(node, Loop):
+        return set().union(*(_tensors_of(child) for child in node.body)) if node.body else set()
+    return {access.tensor for access, _ in node.accesses}
+
+
+def _positions(nodes: list[Node]) -> dict[str, list[int]]:
+    """Per tensor, the positions of the nodes of ``nodes`` that touch it, ascending."""
+    found: dict[str, list[int]] = {}
+    for j, node in enumerate(nodes):
+        for tensor in _tensors_of(node):
+            found.setdefault(tensor, []).append(j)
+    return found
+
+
 def _touches(node: Node, tensor: str) -> bool:
     if isinstance(node, Loop):
         return any(_touches(child, tensor) for child in node.body)
@@ -103,18 +123,29 @@ class _Lowering:
 
     def body(self, nodes: tuple[Node, ...]) -> tuple[Node, ...]:
         out = list(nodes)
+        touching: dict[str, list[int]] | None = None  # tensor -> positions in ``out`` touching it
         k = 0
         while k < len(out):
             zeros = _zeroing(out[k], self.tensors)
             following = None
             if zeros is not None:  # only a zeroing looks ahead (every node looking made 1e5 quadratic: 70 s)
-                following = next((j for j in range(k + 1, len(out)) if _touches(out[j], zeros.tensor)), None)
+                following = next((j for j in range(k + 1, min(k + 1 + _NEAR, len(out)))
+                                  if _touches(out[j], zeros.tensor)), None)
+                if following is None and k + 1 + _NEAR < len(out):
+                    # far: thousands of zeroings in a row (a kernel's nl.zeros of many blocks) made
+                    # the plain scan quadratic (issue 31): look it up, the positions listed once
+                    if touching is None:
+                        touching = _positions(out)
+                    found = touching.get(zeros.tensor, ())
+                    at = bisect.bisect_right(found, k + _NEAR)
+                    following = found[at] if at < len(found) else None
             if following is not None:
                 opened = self._opened(out[following], zeros)
                 if opened is not None:
                     out[following:following + 1] = opened
                     del out[k]
                     self.changed = True
+                    touching = None  # positions moved
                     continue
             k += 1
         return tuple(Loop(n.name, n.trip_count, self.body(n.body), n.extras) if isinstance(n, Loop) else n

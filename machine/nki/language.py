@@ -150,6 +150,11 @@ def ones(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw
 def full(shape: Any, fill_value: Any, dtype: Any = None, buffer: Any = None, name: str = "",
          **kw: Any) -> NkiTensor:
     tile = _new(shape, dtype, buffer, name, kw.get("address"))
+    if kw.get("lazy_initialization") and tile._blocked is not None:
+        # neuronx-cc's printed kernels declare whole PSUM arrays so; each block is filled when
+        # first used, and not at all when its first use overwrites it (NkiTensor.__setitem__)
+        tile._blocked.lazy_fill = lambda block: current().emit_as(lambda: ops.memset(block, fill_value), "nl.zeros")
+        return tile
     _fill(tile, fill_value)
     return tile
 

@@ -363,10 +363,22 @@ class Layout:
         if self.tags is not None and any(self.tags):
             pos = next((k for k, tag in enumerate(self.tags) if tag and it in tag), None)
             if pos is None:
+                pos = self._same_axis(it)
+            if pos is None:
                 return self
         else:
             pos = it.pos
         return self.restrict_axis(pos, lo, hi)
+
+    def _same_axis(self, it: Any) -> int | None:
+        """The one axis indexed by an iterator at ``it``'s place in the iteration space (its
+        position among as many axes) when ``it`` itself indexes none: an index vector is an
+        array shaped for broadcasting, so a mask written with ``nl.arange(128)[:, None]`` of its
+        own means the access's ``nl.arange(128)[:, None]`` (neuronx-cc prints each operand and
+        mask with fresh aranges).  None when no axis, or more than one, is at that place."""
+        found = [k for k, tag in enumerate(self.tags) if tag
+                 and any(other.pos == it.pos and other.ndim == it.ndim for other in tag)]
+        return found[0] if len(found) == 1 else None
 
     def restrict_axis(self, pos: int, lo: int, hi: int) -> Layout:
         """Keep elements ``[lo, hi)`` of axis ``pos`` (an axis of indices: those indices)."""

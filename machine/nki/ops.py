@@ -8,6 +8,7 @@ and calls one builder op.  The engine and DMA queue choices are documented in do
 from __future__ import annotations
 
 import numbers
+from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
 from math import prod
@@ -23,10 +24,35 @@ from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import current
+from neuronsim.machine.model.optable import ENGINE_CHOICE_KEY, MOVABLE_ALU_OPS
 from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QUEUES", "broadcast_shape",
-           "result_dtype", "per_partition", "opens_accumulation", "in_program_order", "reduced_last"]
+           "result_dtype", "per_partition", "opens_accumulation", "in_program_order", "reduced_last",
+           "engine_left_to_compiler", "COMPILER_ENGINES", "floats"]
+
+#: The engines offered to the compiler for an elementwise op or copy whose kernel names none
+#: (``docs/timing.md``, "Engine choice"): DVE, the frontend's default, and ACT.
+COMPILER_ENGINES = ("dve", "act")
+
+
+@contextmanager
+def engine_left_to_compiler(offer: bool = True):
+    """The builder calls inside make instructions that offer :data:`COMPILER_ENGINES` to the
+    ``schedule`` pass (:data:`~neuronsim.machine.model.optable.ENGINE_CHOICE_KEY` in their extras)."""
+    kb = current().kb
+    before = kb.next_extras
+    if offer:
+        kb.next_extras = {**(before or {}), ENGINE_CHOICE_KEY: list(COMPILER_ENGINES)}
+    try:
+        yield
+    finally:
+        kb.next_extras = before
+
+
+def floats(*layouts: Layout) -> bool:
+    """True when every view holds floating-point values (integer ALU work stays where it is)."""
+    return all(layout.element_dtype.startswith(("float", "bfloat")) for layout in layouts)
 
 #: The DMA queue a transfer goes on, by the engine whose sequencer triggers it (docs/nki.md).
 QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma0"}
@@ -128,11 +154,13 @@ def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
     if not dst.on_chip or not src.on_chip:
         dma(dst, src, engine=engine if engine in ("sp", "act", "pool") else None)
         return
+    offer = engine is None
     engine = engine or "dve"
     if engine == "pool" and "PSUM" in (dst.tensor.memory.name, src.tensor.memory.name):
         engine = "dve"
     current().note_write(dst)
-    current().kb.tensor_copy(dst.view(), _fit(src, dst).view(), engine=engine)
+    with engine_left_to_compiler(offer):
+        current().kb.tensor_copy(dst.view(), _fit(src, dst).view(), engine=engine)
 
 
 def spread(src: Layout, partitions: int) -> Layout:
@@ -190,22 +218,26 @@ def binary(dst: Layout, a: Any, b: Any, op: str, engine: str | None = None) -> N
     ``tensor_scalar`` (the operand on the left is ``reverse0``)."""
     kb = current().kb
     current().note_write(dst)
+    offer = engine is None and op in MOVABLE_ALU_OPS  # a tensor_scalar the compiler may give to ACT
     engine = engine or "dve"
     if is_number(a) and is_number(b):
         raise fail("an elementwise operation needs at least one tile")
     if is_number(a) or is_number(b):
         tile, scalar, reverse = (b, a, True) if is_number(a) else (a, b, False)
-        kb.tensor_scalar(dst.view(), _fit(lay(tile), dst).view(), op0=op, operand0=number(scalar),
-                         reverse0=reverse or None, engine=engine)
+        with engine_left_to_compiler(offer and floats(dst, lay(tile))):
+            kb.tensor_scalar(dst.view(), _fit(lay(tile), dst).view(), op0=op, operand0=number(scalar),
+                             reverse0=reverse or None, engine=engine)
         return
     la, lb = lay(a), lay(b)
     if dst.on_chip:  # a [1, F] or [1, 1] tile against more partitions
         la, lb = spread(la, dst.view().num_partitions), spread(lb, dst.view().num_partitions)
     if per_partition(lb) and not per_partition(la):
-        kb.tensor_scalar(dst.view(), _fit(la, dst).view(), op0=op, operand0=lb.view(), engine=engine)
+        with engine_left_to_compiler(offer and floats(dst, la, lb)):
+            kb.tensor_scalar(dst.view(), _fit(la, dst).view(), op0=op, operand0=lb.view(), engine=engine)
     elif per_partition(la) and not per_partition(lb):
-        kb.tensor_scalar(dst.view(), _fit(lb, dst).view(), op0=op, operand0=la.view(), reverse0=True,
-                         engine=engine)
+        with engine_left_to_compiler(offer and floats(dst, la, lb)):
+            kb.tensor_scalar(dst.view(), _fit(lb, dst).view(), op0=op, operand0=la.view(), reverse0=True,
+                             engine=engine)
     else:
         if engine == "pool" and "PSUM" in (la.tensor.memory.name, lb.tensor.memory.name):
             engine = "dve"

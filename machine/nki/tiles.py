@@ -154,18 +154,35 @@ class NkiTensor:
 
     # -- views -------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
+        return self._item(key)
+
+    def _item(self, key: Any, fill: bool = True) -> NkiTensor:
         if self._blocked is not None:
             key = key if isinstance(key, tuple) else (key,)
             nblocks = len(self._blocked.spec.blocks)
             if len(key) < nblocks:
                 raise fail(f"{self._blocked.name}: index all {nblocks} block dimensions")
-            layout = self._blocked.block(current(), key[:nblocks])
+            layout = self._blocked.block(current(), key[:nblocks], fill)
             rest = key[nblocks:]
             return NkiTensor(layout.index(rest) if rest else layout)
         return NkiTensor(self.layout.index(key))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        _operator("assign")(self[key], value)
+        blocked = self._blocked
+        if blocked is None or blocked.lazy_fill is None:
+            _operator("assign")(self[key], value)
+            return
+        known = len(blocked.slots)
+        target = self._item(key, fill=False)
+        if len(blocked.slots) > known and not _overwrites(target, value):  # first use, partly written
+            tracer = current()
+            block = blocked.block(tracer, (key if isinstance(key, tuple) else (key,))[:len(blocked.spec.blocks)])
+            # the fill goes before the call whose result is being assigned (a call made before
+            # the block existed cannot read it), so that result still writes the block itself
+            pending, tracer.pending = tracer.pending, None
+            blocked.fill_block(block)
+            tracer.pending = pending
+        _operator("assign")(target, value)
 
     def ap(self, pattern: Any = None, offset: Any = 0, scalar_offset: Any = None, indirect_dim: int = 0,
            vector_offset: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
@@ -277,3 +294,16 @@ class NkiTensor:
     @property
     def T(self) -> Any:
         return _operator("transpose")(self)
+
+
+def _overwrites(target: NkiTensor, value: Any) -> bool:
+    """Does assigning ``value`` write every element of ``target``'s block (a lazily initialized
+    block first used so needs no fill)?  A number or a tile of as many elements, not masked."""
+    block = target.layout
+    whole = prod(block.tensor.shape)
+    if prod(block.shape) != whole:
+        return False
+    pending = current().pending
+    if pending is not None and pending.proxy is value:
+        return pending.mask is None
+    return True

@@ -218,6 +218,12 @@ class Tracer:
         for box in mask.boxes if mask is not None else (None,):  # a mask beyond one box: once per box
             self._emit(fn, site, indices, extras, box)
 
+    def emit_as(self, fn: Callable[[], Any], call: str) -> None:
+        """:meth:`emit` work an earlier NKI call asked for, named as that call on the kernel
+        line being traced (a lazily initialized block's fill, made where it is first used)."""
+        self.flush()
+        self._emit(fn, (self.where()[0], call), self.indices(), None)
+
     def _emit(self, fn: Callable[[], Any], site, indices, extras: dict | None, mask: Mask | None = None) -> None:
         self.kb.next_extras = self._extras(site, indices, extras)
         self.mask, self.emit_site = mask, site[0]

@@ -164,6 +164,23 @@ def check_masks(program: Program) -> None:
     assert 100 in heights, heights         # the mgrid store's partition mask
 
 
+def check_printed_masks(program: Program) -> None:
+    heights = {a.partitions[1] - a.partitions[0] for i in _ops(program) for a in i.writes
+               if a.partitions is not None}
+    assert 300 - 256 in heights, heights   # each operand's fresh arange bound by its mask's
+    psum = [(i.op, i.attrs.get("accumulate")) for i in _ops(program)
+            if any(program.tensors[w.tensor].memory == MemoryKind.PSUM for w in i.writes)]
+    assert psum == [("matmul", False)] * 80  # every zeroing far ahead still opens its group
+
+
+def check_lazy_blocks(program: Program) -> None:
+    psum = [(i.op, i.attrs.get("accumulate")) for i in _ops(program)
+            if any(program.tensors[w.tensor].memory == MemoryKind.PSUM for w in i.writes)]
+    # block 0 overwritten: no zeroing; block 1's zeroing dropped (its matmul opens the group);
+    # block 2, half written then read whole, keeps its zeroing, made when first used
+    assert psum == [("matmul", False), ("matmul", False), ("memset", None), ("matmul", False)], psum
+
+
 def check_ap(program: Program) -> None:
     strided = [a for i in _ops(program) if i.is_dma for a in (*i.reads, *i.writes)
                if program.tensors[a.tensor].memory == MemoryKind.DRAM and a.pattern and len(a.pattern) >= 2]
@@ -212,6 +229,9 @@ KERNELS = (
                 reference="transpose_reference"),
     GroupKernel("matmul", "current_matmul.py", "matmul_then_transpose", check_current_matmul,
                 tol={"rtol": 1e-4, "atol": 1e-4}),
+    GroupKernel("masks", "legacy_masks_printed.py", "lazy_blocks", check_lazy_blocks, inputs="lazy_inputs",
+                reference="lazy_reference",
+                tol={"rtol": 1e-4, "atol": 1e-4}),
     GroupKernel("activation", "legacy_activation.py", "activations", check_legacy_activation),
     GroupKernel("activation", "current_activation.py", "activations", check_activation),
     GroupKernel("reduce", "legacy_reduce.py", "row_stats", check_legacy_reduce, tol={"rtol": 1e-5, "atol": 1e-4}),
@@ -227,6 +247,8 @@ KERNELS = (
     GroupKernel("alloc", "legacy_mod_alloc.py", "rotate_transpose", check_mod_alloc),
     GroupKernel("alloc", "current_address.py", "placed_halves", check_placed),
     GroupKernel("masks", "legacy_masks.py", "masked_rows", check_masks),
+    GroupKernel("masks", "legacy_masks_printed.py", "printed_masks", check_printed_masks,
+                tol={"rtol": 1e-4, "atol": 1e-4}),
     GroupKernel("ap", "current_ap.py", "strided", check_ap),
     GroupKernel("misc", "legacy_misc.py", "misc", check_misc, tol={"rtol": 1e-5, "atol": 1e-4}),
     GroupKernel("misc", "current_misc.py", "misc", check_misc, tol={"rtol": 1e-5, "atol": 1e-4}),

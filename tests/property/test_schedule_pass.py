@@ -4,11 +4,14 @@ on an engine, and the allocation (SBUF, PSUM, rings) the bound on what it moves.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor, frozen_mapping
+from neuronsim.machine.model.optable import ENGINE_CHOICE_KEY
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.sim.memory import initial_memory
@@ -44,6 +47,24 @@ def test_scheduled_programs_are_race_free_with_the_results_of_source_order(progr
         assert check_program(scheduled).races == ()
         assert _dram_results(scheduled) == _dram_results(as_traced)
         assert instance_count(scheduled) == instance_count(as_traced)
+    # every instruction the op table lets run on DVE and ACT offered to the compiler
+    offered = _offered(program)
+    scheduled = _compile(offered, TRACED_PIPELINE + ",dep-reduction")
+    validate_program(scheduled)
+    assert check_program(scheduled).races == ()
+    assert _dram_results(scheduled) == _dram_results(as_traced)
+
+
+def _offered(program: Program) -> Program:
+    """``program`` with every ``tensor_scalar`` / ``tensor_copy`` left to the compiler's choice
+    of DVE or ACT (as the NKI frontend marks an elementwise call that names no engine)."""
+    def offer(node):
+        if isinstance(node, Loop):
+            return Loop(node.name, node.trip_count, tuple(offer(child) for child in node.body), node.extras)
+        if node.op in ("tensor_scalar", "tensor_copy") and node.engine in ("dve", "act"):
+            return replace(node, extras=frozen_mapping({**node.extras, ENGINE_CHOICE_KEY: ["dve", "act"]}))
+        return node
+    return program.with_body(tuple(offer(node) for node in program.body))
 
 
 def _chains() -> Program:
@@ -69,6 +90,33 @@ def test_independent_chains_interleave_and_the_makespan_shrinks():
     before = simulate(as_traced, functional=False).runs[0].trace
     after = simulate(scheduled, functional=False).runs[0].trace
     assert max(r.end for r in after.records) < max(r.end for r in before.records)
+
+
+def _independent(offered: bool) -> Program:
+    """One SBUF tile scaled into four others: four independent DVE instructions of 2,048
+    elements a partition each (DVE-bound), offered to DVE and ACT when ``offered``."""
+    tensors = {f"t{k}": Tensor(f"t{k}", MemoryKind.SBUF, "float32", (128, 2048), partition=0, offset=k * 8192)
+               for k in range(5)}
+    extras = frozen_mapping({ENGINE_CHOICE_KEY: ["dve", "act"]} if offered else {})
+    init = Instruction("init", "pool", "memset", (), (Access("t0"),), {"value": 1})
+    body = tuple(Instruction(f"scale{k}", "dve", "tensor_scalar", (Access("t0"),), (Access(f"t{k}"),),
+                             {"op0": "multiply", "operand0": float(k)}, extras=extras) for k in range(1, 5))
+    return Program(tensors, (init, *body))
+
+
+def test_work_offered_to_two_engines_spreads_over_both_and_the_makespan_shrinks():
+    kept = _compile(_independent(False), TRACED_PIPELINE + ",dep-reduction")
+    spread = _compile(_independent(True), TRACED_PIPELINE + ",dep-reduction")
+    assert {i.engine for i, _ in kept.instructions() if i.op == "tensor_scalar"} == {"dve"}
+    assert {i.engine for i, _ in spread.instructions() if i.op == "tensor_scalar"} == {"dve", "act"}
+    assert check_program(spread).races == ()
+    assert _dram_results(spread) == _dram_results(kept)
+    assert run_sequential(build_plan(spread), initial_memory(spread, resolve_machine(spread.machine), 3)) \
+        .tensor_bytes(spread.tensors["t4"]) == run_sequential(
+            build_plan(kept), initial_memory(kept, resolve_machine(kept.machine), 3)).tensor_bytes(kept.tensors["t4"])
+    before = simulate(kept, functional=False).runs[0].trace
+    after = simulate(spread, functional=False).runs[0].trace
+    assert max(r.end for r in after.records) < 0.8 * max(r.end for r in before.records)
 
 
 def _ring(tiles: int) -> Program:
