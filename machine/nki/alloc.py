@@ -328,9 +328,18 @@ def core_base(tracer: Tracer, memory: str) -> int:
 
 def _split_blocks(tracer: Tracer, spec: TileSpec, tile_bytes: int) -> bool:
     """A virtual tensor with blocks is one tensor while all its blocks fit together in an
-    SBUF partition (PSUM: a bank), else a tile per block."""
+    SBUF partition (PSUM: a bank) beside the block arrays already kept whole, else a tile per
+    block.  One tensor holds all its blocks' bytes for its whole life, where a compiler gives
+    each block its own: a kernel printed by neuronx-cc declares a dozen arrays of 128 KiB a
+    partition, each fitting alone, not together, of which a few blocks are live at a time."""
     limit = PSUM_BANK_BYTES if spec.buffer == "psum" else resolve_machine(tracer.machine).sbuf_partition_bytes
-    return prod(spec.blocks) * tile_bytes > limit
+    if tracer.loops:  # declared in a loop: the array lives an iteration, judged alone
+        return prod(spec.blocks) * tile_bytes > limit
+    held = tracer.whole_block_bytes.get(spec.buffer, 0)
+    if held + prod(spec.blocks) * tile_bytes > limit:
+        return True
+    tracer.whole_block_bytes[spec.buffer] = held + prod(spec.blocks) * tile_bytes
+    return False
 
 
 def _next_dram(kb: Any, spec: TileSpec) -> int:

@@ -1,0 +1,146 @@
+"""NKIBench: the timing model against a published benchmark's measured trn1 latencies.
+
+NKIBench (AccelOpt, arXiv 2511.15915; https://github.com/zhang677/AccelOpt) holds 14 NKI
+kernels taken from LLM workloads, most of them printed by neuronx-cc (fresh ``nl.arange`` per
+operand, block arrays of tiles, ``lazy_initialization``), each with a numpy reference that
+makes its inputs, and ``experiments/full_complete_local/profile_results.csv``: per kernel the
+latency measured on trn1.32xlarge, the HBM, spill and SBUF bytes and the engines' active time
+from the Neuron profiler.  The benchmark is third-party code: this script reads a checkout of
+it (``--accelopt DIR`` or ``$NEURONSIM_ACCELOPT``; it was written against commit 47e29a7) and
+copies nothing from it.
+
+For each kernel: the reference module's ``get_inputs`` (numpy seeded 0) and
+``transform_to_nki_inputs`` give the kernel's arguments (arrays to an ``.npz``, numbers as
+``--arg``); ``neuronsim run KERNEL::kernel --timing-only --json`` compiles it as a traced
+kernel is compiled and simulates it; the table sets the simulated makespan, the DMA bytes and
+the ACT / DVE / PE active shares beside the measured ones.  A kernel neuronsim refuses or that
+does not finish in ``--timeout`` seconds is a row saying so.  No constant of the model comes
+from these figures (docs/timing.md).
+
+    .venv/bin/python bench/bench_nkibench.py --accelopt DIR [--jobs 2] [--only NAME] [--skip NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import csv
+import importlib.util
+import json
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+PROFILES = "experiments/full_complete_local/profile_results.csv"
+WITHIN = 0.15
+
+
+def cases(root: Path) -> list[dict]:
+    """One dict per profiled kernel: name, kernel and reference files, the measured profile."""
+    out = []
+    with open(root / PROFILES, newline="") as f:
+        for row in csv.DictReader(f):
+            kernel = root / "NKIBench" / "kernels" / Path(row["kernel"]).name
+            reference = root / "NKIBench" / "reference" / Path(row["task"]).name
+            out.append({"name": kernel.stem.rsplit("_", 1)[0], "kernel": kernel, "reference": reference,
+                        "measured": json.loads(row["profile"])})
+    return sorted(out, key=lambda c: c["name"])
+
+
+def kernel_params(path: Path) -> list[str]:
+    """The parameter names of the file's ``kernel`` function (read, not imported: it imports NKI)."""
+    tree = ast.parse(path.read_text())
+    func = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "kernel")
+    return [a.arg for a in func.args.args]
+
+
+def prepare(case: dict, folder: Path) -> list[str]:
+    """Write the kernel's inputs; the arguments of ``neuronsim run`` for it."""
+    spec = importlib.util.spec_from_file_location(f"ref_{case['name']}", case["reference"])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    np.random.seed(0)
+    values = module.transform_to_nki_inputs(list(module.get_inputs()))
+    params = kernel_params(case["kernel"])
+    arrays = {p: np.ascontiguousarray(v) for p, v in zip(params, values) if hasattr(v, "shape")}
+    inputs = folder / f"{case['name']}.npz"
+    np.savez(inputs, **arrays)
+    args = [f"{case['kernel']}::kernel", "--inputs", str(inputs)]
+    for p, v in zip(params, values):
+        if not hasattr(v, "shape"):
+            args += ["--arg", f"{p}={v!r}"]
+    return args
+
+
+def run_one(case: dict, folder: Path, timeout: float) -> dict:
+    exe = shutil.which("neuronsim") or str(Path(sys.executable).with_name("neuronsim"))
+    command = [exe, "run", *prepare(case, folder), "--timing-only", "--json", "--out", str(folder / case["name"])]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {**case, "error": f"not finished in {timeout:g} s"}
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.startswith("error")] or done.stderr.splitlines()[-1:]
+        return {**case, "error": lines[-1] if lines else f"exit {done.returncode}"}
+    return {**case, "result": json.loads(done.stdout)}
+
+
+def _active(result: dict, engine: str) -> float:
+    return next((e["active_share"] for e in result["timing"]["engines"] if e["name"] == engine), 0.0)
+
+
+def report(rows: list[dict]) -> int:
+    print(f"{'kernel':42s} {'sim ms':>8s} {'hw ms':>8s} {'sim/hw':>7s} {'DMA MB':>8s} {'HBM MB':>8s}  "
+          f"{'ACT sim/hw %':>12s} {'DVE sim/hw %':>12s} {'PE sim/hw %':>11s}")
+    ratios = []
+    for row in rows:
+        m = row["measured"]
+        if "error" in row:
+            print(f"{row['name']:42s} {'-':>8s} {m['latency']:8.3f}  refused: {row['error'][:110]}")
+            continue
+        r = row["result"]
+        ms = r["timing"]["makespan_ns"] / 1e6
+        ratio = ms / m["latency"]
+        ratios.append(ratio)
+        hbm = (m.get("hbm_read_bytes", 0) + m.get("hbm_write_bytes", 0)) / 1e6
+        print(f"{row['name']:42s} {ms:8.3f} {m['latency']:8.3f} {ratio:7.2f} {r['timing']['dma_bytes'] / 1e6:8.1f} "
+              f"{hbm:8.1f}  {100 * _active(r, 'act'):5.0f}/{100 * m['scalar_engine_active_time_percent']:<6.0f} "
+              f"{100 * _active(r, 'dve'):5.0f}/{100 * m['vector_engine_active_time_percent']:<6.0f} "
+              f"{100 * _active(r, 'pe'):4.0f}/{100 * m.get('hfu_estimated_percent', 0):<5.0f}")
+    within = sum(abs(math.log(x)) <= math.log(1 + WITHIN) for x in ratios)
+    print(f"simulated: {len(ratios)} of {len(rows)}; within 15 % of the measured latency: {within}"
+          + (f"; median |ln(sim/hw)| {statistics.median(abs(math.log(x)) for x in ratios):.3f}" if ratios else ""))
+    print("(PE's measured column is the profiler's estimated hardware FLOPs utilisation, not PE active time)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--accelopt", default=os.environ.get("NEURONSIM_ACCELOPT"),
+                        help="a checkout of github.com/zhang677/AccelOpt (default: $NEURONSIM_ACCELOPT)")
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--only", default=None, help="kernels whose name contains this")
+    parser.add_argument("--skip", action="append", default=[], help="leave out kernels whose name contains this")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per kernel")
+    args = parser.parse_args(argv)
+    if not args.accelopt or not (Path(args.accelopt) / PROFILES).is_file():
+        print(f"error: --accelopt: no {PROFILES} under {args.accelopt!r} (a checkout of AccelOpt)", file=sys.stderr)
+        return 2
+    chosen = [c for c in cases(Path(args.accelopt)) if (args.only is None or args.only in c["name"])
+              and not any(skip in c["name"] for skip in args.skip)]
+    with tempfile.TemporaryDirectory(prefix="nkibench-") as tmp:
+        with ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            rows = list(pool.map(lambda c: run_one(c, Path(tmp), args.timeout), chosen))
+    return report(rows)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
