@@ -60,7 +60,7 @@ def _iterations(values: range, var: str, where: SourceLine):
     """The iterations of a compiled loop: one kept program loop, unless the tracer unrolls it."""
     tracer = current()
     key = f"{where.path}:{where.line}"
-    if key not in tracer.unroll and len(values) > 0:
+    if tracer.unroll is not None and key not in tracer.unroll and len(values) > 0:
         return tracer._kept(var, "sequential", values, key)
     return tracer._unrolled(var, values)
 

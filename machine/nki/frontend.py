@@ -51,6 +51,8 @@ from neuronsim.machine.ir.collector import collector_paused
 __all__ = ["TracedKernel", "trace"]
 
 _MAX_ATTEMPTS = 64
+#: Restarts that unroll the loops named, one nest at a time, before every loop is unrolled.
+_NESTS_ONE_BY_ONE = 10
 _OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
          os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scenarios"))
 #: neuronsim's compiler and checker packages: never the kernel's own frame when locating an error
@@ -92,7 +94,9 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     if int(ranks) > 1 and math.prod(int(g) for g in grid) > 1:
         raise NkiError(_defined_at(func), f"a launch on {ranks} ranks with a grid {grid}: neuronsim runs one of "
                                           "the two at a time")
-    unroll: frozenset[str] = frozenset()
+    unroll: frozenset[str] | None = frozenset()
+    restarts = 0
+    converted: dict[int, np.ndarray] = {}  # the inputs in their dtypes, once for every attempt
     as_cores = False
     name = name or getattr(func, "__name__", "kernel")
     module_state = _module_state(func)
@@ -104,18 +108,24 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
             with standins(), tracer.active(), collector_paused(), _objects_promoted():
-                return _run(tracer, func, arrays, kwargs, schedule_of(kernel), simulation_mode(kernel))
+                return _run(tracer, func, arrays, kwargs, schedule_of(kernel), simulation_mode(kernel), converted)
         except NeedsCores:  # a two-core meeting reached: trace the grid's instances as cores
             as_cores = True
             continue
         except NotAffine as err:
             keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
-            if not keys or keys <= unroll:
+            if unroll is None or not keys or keys <= unroll:
                 raise NkiError(_located(err, func), f"{err.what} outside any loop neuronsim can unroll") from None
             unroll |= keys
+            restarts += 1
+            if restarts >= _NESTS_ONE_BY_ONE:
+                # a kernel printed by neuronx-cc indexes block arrays by the variables of nest after
+                # nest: restarting once per nest traced its start again each time (lora: 29
+                # restarts, 120 s); every loop is unrolled from here on
+                unroll = None
         except Exception as err:  # noqa: BLE001  (every failure becomes one located line)
-            kept = frozenset(tracer.loop_sites.values()) - unroll
-            if kept:  # a body traced once may have misled Python state (a list of tiles): unroll all
+            kept = frozenset(tracer.loop_sites.values()) - (unroll or frozenset())
+            if kept and unroll is not None:  # a body traced once may have misled Python state: unroll all
                 unroll |= kept
                 continue
             error = _as_nki_error(err, func)
@@ -235,7 +245,8 @@ def _kernel_frame(err: BaseException) -> SourceLine | None:
 
 
 def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any],
-         schedule: tuple[Any, ...] = (), simulated: bool = False) -> TracedKernel:
+         schedule: tuple[Any, ...] = (), simulated: bool = False,
+         converted: dict[int, np.ndarray] | None = None) -> TracedKernel:
     signature = inspect.signature(func)
     try:
         bound = signature.bind(*arrays, **kwargs)
@@ -252,7 +263,12 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
                 dtype = to_dtype(value.dtype)
                 tensor = param if rank == 0 else f"{param}_rank{rank}"
                 ref = tracer.kb.dram_input(tensor, value.shape, dtype)
-                values[tensor] = np.asarray(value).astype(numpy_dtype(dtype))
+                known = converted.get(id(value)) if converted is not None else None
+                if known is None:
+                    known = np.asarray(value).astype(numpy_dtype(dtype))
+                    if converted is not None:
+                        converted[id(value)] = known
+                values[tensor] = known
                 each.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
     results: list[Any] = []
     more: list[list[Any]] = []

@@ -128,7 +128,8 @@ class Tracer:
     machine: Any
     generation: str
     grid: tuple[int, ...] = ()
-    unroll: frozenset[str] = frozenset()
+    unroll: frozenset[str] | None = frozenset()
+    """Loop sites to unroll (``path:line``); None: every loop."""
     kb: KernelBuilder = field(init=False)
     site: tuple[SourceLine, str] | None = None
     site_frame: Any = None
@@ -360,7 +361,7 @@ class Tracer:
         match = _FOR.match(linecache.getline(where.path, where.line)) if where.path else None
         var = match.group(1) if match else f"i{where.line}"
         key = f"{where.path}:{where.line}"
-        keep = (self.generation == "legacy" and kind != "static" and key not in self.unroll
+        keep = (self.generation == "legacy" and kind != "static" and self.unroll is not None and key not in self.unroll
                 and all(not isinstance(v, SymIndex) for v in (start, stop, step)))
         bounds = tuple(concrete(v, "a loop bound") for v in (start, stop, step))
         if keep and len(range(*bounds)) > 0:

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from math import prod
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
+from neuronsim.machine.nki import load_kernel, trace
 from neuronsim_tests.nki_kit import GROUP_KERNELS, close, instructions, kernel_module, run_program, trace_file
 
 
@@ -292,3 +294,36 @@ def test_group_kernel_runs_and_matches_numpy(kernel):
     assert run.problems() == [], run.problems()[:5]
     for name, value in wanted.items():
         assert close(run.outputs[name], value, **kernel.tol), name
+
+
+def _nests(count: int) -> str:
+    """A kernel of ``count`` loop nests on lines of their own, each loading into a block array
+    bigger than a partition indexed by its loop's variable (each nest unrolls), then a plain
+    tiled copy loop that may stay a loop."""
+    lines = ["import numpy as np", "import neuronxcc.nki as nki", "import neuronxcc.nki.language as nl", "",
+             "@nki.jit", "def kernel(x):",
+             "    out = nl.ndarray((256, 64), dtype=np.float32, buffer=nl.shared_hbm)"]
+    for k in range(count):
+        lines += [f"    big{k} = nl.ndarray((2, nl.par_dim(128), 32768), dtype=np.float32, buffer=nl.sbuf)",
+                  f"    for i{k} in nl.affine_range(2):",
+                  f"        big{k}[i{k}, nl.arange(128)[:, None], nl.arange(64)[None, :]] = nl.load(",
+                  f"            x[128 * i{k} + nl.arange(128)[:, None], nl.arange(64)[None, :]])"]
+    lines += ["    for j in nl.affine_range(2):",
+              "        tile = nl.load(x[128 * j + nl.arange(128)[:, None], nl.arange(64)[None, :]])",
+              "        nl.store(out[128 * j + nl.arange(128)[:, None], nl.arange(64)[None, :]], value=tile)",
+              "    return out", ""]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("count, kept", [(2, 1), (11, 0)])
+def test_nest_after_nest_of_unrolled_loops_unrolls_every_loop_from_the_tenth(tmp_path, count, kept):
+    """A printed kernel whose nests each make their loop unroll restarts the trace once per nest;
+    from the tenth restart every loop is unrolled (the copy loop at the end too), as the nests
+    after it would be one by one."""
+    path = tmp_path / f"nests{count}.py"
+    path.write_text(_nests(count))
+    x = np.random.default_rng(0).normal(size=(256, 64)).astype(np.float32)
+    traced = trace(load_kernel(f"{path}::kernel"), x)
+    assert sum(isinstance(node, Loop) for node, _ in traced.program.walk()) == kept
+    run = run_program(f"nests{count}", traced.program, dict(traced.inputs), lambda _v: {"return0": x})
+    assert run.problems() == [] and close(run.outputs["return0"], x, rtol=0, atol=0)

@@ -92,3 +92,4 @@ def inputs(seed=0):
 def reference(v1, v2):
     row = v2[:, 0] @ v2
     return {"return0": v1 * 3.0, "return1": np.tile(row, (BLOCKS, 1))}
+
