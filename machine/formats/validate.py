@@ -13,7 +13,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
 from neuronsim.machine.ir.program import (Access, Instruction, Loop, MemoryKind, Node, Program, Tensor,
-                                          keeps_partition_start)
+                                          keeps_partition_start, loop_nest)
 from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.model.optable import COMMON_ATTRS, op_spec
 from neuronsim.machine.model.oprules import check_op_rules
@@ -411,18 +411,13 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
             _check_dep(inst.name, dep, where, LazyPath(path, "deps", i))
 
 
-def _nest(loops: tuple[Loop, ...]) -> tuple[tuple[str, int], ...]:
-    """What an instruction's checks read of its loops: their names and trip counts."""
-    return tuple((loop.name, loop.trip_count) for loop in loops) if loops else ()
-
-
 def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:
     """What the instruction and access checks read of an instruction, by object identity: its
     op, engine, attributes, accesses and loop nest.  Alike instructions share it: a pass that
     rewrites deps or queues makes new instructions around the same objects, and a flattened
     kernel's instances repeat a few attribute and access objects (its ring slots, banks)."""
     return (inst.op, inst.engine, id(inst.attrs), *map(id, inst.reads), None, *map(id, inst.writes),
-            _nest(loops))
+            loop_nest(loops))
 
 
 def _known_instructions(checked: Program | None, program: Program) -> set[tuple]:

@@ -37,6 +37,7 @@ __all__ = [
     "PSUM_BANK_BYTES",
     "is_dma_op",
     "frozen_mapping",
+    "loop_nest",
 ]
 
 
@@ -258,6 +259,16 @@ class Loop:
 
 
 Node = Union[Instruction, Loop]
+
+
+def loop_nest(loops: tuple[Loop, ...]) -> tuple[tuple[str, int], ...]:
+    """``(name, trip count)`` of each loop of a nest, outermost first: what instructions in
+    loops of two programs must share to run the same instances.
+
+    >>> loop_nest((Loop("i", 4, ()), Loop("j", 2, ())))
+    (('i', 4), ('j', 2))
+    """
+    return tuple((loop.name, loop.trip_count) for loop in loops)
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,17 +162,16 @@ class Blocked:
         share a slot while both are live are two tiles on the same bytes (a finding), not one
         tile written twice.  A block chosen by a kept loop's variable is one tensor rotating
         over that loop's iterations; any other symbolic block index unrolls the loop."""
-        if self.lazy_fill is None:
-            return self._block(tracer, index)
-        known = len(self.slots)
-        layout = self._block(tracer, index)
-        if fill and len(self.slots) > known:  # a block first indexed: its lazy initialization now
-            self.fill_block(layout)
+        layout, first = self.indexed(tracer, index)
+        if first and fill and self.lazy_fill is not None:  # its lazy initialization now
+            self.lazy_fill(layout)
         return layout
 
-    def fill_block(self, layout: Layout) -> None:
-        """Fill one block (:attr:`lazy_fill`)."""
-        self.lazy_fill(layout)
+    def indexed(self, tracer: Tracer, index: tuple[Any, ...]) -> tuple[Layout, bool]:
+        """Block ``index`` (:meth:`block`, unfilled) and whether this is its first use."""
+        known = len(self.slots)
+        layout = self._block(tracer, index)
+        return layout, len(self.slots) > known
 
     def _block(self, tracer: Tracer, index: tuple[Any, ...]) -> Layout:
         spec, alloc = self.spec, self.spec.allocator

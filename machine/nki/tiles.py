@@ -154,33 +154,34 @@ class NkiTensor:
 
     # -- views -------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
-        return self._item(key)
-
-    def _item(self, key: Any, fill: bool = True) -> NkiTensor:
         if self._blocked is not None:
-            key = key if isinstance(key, tuple) else (key,)
-            nblocks = len(self._blocked.spec.blocks)
-            if len(key) < nblocks:
-                raise fail(f"{self._blocked.name}: index all {nblocks} block dimensions")
-            layout = self._blocked.block(current(), key[:nblocks], fill)
-            rest = key[nblocks:]
+            block, rest = self._block_of(key)
+            layout = self._blocked.block(current(), block)
             return NkiTensor(layout.index(rest) if rest else layout)
         return NkiTensor(self.layout.index(key))
+
+    def _block_of(self, key: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+        """``key`` of a blocked tensor as (block index, index within the block)."""
+        key = key if isinstance(key, tuple) else (key,)
+        nblocks = len(self._blocked.spec.blocks)
+        if len(key) < nblocks:
+            raise fail(f"{self._blocked.name}: index all {nblocks} block dimensions")
+        return key[:nblocks], key[nblocks:]
 
     def __setitem__(self, key: Any, value: Any) -> None:
         blocked = self._blocked
         if blocked is None or blocked.lazy_fill is None:
             _operator("assign")(self[key], value)
             return
-        known = len(blocked.slots)
-        target = self._item(key, fill=False)
-        if len(blocked.slots) > known and not _overwrites(target, value):  # first use, partly written
-            tracer = current()
-            block = blocked.block(tracer, (key if isinstance(key, tuple) else (key,))[:len(blocked.spec.blocks)])
+        tracer = current()
+        block, rest = self._block_of(key)
+        layout, first = blocked.indexed(tracer, block)
+        target = NkiTensor(layout.index(rest) if rest else layout)
+        if first and not _overwrites(target, value):  # first use, partly written: filled first
             # the fill goes before the call whose result is being assigned (a call made before
             # the block existed cannot read it), so that result still writes the block itself
             pending, tracer.pending = tracer.pending, None
-            blocked.fill_block(block)
+            blocked.lazy_fill(layout)
             tracer.pending = pending
         _operator("assign")(target, value)
 

@@ -44,7 +44,7 @@ import numpy as np
 
 from neuronsim.machine.order.deptable import DepTable, dep_table
 from neuronsim.machine.model.geometry import ByteSet
-from neuronsim.machine.ir.program import SEQUENCERS, Instruction, Loop, Node, Program
+from neuronsim.machine.ir.program import SEQUENCERS, Instruction, Loop, Node, Program, loop_nest
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
 from neuronsim.machine.order.slots import CompiledAccess, SlotLayout, compile_templates, lay_out_slots
 
@@ -246,7 +246,8 @@ class InstanceStream:
             return False
         if not all(map(_same_accesses, self.instrs, other.instrs)):
             return False
-        if (self.has_loops or other.has_loops) and list(map(_nest, self.loops_of)) != list(map(_nest, other.loops_of)):
+        if (self.has_loops or other.has_loops) and list(map(loop_nest, self.loops_of)) != list(
+                map(loop_nest, other.loops_of)):
             return False
         self._layout = other._layout  # the shared cell: whichever compiles first serves both
         self._templates, self._masks = other._templates, other._masks
@@ -584,6 +585,3 @@ def stream_of(program: Program, spec: MachineSpec | None = None, like: InstanceS
 def _same_accesses(a: Instruction, b: Instruction) -> bool:
     return a.reads is b.reads and a.writes is b.writes
 
-
-def _nest(loops: tuple[Loop, ...]) -> tuple[tuple[str, int], ...]:
-    return tuple((loop.name, loop.trip_count) for loop in loops)

@@ -22,7 +22,7 @@ from math import prod
 import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError, join_path
-from neuronsim.machine.ir.program import Access, Instruction, Loop, Node, Program
+from neuronsim.machine.ir.program import Access, Instruction, Loop, Node, Program, loop_nest
 from neuronsim.machine.order.unroll import instance_name
 
 __all__ = ["AccessSite", "LoopPlace", "NodePlace", "ProgramIndex", "find_loop", "index_of", "loop_sites", "node_sites"]
@@ -191,7 +191,7 @@ def find_loop(program: Program, name: str, *, index: ProgramIndex | None = None)
 
 
 def _sites_of(inst: Instruction, loops: tuple[Loop, ...], path: str) -> Iterator[AccessSite]:
-    nest = tuple((loop.name, loop.trip_count) for loop in loops)
+    nest = loop_nest(loops)
     for key, group, is_write in (("reads", inst.reads, False), ("writes", inst.writes, True)):
         for k, access in enumerate(group):
             yield AccessSite(inst.name, is_write, k, access, nest, join_path(join_path(path, key), k))
