@@ -59,7 +59,7 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
         ctx.records.append(PassRecord(p.spec_string(), seconds, edges(result), delta))
         value = result
         if after_pass is not None:
-            after_pass(p, program_of(value), ctx)
+            after_pass(p, program_of(value) if getattr(after_pass, "reads_program", True) else None, ctx)
     return value
 
 

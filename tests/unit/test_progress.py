@@ -55,6 +55,21 @@ def test_the_pass_hook_names_the_pass_that_runs_next():
     assert seen == [(0, "build-fdeps"), (1, "dep-reduction"), (2, None)]
 
 
+def test_a_hook_that_reads_no_program_is_given_none_and_the_pipeline_writes_none():
+    """Writing a state's deps into a whole program after every pass is what a progress bar
+    must not pay for: a hook marked ``program_unread`` gets None, any other the program."""
+    from neuronsim.machine.ir.program import Program
+    from neuronsim.passes.base import program_unread
+
+    program = loads_program(valid_text())
+    passes = parse_pipeline("build-fdeps,remove-redundancies,dep-reduction")
+    given, counted = [], []
+    run_pipeline(program, passes, after_pass=lambda p, prog, _ctx: given.append(type(prog)))
+    run_pipeline(program, passes, after_pass=program_unread(lambda p, prog, _ctx: counted.append(prog)))
+    assert given == [Program] * 3
+    assert counted == [None] * 3
+
+
 def test_the_simulator_reports_the_reference_then_each_run():
     steps = []
     simulate(loads_program(valid_text()), seeds=[None, 1, 2], progress=lambda done, total: steps.append((done, total)))

@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
+from neuronsim.passes.base import program_unread
+
 __all__ = ["Progress", "SUMMARY_MIN", "SLOW_SECONDS", "Update", "pass_progress", "stage_line", "stage_or_nothing"]
 
 #: Work units (instances, examples) from which a stage prints its summary line off a terminal.
@@ -131,6 +133,7 @@ def pass_progress(update: Update, passes: Sequence) -> Callable[..., None]:
     if names:
         update(0, names[0])
 
+    @program_unread
     def hook(_stage, _program, _ctx) -> None:
         k = next(done)
         update(k, names[k] if k < len(names) else None)
