@@ -326,19 +326,20 @@ def core_base(tracer: Tracer, memory: str) -> int:
 
 
 def _split_blocks(tracer: Tracer, spec: TileSpec, tile_bytes: int) -> bool:
-    """A virtual tensor with blocks is one tensor while all its blocks fit together in an
-    SBUF partition (PSUM: a bank) beside the block arrays already kept whole, else a tile per
-    block.  One tensor holds all its blocks' bytes for its whole life, where a compiler gives
-    each block its own: a kernel printed by neuronx-cc declares a dozen arrays of 128 KiB a
-    partition, each fitting alone, not together, of which a few blocks are live at a time."""
-    limit = PSUM_BANK_BYTES if spec.buffer == "psum" else resolve_machine(tracer.machine).sbuf_partition_bytes
-    if tracer.loops:  # declared in a loop: the array lives an iteration, judged alone
-        return prod(spec.blocks) * tile_bytes > limit
-    held = tracer.whole_block_bytes.get(spec.buffer, 0)
-    if held + prod(spec.blocks) * tile_bytes > limit:
+    """Whether a virtual tensor with blocks is a tile per block (else one tensor).
+
+    Declared outside any loop: a tile per block.  neuronx-cc allocates the tiles of a traced
+    kernel itself, each with its own live range, where one tensor would hold every block's
+    bytes for the whole kernel: a kernel it prints declares a dozen arrays of 128 KiB a
+    partition, of which a few blocks are live at a time, and as whole tensors they were spilled
+    where the hardware spills nothing (NKIBench's ``rmsnorm_matmul``: 127 MB of spills
+    simulated, none measured; docs/timing.md).  Declared in a loop, the array lives an
+    iteration: one tensor while its blocks fit an SBUF partition (PSUM: a bank), so that a kept
+    loop indexing it stays a loop."""
+    if not tracer.loops:
         return True
-    tracer.whole_block_bytes[spec.buffer] = held + prod(spec.blocks) * tile_bytes
-    return False
+    limit = PSUM_BANK_BYTES if spec.buffer == "psum" else resolve_machine(tracer.machine).sbuf_partition_bytes
+    return prod(spec.blocks) * tile_bytes > limit
 
 
 def _next_dram(kb: Any, spec: TileSpec) -> int:

@@ -148,8 +148,6 @@ class Tracer:
     name_counts: dict[str, int] = field(default_factory=dict)
     reserved: set[str] = field(default_factory=set)
     """Names of tiles that are no tensor themselves (a direct allocation's blocks are)."""
-    whole_block_bytes: dict[str, int] = field(default_factory=dict)
-    """Per buffer, the bytes a partition that block arrays kept as one tensor hold together."""
     psum_open: OpenGroups = field(default_factory=OpenGroups)
     decl_depth: dict[str, int] = field(default_factory=dict)
     mask: Mask | None = None

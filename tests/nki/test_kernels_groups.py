@@ -175,12 +175,23 @@ def check_printed_masks(program: Program) -> None:
     assert psum == [("matmul", False)] * 80  # every zeroing far ahead still opens its group
 
 
+WIDE_COLUMNS = 4096  # legacy_masks_printed.WIDE
+
+
 def check_lazy_blocks(program: Program) -> None:
     psum = [(i.op, i.attrs.get("accumulate")) for i in _ops(program)
             if any(program.tensors[w.tensor].memory == MemoryKind.PSUM for w in i.writes)]
     # block 0 overwritten: no zeroing; block 1's zeroing dropped (its matmul opens the group);
     # block 2, half written then read whole, keeps its zeroing, made when first used
     assert psum == [("matmul", False), ("matmul", False), ("memset", None), ("matmul", False)], psum
+
+
+def check_wide_blocks(program: Program) -> None:
+    # every array declared at the top is a tile per block, the first one too (it would fit
+    # SBUF alone): the compiler gives each block its own live range
+    sbuf = sorted(n for n, t in program.tensors.items() if t.memory == MemoryKind.SBUF)
+    assert len(sbuf) == 24 and all("_b" in n for n in sbuf), sbuf
+    assert all(program.tensors[n].shape == (128, WIDE_COLUMNS) for n in sbuf)
 
 
 def check_ap(program: Program) -> None:
@@ -234,6 +245,8 @@ KERNELS = (
     GroupKernel("masks", "legacy_masks_printed.py", "lazy_blocks", check_lazy_blocks, inputs="lazy_inputs",
                 reference="lazy_reference",
                 tol={"rtol": 1e-4, "atol": 1e-4}),
+    GroupKernel("masks", "legacy_masks_printed.py", "wide_blocks", check_wide_blocks, inputs="wide_inputs",
+                reference="wide_reference"),
     GroupKernel("activation", "legacy_activation.py", "activations", check_legacy_activation),
     GroupKernel("activation", "current_activation.py", "activations", check_activation),
     GroupKernel("reduce", "legacy_reduce.py", "row_stats", check_legacy_reduce, tol={"rtol": 1e-5, "atol": 1e-4}),
@@ -327,3 +340,17 @@ def test_nest_after_nest_of_unrolled_loops_unrolls_every_loop_from_the_tenth(tmp
     assert sum(isinstance(node, Loop) for node, _ in traced.program.walk()) == kept
     run = run_program(f"nests{count}", traced.program, dict(traced.inputs), lambda _v: {"return0": x})
     assert run.problems() == [] and close(run.outputs["return0"], x, rtol=0, atol=0)
+
+
+def test_block_arrays_wider_than_sbuf_together_compile_without_spills():
+    """Three arrays of 128 KiB a partition declared at the top, one block of each live at a
+    time: as tiles per block the kernel fits SBUF, and the compiled program spills nothing
+    (kept whole, the first array held 128 KiB for the whole kernel)."""
+    from neuronsim.passes import run_pipeline
+    from neuronsim.passes.schedule import TRACED_PIPELINE
+
+    path = GROUP_KERNELS / "legacy_masks_printed.py"
+    traced = trace_file(path, "wide_blocks", kernel_module(path).wide_inputs(0))
+    compiled = run_pipeline(traced.program, TRACED_PIPELINE)
+    assert not [i.name for i in instructions(compiled) if "x-spill" in i.extras]
+    assert not [n for n in compiled.tensors if "_spill" in n]

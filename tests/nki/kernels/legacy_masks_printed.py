@@ -5,7 +5,9 @@ blocks of one on-chip tensor per value (``v[i0, p, f]``).  A mask's ``nl.arange(
 is the operand's own partition axis: the same place in the iteration space.  Also many PSUM
 blocks zeroed by one ``nl.zeros`` far ahead of the matmuls that open their groups, and
 ``nl.zeros(..., lazy_initialization=True)`` (:func:`lazy_blocks`): a block is zeroed when
-first used, and not at all when that use overwrites it."""
+first used, and not at all when that use overwrites it.  And block arrays declared at the
+top, each as wide as the kernel's whole iteration space (:func:`wide_blocks`): three of
+128 KiB a partition, more than SBUF together, of which one block each is live at a time."""
 
 import numpy as np
 
@@ -81,6 +83,37 @@ def lazy_reference(v2):
     half = np.zeros_like(product)
     half[:, :256] = product[:, :256]
     return {"return0": np.stack([product, product, half])}
+
+
+WIDE = 4096  # float32: 16 KiB a partition a block, 128 KiB an array of 8 blocks
+
+
+@nki.jit
+def wide_blocks(v1):
+    out = nl.ndarray((8, 128, WIDE), dtype=np.float32, buffer=nl.shared_hbm)
+    v2 = nl.ndarray((8, nl.par_dim(128), WIDE), dtype=np.float32, name='x_local', buffer=nl.sbuf)
+    v3 = nl.ndarray((8, nl.par_dim(128), WIDE), dtype=np.float32, name='', buffer=nl.sbuf)
+    v4 = nl.ndarray((8, nl.par_dim(128), WIDE), dtype=np.float32, name='', buffer=nl.sbuf)
+    for i0 in nl.affine_range(8):
+        v2[i0, nl.arange(128)[:, None], nl.arange(WIDE)[None, :]] = nl.load(
+            v1[i0, nl.arange(128)[:, None], nl.arange(WIDE)[None, :]], dtype=np.float32, mask=None)
+        v3[i0, nl.arange(128)[:, None], nl.arange(WIDE)[None, :]] = nisa.tensor_scalar(
+            data=v2[i0, nl.arange(128)[:, None], nl.arange(WIDE)[None, :]], op0=nl.multiply,
+            operand0=np.dtype(np.float32).type(2.0), dtype=np.float32, mask=None)
+        v4[i0, nl.arange(128)[:, None], nl.arange(WIDE)[None, :]] = nisa.tensor_scalar(
+            data=v3[i0, nl.arange(128)[:, None], nl.arange(WIDE)[None, :]], op0=nl.add,
+            operand0=np.dtype(np.float32).type(1.0), dtype=np.float32, mask=None)
+        nl.store(out[i0, nl.arange(128)[:, None], nl.arange(WIDE)[None, :]],
+                 value=v4[i0, nl.arange(128)[:, None], nl.arange(WIDE)[None, :]], mask=None)
+    return out
+
+
+def wide_inputs(seed=0):
+    return {"v1": np.random.default_rng(seed).normal(size=(8, 128, WIDE)).astype(np.float32)}
+
+
+def wide_reference(v1):
+    return {"return0": v1 * np.float32(2.0) + np.float32(1.0)}
 
 
 def inputs(seed=0):
