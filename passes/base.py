@@ -31,7 +31,8 @@ from neuronsim.machine.order.stream import InstanceStream
 
 from neuronsim.passes.state import PipelineState
 
-__all__ = ["Pass", "PassContext", "PassRecord", "FunctionPass", "as_pass", "AfterPass", "program_unread", "PASS_REGISTRY"]
+__all__ = ["Pass", "PassContext", "PassRecord", "FunctionPass", "as_pass", "AfterPass", "program_unread",
+           "PASS_REGISTRY"]
 
 
 def _state_run(cls: type) -> Callable[..., PipelineState] | None:
