@@ -81,20 +81,22 @@ class TracedKernel:
 
 
 def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = "trn1",
-          ranks: int = 1, **kwargs: Any) -> TracedKernel:
+          ranks: int = 1, unroll_loops: bool = False, **kwargs: Any) -> TracedKernel:
     """Trace ``kernel`` (a ``Kernel``, ``kernel[grid]`` or a function) on ``arrays``.
 
     numpy arrays (by position or parameter name) become DRAM tensors named after the
     parameters; other arguments are passed to the kernel as they are.  ``ranks=N`` launches it
     on N devices that meet at their ``nki.collectives`` calls (:mod:`~neuronsim.machine.nki.ranks`):
-    the outputs are rank 0's, rank ``r``'s are ``NAME_rank{r}``.
+    the outputs are rank 0's, rank ``r``'s are ``NAME_rank{r}``.  ``unroll_loops``: every loop
+    unrolled from the start (a tile of each iteration its own tensor), as ``run`` traces again a
+    kernel whose loop body overflows SBUF, so that ``alloc`` may spill between iterations.
     """
     func, kernel_grid = unwrap(kernel)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
     if int(ranks) > 1 and math.prod(int(g) for g in grid) > 1:
         raise NkiError(_defined_at(func), f"a launch on {ranks} ranks with a grid {grid}: neuronsim runs one of "
                                           "the two at a time")
-    unroll: frozenset[str] | None = frozenset()
+    unroll: frozenset[str] | None = None if unroll_loops else frozenset()
     restarts = 0
     converted: dict[int, np.ndarray] = {}  # the inputs in their dtypes, once for every attempt
     as_cores = False

@@ -98,8 +98,9 @@ def _frontend():
 
 
 def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str | None,
-                       dtypes: tuple[str, ...]):
-    """Load and trace ``kernel`` as the options say; ``(traced, kwargs)``."""
+                       dtypes: tuple[str, ...], unroll_loops: bool = False):
+    """Load and trace ``kernel`` as the options say; ``(traced, kwargs)`` (``unroll_loops``:
+    every loop unrolled, see :func:`neuronsim.machine.nki.trace`)."""
     if not is_kernel_spec(kernel):
         raise UsageFailure(f"expected PATH.py::FUNC, got {kernel!r}", "KERNEL")
     frontend = _frontend()
@@ -117,6 +118,8 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
     ranks = context.meta.get("neuronsim.ranks", 1) if context is not None else 1
     if ranks > 1:
         options["ranks"] = ranks
+    if unroll_loops:
+        options["unroll_loops"] = True
     return frontend.trace(loaded, **arrays, **kwargs, **options), kwargs
 
 
@@ -198,7 +201,11 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     with stage_or_nothing(progress, "trace", None):
         traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
-                        rtol=rtol, atol=atol, progress=progress, functional=functional)
+                        rtol=rtol, atol=atol, progress=progress, functional=functional,
+                        retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes, True)[0])
+    if report.unrolled:
+        click.echo(f"note: {name}: a loop body's tiles overflow SBUF; traced again with every loop unrolled, "
+                   "so that tiles spill to DRAM between iterations", err=True)
     with stage_or_nothing(progress, "files", None):
         write_run_outputs(paths, report.run.simulation.runs[0].trace, report.run.sync.to_json(),
                           write_trace=write_chrome_trace, plot=plot_timeline, plot_path=plot_path)

@@ -29,7 +29,8 @@ import numpy as np
 
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Program
+from neuronsim.machine.ir.program import Loop, Program
+from neuronsim.passes.alloc import SbufFull
 
 from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, nki_findings
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
@@ -51,6 +52,9 @@ class KernelReport:
     output_names: tuple[str, ...]
     user_reference: bool
     """True when the outputs were compared with the user's numpy function."""
+    unrolled: bool = False
+    """True when the kernel was traced again with every loop unrolled: a loop body's tiles
+    overflowed SBUF, and ``alloc`` spills only between top-level nodes (:func:`run_traced`)."""
 
     def problems(self) -> list[str]:
         """Every finding that is an error (alike ones on one pair of lines grouped) and failed
@@ -133,22 +137,38 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
 def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: Mapping[str, Any] | None = None,
                seeds: Sequence[int | None] = DEFAULT_SEEDS,
                before_work: Callable[[Program], None] | None = None, rtol: float | None = None,
-               atol: float | None = None, progress=None, functional: bool = True) -> KernelReport:
+               atol: float | None = None, progress=None, functional: bool = True,
+               retrace: Callable[[], Any] | None = None) -> KernelReport:
     """Findings and the end-to-end run of an already traced kernel (``rtol`` / ``atol``: the
     comparison with ``reference``, default 1e-2 / 1e-2; ``progress``: a
-    :class:`neuronsim.verify.app.progress.Progress` showing each stage)."""
+    :class:`neuronsim.verify.app.progress.Progress` showing each stage).  ``retrace()``: the
+    kernel traced with every loop unrolled, run instead when a loop body overflows SBUF
+    (:attr:`KernelReport.unrolled`)."""
     from neuronsim.verify.app.progress import stage_or_nothing
 
     with stage_or_nothing(progress, "nki findings", None):
         findings = tuple(nki_findings(traced.program, traced.run_inputs))
     from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)
 
-    run = run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), pipeline=TRACED_PIPELINE,
-                       seeds=seeds, before_work=before_work,
-                       rtol=rtol, atol=atol, progress=progress, functional=functional)
+    def run_it(traced):
+        return run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), pipeline=TRACED_PIPELINE,
+                            seeds=seeds, before_work=before_work,
+                            rtol=rtol, atol=atol, progress=progress, functional=functional)
+
+    unrolled = False
+    try:
+        run = run_it(traced)
+    except SbufFull:
+        # A loop body whose tiles overflow SBUF has no top-level gap to spill over; the compiler
+        # unrolls such a loop and spills between iterations, and so does this, on a trace with
+        # every loop unrolled (a tile of each iteration its own tensor).
+        if retrace is None or not any(isinstance(node, Loop) for node in traced.program.body):
+            raise
+        traced, unrolled = retrace(), True
+        run = run_it(traced)
     if reference is None:  # judged by the interleavings against the sequential reference alone
         run = replace(run, reference=dict(run.outputs))
-    return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None)
+    return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None, unrolled)
 
 
 def write_run_report(report: KernelReport, path: str, passes: str | None = None):
@@ -179,9 +199,11 @@ def run_kernel(kernel: Any, *arrays: Any, grid: tuple[int, ...] | None = None, r
     ``kwargs`` are the kernel's other arguments (scalars, constants); ``grid`` an SPMD grid;
     ``ranks`` the devices a kernel with ``nki.collectives`` calls is launched on.
     """
-    traced = trace_kernel(kernel, *arrays, grid=grid, **({"ranks": ranks} if ranks > 1 else {}), **kwargs)
+    options = {"grid": grid, **({"ranks": ranks} if ranks > 1 else {})}
+    traced = trace_kernel(kernel, *arrays, **options, **kwargs)
     label = name or getattr(kernel, "__name__", None) or str(kernel).split("::")[-1]
-    report = run_traced(traced, label, reference=reference, kwargs=kwargs, seeds=seeds)
+    report = run_traced(traced, label, reference=reference, kwargs=kwargs, seeds=seeds,
+                        retrace=lambda: trace_kernel(kernel, *arrays, **options, unroll_loops=True, **kwargs))
     return kernel_outputs(report), report
 
 
