@@ -24,6 +24,13 @@ on the machine's last DMA queue, as profiles show the compiler's spills on a que
 own beside SP's input loads (``docs/kernel-patterns.md`` 1.2: ``qSyncSpillReload0``); the
 simulator charges them as any transfer.
 
+A tile that holds a DRAM tensor's bytes unchanged is not stored: its one writer is a load of
+the whole tile from a DRAM tensor that nothing in the program writes, so its reload is that
+load again, from the same source (rematerialisation: a compiler does not save what it can
+fetch again; the store would move the same bytes the load already moved).  ``load-elim``
+makes such tiles when it keeps a loaded tile for a later use instead of loading it again; a
+spill of one then costs what the load it removed did.
+
 PSUM: the compiler's allocator also runs out of PSUM banks (a kernel whose PSUM tiles live
 together need more than the eight banks: the attention tutorial's ``qk`` scores, one bank per
 block, all computed before the softmax reads them).  A PSUM tensor is spilled the same way,
@@ -49,7 +56,8 @@ from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.passes.alloc_place import PsumFull, align_up, place_psum
 from neuronsim.passes.analysis.lifetimes import lifetimes, tensor_users
 
-__all__ = ["PSUM_SPILL_KEY", "Spill", "SpillResult", "fit_psum", "plan_spills", "apply_spills", "top_level_users"]
+__all__ = ["PSUM_SPILL_KEY", "Spill", "SpillResult", "fit_psum", "plan_spills", "apply_spills", "clean_loads",
+           "top_level_users"]
 
 #: Marks a PSUM spill's copy (``{"tensor", "kind": "store" | "reload"}``): an ACT instruction,
 #: not a transfer, so the footprint's ``x-spill`` DMA counts leave it out.
@@ -151,12 +159,36 @@ def _renamed(node: Node, renames: Mapping[str, str]) -> Node:
                                 for a in node.writes))
 
 
+def clean_loads(program: Program) -> dict[str, Instruction]:
+    """SBUF tensor -> its one writer, when that is a top-level load of the whole tensor from a
+    DRAM tensor no instruction writes: the tensor holds those DRAM bytes unchanged (module doc)."""
+    writers: dict[str, list[Instruction]] = {}
+    for inst, _loops in program.instructions():
+        for access in inst.writes:
+            writers.setdefault(access.tensor, []).append(inst)
+    top = {id(node) for node in program.body if isinstance(node, Instruction)}
+    out: dict[str, Instruction] = {}
+    for name, (inst, *more) in writers.items():
+        tensor = program.tensors[name]
+        if more or tensor.memory != MemoryKind.SBUF or id(inst) not in top or not inst.is_dma:
+            continue
+        (dst,), reads = inst.writes, inst.reads
+        whole = dst.partitions is None and not dst.offset and dst.pattern is None and not dst.per_iteration \
+            and not dst.partitions_per_iteration
+        src = program.tensors[reads[0].tensor] if len(reads) == 1 else None
+        if whole and src is not None and src.memory == MemoryKind.DRAM and src.alias is None \
+                and src.name not in writers:
+            out[name] = inst
+    return out
+
+
 def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
                  memory: MemoryKind = MemoryKind.SBUF) -> SpillResult:
     """``program`` with every spill's store, reload and renamed accesses (module doc).
     ``memory``: what the spilled tensors are; PSUM ones are copied to SBUF and back (module
-    doc, "PSUM")."""
+    doc, "PSUM").  A tile :func:`clean_loads` names is reloaded from its source, not stored."""
     users = top_level_users(program)
+    clean = clean_loads(program) if memory == MemoryKind.SBUF else {}
     tensors = dict(program.tensors)
     taken_tensors = set(tensors)
     taken_names = {inst.name for inst, _ in program.instructions()}
@@ -173,13 +205,26 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
         source = tensors[name]
         segment = name  # the tensor holding the value before the next spill
         mine = sorted(by_tensor[name], key=lambda s: s.after)
+        load = clean.get(name)
         for j, spill in enumerate(mine, start=1):
-            held = _fresh(f"{name}_spill{j}", taken_tensors)
             reload = _fresh(f"{name}_reload{j}", taken_tensors)
-            tensors[held] = Tensor(held, MemoryKind.SBUF if psum else MemoryKind.DRAM, source.dtype, source.shape,
-                                   extras=frozen_mapping({"x-spill-of": name}))
             tensors[reload] = Tensor(reload, memory, source.dtype, source.shape, extras=source.extras)
-            for k, kind, src, dst in ((spill.after, "store", segment, held), (spill.before, "reload", held, reload)):
+            if load is not None:  # loaded again from its source: no store
+                label = _fresh(f"reload_{name}_{j}", taken_names)
+                before.setdefault(spill.before, []).append(replace(
+                    load, name=label, engine="sp", queue=queue, writes=(Access(reload),), deps=(),
+                    extras=frozen_mapping({"x-spill": {"tensor": name, "kind": "reload"}})))
+                transfers += 1
+                moved += source.shape[0] * source.bytes_per_partition
+                steps: tuple = ()
+            else:
+                held = _fresh(f"{name}_spill{j}", taken_tensors)
+                tensors[held] = Tensor(held, MemoryKind.SBUF if psum else MemoryKind.DRAM, source.dtype,
+                                       source.shape, extras=frozen_mapping({"x-spill-of": name}))
+                transfers += 2
+                moved += 2 * source.shape[0] * source.bytes_per_partition
+                steps = ((spill.after, "store", segment, held), (spill.before, "reload", held, reload))
+            for k, kind, src, dst in steps:
                 into = after if kind == "store" else before
                 label = _fresh(f"{'spill' if kind == 'store' else 'reload'}_{name}_{j}", taken_names)
                 into.setdefault(k, []).append(
@@ -193,8 +238,6 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
                 if spill.before <= k < end:
                     renames.setdefault(k, {})[name] = reload
             segment = reload
-            transfers += 2
-            moved += 2 * source.shape[0] * source.bytes_per_partition
     body: list[Node] = []
     for k, node in enumerate(program.body):
         body.extend(before.get(k, ()))

@@ -69,6 +69,34 @@ def test_tiles_that_exceed_sbuf_are_spilled_race_free_with_numpy_outputs():
     assert sorted(marks) == ["reload"] * stats["spills"] + ["store"] * stats["spills"]
 
 
+def _scale_into(tiles: int):
+    """``_scale_all`` with each loaded tile read, not written, after its load: the tiles hold
+    the input's bytes unchanged until their last use."""
+    kb = KernelBuilder("scale_into")
+    x = kb.dram_input("x", (tiles * 128, FREE), "float32")
+    y = kb.dram_output("y", (tiles * 128, FREE), "float32")
+    sb = [kb.sbuf(f"t{k}", (128, FREE), "float32") for k in range(tiles)]
+    out = kb.sbuf("o", (128, FREE), "float32")
+    for k, t in enumerate(sb):
+        kb.dma_copy(t, x[k * 128:(k + 1) * 128, :])
+    for k, t in enumerate(sb):
+        kb.tensor_scalar(out, t, op0="multiply", operand0=2.0)
+        kb.dma_copy(y[k * 128:(k + 1) * 128, :], out, engine="act", queue="dma1")
+    return kb.program()
+
+
+def test_a_tile_holding_input_bytes_unchanged_is_loaded_again_not_stored():
+    out, stats = _compiled(_scale_into(8))  # 8 x 32 KiB loaded, then each read once
+    assert check_program(out).races == ()
+    np.testing.assert_array_equal(_outputs(out, _x(8))["y"], _x(8) * 2.0)
+    spills = [i for i, _ in out.instructions() if "x-spill" in i.extras]
+    assert stats["spills"] >= 1 and stats["spill-transfers"] == stats["spills"] == len(spills)
+    assert {i.extras["x-spill"]["kind"] for i in spills} == {"reload"}
+    assert all(i.reads[0].tensor == "x" and out.tensors[i.writes[0].tensor].memory == MemoryKind.SBUF for i in spills)
+    assert not [n for n, t in out.tensors.items() if t.memory == MemoryKind.DRAM and n not in ("x", "y")]
+    assert spill_traffic(out) == (stats["spill-transfers"], stats["spill-bytes"])
+
+
 def test_spills_go_between_loops_that_touch_the_tile():
     program = _scale_all(7, halves=True)  # 224 KiB, each tile written by a loop of two halves
     out, stats = _compiled(program)
