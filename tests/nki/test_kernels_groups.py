@@ -175,9 +175,6 @@ def check_printed_masks(program: Program) -> None:
     assert psum == [("matmul", False)] * 80  # every zeroing far ahead still opens its group
 
 
-WIDE_COLUMNS = 4096  # legacy_masks_printed.WIDE
-
-
 def check_lazy_blocks(program: Program) -> None:
     psum = [(i.op, i.attrs.get("accumulate")) for i in _ops(program)
             if any(program.tensors[w.tensor].memory == MemoryKind.PSUM for w in i.writes)]
@@ -191,7 +188,8 @@ def check_wide_blocks(program: Program) -> None:
     # SBUF alone): the compiler gives each block its own live range
     sbuf = sorted(n for n, t in program.tensors.items() if t.memory == MemoryKind.SBUF)
     assert len(sbuf) == 24 and all("_b" in n for n in sbuf), sbuf
-    assert all(program.tensors[n].shape == (128, WIDE_COLUMNS) for n in sbuf)
+    wide = kernel_module(GROUP_KERNELS / "legacy_masks_printed.py").WIDE
+    assert all(program.tensors[n].shape == (128, wide) for n in sbuf)
 
 
 def check_ap(program: Program) -> None:

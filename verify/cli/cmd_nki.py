@@ -202,7 +202,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
         traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
                         rtol=rtol, atol=atol, progress=progress, functional=functional,
-                        retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes, True)[0])
+                        retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes,
+                                                           unroll_loops=True)[0])
     if report.unrolled:
         click.echo(f"note: {name}: a loop body's tiles overflow SBUF; traced again with every loop unrolled, "
                    "so that tiles spill to DRAM between iterations", err=True)
