@@ -21,7 +21,7 @@ from neuronsim.machine.ir.edges import KIND_NAMES
 from neuronsim.machine.ir.extensions import NON_FINITE
 from neuronsim.machine.ir.program import SEQUENCERS
 from neuronsim.machine.model.optable import COMMON_ATTRS, OP_TABLE
-from neuronsim.machine.model.presets import FLOAT_FIGURE_RANGE, OVERRIDABLE, PRESETS
+from neuronsim.machine.model.presets import FLOAT_FIGURE_RANGE, MAY_BE_ZERO, OVERRIDABLE, PRESETS
 
 __all__ = ["program_schema", "SCHEMA_ID"]
 
@@ -90,6 +90,8 @@ def _machine() -> dict:
         else:
             overrides[key] = ({"type": "integer", "exclusiveMinimum": 0} if kind is int else
                               {"type": "number", "minimum": FLOAT_FIGURE_RANGE[0], "maximum": FLOAT_FIGURE_RANGE[1]})
+    for key in MAY_BE_ZERO:  # 0 allowed (no SBUF reserve); its bound by the partition is checked on load
+        overrides[key] = {"type": "integer", "minimum": 0}
     overrides["dma_queues"]["maximum"] = 16
     overrides["sbuf_partitions"]["maximum"] = 128
     presets = {"enum": sorted(PRESETS)}

@@ -277,7 +277,7 @@ def _sbuf_bases(tensors: list[Tensor], parts: int, spec: MachineSpec, start_mask
 def _short(t: Tensor, need: int, spec: MachineSpec) -> SbufFull:
     path, label = where_declared(t)
     return SbufFull(path, f"SBUF has no room for {label} ({need} bytes a partition) beside the tiles live with "
-                          f"it ({spec.sbuf_partition_bytes} bytes a partition)")
+                          f"it ({spec.sbuf_allocatable_bytes} bytes a partition below the compiler's reserve)")
 
 
 def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align: int, spec: MachineSpec,
@@ -315,7 +315,7 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
             bases = _sbuf_bases(tensors, parts, spec, start_masks, tensor_id)
             best = min(bases, key=lambda b: (_align(max(hwm[b // 32:(b + parts - 1) // 32 + 1]), align), b))
             offset = _align(max(hwm[best // 32:(best + parts - 1) // 32 + 1]), align)
-            if offset + block > spec.sbuf_partition_bytes:
+            if offset + block > spec.sbuf_allocatable_bytes:
                 return _pack_sbuf(program, virtual, lives, buffers, align, spec, start_masks, tensor_id, size_class)
             for q in range(best // 32, (best + parts - 1) // 32 + 1):
                 hwm[q] = offset + block
@@ -337,7 +337,7 @@ def _pack_sbuf(program: Program, virtual: list[Tensor], lives: Mapping[str, Life
     fixed = [(t.partition, t.partition + t.shape[0], t.offset, t.offset + _extent(t))
              for t in program.tensors.values() if t.memory == MemoryKind.SBUF and not t.is_virtual]
     try:
-        spots = first_fit(items, fixed, spec.sbuf_partition_bytes, align)
+        spots = first_fit(items, fixed, spec.sbuf_allocatable_bytes, align)
     except ProgramError as err:
         first = blocks[err.path][0][0]
         raise _short(first, _align(first.bytes_per_partition, align), spec) from None
@@ -531,7 +531,8 @@ def _refuse_unplaceable(program: Program, spec: MachineSpec) -> None:
         if t.memory != MemoryKind.DRAM and t.is_virtual:
             first.setdefault((t.memory, t.dtype, t.shape), t)
     for t in first.values():
-        limit, what = ((spec.sbuf_partition_bytes, "an SBUF partition") if t.memory == MemoryKind.SBUF
+        limit, what = ((spec.sbuf_allocatable_bytes, "an SBUF partition below the compiler's reserve")
+                       if t.memory == MemoryKind.SBUF
                        else (spec.psum_bank_bytes, "a PSUM bank"))
         if t.bytes_per_partition > limit:
             path, label = where_declared(t)
@@ -552,7 +553,7 @@ def _sbuf_room(program: Program, spec: MachineSpec) -> float:
     quadrants = -(-spec.sbuf_partitions // 32)
     fixed = sum(_extent(t) * -(-t.shape[0] // 32) / quadrants for t in program.tensors.values()
                 if t.memory == MemoryKind.SBUF and not t.is_virtual)
-    return max(spec.sbuf_partition_bytes - fixed, 0.0)
+    return max(spec.sbuf_allocatable_bytes - fixed, 0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -117,7 +117,7 @@ def sbuf_allows(program: Program, spec) -> bool:
     rings (several buffers of a tile declared in a loop) come on top, and ``alloc`` gives
     them up first when they do not fit (``passes/alloc.py``)."""
     return sum(t.bytes_per_partition for t in program.tensors.values()
-               if t.memory == MemoryKind.SBUF) <= spec.sbuf_partition_bytes
+               if t.memory == MemoryKind.SBUF) <= spec.sbuf_allocatable_bytes
 
 
 def _hoist(info: _Program, nodes: tuple[Node, ...], fits: bool, outside_of, counts: dict) -> tuple[Node, ...]:

@@ -46,6 +46,11 @@ class MachineSpec:
     """SBUF partitions [2.1]."""
     sbuf_partition_bytes: int = 192 * 1024
     """SBUF bytes per partition [2.1]: 192 KiB (v2), 224 KiB (v3), 256 KiB (v4: 32 MiB / 128)."""
+    sbuf_reserved_bytes: int = 16384
+    """Bytes at the top of each SBUF partition the compiler keeps for itself, out of reach of its
+    allocator: 16 KiB on v2, 16 KiB + 8 B on v3 and v4 (nki-library's usable-SBUF constants,
+    ``224 * 1024 - 16384 - 8 - ...``; [RE-CONST]).  ``alloc`` places virtual tiles below it; a
+    tile placed by its program may use the whole partition."""
     psum_banks: int = 8
     """PSUM banks per partition [2.1]."""
     psum_bank_bytes: int = 2048
@@ -111,6 +116,11 @@ class MachineSpec:
         return tuple(f"dma{i}" for i in range(self.dma_queues))
 
     @property
+    def sbuf_allocatable_bytes(self) -> int:
+        """Bytes of a partition the compiler's allocator places tiles in (below the reserve)."""
+        return self.sbuf_partition_bytes - self.sbuf_reserved_bytes
+
+    @property
     def psum_partition_bytes(self) -> int:
         return self.psum_banks * self.psum_bank_bytes
 
@@ -150,6 +160,7 @@ PRESETS: dict[str, MachineSpec] = {
         pool_ghz=1.2,
         sp_ghz=1.2,
         sbuf_partition_bytes=224 * 1024,
+        sbuf_reserved_bytes=16384 + 8,
         dram_bytes=24 * 2**30,
         dma_engine_bytes_per_ns=23.0,
         dma_core_bytes_per_ns=368.0,
@@ -166,6 +177,7 @@ PRESETS: dict[str, MachineSpec] = {
         pool_ghz=1.2,
         sp_ghz=1.2,
         sbuf_partition_bytes=32 * 2**20 // 128,
+        sbuf_reserved_bytes=16384 + 8,
         dram_bytes=36 * 2**30,
         dma_engine_bytes_per_ns=33.0,
         dma_core_bytes_per_ns=528.0,
@@ -179,6 +191,10 @@ OVERRIDABLE: dict[str, type] = {
     for f in fields(MachineSpec)
     if f.name != "name"
 }
+
+
+#: Overrides that may be 0 (every other figure is positive): no SBUF reserve.
+MAY_BE_ZERO = frozenset({"sbuf_reserved_bytes"})
 
 
 #: The range of a float figure (clocks, bandwidths, latencies): wide of any real machine, and
@@ -244,8 +260,12 @@ def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
         if key not in OVERRIDABLE:
             raise ProgramError(join_path(path, key),
                                f"unknown machine parameter; expected one of {sorted(OVERRIDABLE)}")
-        changes[key] = _figure(raw, OVERRIDABLE[key], join_path(path, key))
+        changes[key] = (0 if key in MAY_BE_ZERO and raw == 0 and not isinstance(raw, bool)
+                        else _figure(raw, OVERRIDABLE[key], join_path(path, key)))
     spec = replace(spec, **changes)
+    if spec.sbuf_reserved_bytes >= spec.sbuf_partition_bytes:
+        raise ProgramError(join_path(path, "sbuf_reserved_bytes"),
+                           f"the reserve leaves the allocator no room in a {spec.sbuf_partition_bytes}-byte partition")
     if spec.dma_queues > 16:
         raise ProgramError(join_path(path, "dma_queues"), "at most 16 DMA queues per engine exist")
     if spec.sbuf_partitions > 128:

@@ -33,12 +33,13 @@ mgrid = MGrid()
 
 
 class _TileSizes(type):
-    """The SBUF figures of ``nl.tile_size`` follow the machine the kernel is traced for (192 KiB
-    a partition on trn1, 224 KiB on trn2: the machine presets); outside a trace, trn1's."""
+    """The SBUF figures of ``nl.tile_size`` follow the machine the kernel is traced for: the
+    usable bytes of a partition, below the compiler's reserve (192 KiB less 16 KiB on trn1, 224
+    KiB less 16 KiB + 8 B on trn2: the machine presets); outside a trace, trn1's."""
 
     @property
     def total_available_sbuf_size(cls) -> int:
-        return resolve_machine(current().machine if tracing() else "trn1").sbuf_partition_bytes
+        return resolve_machine(current().machine if tracing() else "trn1").sbuf_allocatable_bytes
 
     @property
     def sbuf_fmax_bytes(cls) -> int:

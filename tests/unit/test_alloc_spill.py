@@ -17,6 +17,7 @@ from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.sync_counts import spill_traffic
 
 SBUF_PARTITION = 192 * 1024  # trn1
+ALLOCATABLE = SBUF_PARTITION - 16384  # below the compiler's reserve: what ``alloc`` places tiles in
 FREE = 8192  # a (128, 8192) float32 tile: 32 KiB a partition
 
 
@@ -107,9 +108,27 @@ def test_spills_go_between_loops_that_touch_the_tile():
 
 
 def test_the_tile_used_again_furthest_ahead_is_spilled_first():
-    out, stats = _compiled(_scale_all(7))  # one tile too many: t6's is the last use, t0.. come first
+    assert 5 * 128 * FREE * 4 <= ALLOCATABLE * 128 < 6 * 128 * FREE * 4
+    out, stats = _compiled(_scale_all(6))  # one tile too many: t5's is the last use, t0.. come first
     spilled = {i.extras["x-spill"]["tensor"] for i, _ in out.instructions() if "x-spill" in i.extras}
-    assert stats["spills"] == 1 and spilled == {"t5"}  # live across the loads' end, used last but t6
+    assert stats["spills"] == 1 and spilled == {"t4"}  # live across the loads' end, used last but t5
+
+
+def test_the_compilers_reserve_is_not_allocated():
+    """Six 32 KiB tiles fill a 192 KiB partition exactly: with the reserve (16 KiB on trn1) one
+    is spilled; a machine without a reserve holds them all."""
+    program = _scale_all(6)
+    assert _compiled(program)[1]["spills"] == 1
+    free = KernelBuilder("scale_all", machine={"base": "trn1", "sbuf_reserved_bytes": 0})
+    x = free.dram_input("x", (6 * 128, FREE), "float32")
+    y = free.dram_output("y", (6 * 128, FREE), "float32")
+    for k in range(6):
+        t = free.sbuf(f"t{k}", (128, FREE), "float32")
+        free.dma_copy(t, x[k * 128:(k + 1) * 128, :])
+        free.dma_copy(y[k * 128:(k + 1) * 128, :], t)
+    free_out, free_stats = _compiled(free.program())
+    assert "spills" not in free_stats and max(t.offset + t.bytes_per_partition for t in free_out.tensors.values()
+                                                 if t.memory == MemoryKind.SBUF) <= SBUF_PARTITION
 
 
 def test_a_program_that_fits_is_not_spilled():
@@ -117,23 +136,27 @@ def test_a_program_that_fits_is_not_spilled():
     assert "spills" not in stats and spill_traffic(out) == (0, 0)
 
 
+SMALL = ALLOCATABLE // 4 // 4  # float32 elements of a quarter of what alloc places tiles in
+
+
 def _two_phases():
-    """Two 96 KiB tiles, dead before three 64 KiB tiles are born: each phase fills SBUF, so
-    only sharing bytes across the two shapes fits them without spilling."""
+    """Two 88 KiB tiles, dead before four 44 KiB tiles are born: each phase fills the 176 KiB
+    ``alloc`` places tiles in, so only sharing bytes across the two shapes fits them without
+    spilling."""
     kb = KernelBuilder("two_phases")
-    x = kb.dram_input("x", (128, 3 * 16384), "float32")
-    y = kb.dram_output("y", (128, 3 * 16384), "float32")
-    big = [kb.sbuf(f"big{k}", (128, 24576), "float32") for k in range(2)]
-    small = [kb.sbuf(f"small{k}", (128, 16384), "float32") for k in range(3)]
+    x = kb.dram_input("x", (128, 4 * SMALL), "float32")
+    y = kb.dram_output("y", (128, 4 * SMALL), "float32")
+    big = [kb.sbuf(f"big{k}", (128, 2 * SMALL), "float32") for k in range(2)]
+    small = [kb.sbuf(f"small{k}", (128, SMALL), "float32") for k in range(4)]
     for k, t in enumerate(big):
-        kb.dma_copy(t, x[:, k * 24576:(k + 1) * 24576])
+        kb.dma_copy(t, x[:, k * 2 * SMALL:(k + 1) * 2 * SMALL])
     for k, t in enumerate(big):
-        kb.dma_copy(y[:, k * 24576:(k + 1) * 24576], t)
+        kb.dma_copy(y[:, k * 2 * SMALL:(k + 1) * 2 * SMALL], t)
     for k, t in enumerate(small):
-        kb.dma_copy(t, x[:, k * 16384:(k + 1) * 16384])
+        kb.dma_copy(t, x[:, k * SMALL:(k + 1) * SMALL])
     for k, t in enumerate(small):
         kb.tensor_scalar(t, t, op0="multiply", operand0=3.0)
-        kb.dma_copy(y[:, k * 16384:(k + 1) * 16384], t, engine="act", queue="dma1")
+        kb.dma_copy(y[:, k * SMALL:(k + 1) * SMALL], t, engine="act", queue="dma1")
     return kb.program()
 
 
@@ -144,7 +167,7 @@ def test_tiles_of_different_shapes_share_bytes_when_their_lives_do_not_overlap()
     overlap = min(big.offset + big.bytes_per_partition, small.offset + small.bytes_per_partition) \
         - max(big.offset, small.offset)
     assert overlap > 0
-    x = np.random.default_rng(0).random((128, 3 * 16384), dtype=np.float32)
+    x = np.random.default_rng(0).random((128, 4 * SMALL), dtype=np.float32)
     np.testing.assert_array_equal(_outputs(out, x)["y"], x * 3.0)  # the small tiles' stores come last
 
 
@@ -181,3 +204,4 @@ def test_random_orders_of_use_spill_race_free_with_numpy_outputs(seed):
     assert stats["spills"] >= 1 and check_program(out).races == ()
     x = np.random.default_rng(seed).random((128, total), dtype=np.float32)
     np.testing.assert_array_equal(_outputs(out, x)["y"], x * factor)
+

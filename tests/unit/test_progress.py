@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -37,6 +38,17 @@ def test_a_failing_stage_prints_nothing():
             update(5)
             raise ValueError("bad input")
     assert out.getvalue() == ""
+
+
+def test_a_stage_an_exception_ends_still_counts_its_seconds():
+    """``run`` catches a compile that found no room and compiles a retrace: the stage line adds both."""
+    with Progress(live=False, stream=io.StringIO()) as progress:
+        with pytest.raises(ValueError), progress.stage("compile", None):
+            time.sleep(0.02)
+            raise ValueError("no room")
+        with progress.stage("compile", None):
+            pass
+    assert progress.seconds["compile"] >= 0.02
 
 
 def test_on_a_terminal_the_bar_is_transient():

@@ -54,7 +54,8 @@ class Progress:
         self.announce = announce
         self._bar = None
         self.seconds: dict[str, float] = {}
-        """Seconds of each stage that ended normally, by label (a repeated label adds up)."""
+        """Seconds of each stage, by label (a repeated label adds up; a stage an exception ended
+        counts too: a compile that found no room before ``run`` traced the kernel again took its time)."""
 
     def __enter__(self) -> Progress:
         if self.live:
@@ -97,8 +98,8 @@ class Progress:
         finally:
             if task is not None:
                 self._bar.remove_task(task)
-        seconds = time.perf_counter() - started
-        self.seconds[label] = self.seconds.get(label, 0.0) + seconds
+            seconds = time.perf_counter() - started
+            self.seconds[label] = self.seconds.get(label, 0.0) + seconds
         if not self.live and (big or (self.announce and seconds >= SLOW_SECONDS and size != -1)):
             if total is None:
                 what = "done"

@@ -164,7 +164,8 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
         # every loop unrolled (a tile of each iteration its own tensor).
         if retrace is None or not any(isinstance(node, Loop) for node in traced.program.body):
             raise
-        traced, unrolled = retrace(), True
+        with stage_or_nothing(progress, "trace", None):
+            traced, unrolled = retrace(), True
         run = run_it(traced)
     if reference is None:  # judged by the interleavings against the sequential reference alone
         run = replace(run, reference=dict(run.outputs))
