@@ -106,6 +106,11 @@ class MachineSpec:
     has_hwdge: bool = False
     """Hardware descriptor generation (``dge: hwdge``) exists from v3 on [2.4]."""
 
+    def __post_init__(self) -> None:
+        if not 0 <= self.sbuf_reserved_bytes < self.sbuf_partition_bytes:
+            raise ValueError(f"sbuf_reserved_bytes ({self.sbuf_reserved_bytes}) must be at least 0 and below "
+                             f"sbuf_partition_bytes ({self.sbuf_partition_bytes}): the allocator needs room")
+
     @property
     def engines(self) -> tuple[str, ...]:
         """The sequencers followed by the DMA queues: eight engines with three queues."""
@@ -262,10 +267,12 @@ def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
                                f"unknown machine parameter; expected one of {sorted(OVERRIDABLE)}")
         changes[key] = (0 if key in MAY_BE_ZERO and raw == 0 and not isinstance(raw, bool)
                         else _figure(raw, OVERRIDABLE[key], join_path(path, key)))
+    partition = changes.get("sbuf_partition_bytes", spec.sbuf_partition_bytes)
+    if changes.get("sbuf_reserved_bytes", spec.sbuf_reserved_bytes) >= partition:
+        raise ProgramError(join_path(path, "sbuf_reserved_bytes" if "sbuf_reserved_bytes" in changes
+                                     else "sbuf_partition_bytes"),
+                           f"the SBUF reserve leaves the allocator no room in a {partition}-byte partition")
     spec = replace(spec, **changes)
-    if spec.sbuf_reserved_bytes >= spec.sbuf_partition_bytes:
-        raise ProgramError(join_path(path, "sbuf_reserved_bytes"),
-                           f"the reserve leaves the allocator no room in a {spec.sbuf_partition_bytes}-byte partition")
     if spec.dma_queues > 16:
         raise ProgramError(join_path(path, "dma_queues"), "at most 16 DMA queues per engine exist")
     if spec.sbuf_partitions > 128:

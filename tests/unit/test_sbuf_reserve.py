@@ -32,3 +32,18 @@ def test_a_reserve_that_is_not_a_count_or_leaves_no_room_is_refused_at_its_path(
     with pytest.raises(ProgramError) as err:
         resolve_machine({"base": "trn1", "sbuf_reserved_bytes": raw})
     assert err.value.path == "machine.sbuf_reserved_bytes"
+
+
+def test_a_partition_override_below_the_preset_reserve_is_refused_at_its_own_path():
+    with pytest.raises(ProgramError) as err:
+        resolve_machine({"base": "trn1", "sbuf_partition_bytes": 8192})
+    assert err.value.path == "machine.sbuf_partition_bytes" and "reserve" in err.value.message
+    assert resolve_machine({"base": "trn1", "sbuf_partition_bytes": 8192, "sbuf_reserved_bytes": 0}
+                           ).sbuf_allocatable_bytes == 8192
+
+
+def test_a_spec_built_in_code_keeps_the_same_rule():
+    from dataclasses import replace
+
+    with pytest.raises(ValueError, match="sbuf_reserved_bytes"):
+        replace(PRESETS["trn1"], sbuf_partition_bytes=4096)
