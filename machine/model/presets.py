@@ -268,10 +268,12 @@ def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
         changes[key] = (0 if key in MAY_BE_ZERO and raw == 0 and not isinstance(raw, bool)
                         else _figure(raw, OVERRIDABLE[key], join_path(path, key)))
     partition = changes.get("sbuf_partition_bytes", spec.sbuf_partition_bytes)
-    if changes.get("sbuf_reserved_bytes", spec.sbuf_reserved_bytes) >= partition:
+    reserve = changes.get("sbuf_reserved_bytes", spec.sbuf_reserved_bytes)
+    if reserve >= partition:
         raise ProgramError(join_path(path, "sbuf_reserved_bytes" if "sbuf_reserved_bytes" in changes
                                      else "sbuf_partition_bytes"),
-                           f"the SBUF reserve leaves the allocator no room in a {partition}-byte partition")
+                           f"the compiler's SBUF reserve ({reserve} bytes, sbuf_reserved_bytes) leaves the allocator "
+                           f"no room in a {partition}-byte partition; set sbuf_reserved_bytes below it (0: none)")
     spec = replace(spec, **changes)
     if spec.dma_queues > 16:
         raise ProgramError(join_path(path, "dma_queues"), "at most 16 DMA queues per engine exist")
