@@ -12,10 +12,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from neuronsim.machine.formats.files import OutputError, write_atomically
-from neuronsim.machine.sim.task_trace import TaskTrace
 from neuronsim.machine.sim.trace import Trace
+
+if TYPE_CHECKING:  # an annotation only: a kernel's run, which draws no task, never loads the task runtime
+    from neuronsim.machine.sim.task_trace import TaskTrace
 
 __all__ = ["plot_format", "save_figure", "plot_timeline", "plot_task_timeline"]
 

@@ -157,10 +157,11 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     # they are imported here, when the command runs, not when the CLI starts.
     from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, all_scenarios, load_scenario, run_scenario,
                                                      scenario_name)
-    from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, task_scenario_name
 
     started = time.perf_counter()  # the stage line's total (issue 31: say what each stage cost)
     if list_only:
+        from neuronsim.verify.tasks.scenarios import all_task_scenarios, task_scenario_name
+
         names = [scenario_name(m) for m in all_scenarios()] + [task_scenario_name(m) for m in all_task_scenarios()]
         if as_json:
             emit_json({"scenarios": names})
@@ -196,6 +197,9 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     if kernel_flags:
         raise UsageFailure(f"{kernel_flags[0]} is for kernels (KERNEL.py::FUNC), not scenarios", kernel_flags[0])
+    # the task runtime's scenarios only now: a kernel run never loads them
+    from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, task_scenario_name
+
     task_scenario = find_task_scenario(scenario)
     if task_scenario is not None:  # an orchestration program (scenarios/tasks): the task runtime
         from neuronsim.verify.cli.task_programs import run_task_scenario_command
