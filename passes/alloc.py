@@ -20,10 +20,15 @@ Lifetimes (:mod:`neuronsim.passes.analysis.lifetimes`; instance ids are program 
     written in an iteration keep one placement.
 Placement
     * SBUF (partition x byte): classes are ``(partitions, bytes, ring loop, n)``.  Within a
-      class, tensors take slots by rotation (:func:`rotate_slots`, the next slot after the
-      last one used whose tensors are dead, else a new one) on their hulls, or for a ring
-      class on their relative ranges.  A slot of a ring class is a *lane*: ``n`` consecutive
-      class-sized slots, tensor slot ``s`` at ``lane + s * bytes``.  Slots are then packed:
+      class, tensors take slots by rotation (:func:`rotate_slots`: of the slots whose tensors
+      are dead, the one freed longest ago, else a new one) on their hulls, or for a ring
+      class on their relative ranges.  A class rotates through ``buffers`` slots for each
+      tensor live at once in it (the most that are): tile families that share a shape, a
+      load's target beside a store's source, are each multi-buffered as if alone, not one
+      slot each (rotation through two slots in all would alternate the two families); when
+      those slots overflow, through ``buffers`` slots in all.  A slot of a ring class is a
+      *lane*: ``n`` consecutive class-sized slots, tensor slot ``s`` at ``lane + s * bytes``.
+      Slots are then packed:
       each goes to the partition base (0, 32, 64, 96) where it can sit lowest, among the
       bases that keep every compute access within the partition-start rule, above every
       placed byte (placed tensors' rotating slots included).  When that overflows, every
@@ -110,6 +115,8 @@ Contract (``alloc``)
 
 from __future__ import annotations
 
+import heapq
+
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache, partial
@@ -141,28 +148,32 @@ class SbufFull(ProgramError):
 def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, int]:
     """Slot per item ``(name, live start, live end)``, rotating through ``buffers`` slots.
 
-    Items sharing a slot have pairwise disjoint ``[start, end]`` ranges.
+    Each item takes, among the slots whose items are dead at its start, the one freed longest
+    ago (a ring: the reuse that orders the new item after the oldest use, leaving the recent
+    ones free to overlap it), opening slots up to ``buffers`` first and a new one beyond when
+    every slot is live.  Items sharing a slot have pairwise disjoint ``[start, end]`` ranges.
 
     >>> rotate_slots([("t0", 0, 1), ("t1", 2, 3), ("t2", 4, 5), ("t3", 6, 7)], 2)
     {'t0': 0, 't1': 1, 't2': 0, 't3': 1}
     >>> rotate_slots([("a", 0, 9), ("b", 1, 2), ("c", 3, 4)], 1)   # a still live: new slot
     {'a': 0, 'b': 1, 'c': 1}
+    >>> rotate_slots([("x0", 0, 5), ("y0", 4, 7), ("x1", 8, 12), ("y1", 11, 15), ("x2", 16, 20)], 4)
+    {'x0': 0, 'y0': 1, 'x1': 2, 'y1': 3, 'x2': 0}
+    >>> rotate_slots([("a", 0, 8), ("b", 1, 2), ("c", 3, 4), ("d", 9, 10)], 2)  # slot 1 freed at 4, slot 0 at 8
+    {'a': 0, 'b': 1, 'c': 1, 'd': 1}
     """
-    busy: list[int] = []
-    cursor = 0
+    free: list[tuple[int, int]] = []  # (freed at, slot) of the slots opened, a heap by time freed
+    live: list[tuple[int, int]] = []  # (end, slot) of the slots in use, a heap by end
+    opened = 0
     out: dict[str, int] = {}
     for name, start, end in sorted(items, key=lambda it: (it[1], it[0])):
-        slots = max(len(busy), buffers)
-        chosen = slots
-        for step in range(slots):
-            s = (cursor + step) % slots
-            if s >= len(busy) or busy[s] < start:
-                chosen = s
-                break
-        while len(busy) <= chosen:
-            busy.append(-(1 << 62))
-        busy[chosen] = max(busy[chosen], end)
-        cursor = chosen + 1
+        while live and live[0][0] < start:
+            heapq.heappush(free, heapq.heappop(live))
+        if opened < buffers or not free:
+            chosen, opened = opened, opened + 1
+        else:
+            chosen = heapq.heappop(free)[1]
+        heapq.heappush(live, (end, chosen))
         out[name] = chosen
     return out
 
@@ -205,18 +216,58 @@ def _blocks(members: list[Tensor], lives: Mapping[str, Life], buffers: int, size
     return blocks, hulls, keys
 
 
+def _most_live(spans: list[tuple[str, int, int]]) -> int:
+    """The most items ``(name, start, end)`` live at one instance (ranges inclusive; an item
+    never accessed has ``start > end`` and counts nowhere), at least 1.
+
+    >>> _most_live([("x0", 0, 5), ("y0", 4, 7), ("x1", 8, 12), ("y1", 11, 15), ("unused", 9, -1)])
+    2
+    """
+    edges = sorted([(start, 0) for _, start, end in spans if start <= end]
+                   + [(end, 1) for _, start, end in spans if start <= end])
+    live, most = 0, 1
+    for _, is_end in edges:
+        live += -1 if is_end else 1
+        most = max(most, live)
+    return most
+
+
+def _declared_at(t: Tensor) -> tuple | None:
+    """The kernel line that declared a traced tile (its family: an unrolled loop's tiles of one
+    declaration, or a split block array's blocks), None for a tensor without one."""
+    source = t.extras.get("x-source") if t.extras else None
+    if isinstance(source, Mapping) and source.get("file") and source.get("line"):
+        return source["file"], source["line"], source.get("variable")
+    return None
+
+
+#: How widely :func:`_physical_slots` spreads a class, tried in turn until the slots fit:
+#: ``buffers`` slots for each tile family in the class (or each tile live at once, if more),
+#: for each tile live at once, then ``buffers`` in all.
+SPREADS = ("families", "live", "shared")
+
+
 def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: int,
-                    size_class) -> dict[tuple, list[list[tuple[Tensor, int]]]]:
+                    size_class, spread: str = "shared") -> dict[tuple, list[list[tuple[Tensor, int]]]]:
     """Physical slots of one memory: ``key -> [[(tensor, stride), ...], ...]``.
 
     ``size_class(t)`` is ``(key, bytes)``: the tensors of one key share slots of ``bytes``.
     The blocks of :func:`_blocks` (plain tensors and lanes, as ``(key, block bytes)``) take
-    physical slots by rotation on their hulls.
+    physical slots by rotation on their hulls, through ``buffers`` slots times the class's
+    width, which ``spread`` (:data:`SPREADS`) says: the tile families that share the class (a
+    traced kernel's declarations: a load's target beside a store's source, a transpose's input
+    beside its output), the most blocks live at once, or 1.  Two families rotating through
+    two slots in all would each land in one and every load would wait for the last use of the
+    tile before it; each family multi-buffered as if alone is what ``buffers`` means.
     """
     blocks, hulls, keys = _blocks(members, lives, buffers, size_class)
     out: dict[tuple, list[list[tuple[Tensor, int]]]] = {}
     for key, labels in keys.items():
-        slot_of = rotate_slots([(b, *hulls[b]) for b in labels], buffers)
+        spans = [(b, *hulls[b]) for b in labels]
+        width = 1 if spread == "shared" else _most_live(spans)
+        if spread == "families":
+            width = max(width, len({_declared_at(blocks[b][0][0]) for b in labels} - {None}))
+        slot_of = rotate_slots(spans, buffers * width)
         by_slot: dict[int, list[tuple[Tensor, int]]] = {}
         for b in labels:  # a slot's tensors in the order of their blocks
             by_slot.setdefault(slot_of[b], []).extend(blocks[b])
@@ -291,7 +342,6 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
         if t.memory == MemoryKind.SBUF and not t.is_virtual:
             for q in range(t.partition // 32, (t.partition + t.shape[0] - 1) // 32 + 1):
                 hwm[q] = max(hwm[q], t.offset + _extent(t))
-    placed: dict[str, Tensor] = {}
     classes: dict[tuple, tuple[tuple[int, int], int]] = {}
     # One slot has one partition base: the tiles of one shape and dtype share slots when some
     # base keeps every one's compute accesses in the partition-start rule (the usual case);
@@ -308,7 +358,20 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
             found = classes[t.shape, t.dtype, mask] = (t.shape[0], mask), _align(t.bytes_per_partition, align)
         return found
 
-    slots = _physical_slots(virtual, lives, buffers, size_class)
+    for spread in SPREADS:  # each family its own buffers when they fit, else fewer slots
+        placed = _stack_slots(_physical_slots(virtual, lives, buffers, size_class, spread), list(hwm), lives, align,
+                              spec, start_masks, tensor_id)
+        if placed is not None:
+            return placed
+    return _pack_sbuf(program, virtual, lives, buffers, align, spec, start_masks, tensor_id, size_class)
+
+
+def _stack_slots(slots: dict[tuple, list[list[tuple[Tensor, int]]]], hwm: list[int], lives: Mapping[str, Life],
+                 align: int, spec: MachineSpec, start_masks: np.ndarray,
+                 tensor_id: Mapping[str, int]) -> dict[str, Tensor] | None:
+    """The class slots stacked above the placed bytes (``hwm`` per quadrant, updated), or
+    None when they overflow SBUF."""
+    placed: dict[str, Tensor] = {}
     for (parts, _bases, block), physical in slots.items():
         for pairs in physical:
             tensors = [t for t, _ in pairs]
@@ -316,7 +379,7 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
             best = min(bases, key=lambda b: (_align(max(hwm[b // 32:(b + parts - 1) // 32 + 1]), align), b))
             offset = _align(max(hwm[best // 32:(best + parts - 1) // 32 + 1]), align)
             if offset + block > spec.sbuf_allocatable_bytes:
-                return _pack_sbuf(program, virtual, lives, buffers, align, spec, start_masks, tensor_id, size_class)
+                return None
             for q in range(best // 32, (best + parts - 1) // 32 + 1):
                 hwm[q] = offset + block
             for t, stride in pairs:

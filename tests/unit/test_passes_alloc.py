@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.model.geometry import footprint, overlap
-from neuronsim.machine.ir.program import Access, MemoryKind, Rotation, Tensor
+from neuronsim.machine.ir.program import Access, MemoryKind, Rotation, Tensor, frozen_mapping
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.passes.alloc import rotate_slots, storage_use
@@ -223,3 +225,68 @@ def test_storage_use_counts_every_slot_alone_and_their_union_once(tensors):
             alone += len(mine)
             cells |= mine
     assert storage_use(tensors) == (alone, len(cells))
+
+
+def _load_compute_store(n, free=64):
+    """n steps of: load x_k, compute y_k from x_k, store y_k (x and y one shape: one class)."""
+    tensors = [V(f"x{k}", 128, free) for k in range(n)] + [V(f"y{k}", 128, free) for k in range(n)]
+    tensors += [dr("a", 0, 128 * free), dr("b", 128 * free * 4, 128 * free)]
+    body = []
+    for k in range(n):
+        body.append(ins(f"ld{k}", "sp", "dma_copy", reads=["a"], writes=[f"x{k}"], queue="dma0"))
+        body.append(ins(f"op{k}", "dve", "tensor_copy", reads=[f"x{k}"], writes=[f"y{k}"]))
+        body.append(ins(f"st{k}", "sp", "dma_copy", reads=[f"y{k}"], writes=["b"], queue="dma1"))
+    return prog(tensors, *body)
+
+
+def test_two_tile_families_of_one_shape_each_rotate_through_their_own_buffers():
+    # x_k and y_k are live together at op k: with two slots for the class, x would take one
+    # and y the other at every step, the load of x_{k+1} then waiting for op k (one buffer)
+    out, _ = compiled(_load_compute_store(6), "alloc")
+    x = [out.tensors[f"x{k}"].offset for k in range(6)]
+    y = [out.tensors[f"y{k}"].offset for k in range(6)]
+    assert x[0] != x[1] and y[0] != y[1]  # consecutive tiles of one family: different bytes
+    assert len(set(x) | set(y)) == 4  # two buffers for each of the two families live at once
+    deps, _ = compiled(_load_compute_store(6), "alloc,build-fdeps,remove-redundancies,anti-deps")
+    assert not any(d.on == "op0" for d in next(i for i, _ in deps.instructions() if i.name == "ld1").deps)
+
+
+def test_families_share_the_class_slots_when_their_own_buffers_do_not_fit():
+    # 48 KiB tiles: four slots exceed SBUF's usable bytes, two fit
+    out, ctx = compiled(_load_compute_store(4, 12 * 1024), "alloc")
+    assert len({out.tensors[f"{f}{k}"].offset for f in "xy" for k in range(4)}) == 2
+    assert ctx.stats["alloc"].get("spilled", 0) == 0
+
+
+def _transpose_steps(n, declared):
+    """n steps of: load s_k, copy it out, copy into d_k, store d_k; s_k and d_k never live at once.
+    ``declared``: the tiles carry their kernel declaration lines (``x-source``), as traced
+    tiles do: every s_k one line, every d_k another."""
+    def tile(name, line):
+        t = V(name)
+        if not declared:
+            return t
+        return replace(t, extras=frozen_mapping({"x-source": {"file": "k.py", "line": line, "variable": name[0]}}))
+
+    tensors = [tile(f"s{k}", 3) for k in range(n)] + [tile(f"d{k}", 5) for k in range(n)]
+    tensors += [dr("a", 0, 128 * 64), dr("b", 128 * 64 * 4, 128 * 64), sb("mid")]
+    body = []
+    for k in range(n):
+        body.append(ins(f"ld{k}", "sp", "dma_copy", reads=["a"], writes=[f"s{k}"], queue="dma0"))
+        body.append(ins(f"cp{k}", "act", "activation", reads=[f"s{k}"], writes=["mid"]))
+        body.append(ins(f"fill{k}", "dve", "tensor_copy", reads=["mid"], writes=[f"d{k}"]))
+        body.append(ins(f"st{k}", "sp", "dma_copy", reads=[f"d{k}"], writes=["b"], queue="dma1"))
+    return prog(tensors, *body)
+
+
+def test_each_declared_tile_family_rotates_through_its_own_buffers():
+    # s_k dies where d_k is born: one tile live at a time, yet two declarations; with two slots
+    # in all, every s_k would take one and every d_k the other (single-buffered each)
+    out, _ = compiled(_transpose_steps(6, declared=True), "alloc")
+    s = [out.tensors[f"s{k}"].offset for k in range(6)]
+    d = [out.tensors[f"d{k}"].offset for k in range(6)]
+    assert s[0] != s[1] and d[0] != d[1]
+    assert len(set(s) | set(d)) == 4
+    # a program built without declarations: families unknown, two slots in all
+    plain, _ = compiled(_transpose_steps(6, declared=False), "alloc")
+    assert len({plain.tensors[f"{f}{k}"].offset for f in "sd" for k in range(6)}) == 2

@@ -29,12 +29,14 @@ FORMAT = "neuronsim.run/1"
 
 #: What docs/timing.md states of the timing model, by the scripts behind it: the calibration
 #: micro-cases (bench/bench_timing.py, worst deviation 8.2 %) and the held-out tutorial kernels
-#: at their published shapes (bench/bench_published.py, 5 of 12 within 15 %, simulated /
-#: published from 0.018 to 1.451).  Makespans rank variants; they are not a device's latency.
+#: at their published shapes through the traced pipeline (bench/bench_published.py, 5 of 12
+#: within 15 %, simulated / published from 0.012 to 1.174; the count, the cases and the worst
+#: ratio are also in machine/model/accuracy.json, which a test holds this to).  Makespans rank
+#: variants; they are not a device's latency.
 ACCURACY = {
     "source": "docs/timing.md",
     "calibration_worst_deviation": 0.082,
-    "held_out": {"within": 5, "of": 12, "tolerance": 0.15, "ratio_range": [0.018, 1.451]},
+    "held_out": {"within": 5, "of": 12, "tolerance": 0.15, "ratio_range": [0.012, 1.174]},
 }
 
 
