@@ -1,0 +1,126 @@
+"""Where compile + check hold their bytes: each pass's own peak, and the line it peaks at.
+
+Workload: ``bench_compile.py``'s synthetic program (a flat program of virtual tiles in phases).
+The default pipeline runs with verification, then the race check, as ``bench_compile.py``
+runs them, under ``tracemalloc`` (one frame); a thread polls the traced total every half
+millisecond and, at each new maximum of the current stage (a pass, its verification, the
+check), names the main thread's innermost frames of the package.  Printed per stage: its
+peak and what is held at its end, in bytes per instruction beside the program (the program
+is built before tracing starts), and the lines it peaked at.
+
+Why traced bytes and not RSS: the stages' peaks are what compile + check of 1e7 instructions
+must bring under 8 GiB (issue 31, ``docs/performance-notes.md`` 2.9); the traced figure is
+the process's own allocations, repeatable from run to run, where RSS adds the allocator's
+arenas.  ``tracemalloc`` slows the run about three times: 1e5 takes about a minute.
+
+Usage: ``.venv/bin/python bench/bench_pass_memory.py [N]`` (default 1e5).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import threading
+import time
+import tracemalloc
+from pathlib import Path
+
+import neuronsim.machine
+import neuronsim.passes
+import neuronsim.verify
+from bench_compile import synthetic_program
+
+#: Where the package's rooms are (the checkout when installed editable, else site-packages):
+#: only their frames name a peak.
+PACKAGE_ROOMS = tuple(str(Path(room.__file__).resolve().parent) for room in
+                      (neuronsim.machine, neuronsim.passes, neuronsim.verify))
+
+
+class PeakWatch:
+    """A thread that keeps, per stage label, the highest traced total and where it was."""
+
+    def __init__(self) -> None:
+        self.stage = "start"
+        self.peaks: dict[str, tuple[int, str]] = {}
+        self._main = threading.get_ident()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> PeakWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _where(self) -> str:
+        frame, names = sys._current_frames().get(self._main), []
+        while frame is not None and len(names) < 3:
+            code = frame.f_code
+            if code.co_filename.startswith(PACKAGE_ROOMS):
+                names.append(f"{Path(code.co_filename).name}:{code.co_name}:{frame.f_lineno}")
+            frame = frame.f_back
+        return " < ".join(names)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            current, _ = tracemalloc.get_traced_memory()
+            stage = self.stage
+            if current > self.peaks.get(stage, (0, ""))[0]:
+                self.peaks[stage] = (current, self._where())
+            time.sleep(0.0005)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from neuronsim.passes import PassContext, PipelineState, run_passes
+    from neuronsim.passes import runner
+    from neuronsim.verify.racecheck import check_stream
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("size", nargs="?", default="1e5")
+    n = int(float(parser.parse_args(argv).size))
+    program = synthetic_program(n)
+    gc.collect()
+    tracemalloc.start(1)
+    held: dict[str, int] = {}
+    with PeakWatch() as watch:
+        verify, each = runner.verify_state, runner._each_pass
+
+        def verified(new, old, **kw):  # the stage is the pass's verification until it returns
+            held["pass " + kw.get("after", "?")] = tracemalloc.get_traced_memory()[0]
+            watch.stage = "verify " + kw.get("after", "?")
+            try:
+                return verify(new, old, **kw)
+            finally:
+                held[watch.stage] = tracemalloc.get_traced_memory()[0]
+
+        def labelled(value, passes, ctx, **kw):
+            advance = kw["advance"]
+
+            def run_one(p, state):
+                watch.stage = "pass " + p.name
+                return advance(p, state)
+            return each(value, passes, ctx, **{**kw, "advance": run_one})
+
+        runner.verify_state, runner._each_pass = verified, labelled
+        try:
+            state = run_passes(PipelineState.of(program), ctx=PassContext(verify=True))
+        finally:
+            runner.verify_state, runner._each_pass = verify, each
+        watch.stage = "check"
+        check_stream(state.stream, state.stream.resolve(state.deps))
+        held["check"] = tracemalloc.get_traced_memory()[0]
+        time.sleep(0.01)
+    print(f"N={n:,}: bytes per instruction beside the program")
+    print(f"  {'stage':28s} {'peak':>7s} {'held':>7s}  peak at")
+    for stage, (peak, where) in watch.peaks.items():
+        if stage == "start":
+            continue
+        print(f"  {stage:28s} {peak / n:7.1f} {held.get(stage, 0) / n:7.1f}  {where}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
