@@ -23,10 +23,12 @@ Placement
       class, tensors take slots by rotation (:func:`rotate_slots`: of the slots whose tensors
       are dead, the one freed longest ago, else a new one) on their hulls, or for a ring
       class on their relative ranges.  A class rotates through ``buffers`` slots for each
-      tensor live at once in it (the most that are): tile families that share a shape, a
-      load's target beside a store's source, are each multi-buffered as if alone, not one
-      slot each (rotation through two slots in all would alternate the two families); when
-      those slots overflow, through ``buffers`` slots in all.  A slot of a ring class is a
+      tile family in it (a traced kernel's tiles of one declaration, ``x-source``) or for each
+      tensor live at once, whichever is more: families that share a shape, a load's target
+      beside a store's source, are each multi-buffered as if alone, not one slot each
+      (rotation through two slots in all would alternate the two families); when those slots
+      overflow, through ``buffers`` per tensor live at once, then ``buffers`` in all
+      (:data:`SPREADS`).  A slot of a ring class is a
       *lane*: ``n`` consecutive class-sized slots, tensor slot ``s`` at ``lane + s * bytes``.
       Slots are then packed:
       each goes to the partition base (0, 32, 64, 96) where it can sit lowest, among the
@@ -115,8 +117,6 @@ Contract (``alloc``)
 
 from __future__ import annotations
 
-import heapq
-
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache, partial
@@ -130,8 +130,9 @@ from neuronsim.machine.ir.program import MemoryKind, Program, Tensor, frozen_map
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from neuronsim.passes.alloc_place import (PackItem, align_up as _align, extent as _extent, first_fit, place_psum,
-                                          placed as _placed, rotation as _rotation, storage_use, where_declared)
+from neuronsim.passes.alloc_place import (PackItem, align_up as _align, declared_at, extent as _extent, first_fit,
+                                          most_live, place_psum, placed as _placed, rotate_slots,
+                                          rotation as _rotation, storage_use, where_declared)
 from neuronsim.passes.alloc_spill import apply_spills, fit_psum, plan_spills
 from neuronsim.passes.analysis.lifetimes import Life, TensorUsers, lifetimes, live_ranges, tensor_users
 from neuronsim.passes.pipeline import Pass, PassContext
@@ -143,39 +144,6 @@ _OP, _PARTITIONS = attrgetter("op"), attrgetter("partitions")
 
 class SbufFull(ProgramError):
     """The virtual SBUF tiles do not fit as placed (spilling may make room)."""
-
-
-def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, int]:
-    """Slot per item ``(name, live start, live end)``, rotating through ``buffers`` slots.
-
-    Each item takes, among the slots whose items are dead at its start, the one freed longest
-    ago (a ring: the reuse that orders the new item after the oldest use, leaving the recent
-    ones free to overlap it), opening slots up to ``buffers`` first and a new one beyond when
-    every slot is live.  Items sharing a slot have pairwise disjoint ``[start, end]`` ranges.
-
-    >>> rotate_slots([("t0", 0, 1), ("t1", 2, 3), ("t2", 4, 5), ("t3", 6, 7)], 2)
-    {'t0': 0, 't1': 1, 't2': 0, 't3': 1}
-    >>> rotate_slots([("a", 0, 9), ("b", 1, 2), ("c", 3, 4)], 1)   # a still live: new slot
-    {'a': 0, 'b': 1, 'c': 1}
-    >>> rotate_slots([("x0", 0, 5), ("y0", 4, 7), ("x1", 8, 12), ("y1", 11, 15), ("x2", 16, 20)], 4)
-    {'x0': 0, 'y0': 1, 'x1': 2, 'y1': 3, 'x2': 0}
-    >>> rotate_slots([("a", 0, 8), ("b", 1, 2), ("c", 3, 4), ("d", 9, 10)], 2)  # slot 1 freed at 4, slot 0 at 8
-    {'a': 0, 'b': 1, 'c': 1, 'd': 1}
-    """
-    free: list[tuple[int, int]] = []  # (freed at, slot) of the slots opened, a heap by time freed
-    live: list[tuple[int, int]] = []  # (end, slot) of the slots in use, a heap by end
-    opened = 0
-    out: dict[str, int] = {}
-    for name, start, end in sorted(items, key=lambda it: (it[1], it[0])):
-        while live and live[0][0] < start:
-            heapq.heappush(free, heapq.heappop(live))
-        if opened < buffers or not free:
-            chosen, opened = opened, opened + 1
-        else:
-            chosen = heapq.heappop(free)[1]
-        heapq.heappush(live, (end, chosen))
-        out[name] = chosen
-    return out
 
 
 def _blocks(members: list[Tensor], lives: Mapping[str, Life], buffers: int, size_class):
@@ -216,31 +184,6 @@ def _blocks(members: list[Tensor], lives: Mapping[str, Life], buffers: int, size
     return blocks, hulls, keys
 
 
-def _most_live(spans: list[tuple[str, int, int]]) -> int:
-    """The most items ``(name, start, end)`` live at one instance (ranges inclusive; an item
-    never accessed has ``start > end`` and counts nowhere), at least 1.
-
-    >>> _most_live([("x0", 0, 5), ("y0", 4, 7), ("x1", 8, 12), ("y1", 11, 15), ("unused", 9, -1)])
-    2
-    """
-    edges = sorted([(start, 0) for _, start, end in spans if start <= end]
-                   + [(end, 1) for _, start, end in spans if start <= end])
-    live, most = 0, 1
-    for _, is_end in edges:
-        live += -1 if is_end else 1
-        most = max(most, live)
-    return most
-
-
-def _declared_at(t: Tensor) -> tuple | None:
-    """The kernel line that declared a traced tile (its family: an unrolled loop's tiles of one
-    declaration, or a split block array's blocks), None for a tensor without one."""
-    source = t.extras.get("x-source") if t.extras else None
-    if isinstance(source, Mapping) and source.get("file") and source.get("line"):
-        return source["file"], source["line"], source.get("variable")
-    return None
-
-
 #: How widely :func:`_physical_slots` spreads a class, tried in turn until the slots fit:
 #: ``buffers`` slots for each tile family in the class (or each tile live at once, if more),
 #: for each tile live at once, then ``buffers`` in all.
@@ -264,9 +207,9 @@ def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: i
     out: dict[tuple, list[list[tuple[Tensor, int]]]] = {}
     for key, labels in keys.items():
         spans = [(b, *hulls[b]) for b in labels]
-        width = 1 if spread == "shared" else _most_live(spans)
+        width = 1 if spread == "shared" else most_live(spans)
         if spread == "families":
-            width = max(width, len({_declared_at(blocks[b][0][0]) for b in labels} - {None}))
+            width = max(width, len({declared_at(blocks[b][0][0]) for b in labels} - {None}))
         slot_of = rotate_slots(spans, buffers * width)
         by_slot: dict[int, list[tuple[Tensor, int]]] = {}
         for b in labels:  # a slot's tensors in the order of their blocks

@@ -1,5 +1,6 @@
-"""Placement primitives of ``alloc`` (:mod:`neuronsim.passes.alloc`): tensor placements, the
-SBUF first-fit packing by liveness, and PSUM banks by rotation.
+"""Placement primitives of ``alloc`` (:mod:`neuronsim.passes.alloc`): tensor placements, slots
+by rotation (freed longest ago first), the SBUF first-fit packing by liveness, and PSUM banks
+by rotation.
 
 The sharing rule these keep, and its proof, are in :mod:`neuronsim.passes.alloc`: two blocks
 share a byte only when :func:`~neuronsim.passes.analysis.lifetimes.may_share` says so.
@@ -7,6 +8,7 @@ share a byte only when :func:`~neuronsim.passes.analysis.lifetimes.may_share` sa
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
@@ -19,8 +21,8 @@ from neuronsim.machine.model.presets import MachineSpec
 
 from neuronsim.passes.analysis.lifetimes import Life, may_share
 
-__all__ = ["FOREVER", "PackItem", "PsumFull", "align_up", "extent", "first_fit", "place_psum", "placed", "rotation",
-           "storage_use", "where_declared"]
+__all__ = ["FOREVER", "PackItem", "PsumFull", "align_up", "declared_at", "extent", "first_fit", "most_live",
+           "place_psum", "placed", "rotate_slots", "rotation", "storage_use", "where_declared"]
 
 class PsumFull(ProgramError):
     """The virtual PSUM tiles live together need more banks than there are (spilling some to
@@ -58,12 +60,75 @@ def extent(t: Tensor) -> int:
     return slots + t.bytes_per_partition
 
 
+def rotate_slots(items: list[tuple[str, int, int]], buffers: int) -> dict[str, int]:
+    """Slot per item ``(name, live start, live end)``, rotating through ``buffers`` slots.
+
+    Each item takes, among the slots whose items are dead at its start, the one freed longest
+    ago (a ring: the reuse that orders the new item after the oldest use, leaving the recent
+    ones free to overlap it), opening slots up to ``buffers`` first and a new one beyond when
+    every slot is live.  Items sharing a slot have pairwise disjoint ``[start, end]`` ranges.
+
+    >>> rotate_slots([("t0", 0, 1), ("t1", 2, 3), ("t2", 4, 5), ("t3", 6, 7)], 2)
+    {'t0': 0, 't1': 1, 't2': 0, 't3': 1}
+    >>> rotate_slots([("a", 0, 9), ("b", 1, 2), ("c", 3, 4)], 1)   # a still live: new slot
+    {'a': 0, 'b': 1, 'c': 1}
+    >>> rotate_slots([("x0", 0, 5), ("y0", 4, 7), ("x1", 8, 12), ("y1", 11, 15), ("x2", 16, 20)], 4)
+    {'x0': 0, 'y0': 1, 'x1': 2, 'y1': 3, 'x2': 0}
+    >>> rotate_slots([("a", 0, 8), ("b", 1, 2), ("c", 3, 4), ("d", 9, 10)], 2)  # slot 1 freed at 4, slot 0 at 8
+    {'a': 0, 'b': 1, 'c': 1, 'd': 1}
+    """
+    free: list[tuple[int, int]] = []  # (freed at, slot) of the slots opened, a heap by time freed
+    live: list[tuple[int, int]] = []  # (end, slot) of the slots in use, a heap by end
+    opened = 0
+    out: dict[str, int] = {}
+    for name, start, end in sorted(items, key=lambda it: (it[1], it[0])):
+        while live and live[0][0] < start:
+            heapq.heappush(free, heapq.heappop(live))
+        if opened < buffers or not free:
+            chosen, opened = opened, opened + 1
+        else:
+            chosen = heapq.heappop(free)[1]
+        heapq.heappush(live, (end, chosen))
+        out[name] = chosen
+    return out
+
+
+def most_live(spans: list[tuple[str, int, int]]) -> int:
+    """The most items ``(name, start, end)`` live at one instance (ranges inclusive; an item
+    never accessed has ``start > end`` and counts nowhere), at least 1.
+
+    >>> most_live([("x0", 0, 5), ("y0", 4, 7), ("x1", 8, 12), ("y1", 11, 15), ("unused", 9, -1)])
+    2
+    """
+    edges = sorted([(start, 0) for _, start, end in spans if start <= end]
+                   + [(end, 1) for _, start, end in spans if start <= end])
+    live, most = 0, 1
+    for _, is_end in edges:
+        live += -1 if is_end else 1
+        most = max(most, live)
+    return most
+
+
+def _declaration(t: Tensor) -> Mapping | None:
+    """A traced kernel's tile's declaration (``x-source``: file, line, call, variable), None for
+    a tensor without one."""
+    source = t.extras.get("x-source") if t.extras else None
+    return source if isinstance(source, Mapping) and source.get("file") and source.get("line") else None
+
+
+def declared_at(t: Tensor) -> tuple | None:
+    """``(file, line, variable)`` of the kernel line that declared a traced tile: its family (an
+    unrolled loop's tiles of one declaration, a split block array's blocks); None without one."""
+    source = _declaration(t)
+    return None if source is None else (source["file"], source["line"], source.get("variable"))
+
+
 def where_declared(t: Tensor) -> tuple[str, str]:
     """``(path, label)`` of an allocation error about ``t``: a traced kernel's tile carries its
-    declaration (``x-source``: file, line, call, variable), so the error names that line and the
-    kernel's variable; any other tensor is named by its JSON path."""
-    source = t.extras.get("x-source") if t.extras else None
-    if isinstance(source, Mapping) and source.get("file") and source.get("line"):
+    declaration, so the error names that line and the kernel's variable; any other tensor is
+    named by its JSON path."""
+    source = _declaration(t)
+    if source is not None:
         variable = source.get("variable") or source.get("call") or t.name
         return f"{source['file']}:{source['line']}", f"tile {variable!r} ({source.get('call', 'declared')}, {t.name})"
     return f"tensors.{t.name}", t.name
