@@ -190,12 +190,13 @@ def _blocks(members: list[Tensor], lives: Mapping[str, Life], buffers: int, size
 SPREADS = ("families", "live", "shared")
 
 
-def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: int,
-                    size_class, spread: str = "shared") -> dict[tuple, list[list[tuple[Tensor, int]]]]:
+def _physical_slots(found: tuple[dict, dict, dict], buffers: int,
+                    spread: str = "shared") -> dict[tuple, list[list[tuple[Tensor, int]]]]:
     """Physical slots of one memory: ``key -> [[(tensor, stride), ...], ...]``.
 
-    ``size_class(t)`` is ``(key, bytes)``: the tensors of one key share slots of ``bytes``.
-    The blocks of :func:`_blocks` (plain tensors and lanes, as ``(key, block bytes)``) take
+    ``found`` is :func:`_blocks`' ``(blocks, hulls, keys)`` (its ``size_class(t)`` is ``(key,
+    bytes)``: the tensors of one key share slots of ``bytes``; computed once, whatever the
+    spread).  The blocks (plain tensors and lanes, as ``(key, block bytes)``) take
     physical slots by rotation on their hulls, through ``buffers`` slots times the class's
     width, which ``spread`` (:data:`SPREADS`) says: the tile families that share the class (a
     traced kernel's declarations: a load's target beside a store's source, a transpose's input
@@ -203,7 +204,7 @@ def _physical_slots(members: list[Tensor], lives: Mapping[str, Life], buffers: i
     two slots in all would each land in one and every load would wait for the last use of the
     tile before it; each family multi-buffered as if alone is what ``buffers`` means.
     """
-    blocks, hulls, keys = _blocks(members, lives, buffers, size_class)
+    blocks, hulls, keys = found
     out: dict[tuple, list[list[tuple[Tensor, int]]]] = {}
     for key, labels in keys.items():
         spans = [(b, *hulls[b]) for b in labels]
@@ -301,9 +302,10 @@ def _place_sbuf(program: Program, lives: Mapping[str, Life], buffers: int, align
             found = classes[t.shape, t.dtype, mask] = (t.shape[0], mask), _align(t.bytes_per_partition, align)
         return found
 
+    found = _blocks(virtual, lives, buffers, size_class)
     for spread in SPREADS:  # each family its own buffers when they fit, else fewer slots
-        placed = _stack_slots(_physical_slots(virtual, lives, buffers, size_class, spread), list(hwm), lives, align,
-                              spec, start_masks, tensor_id)
+        placed = _stack_slots(_physical_slots(found, buffers, spread), list(hwm), lives, align, spec, start_masks,
+                              tensor_id)
         if placed is not None:
             return placed
     return _pack_sbuf(program, virtual, lives, buffers, align, spec, start_masks, tensor_id, size_class)
@@ -409,7 +411,7 @@ def _place_dram(members: list[Tensor], lives: Mapping[str, Life], buffers: int, 
     def size_class(t: Tensor) -> tuple[tuple, int]:  # inputs are live all along: a slot of their own
         return (t.name if t.role == "input" else None,), _align(t.bytes_per_partition, align)
 
-    for (_, block), physical in _physical_slots(members, lives, buffers, size_class).items():
+    for (_, block), physical in _physical_slots(_blocks(members, lives, buffers, size_class), buffers).items():
         for pairs in physical:
             for t, stride in pairs:
                 extras = dict(t.extras)

@@ -390,7 +390,7 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
     # names it for the walk.
     enclosing_of: dict[int, dict[str, Loop]] = {}
     seen: set[tuple[Access, int]] = set()
-    queues = frozenset(f"dma{q}" for q in range(spec.dma_queues))
+    queues = frozenset(spec.queue_names)
     for inst, loops, path in order:
         enclosing = enclosing_of.get(id(loops))
         if enclosing is None:
@@ -420,8 +420,8 @@ def _bad_queue(inst: Instruction, spec: MachineSpec, path: str) -> None:
     if not is_dma_op(inst.op):
         raise ProgramError(join_path(path, "queue"),
                            f"only DMA ops (op names starting with 'dma') have a queue; {inst.op!r} is not one")
-    raise ProgramError(join_path(path, "queue"), f"unknown DMA queue {inst.queue!r}; this machine has "
-                                                 f"{[f'dma{q}' for q in range(spec.dma_queues)]}")
+    raise ProgramError(join_path(path, "queue"),
+                       f"unknown DMA queue {inst.queue!r}; this machine has {list(spec.queue_names)}")
 
 
 def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:
