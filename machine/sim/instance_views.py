@@ -36,32 +36,39 @@ class InstanceViews:
     """The read and write :class:`AccessView` s of each instance of ``plan`` (equal to
     :meth:`Plan.views`), with the per-instruction part cached."""
 
-    __slots__ = ("plan", "dram", "_static", "_by_access")
+    __slots__ = ("plan", "dram", "_static", "_by_id", "_by_access", "_rows")
 
     def __init__(self, plan: Plan, dram: DramLayout) -> None:
         self.plan = plan
         self.dram = dram
-        self._static: dict[int, tuple[list[_Static], list[_Static]]] = {}
+        self._static: dict[int, tuple[list[_Static], list[_Static], bool]] = {}
         # An unrolled kernel's instances are instructions of their own that mostly repeat a
-        # few accesses (ring slots, PSUM banks): each distinct access is placed once.
+        # few accesses (ring slots, PSUM banks): each distinct access is placed once, and an
+        # access object seen before is found by identity (hashing a frozen Access field by
+        # field cost a tenth of a tiled matmul's sequential overhead; expand-scheduling-units
+        # shares the objects).  The entry holds the object, so its id is not reused meanwhile.
+        self._by_id: dict[int, tuple[Access, _Static]] = {}
         self._by_access: dict[Access, _Static] = {}
+        self._rows = {MemoryKind.SBUF: dram.sbuf_row, MemoryKind.PSUM: dram.psum_row}
 
-    def _statics(self, instr) -> tuple[list[_Static], list[_Static]]:
-        tensors, spec, dram = self.plan.program.tensors, self.plan.spec, self.dram
-        row_of = {MemoryKind.SBUF: dram.sbuf_row, MemoryKind.PSUM: dram.psum_row}
+    def _placed(self, access: Access) -> _Static:
+        seen = self._by_id.get(id(access))
+        if seen is not None:
+            return seen[1]
+        found = self._by_access.get(access)
+        if found is None:
+            tensor = self.plan.program.tensors[access.tensor]
+            moves = bool(access.per_iteration or access.partitions_per_iteration or tensor.rotate is not None)
+            found = self._by_access[access] = (
+                tensor, access, access_view(tensor, access, {}, self.plan.spec, self.dram),
+                self._rows.get(tensor.memory, 0), iteration_shift(tensor, access, {}), moves)
+        self._by_id[id(access)] = (access, found)
+        return found
 
-        known = self._by_access
-
-        def static(access: Access) -> _Static:
-            found = known.get(access)
-            if found is None:
-                tensor = tensors[access.tensor]
-                moves = bool(access.per_iteration or access.partitions_per_iteration or tensor.rotate is not None)
-                found = known[access] = (tensor, access, access_view(tensor, access, {}, spec, dram),
-                                         row_of.get(tensor.memory, 0), iteration_shift(tensor, access, {}), moves)
-            return found
-
-        return [static(a) for a in instr.reads], [static(a) for a in instr.writes]
+    def _statics(self, instr) -> tuple[list[_Static], list[_Static], bool]:
+        placed = self._placed
+        reads, writes = [placed(a) for a in instr.reads], [placed(a) for a in instr.writes]
+        return reads, writes, any(s[5] for s in reads) or any(s[5] for s in writes)
 
     def of(self, i: int) -> tuple[list[AccessView], list[AccessView]]:
         """Read and write views of instance ``i``."""
@@ -70,8 +77,8 @@ class InstanceViews:
         statics = self._static.get(id(instr))
         if statics is None:
             statics = self._static[id(instr)] = self._statics(instr)
-        reads, writes = statics
-        if not any(s[5] for s in reads) and not any(s[5] for s in writes):
+        reads, writes, moves = statics
+        if not moves:
             return [s[2] for s in reads], [s[2] for s in writes]
         iteration = inst.iteration
         return [_shifted(s, iteration) for s in reads], [_shifted(s, iteration) for s in writes]

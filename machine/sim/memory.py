@@ -250,16 +250,25 @@ def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Ge
 def _pattern(data_seed: int, space: int, rows: int, row: int) -> np.ndarray:
     """The seeded uninitialised bytes of one memory: row ``p`` drawn from its own stream, so a
     byte's value does not depend on how long the rows are."""
-    out = np.empty(rows * row, np.uint8)
-    words = -(-row // 4)
-    for p in range(rows):
-        rng = np.random.default_rng([data_seed, 0x5EED, space, p])
-        # the bytes ``rng.bytes(row)`` gives (numpy draws them as little-endian uint32s), without
-        # the bytes object in between: a third of the time for a DRAM of 100 MB (issue 31)
-        drawn = rng.integers(0, 1 << 32, size=words, dtype=np.uint32).astype("<u4", copy=False)
-        out[p * row:(p + 1) * row] = drawn.view(np.uint8)[:row]
+    words = -(-row // 8)
+    if rows == 1:  # DRAM: the drawn buffer is the memory (no second copy of ~100 MB)
+        drawn = _row_bytes(data_seed, space, 0, words)
+        out = drawn if words * 8 == row else drawn[:row].copy()
+    else:
+        out = np.empty(rows * row, np.uint8)
+        for p in range(rows):
+            out[p * row:(p + 1) * row] = _row_bytes(data_seed, space, p, words)[:row]
     out &= np.uint8(UNINITIALISED_BYTE_LIMIT - 1)
     return out
+
+
+def _row_bytes(data_seed: int, space: int, p: int, words: int) -> np.ndarray:
+    """The bytes ``rng.bytes(row)`` gives for row ``p`` (numpy draws them as little-endian
+    uint32s, two from each 64-bit output of the generator, low half first), read as the raw
+    64-bit outputs: a fifth of the time for a DRAM of 100 MB (issue 31).  Held to
+    ``rng.bytes`` by ``tests/unit/test_functional_fast_paths.py``."""
+    generator = np.random.default_rng([data_seed, 0x5EED, space, p]).bit_generator
+    return generator.random_raw(words).astype("<u8", copy=False).view(np.uint8)
 
 
 def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,

@@ -42,7 +42,7 @@ from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.sim.blas import blas_limited
 from neuronsim.machine.sim.memory import Memory, initial_memory
 from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
-from neuronsim.machine.model.execute import execute
+from neuronsim.machine.model.execute import execute_quietly
 from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
 from neuronsim.machine.sim.plan import Plan, build_plan
 from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet
@@ -58,7 +58,10 @@ MAX_RANGES = 8
 
 
 class Executor:
-    """Functional execution hook for :class:`~neuronsim.machine.sim.engine.TimedRun` (and the reference)."""
+    """Functional execution hook for :class:`~neuronsim.machine.sim.engine.TimedRun` (and the reference).
+
+    Its callers hold ``np.errstate(all="ignore")`` around a whole run (:func:`simulate`,
+    :func:`run_sequential`): the ops' arithmetic overflows and makes NaN as the engines do."""
 
     def __init__(self, plan: Plan, memory: Memory, *, copy_reads: bool = True) -> None:
         self.plan = plan
@@ -83,7 +86,7 @@ class Executor:
         else:  # an accumulator (the read is the write's own region) is read in place: no op reduces over it
             own = writes[0] if writes else None
             values = [memory.view(r) if r == own else self._live(r) for r in reads]
-        values = execute(instr.op, instr.attrs, instr.engine, values, outs, memory)
+        values = execute_quietly(instr.op, instr.attrs, instr.engine, values, outs, memory)
         return outs, values
 
     def _live(self, region):
@@ -108,8 +111,9 @@ def run_sequential(plan: Plan, memory: Memory) -> Memory:
     """The sequential reference: every instance in program order, one at a time, no timing."""
     executor = Executor(plan, memory, copy_reads=False)
     begin, finish = executor.begin, executor.finish
-    for i in range(len(plan)):
-        finish(i, begin(i))
+    with np.errstate(all="ignore"):  # the engines' arithmetic saturates and makes NaN silently
+        for i in range(len(plan)):
+            finish(i, begin(i))
     return memory
 
 
@@ -363,7 +367,7 @@ def simulate(program: Program, *, seed: int | None = None, seeds: Iterable[int |
         validate_program(program)
     # one instruction's numerics never start a BLAS thread pool (machine/sim/blas.py); records
     # and views by the hundred thousand, no cycles: the collector waits (performance notes, section 0)
-    with blas_limited(), collector_paused():
+    with blas_limited(), collector_paused(), np.errstate(all="ignore"):  # errstate: Executor.begin's ops
         return _simulate(program, seeds if seeds is not None else [seed], data_seed, inputs, functional, waits,
                          spread, compare, progress, rtol, atol, timed_values)
 

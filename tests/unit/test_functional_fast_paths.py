@@ -8,7 +8,10 @@
   times, sources and outputs as runs that compute values, for race-free programs; and
   ``run_scenario`` computes values in every run when the race check finds races;
 * the PSUM findings' block index (slices for runs) reads and writes the cells ``np.ix_`` does;
-* the uninitialised pattern, drawn as words, is the seeded streams' bytes.
+* the uninitialised pattern, drawn as words, is the seeded streams' bytes;
+* on a kernel flattened by ``schedule`` (instances that share access and attribute objects),
+  the views found by object identity and the costs memoised by it equal those computed
+  afresh for every instance.
 """
 
 from __future__ import annotations
@@ -125,3 +128,22 @@ def test_the_uninitialised_pattern_is_the_seeded_streams_bytes(rows, row):
         expected = b"".join(np.random.default_rng([seed, 0x5EED, space, p]).bytes(row) for p in range(rows))
         masked = np.frombuffer(expected, np.uint8) & np.uint8(UNINITIALISED_BYTE_LIMIT - 1)
         assert np.array_equal(_pattern(seed, space, rows, row), masked)
+
+
+@pytest.mark.parametrize("name", ["matmul_tiled", "double_buffer"])
+def test_views_and_costs_found_by_identity_equal_fresh_ones_on_a_flattened_kernel(name):
+    from neuronsim.machine.model.cost import CostMemo, instruction_cost
+    from neuronsim.passes import TRACED_PIPELINE, PassContext, run_pipeline
+
+    program = run_pipeline(get_scenario(name).build(), TRACED_PIPELINE, PassContext(verify=False))
+    plan = build_plan(program)
+    instrs = [inst.instr for inst in plan.unrolled]
+    assert len({id(i) for i in instrs}) == len(plan) > 1  # flattened: an instruction per instance
+    accesses = [a for i in instrs for a in (*i.reads, *i.writes)]
+    assert len({id(a) for a in accesses}) < len(accesses)  # objects shared: the identity paths are taken
+    layout = initial_memory(program, plan.spec).dram_layout
+    fast = InstanceViews(plan, layout)
+    memo = CostMemo(program.tensors, plan.spec)
+    for k, instr in enumerate(instrs):
+        assert fast.of(k) == plan.views(k, layout), instr.name
+        assert memo(instr) == instruction_cost(instr, program.tensors, plan.spec), instr.name
