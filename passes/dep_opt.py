@@ -44,7 +44,7 @@ from neuronsim.machine.formats.validate import check_instruction
 
 from neuronsim.passes.anti_deps import AntiDeps
 from neuronsim.passes.build_fdeps import BuildFdeps
-from neuronsim.passes.pipeline import Pass, PassContext
+from neuronsim.passes.pipeline import Pass, PassContext, PipelineState
 
 __all__ = ["DepOpt", "insert_memsets", "uninitialised_reads"]
 
@@ -133,17 +133,22 @@ class DepOpt(Pass):
     memsets: bool = True
     trivial: bool = False
 
-    def apply(self, program: Program, ctx: PassContext) -> Program:
-        old = {(i.name, d.on, d.loop_carried) for i, _ in program.instructions() for d in i.deps}
+    def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
+        start, given = state, state.program
+        old = {(i.name, d.on, d.loop_carried) for i, _ in given.instructions() for d in i.deps}
         if self.memsets:
-            program, inserted, left = insert_memsets(program)
+            program, inserted, left = insert_memsets(given)
             ctx.count(self.name, "memsets", inserted)
             ctx.count(self.name, "uninitialised-left", left)
-        program = BuildFdeps(trivial=self.trivial).apply(program, ctx)
-        program = AntiDeps().apply(program, ctx)
-        new = {(i.name, d.on, d.loop_carried): d.kind for i, _ in program.instructions() for d in i.deps}
+            if inserted:
+                state = state.with_structure(program)
+        # state to state: the stream the builders compile is built once for both, and the
+        # deps are written into the instructions once, at the end (issue 31: a third of the
+        # pass on a flattened kernel of 25,000 instances went to a second stream and writing)
+        state = AntiDeps().run(BuildFdeps(trivial=self.trivial).run(state, ctx), ctx).changed_since(start)
+        new = {(i.name, d.on, d.loop_carried): d.kind for i, _ in state.program.instructions() for d in i.deps}
         ctx.count(self.name, "deps-before", len(old))
         ctx.count(self.name, "deps-after", len(new))
         ctx.count(self.name, "flow", sum(k == EdgeKind.FLOW for k in new.values()))
         ctx.count(self.name, "erased-loop-carried", sum(1 for key in old if key[2] and key not in new))
-        return program
+        return state

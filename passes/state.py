@@ -133,6 +133,14 @@ class PipelineState:
         made = {"before": self._made["stream"]} if "stream" in self._made else {}
         return PipelineState(structure=program, spec=self.spec, _made=made)
 
+    def changed_since(self, earlier: PipelineState) -> PipelineState:
+        """This state, saying what changed since ``earlier`` for a pass that ran several steps
+        (each of which says only what it changed): everything when the structure is another
+        object, else what this state already says."""
+        if self.structure is earlier.structure:
+            return self
+        return PipelineState(structure=self.structure, spec=self.spec, table=self.table, _made=self._made)
+
     def unchanged(self) -> PipelineState:
         """This state, saying that nothing changed (a pass that returned its input)."""
         return PipelineState(structure=self.structure, spec=self.spec, changed=frozenset(), table=self.table,

@@ -138,3 +138,25 @@ def test_memsets_for_uninitialised_reads():
     assert [(i.name, i.engine, i.writes[0].tensor) for i in filled.body[:2]] == [
         ("memset_init0", "pool", "s"), ("memset_init1", "dve", "p")]
     assert uninitialised_reads(filled) == []
+
+
+def test_dep_opt_says_the_structure_changed_only_when_it_inserts_memsets():
+    """dep-opt runs state to state (one stream for its builders); the state it returns still
+    says what verification must look at: the whole program when memsets were inserted, the
+    deps alone otherwise."""
+    from neuronsim.passes.state import DEPS, EVERYTHING, PipelineState
+
+    tensors = {"s": Tensor("s", MemoryKind.SBUF, "float32", (64, 8), partition=0, offset=0),
+               "o": Tensor("o", MemoryKind.SBUF, "float32", (64, 8), partition=0, offset=64)}
+    reads_unwritten = Program(tensors, (
+        Instruction("use", "dve", "tensor_copy", reads=(Access("s"),), writes=(Access("o"),)),
+        Instruction("again", "act", "tensor_copy", reads=(Access("o"),), writes=(Access("s"),))))
+    spec = resolve_machine("trn1")
+    for memsets, changed in ((True, EVERYTHING), (False, frozenset({DEPS}))):
+        ctx = PassContext()
+        state = DepOpt(memsets=memsets).run(PipelineState.of(reads_unwritten, spec), ctx)
+        assert state.changed == changed
+        assert ctx.stats["dep-opt"].get("memsets", 0) == (1 if memsets else 0)
+        names = [i.name for i, _ in state.program.instructions()]
+        assert [d.on for d in state.program.instruction_map()["again"].deps] == ["use"]
+        assert names[0] == ("memset_init0" if memsets else "use")
