@@ -45,6 +45,7 @@ from neuronsim.passes.pipeline import Pass, PassContext
 __all__ = ["list_schedule", "ListSchedule", "block_order"]
 
 _RNG_OPS = frozenset({"random", "set_rand_state"})
+_NONE: frozenset = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,15 +66,12 @@ def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat:
     """``(space, tensor, partition mask, lo, hi, is_write)`` of each access over every
     iteration; ``flat`` memoizes an access outside loops (a flattened block repeats a few:
     ring slots, PSUM banks, tiles reloaded)."""
+    if not loops:  # a flattened block: one instance, one footprint (half the work)
+        for access, is_write in instr.accesses:
+            yield (*_flat_extent(program, access, flat), is_write)
+        return
     trips = {loop.name: loop.trip_count - 1 for loop in loops}
     for access, is_write in instr.accesses:
-        if not trips:  # a flattened block: one instance, one footprint (half the work)
-            found = flat.get(access)
-            if found is None:
-                a = footprint(program.tensors[access.tensor], access, trips)
-                found = flat[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1])
-            yield (*found, is_write)
-            continue
         tensor = program.tensors[access.tensor]
         # the footprint moves monotonically with each index, downwards for a negative shift
         shifts = dict(access.per_iteration)
@@ -83,7 +81,27 @@ def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat:
         yield a.space, tensor.name, a.partitions, a.bytes[0][0], b.bytes[-1][1], is_write
 
 
+def _flat_extent(program: Program, access, flat: dict) -> tuple:
+    """One access's extent outside loops, memoised by the access object (expand-scheduling-units
+    shares one per distinct access; the entry holds it, so its id is not reused), then by value."""
+    seen = flat.get(id(access))
+    if seen is not None:
+        return seen[1]
+    found = flat.get(access)
+    if found is None:
+        a = footprint(program.tensors[access.tensor], access, {})
+        found = flat[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1])
+    flat[id(access)] = (access, found)
+    return found
+
+
 def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: CostMemo, flat: dict) -> _Summary:
+    if not loops and not isinstance(node, Loop):  # a flattened block's instruction: the common case
+        c = costs(node)
+        return _Summary(frozenset((node.name,)), tuple(_extent(program, node, loops, flat)),
+                        frozenset((node.engine,)) if node.op in _RNG_OPS else _NONE,
+                        frozenset(((node.op == "matmul", node.attrs["group"]),)) if "group" in node.attrs else _NONE,
+                        c.issue_ns + c.duration_ns, c)
     names, extents, rng, groups = set(), [], set(), set()
     cost = 0.0
     op_cost = None

@@ -197,6 +197,16 @@ def _local_producers(unrolled: Unrolled, streams: Sequence[Sequence[int]], is_dm
     PSUM tile it accumulates into is not a hazard: PSUM accumulates near memory."""
     tensors = unrolled.program.tensors
     local: list[tuple[int, ...]] = [()] * len(unrolled)
+    placed: dict[int, tuple] = {}  # a flattened kernel's access objects, shared by its instances
+
+    def at(access, iteration):
+        if iteration:
+            return footprint(tensors[access.tensor], access, iteration)
+        seen = placed.get(id(access))
+        if seen is None:  # the entry holds the access: its id is not reused meanwhile
+            seen = placed[id(access)] = (access, footprint(tensors[access.tensor], access, iteration))
+        return seen[1]
+
     for stream in streams:
         recent: list[tuple[int, list]] = []
         for i in stream:
@@ -204,13 +214,14 @@ def _local_producers(unrolled: Unrolled, streams: Sequence[Sequence[int]], is_dm
             instr = inst.instr
             if is_dma[i] or not (instr.reads or instr.writes):
                 continue
+            iteration = inst.iteration
             written = {a.tensor for a in instr.writes} if instr.op == "matmul" else set()
             if recent and instr.reads:
-                reads = [footprint(tensors[a.tensor], a, inst.iteration) for a in instr.reads
+                reads = [at(a, iteration) for a in instr.reads
                          if a.tensor not in written and tensors[a.tensor].memory != MemoryKind.DRAM]
                 hits = [p for p, writes in recent if any(_touch(r, w) for r in reads for w in writes)]
                 local[i] = tuple(hits)
-            writes = [footprint(tensors[a.tensor], a, inst.iteration) for a in instr.writes]
+            writes = [at(a, iteration) for a in instr.writes]
             recent.append((i, writes))
             if len(recent) > HAZARD_WINDOW:
                 recent.pop(0)
