@@ -18,6 +18,7 @@ commands and :mod:`.app` imports the one a command line names (``--help`` lists 
 
 from __future__ import annotations
 
+import gc
 import sys
 
 from neuronsim.verify.cli import signals  # noqa: I001 - first, and light: see main()
@@ -42,10 +43,23 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+#: Commands that loop over many independent pieces of work in one process (``fuzz``: thousands
+#: of generated programs and hypothesis's own records): the cyclic collector stays on for them.
+KEEPS_COLLECTING = frozenset({"fuzz"})
+
+
 def main() -> None:
     """Console entry point: signal handlers first (a Ctrl-C while the commands load exits 130
-    with one line, see :mod:`neuronsim.verify.cli.signals`), then the command asked for."""
+    with one line, see :mod:`neuronsim.verify.cli.signals`), then the command asked for.
+
+    A command other than those of :data:`KEEPS_COLLECTING` runs with the cyclic collector off
+    from start to exit: the process does one piece of work and ends, its records hold no
+    cycles worth a scan (performance notes, section 0), and the collection that re-enabling
+    the collector at the end would start scans every record the run made (0.4 s of a tiled
+    4096^3 matmul's ``run``, issue 31) to free nothing before the process exits anyway."""
     signals.install_startup_handlers()
+    if next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None) not in KEEPS_COLLECTING:
+        gc.disable()
     from neuronsim.verify.cli.common import MEMORY_BACKSTOP
     from neuronsim.verify.cli.app import cli, load_command
 
