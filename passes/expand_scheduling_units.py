@@ -115,7 +115,7 @@ def resolve_rotations(program: Program, taken: set[str]) -> tuple[dict[str, Tens
     return tensors, slot_names
 
 
-def _flatten(inst: Instance, unrolled: Unrolled, slot_names: dict[tuple[str, int], str],
+def _flatten(inst: Instance, label: str, unrolled: Unrolled, slot_names: dict[tuple[str, int], str],
              tensors: Mapping[str, Tensor], baked: dict[tuple, Access]) -> Instruction:
     instr = inst.instr
     merged: dict[str, Dep] = {}
@@ -130,7 +130,7 @@ def _flatten(inst: Instance, unrolled: Unrolled, slot_names: dict[tuple[str, int
     iteration = inst.iteration
     reads = tuple(_bake(a, iteration, slot_names, tensors, baked) for a in instr.reads)
     writes = tuple(_bake(a, iteration, slot_names, tensors, baked) for a in instr.writes)
-    return Instruction(name=inst.name, engine=instr.engine, op=instr.op, reads=reads, writes=writes,
+    return Instruction(name=label, engine=instr.engine, op=instr.op, reads=reads, writes=writes,
                        attrs=instr.attrs, deps=tuple(merged.values()), queue=instr.queue,
                        extras=bind_source(instr.extras, iteration))
 
@@ -153,12 +153,13 @@ def expand_scheduling_units(program: Program) -> Program:
     body = []
     baked: dict[tuple, Access] = {}
     for inst in unrolled:
+        name = inst.name  # built from the indices each time it is asked for
         if inst.loops:
-            if inst.name in taken:
-                raise ProgramError("body", f"cannot expand loops: instance {inst.name} would take the name of an "
+            if name in taken:
+                raise ProgramError("body", f"cannot expand loops: instance {name} would take the name of an "
                                            f"existing instruction or loop")
-            taken.add(inst.name)
-        body.append(_flatten(inst, unrolled, slot_names, program.tensors, baked))
+            taken.add(name)
+        body.append(_flatten(inst, name, unrolled, slot_names, program.tensors, baked))
     flat = program.with_body(tuple(body))
     return flat.with_tensors(tensors) if slot_names else flat
 
