@@ -34,6 +34,7 @@ import heapq
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
+from neuronsim.machine.ir.identity import by_identity
 from neuronsim.machine.model.cost import CostMemo
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
@@ -82,17 +83,17 @@ def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat:
 
 
 def _flat_extent(program: Program, access, flat: dict) -> tuple:
-    """One access's extent outside loops, memoised by the access object (expand-scheduling-units
-    shares one per distinct access; the entry holds it, so its id is not reused), then by value."""
-    seen = flat.get(id(access))
-    if seen is not None:
-        return seen[1]
-    found = flat.get(access)
-    if found is None:
-        a = footprint(program.tensors[access.tensor], access, {})
-        found = flat[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1])
-    flat[id(access)] = (access, found)
-    return found
+    """One access's extent outside loops, memoised by the access object
+    (:mod:`neuronsim.machine.ir.identity`: expand-scheduling-units shares one per distinct
+    access), then by value."""
+    def by_value(access) -> tuple:
+        found = flat.get(access)
+        if found is None:
+            a = footprint(program.tensors[access.tensor], access, {})
+            found = flat[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1])
+        return found
+
+    return by_identity(flat, access, by_value)
 
 
 def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: CostMemo, flat: dict) -> _Summary:

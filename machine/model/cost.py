@@ -329,10 +329,11 @@ class CostMemo:
     def __init__(self, tensors: Mapping[str, Tensor], spec: MachineSpec) -> None:
         self.tensors, self.spec, self.known = tensors, spec, {}
         # Instances unrolled from one instruction share its attrs and, where they touch the
-        # same bytes, its access objects: those are found by identity before cost_key builds
-        # its tuples (a third of the memo's time on a tiled matmul's 25,000 instances).  The
-        # entry holds the objects, so no id is reused while it lives; at most _SEEN_LIMIT of
-        # them (a program loaded from JSON shares no objects: each would be an entry of ~200 B).
+        # same bytes, its access objects: a cost is found by those objects' identities before
+        # cost_key builds its tuples (a third of the memo's time on a tiled matmul's 25,000
+        # instances; machine/ir/identity.py says why it is safe: the entry holds the objects).
+        # At most _SEEN_LIMIT entries: a program loaded from JSON shares no objects, and each
+        # would be an entry of ~200 B.
         self._seen: dict[tuple, tuple[tuple, OpCost]] = {}
 
     def __call__(self, instr: Instruction) -> OpCost:

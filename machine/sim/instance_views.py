@@ -20,6 +20,7 @@ True
 
 from __future__ import annotations
 
+from neuronsim.machine.ir.identity import by_identity
 from neuronsim.machine.ir.program import Access, MemoryKind, Tensor
 from neuronsim.machine.model.geometry import iteration_shift
 from neuronsim.machine.sim.memory import AccessView, DramLayout, access_view
@@ -43,18 +44,16 @@ class InstanceViews:
         self.dram = dram
         self._static: dict[int, tuple[list[_Static], list[_Static], bool]] = {}
         # An unrolled kernel's instances are instructions of their own that mostly repeat a
-        # few accesses (ring slots, PSUM banks): each distinct access is placed once, and an
-        # access object seen before is found by identity (hashing a frozen Access field by
-        # field cost a tenth of a tiled matmul's sequential overhead; expand-scheduling-units
-        # shares the objects).  The entry holds the object, so its id is not reused meanwhile.
+        # few accesses (ring slots, PSUM banks): each distinct access is placed once, found
+        # by the object first (machine/ir/identity.py), then by value.
         self._by_id: dict[int, tuple[Access, _Static]] = {}
         self._by_access: dict[Access, _Static] = {}
         self._rows = {MemoryKind.SBUF: dram.sbuf_row, MemoryKind.PSUM: dram.psum_row}
 
     def _placed(self, access: Access) -> _Static:
-        seen = self._by_id.get(id(access))
-        if seen is not None:
-            return seen[1]
+        return by_identity(self._by_id, access, self._by_value)
+
+    def _by_value(self, access: Access) -> _Static:
         found = self._by_access.get(access)
         if found is None:
             tensor = self.plan.program.tensors[access.tensor]
@@ -62,7 +61,6 @@ class InstanceViews:
             found = self._by_access[access] = (
                 tensor, access, access_view(tensor, access, {}, self.plan.spec, self.dram),
                 self._rows.get(tensor.memory, 0), iteration_shift(tensor, access, {}), moves)
-        self._by_id[id(access)] = (access, found)
         return found
 
     def _statics(self, instr) -> tuple[list[_Static], list[_Static], bool]:

@@ -31,6 +31,7 @@ from itertools import repeat
 
 from neuronsim.machine.model.cost import CostMemo, OpCost, dma_shares, instance_shift, moves_partitions
 from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.identity import by_identity
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import SEQUENCERS, MemoryKind, Node, Program
 from neuronsim.machine.sim.memory import AccessView, DramLayout, access_view
@@ -199,13 +200,13 @@ def _local_producers(unrolled: Unrolled, streams: Sequence[Sequence[int]], is_dm
     local: list[tuple[int, ...]] = [()] * len(unrolled)
     placed: dict[int, tuple] = {}  # a flattened kernel's access objects, shared by its instances
 
+    def fixed(access):
+        return footprint(tensors[access.tensor], access, {})
+
     def at(access, iteration):
         if iteration:
             return footprint(tensors[access.tensor], access, iteration)
-        seen = placed.get(id(access))
-        if seen is None:  # the entry holds the access: its id is not reused meanwhile
-            seen = placed[id(access)] = (access, footprint(tensors[access.tensor], access, iteration))
-        return seen[1]
+        return by_identity(placed, access, fixed)
 
     for stream in streams:
         recent: list[tuple[int, list]] = []
