@@ -72,6 +72,9 @@ class InstanceViews:
         """Read and write views of instance ``i``."""
         inst = self.plan.unrolled[i]
         instr = inst.instr
+        if not inst.loops:  # its instruction's only instance (a flattened kernel's): no shift, no cache
+            placed = self._placed
+            return [placed(a)[2] for a in instr.reads], [placed(a)[2] for a in instr.writes]
         statics = self._static.get(id(instr))
         if statics is None:
             statics = self._static[id(instr)] = self._statics(instr)
