@@ -86,16 +86,22 @@ def source_of(inst: Instruction) -> SourceRef | None:
     """The instruction's ``x-source``, or None when absent or not of the documented shape
     (a foreign tool's value is carried, never trusted)."""
     raw = inst.extras.get(SOURCE_KEY) if inst.extras else None
-    if not isinstance(raw, Mapping):
+    if not _is_mapping(raw):
         return None
     file, line = raw.get("file"), raw.get("line")
     if not isinstance(file, str) or not isinstance(line, int) or isinstance(line, bool):
         return None
-    call = raw.get("call") if isinstance(raw.get("call"), str) else ""
-    indices = raw.get("indices") if isinstance(raw.get("indices"), Mapping) else {}
+    call = raw.get("call")
+    indices = raw.get("indices")
     kept = tuple((str(k), v) for k, v in indices.items()
-                 if isinstance(v, (int, str)) and not isinstance(v, bool))
-    return SourceRef(file, line, call, kept)
+                 if isinstance(v, (int, str)) and not isinstance(v, bool)) if _is_mapping(indices) else ()
+    return SourceRef(file, line, call if isinstance(call, str) else "", kept)
+
+
+def _is_mapping(value: Any) -> bool:
+    """A mapping (a plain dict answered without the ABC's subclass check: a flattened kernel's
+    every instance asks, issue 31)."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 def source_text(inst: Instruction, iteration: Mapping[str, int] | None = None) -> str | None:
@@ -132,7 +138,7 @@ def bind_source(extras: Mapping[str, Any], iteration: Mapping[str, int]) -> Mapp
     {'file': 'k.py', 'line': 3, 'indices': {'i': 2}}
     """
     raw = extras.get(SOURCE_KEY) if extras else None
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("indices"), Mapping) or not iteration:
+    if not iteration or not _is_mapping(raw) or not _is_mapping(raw.get("indices")):
         return extras
     indices = {k: _bind(v, iteration) for k, v in raw["indices"].items()}
     return frozen_mapping({**extras, SOURCE_KEY: {**raw, "indices": indices}})
