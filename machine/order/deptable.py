@@ -209,6 +209,11 @@ def _rebuild(program: Program, table: DepTable) -> tuple[Node, ...]:
     bounds = ptr.tolist()
     made: dict[tuple, Dep] = {}
     new_deps: list[tuple[Dep, ...]] = []
+    objects = table.objects
+    # a table of arrays alone keeps the Dep objects written here, so that a table selected
+    # from it (dep-reduction's, after dep-opt's) writes them again instead of making each anew
+    # (constructing a frozen Dep is most of writing a flattened kernel's deps, issue 31)
+    kept: list[Dep | None] | None = [None] * len(table) if objects is None else None
     for y in range(len(instrs)):
         a, b = bounds[y], bounds[y + 1]
         if a == b:
@@ -216,15 +221,19 @@ def _rebuild(program: Program, table: DepTable) -> tuple[Node, ...]:
             continue
         deps = []
         for r in order[a:b]:
-            if table.objects is not None and table.objects[r] is not None:
-                deps.append(table.objects[r])
+            if objects is not None and objects[r] is not None:
+                deps.append(objects[r])
                 continue
             key = (int(table.former[r]), int(table.kind[r]), int(table.distance[r]), int(table.when[r]))
             dep = made.get(key)
             if dep is None:
                 dep = made[key] = table.dep(r, names)
+            if kept is not None:
+                kept[r] = dep
             deps.append(dep)
         new_deps.append(tuple(deps))
+    if kept is not None:
+        table.objects = kept
     replaced = {}
     for y, inst in enumerate(instrs):
         if inst.deps != new_deps[y]:
