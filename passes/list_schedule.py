@@ -34,7 +34,7 @@ import heapq
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from neuronsim.machine.ir.identity import by_identity
+from neuronsim.machine.ir.identity import IdentityMemo
 from neuronsim.machine.model.cost import CostMemo
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
@@ -63,13 +63,13 @@ class _Summary:
     """An instruction's :class:`~neuronsim.machine.model.cost.OpCost` (None for a loop)."""
 
 
-def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat: dict):
+def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat: _FlatExtents):
     """``(space, tensor, partition mask, lo, hi, is_write)`` of each access over every
     iteration; ``flat`` memoizes an access outside loops (a flattened block repeats a few:
     ring slots, PSUM banks, tiles reloaded)."""
     if not loops:  # a flattened block: one instance, one footprint (half the work)
         for access, is_write in instr.accesses:
-            yield (*_flat_extent(program, access, flat), is_write)
+            yield (*flat(access), is_write)
         return
     trips = {loop.name: loop.trip_count - 1 for loop in loops}
     for access, is_write in instr.accesses:
@@ -82,21 +82,31 @@ def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat:
         yield a.space, tensor.name, a.partitions, a.bytes[0][0], b.bytes[-1][1], is_write
 
 
-def _flat_extent(program: Program, access, flat: dict) -> tuple:
-    """One access's extent outside loops, memoised by the access object
-    (:mod:`neuronsim.machine.ir.identity`: expand-scheduling-units shares one per distinct
-    access), then by value."""
-    def by_value(access) -> tuple:
-        found = flat.get(access)
+class _FlatExtents:
+    """The extents of accesses outside loops, by access object and by value (a flattened block
+    repeats a few: ring slots, PSUM banks, tiles reloaded; expand-scheduling-units shares one
+    object per distinct access, :mod:`neuronsim.machine.ir.identity`)."""
+
+    __slots__ = ("program", "by_value", "by_object")
+
+    def __init__(self, program: Program) -> None:
+        self.program = program
+        self.by_value: dict = {}
+        self.by_object: IdentityMemo[tuple] = IdentityMemo()
+
+    def __call__(self, access) -> tuple:
+        return self.by_object.get(access, self._of_value)
+
+    def _of_value(self, access) -> tuple:
+        found = self.by_value.get(access)
         if found is None:
-            a = footprint(program.tensors[access.tensor], access, {})
-            found = flat[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1])
+            a = footprint(self.program.tensors[access.tensor], access, {})
+            found = self.by_value[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1])
         return found
 
-    return by_identity(flat, access, by_value)
 
-
-def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: CostMemo, flat: dict) -> _Summary:
+def _summarize(program: Program, node: Node, loops: tuple[Loop, ...], costs: CostMemo,
+               flat: _FlatExtents) -> _Summary:
     if not loops and not isinstance(node, Loop):  # a flattened block's instruction: the common case
         c = costs(node)
         return _Summary(frozenset((node.name,)), tuple(_extent(program, node, loops, flat)),
@@ -396,7 +406,7 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
     if n < 2:
         return list(range(n))
     costs = costs or CostMemo(program.tensors, spec)
-    flat: dict = {}
+    flat = _FlatExtents(program)
     info = [_summarize(program, node, loops, costs, flat) for node in nodes]
     owner = {name: k for k, s in enumerate(info) for name in s.names}
     succs: list[set[int]] = [set() for _ in range(n)]

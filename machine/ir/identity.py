@@ -9,29 +9,75 @@ dataclass field by field, which cost a tenth to a third of those computations on
 4096^3 matmul's 25,000 instances (issue 31).
 
 An ``id`` names an object only while it lives, so each entry holds its object: no other object
-can take the id while the cache does.
+can take the id while the memo does.  A program whose objects are not shared (one loaded from
+JSON has an object per access) would only fill the memo: after :data:`TRIAL` misses with fewer
+hits than misses, it lets its entries go and computes directly from then on.
 
->>> cache, made = {}, []
+>>> memo, made = IdentityMemo(), []
 >>> key = ("x",)
->>> by_identity(cache, key, lambda k: made.append(k) or len(made))
+>>> memo.get(key, lambda k: made.append(k) or len(made))
 1
->>> by_identity(cache, key, lambda k: made.append(k) or len(made)), len(made)
+>>> memo.get(key, lambda k: made.append(k) or len(made)), len(made)
 (1, 1)
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, TypeVar
 
-__all__ = ["by_identity"]
+__all__ = ["IdentityMemo", "TRIAL"]
 
 T = TypeVar("T")
 
+#: Misses after which a memo that hits less often than it misses stops holding objects.
+TRIAL = 4096
 
-def by_identity(cache: dict[int, tuple[Any, T]], obj: Any, make: Callable[[Any], T]) -> T:
-    """``make(obj)``, computed once per object held in ``cache`` (keyed by ``id(obj)``)."""
-    seen = cache.get(id(obj))
-    if seen is None:
-        seen = cache[id(obj)] = (obj, make(obj))
-    return seen[1]
+
+class IdentityMemo(Generic[T]):
+    """``make(obj)`` once per object, found by ``id(obj)`` (or by a key of several objects'
+    ids, :meth:`get_keyed`) while the objects turn out to be shared."""
+
+    __slots__ = ("_cache", "_hits", "_misses", "_on")
+
+    def __init__(self) -> None:
+        self._cache: dict[Hashable, tuple[Any, T]] = {}
+        self._hits = self._misses = 0
+        self._on = True
+
+    @property
+    def active(self) -> bool:
+        """False once the memo found its objects unshared and stopped holding them."""
+        return self._on
+
+    def get(self, obj: Any, make: Callable[[Any], T]) -> T:
+        """``make(obj)``, computed once per object while the memo holds objects."""
+        if not self._on:
+            return make(obj)
+        seen = self._cache.get(id(obj))
+        if seen is not None:
+            self._hits += 1
+            return seen[1]
+        value = make(obj)
+        self._record(id(obj), obj, value)
+        return value
+
+    def get_keyed(self, key: Hashable, holds: Any, make: Callable[[], T]) -> T:
+        """``make()`` once per ``key``, a key of ids of objects that ``holds`` keeps alive."""
+        if not self._on:
+            return make()
+        seen = self._cache.get(key)
+        if seen is not None:
+            self._hits += 1
+            return seen[1]
+        value = make()
+        self._record(key, holds, value)
+        return value
+
+    def _record(self, key: Hashable, holds: Any, value: T) -> None:
+        self._misses += 1
+        if self._misses >= TRIAL and self._hits < self._misses:  # nothing shared: stop holding
+            self._on = False
+            self._cache.clear()
+        else:
+            self._cache[key] = (holds, value)

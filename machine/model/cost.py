@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from math import ceil, prod
 
+from neuronsim.machine.ir.identity import IdentityMemo
 from neuronsim.machine.ir.program import Access, Instruction, MemoryKind, Tensor
 from neuronsim.machine.model.geometry import access_extent, access_shape, iteration_shift
 from neuronsim.machine.model.optable import ISA_COSTS, OP_TABLE
@@ -308,9 +309,6 @@ def cost_key(instr: Instruction, tensors: Mapping[str, Tensor]) -> tuple:
     return instr.engine, instr.op, repr(sorted(instr.attrs.items())), tuple(sides)
 
 
-_SEEN_LIMIT = 1 << 17
-
-
 class CostMemo:
     """:func:`instruction_cost` memoised by :func:`cost_key`, for one program on one machine
     (the list scheduler's and the simulation plan's: an unrolled kernel's instances are
@@ -331,20 +329,18 @@ class CostMemo:
         # Instances unrolled from one instruction share its attrs and, where they touch the
         # same bytes, its access objects: a cost is found by those objects' identities before
         # cost_key builds its tuples (a third of the memo's time on a tiled matmul's 25,000
-        # instances; machine/ir/identity.py says why it is safe: the entry holds the objects).
-        # At most _SEEN_LIMIT entries: a program loaded from JSON shares no objects, and each
-        # would be an entry of ~200 B.
-        self._seen: dict[tuple, tuple[tuple, OpCost]] = {}
+        # instances; machine/ir/identity.py says why it is safe, and stops when nothing is shared).
+        self._seen: IdentityMemo[OpCost] = IdentityMemo()
 
     def __call__(self, instr: Instruction) -> OpCost:
+        if not self._seen.active:
+            return self._by_value(instr)
         ids = (instr.engine, instr.op, id(instr.attrs), *map(id, instr.reads), -1, *map(id, instr.writes))
-        seen = self._seen.get(ids)
-        if seen is not None:
-            return seen[1]
+        return self._seen.get_keyed(ids, (instr.attrs, instr.reads, instr.writes), lambda: self._by_value(instr))
+
+    def _by_value(self, instr: Instruction) -> OpCost:
         key = cost_key(instr, self.tensors)
         cost = self.known.get(key)
         if cost is None:
             cost = self.known[key] = instruction_cost(instr, self.tensors, self.spec)
-        if len(self._seen) < _SEEN_LIMIT:
-            self._seen[ids] = ((instr.attrs, instr.reads, instr.writes), cost)
         return cost

@@ -20,7 +20,7 @@ True
 
 from __future__ import annotations
 
-from neuronsim.machine.ir.identity import by_identity
+from neuronsim.machine.ir.identity import IdentityMemo
 from neuronsim.machine.ir.program import Access, MemoryKind, Tensor
 from neuronsim.machine.model.geometry import iteration_shift
 from neuronsim.machine.sim.memory import AccessView, DramLayout, access_view
@@ -46,12 +46,12 @@ class InstanceViews:
         # An unrolled kernel's instances are instructions of their own that mostly repeat a
         # few accesses (ring slots, PSUM banks): each distinct access is placed once, found
         # by the object first (machine/ir/identity.py), then by value.
-        self._by_id: dict[int, tuple[Access, _Static]] = {}
+        self._by_id: IdentityMemo[_Static] = IdentityMemo()
         self._by_access: dict[Access, _Static] = {}
         self._rows = {MemoryKind.SBUF: dram.sbuf_row, MemoryKind.PSUM: dram.psum_row}
 
     def _placed(self, access: Access) -> _Static:
-        return by_identity(self._by_id, access, self._by_value)
+        return self._by_id.get(access, self._by_value)
 
     def _by_value(self, access: Access) -> _Static:
         found = self._by_access.get(access)

@@ -31,7 +31,7 @@ from itertools import repeat
 
 from neuronsim.machine.model.cost import CostMemo, OpCost, dma_shares, instance_shift, moves_partitions
 from neuronsim.machine.ir.errors import ProgramError, join_path
-from neuronsim.machine.ir.identity import by_identity
+from neuronsim.machine.ir.identity import IdentityMemo
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import SEQUENCERS, MemoryKind, Node, Program
 from neuronsim.machine.sim.memory import AccessView, DramLayout, access_view
@@ -198,7 +198,7 @@ def _local_producers(unrolled: Unrolled, streams: Sequence[Sequence[int]], is_dm
     PSUM tile it accumulates into is not a hazard: PSUM accumulates near memory."""
     tensors = unrolled.program.tensors
     local: list[tuple[int, ...]] = [()] * len(unrolled)
-    placed: dict[int, tuple] = {}  # a flattened kernel's access objects, shared by its instances
+    placed: IdentityMemo = IdentityMemo()  # a flattened kernel's access objects, shared by its instances
 
     def fixed(access):
         return footprint(tensors[access.tensor], access, {})
@@ -206,7 +206,7 @@ def _local_producers(unrolled: Unrolled, streams: Sequence[Sequence[int]], is_dm
     def at(access, iteration):
         if iteration:
             return footprint(tensors[access.tensor], access, iteration)
-        return by_identity(placed, access, fixed)
+        return placed.get(access, fixed)
 
     for stream in streams:
         recent: list[tuple[int, list]] = []
