@@ -165,6 +165,8 @@ class Layout:
         if self.bitcast:
             raise unsupported(f"indexing a view of {self.tensor.name} read as {self.dtype}",
                               "give the whole access to .ap(pattern, dtype=) and copy it by DMA")
+        if key is Ellipsis or (type(key) is tuple and len(key) == 1 and key[0] is Ellipsis):
+            return self  # ``x[...]``, a tiled kernel's most common index: every axis as it is
         key = key if isinstance(key, tuple) else (key,)
         if any(k is Ellipsis for k in key):
             at = key.index(Ellipsis)
