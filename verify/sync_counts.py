@@ -185,9 +185,11 @@ def _makespan(program: Program) -> float:
 
 
 def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, simulate: bool = True,
-               stream: InstanceStream | None = None) -> StageSync:
+               stream: InstanceStream | None = None, like: StageSync | None = None) -> StageSync:
     """Figures of one program; ``minimum`` is reused when given, else computed if placed;
-    ``stream``: the program's instance stream when at hand."""
+    ``stream``: the program's instance stream when at hand; ``like``: the figures of a program
+    with the same instructions in the same order (deps apart), whose load and spill counts
+    are this one's."""
     stream = stream if stream is not None else stream_of(program)
     table = dep_table(program, stream)
     waits = stream.resolve(table)
@@ -200,8 +202,9 @@ def stage_sync(program: Program, stage: str, *, minimum: Minimum | None = None, 
     if minimum is None and placed:
         minimum = minimum_sync(program, stream)
     makespan = _makespan(program) if simulate and placed else None
-    return StageSync(stage, len(table), tuple(deps.items()), figures, minimum, makespan, *spill_traffic(program),
-                     loads=load_count(program))
+    spills = (like.spill_transfers, like.spill_bytes) if like is not None else spill_traffic(program)
+    return StageSync(stage, len(table), tuple(deps.items()), figures, minimum, makespan, *spills,
+                     loads=like.loads if like is not None else load_count(program))
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,9 +228,10 @@ class SyncReport:
 
 
 def _order_key(program: Program) -> tuple:
-    """What the minimum depends on: the loops, the instructions' order, engines and accesses,
-    and the placement (deps are left out)."""
-    nodes = tuple((n.name, n.trip_count) if isinstance(n, Loop) else (n.name, n.engine, n.queue, n.reads, n.writes)
+    """What the minimum, the loads and the spills depend on: the loops, the instructions'
+    order, ops, engines and accesses, and the placement (deps are left out)."""
+    nodes = tuple((n.name, n.trip_count) if isinstance(n, Loop) else (n.name, n.op, n.engine, n.queue, n.reads,
+                                                                      n.writes)
                   for n, _ in program.walk())
     return nodes, tuple(sorted(program.tensors.items(), key=lambda item: item[0]))
 
@@ -242,14 +246,15 @@ def sync_report(programs: Sequence[tuple[str, Program]], *, simulate: bool = Tru
     from neuronsim.machine.model.presets import resolve_machine
 
     stages = []
-    last_key, last_min = None, None
+    last_key, last = None, None
     stream = None
     for k, (stage, program) in enumerate(programs):
         key = _order_key(program)
-        minimum = last_min if key == last_key else None
+        same = last if key == last_key else None  # the same instructions in the same order
         stream = streams[k] if streams is not None else stream_of(program, like=stream)
-        found = stage_sync(program, stage, minimum=minimum, simulate=simulate, stream=stream)
-        last_key, last_min = key, found.minimum
+        found = stage_sync(program, stage, minimum=same.minimum if same else None, simulate=simulate, stream=stream,
+                           like=same)
+        last_key, last = key, found
         stages.append(found)
     machine = resolve_machine(programs[0][1].machine).name if programs else "trn1"
     given = own_races(programs[0][1]) if check_given and programs else None

@@ -186,3 +186,21 @@ def test_own_race_check_stops_at_a_count_and_says_so():
     assert (doc["complete"], doc["instances_checked"], doc["instances"]) == (False, stopped.instances, 14)
     assert "at least 1 race(s) (the check stopped after" in found.warning()[0]
     assert own_races(program).complete and "complete" not in own_races(program).to_json()
+
+
+def test_a_stage_with_the_same_instructions_takes_the_loads_and_spills_of_the_one_before(monkeypatch):
+    """The compiled and the reduced program differ in deps alone: their loads and spills (and
+    their minimum) are counted once."""
+    import neuronsim.verify.sync_counts as counts
+    from neuronsim.passes import compile_program
+    from neuronsim.passes.load_elim import load_count
+    from neuronsim.verify.app.scenario_runs import get_scenario
+
+    compiled = compile_program(get_scenario("matmul_tiled").build())[0]
+    reduced = dep_reduction(compiled).program
+    calls = []
+    monkeypatch.setattr(counts, "load_count", lambda p: calls.append(p) or load_count(p))
+    report = sync_report([("compiled", compiled), ("reduced", reduced)], simulate=False)
+    assert calls == [compiled]
+    assert report.stages[1].loads == report.stages[0].loads == load_count(reduced) > 0
+    assert (report.stages[1].spill_transfers, report.stages[1].spill_bytes) == counts.spill_traffic(reduced)
