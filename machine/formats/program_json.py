@@ -33,6 +33,7 @@ from neuronsim.machine.ir.program import (
     Tensor,
     frozen_mapping,
     is_dma_op,
+    queue_problem,
 )
 from neuronsim.machine.ir import extensions as ext
 from neuronsim.machine.model.optable import OP_TABLE
@@ -280,12 +281,11 @@ def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
     engine = _choice(raw.get("engine"), SEQUENCERS, join_path(path, "engine"), "engine")
     op = check_name(raw.get("op"), join_path(path, "op"))
     queue = None
-    if is_dma_op(op):
-        queue = _choice(raw.get("queue", "dma0"), tuple(f"dma{i}" for i in range(nqueues)), join_path(path, "queue"),
-                        "DMA queue")
-    elif "queue" in raw:
-        raise ProgramError(join_path(path, "queue"),
-                           f"only DMA ops (op names starting with 'dma') have a queue; {op!r} is not one")
+    if is_dma_op(op) or "queue" in raw:  # a transfer's default queue is dma0
+        queue = raw.get("queue", "dma0")
+        problem = queue_problem(op, queue, tuple(f"dma{i}" for i in range(nqueues)))
+        if problem:
+            raise ProgramError(join_path(path, "queue"), problem)
     reads = tuple(_parse_access(a, join_path(join_path(path, "reads"), i))
                   for i, a in enumerate(_list(raw.get("reads", []), join_path(path, "reads"))))
     writes = tuple(_parse_access(a, join_path(join_path(path, "writes"), i))

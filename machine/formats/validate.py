@@ -13,7 +13,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
 from neuronsim.machine.ir.program import (Access, Instruction, Loop, MemoryKind, Node, Program, Tensor,
-                                          is_dma_op, keeps_partition_start, loop_nest)
+                                          is_dma_op, keeps_partition_start, loop_nest, queue_problem)
 from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.model.optable import COMMON_ATTRS, op_spec
 from neuronsim.machine.model.oprules import check_op_rules
@@ -409,19 +409,9 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
             check_instruction(inst, tensors, spec, path)
             known.add(content)
         if inst.queue is not None and (inst.queue not in queues or not is_dma_op(inst.op)):  # passes move queues
-            _bad_queue(inst, spec, path)
+            raise ProgramError(join_path(path, "queue"), queue_problem(inst.op, inst.queue, spec.queue_names))
         for i, dep in enumerate(inst.deps):
             _check_dep(inst.name, dep, where, LazyPath(path, "deps", i))
-
-
-def _bad_queue(inst: Instruction, spec: MachineSpec, path: str) -> None:
-    """The error of a queue the machine does not have, or of a queue on a compute op (the
-    format's own rules, which a program built in code reaches unparsed)."""
-    if not is_dma_op(inst.op):
-        raise ProgramError(join_path(path, "queue"),
-                           f"only DMA ops (op names starting with 'dma') have a queue; {inst.op!r} is not one")
-    raise ProgramError(join_path(path, "queue"),
-                       f"unknown DMA queue {inst.queue!r}; this machine has {list(spec.queue_names)}")
 
 
 def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:

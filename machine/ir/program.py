@@ -73,6 +73,23 @@ def is_dma_op(op: str) -> bool:
     return op.startswith("dma")
 
 
+def queue_problem(op: str, queue: Any, queue_names: tuple[str, ...]) -> str | None:
+    """What is wrong with instruction ``op``'s DMA ``queue`` on a machine with ``queue_names``
+    (None: nothing): only a DMA op has one, and it is one of the machine's.  The JSON loader
+    and the validation of a program built in code say it alike.
+
+    >>> queue_problem("matmul", "dma0", ("dma0",))
+    "only DMA ops (op names starting with 'dma') have a queue; 'matmul' is not one"
+    >>> queue_problem("dma_copy", "dma7", ("dma0", "dma1")), queue_problem("dma_copy", "dma1", ("dma0", "dma1"))
+    ("unknown DMA queue 'dma7'; expected one of ['dma0', 'dma1']", None)
+    """
+    if not is_dma_op(op):
+        return f"only DMA ops (op names starting with 'dma') have a queue; {op!r} is not one"
+    if not isinstance(queue, str) or queue not in queue_names:
+        return f"unknown DMA queue {queue!r}; expected one of {list(queue_names)}"
+    return None
+
+
 #: Ops a sequencer performs on one element, not a compute engine's access pattern: reading a
 #: value into a register (``nisa.register_load``, ``scalar_load``).  nki-library's MoE block
 #: kernel loads index registers from partitions 1 to 3, so the partition-start rule of compute
