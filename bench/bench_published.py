@@ -238,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
           f" diagnostic variants not counted); worst ratio {worst:.3f}, median {median:.3f}")
     if args.write_accuracy:
         Accuracy(within=inside, cases=len(held), worst_ratio=round(worst, 3), median_ratio=round(median, 3),
-                 tolerance=TOLERANCE, pipeline=pipeline, script="bench/bench_published.py").write()
+                 tolerance=TOLERANCE, pipeline=pipeline, script="bench/bench_published.py",
+                 ratio_range=(round(ratios[0], 3), round(ratios[-1], 3)) if ratios else None).write()
         print(f"wrote {ACCURACY_FILE}")
     return 0 if inside == len(held) else 1
 

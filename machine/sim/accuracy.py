@@ -46,6 +46,9 @@ class Accuracy:
     pipeline: str
     """The pipeline the kernels were compiled with."""
     script: str
+    ratio_range: tuple[float, float] | None = None
+    """The lowest and the highest simulated / published ratio (None in a file written before
+    the script recorded them)."""
 
     def text(self) -> str:
         return (f"model vs {self.cases} published kernel latencies: {self.within} within "
@@ -67,6 +70,8 @@ def load_accuracy(path: Path = ACCURACY_FILE) -> Accuracy | None:
         return None
     if not isinstance(data, dict) or data.pop("format", None) != FORMAT:
         return None
+    if isinstance(data.get("ratio_range"), list):
+        data["ratio_range"] = tuple(data["ratio_range"])
     try:
         return Accuracy(**data)
     except TypeError:
