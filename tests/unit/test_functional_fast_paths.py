@@ -30,7 +30,7 @@ from neuronsim.machine.sim.engine import TimedRun
 from neuronsim.machine.sim.instance_views import InstanceViews
 from neuronsim.passes import compile_program
 from neuronsim.verify.nki.control_findings import _block
-from neuronsim.verify.app.scenario_runs import get_scenario, run_scenario
+from neuronsim.verify.app.scenario_runs import DEFAULT_SEEDS, get_scenario, run_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SCENARIOS = ("matmul_tiled", "flash_attention", "layernorm", "double_buffer", "mamba")
@@ -100,8 +100,25 @@ def test_traces_with_the_shared_sources_equal_traces_that_compute_them():
 def test_run_scenario_computes_values_in_every_run_when_the_check_finds_races():
     racy = run_scenario(get_scenario("matmul_tiled"), pipeline="alloc")  # no deps: it races
     assert racy.report.races and racy.simulation.timed_values
+    assert [run.seed for run in racy.simulation.runs] == list(DEFAULT_SEEDS)
     clean = run_scenario(get_scenario("matmul_tiled"))
     assert not clean.report.races and not clean.simulation.timed_values and not clean.problems()
+
+
+def test_a_race_free_run_simulates_the_nominal_order_alone_with_the_same_makespan_and_outputs():
+    """Interleavings without values compare nothing: the first seed alone is simulated, and
+    what is reported (its makespan, the outputs) is what all the seeds' runs gave."""
+    clean = run_scenario(get_scenario("matmul_tiled"))
+    every = run_scenario(get_scenario("matmul_tiled"), timed_values=True)
+    assert clean.seeds == every.seeds == tuple(DEFAULT_SEEDS)
+    assert [run.seed for run in clean.simulation.runs] == [DEFAULT_SEEDS[0]]
+    assert len(every.simulation.runs) == len(DEFAULT_SEEDS)
+    assert clean.simulation.trace.makespan == every.simulation.trace.makespan
+    assert clean.outputs.keys() == every.outputs.keys()
+    assert all(np.array_equal(clean.outputs[k], every.outputs[k]) for k in clean.outputs)
+    assert clean.summary() == every.summary()
+    timing = run_scenario(get_scenario("matmul_tiled"), functional=False, timed_values=True)
+    assert [run.seed for run in timing.simulation.runs] == [DEFAULT_SEEDS[0]]  # nothing to compare
 
 
 @pytest.mark.parametrize("rows, cols", [

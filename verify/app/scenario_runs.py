@@ -21,9 +21,11 @@ Contract (:func:`run_scenario`, what ``neuronsim run SCENARIO`` does)
     guarantees: the returned :class:`ScenarioRun` holds the compiled program (the given pass
     pipeline: allocation and dependence construction), the final program (the compiled one
     after ``dep-reduction``, what is simulated), the race reports of both under their deps,
-    the simulation of the final program under every interleaving seed (each run's final
-    contents of *every* tensor compared byte for byte with the sequential reference, a finer
-    race witness than the outputs alone), the output tensors of the last run, the scenario's
+    the simulation of the final program under every interleaving seed when its race check
+    found races (each run's final contents of *every* tensor compared byte for byte with the
+    sequential reference, a finer race witness than the outputs alone), else under the first
+    seed alone (race-free by the check, every legal order computes the sequential bytes), the
+    output tensors of the last run, the scenario's
     numpy reference, and the sync counts of both programs (:mod:`neuronsim.verify.sync_counts`).
     Nothing is judged here: :meth:`ScenarioRun.problems` lists what is wrong, located (race
     pair and bytes, tensor and element), and is empty for a correct scenario.
@@ -212,6 +214,8 @@ class ScenarioRun:
     """Races of the final program."""
     simulation: Simulation
     seeds: tuple[int | None, ...]
+    """The interleavings asked for: all simulated when they compute values, else the first
+    alone (:attr:`Simulation.runs`; a race-free program's other orders are covered by the check)."""
     inputs: Mapping[str, np.ndarray]
     outputs: Mapping[str, np.ndarray]
     """Output tensors of the timed run under the last seed."""
@@ -307,7 +311,9 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     simulates the schedules alone: no value is computed, the outputs and the reference are
     empty (nothing compared), and :attr:`ScenarioRun.timing_only` says so.  ``timed_values``:
     whether the interleavings compute values and are compared with the sequential run (None:
-    only when the final program's race check found races, see :func:`simulate`)."""
+    only when the final program's race check found races, see :func:`simulate`); when they do
+    not, the first seed alone is simulated (its makespan is the one reported, and the other
+    orders would compare nothing)."""
     seeds = tuple(seeds)
     program = _user_call(scenario, "build")
     if not isinstance(program, Program):
@@ -333,14 +339,18 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
         with stage_or_nothing(progress, stage, size, unit="instance") as update:
             reports.append(check_program(checked, progress=lambda done, _total: update(done), stream=stream))
     values = _user_call(scenario, "inputs", data_seed)
-    with stage_or_nothing(progress, "simulate", len(seeds) + 1, unit="run",
-                          size=None if size is None else size * len(seeds)) as update:
-        # A race-free final program computes the sequential bytes in every legal order: only the
-        # reference computes values; with races the runs compute them too, as witnesses.
-        simulation = simulate(final, seeds=seeds, inputs=values, data_seed=data_seed, compare="all",
+    # A race-free final program computes the sequential bytes in every legal order: only the
+    # reference computes values; with races the runs compute them too, as witnesses.
+    timed_values = bool(reports[1].races) if timed_values is None else timed_values
+    # Interleavings that compute no values compare nothing and their makespans are not reported:
+    # the first seed (the nominal order, whose makespan is) is simulated alone (issue 31).
+    simulated = seeds if functional and timed_values else seeds[:1]
+    with stage_or_nothing(progress, "simulate", len(simulated) + functional, unit="run",
+                          size=None if size is None else size * len(simulated)) as update:
+        simulation = simulate(final, seeds=simulated, inputs=values, data_seed=data_seed, compare="all",
                               functional=functional, progress=lambda done, _total: update(done),
                               validate=not ctx.verify,  # the pipeline verified what it made
-                              timed_values=bool(reports[1].races) if timed_values is None else timed_values)
+                              timed_values=timed_values)
     with stage_or_nothing(progress, "reference", None):  # the user's numpy: said when slow
         reference = _user_call(scenario, "reference", values) if functional else {}
     with stage_or_nothing(progress, "sync footprint", None):

@@ -103,7 +103,7 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
                           f"atol {plain_number(result.atol)}")
         if not result.simulation.timed_values:  # race-free by the check: every order computes the same bytes
             table.add_row(f"{len(result.seeds)} interleavings vs sequential",
-                          "agree: race-free by the check, so timed without values")
+                          "agree: race-free by the check (one order simulated)")
         else:
             verdict = "agree" if summary["interleavings_agree"] else "DISAGREE"
             table.add_row(f"{len(result.seeds)} interleavings vs sequential",
