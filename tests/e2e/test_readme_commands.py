@@ -156,3 +156,19 @@ def test_standard_input_that_is_a_directory(folder: Path) -> None:
     assert run.returncode == 2, run.stderr
     assert run.stderr.strip().splitlines() == ["error: -: standard input is a directory, not a program"]
     assert json.loads(run.stdout)["format"] == "neuronsim.error/1"
+
+
+def test_the_launcher_turns_numpys_huge_page_advice_off_unless_the_user_set_it(tmp_path: Path) -> None:
+    # The installed launcher, beside a stand-in Python that prints what it was given.
+    launcher = tmp_path / "neuronsim"
+    launcher.write_text(NEURONSIM.read_text())
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\nprintf "%s|%s\\n" "${NUMPY_MADVISE_HUGEPAGE-unset}" "$*"\n')
+    for script in (launcher, python):
+        script.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    default = subprocess.run([str(launcher), "check", "x.json"], env=env, capture_output=True, text=True, timeout=60)
+    assert default.stdout.strip() == "0|-P -m neuronsim.verify.cli check x.json", default.stderr
+    chosen = subprocess.run([str(launcher), "run"], env={**env, "NUMPY_MADVISE_HUGEPAGE": "1"},
+                            capture_output=True, text=True, timeout=60)
+    assert chosen.stdout.strip() == "1|-P -m neuronsim.verify.cli run", chosen.stderr
