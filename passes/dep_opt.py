@@ -134,10 +134,9 @@ class DepOpt(Pass):
     trivial: bool = False
 
     def run(self, state: PipelineState, ctx: PassContext) -> PipelineState:
-        start, given = state, state.program
-        old = {(i.name, d.on, d.loop_carried) for i, _ in given.instructions() for d in i.deps}
+        start, old = state, state.listed_deps()
         if self.memsets:
-            program, inserted, left = insert_memsets(given)
+            program, inserted, left = insert_memsets(state.program)
             ctx.count(self.name, "memsets", inserted)
             ctx.count(self.name, "uninitialised-left", left)
             if inserted:
@@ -146,7 +145,7 @@ class DepOpt(Pass):
         # deps are written into the instructions once, at the end (issue 31: a third of the
         # pass on a flattened kernel of 25,000 instances went to a second stream and writing)
         state = AntiDeps().run(BuildFdeps(trivial=self.trivial).run(state, ctx), ctx).changed_since(start)
-        new = {(i.name, d.on, d.loop_carried): d.kind for i, _ in state.program.instructions() for d in i.deps}
+        new = state.listed_deps()
         ctx.count(self.name, "deps-before", len(old))
         ctx.count(self.name, "deps-after", len(new))
         ctx.count(self.name, "flow", sum(k == EdgeKind.FLOW for k in new.values()))

@@ -112,6 +112,20 @@ class PipelineState:
             return self.structure
         return self._kept("program", lambda: write_deps(self.structure, self.table))
 
+    def listed_deps(self) -> dict[tuple[str, str, bool], int]:
+        """``(instruction, on, loop-carried) -> kind`` of the deps :attr:`program` lists, in its
+        order (of equal keys, the last).  Read from the table when the state has one and its
+        stream: a pass that counts deps then needs no program with them written in (writing
+        makes an object per changed instruction; the pipeline writes its final deps once)."""
+        if self.table is None or "stream" not in self._made:
+            return {(i.name, d.on, d.loop_carried): d.kind for i, _ in self.program.instructions() for d in i.deps}
+        names = [inst.name for inst in self.stream.instrs]
+        table = self.table
+        order, _ = table.by_waiter(len(names))  # the order write_deps lists them in
+        rows = zip(table.waiter[order].tolist(), table.former[order].tolist(), (table.distance[order] > 0).tolist(),
+                   table.kind[order].tolist())
+        return {(names[y], names[x], carried): kind for y, x, carried, kind in rows}
+
     def with_deps(self, table: DepTable) -> PipelineState:
         """The same structure and placements with exactly the deps of ``table`` (over this
         state's instruction ids)."""

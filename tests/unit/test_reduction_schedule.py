@@ -7,6 +7,7 @@ from dataclasses import replace
 from hypothesis import HealthCheck, given, settings
 
 from neuronsim.machine.formats.program_json import load_program
+from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.program import Access, Dep, Instruction, Loop, MemoryKind, Program, Tensor
 from neuronsim.machine.sim.memory import initial_memory
 from neuronsim.machine.model.presets import resolve_machine
@@ -160,3 +161,27 @@ def test_dep_opt_says_the_structure_changed_only_when_it_inserts_memsets():
         names = [i.name for i, _ in state.program.instructions()]
         assert [d.on for d in state.program.instruction_map()["again"].deps] == ["use"]
         assert names[0] == ("memset_init0" if memsets else "use")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(programs(deps="random", max_instructions=12, max_loops=2, max_trip=2))
+def test_dep_opt_counts_what_the_program_it_returns_lists_without_writing_it(program):
+    """dep-opt counts its deps from the state's table (no program written for the counts);
+    the counts are those of the deps the returned program lists, and of its input's."""
+    from neuronsim.machine.order.deptable import write_deps
+    from neuronsim.passes.state import PipelineState
+
+    def keys(p):
+        return {(i.name, d.on, d.loop_carried): d.kind for i, _ in p.instructions() for d in i.deps}
+
+    spec = resolve_machine(program.machine)
+    ctx = PassContext()
+    start = PipelineState.of(program, spec)
+    state = DepOpt(memsets=False).run(start, ctx)
+    assert state.table is not None and "program" not in state._made  # nothing written yet
+    assert state.listed_deps() == keys(write_deps(state.structure, state.table))
+    written = keys(state.program)
+    counts = ctx.stats["dep-opt"]
+    assert counts["deps-before"] == len(keys(program)) and counts["deps-after"] == len(written)
+    assert counts["flow"] == sum(k == EdgeKind.FLOW for k in written.values())
+    assert counts.get("erased-loop-carried", 0) == sum(1 for k in keys(program) if k[2] and k not in written)
