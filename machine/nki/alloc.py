@@ -23,7 +23,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.ir.dtypes import itemsize
-from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Tensor
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.errors import NotAffine, SourceLine, fail, unsupported
 from neuronsim.machine.nki.indexing import SymIndex, concrete
@@ -206,8 +206,8 @@ class Blocked:
             if alloc is None:  # a virtual block tensor: each block a virtual tile of its own
                 name = tracer.unique(name)
                 ref = (tracer.kb.psum if spec.buffer == "psum" else tracer.kb.sbuf)(name, spec.tile_shape, spec.dtype)
-                tracer.note_declared(ref.name, self.scope, self.depth)
-                self.slots[block] = Layout.whole(_mark_source(tracer, ref.name, self.site))
+                self.slots[block] = Layout.whole(tracer.note_declared(ref.name, self.scope, self.depth,
+                                                                      source_extras(self.site, ref.name)))
             else:
                 self.slots[block] = _place(tracer, spec, name, slot, depth=self.depth, scope=self.scope,
                                            site=self.site, group=self.name)
@@ -242,21 +242,20 @@ def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[i
     else:
         ref = kb.sbuf(name, shape, spec.dtype, partition=partition, offset=offset + core_base(tracer, "sbuf"),
                       slots=slots, loop=loop, stride=tile_bytes if rotate else None)
-    tracer.note_declared(ref.name, scope, depth)
-    return Layout.whole(_mark_source(tracer, ref.name, site, {ALLOC_GROUP_KEY: group} if group else {}))
+    extras = source_extras(site, ref.name, {ALLOC_GROUP_KEY: group} if group else {})
+    return Layout.whole(tracer.note_declared(ref.name, scope, depth, extras))
 
 
-def _mark_source(tracer: Tracer, name: str, site: tuple[SourceLine, str, str | None] | None,
-                 extra: dict[str, Any] | None = None) -> Tensor:
-    """Tensor ``name`` with its declaration as ``x-source`` (file, line, call, the kernel's
-    variable): whole-program errors about it (allocation, placement) name that line."""
+def source_extras(site: tuple[SourceLine, str, str | None] | None, name: str,
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``extra`` and, from ``site``, the declaration as ``x-source`` (file, line, call, the
+    kernel's variable): whole-program errors about the tensor (allocation, placement) name
+    that line."""
     extras = dict(extra or {})
     if site is not None:
         line, call, variable = site
         extras["x-source"] = {"file": line.file, "line": line.line, "call": call, "variable": variable or name}
-    if not extras:
-        return tracer.kb.tensors[name]
-    return tracer.kb.amend_extras(name, extras)
+    return extras
 
 
 def _too_wide(tracer: Tracer, spec: TileSpec, tile_bytes: int, name: str) -> None:
@@ -289,7 +288,7 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
     kb = tracer.kb
     if spec.buffer in HBM_KINDS:  # x-source too: a DRAM tensor too large names its line
         dram = kb.dram(name, spec.shape, spec.dtype, address=_next_dram(kb, spec))
-        return Layout.whole(_mark_source(tracer, dram.name, site))
+        return Layout.whole(tracer.kb.amend_extras(dram.name, source_extras(site, dram.name)) if site else dram.tensor)
     tile_bytes = prod(spec.tile_shape[1:]) * itemsize(spec.dtype)
     if spec.allocator is None and spec.address is None:
         _too_wide(tracer, spec, tile_bytes, name if site is None or site[2] is None else site[2])
@@ -310,8 +309,7 @@ def declare(tracer: Tracer, spec: TileSpec, name: str,
         kb.psum(name, ir_shape, spec.dtype)
     else:
         kb.sbuf(name, ir_shape, spec.dtype)
-    tracer.note_declared(name)
-    return Layout.whole(_mark_source(tracer, name, site), par_axis=spec.par_axis)
+    return Layout.whole(tracer.note_declared(name, extras=source_extras(site, name)), par_axis=spec.par_axis)
 
 
 def core_base(tracer: Tracer, memory: str) -> int:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import linecache
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import product
@@ -37,6 +37,7 @@ from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
 from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.build.builder import KernelBuilder
+from neuronsim.machine.ir.program import Tensor
 
 __all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER", "CORE_KEY"]
 
@@ -326,13 +327,15 @@ class Tracer:
         self.name_counts[name] = k + 1
         return f"{name}_{k}"
 
-    def note_declared(self, name: str, scope: list[str] | None = None, depth: int | None = None) -> Layout | None:
+    def note_declared(self, name: str, scope: list[str] | None = None, depth: int | None = None,
+                      extras: Mapping[str, Any] | None = None) -> Tensor:
         """Remember where an on-chip tensor was declared: its loop depth (for
         :meth:`emit_at_declaration`) and, as the tensor's ``x-nki-scope``, the kept loops around the
-        declaration (a tile declared inside an affine loop is a new buffer each iteration)."""
+        declaration (a tile declared inside an affine loop is a new buffer each iteration); with
+        ``extras`` (its ``x-source``, say) merged in the same amendment.  Returns the tensor."""
         self.decl_depth[name] = self.kb.depth if depth is None else depth
-        self.kb.amend_extras(name, {"x-nki-scope": self.kept_loops() if scope is None else scope})
-        return None
+        scope = self.kept_loops() if scope is None else scope
+        return self.kb.amend_extras(name, {"x-nki-scope": scope, **(extras or {})})
 
     def kept_loops(self) -> list[str]:
         """Names of the kept (program) loops open here, outermost first."""
