@@ -40,6 +40,8 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
+from concurrent.futures import Future
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,6 +54,7 @@ from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
+from neuronsim.machine.sim.blas import blas_limited
 from neuronsim.machine.sim.simulator import Simulation, simulate
 from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
 from neuronsim.passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
@@ -323,6 +326,35 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
         before_work(program)
     size = estimate_size(program).instances if progress is not None else None
     passes = parse_pipeline(pipeline)
+    values = _user_call(scenario, "inputs", data_seed)
+    with blas_limited():  # one BLAS pool size for the reference and the runs (one thread by default)
+        # The user's numpy runs meanwhile on another thread, on its own copy of the inputs:
+        # numpy's kernels release the GIL, so on a second core it costs little wall time.
+        reference = (in_background(_user_call, scenario, "reference", {k: np.array(v) for k, v in values.items()})
+                     if functional else None)
+        return _run(scenario, program, pipeline, passes, values, reference, seeds, data_seed, rtol, atol, progress,
+                    functional, timed_values, size)
+
+
+def in_background(fn: Callable[..., Any], *args: Any) -> Future:
+    """``fn(*args)`` on a daemon thread (an interrupted run exits without waiting for it); the
+    future's result is its value, or raises what it raised."""
+    future: Future = Future()
+
+    def call() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as err:  # noqa: BLE001 - handed to whoever waits for the result
+            future.set_exception(err)
+
+    threading.Thread(target=call, name="neuronsim-background", daemon=True).start()
+    return future
+
+
+def _run(scenario: ModuleType, program: Program, pipeline: str, passes: Sequence, values: Mapping[str, np.ndarray],
+         reference_call: Future | None, seeds: tuple[int | None, ...], data_seed: int, rtol: float | None,
+         atol: float | None, progress: Progress | None, functional: bool, timed_values: bool | None,
+         size: int | None) -> ScenarioRun:
     ctx = PassContext()
     reduces = any(isinstance(p, DepReduction) for p in passes)
     with stage_or_nothing(progress, "compile", len(passes), unit="pass", size=size) as update:
@@ -338,7 +370,6 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     for stage, checked, stream in (("check compiled", compiled, streams[0]), ("check final", final, streams[1])):
         with stage_or_nothing(progress, stage, size, unit="instance") as update:
             reports.append(check_program(checked, progress=lambda done, _total: update(done), stream=stream))
-    values = _user_call(scenario, "inputs", data_seed)
     # A race-free final program computes the sequential bytes in every legal order: only the
     # reference computes values; with races the runs compute them too, as witnesses.
     timed_values = bool(reports[1].races) if timed_values is None else timed_values
@@ -351,8 +382,8 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                               functional=functional, progress=lambda done, _total: update(done),
                               validate=not ctx.verify,  # the pipeline verified what it made
                               timed_values=timed_values)
-    with stage_or_nothing(progress, "reference", None):  # the user's numpy: said when slow
-        reference = _user_call(scenario, "reference", values) if functional else {}
+    with stage_or_nothing(progress, "reference", None):  # waiting for the user's numpy: said when slow
+        reference = reference_call.result() if reference_call is not None else {}
     with stage_or_nothing(progress, "sync footprint", None):
         sync = sync_report([("compiled", compiled), ("final", final)], simulate=False, streams=streams)
     return ScenarioRun(

@@ -1,0 +1,63 @@
+"""The user's numpy reference runs on a thread of its own while the scenario compiles and
+simulates (issue 31): on its own copy of the inputs, its errors still located and raised, its
+result the same as when it ran last."""
+
+from __future__ import annotations
+
+import threading
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.verify.app.scenario_runs import get_scenario, in_background, run_scenario
+
+
+def _with_reference(name: str, reference) -> ModuleType:
+    shipped = get_scenario(name)
+    module = ModuleType(f"with_reference_{name}")
+    module.__file__ = shipped.__file__
+    module.__doc__ = shipped.__doc__
+    for attr in ("build", "inputs", "rtol", "atol"):
+        if hasattr(shipped, attr):
+            setattr(module, attr, getattr(shipped, attr))
+    module.reference = reference
+    return module
+
+
+def test_the_reference_runs_on_another_thread_on_a_copy_of_the_inputs():
+    shipped = get_scenario("matmul_tiled")
+    seen = {}
+
+    def mutating(values):
+        seen["thread"] = threading.current_thread()
+        answer = shipped.reference({k: v.copy() for k, v in values.items()})
+        for array in values.values():  # a reference that scribbles on its inputs
+            array[...] = 0
+        return answer
+
+    plain = run_scenario(shipped)
+    run = run_scenario(_with_reference("matmul_tiled", mutating))
+    assert seen["thread"] is not threading.main_thread()
+    assert all(np.array_equal(run.inputs[k], v) for k, v in shipped.inputs(0).items())  # the run's own untouched
+    assert run.outputs.keys() == plain.outputs.keys()
+    assert all(np.array_equal(run.outputs[k], plain.outputs[k]) for k in plain.outputs)
+    assert all(np.array_equal(run.reference[k], plain.reference[k]) for k in plain.reference)
+    assert run.summary() == plain.summary() and not run.problems()
+
+
+def test_a_reference_that_raises_is_a_located_error_of_the_scenario():
+    def broken(_values):
+        raise KeyError("lhsT")
+
+    with pytest.raises(ProgramError) as err:
+        run_scenario(_with_reference("matmul_tiled", broken))
+    assert err.value.path == "SCENARIO" and "reference() raised KeyError" in str(err.value)
+
+
+def test_in_background_hands_back_the_value_or_the_error():
+    assert in_background(lambda a, b: a + b, 2, 3).result(timeout=30) == 5
+    failed = in_background(lambda: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        failed.result(timeout=30)
