@@ -41,8 +41,8 @@ from __future__ import annotations
 import importlib.util
 import sys
 import threading
-from concurrent.futures import Future
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -300,7 +300,23 @@ def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
                            f"{scenario_name(scenario)}.{attr}() raised {type(err).__name__}: {err}") from None
 
 
+def in_background(fn: Callable[..., Any], *args: Any) -> Future:
+    """``fn(*args)`` on a daemon thread (an interrupted run exits without waiting for it); the
+    future's result is its value, or raises what it raised."""
+    future: Future = Future()
+
+    def call() -> None:
+        try:
+            future.set_result(fn(*args))
+        except BaseException as err:  # noqa: BLE001 - handed to whoever waits for the result
+            future.set_exception(err)
+
+    threading.Thread(target=call, name="neuronsim-background", daemon=True).start()
+    return future
+
+
 @collector_paused()  # every stage allocates records and no cycles (performance notes, section 0)
+@blas_limited()  # one BLAS pool size for the user's reference and the runs (one thread by default)
 def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                  seeds: Sequence[int | None] = DEFAULT_SEEDS, data_seed: int = 0,
                  before_work: Callable[[Program], None] | None = None, rtol: float | None = None,
@@ -327,34 +343,10 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     size = estimate_size(program).instances if progress is not None else None
     passes = parse_pipeline(pipeline)
     values = _user_call(scenario, "inputs", data_seed)
-    with blas_limited():  # one BLAS pool size for the reference and the runs (one thread by default)
-        # The user's numpy runs meanwhile on another thread, on its own copy of the inputs:
-        # numpy's kernels release the GIL, so on a second core it costs little wall time.
-        reference = (in_background(_user_call, scenario, "reference", {k: np.array(v) for k, v in values.items()})
-                     if functional else None)
-        return _run(scenario, program, pipeline, passes, values, reference, seeds, data_seed, rtol, atol, progress,
-                    functional, timed_values, size)
-
-
-def in_background(fn: Callable[..., Any], *args: Any) -> Future:
-    """``fn(*args)`` on a daemon thread (an interrupted run exits without waiting for it); the
-    future's result is its value, or raises what it raised."""
-    future: Future = Future()
-
-    def call() -> None:
-        try:
-            future.set_result(fn(*args))
-        except BaseException as err:  # noqa: BLE001 - handed to whoever waits for the result
-            future.set_exception(err)
-
-    threading.Thread(target=call, name="neuronsim-background", daemon=True).start()
-    return future
-
-
-def _run(scenario: ModuleType, program: Program, pipeline: str, passes: Sequence, values: Mapping[str, np.ndarray],
-         reference_call: Future | None, seeds: tuple[int | None, ...], data_seed: int, rtol: float | None,
-         atol: float | None, progress: Progress | None, functional: bool, timed_values: bool | None,
-         size: int | None) -> ScenarioRun:
+    # The user's numpy runs meanwhile on another thread, on its own copy of the inputs: numpy's
+    # kernels release the GIL, so on a second core it costs little wall time.
+    reference_call = (in_background(_user_call, scenario, "reference", {k: np.array(v) for k, v in values.items()})
+                      if functional else None)
     ctx = PassContext()
     reduces = any(isinstance(p, DepReduction) for p in passes)
     with stage_or_nothing(progress, "compile", len(passes), unit="pass", size=size) as update:
