@@ -47,6 +47,21 @@ def test_the_reference_runs_on_another_thread_on_a_copy_of_the_inputs():
     assert run.summary() == plain.summary() and not run.problems()
 
 
+def test_with_blas_pools_of_several_threads_the_reference_runs_where_it_did(monkeypatch):
+    """Two BLAS pools of two threads at once would take more cores than a 2-core machine has:
+    then the reference runs after the simulation, on the calling thread, as before."""
+    seen = []
+    shipped = get_scenario("matmul_tiled")
+
+    def recording(values):
+        seen.append(threading.current_thread())
+        return shipped.reference(values)
+
+    monkeypatch.setenv("NEURONSIM_BLAS_THREADS", "2")
+    run = run_scenario(_with_reference("matmul_tiled", recording))
+    assert seen == [threading.main_thread()] and not run.problems()
+
+
 def test_a_reference_that_raises_is_a_located_error_of_the_scenario():
     def broken(_values):
         raise KeyError("lhsT")

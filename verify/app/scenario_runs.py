@@ -54,7 +54,7 @@ from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
-from neuronsim.machine.sim.blas import blas_limited
+from neuronsim.machine.sim.blas import blas_limited, blas_threads
 from neuronsim.machine.sim.simulator import Simulation, simulate
 from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
 from neuronsim.passes import CONSTRUCTION_PIPELINE, PassContext, parse_pipeline, run_pipeline
@@ -344,9 +344,10 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     passes = parse_pipeline(pipeline)
     values = _user_call(scenario, "inputs", data_seed)
     # The user's numpy runs meanwhile on another thread, on its own copy of the inputs: numpy's
-    # kernels release the GIL, so on a second core it costs little wall time.
+    # kernels release the GIL, so on a second core it costs little wall time.  Not with BLAS
+    # pools of several threads: two of them at once would take more cores than there are.
     reference_call = (in_background(_user_call, scenario, "reference", {k: np.array(v) for k, v in values.items()})
-                      if functional else None)
+                      if functional and blas_threads() == 1 else None)
     ctx = PassContext()
     reduces = any(isinstance(p, DepReduction) for p in passes)
     with stage_or_nothing(progress, "compile", len(passes), unit="pass", size=size) as update:
@@ -375,7 +376,8 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                               validate=not ctx.verify,  # the pipeline verified what it made
                               timed_values=timed_values)
     with stage_or_nothing(progress, "reference", None):  # waiting for the user's numpy: said when slow
-        reference = reference_call.result() if reference_call is not None else {}
+        reference = (reference_call.result() if reference_call is not None else
+                     _user_call(scenario, "reference", values) if functional else {})
     with stage_or_nothing(progress, "sync footprint", None):
         sync = sync_report([("compiled", compiled), ("final", final)], simulate=False, streams=streams)
     return ScenarioRun(
