@@ -47,9 +47,13 @@ def test_the_reference_runs_on_another_thread_on_a_copy_of_the_inputs():
     assert run.summary() == plain.summary() and not run.problems()
 
 
-def test_with_blas_pools_of_several_threads_the_reference_runs_where_it_did(monkeypatch):
-    """Two BLAS pools of two threads at once would take more cores than a 2-core machine has:
-    then the reference runs after the simulation, on the calling thread, as before."""
+@pytest.mark.parametrize("why", ["two BLAS threads", "inputs too large to copy"])
+def test_the_reference_runs_where_it_did_with_blas_pools_of_several_threads_or_large_inputs(why, monkeypatch):
+    """Two BLAS pools of two threads at once would take more cores than a 2-core machine has,
+    and a large copy of the inputs costs more memory than the overlap is worth: then the
+    reference runs after the simulation, on the calling thread, as before."""
+    import neuronsim.verify.app.scenario_runs as scenario_runs
+
     seen = []
     shipped = get_scenario("matmul_tiled")
 
@@ -57,7 +61,10 @@ def test_with_blas_pools_of_several_threads_the_reference_runs_where_it_did(monk
         seen.append(threading.current_thread())
         return shipped.reference(values)
 
-    monkeypatch.setenv("NEURONSIM_BLAS_THREADS", "2")
+    if why == "two BLAS threads":
+        monkeypatch.setenv("NEURONSIM_BLAS_THREADS", "2")
+    else:
+        monkeypatch.setattr(scenario_runs, "BACKGROUND_REFERENCE_INPUT_BYTES", 1024)
     run = run_scenario(_with_reference("matmul_tiled", recording))
     assert seen == [threading.main_thread()] and not run.problems()
 

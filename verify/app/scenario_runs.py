@@ -76,6 +76,10 @@ SCENARIO_DIR = Path(__file__).resolve().parents[2] / "scenarios"
 #: What a module must define to be a scenario.
 REQUIRED = ("build", "inputs", "reference")
 
+#: The largest inputs ``run_scenario`` copies to compute the user's reference on a thread of
+#: its own while it simulates; larger ones are not copied and it runs after the simulation.
+BACKGROUND_REFERENCE_INPUT_BYTES = 1 << 30
+
 #: Interleavings simulated by default: the nominal schedule and three jittered ones.
 DEFAULT_SEEDS: tuple[int | None, ...] = (None, 0, 1, 2)
 
@@ -345,9 +349,12 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     values = _user_call(scenario, "inputs", data_seed)
     # The user's numpy runs meanwhile on another thread, on its own copy of the inputs: numpy's
     # kernels release the GIL, so on a second core it costs little wall time.  Not with BLAS
-    # pools of several threads: two of them at once would take more cores than there are.
+    # pools of several threads (two at once would take more cores than there are), nor when
+    # the copy would be large (the run holds the inputs already; the overlap saves seconds).
+    overlap = functional and blas_threads() == 1 and sum(np.asarray(v).nbytes for v in values.values()) \
+        <= BACKGROUND_REFERENCE_INPUT_BYTES
     reference_call = (in_background(_user_call, scenario, "reference", {k: np.array(v) for k, v in values.items()})
-                      if functional and blas_threads() == 1 else None)
+                      if overlap else None)
     ctx = PassContext()
     reduces = any(isinstance(p, DepReduction) for p in passes)
     with stage_or_nothing(progress, "compile", len(passes), unit="pass", size=size) as update:
