@@ -168,11 +168,11 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
         c_ptr, c_former, c_bits = walk_candidates(stream, early_stop=early_stop, dram=dram, alias="batch", **filters)
     given = stream.resolve(table)
     has_loops = stream.has_loops
-    # Python lists only where the walk reaches back (an earlier instance's component and
-    # position); candidates and waits go to lists a chunk of instances at a time: lists of
-    # every row would hold ~40 B per int (section 2.9 of the performance notes).
-    instr = stream.instr.tolist() if has_loops else range(len(stream))  # flat: instance = instruction
-    seq, comp, pos = stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
+    # The stream's per-instance columns read in place (a memoryview indexes about as fast as a
+    # list and holds nothing: as lists they were ~50 B an instance, this pass's peak, section
+    # 2.9 of the performance notes); candidates and waits go to lists a chunk at a time.
+    instr = memoryview(stream.instr) if has_loops else range(len(stream))  # flat: instance = instruction
+    seq, comp, pos = memoryview(stream.seq), memoryview(stream.comp), memoryview(stream.pos)
     hb = HappensBefore(stream.spec.dma_queues)
     added: AntiEdges = {}
     nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added
@@ -201,9 +201,9 @@ class _Walk:
 
     stream: InstanceStream
     instr: Sequence[int]
-    seq: list[int]
-    comp: list[int]
-    pos: list[int]
+    seq: Sequence[int]
+    comp: Sequence[int]
+    pos: Sequence[int]
     hb: HappensBefore
     added: AntiEdges
     nearest: dict[tuple[int, int, bool], int]
