@@ -169,9 +169,10 @@ class InstanceWaits:
     """
 
     stream: InstanceStream
-    start: list[int]
-    target: list[int]
-    slot: list[int]
+    start: Sequence[int]
+    target: Sequence[int]
+    slot: Sequence[int]
+    """Lists, or memoryviews of the resolved table's columns (read in place)."""
     table: DepTable | None = None
 
     def __len__(self) -> int:
@@ -222,7 +223,7 @@ def redundant_waits(waits: InstanceWaits, fold: str = LATEST_FIRST) -> bytearray
     """
     validate_options(fold)
     stream = waits.stream
-    seq, comp, pos = stream.seq.tolist(), stream.comp.tolist(), stream.pos.tolist()
+    seq, comp, pos = memoryview(stream.seq), memoryview(stream.comp), memoryview(stream.pos)
     start, target = waits.start, waits.target
     hb = HappensBefore(stream.spec.dma_queues, wait_counts(target))
     fold_clock, complete, trigger = hb.fold, hb.complete, hb.trigger
@@ -312,7 +313,9 @@ def reduce_table(stream: InstanceStream, table: DepTable, *, fold: str = LATEST_
     (:func:`needed_waits`)."""
     validate_options(fold, window, orders)
     resolved = stream.resolve(table)
-    waits = InstanceWaits(stream, resolved.ptr.tolist(), resolved.target.tolist(), resolved.row.tolist(), table)
+    # the resolved columns read in place (as lists: ~250 B an instance, this pass's peak)
+    waits = InstanceWaits(stream, memoryview(resolved.ptr), memoryview(resolved.target), memoryview(resolved.row),
+                          table)
     if window == "async":
         redundant, _, _ = redundant_waits_window(waits, fold)
     else:
