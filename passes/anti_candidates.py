@@ -92,7 +92,11 @@ Candidates = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 def _csr(b: np.ndarray, a: np.ndarray, bits: np.ndarray, n: int) -> Candidates:
     """Pairs merged per ``(b, a)`` (bits or-ed), by ``b`` then ``a`` descending."""
-    key, bits = merge_pairs(b.astype(np.int64) * n + (n - 1 - a.astype(np.int64)), bits)
+    key = b.astype(np.int64)  # b * n + (n - 1 - a), in place: one int64 column, not four at once
+    key *= n
+    key += n - 1
+    key -= a
+    key, bits = merge_pairs(key, bits)
     waiter = key // n
     return np.searchsorted(waiter, np.arange(n + 1)), n - 1 - key % n, bits
 
@@ -165,7 +169,8 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
         parts_a.append(extra[0]), parts_b.append(extra[1]), parts_bits.append(extra[2])
     if not parts_a:
         return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return _csr(np.concatenate(parts_b), np.concatenate(parts_a), np.concatenate(parts_bits).astype(np.int64),
+    # the rule bits fit a byte (seven of them): merged and sorted as bytes, not int64
+    return _csr(np.concatenate(parts_b), np.concatenate(parts_a), np.concatenate(parts_bits).astype(np.uint8),
                 len(stream))
 
 
