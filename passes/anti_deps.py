@@ -171,8 +171,8 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     # The stream's per-instance columns read in place (a memoryview indexes about as fast as a
     # list and holds nothing: as lists they were ~50 B an instance, this pass's peak, section
     # 2.9 of the performance notes); candidates and waits go to lists a chunk at a time.
-    instr = memoryview(stream.instr) if has_loops else range(len(stream))  # flat: instance = instruction
-    seq, comp, pos = memoryview(stream.seq), memoryview(stream.comp), memoryview(stream.pos)
+    instr = stream.columns("instr")[0] if has_loops else range(len(stream))  # flat: instance = instruction
+    seq, comp, pos = stream.columns("seq", "comp", "pos")
     hb = HappensBefore(stream.spec.dma_queues)
     added: AntiEdges = {}
     nearest: dict[tuple[int, int, bool], int] = {}  # (x, y, carried) -> distance of the dep added

@@ -223,7 +223,7 @@ def redundant_waits(waits: InstanceWaits, fold: str = LATEST_FIRST) -> bytearray
     """
     validate_options(fold)
     stream = waits.stream
-    seq, comp, pos = memoryview(stream.seq), memoryview(stream.comp), memoryview(stream.pos)
+    seq, comp, pos = stream.columns("seq", "comp", "pos")
     start, target = waits.start, waits.target
     hb = HappensBefore(stream.spec.dma_queues, wait_counts(target))
     fold_clock, complete, trigger = hb.fold, hb.complete, hb.trigger

@@ -82,8 +82,8 @@ def race_free(stream: InstanceStream, waits: Waits) -> bool:
     if not len(earlier):
         return True
     # the columns read in place: as lists they held ~60 B an instance at the check's peak
-    starts = start_clocks(memoryview(stream.seq), memoryview(stream.comp), memoryview(waits.ptr),
-                          memoryview(waits.target), stream.spec.dma_queues)
+    starts = start_clocks(*stream.columns("seq", "comp"), memoryview(waits.ptr), memoryview(waits.target),
+                          stream.spec.dma_queues)
     return bool((starts[later, stream.comp[earlier]] >= stream.pos[earlier]).all())
 
 
