@@ -90,12 +90,15 @@ def _cell_plan(stream: InstanceStream, cells: CellSpace, ca, dram: str, alias: s
 Candidates = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 
-def _csr(b: np.ndarray, a: np.ndarray, bits: np.ndarray, n: int) -> Candidates:
-    """Pairs merged per ``(b, a)`` (bits or-ed), by ``b`` then ``a`` descending."""
-    key = b.astype(np.int64)  # b * n + (n - 1 - a), in place: one int64 column, not four at once
+def _csr(pairs: list, n: int) -> Candidates:
+    """Pairs ``[b, a, bits]`` merged per ``(b, a)`` (bits or-ed), by ``b`` then ``a`` descending.
+    The list is emptied as the key is made: the caller keeps no column alive (at a million
+    instances each is megabytes, and this is the pass's peak)."""
+    bits = pairs.pop()
+    key = pairs.pop(0).astype(np.int64)  # b * n + (n - 1 - a), in place: one int64 column, not four at once
     key *= n
     key += n - 1
-    key -= a
+    key -= pairs.pop()
     key, bits = merge_pairs(key, bits)
     waiter = key // n
     return np.searchsorted(waiter, np.arange(n + 1)), n - 1 - key % n, bits
@@ -123,11 +126,22 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
             extra = (former, np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(ptr)), bits)
             kept &= ~aliased
     ev = access_events(stream, "space", templates=kept, per_tensor=True)
-    n = len(ev)
-    if not n:
+    if not len(ev):
         if extra is not None:
-            return _csr(extra[1], extra[0], extra[2], len(stream))
+            return _csr([extra[1], extra[0], extra[2]], len(stream))
         return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    pairs = _event_pairs(stream, ev, analyses, extra)  # its per-event columns are gone by now
+    del ev, extra  # (the events stay in the stream's cache when they are all of them)
+    if not pairs:
+        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return _csr(pairs, len(stream))
+
+
+def _event_pairs(stream: InstanceStream, ev, analyses: frozenset, extra: tuple | None) -> list:
+    """``[b, a, bits]``: the candidate pairs of the sorted events ``ev`` (instance ``b``
+    after ``a``, rule bits), and ``extra``'s; empty when there are none."""
+    n = len(ev)
+    temps = stream.templates
     # per-event columns in int32 (event and instance ids below 2**31), widened where keys combine
     inst = ev.inst
     tensor = np.fromiter((ca.tensor for ca in temps), np.int32, len(temps))[ev.template]
@@ -168,10 +182,9 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
     if extra is not None:
         parts_a.append(extra[0]), parts_b.append(extra[1]), parts_bits.append(extra[2])
     if not parts_a:
-        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return []
     # the rule bits fit a byte (seven of them): merged and sorted as bytes, not int64
-    return _csr(np.concatenate(parts_b), np.concatenate(parts_a), np.concatenate(parts_bits).astype(np.uint8),
-                len(stream))
+    return [np.concatenate(parts_b), np.concatenate(parts_a), np.concatenate(parts_bits).astype(np.uint8)]
 
 
 def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),
@@ -287,4 +300,4 @@ def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum
             out_a.append(a)
             out_b.append(b)
             out_bits.append(bits)
-    return _csr(np.asarray(out_b, np.int64), np.asarray(out_a, np.int64), np.asarray(out_bits, np.int64), len(stream))
+    return _csr([np.asarray(out_b, np.int64), np.asarray(out_a, np.int64), np.asarray(out_bits, np.int64)], len(stream))

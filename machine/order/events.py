@@ -154,9 +154,16 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
     # Rows x runs: each (instance, template) over the template's runs.
     first_run = np.searchsorted(run_t, np.arange(len(temps) + 1))
     nruns = (first_run[1:] - first_run[:-1])[tmpl]
-    row = np.repeat(np.arange(len(tmpl)), nruns)
-    r = first_run[tmpl[row]] + (np.arange(len(row)) - np.repeat(np.cumsum(nruns) - nruns, nruns))
-    ev_inst, ev_tmpl, ev_slot = inst[row], tmpl[row], slot[row]
+    if (nruns == 1).all():  # one run per template (whole tiles, contiguous rows): a row is its run's row
+        row, r = None, first_run[tmpl]
+        ev_inst, ev_tmpl, ev_slot = inst.astype(np.int32), tmpl.astype(np.int32), slot.astype(np.int32)
+        del inst, slot  # the int64 rows: ~8 B per row each, at what was this function's peak
+    else:
+        row = np.repeat(np.arange(len(tmpl)), nruns)
+        r = first_run[tmpl[row]] + (np.arange(len(row)) - np.repeat(np.cumsum(nruns) - nruns, nruns))
+        ev_inst, ev_tmpl, ev_slot = inst[row], tmpl[row], slot[row]
+        del inst, slot
+    del nruns
     moving_rows = bool(moving_parts.any())
     if not moving_rows and not delta.any():  # no byte moves: boundaries are the runs' (far fewer than rows)
         used = np.bincount(r, minlength=len(run_t)) > 0
@@ -166,7 +173,9 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         run_s = np.searchsorted(bounds, lo_key)
         s_lo, span = run_s[r], (np.searchsorted(bounds, hi_key) - run_s)[r]
     else:
-        g, lo, hi = run_g[r], run_lo[r] + delta[row], run_hi[r] + delta[row]
+        shift = delta if row is None else delta[row]
+        g, lo, hi = run_g[r], run_lo[r] + shift, run_hi[r] + shift
+        del shift
         if moving_rows:  # partitions that move with a loop: atoms per instance, in Python (rare)
             extra = _moving_rows(stream, wanted & moving_parts, by, of_mask, group)
             ev_inst, ev_tmpl, ev_slot, g, lo, hi = (np.concatenate([a, b]) for a, b in
@@ -178,7 +187,7 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         s_lo = np.searchsorted(bounds, lo_key)
         span = np.searchsorted(bounds, hi_key) - s_lo
         del g, lo, hi
-    del row, r, inst, tmpl, slot, delta, lo_key, hi_key  # the rows' columns: ~8 B per row each
+    del row, r, tmpl, delta, lo_key, hi_key  # the rows' columns: ~8 B per row each
     # From here on every column is per event and int32 (ids below 2**31; users widen before
     # combining keys): 13 B per event kept, and each reordering below rebinds one column at a
     # time, so only one old column is alive beside the new ones (performance notes, section 2.9).
@@ -190,7 +199,8 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         ev_inst, ev_tmpl, ev_slot = ev_inst[rep], ev_tmpl[rep], ev_slot[rep]
         del rep
     del s_lo, span
-    ev_inst, ev_tmpl, ev_slot = ev_inst.astype(np.int32), ev_tmpl.astype(np.int32), ev_slot.astype(np.int32)
+    ev_inst, ev_tmpl, ev_slot = (ev_inst.astype(np.int32, copy=False), ev_tmpl.astype(np.int32, copy=False),
+                                 ev_slot.astype(np.int32, copy=False))
     write = cols.write[ev_tmpl]
     if len(seg) and np.any(ev_slot[1:] < ev_slot[:-1]):  # ties broken by slot: rows in slot order first
         by_slot = np.argsort(ev_slot, kind="stable")
