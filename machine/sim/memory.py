@@ -41,7 +41,7 @@ group's tensors share their first bytes).  Groups follow each other in name orde
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
 
@@ -247,10 +247,17 @@ def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Ge
     return rng.uniform(-1.0, 1.0, size=count).astype(np.float32).astype(dtype)
 
 
-def _pattern(data_seed: int, space: int, rows: int, row: int) -> np.ndarray:
+def _pattern(data_seed: int, space: int, rows: int, row: int,
+             written: Sequence[tuple[int, int]] = ()) -> np.ndarray:
     """The seeded uninitialised bytes of one memory: row ``p`` drawn from its own stream, so a
-    byte's value does not depend on how long the rows are."""
+    byte's value does not depend on how long the rows are.
+
+    ``written`` (one row only: DRAM): byte ranges ``[lo, hi)`` the caller overwrites next (the
+    inputs); they are left undrawn, the generator jumping over them, so that the bytes around
+    them are the stream's all the same (a 4096^3 matmul's two 32 MB inputs, issue 31)."""
     words = -(-row // 8)
+    if rows == 1 and written:
+        return _pattern_around(data_seed, space, row, written)
     if rows == 1:  # DRAM: the drawn buffer is the memory (no second copy of ~100 MB)
         drawn = _row_bytes(data_seed, space, 0, words)
         out = drawn if words * 8 == row else drawn[:row].copy()
@@ -262,12 +269,30 @@ def _pattern(data_seed: int, space: int, rows: int, row: int) -> np.ndarray:
     return out
 
 
-def _row_bytes(data_seed: int, space: int, p: int, words: int) -> np.ndarray:
+def _pattern_around(data_seed: int, space: int, row: int, written: Sequence[tuple[int, int]]) -> np.ndarray:
+    """One row of the pattern with the bytes of ``written`` left as they come (uninitialised):
+    each gap between them drawn from the row's stream advanced to the gap's first 64-bit word
+    (``PCG64.advance``: as if the words before had been drawn)."""
+    out = np.empty(row, np.uint8)
+    start = 0
+    for lo, hi in sorted(written) + [(row, row)]:
+        if lo > start:  # a gap [start, lo) nobody writes
+            first, last = start // 8, -(-lo // 8)
+            drawn = _row_bytes(data_seed, space, 0, last - first, skip=first)
+            out[start:lo] = drawn[start - 8 * first:lo - 8 * first]
+            out[start:lo] &= np.uint8(UNINITIALISED_BYTE_LIMIT - 1)
+        start = max(start, hi)
+    return out
+
+
+def _row_bytes(data_seed: int, space: int, p: int, words: int, skip: int = 0) -> np.ndarray:
     """The bytes ``rng.bytes(row)`` gives for row ``p`` (numpy draws them as little-endian
     uint32s, two from each 64-bit output of the generator, low half first), read as the raw
     64-bit outputs: a fifth of the time for a DRAM of 100 MB (issue 31).  Held to
     ``rng.bytes`` by ``tests/unit/test_functional_fast_paths.py``."""
     generator = np.random.default_rng([data_seed, 0x5EED, space, p]).bit_generator
+    if skip:
+        generator.advance(skip)
     return generator.random_raw(words).astype("<u8", copy=False).view(np.uint8)
 
 
@@ -284,15 +309,15 @@ def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
         if tensor is None or tensor.memory != MemoryKind.DRAM or tensor.role not in ("input", "output"):
             raise ProgramError(f"inputs.{name}", "names no DRAM tensor with role 'input' or 'output'")
     layout = DramLayout.of(program)
+    given = [name for name in sorted(program.tensors) if program.tensors[name].memory == MemoryKind.DRAM
+             and (program.tensors[name].role == "input" or name in inputs)]
+    written = [(layout.base[name], layout.base[name] + program.tensors[name].bytes_per_partition) for name in given]
     spaces = [_pattern(data_seed, 0, spec.sbuf_partitions, layout.sbuf_row),
               _pattern(data_seed, 1, spec.sbuf_partitions, layout.psum_row),
-              _pattern(data_seed, 2, 1, layout.size)]
+              _pattern(data_seed, 2, 1, layout.size, written)]
     values_rng = np.random.default_rng([data_seed, 0x1A7A])
-    for name in sorted(program.tensors):
-        tensor = program.tensors[name]
-        if tensor.memory != MemoryKind.DRAM or not (tensor.role == "input" or name in inputs):
-            continue
-        values = _input_values(tensor, inputs.get(name), values_rng)
+    for name in given:
+        values = _input_values(program.tensors[name], inputs.get(name), values_rng)
         base = layout.base[name]
         spaces[2][base:base + values.nbytes] = values.view(np.uint8)
     return Memory(spaces, layout, spec.sbuf_partitions, data_seed)

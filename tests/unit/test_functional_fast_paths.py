@@ -164,3 +164,36 @@ def test_views_and_costs_found_by_identity_equal_fresh_ones_on_a_flattened_kerne
     for k, instr in enumerate(instrs):
         assert fast.of(k) == plan.views(k, layout), instr.name
         assert memo(instr) == instruction_cost(instr, program.tensors, plan.spec), instr.name
+
+
+def test_dram_drawn_around_the_inputs_is_the_pattern_the_inputs_were_written_over():
+    """The DRAM pattern under the inputs is not drawn (the generator jumps over it); every
+    byte is what drawing it all and writing the inputs over it gives: gaps at odd addresses,
+    overlapping inputs, an output given initial values, an alias group."""
+    from neuronsim.machine.formats.program_json import parse_program
+    from neuronsim.machine.model.presets import resolve_machine
+    from neuronsim.machine.sim.memory import DramLayout, UNINITIALISED_BYTE_LIMIT, _pattern
+
+    doc = {"format": "neuronsim.program/1", "tensors": {
+        "a": {"memory": "dram", "dtype": "float32", "shape": [13], "address": 3, "role": "input"},
+        "b": {"memory": "dram", "dtype": "bfloat16", "shape": [9], "address": 40, "role": "input"},
+        "c": {"memory": "dram", "dtype": "int8", "shape": [21], "address": 50, "role": "input"},
+        "y": {"memory": "dram", "dtype": "float32", "shape": [7], "address": 101, "role": "output"},
+        "z": {"memory": "dram", "dtype": "float32", "shape": [5], "address": 160, "role": "output"},
+        "g": {"memory": "dram", "dtype": "float32", "shape": [8], "alias": "G", "role": "input"},
+        "w": {"memory": "dram", "dtype": "float32", "shape": [4], "address": 44, "role": "input"}},
+        "body": []}
+    program = parse_program(doc)
+    spec = resolve_machine(program.machine)
+    y = np.arange(7, dtype=np.float32)
+    for seed in (0, 5):
+        memory = initial_memory(program, spec, data_seed=seed, inputs={"y": y})
+        layout = DramLayout.of(program)
+        expected = _pattern(seed, 2, 1, layout.size)
+        for name in ("a", "b", "c", "g", "w", "y"):  # b, c and w overlap: the bytes are the last's
+            base, raw = layout.base[name], memory.tensor_bytes(program.tensors[name])
+            expected[base:base + len(raw)] = np.frombuffer(raw, np.uint8)
+        assert np.array_equal(memory.spaces[2], expected)
+        z = layout.base["z"]  # an output nobody gave: the stream's bytes, masked
+        assert memory.spaces[2][z:z + 20].max() < UNINITIALISED_BYTE_LIMIT
+        assert np.array_equal(memory.spaces[2][:3], expected[:3])
