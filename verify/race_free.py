@@ -39,30 +39,37 @@ def neighbour_pairs(seg: np.ndarray, inst: np.ndarray, write: np.ndarray) -> tup
     n = len(seg)
     if not n:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    # each per-event column is let go as soon as the next one is made from it (at a million
+    # instances each is megabytes, and this is the check's peak: performance notes 2.9)
     idx = np.arange(n, dtype=np.int32)  # event positions below 2**31: half the bytes of each column below
     start = np.ones(n, bool)
     start[1:] = seg[1:] != seg[:-1]
     seg_first = np.maximum.accumulate(np.where(start, idx, 0))
-    end = np.ones(n, bool)
-    end[:-1] = seg[1:] != seg[:-1]
-    seg_last = np.minimum.accumulate(np.where(end, idx, n)[::-1])[::-1]
+    del start
     # the last write strictly before each event, inside its segment
     last_w = np.maximum.accumulate(np.where(write, idx, -1))
     prev_w = np.empty(n, np.int32)
     prev_w[0] = -1
     prev_w[1:] = last_w[:-1]
+    del last_w
     has_prev = prev_w >= seg_first
+    del seg_first
+    end = np.ones(n, bool)
+    end[:-1] = seg[1:] != seg[:-1]
+    seg_last = np.minimum.accumulate(np.where(end, idx, n)[::-1])[::-1]
+    del end
     # the first write strictly after each read, inside its segment
-    next_w_incl = np.minimum.accumulate(np.where(write, idx, n)[::-1])[::-1]
     next_w = np.full(n, n, np.int32)
-    next_w[:-1] = next_w_incl[1:]
-    read = ~write
-    has_next = read & (next_w <= seg_last)
+    next_w[:-1] = np.minimum.accumulate(np.where(write, idx, n)[::-1])[::-1][1:]
+    del idx
+    has_next = ~write & (next_w <= seg_last)
+    del seg_last
     nxt = np.where(has_next, next_w, 0)
+    del next_w
     has_next &= inst[nxt] != inst  # a read-modify-write's own write: the next write checks it
-    earlier = np.concatenate([inst[prev_w[has_prev]], inst[has_next]]).astype(np.int64, copy=False)
-    later = np.concatenate([inst[has_prev], inst[nxt[has_next]]]).astype(np.int64, copy=False)
-    return earlier, later  # int64 whatever ``inst`` holds: callers combine them into keys
+    earlier = np.concatenate([inst[prev_w[has_prev]], inst[has_next]])
+    later = np.concatenate([inst[has_prev], inst[nxt[has_next]]])
+    return earlier, later  # of ``inst``'s dtype (the events' int32): keys are widened where made
 
 
 def race_free(stream: InstanceStream, waits: Waits) -> bool:
@@ -104,14 +111,23 @@ def not_waited_on(stream: InstanceStream, waits: Waits, earlier: np.ndarray, lat
     if not len(earlier) or not len(waits.target):
         return earlier, later
     n = len(stream)
-    waiter = np.repeat(np.arange(n, dtype=np.int64), np.diff(waits.ptr))
-    wait_key = waiter * n + (n - 1 - waits.target.astype(np.int64))  # ascending: rows by waiter, latest first
+    # keys made in place, one int64 column each (at the check's peak, performance notes 2.9)
+    wait_key = np.repeat(np.arange(n, dtype=np.int64), np.diff(waits.ptr))  # the waiter of each wait
+    wait_key *= n
+    wait_key += n - 1
+    wait_key -= waits.target  # waiter * n + (n - 1 - target): rows by waiter, latest first
     if np.any(wait_key[1:] < wait_key[:-1]):
-        wait_key = np.sort(wait_key)
+        wait_key.sort()
     # Sorted first: a binary search per pair in random order misses the cache at every step
     # once the keys outgrow it (4x slower at 1e6 instances); ascending needles walk the keys
     # nearly in order, and the caller's gathers over the start clocks (by later) do too.
-    pair_key = np.sort(later * n + (n - 1 - earlier))
-    at = np.minimum(np.searchsorted(wait_key, pair_key), len(wait_key) - 1)
+    pair_key = later.astype(np.int64)
+    pair_key *= n
+    pair_key += n - 1
+    pair_key -= earlier
+    pair_key.sort()
+    at = np.searchsorted(wait_key, pair_key)
+    np.minimum(at, len(wait_key) - 1, out=at)
     pair_key = pair_key[wait_key[at] != pair_key]
+    del at
     return n - 1 - pair_key % n, pair_key // n
