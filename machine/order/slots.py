@@ -12,7 +12,7 @@ layout and recompiles its templates
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from itertools import chain, count
+from itertools import chain, count, repeat
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -64,7 +64,7 @@ class SlotLayout(NamedTuple):
     template_x: list[int]
     """Per template: the first instruction using it."""
     slot_x: np.ndarray
-    """Per slot: its instruction."""
+    """Per slot: its instruction (int32 below 2**31 slots, as ``slot_t``)."""
     slot_t: np.ndarray
     """Per slot: its template."""
 
@@ -83,7 +83,9 @@ def lay_out_slots(instrs: Sequence[Instruction]) -> SlotLayout:
     n_reads = np.fromiter(map(len, reads), np.int64, len(reads))
     counts = n_reads + np.fromiter(map(len, writes), np.int64, len(writes))
     n = int(counts.sum())
-    slot_x = np.repeat(np.arange(len(instrs), dtype=np.int64), counts)
+    # the two per-slot columns the stream keeps are int32 below 2**31 slots (half the bytes)
+    ids = np.int32 if n < 2**31 else np.int64
+    slot_x = np.repeat(np.arange(len(instrs), dtype=ids), counts)
     within = np.arange(n, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
     is_write = within >= n_reads[slot_x]
     first_slot = np.empty(n, np.int64)  # per slot: the first slot with its value and direction
@@ -107,7 +109,7 @@ def lay_out_slots(instrs: Sequence[Instruction]) -> SlotLayout:
     is_first = np.zeros(n, bool)
     is_first[first_slot] = True
     first = np.flatnonzero(is_first)  # template t's first slot; numbered in document order
-    slot_t = (np.cumsum(is_first) - 1)[first_slot]
+    slot_t = (np.cumsum(is_first) - 1).astype(ids)[first_slot]
     template_write = is_write[first].tolist()
     accesses = [by_direction[w][k] for w, k in zip(template_write, local[first].tolist())]
     return SlotLayout(accesses, template_write, slot_x[first].tolist(), slot_x, slot_t)
@@ -180,3 +182,37 @@ def compile_access(access: Access, is_write: bool, tensor: Tensor, tensor_id: in
     return CompiledAccess(is_write, tensor_id, fp.space, fp.memory, fp.partitions, fp.bytes,
                           shifts, pshifts, rotation, access)
 
+
+
+class Repeated(Sequence):
+    """``[value] * n`` without its ``n`` pointers: a flat program's per-instruction constants
+    (no loops, one instance, no tail), 8 B an instruction each as lists (performance notes 2.9).
+
+    >>> same = Repeated((), 3)
+    >>> len(same), same[2], list(same), same[-1] is same[0]
+    (3, (), [(), (), ()], True)
+    >>> same[3]
+    Traceback (most recent call last):
+    IndexError: index 3 out of range for 3 items
+    """
+
+    __slots__ = ("value", "n")
+
+    def __init__(self, value: object, n: int) -> None:
+        self.value, self.n = value, n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.value] * len(range(*i.indices(self.n)))
+        if not -self.n <= i < self.n:
+            raise IndexError(f"index {i} out of range for {self.n} items")
+        return self.value
+
+    def __iter__(self):
+        return repeat(self.value, self.n)
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        return np.full(self.n, self.value, dtype)

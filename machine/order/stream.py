@@ -46,7 +46,7 @@ from neuronsim.machine.order.deptable import DepTable, dep_table
 from neuronsim.machine.model.geometry import ByteSet
 from neuronsim.machine.ir.program import SEQUENCERS, Instruction, Loop, Node, Program, loop_nest
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
-from neuronsim.machine.order.slots import CompiledAccess, SlotLayout, compile_templates, lay_out_slots
+from neuronsim.machine.order.slots import CompiledAccess, Repeated, SlotLayout, compile_templates, lay_out_slots
 
 __all__ = ["InstanceStream", "Waits", "CompiledAccess", "instance_name", "component_names", "NUM_SEQUENCERS",
            "stream_of"]
@@ -173,9 +173,10 @@ class InstanceStream:
         else:  # flat: instance = instruction, laid out without the walk
             order = None
             instrs.extend(structure.body)
-            self.loops_of = loops_of = [()] * len(instrs)
+            # constants, not lists: a list holds 8 B per instruction (~40 B for the five of them)
+            self.loops_of = loops_of = Repeated((), len(instrs))
             self.first = first = range(len(instrs))  # a list would hold ~40 B per instruction
-            self.spans = spans = [()] * len(instrs)
+            self.spans = spans = Repeated((), len(instrs))
             seq_x = np.fromiter(map(_SEQ.__getitem__, map(_ENGINE, instrs)), np.int32, len(instrs))
             queues = list(map(_QUEUE, instrs))
             component = {q: -1 if q is None else queue_base + int(q[3:]) for q in set(queues)}
@@ -189,7 +190,8 @@ class InstanceStream:
         self.dma_x = self.comp_x >= queue_base
         self.instr = np.arange(self.n, dtype=np.int32) if order is None else order.astype(np.int32)
         if order is None:
-            self.trips, self.count, self.tail, self.last = [()] * self.m, [1] * self.m, [(0,)] * self.m, first
+            self.trips, self.count, self.tail = Repeated((), self.m), Repeated(1, self.m), Repeated((0,), self.m)
+            self.last = first
         else:
             self.trips = [tuple(loop.trip_count for loop in loops) for loops in loops_of]
             self.count = [int(np.prod(t)) if t else 1 for t in self.trips]
