@@ -139,52 +139,81 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
 
 def _event_pairs(stream: InstanceStream, ev, analyses: frozenset, extra: tuple | None) -> list:
     """``[b, a, bits]``: the candidate pairs of the sorted events ``ev`` (instance ``b``
-    after ``a``, rule bits), and ``extra``'s; empty when there are none."""
+    after ``a``, rule bits), and ``extra``'s; empty when there are none.
+
+    Every per-event column is let go once the pairs it finds are made, and the pairs are
+    gathered into their three columns a part at a time: at 1e7 instructions this is the
+    pass's peak (performance notes 2.9)."""
     n = len(ev)
-    temps = stream.templates
     # per-event columns in int32 (event and instance ids below 2**31), widened where keys combine
-    inst = ev.inst
-    tensor = np.fromiter((ca.tensor for ca in temps), np.int32, len(temps))[ev.template]
+    inst, write = ev.inst, ev.write
     alias = np.fromiter((isinstance(key, tuple) and key[0] == "alias" for key, _ in ev.groups), bool, len(ev.groups))
-    source = np.where(alias[ev.seg_group[ev.seg]], np.int32(ALIAS), np.int32(EXACT))
+
+    def source(e: np.ndarray) -> np.ndarray | int:  # how events ``e``'s segments were bucketed
+        return np.where(alias[ev.seg_group[ev.seg[e]]], np.int32(ALIAS), np.int32(EXACT)) if alias.any() else EXACT
+
     idx = np.arange(n, dtype=np.int32)
     starts = np.ones(n, bool)
     starts[1:] = ev.seg[1:] != ev.seg[:-1]
-    seg_first = np.maximum.accumulate(np.where(starts, idx, 0))
-    prev_w = np.maximum.accumulate(np.where(ev.write, idx, -1))
-    prev_w[ev.write] = np.concatenate([[-1], prev_w[:-1]])[ev.write]  # strictly before a write
-    has_prev = prev_w >= seg_first
-    parts_a, parts_b, parts_bits = [], [], []
-    if "waw" in analyses:
-        w = np.flatnonzero(ev.write & has_prev)
-        w = w[inst[prev_w[w]] != inst[w]]  # an instance's second write to a segment
-        parts_a.append(inst[prev_w[w]]), parts_b.append(inst[w]), parts_bits.append(OUTPUT | source[w])
-    if "raw-reuse" in analyses or "raw" in analyses:
-        r = np.flatnonzero(~ev.write & has_prev)
-        other = tensor[prev_w[r]] != tensor[r]
-        r, other = (r, other) if "raw" in analyses else (r[other], other[other])
-        parts_a.append(inst[prev_w[r]]), parts_b.append(inst[r])
-        parts_bits.append(np.where(other, FLOW_REUSE, FLOW_SAME) | source[r])
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (b, a, bits)
+    if {"waw", "raw-reuse", "raw"} & analyses:
+        prev_w = np.maximum.accumulate(np.where(write, idx, -1))
+        prev_w[write] = np.concatenate([[-1], prev_w[:-1]])[write]  # strictly before a write
+        has_prev = prev_w >= np.maximum.accumulate(np.where(starts, idx, 0))  # inside the segment
+        if "waw" in analyses:
+            w = np.flatnonzero(write & has_prev)
+            w = w[inst[prev_w[w]] != inst[w]]  # an instance's second write to a segment
+            parts.append((inst[w], inst[prev_w[w]], OUTPUT | source(w)))
+            del w
+        if "raw-reuse" in analyses or "raw" in analyses:
+            r = np.flatnonzero(~write & has_prev)
+            tensor = np.fromiter((ca.tensor for ca in stream.templates), np.int32, len(stream.templates))
+            other = tensor[ev.template[prev_w[r]]] != tensor[ev.template[r]]
+            r, other = (r, other) if "raw" in analyses else (r[other], other[other])
+            parts.append((inst[r], inst[prev_w[r]], np.where(other, FLOW_REUSE, FLOW_SAME) | source(r)))
+            del r, other
+        del prev_w, has_prev
     if "war" in analyses:
-        ends = np.append(np.flatnonzero(starts)[1:], n)
-        seg_end = np.repeat(ends, np.diff(np.append(np.flatnonzero(starts), n)))
-        next_w = np.minimum.accumulate(np.where(ev.write, idx, n)[::-1])[::-1]
-        r = np.flatnonzero(~ev.write & (next_w < seg_end))
+        first = np.flatnonzero(starts)
+        del starts
+        seg_end = np.repeat(np.append(first[1:], n).astype(np.int32), np.diff(np.append(first, n)))
+        del first
+        next_w = np.minimum.accumulate(np.where(write, idx, n)[::-1])[::-1]
+        del idx
+        r = np.flatnonzero(~write & (next_w < seg_end))
+        del seg_end
         # the latest read of each component before the write (rules 1 and 3 order the others)
-        key = next_w[r].astype(np.int64) * stream.width + stream.comp[inst[r]]
+        key = next_w[r].astype(np.int64)
+        key *= stream.width
+        key += stream.comp[inst[r]]
         order = np.lexsort((r, key))
         key, r = key[order], r[order]
+        del order
         r = r[np.append(key[1:] != key[:-1], True)] if len(r) else r  # the last read of each (write, component)
+        del key
         w = next_w[r]
+        del next_w
         mine = inst[r] != inst[w]
         r, w = r[mine], w[mine]
-        parts_a.append(inst[r]), parts_b.append(inst[w]), parts_bits.append(ANTI | source[w])
+        parts.append((inst[w], inst[r], ANTI | source(w)))
+        del r, w, mine
     if extra is not None:
-        parts_a.append(extra[0]), parts_b.append(extra[1]), parts_bits.append(extra[2])
-    if not parts_a:
+        parts.append((extra[1], extra[0], extra[2]))
+    if not parts:
         return []
-    # the rule bits fit a byte (seven of them): merged and sorted as bytes, not int64
-    return [np.concatenate(parts_b), np.concatenate(parts_a), np.concatenate(parts_bits).astype(np.uint8)]
+    # one column at a time, each part dropped once copied; the rule bits fit a byte (seven of
+    # them): merged and sorted as bytes, not int64
+    sizes = [len(b) for b, _a, _bits in parts]  # (a part's bits may be one value for all its pairs)
+    out = []
+    for k, dtype in ((0, np.result_type(*(p[0] for p in parts))), (1, np.result_type(*(p[1] for p in parts))),
+                     (2, np.uint8)):
+        column, at = np.empty(sum(sizes), dtype), 0
+        for m, (part, size) in enumerate(zip(parts, sizes)):
+            column[at:at + size] = part[k]
+            at += size
+            parts[m] = part[:k] + (None,) + part[k + 1:]
+        out.append(column)
+    return out
 
 
 def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum", "dram"}),

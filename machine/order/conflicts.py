@@ -85,7 +85,9 @@ def pair_kinds(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarr
         return np.zeros(0, np.int64)
     ev = access_events(stream, "space")
     n = len(stream)
-    key = ev.seg.astype(np.int64) * n + ev.inst  # sorted: events are by segment, then instance
+    key = ev.seg.astype(np.int64)  # seg * n + inst, in place; sorted: events are by segment, then instance
+    key *= n
+    key += ev.inst
     flag = np.where(ev.write, np.int8(2), np.int8(1))
     first = np.ones(len(key), bool)
     first[1:] = key[1:] != key[:-1]
@@ -107,23 +109,36 @@ def pair_kinds(stream: InstanceStream, a: np.ndarray, b: np.ndarray) -> np.ndarr
     del inst_sorted
     count = hi - lo
     pair = np.repeat(np.arange(len(a)), count)
-    row = by_inst[np.repeat(lo, count) + (np.arange(len(pair)) - np.repeat(np.cumsum(count) - count, count))]
-    del by_inst, lo, hi, count
-    seg = keys[row] // n
+    # lo[k] + j for the j-th event of pair k: each pair's offset repeated, plus a running index
+    lo -= np.cumsum(count) - count
+    row = np.repeat(lo, count)
+    del lo, hi
+    row += np.arange(len(row))
+    row = by_inst[row]
+    del by_inst, count
+    wanted = keys[row]  # (the segment of b's event, a): seg * n + a, made in place
     b_flag = flags[row]
     del row
-    wanted = seg * n + a[pair]
-    del seg
+    wanted //= n
+    wanted *= n
+    wanted += a[pair]
     # Looked up in sorted order: each search starts where the last one ended and walks memory
     # forwards (random needles cost a cache miss a step: 4x the time at 1e6).
     order = np.argsort(wanted)
-    at = np.empty(len(wanted), np.int64)
-    at[order] = np.searchsorted(keys, wanted[order])
+    wanted = wanted[order]
+    at = np.searchsorted(keys, wanted)
     np.minimum(at, len(keys) - 1, out=at)
-    a_flag = np.where(keys[at] == wanted, flags[at], 0)
+    found = np.where(keys[at] == wanted, flags[at], np.int8(0))
+    del wanted, at
+    a_flag = np.empty(len(found), np.int8)
+    a_flag[order] = found
+    del order, found
     a_writes, a_reads = (a_flag & 2) > 0, (a_flag & 1) > 0
     b_writes, b_reads = (b_flag & 2) > 0, (b_flag & 1) > 0
-    kind = np.where(a_writes & b_reads, 4, np.where(a_writes & b_writes, 3, np.where(a_reads & b_writes, 2, 0)))
+    kind = np.zeros(len(a_flag), np.int8)  # the strongest kind wins: assigned weakest first
+    kind[a_reads & b_writes] = 2
+    kind[a_writes & b_writes] = 3
+    kind[a_writes & b_reads] = 4
     out = np.zeros(len(a), np.int64)
     np.maximum.at(out, pair, kind)
     return out
