@@ -26,6 +26,10 @@ from neuronsim.machine.order.stream import InstanceStream, Waits
 
 __all__ = ["race_free", "neighbour_pairs", "open_pairs", "not_waited_on"]
 
+#: Pairs looked up or compared at once: a per-pair column of the whole program is megabytes
+#: at a million instructions, and the check's peak is made of them (performance notes 2.9).
+_CHUNK = 1 << 20
+
 
 def neighbour_pairs(seg: np.ndarray, inst: np.ndarray, write: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(earlier, later)`` instance pairs that must be ordered for a race-free program: each
@@ -84,14 +88,22 @@ def race_free(stream: InstanceStream, waits: Waits) -> bool:
     if any(isinstance(ca.space, tuple) for ca in stream.templates):
         return False
     ev = access_events(stream, "space")
-    earlier, later = open_pairs(stream, *neighbour_pairs(ev.seg, ev.inst, ev.write))
-    earlier, later = not_waited_on(stream, waits, earlier, later)
+    pairs = list(open_pairs(stream, *neighbour_pairs(ev.seg, ev.inst, ev.write)))
+    if len(waits.target):  # the pairs are let go as their keys are made (the check's peak)
+        earlier, later = _unwaited(waits, _pair_keys(pairs, len(stream)), len(stream))
+    else:
+        earlier, later = pairs
     if not len(earlier):
         return True
     # the columns read in place: as lists they held ~60 B an instance at the check's peak
     starts = start_clocks(*stream.columns("seq", "comp"), memoryview(waits.ptr), memoryview(waits.target),
                           stream.spec.dma_queues)
-    return bool((starts[later, stream.comp[earlier]] >= stream.pos[earlier]).all())
+    comp, pos = stream.comp, stream.pos
+    for lo in range(0, len(later), _CHUNK):  # a chunk of pairs at a time: the gathers are per pair
+        e, y = earlier[lo:lo + _CHUNK], later[lo:lo + _CHUNK]
+        if not (starts[y, comp[e]] >= pos[e]).all():
+            return False
+    return True
 
 
 def open_pairs(stream: InstanceStream, earlier: np.ndarray, later: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -110,7 +122,25 @@ def not_waited_on(stream: InstanceStream, waits: Waits, earlier: np.ndarray, lat
     ordered by ``later``, then latest ``earlier`` first (as given when nothing waits)."""
     if not len(earlier) or not len(waits.target):
         return earlier, later
-    n = len(stream)
+    return _unwaited(waits, _pair_keys([earlier, later], len(stream)), len(stream))
+
+
+def _pair_keys(pairs: list, n: int) -> np.ndarray:
+    """``later * n + (n - 1 - earlier)`` of ``pairs = [earlier, later]``, sorted, made in place;
+    the list is emptied as the key is made, so that nothing else holds the pair columns."""
+    pair_key = pairs.pop().astype(np.int64)
+    pair_key *= n
+    pair_key += n - 1
+    pair_key -= pairs.pop()
+    pair_key.sort()
+    return pair_key
+
+
+def _unwaited(waits: Waits, pair_key: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The pairs of the sorted ``pair_key`` (:func:`_pair_keys`) that no wait names, as
+    ``(earlier, later)``."""
+    if not len(pair_key):
+        return pair_key, pair_key
     # keys made in place, one int64 column each (at the check's peak, performance notes 2.9)
     wait_key = np.repeat(np.arange(n, dtype=np.int64), np.diff(waits.ptr))  # the waiter of each wait
     wait_key *= n
@@ -121,13 +151,15 @@ def not_waited_on(stream: InstanceStream, waits: Waits, earlier: np.ndarray, lat
     # Sorted first: a binary search per pair in random order misses the cache at every step
     # once the keys outgrow it (4x slower at 1e6 instances); ascending needles walk the keys
     # nearly in order, and the caller's gathers over the start clocks (by later) do too.
-    pair_key = later.astype(np.int64)
-    pair_key *= n
-    pair_key += n - 1
-    pair_key -= earlier
-    pair_key.sort()
-    at = np.searchsorted(wait_key, pair_key)
-    np.minimum(at, len(wait_key) - 1, out=at)
-    pair_key = pair_key[wait_key[at] != pair_key]
-    del at
-    return n - 1 - pair_key % n, pair_key // n
+    keep = np.empty(len(pair_key), bool)
+    for lo in range(0, len(pair_key), _CHUNK):  # a chunk of lookups at a time: no int64 index per pair
+        part = pair_key[lo:lo + _CHUNK]
+        at = np.searchsorted(wait_key, part)
+        np.minimum(at, len(wait_key) - 1, out=at)
+        keep[lo:lo + len(part)] = wait_key[at] != part
+    pair_key = pair_key[keep]
+    del keep
+    later = pair_key // n
+    pair_key %= n  # n - 1 - earlier, turned into earlier in place
+    np.subtract(n - 1, pair_key, out=pair_key)
+    return pair_key, later
