@@ -100,7 +100,8 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
     (segment, instance, direction, tensor) instead, ties in the order of the instruction's
     accesses (the last write event of an instance is its last write access there).
     ``keep=False`` neither reads nor fills the stream's cache (events asked for once: by tensor,
-    ``build-fdeps``; a cached set holds ~13 B per event for the stream's lifetime).
+    ``build-fdeps``; a cached set holds ~13 B per event for the stream's lifetime).  The
+    per-tensor set is dropped from the cache once the per-direction one is made from it.
     """
     temps = stream.templates
     if templates is not None and np.all(templates):
@@ -111,7 +112,9 @@ def access_events(stream: InstanceStream, by: str = "space", *, templates: np.nd
             cache = stream._event_cache = (temps, {})
         found = cache[1].get((by, per_tensor))
         if found is None and not per_tensor and (by, True) in cache[1]:
-            found = cache[1][(by, False)] = _per_direction(cache[1][(by, True)])
+            # derived, and the per-tensor set let go (~13 B an event held through the rest of
+            # the pipeline and the check): only anti-deps' candidates read it, and they come first
+            found = cache[1][(by, False)] = _per_direction(cache[1].pop((by, True)))
         if found is None:
             found = cache[1][(by, per_tensor)] = _access_events(stream, by, None, per_tensor)
         return found
@@ -156,7 +159,8 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
     nruns = (first_run[1:] - first_run[:-1])[tmpl]
     if (nruns == 1).all():  # one run per template (whole tiles, contiguous rows): a row is its run's row
         row, r = None, first_run[tmpl]
-        ev_inst, ev_tmpl, ev_slot = inst.astype(np.int32), tmpl.astype(np.int32), slot.astype(np.int32)
+        ev_inst, ev_tmpl = inst.astype(np.int32, copy=False), tmpl.astype(np.int32, copy=False)
+        ev_slot = slot.astype(np.int32)
         del inst, slot  # the int64 rows: ~8 B per row each, at what was this function's peak
     else:
         row = np.repeat(np.arange(len(tmpl)), nruns)
@@ -171,7 +175,12 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         hi_key = (run_g << _POS_BITS) + run_hi
         bounds = np.unique(np.concatenate([lo_key[used], hi_key[used]]))
         run_s = np.searchsorted(bounds, lo_key)
-        s_lo, span = run_s[r], (np.searchsorted(bounds, hi_key) - run_s)[r]
+        run_span = np.searchsorted(bounds, hi_key) - run_s
+        if len(r) and (run_span[used] == 1).all():  # each run one segment: the rows are the events
+            seg, s_lo, span = run_s.astype(np.int32)[r], None, None  # (no int64 column per row)
+        else:
+            s_lo, span = run_s[r], run_span[r]
+        del run_s, run_span
     else:
         shift = delta if row is None else delta[row]
         g, lo, hi = run_g[r], run_lo[r] + shift, run_hi[r] + shift
@@ -191,7 +200,9 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
     # From here on every column is per event and int32 (ids below 2**31; users widen before
     # combining keys): 13 B per event kept, and each reordering below rebinds one column at a
     # time, so only one old column is alive beside the new ones (performance notes, section 2.9).
-    if len(span) and (span == 1).all():  # each row one segment (whole tiles, say): the rows are the events
+    if span is None:  # found above: each row one segment
+        pass
+    elif len(span) and (span == 1).all():  # each row one segment (whole tiles, say): the rows are the events
         seg = s_lo.astype(np.int32)
     else:
         rep = np.repeat(np.arange(len(s_lo)), span)
