@@ -13,7 +13,12 @@ must bring under 8 GiB (issue 31, ``docs/performance-notes.md`` 2.9); the traced
 the process's own allocations, repeatable from run to run, where RSS adds the allocator's
 arenas.  ``tracemalloc`` slows the run about three times: 1e5 takes about a minute.
 
-Usage: ``.venv/bin/python bench/bench_pass_memory.py [N]`` (default 1e5).
+Walks that go a fixed number of instances or pairs at a time (``anti-deps``' chunks, the race
+check's lookups) hold the same bytes at any size, so at 1e5 they weigh a hundred times what they
+weigh at 1e7; ``--as-of 1e7`` shrinks those chunks by N / 1e7 to show each stage's peak in the
+proportions of that size (the figures of performance notes 2.9 are taken so).
+
+Usage: ``.venv/bin/python bench/bench_pass_memory.py [N] [--as-of M]`` (default 1e5).
 """
 
 from __future__ import annotations
@@ -73,6 +78,15 @@ class PeakWatch:
             time.sleep(0.0005)
 
 
+def scale_chunks(factor: float) -> None:
+    """The fixed chunks of the walks scaled by ``factor`` (at least 256 each)."""
+    import neuronsim.passes.anti_deps as anti_deps
+    import neuronsim.verify.race_free as race_free
+
+    for module in (anti_deps, race_free):
+        module._CHUNK = max(256, int(module._CHUNK * factor))
+
+
 def main(argv: list[str] | None = None) -> int:
     from neuronsim.passes import PassContext, PipelineState, run_passes
     from neuronsim.passes import runner
@@ -80,7 +94,11 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("size", nargs="?", default="1e5")
-    n = int(float(parser.parse_args(argv).size))
+    parser.add_argument("--as-of", default=None, help="show the peaks in the proportions of this size")
+    args = parser.parse_args(argv)
+    n = int(float(args.size))
+    if args.as_of is not None:
+        scale_chunks(n / float(args.as_of))
     program = synthetic_program(n)
     gc.collect()
     tracemalloc.start(1)

@@ -1,0 +1,106 @@
+"""Which stage of compile + check holds the peak resident memory: the RSS high-water mark per stage.
+
+Workload: ``bench_compile.py``'s synthetic program, the default pipeline with verification,
+then the race check, as ``bench_compile.py`` runs them.  A thread reads the process's resident
+set (``/proc/self/statm``) every 3 ms and keeps the highest reading of each stage (a pass, its
+verification, the check).  Printed per stage: that reading in MiB and in bytes per instruction,
+the program's own included (it is built first and printed first).
+
+Why beside ``bench_pass_memory.py``: that one traces Python's allocations at 1e5, which is
+repeatable but leaves out what the allocators keep; this one reads what ``bench_compile.py 1e7``
+is judged on (peak RSS under 8 GiB, issue 31) at the size itself, to say which stage to work on.
+A reading every 3 ms can miss a peak shorter than that: ``bench_compile.py``'s own figure
+(``getrusage``) runs ~100-150 MiB above this one's highest at 1e7.  Linux only.
+
+Usage: ``.venv/bin/python bench/bench_stage_rss.py [N]`` (default 1e6; 1e7 takes ~10 minutes
+and ~8 GiB).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import sys
+import threading
+import time
+
+from bench_compile import synthetic_program
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def resident() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * PAGE
+
+
+class StageWatch:
+    """A thread that keeps, per stage label, the highest resident set seen."""
+
+    def __init__(self) -> None:
+        self.stage = "build"
+        self.peaks: dict[str, int] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> StageWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        time.sleep(0.01)
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            now, stage = resident(), self.stage
+            if now > self.peaks.get(stage, 0):
+                self.peaks[stage] = now
+            time.sleep(0.003)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from neuronsim.passes import PassContext, PipelineState, run_passes, runner
+    from neuronsim.verify.racecheck import check_stream
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("size", nargs="?", default="1e6")
+    n = int(float(parser.parse_args(argv).size))
+    with StageWatch() as watch:
+        program = synthetic_program(n)
+        gc.collect()
+        built = resident()
+        verify, each = runner.verify_state, runner._each_pass
+
+        def verified(new, old, **kw):  # the stage is the pass's verification until it returns
+            watch.stage = "verify " + kw.get("after", "?")
+            return verify(new, old, **kw)
+
+        def labelled(value, passes, ctx, **kw):
+            advance = kw["advance"]
+
+            def run_one(p, state):
+                watch.stage = "pass " + p.name
+                return advance(p, state)
+            return each(value, passes, ctx, **{**kw, "advance": run_one})
+
+        runner.verify_state, runner._each_pass = verified, labelled
+        try:
+            state = run_passes(PipelineState.of(program), ctx=PassContext(verify=True))
+        finally:
+            runner.verify_state, runner._each_pass = verify, each
+        watch.stage = "check"
+        races = check_stream(state.stream, state.stream.resolve(state.deps)).races
+    print(f"N={n:,}: peak resident set per stage (the program's included), {len(races)} races")
+    print(f"  {'program built':28s} {built / 2**20:9,.0f} MiB {built / n:7.1f} B/instr")
+    for stage, peak in watch.peaks.items():
+        print(f"  {stage:28s} {peak / 2**20:9,.0f} MiB {peak / n:7.1f} B/instr")
+    highest = max(watch.peaks, key=watch.peaks.get)
+    print(f"  highest: {highest}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
