@@ -78,6 +78,37 @@ class PeakWatch:
             time.sleep(0.0005)
 
 
+def run_staged(program, enter, leave=lambda stage: None):
+    """The default pipeline with verification on ``program``; ``enter(stage)`` as each pass and
+    each verification starts (``"pass NAME"``, ``"verify NAME"``), ``leave(stage)`` as each
+    verification returns.  The last state.  (``bench_stage_rss.py`` labels its stages so too.)"""
+    from neuronsim.passes import PassContext, PipelineState, run_passes, runner
+
+    verify, each = runner.verify_state, runner._each_pass
+
+    def verified(new, old, **kw):  # the stage is the pass's verification until it returns
+        stage = "verify " + kw.get("after", "?")
+        enter(stage)
+        try:
+            return verify(new, old, **kw)
+        finally:
+            leave(stage)
+
+    def labelled(value, passes, ctx, **kw):
+        advance = kw["advance"]
+
+        def run_one(p, state):
+            enter("pass " + p.name)
+            return advance(p, state)
+        return each(value, passes, ctx, **{**kw, "advance": run_one})
+
+    runner.verify_state, runner._each_pass = verified, labelled
+    try:
+        return run_passes(PipelineState.of(program), ctx=PassContext(verify=True))
+    finally:
+        runner.verify_state, runner._each_pass = verify, each
+
+
 def scale_chunks(factor: float) -> None:
     """The fixed chunks of the walks scaled by ``factor`` (at least 256 each)."""
     import neuronsim.passes.anti_deps as anti_deps
@@ -88,8 +119,6 @@ def scale_chunks(factor: float) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from neuronsim.passes import PassContext, PipelineState, run_passes
-    from neuronsim.passes import runner
     from neuronsim.verify.racecheck import check_stream
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -104,29 +133,15 @@ def main(argv: list[str] | None = None) -> int:
     tracemalloc.start(1)
     held: dict[str, int] = {}
     with PeakWatch() as watch:
-        verify, each = runner.verify_state, runner._each_pass
+        def enter(stage: str) -> None:
+            if stage.startswith("verify "):  # what the pass left, before its verification
+                held["pass " + stage[7:]] = tracemalloc.get_traced_memory()[0]
+            watch.stage = stage
 
-        def verified(new, old, **kw):  # the stage is the pass's verification until it returns
-            held["pass " + kw.get("after", "?")] = tracemalloc.get_traced_memory()[0]
-            watch.stage = "verify " + kw.get("after", "?")
-            try:
-                return verify(new, old, **kw)
-            finally:
-                held[watch.stage] = tracemalloc.get_traced_memory()[0]
+        def leave(stage: str) -> None:
+            held[stage] = tracemalloc.get_traced_memory()[0]
 
-        def labelled(value, passes, ctx, **kw):
-            advance = kw["advance"]
-
-            def run_one(p, state):
-                watch.stage = "pass " + p.name
-                return advance(p, state)
-            return each(value, passes, ctx, **{**kw, "advance": run_one})
-
-        runner.verify_state, runner._each_pass = verified, labelled
-        try:
-            state = run_passes(PipelineState.of(program), ctx=PassContext(verify=True))
-        finally:
-            runner.verify_state, runner._each_pass = verify, each
+        state = run_staged(program, enter, leave)
         watch.stage = "check"
         check_stream(state.stream, state.stream.resolve(state.deps))
         held["check"] = tracemalloc.get_traced_memory()[0]

@@ -26,6 +26,7 @@ import threading
 import time
 
 from bench_compile import synthetic_program
+from bench_pass_memory import run_staged
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -62,7 +63,6 @@ class StageWatch:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from neuronsim.passes import PassContext, PipelineState, run_passes, runner
     from neuronsim.verify.racecheck import check_stream
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -72,25 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         program = synthetic_program(n)
         gc.collect()
         built = resident()
-        verify, each = runner.verify_state, runner._each_pass
-
-        def verified(new, old, **kw):  # the stage is the pass's verification until it returns
-            watch.stage = "verify " + kw.get("after", "?")
-            return verify(new, old, **kw)
-
-        def labelled(value, passes, ctx, **kw):
-            advance = kw["advance"]
-
-            def run_one(p, state):
-                watch.stage = "pass " + p.name
-                return advance(p, state)
-            return each(value, passes, ctx, **{**kw, "advance": run_one})
-
-        runner.verify_state, runner._each_pass = verified, labelled
-        try:
-            state = run_passes(PipelineState.of(program), ctx=PassContext(verify=True))
-        finally:
-            runner.verify_state, runner._each_pass = verify, each
+        state = run_staged(program, lambda stage: setattr(watch, "stage", stage))
         watch.stage = "check"
         races = check_stream(state.stream, state.stream.resolve(state.deps)).races
     print(f"N={n:,}: peak resident set per stage (the program's included), {len(races)} races")
