@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronsim.machine.order.events import access_events, merge_pairs
+from neuronsim.machine.order.events import access_events, latest_first_keys, merge_pairs
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.model.opcodes import MATMUL_FAMILY, opcode_of
 from neuronsim.machine.order.splitmap import CellSpace
@@ -95,11 +95,7 @@ def _csr(pairs: list, n: int) -> Candidates:
     The list is emptied as the key is made: the caller keeps no column alive (at a million
     instances each is megabytes, and this is the pass's peak)."""
     bits = pairs.pop()
-    key = pairs.pop(0).astype(np.int64)  # b * n + (n - 1 - a), in place: one int64 column, not four at once
-    key *= n
-    key += n - 1
-    key -= pairs.pop()
-    key, bits = merge_pairs(key, bits)
+    key, bits = merge_pairs(latest_first_keys(pairs, n), bits)
     waiter = key // n
     return np.searchsorted(waiter, np.arange(n + 1)), n - 1 - key % n, bits
 
@@ -126,12 +122,11 @@ def event_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psu
             extra = (former, np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(ptr)), bits)
             kept &= ~aliased
     ev = access_events(stream, "space", templates=kept, per_tensor=True)
-    if not len(ev):
-        if extra is not None:
-            return _csr([extra[1], extra[0], extra[2]], len(stream))
-        return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    pairs = _event_pairs(stream, ev, analyses, extra)  # its per-event columns are gone by now
-    del ev, extra  # (the events stay in the stream's cache when they are all of them)
+    # its per-event columns are gone once it returns; the events stay in the stream's cache
+    # when they are all of them
+    pairs = _event_pairs(stream, ev, analyses, extra) if len(ev) else \
+        [] if extra is None else [extra[1], extra[0], extra[2]]
+    del ev, extra
     if not pairs:
         return np.zeros(len(stream) + 1, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     return _csr(pairs, len(stream))

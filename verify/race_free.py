@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronsim.machine.order.events import access_events
+from neuronsim.machine.order.events import access_events, latest_first_keys
 from neuronsim.machine.order.hb import start_clocks
 from neuronsim.machine.order.stream import InstanceStream, Waits
 
@@ -88,11 +88,11 @@ def race_free(stream: InstanceStream, waits: Waits) -> bool:
     if any(isinstance(ca.space, tuple) for ca in stream.templates):
         return False
     ev = access_events(stream, "space")
-    pairs = list(open_pairs(stream, *neighbour_pairs(ev.seg, ev.inst, ev.write)))
+    pairs = list(open_pairs(stream, *neighbour_pairs(ev.seg, ev.inst, ev.write)))[::-1]  # [later, earlier]
     if len(waits.target):  # the pairs are let go as their keys are made (the check's peak)
-        earlier, later = _unwaited(waits, _pair_keys(pairs, len(stream)), len(stream))
+        earlier, later = _unwaited(waits, latest_first_keys(pairs, len(stream)), len(stream))
     else:
-        earlier, later = pairs
+        later, earlier = pairs
     if not len(earlier):
         return True
     # the columns read in place: as lists they held ~60 B an instance at the check's peak
@@ -122,30 +122,17 @@ def not_waited_on(stream: InstanceStream, waits: Waits, earlier: np.ndarray, lat
     ordered by ``later``, then latest ``earlier`` first (as given when nothing waits)."""
     if not len(earlier) or not len(waits.target):
         return earlier, later
-    return _unwaited(waits, _pair_keys([earlier, later], len(stream)), len(stream))
-
-
-def _pair_keys(pairs: list, n: int) -> np.ndarray:
-    """``later * n + (n - 1 - earlier)`` of ``pairs = [earlier, later]``, sorted, made in place;
-    the list is emptied as the key is made, so that nothing else holds the pair columns."""
-    pair_key = pairs.pop().astype(np.int64)
-    pair_key *= n
-    pair_key += n - 1
-    pair_key -= pairs.pop()
-    pair_key.sort()
-    return pair_key
+    return _unwaited(waits, latest_first_keys([later, earlier], len(stream)), len(stream))
 
 
 def _unwaited(waits: Waits, pair_key: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The pairs of the sorted ``pair_key`` (:func:`_pair_keys`) that no wait names, as
-    ``(earlier, later)``."""
+    """The pairs of ``pair_key`` (:func:`~neuronsim.machine.order.events.latest_first_keys`, sorted
+    here in place) that no wait names, as ``(earlier, later)``."""
     if not len(pair_key):
         return pair_key, pair_key
-    # keys made in place, one int64 column each (at the check's peak, performance notes 2.9)
-    wait_key = np.repeat(np.arange(n, dtype=np.int64), np.diff(waits.ptr))  # the waiter of each wait
-    wait_key *= n
-    wait_key += n - 1
-    wait_key -= waits.target  # waiter * n + (n - 1 - target): rows by waiter, latest first
+    pair_key.sort()
+    # the waits keyed alike: rows by waiter, latest target first
+    wait_key = latest_first_keys([np.repeat(np.arange(n, dtype=np.int64), np.diff(waits.ptr)), waits.target], n)
     if np.any(wait_key[1:] < wait_key[:-1]):
         wait_key.sort()
     # Sorted first: a binary search per pair in random order misses the cache at every step

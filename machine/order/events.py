@@ -47,7 +47,7 @@ from neuronsim.machine.order.reach import reached_templates
 from neuronsim.machine.order.splitmap import atoms_of
 from neuronsim.machine.order.stream import InstanceStream
 
-__all__ = ["Events", "access_events", "merge_pairs"]
+__all__ = ["Events", "access_events", "merge_pairs", "latest_first_keys"]
 
 _POS_BITS = 41  # byte positions below 2 TiB; group ids above
 
@@ -200,11 +200,9 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
     # From here on every column is per event and int32 (ids below 2**31; users widen before
     # combining keys): 13 B per event kept, and each reordering below rebinds one column at a
     # time, so only one old column is alive beside the new ones (performance notes, section 2.9).
-    if span is None:  # found above: each row one segment
-        pass
-    elif len(span) and (span == 1).all():  # each row one segment (whole tiles, say): the rows are the events
+    if span is not None and len(span) and (span == 1).all():  # each row one segment: the rows are the events
         seg = s_lo.astype(np.int32)
-    else:
+    elif span is not None:  # (None: the segments were found per run above, each row one)
         rep = np.repeat(np.arange(len(s_lo)), span)
         seg = (s_lo[rep] + (np.arange(len(rep)) - np.repeat(np.cumsum(span) - span, span))).astype(np.int32)
         ev_inst, ev_tmpl, ev_slot = ev_inst[rep], ev_tmpl[rep], ev_slot[rep]
@@ -305,6 +303,22 @@ def _columns(stream: InstanceStream) -> _Columns:
     del first
     stream._event_columns = (temps, out)
     return out
+
+
+def latest_first_keys(pairs: list, n: int) -> np.ndarray:
+    """``later * n + (n - 1 - earlier)`` of instance pairs ``pairs = [later, earlier]`` (ids
+    below ``n``): ascending, the keys order by ``later``, then latest ``earlier`` first.  Made in
+    place as one int64 column, and the list is emptied as it goes, so that the caller holds
+    neither column while the key is made (at a million instances each is megabytes).
+
+    >>> latest_first_keys([np.array([2, 2, 3]), np.array([0, 1, 2])], 4).tolist()
+    [11, 10, 13]
+    """
+    key = pairs.pop(0).astype(np.int64)
+    key *= n
+    key += n - 1
+    key -= pairs.pop()
+    return key
 
 
 def merge_pairs(key: np.ndarray, bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
