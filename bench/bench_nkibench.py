@@ -17,6 +17,14 @@ the ACT / DVE / PE active shares beside the measured ones.  A kernel neuronsim r
 does not finish in ``--timeout`` seconds is a row saying so.  No constant of the model comes
 from these figures (docs/timing.md).
 
+Optimized kernels too: ``samples/nki/NAME_optimized.py`` is, by the checkout's README there, the
+best kernel AccelOpt found for the NKIBench kernel whose name starts with NAME, and
+``experiments/full_complete_local/results/*_best_plan_id.csv`` holds what the profiler measured
+of the best kernel of each case.  Each such kernel is a row of its own (its file leaves the
+imports to its profiling script, which puts them first; the copy run here does the same, in a
+temporary folder), and the table ends with every baseline / optimized pair: the measured
+speedup beside the simulated one, and whether the model ranks the two the way the hardware did.
+
     .venv/bin/python bench/bench_nkibench.py --accelopt DIR [--jobs 2] [--only NAME] [--skip NAME]
 """
 
@@ -40,6 +48,12 @@ from pathlib import Path
 import numpy as np
 
 PROFILES = "experiments/full_complete_local/profile_results.csv"
+BEST_PLANS = "experiments/full_complete_local/results"
+SAMPLES = "samples/nki"
+#: What AccelOpt's profiling scripts write before a sample kernel's code (``samples/nki/profile_*.py``).
+PRELUDE = ("import numpy as np\nimport neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n"
+           "import neuronxcc.nki.typing as nt\nimport neuronxcc.nki.isa as nisa\nfrom neuronxcc.nki import trace\n"
+           "from neuronxcc.nki.language import par_dim\n\n")
 WITHIN = 0.15
 
 
@@ -52,7 +66,33 @@ def cases(root: Path) -> list[dict]:
             reference = root / "NKIBench" / "reference" / Path(row["task"]).name
             out.append({"name": kernel.stem.rsplit("_", 1)[0], "kernel": kernel, "reference": reference,
                         "measured": json.loads(row["profile"])})
-    return sorted(out, key=lambda c: c["name"])
+    out.sort(key=lambda c: c["name"])
+    return out + optimized_cases(root, out)
+
+
+def _shape_key(name: str) -> frozenset[str]:
+    """A case's name as a set of words: the best-plan table spells ``rope_..._B1_H64_N4096_D128``
+    with its sizes in another order (``B1_D128_H64_N4096``)."""
+    return frozenset(name.split("_"))
+
+
+def optimized_cases(root: Path, baselines: list[dict]) -> list[dict]:
+    """One dict per ``samples/nki/NAME_optimized.py`` whose baseline is one of ``baselines`` and
+    whose case the best-plan table measured: run with the baseline's reference, its profile the
+    best plan's."""
+    measured = {}
+    for table in sorted((root / BEST_PLANS).glob("*_best_plan_id.csv")):
+        with open(table, newline="") as f:
+            measured.update({_shape_key(row["case_name"]): json.loads(row["kernel_metadata"])
+                             for row in csv.DictReader(f)})
+    out = []
+    for path in sorted((root / SAMPLES).glob("*_optimized.py")):
+        prefix = path.stem.removesuffix("_optimized") + "_"
+        base = next((c for c in baselines if c["name"].startswith(prefix)), None)
+        if base is not None and _shape_key(base["name"]) in measured:
+            out.append({"name": path.stem, "kernel": path, "reference": base["reference"], "prelude": True,
+                        "baseline": base["name"], "measured": measured[_shape_key(base["name"])]})
+    return out
 
 
 def kernel_params(path: Path) -> list[str]:
@@ -69,11 +109,15 @@ def prepare(case: dict, folder: Path) -> list[str]:
     spec.loader.exec_module(module)
     np.random.seed(0)
     values = module.transform_to_nki_inputs(list(module.get_inputs()))
-    params = kernel_params(case["kernel"])
+    kernel = case["kernel"]
+    if case.get("prelude"):  # the imports its profiling script writes first
+        kernel = folder / f"{case['name']}.py"
+        kernel.write_text(PRELUDE + case["kernel"].read_text())
+    params = kernel_params(kernel)
     arrays = {p: np.ascontiguousarray(v) for p, v in zip(params, values) if hasattr(v, "shape")}
     inputs = folder / f"{case['name']}.npz"
     np.savez(inputs, **arrays)
-    args = [f"{case['kernel']}::kernel", "--inputs", str(inputs)]
+    args = [f"{kernel}::kernel", "--inputs", str(inputs)]
     for p, v in zip(params, values):
         if not hasattr(v, "shape"):
             args += ["--arg", f"{p}={v!r}"]
@@ -119,7 +163,26 @@ def report(rows: list[dict]) -> int:
     print(f"simulated: {len(ratios)} of {len(rows)}; within 15 % of the measured latency: {within}"
           + (f"; median |ln(sim/hw)| {statistics.median(abs(math.log(x)) for x in ratios):.3f}" if ratios else ""))
     print("(PE's measured column is the profiler's estimated hardware FLOPs utilisation, not PE active time)")
+    report_pairs(rows)
     return 0
+
+
+def report_pairs(rows: list[dict]) -> None:
+    """Each baseline / optimized pair both of whose kernels simulated: the speedups, and the order."""
+    latency = {row["name"]: (row["result"]["timing"]["makespan_ns"] / 1e6, row["measured"]["latency"])
+               for row in rows if "result" in row}
+    pairs = [(row["baseline"], row["name"]) for row in rows if row.get("baseline")]
+    pairs = [(b, o) for b, o in pairs if b in latency and o in latency]
+    if not pairs:
+        return
+    print("baseline / optimized pairs (speedup = baseline latency / optimized latency):")
+    kept = 0
+    for base, opt in pairs:
+        sim, hw = (latency[base][k] / latency[opt][k] for k in (0, 1))
+        same = (sim > 1) == (hw > 1) and sim != 1
+        kept += same
+        print(f"  {opt:40s} measured {hw:5.2f}x  simulated {sim:5.2f}x  {'same order' if same else 'WRONG ORDER'}")
+    print(f"pairs in the measured order: {kept} of {len(pairs)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -29,6 +29,17 @@ def kernel(v1, scale):
     return v2
 '''
 REFUSED = KERNEL.replace("nl.load(", "nl.no_such_call(")
+#: An "optimized" kernel as AccelOpt's samples keep theirs: no imports (its profiling script
+#: writes them first), the same scaling without the block array.
+OPTIMIZED = '''\
+@nki.jit
+def kernel(v1, scale):
+    v2 = nl.ndarray((256, 64), dtype=np.float32, buffer=nl.shared_hbm)
+    for i0 in nl.affine_range(2):
+        t = nl.load(v1[128 * i0 + nl.arange(128)[:, None], nl.arange(64)[None, :]])
+        nl.store(v2[128 * i0 + nl.arange(128)[:, None], nl.arange(64)[None, :]], value=nl.multiply(t, scale))
+    return v2
+'''
 REFERENCE = '''\
 import numpy as np
 
@@ -64,6 +75,21 @@ def _checkout(root: Path) -> Path:
     return root
 
 
+def _with_optimized(root: Path, measured_ms: float) -> Path:
+    """A sample ``scale_optimized.py`` for ``scale_M256`` and the best-plan table measuring it
+    (its case named with the words in another order, as AccelOpt's table names them)."""
+    (root / "samples/nki").mkdir(parents=True)
+    (root / "samples/nki/scale_optimized.py").write_text(OPTIMIZED)
+    (root / "experiments/full_complete_local/results").mkdir()
+    with open(root / "experiments/full_complete_local/results/1_best_plan_id.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["case_name", "kernel_metadata"])
+        writer.writeheader()
+        profile = {"latency": measured_ms, "scalar_engine_active_time_percent": 0.1,
+                   "vector_engine_active_time_percent": 0.5}
+        writer.writerow({"case_name": "M256_scale", "kernel_metadata": json.dumps(profile)})
+    return root
+
+
 def test_the_table_compares_the_simulated_run_with_the_profile(tmp_path):
     out = run_bench("bench_nkibench.py", "--accelopt", str(_checkout(tmp_path)), timeout=600).stdout
     lines = {line.split()[0]: line for line in out.splitlines() if line.split()}
@@ -79,3 +105,18 @@ def test_the_table_compares_the_simulated_run_with_the_profile(tmp_path):
 def test_no_checkout_is_one_clear_line(tmp_path):
     done = run_bench("bench_nkibench.py", "--accelopt", str(tmp_path), check=False)
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "profile_results.csv" in done.stderr
+
+
+def test_an_optimized_sample_is_a_row_and_its_pair_is_ranked(tmp_path):
+    out = run_bench("bench_nkibench.py", "--accelopt", str(_with_optimized(_checkout(tmp_path), 0.001)),
+                    "--only", "scale", timeout=600).stdout
+    rows = {}
+    for line in out.splitlines():  # the table's rows (a pair's line starts with the same name)
+        if line.split():
+            rows.setdefault(line.split()[0], line.split())
+    assert float(rows["scale_optimized"][2]) == 0.001 and rows["scale_optimized"][1] != "-"
+    base, opt = (float(rows[name][3]) * float(rows[name][2]) for name in ("scale_M256", "scale_optimized"))
+    pair = next(line for line in out.splitlines() if line.strip().startswith("scale_optimized") and "measured" in line)
+    measured, simulated = (float(word.rstrip("x")) for word in pair.split() if word.endswith("x"))
+    assert measured == 4.0 and abs(simulated - base / opt) <= 0.05 * simulated
+    assert ("same order" in pair) == (simulated > 1) and "pairs in the measured order:" in out
