@@ -92,16 +92,42 @@ def test_partition_reduce_and_on_chip_dma_transpose():
     np.testing.assert_array_equal(out["flipped_out"], x.T)
 
 
-def test_one_partition_tiles_broadcast_along_partitions_by_quadrant_shuffles():
+def test_one_partition_float_tiles_broadcast_along_partitions_on_pe():
     x, row, one, column = f32(96, 24, seed=10), f32(1, 24, seed=11), f32(1, 1, seed=12), f32(96, 1, seed=13)
     spec = "isa_batch_search.py::partition_broadcast"
-    shuffles = [i for i, _ in trace(kernel(spec), x, row, one, column).program.instructions()
-                if i.op == "nc_stream_shuffle"]
-    assert len(shuffles) == 3 * 3 and {i.attrs["mask"] == [0] * 32 for i in shuffles} == {True}  # 3 quadrants each
+    instrs = [i for i, _ in trace(kernel(spec), x, row, one, column).program.instructions()]
+    broadcasts = [i for i in instrs if i.op == "matmul"]
+    ones = {i.writes[0].tensor for i in instrs if i.op == "memset" and i.engine == "pool"}
+    # three rows spread (``row`` twice, ``one`` once): each a ones row on PE, none by shuffles
+    assert len(broadcasts) == 3 and {i.reads[0].tensor for i in broadcasts} == ones and len(ones) == 3
+    assert not [i for i in instrs if i.op == "nc_stream_shuffle"]
     out = run(kernel(spec), x, row, one, column)
     np.testing.assert_array_equal(out["summed_out"], x + row)
     np.testing.assert_array_equal(out["scaled_out"], x * one)
     np.testing.assert_array_equal(out["outer_out"], column - row)
+
+
+def test_a_wide_row_is_broadcast_one_psum_bank_at_a_time():
+    x, row = f32(128, 1200, seed=15), f32(1, 1200, seed=16)
+    spec = "isa_batch_search.py::partition_broadcast"
+    one, column = f32(1, 1, seed=17), f32(128, 1, seed=18)
+    program = trace(kernel(spec), x, row, one, column).program
+    matmuls = [i for i, _ in program.instructions() if i.op == "matmul"]
+    widths = sorted(program.tensors[i.writes[0].tensor].shape[-1] for i in matmuls)
+    assert widths == [1, 176, 176, 512, 512, 512, 512]  # 1200 columns: 512 + 512 + 176, twice; ``one``'s column
+    out = run(kernel(spec), x, row, one, column)
+    np.testing.assert_array_equal(out["summed_out"], x + row)
+    np.testing.assert_array_equal(out["outer_out"], column - row)
+
+
+def test_integer_rows_broadcast_by_quadrant_shuffles():
+    rng = np.random.default_rng(19)
+    x, row = rng.integers(-2**20, 2**20, (96, 16), dtype=np.int32), rng.integers(-2**20, 2**20, (1, 16), dtype=np.int32)
+    spec = "isa_batch_search.py::integer_partition_broadcast"
+    shuffles = [i for i, _ in trace(kernel(spec), x, row).program.instructions() if i.op == "nc_stream_shuffle"]
+    # 96 partitions: 3 quadrants
+    assert len(shuffles) == 3 and {i.attrs["mask"] == [0] * 32 for i in shuffles} == {True}
+    np.testing.assert_array_equal(run(kernel(spec), x, row)["return0"], x + row)
 
 
 def test_broadcast_to_of_a_strided_row_reaches_every_partition():

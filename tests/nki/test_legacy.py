@@ -137,8 +137,9 @@ def test_alloc_function_places_blocks_and_fp8_output():
 def test_grid_axes_partition_broadcast_and_reduction_broadcast():
     x, w = f32(300, 96), f32(96, seed=6)
     traced = trace(kernel("legacy_ops.py::scale_by_row_norm"), x, w)
-    calls = {i.extras["x-source"]["call"] for i, _ in traced.program.instructions() if i.op == "nc_stream_shuffle"}
-    assert calls == {"nl.broadcast_to"}  # the one-partition row reaches every quadrant by a DVE stream shuffle
+    calls = {(i.op, i.engine, i.extras["x-source"]["call"]) for i, _ in traced.program.instructions()
+             if i.op in ("matmul", "nc_stream_shuffle")}
+    assert calls == {("matmul", "pe", "nl.broadcast_to")}  # the one-partition row reaches every partition on PE
     ref = x / np.abs(x).sum(1, keepdims=True) * w
     np.testing.assert_allclose(run(kernel("legacy_ops.py::scale_by_row_norm"), x, w)["return0"], ref, rtol=1e-5)
 

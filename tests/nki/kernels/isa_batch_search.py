@@ -110,6 +110,15 @@ def partition_broadcast(x, row, one, column):
 
 
 @nki.jit
+def integer_partition_broadcast(x, row):
+    """An int32 row against the partitions of an int32 tile: PSUM's fp32 would round such
+    values, so the row is spread by quadrant shuffles, not on PE."""
+    out = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(x), nl.load(row)))
+    return out
+
+
+@nki.jit
 def strided_row_broadcast(x):
     """``.broadcast_to`` of every other element of a one-partition row, to 128 partitions."""
     out = nl.ndarray((128, x.shape[1] // 2), dtype=x.dtype, buffer=nl.shared_hbm)
