@@ -174,15 +174,15 @@ def spread(src: Layout, partitions: int) -> Layout:
     A partition broadcast is "a separate instruction on TensorE" (the fused-Mamba tutorial,
     on ``broadcast_to``): per bank of 512 columns, a matmul of a ones row (``[1, partitions]``,
     set on POOL) against the row into PSUM, copied to the SBUF tile (DVE or ACT, the
-    compiler's choice).  A row PE cannot take (integers, which PSUM's fp32 would round, or
-    more than one free axis) is spread by one ``nc_stream_shuffle`` (mask all 0) per
+    compiler's choice).  A row PE cannot take (integers, which PSUM's fp32 would round; one
+    in PSUM; one of more than one free axis) is spread by one ``nc_stream_shuffle`` (mask all 0) per
     32-partition quadrant instead, as the NKI library's ``stream_shuffle_broadcast`` does (an
     engine reads only its own partitions)."""
     if not src.on_chip or partitions <= 1 or src.view().num_partitions != 1:
         return src
     tracer = current()
     staged = declare_tile(tracer, spec_of((partitions, *src.shape[1:]), src.tensor.dtype, "sbuf"))
-    if len(src.shape) == 2 and floats(src):
+    if len(src.shape) == 2 and floats(src) and src.tensor.memory == MemoryKind.SBUF:  # PE reads SBUF only
         _spread_on_pe(src, staged, partitions)
         return staged
     for start in range(0, partitions, 32):

@@ -130,6 +130,14 @@ def test_integer_rows_broadcast_by_quadrant_shuffles():
     np.testing.assert_array_equal(run(kernel(spec), x, row)["return0"], x + row)
 
 
+def test_a_row_in_psum_broadcasts_by_quadrant_shuffles():
+    x, a, b = f32(64, 32, seed=20), f32(16, 1, seed=21), f32(16, 32, seed=22)
+    spec = "isa_batch_search.py::psum_row_broadcast"
+    instrs = [i for i, _ in trace(kernel(spec), x, a, b).program.instructions()]
+    assert [i.op for i in instrs].count("nc_stream_shuffle") == 2 and [i.op for i in instrs].count("matmul") == 1
+    np.testing.assert_allclose(run(kernel(spec), x, a, b)["return0"], x + a.T @ b, rtol=1e-5, atol=1e-5)
+
+
 def test_broadcast_to_of_a_strided_row_reaches_every_partition():
     x = f32(4, 64, seed=14)
     out = run(kernel("isa_batch_search.py::strided_row_broadcast"), x)["return0"]

@@ -119,6 +119,16 @@ def integer_partition_broadcast(x, row):
 
 
 @nki.jit
+def psum_row_broadcast(x, a, b):
+    """A one-partition row still in PSUM (``a.T @ b``, ``[1, F]``) against the partitions of
+    ``x``: PE reads only SBUF, so the row is spread by quadrant shuffles, which read PSUM."""
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    row = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+    nl.store(out, nl.add(nl.load(x), row))
+    return out
+
+
+@nki.jit
 def strided_row_broadcast(x):
     """``.broadcast_to`` of every other element of a one-partition row, to 128 partitions."""
     out = nl.ndarray((128, x.shape[1] // 2), dtype=x.dtype, buffer=nl.shared_hbm)
