@@ -100,6 +100,9 @@ def test_the_table_compares_the_simulated_run_with_the_profile(tmp_path):
     assert float(scale[4]) == 0.1  # DMA MB: a 64 KiB load and a 64 KiB store
     assert "refused" in lines["broken_M256"] and "no_such_call" in lines["broken_M256"]
     assert "simulated: 1 of 2" in out
+    act, dve = (float(share.split("/")[0]) for share in scale[6:8])  # the simulated ACT / DVE active %
+    close = abs(act - 10) <= 10 and abs(dve - 50) <= 10  # the profile's 10 % and 50 %
+    assert f"ACT and DVE active shares both within 10 points of the measured ones: {int(close)} of 1" in out
 
 
 def test_no_checkout_is_one_clear_line(tmp_path):
