@@ -141,10 +141,11 @@ def _element_cycles(instr: Instruction, tensors: Mapping[str, Tensor], spec: Mac
         cycles = max(min(64, m), n)
         fp32 = "float32" in (stationary.dtype, moving.dtype)
         return float(cycles * (4 if fp32 else 1)), "plain"
-    if op == "transpose" and instr.engine == "pe":
+    if op == "transpose" and instr.engine == "pe":  # a matmul against the identity (the source stationary)
         source = tensors[instr.reads[0].tensor]
         p = access_shape(source, instr.reads[0])[0]
-        return float(max(p, min(64, free_size(source, instr.reads[0])))), "plain"
+        factor = spec.pe_transpose_fp32_factor if source.dtype == "float32" else 1
+        return float(max(p, min(64, free_size(source, instr.reads[0]))) * factor), "plain"
     if op == "set_rand_state":
         return float(spec.min_ii_cycles), "plain"
     if op == "tensor_tensor":

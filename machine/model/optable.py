@@ -18,8 +18,9 @@ op                                  engines              reads -> writes        
                                                          [, psum acc] -> psum     x4 for fp32 operands;
                                                                                   ``double_row``: M, N the
                                                                                   halves (two rows a pass)
-``transpose``                       pe, dve              1 -> 1                   pe ``max(P, min(64,F))``;
-                                                                                  dve ``max(64, N)``
+``transpose``                       pe, dve              1 -> 1                   pe ``max(P, min(64,F))``,
+                                                                                  fp32 x4 (trn1) / x2 (transpose
+                                                                                  mode); dve ``max(64, N)``
 ``activation``                      act                  data [, bias] [, scale]  ``max(64, N)``, ``+ 64`` with
                                                          -> out [, reduce_res]    ``reduce_op`` (a 2nd write)
 ``tensor_tensor``                   dve, pool            2 -> 1                   ``max(64, 2N)``; ``N`` with a

@@ -89,6 +89,10 @@ class MachineSpec:
     instructions issue no closer than this."""
     pool_start_cycles: int = 150
     """GPSIMD_START overhead of a GpSimd instruction [nki.isa iota / affine_select docstrings]."""
+    pe_transpose_fp32_factor: int = 4
+    """What an fp32 transpose on PE costs over a bf16 one: 4 on v2, which transposes by a matmul
+    against the identity (fp32 operands 4x [ISA ``nc_matmul``]); 2 from v3 on, whose TensorE
+    transpose mode gives "2x speedup in FP32 transpose, vs. no transpose mode" [ARCH-v3]."""
     pe_overhead_cycles: int = 64
     """PE pipeline latency (matmul initial latency [NKI performance guide]) added to a result's
     availability."""
@@ -170,6 +174,7 @@ PRESETS: dict[str, MachineSpec] = {
         dma_engine_bytes_per_ns=23.0,
         dma_core_bytes_per_ns=368.0,
         has_hwdge=True,
+        pe_transpose_fp32_factor=2,
     ),
     # NeuronCore-v4 (docs/timing.md, "trn3"): the Trainium3 architecture guide's clocks, SBUF
     # (32 MiB over 128 partitions) and PSUM (2 MiB, as before), and the DMA table's 33 B/ns an
@@ -187,6 +192,7 @@ PRESETS: dict[str, MachineSpec] = {
         dma_engine_bytes_per_ns=33.0,
         dma_core_bytes_per_ns=528.0,
         has_hwdge=True,
+        pe_transpose_fp32_factor=2,
     ),
 }
 

@@ -44,3 +44,17 @@ def test_on_chip_dma_transpose_costs_a_copy_of_its_bytes():
     t_cost, c_cost = instruction_cost(transpose, TENSORS, SPEC), instruction_cost(copy, TENSORS, SPEC)
     assert t_cost.bytes == c_cost.bytes == 128 * 128 * 4 and t_cost.duration_ns == c_cost.duration_ns
     assert t_cost.shares == c_cost.shares == dma_shares(copy, TENSORS, SPEC) and len(c_cost.shares) == 16
+
+
+@pytest.mark.parametrize("machine, fp32_factor", [("trn1", 4), ("trn2", 2), ("trn3", 2)])
+def test_an_fp32_pe_transpose_costs_what_its_machine_says_over_a_bf16_one(machine, fp32_factor):
+    """v2 transposes by a matmul against the identity (fp32 4x, as ``nc_matmul``); v3 and v4
+    have TensorE transpose mode ("2x speedup in FP32 transpose"); bf16 is the matmul's
+    ``max(P, min(64, F))`` on each."""
+    spec = resolve_machine(machine)
+    bf16 = {name: Tensor(name, MemoryKind.SBUF, "bfloat16", (128, 128), partition=0, offset=k * 256)
+            for k, name in enumerate(("src", "dst"))}
+    instr = Instruction("t", "pe", "transpose", (Access("sq"),), (Access("sqt"),))
+    half = Instruction("t", "pe", "transpose", (Access("src"),), (Access("dst"),))
+    assert instruction_cost(half, bf16, spec).cycles == 128
+    assert instruction_cost(instr, TENSORS, spec).cycles == 128 * fp32_factor
