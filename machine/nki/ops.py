@@ -163,21 +163,17 @@ def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
         current().kb.tensor_copy(dst.view(), _fit(src, dst).view(), engine=engine)
 
 
-#: Columns of fp32 one PSUM bank holds a partition (2 KiB): what one matmul may write.
-BANK_COLUMNS = 512
-
-
 def spread(src: Layout, partitions: int) -> Layout:
     """``src`` itself, or, for a one-partition on-chip tile used against ``partitions``
     partitions, a copy of it broadcast to that many partitions in a fresh SBUF tile.
 
     A partition broadcast is "a separate instruction on TensorE" (the fused-Mamba tutorial,
-    on ``broadcast_to``): per bank of 512 columns, a matmul of a ones row (``[1, partitions]``,
-    set on POOL) against the row into PSUM, copied to the SBUF tile (DVE or ACT, the
-    compiler's choice).  A row PE cannot take (integers, which PSUM's fp32 would round; one
-    in PSUM; one of more than one free axis) is spread by one ``nc_stream_shuffle`` (mask all 0) per
-    32-partition quadrant instead, as the NKI library's ``stream_shuffle_broadcast`` does (an
-    engine reads only its own partitions)."""
+    on ``broadcast_to``): per PSUM bank of fp32 columns (512 in 2 KiB), a matmul of a ones
+    row (``[1, partitions]``, set on POOL) against the row into PSUM, copied to the SBUF tile
+    (DVE or ACT, the compiler's choice).  A row PE cannot take (integers, which PSUM's fp32
+    would round; one in PSUM; one of more than one free axis) is spread by one
+    ``nc_stream_shuffle`` (mask all 0) per 32-partition quadrant instead, as the NKI library's
+    ``stream_shuffle_broadcast`` does (an engine reads only its own partitions)."""
     if not src.on_chip or partitions <= 1 or src.view().num_partitions != 1:
         return src
     tracer = current()
@@ -197,9 +193,9 @@ def _spread_on_pe(src: Layout, staged: Layout, partitions: int) -> None:
     tracer = current()
     ones = declare_tile(tracer, spec_of((1, partitions), src.tensor.dtype, "sbuf"))
     memset(ones, 1.0, engine="pool")
-    width = src.shape[1]
-    for start in range(0, width, BANK_COLUMNS):
-        columns = slice(start, min(start + BANK_COLUMNS, width))
+    width, bank_columns = src.shape[1], resolve_machine(tracer.machine).psum_bank_bytes // 4  # fp32
+    for start in range(0, width, bank_columns):
+        columns = slice(start, min(start + bank_columns, width))
         bank = declare_tile(tracer, spec_of((partitions, columns.stop - start), to_dtype("float32"), "psum"))
         tracer.note_write(bank)
         tracer.kb.matmul(bank.view(), ones.view(), src.index((slice(None), columns)).view())
