@@ -42,23 +42,58 @@ PACKAGE_ROOMS = tuple(str(Path(room.__file__).resolve().parent) for room in
                       (neuronsim.machine, neuronsim.passes, neuronsim.verify))
 
 
-class PeakWatch:
-    """A thread that keeps, per stage label, the highest traced total and where it was."""
+class StagePeaks:
+    """A thread that keeps, per stage label (``stage``, set by the caller), the highest
+    :meth:`measure` seen, sampling every ``period`` seconds while the ``with`` block runs; a
+    subclass says what it measures and what it keeps beside it (:meth:`keep`)."""
 
-    def __init__(self) -> None:
-        self.stage = "start"
-        self.peaks: dict[str, tuple[int, str]] = {}
+    period = 0.0005
+    settle = 0.0  # seconds to go on sampling after the block ends (a last stage's tail)
+
+    def __init__(self, first_stage: str) -> None:
+        self.stage = first_stage
+        self.peaks: dict = {}
+        self._best: dict[str, int] = {}
         self._main = threading.get_ident()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
-    def __enter__(self) -> PeakWatch:
+    def __enter__(self):
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        time.sleep(self.settle)
         self._stop.set()
         self._thread.join()
+
+    def measure(self) -> int:
+        raise NotImplementedError
+
+    def keep(self, value: int):
+        """What the peaks map holds for a new highest ``value`` (the value itself by default)."""
+        return value
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            value, stage = self.measure(), self.stage
+            if value > self._best.get(stage, 0):
+                self._best[stage] = value
+                self.peaks[stage] = self.keep(value)
+            time.sleep(self.period)
+
+
+class PeakWatch(StagePeaks):
+    """Per stage, the highest traced total and where the main thread was then."""
+
+    def __init__(self) -> None:
+        super().__init__("start")
+
+    def measure(self) -> int:
+        return tracemalloc.get_traced_memory()[0]
+
+    def keep(self, value: int) -> tuple[int, str]:
+        return value, self._where()
 
     def _where(self) -> str:
         frame, names = sys._current_frames().get(self._main), []
@@ -68,14 +103,6 @@ class PeakWatch:
                 names.append(f"{Path(code.co_filename).name}:{code.co_name}:{frame.f_lineno}")
             frame = frame.f_back
         return " < ".join(names)
-
-    def _poll(self) -> None:
-        while not self._stop.is_set():
-            current, _ = tracemalloc.get_traced_memory()
-            stage = self.stage
-            if current > self.peaks.get(stage, (0, ""))[0]:
-                self.peaks[stage] = (current, self._where())
-            time.sleep(0.0005)
 
 
 def run_staged(program, enter, leave=lambda stage: None):
