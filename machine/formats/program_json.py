@@ -238,12 +238,13 @@ def _parse_access(raw: Any, path: str) -> Access:
 
 
 # -- nodes ------------------------------------------------------------------------------
-def _parse_deps(raw: Any, path: str) -> tuple[Dep, ...]:
+def _parse_deps(raw: Any, path: str, names: dict[str, str]) -> tuple[Dep, ...]:
     merged: dict[tuple, Dep] = {}
     for i, item in enumerate(_list(raw, path)):
         ipath = join_path(path, i)
         item = _obj(item, ipath, _DEP_KEYS, "a dep")
         on = check_name(item.get("on"), join_path(ipath, "on"))
+        on = names.setdefault(on, on)
         kind_name = item.get("kind", "ordered")
         if not isinstance(kind_name, str) or kind_name not in ("flow", "anti", "output", "ordered"):
             raise ProgramError(join_path(ipath, "kind"),
@@ -268,16 +269,21 @@ def _merge_dep(previous: Dep | None, dep: Dep) -> Dep:
                dep.iterations)
 
 
-def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
+def _parse_node(raw: Any, path: str, nqueues: int, names: dict[str, str]) -> Node:
+    """One node; ``names`` holds one string object per instruction name met so far, so a dep
+    names its instruction by the very object of the instruction's name (the dep table matches
+    them by identity: :func:`neuronsim.machine.order.deptable.positions_of`)."""
     if isinstance(raw, dict) and "loop" in raw:
         raw = _obj(raw, path, _LOOP_KEYS, "a loop")
         name = check_name(raw["loop"], join_path(path, "loop"))
         trip = _int(raw.get("trip_count"), join_path(path, "trip_count"), minimum=1)
         bpath = join_path(path, "body")
-        body = tuple(_parse_node(n, join_path(bpath, i), nqueues) for i, n in enumerate(_list(raw.get("body"), bpath)))
+        body = tuple(_parse_node(n, join_path(bpath, i), nqueues, names)
+                     for i, n in enumerate(_list(raw.get("body"), bpath)))
         return Loop(name, trip, body, _extras(raw))
     raw = _obj(raw, path, _INSTR_KEYS, "an instruction (or a loop with a 'loop' key)")
     name = check_name(raw.get("name"), join_path(path, "name"))
+    name = names.setdefault(name, name)
     engine = _choice(raw.get("engine"), SEQUENCERS, join_path(path, "engine"), "engine")
     op = check_name(raw.get("op"), join_path(path, "op"))
     queue = None
@@ -295,7 +301,7 @@ def _parse_node(raw: Any, path: str, nqueues: int) -> Node:
         raise ProgramError(join_path(path, "attrs"), "expected an object")
     if op in OP_TABLE:  # numeric attrs may be written "inf", "-inf" or "nan"
         attrs = {k: ext.decode_number(v) for k, v in attrs.items()}
-    deps = _parse_deps(raw.get("deps", []), join_path(path, "deps"))
+    deps = _parse_deps(raw.get("deps", []), join_path(path, "deps"), names)
     check_opcode(raw, path)
     return Instruction(name=name, engine=engine, op=op, reads=reads, writes=writes, attrs=frozen_mapping(attrs),
                        deps=deps, queue=queue, extras=_extras(raw))
@@ -321,7 +327,8 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     tensors = {check_name(name, join_path("tensors", name)): _parse_tensor(name, raw, join_path("tensors", name))
                for name, raw in tensors_raw.items()}
     body_raw = _list(doc.get("body"), "body")
-    body = tuple(_parse_node(n, join_path("body", i), spec.dma_queues) for i, n in enumerate(body_raw))
+    names: dict[str, str] = {}
+    body = tuple(_parse_node(n, join_path("body", i), spec.dma_queues, names) for i, n in enumerate(body_raw))
     program = Program(frozen_mapping(tensors), body, machine_value, _extras(doc))
     if validate:
         from neuronsim.machine.formats.validate import validate_program

@@ -25,7 +25,7 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain, repeat
 from operator import attrgetter
 from typing import TYPE_CHECKING
@@ -39,14 +39,47 @@ from neuronsim.machine.ir.program import Dep, Instruction, Loop, Node, Program
 if TYPE_CHECKING:
     from neuronsim.machine.order.stream import InstanceStream
 
-__all__ = ["DepTable", "write_deps", "dep_table", "Ranges"]
+__all__ = ["DepTable", "write_deps", "dep_table", "positions_of", "Ranges"]
 
 #: ``((loop, lo, hi), ...)``: an iteration-range restriction of a dep (``x-iterations``).
 Ranges = tuple[tuple[str, int, int], ...]
 
 _KINDS = tuple(EdgeKind)
-_DEPS, _ON, _KIND, _CARRIED, _DISTANCE, _ITERATIONS = (attrgetter(name) for name in (
-    "deps", "on", "kind._value_", "loop_carried", "distance", "iterations"))
+_DEPS, _ON, _KIND, _CARRIED, _DISTANCE, _ITERATIONS, _NAME = (attrgetter(name) for name in (
+    "deps", "on", "kind._value_", "loop_carried", "distance", "iterations", "name"))
+
+
+def positions_of(names: Sequence[str], wanted: Sequence[str],
+                 table: Callable[[], Mapping[str, int]]) -> np.ndarray:
+    """The position in ``names`` (distinct) of each of ``wanted`` (int32); ``KeyError`` for a
+    name not among them.
+
+    A dep most often names its instruction by the very string object of the instruction's
+    name (passes copy it from the program, the JSON loader interns names), so the strings are
+    matched by identity first: one sort of the names' ``id`` and a binary search per wanted
+    name, where a dict of a million names costs a hash and a cache miss per name and lookup
+    (performance notes 2.8).  Only names not found so are looked up in ``table()`` (name ->
+    position, built when first needed).
+
+    >>> names = ["ld", "mm", "st"]
+    >>> positions_of(names, [names[2], names[0]], lambda: {}).tolist()
+    [2, 0]
+    >>> positions_of(names, ["".join(["m", "m"])], lambda: {n: k for k, n in enumerate(names)}).tolist()
+    [1]
+    """
+    keys = np.fromiter(map(id, names), np.int64, len(names))
+    order = np.argsort(keys)
+    keys = keys[order]
+    want = np.fromiter(map(id, wanted), np.int64, len(wanted))
+    at = np.searchsorted(keys, want)
+    at[at == len(keys)] = 0
+    found = keys[at] == want if len(keys) else np.zeros(len(want), bool)
+    out = order[at].astype(np.int32) if len(keys) else np.zeros(len(want), np.int32)
+    if not found.all():
+        lookup = table().__getitem__
+        missing = np.flatnonzero(~found)
+        out[missing] = np.fromiter(map(lookup, map(wanted.__getitem__, missing.tolist())), np.int32, len(missing))
+    return out
 
 
 class DepTable:
@@ -100,14 +133,17 @@ class DepTable:
         counts = np.fromiter(map(len, lists), np.int64, len(lists))
         objects: list[Dep] = list(chain.from_iterable(lists))
         n = len(objects)
-        # names to ids only when there is a dep to resolve (a stream builds that dict lazily)
-        id_of = {} if not n else stream.id_of if stream is not None else \
-            {inst.name: x for x, inst in enumerate(instrs)}
         waiter = np.repeat(np.arange(len(lists), dtype=np.int32), counts)
+        if stream is not None:
+            names, table = stream.names, lambda: stream.id_of
+        else:
+            names = list(map(_NAME, instrs))
+            table = lambda: dict(zip(names, range(len(names))))  # noqa: E731
         try:
-            former = np.fromiter(map(id_of.__getitem__, map(_ON, objects)), np.int32, n)
+            former = positions_of(names, list(map(_ON, objects)), table) if n else np.zeros(0, np.int32)
         except KeyError as err:
-            y = next(inst.name for inst in instrs if any(d.on not in id_of for d in inst.deps))
+            known = set(names)
+            y = next(inst.name for inst in instrs if any(d.on not in known for d in inst.deps))
             raise ProgramError(f"{y}.deps", f"waits on unknown instruction {err.args[0]!r}") from None
         distance = np.zeros(n, np.int32)
         if any(map(_CARRIED, objects)):  # (one scan; most programs have no loop-carried dep)

@@ -488,7 +488,7 @@ class InstanceStream:
         """The access slots and their templates (:func:`neuronsim.machine.order.slots.lay_out_slots`): the
         same for every placement of the body."""
         if not self._layout:
-            self._layout.append(lay_out_slots(self.instrs))
+            self._layout.append(lay_out_slots(self.instrs, can_move=self.has_loops))
         return self._layout[0]
 
     @property
