@@ -49,6 +49,9 @@ _DEPS, _ON, _KIND, _CARRIED, _DISTANCE, _ITERATIONS, _NAME = (attrgetter(name) f
     "deps", "on", "kind._value_", "loop_carried", "distance", "iterations", "name"))
 
 
+_CHUNK = 1 << 20
+
+
 def positions_of(names: Sequence[str], wanted: Sequence[str],
                  table: Callable[[], Mapping[str, int]]) -> np.ndarray:
     """The position in ``names`` (distinct) of each of ``wanted`` (int32); ``KeyError`` for a
@@ -67,18 +70,22 @@ def positions_of(names: Sequence[str], wanted: Sequence[str],
     >>> positions_of(names, ["".join(["m", "m"])], lambda: {n: k for k, n in enumerate(names)}).tolist()
     [1]
     """
-    keys = np.fromiter(map(id, names), np.int64, len(names))
-    order = np.argsort(keys)
-    keys = keys[order]
-    want = np.fromiter(map(id, wanted), np.int64, len(wanted))
-    at = np.searchsorted(keys, want)
-    at[at == len(keys)] = 0
-    found = keys[at] == want if len(keys) else np.zeros(len(want), bool)
-    out = order[at].astype(np.int32) if len(keys) else np.zeros(len(want), np.int32)
-    if not found.all():
+    out = np.zeros(len(wanted), np.int32)
+    missing = np.ones(len(wanted), bool)
+    if len(names):
+        keys = np.fromiter(map(id, names), np.int64, len(names))
+        order = np.argsort(keys).astype(np.int32)
+        keys = keys[order]
+        for lo in range(0, len(wanted), _CHUNK):  # in chunks: ~21 B per dep at a time, not per dep
+            want = np.fromiter(map(id, wanted[lo:lo + _CHUNK]), np.int64)
+            at = np.searchsorted(keys, want)
+            at[at == len(keys)] = 0
+            missing[lo:lo + len(want)] = keys[at] != want
+            out[lo:lo + len(want)] = order[at]
+    if missing.any():
         lookup = table().__getitem__
-        missing = np.flatnonzero(~found)
-        out[missing] = np.fromiter(map(lookup, map(wanted.__getitem__, missing.tolist())), np.int32, len(missing))
+        rows = np.flatnonzero(missing)
+        out[rows] = np.fromiter(map(lookup, map(wanted.__getitem__, rows.tolist())), np.int32, len(rows))
     return out
 
 
@@ -134,11 +141,8 @@ class DepTable:
         objects: list[Dep] = list(chain.from_iterable(lists))
         n = len(objects)
         waiter = np.repeat(np.arange(len(lists), dtype=np.int32), counts)
-        if stream is not None:
-            names, table = stream.names, lambda: stream.id_of
-        else:
-            names = list(map(_NAME, instrs))
-            table = lambda: dict(zip(names, range(len(names))))  # noqa: E731
+        names = stream.names if stream is not None else list(map(_NAME, instrs)) if n else []
+        table = (lambda: stream.id_of) if stream is not None else lambda: dict(zip(names, range(len(names))))
         try:
             former = positions_of(names, list(map(_ON, objects)), table) if n else np.zeros(0, np.int32)
         except KeyError as err:

@@ -76,3 +76,15 @@ def test_a_flat_layout_by_placed_fields_equals_the_full_one():
     flat, full = lay_out_slots(body, can_move=False), lay_out_slots(body)
     assert np.array_equal(flat.slot_t, full.slot_t) and flat.accesses == full.accesses
     assert len(flat.accesses) < sum(len(i.reads) + len(i.writes) for i in body)  # values were shared
+
+
+def test_chunks_give_the_same_positions(monkeypatch):
+    from neuronsim.machine.order import deptable
+    rng = random.Random(7)
+    names = [f"n{k}" for k in range(50)]
+    picks = [rng.randrange(50) for _ in range(333)]
+    wanted = [names[k] if k % 3 else _copy(names[k]) for k in picks]
+    table = lambda: {n: k for k, n in enumerate(names)}  # noqa: E731
+    whole = positions_of(names, wanted, table).tolist()
+    monkeypatch.setattr(deptable, "_CHUNK", 16)
+    assert positions_of(names, wanted, table).tolist() == whole == picks
