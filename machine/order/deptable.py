@@ -49,7 +49,7 @@ _DEPS, _ON, _KIND, _CARRIED, _DISTANCE, _ITERATIONS, _NAME = (attrgetter(name) f
     "deps", "on", "kind._value_", "loop_carried", "distance", "iterations", "name"))
 
 
-_CHUNK = 1 << 20
+_CHUNK = 1 << 20  # wanted names searched at a time (bounds the search's arrays at ~21 MB)
 
 
 def positions_of(names: Sequence[str], wanted: Sequence[str],
@@ -58,11 +58,11 @@ def positions_of(names: Sequence[str], wanted: Sequence[str],
     name not among them.
 
     A dep most often names its instruction by the very string object of the instruction's
-    name (passes copy it from the program, the JSON loader interns names), so the strings are
-    matched by identity first: one sort of the names' ``id`` and a binary search per wanted
-    name, where a dict of a million names costs a hash and a cache miss per name and lookup
-    (performance notes 2.8).  Only names not found so are looked up in ``table()`` (name ->
-    position, built when first needed).
+    name (passes copy it from the program, the JSON loader hands each dep the name object of
+    its instruction), so the strings are matched by identity first: one sort of the names'
+    ``id`` and a binary search per wanted name, where a dict of a million names costs a hash
+    and a cache miss per name and lookup (performance notes 2.8).  Only names not found so
+    are looked up in ``table()`` (name -> position, built when first needed).
 
     >>> names = ["ld", "mm", "st"]
     >>> positions_of(names, [names[2], names[0]], lambda: {}).tolist()
