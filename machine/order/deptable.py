@@ -76,7 +76,7 @@ def positions_of(names: Sequence[str], wanted: Sequence[str],
         keys = np.fromiter(map(id, names), np.int64, len(names))
         order = np.argsort(keys).astype(np.int32)
         keys = keys[order]
-        for lo in range(0, len(wanted), _CHUNK):  # in chunks: ~21 B per dep at a time, not per dep
+        for lo in range(0, len(wanted), _CHUNK):  # a chunk at a time: ~21 B per dep of it, not of all
             want = np.fromiter(map(id, wanted[lo:lo + _CHUNK]), np.int64)
             at = np.searchsorted(keys, want)
             at[at == len(keys)] = 0
