@@ -74,12 +74,14 @@ def positions_of(names: Sequence[str], wanted: Sequence[str],
     missing = np.ones(len(wanted), bool)
     if len(names):
         keys = np.fromiter(map(id, names), np.int64, len(names))
-        order = np.argsort(keys).astype(np.int32)
+        # stable, and the last of equal keys below: a name given twice means its last
+        # instruction, as in the dict (ids of names made in order are nearly sorted: timsort)
+        order = np.argsort(keys, kind="stable").astype(np.int32)
         keys = keys[order]
         for lo in range(0, len(wanted), _CHUNK):  # a chunk at a time: ~21 B per dep of it, not of all
             want = np.fromiter(map(id, wanted[lo:lo + _CHUNK]), np.int64)
-            at = np.searchsorted(keys, want)
-            at[at == len(keys)] = 0
+            at = np.searchsorted(keys, want, side="right") - 1
+            at[at < 0] = 0
             missing[lo:lo + len(want)] = keys[at] != want
             out[lo:lo + len(want)] = order[at]
     if missing.any():

@@ -88,3 +88,10 @@ def test_chunks_give_the_same_positions(monkeypatch):
     whole = positions_of(names, wanted, table).tolist()
     monkeypatch.setattr(deptable, "_CHUNK", 16)
     assert positions_of(names, wanted, table).tolist() == whole == picks
+
+
+def test_a_name_given_twice_means_its_last_instruction_either_way():
+    name = "twice"
+    names = ["a0", name, "a2", name, "a4"]
+    table = lambda: dict(zip(names, range(len(names))))  # noqa: E731
+    assert positions_of(names, [name, _copy(name)], table).tolist() == [3, 3]
