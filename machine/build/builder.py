@@ -301,6 +301,11 @@ class KernelBuilder:
         return name in self._names
 
     @property
+    def emitted(self) -> int:
+        """Instructions and loops emitted so far (each claims a name)."""
+        return len(self._names)
+
+    @property
     def depth(self) -> int:
         """Bodies open: 1 at the kernel's top level, one more inside each open loop."""
         return len(self._bodies)

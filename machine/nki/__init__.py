@@ -4,10 +4,10 @@ and trace them into neuronsim programs (see docs/nki.md).
 >>> from neuronsim.machine.nki import load_kernel, trace, TracedKernel, NkiError, standins
 """
 
-from neuronsim.machine.nki.errors import NkiError
+from neuronsim.machine.nki.errors import NkiError, TraceTooLarge
 from neuronsim.machine.nki.kernel import Kernel, jit
 from neuronsim.machine.nki.loader import load_kernel
 from neuronsim.machine.nki.standins import standins
 from neuronsim.machine.nki.frontend import TracedKernel, trace
 
-__all__ = ["load_kernel", "trace", "TracedKernel", "NkiError", "standins", "Kernel", "jit"]
+__all__ = ["load_kernel", "trace", "TracedKernel", "NkiError", "TraceTooLarge", "standins", "Kernel", "jit"]

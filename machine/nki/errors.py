@@ -17,8 +17,8 @@ from typing import Any
 
 from neuronsim.machine.ir.errors import ProgramError
 
-__all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "SourceLine", "user_line",
-           "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name"]
+__all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "TraceTooLarge", "SourceLine",
+           "user_line", "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -107,6 +107,23 @@ class NkiError(ProgramError):
 
     def __init__(self, where: SourceLine | str, message: str) -> None:
         super().__init__(str(where), message)
+
+
+class TraceTooLarge(NkiError):
+    """A trace past its limits (``Tracer.max_instructions``, ``Tracer.max_memory``): a Python
+    loop of a billion iterations is refused at the limit, not traced for hours or until the
+    machine runs out of memory.  ``kind`` is ``"instructions"`` or ``"memory"``, ``limit``
+    the number (bytes for memory); ``hint`` how to raise it (the command line names its option).
+
+    >>> str(TraceTooLarge(SourceLine("k.py", 7), 1000, "instructions"))
+    'k.py:7: the kernel traces to more than 1,000 instructions (its Python loops unroll)'
+    """
+
+    def __init__(self, where: SourceLine | str, limit: int, kind: str, hint: str = "") -> None:
+        what = f"{limit:,} instructions" if kind == "instructions" else f"{limit / 2**30:.1f} GiB of memory"
+        super().__init__(where, f"the kernel traces to more than {what} (its Python loops unroll)"
+                                + (f": {hint}" if hint else ""))
+        self.limit, self.kind = limit, kind
 
 
 class NkiInternalError(RuntimeError):

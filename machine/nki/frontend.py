@@ -37,7 +37,7 @@ from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_map
 from neuronsim.machine.nki.cores import Cores, NeedsCores
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import (NkiError, NkiInternalError, NoSuchTensorAttribute, NotAffine, SourceLine,
-                                          _display)
+                                          TraceTooLarge, _display)
 from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.groups import open_groups
 from neuronsim.machine.nki.kernel import schedule_of, simulation_mode, unwrap
@@ -81,7 +81,8 @@ class TracedKernel:
 
 
 def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = "trn1",
-          ranks: int = 1, unroll_loops: bool = False, **kwargs: Any) -> TracedKernel:
+          ranks: int = 1, unroll_loops: bool = False, max_instructions: int | None = None,
+          max_memory: int | None = None, **kwargs: Any) -> TracedKernel:
     """Trace ``kernel`` (a ``Kernel``, ``kernel[grid]`` or a function) on ``arrays``.
 
     numpy arrays (by position or parameter name) become DRAM tensors named after the
@@ -90,6 +91,9 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     the outputs are rank 0's, rank ``r``'s are ``NAME_rank{r}``.  ``unroll_loops``: every loop
     unrolled from the start (a tile of each iteration its own tensor), as ``run`` traces again a
     kernel whose loop body overflows SBUF, so that ``alloc`` may spill between iterations.
+    ``max_instructions`` / ``max_memory``: refuse a kernel that traces to more instructions, or
+    whose trace grows the process by more bytes (:class:`~neuronsim.machine.nki.errors.TraceTooLarge`
+    at the line that passes the limit).
     """
     func, kernel_grid = unwrap(kernel)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
@@ -105,12 +109,19 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     for _attempt in range(_MAX_ATTEMPTS):
         _restore(module_state)
         tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, ranks=int(ranks),
-                        as_cores=as_cores)
+                        as_cores=as_cores, max_instructions=max_instructions, max_memory=max_memory)
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
             with standins(), tracer.active(), collector_paused(), _objects_promoted():
                 return _run(tracer, func, arrays, kwargs, schedule_of(kernel), simulation_mode(kernel), converted)
+        except TraceTooLarge:  # unrolling what was kept would only make it larger
+            raise
+        except MemoryError as err:  # the kernel's own allocation, or a trace that outgrew memory
+            raise NkiError(_located(err, func), f"out of memory while tracing ({err or 'MemoryError'}), after "
+                                                f"{tracer.kb.emitted:,} instructions") from None
+        except SystemExit as err:  # the kernel's own sys.exit: not this command's exit status
+            raise NkiError(_located(err, func), f"the kernel exits (sys.exit({err.code!r}))") from None
         except NeedsCores:  # a two-core meeting reached: trace the grid's instances as cores
             as_cores = True
             continue

@@ -75,8 +75,9 @@ def load_kernel(spec: str) -> Any:
         source = err.filename if err.filename and os.path.isfile(err.filename) else path
         raise NkiError(SourceLine(_display(source), err.lineno or 0, os.path.abspath(source)),
                        f"SyntaxError: {err.msg}") from None
-    except Exception as err:  # an import the kernel needs and we do not have, or its own error
-        raise NkiError(_kernel_frame(err) or where, f"importing the kernel: {type(err).__name__}: {err}") from None
+    except (Exception, SystemExit) as err:  # an import the kernel needs and we do not have, or its own error
+        what = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}"
+        raise NkiError(_kernel_frame(err) or where, f"importing the kernel: {what}") from None
     kernel = getattr(module, func, None)
     if kernel is None or not callable(kernel):
         raise NkiError(where, f"no function {func!r} in the kernel file")

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki.cores import side_by_side
-from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, unsupported, user_line, user_site
+from neuronsim.machine.nki.errors import NkiError, SourceLine, TraceTooLarge, fail, unsupported, user_line, user_site
 from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
@@ -173,8 +173,17 @@ class Tracer:
     call_options: dict[str, Any] = field(default_factory=dict)
     """The keyword arguments of the NKI call being emitted (an indirect DMA's ``oob_mode``,
     :mod:`~neuronsim.machine.nki.indirect`); none while a held-back result is emitted."""
+    max_instructions: int | None = None
+    """Refuse the trace (:class:`~neuronsim.machine.nki.errors.TraceTooLarge`, at the kernel
+    line) once it has emitted more instructions and loops; None: no limit."""
+    max_memory: int | None = None
+    """Refuse it, likewise, once the process's peak resident memory has grown by more bytes
+    since the trace began (read every :data:`_MEMORY_CHECK_EVERY` instructions)."""
+    memory_check_at: int = 0
+    rss_at_start: int = 0
 
     def __post_init__(self) -> None:
+        self.rss_at_start = peak_rss() if self.max_memory is not None else 0
         # two cores: their SBUF and PSUM side by side in the program's machine (machine/nki/cores.py)
         members = self.ranks if self.ranks > 1 else 2 if self.as_cores else 1
         self.kb = KernelBuilder(self.name, side_by_side(self.machine, members) if members > 1 else self.machine)
@@ -233,6 +242,12 @@ class Tracer:
         try:
             fn()
             self._track_psum(self.kb.emitted_since(start))
+            if self.max_instructions is not None and self.kb.emitted > self.max_instructions:
+                raise TraceTooLarge(site[0], self.max_instructions, "instructions")
+            if self.max_memory is not None and self.kb.emitted >= self.memory_check_at:
+                self.memory_check_at = self.kb.emitted + _MEMORY_CHECK_EVERY
+                if peak_rss() - self.rss_at_start > self.max_memory:
+                    raise TraceTooLarge(site[0], self.max_memory, "memory")
         except NkiError:
             raise
         except ValueError as err:  # a builder check: shapes or placement the hardware refuses
@@ -416,6 +431,21 @@ class Tracer:
 
     def refuse(self, construct: str, why: str) -> NkiError:
         return unsupported(construct, why)
+
+
+#: Instructions between two readings of the process's memory by a tracer with ``max_memory``
+#: (a system call each: about 1 us against ~30 us of tracing per instruction).
+_MEMORY_CHECK_EVERY = 4096
+
+
+def peak_rss() -> int:
+    """The process's peak resident memory in bytes (0 where the system does not say)."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return 0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
 
 
 #: A mask that is a Python ``False`` (a condition the kernel computed): the instruction is skipped.

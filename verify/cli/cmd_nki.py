@@ -30,7 +30,9 @@ import click
 
 from neuronsim.machine.formats.program_json import save_program
 
-from neuronsim.verify.cli.common import (UsageFailure, check_output, emit_json, json_option, run_command,
+from neuronsim.verify.app.host import available_memory, machine_memory
+from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
+                                         check_output, emit_json, json_option, max_instances_option, run_command,
                                          run_output_paths, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
@@ -115,12 +117,28 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
     loaded = frontend.load_kernel(kernel)
     options = {"grid": _parse_grid(grid)} if grid else {}
     context = click.get_current_context(silent=True)
-    ranks = context.meta.get("neuronsim.ranks", 1) if context is not None else 1
+    meta = context.meta if context is not None else {}
+    ranks = meta.get("neuronsim.ranks", 1)
     if ranks > 1:
         options["ranks"] = ranks
     if unroll_loops:
         options["unroll_loops"] = True
-    return frontend.trace(loaded, **arrays, **kwargs, **options), kwargs
+    # a Python loop of a billion iterations is refused at the instance limit, not traced for hours
+    options["max_instructions"] = meta.get(MAX_INSTANCES_KEY, DEFAULT_MAX_INSTANCES)
+    options["max_memory"] = _trace_memory(meta.get(MAX_MEMORY_KEY))
+    try:
+        return frontend.trace(loaded, **arrays, **kwargs, **options), kwargs
+    except getattr(frontend, "TraceTooLarge", ()) as err:
+        option = "--max-instances N" if err.kind == "instructions" else "--max-memory SIZE"
+        raise type(err)(err.path, err.limit, err.kind, f"raise the limit with {option}") from None
+
+
+def _trace_memory(max_memory: int | None) -> int | None:
+    """What a trace may grow the process by: ``--max-memory``, else the machine's memory, and
+    no more than the system can give now (a trace past it would swap, or be killed unheard)."""
+    limits = [m for m in (max_memory if max_memory is not None else machine_memory(), available_memory())
+              if m is not None]
+    return min(limits) if limits else None
 
 
 @click.command("nki")
@@ -128,10 +146,11 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
 @kernel_options
 @click.option("-o", "--output", "output", required=True, metavar="PROGRAM.json",
               help="Where to write the traced program.")
+@max_instances_option
 @json_option
 @run_command
 def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...],
-        output: str, as_json: bool) -> int:
+        output: str, max_instances: int, as_json: bool) -> int:
     """Trace the NKI kernel FUNC of KERNEL.py into a neuronsim.program/1 file."""
     check_output(output, "-o")
     traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)

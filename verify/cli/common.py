@@ -42,7 +42,9 @@ __all__ = ["UsageFailure", "run_command", "emit_json", "program_argument", "json
            "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail",
            "run_output_paths", "write_run_outputs", "EXIT_INPUT",
            "EXIT_INTERNAL", "EXIT_INTERRUPTED",
-           "DEFAULT_MAX_INSTANCES", "TRACEBACK_ENV", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED", "Terminated",
+           "DEFAULT_MAX_INSTANCES", "MAX_INSTANCES_KEY", "MAX_MEMORY_KEY", "max_instances_option",
+           "TRACEBACK_ENV", "EXIT_BROKEN_PIPE",
+           "EXIT_TERMINATED", "Terminated",
            "closed_pipe", "internal_error", "stopped"]
 
 EXIT_INPUT = 2
@@ -195,12 +197,31 @@ class ByteSize(click.ParamType):
         return size
 
 
+MAX_MEMORY_KEY = "neuronsim.max_memory"
+
+
+def _keep_max_memory(ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
+    ctx.meta[MAX_MEMORY_KEY] = value  # as --max-instances: a kernel's tracing reads it
+    return value
+
+
 max_memory_option = click.option(
-    "--max-memory", type=ByteSize(), default=None, metavar="SIZE",
+    "--max-memory", type=ByteSize(), default=None, metavar="SIZE", callback=_keep_max_memory,
     help="Refuse work estimated to need more memory, e.g. 8G (default: this machine's memory).")
+MAX_INSTANCES_KEY = "neuronsim.max_instances"
+
+
+def _keep_max_instances(ctx: click.Context, _param: click.Parameter, value: int) -> int:
+    # also kept in the context: a kernel command's tracing reads it (cmd_nki.trace_from_options)
+    ctx.meta[MAX_INSTANCES_KEY] = value
+    return value
+
+
 max_instances_option = click.option(
     "--max-instances", type=click.IntRange(min=1), default=DEFAULT_MAX_INSTANCES, show_default=True, metavar="N",
-    help="Refuse programs that unroll to more instances (checked before any work).")
+    callback=_keep_max_instances,
+    help="Refuse programs that unroll to more instances (a kernel: also while it is traced; the program: before "
+         "any work).")
 
 
 def size_options(fn: Callable) -> Callable:
