@@ -256,10 +256,10 @@ class KernelBuilder:
         self._loops.append(name)
         try:
             yield Index(0, ((name, 1),))
-        finally:
+        finally:  # also when the caller left the body early (a kernel's `return` inside it)
             body = self._bodies.pop()
             self._loops.pop()
-        self._bodies[-1].append(Loop(name, trip_count, tuple(body), frozen_mapping(extras)))
+            self._bodies[-1].append(Loop(name, trip_count, tuple(body), frozen_mapping(extras)))
 
     def instruction(self, op: str, engine: str, reads: Iterable[Operand | Access] = (),
                     writes: Iterable[Operand | Access] = (), *,

@@ -23,7 +23,7 @@ __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "s
            "prod_", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "exp", "log", "tanh",
            "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square", "sqrt", "rsqrt",
            "reciprocal", "abs", "sign", "negative", "equal", "not_equal", "greater", "greater_equal", "less",
-           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bypass", "softmax", "where",
+           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bypass", "softmax",
            "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc"]
 
 ALU_OF: dict[Any, str] = {}
@@ -48,6 +48,9 @@ def _binary_fn(name: str, alu: str):
 def _unary_fn(name: str, act: str):
     @api(f"nl.{name}")
     def fn(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+        if not is_tile(x):
+            raise fail(f"nl.{name} computes on a tile, not {type(x).__name__} {x!r}: compute a number in Python "
+                       "(math, numpy)")
         return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.activation(dst, act, x), mask,
                        (x,))
 
@@ -251,10 +254,3 @@ def softmax(x: NkiTensor, axis: Any = -1, *, dtype: Any = None, **_kw: Any) -> N
     e = exp(shifted)
     return divide(e, sum(e, axis=axis, keepdims=True), dtype=dtype)
 
-
-@api("nl.where")
-def where(condition: NkiTensor, x: Any, y: Any, *, dtype: Any = None, **_kw: Any) -> NkiTensor:
-    """``condition * x + (1 - condition) * y`` (conditions are 0 / 1 tiles)."""
-    picked = multiply(condition, x)
-    other = multiply(subtract(1.0, condition), y)
-    return add(picked, other, dtype=dtype)

@@ -290,6 +290,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     def instance() -> list[Any]:
         each = bounds[tracer.cores.rank()] if tracer.ranks > 1 else bound
         result = func(*each.args, **each.kwargs)
+        tracer.check_loops_finished()
         tracer.flush()
         return _returned(result, func, tracer if simulated else None)
 

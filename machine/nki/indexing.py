@@ -130,7 +130,10 @@ def as_index(value: Any) -> Index:
         return Index(value)
     if hasattr(value, "__index__") and not isinstance(value, (float, bool)):
         return Index(int(value))
-    raise fail(f"index {value!r} is not an integer or an affine expression of loop variables")
+    if isinstance(value, Mask):  # `t[...][i < n]`: a comparison of indices bounds an access through mask=
+        raise fail("a comparison of indices used as an index: pass it as the call's mask= instead")
+    what = repr(value) if isinstance(value, (int, float, str, bool)) or value is None else type(value).__name__
+    raise fail(f"index {what} is not an integer or an affine expression of loop variables")
 
 
 def concrete(value: Any, what: str) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import BUFFERS, Buffer, ParDim, TileSpec, declare_tile, spec_of
@@ -237,6 +238,9 @@ def shared_constant(constant: Any, dtype: Any = None, **_kw: Any) -> NkiTensor:
 # -- memory operations ---------------------------------------------------------------------
 @api("nl.load")
 def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
+    if not src.shape:  # an on-chip tile has a partition dimension at least
+        raise fail("nl.load of a single element (every dimension indexed by an integer) gives a tile of no "
+                   "dimensions: index with ranges, e.g. x[0:1, 1:2] for a [1, 1] tile")
     if src.buffer != "hbm":
         return copy(src, dtype=dtype, mask=mask)
     return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask, (src,))
@@ -322,12 +326,15 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
 
 @api("+=")
 def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
-    """``dst += value``: a PSUM matmul accumulates in place; anything else is an ALU op on
-    ``dst`` (``extras["x-nki-accumulate"]``)."""
+    """``dst += value``: a matmul into a PSUM tile accumulates in place; anything else is an
+    ALU op on ``dst`` (``extras["x-nki-accumulate"]``), a matmul added into an SBUF tile too
+    (PE writes PSUM only: its result lands in a PSUM tile of its own, then DVE adds it, as
+    students' kernels write ``acc_sbuf += nl.matmul(...)``)."""
     tracer = current()
     mark = {"x-nki-accumulate": True}
     pending = tracer.take_pending(value) if is_tile(value) else None
-    if pending is not None and getattr(pending.emit, "accumulates", False) and op == "add":
+    if (pending is not None and getattr(pending.emit, "accumulates", False) and op == "add"
+            and dst.layout.tensor.memory == MemoryKind.PSUM):
         tracer.emit_pending_into(pending, dst.layout, mark, accumulate=ops.opens_accumulation(dst.layout))
         return
     if pending is not None:
@@ -408,10 +415,19 @@ def loop_reduce(x: NkiTensor, op: Any, loop_indices: Any = (), *, dtype: Any = N
     tracer = current()
     target = _rebound_tile(tracer)
     if target is not None:
-        tracer.emit(lambda: ops.binary(ops.lay(target), target, x, alu), mask=mask)
+        tracer.emit(lambda: ops.binary(ops.lay(target), target, x, alu), extras=dict(_LOOP_REDUCE), mask=mask)
         return target
-    return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.binary(dst, NkiTensor(dst), x, alu),
-                   mask)
+
+    def emit(dst: Layout) -> None:
+        ops.binary(dst, NkiTensor(dst), x, alu)
+
+    emit.extras = _LOOP_REDUCE  # type: ignore[attr-defined]
+    return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", emit, mask)
+
+
+#: On a ``nl.loop_reduce`` instruction: the reduction the kernel declared across its loops,
+#: which the API page writes inside ``affine_range`` (no carried dependence of the kernel's).
+_LOOP_REDUCE = {"x-nki-loop-reduce": True}
 
 
 def _rebound_tile(tracer: Any) -> NkiTensor | None:

@@ -18,13 +18,13 @@ from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, decl
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
+from neuronsim.machine.nki import tensor_views as views
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.reinterpret import bitcast_ap, other_size, reinterpret
 from neuronsim.machine.nki.tracer import current
 
 #: NkiTensor methods of the API reference module that neuronsim does not model.
-_VIEW_METHODS = frozenset(("strides", "offset", "is_contiguous", "get_pattern", "is_indirect", "permute", "broadcast",
-                           "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange", "slice", "select",
+_VIEW_METHODS = frozenset(("strides", "offset", "is_contiguous", "get_pattern", "is_indirect", "rearrange",
                            "vector_select", "reinterpret_cast", "indirect"))
 
 __all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators"]
@@ -57,6 +57,11 @@ def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[
     spec = TileSpec(tuple(int(n) for n in shape), to_dtype(dtype), buffer)
     return tracer.result(NkiTensor(spec=spec), emit, lambda site: declare_tile(tracer, spec, None, site), mask,
                          sources)
+
+
+def _one_tuple(dims: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``permute((0, 2, 1))`` and ``permute(0, 2, 1)`` alike."""
+    return tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
 
 
 def is_tile(value: Any) -> bool:
@@ -137,9 +142,9 @@ class NkiTensor:
         return prod(self.shape)
 
     def __getattr__(self, attr: str) -> Any:
-        """The NKI 0.5 view methods neuronsim does not model: refused when used."""
+        """The NkiTensor methods neuronsim does not model: refused when used."""
         if attr in _VIEW_METHODS:
-            return Refused(f"NkiTensor.{attr}", "NKI 0.5 tensor view methods")
+            return Refused(f"NkiTensor.{attr}", "access-pattern introspection, einops patterns and indirect views")
         if attr.startswith("_"):  # Python's own probes (copy, pickle) and private names
             raise AttributeError(attr)
         raise NoSuchTensorAttribute(
@@ -215,6 +220,34 @@ class NkiTensor:
         if layout.on_chip and layout.partitions[1] == 1 and shape and shape[0] > 1 and len(shape) == len(layout.shape):
             return _operator("broadcast_partitions")(self, shape)
         return NkiTensor(layout.broadcast_to(shape))
+
+    # -- the current API's shape views (machine/nki/views.py) -----------------------------
+    def permute(self, *dims: Any) -> NkiTensor:
+        return NkiTensor(views.permute(self.layout, _one_tuple(dims)))
+
+    def broadcast(self, dim: int, size: int) -> NkiTensor:
+        return NkiTensor(views.broadcast(self.layout, dim, size))
+
+    def expand_dim(self, dim: int) -> NkiTensor:
+        return NkiTensor(views.expand_dim(self.layout, dim))
+
+    def squeeze_dim(self, dim: int) -> NkiTensor:
+        return NkiTensor(views.squeeze_dim(self.layout, dim))
+
+    def reshape_dim(self, dim: int, shape: Any) -> NkiTensor:
+        return NkiTensor(views.reshape_dim(self.layout, dim, tuple(shape)))
+
+    def flatten_dims(self, start_dim: int, end_dim: int) -> NkiTensor:
+        return NkiTensor(views.flatten_dims(self.layout, start_dim, end_dim))
+
+    def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
+        """``t[:, start:end:step]`` for ``dim=1``."""
+        return self[(slice(None),) * int(dim) + (slice(int(start), int(end), int(step)),)]
+
+    def select(self, dim: int, index: Any) -> NkiTensor:
+        """``t[:, index]`` for ``dim=1``: the dimension removed (a tile of indices: the indirect
+        view ``t[:, tile]``, for a DMA)."""
+        return self[(slice(None),) * int(dim) + (index,)]
 
     def view(self, dtype: Any) -> NkiTensor:
         return NkiTensor(reinterpret(self.layout, dtype, ".view(dtype)"))

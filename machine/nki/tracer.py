@@ -176,6 +176,9 @@ class Tracer:
     max_instructions: int | None = None
     """Refuse the trace (:class:`~neuronsim.machine.nki.errors.TraceTooLarge`, at the kernel
     line) once it has emitted more instructions and loops; None: no limit."""
+    left_early: tuple[SourceLine, str, int, int] | None = None
+    """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
+    its line, kind, the iteration and the trip count (:meth:`check_loops_finished`)."""
     max_memory: int | None = None
     """Refuse it, likewise, once the process's peak resident memory has grown by more bytes
     since the trace began (read every :data:`_MEMORY_CHECK_EVERY` instructions)."""
@@ -295,6 +298,9 @@ class Tracer:
         if pending.mask is NEVER:
             return
         options, self.call_options = self.call_options, {}  # not the options of the call that flushed it
+        marks = getattr(pending.emit, "extras", None)  # what the call says of its instruction (nl.loop_reduce)
+        if marks:
+            extras = {**marks, **(extras or {})}
         try:
             self._emit_boxes(pending, dst, extras, **kw)
         finally:
@@ -382,14 +388,18 @@ class Tracer:
         bounds = tuple(concrete(v, "a loop bound") for v in (start, stop, step))
         if keep and len(range(*bounds)) > 0:
             return self._kept(var, kind, range(*bounds), key)
-        return self._unrolled(var, range(*bounds))
+        return self._unrolled(var, range(*bounds), (where, kind))
 
-    def _unrolled(self, var: str, values: range) -> Iterator[int]:
+    def _unrolled(self, var: str, values: range, site: tuple[SourceLine, str] | None = None) -> Iterator[int]:
         for value in values:
             self.flush()
             self.loops.append((var, value))
             try:
                 yield value
+            except GeneratorExit:  # the kernel left the body by `return` or `break` (checked when it returns)
+                if site is not None and value != values[-1] and self.left_early is None:
+                    self.left_early = (site[0], site[1], values.index(value), len(values))
+                raise
             finally:
                 self.loops.pop()
         self.flush()
@@ -406,8 +416,21 @@ class Tracer:
                 value = index * values.step + values.start
                 yield SymIndex(value) if value.terms else value.const
                 self.flush()
+            except GeneratorExit:  # a `return` inside the body: traced once, it is the whole loop's body
+                self.flush()
+                raise
             finally:
                 self.loops.pop()
+
+    def check_loops_finished(self) -> None:
+        """Refuse a kernel that left an unrolled NKI loop early (see ``left_early``): NKI
+        traces a loop's body once for all its iterations, so a ``return`` inside it still
+        means every iteration; only a loop kept as a loop is traced so here."""
+        if self.left_early is not None:
+            where, kind, at, trips = self.left_early
+            raise NkiError(where, f"the kernel leaves this nl.{kind}_range loop by return or break in iteration "
+                                  f"{at} of {trips}: NKI runs every iteration of a body it traced once, which "
+                                  "neuronsim does only for loops it keeps symbolic; return after the loop")
 
     # -- SPMD --------------------------------------------------------------------------------
     def instances(self) -> Iterator[tuple[int, ...]]:

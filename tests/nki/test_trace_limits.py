@@ -52,7 +52,8 @@ def _line_of(text: str) -> int:
     return KERNELS.splitlines().index(next(line for line in KERNELS.splitlines() if text in line)) + 1
 
 
-@pytest.mark.parametrize("command", [["run", "k.py::endless", "--out", "out"], ["nki", "k.py::endless", "-o", "p.json"]])
+@pytest.mark.parametrize("command", [["run", "k.py::endless", "--out", "out"],
+                                     ["nki", "k.py::endless", "-o", "p.json"]])
 def test_an_endless_loop_is_refused_at_the_limit_with_its_line(kernels, command):
     result = CliRunner().invoke(cli, [*command, "--inputs", "in.npz", "--max-instances", "500"])
     assert result.exit_code == 2, result.output

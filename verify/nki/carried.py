@@ -32,12 +32,13 @@ import numpy as np
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
 from neuronsim.machine.order.stream import InstanceStream
 
-__all__ = ["CarriedPair", "sweep_loops", "RANGE_KEY", "SCOPE_KEY", "ACCUMULATE_KEY", "AFFINE"]
+__all__ = ["CarriedPair", "sweep_loops", "RANGE_KEY", "SCOPE_KEY", "ACCUMULATE_KEY", "LOOP_REDUCE_KEY", "AFFINE"]
 
 RANGE_KEY = "x-nki-range"
 #: On a tensor: the kept loops around its declaration (``[]``: declared outside them all).
 SCOPE_KEY = "x-nki-scope"
 ACCUMULATE_KEY = "x-nki-accumulate"
+LOOP_REDUCE_KEY = "x-nki-loop-reduce"
 AFFINE = "affine"
 
 
@@ -235,6 +236,8 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
             both = accumulates(writer) and accumulates(reader)
             if both and memory == MemoryKind.PSUM:
                 continue  # matmul accumulation into PSUM: the carried value affine loops allow
+            if writer.extras.get(LOOP_REDUCE_KEY) and reader.extras.get(LOOP_REDUCE_KEY):
+                continue  # nl.loop_reduce: a reduction the kernel declared (its API page loops it in affine_range)
             kind = "accumulate" if both and memory == MemoryKind.SBUF else "carried"
             key = (kind, loop.name, xw, xr)
             old = found.get(key)

@@ -1,0 +1,55 @@
+"""Constructs found in public kernels nobody here wrote (students' course kernels, LLM-written
+kernels, NKI 0.6 / 0.7 users' kernels), each in the smallest kernel that shows it
+(tests/nki/test_wild_forms.py)."""
+
+import logging
+
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+# CS149's NKI assignment does this after importing neuronxcc (a level the Neuron packages add)
+logging.disable(logging.OFF)
+
+
+@nki.jit
+def where_number(c, x):
+    """nl.where with a number on either side and a 0 / 1 uint8 condition."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ct = nl.load(c)
+    xt = nl.load(x)
+    low = nl.where(ct, xt, -5.0)
+    nl.store(out, value=nl.add(low, nl.where(ct, 2.0, xt)))
+    return out
+
+
+@nki.jit
+def sbuf_plus_matmul(a, b, c):
+    """A matmul added into an SBUF tile (PE writes PSUM: DVE adds its result)."""
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.load(c)
+    acc += nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+    nl.store(out, value=acc)
+    return out
+
+
+@nki.jit
+def loop_reduce_in_affine(a):
+    """nl.loop_reduce inside affine_range, as its API page writes it."""
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(4):
+        t = nl.load(a[i])
+        acc = nl.loop_reduce(t, op=np.add, loop_indices=[i], dtype=nl.float32)
+    nl.store(out, value=acc)
+    return out
+
+
+@nki.jit
+def returns_inside_loop(a):
+    """A kept loop the kernel returns from inside: its body, traced once, is every iteration's."""
+    out = nl.ndarray((3, 128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(3):
+        t = nl.load(a[i])
+        nl.store(out[i], value=nl.multiply(t, 2.0))
+        return out

@@ -1,0 +1,66 @@
+"""The current API's forms of tests/nki/test_wild_forms.py: NkiTensor's shape views (NKI 0.6 /
+0.7), and the mistakes public kernels make, each refused at its line."""
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def views(x, w):
+    """x: (128, 4, 6); w: (1, 24).  Each view moves its bytes by DMA into a tile of its shape."""
+    a = nl.ndarray((128, 6, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=x.permute((0, 2, 1)))
+    b = nl.ndarray((8, 24), dtype=w.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=b, src=w.broadcast(0, 8))
+    c = nl.ndarray((128, 24), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c, src=x.flatten_dims(1, 2))
+    d = nl.ndarray((128, 4, 2, 3), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=d, src=x.reshape_dim(2, (2, -1)))
+    e = nl.ndarray((128, 6), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=e, src=x.select(1, 2))
+    f = nl.ndarray((128, 2, 6), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=f, src=x.slice(1, 1, 4, 2))
+    g = nl.ndarray((128, 1, 24), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=g, src=c.expand_dim(1))
+    outs = [nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm) for t in (a, b, c, d, e, f)]
+    for o, t in zip(outs, (a, b, c, d, e, f)):
+        nisa.dma_copy(dst=o, src=t)
+    h = nl.ndarray((128, 24), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=h, src=g.squeeze_dim(1))
+    return (*outs, h)
+
+
+@nki.jit
+def returns_inside_unrolled_loop(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for _i in nl.affine_range(3):
+        nl.store(out, value=nl.load(a))
+        return out
+
+
+@nki.jit
+def sqrt_of_a_number(a):
+    return nl.sqrt(64.0)
+
+
+@nki.jit
+def loads_one_element(a):
+    return nl.load(a[0, 1])
+
+
+@nki.jit
+def mask_as_index(a):
+    t = nl.load(a)
+    return nl.copy(t[nl.arange(64)[None, :] < 40])
+
+
+@nki.jit
+def squeezes_a_long_dimension(x):
+    return x.squeeze_dim(1)
+
+
+@nki.jit
+def permutes_partitions(x):
+    t = nl.ndarray((128, 4), dtype=x.dtype, buffer=nl.sbuf)
+    return t.permute((1, 0))

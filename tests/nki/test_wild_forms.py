@@ -1,0 +1,87 @@
+"""Constructs of public kernels nobody here wrote, each traced, compiled, simulated and compared
+with numpy, or refused at its line (tests/nki/kernels/wild_forms.py, wild_forms_current.py)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, trace
+from neuronsim.verify.nki.run import run_kernel
+from neuronsim_tests.nki_kernels import KERNELS, f32, kernel, run
+
+
+def test_where_keeps_a_number_beside_an_integer_condition():
+    c = (np.random.default_rng(1).random((128, 64)) < 0.5).astype(np.uint8)
+    x = f32(128, 64)
+    out = run(kernel("wild_forms.py::where_number"), c, x)
+    np.testing.assert_allclose(out["return0"], np.where(c, x, -5.0) + np.where(c, 2.0, x), rtol=1e-6)
+
+
+def test_where_selects_without_arithmetic_on_the_other_branch():
+    """A select, not ``c * x + (1 - c) * y``: an infinity on the branch not taken stays out."""
+    c = np.eye(128, 64, dtype=np.uint8)
+    x = np.full((128, 64), np.inf, np.float32)
+    out = run(kernel("wild_forms.py::where_number"), c, x)
+    # (c * x + (1 - c) * y would give 0 * inf = nan on every element)
+    np.testing.assert_array_equal(out["return0"][c == 0], np.full((c == 0).sum(), np.inf, np.float32))
+    np.testing.assert_array_equal(out["return0"][c == 1], np.full((c == 1).sum(), np.inf, np.float32))
+
+
+def test_a_matmul_added_into_an_sbuf_tile_goes_through_psum():
+    a, b, c = f32(128, 128), f32(128, 128, seed=1), f32(128, 128, seed=2)
+    traced = trace(kernel("wild_forms.py::sbuf_plus_matmul"), a, b, c)
+    ops = [inst.op for inst, _ in traced.program.instructions()]
+    assert "matmul" in ops and "tensor_tensor" in ops
+    out = run(kernel("wild_forms.py::sbuf_plus_matmul"), a, b, c)
+    np.testing.assert_allclose(out["return0"], c + a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_loop_reduce_in_an_affine_loop_is_no_finding():
+    a = f32(4, 128, 64)
+    outputs, report = run_kernel(kernel("wild_forms.py::loop_reduce_in_affine"), a, reference=lambda a: a.sum(0))
+    assert not report.findings and not report.problems()
+    np.testing.assert_allclose(outputs, a.sum(0), rtol=1e-5)
+
+
+def test_a_return_inside_a_kept_loop_keeps_the_loop():
+    a = f32(3, 128, 64)
+    out = run(kernel("wild_forms.py::returns_inside_loop"), a)
+    np.testing.assert_allclose(out["return0"], 2 * a, rtol=1e-6)
+
+
+def test_the_logging_level_the_neuron_packages_add_is_there_while_importing_only():
+    disabled = logging.root.manager.disable
+    kernel("wild_forms.py::where_number")
+    assert not hasattr(logging, "OFF") and logging.root.manager.disable == disabled
+
+
+def test_current_api_shape_views():
+    x, w = f32(128, 4, 6), f32(1, 24, seed=3)
+    out = run(kernel("wild_forms_current.py::views"), x, w)
+    expected = [x.transpose(0, 2, 1), np.broadcast_to(w, (8, 24)), x.reshape(128, 24), x.reshape(128, 4, 2, 3),
+                x[:, 2], x[:, 1:4:2], x.reshape(128, 24)]
+    for k, want in enumerate(expected):
+        np.testing.assert_array_equal(out[f"return{k}"], want)
+
+
+@pytest.mark.parametrize("func, line_text, message", [
+    ("returns_inside_unrolled_loop", "for _i in nl.affine_range(3)",
+     "the kernel leaves this nl.affine_range loop by return or break in iteration 0 of 3"),
+    ("sqrt_of_a_number", "nl.sqrt(64.0)", "nl.sqrt computes on a tile, not float 64.0"),
+    ("loads_one_element", "nl.load(a[0, 1])", "nl.load of a single element"),
+    ("mask_as_index", "t[nl.arange(64)", "a comparison of indices used as an index: pass it as the call's mask="),
+    ("squeezes_a_long_dimension", "x.squeeze_dim(1)", "squeeze_dim(1): dimension 1 of x has size 4, not 1"),
+    ("permutes_partitions", "t.permute((1, 0))", "the partition dimension of t_"),
+])
+def test_mistakes_are_refused_at_their_line(func, line_text, message):
+    source = (Path(KERNELS) / "wild_forms_current.py").read_text().splitlines()
+    line = next(k for k, text in enumerate(source, 1) if line_text in text)
+    with pytest.raises(NkiError) as caught:
+        trace(kernel(f"wild_forms_current.py::{func}"), f32(128, 64) if func != "squeezes_a_long_dimension"
+              else f32(128, 4, 6))
+    assert caught.value.path.endswith(f"wild_forms_current.py:{line}"), caught.value
+    assert message in caught.value.message, caught.value.message
