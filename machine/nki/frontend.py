@@ -146,6 +146,18 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
 
 
+def _argument_dtype(param: str, value: np.ndarray, func: Any) -> str:
+    """The dtype of array argument ``param``; one the machine does not hold is the caller's
+    mistake, at the kernel's definition (raw 2-byte records: bf16 saved by numpy, which loads
+    them back as ``|V2`` without their type)."""
+    try:
+        return to_dtype(value.dtype)
+    except ValueError as err:
+        hint = ("; view it as ml_dtypes.bfloat16 (2 bytes) or ml_dtypes.float8_e4m3fn (1 byte)"
+                if value.dtype.kind == "V" else "")
+        raise NkiError(_defined_at(func), f"argument {param}: {err}{hint}") from None
+
+
 def _module_state(func: Any) -> tuple[dict[str, Any], dict[str, Any], list[tuple[Any, dict[str, Any]]]]:
     """What a kernel body may change in its own module: global numbers and strings (``global
     n``) and the attributes of objects of the module's own classes (the attention tutorial's
@@ -273,7 +285,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     for rank, each in enumerate(bounds):  # every rank its own copy of the inputs (machine/nki/ranks.py)
         for param, value in list(each.arguments.items()):
             if isinstance(value, np.ndarray) and value.ndim > 0:
-                dtype = to_dtype(value.dtype)
+                dtype = _argument_dtype(param, value, func)
                 tensor = param if rank == 0 else f"{param}_rank{rank}"
                 ref = tracer.kb.dram_input(tensor, value.shape, dtype)
                 known = converted.get(id(value)) if converted is not None else None

@@ -54,6 +54,8 @@ def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[
     tracer.Tracer.result`), ``emit(dst)`` then writes it; used before it is assigned, it gets
     a fresh tile of ``shape`` / ``dtype`` in ``buffer``."""
     tracer = current()
+    if buffer != "hbm" and shape and int(shape[0]) > 128:  # at the call, not where the tile is first used
+        raise fail(f"partition dimension {int(shape[0])} of an on-chip tile exceeds 128 (nl.tile_size.pmax)")
     spec = TileSpec(tuple(int(n) for n in shape), to_dtype(dtype), buffer)
     return tracer.result(NkiTensor(spec=spec), emit, lambda site: declare_tile(tracer, spec, None, site), mask,
                          sources)

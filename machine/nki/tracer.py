@@ -412,13 +412,10 @@ class Tracer:
         self.loop_sites[name] = key
         with self.kb.loop(name, len(values), extras={"x-nki-range": kind}) as index:
             self.loops.append((var, name))
-            try:
+            try:  # (left by a `return` inside the body, the body as traced so far is the loop's: kb.loop)
                 value = index * values.step + values.start
                 yield SymIndex(value) if value.terms else value.const
                 self.flush()
-            except GeneratorExit:  # a `return` inside the body: traced once, it is the whole loop's body
-                self.flush()
-                raise
             finally:
                 self.loops.pop()
 

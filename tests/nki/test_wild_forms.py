@@ -76,12 +76,27 @@ def test_current_api_shape_views():
     ("mask_as_index", "t[nl.arange(64)", "a comparison of indices used as an index: pass it as the call's mask="),
     ("squeezes_a_long_dimension", "x.squeeze_dim(1)", "squeeze_dim(1): dimension 1 of x has size 4, not 1"),
     ("permutes_partitions", "t.permute((1, 0))", "the partition dimension of t_"),
+    ("loads_256_partitions", "nl.load(g[0:256])", "partition dimension 256 of an on-chip tile exceeds 128"),
 ])
 def test_mistakes_are_refused_at_their_line(func, line_text, message):
     source = (Path(KERNELS) / "wild_forms_current.py").read_text().splitlines()
     line = next(k for k, text in enumerate(source, 1) if line_text in text)
     with pytest.raises(NkiError) as caught:
-        trace(kernel(f"wild_forms_current.py::{func}"), f32(128, 64) if func != "squeezes_a_long_dimension"
-              else f32(128, 4, 6))
+        args = {"squeezes_a_long_dimension": (f32(128, 4, 6),), "loads_256_partitions": (f32(128, 256), f32(256))}
+        trace(kernel(f"wild_forms_current.py::{func}"), *args.get(func, (f32(128, 64),)))
     assert caught.value.path.endswith(f"wild_forms_current.py:{line}"), caught.value
     assert message in caught.value.message, caught.value.message
+
+
+def test_a_reference_may_name_the_parameters_the_kernel_writes():
+    a = f32(128, 64)
+    outputs, report = run_kernel(kernel("wild_forms_current.py::writes_its_argument"), a, np.zeros_like(a),
+                                 reference=lambda a, out: 2 * a + out)
+    assert not report.problems(), report.problems()
+    np.testing.assert_allclose(outputs, 2 * a, rtol=1e-6)
+
+
+def test_raw_two_byte_records_are_the_callers_mistake_at_the_kernel():
+    raw = np.ones((128, 64), np.float16).view("V2")  # bf16 saved by np.savez loads back so
+    with pytest.raises(NkiError, match=r"argument a: dtype \|V2 is not supported .*ml_dtypes.bfloat16"):
+        trace(kernel("wild_forms_current.py::writes_its_argument"), raw, np.zeros((128, 64), np.float32))

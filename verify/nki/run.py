@@ -14,13 +14,15 @@ that numpy function's results::
     assert report.ok, report.render()
 
 ``reference(**inputs, **kwargs)`` receives the input arrays by parameter name (and the
-kernel's scalar arguments) and returns one array, a tuple in the order of the outputs, or a
+kernel's scalar arguments; the arrays given for parameters the kernel writes too, when it names
+them or takes ``**kwargs``) and returns one array, a tuple in the order of the outputs, or a
 dict by output name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
@@ -119,6 +121,16 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
     return _as_outputs(value, names, where)
 
 
+def _named_by(reference: Callable, names: Iterable[str]) -> tuple[str, ...]:
+    """Of ``names``, those ``reference`` takes by name (all of them when it takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(reference).parameters
+    except (TypeError, ValueError):  # a builtin or a C function: inputs only
+        return ()
+    takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    return tuple(n for n in names if takes_all or n in params)
+
+
 def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str, Any]) -> ModuleType:
     """The traced kernel as a scenario module (:mod:`neuronsim.verify.app.scenario_runs`' contract)."""
     module = ModuleType(f"nki_kernel_{name}")
@@ -126,7 +138,9 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
     module.build = lambda: traced.program
     module.inputs = lambda _seed: traced.run_inputs
     names = tuple(traced.outputs)
-    given = tuple(traced.inputs)  # the reference takes the kernel's inputs, not the outputs' initial values
+    # the kernel's inputs, and the arrays given for the parameters it writes when the reference
+    # names them (a kernel `k(a, b, out)` checked against `ref(a, b, out)`)
+    given = tuple(traced.inputs) + (_named_by(reference, traced.initial) if reference else ())
     module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, kwargs, names)
                         ) if reference else (lambda _inputs: {})
     module.rtol, module.atol = (1e-2, 1e-2) if reference else (0.0, 0.0)

@@ -64,3 +64,14 @@ def squeezes_a_long_dimension(x):
 def permutes_partitions(x):
     t = nl.ndarray((128, 4), dtype=x.dtype, buffer=nl.sbuf)
     return t.permute((1, 0))
+
+
+@nki.jit
+def loads_256_partitions(x, g):
+    t = nl.load(x)
+    gs = nl.load(g[0:256])
+    return nl.multiply(t, gs)
+
+
+def writes_its_argument(a, out):
+    nl.store(out, value=nl.multiply(nl.load(a), 2.0))
