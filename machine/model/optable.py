@@ -124,7 +124,7 @@ __all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "REDU
 #: Activation functions ``activation`` accepts (``func(in * scale + bias)``).
 ACTIVATION_FUNCS = (
     "identity", "copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "silu", "gelu_apprx_sigmoid",
-    "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "neg",
+    "gelu_apprx_tanh", "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "neg",
     "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc",
 )
 #: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar`` / ``tensor_tensor_scan``: NKI's

@@ -42,8 +42,9 @@ Op meanings are those of the op table (``doc`` column); the details:
 ``transpose``                       ``out[F, P] = in[P, F]``
 ``activation``                      ``func(in * scale + bias)``; ``scale`` (default 1) and ``bias``
                                     (default 0) are immediates or ``[P, 1]`` tiles
-                                    (:mod:`neuronsim.machine.model.oprules`); ``gelu`` is the tanh form,
-                                    ``gelu_apprx_sigmoid`` ``x * sigmoid(1.702 x)``; with
+                                    (:mod:`neuronsim.machine.model.oprules`); ``gelu`` is the erf form
+                                    ``0.5 x (1 + erf(x / sqrt 2))``, ``gelu_apprx_tanh`` the tanh
+                                    one, ``gelu_apprx_sigmoid`` ``x * sigmoid(1.702 x)``; with
                                     ``reduce_op`` the second write gets the per-partition sum of the
                                     fp32 activation result (before the output cast), ACT's reduce
                                     registers being 32-bit (NKI ``activation_reduce``)
@@ -197,6 +198,20 @@ def _per_partition(values: np.ndarray, partitions: int) -> np.ndarray:
 
 
 def _gelu(z: np.ndarray) -> np.ndarray:
+    """GELU, ``x * Phi(x)``: ``0.5 x (1 + erf(x / sqrt 2))`` (NKI's ``gelu``; its approximations
+    are ``gelu_apprx_tanh`` and ``gelu_apprx_sigmoid``)."""
+    return (0.5 * z * (1.0 + _erf(np.asarray(z, np.float64) * 0.7071067811865476))).astype(F32)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf in float64 to within 1.5e-7 (Abramowitz and Stegun 7.1.26; numpy has none): below
+    half an fp32 ulp of GELU's factor, so the fp32 result is the exact one or its neighbour."""
+    t = 1.0 / (1.0 + 0.3275911 * np.abs(x))
+    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+    return np.sign(x) * (1.0 - poly * np.exp(-x * x))
+
+
+def _gelu_tanh(z: np.ndarray) -> np.ndarray:
     return F32(0.5) * z * (F32(1) + np.tanh(F32(0.7978845608028654) * (z + F32(0.044715) * z * z * z)))
 
 
@@ -214,6 +229,7 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "sigmoid": _sigmoid,
     "relu": lambda z: np.maximum(z, F32(0)),
     "gelu": _gelu,
+    "gelu_apprx_tanh": _gelu_tanh,
     "silu": lambda z: z * _sigmoid(z),
     "gelu_apprx_sigmoid": lambda z: z * _sigmoid(F32(1.702) * z),
     "square": np.square,

@@ -70,7 +70,7 @@ def check_current_matmul(program: Program) -> None:
 def check_activation(program: Program) -> None:
     acts = _uses(program, "activation")
     assert acts and all(i.engine == "act" for i in acts)
-    assert {"exp", "silu", "gelu"} <= _funcs(program), _funcs(program)
+    assert {"exp", "silu", "gelu_apprx_tanh"} <= _funcs(program), _funcs(program)
 
 
 def check_legacy_activation(program: Program) -> None:
