@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import types
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -101,10 +101,11 @@ class Traced:
     program: Program
     inputs: dict
     outputs: tuple
+    initial: dict = field(default_factory=dict)  # the frontend's TracedKernel: no written parameter here
 
     @property
-    def run_inputs(self) -> dict:  # the frontend's TracedKernel: no written parameter here
-        return dict(self.inputs)
+    def run_inputs(self) -> dict:
+        return {**self.inputs, **self.initial}
 
 
 class NkiError(ProgramError):
