@@ -11,22 +11,25 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
-from neuronsim.machine.nki import ops
+from neuronsim.machine.nki import language, ops
 from neuronsim.machine.nki import transpose_dma
 from neuronsim.machine.nki.errors import fail
-from neuronsim.machine.nki.arith import act_name, alu_name
+from neuronsim.machine.nki.arith import act_name, add, alu_name, multiply, subtract
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import ArangeExpr, Mask
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.emitters_select import select_reduce
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
-from neuronsim.machine.nki.tracer import current
+from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.tracer import api, current
 from neuronsim.machine.model.optable import MOVABLE_ALU_OPS
 
 __all__ = ["ENGINES", "engine_of", "matmul", "double_row", "transpose", "activation", "tensor_tensor", "tensor_scalar",
            "scalar_tensor_tensor", "tensor_reduce", "tensor_copy", "memset", "iota", "reciprocal", "bn_stats",
-           "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "reduce_axes"]
+           "bn_aggr", "tensor_tensor_scan", "tensor_scalar_reduce", "dma_copy", "dma_transpose", "reduce_axes",
+           "where", "mask_tile"]
 
 #: ``engine=`` values (``nisa.vector_engine``, ``nisa.engine.gpsimd`` ...) as sequencers.
 ENGINES = {"pe": "pe", "tensor": "pe", "act": "act", "scalar": "act", "activation": "act", "dve": "dve",
@@ -299,3 +302,40 @@ def iota_pattern(dst: Layout, pattern: Any, offset: Any, channel_multiplier: Any
     attrs = {"base": ops.number(offset), "partition_step": ops.number(channel_multiplier),
              "pattern": [[s, n] for s, n in pairs]}  # a multi-dimensional pattern (steps of 0 repeat)
     current().kb.instruction("iota", "pool", [], [dst.view()], attrs=attrs)
+
+
+@api("nl.where")
+def where(condition: NkiTensor, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+    """``x`` where ``condition`` is non-zero, else ``y`` (each a tile or a number): one DVE
+    select (``select_reduce``, nothing reduced) when a tile of the condition's shape is among
+    them and the other is a number or a tile of that shape too; otherwise
+    ``condition * x + (1 - condition) * y``, with the products in fp32 (a bool or uint8
+    condition would give its dtype to a number such as -5.0)."""
+    values = [v for v in (x, y) if is_tile(v)]
+    if isinstance(condition, Mask):  # a comparison of indices (rows past a bound): a 0 / 1 tile first
+        if not values:
+            raise fail("nl.where of a comparison of indices between two numbers: give one of them as a tile")
+        condition = mask_tile(condition, values[0].shape)
+    out = ops.result_dtype(dtype, *values)
+    on_true = next((v for v in values if is_tile(condition) and v.shape == condition.shape), None)
+    on_false = None if on_true is None else y if on_true is x else x
+    if on_true is not None and (not is_tile(on_false) or on_false.shape == condition.shape):
+        return _result(condition.shape, out, "sbuf",
+                       lambda dst: select_reduce(dst, condition, on_true, on_false, reverse_pred=on_true is not x),
+                       mask, (condition, *values))
+    picked = multiply(condition, x, dtype="float32")
+    other = multiply(subtract(1.0, condition, dtype="float32"), y, dtype="float32")
+    return add(picked, other, dtype=out, mask=mask)
+
+
+def mask_tile(mask: Mask, shape: tuple[int, ...]) -> NkiTensor:
+    """A comparison of indices as a 0 / 1 fp32 tile of ``shape``: ones, then zero where each
+    comparison fails (one ``affine_select`` on POOL per comparison, in place), each iterator
+    standing for the tile's axis at its grid position, as ``nisa.affine_select`` reads it."""
+    if mask.alternatives:
+        raise current().refuse("a comparison of indices joined with | used as a tile",
+                               "comparisons joined with &")
+    tile = language.full(shape, 1.0, dtype="float32", buffer=language.sbuf)
+    for pred in mask.preds:
+        current().emit(lambda pred=pred: affine_select_pred(tile.layout, Mask((pred,)), tile, 0.0))
+    return tile

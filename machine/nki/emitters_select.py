@@ -18,18 +18,17 @@ from typing import Any
 from neuronsim.machine.model.optable import CUMULATIVE_OPS, RANGE_CMPS
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
-from neuronsim.machine.nki.arith import add, alu_name, emit_partition_reduce, multiply, subtract
+from neuronsim.machine.nki.arith import alu_name, emit_partition_reduce
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
-from neuronsim.machine.nki.tiles import result_tile as _result
-from neuronsim.machine.nki.tracer import api, current
+from neuronsim.machine.nki.tracer import current
 
 __all__ = ["max8", "find_index8", "match_replace8", "stream_shuffle", "cumulative", "range_select",
            "select_reduce", "copy_predicated", "partition_reduce", "sequence_bounds", "nonzero_with_count",
            "n_gather", "local_gather", "random", "seed",
-           "dropout", "where"]
+           "dropout"]
 
 #: The attribute of the trace (one per attempt) that holds where each engine's accumulator
 #: register was last written (see the module doc).
@@ -297,23 +296,3 @@ def dropout(dst: Layout, data: Any, prob: Any) -> None:
     operand = ops.lay(prob).view() if is_tile(prob) else ops.number(prob)
     tracer.kb.tensor_scalar(keep.view(), keep.view(), op0="greater_equal", operand0=operand)
     ops.binary(dst, NkiTensor(source), NkiTensor(keep), "multiply")
-
-
-@api("nl.where")
-def where(condition: NkiTensor, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
-    """``x`` where ``condition`` is non-zero, else ``y`` (each a tile or a number): one DVE
-    select (``select_reduce``, nothing reduced) when a tile of the condition's shape is among
-    them and the other is a number or a tile of that shape too; otherwise
-    ``condition * x + (1 - condition) * y``, with the products in fp32 (a bool or uint8
-    condition would give its dtype to a number such as -5.0)."""
-    values = [v for v in (x, y) if is_tile(v)]
-    out = ops.result_dtype(dtype, *values)
-    on_true = next((v for v in values if is_tile(condition) and v.shape == condition.shape), None)
-    on_false = None if on_true is None else y if on_true is x else x
-    if on_true is not None and (not is_tile(on_false) or on_false.shape == condition.shape):
-        return _result(condition.shape, out, "sbuf",
-                       lambda dst: select_reduce(dst, condition, on_true, on_false, reverse_pred=on_true is not x),
-                       mask, (condition, *values))
-    picked = multiply(condition, x, dtype="float32")
-    other = multiply(subtract(1.0, condition, dtype="float32"), y, dtype="float32")
-    return add(picked, other, dtype=out, mask=mask)

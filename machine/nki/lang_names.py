@@ -5,14 +5,14 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from neuronsim.machine.nki import arith, control, emitters_select, isa_select, language
+from neuronsim.machine.nki import arith, control, emitters, isa_select, language
 from neuronsim.machine.nki.dtypes import nl_dtypes
 from neuronsim.machine.nki.tiles import NkiTensor
 
 __all__ = ["current_language", "legacy_language", "LANGUAGE_NAMES"]
 
 #: nki.language names both generations share (see neuronsim.machine.nki.language / neuronsim.machine.nki.arith;
-#: nl.where is a select, in neuronsim.machine.nki.emitters_select).
+#: nl.where is a select, in neuronsim.machine.nki.emitters).
 LANGUAGE_NAMES = (
     "ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "shared_identity_matrix", "shared_constant",
     "load", "store", "load_transpose2d", "copy", "broadcast_to",
@@ -57,7 +57,7 @@ LANGUAGE_REFUSED = {
 def _names() -> dict[str, Any]:
     out: dict[str, Any] = dict(nl_dtypes())
     for name in LANGUAGE_NAMES:
-        out[name] = getattr(language, name, None) or getattr(arith, name, None) or getattr(emitters_select, name)
+        out[name] = getattr(language, name, None) or getattr(arith, name, None) or getattr(emitters, name)
     out["prod"] = arith.prod_
     out["identity"] = arith.identity
     out.update(control.language_names())  # fori_loop, while_loop, if_else, dynamic_range

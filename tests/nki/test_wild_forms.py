@@ -100,3 +100,11 @@ def test_raw_two_byte_records_are_the_callers_mistake_at_the_kernel():
     raw = np.ones((128, 64), np.float16).view("V2")  # bf16 saved by np.savez loads back so
     with pytest.raises(NkiError, match=r"argument a: dtype \|V2 is not supported .*ml_dtypes.bfloat16"):
         trace(kernel("wild_forms_current.py::writes_its_argument"), raw, np.zeros((128, 64), np.float32))
+
+
+def test_where_of_a_comparison_of_indices():
+    x = f32(128, 64)
+    rows, cols = np.arange(128)[:, None], np.arange(64)[None, :]
+    out = run(kernel("wild_forms.py::where_index_mask"), x)
+    expected = np.where((rows < 100) & (cols >= 8), x, -1.0) + np.where(rows >= 120, 5.0, x)
+    np.testing.assert_allclose(out["return0"], expected, rtol=1e-6)

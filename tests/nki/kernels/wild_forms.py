@@ -53,3 +53,16 @@ def returns_inside_loop(a):
         t = nl.load(a[i])
         nl.store(out[i], value=nl.multiply(t, 2.0))
         return out
+
+
+@nki.jit
+def where_index_mask(x):
+    """nl.where of comparisons of indices (rows past a bound, the first columns), a benchmark
+    suite's cross-entropy and flash-decode kernels write it so."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ip = nl.arange(128)[:, None]
+    jf = nl.arange(64)[None, :]
+    t = nl.load(x[ip, jf])
+    kept = nl.where((ip < 100) & (jf >= 8), t, -1.0)
+    nl.store(out[ip, jf], value=nl.add(kept, nl.where(ip >= 120, 5.0, t)))
+    return out
