@@ -117,25 +117,27 @@ from typing import Any
 
 from neuronsim.machine.ir.program import SEQUENCERS
 
-__all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "REDUCE_OPS", "DGE_MODES",
+__all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "BITVEC_OPS", "REDUCE_OPS", "DGE_MODES",
            "ACT_REDUCE_OPS", "BN_STATS_FMAX", "ISA_COSTS", "RANGE_CMPS", "CUMULATIVE_OPS", "ENGINE_CHOICE_KEY",
            "MOVABLE_ALU_OPS", "engine_choices"]
 
 #: Activation functions ``activation`` accepts (``func(in * scale + bias)``).
 ACTIVATION_FUNCS = (
     "identity", "copy", "exp", "log", "tanh", "sigmoid", "relu", "gelu", "silu", "gelu_apprx_sigmoid",
-    "gelu_apprx_tanh", "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "neg",
+    "gelu_apprx_tanh", "gelu_dx", "gelu_apprx_sigmoid_dx", "erf", "erf_dx", "tan",
+    "square", "sqrt", "rsqrt", "reciprocal", "abs", "sign", "neg",
     "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc",
 )
 #: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar`` / ``tensor_tensor_scan``: NKI's
 #: arithmetic operators (comparisons and logical ops give 1.0 or 0.0), plus ``divide``,
 #: ``bypass`` and ``abs`` (``nl.abs`` in an op slot: the magnitude of its left operand, the
-#: other ignored, as nki-library's rmsnorm_quant uses it for an absolute maximum).  NKI's
-#: bitvec operators (integer bit patterns) and its other unary ALU operators (``rsqrt``,
-#: ``reciprocal`` in an op slot) are not modelled.
+#: other ignored, as nki-library's rmsnorm_quant uses it for an absolute maximum), and its
+#: bitvec operators (:data:`BITVEC_OPS`: integer bit patterns, exact).  Its other unary ALU
+#: operators (``rsqrt``, ``reciprocal`` in an op slot) are not modelled.
+BITVEC_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
 ALU_OPS = ("add", "subtract", "multiply", "divide", "max", "min", "pow", "bypass",
            "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
-           "logical_and", "logical_or", "logical_xor", "abs")
+           "logical_and", "logical_or", "logical_xor", "abs", *BITVEC_OPS)
 #: Reductions of ``tensor_reduce`` (the arithmetic rows NKI marks as legal reduction ops,
 #: ``subtract`` aside).
 REDUCE_OPS = ("add", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor")

@@ -32,7 +32,8 @@ Op meanings are those of the op table (``doc`` column); the details:
 
 ==================================  =================================================================
 ``dma_copy``                        the source elements, row-major, into the destination; counts must
-                                    agree; same dtype copies bytes, otherwise casts via fp32; with
+                                    agree; same dtype copies bytes, integers to integers keep their
+                                    low bits (wrap), otherwise casts via fp32; with
                                     ``bitcast`` the source bytes, row-major, become the destination's
                                     elements as they are (byte counts agree: NKI's ``.ap(dtype=)``)
 ``matmul``                          ``out[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` in fp32;
@@ -145,7 +146,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.model.optable import OP_TABLE
+from neuronsim.machine.model.optable import BITVEC_OPS, OP_TABLE
 from neuronsim.machine.model.oprules import ReadOperand, bind_operands, reduce_axes
 
 __all__ = ["BASE_OPS", "cast", "ACTIVATIONS", "ALU", "opaque_bytes", "opaque"]
@@ -230,6 +231,13 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "relu": lambda z: np.maximum(z, F32(0)),
     "gelu": _gelu,
     "gelu_apprx_tanh": _gelu_tanh,
+    "gelu_dx": lambda z: (0.5 * (1.0 + _erf(np.asarray(z, np.float64) * 0.7071067811865476))
+                          + z * np.exp(-0.5 * np.asarray(z, np.float64) ** 2) * 0.3989422804014327).astype(F32),
+    "gelu_apprx_sigmoid_dx": lambda z: _sigmoid(F32(1.702) * z) * (
+        F32(1) + F32(1.702) * z * (F32(1) - _sigmoid(F32(1.702) * z))),
+    "erf": lambda z: _erf(np.asarray(z, np.float64)).astype(F32),
+    "erf_dx": lambda z: (1.1283791670955126 * np.exp(-np.asarray(z, np.float64) ** 2)).astype(F32),
+    "tan": np.tan,
     "silu": lambda z: z * _sigmoid(z),
     "gelu_apprx_sigmoid": lambda z: z * _sigmoid(F32(1.702) * z),
     "square": np.square,
@@ -273,6 +281,27 @@ ALU: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "logical_xor": lambda a, b: np.logical_xor(a != 0, b != 0).astype(F32),
 }
 
+
+def _as_bits(x: Any) -> np.ndarray:
+    """An operand of a bitvec operator as int64: integers as they are, numbers truncated."""
+    x = np.asarray(x)
+    return x.astype(np.int64) if x.dtype.kind in "iub" else np.trunc(x).astype(np.int64)
+
+
+# the bitvec operators (NKI's: integer tiles on DVE) compute on the integers themselves, not
+# through fp32, and their results are stored by keeping the low bits (:func:`_stored`)
+for _op, _fn in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or), ("bitwise_xor", np.bitwise_xor),
+                 ("left_shift", np.left_shift), ("right_shift", np.right_shift)):
+    ALU[_op] = lambda a, b, fn=_fn: fn(_as_bits(a), _as_bits(b))
+
+
+def _stored(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A result as ``dtype``: an integer result into an integer tile keeps its low bits (a
+    bitvec operator's), anything else by :func:`cast`."""
+    if np.asarray(values).dtype.kind in "iu" and dtype.kind in "iu":
+        return np.asarray(values).astype(dtype)
+    return cast(values, dtype)
+
 _REDUCE: dict[str, Callable[..., np.ndarray]] = {
     "add": np.sum,
     "max": np.max,
@@ -312,6 +341,10 @@ def _dma_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
         return [np.ascontiguousarray(src).view(np.uint8).reshape(-1).view(out.dtype).reshape(out.shape)]
     if src.dtype == out.dtype:
         return [_fit(src, out.shape)]
+    if src.dtype.kind in "iu" and out.dtype.kind in "iu":
+        # integers to integers keep their low bits (a uint32 0xFFFFFFFF lands as int32 -1, as
+        # neuronx-distributed's find_index kernel says of its not-found slots), not through fp32
+        return [_fit(src.astype(out.dtype), out.shape)]
     return [_fit(cast(_f32(src), out.dtype), out.shape)]
 
 
@@ -368,14 +401,17 @@ def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 def _tensor_tensor(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
-    a = _fit(_f32(reads[0]), out.shape)
-    b = _fit(_f32(reads[1]), out.shape)
-    return [cast(ALU[attrs.get("op", "add")](a, b), out.dtype)]
+    op = attrs.get("op", "add")
+    read = (lambda x: x) if op in BITVEC_OPS else _f32
+    a = _fit(read(reads[0]), out.shape)
+    b = _fit(read(reads[1]), out.shape)
+    return [_stored(ALU[op](a, b), out.dtype)]
 
 
 def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
-    rows = _rows(_fit(_f32(reads[0]), out.shape))
+    bits = any(attrs.get(f"op{k}") in BITVEC_OPS for k in (0, 1))
+    rows = _rows(_fit(reads[0] if bits else _f32(reads[0]), out.shape))
     operands = bind_operands(OP_TABLE["tensor_scalar"], attrs, len(reads))
     reverse = attrs.get("reverse", False)
     value = rows
@@ -385,7 +421,7 @@ def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
             continue
         scalar = _operand(operands[f"operand{k}"], reads, rows.shape[0], 0.0)
         value = ALU[op](scalar, value) if attrs.get(f"reverse{k}", reverse) else ALU[op](value, scalar)
-    return [cast(np.broadcast_to(value, rows.shape).reshape(out.shape), out.dtype)]
+    return [_stored(np.broadcast_to(value, rows.shape).reshape(out.shape), out.dtype)]
 
 
 def _tensor_tensor_scan(attrs, reads, outs, engine, state) -> list[np.ndarray]:

@@ -21,9 +21,11 @@ from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "sum", "max", "min", "mean",
            "prod_", "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "exp", "log", "tanh",
-           "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square", "sqrt", "rsqrt",
+           "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "gelu_dx",
+           "gelu_apprx_sigmoid_dx", "erf", "erf_dx", "tan", "silu", "square", "sqrt", "rsqrt",
            "reciprocal", "abs", "sign", "negative", "equal", "not_equal", "greater", "greater_equal", "less",
-           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bypass", "softmax",
+           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+           "bitwise_xor", "left_shift", "right_shift", "invert", "bypass", "softmax", "rms_norm",
            "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc"]
 
 ALU_OF: dict[Any, str] = {}
@@ -75,6 +77,20 @@ less_equal = _binary_fn("less_equal", "less_equal")
 logical_and = _binary_fn("logical_and", "logical_and")
 logical_or = _binary_fn("logical_or", "logical_or")
 logical_xor = _binary_fn("logical_xor", "logical_xor")
+# the bitvec operators: integer bit patterns (machine/model/semantics.py computes them on the
+# integers themselves, not through fp32)
+bitwise_and = _binary_fn("bitwise_and", "bitwise_and")
+bitwise_or = _binary_fn("bitwise_or", "bitwise_or")
+bitwise_xor = _binary_fn("bitwise_xor", "bitwise_xor")
+left_shift = _binary_fn("left_shift", "left_shift")
+right_shift = _binary_fn("right_shift", "right_shift")
+
+
+@api("nl.invert")
+def invert(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+    """``~x``: every bit flipped, a ``bitwise_xor`` with all ones (-1) on DVE."""
+    return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.binary(dst, x, -1, "bitwise_xor"),
+                   mask, (x,))
 bypass = _binary_fn("bypass", "bypass")
 
 exp = _unary_fn("exp", "exp")
@@ -85,6 +101,11 @@ relu = _unary_fn("relu", "relu")
 gelu = _unary_fn("gelu", "gelu")
 gelu_apprx_tanh = _unary_fn("gelu_apprx_tanh", "gelu_apprx_tanh")
 gelu_apprx_sigmoid = _unary_fn("gelu_apprx_sigmoid", "gelu_apprx_sigmoid")
+gelu_dx = _unary_fn("gelu_dx", "gelu_dx")
+gelu_apprx_sigmoid_dx = _unary_fn("gelu_apprx_sigmoid_dx", "gelu_apprx_sigmoid_dx")
+erf = _unary_fn("erf", "erf")
+erf_dx = _unary_fn("erf_dx", "erf_dx")
+tan = _unary_fn("tan", "tan")
 silu = _unary_fn("silu", "silu")
 square = _unary_fn("square", "square")
 sqrt = _unary_fn("sqrt", "sqrt")
@@ -116,7 +137,9 @@ for _np, _nl in ((np.add, add), (np.subtract, subtract), (np.multiply, multiply)
                  (np.maximum, maximum), (np.minimum, minimum), (np.power, power), (np.equal, equal),
                  (np.not_equal, not_equal), (np.greater, greater), (np.greater_equal, greater_equal),
                  (np.less, less), (np.less_equal, less_equal), (np.logical_and, logical_and),
-                 (np.logical_or, logical_or), (np.logical_xor, logical_xor)):
+                 (np.logical_or, logical_or), (np.logical_xor, logical_xor), (np.bitwise_and, bitwise_and),
+                 (np.bitwise_or, bitwise_or), (np.bitwise_xor, bitwise_xor), (np.left_shift, left_shift),
+                 (np.right_shift, right_shift)):
     ALU_OF[_np] = ALU_OF[_nl]
 ALU_OF[abs] = ALU_OF[np.abs] = "abs"  # nl.abs in an ALU op slot (machine/model/optable.py ALU_OPS)
 for _np, _nl in ((np.exp, exp), (np.log, log), (np.tanh, tanh), (np.sqrt, sqrt), (np.abs, abs), (np.sign, sign),
@@ -245,6 +268,18 @@ def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) 
     shape = x.shape[::-1]
     staged = _result(shape, "float32", "psum", lambda dst: current().kb.transpose(dst.view(), ops.lay(x).view()))
     return _result(shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.copy(dst, ops.lay(staged), "act"))
+
+
+@api("nl.rms_norm")
+def rms_norm(x: NkiTensor, w: Any, axis: Any, n: Any, epsilon: float = 1e-06, *, dtype: Any = None,
+             compute_dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+    """``x / RMS(x) * w``, ``RMS(x) = sqrt(sum(x^2 along axis) / n + epsilon)`` (the API page's
+    formula), composed of the ops above in ``compute_dtype`` (fp32 unless given): the squares,
+    their sum, ``* 1/n + epsilon``, ``rsqrt``, two products; the page gives no lowering."""
+    inner = compute_dtype or "float32"
+    total = sum(square(x, dtype=inner, mask=mask), axis=axis, keepdims=True, dtype=inner, mask=mask)
+    scale = rsqrt(add(multiply(total, 1.0 / float(n), dtype=inner), float(epsilon), dtype=inner), dtype=inner)
+    return multiply(multiply(x, scale, dtype=inner, mask=mask), w, dtype=dtype or x.dtype, mask=mask)
 
 
 @api("nl.softmax")

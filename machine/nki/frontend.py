@@ -40,7 +40,7 @@ from neuronsim.machine.nki.errors import (NkiError, NkiInternalError, NoSuchTens
                                           TraceTooLarge, _display)
 from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.groups import open_groups
-from neuronsim.machine.nki.kernel import schedule_of, simulation_mode, unwrap
+from neuronsim.machine.nki.kernel import platform_of, schedule_of, simulation_mode, unwrap
 from neuronsim.machine.nki.schedule import apply_edges, schedule_edges
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
@@ -80,7 +80,7 @@ class TracedKernel:
         return {**self.inputs, **self.initial}
 
 
-def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = "trn1",
+def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, machine: Any = None,
           ranks: int = 1, unroll_loops: bool = False, max_instructions: int | None = None,
           max_memory: int | None = None, **kwargs: Any) -> TracedKernel:
     """Trace ``kernel`` (a ``Kernel``, ``kernel[grid]`` or a function) on ``arrays``.
@@ -91,11 +91,16 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     the outputs are rank 0's, rank ``r``'s are ``NAME_rank{r}``.  ``unroll_loops``: every loop
     unrolled from the start (a tile of each iteration its own tensor), as ``run`` traces again a
     kernel whose loop body overflows SBUF, so that ``alloc`` may spill between iterations.
+    ``machine``: a preset name or machine spec; by default the kernel's own target
+    (``@nki.jit(platform_target=...)``, else ``$NEURON_PLATFORM_TARGET_OVERRIDE``, as the
+    ``nki.jit`` page says), else ``trn1``.
     ``max_instructions`` / ``max_memory``: refuse a kernel that traces to more instructions, or
     whose trace grows the process by more bytes (:class:`~neuronsim.machine.nki.errors.TraceTooLarge`
     at the line that passes the limit).
     """
     func, kernel_grid = unwrap(kernel)
+    if machine is None:
+        machine = _target_machine(platform_of(kernel) or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE"), func)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
     if int(ranks) > 1 and math.prod(int(g) for g in grid) > 1:
         raise NkiError(_defined_at(func), f"a launch on {ranks} ranks with a grid {grid}: neuronsim runs one of "
@@ -144,6 +149,19 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             error = _as_nki_error(err, func)
             raise error from (err if isinstance(error, NkiInternalError) else None)
     raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
+
+
+#: NKI's platform targets and the machine presets they run on (inf2's NeuronCore-v2 is trn1's).
+_PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "trn2": "trn2", "trn3": "trn3"}
+
+
+def _target_machine(target: str | None, func: Any) -> str:
+    if target is None or not target.strip():
+        return "trn1"
+    machine = _PLATFORMS.get(target.strip().lower())
+    if machine is None:
+        raise NkiError(_defined_at(func), f"platform target {target!r} is none of {', '.join(_PLATFORMS)}")
+    return machine
 
 
 def _argument_dtype(param: str, value: np.ndarray, func: Any) -> str:

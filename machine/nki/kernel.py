@@ -95,6 +95,15 @@ def schedule_of(kernel: Any) -> tuple[Any, ...]:
     return ()
 
 
+def platform_of(kernel: Any) -> str | None:
+    """The ``platform_target`` a kernel was jitted for (``@nki.jit(platform_target="trn2")``), if any."""
+    while isinstance(kernel, Kernel):
+        if kernel.options.get("platform_target"):
+            return str(kernel.options["platform_target"])
+        kernel = kernel.func
+    return None
+
+
 def simulation_mode(kernel: Any) -> bool:
     """True for a legacy ``@nki.jit(mode="simulation")`` kernel: NKI's simulator runs it and hands
     back the values of whatever it returns, on-chip tiles included (the SDK's ``range_select``

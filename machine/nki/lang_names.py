@@ -23,15 +23,16 @@ LANGUAGE_NAMES = (
     "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor",
     "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square",
     "sqrt", "rsqrt", "reciprocal", "abs", "sign", "negative", "sum", "max", "min", "mean", "matmul",
-    "transpose", "softmax", "where", "is_hbm", "is_sbuf", "is_psum", "is_on_chip", "expand_dims", "no_reorder",
-    "loop_reduce", "spmd_dim", "nc", "logical_not", "bypass",
+    "transpose", "softmax", "rms_norm", "where", "is_hbm", "is_sbuf", "is_psum", "is_on_chip", "expand_dims",
+    "no_reorder", "loop_reduce", "spmd_dim", "nc", "logical_not", "bypass",
     "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc",
+    "gelu_dx", "gelu_apprx_sigmoid_dx", "erf", "erf_dx", "tan",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert",
 )
 
 
 _ACT_TABLE = "an activation function neuronsim's op table does not have"
 _ALU_TABLE = "an ALU operator neuronsim's op table does not have"
-_BITS = "bitvec operators: neuronsim's ALU computes on numbers, not bit patterns"
 
 #: Real ``nki.language`` names (the API reference module, NKI 0.2-0.7, and the legacy
 #: ``neuronxcc.nki.language``) that neuronsim does not model, with the reason: they import,
@@ -41,12 +42,9 @@ LANGUAGE_REFUSED = {
     "atomic_rmw": "atomic read-modify-write DMA", "all_reduce": "collectives: neuronsim models one NeuronCore",
     "int64": "64-bit data types", "uint64": "64-bit data types", "float64": "64-bit data types",
     "abs_max": _ALU_TABLE, "abs_min": _ALU_TABLE, "fmod": _ALU_TABLE, "mod": _ALU_TABLE, "average": _ALU_TABLE,
-    "prelu": _ALU_TABLE, "bitwise_and": _BITS, "bitwise_or": _BITS, "bitwise_xor": _BITS, "invert": _BITS,
-    "left_shift": _BITS, "right_shift": _BITS,
-    "gelu_dx": _ACT_TABLE, "gelu_apprx_sigmoid_dx": _ACT_TABLE, "erf": _ACT_TABLE, "erf_dx": _ACT_TABLE,
-    "tan": _ACT_TABLE,
+    "prelu": _ALU_TABLE,
     "var": "variance (compose it from nl.mean, or use nisa.bn_stats / bn_aggr)",
-    "all": "a whole-tile boolean reduction", "rms_norm": "a fused normalisation (compose it from nl.* calls)",
+    "all": "a whole-tile boolean reduction",
     "static_cast": "reinterpreting a tensor's dtype: bytes are typed in neuronsim",
     "tiles": "NKI 0.7 tile grids", "blocks": "NKI 0.7 tile grids", "alloc_tiles": "NKI 0.7 tile grids",
     "alloc_blocks": "NKI 0.7 tile grids", "NkiGrid": "NKI 0.7 tile grids", "NkiTileGrid": "NKI 0.7 tile grids",

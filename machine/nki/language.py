@@ -445,10 +445,12 @@ def device_print(print_prefix: Any = "", tensor: Any = None, **_kw: Any) -> None
 
 from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
 from neuronsim.machine.nki.arith import alu_name  # noqa: E402
-from neuronsim.machine.nki.arith import (add, divide, greater, greater_equal, less, less_equal,  # noqa: E402
-                                         multiply, subtract, transpose)
+from neuronsim.machine.nki.arith import (add, divide, equal, greater, greater_equal, less,  # noqa: E402
+                                         less_equal, multiply, not_equal, subtract, transpose)
 
 # What a tile's Python syntax does (tiles sit below these calls and cannot import them).
-register_operators(assign=assign, accumulate=accumulate, broadcast_partitions=broadcast_partitions,
+register_operators(assign=assign, accumulate=accumulate, broadcast_partitions=broadcast_partitions, copy=copy,
+                   expand_dims=expand_dims,
                    transpose=transpose, add=add, subtract=subtract, multiply=multiply, divide=divide, less=less,
-                   less_equal=less_equal, greater=greater, greater_equal=greater_equal)
+                   less_equal=less_equal, greater=greater, greater_equal=greater_equal, equal=equal,
+                   not_equal=not_equal)

@@ -61,7 +61,11 @@ QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma
 def lay(value: Any) -> Layout:
     """The layout of a tile operand, restricted by the mask of the instruction being emitted."""
     if not isinstance(value, NkiTensor):
-        raise fail(f"expected a tile or tensor, got {type(value).__name__} {value!r}")
+        if type(value).__name__ == "Mask":  # `nl.multiply(t, ip < n)`: it bounds an access, holds no values
+            raise fail("a comparison of indices used as a tile operand: pass it as the call's mask=, or select with "
+                       "nl.where")
+        shown = repr(value) if isinstance(value, (int, float, str, bool)) or value is None else ""
+        raise fail(f"expected a tile or tensor, got {type(value).__name__} {shown}".rstrip())
     layout = value.layout
     tracer = current()
     if tracer.mask is not None:

@@ -61,6 +61,11 @@ def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[
                          sources)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) or type(value).__module__ == "numpy" \
+        and hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0
+
+
 def _one_tuple(dims: tuple[Any, ...]) -> tuple[Any, ...]:
     """``permute((0, 2, 1))`` and ``permute(0, 2, 1)`` alike."""
     return tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
@@ -143,6 +148,23 @@ class NkiTensor:
     def size(self) -> int:
         return prod(self.shape)
 
+    # -- the legacy nki.tensor methods (its reference page: astype, assert_shape, expand_dims, itemsize)
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    def astype(self, dtype: Any) -> NkiTensor:
+        """A copy cast to ``dtype`` (``nl.copy(x, dtype=)``)."""
+        return _operator("copy")(self, dtype=dtype)
+
+    def assert_shape(self, shape: Any) -> NkiTensor:
+        if tuple(self.shape) != tuple(int(n) for n in shape):
+            raise fail(f"assert_shape: the tile's shape is {tuple(self.shape)}, not {tuple(shape)}")
+        return self
+
+    def expand_dims(self, axis: Any) -> NkiTensor:
+        return _operator("expand_dims")(self, axis)
+
     def __getattr__(self, attr: str) -> Any:
         """The NkiTensor methods neuronsim does not model: refused when used."""
         if attr in _VIEW_METHODS:
@@ -151,7 +173,8 @@ class NkiTensor:
             raise AttributeError(attr)
         raise NoSuchTensorAttribute(
             f"an NKI tensor has no attribute {attr!r} (the NkiTensor reference lists buffer, dtype, name, ndim, "
-            f"offset, shape, size, strides and the view methods; neuronsim adds base_tensor)")
+            f"offset, shape, size, strides and the view methods, the legacy nki.tensor page astype, assert_shape, "
+            f"expand_dims and itemsize; neuronsim adds base_tensor)")
 
     def __len__(self) -> int:
         return self.shape[0]
@@ -297,6 +320,19 @@ class NkiTensor:
 
     def __ge__(self, other):
         return self._binary("greater_equal", other)
+
+    # ``a == b`` of a tile and a tile or number is nl.equal, as ``<`` is nl.less (a benchmark's
+    # cross-entropy kernel builds its target mask ``iota == targets``); anything else compares
+    # as objects do (identity: dicts and ``is`` never call these, their hash is the object's)
+    def __eq__(self, other):
+        if isinstance(other, NkiTensor) or _is_number(other):
+            return self._binary("equal", other)
+        return NotImplemented
+
+    def __ne__(self, other):
+        if isinstance(other, NkiTensor) or _is_number(other):
+            return self._binary("not_equal", other)
+        return NotImplemented
 
     def __bool__(self):
         # A tensor is a reference the kernel was handed or declared: NKI's tracer holds no value

@@ -4,6 +4,7 @@ with numpy, or refused at its line (tests/nki/kernels/wild_forms.py, wild_forms_
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
@@ -108,3 +109,58 @@ def test_where_of_a_comparison_of_indices():
     out = run(kernel("wild_forms.py::where_index_mask"), x)
     expected = np.where((rows < 100) & (cols >= 8), x, -1.0) + np.where(rows >= 120, 5.0, x)
     np.testing.assert_allclose(out["return0"], expected, rtol=1e-6)
+
+
+def test_tile_equality_is_elementwise():
+    a = np.round(f32(128, 64) * 2)
+    b = np.round(f32(128, 64, seed=1) * 2)
+    out = run(kernel("wild_forms.py::tile_equality"), a, b)
+    np.testing.assert_array_equal(out["return0"], a * (a == b) + b * (a != 2.0))
+
+
+def test_legacy_tensor_methods():
+    x = f32(128, 64)
+    out = run(kernel("wild_forms.py::legacy_tensor_methods"), x)
+    np.testing.assert_allclose(out["return0"].astype(np.float32), (4 * x)[:, None, :], rtol=1e-2)
+
+
+def test_rms_norm():
+    x, w = f32(128, 256), f32(1, 256, seed=4)
+    out = run(kernel("wild_forms.py::rms_norm"), x, w)
+    np.testing.assert_allclose(out["return0"], x / np.sqrt((x * x).mean(1, keepdims=True) + 1e-6) * w, rtol=1e-5,
+                               atol=1e-6)
+
+
+def test_bitvec_operators_are_exact_on_integers():
+    x = np.random.default_rng(5).integers(0, 2**32, (128, 64), dtype=np.uint64).astype(np.uint32)
+    out = run(kernel("wild_forms.py::bits"), x)
+    mixed = ((x & 0xFF) << 8) | (x >> 24)
+    np.testing.assert_array_equal(out["return0"], mixed ^ ~x)
+    np.testing.assert_array_equal(out["return1"], ((x & 0xFFFF) >> 4).astype(np.int32))
+
+
+def test_erf_and_the_derivatives():
+    x = f32(128, 64) * 3
+    out = run(kernel("wild_forms.py::erf_family"), x)
+    erf = np.vectorize(math.erf)
+    gelu_dx = 0.5 * (1 + erf(x / math.sqrt(2))) + x * np.exp(-x * x / 2) / math.sqrt(2 * math.pi)
+    np.testing.assert_allclose(out["return0"], erf(x) + gelu_dx, rtol=1e-5, atol=1e-6)
+
+
+def test_the_kernels_platform_target_picks_the_machine(monkeypatch):
+    x = f32(128, 64)
+    traced = trace(kernel("wild_forms_current.py::on_trn2"), x)
+    assert traced.program.machine == "trn2"
+    with pytest.raises(NkiError, match="SBUF"):  # the same tile on trn1 does not fit
+        run(kernel("wild_forms_current.py::on_trn2"), x, machine="trn1")
+    np.testing.assert_array_equal(run(kernel("wild_forms_current.py::version_branch"), x)["return0"], 2 * x)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")  # the nki.jit page's other way
+    np.testing.assert_array_equal(run(kernel("wild_forms_current.py::version_branch"), x)["return0"], 3 * x)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "gpu")
+    with pytest.raises(NkiError, match="platform target 'gpu' is none of trn1, inf2, trn2, trn3"):
+        trace(kernel("wild_forms_current.py::version_branch"), x)
+
+
+def test_a_comparison_of_indices_is_no_tile_operand():
+    with pytest.raises(NkiError, match="a comparison of indices used as a tile operand: pass it as the call's mask="):
+        trace(kernel("wild_forms_current.py::mask_as_operand"), f32(128, 64))

@@ -266,7 +266,7 @@ BAD = [
      "body[0].attrs.axis", "element shape is [4, 16]"),
     ("axis-partition", _ins("dve", "tensor_reduce", ["x"], ["col"], {"axis": 0}),
      "body[0].attrs.axis", "a free axis (an integer >= 1)"),
-    ("alu-op-unknown", _ins("dve", "tensor_tensor", ["x", "y"], ["y"], {"op": "bitwise_and"}),
+    ("alu-op-unknown", _ins("dve", "tensor_tensor", ["x", "y"], ["y"], {"op": "bitwise_nand"}),
      "body[0].attrs.op", "'greater_equal'"),
 ]
 

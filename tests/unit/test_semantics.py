@@ -21,7 +21,7 @@ from neuronsim.machine.formats.program_json import load_program, parse_program
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.sim.memory import UNINITIALISED_BYTE_LIMIT, DramLayout, Memory, access_view, initial_memory
-from neuronsim.machine.model.optable import ACTIVATION_FUNCS, ALU_OPS, OP_TABLE
+from neuronsim.machine.model.optable import ACTIVATION_FUNCS, ALU_OPS, BITVEC_OPS, OP_TABLE
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.model.execute import execute
 from neuronsim.machine.model.semantics import ACTIVATIONS, ALU, cast, opaque_bytes
@@ -91,6 +91,10 @@ def test_activation_functions(func):
         "sigmoid": 1 / (1 + np.exp(-z)), "relu": np.maximum(z, 0),
         "gelu": 0.5 * z * (1 + np.vectorize(math.erf)(z / math.sqrt(2))),
         "gelu_apprx_tanh": 0.5 * z * (1 + np.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3))),
+        "gelu_dx": (0.5 * (1 + np.vectorize(math.erf)(z / math.sqrt(2)))
+                    + z * np.exp(-z * z / 2) / math.sqrt(2 * math.pi)),
+        "gelu_apprx_sigmoid_dx": (1 / (1 + np.exp(-1.702 * z))) * (1 + 1.702 * z * (1 - 1 / (1 + np.exp(-1.702 * z)))),
+        "erf": np.vectorize(math.erf)(z), "erf_dx": 2 / math.sqrt(math.pi) * np.exp(-z * z), "tan": np.tan(z),
         "silu": z / (1 + np.exp(-z)), "gelu_apprx_sigmoid": z / (1 + np.exp(-1.702 * z)), "square": z * z,
         "sqrt": np.sqrt(z), "rsqrt": 1 / np.sqrt(z),
         "reciprocal": 1 / z, "abs": np.abs(z), "sign": np.sign(z), "neg": -z,
@@ -107,7 +111,7 @@ def test_activation_per_partition_bias_tile_by_shorthand():
     np.testing.assert_allclose(got, x * 2.0 + bias, rtol=1e-6)
 
 
-@pytest.mark.parametrize("op", ALU_OPS)
+@pytest.mark.parametrize("op", [op for op in ALU_OPS if op not in BITVEC_OPS])
 def test_tensor_tensor_ops(op):
     a, b = _rand((4, 8), 12, 0.5, 2.0), _rand((4, 8), 13, 0.5, 2.0)
     b[:, :2] = a[:, :2]  # ties, for the comparisons
@@ -122,6 +126,19 @@ def test_tensor_tensor_ops(op):
                 "min": np.minimum(a, b), "pow": a**b, "bypass": a, "abs": np.abs(a),
                 **{name: mask.astype(np.float32) for name, mask in truth.items()}}[op]
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op", BITVEC_OPS)
+def test_bitvec_ops_compute_on_the_integers(op):
+    """Beyond fp32's 24 bits, and stored by their low bits (no saturation)."""
+    rng = np.random.default_rng(14)
+    a = rng.integers(0, 2**32, (4, 8), dtype=np.uint64).astype(np.uint32)
+    b = rng.integers(0, 31, (4, 8), dtype=np.uint64).astype(np.uint32) if op.endswith("shift") else \
+        rng.integers(0, 2**32, (4, 8), dtype=np.uint64).astype(np.uint32)
+    (got,) = _run("tensor_tensor", {"op": op}, [a, b], (4, 8), out_dtype=np.uint32)
+    want = {"bitwise_and": a & b, "bitwise_or": a | b, "bitwise_xor": a ^ b,
+            "left_shift": (a.astype(np.uint64) << b).astype(np.uint32), "right_shift": a >> b}[op]
+    np.testing.assert_array_equal(got, want)
 
 
 def test_tensor_tensor_in_bf16_rounds_once_from_fp32():

@@ -67,7 +67,7 @@ from neuronsim.verify.sync_counts import SyncReport, sync_report
 
 __all__ = ["SCENARIO_DIR", "REQUIRED", "DEFAULT_SEEDS", "ScenarioRun", "all_scenarios", "get_scenario",
            "load_scenario", "is_scenario", "scenario_name", "json_path", "golden_path", "golden_text",
-           "write_all", "run_scenario", "compare_outputs", "output_errors"]
+           "write_all", "run_scenario", "compare_outputs", "unlike_outputs", "output_errors"]
 
 #: The shipped scenarios: the ``scenarios`` folder beside ``verify`` (this file is
 #: ``verify/app/scenario_runs.py``), in a source checkout and in an installed wheel alike.
@@ -172,18 +172,27 @@ def golden_text(summary: dict) -> str:
     return dumps_strict(summary, indent=1, sort_keys=True) + "\n"
 
 
-def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], rtol: float,
-                    atol: float) -> list[str]:
-    """Located differences between simulated outputs and the reference (empty: they agree)."""
+def unlike_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> list[str]:
+    """The outputs that cannot be compared element by element: missing on one side, or of
+    another shape (the largest error leaves them out)."""
     problems = []
     for name in sorted(set(actual) | set(expected)):
         if name not in actual or name not in expected:
             where = "the program" if name not in actual else "the reference"
             problems.append(f"{name}: output missing from {where}")
-            continue
+        elif np.shape(actual[name]) != np.shape(expected[name]):
+            problems.append(f"{name}: simulated shape {np.shape(actual[name])}, reference shape "
+                            f"{np.shape(expected[name])}")
+    return problems
+
+
+def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], rtol: float,
+                    atol: float) -> list[str]:
+    """Located differences between simulated outputs and the reference (empty: they agree)."""
+    problems = unlike_outputs(actual, expected)
+    for name in sorted(set(actual) & set(expected)):
         got, want = np.asarray(actual[name]), np.asarray(expected[name])
         if got.shape != want.shape:
-            problems.append(f"{name}: simulated shape {got.shape}, reference shape {want.shape}")
             continue
         bad = np.argwhere(beyond(got, want, rtol=rtol, atol=atol))
         if not len(bad):

@@ -76,6 +76,8 @@ def _verdict(result, *, kernel: bool = False, user_reference: bool = True) -> di
 
 
 def _print(result, paths: dict[str, str], reference: str | None = "numpy reference") -> None:
+    from neuronsim.verify.app.scenario_runs import unlike_outputs
+
     console = people_console()
     summary = result.summary()
     trace = result.simulation.runs[0].trace
@@ -98,8 +100,9 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
     else:
         if reference:  # a kernel run without --reference is judged against the sequential run alone
             verdict = "equal" if summary["outputs_match"] else "DIFFER"
+            unlike = "".join(f"{problem}; " for problem in unlike_outputs(result.outputs, result.reference))
             table.add_row(f"outputs vs {reference}",
-                          f"{verdict}: {result.reference_errors().text()}; rtol {plain_number(result.rtol)}, "
+                          f"{verdict}: {unlike}{result.reference_errors().text()}; rtol {plain_number(result.rtol)}, "
                           f"atol {plain_number(result.atol)}")
         if not result.simulation.timed_values:  # race-free by the check: every order computes the same bytes
             table.add_row(f"{len(result.seeds)} interleavings vs sequential",

@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+import neuronxcc.nki.isa as nisa
 
 # CS149's NKI assignment does this after importing neuronxcc (a level the Neuron packages add)
 logging.disable(logging.OFF)
@@ -65,4 +66,50 @@ def where_index_mask(x):
     t = nl.load(x[ip, jf])
     kept = nl.where((ip < 100) & (jf >= 8), t, -1.0)
     nl.store(out[ip, jf], value=nl.add(kept, nl.where(ip >= 120, 5.0, t)))
+    return out
+
+
+@nki.jit
+def tile_equality(a, b):
+    """``a == b`` / ``a != b`` of tiles are nl.equal / nl.not_equal (a benchmark's target mask)."""
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    ta, tb = nl.load(a), nl.load(b)
+    nl.store(out, value=nl.add(nl.multiply(ta, ta == tb), nl.multiply(tb, ta != 2.0)))
+    return out
+
+
+@nki.jit
+def legacy_tensor_methods(x):
+    """The legacy nki.tensor page's astype, assert_shape, itemsize and expand_dims."""
+    out = nl.ndarray((128, 1, 64), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    t = nl.load(x).assert_shape((128, 64))
+    scaled = nl.multiply(t, float(t.itemsize))
+    nl.store(out, value=scaled.astype(nl.bfloat16).expand_dims(1))
+    return out
+
+
+@nki.jit
+def rms_norm(x, w):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.rms_norm(nl.load(x), nl.load(w), axis=1, n=x.shape[1], epsilon=1e-6))
+    return out
+
+
+@nki.jit
+def bits(x):
+    """x: uint32.  The bitvec operators, by nl.* and in an nki.isa op slot (np.bitwise_and)."""
+    out = nl.ndarray(x.shape, dtype=nl.uint32, buffer=nl.shared_hbm)
+    low = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    mixed = nl.bitwise_or(nl.left_shift(nl.bitwise_and(t, 0xFF), 8), nl.right_shift(t, 24))
+    nl.store(out, value=nl.bitwise_xor(mixed, nl.invert(t)))
+    nl.store(low, value=nisa.tensor_scalar(t, np.bitwise_and, 0xFFFF, op1=np.right_shift, operand1=4))
+    return out, low
+
+
+@nki.jit
+def erf_family(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.add(nl.erf(t), nisa.activation(op=nl.gelu_dx, data=t)))
     return out

@@ -75,3 +75,29 @@ def loads_256_partitions(x, g):
 
 def writes_its_argument(a, out):
     nl.store(out, value=nl.multiply(nl.load(a), 2.0))
+
+
+@nki.jit(platform_target="trn2")
+def on_trn2(x):
+    """A tile of 200,000 bytes a partition: past trn1's SBUF partition, inside trn2's."""
+    t = nl.ndarray((128, 50_000), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t[:, 0:64], src=x)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t[:, 0:64])
+    return out
+
+
+@nki.jit
+def version_branch(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    factor = 3.0 if nisa.get_nc_version() == nisa.nc_version.gen3 else 2.0
+    nisa.dma_copy(dst=out, src=nl.multiply(t, factor))
+    return out
+
+
+@nki.jit
+def mask_as_operand(a):
+    t = nl.load(a)
+    return nl.multiply(t, nl.arange(128)[:, None] < 100)
