@@ -27,7 +27,8 @@ DTYPES: dict[str, np.dtype] = {
     "float32": np.dtype(np.float32),
     "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float16": np.dtype(np.float16),
-    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+    "float8_e4m3": np.dtype(ml_dtypes.float8_e4m3),  # IEEE-style: max 240, infinities (NKI's float8_e4m3)
+    "float8_e4m3fn": np.dtype(ml_dtypes.float8_e4m3fn),  # OCP's: max 448, no infinity (NKI's float8_e4m3fn)
     "float8_e5m2": np.dtype(ml_dtypes.float8_e5m2),
     "int32": np.dtype(np.int32),
     "int16": np.dtype(np.int16),

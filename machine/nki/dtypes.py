@@ -46,15 +46,16 @@ def _info(dtype: str) -> Any:
     return np.iinfo(dt) if dt.kind in "iu" else ml_dtypes.finfo(dt)
 
 
-#: Names NKI uses for the format's dtypes (tfloat32 is stored as float32; bool as uint8;
-#: the ``fn`` fp8 spelling is the one ml_dtypes gives e4m3).
+#: Names NKI uses for the format's dtypes (tfloat32 is stored as float32; bool as uint8).
+#: ``float8_e4m3`` and ``float8_e4m3fn`` are two formats (max 240 with infinities, and OCP's max
+#: 448 without), as the nki.language dtype list and nki-library's ``kernel_helpers`` (its FP8
+#: maxima 240.0 and 448.0, keyed by the two) have them.
 _ALIASES = {
     "bf16": "bfloat16", "fp32": "float32", "fp16": "float16", "half": "float16", "float": "float32",
-    "tfloat32": "float32", "float8_e4m3fn": "float8_e4m3", "float8e4": "float8_e4m3", "float8e5": "float8_e5m2",
+    "tfloat32": "float32", "float8e4": "float8_e4m3", "float8e5": "float8_e5m2",
     "bool_": "uint8", "bool": "uint8",
 }
 _BY_NUMPY = {np.dtype(v): k for k, v in DTYPES.items() if k not in PACKED}  # packed: uint storage, not a numpy type
-_BY_NUMPY[np.dtype(ml_dtypes.float8_e4m3)] = "float8_e4m3"
 _BY_NUMPY[np.dtype(np.bool_)] = "uint8"
 _BY_NUMPY[np.dtype(np.float64)] = "float32"  # numpy's default float: NKI has no fp64 tiles
 

@@ -162,7 +162,8 @@ class Layout:
 
     # -- basic and advanced indexing ---------------------------------------------------------
     def index(self, key: Any) -> Layout:
-        if self.bitcast:
+        if self.bitcast and numpy_dtype(self.dtype).itemsize != self.tensor.itemsize:
+            # (a view of as many bytes an element, int8 read as fp8, indexes as its tensor does)
             raise unsupported(f"indexing a view of {self.tensor.name} read as {self.dtype}",
                               "give the whole access to .ap(pattern, dtype=) and copy it by DMA")
         if key is Ellipsis or (type(key) is tuple and len(key) == 1 and key[0] is Ellipsis):

@@ -103,21 +103,27 @@ def beyond(actual: np.ndarray, expected: np.ndarray, *, rtol: float, atol: float
 
     One pass first keeps every element whose plain difference is within bounds (both finite,
     no NaN: the full rules can only agree); the rest, usually none, get the full rules (equal
-    infinities and two NaNs agree, a NaN against a number is as far off as can be).
+    infinities and two NaNs agree, a NaN against a number is as far off as can be, and an
+    infinite expectation is met by that infinity alone, not by its infinite tolerance).
 
     >>> beyond(np.array([1.0, 1.5, np.nan, np.inf]), np.array([1.0, 1.0, np.nan, np.inf]), rtol=0.1, atol=0.0)
     array([False,  True, False, False])
+    >>> beyond(np.array([1.0, -np.inf, 2.0]), np.array([np.inf, -np.inf, np.nan]), rtol=0.1, atol=0.1)
+    array([ True, False,  True])
     """
     shape = np.broadcast_shapes(np.shape(actual), np.shape(expected))
     mask = np.empty(math.prod(shape), dtype=bool)
     for part, got, want in _chunks(actual, expected):
         with np.errstate(invalid="ignore", over="ignore"):
             allowed = atol + rtol * np.abs(want)
-            outside = ~(np.abs(got - want) <= allowed)
+            outside = ~(np.abs(got - want) <= allowed) | ~np.isfinite(want)
         if outside.any():
             where = np.flatnonzero(outside)
             error = _abs_errors(got[where], want[where])
-            outside[where] = error > np.nan_to_num(allowed[where], nan=0.0, posinf=np.inf)
+            # an infinite or NaN expectation allows no error (its tolerance would be infinite):
+            # only the same infinity, or a NaN, meets it
+            limit = np.where(np.isfinite(want[where]), allowed[where], 0.0)
+            outside[where] = error > np.nan_to_num(limit, nan=0.0, posinf=np.inf)
         mask[part] = outside
     return mask.reshape(shape)
 

@@ -4,6 +4,8 @@ with numpy, or refused at its line (tests/nki/kernels/wild_forms.py, wild_forms_
 from __future__ import annotations
 
 import logging
+
+import ml_dtypes
 import math
 from pathlib import Path
 
@@ -164,3 +166,31 @@ def test_the_kernels_platform_target_picks_the_machine(monkeypatch):
 def test_a_comparison_of_indices_is_no_tile_operand():
     with pytest.raises(NkiError, match="a comparison of indices used as a tile operand: pass it as the call's mask="):
         trace(kernel("wild_forms_current.py::mask_as_operand"), f32(128, 64))
+
+
+def test_the_two_e4m3_formats_are_apart():
+    """nki-library's kernel_helpers keys FP8 maxima by nl.float8_e4m3 (240) and float8_e4m3fn (448)."""
+    from neuronsim.machine.nki.dtypes import nl_dtypes
+
+    names = nl_dtypes()
+    assert names["float8_e4m3"].max == 240.0 and names["float8_e4m3fn"].max == 448.0
+    assert len({names["float8_e4m3"]: 240.0, names["float8_e4m3fn"]: 448.0}) == 2
+
+
+def test_an_infinite_reference_is_met_by_that_infinity_alone():
+    a = f32(128, 64)
+    _, report = run_kernel(kernel("wild_forms_current.py::writes_its_argument"), a, np.zeros_like(a),
+                           reference=lambda a: np.full_like(a, np.inf))
+    assert any("beyond" in p for p in report.problems()), report.problems()
+
+
+def test_a_same_size_dtype_view_indexes():
+    w = np.random.default_rng(6).integers(-100, 100, (128, 128), dtype=np.int64).astype(np.int8)
+    out = run(kernel("wild_forms_current.py::fp8_view_slice"), w)
+    want = w[0:128, 0:64].view(ml_dtypes.float8_e4m3).astype(np.float32)
+    np.testing.assert_array_equal(out["return0"], want)
+
+
+def test_the_docs_python_api_block_imports():
+    block = (Path(KERNELS).parents[2] / "docs" / "nki.md").read_text().split("```python\n", 1)[1].split("```")[0]
+    exec("\n".join(line for line in block.splitlines() if line.startswith(("from ", "import "))), {})

@@ -13,10 +13,10 @@ that numpy function's results::
     outputs, report = run_kernel(my_kernel, a, b, reference=numpy_version)
     assert report.ok, report.render()
 
-``reference(**inputs, **kwargs)`` receives the input arrays by parameter name (and the
-kernel's scalar arguments; the arrays given for parameters the kernel writes too, when it names
-them or takes ``**kwargs``) and returns one array, a tuple in the order of the outputs, or a
-dict by output name.
+``reference(**inputs, **kwargs)`` receives the input arrays it names by parameter name (and the
+kernel's scalar arguments; the arrays given for parameters the kernel writes too; with
+``**kwargs`` every array the traced program reads) and returns one array, a tuple in the order
+of the outputs, or a dict by output name.
 """
 
 from __future__ import annotations
@@ -122,11 +122,12 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
 
 
 def _named_by(reference: Callable, names: Iterable[str]) -> tuple[str, ...]:
-    """Of ``names``, those ``reference`` takes by name (all of them when it takes ``**kwargs``)."""
+    """Of ``names``, those ``reference`` takes by name (all of them when it takes ``**kwargs``,
+    or when its signature cannot be read: a builtin)."""
     try:
         params = inspect.signature(reference).parameters
-    except (TypeError, ValueError):  # a builtin or a C function: inputs only
-        return ()
+    except (TypeError, ValueError):
+        return tuple(names)
     takes_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
     return tuple(n for n in names if takes_all or n in params)
 
@@ -138,9 +139,10 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
     module.build = lambda: traced.program
     module.inputs = lambda _seed: traced.run_inputs
     names = tuple(traced.outputs)
-    # the kernel's inputs, and the arrays given for the parameters it writes when the reference
-    # names them (a kernel `k(a, b, out)` checked against `ref(a, b, out)`)
-    given = tuple(traced.inputs) + (_named_by(reference, traced.initial) if reference else ())
+    # the arrays the reference names: the kernel's inputs, and those given for the parameters it
+    # writes (a kernel `k(a, b, out)` checked against `ref(a, b, out)`); not the tensors the
+    # trace adds (`nl.shared_constant`'s, other ranks' copies) unless it takes **kwargs
+    given = _named_by(reference, [*traced.inputs, *traced.initial]) if reference else ()
     module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, kwargs, names)
                         ) if reference else (lambda _inputs: {})
     module.rtol, module.atol = (1e-2, 1e-2) if reference else (0.0, 0.0)

@@ -101,3 +101,16 @@ def version_branch(x):
 def mask_as_operand(a):
     t = nl.load(a)
     return nl.multiply(t, nl.arange(128)[:, None] < 100)
+
+
+@nki.jit
+def fp8_view_slice(w):
+    """int8 bytes read as fp8 through a view, then sliced (the same bytes an element)."""
+    t = nl.ndarray(w.shape, dtype=nl.int8, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=w)
+    f8 = t.view(nl.float8_e4m3)
+    r = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=f8[0:128, 0:64])
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=r)
+    return out
