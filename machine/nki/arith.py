@@ -86,11 +86,6 @@ left_shift = _binary_fn("left_shift", "left_shift")
 right_shift = _binary_fn("right_shift", "right_shift")
 
 
-@api("nl.invert")
-def invert(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
-    """``~x``: every bit flipped, a ``bitwise_xor`` with all ones (-1) on DVE."""
-    return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.binary(dst, x, -1, "bitwise_xor"),
-                   mask, (x,))
 bypass = _binary_fn("bypass", "bypass")
 
 exp = _unary_fn("exp", "exp")
@@ -126,11 +121,19 @@ ceil = _unary_fn("ceil", "ceil")
 trunc = _unary_fn("trunc", "trunc")
 
 
-@api("nl.logical_not")
-def logical_not(x: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
-    """``x == 0`` (1.0 where ``x`` is zero): a ``tensor_scalar`` on DVE."""
-    return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.binary(dst, x, 0, "equal"), mask,
-                   (x,))
+def _constant_fn(name: str, alu: str, value: int, doc: str):
+    """``nl.<name>(x)``: ``x <alu> value``, a ``tensor_scalar`` on DVE."""
+    @api(f"nl.{name}")
+    def fn(x: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+        return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.binary(dst, x, value, alu), mask,
+                       (x,))
+
+    fn.__name__, fn.__doc__ = name, doc
+    return fn
+
+
+logical_not = _constant_fn("logical_not", "equal", 0, "``x == 0`` (1.0 where ``x`` is zero).")
+invert = _constant_fn("invert", "bitwise_xor", -1, "``~x``: every bit flipped, a ``bitwise_xor`` with all ones (-1).")
 
 # numpy's functions name the same operators (kernels pass np.add / np.exp as op=)
 for _np, _nl in ((np.add, add), (np.subtract, subtract), (np.multiply, multiply), (np.divide, divide),
