@@ -62,8 +62,10 @@ def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[
 
 
 def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) or type(value).__module__ == "numpy" \
-        and hasattr(value, "dtype") and getattr(value, "ndim", 1) == 0
+    """A Python int or float (not a bool), or a numpy scalar."""
+    if isinstance(value, (int, float)):
+        return not isinstance(value, bool)
+    return type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0
 
 
 def _one_tuple(dims: tuple[Any, ...]) -> tuple[Any, ...]:
