@@ -198,10 +198,26 @@ def _per_partition(values: np.ndarray, partitions: int) -> np.ndarray:
     return _fit(_f32(values), (partitions, 1))
 
 
+def _phi(z: np.ndarray) -> np.ndarray:
+    """The standard normal distribution function, ``0.5 (1 + erf(z / sqrt 2))``, in float64."""
+    return 0.5 * (1.0 + _erf(np.asarray(z, np.float64) * 0.7071067811865476))
+
+
 def _gelu(z: np.ndarray) -> np.ndarray:
-    """GELU, ``x * Phi(x)``: ``0.5 x (1 + erf(x / sqrt 2))`` (NKI's ``gelu``; its approximations
-    are ``gelu_apprx_tanh`` and ``gelu_apprx_sigmoid``)."""
-    return (0.5 * z * (1.0 + _erf(np.asarray(z, np.float64) * 0.7071067811865476))).astype(F32)
+    """GELU, ``x * Phi(x)`` (NKI's ``gelu``; its approximations are ``gelu_apprx_tanh`` and
+    ``gelu_apprx_sigmoid``)."""
+    return (z * _phi(z)).astype(F32)
+
+
+def _gelu_dx(z: np.ndarray) -> np.ndarray:
+    """GELU's derivative, ``Phi(x) + x * phi(x)``."""
+    return (_phi(z) + z * np.exp(-0.5 * np.asarray(z, np.float64) ** 2) * 0.3989422804014327).astype(F32)
+
+
+def _gelu_sigmoid_dx(z: np.ndarray) -> np.ndarray:
+    """The derivative of ``x * sigmoid(1.702 x)``."""
+    s = _sigmoid(F32(1.702) * z)
+    return s * (F32(1) + F32(1.702) * z * (F32(1) - s))
 
 
 def _erf(x: np.ndarray) -> np.ndarray:
@@ -231,10 +247,8 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "relu": lambda z: np.maximum(z, F32(0)),
     "gelu": _gelu,
     "gelu_apprx_tanh": _gelu_tanh,
-    "gelu_dx": lambda z: (0.5 * (1.0 + _erf(np.asarray(z, np.float64) * 0.7071067811865476))
-                          + z * np.exp(-0.5 * np.asarray(z, np.float64) ** 2) * 0.3989422804014327).astype(F32),
-    "gelu_apprx_sigmoid_dx": lambda z: _sigmoid(F32(1.702) * z) * (
-        F32(1) + F32(1.702) * z * (F32(1) - _sigmoid(F32(1.702) * z))),
+    "gelu_dx": _gelu_dx,
+    "gelu_apprx_sigmoid_dx": _gelu_sigmoid_dx,
     "erf": lambda z: _erf(np.asarray(z, np.float64)).astype(F32),
     "erf_dx": lambda z: (1.1283791670955126 * np.exp(-np.asarray(z, np.float64) ** 2)).astype(F32),
     "tan": np.tan,
@@ -302,6 +316,7 @@ def _stored(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return np.asarray(values).astype(dtype)
     return cast(values, dtype)
 
+
 _REDUCE: dict[str, Callable[..., np.ndarray]] = {
     "add": np.sum,
     "max": np.max,
@@ -344,7 +359,7 @@ def _dma_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     if src.dtype.kind in "iu" and out.dtype.kind in "iu":
         # integers to integers keep their low bits (a uint32 0xFFFFFFFF lands as int32 -1, as
         # neuronx-distributed's find_index kernel says of its not-found slots), not through fp32
-        return [_fit(src.astype(out.dtype), out.shape)]
+        return [_fit(_stored(src, out.dtype), out.shape)]
     return [_fit(cast(_f32(src), out.dtype), out.shape)]
 
 

@@ -31,7 +31,7 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import Tracer, assigned_name
 
 __all__ = ["BUFFERS", "Buffer", "ParDim", "TileSpec", "ModAlloc", "FnAlloc", "Blocked", "declare", "declare_tile",
-           "HBM_KINDS", "ALLOC_GROUP_KEY"]
+           "check_partitions", "HBM_KINDS", "ALLOC_GROUP_KEY"]
 
 HBM_KINDS = ("hbm", "shared_hbm", "private_hbm")
 ALLOC_GROUP_KEY = "x-nki-alloc"
@@ -111,6 +111,12 @@ class TileSpec:
         return self.shape[self.par_axis:]
 
 
+def check_partitions(count: int) -> None:
+    """Refuse, at the kernel line, an on-chip tile of more partitions than there are."""
+    if count > 128:
+        raise fail(f"partition dimension {count} of an on-chip tile exceeds 128 (nl.tile_size.pmax)")
+
+
 def spec_of(shape: Any, dtype: str, buffer: Any, address: Any = None) -> TileSpec:
     shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
     marks = [k for k, n in enumerate(shape) if isinstance(n, ParDim)]
@@ -124,8 +130,8 @@ def spec_of(shape: Any, dtype: str, buffer: Any, address: Any = None) -> TileSpe
     par_axis = marks[0] if marks else 0
     if kind in HBM_KINDS:
         par_axis = 0
-    elif dims[par_axis] > 128:
-        raise fail(f"partition dimension {dims[par_axis]} of an on-chip tile exceeds 128 (nl.tile_size.pmax)")
+    else:
+        check_partitions(dims[par_axis])
     if address is not None:
         address = tuple(int(a) for a in address)
     return TileSpec(dims, dtype, kind, par_axis, address, allocator)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
@@ -51,8 +51,7 @@ def _unary_fn(name: str, act: str):
     @api(f"nl.{name}")
     def fn(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
         if not is_tile(x):
-            raise fail(f"nl.{name} computes on a tile, not {type(x).__name__} {x!r}: compute a number in Python "
-                       "(math, numpy)")
+            raise fail(f"nl.{name} computes on a tile, not {shown(x)}: compute a number in Python (math, numpy)")
         return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.activation(dst, act, x), mask,
                        (x,))
 

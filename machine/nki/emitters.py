@@ -53,8 +53,7 @@ def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = Fals
         kb.matmul(dst.view(), st.view(), mv.view(), accumulate=accumulate)
         return
     # FP8 double row (matmul_perf_mode): [K, 2, M] x [K, 2, N], each pair of rows contracted too
-    machine = current().machine
-    if (machine if isinstance(machine, str) else (machine or {}).get("base", "trn1")) not in ("trn2", "trn3"):
+    if current().nc_generation < 3:
         raise fail("nc_matmul(perf_mode=double_row): NeuronCore-v2 (trn1) has no performance modes (the nc_matmul "
                    "page); trace for trn2 or trn3 (@nki.jit(platform_target=...))")
     d, s, m = dst.view(), st.view(), mv.view()

@@ -20,7 +20,8 @@ from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.arith import alu_name, emit_partition_reduce
 from neuronsim.machine.nki.dtypes import to_dtype
-from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.errors import fail, shown
+from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tracer import current
@@ -58,8 +59,7 @@ def _keep_register(layout: Layout) -> None:
 
 def _tile(value: Any, what: str) -> Layout:
     if not is_tile(value):
-        got = "a comparison of indices (a mask: pass it as mask=)" if type(value).__name__ == "Mask" else \
-            type(value).__name__
+        got = "a comparison of indices (a mask: pass it as mask=)" if isinstance(value, Mask) else shown(value)
         raise fail(f"{what} must be a tile, got {got}")
     return ops.lay(value)
 

@@ -18,7 +18,7 @@ from typing import Any
 from neuronsim.machine.ir.errors import ProgramError
 
 __all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "TraceTooLarge", "SourceLine",
-           "user_line", "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name"]
+           "user_line", "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name", "shown"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -96,6 +96,13 @@ def line_of(frame: FrameType | None) -> SourceLine:
 def user_line(depth: int = 1) -> SourceLine:
     """The kernel line being traced (:func:`user_frame`)."""
     return line_of(user_frame(depth + 1))
+
+
+def shown(value: Any) -> str:
+    """A value as an error message names it: a plain value with its repr (``float 64.0``), any
+    other object by its type alone (no internal repr leaks into a kernel author's message)."""
+    plain = isinstance(value, (int, float, str, bool)) or value is None
+    return f"{type(value).__name__} {value!r}" if plain else type(value).__name__
 
 
 class NkiError(ProgramError):

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, unsupported
+from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, shown, unsupported
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter"]
@@ -132,8 +132,7 @@ def as_index(value: Any) -> Index:
         return Index(int(value))
     if isinstance(value, Mask):  # `t[...][i < n]`: a comparison of indices bounds an access through mask=
         raise fail("a comparison of indices used as an index: pass it as the call's mask= instead")
-    what = repr(value) if isinstance(value, (int, float, str, bool)) or value is None else type(value).__name__
-    raise fail(f"index {what} is not an integer or an affine expression of loop variables")
+    raise fail(f"index {shown(value)} is not an integer or an affine expression of loop variables")
 
 
 def concrete(value: Any, what: str) -> int:

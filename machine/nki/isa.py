@@ -76,9 +76,7 @@ class nc_version(enum.IntEnum):  # noqa: N801
 
 def get_nc_version() -> nc_version:
     """NeuronCore-v2 for a trn1 machine, v3 for trn2, v4 for trn3."""
-    machine = current().machine
-    base = machine if isinstance(machine, str) else (machine or {}).get("base", "trn1")
-    return {"trn2": nc_version.gen3, "trn3": nc_version.gen4}.get(base, nc_version.gen2)
+    return nc_version(current().nc_generation)
 
 
 REFUSED = {

@@ -20,7 +20,8 @@ from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.program import Dep, Instruction, Loop, MemoryKind
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import promote, to_dtype
-from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.errors import fail, shown
+from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import current
@@ -61,11 +62,10 @@ QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma
 def lay(value: Any) -> Layout:
     """The layout of a tile operand, restricted by the mask of the instruction being emitted."""
     if not isinstance(value, NkiTensor):
-        if type(value).__name__ == "Mask":  # `nl.multiply(t, ip < n)`: it bounds an access, holds no values
+        if isinstance(value, Mask):  # `nl.multiply(t, ip < n)`: it bounds an access, holds no values
             raise fail("a comparison of indices used as a tile operand: pass it as the call's mask=, or select with "
                        "nl.where")
-        shown = repr(value) if isinstance(value, (int, float, str, bool)) or value is None else ""
-        raise fail(f"expected a tile or tensor, got {type(value).__name__} {shown}".rstrip())
+        raise fail(f"expected a tile or tensor, got {shown(value)}")
     layout = value.layout
     tracer = current()
     if tracer.mask is not None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from math import prod
 from typing import Any
 
-from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, declare_tile
+from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, check_partitions, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
@@ -54,8 +54,8 @@ def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[
     tracer.Tracer.result`), ``emit(dst)`` then writes it; used before it is assigned, it gets
     a fresh tile of ``shape`` / ``dtype`` in ``buffer``."""
     tracer = current()
-    if buffer != "hbm" and shape and int(shape[0]) > 128:  # at the call, not where the tile is first used
-        raise fail(f"partition dimension {int(shape[0])} of an on-chip tile exceeds 128 (nl.tile_size.pmax)")
+    if buffer != "hbm" and shape:  # at the call, not where the tile is first used
+        check_partitions(int(shape[0]))
     spec = TileSpec(tuple(int(n) for n in shape), to_dtype(dtype), buffer)
     return tracer.result(NkiTensor(spec=spec), emit, lambda site: declare_tile(tracer, spec, None, site), mask,
                          sources)
@@ -248,7 +248,7 @@ class NkiTensor:
             return _operator("broadcast_partitions")(self, shape)
         return NkiTensor(layout.broadcast_to(shape))
 
-    # -- the current API's shape views (machine/nki/views.py) -----------------------------
+    # -- the current API's shape views (machine/nki/tensor_views.py) -----------------------------
     def permute(self, *dims: Any) -> NkiTensor:
         return NkiTensor(views.permute(self.layout, _one_tuple(dims)))
 

@@ -176,14 +176,14 @@ class Tracer:
     max_instructions: int | None = None
     """Refuse the trace (:class:`~neuronsim.machine.nki.errors.TraceTooLarge`, at the kernel
     line) once it has emitted more instructions and loops; None: no limit."""
-    left_early: tuple[SourceLine, str, int, int] | None = None
-    """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
-    its line, kind, the iteration and the trip count (:meth:`check_loops_finished`)."""
     max_memory: int | None = None
     """Refuse it, likewise, once the process's peak resident memory has grown by more bytes
     since the trace began (read every :data:`_MEMORY_CHECK_EVERY` instructions)."""
-    memory_check_at: int = 0
-    rss_at_start: int = 0
+    memory_check_at: int = field(default=0, init=False)
+    rss_at_start: int = field(default=0, init=False)
+    left_early: tuple[SourceLine, str, int, int] | None = None
+    """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
+    its line, kind, the iteration and the trip count (:meth:`check_loops_finished`)."""
 
     def __post_init__(self) -> None:
         self.rss_at_start = peak_rss() if self.max_memory is not None else 0
@@ -245,12 +245,7 @@ class Tracer:
         try:
             fn()
             self._track_psum(self.kb.emitted_since(start))
-            if self.max_instructions is not None and self.kb.emitted > self.max_instructions:
-                raise TraceTooLarge(site[0], self.max_instructions, "instructions")
-            if self.max_memory is not None and self.kb.emitted >= self.memory_check_at:
-                self.memory_check_at = self.kb.emitted + _MEMORY_CHECK_EVERY
-                if peak_rss() - self.rss_at_start > self.max_memory:
-                    raise TraceTooLarge(site[0], self.max_memory, "memory")
+            self._check_limits(site[0])
         except NkiError:
             raise
         except ValueError as err:  # a builder check: shapes or placement the hardware refuses
@@ -293,6 +288,15 @@ class Tracer:
             layout = pending.storage(pending.site)
             proxy._layout = _inherit_tags(layout, pending.sources)
             self._emit_into(pending, proxy._layout)
+
+    def _check_limits(self, where: SourceLine) -> None:
+        """Refuse the trace at ``where`` once it is past ``max_instructions`` or ``max_memory``."""
+        if self.max_instructions is not None and self.kb.emitted > self.max_instructions:
+            raise TraceTooLarge(where, self.max_instructions, "instructions")
+        if self.max_memory is not None and self.kb.emitted >= self.memory_check_at:
+            self.memory_check_at = self.kb.emitted + _MEMORY_CHECK_EVERY
+            if peak_rss() - self.rss_at_start > self.max_memory:
+                raise TraceTooLarge(where, self.max_memory, "memory")
 
     def _emit_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         if pending.mask is NEVER:
@@ -418,6 +422,12 @@ class Tracer:
                 self.flush()
             finally:
                 self.loops.pop()
+
+    @property
+    def nc_generation(self) -> int:
+        """The NeuronCore generation traced for: 2 on trn1, 3 on trn2, 4 on trn3."""
+        base = self.machine if isinstance(self.machine, str) else (self.machine or {}).get("base", "trn1")
+        return {"trn2": 3, "trn3": 4}.get(base, 2)
 
     def check_loops_finished(self) -> None:
         """Refuse a kernel that left an unrolled NKI loop early (see ``left_early``): NKI

@@ -32,8 +32,8 @@ from neuronsim.machine.formats.program_json import save_program
 
 from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
-                                         check_output, emit_json, json_option, max_instances_option, run_command,
-                                         run_output_paths, write_run_outputs)
+                                         check_output, emit_json, json_option, keep_in_context,
+                                         max_instances_option, run_command, run_output_paths, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -69,11 +69,7 @@ def _parse_grid(text: str | None) -> tuple[int, ...] | None:
     return grid
 
 
-def _keep_ranks(ctx: click.Context, _param: click.Parameter, value: int) -> int:
-    # kept beside the command's own parameters, so every kernel command takes it without a
-    # parameter of its own: trace_from_options reads it back
-    ctx.meta["neuronsim.ranks"] = value
-    return value
+RANKS_KEY = "neuronsim.ranks"
 
 
 def kernel_options(fn: Callable) -> Callable:
@@ -83,7 +79,8 @@ def kernel_options(fn: Callable) -> Callable:
         click.option("--arg", "args", multiple=True, metavar="NAME=VALUE",
                      help="Another kernel argument (a Python literal)."),
         click.option("--grid", "grid", metavar="G0xG1", help="SPMD grid: run the kernel as kernel[G0, G1]."),
-        click.option("--ranks", type=click.IntRange(1, 64), default=1, expose_value=False, callback=_keep_ranks,
+        click.option("--ranks", type=click.IntRange(1, 64), default=1, expose_value=False,
+                     callback=keep_in_context(RANKS_KEY),
                      help="Launch the kernel on N ranks that meet at its nki.collectives calls (outputs of "
                           "rank r named NAME_rank{r})."),
         click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
@@ -118,7 +115,7 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
     options = {"grid": _parse_grid(grid)} if grid else {}
     context = click.get_current_context(silent=True)
     meta = context.meta if context is not None else {}
-    ranks = meta.get("neuronsim.ranks", 1)
+    ranks = meta.get(RANKS_KEY, 1)
     if ranks > 1:
         options["ranks"] = ranks
     if unroll_loops:

@@ -38,14 +38,14 @@ from neuronsim.verify.app.host import (
     machine_memory,
 )
 
-__all__ = ["UsageFailure", "run_command", "emit_json", "program_argument", "json_option", "size_options",
-           "guard_size", "max_memory_option", "check_output", "check_plot", "plot_format_or_fail", "fail",
-           "run_output_paths", "write_run_outputs", "EXIT_INPUT",
-           "EXIT_INTERNAL", "EXIT_INTERRUPTED",
-           "DEFAULT_MAX_INSTANCES", "MAX_INSTANCES_KEY", "MAX_MEMORY_KEY", "max_instances_option",
-           "TRACEBACK_ENV", "EXIT_BROKEN_PIPE",
-           "EXIT_TERMINATED", "Terminated",
-           "closed_pipe", "internal_error", "stopped"]
+__all__ = [
+    "UsageFailure", "fail", "run_command", "emit_json", "check_output", "check_plot", "plot_format_or_fail",
+    "program_argument", "json_option", "run_output_paths", "write_run_outputs",
+    "size_options", "guard_size", "max_memory_option", "max_instances_option", "keep_in_context",
+    "DEFAULT_MAX_INSTANCES", "MAX_INSTANCES_KEY", "MAX_MEMORY_KEY",
+    "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED",
+    "TRACEBACK_ENV", "Terminated", "closed_pipe", "internal_error", "stopped",
+]
 
 EXIT_INPUT = 2
 EXIT_INTERNAL = 3
@@ -197,29 +197,28 @@ class ByteSize(click.ParamType):
         return size
 
 
+def keep_in_context(key: str) -> Callable:
+    """A click callback that keeps an option's value in the context's ``meta`` under ``key``.
+
+    For options a kernel's tracing reads (:func:`neuronsim.verify.cli.cmd_nki.trace_from_options`)
+    rather than the command itself: every kernel command takes them without a parameter of its own.
+    """
+    def keep(ctx: click.Context, _param: click.Parameter, value):
+        ctx.meta[key] = value
+        return value
+    return keep
+
+
 MAX_MEMORY_KEY = "neuronsim.max_memory"
-
-
-def _keep_max_memory(ctx: click.Context, _param: click.Parameter, value: int | None) -> int | None:
-    ctx.meta[MAX_MEMORY_KEY] = value  # as --max-instances: a kernel's tracing reads it
-    return value
-
-
-max_memory_option = click.option(
-    "--max-memory", type=ByteSize(), default=None, metavar="SIZE", callback=_keep_max_memory,
-    help="Refuse work estimated to need more memory, e.g. 8G (default: this machine's memory).")
 MAX_INSTANCES_KEY = "neuronsim.max_instances"
 
-
-def _keep_max_instances(ctx: click.Context, _param: click.Parameter, value: int) -> int:
-    # also kept in the context: a kernel command's tracing reads it (cmd_nki.trace_from_options)
-    ctx.meta[MAX_INSTANCES_KEY] = value
-    return value
-
+max_memory_option = click.option(
+    "--max-memory", type=ByteSize(), default=None, metavar="SIZE", callback=keep_in_context(MAX_MEMORY_KEY),
+    help="Refuse work estimated to need more memory, e.g. 8G (default: this machine's memory).")
 
 max_instances_option = click.option(
     "--max-instances", type=click.IntRange(min=1), default=DEFAULT_MAX_INSTANCES, show_default=True, metavar="N",
-    callback=_keep_max_instances,
+    callback=keep_in_context(MAX_INSTANCES_KEY),
     help="Refuse programs that unroll to more instances (a kernel: also while it is traced; the program: before "
          "any work).")
 
