@@ -57,11 +57,10 @@ Placement
       above every addressed byte.  Alias-group tensors are placements already: they stay.
 
 The sharing rule and why it is safe
-    Slot ``s`` of a tensor ``T`` *holds* a byte at instance ``i`` when ``i`` lies between two
-    accesses of ``T`` to that slot with no iteration boundary of ``T``'s ring loop between
-    them.  The pass guarantees that two different tensors never hold one byte at one
-    instance, because it lets slot ``s`` of ``T`` and slot ``s'`` of ``U`` share a byte only
-    when (:func:`~neuronsim.passes.analysis.lifetimes.may_share`):
+    Slot ``s`` of a tensor ``T`` *holds* a byte at instance ``i`` when a value written there
+    before ``i`` is read at or after ``i``.  The pass guarantees that two different tensors
+    never hold one byte at one instance, because it lets slot ``s`` of ``T`` and slot ``s'`` of
+    ``U`` share a byte only when (:func:`~neuronsim.passes.analysis.lifetimes.may_share`):
 
     1. their hulls are disjoint (a slot is only ever held inside its tensor's hull); or
     2. both are rings over the same loop ``L`` with the same ``n`` and ``s != s'``: slot
@@ -69,13 +68,18 @@ The sharing rule and why it is safe
        ``k = s' (mod n)``, and distinct iterations of ``L`` are disjoint runs of instances; or
     3. both are rings over ``L`` with the same ``n``, ``s = s'`` and disjoint relative
        ranges: in each iteration ``T`` holds the slot within ``[W + a_T, W + b_T]`` and ``U``
-       within ``[W + a_U, W + b_U]`` (``W`` the iteration's first instance), disjoint.
+       within ``[W + a_U, W + b_U]`` (``W`` the iteration's first instance), disjoint; or
+    4. both are iteration-private over one loop ``P`` (private over a loop is private over
+       every loop around it, so their ring loops may differ) and their relative ranges over
+       ``P`` are disjoint, whatever the slots: no value of either crosses a window of ``P``,
+       so each holds its slots only inside its own range of every window (the tiles of a
+       kept loop's body, each in an inner loop of its own).
 
     SBUF and DRAM slots of different classes never overlap (packed apart), and within a class
     :func:`rotate_slots` puts two tensors in one slot only with disjoint hulls (1) or, in a
     lane, disjoint relative ranges (3); a lane's slots are class-sized, so slot ``s`` of one
     tensor meets only slot ``s`` of another.  PSUM tests every pair of regions in a bank with
-    the same rule.  Values are then those of the program with every virtual tensor in
+    the whole rule.  Values are then those of the program with every virtual tensor in
     storage of its own: another tensor never writes a byte ``T`` holds, and a ring's reads see
     only bytes written in the same iteration, hence into the same slot.  Ordering the
     instances that now share bytes (WAR / WAW, and a slot reused ``n`` iterations later) is
@@ -85,15 +89,12 @@ The sharing rule and why it is safe
 region, rotates the group's tensors through slots inside it by liveness (hulls, no rings), and
 marks them ``"x-shared": GROUP`` so ``anti-deps{spaces=shared}`` can run again after it.
 
-Counters (``ctx.stats["alloc"]``, printed by ``neuronsim compile`` and ``footprint``):
-``placed`` tensors, ``rotated`` (rings), ``slots`` (their slots in all), ``bytes-used`` (the
-union of every placed slot, partitions x bytes, all memories) and ``bytes-saved`` (what
-giving every tensor storage of its own, with the same slots, would use beyond that);
-``fallbacks``: SBUF ring groups made plain to fit, and PSUM rings that found no banks;
-``spills`` (tiles stored and reloaded), ``spill-transfers`` (their DMAs) and ``spill-bytes``
-(what those move), only when something was spilled; ``psum-spills`` (PSUM tiles copied to SBUF
-and back, two ACT copies each), only when one was (the footprint's stages count the same
-from the program: :func:`neuronsim.verify.sync_counts.spill_traffic`).
+Counters (``ctx.stats["alloc"]``, printed by ``compile`` and ``footprint``): ``placed``, ``rotated``
+(rings), ``slots`` (theirs in all), ``bytes-used`` (the union of every placed slot, partitions
+x bytes) and ``bytes-saved`` (what storage of its own for every tensor would use beyond that);
+``fallbacks`` (SBUF ring groups made plain, PSUM rings with no banks); when something was
+spilled, ``spills``, ``spill-transfers`` and ``spill-bytes``, and ``psum-spills`` (two ACT
+copies each; :func:`neuronsim.verify.sync_counts.spill_traffic` counts the same).
 
 Errors name where the tensor came from: a traced kernel's tile carries its declaration
 (``x-source``: file, line, call and the kernel's variable), so "no room" names that

@@ -117,7 +117,8 @@ from typing import Any
 
 from neuronsim.machine.ir.program import SEQUENCERS
 
-__all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "BITVEC_OPS", "REDUCE_OPS", "DGE_MODES",
+__all__ = ["OpSpec", "OP_TABLE", "op_spec", "ACTIVATION_FUNCS", "ALU_OPS", "BITVEC_OPS", "UNARY_ALU_OPS", "REDUCE_OPS",
+           "DGE_MODES",
            "ACT_REDUCE_OPS", "BN_STATS_FMAX", "ISA_COSTS", "RANGE_CMPS", "CUMULATIVE_OPS", "ENGINE_CHOICE_KEY",
            "MOVABLE_ALU_OPS", "engine_choices"]
 
@@ -132,12 +133,15 @@ ACTIVATION_FUNCS = (
 #: arithmetic operators (comparisons and logical ops give 1.0 or 0.0), plus ``divide``,
 #: ``bypass`` and ``abs`` (``nl.abs`` in an op slot: the magnitude of its left operand, the
 #: other ignored, as nki-library's rmsnorm_quant uses it for an absolute maximum), and its
-#: bitvec operators (:data:`BITVEC_OPS`: integer bit patterns, exact).  Its other unary ALU
-#: operators (``rsqrt``, ``reciprocal`` in an op slot) are not modelled.
+#: bitvec operators (:data:`BITVEC_OPS`: integer bit patterns, exact).
 BITVEC_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
 ALU_OPS = ("add", "subtract", "multiply", "divide", "max", "min", "pow", "bypass",
            "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
            "logical_and", "logical_or", "logical_xor", "abs", *BITVEC_OPS)
+#: NKI's other unary ALU operators, in an op slot of ``tensor_scalar`` (whose operand they
+#: ignore): ``rsqrt`` (GpSimd or ACT), ``reciprocal``, ``logical_not`` and the bitvec
+#: ``invert`` (the ISA's table of math operators).
+UNARY_ALU_OPS = ("rsqrt", "reciprocal", "logical_not", "invert")
 #: Reductions of ``tensor_reduce`` (the arithmetic rows NKI marks as legal reduction ops,
 #: ``subtract`` aside).
 REDUCE_OPS = ("add", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor")
@@ -338,8 +342,8 @@ OP_TABLE: dict[str, OpSpec] = {
         OpSpec("tensor_tensor", ("dve", "pool"), (2, 2), (1, 1),
                {"op": _one_of(*ALU_OPS), "group": _group}, doc="out = in0 <op> in1"),
         OpSpec("tensor_scalar", ("dve", "act", "pool"), (1, 3), (1, 1),
-               {"op0": _one_of(*ALU_OPS), "operand0": _number_or_read,
-                "op1": _one_of(*ALU_OPS), "operand1": _number_or_read, "reverse": _is_bool,
+               {"op0": _one_of(*ALU_OPS, *UNARY_ALU_OPS), "operand0": _number_or_read,
+                "op1": _one_of(*ALU_OPS, *UNARY_ALU_OPS), "operand1": _number_or_read, "reverse": _is_bool,
                 "reverse0": _is_bool, "reverse1": _is_bool},
                doc="out = (in <op0> operand0) <op1> operand1, operands immediates or [P,1] tiles",
                operands=("operand0", "operand1")),

@@ -146,7 +146,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.model.optable import BITVEC_OPS, OP_TABLE
+from neuronsim.machine.model.optable import BITVEC_OPS, OP_TABLE, UNARY_ALU_OPS
 from neuronsim.machine.model.oprules import ReadOperand, bind_operands, reduce_axes
 
 __all__ = ["BASE_OPS", "cast", "ACTIVATIONS", "ALU", "opaque_bytes", "opaque"]
@@ -302,6 +302,14 @@ def _as_bits(x: Any) -> np.ndarray:
     return x.astype(np.int64) if x.dtype.kind in "iub" else np.trunc(x).astype(np.int64)
 
 
+# the unary ones in a tensor_scalar op slot: the data alone, the operand ignored
+ALU["rsqrt"] = lambda a, b: np.broadcast_to(1.0 / np.sqrt(a), np.broadcast_shapes(np.shape(a), np.shape(b)))
+ALU["reciprocal"] = lambda a, b: np.broadcast_to(1.0 / a, np.broadcast_shapes(np.shape(a), np.shape(b)))
+ALU["logical_not"] = lambda a, b: np.broadcast_to((a == 0).astype(F32), np.broadcast_shapes(np.shape(a), np.shape(b)))
+ALU["invert"] = lambda a, b: np.broadcast_to(~_as_bits(a), np.broadcast_shapes(np.shape(a), np.shape(b)))
+_UNARY = frozenset(UNARY_ALU_OPS) | {"abs"}
+_BITS = frozenset(BITVEC_OPS) | {"invert"}
+
 # the bitvec operators (NKI's: integer tiles on DVE) compute on the integers themselves, not
 # through fp32, and their results are stored by keeping the low bits (:func:`_stored`)
 for _op, _fn in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or), ("bitwise_xor", np.bitwise_xor),
@@ -425,7 +433,7 @@ def _tensor_tensor(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
-    bits = any(attrs.get(f"op{k}") in BITVEC_OPS for k in (0, 1))
+    bits = any(attrs.get(f"op{k}") in _BITS for k in (0, 1))
     rows = _rows(_fit(reads[0] if bits else _f32(reads[0]), out.shape))
     operands = bind_operands(OP_TABLE["tensor_scalar"], attrs, len(reads))
     reverse = attrs.get("reverse", False)
@@ -435,7 +443,8 @@ def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
         if op is None:
             continue
         scalar = _operand(operands[f"operand{k}"], reads, rows.shape[0], 0.0)
-        value = ALU[op](scalar, value) if attrs.get(f"reverse{k}", reverse) else ALU[op](value, scalar)
+        reversed_ = attrs.get(f"reverse{k}", reverse) and op not in _UNARY  # a unary op reads the data alone
+        value = ALU[op](scalar, value) if reversed_ else ALU[op](value, scalar)
     return [_stored(np.broadcast_to(value, rows.shape).reshape(out.shape), out.dtype)]
 
 

@@ -144,6 +144,9 @@ for _np, _nl in ((np.add, add), (np.subtract, subtract), (np.multiply, multiply)
                  (np.right_shift, right_shift)):
     ALU_OF[_np] = ALU_OF[_nl]
 ALU_OF[abs] = ALU_OF[np.abs] = "abs"  # nl.abs in an ALU op slot (machine/model/optable.py ALU_OPS)
+# the other unary ALU operators of the ISA's table, in a tensor_scalar op slot (UNARY_ALU_OPS)
+ALU_OF[rsqrt], ALU_OF[logical_not], ALU_OF[invert] = "rsqrt", "logical_not", "invert"
+ALU_OF[reciprocal] = ALU_OF[np.reciprocal] = "reciprocal"
 for _np, _nl in ((np.exp, exp), (np.log, log), (np.tanh, tanh), (np.sqrt, sqrt), (np.abs, abs), (np.sign, sign),
                  (np.square, square), (np.negative, negative), (np.reciprocal, reciprocal)):
     ACT_OF[_np] = ACT_OF[_nl]

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.nki.errors import SourceLine, _display, fail, user_line
+from neuronsim.machine.nki.errors import NkiError, SourceLine, _display, fail, user_line
 from neuronsim.machine.nki.scalars import _Scalar, record_decision
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import current
@@ -73,6 +73,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any 
         raise fail(f"nl.fori_loop: step must be a positive int known at compile time, not {step!r}")
     values = range(_bound(lower, "nl.fori_loop lower bound"), _bound(upper, "nl.fori_loop upper bound"), int(step))
     watch = _PythonState(body_fun, where)
+    _check_body(body_fun, 1, "nl.fori_loop", where)
     for i in _iterations(values, _parameter(body_fun, "i"), where):
         before = watch.snapshot()
         body_fun(i)
@@ -97,6 +98,7 @@ def while_loop(init: Any, body_fun: Any, **_kw: Any) -> None:
     where = user_line(2)
     tracer.flush()
     watch = _PythonState(body_fun, where)
+    _check_body(body_fun, 1, "nl.while_loop", where)
     var, cond, count = _parameter(body_fun, "r"), init, 0
     while _truth(cond, "nl.while_loop"):
         if count == _WHILE_LIMIT:
@@ -123,7 +125,22 @@ def if_else(cond: Any, then_fn: Any, else_fn: Any = None, **_kw: Any) -> None:
         record_decision(f"nl.if_else took the {'then' if taken else 'else'} branch", cond.value)
     branch = then_fn if taken else else_fn
     if branch is not None:
+        _check_body(branch, 0, "nl.if_else", user_line(2))
         branch()
+
+
+def _check_body(fn: Any, count: int, call: str, where: SourceLine) -> None:
+    """Refuse, at the kernel line, a body that cannot take the ``count`` arguments ``call``
+    passes it (``fori_loop`` / ``while_loop``: the index or the condition register; ``if_else``:
+    none): the kernel's mistake, not a failure inside the tracer."""
+    if not callable(fn):
+        raise NkiError(where, f"{call}: the body must be a function, not {type(fn).__name__}")
+    try:
+        inspect.signature(fn).bind(*([None] * count))
+    except TypeError as err:
+        raise NkiError(where, f"{call} calls its body with {count} argument{'s' * (count != 1)}: {err}") from None
+    except ValueError:  # a builtin without a signature: let the call say
+        return
 
 
 def _truth(cond: Any, call: str) -> bool:

@@ -20,7 +20,7 @@ from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import ArangeExpr, Mask
 from neuronsim.machine.nki.layout import Layout
-from neuronsim.machine.nki.emitters_select import select_reduce
+from neuronsim.machine.nki.emitters_select import keep_register, register, select_reduce
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
@@ -80,10 +80,41 @@ def transpose(dst: Layout, data: Any, engine: Any = None) -> None:
 
 
 def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,
-               reduce_res: Any = None) -> None:
-    if reduce_res is not None and reduce_op is not None and alu_name(reduce_op) != "add":
+               reduce_res: Any = None, reduce_cmd: Any = None) -> None:
+    """``nisa.activation``; its reduce registers (``reduce_cmd``) kept as the DVE's are
+    (:mod:`~neuronsim.machine.nki.emitters_select`): where their last value was written, a hidden
+    ``[P, 1]`` fp32 tile when the kernel keeps it in the registers only.  ``reduce`` adds this
+    instruction's row sums to it (a DVE add), ``reset`` zeroes it, ``idle`` leaves it alone."""
+    cmd = str(getattr(reduce_cmd, "value", reduce_cmd)) if reduce_cmd is not None else "reset_reduce"
+    if reduce_op is not None and alu_name(reduce_op) != "add" and (reduce_res is not None or cmd != "reset_reduce"):
         raise current().refuse(f"activation reduce_op={alu_name(reduce_op)}", "ACT's reduce registers only add")
-    ops.activation(dst, act_name(op), data, scale=scale, bias=bias, reduce_res=reduce_res)
+    if cmd not in ("reset_reduce", "reduce", "reset", "idle"):
+        raise current().refuse(f"nisa.activation(reduce_cmd={cmd})", "reset_reduce, reduce, reset or idle")
+    func = act_name(op)
+    if cmd == "reset_reduce" and (reduce_res is None or reduce_op is None):  # no register written
+        ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=reduce_res)
+        if reduce_res is not None:
+            keep_register("act", ops.lay(reduce_res))
+        return
+    if cmd in ("idle", "reset"):
+        ops.activation(dst, func, data, scale=scale, bias=bias)
+        if cmd == "reset":
+            zero = _register_tile(dst)
+            current().kb.memset(zero.view(), 0.0)
+            keep_register("act", zero)
+        return
+    rows = _register_tile(dst) if reduce_res is None or cmd == "reduce" else ops.lay(reduce_res)
+    ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=NkiTensor(rows))
+    if cmd == "reduce":
+        total = ops.lay(reduce_res) if reduce_res is not None else _register_tile(dst)
+        ops.binary(total, NkiTensor(register("act", "nisa.activation")), NkiTensor(rows), "add", "dve")
+        rows = total
+    keep_register("act", rows)
+
+
+def _register_tile(dst: Layout) -> Layout:
+    """A hidden ``[P, 1]`` fp32 SBUF tile standing for an engine's reduce registers."""
+    return declare_tile(current(), spec_of((dst.view().num_partitions, 1), to_dtype("float32"), "sbuf"))
 
 
 def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = None) -> None:
@@ -105,7 +136,20 @@ def tensor_scalar(dst: Layout, data: Any, op0: Any, operand0: Any, reverse0: boo
             dst.view(), ops.lay(data).view(), op0=names[0], operand0=_operand(operand0),
             op1=names[1] if op1 is not None else None, operand1=_operand(operand1) if op1 is not None else None,
             reverse0=bool(reverse0) or None, reverse1=bool(reverse1) or None,
-            engine=engine_of(engine, ("dve", "act", "pool"), "dve"))
+            engine=_scalar_engine(engine, names, ops.lay(data)))
+
+
+def _scalar_engine(engine: Any, names: list[str], data: Layout) -> str:
+    """The engine of a ``tensor_scalar``: the one asked for, else DVE; with ``rsqrt``, which the
+    ISA's table of math operators runs on GpSimd or ScalarE only, GpSimd (ACT for PSUM data,
+    which GpSimd cannot read)."""
+    chosen = engine_of(engine, ("dve", "act", "pool"), "")
+    if "rsqrt" not in names:
+        return chosen or "dve"
+    if chosen == "dve":
+        raise fail("tensor_scalar(op=nl.rsqrt) on the Vector Engine: the ISA's math operators table runs "
+                   "rsqrt on GpSimd or the Scalar Engine (engine=nisa.gpsimd_engine / scalar_engine)")
+    return chosen or ("act" if data.tensor.memory.name == "PSUM" else "pool")
 
 
 def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,

@@ -26,7 +26,8 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["max8", "find_index8", "match_replace8", "stream_shuffle", "cumulative", "range_select",
+__all__ = ["register", "keep_register", "max8", "find_index8", "match_replace8", "stream_shuffle", "cumulative",
+           "range_select",
            "select_reduce", "copy_predicated", "partition_reduce", "sequence_bounds", "nonzero_with_count",
            "n_gather", "local_gather", "random", "seed",
            "dropout"]
@@ -44,17 +45,18 @@ def _cmd(reduce_cmd: Any, default: str) -> str:
     return str(getattr(reduce_cmd, "value", reduce_cmd)) if reduce_cmd is not None else default
 
 
-def _register(what: str) -> Layout:
-    """The accumulator's last value, for ``reduce_cmd=reduce``."""
-    layout = _registers().get("dve")
+def register(engine: str, what: str) -> Layout:
+    """The last value of ``engine``'s accumulator, for ``reduce_cmd=reduce``."""
+    layout = _registers().get(engine)
     if layout is None:
         raise current().refuse(f"{what}(reduce_cmd=reduce) with no accumulation before it in the kernel",
-                               "start the accumulation with reset_reduce or load_reduce")
+                               "start the accumulation with reset_reduce (or reset / load_reduce)")
     return layout
 
 
-def _keep_register(layout: Layout) -> None:
-    _registers()["dve"] = layout
+def keep_register(engine: str, layout: Layout) -> None:
+    """``layout`` now holds ``engine``'s accumulator (``"dve"`` or ``"act"``)."""
+    _registers()[engine] = layout
 
 
 def _tile(value: Any, what: str) -> Layout:
@@ -146,11 +148,11 @@ def cumulative(dst: Layout, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any =
     if cmd == "load_reduce":
         _bind(reads, attrs, "initial", imm1)
     elif cmd == "reduce":
-        _bind(reads, attrs, "initial", _register("nisa.tensor_scalar_cumulative"))
+        _bind(reads, attrs, "initial", register("dve", "nisa.tensor_scalar_cumulative"))
     elif cmd != "reset_reduce":
         raise current().refuse(f"nisa.tensor_scalar_cumulative(reduce_cmd={cmd})", "reset_reduce, load_reduce, reduce")
     _instr("tensor_scalar_cumulative", "dve", reads, [dst], attrs)
-    _keep_register(_last_element(dst))
+    keep_register("dve", _last_element(dst))
 
 
 def _reduction(reads: list, attrs: dict, writes: list, what: str, cmd: str, reduce_res: Any, reduce_op: Any) -> None:
@@ -160,7 +162,7 @@ def _reduction(reads: list, attrs: dict, writes: list, what: str, cmd: str, redu
     if cmd == "idle" and reduce_res is None:
         return
     if cmd == "reduce":
-        _bind(reads, attrs, "initial", _register(what))
+        _bind(reads, attrs, "initial", register("dve", what))
     elif cmd not in ("reset_reduce", "idle"):
         raise current().refuse(f"{what}(reduce_cmd={cmd})", "reset_reduce, reduce or idle")
     rows = writes[0].view().num_partitions
@@ -169,7 +171,7 @@ def _reduction(reads: list, attrs: dict, writes: list, what: str, cmd: str, redu
     else:  # kept in the register only: a hidden [P, 1] tile stands for it
         target = declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf"))
     writes.append(target)
-    _keep_register(target)
+    keep_register("dve", target)
 
 
 def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,

@@ -71,7 +71,7 @@ def indirect_dma(dst: Layout, src: Layout, emit: Emit) -> None:
     keep[outside] = False
     for first, stop, row, step in runs(rows, keep, writes=side is dst):
         part = side.restrict_axis(indirect.axis, first, stop).rows(row, step)
-        piece = other.restrict_axis(pos, first, stop)
+        piece = other.restrict_axis(pos, first, stop) if pos is not None else other
         pair = (part, piece) if side is dst else (piece, part)
         emit(*pair, engine="pool", dge="swdge")
 
@@ -104,13 +104,17 @@ def runs(rows: np.ndarray, keep: np.ndarray, writes: bool) -> list[tuple[int, in
     return out
 
 
-def _matching_axis(other: Layout, side: Layout, axis: int) -> int:
+def _matching_axis(other: Layout, side: Layout, axis: int) -> int | None:
     """The axis of ``other`` that moves with the indirect ``axis`` of ``side`` when the DMA
-    pairs their elements in row-major order: as many elements outside it, as many along it."""
+    pairs their elements in row-major order: as many elements outside it, as many along it.
+    None for one index (``data[:, idx[0, k]]``, a single dynamic row): all of ``other``
+    pairs with it, whatever its axes."""
     outer, count = prod(side.shape[:axis]), side.shape[axis]
     for pos, n in enumerate(other.shape):
         if prod(other.shape[:pos]) == outer and n == count and (n > 1 or pos == len(other.shape) - 1):
             return pos
+    if count == 1 and prod(other.shape) == prod(side.shape):
+        return None
     raise unsupported(f"an indirect DMA between {side.shape} of {side.tensor.name} and {other.shape} of "
                       f"{other.tensor.name}", "the indexed axis must line up with an axis of the other side")
 

@@ -125,7 +125,7 @@ def nc_transpose(dst, data, engine=None, name=None, **_kw) -> Handle:
 def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
                name=None, **_kw) -> Handle:
     return _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
-                                reduce_res=reduce_res), name)
+                                reduce_res=reduce_res, reduce_cmd=reduce_cmd), name)
 
 
 @api("nisa.activation_reduce")

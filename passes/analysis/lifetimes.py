@@ -16,9 +16,10 @@ Instance ids are positions in program order (:class:`neuronsim.machine.order.str
 * Its **relative range** over ``L`` is ``[a, b]``, the offsets (ids in ``L``'s first window)
   of its first and last access in a window, the same for every window.
 
-A :class:`Life` is what the allocator needs of a tensor: its hull and, when it rotates over
+A :class:`Life` is what the allocator needs of a tensor: its hull; when it rotates over
 ``n`` slots of loop ``L`` (a *ring*, slot ``k mod n`` in iteration ``k``), the loop, ``n``
-and the relative range.  :func:`may_share` is the one sharing rule of the allocator; its
+and the relative range; and the relative range over every loop it is iteration-private over
+(its *scopes*: ``L`` and the loops around it).  :func:`may_share` is the one sharing rule of the allocator; its
 proof is in :mod:`neuronsim.passes.alloc`.
 
 Examples
@@ -30,7 +31,7 @@ Examples
 >>> from neuronsim.machine.order.stream import InstanceStream
 >>> lives = lifetimes(InstanceStream(Program({"t": t}, (Loop("i", 4, (w, r)),))), {MemoryKind.SBUF: 2})
 >>> lives["t"]
-Life(lo=0, hi=7, loop='i', slots=2, rel=(0, 1))
+Life(lo=0, hi=7, loop='i', slots=2, rel=(0, 1), scopes=(('i', 0, 1),))
 >>> lives = lifetimes(InstanceStream(Program({"t": t}, (Loop("i", 4, (r, w)),))), {MemoryKind.SBUF: 2})
 >>> lives["t"].loop is None                # read before written: a value crosses iterations
 True
@@ -59,18 +60,21 @@ WINDOW_BUDGET = 1 << 18
 
 @dataclass(frozen=True, slots=True)
 class Life:
-    """Hull ``[lo, hi]`` of a tensor and, for a ring, its loop, slot count and relative range."""
+    """Hull ``[lo, hi]`` of a tensor and, for a ring, its loop, slot count and relative range;
+    ``scopes``: every loop the tensor is iteration-private over, ``(loop, a, b)`` with its
+    relative range over that loop (a ring's loop and the loops around it)."""
 
     lo: int
     hi: int
     loop: str | None = None
     slots: int = 1
     rel: tuple[int, int] = (0, -1)
+    scopes: tuple[tuple[str, int, int], ...] = ()
 
     @property
     def plain(self) -> Life:
-        """The same tensor with one fixed placement."""
-        return Life(self.lo, self.hi)
+        """The same tensor with one fixed placement (still private where it was)."""
+        return Life(self.lo, self.hi, scopes=self.scopes)
 
 
 def may_share(a: Life, slot_a: int, b: Life, slot_b: int) -> bool:
@@ -78,7 +82,10 @@ def may_share(a: Life, slot_a: int, b: Life, slot_b: int) -> bool:
 
     Yes when the hulls are disjoint; or when both rotate over the same loop with the same
     slot count and either the slots differ (they are used in different windows) or the
-    relative ranges are disjoint (within a window one is dead before the other is born).
+    relative ranges are disjoint (within a window one is dead before the other is born); or
+    when both are iteration-private over one loop and their relative ranges over it are
+    disjoint, whatever their slots (each holds its bytes only inside its range of every
+    window: two tiles of one kept loop's body, each in an inner loop of its own).
 
     >>> ring = lambda lo, hi: Life(0, 99, "i", 2, (lo, hi))
     >>> may_share(ring(0, 3), 0, ring(4, 6), 0), may_share(ring(0, 3), 0, ring(2, 6), 0)
@@ -87,14 +94,29 @@ def may_share(a: Life, slot_a: int, b: Life, slot_b: int) -> bool:
     True
     >>> may_share(Life(0, 5), 0, Life(6, 9), 0), may_share(Life(0, 5), 0, ring(0, 1), 0)
     (True, False)
+    >>> inner = lambda lo, hi: Life(0, 99, "j" + str(lo), 2, (lo, lo + 1), (("i", lo, hi),))
+    >>> may_share(inner(0, 3), 1, inner(4, 6), 0), may_share(inner(0, 3), 1, inner(2, 6), 0)
+    (True, False)
     """
     if a.hi < b.lo or b.hi < a.lo:
+        return True
+    if a.scopes and b.scopes and _apart_in_a_common_scope(a.scopes, b.scopes):
         return True
     if a.loop is None or a.loop != b.loop or a.slots != b.slots:
         return False
     if slot_a != slot_b:
         return True
     return a.rel[1] < b.rel[0] or b.rel[1] < a.rel[0]
+
+
+def _apart_in_a_common_scope(mine: tuple[tuple[str, int, int], ...], theirs: tuple[tuple[str, int, int], ...]) -> bool:
+    """Is there a loop both are iteration-private over where their relative ranges are disjoint?"""
+    ranges = {loop: (lo, hi) for loop, lo, hi in theirs}
+    for loop, lo, hi in mine:
+        other = ranges.get(loop)
+        if other is not None and (hi < other[0] or other[1] < lo):
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,12 +222,12 @@ def lifetimes(stream: InstanceStream, slots: Mapping[MemoryKind, int],
     in_loops = (users.span(depth, np.minimum, 0) > 0).tolist()
     out = {}
     for tid, (name, (lo, hi)) in enumerate(_hulls(stream, users).items()):
-        ring = None
+        life = Life(lo, hi)
         if in_loops[tid]:
             tensor = stream.program.tensors[name]
-            if _may_rotate(tensor) and slots.get(tensor.memory, 1) >= 2:
-                ring = _ring(stream, tid, users.of(tid), slots[tensor.memory])
-        out[name] = Life(lo, hi, *ring) if ring else Life(lo, hi)
+            if _may_rotate(tensor):
+                life = _private_life(stream, tid, users.of(tid), slots.get(tensor.memory, 1), life)
+        out[name] = life
     return out
 
 
@@ -214,8 +236,11 @@ def _may_rotate(tensor: Tensor) -> bool:
     return tensor.is_virtual and tensor.alias is None and internal
 
 
-def _ring(stream: InstanceStream, tid: int, xs: list[int], slots: int) -> tuple[str, int, tuple[int, int]] | None:
-    """``(loop, slots, relative range)`` of the innermost loop the tensor is private over."""
+def _private_life(stream: InstanceStream, tid: int, xs: list[int], slots: int, hull: Life) -> Life:
+    """``hull`` with the loops the tensor is iteration-private over (``scopes``) and, with
+    ``slots >= 2``, the ring over the innermost of them of trip count 2 or more.  Private over a
+    loop means private over every loop around it (a window of the inner loop lies in one of
+    the outer's), so the innermost private loop found names them all."""
     common = stream.loops_of[xs[0]]
     for x in xs[1:]:
         mine = stream.loops_of[x]
@@ -223,12 +248,24 @@ def _ring(stream: InstanceStream, tid: int, xs: list[int], slots: int) -> tuple[
         while depth < len(common) and depth < len(mine) and common[depth] is mine[depth]:
             depth += 1
         common = common[:depth]
-    for depth in range(len(common) - 1, -1, -1):
-        loop = common[depth]
-        if loop.trip_count >= 2 and iteration_private(stream, tid, xs, depth):
-            rel = (min(stream.first[x] for x in xs), max(stream.first[x] + stream.tail[x][depth + 1] for x in xs))
-            return loop.name, min(slots, loop.trip_count), rel
-    return None
+    private = next((depth for depth in range(len(common) - 1, -1, -1)
+                    if (slots >= 2 and common[depth].trip_count >= 2 or depth == 0)
+                    and iteration_private(stream, tid, xs, depth)), None)
+    if private is None:
+        return hull
+    scopes = tuple((common[d].name, *_relative_range(stream, xs, d)) for d in range(private + 1))
+    if slots >= 2:
+        for depth in range(private, -1, -1):
+            if common[depth].trip_count >= 2:
+                loop = common[depth]
+                return Life(hull.lo, hull.hi, loop.name, min(slots, loop.trip_count),
+                            _relative_range(stream, xs, depth), scopes)
+    return Life(hull.lo, hull.hi, scopes=scopes)
+
+
+def _relative_range(stream: InstanceStream, xs: list[int], depth: int) -> tuple[int, int]:
+    """Ids of the tensor's first and last access in the first window of the loop at ``depth``."""
+    return min(stream.first[x] for x in xs), max(stream.first[x] + stream.tail[x][depth + 1] for x in xs)
 
 
 def iteration_private(stream: InstanceStream, tid: int, xs: list[int], depth: int) -> bool:

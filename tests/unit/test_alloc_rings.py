@@ -137,6 +137,33 @@ def test_psum_tiles_rotate_over_banks():
     assert _checked(program, "alloc{psum_banks=1}")[0].tensors["p"].rotate is None  # one bank: no ring
 
 
+def _inner_psum_loops(count: int, trip: int = 2):
+    """A kept loop ``a`` whose body runs ``count`` inner loops in turn, each with a full-bank
+    PSUM tile of its own (written by a matmul, read by a copy) and an SBUF tile: the shape of
+    a kernel whose outer loop NKI keeps and whose inner loops it unrolls into copies."""
+    tensors = [dram("x", "input", count * trip), dram("y", "output", count * trip), V("s")]
+    inner = []
+    for k in range(count):
+        tensors += [V(f"b{k}"), V(f"p{k}", free=512, memory=MemoryKind.PSUM)]
+        inner.append(loop(f"i{k}", trip,
+                          ins(f"mm{k}", "pe", "matmul", reads=["s", "s"], writes=[f"p{k}"], accumulate=False),
+                          ins(f"ev{k}", "dve", "tensor_copy", reads=[f"p{k}"], writes=[f"b{k}"]),
+                          ins(f"st{k}", "sp", "dma_copy", reads=[f"b{k}"], writes=[tile("y", (f"i{k}",))])))
+    load = ins("ld", "sp", "dma_copy", reads=[tile("x", ("a",))], writes=["s"])
+    return prog(tensors, loop("a", 3, load, *inner))
+
+
+def test_psum_tiles_of_inner_loops_in_turn_share_banks_across_the_outer_loop():
+    # Nine full-bank tiles, each live across the whole of the outer loop (their hulls overlap)
+    # but private to its own stretch of every iteration of it: they share the eight banks.
+    program = _inner_psum_loops(9)
+    out, ctx = _checked(program)
+    banks = [out.tensors[f"p{k}"].bank for k in range(9)]
+    assert len(set(banks)) < 9 and ctx.stats["alloc"].get("psum-spills", 0) == 0
+    full, _ = compiled(program, DEFAULT_PIPELINE)
+    assert check_program(full).races == ()
+
+
 def test_dram_scratch_rotates():
     tensors = [dram("x", "input"), dram("y", "output"), V("a"), V("b"), dram("spill", "internal", 1)]
     body = loop("i", 4, ins("ld", "sp", "dma_copy", reads=[tile("x")], writes=["a"]),

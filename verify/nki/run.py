@@ -143,7 +143,10 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
     # writes (a kernel `k(a, b, out)` checked against `ref(a, b, out)`); not the tensors the
     # trace adds (`nl.shared_constant`'s, other ranks' copies) unless it takes **kwargs
     given = _named_by(reference, [*traced.inputs, *traced.initial]) if reference else ()
-    module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, kwargs, names)
+    # likewise the other arguments (--arg): a tile size or a variant switch the reference has
+    # no use for is not forced on it
+    options = {k: kwargs[k] for k in _named_by(reference, kwargs)} if reference else {}
+    module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, options, names)
                         ) if reference else (lambda _inputs: {})
     module.rtol, module.atol = (1e-2, 1e-2) if reference else (0.0, 0.0)
     return module
