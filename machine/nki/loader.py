@@ -2,7 +2,8 @@
 
 A file inside a package (directories with ``__init__.py``) whose package root is on
 ``sys.path`` (``PYTHONPATH``) is imported under its dotted name, so its relative imports
-resolve; any other file is imported on its own.
+resolve; any other file is imported on its own, its folder first on ``sys.path`` as
+``python path/kernel.py`` puts it, so the modules beside it import (a kernel's helpers).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
 from neuronsim.machine.nki.frontend import _kernel_frame
 from neuronsim.machine.nki.standins import standins
 
-__all__ = ["load_kernel", "split_spec"]
+__all__ = ["load_kernel", "split_spec", "beside_first"]
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -42,11 +43,20 @@ def _dotted_name(path: str) -> str | None:
     return None
 
 
+def beside_first(path: str) -> None:
+    """Put the folder of the file ``path`` first on ``sys.path`` (once), as Python does for a
+    script it runs: a kernel or reference file imports the modules beside it."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
+
+
 def _import(path: str) -> Any:
     dotted = _dotted_name(path)
     if dotted is not None:
         return importlib.import_module(dotted)
     name = "nki_kernel_" + os.path.splitext(os.path.basename(path))[0]
+    beside_first(path)
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

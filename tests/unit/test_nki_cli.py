@@ -322,3 +322,19 @@ def test_grid_runs_one_instance_after_another(tmp_path, monkeypatch):
                     f"g{grid}.json").exit_code == 0
         counts[grid] = sum(1 for _ in load_program(f"g{grid}.json").instructions())
     assert counts["2"] == 2 * counts["1"]
+
+
+def test_a_kernel_and_its_reference_import_the_modules_beside_them(tmp_path, monkeypatch):
+    # as `python kernel.py` would: the kernel's folder first on sys.path, the reference's too
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    (tmp_path / "tile_helpers.py").write_text("def passed_through(t):\n    return t\n")
+    (tmp_path / "kern.py").write_text(
+        "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\nfrom tile_helpers import passed_through\n\n"
+        "@nki.jit\ndef copy(x):\n    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, passed_through(nl.load(x)))\n    return out\n")
+    (tmp_path / "ref.py").write_text("import tile_helpers\n\ndef ref(x):\n    return tile_helpers.passed_through(x)\n")
+    _npz(tmp_path / "in.npz", x=np.arange(512, dtype=np.float32).reshape(128, 4))
+    result = _cli("run", f"{tmp_path / 'kern.py'}::copy", "--inputs", str(tmp_path / "in.npz"),
+                  "--reference", f"{tmp_path / 'ref.py'}:ref", "--out", str(tmp_path / "out"))
+    assert result.exit_code == 0, result.output
+    assert "equal: largest error 0" in result.output

@@ -182,6 +182,8 @@ def _reference_in(module_name: str, attr: str) -> Callable:
         path = Path(module_name)
         if not path.is_file():
             raise UsageFailure(f"cannot read {module_name}: no such file", "--reference")
+        if str(path.resolve().parent) not in sys.path:  # the modules beside it import, as a script's do
+            sys.path.insert(0, str(path.resolve().parent))
         loader_spec = importlib.util.spec_from_file_location(f"neuronsim_reference_{path.stem}", path)
         module = importlib.util.module_from_spec(loader_spec)
         loader_spec.loader.exec_module(module)
