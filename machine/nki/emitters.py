@@ -91,7 +91,8 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     if cmd not in ("reset_reduce", "reduce", "reset", "idle"):
         raise current().refuse(f"nisa.activation(reduce_cmd={cmd})", "reset_reduce, reduce, reset or idle")
     func = act_name(op)
-    if cmd == "reset_reduce" and (reduce_res is None or reduce_op is None):  # no register written
+    adds = reduce_op is not None and alu_name(reduce_op) == "add"
+    if cmd == "reset_reduce" and (not adds or reduce_res is not None):  # the sums go to reduce_res, if any
         ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=reduce_res)
         if reduce_res is not None:
             keep_register("act", ops.lay(reduce_res))

@@ -143,7 +143,8 @@ def concrete(value: Any, what: str) -> int:
 
 
 def ds(start: Any, size: int) -> slice:
-    """``nl.ds(start, size)``: the slice ``start:start + size``."""
+    """``nl.ds(start, size)``: the slice ``start:start + size`` (``nl.ds`` itself also reads a
+    one-element tile as its start: :func:`neuronsim.machine.nki.scalars.ds`)."""
     return slice(start, start + size)
 
 

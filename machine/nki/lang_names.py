@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from neuronsim.machine.nki import arith, control, emitters, isa_select, language
+from neuronsim.machine.nki import arith, control, emitters, isa_select, language, scalars
 from neuronsim.machine.nki.dtypes import nl_dtypes
 from neuronsim.machine.nki.tiles import NkiTensor
 
@@ -57,6 +57,7 @@ def _names() -> dict[str, Any]:
     for name in LANGUAGE_NAMES:
         out[name] = getattr(language, name, None) or getattr(arith, name, None) or getattr(emitters, name)
     out["prod"] = arith.prod_
+    out["ds"] = scalars.ds  # its start may be a runtime index (a one-element tile)
     out["identity"] = arith.identity
     out.update(control.language_names())  # fori_loop, while_loop, if_else, dynamic_range
     out.update(isa_select.language_names())  # rand, dropout, random_seed

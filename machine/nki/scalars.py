@@ -24,11 +24,12 @@ import numpy as np
 
 from neuronsim.machine.nki.device_values import (DECISIONS_KEY, no_kept_loop, record_decision, set_value_reader,
                                                  tile_values)
+from neuronsim.machine.nki import indexing
 from neuronsim.machine.nki.errors import NkiError, fail, user_line
 from neuronsim.machine.nki.tiles import NkiTensor, register_operators
 from neuronsim.machine.nki.tracer import api, current
 
-__all__ = ["NkiScalar", "VirtualRegister", "scalar_load", "scalar_store", "register_alloc", "register_move",
+__all__ = ["NkiScalar", "VirtualRegister", "ds", "scalar_load", "scalar_store", "register_alloc", "register_move",
            "register_load", "register_store", "set_value_reader", "value_of", "tile_values", "record_decision",
            "isa_names",
            "DECISIONS_KEY"]
@@ -154,7 +155,15 @@ def scalar_offset(value: Any) -> int:
     return value
 
 
-register_operators(scalar_offset=scalar_offset)
+def device_index(tile: NkiTensor) -> int:
+    """A one-element integer tile indexing an HBM tensor (``cache[tab[j, 0], :, h, :]``): one
+    coordinate, as an integer is (its dimension dropped), read here on the traced inputs."""
+    found = value_of(tile, "an index read from a tile")
+    record_decision("an HBM index read from a one-element tile", found, 3)
+    return found
+
+
+register_operators(scalar_offset=scalar_offset, device_index=device_index)
 
 
 # -- nki.isa ----------------------------------------------------------------------------------
@@ -164,6 +173,13 @@ def scalar_load(src: NkiTensor, name: Any = None, **_kw: Any) -> NkiScalar:
     if dtype is None:
         raise fail(f"nisa.scalar_load: the source must be int32 or int64, not {src.dtype}")
     return NkiScalar(value_of(src, "nisa.scalar_load"), dtype)
+
+
+def ds(start: Any, size: int) -> slice:
+    """``nl.ds(start, size)``: the slice ``start:start + size``; ``start`` may be a runtime index
+    (the current ``nl.ds`` page): an ``NkiScalar``, or a one-element integer tile, read here as
+    ``nisa.scalar_load`` reads it."""
+    return indexing.ds(scalar_load(start) if isinstance(start, NkiTensor) else start, size)
 
 
 @api("nisa.scalar_store")

@@ -17,6 +17,7 @@ from typing import Any
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, check_partitions, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
+from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki import tensor_views as views
 from neuronsim.machine.nki.layout import Layout
@@ -25,7 +26,7 @@ from neuronsim.machine.nki.tracer import current
 
 #: NkiTensor methods of the API reference module that neuronsim does not model.
 _VIEW_METHODS = frozenset(("strides", "offset", "is_contiguous", "get_pattern", "is_indirect", "rearrange",
-                           "vector_select", "reinterpret_cast", "indirect"))
+                           "reinterpret_cast", "indirect"))
 
 __all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators"]
 
@@ -190,7 +191,22 @@ class NkiTensor:
             block, rest = self._block_of(key)
             layout = self._blocked.block(current(), block)
             return NkiTensor(layout.index(rest) if rest else layout)
-        return NkiTensor(self.layout.index(key))
+        return NkiTensor(self.layout.index(self._device_indices(key)))
+
+    def _device_indices(self, key: Any) -> Any:
+        """``key`` with a one-element tile indexing an HBM tensor beside slices read as the
+        integer it holds: one coordinate (the tiled-grid guide's ``(1, 1)`` runtime value), its
+        dimension dropped as an integer's is (vLLM's paged attention loads
+        ``key_cache[block_tables[k, j], :, head, :]`` into a 2-D tile).  A tile of several
+        indices, or index vectors beside it, stays an indirect DMA."""
+        parts = key if isinstance(key, tuple) else (key,)
+        # (an on-chip tile's partition picked by a tile stays a partition gather)
+        picks = [d for d, k in enumerate(parts) if isinstance(k, NkiTensor) and prod(k.shape) == 1
+                 and (d > 0 or not self.layout.on_chip)]
+        if not picks or any(isinstance(k, ArangeExpr) for k in parts):
+            return key
+        out = tuple(_operator("device_index")(k) if d in picks else k for d, k in enumerate(parts))
+        return out if isinstance(key, tuple) else out[0]
 
     def _block_of(self, key: Any) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
         """``key`` of a blocked tensor as (block index, index within the block)."""
@@ -272,9 +288,20 @@ class NkiTensor:
         return self[(slice(None),) * int(dim) + (slice(int(start), int(end), int(step)),)]
 
     def select(self, dim: int, index: Any) -> NkiTensor:
-        """``t[:, index]`` for ``dim=1``: the dimension removed (a tile of indices: the indirect
-        view ``t[:, tile]``, for a DMA)."""
+        """``t[:, index]`` for ``dim=1``: the dimension removed (a one-element tile: the
+        coordinate it holds at run time; a tile of indices: the indirect view ``t[:, tile]``)."""
         return self[(slice(None),) * int(dim) + (index,)]
+
+    def vector_select(self, dim: int, vector_offset: Any) -> NkiTensor:
+        """``hbm_t.vector_select(0, offsets)``: partition ``p`` reads row ``offsets[p]`` of
+        dimension 0 (the indirect view ``hbm_t[offsets]``, for a DMA; the reference's
+        constraints: dimension 0 of an HBM tensor)."""
+        if int(dim) != 0 or self.layout.on_chip:
+            raise fail(f"NkiTensor.vector_select(dim={dim}) of {self.layout.tensor.name}: dimension 0 of an HBM "
+                       "tensor only (the NkiTensor reference)")
+        if not isinstance(vector_offset, NkiTensor):
+            raise fail("NkiTensor.vector_select: the offsets are an SBUF tile of shape (partitions, 1)")
+        return NkiTensor(self.layout.index((vector_offset,)))
 
     def view(self, dtype: Any) -> NkiTensor:
         return NkiTensor(reinterpret(self.layout, dtype, ".view(dtype)"))

@@ -36,7 +36,8 @@ def test_the_scalar_engine_reduce_registers_carry_across_activations():
     out = run(kernel("wild_forms_more.py::act_register_chain"), x)["return0"]
     np.testing.assert_allclose(out[:, 0], x[:, :32].sum(1), rtol=1e-5)
     np.testing.assert_allclose(out[:, 1], x.sum(1), rtol=1e-5)  # the second half on top of the first
-    np.testing.assert_allclose(out[:, 2], np.exp(x).sum(1) + x.sum(1), rtol=1e-5)  # reset, then two
+    np.testing.assert_allclose(out[:, 2], 2 * x.sum(1), rtol=1e-5)  # on top of the registers' own sum
+    np.testing.assert_allclose(out[:, 3], np.exp(x).sum(1) + x.sum(1), rtol=1e-5)  # reset, then two
 
 
 def test_reduce_with_nothing_accumulated_is_refused_at_its_line():
@@ -44,10 +45,11 @@ def test_reduce_with_nothing_accumulated_is_refused_at_its_line():
         trace(kernel("wild_forms_more.py::reduce_before_any"), f32(128, 64))
 
 
-def test_one_dynamic_index_selects_a_middle_coordinate():
+@pytest.mark.parametrize("form", ["pick_rows", "pick_rows_ds"])
+def test_one_dynamic_index_selects_a_middle_coordinate(form):
     data = f32(128, 6, 32)
     idx = np.array([[4, 0, 4, 2]], np.int32)
-    out = run(kernel("wild_forms_more.py::pick_rows"), data, idx)["return0"]
+    out = run(kernel(f"wild_forms_more.py::{form}"), data, idx)["return0"]
     np.testing.assert_array_equal(out, np.stack([data[:, k, :] for k in idx[0]]))
 
 
@@ -68,3 +70,19 @@ def test_a_reference_gets_only_the_arguments_it_names():
     outputs, report = run_kernel(kernel("wild_forms_more.py::scaled"), x, reference=lambda x: 3 * x, factor=3.0)
     assert not report.problems()
     np.testing.assert_allclose(outputs, 3 * x, rtol=1e-6)
+
+
+def test_selects_by_one_element_tiles_and_per_partition_rows():
+    x, hbm = f32(128, 16), f32(4, 128, 16, seed=1)
+    idx, rows = np.array([[2]], np.uint32), np.arange(511, -1, -4, dtype=np.int32).reshape(128, 1)
+    out = run(kernel("wild_forms_more.py::selects"), x, hbm, idx, rows)["return0"]
+    np.testing.assert_array_equal(out[0], np.repeat(x[:, 2:3], 16, axis=1))
+    np.testing.assert_array_equal(out[1], hbm[2])
+    np.testing.assert_array_equal(out[2], hbm.reshape(512, 16)[rows[:, 0]])
+
+
+def test_a_one_element_tile_index_drops_its_dimension_as_an_integer_does():
+    cache = f32(6, 32, 2, 64)
+    table = np.array([5, 0, 3], np.int32)
+    out = run(kernel("wild_forms_more.py::paged_transposed"), cache, table)["return0"]
+    np.testing.assert_array_equal(out, np.stack([cache[b, :, 1, :].T for b in table]))

@@ -39,20 +39,24 @@ def rsqrt_on_vector(x):
 
 @nki.jit
 def act_register_chain(x):
-    """Row sums of two halves chained in ACT's reduce registers; then reset and two reduces."""
-    out = nl.ndarray((128, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+    """Row sums chained in ACT's reduce registers: two halves; a sum kept in the registers only,
+    then one more on top; a reset, then two."""
+    out = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.shared_hbm)
     t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)
     d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
-    s = nl.ndarray((128, 3), dtype=nl.float32, buffer=nl.sbuf)
+    s = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
     nisa.activation(dst=d[:, 0:32], op=nl.copy, data=t[:, 0:32], reduce_op=nl.add,
                     reduce_cmd=nisa.reduce_cmd.reset_reduce, reduce_res=s[:, 0:1])
     nisa.activation(dst=d[:, 32:64], op=nl.copy, data=t[:, 32:64], reduce_op=nl.add,
                     reduce_cmd=nisa.reduce_cmd.reduce, reduce_res=s[:, 1:2])
+    nisa.activation(dst=d, op=nl.copy, data=t, reduce_op=nl.add)  # kept in the registers only
+    nisa.activation(dst=d, op=nl.copy, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reduce,
+                    reduce_res=s[:, 2:3])
     nisa.activation(dst=d, op=nl.copy, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reset)
     nisa.activation(dst=d, op=nl.exp, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reduce)
     nisa.activation(dst=d, op=nl.copy, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reduce,
-                    reduce_res=s[:, 2:3])
+                    reduce_res=s[:, 3:4])
     nisa.dma_copy(dst=out, src=s)
     return out
 
@@ -115,4 +119,59 @@ def scaled(x, factor):
     nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=factor)
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def pick_rows_ds(data, idx):
+    """The same with the current API's nl.ds(tile, 1): a one-element SBUF tile as a runtime start."""
+    P, N, F = data.shape
+    K = idx.shape[1]
+    out = nl.ndarray((K, P, F), dtype=data.dtype, buffer=nl.shared_hbm)
+    for k in range(K):
+        sel = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=sel, src=idx[0:1, k:k + 1])
+        t = nl.ndarray((P, 1, F), dtype=data.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=data[:, nl.ds(sel, 1), :])
+        nisa.dma_copy(dst=out[k:k + 1].reshape((P, 1, F)), src=t)
+    return out
+
+
+@nki.jit
+def selects(x, hbm, idx, rows):
+    """A column of an SBUF tile and a slab of an HBM tensor picked by one-element tiles
+    (NkiTensor.select with a tile), and HBM rows gathered per partition (vector_select)."""
+    out = nl.ndarray((3, 128, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    i = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=i, src=idx)
+    column = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=column, src=t.select(dim=1, index=i).expand_dim(1))
+    wide = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=wide, src=column.broadcast(1, 16))
+    nisa.dma_copy(dst=out[0], src=wide)
+    slab = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=slab, src=hbm.select(0, i))
+    nisa.dma_copy(dst=out[1], src=slab)
+    r = nl.ndarray((128, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=r, src=rows)
+    gathered = nl.ndarray((128, 16), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=gathered, src=hbm.reshape((4 * 128, 16)).vector_select(0, r))
+    nisa.dma_copy(dst=out[2], src=gathered)
+    return out
+
+
+@legacy_nki.jit
+def paged_transposed(cache, table):
+    """vLLM's paged-attention load: cache[tab[j, 0], :, head, :], a one-element tile as a
+    block number, loaded into a 2-D tile and transposed."""
+    NB, bs, H, d = cache.shape
+    (n,) = table.shape
+    out = legacy_nl.ndarray((n, d, bs), dtype=cache.dtype, buffer=legacy_nl.shared_hbm)
+    tab = legacy_nl.ndarray((legacy_nl.par_dim(n), 1), dtype=legacy_nl.int32, buffer=legacy_nl.sbuf)
+    i_p = legacy_nl.arange(n)[:, None]
+    tab[i_p, 0] = legacy_nl.load(table[i_p])
+    for j in legacy_nl.affine_range(n):
+        legacy_nl.store(out[j], legacy_nl.transpose(legacy_nl.load(cache[tab[j, 0], :, 1, :])))
     return out
