@@ -308,7 +308,7 @@ _SEARCH_AND_SELECT = (
     OpSpec("dma_transpose", _ALL, (1, 1), (1, 1), {"dge": _one_of(*DGE_MODES), "shape": _shape, "axes": _perm},
            doc="out[F, P] = in[P, F]: a DMA that transposes a 2-D source (with shape / axes: "
                "out = in as shape, its axes permuted)"),
-    OpSpec("dma_accumulate", _ALL, (2, 2), (1, 1), {"dge": _one_of(*DGE_MODES), "op": _one_of("add")},
+    OpSpec("dma_accumulate", _ALL, (2, 2), (1, 1), {"dge": _one_of(*DGE_MODES), "op": _one_of("add", "max", "min")},
            doc="out = out <op> in: a read-modify-write DMA (reads[1] is the destination itself)"),
     OpSpec("local_gather", ("pool",), (2, 2), (1, 1), {"elements": _positive_int, "valid": _positive_int},
            doc="per 16 partitions, out[p, j*k:(j+1)*k] = data[p, i_j:i_j+k] for the core's indices i_j"),

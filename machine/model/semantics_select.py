@@ -216,11 +216,16 @@ def _dma_transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     return [_fit(flipped if flipped.dtype == out.dtype else cast(_f32(flipped), out.dtype), out.shape)]
 
 
+#: The read-modify-write ops of ``dma_accumulate`` (``max`` / ``min``: the reductions of a
+#: collective's DMAs, ``nki.collectives.all_reduce(op=nl.maximum)``).
+_RMW = {"add": np.add, "max": np.maximum, "min": np.minimum}
+
+
 def _dma_accumulate(attrs, reads, outs, engine, state) -> list[np.ndarray]:
-    """``dst = dst + src`` (NKI ``dma_copy(dst_rmw_op=nl.add)``), in fp32, cast to the destination."""
+    """``dst = dst <op> src`` (NKI ``dma_copy(dst_rmw_op=nl.add)``), in fp32, cast to the destination."""
     out = outs[0]
     current = _f32(_fit(reads[1], out.shape))
-    return [cast(current + _f32(_fit(reads[0], out.shape)), out.dtype)]
+    return [cast(_RMW[attrs.get("op", "add")](current, _f32(_fit(reads[0], out.shape))), out.dtype)]
 
 
 #: Partitions one GpSimd core serves (NKI ``local_gather``: eight cores of 16 partitions).

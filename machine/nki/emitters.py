@@ -8,6 +8,7 @@ picks among the engines an op runs on.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from math import prod
 from typing import Any
 
@@ -100,22 +101,36 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     if cmd in ("idle", "reset"):
         ops.activation(dst, func, data, scale=scale, bias=bias)
         if cmd == "reset":
-            zero = _register_tile(dst)
-            current().kb.memset(zero.view(), 0.0)
-            keep_register("act", zero)
+            _reset_register("act", dst, 0.0)
         return
-    rows = _register_tile(dst) if reduce_res is None or cmd == "reduce" else ops.lay(reduce_res)
-    ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=NkiTensor(rows))
-    if cmd == "reduce":
-        total = ops.lay(reduce_res) if reduce_res is not None else _register_tile(dst)
-        ops.binary(total, NkiTensor(register("act", "nisa.activation")), NkiTensor(rows), "add", "dve")
-        rows = total
-    keep_register("act", rows)
+    _through_register("act", "nisa.activation", cmd, dst, reduce_res, "add",
+                      lambda rows: ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=NkiTensor(rows)))
 
 
 def _register_tile(dst: Layout) -> Layout:
     """A hidden ``[P, 1]`` fp32 SBUF tile standing for an engine's reduce registers."""
     return declare_tile(current(), spec_of((dst.view().num_partitions, 1), to_dtype("float32"), "sbuf"))
+
+
+def _reset_register(engine: str, dst: Layout, identity: float) -> None:
+    """``reduce_cmd=reset``: the engine's accumulator holds ``identity`` (a hidden tile's memset)."""
+    start = _register_tile(dst)
+    current().kb.memset(start.view(), identity)
+    keep_register(engine, start)
+
+
+def _through_register(engine: str, what: str, cmd: str, dst: Layout, reduce_res: Any, op: str,
+                      reduce_into: Callable[[Layout], None]) -> None:
+    """An instruction's row reduction (``reduce_into(rows)`` emits it) through ``engine``'s
+    accumulator: ``reset_reduce`` starts it there (``reduce_res``, or a hidden tile), ``reduce``
+    combines it with the accumulator's last value by ``op`` (a DVE op after the instruction)."""
+    rows = _register_tile(dst) if reduce_res is None or cmd == "reduce" else ops.lay(reduce_res)
+    reduce_into(rows)
+    if cmd == "reduce":
+        total = ops.lay(reduce_res) if reduce_res is not None else _register_tile(dst)
+        ops.binary(total, NkiTensor(register(engine, what)), NkiTensor(rows), op, "dve")
+        rows = total
+    keep_register(engine, rows)
 
 
 def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = None) -> None:
@@ -242,13 +257,31 @@ def tensor_tensor_scan(dst: Layout, data0: Any, data1: Any, initial: Any, op0: A
                                     reverse0=bool(reverse0) or None, reverse1=bool(reverse1) or None)
 
 
+#: The identity of a reduction: what ``reduce_cmd=reset`` leaves in an accumulator.
+_IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf"), "multiply": 1.0}
+
+
 def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
-                         reverse0: bool = False) -> None:
-    """``tensor_scalar`` into ``dst``, then its per-partition ``reduce_op`` into ``reduce_res``."""
+                         reverse0: bool = False, reduce_cmd: Any = None) -> None:
+    """``tensor_scalar`` into ``dst``, then its per-partition ``reduce_op`` into ``reduce_res``,
+    through the Vector Engine's accumulator as ``reduce_cmd`` says (``reduce``: on top of its
+    last value, a DVE op after the reduction; ``reset``: its identity; ``idle``: untouched; the
+    accumulator kept as :mod:`~neuronsim.machine.nki.emitters_select` keeps it)."""
+    cmd = str(getattr(reduce_cmd, "value", reduce_cmd)) if reduce_cmd is not None else "reset_reduce"
+    if cmd not in ("reset_reduce", "reduce", "reset", "idle"):
+        raise current().refuse(f"nisa.tensor_scalar_reduce(reduce_cmd={cmd})", "reset_reduce, reduce, reset or idle")
     tensor_scalar(dst, data, op0, operand0, reverse0)
-    red = ops.lay(reduce_res)
-    current().note_write(red)
-    current().kb.tensor_reduce(red.view(), dst.view(), op=alu_name(reduce_op))
+    op = alu_name(reduce_op)
+    if cmd in ("idle", "reset"):
+        if cmd == "reset":
+            _reset_register("dve", dst, _IDENTITY.get(op, 0.0))
+        return
+
+    def reduce_into(rows: Layout) -> None:
+        current().note_write(rows)
+        current().kb.tensor_reduce(rows.view(), dst.view(), op=op)
+
+    _through_register("dve", "nisa.tensor_scalar_reduce", cmd, dst, reduce_res, op, reduce_into)
 
 
 def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None, dst_rmw_op: Any = None) -> None:

@@ -208,13 +208,11 @@ def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, rev
 @api("nisa.tensor_scalar_reduce")
 def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, reduce_cmd=None,
                          reduce_init=None, reduce_res_negate=False, name=None, **_kw) -> Handle:
-    if reduce_init is not None or reduce_res_negate or reduce_cmd not in (None, "reset_reduce"):
-        raise current().refuse("nisa.tensor_scalar_reduce(reduce_cmd= / reduce_init= / reduce_res_negate=)",
-                               "the reduce registers keep nothing between instructions in neuronsim")
-    if reduce_res is None:
-        return _emit(lambda: em.tensor_scalar(_dst(dst), data, op0, operand0, reverse0), name)
-    return _emit(lambda: em.tensor_scalar_reduce(_dst(dst), data, op0, operand0, reduce_op, reduce_res, reverse0),
-                 name)
+    if reduce_init is not None or reduce_res_negate:
+        raise current().refuse("nisa.tensor_scalar_reduce(reduce_init= / reduce_res_negate=)",
+                               "reduce_cmd=reset then reduce starts an accumulation")
+    return _emit(lambda: em.tensor_scalar_reduce(_dst(dst), data, op0, operand0, reduce_op, reduce_res, reverse0,
+                                                 reduce_cmd), name)
 
 
 @api("nisa.dma_copy")

@@ -8,19 +8,20 @@ first in program order.  Every HBM tensor the kernel makes is its rank's own, an
 input (rank ``r``'s copy of parameter ``x`` is the tensor ``x_rank{r}``, holding the same values:
 a kernel that writes its input writes its own copy).  A collective is two meetings, as a
 ``sendrecv`` is: at the first each rank posts its sources; each then copies what it receives into
-its own destinations by DMA (an add is a DMA read-modify-write, the rank order of the group
-fixed, so every rank sums in one order); the second keeps a rank from overwriting a source before
+its own destinations by DMA (a reduction is a DMA read-modify-write, ``dma_accumulate`` with
+the op's ``add`` / ``max`` / ``min``, the rank order of the group fixed, so every rank reduces in
+one order); the second keeps a rank from overwriting a source before
 every other rank has read it.
 
 What each call computes (the ``nki.collectives`` API reference; ``collective_dim`` splits the
 tensors into one chunk per rank of the group, in group order):
 
-* ``all_reduce(dsts, srcs, op, replica_group)``: every rank's ``dst`` is the sum of the group's
-  ``src`` (``op`` must be ``nl.add``: the DMA adds only);
+* ``all_reduce(dsts, srcs, op, replica_group)``: every rank's ``dst`` is the group's ``src``
+  reduced by ``op`` (``nl.add``, ``nl.maximum`` or ``nl.minimum``, the reference's three);
 * ``all_gather(dsts, srcs, replica_group, collective_dim)``: chunk ``j`` of ``dst`` is member
   ``j``'s ``src``;
-* ``reduce_scatter(dsts, srcs, op, replica_group, collective_dim)``: ``dst`` is the sum of the
-  members' chunk ``i`` of ``src``, ``i`` the rank's place in its group;
+* ``reduce_scatter(dsts, srcs, op, replica_group, collective_dim)``: ``dst`` is the members'
+  chunk ``i`` of ``src`` reduced by ``op``, ``i`` the rank's place in its group;
 * ``all_to_all(dsts, srcs, replica_group, collective_dim)``: chunk ``j`` of ``dst`` is member
   ``j``'s chunk ``i``;
 * ``rank_id()``: the rank, a number (usable as a ``scalar_offset``).
@@ -35,6 +36,7 @@ from __future__ import annotations
 from typing import Any
 
 from neuronsim.machine.nki import emitters as em
+from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.arith import alu_name
 from neuronsim.machine.nki.cores import meet_ranks, on_ranks
 from neuronsim.machine.nki.errors import fail
@@ -83,7 +85,11 @@ def _chunk(tensor: Any, dim: int, index: int, count: int, call: str) -> NkiTenso
     return tensor[key]
 
 
-def _copy(dst: Any, src: Any, add: bool) -> None:
+def _copy(dst: Any, src: Any, add: bool, op: str = "add") -> None:
+    """``dst = src``, or with ``add`` ``dst = dst <op> src`` (the collective's reduction)."""
+    if add and op != "add":  # nisa.dma_copy itself adds only; a collective's DMAs reduce by max / min too
+        emit_call(lambda: ops.dma(written(dst), ops.lay(src), rmw=op))
+        return
     emit_call(lambda: em.dma_copy(written(dst), src, dst_rmw_op="add" if add else None))
 
 
@@ -103,18 +109,22 @@ def _collective(call: str, dsts: Any, srcs: Any, replica_group: Any, plan) -> No
     meet_ranks(tracer, call)  # no rank overwrites a source before every rank has read it
 
 
-def _adding(op: Any, call: str) -> None:
-    if op is not None and alu_name(op) != "add":
-        raise current().refuse(f"{call}(op={alu_name(op)})", "the DMA adds only (nl.add)")
+def _reduction(op: Any, call: str) -> str:
+    """The reduction ``op`` names: ``nl.add``, ``nl.maximum`` or ``nl.minimum`` (the collectives'
+    reference pages)."""
+    name = alu_name(op) if op is not None else "add"
+    if name not in ("add", "max", "min"):
+        raise current().refuse(f"{call}(op={name})", "the collectives reduce by nl.add, nl.maximum or nl.minimum")
+    return name
 
 
 @api("nki.collectives.all_reduce")
 def all_reduce(dsts, srcs, op=None, replica_group=None, **_kw) -> None:
-    _adding(op, "nki.collectives.all_reduce")
+    reduce = _reduction(op, "nki.collectives.all_reduce")
 
     def plan(rank, group, posts, dst, k):
         for j, member in enumerate(group):
-            _copy(dst, posts[member][k], add=j > 0)
+            _copy(dst, posts[member][k], add=j > 0, op=reduce)
 
     _collective("nki.collectives.all_reduce", dsts, srcs, replica_group, plan)
 
@@ -133,12 +143,12 @@ def all_gather(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
 @api("nki.collectives.reduce_scatter")
 def reduce_scatter(dsts, srcs, op=None, replica_group=None, collective_dim=0, **_kw) -> None:
     call = "nki.collectives.reduce_scatter"
-    _adding(op, call)
+    reduce = _reduction(op, call)
 
     def plan(rank, group, posts, dst, k):
         mine = group.index(rank)
         for j, member in enumerate(group):
-            _copy(dst, _chunk(posts[member][k], int(collective_dim), mine, len(group), call), add=j > 0)
+            _copy(dst, _chunk(posts[member][k], int(collective_dim), mine, len(group), call), add=j > 0, op=reduce)
 
     _collective(call, dsts, srcs, replica_group, plan)
 
@@ -173,15 +183,16 @@ def _by_channel(tensors: Any, call: str) -> list[Any]:
     return out
 
 
-def _permute(call: str, sources: list[list[Any]], dsts: list[Any], replica_group: Any, add: bool) -> None:
-    """Every rank receives its ring predecessor's sources into ``dsts`` (summed when ``add``)."""
+def _permute(call: str, sources: list[list[Any]], dsts: list[Any], replica_group: Any, add: bool,
+             op: str = "add") -> None:
+    """Every rank receives its ring predecessor's sources into ``dsts`` (reduced by ``op`` when ``add``)."""
     tracer = current()
     rank, posts = meet_ranks(tracer, call, sources)
     group, place = _ring(replica_group, rank, call)
     before = group[(place - 1) % len(group)]
     for c, dst in enumerate(dsts):
         for j, srcs in enumerate(posts[before]):
-            _copy(dst, srcs[c], add=j > 0)
+            _copy(dst, srcs[c], add=j > 0, op=op)
     meet_ranks(tracer, call)
 
 
@@ -195,11 +206,11 @@ def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group=
 @api("nki.collectives.collective_permute_implicit_reduce")
 def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel, replica_group=None,
                                        op=None, channel_ids=(0,), **_kw):
-    """The predecessor's ``op(srcs0, srcs1)`` into each rank's ``dsts`` (``op``: ``nl.add``)."""
+    """The predecessor's ``op(srcs0, srcs1)`` into each rank's ``dsts``."""
     call = "nki.collectives.collective_permute_implicit_reduce"
-    _adding(op, call)
+    reduce = _reduction(op, call)
     _permute(call, [_by_channel(srcs0_by_channel, call), _by_channel(srcs1_by_channel, call)],
-             _by_channel(dsts_by_channel, call), replica_group, True)
+             _by_channel(dsts_by_channel, call), replica_group, True, reduce)
 
 
 @api("nki.collectives.collective_permute_implicit_current_processing_rank_id")

@@ -58,13 +58,24 @@ def test_a_collective_without_ranks_is_refused_as_beyond_one_core_at_its_line():
     assert "neuronsim models one NeuronCore" in what and "ranks=N" in what
 
 
-def test_an_op_the_dma_cannot_apply_is_refused_at_its_line():
+def test_all_reduce_by_maximum_and_minimum():
+    x = RNG.normal(size=(64, 32)).astype(np.float32)
+    out = run(kernel("ranks.py::max_min_reduced"), x, [[0, 1, 2]], ranks=3)
+    scaled = [x * (r - 1) for r in range(3)]
+    for rank in range(3):
+        suffix = "" if rank == 0 else f"_rank{rank}"
+        np.testing.assert_array_equal(out[f"return0{suffix}"], np.maximum.reduce(scaled), err_msg=f"rank {rank}")
+        np.testing.assert_array_equal(out[f"return1{suffix}"], np.minimum.reduce(scaled), err_msg=f"rank {rank}")
+
+
+def test_an_op_a_collective_cannot_reduce_by_is_refused_at_its_line():
     x = RNG.normal(size=(64, 32)).astype(np.float32)
     with pytest.raises(NkiError) as info:
-        trace(kernel("ranks.py::max_reduced"), x, [[0, 1]], ranks=2)
+        trace(kernel("ranks.py::product_reduced"), x, [[0, 1]], ranks=2)
     where, _, what = str(info.value).partition(": ")
-    assert where.endswith(f"ranks.py:{line_of(SOURCE, 'op=nl.maximum')}")
-    assert what == "nki.collectives.all_reduce(op=max) is not supported (the DMA adds only (nl.add))"
+    assert where.endswith(f"ranks.py:{line_of(SOURCE, 'op=nl.multiply')}")
+    assert what == ("nki.collectives.all_reduce(op=multiply) is not supported (the collectives reduce by nl.add, "
+                    "nl.maximum or nl.minimum)")
 
 
 def test_the_run_command_launches_a_kernel_on_ranks(tmp_path):

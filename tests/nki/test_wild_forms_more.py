@@ -86,3 +86,10 @@ def test_a_one_element_tile_index_drops_its_dimension_as_an_integer_does():
     table = np.array([5, 0, 3], np.int32)
     out = run(kernel("wild_forms_more.py::paged_transposed"), cache, table)["return0"]
     np.testing.assert_array_equal(out, np.stack([cache[b, :, 1, :].T for b in table]))
+
+
+def test_the_vector_engine_accumulator_carries_across_tensor_scalar_reduces():
+    x = f32(128, 64)
+    out = run(kernel("wild_forms_more.py::dve_register_chain"), x)["return0"]
+    np.testing.assert_allclose(out[:, 0], 2 * x.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(out[:, 1], x.max(1) - 1, rtol=1e-6)

@@ -50,10 +50,25 @@ def scattered_and_exchanged(x, replica_group, num_ranks):
 
 
 @nki.jit
-def max_reduced(x, replica_group):
-    """all_reduce with nl.maximum: refused at its line (the DMA adds only)."""
+def max_min_reduced(x, replica_group):
+    """all_reduce with nl.maximum and nl.minimum of x * (rank - 1)."""
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=float(ncc.rank_id() - 1))
+    nisa.dma_copy(dst=src, src=t)
+    largest = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    smallest = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(dsts=[largest], srcs=[src], op=nl.maximum, replica_group=replica_group)
+    ncc.all_reduce(dsts=[smallest], srcs=[src], op=nl.minimum, replica_group=replica_group)
+    return largest, smallest
+
+
+@nki.jit
+def product_reduced(x, replica_group):
+    """all_reduce with nl.multiply: refused at its line (not one of the reference's three)."""
     dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    ncc.all_reduce(dsts=[dst], srcs=[x], op=nl.maximum, replica_group=replica_group)
+    ncc.all_reduce(dsts=[dst], srcs=[x], op=nl.multiply, replica_group=replica_group)
     return dst
 
 

@@ -175,3 +175,24 @@ def paged_transposed(cache, table):
     for j in legacy_nl.affine_range(n):
         legacy_nl.store(out[j], legacy_nl.transpose(legacy_nl.load(cache[tab[j, 0], :, 1, :])))
     return out
+
+
+@nki.jit
+def dve_register_chain(x):
+    """tensor_scalar_reduce through the DVE accumulator: two halves summed (the first kept in the
+    accumulator only); a maximum started from reset."""
+    out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    d = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    s = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=d[:, 0:32], data=t[:, 0:32], op0=nl.multiply, operand0=2.0, reduce_op=nl.add,
+                              reduce_res=None, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.tensor_scalar_reduce(dst=d[:, 32:64], data=t[:, 32:64], op0=nl.multiply, operand0=2.0, reduce_op=nl.add,
+                              reduce_res=s[:, 0:1], reduce_cmd=nisa.reduce_cmd.reduce)
+    nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.add, operand0=0.0, reduce_op=nl.maximum,
+                              reduce_cmd=nisa.reduce_cmd.reset)
+    nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.subtract, operand0=1.0, reduce_op=nl.maximum,
+                              reduce_res=s[:, 1:2], reduce_cmd=nisa.reduce_cmd.reduce)
+    nisa.dma_copy(dst=out, src=s)
+    return out
