@@ -250,6 +250,10 @@ REDUCE_OF = {sum: "add", max: "max", min: "min", prod_: "multiply", np.sum: "add
 def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any = None, **_kw: Any) -> NkiTensor:
     """``x @ y`` on PE into PSUM: ``x`` is ``[K, M]`` with ``transpose_x`` (the stationary
     operand as is), else ``[M, K]`` and transposed on PE first."""
+    for name, operand in (("x", x), ("y", y)):  # the page: tiles on SBUF (or PSUM), not HBM tensors
+        if not is_tile(operand) or not ops.lay(operand).on_chip:
+            what = f"the HBM tensor {ops.lay(operand).tensor.name}" if is_tile(operand) else shown(operand)
+            raise fail(f"nl.matmul: {name} is {what}; its operands are tiles on chip (nl.load it first)")
     if transpose_x:
         stationary = x
     else:

@@ -41,6 +41,13 @@ def divides_by_zero(a):
 
 
 @nki.jit
+def multiplies_hbm(a):
+    out = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.matmul(a, a, transpose_x=True))
+    return out
+
+
+@nki.jit
 def misses_an_operand(a):
     out = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.shared_hbm)
     t = nl.load(a[:, 0:32])
@@ -84,6 +91,7 @@ def test_a_failure_inside_neuronsim_is_an_internal_error_naming_the_kernel_line(
 @pytest.mark.parametrize("func, text, message", [
     ("divides_by_zero", "// 0", "ZeroDivisionError: integer division or modulo by zero"),
     ("misses_an_operand", "nisa.tensor_tensor(t)", "nisa.tensor_tensor: tensor_tensor() missing 2 required"),
+    ("multiplies_hbm", "nl.matmul(a, a", "nl.matmul: x is the HBM tensor a; its operands are tiles on chip"),
 ])
 def test_the_kernels_own_mistake_is_an_nki_error_at_its_line(kernel_file, func, text, message):
     with pytest.raises(NkiError) as info:
