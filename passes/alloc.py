@@ -79,11 +79,11 @@ The sharing rule and why it is safe
     :func:`rotate_slots` puts two tensors in one slot only with disjoint hulls (1) or, in a
     lane, disjoint relative ranges (3); a lane's slots are class-sized, so slot ``s`` of one
     tensor meets only slot ``s`` of another.  PSUM tests every pair of regions in a bank with
-    the whole rule.  Values are then those of the program with every virtual tensor in
-    storage of its own: another tensor never writes a byte ``T`` holds, and a ring's reads see
-    only bytes written in the same iteration, hence into the same slot.  Ordering the
-    instances that now share bytes (WAR / WAW, and a slot reused ``n`` iterations later) is
-    the dependence passes' work.
+    the rule, 4 only where 1-3 leave no bank (it costs the overlap of a body's stretches).
+    Values are then those of the program with every virtual tensor in storage of its own:
+    another tensor never writes a byte ``T`` holds, and a ring's reads see only bytes written
+    in the same iteration, hence into the same slot.  Ordering the instances that now share
+    bytes (WAR / WAW, and a slot reused ``n`` iterations later) is the dependence passes' work.
 
 ``alloc-shared-dram`` is the later shared-DRAM allocation: it gives each alias group its own
 region, rotates the group's tensors through slots inside it by liveness (hulls, no rings), and

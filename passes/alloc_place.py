@@ -180,9 +180,10 @@ def first_fit(items: list[PackItem], fixed: list[tuple[int, int, int, int]], cap
 
 
 def _fit_psum(regions, banks: int, cursor: int, life: Life, need: int, nbytes: int, size: int,
-              align: int) -> tuple[int, int] | None:
+              align: int, scoped: bool) -> tuple[int, int] | None:
     """``(first bank, offset)`` for a tensor of ``life`` (a ring takes ``n`` consecutive
-    banks, slot ``s`` in the ``s``-th), or None."""
+    banks, slot ``s`` in the ``s``-th), or None; ``scoped``: sharing by rule 4 of the allocator
+    too (:func:`~neuronsim.passes.analysis.lifetimes.may_share`)."""
     n = life.slots if life.loop is not None else 1
     bases = banks - n + 1
     if bases < 1:
@@ -191,7 +192,7 @@ def _fit_psum(regions, banks: int, cursor: int, life: Life, need: int, nbytes: i
 
     def clashes(k: int) -> list[tuple[int, int]]:
         return sorted((lo, hi) for s in range(n) for lo, hi, other, slot in regions[k + s]
-                      if not may_share(other, slot, life, s))
+                      if not may_share(other, slot, life, s, scoped))
 
     for k in order:  # rotation: banks where nothing live clashes
         if not clashes(k):
@@ -234,10 +235,19 @@ def place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: i
         # clash again (disjoint hulls), so it leaves the banks' region lists.
         regions = [[r for r in bank if r[2].hi >= life.lo] for bank in regions]
         need = min(align_up(t.bytes_per_partition, align), size)
-        choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
-        if choice is None and life.loop is not None:
-            life, fallbacks = life.plain, fallbacks + 1
-            choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align)
+        # a ring, else one placement, each first where no other stretch of a loop body the
+        # tile is private to uses the bytes (sharing by rule 4 costs the overlap of those
+        # stretches: a last resort, for bodies whose tiles outnumber the banks)
+        choice = None
+        for scoped in (False, True):
+            choice = _fit_psum(regions, banks, cursor, life, need, t.bytes_per_partition, size, align, scoped)
+            if choice is None and life.loop is not None:
+                plain = _fit_psum(regions, banks, cursor, life.plain, need, t.bytes_per_partition, size, align,
+                                  scoped)
+                if plain is not None:
+                    life, fallbacks, choice = life.plain, fallbacks + 1, plain
+            if choice is not None:
+                break
         if choice is None:
             path, label = where_declared(t)
             raise PsumFull(path, f"no PSUM bank has room for {label} while it is live ({banks} banks)")

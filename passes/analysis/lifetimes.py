@@ -77,7 +77,7 @@ class Life:
         return Life(self.lo, self.hi, scopes=self.scopes)
 
 
-def may_share(a: Life, slot_a: int, b: Life, slot_b: int) -> bool:
+def may_share(a: Life, slot_a: int, b: Life, slot_b: int, scoped: bool = True) -> bool:
     """May slot ``slot_a`` of ``a`` and slot ``slot_b`` of ``b`` hold the same byte?
 
     Yes when the hulls are disjoint; or when both rotate over the same loop with the same
@@ -85,7 +85,8 @@ def may_share(a: Life, slot_a: int, b: Life, slot_b: int) -> bool:
     relative ranges are disjoint (within a window one is dead before the other is born); or
     when both are iteration-private over one loop and their relative ranges over it are
     disjoint, whatever their slots (each holds its bytes only inside its range of every
-    window: two tiles of one kept loop's body, each in an inner loop of its own).
+    window: two tiles of one kept loop's body, each in an inner loop of its own); ``scoped=False``
+    leaves that last case out (a placement that prefers storage no other stretch of the loop uses).
 
     >>> ring = lambda lo, hi: Life(0, 99, "i", 2, (lo, hi))
     >>> may_share(ring(0, 3), 0, ring(4, 6), 0), may_share(ring(0, 3), 0, ring(2, 6), 0)
@@ -100,7 +101,7 @@ def may_share(a: Life, slot_a: int, b: Life, slot_b: int) -> bool:
     """
     if a.hi < b.lo or b.hi < a.lo:
         return True
-    if a.scopes and b.scopes and _apart_in_a_common_scope(a.scopes, b.scopes):
+    if scoped and a.scopes and b.scopes and _apart_in_a_common_scope(a.scopes, b.scopes):
         return True
     if a.loop is None or a.loop != b.loop or a.slots != b.slots:
         return False

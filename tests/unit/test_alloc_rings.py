@@ -164,6 +164,24 @@ def test_psum_tiles_of_inner_loops_in_turn_share_banks_across_the_outer_loop():
     assert check_program(full).races == ()
 
 
+def test_the_stretches_of_a_loop_body_share_psum_only_when_the_banks_run_out():
+    # after three inner loops' rings (banks 0-5) a fourth loop holds two rings, q then r: r may
+    # share q's banks (one loop, disjoint ranges) or, by the body's rule, the first stretch's
+    # banks 0-1; the first keeps the stretches apart, so one can overlap the next
+    program = _inner_psum_loops(3)
+    tensors = dict(program.tensors) | {n: V(n, free=512, memory=MemoryKind.PSUM) for n in ("q", "r")}
+    tensors |= {n: V(n) for n in ("bq", "br")}
+    pair = loop("j", 2, ins("mq", "pe", "matmul", reads=["s", "s"], writes=["q"], accumulate=False),
+                ins("eq", "dve", "tensor_copy", reads=["q"], writes=["bq"]),
+                ins("mr", "pe", "matmul", reads=["bq", "bq"], writes=["r"], accumulate=False),
+                ins("er", "dve", "tensor_copy", reads=["r"], writes=["br"]),
+                ins("sr", "sp", "dma_copy", reads=["br"], writes=[tile("y", ("j",))]))
+    outer = program.body[0]
+    program = prog(list(tensors.values()), loop("a", outer.trip_count, *outer.body, pair))
+    out, _ = _checked(program)
+    assert out.tensors["r"].bank == out.tensors["q"].bank
+
+
 def test_dram_scratch_rotates():
     tensors = [dram("x", "input"), dram("y", "output"), V("a"), V("b"), dram("spill", "internal", 1)]
     body = loop("i", 4, ins("ld", "sp", "dma_copy", reads=[tile("x")], writes=["a"]),
