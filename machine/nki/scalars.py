@@ -156,10 +156,10 @@ def scalar_offset(value: Any) -> int:
 
 
 def device_index(tile: NkiTensor) -> int:
-    """A one-element integer tile indexing an HBM tensor (``cache[tab[j, 0], :, h, :]``): one
-    coordinate, as an integer is (its dimension dropped), read here on the traced inputs."""
+    """A one-element integer tile as an index (``cache[tab[j, 0], :, h, :]``, ``t.select(1, i)``):
+    one coordinate, as an integer is (its dimension dropped), read here on the traced inputs."""
     found = value_of(tile, "an index read from a tile")
-    record_decision("an HBM index read from a one-element tile", found, 3)
+    record_decision("an index read from a one-element tile", found, 3)
     return found
 
 

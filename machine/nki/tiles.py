@@ -194,11 +194,11 @@ class NkiTensor:
         return NkiTensor(self.layout.index(self._device_indices(key)))
 
     def _device_indices(self, key: Any) -> Any:
-        """``key`` with a one-element tile indexing an HBM tensor beside slices read as the
-        integer it holds: one coordinate (the tiled-grid guide's ``(1, 1)`` runtime value), its
-        dimension dropped as an integer's is (vLLM's paged attention loads
-        ``key_cache[block_tables[k, j], :, head, :]`` into a 2-D tile).  A tile of several
-        indices, or index vectors beside it, stays an indirect DMA."""
+        """``key`` with a one-element tile beside slices (indexing an HBM tensor, or a free
+        dimension of an on-chip one) read as the integer it holds: one coordinate (the
+        tiled-grid guide's ``(1, 1)`` runtime value), its dimension dropped as an integer's is
+        (vLLM's paged attention loads ``key_cache[block_tables[k, j], :, head, :]`` into a 2-D
+        tile).  A tile of several indices, or index vectors beside it, stays an indirect DMA."""
         parts = key if isinstance(key, tuple) else (key,)
         # (an on-chip tile's partition picked by a tile stays a partition gather)
         picks = [d for d, k in enumerate(parts) if isinstance(k, NkiTensor) and prod(k.shape) == 1
