@@ -273,6 +273,12 @@ ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "trunc": np.trunc,
 }
 
+def _of_data(fn: Callable[[Any], Any]) -> Callable[[Any, Any], np.ndarray]:
+    """An ALU op of the data alone (``bypass``, the unary ones): the other operand only
+    broadcasts the result to the shape both give."""
+    return lambda a, b: np.broadcast_to(fn(a), np.broadcast_shapes(np.shape(a), np.shape(b)))
+
+
 #: Binary ALU ops of ``tensor_tensor`` / ``tensor_scalar``.
 ALU: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "add": np.add,
@@ -282,8 +288,8 @@ ALU: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "max": np.maximum,
     "min": np.minimum,
     "pow": np.power,
-    "bypass": lambda a, b: np.broadcast_to(a, np.broadcast_shapes(np.shape(a), np.shape(b))),
-    "abs": lambda a, b: np.broadcast_to(np.abs(a), np.broadcast_shapes(np.shape(a), np.shape(b))),
+    "bypass": _of_data(lambda a: a),
+    "abs": _of_data(np.abs),
     "equal": lambda a, b: (a == b).astype(F32),
     "not_equal": lambda a, b: (a != b).astype(F32),
     "greater": lambda a, b: (a > b).astype(F32),
@@ -303,10 +309,10 @@ def _as_bits(x: Any) -> np.ndarray:
 
 
 # the unary ones in a tensor_scalar op slot: the data alone, the operand ignored
-ALU["rsqrt"] = lambda a, b: np.broadcast_to(1.0 / np.sqrt(a), np.broadcast_shapes(np.shape(a), np.shape(b)))
-ALU["reciprocal"] = lambda a, b: np.broadcast_to(1.0 / a, np.broadcast_shapes(np.shape(a), np.shape(b)))
-ALU["logical_not"] = lambda a, b: np.broadcast_to((a == 0).astype(F32), np.broadcast_shapes(np.shape(a), np.shape(b)))
-ALU["invert"] = lambda a, b: np.broadcast_to(~_as_bits(a), np.broadcast_shapes(np.shape(a), np.shape(b)))
+ALU["rsqrt"] = _of_data(lambda a: 1.0 / np.sqrt(a))
+ALU["reciprocal"] = _of_data(lambda a: 1.0 / a)
+ALU["logical_not"] = _of_data(lambda a: (a == 0).astype(F32))
+ALU["invert"] = _of_data(lambda a: ~_as_bits(a))
 _UNARY = frozenset(UNARY_ALU_OPS) | {"abs"}
 _BITS = frozenset(BITVEC_OPS) | {"invert"}
 

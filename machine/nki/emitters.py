@@ -21,7 +21,7 @@ from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import ArangeExpr, Mask
 from neuronsim.machine.nki.layout import Layout
-from neuronsim.machine.nki.emitters_select import keep_register, register, select_reduce
+from neuronsim.machine.nki.emitters_select import command, keep_register, register, select_reduce
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
@@ -86,7 +86,7 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     (:mod:`~neuronsim.machine.nki.emitters_select`): where their last value was written, a hidden
     ``[P, 1]`` fp32 tile when the kernel keeps it in the registers only.  ``reduce`` adds this
     instruction's row sums to it (a DVE add), ``reset`` zeroes it, ``idle`` leaves it alone."""
-    cmd = str(getattr(reduce_cmd, "value", reduce_cmd)) if reduce_cmd is not None else "reset_reduce"
+    cmd = command(reduce_cmd, "reset_reduce")
     if reduce_op is not None and alu_name(reduce_op) != "add" and (reduce_res is not None or cmd != "reset_reduce"):
         raise current().refuse(f"activation reduce_op={alu_name(reduce_op)}", "ACT's reduce registers only add")
     if cmd not in ("reset_reduce", "reduce", "reset", "idle"):
@@ -267,7 +267,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     through the Vector Engine's accumulator as ``reduce_cmd`` says (``reduce``: on top of its
     last value, a DVE op after the reduction; ``reset``: its identity; ``idle``: untouched; the
     accumulator kept as :mod:`~neuronsim.machine.nki.emitters_select` keeps it)."""
-    cmd = str(getattr(reduce_cmd, "value", reduce_cmd)) if reduce_cmd is not None else "reset_reduce"
+    cmd = command(reduce_cmd, "reset_reduce")
     if cmd not in ("reset_reduce", "reduce", "reset", "idle"):
         raise current().refuse(f"nisa.tensor_scalar_reduce(reduce_cmd={cmd})", "reset_reduce, reduce, reset or idle")
     tensor_scalar(dst, data, op0, operand0, reverse0)

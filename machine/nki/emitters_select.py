@@ -26,11 +26,9 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["register", "keep_register", "max8", "find_index8", "match_replace8", "stream_shuffle", "cumulative",
-           "range_select",
-           "select_reduce", "copy_predicated", "partition_reduce", "sequence_bounds", "nonzero_with_count",
-           "n_gather", "local_gather", "random", "seed",
-           "dropout"]
+__all__ = ["command", "register", "keep_register", "max8", "find_index8", "match_replace8", "stream_shuffle",
+           "cumulative", "range_select", "select_reduce", "copy_predicated", "partition_reduce", "sequence_bounds",
+           "nonzero_with_count", "n_gather", "local_gather", "random", "seed", "dropout"]
 
 #: The attribute of the trace (one per attempt) that holds where each engine's accumulator
 #: register was last written (see the module doc).
@@ -41,7 +39,8 @@ def _registers() -> dict[str, Layout]:
     return vars(current()).setdefault(_REGISTERS, {})
 
 
-def _cmd(reduce_cmd: Any, default: str) -> str:
+def command(reduce_cmd: Any, default: str) -> str:
+    """The name of a ``reduce_cmd`` (either generation's enum, or a string); ``default`` for None."""
     return str(getattr(reduce_cmd, "value", reduce_cmd)) if reduce_cmd is not None else default
 
 
@@ -140,7 +139,7 @@ def _last_element(layout: Layout) -> Layout:
 
 def cumulative(dst: Layout, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None, reduce_cmd: Any = None) -> None:
     data = _tile(src, "nisa.tensor_scalar_cumulative src")
-    cmd, reducer = _cmd(reduce_cmd, "reset_reduce"), alu_name(op1)
+    cmd, reducer = command(reduce_cmd, "reset_reduce"), alu_name(op1)
     if reducer not in CUMULATIVE_OPS:
         raise fail(f"nisa.tensor_scalar_cumulative: op1 {reducer!r} is not one of {', '.join(CUMULATIVE_OPS)}")
     reads, attrs = [data], {"op0": alu_name(op0), "op1": reducer}
@@ -187,7 +186,7 @@ def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0
     _bind(reads, attrs, "bound0", bound0)
     _bind(reads, attrs, "bound1", bound1)
     writes = [dst]
-    _reduction(reads, attrs, writes, "nisa.range_select", _cmd(reduce_cmd, "reset_reduce"), reduce_res, reduce_op)
+    _reduction(reads, attrs, writes, "nisa.range_select", command(reduce_cmd, "reset_reduce"), reduce_res, reduce_op)
     _instr("range_select", "dve", reads, writes, attrs)
 
 
@@ -197,7 +196,7 @@ def select_reduce(dst: Layout, predicate: Any, on_true: Any, on_false: Any, redu
     attrs: dict[str, Any] = {"reverse_pred": bool(reverse_pred) or None}
     _bind(reads, attrs, "on_false", on_false)
     writes = [dst]
-    _reduction(reads, attrs, writes, "nisa.select_reduce", _cmd(reduce_cmd, "idle"), reduce_res, reduce_op)
+    _reduction(reads, attrs, writes, "nisa.select_reduce", command(reduce_cmd, "idle"), reduce_res, reduce_op)
     _instr("select_reduce", "dve", reads, writes, attrs)
 
 
