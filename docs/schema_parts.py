@@ -134,8 +134,9 @@ def _access() -> dict:
     pair = {"type": "array", "prefixItems": [_nat(0), _nat(1)], "minItems": 2, "maxItems": 2}
     return _closed(
         {"tensor": _NAME, "partitions": partitions, "offset": _nat(),
-         "pattern": {"type": "array", "items": pair, "minItems": 1,
-                     "description": "[stride, count] pairs, outermost first"},
+         "pattern": {"type": "array", "items": pair, "minItems": 1, "maxItems": 32,
+                     "description": "[stride, count] pairs, outermost first (at most 32, walking at most "
+                                    "2**40 elements)"},
          "per_iteration": {"type": "object", "additionalProperties": {"type": "integer"},
                            "description": "loop name -> elements the offset moves per iteration"}},
         ["tensor"], dependentRequired={"per_iteration": ["pattern"]})

@@ -12,6 +12,7 @@ from __future__ import annotations
 import codecs
 import unicodedata
 from collections.abc import Mapping
+from math import prod
 from typing import Any, TextIO
 
 from neuronsim.machine.ir.dtypes import DTYPES
@@ -47,6 +48,10 @@ FORMAT = "neuronsim.program/1"
 _DOC_KEYS = {"format", "machine", "tensors", "body"}
 _TENSOR_KEYS = {"memory", "dtype", "shape", "partition", "offset", "bank", "address", "alias", "role"}
 _ACCESS_KEYS = {"tensor", "partitions", "offset", "pattern", "per_iteration"}
+#: Bounds of an access pattern: its pairs (each a dimension of the value view, numpy having at
+#: most 64) and the elements it walks a partition (a stride-0 pair repeats one; past 2**40 no
+#: value array of it can be made).
+MAX_PATTERN_PAIRS, MAX_PATTERN_ELEMENTS = 32, 1 << 40
 _INSTR_KEYS = {"name", "engine", "op", "queue", "reads", "writes", "attrs", "deps"}
 _LOOP_KEYS = {"loop", "trip_count", "body"}
 _DEP_KEYS = {"on", "kind", "loop_carried"}
@@ -219,6 +224,13 @@ def _parse_access(raw: Any, path: str) -> Access:
             pairs.append((_int(pair[0], join_path(ipath, 0), minimum=0), _int(pair[1], join_path(ipath, 1), minimum=1)))
         if not pairs:
             raise ProgramError(ppath, "expected at least one [stride, count] pair")
+        if len(pairs) > MAX_PATTERN_PAIRS:
+            raise ProgramError(ppath, f"{len(pairs)} [stride, count] pairs: at most {MAX_PATTERN_PAIRS} (a value "
+                                      "view has a dimension per pair, and numpy's at most 64)")
+        elements = prod(count for _stride, count in pairs)
+        if elements > MAX_PATTERN_ELEMENTS:
+            raise ProgramError(ppath, f"the pattern walks {elements:,} elements a partition: more than "
+                                      f"{MAX_PATTERN_ELEMENTS:,} (2**40), which no memory holds")
         pattern = tuple(pairs)
     per_iteration: tuple[tuple[str, int], ...] = ()
     if "per_iteration" in raw:

@@ -20,6 +20,11 @@ Shape limits (NKI ISA pages; checked by :func:`check_op_rules`, located)
     * ``tensor_tensor_scan``: ``data0`` and ``data1`` are not both in PSUM.
     * ``activation``: ``reduce_op`` and a second write (``reduce_res``) go together.
     * ``tensor_scalar``: ``reverse`` (both operators) or ``reverse0`` / ``reverse1``, not both.
+    * ``quantize_mx`` / ``matmul_mx``: their lane types given (``dtype``; ``stationary_dtype``
+      and ``moving_dtype``); a quantized source of whole groups of 8 partitions x 4 elements,
+      packed data of a quarter of its elements; every scale row a data partition reads
+      (:func:`neuronsim.machine.model.semantics_mx.scale_rows` from ``*scale_start``) inside
+      the scale access, with a scale for every data element of the row.
 
 >>> from neuronsim.machine.model.optable import OP_TABLE
 >>> bind_operands(OP_TABLE["activation"], {"scale": {"read": 1}, "bias": 0.5}, 2)
@@ -127,9 +132,11 @@ def _check_axes(inst: Instruction, shape: tuple[int, ...], path: str) -> None:
                            f"or {list(range(1, rank))})")
 
 
-def _read_shape(inst: Instruction, tensors: Mapping[str, Tensor], index: int) -> tuple[int, ...]:
-    """Element shape ``(P, c0, ..., ck)`` of a compute read (as ``neuronsim.machine.sim.memory`` has it)."""
-    access = inst.reads[index]
+def _read_shape(inst: Instruction, tensors: Mapping[str, Tensor], index: int, *, write: bool = False
+                ) -> tuple[int, ...]:
+    """Element shape ``(P, c0, ..., ck)`` of a compute read (``write``: write) as
+    ``neuronsim.machine.sim.memory`` has it."""
+    access = (inst.writes if write else inst.reads)[index]
     tensor = tensors[access.tensor]
     _offset, pattern = access_extent(tensor, access)
     partitions = access.partitions[1] if access.partitions is not None else tensor.shape[0]
@@ -155,6 +162,8 @@ def check_op_rules(inst: Instruction, tensors: Mapping[str, Tensor], path: str) 
         memories = [tensors[a.tensor].memory for a in inst.reads[:2]]
         if memories == [MemoryKind.PSUM, MemoryKind.PSUM]:
             raise ProgramError(join_path(path, "reads"), "data0 and data1 of tensor_tensor_scan cannot both be in PSUM")
+    if inst.op in ("quantize_mx", "matmul_mx"):
+        _check_mx(inst, tensors, path)
     if inst.op in ("bn_stats", "bn_aggr", "tensor_reduce"):
         shape = _read_shape(inst, tensors, 0)
         free = prod(shape[1:])
@@ -167,3 +176,45 @@ def check_op_rules(inst: Instruction, tensors: Mapping[str, Tensor], path: str) 
                                       "partition is not a multiple of 3")
         if inst.op == "tensor_reduce":
             _check_axes(inst, shape, path)
+
+
+def _check_mx(inst: Instruction, tensors: Mapping[str, Tensor], path: str) -> None:
+    """The MX ops' rules of the module doc (what their numerics index by)."""
+    from neuronsim.machine.model.semantics_mx import scale_rows
+
+    attrs_path = join_path(path, "attrs")
+    quantize = inst.op == "quantize_mx"
+    for key in ("dtype",) if quantize else ("stationary_dtype", "moving_dtype"):
+        if key not in inst.attrs:
+            raise ProgramError(join_path(attrs_path, key), f"{inst.op} needs attrs.{key}, the packed lane type")
+    if quantize:
+        rows, free = _rows_and_free(_read_shape(inst, tensors, 0))
+        if rows % 8 or free % 4:
+            raise ProgramError(join_path(join_path(path, "reads"), 0),
+                               f"quantize_mx quantizes groups of 8 partitions x 4 elements: a [{rows}, {free}] "
+                               "source is not made of them")
+        packed = prod(_read_shape(inst, tensors, 0, write=True))
+        if packed != rows * free // 4:
+            raise ProgramError(join_path(join_path(path, "writes"), 0),
+                               f"the packed data of a [{rows}, {free}] source is {rows * free // 4} elements "
+                               f"([{rows}, {free // 4}]), not {packed}")
+        pairs = [(rows, free // 4, 1, "scale_start", True)]
+    else:
+        pairs = [(*_rows_and_free(_read_shape(inst, tensors, data)), scales, f"{side}_scale_start", False)
+                 for data, scales, side in ((0, 2, "stationary"), (1, 3, "moving"))]
+    for rows, free, scales, key, written in pairs:
+        start = inst.attrs.get(key, 0)
+        scale_rows_, scale_free = _rows_and_free(_read_shape(inst, tensors, scales, write=written))
+        needed = scale_rows(rows, start)
+        where = join_path(join_path(path, "writes" if written else "reads"), scales)
+        if start < 0 or int(needed.max()) >= scale_rows_:
+            raise ProgramError(join_path(attrs_path, key) if key in inst.attrs else where,
+                               f"{key} {start}: the {rows} data partitions read scale rows {int(needed.min())}.."
+                               f"{int(needed.max())}, and the scale access has {scale_rows_}")
+        if scale_free < free:
+            raise ProgramError(where, f"a scale per data element of a row: {free} needed, the scale access has "
+                                      f"{scale_free}")
+
+
+def _rows_and_free(shape: tuple[int, ...]) -> tuple[int, int]:
+    return shape[0], prod(shape[1:])

@@ -148,6 +148,12 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
                 continue
             error = _as_nki_error(err, func)
             raise error from (err if isinstance(error, NkiInternalError) else None)
+        except (KeyboardInterrupt, GeneratorExit):  # Ctrl-C, SIGTERM: the command's to report
+            raise
+        except BaseException as err:  # a kernel's own BaseException subclass: its error, at its line
+            if _raised_by_us(err):
+                raise
+            raise NkiError(_located(err, func), f"{type(err).__name__}: {_message(err)}") from None
     raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
 
 
@@ -216,7 +222,24 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
         internal = NkiInternalError(f"{type(err).__name__}: {err} (tracing {where})")
         internal.__cause__ = err
         return internal
-    return NkiError(where, f"{type(err).__name__}: {err}")
+    return NkiError(where, f"{type(err).__name__}: {_message(err)}")
+
+
+def _check_grid(tracer: Tracer, func: Any) -> None:
+    """After the grid's first instance: every instance traces alike, so its instructions times
+    the grid past the limit is refused now, at the kernel, not after hours (a 100000 x 100000
+    grid of a five-instruction kernel)."""
+    count = math.prod(tracer.grid)
+    if tracer.max_instructions is not None and count > 1 and tracer.kb.emitted * count > tracer.max_instructions:
+        raise TraceTooLarge(_defined_at(func), tracer.max_instructions, "instructions")
+
+
+def _message(err: BaseException) -> str:
+    """``str(err)``, or a stand-in when the kernel's exception cannot make its own message."""
+    try:
+        return str(err)
+    except Exception as failed:  # noqa: BLE001 - the kernel's __str__, whatever it raises
+        return f"(its message could not be made: __str__ raised {type(failed).__name__})"
 
 
 def _raised_by_us(err: BaseException) -> bool:
@@ -331,8 +354,10 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         tracer.cores = Cores(tracer, list(tracer.instances()), instance)
         results = tracer.cores.run()[-1]
     else:
-        for _pid in tracer.instances():
+        for k, _pid in enumerate(tracer.instances()):
             results = instance()
+            if k == 0:
+                _check_grid(tracer, func)
     edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)

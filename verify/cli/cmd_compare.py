@@ -76,7 +76,7 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
     """Compare two variants A and B of an NKI kernel on the same inputs (simulated, nominal timing)."""
     from neuronsim.nki.compare import compare_reports
 
-    check_output(html_path, "--html")
+    check_output(html_path, "--html", (kernel_a, kernel_b, inputs_path, reference))
     user_reference = load_reference(reference) if reference else None
     runs = []
     for spec in (kernel_a, kernel_b):

@@ -73,7 +73,7 @@ def compile_command(program: str, output: str, passes_spec: str, explain_pair, n
     """
     if as_json and output == "-":
         raise UsageFailure("--json writes its report to standard output; give -o a file", "-o")
-    check_output(output, "-o")
+    check_output(output, "-o", (program,))
     passes = parse_pipeline(passes_spec)
     prog = load_program(program)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory)

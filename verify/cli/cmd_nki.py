@@ -149,7 +149,7 @@ def _trace_memory(max_memory: int | None) -> int | None:
 def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...],
         output: str, max_instances: int, as_json: bool) -> int:
     """Trace the NKI kernel FUNC of KERNEL.py into a neuronsim.program/1 file."""
-    check_output(output, "-o")
+    check_output(output, "-o", (kernel, inputs_path))
     traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     save_program(traced.program, output)
     count = sum(1 for _ in traced.program.instructions())
@@ -214,7 +214,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     make_folder(out_dir)
     paths = run_output_paths(out_dir, name)
     if report_path:
-        check_output(report_path, "--report")
+        check_output(report_path, "--report", (kernel, inputs_path, reference))
     user_reference = load_reference(reference) if reference else None
     with stage_or_nothing(progress, "trace", None):
         traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
@@ -239,7 +239,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     with stage_or_nothing(progress, "compare", None):
         problems = report.problems()
     if as_json:
-        emit_json({**report.to_json(), "files": paths, **(extra_json(report.run) if extra_json else {})})
+        emit_json({**report.to_json(), "files": paths, **(extra_json(report) if extra_json else {})})
     else:
         for line in report.finding_lines():
             click.echo(line)

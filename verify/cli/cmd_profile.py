@@ -71,7 +71,7 @@ def profile(kernel: str, inputs_path, args, grid, dtypes, html_path: str | None,
     from neuronsim.nki.line_profile import line_profile
     from neuronsim.nki.render import profile_text
 
-    check_output(html_path, "--html")
+    check_output(html_path, "--html", (kernel, inputs_path))
     report = run_spec(kernel, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
                       max_instances=max_instances, max_memory=max_memory, functional=False)
     result = line_profile(report.run.simulation.runs[0].trace, report.name)

@@ -37,7 +37,7 @@ __all__ = ["report"]
 @run_command
 def report(program: str, output: str, spec: str | None, max_instances: int, max_memory: int | None) -> int:
     """Write an offline HTML page about PROGRAM: timeline, races with fixes, sync footprint, engines."""
-    check_output(output, "--output")
+    check_output(output, "--output", (program,))
     prog, findings = prepare_traced(load_program(program))  # a traced NKI program: its findings, compiled first
     prog = placed(prog)
     # the page unrolls, race-checks and simulates one run: the same guard as check and simulate

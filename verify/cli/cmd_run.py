@@ -64,14 +64,12 @@ def comparisons(result) -> dict:
                               "interleavings": result.simulation.errors.to_json()}}
 
 
-def _verdict(result, *, kernel: bool = False, user_reference: bool = True) -> dict:
+def _verdict(result, *, findings=(), user_reference: bool = True) -> dict:
     """``run --json``'s fields beyond the summary: the comparisons and the verdict of
-    ``neuronsim.run/1`` (:mod:`neuronsim.nki.verdict`, docs/schema/run.schema.json); a kernel's
-    NKI findings are read again from its traced program (cheap beside the run)."""
+    ``neuronsim.run/1`` (:mod:`neuronsim.nki.verdict`, docs/schema/run.schema.json), with a
+    kernel's NKI findings (its run's: ``uninitialised`` is found by running it)."""
     from neuronsim.nki.verdict import verdict_fields
-    from neuronsim.verify.nki.findings import nki_findings
 
-    findings = tuple(nki_findings(result.program)) if kernel else ()
     return {**comparisons(result), **verdict_fields(result, findings, user_reference=user_reference)}
 
 
@@ -191,7 +189,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                                       reference=reference, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                       before_work=guard, make_folder=_out_folder, printer=_print, rtol=rtol,
                                       atol=atol, progress=progress, functional=not timing_only, report_path=report_path,
-                                      extra_json=lambda result: _verdict(result, kernel=True,
+                                      extra_json=lambda report: _verdict(report.run, findings=report.findings,
                                                                          user_reference=bool(reference)))
         if not as_json:
             click.echo(stage_line(progress.seconds, time.perf_counter() - started))

@@ -154,8 +154,8 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     Exit 0 when outputs equal the reference in every run, 1 when some run differs, 2 on
     unusable input.
     """
-    check_output(trace_path, "--trace")
-    check_output(outputs_path, "--outputs")
+    check_output(trace_path, "--trace", (program, inputs_path))
+    check_output(outputs_path, "--outputs", (program, inputs_path))
     check_plot(plot_path)
     if seeds is not None and seeds + 1 > max_instances:  # before the list of seeds is built (10**9 took 7 GB)
         raise UsageFailure(f"{seeds + 1:,} simulated runs (the nominal one and --seeds {seeds:,}) of one instance or "

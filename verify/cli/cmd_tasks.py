@@ -157,7 +157,7 @@ def tasks(program: str, passes_spec: str, faithful: bool, output: str | None, no
     """Run the task passes on PROGRAM (neuronsim.tasks/1): derived deps, directions and scopes, per call."""
     if as_json and output == "-":
         raise UsageFailure("--json writes its report to standard output; give -o a file", "-o")
-    check_output(output, "-o")
+    check_output(output, "-o", (program,))
     prog = load_tasks(program)
     guard_task_passes(prog, max_pairs)
     compiled, report = task_report(prog, passes_spec, faithful=faithful, verify=not no_verify)

@@ -282,15 +282,31 @@ def cap_address_space(limit: int) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
 
 
-def check_output(path: str | None, option: str) -> None:
-    """Refuse an output path before any work (a directory, a missing folder): exit 2 naming
-    ``path``; ``-`` and None (no output) pass."""
+def check_output(path: str | None, option: str, inputs: tuple[str | None, ...] = ()) -> None:
+    """Refuse an output path before any work (a directory, a missing folder, one of the files
+    ``inputs`` the command reads: writing it would destroy it): exit 2 naming ``path``; ``-``
+    and None (no output) pass.  A kernel spec ``FILE.py::FUNC`` or ``FILE.py:FUNC`` among
+    ``inputs`` stands for its file."""
     if path is None or path == "-":
         return
+    for source in inputs:
+        source = None if source in (None, "-") else re.sub(r"::?[A-Za-z_][\w.]*$", "", source)
+        if source and _same_file(path, source):
+            raise UsageFailure(f"the {option} file is {source}, which this command reads: writing it would "
+                               "destroy it", path)
     try:
         check_output_path(path)
     except OutputError as err:
         raise UsageFailure(f"cannot write the {option} file: {err.reason}", path) from None
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether paths ``a`` and ``b`` name one file (links followed); a path that does not exist
+    yet is one only when it is spelt the same."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
 
 
 def check_plot(path: str | None) -> None:

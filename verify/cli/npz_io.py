@@ -79,10 +79,14 @@ def _member(archive, name: str) -> np.ndarray:
     """One array of the archive; a header numpy cannot read back (``'<f1'``: how numpy saves an
     ``ml_dtypes`` float8_e5m2 array) is parsed here, the data kept as raw bytes."""
     try:
-        return archive[name]
+        value = archive[name]
     except ValueError as err:
         if "descr" not in str(err):
             raise
+    else:
+        if not isinstance(value, np.ndarray):  # a member without the .npy magic: numpy hands back its bytes
+            raise ValueError(f"{name}: not an .npy array (the archive member holds other bytes)")
+        return value
     with archive.zip.open(f"{name}.npy") as fh:
         version = np.lib.format.read_magic(fh)
         size = np.frombuffer(fh.read(2 if version[0] == 1 else 4), "<u2" if version[0] == 1 else "<u4")[0]

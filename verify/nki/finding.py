@@ -13,7 +13,8 @@ class NkiFinding:
     """One NKI-specific problem, located."""
 
     kind: str
-    """``carried``, ``sbuf-accumulate``, ``allocation`` or ``cores`` (two cores unordered on HBM)."""
+    """``carried``, ``sbuf-accumulate``, ``allocation``, ``cores`` (two cores unordered on HBM) or
+    ``uninitialised`` (bytes read before anything wrote them)."""
     dependence: str
     """RAW, WAW or WAR (``+=`` is a RAW on itself); ``RW`` or WAW between two cores (no order)."""
     first: str
@@ -55,6 +56,10 @@ class NkiFinding:
                     f"): the cores run concurrently, so which gets there first decides"
                     f"{'; ' + self.note if self.note else ''}; "
                     f"a nisa.core_barrier between the write and the other core's access orders them")
+        if self.kind == "uninitialised":
+            return (f"{self.first} reads bytes of {' / '.join(self.tensors)} that nothing wrote before it: on the "
+                    f"device they hold whatever was there, not zeros{'; ' + self.note if self.note else ''} (write "
+                    f"them first: a load, nl.zeros, nisa.memset)")
         if self.dependence == "clobber":
             return (f"directly allocated tiles{tensors} overlap while both are live: {self.first} writes bytes that "
                     f"{self.second} reads later; place them apart or add a slot")

@@ -38,6 +38,11 @@ tiles may miss races.  neuronsim checks both, exactly, on the instances:
     while the other is live in program order (``clobber``), found by
     :mod:`neuronsim.verify.nki.lifetimes`: wrong whatever the schedule.
 
+``uninitialised`` (a warning, of a kernel run only)
+    an instruction reads bytes nothing wrote before it, and the outputs depend on them
+    (:mod:`neuronsim.verify.nki.uninitialised`: it runs the kernel, so ``run`` adds it, not
+    :func:`nki_findings`).
+
 Every finding names the kernel lines (``x-source``); ``neuronsim run KERNEL.py::FUNC`` exits 1
 when there is an error among them (a warning alone fails nothing).
 """

@@ -35,6 +35,7 @@ from neuronsim.machine.ir.program import Loop, Program
 from neuronsim.passes.alloc import SbufFull
 
 from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, nki_findings
+from neuronsim.verify.nki.uninitialised import confirmed_findings
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
 from neuronsim.verify.app.scenario_runs import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
 
@@ -167,6 +168,8 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
 
     with stage_or_nothing(progress, "nki findings", None):
         findings = tuple(nki_findings(traced.program, traced.run_inputs))
+        if functional:  # (it runs the kernel twice when it finds such reads: values, not timing)
+            findings += tuple(confirmed_findings(traced.program, traced.run_inputs))
     from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)
 
     def run_it(traced):

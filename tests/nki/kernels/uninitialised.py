@@ -1,0 +1,97 @@
+"""Kernels reading bytes nothing wrote (the ``uninitialised`` warning), and their fixes
+(tests/nki/test_uninitialised.py)."""
+
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+def inputs(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"a": rng.standard_normal((128, 512)).astype(np.float32)}
+
+
+@nki.jit
+def never_written(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    scratch = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    nl.store(out, value=nl.add(nl.load(a), scratch))
+    return out
+
+
+@nki.jit
+def half_loaded(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    tile[:, 0:256] = nl.load(a[:, 0:256])
+    nl.store(out, value=nl.multiply(tile, 2.0))
+    return out
+
+
+@nki.jit
+def half_loaded_half_used(a):
+    out = nl.ndarray((128, 256), dtype=a.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    tile[:, 0:256] = nl.load(a[:, 0:256])
+    nl.store(out, value=nl.multiply(tile[:, 0:256], 2.0))
+    return out
+
+
+@nki.jit
+def rows_not_stored(a):
+    """The tutorials' tail tile: half the rows loaded, the whole tile computed, the loaded half
+    stored: the garbage rows reach no output."""
+    out = nl.ndarray((64, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    tile[0:64, :] = nl.load(a[0:64, :])
+    doubled = nl.multiply(tile, 2.0)
+    nl.store(out, value=doubled[0:64, :])
+    return out
+
+
+@nki.jit
+def sum_not_zeroed(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    total = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.sequential_range(4):  # noqa: B007 - the iteration names the instance in the finding
+        total += nl.load(a)
+    nl.store(out, value=total)
+    return out
+
+
+@nki.jit
+def sum_zeroed(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    total = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.sequential_range(4):  # noqa: B007 - the iteration names the instance in the finding
+        total += nl.load(a)
+    nl.store(out, value=total)
+    return out
+
+
+@nki.jit
+def body_tile_read_first(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(2):
+        tile = nl.ndarray((64, 512), dtype=a.dtype, buffer=nl.sbuf)
+        nl.store(out[i * 64:(i + 1) * 64, :], value=nl.exp(tile))
+        tile[...] = nl.load(a[i * 64:(i + 1) * 64, :])
+    return out
+
+
+@nki.jit
+def scratch_in_hbm(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    scratch = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.hbm)
+    nl.store(out, value=nl.add(nl.load(scratch), nl.load(a)))
+    return out
+
+
+@nki.jit
+def accumulate_into(a, acc):
+    """``acc`` is the caller's: given with the inputs, it holds values; the kernel adds to it."""
+    nl.store(acc, value=nl.add(nl.load(acc), nl.load(a)))
+
+
+def reference(a):
+    return 4 * a

@@ -1,0 +1,85 @@
+"""The ``uninitialised`` warning (verify/nki/uninitialised.py): each planted read of bytes
+nothing wrote that reaches an output is named at its line, with the output; each fix, what
+starts with values, and garbage no output receives are not."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neuronsim.verify.nki.findings import nki_findings
+from neuronsim.verify.nki.run import run_kernel
+from neuronsim.verify.nki.uninitialised import confirmed_findings, uninitialised_findings
+from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, trace_file
+
+KERNELS = GROUP_KERNELS / "uninitialised.py"
+
+PLANTED = {  # kernel -> the line (a needle on it) whose read is reported
+    "never_written": "nl.store(out, value=nl.add(nl.load(a), scratch))",
+    "half_loaded": "nl.store(out, value=nl.multiply(tile, 2.0))",
+    "sum_not_zeroed": "total += nl.load(a)\n",
+    "body_tile_read_first": "value=nl.exp(tile)",
+    "scratch_in_hbm": "nl.load(scratch)",
+}
+
+
+def _traced(func: str, **arrays: np.ndarray):
+    return trace_file(KERNELS, func, {**kernel_module(KERNELS).inputs(0), **arrays})
+
+
+def _line(needle: str) -> int:
+    lines = [n for n, text in enumerate(KERNELS.read_text().splitlines(keepends=True), 1) if needle in text]
+    assert lines, needle
+    return lines[0]
+
+
+@pytest.mark.parametrize("func", sorted(PLANTED))
+def test_each_planted_read_is_named_at_its_line(func: str) -> None:
+    traced = _traced(func)
+    found = confirmed_findings(traced.program, traced.run_inputs)
+    assert len(found) == 1, [f.line() for f in found]
+    assert found[0].severity == "warning"
+    assert f"uninitialised.py:{_line(PLANTED[func])}" in found[0].first
+    text = found[0].line()
+    assert text.startswith("warning: ") and "nothing wrote" in text and "the output return0 changes" in text
+    assert not any(f.kind == "uninitialised" for f in nki_findings(traced.program))  # a run's finding only
+
+
+def test_the_first_iteration_is_named_in_a_loop() -> None:
+    (found,) = uninitialised_findings(_traced("sum_not_zeroed").program)
+    assert found.first.endswith("[i=0]")
+
+
+@pytest.mark.parametrize("func", ["sum_zeroed", "half_loaded_half_used"])
+def test_a_kernel_reading_only_what_it_wrote_has_no_warning(func: str) -> None:
+    assert uninitialised_findings(_traced(func).program) == []
+
+
+def test_garbage_no_output_receives_is_no_warning() -> None:
+    traced = _traced("rows_not_stored")
+    (read,) = uninitialised_findings(traced.program)  # the multiply reads the unloaded rows
+    assert f"uninitialised.py:{_line('doubled = nl.multiply(tile, 2.0)')}" in read.first
+    assert confirmed_findings(traced.program, traced.run_inputs) == []  # but no output changes with them
+
+
+def test_a_run_reports_it_and_still_passes() -> None:
+    arrays = kernel_module(KERNELS).inputs(0)
+    from neuronsim.machine.nki import load_kernel
+
+    _, report = run_kernel(load_kernel(f"{KERNELS}::half_loaded"), arrays["a"])
+    assert [f.kind for f in report.findings] == ["uninitialised"]
+    assert report.ok and any(line.startswith("warning: ") for line in report.finding_lines())
+
+
+def test_an_output_the_caller_hands_in_holds_values() -> None:
+    acc = np.zeros((128, 512), np.float32)
+    traced = _traced("accumulate_into", acc=acc)
+    assert uninitialised_findings(traced.program, traced.run_inputs.keys()) == []
+    assert uninitialised_findings(traced.program) == []  # no inputs named: every DRAM tensor may hold values
+
+
+def test_the_checks_page_names_the_warning() -> None:
+    from neuronsim_tests.nki_kit import ROOT
+
+    page = (ROOT / "docs" / "nki-checks.md").read_text()
+    assert "`uninitialised`" in page and all(f"`{func}`" in page for func in ("half_loaded", "sum_not_zeroed"))

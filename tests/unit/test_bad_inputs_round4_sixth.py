@@ -1,0 +1,193 @@
+"""The sixth bad-input sweep of round 4: each class it found, one reproducer.
+
+Every bad input exits 2 with one located line (no ``internal error``, no traceback) and
+writes nothing: MX ops missing their lane types or with scales that do not fit, access
+patterns beyond numpy's views, an archive member that is no array, an output path that is
+one of the command's inputs, a kernel raising a ``BaseException`` of its own or an exception
+whose message fails, a grid whose instances are past the instance limit (refused after one
+instance, not traced for hours).  Runs go through click's test runner, as in
+``test_bad_inputs_round4.py``.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from neuronsim.verify.cli import cli
+from neuronsim_tests.bad_inputs import VALID
+
+_TILE = {"memory": "sbuf", "partition": 0}
+MX_TENSORS = {
+    "src": {**_TILE, "dtype": "float32", "shape": [32, 16], "offset": 0},
+    "data": {**_TILE, "dtype": "uint32", "shape": [32, 4], "offset": 4096},
+    "sc": {**_TILE, "dtype": "uint8", "shape": [32, 4], "offset": 8192},
+    "w": {**_TILE, "dtype": "uint32", "shape": [32, 4], "offset": 12288},
+    "ws": {**_TILE, "dtype": "uint8", "shape": [32, 4], "offset": 16384},
+    "thin": {**_TILE, "dtype": "uint8", "shape": [32, 1], "offset": 20480},
+    "ps": {"memory": "psum", "dtype": "float32", "shape": [4, 4], "partition": 0, "bank": 0},
+}
+QUANTIZE = {"name": "q", "engine": "dve", "op": "quantize_mx", "reads": [{"tensor": "src"}],
+            "writes": [{"tensor": "data"}, {"tensor": "sc"}], "attrs": {"dtype": "float8_e4m3fn_x4"}}
+MATMUL = {"name": "m", "engine": "pe", "op": "matmul_mx", "reads": [{"tensor": t} for t in ("w", "data", "ws", "sc")],
+          "writes": [{"tensor": "ps"}], "attrs": {"stationary_dtype": "float8_e4m3fn_x4",
+                                                  "moving_dtype": "float8_e4m3fn_x4"}}
+
+
+def _mx(tmp_path: Path, *body: dict) -> str:
+    path = tmp_path / "mx.json"
+    path.write_text(json.dumps({"format": "neuronsim.program/1", "machine": "trn3", "tensors": MX_TENSORS,
+                                "body": list(body)}))
+    return str(path)
+
+
+def _with(instruction: dict, **changes) -> dict:
+    out = copy.deepcopy(instruction)
+    for key, value in changes.items():
+        if key == "drop":
+            del out["attrs"][value]
+        elif key in ("reads", "writes"):
+            out[key] = value
+        else:
+            out["attrs"][key] = value
+    return out
+
+
+def _refused(args: list[str], *fragments: str, seconds: float = 30.0) -> str:
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, args)
+    assert time.monotonic() - started < seconds, "refused, but not up front"
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def test_valid_mx_ops_simulate(tmp_path: Path) -> None:
+    result = CliRunner().invoke(cli, ["simulate", _mx(tmp_path, QUANTIZE, dict(MATMUL, deps=[{"on": "q"}]))])
+    assert result.exit_code == 0, (result.output, result.exception)
+
+
+@pytest.mark.parametrize("instruction, where, words", [
+    (_with(QUANTIZE, drop="dtype"), "body[0].attrs.dtype", "needs attrs.dtype"),
+    (_with(MATMUL, drop="moving_dtype"), "body[0].attrs.moving_dtype", "needs attrs.moving_dtype"),
+    (_with(QUANTIZE, writes=[{"tensor": "data"}, {"tensor": "thin"}]), "body[0].writes[1]", "a scale per data element"),
+    (_with(QUANTIZE, writes=[{"tensor": "w", "pattern": [[1, 2]]}, {"tensor": "sc"}]), "body[0].writes[0]",
+     "packed data of a [32, 16] source is 128 elements"),
+    (_with(MATMUL, stationary_scale_start=10**6), "body[0].attrs.stationary_scale_start", "scale rows 1000000"),
+    (_with(MATMUL, moving_scale_start=-1), "body[0].attrs.moving_scale_start", "moving_scale_start -1"),
+])
+def test_mx_ops_that_cannot_be_computed_are_located(tmp_path: Path, instruction: dict, where: str, words: str) -> None:
+    _refused(["simulate", _mx(tmp_path, instruction)], where, words)
+
+
+@pytest.mark.parametrize("pattern, words", [
+    ([[0, 1]] * 40, "40 [stride, count] pairs: at most 32"),
+    ([[0, 2**31], [0, 2**31]], "the pattern walks 4,611,686,018,427,387,904 elements"),
+])
+def test_patterns_beyond_any_value_view_are_located(tmp_path: Path, pattern: list, words: str) -> None:
+    doc = copy.deepcopy(VALID)
+    doc["body"][0]["body"][1]["reads"][0]["pattern"] = pattern
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc))
+    for command in ("check", "simulate"):
+        _refused([command, str(path)], "body[0].body[1].reads[0].pattern", words)
+
+
+def test_an_archive_member_that_is_no_array_is_located(tmp_path: Path) -> None:
+    program = tmp_path / "p.json"
+    program.write_text(json.dumps(VALID))
+    archive = tmp_path / "in.npz"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("x.npy", b"not the .npy magic at all")
+    _refused(["simulate", str(program), "--inputs", str(archive)], "--inputs", "x: not an .npy array")
+
+
+@pytest.mark.parametrize("command", [
+    lambda p, i: ["report", p, "-o", p],
+    lambda p, i: ["simulate", p, "--trace", p],
+    lambda p, i: ["simulate", p, "--inputs", i, "--outputs", i],
+    lambda p, i: ["compile", p, "-o", str(Path(p).parent / "." / Path(p).name)],
+])
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(tmp_path: Path, command) -> None:
+    program = tmp_path / "p.json"
+    program.write_text(json.dumps(VALID))
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones((128, 16), np.float32))
+    before = program.read_bytes(), inputs.read_bytes()
+    _refused(command(str(program), str(inputs)), "which this command reads")
+    assert (program.read_bytes(), inputs.read_bytes()) == before
+
+
+KERNEL = '''\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+class Stop(BaseException):
+    pass
+
+
+class Mute(Exception):
+    def __str__(self):
+        raise RuntimeError("no message")
+
+
+@nki.jit
+def raises_base(x):
+    raise Stop("done here")
+
+
+@nki.jit
+def raises_mute(x):
+    raise Mute()
+
+
+@nki.jit
+def copy(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x))
+    return out
+'''
+
+
+@pytest.fixture
+def kernel(tmp_path: Path) -> tuple[str, str, str]:
+    path = tmp_path / "k.py"
+    path.write_text(KERNEL)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones((128, 16), np.float32))
+    return str(path), str(inputs), str(tmp_path / "traced.json")
+
+
+@pytest.mark.parametrize("func, line, words", [
+    ("raises_base", 16, "Stop: done here"),
+    ("raises_mute", 21, "Mute: (its message could not be made: __str__ raised RuntimeError)"),
+])
+def test_a_kernel_exception_of_any_kind_is_its_located_error(kernel, func: str, line: int, words: str) -> None:
+    path, inputs, out = kernel
+    _refused(["nki", f"{path}::{func}", "--inputs", inputs, "-o", out], f"k.py:{line}: {words}")
+    assert not Path(out).exists()
+
+
+def test_the_kernel_file_is_no_output(kernel) -> None:
+    path, inputs, _out = kernel
+    before = Path(path).read_text()
+    _refused(["nki", f"{path}::copy", "--inputs", inputs, "-o", path], "which this command reads")
+    assert Path(path).read_text() == before
+
+
+def test_a_grid_past_the_instance_limit_is_refused_after_one_instance(kernel) -> None:
+    path, inputs, out = kernel
+    _refused(["nki", f"{path}::copy", "--inputs", inputs, "-o", out, "--grid", "100000x100000"],
+             "k.py:24", "more than 5,000,000 instructions", "--max-instances", seconds=20.0)

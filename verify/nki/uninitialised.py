@@ -1,0 +1,144 @@
+"""Reads of bytes nothing wrote: the ``uninitialised`` finding.
+
+A tile made with ``nl.ndarray`` (or a DRAM tensor the kernel makes for itself) holds whatever
+its bytes held before: on the device that is what an earlier kernel or tile left there, not
+zeros.  An instruction that reads such bytes before any instruction wrote them computes with
+garbage (the simulator's functional runs fill them with a seeded pattern, so the outputs
+usually differ from the reference too, but only this finding names the line).  Seen in
+public kernels: a tile half written by a load and read whole, an ``acc += x`` into an
+``nl.ndarray`` nobody zeroed, an output read back before it was stored.
+
+Found on the traced program with every tensor on bytes of its own (a body-local tile a fresh
+slot each iteration, :func:`neuronsim.verify.nki.placement.identity_placement`): the access
+events by tensor (:func:`neuronsim.machine.order.events.access_events`) list each byte range's
+accesses in program order, and a range whose first access is a read was read before anything
+wrote it; a tensor read and never written at all is read so everywhere.  What starts with
+values is left out: the kernel's DRAM inputs, and an output the caller hands in with values
+(``inputs``; without them every DRAM tensor but the kernel's own scratch is taken to hold
+some).  A matmul accumulating onto PSUM nothing wrote is ``psum-uninitialised``
+(:mod:`neuronsim.verify.nki.control_findings`), not reported twice.  One finding per
+instruction and tensor, at the first instance that reads so.
+
+Garbage that reaches no output is harmless, and the tutorials rely on it: a masked load of a
+tail tile fills the rows the mask keeps, the statistics of the whole tile are computed, and a
+masked store writes back only those rows (the layer-norm tutorial).  So a kernel run
+(:func:`confirmed_findings`) reports the reads only when the outputs depend on them: the
+program on that same placement run in program order twice, the unwritten bytes filled with two
+different seeded patterns (:func:`neuronsim.machine.sim.memory.initial_memory`), and the
+outputs that differ are named.  Above :data:`CONFIRM_LIMIT` bytes of placed memory the two runs
+are not made and the reads are reported as found, said so.  A warning still, not an error: the
+SDK's masked ``nc_match_replace8`` test kernel stores a tile a quarter of which the masked
+instruction wrote, and its test compares that quarter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import replace
+
+import numpy as np
+
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES, MemoryKind, Program, Tensor
+from neuronsim.machine.ir.source import instance_label
+from neuronsim.machine.order.events import access_events
+from neuronsim.machine.order.stream import InstanceStream, stream_of
+
+from neuronsim.verify.nki.finding import NkiFinding
+from neuronsim.verify.nki.placement import identity_placement
+
+__all__ = ["uninitialised_findings", "confirmed_findings", "outputs_reached", "CONFIRM_LIMIT"]
+
+#: Bytes of on-chip memory (SBUF and PSUM of the identity placement) up to which
+#: :func:`confirmed_findings` runs the kernel twice; a kernel of tens of thousands of unrolled
+#: tiles, each on bytes of its own, would need gigabytes.
+CONFIRM_LIMIT = 1 << 30
+
+
+def _starts_empty(tensor: Tensor, given: Collection[str] | None) -> bool:
+    """Whether ``tensor`` holds nothing the kernel can rely on before it writes it."""
+    if tensor.memory != MemoryKind.DRAM:
+        return True
+    if tensor.role == "internal":
+        return True  # the kernel's own scratch in HBM
+    return given is not None and tensor.role == "output" and tensor.name not in given
+
+
+def uninitialised_findings(program: Program, inputs: Collection[str] | None = None) -> list[NkiFinding]:
+    """The reads of bytes nothing wrote in a traced ``program``, found without running it
+    (module doc; :func:`confirmed_findings` keeps those the outputs depend on); ``inputs``
+    names the arrays the kernel starts from (outputs among them hold values)."""
+    stream = stream_of(identity_placement(program))
+    temps, names = stream.templates, stream.tensor_names
+    empty = np.array([_starts_empty(program.tensors[name], inputs) for name in names], bool)
+    found: dict[tuple[int, int], int] = {}  # (instruction, tensor) -> its first instance reading unwritten bytes
+
+    def note(instance: int, tensor: int) -> None:
+        x = int(stream.instr[instance])
+        if _accumulates(stream, x, program):
+            return
+        key = (x, tensor)
+        if key not in found or instance < found[key]:
+            found[key] = instance
+
+    ev = access_events(stream, "tensor", keep=False)
+    if len(ev.seg):
+        first = np.ones(len(ev.seg), bool)
+        first[1:] = ev.seg[1:] != ev.seg[:-1]
+        for k in np.flatnonzero(first & ~ev.write).tolist():
+            tensor = temps[int(ev.template[k])].tensor
+            if empty[tensor]:
+                note(int(ev.inst[k]), tensor)
+    # a tensor never written has no events (nothing to conflict with): each read of it
+    written = np.zeros(len(names), bool)
+    for ca in temps:
+        if ca.is_write:
+            written[ca.tensor] = True
+    for x in range(stream.m):
+        for ca in stream.accesses(x):
+            if not ca.is_write and empty[ca.tensor] and not written[ca.tensor]:
+                note(int(stream.first[x]), ca.tensor)
+    return [NkiFinding(kind="uninitialised", dependence="read", first=instance_label(stream, i), second="",
+                       tensors=(names[t],), severity="warning")
+            for (_, t), i in sorted(found.items(), key=lambda item: item[1])]
+
+
+def _accumulates(stream: InstanceStream, x: int, program: Program) -> bool:
+    """A matmul onto PSUM: its unwritten bytes are ``psum-uninitialised``'s to report."""
+    inst = stream.instrs[x]
+    return inst.op == "matmul" and any(program.tensors[a.tensor].memory == MemoryKind.PSUM for a in inst.writes)
+
+
+def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray]) -> tuple[str, ...] | None:
+    """The outputs whose values change with what the unwritten bytes hold (module doc), or
+    None when the identity placement needs more than :data:`CONFIRM_LIMIT` bytes."""
+    from neuronsim.machine.model.presets import resolve_machine
+    from neuronsim.machine.sim.memory import initial_memory
+    from neuronsim.machine.sim.plan import build_plan
+    from neuronsim.machine.sim.simulator import output_arrays, run_sequential
+
+    placed = identity_placement(program)
+    spec = resolve_machine(placed.machine)
+    if (spec.sbuf_partition_bytes + spec.psum_banks * PSUM_BANK_BYTES) * spec.sbuf_partitions > CONFIRM_LIMIT:
+        return None
+    plan = build_plan(placed)
+    runs = [output_arrays(placed, run_sequential(plan, initial_memory(placed, plan.spec, fill, inputs)))
+            for fill in (0, 1)]
+    return tuple(name for name, values in runs[0].items()
+                 if not np.array_equal(values, runs[1][name], equal_nan=values.dtype.kind in "fc"))
+
+
+def confirmed_findings(program: Program, inputs: Mapping[str, np.ndarray]) -> list[NkiFinding]:
+    """The ``uninitialised`` findings of a kernel about to run on ``inputs`` (every array it
+    starts from) whose outputs depend on the bytes read (module doc)."""
+    found = uninitialised_findings(program, inputs.keys())
+    if not found:
+        return []
+    reached = outputs_reached(program, inputs)
+    if reached is None:
+        note = "not checked against the outputs: the kernel's tiles, each on bytes of its own, exceed 1 GiB"
+    elif not reached:
+        return []
+    else:
+        many = len(reached) > 1
+        note = f"the output{'s' * many} {', '.join(reached)} change{'s' * (not many)} with what those bytes hold"
+    return [replace(f, note=note) for f in found]
