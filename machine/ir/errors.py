@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from json.encoder import encode_basestring_ascii
 
-__all__ = ["LazyPath", "ProgramError", "join_path", "printable"]
+__all__ = ["LazyPath", "ProgramError", "join_path", "printable", "message_of"]
 
 
 class ProgramError(ValueError):
@@ -102,3 +102,19 @@ def printable(text: str) -> str:
         return text
     return "".join(c if c.isprintable() or c == " " else c.encode("unicode_escape", "backslashreplace").decode("ascii")
                    for c in text)
+
+
+def message_of(err: BaseException) -> str:
+    """``str(err)`` of an exception a user's code raised, or a stand-in when its own
+    ``__str__`` fails (an error message must still be made).
+
+    >>> class Mute(Exception):
+    ...     def __str__(self):
+    ...         raise RuntimeError
+    >>> message_of(ValueError("bad")), message_of(Mute())
+    ('bad', '(its message could not be made: __str__ raised RuntimeError)')
+    """
+    try:
+        return str(err)
+    except Exception as failed:  # noqa: BLE001 - the user's __str__, whatever it raises
+        return f"(its message could not be made: __str__ raised {type(failed).__name__})"

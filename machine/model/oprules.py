@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
+from neuronsim.machine.ir.dtypes import READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
 from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.ir.program import Instruction, MemoryKind, Tensor
@@ -189,15 +190,22 @@ def _check_mx(inst: Instruction, tensors: Mapping[str, Tensor], path: str) -> No
             raise ProgramError(join_path(attrs_path, key), f"{inst.op} needs attrs.{key}, the packed lane type")
     if quantize:
         rows, free = _rows_and_free(_read_shape(inst, tensors, 0))
+        source = inst.reads[0]
+        read_as = source.extras.get(READ_AS_KEY) if source.extras else None
+        if read_as is not None:  # counted in the dtype the engine reads (an fp32 tile read as bf16)
+            free = free * tensors[source.tensor].itemsize // itemsize(read_as)
         if rows % 8 or free % 4:
             raise ProgramError(join_path(join_path(path, "reads"), 0),
                                f"quantize_mx quantizes groups of 8 partitions x 4 elements: a [{rows}, {free}] "
                                "source is not made of them")
-        packed = prod(_read_shape(inst, tensors, 0, write=True))
-        if packed != rows * free // 4:
+        # in bytes: a packed tile is often declared in another dtype and read as the packed one
+        data = tensors[inst.writes[0].tensor]
+        written = prod(_read_shape(inst, tensors, 0, write=True)) * data.itemsize
+        word = 2 if inst.attrs["dtype"].startswith("float4") else 4  # four lanes of 4 or 8 bits
+        if written != rows * free // 4 * word:
             raise ProgramError(join_path(join_path(path, "writes"), 0),
-                               f"the packed data of a [{rows}, {free}] source is {rows * free // 4} elements "
-                               f"([{rows}, {free // 4}]), not {packed}")
+                               f"the packed data of a [{rows}, {free}] source is {rows * free // 4 * word} bytes "
+                               f"([{rows}, {free // 4}] words of {word} bytes), not {written}")
         pairs = [(rows, free // 4, 1, "scale_start", True)]
     else:
         pairs = [(*_rows_and_free(_read_shape(inst, tensors, data)), scales, f"{side}_scale_start", False)

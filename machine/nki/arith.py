@@ -179,10 +179,7 @@ def act_name(op: Any) -> str:
 
 # -- reductions ----------------------------------------------------------------------------
 def _axes(x: NkiTensor, axis: Any) -> list[int]:
-    if axis is None:
-        return list(range(1, len(x.shape)))
-    axes = [axis] if isinstance(axis, int) else list(axis)
-    out = sorted(a % len(x.shape) for a in axes)
+    out = ops.normal_axes(x.shape, axis)
     if 0 in out:
         raise current().refuse("a reduction over the partition axis", "transpose it to a free axis first")
     return out

@@ -186,8 +186,7 @@ def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: A
 
 
 def reduce_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
-    axes = [axis] if isinstance(axis, int) else list(axis if axis is not None else range(1, len(shape)))
-    out = sorted(a % len(shape) for a in axes)
+    out = ops.normal_axes(shape, axis)
     if 0 in out:
         raise current().refuse("tensor_reduce over the partition axis", "use a free axis")
     return out

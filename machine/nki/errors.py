@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
+import numpy as np
+
 from neuronsim.machine.ir.errors import ProgramError
 
 __all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "TraceTooLarge", "SourceLine",
@@ -45,6 +47,8 @@ def _display(path: str) -> str:
 
 
 _CODE: dict[int, tuple[bool, str, str, object]] = {}
+#: numpy's own files: a kernel's ``np.sum(tile)`` is refused inside them, at the kernel's line
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 
 
 def _code_info(code: object) -> tuple[bool, str, str, object]:
@@ -57,7 +61,7 @@ def _code_info(code: object) -> tuple[bool, str, str, object]:
         path = os.path.abspath(code.co_filename)  # type: ignore[attr-defined]
         # importlib's frozen frames sit between a kernel's ``from nki.language import x`` and
         # the stand-in that refuses ``x``: the kernel's line is the one to name
-        ours = (path.startswith(_PACKAGE_DIR + os.sep) or path.endswith(("contextlib.py", "functools.py"))
+        ours = (path.startswith((_PACKAGE_DIR + os.sep, _NUMPY_DIR)) or path.endswith(("contextlib.py", "functools.py"))
                 or "<frozen importlib" in path)
         info = _CODE[id(code)] = (ours, _display(path), path, code)
     return info

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.ir.dtypes import numpy_dtype
-from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
 from neuronsim.machine.nki.cores import Cores, NeedsCores
 from neuronsim.machine.nki.dtypes import to_dtype
@@ -148,12 +148,12 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
                 continue
             error = _as_nki_error(err, func)
             raise error from (err if isinstance(error, NkiInternalError) else None)
-        except (KeyboardInterrupt, GeneratorExit):  # Ctrl-C, SIGTERM: the command's to report
+        except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
             raise
         except BaseException as err:  # a kernel's own BaseException subclass: its error, at its line
             if _raised_by_us(err):
                 raise
-            raise NkiError(_located(err, func), f"{type(err).__name__}: {_message(err)}") from None
+            raise NkiError(_located(err, func), f"{type(err).__name__}: {message_of(err)}") from None
     raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
 
 
@@ -222,7 +222,7 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
         internal = NkiInternalError(f"{type(err).__name__}: {err} (tracing {where})")
         internal.__cause__ = err
         return internal
-    return NkiError(where, f"{type(err).__name__}: {_message(err)}")
+    return NkiError(where, f"{type(err).__name__}: {message_of(err)}")
 
 
 def _check_grid(tracer: Tracer, func: Any) -> None:
@@ -232,14 +232,6 @@ def _check_grid(tracer: Tracer, func: Any) -> None:
     count = math.prod(tracer.grid)
     if tracer.max_instructions is not None and count > 1 and tracer.kb.emitted * count > tracer.max_instructions:
         raise TraceTooLarge(_defined_at(func), tracer.max_instructions, "instructions")
-
-
-def _message(err: BaseException) -> str:
-    """``str(err)``, or a stand-in when the kernel's exception cannot make its own message."""
-    try:
-        return str(err)
-    except Exception as failed:  # noqa: BLE001 - the kernel's __str__, whatever it raises
-        return f"(its message could not be made: __str__ raised {type(failed).__name__})"
 
 
 def _raised_by_us(err: BaseException) -> bool:

@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Any
 
+from neuronsim.machine.ir.errors import message_of
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
 from neuronsim.machine.nki.frontend import _kernel_frame
 from neuronsim.machine.nki.standins import standins
@@ -85,8 +86,10 @@ def load_kernel(spec: str) -> Any:
         source = err.filename if err.filename and os.path.isfile(err.filename) else path
         raise NkiError(SourceLine(_display(source), err.lineno or 0, os.path.abspath(source)),
                        f"SyntaxError: {err.msg}") from None
-    except (Exception, SystemExit) as err:  # an import the kernel needs and we do not have, or its own error
-        what = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {err}"
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
+        raise
+    except BaseException as err:  # an import the kernel needs and we do not have, or its own error
+        what = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {message_of(err)}"
         raise NkiError(_kernel_frame(err) or where, f"importing the kernel: {what}") from None
     kernel = getattr(module, func, None)
     if kernel is None or not callable(kernel):

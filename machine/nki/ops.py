@@ -382,3 +382,23 @@ def reduced_last(src: Layout, axes: list[int]) -> tuple[Layout, list[int]]:
     moved = Layout(src.tensor, tuple(src.axes[a] for a in order), src.offset, src.partitions, tags)
     return moved, list(range(len(rest), len(order)))
 
+
+
+def normal_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
+    """The axes ``axis`` names (an integer, a tuple or list of them; None: every free axis) as
+    sorted positions of ``shape``; one that names no axis of it, or is no integer, is refused at
+    the kernel line (numpy's rule: ``-rank <= axis < rank``), never wrapped round silently.
+
+    >>> normal_axes((128, 4, 8), -1), normal_axes((128, 4, 8), None)
+    ([2], [1, 2])
+    """
+    rank = len(shape)
+    single = isinstance(axis, numbers.Integral) and not isinstance(axis, bool)
+    axes = list(range(1, rank)) if axis is None else [axis] if single else \
+        list(axis) if isinstance(axis, (tuple, list)) else None
+    if axes is None or not all(isinstance(a, numbers.Integral) and not isinstance(a, bool) for a in axes):
+        raise fail(f"axis={shown(axis)}: an axis is an integer, or a tuple of them")
+    wrong = [int(a) for a in axes if not -rank <= a < rank]
+    if wrong:
+        raise fail(f"axis {wrong[0]}: a {rank}-D tile has axes 0..{rank - 1} (or {-rank}..-1)")
+    return sorted(int(a) % rank for a in axes)

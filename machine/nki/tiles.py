@@ -380,6 +380,22 @@ class NkiTensor:
 
     __hash__ = object.__hash__
 
+    # numpy: with a numpy scalar on the left of an operator (``np.float32(0.5) * t``) numpy asks
+    # the tile, which defines __array_ufunc__, and the tile computes it as ``0.5 * t``; any other
+    # numpy function of a tile is refused at the kernel line (a tile holds no values while the
+    # kernel is traced), where numpy would take it apart element by element
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        name = _NUMPY_OPERATORS.get(getattr(ufunc, "__name__", ""))
+        if method == "__call__" and name is not None and not kwargs and len(inputs) == 2:
+            first, second = (value.item() if hasattr(value, "item") and not isinstance(value, NkiTensor) and
+                             getattr(value, "ndim", 1) == 0 else value for value in inputs)
+            return _operator(name)(first, second)
+        call = "" if method == "__call__" else f".{method}"
+        raise _no_values(f"numpy's {getattr(ufunc, '__name__', ufunc)}{call}", self)
+
+    def __array__(self, *_args: Any, **_kwargs: Any) -> Any:
+        raise _no_values("a numpy array", self)
+
     def __iadd__(self, other):
         _operator("accumulate")(self, other, "add")
         return self
@@ -395,6 +411,17 @@ class NkiTensor:
     @property
     def T(self) -> Any:
         return _operator("transpose")(self)
+
+
+#: numpy's operator ufuncs and the NKI operators a tile computes them with
+_NUMPY_OPERATORS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+                    "true_divide": "divide", "less": "less", "less_equal": "less_equal", "greater": "greater",
+                    "greater_equal": "greater_equal", "equal": "equal", "not_equal": "not_equal"}
+
+
+def _no_values(what: str, tensor: NkiTensor) -> Exception:
+    return fail(f"{what} of {tensor.name}: an NKI tensor holds no values while the kernel is traced (they exist "
+                "only on the device); compute with nl.* / nisa.*")
 
 
 def _overwrites(target: NkiTensor, value: Any) -> bool:

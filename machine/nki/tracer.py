@@ -390,9 +390,16 @@ class Tracer:
         keep = (self.generation == "legacy" and kind != "static" and self.unroll is not None and key not in self.unroll
                 and all(not isinstance(v, SymIndex) for v in (start, stop, step)))
         bounds = tuple(concrete(v, "a loop bound") for v in (start, stop, step))
-        if keep and len(range(*bounds)) > 0:
-            return self._kept(var, kind, range(*bounds), key)
-        return self._unrolled(var, range(*bounds), (where, kind))
+        if bounds[2] == 0:
+            raise NkiError(where, f"{kind}_range with step 0: a loop that never ends")
+        values = range(*bounds)
+        if keep and len(values) > 0:
+            return self._kept(var, kind, values, key)
+        if self.max_instructions is not None and len(values) > self.max_instructions:
+            # every iteration is traced, even one that calls nothing of NKI's: a loop of ten
+            # billion empty iterations would run for hours below the instruction limit
+            raise TraceTooLarge(where, self.max_instructions, "instructions")
+        return self._unrolled(var, values, (where, kind))
 
     def _unrolled(self, var: str, values: range, site: tuple[SourceLine, str] | None = None) -> Iterator[int]:
         for value in values:

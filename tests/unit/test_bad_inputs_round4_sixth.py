@@ -83,7 +83,7 @@ def test_valid_mx_ops_simulate(tmp_path: Path) -> None:
     (_with(MATMUL, drop="moving_dtype"), "body[0].attrs.moving_dtype", "needs attrs.moving_dtype"),
     (_with(QUANTIZE, writes=[{"tensor": "data"}, {"tensor": "thin"}]), "body[0].writes[1]", "a scale per data element"),
     (_with(QUANTIZE, writes=[{"tensor": "w", "pattern": [[1, 2]]}, {"tensor": "sc"}]), "body[0].writes[0]",
-     "packed data of a [32, 16] source is 128 elements"),
+     "packed data of a [32, 16] source is 512 bytes"),
     (_with(MATMUL, stationary_scale_start=10**6), "body[0].attrs.stationary_scale_start", "scale rows 1000000"),
     (_with(MATMUL, moving_scale_start=-1), "body[0].attrs.moving_scale_start", "moving_scale_start -1"),
 ])
@@ -191,3 +191,144 @@ def test_a_grid_past_the_instance_limit_is_refused_after_one_instance(kernel) ->
     path, inputs, out = kernel
     _refused(["nki", f"{path}::copy", "--inputs", inputs, "-o", out, "--grid", "100000x100000"],
              "k.py:24", "more than 5,000,000 instructions", "--max-instances", seconds=20.0)
+
+
+# -- the kernel author's own code (the NKI sweep) ----------------------------------------------------
+KERNEL_MORE = '''\
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def closes_generator(x):
+    raise GeneratorExit("x")
+
+
+@nki.jit
+def axis_out_of_range(x):
+    out = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.sum(nl.load(x), axis=5, keepdims=True))
+    return out
+
+
+@nki.jit
+def step_zero(x):
+    for i in nl.affine_range(0, 4, 0):
+        nl.store(x, value=nl.load(x))
+
+
+@nki.jit
+def ten_billion_empty_iterations(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.static_range(10**10):
+        pass
+    nl.store(out, value=nl.load(x))
+    return out
+
+
+@nki.jit
+def numpy_sum_of_a_tile(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=t * np.sum(t))
+    return out
+
+
+@nki.jit
+def numpy_scalar_times_a_tile(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=np.float32(2.0) * t - np.float64(1.0))
+    return out
+
+
+@nki.jit
+def prints(x):
+    print("tracing", x.shape)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x))
+    return out
+
+
+@nki.jit
+def huge_kept_loop(x):
+    for i in nl.sequential_range(10**12):
+        nl.store(x, value=nl.load(x))
+
+
+def reference_exits(x):
+    import sys
+    sys.exit(0)
+
+
+class Stop(BaseException):
+    pass
+
+
+def reference_stops(x):
+    raise Stop("stopped")
+
+
+def reference_prints(x):
+    print("a line of the reference's")
+    return 2 * x - 1
+'''
+
+
+@pytest.fixture
+def more(tmp_path: Path) -> tuple[str, str, str]:
+    path = tmp_path / "m.py"
+    path.write_text(KERNEL_MORE)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones((128, 16), np.float32))
+    return str(path), str(inputs), str(tmp_path / "out")
+
+
+def _line(needle: str) -> int:
+    return next(n for n, text in enumerate(KERNEL_MORE.splitlines(), 1) if needle in text)
+
+
+@pytest.mark.parametrize("func, needle, words", [
+    ("closes_generator", 'raise GeneratorExit("x")', "GeneratorExit: x"),
+    ("axis_out_of_range", "axis=5", "axis 5: a 2-D tile has axes 0..1 (or -2..-1)"),
+    ("step_zero", "nl.affine_range(0, 4, 0)", "affine_range with step 0: a loop that never ends"),
+    ("ten_billion_empty_iterations", "nl.static_range(10**10)", "more than 5,000,000 instructions"),
+    ("numpy_sum_of_a_tile", "np.sum(t)", "numpy's add.reduce of t_"),
+])
+def test_a_kernel_mistake_is_located_at_its_line(more, func: str, needle: str, words: str) -> None:
+    path, inputs, out = more
+    _refused(["run", f"{path}::{func}", "--inputs", inputs, "--out", out], f"m.py:{_line(needle)}: ", words,
+             seconds=20.0)
+
+
+def test_a_numpy_scalar_on_the_left_of_a_tile_computes(more) -> None:
+    path, inputs, out = more
+    result = CliRunner().invoke(cli, ["run", f"{path}::numpy_scalar_times_a_tile", "--inputs", inputs, "--out", out,
+                                      "--reference", f"{path}:reference_prints"])
+    assert result.exit_code == 0, (result.output, result.exception)
+
+
+@pytest.mark.parametrize("reference, words", [
+    ("reference_exits", "the reference reference_exits exits (sys.exit(0))"),
+    ("reference_stops", "the reference reference_stops raised Stop: stopped"),
+])
+def test_a_reference_that_exits_or_stops_is_located(more, reference: str, words: str) -> None:
+    path, inputs, out = more
+    needle = "sys.exit(0)" if reference == "reference_exits" else 'raise Stop("stopped")'
+    _refused(["run", f"{path}::prints", "--inputs", inputs, "--out", out, "--reference", f"{path}:{reference}"],
+             f"m.py:{_line(needle)}: ", words)
+
+
+def test_prints_of_the_kernel_and_reference_leave_the_json_whole(more) -> None:
+    path, inputs, out = more
+    result = CliRunner().invoke(cli, ["run", f"{path}::prints", "--inputs", inputs, "--out", out, "--json",
+                                      "--reference", f"{path}:reference_prints"])
+    doc = json.loads(result.stdout)  # one JSON document: the prints went to standard error
+    assert doc["format"] == "neuronsim.run/1" and "tracing" in result.stderr and "reference's" in result.stderr
+
+
+def test_a_kept_loop_past_the_limit_is_refused_before_the_findings(more) -> None:
+    path, inputs, out = more
+    _refused(["run", f"{path}::huge_kept_loop", "--inputs", inputs, "--out", out, "--max-instances", "1000"],
+             "--max-instances", "2,000,000,000,000 instances", seconds=20.0)

@@ -75,7 +75,10 @@ def test_a_reference_that_raises_is_a_located_error_of_the_scenario():
 
     with pytest.raises(ProgramError) as err:
         run_scenario(_with_reference("matmul_tiled", broken))
-    assert err.value.path == "SCENARIO" and "reference() raised KeyError" in str(err.value)
+    # located at the line of the scenario's own code that raised (the scenario file's, here this one's)
+    raised_at = broken.__code__.co_firstlineno + 1
+    assert err.value.path.endswith(f"test_reference_in_background.py:{raised_at}"), err.value.path
+    assert "reference() raised KeyError" in str(err.value)
 
 
 def test_in_background_hands_back_the_value_or_the_error():

@@ -39,8 +39,10 @@ True
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -52,7 +54,7 @@ import numpy as np
 
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.collector import collector_paused
-from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.blas import blas_limited, blas_threads
 from neuronsim.machine.sim.simulator import Simulation, simulate
@@ -308,9 +310,32 @@ def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
         return getattr(scenario, attr)(*args)
     except ProgramError:
         raise
-    except Exception as err:  # noqa: BLE001 - the scenario's code, not ours
-        raise ProgramError("SCENARIO",
-                           f"{scenario_name(scenario)}.{attr}() raised {type(err).__name__}: {err}") from None
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
+        raise
+    except BaseException as err:  # noqa: BLE001 - the scenario's code, not ours (sys.exit too)
+        raise user_code_error(err, "SCENARIO", f"{scenario_name(scenario)}.{attr}()") from None
+
+
+def user_code_error(err: BaseException, where: str, what: str) -> ProgramError:
+    """What a user's own function (a scenario's, a ``--reference``) raised or exited with, as a
+    located error: at its innermost line outside neuronsim and the installed libraries, else at
+    ``where``.  A ``sys.exit`` there is no exit status of the command (it would end the run as
+    a pass, with nothing printed)."""
+    site = where
+    for frame, line in traceback.walk_tb(err.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_LIBRARIES) or "site-packages" in path or path.startswith(_NEURONSIM)
+                or path.startswith("<")):
+            site = f"{os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path}:{line}"
+    if isinstance(err, SystemExit):
+        return ProgramError(site, f"{what} exits (sys.exit({err.code!r}))")
+    return ProgramError(site, f"{what} raised {type(err).__name__}: {message_of(err)}")
+
+
+_LIBRARIES = (sys.prefix, sys.base_prefix)
+#: neuronsim's own packages (installed, or the checkout's folders of an editable install)
+_NEURONSIM = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                package) + os.sep for package in ("machine", "passes", "verify"))
 
 
 def in_background(fn: Callable[..., Any], *args: Any) -> Future:

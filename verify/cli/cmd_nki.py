@@ -33,7 +33,8 @@ from neuronsim.machine.formats.program_json import save_program
 from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
                                          check_output, emit_json, json_option, keep_in_context,
-                                         max_instances_option, run_command, run_output_paths, write_run_outputs)
+                                         max_instances_option, run_command, run_output_paths, user_prints_aside,
+                                         write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -133,9 +134,23 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
 def _trace_memory(max_memory: int | None) -> int | None:
     """What a trace may grow the process by: ``--max-memory``, else the machine's memory, and
     no more than the system can give now (a trace past it would swap, or be killed unheard)."""
-    limits = [m for m in (max_memory if max_memory is not None else machine_memory(), available_memory())
-              if m is not None]
+    limits = [m for m in (max_memory if max_memory is not None else machine_memory(), available_memory(),
+                          _address_space_left()) if m is not None]
     return min(limits) if limits else None
+
+
+def _address_space_left() -> int | None:
+    """What this process's address-space cap (``ulimit -v``) still allows it to map, or None
+    without a cap: past it the trace would end in Python's own MemoryError, unheard."""
+    import resource
+
+    from neuronsim.verify.app.host import address_space
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_AS)
+    used = address_space()
+    if soft == resource.RLIM_INFINITY or used is None:
+        return None
+    return max(soft - used, 0)
 
 
 @click.command("nki")
@@ -150,7 +165,8 @@ def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str |
         output: str, max_instances: int, as_json: bool) -> int:
     """Trace the NKI kernel FUNC of KERNEL.py into a neuronsim.program/1 file."""
     check_output(output, "-o", (kernel, inputs_path))
-    traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
+    with user_prints_aside(as_json or output == "-"):
+        traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     save_program(traced.program, output)
     count = sum(1 for _ in traced.program.instructions())
     if as_json:
@@ -215,13 +231,14 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     paths = run_output_paths(out_dir, name)
     if report_path:
         check_output(report_path, "--report", (kernel, inputs_path, reference))
-    user_reference = load_reference(reference) if reference else None
-    with stage_or_nothing(progress, "trace", None):
-        traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
-    report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
-                        rtol=rtol, atol=atol, progress=progress, functional=functional,
-                        retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes,
-                                                           unroll_loops=True)[0])
+    with user_prints_aside(as_json):
+        user_reference = load_reference(reference) if reference else None
+        with stage_or_nothing(progress, "trace", None):
+            traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
+        report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
+                            rtol=rtol, atol=atol, progress=progress, functional=functional,
+                            retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes,
+                                                               unroll_loops=True)[0])
     if report.unrolled:
         click.echo(f"note: {name}: a loop body's tiles overflow SBUF; traced again with every loop unrolled, "
                    "so that tiles spill to DRAM between iterations", err=True)

@@ -31,13 +31,15 @@ import numpy as np
 
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.nki.errors import shown
 from neuronsim.machine.ir.program import Loop, Program
 from neuronsim.passes.alloc import SbufFull
 
 from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, nki_findings
 from neuronsim.verify.nki.uninitialised import confirmed_findings
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
-from neuronsim.verify.app.scenario_runs import DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario
+from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario,
+                                                 user_code_error)
 
 __all__ = ["KernelReport", "run_kernel", "run_traced", "trace_kernel", "reference_outputs", "kernel_outputs",
            "write_run_report"]
@@ -117,8 +119,13 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
     where = f"--reference {getattr(reference, '__name__', 'reference')}"
     try:
         value = reference(**inputs, **kwargs)
-    except Exception as err:  # noqa: BLE001 - the user's code, not ours
-        raise ProgramError(where, f"raised {type(err).__name__}: {err}") from None
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
+        raise
+    except BaseException as err:  # noqa: BLE001 - the user's code, not ours (sys.exit too)
+        raise user_code_error(err, where, f"the reference {getattr(reference, '__name__', '')}".rstrip()) from None
+    if value is None or not isinstance(value, (Mapping, tuple, list, np.ndarray, np.generic, int, float, bool)):
+        raise ProgramError(where, f"returned {shown(value)}; expected an array, a tuple of arrays in output order "
+                                  "or a dict by output name")
     return _as_outputs(value, names, where)
 
 
@@ -166,6 +173,8 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     (:attr:`KernelReport.unrolled`)."""
     from neuronsim.verify.app.progress import stage_or_nothing
 
+    if before_work is not None:  # the size guards before the findings too: they walk every instance
+        before_work(traced.program)
     with stage_or_nothing(progress, "nki findings", None):
         findings = tuple(nki_findings(traced.program, traced.run_inputs))
         if functional:  # (it runs the kernel twice when it finds such reads: values, not timing)
