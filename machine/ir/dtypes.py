@@ -16,7 +16,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DTYPES", "PACKED", "READ_AS_KEY", "itemsize", "numpy_dtype", "is_float"]
+__all__ = ["DTYPES", "PACKED", "READ_AS_KEY", "itemsize", "numpy_dtype", "is_float", "scale_rows"]
 
 #: Access extension key: the dtype an engine reads the access's bytes as (a reinterpreting view;
 #: the pattern stays in the tensor's own elements, so every footprint is the same bytes).
@@ -48,6 +48,20 @@ PACKED: dict[str, tuple[np.dtype, int]] = {
     "float8_e5m2_x4": (np.dtype(ml_dtypes.float8_e5m2), 8),
     "float4_e2m1fn_x4": (np.dtype(ml_dtypes.float4_e2m1fn), 4),
 }
+
+
+
+def scale_rows(partitions: int, start: int = 0) -> np.ndarray:
+    """The scale row of each of ``partitions`` data partitions of a packed MX tile: the data's
+    32-partition quadrants each have their scales from row ``start`` of the quadrant on, one
+    row per 8 data partitions (``nisa.quantize_mx`` / ``nc_matmul_mx`` lay them out so).
+
+    >>> scale_rows(40).tolist()[::8], scale_rows(8, start=2).tolist()[:1]
+    ([0, 1, 2, 3, 32], [2])
+    """
+    p = np.arange(partitions)
+    return start + 32 * (p // 32) + (p % 32) // 8
+
 
 _ITEMSIZE = {name: dt.itemsize for name, dt in DTYPES.items()}
 

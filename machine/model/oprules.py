@@ -23,7 +23,7 @@ Shape limits (NKI ISA pages; checked by :func:`check_op_rules`, located)
     * ``quantize_mx`` / ``matmul_mx``: their lane types given (``dtype``; ``stationary_dtype``
       and ``moving_dtype``); a quantized source of whole groups of 8 partitions x 4 elements,
       packed data of a quarter of its elements; every scale row a data partition reads
-      (:func:`neuronsim.machine.model.semantics_mx.scale_rows` from ``*scale_start``) inside
+      (:func:`neuronsim.machine.ir.dtypes.scale_rows` from ``*scale_start``) inside
       the scale access, with a scale for every data element of the row.
 
 >>> from neuronsim.machine.model.optable import OP_TABLE
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from math import prod
 from typing import Any
 
-from neuronsim.machine.ir.dtypes import READ_AS_KEY, itemsize
+from neuronsim.machine.ir.dtypes import READ_AS_KEY, itemsize, scale_rows
 from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
 from neuronsim.machine.model.geometry import access_extent
 from neuronsim.machine.ir.program import Instruction, MemoryKind, Tensor
@@ -181,8 +181,6 @@ def check_op_rules(inst: Instruction, tensors: Mapping[str, Tensor], path: str) 
 
 def _check_mx(inst: Instruction, tensors: Mapping[str, Tensor], path: str) -> None:
     """The MX ops' rules of the module doc (what their numerics index by)."""
-    from neuronsim.machine.model.semantics_mx import scale_rows
-
     attrs_path = join_path(path, "attrs")
     quantize = inst.op == "quantize_mx"
     for key in ("dtype",) if quantize else ("stationary_dtype", "moving_dtype"):

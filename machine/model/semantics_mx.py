@@ -28,7 +28,7 @@ from typing import Callable
 import ml_dtypes
 import numpy as np
 
-from neuronsim.machine.ir.dtypes import PACKED
+from neuronsim.machine.ir.dtypes import PACKED, scale_rows
 
 __all__ = ["pack", "unpack", "scale_rows", "scale_values", "quantize", "OPS", "EMAX"]
 
@@ -57,12 +57,6 @@ def pack(values: np.ndarray, dtype: str) -> np.ndarray:
     codes = values.astype(np.float32).astype(lane).view(np.uint8).astype(np.uint32) & ((1 << width) - 1)
     word = sum(codes[..., j] << (j * width) for j in range(4))
     return np.asarray(word).astype(np.uint32 if width == 8 else np.uint16)
-
-
-def scale_rows(partitions: int, start: int = 0) -> np.ndarray:
-    """The scale row of each data partition (module doc), from row ``start`` of each quadrant."""
-    p = np.arange(partitions)
-    return start + 32 * (p // 32) + (p % 32) // 8
 
 
 def scale_values(scales: np.ndarray, partitions: int, start: int = 0) -> np.ndarray:

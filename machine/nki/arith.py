@@ -214,7 +214,7 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
     @api(f"nl.{name}")
     def fn(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
            **_kw: Any) -> NkiTensor:
-        if axis is not None and [a % len(x.shape) for a in ([axis] if isinstance(axis, int) else axis)] == [0]:
+        if axis is not None and ops.normal_axes(x.shape, axis) == [0]:
             return _partition_reduce(x, op, scale_by_count, dtype, mask)
         axes = _axes(x, axis)
         kept = tuple(n for a, n in enumerate(x.shape) if a not in axes)

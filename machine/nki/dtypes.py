@@ -16,6 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from neuronsim.machine.ir.dtypes import DTYPES, PACKED, itemsize
+from neuronsim.machine.nki.errors import fail, shown
 
 __all__ = ["NkiDtype", "to_dtype", "nl_dtypes", "promote", "is_float_dtype", "packed_array"]
 
@@ -63,21 +64,22 @@ _BY_NUMPY[np.dtype(np.float64)] = "float32"  # numpy's default float: NKI has no
 def to_dtype(value: Any) -> NkiDtype:
     """The format dtype name of ``value`` (a name, numpy / ml_dtypes dtype or scalar type).
 
-    Raises ValueError for a type the program format cannot hold (int64, ...)."""
+    Raises ValueError (an :class:`~neuronsim.machine.nki.errors.NkiError` at the kernel line,
+    when tracing) for a type the program format cannot hold (int64, ...)."""
     if isinstance(value, str):
         name = _ALIASES.get(value, value)
         if name in DTYPES:
             return NkiDtype(name)
-        raise ValueError(f"dtype {value!r} is not supported (neuronsim holds {', '.join(DTYPES)})")
+        raise fail(f"dtype {value!r} is not supported (neuronsim holds {', '.join(DTYPES)})")
     try:
         dt = np.dtype(value)
     except TypeError:
-        raise ValueError(f"{value!r} is not a dtype") from None
+        raise fail(f"{shown(value)} is not a dtype") from None
     if dt.metadata and dt.metadata.get(_PACKED_KEY) in PACKED:  # an array of packed MX words (packed_array)
         return NkiDtype(dt.metadata[_PACKED_KEY])
     if dt in _BY_NUMPY:
         return NkiDtype(_BY_NUMPY[dt])
-    raise ValueError(f"dtype {dt} is not supported (neuronsim holds {', '.join(DTYPES)})")
+    raise fail(f"dtype {dt} is not supported (neuronsim holds {', '.join(DTYPES)})")
 
 
 #: The numpy dtype metadata key naming the packed MX format an array's integer words hold.

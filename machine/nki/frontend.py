@@ -179,7 +179,7 @@ def _argument_dtype(param: str, value: np.ndarray, func: Any) -> str:
     except ValueError as err:
         hint = ("; view it as ml_dtypes.bfloat16 (2 bytes) or ml_dtypes.float8_e4m3fn (1 byte)"
                 if value.dtype.kind == "V" else "")
-        raise NkiError(_defined_at(func), f"argument {param}: {err}{hint}") from None
+        raise NkiError(_defined_at(func), f"argument {param}: {getattr(err, 'message', err)}{hint}") from None
 
 
 def _module_state(func: Any) -> tuple[dict[str, Any], dict[str, Any], list[tuple[Any, dict[str, Any]]]]:

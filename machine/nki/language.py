@@ -21,7 +21,7 @@ from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import BUFFERS, Buffer, ParDim, TileSpec, declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import to_dtype
-from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
@@ -344,6 +344,8 @@ def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
 
 # -- SPMD ----------------------------------------------------------------------------------
 def program_id(axis: int = 0) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise fail(f"nl.program_id({shown(axis)}): the axis is an integer")
     return current().program_id_of(int(axis))
 
 

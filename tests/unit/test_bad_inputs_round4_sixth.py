@@ -332,3 +332,46 @@ def test_a_kept_loop_past_the_limit_is_refused_before_the_findings(more) -> None
     path, inputs, out = more
     _refused(["run", f"{path}::huge_kept_loop", "--inputs", inputs, "--out", out, "--max-instances", "1000"],
              "--max-instances", "2,000,000,000,000 instances", seconds=20.0)
+
+
+ARGUMENTS = '''\
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def dtype_named_wrong(x):
+    t = nl.ndarray((128, 16), dtype="bfloat", buffer=nl.sbuf)
+    nl.store(x, value=t)
+
+
+@nki.jit
+def dtype_complex(x):
+    nl.store(x, value=nl.load(x, dtype=np.complex64))
+
+
+@nki.jit
+def program_id_of_a_string(x):
+    nl.store(x, value=nl.load(x) * nl.program_id("a"))
+
+
+@nki.jit
+def axis_a_float(x):
+    nl.store(x[:, 0:1], value=nl.sum(nl.load(x), axis=1.0, keepdims=True))
+'''
+
+
+@pytest.mark.parametrize("func, line, words", [
+    ("dtype_named_wrong", 8, "dtype 'bfloat' is not supported"),
+    ("dtype_complex", 14, "dtype complex64 is not supported"),
+    ("program_id_of_a_string", 19, "nl.program_id(str 'a'): the axis is an integer"),
+    ("axis_a_float", 24, "axis=float 1.0: an axis is an integer"),
+])
+def test_a_bad_argument_to_an_nki_call_is_the_kernels_error(tmp_path: Path, func: str, line: int, words: str) -> None:
+    path = tmp_path / "a.py"
+    path.write_text(ARGUMENTS)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones((128, 16), np.float32))
+    _refused(["run", f"{path}::{func}", "--inputs", str(inputs), "--out", str(tmp_path / "out")],
+             f"a.py:{line}: {words}")
