@@ -125,6 +125,8 @@ def spec_of(shape: Any, dtype: str, buffer: Any, address: Any = None) -> TileSpe
     if kind not in ("sbuf", "psum", *HBM_KINDS):
         raise fail(f"buffer {buffer!r} is not an NKI buffer")
     dims = tuple(concrete(n, "a tensor dimension") for n in shape)
+    if not dims:
+        raise fail("a tensor of shape (): a tensor has one dimension at least (on chip, its partitions)")
     if any(n < 1 for n in dims):
         raise fail(f"shape {dims} has an empty dimension")
     par_axis = marks[0] if marks else 0

@@ -8,6 +8,7 @@ loop variable makes the tracer start again with that loop unrolled.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 import sys
@@ -49,6 +50,8 @@ def _display(path: str) -> str:
 _CODE: dict[int, tuple[bool, str, str, object]] = {}
 #: numpy's own files: a kernel's ``np.sum(tile)`` is refused inside them, at the kernel's line
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
+#: the standard library's copy module: a kernel's ``copy.copy(tile)`` likewise
+_COPY = os.path.abspath(copy.__file__)
 
 
 def _code_info(code: object) -> tuple[bool, str, str, object]:
@@ -62,7 +65,7 @@ def _code_info(code: object) -> tuple[bool, str, str, object]:
         # importlib's frozen frames sit between a kernel's ``from nki.language import x`` and
         # the stand-in that refuses ``x``: the kernel's line is the one to name
         ours = (path.startswith((_PACKAGE_DIR + os.sep, _NUMPY_DIR)) or path.endswith(("contextlib.py", "functools.py"))
-                or "<frozen importlib" in path)
+                or path == _COPY or "<frozen importlib" in path)
         info = _CODE[id(code)] = (ours, _display(path), path, code)
     return info
 

@@ -102,6 +102,8 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     if machine is None:
         machine = _target_machine(platform_of(kernel) or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE"), func)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
+    if any(not isinstance(g, (int, np.integer)) or not 1 <= g < 2**31 for g in grid):
+        raise NkiError(_defined_at(func), f"a grid of {grid}: each dimension is an integer from 1 below 2**31")
     if int(ranks) > 1 and math.prod(int(g) for g in grid) > 1:
         raise NkiError(_defined_at(func), f"a launch on {ranks} ranks with a grid {grid}: neuronsim runs one of "
                                           "the two at a time")

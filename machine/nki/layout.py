@@ -21,9 +21,11 @@ from functools import cached_property
 from math import prod
 from typing import Any
 
+import numpy as np
+
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Tensor
-from neuronsim.machine.nki.errors import NkiError, fail, unsupported
+from neuronsim.machine.nki.errors import NkiError, fail, shown, unsupported
 from neuronsim.machine.nki.indexing import ArangeExpr, Iter, as_index, concrete, new_iter
 from neuronsim.machine.build.views import Index, View, is_int
 
@@ -431,7 +433,7 @@ class Layout:
         over the whole tensor; on chip the first pair is the partition axis (its step in
         partitions, or in elements of a partition row)."""
         self._direct("an .ap() access pattern")
-        pairs = [(int(s), int(n)) for s, n in pattern]
+        pairs = _pattern_pairs(pattern)
         off = as_index(offset)
         if not self.on_chip:
             return Layout(self.tensor, tuple((F, s, n) for s, n in pairs), off, dtype=self.dtype)
@@ -460,6 +462,8 @@ class Layout:
         return True
 
     def reshape(self, shape: tuple[int, ...]) -> Layout:
+        if not isinstance(shape, (tuple, list)) or not all(isinstance(n, (int, np.integer)) for n in shape):
+            raise fail(f"reshape to {shape!r}: a shape is a tuple of integers")
         shape = tuple(int(n) for n in shape)
         self._direct("a reshape")
         if prod(shape) != prod(self.shape):
@@ -522,3 +526,15 @@ def _partition_iter(index: Layout) -> Iter | None:
         if kind == P and tag and len(tag) == 1:
             return next(iter(tag))
     return None
+
+
+def _pattern_pairs(pattern: Any) -> list[tuple[int, int]]:
+    """``.ap(pattern=[[step, count], ...])`` as integer pairs; anything else refused at the line."""
+    pairs = list(pattern) if isinstance(pattern, (tuple, list)) else None
+    if not pairs or not all(isinstance(p, (tuple, list)) and len(p) == 2 and
+                            all(isinstance(v, (int, np.integer)) for v in p) for p in pairs):
+        raise fail(f"pattern={shown(pattern)}: an access pattern is a list of [step, count] pairs of integers")
+    if any(s < 0 for s, _n in pairs):
+        raise unsupported("a negative step in an access pattern", "neuronsim's access patterns step forward: "
+                                                                  "walk the elements in increasing order")
+    return [(int(s), int(n)) for s, n in pairs]

@@ -396,6 +396,15 @@ class NkiTensor:
     def __array__(self, *_args: Any, **_kwargs: Any) -> Any:
         raise _no_values("a numpy array", self)
 
+    # a Python copy of an NKI tensor (copy.copy, or copy.deepcopy of a config holding one) names
+    # the same memory, as a copied reference does: the tensor itself (its values are copied by
+    # nl.copy / nisa.tensor_copy); a copy made field by field would have no layout
+    def __copy__(self) -> NkiTensor:
+        return self
+
+    def __deepcopy__(self, _memo: Any) -> NkiTensor:
+        return self
+
     def __iadd__(self, other):
         _operator("accumulate")(self, other, "add")
         return self

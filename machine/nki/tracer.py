@@ -31,7 +31,8 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki.cores import side_by_side
-from neuronsim.machine.nki.errors import NkiError, SourceLine, TraceTooLarge, fail, unsupported, user_line, user_site
+from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, fail, shown, unsupported, user_line,
+                                          user_site)
 from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
@@ -337,6 +338,8 @@ class Tracer:
 
     # -- tensors -----------------------------------------------------------------------------
     def tensor_name(self, hint: str | None, site: SourceLine, call: str) -> str:
+        if hint is not None and not isinstance(hint, str):
+            raise NkiError(site, f"{call}: name={shown(hint)}; a tensor's name is a string")
         base = hint or assigned_name(site) or call.split(".")[-1]
         base = _IDENTIFIER.get(base) or _IDENTIFIER.setdefault(base, re.sub(r"\W", "_", base))
         return self.unique(f"{base}_{site.line}" if not hint else base)

@@ -335,6 +335,8 @@ def test_a_kept_loop_past_the_limit_is_refused_before_the_findings(more) -> None
 
 
 ARGUMENTS = '''\
+import copy
+
 import numpy as np
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
@@ -359,19 +361,83 @@ def program_id_of_a_string(x):
 @nki.jit
 def axis_a_float(x):
     nl.store(x[:, 0:1], value=nl.sum(nl.load(x), axis=1.0, keepdims=True))
+
+
+@nki.jit
+def shape_of_no_dimension(x):
+    t = nl.ndarray((), dtype=x.dtype, buffer=nl.sbuf)
+    nl.store(x, value=t)
+
+
+@nki.jit
+def pattern_of_a_string(x):
+    nl.store(x, value=nl.load(x.ap(pattern="abc")))
+
+
+@nki.jit
+def pattern_stepping_back(x):
+    nl.store(x, value=nl.load(x.ap(pattern=[[16, 128], [-1, 16]], offset=15)))
+
+
+@nki.jit
+def reshape_to_letters(x):
+    nl.store(x, value=nl.load(x.reshape(("a",))))
+
+
+@nki.jit
+def name_a_number(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name=42)
+    nl.store(out, value=nl.load(x))
+    return out
+
+
+@nki.jit
+def load_a_numpy_array(x):
+    nl.store(x, value=nl.load(np.ones((128, 16), np.float32)))
+
+
+@nki.jit
+def copied_tile(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=copy.copy(nl.load(x)))
+    return out
 '''
 
 
-@pytest.mark.parametrize("func, line, words", [
-    ("dtype_named_wrong", 8, "dtype 'bfloat' is not supported"),
-    ("dtype_complex", 14, "dtype complex64 is not supported"),
-    ("program_id_of_a_string", 19, "nl.program_id(str 'a'): the axis is an integer"),
-    ("axis_a_float", 24, "axis=float 1.0: an axis is an integer"),
+@pytest.mark.parametrize("func, needle, words", [
+    ("dtype_named_wrong", 'dtype="bfloat"', "dtype 'bfloat' is not supported"),
+    ("dtype_complex", "np.complex64", "dtype complex64 is not supported"),
+    ("program_id_of_a_string", 'program_id("a")', "nl.program_id(str 'a'): the axis is an integer"),
+    ("axis_a_float", "axis=1.0", "axis=float 1.0: an axis is an integer"),
+    ("shape_of_no_dimension", "nl.ndarray((),", "a tensor of shape (): a tensor has one dimension at least"),
+    ("pattern_of_a_string", 'pattern="abc"', "pattern=str 'abc': an access pattern is a list of [step, count]"),
+    ("pattern_stepping_back", "[-1, 16]", "a negative step in an access pattern is not supported"),
+    ("reshape_to_letters", '("a",)', "reshape to ('a',): a shape is a tuple of integers"),
+    ("name_a_number", "name=42", "nl.ndarray: name=int 42; a tensor's name is a string"),
+    ("load_a_numpy_array", "nl.load(np.ones", "nl.load of ndarray: it loads a tensor in HBM"),
 ])
-def test_a_bad_argument_to_an_nki_call_is_the_kernels_error(tmp_path: Path, func: str, line: int, words: str) -> None:
+def test_a_bad_argument_to_an_nki_call_is_the_kernels_error(tmp_path: Path, func: str, needle: str,
+                                                            words: str) -> None:
+    line = next(n for n, text in enumerate(ARGUMENTS.splitlines(), 1) if needle in text)
     path = tmp_path / "a.py"
     path.write_text(ARGUMENTS)
     inputs = tmp_path / "in.npz"
     np.savez(inputs, x=np.ones((128, 16), np.float32))
     _refused(["run", f"{path}::{func}", "--inputs", str(inputs), "--out", str(tmp_path / "out")],
              f"a.py:{line}: {words}")
+
+
+def test_a_python_copy_of_a_tile_is_the_tile(tmp_path: Path) -> None:
+    path = tmp_path / "a.py"
+    path.write_text(ARGUMENTS)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.arange(128 * 16, dtype=np.float32).reshape(128, 16))
+    result = CliRunner().invoke(cli, ["run", f"{path}::copied_tile", "--inputs", str(inputs), "--out",
+                                      str(tmp_path / "out")])
+    assert result.exit_code == 0, (result.output, result.exception)
+
+
+def test_a_grid_dimension_past_2_31_is_refused(kernel) -> None:
+    path, inputs, out = kernel
+    _refused(["nki", f"{path}::copy", "--inputs", inputs, "-o", out, "--grid", "99999999999999999999"],
+             "k.py:24", "each dimension is an integer from 1 below 2**31")
