@@ -364,7 +364,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
         where, what = _error_site(tracer, func, err.path)
         raise NkiError(where, f"{what}: {err.message}") from None
-    return _finish(tracer, program, values, results, more)
+    return _finish(tracer, program, values, results, more, func)
 
 
 mark_entry(_run.__code__)  # the kernel's loop indices are read from the frames above this one
@@ -443,9 +443,11 @@ def _return_line(func: Any) -> SourceLine:
 
 
 def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor],
-            more: list[list[NkiTensor]] = ()) -> TracedKernel:
+            more: list[list[NkiTensor]] = (), func: Any = None) -> TracedKernel:
     """The traced kernel: ``results`` its returned tensors; ``more``, the other ranks' (outputs
-    too, named ``NAME_rank{r}``: a reference gives them by those names)."""
+    too, named ``NAME_rank{r}``: a reference gives them by those names).  Two returned tensors
+    of one name (``name=`` given twice, or the name of another's place, ``return0``) are
+    refused at the return: one of them would be lost."""
     renames: dict[str, str] = {}
     returned: list[str] = []
     shapes: dict[str, tuple[int, ...]] = {}
@@ -456,7 +458,12 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
                 shapes[tensor] = tile.layout.shape
             if tensor not in values and tensor not in renames:
                 base = tracer.returned_names.get(tensor) or f"return{k}"
-                renames[tensor] = base if rank == 0 else f"{base}_rank{rank}"
+                new = base if rank == 0 else f"{base}_rank{rank}"
+                if new in renames.values():
+                    raise NkiError(_return_line(func) if func is not None else SourceLine("<kernel>", 0),
+                                   f"two returned tensors are named {new!r} (name= given twice, or the name of "
+                                   "another output's place): one would be lost; name them apart")
+                renames[tensor] = new
             if rank == 0:
                 returned.append(renames.get(tensor, tensor))
     written_args = tuple(p for p in values if p in tracer.written)

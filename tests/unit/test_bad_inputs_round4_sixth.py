@@ -441,3 +441,28 @@ def test_a_grid_dimension_past_2_31_is_refused(kernel) -> None:
     path, inputs, out = kernel
     _refused(["nki", f"{path}::copy", "--inputs", inputs, "-o", out, "--grid", "99999999999999999999"],
              "k.py:24", "each dimension is an integer from 1 below 2**31")
+
+
+NAMED_TWICE = '''\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def two_outputs_one_name(x):
+    a = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="dup")
+    b = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm, name="dup")
+    nl.store(a, value=nl.load(x))
+    nl.store(b, value=nl.load(x))
+    return a, b
+'''
+
+
+def test_two_returned_tensors_of_one_name_are_refused_at_the_return(tmp_path: Path) -> None:
+    path = tmp_path / "n.py"
+    path.write_text(NAMED_TWICE)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones((128, 16), np.float32))
+    _refused(["nki", f"{path}::two_outputs_one_name", "--inputs", str(inputs), "-o", str(tmp_path / "t.json")],
+             "n.py:11: two returned tensors are named 'dup'")
+    assert not (tmp_path / "t.json").exists()
