@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from click.testing import CliRunner
 
 from neuronsim.verify.cli import cli
 from neuronsim_tests.bad_inputs import VALID
+from neuronsim_tests.bad_inputs import refused_in_one_line as _refused
 
 #: A task program: one kernel writing its tensor, with a scalar parameter.
 TASKS: dict = {
@@ -51,18 +51,6 @@ def _write(tmp_path: Path, doc: dict | str, name: str = "p.json") -> str:
     return str(path)
 
 
-def _refused(args: list[str], *fragments: str, seconds: float = 30.0) -> str:
-    """``args`` exits 2 with one located error line holding ``fragments``, within ``seconds``."""
-    started = time.monotonic()
-    result = CliRunner().invoke(cli, args)
-    assert time.monotonic() - started < seconds, "refused, but not up front"
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
 
 
 def _works(args: list[str]) -> str:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 import zipfile
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from click.testing import CliRunner
 
 from neuronsim.verify.cli import cli
 from neuronsim_tests.bad_inputs import VALID
+from neuronsim_tests.bad_inputs import refused_in_one_line as _refused
 
 _TILE = {"memory": "sbuf", "partition": 0}
 MX_TENSORS = {
@@ -60,17 +60,6 @@ def _with(instruction: dict, **changes) -> dict:
     return out
 
 
-def _refused(args: list[str], *fragments: str, seconds: float = 30.0) -> str:
-    started = time.monotonic()
-    result = CliRunner().invoke(cli, args)
-    assert time.monotonic() - started < seconds, "refused, but not up front"
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
-    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
 
 
 def test_valid_mx_ops_simulate(tmp_path: Path) -> None:
@@ -161,13 +150,19 @@ def copy(x):
 '''
 
 
+def _kernel_file(tmp_path: Path, name: str, source: str, out: str = "traced.json",
+                 x: np.ndarray | None = None) -> tuple[str, str, str]:
+    """``(kernel file, inputs archive of x, output path)`` of ``source`` written to ``name``."""
+    path = tmp_path / name
+    path.write_text(source)
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.ones((128, 16), np.float32) if x is None else x)
+    return str(path), str(inputs), str(tmp_path / out)
+
+
 @pytest.fixture
 def kernel(tmp_path: Path) -> tuple[str, str, str]:
-    path = tmp_path / "k.py"
-    path.write_text(KERNEL)
-    inputs = tmp_path / "in.npz"
-    np.savez(inputs, x=np.ones((128, 16), np.float32))
-    return str(path), str(inputs), str(tmp_path / "traced.json")
+    return _kernel_file(tmp_path, "k.py", KERNEL)
 
 
 @pytest.mark.parametrize("func, line, words", [
@@ -278,11 +273,7 @@ def reference_prints(x):
 
 @pytest.fixture
 def more(tmp_path: Path) -> tuple[str, str, str]:
-    path = tmp_path / "m.py"
-    path.write_text(KERNEL_MORE)
-    inputs = tmp_path / "in.npz"
-    np.savez(inputs, x=np.ones((128, 16), np.float32))
-    return str(path), str(inputs), str(tmp_path / "out")
+    return _kernel_file(tmp_path, "m.py", KERNEL_MORE, out="out")
 
 
 def _line(needle: str) -> int:
@@ -419,21 +410,14 @@ def copied_tile(x):
 def test_a_bad_argument_to_an_nki_call_is_the_kernels_error(tmp_path: Path, func: str, needle: str,
                                                             words: str) -> None:
     line = next(n for n, text in enumerate(ARGUMENTS.splitlines(), 1) if needle in text)
-    path = tmp_path / "a.py"
-    path.write_text(ARGUMENTS)
-    inputs = tmp_path / "in.npz"
-    np.savez(inputs, x=np.ones((128, 16), np.float32))
-    _refused(["run", f"{path}::{func}", "--inputs", str(inputs), "--out", str(tmp_path / "out")],
-             f"a.py:{line}: {words}")
+    path, inputs, out = _kernel_file(tmp_path, "a.py", ARGUMENTS, out="out")
+    _refused(["run", f"{path}::{func}", "--inputs", inputs, "--out", out], f"a.py:{line}: {words}")
 
 
 def test_a_python_copy_of_a_tile_is_the_tile(tmp_path: Path) -> None:
-    path = tmp_path / "a.py"
-    path.write_text(ARGUMENTS)
-    inputs = tmp_path / "in.npz"
-    np.savez(inputs, x=np.arange(128 * 16, dtype=np.float32).reshape(128, 16))
-    result = CliRunner().invoke(cli, ["run", f"{path}::copied_tile", "--inputs", str(inputs), "--out",
-                                      str(tmp_path / "out")])
+    path, inputs, out = _kernel_file(tmp_path, "a.py", ARGUMENTS, out="out",
+                                     x=np.arange(128 * 16, dtype=np.float32).reshape(128, 16))
+    result = CliRunner().invoke(cli, ["run", f"{path}::copied_tile", "--inputs", inputs, "--out", out])
     assert result.exit_code == 0, (result.output, result.exception)
 
 
@@ -459,10 +443,7 @@ def two_outputs_one_name(x):
 
 
 def test_two_returned_tensors_of_one_name_are_refused_at_the_return(tmp_path: Path) -> None:
-    path = tmp_path / "n.py"
-    path.write_text(NAMED_TWICE)
-    inputs = tmp_path / "in.npz"
-    np.savez(inputs, x=np.ones((128, 16), np.float32))
-    _refused(["nki", f"{path}::two_outputs_one_name", "--inputs", str(inputs), "-o", str(tmp_path / "t.json")],
+    path, inputs, out = _kernel_file(tmp_path, "n.py", NAMED_TWICE)
+    _refused(["nki", f"{path}::two_outputs_one_name", "--inputs", inputs, "-o", out],
              "n.py:11: two returned tensors are named 'dup'")
-    assert not (tmp_path / "t.json").exists()
+    assert not Path(out).exists()

@@ -152,3 +152,25 @@ BAD_INPUTS: list[BadInput] = [
 
 def valid_text() -> str:
     return _text()
+
+
+def refused_in_one_line(args: list[str], *fragments: str, seconds: float = 30.0) -> str:
+    """``neuronsim ARGS`` (click's test runner, the group the console script runs) exits 2
+    with one located ``error:`` line holding ``fragments`` (no internal error, no traceback),
+    within ``seconds`` (refused up front, not after the work it guards); the line."""
+    import time
+
+    from click.testing import CliRunner
+
+    from neuronsim.verify.cli import cli
+
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, args)
+    assert time.monotonic() - started < seconds, "refused, but not up front"
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
