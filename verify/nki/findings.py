@@ -156,11 +156,15 @@ def allocation_findings(program: Program) -> list[NkiFinding]:
     return out
 
 
-def nki_findings(program: Program, inputs=None) -> list[NkiFinding]:
+def nki_findings(program: Program, inputs=None, stream: InstanceStream | None = None) -> list[NkiFinding]:
     """Every NKI-specific finding of a traced ``program`` (before compilation); ``inputs``, the
     kernel's input arrays, decide whether two cores' unordered accesses change its outputs
-    (:mod:`neuronsim.verify.nki.core_races`; default: the seeded pattern)."""
-    stream = stream_of(_identity_placement(program)) if any(True for _ in _affine_loops(program)) else None
+    (:mod:`neuronsim.verify.nki.core_races`; default: the seeded pattern); ``stream``: that of
+    its identity placement, when at hand (a run shares it with the ``uninitialised`` check)."""
+    if not any(True for _ in _affine_loops(program)):
+        stream = None  # only the carried findings walk it
+    elif stream is None:
+        stream = stream_of(_identity_placement(program))
     found = control_findings(program)  # compiled loops' Python state, PSUM accumulation (control_findings.py)
     if stream is not None:
         found += carried_findings(program, stream)

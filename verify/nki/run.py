@@ -33,9 +33,11 @@ from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.nki.errors import shown
 from neuronsim.machine.ir.program import Loop, Program
+from neuronsim.machine.order.stream import stream_of
 from neuronsim.passes.alloc import SbufFull
 
 from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, nki_findings
+from neuronsim.verify.nki.placement import identity_placement
 from neuronsim.verify.nki.uninitialised import confirmed_findings
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
 from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario,
@@ -176,9 +178,12 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     if before_work is not None:  # the size guards before the findings too: they walk every instance
         before_work(traced.program)
     with stage_or_nothing(progress, "nki findings", None):
-        findings = tuple(nki_findings(traced.program, traced.run_inputs))
+        # the storage NKI's compiler reasons with: one stream for the carried and the
+        # uninitialised checks (placement.py)
+        placed = stream_of(identity_placement(traced.program))
+        findings = tuple(nki_findings(traced.program, traced.run_inputs, placed))
         if functional:  # (it runs the kernel twice when it finds such reads: values, not timing)
-            findings += tuple(confirmed_findings(traced.program, traced.run_inputs))
+            findings += tuple(confirmed_findings(traced.program, traced.run_inputs, placed))
     from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)
 
     def run_it(traced):

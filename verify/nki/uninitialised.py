@@ -63,11 +63,13 @@ def _starts_empty(tensor: Tensor, given: Collection[str] | None) -> bool:
     return given is not None and tensor.role == "output" and tensor.name not in given
 
 
-def uninitialised_findings(program: Program, inputs: Collection[str] | None = None) -> list[NkiFinding]:
+def uninitialised_findings(program: Program, inputs: Collection[str] | None = None,
+                           stream: InstanceStream | None = None) -> list[NkiFinding]:
     """The reads of bytes nothing wrote in a traced ``program``, found without running it
     (module doc; :func:`confirmed_findings` keeps those the outputs depend on); ``inputs``
-    names the arrays the kernel starts from (outputs among them hold values)."""
-    stream = stream_of(identity_placement(program))
+    names the arrays the kernel starts from (outputs among them hold values); ``stream``: that
+    of its identity placement, when at hand."""
+    stream = stream or stream_of(identity_placement(program))
     temps, names = stream.templates, stream.tensor_names
     empty = np.array([_starts_empty(program.tensors[name], inputs) for name in names], bool)
     found: dict[tuple[int, int], int] = {}  # (instruction, tensor) -> its first instance reading unwritten bytes
@@ -80,23 +82,25 @@ def uninitialised_findings(program: Program, inputs: Collection[str] | None = No
         if key not in found or instance < found[key]:
             found[key] = instance
 
+    tensor_of = np.fromiter((ca.tensor for ca in temps), np.int64, len(temps))  # per compiled access
+    is_write = np.fromiter((ca.is_write for ca in temps), bool, len(temps))
     ev = access_events(stream, "tensor", keep=False)
     if len(ev.seg):
         first = np.ones(len(ev.seg), bool)
         first[1:] = ev.seg[1:] != ev.seg[:-1]
-        for k in np.flatnonzero(first & ~ev.write).tolist():
-            tensor = temps[int(ev.template[k])].tensor
-            if empty[tensor]:
-                note(int(ev.inst[k]), tensor)
-    # a tensor never written has no events (nothing to conflict with): each read of it
+        reads = np.flatnonzero(first & ~ev.write)
+        reads = reads[empty[tensor_of[ev.template[reads]]]]
+        for k in reads.tolist():
+            note(int(ev.inst[k]), int(tensor_of[ev.template[k]]))
+    # a tensor never written has no events (nothing to conflict with): each read of it, at the
+    # first instance of its instruction
     written = np.zeros(len(names), bool)
-    for ca in temps:
-        if ca.is_write:
-            written[ca.tensor] = True
-    for x in range(stream.m):
-        for ca in stream.accesses(x):
-            if not ca.is_write and empty[ca.tensor] and not written[ca.tensor]:
-                note(int(stream.first[x]), ca.tensor)
+    written[tensor_of[is_write]] = True
+    slot_t = np.asarray(stream.slot_t, np.int64)
+    unwritten = ~is_write[slot_t] & empty[tensor_of[slot_t]] & ~written[tensor_of[slot_t]]
+    first_instance = np.asarray(stream.first, np.int64)
+    for slot in np.flatnonzero(unwritten).tolist():
+        note(int(first_instance[stream.slot_x[slot]]), int(tensor_of[slot_t[slot]]))
     return [NkiFinding(kind="uninitialised", dependence="read", first=instance_label(stream, i), second="",
                        tensors=(names[t],), severity="warning")
             for (_, t), i in sorted(found.items(), key=lambda item: item[1])]
@@ -127,10 +131,12 @@ def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray]) -> tuple
                  if not np.array_equal(values, runs[1][name], equal_nan=values.dtype.kind in "fc"))
 
 
-def confirmed_findings(program: Program, inputs: Mapping[str, np.ndarray]) -> list[NkiFinding]:
+def confirmed_findings(program: Program, inputs: Mapping[str, np.ndarray],
+                       stream: InstanceStream | None = None) -> list[NkiFinding]:
     """The ``uninitialised`` findings of a kernel about to run on ``inputs`` (every array it
-    starts from) whose outputs depend on the bytes read (module doc)."""
-    found = uninitialised_findings(program, inputs.keys())
+    starts from) whose outputs depend on the bytes read (module doc; ``stream`` as in
+    :func:`uninitialised_findings`)."""
+    found = uninitialised_findings(program, inputs.keys(), stream)
     if not found:
         return []
     reached = outputs_reached(program, inputs)
