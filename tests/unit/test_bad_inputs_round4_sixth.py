@@ -102,6 +102,21 @@ def test_an_archive_member_that_is_no_array_is_located(tmp_path: Path) -> None:
     _refused(["simulate", str(program), "--inputs", str(archive)], "--inputs", "x: not an .npy array")
 
 
+def test_an_array_header_claiming_more_than_the_archive_holds_is_located(tmp_path: Path) -> None:
+    import io
+
+    program = tmp_path / "p.json"
+    program.write_text(json.dumps(VALID))
+    member = io.BytesIO()
+    np.lib.format.write_array_header_1_0(member, {"descr": "<f4", "fortran_order": False, "shape": (10**11,)})
+    member.write(b"\0" * 16)
+    archive = tmp_path / "in.npz"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("x.npy", member.getvalue())
+    _refused(["simulate", str(program), "--inputs", str(archive)], "--inputs",
+             "x: its header says (100000000000,) float32 (400,000,000,000 bytes)", seconds=10.0)
+
+
 @pytest.mark.parametrize("command", [
     lambda p, i: ["report", p, "-o", p],
     lambda p, i: ["simulate", p, "--trace", p],

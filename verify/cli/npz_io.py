@@ -78,6 +78,7 @@ def _typed(name: str, array: np.ndarray, named: Mapping[str, str], tensor_dtypes
 def _member(archive, name: str) -> np.ndarray:
     """One array of the archive; a header numpy cannot read back (``'<f1'``: how numpy saves an
     ``ml_dtypes`` float8_e5m2 array) is parsed here, the data kept as raw bytes."""
+    _check_size(archive, name)
     try:
         value = archive[name]
     except ValueError as err:
@@ -95,6 +96,26 @@ def _member(archive, name: str) -> np.ndarray:
     if header.get("descr") not in RAW_FLOAT8 or header.get("fortran_order"):
         raise ValueError(f"{name}: unreadable array header {header!r}")
     return np.frombuffer(data, RAW_FLOAT8[header["descr"]]).reshape(header["shape"]).copy()
+
+
+def _check_size(archive, name: str) -> None:
+    """Refuse a member whose header claims more elements than its bytes hold (a corrupt or
+    hand-made header would have numpy allocate them all first: 10**11 elements, out of memory)."""
+    member = f"{name}.npy"
+    if member not in archive.zip.namelist():
+        return
+    with archive.zip.open(member) as fh:
+        try:
+            version = np.lib.format.read_magic(fh)
+            shape, _fortran, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0) else
+                                      np.lib.format.read_array_header_2_0(fh))
+        except ValueError:
+            return  # not an .npy header numpy reads: the member's own read says what is wrong
+    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    held = archive.zip.getinfo(member).file_size
+    if claimed > held:
+        raise ValueError(f"{name}: its header says {tuple(shape)} {dtype} ({claimed:,} bytes), the archive holds "
+                         f"{held:,} bytes of it")
 
 
 def read_npz(path, option: str, named: Mapping[str, str] | None = None,
