@@ -178,13 +178,6 @@ def act_name(op: Any) -> str:
 
 
 # -- reductions ----------------------------------------------------------------------------
-def _axes(x: NkiTensor, axis: Any) -> list[int]:
-    out = ops.normal_axes(x.shape, axis)
-    if 0 in out:
-        raise current().refuse("a reduction over the partition axis", "transpose it to a free axis first")
-    return out
-
-
 def _partition_reduce(x: NkiTensor, op: str, scale_by_count: bool, dtype: Any, mask: Any) -> NkiTensor:
     """A reduction over the partition axis alone: POOL's ``tensor_partition_reduce`` into one
     partition (the result keeps that axis, ``[1, ...]``, so it stays a tile)."""
@@ -214,9 +207,9 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
     @api(f"nl.{name}")
     def fn(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
            **_kw: Any) -> NkiTensor:
-        if axis is not None and ops.normal_axes(x.shape, axis) == [0]:
+        if axis is not None and ops.normal_axes(x.shape, axis) == [0]:  # the partition axis alone: POOL
             return _partition_reduce(x, op, scale_by_count, dtype, mask)
-        axes = _axes(x, axis)
+        axes = ops.free_axes(x.shape, axis, "a reduction")
         kept = tuple(n for a, n in enumerate(x.shape) if a not in axes)
         shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else kept
         count = prod(x.shape[a] for a in axes)

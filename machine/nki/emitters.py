@@ -186,10 +186,7 @@ def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: A
 
 
 def reduce_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
-    out = ops.normal_axes(shape, axis)
-    if 0 in out:
-        raise current().refuse("tensor_reduce over the partition axis", "use a free axis")
-    return out
+    return ops.free_axes(shape, axis, "tensor_reduce", "use a free axis")
 
 
 def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = False, keepdims: bool = False) -> None:

@@ -402,3 +402,12 @@ def normal_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
     if wrong:
         raise fail(f"axis {wrong[0]}: a {rank}-D tile has axes 0..{rank - 1} (or {-rank}..-1)")
     return sorted(int(a) % rank for a in axes)
+
+
+def free_axes(shape: tuple[int, ...], axis: Any, what: str, hint: str = "transpose it to a free axis first"
+              ) -> list[int]:
+    """:func:`normal_axes`, the partition axis among them refused (``what`` reduces over them)."""
+    out = normal_axes(shape, axis)
+    if 0 in out:
+        raise current().refuse(f"{what} over the partition axis", hint)
+    return out
