@@ -25,13 +25,13 @@ memory bounded by the cap.
 
 from __future__ import annotations
 
-import gc
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.model.geometry import mask_range
 from neuronsim.machine.order.hb import HappensBefore, wait_counts
@@ -219,8 +219,9 @@ def check_program(program: Program, *, max_races: int | None = None, progress: P
     [('WAW', 'load', 'fill', 'sbuf', (0, 32), (0, 256))]
     """
     _require_placed(program)
-    stream = stream if stream is not None else stream_of(program)
-    return check_stream(stream, stream.resolve(), max_races=max_races, progress=progress, stop_after=stop_after)
+    with collector_paused():  # reading the program makes millions of acyclic tuples and arrays too
+        stream = stream if stream is not None else stream_of(program)
+        return check_stream(stream, stream.resolve(), max_races=max_races, progress=progress, stop_after=stop_after)
 
 
 def _backwards(stream: InstanceStream, waits: Waits) -> None:
@@ -238,18 +239,13 @@ def check_stream(stream: InstanceStream, waits: Waits, *, max_races: int | None 
                  progress: Progress | None = None, stop_after: int | None = None) -> RaceReport:
     """The checker's walk over ``stream`` under ``waits`` (see the module doc)."""
     _backwards(stream, waits)
-    enabled = gc.isenabled()
-    gc.disable()  # millions of small acyclic objects: full collections would find nothing
-    try:
+    with collector_paused():  # millions of small acyclic objects: full collections would find nothing
         if race_free(stream, waits):  # the fast path (one sort); it never lists races itself
             if progress is not None:
                 progress(len(stream), len(stream))
             events = int(np.asarray(stream.count, np.int64)[stream.slot_x].sum()) if len(stream.slot_x) else 0
             return RaceReport((), len(stream), events, 0)
         return _walk(stream, waits, max_races, progress, stop_after)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _prepare(stream: InstanceStream, cells: CellSpace) -> list[tuple]:

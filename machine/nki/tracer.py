@@ -19,6 +19,7 @@ pending, so instructions keep program order.
 
 from __future__ import annotations
 
+import inspect
 import linecache
 import re
 import sys
@@ -30,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.nki import keywords
 from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, fail, shown, unsupported, user_line,
                                           user_site)
@@ -68,6 +70,12 @@ def api(name: str) -> Callable[[Callable], Callable]:
     kernel line of the outermost call."""
 
     def wrap(fn: Callable) -> Callable:
+        parameters = inspect.signature(fn).parameters
+        named = tuple(p for p, about in parameters.items() if about.kind not in (about.VAR_POSITIONAL,
+                                                                               about.VAR_KEYWORD))
+        takes_any = any(about.kind == about.VAR_KEYWORD for about in parameters.values())
+        keywords.register(named)
+
         def call(*args: Any, **kwargs: Any) -> Any:
             tracer = current()
             if tracer.site is not None:
@@ -75,6 +83,8 @@ def api(name: str) -> Callable[[Callable], Callable]:
             line, tracer.site_frame = user_site(2)
             tracer.site = (line, name)
             tracer.call_options = kwargs
+            if takes_any and kwargs:
+                tracer.note_keywords(line, name, kwargs, named)
             try:
                 return fn(*args, **kwargs)
             except TypeError as err:
@@ -182,6 +192,9 @@ class Tracer:
     since the trace began (read every :data:`_MEMORY_CHECK_EVERY` instructions)."""
     memory_check_at: int = field(default=0, init=False)
     rss_at_start: int = field(default=0, init=False)
+    keyword_warnings: dict[tuple[str, str], None] = field(default_factory=dict)
+    """``(file:LINE, message)`` of each call given a keyword that misspells one of its
+    parameters (:mod:`~neuronsim.machine.nki.keywords`), once per line and keyword, in trace order."""
     left_early: tuple[SourceLine, str, int, int] | None = None
     """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
     its line, kind, the iteration and the trip count (:meth:`check_loops_finished`)."""
@@ -199,6 +212,14 @@ class Tracer:
             yield self
         finally:
             _STACK.remove(self)
+
+    def note_keywords(self, line: SourceLine, call: str, given: Mapping[str, Any], named: tuple[str, ...]) -> None:
+        """Remember each keyword of ``given`` that misspells one of ``named`` (the call's parameters)."""
+        for keyword in given:
+            if keyword not in named:
+                meant = keywords.misspelt(keyword, named)
+                if meant is not None:
+                    self.keyword_warnings.setdefault((str(line), keywords.warning_text(call, keyword, meant)))
 
     # -- locations ---------------------------------------------------------------------------
     def where(self) -> tuple[SourceLine, str]:

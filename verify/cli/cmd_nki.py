@@ -169,10 +169,14 @@ def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str |
         traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     save_program(traced.program, output)
     count = sum(1 for _ in traced.program.instructions())
+    warnings = [f"{where}: {message}" for where, message in traced.keyword_warnings]
     if as_json:
         emit_json({"format": "neuronsim.nki/1", "kernel": kernel, "output": output, "instructions": count,
-                   "inputs": sorted(traced.inputs), "outputs": list(traced.outputs)})
-    elif output != "-":
+                   "inputs": sorted(traced.inputs), "outputs": list(traced.outputs), "warnings": warnings})
+        return 0
+    for line in warnings:  # (standard error: the program itself may be going to standard output)
+        click.echo(f"warning: {line}", err=True)
+    if output != "-":
         click.echo(f"traced {kernel}: {count} instructions, {len(traced.program.tensors)} tensors "
                    f"(outputs: {', '.join(traced.outputs) or 'none'}) -> {output}")
     return 0

@@ -14,7 +14,8 @@ class NkiFinding:
 
     kind: str
     """``carried``, ``sbuf-accumulate``, ``allocation``, ``cores`` (two cores unordered on HBM) or
-    ``uninitialised`` (bytes read before anything wrote them)."""
+    ``uninitialised`` (bytes read before anything wrote them) or ``keyword`` (a call given a
+    keyword that misspells one of its parameters: ``first`` is the call's line, ``note`` the words)."""
     dependence: str
     """RAW, WAW or WAR (``+=`` is a RAW on itself); ``RW`` or WAW between two cores (no order)."""
     first: str
@@ -56,6 +57,8 @@ class NkiFinding:
                     f"): the cores run concurrently, so which gets there first decides"
                     f"{'; ' + self.note if self.note else ''}; "
                     f"a nisa.core_barrier between the write and the other core's access orders them")
+        if self.kind == "keyword":
+            return f"{self.first}: {self.note}"
         if self.kind == "uninitialised":
             return (f"{self.first} reads bytes of {' / '.join(self.tensors)} that nothing wrote before it: on the "
                     f"device they hold whatever was there, not zeros{'; ' + self.note if self.note else ''} (write "

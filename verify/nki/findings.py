@@ -65,7 +65,8 @@ from neuronsim.verify.nki.control_findings import control_findings
 from neuronsim.verify.nki.lifetimes import clobber_findings
 from neuronsim.verify.nki.core_races import core_race_findings
 
-__all__ = ["NkiFinding", "nki_findings", "carried_findings", "allocation_findings", "grouped_findings", "SCOPE_KEY",
+__all__ = ["NkiFinding", "nki_findings", "carried_findings", "allocation_findings", "grouped_findings",
+           "keyword_findings", "SCOPE_KEY",
            "AFFINE", "RANGE_KEY", "ACCUMULATE_KEY"]
 
 
@@ -179,6 +180,13 @@ def _line_of(label: str) -> str:
     """A finding's instance label without its iteration: ``+= at k.py:18 [k=0]`` -> ``+= at k.py:18``."""
     head, bracket, _ = label.rpartition(" [") if label.endswith("]") and " [" in label else (label, "", "")
     return head if bracket else label.split("[", 1)[0]
+
+
+def keyword_findings(traced) -> tuple[NkiFinding, ...]:
+    """The warnings of a traced kernel's misspelt keywords
+    (:attr:`~neuronsim.machine.nki.frontend.TracedKernel.keyword_warnings`)."""
+    return tuple(NkiFinding("keyword", "", where, "", severity="warning", note=message)
+                 for where, message in traced.keyword_warnings)
 
 
 def grouped_findings(findings: list[NkiFinding] | tuple[NkiFinding, ...],

@@ -36,7 +36,7 @@ from neuronsim.machine.ir.program import Loop, Program
 from neuronsim.machine.order.stream import stream_of
 from neuronsim.passes.alloc import SbufFull
 
-from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, nki_findings
+from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, keyword_findings, nki_findings
 from neuronsim.verify.nki.placement import identity_placement
 from neuronsim.verify.nki.uninitialised import confirmed_findings
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
@@ -181,7 +181,7 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
         # the storage NKI's compiler reasons with: one stream for the carried and the
         # uninitialised checks (placement.py)
         placed = stream_of(identity_placement(traced.program))
-        findings = tuple(nki_findings(traced.program, traced.run_inputs, placed))
+        findings = keyword_findings(traced) + tuple(nki_findings(traced.program, traced.run_inputs, placed))
         if functional:  # (it runs the kernel twice when it finds such reads: values, not timing)
             findings += tuple(confirmed_findings(traced.program, traced.run_inputs, placed))
     from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)

@@ -1,0 +1,79 @@
+"""Keywords an NKI call does not take: a misspelt ``mask=`` is said, not swallowed.
+
+NKI's API functions end in ``**kwargs`` (the API reference prints
+``nki.language.sign(x, *, dtype=None, mask=None, **kwargs)``), and so do neuronsim's: keywords
+of another NKI version, or ones only the compiler reads (``perf_mode``, ``dge_mode``), pass
+through a trace unused.  A misspelt keyword passed through too, and the call ran without it:
+``nl.load(x[...], maks=m)`` loaded every row, and the run's outputs differed from the reference
+with no line named.
+
+The tracer asks :func:`misspelt` about each keyword a call's own parameters do not name.  The
+answer is the parameter probably meant, when the keyword is no NKI keyword at all (neither a
+parameter of any NKI call neuronsim models nor one of :data:`OTHER_NKI_KEYWORDS`) and is close
+to one of the call's parameters (:func:`difflib.get_close_matches`, ratio at least 0.75).  A
+keyword far from every parameter is left alone: it is more likely an option of an NKI version
+neuronsim has not read than a slip of the fingers.  The run says it as a warning at the call's
+line (``keyword`` in ``docs/nki-checks.md``); nothing fails, as on NKI.
+
+>>> register(("src", "mask", "dtype"))
+>>> misspelt("maks", ("src", "mask", "dtype"))
+'mask'
+>>> misspelt("perf_mode", ("src", "mask", "dtype")) is None   # a keyword NKI has
+True
+>>> misspelt("colour", ("src", "mask", "dtype")) is None      # close to nothing of the call
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from difflib import get_close_matches
+
+__all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_text"]
+
+#: Keywords of real NKI calls that no function of neuronsim's API names as a parameter: options
+#: neuronsim ignores (compiler directives, profiling, another version's spelling).  Gathered from
+#: the keywords the public kernels of the NKI corpus pass (nki-library, nki-samples, the SDK's
+#: NKI folders) and from the API reference's signatures and parameter lists, releases 2.20-2.33.
+OTHER_NKI_KEYWORDS = frozenset({
+    "_dtype", "additional_compile_opt", "address_rotation", "allow_nested_config_override", "arr",
+    "artifacts_dir", "asynchronous", "barrier_check", "base_addr", "base_bank", "base_partition", "block_shape",
+    "body_fun", "bound0", "bound1", "comp_op0", "comp_op1", "compile_config", "dead_code_elim", "debug_kernel",
+    "dim", "dims", "directives", "dst_idx", "dst_pattern", "dst_scale", "element_shape", "end", "end_dim",
+    "experimental_flags", "factor", "fixed_sizes", "fn", "frozen", "func", "function_name", "handle",
+    "has_rdispls", "idx_dst", "imm0", "imm1", "index", "index_offset", "indirect_dim", "init", "input_data",
+    "iters", "kernel", "kernel_name", "lib_file_name", "log_level", "lower", "max", "max_value",
+    "metadata_tensor", "min", "mode", "moving_scale", "neg_max", "new_shape", "nki_alloc_fallback",
+    "non_ssa_legalization", "num_bank_tiles", "num_channels", "num_elem", "num_elem_per_idx", "num_free_tiles",
+    "num_par_tiles", "num_valid_indices", "on_false", "on_true", "operand", "out", "overwrite", "padding_val",
+    "parallel_reduce", "platform_target", "precise_schedule", "predicate", "prefetch_auto", "prefix",
+    "print_prefix", "prob", "producers", "profile_nth", "program_axes", "psum_accumulate_flag", "range_start",
+    "recip", "recv_counts_known", "relu_param", "reverse_pred", "save_neff_name", "save_trace_name",
+    "scalar_offset", "segment_ids", "show_compiler_tb", "shuffle_mask", "size", "source", "source_target_pairs",
+    "specialization_config", "src_buffer", "src_pattern", "src_seeds", "start", "start_dim", "state",
+    "stationary_scale", "step", "stop", "storage", "tensor", "tile_shape", "transpose_axes",
+    "ulib_to_isa_version", "ulib_to_ucode_version", "upper", "val_dst", "vals", "vector_offset", "warmup",
+    "working_directory", "world_size",
+})
+
+_KNOWN: set[str] = set(OTHER_NKI_KEYWORDS)
+
+
+def register(parameters: Iterable[str]) -> None:
+    """Count ``parameters`` (one NKI call's) among the keywords NKI has."""
+    _KNOWN.update(parameters)
+
+
+def misspelt(keyword: str, parameters: tuple[str, ...]) -> str | None:
+    """The parameter of ``parameters`` that ``keyword`` (not one of them) probably misspells, or
+    None (see the module doc)."""
+    if keyword in _KNOWN:
+        return None
+    close = get_close_matches(keyword, parameters, n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
+def warning_text(call: str, keyword: str, meant: str) -> str:
+    """The warning's words (the line is the caller's)."""
+    return (f"{call}: keyword {keyword!r} is no parameter of {call} (did you mean {meant!r}?); NKI's **kwargs take "
+            f"it, so the call ran without it")
