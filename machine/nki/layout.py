@@ -232,14 +232,15 @@ class Layout:
             start = 0 if k.start is None else k.start
             stop = count if k.stop is None else k.stop
             step = 1 if k.step is None else concrete(k.step, "a slice step")
+            # negative ends count from the end, as in Python (``a[-64:]`` is the last 64 rows)
+            start = start + count if is_int(start) and start < 0 else start
+            stop = stop + count if is_int(stop) and stop < 0 else stop
             span = as_index(stop) - as_index(start)
             if span.terms or step < 1:
                 raise fail(f"slice {k} of {self.tensor.name} needs a constant length and a positive step")
-            if is_int(start) and start < 0:
-                start, span = start + count, span
             n = -(-span.const // step)
             if n < 1 or (is_int(start) and not 0 <= start):  # past the end: checked on the access (limits)
-                raise fail(f"slice {start}:{stop} of {self.tensor.name} is outside its {count} elements")
+                raise fail(f"slice {_ends(k)} of {self.tensor.name} is outside its {count} elements")
             if kind == P:
                 p0, _pn, ps = self.partitions
                 first = concrete(start, "a partition index")
@@ -538,3 +539,8 @@ def _pattern_pairs(pattern: Any) -> list[tuple[int, int]]:
         raise unsupported("a negative step in an access pattern", "neuronsim's access patterns step forward: "
                                                                   "walk the elements in increasing order")
     return [(int(s), int(n)) for s, n in pairs]
+
+
+def _ends(k: slice) -> str:
+    """``start:stop`` of ``k`` as the kernel wrote it."""
+    return f"{'' if k.start is None else k.start}:{'' if k.stop is None else k.stop}"

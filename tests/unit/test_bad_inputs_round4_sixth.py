@@ -102,6 +102,15 @@ def test_an_archive_member_that_is_no_array_is_located(tmp_path: Path) -> None:
     _refused(["simulate", str(program), "--inputs", str(archive)], "--inputs", "x: not an .npy array")
 
 
+def test_a_complex_array_is_refused_not_cast(tmp_path: Path) -> None:
+    program = tmp_path / "p.json"
+    program.write_text(json.dumps(VALID))
+    archive = tmp_path / "in.npz"
+    np.savez(archive, x=np.ones((128, 16), np.complex64))  # numpy would drop the imaginary parts, warning
+    _refused(["simulate", str(program), "--inputs", str(archive)], "--inputs",
+             "x: an array of complex64 in the archive; tensors hold real numbers")
+
+
 def test_an_array_header_claiming_more_than_the_archive_holds_is_located(tmp_path: Path) -> None:
     import io
 

@@ -56,9 +56,10 @@ def parse_dtype_options(items: tuple[str, ...] | list[str], option: str = "--dty
 
 def _typed(name: str, array: np.ndarray, named: Mapping[str, str], tensor_dtypes: Mapping[str, str],
            option: str) -> np.ndarray:
-    if array.dtype.kind in "USOMm":  # text, objects, datetimes: no tensor holds them (tracing would fail deep inside)
-        raise UsageFailure(f"{name}: an array of {array.dtype} in the archive; tensors hold numbers (bool, integer or "
-                           f"float dtypes)", option)
+    if array.dtype.kind in "USOMmc":  # text, objects, datetimes, complex: no tensor holds them (tracing would fail
+        # deep inside, or numpy would drop the imaginary parts with a warning)
+        raise UsageFailure(f"{name}: an array of {array.dtype} in the archive; tensors hold real numbers (bool, "
+                           f"integer or float dtypes)", option)
     if array.dtype.kind != "V" and name not in named:
         return array
     dtype = named.get(name) or tensor_dtypes.get(name) or DEFAULT_VOID.get(array.dtype.itemsize)
