@@ -42,11 +42,19 @@ from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
 
-__all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER", "CORE_KEY"]
+__all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER", "CORE_KEY",
+           "UNROLLED_AFFINE_KEY"]
 
 #: On an instruction of a two-core kernel: the core that issued it and how many meetings both
 #: cores had passed (machine/nki/cores.py).
 CORE_KEY = "x-nki-core"
+
+#: On an instruction inside legacy ``affine_range`` loops the trace unrolled (a loop index used
+#: other than affinely): ``[[occurrence, variable, iteration], ...]``, outermost first, one entry
+#: per such loop; ``occurrence`` numbers each time a loop starts, so the iterations of one run of
+#: the loop share it.  The ``carried`` check reads it (verify/nki/carried.py): an unrolled affine
+#: loop promises independent iterations as a kept one does.
+UNROLLED_AFFINE_KEY = "x-nki-unrolled-affine"
 
 _STACK: list[Tracer] = []
 _ASSIGN = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
@@ -149,6 +157,9 @@ class Tracer:
     pending: Pending | None = None
     loops: list[tuple[str, Any]] = field(default_factory=list)
     loop_sites: dict[str, str] = field(default_factory=dict)
+    unrolled_affine: list[list[Any]] = field(default_factory=list)
+    """The legacy ``affine_range`` loops being unrolled around the call (:data:`UNROLLED_AFFINE_KEY`)."""
+    unrolled_runs: int = 0
     program_id: tuple[int, ...] = ()
     written: set[str] = field(default_factory=set)
     hbm_sites: dict[tuple, Any] = field(default_factory=dict)
@@ -239,6 +250,8 @@ class Tracer:
     def _extras(self, site: tuple[SourceLine, str], indices: dict[str, Any], more: dict | None) -> dict:
         line, call = site
         extras = {"x-source": {"file": line.file, "line": line.line, "call": call, "indices": indices}}
+        if self.unrolled_affine:
+            extras[UNROLLED_AFFINE_KEY] = [list(entry) for entry in self.unrolled_affine]
         if self.cores is not None:  # which core issued it, between which meetings (verify/nki/core_races.py)
             extras[CORE_KEY] = {"rank": self.cores.rank(), "epoch": self.cores.epoch}
         extras.update(more or {})
@@ -426,17 +439,25 @@ class Tracer:
         return self._unrolled(var, values, (where, kind))
 
     def _unrolled(self, var: str, values: range, site: tuple[SourceLine, str] | None = None) -> Iterator[int]:
-        for value in values:
+        affine = site is not None and site[1] == "affine" and self.generation == "legacy" and len(values) > 1
+        self.unrolled_runs += affine
+        for iteration, value in enumerate(values):
             self.flush()
             self.loops.append((var, value))
+            if affine:
+                self.unrolled_affine.append([self.unrolled_runs, var, iteration])
             try:
                 yield value
+                if affine:
+                    self.flush()  # the iteration's held-back call is the iteration's (its mark)
             except GeneratorExit:  # the kernel left the body by `return` or `break` (checked when it returns)
                 if site is not None and value != values[-1] and self.left_early is None:
                     self.left_early = (site[0], site[1], values.index(value), len(values))
                 raise
             finally:
                 self.loops.pop()
+                if affine:
+                    self.unrolled_affine.pop()
         self.flush()
 
     def _kept(self, var: str, kind: str, values: range, key: str) -> Iterator[Any]:

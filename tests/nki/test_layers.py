@@ -17,6 +17,7 @@ LAYERS = (
     "frames",  # the loop indices in force, read from the kernel's frames
     "cores",  # the two cores of an LNC=2 kernel: instances as threads handing one baton
     "groups",  # a rewrite of the traced program (PSUM groups), no tracer
+    "keywords",  # which keywords a call does not take misspell one it does (no tracer)
     "tracer",  # the recording core: loops, sites, pending results
     "device_values",  # tile contents read back at a point of the trace (decisions)
     "indirect",  # indirect DMA: a tile of row numbers as a DMA's index

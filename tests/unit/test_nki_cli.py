@@ -258,7 +258,7 @@ def prefetch(a):
     t = nl.ndarray((5, nl.par_dim(128), 16), dtype=a.dtype,
                    buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(SLOTS,)))
     t[0] = nl.load(a[:, nl.ds(0, 16)])
-    for i in nl.affine_range(4):
+    for i in nl.sequential_range(4):  # each iteration reads the tile the one before it loaded
         t[i + 1] = nl.load(a[:, nl.ds((i + 1) * 16, 16)])
         u = nl.exp(t[i])
         nl.store(out[:, nl.ds(i * 16, 16)], value=u)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
+from neuronsim.machine.nki.tracer import UNROLLED_AFFINE_KEY
 from neuronsim.machine.order.stream import InstanceStream
 
 __all__ = ["CarriedPair", "sweep_loops", "RANGE_KEY", "SCOPE_KEY", "ACCUMULATE_KEY", "LOOP_REDUCE_KEY", "AFFINE"]
@@ -114,8 +115,9 @@ def _events(stream: InstanceStream, storage: list[tuple[int, int]]) -> Iterator[
 class _Sweep:
     """The last-writer array of one storage and the carried pairs its reads find."""
 
-    def __init__(self, stream: InstanceStream, affine: dict[int, Loop], storage: list[tuple[int, int]]) -> None:
-        self.stream, self.affine = stream, affine
+    def __init__(self, stream: InstanceStream, affine: dict[int, Loop], storage: list[tuple[int, int]],
+                 marks: list[tuple | None]) -> None:
+        self.stream, self.affine, self.marks = stream, affine, marks
         footprints = [(i, ca, *stream.footprint_at(ca, i)) for i, ca in _events(stream, storage)]
         whole = isinstance(footprints[0][1].space, tuple)  # an alias group: its tensors may sit anywhere
         bounds = [b for *_, spans in footprints for span in spans for b in span]
@@ -170,13 +172,19 @@ class _Sweep:
         bounds = np.concatenate([[0], np.cumsum(np.bincount(which.reshape(-1), minlength=groups.shape[1]))]).tolist()
         for g, (xw, xr) in enumerate(groups.T.tolist()):
             common = stream.common(xw, xr)
-            if common == 0:
-                continue
+            unrolled = _unrolled_carry(self.marks[xw], self.marks[xr])
             picked = order[bounds[g]:bounds[g + 1]]
+            if common == 0:
+                if unrolled is not None:
+                    self._note(unrolled, xw, xr, int(writer[picked[0]]), int(reader[picked[0]]))
+                continue
             w_digits = _index(stream, xw, writer[picked], common)
             r_digits = _index(stream, xr, reader[picked], common)
             differs = w_digits != r_digits
             has_level = differs.any(axis=0)  # else the same iteration of every loop around both
+            if unrolled is not None and not has_level.all():  # in one iteration of the kept loops: the unrolled one
+                first = int(np.argmin(has_level))
+                self._note(unrolled, xw, xr, int(writer[picked[first]]), int(reader[picked[first]]))
             level = np.argmax(differs, axis=0)
             for k in np.unique(level[has_level]).tolist():
                 loop = stream.loops_of[xr][k]
@@ -190,6 +198,45 @@ class _Sweep:
                     self.nearest[key] = (gap, int(writer[picked[at[best]]]), int(reader[picked[at[best]]]))
 
 
+    def _note(self, unrolled: tuple[tuple, int], xw: int, xr: int, writer: int, reader: int) -> None:
+        """Record a pair an unrolled affine loop carries (``unrolled``: its key and the distance)."""
+        key, gap = (unrolled[0], xw, xr), unrolled[1]
+        if key not in self.nearest or gap < self.nearest[key][0]:
+            self.nearest[key] = (gap, writer, reader)
+
+
+def _unrolled_marks(stream: InstanceStream) -> list[tuple | None]:
+    """Per instruction, its unrolled legacy ``affine_range`` loops, ``(occurrence, variable,
+    iteration)`` outermost first (:data:`~neuronsim.machine.nki.tracer.UNROLLED_AFFINE_KEY`), or None."""
+    out: list[tuple | None] = []
+    for inst in stream.instrs:
+        marks = inst.extras.get(UNROLLED_AFFINE_KEY) if inst.extras else None
+        out.append(tuple(tuple(mark) for mark in marks) if marks else None)
+    return out
+
+
+def _unrolled_carry(writer: tuple | None, reader: tuple | None) -> tuple[tuple, int] | None:
+    """``(loop key, distance)`` of the outermost unrolled affine loop both instructions sit in
+    (one run of it) at different iterations, or None.  Iterations of an outer loop that differ
+    put the inner loops' runs apart, so the first difference found is the loop carrying.
+
+    >>> _unrolled_carry(((1, "k", 0),), ((1, "k", 2),))
+    (('unrolled', 1, 'k'), 2)
+    >>> _unrolled_carry(((1, "k", 0), (2, "j", 1)), ((1, "k", 0), (2, "j", 3)))
+    (('unrolled', 2, 'j'), 2)
+    >>> _unrolled_carry(((2, "j", 0),), ((3, "j", 1),)) is None  # two runs of the inner loop
+    True
+    """
+    if not writer or not reader:
+        return None
+    at = {run: iteration for run, _var, iteration in reader}
+    for run, var, iteration in writer:
+        later = at.get(run)
+        if later is not None and later != iteration:
+            return ("unrolled", run, var), later - iteration
+    return None
+
+
 def _index(stream: InstanceStream, x: int, i: np.ndarray, levels: int) -> np.ndarray:
     """The outer ``levels`` loop indices of instances ``i`` of instruction ``x``, one row per
     level (:meth:`InstanceStream.index_of`, cut short: a loop's body may hold more than the
@@ -200,13 +247,15 @@ def _index(stream: InstanceStream, x: int, i: np.ndarray, levels: int) -> np.nda
     return out
 
 
-def _storages(stream: InstanceStream, affine: dict[int, Loop]) -> dict[object, list[tuple[int, int]]]:
+def _storages(stream: InstanceStream, affine: dict[int, Loop],
+              marks: list[tuple | None]) -> dict[object, list[tuple[int, int]]]:
     """Access slots ``(instruction, position)`` per storage (a tensor, or a DRAM alias group)
-    that some affine loop both reads and writes."""
+    that some affine loop (kept, or one run of an unrolled one) both reads and writes."""
     slots: dict[object, list[tuple[int, int]]] = defaultdict(list)
-    touched: dict[object, tuple[set[int], set[int]]] = defaultdict(lambda: (set(), set()))
+    touched: dict[object, tuple[set, set]] = defaultdict(lambda: (set(), set()))
     for x in range(stream.m):
-        inside = {id(loop) for loop in stream.loops_of[x] if id(loop) in affine}
+        inside: set = {id(loop) for loop in stream.loops_of[x] if id(loop) in affine}
+        inside.update(run for run, _var, _iteration in marks[x] or ())
         for k, ca in enumerate(stream.accesses(x)):
             key = ca.space if isinstance(ca.space, tuple) else ca.tensor
             slots[key].append((x, k))
@@ -219,16 +268,20 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
     ``stream`` being the program's on the identity placement (each tensor on bytes of its own)."""
     affine = {id(node): node for node, _ in program.walk()
               if isinstance(node, Loop) and node.extras.get(RANGE_KEY) == AFFINE and node.trip_count > 1}
-    if not affine:
+    marks = _unrolled_marks(stream)
+    if not affine and not any(marks):
         return []
     private = _private_loops(program, stream)
     found: dict[tuple[str, str, int, int], CarriedPair] = {}
-    for storage in _storages(stream, affine).values():
-        for (loop_id, xw, xr), (distance, w, r) in _Sweep(stream, affine, storage).run().items():
-            loop = affine[loop_id]
+    for storage in _storages(stream, affine, marks).values():
+        for (loop_id, xw, xr), (distance, w, r) in _Sweep(stream, affine, storage, marks).run().items():
             tensors = sorted({stream.tensor_names[ca.tensor] for x, k in storage
                               for ca in (stream.accesses(x)[k],) if x in (xw, xr)})
-            tensors = [t for t in tensors if loop.name not in private[t]]
+            if isinstance(loop_id, tuple):  # an unrolled loop: each iteration declares its tiles anew
+                loop_name = loop_id[2]
+            else:
+                loop_name = affine[loop_id].name
+                tensors = [t for t in tensors if loop_name not in private[t]]
             if not tensors:
                 continue  # a tile declared in the body: a new buffer every iteration
             writer, reader = stream.instrs[xw], stream.instrs[xr]
@@ -239,11 +292,11 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
             if writer.extras.get(LOOP_REDUCE_KEY) and reader.extras.get(LOOP_REDUCE_KEY):
                 continue  # nl.loop_reduce: a reduction the kernel declared (its API page loops it in affine_range)
             kind = "accumulate" if both and memory == MemoryKind.SBUF else "carried"
-            key = (kind, loop.name, xw, xr)
+            key = (kind, loop_name, xw, xr)
             old = found.get(key)
             if old is None or distance < old.distance:
                 merged = tuple(dict.fromkeys([*(old.tensors if old else ()), *tensors]))
-                found[key] = CarriedPair(kind=kind, loop=loop.name, distance=distance, writer=w, reader=r,
+                found[key] = CarriedPair(kind=kind, loop=loop_name, distance=distance, writer=w, reader=r,
                                          tensors=merged)
             else:
                 found[key] = CarriedPair(kind=old.kind, loop=old.loop, distance=old.distance, writer=old.writer,

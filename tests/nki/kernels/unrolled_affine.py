@@ -1,0 +1,56 @@
+"""Legacy ``affine_range`` loops the trace unrolls (a loop index used other than affinely,
+``k // 2``), with and without a value carried between their iterations
+(tests/nki/test_unrolled_affine.py)."""
+
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+def inputs(seed: int = 0) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return {"x": rng.standard_normal((2, 128, 64)).astype(np.float32)}
+
+
+@nki.jit
+def running_sum_in_hbm(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.zeros((128, 64), dtype=nl.float32))
+    for k in nl.affine_range(4):
+        total = nl.load(out)
+        part = nl.load(x[k // 2])
+        nl.store(out, value=nl.add(total, part))
+    return out
+
+
+@nki.jit
+def independent_halves(x):
+    out = nl.ndarray((4, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    for k in nl.affine_range(4):
+        part = nl.load(x[k // 2])
+        nl.store(out[k], value=nl.multiply(part, 2.0))
+    return out
+
+
+@nki.jit
+def carried_by_the_python_loop_only(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.zeros((128, 64), dtype=nl.float32))
+    for r in range(2):
+        for k in nl.affine_range(2):
+            if k == 0:
+                total = nl.load(out)
+                part = nl.load(x[(r + k) // 2])
+                nl.store(out, value=nl.add(total, part))
+    return out
+
+
+@nki.jit
+def nested_inner_carries(x):
+    out = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    for j in nl.affine_range(2):
+        nl.store(out[j], value=nl.zeros((128, 64), dtype=nl.float32))
+        for k in nl.affine_range(2):
+            total = nl.load(out[j])
+            nl.store(out[j], value=nl.add(total, nl.load(x[(j + k) // 2])))
+    return out

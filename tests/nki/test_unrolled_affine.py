@@ -1,0 +1,43 @@
+"""The ``carried`` finding on legacy ``affine_range`` loops the trace unrolls: unrolled, a loop
+still promises independent iterations (``x-nki-unrolled-affine``, machine/nki/tracer.py), so a
+value one iteration stores and the next loads back is the finding it is in a kept loop (it
+used to vanish with the loop)."""
+
+from __future__ import annotations
+
+import pytest
+
+from neuronsim.verify.nki.findings import nki_findings
+from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, trace_file
+
+KERNELS = GROUP_KERNELS / "unrolled_affine.py"
+
+
+def _findings(func: str):
+    traced = trace_file(KERNELS, func, kernel_module(KERNELS).inputs(0))
+    assert any(loop for inst, loop in traced.program.instructions()) is False  # the loops were unrolled
+    return [f for f in nki_findings(traced.program) if f.kind == "carried"]
+
+
+def _line(needle: str) -> int:
+    lines = [n for n, text in enumerate(KERNELS.read_text().splitlines(), 1) if needle in text]
+    return lines[0]
+
+
+def test_a_value_carried_through_hbm_is_found_in_the_unrolled_loop() -> None:
+    found = _findings("running_sum_in_hbm")
+    assert [(f.loop, f.distance, f.tensors) for f in found] == [("k", 1, ("return0",))] * 3
+    store, load = _line("nl.store(out, value=nl.add(total, part))"), _line("total = nl.load(out)")
+    assert found[0].first.endswith(f"unrolled_affine.py:{store} [k=0]")
+    assert found[0].second.endswith(f"unrolled_affine.py:{load} [k=1]")
+
+
+def test_the_inner_of_two_unrolled_loops_carries_within_one_outer_iteration() -> None:
+    found = _findings("nested_inner_carries")
+    assert {(f.loop, f.distance) for f in found} == {("k", 1)}
+    assert all("[j=0, k=0]" in f.first or "[j=1, k=0]" in f.first for f in found)
+
+
+@pytest.mark.parametrize("func", ["independent_halves", "carried_by_the_python_loop_only"])
+def test_iterations_that_share_nothing_or_only_a_python_loop_carry_are_clean(func: str) -> None:
+    assert _findings(func) == []
