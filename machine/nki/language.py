@@ -138,6 +138,21 @@ def ndarray(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", a
     return _new(shape, dtype, buffer, name, address)
 
 
+class KeywordBuffer(Buffer):
+    """The bare ``sbuf`` / ``hbm`` of a kernel, which NKI's frontend knows without an import
+    (the quickstart: "The ``sbuf`` keyword is available in any NKI kernel"; ``hbm`` "similar"):
+    ``sbuf.view(dtype, shape)`` declares a tensor there, as ``nl.ndarray(shape, dtype,
+    buffer=...)`` does; used as a buffer value it is that buffer.  The stand-ins provide them
+    while a kernel is imported and traced (:func:`~neuronsim.machine.nki.standins.standins`)."""
+
+    def view(self, dtype: Any, shape: Any, name: str = "", **_kw: Any) -> NkiTensor:
+        return ndarray(shape, dtype, buffer=BUFFERS[self.kind], name=name)
+
+
+#: The keywords a kernel may name without importing them.
+KERNEL_KEYWORDS = {"sbuf": KeywordBuffer("sbuf"), "hbm": KeywordBuffer("shared_hbm")}
+
+
 @api("nl.zeros")
 def zeros(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw: Any) -> NkiTensor:
     return full(shape, 0.0, dtype, buffer, name, **kw)

@@ -10,6 +10,7 @@ nki-library's own tests swap in a CPU simulator.  Current API: ``nki``, ``nki.la
 
 from __future__ import annotations
 
+import builtins
 import importlib.abc
 import importlib.machinery
 import logging
@@ -23,6 +24,7 @@ from neuronsim.machine.nki import isa, kernel, legacy, ranks
 from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import Refused, RefusedClass, no_such_name
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
+from neuronsim.machine.nki.language import KERNEL_KEYWORDS
 
 __all__ = ["standins", "generation_of", "stand_in_modules"]
 
@@ -141,9 +143,15 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     added_off, disabled = not hasattr(logging, "OFF"), logging.root.manager.disable
     if added_off:
         logging.OFF = logging.CRITICAL + 10  # type: ignore[attr-defined]
+    # NKI's bare `sbuf` / `hbm` keywords (language.KERNEL_KEYWORDS), where a kernel's module
+    # looks a name up last; a module's own `sbuf` still comes first
+    keywords = {name: value for name, value in KERNEL_KEYWORDS.items() if not hasattr(builtins, name)}
+    vars(builtins).update(keywords)
     try:
         yield modules
     finally:
+        for name in keywords:
+            vars(builtins).pop(name, None)
         if added_off:
             del logging.OFF  # type: ignore[attr-defined]
         logging.disable(disabled)
