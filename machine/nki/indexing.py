@@ -160,8 +160,12 @@ class Mask:
     alternatives: tuple[Mask, ...] = ()
 
     def __and__(self, other: Any) -> Mask:
+        if isinstance(other, (bool, np.bool_)):  # a condition of loop variables alone, decided by an unrolled loop
+            return self if other else NEVER
         if not isinstance(other, Mask):
-            raise fail("a mask combines with & only with another mask")
+            raise fail("a mask combines with & only with another mask or a boolean")
+        if self is NEVER or other is NEVER:
+            return NEVER
         if self.alternatives and other.alternatives:
             return Mask(self.preds + other.preds, self._distributed(other))
         return Mask(self.preds + other.preds, self.alternatives or other.alternatives)
@@ -172,9 +176,13 @@ class Mask:
         """``(a | b) & (c | d)`` as ``a&c | a&d | b&c | b&d``."""
         return tuple(x & y for x in self.alternatives for y in other.alternatives)
 
-    def __or__(self, other: Any) -> Mask:
+    def __or__(self, other: Any) -> Mask | bool:
+        if isinstance(other, (bool, np.bool_)):
+            return True if other else self  # (True: no mask, as mask=True)
         if not isinstance(other, Mask):
-            raise fail("a mask combines with | only with another mask")
+            raise fail("a mask combines with | only with another mask or a boolean")
+        if self is NEVER or other is NEVER:
+            return other if self is NEVER else self
         return Mask((), (self, other))
 
     __ror__ = __or__
@@ -256,6 +264,10 @@ class Mask:
 _MAX_GRID = 1 << 22
 _COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
 
+
+
+#: The mask of a condition known false when traced: the instruction is not emitted.
+NEVER = Mask(())
 
 def _range_preds(it: Iter, lo: int, hi: int) -> tuple[tuple[ArangeExpr, str, int], ...]:
     index = ArangeExpr(0, ((it, 1),))

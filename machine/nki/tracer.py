@@ -37,7 +37,7 @@ from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, f
                                           user_site)
 from neuronsim.machine.nki.frames import loop_indices
 from neuronsim.machine.nki.groups import OpenGroups
-from neuronsim.machine.nki.indexing import Mask, SymIndex, concrete
+from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, concrete
 from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
@@ -531,7 +531,6 @@ def peak_rss() -> int:
 
 
 #: A mask that is a Python ``False`` (a condition the kernel computed): the instruction is skipped.
-NEVER = Mask(())
 
 
 def as_mask(mask: Any) -> Mask | None:

@@ -1,0 +1,27 @@
+"""A mask joined by ``&`` / ``|`` with a condition of loop variables alone (``(i_f < 32) & (t <
+valid)``, as an nki-samples kernel writes it): the trace unrolls the loop, the condition is a
+Python boolean there, and the mask is itself (true), none (false with ``&``) or no mask
+(true with ``|``).  It used to be refused: "a mask combines with & only with another mask"."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronsim_tests.nki_kernels import f32, kernel, run
+
+
+def test_and_with_a_loop_condition() -> None:
+    a = f32(384, 64)
+    got = run(kernel("mask_booleans.py::first_tiles_scaled"), a, valid=2)["return0"]
+    want = a.copy()
+    want[:256, :32] *= 2
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_or_with_a_loop_condition() -> None:
+    a = f32(384, 64)
+    got = run(kernel("mask_booleans.py::or_a_loop_condition"), a, valid=1)["return0"]
+    want = a.copy()
+    want[:128, :32] *= 2
+    want[128:] *= 2
+    np.testing.assert_allclose(got, want, rtol=1e-6)
