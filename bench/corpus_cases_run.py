@@ -176,6 +176,7 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
     run = report.run
     record["race_free"] = not run.compiled_report.races and not run.report.races
     record["simulated"] = True
+    record["warnings"] = [finding.describe()[:300] for finding in report.findings if not finding.is_error]
     problems = report.problems()
     record["equal"] = record["reference"] and not problems
     if problems:

@@ -172,6 +172,14 @@ class Mask:
 
     __rand__ = __and__
 
+    def __getitem__(self, key: Any) -> Mask:
+        """``(i_p < 100)[:, None]``: the comparison of the index vectors reshaped so (as
+        ``i_p[:, None] < 100``)."""
+        if self is NEVER:
+            return self
+        return Mask(tuple((expr[key], cmp, value) for expr, cmp, value in self.preds),
+                    tuple(alternative[key] for alternative in self.alternatives))
+
     def _distributed(self, other: Mask) -> tuple[Mask, ...]:
         """``(a | b) & (c | d)`` as ``a&c | a&d | b&c | b&d``."""
         return tuple(x & y for x in self.alternatives for y in other.alternatives)

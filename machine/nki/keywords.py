@@ -13,7 +13,9 @@ parameter of any NKI call neuronsim models nor one of :data:`OTHER_NKI_KEYWORDS`
 to one of the call's parameters (:func:`difflib.get_close_matches`, ratio at least 0.75).  A
 keyword far from every parameter is left alone: it is more likely an option of an NKI version
 neuronsim has not read than a slip of the fingers.  The run says it as a warning at the call's
-line (``keyword`` in ``docs/nki-checks.md``); nothing fails, as on NKI.
+line (``keyword`` in ``docs/nki-checks.md``); nothing fails, as on NKI.  One keyword is said
+whatever its spelling: ``dst=`` given to a legacy ``neuronxcc.nki`` call, which returns its
+result (:func:`legacy_dst_text`).
 
 >>> register(("src", "mask", "dtype"))
 >>> misspelt("maks", ("src", "mask", "dtype"))
@@ -29,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from difflib import get_close_matches
 
-__all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_text"]
+__all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_text", "legacy_dst_text"]
 
 #: Keywords of real NKI calls that no function of neuronsim's API names as a parameter: options
 #: neuronsim ignores (compiler directives, profiling, another version's spelling).  Gathered from
@@ -77,3 +79,12 @@ def warning_text(call: str, keyword: str, meant: str) -> str:
     """The warning's words (the line is the caller's)."""
     return (f"{call}: keyword {keyword!r} is no parameter of {call} (did you mean {meant!r}?); NKI's **kwargs take "
             f"it, so the call ran without it")
+
+
+def legacy_dst_text(call: str) -> str:
+    """The warning for ``dst=`` given to a legacy call that returns its result: the NKI 0.7
+    form (``import nki.isa``) writes into ``dst``, the ``neuronxcc.nki`` one does not, so the
+    tile named there is left as it was."""
+    return (f"{call}: the neuronxcc.nki call returns its result and takes no dst= (the nki.isa form of NKI 0.7 "
+            f"does), so the call ran without it and the tile named there is left unwritten: assign the result "
+            f"(t[...] = {call}(...)), or import nki.isa")

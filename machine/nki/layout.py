@@ -220,8 +220,12 @@ class Layout:
         for (_kind, _s, n), limit in zip(self.axes, self.limits or ()):
             if limit is not None and n and not (limit[0] <= 0 and n <= limit[1]):
                 first, stop, dim, size = limit
-                message = (f"the access of {self.tensor.name} reaches past its {size} elements along dimension "
-                           f"{dim} (positions {first} to {stop - 1} of its {n} are inside; a mask= bounds it)")
+                if stop <= first:
+                    message = (f"the access of {self.tensor.name} lies wholly past its {size} elements along "
+                               f"dimension {dim} (none of its {n} positions is inside)")
+                else:
+                    message = (f"the access of {self.tensor.name} reaches past its {size} elements along dimension "
+                               f"{dim} (positions {first} to {stop - 1} of its {n} are inside; a mask= bounds it)")
                 raise NkiError(where, message) if where is not None else fail(message)
 
     def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:

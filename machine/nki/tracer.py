@@ -228,6 +228,9 @@ class Tracer:
         """Remember each keyword of ``given`` that misspells one of ``named`` (the call's parameters)."""
         for keyword in given:
             if keyword not in named:
+                if keyword == "dst" and self.generation == "legacy":
+                    self.keyword_warnings.setdefault((str(line), keywords.legacy_dst_text(call)))
+                    continue
                 meant = keywords.misspelt(keyword, named)
                 if meant is not None:
                     self.keyword_warnings.setdefault((str(line), keywords.warning_text(call, keyword, meant)))

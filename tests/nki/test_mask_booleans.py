@@ -25,3 +25,10 @@ def test_or_with_a_loop_condition() -> None:
     want[:128, :32] *= 2
     want[128:] *= 2
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_a_comparison_of_index_vectors_reshaped_as_the_vectors_are() -> None:
+    a = f32(128, 64)
+    want = np.zeros_like(a)
+    want[:100] = np.exp(a[:100])
+    np.testing.assert_allclose(run(kernel("mask_booleans.py::reshaped_comparison"), a)["return0"], want, rtol=1e-5)

@@ -64,3 +64,9 @@ def test_the_nki_command_says_it_on_standard_error(tmp_path) -> None:
     quiet = CliRunner().invoke(cli, ["nki", f"{KERNELS}::options_nki_has", "--inputs", str(inputs), "-o",
                                      str(tmp_path / "q.json"), "--json"])
     assert quiet.exit_code == 0 and json.loads(quiet.stdout)["warnings"] == []
+
+
+def test_dst_given_to_a_legacy_call_that_returns_its_result_is_said() -> None:
+    (warning,) = keyword_findings(_traced("legacy_call_given_dst"))
+    assert warning.first.endswith(f"misspelt_keywords.py:{_line('nisa.tensor_scalar(dst=doubled')}")
+    assert warning.note.startswith("nisa.tensor_scalar: the neuronxcc.nki call returns its result and takes no dst=")

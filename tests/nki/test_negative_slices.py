@@ -25,3 +25,9 @@ def test_negative_ends_of_a_tile_slice() -> None:
 def test_a_start_before_the_first_element_is_refused_at_its_line() -> None:
     with pytest.raises(NkiError, match=r"negative_slices.py:26: slice -200:-136 of a is outside its 128 elements"):
         trace(kernel("negative_slices.py::before_the_start"), f32(128, 64))
+
+
+def test_a_slice_wholly_past_the_end_says_so() -> None:
+    with pytest.raises(NkiError, match=r"negative_slices.py:\d+: the access of \S+ lies wholly past its 64 elements "
+                                       r"along dimension 1 \(none of its 64 positions is inside\)"):
+        trace(kernel("negative_slices.py::wholly_past_the_end"), f32(128, 64))

@@ -9,7 +9,7 @@ import pytest
 
 from neuronsim.verify.nki.findings import nki_findings
 from neuronsim.verify.nki.run import run_kernel
-from neuronsim.verify.nki.uninitialised import confirmed_findings, uninitialised_findings
+from neuronsim.verify.nki.uninitialised import confirmed_findings, uninitialised_findings, unwritten_outputs
 from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, trace_file
 
 KERNELS = GROUP_KERNELS / "uninitialised.py"
@@ -83,3 +83,25 @@ def test_the_checks_page_names_the_warning() -> None:
 
     page = (ROOT / "docs" / "nki-checks.md").read_text()
     assert "`uninitialised`" in page and all(f"`{func}`" in page for func in ("half_loaded", "sum_not_zeroed"))
+
+
+def test_an_output_with_bytes_nothing_writes_is_named_at_its_declaration() -> None:
+    traced = _traced("output_rows_left")
+    (found,) = unwritten_outputs(traced.program, traced.run_inputs.keys())
+    assert found.severity == "warning" and found.tensors == ("return0",)
+    line = _line("out = nl.ndarray((256, 512)")  # output_rows_left's, the first
+    assert found.first == f"nl.ndarray at tests/nki/kernels/uninitialised.py:{line}"
+    assert "262,144 of its 524,288 bytes, the first at element [128, 0]" in found.describe()
+
+
+def test_an_output_written_whole_or_handed_in_has_no_warning() -> None:
+    traced = _traced("output_written_twice_over")
+    assert unwritten_outputs(traced.program, traced.run_inputs.keys()) == []
+    left = _traced("output_rows_left")
+    assert unwritten_outputs(left.program, [*left.run_inputs, "return0"]) == []  # the caller's values stay
+
+
+def test_a_run_warns_of_the_unwritten_rows_and_passes() -> None:
+    report = run_kernel(kernel_module(KERNELS).output_rows_left, kernel_module(KERNELS).inputs(0)["a"])[1]
+    assert [(f.kind, f.dependence) for f in report.findings] == [("uninitialised", "unwritten")]
+    assert not report.problems()

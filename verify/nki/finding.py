@@ -59,6 +59,10 @@ class NkiFinding:
                     f"a nisa.core_barrier between the write and the other core's access orders them")
         if self.kind == "keyword":
             return f"{self.first}: {self.note}"
+        if self.kind == "uninitialised" and self.dependence == "unwritten":
+            return (f"output {' / '.join(self.tensors)} ({self.first}) has bytes no instruction writes: "
+                    f"{self.note}; the caller gets whatever the memory held there, not zeros (an nl.ndarray has "
+                    f"no values: write every element, or start from nl.zeros)")
         if self.kind == "uninitialised":
             return (f"{self.first} reads bytes of {' / '.join(self.tensors)} that nothing wrote before it: on the "
                     f"device they hold whatever was there, not zeros{'; ' + self.note if self.note else ''} (write "

@@ -38,7 +38,7 @@ from neuronsim.passes.alloc import SbufFull
 
 from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, keyword_findings, nki_findings
 from neuronsim.verify.nki.placement import identity_placement
-from neuronsim.verify.nki.uninitialised import confirmed_findings
+from neuronsim.verify.nki.uninitialised import confirmed_findings, unwritten_outputs
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
 from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario,
                                                  user_code_error)
@@ -184,6 +184,7 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
         findings = keyword_findings(traced) + tuple(nki_findings(traced.program, traced.run_inputs, placed))
         if functional:  # (it runs the kernel twice when it finds such reads: values, not timing)
             findings += tuple(confirmed_findings(traced.program, traced.run_inputs, placed))
+        findings += tuple(unwritten_outputs(traced.program, traced.run_inputs.keys(), placed))
     from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)
 
     def run_it(traced):

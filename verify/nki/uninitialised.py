@@ -29,6 +29,10 @@ outputs that differ are named.  Above :data:`CONFIRM_LIMIT` bytes of placed memo
 are not made and the reads are reported as found, said so.  A warning still, not an error: the
 SDK's masked ``nc_match_replace8`` test kernel stores a tile a quarter of which the masked
 instruction wrote, and its test compares that quarter.
+
+An output the kernel made itself with bytes no instruction writes reaches the caller as
+whatever the memory held, and no read shows it: :func:`unwritten_outputs` counts, from the
+same access events, the bytes of each such output that some write covers.
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from neuronsim.machine.order.stream import InstanceStream, stream_of
 from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.placement import identity_placement
 
-__all__ = ["uninitialised_findings", "confirmed_findings", "outputs_reached", "CONFIRM_LIMIT"]
+__all__ = ["uninitialised_findings", "confirmed_findings", "outputs_reached", "unwritten_outputs", "CONFIRM_LIMIT"]
 
 #: Bytes of on-chip memory (SBUF and PSUM of the identity placement) up to which
 #: :func:`confirmed_findings` runs the kernel twice; a kernel of tens of thousands of unrolled
@@ -104,6 +108,49 @@ def uninitialised_findings(program: Program, inputs: Collection[str] | None = No
     return [NkiFinding(kind="uninitialised", dependence="read", first=instance_label(stream, i), second="",
                        tensors=(names[t],), severity="warning")
             for (_, t), i in sorted(found.items(), key=lambda item: item[1])]
+
+
+def unwritten_outputs(program: Program, inputs: Collection[str], stream: InstanceStream | None = None,
+                      ) -> list[NkiFinding]:
+    """The outputs the kernel made (not handed in with ``inputs``) with bytes no instruction
+    writes: the caller gets whatever the memory held there (an ``nl.ndarray`` has no values),
+    which no read shows, so the ``uninitialised`` reads above never name it.  One warning per
+    output, at its declaration, with how many bytes and the first element left so."""
+    stream = stream or stream_of(identity_placement(program))
+    names = stream.tensor_names
+    wanted = [t for t, name in enumerate(names) if program.tensors[name].memory == MemoryKind.DRAM
+              and program.tensors[name].role == "output" and program.tensors[name].alias is None
+              and name not in inputs]
+    if not wanted:
+        return []
+    ev = access_events(stream, "tensor", keep=False)
+    segments = np.unique(ev.seg[ev.write]) if len(ev.seg) else np.zeros(0, np.int64)
+    tensor_of_group = np.asarray([key for key, _mask in ev.groups] or [-1], np.int64)
+    owner = tensor_of_group[ev.seg_group[segments]] if len(segments) else segments
+    out = []
+    for t in wanted:
+        placed = stream.program.tensors[names[t]]
+        base, size = placed.byte_base, placed.bytes_per_partition
+        mine = segments[owner == t]
+        lo, hi = ev.seg_lo[mine], ev.seg_lo[mine + 1]
+        covered = np.zeros(size, bool)  # (an output's bytes: a kernel's outputs fit in memory already)
+        for a, b in zip((lo - base).tolist(), (hi - base).tolist()):
+            covered[max(a, 0):max(b, 0)] = True
+        if covered.all():
+            continue
+        missing = int(size - covered.sum())
+        first = np.unravel_index(int(np.argmin(covered)) // placed.itemsize, placed.shape)
+        out.append(NkiFinding(kind="uninitialised", dependence="unwritten", first=_declared(program, names[t]),
+                              second="", tensors=(names[t],), severity="warning",
+                              note=f"{missing:,} of its {size:,} bytes, the first at element "
+                                   f"[{', '.join(str(int(i)) for i in first)}]"))
+    return out
+
+
+def _declared(program: Program, name: str) -> str:
+    """Where the kernel declared tensor ``name`` (``nl.ndarray at k.py:10``), or its name."""
+    source = (program.tensors[name].extras or {}).get("x-source") or {}
+    return f"{source['call']} at {source['file']}:{source['line']}" if "file" in source else name
 
 
 def _accumulates(stream: InstanceStream, x: int, program: Program) -> bool:

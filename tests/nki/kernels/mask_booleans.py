@@ -27,3 +27,14 @@ def or_a_loop_condition(a, valid):
         # every column of the tiles from `valid` on, the first half of the others: doubled
         nl.store(out[t * 128 + i_p, i_f], value=nl.multiply(tile, 2.0), mask=(i_f < 32) | (t >= valid))
     return out
+
+
+@nki.jit
+def reshaped_comparison(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.zeros((128, 64), dtype=a.dtype))
+    i_p, i_f = nl.arange(128), nl.arange(64)
+    keep = i_p < 100
+    tile = nl.load(a[i_p[:, None], i_f[None, :]], mask=keep[:, None])
+    nl.store(out[i_p[:, None], i_f[None, :]], value=nl.exp(tile), mask=keep[:, None])
+    return out

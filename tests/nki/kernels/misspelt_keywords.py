@@ -38,3 +38,13 @@ def options_nki_has(a):
     for _i in nl.affine_range(1, precise_schedule=True):
         nl.store(out, value=nl.exp(tile, colour="blue"))
     return out
+
+
+@nki.jit
+def legacy_call_given_dst(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(a)
+    doubled = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=doubled, data=tile, op0=nl.multiply, operand0=2.0)
+    nl.store(out, value=doubled)
+    return out

@@ -25,3 +25,11 @@ def before_the_start(a):
     out = nl.ndarray((64, 64), dtype=a.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.load(a[-200:-136, :]))
     return out
+
+
+@nki.jit
+def wholly_past_the_end(a):
+    out = nl.ndarray((128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    tile = nl.load(a)
+    nl.store(out, value=nl.exp(tile[:, 64:128]))
+    return out

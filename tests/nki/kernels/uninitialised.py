@@ -95,3 +95,18 @@ def accumulate_into(a, acc):
 
 def reference(a):
     return 4 * a
+
+
+@nki.jit
+def output_rows_left(a):
+    out = nl.ndarray((256, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out[0:128, :], value=nl.exp(nl.load(a)))  # rows 128..255 never written
+    return out
+
+
+@nki.jit
+def output_written_twice_over(a):
+    out = nl.ndarray((256, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out[0:128, :], value=nl.load(a))
+    nl.store(out[128:256, :], value=nl.exp(nl.load(a)))
+    return out
