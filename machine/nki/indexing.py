@@ -274,7 +274,8 @@ _COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater,
 
 
 
-#: The mask of a condition known false when traced: the instruction is not emitted.
+#: A mask that is a Python ``False`` (a condition the kernel computed, or a mask joined with
+#: one): the instruction is skipped.
 NEVER = Mask(())
 
 def _range_preds(it: Iter, lo: int, hi: int) -> tuple[tuple[ArangeExpr, str, int], ...]:

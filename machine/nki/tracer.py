@@ -160,6 +160,7 @@ class Tracer:
     unrolled_affine: list[list[Any]] = field(default_factory=list)
     """The legacy ``affine_range`` loops being unrolled around the call (:data:`UNROLLED_AFFINE_KEY`)."""
     unrolled_runs: int = 0
+    """Runs of such loops started so far (each run's iterations share its number)."""
     program_id: tuple[int, ...] = ()
     written: set[str] = field(default_factory=set)
     hbm_sites: dict[tuple, Any] = field(default_factory=dict)
@@ -531,9 +532,6 @@ def peak_rss() -> int:
         return 0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
-
-
-#: A mask that is a Python ``False`` (a condition the kernel computed): the instruction is skipped.
 
 
 def as_mask(mask: Any) -> Mask | None:
