@@ -123,8 +123,10 @@ def unwritten_outputs(program: Program, inputs: Collection[str], stream: Instanc
               and name not in inputs]
     if not wanted:
         return []
-    ev = access_events(stream, "tensor", keep=False)
-    segments = np.unique(ev.seg[ev.write]) if len(ev.seg) else np.zeros(0, np.int64)
+    temps = stream.templates
+    writes = np.fromiter((ca.is_write and ca.tensor in wanted for ca in temps), bool, len(temps))
+    ev = access_events(stream, "tensor", templates=writes, keep=False)  # the outputs' writes alone
+    segments = np.unique(ev.seg) if len(ev.seg) else np.zeros(0, np.int64)
     tensor_of_group = np.asarray([key for key, _mask in ev.groups] or [-1], np.int64)
     owner = tensor_of_group[ev.seg_group[segments]] if len(segments) else segments
     out = []
@@ -132,10 +134,12 @@ def unwritten_outputs(program: Program, inputs: Collection[str], stream: Instanc
         placed = stream.program.tensors[names[t]]
         base, size = placed.byte_base, placed.bytes_per_partition
         mine = segments[owner == t]
-        lo, hi = ev.seg_lo[mine], ev.seg_lo[mine + 1]
-        covered = np.zeros(size, bool)  # (an output's bytes: a kernel's outputs fit in memory already)
-        for a, b in zip((lo - base).tolist(), (hi - base).tolist()):
-            covered[max(a, 0):max(b, 0)] = True
+        # bytes covered: +1 where a written segment starts, -1 where it ends, summed along
+        # (an output's bytes: a kernel's outputs fit in memory already)
+        depth = np.zeros(size + 1, np.int64)
+        np.add.at(depth, np.clip(ev.seg_lo[mine] - base, 0, size), 1)
+        np.add.at(depth, np.clip(ev.seg_lo[mine + 1] - base, 0, size), -1)
+        covered = np.cumsum(depth[:-1]) > 0
         if covered.all():
             continue
         missing = int(size - covered.sum())
