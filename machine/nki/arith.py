@@ -32,6 +32,15 @@ ALU_OF: dict[Any, str] = {}
 ACT_OF: dict[Any, str] = {}
 
 
+def _one_in_psum(x: Any, y: Any) -> tuple[Any, Any]:
+    """``x, y`` with ``y`` copied to SBUF when both are PSUM tiles: an ``nl.*`` operation lowers
+    to ``tensor_tensor``, which reads at most one PSUM operand, and the compiler stages the
+    other (:func:`~neuronsim.machine.nki.ops.staged_from_psum`), as it does for POOL."""
+    if is_tile(x) and is_tile(y) and all(ops.lay(v).tensor.memory.name == "PSUM" for v in (x, y)):
+        return x, NkiTensor(ops.staged_from_psum(ops.lay(y)))
+    return x, y
+
+
 def _binary_fn(name: str, alu: str):
     @api(f"nl.{name}")
     def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
@@ -40,7 +49,7 @@ def _binary_fn(name: str, alu: str):
             raise fail(f"nl.{name} of two numbers: compute it in Python")
         shape = ops.broadcast_shape(*shapes)
         return _result(shape, ops.result_dtype(dtype, x, y), "sbuf",
-                       lambda dst: ops.binary(dst, x, y, alu), mask, (x, y))
+                       lambda dst: ops.binary(dst, *_one_in_psum(x, y), alu), mask, (x, y))
 
     fn.__name__ = name
     ALU_OF[fn] = alu

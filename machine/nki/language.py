@@ -278,6 +278,9 @@ def load_transpose2d(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_
 
 @api("nl.store")
 def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
+    if not is_tile(value):  # the API page: "value - An SBUF tile"
+        raise fail(f"nl.store stores a tile, not {shown(value)}: store nl.full(shape, value, dtype) (or nl.zeros) "
+                   f"of the destination's shape")
     assign(dst, value, mask=mask)
 
 

@@ -57,7 +57,7 @@ def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
                dtype=None, **_kw):
     return _result(data.shape, result_dtype(dtype, data), "sbuf",
                    lambda dst: em.activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
-                                             reduce_res=reduce_res), mask)
+                                             reduce_res=reduce_res, reduce_cmd=reduce_cmd), mask)
 
 
 @api("nisa.activation_reduce")

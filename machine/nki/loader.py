@@ -91,7 +91,9 @@ def load_kernel(spec: str) -> Any:
     except BaseException as err:  # an import the kernel needs and we do not have, or its own error
         what = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {message_of(err)}"
         raise NkiError(_kernel_frame(err) or where, f"importing the kernel: {what}") from None
-    kernel = getattr(module, func, None)
+    kernel = module
+    for part in func.split("."):  # CLASS.METHOD: a kernel kept as a class's static method
+        kernel = getattr(kernel, part, None)
     if kernel is None or not callable(kernel):
         raise NkiError(where, f"no function {func!r} in the kernel file")
     return kernel

@@ -1,0 +1,57 @@
+"""Two forms public kernels take: a kernel kept as a class's static method, named
+``FILE.py::CLASS.METHOD``; and ``nl.store`` of a number, refused at its line in the API's words
+(it was reported as a ``memset`` of an internal tensor)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from neuronsim.machine.nki import NkiError, load_kernel, trace
+from neuronsim.verify.cli import cli
+
+KERNELS = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+class Circuit:
+    @staticmethod
+    @nki.jit
+    def kernel(x):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, value=nl.exp(nl.load(x)))
+        return out
+
+
+@nki.jit
+def store_a_number(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=0.0)
+    return out
+'''
+
+
+@pytest.fixture
+def kernels(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.py").write_text(KERNELS)
+    np.savez(tmp_path / "in.npz", x=np.linspace(-1, 1, 128 * 8, dtype=np.float32).reshape(128, 8))
+    return tmp_path
+
+
+def test_a_static_method_kernel_is_named_by_its_class(kernels) -> None:
+    result = CliRunner().invoke(cli, ["run", "k.py::Circuit.kernel", "--inputs", "in.npz", "--out", "out"])
+    assert result.exit_code == 0, result.output
+    assert "race" in result.output
+
+
+def test_a_misnamed_method_is_still_no_such_function(kernels) -> None:
+    with pytest.raises(NkiError, match="no function 'Circuit.kernal' in the kernel file"):
+        load_kernel("k.py::Circuit.kernal")
+
+
+def test_storing_a_number_is_refused_in_the_apis_words(kernels) -> None:
+    x = np.zeros((128, 8), np.float32)
+    with pytest.raises(NkiError, match=r"k.py:17: nl.store stores a tile, not float 0.0: store nl.full"):
+        trace(load_kernel("k.py::store_a_number"), x)
