@@ -144,7 +144,9 @@ def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None 
         dst = dst.permuted_like(src)
     d, s = dst.view(), src.view()
     if d.count != s.count:
-        raise fail(f"DMA of {s.shape} elements of {src.tensor.name} into {d.shape} of {dst.tensor.name}")
+        raise fail(f"DMA of {s.shape} elements of {src.tensor.name} into {d.shape} of {dst.tensor.name}: a DMA "
+                   f"copies element for element (a row spread over partitions is nl.broadcast_to's, or a matmul "
+                   f"against ones)")
     tracer.note_write(dst)
     if rmw is not None:
         tracer.kb.instruction("dma_accumulate", engine, [s, d], [d], attrs={"op": rmw, "dge": dge},
