@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from difflib import get_close_matches
 
-__all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_text", "legacy_dst_text"]
+__all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_for", "warning_text", "legacy_dst_text"]
 
 #: Keywords of real NKI calls that no function of neuronsim's API names as a parameter: options
 #: neuronsim ignores (compiler directives, profiling, another version's spelling).  Gathered from
@@ -73,6 +73,19 @@ def misspelt(keyword: str, parameters: tuple[str, ...]) -> str | None:
         return None
     close = get_close_matches(keyword, parameters, n=1, cutoff=0.75)
     return close[0] if close else None
+
+
+def warning_for(call: str, keyword: str, parameters: tuple[str, ...], legacy: bool) -> str | None:
+    """The warning a call's ``keyword`` (none of its ``parameters``) deserves, or None: ``dst=``
+    to a ``legacy`` call whatever else is spelt, else a misspelling of one of ``parameters``.
+
+    >>> warning_for("nl.load", "perf_mode", ("src", "mask", "dtype"), legacy=True) is None
+    True
+    """
+    if keyword == "dst" and legacy:
+        return legacy_dst_text(call)
+    meant = misspelt(keyword, parameters)
+    return None if meant is None else warning_text(call, keyword, meant)
 
 
 def warning_text(call: str, keyword: str, meant: str) -> str:

@@ -226,15 +226,13 @@ class Tracer:
             _STACK.remove(self)
 
     def note_keywords(self, line: SourceLine, call: str, given: Mapping[str, Any], named: tuple[str, ...]) -> None:
-        """Remember each keyword of ``given`` that misspells one of ``named`` (the call's parameters)."""
+        """Remember the warning of each keyword of ``given`` that is none of ``named`` (the call's
+        parameters) and deserves one (:func:`~neuronsim.machine.nki.keywords.warning_for`)."""
         for keyword in given:
             if keyword not in named:
-                if keyword == "dst" and self.generation == "legacy":
-                    self.keyword_warnings.setdefault((str(line), keywords.legacy_dst_text(call)))
-                    continue
-                meant = keywords.misspelt(keyword, named)
-                if meant is not None:
-                    self.keyword_warnings.setdefault((str(line), keywords.warning_text(call, keyword, meant)))
+                text = keywords.warning_for(call, keyword, named, self.generation == "legacy")
+                if text is not None:
+                    self.keyword_warnings.setdefault((str(line), text))
 
     # -- locations ---------------------------------------------------------------------------
     def where(self) -> tuple[SourceLine, str]:

@@ -33,7 +33,8 @@ from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
 from neuronsim.machine.nki.tracer import UNROLLED_AFFINE_KEY
 from neuronsim.machine.order.stream import InstanceStream
 
-__all__ = ["CarriedPair", "sweep_loops", "RANGE_KEY", "SCOPE_KEY", "ACCUMULATE_KEY", "LOOP_REDUCE_KEY", "AFFINE"]
+__all__ = ["CarriedPair", "sweep_loops", "has_unrolled_affine", "RANGE_KEY", "SCOPE_KEY", "ACCUMULATE_KEY",
+           "LOOP_REDUCE_KEY", "AFFINE"]
 
 RANGE_KEY = "x-nki-range"
 #: On a tensor: the kept loops around its declaration (``[]``: declared outside them all).
@@ -203,6 +204,12 @@ class _Sweep:
         key, gap = (unrolled[0], xw, xr), unrolled[1]
         if key not in self.nearest or gap < self.nearest[key][0]:
             self.nearest[key] = (gap, writer, reader)
+
+
+def has_unrolled_affine(program: Program) -> bool:
+    """Whether an instruction of ``program`` sits in a legacy ``affine_range`` loop the trace
+    unrolled (:data:`~neuronsim.machine.nki.tracer.UNROLLED_AFFINE_KEY`)."""
+    return any(inst.extras and UNROLLED_AFFINE_KEY in inst.extras for inst, _ in program.instructions())
 
 
 def _unrolled_marks(stream: InstanceStream) -> list[tuple | None]:

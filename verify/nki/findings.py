@@ -58,8 +58,8 @@ from neuronsim.machine.ir.program import Loop, MemoryKind, Program
 from neuronsim.machine.ir.source import instance_label
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from neuronsim.verify.nki.carried import ACCUMULATE_KEY, AFFINE, RANGE_KEY, SCOPE_KEY, sweep_loops
-from neuronsim.machine.nki.tracer import UNROLLED_AFFINE_KEY
+from neuronsim.verify.nki.carried import (ACCUMULATE_KEY, AFFINE, RANGE_KEY, SCOPE_KEY, has_unrolled_affine,
+                                         sweep_loops)
 from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.placement import identity_placement as _identity_placement
 from neuronsim.verify.nki.control_findings import control_findings
@@ -77,11 +77,6 @@ def _affine_loops(program: Program) -> Iterator[tuple[Loop, int]]:
     for node, loops in program.walk():
         if isinstance(node, Loop) and node.extras.get(RANGE_KEY) == AFFINE:
             yield node, len(loops)
-
-
-def _unrolled_affine(program: Program) -> bool:
-    """Whether an instruction sits in a legacy ``affine_range`` loop the trace unrolled."""
-    return any(inst.extras and UNROLLED_AFFINE_KEY in inst.extras for inst, _ in program.instructions())
 
 
 def carried_findings(program: Program, stream: InstanceStream | None = None) -> list[NkiFinding]:
@@ -168,7 +163,7 @@ def nki_findings(program: Program, inputs=None, stream: InstanceStream | None = 
     kernel's input arrays, decide whether two cores' unordered accesses change its outputs
     (:mod:`neuronsim.verify.nki.core_races`; default: the seeded pattern); ``stream``: that of
     its identity placement, when at hand (a run shares it with the ``uninitialised`` check)."""
-    if not any(True for _ in _affine_loops(program)) and not _unrolled_affine(program):
+    if not any(True for _ in _affine_loops(program)) and not has_unrolled_affine(program):
         stream = None  # only the carried findings walk it
     elif stream is None:
         stream = stream_of(_identity_placement(program))
