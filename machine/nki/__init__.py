@@ -9,5 +9,7 @@ from neuronsim.machine.nki.kernel import Kernel, jit
 from neuronsim.machine.nki.loader import load_kernel
 from neuronsim.machine.nki.standins import standins
 from neuronsim.machine.nki.frontend import TracedKernel, trace
+from neuronsim.machine.nki.watch import TraceStalled, watched
 
-__all__ = ["load_kernel", "trace", "TracedKernel", "NkiError", "TraceTooLarge", "standins", "Kernel", "jit"]
+__all__ = ["load_kernel", "trace", "TracedKernel", "NkiError", "TraceTooLarge", "standins", "Kernel", "jit",
+           "watched", "TraceStalled"]

@@ -14,6 +14,7 @@ import builtins
 import importlib.abc
 import importlib.machinery
 import logging
+import os
 import sys
 import types
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from typing import Any
 
 from neuronsim.machine.nki import isa, kernel, legacy, ranks
 from neuronsim.machine.nki.kernel import run_eagerly
-from neuronsim.machine.nki.errors import Refused, RefusedClass, no_such_name
+from neuronsim.machine.nki.errors import NkiError, Refused, RefusedClass, no_such_name, user_line
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
 from neuronsim.machine.nki.language import KERNEL_KEYWORDS
 
@@ -147,9 +148,13 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     # looks a name up last; a module's own `sbuf` still comes first
     keywords = {name: value for name, value in KERNEL_KEYWORDS.items() if not hasattr(builtins, name)}
     vars(builtins).update(keywords)
+    # a kernel's os._exit would end this command with the kernel's status and nothing said:
+    # it is the kernel's error at its line, as its sys.exit is (frontend.trace)
+    process_exit, os._exit = os._exit, _kernel_exits
     try:
         yield modules
     finally:
+        os._exit = process_exit
         for name in keywords:
             vars(builtins).pop(name, None)
         if added_off:
@@ -163,6 +168,10 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
             if isinstance(sys.modules[name], StandIn):
                 del sys.modules[name]
         sys.modules.update(saved)
+
+
+def _kernel_exits(status: Any = 0) -> None:
+    raise NkiError(user_line(), f"the kernel ends the process (os._exit({status!r})): a kernel returns its outputs")
 
 
 class _OtherSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -90,6 +90,7 @@ def api(name: str) -> Callable[[Callable], Callable]:
                 return fn(*args, **kwargs)
             line, tracer.site_frame = user_site(2)
             tracer.site = (line, name)
+            tracer.calls += 1
             tracer.call_options = kwargs
             if takes_any and kwargs:
                 tracer.note_keywords(line, name, kwargs, named)
@@ -207,6 +208,9 @@ class Tracer:
     keyword_warnings: dict[tuple[str, str], None] = field(default_factory=dict)
     """``(file:LINE, message)`` of each call given a keyword that misspells one of its
     parameters (:mod:`~neuronsim.machine.nki.keywords`), once per line and keyword, in trace order."""
+    calls: int = field(default=0, init=False)
+    """NKI calls started (the outermost ones): a trace's progress when it emits nothing
+    (:mod:`~neuronsim.machine.nki.watch`)."""
     left_early: tuple[SourceLine, str, int, int] | None = None
     """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
     its line, kind, the iteration and the trip count (:meth:`check_loops_finished`)."""

@@ -33,7 +33,9 @@ LAYERS = (
     "mx",  # quantize_mx and nc_matmul_mx (packed MX tiles)
     "ranks",  # nki.collectives across ranks (meetings of the ranks' threads, machine/nki/cores.py)
     "isa_select", "isa", "legacy", "lang_names",  # nki.isa and the legacy API
-    "kernel", "standins", "frontend", "loader", "",  # "" is the package's __init__
+    "kernel", "standins", "frontend", "loader",
+    "watch",  # a kernel's import and trace under a timer: progress lines, a loop without NKI calls stopped
+    "",  # "" is the package's __init__
 )
 
 

@@ -23,6 +23,7 @@ import importlib.util
 import os
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +72,10 @@ def _parse_grid(text: str | None) -> tuple[int, ...] | None:
 
 
 RANKS_KEY = "neuronsim.ranks"
+MAX_IDLE_KEY = "neuronsim.max_idle"
+#: ``--max-idle``'s default: an import-time table or a Python-side precomputation takes
+#: seconds; a minute of a kernel's Python without one NKI call is a loop that does not end.
+IDLE_SECONDS = 60.0
 
 
 def kernel_options(fn: Callable) -> Callable:
@@ -86,6 +91,10 @@ def kernel_options(fn: Callable) -> Callable:
                           "rank r named NAME_rank{r})."),
         click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
                      help="Read input NAME as DTYPE (raw 2-/1-byte arrays default to bfloat16 / float8_e4m3)."),
+        click.option("--max-idle", type=click.FloatRange(min=0), default=IDLE_SECONDS, show_default=True,
+                     metavar="SECONDS", expose_value=False, callback=keep_in_context(MAX_IDLE_KEY),
+                     help="Stop a kernel that runs this long in its own Python without an NKI call (a loop "
+                          "that never ends), at its line; 0: never."),
     )):
         fn = option(fn)
     return fn
@@ -115,10 +124,29 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
     clash = sorted(set(kwargs) & set(arrays))
     if clash:
         raise UsageFailure(f"{clash[0]} is given both in --inputs and as --arg", "--arg")
-    loaded = frontend.load_kernel(kernel)
-    options = {"grid": _parse_grid(grid)} if grid else {}
     context = click.get_current_context(silent=True)
     meta = context.meta if context is not None else {}
+    idle = meta.get(MAX_IDLE_KEY, IDLE_SECONDS)
+    limit = meta.get(MAX_INSTANCES_KEY, DEFAULT_MAX_INSTANCES)
+    # a long import or trace says how it is getting on; a kernel that loops in Python for ever
+    # is stopped at its line (machine/nki/watch.py), never waited on in silence
+    def say(text: str) -> None:
+        click.echo(f"trace: {text} (the limit, {limit:,} instructions, is --max-instances)", err=True)
+
+    watched = getattr(frontend, "watched", None)
+    watch = watched(idle_seconds=idle, say=say) if watched else nullcontext()
+    try:
+        with watch:
+            return _traced(frontend, kernel, arrays, kwargs, grid, meta, unroll_loops)
+    except getattr(frontend, "TraceStalled", ()) as stalled:
+        raise frontend.NkiError(stalled.where, f"the kernel ran {stalled.seconds:.0f} s of Python without an NKI "
+                                               "call (a loop that never ends?) and was stopped here; give it longer "
+                                               "with --max-idle SECONDS") from None
+
+
+def _traced(frontend, kernel: str, arrays: dict, kwargs: dict, grid: str | None, meta: dict, unroll_loops: bool):
+    loaded = frontend.load_kernel(kernel)
+    options = {"grid": _parse_grid(grid)} if grid else {}
     ranks = meta.get(RANKS_KEY, 1)
     if ranks > 1:
         options["ranks"] = ranks

@@ -1,0 +1,116 @@
+"""A kernel's import and trace, watched while they run: never a silent wait.
+
+A kernel is user code, and user code may run long or for ever: a Python loop of a billion NKI
+calls, a ``while`` whose condition never turns, a module that computes a table at import.
+:func:`watched` runs a block (loading and tracing a kernel) under a one-second timer
+(``SIGALRM``) whose handler
+
+* says now and then (``every`` seconds, through ``say``) how far the trace has got and the
+  kernel line it is at, so that a long trace is never silent;
+* stops the block with :class:`TraceStalled` at the kernel's line once the kernel has run
+  ``idle_seconds`` of its own Python without an NKI call: the trace made no instruction, no
+  NKI call started and none is running (a call may take long, e.g. one that reads device
+  values runs the program so far: that is work, not idleness).
+
+:class:`TraceStalled` is a ``BaseException``, as ``KeyboardInterrupt`` is, so that a kernel's
+own ``except Exception`` does not swallow it.  The timer needs the main thread and a system
+with ``setitimer``; elsewhere the block runs unwatched.
+
+>>> import time
+>>> said = []
+>>> with watched(idle_seconds=None, say=said.append, every=0.5):
+...     time.sleep(1.2)
+>>> said[0].startswith("1 s")
+True
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sysconfig
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from neuronsim.machine.nki import tracer as tracing
+from neuronsim.machine.nki.errors import SourceLine, line_of
+
+__all__ = ["TraceStalled", "watched", "kernel_line", "HEARTBEAT_SECONDS"]
+
+#: Seconds between the lines that say how a long trace is getting on.
+HEARTBEAT_SECONDS = 10.0
+
+_TICK = 1.0
+
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+#: Files that are not the kernel's: neuronsim's packages, the standard library, installed packages.
+_NOT_THE_KERNEL = tuple({os.path.join(_ROOT, room) + os.sep for room in ("machine", "passes", "verify", "scenarios")}
+                        | {os.path.abspath(path) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
+                           if (path := sysconfig.get_paths().get(key))})
+
+
+class TraceStalled(BaseException):
+    """The kernel ran ``seconds`` of Python at ``where`` without an NKI call."""
+
+    def __init__(self, where: SourceLine, seconds: float) -> None:
+        super().__init__(f"{where}: no NKI call for {seconds:.0f} s")
+        self.where, self.seconds = where, seconds
+
+
+def kernel_line(frame: FrameType | None) -> SourceLine:
+    """The innermost line of ``frame``'s stack that is the kernel's own (its module, its
+    helpers): not neuronsim's, the standard library's or an installed package's.  The
+    innermost frame when every one is (a kernel installed as a package)."""
+    first = frame
+    while frame is not None:
+        path = frame.f_code.co_filename
+        if not path.startswith("<") and not os.path.abspath(path).startswith(_NOT_THE_KERNEL):
+            return line_of(frame)
+        frame = frame.f_back
+    return line_of(first)
+
+
+def _progress() -> tuple[int, int, int, bool]:
+    """``(tracer, instructions emitted, NKI calls started, in a call)`` of the active trace."""
+    if not tracing._STACK:
+        return 0, 0, 0, False
+    active = tracing._STACK[-1]
+    return id(active), active.kb.emitted, active.calls, active.site is not None
+
+
+@contextmanager
+def watched(*, idle_seconds: float | None, say: Callable[[str], None] | None,
+            every: float = HEARTBEAT_SECONDS) -> Iterator[None]:
+    """Run the block under the watch described in the module doc (``idle_seconds`` None or 0:
+    never stop it; ``say`` None: say nothing)."""
+    if (threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer")
+            or (not idle_seconds and say is None)):
+        yield
+        return
+    started = time.monotonic()
+    state = {"seen": _progress()[:3], "moved": started, "said": started}
+
+    def on_tick(_signum: int, frame: FrameType | None) -> None:
+        now = time.monotonic()
+        *seen, busy = _progress()
+        if tuple(seen) != state["seen"] or busy:
+            state["seen"], state["moved"] = tuple(seen), now
+        idle = now - state["moved"]
+        if idle_seconds and idle >= idle_seconds:
+            raise TraceStalled(kernel_line(frame), idle_seconds)
+        if say is not None and now - state["said"] >= every:
+            state["said"] = now
+            where = kernel_line(frame)
+            quiet = f"; no NKI call for {idle:.0f} s" if idle >= every else ""
+            say(f"{now - started:.0f} s, {seen[1]:,} instructions so far; the kernel is at {where}{quiet}")
+
+    previous = signal.signal(signal.SIGALRM, on_tick)
+    signal.setitimer(signal.ITIMER_REAL, _TICK, _TICK)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0, 0)
+        signal.signal(signal.SIGALRM, previous)
