@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from neuronsim.verify.nki.findings import nki_findings
 from neuronsim.verify.nki.run import run_kernel
-from neuronsim.verify.nki.uninitialised import confirmed_findings, uninitialised_findings, unwritten_outputs
+from neuronsim.verify.nki.uninitialised import (confirmed_findings, covered_bytes, uninitialised_findings,
+                                                unwritten_outputs)
 from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, trace_file
 
 KERNELS = GROUP_KERNELS / "uninitialised.py"
@@ -105,3 +108,15 @@ def test_a_run_warns_of_the_unwritten_rows_and_passes() -> None:
     report = run_kernel(kernel_module(KERNELS).output_rows_left, kernel_module(KERNELS).inputs(0)["a"])[1]
     assert [(f.kind, f.dependence) for f in report.findings] == [("uninitialised", "unwritten")]
     assert not report.problems()
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 40)), max_size=12), st.integers(0, 40))
+def test_covered_bytes_is_the_union_a_byte_map_counts(ranges, size) -> None:
+    lo = np.array([a for a, _ in ranges], np.int64)
+    hi = np.array([b for _, b in ranges], np.int64)
+    byte_map = np.zeros(size, bool)
+    for a, b in ranges:
+        byte_map[min(a, size):min(b, size)] = True
+    gap = int(np.argmin(byte_map)) if not byte_map.all() else None
+    assert covered_bytes(np.minimum(lo, size), np.minimum(hi, size), size) == (int(byte_map.sum()), gap)

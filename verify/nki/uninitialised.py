@@ -50,7 +50,8 @@ from neuronsim.machine.order.stream import InstanceStream, stream_of
 from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.placement import identity_placement
 
-__all__ = ["uninitialised_findings", "confirmed_findings", "outputs_reached", "unwritten_outputs", "CONFIRM_LIMIT"]
+__all__ = ["uninitialised_findings", "confirmed_findings", "outputs_reached", "unwritten_outputs", "covered_bytes",
+           "CONFIRM_LIMIT"]
 
 #: Bytes of on-chip memory (SBUF and PSUM of the identity placement) up to which
 #: :func:`confirmed_findings` runs the kernel twice; a kernel of tens of thousands of unrolled
@@ -134,21 +135,44 @@ def unwritten_outputs(program: Program, inputs: Collection[str], stream: Instanc
         placed = stream.program.tensors[names[t]]
         base, size = placed.byte_base, placed.bytes_per_partition
         mine = segments[owner == t]
-        # bytes covered: +1 where a written segment starts, -1 where it ends, summed along
-        # (an output's bytes: a kernel's outputs fit in memory already)
-        depth = np.zeros(size + 1, np.int64)
-        np.add.at(depth, np.clip(ev.seg_lo[mine] - base, 0, size), 1)
-        np.add.at(depth, np.clip(ev.seg_lo[mine + 1] - base, 0, size), -1)
-        covered = np.cumsum(depth[:-1]) > 0
-        if covered.all():
+        covered, gap = covered_bytes(np.clip(ev.seg_lo[mine] - base, 0, size),
+                                     np.clip(ev.seg_lo[mine + 1] - base, 0, size), size)
+        if gap is None:
             continue
-        missing = int(size - covered.sum())
-        first = np.unravel_index(int(np.argmin(covered)) // placed.itemsize, placed.shape)
+        missing = size - covered
+        first = np.unravel_index(gap // placed.itemsize, placed.shape)
         out.append(NkiFinding(kind="uninitialised", dependence="unwritten", first=_declared(program, names[t]),
                               second="", tensors=(names[t],), severity="warning",
                               note=f"{missing:,} of its {size:,} bytes, the first at element "
                                    f"[{', '.join(str(int(i)) for i in first)}]"))
     return out
+
+
+def covered_bytes(lo: np.ndarray, hi: np.ndarray, size: int) -> tuple[int, int | None]:
+    """How many bytes of ``[0, size)`` the half-open ranges ``[lo, hi)`` cover together, and
+    the first byte none covers (None: every one is).  The ranges merged in sorted order, so the
+    cost follows the number of ranges, not the bytes (a 32 MiB output is thousands of rows).
+
+    >>> covered_bytes(np.array([4, 0, 2]), np.array([6, 3, 5]), 8)
+    (6, 6)
+    >>> covered_bytes(np.array([0, 4]), np.array([4, 8]), 8)
+    (8, None)
+    >>> covered_bytes(np.array([2]), np.array([8]), 8)
+    (6, 0)
+    """
+    keep = hi > lo
+    lo, hi = lo[keep], hi[keep]
+    if not len(lo):
+        return 0, 0 if size else None
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])  # a range past all before it opens a run
+    ends = np.r_[starts[1:] - 1, len(lo) - 1]
+    run_lo, run_hi = lo[starts], reach[ends]
+    covered = int((run_hi - run_lo).sum())
+    gap = 0 if run_lo[0] > 0 else int(run_hi[0])
+    return covered, (gap if gap < size else None)
 
 
 def _declared(program: Program, name: str) -> str:
