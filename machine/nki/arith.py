@@ -270,12 +270,14 @@ def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any =
 
 @api("nl.transpose")
 def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
-    """A PE transpose into PSUM, copied back to SBUF (what nl.transpose lowers to)."""
+    """A PE transpose into PSUM, copied back to SBUF (what nl.transpose lowers to); ``mask``
+    limits the copy, the instruction that writes the result, as it limits any call's result."""
     if len(x.shape) != 2:
         raise fail("nl.transpose transposes a 2-D tile")
     shape = x.shape[::-1]
     staged = _result(shape, "float32", "psum", lambda dst: current().kb.transpose(dst.view(), ops.lay(x).view()))
-    return _result(shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.copy(dst, ops.lay(staged), "act"))
+    return _result(shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.copy(dst, ops.lay(staged), "act"),
+                   mask, (x,))
 
 
 @api("nl.rms_norm")

@@ -32,3 +32,12 @@ def test_a_comparison_of_index_vectors_reshaped_as_the_vectors_are() -> None:
     want = np.zeros_like(a)
     want[:100] = np.exp(a[:100])
     np.testing.assert_allclose(run(kernel("mask_booleans.py::reshaped_comparison"), a)["return0"], want, rtol=1e-5)
+
+
+def test_transpose_keeps_its_mask() -> None:
+    # nl.transpose dropped its mask: every row of the result was written
+    x = f32(128, 128)
+    got = run(kernel("mask_booleans.py::transpose_top_half"), x)["return0"]
+    want = np.zeros((128, 128), np.float32)
+    want[:64] = x.T[:64]
+    np.testing.assert_array_equal(got, want)

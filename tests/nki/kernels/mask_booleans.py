@@ -38,3 +38,15 @@ def reshaped_comparison(a):
     tile = nl.load(a[i_p[:, None], i_f[None, :]], mask=keep[:, None])
     nl.store(out[i_p[:, None], i_f[None, :]], value=nl.exp(tile), mask=keep[:, None])
     return out
+
+
+@nki.jit
+def transpose_top_half(x):
+    """``nl.transpose(..., mask=)``: the mask limits the result's rows as any call's mask does."""
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    y = nl.zeros((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    i_p, i_f = nl.mgrid[0:128, 0:128]
+    y[i_p, i_f] = nl.transpose(t, mask=(i_p < 64))
+    nl.store(out, value=y)
+    return out
