@@ -36,13 +36,16 @@ and one read of the frame's locals per NKI call.
 from __future__ import annotations
 
 import ast
+import ctypes
 import linecache
+import sys
+from collections.abc import Mapping
 from types import CodeType, FrameType
 from typing import Any
 
 from neuronsim.machine.nki.errors import _CODE, _code_info
 
-__all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at"]
+__all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at", "plain_locals", "restore_locals"]
 
 #: ``id -> code`` of the frames that call a kernel (``frontend._run``): the walk stops there.
 #: Caches here are keyed by a code object's ``id`` (hashing a code object hashes its constants
@@ -167,3 +170,59 @@ def loop_indices(frame: FrameType | None, kept: dict[str, Any] | None = None,
                 found = pairs + found  # an outer frame's loops come first
         frame = frame.f_back
     return dict(found)
+
+
+# -- a symbolic loop's body, run once per iteration --------------------------------------------
+# The legacy API traces an affine / sequential loop's body once, with a symbolic index: a Python
+# statement of the body (``w = w // 2``) runs once.  Unrolled (a block picked by the loop's
+# variable), the body runs once per iteration, so each iteration after the first starts from
+# the plain values the frame held when the loop began; each then runs the statement once, and
+# after the loop the frame holds what one run of the body left, as NKI's single trace does.
+# Tiles and other objects are left alone: a tile proxy's rebinding is the program's business.
+
+_PLAIN = (int, float, bool, str, bytes, complex, type(None))
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(_plain(v) for v in value)
+    return isinstance(value, _PLAIN) or type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0
+
+
+def plain_locals(frame: FrameType | None, skip: str) -> dict[str, Any]:
+    """The plain values (numbers, strings, tuples of them) bound in ``frame``, but ``skip``."""
+    if frame is None:
+        return {}
+    return {name: value for name, value in frame.f_locals.items() if name != skip and _plain(value)}
+
+
+def restore_locals(frame: FrameType | None, entry: Mapping[str, Any]) -> None:
+    """Bind again in ``frame`` each name of ``entry`` that now holds another plain value.
+
+    >>> import sys
+    >>> def body():
+    ...     w = 8
+    ...     entry = plain_locals(sys._getframe(), "i")
+    ...     seen = []
+    ...     for i in range(3):
+    ...         restore_locals(sys._getframe(), entry)
+    ...         w = w // 2
+    ...         seen.append(w)
+    ...     return seen
+    >>> body()
+    [4, 4, 4]
+    """
+    if frame is None or not entry:
+        return
+    values = frame.f_locals
+    changed = [name for name, value in entry.items()
+               if name in values and values[name] is not value and _plain(values[name])]
+    if not changed:
+        return
+    if sys.version_info >= (3, 13):  # PEP 667: f_locals writes through
+        for name in changed:
+            frame.f_locals[name] = entry[name]
+        return
+    for name in changed:  # the snapshot dict, written back into the frame's fast locals
+        values[name] = entry[name]
+    ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))

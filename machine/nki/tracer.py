@@ -34,8 +34,8 @@ import numpy as np
 from neuronsim.machine.nki import keywords
 from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, fail, shown, unsupported, user_line,
-                                          user_site)
-from neuronsim.machine.nki.frames import loop_indices
+                                          user_frame, user_site)
+from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, concrete
 from neuronsim.machine.nki.layout import F, Layout
@@ -447,8 +447,15 @@ class Tracer:
     def _unrolled(self, var: str, values: range, site: tuple[SourceLine, str] | None = None) -> Iterator[int]:
         affine = site is not None and site[1] == "affine" and self.generation == "legacy" and len(values) > 1
         self.unrolled_runs += affine
+        # a legacy affine / sequential body runs once in NKI (a symbolic index): each iteration
+        # starts from the plain values its frame held at the loop's start (frames.restore_locals)
+        symbolic = site is not None and site[1] != "static" and self.generation == "legacy" and len(values) > 1
+        frame = user_frame() if symbolic else None
+        entry = plain_locals(frame, var)
         for iteration, value in enumerate(values):
             self.flush()
+            if iteration:
+                restore_locals(frame, entry)
             self.loops.append((var, value))
             if affine:
                 self.unrolled_affine.append([self.unrolled_runs, var, iteration])
