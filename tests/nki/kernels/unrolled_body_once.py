@@ -18,7 +18,7 @@ def unrolled(x):
         cols = cols // 2  # once in NKI: 8 in every iteration
         i_p, i_f = nl.mgrid[0:128, 0:cols]
         nl.store(out[b * 128 + i_p, i_f], value=nl.multiply(blocks[b, i_p, i_f], 2.0))
-    for b in nl.sequential_range(3):
+    for _b in nl.sequential_range(3):
         cols = cols + 0  # a statement that changes nothing restores nothing
     nl.store(out[0:1, 0:1], value=nl.full((1, 1), float(cols), dtype=x.dtype))  # after the loops: 8
     return out
