@@ -310,6 +310,19 @@ class KernelBuilder:
         """Bodies open: 1 at the kernel's top level, one more inside each open loop."""
         return len(self._bodies)
 
+    def writes_tensor(self, name: str) -> bool:
+        """True when an instruction emitted so far (in any open body or loop) writes tensor
+        ``name``."""
+        stack = [node for body in self._bodies for node in body]
+        while stack:
+            node = stack.pop()
+            body = getattr(node, "body", None)
+            if body is not None:
+                stack.extend(body)
+            elif any(access.tensor == name for access in node.writes):
+                return True
+        return False
+
     def mark(self) -> int:
         """A position in the open body: what is emitted after it is :meth:`emitted_since` it."""
         return len(self._bodies[-1])

@@ -438,14 +438,44 @@ def loop_reduce(x: NkiTensor, op: Any, loop_indices: Any = (), *, dtype: Any = N
     tracer = current()
     target = _rebound_tile(tracer)
     if target is not None:
-        tracer.emit(lambda: ops.binary(ops.lay(target), target, x, alu), extras=dict(_LOOP_REDUCE), mask=mask)
+        def emit_into_target() -> None:
+            _start_from_identity(tracer, ops.lay(target), alu)
+            ops.binary(ops.lay(target), target, x, alu)
+
+        tracer.emit(emit_into_target, extras=dict(_LOOP_REDUCE), mask=mask)
         return target
 
     def emit(dst: Layout) -> None:
+        _start_from_identity(tracer, dst, alu)
         ops.binary(dst, NkiTensor(dst), x, alu)
 
     emit.extras = _LOOP_REDUCE  # type: ignore[attr-defined]
     return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", emit, mask)
+
+
+#: The value a reduction over no iteration holds, per ALU op: ``op(IDENTITY, x) == x``.
+_IDENTITY = {"add": 0.0, "subtract": 0.0, "bitwise_or": 0.0, "bitwise_xor": 0.0, "logical_or": 0.0,
+             "logical_xor": 0.0, "multiply": 1.0, "logical_and": 1.0, "max": float("-inf"), "min": float("inf")}
+
+
+def _start_from_identity(tracer: Any, dst: Layout, alu: str) -> None:
+    """A ``loop_reduce`` into a tile nothing has written starts from the op's identity, set
+    where the tile was declared (before the loops): the reduction over the loop's iterations
+    that the call names.  neuronx-cc prints its NKI so, an ``nl.ndarray`` accumulator never
+    initialised (NKIBench's rmsnorm_matmul, bmm_softmax, gqa_full, measured correct on trn1);
+    a tile the kernel set first (the API page's ``nl.zeros``) keeps its values."""
+    name = dst.tensor.name
+    if name in tracer.reductions_seen:
+        return
+    tracer.reductions_seen.add(name)
+    if alu in _IDENTITY and dst.on_chip and not tracer.kb.writes_tensor(name):
+        # emitted while the reduction's own instruction is being emitted: its extras, mask and
+        # site are the reduction's once the identity is set
+        saved = tracer.kb.next_extras, tracer.mask, tracer.emit_site
+        try:
+            tracer.emit_at_declaration(name, lambda: ops.memset(Layout.whole(dst.tensor), _IDENTITY[alu]))
+        finally:
+            tracer.kb.next_extras, tracer.mask, tracer.emit_site = saved
 
 
 #: On a ``nl.loop_reduce`` instruction: the reduction the kernel declared across its loops,

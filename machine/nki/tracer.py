@@ -164,6 +164,8 @@ class Tracer:
     """Runs of such loops started so far (each run's iterations share its number)."""
     program_id: tuple[int, ...] = ()
     written: set[str] = field(default_factory=set)
+    reductions_seen: set[str] = field(default_factory=set)
+    """Tiles an ``nl.loop_reduce`` has reduced into (language._start_from_identity asks once each)."""
     hbm_sites: dict[tuple, Any] = field(default_factory=dict)
     site_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)

@@ -50,6 +50,16 @@ def test_loop_reduce_in_an_affine_loop_is_no_finding():
     np.testing.assert_allclose(outputs, a.sum(0), rtol=1e-5)
 
 
+def test_loop_reduce_into_an_unwritten_tile_reduces_over_the_iterations():
+    # the accumulators start from the op's identity (0 for add, -inf for max), set before the
+    # loop; they used to start from whatever the memory held (an `uninitialised` warning)
+    a = f32(4, 128, 64) - 2.0  # all negative: a max started from 0 would show
+    want = np.stack([a.sum(0), a.max(0)])
+    outputs, report = run_kernel(kernel("wild_forms.py::loop_reduce_uninitialised"), a, reference=lambda a: want)
+    assert not report.findings and not report.problems(), (report.findings, report.problems())
+    np.testing.assert_allclose(outputs, want, rtol=1e-5)
+
+
 def test_a_return_inside_a_kept_loop_keeps_the_loop():
     a = f32(3, 128, 64)
     out = run(kernel("wild_forms.py::returns_inside_loop"), a)

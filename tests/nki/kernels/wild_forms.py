@@ -47,6 +47,22 @@ def loop_reduce_in_affine(a):
 
 
 @nki.jit
+def loop_reduce_uninitialised(a):
+    """nl.loop_reduce into nl.ndarray accumulators nothing wrote, as neuronx-cc prints it: a sum
+    (the assigned-view form) and a max (the rebinding form), each over the loop's iterations."""
+    out = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    total = nl.ndarray((nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+    top = nl.ndarray((nl.par_dim(128), 64), dtype=nl.float32, buffer=nl.sbuf)
+    for i in nl.affine_range(4):
+        t = nl.load(a[i])
+        total[...] = nl.loop_reduce(t, op=np.add, loop_indices=[i], dtype=nl.float32)
+        top = nl.loop_reduce(t, op=np.maximum, loop_indices=[i], dtype=nl.float32)
+    nl.store(out[0], value=total)
+    nl.store(out[1], value=top)
+    return out
+
+
+@nki.jit
 def returns_inside_loop(a):
     """A kept loop the kernel returns from inside: its body, traced once, is every iteration's."""
     out = nl.ndarray((3, 128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
