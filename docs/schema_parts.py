@@ -131,12 +131,12 @@ def no_both(a: str, b: str) -> dict:
 def _access() -> dict:
     partitions = {"type": "array", "prefixItems": [_nat(0), _nat(1), _nat(1)], "minItems": 2, "maxItems": 3,
                   "description": "[start, count] or [start, count, step], relative to the tensor's first partition"}
-    pair = {"type": "array", "prefixItems": [_nat(0), _nat(1)], "minItems": 2, "maxItems": 2}
+    pair = {"type": "array", "prefixItems": [{"type": "integer"}, _nat(1)], "minItems": 2, "maxItems": 2}
     return _closed(
         {"tensor": _NAME, "partitions": partitions, "offset": _nat(),
          "pattern": {"type": "array", "items": pair, "minItems": 1, "maxItems": 32,
                      "description": "[stride, count] pairs, outermost first (at most 32, walking at most "
-                                    "2**40 elements)"},
+                                    "2**40 elements; a negative stride walks down from the offset)"},
          "per_iteration": {"type": "object", "additionalProperties": {"type": "integer"},
                            "description": "loop name -> elements the offset moves per iteration"}},
         ["tensor"], dependentRequired={"per_iteration": ["pattern"]})

@@ -221,7 +221,7 @@ def _parse_access(raw: Any, path: str) -> Access:
             ipath = join_path(ppath, i)
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ProgramError(ipath, "expected a [stride, count] pair")
-            pairs.append((_int(pair[0], join_path(ipath, 0), minimum=0), _int(pair[1], join_path(ipath, 1), minimum=1)))
+            pairs.append((_int(pair[0], join_path(ipath, 0)), _int(pair[1], join_path(ipath, 1), minimum=1)))
         if not pairs:
             raise ProgramError(ppath, "expected at least one [stride, count] pair")
         if len(pairs) > MAX_PATTERN_PAIRS:

@@ -127,15 +127,16 @@ def _check_access(access: Access, tensor: Tensor, loops: dict[str, Loop], path: 
             raise ProgramError(join_path(path, "offset"), f"offset {offset} leaves the tensor ({size} elements)")
         lowest, highest = offset, size - 1
     else:
-        span = sum(stride * (count - 1) for stride, count in access.pattern)
-        lowest, highest = offset, offset + span
-    unmoved_highest = highest
+        # a negative stride walks down from the offset (a reversed read, t[i_p, n - 1 - i_f])
+        steps = [stride * (count - 1) for stride, count in access.pattern]
+        lowest, highest = offset + sum(min(0, s) for s in steps), offset + sum(max(0, s) for s in steps)
+    unmoved_lowest, unmoved_highest = lowest, highest
     for loop_name, shift in access.per_iteration:
         moved = shift * (loops[loop_name].trip_count - 1)
         lowest, highest = lowest + min(0, moved), highest + max(0, moved)
     if lowest < 0 or highest >= size:
         # Name what breaks the bound: the offset or pattern already at iteration 0, else the shifts.
-        if unmoved_highest >= size:
+        if unmoved_highest >= size or unmoved_lowest < 0:
             where = "offset" if offset >= size else "pattern"
         else:
             where = "per_iteration"

@@ -155,7 +155,8 @@ def _canonical_dims(pattern: tuple[tuple[int, int], ...]) -> tuple[tuple[int, in
 
 @lru_cache(maxsize=65536)
 def element_runs(pattern: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-    """Sorted disjoint half-open element ranges of a pattern at offset 0.
+    """Sorted disjoint half-open element ranges of a pattern at offset 0 (a negative stride
+    walks down from it: the ranges then start below 0).
 
     >>> element_runs(((512, 128), (1, 512)))
     ((0, 65536),)
@@ -163,7 +164,13 @@ def element_runs(pattern: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int],
     ((0, 1), (2, 3), (4, 5))
     >>> element_runs(((1, 4), (1, 4)))      # overlapping dims
     ((0, 7),)
+    >>> element_runs(((8, 2), (-1, 4)))     # each row reversed: elements -3..0 and 5..8
+    ((-3, 1), (5, 9))
     """
+    low = sum(stride * (count - 1) for stride, count in pattern if stride < 0)
+    if low:  # the same elements walked upwards from the lowest one
+        upward = tuple((abs(stride), count) for stride, count in pattern)
+        return tuple((lo + low, hi + low) for lo, hi in element_runs(upward))
     dims = _canonical_dims(pattern)
     if not dims:
         return ((0, 1),)

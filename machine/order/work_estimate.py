@@ -82,7 +82,7 @@ class SizeEstimate:
 
 def _starts(pattern: tuple[tuple[int, int], ...]) -> int:
     """Run starts of a pattern: the product of its counts but a unit-stride innermost one."""
-    dims = [(s, c) for s, c in pattern if c > 1 and s > 0]
+    dims = [(abs(s), c) for s, c in pattern if c > 1 and s != 0]
     if dims and dims[-1][0] == 1:
         dims = dims[:-1]
     starts = 1
