@@ -144,6 +144,8 @@ BAD_INPUTS: list[BadInput] = [
         "memory": "psum", "dtype": "float32", "shape": [128, 16], "partition": 0, "bank": 0,
         "x-rotate": {"loop": "k", "slots": 10**18, "stride": 0}})).encode(), "tensors.ps.x-rotate.slots",
              "at most 65,536"),
+    BadInput("negative-stride-below-element-0", _text(lambda d: d["body"][0]["body"][1]["reads"][0].update(
+        {"offset": 3, "pattern": [[-1, 8]]})).encode(), f"{SCALE}.reads[0].pattern", "reaches elements [-4, 3]"),
     BadInput("x-partitions_per_iteration-near-2**63", _text(lambda d: d["body"][0]["body"][1]["reads"][0].update(
         {"pattern": [[1, 16]], "x-partitions_per_iteration": {"k": 2**63 - 1}})).encode(),
              f"{SCALE}.reads[0].x-partitions_per_iteration.k", "at most 65,536"),
