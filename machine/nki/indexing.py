@@ -270,7 +270,8 @@ class Mask:
 
 
 _MAX_GRID = 1 << 22
-_COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal}
+_COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+            "equal": np.equal, "not_equal": np.not_equal}
 
 
 
@@ -408,7 +409,8 @@ class ArangeExpr:
             raise unsupported("a mask comparing an expression of several index axes (i_p + i_f < n)",
                               "a mask keeps one box: bound each axis on its own")
         (it, coeff), = terms
-        test = {"less": int.__lt__, "less_equal": int.__le__, "greater": int.__gt__, "greater_equal": int.__ge__}[cmp]
+        test = {"less": int.__lt__, "less_equal": int.__le__, "greater": int.__gt__, "greater_equal": int.__ge__,
+                "equal": int.__eq__, "not_equal": int.__ne__}[cmp]
         return it, {i for i in range(it.count) if test(self.const + coeff * i, value)}
 
     def _cmp(self, cmp: str, other: Any) -> Mask:
@@ -427,6 +429,21 @@ class ArangeExpr:
 
     def __ge__(self, other: Any) -> Mask:
         return self._cmp("greater_equal", other)
+
+    def __eq__(self, other: Any):  # type: ignore[override]
+        """``i_p == i_f``: a comparison like the others (``affine_select``'s diagonal; as a
+        ``mask=`` it must keep a box).  It was Python's identity, ``False``: a mask that
+        silently dropped its instruction."""
+        if isinstance(other, ArangeExpr) or is_int(other):
+            return self._cmp("equal", other)
+        return NotImplemented
+
+    def __ne__(self, other: Any):  # type: ignore[override]
+        if isinstance(other, ArangeExpr) or is_int(other):
+            return self._cmp("not_equal", other)
+        return NotImplemented
+
+    __hash__ = object.__hash__  # an index vector is itself, in sets and dicts
 
 
 def arange(*args: int) -> ArangeExpr:

@@ -41,3 +41,16 @@ def test_transpose_keeps_its_mask() -> None:
     want = np.zeros((128, 128), np.float32)
     want[:64] = x.T[:64]
     np.testing.assert_array_equal(got, want)
+
+
+def test_an_equality_mask_keeps_the_diagonal() -> None:
+    # `i_p == i_f` was Python's identity, False: the masked store silently never happened
+    x = f32(64, 64)
+    got = run(kernel("mask_booleans.py::diagonal_store"), x)["return0"]
+    np.testing.assert_array_equal(got, np.diag(np.diag(x)))
+
+
+def test_affine_select_takes_an_equality() -> None:
+    w = f32(128, 1)
+    got = run(kernel("mask_booleans.py::diagonal_select"), w)["return0"]
+    np.testing.assert_array_equal(got, np.diag(w[:, 0]))

@@ -2,6 +2,7 @@
 (tests/nki/test_mask_booleans.py)."""
 
 import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 
 
@@ -49,4 +50,25 @@ def transpose_top_half(x):
     i_p, i_f = nl.mgrid[0:128, 0:128]
     y[i_p, i_f] = nl.transpose(t, mask=(i_p < 64))
     nl.store(out, value=y)
+    return out
+
+
+@nki.jit
+def diagonal_store(x):
+    """``mask=(i_p == i_f)``: the diagonal alone (a box per element)."""
+    out = nl.ndarray((64, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.zeros((64, 64), dtype=x.dtype))
+    i_p, i_f = nl.arange(64)[:, None], nl.arange(64)[None, :]
+    t = nl.load(x)
+    nl.store(out[i_p, i_f], value=t[i_p, i_f], mask=(i_p == i_f))
+    return out
+
+
+@nki.jit
+def diagonal_select(w):
+    """``nisa.affine_select(i_p == i_f, ...)``: a diagonal matrix of a column."""
+    out = nl.ndarray((128, 128), dtype=w.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.arange(128)[:, None], nl.arange(128)[None, :]
+    column = nl.load(w)
+    nl.store(out, value=nisa.affine_select(i_p == i_f, column.broadcast_to((128, 128)), 0.0))
     return out
