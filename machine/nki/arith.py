@@ -15,6 +15,7 @@ import numpy as np
 
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.errors import fail, shown
+from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
@@ -41,9 +42,19 @@ def _one_in_psum(x: Any, y: Any) -> tuple[Any, Any]:
     return x, y
 
 
+def _index_values(value: Any, other: Any) -> Any:
+    """An index vector (``nl.arange(E)[:, None]``) in arithmetic with a tile: its values, an
+    int32 tile made by ``iota`` (``nl.arange(E)[:, None] + start``, a row offset the kernel
+    loaded, is the tile of rows an indirect DMA reads)."""
+    if isinstance(value, ArangeExpr) and is_tile(other):
+        return _result(value.shape, "int32", "sbuf", lambda dst: ops.iota(dst, value))
+    return value
+
+
 def _binary_fn(name: str, alu: str):
     @api(f"nl.{name}")
     def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+        x, y = _index_values(x, y), _index_values(y, x)
         shapes = [v.shape for v in (x, y) if is_tile(v)]
         if not shapes:
             raise fail(f"nl.{name} of two numbers: compute it in Python")

@@ -19,7 +19,7 @@ from neuronsim.machine.nki.arith import act_name, add, alu_name, multiply, subtr
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
-from neuronsim.machine.nki.indexing import ArangeExpr, Mask
+from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.emitters_select import command, keep_register, register, select_reduce
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
@@ -204,30 +204,7 @@ def memset(dst: Layout, value: Any, engine: Any = None) -> None:
     ops.memset(dst, value, engine_of(engine, ("dve", "pool"), "dve"))
 
 
-def _split_terms(expr: ArangeExpr) -> tuple[int, list[tuple[int, int]]]:
-    """``(partition coefficient, [(free coefficient, count), ...])`` of an index expression:
-    the iterator at grid position 0 of a grid of two or more axes is the partition axis."""
-    partition, free = 0, []
-    for it, coeff in sorted(expr.terms, key=lambda t: t[0].pos):
-        if it.pos == 0 and it.ndim > 1:
-            partition = coeff
-        else:
-            free.append((coeff, it.count))
-    return partition, free
-
-
-def iota(dst: Layout, expr: Any) -> None:
-    """``dst[p, i] = expr`` for an affine index expression over the tile's axes (POOL)."""
-    if isinstance(expr, int):
-        expr = ArangeExpr(expr, ())
-    if not isinstance(expr, ArangeExpr):
-        raise fail("nisa.iota takes an affine expression of nl.arange / nl.mgrid indices")
-    partition_step, free = _split_terms(expr)
-    if len([c for c, _n in free if c]) > 1:
-        raise current().refuse("nisa.iota over several free axes", "one free axis")
-    step = next((c for c, _n in free if c), 0)
-    current().note_write(dst)
-    current().kb.iota(dst.view(), base=ops.number(expr.const), step=step, partition_step=partition_step)
+iota = ops.iota  # nisa.iota / nl.iota of an index expression (ops.py: arithmetic on nl.arange needs it too)
 
 
 def reciprocal(dst: Layout, data: Any) -> None:
@@ -361,7 +338,7 @@ def affine_select_pred(dst: Layout, pred: Any, on_true: Any, value: Any) -> None
     (expr, cmp, bound), = pred.preds
     if not isinstance(expr.const, int):
         expr.const._refuse("an affine_select predicate that depends on a loop index")
-    channel_multiplier, free = _split_terms(expr)
+    channel_multiplier, free = ops.split_terms(expr)
     pattern = [[coeff, n] for coeff, n in free]
     affine_select(dst, on_true, value, offset=expr.const - bound, channel_multiplier=channel_multiplier,
                   pattern=pattern, cmp=cmp)

@@ -21,7 +21,7 @@ from neuronsim.machine.ir.program import Dep, Instruction, Loop, MemoryKind
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import promote, to_dtype
 from neuronsim.machine.nki.errors import fail, shown
-from neuronsim.machine.nki.indexing import Mask
+from neuronsim.machine.nki.indexing import ArangeExpr, Mask
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import current
@@ -30,7 +30,7 @@ from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QUEUES", "broadcast_shape",
            "result_dtype", "per_partition", "opens_accumulation", "in_program_order", "reduced_last",
-           "engine_left_to_compiler", "COMPILER_ENGINES", "floats"]
+           "engine_left_to_compiler", "COMPILER_ENGINES", "floats", "split_terms", "iota"]
 
 #: The engines offered to the compiler for an elementwise op or copy whose kernel names none
 #: (``docs/timing.md``, "Engine choice"): DVE, the frontend's default, and ACT.
@@ -413,3 +413,29 @@ def free_axes(shape: tuple[int, ...], axis: Any, what: str, hint: str = "transpo
     if 0 in out:
         raise current().refuse(f"{what} over the partition axis", hint)
     return out
+
+
+def split_terms(expr: ArangeExpr) -> tuple[int, list[tuple[int, int]]]:
+    """``(partition coefficient, [(free coefficient, count), ...])`` of an index expression:
+    the iterator at grid position 0 of a grid of two or more axes is the partition axis."""
+    partition, free = 0, []
+    for it, coeff in sorted(expr.terms, key=lambda t: t[0].pos):
+        if it.pos == 0 and it.ndim > 1:
+            partition = coeff
+        else:
+            free.append((coeff, it.count))
+    return partition, free
+
+
+def iota(dst: Layout, expr: Any) -> None:
+    """``dst[p, i] = expr`` for an affine index expression over the tile's axes (POOL)."""
+    if isinstance(expr, int):
+        expr = ArangeExpr(expr, ())
+    if not isinstance(expr, ArangeExpr):
+        raise fail("nisa.iota takes an affine expression of nl.arange / nl.mgrid indices")
+    partition_step, free = split_terms(expr)
+    if len([c for c, _n in free if c]) > 1:
+        raise current().refuse("nisa.iota over several free axes", "one free axis")
+    step = next((c for c, _n in free if c), 0)
+    current().note_write(dst)
+    current().kb.iota(dst.view(), base=number(expr.const), step=step, partition_step=partition_step)
