@@ -17,7 +17,7 @@ descriptors do, concretely:
 * the index values as a decision in ``extras["x-nki-decisions"]`` with the kernel line: the
   trace is exact for these inputs.
 
-Out-of-bounds rows follow ``oob_mode``: ``error`` (the default) is an error at the kernel
+Out-of-bounds rows follow ``oob_mode`` (the legacy calls' ``mode``): ``error`` (the default) is an error at the kernel
 line naming the index, ``skip`` drops those rows (the destination keeps what it held).
 """
 
@@ -53,7 +53,9 @@ def indirect_dma(dst: Layout, src: Layout, emit: Emit) -> None:
     index = indirect.index
     pos = _matching_axis(other, side, indirect.axis)
     rows = tile_values(index, "an indirect DMA").astype(np.int64)
-    skip = _oob_mode(tracer.call_options.get("oob_mode")) == "skip"
+    # the legacy pages name it mode= (nisa.dma_copy(..., mode=oob_mode.skip)), the current oob_mode=
+    options = tracer.call_options
+    skip = _oob_mode(options.get("oob_mode", options.get("mode"))) == "skip"
     outside = np.flatnonzero((rows < 0) | (rows >= indirect.size))
     name = side.tensor.name
     if outside.size and not skip:

@@ -139,6 +139,9 @@ class Pending:
     indices: dict[str, Any]
     mask: Mask | None = None
     sources: tuple[Any, ...] = ()
+    options: dict[str, Any] = field(default_factory=dict)
+    """The call's keyword arguments (``oob_mode`` of an indirect ``nl.load``), in force again when
+    it is emitted."""
 
 
 @dataclass
@@ -320,7 +323,8 @@ class Tracer:
         declares its tile if it is used before being assigned; ``sources``: operands of the
         same shape whose index iterators the result keeps."""
         self.flush()
-        self.pending = Pending(proxy, emit, storage, self.where(), self.indices(), as_mask(mask), sources)
+        self.pending = Pending(proxy, emit, storage, self.where(), self.indices(), as_mask(mask), sources,
+                               self.call_options)
         return proxy
 
     def flush(self) -> None:
@@ -344,7 +348,7 @@ class Tracer:
     def _emit_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         if pending.mask is NEVER:
             return
-        options, self.call_options = self.call_options, {}  # not the options of the call that flushed it
+        options, self.call_options = self.call_options, pending.options  # its own, not the flushing call's
         marks = getattr(pending.emit, "extras", None)  # what the call says of its instruction (nl.loop_reduce)
         if marks:
             extras = {**marks, **(extras or {})}

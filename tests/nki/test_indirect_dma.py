@@ -75,6 +75,16 @@ def test_oob_skip_drops_the_rows_past_the_end():
     assert "11 out of bounds, skipped" in decision["what"]
 
 
+def test_a_loads_legacy_mode_skip_holds_when_its_result_is_assigned():
+    # nl.load(mode=...) was ignored: its result is emitted at the assignment, with the
+    # assignment's options, and the rows past the end were an error
+    data = f32(64, 32)
+    out = run(kernel(f"{LEGACY}::load_odd_rows_mode_skip"), data)["return0"]
+    expected = np.full((32, 32), -1, np.float32)
+    expected[:21] = data[3 * np.arange(21) + 1]
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_oob_error_names_the_index_at_the_dma_line():
     with pytest.raises(NkiError) as err:
         trace(kernel(f"{LEGACY}::gather_odd_rows_error"), f32(64, 32))

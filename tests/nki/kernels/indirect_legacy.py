@@ -48,6 +48,20 @@ def gather_odd_rows_skip(data):
 
 
 @nki.jit
+def load_odd_rows_mode_skip(data):
+    """As gather_odd_rows_skip through ``nl.load(..., mode=oob_mode.skip)`` (the legacy keyword),
+    assigned into a tile of -1: the load's result is emitted at the assignment, with its mode."""
+    n, m = data.shape
+    out = nl.ndarray((n // 2, m), dtype=data.dtype, buffer=nl.shared_hbm)
+    ix, iy = nl.mgrid[0:n // 2, 0:m]
+    row_tile = nisa.iota(3 * nl.arange(n // 2)[:, None] + 1, dtype=np.int32)
+    picked = nl.full((n // 2, m), -1, dtype=data.dtype)
+    picked[ix, iy] = nl.load(data[row_tile[ix, 0], iy], mode=nisa.oob_mode.skip)
+    nl.store(out, value=picked)
+    return out
+
+
+@nki.jit
 def gather_odd_rows_error(data):
     """As gather_odd_rows_skip with the default oob_mode: an error at the dma_copy line."""
     n, m = data.shape
