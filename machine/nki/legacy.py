@@ -10,6 +10,8 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
+import numpy as np
+
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, scalars
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
@@ -17,6 +19,7 @@ from neuronsim.machine.nki.language import no_reorder as _no_reorder
 from neuronsim.machine.nki.language import psum as _psum
 from neuronsim.machine.nki.language import sbuf as _sbuf
 from neuronsim.machine.nki.ops import lay, result_dtype
+from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
 from neuronsim.machine.nki.transpose_dma import transposed_shape
@@ -190,16 +193,24 @@ def compiler_names() -> dict[str, Any]:
             "no_reorder": _no_reorder}  # as a loop's directives= (attention tutorials): orders nothing
 
 
-class _TypeHint:
-    """``nt.tensor[shape, dtype]`` and friends: annotations only."""
+class _TypeHint(type):
+    """``nt.tensor[shape, dtype]`` and friends: annotations, and types a kernel may test its
+    arguments against (``isinstance(x, nt.tensor)``: neuronx-distributed's topk checks so)."""
 
-    def __getitem__(self, _item: Any) -> Any:
+    def __getitem__(cls, _item: Any) -> Any:
         return Any
 
-    def __call__(self, *_a: Any, **_k: Any) -> Any:
+    def __call__(cls, *_a: Any, **_k: Any) -> Any:
         return Any
+
+    def __instancecheck__(cls, value: Any) -> bool:
+        return isinstance(value, cls.holds)
 
 
 def typing_names() -> dict[str, Any]:
-    hint = _TypeHint()
-    return {"tensor": hint, "mutable_tensor": hint, "scalar": hint, "tile": hint}
+    def hint(name: str, holds: Any) -> type:
+        return _TypeHint(name, (), {"holds": holds, "__module__": "nki.typing"})
+
+    tensor = hint("tensor", NkiTensor)
+    return {"tensor": tensor, "mutable_tensor": hint("mutable_tensor", NkiTensor),
+            "scalar": hint("scalar", (int, float, np.integer, np.floating)), "tile": hint("tile", NkiTensor)}

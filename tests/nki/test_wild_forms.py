@@ -204,3 +204,9 @@ def test_a_same_size_dtype_view_indexes():
 def test_the_docs_python_api_block_imports():
     block = (Path(KERNELS).parents[2] / "docs" / "nki.md").read_text().split("```python\n", 1)[1].split("```")[0]
     exec("\n".join(line for line in block.splitlines() if line.startswith(("from ", "import "))), {})
+
+
+def test_isinstance_of_nt_tensor():
+    # nt.tensor was an annotation object, no type: isinstance raised TypeError
+    a = f32(128, 64)
+    np.testing.assert_array_equal(run(kernel("wild_forms.py::checks_its_argument_type"), a)["return0"], a)

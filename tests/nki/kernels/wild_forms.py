@@ -7,6 +7,7 @@ import logging
 import numpy as np
 import neuronxcc.nki as nki
 import neuronxcc.nki.language as nl
+import neuronxcc.nki.typing as nt
 import neuronxcc.nki.isa as nisa
 
 # CS149's NKI assignment does this after importing neuronxcc (a level the Neuron packages add)
@@ -128,4 +129,14 @@ def erf_family(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     t = nl.load(x)
     nl.store(out, value=nl.add(nl.erf(t), nisa.activation(op=nl.gelu_dx, data=t)))
+    return out
+
+
+@nki.jit
+def checks_its_argument_type(x: nt.tensor[[128, 64], nl.float32]):
+    """``isinstance(x, nt.tensor)``: a kernel that type-checks its argument (neuronx-distributed's topk)."""
+    if not isinstance(x, nt.tensor) or isinstance(x, nt.scalar):
+        raise TypeError(f"expected a tensor, got {type(x)}")
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x))
     return out
