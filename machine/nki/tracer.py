@@ -354,6 +354,11 @@ class Tracer:
             extras = {**marks, **(extras or {})}
         try:
             self._emit_boxes(pending, dst, extras, **kw)
+        except NkiError as err:
+            # emitted when a later statement used the result: a refusal is the call's, at its line
+            if type(err) is NkiError and err.path != str(pending.site[0]):
+                raise NkiError(pending.site[0], err.message) from None
+            raise
         finally:
             self.call_options = options
 
