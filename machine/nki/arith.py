@@ -273,7 +273,10 @@ def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any =
         raise fail(f"nl.matmul: contraction dimensions {stationary.shape[0]} and {y.shape[0]} differ")
 
     def emit(dst, accumulate: bool = False) -> None:
-        current().kb.matmul(dst.view(), ops.lay(stationary).view(), ops.lay(y).view(), accumulate=accumulate)
+        # PE reads SBUF: an operand in PSUM (a matmul's or transpose's result used as is, as the
+        # page allows and AWS's Mamba2 example does) is copied to SBUF first, as the compiler stages it
+        current().kb.matmul(dst.view(), ops.staged_from_psum(ops.lay(stationary)).view(),
+                            ops.staged_from_psum(ops.lay(y)).view(), accumulate=accumulate)
 
     emit.accumulates = True  # type: ignore[attr-defined]
     return _result((m, n), "float32", "psum", emit, mask)
@@ -286,7 +289,8 @@ def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) 
     if len(x.shape) != 2:
         raise fail("nl.transpose transposes a 2-D tile")
     shape = x.shape[::-1]
-    staged = _result(shape, "float32", "psum", lambda dst: current().kb.transpose(dst.view(), ops.lay(x).view()))
+    staged = _result(shape, "float32", "psum",
+                     lambda dst: current().kb.transpose(dst.view(), ops.staged_from_psum(ops.lay(x)).view()))
     return _result(shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.copy(dst, ops.lay(staged), "act"),
                    mask, (x,))
 

@@ -210,3 +210,12 @@ def test_isinstance_of_nt_tensor():
     # nt.tensor was an annotation object, no type: isinstance raised TypeError
     a = f32(128, 64)
     np.testing.assert_array_equal(run(kernel("wild_forms.py::checks_its_argument_type"), a)["return0"], a)
+
+
+def test_nl_matmul_and_transpose_stage_a_psum_operand():
+    # PE reads SBUF: the PSUM operand was refused; the compiler copies it to SBUF
+    b, c = f32(128, 128), f32(128, 128)
+    got = run(kernel("wild_forms.py::matmul_of_a_psum_result"), b, c)["return0"]
+    product = b.astype(np.float64) @ c.T.astype(np.float64)
+    np.testing.assert_allclose(got[0], product, rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got[1], product.T, rtol=1e-4, atol=1e-3)

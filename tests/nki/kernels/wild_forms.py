@@ -140,3 +140,15 @@ def checks_its_argument_type(x: nt.tensor[[128, 64], nl.float32]):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.load(x))
     return out
+
+
+@nki.jit
+def matmul_of_a_psum_result(b, c):
+    """``nl.matmul`` of a transpose left in PSUM (AWS's Mamba2 example): the operand is staged to SBUF."""
+    c_t = nisa.nc_transpose(nl.load(c))  # PE transpose: the result is in PSUM
+    product = nl.copy(nl.matmul(nl.load(b), c_t), dtype=nl.float32)
+    twice = nl.copy(nl.transpose(nl.matmul(nl.load(b), c_t)), dtype=nl.float32)  # transpose of PSUM too
+    out = nl.ndarray((2, 128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out[0], product)
+    nl.store(out[1], twice)
+    return out
