@@ -219,3 +219,9 @@ def test_nl_matmul_and_transpose_stage_a_psum_operand():
     product = b.astype(np.float64) @ c.T.astype(np.float64)
     np.testing.assert_allclose(got[0], product, rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(got[1], product.T, rtol=1e-4, atol=1e-3)
+
+
+def test_chained_block_indices_pick_the_block_the_comma_form_picks():
+    # t[0][j][:, :] was refused: "index all 2 block dimensions"
+    x = f32(2, 128, 64)
+    np.testing.assert_array_equal(run(kernel("wild_forms.py::chained_block_index"), x)["return0"], 2 * x)

@@ -152,3 +152,15 @@ def matmul_of_a_psum_result(b, c):
     nl.store(out[0], product)
     nl.store(out[1], twice)
     return out
+
+
+@nki.jit
+def chained_block_index(x):
+    """``t[0][j][:, :]``: the blocks of a two-block-dimension tensor picked one index at a time."""
+    t = nl.ndarray((1, 2, nl.par_dim(128), 64), dtype=x.dtype, buffer=nl.sbuf)
+    for j in nl.affine_range(2):
+        t[0][j][:, :] = nl.load(x[j])
+    out = nl.ndarray((2, 128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    for j in nl.affine_range(2):
+        nl.store(out[j], nl.multiply(t[0][j][:, :], 2.0))
+    return out
