@@ -279,8 +279,13 @@ def load_transpose2d(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_
 @api("nl.store")
 def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
     if not is_tile(value):  # the API page: "value - An SBUF tile"
-        raise fail(f"nl.store stores a tile, not {shown(value)}: store nl.full(shape, value, dtype) (or nl.zeros) "
-                   f"of the destination's shape")
+        number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
+        if not number or not is_tile(dst) or not dst.shape or dst.shape[0] > 128:
+            raise fail(f"nl.store stores a tile, not {shown(value)}: store nl.full(shape, value, dtype) (or "
+                       f"nl.zeros) of the destination's shape")
+        # a number (neuronx-distributed-inference stores -9984.0 so): the compiler's tile of it,
+        # set in SBUF, then stored
+        value = full(dst.shape, value, dtype=dst.dtype, buffer=sbuf)
     assign(dst, value, mask=mask)
 
 

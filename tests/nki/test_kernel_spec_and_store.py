@@ -1,6 +1,8 @@
 """Two forms public kernels take: a kernel kept as a class's static method, named
-``FILE.py::CLASS.METHOD``; and ``nl.store`` of a number, refused at its line in the API's words
-(it was reported as a ``memset`` of an internal tensor)."""
+``FILE.py::CLASS.METHOD``; and ``nl.store`` of a number, which a shipped neuronx-distributed-
+inference kernel writes: stored as the compiler's tile of it (it was refused, and before that
+reported as a ``memset`` of an internal tensor); anything else not a tile is refused at its line
+in the API's words."""
 
 from __future__ import annotations
 
@@ -27,7 +29,14 @@ class Circuit:
 @nki.jit
 def store_a_number(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    nl.store(out, value=0.0)
+    nl.store(out, value=-9984.0)
+    return out
+
+
+@nki.jit
+def store_a_list(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=[0.0])
     return out
 '''
 
@@ -51,7 +60,16 @@ def test_a_misnamed_method_is_still_no_such_function(kernels) -> None:
         load_kernel("k.py::Circuit.kernal")
 
 
-def test_storing_a_number_is_refused_in_the_apis_words(kernels) -> None:
+def test_storing_a_number_stores_a_tile_of_it(kernels) -> None:
     x = np.zeros((128, 8), np.float32)
-    with pytest.raises(NkiError, match=r"k.py:17: nl.store stores a tile, not float 0.0: store nl.full"):
-        trace(load_kernel("k.py::store_a_number"), x)
+    from neuronsim.verify.nki.run import run_kernel
+
+    outputs, report = run_kernel("k.py::store_a_number", x, seeds=(None,))
+    assert not report.problems()
+    np.testing.assert_array_equal(outputs, np.full((128, 8), -9984.0, np.float32))
+
+
+def test_storing_anything_else_is_refused_in_the_apis_words(kernels) -> None:
+    x = np.zeros((128, 8), np.float32)
+    with pytest.raises(NkiError, match=r"k.py:24: nl.store stores a tile, not list: store nl.full"):
+        trace(load_kernel("k.py::store_a_list"), x)
