@@ -259,15 +259,26 @@ def _storages(stream: InstanceStream, affine: dict[int, Loop],
     """Access slots ``(instruction, position)`` per storage (a tensor, or a DRAM alias group)
     that some affine loop (kept, or one run of an unrolled one) both reads and writes."""
     slots: dict[object, list[tuple[int, int]]] = defaultdict(list)
-    touched: dict[object, tuple[set, set]] = defaultdict(lambda: (set(), set()))
+    # the loops reading it, writing it, and per unrolled run the iterations touching it: a tile
+    # of one iteration (each declares its own: a printed kernel's tens of thousands) carries nothing
+    touched: dict[object, tuple[set, set, dict]] = defaultdict(lambda: (set(), set(), defaultdict(set)))
     for x in range(stream.m):
         inside: set = {id(loop) for loop in stream.loops_of[x] if id(loop) in affine}
-        inside.update(run for run, _var, _iteration in marks[x] or ())
+        runs = marks[x] or ()
+        inside.update(("run", run) for run, _var, _iteration in runs)
         for k, ca in enumerate(stream.accesses(x)):
             key = ca.space if isinstance(ca.space, tuple) else ca.tensor
             slots[key].append((x, k))
-            touched[key][int(ca.is_write)].update(inside)
-    return {key: found for key, found in slots.items() if touched[key][0] & touched[key][1]}
+            seen = touched[key]
+            seen[int(ca.is_write)].update(inside)
+            for run, _var, iteration in runs:
+                seen[2][run].add(iteration)
+
+    def carries(key: object) -> bool:
+        reads, writes, iterations = touched[key]
+        return any(not isinstance(loop, tuple) or len(iterations[loop[1]]) > 1 for loop in reads & writes)
+
+    return {key: found for key, found in slots.items() if carries(key)}
 
 
 def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:

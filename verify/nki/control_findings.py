@@ -80,8 +80,9 @@ def psum_findings(program: Program) -> list[NkiFinding]:
     from neuronsim.verify.nki.placement import identity_placement as _identity_placement
 
     placed = _identity_placement(program)
-    state = {n: np.zeros((placed.tensors[n].shape[0], placed.tensors[n].bytes_per_partition), np.int32)
-             for n in psum}
+    # per element, made when a tensor is first written (a printed kernel's thousands of PSUM
+    # blocks: a state per byte of each, made up front, was most of lora's 30 s)
+    state: dict[str, np.ndarray] = {}
     regions: dict[tuple, int] = {}
     # Per distinct footprint: its rows, columns, region number and block index (an
     # accumulation group writes one region once per K step: issue 31's matmul, 8,192 writes
@@ -107,7 +108,11 @@ def psum_findings(program: Program) -> list[NkiFinding]:
             rows, cols, region, cells = known
             if inst.op == "matmul" and filled.get(access.tensor) == region:
                 continue
-            held = state[access.tensor][cells] if rows.size and cols.size else np.zeros(0)
+            grid = state.get(access.tensor)
+            if grid is None:
+                grid = state[access.tensor] = np.zeros((tensor.shape[0], -(-tensor.bytes_per_partition //
+                                                                         tensor.itemsize)), np.int32)
+            held = grid[cells] if rows.size and cols.size else np.zeros(0)
             if accumulates and inst.attrs.get("accumulate"):
                 label = source_text(inst, index) if SOURCE_KEY in inst.extras else inst.name
                 if (held == _UNWRITTEN).any():
@@ -123,7 +128,7 @@ def psum_findings(program: Program) -> list[NkiFinding]:
                         f"holds over a different region (the groups overlap: accumulate onto the same region, "
                         f"or use separate banks)"))
             if rows.size and cols.size:
-                state[access.tensor][cells] = region if inst.op == "matmul" else _ZEROED
+                grid[cells] = region if inst.op == "matmul" else _ZEROED
                 filled[access.tensor] = region if inst.op == "matmul" else 0
             else:
                 filled.pop(access.tensor, None)
@@ -135,13 +140,15 @@ def _psum(kind: str, label: str, tensor: str, message: str) -> ControlFinding:
 
 
 def _cells(tensor: Tensor, fp: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Rows (partitions) and byte columns of ``tensor`` a footprint covers."""
+    """Rows (partitions) and element columns of ``tensor`` a footprint covers (a byte range
+    not on element boundaries: every element it touches)."""
     lo, hi = mask_range(fp.partitions) if fp.partitions else (0, 0)
     first = tensor.partition or 0
     rows = np.array([p - first for p in range(lo, hi) if fp.partitions >> p & 1], np.int64)
-    base = tensor.byte_base
-    cols = np.concatenate([np.arange(a - base, b - base) for a, b in fp.bytes]) if fp.bytes else np.zeros(0, np.int64)
-    width = tensor.bytes_per_partition
+    base, size = tensor.byte_base, tensor.itemsize
+    cols = (np.concatenate([np.arange((a - base) // size, -(-(b - base) // size)) for a, b in fp.bytes])
+            if fp.bytes else np.zeros(0, np.int64))
+    width = -(-tensor.bytes_per_partition // size)
     return rows[(rows >= 0) & (rows < tensor.shape[0])], cols[(cols >= 0) & (cols < width)]
 
 
