@@ -163,6 +163,7 @@ class KernelBuilder:
         self._loops: list[str] = []
         self._names: set[str] = set()
         self._counters: dict[str, int] = {}
+        self._written: set[str] = set()  # tensors some instruction writes (writes_tensor)
         self._dram_end = 0
         #: ``extras`` of the next instruction (a frontend such as :mod:`neuronsim.machine.nki` sets it
         #: to record where the instruction came from, ``x-source``).
@@ -275,9 +276,11 @@ class KernelBuilder:
         self._claim(name)
         if queue is None and op.startswith("dma"):
             queue = "dma0"
+        written = tuple(_access(w) for w in writes)
+        self._written.update(access.tensor for access in written)
         self._bodies[-1].append(Instruction(
             name=name, engine=engine, op=op, reads=tuple(_access(r) for r in reads),
-            writes=tuple(_access(w) for w in writes),
+            writes=written,
             attrs=frozen_mapping({k: v for k, v in (attrs or {}).items() if v is not None}),
             deps=tuple(_as_dep(d) for d in deps), queue=queue, extras=frozen_mapping(self.next_extras)))
         return name
@@ -311,17 +314,8 @@ class KernelBuilder:
         return len(self._bodies)
 
     def writes_tensor(self, name: str) -> bool:
-        """True when an instruction emitted so far (in any open body or loop) writes tensor
-        ``name``."""
-        stack = [node for body in self._bodies for node in body]
-        while stack:
-            node = stack.pop()
-            body = getattr(node, "body", None)
-            if body is not None:
-                stack.extend(body)
-            elif any(access.tensor == name for access in node.writes):
-                return True
-        return False
+        """True when an instruction emitted so far writes tensor ``name``."""
+        return name in self._written
 
     def mark(self) -> int:
         """A position in the open body: what is emitted after it is :meth:`emitted_since` it."""
@@ -356,14 +350,16 @@ class KernelBuilder:
         """Whatever is declared or emitted in the block is undone when it ends (tensors, names,
         DRAM addresses, the open body): a probe program built from :meth:`draft`, then dropped."""
         depth, mark, saved = len(self._bodies), self.mark(), (dict(self._tensors), set(self._names),
-                                                              dict(self._counters), self._dram_end)
+                                                              dict(self._counters), self._dram_end,
+                                                              set(self._written))
         try:
             yield
         finally:
             if len(self._bodies) != depth:
                 raise RuntimeError("a trial must close the loops it opens")  # our own misuse, never a user's
             del self._bodies[-1][mark:]
-            tensors, names, counters, self._dram_end = saved
+            tensors, names, counters, self._dram_end, written = saved
+            self._written = written
             self._tensors.clear()
             self._tensors.update(tensors)
             self._names.clear()
