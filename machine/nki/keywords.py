@@ -12,7 +12,8 @@ answer is the parameter probably meant, when the keyword is no NKI keyword at al
 parameter of any NKI call neuronsim models nor one of :data:`OTHER_NKI_KEYWORDS`) and is close
 to one of the call's parameters (:func:`difflib.get_close_matches`, ratio at least 0.75).  A
 keyword far from every parameter is left alone: it is more likely an option of an NKI version
-neuronsim has not read than a slip of the fingers.  The run says it as a warning at the call's
+neuronsim has not read than a slip of the fingers, except on a call of the ``nki`` API (NKI
+0.7), where a keyword no NKI call takes at all is said too.  The run says it as a warning at the call's
 line (``keyword`` in ``docs/nki-checks.md``); nothing fails, as on NKI.  One keyword is said
 whatever its spelling: ``dst=`` given to a legacy ``neuronxcc.nki`` call, which returns its
 result (:func:`legacy_dst_text`).
@@ -59,6 +60,8 @@ OTHER_NKI_KEYWORDS = frozenset({
 })
 
 _KNOWN: set[str] = set(OTHER_NKI_KEYWORDS)
+#: How close a keyword must be to a parameter to be called its misspelling (difflib's ratio).
+_CLOSE = 0.75
 
 
 def register(parameters: Iterable[str]) -> None:
@@ -71,21 +74,32 @@ def misspelt(keyword: str, parameters: tuple[str, ...]) -> str | None:
     None (see the module doc)."""
     if keyword in _KNOWN:
         return None
-    close = get_close_matches(keyword, parameters, n=1, cutoff=0.75)
+    close = get_close_matches(keyword, parameters, n=1, cutoff=_CLOSE)
     return close[0] if close else None
 
 
 def warning_for(call: str, keyword: str, parameters: tuple[str, ...], legacy: bool) -> str | None:
     """The warning a call's ``keyword`` (none of its ``parameters``) deserves, or None: ``dst=``
-    to a ``legacy`` call whatever else is spelt, else a misspelling of one of ``parameters``.
+    to a ``legacy`` call whatever else is spelt, else a misspelling of one of ``parameters``;
+    given to a call of the ``nki`` API (not ``legacy``), also a keyword no NKI call takes at all
+    (``bogus=``), however far from the call's parameters.  A keyword some NKI call takes is left
+    alone: the SDK's own tutorials pass ``dtype=`` to ``nisa.tensor_copy``, whose published
+    signature has none.
 
     >>> warning_for("nl.load", "perf_mode", ("src", "mask", "dtype"), legacy=True) is None
     True
+    >>> warning_for("nisa.tensor_copy", "bogus", ("dst", "src", "engine", "name"), legacy=False)[:45]
+    "nisa.tensor_copy: keyword 'bogus' is no keywo"
     """
     if keyword == "dst" and legacy:
         return legacy_dst_text(call)
     meant = misspelt(keyword, parameters)
-    return None if meant is None else warning_text(call, keyword, meant)
+    if meant is not None:
+        return warning_text(call, keyword, meant)
+    if not legacy and keyword not in _KNOWN:
+        return (f"{call}: keyword {keyword!r} is no keyword of any NKI call (its parameters: {', '.join(parameters)}); "
+                f"the call ran without it")
+    return None
 
 
 def warning_text(call: str, keyword: str, meant: str) -> str:

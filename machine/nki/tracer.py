@@ -237,9 +237,10 @@ class Tracer:
     def note_keywords(self, line: SourceLine, call: str, given: Mapping[str, Any], named: tuple[str, ...]) -> None:
         """Remember the warning of each keyword of ``given`` that is none of ``named`` (the call's
         parameters) and deserves one (:func:`~neuronsim.machine.nki.keywords.warning_for`)."""
+        legacy = self.generation == "legacy"
         for keyword in given:
             if keyword not in named:
-                text = keywords.warning_for(call, keyword, named, self.generation == "legacy")
+                text = keywords.warning_for(call, keyword, named, legacy)
                 if text is not None:
                     self.keyword_warnings.setdefault((str(line), text))
 

@@ -70,3 +70,12 @@ def test_dst_given_to_a_legacy_call_that_returns_its_result_is_said() -> None:
     (warning,) = keyword_findings(_traced("legacy_call_given_dst"))
     assert warning.first.endswith(f"misspelt_keywords.py:{_line('nisa.tensor_scalar(dst=doubled')}")
     assert warning.note.startswith("nisa.tensor_scalar: the neuronxcc.nki call returns its result and takes no dst=")
+
+
+def test_a_keyword_no_nki_call_takes_is_said_on_the_nki_api() -> None:
+    current = GROUP_KERNELS / "unknown_keywords_current.py"
+    traced = trace_file(current, "invented_and_known", kernel_module(current).inputs(0))
+    (warning,) = keyword_findings(traced)
+    line = [n for n, text in enumerate(current.read_text().splitlines(), 1) if "colour=1" in text][0]
+    assert warning.first.endswith(f"unknown_keywords_current.py:{line}")
+    assert "'colour' is no keyword of any NKI call" in warning.note
