@@ -139,7 +139,12 @@ def value_of(tile: NkiTensor, call: str) -> int:
         raise fail(f"{call}: the source must hold one element, not shape {tuple(layout.shape)}")
     no_kept_loop(tracer, call)
     tracer.emit(lambda: tracer.kb.instruction("register_load", "sp", reads=[layout.view()]))
-    return int(tile_values(layout, call)[0])
+    value = np.asarray(tile_values(layout, call)).reshape(-1)[:1]
+    if value.dtype.kind not in "iub":
+        # a register holds up to 32 bits (the register_load page): a float element is read as
+        # its bit pattern, not converted (3.0 is 1077936128 as a DMA offset, as on the device)
+        value = value.view({1: np.uint8, 2: np.uint16, 4: np.int32, 8: np.int64}[value.dtype.itemsize])
+    return int(value[0])
 
 
 def scalar_offset(value: Any) -> int:
