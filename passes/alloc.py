@@ -128,6 +128,7 @@ import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import MemoryKind, Program, Tensor, frozen_mapping, keeps_partition_start
+from neuronsim.machine.ir.source import SOURCE_KEY
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
@@ -251,10 +252,28 @@ def _start_masks(stream: InstanceStream, users: TensorUsers, spec: MachineSpec) 
     masks = np.full(len(tensors), (1 << len(bases)) - 1, np.int64)
     whole = np.flatnonzero(np.bincount(users.access_tensor[compute & ~explicit], minlength=len(tensors))).tolist()
     masks[whole] &= np.array([allowed(0, tensors[tid].shape[0]) for tid in whole], np.int64)
-    ranged = {(users.access_tensor[k], parts[k]) for k in np.flatnonzero(compute & explicit).tolist()}
-    for tid, (start, count, step) in ranged:
+    ranged = {(users.access_tensor[k], parts[k]): k for k in np.flatnonzero(compute & explicit).tolist()}
+    for (tid, (start, count, step)), k in ranged.items():
         masks[tid] &= allowed(start, (count - 1) * step + 1)
+        if not masks[tid] and tensors[tid].memory == MemoryKind.SBUF and tensors[tid].partition is None:
+            raise _no_base(stream, tensors[tid], int(users.access_instr[k]), start, count, step)
     return masks
+
+
+def _no_base(stream: InstanceStream, tensor: Tensor, x: int, start: int, count: int, step: int) -> ProgramError:
+    """The refusal of a virtual tile no partition base can place: at the line of the access
+    that leaves none (the one whose partitions no base puts on a start the rule allows, given
+    the tile's other accesses), naming the partitions and where the tile was declared."""
+    inst = stream.instrs[x]
+    source = (inst.extras or {}).get(SOURCE_KEY) or {}
+    path = f"{source['file']}:{source['line']}" if "file" in source else f"instruction {inst.name!r}"
+    declared, label = where_declared(tensor)
+    what = f"partition {start}" if count == 1 else f"partitions {start} to {start + (count - 1) * step}"
+    call = f"{source['call']} " if source.get("call") else ""
+    return ProgramError(path, f"{call}reads or writes {what} of {label}, declared at {declared}: a compute "
+                              "engine starts an access at partition 0, 32, 64 or 96 (the partition-start rule), "
+                              "and no placement of the tile puts these partitions there beside its other "
+                              "accesses (copy the rows to a tile of their own by DMA)")
 
 
 def _sbuf_bases(tensors: list[Tensor], parts: int, spec: MachineSpec, start_masks: np.ndarray,
