@@ -17,6 +17,7 @@ import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import MemoryKind, Program, Rotation, Tensor
+from neuronsim.machine.model.geometry import merged_runs
 from neuronsim.machine.model.presets import MachineSpec
 
 from neuronsim.passes.analysis.lifetimes import Life, may_share
@@ -295,12 +296,9 @@ def storage_use(tensors: Iterable[Tensor]) -> tuple[int, int]:
 
 
 def _union_length(spans: list[tuple[int, int]]) -> int:
-    """Bytes covered by half-open ``(lo, hi)`` ranges: sorted by start, a range adds what
-    reaches past the furthest end before it (all earlier ranges start at or before it)."""
+    """Bytes covered by half-open ``(lo, hi)`` ranges (their merged runs)."""
     if not spans:
         return 0
     ranges = np.array(spans, np.int64)
-    ranges = ranges[np.lexsort((ranges[:, 1], ranges[:, 0]))]
-    reach = np.maximum.accumulate(ranges[:, 1])
-    before = np.concatenate(([ranges[0, 0]], reach[:-1]))
-    return int(np.maximum(ranges[:, 1] - np.maximum(ranges[:, 0], before), 0).sum())
+    run_lo, run_hi = merged_runs(ranges[:, 0], ranges[:, 1])
+    return int((run_hi - run_lo).sum())

@@ -51,6 +51,7 @@ __all__ = [
     "access_shape",
     "overlap",
     "element_runs",
+    "merged_runs",
     "partition_mask",
     "mask_range",
     "intersect_intervals",
@@ -203,6 +204,28 @@ def element_runs(pattern: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int],
             lo, hi = s, s + run
     runs.append((lo, hi))
     return tuple(runs)
+
+
+def merged_runs(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The half-open ranges ``[lo, hi)`` (empty ones ignored) as sorted disjoint runs covering
+    their union: sorted by start, a range opens a run when it starts past the furthest end
+    before it.  Linear in the ranges after the sort, whatever bytes they span.
+
+    >>> merged_runs(np.array([4, 0, 2, 9]), np.array([6, 3, 5, 9]))
+    (array([0]), array([6]))
+    >>> merged_runs(np.array([0, 4]), np.array([2, 8]))
+    (array([0, 4]), array([2, 8]))
+    """
+    keep = hi > lo
+    lo, hi = np.asarray(lo)[keep], np.asarray(hi)[keep]
+    if not len(lo):
+        return lo, hi
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
+    ends = np.r_[starts[1:] - 1, len(lo) - 1]
+    return lo[starts], reach[ends]
 
 
 def access_extent(tensor: Tensor, access: Access) -> tuple[int, tuple[tuple[int, int], ...]]:

@@ -42,13 +42,18 @@ def _one_in_psum(x: Any, y: Any) -> tuple[Any, Any]:
     return x, y
 
 
+def index_tile(expr: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
+    """The values of an index expression as a tile made by ``iota`` (``nisa.iota``'s result; a
+    1-D expression is one partition's row)."""
+    shape = expr.shape if getattr(expr, "ndim", 0) >= 2 else (1, *getattr(expr, "shape", (1,)))
+    return _result(shape, dtype or "int32", "sbuf", lambda dst: ops.iota(dst, expr), mask)
+
+
 def _index_values(value: Any, other: Any) -> Any:
     """An index vector (``nl.arange(E)[:, None]``) in arithmetic with a tile: its values, an
-    int32 tile made by ``iota`` (``nl.arange(E)[:, None] + start``, a row offset the kernel
+    int32 :func:`index_tile` (``nl.arange(E)[:, None] + start``, a row offset the kernel
     loaded, is the tile of rows an indirect DMA reads)."""
-    if isinstance(value, ArangeExpr) and is_tile(other):
-        return _result(value.shape, "int32", "sbuf", lambda dst: ops.iota(dst, value))
-    return value
+    return index_tile(value) if isinstance(value, ArangeExpr) and is_tile(other) else value
 
 
 def _binary_fn(name: str, alu: str):

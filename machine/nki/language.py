@@ -474,13 +474,7 @@ def _start_from_identity(tracer: Any, dst: Layout, alu: str) -> None:
         return
     tracer.reductions_seen.add(name)
     if alu in _IDENTITY and dst.on_chip and not tracer.kb.writes_tensor(name):
-        # emitted while the reduction's own instruction is being emitted: its extras, mask and
-        # site are the reduction's once the identity is set
-        saved = tracer.kb.next_extras, tracer.mask, tracer.emit_site
-        try:
-            tracer.emit_at_declaration(name, lambda: ops.memset(Layout.whole(dst.tensor), _IDENTITY[alu]))
-        finally:
-            tracer.kb.next_extras, tracer.mask, tracer.emit_site = saved
+        tracer.emit_at_declaration(name, lambda: ops.memset(Layout.whole(dst.tensor), _IDENTITY[alu]))
 
 
 #: On a ``nl.loop_reduce`` instruction: the reduction the kernel declared across its loops,

@@ -14,6 +14,7 @@ import numpy as np
 
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, scalars
+from neuronsim.machine.nki.arith import index_tile
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
 from neuronsim.machine.nki.language import no_reorder as _no_reorder
 from neuronsim.machine.nki.language import psum as _psum
@@ -114,8 +115,7 @@ def memset(shape, value, dtype=None, *, mask=None, engine=None, **_kw):
 
 @api("nisa.iota")
 def iota(expr, dtype=None, *, mask=None, **_kw):
-    shape = expr.shape if getattr(expr, "ndim", 0) >= 2 else (1, *getattr(expr, "shape", (1,)))
-    return _result(shape, dtype or "int32", "sbuf", lambda dst: em.iota(dst, expr), mask)
+    return index_tile(expr, dtype, mask)
 
 
 @api("nisa.reciprocal")

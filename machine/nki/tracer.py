@@ -428,10 +428,16 @@ class Tracer:
 
     def emit_at_declaration(self, name: str, fn: Callable[[], Any]) -> None:
         """Emit ``fn`` (builder calls, as :meth:`emit`) where tensor ``name`` was declared:
-        before the kept loops opened since, so it runs once, not every iteration."""
+        before the kept loops opened since, so it runs once, not every iteration.  Called while
+        another call's instruction is being emitted (a reduction's first use of its tile), that
+        call's extras, mask and site are its own again afterwards."""
         self.flush()
+        saved = self.kb.next_extras, self.mask, self.emit_site
         start = self.kb.mark()
-        self.emit(fn)
+        try:
+            self.emit(fn)
+        finally:
+            self.kb.next_extras, self.mask, self.emit_site = saved
         self.kb.move_since(start, self.decl_depth.get(name, 1))
 
     # -- loops -------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ import numpy as np
 
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, MemoryKind, Program, Tensor
 from neuronsim.machine.ir.source import instance_label
+from neuronsim.machine.model.geometry import merged_runs
 from neuronsim.machine.order.events import access_events
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
@@ -150,8 +151,9 @@ def unwritten_outputs(program: Program, inputs: Collection[str], stream: Instanc
 
 def covered_bytes(lo: np.ndarray, hi: np.ndarray, size: int) -> tuple[int, int | None]:
     """How many bytes of ``[0, size)`` the half-open ranges ``[lo, hi)`` cover together, and
-    the first byte none covers (None: every one is).  The ranges merged in sorted order, so the
-    cost follows the number of ranges, not the bytes (a 32 MiB output is thousands of rows).
+    the first byte none covers (None: every one is): their merged runs
+    (:func:`~neuronsim.machine.model.geometry.merged_runs`), so the cost follows the number of
+    ranges, not the bytes (a 32 MiB output is thousands of rows).
 
     >>> covered_bytes(np.array([4, 0, 2]), np.array([6, 3, 5]), 8)
     (6, 6)
@@ -160,16 +162,9 @@ def covered_bytes(lo: np.ndarray, hi: np.ndarray, size: int) -> tuple[int, int |
     >>> covered_bytes(np.array([2]), np.array([8]), 8)
     (6, 0)
     """
-    keep = hi > lo
-    lo, hi = lo[keep], hi[keep]
-    if not len(lo):
+    run_lo, run_hi = merged_runs(lo, hi)
+    if not len(run_lo):
         return 0, 0 if size else None
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
-    reach = np.maximum.accumulate(hi)
-    starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])  # a range past all before it opens a run
-    ends = np.r_[starts[1:] - 1, len(lo) - 1]
-    run_lo, run_hi = lo[starts], reach[ends]
     covered = int((run_hi - run_lo).sum())
     gap = 0 if run_lo[0] > 0 else int(run_hi[0])
     return covered, (gap if gap < size else None)
