@@ -128,9 +128,11 @@ def prepare(case: dict, folder: Path) -> list[str]:
     return args
 
 
-def run_one(case: dict, folder: Path, timeout: float) -> dict:
+def run_one(case: dict, folder: Path, timeout: float, passes: str | None = None) -> dict:
     exe = shutil.which("neuronsim") or str(Path(sys.executable).with_name("neuronsim"))
     command = [exe, "run", *prepare(case, folder), "--timing-only", "--json", "--out", str(folder / case["name"])]
+    if passes:
+        command += ["--passes", passes]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -200,6 +202,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=None, help="kernels whose name contains this")
     parser.add_argument("--skip", action="append", default=[], help="leave out kernels whose name contains this")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per kernel")
+    parser.add_argument("--passes", default=None, metavar="SPEC",
+                        help="compile with this pipeline instead of the traced kernels' (neuronsim run --passes)")
     args = parser.parse_args(argv)
     if not args.accelopt or not (Path(args.accelopt) / PROFILES).is_file():
         print(f"error: --accelopt: no {PROFILES} under {args.accelopt!r} (a checkout of AccelOpt)", file=sys.stderr)
@@ -208,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
               and not any(skip in c["name"] for skip in args.skip)]
     with tempfile.TemporaryDirectory(prefix="nkibench-") as tmp:
         with ThreadPoolExecutor(max(1, args.jobs)) as pool:
-            rows = list(pool.map(lambda c: run_one(c, Path(tmp), args.timeout), chosen))
+            rows = list(pool.map(lambda c: run_one(c, Path(tmp), args.timeout, args.passes), chosen))
     return report(rows)
 
 

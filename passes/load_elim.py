@@ -11,6 +11,11 @@ allocator places what they leave, and its placement bounds the schedule as usual
    the tile's ``x-nki-scope``).  Only when SBUF allows: the tiles declared in the loop plus
    the hoisted ones, counted without reuse, fit one SBUF partition (a bound that needs no
    allocation).  Innermost loops first, so a load invariant in two loops leaves both.
+   With ``nests=true`` (``load-elim{nests=true}``), also a load deeper in the loop that moves
+   only with the loops inside it: it leaves with one tile slot per inner iteration
+   (:mod:`~neuronsim.passes.load_hoist_nest`).  Off by default: the published figures
+   disagree on whether neuronx-cc does it (``docs/timing.md``, "Loads that move with inner
+   loops").
 2. **Redundant loads.**  In one block, a load of exactly the DRAM bytes an earlier load of the
    block put into a tile of the same shape, with neither tile written by anything else and
    the DRAM bytes not written in between, is dropped: its readers read the earlier tile.
@@ -21,7 +26,8 @@ Contract
     ``depends_on``: the pipeline derives them after scheduling).
     guarantees: the same DRAM results and the same values read by every remaining
     instruction; fewer (never more) load instances; ``x-nki-scope`` of a hoisted tile drops
-    the loop it left.  Counted: ``hoisted`` and ``eliminated`` instructions, and
+    the loop it left.  Counted: ``hoisted`` instructions, ``hoisted-nests`` (loads that left
+    with their slots), ``eliminated`` instructions, and
     ``loads-before`` / ``loads-after`` instances (``verify/sync_counts.py`` counts ``loads``
     per stage of the footprint).
 """
@@ -34,6 +40,7 @@ from typing import ClassVar
 
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, frozen_mapping
 
+from neuronsim.passes.load_hoist_nest import hoist_nests
 from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["LoadElim", "load_count", "is_load", "sbuf_allows"]
@@ -110,36 +117,54 @@ def _hoistable(info: _Program, loop: Loop, instr: Instruction, outside: set[str]
     return first is instr and not info.dram_written(loop.body, _dram_group(info.tensors, source.tensor))
 
 
+def sbuf_room(program: Program, spec) -> int:
+    """SBUF bytes per partition left when every tile of ``program`` is counted once
+    (negative: :func:`sbuf_allows` does not hold)."""
+    return spec.sbuf_allocatable_bytes - sum(t.bytes_per_partition for t in program.tensors.values()
+                                             if t.memory == MemoryKind.SBUF)
+
+
 def sbuf_allows(program: Program, spec) -> bool:
     """The hoisting bound: every SBUF tile of the program, each counted once and none sharing
     bytes with another, fits one partition.  A hoisted tile is one of them (it only lives
     longer), so under this bound no hoist can make the allocation fail; the allocator's
     rings (several buffers of a tile declared in a loop) come on top, and ``alloc`` gives
     them up first when they do not fit (``passes/alloc.py``)."""
-    return sum(t.bytes_per_partition for t in program.tensors.values()
-               if t.memory == MemoryKind.SBUF) <= spec.sbuf_allocatable_bytes
+    return sbuf_room(program, spec) >= 0
 
 
-def _hoist(info: _Program, nodes: tuple[Node, ...], fits: bool, outside_of, counts: dict) -> tuple[Node, ...]:
-    """Hoist in ``nodes`` (a block), innermost loops first (none unless ``fits``)."""
+def _hoist(info: _Program, nodes: tuple[Node, ...], room: list[int], paths, loop_names: set[str],
+           counts: dict, nest: bool) -> tuple[Node, ...]:
+    """Hoist in ``nodes`` (a block), innermost loops first (none unless SBUF allows: ``room``,
+    the bytes per partition left with every tile counted once; slots of a nest take from it);
+    ``nest``: loads that move with inner loops too (:mod:`~neuronsim.passes.load_hoist_nest`)."""
     out: list[Node] = []
     for node in nodes:
         if not isinstance(node, Loop):
             out.append(node)
             continue
-        body = _hoist(info, node.body, fits, outside_of, counts)
+        body = _hoist(info, node.body, room, paths, loop_names, counts, nest)
         inside = {a.tensor for i in _instructions(body) for a, _w in i.accesses}
-        outside = outside_of(node.name, inside)
+        outside = {t for t in inside if any(node.name not in path for path in paths.get(t, ()))}
         moved = [child for child in body
-                 if fits and isinstance(child, Instruction) and _hoistable(info, node, child, outside)]
+                 if room[0] >= 0 and isinstance(child, Instruction) and _hoistable(info, node, child, outside)]
         for instr in moved:
             tile = info.tensors[instr.writes[0].tensor]
             scope = [s for s in (tile.extras or {}).get("x-nki-scope", ()) if s != node.name]
             info.tensors[tile.name] = replace(tile, extras=frozen_mapping({**tile.extras, "x-nki-scope": scope}))
         counts["hoisted"] += len(moved)
         out.extend(moved)
-        keep = tuple(child for child in body if not any(child is m for m in moved))
-        out.append(Loop(node.name, node.trip_count, keep, node.extras))
+        keep = Loop(node.name, node.trip_count, tuple(child for child in body if not any(child is m for m in moved)),
+                    node.extras)
+        if nest and room[0] >= 0:
+            nests, keep = hoist_nests(
+                keep, info.tensors, is_load=lambda i: is_load(i, info.tensors), sole_writer=info.sole_writer,
+                dram_written=lambda loop, t: info.dram_written(loop.body, _dram_group(info.tensors, t)),
+                only_inside=lambda t, name: all(name in path for path in paths.get(t, ())),
+                loop_names=loop_names, room=room)
+            counts["hoisted-nests"] += len(nests)
+            out.extend(nests)
+        out.append(keep)
     return tuple(out)
 
 
@@ -195,16 +220,13 @@ def _renamed(instr: Instruction, renamed: dict[str, str]) -> Instruction:
     return replace(instr, reads=swap(instr.reads), writes=swap(instr.writes))
 
 
-def _users_outside(program: Program):
-    """A function ``(loop, tensors touched inside it) -> those also touched outside it``."""
-    loops_of: dict[str, set[str]] = {}
+def _loop_paths(program: Program) -> dict[str, set[tuple[str, ...]]]:
+    """Per tensor, the loop nests (names, outermost first) of the instructions touching it."""
+    paths: dict[str, set[tuple[str, ...]]] = {}
     for instr, loops in program.instructions():
         for access, _w in instr.accesses:
-            loops_of.setdefault(access.tensor, set()).add(tuple(loop.name for loop in loops))
-
-    def outside(loop: str, inside: set[str]) -> set[str]:
-        return {t for t in inside if any(loop not in path for path in loops_of.get(t, ()))}
-    return outside
+            paths.setdefault(access.tensor, set()).add(tuple(loop.name for loop in loops))
+    return paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +236,7 @@ class LoadElim(Pass):
     name: ClassVar[str] = "load-elim"
     hoist: bool = True
     eliminate: bool = True
+    nests: bool = False
 
     def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
         ctx = ctx or PassContext()
@@ -223,17 +246,18 @@ class LoadElim(Pass):
             return program
         before = load_count(program)
         info = _Program(program)
-        counts = {"hoisted": 0, "eliminated": 0}
+        counts = {"hoisted": 0, "hoisted-nests": 0, "eliminated": 0}
         body = program.body
         if self.hoist:
-            fits = sbuf_allows(program, ctx.machine(program))
-            ctx.count(self.name, "sbuf-allows", int(fits))
-            body = _hoist(info, body, fits, _users_outside(program), counts)
+            room = [sbuf_room(program, ctx.machine(program))]
+            ctx.count(self.name, "sbuf-allows", int(room[0] >= 0))
+            loop_names = {loop.name for _i, loops in program.instructions() for loop in loops}
+            body = _hoist(info, body, room, _loop_paths(program), loop_names, counts, self.nests)
         renamed: dict[str, str] = {}
         if self.eliminate:
             body = _eliminate(info, body, counts, renamed)
         tensors = {n: t for n, t in info.tensors.items() if n not in renamed}
-        out = program if body == program.body and not counts["hoisted"] else Program(
+        out = program if body == program.body and not counts["hoisted"] and not counts["hoisted-nests"] else Program(
             frozen_mapping(tensors), body, program.machine, program.extras)
         for key, value in counts.items():
             ctx.count(self.name, key, value)

@@ -252,9 +252,10 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
                        plot_path: str | None, as_json: bool, before_work: Callable, make_folder: Callable,
                        printer: Callable, rtol: float | None = None, atol: float | None = None,
                        progress=None, extra_json: Callable | None = None, functional: bool = True,
-                       report_path: str | None = None) -> int:
+                       report_path: str | None = None, pipeline: str | None = None) -> int:
     """``neuronsim run KERNEL.py::FUNC``: findings, then the scenario run (``report_path``:
-    also its HTML page, findings included); exit 0 / 1."""
+    also its HTML page, findings included; ``pipeline``: instead of ``TRACED_PIPELINE``);
+    exit 0 / 1."""
     from neuronsim.machine.sim.export import write_chrome_trace
     from neuronsim.verify.app.drawings import plot_timeline
 
@@ -271,7 +272,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
         with stage_or_nothing(progress, "trace", None):
             traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
         report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
-                            rtol=rtol, atol=atol, progress=progress, functional=functional,
+                            rtol=rtol, atol=atol, progress=progress, functional=functional, pipeline=pipeline,
                             retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes,
                                                                unroll_loops=True)[0])
     if report.unrolled:

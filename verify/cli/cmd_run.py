@@ -23,6 +23,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from rich.table import Table
 
 from neuronsim.machine.sim.export import write_chrome_trace
+from neuronsim.passes.spec import parse_pipeline
 from neuronsim.verify.app.drawings import plot_timeline
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.sim.tolerance import plain_number
@@ -126,6 +127,9 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
 @click.option("--report", "report_path", metavar="FILE.html",
               help="KERNEL.py::FUNC only: also write the run's HTML page (neuronsim report's), findings included.")
 @kernel_options
+@click.option("--passes", "passes_spec", default=None, metavar="SPEC",
+              help="Compile with this pipeline [default: a kernel's TRACED_PIPELINE (load-elim, alloc, schedule, "
+                   "dma-place, dep-opt), a scenario's construction pipeline]; dep-reduction follows unless in it.")
 @click.option("--reference", "reference", metavar="MODULE:FN",
               help="KERNEL.py::FUNC only: a numpy function of the inputs (by parameter name) to compare the outputs "
                    "with.")
@@ -142,8 +146,8 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
 @collector_paused()  # one run's records, tables and files, no cycles (performance notes, section 0)
 def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | None, report_path: str | None,
         inputs_path: str | None,
-        args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...], reference: str | None,
-        rtol: float | None, atol: float | None, timing_only: bool, as_json: bool,
+        args: tuple[str, ...], grid: str | None, dtypes: tuple[str, ...], passes_spec: str | None,
+        reference: str | None, rtol: float | None, atol: float | None, timing_only: bool, as_json: bool,
         max_instances: int, max_memory: int | None) -> int:
     """Run SCENARIO end to end: compile, check, simulate, compare with numpy.
 
@@ -171,6 +175,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         return 0
     if scenario is None:
         raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
+    if passes_spec is not None:
+        parse_pipeline(passes_spec)  # a bad spec is the command line's error, before any work
     kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
                                              ("--dtype", dtypes), ("--reference", reference),
                                              ("--report", report_path)) if given]
@@ -189,6 +195,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                                       reference=reference, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                       before_work=guard, make_folder=_out_folder, printer=_print, rtol=rtol,
                                       atol=atol, progress=progress, functional=not timing_only, report_path=report_path,
+                                      pipeline=passes_spec,
                                       extra_json=lambda report: _verdict(report.run, findings=report.findings,
                                                                          user_reference=bool(reference)))
         if not as_json:
@@ -205,8 +212,9 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     if task_scenario is not None:  # an orchestration program (scenarios/tasks): the task runtime
         from neuronsim.verify.cli.task_programs import run_task_scenario_command
 
-        if rtol is not None or atol is not None or timing_only:
-            flag = "--timing-only" if timing_only else "--rtol" if rtol is not None else "--atol"
+        if rtol is not None or atol is not None or timing_only or passes_spec is not None:
+            flag = ("--timing-only" if timing_only else "--rtol" if rtol is not None else "--atol" if atol is not None
+                    else "--passes")
             raise UsageFailure(f"{flag} is for kernels and instruction scenarios, not task scenarios", flag)
         return run_task_scenario_command(task_scenario, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                          make_folder=_out_folder)
@@ -231,7 +239,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
 
     with Progress(summary_min=RUN_PROGRESS_MIN, announce=True) as progress:
         result = run_scenario(module, before_work=before_work, rtol=rtol, atol=atol, progress=progress,
-                              functional=not timing_only)
+                              functional=not timing_only, **({"pipeline": passes_spec} if passes_spec else {}))
     write_run_outputs(paths, result.simulation.runs[0].trace, result.sync.to_json(), write_trace=write_chrome_trace,
                       plot=functools.partial(plot_timeline, program=name), plot_path=plot_path)
     problems = result.problems()

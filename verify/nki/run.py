@@ -167,10 +167,11 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
                seeds: Sequence[int | None] = DEFAULT_SEEDS,
                before_work: Callable[[Program], None] | None = None, rtol: float | None = None,
                atol: float | None = None, progress=None, functional: bool = True,
-               retrace: Callable[[], Any] | None = None) -> KernelReport:
+               retrace: Callable[[], Any] | None = None, pipeline: str | None = None) -> KernelReport:
     """Findings and the end-to-end run of an already traced kernel (``rtol`` / ``atol``: the
     comparison with ``reference``, default 1e-2 / 1e-2; ``progress``: a
-    :class:`neuronsim.verify.app.progress.Progress` showing each stage).  ``retrace()``: the
+    :class:`neuronsim.verify.app.progress.Progress` showing each stage; ``pipeline``: the
+    passes it compiles with, default ``TRACED_PIPELINE``).  ``retrace()``: the
     kernel traced with every loop unrolled, run instead when a loop body overflows SBUF
     (:attr:`KernelReport.unrolled`)."""
     from neuronsim.verify.app.progress import stage_or_nothing
@@ -188,7 +189,7 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)
 
     def run_it(traced):
-        return run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), pipeline=TRACED_PIPELINE,
+        return run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), pipeline=pipeline or TRACED_PIPELINE,
                             seeds=seeds, before_work=before_work,
                             rtol=rtol, atol=atol, progress=progress, functional=functional)
 
