@@ -189,8 +189,8 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     from neuronsim.passes import TRACED_PIPELINE  # what a compiler makes of a traced kernel (issue 30)
 
     def run_it(traced):
-        return run_scenario(_scenario(name, traced, reference, dict(kwargs or {})), pipeline=pipeline or TRACED_PIPELINE,
-                            seeds=seeds, before_work=before_work,
+        return run_scenario(_scenario(name, traced, reference, dict(kwargs or {})),
+                            pipeline=pipeline or TRACED_PIPELINE, seeds=seeds, before_work=before_work,
                             rtol=rtol, atol=atol, progress=progress, functional=functional)
 
     unrolled = False
