@@ -78,7 +78,8 @@ def api(name: str) -> Callable[[Callable], Callable]:
     kernel line of the outermost call."""
 
     def wrap(fn: Callable) -> Callable:
-        parameters = inspect.signature(fn).parameters
+        signature = inspect.signature(fn)
+        parameters = signature.parameters
         named = tuple(p for p, about in parameters.items() if about.kind not in (about.VAR_POSITIONAL,
                                                                                about.VAR_KEYWORD))
         takes_any = any(about.kind == about.VAR_KEYWORD for about in parameters.values())
@@ -99,7 +100,12 @@ def api(name: str) -> Callable[[Callable], Callable]:
             except TypeError as err:
                 if err.__traceback__ is not None and err.__traceback__.tb_next is None:
                     # fn never started: the kernel's arguments do not fit the call
-                    raise NkiError(tracer.site[0], f"{name}: {err}") from None
+                    raise NkiError(tracer.site[0], f"{name}: {err}{_dst_first(name, signature, args, kwargs)}") from None
+                raise
+            except NkiError as err:
+                hint = _dst_first(name, signature, args, kwargs) if type(err) is NkiError else ""
+                if hint:
+                    raise NkiError(err.path, f"{err.message}{hint}") from None
                 raise
             finally:
                 tracer.site = tracer.site_frame = None
@@ -112,6 +118,26 @@ def api(name: str) -> Callable[[Callable], Callable]:
         return call
 
     return wrap
+
+
+def _dst_first(name: str, signature: inspect.Signature, args: tuple, kwargs: dict) -> str:
+    """A hint for a call that failed: an NKI 0.7 ``nisa`` call takes its output first, and a
+    kernel written for the legacy API passes its arguments one place early (KLR's
+    ``nisa.tensor_scalar(a_tile, np.add, 1.0)`` under ``import nki``).  Said only when the first
+    argument cannot be the output (not a tile, or a tile that already holds values: a ``dst`` is
+    most often a fresh one) and the same arguments bind once a ``dst`` goes first."""
+    names = list(signature.parameters)
+    if not names or names[0] != "dst" or "dst" in kwargs or not args:
+        return ""
+    tensor = getattr(getattr(args[0], "layout", None), "tensor", None)
+    if tensor is not None and not (_STACK and _STACK[-1].kb.writes_tensor(tensor.name)):
+        return ""
+    try:
+        signature.bind(None, *args, **kwargs)
+    except TypeError:
+        return ""
+    return (f" ({name} of NKI 0.7, `import nki`, writes its output first: {name}(dst, {', '.join(names[1:3])}, ...);"
+            " the form that returns the result is neuronxcc.nki's)")
 
 
 _ASSIGNED: dict[tuple[str, int], str | None] = {}

@@ -1,0 +1,61 @@
+"""A kernel written for the legacy API run under ``import nki`` (NKI 0.7): its ``nisa`` calls
+pass their arguments one place early, since 0.7's take ``dst`` first.  The refusal stays at
+the call's line and now says so (KLR's tensor_scalar tests, written that way)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, load_kernel, trace
+
+KERNELS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import numpy as np
+
+
+@nki.jit
+def legacy_form(a):
+    t = nl.load(a)
+    r = nisa.tensor_scalar(t, np.add, 1.0)
+    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nl.store(out, r)
+    return out
+
+
+@nki.jit
+def legacy_activation(a):
+    t = nl.load(a)
+    r = nisa.activation(nl.exp, t)
+    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nl.store(out, r)
+    return out
+
+
+@nki.jit
+def current_form_wrong_shape(a):
+    t = nl.load(a)
+    r = nl.ndarray((64, 10), dtype=t.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(r, t, np.add, 1.0)
+    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nl.store(out, r)
+    return out
+'''
+
+
+@pytest.mark.parametrize("name, line", [("legacy_form", 11), ("legacy_activation", 20)])
+def test_a_legacy_call_under_import_nki_says_that_dst_goes_first(tmp_path, name, line):
+    (tmp_path / "k.py").write_text(KERNELS)
+    with pytest.raises(NkiError) as err:
+        trace(load_kernel(f"{tmp_path / 'k.py'}::{name}"), np.ones((4, 10), np.float32))
+    text = str(err.value)
+    assert text.startswith(f"k.py:{line}: ") and "writes its output first" in text and "(dst, " in text
+
+
+def test_a_current_call_that_fails_otherwise_gets_no_such_hint(tmp_path):
+    (tmp_path / "k.py").write_text(KERNELS)
+    with pytest.raises(NkiError) as err:
+        trace(load_kernel(f"{tmp_path / 'k.py'}::current_form_wrong_shape"), np.ones((4, 10), np.float32))
+    assert "writes its output first" not in str(err.value)
