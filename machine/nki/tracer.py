@@ -100,7 +100,8 @@ def api(name: str) -> Callable[[Callable], Callable]:
             except TypeError as err:
                 if err.__traceback__ is not None and err.__traceback__.tb_next is None:
                     # fn never started: the kernel's arguments do not fit the call
-                    raise NkiError(tracer.site[0], f"{name}: {err}{_dst_first(name, signature, args, kwargs)}") from None
+                    hint = _dst_first(name, signature, args, kwargs)
+                    raise NkiError(tracer.site[0], f"{name}: {err}{hint}") from None
                 raise
             except NkiError as err:
                 hint = _dst_first(name, signature, args, kwargs) if type(err) is NkiError else ""
