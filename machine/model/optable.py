@@ -137,7 +137,7 @@ ACTIVATION_FUNCS = (
 BITVEC_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift")
 ALU_OPS = ("add", "subtract", "multiply", "divide", "max", "min", "pow", "bypass",
            "equal", "not_equal", "greater", "greater_equal", "less", "less_equal",
-           "logical_and", "logical_or", "logical_xor", "abs", *BITVEC_OPS)
+           "logical_and", "logical_or", "logical_xor", "abs", "mod", "fmod", "abs_max", "abs_min", *BITVEC_OPS)
 #: NKI's other unary ALU operators, in an op slot of ``tensor_scalar`` (whose operand they
 #: ignore): ``rsqrt`` (GpSimd or ACT), ``reciprocal``, ``logical_not`` and the bitvec
 #: ``invert`` (the ISA's table of math operators).

@@ -299,6 +299,12 @@ ALU: dict[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
     "logical_and": lambda a, b: np.logical_and(a != 0, b != 0).astype(F32),
     "logical_or": lambda a, b: np.logical_or(a != 0, b != 0).astype(F32),
     "logical_xor": lambda a, b: np.logical_xor(a != 0, b != 0).astype(F32),
+    "mod": np.mod,  # Python's x % y: the sign of the divisor (the nl.mod page)
+    "fmod": np.fmod,  # C's fmod: the sign of the dividend
+    # NeuronCore-v4's magnitude comparisons: the signed value of the larger (smaller) magnitude,
+    # y on a tie (the nl.abs_max / nl.abs_min pages)
+    "abs_max": lambda a, b: np.where(np.abs(a) > np.abs(b), a, b),
+    "abs_min": lambda a, b: np.where(np.abs(a) < np.abs(b), a, b),
 }
 
 
@@ -403,6 +409,16 @@ def _operand(value: float | ReadOperand | None, reads, partitions: int, default:
     return F32(default if value is None else value)
 
 
+def _bits_operand(value: float | ReadOperand | None, reads, partitions: int, default: float) -> Any:
+    """:func:`_operand` of a bitvec operator: its bits as they are ("bit patterns without any
+    data type casting", the tensor_scalar page), not through fp32, where ``0x7FFFFFFF``, the
+    clear-the-sign-bit mask, would round to 2**31."""
+    if isinstance(value, ReadOperand):
+        return _fit(reads[value.index], (partitions, 1))
+    value = default if value is None else value
+    return np.int64(value) if float(value).is_integer() else F32(value)
+
+
 def _fill_rows(values: np.ndarray, out: np.ndarray) -> np.ndarray:
     """Per-partition results ``[P, k]`` as ``out``'s shape (see "Total" above).
 
@@ -428,9 +444,26 @@ def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     return results
 
 
+#: ALU operators GpSimd computes on 32-bit integers natively (NKI 0.7's tensor_tensor page: all
+#: tiles int32 / uint32 on GpSimd, "native integer arithmetic", exact for every 32-bit value);
+#: the division-like ones, whose integer rounding the page does not give, stay in fp32
+_NATIVE_INT = {
+    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "max": np.maximum, "min": np.minimum,
+    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal,
+    "less": np.less, "less_equal": np.less_equal,
+}
+
+
+def _native_int(op: str, engine: str, arrays: Sequence[np.ndarray]) -> bool:
+    return engine == "pool" and op in _NATIVE_INT and all(a.dtype in (np.int32, np.uint32) for a in arrays)
+
+
 def _tensor_tensor(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
     op = attrs.get("op", "add")
+    if _native_int(op, engine, (reads[0], reads[1], out)):
+        a, b = (_fit(r, out.shape).astype(np.int64) for r in reads[:2])
+        return [_stored(_NATIVE_INT[op](a, b).astype(np.int64), out.dtype)]  # the low 32 bits: wraps as 32-bit
     read = (lambda x: x) if op in BITVEC_OPS else _f32
     a = _fit(read(reads[0]), out.shape)
     b = _fit(read(reads[1]), out.shape)
@@ -448,7 +481,7 @@ def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
         op = attrs.get(f"op{k}")
         if op is None:
             continue
-        scalar = _operand(operands[f"operand{k}"], reads, rows.shape[0], 0.0)
+        scalar = (_bits_operand if op in _BITS else _operand)(operands[f"operand{k}"], reads, rows.shape[0], 0.0)
         reversed_ = attrs.get(f"reverse{k}", reverse) and op not in _UNARY  # a unary op reads the data alone
         value = ALU[op](scalar, value) if reversed_ else ALU[op](value, scalar)
     return [_stored(np.broadcast_to(value, rows.shape).reshape(out.shape), out.dtype)]

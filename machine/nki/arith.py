@@ -25,7 +25,8 @@ __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "s
            "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "gelu_dx",
            "gelu_apprx_sigmoid_dx", "erf", "erf_dx", "tan", "silu", "square", "sqrt", "rsqrt",
            "reciprocal", "abs", "sign", "negative", "equal", "not_equal", "greater", "greater_equal", "less",
-           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "bitwise_and", "bitwise_or",
+           "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "mod", "fmod", "abs_max", "abs_min",
+           "var", "bitwise_and", "bitwise_or",
            "bitwise_xor", "left_shift", "right_shift", "invert", "bypass", "softmax", "rms_norm",
            "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc"]
 
@@ -56,9 +57,12 @@ def _index_values(value: Any, other: Any) -> Any:
     return index_tile(value) if isinstance(value, ArangeExpr) and is_tile(other) else value
 
 
-def _binary_fn(name: str, alu: str):
+def _binary_fn(name: str, alu: str, generation: int = 2):
     @api(f"nl.{name}")
     def fn(x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+        if current().nc_generation < generation:  # nl.abs_max / abs_min: "NeuronCore-v4 (trn3) and newer"
+            raise fail(f"nl.{name} runs on NeuronCore-v{generation} and newer (its page); this kernel is traced for "
+                       f"NeuronCore-v{current().nc_generation} (trace it for trn3: @nki.jit(platform_target='trn3'))")
         x, y = _index_values(x, y), _index_values(y, x)
         shapes = [v.shape for v in (x, y) if is_tile(v)]
         if not shapes:
@@ -101,6 +105,10 @@ less_equal = _binary_fn("less_equal", "less_equal")
 logical_and = _binary_fn("logical_and", "logical_and")
 logical_or = _binary_fn("logical_or", "logical_or")
 logical_xor = _binary_fn("logical_xor", "logical_xor")
+mod = _binary_fn("mod", "mod")
+fmod = _binary_fn("fmod", "fmod")
+abs_max = _binary_fn("abs_max", "abs_max", generation=4)
+abs_min = _binary_fn("abs_min", "abs_min", generation=4)
 # the bitvec operators: integer bit patterns (machine/model/semantics.py computes them on the
 # integers themselves, not through fp32)
 bitwise_and = _binary_fn("bitwise_and", "bitwise_and")
@@ -166,7 +174,7 @@ for _np, _nl in ((np.add, add), (np.subtract, subtract), (np.multiply, multiply)
                  (np.less, less), (np.less_equal, less_equal), (np.logical_and, logical_and),
                  (np.logical_or, logical_or), (np.logical_xor, logical_xor), (np.bitwise_and, bitwise_and),
                  (np.bitwise_or, bitwise_or), (np.bitwise_xor, bitwise_xor), (np.left_shift, left_shift),
-                 (np.right_shift, right_shift)):
+                 (np.right_shift, right_shift), (np.mod, mod), (np.fmod, fmod)):
     ALU_OF[_np] = ALU_OF[_nl]
 ALU_OF[abs] = ALU_OF[np.abs] = "abs"  # nl.abs in an ALU op slot (machine/model/optable.py ALU_OPS)
 # the other unary ALU operators of the ISA's table, in a tensor_scalar op slot (UNARY_ALU_OPS)
@@ -256,6 +264,14 @@ max = _reduce_fn("max", "max")  # noqa: A001
 min = _reduce_fn("min", "min")  # noqa: A001
 prod_ = _reduce_fn("prod", "multiply")
 mean = _reduce_fn("mean", "add", scale_by_count=True)
+
+
+@api("nl.var")
+def var(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+    """The population variance over the free ``axis`` (the page: ``keepdims`` ignored, the
+    result always keeps its dims): the mean of the squared deviations from the mean."""
+    centred = subtract(x, mean(x, axis, keepdims=True, mask=mask), mask=mask)
+    return mean(multiply(centred, centred, mask=mask), axis, keepdims=True, dtype=dtype, mask=mask)
 REDUCE_OF = {sum: "add", max: "max", min: "min", prod_: "multiply", np.sum: "add", np.max: "max", np.amax: "max",
              np.min: "min", np.amin: "min", np.prod: "multiply"}
 

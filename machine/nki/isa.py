@@ -11,6 +11,7 @@ import enum
 from types import SimpleNamespace
 from typing import Any
 
+from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, mx, ops, scalars, schedule
 from neuronsim.machine.nki.arith import alu_name
@@ -136,7 +137,25 @@ def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0
 
 @api("nisa.tensor_tensor")
 def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_kw) -> Handle:
-    return _emit(lambda: em.tensor_tensor(_dst(dst), data1, data2, op, engine), name)
+    def emit() -> None:
+        out = _dst(dst)
+        em.tensor_tensor(out, data1, data2, op, engine if em.ENGINES.get(str(engine)) is not None
+                         else _integer_engine(out, data1, data2))
+    return _emit(emit, name)
+
+
+_INT32 = ("int32", "uint32")
+
+
+def _integer_engine(dst: Any, data1: Any, data2: Any) -> str | None:
+    """NKI 0.7's ``tensor_tensor`` page: with every tile int32 or uint32 the operation defaults
+    to GpSimd, "which uses native integer arithmetic" (exact for every 32-bit value), unless a
+    tile is in PSUM, which GpSimd cannot reach; None (the usual default) otherwise."""
+    layouts = [dst] + [value.layout for value in (data1, data2) if hasattr(value, "layout")]
+    if len(layouts) < 3 or any(lay.element_dtype not in _INT32 or lay.tensor.memory == MemoryKind.PSUM
+                               for lay in layouts):
+        return None
+    return "gpsimd"
 
 
 @api("nisa.tensor_scalar")

@@ -121,9 +121,11 @@ def test_tensor_tensor_ops(op):
     truth = {"equal": a == b, "not_equal": a != b, "greater": a > b, "greater_equal": a >= b, "less": a < b,
              "less_equal": a <= b, "logical_and": b != 0, "logical_or": np.ones_like(a, bool),
              "logical_xor": b == 0}
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         want = {"add": a + b, "subtract": a - b, "multiply": a * b, "divide": a / b, "max": np.maximum(a, b),
-                "min": np.minimum(a, b), "pow": a**b, "bypass": a, "abs": np.abs(a),
+                "min": np.minimum(a, b), "pow": a**b, "bypass": a, "abs": np.abs(a), "mod": np.mod(a, b),
+                "fmod": np.fmod(a, b), "abs_max": np.where(np.abs(a) > np.abs(b), a, b),
+                "abs_min": np.where(np.abs(a) < np.abs(b), a, b),
                 **{name: mask.astype(np.float32) for name, mask in truth.items()}}[op]
     np.testing.assert_allclose(got, want, rtol=1e-6)
 

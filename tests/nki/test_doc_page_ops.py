@@ -1,0 +1,113 @@
+"""What the NKI 0.7 API pages state of integer arithmetic and of five nki.language names, each
+kernel run end to end and its outputs compared exactly (a helper ran the pages' examples:
+these were silent rounding or refusals)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, load_kernel, trace
+from neuronsim.verify.nki.run import run_kernel
+
+KERNELS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def _in(x, dtype):
+    t = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    return t
+
+
+def _out(t):
+    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=t)
+    return o
+
+
+@nki.jit
+def clear_sign(x, m):
+    t, mask = _in(x, nl.int32), _in(m, nl.int32)
+    imm = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=imm, data=t, op0=nl.bitwise_and, operand0=0x7FFFFFFF)
+    tile = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=tile, data=t, op0=nl.bitwise_and, operand0=mask)
+    return _out(imm), _out(tile)
+
+
+@nki.jit
+def int_add(a, b):
+    ta, tb = _in(a, nl.int32), _in(b, nl.int32)
+    native = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=native, data1=ta, data2=tb, op=nl.add)
+    on_dve = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=on_dve, data1=ta, data2=tb, op=nl.add, engine=nisa.vector_engine)
+    return _out(native), _out(on_dve)
+
+
+@nki.jit
+def remainders(x):
+    t = _in(x, nl.float32)
+    return _out(nl.mod(t, 0.75)), _out(nl.fmod(t, 0.75)), _out(nl.var(t, axis=1))
+
+
+@nki.jit(platform_target="trn3")
+def magnitudes(x):
+    t = _in(x, nl.float32)
+    return _out(nl.abs_max(t, 3.0)), _out(nl.abs_min(t, 3.0))
+
+
+@nki.jit
+def magnitudes_on_trn1(x):
+    t = _in(x, nl.float32)
+    return _out(nl.abs_max(t, 3.0))
+'''
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    (tmp_path / "k.py").write_text(KERNELS)
+    return lambda name: f"{tmp_path / 'k.py'}::{name}"
+
+
+def _run(spec: str, *arrays):
+    outputs, report = run_kernel(spec, *arrays, seeds=(None,))
+    assert not report.run.problems(), report.run.problems()
+    return outputs
+
+
+def test_a_bitvec_operand_keeps_its_bits(kernels):
+    x = np.array([[5, -2, -2147483648, 2147483647, 0, -1]], np.int32)
+    mask = np.full((1, 1), 0x7FFFFFFF, np.int32)
+    out = _run(kernels("clear_sign"), x, mask)
+    for got in out:  # immediate and per-partition operand alike
+        np.testing.assert_array_equal(got, x & 0x7FFFFFFF)
+
+
+def test_int32_tiles_add_exactly_on_gpsimd_and_through_fp32_on_dve(kernels):
+    a = np.array([[16777217, 2147483647, -1073741823, 7]], np.int32)
+    b = np.array([[0, 1, -3, 9]], np.int32)
+    out = _run(kernels("int_add"), a, b)
+    np.testing.assert_array_equal(out[0], (a.astype(np.int64) + b).astype(np.int32))  # wraps at 32 bits
+    assert out[1][0, 0] == 16777216  # engine=vector asked for: fp32, as before
+
+
+def test_mod_fmod_and_var_are_numpy_s(kernels):
+    x = np.random.default_rng(0).uniform(-4, 4, (8, 16)).astype(np.float32)
+    out = _run(kernels("remainders"), x)
+    np.testing.assert_array_equal(out[0], np.mod(x, np.float32(0.75)))
+    np.testing.assert_array_equal(out[1], np.fmod(x, np.float32(0.75)))
+    np.testing.assert_allclose(out[2], x.var(axis=1, keepdims=True), rtol=1e-5)
+
+
+def test_abs_max_and_abs_min_on_trn3_and_refused_at_their_line_before(kernels):
+    x = np.array([[-5.0, 3.0, -3.0, 1.0, 4.0]], np.float32)
+    out = _run(kernels("magnitudes"), x)
+    np.testing.assert_array_equal(out[0], [[-5.0, 3.0, 3.0, 3.0, 4.0]])  # a tie gives y
+    np.testing.assert_array_equal(out[1], [[3.0, 3.0, 3.0, 1.0, 3.0]])
+    with pytest.raises(NkiError) as err:
+        trace(load_kernel(kernels("magnitudes_on_trn1")), x)
+    assert str(err.value).startswith("k.py:54: nl.abs_max runs on NeuronCore-v4")
