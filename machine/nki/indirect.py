@@ -41,9 +41,10 @@ __all__ = ["indirect_dma", "runs", "vector_offset_view", "dimension"]
 Emit = Callable[..., None]
 
 
-def indirect_dma(dst: Layout, src: Layout, emit: Emit) -> None:
+def indirect_dma(dst: Layout, src: Layout, emit: Emit, columns: bool = False) -> None:
     """The DMA ``dst = src`` where one side is indexed by a tile of rows; ``emit(dst, src,
-    engine=, dge=)`` emits one ordinary transfer."""
+    engine=, dge=)`` emits one ordinary transfer.  ``columns``: a ``[P, K]`` tile of indices
+    is read column after column (``nisa.dma_transpose``'s page: ``indices.T.flatten()``)."""
     if dst.indirect is not None and src.indirect is not None:
         raise unsupported("a DMA indexed by tiles of indices on both sides", "gather or scatter, one at a time")
     tracer = current()
@@ -53,6 +54,11 @@ def indirect_dma(dst: Layout, src: Layout, emit: Emit) -> None:
     index = indirect.index
     pos = _matching_axis(other, side, indirect.axis)
     rows = tile_values(index, "an indirect DMA").astype(np.int64)
+    if len(index.shape) == 2 and index.shape[1] > 1:  # [P, K]: the page's indices.T.flatten()[:rows]
+        if not columns:
+            raise unsupported(f"a tile of indices of shape {index.shape} in a gather or scatter",
+                              "one row index per partition: shape (P, 1) (several only for nisa.dma_transpose)")
+        rows = rows.reshape(index.shape).T.reshape(-1)[:side.shape[indirect.axis]]
     # the legacy pages name it mode= (nisa.dma_copy(..., mode=oob_mode.skip)), the current oob_mode=
     options = tracer.call_options
     skip = _oob_mode(options.get("oob_mode", options.get("mode"))) == "skip"
@@ -60,7 +66,9 @@ def indirect_dma(dst: Layout, src: Layout, emit: Emit) -> None:
     name = side.tensor.name
     if outside.size and not skip:
         k = int(outside[0])
-        raise NkiError(where, f"index {int(rows[k])} (partition {k} of {index.tensor.name}) is outside the "
+        at = f"partition {k}" if len(index.shape) < 2 or index.shape[1] == 1 else \
+            f"partition {k % index.shape[0]}, column {k // index.shape[0]}"
+        raise NkiError(where, f"index {int(rows[k])} ({at} of {index.tensor.name}) is outside the "
                               f"{indirect.size} rows of {name} along dimension {indirect.dim} "
                               f"(oob_mode=error, the default; oob_mode=skip drops such rows)")
     verb = "gathers" if side is src else "scatters"
@@ -137,11 +145,11 @@ def vector_offset_view(layout: Layout, pattern: Any, offset: Any, index: Layout,
     stride, size = dimension(layout, dim, "vector_offset=")
     pairs = [(int(s), int(n)) for s, n in pattern]
     whole = Layout(layout.tensor, tuple(("F", s, n) for s, n in pairs), as_index(offset), dtype=layout.dtype)
-    count = check_index_tile(index, layout.tensor.name)
-    if count != pairs[0][1]:
+    count = check_index_tile(index, layout.tensor.name, columns=True)
+    if count != pairs[0][1] and not (index.shape[-1] > 1 and count >= pairs[0][1]):
         raise unsupported(f"vector_offset= with {count} indices for a first pattern pair of {pairs[0][1]}",
                           "one index per position of the first pair")
-    axes = (("F", stride, count),) + whole.axes[1:]
+    axes = (("F", stride, pairs[0][1]),) + whole.axes[1:]
     return replace(whole, axes=axes, tags=None,
                    indirect=Indirect(index=index, axis=0, stride=stride, size=size, dim=dim))
 

@@ -511,17 +511,18 @@ class Layout:
         return replace(self, axes=tuple(out), tags=tags, limits=None)
 
 
-def check_index_tile(index: Layout, name: str) -> int:
+def check_index_tile(index: Layout, name: str, columns: bool = False) -> int:
     """The number of indices in ``index``, a tile of row numbers of an access of tensor
-    ``name``: integers in SBUF, one per partition."""
+    ``name``: integers in SBUF, one per partition (``columns``: or several, ``[P, K]``, read
+    column after column, as ``nisa.dma_transpose``'s page allows)."""
     if not index.on_chip:
         raise fail(f"the indices of an access of {name} are read from SBUF: load them into a tile")
     if index.tensor.dtype not in _INDEX_DTYPES:
         raise fail(f"the indices of an access of {name} are integers, not {index.tensor.dtype}")
     rows = index.partitions[1]
-    if prod(index.shape) != rows:
+    if prod(index.shape) != rows and not (columns and len(index.shape) == 2 and index.shape[0] == rows):
         raise unsupported(f"a tile of indices of shape {index.shape}", "one row index per partition: shape (P, 1)")
-    return rows
+    return prod(index.shape)
 
 
 def _partition_iter(index: Layout) -> Iter | None:

@@ -109,4 +109,4 @@ def _gathered(dst: Layout, src: Layout, perm: tuple[int, ...]) -> None:
         else:
             ops.dma(target, _permuted(part, perm), engine=engine, dge=dge)
 
-    indirect_dma(source_order, src, transfer)
+    indirect_dma(source_order, src, transfer, columns=True)

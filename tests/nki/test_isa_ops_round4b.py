@@ -177,3 +177,14 @@ def test_gather_transpose_by_vector_offset_current_api():
     rows = _rows(3, 5, 7, 9, 0, 39, 20, 21, 22, 23, 1, 1, 2, 30, 31, 8, dtype=np.uint32)
     out = run(kernel(f"{CURRENT}::gather_transpose_vector_offset"), src, rows)["return0"]
     np.testing.assert_array_equal(out, src[rows[:, 0]].T)
+
+
+def test_gather_transpose_reads_a_tile_of_index_columns_column_after_column():
+    """The page's 2-D indices (its flat_indices = indices.T.flatten()[:src.shape[0]]); they were
+    refused, and a plain gather still refuses them, at its line."""
+    src = np.random.default_rng(9).integers(0, 999, (40, 16)).astype(np.float16)
+    rows = np.random.default_rng(10).integers(0, 40, (16, 3)).astype(np.uint32)
+    out = run(kernel(f"{CURRENT}::gather_transpose_columns"), src, rows)["return0"]
+    np.testing.assert_array_equal(out, src[rows.T.reshape(-1)[:45]].T)
+    with pytest.raises(NkiError, match=r"isa_round4b_current\.py:\d+: .*shape \(16, 3\) in a gather or scatter"):
+        trace(kernel(f"{CURRENT}::gather_columns_by_copy"), src, rows)

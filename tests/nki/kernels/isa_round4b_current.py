@@ -59,3 +59,29 @@ def gather_transpose_vector_offset(src, rows):
                        axes=(1, 0))
     nisa.dma_copy(dst=out, src=dst)
     return out
+
+
+def gather_transpose_columns(src, rows):
+    """The page's 2-D indices: a [P, K] tile read column after column (indices.T.flatten()),
+    the first P * K - 3 of them used."""
+    n, width = rows.shape[0] * rows.shape[1] - 3, src.shape[1]
+    out = nl.ndarray((width, n), dtype=src.dtype, buffer=nl.shared_hbm)
+    idx = nl.ndarray(rows.shape, dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=rows)
+    dst = nl.ndarray((width, n), dtype=src.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=dst, src=src.ap(pattern=[[width, n], [1, width]], vector_offset=idx, indirect_dim=0),
+                       axes=(1, 0))
+    nisa.dma_copy(dst=out, src=dst)
+    return out
+
+
+def gather_columns_by_copy(src, rows):
+    """A [P, K] tile of indices in a plain gather: only dma_transpose's page reads one so."""
+    n, width = rows.shape[0] * rows.shape[1], src.shape[1]
+    idx = nl.ndarray(rows.shape, dtype=rows.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=idx, src=rows)
+    dst = nl.ndarray((n, width), dtype=src.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=dst, src=src.ap(pattern=[[width, n], [1, width]], vector_offset=idx, indirect_dim=0))
+    out = nl.ndarray((n, width), dtype=src.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=dst)
+    return out
