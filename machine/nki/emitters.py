@@ -168,6 +168,38 @@ def _scalar_engine(engine: Any, names: list[str], data: Layout) -> str:
     return chosen or ("act" if data.tensor.memory.name == "PSUM" else "pool")
 
 
+#: ``nisa.activate2``'s tensor-scalar stages, the six its page lists
+_ACTIVATE2_STAGES = {("multiply", "add"), ("multiply", "subtract"), ("multiply", "bypass"), ("add", "bypass"),
+                     ("subtract", "bypass"), ("bypass", "bypass")}
+
+
+def activate2(dst: Layout, op: Any, data: Any, imm0: Any, imm1: Any, op0: Any, op1: Any, *, relu_param: Any = 0.0,
+              reverse0: bool = False, reverse1: bool = False, reduce_op: Any = None, reduce_res: Any = None,
+              reduce_cmd: Any = None) -> None:
+    """``nisa.activate2`` (NeuronCore-v4): ``op((data <op0> imm0) <op1> imm1)`` on ACT, with
+    ``nisa.activation``'s reductions.  One instruction on the device; here the tensor-scalar
+    stage is an ACT ``tensor_scalar`` into a staged fp32 tile, then the activation."""
+    tracer = current()
+    if tracer.nc_generation < 4:
+        raise fail(f"nisa.activate2 runs on NeuronCore-v4 and newer (its page); this kernel is traced for "
+                   f"NeuronCore-v{tracer.nc_generation} (trace it for trn3: @nki.jit(platform_target='trn3'))")
+    names = (alu_name(op0), alu_name(op1))
+    if names not in _ACTIVATE2_STAGES:
+        raise fail(f"nisa.activate2(op0={names[0]}, op1={names[1]}): its page allows "
+                   + ", ".join(f"({a}, {b})" for a, b in sorted(_ACTIVATE2_STAGES)))
+    if not (isinstance(relu_param, (int, float)) and relu_param == 0):
+        raise tracer.refuse("nisa.activate2 with relu_param", "the parameterized activation functions")
+    staged = data
+    if names[0] != "bypass":
+        source = ops.lay(data)
+        first = declare_tile(tracer, spec_of(source.shape, to_dtype("float32"), "sbuf"))
+        second = names[1] != "bypass"
+        tensor_scalar(first, data, op0, imm0, reverse0, op1 if second else None, imm1 if second else None,
+                      reverse1 if second else False, engine="act")
+        staged = NkiTensor(first)
+    activation(dst, op, staged, reduce_op=reduce_op, reduce_res=reduce_res, reduce_cmd=reduce_cmd)
+
+
 def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
                          reverse0: bool = False, reverse1: bool = False) -> None:
     """``(data <op0> operand0) <op1> operand1`` as two DVE ops writing ``dst``.  Where operand1

@@ -85,7 +85,7 @@ REFUSED = {
     "reduce_scatter": "collectives", "collective_permute": "collectives",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
     "rand_get_state": "random numbers",
-    "exponential": "not modelled by neuronsim", "activate2": "two-function activations (NKI 0.4)",
+    "exponential": "not modelled by neuronsim",
     "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
 }
 
@@ -94,6 +94,7 @@ REFUSED = {
 _TWO_CORE = "two-core kernels: write them with nki.isa"
 LEGACY_REFUSED = {**REFUSED, "dma_compute": "DMA compute", "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE,
                   "nc_matmul_mx": "MX ops in the legacy API: write them with nki.isa",
+                  "activate2": "NeuronCore-v4's two-stage activation in the legacy API: write it with nki.isa",
                   "quantize_mx": "MX ops in the legacy API: write them with nki.isa"}
 
 Handle = schedule.NkiInstruction  # what every nisa call returns
@@ -127,6 +128,14 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
                name=None, **_kw) -> Handle:
     return _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
                                 reduce_res=reduce_res, reduce_cmd=reduce_cmd), name)
+
+
+@api("nisa.activate2")
+def activate2(dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=False, reverse1=False, reduce_op=None,
+              reduce_res=None, reduce_cmd=None, name=None, **_kw) -> Handle:
+    return _emit(lambda: em.activate2(_dst(dst), op, data, imm0, imm1, op0, op1, relu_param=relu_param,
+                                      reverse0=reverse0, reverse1=reverse1, reduce_op=reduce_op,
+                                      reduce_res=reduce_res, reduce_cmd=reduce_cmd), name)
 
 
 @api("nisa.activation_reduce")
@@ -296,7 +305,7 @@ ISA_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tens
 def current_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
     # the current API's only (the legacy one refuses them)
-    names.update(dma_compute=dma_compute, sendrecv=sendrecv, core_barrier=core_barrier)
+    names.update(dma_compute=dma_compute, sendrecv=sendrecv, core_barrier=core_barrier, activate2=activate2)
     names.update(enum_names())
     names.update(scalars.isa_names())  # scalar_load, NkiScalar, register_* (machine/nki/scalars.py)
     names.update(isa_select.current_names())  # max8, select_reduce, rng ... (machine/nki/isa_select.py)

@@ -60,6 +60,18 @@ def magnitudes(x):
     return _out(nl.abs_max(t, 3.0)), _out(nl.abs_min(t, 3.0))
 
 
+@nki.jit(platform_target="trn3")
+def two_stage_activations(x):
+    t = _in(x, nl.float32)
+    scaled = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activate2(dst=scaled, op=nl.exp, data=t, imm0=0.5, imm1=1.0, op0=nl.multiply, op1=nl.subtract)
+    flipped = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    sums = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activate2(dst=flipped, op=nl.copy, data=t, imm0=2.0, imm1=0.0, op0=nl.subtract, op1=nl.bypass,
+                   reverse0=True, reduce_op=nl.add, reduce_res=sums, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    return _out(scaled), _out(flipped), _out(sums)
+
+
 @nki.jit
 def magnitudes_on_trn1(x):
     t = _in(x, nl.float32)
@@ -110,4 +122,13 @@ def test_abs_max_and_abs_min_on_trn3_and_refused_at_their_line_before(kernels):
     np.testing.assert_array_equal(out[1], [[3.0, 3.0, 3.0, 1.0, 3.0]])
     with pytest.raises(NkiError) as err:
         trace(load_kernel(kernels("magnitudes_on_trn1")), x)
-    assert str(err.value).startswith("k.py:54: nl.abs_max runs on NeuronCore-v4")
+    line = max(k for k, text in enumerate(KERNELS.splitlines(), 1) if "nl.abs_max(t, 3.0))" in text)
+    assert str(err.value).startswith(f"k.py:{line}: nl.abs_max runs on NeuronCore-v4")
+
+
+def test_activate2_scales_shifts_then_activates_with_the_reductions_of_activation(kernels):
+    x = np.random.default_rng(1).uniform(-2, 2, (16, 24)).astype(np.float32)
+    scaled, flipped, sums = _run(kernels("two_stage_activations"), x)
+    np.testing.assert_allclose(scaled, np.exp(x * 0.5 - 1.0), rtol=1e-6)
+    np.testing.assert_allclose(flipped, 2.0 - x, rtol=1e-6)  # reverse0: imm0 - data
+    np.testing.assert_allclose(sums, (2.0 - x).sum(axis=1, keepdims=True), rtol=1e-5)
