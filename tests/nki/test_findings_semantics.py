@@ -17,6 +17,7 @@ EXPECTED = {  # kernel -> (kind, severity) of its findings
     "scan_affine": [("carried", "error")],
     "scan_sequential": [],
     "sum_sbuf": [("sbuf-accumulate", "warning")],
+    "sum_into_psum": [("psum-accumulate", "warning")],
     "matmul_psum": [],
     "clobber": [("allocation", "error")],
     "placed_apart": [],
@@ -43,6 +44,12 @@ def test_the_accumulate_warning_cites_both_sources() -> None:
     (found,) = _findings("sum_sbuf")
     text = found.line()
     assert text.startswith("warning:") and "aws-neuron-sdk#1051" in text and "affine_range docs" in text
+
+
+def test_a_non_matmul_add_into_psum_is_warned_of_and_says_so() -> None:
+    (found,) = _findings("sum_into_psum")
+    text = found.line()
+    assert text.startswith("warning: += into PSUM by an instruction other than a matmul") and "#1051" in text
 
 
 def test_every_test_kernel_is_cited_in_the_checks_page() -> None:

@@ -14,10 +14,11 @@ earlier search built every instance pair of two instructions at each distance: o
 33k instances it outgrew 24 GB.)
 
 What the pair becomes (:func:`sweep_loops`): nothing when the tensor was declared in the
-loop's body (a new buffer every iteration: ``x-nki-scope``), or when both instructions
-accumulate into PSUM (matmul accumulation, the one carried value the NKI docs allow);
-``accumulate`` when both are ``+=`` into SBUF (an associative reduction: the documentation and
-the SDK maintainers disagree on it, see ``docs/nki-checks.md``); ``carried`` otherwise.
+loop's body (a new buffer every iteration: ``x-nki-scope``), or when both instructions are
+matmuls accumulating into PSUM (the one carried value the NKI docs allow); ``accumulate`` when
+both are ``+=`` into SBUF (an associative reduction: the documentation and the SDK maintainers
+disagree on it, see ``docs/nki-checks.md``), ``psum-accumulate`` when both are ``+=`` into PSUM
+and not both matmuls (a DVE add of ``nl.sum`` results); ``carried`` otherwise.
 """
 
 from __future__ import annotations
@@ -49,7 +50,8 @@ class CarriedPair:
     """One writer / reader instruction pair a loop carries a value between, at its nearest."""
 
     kind: str
-    """``carried`` or ``accumulate`` (both instructions ``+=`` into SBUF)."""
+    """``carried``, ``accumulate`` (both instructions ``+=`` into SBUF) or ``psum-accumulate``
+    (both ``+=`` into PSUM, not both matmuls)."""
     loop: str
     distance: int
     writer: int
@@ -305,11 +307,12 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
             writer, reader = stream.instrs[xw], stream.instrs[xr]
             memory = program.tensors[tensors[0]].memory
             both = accumulates(writer) and accumulates(reader)
-            if both and memory == MemoryKind.PSUM:
+            if both and memory == MemoryKind.PSUM and writer.op == reader.op == "matmul":
                 continue  # matmul accumulation into PSUM: the carried value affine loops allow
             if writer.extras.get(LOOP_REDUCE_KEY) and reader.extras.get(LOOP_REDUCE_KEY):
                 continue  # nl.loop_reduce: a reduction the kernel declared (its API page loops it in affine_range)
-            kind = "accumulate" if both and memory == MemoryKind.SBUF else "carried"
+            kind = {MemoryKind.SBUF: "accumulate", MemoryKind.PSUM: "psum-accumulate"}.get(memory, "carried") \
+                if both else "carried"
             key = (kind, loop_name, xw, xr)
             old = found.get(key)
             if old is None or distance < old.distance:

@@ -13,7 +13,7 @@ class NkiFinding:
     """One NKI-specific problem, located."""
 
     kind: str
-    """``carried``, ``sbuf-accumulate``, ``allocation``, ``cores`` (two cores unordered on HBM) or
+    """``carried``, ``sbuf-accumulate``, ``psum-accumulate``, ``allocation``, ``cores`` (two cores unordered on HBM) or
     ``uninitialised`` (bytes read before anything wrote them) or ``keyword`` (a call given a
     keyword that misspells one of its parameters: ``first`` is the call's line, ``note`` the words)."""
     dependence: str
@@ -47,6 +47,11 @@ class NkiFinding:
                     f"{self.second}): the affine_range docs call an associative reduction no loop-carried "
                     f"dependence, but an SDK maintainer says += is reliable only for a matmul into PSUM "
                     f"(aws-neuron-sdk#1051); sequential_range, or accumulating in PSUM, is safe under both")
+        if self.kind == "psum-accumulate":
+            return (f"+= into PSUM by an instruction other than a matmul{tensors} across the iterations of affine "
+                    f"loop {self.loop} ({self.first} / {self.second}): the affine_range docs allow matmuls "
+                    f"accumulating into one PSUM buffer, and an SDK maintainer says += is reliable only for a "
+                    f"matmul into PSUM (aws-neuron-sdk#1051); sequential_range is safe")
         if self.kind == "carried":
             return (f"affine loop {self.loop} carries a {self.dependence} dependence at distance {self.distance}: "
                     f"{self.first} / {self.second}{tensors}; the compiler does not order affine_range iterations "

@@ -87,9 +87,10 @@ def carried_findings(program: Program, stream: InstanceStream | None = None) -> 
     out = []
     for pair in sweep_loops(program, stream):
         first, second = instance_label(stream, pair.writer), instance_label(stream, pair.reader)
-        if pair.kind == "accumulate":
-            out.append(NkiFinding(kind="sbuf-accumulate", dependence="RAW", first=first, second=second,
-                                  loop=pair.loop, distance=pair.distance, tensors=pair.tensors, severity="warning"))
+        if pair.kind in ("accumulate", "psum-accumulate"):
+            out.append(NkiFinding(kind="sbuf-accumulate" if pair.kind == "accumulate" else "psum-accumulate",
+                                  dependence="RAW", first=first, second=second, loop=pair.loop,
+                                  distance=pair.distance, tensors=pair.tensors, severity="warning"))
         else:
             out.append(NkiFinding(kind="carried", dependence="RAW", first=first, second=second, loop=pair.loop,
                                   distance=pair.distance, tensors=pair.tensors))
