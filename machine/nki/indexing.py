@@ -124,6 +124,8 @@ class SymIndex:
 
 def as_index(value: Any) -> Index:
     """A builder :class:`Index` from an int, a :class:`SymIndex` or a numpy integer."""
+    if type(value) is int:  # the common case first: a traced kernel asks millions of times
+        return Index(value)
     if isinstance(value, SymIndex):
         return value.index
     if is_int(value):
@@ -137,6 +139,8 @@ def as_index(value: Any) -> Index:
 
 def concrete(value: Any, what: str) -> int:
     """``value`` as an int; a kept loop's symbol makes that loop unroll."""
+    if type(value) is int:  # the common case, without an Index made and read back
+        return value
     if isinstance(value, SymIndex):
         value._refuse(what)
     return int(as_index(value).const)
@@ -344,7 +348,7 @@ class ArangeExpr:
 
     @property
     def ndim(self) -> int:
-        return max((it.ndim for it in self.iters), default=0)
+        return max((it.ndim for it, _c in self.terms), default=0)
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -356,6 +360,11 @@ class ArangeExpr:
 
     def __getitem__(self, key: Any) -> ArangeExpr:
         key = key if isinstance(key, tuple) else (key,)
+        if len(self.terms) == 1 and self.terms[0][0].ndim == 1:  # nl.arange(n)[:, None], the usual case
+            (it, c), = self.terms
+            placed = [p for p, k in enumerate(key) if k is not None]
+            if len(placed) == 1 and key[placed[0]] == slice(None):
+                return ArangeExpr(self.const, ((Iter(it.uid, placed[0], len(key), it.count), c),))
         iters = sorted(self.iters, key=lambda it: it.pos)
         if sum(1 for k in key if k is not None) != self.ndim:
             raise fail("an index vector is reshaped by slices (:) for its axes and None for new ones")

@@ -52,10 +52,15 @@ def _vector_limit(exprs: list[Any], axes: tuple[tuple[str, int, int], ...], it: 
                   ) -> tuple[int, int, int, int] | None:
     """The positions of iterator ``it`` that keep every index it drives inside its dimension
     (``const + c * it`` over ``count`` elements), when some do not (see ``Layout.limits``)."""
-    first, stop, where = 0, it.count, None
+    first, stop, where, uid = 0, it.count, None, it.uid
     for dim, (e, (_kind, _s, count)) in enumerate(zip(exprs, axes)):
-        coeff = sum(c for i, c in e.terms if i == it)
-        if not coeff or not is_int(e.const) or any(c for i, c in e.terms if i != it):
+        coeff, others = 0, False
+        for i, c in e.terms:  # plain loops: this runs for every index of a traced kernel
+            if i.uid == uid:
+                coeff += c
+            elif c:
+                others = True
+        if not coeff or others or not is_int(e.const):
             continue
         # const + coeff * i in [0, count): i in [lo, hi)
         lo, hi = ((-e.const + coeff - 1) // coeff, (count - e.const + coeff - 1) // coeff) if coeff > 0 else \
@@ -308,7 +313,7 @@ class Layout:
             for it in sorted(e.iters, key=lambda it: it.pos):
                 if it not in order:
                     order.append(it)
-        offset, strides, partitions, p_iter = self.offset, dict.fromkeys(order, 0), self.partitions, None
+        offset, strides, partitions, p_iter, shift = self.offset, dict.fromkeys(order, 0), self.partitions, None, 0
         for e, (kind, stride, _count) in zip(exprs, self.axes):
             if kind == P:
                 p0, _pn, ps = self.partitions
@@ -323,9 +328,14 @@ class Layout:
                     partitions = (p0 + first * ps, 1, 1)
                     p_iter = next((it for it, _c in e.terms), None)
                 continue
-            offset = offset + as_index(e.const) * stride
+            if type(e.const) is int:  # the common case: no Index arithmetic
+                shift += e.const * stride
+            else:
+                offset = offset + as_index(e.const) * stride
             for it, c in e.terms:
                 strides[it] += c * stride
+        if shift:
+            offset = offset + shift
         if p_iter is not None and strides.get(p_iter):
             raise unsupported("an index vector that moves both the partition and a free axis", "diagonal access")
         axes = [(P, 0, partitions[1]) if it == p_iter else (F, strides[it], it.count) for it in order]
