@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from neuronsim.machine.nki.alloc import ALLOC_GROUP_KEY
 from neuronsim.machine.order.conflicts import conflicts
 from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.ir.source import instance_label
@@ -85,12 +86,13 @@ def clobber_findings(program: Program) -> list:
 
     kernel_placed = [n for n, t in program.tensors.items() if t.memory != MemoryKind.DRAM and not t.is_virtual]
     clusters = _clusters(program, kernel_placed)
-    if not clusters:
+    rotating = _rotation_groups(program)
+    if not clusters and not rotating:
         return []
     placed = run_pipeline(program, "alloc", PassContext(verify=False)) if program.has_virtual_tensors else program
     stream = stream_of(placed)
     ranges = live_ranges(stream, {n for c in clusters for n in c})
-    out = []
+    out = _rotation_clobbers(program, stream, rotating)
     for cluster in clusters:
         alive = sorted((ranges[n][0], n) for n in cluster if n in ranges)
         holder = None
@@ -101,6 +103,49 @@ def clobber_findings(program: Program) -> list:
                     out.append(NkiFinding("allocation", "clobber", *finding, tensors=(name, holder)))
             if holder is None or ranges[name][1] > ranges[holder][1]:
                 holder = name
+    return out
+
+
+def _rotation_groups(program: Program) -> dict[str, list[str]]:
+    """Kernel tensor (``x-nki-alloc``) -> its placed tensors rotating over a kept loop's
+    iterations (a ``mod_alloc`` tensor indexed by the loop variable: block ``b`` in slot
+    ``b % slots``; each loop that indexes it so has a rotating tensor of its own)."""
+    groups: dict[str, list[str]] = defaultdict(list)
+    for name, t in program.tensors.items():
+        group = (t.extras or {}).get(ALLOC_GROUP_KEY)
+        if t.rotate is not None and not t.is_virtual and group:
+            groups[group].append(name)
+    return dict(groups)
+
+
+def _rotation_clobbers(program: Program, stream: InstanceStream, groups: dict[str, list[str]]) -> list:
+    """A block read from its slot after another block of the same kernel tensor was written
+    there: the direct-allocation guide's lifetime conflict ("only two tiles can be alive")
+    between blocks that rotate over slots, which share one tensor per loop and so escape the
+    check of two tensors' live ranges.  Swept over the instances in program order; one finding
+    per pair of blocks."""
+    owner = {stream.tensor_id[name]: (group, program.tensors[name].rotate)
+             for group, names in groups.items() for name in names if name in stream.tensor_id}
+    events: list[tuple[int, str, object, bool]] = []
+    for x, inst in enumerate(stream.instrs):
+        touched = [(owner[stream.tensor_id[a.tensor]], w) for a, w in inst.accesses
+                   if stream.tensor_id[a.tensor] in owner]
+        for i in (stream.instances_of(x).tolist() if touched else ()):
+            events.extend((i, group, rotate, w) for (group, rotate), w in touched)
+    events.sort(key=lambda e: (e[0], e[3]))  # program order; an instance reads before it writes
+    holding: dict[tuple[str, int], tuple[int, int]] = {}  # (group, slot) -> (block, writing instance)
+    out, seen = [], set()
+    for i, group, rotate, is_write in events:
+        block = stream.iteration(i).get(rotate.loop, 0)
+        slot = (group, block % rotate.slots)
+        if is_write:
+            holding[slot] = (block, i)
+            continue
+        held = holding.get(slot)
+        if held is not None and held[0] != block and (group, held[0], block) not in seen:
+            seen.add((group, held[0], block))
+            out.append(NkiFinding("allocation", "clobber", instance_label(stream, held[1]), instance_label(stream, i),
+                                  tensors=(f"{group}[{held[0]}]", f"{group}[{block}]")))
     return out
 
 
