@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
@@ -222,6 +224,17 @@ class Blocked:
         return self.slots[block]
 
 
+def _call_allocator(fn: Any, idx: Any, pdim_size: int, fdim_size: int) -> Any:
+    """An ``ncc.sbuf.alloc(fn)`` / ``psum.alloc(fn)`` callback on one block: by the names the
+    direct-allocation guide gives (``idx``, ``pdim_size``, ``fdim_size``) when it takes them,
+    else in that order (a callback ``def f(idx, p, f)`` is the same function to Python)."""
+    try:
+        inspect.signature(fn).bind(idx=idx, pdim_size=pdim_size, fdim_size=fdim_size)
+    except (TypeError, ValueError):
+        return fn(idx, pdim_size, fdim_size)
+    return fn(idx=idx, pdim_size=pdim_size, fdim_size=fdim_size)
+
+
 def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[int, str] | None = None,
            depth: int | None = None, scope: list[str] | None = None,
            site: tuple[SourceLine, str, str | None] | None = None, group: str | None = None) -> Layout:
@@ -233,7 +246,7 @@ def _place(tracer: Tracer, spec: TileSpec, name: str, slot: Any, rotate: tuple[i
     tile_bytes = prod(shape[1:]) * itemsize(spec.dtype)
     slots, loop = rotate if rotate else (1, None)
     if isinstance(alloc, FnAlloc):
-        placed = alloc.fn(idx=slot, pdim_size=shape[0], fdim_size=prod(shape[1:]))  # by name, as NKI calls it
+        placed = _call_allocator(alloc.fn, slot, shape[0], prod(shape[1:]))
         if alloc.memory == "psum":
             bank, partition, offset = (int(v) for v in placed)
         else:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.ir.dtypes import is_float
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import ArangeExpr
@@ -219,7 +220,14 @@ def _partition_reduce(x: NkiTensor, op: str, scale_by_count: bool, dtype: Any, m
         if scale_by_count:
             current().kb.tensor_scalar(dst.view(), dst.view(), op0="multiply", operand0=1.0 / x.shape[0])
 
-    return _result((1, *x.shape[1:]), ops.result_dtype(dtype, x), "sbuf", emit, mask)
+    return _result((1, *x.shape[1:]), _reduced_dtype(dtype, x, scale_by_count), "sbuf", emit, mask)
+
+
+def _reduced_dtype(dtype: Any, x: NkiTensor, mean: bool) -> str:
+    """A reduction's result dtype: the call's, else the tile's; a mean of integers is float32
+    (the nl.mean page: "float32 intermediate and return values are used for integer inputs")."""
+    out = ops.result_dtype(dtype, x)
+    return "float32" if mean and dtype is None and not is_float(out) else out
 
 
 def emit_partition_reduce(dst: Any, reducer: str, data: Any) -> None:
@@ -253,7 +261,7 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
             if scale_by_count:
                 current().kb.tensor_scalar(dst.view(), dst.view(), op0="multiply", operand0=1.0 / count)
 
-        return _result(shape, ops.result_dtype(dtype, x), "sbuf", emit, mask)
+        return _result(shape, _reduced_dtype(dtype, x, scale_by_count), "sbuf", emit, mask)
 
     fn.__name__ = name
     return fn

@@ -497,12 +497,19 @@ def device_print(print_prefix: Any = "", tensor: Any = None, **_kw: Any) -> None
 
 from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
 from neuronsim.machine.nki.arith import alu_name  # noqa: E402
-from neuronsim.machine.nki.arith import (add, divide, equal, greater, greater_equal, less,  # noqa: E402
-                                         less_equal, multiply, not_equal, subtract, transpose)
+from neuronsim.machine.nki.arith import (add, divide, equal, greater, greater_equal, invert, less,  # noqa: E402
+                                         less_equal, logical_not, multiply, not_equal, subtract, transpose)
+from neuronsim.machine.ir.dtypes import is_float  # noqa: E402
+
+
+def _invert(x: NkiTensor) -> NkiTensor:
+    """``~x`` of a tile: :func:`logical_not` (``x == 0``), or on an integer tile :func:`invert`."""
+    return invert(x) if not is_float(str(x.dtype)) else logical_not(x)
+
 
 # What a tile's Python syntax does (tiles sit below these calls and cannot import them).
 register_operators(assign=assign, accumulate=accumulate, broadcast_partitions=broadcast_partitions, copy=copy,
                    expand_dims=expand_dims,
                    transpose=transpose, add=add, subtract=subtract, multiply=multiply, divide=divide, less=less,
                    less_equal=less_equal, greater=greater, greater_equal=greater_equal, equal=equal,
-                   not_equal=not_equal)
+                   not_equal=not_equal, invert=_invert)

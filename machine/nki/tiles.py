@@ -17,16 +17,15 @@ from typing import Any
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, check_partitions, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
-from neuronsim.machine.nki.indexing import ArangeExpr
+from neuronsim.machine.nki.indexing import ArangeExpr, SymIndex
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki import tensor_views as views
-from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.layout import P, Layout
 from neuronsim.machine.nki.reinterpret import bitcast_ap, other_size, reinterpret
 from neuronsim.machine.nki.tracer import current
 
 #: NkiTensor methods of the API reference module that neuronsim does not model.
-_VIEW_METHODS = frozenset(("strides", "offset", "is_contiguous", "get_pattern", "is_indirect", "rearrange",
-                           "reinterpret_cast", "indirect"))
+_VIEW_METHODS = frozenset(("rearrange", "reinterpret_cast", "indirect"))
 
 __all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators", "BlockPrefix"]
 
@@ -155,6 +154,40 @@ class NkiTensor:
     @property
     def itemsize(self) -> int:
         return self.dtype.itemsize
+
+    # -- access-pattern introspection (the NKI 0.7 language guide: "All attributes are
+    # available at specialization time"; a fresh (128, 64) SBUF tile has strides (64, 1), offset 0)
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Elements between neighbours along each axis; on chip the partition axis counts the
+        tensor's elements a partition (its row), as ``.ap`` patterns do."""
+        lay = self.layout
+        row = prod(lay.tensor.shape[1:]) if lay.on_chip else 0
+        return tuple(lay.partitions[2] * row if kind == P else stride for kind, stride, _n in lay.axes)
+
+    @property
+    def offset(self) -> Any:
+        """The view's first element within its tensor (in a partition's elements, on chip); a
+        kept loop's variable in it makes the loop unroll where the kernel compares it."""
+        index = self.layout.offset
+        return index.const if not index.terms else SymIndex(index)
+
+    def get_pattern(self) -> list[list[int]]:
+        """``[[step, count], ...]``: the view's access pattern, as ``.ap(pattern=)`` takes it."""
+        return [[step, n] for step, n in zip(self.strides, self.shape)]
+
+    def is_indirect(self) -> bool:
+        """True for a view driven by a tile of indices (``.ap(vector_offset=)``)."""
+        return self.layout.indirect is not None
+
+    def is_contiguous(self) -> bool:
+        """True when the view's elements follow one another in row-major order."""
+        expected = 1
+        for step, n in reversed(list(zip(self.strides, self.shape))):
+            if n != 1 and step != expected:
+                return False
+            expected *= n
+        return True
 
     def astype(self, dtype: Any) -> NkiTensor:
         """A copy cast to ``dtype`` (``nl.copy(x, dtype=)``)."""
@@ -341,6 +374,11 @@ class NkiTensor:
 
     def __neg__(self):
         return self._binary("multiply", -1.0)
+
+    def __invert__(self):
+        """``~t``: NKI's boolean negation (the error page on a tile's truth value: "use ~
+        instead of not"), ``nl.logical_not``; an integer tile's bits flip, as Python's ``~``."""
+        return _operator("invert")(self)
 
     def __lt__(self, other):
         return self._binary("less", other)

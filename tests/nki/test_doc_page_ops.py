@@ -132,3 +132,82 @@ def test_activate2_scales_shifts_then_activates_with_the_reductions_of_activatio
     np.testing.assert_allclose(scaled, np.exp(x * 0.5 - 1.0), rtol=1e-6)
     np.testing.assert_allclose(flipped, 2.0 - x, rtol=1e-6)  # reverse0: imm0 - data
     np.testing.assert_allclose(sums, (2.0 - x).sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+GUIDE_KERNELS = '''
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import neuronxcc.nki as legacy_nki
+import neuronxcc.nki.language as lnl
+import neuronxcc.nki.compiler as ncc
+
+
+@nki.jit
+def introspect(x):
+    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    assert t.strides == (64, 1) and t.offset == 0 and t.is_contiguous() and not t.is_indirect()
+    nisa.dma_copy(dst=t, src=x)
+    pattern = t.get_pattern()
+    pattern[0][1] = 64  # the language guide's example: the first 64 partitions
+    half = t.ap(pattern=pattern)
+    o = nl.ndarray((64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=half)
+    return o
+
+
+@legacy_nki.jit
+def integer_mean(x):
+    out = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(out, lnl.mean(lnl.load(x), axis=[1], keepdims=True))
+    return out
+
+
+@legacy_nki.jit
+def negated(a):
+    t = lnl.load(a)
+    o = lnl.ndarray(a.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=lnl.copy(~(t > 0), dtype=lnl.float32))
+    return o
+
+
+def my_alloc(idx, p, f):  # the guide names them pdim_size, fdim_size; Python does not mind
+    return (0, idx[0] * f * 4)
+
+
+@legacy_nki.jit
+def callback_alloc(x):
+    t = lnl.ndarray((2, lnl.par_dim(128), 64), dtype=lnl.float32, buffer=ncc.sbuf.alloc(my_alloc))
+    o = lnl.ndarray((2, 128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    for i in lnl.affine_range(2):
+        t[i] = lnl.load(x[i])
+        lnl.store(o[i], value=t[i])
+    return o
+'''
+
+
+@pytest.fixture
+def guide(tmp_path):
+    (tmp_path / "g.py").write_text(GUIDE_KERNELS)
+    return lambda name: f"{tmp_path / 'g.py'}::{name}"
+
+
+def test_views_report_their_strides_offset_and_pattern(guide):
+    x = np.random.default_rng(2).uniform(-1, 1, (128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(_run(guide("introspect"), x), x[:64])
+
+
+def test_a_mean_of_integers_is_float32(guide):
+    x = np.random.default_rng(3).integers(-50, 50, (8, 16)).astype(np.int32)
+    np.testing.assert_allclose(_run(guide("integer_mean"), x), x.mean(axis=1, keepdims=True), rtol=1e-6)
+
+
+def test_tilde_of_a_comparison_negates_it(guide):
+    a = np.random.default_rng(4).uniform(-1, 1, (16, 8)).astype(np.float32)
+    np.testing.assert_array_equal(_run(guide("negated"), a), (~(a > 0)).astype(np.float32))
+
+
+def test_an_allocator_callback_with_its_own_parameter_names_is_called_in_order(guide):
+    x = np.random.default_rng(5).uniform(-1, 1, (2, 128, 64)).astype(np.float32)
+    np.testing.assert_array_equal(_run(guide("callback_alloc"), x), x)
