@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from math import prod
 from typing import Any
 
 import numpy as np
@@ -331,8 +332,11 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     if pending is not None:
         if mask is not None and pending.mask is None:
             pending.mask = as_mask(mask)
-        if not dst.layout.on_chip and pending.proxy.buffer != "hbm":
-            tracer.pending = pending  # a compute result stored to DRAM: through SBUF, then a DMA
+        if (not dst.layout.on_chip and pending.proxy.buffer != "hbm") or prod(pending.proxy.shape) < prod(dst.shape):
+            # a compute result stored to DRAM: through SBUF, then a DMA; a result broadcast into
+            # a larger tile (x[...] = y of (128, 1) into (128, 512), the error page's "ok"): its
+            # own tile first, then the copy broadcasts it
+            tracer.pending = pending
             tracer.flush()
         else:
             tracer.emit_pending_into(pending, dst.layout)

@@ -70,6 +70,22 @@ def _vector_limit(exprs: list[Any], axes: tuple[tuple[str, int, int], ...], it: 
     return None if where is None else (first, max(first, stop), *where)
 
 
+def _grid_order(exprs: list[Any], order: list[Any], axes: list, tags: list, limits: list) -> tuple[list, list, list]:
+    """An HBM view indexed by an integer beside index vectors that leave a position of their
+    grid unspanned (``x[0, nl.arange(512)[None, :]]``, an error page's fixed kernel): the
+    grid's shape, as numpy broadcasts index arrays, an axis of one where no iterator lies
+    (``(1, 512)``, not ``(512,)``, whose 512 would become a loaded tile's partitions).  An
+    mgrid's unused axes still add none (the caller passes only keys with an integer)."""
+    ndim = max((e.ndim for e in exprs), default=0)
+    at = {it.pos + ndim - it.ndim: k for k, it in enumerate(order)}
+    if ndim <= len(order) or len(at) != len(order):
+        return axes, tags, limits
+    picked = [at.get(p) for p in range(ndim)]
+    return ([axes[k] if k is not None else (F, 0, 1) for k in picked],
+            [tags[k] if k is not None else frozenset() for k in picked],
+            [limits[k] if k is not None else None for k in picked])
+
+
 def _is_tile(key: Any) -> bool:
     """True for an NKI tile used as an index (``x[idx_tile, i_f]``): the tile proxies sit above
     this module (:mod:`~neuronsim.machine.nki.tiles`), so they are known by their ``layout``."""
@@ -168,7 +184,7 @@ class Layout:
         return self.storage_view()
 
     # -- basic and advanced indexing ---------------------------------------------------------
-    def index(self, key: Any) -> Layout:
+    def index(self, key: Any, keep_partition: bool = False) -> Layout:
         if self.bitcast and numpy_dtype(self.dtype).itemsize != self.tensor.itemsize:
             # (a view of as many bytes an element, int8 read as fp8, indexes as its tensor does)
             raise unsupported(f"indexing a view of {self.tensor.name} read as {self.dtype}",
@@ -196,6 +212,8 @@ class Layout:
         for dim, (k, axis, tag, limit) in enumerate(zip(key, self.axes, old_tags, old_limits)):
             whole = isinstance(k, slice) and k.start is None and k.stop is None and k.step is None
             layout, kept = layout._basic(k, axis)
+            if kept is None and keep_partition and axis[0] == P:  # NKI 0.7: t[0, :] keeps the partition axis
+                kept = (P, 0, 1)
             if kept is not None:
                 axes.append(kept)
                 tags.append(tag)
@@ -203,6 +221,10 @@ class Layout:
         axes.extend(self.axes[len(key):])
         tags.extend(old_tags[len(key):])
         limits.extend(old_limits[len(key):])
+        if keep_partition and self.on_chip and len(axes) == 1:  # and a free axis of one: (P, 1), as NKI 0.7 shows it
+            axes.append((F, 0, 1))
+            tags.append(None)
+            limits.append(None)
         return Layout(layout.tensor, tuple(axes), layout.offset, layout.partitions,
                       tuple(tags) if any(t is not None for t in tags) else None,
                       tuple(limits) if any(lim is not None for lim in limits) else None, dtype=layout.dtype)
@@ -345,6 +367,8 @@ class Layout:
             axes.insert(0, (P, 0, partitions[1]))
             tags.insert(0, frozenset())
             limits.insert(0, None)
+        elif not self.on_chip and any(not isinstance(k, ArangeExpr) for k in key):
+            axes, tags, limits = _grid_order(exprs, order, axes, tags, limits)
         axes.extend(self.axes[len(key):])
         tags.extend([frozenset()] * (len(self.axes) - len(key)))
         limits.extend([None] * (len(self.axes) - len(key)))

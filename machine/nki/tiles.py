@@ -228,7 +228,10 @@ class NkiTensor:
             block, rest = self._block_of(key)
             layout = self._blocked.block(current(), block)
             return NkiTensor(layout.index(rest) if rest else layout)
-        return NkiTensor(self.layout.index(self._device_indices(key)))
+        # NKI 0.7 (its language guide): an integer on an on-chip tile's partition axis keeps the
+        # axis at size 1, and a view keeps at least [P, F] (t[0, :, :] is (1, 64, 32), t[:, 0, 10] (128, 1))
+        keep = current().generation == "current"
+        return NkiTensor(self.layout.index(self._device_indices(key), keep_partition=keep))
 
     def _device_indices(self, key: Any) -> Any:
         """``key`` with a one-element tile beside slices (indexing an HBM tensor, or a free

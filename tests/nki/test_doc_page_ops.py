@@ -73,6 +73,18 @@ def two_stage_activations(x):
 
 
 @nki.jit
+def partition_index_shapes(x):
+    t = nl.ndarray((128, 64, 32), dtype=nl.float32, buffer=nl.sbuf)
+    shapes = (t[0, :, :].shape, t[:, 0, 10].shape, t[0, 0, 10].shape)
+    assert shapes == ((1, 64, 32), (128, 1), (1, 1)), shapes  # the NKI 0.7 language guide's
+    s = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=x)
+    o = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=s)
+    return o
+
+
+@nki.jit
 def magnitudes_on_trn1(x):
     t = _in(x, nl.float32)
     return _out(nl.abs_max(t, 3.0))
@@ -172,6 +184,24 @@ def negated(a):
     return o
 
 
+@legacy_nki.jit
+def row_by_vector(x):
+    j = lnl.arange(512)[None, :]
+    t = lnl.load(x[0, j])  # an error page's fixed kernel: a (1, 512) tile
+    o = lnl.ndarray((1, 512), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o[0, j], value=t)
+    return o
+
+
+@legacy_nki.jit
+def broadcast_assign(v):
+    x = lnl.zeros((128, 512), dtype=lnl.float32, buffer=lnl.sbuf)
+    x[...] = lnl.load(v)  # (128, 1) loaded, broadcast: the error page's "ok"
+    o = lnl.ndarray((128, 512), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=x)
+    return o
+
+
 def my_alloc(idx, p, f):  # the guide names them pdim_size, fdim_size; Python does not mind
     return (0, idx[0] * f * 4)
 
@@ -211,3 +241,18 @@ def test_tilde_of_a_comparison_negates_it(guide):
 def test_an_allocator_callback_with_its_own_parameter_names_is_called_in_order(guide):
     x = np.random.default_rng(5).uniform(-1, 1, (2, 128, 64)).astype(np.float32)
     np.testing.assert_array_equal(_run(guide("callback_alloc"), x), x)
+
+
+def test_nki_07_keeps_an_integer_indexed_partition_axis(kernels):
+    x = np.ones((128, 64), np.float32)
+    np.testing.assert_array_equal(_run(kernels("partition_index_shapes"), x), x)
+
+
+def test_an_integer_beside_an_index_vector_keeps_the_grid_shape(guide):
+    x = np.random.default_rng(6).uniform(-1, 1, (1, 512)).astype(np.float32)
+    np.testing.assert_array_equal(_run(guide("row_by_vector"), x), x)
+
+
+def test_a_loaded_column_assigned_into_a_wider_tile_broadcasts(guide):
+    v = np.random.default_rng(7).uniform(-1, 1, (128, 1)).astype(np.float32)
+    np.testing.assert_array_equal(_run(guide("broadcast_assign"), v), np.broadcast_to(v, (128, 512)))
