@@ -144,7 +144,8 @@ ALU_OPS = ("add", "subtract", "multiply", "divide", "max", "min", "pow", "bypass
 UNARY_ALU_OPS = ("rsqrt", "reciprocal", "logical_not", "invert")
 #: Reductions of ``tensor_reduce`` (the arithmetic rows NKI marks as legal reduction ops,
 #: ``subtract`` aside).
-REDUCE_OPS = ("add", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor")
+REDUCE_OPS = ("add", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor",
+              "bitwise_and", "bitwise_or", "bitwise_xor")
 #: The fused reduction of ``activation``: the ACT reduce registers only sum.
 ACT_REDUCE_OPS = ("add",)
 #: Elements per partition one ``bn_stats`` reads at most.

@@ -345,6 +345,11 @@ _REDUCE: dict[str, Callable[..., np.ndarray]] = {
     "logical_and": lambda x, axis: np.all(x != 0, axis=axis).astype(F32),
     "logical_or": lambda x, axis: np.any(x != 0, axis=axis).astype(F32),
     "logical_xor": lambda x, axis: (np.count_nonzero(x, axis=axis) % 2).astype(F32),
+    # the bitvec reductions (the tensor_reduce page: "bitvec operators ... treat elements as bit
+    # patterns"): on the integers themselves, as the elementwise ones are
+    "bitwise_and": lambda x, axis: np.bitwise_and.reduce(_as_bits(x), axis=axis),
+    "bitwise_or": lambda x, axis: np.bitwise_or.reduce(_as_bits(x), axis=axis),
+    "bitwise_xor": lambda x, axis: np.bitwise_xor.reduce(_as_bits(x), axis=axis),
 }
 
 
@@ -506,15 +511,18 @@ def _tensor_tensor_scan(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 def _tensor_reduce(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
-    source = _f32(reads[0])
+    op = attrs.get("op", "add")
+    bits = op in BITVEC_OPS  # bit patterns, not fp32 values
+    source = reads[0] if bits else _f32(reads[0])
     if source.ndim < 2:
         source = _rows(source)
     axes = tuple(a for a in reduce_axes(attrs.get("axis"), source.ndim) if a < source.ndim) or tuple(
         range(1, source.ndim))
-    reduced = np.asarray(_REDUCE[attrs.get("op", "add")](source, axis=axes), dtype=F32)
+    reduced = np.asarray(_REDUCE[op](source, axis=axes), dtype=None if bits else F32)
     if attrs.get("negate", False):
         reduced = -reduced
-    return [cast(_fill_rows(reduced.reshape(source.shape[0], -1), out), out.dtype)]
+    rows = _fill_rows(reduced.reshape(source.shape[0], -1), out)
+    return [_stored(rows, out.dtype) if bits else cast(rows, out.dtype)]
 
 
 def _moments(half: np.ndarray) -> list[np.ndarray]:

@@ -27,7 +27,7 @@ __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "s
            "gelu_apprx_sigmoid_dx", "erf", "erf_dx", "tan", "silu", "square", "sqrt", "rsqrt",
            "reciprocal", "abs", "sign", "negative", "equal", "not_equal", "greater", "greater_equal", "less",
            "less_equal", "logical_and", "logical_or", "logical_xor", "logical_not", "mod", "fmod", "abs_max", "abs_min",
-           "var", "bitwise_and", "bitwise_or",
+           "var", "all_", "bitwise_and", "bitwise_or",
            "bitwise_xor", "left_shift", "right_shift", "invert", "bypass", "softmax", "rms_norm",
            "silu_dx", "softplus", "mish", "sin", "cos", "arctan", "floor", "ceil", "trunc"]
 
@@ -272,6 +272,7 @@ max = _reduce_fn("max", "max")  # noqa: A001
 min = _reduce_fn("min", "min")  # noqa: A001
 prod_ = _reduce_fn("prod", "multiply")
 mean = _reduce_fn("mean", "add", scale_by_count=True)
+all_ = _reduce_fn("all", "logical_and")  # nl.all (the page: along free axes, 1 where every element is non-zero)
 
 
 @api("nl.var")

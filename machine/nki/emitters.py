@@ -348,6 +348,18 @@ def dma_transpose(dst: Layout, src: Any, axes: Any = None, **_kw: Any) -> None:
     transpose_dma.dma_transpose(dst, ops.lay(src), axes)  # a reinterpreting view: its elements as read
 
 
+@api("nl.atomic_rmw")
+def atomic_rmw(dst: Any, value: Any, op: Any, *, mask: Any = None, **_kw: Any) -> None:
+    """``nl.atomic_rmw``: ``dst = op(dst, value)`` by DMA, each row read, combined and written
+    before the next (rows repeated among the indices all add up, as the page's example does):
+    a ``dma_copy`` with ``dst_rmw_op``, which the ISA allows for addition only."""
+    if not is_tile(value):
+        raise fail(f"nl.atomic_rmw: value is a tile (on chip), not {value!r}")
+    if alu_name(op) != "add":
+        raise current().refuse(f"nl.atomic_rmw(op={alu_name(op)})", "the ISA's DMA read-modify-write adds only")
+    current().emit(lambda: dma_copy(ops.lay(dst), value, dst_rmw_op="add"), mask=mask)
+
+
 def free_size(shape: tuple[int, ...]) -> int:
     return prod(shape[1:])
 

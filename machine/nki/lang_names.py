@@ -21,7 +21,7 @@ LANGUAGE_NAMES = (
     "sbuf", "psum", "hbm", "shared_hbm", "private_hbm",
     "add", "subtract", "multiply", "divide", "maximum", "minimum", "power", "equal", "not_equal", "greater",
     "greater_equal", "less", "less_equal", "logical_and", "logical_or", "logical_xor", "mod", "fmod", "abs_max",
-    "abs_min", "var",
+    "abs_min", "var", "atomic_rmw",
     "exp", "log", "tanh", "sigmoid", "relu", "gelu", "gelu_apprx_tanh", "gelu_apprx_sigmoid", "silu", "square",
     "sqrt", "rsqrt", "reciprocal", "abs", "sign", "negative", "sum", "max", "min", "mean", "matmul",
     "transpose", "softmax", "rms_norm", "where", "is_hbm", "is_sbuf", "is_psum", "is_on_chip", "expand_dims",
@@ -40,10 +40,9 @@ _ALU_TABLE = "an ALU operator neuronsim's op table does not have"
 #: and using one stops the trace at that line.  Any other missing name is a typo
 #: (:func:`~neuronsim.machine.nki.errors.no_such_name`).
 LANGUAGE_REFUSED = {
-    "atomic_rmw": "atomic read-modify-write DMA", "all_reduce": "collectives: neuronsim models one NeuronCore",
+    "all_reduce": "collectives: neuronsim models one NeuronCore",
     "int64": "64-bit data types", "uint64": "64-bit data types", "float64": "64-bit data types",
     "average": _ALU_TABLE, "prelu": _ALU_TABLE,
-    "all": "a whole-tile boolean reduction",
     "static_cast": "reinterpreting a tensor's dtype: bytes are typed in neuronsim",
     "tiles": "NKI 0.7 tile grids", "blocks": "NKI 0.7 tile grids", "alloc_tiles": "NKI 0.7 tile grids",
     "alloc_blocks": "NKI 0.7 tile grids", "NkiGrid": "NKI 0.7 tile grids", "NkiTileGrid": "NKI 0.7 tile grids",
@@ -56,6 +55,7 @@ def _names() -> dict[str, Any]:
     for name in LANGUAGE_NAMES:
         out[name] = getattr(language, name, None) or getattr(arith, name, None) or getattr(emitters, name)
     out["prod"] = arith.prod_
+    out["all"] = arith.all_
     out["ds"] = scalars.ds  # its start may be a runtime index (a one-element tile)
     out["identity"] = arith.identity
     out.update(control.language_names())  # fori_loop, while_loop, if_else, dynamic_range

@@ -154,6 +154,7 @@ import nki.language as nl
 import neuronxcc.nki as legacy_nki
 import neuronxcc.nki.language as lnl
 import neuronxcc.nki.compiler as ncc
+import neuronxcc.nki.isa as lisa
 
 
 @nki.jit
@@ -200,6 +201,23 @@ def broadcast_assign(v):
     o = lnl.ndarray((128, 512), dtype=lnl.float32, buffer=lnl.shared_hbm)
     lnl.store(o, value=x)
     return o
+
+
+@legacy_nki.jit
+def scatter_add(base, rows, values):
+    out = lnl.ndarray(base.shape, dtype=base.dtype, buffer=lnl.shared_hbm)
+    lnl.store(out, lnl.load(base))
+    lnl.atomic_rmw(out[lnl.load(rows), lnl.arange(base.shape[1])[None, :]], value=lnl.load(values), op=np.add)
+    return out
+
+
+@legacy_nki.jit
+def reductions(x, bits):
+    a = lnl.ndarray((x.shape[0], 1), dtype=lnl.uint8, buffer=lnl.shared_hbm)
+    lnl.store(a, lnl.all(lnl.load(x), axis=[1], dtype=lnl.uint8))
+    b = lnl.ndarray((bits.shape[0], 1), dtype=lnl.int32, buffer=lnl.shared_hbm)
+    lnl.store(b, lisa.tensor_reduce(np.bitwise_or, lnl.load(bits), axis=[1], keepdims=True))
+    return a, b
 
 
 def my_alloc(idx, p, f):  # the guide names them pdim_size, fdim_size; Python does not mind
@@ -256,3 +274,20 @@ def test_an_integer_beside_an_index_vector_keeps_the_grid_shape(guide):
 def test_a_loaded_column_assigned_into_a_wider_tile_broadcasts(guide):
     v = np.random.default_rng(7).uniform(-1, 1, (128, 1)).astype(np.float32)
     np.testing.assert_array_equal(_run(guide("broadcast_assign"), v), np.broadcast_to(v, (128, 512)))
+
+
+def test_atomic_rmw_adds_every_row_even_repeated_ones(guide):
+    rng = np.random.default_rng(8)
+    base, values = rng.uniform(-1, 1, (16, 8)).astype(np.float32), rng.uniform(-1, 1, (4, 8)).astype(np.float32)
+    rows = np.array([[3], [7], [3], [0]], np.int32)
+    expected = base.copy()
+    np.add.at(expected, rows[:, 0], values)
+    np.testing.assert_allclose(_run(guide("scatter_add"), base, rows, values), expected, rtol=1e-6)
+
+
+def test_nl_all_and_a_bitvec_tensor_reduce(guide):
+    x = np.array([[1, 2, 0, 4], [1, 1, 1, 1]], np.float32)
+    bits = np.array([[1, 2, 4, 8], [0x7FFFFFFF, 1, 0, 0]], np.int32)
+    every, ored = _run(guide("reductions"), x, bits)
+    np.testing.assert_array_equal(every, [[0], [1]])
+    np.testing.assert_array_equal(ored, np.bitwise_or.reduce(bits, axis=1, keepdims=True))
