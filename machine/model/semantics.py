@@ -444,7 +444,9 @@ def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     activated = ACTIVATIONS[attrs.get("func", "identity")](rows * scale + bias).astype(F32)
     results = [cast(activated.reshape(out.shape), out.dtype)]
     if len(outs) > 1:
-        total = activated.sum(axis=1, keepdims=True, dtype=F32)
+        fold = {"max": np.max, "min": np.min}.get(attrs.get("reduce_op", "add"))
+        total = activated.sum(axis=1, keepdims=True, dtype=F32) if fold is None else fold(activated, axis=1,
+                                                                                           keepdims=True)
         results.append(cast(_fill_rows(total, outs[1]), outs[1].dtype))
     return results
 

@@ -87,14 +87,19 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     ``[P, 1]`` fp32 tile when the kernel keeps it in the registers only.  ``reduce`` adds this
     instruction's row sums to it (a DVE add), ``reset`` zeroes it, ``idle`` leaves it alone."""
     cmd = command(reduce_cmd, "reset_reduce")
-    if reduce_op is not None and alu_name(reduce_op) != "add" and (reduce_res is not None or cmd != "reset_reduce"):
-        raise current().refuse(f"activation reduce_op={alu_name(reduce_op)}", "ACT's reduce registers only add")
+    reducer = alu_name(reduce_op) if reduce_op is not None else None
+    # the activation_reduce page: "On NeuronCore-v2, the reduce_op can only be an addition"
+    allowed = ("add",) if current().nc_generation < 3 else ("add", "max", "min")
+    if reducer is not None and reducer not in allowed and (reduce_res is not None or cmd != "reset_reduce"):
+        raise current().refuse(f"activation reduce_op={reducer} on NeuronCore-v{current().nc_generation}",
+                               "ACT's reduce registers add" + (" (max and min from NeuronCore-v3)"
+                                                               if current().nc_generation < 3 else ", max or min"))
     if cmd not in ("reset_reduce", "reduce", "reset", "idle"):
         raise current().refuse(f"nisa.activation(reduce_cmd={cmd})", "reset_reduce, reduce, reset or idle")
     func = act_name(op)
-    adds = reduce_op is not None and alu_name(reduce_op) == "add"
-    if cmd == "reset_reduce" and (not adds or reduce_res is not None):  # the sums go to reduce_res, if any
-        ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=reduce_res)
+    folds = reducer or "add"
+    if cmd == "reset_reduce" and (reducer is None or reduce_res is not None):  # the rows go to reduce_res, if any
+        ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=reduce_res, reduce_op=folds)
         if reduce_res is not None:
             keep_register("act", ops.lay(reduce_res))
         return
@@ -103,8 +108,9 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
         if cmd == "reset":
             _reset_register("act", dst, 0.0)
         return
-    _through_register("act", "nisa.activation", cmd, dst, reduce_res, "add",
-                      lambda rows: ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=NkiTensor(rows)))
+    _through_register("act", "nisa.activation", cmd, dst, reduce_res, folds,
+                      lambda rows: ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=NkiTensor(rows),
+                                                  reduce_op=folds))
 
 
 def _register_tile(dst: Layout) -> Layout:

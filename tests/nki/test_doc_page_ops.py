@@ -220,6 +220,24 @@ def reductions(x, bits):
     return a, b
 
 
+@legacy_nki.jit(platform_target="trn2")
+def row_max_on_trn2(x):
+    red = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    rr = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.sbuf)
+    lisa.activation_reduce(op=lnl.copy, data=lnl.load(x), reduce_op=np.max, reduce_res=rr)
+    lnl.store(red, rr)
+    return red
+
+
+@legacy_nki.jit
+def row_max_on_trn1(x):
+    red = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    rr = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.sbuf)
+    lisa.activation_reduce(op=lnl.copy, data=lnl.load(x), reduce_op=np.max, reduce_res=rr)
+    lnl.store(red, rr)
+    return red
+
+
 def my_alloc(idx, p, f):  # the guide names them pdim_size, fdim_size; Python does not mind
     return (0, idx[0] * f * 4)
 
@@ -291,3 +309,10 @@ def test_nl_all_and_a_bitvec_tensor_reduce(guide):
     every, ored = _run(guide("reductions"), x, bits)
     np.testing.assert_array_equal(every, [[0], [1]])
     np.testing.assert_array_equal(ored, np.bitwise_or.reduce(bits, axis=1, keepdims=True))
+
+
+def test_activation_reduce_takes_the_max_from_neuroncore_v3_only(guide):
+    x = np.random.default_rng(9).uniform(-1, 1, (16, 32)).astype(np.float32)
+    np.testing.assert_array_equal(_run(guide("row_max_on_trn2"), x), x.max(axis=1, keepdims=True))
+    with pytest.raises(NkiError, match=r"g\.py:\d+: activation reduce_op=max on NeuronCore-v2"):
+        trace(load_kernel(guide("row_max_on_trn1")), x)

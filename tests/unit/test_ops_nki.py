@@ -248,7 +248,7 @@ BAD = [
      "body[0].attrs.reduce_op", "needs both attrs.reduce_op and a second write"),
     ("write-without-reduce", _ins("act", "activation", ["x"], ["y", "col"]),
      "body[0].writes", "needs both attrs.reduce_op and a second write"),
-    ("reduce-op-max", _ins("act", "activation", ["x"], ["y", "col"], {"reduce_op": "max"}),
+    ("reduce-op-multiply", _ins("act", "activation", ["x"], ["y", "col"], {"reduce_op": "multiply"}),
      "body[0].attrs.reduce_op", "one of 'add'"),
     ("reverse-twice", _ins("dve", "tensor_scalar", ["x"], ["y"], {"op0": "add", "reverse": True, "reverse0": False}),
      "body[0].attrs.reverse", "not both"),
