@@ -404,7 +404,9 @@ def _matmul(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 def _transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     flipped = _rows(reads[0]).T
-    return [cast(_fit(_f32(flipped), outs[0].shape), outs[0].dtype)]
+    if engine != "pe" and flipped.dtype == outs[0].dtype:  # DVE moves the elements, bits and all (any dtype)
+        return [_fit(flipped, outs[0].shape)]
+    return [cast(_fit(_f32(flipped), outs[0].shape), outs[0].dtype)]  # PE: a matmul by the identity, in fp32
 
 
 def _operand(value: float | ReadOperand | None, reads, partitions: int, default: float) -> Any:

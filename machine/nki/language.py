@@ -10,6 +10,7 @@ out the legacy-only names).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from math import prod
@@ -239,8 +240,14 @@ def shared_identity_matrix(n: int, dtype: Any = "float32", dst: NkiTensor | None
 
 @api("nl.shared_constant")
 def shared_constant(constant: Any, dtype: Any = None, **_kw: Any) -> NkiTensor:
-    """A constant tensor in shared HBM: an input of the program holding ``constant``."""
+    """A constant tensor in shared HBM: an input of the program holding ``constant`` (an
+    array, or the path of a ``.npy`` file, as NKI 0.7's page allows)."""
     tracer = current()
+    if isinstance(constant, (str, os.PathLike)):
+        try:
+            constant = np.load(constant, allow_pickle=False)
+        except (OSError, ValueError) as err:
+            raise fail(f"nl.shared_constant({str(constant)!r}): cannot read it as a .npy file ({err})") from None
     values = np.asarray(constant)
     dtype = to_dtype(dtype if dtype is not None else values.dtype)
     key = (tuple(values.shape), dtype, values.tobytes())
@@ -261,6 +268,10 @@ def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> 
         raise fail("nl.load of a single element (every dimension indexed by an integer) gives a tile of no "
                    "dimensions: index with ranges, e.g. x[0:1, 1:2] for a [1, 1] tile")
     if src.buffer != "hbm":
+        if current().generation == "legacy":  # NKI's err_unsupported_memory, the error page's own example
+            raise fail(f"nl.load expects its source in HBM, but got a tile in {src.buffer} ({src.name}): a tile on "
+                       "chip is already loaded (use it as it is, or nl.copy it)")
+        # NKI 0.7 moved nl.shared_identity_matrix to SBUF; kernels written when it was in HBM load it
         return copy(src, dtype=dtype, mask=mask)
     return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask, (src,))
 

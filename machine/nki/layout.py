@@ -329,6 +329,10 @@ class Layout:
         another order permutes (``out[i_f, i_p] = t[i_p, i_f]`` stores a transpose)."""
         if any(isinstance(k, slice) for k in key):
             raise unsupported("mixing slices with nl.arange index vectors", "index every axis with vectors or integers")
+        if (self.on_chip or len(key) > 1) and any(isinstance(k, ArangeExpr) and k.terms and k.ndim == 1 for k in key):
+            # NKI's err_1d_arange_not_supported: "tile indices ... at least two dimensions"
+            raise fail(f"indexing {self.tensor.name} with a 1-D nl.arange is not supported: give the index its "
+                       "axes, nl.arange(n)[:, None] for partitions or [None, :] for a free axis")
         exprs = [k if isinstance(k, ArangeExpr) else ArangeExpr(k, ()) for k in key]
         order: list[Any] = []
         for e in exprs:

@@ -85,6 +85,21 @@ def partition_index_shapes(x):
 
 
 @nki.jit
+def dve_transpose_int(x):
+    t = _in(x, nl.int32)
+    flipped = nl.ndarray((x.shape[1], x.shape[0]), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.nc_transpose(dst=flipped, data=t, engine=nisa.vector_engine)
+    return _out(flipped)
+
+
+@nki.jit
+def constant_from_file(x, path):
+    c = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=c, src=nl.shared_constant(path, dtype=nl.float32))
+    return _out(c)
+
+
+@nki.jit
 def magnitudes_on_trn1(x):
     t = _in(x, nl.float32)
     return _out(nl.abs_max(t, 3.0))
@@ -238,6 +253,34 @@ def row_max_on_trn1(x):
     return red
 
 
+@legacy_nki.jit
+def partitions_mismatch(x):
+    xs = lnl.load(x)
+    row = lnl.full((1, x.shape[1]), 2.0, dtype=np.float32, buffer=lnl.sbuf)
+    z = lisa.tensor_tensor(xs, row, op=lnl.add)  # the error page's err_num_partition_mismatch
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=z)
+    return o
+
+
+@legacy_nki.jit
+def load_from_sbuf(x):
+    tmp = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.sbuf)
+    y = lnl.load(tmp)  # the error page's err_unsupported_memory
+    o = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=y)
+    return o
+
+
+@legacy_nki.jit
+def flat_arange(x):
+    tmp = lnl.load(x)
+    c = lnl.exp(tmp[lnl.arange(64), 0])  # the error page's err_1d_arange_not_supported
+    o = lnl.ndarray((64, 1), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=c)
+    return o
+
+
 def my_alloc(idx, p, f):  # the guide names them pdim_size, fdim_size; Python does not mind
     return (0, idx[0] * f * 4)
 
@@ -316,3 +359,29 @@ def test_activation_reduce_takes_the_max_from_neuroncore_v3_only(guide):
     np.testing.assert_array_equal(_run(guide("row_max_on_trn2"), x), x.max(axis=1, keepdims=True))
     with pytest.raises(NkiError, match=r"g\.py:\d+: activation reduce_op=max on NeuronCore-v2"):
         trace(load_kernel(guide("row_max_on_trn1")), x)
+
+
+def test_nisa_tensor_tensor_refuses_operands_on_different_partitions(guide):
+    x = np.ones((128, 16), np.float32)
+    with pytest.raises(NkiError, match=r"g\.py:\d+: nisa\.tensor_tensor: data1 has 128 partitions and data2 1"):
+        trace(load_kernel(guide("partitions_mismatch")), x)
+
+
+@pytest.mark.parametrize("name, words", [("load_from_sbuf", "nl.load expects its source in HBM"),
+                                         ("flat_arange", "with a 1-D nl.arange is not supported")])
+def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
+    with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
+        trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))
+
+
+def test_a_vector_engine_transpose_moves_integers_bit_exactly(kernels):
+    x = np.random.default_rng(10).integers(-2**31, 2**31 - 1, (16, 32)).astype(np.int32)
+    np.testing.assert_array_equal(_run(kernels("dve_transpose_int"), x), x.T)  # not through fp32
+
+
+def test_a_shared_constant_reads_a_npy_file(kernels, tmp_path):
+    values = np.random.default_rng(11).uniform(-1, 1, (8, 16)).astype(np.float32)
+    np.save(tmp_path / "c.npy", values)
+    outputs, report = run_kernel(kernels("constant_from_file"), np.zeros((8, 16), np.float32),
+                                 path=str(tmp_path / "c.npy"), seeds=(None,))
+    np.testing.assert_array_equal(outputs, values)
