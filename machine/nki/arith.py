@@ -276,7 +276,8 @@ all_ = _reduce_fn("all", "logical_and")  # nl.all (the page: along free axes, 1 
 
 
 @api("nl.var")
-def var(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
+def var(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = True,
+        **_kw: Any) -> NkiTensor:
     """The population variance over the free ``axis`` (the page: ``keepdims`` ignored, the
     result always keeps its dims): the mean of the squared deviations from the mean."""
     centred = subtract(x, mean(x, axis, keepdims=True, mask=mask), mask=mask)

@@ -94,8 +94,8 @@ def test_a_misspelled_name_offers_the_closest_and_a_real_one_says_not_supported(
         with pytest.raises(NkiError, match=r"nisa.nc_matmull: no such name in neuronxcc.nki.isa "
                                            r"\(did you mean nisa.nc_matmul\?\)$"):
             _ = nisa.nc_matmull
-        with pytest.raises(NkiError, match=r"nl.var is not supported \(variance"):
-            nl.var(None)
+        with pytest.raises(NkiError, match=r"nl.average is not supported \(an ALU operator"):
+            nl.average(None)
 
 
 def test_a_misspelled_import_names_the_kernel_line_not_importlib():
