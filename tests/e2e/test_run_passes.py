@@ -13,30 +13,7 @@ import numpy as np
 
 NEURONSIM = Path(sys.executable).with_name("neuronsim")
 
-KERNEL = '''
-import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
-
-
-@nki.jit
-def rows_times_weight(xT, w):
-    K, M = xT.shape
-    _, N = w.shape
-    out = nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(M // 128):
-        for n in nl.affine_range(N // 512):
-            acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
-            for k in nl.affine_range(K // 128):
-                xt = nl.load(xT[k * 128:(k + 1) * 128, i * 128:(i + 1) * 128])
-                wt = nl.load(w[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
-                acc += nl.matmul(xt, wt, transpose_x=True)
-            nl.store(out[i * 128:(i + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(acc, dtype=out.dtype))
-    return out
-
-
-def reference(xT, w):
-    return {"return0": xT.T @ w}
-'''
+KERNEL = Path(__file__).resolve().parents[1] / "nki" / "kernels" / "rows_times_weight.py"
 
 NESTS = "load-elim{nests=true},alloc,schedule,dma-place,dep-opt{memsets=false}"
 
@@ -46,7 +23,7 @@ def _run(folder: Path, *args: str) -> subprocess.CompletedProcess:
 
 
 def _kernel(folder: Path) -> list[str]:
-    (folder / "rows.py").write_text(KERNEL)
+    (folder / "rows.py").write_text(KERNEL.read_text())
     rng = np.random.default_rng(0)
     np.savez(folder / "in.npz", xT=rng.uniform(-1, 1, (256, 512)).astype(np.float32),
              w=rng.uniform(-1, 1, (256, 1024)).astype(np.float32))

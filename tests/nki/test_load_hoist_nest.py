@@ -16,6 +16,7 @@ from neuronsim.passes import DEFAULT_PIPELINE, TRACED_PIPELINE, PassContext, com
 from neuronsim.passes.load_elim import load_count
 from neuronsim.verify.nki.run import outputs_differ, run_kernel
 from neuronsim.verify.racecheck import check_program
+from neuronsim_tests.nki_kit import GROUP_KERNELS
 
 TRACED = TRACED_PIPELINE.replace("load-elim", "load-elim{nests=true}", 1) + ",dep-reduction"
 
@@ -77,32 +78,11 @@ def test_the_nest_stays_when_the_outer_loop_writes_its_source_or_its_slots_do_no
         assert _dram_results(compiled) == _dram_results(run_pipeline(program, DEFAULT_PIPELINE, PassContext()))
 
 
-KERNEL = '''
-import neuronxcc.nki as nki
-import neuronxcc.nki.language as nl
+KERNEL = GROUP_KERNELS / "rows_times_weight.py"
 
 
-@nki.jit
-def rows_times_weight(xT, w):
-    """Each row tile of x times w: w's tiles load inside the n and k loops, the same for every i."""
-    K, M = xT.shape
-    _, N = w.shape
-    out = nl.ndarray((M, N), dtype=xT.dtype, buffer=nl.shared_hbm)
-    for i in nl.affine_range(M // 128):
-        for n in nl.affine_range(N // 512):
-            acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
-            for k in nl.affine_range(K // 128):
-                xt = nl.load(xT[k * 128:(k + 1) * 128, i * 128:(i + 1) * 128])
-                wt = nl.load(w[k * 128:(k + 1) * 128, n * 512:(n + 1) * 512])
-                acc += nl.matmul(xt, wt, transpose_x=True)
-            nl.store(out[i * 128:(i + 1) * 128, n * 512:(n + 1) * 512], value=nl.copy(acc, dtype=out.dtype))
-    return out
-'''
-
-
-def test_a_traced_kernel_loads_its_weight_once_and_still_matches_numpy(tmp_path):
-    path = tmp_path / "rows_times_weight.py"
-    path.write_text(KERNEL)
+def test_a_traced_kernel_loads_its_weight_once_and_still_matches_numpy():
+    path = KERNEL
     rng = np.random.default_rng(0)
     x, w = rng.uniform(-1, 1, (512, 256)).astype(np.float32), rng.uniform(-1, 1, (256, 1024)).astype(np.float32)
     traced = trace(load_kernel(f"{path}::rows_times_weight"), x.T.copy(), w, machine="trn1")
