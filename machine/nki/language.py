@@ -186,6 +186,12 @@ def _fill(tile: NkiTensor, value: Any) -> None:
             layout = blocked.block(tracer, block)
             tracer.emit(lambda layout=layout: ops.memset(layout, value))
         return
+    if not tile.layout.on_chip and tracer.generation == "current":
+        # NKI 0.7's nl.zeros / nl.full in HBM (their buffer may be hbm): the values a DMA copies
+        # from a constant of them (no engine sets HBM; the legacy API refuses an HBM init value)
+        constant = shared_constant(np.full(tile.shape, value), dtype=tile.dtype)
+        tracer.emit(lambda: ops.dma(tile.layout, constant.layout))
+        return
     tracer.emit(lambda: ops.memset(tile.layout, value))
 
 

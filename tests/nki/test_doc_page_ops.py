@@ -100,6 +100,12 @@ def constant_from_file(x, path):
 
 
 @nki.jit
+def zeros_in_hbm(x):
+    return nl.zeros((4, 4), dtype=nl.float32, buffer=nl.shared_hbm), nl.full((2, 3), 7.0, dtype=nl.float32,
+                                                                              buffer=nl.shared_hbm)
+
+
+@nki.jit
 def magnitudes_on_trn1(x):
     t = _in(x, nl.float32)
     return _out(nl.abs_max(t, 3.0))
@@ -385,3 +391,9 @@ def test_a_shared_constant_reads_a_npy_file(kernels, tmp_path):
     outputs, report = run_kernel(kernels("constant_from_file"), np.zeros((8, 16), np.float32),
                                  path=str(tmp_path / "c.npy"), seeds=(None,))
     np.testing.assert_array_equal(outputs, values)
+
+
+def test_nki_07_fills_an_hbm_tensor_from_a_constant(kernels):
+    zeros, sevens = _run(kernels("zeros_in_hbm"), np.zeros((1, 1), np.float32))
+    np.testing.assert_array_equal(zeros, np.zeros((4, 4)))
+    np.testing.assert_array_equal(sevens, np.full((2, 3), 7.0))
