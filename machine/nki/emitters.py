@@ -281,21 +281,45 @@ _IDENTITY = {"add": 0.0, "max": float("-inf"), "min": float("inf"), "multiply": 
 
 
 def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce_op: Any, reduce_res: Any,
-                         reverse0: bool = False, reduce_cmd: Any = None) -> None:
+                         reverse0: bool = False, reduce_cmd: Any = None, reduce_init: Any = None,
+                         reduce_res_negate: bool = False) -> None:
     """``tensor_scalar`` into ``dst``, then its per-partition ``reduce_op`` into ``reduce_res``,
     through the Vector Engine's accumulator as ``reduce_cmd`` says (``reduce``: on top of its
-    last value, a DVE op after the reduction; ``reset``: its identity; ``idle``: untouched; the
-    accumulator kept as :mod:`~neuronsim.machine.nki.emitters_select` keeps it)."""
+    last value, a DVE op after the reduction; ``reset``: its identity; ``idle``: untouched;
+    ``load_reduce``: on top of ``reduce_init``; the accumulator kept as
+    :mod:`~neuronsim.machine.nki.emitters_select` keeps it).  ``reduce_res_negate`` writes
+    the result negated into ``reduce_res``, the accumulator keeping it as it is (the page)."""
     cmd = command(reduce_cmd, "reset_reduce")
-    if cmd not in ("reset_reduce", "reduce", "reset", "idle"):
-        raise current().refuse(f"nisa.tensor_scalar_reduce(reduce_cmd={cmd})", "reset_reduce, reduce, reset or idle")
+    if cmd not in ("reset_reduce", "reduce", "reset", "idle", "load_reduce"):
+        raise current().refuse(f"nisa.tensor_scalar_reduce(reduce_cmd={cmd})",
+                               "reset_reduce, reduce, load_reduce, reset or idle")
+    if (reduce_init is not None) != (cmd == "load_reduce"):
+        raise fail("nisa.tensor_scalar_reduce: reduce_init is given with reduce_cmd=load_reduce, and only then "
+                   "(the page)")
     tensor_scalar(dst, data, op0, operand0, reverse0)
     op = alu_name(reduce_op)
+    if cmd == "load_reduce":  # the accumulator loads reduce_init, then this instruction reduces on top
+        if is_tile(reduce_init):
+            keep_register("dve", ops.lay(reduce_init))
+        else:
+            _reset_register("dve", dst, float(reduce_init))
+        cmd = "reduce"
+    if reduce_res_negate and reduce_res is not None and cmd in ("reset_reduce", "reduce"):
+        _through_register_reduce(dst, op, cmd, None)
+        out = ops.lay(reduce_res)
+        current().note_write(out)
+        ops.binary(out, NkiTensor(register("dve", "nisa.tensor_scalar_reduce")), -1.0, "multiply", "dve")
+        return
     if cmd in ("idle", "reset"):
         if cmd == "reset":
             _reset_register("dve", dst, _IDENTITY.get(op, 0.0))
         return
 
+    _through_register_reduce(dst, op, cmd, reduce_res)
+
+
+def _through_register_reduce(dst: Layout, op: str, cmd: str, reduce_res: Any) -> None:
+    """The row ``op`` of ``dst`` through the Vector Engine's accumulator, into ``reduce_res``."""
     def reduce_into(rows: Layout) -> None:
         current().note_write(rows)
         current().kb.tensor_reduce(rows.view(), dst.view(), op=op)

@@ -236,11 +236,9 @@ def tensor_tensor_scan(dst, data0, data1, initial, op0, op1, reverse0=False, rev
 @api("nisa.tensor_scalar_reduce")
 def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, reduce_cmd=None,
                          reduce_init=None, reduce_res_negate=False, name=None, **_kw) -> Handle:
-    if reduce_init is not None or reduce_res_negate:
-        raise current().refuse("nisa.tensor_scalar_reduce(reduce_init= / reduce_res_negate=)",
-                               "reduce_cmd=reset then reduce starts an accumulation")
     return _emit(lambda: em.tensor_scalar_reduce(_dst(dst), data, op0, operand0, reduce_op, reduce_res, reverse0,
-                                                 reduce_cmd), name)
+                                                 reduce_cmd, reduce_init=reduce_init,
+                                                 reduce_res_negate=bool(reduce_res_negate)), name)
 
 
 @api("nisa.dma_copy")

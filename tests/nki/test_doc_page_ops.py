@@ -106,6 +106,22 @@ def zeros_in_hbm(x):
 
 
 @nki.jit
+def negated_and_loaded_sums(x, init):
+    t, start = _in(x, nl.float32), _in(init, nl.float32)
+    d = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    neg = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.add, operand0=1.0, reduce_op=nl.add, reduce_res=neg,
+                              reduce_res_negate=True)
+    more = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)  # the accumulator kept its sign
+    nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.add, operand0=0.0, reduce_op=nl.add, reduce_res=more,
+                              reduce_cmd=nisa.reduce_cmd.reduce)
+    loaded = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=d, data=t, op0=nl.multiply, operand0=1.0, reduce_op=nl.add, reduce_res=loaded,
+                              reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=start)
+    return _out(neg), _out(more), _out(loaded)
+
+
+@nki.jit
 def magnitudes_on_trn1(x):
     t = _in(x, nl.float32)
     return _out(nl.abs_max(t, 3.0))
@@ -397,3 +413,13 @@ def test_nki_07_fills_an_hbm_tensor_from_a_constant(kernels):
     zeros, sevens = _run(kernels("zeros_in_hbm"), np.zeros((1, 1), np.float32))
     np.testing.assert_array_equal(zeros, np.zeros((4, 4)))
     np.testing.assert_array_equal(sevens, np.full((2, 3), 7.0))
+
+
+def test_tensor_scalar_reduce_negates_its_result_only_and_loads_an_initial_value(kernels):
+    rng = np.random.default_rng(12)
+    x, init = rng.uniform(-1, 1, (16, 8)).astype(np.float32), rng.uniform(-1, 1, (16, 1)).astype(np.float32)
+    neg, more, loaded = _run(kernels("negated_and_loaded_sums"), x, init)
+    first = (x + 1.0).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(neg, -first, rtol=1e-5)
+    np.testing.assert_allclose(more, first + x.sum(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(loaded, init + x.sum(axis=1, keepdims=True), rtol=1e-5)
