@@ -124,13 +124,14 @@ def api(name: str) -> Callable[[Callable], Callable]:
 def _dst_first(name: str, signature: inspect.Signature, args: tuple, kwargs: dict) -> str:
     """A hint for a call that failed: an NKI 0.7 ``nisa`` call takes its output first, and a
     kernel written for the legacy API passes its arguments one place early (KLR's
-    ``nisa.tensor_scalar(a_tile, np.add, 1.0)`` under ``import nki``).  Said only when the first
-    argument cannot be the output (not a tile, or a tile that already holds values: a ``dst`` is
-    most often a fresh one) and the same arguments bind once a ``dst`` goes first."""
+    ``nisa.tensor_scalar(a_tile, np.add, 1.0)`` under ``import nki``), or by keyword without a
+    ``dst`` (``nisa.nc_matmul(stationary=a, moving=b)``).  Said only when the first argument
+    cannot be the output (not a tile, or a tile that already holds values: a ``dst`` is most
+    often a fresh one) and the same arguments bind once a ``dst`` goes first."""
     names = list(signature.parameters)
-    if not names or names[0] != "dst" or "dst" in kwargs or not args:
+    if not names or names[0] != "dst" or "dst" in kwargs or not (args or kwargs):
         return ""
-    tensor = getattr(getattr(args[0], "layout", None), "tensor", None)
+    tensor = getattr(getattr(args[0], "layout", None), "tensor", None) if args else None
     if tensor is not None and not (_STACK and _STACK[-1].kb.writes_tensor(tensor.name)):
         return ""
     try:

@@ -35,6 +35,15 @@ def legacy_activation(a):
 
 
 @nki.jit
+def legacy_keywords(a):
+    t = nl.load(a)
+    r = nisa.activation(op=nl.exp, data=t)
+    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nl.store(out, r)
+    return out
+
+
+@nki.jit
 def current_form_wrong_shape(a):
     t = nl.load(a)
     r = nl.ndarray((64, 10), dtype=t.dtype, buffer=nl.sbuf)
@@ -45,7 +54,7 @@ def current_form_wrong_shape(a):
 '''
 
 
-@pytest.mark.parametrize("name, line", [("legacy_form", 11), ("legacy_activation", 20)])
+@pytest.mark.parametrize("name, line", [("legacy_form", 11), ("legacy_activation", 20), ("legacy_keywords", 29)])
 def test_a_legacy_call_under_import_nki_says_that_dst_goes_first(tmp_path, name, line):
     (tmp_path / "k.py").write_text(KERNELS)
     with pytest.raises(NkiError) as err:
