@@ -86,6 +86,8 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     (:mod:`~neuronsim.machine.nki.emitters_select`): where their last value was written, a hidden
     ``[P, 1]`` fp32 tile when the kernel keeps it in the registers only.  ``reduce`` adds this
     instruction's row sums to it (a DVE add), ``reset`` zeroes it, ``idle`` leaves it alone."""
+    _vector_dtype("bias", bias, ("float32", "float16", "bfloat16"))
+    _vector_dtype("scale", scale, ("float32",))
     cmd = command(reduce_cmd, "reset_reduce")
     reducer = alu_name(reduce_op) if reduce_op is not None else None
     # the activation_reduce page: "On NeuronCore-v2, the reduce_op can only be an addition"
@@ -111,6 +113,18 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     _through_register("act", "nisa.activation", cmd, dst, reduce_res, folds,
                       lambda rows: ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=NkiTensor(rows),
                                                   reduce_op=folds))
+
+
+def _vector_dtype(name: str, value: Any, allowed: tuple[str, ...]) -> None:
+    """An activation's ``bias`` / ``scale`` tile in a dtype ACT reads it as: the errors page
+    (``err_activation_bias_invalid_type``, ``err_activation_scale_invalid_type``) lets a bias be
+    float32, float16 or bfloat16 and a scale float32 only."""
+    if not is_tile(value):
+        return
+    dtype = ops.lay(value).element_dtype
+    if dtype not in allowed:
+        raise fail(f"nisa.activation: the {name} tile is {dtype}; a {name} vector must be "
+                   f"{' or '.join(allowed)} (the NKI errors page, err_activation_{name}_invalid_type)")
 
 
 def _register_tile(dst: Layout) -> Layout:

@@ -416,7 +416,14 @@ class NkiTensor:
         # as a condition (``if nl.greater(t, 0):``, ``if t > 0:``) is a tile's contents, which
         # exist only on the device: NKI reads them into Python only through nisa.scalar_load /
         # registers (nl.if_else, nl.while_loop), so that stays refused at its line.
+        # The legacy API's errors page refuses the truth of any tensor, a parameter's too
+        # (``err_ambiguous_tensor_truth_value``: ``if b:`` of an ``nt.Optional[nt.tensor]``
+        # parameter; the fix is ``if b is not None:``).
         tracer = current()
+        if tracer.generation == "legacy" and (self.buffer.kind == "hbm" or tracer.pending is None
+                                              or tracer.pending.proxy is not self):
+            raise fail("the truth value of a tensor is ambiguous (err_ambiguous_tensor_truth_value): test it "
+                       "with `is not None`, or a tile's contents with nl.if_else / nisa.scalar_load")
         if self.buffer.kind == "hbm" or tracer.pending is None or tracer.pending.proxy is not self:
             return True
         raise tracer.refuse("a tile's value used in Python control flow",

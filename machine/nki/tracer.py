@@ -37,6 +37,7 @@ from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, f
                                           user_frame, user_site)
 from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups
+from neuronsim.machine.nki.scopes import check_uses
 from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, concrete
 from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.build.builder import KernelBuilder
@@ -95,6 +96,8 @@ def api(name: str) -> Callable[[Callable], Callable]:
             tracer.call_options = kwargs
             if takes_any and kwargs:
                 tracer.note_keywords(line, name, kwargs, named)
+            if tracer.generation == "legacy":
+                check_uses(line, (*args, *kwargs.values()), tracer.pending)
             try:
                 return fn(*args, **kwargs)
             except TypeError as err:

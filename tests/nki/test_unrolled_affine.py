@@ -26,10 +26,16 @@ def _line(needle: str) -> int:
 
 def test_a_value_carried_through_hbm_is_found_in_the_unrolled_loop() -> None:
     found = _findings("running_sum_in_hbm")
-    assert [(f.loop, f.distance, f.tensors) for f in found] == [("k", 1, ("return0",))] * 3
+    flows = [f for f in found if f.dependence == "RAW"]
+    assert [(f.loop, f.distance, f.tensors) for f in flows] == [("k", 1, ("return0",))] * 3
     store, load = _line("nl.store(out, value=nl.add(total, part))"), _line("total = nl.load(out)")
-    assert found[0].first.endswith(f"unrolled_affine.py:{store} [k=0]")
-    assert found[0].second.endswith(f"unrolled_affine.py:{load} [k=1]")
+    assert flows[0].first.endswith(f"unrolled_affine.py:{store} [k=0]")
+    assert flows[0].second.endswith(f"unrolled_affine.py:{load} [k=1]")
+    # and every iteration's store lands on the same output bytes: written over, one apart
+    overwrites = [f for f in found if f.dependence == "WAW"]
+    assert [(f.loop, f.distance) for f in overwrites] == [("k", 1)] * 3
+    assert all(f.first.endswith(f"{store} [k={n}]") and f.second.endswith(f"{store} [k={n + 1}]")
+               for n, f in enumerate(overwrites))
 
 
 def test_the_inner_of_two_unrolled_loops_carries_within_one_outer_iteration() -> None:

@@ -55,7 +55,10 @@ def test_reused_storage_sequential_loops_and_tiles_made_in_the_body_are_not_find
 
 def test_a_tile_declared_outside_the_affine_loop_is_shared_by_its_iterations():
     shared = nki_findings(loop_program("affine", tile_offset=None, scope=[], carry=True))
-    assert [(f.kind, f.first, f.tensors) for f in shared] == [("carried", "nl.load at toy_kernel.py:20 [i=0]", ("t",))]
+    # the value read across iterations, and every iteration's load onto the same bytes
+    assert sorted((f.kind, f.dependence, f.first, f.tensors) for f in shared) == [
+        ("carried", "RAW", "nl.load at toy_kernel.py:20 [i=0]", ("t",)),
+        ("carried", "WAW", "nl.load at toy_kernel.py:20 [i=0]", ("t",))]
     assert nki_findings(loop_program("affine", tile_offset=None, scope=["i"], carry=True)) == []
 
 

@@ -6,7 +6,9 @@ instance that wrote it last.  A read whose bytes were last written in an earlier
 an enclosing loop (the first loop, outermost first, where the writer's and the reader's
 indices differ) takes a value across that loop's iterations; when that loop is affine, the
 pair is a finding.  Bytes the reader's own iteration wrote before it are not upward exposed
-and carry nothing, exactly because the later write replaced the earlier writer.
+and carry nothing, exactly because the later write replaced the earlier writer.  A write over
+bytes an earlier iteration wrote is the same sweep's second kind of pair (``output``): the
+errors page's "unexpected output dependencies", since parallel iterations leave either value.
 
 Cost: one pass over the access events of each tensor, plus the bytes each touches; memory:
 one tensor's last-writer array at a time and its events, never a pair of instances.  (The
@@ -18,7 +20,10 @@ loop's body (a new buffer every iteration: ``x-nki-scope``), or when both instru
 matmuls accumulating into PSUM (the one carried value the NKI docs allow); ``accumulate`` when
 both are ``+=`` into SBUF (an associative reduction: the documentation and the SDK maintainers
 disagree on it, see ``docs/nki-checks.md``), ``psum-accumulate`` when both are ``+=`` into PSUM
-and not both matmuls (a DVE add of ``nl.sum`` results); ``carried`` otherwise.
+and not both matmuls (a DVE add of ``nl.sum`` results); ``carried`` otherwise.  A write pair
+is ``output``, but none when both instructions accumulate (the read says it) or the tensor
+is one the kernel placed itself (its blocks share slots by the kernel's placement, which the
+``allocation`` checks own).
 """
 
 from __future__ import annotations
@@ -50,8 +55,9 @@ class CarriedPair:
     """One writer / reader instruction pair a loop carries a value between, at its nearest."""
 
     kind: str
-    """``carried``, ``accumulate`` (both instructions ``+=`` into SBUF) or ``psum-accumulate``
-    (both ``+=`` into PSUM, not both matmuls)."""
+    """``carried``, ``accumulate`` (both instructions ``+=`` into SBUF), ``psum-accumulate``
+    (both ``+=`` into PSUM, not both matmuls) or ``output`` (``reader`` writes over what
+    ``writer`` wrote)."""
     loop: str
     distance: int
     writer: int
@@ -132,35 +138,38 @@ class _Sweep:
         self.footprints = footprints
         self.last = np.full((height, width), -1, np.int64)
         self.nearest: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+        self.overwrites: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
-    def run(self) -> dict[tuple[int, int, int], tuple[int, int, int]]:
-        """``(loop id, writer instruction, reader instruction) -> (distance, writer, reader)``."""
-        writers: list[int] = []  # each (writer, reader) pair a read finds, in sweep order
-        readers: list[int] = []
+    def run(self) -> tuple[dict, dict]:
+        """``(loop id, writer instruction, reader instruction) -> (distance, writer, reader)``
+        for the reads that take a value across a loop, and the same for the writes over bytes
+        an earlier iteration wrote (``reader`` then being the later writer)."""
+        pairs: dict[bool, tuple[list[int], list[int]]] = {False: ([], []), True: ([], [])}
         for i, ca, mask, spans in self.footprints:
             rows = _rows(mask, ca.memory)
             cols = [slice(0, 1)] if self.whole else [
                 slice((lo - self.base) // self.grain, (hi - self.base) // self.grain) for lo, hi in spans]
+            values = [self.last[rows, c] for c in cols]
+            low, high = min(int(v.min()) for v in values), max(int(v.max()) for v in values)
+            earlier, later = pairs[bool(ca.is_write)]
+            if high >= 0:  # else never written: nothing flows in, nothing is written over
+                if low == high:  # one writer, the common case: no set to build
+                    earlier.append(high)
+                    later.append(i)
+                else:
+                    found = np.unique(np.concatenate([v.ravel() for v in values]))
+                    found = found[found >= 0].tolist()
+                    earlier += found
+                    later += [i] * len(found)
             if ca.is_write:
                 for c in cols:
                     self.last[rows, c] = i
-            else:
-                values = [self.last[rows, c] for c in cols]
-                low, high = min(int(v.min()) for v in values), max(int(v.max()) for v in values)
-                if high < 0:
-                    continue  # never written: nothing flows in
-                if low == high:  # one writer, the common case: no set to build
-                    writers.append(high)
-                    readers.append(i)
-                    continue
-                found = np.unique(np.concatenate([v.ravel() for v in values]))
-                found = found[found >= 0].tolist()
-                writers += found
-                readers += [i] * len(found)
-        self._carry(np.asarray(writers, np.int64), np.asarray(readers, np.int64))
-        return self.nearest
+        for is_write, (earlier, later) in pairs.items():
+            self._carry(np.asarray(earlier, np.int64), np.asarray(later, np.int64),
+                        self.overwrites if is_write else self.nearest)
+        return self.nearest, self.overwrites
 
-    def _carry(self, writer: np.ndarray, reader: np.ndarray) -> None:
+    def _carry(self, writer: np.ndarray, reader: np.ndarray, into: dict) -> None:
         """Record each ``writer -> reader`` pair whose first loop where their indices differ
         is affine, the nearest (first found among equals) per loop and instruction pair; the
         pairs of one instruction pair at once (a tiled kernel's reads are thousands of
@@ -179,7 +188,7 @@ class _Sweep:
             picked = order[bounds[g]:bounds[g + 1]]
             if common == 0:
                 if unrolled is not None:
-                    self._note(unrolled, xw, xr, int(writer[picked[0]]), int(reader[picked[0]]))
+                    self._note(into, unrolled, xw, xr, int(writer[picked[0]]), int(reader[picked[0]]))
                 continue
             w_digits = _index(stream, xw, writer[picked], common)
             r_digits = _index(stream, xr, reader[picked], common)
@@ -187,7 +196,7 @@ class _Sweep:
             has_level = differs.any(axis=0)  # else the same iteration of every loop around both
             if unrolled is not None and not has_level.all():  # in one iteration of the kept loops: the unrolled one
                 first = int(np.argmin(has_level))
-                self._note(unrolled, xw, xr, int(writer[picked[first]]), int(reader[picked[first]]))
+                self._note(into, unrolled, xw, xr, int(writer[picked[first]]), int(reader[picked[first]]))
             level = np.argmax(differs, axis=0)
             for k in np.unique(level[has_level]).tolist():
                 loop = stream.loops_of[xr][k]
@@ -197,15 +206,15 @@ class _Sweep:
                 gaps = r_digits[k, at] - w_digits[k, at]
                 best = int(np.argmin(gaps))  # the first of the nearest
                 key, gap = (id(loop), xw, xr), int(gaps[best])
-                if key not in self.nearest or gap < self.nearest[key][0]:
-                    self.nearest[key] = (gap, int(writer[picked[at[best]]]), int(reader[picked[at[best]]]))
+                if key not in into or gap < into[key][0]:
+                    into[key] = (gap, int(writer[picked[at[best]]]), int(reader[picked[at[best]]]))
 
-
-    def _note(self, unrolled: tuple[tuple, int], xw: int, xr: int, writer: int, reader: int) -> None:
+    @staticmethod
+    def _note(into: dict, unrolled: tuple[tuple, int], xw: int, xr: int, writer: int, reader: int) -> None:
         """Record a pair an unrolled affine loop carries (``unrolled``: its key and the distance)."""
         key, gap = (unrolled[0], xw, xr), unrolled[1]
-        if key not in self.nearest or gap < self.nearest[key][0]:
-            self.nearest[key] = (gap, writer, reader)
+        if key not in into or gap < into[key][0]:
+            into[key] = (gap, writer, reader)
 
 
 def has_unrolled_affine(program: Program) -> bool:
@@ -256,31 +265,42 @@ def _index(stream: InstanceStream, x: int, i: np.ndarray, levels: int) -> np.nda
     return out
 
 
-def _storages(stream: InstanceStream, affine: dict[int, Loop],
-              marks: list[tuple | None]) -> dict[object, list[tuple[int, int]]]:
+def _storages(stream: InstanceStream, affine: dict[int, Loop], marks: list[tuple | None],
+              private: dict[str, set[str]]) -> dict[object, list[tuple[int, int]]]:
     """Access slots ``(instruction, position)`` per storage (a tensor, or a DRAM alias group)
-    that some affine loop (kept, or one run of an unrolled one) both reads and writes."""
+    that some affine loop (kept, or one run of an unrolled one) writes, the storage not being
+    declared in that loop's body."""
     slots: dict[object, list[tuple[int, int]]] = defaultdict(list)
-    # the loops reading it, writing it, and per unrolled run the iterations touching it: a tile
-    # of one iteration (each declares its own: a printed kernel's tens of thousands) carries nothing
-    touched: dict[object, tuple[set, set, dict]] = defaultdict(lambda: (set(), set(), defaultdict(set)))
+    # the loops writing it, and per unrolled run the iterations touching it: a tile of one
+    # iteration (each declares its own: a printed kernel's tens of thousands) carries nothing
+    touched: dict[object, tuple[set, dict]] = defaultdict(lambda: (set(), defaultdict(set)))
     for x in range(stream.m):
-        inside: set = {id(loop) for loop in stream.loops_of[x] if id(loop) in affine}
+        kept = [loop for loop in stream.loops_of[x] if id(loop) in affine]
         runs = marks[x] or ()
-        inside.update(("run", run) for run, _var, _iteration in runs)
         for k, ca in enumerate(stream.accesses(x)):
             key = ca.space if isinstance(ca.space, tuple) else ca.tensor
             slots[key].append((x, k))
-            seen = touched[key]
-            seen[int(ca.is_write)].update(inside)
+            writes, iterations = touched[key]
+            if ca.is_write:
+                own = () if isinstance(key, tuple) else private.get(stream.tensor_names[ca.tensor], ())
+                writes.update(id(loop) for loop in kept if loop.name not in own)
+                writes.update(("run", run) for run, _var, _iteration in runs)
             for run, _var, iteration in runs:
-                seen[2][run].add(iteration)
+                iterations[run].add(iteration)
 
     def carries(key: object) -> bool:
-        reads, writes, iterations = touched[key]
-        return any(not isinstance(loop, tuple) or len(iterations[loop[1]]) > 1 for loop in reads & writes)
+        writes, iterations = touched[key]
+        return any(not isinstance(loop, tuple) or len(iterations[loop[1]]) > 1 for loop in writes)
 
     return {key: found for key, found in slots.items() if carries(key)}
+
+
+def _tagged(flows: dict, overwrites: dict) -> Iterator[tuple[tuple, bool]]:
+    """The sweep's pairs, each with whether it is a write over an earlier iteration's write."""
+    for item in flows.items():
+        yield item, False
+    for item in overwrites.items():
+        yield item, True
 
 
 def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
@@ -293,8 +313,9 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
         return []
     private = _private_loops(program, stream)
     found: dict[tuple[str, str, int, int], CarriedPair] = {}
-    for storage in _storages(stream, affine, marks).values():
-        for (loop_id, xw, xr), (distance, w, r) in _Sweep(stream, affine, storage, marks).run().items():
+    for storage in _storages(stream, affine, marks, private).values():
+        flows, overwrites = _Sweep(stream, affine, storage, marks).run()
+        for ((loop_id, xw, xr), (distance, w, r)), over in _tagged(flows, overwrites):
             tensors = sorted({stream.tensor_names[ca.tensor] for x, k in storage
                               for ca in (stream.accesses(x)[k],) if x in (xw, xr)})
             if isinstance(loop_id, tuple):  # an unrolled loop: each iteration declares its tiles anew
@@ -311,8 +332,20 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
                 continue  # matmul accumulation into PSUM: the carried value affine loops allow
             if writer.extras.get(LOOP_REDUCE_KEY) and reader.extras.get(LOOP_REDUCE_KEY):
                 continue  # nl.loop_reduce: a reduction the kernel declared (its API page loops it in affine_range)
-            kind = {MemoryKind.SBUF: "accumulate", MemoryKind.PSUM: "psum-accumulate"}.get(memory, "carried") \
-                if both else "carried"
+            if over and both:
+                continue  # a += writes what it read: its read already says what the loop carries
+            if over:
+                # a tile the kernel placed itself (direct allocation): which bytes its blocks and
+                # iterations share is the allocation's, and the 'allocation' checks own it
+                tensors = [t for t in tensors
+                           if program.tensors[t].is_virtual or program.tensors[t].memory == MemoryKind.DRAM]
+                if not tensors:
+                    continue
+            if over:
+                kind = "output"
+            else:
+                kind = {MemoryKind.SBUF: "accumulate", MemoryKind.PSUM: "psum-accumulate"}.get(memory, "carried") \
+                    if both else "carried"
             key = (kind, loop_name, xw, xr)
             old = found.get(key)
             if old is None or distance < old.distance:

@@ -13,8 +13,10 @@ tiles may miss races.  neuronsim checks both, exactly, on the instances:
     around it): an instance reads bytes whose last writer, in program order, ran in an earlier
     iteration (an upward-exposed read), other than PSUM accumulation (both instructions
     accumulate into PSUM).  The NKI docs call such a loop unsafe: the compiler reorders and
-    overlaps affine iterations as if no value flowed between them, while it still orders the
-    reuse of storage (WAR, WAW), so those are not findings.  A tile the kernel creates inside
+    overlaps affine iterations as if no value flowed between them.  Two iterations writing the
+    same bytes of a tensor declared outside the loop are the same finding with ``WAW`` (the
+    errors page's ``err_unexpected_output_dependencies``: which write stays is not defined),
+    unless the kernel placed the tensor itself (``allocation``'s).  A tile the kernel creates inside
     the loop body (``x-nki-scope`` on the tensor names the loop; without it, a virtual tensor
     every access of which lies inside the loop) is a new buffer in every iteration: nothing is
     carried through it.  Reported per instruction pair with the smallest iteration distance and
@@ -92,8 +94,9 @@ def carried_findings(program: Program, stream: InstanceStream | None = None) -> 
                                   dependence="RAW", first=first, second=second, loop=pair.loop,
                                   distance=pair.distance, tensors=pair.tensors, severity="warning"))
         else:
-            out.append(NkiFinding(kind="carried", dependence="RAW", first=first, second=second, loop=pair.loop,
-                                  distance=pair.distance, tensors=pair.tensors))
+            out.append(NkiFinding(kind="carried", dependence="WAW" if pair.kind == "output" else "RAW",
+                                  first=first, second=second, loop=pair.loop, distance=pair.distance,
+                                  tensors=pair.tensors))
     return out
 
 
