@@ -298,6 +298,11 @@ def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any =
     if transpose_x:
         stationary = x
     else:
+        if current().allocated and current().generation == "legacy":
+            raise fail("nl.matmul without transpose_x=True in a kernel that places its tiles itself: x would be "
+                       "transposed on the Tensor Engine into a tile the kernel did not allocate, which NKI refuses "
+                       "(err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel); pass x as [K, M] with "
+                       "transpose_x=True")
         stationary = transpose(x)
     m, n = stationary.shape[-1], y.shape[-1]
     if stationary.shape[0] != y.shape[0]:

@@ -8,13 +8,16 @@ registers (:mod:`~neuronsim.machine.nki.scalars`) and indirect DMA
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
-from neuronsim.machine.nki.errors import NotAffine, fail, user_line
+from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, fail, user_line
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import current
 
@@ -52,9 +55,49 @@ def tile_values(layout: Layout, call: str) -> np.ndarray:
     emitting = (kb.next_extras, tracer.mask, tracer.emit_site)
     try:
         program, inputs = _probe_program(tracer, layout)
+        try:  # the run below reads what each access names: an access past its tensor stops here
+            validate_program(program)
+        except ProgramError as err:
+            raise NkiError(*_instruction_site(program, err.path, call, err.message)) from None
         return np.asarray(_READER[0](program, inputs, _PROBE)).reshape(-1)
     finally:
         kb.next_extras, tracer.mask, tracer.emit_site = emitting
+
+
+#: what a register loaded from a float tile records (``record_decision``): it holds the bits
+FLOAT_BITS = "a register loaded from a float tile holds its bit pattern"
+
+
+def float_bits_hint(tracer: Any = None) -> str:
+    """Said beside an access beyond its tensor when the trace (default: the current one)
+    loaded a float into a register (a DMA offset kept in float32 reads far away on the device),
+    else nothing."""
+    decisions = (tracer or current()).program_extras.get(DECISIONS_KEY, [])
+    found = [d for d in decisions if str(d["what"]).startswith(FLOAT_BITS)]
+    if not found:
+        return ""
+    last = found[-1]
+    return (f" ({last['file']}:{last['line']}: {last['what']}, {last['value']:,}: keep an offset in an integer "
+            "tile, or convert it first with nisa.tensor_copy(dtype=nl.int32))")
+
+
+def instruction_source(body: Any, path: str) -> dict | None:
+    """The ``x-source`` of the instruction a program error's JSON path (``body[3].body[0]...``)
+    names, or None."""
+    node = None
+    for index in re.findall(r"body\[(\d+)\]", path):
+        node = body[int(index)]
+        body = getattr(node, "body", ())
+    return dict(getattr(node, "extras", {}) or {}).get("x-source") or None
+
+
+def _instruction_site(program: Program, path: str, call: str, message: str) -> tuple[SourceLine, str]:
+    """Where a traced instruction breaks a rule of the program (its kernel line) and what to
+    say: an access beyond its tensor, found before ``call`` runs the program so far."""
+    source = instruction_source(program.body, path)
+    if source is None:
+        return user_line(3), f"{call}: the program traced so far is not valid: {message}{float_bits_hint()}"
+    return SourceLine(source["file"], source["line"]), f"{source['call']}: {message}{float_bits_hint()}"
 
 
 def no_kept_loop(tracer: Any, call: str) -> None:

@@ -47,6 +47,7 @@ from neuronsim.machine.nki.standins import generation_of, standins
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import Tracer
 from neuronsim.machine.ir.collector import collector_paused
+from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
 
 __all__ = ["TracedKernel", "trace"]
 
@@ -365,7 +366,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         raise
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
         where, what = _error_site(tracer, func, err.path)
-        raise NkiError(where, f"{what}: {err.message}") from None
+        raise NkiError(where, f"{what}: {err.message}{float_bits_hint(tracer)}") from None
     return _finish(tracer, program, values, results, more, func)
 
 
@@ -391,12 +392,7 @@ def _error_site(tracer: Tracer, func: Any, path: str) -> tuple[SourceLine, str]:
         if name in tracer.input_values:
             return _defined_at(func), f"parameter {name}"
         return _defined_at(func), f"tensor {name}"
-    nodes: Any = tracer.kb.draft().body
-    node = None
-    for index in re.findall(r"body\[(\d+)\]", path):
-        node = nodes[int(index)]
-        nodes = getattr(node, "body", ())
-    source = dict(getattr(node, "extras", {}) or {}).get("x-source")
+    source = instruction_source(tracer.kb.draft().body, path)
     if not source:
         return _defined_at(func), f"the program traced from {getattr(func, '__name__', 'the kernel')}"
     return SourceLine(source["file"], source["line"]), source["call"]

@@ -23,7 +23,7 @@ import numpy as np
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.alloc import BUFFERS, Buffer, ParDim, TileSpec, declare_tile, spec_of
+from neuronsim.machine.nki.alloc import BUFFERS, Buffer, FnAlloc, ModAlloc, ParDim, TileSpec, declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import _code_info, fail, shown, user_frame
 from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at
@@ -119,6 +119,8 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
     spec = spec_of(shape, to_dtype(dtype if dtype is not None else "float32"), buffer or sbuf, address)
     if tracer.generation == "legacy":
         _annotated_shape(tracer.where()[0], tuple(spec.shape))
+    if spec.allocator is not None or spec.address is not None:
+        tracer.allocated = True
     if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):
         if spec.buffer == "shared_hbm" and tracer.generation == "legacy":
             _kernel_level(tracer)
@@ -217,6 +219,10 @@ def ones(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw
 def full(shape: Any, fill_value: Any, dtype: Any = None, buffer: Any = None, name: str = "",
          **kw: Any) -> NkiTensor:
     tile = _new(shape, dtype, buffer, name, kw.get("address"))
+    if current().generation == "legacy" and (isinstance(buffer, (ModAlloc, FnAlloc)) or kw.get("address")):
+        raise fail("an SBUF / PSUM tensor placed by the kernel is made with an initial value: NKI refuses it in "
+                   "an allocated kernel (err_tensor_creation_on_scratchpad_with_init_value_not_allowed); declare "
+                   "it with nl.ndarray and set it with nisa.memset or an assignment")
     if kw.get("lazy_initialization") and tile._blocked is not None:
         # neuronx-cc's printed kernels declare whole PSUM arrays so; each block is filled when
         # first used, and not at all when its first use overwrites it (NkiTensor.__setitem__)

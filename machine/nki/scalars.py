@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.nki.device_values import (DECISIONS_KEY, no_kept_loop, record_decision, set_value_reader,
-                                                 tile_values)
+from neuronsim.machine.nki.device_values import (DECISIONS_KEY, FLOAT_BITS, no_kept_loop, record_decision,
+                                                 set_value_reader, tile_values)
 from neuronsim.machine.nki import indexing
 from neuronsim.machine.nki.errors import NkiError, fail, user_line
 from neuronsim.machine.nki.tiles import NkiTensor, register_operators
@@ -143,7 +143,9 @@ def value_of(tile: NkiTensor, call: str) -> int:
     if value.dtype.kind not in "iub":
         # a register holds up to 32 bits (the register_load page): a float element is read as
         # its bit pattern, not converted (3.0 is 1077936128 as a DMA offset, as on the device)
-        value = value.view({1: np.uint8, 2: np.uint16, 4: np.int32, 8: np.int64}[value.dtype.itemsize])
+        bits = value.view({1: np.uint8, 2: np.uint16, 4: np.int32, 8: np.int64}[value.dtype.itemsize])
+        record_decision(f"{FLOAT_BITS} ({float(value[0])!r})", int(bits[0]), 2)
+        value = bits
     return int(value[0])
 
 

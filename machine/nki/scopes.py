@@ -1,4 +1,5 @@
-"""The block scope the legacy NKI API gives tensors (``err_local_variable_used_out_of_scope``).
+"""The block scope the legacy NKI API gives tensors made in its loops
+(``err_local_variable_used_out_of_scope``).
 
 The legacy errors page: "control blocks in if/else/for statements will introduce their own
 scope for tensors.  A tensor defined in if/else/for control blocks are not allowed to be used
@@ -6,31 +7,36 @@ outside of the scope."  Its examples are a tile loaded in both branches of an ``
 stored after it, and ``data = data + i_tile`` in a ``sequential_range`` body stored after the
 loop (the fix: declare the tile before the block and write it with ``t[...] =``).
 
+Only the second is refused here: a tile made in the body of an ``nl.affine_range`` /
+``nl.sequential_range`` loop, which NKI keeps as one block of the program (a new tile each
+iteration), used after the loop.  An ``if`` on a value Python knows at trace time is no block
+of the compiled program, and kernels that ran on devices use tiles made in one after it (vLLM's
+flash paged attention, ``if num_head > 1: head_id = nisa.iota(...)``; neuronx-distributed's
+``find_index`` and Mamba2), so it scopes nothing.
+
 A tile's definition is its declaring kernel line (``x-source``), when that line binds a
 variable (``tmp = nl.load(a)``); a use is the line of an NKI call taking the tile and naming
 that variable.  (The page's rule is of local variables: a tile put in a list made outside the
-block and reached as ``tiles[t]`` is no variable of the block.)  Both lines are placed in
-the kernel file's syntax (:mod:`ast`, parsed once per file): the innermost function holding
-both, then the innermost block of that function's own statements (the body or the ``else``
-of a ``for`` / ``while`` / ``if``; nested functions are theirs) holding the definition.  A
-use outside that block's lines is refused.  Only line spans are compared, so a use in a later
-iteration of the same loop body is within scope, as the page's fix (a store inside the loop)
-is.
+loop and reached as ``tiles[t]`` is no variable of the loop.)  Both lines are placed in the
+kernel file's syntax (:mod:`ast`, parsed once per file): the innermost function holding both,
+then the innermost NKI loop body of that function's own statements (nested functions are
+theirs) holding the definition.  A use outside that body's lines is refused.  Only line spans
+are compared, so a use in a later iteration of the same body is within scope, as the page's
+fix (a store inside the loop) is.
 
 >>> import textwrap
 >>> source = textwrap.dedent('''
 ...     def kernel(a):
-...         for i in range(4):
+...         for i in nl.sequential_range(4):
 ...             if i < 2:
-...                 tmp = load(a)
-...             else:
-...                 tmp = load(a)
-...             store(tmp)
+...                 data = load(a)
+...             store(data)
+...         store(data)
 ... ''')
 >>> spans = _function_blocks(ast.parse(source))
->>> _scope_left((spans, {}), 5, 8)
-(5, 5)
->>> _scope_left((spans, {}), 5, 5) is None
+>>> _scope_left((spans, {}), 5, 7)
+(4, 6)
+>>> _scope_left((spans, {}), 5, 6) is None
 True
 """
 
@@ -53,6 +59,14 @@ _BOUND = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?::[^=]*)?=(?!=)")
 _FILES: dict[str, tuple[list[_Function], dict[tuple[int, int], _Block | None]] | None] = {}
 
 
+def _nki_range(call: ast.AST) -> bool:
+    """``nl.affine_range(...)`` / ``nl.sequential_range(...)``: a loop NKI keeps, its body one
+    block of the program."""
+    func = call.func if isinstance(call, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    return name in ("affine_range", "sequential_range")
+
+
 def _function_blocks(tree: ast.AST) -> list[_Function]:
     """Every function of ``tree``: ``(first line, last line, the blocks of its own statements)``."""
     out = []
@@ -65,10 +79,8 @@ def _function_blocks(tree: ast.AST) -> list[_Function]:
             item = stack.pop()
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 continue
-            if isinstance(item, (ast.For, ast.AsyncFor, ast.While, ast.If)):
-                for body in (item.body, item.orelse):
-                    if body:
-                        blocks.append((body[0].lineno, body[-1].end_lineno or body[-1].lineno))
+            if isinstance(item, ast.For) and _nki_range(item.iter) and item.body:
+                blocks.append((item.body[0].lineno, item.body[-1].end_lineno or item.body[-1].lineno))
             stack.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
         out.append((node.lineno, node.end_lineno or node.lineno, tuple(blocks)))
     return out

@@ -190,6 +190,9 @@ class Tracer:
     site_frame: Any = None
     """The kernel frame of the NKI call being traced (where :meth:`indices` starts reading)."""
     pending: Pending | None = None
+    allocated: bool = False
+    """Whether the kernel placed a tile itself (direct allocation: ``mod_alloc``, ``alloc``, an
+    address): the legacy errors page holds such an "allocated kernel" to rules of its own."""
     loops: list[tuple[str, Any]] = field(default_factory=list)
     loop_sites: dict[str, str] = field(default_factory=dict)
     unrolled_affine: list[list[Any]] = field(default_factory=list)
@@ -308,6 +311,8 @@ class Tracer:
             return
         site, indices = self.where(), self.indices()
         for box in mask.boxes if mask is not None else (None,):  # a mask beyond one box: once per box
+            if box is not None and any(hi <= lo for _axis, lo, hi in box.bounds):
+                continue  # the mask keeps nothing there (`i < n` with n <= 0): no instruction
             self._emit(fn, site, indices, extras, box)
 
     def emit_as(self, fn: Callable[[], Any], call: str) -> None:

@@ -15,6 +15,7 @@ from neuronsim.verify.nki.run import run_kernel
 KERNELS = '''
 import numpy as np
 from neuronxcc import nki
+import neuronxcc.nki.compiler as ncc
 import neuronxcc.nki.isa as nisa
 import neuronxcc.nki.language as nl
 import neuronxcc.nki.typing as nt
@@ -93,7 +94,7 @@ def tile_of_a_branch(a, b):
             tmp = nl.load(a)
         else:
             tmp = nl.load(b)
-        nl.store(c, tmp)  # out of scope
+        nl.store(c, tmp)  # after its if: in scope, as vLLM's kernels use them
     return c
 
 
@@ -127,6 +128,54 @@ def updated_in_a_loop(x):
     for i in nl.sequential_range(4):
         data[...] = data + nl.load(x)
     nl.store(o, value=data)
+    return o
+
+
+@nki.jit
+def allocated_pe_transpose(x):
+    a = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    a[...] = nl.load(x)
+    t = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.psum.mod_alloc(base_bank=0))
+    t[...] = nisa.nc_transpose(a[...])  # allocated transpose
+    s = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=1024))
+    s[...] = nisa.tensor_copy(t)
+    o = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(o, value=s)
+    return o
+
+
+@nki.jit
+def allocated_identity_transpose(x):
+    identity = nl.shared_constant(np.identity(128, dtype=np.float32), dtype=nl.float32)
+    eye = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=2048))
+    eye[...] = nl.load(identity)
+    a = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    a[...] = nl.load(x)
+    t = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.psum.mod_alloc(base_bank=0))
+    t[...] = nisa.nc_matmul(a[...], eye)
+    s = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=1024))
+    s[...] = nisa.tensor_copy(t)
+    o = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(o, value=s)
+    return o
+
+
+@nki.jit
+def allocated_matmul(x):
+    a = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    a[...] = nl.load(x)
+    p = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.psum.mod_alloc(base_bank=0))
+    p[...] = nl.matmul(a, a)  # allocated matmul
+    o = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(o, value=nl.copy(p))
+    return o
+
+
+@nki.jit
+def allocated_full(x):
+    t = nl.full((2, par_dim(128), 128), 1.0, dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))  # full
+    o = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(o, value=nl.add(t[0], nl.load(x)))
     return o
 
 
@@ -275,8 +324,10 @@ def _run(spec: str, *arrays):
     ("scale_fp16", "scale_fp16", "the scale tile is float16; a scale vector must be float32"),
     ("truth_of_a_parameter", "truth", "the truth value of a tensor is ambiguous"),
     ("writes_immutable", "immutable", "writes its parameter x, which is immutable"),
-    ("tile_of_a_branch", "out of scope", r"tmp is used outside the block that defines it \(lines \d+-\d+"),
     ("shadowed_in_a_loop", "shadowed", "data is used outside the block that defines it"),
+    ("allocated_pe_transpose", "allocated transpose", "nisa.nc_transpose on the Tensor Engine in a kernel that places"),
+    ("allocated_matmul", "allocated matmul", "nl.matmul without transpose_x=True in a kernel that places"),
+    ("allocated_full", "full", "made with an initial value: NKI refuses it in an allocated kernel"),
     ("annotated_wrong", "annotation", r"shape \[128, 64\] does not match its annotation's \[128, 512\]"),
     ("mutable_not_returned", "not returned", "parameter x is an nt.mutable_tensor the kernel writes and does not"),
     ("hbm_in_a_helper", "helper hbm", r"a shared_hbm tensor made in _make\(\), a function the kernel calls"),
@@ -286,7 +337,9 @@ def _run(spec: str, *arrays):
 ])
 def test_a_wrong_kernel_of_the_errors_page_is_refused_at_its_line(kernels, name, marker, words):
     two = (_x(128, 64), _x(128, 64))
-    arrays = {"truth_of_a_parameter": two, "no_output": two, "tile_of_a_branch": two}
+    arrays = {"truth_of_a_parameter": two, "no_output": two,
+              "allocated_pe_transpose": (_x(128, 128),), "allocated_full": (_x(128, 128),),
+              "allocated_matmul": (_x(128, 128),)}
     line = _line(marker) - (1 if marker == "no output" else 0)  # the kernel's decorator line
     with pytest.raises(NkiError) as err:
         trace(load_kernel(kernels(name)), *arrays.get(name, (_x(128, 64),)))
@@ -299,10 +352,15 @@ def test_the_fixed_kernels_run_equal_to_numpy(kernels):
     np.testing.assert_allclose(out, np.exp(x * 0.5 + 0.25), rtol=1e-2)
     out, _ = _run(kernels("presence_of_a_parameter"), x, y)
     np.testing.assert_allclose(out, x + y, rtol=1e-6)
+    out, _ = _run(kernels("tile_of_a_branch"), x, y)  # an if Python decides at trace time scopes nothing
+    np.testing.assert_array_equal(out, y)
     out, _ = _run(kernels("tile_declared_before_the_branch"), x, y)
     np.testing.assert_array_equal(out, y)  # the last iteration's branch
     out, _ = _run(kernels("updated_in_a_loop"), x)
     np.testing.assert_allclose(out, 4 * x, rtol=1e-6)
+    square = _x(128, 128)
+    out, _ = _run(kernels("allocated_identity_transpose"), square)  # the page's fix: the kernel's own identity
+    np.testing.assert_allclose(out, square.T, rtol=1e-6)
     out, _ = _run(kernels("annotated_right"), x)
     np.testing.assert_array_equal(out, x)
     out, _ = _run(kernels("writes_mutable"), x)
