@@ -25,6 +25,7 @@ import os
 import re
 import sys
 import traceback
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -48,6 +49,7 @@ from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import Tracer
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
+from neuronsim.machine.nki.legacy_rules import check_mutable, check_written
 
 __all__ = ["TracedKernel", "trace"]
 
@@ -440,66 +442,12 @@ def _return_line(func: Any) -> SourceLine:
     return replace(defined, line=returns[-1]) if returns and defined.line else defined
 
 
-def _written_by_a_run(program: Program) -> set[str]:
-    """The tensors some instruction that runs writes (none of whose loops has no trips)."""
-    return {access.tensor for inst, loops in program.instructions() if all(loop.trip_count for loop in loops)
-            for access in inst.writes}
-
-
-def _check_written(program: Program, values: dict[str, np.ndarray], results: list[NkiTensor], func: Any) -> None:
-    """The legacy errors page's ``err_tensor_output_not_written_to``: a kernel must write an output,
-    and a tensor it makes and returns must be written; most often a loop that never runs
-    (``affine_range(M // N)`` with ``N > M``) holds the only store.  Refused at the output's
-    declaration, or at the kernel's definition when it has no output at all."""
-    written = _written_by_a_run(program)
-    for tile in results:
-        tensor = tile.layout.tensor
-        if tensor.name in values or tensor.memory != MemoryKind.DRAM or tensor.name in written:
-            continue
-        source = (tensor.extras or {}).get("x-source") or {}
-        where = SourceLine(source["file"], source["line"]) if "file" in source else _return_line(func)
-        raise NkiError(where, f"the kernel returns {source.get('call', 'a tensor')} {tensor.name} and no "
-                              "instruction that runs writes it (a loop that never runs, such as "
-                              "affine_range(M // N) with N > M?): NKI refuses an output never written "
-                              "(err_tensor_output_not_written_to)")
-    if not results and not any(name in written for name in values):
-        raise NkiError(_defined_at(func), "the kernel has no output: it returns no tensor and no instruction "
-                                          "that runs writes any of its parameters (a loop that never runs?); NKI "
-                                          "refuses a kernel that writes no output (err_tensor_output_not_written_to)")
-
-
-def _check_mutable(program: Program, func: Any, written: tuple[str, ...], returned: list[str]) -> None:
-    """The legacy errors page on parameters: a kernel that returns its outputs may write a
-    parameter only when it is annotated ``nt.mutable_tensor`` (``err_cannot_update_immutable_parameter``),
-    and then returns it (``err_mutable_parameter_not_returned``).  A kernel that returns nothing
-    writes its outputs into parameters, as ``nki.baremetal`` / ``nki_jit`` kernels are called."""
+def _parameters(func: Any) -> Mapping[str, inspect.Parameter]:
+    """The kernel function's parameters (none known for a callable inspect cannot read)."""
     try:
-        params = inspect.signature(getattr(func, "func", func)).parameters
+        return inspect.signature(getattr(func, "func", func)).parameters
     except (TypeError, ValueError):
-        return
-    for name in written:
-        annotation = params[name].annotation if name in params else None
-        spelled = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
-        mutable = "mutable_tensor" in spelled
-        if mutable and name not in returned:
-            raise NkiError(_return_line(func), f"parameter {name} is an nt.mutable_tensor the kernel writes and does "
-                                               "not return: NKI requires a mutable parameter among the returned "
-                                               "tensors (err_mutable_parameter_not_returned)")
-        if returned and not mutable:
-            raise NkiError(_first_write(program, name) or _defined_at(func),
-                           f"the kernel writes its parameter {name}, which is immutable (NKI's parameters are, unless "
-                           "annotated nt.mutable_tensor; err_cannot_update_immutable_parameter): annotate it, or copy "
-                           "it into a new shared_hbm tensor and write that")
-
-
-def _first_write(program: Program, name: str) -> SourceLine | None:
-    """The kernel line of the first instruction writing tensor ``name``."""
-    for inst, _loops in program.instructions():
-        if any(access.tensor == name for access in inst.writes):
-            source = dict(inst.extras or {}).get("x-source") or {}
-            if "file" in source:
-                return SourceLine(source["file"], source["line"])
-    return None
+        return {}
 
 
 def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], results: list[NkiTensor],
@@ -509,7 +457,7 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
     of one name (``name=`` given twice, or the name of another's place, ``return0``) are
     refused at the return: one of them would be lost."""
     if func is not None and tracer.generation == "legacy":  # (nki-library returns outputs it may not write)
-        _check_written(program, values, results, func)
+        check_written(program, values, results, _defined_at(func), _return_line(func))
     renames: dict[str, str] = {}
     returned: list[str] = []
     shapes: dict[str, tuple[int, ...]] = {}
@@ -530,7 +478,7 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
                 returned.append(renames.get(tensor, tensor))
     written_args = tuple(p for p in values if p in tracer.written)
     if func is not None and tracer.generation == "legacy":
-        _check_mutable(program, func, written_args, returned)
+        check_mutable(program, _parameters(func), written_args, returned, _defined_at(func), _return_line(func))
     others = [renames.get(t.layout.tensor.name, t.layout.tensor.name) for tiles in more for t in tiles]
     outputs = set(returned) | set(written_args) | set(others)
     tensors = {}

@@ -29,10 +29,12 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import inspect
+from collections.abc import Callable, Iterable
 from difflib import get_close_matches
 
-__all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_for", "warning_text", "legacy_dst_text"]
+__all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_for", "warning_text", "legacy_dst_text",
+           "dst_first_hint"]
 
 #: Keywords of real NKI calls that no function of neuronsim's API names as a parameter: options
 #: neuronsim ignores (compiler directives, profiling, another version's spelling).  Gathered from
@@ -115,3 +117,26 @@ def legacy_dst_text(call: str) -> str:
     return (f"{call}: the neuronxcc.nki call returns its result and takes no dst= (the nki.isa form of NKI 0.7 "
             f"does), so the call ran without it and the tile named there is left unwritten: assign the result "
             f"(t[...] = {call}(...)), or import nki.isa")
+
+
+def dst_first_hint(name: str, signature: inspect.Signature, args: tuple, kwargs: dict,
+                   written: Callable[[str], bool]) -> str:
+    """A hint for a call that failed: an NKI 0.7 ``nisa`` call takes its output first, and a
+    kernel written for the legacy API passes its arguments one place early (KLR's
+    ``nisa.tensor_scalar(a_tile, np.add, 1.0)`` under ``import nki``), or by keyword without a
+    ``dst`` (``nisa.nc_matmul(stationary=a, moving=b)``).  Said only when the first argument
+    cannot be the output (not a tile, or a tile that already holds values: a ``dst`` is most
+    often a fresh one: ``written(name)`` says whether the trace wrote a tensor) and the same
+    arguments bind once a ``dst`` goes first."""
+    names = list(signature.parameters)
+    if not names or names[0] != "dst" or "dst" in kwargs or not (args or kwargs):
+        return ""
+    tensor = getattr(getattr(args[0], "layout", None), "tensor", None) if args else None
+    if tensor is not None and not written(tensor.name):
+        return ""
+    try:
+        signature.bind(None, *args, **kwargs)
+    except TypeError:
+        return ""
+    return (f" ({name} of NKI 0.7, `import nki`, writes its output first: {name}(dst, {', '.join(names[1:3])}, ...);"
+            " the form that returns the result is neuronxcc.nki's)")

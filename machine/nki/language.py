@@ -10,9 +10,7 @@ out the legacy-only names).
 
 from __future__ import annotations
 
-import linecache
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from math import prod
@@ -25,10 +23,10 @@ from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import BUFFERS, Buffer, FnAlloc, ModAlloc, ParDim, TileSpec, declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import to_dtype
-from neuronsim.machine.nki.errors import _code_info, fail, shown, user_frame
-from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at
+from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.legacy_rules import annotated_shape, kernel_level
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, as_mask, assigned_name, current, tracing
@@ -118,12 +116,12 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
     tracer = current()
     spec = spec_of(shape, to_dtype(dtype if dtype is not None else "float32"), buffer or sbuf, address)
     if tracer.generation == "legacy":
-        _annotated_shape(tracer.where()[0], tuple(spec.shape))
+        annotated_shape(tracer.where()[0], tuple(spec.shape))
     if spec.allocator is not None or spec.address is not None:
         tracer.allocated = True
     if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):
         if spec.buffer == "shared_hbm" and tracer.generation == "legacy":
-            _kernel_level(tracer)
+            kernel_level(tracer)
         key = tracer.hbm_site(tracer.where()[0])
         if tracer.ranks > 1 or (spec.buffer == "private_hbm" and tracer.cores is not None):
             # each rank's HBM is its own; private_hbm is "only visible to each individual kernel
@@ -136,47 +134,6 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
                 tracer.returned_names[tensor.layout.tensor.name] = name
         return tracer.hbm_sites[key]
     return _declared(tracer, spec, name)
-
-
-#: ``data: nt.tensor[128, 512] = ...``: the annotated name and the dimensions in brackets
-_ANNOTATED = re.compile(r"^\s*[A-Za-z_]\w*\s*:\s*(?:[A-Za-z_]\w*\.)*tensor\[([^\]]*)\]\s*=(?!=)")
-
-
-def _annotated_shape(where: Any, shape: tuple[int, ...]) -> None:
-    """The legacy errors page's ``err_annotation_shape_mismatch``: NKI checks a tensor made in
-    an annotated assignment (``data: nt.tensor[128, 512] = nl.zeros(...)``) against the shape
-    the annotation gives.  Python never evaluates a local annotation, so it is read from the
-    line; an annotation whose dimensions are not all integers is left alone."""
-    match = _ANNOTATED.match(linecache.getline(where.path, where.line)) if where.path else None
-    if match is None:
-        return
-    dims = [d.strip() for d in match.group(1).split(",") if d.strip()]
-    if not dims or not all(d.isdigit() for d in dims):
-        return
-    if tuple(int(d) for d in dims) != shape:
-        raise fail(f"the tensor's shape {list(shape)} does not match its annotation's {[int(d) for d in dims]} "
-                   "(err_annotation_shape_mismatch)")
-
-
-def _kernel_level(tracer: Any) -> None:
-    """The legacy errors page's ``err_shared_hbm_must_in_kernel_level``: a ``shared_hbm``
-    tensor is made in the kernel function's own body, not in a loop or a function it calls.
-    (NKI 0.7 lifts the rule: nki-library makes them in helpers and loops.)"""
-    frame = user_frame(2)
-    if frame is None or (tracer.site is not None and tracer.site[1] == "return"):  # a returned tile's copy
-        return
-    where = None
-    if tracer.loops or loops_at(frame.f_code, frame.f_lineno):
-        where = "inside a loop"
-    else:
-        caller = frame.f_back
-        while caller is not None and id(caller.f_code) not in ENTRY_CODES and _code_info(caller.f_code)[0]:
-            caller = caller.f_back  # neuronsim's own frames between (a decorator's stand-in)
-        if caller is not None and id(caller.f_code) not in ENTRY_CODES:
-            where = f"in {frame.f_code.co_name}(), a function the kernel calls"
-    if where:
-        raise fail(f"a shared_hbm tensor made {where}: NKI makes shared_hbm tensors only at the kernel's top "
-                   "level (err_shared_hbm_must_in_kernel_level); make it there and pass it in")
 
 
 def _declared(tracer: Any, spec: TileSpec, name: str) -> NkiTensor:

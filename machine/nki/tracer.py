@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki import keywords
+from neuronsim.machine.nki.keywords import dst_first_hint
 from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, fail, shown, unsupported, user_line,
                                           user_frame, user_site)
@@ -103,11 +104,11 @@ def api(name: str) -> Callable[[Callable], Callable]:
             except TypeError as err:
                 if err.__traceback__ is not None and err.__traceback__.tb_next is None:
                     # fn never started: the kernel's arguments do not fit the call
-                    hint = _dst_first(name, signature, args, kwargs)
+                    hint = dst_first_hint(name, signature, args, kwargs, _writes)
                     raise NkiError(tracer.site[0], f"{name}: {err}{hint}") from None
                 raise
             except NkiError as err:
-                hint = _dst_first(name, signature, args, kwargs) if type(err) is NkiError else ""
+                hint = dst_first_hint(name, signature, args, kwargs, _writes) if type(err) is NkiError else ""
                 if hint:
                     raise NkiError(err.path, f"{err.message}{hint}") from None
                 raise
@@ -124,25 +125,9 @@ def api(name: str) -> Callable[[Callable], Callable]:
     return wrap
 
 
-def _dst_first(name: str, signature: inspect.Signature, args: tuple, kwargs: dict) -> str:
-    """A hint for a call that failed: an NKI 0.7 ``nisa`` call takes its output first, and a
-    kernel written for the legacy API passes its arguments one place early (KLR's
-    ``nisa.tensor_scalar(a_tile, np.add, 1.0)`` under ``import nki``), or by keyword without a
-    ``dst`` (``nisa.nc_matmul(stationary=a, moving=b)``).  Said only when the first argument
-    cannot be the output (not a tile, or a tile that already holds values: a ``dst`` is most
-    often a fresh one) and the same arguments bind once a ``dst`` goes first."""
-    names = list(signature.parameters)
-    if not names or names[0] != "dst" or "dst" in kwargs or not (args or kwargs):
-        return ""
-    tensor = getattr(getattr(args[0], "layout", None), "tensor", None) if args else None
-    if tensor is not None and not (_STACK and _STACK[-1].kb.writes_tensor(tensor.name)):
-        return ""
-    try:
-        signature.bind(None, *args, **kwargs)
-    except TypeError:
-        return ""
-    return (f" ({name} of NKI 0.7, `import nki`, writes its output first: {name}(dst, {', '.join(names[1:3])}, ...);"
-            " the form that returns the result is neuronxcc.nki's)")
+def _writes(tensor: str) -> bool:
+    """Whether the trace under way has written ``tensor``."""
+    return bool(_STACK) and _STACK[-1].kb.writes_tensor(tensor)
 
 
 _ASSIGNED: dict[tuple[str, int], str | None] = {}
