@@ -578,6 +578,10 @@ def _same_count(a: View, b: View, op: str) -> None:
 
 
 def _same_tile(a: View, b: View, op: str) -> None:
+    for view in (a, b):  # a DRAM side is no tile at all: say that, not the shapes
+        if view.memory == MemoryKind.DRAM and op != "dma_copy":
+            raise ValueError(f"{op}: {view.name} {view.shape} is in DRAM; compute engines read and write SBUF / "
+                             "PSUM tiles (load it first)")
     if (a.num_partitions, a.free_count) != (b.num_partitions, b.free_count):
         raise ValueError(f"{op}: {a.name} {a.shape} and {b.name} {b.shape} are not the same [P, F] tile")
 

@@ -176,6 +176,10 @@ class Mask:
 
     __rand__ = __and__
 
+    # No __bool__ that refuses (the errors page's err_control_flow_condition_depending_on_arange):
+    # the SDK's own nc_match_replace8 test writes mask=(ix < n // 2 and iy < m // 2), which
+    # Python's `and` reads through the first comparison's truth, and it runs on the device.
+
     def __getitem__(self, key: Any) -> Mask:
         """``(i_p < 100)[:, None]``: the comparison of the index vectors reshaped so (as
         ``i_p[:, None] < 100``)."""
@@ -357,6 +361,10 @@ class ArangeExpr:
         for it in self.iters:
             shape[it.pos + self.ndim - it.ndim] = it.count
         return tuple(shape)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        raise fail("an index vector (nl.arange / nl.mgrid) takes no item assignment (err_cannot_assign_to_index): "
+                   "make it a tile first with nisa.iota, then assign into the tile")
 
     def __getitem__(self, key: Any) -> ArangeExpr:
         key = key if isinstance(key, tuple) else (key,)

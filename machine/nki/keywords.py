@@ -129,7 +129,7 @@ def dst_first_hint(name: str, signature: inspect.Signature, args: tuple, kwargs:
     often a fresh one: ``written(name)`` says whether the trace wrote a tensor) and the same
     arguments bind once a ``dst`` goes first."""
     names = list(signature.parameters)
-    if not names or names[0] != "dst" or "dst" in kwargs or not (args or kwargs):
+    if not name.startswith("nisa.") or not names or names[0] != "dst" or "dst" in kwargs or not (args or kwargs):
         return ""
     tensor = getattr(getattr(args[0], "layout", None), "tensor", None) if args else None
     if tensor is not None and not written(tensor.name):

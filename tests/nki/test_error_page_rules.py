@@ -180,6 +180,32 @@ def allocated_full(x):
 
 
 @nki.jit
+def assigns_into_an_index(x):
+    _, xi = nl.mgrid[0:1, 0:8]
+    xi[0, 5] = 1024  # index assignment
+    o = nl.ndarray((1, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+    nl.store(o, value=nisa.iota(xi, dtype=nl.uint32))
+    return o
+
+
+@nki.jit
+def exp_of_hbm(x):
+    o = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(o, value=nl.exp(x))  # exp of hbm
+    return o
+
+
+@nki.jit
+def assigns_a_wider_tile(x):
+    xs = nl.load(x)
+    y = nl.zeros(shape=(128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    y[...] = xs  # wider into narrower
+    o = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(o, value=y)
+    return o
+
+
+@nki.jit
 def writes_immutable(x):
     t = nl.load(x)
     nl.store(x, value=nl.add(t, 1.0))  # immutable
@@ -328,6 +354,9 @@ def _run(spec: str, *arrays):
     ("allocated_pe_transpose", "allocated transpose", "nisa.nc_transpose on the Tensor Engine in a kernel that places"),
     ("allocated_matmul", "allocated matmul", "nl.matmul without transpose_x=True in a kernel that places"),
     ("allocated_full", "full", "made with an initial value: NKI refuses it in an allocated kernel"),
+    ("assigns_into_an_index", "index assignment", "an index vector .* takes no item assignment"),
+    ("exp_of_hbm", "exp of hbm", r"x \(4, 4\) is in DRAM; compute engines read and write SBUF / PSUM tiles"),
+    ("assigns_a_wider_tile", "wider into narrower", r"cannot broadcast \(128, 64\) of \w+ to \(128, 1\)$"),
     ("annotated_wrong", "annotation", r"shape \[128, 64\] does not match its annotation's \[128, 512\]"),
     ("mutable_not_returned", "not returned", "parameter x is an nt.mutable_tensor the kernel writes and does not"),
     ("hbm_in_a_helper", "helper hbm", r"a shared_hbm tensor made in _make\(\), a function the kernel calls"),
@@ -339,7 +368,7 @@ def test_a_wrong_kernel_of_the_errors_page_is_refused_at_its_line(kernels, name,
     two = (_x(128, 64), _x(128, 64))
     arrays = {"truth_of_a_parameter": two, "no_output": two,
               "allocated_pe_transpose": (_x(128, 128),), "allocated_full": (_x(128, 128),),
-              "allocated_matmul": (_x(128, 128),)}
+              "allocated_matmul": (_x(128, 128),), "exp_of_hbm": (_x(4, 4),)}
     line = _line(marker) - (1 if marker == "no output" else 0)  # the kernel's decorator line
     with pytest.raises(NkiError) as err:
         trace(load_kernel(kernels(name)), *arrays.get(name, (_x(128, 64),)))
