@@ -26,9 +26,11 @@ def double_buffer(a, b, out):
                        buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(SLOTS,)))
     b_buf = nl.ndarray((SLOTS, nl.par_dim(tile), cols), dtype=nl.float32,
                        buffer=ncc.sbuf.mod_alloc(base_addr=SLOTS * slot_bytes, num_free_tiles=(SLOTS,)))
-    h = nl.ndarray((nl.par_dim(tile), cols), dtype=nl.float32, buffer=nl.sbuf)
-    c_buf = nl.ndarray((SLOTS, nl.par_dim(tile), cols), dtype=nl.float32, buffer=nl.sbuf)
     for pair in nl.affine_range(rows // (SLOTS * tile)):
+        # declared in the body: a tile made outside would be written by every iteration of
+        # the affine loop (the errors page's "unexpected output dependencies")
+        h = nl.ndarray((nl.par_dim(tile), cols), dtype=nl.float32, buffer=nl.sbuf)
+        c_buf = nl.ndarray((SLOTS, nl.par_dim(tile), cols), dtype=nl.float32, buffer=nl.sbuf)
         for slot in nl.static_range(SLOTS):
             t = SLOTS * pair + slot
             a_buf[slot] = nl.load(a[t * tile:(t + 1) * tile, :])

@@ -132,19 +132,6 @@ def updated_in_a_loop(x):
 
 
 @nki.jit
-def allocated_pe_transpose(x):
-    a = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=0))
-    a[...] = nl.load(x)
-    t = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.psum.mod_alloc(base_bank=0))
-    t[...] = nisa.nc_transpose(a[...])  # allocated transpose
-    s = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=1024))
-    s[...] = nisa.tensor_copy(t)
-    o = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
-    nl.store(o, value=s)
-    return o
-
-
-@nki.jit
 def allocated_identity_transpose(x):
     identity = nl.shared_constant(np.identity(128, dtype=np.float32), dtype=nl.float32)
     eye = nl.ndarray((par_dim(128), 128), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=2048))
@@ -351,7 +338,6 @@ def _run(spec: str, *arrays):
     ("truth_of_a_parameter", "truth", "the truth value of a tensor is ambiguous"),
     ("writes_immutable", "immutable", "writes its parameter x, which is immutable"),
     ("shadowed_in_a_loop", "shadowed", "data is used outside the block that defines it"),
-    ("allocated_pe_transpose", "allocated transpose", "nisa.nc_transpose on the Tensor Engine in a kernel that places"),
     ("allocated_matmul", "allocated matmul", "nl.matmul without transpose_x=True in a kernel that places"),
     ("allocated_full", "full", "made with an initial value: NKI refuses it in an allocated kernel"),
     ("assigns_into_an_index", "index assignment", "an index vector .* takes no item assignment"),
@@ -367,7 +353,7 @@ def _run(spec: str, *arrays):
 def test_a_wrong_kernel_of_the_errors_page_is_refused_at_its_line(kernels, name, marker, words):
     two = (_x(128, 64), _x(128, 64))
     arrays = {"truth_of_a_parameter": two, "no_output": two,
-              "allocated_pe_transpose": (_x(128, 128),), "allocated_full": (_x(128, 128),),
+              "allocated_full": (_x(128, 128),),
               "allocated_matmul": (_x(128, 128),), "exp_of_hbm": (_x(4, 4),)}
     line = _line(marker) - (1 if marker == "no output" else 0)  # the kernel's decorator line
     with pytest.raises(NkiError) as err:

@@ -14,7 +14,7 @@ from neuronsim_tests.nki_kit import GROUP_KERNELS, ROOT, kernel_module, line_of,
 
 KERNELS = GROUP_KERNELS / "findings_semantics.py"
 EXPECTED = {  # kernel -> (kind, severity) of its findings
-    "scan_affine": [("carried", "error")],
+    "scan_affine": [("carried", "error")] * 2,  # the carry read across iterations, and written by each
     "scan_sequential": [],
     "sum_sbuf": [("sbuf-accumulate", "warning")],
     "sum_into_psum": [("psum-accumulate", "warning")],
@@ -34,7 +34,10 @@ def test_each_kernel_gets_the_findings_its_documentation_says(func: str) -> None
 
 
 def test_the_carried_scan_names_both_lines_at_distance_one() -> None:
-    (found,) = _findings("scan_affine")
+    found, overwrite = sorted(_findings("scan_affine"), key=lambda f: f.dependence)  # RAW, then WAW
+    assert (found.dependence, overwrite.dependence) == ("RAW", "WAW")
+    copy = f"findings_semantics.py:{line_of(KERNELS, 'nisa.tensor_copy(dst=carry')}"
+    assert overwrite.first.endswith(f"{copy} [k=0]") and overwrite.second.endswith(f"{copy} [k=1]")
     assert found.first.endswith(f"findings_semantics.py:{line_of(KERNELS, 'nisa.tensor_copy(dst=carry')} [k=0]")
     assert found.second.endswith(f"findings_semantics.py:{line_of(KERNELS, 'nisa.tensor_tensor_scan(')} [k=1]")
     assert (found.loop, found.distance, found.tensors) == ("k", 1, found.tensors) and found.tensors

@@ -91,7 +91,8 @@ def matmul_blocked(lhsT, rhs, BM=2, BN=2):
 
 @nki.jit
 def matmul_blocked_k(lhsT, rhs, BM=16, BN=2, BK=8):
-    return _blocked_k(lhsT, rhs, BM, BN, BK, open_with_matmul=False)
+    result = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    return _blocked_k(lhsT, rhs, result, BM, BN, BK, open_with_matmul=False)
 
 
 @nki.jit
@@ -100,13 +101,15 @@ def matmul_blocked_k_open(lhsT, rhs, BM=16, BN=2, BK=8):
     of ``nl.zeros`` then ``+=``: what the compiler must make of the tutorial's spelling, since
     the ISA leaves a matmul accumulating onto a memset bank undefined (a diagnostic variant:
     neuronsim's frontend lowers the tutorial's spelling to the same program)."""
-    return _blocked_k(lhsT, rhs, BM, BN, BK, open_with_matmul=True)
+    result = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+    return _blocked_k(lhsT, rhs, result, BM, BN, BK, open_with_matmul=True)
 
 
-def _blocked_k(lhsT, rhs, BM, BN, BK, open_with_matmul):
+def _blocked_k(lhsT, rhs, result, BM, BN, BK, open_with_matmul):
+    # `result` is made by the kernel itself: the legacy API makes shared_hbm tensors only at
+    # a kernel's top level (err_shared_hbm_must_in_kernel_level)
     K, M = lhsT.shape
     _, N = rhs.shape
-    result = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
     blocks_m = M // (BM * TM)
     for n in nl.affine_range(N // (BN * TN)):
         sums = nl.zeros((blocks_m, BM, BN, nl.par_dim(TM), TN), dtype=lhsT.dtype, buffer=nl.sbuf)

@@ -32,12 +32,9 @@ def bank_handoff(x, out_t, out_m, evict_late=False):
                     buffer=ncc.psum.mod_alloc(base_bank=0, num_bank_tiles=(2,)))
     mm = nl.ndarray((1, nl.par_dim(P), P), dtype=nl.float32,
                     buffer=ncc.psum.mod_alloc(base_bank=0, num_bank_tiles=(1,)))  # bank 0: tp[0]'s
-    eye = nl.load(nl.shared_constant(np.identity(P, dtype=np.float32), dtype=nl.float32))
     for g in nl.static_range(2):
         xt[g] = nl.load(x[g * P:(g + 1) * P, :])
-        # a transpose on PE against the kernel's own identity: nc_transpose on PE is refused in a
-        # kernel that places tiles itself (the errors page)
-        tp[g] = nisa.nc_matmul(xt[g], eye)
+        tp[g] = nisa.nc_transpose(xt[g], engine=nisa.tensor_engine)
     if evict_late:
         mm[0] = nisa.nc_matmul(xt[0], xt[1])  # over tp[0] before its eviction
     for g in nl.static_range(2):

@@ -24,9 +24,8 @@ import neuronxcc.nki.language as legacy
 TILES, WIDTH = 4, 64
 
 
-def _scan(x, loop):
+def _scan(x, y, loop):
     rows, cols = x.shape
-    y = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.shared_hbm, name="y")
     result = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.sbuf)
     ones = nl.ndarray((rows, WIDTH), dtype=nl.float32, buffer=nl.sbuf)
     nisa.memset(dst=ones, value=1.0)
@@ -44,12 +43,16 @@ def _scan(x, loop):
 
 @nki.jit
 def scan_affine(x):
-    return _scan(x, legacy.affine_range)
+    # each kernel makes its output at its top level (the legacy errors page's
+    # err_shared_hbm_must_in_kernel_level), the helpers write it
+    y = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm, name="y")
+    return _scan(x, y, legacy.affine_range)
 
 
 @nki.jit
 def scan_sequential(x):
-    return _scan(x, legacy.sequential_range)
+    y = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm, name="y")
+    return _scan(x, y, legacy.sequential_range)
 
 
 @nki.jit
@@ -96,10 +99,9 @@ def matmul_psum(x):
     return y
 
 
-def _two_tiles(x, second_offset):
+def _two_tiles(x, y, second_offset):
     rows, cols = x.shape
     half = cols // 2
-    y = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.shared_hbm, name="y")
     a = nl.ndarray((rows, half), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
     b = nl.ndarray((rows, half), dtype=nl.float32, buffer=nl.sbuf, address=(0, second_offset))
     nisa.dma_copy(dst=a, src=x[:, 0:half])
@@ -113,12 +115,14 @@ def _two_tiles(x, second_offset):
 
 @nki.jit
 def clobber(x):
-    return _two_tiles(x, 0)
+    y = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm, name="y")
+    return _two_tiles(x, y, 0)
 
 
 @nki.jit
 def placed_apart(x):
-    return _two_tiles(x, 4096)
+    y = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm, name="y")
+    return _two_tiles(x, y, 4096)
 
 
 def inputs(seed=0):
