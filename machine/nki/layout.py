@@ -484,6 +484,12 @@ class Layout:
         (pstep, pcount), free = pairs[0], pairs[1:]
         if off.terms:
             raise unsupported("an .ap() offset that depends on a loop variable on chip", "unroll the loop")
+        if pcount > 1 and pstep != row:
+            # the access-pattern guide: on NeuronCore v2 to v4 the partitions of an SBUF / PSUM
+            # access are contiguous, the first step the free dimension's element count
+            raise fail(f"an .ap() on chip steps {pstep} elements between partitions: the first step must be the "
+                       f"tile's {row} elements a partition (partition accesses are contiguous on NeuronCore "
+                       f"v2 to v4; a step of {2 * row} would read every other partition)")
         if row > 1 and pstep % row == 0:
             pstep //= row
         start, foff = divmod(off.const, row)

@@ -309,6 +309,15 @@ def hbm_in_a_helper(x):
     t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x)
     return _out(t)
+
+
+@nki.jit
+def partitions_by_ap(x, step=32):
+    t = nl.ndarray((16, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray((8, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=t.ap(pattern=[[step, 8], [1, 32]], offset=0))  # ap
+    return _out(r)
 '''
 
 
@@ -410,3 +419,15 @@ def test_a_tile_per_iteration_or_a_sequential_loop_writes_no_bytes_twice(kernels
     out, report = _run(kernels("same_tile_in_sequence"), x)
     assert not [f for f in report.findings if f.is_error]
     np.testing.assert_array_equal(out, x[3])
+
+
+def test_an_on_chip_access_pattern_steps_whole_partitions(tmp_path):
+    """The access-pattern guide: on chip the first step of ``.ap`` is the free dimension's
+    element count (partitions contiguous); 64 on a (16, 32) tile reads every other partition."""
+    (tmp_path / "c.py").write_text(CURRENT)
+    x = _x(16, 32)
+    line = next(n for n, text in enumerate(CURRENT.splitlines(), 1) if text.endswith("# ap"))
+    with pytest.raises(NkiError, match=rf"c\.py:{line}: an \.ap\(\) on chip steps 64 elements between partitions"):
+        trace(load_kernel(f"{tmp_path / 'c.py'}::partitions_by_ap"), x, step=64)
+    out, _ = _run(f"{tmp_path / 'c.py'}::partitions_by_ap", x)
+    np.testing.assert_array_equal(out, x[:8])
