@@ -48,6 +48,7 @@ import re
 from typing import Any
 
 from neuronsim.machine.nki.errors import NkiError, SourceLine
+from neuronsim.machine.nki.layout import Layout
 
 __all__ = ["check_uses"]
 
@@ -118,8 +119,11 @@ def _defined(value: Any, pending: Any) -> dict:
     whose result is not emitted yet (``pending``), that call's line."""
     if pending is not None and pending.proxy is value:
         return {"file": pending.site[0].file, "line": pending.site[0].line}
-    tensor = getattr(getattr(value, "_layout", None), "tensor", None)
-    if tensor is None or tensor.memory.name == "DRAM" or not tensor.extras:
+    layout = getattr(value, "_layout", None) if not isinstance(value, (int, float, str)) else None
+    if not isinstance(layout, Layout):  # not a tile (a number, an index vector, the kernel's own object)
+        return {}
+    tensor = layout.tensor
+    if tensor.memory.name == "DRAM" or not tensor.extras:
         return {}
     return tensor.extras.get("x-source") or {}
 
