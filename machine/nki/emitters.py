@@ -230,11 +230,14 @@ def activate2(dst: Layout, op: Any, data: Any, imm0: Any, imm1: Any, op0: Any, o
 
 def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: Any, operand1: Any,
                          reverse0: bool = False, reverse1: bool = False) -> None:
-    """``(data <op0> operand0) <op1> operand1`` as two DVE ops writing ``dst``.  Where operand1
-    is read from dst's own tensor (an in-place accumulation, ``acc = data * s + acc``), the
-    first op writes a staged fp32 tile instead: written into dst, it would overwrite the
-    operand before the second op reads it (the hardware reads both in one instruction)."""
-    if is_tile(operand1) and ops.lay(operand1).tensor.name == dst.tensor.name:
+    """``(data <op0> operand0) <op1> operand1`` as two DVE ops writing ``dst``.  The first op
+    writes a staged fp32 tile where ``dst`` is not float32 (the page: all math in float32, the
+    float32 result cast to dst's dtype once; a bf16 or int dst would round the intermediate
+    too) or where operand1 is read from dst's own tensor (an in-place accumulation, ``acc =
+    data * s + acc``: written into dst, the first result would overwrite the operand before
+    the second op reads it; the hardware reads both in one instruction)."""
+    in_place = is_tile(operand1) and ops.lay(operand1).tensor.name == dst.tensor.name
+    if in_place or dst.element_dtype != "float32":
         first_result = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
         tensor_scalar(first_result, data, op0, operand0, reverse0)
         staged = NkiTensor(first_result)
