@@ -405,27 +405,30 @@ class Layout:
             dtype=self.dtype)
 
     # -- masks, access patterns, reshapes -----------------------------------------------------
-    def restrict(self, it: Any, lo: int, hi: int) -> Layout:
+    def restrict(self, it: Any, lo: int, hi: int, transposed: bool = False) -> Layout:
         """Keep elements ``[lo, hi)`` along iterator ``it``: the axis indexed by it, or, in a
-        view not indexed by iterators, the axis at its position."""
+        view not indexed by iterators, the axis at its position.  ``transposed``: the view is
+        a 2-D transpose's destination and the mask is written in its source's indices, so an
+        iterator it does not name bounds the axis at the other place."""
         if self.tags is not None and any(self.tags):
             pos = next((k for k, tag in enumerate(self.tags) if tag and it in tag), None)
             if pos is None:
-                pos = self._same_axis(it)
+                pos = self._same_axis(it, transposed)
             if pos is None:
                 return self
         else:
-            pos = it.pos
+            pos = 1 - it.pos if transposed and it.ndim == 2 and len(self.axes) == 2 else it.pos
         return self.restrict_axis(pos, lo, hi)
 
-    def _same_axis(self, it: Any) -> int | None:
+    def _same_axis(self, it: Any, transposed: bool = False) -> int | None:
         """The one axis indexed by an iterator at ``it``'s place in the iteration space (its
         position among as many axes) when ``it`` itself indexes none: an index vector is an
         array shaped for broadcasting, so a mask written with ``nl.arange(128)[:, None]`` of its
         own means the access's ``nl.arange(128)[:, None]`` (neuronx-cc prints each operand and
         mask with fresh aranges).  None when no axis, or more than one, is at that place."""
+        place = 1 - it.pos if transposed and it.ndim == 2 else it.pos
         found = [k for k, tag in enumerate(self.tags) if tag
-                 and any(other.pos == it.pos and other.ndim == it.ndim for other in tag)]
+                 and any(other.pos == place and other.ndim == it.ndim for other in tag)]
         return found[0] if len(found) == 1 else None
 
     def restrict_axis(self, pos: int, lo: int, hi: int) -> Layout:

@@ -57,7 +57,12 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
     # allocated scenarios write it where nki-samples' kernels issue the identity matmul, their
     # builder twins model it as the op table's transpose (scenarios/allocated_*.py).
     shape = (_free(data.shape), data.shape[0])
-    return _result(shape, dtype or data.dtype, buffer, lambda dst: em.transpose(dst, data, engine), mask)
+
+    def emit(dst):
+        em.transpose(dst, data, engine)
+
+    emit.transposes = True  # type: ignore[attr-defined]  (a mask written in data's indices bounds dst swapped)
+    return _result(shape, dtype or data.dtype, buffer, emit, mask)
 
 
 @api("nisa.activation")

@@ -125,8 +125,7 @@ def api(name: str) -> Callable[[Callable], Callable]:
     return wrap
 
 
-def _writes(tensor: str) -> bool:
-    """Whether the trace under way has written ``tensor``."""
+def _writes(tensor: str) -> bool:  # whether the trace under way has written ``tensor``
     return bool(_STACK) and _STACK[-1].kb.writes_tensor(tensor)
 
 
@@ -385,10 +384,11 @@ class Tracer:
             self.call_options = options
 
     def _emit_boxes(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
+        transposed = getattr(pending.emit, "transposes", False)  # a mask in the source's indices
         for box in pending.mask.boxes if pending.mask is not None else (None,):
             target = dst
             for axis, lo, hi in box.bounds if box is not None else ():
-                target = target.restrict(axis, lo, hi)
+                target = target.restrict(axis, lo, hi, transposed)
             if target.empty:
                 continue
             if target.limits is not None:  # a view past its tensor: the access must stay inside

@@ -1,0 +1,45 @@
+"""A legacy ``nisa.nc_transpose(x[i, j], mask=...)`` whose mask is written in the source's
+indices bounds the destination's axes the other way round: the destination's rows are the
+source's columns.  The mask was applied to the destination at the same places, so an edge tile
+(44 of 128 columns) was refused as "destination (128, 44) is not the transpose of (128, 44)"
+(an autocomp transpose kernel at a shape not a multiple of 128, found by a helper)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronsim.verify.nki.run import run_kernel
+
+KERNEL = '''
+from neuronxcc import nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+from neuronxcc.nki.language import par_dim
+
+
+@nki.jit
+def tiled_transpose(x):
+    rows, cols = x.shape
+    out = nl.ndarray((cols, rows), dtype=x.dtype, buffer=nl.shared_hbm)
+    for r in nl.affine_range((rows + 127) // 128):
+        for c in nl.affine_range((cols + 127) // 128):
+            src = nl.ndarray((128, 128), dtype=x.dtype, buffer=nl.sbuf)
+            i = nl.arange(128)[:, None]
+            j = nl.arange(128)[None, :]
+            inside = (r * 128 + i < rows) & (c * 128 + j < cols)
+            src[i, j] = nl.load(x[r * 128 + i, c * 128 + j], mask=inside)
+            dst = nl.ndarray((par_dim(128), 128), dtype=x.dtype, buffer=nl.sbuf)
+            p = nl.arange(128)[:, None]
+            q = nl.arange(128)[None, :]
+            dst[p, q] = nisa.nc_transpose(src[i, j], mask=inside)
+            nl.store(out[c * 128 + p, r * 128 + q], value=dst[p, q], mask=(c * 128 + p < cols) & (r * 128 + q < rows))
+    return out
+'''
+
+
+def test_a_transpose_masked_in_its_source_indices_writes_the_transposed_edge(tmp_path):
+    (tmp_path / "k.py").write_text(KERNEL)
+    x = np.random.default_rng(4).standard_normal((200, 300)).astype(np.float32)
+    out, report = run_kernel(f"{tmp_path / 'k.py'}::tiled_transpose", x, seeds=(None,))
+    assert not report.run.problems(), report.run.problems()[:3]
+    np.testing.assert_array_equal(out, x.T)
