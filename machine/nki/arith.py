@@ -327,8 +327,14 @@ def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) 
     shape = x.shape[::-1]
     staged = _result(shape, "float32", "psum",
                      lambda dst: current().kb.transpose(dst.view(), ops.staged_from_psum(ops.lay(x)).view()))
-    return _result(shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.copy(dst, ops.lay(staged), "act"),
-                   mask, (x,))
+
+    swapped = ops.masked_in_source(mask, x)  # a mask in x's indices bounds the result swapped
+
+    def copy_out(dst: Any) -> None:
+        ops.copy(dst, ops.lay(staged, transposed=swapped), "act")
+
+    copy_out.transposes = swapped  # type: ignore[attr-defined]
+    return _result(shape, ops.result_dtype(dtype, x), "sbuf", copy_out, mask, (x,))
 
 
 @api("nl.rms_norm")

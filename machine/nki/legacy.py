@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import isa_select, scalars
+from neuronsim.machine.nki import isa_select, ops, scalars
 from neuronsim.machine.nki.arith import index_tile
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
 from neuronsim.machine.nki.language import no_reorder as _no_reorder
@@ -61,7 +61,7 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
     def emit(dst):
         em.transpose(dst, data, engine)
 
-    emit.transposes = True  # type: ignore[attr-defined]  (a mask written in data's indices bounds dst swapped)
+    emit.transposes = ops.masked_in_source(mask, data)  # type: ignore[attr-defined]  (dst then bounded swapped)
     return _result(shape, dtype or data.dtype, buffer, emit, mask)
 
 

@@ -8,6 +8,7 @@ and calls one builder op.  The engine and DMA queue choices are documented in do
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -59,8 +60,9 @@ def floats(*layouts: Layout) -> bool:
 QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma0"}
 
 
-def lay(value: Any) -> Layout:
-    """The layout of a tile operand, restricted by the mask of the instruction being emitted."""
+def lay(value: Any, transposed: bool = False) -> Layout:
+    """The layout of a tile operand, restricted by the mask of the instruction being emitted
+    (``transposed``: a transpose's result, the mask written in its source's indices)."""
     if not isinstance(value, NkiTensor):
         if isinstance(value, Mask):  # `nl.multiply(t, ip < n)`: it bounds an access, holds no values
             raise fail("a comparison of indices used as a tile operand: pass it as the call's mask=, or select with "
@@ -70,10 +72,29 @@ def lay(value: Any) -> Layout:
     tracer = current()
     if tracer.mask is not None:
         for axis, lo, hi in tracer.mask.bounds:
-            layout = layout.restrict(axis, lo, hi)
+            layout = layout.restrict(axis, lo, hi, transposed)
     if layout.limits is not None:  # a view past its tensor: the access must stay inside
         layout.check_bounds(tracer.emit_site)
     return layout
+
+
+def masked_in_source(mask: Any, value: Any) -> bool:
+    """Whether ``mask=`` is written in the indices of ``value``'s view: given to a transpose
+    of ``value`` (``nc_transpose(src[i, j], mask=(i < m) & (j < n))``), it then bounds the
+    result's axes swapped.  A mask in the result's own indices (``y[i_p, i_f] =
+    nl.transpose(t, mask=(i_p < 64))``), or in fresh ones, keeps its places."""
+    layout = getattr(value, "_layout", None)
+    if not isinstance(mask, Mask) or layout is None or not layout.tags:
+        return False
+    named = {id(it) for tag in layout.tags if tag for it in tag}
+
+    def iterators(m: Mask) -> Iterator[Any]:
+        for expr, _cmp, _value in m.preds:
+            yield from (it for it, _coeff in expr.terms)
+        for alternative in m.alternatives:
+            yield from iterators(alternative)
+
+    return any(id(it) in named for it in iterators(mask))
 
 
 def number(value: Any) -> float | int | None:

@@ -1,12 +1,15 @@
-"""A legacy ``nisa.nc_transpose(x[i, j], mask=...)`` whose mask is written in the source's
-indices bounds the destination's axes the other way round: the destination's rows are the
-source's columns.  The mask was applied to the destination at the same places, so an edge tile
-(44 of 128 columns) was refused as "destination (128, 44) is not the transpose of (128, 44)"
-(an autocomp transpose kernel at a shape not a multiple of 128, found by a helper)."""
+"""A legacy ``nisa.nc_transpose(x[i, j], mask=...)`` or ``nl.transpose(...)`` whose mask is
+written in the source's indices bounds the destination's axes the other way round: the
+destination's rows are the source's columns.  The mask was applied to the destination at the
+same places.  An edge tile (44 of 128 columns) was refused as "destination (128, 44) is not the
+transpose of (128, 44)" with ``nc_transpose`` (an autocomp transpose kernel at a shape not a
+multiple of 128, found by a helper); with ``nl.transpose`` the copy out of PSUM wrote the wrong
+corner, and the kernel's outputs were silently wrong."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from neuronsim.verify.nki.run import run_kernel
 
@@ -31,14 +34,15 @@ def tiled_transpose(x):
             dst = nl.ndarray((par_dim(128), 128), dtype=x.dtype, buffer=nl.sbuf)
             p = nl.arange(128)[:, None]
             q = nl.arange(128)[None, :]
-            dst[p, q] = nisa.nc_transpose(src[i, j], mask=inside)
+            dst[p, q] = TRANSPOSE(src[i, j], mask=inside)
             nl.store(out[c * 128 + p, r * 128 + q], value=dst[p, q], mask=(c * 128 + p < cols) & (r * 128 + q < rows))
     return out
 '''
 
 
-def test_a_transpose_masked_in_its_source_indices_writes_the_transposed_edge(tmp_path):
-    (tmp_path / "k.py").write_text(KERNEL)
+@pytest.mark.parametrize("call", ["nisa.nc_transpose", "nl.transpose"])
+def test_a_transpose_masked_in_its_source_indices_writes_the_transposed_edge(tmp_path, call):
+    (tmp_path / "k.py").write_text(KERNEL.replace("TRANSPOSE", call))
     x = np.random.default_rng(4).standard_normal((200, 300)).astype(np.float32)
     out, report = run_kernel(f"{tmp_path / 'k.py'}::tiled_transpose", x, seeds=(None,))
     assert not report.run.problems(), report.run.problems()[:3]
