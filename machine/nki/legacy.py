@@ -177,8 +177,13 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
 
 @api("nisa.dma_transpose")
 def dma_transpose(src, *, axes=None, mask=None, dtype=None, **_kw):
-    return _result(transposed_shape(tuple(src.shape), axes), dtype or src.dtype, "sbuf",
-                   lambda dst: em.dma_transpose(dst, src, axes), mask)
+    def emit(dst):
+        em.dma_transpose(dst, src, axes)
+
+    # a 2-D transpose's mask in the source's indices bounds dst swapped
+    emit.transposes = (len(src.shape) == 2 and axes in (None, (1, 0), [1, 0])
+                       and ops.masked_in_source(mask, src))  # type: ignore[attr-defined]
+    return _result(transposed_shape(tuple(src.shape), axes), dtype or src.dtype, "sbuf", emit, mask)
 
 
 
