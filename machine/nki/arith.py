@@ -15,6 +15,8 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import is_float
 from neuronsim.machine.nki import ops
+from neuronsim.machine.nki.alloc import declare_tile, spec_of
+from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
@@ -216,9 +218,12 @@ def _partition_reduce(x: NkiTensor, op: str, scale_by_count: bool, dtype: Any, m
     """A reduction over the partition axis alone: POOL's ``tensor_partition_reduce`` into one
     partition (the result keeps that axis, ``[1, ...]``, so it stays a tile)."""
     def emit(dst) -> None:
-        emit_partition_reduce(dst, alu_name(op), ops.lay(x))
+        total = dst
+        if scale_by_count and dst.element_dtype != "float32":  # the mean page: float32 intermediates
+            total = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
+        emit_partition_reduce(total, alu_name(op), ops.lay(x))
         if scale_by_count:
-            current().kb.tensor_scalar(dst.view(), dst.view(), op0="multiply", operand0=1.0 / x.shape[0])
+            current().kb.tensor_scalar(dst.view(), total.view(), op0="multiply", operand0=1.0 / x.shape[0])
 
     return _result((1, *x.shape[1:]), _reduced_dtype(dtype, x, scale_by_count), "sbuf", emit, mask)
 
@@ -257,9 +262,12 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
 
         def emit(dst) -> None:
             src, reduced = ops.reduced_last(ops.lay(x), axes)
-            current().kb.tensor_reduce(dst.view(), src.view(), op=op, axis=reduced)
+            total = dst
+            if scale_by_count and dst.element_dtype != "float32":  # the mean page: float32 intermediates
+                total = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
+            current().kb.tensor_reduce(total.view(), src.view(), op=op, axis=reduced)
             if scale_by_count:
-                current().kb.tensor_scalar(dst.view(), dst.view(), op0="multiply", operand0=1.0 / count)
+                current().kb.tensor_scalar(dst.view(), total.view(), op0="multiply", operand0=1.0 / count)
 
         return _result(shape, _reduced_dtype(dtype, x, scale_by_count), "sbuf", emit, mask)
 
@@ -279,9 +287,11 @@ all_ = _reduce_fn("all", "logical_and")  # nl.all (the page: along free axes, 1 
 def var(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = True,
         **_kw: Any) -> NkiTensor:
     """The population variance over the free ``axis`` (the page: ``keepdims`` ignored, the
-    result always keeps its dims): the mean of the squared deviations from the mean."""
-    centred = subtract(x, mean(x, axis, keepdims=True, mask=mask), mask=mask)
-    return mean(multiply(centred, centred, mask=mask), axis, keepdims=True, dtype=dtype, mask=mask)
+    result always keeps its dims): the mean of the squared deviations from the mean, each step
+    in float32 (the engines' arithmetic) and the result cast once to ``dtype`` (else the tile's)."""
+    centred = subtract(x, mean(x, axis, keepdims=True, dtype="float32", mask=mask), dtype="float32", mask=mask)
+    return mean(multiply(centred, centred, dtype="float32", mask=mask), axis, keepdims=True,
+                dtype=dtype if dtype is not None else x.dtype, mask=mask)
 REDUCE_OF = {sum: "add", max: "max", min: "min", prod_: "multiply", np.sum: "add", np.max: "max", np.amax: "max",
              np.min: "min", np.amin: "min", np.prod: "multiply"}
 

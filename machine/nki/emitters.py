@@ -12,10 +12,12 @@ from collections.abc import Callable
 from math import prod
 from typing import Any
 
+import numpy as np
+
 from neuronsim.machine.nki import language, ops
 from neuronsim.machine.nki import transpose_dma
 from neuronsim.machine.nki.errors import fail
-from neuronsim.machine.nki.arith import act_name, add, alu_name, multiply, subtract
+from neuronsim.machine.nki.arith import act_name, alu_name
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
@@ -313,7 +315,13 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     if (reduce_init is not None) != (cmd == "load_reduce"):
         raise fail("nisa.tensor_scalar_reduce: reduce_init is given with reduce_cmd=load_reduce, and only then "
                    "(the page)")
-    tensor_scalar(dst, data, op0, operand0, reverse0)
+    values = dst  # what is reduced: the float32 result, as activation_reduce / range_select reduce
+    if dst.element_dtype != "float32":  # a bf16 dst rounds what it stores, not what the accumulator adds
+        values = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
+        tensor_scalar(values, data, op0, operand0, reverse0)
+        ops.copy(dst, values, "dve")
+    else:
+        tensor_scalar(dst, data, op0, operand0, reverse0)
     op = alu_name(reduce_op)
     if cmd == "load_reduce":  # the accumulator loads reduce_init, then this instruction reduces on top
         if is_tile(reduce_init):
@@ -322,7 +330,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
             _reset_register("dve", dst, float(reduce_init))
         cmd = "reduce"
     if reduce_res_negate and reduce_res is not None and cmd in ("reset_reduce", "reduce"):
-        _through_register_reduce(dst, op, cmd, None)
+        _through_register_reduce(values, op, cmd, None)
         out = ops.lay(reduce_res)
         current().note_write(out)
         ops.binary(out, NkiTensor(register("dve", "nisa.tensor_scalar_reduce")), -1.0, "multiply", "dve")
@@ -332,7 +340,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
             _reset_register("dve", dst, _IDENTITY.get(op, 0.0))
         return
 
-    _through_register_reduce(dst, op, cmd, reduce_res)
+    _through_register_reduce(values, op, cmd, reduce_res)
 
 
 def _through_register_reduce(dst: Layout, op: str, cmd: str, reduce_res: Any) -> None:
@@ -435,6 +443,7 @@ def affine_select_pred(dst: Layout, pred: Any, on_true: Any, value: Any) -> None
     if not isinstance(pred, Mask) or len(pred.preds) != 1:
         raise fail("nisa.affine_select takes one affine comparison of nl.arange / nl.mgrid indices")
     (expr, cmp, bound), = pred.preds
+    expr = ops.from_mask_corner(expr)  # under mask=, the destination box's corner is where it starts
     if not isinstance(expr.const, int):
         expr.const._refuse("an affine_select predicate that depends on a loop index")
     channel_multiplier, free = ops.split_terms(expr)
@@ -460,25 +469,36 @@ def iota_pattern(dst: Layout, pattern: Any, offset: Any, channel_multiplier: Any
 @api("nl.where")
 def where(condition: NkiTensor, x: Any, y: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
     """``x`` where ``condition`` is non-zero, else ``y`` (each a tile or a number): one DVE
-    select (``select_reduce``, nothing reduced) when a tile of the condition's shape is among
-    them and the other is a number or a tile of that shape too; otherwise
-    ``condition * x + (1 - condition) * y``, with the products in fp32 (a bool or uint8
-    condition would give its dtype to a number such as -5.0)."""
+    select (``select_reduce``, nothing reduced).  Operands of other shapes broadcast to the
+    result's as numpy's do (a ``[P, 1]`` condition or value along the free axis; a ``[1, F]``
+    one over the partitions); two numbers select between a tile of the first and the second.
+    A select, not ``c * x + (1 - c) * y``: an infinite value not taken (``-inf`` for masked
+    scores) stays out of the result, and a condition of 3 is true."""
     values = [v for v in (x, y) if is_tile(v)]
     if isinstance(condition, Mask):  # a comparison of indices (rows past a bound): a 0 / 1 tile first
         if not values:
             raise fail("nl.where of a comparison of indices between two numbers: give one of them as a tile")
         condition = mask_tile(condition, values[0].shape)
-    out = ops.result_dtype(dtype, *values)
-    on_true = next((v for v in values if is_tile(condition) and v.shape == condition.shape), None)
-    on_false = None if on_true is None else y if on_true is x else x
-    if on_true is not None and (not is_tile(on_false) or on_false.shape == condition.shape):
-        return _result(condition.shape, out, "sbuf",
-                       lambda dst: select_reduce(dst, condition, on_true, on_false, reverse_pred=on_true is not x),
-                       mask, (condition, *values))
-    picked = multiply(condition, x, dtype="float32")
-    other = multiply(subtract(1.0, condition, dtype="float32"), y, dtype="float32")
-    return add(picked, other, dtype=out, mask=mask)
+    if not is_tile(condition):
+        raise fail(f"nl.where: the condition is a tile or a comparison of indices, not {type(condition).__name__}")
+    out = ops.result_dtype(dtype, *values) if values else to_dtype(dtype) if dtype is not None else "float32"
+    try:
+        shape = tuple(int(n) for n in np.broadcast_shapes(*(t.shape for t in (condition, *values))))
+    except ValueError:
+        raise fail("nl.where: the condition " + " and ".join(str(tuple(t.shape)) for t in (condition, *values))
+                   + " do not broadcast to one shape") from None
+
+    def spread(v: Any) -> Any:
+        return v.broadcast_to(shape) if is_tile(v) and tuple(v.shape) != shape else v
+
+    if not values:  # two numbers: a tile of the first to select from
+        x = language.full(shape, ops.number(x), dtype=out, buffer=language.sbuf)
+    cond, x, y = spread(condition), spread(x), spread(y)
+    on_true, reverse = (x, False) if is_tile(x) else (y, True)
+    on_false = y if on_true is x else x
+    return _result(shape, out, "sbuf",
+                   lambda dst: select_reduce(dst, cond, on_true, on_false, reverse_pred=reverse),
+                   mask, tuple(v for v in (condition, x, y) if is_tile(v) and tuple(v.shape) == shape))
 
 
 def mask_tile(mask: Mask, shape: tuple[int, ...]) -> NkiTensor:

@@ -261,6 +261,7 @@ class OpenGroups:
 
     def __init__(self) -> None:
         self._open: dict[str, np.ndarray] = {}
+        self._written: dict[str, np.ndarray] = {}  # elements holding a value other than zeroing's
 
     def _cells(self, tensor: Tensor, partitions: object, offset: object,
                pattern: tuple[tuple[int, int], ...] | None) -> list[tuple[slice, slice]]:
@@ -276,10 +277,11 @@ class OpenGroups:
             return [(rows, slice(offset, None))]
         return [(rows, slice(offset + lo, offset + hi)) for lo, hi in element_runs(tuple(pattern))]
 
-    def _map(self, tensor: Tensor) -> np.ndarray:
-        if tensor.name not in self._open:
-            self._open[tensor.name] = np.zeros((tensor.shape[0], tensor.free_elements), bool)
-        return self._open[tensor.name]
+    def _map(self, tensor: Tensor, maps: dict[str, np.ndarray] | None = None) -> np.ndarray:
+        maps = self._open if maps is None else maps
+        if tensor.name not in maps:
+            maps[tensor.name] = np.zeros((tensor.shape[0], tensor.free_elements), bool)
+        return maps[tensor.name]
 
     def holds(self, tensor: Tensor, partitions: object, offset: object,
               pattern: tuple[tuple[int, int], ...] | None) -> bool:
@@ -291,6 +293,16 @@ class OpenGroups:
         held = self._open[tensor.name]
         return any(held[cell].any() for cell in self._cells(tensor, partitions, offset, pattern))
 
+    def holds_a_value(self, tensor: Tensor, partitions: object, offset: object,
+                      pattern: tuple[tuple[int, int], ...] | None) -> bool:
+        """Whether any element of this footprint holds a value written before, other than a
+        memset's zero (a group since closed by a read still holds its sum: ``psum += matmul``
+        adds to it; onto zeros, starting a group is the same sum)."""
+        if tensor.name not in self._written:
+            return False
+        written = self._written[tensor.name]
+        return any(written[cell].any() for cell in self._cells(tensor, partitions, offset, pattern))
+
     def note(self, inst: Instruction, tensors: Mapping[str, Tensor]) -> None:
         """Open and close groups by what ``inst`` (a traced instruction) reads and writes."""
         accumulating = inst.op == "matmul" and inst.attrs.get("accumulate")
@@ -300,5 +312,9 @@ class OpenGroups:
                 continue
             offset = None if access.moves else (access.offset or 0)
             held = self._map(tensor)
+            written = self._map(tensor, self._written) if opens else None
+            zeroing = inst.op == "memset" and inst.attrs.get("value") == 0
             for cell in self._cells(tensor, access.partitions, offset, access.pattern):
                 held[cell] = opens
+                if written is not None:
+                    written[cell] = not zeroing

@@ -22,7 +22,7 @@ from neuronsim.machine.ir.program import Dep, Instruction, Loop, MemoryKind
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import promote, to_dtype
 from neuronsim.machine.nki.errors import fail, shown
-from neuronsim.machine.nki.indexing import ArangeExpr, Mask
+from neuronsim.machine.nki.indexing import ArangeExpr, Iter, Mask
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import current
@@ -347,16 +347,17 @@ def set_one_partition(dst: Layout, value: Any) -> None:
 
 
 def opens_accumulation(dst: Layout) -> bool:
-    """Whether ``psum[...] += matmul`` accumulates: onto an open accumulation group, yes;
-    onto a fresh tile, the first matmul starts the group, as NKI's compiler does.  In a loop
+    """Whether ``psum[...] += matmul`` accumulates: onto an open accumulation group, or onto
+    a partial sum read since (``+=`` adds to what the tile holds), yes; onto a fresh tile, the
+    first matmul starts the group, as NKI's compiler does.  In a loop
     kept symbolic (one body for every iteration) the group cannot start in the body: the tile
     is zeroed where it was declared, before the loop, and the body accumulates; that zeroing,
     like ``nl.zeros``'s, is then lowered away by peeling (:mod:`neuronsim.machine.nki.groups`)."""
     tracer = current()
     tracer.flush()
     name = dst.tensor.name
-    if dst.tensor.memory != MemoryKind.PSUM or tracer.accumulates_into(dst):
-        return True
+    if dst.tensor.memory != MemoryKind.PSUM or tracer.accumulates_into(dst) or tracer.accumulates_into(dst, True):
+        return True  # ``+=`` adds to what the tile holds, a partial sum read since included
     if not tracer.loops_opened_since_declared(name):
         return False
     tracer.emit_at_declaration(name, lambda: memset(Layout.whole(dst.tensor), 0.0))
@@ -448,12 +449,35 @@ def split_terms(expr: ArangeExpr) -> tuple[int, list[tuple[int, int]]]:
     return partition, free
 
 
+def from_mask_corner(expr: ArangeExpr) -> ArangeExpr:
+    """``expr`` over the emitting call's mask box: the box's destination starts at its first
+    kept element, so an index expression evaluated over it (``nisa.iota``'s values,
+    ``nisa.affine_select``'s predicate) starts at the iterators' first kept values, not at 0,
+    and spans as many as the box keeps.  An iterator of the box matches a term by itself or,
+    written with fresh aranges, by its place in the iteration space."""
+    box = current().mask
+    if box is None:
+        return expr
+    const, terms = expr.const, list(expr.terms)
+    for it, lo, hi in box.bounds:
+        at = [k for k, (t, _c) in enumerate(terms) if t == it]
+        if not at:
+            at = [k for k, (t, _c) in enumerate(terms) if t.pos == it.pos and t.ndim == it.ndim][:2]
+        if len(at) != 1:
+            continue
+        t, coeff = terms[at[0]]
+        const += coeff * lo
+        terms[at[0]] = (Iter(t.uid, t.pos, t.ndim, max(0, min(hi, t.count) - lo)), coeff)
+    return replace(expr, const=const, terms=tuple(terms))
+
+
 def iota(dst: Layout, expr: Any) -> None:
     """``dst[p, i] = expr`` for an affine index expression over the tile's axes (POOL)."""
     if isinstance(expr, int):
         expr = ArangeExpr(expr, ())
     if not isinstance(expr, ArangeExpr):
         raise fail("nisa.iota takes an affine expression of nl.arange / nl.mgrid indices")
+    expr = from_mask_corner(expr)
     partition_step, free = split_terms(expr)
     if len([c for c, _n in free if c]) > 1:
         raise current().refuse("nisa.iota over several free axes", "one free axis")

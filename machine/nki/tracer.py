@@ -330,12 +330,12 @@ class Tracer:
         for inst in new:
             self.psum_open.note(inst, self.kb.tensors)
 
-    def accumulates_into(self, dst: Layout) -> bool:
+    def accumulates_into(self, dst: Layout, holding: bool = False) -> bool:
         """True when a matmul writing ``dst`` adds to an open PSUM accumulation group (elements
-        written, not yet read), False when it starts one."""
-        offset = dst.offset.const if not dst.offset.terms else None
-        pattern = tuple((s, n) for k, s, n in dst.axes if k == F) or ((1, 1),)
-        return self.psum_open.holds(dst.tensor, dst.partitions, offset, pattern)
+        written, not yet read; ``holding``: written before, read since or not), else False."""
+        held = self.psum_open.holds_a_value if holding else self.psum_open.holds
+        return held(dst.tensor, dst.partitions, dst.offset.const if not dst.offset.terms else None,
+                    tuple((s, n) for k, s, n in dst.axes if k == F) or ((1, 1),))
 
     # -- pending results ---------------------------------------------------------------------
     def result(self, proxy: Any, emit: Callable[[Layout], None], storage: Callable[[tuple[SourceLine, str]], Layout],
