@@ -485,7 +485,7 @@ class Tracer:
 
     def _unrolled(self, var: str, values: range, site: tuple[SourceLine, str] | None = None) -> Iterator[int]:
         affine = site is not None and site[1] == "affine" and self.generation == "legacy" and len(values) > 1
-        self.unrolled_runs += affine
+        run = self.unrolled_runs = self.unrolled_runs + affine  # this loop's (the body's loops count on)
         # a legacy affine / sequential body runs once in NKI (a symbolic index): each iteration
         # starts from the plain values its frame held at the loop's start (frames.restore_locals)
         symbolic = site is not None and site[1] != "static" and self.generation == "legacy" and len(values) > 1
@@ -497,7 +497,7 @@ class Tracer:
                 restore_locals(frame, entry)
             self.loops.append((var, value))
             if affine:
-                self.unrolled_affine.append([self.unrolled_runs, var, iteration])
+                self.unrolled_affine.append([run, var, iteration])
             try:
                 yield value
                 if affine:

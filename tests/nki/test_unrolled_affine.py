@@ -47,3 +47,11 @@ def test_the_inner_of_two_unrolled_loops_carries_within_one_outer_iteration() ->
 @pytest.mark.parametrize("func", ["independent_halves", "carried_by_the_python_loop_only"])
 def test_iterations_that_share_nothing_or_only_a_python_loop_carry_are_clean(func: str) -> None:
     assert _findings(func) == []
+
+
+def test_the_outer_loop_carries_past_an_inner_unrolled_loop() -> None:
+    # each iteration of the outer loop keeps its run: the inner loop's runs, counted while
+    # the outer body ran, gave the outer loop's second iteration another run, and nothing
+    # it carried was paired (a public GEMM's += into SBUF across its K blocks went unflagged)
+    found = _findings("outer_carries_past_an_inner_loop")
+    assert ("j", 1) in {(f.loop, f.distance) for f in found if f.dependence == "RAW"}

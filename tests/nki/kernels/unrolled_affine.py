@@ -54,3 +54,17 @@ def nested_inner_carries(x):
             total = nl.load(out[j])
             nl.store(out[j], value=nl.add(total, nl.load(x[(j + k) // 2])))
     return out
+
+
+@nki.jit
+def outer_carries_past_an_inner_loop(x):
+    out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    doubled = nl.ndarray((2, 2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.zeros((128, 64), dtype=nl.float32))
+    for j in nl.affine_range(2):
+        for k in nl.affine_range(2):  # its own iterations independent
+            part = nl.load(x[(j + k) // 2])
+            nl.store(doubled[j, k], value=nl.multiply(part, 2.0))
+        total = nl.load(out)
+        nl.store(out, value=nl.add(total, nl.load(x[j // 2])))
+    return out, doubled
