@@ -93,6 +93,10 @@ class MachineSpec:
     """What an fp32 transpose on PE costs over a bf16 one: 4 on v2, which transposes by a matmul
     against the identity (fp32 operands 4x [ISA ``nc_matmul``]); 2 from v3 on, whose TensorE
     transpose mode gives "2x speedup in FP32 transpose, vs. no transpose mode" [ARCH-v3]."""
+    pe_transpose_exact: bool = False
+    """Whether a transpose on PE moves the elements bit for bit: from v3 on ("Starting
+    NeuronCore-v3, all Tensor Engine transpose is bit-accurate" [ISA ``nc_transpose``]); v2
+    transposes by a matmul against the identity, in fp32, so integers past 2**24 round."""
     pe_overhead_cycles: int = 64
     """PE pipeline latency (matmul initial latency [NKI performance guide]) added to a result's
     availability."""
@@ -175,6 +179,7 @@ PRESETS: dict[str, MachineSpec] = {
         dma_core_bytes_per_ns=368.0,
         has_hwdge=True,
         pe_transpose_fp32_factor=2,
+        pe_transpose_exact=True,
     ),
     # NeuronCore-v4 (docs/timing.md, "trn3"): the Trainium3 architecture guide's clocks, SBUF
     # (32 MiB over 128 partitions) and PSUM (2 MiB, as before), and the DMA table's 33 B/ns an
@@ -193,6 +198,7 @@ PRESETS: dict[str, MachineSpec] = {
         dma_core_bytes_per_ns=528.0,
         has_hwdge=True,
         pe_transpose_fp32_factor=2,
+        pe_transpose_exact=True,
     ),
 }
 

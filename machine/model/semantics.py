@@ -69,7 +69,8 @@ Op meanings are those of the op table (``doc`` column); the details:
 ``bn_aggr``                         per partition ``(mean, variance)`` of the union the
                                     ``(count, mean, var * count)`` triples describe (Chan's combination),
                                     in fp32; no elements give zeros
-``tensor_copy``                     ``cast(in)``
+``tensor_copy``                     ``cast(in)``: same dtype copies bytes, otherwise via fp32, integers
+                                    to integers too (saturating: the ``tensor_copy`` page)
 ``memset``                          ``value`` (default 0)
 ``iota``                            ``base + p * partition_step + i * step`` (defaults 0, 0, 1), ``p`` the
                                     partition and ``i`` the flat free index inside the access; with a
@@ -404,9 +405,10 @@ def _matmul(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 def _transpose(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     flipped = _rows(reads[0]).T
-    if engine != "pe" and flipped.dtype == outs[0].dtype:  # DVE moves the elements, bits and all (any dtype)
+    exact = engine != "pe" or getattr(state, "pe_transpose_exact", False)  # DVE; PE from NeuronCore-v3 on
+    if exact and flipped.dtype == outs[0].dtype:  # the elements moved, bits and all (any dtype)
         return [_fit(flipped, outs[0].shape)]
-    return [cast(_fit(_f32(flipped), outs[0].shape), outs[0].dtype)]  # PE: a matmul by the identity, in fp32
+    return [cast(_fit(_f32(flipped), outs[0].shape), outs[0].dtype)]  # v2's PE: a matmul by the identity, in fp32
 
 
 def _operand(value: float | ReadOperand | None, reads, partitions: int, default: float) -> Any:
@@ -485,6 +487,8 @@ def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     rows = _rows(_fit(reads[0] if bits else _f32(reads[0]), out.shape))
     operands = bind_operands(OP_TABLE["tensor_scalar"], attrs, len(reads))
     reverse = attrs.get("reverse", False)
+    kind = np.asarray(reads[0]).dtype.kind
+    lane = (np.int32 if kind == "i" else np.uint32) if bits and kind in "iub" else None
     value = rows
     for k in (0, 1):
         op = attrs.get(f"op{k}")
@@ -493,6 +497,8 @@ def _tensor_scalar(attrs, reads, outs, engine, state) -> list[np.ndarray]:
         scalar = (_bits_operand if op in _BITS else _operand)(operands[f"operand{k}"], reads, rows.shape[0], 0.0)
         reversed_ = attrs.get(f"reverse{k}", reverse) and op not in _UNARY  # a unary op reads the data alone
         value = ALU[op](scalar, value) if reversed_ else ALU[op](value, scalar)
+        if op in _BITS and lane is not None:  # a 32-bit lane's pattern, as the second op reads it
+            value = value.astype(lane).astype(np.int64)
     return [_stored(np.broadcast_to(value, rows.shape).reshape(out.shape), out.dtype)]
 
 
@@ -561,6 +567,13 @@ def _bn_aggr(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 
 def _tensor_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    """A compute engine's copy: bit for bit between equal dtypes, else through fp32 (the
+    tensor_copy page's "intermediate FP32 cast when input and output data types differ",
+    integers too: int32 40000 into int16 saturates at 32767); a DMA keeps integers' low bits."""
+    src, out = reads[0], outs[0]
+    integers = src.dtype.kind in "iub" and out.dtype.kind in "iu"
+    if integers and src.dtype != out.dtype and not attrs.get("bitcast", False):
+        return [_fit(cast(_f32(src), out.dtype), out.shape)]
     return _dma_copy(attrs, reads, outs, engine, state)
 
 

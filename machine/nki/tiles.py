@@ -14,6 +14,7 @@ from collections.abc import Callable
 from math import prod
 from typing import Any
 
+from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, check_partitions, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
@@ -273,14 +274,25 @@ class NkiTensor:
             tracer.pending = pending
         _operator("assign")(target, value)
 
-    def ap(self, pattern: Any = None, offset: Any = 0, scalar_offset: Any = None, indirect_dim: int = 0,
+    def ap(self, pattern: Any = None, offset: Any = None, scalar_offset: Any = None, indirect_dim: int = 0,
            vector_offset: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
         """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern;
-        ``scalar_offset`` (a device value, its value on the traced inputs) indexes dimension
-        ``indirect_dim`` of the tensor; ``vector_offset`` (a tile, one row per partition) makes
-        it an indirect DMA's gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
-        if dtype is not None and vector_offset is None and scalar_offset is None and other_size(self.layout, dtype):
-            return NkiTensor(bitcast_ap(self.layout, pattern, offset, dtype))  # the same bytes, read as dtype
+        ``offset`` counts from the view's own first element (the page: "added to the view's base
+        storage offset", None keeping it; a whole tensor's is 0); ``scalar_offset`` (a device
+        value, its value on the traced inputs) indexes dimension ``indirect_dim`` of the
+        tensor; ``vector_offset`` (a tile, one row per partition) makes it an indirect DMA's
+        gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
+        lay = self.layout
+        base = lay.offset.const if not lay.offset.terms else SymIndex(lay.offset)
+        if lay.on_chip:  # the first partition's row, then the free offset
+            base = base + lay.partitions[0] * prod(lay.tensor.shape[1:])
+        if dtype is not None and vector_offset is None and scalar_offset is None and other_size(lay, dtype):
+            if not isinstance(base, int) or (base * itemsize(str(lay.tensor.dtype))) % itemsize(str(to_dtype(dtype))):
+                raise fail(f".ap(dtype={to_dtype(dtype)}) of a view of {lay.tensor.name} that starts inside an "
+                           "element of that size: take .ap of the whole tensor with the offset")
+            base = base * itemsize(str(lay.tensor.dtype)) // itemsize(str(to_dtype(dtype)))
+            return NkiTensor(bitcast_ap(lay, pattern, base + (offset or 0), dtype))  # the same bytes, read as dtype
+        offset = base + (0 if offset is None else offset)
         if vector_offset is not None:
             layout = vector_offset_view(self.layout, pattern, offset, vector_offset.layout, indirect_dim)
         else:

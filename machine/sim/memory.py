@@ -184,18 +184,21 @@ class Memory:
     Mutable on purpose: a run writes into it.  :meth:`copy` gives an independent run its own.
     """
 
-    __slots__ = ("spaces", "dram_layout", "partitions", "rng_seed", "rngs")
+    __slots__ = ("spaces", "dram_layout", "partitions", "rng_seed", "rngs", "pe_transpose_exact")
 
-    def __init__(self, spaces: list[np.ndarray], dram_layout: DramLayout, partitions: int, rng_seed: int) -> None:
+    def __init__(self, spaces: list[np.ndarray], dram_layout: DramLayout, partitions: int, rng_seed: int,
+                 pe_transpose_exact: bool = False) -> None:
         self.spaces = spaces
         self.dram_layout = dram_layout
         self.partitions = partitions
         self.rng_seed = rng_seed
         self.rngs: dict[str, np.random.Generator] = {}
+        self.pe_transpose_exact = pe_transpose_exact  # the machine's (MachineSpec), read by the transpose
 
     def copy(self) -> Memory:
         """Same bytes and fresh random generators in their initial state."""
-        return Memory([space.copy() for space in self.spaces], self.dram_layout, self.partitions, self.rng_seed)
+        return Memory([space.copy() for space in self.spaces], self.dram_layout, self.partitions, self.rng_seed,
+                      self.pe_transpose_exact)
 
     def view(self, where: AccessView) -> np.ndarray:
         """A live typed view (writes through to memory)."""
@@ -320,4 +323,4 @@ def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
         values = _input_values(program.tensors[name], inputs.get(name), values_rng)
         base = layout.base[name]
         spaces[2][base:base + values.nbytes] = values.view(np.uint8)
-    return Memory(spaces, layout, spec.sbuf_partitions, data_seed)
+    return Memory(spaces, layout, spec.sbuf_partitions, data_seed, spec.pe_transpose_exact)
