@@ -163,7 +163,7 @@ class KernelBuilder:
         self._loops: list[str] = []
         self._names: set[str] = set()
         self._counters: dict[str, int] = {}
-        self._written: set[str] = set()  # tensors some instruction writes (writes_tensor)
+        self._written: dict[str, int] = {}  # tensor: instructions writing it so far (writes_tensor)
         self._dram_end = 0
         #: ``extras`` of the next instruction (a frontend such as :mod:`neuronsim.machine.nki` sets it
         #: to record where the instruction came from, ``x-source``).
@@ -277,7 +277,8 @@ class KernelBuilder:
         if queue is None and op.startswith("dma"):
             queue = "dma0"
         written = tuple(_access(w) for w in writes)
-        self._written.update(access.tensor for access in written)
+        for tensor in {access.tensor for access in written}:
+            self._written[tensor] = self._written.get(tensor, 0) + 1
         self._bodies[-1].append(Instruction(
             name=name, engine=engine, op=op, reads=tuple(_access(r) for r in reads),
             writes=written,
@@ -317,6 +318,10 @@ class KernelBuilder:
         """True when an instruction emitted so far writes tensor ``name``."""
         return name in self._written
 
+    def write_count(self, name: str) -> int:
+        """How many instructions emitted so far write tensor ``name``."""
+        return self._written.get(name, 0)
+
     def mark(self) -> int:
         """A position in the open body: what is emitted after it is :meth:`emitted_since` it."""
         return len(self._bodies[-1])
@@ -351,7 +356,7 @@ class KernelBuilder:
         DRAM addresses, the open body): a probe program built from :meth:`draft`, then dropped."""
         depth, mark, saved = len(self._bodies), self.mark(), (dict(self._tensors), set(self._names),
                                                               dict(self._counters), self._dram_end,
-                                                              set(self._written))
+                                                              dict(self._written))
         try:
             yield
         finally:

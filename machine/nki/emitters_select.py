@@ -35,7 +35,9 @@ __all__ = ["command", "register", "keep_register", "max8", "find_index8", "match
 _REGISTERS = "_accumulator_registers"
 
 
-def _registers() -> dict[str, Layout]:
+def _registers() -> dict[str, tuple[Layout, int]]:
+    """Per engine, the tile holding the accumulator's last value and how many instructions had
+    written that tile then (:meth:`KernelBuilder.write_count`)."""
     return vars(current()).setdefault(_REGISTERS, {})
 
 
@@ -46,16 +48,29 @@ def command(reduce_cmd: Any, default: str) -> str:
 
 def register(engine: str, what: str) -> Layout:
     """The last value of ``engine``'s accumulator, for ``reduce_cmd=reduce``."""
-    layout = _registers().get(engine)
-    if layout is None:
+    kept = _registers().get(engine)
+    if kept is None:
         raise current().refuse(f"{what}(reduce_cmd=reduce) with no accumulation before it in the kernel",
                                "start the accumulation with reset_reduce (or reset / load_reduce)")
+    layout, writes = kept
+    name = layout.tensor.name
+    # the hardware's 32-bit registers keep their value whatever happens to the tile; neuronsim
+    # keeps it in the tile, so a tile written since, or rounded, would continue the chain wrong
+    if current().kb.write_count(name) > writes:
+        raise current().refuse(f"{what}(reduce_cmd=reduce) after the kernel wrote {name}, the tile the "
+                               "accumulation before it left its value in",
+                               "continue the accumulation before writing that tile, or restart it with "
+                               "reset_reduce")
+    if layout.element_dtype != "float32":
+        raise current().refuse(f"{what}(reduce_cmd=reduce) continuing from {name} ({layout.element_dtype}), "
+                               "where the accumulation before it left its value rounded",
+                               "a float32 result tile for the accumulation a chain continues")
     return layout
 
 
 def keep_register(engine: str, layout: Layout) -> None:
     """``layout`` now holds ``engine``'s accumulator (``"dve"`` or ``"act"``)."""
-    _registers()[engine] = layout
+    _registers()[engine] = (layout, current().kb.write_count(layout.tensor.name))
 
 
 def _tile(value: Any, what: str) -> Layout:
@@ -86,6 +101,8 @@ def _instr(op: str, engine: str, reads: list[Layout], writes: list[Layout], attr
     for layout in writes:
         tracer.note_write(layout)
     tracer.kb.instruction(op, engine, [r.view() for r in reads], [w.view() for w in writes], attrs=attrs)
+    if op in ("range_select", "select_reduce") and len(writes) > 1:  # its reduction's tile holds the accumulator
+        keep_register("dve", writes[1])
 
 
 def _eight(dst: Layout, like: Layout, what: str) -> None:
@@ -169,8 +186,7 @@ def _reduction(reads: list, attrs: dict, writes: list, what: str, cmd: str, redu
         target = _tile(reduce_res, f"{what} reduce_res")
     else:  # kept in the register only: a hidden [P, 1] tile stands for it
         target = declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf"))
-    writes.append(target)
-    keep_register("dve", target)
+    writes.append(target)  # the accumulator's tile: kept once the instruction has written it (_instr)
 
 
 def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
