@@ -147,6 +147,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.model.elementwise import ACTIVATIONS, NATIVE_INT, native_int
 from neuronsim.machine.model.optable import BITVEC_OPS, OP_TABLE, UNARY_ALU_OPS
 from neuronsim.machine.model.oprules import ReadOperand, bind_operands, reduce_axes
 
@@ -199,80 +200,6 @@ def _per_partition(values: np.ndarray, partitions: int) -> np.ndarray:
     return _fit(_f32(values), (partitions, 1))
 
 
-def _phi(z: np.ndarray) -> np.ndarray:
-    """The standard normal distribution function, ``0.5 (1 + erf(z / sqrt 2))``, in float64."""
-    return 0.5 * (1.0 + _erf(np.asarray(z, np.float64) * 0.7071067811865476))
-
-
-def _gelu(z: np.ndarray) -> np.ndarray:
-    """GELU, ``x * Phi(x)`` (NKI's ``gelu``; its approximations are ``gelu_apprx_tanh`` and
-    ``gelu_apprx_sigmoid``)."""
-    return (z * _phi(z)).astype(F32)
-
-
-def _gelu_dx(z: np.ndarray) -> np.ndarray:
-    """GELU's derivative, ``Phi(x) + x * phi(x)``."""
-    return (_phi(z) + z * np.exp(-0.5 * np.asarray(z, np.float64) ** 2) * 0.3989422804014327).astype(F32)
-
-
-def _gelu_sigmoid_dx(z: np.ndarray) -> np.ndarray:
-    """The derivative of ``x * sigmoid(1.702 x)``."""
-    s = _sigmoid(F32(1.702) * z)
-    return s * (F32(1) + F32(1.702) * z * (F32(1) - s))
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    """erf in float64 to within 1.5e-7 (Abramowitz and Stegun 7.1.26; numpy has none): below
-    half an fp32 ulp of GELU's factor, so the fp32 result is the exact one or its neighbour."""
-    t = 1.0 / (1.0 + 0.3275911 * np.abs(x))
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return np.sign(x) * (1.0 - poly * np.exp(-x * x))
-
-
-def _gelu_tanh(z: np.ndarray) -> np.ndarray:
-    return F32(0.5) * z * (F32(1) + np.tanh(F32(0.7978845608028654) * (z + F32(0.044715) * z * z * z)))
-
-
-def _sigmoid(z: np.ndarray) -> np.ndarray:
-    return F32(1) / (F32(1) + np.exp(-z))
-
-
-#: Activation functions: float32 array -> float32 array.
-ACTIVATIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "identity": lambda z: z,
-    "copy": lambda z: z,
-    "exp": np.exp,
-    "log": np.log,
-    "tanh": np.tanh,
-    "sigmoid": _sigmoid,
-    "relu": lambda z: np.maximum(z, F32(0)),
-    "gelu": _gelu,
-    "gelu_apprx_tanh": _gelu_tanh,
-    "gelu_dx": _gelu_dx,
-    "gelu_apprx_sigmoid_dx": _gelu_sigmoid_dx,
-    "erf": lambda z: _erf(np.asarray(z, np.float64)).astype(F32),
-    "erf_dx": lambda z: (1.1283791670955126 * np.exp(-np.asarray(z, np.float64) ** 2)).astype(F32),
-    "tan": np.tan,
-    "silu": lambda z: z * _sigmoid(z),
-    "gelu_apprx_sigmoid": lambda z: z * _sigmoid(F32(1.702) * z),
-    "square": np.square,
-    "sqrt": np.sqrt,
-    "rsqrt": lambda z: F32(1) / np.sqrt(z),
-    "reciprocal": lambda z: F32(1) / z,
-    "abs": np.abs,
-    "sign": np.sign,
-    "neg": np.negative,
-    # the NKI language reference's other activation functions (derivative of silu: s (1 + z (1 - s)))
-    "silu_dx": lambda z: _sigmoid(z) * (F32(1) + z * (F32(1) - _sigmoid(z))),
-    "softplus": lambda z: np.logaddexp(F32(0), z),
-    "mish": lambda z: z * np.tanh(np.logaddexp(F32(0), z)),
-    "sin": np.sin,
-    "cos": np.cos,
-    "arctan": np.arctan,
-    "floor": np.floor,
-    "ceil": np.ceil,
-    "trunc": np.trunc,
-}
 
 def _of_data(fn: Callable[[Any], Any]) -> Callable[[Any, Any], np.ndarray]:
     """An ALU op of the data alone (``bypass``, the unary ones): the other operand only
@@ -455,26 +382,14 @@ def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     return results
 
 
-#: ALU operators GpSimd computes on 32-bit integers natively (NKI 0.7's tensor_tensor page: all
-#: tiles int32 / uint32 on GpSimd, "native integer arithmetic", exact for every 32-bit value);
-#: the division-like ones, whose integer rounding the page does not give, stay in fp32
-_NATIVE_INT = {
-    "add": np.add, "subtract": np.subtract, "multiply": np.multiply, "max": np.maximum, "min": np.minimum,
-    "equal": np.equal, "not_equal": np.not_equal, "greater": np.greater, "greater_equal": np.greater_equal,
-    "less": np.less, "less_equal": np.less_equal,
-}
-
-
-def _native_int(op: str, engine: str, arrays: Sequence[np.ndarray]) -> bool:
-    return engine == "pool" and op in _NATIVE_INT and all(a.dtype in (np.int32, np.uint32) for a in arrays)
-
-
 def _tensor_tensor(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     out = outs[0]
     op = attrs.get("op", "add")
-    if _native_int(op, engine, (reads[0], reads[1], out)):
+    if native_int(op, engine, (reads[0], reads[1], out)):
         a, b = (_fit(r, out.shape).astype(np.int64) for r in reads[:2])
-        return [_stored(_NATIVE_INT[op](a, b).astype(np.int64), out.dtype)]  # the low 32 bits: wraps as 32-bit
+        with np.errstate(divide="ignore"):  # an integer mod by 0 is 0 here
+            result = NATIVE_INT[op](a, b).astype(np.int64)
+        return [_stored(result, out.dtype)]  # the low 32 bits: wraps as 32-bit
     read = (lambda x: x) if op in BITVEC_OPS else _f32
     a = _fit(read(reads[0]), out.shape)
     b = _fit(read(reads[1]), out.shape)
