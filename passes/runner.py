@@ -9,10 +9,13 @@ written out of it at the end).  Verification between passes checks what each pas
 from __future__ import annotations
 
 import gc
+import os
 import time
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 
 from neuronsim.passes.base import AfterPass, Pass, PassContext, PassRecord
@@ -41,6 +44,20 @@ class _GcPaused:
             gc.enable()
 
 
+def _ours(p: Pass) -> bool:
+    """A pass of neuronsim's own registry (not one a spec string imported by its address)."""
+    return type(p).__module__.startswith("neuronsim.") and ":" not in p.name
+
+
+def _users_pass_failed(p: Pass, err: Exception) -> ProgramError:
+    """A user's pass raised: one line naming the pass and the last line of the user's code."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's own files
+    theirs = [f for f in traceback.extract_tb(err.__traceback__)
+              if not os.path.abspath(f.filename).startswith(root + os.sep)]
+    where = f" at {os.path.basename(theirs[-1].filename)}:{theirs[-1].lineno}" if theirs else ""
+    return ProgramError("--passes", f"the pass {p.name!r} raised {type(err).__name__}: {err}{where}")
+
+
 def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance: Callable[[Pass, Any], Any],
                check: Callable[[Pass, Any, Any], None], edges: Callable[[Any], int],
                program_of: Callable[[Any], Program], after_pass: AfterPass | None) -> Any:
@@ -50,7 +67,16 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
         started = time.perf_counter()
         before = ctx.stats.get(p.name, {}).copy()
         with _GcPaused():
-            result = advance(p, value)
+            try:
+                result = advance(p, value)
+            except Exception as err:  # noqa: BLE001 - a user's pass failing is the user's input, not our bug
+                if _ours(p):
+                    raise
+                raise _users_pass_failed(p, err) from None
+            if result is None or type(result) is not type(value):
+                raise ProgramError("--passes", f"the pass {p.name!r} returned {type(result).__name__}, not the "
+                                               f"{type(value).__name__} it was given (a pass returns what it ran on, "
+                                               "changed or not)")
             seconds = time.perf_counter() - started
             ctx.placed = ctx.placed or p.places
             if ctx.verify:

@@ -50,6 +50,11 @@ def _imported_pass(address: str) -> Any:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
         raise ProgramError("--passes", f"cannot load the pass {address!r}: {err}") from None
+    except SyntaxError as err:  # the user's module: its file and line
+        raise ProgramError("--passes", f"cannot load the pass {address!r}: {os.path.basename(err.filename or '')}:"
+                                       f"{err.lineno}: {err.msg}") from None
+    except Exception as err:  # noqa: BLE001 - the user's module raised while it was imported
+        raise ProgramError("--passes", f"cannot load the pass {address!r}: {type(err).__name__}: {err}") from None
     finally:
         if added and folder in sys.path:
             sys.path.remove(folder)

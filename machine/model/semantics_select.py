@@ -243,8 +243,9 @@ def _local_gather(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     result = _rows(np.array(out, copy=True))
     width = max(data.shape[1], 1)
     for first in range(0, min(result.shape[0], data.shape[0], index.shape[0]), CORE_PARTITIONS):
-        stop = first + CORE_PARTITIONS
-        offsets = index[first:stop].ravel(order="F")[: int(attrs.get("valid", index[first:stop].size))]
+        core = index[first:first + CORE_PARTITIONS]
+        stop = min(first + CORE_PARTITIONS, result.shape[0], data.shape[0])  # the partitions both sides have
+        offsets = core.ravel(order="F")[: int(attrs.get("valid", core.size))]
         columns = ((offsets[:, None] + np.arange(k)[None, :]).ravel() % width)[: result.shape[1]]
         picked = data[first:stop][:, columns]
         result[first:stop, : columns.size] = picked if picked.dtype == out.dtype else cast(_f32(picked), out.dtype)

@@ -58,6 +58,11 @@ def main() -> None:
     the collector at the end would start scans every record the run made (0.4 s of a tiled
     4096^3 matmul's ``run``, issue 31) to free nothing before the process exits anyway."""
     signals.install_startup_handlers()
+    if sys.stdout is None:  # started with standard output closed (`>&-`): refused before any work
+        if sys.stderr is not None:
+            print("error: standard output is closed: neuronsim writes its results there (send them to a file, "
+                  "or to /dev/null)", file=sys.stderr)
+        sys.exit(2)
     if next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None) not in KEEPS_COLLECTING:
         gc.disable()
     from neuronsim.verify.cli.common import MEMORY_BACKSTOP

@@ -13,7 +13,7 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from neuronsim.verify.cli.common import (check_output, emit_json, json_option, run_command, size_options,
+from neuronsim.verify.cli.common import (FiniteFloat, check_output, emit_json, json_option, run_command, size_options,
                                          user_prints_aside)
 from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference
 from neuronsim.verify.cli.cmd_profile import run_spec
@@ -59,9 +59,9 @@ def kernel_files(*specs: str) -> dict[str, str]:
 @click.argument("kernel_b", metavar="B.py::FUNC")
 @kernel_options
 @click.option("--reference", "reference", metavar="MODULE:FN", help="A numpy function of the inputs both must match.")
-@click.option("--rtol", default=1e-2, show_default=True, type=click.FloatRange(min=0),
+@click.option("--rtol", default=1e-2, show_default=True, type=FiniteFloat(min=0),
               help="Relative tolerance of the output comparisons.")
-@click.option("--atol", default=1e-2, show_default=True, type=click.FloatRange(min=0),
+@click.option("--atol", default=1e-2, show_default=True, type=FiniteFloat(min=0),
               help="Absolute tolerance of the output comparisons.")
 @click.option("--timing-only", is_flag=True, help="Simulate the schedules alone: no values, no output comparison.")
 @click.option("--top", default=5, show_default=True, type=click.IntRange(min=0), metavar="N",

@@ -32,8 +32,8 @@ import click
 from neuronsim.machine.formats.program_json import save_program
 
 from neuronsim.verify.app.host import available_memory, machine_memory
-from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
-                                         check_output, emit_json, json_option, keep_in_context,
+from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, FiniteFloat,
+                                         UsageFailure, check_output, emit_json, json_option, keep_in_context,
                                          max_instances_option, run_command, run_output_paths, user_prints_aside,
                                          write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
@@ -91,7 +91,7 @@ def kernel_options(fn: Callable) -> Callable:
                           "rank r named NAME_rank{r})."),
         click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
                      help="Read input NAME as DTYPE (raw 2-/1-byte arrays default to bfloat16 / float8_e4m3)."),
-        click.option("--max-idle", type=click.FloatRange(min=0), default=IDLE_SECONDS, show_default=True,
+        click.option("--max-idle", type=FiniteFloat(min=0), default=IDLE_SECONDS, show_default=True,
                      metavar="SECONDS", expose_value=False, callback=keep_in_context(MAX_IDLE_KEY),
                      help="Stop a kernel that runs this long in its own Python without an NKI call (a loop "
                           "that never ends), at its line; 0: never."),

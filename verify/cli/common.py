@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import re
 import sys
@@ -70,12 +71,43 @@ class UsageFailure(Exception):
         self.message = message
 
 
-def emit_json(doc: Any) -> None:
+class FiniteFloat(click.FloatRange):
+    """A float option within a range and finite: click's FloatRange lets ``nan`` through every
+    bound (a NaN compares false), so ``--max-idle nan`` switched the idle watchdog off."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:  # noqa: D102
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+def emit_json(doc: Any, *, failing: bool = False) -> None:
     """Write the one JSON document of a ``--json`` run (strict JSON: a NaN or an infinity
     that reached a figure is written as null, never as the non-JSON ``NaN``)."""
     if sys.stdout is None:
         raise UsageFailure("standard output is closed; --json writes its document there", "--json")
-    sys.stdout.write(dumps_strict(doc, indent=1) + "\n")
+    try:
+        sys.stdout.write(dumps_strict(doc, indent=1) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as err:  # a full device (> /dev/full): one line, not a second failure writing there
+        _silence_stdout()
+        if not failing:  # (an error document: its line is already out, its status stands)
+            click.echo(f"error: standard output: {err.strerror or err}", err=True)
+            sys.exit(EXIT_INPUT)
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that nothing writes into a closed pipe or a full
+    device again (an error document, the interpreter's last flush)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - held until the process exits
 
 
 def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
@@ -88,7 +120,7 @@ def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) ->
     click.echo(f"{label}: {line}" if line else label, err=True)
     if as_json and sys.stdout is not None:
         emit_json({"format": "neuronsim.error/1", "path": printable(path), "message": printable(message),
-                   "internal": internal})
+                   "internal": internal}, failing=True)
     sys.exit(status)
 
 

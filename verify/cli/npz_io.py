@@ -132,7 +132,9 @@ def read_npz(path, option: str, named: Mapping[str, str] | None = None,
         with archive:
             raw = {name: _member(archive, name) for name in archive.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise UsageFailure(f"cannot read {where}: {err}", option) from None
+        # numpy reads a file that is neither .npz nor .npy as a pickle, and advises unpickling it
+        reason = "not an .npz archive (nor an .npy array)" if "pickled" in str(err) else str(err)
+        raise UsageFailure(f"cannot read {where}: {reason}", option) from None
     unknown = sorted(set(named) - set(raw))
     if unknown:
         raise UsageFailure(f"{unknown[0]}: no array of that name in {where} (it has {', '.join(sorted(raw))})",

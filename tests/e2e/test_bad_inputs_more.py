@@ -1,0 +1,112 @@
+"""Bad input a helper's sweep of every command found escaping the contract (one ``error:``
+line, exit 2, no traceback): standard output full or closed, a NaN where a finite number is
+due, a user's pass module that does not import or a pass that raises, a text file given as an
+``.npz``; and a valid program ``simulate`` failed on (exit 3).  Each case runs the installed
+console script from a folder outside the checkout."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neuronsim_tests.bad_inputs import VALID
+
+NEURONSIM = Path(sys.executable).with_name("neuronsim")
+TIMEOUT = 120
+ENDLESS = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def endless(x):
+    while True:
+        pass
+'''
+RAISING_PASS = '''
+class Boom:
+    name = "boom"
+
+    def run(self, program):
+        raise RuntimeError("my pass exploded")
+
+    def __call__(self, program):
+        raise RuntimeError("my pass exploded")
+'''
+
+
+def _one_error(run: subprocess.CompletedProcess, *fragments: str) -> str:
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "p.json").write_text(json.dumps(VALID))
+    (tmp_path / "endless.py").write_text(ENDLESS)
+    (tmp_path / "synerr.py").write_text("def f(:\n")
+    (tmp_path / "boom.py").write_text(RAISING_PASS)
+    (tmp_path / "text.npz").write_text("not an archive\n")
+    return tmp_path
+
+
+def _run(folder: Path, args: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([str(NEURONSIM), *args], cwd=folder, capture_output="stdout" not in kw, text=True,
+                          timeout=TIMEOUT, **kw)
+
+
+def test_a_full_standard_output_is_one_line(folder: Path) -> None:
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([str(NEURONSIM), "check", "p.json", "--json"], cwd=folder, stdout=full,
+                             stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
+    _one_error(run, "standard output", "No space left")
+
+
+def test_a_closed_standard_output_is_refused_before_any_work(folder: Path) -> None:
+    run = subprocess.run([str(NEURONSIM), "compile", "p.json", "-o", "out.json"], cwd=folder, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, timeout=TIMEOUT, close_fds=True,
+                         preexec_fn=lambda: __import__("os").close(1))
+    _one_error(run, "standard output is closed")
+    assert not (folder / "out.json").exists()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["nki", "endless.py::endless", "--max-idle", "nan", "-o", "p2.json"], "--max-idle"),
+    (["compare", "endless.py::endless", "endless.py::endless", "--rtol", "nan"], "--rtol"),
+])
+def test_nan_is_not_a_finite_option(folder: Path, args: list[str], fragment: str) -> None:
+    _one_error(_run(folder, args), fragment, "not a finite number")
+
+
+@pytest.mark.parametrize("spec, fragments", [
+    ("synerr:f", ("cannot load the pass 'synerr:f'", "synerr.py:1")),
+    ("boom:Boom", ("the pass", "raised RuntimeError: my pass exploded", "boom.py:")),
+])
+def test_a_users_pass_that_fails_is_the_users_input(folder: Path, spec: str, fragments: tuple[str, ...]) -> None:
+    _one_error(_run(folder, ["compile", "p.json", "-o", "out.json", "--passes", spec]), "--passes", *fragments)
+
+
+def test_a_text_file_given_as_inputs_is_named_as_not_an_archive(folder: Path) -> None:
+    line = _one_error(_run(folder, ["simulate", "p.json", "--inputs", "text.npz"]), "--inputs", "not an .npz archive")
+    assert "pickle" not in line
+
+
+def test_simulate_runs_a_local_gather_into_fewer_partitions(folder: Path) -> None:
+    program = {"format": "neuronsim.program/1", "tensors": {
+        "a": {"memory": "sbuf", "dtype": "float32", "shape": [128, 64], "partition": 0, "offset": 0},
+        "d": {"memory": "sbuf", "dtype": "uint16", "shape": [128, 1], "partition": 0, "offset": 4096},
+        "e": {"memory": "sbuf", "dtype": "float32", "shape": [1, 3], "partition": 0, "offset": 8192}},
+        "body": [{"name": "x", "engine": "pool", "op": "local_gather", "reads": [{"tensor": "a"}, {"tensor": "d"}],
+                  "writes": [{"tensor": "e"}]}]}
+    (folder / "g.json").write_text(json.dumps(program))
+    run = _run(folder, ["simulate", "g.json"])
+    assert run.returncode in (0, 1) and "internal error" not in run.stderr, run.stderr[-2000:]
