@@ -21,6 +21,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from neuronsim_tests.bad_inputs import one_error_line
+
 NEURONSIM = Path(sys.executable).with_name("neuronsim")
 #: Generous: the machine is shared; the runs here take seconds alone.
 TIMEOUT = 120
@@ -47,13 +49,7 @@ def _run(folder: Path, *args: str, timeout: float = TIMEOUT) -> subprocess.Compl
 
 
 def _refused(run: subprocess.CompletedProcess, *fragments: str) -> str:
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
-    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr[-2000:]
-    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
+    return one_error_line(run, *fragments)
 
 
 def _outputs(command: str, folder: Path) -> list[str]:

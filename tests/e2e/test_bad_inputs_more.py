@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronsim_tests.bad_inputs import VALID
+from neuronsim_tests.bad_inputs import VALID, one_error_line
 
 NEURONSIM = Path(sys.executable).with_name("neuronsim")
 TIMEOUT = 120
@@ -39,16 +39,6 @@ class Boom:
 '''
 
 
-def _one_error(run: subprocess.CompletedProcess, *fragments: str) -> str:
-    lines = run.stderr.strip().splitlines()
-    assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
-    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr[-2000:]
-    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
-
-
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     (tmp_path / "p.json").write_text(json.dumps(VALID))
@@ -68,14 +58,14 @@ def test_a_full_standard_output_is_one_line(folder: Path) -> None:
     with open("/dev/full", "w") as full:
         run = subprocess.run([str(NEURONSIM), "check", "p.json", "--json"], cwd=folder, stdout=full,
                              stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
-    _one_error(run, "standard output", "No space left")
+    one_error_line(run, "standard output", "No space left")
 
 
 def test_a_closed_standard_output_is_refused_before_any_work(folder: Path) -> None:
     run = subprocess.run([str(NEURONSIM), "compile", "p.json", "-o", "out.json"], cwd=folder, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, timeout=TIMEOUT, close_fds=True,
                          preexec_fn=lambda: __import__("os").close(1))
-    _one_error(run, "standard output is closed")
+    one_error_line(run, "standard output is closed")
     assert not (folder / "out.json").exists()
 
 
@@ -84,7 +74,7 @@ def test_a_closed_standard_output_is_refused_before_any_work(folder: Path) -> No
     (["compare", "endless.py::endless", "endless.py::endless", "--rtol", "nan"], "--rtol"),
 ])
 def test_nan_is_not_a_finite_option(folder: Path, args: list[str], fragment: str) -> None:
-    _one_error(_run(folder, args), fragment, "not a finite number")
+    one_error_line(_run(folder, args), fragment, "not a finite number")
 
 
 @pytest.mark.parametrize("spec, fragments", [
@@ -92,11 +82,12 @@ def test_nan_is_not_a_finite_option(folder: Path, args: list[str], fragment: str
     ("boom:Boom", ("the pass", "raised RuntimeError: my pass exploded", "boom.py:")),
 ])
 def test_a_users_pass_that_fails_is_the_users_input(folder: Path, spec: str, fragments: tuple[str, ...]) -> None:
-    _one_error(_run(folder, ["compile", "p.json", "-o", "out.json", "--passes", spec]), "--passes", *fragments)
+    one_error_line(_run(folder, ["compile", "p.json", "-o", "out.json", "--passes", spec]), "--passes", *fragments)
 
 
 def test_a_text_file_given_as_inputs_is_named_as_not_an_archive(folder: Path) -> None:
-    line = _one_error(_run(folder, ["simulate", "p.json", "--inputs", "text.npz"]), "--inputs", "not an .npz archive")
+    run = _run(folder, ["simulate", "p.json", "--inputs", "text.npz"])
+    line = one_error_line(run, "--inputs", "not an .npz archive")
     assert "pickle" not in line
 
 

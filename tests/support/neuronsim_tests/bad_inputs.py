@@ -176,3 +176,16 @@ def refused_in_one_line(args: list[str], *fragments: str, seconds: float = 30.0)
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
+
+
+def one_error_line(run, *fragments: str) -> str:
+    """A finished ``neuronsim`` process (``subprocess.CompletedProcess``, text) exited 2 with
+    one ``error:`` line on standard error holding ``fragments``, no traceback and no internal
+    error; the line."""
+    lines = run.stderr.strip().splitlines()
+    assert run.returncode == 2, (run.returncode, run.stderr[-2000:])
+    assert len(lines) == 1 and lines[0].startswith("error: "), run.stderr[-2000:]
+    assert "Traceback" not in run.stderr and "internal error" not in run.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
