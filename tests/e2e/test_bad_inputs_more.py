@@ -101,3 +101,8 @@ def test_simulate_runs_a_local_gather_into_fewer_partitions(folder: Path) -> Non
     (folder / "g.json").write_text(json.dumps(program))
     run = _run(folder, ["simulate", "g.json"])
     assert run.returncode in (0, 1) and "internal error" not in run.stderr, run.stderr[-2000:]
+
+
+def test_an_unknown_explain_instruction_leaves_no_output(folder: Path) -> None:
+    one_error_line(_run(folder, ["compile", "p.json", "-o", "out.json", "--explain", "nosuch", "load"]), "--explain")
+    assert not (folder / "out.json").exists()

@@ -83,9 +83,10 @@ def compile_command(program: str, output: str, passes_spec: str, explain_pair, n
     with Progress() as progress, progress.stage("compile", len(passes), unit="pass", size=size.instances) as update:
         compiled = run_pipeline(prog, passes, ctx, after_pass=pass_progress(update, passes))
     seconds = time.perf_counter() - started
+    # explained before anything is written: an --explain naming no instruction leaves no -o file
+    note = explain(compiled, *explain_pair, provenance=ctx.provenance) if explain_pair else None
     save_program(compiled, output)
     summary = edge_summary(compiled)
-    note = explain(compiled, *explain_pair, provenance=ctx.provenance) if explain_pair else None
     if as_json:
         emit_json({
             "format": "neuronsim.compile/1",
