@@ -151,6 +151,8 @@ def load_pass(address: str) -> Any:
         raise ProgramError("--pass", f"cannot load {address!r}: {err}") from None
     if isinstance(obj, type):
         obj = obj()
+    if not (callable(obj) or hasattr(obj, "apply") or hasattr(obj, "run")):  # refused before any example runs
+        raise ProgramError("--pass", f"{address!r} is {type(obj).__name__}, neither a pass nor a function")
     return obj
 
 

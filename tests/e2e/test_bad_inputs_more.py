@@ -106,3 +106,10 @@ def test_simulate_runs_a_local_gather_into_fewer_partitions(folder: Path) -> Non
 def test_an_unknown_explain_instruction_leaves_no_output(folder: Path) -> None:
     one_error_line(_run(folder, ["compile", "p.json", "-o", "out.json", "--explain", "nosuch", "load"]), "--explain")
     assert not (folder / "out.json").exists()
+
+
+def test_fuzz_refuses_a_pass_that_is_not_callable_before_any_example(folder: Path) -> None:
+    (folder / "notapass.py").write_text("NOTCALLABLE = 5\n")
+    one_error_line(_run(folder, ["fuzz", "--examples", "2", "--pass", "notapass:NOTCALLABLE", "--out", "ff"]),
+                   "--pass", "neither a pass nor a function")
+    assert not (folder / "ff").exists()
