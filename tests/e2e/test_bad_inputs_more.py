@@ -49,9 +49,8 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _run(folder: Path, args: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([str(NEURONSIM), *args], cwd=folder, capture_output="stdout" not in kw, text=True,
-                          timeout=TIMEOUT, **kw)
+def _run(folder: Path, args: list[str], timeout: float = TIMEOUT) -> subprocess.CompletedProcess:
+    return subprocess.run([str(NEURONSIM), *args], cwd=folder, capture_output=True, text=True, timeout=timeout)
 
 
 def test_a_full_standard_output_is_one_line(folder: Path) -> None:
@@ -113,3 +112,8 @@ def test_fuzz_refuses_a_pass_that_is_not_callable_before_any_example(folder: Pat
     one_error_line(_run(folder, ["fuzz", "--examples", "2", "--pass", "notapass:NOTCALLABLE", "--out", "ff"]),
                    "--pass", "neither a pass nor a function")
     assert not (folder / "ff").exists()
+
+
+def test_a_grid_of_more_programs_than_the_instance_limit_is_refused_up_front(folder: Path) -> None:
+    one_error_line(_run(folder, ["nki", "endless.py::endless", "--grid", "100000000x100000000", "-o", "g.json"],
+                        timeout=30), "--grid", "--max-instances")

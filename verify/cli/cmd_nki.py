@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -128,6 +129,10 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
     meta = context.meta if context is not None else {}
     idle = meta.get(MAX_IDLE_KEY, IDLE_SECONDS)
     limit = meta.get(MAX_INSTANCES_KEY, DEFAULT_MAX_INSTANCES)
+    programs = math.prod(_parse_grid(grid) or (1,))
+    if programs > limit:  # refused up front: each program is traced, and traces at least its launch
+        raise UsageFailure(f"a grid of {programs:,} programs is more than --max-instances ({limit:,}) allows; "
+                           "raise the limit with --max-instances N", "--grid")
     # a long import or trace says how it is getting on; a kernel that loops in Python for ever
     # is stopped at its line (machine/nki/watch.py), never waited on in silence
     def say(text: str) -> None:
