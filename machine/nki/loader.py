@@ -69,6 +69,17 @@ def _import(path: str) -> Any:
     return module
 
 
+def _nul_line(path: str) -> int:
+    """The line of the first NUL byte of ``path`` (0 if none or unreadable)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return 0
+    at = data.find(b"\0")
+    return data.count(b"\n", 0, at) + 1 if at >= 0 else 0
+
+
 def load_kernel(spec: str) -> Any:
     """The kernel object (``@nki.jit`` kernel or plain function) ``FUNC`` of ``PATH.py``."""
     path, func = split_spec(spec)
@@ -84,8 +95,8 @@ def load_kernel(spec: str) -> Any:
         raise
     except SyntaxError as err:  # the kernel's file, or a module it imports (named by the error)
         source = err.filename if err.filename and os.path.isfile(err.filename) else path
-        raise NkiError(SourceLine(_display(source), err.lineno or 0, os.path.abspath(source)),
-                       f"SyntaxError: {err.msg}") from None
+        line = err.lineno or _nul_line(source)  # Python names no line for a NUL byte
+        raise NkiError(SourceLine(_display(source), line, os.path.abspath(source)), f"SyntaxError: {err.msg}") from None
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
     except BaseException as err:  # an import the kernel needs and we do not have, or its own error

@@ -117,3 +117,8 @@ def test_fuzz_refuses_a_pass_that_is_not_callable_before_any_example(folder: Pat
 def test_a_grid_of_more_programs_than_the_instance_limit_is_refused_up_front(folder: Path) -> None:
     one_error_line(_run(folder, ["nki", "endless.py::endless", "--grid", "100000000x100000000", "-o", "g.json"],
                         timeout=30), "--grid", "--max-instances")
+
+
+def test_a_nul_byte_in_a_kernel_file_is_named_at_its_line(folder: Path) -> None:
+    (folder / "nul.py").write_bytes(b"import nki\ndef k(x):\x00\n    pass\n")
+    one_error_line(_run(folder, ["nki", "nul.py::k", "-o", "n.json"]), "nul.py:2:", "null bytes")
