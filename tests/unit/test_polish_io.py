@@ -183,8 +183,9 @@ def test_json_with_standard_output_closed_is_one_line(good):
                           "--json"],
                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=False,
                          stderr=subprocess.PIPE, text=True, preexec_fn=lambda: os.close(1), timeout=120)
-    assert run.returncode == 2 and run.stderr.splitlines() == [
-        "error: --json: standard output is closed; --json writes its document there"]
+    assert run.returncode == 2 and run.stderr.splitlines() == [  # refused before any work, --json or not
+        "error: standard output is closed: neuronsim writes its results there (send them to a file, or to "
+        "/dev/null)"]
 
 
 # -- part 2 --------------------------------------------------------------------------------
