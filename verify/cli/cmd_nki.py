@@ -129,8 +129,10 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
     meta = context.meta if context is not None else {}
     idle = meta.get(MAX_IDLE_KEY, IDLE_SECONDS)
     limit = meta.get(MAX_INSTANCES_KEY, DEFAULT_MAX_INSTANCES)
-    programs = math.prod(_parse_grid(grid) or (1,))
-    if programs > limit:  # refused up front: each program is traced, and traces at least its launch
+    sizes = _parse_grid(grid) or (1,)
+    programs = math.prod(sizes)
+    if programs > limit and max(sizes) < 2**31:  # refused up front: each program is traced (a size past
+        # 2**31 is the kernel launch's own refusal, at its line)
         raise UsageFailure(f"a grid of {programs:,} programs is more than --max-instances ({limit:,}) allows; "
                            "raise the limit with --max-instances N", "--grid")
     # a long import or trace says how it is getting on; a kernel that loops in Python for ever
