@@ -479,8 +479,9 @@ class Alloc(Pass):
     psum_buffers: int = 2
 
     def __post_init__(self) -> None:
-        if self.buffers < 1 or self.align < 1 or self.psum_banks < 0 or self.psum_buffers < 1:
-            raise ValueError("buffers, psum_buffers and align must be >= 1, psum_banks >= 0")
+        if not (1 <= self.buffers <= 1024 and 1 <= self.psum_buffers <= 64 and 0 <= self.psum_banks <= 64
+                and 1 <= self.align <= 65536):  # beyond these no machine has room: a typo, refused as one
+            raise ValueError("buffers 1-1024, psum_buffers 1-64, psum_banks 0 (all) to 64, align 1-65536 bytes")
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
         if not program.has_virtual_tensors:

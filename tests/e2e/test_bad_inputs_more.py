@@ -122,3 +122,9 @@ def test_a_grid_of_more_programs_than_the_instance_limit_is_refused_up_front(fol
 def test_a_nul_byte_in_a_kernel_file_is_named_at_its_line(folder: Path) -> None:
     (folder / "nul.py").write_bytes(b"import nki\ndef k(x):\x00\n    pass\n")
     one_error_line(_run(folder, ["nki", "nul.py::k", "-o", "n.json"]), "nul.py:2:", "null bytes")
+
+
+@pytest.mark.parametrize("spec", ["alloc{align=1000000}", "alloc{psum_banks=99999999999}", "alloc{buffers=10000}"])
+def test_an_alloc_option_out_of_any_machines_range_is_the_options_error(folder: Path, spec: str) -> None:
+    one_error_line(_run(folder, ["compile", "p.json", "-o", "out.json", "--passes", spec]), "--passes.alloc")
+    assert not (folder / "out.json").exists()

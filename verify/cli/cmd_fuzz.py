@@ -243,6 +243,8 @@ def _save_distinct(failures: list[ChunkResult], out_dir: str, shrink=None) -> tu
 def _check_out_dir(out_dir: str) -> None:
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageFailure("cannot write: it is a file, not a folder", out_dir)
+    if os.path.isdir(out_dir) and not os.access(out_dir, os.W_OK | os.X_OK):  # before the run, not after it
+        raise UsageFailure("cannot write: the folder is not writable", out_dir)
     parent = os.path.dirname(os.path.abspath(out_dir))
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
