@@ -151,8 +151,7 @@ def load_pass(address: str) -> Any:
         raise ProgramError("--pass", f"cannot load {address!r}: {err}") from None
     if isinstance(obj, type):
         obj = obj()
-    if not (callable(obj) or hasattr(obj, "apply") or hasattr(obj, "run")):  # refused before any example runs
-        raise ProgramError("--pass", f"{address!r} is {type(obj).__name__}, neither a pass nor a function")
+    as_pass(obj, address)  # neither a pass nor a function: refused here, before any example runs
     return obj
 
 

@@ -15,8 +15,6 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import is_float
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.alloc import declare_tile, spec_of
-from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
@@ -220,7 +218,7 @@ def _partition_reduce(x: NkiTensor, op: str, scale_by_count: bool, dtype: Any, m
     def emit(dst) -> None:
         total = dst
         if scale_by_count and dst.element_dtype != "float32":  # the mean page: float32 intermediates
-            total = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
+            total = ops.float32_tile(dst.shape)
         emit_partition_reduce(total, alu_name(op), ops.lay(x))
         if scale_by_count:
             current().kb.tensor_scalar(dst.view(), total.view(), op0="multiply", operand0=1.0 / x.shape[0])
@@ -264,7 +262,7 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
             src, reduced = ops.reduced_last(ops.lay(x), axes)
             total = dst
             if scale_by_count and dst.element_dtype != "float32":  # the mean page: float32 intermediates
-                total = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
+                total = ops.float32_tile(dst.shape)
             current().kb.tensor_reduce(total.view(), src.view(), op=op, axis=reduced)
             if scale_by_count:
                 current().kb.tensor_scalar(dst.view(), total.view(), op0="multiply", operand0=1.0 / count)
@@ -338,13 +336,12 @@ def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) 
     staged = _result(shape, "float32", "psum",
                      lambda dst: current().kb.transpose(dst.view(), ops.staged_from_psum(ops.lay(x)).view()))
 
-    swapped = ops.masked_in_source(mask, x)  # a mask in x's indices bounds the result swapped
+    swapped = ops.masked_in_source(mask, x)  # a mask in x's indices bounds the result swapped, staged or not
 
     def copy_out(dst: Any) -> None:
         ops.copy(dst, ops.lay(staged, transposed=swapped), "act")
 
-    copy_out.transposes = swapped  # type: ignore[attr-defined]
-    return _result(shape, ops.result_dtype(dtype, x), "sbuf", copy_out, mask, (x,))
+    return _result(shape, ops.result_dtype(dtype, x), "sbuf", ops.swapped_by_mask(copy_out, mask, x), mask, (x,))
 
 
 @api("nl.rms_norm")

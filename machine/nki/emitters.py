@@ -222,7 +222,7 @@ def activate2(dst: Layout, op: Any, data: Any, imm0: Any, imm1: Any, op0: Any, o
     staged = data
     if names[0] != "bypass":
         source = ops.lay(data)
-        first = declare_tile(tracer, spec_of(source.shape, to_dtype("float32"), "sbuf"))
+        first = ops.float32_tile(source.shape)
         second = names[1] != "bypass"
         tensor_scalar(first, data, op0, imm0, reverse0, op1 if second else None, imm1 if second else None,
                       reverse1 if second else False, engine="act")
@@ -240,7 +240,7 @@ def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: A
     the second op reads it; the hardware reads both in one instruction)."""
     in_place = is_tile(operand1) and ops.lay(operand1).tensor.name == dst.tensor.name
     if in_place or dst.element_dtype != "float32":
-        first_result = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
+        first_result = ops.float32_tile(dst.shape)
         tensor_scalar(first_result, data, op0, operand0, reverse0)
         staged = NkiTensor(first_result)
     else:
@@ -317,7 +317,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
                    "(the page)")
     values = dst  # what is reduced: the float32 result, as activation_reduce / range_select reduce
     if dst.element_dtype != "float32":  # a bf16 dst rounds what it stores, not what the accumulator adds
-        values = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "sbuf"))
+        values = ops.float32_tile(dst.shape)
         tensor_scalar(values, data, op0, operand0, reverse0)
         ops.copy(dst, values, "dve")
     else:

@@ -307,7 +307,7 @@ def dropout(dst: Layout, data: Any, prob: Any) -> None:
     compared with ``prob`` (a number or a ``[P, 1]`` tile), times the data (three DVE ops)."""
     source = _tile(data, "dropout data")
     tracer = current()
-    keep = declare_tile(tracer, spec_of(source.shape, to_dtype("float32"), "sbuf"))
+    keep = ops.float32_tile(source.shape)
     random(keep)
     tracer.note_write(keep)
     operand = ops.lay(prob).view() if is_tile(prob) else ops.number(prob)

@@ -295,9 +295,11 @@ class OpenGroups:
 
     def holds_a_value(self, tensor: Tensor, partitions: object, offset: object,
                       pattern: tuple[tuple[int, int], ...] | None) -> bool:
-        """Whether any element of this footprint holds a value written before, other than a
-        memset's zero (a group since closed by a read still holds its sum: ``psum += matmul``
-        adds to it; onto zeros, starting a group is the same sum)."""
+        """Whether any element of this footprint holds an open group (:meth:`holds`) or a value
+        written before other than a memset's zero (a group since closed by a read still holds
+        its sum: ``psum += matmul`` adds to it; onto zeros, starting a group is the same sum)."""
+        if self.holds(tensor, partitions, offset, pattern):
+            return True
         if tensor.name not in self._written:
             return False
         written = self._written[tensor.name]

@@ -302,8 +302,7 @@ def load_transpose2d(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_
         layout = ops.lay(src)
         ops.dma(dst, Layout(layout.tensor, layout.axes[::-1], layout.offset, layout.partitions))
 
-    emit.transposes = ops.masked_in_source(mask, src)  # type: ignore[attr-defined]  (dst then bounded swapped)
-    return _result(src.shape[::-1], dtype or src.dtype, "sbuf", emit, mask)
+    return _result(src.shape[::-1], dtype or src.dtype, "sbuf", ops.swapped_by_mask(emit, mask, src), mask)
 
 
 @api("nl.store")

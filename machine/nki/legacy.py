@@ -57,11 +57,7 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
     # allocated scenarios write it where nki-samples' kernels issue the identity matmul, their
     # builder twins model it as the op table's transpose (scenarios/allocated_*.py).
     shape = (_free(data.shape), data.shape[0])
-
-    def emit(dst):
-        em.transpose(dst, data, engine)
-
-    emit.transposes = ops.masked_in_source(mask, data)  # type: ignore[attr-defined]  (dst then bounded swapped)
+    emit = ops.swapped_by_mask(lambda dst: em.transpose(dst, data, engine), mask, data)
     return _result(shape, dtype or data.dtype, buffer, emit, mask)
 
 
@@ -177,12 +173,8 @@ def affine_select(pred, on_true_tile, on_false_value, *, mask=None, dtype=None, 
 
 @api("nisa.dma_transpose")
 def dma_transpose(src, *, axes=None, mask=None, dtype=None, **_kw):
-    def emit(dst):
-        em.dma_transpose(dst, src, axes)
-
-    # a 2-D transpose's mask in the source's indices bounds dst swapped
-    emit.transposes = (len(src.shape) == 2 and axes in (None, (1, 0), [1, 0])
-                       and ops.masked_in_source(mask, src))  # type: ignore[attr-defined]
+    emit = ops.swapped_by_mask(lambda dst: em.dma_transpose(dst, src, axes), mask, src,
+                               when=len(src.shape) == 2 and axes in (None, (1, 0), [1, 0]))
     return _result(transposed_shape(tuple(src.shape), axes), dtype or src.dtype, "sbuf", emit, mask)
 
 

@@ -8,7 +8,7 @@ and calls one builder op.  The engine and DMA queue choices are documented in do
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -95,6 +95,14 @@ def masked_in_source(mask: Any, value: Any) -> bool:
             yield from iterators(alternative)
 
     return any(id(it) in named for it in iterators(mask))
+
+
+def swapped_by_mask(emit: Callable[..., Any], mask: Any, source: Any, when: bool = True) -> Callable[..., Any]:
+    """``emit``, a transpose of ``source``, marked (``emit.transposes``, which the tracer reads)
+    so that a ``mask=`` written in the source's indices bounds its destination's axes swapped
+    (:func:`masked_in_source`); ``when``: the call is a transpose at all (a 2-D one)."""
+    emit.transposes = when and masked_in_source(mask, source)  # type: ignore[attr-defined]
+    return emit
 
 
 def number(value: Any) -> float | int | None:
@@ -246,13 +254,19 @@ def _fit(src: Layout, dst: Layout) -> Layout:
     return src
 
 
+def float32_tile(shape: tuple[int, ...]) -> Layout:
+    """A fresh SBUF tile of ``shape`` in float32: where an intermediate stays at the engines'
+    precision before one cast to its destination's dtype, as the compiler stages it."""
+    return declare_tile(current(), spec_of(shape, to_dtype("float32"), "sbuf"))
+
+
 def staged_from_psum(layout: Layout) -> Layout:
     """``layout`` itself, or, in PSUM, a copy of it in a fresh SBUF tile (ACT copies it) for
     an engine that cannot read PSUM (POOL), as the compiler stages such operands."""
     if layout.tensor.memory.name != "PSUM":
         return layout
     tracer = current()
-    staged = declare_tile(tracer, spec_of(layout.shape, to_dtype("float32"), "sbuf"))
+    staged = float32_tile(layout.shape)
     tracer.note_write(staged)
     tracer.kb.tensor_copy(staged.view(), layout.view(), engine="act")
     return staged
@@ -356,7 +370,7 @@ def opens_accumulation(dst: Layout) -> bool:
     tracer = current()
     tracer.flush()
     name = dst.tensor.name
-    if dst.tensor.memory != MemoryKind.PSUM or tracer.accumulates_into(dst) or tracer.accumulates_into(dst, True):
+    if dst.tensor.memory != MemoryKind.PSUM or tracer.accumulates_into(dst, holding=True):
         return True  # ``+=`` adds to what the tile holds, a partial sum read since included
     if not tracer.loops_opened_since_declared(name):
         return False

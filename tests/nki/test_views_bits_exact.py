@@ -15,22 +15,33 @@ import pytest
 
 from neuronsim.verify.nki.run import run_kernel
 
-AP = '''
+#: A current-API kernel: ``x`` loaded whole into ``t``; ``OP`` writes ``o`` (OUT, in OUT_DTYPE),
+#: which is stored.  Each test fills in its instruction.
+KERNEL = '''
 import nki
 import nki.isa as nisa
 import nki.language as nl
 
 
-@nki.jit
-def window(x):
-    out = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x[0:128, 0:64])
-    o = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf)
-    SOURCE
+@nki.jit(platform_target="TARGET")
+def kernel(x):
+    out = nl.ndarray(OUT, dtype=OUT_DTYPE, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    o = nl.ndarray(OUT, dtype=OUT_DTYPE, buffer=nl.sbuf)
+    OP
     nisa.dma_copy(dst=out, src=o)
     return out
 '''
+
+
+def _run(tmp_path, x, op: str, out: str = "x.shape", out_dtype: str = "x.dtype", target: str = "trn1"):
+    text = KERNEL.replace("OUT_DTYPE", out_dtype).replace("OUT", out).replace("OP", op).replace("TARGET", target)
+    (tmp_path / "k.py").write_text(text)
+    result, report = run_kernel(f"{tmp_path / 'k.py'}::kernel", x, seeds=(None,))
+    assert not report.run.problems(), report.run.problems()[:3]
+    return result
+
 
 WINDOWS = {
     "an HBM view's own pattern": ("v = x[10:74, 5:37]\n    nisa.dma_copy(dst=o, src=v.ap(pattern=v.get_pattern()))",
@@ -38,7 +49,7 @@ WINDOWS = {
     "an HBM view, offset added": ("nisa.dma_copy(dst=o, src=x[10:74, 5:37].ap(pattern=[[96, 64], [1, 32]], offset=3))",
                                   lambda x: x[10:74, 8:40]),
     "an SBUF view, offset 0": ("nisa.tensor_copy(dst=o,\n"
-                               "                     src=t[64:128, 20:52].ap(pattern=[[64, 64], [1, 32]], offset=0))",
+                               "                     src=t[64:128, 20:52].ap(pattern=[[96, 64], [1, 32]], offset=0))",
                                lambda x: x[64:128, 20:52]),
 }
 
@@ -46,98 +57,37 @@ WINDOWS = {
 @pytest.mark.parametrize("case", list(WINDOWS))
 def test_ap_counts_from_the_views_first_element(tmp_path, case):
     source, expected = WINDOWS[case]
-    (tmp_path / "k.py").write_text(AP.replace("SOURCE", source))
     x = np.random.default_rng(12).standard_normal((128, 96)).astype(np.float32)
-    out, report = run_kernel(f"{tmp_path / 'k.py'}::window", x, seeds=(None,))
-    assert not report.run.problems(), report.run.problems()[:3]
+    out = _run(tmp_path, x, source, out="(64, 32)")
     np.testing.assert_array_equal(out, expected(x))
-
-
-SHIFTS = '''
-import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit
-def shifted(x):
-    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    o = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
-    nisa.tensor_scalar(dst=o, data=t, op0=nl.left_shift, operand0=4, op1=nl.right_shift, operand1=4)
-    nisa.dma_copy(dst=out, src=o)
-    return out
-'''
 
 
 @pytest.mark.parametrize("dtype", [np.uint32, np.int32])
 def test_two_bitvec_operators_work_on_32_bit_patterns(tmp_path, dtype):
-    (tmp_path / "k.py").write_text(SHIFTS)
     info = np.iinfo(dtype)
     x = np.random.default_rng(13).integers(info.min, info.max, (128, 64), dtype=np.int64).astype(dtype)
-    out, report = run_kernel(f"{tmp_path / 'k.py'}::shifted", x, seeds=(None,))
-    assert not report.run.problems(), report.run.problems()[:3]
+    out = _run(tmp_path, x, "nisa.tensor_scalar(dst=o, data=t, op0=nl.left_shift, operand0=4, op1=nl.right_shift, "
+                            "operand1=4)")
     np.testing.assert_array_equal(out, (x << dtype(4)) >> dtype(4))  # numpy's 32-bit shifts wrap
-
-
-TRANSPOSE = '''
-import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit(platform_target="TARGET")
-def flipped(x):
-    out = nl.ndarray((64, 128), dtype=nl.int32, buffer=nl.shared_hbm)
-    t = nl.ndarray((128, 64), dtype=nl.int32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    ps = nl.ndarray((64, 128), dtype=nl.int32, buffer=nl.psum)
-    nisa.nc_transpose(dst=ps, data=t, engine=nisa.engine.tensor)
-    o = nl.ndarray((64, 128), dtype=nl.int32, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=o, src=ps)
-    nisa.dma_copy(dst=out, src=o)
-    return out
-'''
 
 
 @pytest.mark.parametrize("target", ["trn1", "trn2"])
 def test_a_pe_transpose_of_int32_is_exact_from_neuroncore_v3(tmp_path, target):
-    (tmp_path / "k.py").write_text(TRANSPOSE.replace("TARGET", target))
     x = np.random.default_rng(14).integers(-2**31, 2**31 - 1, (128, 64), dtype=np.int64).astype(np.int32)
-    out, report = run_kernel(f"{tmp_path / 'k.py'}::flipped", x, seeds=(None,))
-    assert not report.run.problems(), report.run.problems()[:3]
+    out = _run(tmp_path, x, "ps = nl.ndarray((64, 128), dtype=nl.int32, buffer=nl.psum)\n"
+                            "    nisa.nc_transpose(dst=ps, data=t, engine=nisa.engine.tensor)\n"
+                            "    nisa.tensor_copy(dst=o, src=ps)", out="(64, 128)", target=target)
     if target == "trn2":
         np.testing.assert_array_equal(out, x.T)
     else:  # v2: a matmul against the identity, in fp32
         np.testing.assert_array_equal(out, x.T.astype(np.float32).astype(np.int64).clip(-2**31, 2**31 - 1))
 
 
-NARROWED = '''
-import nki
-import nki.isa as nisa
-import nki.language as nl
-
-
-@nki.jit
-def narrowed(x):
-    out = nl.ndarray(x.shape, dtype=nl.int16, buffer=nl.shared_hbm)
-    t = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=x)
-    o = nl.ndarray(x.shape, dtype=nl.int16, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=o, src=t, engine=nisa.engine.vector)
-    nisa.dma_copy(dst=out, src=o)
-    return out
-'''
-
-
 def test_a_compute_copy_between_integer_types_goes_through_fp32(tmp_path):
     # the tensor_copy page: "intermediate FP32 cast when input and output data types differ";
     # it kept the low bits as a DMA does (40000 came out -25536, 16777217 came out 1)
-    (tmp_path / "k.py").write_text(NARROWED)
     x = np.random.default_rng(15).integers(-2**31, 2**31 - 1, (128, 64), dtype=np.int64).astype(np.int32)
     x[0, :3] = [40000, 16777217, -40000]
-    out, report = run_kernel(f"{tmp_path / 'k.py'}::narrowed", x, seeds=(None,))
-    assert not report.run.problems(), report.run.problems()[:3]
+    out = _run(tmp_path, x, "nisa.tensor_copy(dst=o, src=t, engine=nisa.engine.vector)", out_dtype="nl.int16")
     np.testing.assert_array_equal(out, np.clip(x.astype(np.float32).astype(np.float64), -32768, 32767).astype(np.int16))
     assert out[0, :3].tolist() == [32767, 32767, -32768]

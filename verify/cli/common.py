@@ -137,11 +137,7 @@ def closed_pipe() -> None:
     """The reader of standard output went away (``neuronsim show BIG | head``): exit 141, as
     a shell reports a SIGPIPE, with nothing on standard error.  Standard output is pointed at
     /dev/null first, so the interpreter's last flush into the closed pipe stays quiet."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
-        pass
+    _silence_stdout()
     sys.exit(EXIT_BROKEN_PIPE)
 
 
