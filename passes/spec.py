@@ -29,14 +29,15 @@ from neuronsim.machine.ir.errors import ProgramError
 
 from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass
 
-__all__ = ["parse_pipeline"]
+__all__ = ["parse_pipeline", "import_pass"]
 
 _ITEM = re.compile(r"\s*([a-z][a-z0-9-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
 
 
-def _imported_pass(address: str) -> Any:
-    """``MODULE:NAME`` of a spec string: a pass class (or object, or function) imported from the
-    current folder or the installed packages, so an unregistered pass runs by its address."""
+def import_pass(address: str, option: str = "--passes") -> Any:
+    """``MODULE:NAME`` of a spec string (or of ``fuzz --pass``: ``option`` names where it was
+    given): a pass class (or object, or function) imported from the current folder or the
+    installed packages, so an unregistered pass runs by its address."""
     import importlib
     import os
     import sys
@@ -49,12 +50,12 @@ def _imported_pass(address: str) -> Any:
     try:
         return getattr(importlib.import_module(module), attr)
     except (ImportError, AttributeError) as err:
-        raise ProgramError("--passes", f"cannot load the pass {address!r}: {err}") from None
+        raise ProgramError(option, f"cannot load the pass {address!r}: {err}") from None
     except SyntaxError as err:  # the user's module: its file and line
-        raise ProgramError("--passes", f"cannot load the pass {address!r}: {os.path.basename(err.filename or '')}:"
-                                       f"{err.lineno}: {err.msg}") from None
+        raise ProgramError(option, f"cannot load the pass {address!r}: {os.path.basename(err.filename or '')}:"
+                                   f"{err.lineno}: SyntaxError: {err.msg}") from None
     except Exception as err:  # noqa: BLE001 - the user's module raised while it was imported
-        raise ProgramError("--passes", f"cannot load the pass {address!r}: {type(err).__name__}: {err}") from None
+        raise ProgramError(option, f"cannot load the pass {address!r}: {type(err).__name__}: {err}") from None
     finally:
         if added and folder in sys.path:
             sys.path.remove(folder)
@@ -91,7 +92,7 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
         name, options = m.group(1), m.group(2)
         cls = registry.get(name)
         if cls is None and ":" in name:
-            cls = _imported_pass(name)
+            cls = import_pass(name)
             if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):  # an object or a function: no options
                 if options and options.strip():
                     raise ProgramError(f"--passes.{name}", "options need a pass class (a dataclass)")

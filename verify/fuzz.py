@@ -36,7 +36,6 @@ Examples
 
 from __future__ import annotations
 
-import importlib
 import os
 import tempfile
 from collections.abc import Callable
@@ -57,6 +56,7 @@ from neuronsim.machine.model.geometry import footprint, overlap
 from neuronsim.machine.order.unroll import unroll
 from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.pipeline import Pass, as_pass
+from neuronsim.passes.spec import import_pass
 from neuronsim.passes.analysis.labels import verify_anti_dependence
 
 from neuronsim.verify.fuzz_explain import PassEffect, PassStage, explain_race, pass_effect, user_slot
@@ -145,10 +145,7 @@ def load_pass(address: str) -> Any:
     module, sep, attr = address.partition(":")
     if not sep or not module or not attr:
         raise ProgramError("--pass", f"expected module:function, got {address!r}")
-    try:
-        obj = getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as err:
-        raise ProgramError("--pass", f"cannot load {address!r}: {err}") from None
+    obj = import_pass(address, "--pass")  # the spec strings' importer: one for both
     if isinstance(obj, type):
         obj = obj()
     as_pass(obj, address)  # neither a pass nor a function: refused here, before any example runs
