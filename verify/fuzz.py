@@ -48,7 +48,7 @@ from hypothesis import seed as hypothesis_seed
 
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.formats.files import write_text
+from neuronsim.machine.formats.files import make_folders, write_text
 from neuronsim.machine.formats.program_json import dumps_program
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.sim.simulator import simulate
@@ -424,7 +424,7 @@ def save_failure(failure: FuzzFailure, folder: str, stem: str) -> FuzzFailure:
     line, the race, the full report), ``.compiled.json`` (the pipeline's output),
     ``.pass-input.json`` and ``.pass-output.json`` (what the pass under test was given and
     returned), each atomically; the failure with ``saved`` set to the program's path."""
-    os.makedirs(folder, exist_ok=True)
+    make_folders(folder)
     path = os.path.join(folder, f"{stem}.json")
     stem_path = path[:-5]
     write_text(path, failure.program)

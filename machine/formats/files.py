@@ -18,6 +18,11 @@ Writing *in place of* the old file keeps what a user set on it:
   destroy it, and a FIFO's reader waits for the bytes, not for a new file; ``-`` is standard
   output.
 
+A command's outputs are all or nothing too: between :func:`begin_outputs` and
+:func:`settle_outputs` every file put in place is recorded (an existing one first kept under a
+hard link), so a command that fails after writing some (standard output full, say) takes them
+back: new files removed, replaced ones restored.
+
 Temporary files in flight are listed in :data:`PENDING` so that a process ended by a signal
 (:mod:`neuronsim.verify.cli.signals`) removes them even when it cannot unwind normally.
 
@@ -48,10 +53,88 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 __all__ = ["OutputError", "write_atomically", "write_text", "check_output_path", "resolve_target", "PENDING",
-           "remove_pending", "is_stream_target"]
+           "remove_pending", "is_stream_target", "begin_outputs", "settle_outputs", "make_folders"]
 
 #: Temporary files being written now (removed by :func:`remove_pending` on a forced exit).
 PENDING: set[str] = set()
+
+
+#: While a command records its outputs: per file put in place, ``(target, the old file's link
+#: or None, whether a file was there)``; None when nothing records.
+_PLACED: list[tuple[str, str | None, bool]] | None = None
+#: The folders :func:`make_folders` created while recording (removed again if left empty).
+_FOLDERS: list[str] = []
+
+
+def _forget_in_child() -> None:  # a forked worker's files are its own; the command settles only the parent's
+    global _PLACED
+    _PLACED = None
+    _FOLDERS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
+def begin_outputs() -> None:
+    """Record the files put in place from now on (a command starting)."""
+    global _PLACED
+    _PLACED = []
+
+
+def settle_outputs(*, keep: bool) -> None:
+    """End the recording: keep the files (drop the old ones' links), or take them back (latest
+    first: a new file removed, a replaced one restored from its link; one replaced where no
+    link could be made stays, complete)."""
+    global _PLACED
+    placed, _PLACED = _PLACED or [], None
+    folders = _FOLDERS[:]
+    _FOLDERS.clear()
+    for target, old, existed in reversed(placed):
+        try:
+            if keep:
+                if old is not None:
+                    os.unlink(old)
+            elif old is not None:
+                os.replace(old, target)
+            elif not existed:
+                os.unlink(target)
+        except OSError:
+            pass
+        if old is not None:
+            PENDING.discard(old)
+    for folder in () if keep else reversed(folders):
+        try:
+            os.rmdir(folder)  # only if empty: a folder the user filled meanwhile stays
+        except OSError:
+            pass
+
+
+def make_folders(path: str | os.PathLike) -> None:
+    """``os.makedirs(path, exist_ok=True)``; while outputs are recorded, the folders it
+    creates are taken back with the files of a failed command."""
+    missing, folder = [], os.path.abspath(os.fspath(path))
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    os.makedirs(path, exist_ok=True)
+    if _PLACED is not None:
+        _FOLDERS.extend(reversed(missing))
+
+
+def _keep_old(target: str, folder: str, name: str) -> str | None:
+    """A hard link to the file at ``target`` beside it (None: none could be made)."""
+    try:
+        fd, old = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".old")
+        os.close(fd)
+        os.unlink(old)
+        os.link(target, old)
+    except OSError:
+        return None
+    PENDING.add(old)  # a process ended by a signal removes it (the new file stays)
+    return old
 
 
 def remove_pending() -> None:
@@ -186,6 +269,9 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
                         pass
             else:
                 os.fchmod(fh.fileno(), _new_file_mode())
+        if _PLACED is not None:
+            _PLACED.append((target, _keep_old(target, folder, name) if existing is not None else None,
+                            existing is not None))
         os.replace(tmp, target)
         PENDING.discard(tmp)
     except BaseException as err:

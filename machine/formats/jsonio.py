@@ -121,6 +121,33 @@ def _token_error(text: str, token: str, message: str) -> ProgramError:
     return ProgramError("", f"malformed JSON{where}: {message}")
 
 
+def _deepest(text: str) -> tuple[int, int]:
+    """``(offset, depth)`` of the first bracket that opens the deepest level of ``text``
+    (strings skipped).  Only asked after the decoder gave up, so a pass over the text in
+    Python is affordable.
+
+    >>> _deepest('{"a": [[1], [[2]]]}')
+    (13, 4)
+    >>> _deepest('["[[[", 1]')
+    (0, 1)
+    """
+    depth, k, n, best = 0, 0, len(text), (0, 0)
+    while k < n:
+        c = text[k]
+        if c == '"':  # a string: skip to its closing quote, past escaped characters
+            k += 1
+            while k < n and text[k] != '"':
+                k += 2 if text[k] == "\\" else 1
+        elif c in "[{":
+            depth += 1
+            if depth > best[1]:
+                best = (k, depth)
+        elif c in "]}":
+            depth -= 1
+        k += 1
+    return best
+
+
 def loads_strict(text: str) -> Any:
     """The document of a JSON text, strictly: a key twice in one object, NaN, Infinity, a
     number beyond a double and an integer of more digits than Python converts are located
@@ -134,6 +161,10 @@ def loads_strict(text: str) -> Any:
         raise ProgramError("", f"malformed JSON at line {err.lineno} column {err.colno}: {err.msg}") from None
     except _Unreadable as err:
         raise _token_error(text, err.token, err.message) from None
+    except RecursionError:  # json's decoder recurses per level and says nothing of where it was
+        at, depth = _deepest(text)
+        raise ProgramError("", f"unreadable JSON at {line_column(text, at)}: arrays and objects nest {depth} deep "
+                               "there, deeper than the decoder can follow") from None
     except ValueError as err:  # an integer of more digits than Python converts
         located = huge_integer_error(err, text)
         if located is None:

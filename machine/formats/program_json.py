@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from neuronsim.machine.ir.dtypes import DTYPES
 from neuronsim.machine.ir.edges import KIND_NAMES, kind_from_name
 from neuronsim.machine.model.opcodes import check_opcode
+from neuronsim.machine.formats.annotations import check_annotations
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.formats.inputs import check_encoding, read_input
 from neuronsim.machine.formats.jsonio import dumps_strict, line_column, loads_strict, write_text
@@ -194,8 +195,11 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
     if rotation is not None and unplaced:
         raise ProgramError(join_path(path, "x-rotate"),
                            "only a placed tensor rotates (an alias-group or virtual tensor has no address to rotate)")
+    extras = _extras(raw, ext.TENSOR_KEYS)
+    if extras:
+        check_annotations(extras, path, "tensor")
     return Tensor(name=name, memory=memory, dtype=dtype, shape=shape, partition=partition, offset=offset, bank=bank,
-                  address=address, alias=alias, role=role, extras=_extras(raw, ext.TENSOR_KEYS), rotate=rotation)
+                  address=address, alias=alias, role=role, extras=extras, rotate=rotation)
 
 
 # -- accesses ---------------------------------------------------------------------------
@@ -315,8 +319,11 @@ def _parse_node(raw: Any, path: str, nqueues: int, names: dict[str, str]) -> Nod
         attrs = {k: ext.decode_number(v) for k, v in attrs.items()}
     deps = _parse_deps(raw.get("deps", []), join_path(path, "deps"), names)
     check_opcode(raw, path)
+    extras = _extras(raw)
+    if extras:
+        check_annotations(extras, path, "instruction")
     return Instruction(name=name, engine=engine, op=op, reads=reads, writes=writes, attrs=frozen_mapping(attrs),
-                       deps=deps, queue=queue, extras=_extras(raw))
+                       deps=deps, queue=queue, extras=extras)
 
 
 # -- documents --------------------------------------------------------------------------
@@ -341,7 +348,10 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     body_raw = _list(doc.get("body"), "body")
     names: dict[str, str] = {}
     body = tuple(_parse_node(n, join_path("body", i), spec.dma_queues, names) for i, n in enumerate(body_raw))
-    program = Program(frozen_mapping(tensors), body, machine_value, _extras(doc))
+    extras = _extras(doc)
+    if extras:
+        check_annotations(extras, "", "document")
+    program = Program(frozen_mapping(tensors), body, machine_value, extras)
     if validate:
         from neuronsim.machine.formats.validate import validate_program
 

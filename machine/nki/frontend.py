@@ -51,7 +51,7 @@ from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
 from neuronsim.machine.nki.legacy_rules import check_mutable, check_written
 
-__all__ = ["TracedKernel", "trace"]
+__all__ = ["TracedKernel", "trace", "kernel_frame"]
 
 _MAX_ATTEMPTS = 64
 #: Restarts that unroll the loops named, one nest at a time, before every loop is unrolled.
@@ -290,10 +290,10 @@ def _defined_at(func: Any) -> SourceLine:
 def _located(err: BaseException, func: Any) -> SourceLine:
     """The innermost frame of ``err``'s traceback in the kernel's own code (none: where the
     kernel is defined)."""
-    return _kernel_frame(err) or _defined_at(func)
+    return kernel_frame(err) or _defined_at(func)
 
 
-def _kernel_frame(err: BaseException) -> SourceLine | None:
+def kernel_frame(err: BaseException) -> SourceLine | None:
     """The innermost frame of ``err``'s traceback in the kernel's own code, if any (the
     loader has no kernel function yet when an import fails, only its file)."""
     found = None

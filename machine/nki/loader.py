@@ -16,7 +16,7 @@ from typing import Any
 
 from neuronsim.machine.ir.errors import message_of
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
-from neuronsim.machine.nki.frontend import _kernel_frame
+from neuronsim.machine.nki.frontend import kernel_frame
 from neuronsim.machine.nki.standins import standins
 
 __all__ = ["load_kernel", "split_spec", "beside_first"]
@@ -101,7 +101,7 @@ def load_kernel(spec: str) -> Any:
         raise
     except BaseException as err:  # an import the kernel needs and we do not have, or its own error
         what = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {message_of(err)}"
-        raise NkiError(_kernel_frame(err) or where, f"importing the kernel: {what}") from None
+        raise NkiError(kernel_frame(err) or where, f"importing the kernel: {what}") from None
     kernel = module
     for part in func.split("."):  # CLASS.METHOD: a kernel kept as a class's static method
         kernel = getattr(kernel, part, None)

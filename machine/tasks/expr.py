@@ -92,7 +92,7 @@ _AST_CMP = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "=="
 def _build(node: ast.AST, path: str) -> ScalarExpr:
     """Translate one (restricted) Python expression node."""
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
-        return node.value
+        return _int64(node.value, path)
     if isinstance(node, ast.Name):
         return Sym(node.id)
     if isinstance(node, ast.BinOp) and type(node.op) in _AST_BIN:
@@ -117,19 +117,55 @@ def _build(node: ast.AST, path: str) -> ScalarExpr:
                              "+ - * // %, comparisons, and/or/not, min(a, b), max(a, b)")
 
 
+#: Operators nested deeper than this are refused at the expression's path: evaluating, folding
+#: and rendering recurse per level (a flat sum of 200 terms nests 199 deep).
+MAX_EXPR_DEPTH = 200
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deep ``tree``'s operators nest (expression nodes, the tree's own included), counted
+    without recursion: its depth is what is checked.
+
+    >>> _depth(ast.parse("1 + 2 * n", mode="eval").body)
+    3
+    """
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + isinstance(child, ast.expr)) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def parse_expr(value: object, path: str) -> ScalarExpr:
     """A scalar expression from a JSON value (an integer or expression text), folded."""
     if isinstance(value, bool):
         raise ProgramError(path, f"expected an integer or an expression, got {value}")
     if isinstance(value, int):
-        return value
+        return _int64(value, path)
     if not isinstance(value, str) or not value.strip():
         raise ProgramError(path, f"expected an integer or an expression, got {value!r}")
     try:
         tree = ast.parse(value.strip(), mode="eval")
-    except SyntaxError:
-        raise ProgramError(path, f"cannot parse expression {value!r}") from None
+    except (SyntaxError, RecursionError, MemoryError):  # the parser's own limits on nesting
+        raise ProgramError(path, f"cannot parse expression {_short(value)}") from None
+    if _depth(tree.body) > MAX_EXPR_DEPTH:
+        raise ProgramError(path, f"the expression {_short(value)} nests more than {MAX_EXPR_DEPTH} operators deep; "
+                                 "name a part of it with a scalar let")
     return fold(_build(tree.body, path))
+
+
+def _int64(value: int, path: str) -> int:
+    """``value``, an integer the format allows (scalars are INT64, as in the instruction format)."""
+    if not INT64_RANGE[0] <= value <= INT64_RANGE[1]:
+        raise ProgramError(path, f"expected an integer below 2**63 in magnitude, got one of {value.bit_length()} "
+                                 "bits")
+    return value
+
+
+def _short(text: str) -> str:
+    """``text`` quoted, its middle elided past 60 characters (an error line stays one line)."""
+    return repr(text if len(text) <= 60 else f"{text[:28]} ... {text[-28:]}")
 
 
 def fold(expr: ScalarExpr) -> ScalarExpr:

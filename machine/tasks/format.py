@@ -15,11 +15,11 @@ import re
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from neuronsim.machine.ir.dtypes import DTYPES
+from neuronsim.machine.ir.dtypes import DTYPES, itemsize
 from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.formats.jsonio import decode_strict, dumps_strict, read_source
 from neuronsim.machine.model.presets import FLOAT_FIGURE_RANGE
-from neuronsim.machine.tasks.expr import ScalarExpr, parse_expr
+from neuronsim.machine.tasks.expr import INT64_RANGE, ScalarExpr, parse_expr
 from neuronsim.machine.tasks.ir import (
     EMPTY, INDEXED_OPS, LAYOUTS, PADS, Alias, ArgDirection, Assemble, Call, CompilerDep, Create, For,
     Function, GetSlot, If, IndexedView, IterArg, Kernel, KernelParam, MemRef, Operand, ParamDirection,
@@ -157,6 +157,8 @@ def _type(o: _Obj) -> TensorType:
     shape = o.exprs("shape")
     if not shape:
         raise ProgramError(o.at("shape"), "expected at least one dimension")
+    if all(isinstance(d, int) for d in shape) and math.prod(shape) * itemsize(dtype) > INT64_RANGE[1]:
+        raise ProgramError(o.at("shape"), f"a tensor of shape {list(shape)} would hold more than 2**63 bytes")
     view = _view(o.raw["view"], o.at("view")) if o.has("view") else None
     memref = _memref(o.raw["memref"], o.at("memref")) if o.has("memref") else None
     return TensorType(shape, dtype, view, memref)

@@ -26,6 +26,7 @@ from neuronsim.machine.sim.export import write_chrome_trace
 from neuronsim.passes.spec import parse_pipeline
 from neuronsim.verify.app.drawings import plot_timeline
 from neuronsim.machine.formats.validate import validate_program
+from neuronsim.machine.formats.files import make_folders
 from neuronsim.machine.sim.tolerance import plain_number
 from neuronsim.machine.sim.trace import summarize, summary_table
 
@@ -46,7 +47,7 @@ def _out_folder(out_dir: str) -> None:
     if os.path.exists(out_dir):
         raise UsageFailure("cannot write: it is a file, not a folder", out_dir)
     try:
-        os.makedirs(out_dir, exist_ok=True)
+        make_folders(out_dir)
     except OSError as err:
         raise UsageFailure(f"cannot create the folder: {err.strerror or err}", out_dir) from None
 

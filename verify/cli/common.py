@@ -26,10 +26,16 @@ from typing import Any
 import click
 
 from neuronsim.machine.ir.errors import ProgramError, printable
-from neuronsim.machine.formats.files import OutputError, check_output_path, write_text
+from neuronsim.machine.formats.files import (
+    OutputError,
+    begin_outputs,
+    check_output_path,
+    settle_outputs,
+    write_text,
+)
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
-from neuronsim.verify.cli.signals import Terminated, mark_reported, raise_if_received
+from neuronsim.verify.cli.signals import Terminated, mark_reported, raise_if_received, received
 from neuronsim.machine.order.work_estimate import SizeEstimate, estimate_size
 from neuronsim.verify.app.host import (
     address_space,
@@ -150,12 +156,33 @@ def internal_error(err: BaseException, as_json: bool) -> None:
              f"{TRACEBACK_ENV}=1 for the traceback and report it)", as_json, status=EXIT_INTERNAL)
 
 
+def _raised_by_code(err: KeyboardInterrupt) -> str | None:
+    """``file:line`` of the user's code that raised ``err`` when no signal came (Ctrl-C and
+    SIGTERM are recorded by :mod:`~neuronsim.verify.cli.signals` as they arrive), else None."""
+    if received() is not None or isinstance(err, Terminated):
+        return None
+    from neuronsim.machine.nki.frontend import kernel_frame
+
+    where = kernel_frame(err)
+    return str(where) if where is not None else None
+
+
 def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
     """Decorator: turn input errors into exit 2, bugs into exit 3, Ctrl-C into 130, and
     return values into exit statuses."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
+        begin_outputs()
+        try:
+            guarded(*args, **kwargs)
+        except SystemExit as done:
+            # a failure takes back the files already written (nothing half-done); findings and
+            # signals keep them (a fuzz run's failures found before Ctrl-C are complete files)
+            settle_outputs(keep=done.code not in (EXIT_INPUT, EXIT_INTERNAL, EXIT_BROKEN_PIPE))
+            raise
+
+    def guarded(*args: Any, **kwargs: Any) -> None:
         as_json = bool(kwargs.get("as_json"))
         try:
             status = fn(*args, **kwargs)
@@ -174,6 +201,9 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
         except OSError as err:  # a file that cannot be read or written: unusable input, not a crash
             fail(getattr(err, "filename", None) or "", err.strerror or str(err), as_json)
         except KeyboardInterrupt as err:
+            raised_at = _raised_by_code(err)
+            if raised_at:  # a kernel's (or a user's pass's) own `raise KeyboardInterrupt`: its error, at its line
+                fail(raised_at, "KeyboardInterrupt raised here, not by a signal", as_json)
             stopped(err, as_json)
         except Exception as err:  # noqa: BLE001 - anything else is a bug: one line, exit 3
             internal_error(err, as_json)

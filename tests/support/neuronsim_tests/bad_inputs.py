@@ -149,6 +149,26 @@ BAD_INPUTS: list[BadInput] = [
     BadInput("x-partitions_per_iteration-near-2**63", _text(lambda d: d["body"][0]["body"][1]["reads"][0].update(
         {"pattern": [[1, 16]], "x-partitions_per_iteration": {"k": 2**63 - 1}})).encode(),
              f"{SCALE}.reads[0].x-partitions_per_iteration.k", "at most 65,536"),
+    # the sweep of round 4, eighteenth session: documented annotations neuronsim reads back, malformed
+    BadInput("x-source-not-an-object", _text(lambda d: d["body"][0]["body"][1].update({"x-source": "here"})).encode(),
+             f"{SCALE}.x-source", "expected an object"),
+    BadInput("x-source-line-not-a-number", _text(lambda d: d["body"][0]["body"][1].update(
+        {"x-source": {"file": "k.py", "line": "x"}})).encode(), f"{SCALE}.x-source.line", "a line number"),
+    BadInput("x-engines-a-string", _text(lambda d: d["body"][0]["body"][1].update({"x-engines": "dve"})).encode(),
+             f"{SCALE}.x-engines", "expected a list of engines"),
+    BadInput("x-engines-unknown", _text(lambda d: d["body"][0]["body"][1].update({"x-engines": ["act", "gpu"]})
+                                        ).encode(), f"{SCALE}.x-engines[1]", "unknown engine 'gpu'"),
+    BadInput("x-nki-core-rank-a-string", _text(lambda d: d["body"][0]["body"][1].update(
+        {"x-nki-core": {"rank": "a"}})).encode(), f"{SCALE}.x-nki-core.rank", "a whole number"),
+    BadInput("x-nki-scope-a-string", _text(_tensor("xs", **{"x-nki-scope": "k"})).encode(), "tensors.xs.x-nki-scope",
+             "a list of loop names"),
+    BadInput("x-too-many-spills-a-string", _text(lambda d: d.update({"x-too-many-spills": "maybe"})).encode(),
+             "x-too-many-spills", "true or false"),
+    BadInput("x-scheduled-a-number", _text(lambda d: d.update({"x-scheduled": 1})).encode(), "x-scheduled",
+             "non-empty string"),
+    # JSON nested deeper than the decoder follows: the line and column of the deepest bracket
+    BadInput("nested-past-the-decoder", _marked(lambda d: d.update({"x-deep": "@RAW@"}), "[" * 100_000 + "]" * 100_000),
+             "", "nest 100001 deep"),
 ]
 
 

@@ -1,0 +1,117 @@
+"""The documented ``x-`` annotations neuronsim's own tools write, checked where a program is read.
+
+The program format keeps every ``x-`` key untouched (a tool that does not know one ignores it),
+but the keys of ``docs/program-format.md``'s table are read back by neuronsim itself: a kernel
+line names a finding (``x-source``), the scheduler picks an engine (``x-engines``), ``dep-opt``
+falls back to a total order (``x-too-many-spills``).  A malformed value there would be read
+some other way in silence (``"x-engines": "dve"`` as the engines ``d``, ``v`` and ``e``), so
+each is checked for its documented shape, at its JSON path, when the program is loaded.
+
+>>> try:
+...     check_annotations({"x-engines": ["dve", "gpu"]}, "body[2]", "instruction")
+... except ProgramError as err:
+...     print(err.path, "|", err.message)
+body[2].x-engines[1] | unknown engine 'gpu'; expected one of pe, act, dve, pool, sp
+>>> check_annotations({"x-source": {"file": "k.py", "line": 7, "indices": {"i": 3}}}, "body[0]", "instruction")
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from neuronsim.machine.ir.errors import ProgramError, join_path
+from neuronsim.machine.ir.program import SEQUENCERS
+
+__all__ = ["check_annotations"]
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _integer(value: Any, path: str, what: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise ProgramError(path, f"expected {what}, a whole number >= 0, got {_show(value)}")
+
+
+def _text(value: Any, path: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ProgramError(path, f"expected a non-empty string, got {_show(value)}")
+
+
+def _object(value: Any, path: str, keys: Mapping[str, bool]) -> dict:
+    """``value`` as an object whose keys are among ``keys`` (those mapped to True required)."""
+    if not isinstance(value, dict):
+        raise ProgramError(path, f"expected an object, got {_show(value)}")
+    for key in value:
+        if key not in keys and not key.startswith("x-"):
+            raise ProgramError(join_path(path, key), f"unknown key; expected one of {sorted(keys)}")
+    for key, required in keys.items():
+        if required and key not in value:
+            raise ProgramError(join_path(path, key), "missing")
+    return value
+
+
+def _source(value: Any, path: str) -> None:
+    """``{"file", "line", "call"?, "indices"?, "variable"?}``: a kernel line (line 0: the file)."""
+    found = _object(value, path, {"file": True, "line": True, "call": False, "indices": False, "variable": False})
+    _text(found["file"], join_path(path, "file"))
+    _integer(found["line"], join_path(path, "line"), "a line number")
+    for key in ("call", "variable"):
+        if found.get(key) is not None:
+            _text(found[key], join_path(path, key))
+    if "indices" in found:
+        indices = found["indices"]
+        if not isinstance(indices, dict):
+            raise ProgramError(join_path(path, "indices"), f"expected an object, got {_show(indices)}")
+        for name, index in indices.items():  # a value as the kernel's frame held it: any scalar
+            if isinstance(index, (dict, list)):
+                raise ProgramError(join_path(join_path(path, "indices"), name),
+                                   f"expected a loop index or a kept loop's name, got {_show(index)}")
+
+
+def _engines(value: Any, path: str) -> None:
+    if not isinstance(value, list) or not value:
+        raise ProgramError(path, f"expected a list of engines, got {_show(value)}")
+    for k, engine in enumerate(value):
+        if engine not in SEQUENCERS:
+            raise ProgramError(join_path(path, k), f"unknown engine {_show(engine)}; expected one of "
+                                                   f"{', '.join(SEQUENCERS)}")
+
+
+def _core(value: Any, path: str) -> None:
+    found = _object(value, path, {"rank": True, "epoch": False})
+    _integer(found["rank"], join_path(path, "rank"), "a rank")
+    if "epoch" in found:
+        _integer(found["epoch"], join_path(path, "epoch"), "an epoch")
+
+
+def _scope(value: Any, path: str) -> None:
+    if not isinstance(value, list):
+        raise ProgramError(path, f"expected a list of loop names, got {_show(value)}")
+    for k, name in enumerate(value):
+        _text(name, join_path(path, k))
+
+
+def _flag(value: Any, path: str) -> None:
+    if not isinstance(value, bool):
+        raise ProgramError(path, f"expected true or false, got {_show(value)}")
+
+
+#: Per place in the document, the annotations read back and the check of each.
+_CHECKS: dict[str, dict[str, Callable[[Any, str], None]]] = {
+    "instruction": {"x-source": _source, "x-engines": _engines, "x-nki-core": _core},
+    "tensor": {"x-source": _source, "x-nki-scope": _scope},
+    # x-scheduled holds the name of the pass that ordered the program (``schedule`` writes its own)
+    "document": {"x-too-many-spills": _flag, "x-scheduled": _text},
+}
+
+
+def check_annotations(raw: Mapping[str, Any], path: str, where: str) -> None:
+    """Check the documented annotations of ``raw`` (an instruction, a tensor or the document,
+    as ``where`` says) at ``path``; a malformed one is a :class:`ProgramError` at its key."""
+    for key, check in _CHECKS[where].items():
+        if key in raw:
+            check(raw[key], join_path(path, key))
