@@ -105,3 +105,27 @@ def test_a_program_nested_deeper_than_the_decoder_is_located(tmp_path: Path) -> 
     loops = "".join(f'{{"loop": "l{d}", "trip_count": 1, "body": [' for d in range(3000)) + op + "]}" * 3000
     (tmp_path / "deep.json").write_text(json.dumps({**VALID, "body": ["@"]}).replace('"@"', loops))
     one_error_line(_run(tmp_path, ["check", "deep.json"]), "line 1 column", "nest 6005 deep")
+
+
+LATE_SIGNAL = '''
+import atexit, os, signal, sys
+
+def late():  # the command has ended and the interpreter is tearing down: a Ctrl-C lands now
+    print("handler", signal.getsignal(signal.SIGINT) == signal.SIG_IGN, file=sys.stderr)
+    os.kill(os.getpid(), signal.SIGINT)
+
+atexit.register(late)
+sys.argv = ["neuronsim", "check", "p.json"]
+from neuronsim.verify.cli import main
+main()
+'''
+
+
+def test_a_signal_after_the_command_ended_leaves_its_status(tmp_path: Path) -> None:
+    (tmp_path / "p.json").write_text(json.dumps(VALID))
+    (tmp_path / "late.py").write_text(LATE_SIGNAL)
+    run = subprocess.run([sys.executable, "-P", "late.py"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=TIMEOUT)
+    # ignored from the command's end on: Python's finalization would otherwise put the default
+    # action back, and a signal in that window ended the finished process by the signal itself
+    assert run.returncode == 0 and run.stderr.strip() == "handler True", (run.returncode, run.stderr)

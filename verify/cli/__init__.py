@@ -71,4 +71,7 @@ def main() -> None:
     load_command(sys.argv[1:])
     MEMORY_BACKSTOP["enabled"] = True
     signals.install_handlers()
-    cli.main()
+    try:
+        cli.main()
+    finally:
+        signals.ignore_from_now()

@@ -28,7 +28,7 @@ import sys
 import threading
 
 __all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received",
-           "mark_reported", "GRACE_SECONDS", "STATUS"]
+           "mark_reported", "ignore_from_now", "GRACE_SECONDS", "STATUS"]
 
 #: Seconds a signalled process has to unwind before the watchdog ends it.
 GRACE_SECONDS = 3.0
@@ -139,6 +139,19 @@ def install_handlers() -> None:
     """SIGINT and SIGTERM raise where the process is, with the watchdog armed."""
     _install(_raise)
     sys.unraisablehook = _unraisable
+
+
+def ignore_from_now() -> None:
+    """The command has ended (its output complete, its status decided): a signal while the
+    interpreter tears down changes neither, so from here on it is ignored.  Left to Python,
+    finalization puts a Python-level handler back to the default action, and a Ctrl-C in that
+    window (a large heap being freed) ended the finished process by the signal itself, with no
+    line and no status of ours; an ignored signal stays ignored to the end."""
+    for signum in STATUS:
+        try:
+            signal.signal(signum, signal.SIG_IGN)
+        except (ValueError, OSError):  # not the main thread, or a platform without it
+            pass
 
 
 def raise_if_received() -> None:
