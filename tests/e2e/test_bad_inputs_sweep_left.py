@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronsim_tests.bad_inputs import VALID, one_error_line
+from neuronsim_tests.bad_inputs import TASKS, VALID, one_error_line
 
 NEURONSIM = Path(sys.executable).with_name("neuronsim")
 TIMEOUT = 120
@@ -29,15 +29,7 @@ def k(x):
     t = nl.load(x)
     raise KeyboardInterrupt
 '''
-#: One kernel writing its tensor, called with a scalar argument (the expression under test).
-TASKS: dict = {
-    "format": "neuronsim.tasks/1",
-    "kernels": {"produce": {"params": [{"name": "dst", "direction": "out"}, {"name": "k", "direction": "scalar"}],
-                            "returns": ["dst"], "cost": 400}},
-    "function": {"name": "f", "params": [{"name": "x", "shape": [64, 64], "dtype": "float32", "direction": "out"},
-                                         {"name": "n", "scalar": "int", "value": 4}],
-                 "body": [{"submit": "produce", "name": "p", "args": ["x", 1], "task_id": "t"}]},
-}
+#: Where the scalar argument of TASKS' one call is (the expression under test).
 ARG = "function.body[0].args[1]"
 
 

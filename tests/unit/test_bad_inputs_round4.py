@@ -18,18 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from neuronsim.verify.cli import cli
-from neuronsim_tests.bad_inputs import VALID
+from neuronsim_tests.bad_inputs import TASKS, VALID
 from neuronsim_tests.bad_inputs import refused_in_one_line as _refused
 
-#: A task program: one kernel writing its tensor, with a scalar parameter.
-TASKS: dict = {
-    "format": "neuronsim.tasks/1",
-    "kernels": {"produce": {"params": [{"name": "dst", "direction": "out"}, {"name": "k", "direction": "scalar"}],
-                            "returns": ["dst"], "cost": 400}},
-    "function": {"name": "f", "params": [{"name": "x", "shape": [64, 64], "dtype": "float32", "direction": "out"},
-                                         {"name": "n", "scalar": "int", "value": 4}],
-                 "body": [{"submit": "produce", "name": "p", "args": ["x", 1], "task_id": "t"}]},
-}
 
 
 def _program(edit) -> dict:

@@ -36,6 +36,16 @@ VALID: dict = {
 }
 LOOP, LOAD, SCALE, STORE = "body[0]", "body[0].body[0]", "body[0].body[1]", "body[0].body[2]"
 
+#: A task program: one kernel writing its tensor, with a scalar parameter.
+TASKS: dict = {
+    "format": "neuronsim.tasks/1",
+    "kernels": {"produce": {"params": [{"name": "dst", "direction": "out"}, {"name": "k", "direction": "scalar"}],
+                            "returns": ["dst"], "cost": 400}},
+    "function": {"name": "f", "params": [{"name": "x", "shape": [64, 64], "dtype": "float32", "direction": "out"},
+                                         {"name": "n", "scalar": "int", "value": 4}],
+                 "body": [{"submit": "produce", "name": "p", "args": ["x", 1], "task_id": "t"}]},
+}
+
 
 @dataclass(frozen=True)
 class BadInput:
