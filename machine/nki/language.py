@@ -290,28 +290,32 @@ def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> 
                        "chip is already loaded (use it as it is, or nl.copy it)")
         # NKI 0.7 moved nl.shared_identity_matrix to SBUF; kernels written when it was in HBM load it
         return copy(src, dtype=dtype, mask=mask)
-    ordered = _in_broadcast_order(src.layout)  # x[jf, ip]: a [len(ip), len(jf)] tile, read transposed
-    shape = src.shape if ordered is src.layout else tuple(count for _kind, _stride, count in ordered.axes)
-    # (the source as the call emits it: restricted by the mask first)
-    return _result(shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, _in_broadcast_order(ops.lay(src))),
+    order = _broadcast_order(src.layout)  # x[jf, ip]: a [len(ip), len(jf)] tile, read transposed
+    if order is None:
+        return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask, (src,))
+    shape = tuple(src.layout.axes[k][2] for k in order)
+    # (the source as the call emits it, restricted by the mask, then in the tile's order)
+    return _result(shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, _permuted(ops.lay(src), order)),
                    mask, (src,))
 
 
-def _in_broadcast_order(view: Layout) -> Layout:
-    """A DRAM view with its axes in the order numpy's broadcasting gives its index vectors:
-    ``x[jf, ip]``, with ``ip = nl.arange(P)[:, None]`` and ``jf = nl.arange(F)[None, :]``, is a
-    ``[P, F]`` tile whose element ``[p, f]`` is ``x[f, p]`` (a load read transposed, as the store
-    ``y[jf, ip]`` writes one).  Unchanged unless every axis has one iterator, their positions
-    differ from the axes' order and nothing else (a view's limits, an indirect row) hangs on
-    the axes."""
+def _broadcast_order(view: Layout) -> tuple[int, ...] | None:
+    """The order of a DRAM view's axes that numpy's broadcasting gives its index vectors, when
+    it is not theirs: ``x[jf, ip]``, with ``ip = nl.arange(P)[:, None]`` and ``jf =
+    nl.arange(F)[None, :]``, is a ``[P, F]`` tile whose element ``[p, f]`` is ``x[f, p]`` (a load
+    read transposed, as the store ``y[jf, ip]`` writes one).  None unless every axis has one
+    iterator, their positions differ from the axes' order and nothing else (a view's limits,
+    an indirect row) hangs on the axes."""
     its = view.iterators()
     if view.on_chip or not its or len(its) != len(view.axes) or view.limits is not None or view.indirect is not None:
-        return view
+        return None
     if len({it.ndim for it in its}) != 1 or len({it.pos for it in its}) != len(its):
-        return view
-    order = sorted(range(len(its)), key=lambda k: its[k].pos)
-    if order == list(range(len(its))):
-        return view
+        return None
+    order = tuple(sorted(range(len(its)), key=lambda k: its[k].pos))
+    return None if order == tuple(range(len(its))) else order
+
+
+def _permuted(view: Layout, order: tuple[int, ...]) -> Layout:
     axes, tags = tuple(view.axes[k] for k in order), tuple(view.tags[k] for k in order)
     return Layout(view.tensor, axes, view.offset, None, tags, dtype=view.dtype)
 

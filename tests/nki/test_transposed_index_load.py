@@ -28,13 +28,13 @@ def kern(x):
 '''
 
 
-@pytest.mark.parametrize("mask", ["", ", mask=(ip < 60) & (jf < 250)"])
-def test_a_load_indexed_free_iterator_first_reads_the_transpose(tmp_path, mask):
+@pytest.mark.parametrize(("mask", "rows", "cols"), [("", 100, 300), (", mask=(ip < 60) & (jf < 250)", 60, 250),
+                                                     (", mask=(ip < 1)", 1, 300)])  # (one partition left)
+def test_a_load_indexed_free_iterator_first_reads_the_transpose(tmp_path, mask, rows, cols):
     (tmp_path / "k.py").write_text(KERNEL.replace("MASK", mask))
     x = np.random.default_rng(2).standard_normal((300, 100)).astype(np.float32)
     out, report = run_kernel(f"{tmp_path / 'k.py'}::kern", x, seeds=(None,))
     assert not report.run.problems(), report.run.problems()[:3]
     want = np.full((100, 300), 3.0, np.float32)
-    rows, cols = (60, 250) if mask else (100, 300)
     want[:rows, :cols] = x.T[:rows, :cols]
     np.testing.assert_array_equal(out, want)
