@@ -177,9 +177,10 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
         try:
             guarded(*args, **kwargs)
         except SystemExit as done:
-            # a failure takes back the files already written (nothing half-done); findings and
-            # signals keep them (a fuzz run's failures found before Ctrl-C are complete files)
-            settle_outputs(keep=done.code not in (EXIT_INPUT, EXIT_INTERNAL, EXIT_BROKEN_PIPE))
+            # a failure takes back the files already written (nothing half-done); findings, signals
+            # and a reader that went away (`run K | head`: 141, a SIGPIPE) keep them, complete
+            # files the user may want (a fuzz run's failures found before Ctrl-C)
+            settle_outputs(keep=done.code not in (EXIT_INPUT, EXIT_INTERNAL))
             raise
 
     def guarded(*args: Any, **kwargs: Any) -> None:
