@@ -119,19 +119,19 @@ def run_one(n: int) -> dict:
     from neuronsim.passes import PassContext, PipelineState, run_passes
     from neuronsim.verify.racecheck import check_stream
 
-    started, before = time.perf_counter(), _usage()
+    started, before = time.perf_counter(), cpu_usage()
     program = synthetic_program(n)
-    built, built_usage = time.perf_counter() - started, _usage(before)
+    built, built_usage = time.perf_counter() - started, cpu_usage(before)
     gc.collect()
     gc.freeze()
     ctx = PassContext(verify=True)
-    started, cpu, before = time.perf_counter(), time.process_time(), _usage()
+    started, cpu, before = time.perf_counter(), time.process_time(), cpu_usage()
     state = run_passes(PipelineState.of(program), ctx=ctx)
     compile_s = time.perf_counter() - started
     t0 = time.perf_counter()
     report = check_stream(state.stream, state.stream.resolve(state.deps))
     check_s = time.perf_counter() - t0
-    cpu, usage = time.process_time() - cpu, _usage(before)
+    cpu, usage = time.process_time() - cpu, cpu_usage(before)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     passes = {r.spec: round(r.seconds, 2) for r in ctx.records}
     result = {"n": n, "virtual_tensors": sum(t.is_virtual for t in program.tensors.values()),
@@ -154,7 +154,7 @@ def run_one(n: int) -> dict:
     return result
 
 
-def _usage(since: dict | None = None) -> dict:
+def cpu_usage(since: dict | None = None) -> dict:
     """The process's user and system CPU seconds and minor page faults (since ``since``).
 
     Why apart: on a virtual machine whose host takes freed pages back, the first touch of a

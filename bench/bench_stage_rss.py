@@ -22,10 +22,9 @@ from __future__ import annotations
 import argparse
 import gc
 import os
-import resource
 import sys
 
-from bench_compile import synthetic_program
+from bench_compile import cpu_usage, synthetic_program
 from bench_pass_memory import StagePeaks, run_staged
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -54,20 +53,14 @@ class StageClock:
     is what grows faster than the instructions (performance notes 2.9)."""
 
     def __init__(self) -> None:
-        self.spent: dict[str, list[float]] = {}
-        self.stage, self.since = "build", self._now()
-
-    @staticmethod
-    def _now() -> tuple[float, float, int]:
-        r = resource.getrusage(resource.RUSAGE_SELF)
-        return r.ru_utime, r.ru_stime, r.ru_minflt
+        self.spent: dict[str, dict] = {}
+        self.stage, self.since = "build", cpu_usage()
 
     def enter(self, stage: str) -> None:
-        now = self._now()
-        spent = self.spent.setdefault(self.stage, [0.0, 0.0, 0])
-        for k in range(3):
-            spent[k] += now[k] - self.since[k]
-        self.stage, self.since = stage, now
+        spent = self.spent.setdefault(self.stage, {"user_s": 0.0, "sys_s": 0.0, "faults": 0})
+        for key, amount in cpu_usage(self.since).items():
+            spent[key] += amount
+        self.stage, self.since = stage, cpu_usage()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"N={n:,}: peak resident set per stage (the program's included), {len(races)} races")
     print(f"  {'program built':28s} {built / 2**20:9,.0f} MiB {built / n:7.1f} B/instr")
     for stage, peak in watch.peaks.items():
-        user, system, faults = clock.spent.get(stage, (0.0, 0.0, 0))
+        spent = clock.spent.get(stage, {"user_s": 0.0, "sys_s": 0.0, "faults": 0})
+        user, system, faults = spent["user_s"], spent["sys_s"], int(spent["faults"])
         print(f"  {stage:28s} {peak / 2**20:9,.0f} MiB {peak / n:7.1f} B/instr   CPU {user:7.2f} s user "
               f"{system:6.2f} s system {faults:10,} page faults")
     highest = max(watch.peaks, key=watch.peaks.get)

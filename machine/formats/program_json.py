@@ -75,10 +75,16 @@ def _obj(value: Any, path: str, allowed: set[str], what: str) -> dict[str, Any]:
     return value
 
 
-def _extras(value: dict[str, Any], parsed: tuple[str, ...] = ()) -> Mapping[str, Any]:
+def _extras(value: dict[str, Any], parsed: tuple[str, ...] = (), *, where: str | None = None,
+            path: str = "") -> Mapping[str, Any]:
     """The ``x-`` keys carried through untouched (those in ``parsed`` are the project's
-    extensions, read into fields: :mod:`neuronsim.machine.ir.extensions`)."""
-    return frozen_mapping({k: v for k, v in value.items() if k.startswith("x-") and k not in parsed})
+    extensions, read into fields: :mod:`neuronsim.machine.ir.extensions`); ``where`` (an
+    instruction, a tensor, the document) has the annotations neuronsim reads back checked at
+    ``path`` (:mod:`~neuronsim.machine.formats.annotations`)."""
+    extras = frozen_mapping({k: v for k, v in value.items() if k.startswith("x-") and k not in parsed})
+    if extras and where is not None:
+        check_annotations(extras, path, where)
+    return extras
 
 
 def _int(value: Any, path: str, *, minimum: int | None = None) -> int:
@@ -195,9 +201,7 @@ def _parse_tensor(name: str, raw: Any, path: str) -> Tensor:
     if rotation is not None and unplaced:
         raise ProgramError(join_path(path, "x-rotate"),
                            "only a placed tensor rotates (an alias-group or virtual tensor has no address to rotate)")
-    extras = _extras(raw, ext.TENSOR_KEYS)
-    if extras:
-        check_annotations(extras, path, "tensor")
+    extras = _extras(raw, ext.TENSOR_KEYS, where="tensor", path=path)
     return Tensor(name=name, memory=memory, dtype=dtype, shape=shape, partition=partition, offset=offset, bank=bank,
                   address=address, alias=alias, role=role, extras=extras, rotate=rotation)
 
@@ -319,11 +323,8 @@ def _parse_node(raw: Any, path: str, nqueues: int, names: dict[str, str]) -> Nod
         attrs = {k: ext.decode_number(v) for k, v in attrs.items()}
     deps = _parse_deps(raw.get("deps", []), join_path(path, "deps"), names)
     check_opcode(raw, path)
-    extras = _extras(raw)
-    if extras:
-        check_annotations(extras, path, "instruction")
     return Instruction(name=name, engine=engine, op=op, reads=reads, writes=writes, attrs=frozen_mapping(attrs),
-                       deps=deps, queue=queue, extras=extras)
+                       deps=deps, queue=queue, extras=_extras(raw, where="instruction", path=path))
 
 
 # -- documents --------------------------------------------------------------------------
@@ -348,10 +349,7 @@ def parse_program(doc: Any, *, validate: bool = True) -> Program:
     body_raw = _list(doc.get("body"), "body")
     names: dict[str, str] = {}
     body = tuple(_parse_node(n, join_path("body", i), spec.dma_queues, names) for i, n in enumerate(body_raw))
-    extras = _extras(doc)
-    if extras:
-        check_annotations(extras, "", "document")
-    program = Program(frozen_mapping(tensors), body, machine_value, extras)
+    program = Program(frozen_mapping(tensors), body, machine_value, _extras(doc, where="document"))
     if validate:
         from neuronsim.machine.formats.validate import validate_program
 

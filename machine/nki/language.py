@@ -295,7 +295,7 @@ def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> 
         return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask, (src,))
     shape = tuple(src.layout.axes[k][2] for k in order)
     # (the source as the call emits it, restricted by the mask, then in the tile's order)
-    return _result(shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, _permuted(ops.lay(src), order)),
+    return _result(shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src).permuted(order)),
                    mask, (src,))
 
 
@@ -313,11 +313,6 @@ def _broadcast_order(view: Layout) -> tuple[int, ...] | None:
         return None
     order = tuple(sorted(range(len(its)), key=lambda k: its[k].pos))
     return None if order == tuple(range(len(its))) else order
-
-
-def _permuted(view: Layout, order: tuple[int, ...]) -> Layout:
-    axes, tags = tuple(view.axes[k] for k in order), tuple(view.tags[k] for k in order)
-    return Layout(view.tensor, axes, view.offset, None, tags, dtype=view.dtype)
 
 
 @api("nl.load_transpose2d")

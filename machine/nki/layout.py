@@ -398,11 +398,13 @@ class Layout:
         mine, theirs = self.iterators(), other.iterators()
         if self.on_chip or not mine or not theirs or mine == theirs or set(mine) != set(theirs):
             return self
-        big = [(axis, tag) for axis, tag in zip(self.axes, self.tags) if axis[2] != 1]
-        by_iter = {next(iter(tag)): (axis, tag) for axis, tag in big}
-        picked = [by_iter[it] for it in theirs]
-        return Layout(self.tensor, tuple(a for a, _t in picked), self.offset, None, tuple(t for _a, t in picked),
-            dtype=self.dtype)
+        by_iter = {next(iter(tag)): k for k, (axis, tag) in enumerate(zip(self.axes, self.tags)) if axis[2] != 1}
+        return self.permuted([by_iter[it] for it in theirs])
+
+    def permuted(self, order: tuple[int, ...] | list[int]) -> Layout:
+        """This DRAM view with its axes (and their iterators) taken in ``order``."""
+        return Layout(self.tensor, tuple(self.axes[k] for k in order), self.offset, None,
+                      tuple(self.tags[k] for k in order), dtype=self.dtype)
 
     # -- masks, access patterns, reshapes -----------------------------------------------------
     def restrict(self, it: Any, lo: int, hi: int, transposed: bool = False) -> Layout:
