@@ -8,6 +8,8 @@ order on the positions of the two instructions inside their innermost common loo
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
@@ -360,10 +362,12 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
     ``dep-opt``), costs what it changed.  Names and deps are checked throughout.
     """
     spec = spec or resolve_machine(program.machine)
+    if _VALIDATED.get(id(program)) == spec:  # this very program passed: built, loaded, then run
+        return
     tensors = dict(program.tensors)
-    known = _known_instructions(checked, program)
-    if checked is None or checked.tensors is not program.tensors:
-        for name, tensor in tensors.items():
+    known, kept = _known_instructions(checked, program)
+    for name, tensor in tensors.items():
+        if name not in kept:
             check_placement(tensor, spec, LazyPath("tensors", name))
     # Pass 1: names, with each node's path and its position path (child indices), and the
     # instructions in program order.  Paths are spelt out only for an error (LazyPath).
@@ -413,6 +417,21 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
             raise ProgramError(join_path(path, "queue"), queue_problem(inst.op, inst.queue, spec.queue_names))
         for i, dep in enumerate(inst.deps):
             _check_dep(inst.name, dep, where, LazyPath(path, "deps", i))
+    _remember(program, spec)
+
+
+#: ``id(program) -> spec`` of every program alive that passed :func:`validate_program` whole:
+#: a traced kernel's program is checked where it is built and again by each command that
+#: receives it (a second check of the same object cost a second or more at 85 k instructions).
+#: An entry leaves with its program (programs are immutable), so an id names one object.
+_VALIDATED: dict[int, MachineSpec] = {}
+
+
+def _remember(program: Program, spec: MachineSpec) -> None:
+    key = id(program)
+    if key not in _VALIDATED:
+        weakref.finalize(program, _VALIDATED.pop, key, None)
+    _VALIDATED[key] = spec
 
 
 def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:
@@ -424,12 +443,20 @@ def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:
             loop_nest(loops))
 
 
-def _known_instructions(checked: Program | None, program: Program) -> set[tuple]:
-    """:func:`_content` of ``checked``'s instructions when ``program`` shares its tensors
-    (``checked`` stays alive meanwhile, so an id names one object)."""
-    if checked is None or checked.tensors is not program.tensors or checked.machine != program.machine:
-        return set()
-    return {_content(inst, loops) for inst, loops in checked.instructions()}
+def _known_instructions(checked: Program | None, program: Program) -> tuple[set[tuple], frozenset[str]]:
+    """:func:`_content` of ``checked``'s instructions that touch only tensors ``program``
+    holds unchanged (the same objects), and the names of those tensors.  The checks of an
+    instruction read its own fields and the tensors its accesses name, nothing else, so a
+    pass that replaces some tensors (``load-elim`` drops loads and their tiles) leaves the
+    rest checked.  (``checked`` stays alive meanwhile, so an id names one object.)"""
+    if checked is None or checked.machine != program.machine:
+        return set(), frozenset()
+    ours = program.tensors
+    if checked.tensors is ours:
+        return {_content(inst, loops) for inst, loops in checked.instructions()}, frozenset(ours)
+    kept = frozenset(name for name, tensor in checked.tensors.items() if ours.get(name) is tensor)
+    return {_content(inst, loops) for inst, loops in checked.instructions()
+            if all(a.tensor in kept for a in inst.reads) and all(a.tensor in kept for a in inst.writes)}, kept
 
 
 def _check_dep(name: str, dep, where, path: str) -> None:

@@ -288,7 +288,7 @@ def loop_nest(loops: tuple[Loop, ...]) -> tuple[tuple[str, int], ...]:
     return tuple((loop.name, loop.trip_count) for loop in loops)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # weakly held: the validated programs
 class Program:
     """A whole program: machine description, tensors and body.
 

@@ -70,6 +70,27 @@ def _code_info(code: object) -> tuple[bool, str, str, object]:
     return info
 
 
+#: ``(id(code), f_lasti) -> line`` of kernel frames: ``frame.f_lineno`` decodes the code's line
+#: table from its start, so it grows with the function (2.6 us a call 300 lines into a
+#: neuronx-cc-printed kernel, asked once or twice per NKI call); a kernel's calls sit at a
+#: few bytecode offsets, each met once per iteration.  Only codes held by :data:`_CODE` are
+#: keyed, so an id names one code while its entries stand.
+_LINES: dict[tuple[int, int], int] = {}
+
+
+def frame_line(frame: FrameType) -> int:
+    """``frame.f_lineno`` of a frame whose code :func:`_code_info` has seen, read once per
+    bytecode offset."""
+    key = (id(frame.f_code), frame.f_lasti)
+    line = _LINES.get(key)
+    if line is None:
+        line = frame.f_lineno
+        if line is None:  # (no line at this offset: nothing to remember)
+            return 0
+        _LINES[key] = line
+    return line
+
+
 def user_frame(depth: int = 1) -> FrameType | None:
     """The innermost frame outside this package (and the standard library's contextlib):
     the kernel statement being traced."""
@@ -87,7 +108,7 @@ def user_site(depth: int = 1) -> tuple[SourceLine, FrameType | None]:
     while frame is not None:
         info = _CODE.get(id(frame.f_code)) or _code_info(frame.f_code)
         if not info[0]:
-            return SourceLine(info[1], frame.f_lineno, info[2]), frame
+            return SourceLine(info[1], frame_line(frame), info[2]), frame
         frame = frame.f_back
     return SourceLine("<unknown>", 0), None
 
@@ -97,7 +118,7 @@ def line_of(frame: FrameType | None) -> SourceLine:
     if frame is None:
         return SourceLine("<unknown>", 0)
     _ours, display, path, _code = _code_info(frame.f_code)
-    return SourceLine(display, frame.f_lineno, path)
+    return SourceLine(display, frame_line(frame), path)
 
 
 def user_line(depth: int = 1) -> SourceLine:

@@ -43,7 +43,7 @@ from collections.abc import Mapping
 from types import CodeType, FrameType
 from typing import Any
 
-from neuronsim.machine.nki.errors import _CODE, _code_info
+from neuronsim.machine.nki.errors import _CODE, _code_info, frame_line
 
 __all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at", "plain_locals", "restore_locals"]
 
@@ -154,7 +154,7 @@ def loop_indices(frame: FrameType | None, kept: dict[str, Any] | None = None,
             break
         info = _CODE.get(key) or _code_info(code)
         if not info[0]:
-            line = frame.f_lineno
+            line = frame_line(frame)
             names = _AT.get((key, line))
             if names is None:
                 names = loops_at(code, line)

@@ -136,18 +136,34 @@ def check_uses(use: SourceLine, values: Any, pending: Any = None) -> None:
         return
     for value in values:
         source = _defined(value, pending)
-        if source.get("file") != use.file or source.get("line") in (None, use.line):
+        defined = source.get("line")
+        if source.get("file") != use.file or defined in (None, use.line):
             continue
-        # the page's rule is of local variables: a tile reached through a list made outside
-        # the block (``tiles.append(nl.load(...))``, then ``tiles[t]``) names no such variable
-        bound = _BOUND.match(linecache.getline(use.path, source["line"]))
-        if bound is None or not re.search(rf"\b{bound.group(1)}\b", linecache.getline(use.path, use.line)):
-            continue
-        parsed = _parsed(use.path)
-        block = _scope_left(parsed, source["line"], use.line) if parsed else None
-        if block is not None:
-            name = bound.group(1)
+        key = (use.path, defined, use.line)
+        found = _USES.get(key, _UNSEEN)
+        if found is _UNSEEN:  # the same two lines meet once per iteration of an unrolled loop
+            found = _USES[key] = _out_of_scope(use.path, defined, use.line)
+        if found is not None:
+            name, block = found
             raise NkiError(use, f"{name} is used outside the block that defines it (lines {block[0]}-{block[1]}, at "
-                                f"line {source['line']}): NKI gives a tensor made in an if / else / for block that "
+                                f"line {defined}): NKI gives a tensor made in an if / else / for block that "
                                 f"block's scope (err_local_variable_used_out_of_scope); declare it before the block "
                                 f"and write it with {name}[...] = ...")
+
+
+#: per (file, defining line, using line): the variable and the block it leaves, or None
+_USES: dict[tuple[str, int, int], tuple[str, _Block] | None] = {}
+_UNSEEN = object()
+
+
+def _out_of_scope(path: str, defined: int, used: int) -> tuple[str, _Block] | None:
+    """The variable line ``defined`` binds and the block it is scoped to, when line ``used``
+    names that variable outside the block; else None."""
+    # the page's rule is of local variables: a tile reached through a list made outside
+    # the block (``tiles.append(nl.load(...))``, then ``tiles[t]``) names no such variable
+    bound = _BOUND.match(linecache.getline(path, defined))
+    if bound is None or not re.search(rf"\b{bound.group(1)}\b", linecache.getline(path, used)):
+        return None
+    parsed = _parsed(path)
+    block = _scope_left(parsed, defined, used) if parsed else None
+    return None if block is None else (bound.group(1), block)

@@ -143,3 +143,21 @@ def test_missing_harness_packages_import_as_stand_ins():
         with pytest.raises(NkiError, match="torch_xla.core.xla_model.xla_device is not supported"):
             xm.xla_device()
     assert "torch_xla" not in sys.modules and "torch_xla.core.xla_model" not in sys.modules
+
+
+def test_a_read_only_input_of_its_dtype_is_traced_without_a_copy():
+    """The command line's ``--inputs`` are read-only: the trace keeps them as they are (a
+    production kernel's weights are not copied a second time); an array the caller may still
+    write, or a read-only view of one, is copied, so changing it after the trace changes nothing
+    the trace saw."""
+    add = kernel("current_ops.py::add")
+    frozen, writable = f32(128, 64), f32(128, 64)
+    frozen.flags.writeable = False
+    view = writable[:]
+    view.flags.writeable = False
+    traced = trace(add, frozen, writable)
+    (a, b) = traced.inputs.values()
+    assert a is frozen
+    assert not np.shares_memory(b, writable)
+    traced = trace(add, frozen, view)
+    assert not np.shares_memory(list(traced.inputs.values())[1], writable)

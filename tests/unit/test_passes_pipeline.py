@@ -127,6 +127,53 @@ def test_verification_rechecks_what_a_pass_changed_and_keeps_what_it_did_not():
     validate_program(program, checked=program)  # nothing changed: nothing to find
 
 
+def _counting_checks(monkeypatch) -> list[str]:
+    """The names of the instructions ``validate_program`` checks from now on."""
+    import neuronsim.machine.formats.validate as validate
+
+    seen: list[str] = []
+    check = validate.check_instruction
+    monkeypatch.setattr(validate, "check_instruction", lambda inst, *a: (seen.append(inst.name), check(inst, *a)))
+    return seen
+
+
+def test_a_replaced_tensor_rechecks_the_instructions_on_it_alone(monkeypatch):
+    """A pass that replaces one tensor (``u`` moved to DRAM) and keeps the other objects: the
+    copy writing ``u`` is checked again and its error located; the memset, which touches only
+    the unchanged ``t``, is not checked again."""
+    from neuronsim.machine.formats.validate import validate_program
+    from neuronsim.machine.ir.program import MemoryKind, Tensor
+
+    program = _program()
+    tensors = dict(program.tensors)
+    tensors["u"] = Tensor("u", MemoryKind.DRAM, "float32", (128, 64))  # a compute op never touches DRAM
+    narrowed = replace(program, tensors=tensors)
+    seen = _counting_checks(monkeypatch)
+    with pytest.raises(ProgramError) as caught:
+        validate_program(narrowed, checked=program)
+    assert caught.value.path == "body[1].writes[0].tensor" and seen == ["r"]
+    tensors["u"] = sb("u", offset=256)  # an equal tensor, a new object: checked again, and it passes
+    seen.clear()
+    validate_program(replace(program, tensors=tensors), checked=program)
+    assert seen == ["r"]
+
+
+def test_a_program_that_passed_is_not_checked_again_and_one_that_failed_is(monkeypatch):
+    from neuronsim.machine.formats.validate import validate_program
+
+    program = prog([sb("t"), sb("u", offset=256)],
+                   ins("w", "act", "memset_like", writes=["t"]),
+                   ins("r", "dve", "tensor_copy", reads=["t"], writes=["u"]))  # prog() validates it
+    seen = _counting_checks(monkeypatch)
+    validate_program(program)
+    validate_program(replace(program))  # an equal program, a new object: checked
+    assert seen == ["w", "r"]
+    broken = program.map_instructions(lambda i: replace(i, engine="pe") if i.name == "r" else i)
+    for _ in range(2):
+        with pytest.raises(ProgramError, match="cannot run on 'pe'|PE writes only PSUM"):
+            validate_program(broken)
+
+
 @dataclass(frozen=True, slots=True)
 class Misplace(Pass):
     """A broken allocator: moves ``u`` to partition 16, where a 128-partition access cannot start."""

@@ -86,3 +86,28 @@ def test_in_background_hands_back_the_value_or_the_error():
     failed = in_background(lambda: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         failed.result(timeout=30)
+
+
+def test_a_reference_may_work_in_place_on_read_only_inputs(monkeypatch):
+    """The command line's inputs are read-only (a trace keeps them without a copy): a reference
+    that works in place on them, on the calling thread, gets arrays it may write, and the run's
+    own inputs stay as they were."""
+    import neuronsim.verify.app.scenario_runs as scenario_runs
+
+    shipped = get_scenario("matmul_tiled")
+    given = shipped.inputs(0)
+    for array in given.values():
+        array.flags.writeable = False
+
+    def in_place(values):
+        answer = shipped.reference({k: v.copy() for k, v in values.items()})
+        for array in values.values():
+            array -= 1  # raises on a read-only array
+        return answer
+
+    module = _with_reference("matmul_tiled", in_place)
+    module.inputs = lambda _seed: given
+    monkeypatch.setattr(scenario_runs, "BACKGROUND_REFERENCE_INPUT_BYTES", 1024)  # on the calling thread
+    run = run_scenario(module)
+    assert not run.problems()
+    assert all(np.array_equal(run.inputs[k], v) for k, v in shipped.inputs(0).items())

@@ -303,6 +303,12 @@ def _located(program: Program, race) -> str:
     return f" ({first or race.first} / {second or race.second})"
 
 
+def _writable(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs as a user's reference receives them: arrays it may write (numpy code often
+    works in place, ``x -= x.max()``), a copy of each read-only one (the command line's)."""
+    return {k: np.array(v) if isinstance(v, np.ndarray) and not v.flags.writeable else v for k, v in values.items()}
+
+
 def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
     """Call one of the scenario's own functions; what it raises is an error of the scenario
     (a located :class:`ProgramError`, exit 2), not of neuronsim."""
@@ -418,7 +424,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                               timed_values=timed_values)
     with stage_or_nothing(progress, "reference", None):  # waiting for the user's numpy: said when slow
         reference = (reference_call.result() if reference_call is not None else
-                     _user_call(scenario, "reference", values) if functional else {})
+                     _user_call(scenario, "reference", _writable(values)) if functional else {})
     with stage_or_nothing(progress, "sync footprint", None):
         sync = sync_report([("compiled", compiled), ("final", final)], simulate=False, streams=streams)
     return ScenarioRun(

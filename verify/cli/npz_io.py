@@ -139,7 +139,17 @@ def read_npz(path, option: str, named: Mapping[str, str] | None = None,
     if unknown:
         raise UsageFailure(f"{unknown[0]}: no array of that name in {where} (it has {', '.join(sorted(raw))})",
                            "--dtype")
-    return {name: _typed(name, array, named, tensor_dtypes, option) for name, array in raw.items()}
+    return {name: _read_only(_typed(name, array, named, tensor_dtypes, option)) for name, array in raw.items()}
+
+
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """``array`` and every array it views made read-only: the command's own copy of the
+    inputs, which no stage writes, so a trace takes it as it is (no second copy)."""
+    held = array
+    while isinstance(held, np.ndarray):
+        held.flags.writeable = False
+        held = held.base
+    return array
 
 
 def write_npz(path: str, arrays: Mapping[str, np.ndarray]) -> None:
