@@ -372,8 +372,9 @@ class KernelBuilder:
             self._counters.clear()
             self._counters.update(counters)
 
-    def program(self) -> Program:
-        """The program built so far, validated (:func:`neuronsim.machine.formats.validate.validate_program`)."""
+    def program(self, *, validate: bool = True) -> Program:
+        """The program built so far, validated (:func:`neuronsim.machine.formats.validate.validate_program`;
+        ``validate=False``: by a caller that validates what it makes of it)."""
         if self._loops:
             raise ValueError(f"loop {self._loops[-1]!r} is still open")
         program = Program(frozen_mapping(self._tensors), tuple(self._bodies[0]), self.machine)
@@ -382,7 +383,8 @@ class KernelBuilder:
             if tensor.rotate is not None and tensor.rotate.loop not in loops:
                 raise ValueError(f"{tensor.name}: rotates over loop {tensor.rotate.loop!r}, which the kernel never "
                                  "opens")
-        validate_program(program)
+        if validate:
+            validate_program(program)
         return program
 
     # -- ops (nki.isa style: destination first) --------------------------------------------

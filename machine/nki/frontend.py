@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
@@ -375,15 +376,25 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)
     try:
-        program = open_groups(apply_edges(tracer.kb.program(), edges))  # PSUM groups opened by their first matmul
+        program = open_groups(apply_edges(tracer.kb.program(validate=False), edges))  # PSUM groups opened by
+        # their first matmul
         if tracer.program_extras:  # control-flow decisions and loop state (machine/nki/control.py)
             program = replace(program, extras=frozen_mapping({**program.extras, **tracer.program_extras}))
     except NkiError:  # an order edge the data contradicts: already at the kernel's line
         raise
-    except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
+    except ProgramError as err:
         where, what = _error_site(tracer, func, err.path)
         raise NkiError(where, f"{what}: {err.message}{float_bits_hint(tracer)}") from None
-    return _finish(tracer, program, values, results, more, func)
+    traced = _finish(tracer, program, values, results, more, func)
+    try:
+        # validated once, as the trace hands it on: a command checking it again finds it
+        # checked (a second full check of a printed kernel's 85 k instructions cost a second);
+        # its instructions carry their kernel lines
+        validate_program(traced.program)
+    except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
+        where, what = _error_site(tracer, func, err.path, traced.program)
+        raise NkiError(where, f"{what}: {err.message}{float_bits_hint(tracer)}") from None
+    return traced
 
 
 mark_entry(_run.__code__)  # the kernel's loop indices are read from the frames above this one
@@ -392,7 +403,7 @@ mark_entry(_run.__code__)  # the kernel's loop indices are read from the frames 
 _TENSOR_PATH = re.compile(r'^tensors(?:\.([^.\[]+)|\[("(?:[^"\\]|\\.)*")\])')
 
 
-def _error_site(tracer: Tracer, func: Any, path: str) -> tuple[SourceLine, str]:
+def _error_site(tracer: Tracer, func: Any, path: str, program: Program | None = None) -> tuple[SourceLine, str]:
     """The kernel line a whole-program error at JSON path ``path`` is about, and what to call
     it: an instruction (``body[3].body[0]...``) its call's line; a tensor (``tensors.NAME``) the
     line that declared it and the kernel's variable, a kernel argument the parameter; anything
@@ -400,7 +411,7 @@ def _error_site(tracer: Tracer, func: Any, path: str) -> tuple[SourceLine, str]:
     tensor = _TENSOR_PATH.match(path)
     if tensor:
         name = tensor.group(1) or json.loads(tensor.group(2))
-        found = tracer.kb.tensors.get(name)
+        found = (program.tensors.get(name) if program is not None else None) or tracer.kb.tensors.get(name)
         source = dict(found.extras).get("x-source") if found is not None else None
         if source:
             where = SourceLine(source["file"], source["line"], source.get("path", ""))
@@ -408,7 +419,7 @@ def _error_site(tracer: Tracer, func: Any, path: str) -> tuple[SourceLine, str]:
         if name in tracer.input_values:
             return _defined_at(func), f"parameter {name}"
         return _defined_at(func), f"tensor {name}"
-    source = instruction_source(tracer.kb.draft().body, path)
+    source = instruction_source((program or tracer.kb.draft()).body, path)  # the checked program's
     if not source:
         return _defined_at(func), f"the program traced from {getattr(func, '__name__', 'the kernel')}"
     return SourceLine(source["file"], source["line"]), source["call"]

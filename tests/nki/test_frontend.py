@@ -161,3 +161,17 @@ def test_a_read_only_input_of_its_dtype_is_traced_without_a_copy():
     assert not np.shares_memory(b, writable)
     traced = trace(add, frozen, view)
     assert not np.shares_memory(list(traced.inputs.values())[1], writable)
+
+
+def test_a_traced_program_is_validated_once_and_a_command_does_not_check_it_again(monkeypatch):
+    """The trace validates the program it hands on (not also the builder's draft of it), and a
+    command validating that same program again finds it already checked: each tensor's
+    placement is looked at once."""
+    import neuronsim.machine.formats.validate as validate
+
+    checked: list[str] = []
+    placement = validate.check_placement
+    monkeypatch.setattr(validate, "check_placement", lambda t, *a: (checked.append(t.name), placement(t, *a)))
+    traced = trace(kernel("current_ops.py::add"), f32(256, 64), f32(256, 64))
+    validate.validate_program(traced.program)
+    assert sorted(checked) == sorted(traced.program.tensors)
