@@ -42,6 +42,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -133,10 +134,12 @@ def run_one(case: dict, folder: Path, timeout: float, passes: str | None = None)
     command = [exe, "run", *prepare(case, folder), "--timing-only", "--json", "--out", str(folder / case["name"])]
     if passes:
         command += ["--passes", passes]
+    started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {**case, "error": f"not finished in {timeout:g} s"}
+    case = {**case, "seconds": time.perf_counter() - started}  # trace, findings, compile, check, simulate
     if done.returncode != 0:
         lines = [line for line in done.stderr.splitlines() if line.startswith("error")] or done.stderr.splitlines()[-1:]
         return {**case, "error": lines[-1] if lines else f"exit {done.returncode}"}
@@ -149,7 +152,7 @@ def _active(result: dict, engine: str) -> float:
 
 def report(rows: list[dict]) -> int:
     print(f"{'kernel':42s} {'sim ms':>8s} {'hw ms':>8s} {'sim/hw':>7s} {'DMA MB':>8s} {'HBM MB':>8s}  "
-          f"{'ACT sim/hw %':>12s} {'DVE sim/hw %':>12s} {'PE sim/hw %':>11s}")
+          f"{'ACT sim/hw %':>12s} {'DVE sim/hw %':>12s} {'PE sim/hw %':>11s} {'run s':>6s}")
     ratios, shares = [], []
     for row in rows:
         m = row["measured"]
@@ -165,13 +168,14 @@ def report(rows: list[dict]) -> int:
         print(f"{row['name']:42s} {ms:8.3f} {m['latency']:8.3f} {ratio:7.2f} {r['timing']['dma_bytes'] / 1e6:8.1f} "
               f"{hbm:8.1f}  {100 * _active(r, 'act'):5.0f}/{100 * m['scalar_engine_active_time_percent']:<6.0f} "
               f"{100 * _active(r, 'dve'):5.0f}/{100 * m['vector_engine_active_time_percent']:<6.0f} "
-              f"{100 * _active(r, 'pe'):4.0f}/{100 * m.get('hfu_estimated_percent', 0):<5.0f}")
+              f"{100 * _active(r, 'pe'):4.0f}/{100 * m.get('hfu_estimated_percent', 0):<5.0f} {row['seconds']:6.1f}")
     within = sum(abs(math.log(x)) <= math.log(1 + WITHIN) for x in ratios)
     print(f"simulated: {len(ratios)} of {len(rows)}; within 15 % of the measured latency: {within}"
           + (f"; median |ln(sim/hw)| {statistics.median(abs(math.log(x)) for x in ratios):.3f}" if ratios else ""))
     print(f"ACT and DVE active shares both within {SHARE_POINTS} points of the measured ones: {sum(shares)} of "
           f"{len(shares)}")
-    print("(PE's measured column is the profiler's estimated hardware FLOPs utilisation, not PE active time)")
+    print("(PE's measured column is the profiler's estimated hardware FLOPs utilisation, not PE active time; "
+          "run s: the wall seconds of `neuronsim run --timing-only` end to end, other runs at once with --jobs)")
     report_pairs(rows)
     return 0
 
