@@ -63,7 +63,8 @@ def main() -> None:
             print("error: standard output is closed: neuronsim writes its results there (send them to a file, "
                   "or to /dev/null)", file=sys.stderr)
         sys.exit(2)
-    if next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None) not in KEEPS_COLLECTING:
+    command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    if command not in KEEPS_COLLECTING:
         gc.disable()
     from neuronsim.verify.cli.common import MEMORY_BACKSTOP
     from neuronsim.verify.cli.app import cli, load_command
@@ -71,7 +72,41 @@ def main() -> None:
     load_command(sys.argv[1:])
     MEMORY_BACKSTOP["enabled"] = True
     signals.install_handlers()
+    status: object = 0
     try:
         cli.main()
+    except SystemExit as done:
+        status = done.code
     finally:
         signals.ignore_from_now()
+    if command in KEEPS_COLLECTING:
+        sys.exit(status)
+    _leave(status)
+
+
+def _leave(status: object) -> None:
+    """End the process with ``status`` as :func:`sys.exit` would, without the interpreter's
+    teardown: the exit hooks run and the standard streams are flushed, then the process ends
+    (:func:`os._exit`).  The teardown would free, one by one, every object the command made
+    (1.1 s of a 4096^3 matmul kernel's ``run`` traced from the current API, 25 k instructions),
+    memory the system takes back at once.  Every file a command writes is closed when written."""
+    import atexit
+    import os
+
+    if status is None:
+        code = 0
+    elif isinstance(status, int):
+        code = status
+    else:  # sys.exit("message"): the message on standard error, status 1
+        print(status, file=sys.stderr)
+        code = 1
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except BrokenPipeError:  # the reader went away with output still buffered: as a SIGPIPE
+            code = code or 141
+        except (OSError, ValueError):
+            pass
+    os._exit(code & 0xFF)
