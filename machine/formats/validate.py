@@ -355,11 +355,13 @@ def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str)
 def validate_program(program: Program, spec: MachineSpec | None = None, *, checked: Program | None = None) -> None:
     """Check everything the spec states about a parsed program; raise on the first error.
 
-    ``checked``: a program already validated against ``spec`` (a pass's input).  When it has
-    the very same tensors, its tensors and the instructions whose op, engine, attribute and
-    access objects it holds, each in loops of the same names and trip counts, are not checked
-    again: a pass that changes a few instructions, or only their deps or queues (``dma-place``,
-    ``dep-opt``), costs what it changed.  Names and deps are checked throughout.
+    ``checked``: a program already validated against ``spec`` (a pass's input).  The tensors
+    it holds unchanged (the same objects), and the instructions touching only those whose op,
+    engine, attribute and access objects it holds, each in loops of the same names and trip
+    counts, are not checked again: a pass that changes a few instructions or tensors, or only
+    deps or queues (``dma-place``, ``dep-opt``), costs what it changed.  Names and deps are
+    checked throughout.  A program that passed whole is remembered while it lives (programs
+    are immutable), and a second call on it returns at once.
     """
     spec = spec or resolve_machine(program.machine)
     if _VALIDATED.get(id(program)) == spec:  # this very program passed: built, loaded, then run
