@@ -14,6 +14,7 @@ internal error, a closed pipe and the guard on a loop of a billion iterations.
 from __future__ import annotations
 
 import importlib
+import io
 import json
 import os
 import shutil
@@ -313,3 +314,21 @@ def test_the_guard_reads_no_program_bigger_than_its_text(tmp_path):
     program.write_text(json.dumps(doc))
     result = _invoke(["check", str(program)])
     assert result.exit_code == 2 and "about 10^" in result.stderr
+
+
+def test_a_closed_pipe_under_a_table_is_the_commands_141_not_riches_1():
+    """rich ends the process with status 1 when its write finds the reader gone, which to
+    ``run`` means a check failed (``neuronsim run K | head`` exited 1); the people's console
+    raises BrokenPipeError instead, which every command ends with 141 (the test above)."""
+    from rich.table import Table
+
+    from neuronsim.verify.app.console import people_console
+
+    class Gone(io.StringIO):
+        def write(self, text):
+            raise BrokenPipeError(32, "Broken pipe")
+
+    table = Table("check", "result")
+    table.add_row("races", "0")
+    with pytest.raises(BrokenPipeError):
+        people_console(Gone()).print(table)

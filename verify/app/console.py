@@ -11,11 +11,19 @@ PIPE_WIDTH = 10_000
 
 def people_console(stream=None):
     """The rich console of a command's output for people: on a terminal its width, elsewhere
-    :data:`PIPE_WIDTH` so that no number in a table is cut; lines are never wrapped."""
+    :data:`PIPE_WIDTH` so that no number in a table is cut; lines are never wrapped.  A reader
+    that went away (``neuronsim run K | head``) is the command's exit 141, as for every other
+    write: rich's own handling ends the process with status 1, which here means a check
+    failed."""
     import sys
 
     from rich.console import Console
 
+    class PeopleConsole(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True  # nothing more to write; the command's handler says 141
+            raise BrokenPipeError("the reader of standard output went away")
+
     target = stream if stream is not None else sys.stdout
     wide = None if target.isatty() else PIPE_WIDTH
-    return Console(file=stream, highlight=False, soft_wrap=True, width=wide)
+    return PeopleConsole(file=stream, highlight=False, soft_wrap=True, width=wide)
