@@ -375,24 +375,20 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)
+    traced = None
     try:
         program = open_groups(apply_edges(tracer.kb.program(validate=False), edges))  # PSUM groups opened by
         # their first matmul
         if tracer.program_extras:  # control-flow decisions and loop state (machine/nki/control.py)
             program = replace(program, extras=frozen_mapping({**program.extras, **tracer.program_extras}))
-    except NkiError:  # an order edge the data contradicts: already at the kernel's line
-        raise
-    except ProgramError as err:
-        where, what = _error_site(tracer, func, err.path)
-        raise NkiError(where, f"{what}: {err.message}{float_bits_hint(tracer)}") from None
-    traced = _finish(tracer, program, values, results, more, func)
-    try:
+        traced = _finish(tracer, program, values, results, more, func)
         # validated once, as the trace hands it on: a command checking it again finds it
-        # checked (a second full check of a printed kernel's 85 k instructions cost a second);
-        # its instructions carry their kernel lines
+        # checked (a second full check of a printed kernel's 85 k instructions cost a second)
         validate_program(traced.program)
+    except NkiError:  # an order edge the data contradicts, a return refused: already at the kernel's line
+        raise
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line
-        where, what = _error_site(tracer, func, err.path, traced.program)
+        where, what = _error_site(tracer, func, err.path, traced.program if traced is not None else None)
         raise NkiError(where, f"{what}: {err.message}{float_bits_hint(tracer)}") from None
     return traced
 

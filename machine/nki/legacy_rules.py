@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronsim.machine.ir.program import MemoryKind, Program
-from neuronsim.machine.nki.errors import NkiError, SourceLine, _code_info, fail, user_frame
+from neuronsim.machine.nki.errors import NkiError, SourceLine, _code_info, fail, frame_line, user_frame
 from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at
 
 __all__ = ["annotated_shape", "kernel_level", "check_written", "check_mutable"]
@@ -58,7 +58,7 @@ def kernel_level(tracer: Any) -> None:
     if frame is None or (tracer.site is not None and tracer.site[1] == "return"):  # a returned tile's copy
         return
     where = None
-    if tracer.loops or loops_at(frame.f_code, frame.f_lineno):
+    if tracer.loops or loops_at(frame.f_code, frame_line(frame)):
         where = "inside a loop"
     else:
         caller = frame.f_back
