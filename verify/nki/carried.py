@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Iterator
+from itertools import chain
 from dataclasses import dataclass
 
 import numpy as np
@@ -269,30 +270,62 @@ def _storages(stream: InstanceStream, affine: dict[int, Loop], marks: list[tuple
               private: dict[str, set[str]]) -> dict[object, list[tuple[int, int]]]:
     """Access slots ``(instruction, position)`` per storage (a tensor, or a DRAM alias group)
     that some affine loop (kept, or one run of an unrolled one) writes, the storage not being
-    declared in that loop's body."""
-    slots: dict[object, list[tuple[int, int]]] = defaultdict(list)
-    # the loops writing it, and per unrolled run the iterations touching it: a tile of one
-    # iteration (each declares its own: a printed kernel's tens of thousands) carries nothing
-    touched: dict[object, tuple[set, dict]] = defaultdict(lambda: (set(), defaultdict(set)))
-    for x in range(stream.m):
-        kept = [loop for loop in stream.loops_of[x] if id(loop) in affine]
-        runs = marks[x] or ()
-        for k, ca in enumerate(stream.accesses(x)):
-            key = ca.space if isinstance(ca.space, tuple) else ca.tensor
-            slots[key].append((x, k))
-            writes, iterations = touched[key]
-            if ca.is_write:
-                own = () if isinstance(key, tuple) else private.get(stream.tensor_names[ca.tensor], ())
-                writes.update(id(loop) for loop in kept if loop.name not in own)
-                writes.update(("run", run) for run, _var, _iteration in runs)
-            for run, _var, iteration in runs:
-                iterations[run].add(iteration)
+    declared in that loop's body, in order of first access.
 
-    def carries(key: object) -> bool:
-        writes, iterations = touched[key]
-        return any(not isinstance(loop, tuple) or len(iterations[loop[1]]) > 1 for loop in writes)
+    Read from the stream's access slots as columns: a kernel neuronx-cc printed has a quarter
+    of a million slots and half a million unrolled-loop marks (NKIBench's ``gqa_full``: 0.66 s
+    as a walk of the slots, 0.29 s so)."""
+    temps = stream.templates
+    ids: dict[object, int] = {}  # storage -> its number, in order of first access
+    key_t = np.fromiter((ids.setdefault(ca.space if isinstance(ca.space, tuple) else ca.tensor, len(ids))
+                         for ca in temps), np.int64, len(temps))
+    write_t = np.fromiter((ca.is_write for ca in temps), bool, len(temps))
+    slot_x = stream.slot_x.astype(np.int64)
+    key_s, write_s = key_t[stream.slot_t], write_t[stream.slot_t]
+    storages = list(ids)
+    carries = np.zeros(len(storages), bool)
+    if affine:  # a kept affine loop writes it, the storage not being declared in its body
+        kept = [[loop.name for loop in loops if id(loop) in affine] for loops in stream.loops_of]
+        at = np.flatnonzero(write_s & np.fromiter(map(bool, kept), bool, stream.m)[slot_x])
+        for key, x in set(zip(key_s[at].tolist(), slot_x[at].tolist())):
+            storage = storages[key]
+            own = () if isinstance(storage, tuple) else private.get(stream.tensor_names[storage], ())
+            carries[key] |= any(name not in own for name in kept[x])
+    runs = [(x, run, iteration) for x, found in enumerate(marks) if found for run, _var, iteration in found]
+    if runs:  # one run of an unrolled affine loop writes it, and its slots span two iterations
+        carries[_spanning_runs(runs, slot_x, key_s, write_s, stream.m)] = True
+    bounds = np.searchsorted(slot_x, np.arange(stream.m + 1))
+    chosen = np.flatnonzero(carries[key_s])
+    chosen = chosen[np.argsort(key_s[chosen], kind="stable")]  # by storage, each in slot order
+    out: dict[object, list[tuple[int, int]]] = {storages[key]: [] for key in np.flatnonzero(carries).tolist()}
+    for key, x, k in zip(key_s[chosen].tolist(), slot_x[chosen].tolist(), (chosen - bounds[slot_x[chosen]]).tolist()):
+        out[storages[key]].append((x, k))
+    return out
 
-    return {key: found for key, found in slots.items() if carries(key)}
+
+def _spanning_runs(runs: list[tuple[int, int, int]], slot_x: np.ndarray, key_s: np.ndarray, write_s: np.ndarray,
+                   m: int) -> np.ndarray:
+    """The storages (numbers, ``key_s`` per slot) some run of an unrolled loop writes whose
+    slots in that run lie in two iterations or more; ``runs``: ``(instruction, run,
+    iteration)`` of every instruction's marks."""
+    x, run, iteration = np.fromiter(chain.from_iterable(runs), np.int64, 3 * len(runs)).reshape(-1, 3).T
+    per_x = np.bincount(x, minlength=m)
+    count = per_x[slot_x]  # one row per slot and mark of its instruction
+    slot = np.repeat(np.arange(len(slot_x)), count)
+    if not len(slot):
+        return np.zeros(0, np.int64)
+    row = np.repeat(np.cumsum(per_x)[slot_x] - np.cumsum(count), count) + np.arange(len(slot))  # its mark
+    key, run, iteration, written = key_s[slot], run[row], iteration[row], write_s[slot]
+    order = np.lexsort((iteration, run, key))
+    key, run, iteration, written = key[order], run[order], iteration[order], written[order]
+    first = np.ones(len(key), bool)  # the first row of each (storage, run)
+    first[1:] = (key[1:] != key[:-1]) | (run[1:] != run[:-1])
+    another = np.zeros(len(key), bool)  # a second iteration in its (storage, run)
+    another[1:] = ~first[1:] & (iteration[1:] != iteration[:-1])
+    group = np.cumsum(first) - 1
+    spans = np.bincount(group, weights=another, minlength=int(group[-1]) + 1) > 0
+    writes = np.bincount(group, weights=written, minlength=len(spans)) > 0
+    return key[first][spans & writes]
 
 
 def _tagged(flows: dict, overwrites: dict) -> Iterator[tuple[tuple, bool]]:
@@ -315,9 +348,12 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
     found: dict[tuple[str, str, int, int], CarriedPair] = {}
     for storage in _storages(stream, affine, marks, private).values():
         flows, overwrites = _Sweep(stream, affine, storage, marks).run()
+        # per instruction, the tensors it names here (not a scan of the storage per pair found)
+        names: dict[int, set[str]] = defaultdict(set)
+        for x, k in storage:
+            names[x].add(stream.tensor_names[stream.accesses(x)[k].tensor])
         for ((loop_id, xw, xr), (distance, w, r)), over in _tagged(flows, overwrites):
-            tensors = sorted({stream.tensor_names[ca.tensor] for x, k in storage
-                              for ca in (stream.accesses(x)[k],) if x in (xw, xr)})
+            tensors = sorted(names[xw] | names[xr])
             if isinstance(loop_id, tuple):  # an unrolled loop: each iteration declares its tiles anew
                 loop_name = loop_id[2]
             else:

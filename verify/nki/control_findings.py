@@ -25,11 +25,12 @@ wrote each byte (linear in the instances that touch PSUM).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program, Tensor
+from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
 from neuronsim.machine.model.geometry import footprint, mask_range
 from neuronsim.machine.ir.source import SOURCE_KEY, source_text
 
@@ -74,7 +75,12 @@ def loop_state_findings(program: Program) -> list[NkiFinding]:
 
 
 def psum_findings(program: Program) -> list[NkiFinding]:
-    psum = {n for n, t in program.tensors.items() if t.memory == MemoryKind.PSUM}
+    # Only a matmul that accumulates reads what the walk records, and only of the tensor it
+    # writes: the PSUM tiles nothing accumulates onto need no walk (21,248 of NKIBench's
+    # gqa_full's 21,760: its transposes' and one-step matmuls', a 64-256 KiB state each, 1 GB
+    # and 2 s in all).
+    psum = {access.tensor for inst, _ in program.instructions() if inst.op == "matmul" and inst.attrs.get("accumulate")
+            for access in inst.writes if program.tensors[access.tensor].memory == MemoryKind.PSUM}
     if not psum:
         return []
     from neuronsim.verify.nki.placement import identity_placement as _identity_placement
@@ -102,9 +108,12 @@ def psum_findings(program: Program) -> list[NkiFinding]:
             fp = footprint(tensor, access, index)
             known = seen.get((access.tensor, fp.partitions, fp.bytes))
             if known is None:
-                rows, cols = _cells(tensor, fp)
-                region = regions.setdefault((access.tensor, rows.tobytes(), cols.tobytes()), len(regions) + 1)
-                known = seen[access.tensor, fp.partitions, fp.bytes] = (rows, cols, region, _block(rows, cols))
+                base = tensor.byte_base
+                rows, cols, cells, key = _cells(tensor.partition or 0, tensor.shape[0], tensor.itemsize,
+                                                tensor.bytes_per_partition, fp.partitions,
+                                                tuple((a - base, b - base) for a, b in fp.bytes))
+                region = regions.setdefault((access.tensor, key), len(regions) + 1)
+                known = seen[access.tensor, fp.partitions, fp.bytes] = (rows, cols, region, cells)
             rows, cols, region, cells = known
             if inst.op == "matmul" and filled.get(access.tensor) == region:
                 continue
@@ -139,17 +148,23 @@ def _psum(kind: str, label: str, tensor: str, message: str) -> ControlFinding:
     return ControlFinding(message, kind=kind, dependence="RAW", first=label, second=label, tensors=(tensor,))
 
 
-def _cells(tensor: Tensor, fp: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Rows (partitions) and element columns of ``tensor`` a footprint covers (a byte range
-    not on element boundaries: every element it touches)."""
-    lo, hi = mask_range(fp.partitions) if fp.partitions else (0, 0)
-    first = tensor.partition or 0
-    rows = np.array([p - first for p in range(lo, hi) if fp.partitions >> p & 1], np.int64)
-    base, size = tensor.byte_base, tensor.itemsize
-    cols = (np.concatenate([np.arange((a - base) // size, -(-(b - base) // size)) for a, b in fp.bytes])
-            if fp.bytes else np.zeros(0, np.int64))
-    width = -(-tensor.bytes_per_partition // size)
-    return rows[(rows >= 0) & (rows < tensor.shape[0])], cols[(cols >= 0) & (cols < width)]
+@lru_cache(maxsize=4096)
+def _cells(first: int, height: int, size: int, width_bytes: int, mask: int, spans: tuple[tuple[int, int], ...]
+           ) -> tuple[np.ndarray, np.ndarray, Any, tuple[bytes, bytes]]:
+    """Rows (partitions) and element columns of a PSUM tensor that a footprint covers (a byte
+    range not on element boundaries: every element it touches), their block index and a key
+    naming the two.  The tensor is given by its first partition, partitions, item size and
+    bytes a partition; the footprint by its partition mask and its byte spans from the
+    tensor's first byte: a printed kernel's hundreds of PSUM tiles of one shape share one
+    answer."""
+    lo, hi = mask_range(mask) if mask else (0, 0)
+    rows = np.array([p - first for p in range(lo, hi) if mask >> p & 1], np.int64)
+    cols = (np.concatenate([np.arange(a // size, -(-b // size)) for a, b in spans])
+            if spans else np.zeros(0, np.int64))
+    rows = rows[(rows >= 0) & (rows < height)]
+    cols = cols[(cols >= 0) & (cols < -(-width_bytes // size))]
+    rows.flags.writeable = cols.flags.writeable = False  # shared by every tile alike
+    return rows, cols, _block(rows, cols), (rows.tobytes(), cols.tobytes())
 
 
 def _block(rows: np.ndarray, cols: np.ndarray) -> Any:

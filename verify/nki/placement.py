@@ -7,6 +7,7 @@ so they run on this placement, where two tiles share bytes only when the kernel 
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import replace
 from typing import Any
 
@@ -15,7 +16,24 @@ from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.alloc import ALLOC_GROUP_KEY
 
 
+#: ``(id(program), kernel_bytes) -> placement`` of the programs alive: three checks of one
+#: traced kernel ask for it (the carried sweep's stream, the PSUM checks, a run's
+#: ``uninitialised`` check), 0.37 s each at ``gqa_full``'s 86 k instructions (NKIBench).  An
+#: entry leaves with its program (programs are immutable), so an id names one object.
+_PLACED: dict[tuple[int, bool], Program] = {}
+
+
 def identity_placement(program: Program, kernel_bytes: bool = False) -> Program:
+    """:func:`place_apart` of ``program``, computed once per program alive."""
+    key = (id(program), kernel_bytes)
+    placed = _PLACED.get(key)
+    if placed is None:
+        placed = _PLACED[key] = place_apart(program, kernel_bytes)
+        weakref.finalize(program, _PLACED.pop, key, None)
+    return placed
+
+
+def place_apart(program: Program, kernel_bytes: bool = False) -> Program:
     """Every tensor on bytes of its own (a machine with room for all of them; DRAM alias
     groups kept), a rotating one with a slot per iteration: the storage the NKI compiler reasons
     with, where each tile is itself and no two tensors share bytes.  The blocks of one directly
