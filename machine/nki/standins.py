@@ -13,9 +13,11 @@ from __future__ import annotations
 import builtins
 import importlib.abc
 import importlib.machinery
+import inspect
 import logging
 import os
 import sys
+import sysconfig
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -137,6 +139,7 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     sys.modules.update(modules)
     sys.meta_path.insert(0, _FINDER)
     sys.meta_path.append(_HARNESS)
+    sys.meta_path.append(_MISSING)
     harness_before = {n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS}
     # CS149's NKI assignment (run on Trainium by its students) calls logging.disable(logging.OFF)
     # after importing neuronxcc, a level the standard library does not have: the Neuron
@@ -162,6 +165,9 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
         logging.disable(disabled)
         sys.meta_path.remove(_FINDER)
         sys.meta_path.remove(_HARNESS)
+        sys.meta_path.remove(_MISSING)
+        for name in [n for n in sys.modules if isinstance(sys.modules[n], _Missing)]:
+            del sys.modules[name]
         for name in [n for n in sys.modules if n.split(".")[0] in _ROOTS]:
             del sys.modules[name]
         for name in [n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS and n not in harness_before]:
@@ -217,6 +223,118 @@ class _MissingHarness(_OtherSubmodules):
 
 
 _HARNESS = _MissingHarness()
+
+
+class Absent(Refused):
+    """A name of a package a kernel's file imports that is not installed here (``torch``, a
+    framework's ``wrap_nki``): where the file is imported (its module and class bodies) it is
+    inert, as a harness needs it to be: calling one returns another, except that a call with
+    one function and nothing else returns the function (a decorator, or a wrapper such as
+    ``wrap_nki(kernel)``); attributes and items are more of them, and its truth is False.  In
+    a function that runs (the kernel, its helpers, a reference) it is refused at that line, as
+    a name neuronsim does not model is."""
+
+    __slots__ = ()
+
+    def _inert(self) -> bool:
+        # module and class bodies run unoptimised code (no CO_OPTIMIZED); functions do not
+        return not sys._getframe(2).f_code.co_flags & inspect.CO_OPTIMIZED
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._inert():
+            raise self.refusal()
+        if len(args) == 1 and not kwargs and (inspect.isfunction(args[0]) or hasattr(args[0], "__wrapped__")):
+            return args[0]
+        return Absent(f"{self._name}(...)", self._why)
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or not self._inert():
+            return Refused.__getattr__(self, attr)
+        return Absent(f"{self._name}.{attr}", self._why)
+
+    def __getitem__(self, key: Any) -> Any:
+        if not self._inert():
+            raise self.refusal()
+        return Absent(f"{self._name}[...]", self._why)
+
+    def __iter__(self) -> Any:
+        if not self._inert():
+            raise self.refusal()
+        return iter(())
+
+    def __bool__(self) -> bool:
+        if not self._inert():
+            raise self.refusal()
+        return False
+
+    def __enter__(self) -> Any:
+        if not self._inert():
+            raise self.refusal()
+        return self
+
+    def __mro_entries__(self, bases: tuple) -> tuple:  # ``class Model(torch.nn.Module)``: a plain class
+        return (object,)
+
+
+class _Missing(StandIn):
+    """A package a kernel's file imports that is not installed: every name an :class:`Absent`."""
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("_"):
+            raise AttributeError(attr)
+        absent = Absent(f"{self.__name__}.{attr}", f"{self.__name__.split('.')[0]} is not installed here; "
+                        "a kernel runs on NKI calls and numpy")
+        setattr(self, attr, absent)
+        return absent
+
+
+def _user_file(path: str) -> bool:
+    """Whether ``path`` is a user's file: not the standard library's, an installed package's
+    or neuronsim's own."""
+    path = os.path.abspath(path)
+    return not path.startswith(_NOT_USERS) and not path.startswith("<")
+
+
+_NOT_USERS = tuple(os.path.abspath(p) + os.sep for p in {
+    *(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")),
+    *(os.path.dirname(os.path.abspath(room.__file__)) for room in (sys.modules["neuronsim.machine"],))})
+
+
+class _MissingImport(_OtherSubmodules):
+    """Last on ``sys.meta_path``: a module nothing else can import, imported by a user's file
+    (the kernel's, a module beside it), is a :class:`_Missing` package; a library's optional
+    import still fails as it expects."""
+
+    def __init__(self) -> None:
+        self.served: set[str] = set()
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        root = fullname.split(".")[0]
+        if fullname in sys.modules or root in _ROOTS or root in _HARNESS_ROOTS:
+            return None
+        if root not in self.served and not _user_file(_importer().f_code.co_filename):
+            return None
+        self.served.add(root)
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        module = _Missing(spec.name, f"neuronsim stand-in for {spec.name} (not installed)")
+        module.__path__ = []
+        module._generation = "current"
+        return module
+
+
+def _importer() -> Any:
+    """The frame whose import statement is being executed (the import system's own frames
+    skipped)."""
+    frame = sys._getframe(2)
+    while frame.f_back is not None and (frame.f_code.co_filename.startswith("<frozen")
+                                        or "importlib" in frame.f_code.co_filename):
+        frame = frame.f_back
+    return frame
+
+
+_MISSING = _MissingImport()
 
 
 def generation_of(func: Any) -> str:
