@@ -280,7 +280,7 @@ class _Missing(StandIn):
     """A package a kernel's file imports that is not installed: every name an :class:`Absent`."""
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_"):
+        if attr.startswith("__"):  # (a private name is the package's: ``torch._dynamo``)
             raise AttributeError(attr)
         absent = Absent(f"{self.__name__}.{attr}", f"{self.__name__.split('.')[0]} is not installed here; "
                         "a kernel runs on NKI calls and numpy")

@@ -15,6 +15,7 @@ import pytest
 from neuronsim.machine.nki import load_kernel, trace
 from neuronsim.machine.nki.errors import NkiError
 from neuronsim.machine.nki.standins import standins
+from neuronsim.verify.cli.cmd_nki import load_reference
 from neuronsim_tests.nki_kernels import KERNELS, f32, kernel, run
 
 FILE = Path(KERNELS, "missing_packages.py")
@@ -40,6 +41,7 @@ def test_a_missing_package_used_in_the_kernel_is_refused_at_its_line():
 def test_a_reference_using_a_missing_package_is_refused_at_its_line():
     x = np.ones((2, 2), np.float32)
     assert load_kernel(f"{FILE}::reference")(x)["return0"].tolist() == [[2, 2], [2, 2]]
+    assert load_reference(f"{FILE}:reference")(x)["return0"].tolist() == [[2, 2], [2, 2]]  # run's --reference
     with pytest.raises(NkiError) as err:
         load_kernel(f"{FILE}::torch_reference")(x)
     assert err.value.path.endswith(f"missing_packages.py:{_line('torch.tensor(x)')}")

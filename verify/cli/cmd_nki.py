@@ -242,9 +242,15 @@ def _reference_in(module_name: str, attr: str) -> Callable:
             raise UsageFailure(f"cannot read {module_name}: no such file", "--reference")
         if str(path.resolve().parent) not in sys.path:  # the modules beside it import, as a script's do
             sys.path.insert(0, str(path.resolve().parent))
-        loader_spec = importlib.util.spec_from_file_location(f"neuronsim_reference_{path.stem}", path)
+        name = f"neuronsim_reference_{path.stem}"
+        loader_spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(loader_spec)
-        loader_spec.loader.exec_module(module)
+        sys.modules[name] = module  # dataclasses look a module up by name (a string annotation)
+        try:
+            loader_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
     else:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())

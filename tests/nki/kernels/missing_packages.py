@@ -3,12 +3,26 @@ have (a framework, its NKI wrapper) and uses them where the file is imported (a 
 decorator, a model class, a module constant, a guard); its kernels use NKI alone, except the
 ones that use a missing package where they run."""
 
+from __future__ import annotations
+
+from dataclasses import dataclass
+
 import nki
 import nki.language as nl
 import torch  # not installed here (nor needed: neuronsim runs the NKI calls)
 from framework_lite.nki.hop import wrap_nki  # a wrapper package, not installed either
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
+@dataclass
+class Counters:  # (a dataclass under string annotations: its module is looked up by name)
+    calls: int = 0
+
+
+@torch._dynamo.assume_constant_result  # a private name of the missing package
+def count_call(counters: Counters) -> None:
+    counters.calls += 1
 
 
 @torch.no_grad()
