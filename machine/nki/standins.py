@@ -218,8 +218,7 @@ class _MissingHarness(_OtherSubmodules):
         return None
 
     def create_module(self, spec: Any) -> types.ModuleType:
-        generation = "legacy" if spec.name.startswith("neuronxcc") else "current"
-        return _module(spec.name, spec.name, dict(_HARNESS_NAMES.get(spec.name, {})), generation)
+        return _missing(spec.name, _HARNESS_NAMES.get(spec.name, {}))
 
 
 _HARNESS = _MissingHarness()
@@ -318,10 +317,16 @@ class _MissingImport(_OtherSubmodules):
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec: Any) -> types.ModuleType:
-        module = _Missing(spec.name, f"neuronsim stand-in for {spec.name} (not installed)")
-        module.__path__ = []
-        module._generation = "current"
-        return module
+        return _missing(spec.name, {})
+
+
+def _missing(name: str, names: dict[str, Any]) -> _Missing:
+    """The stand-in for package ``name``, not installed, holding ``names``."""
+    module = _Missing(name, f"neuronsim stand-in for {name} (not installed)")
+    module.__dict__.update(names)
+    module.__path__ = []  # a package: submodules import
+    module._generation = "current"
+    return module
 
 
 def _importer() -> Any:

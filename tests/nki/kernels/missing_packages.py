@@ -10,9 +10,11 @@ from dataclasses import dataclass
 import nki
 import nki.language as nl
 import torch  # not installed here (nor needed: neuronsim runs the NKI calls)
+import torch_xla.core.xla_model as xm  # a Neuron harness package, not installed either
 from framework_lite.nki.hop import wrap_nki  # a wrapper package, not installed either
 
 DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+XLA_DEVICE = xm.xla_device()
 
 
 @dataclass
