@@ -141,6 +141,7 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     sys.meta_path.append(_HARNESS)
     sys.meta_path.append(_MISSING)
     harness_before = {n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS}
+    missing_before = {n for n, module in sys.modules.items() if isinstance(module, _Missing)}
     # CS149's NKI assignment (run on Trainium by its students) calls logging.disable(logging.OFF)
     # after importing neuronxcc, a level the standard library does not have: the Neuron
     # packages add it, so the stand-ins do, and the logging state is as it was afterwards
@@ -166,7 +167,7 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
         sys.meta_path.remove(_FINDER)
         sys.meta_path.remove(_HARNESS)
         sys.meta_path.remove(_MISSING)
-        for name in [n for n in sys.modules if isinstance(sys.modules[n], _Missing)]:
+        for name in [n for n, mod in sys.modules.items() if isinstance(mod, _Missing) and n not in missing_before]:
             del sys.modules[name]
         for name in [n for n in sys.modules if n.split(".")[0] in _ROOTS]:
             del sys.modules[name]
@@ -242,8 +243,9 @@ class Absent(Refused):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not self._inert():
             raise self.refusal()
-        if len(args) == 1 and not kwargs and (inspect.isfunction(args[0]) or hasattr(args[0], "__wrapped__")):
-            return args[0]
+        decorated = args[0] if len(args) == 1 and not kwargs else None
+        if inspect.isfunction(decorated) or inspect.isclass(decorated) or hasattr(decorated, "__wrapped__"):
+            return decorated
         return Absent(f"{self._name}(...)", self._why)
 
     def __getattr__(self, attr: str) -> Any:
@@ -294,9 +296,12 @@ def _user_file(path: str) -> bool:
     return not path.startswith(_NOT_USERS) and not path.startswith("<")
 
 
+#: The standard library, installed packages and neuronsim's rooms (beside ``machine``, also
+#: in a checkout installed editable, whose tests and examples are users' files).
 _NOT_USERS = tuple(os.path.abspath(p) + os.sep for p in {
     *(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")),
-    *(os.path.dirname(os.path.abspath(room.__file__)) for room in (sys.modules["neuronsim.machine"],))})
+    *(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pardir, room)
+      for room in ("machine", "passes", "verify"))})
 
 
 class _MissingImport(_OtherSubmodules):
@@ -304,16 +309,12 @@ class _MissingImport(_OtherSubmodules):
     (the kernel's, a module beside it), is a :class:`_Missing` package; a library's optional
     import still fails as it expects."""
 
-    def __init__(self) -> None:
-        self.served: set[str] = set()
-
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         root = fullname.split(".")[0]
         if fullname in sys.modules or root in _ROOTS or root in _HARNESS_ROOTS:
             return None
-        if root not in self.served and not _user_file(_importer().f_code.co_filename):
+        if not _user_file(_importer().f_code.co_filename):
             return None
-        self.served.add(root)
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec: Any) -> types.ModuleType:

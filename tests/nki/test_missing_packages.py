@@ -29,6 +29,9 @@ def test_a_kernel_whose_file_uses_missing_packages_on_import_runs():
     x = f32(128, 64)
     np.testing.assert_array_equal(run(kernel("missing_packages.py::add_one"), x)["return0"], x + 1)
     np.testing.assert_array_equal(run(kernel("missing_packages.py::add_one_wrapped"), x)["return0"], x + 1)
+    counters = load_kernel(f"{FILE}::Counters")()  # a class its decorator handed back
+    load_kernel(f"{FILE}::count_call")(counters)
+    assert counters.calls == 1
 
 
 def test_a_missing_package_used_in_the_kernel_is_refused_at_its_line():

@@ -17,6 +17,7 @@ DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
 XLA_DEVICE = xm.xla_device()
 
 
+@torch.jit.interface  # a decorator of a missing package on a class
 @dataclass
 class Counters:  # (a dataclass under string annotations: its module is looked up by name)
     calls: int = 0
