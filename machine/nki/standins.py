@@ -283,8 +283,8 @@ class _Missing(StandIn):
     def __getattr__(self, attr: str) -> Any:
         if attr.startswith("__"):  # (a private name is the package's: ``torch._dynamo``)
             raise AttributeError(attr)
-        absent = Absent(f"{self.__name__}.{attr}", f"{self.__name__.split('.')[0]} is not installed here; "
-                        "a kernel runs on NKI calls and numpy")
+        absent = Absent(f"{self.__name__}.{attr}", f"{self.__name__.split('.')[0]} cannot be imported here: "
+                        "not installed, nor beside the kernel; a kernel runs on NKI calls and numpy")
         setattr(self, attr, absent)
         return absent
 
