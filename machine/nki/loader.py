@@ -30,17 +30,29 @@ def split_spec(spec: str) -> tuple[str, str]:
     return path, func
 
 
-def _dotted_name(path: str) -> str | None:
-    """The module name of ``path`` under the nearest ``sys.path`` entry reached through packages
-    only (a package tree may sit inside a larger one that is not importable)."""
+def _package_root(path: str) -> tuple[str, str] | None:
+    """``(root, module name)`` of ``path`` under the nearest ``sys.path`` entry (or the working
+    folder) reached through packages only (a package tree may sit inside a larger one that is
+    not importable); above a package, through folders without ``__init__.py`` too, as Python's
+    namespace packages do (a repository's ``kernels/attention/rope.py`` whose ``kernels/`` has
+    none, importing ``..utils``, run from the repository's root as ``python -m`` would)."""
     directory, module = os.path.split(os.path.abspath(path))
     parts = [os.path.splitext(module)[0]]
-    roots = {os.path.abspath(p or os.curdir) for p in sys.path}
+    roots = {os.path.abspath(p or os.curdir) for p in (*sys.path, os.curdir)}
     while os.path.exists(os.path.join(directory, "__init__.py")):
         directory, package = os.path.split(directory)
         parts.append(package)
         if directory in roots:
-            return ".".join(reversed(parts))
+            return directory, ".".join(reversed(parts))
+    if len(parts) == 1:  # not in a package: imported as a file of its own
+        return None
+    while directory != os.path.dirname(directory):
+        directory, package = os.path.split(directory)
+        parts.append(package)
+        if not package.isidentifier():  # (a folder no import can name)
+            return None
+        if directory in roots:
+            return directory, ".".join(reversed(parts))
     return None
 
 
@@ -53,8 +65,11 @@ def beside_first(path: str) -> None:
 
 
 def _import(path: str) -> Any:
-    dotted = _dotted_name(path)
-    if dotted is not None:
+    found = _package_root(path)
+    if found is not None:
+        root, dotted = found
+        if root not in (os.path.abspath(p or os.curdir) for p in sys.path):  # the working folder
+            sys.path.insert(0, root)
         return importlib.import_module(dotted)
     name = "nki_kernel_" + os.path.splitext(os.path.basename(path))[0]
     beside_first(path)
