@@ -51,8 +51,9 @@ def _package_root(path: str) -> tuple[str, str] | None:
         parts.append(package)
         if not package.isidentifier():  # (a folder no import can name)
             return None
-        if directory in roots:
-            return directory, ".".join(reversed(parts))
+        if directory in roots:  # a top name already taken (``nki``, a package's) would import that instead
+            return None if package in sys.modules or package in ("nki", "neuronxcc") else (
+                directory, ".".join(reversed(parts)))
     return None
 
 

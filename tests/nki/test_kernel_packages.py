@@ -57,9 +57,10 @@ def test_a_kernel_under_a_namespace_folder_loads_from_the_repository_root(tmp_pa
     np.testing.assert_array_equal(simulate_kernel(k, x), 2 * x)
 
 
-def test_above_a_folder_no_import_can_name_the_relative_import_fails_at_its_line(tmp_path, monkeypatch,
+@pytest.mark.parametrize("folder", ["nki-moe", "nki"])  # no module is named so; the name is NKI's
+def test_above_a_folder_no_import_can_name_the_relative_import_fails_at_its_line(folder, tmp_path, monkeypatch,
                                                                                  clean_modules):
-    root = _repository(tmp_path / "nki-moe")  # (a hyphen: no module is named so)
+    root = _repository(tmp_path / folder)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(NkiError) as err:
         load_kernel(str(root / "kernels/attention/embeddings/doubled.py") + "::doubled")
