@@ -8,6 +8,7 @@ resolve; any other file is imported on its own, its folder first on ``sys.path``
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import os
@@ -44,7 +45,7 @@ def _package_root(path: str) -> tuple[str, str] | None:
         parts.append(package)
         if directory in roots:
             return directory, ".".join(reversed(parts))
-    if len(parts) == 1:  # not in a package: imported as a file of its own
+    if len(parts) == 1 and not _imports_relatively(path):  # a file of its own
         return None
     while directory != os.path.dirname(directory):
         directory, package = os.path.split(directory)
@@ -55,6 +56,17 @@ def _package_root(path: str) -> tuple[str, str] | None:
             return None if package in sys.modules or package in ("nki", "neuronxcc") else (
                 directory, ".".join(reversed(parts)))
     return None
+
+
+def _imports_relatively(path: str) -> bool:
+    """Whether the file ``path`` has a relative import (``from .x import y``): it is a module of
+    a package, a namespace one when its folder has no ``__init__.py``."""
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read())
+    except (OSError, SyntaxError, ValueError):  # (the import reports it)
+        return False
+    return any(isinstance(node, ast.ImportFrom) and node.level for node in ast.walk(tree))
 
 
 def beside_first(path: str) -> None:

@@ -65,3 +65,14 @@ def test_above_a_folder_no_import_can_name_the_relative_import_fails_at_its_line
     with pytest.raises(NkiError) as err:
         load_kernel(str(root / "kernels/attention/embeddings/doubled.py") + "::doubled")
     assert err.value.path.endswith("doubled.py:4") and "relative import" in err.value.message
+
+
+def test_a_kernel_importing_relatively_in_a_folder_without_init_loads_from_the_root(tmp_path, monkeypatch,
+                                                                                     clean_modules):
+    folder = tmp_path / "repo" / "kernels" / "moe"  # no __init__.py anywhere (the challenge's kernels/moe/)
+    folder.mkdir(parents=True)
+    (folder / "helper.py").write_text("import nki.language as nl\n\n\ndef twice(t):\n    return nl.add(t, t)\n")
+    (folder / "doubled.py").write_text(KERNEL.replace("from ..utils.helper import twice", "from .helper import twice"))
+    monkeypatch.chdir(tmp_path / "repo")
+    x = np.arange(32, dtype=np.float32).reshape(4, 8)
+    np.testing.assert_array_equal(simulate_kernel(load_kernel("kernels/moe/doubled.py::doubled"), x), 2 * x)
