@@ -552,7 +552,7 @@ _SPILL_ROUNDS, _ROOM_STEP = 12, 0.8
 
 
 def _refuse_unplaceable(program: Program, spec: MachineSpec) -> None:
-    """A tile wider than an SBUF partition or a PSUM bank: no allocation or spill places it."""
+    """A tile wider than an SBUF partition or PSUM: no allocation or spill places it."""
     # Width depends on memory, dtype and shape only: each distinct one judged once, on its first
     # tensor (so the first too wide tensor in order is the one named), not 1e5 tiles one by one.
     first: dict[tuple, Tensor] = {}
@@ -561,8 +561,8 @@ def _refuse_unplaceable(program: Program, spec: MachineSpec) -> None:
             first.setdefault((t.memory, t.dtype, t.shape), t)
     for t in first.values():
         limit, what = ((spec.sbuf_allocatable_bytes, "an SBUF partition below the compiler's reserve")
-                       if t.memory == MemoryKind.SBUF
-                       else (spec.psum_bank_bytes, "a PSUM bank"))
+                       if t.memory == MemoryKind.SBUF  # (a PSUM tile may span banks: NKI 0.4 on)
+                       else (spec.psum_banks * spec.psum_bank_bytes, f"the {spec.psum_banks} PSUM banks"))
         if t.bytes_per_partition > limit:
             path, label = where_declared(t)
             raise ProgramError(path, f"{label} holds {t.bytes_per_partition} bytes a partition, more than the "

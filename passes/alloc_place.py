@@ -220,17 +220,21 @@ def place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: i
         if t.memory == MemoryKind.PSUM and not t.is_virtual:
             for s in range(t.rotate.slots if t.rotate is not None else 1):
                 first = t.byte_base + (t.rotate.stride * s if t.rotate is not None else 0)
-                bank, lo = divmod(first, size)
-                regions[min(bank, spec.psum_banks - 1)].append((lo, lo + t.bytes_per_partition, FOREVER, 0))
+                for byte in range(first - first % size, first + t.bytes_per_partition, size):  # each bank it spans
+                    bank = min(byte // size, spec.psum_banks - 1)
+                    regions[bank].append((max(first - byte, 0), min(first + t.bytes_per_partition - byte, size),
+                                          FOREVER, 0))
     virtual = sorted((t for t in program.tensors.values() if t.memory == MemoryKind.PSUM and t.is_virtual),
                      key=lambda t: (lives[t.name].lo, t.name))
     out: dict[str, Tensor] = {}
     cursor = fallbacks = 0
     for t in virtual:
-        if t.bytes_per_partition > size:  # no allocation helps: a tile lives in one bank
-            path, label = where_declared(t)
-            raise ProgramError(path, f"PSUM {label} holds {t.bytes_per_partition} bytes a partition, more than "
-                                     f"a {size}-byte bank")
+        if t.bytes_per_partition > size:  # whole banks side by side (NKI 0.4 on), one placement
+            k = _place_wide_psum(t, lives[t.name].plain if lives[t.name].loop is not None else lives[t.name],
+                                 regions, banks, cursor, size)
+            cursor = k + -(-t.bytes_per_partition // size)
+            out[t.name] = placed(t, partition=0, offset=0, bank=k, rotate=None)
+            continue
         life = lives[t.name]
         # Tensors come in order of first use: what died before this one was born can never
         # clash again (disjoint hulls), so it leaves the banks' region lists.
@@ -259,6 +263,27 @@ def place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: i
         cursor = k + n
         out[t.name] = placed(t, partition=0, offset=offset, bank=k, rotate=rotation(life, size))
     return out, fallbacks
+
+
+def _place_wide_psum(t: Tensor, life: Life, regions: list, banks: int, cursor: int, size: int) -> int:
+    """The first of the consecutive whole banks a PSUM tensor wider than a bank takes while
+    ``life`` lasts (NKI 0.4 on: ``tile_size.psum_bank_fmax`` is per bank, a tensor may span
+    banks, each matmul writing within one), recorded in ``regions``; refused at its declaring
+    line when no run of banks is free."""
+    width = -(-t.bytes_per_partition // size)
+    bases = banks - width + 1
+    for scoped in (False, True):
+        for k in ((cursor + step) % bases for step in range(max(bases, 0))):
+            if all(may_share(other, slot, life, 0, scoped) for s in range(width) for _lo, _hi, other, slot in
+                   regions[k + s] if other.hi >= life.lo):
+                for s in range(width):
+                    regions[k + s].append((0, size, life, 0))
+                return k
+    path, label = where_declared(t)
+    if width > banks:
+        raise ProgramError(path, f"PSUM {label} holds {t.bytes_per_partition} bytes a partition, more than "
+                                 f"the {banks} banks of {size} bytes")
+    raise PsumFull(path, f"no {width} free PSUM banks side by side for {label} while it is live ({banks} banks)")
 
 
 def storage_use(tensors: Iterable[Tensor]) -> tuple[int, int]:

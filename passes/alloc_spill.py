@@ -269,8 +269,10 @@ def fit_psum(program: Program, ctx, slots: Mapping[MemoryKind, int], psum_banks:
             psum = place_psum(program, lives, psum_banks, align, spec)
             return program, spilled, (stream, users, lives, psum)
         except PsumFull as short:
-            weights = {t.name: float(spec.psum_bank_bytes * lives[t.name].slots if lives[t.name].loop is not None
-                                     else min(align_up(t.bytes_per_partition, align), spec.psum_bank_bytes))
+            bank = spec.psum_bank_bytes
+            weights = {t.name: float(-(-t.bytes_per_partition // bank) * bank if t.bytes_per_partition > bank
+                                     else bank * lives[t.name].slots if lives[t.name].loop is not None
+                                     else align_up(t.bytes_per_partition, align))  # (whole banks: wide tiles)
                        for t in program.tensors.values() if t.memory == MemoryKind.PSUM and t.is_virtual}
             plan = plan_spills(program, weights, room) if _round < rounds else []
             while not plan and room > min(weights.values(), default=0) and _round < rounds:

@@ -48,17 +48,22 @@ def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
                                f"bytes [{tensor.offset}, {tensor.offset + nbytes}) overlap the end of SBUF "
                                f"({spec.sbuf_partition_bytes} bytes per partition)")
     elif tensor.memory == MemoryKind.PSUM:
-        if nbytes > spec.psum_bank_bytes:
+        # one bank, or whole banks side by side from a bank's first byte (NKI 0.4 on:
+        # tile_size.psum_bank_fmax is per bank; a tensor may span banks, as PSUM spans eight)
+        if nbytes > spec.psum_banks * spec.psum_bank_bytes:
             raise ProgramError(join_path(path, "shape"),
-                               f"{nbytes} bytes per partition; a PSUM tensor must fit one "
-                               f"{spec.psum_bank_bytes}-byte bank")
+                               f"{nbytes} bytes per partition; PSUM holds {spec.psum_banks} banks of "
+                               f"{spec.psum_bank_bytes} bytes")
         if tensor.bank is not None:
             if tensor.bank >= spec.psum_banks:
                 raise ProgramError(join_path(path, "bank"), f"bank {tensor.bank}; banks are 0..{spec.psum_banks - 1}")
-            if (tensor.offset or 0) + nbytes > spec.psum_bank_bytes:
+            offset, end = tensor.offset or 0, (tensor.offset or 0) + nbytes
+            if (end > spec.psum_bank_bytes and offset) or tensor.bank * spec.psum_bank_bytes + end > \
+                    spec.psum_banks * spec.psum_bank_bytes:
                 raise ProgramError(join_path(path, "offset"),
                                    f"bytes [{tensor.offset}, {(tensor.offset or 0) + nbytes}) cross the end of bank "
-                                   f"{tensor.bank} ({spec.psum_bank_bytes} bytes)")
+                                   f"{tensor.bank} ({spec.psum_bank_bytes} bytes); a tensor over several banks "
+                                   "starts at a bank's first byte and ends inside PSUM")
     elif nbytes > spec.dram_bytes:
         raise ProgramError(join_path(path, "shape"), f"{nbytes} bytes; the DRAM of {spec.name} holds {spec.dram_bytes}")
     elif tensor.address is not None and tensor.address + nbytes > spec.dram_bytes:
@@ -70,7 +75,8 @@ def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
 
 
 def _check_rotation(tensor: Tensor, spec: MachineSpec, path: str) -> None:
-    """Every slot of a rotating tensor fits where slot 0 does (PSUM: inside one bank)."""
+    """Every slot of a rotating tensor fits where slot 0 does (PSUM: inside one bank, or whole banks
+    from a bank's first byte)."""
     rot = tensor.rotate
     span = (rot.slots - 1) * rot.stride
     nbytes = tensor.bytes_per_partition
@@ -87,10 +93,13 @@ def _check_rotation(tensor: Tensor, spec: MachineSpec, path: str) -> None:
         bank_bytes = spec.psum_bank_bytes
         for slot in range(rot.slots):
             lo = first + slot * rot.stride
-            if lo // bank_bytes != (lo + nbytes - 1) // bank_bytes or lo + nbytes > spec.psum_banks * bank_bytes:
+            # within one bank, or (NKI 0.4 on) whole banks side by side from a bank's first byte
+            crosses = lo // bank_bytes != (lo + nbytes - 1) // bank_bytes
+            if (crosses and lo % bank_bytes) or lo + nbytes > spec.psum_banks * bank_bytes:
                 raise ProgramError(path,
                                    f"slot {slot} (bytes [{lo}, {lo + nbytes}) of the partition) crosses a PSUM bank "
-                                   f"boundary or the end of PSUM; a PSUM tensor must fit one {bank_bytes}-byte bank")
+                                   f"boundary or the end of PSUM; a PSUM tensor fits one {bank_bytes}-byte bank, "
+                                   "or starts at a bank's first byte")
 
 
 def _check_read_as(access: Access, tensor: Tensor, path: str) -> None:

@@ -284,13 +284,11 @@ def _too_wide(tracer: Tracer, spec: TileSpec, tile_bytes: int, name: str) -> Non
     PSUM, than a bank (its accumulation lives in one bank)."""
     if spec.buffer == "psum":
         limit, what = PSUM_BANK_BYTES, "a 2 KiB PSUM bank"
-        banks = resolve_machine(tracer.machine).psum_banks
-        # the current API's PSUM tensors may span banks (NKI 0.4 on: tile_size.psum_bank_fmax is
-        # per bank, psum_fmax deprecated "despite the name"); the legacy API's tile is one bank
-        if tracer.generation != "legacy" and PSUM_BANK_BYTES < tile_bytes <= banks * PSUM_BANK_BYTES:
-            raise unsupported(f"{name}: a PSUM tensor of {tile_bytes} bytes a partition, over "
-                              f"{-(-tile_bytes // PSUM_BANK_BYTES)} banks",
-                              "neuronsim keeps a PSUM tensor in one 2 KiB bank; declare one per bank")
+        if tracer.generation != "legacy":
+            # the current API's PSUM tensors may span banks (NKI 0.4 on: tile_size.psum_bank_fmax
+            # is per bank, psum_fmax deprecated "despite the name"); the legacy API's tile is one bank
+            banks = resolve_machine(tracer.machine).psum_banks
+            limit, what = banks * PSUM_BANK_BYTES, f"the {banks} PSUM banks"
     else:
         limit, what = resolve_machine(tracer.machine).sbuf_partition_bytes, "an SBUF partition"
     if tile_bytes > limit:

@@ -9,7 +9,6 @@ import pytest
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import MemoryKind
-from neuronsim.machine.nki import load_kernel, trace
 from neuronsim.machine.nki.errors import NkiError
 from neuronsim.passes import DEFAULT_PIPELINE
 from neuronsim.passes.pipeline import PassContext, run_pipeline
@@ -68,17 +67,3 @@ def test_tiles_live_in_one_loop_that_do_not_fit_are_refused_at_a_line_and_variab
     assert file.endswith("large_working_set.py") and int(line) in loads
     assert f"tile '{loads[int(line)]}'" in caught.value.message
     assert "no tile live with it has a gap" in caught.value.message
-
-
-def test_a_current_api_psum_tensor_over_banks_is_refused_as_not_modelled(tmp_path):
-    """NKI 0.4 on, a PSUM tensor may span banks (``tile_size.psum_bank_fmax`` is per bank;
-    ``psum_fmax`` deprecated "despite the name"): not the kernel's mistake, neuronsim's limit."""
-    path = tmp_path / "wide_psum.py"
-    path.write_text("import nki\nimport nki.language as nl\n\n\n@nki.jit\ndef k(a):\n"
-                    "    p = nl.ndarray((128, 2, 512), dtype=nl.float32, buffer=nl.psum)\n"
-                    "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
-                    "    nl.store(out, value=nl.load(a))\n    return out\n")
-    with pytest.raises(NkiError) as caught:
-        trace(load_kernel(f"{path}::k"), np.ones((128, 4), np.float32))
-    assert caught.value.path.endswith("wide_psum.py:7")
-    assert "p: a PSUM tensor of 4096 bytes a partition, over 2 banks is not supported" in caught.value.message

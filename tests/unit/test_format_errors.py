@@ -106,7 +106,10 @@ CASES: list[tuple[str, str, str, str]] = [
     ("per-iteration-outside-loop", _access("store", "reads", 0, pattern=[[1, 4]], per_iteration={"k": 1}),
      f"{STORE}.reads[0].per_iteration.k", "does not enclose"),
     ("psum-crossing-bank", _tensor("acc", offset=2000), "tensors.acc.offset", "cross the end of bank 1"),
-    ("psum-larger-than-bank", _tensor("acc", shape=[128, 1024]), "tensors.acc.shape", "fit one 2048-byte bank"),
+    # (whole banks side by side are a PSUM tensor since NKI 0.4; more than PSUM's eight is not)
+    ("psum-larger-than-psum", _tensor("acc", shape=[128, 4608]), "tensors.acc.shape", "PSUM holds 8 banks of 2048"),
+    ("psum-banks-past-the-end", _tensor("acc", shape=[128, 4096], bank=1), "tensors.acc.offset",
+     "ends inside PSUM"),
     ("too-many-partitions", _tensor("xs", shape=[129, 16]), "tensors.xs.shape[0]", "at most 128"),
     ("partitions-past-128", _tensor("xs", partition=64), "tensors.xs.partition", "run past partition 128"),
     ("placement-past-end-of-sbuf", _tensor("xs", offset=192 * 1024 - 32), "tensors.xs.offset",
