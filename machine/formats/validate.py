@@ -74,6 +74,20 @@ def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
         _check_rotation(tensor, spec, join_path(path, "x-rotate"))
 
 
+def _one_bank(tensor: Tensor, access: Access, bank_bytes: int, path: LazyPath) -> None:
+    """A PE write into a PSUM tensor over several banks stays in one bank (the matmul
+    accumulates in a bank; the tensor starts at a bank's first byte).  Checked where the
+    access starts: a write that moves with a loop (``per_iteration``) is checked at iteration 0."""
+    offset, pattern = access_extent(tensor, access)
+    low = offset + sum(stride * (count - 1) for stride, count in pattern if stride < 0)
+    high = offset + sum(stride * (count - 1) for stride, count in pattern if stride > 0)
+    lo, hi = low * tensor.itemsize, (high + 1) * tensor.itemsize
+    if lo // bank_bytes != (hi - 1) // bank_bytes:
+        raise ProgramError(path, f"PE writes bytes [{lo}, {hi}) of {access.tensor!r} a partition, across the "
+                                 f"{bank_bytes}-byte PSUM bank at {lo // bank_bytes * bank_bytes + bank_bytes}; a "
+                                 "matmul accumulates within one bank")
+
+
 def _check_rotation(tensor: Tensor, spec: MachineSpec, path: str) -> None:
     """Every slot of a rotating tensor fits where slot 0 does (PSUM: inside one bank, or whole banks
     from a bank's first byte)."""
@@ -290,6 +304,8 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
                 if mem != MemoryKind.PSUM:
                     raise ProgramError(LazyPath(path, key, i, "tensor"), "PE writes only PSUM")
                 psum_writes.add(access.tensor)
+                if tensor.bytes_per_partition > spec.psum_bank_bytes:  # a tensor over banks (NKI 0.4 on)
+                    _one_bank(tensor, access, spec.psum_bank_bytes, LazyPath(path, key, i))
             if key == "reads" and mem == MemoryKind.PSUM:
                 psum_reads += 1
             if bound and tensor.partition is not None:

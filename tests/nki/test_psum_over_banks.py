@@ -71,3 +71,12 @@ def test_more_than_psum_holds_is_refused_at_its_line():
                 if "nine banks" in text)
     assert caught.value.path.endswith(f"psum_banks.py:{line}")
     assert "more than the 16384 of the 8 PSUM banks" in caught.value.message
+
+
+def test_a_matmul_writing_across_a_bank_boundary_is_refused():
+    with pytest.raises(NkiError) as caught:
+        trace(kernel("psum_banks.py::across_banks"), f32(128, 128), f32(128, 512, seed=1))
+    line = next(n for n, text in enumerate(Path(KERNELS, "psum_banks.py").read_text().splitlines(), 1)
+                if "half in each bank" in text)
+    assert caught.value.path.endswith(f"psum_banks.py:{line}")
+    assert "PE writes bytes [1024, 3072)" in caught.value.message and "within one bank" in caught.value.message

@@ -31,3 +31,19 @@ def past_psum(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=nl.load(a))
     return out
+
+
+@nki.jit
+def across_banks(a, b):
+    acc = nl.ndarray((128, 2, 512), dtype=nl.float32, buffer=nl.psum)
+    a_sb = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)
+    b_sb = nl.ndarray((128, 512), dtype=b.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a_sb, src=a)
+    nisa.dma_copy(dst=b_sb, src=b)
+    flat = acc.reshape((128, 1024))
+    nisa.nc_matmul(dst=flat[:, 256:768], stationary=a_sb, moving=b_sb)  # half in each bank
+    out = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.shared_hbm)
+    res = nl.ndarray((128, 1024), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=flat)
+    nisa.dma_copy(dst=out, src=res)
+    return out
