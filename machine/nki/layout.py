@@ -327,8 +327,9 @@ class Layout:
         comes first (``g[i_one, i_f]`` of ``nl.mgrid[0:128, 0:F, 0:1]`` is a ``(1, F)`` tile).
         Each axis is tagged with its iterator: a copy between views of the same iterators in
         another order permutes (``out[i_f, i_p] = t[i_p, i_f]`` stores a transpose)."""
-        if any(isinstance(k, slice) for k in key):
-            raise unsupported("mixing slices with nl.arange index vectors", "index every axis with vectors or integers")
+        if any(isinstance(k, slice) for k in key):  # NKI's err_unsupported_mixing_basic_advanced_tensor_indexing
+            raise fail(f"indexing {self.tensor.name} mixes slices with nl.arange index vectors, which NKI does not "
+                       "take either: index every axis with vectors (nl.arange) or integers, or every one with slices")
         if (self.on_chip or len(key) > 1) and any(isinstance(k, ArangeExpr) and k.terms and k.ndim == 1 for k in key):
             # NKI's err_1d_arange_not_supported: "tile indices ... at least two dimensions"
             raise fail(f"indexing {self.tensor.name} with a 1-D nl.arange is not supported: give the index its "

@@ -303,6 +303,15 @@ def flat_arange(x):
     return o
 
 
+@legacy_nki.jit
+def mixed_indexing(x):
+    tmp = lnl.load(x)
+    c = lnl.exp(tmp[lnl.arange(64)[:, None], :])  # the error page: mixing basic and advanced indexing
+    o = lnl.ndarray((64, 1), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=c)
+    return o
+
+
 def my_alloc(idx, p, f):  # the guide names them pdim_size, fdim_size; Python does not mind
     return (0, idx[0] * f * 4)
 
@@ -390,7 +399,8 @@ def test_nisa_tensor_tensor_refuses_operands_on_different_partitions(guide):
 
 
 @pytest.mark.parametrize("name, words", [("load_from_sbuf", "nl.load expects its source in HBM"),
-                                         ("flat_arange", "with a 1-D nl.arange is not supported")])
+                                         ("flat_arange", "with a 1-D nl.arange is not supported"),
+                                         ("mixed_indexing", "mixes slices with nl.arange index vectors, which NKI")])
 def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
     with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
         trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))
