@@ -15,6 +15,7 @@ import os
 import sys
 from typing import Any
 
+from neuronsim.machine.formats.pyfile import run_file
 from neuronsim.machine.ir.errors import message_of
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
 from neuronsim.machine.nki.frontend import kernel_frame
@@ -84,17 +85,8 @@ def _import(path: str) -> Any:
         if root not in (os.path.abspath(p or os.curdir) for p in sys.path):  # the working folder
             sys.path.insert(0, root)
         return importlib.import_module(dotted)
-    name = "nki_kernel_" + os.path.splitext(os.path.basename(path))[0]
     beside_first(path)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+    return run_file(path, "nki_kernel_" + os.path.splitext(os.path.basename(path))[0])
 
 
 def _nul_line(path: str) -> int:

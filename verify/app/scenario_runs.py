@@ -38,7 +38,6 @@ True
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import threading
@@ -53,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.formats.jsonio import dumps_strict
+from neuronsim.machine.formats.pyfile import run_file
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
@@ -98,16 +98,7 @@ def _load_file(path: Path) -> ModuleType:
     path = path.resolve()
     module = _LOADED.get(path)
     if module is None:
-        name = f"neuronsim_scenario_{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses and pickling look modules up by name
-        try:
-            spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
-        _LOADED[path] = module
+        module = _LOADED[path] = run_file(path, f"neuronsim_scenario_{path.stem}")
     return module
 
 

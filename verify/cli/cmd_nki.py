@@ -31,6 +31,7 @@ from typing import Any
 import click
 
 from neuronsim.machine.formats.program_json import save_program
+from neuronsim.machine.formats.pyfile import run_file
 
 from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, FiniteFloat,
@@ -242,15 +243,7 @@ def _reference_in(module_name: str, attr: str) -> Callable:
             raise UsageFailure(f"cannot read {module_name}: no such file", "--reference")
         if str(path.resolve().parent) not in sys.path:  # the modules beside it import, as a script's do
             sys.path.insert(0, str(path.resolve().parent))
-        name = f"neuronsim_reference_{path.stem}"
-        loader_spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[name] = module  # dataclasses look a module up by name (a string annotation)
-        try:
-            loader_spec.loader.exec_module(module)
-        except BaseException:
-            del sys.modules[name]
-            raise
+        module = run_file(path, f"neuronsim_reference_{path.stem}")
     else:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())

@@ -20,8 +20,6 @@ the ``scenarios`` package.
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -29,6 +27,7 @@ from typing import Any
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.files import write_text
+from neuronsim.machine.formats.pyfile import run_file
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.task_trace import TaskTrace
 from neuronsim.machine.tasks.format import load_tasks
@@ -53,16 +52,7 @@ _LOADED: dict[Path, ModuleType] = {}
 def _load(path: Path) -> ModuleType:
     path = path.resolve()
     if path not in _LOADED:
-        name = f"neuronsim_task_scenario_{path.stem}"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        try:
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
-        except BaseException:
-            del sys.modules[name]
-            raise
-        _LOADED[path] = module
+        _LOADED[path] = run_file(path, f"neuronsim_task_scenario_{path.stem}")
     return _LOADED[path]
 
 
