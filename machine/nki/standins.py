@@ -138,9 +138,7 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
         del sys.modules[name]
     sys.modules.update(modules)
     sys.meta_path.insert(0, _FINDER)
-    sys.meta_path.append(_HARNESS)
     sys.meta_path.append(_MISSING)
-    harness_before = {n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS}
     missing_before = {n for n, module in sys.modules.items() if isinstance(module, _Missing)}
     # CS149's NKI assignment (run on Trainium by its students) calls logging.disable(logging.OFF)
     # after importing neuronxcc, a level the standard library does not have: the Neuron
@@ -165,15 +163,11 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
             del logging.OFF  # type: ignore[attr-defined]
         logging.disable(disabled)
         sys.meta_path.remove(_FINDER)
-        sys.meta_path.remove(_HARNESS)
         sys.meta_path.remove(_MISSING)
         for name in [n for n, mod in sys.modules.items() if isinstance(mod, _Missing) and n not in missing_before]:
             del sys.modules[name]
         for name in [n for n in sys.modules if n.split(".")[0] in _ROOTS]:
             del sys.modules[name]
-        for name in [n for n in sys.modules if n.split(".")[0] in _HARNESS_ROOTS and n not in harness_before]:
-            if isinstance(sys.modules[name], StandIn):
-                del sys.modules[name]
         sys.modules.update(saved)
 
 
@@ -201,28 +195,14 @@ class _OtherSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 _FINDER = _OtherSubmodules()
 
 #: Neuron packages kernel files import for their test harness (``if __name__ == "__main__"``),
-#: not for the kernel: when they are not installed, they import as refusing stand-ins.
-_HARNESS_ROOTS = ("torch_xla", "torch_neuronx", "neuronxcc", "libneuronxla")
+#: not for the kernel: when they are not installed, they import as stand-ins whoever imports
+#: them (:class:`_MissingImport`); ``neuronxcc`` is one of the stand-ins themselves.
+_HARNESS_ROOTS = ("torch_xla", "torch_neuronx", "libneuronxla")
 
 
 #: Harness names that are decorator forms of ``nki.jit`` (the SDK's older examples decorate
 #: kernels with ``torch_neuronx.nki_jit``): they trace the kernel as ``nki.jit`` does.
 _HARNESS_NAMES = {"torch_neuronx": {"nki_jit": kernel.jit}}
-
-
-class _MissingHarness(_OtherSubmodules):
-    """Last on ``sys.meta_path``: only a module nothing else can import."""
-
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname.split(".")[0] in _HARNESS_ROOTS and fullname not in sys.modules:
-            return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
-        return None
-
-    def create_module(self, spec: Any) -> types.ModuleType:
-        return _missing(spec.name, _HARNESS_NAMES.get(spec.name, {}))
-
-
-_HARNESS = _MissingHarness()
 
 
 class Absent(Refused):
@@ -298,36 +278,32 @@ def _user_file(path: str) -> bool:
 
 #: The standard library, installed packages and neuronsim's rooms (beside ``machine``, also
 #: in a checkout installed editable, whose tests and examples are users' files).
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _NOT_USERS = tuple(os.path.abspath(p) + os.sep for p in {
     *(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")),
-    *(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.pardir, room)
-      for room in ("machine", "passes", "verify"))})
+    *(os.path.join(_PACKAGE, room) for room in ("machine", "passes", "verify"))})
 
 
 class _MissingImport(_OtherSubmodules):
-    """Last on ``sys.meta_path``: a module nothing else can import, imported by a user's file
-    (the kernel's, a module beside it), is a :class:`_Missing` package; a library's optional
-    import still fails as it expects."""
+    """Last on ``sys.meta_path``: a module nothing else can import is a :class:`_Missing`
+    package when a user's file imports it (the kernel's, a module beside it), or when it is a
+    Neuron harness package (:data:`_HARNESS_ROOTS`); a library's optional import still fails as
+    it expects."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         root = fullname.split(".")[0]
-        if fullname in sys.modules or root in _ROOTS or root in _HARNESS_ROOTS:
+        if fullname in sys.modules or root in _ROOTS:
             return None
-        if not _user_file(_importer().f_code.co_filename):
+        if root not in _HARNESS_ROOTS and not _user_file(_importer().f_code.co_filename):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 
     def create_module(self, spec: Any) -> types.ModuleType:
-        return _missing(spec.name, {})
-
-
-def _missing(name: str, names: dict[str, Any]) -> _Missing:
-    """The stand-in for package ``name``, not installed, holding ``names``."""
-    module = _Missing(name, f"neuronsim stand-in for {name} (not installed)")
-    module.__dict__.update(names)
-    module.__path__ = []  # a package: submodules import
-    module._generation = "current"
-    return module
+        module = _Missing(spec.name, f"neuronsim stand-in for {spec.name} (not installed)")
+        module.__dict__.update(_HARNESS_NAMES.get(spec.name, {}))
+        module.__path__ = []  # a package: submodules import
+        module._generation = "current"
+        return module
 
 
 def _importer() -> Any:
