@@ -8,12 +8,12 @@ order on the positions of the two instructions inside their innermost common loo
 
 from __future__ import annotations
 
-import weakref
 
 import numpy as np
 
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
+from neuronsim.machine.ir.identity import WhileAlive
 from neuronsim.machine.ir.program import (Access, Instruction, Loop, MemoryKind, Node, Program, Tensor,
                                           is_dma_op, keeps_partition_start, loop_nest, queue_problem)
 from neuronsim.machine.model.geometry import access_extent
@@ -389,7 +389,7 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
     are immutable), and a second call on it returns at once.
     """
     spec = spec or resolve_machine(program.machine)
-    if _VALIDATED.get(id(program)) == spec:  # this very program passed: built, loaded, then run
+    if _VALIDATED.get(program) == spec:  # this very program passed: built, loaded, then run
         return
     tensors = dict(program.tensors)
     known, kept = _known_instructions(checked, program)
@@ -444,21 +444,13 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
             raise ProgramError(join_path(path, "queue"), queue_problem(inst.op, inst.queue, spec.queue_names))
         for i, dep in enumerate(inst.deps):
             _check_dep(inst.name, dep, where, LazyPath(path, "deps", i))
-    _remember(program, spec)
+    _VALIDATED.put(program, spec)
 
 
-#: ``id(program) -> spec`` of every program alive that passed :func:`validate_program` whole:
-#: a traced kernel's program is checked where it is built and again by each command that
-#: receives it (a second check of the same object cost a second or more at 85 k instructions).
-#: An entry leaves with its program (programs are immutable), so an id names one object.
-_VALIDATED: dict[int, MachineSpec] = {}
-
-
-def _remember(program: Program, spec: MachineSpec) -> None:
-    key = id(program)
-    if key not in _VALIDATED:
-        weakref.finalize(program, _VALIDATED.pop, key, None)
-    _VALIDATED[key] = spec
+#: The spec of every program alive that passed :func:`validate_program` whole: a traced
+#: kernel's program is checked where it is built and again by each command that receives it (a
+#: second check of the same object cost a second or more at 85 k instructions).
+_VALIDATED: WhileAlive[MachineSpec] = WhileAlive()
 
 
 def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:

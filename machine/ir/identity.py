@@ -26,9 +26,10 @@ own, each matmul one of a few slot combinations; its views and extents hit far m
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+import weakref
 from typing import Any, Generic, TypeVar
 
-__all__ = ["IdentityMemo", "TRIAL"]
+__all__ = ["IdentityMemo", "TRIAL", "WhileAlive"]
 
 T = TypeVar("T")
 
@@ -83,3 +84,33 @@ class IdentityMemo(Generic[T]):
             self._cache.clear()
         else:
             self._cache[key] = (holds, value)
+
+
+class WhileAlive(Generic[T]):
+    """Values per object (and a key), found by ``id`` and kept only while the object lives:
+    unlike :class:`IdentityMemo` it does not hold the object, and an entry leaves when the
+    object is collected, so an id names one object while its entries stand.  For what is
+    computed from a whole immutable program (its validation, its identity placement).
+
+    >>> class Thing: pass
+    >>> memo, thing = WhileAlive(), Thing()
+    >>> _ = memo.put(thing, "checked"); memo.get(thing), memo.get(thing, "other key")
+    ('checked', None)
+    >>> del thing; len(memo._values)
+    0
+    """
+
+    __slots__ = ("_values",)
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[int, Hashable], T] = {}
+
+    def get(self, obj: Any, key: Hashable = None) -> T | None:
+        return self._values.get((id(obj), key))
+
+    def put(self, obj: Any, value: T, key: Hashable = None) -> T:
+        entry = (id(obj), key)
+        if entry not in self._values:
+            weakref.finalize(obj, self._values.pop, entry, None)
+        self._values[entry] = value
+        return value

@@ -7,30 +7,25 @@ so they run on this placement, where two tiles share bytes only when the kernel 
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import replace
 from typing import Any
 
+from neuronsim.machine.ir.identity import WhileAlive
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Loop, MemoryKind, Program, Rotation
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.alloc import ALLOC_GROUP_KEY
 
 
-#: ``(id(program), kernel_bytes) -> placement`` of the programs alive: three checks of one
-#: traced kernel ask for it (the carried sweep's stream, the PSUM checks, a run's
-#: ``uninitialised`` check), 0.37 s each at ``gqa_full``'s 86 k instructions (NKIBench).  An
-#: entry leaves with its program (programs are immutable), so an id names one object.
-_PLACED: dict[tuple[int, bool], Program] = {}
+#: The placements of the programs alive, by ``kernel_bytes``: three checks of one traced
+#: kernel ask for it (the carried sweep's stream, the PSUM checks, a run's ``uninitialised``
+#: check), 0.37 s each at ``gqa_full``'s 86 k instructions (NKIBench).
+_PLACED: WhileAlive[Program] = WhileAlive()
 
 
 def identity_placement(program: Program, kernel_bytes: bool = False) -> Program:
     """:func:`place_apart` of ``program``, computed once per program alive."""
-    key = (id(program), kernel_bytes)
-    placed = _PLACED.get(key)
-    if placed is None:
-        placed = _PLACED[key] = place_apart(program, kernel_bytes)
-        weakref.finalize(program, _PLACED.pop, key, None)
-    return placed
+    placed = _PLACED.get(program, kernel_bytes)
+    return placed if placed is not None else _PLACED.put(program, place_apart(program, kernel_bytes), kernel_bytes)
 
 
 def place_apart(program: Program, kernel_bytes: bool = False) -> Program:
