@@ -54,7 +54,7 @@ import numpy as np
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.passes.alloc_place import PsumFull, align_up, place_psum
-from neuronsim.passes.analysis.lifetimes import lifetimes, tensor_users
+from neuronsim.passes.analysis.lifetimes import Life, lifetimes, tensor_users
 
 __all__ = ["PSUM_SPILL_KEY", "Spill", "SpillResult", "fit_psum", "plan_spills", "apply_spills", "clean_loads",
            "top_level_users"]
@@ -247,6 +247,17 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
     return SpillResult(out, len(spills), transfers, moved)
 
 
+def _psum_weight(t: Tensor, life: Life, align: int, bank: int) -> float:
+    """Bytes a partition a virtual PSUM tile takes in the spill estimate: whole banks for one
+    wider than a bank (NKI 0.4 on), a bank a slot for a ring, else its bytes aligned, at most a
+    bank."""
+    if t.bytes_per_partition > bank:
+        return float(-(-t.bytes_per_partition // bank) * bank)
+    if life.loop is not None:
+        return float(bank * life.slots)
+    return float(min(align_up(t.bytes_per_partition, align), bank))
+
+
 def fit_psum(program: Program, ctx, slots: Mapping[MemoryKind, int], psum_banks: int, align: int, spec: MachineSpec,
              rounds: int, step: float) -> tuple[Program, int, tuple]:
     """``(program, PSUM tiles spilled, (stream, users, lives, psum))``: the program with PSUM tiles
@@ -269,10 +280,7 @@ def fit_psum(program: Program, ctx, slots: Mapping[MemoryKind, int], psum_banks:
             psum = place_psum(program, lives, psum_banks, align, spec)
             return program, spilled, (stream, users, lives, psum)
         except PsumFull as short:
-            bank = spec.psum_bank_bytes
-            weights = {t.name: float(-(-t.bytes_per_partition // bank) * bank if t.bytes_per_partition > bank
-                                     else bank * lives[t.name].slots if lives[t.name].loop is not None
-                                     else align_up(t.bytes_per_partition, align))  # (whole banks: wide tiles)
+            weights = {t.name: _psum_weight(t, lives[t.name], align, spec.psum_bank_bytes)
                        for t in program.tensors.values() if t.memory == MemoryKind.PSUM and t.is_virtual}
             plan = plan_spills(program, weights, room) if _round < rounds else []
             while not plan and room > min(weights.values(), default=0) and _round < rounds:
