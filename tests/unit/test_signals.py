@@ -142,3 +142,62 @@ def test_a_signal_raised_inside_a_gc_callback_prints_no_traceback(monkeypatch, c
     assert seen == [other]  # anything else still reaches the previous hook
     with pytest.raises(signals.Terminated):
         signals.raise_if_received()
+
+
+_FORK_AFTER_SIGNAL = '''
+import os, signal, sys
+from neuronsim.verify.cli import signals
+signals.install_handlers()
+signals._received.append(signal.SIGTERM)  # the command is unwinding from a SIGTERM
+pid = os.fork()
+if pid == 0:  # a worker a pool forks now, to replace one the signal killed
+    fine = signals.received() is None and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
+    os._exit(0 if fine else 1)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+'''
+
+
+def test_a_child_forked_after_the_signal_still_heeds_sigterm():
+    """The parent's record of the signal is not inherited: with it, the forked child's handler
+    did nothing for SIGTERM, and a pool worker made while the command unwound outlived it."""
+    done = subprocess.run([sys.executable, "-c", _FORK_AFTER_SIGNAL], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+_STUCK_CHILD = '''
+import multiprocessing, signal, sys, time
+from neuronsim.verify.cli import signals
+
+
+def deaf(path):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # stuck where SIGTERM is not heeded
+    with open(path, "w") as f:
+        f.write(str(multiprocessing.current_process().pid))
+    time.sleep(120)
+
+
+if __name__ == "__main__":
+    signals.install_handlers()
+    child = multiprocessing.get_context("fork").Process(target=deaf, args=(sys.argv[1],))
+    child.start()
+    time.sleep(1.0)
+    try:
+        signal.raise_signal(signal.SIGTERM)
+    except signals.Terminated:
+        time.sleep(120)  # unwinding that never ends: the watchdog's case
+'''
+
+
+def test_the_watchdog_kills_a_child_deaf_to_sigterm(tmp_path):
+    script, pid_file = tmp_path / "stuck.py", tmp_path / "child.pid"
+    script.write_text(_STUCK_CHILD)
+    done = subprocess.run([sys.executable, str(script), str(pid_file)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 143 and done.stderr.splitlines() == ["terminated"], done.stderr
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and Path(f"/proc/{child}").exists() and \
+            "zombie" not in Path(f"/proc/{child}/status").read_text():
+        time.sleep(0.05)
+    status = Path(f"/proc/{child}/status")
+    assert not status.exists() or "zombie" in status.read_text(), "the child outlived the command"

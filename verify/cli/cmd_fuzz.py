@@ -29,7 +29,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from rich.table import Table
 
 from neuronsim.machine.ir.errors import ProgramError
 
+from neuronsim.verify.cli import signals
 from neuronsim.verify.cli.common import UsageFailure, emit_json, json_option, run_command
 from neuronsim.verify.fuzz import FuzzFailure
 from neuronsim.verify.app.progress import Progress
@@ -134,13 +134,6 @@ def failure_signature(check: str, message: str) -> str:
     return f"{check}: {re.sub(r'[0-9]+', '#', text)}"
 
 
-def _worker_signals() -> None:
-    """A worker leaves Ctrl-C to the parent (one message, once) and dies at once when the
-    parent terminates the pool (not through the parent's SIGTERM handler it was forked with)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _execute(chunks: list[Chunk], workers: int, scheduler: str | None, progress, fail_fast: bool) -> list[ChunkResult]:
     results: list[ChunkResult] = []
 
@@ -156,7 +149,7 @@ def _execute(chunks: list[Chunk], workers: int, scheduler: str | None, progress,
             if take(run_chunk(chunk)):
                 break
         return results
-    pool = multiprocessing.get_context().Pool(min(workers, len(chunks)), initializer=_worker_signals)
+    pool = multiprocessing.get_context().Pool(min(workers, len(chunks)), initializer=signals.as_worker)
     try:
         for result in pool.imap_unordered(run_chunk, chunks):
             if take(result):

@@ -28,7 +28,7 @@ import sys
 import threading
 
 __all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received",
-           "mark_reported", "ignore_from_now", "GRACE_SECONDS", "STATUS"]
+           "mark_reported", "ignore_from_now", "as_worker", "GRACE_SECONDS", "STATUS"]
 
 #: Seconds a signalled process has to unwind before the watchdog ends it.
 GRACE_SECONDS = 3.0
@@ -102,14 +102,38 @@ def _watchdog(signum: int) -> None:
     remove_pending()
     if _reported:  # the line is out; the process is slow to leave (freeing a large heap, say)
         _process_exit(STATUS[signum])
+    _kill_children()
+    _say_and_exit(signum)
+
+
+def _kill_children() -> None:
+    """Every child process still alive, killed (SIGKILL: a worker stuck before it set its own
+    signals may not heed SIGTERM, and one left alive holds the command's output pipes open)."""
     try:
         import multiprocessing
 
-        for child in multiprocessing.active_children():
-            child.terminate()
-    except Exception:  # noqa: BLE001 - ending anyway
-        pass
-    _say_and_exit(signum)
+        children = list(multiprocessing.active_children())
+    except Exception:  # noqa: BLE001 - a pool's thread adding a child meanwhile; ending anyway
+        children = []
+    for child in children:
+        try:
+            child.kill()
+        except Exception:  # noqa: BLE001 - already gone
+            pass
+
+
+def as_worker() -> None:
+    """A worker process's signals: Ctrl-C is left to the parent (one message, once), SIGTERM
+    ends the worker at once (the parent's pool terminating it, or the signal to the whole
+    group), not through the parent's handler it was forked with.  Run in every child forked
+    of a command (:func:`install_handlers`) and as a pool's initializer (a spawned worker
+    forks nothing).  A child forked after the parent received a signal would otherwise
+    inherit that record, and with it a handler that does nothing for a second signal: a pool
+    replacing a worker the signal killed made such a child, which outlived the run."""
+    _received.clear()
+    _reported.clear()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _raise(signum: int, frame) -> None:
@@ -139,6 +163,12 @@ def install_handlers() -> None:
     """SIGINT and SIGTERM raise where the process is, with the watchdog armed."""
     _install(_raise)
     sys.unraisablehook = _unraisable
+    if not _fork_hooked:
+        os.register_at_fork(after_in_child=as_worker)
+        _fork_hooked.append(True)
+
+
+_fork_hooked: list[bool] = []
 
 
 def ignore_from_now() -> None:
