@@ -135,7 +135,8 @@ from neuronsim.machine.order.stream import InstanceStream, stream_of
 from neuronsim.passes.alloc_place import (PackItem, align_up as _align, declared_at, extent as _extent, first_fit,
                                           most_live, place_psum, placed as _placed, rotate_slots,
                                           rotation as _rotation, storage_use, where_declared)
-from neuronsim.passes.alloc_spill import apply_spills, fit_psum, plan_spills
+from neuronsim.passes.alloc_spill import (ROOM_STEP, SPILL_ROUNDS, apply_spills, fit_psum, plan_spills,
+                                          refuse_unplaceable, sbuf_room, spill_weights)
 from neuronsim.passes.analysis.lifetimes import Life, TensorUsers, lifetimes, live_ranges, tensor_users
 from neuronsim.passes.pipeline import Pass, PassContext
 
@@ -487,15 +488,15 @@ class Alloc(Pass):
         if not program.has_virtual_tensors:
             return program  # allocation only when needed
         spec = ctx.machine(program)
-        _refuse_unplaceable(program, spec)
+        refuse_unplaceable(program, spec)
         banks = min(self.psum_banks or spec.psum_banks, spec.psum_banks)
         slots = {MemoryKind.SBUF: self.buffers, MemoryKind.DRAM: self.buffers,
                  MemoryKind.PSUM: min(self.psum_buffers, banks)} if self.rotate else {}
         program, psum_spills, known = fit_psum(program, ctx, slots, self.psum_banks, self.align, spec,
-                                               _SPILL_ROUNDS, _ROOM_STEP)
-        room, spills, moved = _sbuf_room(program, spec), [0, 0, 0], False
+                                               SPILL_ROUNDS, ROOM_STEP)
+        room, spills, moved = sbuf_room(program, spec), [0, 0, 0], False
         psum_known = known[3] if known is not None else None
-        for _round in range(_SPILL_ROUNDS + 1):
+        for _round in range(SPILL_ROUNDS + 1):
             if known is not None:  # the PSUM fit's, for this very program (first round only)
                 (stream, users, lives, _), known = known, None
             else:
@@ -510,10 +511,10 @@ class Alloc(Pass):
                 placed, lives, fallbacks = _fit_sbuf(program, lives, place)
                 break
             except SbufFull as short:
-                weights = _weights(program, self.align, spec)
-                plan = plan_spills(program, weights, room) if _round < _SPILL_ROUNDS else []
-                while not plan and room > min(weights.values(), default=0) and _round < _SPILL_ROUNDS:
-                    room *= _ROOM_STEP  # the estimate was too kind to the packing: aim lower
+                weights = spill_weights(program, self.align, spec)
+                plan = plan_spills(program, weights, room) if _round < SPILL_ROUNDS else []
+                while not plan and room > min(weights.values(), default=0) and _round < SPILL_ROUNDS:
+                    room *= ROOM_STEP  # the estimate was too kind to the packing: aim lower
                     plan = plan_spills(program, weights, room)
                 if not plan:
                     what = "spilling the tiles not in use there to DRAM makes no room" if moved else \
@@ -523,7 +524,7 @@ class Alloc(Pass):
                 program, moved = result.program, True
                 for k, amount in enumerate((result.spills, result.transfers, result.bytes)):
                     spills[k] += amount
-                room *= _ROOM_STEP
+                room *= ROOM_STEP
         # Without an SBUF spill the program is the PSUM fit's and the lives differ from its only
         # in SBUF rings made plain: its PSUM placement stands.
         psum, psum_fallbacks = psum_known if psum_known is not None and not moved else \
@@ -545,44 +546,6 @@ class Alloc(Pass):
         if psum_spills:
             ctx.count(self.name, "psum-spills", psum_spills)
         return _with_placements(program, placed)
-
-
-#: Spill rounds at most (each plans against a smaller room estimate), and the step of the room.
-_SPILL_ROUNDS, _ROOM_STEP = 12, 0.8
-
-
-def _refuse_unplaceable(program: Program, spec: MachineSpec) -> None:
-    """A tile wider than an SBUF partition or PSUM: no allocation or spill places it."""
-    # Width depends on memory, dtype and shape only: each distinct one judged once, on its first
-    # tensor (so the first too wide tensor in order is the one named), not 1e5 tiles one by one.
-    first: dict[tuple, Tensor] = {}
-    for t in program.tensors.values():
-        if t.memory != MemoryKind.DRAM and t.is_virtual:
-            first.setdefault((t.memory, t.dtype, t.shape), t)
-    for t in first.values():
-        limit, what = ((spec.sbuf_allocatable_bytes, "an SBUF partition below the compiler's reserve")
-                       if t.memory == MemoryKind.SBUF  # (a PSUM tile may span banks: NKI 0.4 on)
-                       else (spec.psum_banks * spec.psum_bank_bytes, f"the {spec.psum_banks} PSUM banks"))
-        if t.bytes_per_partition > limit:
-            path, label = where_declared(t)
-            raise ProgramError(path, f"{label} holds {t.bytes_per_partition} bytes a partition, more than the "
-                                     f"{limit} of {what}: split it into tiles that fit")
-
-
-def _weights(program: Program, align: int, spec: MachineSpec) -> dict[str, float]:
-    """Bytes of a partition each virtual SBUF tensor takes, averaged over the partitions'
-    quadrants (a 32-partition tile leaves three quadrants to others)."""
-    quadrants = -(-spec.sbuf_partitions // 32)
-    return {t.name: _align(t.bytes_per_partition, align) * -(-t.shape[0] // 32) / quadrants
-            for t in program.tensors.values() if t.memory == MemoryKind.SBUF and t.is_virtual}
-
-
-def _sbuf_room(program: Program, spec: MachineSpec) -> float:
-    """Bytes of a partition left to virtual tiles beside the placed ones (quadrant average)."""
-    quadrants = -(-spec.sbuf_partitions // 32)
-    fixed = sum(_extent(t) * -(-t.shape[0] // 32) / quadrants for t in program.tensors.values()
-                if t.memory == MemoryKind.SBUF and not t.is_virtual)
-    return max(spec.sbuf_allocatable_bytes - fixed, 0.0)
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,11 +53,12 @@ import numpy as np
 
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 from neuronsim.machine.model.presets import MachineSpec
-from neuronsim.passes.alloc_place import PsumFull, align_up, place_psum
+from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.passes.alloc_place import PsumFull, align_up, extent, place_psum, where_declared
 from neuronsim.passes.analysis.lifetimes import Life, lifetimes, tensor_users
 
 __all__ = ["PSUM_SPILL_KEY", "Spill", "SpillResult", "fit_psum", "plan_spills", "apply_spills", "clean_loads",
-           "top_level_users"]
+           "top_level_users", "refuse_unplaceable", "spill_weights", "sbuf_room", "SPILL_ROUNDS", "ROOM_STEP"]
 
 #: Marks a PSUM spill's copy (``{"tensor", "kind": "store" | "reload"}``): an ACT instruction,
 #: not a transfer, so the footprint's ``x-spill`` DMA counts leave it out.
@@ -294,3 +295,41 @@ def fit_psum(program: Program, ctx, slots: Mapping[MemoryKind, int], psum_banks:
             spilled += len(plan)
             room *= step
     return program, spilled, None  # not reached: the last round places the tiles or refuses
+
+
+#: Spill rounds at most (each plans against a smaller room estimate), and the step of the room.
+SPILL_ROUNDS, ROOM_STEP = 12, 0.8
+
+
+def refuse_unplaceable(program: Program, spec: MachineSpec) -> None:
+    """A tile wider than an SBUF partition or PSUM: no allocation or spill places it."""
+    # Width depends on memory, dtype and shape only: each distinct one judged once, on its first
+    # tensor (so the first too wide tensor in order is the one named), not 1e5 tiles one by one.
+    first: dict[tuple, Tensor] = {}
+    for t in program.tensors.values():
+        if t.memory != MemoryKind.DRAM and t.is_virtual:
+            first.setdefault((t.memory, t.dtype, t.shape), t)
+    for t in first.values():
+        limit, what = ((spec.sbuf_allocatable_bytes, "an SBUF partition below the compiler's reserve")
+                       if t.memory == MemoryKind.SBUF  # (a PSUM tile may span banks: NKI 0.4 on)
+                       else (spec.psum_banks * spec.psum_bank_bytes, f"the {spec.psum_banks} PSUM banks"))
+        if t.bytes_per_partition > limit:
+            path, label = where_declared(t)
+            raise ProgramError(path, f"{label} holds {t.bytes_per_partition} bytes a partition, more than the "
+                                     f"{limit} of {what}: split it into tiles that fit")
+
+
+def spill_weights(program: Program, align: int, spec: MachineSpec) -> dict[str, float]:
+    """Bytes of a partition each virtual SBUF tensor takes, averaged over the partitions'
+    quadrants (a 32-partition tile leaves three quadrants to others)."""
+    quadrants = -(-spec.sbuf_partitions // 32)
+    return {t.name: align_up(t.bytes_per_partition, align) * -(-t.shape[0] // 32) / quadrants
+            for t in program.tensors.values() if t.memory == MemoryKind.SBUF and t.is_virtual}
+
+
+def sbuf_room(program: Program, spec: MachineSpec) -> float:
+    """Bytes of a partition left to virtual tiles beside the placed ones (quadrant average)."""
+    quadrants = -(-spec.sbuf_partitions // 32)
+    fixed = sum(extent(t) * -(-t.shape[0] // 32) / quadrants for t in program.tensors.values()
+                if t.memory == MemoryKind.SBUF and not t.is_virtual)
+    return max(spec.sbuf_allocatable_bytes - fixed, 0.0)
