@@ -46,12 +46,14 @@ def engine_of(engine: Any, allowed: tuple[str, ...], default: str) -> str:
 
 
 def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = False, transpose: bool = False,
-           perf_mode: Any = None) -> None:
+           perf_mode: Any = None, staged: bool = False) -> None:
+    """``staged``: an operand in PSUM is copied to SBUF first (the legacy API's compiler, below)."""
     kb = current().kb
+    on_pe = ops.staged_from_psum if staged else (lambda layout: layout)
     if transpose:  # PE transpose mode: the stationary tile's transpose (moving is the identity)
-        kb.transpose(dst.view(), ops.lay(stationary).view())
+        kb.transpose(dst.view(), on_pe(ops.lay(stationary)).view())
         return
-    st, mv = ops.lay(stationary), ops.lay(moving)
+    st, mv = on_pe(ops.lay(stationary)), on_pe(ops.lay(moving))
     if not double_row(perf_mode):
         kb.matmul(dst.view(), st.view(), mv.view(), accumulate=accumulate)
         return

@@ -551,8 +551,10 @@ def device_print(print_prefix: Any = "", tensor: Any = None, **_kw: Any) -> None
 
 from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
 from neuronsim.machine.nki.arith import alu_name  # noqa: E402
-from neuronsim.machine.nki.arith import (add, divide, equal, greater, greater_equal, invert, less,  # noqa: E402
-                                         less_equal, logical_not, multiply, not_equal, subtract, transpose)
+from neuronsim.machine.nki.arith import (add, bitwise_and, bitwise_or, bitwise_xor, divide, equal,  # noqa: E402
+                                         greater, greater_equal, invert, less, less_equal, logical_and,
+                                         logical_not, logical_or, logical_xor, multiply, not_equal, subtract,
+                                         transpose)
 from neuronsim.machine.ir.dtypes import is_float  # noqa: E402
 
 
@@ -561,9 +563,22 @@ def _invert(x: NkiTensor) -> NkiTensor:
     return invert(x) if not is_float(str(x.dtype)) else logical_not(x)
 
 
+def _integral(value: Any) -> bool:
+    return not is_float(str(value.dtype)) if is_tile(value) else isinstance(value, (int, np.integer))
+
+
+def _bits_or_truth(logical: Any, bitwise: Any) -> Any:
+    """``x & y``, ``x | y``, ``x ^ y`` of tiles, as ``~`` is: on integer operands the bitwise
+    call (numpy's ``&`` is ``bitwise_and``), else the logical one, which is what they mean of
+    masks (a comparison's tile holds 1.0 / 0.0, whose bits no such call takes)."""
+    return lambda x, y: bitwise(x, y) if _integral(x) and _integral(y) else logical(x, y)
+
+
 # What a tile's Python syntax does (tiles sit below these calls and cannot import them).
 register_operators(assign=assign, accumulate=accumulate, broadcast_partitions=broadcast_partitions, copy=copy,
                    expand_dims=expand_dims,
                    transpose=transpose, add=add, subtract=subtract, multiply=multiply, divide=divide, less=less,
                    less_equal=less_equal, greater=greater, greater_equal=greater_equal, equal=equal,
-                   not_equal=not_equal, invert=_invert)
+                   not_equal=not_equal, invert=_invert, bitwise_and=_bits_or_truth(logical_and, bitwise_and),
+                   bitwise_or=_bits_or_truth(logical_or, bitwise_or),
+                   bitwise_xor=_bits_or_truth(logical_xor, bitwise_xor))

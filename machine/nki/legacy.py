@@ -43,7 +43,12 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
         shape = (_free(stationary.shape), _free(moving.shape))
 
     def emit(dst, accumulate=False):
-        em.matmul(dst, stationary, moving, accumulate=accumulate, transpose=bool(is_transpose), perf_mode=perf_mode)
+        # The page: PE reads SBUF.  An operand in PSUM, an nc_transpose's result used as is (as
+        # kernels validated on Trainium do: a DFT by matmul, a flash attention), is copied to
+        # SBUF first, as the compiler stages nl.matmul's operands; NKI 0.7's nc_matmul, whose
+        # kernel places every tile itself, still refuses it.
+        em.matmul(dst, stationary, moving, accumulate=accumulate, transpose=bool(is_transpose), perf_mode=perf_mode,
+                  staged=True)
 
     emit.accumulates = True  # type: ignore[attr-defined]
     return _result(shape, "float32", "psum", emit, mask)

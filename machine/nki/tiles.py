@@ -395,6 +395,27 @@ class NkiTensor:
         instead of not"), ``nl.logical_not``; an integer tile's bits flip, as Python's ``~``."""
         return _operator("invert")(self)
 
+    def __and__(self, other):
+        """``a & b``: of masks (comparisons' tiles) ``nl.logical_and``, of integer tiles
+        ``nl.bitwise_and`` (the ``nl.invert`` page: ``~`` is the Python operator; ``&``, ``|``, ``^``
+        likewise name numpy's bitwise ufuncs); ``|`` and ``^`` the same way."""
+        return self._binary("bitwise_and", other)
+
+    def __rand__(self, other):
+        return self._binary("bitwise_and", other, True)
+
+    def __or__(self, other):
+        return self._binary("bitwise_or", other)
+
+    def __ror__(self, other):
+        return self._binary("bitwise_or", other, True)
+
+    def __xor__(self, other):
+        return self._binary("bitwise_xor", other)
+
+    def __rxor__(self, other):
+        return self._binary("bitwise_xor", other, True)
+
     def __lt__(self, other):
         return self._binary("less", other)
 
@@ -489,7 +510,8 @@ class NkiTensor:
 #: numpy's operator ufuncs and the NKI operators a tile computes them with
 _NUMPY_OPERATORS = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
                     "true_divide": "divide", "less": "less", "less_equal": "less_equal", "greater": "greater",
-                    "greater_equal": "greater_equal", "equal": "equal", "not_equal": "not_equal"}
+                    "greater_equal": "greater_equal", "equal": "equal", "not_equal": "not_equal",
+                    "bitwise_and": "bitwise_and", "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor"}
 
 
 def _no_values(what: str, tensor: NkiTensor) -> Exception:
