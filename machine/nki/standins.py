@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from neuronsim.machine.nki import isa, kernel, legacy, ranks
+from neuronsim.machine.nki.compile_config import compiler_config_names
 from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import NkiError, Refused, RefusedClass, no_such_name, user_line
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
@@ -73,7 +74,7 @@ def _build() -> dict[str, types.ModuleType]:
     current_nl._refusals = LANGUAGE_REFUSED
     current_isa = _module("nki.isa", "nisa", isa.current_names(), "current")
     current_isa._refusals = isa.REFUSED
-    current_cc = _module("nki.compiler", "ncc", legacy.compiler_names(), "current")
+    current_cc = _module("nki.compiler", "ncc", dict(legacy.compiler_names(), **compiler_config_names()), "current")
     collectives = _module("nki.collectives", "nki.collectives", ranks.collective_names(), "current")
     collectives._refusals = COLLECTIVES_REFUSED
     top = {"jit": kernel.jit, "baremetal": kernel.jit, "benchmark": kernel.jit, "profile": kernel.jit,
