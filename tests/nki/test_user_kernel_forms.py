@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from neuronsim.machine.nki import trace
+from neuronsim.verify.nki.run import run_kernel
 from neuronsim.machine.nki.errors import NkiError
 from neuronsim_tests.nki_kernels import f32, kernel, run
 
@@ -44,3 +45,14 @@ def test_a_legacy_matmul_of_pe_transposes_reads_them_through_sbuf():
 def test_the_current_api_still_refuses_a_psum_operand_at_its_line():
     with pytest.raises(NkiError, match=r"user_forms_current\.py:\d+: .*PE reads SBUF"):
         trace(kernel("user_forms_current.py::matmul_of_psum"), f32(128, 128), f32(128, 128, seed=1))
+
+
+def test_a_returned_argument_is_compared_and_returned_by_its_place():
+    """An in-place kernel returns what it wrote (``return x, out``): the reference may name it
+    ``return0`` as any returned tensor, and the outputs come back in the return's order."""
+    x = f32(128, 64)
+    outputs, report = run_kernel(kernel("user_forms_current.py::add_in_place"), x,
+                                 reference=lambda x: {"return0": x + 1, "return1": 2 * x})
+    assert not report.problems(), report.problems()
+    np.testing.assert_allclose(outputs[0], x + 1, rtol=1e-6)
+    np.testing.assert_allclose(outputs[1], 2 * x, rtol=1e-6)

@@ -62,6 +62,8 @@ class KernelReport:
     unrolled: bool = False
     """True when the kernel was traced again with every loop unrolled: a loop body's tiles
     overflowed SBUF, and ``alloc`` spills only between top-level nodes (:func:`run_traced`)."""
+    returned: tuple[str, ...] = ()
+    """The outputs the kernel returned, in order (an argument it returns keeps its name)."""
 
     def problems(self) -> list[str]:
         """Every finding that is an error (alike ones on one pair of lines grouped) and failed
@@ -101,9 +103,13 @@ def trace_kernel(kernel: Any, *arrays: Any, grid: tuple[int, ...] | None = None,
     return trace(kernel, *arrays, **options, **kwargs)
 
 
-def _as_outputs(value: Any, names: Sequence[str], where: str) -> dict[str, np.ndarray]:
+def _as_outputs(value: Any, names: Sequence[str], where: str, returned: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    """The reference's arrays by output name.  A dict may name a returned argument by its place,
+    ``return{k}``, as any returned tensor is named (an in-place kernel's ``return cache``)."""
     if isinstance(value, Mapping):
-        return {str(k): np.asarray(v) for k, v in value.items()}
+        places = {f"return{k}": name for k, name in enumerate(returned)}
+        return {(places.get(str(k), str(k)) if str(k) not in names else str(k)): np.asarray(v)
+                for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         if len(value) != len(names):
             raise ProgramError(where, f"returned {len(value)} arrays; the kernel has {len(names)} outputs "
@@ -116,7 +122,7 @@ def _as_outputs(value: Any, names: Sequence[str], where: str) -> dict[str, np.nd
 
 
 def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwargs: Mapping[str, Any],
-                      names: Sequence[str]) -> dict[str, np.ndarray]:
+                      names: Sequence[str], returned: Sequence[str] = ()) -> dict[str, np.ndarray]:
     """The user's numpy reference called on the inputs by name; what it raises is exit 2."""
     where = f"--reference {getattr(reference, '__name__', 'reference')}"
     try:
@@ -128,7 +134,7 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
     if value is None or not isinstance(value, (Mapping, tuple, list, np.ndarray, np.generic, int, float, bool)):
         raise ProgramError(where, f"returned {shown(value)}; expected an array, a tuple of arrays in output order "
                                   "or a dict by output name")
-    return _as_outputs(value, names, where)
+    return _as_outputs(value, names, where, returned)
 
 
 def _named_by(reference: Callable, names: Iterable[str]) -> tuple[str, ...]:
@@ -156,8 +162,8 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
     # likewise the other arguments (--arg): a tile size or a variant switch the reference has
     # no use for is not forced on it
     options = {k: kwargs[k] for k in _named_by(reference, kwargs)} if reference else {}
-    module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, options, names)
-                        ) if reference else (lambda _inputs: {})
+    module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, options, names,
+                                                         traced.returned)) if reference else (lambda _inputs: {})
     module.rtol, module.atol = (1e-2, 1e-2) if reference else (0.0, 0.0)
     return module
 
@@ -207,7 +213,8 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
         run = run_it(traced)
     if reference is None:  # judged by the interleavings against the sequential reference alone
         run = replace(run, reference=dict(run.outputs))
-    return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None, unrolled)
+    return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None, unrolled,
+                        tuple(traced.returned))
 
 
 def write_run_report(report: KernelReport, path: str, passes: str | None = None):
@@ -225,7 +232,7 @@ def write_run_report(report: KernelReport, path: str, passes: str | None = None)
 def kernel_outputs(report: KernelReport) -> Any:
     """The simulated outputs in NKI's return order: the returned tensors (``return0``, ...)
     when the kernel returns any, else the parameters it writes; one array alone, else a tuple."""
-    names = [n for n in report.output_names if n.startswith("return")] or list(report.output_names)
+    names = list(report.returned) or list(report.output_names)
     values = tuple(np.asarray(report.run.outputs[n]) for n in names if n in report.run.outputs)
     return values[0] if len(values) == 1 else values
 

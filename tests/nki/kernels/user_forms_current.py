@@ -21,3 +21,18 @@ def matmul_of_psum(x, w):
     nisa.tensor_copy(dst=res, src=acc)
     nisa.dma_copy(dst=out, src=res)
     return out
+
+
+@nki.jit
+def add_in_place(x):
+    """Writes ``x + 1`` into ``x`` and returns it, and ``2x`` as a new tensor after it (an
+    in-place kernel returns what it wrote, as a KV-cache update does)."""
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    twice = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=twice, data=t, op0=nl.multiply, operand0=2.0)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=x, src=t)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=twice)
+    return x, out
