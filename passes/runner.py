@@ -15,10 +15,11 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from neuronsim.machine.formats.pyfile import exits_refused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 
-from neuronsim.passes.base import AfterPass, Pass, PassContext, PassRecord
+from neuronsim.passes.base import AfterPass, FunctionPass, Pass, PassContext, PassRecord
 from neuronsim.passes.spec import parse_pipeline
 from neuronsim.passes.state import PipelineState
 from neuronsim.passes.verification import verify_state
@@ -46,15 +47,19 @@ class _GcPaused:
 
 def _ours(p: Pass) -> bool:
     """A pass of neuronsim's own registry (not one a spec string imported by its address)."""
-    return type(p).__module__.startswith("neuronsim.") and ":" not in p.name
+    return type(p).__module__.startswith("neuronsim.") and ":" not in p.name and not isinstance(p, FunctionPass)
 
 
-def _users_pass_failed(p: Pass, err: Exception) -> ProgramError:
+def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
     """A user's pass raised: one line naming the pass and the last line of the user's code."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's own files
     theirs = [f for f in traceback.extract_tb(err.__traceback__)
               if not os.path.abspath(f.filename).startswith(root + os.sep)]
     where = f" at {os.path.basename(theirs[-1].filename)}:{theirs[-1].lineno}" if theirs else ""
+    if isinstance(err, SystemExit):
+        call = getattr(err, "call", f"sys.exit({err.code!r})")
+        return ProgramError("--passes", f"the pass {p.name!r} ends the process ({call}){where}: a pass returns "
+                                        "a program")
     return ProgramError("--passes", f"the pass {p.name!r} raised {type(err).__name__}: {err}{where}")
 
 
@@ -68,8 +73,12 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
         before = ctx.stats.get(p.name, {}).copy()
         with _GcPaused():
             try:
-                result = advance(p, value)
-            except Exception as err:  # noqa: BLE001 - a user's pass failing is the user's input, not our bug
+                if _ours(p):
+                    result = advance(p, value)
+                else:  # a user's pass: its os._exit refused, its sys.exit reported as its failure
+                    with exits_refused():
+                        result = advance(p, value)
+            except (Exception, SystemExit) as err:  # noqa: BLE001 - a user's pass failing is the user's input
                 if _ours(p):
                     raise
                 raise _users_pass_failed(p, err) from None

@@ -19,10 +19,61 @@ so a file with string annotations (``from __future__ import annotations``) and a
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from types import ModuleType
+from typing import Any
 
-__all__ = ["run_file"]
+__all__ = ["run_file", "exits_refused", "ProcessExit"]
+
+_PROCESS_EXIT = os._exit
+_guards = [0]
+_guards_lock = threading.Lock()
+
+
+class ProcessExit(SystemExit):
+    """A user's ``os._exit(status)`` while :func:`exits_refused` holds, raised where it was
+    called: an exit like ``sys.exit``'s, which whoever runs the user's code reports at its line."""
+
+    def __init__(self, status: Any = 0) -> None:
+        super().__init__(status)
+        self.call = f"os._exit({status!r})"
+
+
+def _refuse_exit(status: Any = 0) -> None:
+    raise ProcessExit(status)
+
+
+@contextmanager
+def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
+    """While the block runs, ``os._exit`` raises (:class:`ProcessExit`, or ``raiser``'s own
+    error) instead of ending the process: a user's file or function that calls it (a kernel,
+    a ``--reference``, a scenario, a fuzzed pass) would end the command with its status and
+    nothing said, a run that seems to pass.  Blocks nest and may run on several threads (a
+    reference on its own thread): the outermost one's ``raiser`` holds until the last ends.
+    neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.
+
+    >>> with exits_refused():
+    ...     try:
+    ...         os._exit(3)
+    ...     except ProcessExit as err:
+    ...         print(err.call)
+    os._exit(3)
+    """
+    with _guards_lock:
+        if not _guards[0]:
+            os._exit = raiser
+        _guards[0] += 1
+    try:
+        yield
+    finally:
+        with _guards_lock:
+            _guards[0] -= 1
+            if not _guards[0]:
+                os._exit = _PROCESS_EXIT
 
 
 def run_file(path: object, name: str) -> ModuleType:
@@ -31,7 +82,8 @@ def run_file(path: object, name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)  # type: ignore[union-attr]
+        with exits_refused():
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
     except BaseException:
         sys.modules.pop(name, None)
         raise

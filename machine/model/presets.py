@@ -291,4 +291,7 @@ def resolve_machine(value: Any, path: str = "machine") -> MachineSpec:
         raise ProgramError(join_path(path, "dma_queues"), "at most 16 DMA queues per engine exist")
     if spec.sbuf_partitions > 128:
         raise ProgramError(join_path(path, "sbuf_partitions"), "a NeuronCore has at most 128 partitions")
+    if spec.dma_engines > spec.sbuf_partitions:  # engines serve partitions: one each at the most
+        raise ProgramError(join_path(path, "dma_engines"), f"at most one DMA engine per SBUF partition "
+                                                           f"({spec.sbuf_partitions}); got {spec.dma_engines}")
     return spec

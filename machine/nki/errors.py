@@ -265,3 +265,18 @@ class RefusedClass(Refused):
 
     def __call__(self, *_args: Any, **_kwargs: Any) -> Any:
         return Refused(f"{self._name}()", self._why)
+
+
+def check_tensor_name(hint: Any, site: SourceLine, call: str) -> None:
+    """A tensor's ``name=``: a string a program's names may be (it names an output as given,
+    printed and written as it is: no control character, line break or bidirectional override;
+    :func:`~neuronsim.machine.formats.program_json.check_name`), else refused at ``site``."""
+    from neuronsim.machine.formats.program_json import check_name
+
+    if not isinstance(hint, str):
+        raise NkiError(site, f"{call}: name={shown(hint)}; a tensor's name is a string")
+    if hint:
+        try:
+            check_name(hint, "name")
+        except ProgramError as err:
+            raise NkiError(site, f"{call}: name={hint!r}: {err.message}") from None

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from neuronsim.machine.nki import isa, kernel, legacy, ranks
+from neuronsim.machine.formats.pyfile import exits_refused
 from neuronsim.machine.nki.compile_config import compiler_config_names
 from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import NkiError, Refused, RefusedClass, no_such_name, user_line
@@ -153,11 +154,10 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     vars(builtins).update(keywords)
     # a kernel's os._exit would end this command with the kernel's status and nothing said:
     # it is the kernel's error at its line, as its sys.exit is (frontend.trace)
-    process_exit, os._exit = os._exit, _kernel_exits
     try:
-        yield modules
+        with exits_refused(_kernel_exits):
+            yield modules
     finally:
-        os._exit = process_exit
         for name in keywords:
             vars(builtins).pop(name, None)
         if added_off:

@@ -34,8 +34,8 @@ import numpy as np
 from neuronsim.machine.nki import keywords
 from neuronsim.machine.nki.keywords import dst_first_hint
 from neuronsim.machine.nki.cores import side_by_side
-from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, fail, shown, unsupported, user_line,
-                                          user_frame, user_site)
+from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, check_tensor_name, fail, unsupported,
+                                          user_frame, user_line, user_site)
 from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.scopes import check_uses
@@ -411,8 +411,8 @@ class Tracer:
 
     # -- tensors -----------------------------------------------------------------------------
     def tensor_name(self, hint: str | None, site: SourceLine, call: str) -> str:
-        if hint is not None and not isinstance(hint, str):
-            raise NkiError(site, f"{call}: name={shown(hint)}; a tensor's name is a string")
+        if hint is not None:
+            check_tensor_name(hint, site, call)
         base = hint or assigned_name(site) or call.split(".")[-1]
         base = _IDENTIFIER.get(base) or _IDENTIFIER.setdefault(base, re.sub(r"\W", "_", base))
         return self.unique(f"{base}_{site.line}" if not hint else base)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 import sysconfig
 import threading
 import time
@@ -35,10 +36,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.nki import tracer as tracing
 from neuronsim.machine.nki.errors import SourceLine, line_of
 
-__all__ = ["TraceStalled", "watched", "kernel_line", "HEARTBEAT_SECONDS"]
+__all__ = ["TraceStalled", "watched", "kernel_line", "stopped_when_idle", "stopped_message", "thread_line",
+           "HEARTBEAT_SECONDS"]
 
 #: Seconds between the lines that say how a long trace is getting on.
 HEARTBEAT_SECONDS = 10.0
@@ -114,3 +117,26 @@ def watched(*, idle_seconds: float | None, say: Callable[[str], None] | None,
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+@contextmanager
+def stopped_when_idle(what: str, idle_seconds: float | None) -> Iterator[None]:
+    """Run the block (a user's code that makes no NKI call: a ``--reference``, a scenario file)
+    stopped once it has run ``idle_seconds`` (None or 0: never), at the user's line, as a
+    located error: a loop that never ends is never waited on in silence."""
+    try:
+        with watched(idle_seconds=idle_seconds, say=None):
+            yield
+    except TraceStalled as stalled:
+        raise ProgramError(str(stalled.where), stopped_message(what, stalled.seconds)) from None
+
+
+def stopped_message(what: str, seconds: float) -> str:
+    return (f"{what} ran {seconds:.0f} s of Python without returning (a loop that never ends?) and was stopped "
+            "here; give it longer with --max-idle SECONDS")
+
+
+def thread_line(thread: threading.Thread | None) -> SourceLine | None:
+    """The user's innermost line where ``thread`` is now (None: it has ended)."""
+    frame = sys._current_frames().get(thread.ident) if thread is not None and thread.ident is not None else None
+    return kernel_line(frame) if frame is not None else None

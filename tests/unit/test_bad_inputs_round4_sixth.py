@@ -450,7 +450,7 @@ def test_a_python_copy_of_a_tile_is_the_tile(tmp_path: Path) -> None:
 def test_a_grid_dimension_past_2_31_is_refused(kernel) -> None:
     path, inputs, out = kernel
     _refused(["nki", f"{path}::copy", "--inputs", inputs, "-o", out, "--grid", "99999999999999999999"],
-             "k.py:24", "each dimension is an integer from 1 below 2**31")
+             "--grid", "each dimension is an integer from 1 below 2**31")
 
 
 NAMED_TWICE = '''\

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.formats.jsonio import dumps_strict
-from neuronsim.machine.formats.pyfile import run_file
+from neuronsim.machine.formats.pyfile import exits_refused, run_file
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
@@ -142,8 +142,8 @@ def load_scenario(spec: str) -> ModuleType:
         raise ProgramError("SCENARIO", f"cannot read {spec}: no such file")
     try:
         module = _load_file(path)
-    except Exception as err:  # noqa: BLE001 - the user's file failed to run: their input, not our bug
-        raise ProgramError("SCENARIO", f"cannot load {spec}: {type(err).__name__}: {err}") from None
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the user's file failed to run: their input
+        raise scenario_load_error(spec, err) from None
     if not is_scenario(module):
         missing = [attr for attr in REQUIRED if not callable(getattr(module, attr, None))]
         raise ProgramError("SCENARIO", f"{spec} is not a scenario: it defines no {', '.join(missing)}")
@@ -304,13 +304,25 @@ def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
     """Call one of the scenario's own functions; what it raises is an error of the scenario
     (a located :class:`ProgramError`, exit 2), not of neuronsim."""
     try:
-        return getattr(scenario, attr)(*args)
+        with exits_refused():
+            return getattr(scenario, attr)(*args)
     except ProgramError:
         raise
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
     except BaseException as err:  # noqa: BLE001 - the scenario's code, not ours (sys.exit too)
         raise user_code_error(err, "SCENARIO", f"{scenario_name(scenario)}.{attr}()") from None
+
+
+def scenario_load_error(spec: str, err: BaseException) -> ProgramError:
+    """What running a user's scenario file raised, as one located line: its exit (``sys.exit``,
+    ``os._exit``) at its line; an NKI kernel file named without its kernel said so."""
+    if isinstance(err, SystemExit):  # no exit status of the command's
+        return user_code_error(err, "SCENARIO", "the scenario file")
+    if isinstance(err, ModuleNotFoundError) and (err.name or "").split(".")[0] in ("nki", "neuronxcc"):
+        return ProgramError("SCENARIO", f"{spec} imports {err.name}: it holds NKI kernels, not a scenario; run one "
+                                        f"of its kernels as {spec}::FUNCTION")
+    return ProgramError("SCENARIO", f"cannot load {spec}: {type(err).__name__}: {err}")
 
 
 def user_code_error(err: BaseException, where: str, what: str) -> ProgramError:
@@ -325,7 +337,7 @@ def user_code_error(err: BaseException, where: str, what: str) -> ProgramError:
                 or path.startswith("<")):
             site = f"{os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path}:{line}"
     if isinstance(err, SystemExit):
-        return ProgramError(site, f"{what} exits (sys.exit({err.code!r}))")
+        return ProgramError(site, f"{what} exits ({getattr(err, 'call', f'sys.exit({err.code!r})')})")
     return ProgramError(site, f"{what} raised {type(err).__name__}: {message_of(err)}")
 
 
@@ -333,6 +345,26 @@ _LIBRARIES = (sys.prefix, sys.base_prefix)
 #: neuronsim's own packages (installed, or the checkout's folders of an editable install)
 _NEURONSIM = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                                 package) + os.sep for package in ("machine", "passes", "verify"))
+
+
+def _reference(scenario: ModuleType, call: Future | None, values: Mapping[str, Any],
+               max_idle: float | None) -> Mapping[str, Any]:
+    """The reference's outputs: from its thread (``call``), or computed here; never waited on
+    for ever: it may run ``max_idle`` seconds more than the rest of the run (None: no limit),
+    then it is reported at the line it is at."""
+    from concurrent.futures import TimeoutError as NotYet
+
+    from neuronsim.machine.nki.watch import stopped_message, stopped_when_idle, thread_line
+
+    if call is None:
+        with stopped_when_idle("the reference", max_idle):
+            return _user_call(scenario, "reference", _writable(values))
+    try:
+        return call.result(timeout=max_idle or None)
+    except NotYet:
+        where = thread_line(getattr(call, "thread", None))
+        raise ProgramError(str(where) if where is not None else "--reference",
+                           stopped_message("the reference", max_idle)) from None
 
 
 def in_background(fn: Callable[..., Any], *args: Any) -> Future:
@@ -346,7 +378,8 @@ def in_background(fn: Callable[..., Any], *args: Any) -> Future:
         except BaseException as err:  # noqa: BLE001 - handed to whoever waits for the result
             future.set_exception(err)
 
-    threading.Thread(target=call, name="neuronsim-background", daemon=True).start()
+    future.thread = threading.Thread(target=call, name="neuronsim-background", daemon=True)  # type: ignore[attr-defined]
+    future.thread.start()  # type: ignore[attr-defined]
     return future
 
 
@@ -356,7 +389,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                  seeds: Sequence[int | None] = DEFAULT_SEEDS, data_seed: int = 0,
                  before_work: Callable[[Program], None] | None = None, rtol: float | None = None,
                  atol: float | None = None, progress: Progress | None = None, functional: bool = True,
-                 timed_values: bool | None = None) -> ScenarioRun:
+                 timed_values: bool | None = None, max_idle: float | None = None) -> ScenarioRun:
     """Build, compile, race-check and simulate ``scenario``; see the module doc.
 
     ``before_work(program)`` sees the built program before anything runs on it (the command
@@ -367,7 +400,8 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     whether the interleavings compute values and are compared with the sequential run (None:
     only when the final program's race check found races, see :func:`simulate`); when they do
     not, the first seed alone is simulated (its makespan is the one reported, and the other
-    orders would compare nothing)."""
+    orders would compare nothing).  ``max_idle``: seconds the reference may run past the rest
+    (None: no limit; ``--max-idle``)."""
     seeds = tuple(seeds)
     program = _user_call(scenario, "build")
     if not isinstance(program, Program):
@@ -414,8 +448,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                               validate=not ctx.verify,  # the pipeline verified what it made
                               timed_values=timed_values)
     with stage_or_nothing(progress, "reference", None):  # waiting for the user's numpy: said when slow
-        reference = (reference_call.result() if reference_call is not None else
-                     _user_call(scenario, "reference", _writable(values)) if functional else {})
+        reference = _reference(scenario, reference_call, values, max_idle) if functional else {}
     with stage_or_nothing(progress, "sync footprint", None):
         sync = sync_report([("compiled", compiled), ("final", final)], simulate=False, streams=streams)
     return ScenarioRun(

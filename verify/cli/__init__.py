@@ -19,9 +19,15 @@ commands and :mod:`.app` imports the one a command line names (``--help`` lists 
 from __future__ import annotations
 
 import gc
+import os
 import sys
 
 from neuronsim.verify.cli import signals  # noqa: I001 - first, and light: see main()
+
+#: The process's exit, bound now: while a user's code runs ``os._exit`` refuses
+#: (``machine/formats/pyfile.py``, ``exits_refused``), and a reference may still run on its
+#: own thread when the command ends.
+_PROCESS_EXIT = os._exit
 
 __all__ = ["main", "cli", "run_command", "emit_json", "program_argument", "json_option", "UsageFailure"]
 
@@ -91,7 +97,6 @@ def _leave(status: object) -> None:
     (1.1 s of a 4096^3 matmul kernel's ``run`` traced from the current API, 25 k instructions),
     memory the system takes back at once.  Every file a command writes is closed when written."""
     import atexit
-    import os
 
     if status is None:
         code = 0
@@ -109,4 +114,4 @@ def _leave(status: object) -> None:
             code = code or 141
         except (OSError, ValueError):
             pass
-    os._exit(code & 0xFF)
+    _PROCESS_EXIT(code & 0xFF)

@@ -70,6 +70,8 @@ def _parse_grid(text: str | None) -> tuple[int, ...] | None:
         grid = ()
     if not grid or any(g < 1 for g in grid) or len(grid) > 3:
         raise UsageFailure(f"expected a grid such as 4 or 2x2 (positive sizes), got {text!r}", "--grid")
+    if any(g >= 2**31 for g in grid):  # NKI's limit (the kernel's own kernel[g] is told at its line)
+        raise UsageFailure(f"a grid of {text!r}: each dimension is an integer from 1 below 2**31", "--grid")
     return grid
 
 
@@ -128,12 +130,11 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
         raise UsageFailure(f"{clash[0]} is given both in --inputs and as --arg", "--arg")
     context = click.get_current_context(silent=True)
     meta = context.meta if context is not None else {}
-    idle = meta.get(MAX_IDLE_KEY, IDLE_SECONDS)
+    idle = max_idle_seconds()
     limit = meta.get(MAX_INSTANCES_KEY, DEFAULT_MAX_INSTANCES)
     sizes = _parse_grid(grid) or (1,)
     programs = math.prod(sizes)
-    if programs > limit and max(sizes) < 2**31:  # refused up front: each program is traced (a size past
-        # 2**31 is the kernel launch's own refusal, at its line)
+    if programs > limit:  # refused up front: each program is traced
         raise UsageFailure(f"a grid of {programs:,} programs is more than --max-instances ({limit:,}) allows; "
                            "raise the limit with --max-instances N", "--grid")
     # a long import or trace says how it is getting on; a kernel that loops in Python for ever
@@ -150,6 +151,12 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
         raise frontend.NkiError(stalled.where, f"the kernel ran {stalled.seconds:.0f} s of Python without an NKI "
                                                "call (a loop that never ends?) and was stopped here; give it longer "
                                                "with --max-idle SECONDS") from None
+
+
+def max_idle_seconds() -> float:
+    """``--max-idle`` of the command running (its default outside one)."""
+    context = click.get_current_context(silent=True)
+    return (context.meta if context is not None else {}).get(MAX_IDLE_KEY, IDLE_SECONDS)
 
 
 def _traced(frontend, kernel: str, arrays: dict, kwargs: dict, grid: str | None, meta: dict, unroll_loops: bool):
@@ -231,6 +238,10 @@ def load_reference(spec: str) -> Callable:
             return _reference_in(module_name, attr)
     except UsageFailure:
         raise
+    except SystemExit as err:  # the module ends the process as it loads: no status of the command's
+        from neuronsim.verify.app.scenario_runs import user_code_error
+
+        raise user_code_error(err, "--reference", "the reference's module") from None
     except Exception as err:  # noqa: BLE001 - the user's module failed to load: their input
         raise UsageFailure(f"cannot load {module_name}: {type(err).__name__}: {err}", "--reference") from None
 
@@ -265,6 +276,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     from neuronsim.machine.sim.export import write_chrome_trace
     from neuronsim.verify.app.drawings import plot_timeline
 
+    from neuronsim.machine.nki.watch import stopped_when_idle
     from neuronsim.verify.nki.run import run_traced
     from neuronsim.verify.app.progress import stage_or_nothing
 
@@ -274,11 +286,13 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     if report_path:
         check_output(report_path, "--report", (kernel, inputs_path, reference))
     with user_prints_aside(as_json):
-        user_reference = load_reference(reference) if reference else None
+        with stopped_when_idle("the reference's module", max_idle_seconds()):
+            user_reference = load_reference(reference) if reference else None
         with stage_or_nothing(progress, "trace", None):
             traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
         report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
                             rtol=rtol, atol=atol, progress=progress, functional=functional, pipeline=pipeline,
+                            max_idle=max_idle_seconds(),
                             retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes,
                                                                unroll_loops=True)[0])
     if report.unrolled:

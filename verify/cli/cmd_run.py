@@ -209,7 +209,11 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     # the task runtime's scenarios only now: a kernel run never loads them
     from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, task_scenario_name
 
-    task_scenario = find_task_scenario(scenario)
+    from neuronsim.machine.nki.watch import stopped_when_idle
+    from neuronsim.verify.cli.cmd_nki import max_idle_seconds
+
+    with stopped_when_idle("the scenario file", max_idle_seconds()):  # it runs as it loads
+        task_scenario = find_task_scenario(scenario)
     if task_scenario is not None:  # an orchestration program (scenarios/tasks): the task runtime
         from neuronsim.verify.cli.task_programs import run_task_scenario_command
 
@@ -220,7 +224,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         return run_task_scenario_command(task_scenario, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
                                          make_folder=_out_folder)
     try:
-        module = load_scenario(scenario)
+        with stopped_when_idle("the scenario file", max_idle_seconds()):
+            module = load_scenario(scenario)
     except ProgramError as err:  # the list names every scenario --list shows, task scenarios too
         tasks = ", ".join(task_scenario_name(m) for m in all_task_scenarios())
         raise ProgramError(err.path, f"{err.message}; the task scenarios are: {tasks}" if "the scenarios are" in
@@ -240,7 +245,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
 
     with Progress(summary_min=RUN_PROGRESS_MIN, announce=True) as progress:
         result = run_scenario(module, before_work=before_work, rtol=rtol, atol=atol, progress=progress,
-                              functional=not timing_only, **({"pipeline": passes_spec} if passes_spec else {}))
+                              functional=not timing_only, max_idle=max_idle_seconds(),
+                              **({"pipeline": passes_spec} if passes_spec else {}))
     write_run_outputs(paths, result.simulation.runs[0].trace, result.sync.to_json(), write_trace=write_chrome_trace,
                       plot=functools.partial(plot_timeline, program=name), plot_path=plot_path)
     problems = result.problems()

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.formats.pyfile import exits_refused
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.nki.errors import shown
@@ -108,17 +109,32 @@ def _as_outputs(value: Any, names: Sequence[str], where: str, returned: Sequence
     ``return{k}``, as any returned tensor is named (an in-place kernel's ``return cache``)."""
     if isinstance(value, Mapping):
         places = {f"return{k}": name for k, name in enumerate(returned)}
-        return {(places.get(str(k), str(k)) if str(k) not in names else str(k)): np.asarray(v)
-                for k, v in value.items()}
-    if isinstance(value, (tuple, list)):
+        named = {(places.get(str(k), str(k)) if str(k) not in names else str(k)): v for k, v in value.items()}
+    elif isinstance(value, (tuple, list)):
         if len(value) != len(names):
             raise ProgramError(where, f"returned {len(value)} arrays; the kernel has {len(names)} outputs "
                                f"({', '.join(names)})")
-        return {n: np.asarray(v) for n, v in zip(names, value)}
-    if len(names) != 1:
+        named = dict(zip(names, value))
+    elif len(names) != 1:
         raise ProgramError(where, f"returned one array; the kernel has {len(names)} outputs ({', '.join(names)}): "
                            "return a tuple or a dict by output name")
-    return {names[0]: np.asarray(value)}
+    else:
+        named = {names[0]: value}
+    return {name: _numbers(array, name, where) for name, array in named.items()}
+
+
+def _numbers(value: Any, name: str, where: str) -> np.ndarray:
+    """``value`` as an array of numbers (bool, integer or real: what an output holds); a string,
+    an object or a complex number is the reference's mistake, said as one."""
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:  # ragged lists and the like
+        raise ProgramError(where, f"{name}: {shown(value)} is not an array ({err})") from None
+    kind = array.dtype.kind  # (ml_dtypes' bfloat16 and fp8 are "V", without fields)
+    if kind not in "biuf" and not (kind == "V" and array.dtype.names is None and array.dtype.subdtype is None):
+        raise ProgramError(where, f"{name}: an array of {array.dtype} ({shown(value)}); an output holds numbers "
+                                  "(bool, integer or real)")
+    return array
 
 
 def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwargs: Mapping[str, Any],
@@ -126,7 +142,8 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
     """The user's numpy reference called on the inputs by name; what it raises is exit 2."""
     where = f"--reference {getattr(reference, '__name__', 'reference')}"
     try:
-        value = reference(**inputs, **kwargs)
+        with exits_refused():
+            value = reference(**inputs, **kwargs)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
     except BaseException as err:  # noqa: BLE001 - the user's code, not ours (sys.exit too)
@@ -162,8 +179,9 @@ def _scenario(name: str, traced, reference: Callable | None, kwargs: Mapping[str
     # likewise the other arguments (--arg): a tile size or a variant switch the reference has
     # no use for is not forced on it
     options = {k: kwargs[k] for k in _named_by(reference, kwargs)} if reference else {}
+    returned = getattr(traced, "returned", ())
     module.reference = (lambda inputs: reference_outputs(reference, {k: inputs[k] for k in given}, options, names,
-                                                         traced.returned)) if reference else (lambda _inputs: {})
+                                                         returned)) if reference else (lambda _inputs: {})
     module.rtol, module.atol = (1e-2, 1e-2) if reference else (0.0, 0.0)
     return module
 
@@ -173,13 +191,15 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
                seeds: Sequence[int | None] = DEFAULT_SEEDS,
                before_work: Callable[[Program], None] | None = None, rtol: float | None = None,
                atol: float | None = None, progress=None, functional: bool = True,
-               retrace: Callable[[], Any] | None = None, pipeline: str | None = None) -> KernelReport:
+               retrace: Callable[[], Any] | None = None, pipeline: str | None = None,
+               max_idle: float | None = None) -> KernelReport:
     """Findings and the end-to-end run of an already traced kernel (``rtol`` / ``atol``: the
     comparison with ``reference``, default 1e-2 / 1e-2; ``progress``: a
     :class:`neuronsim.verify.app.progress.Progress` showing each stage; ``pipeline``: the
     passes it compiles with, default ``TRACED_PIPELINE``).  ``retrace()``: the
     kernel traced with every loop unrolled, run instead when a loop body overflows SBUF
-    (:attr:`KernelReport.unrolled`)."""
+    (:attr:`KernelReport.unrolled`).  ``max_idle``: seconds the reference may run past the rest
+    (``--max-idle``; None: no limit)."""
     from neuronsim.verify.app.progress import stage_or_nothing
 
     if before_work is not None:  # the size guards before the findings too: they walk every instance
@@ -197,7 +217,7 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     def run_it(traced):
         return run_scenario(_scenario(name, traced, reference, dict(kwargs or {})),
                             pipeline=pipeline or TRACED_PIPELINE, seeds=seeds, before_work=before_work,
-                            rtol=rtol, atol=atol, progress=progress, functional=functional)
+                            rtol=rtol, atol=atol, progress=progress, functional=functional, max_idle=max_idle)
 
     unrolled = False
     try:
@@ -214,7 +234,7 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     if reference is None:  # judged by the interleavings against the sequential reference alone
         run = replace(run, reference=dict(run.outputs))
     return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None, unrolled,
-                        tuple(traced.returned))
+                        tuple(getattr(traced, "returned", ())))
 
 
 def write_run_report(report: KernelReport, path: str, passes: str | None = None):
@@ -232,7 +252,9 @@ def write_run_report(report: KernelReport, path: str, passes: str | None = None)
 def kernel_outputs(report: KernelReport) -> Any:
     """The simulated outputs in NKI's return order: the returned tensors (``return0``, ...)
     when the kernel returns any, else the parameters it writes; one array alone, else a tuple."""
-    names = list(report.returned) or list(report.output_names)
+    returned = set(report.returned)
+    names = [n for n in report.output_names if n.startswith("return") or n.split("_rank")[0] in returned] \
+        or list(report.output_names)
     values = tuple(np.asarray(report.run.outputs[n]) for n in names if n in report.run.outputs)
     return values[0] if len(values) == 1 else values
 

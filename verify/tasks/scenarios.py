@@ -25,7 +25,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.formats.pyfile import run_file
 from neuronsim.machine.sim.runtime import simulate_tasks
@@ -78,8 +77,10 @@ def find_task_scenario(spec: str) -> ModuleType | None:
             return None
         try:
             module = _load(path)
-        except Exception as err:  # noqa: BLE001 - the user's file failed to run: their input
-            raise ProgramError("SCENARIO", f"cannot load {spec}: {type(err).__name__}: {err}") from None
+        except (Exception, SystemExit) as err:  # noqa: BLE001 - the user's file failed to run: their input
+            from neuronsim.verify.app.scenario_runs import scenario_load_error
+
+            raise scenario_load_error(spec, err) from None
         return module if _is_task_scenario(module) else None
     return next((m for m in all_task_scenarios() if task_scenario_name(m) == spec), None)
 

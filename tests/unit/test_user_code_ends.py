@@ -1,0 +1,121 @@
+"""A user's code that neuronsim runs besides the kernel (a ``--reference``, its module, a
+scenario file, a fuzzed pass) ends the process, loops for ever or returns what no output holds:
+one located ``error:`` line and exit 2 (a fuzzed pass's exit: a failure found, exit 1), never
+a run that ends 0 with nothing said, never a wait for ever.  The cases where the process would
+end run in a child process: a regression there must not end the test run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim_tests.bad_inputs import one_error_line, refused_in_one_line, valid_text
+
+KERNEL = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def add1(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.add(nl.load(x), 1.0))
+    return out
+'''
+MAIN = "from neuronsim.verify.cli import main; main()"
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "k.py").write_text(KERNEL)
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
+    return tmp_path
+
+
+def _child(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", MAIN, *args], cwd=folder, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=""))
+
+
+def _run(folder: Path, reference: str, *more: str) -> list[str]:
+    return ["run", f"{folder / 'k.py'}::add1", "--inputs", str(folder / "in.npz"), "--reference", reference,
+            "--out", str(folder / "out"), *more]
+
+
+@pytest.mark.parametrize("body, call", [("import sys\nsys.exit(0)\n", "sys.exit(0)"),
+                                        ("import os\nos._exit(0)\n", "os._exit(0)")])
+def test_a_scenario_file_that_ends_the_process_as_it_loads(folder, body, call):
+    (folder / "scen.py").write_text(body)
+    one_error_line(_child(folder, "run", "scen.py"), "scen.py:2: the scenario file exits", call)
+
+
+@pytest.mark.parametrize("body, call", [("import sys\nsys.exit(0)\n\ndef ref(x):\n    return x + 1\n", "sys.exit(0)"),
+                                        ("import os\n\n\ndef ref(x):\n    os._exit(0)\n", "os._exit(0)")])
+def test_a_reference_that_ends_the_process(folder, body, call):
+    (folder / "ref.py").write_text(body)
+    line = one_error_line(_child(folder, *_run(folder, "ref.py:ref")), "ref.py:", call)
+    assert "exits" in line
+
+
+def test_a_fuzzed_pass_that_ends_the_process_is_a_failure_found(folder):
+    (folder / "quits.py").write_text("import os\n\n\ndef p(program):\n    os._exit(0)\n")
+    done = _child(folder, "fuzz", "--pass", "quits:p", "--examples", "3", "--workers", "1", "--out", "found")
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    assert "ends the process (os._exit(0)) at quits.py:5" in done.stdout + done.stderr
+
+
+def test_a_pass_module_that_exits_as_it_loads(folder):
+    (folder / "quits.py").write_text("import sys\nsys.exit(0)\n")
+    one_error_line(_child(folder, "fuzz", "--pass", "quits:p", "--examples", "3", "--workers", "1"),
+                   "--pass", "ends the process (sys.exit(0))")
+
+
+@pytest.mark.parametrize("where, body, what", [
+    ("ref.py:ref", "def ref(x):\n    while True:\n        pass\n", "the reference ran"),
+    ("ref.py:ref", "while True:\n    pass\n\n\ndef ref(x):\n    return x\n", "the reference's module ran"),
+])
+def test_a_reference_that_never_returns_is_stopped_at_its_line(folder, where, body, what):
+    (folder / "ref.py").write_text(body)
+    one_error_line(_child(folder, *_run(folder, where, "--max-idle", "1")), "ref.py:", what, "--max-idle")
+
+
+def test_a_scenario_file_that_never_finishes_loading_is_stopped(folder):
+    (folder / "scen.py").write_text("x = 0\nwhile True:\n    x += 1\n")
+    one_error_line(_child(folder, "run", "scen.py", "--max-idle", "1"), "scen.py:", "the scenario file ran")
+
+
+@pytest.mark.parametrize("value, dtype", [('{"return0": "hello"}', "<U5"),
+                                         ("np.ones((128, 64), np.complex64)", "complex64")])
+def test_a_reference_returning_what_no_output_holds(folder, monkeypatch, value, dtype):
+    (folder / "ref.py").write_text(f"import numpy as np\n\n\ndef ref(x):\n    return {value}\n")
+    monkeypatch.chdir(folder)
+    refused_in_one_line(_run(folder, "ref.py:ref"), "--reference ref", f"an array of {dtype}")
+
+
+def test_a_kernel_file_run_without_its_kernel_says_how(folder, monkeypatch):
+    monkeypatch.chdir(folder)
+    refused_in_one_line(["run", "k.py"], "k.py imports nki", "k.py::FUNCTION")
+
+
+def test_a_grid_past_nki_s_limit_is_the_option_s_mistake(folder, monkeypatch):
+    monkeypatch.chdir(folder)
+    refused_in_one_line(["run", "k.py::add1", "--inputs", "in.npz", "--grid", str(2**31)], "--grid", "below 2**31")
+
+
+def test_more_dma_engines_than_partitions_is_named_in_the_machine(tmp_path):
+    doc = json.loads(valid_text())
+    doc["machine"] = {"base": "trn1", "dma_engines": 2**62}
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    refused_in_one_line(["check", str(tmp_path / "p.json")], "machine.dma_engines", "one DMA engine per SBUF partition")
+
+
+def test_a_tensor_name_a_program_cannot_hold_is_refused_at_its_line(folder, monkeypatch):
+    (folder / "named.py").write_text(KERNEL.replace("buffer=nl.shared_hbm)", "buffer=nl.shared_hbm, name='a\\nb')"))
+    monkeypatch.chdir(folder)
+    refused_in_one_line(["nki", "named.py::add1", "--inputs", "in.npz", "-o", "p.json"], "named.py:7",
+                        "control character U+000A")
