@@ -28,6 +28,10 @@ from neuronsim.machine.formats import files
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.inputs import check_encoding, huge_integer_error, read_input
 
+#: The standard library's writer and reader, bound now: a user's module that replaces
+#: ``json.dumps`` (a kernel's, a reference's) must not break the command's own output.
+_DUMPS, _LOADS = json.dumps, json.loads
+
 __all__ = ["decode_strict", "dumps_strict", "finite_json", "loads_strict", "line_column", "read_source",
            "reject_constant", "unique_keys", "write_text"]
 
@@ -67,11 +71,11 @@ def dumps_strict(value: Any, *, refuse_non_finite: bool = False, **options: Any)
         except (orjson.JSONEncodeError, TypeError):
             pass  # a value orjson does not take (an integer past 64 bits): the standard writer's turn
     try:  # the common case, one pass; the copy without non-finite floats only when one is there
-        return json.dumps(value, allow_nan=False, **options)
+        return _DUMPS(value, allow_nan=False, **options)
     except ValueError:
         if refuse_non_finite:
             raise
-        return json.dumps(finite_json(value), allow_nan=False, **options)
+        return _DUMPS(finite_json(value), allow_nan=False, **options)
 
 
 def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -153,7 +157,7 @@ def loads_strict(text: str) -> Any:
     number beyond a double and an integer of more digits than Python converts are located
     ProgramErrors, as is any malformed JSON (line and column)."""
     try:
-        return json.loads(text, object_pairs_hook=unique_keys, parse_constant=reject_constant,
+        return _LOADS(text, object_pairs_hook=unique_keys, parse_constant=reject_constant,
                           parse_float=_finite_float)
     except ProgramError:
         raise

@@ -119,3 +119,13 @@ def test_a_tensor_name_a_program_cannot_hold_is_refused_at_its_line(folder, monk
     monkeypatch.chdir(folder)
     refused_in_one_line(["nki", "named.py::add1", "--inputs", "in.npz", "-o", "p.json"], "named.py:7",
                         "control character U+000A")
+
+
+def test_a_kernel_that_replaces_json_dumps_leaves_the_command_s_output_whole(folder):
+    """The command writes its JSON with the standard library's writer as it was when neuronsim
+    loaded: a kernel module's ``json.dumps = None`` gave exit 1 and three tracebacks."""
+    (folder / "patched.py").write_text("import json\njson.dumps = None\njson.dump = None\n\n" + KERNEL)
+    done = _child(folder, "run", "patched.py::add1", "--inputs", "in.npz", "--out", "out", "--json")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert json.loads(done.stdout)["format"] == "neuronsim.run/1"
+    assert sorted(p.name for p in (folder / "out").iterdir()) == ["add1.footprint.json", "add1.trace.json"]

@@ -152,8 +152,13 @@ def internal_error(err: BaseException, as_json: bool) -> None:
     if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
         raise err
     text = str(err).splitlines()[0] if str(err) else ""
-    fail("", f"{type(err).__name__}{': ' + text if text else ''} (a bug in neuronsim: rerun with "
-             f"{TRACEBACK_ENV}=1 for the traceback and report it)", as_json, status=EXIT_INTERNAL)
+    message = (f"{type(err).__name__}{': ' + text if text else ''} (a bug in neuronsim: rerun with "
+               f"{TRACEBACK_ENV}=1 for the traceback and report it)")
+    try:
+        fail("", message, as_json, status=EXIT_INTERNAL)
+    except Exception:  # noqa: BLE001 - even the report failed (a library the user's code replaced): the line alone
+        sys.stderr.write(f"internal error: {message}\n")
+        sys.exit(EXIT_INTERNAL)
 
 
 def _raised_by_code(err: KeyboardInterrupt) -> str | None:
