@@ -129,3 +129,14 @@ def test_a_kernel_that_replaces_json_dumps_leaves_the_command_s_output_whole(fol
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert json.loads(done.stdout)["format"] == "neuronsim.run/1"
     assert sorted(p.name for p in (folder / "out").iterdir()) == ["add1.footprint.json", "add1.trace.json"]
+
+
+def test_a_thread_of_the_kernel_that_raises_is_one_warning_line(folder):
+    (folder / "threads.py").write_text(KERNEL.replace(
+        "    out = nl.ndarray", "    def boom():\n        raise RuntimeError('thread boom')\n\n"
+        "    import threading\n    worker = threading.Thread(target=boom)\n    worker.start()\n    worker.join()\n"
+        "    out = nl.ndarray"))
+    done = _child(folder, "run", "threads.py::add1", "--inputs", "in.npz", "--out", "out")
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert [line for line in done.stderr.splitlines() if "thread boom" in line] == [
+        f"warning: {folder / 'threads.py'}:8: Thread-1 (boom) raised RuntimeError: thread boom"]

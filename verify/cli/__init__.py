@@ -21,6 +21,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
 
 from neuronsim.verify.cli import signals  # noqa: I001 - first, and light: see main()
 
@@ -54,6 +55,23 @@ def __getattr__(name: str):
 KEEPS_COLLECTING = frozenset({"fuzz"})
 
 
+def _thread_raised(args: threading.ExceptHookArgs) -> None:
+    """A thread the user's code started (a kernel's, a reference's) ended by an exception: one
+    line at the innermost line it raised from, not Python's traceback; the command goes on."""
+    if issubclass(args.exc_type, SystemExit):
+        return
+    site = ""
+    tb = args.exc_traceback
+    while tb is not None:
+        site, tb = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}: ", tb.tb_next
+    text = str(args.exc_value).splitlines()[0] if str(args.exc_value) else ""
+    name = args.thread.name if args.thread is not None else "a thread"
+    try:
+        sys.stderr.write(f"warning: {site}{name} raised {args.exc_type.__name__}{': ' + text if text else ''}\n")
+    except (OSError, ValueError, AttributeError):  # closed streams
+        pass
+
+
 def main() -> None:
     """Console entry point: signal handlers first (a Ctrl-C while the commands load exits 130
     with one line, see :mod:`neuronsim.verify.cli.signals`), then the command asked for.
@@ -78,6 +96,7 @@ def main() -> None:
     load_command(sys.argv[1:])
     MEMORY_BACKSTOP["enabled"] = True
     signals.install_handlers()
+    threading.excepthook = _thread_raised
     status: object = 0
     try:
         cli.main()
