@@ -140,3 +140,11 @@ def test_a_thread_of_the_kernel_that_raises_is_one_warning_line(folder):
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     assert [line for line in done.stderr.splitlines() if "thread boom" in line] == [
         f"warning: {folder / 'threads.py'}:8: Thread-1 (boom) raised RuntimeError: thread boom"]
+
+
+def test_an_exit_hook_of_the_kernel_prints_after_the_one_document(folder):
+    (folder / "hooked.py").write_text("import atexit\natexit.register(lambda: print('bye'))\n\n" + KERNEL)
+    done = _child(folder, "run", "hooked.py::add1", "--inputs", "in.npz", "--out", "out", "--json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["format"] == "neuronsim.run/1"  # one document, nothing after it
+    assert done.stderr.splitlines()[-1] == "bye"

@@ -124,6 +124,16 @@ def _leave(status: object) -> None:
     else:  # sys.exit("message"): the message on standard error, status 1
         print(status, file=sys.stderr)
         code = 1
+    # The command's output is complete: what an exit hook prints (a kernel module's atexit
+    # handler) goes to standard error, after the one document `--json` promises on standard output.
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away with output still buffered: as a SIGPIPE
+        code = code or 141
+    except (OSError, ValueError):
+        pass
+    sys.stdout = sys.stderr
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
