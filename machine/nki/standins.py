@@ -154,10 +154,13 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     vars(builtins).update(keywords)
     # a kernel's os._exit would end this command with the kernel's status and nothing said:
     # it is the kernel's error at its line, as its sys.exit is (frontend.trace)
+    # likewise a fork: its child would go on with the command, a second run writing a second result
+    process_fork, os.fork = os.fork, _kernel_forks
     try:
         with exits_refused(_kernel_exits):
             yield modules
     finally:
+        os.fork = process_fork
         for name in keywords:
             vars(builtins).pop(name, None)
         if added_off:
@@ -170,6 +173,11 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
         for name in [n for n in sys.modules if n.split(".")[0] in _ROOTS]:
             del sys.modules[name]
         sys.modules.update(saved)
+
+
+def _kernel_forks() -> int:
+    raise NkiError(user_line(), "the kernel forks the process (os.fork()): its child would run the command a "
+                                "second time; a kernel is traced in one process")
 
 
 def _kernel_exits(status: Any = 0) -> None:

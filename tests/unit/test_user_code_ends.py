@@ -148,3 +148,11 @@ def test_an_exit_hook_of_the_kernel_prints_after_the_one_document(folder):
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["format"] == "neuronsim.run/1"  # one document, nothing after it
     assert done.stderr.splitlines()[-1] == "bye"
+
+
+def test_a_kernel_that_forks_is_refused_at_its_line(folder):
+    """Its child went on with the command: two runs, two documents on standard output."""
+    (folder / "forks.py").write_text(KERNEL.replace("    out = nl.ndarray", "    import os\n    os.fork()\n"
+                                                                             "    out = nl.ndarray"))
+    one_error_line(_child(folder, "run", "forks.py::add1", "--inputs", "in.npz", "--out", "out", "--json"),
+                   "forks.py:8", "os.fork()")
