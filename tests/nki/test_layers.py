@@ -18,6 +18,7 @@ LAYERS = (
     "cores",  # the two cores of an LNC=2 kernel: instances as threads handing one baton
     "groups",  # a rewrite of the traced program (PSUM groups), no tracer
     "keywords",  # which keywords a call does not take misspell one it does (no tracer)
+    "compile_config",  # nki.compiler's per-kernel configuration and its enums (no tracer)
     "scopes", "legacy_rules",  # the legacy errors page's rules on a kernel as a whole (no tracer)
     "tracer",  # the recording core: loops, sites, pending results
     "device_values",  # tile contents read back at a point of the trace (decisions)
