@@ -13,6 +13,7 @@ import os
 import time
 import traceback
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from neuronsim.machine.formats.pyfile import exits_refused
@@ -45,9 +46,33 @@ class _GcPaused:
             gc.enable()
 
 
+#: Seconds a user's pass may run on one program before it is stopped at its line (None: no
+#: limit).  The fuzzer sets it (``fuzz --max-idle``): its programs are small, and a pass that runs
+#: that long on one is stuck, where the run would otherwise wait for ever.
+USER_PASS_SECONDS: ContextVar[float | None] = ContextVar("user_pass_seconds", default=None)
+
+
 def _ours(p: Pass) -> bool:
     """A pass of neuronsim's own registry (not one a spec string imported by its address)."""
     return type(p).__module__.startswith("neuronsim.") and ":" not in p.name and not isinstance(p, FunctionPass)
+
+
+class PassStalled(ProgramError):
+    """A user's pass ran :data:`USER_PASS_SECONDS` on one program and was stopped."""
+
+
+def _users_pass(p: Pass, advance: Callable[[Pass, Any], Any], value: Any) -> Any:
+    """``advance(p, value)`` for a user's pass: its ``os._exit`` refused (its ``sys.exit`` is then
+    its failure, :func:`_users_pass_failed`), stopped at its line after :data:`USER_PASS_SECONDS`."""
+    from neuronsim.machine.nki.watch import TraceStalled, watched  # (the NKI package, loaded only here)
+
+    try:
+        with exits_refused(), watched(idle_seconds=USER_PASS_SECONDS.get(), say=None):
+            return advance(p, value)
+    except TraceStalled as stalled:
+        raise PassStalled("--passes", f"the pass {p.name!r} ran {stalled.seconds:.0f} s on one program without "
+                                       f"returning (a loop that never ends?) and was stopped at {stalled.where}; give "
+                                       "it longer with --max-idle SECONDS") from None
 
 
 def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
@@ -73,11 +98,9 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
         before = ctx.stats.get(p.name, {}).copy()
         with _GcPaused():
             try:
-                if _ours(p):
-                    result = advance(p, value)
-                else:  # a user's pass: its os._exit refused, its sys.exit reported as its failure
-                    with exits_refused():
-                        result = advance(p, value)
+                result = advance(p, value) if _ours(p) else _users_pass(p, advance, value)
+            except PassStalled:
+                raise
             except (Exception, SystemExit) as err:  # noqa: BLE001 - a user's pass failing is the user's input
                 if _ours(p):
                     raise
@@ -133,3 +156,4 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
     return _each_pass(program, passes, ctx, advance=lambda p, q: p.apply(q, ctx),
                       check=lambda p, new, old: verifier(new, old, p.name), edges=lambda q: q.dep_count,
                       program_of=lambda q: q, after_pass=after_pass)
+

@@ -156,3 +156,13 @@ def test_a_kernel_that_forks_is_refused_at_its_line(folder):
                                                                              "    out = nl.ndarray"))
     one_error_line(_child(folder, "run", "forks.py::add1", "--inputs", "in.npz", "--out", "out", "--json"),
                    "forks.py:8", "os.fork()")
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_fuzzed_pass_that_never_returns_is_a_failure_found(folder, workers):
+    (folder / "spins.py").write_text("def p(program):\n    while True:\n        pass\n")
+    done = _child(folder, "fuzz", "--pass", "spins:p", "--examples", "3", "--workers", workers, "--max-idle", "1",
+                  "--out", "found")
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    assert "ran 1 s on one program without returning" in done.stdout + done.stderr
+    assert "spins.py:2" in done.stdout + done.stderr

@@ -39,7 +39,7 @@ from rich.table import Table
 from neuronsim.machine.ir.errors import ProgramError
 
 from neuronsim.verify.cli import signals
-from neuronsim.verify.cli.common import UsageFailure, emit_json, json_option, run_command
+from neuronsim.verify.cli.common import FiniteFloat, UsageFailure, emit_json, json_option, run_command
 from neuronsim.verify.fuzz import FuzzFailure
 from neuronsim.verify.app.progress import Progress
 from neuronsim.verify.app.console import people_console
@@ -63,6 +63,8 @@ class Chunk:
     tasks: bool = False
     """Fuzz the task pipeline on task programs (:func:`neuronsim.verify.tasks.task_fuzz.check_task_pass`)."""
     shrink: bool = True
+    max_idle: float | None = None
+    """Seconds the user's pass may run on one program (``--max-idle``; None: no limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,14 +88,15 @@ class ChunkResult:
 
 
 def plan_chunks(examples: int, seed: int, user_pass: str | None, replace: str | None,
-                import_dir: str | None = None, *, tasks: bool = False, shrink: bool = True) -> list[Chunk]:
+                import_dir: str | None = None, *, tasks: bool = False, shrink: bool = True,
+                max_idle: float | None = None) -> list[Chunk]:
     """The chunks of a run (deterministic in ``seed`` and ``examples``).
 
     >>> [(c.index, c.examples) for c in plan_chunks(60, 5, None, None)]
     [(0, 25), (1, 25), (2, 10)]
     """
     return [Chunk(index, seed * 100_003 + index, min(CHUNK, examples - start), user_pass, replace, import_dir, tasks,
-                  shrink)
+                  shrink, max_idle)
             for index, start in enumerate(range(0, examples, CHUNK))]
 
 
@@ -104,8 +107,10 @@ def _importable(folder: str | None) -> None:
 
 def run_chunk(chunk: Chunk) -> ChunkResult:
     """Run one chunk (in whatever process or Dask worker it lands); nothing is written here."""
+    from neuronsim.passes.runner import USER_PASS_SECONDS
     from neuronsim.verify.fuzz import check_pass, load_pass
 
+    USER_PASS_SECONDS.set(chunk.max_idle)  # (a worker runs chunks of one run alone)
     try:
         _importable(chunk.import_dir)
         user = load_pass(chunk.user_pass) if chunk.user_pass else None
@@ -277,11 +282,18 @@ def _known_slot(replace: str, tasks: bool) -> None:
 @click.option("--tasks", is_flag=True, help="Fuzz the task pipeline on generated task programs (implied by a task "
                                             "pass in --replace or --pass).")
 @click.option("--no-shrink", is_flag=True, help="Report failures as found, without shrinking them.")
+@click.option("--max-idle", type=FiniteFloat(min=0), default=60.0, show_default=True, metavar="SECONDS",
+              help="Stop the user's pass when it runs this long on one program (a loop that never ends) and report "
+                   "it as a failure; 0: never.")
 @json_option
 @run_command
 def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, workers: int,
-         scheduler: str | None, out_dir: str, fail_fast: bool, tasks: bool, no_shrink: bool, as_json: bool) -> int:
+         scheduler: str | None, out_dir: str, fail_fast: bool, tasks: bool, no_shrink: bool, max_idle: float,
+         as_json: bool) -> int:
     """Fuzz the pass pipeline (with --pass, your pass) on generated programs."""
+    from neuronsim.passes.runner import USER_PASS_SECONDS
+
+    USER_PASS_SECONDS.set(max_idle or None)  # for the chunks run here and the shrinking
     if replace and not user_pass:
         raise UsageFailure("--replace needs --pass", "--replace")
     _check_out_dir(out_dir)
@@ -302,7 +314,8 @@ def fuzz(examples: int, seed: int, user_pass: str | None, replace: str | None, w
             raise UsageFailure(f"cannot load {user_pass!r}: {type(err).__name__}: {err}", "--pass") from None
     if replace is not None:
         _known_slot(replace, tasks)
-    chunks = plan_chunks(examples, seed, user_pass, replace, import_dir, tasks=tasks, shrink=not no_shrink)
+    chunks = plan_chunks(examples, seed, user_pass, replace, import_dir, tasks=tasks, shrink=not no_shrink,
+                         max_idle=max_idle or None)
     with Progress(summary_min=0) as progress:
         with progress.stage("fuzz", examples, unit="example") as update:
             ran = [0]
