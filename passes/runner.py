@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from neuronsim.machine.formats.pyfile import exits_refused
+from neuronsim.machine.formats.pyfile import exit_call, exits_refused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 
@@ -82,9 +82,8 @@ def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
               if not os.path.abspath(f.filename).startswith(root + os.sep)]
     where = f" at {os.path.basename(theirs[-1].filename)}:{theirs[-1].lineno}" if theirs else ""
     if isinstance(err, SystemExit):
-        call = getattr(err, "call", f"sys.exit({err.code!r})")
-        return ProgramError("--passes", f"the pass {p.name!r} ends the process ({call}){where}: a pass returns "
-                                        "a program")
+        return ProgramError("--passes", f"the pass {p.name!r} ends the process ({exit_call(err)}){where}: a pass "
+                                        "returns a program")
     return ProgramError("--passes", f"the pass {p.name!r} raised {type(err).__name__}: {err}{where}")
 
 

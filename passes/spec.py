@@ -25,7 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from neuronsim.machine.formats.pyfile import exits_refused
+from neuronsim.machine.formats.pyfile import exit_call, exits_refused
 from neuronsim.machine.ir.errors import ProgramError
 
 from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass
@@ -52,8 +52,8 @@ def import_pass(address: str, option: str = "--passes") -> Any:
         with exits_refused():
             return getattr(importlib.import_module(module), attr)
     except SystemExit as err:  # the user's module ends the process as it loads
-        call = getattr(err, "call", f"sys.exit({err.code!r})")
-        raise ProgramError(option, f"cannot load the pass {address!r}: it ends the process ({call})") from None
+        raise ProgramError(option, f"cannot load the pass {address!r}: it ends the process "
+                                   f"({exit_call(err)})") from None
     except (ImportError, AttributeError) as err:
         raise ProgramError(option, f"cannot load the pass {address!r}: {err}") from None
     except SyntaxError as err:  # the user's module: its file and line

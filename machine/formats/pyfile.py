@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
 
-__all__ = ["run_file", "exits_refused", "ProcessExit"]
+__all__ = ["run_file", "exits_refused", "ProcessExit", "exit_call"]
 
 _PROCESS_EXIT = os._exit
 _guards = [0]
@@ -41,6 +41,15 @@ class ProcessExit(SystemExit):
     def __init__(self, status: Any = 0) -> None:
         super().__init__(status)
         self.call = f"os._exit({status!r})"
+
+
+def exit_call(err: SystemExit) -> str:
+    """How a user's exit reads in a message: ``sys.exit(3)``, or ``os._exit(0)`` for a :class:`ProcessExit`.
+
+    >>> exit_call(SystemExit(3)), exit_call(ProcessExit(0))
+    ('sys.exit(3)', 'os._exit(0)')
+    """
+    return getattr(err, "call", f"sys.exit({err.code!r})")
 
 
 def _refuse_exit(status: Any = 0) -> None:

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.formats.pyfile import exit_call
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError, message_of
@@ -134,7 +135,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             raise NkiError(_located(err, func), f"out of memory while tracing ({err or 'MemoryError'}), after "
                                                 f"{tracer.kb.emitted:,} instructions") from None
         except SystemExit as err:  # the kernel's own sys.exit: not this command's exit status
-            raise NkiError(_located(err, func), f"the kernel exits (sys.exit({err.code!r}))") from None
+            raise NkiError(_located(err, func), f"the kernel exits ({exit_call(err)})") from None
         except NeedsCores:  # a two-core meeting reached: trace the grid's instances as cores
             as_cores = True
             continue

@@ -15,7 +15,7 @@ import os
 import sys
 from typing import Any
 
-from neuronsim.machine.formats.pyfile import run_file
+from neuronsim.machine.formats.pyfile import exit_call, run_file
 from neuronsim.machine.ir.errors import message_of
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
 from neuronsim.machine.nki.frontend import kernel_frame
@@ -120,7 +120,7 @@ def load_kernel(spec: str) -> Any:
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
     except BaseException as err:  # an import the kernel needs and we do not have, or its own error
-        what = f"sys.exit({err.code!r})" if isinstance(err, SystemExit) else f"{type(err).__name__}: {message_of(err)}"
+        what = exit_call(err) if isinstance(err, SystemExit) else f"{type(err).__name__}: {message_of(err)}"
         raise NkiError(kernel_frame(err) or where, f"importing the kernel: {what}") from None
     kernel = module
     for part in func.split("."):  # CLASS.METHOD: a kernel kept as a class's static method

@@ -131,9 +131,10 @@ def stopped_when_idle(what: str, idle_seconds: float | None) -> Iterator[None]:
         raise ProgramError(str(stalled.where), stopped_message(what, stalled.seconds)) from None
 
 
-def stopped_message(what: str, seconds: float) -> str:
-    return (f"{what} ran {seconds:.0f} s of Python without returning (a loop that never ends?) and was stopped "
-            "here; give it longer with --max-idle SECONDS")
+def stopped_message(what: str, seconds: float, without: str = "without returning") -> str:
+    """What a user's code stopped by ``--max-idle`` is told (the kernel: "without an NKI call")."""
+    return (f"{what} ran {seconds:.0f} s of Python {without} (a loop that never ends?) and was stopped here; give "
+            "it longer with --max-idle SECONDS")
 
 
 def thread_line(thread: threading.Thread | None) -> SourceLine | None:

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.formats.jsonio import dumps_strict
-from neuronsim.machine.formats.pyfile import exits_refused, run_file
+from neuronsim.machine.formats.pyfile import exit_call, exits_refused, run_file
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
@@ -337,7 +337,7 @@ def user_code_error(err: BaseException, where: str, what: str) -> ProgramError:
                 or path.startswith("<")):
             site = f"{os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path}:{line}"
     if isinstance(err, SystemExit):
-        return ProgramError(site, f"{what} exits ({getattr(err, 'call', f'sys.exit({err.code!r})')})")
+        return ProgramError(site, f"{what} exits ({exit_call(err)})")
     return ProgramError(site, f"{what} raised {type(err).__name__}: {message_of(err)}")
 
 

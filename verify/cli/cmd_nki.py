@@ -148,9 +148,10 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
         with watch:
             return _traced(frontend, kernel, arrays, kwargs, grid, meta, unroll_loops)
     except getattr(frontend, "TraceStalled", ()) as stalled:
-        raise frontend.NkiError(stalled.where, f"the kernel ran {stalled.seconds:.0f} s of Python without an NKI "
-                                               "call (a loop that never ends?) and was stopped here; give it longer "
-                                               "with --max-idle SECONDS") from None
+        from neuronsim.machine.nki.watch import stopped_message
+
+        raise frontend.NkiError(stalled.where, stopped_message("the kernel", stalled.seconds, "without an NKI call")
+                                ) from None
 
 
 def max_idle_seconds() -> float:
