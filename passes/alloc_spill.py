@@ -46,11 +46,13 @@ covers that node, the one used again furthest ahead first (Belady's rule), until
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
 
+from neuronsim.machine.ir.identity import WhileAlive
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.ir.errors import ProgramError
@@ -86,7 +88,17 @@ class SpillResult:
 
 
 def top_level_users(program: Program) -> dict[str, list[int]]:
-    """Tensor name -> the indices of the top-level nodes touching it, ascending."""
+    """Tensor name -> the indices of the top-level nodes touching it, ascending (shared: the
+    caller does not change it; a spill round plans and applies on the same program)."""
+    known = _USERS.get(program)
+    return known if known is not None else _USERS.put(program, _top_level_users(program))
+
+
+#: :func:`top_level_users` of each program alive (a flattened kernel's 25 k nodes walked once).
+_USERS: WhileAlive[dict[str, list[int]]] = WhileAlive()
+
+
+def _top_level_users(program: Program) -> dict[str, list[int]]:
     users: dict[str, list[int]] = {}
     for k, node in enumerate(program.body):
         names: set[str] = set()
@@ -122,6 +134,10 @@ def plan_spills(program: Program, weight: Mapping[str, float], room: float) -> l
                 opening.setdefault(p + 1, []).append((q, name, p))
     pressure = np.cumsum(delta)[:nodes]
     gaps: dict[str, tuple[int, int]] = {}  # the gaps open at the current node, by tensor
+    # The open gaps in spill order, furthest reuse first (a heap: sorting every open gap at
+    # every node over the room was quadratic in a flattened kernel); entries of gaps since
+    # closed or spilled are skipped when they come up.
+    order: list[tuple[int, float, str, int, int]] = []
     closing: dict[int, list[str]] = {}
     spills: list[Spill] = []
     for k in range(nodes):
@@ -129,13 +145,13 @@ def plan_spills(program: Program, weight: Mapping[str, float], room: float) -> l
             gaps.pop(name, None)
         for q, name, p in opening.get(k, ()):
             gaps[name] = (p, q)
+            heapq.heappush(order, (-q, -weight[name], name, p, q))
             closing.setdefault(q, []).append(name)
-        if pressure[k] <= room or not gaps:
-            continue
-        for name in sorted(gaps, key=lambda n: (-gaps[n][1], -weight[n], n)):
-            if pressure[k] <= room:
-                break
-            p, q = gaps.pop(name)
+        while pressure[k] > room and order:
+            _q, _w, name, p, q = heapq.heappop(order)
+            if gaps.get(name) != (p, q):
+                continue
+            del gaps[name]
             pressure[k:q] -= weight[name]
             spills.append(Spill(name, p, q))
     return spills

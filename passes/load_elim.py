@@ -57,10 +57,10 @@ def is_load(instr: Instruction, tensors) -> bool:
 def load_count(program: Program) -> int:
     """Instances of DRAM-to-on-chip transfers (each counted once per iteration of its loops)."""
     total = 0
-    memory = {name: t.memory for name, t in program.tensors.items()}
+    dram = {name for name, t in program.tensors.items() if t.memory == MemoryKind.DRAM}
     for instr, loops in program.instructions():
-        if instr.is_dma and any(memory[a.tensor] == MemoryKind.DRAM for a in instr.reads) \
-                and any(memory[a.tensor] != MemoryKind.DRAM for a in instr.writes):
+        if instr.is_dma and any(a.tensor in dram for a in instr.reads) \
+                and any(a.tensor not in dram for a in instr.writes):
             runs = 1
             for loop in loops:
                 runs *= loop.trip_count
@@ -223,9 +223,17 @@ def _renamed(instr: Instruction, renamed: dict[str, str]) -> Instruction:
 def _loop_paths(program: Program) -> dict[str, set[tuple[str, ...]]]:
     """Per tensor, the loop nests (names, outermost first) of the instructions touching it."""
     paths: dict[str, set[tuple[str, ...]]] = {}
+    names: dict[tuple[Loop, ...], tuple[str, ...]] = {}  # one tuple per nest (an unrolled kernel has one)
     for instr, loops in program.instructions():
-        for access, _w in instr.accesses:
-            paths.setdefault(access.tensor, set()).add(tuple(loop.name for loop in loops))
+        path = names.get(loops)
+        if path is None:
+            path = names[loops] = tuple(loop.name for loop in loops)
+        for access in (*instr.reads, *instr.writes):
+            held = paths.get(access.tensor)
+            if held is None:
+                paths[access.tensor] = {path}
+            else:
+                held.add(path)
     return paths
 
 

@@ -312,8 +312,7 @@ def output_arrays(program: Program, memory: Memory) -> dict[str, np.ndarray]:
     out = {}
     for name, tensor in program.tensors.items():
         if tensor.memory == MemoryKind.DRAM and tensor.role == "output":
-            raw = memory.tensor_bytes(tensor)
-            out[name] = np.frombuffer(raw, numpy_dtype(tensor.dtype)).reshape(tensor.shape).copy()
+            out[name] = memory.dram_array(tensor)
     return out
 
 
