@@ -7,7 +7,8 @@
 
 Option values are parsed after the type of the field's default: ``true``/``false``, integers,
 strings, and ``a|b|c`` for sets; the pass class's ``__post_init__`` validates them (its
-ValueError becomes a located ProgramError).  ``MODULE:NAME`` names a pass by its address.
+ValueError becomes a located ProgramError).  ``MODULE:NAME`` or ``FILE.py:NAME`` names a pass by
+its address.
 
 Examples
 --------
@@ -25,32 +26,41 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from neuronsim.machine.formats.pyfile import exit_call, exits_refused
+from neuronsim.machine.formats.pyfile import exit_call, exits_refused, run_file
 from neuronsim.machine.ir.errors import ProgramError
 
 from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass
 
 __all__ = ["parse_pipeline", "import_pass"]
 
-_ITEM = re.compile(r"\s*([a-z][a-z0-9-]*|[A-Za-z_][\w.]*:[A-Za-z_]\w*)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
+_ITEM = re.compile(r"\s*([a-z][a-z0-9-]*|(?:[\w./-]+\.py|[A-Za-z_][\w.]*):[A-Za-z_]\w*)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
 
 
 def import_pass(address: str, option: str = "--passes") -> Any:
     """``MODULE:NAME`` of a spec string (or of ``fuzz --pass``: ``option`` names where it was
     given): a pass class (or object, or function) imported from the current folder or the
-    installed packages, so an unregistered pass runs by its address."""
+    installed packages, so an unregistered pass runs by its address; ``FILE.py:NAME`` (a path
+    from the current folder) runs that file, as ``--reference FILE.py:FN`` does."""
     import importlib
     import os
     import sys
 
     module, _, attr = address.partition(":")
-    folder = os.getcwd()
+    file = module.endswith(".py")
+    if file and not os.path.isfile(module):
+        raise ProgramError(option, f"cannot load the pass {address!r}: no such file {module}")
+    folder = os.path.dirname(os.path.abspath(module)) if file else os.getcwd()
     added = folder not in sys.path  # for this import only: the caller's sys.path stays theirs
     if added:
         sys.path.insert(0, folder)
     try:
         with exits_refused():
-            return getattr(importlib.import_module(module), attr)
+            loaded = _pass_file(module) if file else importlib.import_module(module)
+        if file and not hasattr(loaded, attr):
+            raise ProgramError(option, f"cannot load the pass {address!r}: {module} defines no {attr!r}")
+        return getattr(loaded, attr)
+    except ProgramError:
+        raise
     except SystemExit as err:  # the user's module ends the process as it loads
         raise ProgramError(option, f"cannot load the pass {address!r}: it ends the process "
                                    f"({exit_call(err)})") from None
@@ -64,6 +74,16 @@ def import_pass(address: str, option: str = "--passes") -> Any:
     finally:
         if added and folder in sys.path:
             sys.path.remove(folder)
+
+
+def _pass_file(path: str) -> Any:
+    """The module of a pass's file, run once per file (a spec is parsed more than once)."""
+    import os
+    import sys
+
+    name = "neuronsim_pass_" + re.sub(r"\W", "_", os.path.abspath(path))
+    module = sys.modules.get(name)
+    return module if module is not None else run_file(path, name)
 
 
 def _convert(raw: str, default: Any, where: str) -> Any:

@@ -166,3 +166,36 @@ def test_a_fuzzed_pass_that_never_returns_is_a_failure_found(folder, workers):
     assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
     assert "ran 1 s on one program without returning" in done.stdout + done.stderr
     assert "spins.py:2" in done.stdout + done.stderr
+
+
+@pytest.fixture
+def program(folder: Path) -> Path:
+    done = _child(folder, "nki", "k.py::add1", "--inputs", "in.npz", "-o", "prog.json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (folder / "spins.py").write_text("def p(program):\n    while True:\n        pass\n")
+    return folder / "prog.json"
+
+
+@pytest.mark.parametrize("command", [["compile", "-o", "out.json"], ["footprint"], ["report", "-o", "r.html"]])
+def test_a_pass_of_the_command_line_that_never_returns_is_stopped_at_its_line(program, command):
+    """``--passes`` runs a user's pass by its address in every command that takes it: a pass that
+    loops for ever is stopped at its line after ``--max-idle`` (it hung ``compile``), and nothing
+    is written."""
+    folder = program.parent
+    compiled = _child(folder, "compile", "prog.json", "-o", "compiled.json")  # (report notes a program without deps)
+    assert compiled.returncode == 0, compiled.stderr[-2000:]
+    one_error_line(_child(folder, command[0], "compiled.json", *command[1:], "--passes", "spins.py:p",
+                          "--max-idle", "1"),
+                   "--passes", "ran 1 s on one program without returning", "spins.py:2")
+    assert not (folder / "out.json").exists() and not (folder / "r.html").exists()
+
+
+def test_a_pass_given_by_its_file_runs_and_a_missing_one_is_named(program):
+    folder = program.parent
+    (folder / "keeps.py").write_text("def p(program):\n    return program\n")
+    done = _child(folder, "compile", "prog.json", "-o", "out.json", "--passes", "alloc,keeps.py:p")
+    assert done.returncode == 0 and (folder / "out.json").exists(), done.stderr[-2000:]
+    one_error_line(_child(folder, "compile", "prog.json", "-o", "o2.json", "--passes", "alloc,gone.py:p"),
+                   "--passes", "no such file gone.py")
+    one_error_line(_child(folder, "compile", "prog.json", "-o", "o2.json", "--passes", "alloc,keeps.py:q"),
+                   "--passes", "keeps.py defines no 'q'")

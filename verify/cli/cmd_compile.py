@@ -28,6 +28,7 @@ from neuronsim.verify.cli.common import (
     emit_json,
     guard_size,
     json_option,
+    max_idle_option,
     program_argument,
     run_command,
     size_options,
@@ -63,6 +64,7 @@ def edge_summary(program) -> dict[str, int]:
 @click.option("--no-verify", is_flag=True, help="Skip the checks between passes.")
 @json_option
 @size_options
+@max_idle_option()
 @run_command
 def compile_command(program: str, output: str, passes_spec: str, explain_pair, no_verify: bool, as_json: bool,
                     max_instances: int, max_memory: int | None) -> int:

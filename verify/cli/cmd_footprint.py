@@ -25,8 +25,8 @@ from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pi
 
 from neuronsim.verify.app.drawings import save_figure
 
-from neuronsim.verify.cli.common import (check_plot, emit_json, guard_size, json_option, program_argument, run_command,
-                                         size_options)
+from neuronsim.verify.cli.common import (check_plot, emit_json, guard_size, json_option, max_idle_option,
+                                         program_argument, run_command, size_options)
 from neuronsim.verify.app.progress import Progress, pass_progress
 from neuronsim.verify.sync_counts import KINDS, SyncReport, sync_report
 from neuronsim.verify.cli.task_programs import footprint_tasks, sniff_task_program
@@ -124,6 +124,7 @@ def _plot(report: SyncReport, path: str, program: str = "program") -> None:
                    "dep-reduction when the program has no deps).")
 @click.option("--no-simulate", is_flag=True, help="Skip the simulated makespan (faster on big programs).")
 @size_options
+@max_idle_option()
 @run_command
 def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, no_simulate: bool,
               max_instances: int, max_memory: int | None) -> int:

@@ -34,10 +34,10 @@ from neuronsim.machine.formats.program_json import save_program
 from neuronsim.machine.formats.pyfile import run_file
 
 from neuronsim.verify.app.host import available_memory, machine_memory
-from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, FiniteFloat,
-                                         UsageFailure, check_output, emit_json, json_option, keep_in_context,
-                                         max_instances_option, run_command, run_output_paths, user_prints_aside,
-                                         write_run_outputs)
+from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, IDLE_SECONDS, MAX_IDLE_KEY, MAX_INSTANCES_KEY,
+                                         MAX_MEMORY_KEY, UsageFailure, check_output, emit_json, json_option,
+                                         keep_in_context, max_idle_option, max_instances_option, run_command,
+                                         run_output_paths, user_prints_aside, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -76,10 +76,6 @@ def _parse_grid(text: str | None) -> tuple[int, ...] | None:
 
 
 RANKS_KEY = "neuronsim.ranks"
-MAX_IDLE_KEY = "neuronsim.max_idle"
-#: ``--max-idle``'s default: an import-time table or a Python-side precomputation takes
-#: seconds; a minute of a kernel's Python without one NKI call is a loop that does not end.
-IDLE_SECONDS = 60.0
 
 
 def kernel_options(fn: Callable) -> Callable:
@@ -95,10 +91,9 @@ def kernel_options(fn: Callable) -> Callable:
                           "rank r named NAME_rank{r})."),
         click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
                      help="Read input NAME as DTYPE (raw 2-/1-byte arrays default to bfloat16 / float8_e4m3)."),
-        click.option("--max-idle", type=FiniteFloat(min=0), default=IDLE_SECONDS, show_default=True,
-                     metavar="SECONDS", expose_value=False, callback=keep_in_context(MAX_IDLE_KEY),
-                     help="Stop a kernel that runs this long in its own Python without an NKI call (a loop "
-                          "that never ends), at its line; 0: never."),
+        max_idle_option("Stop a kernel that runs this long in its own Python without an NKI call, or a pass "
+                        "given by its address (--passes) that runs this long on one program (a loop that never "
+                        "ends), at its line; 0: never."),
     )):
         fn = option(fn)
     return fn

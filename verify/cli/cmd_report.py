@@ -18,7 +18,7 @@ import click
 from neuronsim.machine.formats.program_json import load_program
 
 from neuronsim.verify.cli.common import (
-    UsageFailure, check_output, guard_size, placed, program_argument, run_command, size_options,
+    UsageFailure, check_output, guard_size, max_idle_option, placed, program_argument, run_command, size_options,
 )
 from neuronsim.verify.cli.traced import prepare_traced
 from neuronsim.verify.app.html_report import write_report
@@ -34,6 +34,7 @@ __all__ = ["report"]
               help="Pipeline of the footprint part (default: dep-reduction, or the compile pipeline then "
                    "dep-reduction when the program has no deps).")
 @size_options
+@max_idle_option()
 @run_command
 def report(program: str, output: str, spec: str | None, max_instances: int, max_memory: int | None) -> int:
     """Write an offline HTML page about PROGRAM: timeline, races with fixes, sync footprint, engines."""

@@ -26,8 +26,8 @@ from neuronsim.passes.tasks import (
     parse_task_pipeline, run_task_pipeline,
 )
 
-from neuronsim.verify.cli.common import (UsageFailure, check_output, emit_json, json_option, program_argument,
-                                         run_command)
+from neuronsim.verify.cli.common import (UsageFailure, check_output, emit_json, json_option, max_idle_option,
+                                         program_argument, run_command)
 from neuronsim.verify.cli.task_programs import DEFAULT_MAX_PAIRS, guard_task_passes
 
 __all__ = ["tasks", "task_report", "render_task_report"]
@@ -151,6 +151,7 @@ def render_task_report(report: dict[str, Any]) -> str:
 @click.option("--max-pairs", type=click.IntRange(min=1), default=DEFAULT_MAX_PAIRS, show_default=True, metavar="N",
               help="Refuse programs whose calls make more pairs for the dependence analysis (checked first).")
 @json_option
+@max_idle_option()
 @run_command
 def tasks(program: str, passes_spec: str, faithful: bool, output: str | None, no_verify: bool, max_pairs: int,
           as_json: bool) -> int:

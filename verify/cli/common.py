@@ -288,6 +288,33 @@ max_instances_option = click.option(
          "any work).")
 
 
+MAX_IDLE_KEY = "neuronsim.max_idle"
+#: ``--max-idle``'s default: an import-time table or a Python-side precomputation takes
+#: seconds; a minute of a kernel's Python without one NKI call, or of a user's pass on one
+#: program, is a loop that does not end.
+IDLE_SECONDS = 60.0
+
+
+def _keep_idle(ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    """``--max-idle``: kept for the kernel's watch, and the limit of a user's ``--passes`` pass."""
+    from neuronsim.passes.runner import USER_PASS_SECONDS
+
+    ctx.meta[MAX_IDLE_KEY] = value
+    USER_PASS_SECONDS.set(value or None)  # (0: never; the command runs in this context)
+    return value
+
+
+_PASS_IDLE_HELP = ("Stop a pass given by its address (--passes) that runs this long on one program without "
+                   "returning (a loop that never ends), at its line; 0: never.")
+
+
+def max_idle_option(help: str = _PASS_IDLE_HELP) -> Callable:
+    """``--max-idle SECONDS`` (default :data:`IDLE_SECONDS`): what a command runs of the user's own
+    Python (a kernel, a pass given by its address) is stopped at its line after that long."""
+    return click.option("--max-idle", type=FiniteFloat(min=0), default=IDLE_SECONDS, show_default=True,
+                        metavar="SECONDS", expose_value=False, callback=_keep_idle, help=help)
+
+
 def size_options(fn: Callable) -> Callable:
     """``--max-instances`` and ``--max-memory``: the limits :func:`guard_size` enforces."""
     return max_instances_option(max_memory_option(fn))
