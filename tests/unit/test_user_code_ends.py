@@ -199,3 +199,19 @@ def test_a_pass_given_by_its_file_runs_and_a_missing_one_is_named(program):
                    "--passes", "no such file gone.py")
     one_error_line(_child(folder, "compile", "prog.json", "-o", "o2.json", "--passes", "alloc,keeps.py:q"),
                    "--passes", "keeps.py defines no 'q'")
+
+
+@pytest.mark.parametrize("where, change, named", [
+    ("top", "import sys\nsys.path.clear()", "sys.path"),
+    ("body", "import numpy\n    numpy.asarray = None", "numpy.asarray"),
+    ("top", "import builtins\nbuiltins.len = None", "builtins.len"),
+])
+def test_a_kernel_that_breaks_the_interpreter_is_its_failure(folder, where, change, named):
+    """A kernel that empties ``sys.path``, replaces numpy's functions or a builtin breaks
+    neuronsim's next step in the same interpreter: exit 2 naming what it replaced, not an
+    internal error (exit 3, "a bug in neuronsim")."""
+    kernel = (KERNEL.replace("@nki.jit", change + "\n\n\n@nki.jit") if where == "top" else
+              KERNEL.replace("    out = nl.ndarray", "    " + change + "\n    out = nl.ndarray"))
+    (folder / "breaks.py").write_text(kernel)
+    one_error_line(_child(folder, "run", "breaks.py::add1", "--inputs", "in.npz", "--out", "out"),
+                   "the user's code this command ran", f"replaced {named}")

@@ -94,6 +94,9 @@ def main() -> None:
     from neuronsim.verify.cli.app import cli, load_command
 
     load_command(sys.argv[1:])
+    from neuronsim.verify.cli import tampering
+
+    tampering.remember()  # before any user code: what a kernel replaces is its failure, not ours
     MEMORY_BACKSTOP["enabled"] = True
     signals.install_handlers()
     threading.excepthook = _thread_raised

@@ -152,6 +152,15 @@ def internal_error(err: BaseException, as_json: bool) -> None:
     if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
         raise err
     text = str(err).splitlines()[0] if str(err) else ""
+    from neuronsim.verify.cli import tampering
+
+    changed = tampering.replaced()
+    if changed:  # the user's code broke the interpreter neuronsim runs in: their input, exit 2
+        tampering.restore()
+        names = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        fail("", f"the user's code this command ran (a kernel, a reference or a pass) replaced {names}, which "
+                 f"neuronsim uses in the same interpreter; then {type(err).__name__}{': ' + text if text else ''}",
+             as_json)
     message = (f"{type(err).__name__}{': ' + text if text else ''} (a bug in neuronsim: rerun with "
                f"{TRACEBACK_ENV}=1 for the traceback and report it)")
     try:

@@ -1,0 +1,64 @@
+"""What the user's code replaced of the interpreter neuronsim shares with it.
+
+A kernel, a ``--reference`` or a pass given by its address runs in neuronsim's own process: a
+kernel that empties ``sys.path``, replaces ``numpy.asarray`` or rebinds a builtin breaks
+neuronsim's next step, which then failed as if neuronsim had a bug ("internal error", exit 3).
+Such a failure is the user's input.  :func:`remember` notes the objects before any user code
+runs; when a command fails in a way no input explains, :func:`replaced` names what differs (a
+name rebound or deleted, entries of ``sys.path`` removed: neuronsim adds folders there itself)
+and :func:`restore` puts the objects back, so that the one error line can still be written.
+
+>>> import builtins
+>>> remember()
+>>> saved, builtins.ascii = builtins.ascii, None
+>>> replaced()
+['builtins.ascii']
+>>> restore(); replaced(), builtins.ascii is saved
+([], True)
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from typing import Any
+
+__all__ = ["remember", "replaced", "restore"]
+
+_SAVED: dict[str, tuple[Any, dict[str, Any]]] = {}  # module name -> (module, its namespace as it was)
+_PATH: list[str] = []
+
+
+def remember() -> None:
+    """Note ``builtins``, ``numpy`` (when loaded) and ``sys.path`` as they are now."""
+    _SAVED.clear()
+    for name in ("builtins", "numpy"):
+        module = builtins if name == "builtins" else sys.modules.get(name)
+        if module is not None:
+            _SAVED[name] = (module, dict(vars(module)))
+    _PATH[:] = sys.path
+
+
+def replaced() -> list[str]:
+    """The names rebound or deleted since :func:`remember` (new names are not counted: a
+    library loads its submodules lazily), then ``sys.path`` if entries left it."""
+    out = []
+    for name, (module, before) in _SAVED.items():
+        now = vars(module)
+        out += [f"{name}.{key}" for key, value in before.items() if key != "_" and now.get(key, _GONE) is not value]
+    if any(entry not in sys.path for entry in _PATH):
+        out.append("sys.path (entries removed)")
+    return out
+
+
+def restore() -> None:
+    """Put back what :func:`replaced` names."""
+    for module, before in _SAVED.values():
+        now = vars(module)
+        for key, value in before.items():
+            if now.get(key, _GONE) is not value:
+                setattr(module, key, value)
+    sys.path[:] = [*_PATH, *(entry for entry in sys.path if entry not in _PATH)]
+
+
+_GONE = object()
