@@ -23,7 +23,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import ModuleType
 from typing import Any
 
@@ -63,7 +63,9 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
     a ``--reference``, a scenario, a fuzzed pass) would end the command with its status and
     nothing said, a run that seems to pass.  Blocks nest and may run on several threads (a
     reference on its own thread): the outermost one's ``raiser`` holds until the last ends.
-    neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.
+    neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.  The working
+    folder is the command's again when the last block ends: a kernel's ``os.chdir`` as it
+    loads moved every relative path of the command line (``--out``) elsewhere.
 
     >>> with exits_refused():
     ...     try:
@@ -75,6 +77,7 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
     with _guards_lock:
         if not _guards[0]:
             os._exit = raiser
+            _folder[0] = _cwd()
         _guards[0] += 1
     try:
         yield
@@ -83,6 +86,19 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
             _guards[0] -= 1
             if not _guards[0]:
                 os._exit = _PROCESS_EXIT
+                if _folder[0] is not None and _cwd() != _folder[0]:
+                    with suppress(OSError):  # (removed meanwhile: the command's paths fail as they would)
+                        os.chdir(_folder[0])
+
+
+_folder: list[str | None] = [None]
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:  # (the folder was removed)
+        return None
 
 
 def run_file(path: object, name: str) -> ModuleType:

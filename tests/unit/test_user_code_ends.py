@@ -215,3 +215,13 @@ def test_a_kernel_that_breaks_the_interpreter_is_its_failure(folder, where, chan
     (folder / "breaks.py").write_text(kernel)
     one_error_line(_child(folder, "run", "breaks.py::add1", "--inputs", "in.npz", "--out", "out"),
                    "the user's code this command ran", f"replaced {named}")
+
+
+def test_a_kernel_that_changes_folder_as_it_loads_leaves_the_command_s_paths_alone(folder, tmp_path_factory):
+    """``--out out`` is the command line's folder: a kernel's ``os.chdir`` at import sent the
+    files elsewhere (the write then failed, exit 2)."""
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (folder / "moves.py").write_text(f"import os\nos.chdir({str(elsewhere)!r})\n" + KERNEL)
+    done = _child(folder, "run", "moves.py::add1", "--inputs", "in.npz", "--out", "out")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (folder / "out" / "add1.trace.json").is_file() and not (elsewhere / "out").exists()
