@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import signal
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -27,9 +28,15 @@ from contextlib import contextmanager, suppress
 from types import ModuleType
 from typing import Any
 
-__all__ = ["run_file", "exits_refused", "ProcessExit", "exit_call"]
+__all__ = ["run_file", "exits_refused", "ProcessExit", "exit_call", "SIGNAL", "SETITIMER"]
 
 _PROCESS_EXIT = os._exit
+#: The signal module's own setters, for neuronsim's code that sets a handler or the timer while a
+#: user's code runs (the ``--max-idle`` watch): the module's names are guarded meanwhile.
+SIGNAL, SETITIMER, _ALARM = signal.signal, signal.setitimer, signal.alarm
+#: The signals neuronsim answers while the user's code runs: Ctrl-C and SIGTERM end the command
+#: with its status (130 / 143), SIGALRM ticks its ``--max-idle`` watch.
+_OURS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGALRM})
 _guards = [0]
 _guards_lock = threading.Lock()
 
@@ -65,7 +72,11 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
     reference on its own thread): the outermost one's ``raiser`` holds until the last ends.
     neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.  The working
     folder is the command's again when the last block ends: a kernel's ``os.chdir`` as it
-    loads moved every relative path of the command line (``--out``) elsewhere.
+    loads moved every relative path of the command line (``--out``) elsewhere.  And the user's
+    code does not take over the signals neuronsim answers: its ``signal.signal`` of SIGINT,
+    SIGTERM or SIGALRM, ``signal.alarm`` and real-time ``signal.setitimer`` change nothing (a
+    kernel that ignored SIGTERM made the command unkillable but by SIGKILL; a library that sets
+    a Ctrl-C handler as it is imported still imports).
 
     >>> with exits_refused():
     ...     try:
@@ -77,6 +88,7 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
     with _guards_lock:
         if not _guards[0]:
             os._exit = raiser
+            signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
             _folder[0] = _cwd()
         _guards[0] += 1
     try:
@@ -86,12 +98,33 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
             _guards[0] -= 1
             if not _guards[0]:
                 os._exit = _PROCESS_EXIT
+                signal.signal, signal.setitimer, signal.alarm = SIGNAL, SETITIMER, _ALARM
                 if _folder[0] is not None and _cwd() != _folder[0]:
                     with suppress(OSError):  # (removed meanwhile: the command's paths fail as they would)
                         os.chdir(_folder[0])
 
 
 _folder: list[str | None] = [None]
+
+
+def _signal_kept(signum: Any, handler: Any) -> Any:
+    """``signal.signal`` for the user's code: a signal of neuronsim's keeps its handler (the
+    call returns it, as if replaced); any other is set."""
+    if signum in _OURS:
+        return signal.getsignal(signum)
+    return SIGNAL(signum, handler)
+
+
+def _setitimer_kept(which: int, seconds: float, interval: float = 0.0) -> Any:
+    """``signal.setitimer`` for the user's code: the real-time timer is the watch's."""
+    if which == signal.ITIMER_REAL:
+        return signal.getitimer(which)
+    return SETITIMER(which, seconds, interval)
+
+
+def _alarm_kept(seconds: int) -> int:
+    """``signal.alarm`` for the user's code: SIGALRM is the watch's."""
+    return 0
 
 
 def _cwd() -> str | None:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from neuronsim.machine.formats.pyfile import SETITIMER, SIGNAL
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.nki import tracer as tracing
 from neuronsim.machine.nki.errors import SourceLine, line_of
@@ -110,13 +111,13 @@ def watched(*, idle_seconds: float | None, say: Callable[[str], None] | None,
             quiet = f"; no NKI call for {idle:.0f} s" if idle >= every else ""
             say(f"{now - started:.0f} s, {seen[1]:,} instructions so far; the kernel is at {where}{quiet}")
 
-    previous = signal.signal(signal.SIGALRM, on_tick)
-    signal.setitimer(signal.ITIMER_REAL, _TICK, _TICK)
+    previous = SIGNAL(signal.SIGALRM, on_tick)
+    SETITIMER(signal.ITIMER_REAL, _TICK, _TICK)
     try:
         yield
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0, 0)
-        signal.signal(signal.SIGALRM, previous)
+        SETITIMER(signal.ITIMER_REAL, 0, 0)
+        SIGNAL(signal.SIGALRM, previous)
 
 
 @contextmanager

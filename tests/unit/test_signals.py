@@ -201,3 +201,51 @@ def test_the_watchdog_kills_a_child_deaf_to_sigterm(tmp_path):
         time.sleep(0.05)
     status = Path(f"/proc/{child}/status")
     assert not status.exists() or "zombie" in status.read_text(), "the child outlived the command"
+
+
+DEAF_KERNEL = '''import signal
+import time
+import nki
+import nki.language as nl
+
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.alarm(1)
+
+
+@nki.jit
+def add1(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    open("started", "w").close()
+    time.sleep(60)
+    nl.store(out, value=nl.add(nl.load(x), 1.0))
+    return out
+'''
+
+
+@SIGNALS
+def test_a_kernel_that_ignores_the_signals_still_ends_with_them(tmp_path, out, signum):
+    """A kernel's own ``signal.signal(SIGTERM, SIG_IGN)`` (or SIGINT, or an alarm of its own)
+    does not take the signals from neuronsim: the command still ends with 143 / 130 while the
+    kernel sleeps (it outlived SIGTERM before, and only SIGKILL ended it)."""
+    import numpy as np
+
+    (tmp_path / "deaf.py").write_text(DEAF_KERNEL)
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
+    before = _listing(out)
+    proc = _spawn("run", "deaf.py::add1", "--inputs", "in.npz", "--out", str(out), cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "started").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        time.sleep(1.5)  # past the kernel's own alarm: SIGALRM is the --max-idle watch's, not an end
+        os.killpg(proc.pid, signum)
+        _stdout, stderr = proc.communicate(timeout=PROMPT)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    status, line = STATUS[signum]
+    assert proc.returncode == status, stderr[-2000:]
+    assert stderr.splitlines()[-1] == line and "Traceback" not in stderr, stderr[-2000:]
+    assert _listing(out) == before

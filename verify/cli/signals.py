@@ -34,6 +34,10 @@ __all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_
 GRACE_SECONDS = 3.0
 #: Exit status per signal (128 + the signal's number, as a shell reports it).
 STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+#: Bound as the command starts, before any user code: while a kernel runs, the module's own name
+#: is guarded (:func:`neuronsim.machine.formats.pyfile.exits_refused`), and a child forked then
+#: sets its worker's signals through this one.
+_set_handler = signal.signal
 _WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
 #: The ``--json`` error document per signal, written out here rather than by
 #: ``neuronsim.machine.formats.jsonio.dumps_strict``: importing that loads ``neuronsim.machine`` (numpy,
@@ -88,7 +92,7 @@ def _install(handler) -> None:
     for signum in STATUS:
         if signal.getsignal(signum) is signal.SIG_IGN:  # ignored by whoever started us (nohup, ``cmd &``): kept so
             continue
-        signal.signal(signum, handler)
+        _set_handler(signum, handler)
 
 
 def install_startup_handlers() -> None:
@@ -132,8 +136,8 @@ def as_worker() -> None:
     replacing a worker the signal killed made such a child, which outlived the run."""
     _received.clear()
     _reported.clear()
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _set_handler(signal.SIGINT, signal.SIG_IGN)
+    _set_handler(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _raise(signum: int, frame) -> None:
@@ -179,7 +183,7 @@ def ignore_from_now() -> None:
     line and no status of ours; an ignored signal stays ignored to the end."""
     for signum in STATUS:
         try:
-            signal.signal(signum, signal.SIG_IGN)
+            _set_handler(signum, signal.SIG_IGN)
         except (ValueError, OSError):  # not the main thread, or a platform without it
             pass
 
