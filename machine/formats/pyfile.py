@@ -70,9 +70,12 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
     a ``--reference``, a scenario, a fuzzed pass) would end the command with its status and
     nothing said, a run that seems to pass.  Blocks nest and may run on several threads (a
     reference on its own thread): the outermost one's ``raiser`` holds until the last ends.
-    neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.  The working
-    folder is the command's again when the last block ends: a kernel's ``os.chdir`` as it
-    loads moved every relative path of the command line (``--out``) elsewhere.  And the user's
+    neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.  What the
+    command's own work stands on is its own again when the last block ends: the working folder
+    (a kernel's ``os.chdir`` as it loads moved every relative path of the command line, such as
+    ``--out``, elsewhere), ``sys.stdout`` and ``sys.stderr`` (one replaced by the kernel took
+    the command's whole output) and the recursion limit (lowered, the next deep walk of the
+    program failed as "nests too deeply").  And the user's
     code does not take over the signals neuronsim answers: its ``signal.signal`` of SIGINT,
     SIGTERM or SIGALRM, ``signal.alarm`` and real-time ``signal.setitimer`` change nothing (a
     kernel that ignored SIGTERM made the command unkillable but by SIGKILL; a library that sets
@@ -89,7 +92,7 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
         if not _guards[0]:
             os._exit = raiser
             signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
-            _folder[0] = _cwd()
+            _kept[:] = [_cwd(), sys.stdout, sys.stderr, sys.getrecursionlimit()]
         _guards[0] += 1
     try:
         yield
@@ -99,12 +102,23 @@ def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
             if not _guards[0]:
                 os._exit = _PROCESS_EXIT
                 signal.signal, signal.setitimer, signal.alarm = SIGNAL, SETITIMER, _ALARM
-                if _folder[0] is not None and _cwd() != _folder[0]:
-                    with suppress(OSError):  # (removed meanwhile: the command's paths fail as they would)
-                        os.chdir(_folder[0])
+                _give_back(*_kept)
 
 
-_folder: list[str | None] = [None]
+_kept: list[Any] = []  # what the outermost block found: folder, standard output and error, recursion limit
+
+
+def _give_back(folder: str | None, stdout: Any, stderr: Any, recursion: int) -> None:
+    if folder is not None and _cwd() != folder:
+        with suppress(OSError):  # (removed meanwhile: the command's paths fail as they would)
+            os.chdir(folder)
+    # (a stream the command itself chose meanwhile, on another thread, stays: its own two ends)
+    if sys.stdout not in (stdout, sys.__stdout__, sys.__stderr__):
+        sys.stdout = stdout
+    if sys.stderr not in (stderr, sys.__stdout__, sys.__stderr__):
+        sys.stderr = stderr
+    if sys.getrecursionlimit() != recursion:
+        sys.setrecursionlimit(recursion)
 
 
 def _signal_kept(signum: Any, handler: Any) -> Any:

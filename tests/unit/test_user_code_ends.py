@@ -225,3 +225,15 @@ def test_a_kernel_that_changes_folder_as_it_loads_leaves_the_command_s_paths_alo
     done = _child(folder, "run", "moves.py::add1", "--inputs", "in.npz", "--out", "out")
     assert done.returncode == 0, done.stderr[-2000:]
     assert (folder / "out" / "add1.trace.json").is_file() and not (elsewhere / "out").exists()
+
+
+@pytest.mark.parametrize("change", ["import sys\nsys.setrecursionlimit(60)",
+                                    "import io, sys\nsys.stdout = io.StringIO()"])
+def test_what_a_kernel_changes_of_the_interpreter_as_it_loads_is_the_command_s_again(folder, change):
+    """A kernel that lowers the recursion limit or takes ``sys.stdout`` as it loads: the
+    command runs and prints as it would (it failed as "the program nests too deeply", or
+    printed nothing at all, exit 0)."""
+    (folder / "takes.py").write_text(KERNEL.replace("@nki.jit", change + "\n\n\n@nki.jit"))
+    done = _child(folder, "run", "takes.py::add1", "--inputs", "in.npz", "--out", "out")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "makespan" in done.stdout and (folder / "out" / "add1.trace.json").is_file()
