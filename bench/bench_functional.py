@@ -14,7 +14,8 @@ trace and footprint files), beside a floor measured in this process just before 
    machine); the default 2048 (3,200 instances, 1,024 products) keeps the bench short.
    ``--api current`` writes the same kernel against the current API (``import nki``), whose
    loops the frontend unrolls as NKI 0.7 does: every instance is traced and compiled as an
-   instruction of its own.
+   instruction of its own; ``--api fori`` the same against NKI 0.7's compiled loops
+   (``nl.fori_loop``, ISA calls destination first), whose bodies are traced once.
 2. **add**: a tiled vector add with small tiles (128x4 float32; 2 loads, an add, a store per
    tile), ``--tiles`` of them (25,000: 1e5 instructions).  Its floor is tracing the kernel
    alone (``neuronsim.machine.nki.trace``) in this process.  Goal: ``run`` within 10x of it.
@@ -31,6 +32,7 @@ Usage::
     .venv/bin/python bench/bench_functional.py --size 4096 --tiles 0  # the issue's matmul alone
     .venv/bin/python bench/bench_functional.py --size 4096 --tiles 0 --repeat 5  # its median of five
     .venv/bin/python bench/bench_functional.py --size 4096 --tiles 0 --api current  # unrolled
+    .venv/bin/python bench/bench_functional.py --size 4096 --tiles 0 --api fori     # NKI 0.7 compiled loops
 """
 
 from __future__ import annotations
@@ -72,6 +74,44 @@ def matmul(lhsT, rhs):
                 acc += nl.matmul(a[...], b[...], transpose_x=True)
             o = nl.copy(acc, dtype=out.dtype)
             nl.store(out[m * 128:(m + 1) * 128, n * 512:(n + 1) * 512], value=o)
+    return out
+
+
+def reference(lhsT, rhs):
+    return {"return0": (lhsT.astype(np.float32).T @ rhs.astype(np.float32)).astype(lhsT.dtype)}
+'''
+
+#: The same matmul in NKI 0.7's compiled loops over the output tiles (``nl.fori_loop``: the body
+#: traced once, the loop kept, where a Python ``for`` is unrolled as the kernel is traced), ISA
+#: calls destination first.  The K steps stay a Python loop: a compiled loop carries no state
+#: from one iteration to the next in PSUM (each body's first write opens the group).
+MATMUL_FORI_KERNEL = '''\
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def matmul(lhsT, rhs):
+    K, M = lhsT.shape
+    _, N = rhs.shape
+    out = nl.ndarray((M, N), dtype=lhsT.dtype, buffer=nl.shared_hbm)
+
+    def row(m):
+        def column(n):
+            acc = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+            for k in range(K // 128):
+                a = nl.ndarray((128, 128), dtype=lhsT.dtype, buffer=nl.sbuf)
+                b = nl.ndarray((128, 512), dtype=rhs.dtype, buffer=nl.sbuf)
+                nisa.dma_copy(dst=a, src=lhsT[k * 128:(k + 1) * 128, nl.ds(m * 128, 128)])
+                nisa.dma_copy(dst=b, src=rhs[k * 128:(k + 1) * 128, nl.ds(n * 512, 512)])
+                nisa.nc_matmul(dst=acc, stationary=a, moving=b, accumulate=k > 0)
+            o = nl.ndarray((128, 512), dtype=out.dtype, buffer=nl.sbuf)
+            nisa.tensor_copy(dst=o, src=acc)
+            nisa.dma_copy(dst=out[nl.ds(m * 128, 128), nl.ds(n * 512, 512)], src=o)
+        nl.fori_loop(0, N // 512, column)
+    nl.fori_loop(0, M // 128, row)
     return out
 
 
@@ -178,7 +218,8 @@ def bench_matmul(folder: Path, size: int, api: str = "legacy", repeat: int = 1) 
     rhs = rng.standard_normal((size, size)).astype(ml_dtypes.bfloat16)
     inputs = folder / "matmul_in.npz"
     np.savez(inputs, lhsT=lhsT, rhs=rhs)
-    kernel = MATMUL_KERNEL if api == "legacy" else MATMUL_KERNEL.replace("neuronxcc.nki", "nki")
+    kernel = {"legacy": MATMUL_KERNEL, "current": MATMUL_KERNEL.replace("neuronxcc.nki", "nki"),
+              "fori": MATMUL_FORI_KERNEL}[api]
     (folder / "matmul.py").write_text(kernel)
     tiles = size // 128
     print(f"matmul {size}^3 bf16 ({api} API): {tiles * tiles * (size // 512):,} tile products of 128x128x512, "
@@ -213,8 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--size", type=int, default=2048, help="matmul S (a multiple of 512; 0: skip)")
     parser.add_argument("--tiles", type=int, default=25_000, help="vector-add tiles (0: skip)")
-    parser.add_argument("--api", choices=("legacy", "current"), default="legacy",
-                        help="the matmul's API: legacy (loops kept) or current (import nki: loops unrolled)")
+    parser.add_argument("--api", choices=("legacy", "current", "fori"), default="legacy",
+                        help="the matmul's API: legacy (loops kept), current (import nki: loops unrolled) or fori "
+                             "(import nki, nl.fori_loop: loops kept)")
     parser.add_argument("--repeat", type=int, default=1, help="floor / run pairs per workload (the median is judged)")
     args = parser.parse_args(argv)
     if args.repeat < 1:
