@@ -110,10 +110,13 @@ _emit = emit_call  # one emitter for both ISA modules (machine/nki/handles.py)
 def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
               accumulate=None, tile_position=(), tile_size=(), perf_mode=None, name=None, **_kw) -> Handle:
     tracer = current()
-    if accumulate is None:  # add to an open accumulation group (written, not read since), else start one
+    inferred = accumulate is None
+    if inferred:  # add to an open accumulation group (written, not read since), else start one
         tracer.flush()
         accumulate = tracer.accumulates_into(ops.lay(dst))
     extras = {"x-nki-accumulate": True} if accumulate else None
+    if inferred and not accumulate and tracer.kept_loops():  # a compiled loop's body: verify/nki/control_findings.py
+        extras = {"x-nki-accumulate-inferred": False}
     return _emit(lambda: em.matmul(_dst(dst), stationary, moving, accumulate=bool(accumulate),
                                    transpose=bool(is_transpose), perf_mode=perf_mode), name, extras)
 

@@ -108,3 +108,20 @@ def test_a_correct_accumulation_group_is_no_finding():
     # the current matmul kernel opens its group with accumulate=False and adds with True
     traced = trace(kernel("current_matmul.py::matmul_then_transpose"), f32(384, 64), f32(384, 128))
     assert [f for f in nki_findings(traced.program) if f.kind.startswith("psum")] == []
+
+
+def test_psum_restarted_in_every_compiled_iteration_is_a_warning_at_its_line():
+    """A matmul with ``accumulate=None`` in a compiled loop's body, into a PSUM tile declared
+    before the loop and read only after it, starts its group in every iteration (the body is
+    traced once): the run computes the last step's product, and the warning says why at the
+    matmul's line.  Carrying the sum in SBUF, read in the body, is no finding and is right."""
+    lhsT, rhs = f32(384, 64), f32(384, 128)
+    planted = kernel("current_control.py::psum_restarted_each_iteration")
+    found = [f for f in nki_findings(trace(planted, lhsT, rhs).program) if f.kind == "psum-restarted"]
+    assert len(found) == 1 and found[0].severity == "warning"
+    assert found[0].first == f"nisa.nc_matmul at {FILE}:{_line('lambda acc, a, b: nisa.nc_matmul')}"
+    assert "declared before the compiled loop" in found[0].describe()
+    np.testing.assert_allclose(run(planted, lhsT, rhs)["return0"], lhsT[256:].T @ rhs[256:], rtol=1e-4)
+    fixed = kernel("current_control.py::psum_used_each_iteration")
+    assert [f for f in nki_findings(trace(fixed, lhsT, rhs).program) if f.kind.startswith("psum")] == []
+    np.testing.assert_allclose(run(fixed, lhsT, rhs)["return0"], lhsT.T @ rhs, rtol=1e-4, atol=1e-4)

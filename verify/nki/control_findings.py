@@ -18,6 +18,15 @@
     (a matmul wrote them with another partition / byte footprint): the two groups overlap, which
     NKI 0.6's simulator started to flag as producing wrong results on hardware.
 
+``psum-restarted`` (a warning)
+    ``nisa.nc_matmul(dst, ..., accumulate=None)`` in a compiled loop's body writing a PSUM tile
+    declared before the loop, at the same place every iteration, which nothing in the body reads
+    after it: its sum is meant to grow over the iterations, but the body is traced once, and its
+    one matmul, the first write there, starts the group (the ``nc_matmul`` page: the first
+    write overwrites), so every iteration overwrites the sum of the ones before.  NKI 0.7's
+    guidance keeps nothing from one compiled iteration to the next but in SBUF / HBM.  The
+    frontend marks such a matmul (``extras["x-nki-accumulate-inferred"]``).
+
 Both PSUM checks walk the instances once, keeping per PSUM tensor which matmul region last
 wrote each byte (linear in the instances that touch PSUM).
 """
@@ -32,14 +41,15 @@ import numpy as np
 
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
 from neuronsim.machine.model.geometry import footprint, mask_range
-from neuronsim.machine.ir.source import SOURCE_KEY, source_text
+from neuronsim.machine.ir.source import SOURCE_KEY, source_line, source_text
 
 from neuronsim.verify.nki.finding import NkiFinding
 
-__all__ = ["control_findings", "loop_state_findings", "psum_findings", "ControlFinding"]
+__all__ = ["control_findings", "loop_state_findings", "psum_findings", "restarted_findings", "ControlFinding"]
 
 LOOP_STATE_KEY = "x-nki-loop-state"
 ACCUMULATE_KEY = "x-nki-accumulate"
+INFERRED_KEY = "x-nki-accumulate-inferred"
 _UNWRITTEN, _ZEROED = 0, -1  # group ids: nothing wrote the byte / a non-matmul write set it
 
 
@@ -58,7 +68,47 @@ class ControlFinding(NkiFinding):
 
 def control_findings(program: Program) -> list[NkiFinding]:
     """Every finding of this module (registered in :func:`neuronsim.verify.nki.findings.nki_findings`)."""
-    return loop_state_findings(program) + psum_findings(program)
+    return loop_state_findings(program) + psum_findings(program) + restarted_findings(program)
+
+
+def restarted_findings(program: Program) -> list[NkiFinding]:
+    """``psum-restarted`` (module doc): each marked matmul whose PSUM destination outlives an
+    iteration of a compiled loop around it, unread in the body after it."""
+    found: dict[str, NkiFinding] = {}
+    for inst, loops in program.instructions():
+        if inst.op != "matmul" or INFERRED_KEY not in inst.extras or not loops:
+            continue
+        for access in inst.writes:
+            tensor = program.tensors[access.tensor]
+            scope = (tensor.extras or {}).get("x-nki-scope", ())
+            moves = {name for name, _ in access.per_iteration}
+            loop = next((lp for lp in reversed(loops) if lp.name not in scope and lp.name not in moves
+                         and (tensor.rotate is None or tensor.rotate.loop != lp.name)), None)
+            if loop is None or tensor.memory != MemoryKind.PSUM or _read_after(loop, inst, access.tensor):
+                continue
+            where = source_line(inst)
+            label = f"nisa.nc_matmul at {where}" if where else inst.name
+            variable = ((tensor.extras or {}).get("x-source") or {}).get("variable") or access.tensor
+            found.setdefault(label, ControlFinding(
+                f"{label}: nisa.nc_matmul(accumulate=None) into PSUM {variable}, declared before the compiled "
+                f"loop {loop.name}, starts its group in every iteration: the body is traced once and its matmul is "
+                f"the first write there, so each iteration overwrites the sum of the ones before (carry a sum "
+                f"across compiled iterations in SBUF, or make the steps a Python loop)",
+                kind="psum-restarted", dependence="RAW", first=label, second=label, loop=loop.name,
+                tensors=(access.tensor,), severity="warning"))
+    return list(found.values())
+
+
+def _read_after(loop: Loop, inst: Instruction, tensor: str) -> bool:
+    """Whether an instruction of ``loop``'s body after ``inst`` reads ``tensor`` (the body uses
+    each iteration's product: overwriting it is meant)."""
+    seen = False
+    for node, _ in Program({}, loop.body).walk():
+        if node is inst:
+            seen = True
+        elif seen and isinstance(node, Instruction) and any(a.tensor == tensor for a in node.reads):
+            return True
+    return False
 
 
 def loop_state_findings(program: Program) -> list[NkiFinding]:

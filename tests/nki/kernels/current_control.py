@@ -186,3 +186,51 @@ def psum_overlapping_groups(lhsT, rhs):
     nisa.tensor_copy(dst=res, src=ps)
     nisa.dma_copy(dst=out, src=res)
     return out
+
+
+def _k_steps(lhsT, rhs, per_step):
+    """A [M, N] product over K steps of 128 rows, each step run by ``per_step(k, a, b)``."""
+    out = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.psum)
+
+    def step(k):
+        a = nl.ndarray((P, lhsT.shape[1]), dtype=lhsT.dtype, buffer=nl.sbuf)
+        b = nl.ndarray((P, rhs.shape[1]), dtype=rhs.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=lhsT[nl.ds(k * P, P), :])
+        nisa.dma_copy(dst=b, src=rhs[nl.ds(k * P, P), :])
+        per_step(acc, a, b)
+
+    nl.fori_loop(0, lhsT.shape[0] // P, step)
+    res = nl.ndarray(acc.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=res, src=acc)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+@nki.jit
+def psum_restarted_each_iteration(lhsT, rhs):
+    """Planted: the K steps in a compiled loop, ``accumulate=None``: each iteration's matmul is
+    the body's first write, so it overwrites the sum of the steps before (the last step's
+    product comes out)."""
+    return _k_steps(lhsT, rhs, lambda acc, a, b: nisa.nc_matmul(dst=acc, stationary=a, moving=b))
+
+
+@nki.jit
+def psum_used_each_iteration(lhsT, rhs):
+    """Each iteration's product copied out in the body: overwriting it is meant (no finding)."""
+    out = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    total = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=total, value=0.0)
+
+    def step(k):
+        a = nl.ndarray((P, lhsT.shape[1]), dtype=lhsT.dtype, buffer=nl.sbuf)
+        b = nl.ndarray((P, rhs.shape[1]), dtype=rhs.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=a, src=lhsT[nl.ds(k * P, P), :])
+        nisa.dma_copy(dst=b, src=rhs[nl.ds(k * P, P), :])
+        nisa.nc_matmul(dst=acc, stationary=a, moving=b)
+        nisa.tensor_tensor(dst=total, data1=total, data2=acc, op=nl.add)
+
+    nl.fori_loop(0, lhsT.shape[0] // P, step)
+    nisa.dma_copy(dst=out, src=total)
+    return out
