@@ -175,16 +175,19 @@ class FunctionPass(Pass):
         return self.name
 
 
-def as_pass(user: Any, name: str = "user") -> Pass:
+def as_pass(user: Any, name: str = "user", option: str = "--pass") -> Pass:
     """``user`` as a pipeline item: a :class:`Pass` as is, a pass class instantiated, anything
-    else with ``apply`` or a plain function wrapped in :class:`FunctionPass` named ``name``."""
+    else with ``apply`` or a plain function wrapped in :class:`FunctionPass` named ``name``;
+    anything else (a class with no ``apply``: ``builtins:int``) is the error of ``option``."""
     if isinstance(user, type):
+        if not (issubclass(user, Pass) or hasattr(user, "apply")):
+            raise ProgramError(option, f"{name}: {user!r} is a class with no apply, neither a pass nor a function")
         user = user()
     if isinstance(user, Pass):
         return user
     if hasattr(user, "apply") or callable(user):
         return FunctionPass(name, user)
-    raise ProgramError("--pass", f"{user!r} is neither a pass nor a function")
+    raise ProgramError(option, f"{name}: {user!r} is neither a pass nor a function")
 
 
 #: ``after_pass(pass, program, ctx)``: called after each pass and its verification.  A hook

@@ -121,7 +121,7 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
             if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):  # an object or a function: no options
                 if options and options.strip():
                     raise ProgramError(f"--passes.{name}", "options need a pass class (a dataclass)")
-                passes.append(as_pass(cls, name))
+                passes.append(as_pass(cls, name, "--passes"))
                 pos = m.end()
                 continue
         if cls is None:

@@ -146,10 +146,8 @@ def load_pass(address: str) -> Any:
     if not sep or not module or not attr:
         raise ProgramError("--pass", f"expected module:function, got {address!r}")
     obj = import_pass(address, "--pass")  # the spec strings' importer: one for both
-    if isinstance(obj, type):
-        obj = obj()
     as_pass(obj, address)  # neither a pass nor a function: refused here, before any example runs
-    return obj
+    return obj() if isinstance(obj, type) else obj
 
 
 def fuzz_strategy(**overrides: Any):

@@ -124,10 +124,17 @@ def make_folders(path: str | os.PathLike) -> None:
         _FOLDERS.extend(reversed(missing))
 
 
+def _prefix(name: str) -> str:
+    """The start of a temporary file's name beside ``name``: the name itself, cut where a file
+    system's 255-byte names would not hold it with the random part and suffix (a legal name of
+    250 characters was refused as "File name too long")."""
+    return f".{name.encode()[:200].decode(errors='ignore')}."
+
+
 def _keep_old(target: str, folder: str, name: str) -> str | None:
     """A hard link to the file at ``target`` beside it (None: none could be made)."""
     try:
-        fd, old = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".old")
+        fd, old = tempfile.mkstemp(dir=folder, prefix=_prefix(name), suffix=".old")
         os.close(fd)
         os.unlink(old)
         os.link(target, old)
@@ -251,7 +258,7 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
     except OSError as err:
         raise OutputError(user, err.strerror or str(err), err.errno) from None
     try:
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=_prefix(name), suffix=".tmp")
     except OSError as err:
         raise OutputError(user, err.strerror or str(err), err.errno) from None
     PENDING.add(tmp)

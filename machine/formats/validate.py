@@ -27,8 +27,15 @@ __all__ = ["validate_program", "validate_placement_change", "check_placement", "
 _MEM = {MemoryKind.DRAM: "dram", MemoryKind.SBUF: "sbuf", MemoryKind.PSUM: "psum"}
 
 
+#: Dimensions a tensor may have: numpy's own limit (its arrays hold every tensor's values).
+MAX_DIMENSIONS = 32
+
+
 def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
     """Shape and placement of one tensor against the machine."""
+    if len(tensor.shape) > MAX_DIMENSIONS:  # numpy's limit, which every tensor's values pass through
+        raise ProgramError(join_path(path, "shape"),
+                           f"{len(tensor.shape)} dimensions; a tensor has at most {MAX_DIMENSIONS}")
     if tensor.memory != MemoryKind.DRAM:
         limit = spec.sbuf_partitions
         if tensor.shape[0] > limit:

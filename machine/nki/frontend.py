@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.formats.pyfile import exit_call
-from neuronsim.machine.formats.validate import validate_program
+from neuronsim.machine.formats.validate import MAX_DIMENSIONS, validate_program
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
@@ -182,7 +182,10 @@ def _target_machine(target: str | None, func: Any) -> str:
 def _argument_dtype(param: str, value: np.ndarray, func: Any) -> str:
     """The dtype of array argument ``param``; one the machine does not hold is the caller's
     mistake, at the kernel's definition (raw 2-byte records: bf16 saved by numpy, which loads
-    them back as ``|V2`` without their type)."""
+    them back as ``|V2`` without their type); so is an array of more dimensions than a tensor has."""
+    if value.ndim > MAX_DIMENSIONS:
+        raise NkiError(_defined_at(func), f"argument {param}: {value.ndim} dimensions; a tensor has at most "
+                                          f"{MAX_DIMENSIONS}")
     try:
         return to_dtype(value.dtype)
     except ValueError as err:

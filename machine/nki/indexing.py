@@ -34,7 +34,8 @@ import numpy as np
 from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, shown, unsupported
 from neuronsim.machine.build.views import Index, is_int
 
-__all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter"]
+__all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter",
+           "range_length"]
 
 
 class SymIndex:
@@ -144,6 +145,16 @@ def concrete(value: Any, what: str) -> int:
     if isinstance(value, SymIndex):
         value._refuse(what)
     return int(as_index(value).const)
+
+
+def range_length(values: range) -> int:
+    """``len(values)``, also past the 2**63 iterations ``len`` takes (a kernel's
+    ``nl.affine_range(2**64)``: refused at the instance limit, not an ``OverflowError``).
+
+    >>> range_length(range(2**64)), range_length(range(10, 0, -3))
+    (18446744073709551616, 4)
+    """
+    return max(0, -(-(values.stop - values.start) // values.step))
 
 
 def ds(start: Any, size: int) -> slice:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 from typing import Any
@@ -123,8 +124,33 @@ def load_kernel(spec: str) -> Any:
         what = exit_call(err) if isinstance(err, SystemExit) else f"{type(err).__name__}: {message_of(err)}"
         raise NkiError(kernel_frame(err) or where, f"importing the kernel: {what}") from None
     kernel = module
-    for part in func.split("."):  # CLASS.METHOD: a kernel kept as a class's static method
-        kernel = getattr(kernel, part, None)
+    try:
+        for part in func.split("."):  # CLASS.METHOD: a kernel kept as a class's static method
+            kernel = getattr(kernel, part, None)
+    except Exception as err:  # noqa: BLE001 - a module's or class's own __getattr__ raised: the file's doing
+        raise NkiError(where, f"looking up {func!r} in the kernel file: {type(err).__name__}: "
+                              f"{message_of(err)}") from None
     if kernel is None or not callable(kernel):
         raise NkiError(where, f"no function {func!r} in the kernel file")
+    if not _traceable(kernel):  # `h = int`, `max`, a partial of a builtin: nothing a kernel's trace can run
+        raise NkiError(where, f"{func!r} in the kernel file is {_shown(kernel)}, not a kernel function")
     return kernel
+
+
+def _traceable(kernel: Any) -> bool:
+    """A function (or what ``@nki.jit`` made of one, or a class of the file's) whose parameters
+    the trace can read: not a builtin, nor one of neuronsim's own classes (``f.__class__``)."""
+    if inspect.isbuiltin(kernel) or (isinstance(kernel, type) and kernel.__module__.startswith("neuronsim.")):
+        return False
+    try:
+        inspect.signature(getattr(kernel, "func", kernel))
+    except Exception:  # noqa: BLE001 - no signature (a builtin under a partial), or a broken __signature__
+        return False
+    return True
+
+
+def _shown(value: Any) -> str:
+    try:
+        return repr(value)[:80]
+    except Exception:  # noqa: BLE001 - its own __repr__ raised
+        return f"a {type(value).__name__}"

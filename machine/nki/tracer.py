@@ -39,7 +39,7 @@ from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, c
 from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.scopes import check_uses
-from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, concrete
+from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, concrete, range_length
 from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
@@ -475,9 +475,9 @@ class Tracer:
         if bounds[2] == 0:
             raise NkiError(where, f"{kind}_range with step 0: a loop that never ends")
         values = range(*bounds)
-        if keep and len(values) > 0:
+        if keep and values:
             return self._kept(var, kind, values, key)
-        if self.max_instructions is not None and len(values) > self.max_instructions:
+        if self.max_instructions is not None and range_length(values) > self.max_instructions:
             # every iteration is traced, even one that calls nothing of NKI's: a loop of ten
             # billion empty iterations would run for hours below the instruction limit
             raise TraceTooLarge(where, self.max_instructions, "instructions")

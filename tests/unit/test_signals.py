@@ -250,3 +250,29 @@ def test_a_kernel_that_ignores_the_signals_still_ends_with_them(tmp_path, out, s
     assert proc.returncode == status, stderr[-2000:]
     assert stderr.splitlines()[-1] == line and "Traceback" not in stderr, stderr[-2000:]
     assert _listing(out) == before
+
+
+LONG_KERNEL = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def long_add(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.sequential_range(30000):
+        nl.store(out, value=nl.add(nl.load(x), 1.0))
+    return out
+'''
+
+
+@SIGNALS
+def test_a_kernel_run_takes_back_its_folder_and_files(tmp_path, out, signum):
+    """``run`` of a kernel signalled mid-run leaves nothing: not the ``--out`` folder it made,
+    nor a trace and footprint written before its report (only ``fuzz`` keeps, on a signal,
+    the failures it found)."""
+    import numpy as np
+
+    (tmp_path / "long.py").write_text(LONG_KERNEL)
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
+    _signal_mid_run(["run", "long.py::long_add", "--inputs", "in.npz", "--out", str(out / "made"),
+                     "--report", str(out / "r.html")], signum, tmp_path, out)

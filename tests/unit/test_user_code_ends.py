@@ -237,3 +237,63 @@ def test_what_a_kernel_changes_of_the_interpreter_as_it_loads_is_the_command_s_a
     done = _child(folder, "run", "takes.py::add1", "--inputs", "in.npz", "--out", "out")
     assert done.returncode == 0, done.stderr[-2000:]
     assert "makespan" in done.stdout and (folder / "out" / "add1.trace.json").is_file()
+
+
+@pytest.mark.parametrize("body, fragment", [
+    ("    for i in nl.affine_range(2**64):\n        nl.store(out, value=nl.load(x))\n", "traces to more than"),
+    ("    big = nl.ndarray((1,) * 40 + (128, 64), dtype=x.dtype, buffer=nl.shared_hbm)\n",
+     "42 dimensions; a tensor has at most 32"),
+])
+def test_a_kernel_past_what_a_program_holds_is_refused_at_its_line(folder, body, fragment):
+    """A loop of 2**64 iterations, a tensor of 42 dimensions: one located line, exit 2 (they
+    were internal errors: ``len`` of the range overflowed, numpy's 32-dimension limit)."""
+    (folder / "past.py").write_text(KERNEL.replace("    nl.store(out,", body + "    nl.store(out,"))
+    one_error_line(_child(folder, "run", "past.py::add1", "--inputs", "in.npz", "--out", "out"), "past.py:", fragment)
+
+
+def test_an_argument_of_more_dimensions_than_a_tensor_has_is_refused(folder):
+    np.savez(folder / "deep.npz", x=np.ones((1,) * 38 + (128, 64), np.float32))
+    one_error_line(_child(folder, "run", "k.py::add1", "--inputs", "deep.npz", "--out", "out"),
+                   "k.py:", "argument x: 40 dimensions")
+
+
+@pytest.mark.parametrize("source, name, fragment", [
+    ("h = int\n", "h", "is <class 'int'>, not a kernel function"),
+    ("import functools\nh = functools.partial(max, 1)\n", "h", "not a kernel function"),
+    ("def __getattr__(name):\n    raise RuntimeError('no ' + name)\n", "h",
+     "looking up 'h' in the kernel file: RuntimeError"),
+])
+def test_a_kernel_name_that_is_no_kernel_function_is_refused(folder, source, name, fragment):
+    (folder / "names.py").write_text(source)
+    one_error_line(_child(folder, "run", f"names.py::{name}", "--inputs", "in.npz", "--out", "out"), fragment)
+
+
+def test_a_finaliser_of_the_kernel_that_raises_is_one_warning_line(folder):
+    (folder / "dels.py").write_text("class D:\n    def __del__(self):\n        raise RuntimeError('del')\n\n\n"
+                                    + KERNEL.replace("    out = nl.ndarray", "    D()\n    out = nl.ndarray"))
+    done = _child(folder, "run", "dels.py::add1", "--inputs", "in.npz", "--out", "out")
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr
+    assert "dels.py:3: a finaliser raised RuntimeError: del" in done.stderr
+
+
+def test_two_outputs_of_one_command_on_one_file_are_refused(program):
+    folder = program.parent
+    one_error_line(_child(folder, "simulate", "prog.json", "--trace", "t.json", "--outputs", "t.json"),
+                   "the --outputs file is also the --trace file")
+    one_error_line(_child(folder, "run", "k.py::add1", "--inputs", "in.npz", "--out", "o",
+                          "--report", "o/add1.footprint.json"), "the --report file is also the --out file")
+    assert not (folder / "t.json").exists() and not (folder / "o").exists()
+
+
+def test_outputs_beside_a_bad_environment_and_a_long_name(program):
+    """``MPLBACKEND`` naming no backend (matplotlib refused it as it loaded: an internal error
+    on ``--plot``), and an output name of 245 characters, legal, whose temporary name was not."""
+    folder = program.parent
+    done = subprocess.run([sys.executable, "-c", MAIN, "footprint", "prog.json", "--plot", "fp.png"], cwd=folder,
+                          capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH="", MPLBACKEND="nonexistent"))
+    assert done.returncode == 0 and (folder / "fp.png").is_file(), done.stderr[-2000:]
+    name = "a" * 245 + ".json"
+    done = _child(folder, "compile", "prog.json", "-o", name)
+    assert done.returncode == 0 and (folder / name).is_file(), done.stderr[-2000:]

@@ -60,15 +60,24 @@ def _thread_raised(args: threading.ExceptHookArgs) -> None:
     line at the innermost line it raised from, not Python's traceback; the command goes on."""
     if issubclass(args.exc_type, SystemExit):
         return
+    _warn_raised(args.exc_type, args.exc_value, args.exc_traceback,
+                 args.thread.name if args.thread is not None else "a thread")
+
+
+def _unraisable(args) -> None:
+    """An exception Python cannot raise (a ``__del__`` of the user's objects, a callback of the
+    collector): one warning line, as a thread's, not "Exception ignored in" and a traceback."""
+    _warn_raised(args.exc_type, args.exc_value, args.exc_traceback, "a finaliser")
+
+
+def _warn_raised(kind: type, value: BaseException | None, tb, who: str) -> None:
     site = ""
-    tb = args.exc_traceback
     while tb is not None:
         site, tb = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}: ", tb.tb_next
-    text = str(args.exc_value).splitlines()[0] if str(args.exc_value) else ""
-    name = args.thread.name if args.thread is not None else "a thread"
     try:
-        sys.stderr.write(f"warning: {site}{name} raised {args.exc_type.__name__}{': ' + text if text else ''}\n")
-    except (OSError, ValueError, AttributeError):  # closed streams
+        text = str(value).splitlines()[0] if str(value) else ""
+        sys.stderr.write(f"warning: {site}{who} raised {kind.__name__}{': ' + text if text else ''}\n")
+    except Exception:  # noqa: BLE001 - closed streams, a message that cannot be made: nothing to say it with
         pass
 
 
@@ -97,9 +106,13 @@ def main() -> None:
     from neuronsim.verify.cli import tampering
 
     tampering.remember()  # before any user code: what a kernel replaces is its failure, not ours
+    # the drawings go to files through matplotlib's Agg; a backend the environment names, which
+    # matplotlib checks as it loads (MPLBACKEND=nonexistent), would end a --plot with its error
+    os.environ.pop("MPLBACKEND", None)
     MEMORY_BACKSTOP["enabled"] = True
     signals.install_handlers()
     threading.excepthook = _thread_raised
+    sys.unraisablehook = _unraisable
     status: object = 0
     try:
         cli.main()

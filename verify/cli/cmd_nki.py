@@ -35,9 +35,9 @@ from neuronsim.machine.formats.pyfile import run_file
 
 from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, IDLE_SECONDS, MAX_IDLE_KEY, MAX_INSTANCES_KEY,
-                                         MAX_MEMORY_KEY, UsageFailure, check_output, emit_json, json_option,
-                                         keep_in_context, max_idle_option, max_instances_option, run_command,
-                                         run_output_paths, user_prints_aside, write_run_outputs)
+                                         MAX_MEMORY_KEY, UsageFailure, check_output, distinct_outputs, emit_json,
+                                         json_option, keep_in_context, max_idle_option, max_instances_option,
+                                         run_command, run_output_paths, user_prints_aside, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -281,6 +281,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     paths = run_output_paths(out_dir, name)
     if report_path:
         check_output(report_path, "--report", (kernel, inputs_path, reference))
+    distinct_outputs({"--out": paths["trace"], "--out ": paths["footprint"], "--plot": plot_path,
+                      "--report": report_path})
     with user_prints_aside(as_json):
         with stopped_when_idle("the reference's module", max_idle_seconds()):
             user_reference = load_reference(reference) if reference else None

@@ -34,8 +34,9 @@ from neuronsim.verify.cli.cmd_nki import is_kernel_spec, kernel_options, run_ker
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.app.console import people_console
-from neuronsim.verify.cli.common import (UsageFailure, check_plot, plot_format_or_fail, emit_json, guard_size,
-                                         json_option, run_command, run_output_paths, size_options, write_run_outputs)
+from neuronsim.verify.cli.common import (UsageFailure, check_plot, distinct_outputs, emit_json, guard_size,
+                                         json_option, plot_format_or_fail, run_command, run_output_paths,
+                                         size_options, write_run_outputs)
 
 __all__ = ["run"]
 
@@ -238,6 +239,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         _out_folder(os.path.dirname(plot_path) or ".")
     paths = run_output_paths(out_dir, name)
     check_plot(plot_path)
+    distinct_outputs({"--out": paths["trace"], "--out ": paths["footprint"], "--plot": plot_path})
 
     def before_work(program) -> None:
         validate_program(program)

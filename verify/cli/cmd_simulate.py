@@ -38,6 +38,7 @@ from neuronsim.verify.cli.common import (
     UsageFailure,
     check_output,
     check_plot,
+    distinct_outputs,
     emit_json,
     guard_size,
     json_option,
@@ -157,6 +158,7 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     check_output(trace_path, "--trace", (program, inputs_path))
     check_output(outputs_path, "--outputs", (program, inputs_path))
     check_plot(plot_path)
+    distinct_outputs({"--trace": trace_path, "--outputs": outputs_path, "--plot": plot_path})
     if seeds is not None and seeds + 1 > max_instances:  # before the list of seeds is built (10**9 took 7 GB)
         raise UsageFailure(f"{seeds + 1:,} simulated runs (the nominal one and --seeds {seeds:,}) of one instance or "
                            f"more are past the limit of {max_instances:,} instance runs: simulate fewer runs or raise "

@@ -49,7 +49,7 @@ from neuronsim.verify.app.host import (
 __all__ = [
     "UsageFailure", "fail", "run_command", "emit_json", "check_output", "check_plot", "plot_format_or_fail",
     "program_argument", "json_option", "run_output_paths", "write_run_outputs",
-    "size_options", "guard_size", "max_memory_option", "max_instances_option", "keep_in_context",
+    "size_options", "guard_size", "distinct_outputs", "max_memory_option", "max_instances_option", "keep_in_context",
     "DEFAULT_MAX_INSTANCES", "MAX_INSTANCES_KEY", "MAX_MEMORY_KEY",
     "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED",
     "TRACEBACK_ENV", "Terminated", "closed_pipe", "internal_error", "stopped",
@@ -62,6 +62,9 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 #: Standard output is a closed pipe (128 + SIGPIPE, as a shell reports it).
 EXIT_BROKEN_PIPE = 141
+#: Commands whose files written before a signal stay: each is whole on its own (fuzz's failures
+#: found, one report each); every other command's outputs go back with the signal.
+KEEPS_ON_SIGNAL = frozenset({"fuzz"})
 #: Instances a command unrolls at most unless ``--max-instances`` says otherwise.
 DEFAULT_MAX_INSTANCES = 5_000_000
 #: Set to 1 to get the Python traceback of an internal error (for developers).
@@ -191,10 +194,15 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
         try:
             guarded(*args, **kwargs)
         except SystemExit as done:
-            # a failure takes back the files already written (nothing half-done); findings, signals
-            # and a reader that went away (`run K | head`: 141, a SIGPIPE) keep them, complete
-            # files the user may want (a fuzz run's failures found before Ctrl-C)
-            settle_outputs(keep=done.code not in (EXIT_INPUT, EXIT_INTERNAL))
+            # a failure takes back the files already written (nothing half-done), and so does a
+            # signal (a run stopped after its trace was written, before its report: the folder
+            # it made, the trace and footprint were left, the report missing); findings and a
+            # reader that went away (`run K | head`: 141, a SIGPIPE) keep them, complete files
+            # the user may want, as fuzz keeps on a signal the failures it found before it
+            context = click.get_current_context(silent=True)
+            signalled = done.code in (EXIT_INTERRUPTED, EXIT_TERMINATED) and (
+                context is None or context.info_name not in KEEPS_ON_SIGNAL)
+            settle_outputs(keep=done.code not in (EXIT_INPUT, EXIT_INTERNAL) and not signalled)
             raise
 
     def guarded(*args: Any, **kwargs: Any) -> None:
@@ -357,7 +365,8 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
         if unrolls:
             parts.append(f"{format_count(size.instances)} instances")
         whose = "this machine's memory" if max_memory is None else "--max-memory"
-        raise UsageFailure(f"the work needs about {format_bytes(need)} of memory ({', '.join(parts)}); the limit is "
+        raise UsageFailure(f"the work needs about {format_bytes(need)} of memory"
+                           f"{' (' + ', '.join(parts) + ')' if parts else ''}; the limit is "
                            f"{format_bytes(limit)} ({whose}): raise it with --max-memory SIZE", "--max-memory")
     return size
 
@@ -406,6 +415,19 @@ def check_output(path: str | None, option: str, inputs: tuple[str | None, ...] =
         check_output_path(path)
     except OutputError as err:
         raise UsageFailure(f"cannot write the {option} file: {err.reason}", path) from None
+
+
+def distinct_outputs(outputs: Mapping[str, str | None]) -> None:
+    """Refuse two of a command's outputs (option -> path; an option with two, spelt again with
+    a trailing space) that name one file: the second
+    written would replace the first, exit 0 with one of them lost (``--trace t.json --outputs
+    t.json``, a ``--report`` into the ``--out`` folder's trace)."""
+    given = [(option, path) for option, path in outputs.items() if path not in (None, "-")]
+    for k, (option, path) in enumerate(given):
+        for other, earlier in given[:k]:
+            if _same_file(path, earlier):
+                raise UsageFailure(f"the {option.strip()} file is also the {other.strip()} file ({earlier}): one "
+                                   "would overwrite the other", path)
 
 
 def _same_file(a: str, b: str) -> bool:
