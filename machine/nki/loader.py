@@ -121,7 +121,9 @@ def load_kernel(spec: str) -> Any:
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
     except BaseException as err:  # an import the kernel needs and we do not have, or its own error
-        what = exit_call(err) if isinstance(err, SystemExit) else f"{type(err).__name__}: {message_of(err)}"
+        said = message_of(err) or ("out of memory, or an expression nested too deeply for Python's parser"
+                                   if isinstance(err, MemoryError) else "")
+        what = exit_call(err) if isinstance(err, SystemExit) else f"{type(err).__name__}{': ' + said if said else ''}"
         raise NkiError(kernel_frame(err) or where, f"importing the kernel: {what}") from None
     kernel = module
     try:

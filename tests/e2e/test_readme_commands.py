@@ -172,3 +172,16 @@ def test_the_launcher_turns_numpys_huge_page_advice_off_unless_the_user_set_it(t
     chosen = subprocess.run([str(launcher), "run"], env={**env, "NUMPY_MADVISE_HUGEPAGE": "1"},
                             capture_output=True, text=True, timeout=60)
     assert chosen.stdout.strip() == "1|-P -m neuronsim.verify.cli run", chosen.stderr
+
+
+def test_a_hash_seed_python_refuses(folder: Path) -> None:
+    # CPython ends with a fatal error and exit 1 on such a PYTHONHASHSEED before neuronsim's code
+    # runs; the launcher answers with one line, exit 2 (and the error document under --json).
+    (folder / "bad.json").write_text('{"format": "neuronsim.program/1", "tensors": 3}')
+    for seed in ("abc", "4294967296"):
+        run = subprocess.run([str(NEURONSIM), "check", "--json", "bad.json"], cwd=folder, capture_output=True,
+                             text=True, timeout=60, env=dict(os.environ, PYTHONHASHSEED=seed))
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.strip().splitlines() == ['error: PYTHONHASHSEED must be "random" or an integer from 0 to '
+                                                   '4294967295']
+        assert json.loads(run.stdout)["path"] == "PYTHONHASHSEED"

@@ -297,3 +297,12 @@ def test_outputs_beside_a_bad_environment_and_a_long_name(program):
     name = "a" * 245 + ".json"
     done = _child(folder, "compile", "prog.json", "-o", name)
     assert done.returncode == 0 and (folder / name).is_file(), done.stderr[-2000:]
+
+
+def test_a_kernel_file_python_cannot_parse_for_memory_says_so(folder):
+    """CPython's parser gives up on a deeply nested expression with a ``MemoryError`` and no
+    message: the line said what that means (it ended "MemoryError: " with nothing after)."""
+    (folder / "deep.py").write_text(KERNEL.replace("    out = nl.ndarray", "    y = " + "-" * 100_000 + "1\n"
+                                                   "    out = nl.ndarray"))
+    one_error_line(_child(folder, "run", "deep.py::add1", "--inputs", "in.npz", "--out", "out"),
+                   "deep.py", "MemoryError: out of memory, or an expression nested too deeply")
