@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from typing import Any
 
-from neuronsim.machine.formats.pyfile import exit_call, exits_refused
+from neuronsim.machine.formats.pyfile import exit_call, running_users_code
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 
@@ -67,7 +67,7 @@ def _users_pass(p: Pass, advance: Callable[[Pass, Any], Any], value: Any) -> Any
     from neuronsim.machine.nki.watch import TraceStalled, watched  # (the NKI package, loaded only here)
 
     try:
-        with exits_refused(), watched(idle_seconds=USER_PASS_SECONDS.get(), say=None):
+        with running_users_code(), watched(idle_seconds=USER_PASS_SECONDS.get(), say=None):
             return advance(p, value)
     except TraceStalled as stalled:
         raise PassStalled("--passes", f"the pass {p.name!r} ran {stalled.seconds:.0f} s on one program without "

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from neuronsim.machine.formats.pyfile import exit_call, exits_refused, run_file
+from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file
 from neuronsim.machine.ir.errors import ProgramError
 
 from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass
@@ -54,7 +54,7 @@ def import_pass(address: str, option: str = "--passes") -> Any:
     if added:
         sys.path.insert(0, folder)
     try:
-        with exits_refused():
+        with running_users_code():
             loaded = _pass_file(module) if file else importlib.import_module(module)
         if file and not hasattr(loaded, attr):
             raise ProgramError(option, f"cannot load the pass {address!r}: {module} defines no {attr!r}")

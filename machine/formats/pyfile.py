@@ -28,7 +28,7 @@ from contextlib import contextmanager, suppress
 from types import ModuleType
 from typing import Any
 
-__all__ = ["run_file", "exits_refused", "ProcessExit", "exit_call", "SIGNAL", "SETITIMER"]
+__all__ = ["run_file", "running_users_code", "ProcessExit", "exit_call", "SIGNAL", "SETITIMER"]
 
 _PROCESS_EXIT = os._exit
 #: The signal module's own setters, for neuronsim's code that sets a handler or the timer while a
@@ -42,7 +42,7 @@ _guards_lock = threading.Lock()
 
 
 class ProcessExit(SystemExit):
-    """A user's ``os._exit(status)`` while :func:`exits_refused` holds, raised where it was
+    """A user's ``os._exit(status)`` while :func:`running_users_code` holds, raised where it was
     called: an exit like ``sys.exit``'s, which whoever runs the user's code reports at its line."""
 
     def __init__(self, status: Any = 0) -> None:
@@ -64,24 +64,25 @@ def _refuse_exit(status: Any = 0) -> None:
 
 
 @contextmanager
-def exits_refused(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
-    """While the block runs, ``os._exit`` raises (:class:`ProcessExit`, or ``raiser``'s own
-    error) instead of ending the process: a user's file or function that calls it (a kernel,
-    a ``--reference``, a scenario, a fuzzed pass) would end the command with its status and
-    nothing said, a run that seems to pass.  Blocks nest and may run on several threads (a
-    reference on its own thread): the outermost one's ``raiser`` holds until the last ends.
-    neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.  What the
-    command's own work stands on is its own again when the last block ends: the working folder
-    (a kernel's ``os.chdir`` as it loads moved every relative path of the command line, such as
-    ``--out``, elsewhere), ``sys.stdout`` and ``sys.stderr`` (one replaced by the kernel took
-    the command's whole output) and the recursion limit (lowered, the next deep walk of the
-    program failed as "nests too deeply").  And the user's
-    code does not take over the signals neuronsim answers: its ``signal.signal`` of SIGINT,
-    SIGTERM or SIGALRM, ``signal.alarm`` and real-time ``signal.setitimer`` change nothing (a
-    kernel that ignored SIGTERM made the command unkillable but by SIGKILL; a library that sets
-    a Ctrl-C handler as it is imported still imports).
+def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[None]:
+    """The block in which a user's file or function runs (a kernel, a ``--reference``, a
+    scenario, a pass given by its address), kept from taking over the process neuronsim runs in.
+    Blocks nest and may run on several threads (a reference on its own thread): what the
+    outermost one sets holds until the last ends.
 
-    >>> with exits_refused():
+    - ``os._exit`` raises (:class:`ProcessExit`, or ``raiser``'s own error) where it was called:
+      the command would have ended with the user's status and nothing said, a run that seems to
+      pass.  neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.
+    - ``signal.signal`` of SIGINT, SIGTERM or SIGALRM, ``signal.alarm`` and the real-time
+      ``signal.setitimer`` change nothing: those are neuronsim's (a kernel that ignored SIGTERM
+      made the command unkillable but by SIGKILL; a library that sets a Ctrl-C handler as it is
+      imported still imports).
+    - When the last block ends, the working folder, ``sys.stdout`` / ``sys.stderr`` and the
+      recursion limit are the command's again (a kernel's ``os.chdir`` as it loads moved every
+      relative path of the command line elsewhere; a replaced ``sys.stdout`` took the
+      command's whole output; a lowered limit failed the next deep walk of the program).
+
+    >>> with running_users_code():
     ...     try:
     ...         os._exit(3)
     ...     except ProcessExit as err:
@@ -154,7 +155,7 @@ def run_file(path: object, name: str) -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        with exits_refused():
+        with running_users_code():
             spec.loader.exec_module(module)  # type: ignore[union-attr]
     except BaseException:
         sys.modules.pop(name, None)

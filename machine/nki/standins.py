@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from neuronsim.machine.nki import isa, kernel, legacy, ranks
-from neuronsim.machine.formats.pyfile import exits_refused
+from neuronsim.machine.formats.pyfile import running_users_code
 from neuronsim.machine.nki.compile_config import compiler_config_names
 from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import NkiError, Refused, RefusedClass, no_such_name, user_line
@@ -157,7 +157,7 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     # likewise a fork: its child would go on with the command, a second run writing a second result
     process_fork, os.fork = os.fork, _kernel_forks
     try:
-        with exits_refused(_kernel_exits):
+        with running_users_code(_kernel_exits):
             yield modules
     finally:
         os.fork = process_fork

@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.formats.jsonio import dumps_strict
-from neuronsim.machine.formats.pyfile import exit_call, exits_refused, run_file
+from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
@@ -304,7 +304,7 @@ def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
     """Call one of the scenario's own functions; what it raises is an error of the scenario
     (a located :class:`ProgramError`, exit 2), not of neuronsim."""
     try:
-        with exits_refused():
+        with running_users_code():
             return getattr(scenario, attr)(*args)
     except ProgramError:
         raise

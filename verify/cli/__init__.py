@@ -26,7 +26,7 @@ import threading
 from neuronsim.verify.cli import signals  # noqa: I001 - first, and light: see main()
 
 #: The process's exit, bound now: while a user's code runs ``os._exit`` refuses
-#: (``machine/formats/pyfile.py``, ``exits_refused``), and a reference may still run on its
+#: (``machine/formats/pyfile.py``, ``running_users_code``), and a reference may still run on its
 #: own thread when the command ends.
 _PROCESS_EXIT = os._exit
 

@@ -35,7 +35,7 @@ GRACE_SECONDS = 3.0
 #: Exit status per signal (128 + the signal's number, as a shell reports it).
 STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
 #: Bound as the command starts, before any user code: while a kernel runs, the module's own name
-#: is guarded (:func:`neuronsim.machine.formats.pyfile.exits_refused`), and a child forked then
+#: is guarded (:func:`neuronsim.machine.formats.pyfile.running_users_code`), and a child forked then
 #: sets its worker's signals through this one.
 _set_handler = signal.signal
 _WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}

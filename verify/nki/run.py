@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.formats.pyfile import exits_refused
+from neuronsim.machine.formats.pyfile import running_users_code
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.nki.errors import shown
@@ -142,7 +142,7 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
     """The user's numpy reference called on the inputs by name; what it raises is exit 2."""
     where = f"--reference {getattr(reference, '__name__', 'reference')}"
     try:
-        with exits_refused():
+        with running_users_code():
             value = reference(**inputs, **kwargs)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
