@@ -30,6 +30,7 @@ from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import NkiError, Refused, RefusedClass, no_such_name, user_line
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
 from neuronsim.machine.nki.language import KERNEL_KEYWORDS
+from neuronsim.machine.nki.optional_imports import expected_to_fail
 
 __all__ = ["standins", "generation_of", "stand_in_modules"]
 
@@ -297,13 +298,16 @@ class _MissingImport(_OtherSubmodules):
     """Last on ``sys.meta_path``: a module nothing else can import is a :class:`_Missing`
     package when a user's file imports it (the kernel's, a module beside it), or when it is a
     Neuron harness package (:data:`_HARNESS_ROOTS`); a library's optional import still fails as
-    it expects."""
+    it expects, and so does a user's file's (:mod:`~neuronsim.machine.nki.optional_imports`)."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         root = fullname.split(".")[0]
         if fullname in sys.modules or root in _ROOTS:
             return None
-        if root not in _HARNESS_ROOTS and not _user_file(_importer().f_code.co_filename):
+        importer = _importer()
+        if root not in _HARNESS_ROOTS and not _user_file(importer.f_code.co_filename):
+            return None
+        if root not in _HARNESS_ROOTS and expected_to_fail(importer):  # the user's own optional import
             return None
         return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
 

@@ -64,3 +64,48 @@ def test_only_a_users_file_gets_a_stand_in_and_none_outlives_the_block():
     assert "neuronsim_no_such_package_xyz" not in sys.modules
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("neuronsim_no_such_package_xyz")
+
+
+HELPER_FIND_SPEC = '''import importlib.util
+
+if importlib.util.find_spec("not_installed_backend") is not None:
+    import not_installed_backend
+    FACTOR = not_installed_backend.FACTOR
+else:
+    FACTOR = 2.0
+'''
+HELPER_TRY = '''try:
+    from not_installed_backend import FACTOR
+except (ValueError, ImportError):
+    FACTOR = 2.0
+'''
+SCALING_KERNEL = '''import nki
+import nki.language as nl
+from {helper} import FACTOR
+
+
+@nki.jit
+def scale(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.multiply(nl.load(x), FACTOR))
+    return out
+'''
+
+
+@pytest.mark.parametrize("helper", [HELPER_FIND_SPEC, HELPER_TRY], ids=["find_spec", "try-import"])
+def test_a_user_file_s_own_optional_import_fails_as_it_expects(tmp_path, helper):
+    """A module beside the kernel that tests for an optional package (``find_spec``, or an
+    import in a ``try`` that catches ``ImportError``) takes its fallback, as under Python: the
+    package's stand-in made the test succeed, and the module then used it (nki-library beside a
+    kernel asks ``find_spec`` for its bundled copy: every nkilib call was refused)."""
+    name = f"optional_{helper is HELPER_TRY}"
+    (tmp_path / f"{name}.py").write_text(helper)
+    (tmp_path / "scaling.py").write_text(SCALING_KERNEL.format(helper=name))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        x = f32(128, 64)
+        np.testing.assert_array_equal(run(load_kernel(f"{tmp_path / 'scaling.py'}::scale"), x)["return0"], x * 2)
+    finally:
+        sys.path.remove(str(tmp_path))
+        for module in (name, "not_installed_backend"):
+            sys.modules.pop(module, None)
