@@ -178,10 +178,13 @@ class FunctionPass(Pass):
 def as_pass(user: Any, name: str = "user", option: str = "--pass") -> Pass:
     """``user`` as a pipeline item: a :class:`Pass` as is, a pass class instantiated, anything
     else with ``apply`` or a plain function wrapped in :class:`FunctionPass` named ``name``;
-    anything else (a class with no ``apply``: ``builtins:int``) is the error of ``option``."""
+    anything else (a class whose objects neither apply nor are called: ``builtins:int``) is the
+    error of ``option``."""
     if isinstance(user, type):
-        if not (issubclass(user, Pass) or hasattr(user, "apply")):
-            raise ProgramError(option, f"{name}: {user!r} is a class with no apply, neither a pass nor a function")
+        if not (issubclass(user, Pass) or hasattr(user, "apply")
+                or any("__call__" in vars(k) for k in user.__mro__ if k is not object)):
+            raise ProgramError(option, f"{name}: {user!r} is a class whose objects have neither apply nor "
+                                       "__call__, neither a pass nor a function")
         user = user()
     if isinstance(user, Pass):
         return user
