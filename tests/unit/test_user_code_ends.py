@@ -306,3 +306,70 @@ def test_a_kernel_file_python_cannot_parse_for_memory_says_so(folder):
                                                    "    out = nl.ndarray"))
     one_error_line(_child(folder, "run", "deep.py::add1", "--inputs", "in.npz", "--out", "out"),
                    "deep.py", "MemoryError: out of memory, or an expression nested too deeply")
+
+
+def _scenario(folder: Path, tail: str) -> str:
+    """The shipped softmax scenario, copied beside the test with ``tail`` appended (a later
+    definition replaces the scenario's own)."""
+    import neuronsim.scenarios.softmax as softmax
+
+    (folder / "mine.py").write_text(Path(softmax.__file__).read_text() + "\n\n" + tail)
+    return "mine.py"
+
+
+@pytest.mark.parametrize("tail, fragment", [
+    ("def inputs(seed):\n    return None\n", "mine.inputs() returned NoneType None; expected a dict of arrays"),
+    ("def inputs(seed):\n    return {'x': np.ones((256, 512), np.complex64)}\n", "an array of complex64"),
+    ("def reference(inputs):\n    return [1, 2, 3]\n", "mine.reference() returned list"),
+    ("rtol = -1.0\n", "mine.rtol is -1.0; a tolerance is a finite number, 0 or more"),
+    ("atol = 'abc'\n", "mine.atol is 'abc'"),
+])
+def test_a_scenario_file_s_values_of_the_wrong_kind_are_its_error(folder, tail, fragment):
+    """What a scenario file's ``inputs()`` or ``reference()`` returns, and its ``rtol`` / ``atol``,
+    are checked where they are used: each was an internal error, or a tolerance of -1 a failed
+    comparison (exit 1)."""
+    one_error_line(_child(folder, "run", _scenario(folder, tail), "--out", "out"), "SCENARIO", fragment)
+    assert not (folder / "out").exists()
+
+
+@pytest.mark.parametrize("source, fragment", [
+    ("def build_tasks():\n    return 5\n", "t.build_tasks() returned a int, not a TaskProgram"),
+    ("def build_tasks():\n    raise ValueError('tb bug')\n", "t.py:2: t.build_tasks() raised ValueError: tb bug"),
+    ("import sys\n\n\ndef build_tasks():\n    sys.exit(0)\n", "t.build_tasks() exits (sys.exit(0))"),
+    ("def build_tasks():\n    while True:\n        pass\n", "ran 1 s of Python without returning"),
+])
+def test_a_task_scenario_file_s_build_is_the_user_s_code(folder, source, fragment):
+    """A task scenario file's ``build_tasks()`` raising, exiting, looping or returning what is
+    no task program: one located line, exit 2 (internal errors, a silent exit 0 and a hang
+    before)."""
+    (folder / "t.py").write_text(source)
+    one_error_line(_child(folder, "run", "t.py", "--out", "out", "--max-idle", "1"), fragment)
+    assert not (folder / "out").exists()
+
+
+def test_a_scenario_file_s_build_that_never_returns_is_stopped(folder):
+    one_error_line(_child(folder, "run", _scenario(folder, "def build():\n    while True:\n        pass\n"),
+                          "--out", "out", "--max-idle", "1"), "mine.build() ran 1 s of Python without returning")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--arg", "n=1", "--arg", "n=2"], "--arg: n is given twice"),
+    (["--arg", "n=" + "-" * 100_000 + "1"], "--arg: n: its value nests too deeply"),
+    (["-o", "-", "--json"], "-o: --json writes its report to standard output"),
+])
+def test_nki_options_that_cannot_hold(folder, args, fragment):
+    done = _child(folder, "nki", "k.py::add1", "--inputs", "in.npz", *(["-o", "p.json"] if "-o" not in args else []),
+                  *args)
+    one_error_line(done, fragment)
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["run", "softmax", "--out", ""], "--out: an empty folder name"),
+    (["run", "softmax", "--ranks", "2"], "--ranks: --ranks is for kernels"),
+    (["fuzz", "--examples", "2", "--out", ""], "--out: an empty folder name"),
+    (["fuzz", "--examples", "2", "--out", "k.py/sub"], "k.py is a file, not a folder"),
+])
+def test_run_and_fuzz_options_named_at_once(folder, args, fragment):
+    """An empty ``--out`` was named nowhere (fuzz said so after its whole run); ``--ranks`` on a
+    scenario was ignored; a file where ``--out``'s parent folder should be was "not writable"."""
+    one_error_line(_child(folder, *args), fragment)

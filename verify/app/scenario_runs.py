@@ -300,7 +300,7 @@ def _writable(values: Mapping[str, Any]) -> dict[str, Any]:
     return {k: np.array(v) if isinstance(v, np.ndarray) and not v.flags.writeable else v for k, v in values.items()}
 
 
-def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
+def scenario_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
     """Call one of the scenario's own functions; what it raises is an error of the scenario
     (a located :class:`ProgramError`, exit 2), not of neuronsim."""
     try:
@@ -311,7 +311,53 @@ def _user_call(scenario: ModuleType, attr: str, *args: Any) -> Any:
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
     except BaseException as err:  # noqa: BLE001 - the scenario's code, not ours (sys.exit too)
+        if stopped_by_watch(err):
+            raise
         raise user_code_error(err, "SCENARIO", f"{scenario_name(scenario)}.{attr}()") from None
+
+
+def stopped_by_watch(err: BaseException) -> bool:
+    """Whether ``err`` is the ``--max-idle`` watch stopping the user's code, for the watch's
+    block to report (where it stopped and after how long), not an error of the user's code."""
+    watch = sys.modules.get("neuronsim.machine.nki.watch")  # (loaded by whoever set a watch)
+    return watch is not None and isinstance(err, watch.TraceStalled)
+
+
+def array_of_numbers(value: Any, name: str, where: str) -> np.ndarray:
+    """``value`` as an array of numbers (bool, integer or real: what a tensor holds); a string,
+    an object or a complex number is the user's mistake, said as one."""
+    from neuronsim.machine.nki.errors import shown
+
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as err:  # ragged lists and the like
+        raise ProgramError(where, f"{name}: {shown(value)} is not an array ({err})") from None
+    kind = array.dtype.kind  # (ml_dtypes' bfloat16 and fp8 are "V", without fields)
+    if kind not in "biuf" and not (kind == "V" and array.dtype.names is None and array.dtype.subdtype is None):
+        raise ProgramError(where, f"{name}: an array of {array.dtype} ({shown(value)}); a tensor holds numbers "
+                                  "(bool, integer or real)")
+    return array
+
+
+def _named_arrays(scenario: ModuleType, attr: str, value: Any) -> dict[str, np.ndarray]:
+    """What a scenario's ``inputs()`` or ``reference()`` returned, as ``{tensor: array}``."""
+    from neuronsim.machine.nki.errors import shown
+
+    where, what = "SCENARIO", f"{scenario_name(scenario)}.{attr}()"
+    if not isinstance(value, Mapping) or not all(isinstance(name, str) for name in value):
+        raise ProgramError(where, f"{what} returned {shown(value)}; expected a dict of arrays by tensor name")
+    return {name: array_of_numbers(array, f"{what}[{name!r}]", where) for name, array in value.items()}
+
+
+def _tolerance(scenario: ModuleType, attr: str, given: float | None) -> float:
+    """The command line's ``--rtol`` / ``--atol``, else the scenario's own, a finite number >= 0."""
+    if given is not None:
+        return given
+    value = getattr(scenario, attr, 0.0)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value < 0:
+        raise ProgramError("SCENARIO", f"{scenario_name(scenario)}.{attr} is {value!r}; a tolerance is a finite "
+                                       "number, 0 or more")
+    return float(value)
 
 
 def scenario_load_error(spec: str, err: BaseException) -> ProgramError:
@@ -358,9 +404,9 @@ def _reference(scenario: ModuleType, call: Future | None, values: Mapping[str, A
 
     if call is None:
         with stopped_when_idle("the reference", max_idle):
-            return _user_call(scenario, "reference", _writable(values))
+            return _named_arrays(scenario, "reference", scenario_call(scenario, "reference", _writable(values)))
     try:
-        return call.result(timeout=max_idle or None)
+        return _named_arrays(scenario, "reference", call.result(timeout=max_idle or None))
     except NotYet:
         where = thread_line(getattr(call, "thread", None))
         raise ProgramError(str(where) if where is not None else "--reference",
@@ -402,8 +448,11 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
     not, the first seed alone is simulated (its makespan is the one reported, and the other
     orders would compare nothing).  ``max_idle``: seconds the reference may run past the rest
     (None: no limit; ``--max-idle``)."""
+    from neuronsim.machine.nki.watch import stopped_when_idle
+
     seeds = tuple(seeds)
-    program = _user_call(scenario, "build")
+    with stopped_when_idle(f"{scenario_name(scenario)}.build()", max_idle):
+        program = scenario_call(scenario, "build")
     if not isinstance(program, Program):
         raise ProgramError("SCENARIO", f"{scenario_name(scenario)}.build() returned a {type(program).__name__}, "
                            "not a Program")
@@ -411,14 +460,16 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
         before_work(program)
     size = estimate_size(program).instances if progress is not None else None
     passes = parse_pipeline(pipeline)
-    values = _user_call(scenario, "inputs", data_seed)
+    rtol, atol = _tolerance(scenario, "rtol", rtol), _tolerance(scenario, "atol", atol)
+    with stopped_when_idle(f"{scenario_name(scenario)}.inputs()", max_idle):
+        values = _named_arrays(scenario, "inputs", scenario_call(scenario, "inputs", data_seed))
     # The user's numpy runs meanwhile on another thread, on its own copy of the inputs: numpy's
     # kernels release the GIL, so on a second core it costs little wall time.  Not with BLAS
     # pools of several threads (two at once would take more cores than there are), nor when
     # the copy would be large (the run holds the inputs already; the overlap saves seconds).
     overlap = functional and blas_threads() == 1 and sum(np.asarray(v).nbytes for v in values.values()) \
         <= BACKGROUND_REFERENCE_INPUT_BYTES
-    reference_call = (in_background(_user_call, scenario, "reference", {k: np.array(v) for k, v in values.items()})
+    reference_call = (in_background(scenario_call, scenario, "reference", {k: np.array(v) for k, v in values.items()})
                       if overlap else None)
     ctx = PassContext()
     reduces = any(isinstance(p, DepReduction) for p in passes)
@@ -457,8 +508,7 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
         compiled_report=reports[0], report=reports[1], simulation=simulation, seeds=seeds,
         inputs=values, outputs=simulation.runs[-1].outputs, reference=reference,
         sync=sync,
-        rtol=getattr(scenario, "rtol", 0.0) if rtol is None else rtol,
-        atol=getattr(scenario, "atol", 0.0) if atol is None else atol)
+        rtol=rtol, atol=atol)
 
 
 def write_all(*, golden: bool = True) -> list[Path]:

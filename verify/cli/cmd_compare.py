@@ -13,8 +13,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from neuronsim.verify.cli.common import (FiniteFloat, check_output, emit_json, json_option, run_command, size_options,
-                                         user_prints_aside)
+from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, run_command, size_options,
+                                         stdout_for_json, user_prints_aside)
 from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference
 from neuronsim.verify.cli.cmd_profile import run_spec
 from neuronsim.verify.app.console import people_console
@@ -78,6 +78,7 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
     from neuronsim.nki.compare import compare_reports
 
     check_output(html_path, "--html", (kernel_a, kernel_b, inputs_path, reference))
+    stdout_for_json(as_json, {"--html": html_path})
     with user_prints_aside(as_json):
         user_reference = load_reference(reference) if reference else None
     runs = []

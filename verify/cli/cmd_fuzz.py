@@ -239,6 +239,8 @@ def _save_distinct(failures: list[ChunkResult], out_dir: str, shrink=None) -> tu
 
 
 def _check_out_dir(out_dir: str) -> None:
+    if not out_dir:
+        raise UsageFailure("an empty folder name; name a folder (. for this one)", "--out")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageFailure("cannot write: it is a file, not a folder", out_dir)
     if os.path.isdir(out_dir) and not os.access(out_dir, os.W_OK | os.X_OK):  # before the run, not after it
@@ -246,7 +248,9 @@ def _check_out_dir(out_dir: str) -> None:
     parent = os.path.dirname(os.path.abspath(out_dir))
     while not os.path.exists(parent):
         parent = os.path.dirname(parent)
-    if not os.path.isdir(parent) or not os.access(parent, os.W_OK | os.X_OK):
+    if not os.path.isdir(parent):
+        raise UsageFailure(f"cannot write: {parent} is a file, not a folder", out_dir)
+    if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageFailure(f"cannot write: the folder {parent} is not writable", out_dir)
 
 

@@ -37,7 +37,8 @@ from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, IDLE_SECONDS, MAX_IDLE_KEY, MAX_INSTANCES_KEY,
                                          MAX_MEMORY_KEY, UsageFailure, check_output, distinct_outputs, emit_json,
                                          json_option, keep_in_context, max_idle_option, max_instances_option,
-                                         run_command, run_output_paths, user_prints_aside, write_run_outputs)
+                                         run_command, run_output_paths, stdout_for_json, user_prints_aside,
+                                         write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -54,10 +55,14 @@ def _parse_args(items: tuple[str, ...]) -> dict[str, Any]:
         name, sep, raw = item.partition("=")
         if not sep or not name.isidentifier():
             raise UsageFailure(f"expected NAME=VALUE, got {item!r}", "--arg")
+        if name in out:
+            raise UsageFailure(f"{name} is given twice", "--arg")
         try:
             out[name] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, TypeError):  # not a literal (`{[]}` too): the text itself
             out[name] = raw
+        except (MemoryError, RecursionError):  # Python's parser gives up on it
+            raise UsageFailure(f"{name}: its value nests too deeply to read as a Python literal", "--arg") from None
     return out
 
 
@@ -207,6 +212,7 @@ def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str |
         output: str, max_instances: int, as_json: bool) -> int:
     """Trace the NKI kernel FUNC of KERNEL.py into a neuronsim.program/1 file."""
     check_output(output, "-o", (kernel, inputs_path))
+    stdout_for_json(as_json, {"-o": output})
     with user_prints_aside(as_json or output == "-"):
         traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     save_program(traced.program, output)
@@ -283,6 +289,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
         check_output(report_path, "--report", (kernel, inputs_path, reference))
     distinct_outputs({"--out": paths["trace"], "--out ": paths["footprint"], "--plot": plot_path,
                       "--report": report_path})
+    stdout_for_json(as_json, {"--report": report_path})
     with user_prints_aside(as_json):
         with stopped_when_idle("the reference's module", max_idle_seconds()):
             user_reference = load_reference(reference) if reference else None

@@ -30,7 +30,7 @@ from neuronsim.machine.formats.files import make_folders
 from neuronsim.machine.sim.tolerance import plain_number
 from neuronsim.machine.sim.trace import summarize, summary_table
 
-from neuronsim.verify.cli.cmd_nki import is_kernel_spec, kernel_options, run_kernel_command
+from neuronsim.verify.cli.cmd_nki import RANKS_KEY, is_kernel_spec, kernel_options, run_kernel_command
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.app.console import people_console
@@ -43,6 +43,8 @@ __all__ = ["run"]
 
 def _out_folder(out_dir: str) -> None:
     """Create ``--out`` (and its parents) up front; a file in its place is exit 2."""
+    if not out_dir:
+        raise UsageFailure("an empty folder name; name a folder (. for this one)", "--out")
     if os.path.isdir(out_dir):
         return
     if os.path.exists(out_dir):
@@ -179,9 +181,10 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
     if passes_spec is not None:
         parse_pipeline(passes_spec)  # a bad spec is the command line's error, before any work
+    ranks = click.get_current_context().meta.get(RANKS_KEY, 1)
     kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
                                              ("--dtype", dtypes), ("--reference", reference),
-                                             ("--report", report_path)) if given]
+                                             ("--report", report_path), ("--ranks", ranks != 1)) if given]
     if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario
         if plot_path:
             plot_format_or_fail(plot_path)

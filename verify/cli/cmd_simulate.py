@@ -39,6 +39,7 @@ from neuronsim.verify.cli.common import (
     check_output,
     check_plot,
     distinct_outputs,
+    stdout_for_json,
     emit_json,
     guard_size,
     json_option,
@@ -159,6 +160,7 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     check_output(outputs_path, "--outputs", (program, inputs_path))
     check_plot(plot_path)
     distinct_outputs({"--trace": trace_path, "--outputs": outputs_path, "--plot": plot_path})
+    stdout_for_json(as_json, {"--trace": trace_path, "--outputs": outputs_path})
     if seeds is not None and seeds + 1 > max_instances:  # before the list of seeds is built (10**9 took 7 GB)
         raise UsageFailure(f"{seeds + 1:,} simulated runs (the nominal one and --seeds {seeds:,}) of one instance or "
                            f"more are past the limit of {max_instances:,} instance runs: simulate fewer runs or raise "

@@ -49,7 +49,8 @@ from neuronsim.verify.app.host import (
 __all__ = [
     "UsageFailure", "fail", "run_command", "emit_json", "check_output", "check_plot", "plot_format_or_fail",
     "program_argument", "json_option", "run_output_paths", "write_run_outputs",
-    "size_options", "guard_size", "distinct_outputs", "max_memory_option", "max_instances_option", "keep_in_context",
+    "size_options", "guard_size", "distinct_outputs", "stdout_for_json", "max_memory_option", "max_instances_option",
+    "keep_in_context",
     "DEFAULT_MAX_INSTANCES", "MAX_INSTANCES_KEY", "MAX_MEMORY_KEY",
     "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED",
     "TRACEBACK_ENV", "Terminated", "closed_pipe", "internal_error", "stopped",
@@ -415,6 +416,14 @@ def check_output(path: str | None, option: str, inputs: tuple[str | None, ...] =
         check_output_path(path)
     except OutputError as err:
         raise UsageFailure(f"cannot write the {option} file: {err.reason}", path) from None
+
+
+def stdout_for_json(as_json: bool, outputs: Mapping[str, str | None]) -> None:
+    """Under ``--json`` standard output is the command's one document: an output sent there
+    too (``-o -``, ``--html -``) would make two, and the JSON would not parse."""
+    for option, path in outputs.items():
+        if as_json and path == "-":
+            raise UsageFailure(f"--json writes its report to standard output; give {option} a file", option)
 
 
 def distinct_outputs(outputs: Mapping[str, str | None]) -> None:

@@ -41,8 +41,8 @@ from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, keyword_
 from neuronsim.verify.nki.placement import identity_placement
 from neuronsim.verify.nki.uninitialised import confirmed_findings, unwritten_outputs
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
-from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, ScenarioRun, compare_outputs, run_scenario,
-                                                 user_code_error)
+from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, ScenarioRun, array_of_numbers, compare_outputs,
+                                                 run_scenario, stopped_by_watch, user_code_error)
 
 __all__ = ["KernelReport", "run_kernel", "run_traced", "trace_kernel", "reference_outputs", "kernel_outputs",
            "write_run_report"]
@@ -120,21 +120,7 @@ def _as_outputs(value: Any, names: Sequence[str], where: str, returned: Sequence
                            "return a tuple or a dict by output name")
     else:
         named = {names[0]: value}
-    return {name: _numbers(array, name, where) for name, array in named.items()}
-
-
-def _numbers(value: Any, name: str, where: str) -> np.ndarray:
-    """``value`` as an array of numbers (bool, integer or real: what an output holds); a string,
-    an object or a complex number is the reference's mistake, said as one."""
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError) as err:  # ragged lists and the like
-        raise ProgramError(where, f"{name}: {shown(value)} is not an array ({err})") from None
-    kind = array.dtype.kind  # (ml_dtypes' bfloat16 and fp8 are "V", without fields)
-    if kind not in "biuf" and not (kind == "V" and array.dtype.names is None and array.dtype.subdtype is None):
-        raise ProgramError(where, f"{name}: an array of {array.dtype} ({shown(value)}); an output holds numbers "
-                                  "(bool, integer or real)")
-    return array
+    return {name: array_of_numbers(array, name, where) for name, array in named.items()}
 
 
 def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwargs: Mapping[str, Any],
@@ -147,6 +133,8 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
     except BaseException as err:  # noqa: BLE001 - the user's code, not ours (sys.exit too)
+        if stopped_by_watch(err):
+            raise
         raise user_code_error(err, where, f"the reference {getattr(reference, '__name__', '')}".rstrip()) from None
     if value is None or not isinstance(value, (Mapping, tuple, list, np.ndarray, np.generic, int, float, bool)):
         raise ProgramError(where, f"returned {shown(value)}; expected an array, a tuple of arrays in output order "

@@ -27,6 +27,7 @@ from typing import Any
 
 from neuronsim.machine.formats.files import write_text
 from neuronsim.machine.formats.pyfile import run_file
+from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.sim.runtime import simulate_tasks
 from neuronsim.machine.sim.task_trace import TaskTrace
 from neuronsim.machine.tasks.format import load_tasks
@@ -34,7 +35,7 @@ from neuronsim.machine.tasks.ir import TaskProgram
 from neuronsim.machine.tasks.serialize import dumps_tasks
 from neuronsim.passes.tasks import compile_tasks, derive_directions
 
-from neuronsim.verify.app.scenario_runs import SCENARIO_DIR
+from neuronsim.verify.app.scenario_runs import SCENARIO_DIR, scenario_call
 from neuronsim.verify.tasks.counts import TaskFootprint, task_footprint
 from neuronsim.verify.tasks.check import check_task_trace, trace_violations
 
@@ -118,10 +119,20 @@ class TaskScenarioResult:
                 "orchestration_ns": {"all_auto": before.orchestration_ns, "compiled": after.orchestration_ns}}
 
 
-def run_task_scenario(module: ModuleType, *, seeds: tuple[int | None, ...] = DEFAULT_TASK_SEEDS) -> TaskScenarioResult:
-    """Build, compile, count, check and simulate one task scenario (see the module doc)."""
+def run_task_scenario(module: ModuleType, *, seeds: tuple[int | None, ...] = DEFAULT_TASK_SEEDS,
+                      max_idle: float | None = None) -> TaskScenarioResult:
+    """Build, compile, count, check and simulate one task scenario (see the module doc); its
+    ``build_tasks`` is the user's code when the scenario is a file of theirs: what it raises, or
+    returns that is no task program, is its error (exit 2), and it is stopped after ``max_idle``
+    seconds (None: never)."""
+    from neuronsim.machine.nki.watch import stopped_when_idle
+
     name = task_scenario_name(module)
-    program = module.build_tasks()
+    with stopped_when_idle(f"{name}.build_tasks()", max_idle):
+        program = scenario_call(module, "build_tasks")
+    if not isinstance(program, TaskProgram):
+        raise ProgramError("SCENARIO", f"{name}.build_tasks() returned a {type(program).__name__}, not a "
+                                       "TaskProgram")
     shipped = Path(module.__file__).with_suffix(".json")  # type: ignore[arg-type]
     compiled = compile_tasks(program)[0]
     stale = any(path.is_file() and load_tasks(str(path)) != want
