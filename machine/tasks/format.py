@@ -189,6 +189,8 @@ def _param(raw: Any, path: str) -> TensorParam | ScalarParam:
         value = o.raw.get("value")
         if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
             raise ProgramError(o.at("value"), f"expected an integer, got {_show(value)}")
+        if value is not None and not INT64_RANGE[0] <= value <= INT64_RANGE[1]:  # integers are INT64 (the format)
+            raise ProgramError(o.at("value"), f"{value} is beyond INT64 (integers are INT64)")
         return ScalarParam(o.name("name"), value, o.extras())
     o = _Obj(raw, path, {"name", "shape", "dtype", "view", "memref", "direction"}, "a tensor parameter")
     direction = _enum(o.raw.get("direction", "in"), o.at("direction"), ParamDirection, "direction")

@@ -121,3 +121,13 @@ def test_a_signal_after_the_command_ended_leaves_its_status(tmp_path: Path) -> N
     # ignored from the command's end on: Python's finalization would otherwise put the default
     # action back, and a signal in that window ended the finished process by the signal itself
     assert run.returncode == 0 and run.stderr.strip() == "handler True", (run.returncode, run.stderr)
+
+
+def test_a_scalar_parameter_past_int64_is_located(tmp_path: Path) -> None:
+    # the format's integers are INT64: a parameter's value of 2**70 was accepted by `tasks` and
+    # refused later as too many instances, at no path
+    doc = json.loads((tmp_path / _tasks(tmp_path)).read_text())
+    doc["function"]["params"].append({"name": "n", "scalar": "int", "value": 2**70})
+    (tmp_path / "big.json").write_text(json.dumps(doc))
+    for command in ("tasks", "check"):
+        one_error_line(_run(tmp_path, [command, str(tmp_path / "big.json")]), "function.params[", "beyond INT64")
