@@ -366,6 +366,7 @@ def test_nki_options_that_cannot_hold(folder, args, fragment):
 @pytest.mark.parametrize("args, fragment", [
     (["run", "softmax", "--out", ""], "--out: an empty folder name"),
     (["run", "softmax", "--ranks", "2"], "--ranks: --ranks is for kernels"),
+    (["run", "gemm_splitk", "--passes", "derive-call-directions"], "--passes is for kernels and instruction scenarios"),
     (["fuzz", "--examples", "2", "--out", ""], "--out: an empty folder name"),
     (["fuzz", "--examples", "2", "--out", "k.py/sub"], "k.py is a file, not a folder"),
 ])

@@ -55,6 +55,13 @@ def _out_folder(out_dir: str) -> None:
         raise UsageFailure(f"cannot create the folder: {err.strerror or err}", out_dir) from None
 
 
+def _names_a_task_scenario(scenario: str) -> bool:
+    """Whether ``scenario`` is a shipped task scenario's name (a file is told apart when loaded)."""
+    from neuronsim.verify.tasks.scenarios import all_task_scenarios, task_scenario_name
+
+    return any(task_scenario_name(m) == scenario for m in all_task_scenarios())
+
+
 #: Instances from which ``run`` says what each stage does as it starts (off a terminal); its
 #: stages are long well below the other commands' summary threshold (tracing, functional runs).
 RUN_PROGRESS_MIN = 5_000
@@ -179,7 +186,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         return 0
     if scenario is None:
         raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
-    if passes_spec is not None:
+    if passes_spec is not None and not _names_a_task_scenario(scenario):  # (those refuse --passes below)
         parse_pipeline(passes_spec)  # a bad spec is the command line's error, before any work
     ranks = click.get_current_context().meta.get(RANKS_KEY, 1)
     kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
