@@ -135,6 +135,8 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
             if not sep or key not in defaults:
                 raise ProgramError(f"--passes.{name}",
                                    f"unknown option {item!r}; expected key=value with key in {sorted(defaults)}")
+            if key in kwargs:  # (it kept the last)
+                raise ProgramError(f"--passes.{name}.{key}", "given twice")
             kwargs[key] = _convert(value, defaults[key], f"--passes.{name}.{key}")
         try:
             passes.append(cls(**kwargs))

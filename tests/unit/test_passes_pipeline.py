@@ -236,3 +236,15 @@ class Append(Pass):
 def test_a_pass_that_adds_instructions_is_fully_validated():
     with pytest.raises(ProgramError, match="after pass 'append': unknown tensor 'nowhere'"):
         run_pipeline(_program(), parse_pipeline("append", {"append": Append}))
+
+
+def test_an_option_given_twice_in_a_spec_is_refused_at_it():
+    """``alloc{buffers=2,buffers=3}`` kept the last; a task pipeline's spec is read the same way."""
+    from neuronsim.passes.tasks import parse_task_pipeline
+
+    for parse, spec in ((parse_pipeline, "alloc{buffers=2,buffers=3}"),
+                        (parse_task_pipeline, "auto-derive-task-dependencies{faithful=true,faithful=false}")):
+        with pytest.raises(ProgramError) as err:
+            parse(spec)
+        assert err.value.path.endswith("faithful" if "faithful" in spec else "buffers")
+        assert "given twice" in err.value.message
