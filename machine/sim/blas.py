@@ -43,8 +43,8 @@ def parse_blas_threads(text: str, where: str = BLAS_THREADS_ENV) -> int | None:
     value = text.strip().lower()
     if value == "default":
         return None
-    if not value.isdigit() or int(value) < 1 or len(value) > 6:
-        raise ProgramError(where, f"expected a positive number of threads or 'default', got {text!r}")
+    if not (value.isascii() and value.isdigit()) or int(value) < 1 or len(value) > 6:  # ('²' is a digit to isdigit)
+        raise ProgramError(where, f"expected a number of threads from 1 to 999999 or 'default', got {text!r}")
     return int(value)
 
 

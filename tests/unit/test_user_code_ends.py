@@ -368,6 +368,10 @@ def test_nki_options_that_cannot_hold(folder, args, fragment):
     (["run", "softmax", "--ranks", "2"], "--ranks: --ranks is for kernels"),
     (["run", "gemm_splitk", "--passes", "derive-call-directions"], "--passes is for kernels and instruction scenarios"),
     (["fuzz", "--examples", "2", "--out", ""], "--out: an empty folder name"),
+    (["run", "k.py::add1", "--inputs", "in.npz", "--out", "o", "--plot", ""], "the path is empty"),
+    (["run", "softmax", "--out", "o", "--plot", "t.pgf"], "the extension .pgf is not an image format"),
+    (["run", "softmax", "--out", "o", "--blas-threads", "\u00b2"], "expected a number of threads from 1 to 999999"),
+    (["compare", "k.py::add1", "k.py::add1", "--inputs", "in.npz", "--reference", ""], "expected MODULE:FN"),
     (["fuzz", "--examples", "2", "--out", "k.py/sub"], "k.py is a file, not a folder"),
 ])
 def test_run_and_fuzz_options_named_at_once(folder, args, fragment):

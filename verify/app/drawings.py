@@ -36,7 +36,8 @@ def plot_format(path: str | Path) -> str:
     """
     from matplotlib.backend_bases import FigureCanvasBase
 
-    supported = FigureCanvasBase.get_supported_filetypes()
+    # (pgf is LaTeX source matplotlib makes by running xelatex, which a machine may not have)
+    supported = {ext: about for ext, about in FigureCanvasBase.get_supported_filetypes().items() if ext != "pgf"}
     ext = Path(path).suffix[1:].lower()
     if ext not in supported:
         given = f"the extension .{ext} is not an image format" if ext else "the file name has no extension"

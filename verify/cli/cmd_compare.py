@@ -80,7 +80,7 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
     check_output(html_path, "--html", (kernel_a, kernel_b, inputs_path, reference))
     stdout_for_json(as_json, {"--html": html_path})
     with user_prints_aside(as_json):
-        user_reference = load_reference(reference) if reference else None
+        user_reference = load_reference(reference) if reference is not None else None
     runs = []
     for spec in (kernel_a, kernel_b):
         with user_prints_aside(as_json):

@@ -31,6 +31,7 @@ import os
 import re
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import click
@@ -89,15 +90,38 @@ class ChunkResult:
 
 def plan_chunks(examples: int, seed: int, user_pass: str | None, replace: str | None,
                 import_dir: str | None = None, *, tasks: bool = False, shrink: bool = True,
-                max_idle: float | None = None) -> list[Chunk]:
-    """The chunks of a run (deterministic in ``seed`` and ``examples``).
+                max_idle: float | None = None) -> Sequence[Chunk]:
+    """The chunks of a run (deterministic in ``seed`` and ``examples``), each made when asked for:
+    ``--examples 1000000000`` is 40 million chunks, which as a list grew by 90 MB a second
+    before the first example ran.
 
     >>> [(c.index, c.examples) for c in plan_chunks(60, 5, None, None)]
     [(0, 25), (1, 25), (2, 10)]
+    >>> len(plan_chunks(10**9, 5, None, None))
+    40000000
     """
-    return [Chunk(index, seed * 100_003 + index, min(CHUNK, examples - start), user_pass, replace, import_dir, tasks,
-                  shrink, max_idle)
-            for index, start in enumerate(range(0, examples, CHUNK))]
+    def chunk(index: int) -> Chunk:
+        return Chunk(index, seed * 100_003 + index, min(CHUNK, examples - index * CHUNK), user_pass, replace,
+                     import_dir, tasks, shrink, max_idle)
+
+    return _Plan(-(-examples // CHUNK), chunk)
+
+
+class _Plan(Sequence):
+    """``count`` chunks, the ``k``-th made by ``make(k)`` when asked for."""
+
+    def __init__(self, count: int, make: Callable[[int], Chunk]) -> None:
+        self.count, self.make = count, make
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, k):  # (an int: the Sequence protocol iterates by index until IndexError)
+        if isinstance(k, slice):
+            return [self.make(i) for i in range(*k.indices(self.count))]
+        if not -self.count <= k < self.count:
+            raise IndexError(k)
+        return self.make(k % self.count)
 
 
 def _importable(folder: str | None) -> None:

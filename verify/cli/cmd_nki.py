@@ -292,7 +292,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     stdout_for_json(as_json, {"--report": report_path})
     with user_prints_aside(as_json):
         with stopped_when_idle("the reference's module", max_idle_seconds()):
-            user_reference = load_reference(reference) if reference else None
+            user_reference = load_reference(reference) if reference is not None else None
         with stage_or_nothing(progress, "trace", None):
             traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
         report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,

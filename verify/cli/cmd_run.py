@@ -35,7 +35,7 @@ from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, to
 from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.app.console import people_console
 from neuronsim.verify.cli.common import (UsageFailure, check_plot, distinct_outputs, emit_json, guard_size,
-                                         json_option, plot_format_or_fail, run_command, run_output_paths,
+                                         json_option, run_command, run_output_paths,
                                          size_options, write_run_outputs)
 
 __all__ = ["run"]
@@ -193,8 +193,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                                              ("--dtype", dtypes), ("--reference", reference),
                                              ("--report", report_path), ("--ranks", ranks != 1)) if given]
     if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario
-        if plot_path:
-            plot_format_or_fail(plot_path)
+        if plot_path is not None:  # (an empty one too: "the path is empty", not no plot)
             check_plot(plot_path)
 
         def guard(program) -> None:
@@ -242,8 +241,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         raise ProgramError(err.path, f"{err.message}; the task scenarios are: {tasks}" if "the scenarios are" in
                            err.message else err.message) from None
     name = scenario_name(module)
-    if plot_path:
-        plot_format_or_fail(plot_path)
+    check_plot(plot_path)
     _out_folder(out_dir)
     if plot_path:
         _out_folder(os.path.dirname(plot_path) or ".")
