@@ -35,7 +35,7 @@ from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, to
 from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.app.console import people_console
 from neuronsim.verify.cli.common import (UsageFailure, check_plot, distinct_outputs, emit_json, guard_size,
-                                         json_option, run_command, run_output_paths,
+                                         json_option, plot_format_or_fail, run_command, run_output_paths,
                                          size_options, write_run_outputs)
 
 __all__ = ["run"]
@@ -241,7 +241,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         raise ProgramError(err.path, f"{err.message}; the task scenarios are: {tasks}" if "the scenarios are" in
                            err.message else err.message) from None
     name = scenario_name(module)
-    check_plot(plot_path)
+    if plot_path is not None:  # (its folder is made below: the extension first, an empty path too)
+        plot_format_or_fail(plot_path)
     _out_folder(out_dir)
     if plot_path:
         _out_folder(os.path.dirname(plot_path) or ".")
