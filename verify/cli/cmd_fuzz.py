@@ -116,6 +116,11 @@ class _Plan(Sequence):
     def __len__(self) -> int:
         return self.count
 
+    def __eq__(self, other: object) -> bool:  # two plans alike chunk by chunk (the run is deterministic)
+        return isinstance(other, Sequence) and len(other) == self.count and all(a == b for a, b in zip(self, other))
+
+    __hash__ = None  # type: ignore[assignment]
+
     def __getitem__(self, k):  # (an int: the Sequence protocol iterates by index until IndexError)
         if isinstance(k, slice):
             return [self.make(i) for i in range(*k.indices(self.count))]
