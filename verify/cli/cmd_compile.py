@@ -23,7 +23,6 @@ from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_
 from neuronsim.passes.analysis.explain import explain
 
 from neuronsim.verify.cli.common import (
-    UsageFailure,
     check_output,
     emit_json,
     guard_size,
@@ -32,6 +31,7 @@ from neuronsim.verify.cli.common import (
     program_argument,
     run_command,
     size_options,
+    stdout_for_json,
 )
 from neuronsim.verify.app.progress import Progress, pass_progress
 
@@ -73,8 +73,7 @@ def compile_command(program: str, output: str, passes_spec: str, explain_pair, n
     Deps PROGRAM already has are replaced by the computed ones; loops, names and x- keys
     are kept; virtual tensors are placed.
     """
-    if as_json and output == "-":
-        raise UsageFailure("--json writes its report to standard output; give -o a file", "-o")
+    stdout_for_json(as_json, {"-o": output})
     check_output(output, "-o", (program,))
     passes = parse_pipeline(passes_spec)
     prog = load_program(program)

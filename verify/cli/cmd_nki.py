@@ -34,11 +34,10 @@ from neuronsim.machine.formats.program_json import save_program
 from neuronsim.machine.formats.pyfile import run_file
 
 from neuronsim.verify.app.host import available_memory, machine_memory
-from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, IDLE_SECONDS, MAX_IDLE_KEY, MAX_INSTANCES_KEY,
-                                         MAX_MEMORY_KEY, UsageFailure, check_output, distinct_outputs, emit_json,
-                                         json_option, keep_in_context, max_idle_option, max_instances_option,
-                                         run_command, run_output_paths, stdout_for_json, user_prints_aside,
-                                         write_run_outputs)
+from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
+                                         check_output, distinct_outputs, emit_json, json_option, keep_in_context,
+                                         max_idle_option, max_idle_seconds, max_instances_option, run_command,
+                                         run_output_paths, stdout_for_json, user_prints_aside, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -152,12 +151,6 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
 
         raise frontend.NkiError(stalled.where, stopped_message("the kernel", stalled.seconds, "without an NKI call")
                                 ) from None
-
-
-def max_idle_seconds() -> float:
-    """``--max-idle`` of the command running (its default outside one)."""
-    context = click.get_current_context(silent=True)
-    return (context.meta if context is not None else {}).get(MAX_IDLE_KEY, IDLE_SECONDS)
 
 
 def _traced(frontend, kernel: str, arrays: dict, kwargs: dict, grid: str | None, meta: dict, unroll_loops: bool):

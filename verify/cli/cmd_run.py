@@ -220,7 +220,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, task_scenario_name
 
     from neuronsim.machine.nki.watch import stopped_when_idle
-    from neuronsim.verify.cli.cmd_nki import max_idle_seconds
+    from neuronsim.verify.cli.common import max_idle_seconds
 
     with stopped_when_idle("the scenario file", max_idle_seconds()):  # it runs as it loads
         task_scenario = find_task_scenario(scenario)

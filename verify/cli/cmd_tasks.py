@@ -26,8 +26,8 @@ from neuronsim.passes.tasks import (
     parse_task_pipeline, run_task_pipeline,
 )
 
-from neuronsim.verify.cli.common import (UsageFailure, check_output, emit_json, json_option, max_idle_option,
-                                         program_argument, run_command)
+from neuronsim.verify.cli.common import (check_output, emit_json, json_option, max_idle_option, program_argument,
+                                         run_command, stdout_for_json)
 from neuronsim.verify.cli.task_programs import DEFAULT_MAX_PAIRS, guard_task_passes
 
 __all__ = ["tasks", "task_report", "render_task_report"]
@@ -156,8 +156,7 @@ def render_task_report(report: dict[str, Any]) -> str:
 def tasks(program: str, passes_spec: str, faithful: bool, output: str | None, no_verify: bool, max_pairs: int,
           as_json: bool) -> int:
     """Run the task passes on PROGRAM (neuronsim.tasks/1): derived deps, directions and scopes, per call."""
-    if as_json and output == "-":
-        raise UsageFailure("--json writes its report to standard output; give -o a file", "-o")
+    stdout_for_json(as_json, {"-o": output})
     check_output(output, "-o", (program,))
     prog = load_tasks(program)
     guard_task_passes(prog, max_pairs)

@@ -322,6 +322,12 @@ def _keep_idle(ctx: click.Context, _param: click.Parameter, value: float) -> flo
     return value
 
 
+def max_idle_seconds() -> float:
+    """``--max-idle`` of the command running (its default outside one)."""
+    context = click.get_current_context(silent=True)
+    return (context.meta if context is not None else {}).get(MAX_IDLE_KEY, IDLE_SECONDS)
+
+
 _PASS_IDLE_HELP = ("Stop a pass given by its address (--passes) that runs this long on one program without "
                    "returning (a loop that never ends), at its line; 0: never.")
 

@@ -263,7 +263,7 @@ def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as
     make_folder(out_dir)
     paths = run_output_paths(out_dir, name)
     check_plot(plot_path)
-    from neuronsim.verify.cli.cmd_nki import max_idle_seconds
+    from neuronsim.verify.cli.common import max_idle_seconds
 
     result = run_task_scenario(module, max_idle=max_idle_seconds())
     write_run_outputs(paths, result.traces[0], result.footprint.to_json(), write_trace=write_task_trace,

@@ -188,19 +188,20 @@ def psum_overlapping_groups(lhsT, rhs):
     return out
 
 
+def _operands(lhsT, rhs, k):
+    """Step ``k``'s 128 rows of both operands, loaded into SBUF tiles."""
+    a = nl.ndarray((P, lhsT.shape[1]), dtype=lhsT.dtype, buffer=nl.sbuf)
+    b = nl.ndarray((P, rhs.shape[1]), dtype=rhs.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=a, src=lhsT[nl.ds(k * P, P), :])
+    nisa.dma_copy(dst=b, src=rhs[nl.ds(k * P, P), :])
+    return a, b
+
+
 def _k_steps(lhsT, rhs, per_step):
-    """A [M, N] product over K steps of 128 rows, each step run by ``per_step(k, a, b)``."""
+    """A [M, N] product over K steps of 128 rows, each step run by ``per_step(acc, a, b)``."""
     out = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
     acc = nl.ndarray((lhsT.shape[1], rhs.shape[1]), dtype=nl.float32, buffer=nl.psum)
-
-    def step(k):
-        a = nl.ndarray((P, lhsT.shape[1]), dtype=lhsT.dtype, buffer=nl.sbuf)
-        b = nl.ndarray((P, rhs.shape[1]), dtype=rhs.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a, src=lhsT[nl.ds(k * P, P), :])
-        nisa.dma_copy(dst=b, src=rhs[nl.ds(k * P, P), :])
-        per_step(acc, a, b)
-
-    nl.fori_loop(0, lhsT.shape[0] // P, step)
+    nl.fori_loop(0, lhsT.shape[0] // P, lambda k: per_step(acc, *_operands(lhsT, rhs, k)))
     res = nl.ndarray(acc.shape, dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=res, src=acc)
     nisa.dma_copy(dst=out, src=res)
@@ -224,10 +225,7 @@ def psum_used_each_iteration(lhsT, rhs):
     nisa.memset(dst=total, value=0.0)
 
     def step(k):
-        a = nl.ndarray((P, lhsT.shape[1]), dtype=lhsT.dtype, buffer=nl.sbuf)
-        b = nl.ndarray((P, rhs.shape[1]), dtype=rhs.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=a, src=lhsT[nl.ds(k * P, P), :])
-        nisa.dma_copy(dst=b, src=rhs[nl.ds(k * P, P), :])
+        a, b = _operands(lhsT, rhs, k)
         nisa.nc_matmul(dst=acc, stationary=a, moving=b)
         nisa.tensor_tensor(dst=total, data1=total, data2=acc, op=nl.add)
 
