@@ -219,12 +219,14 @@ class Memory:
             gen = self.rngs[engine] = np.random.default_rng([self.rng_seed, sum(map(ord, engine)), len(engine)])
         return gen
 
-    def dram_array(self, tensor: Tensor) -> np.ndarray:
-        """A copy of a DRAM tensor as an array of its dtype and shape: one copy of its bytes
-        (through :meth:`tensor_bytes` it was two, 64 MB for a 4096^2 bf16 output)."""
+    def dram_array(self, tensor: Tensor, copy: bool = True) -> np.ndarray:
+        """A DRAM tensor as an array of its dtype and shape: one copy of its bytes (through
+        :meth:`tensor_bytes` it was two, 64 MB for a 4096^2 bf16 output), or with ``copy=False``
+        a view of this memory, for a memory nothing writes any more."""
         base = self.dram_layout.base[tensor.name]
         raw = self.spaces[2][base:base + tensor.bytes_per_partition]
-        return raw.view(numpy_dtype(tensor.dtype)).reshape(tensor.shape).copy()
+        array = raw.view(numpy_dtype(tensor.dtype)).reshape(tensor.shape)
+        return array.copy() if copy else array
 
     def tensor_bytes(self, tensor: Tensor) -> bytes:
         """The bytes of a placed tensor, row-major (SBUF / PSUM: partition by partition)."""

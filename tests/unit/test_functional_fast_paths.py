@@ -90,6 +90,20 @@ def test_runs_timed_without_values_match_runs_with_values(name):
         assert all(np.array_equal(a.outputs[k], b.outputs[k]) for k in a.outputs)
 
 
+def test_the_runs_without_values_share_the_references_outputs_uncopied():
+    """Nothing writes the sequential reference's memory once it has run, so its outputs are
+    views of it (a 4096^2 bf16 output's copy was 32 MB of pages touched afresh); a run that
+    computes values still gets arrays of its own."""
+    program = dict(programs())["matmul_tiled"]
+    fast = simulate(program, seeds=[None, 1], compare="all", timed_values=False)
+    full = simulate(program, seeds=[None], compare="all")
+    for name, array in fast.runs[0].outputs.items():
+        assert not array.flags.owndata and array.base is not None
+        assert fast.runs[1].outputs[name] is array
+        assert np.array_equal(array, full.runs[0].outputs[name])
+    assert all(array.flags.owndata for array in full.runs[0].outputs.values())
+
+
 def test_traces_with_the_shared_sources_equal_traces_that_compute_them():
     program = compiled("matmul_tiled")
     plan = build_plan(program)

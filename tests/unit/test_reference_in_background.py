@@ -47,6 +47,37 @@ def test_the_reference_runs_on_another_thread_on_a_copy_of_the_inputs():
     assert run.summary() == plain.summary() and not run.problems()
 
 
+def test_the_inputs_are_copied_on_the_references_thread_not_the_runs(monkeypatch):
+    """The run's thread hands the reference thread its own arrays and goes on: the copy (64 MB
+    for a 4096^2 bf16 matmul's inputs, every page touched afresh) is made there."""
+    import neuronsim.verify.app.scenario_runs as scenario_runs
+
+    shipped = get_scenario("matmul_tiled")
+    received = {}
+
+    def reference(values):
+        received.update(values)
+        received["thread"] = threading.current_thread()
+        return shipped.reference(values)
+
+    handed = []
+    real_background = scenario_runs.in_background
+
+    def recording(fn, *args):
+        handed.append(args)
+        return real_background(fn, *args)
+
+    monkeypatch.setattr(scenario_runs, "in_background", recording)
+    inputs = shipped.inputs(0)
+    module = _with_reference("matmul_tiled", reference)
+    module.inputs = lambda seed: inputs
+    run = run_scenario(module)
+    assert not run.problems() and received["thread"] is not threading.main_thread()
+    (_scenario, values), = handed
+    assert all(values[k] is inputs[k] for k in inputs)  # the run's own arrays: no copy on its thread
+    assert all(received[k] is not inputs[k] and np.array_equal(received[k], inputs[k]) for k in inputs)
+
+
 @pytest.mark.parametrize("why", ["two BLAS threads", "inputs too large to copy"])
 def test_the_reference_runs_where_it_did_with_blas_pools_of_several_threads_or_large_inputs(why, monkeypatch):
     """Two BLAS pools of two threads at once would take more cores than a 2-core machine has,
