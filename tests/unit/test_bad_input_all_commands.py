@@ -124,6 +124,7 @@ BAD_FLAGS = [
     ("bad-max-memory", "compile", ["--max-memory", "lots"], "--max-memory"),
     ("negative-max-races", "check", ["--max-races", "-1"], "--max-races"),
     ("unknown-option", "show", ["--colour"], "No such option"),
+    ("option-missing-its-value", "simulate", ["--seed"], "simulate --help)"),
     ("unknown-pass", "compile", ["--passes", "no-such-pass"], "no-such-pass"),
     ("plot-is-a-folder", "simulate", ["--plot", "{out}"], "it is a directory"),
     ("plot-without-image-extension", "footprint", ["--plot", "{out}/plot.txt"], "not an image format"),

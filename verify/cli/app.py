@@ -18,6 +18,13 @@ def _usage_path(err: click.ClickException) -> str:
     return ""
 
 
+def _command_in(argv: list[str]) -> str:
+    """``neuronsim SUBCOMMAND`` of a command line whose error click gave no context (an option
+    missing its value), or ``neuronsim``: the help the error line points at."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return f"neuronsim {first}" if first in _COMMANDS else "neuronsim"
+
+
 def _print_version(ctx: click.Context, param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
@@ -56,7 +63,7 @@ class _Group(click.Group):
             click.echo(exc.ctx.get_help())
             sys.exit(0)
         except click.ClickException as exc:
-            command = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else "neuronsim"
+            command = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else _command_in(argv)
             path = _usage_path(exc)
             plain = isinstance(exc, click.BadParameter) and not isinstance(exc, click.MissingParameter)
             message = exc.message if plain and path else exc.format_message()

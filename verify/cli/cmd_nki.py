@@ -254,9 +254,14 @@ def _reference_in(module_name: str, attr: str) -> Callable:
         if os.getcwd() not in sys.path:
             sys.path.insert(0, os.getcwd())
         module = importlib.import_module(module_name)
-    fn = getattr(module, attr, None)
-    if not callable(fn):
+    missing = object()
+    fn = getattr(module, attr, missing)
+    if fn is missing:
         raise UsageFailure(f"{module_name} defines no function {attr!r}", "--reference")
+    if not callable(fn):
+        from neuronsim.machine.nki.errors import shown
+
+        raise UsageFailure(f"{module_name}'s {attr!r} is {shown(fn)}, not a function", "--reference")
     return fn
 
 
