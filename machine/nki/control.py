@@ -71,6 +71,10 @@ def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any 
     current().flush()
     if not isinstance(step, (int, np.integer)) or step <= 0:
         raise fail(f"nl.fori_loop: step must be a positive int known at compile time, not {step!r}")
+    if unroll and (isinstance(lower, _Scalar) or isinstance(upper, _Scalar)):
+        # traced once, unrolled by the compiler: its trip count must be known when it compiles
+        raise fail("nl.fori_loop(unroll=True) with a bound computed on the device: an unrolled loop's bounds are "
+                   "known at compile time (Python ints); drop unroll=True to keep it a device loop")
     values = range(_bound(lower, "nl.fori_loop lower bound"), _bound(upper, "nl.fori_loop upper bound"), int(step))
     watch = _PythonState(body_fun, where)
     _check_body(body_fun, 1, "nl.fori_loop", where)

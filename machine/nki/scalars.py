@@ -29,10 +29,32 @@ from neuronsim.machine.nki.errors import NkiError, fail, user_line
 from neuronsim.machine.nki.tiles import NkiTensor, register_operators
 from neuronsim.machine.nki.tracer import api, current
 
-__all__ = ["NkiScalar", "VirtualRegister", "ds", "scalar_load", "scalar_store", "register_alloc", "register_move",
-           "register_load", "register_store", "set_value_reader", "value_of", "tile_values", "record_decision",
-           "isa_names",
-           "DECISIONS_KEY"]
+__all__ = ["NkiScalar", "VirtualRegister", "ds", "scalar_load", "scalar_store", "scalar_alu", "register_alloc",
+           "register_move", "register_load", "register_store", "set_value_reader", "value_of", "tile_values",
+           "record_decision", "isa_names", "DECISIONS_KEY"]
+
+
+def _divided(a: int, b: int) -> int:
+    """The device's integer division: rounded toward zero (the ``scalar_alu`` page: -17 / 4 is -4)."""
+    if b == 0:
+        raise fail("a device scalar divided by zero (nisa.scalar_alu divide / fmod, or // and %)")
+    quotient = abs(a) // abs(b)
+    return quotient if (a < 0) == (b < 0) else -quotient
+
+
+def _remainder(a: int, b: int) -> int:
+    """The remainder of :func:`_divided`, with the sign of the dividend (nl.fmod: -17 fmod 4 is -1)."""
+    return a - _divided(a, b) * b
+
+
+#: ``nisa.scalar_alu``'s operations (the page's list), by ISA ALU name; comparisons give 1 / 0.
+_ARITHMETIC = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": _divided,
+               "fmod": _remainder, "max": max, "min": min}
+_COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
+                "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
+#: What a 64-bit scalar supports (the NkiScalar page: add, subtract, multiply; its comparisons are
+#: rejected at compile time).
+_INT64_OPS = frozenset({"add", "subtract", "multiply"})
 
 
 class _Scalar:
@@ -44,15 +66,24 @@ class _Scalar:
         self.value = _wrap(int(value), dtype)
         self.dtype = dtype
 
-    def _make(self, value: int) -> NkiScalar:
-        return NkiScalar(value, self.dtype)
+    def _make(self, value: int, dtype: str | None = None) -> NkiScalar:
+        return NkiScalar(value, dtype or self.dtype)
 
-    def _op(self, other: Any, fn: Callable[[int, int], int], reverse: bool = False) -> NkiScalar:
+    def _op(self, other: Any, fn: Callable[[int, int], int], reverse: bool = False,
+            name: str | None = None) -> NkiScalar:
         if isinstance(other, _Scalar):
+            if other.dtype != self.dtype:
+                raise fail(f"scalar arithmetic of an {self.dtype} and an {other.dtype} scalar: NKI's scalars must "
+                           "have the same width and signedness")
             other = other.value
         elif not isinstance(other, (int, np.integer)):
             return NotImplemented
+        if name is not None and self.dtype == "int64" and name not in _INT64_OPS:
+            raise fail(f"{name} of an int64 scalar: a 64-bit NkiScalar supports add, subtract and multiply only "
+                       "(the NkiScalar page)")
         a, b = (int(other), self.value) if reverse else (self.value, int(other))
+        if name in _COMPARISONS:  # an int32 scalar holding 1 or 0 (the scalar_alu page)
+            return self._make(int(fn(a, b)), "int32")
         return self._make(fn(a, b))
 
     def __add__(self, o): return self._op(o, operator.add)
@@ -61,19 +92,23 @@ class _Scalar:
     def __rsub__(self, o): return self._op(o, operator.sub, True)
     def __mul__(self, o): return self._op(o, operator.mul)
     def __rmul__(self, o): return self._op(o, operator.mul, True)
-    def __floordiv__(self, o): return self._op(o, operator.floordiv)
-    def __mod__(self, o): return self._op(o, operator.mod)
-    def __lshift__(self, o): return self._op(o, operator.lshift)
-    def __rshift__(self, o): return self._op(o, operator.rshift)
-    def __and__(self, o): return self._op(o, operator.and_)
-    def __or__(self, o): return self._op(o, operator.or_)
+    # the operators are scalar_alu's operations (its page), so // and % are its divide and fmod:
+    # rounded toward zero, the remainder with the dividend's sign (not Python's floor)
+    def __floordiv__(self, o): return self._op(o, _divided, name="divide")
+    def __rfloordiv__(self, o): return self._op(o, _divided, True, name="divide")
+    def __mod__(self, o): return self._op(o, _remainder, name="fmod")
+    def __rmod__(self, o): return self._op(o, _remainder, True, name="fmod")
+    def __lshift__(self, o): return self._op(o, operator.lshift, name="left_shift")
+    def __rshift__(self, o): return self._op(o, operator.rshift, name="right_shift")
+    def __and__(self, o): return self._op(o, operator.and_, name="bitwise_and")
+    def __or__(self, o): return self._op(o, operator.or_, name="bitwise_or")
     def __neg__(self): return self._make(-self.value)
-    def __lt__(self, o): return self._op(o, lambda a, b: int(a < b))
-    def __le__(self, o): return self._op(o, lambda a, b: int(a <= b))
-    def __gt__(self, o): return self._op(o, lambda a, b: int(a > b))
-    def __ge__(self, o): return self._op(o, lambda a, b: int(a >= b))
-    def __eq__(self, o): return self._op(o, lambda a, b: int(a == b))  # type: ignore[override]
-    def __ne__(self, o): return self._op(o, lambda a, b: int(a != b))  # type: ignore[override]
+    def __lt__(self, o): return self._op(o, operator.lt, name="less")
+    def __le__(self, o): return self._op(o, operator.le, name="less_equal")
+    def __gt__(self, o): return self._op(o, operator.gt, name="greater")
+    def __ge__(self, o): return self._op(o, operator.ge, name="greater_equal")
+    def __eq__(self, o): return self._op(o, operator.eq, name="equal")  # type: ignore[override]
+    def __ne__(self, o): return self._op(o, operator.ne, name="not_equal")  # type: ignore[override]
     __hash__ = object.__hash__
 
     def __index__(self) -> int:
@@ -189,6 +224,29 @@ def ds(start: Any, size: int) -> slice:
     return indexing.ds(scalar_load(start) if isinstance(start, NkiTensor) else start, size)
 
 
+@api("nisa.scalar_alu")
+def scalar_alu(data1: Any, data2: Any, op: Any, name: Any = None, **_kw: Any) -> Any:
+    """``nisa.scalar_alu``: a binary integer operation of two scalars (an NkiScalar or an int
+    each).  Two ints are computed now and give an int (a bool for a comparison), as the page
+    says; otherwise a new NkiScalar (a comparison's is int32, 1 or 0)."""
+    from neuronsim.machine.nki.arith import alu_name  # (arith's tile ops load after this module)
+
+    what = alu_name(op)
+    fn = _ARITHMETIC.get(what) or _COMPARISONS.get(what)
+    if fn is None:
+        raise fail(f"nisa.scalar_alu: op {what!r} is not one of its operations ({', '.join(_ARITHMETIC)}, "
+                   f"{', '.join(_COMPARISONS)})")
+    for operand in (data1, data2):
+        if not isinstance(operand, (_Scalar, int, np.integer)) or isinstance(operand, bool):
+            raise fail(f"nisa.scalar_alu: an operand is an NkiScalar or an int, not {operand!r}")
+    if isinstance(data1, _Scalar):
+        return data1._op(data2, fn, name=what)
+    if isinstance(data2, _Scalar):
+        return data2._op(data1, fn, True, name=what)
+    value = fn(int(data1), int(data2))
+    return bool(value) if what in _COMPARISONS else int(value)
+
+
 @api("nisa.scalar_store")
 def scalar_store(dst: NkiTensor, src: Any, name: Any = None, **_kw: Any) -> None:
     _store(dst, src)
@@ -234,6 +292,6 @@ def _store(dst: NkiTensor, src: Any) -> None:
 
 def isa_names() -> dict[str, Any]:
     """The ``nki.isa`` names of this module (both generations)."""
-    return {"scalar_load": scalar_load, "scalar_store": scalar_store, "NkiScalar": NkiScalar,
+    return {"scalar_load": scalar_load, "scalar_store": scalar_store, "scalar_alu": scalar_alu, "NkiScalar": NkiScalar,
             "VirtualRegister": VirtualRegister, "register_alloc": register_alloc, "register_move": register_move,
             "register_load": register_load, "register_store": register_store}

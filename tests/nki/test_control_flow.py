@@ -125,3 +125,54 @@ def test_psum_restarted_in_every_compiled_iteration_is_a_warning_at_its_line():
     fixed = kernel("current_control.py::psum_used_each_iteration")
     assert [f for f in nki_findings(trace(fixed, lhsT, rhs).program) if f.kind.startswith("psum")] == []
     np.testing.assert_allclose(run(fixed, lhsT, rhs)["return0"], lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
+
+
+def _toward_zero(a: int, b: int) -> tuple[int, int]:
+    quotient = int(a / b)  # exact for these small values
+    return quotient, a - quotient * b
+
+
+def test_scalar_division_rounds_toward_zero_as_the_device_does():
+    """The scalar_alu page: divide rounds toward zero, fmod keeps the dividend's sign (-17 by 4 is
+    -4, remainder -1), and the Python operators are that API: // and % are not Python's floor."""
+    k = kernel("current_control.py::scalar_results")
+    for a, b in ((-17, 4), (17, -4), (17, 4), (-17, -4), (2**16, 3)):
+        quotient, remainder = _toward_zero(a, b)
+        expected = [quotient, remainder, quotient, remainder, max(a, b), min(a, 3), 10 * (a < b) + (a > b),
+                    _toward_zero(100, b)[0], (a * a + 2**31) % 2**32 - 2**31]
+        got = run(k, np.array([[a, b]], np.int32))["return0"]
+        assert got.tolist() == [expected], (a, b)
+
+
+def test_scalar_alu_of_two_ints_is_computed_at_trace_time_and_its_mistakes_are_named():
+    from neuronsim.machine.nki import errors, scalars
+
+    k = kernel("current_control.py::scalar_alu_mistake")
+    vals = np.array([[7, 0]], np.int32)
+    np.testing.assert_array_equal(run(k, vals, which=0)["return0"], vals)  # the int results asserted inside
+    for which, words in ((1, "an NkiScalar or an int"), (2, "not one of its operations"), (3, "divided by zero")):
+        try:
+            trace(k, vals, which=which)
+        except errors.NkiError as err:
+            assert words in str(err) and f"current_control.py:{_line(f'which == {which}:') + 1}" in str(err), err
+        else:
+            raise AssertionError(f"mistake {which} traced")
+    wide, narrow = scalars.NkiScalar(5, "int64"), scalars.NkiScalar(5, "int32")
+    assert (wide * 3).value == 15 and (wide + wide).value == 10
+    for bad_op in (lambda: wide // 2, lambda: wide < 3, lambda: wide + narrow):
+        try:
+            bad_op()
+        except errors.NkiError:
+            continue
+        raise AssertionError("a 64-bit scalar took an operation its page rejects")
+
+
+def test_fori_loop_unrolled_with_a_device_bound_is_refused_at_its_line():
+    k = kernel("current_control.py::unrolled_device_bound")
+    try:
+        trace(k, f32(128, 8), np.array([[2]], np.int32))
+    except Exception as err:  # noqa: BLE001 - the kernel's mistake, one located line
+        assert f"current_control.py:{_line('nl.fori_loop(0, nisa.scalar_load(n_sb)')}" in str(err)
+        assert "unroll=True" in str(err)
+    else:
+        raise AssertionError("fori_loop(unroll=True) over a device bound traced")

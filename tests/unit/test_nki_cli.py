@@ -153,14 +153,14 @@ def test_run_kernel_end_to_end_against_a_reference(frontend, tmp_path, monkeypat
 
 
 def test_a_reference_that_is_no_function_is_named_as_what_it_is(frontend, tmp_path, monkeypatch):
-    (tmp_path / "toy_ref.py").write_text("same = 3\n")
+    (tmp_path / "not_a_function_ref.py").write_text("same = 3\n")
     monkeypatch.chdir(tmp_path)
     inputs = _npz(tmp_path / "in.npz", x=X)
-    not_callable = _cli("run", "toy.py::copy", "--inputs", inputs, "--reference", "toy_ref:same")
+    not_callable = _cli("run", "toy.py::copy", "--inputs", inputs, "--reference", "not_a_function_ref:same")
     assert not_callable.exit_code == 2
-    assert "--reference: toy_ref's 'same' is int 3, not a function" in not_callable.stderr
-    missing = _cli("run", "toy.py::copy", "--inputs", inputs, "--reference", "toy_ref:other")
-    assert missing.exit_code == 2 and "toy_ref defines no function 'other'" in missing.stderr
+    assert "--reference: not_a_function_ref's 'same' is int 3, not a function" in not_callable.stderr
+    missing = _cli("run", "toy.py::copy", "--inputs", inputs, "--reference", "not_a_function_ref:other")
+    assert missing.exit_code == 2 and "not_a_function_ref defines no function 'other'" in missing.stderr
 
 
 def test_run_kernel_reports_findings_with_exit_1(frontend, tmp_path, monkeypatch):

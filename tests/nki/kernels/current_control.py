@@ -232,3 +232,56 @@ def psum_used_each_iteration(lhsT, rhs):
     nl.fori_loop(0, lhsT.shape[0] // P, step)
     nisa.dma_copy(dst=out, src=total)
     return out
+
+
+@nki.jit
+def scalar_results(vals):
+    """Device scalars combined as the scalar_alu page lists: vals = [[a, b]], int32."""
+    t = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=vals)
+    a = nisa.scalar_load(t[0:1, 0:1])
+    b = nisa.scalar_load(t[0:1, 1:2])
+    results = [a // b, a % b, nisa.scalar_alu(a, b, op=nl.divide), nisa.scalar_alu(a, b, op=nl.fmod),
+               nisa.scalar_alu(a, b, op=nl.maximum), nisa.scalar_alu(a, 3, op=nl.minimum),
+               nisa.scalar_alu(a, b, op=nl.less) * 10 + (a > b), 100 // b, a * a]
+    res = nl.ndarray((1, len(results)), dtype=nl.int32, buffer=nl.sbuf)
+    for k, r in enumerate(results):
+        nisa.scalar_store(res[0:1, k:k + 1], r)
+    out = nl.ndarray((1, len(results)), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=res)
+    return out
+
+
+@nki.jit
+def unrolled_device_bound(x, n):
+    """A mistake: fori_loop(unroll=True) unrolls when the kernel compiles, so its bound cannot
+    be a value read on the device."""
+    n_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=n_sb, src=n)
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    nl.fori_loop(0, nisa.scalar_load(n_sb), lambda i: nisa.tensor_scalar(tile, tile, op0=nl.add, operand0=1.0),
+                 unroll=True)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=tile)
+    return out
+
+
+@nki.jit
+def scalar_alu_mistake(vals, which):
+    """``which`` 0: scalar_alu of two ints, computed as the kernel traces; 1-3: a mistake."""
+    t = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=vals)
+    a = nisa.scalar_load(t[0:1, 0:1])
+    if which == 0:
+        assert nisa.scalar_alu(-17, 4, op=nl.divide) == -4 and nisa.scalar_alu(-17, 4, op=nl.fmod) == -1
+        assert nisa.scalar_alu(3, 4, op=nl.less) is True
+    if which == 1:
+        nisa.scalar_alu(a, 1.5, op=nl.add)
+    if which == 2:
+        nisa.scalar_alu(a, 4, op=nl.bitwise_xor)
+    if which == 3:
+        nisa.scalar_alu(a, nisa.scalar_load(t[0:1, 1:2]), op=nl.divide)
+    out = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
