@@ -42,7 +42,10 @@ def place_apart(program: Program, kernel_bytes: bool = False) -> Program:
     them: it runs after allocation, on addresses, so the reuse of a bank or of SBUF bytes by
     another kernel tensor is ordered too (docs/nki-checks.md, ``allocation``).  The compiler's
     own tiles (virtual here) stay apart."""
-    loops = {node.name: node.trip_count for node, _ in program.walk() if isinstance(node, Loop)}
+    # (the trip counts only a rotating tensor needs: a trace reading device values places the
+    # program so far at every read, and a walk of it each time was quadratic)
+    rotating = any(t.rotate is not None for t in program.tensors.values())
+    loops = {node.name: node.trip_count for node, _ in program.walk() if isinstance(node, Loop)} if rotating else {}
     groups: dict[str, list[str]] = {}
     for name, t in program.tensors.items():
         if t.memory != MemoryKind.DRAM and not t.is_virtual and (kernel_bytes or ALLOC_GROUP_KEY in t.extras):

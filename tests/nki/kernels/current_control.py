@@ -285,3 +285,17 @@ def scalar_alu_mistake(vals, which):
     out = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+@nki.jit
+def running_reads(vals, reads):
+    """``reads`` device values, each read after more instructions were traced (a kernel that
+    takes an offset or a count from a tile in every step of a Python loop)."""
+    out = nl.ndarray((1, reads), dtype=nl.int32, buffer=nl.shared_hbm)
+    res = nl.ndarray((1, reads), dtype=nl.int32, buffer=nl.sbuf)
+    for k in range(reads):
+        t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=vals[0:1, k:k + 1])
+        nisa.scalar_store(res[0:1, k:k + 1], nisa.scalar_load(t) * 2)
+    nisa.dma_copy(dst=out, src=res)
+    return out
