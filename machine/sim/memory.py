@@ -60,11 +60,19 @@ __all__ = [
     "access_view",
     "initial_memory",
     "UNINITIALISED_BYTE_LIMIT",
+    "DEFAULT_PATTERN",
+    "NORMAL_FLOAT_PATTERN",
     "GROUP_ALIGN",
 ]
 
 #: Uninitialised bytes are drawn from ``[0, UNINITIALISED_BYTE_LIMIT)`` (a power of two: a mask).
 UNINITIALISED_BYTE_LIMIT = 64
+#: ``(first, count)``: the bytes a pattern draws from, ``[first, first + count)`` (``count`` a power
+#: of two, ``first`` a multiple of it).  The default, :data:`UNINITIALISED_BYTE_LIMIT`'s, and one
+#: whose every float of any width (fp32, bf16, fp16, fp8) is a normal number, between 2**-31 and 1:
+#: for runs that only compare what unwritten bytes reach (a matmul of the default's tiny values
+#: makes subnormals, which the CPU computes tens of times slower).
+DEFAULT_PATTERN, NORMAL_FLOAT_PATTERN = (0, UNINITIALISED_BYTE_LIMIT), (0x30, 0x10)
 #: Alignment of each alias group's base address in the simulated DRAM.
 #: SBUF / PSUM rows are simulated in multiples of this many bytes.
 ROW_ALIGN = 64
@@ -260,7 +268,7 @@ def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Ge
 
 
 def _pattern(data_seed: int, space: int, rows: int, row: int,
-             written: Sequence[tuple[int, int]] = ()) -> np.ndarray:
+             written: Sequence[tuple[int, int]] = (), drawn_from: tuple[int, int] = DEFAULT_PATTERN) -> np.ndarray:
     """The seeded uninitialised bytes of one memory: row ``p`` drawn from its own stream, so a
     byte's value does not depend on how long the rows are.
 
@@ -269,7 +277,7 @@ def _pattern(data_seed: int, space: int, rows: int, row: int,
     them are the stream's all the same (a 4096^3 matmul's two 32 MB inputs, issue 31)."""
     words = -(-row // 8)
     if rows == 1 and written:
-        return _pattern_around(data_seed, space, row, written)
+        return _pattern_around(data_seed, space, row, written, drawn_from)
     if rows == 1:  # DRAM: the drawn buffer is the memory (no second copy of ~100 MB)
         drawn = _row_bytes(data_seed, space, 0, words)
         out = drawn if words * 8 == row else drawn[:row].copy()
@@ -277,11 +285,20 @@ def _pattern(data_seed: int, space: int, rows: int, row: int,
         out = np.empty(rows * row, np.uint8)
         for p in range(rows):
             out[p * row:(p + 1) * row] = _row_bytes(data_seed, space, p, words)[:row]
-    out &= np.uint8(UNINITIALISED_BYTE_LIMIT - 1)
+    _bounded(out, drawn_from)
     return out
 
 
-def _pattern_around(data_seed: int, space: int, row: int, written: Sequence[tuple[int, int]]) -> np.ndarray:
+def _bounded(out: np.ndarray, drawn_from: tuple[int, int]) -> None:
+    """Drawn bytes in place into ``[first, first + count)`` (``drawn_from``)."""
+    first, count = drawn_from
+    out &= np.uint8(count - 1)
+    if first:
+        out |= np.uint8(first)
+
+
+def _pattern_around(data_seed: int, space: int, row: int, written: Sequence[tuple[int, int]],
+                    drawn_from: tuple[int, int] = DEFAULT_PATTERN) -> np.ndarray:
     """One row of the pattern with the bytes of ``written`` left as they come (uninitialised):
     each gap between them drawn from the row's stream advanced to the gap's first 64-bit word
     (``PCG64.advance``: as if the words before had been drawn)."""
@@ -292,7 +309,7 @@ def _pattern_around(data_seed: int, space: int, row: int, written: Sequence[tupl
             first, last = start // 8, -(-lo // 8)
             drawn = _row_bytes(data_seed, space, 0, last - first, skip=first)
             out[start:lo] = drawn[start - 8 * first:lo - 8 * first]
-            out[start:lo] &= np.uint8(UNINITIALISED_BYTE_LIMIT - 1)
+            _bounded(out[start:lo], drawn_from)
         start = max(start, hi)
     return out
 
@@ -309,12 +326,14 @@ def _row_bytes(data_seed: int, space: int, p: int, words: int, skip: int = 0) ->
 
 
 def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
-                   inputs: Mapping[str, np.ndarray] | None = None) -> Memory:
+                   inputs: Mapping[str, np.ndarray] | None = None,
+                   drawn_from: tuple[int, int] = DEFAULT_PATTERN) -> Memory:
     """Memory as a run starts: the seeded pattern, then the input tensors (see module doc).
 
     ``inputs`` may also give an ``output`` tensor its initial values (a kernel parameter it
     updates in place, such as a cache it writes one slot of); without them an output starts
-    as the seeded pattern, as before."""
+    as the seeded pattern, as before.  ``drawn_from``: the pattern's bytes (see
+    :data:`DEFAULT_PATTERN`)."""
     inputs = dict(inputs or {})
     for name in inputs:
         tensor = program.tensors.get(name)
@@ -324,9 +343,9 @@ def initial_memory(program: Program, spec: MachineSpec, data_seed: int = 0,
     given = [name for name in sorted(program.tensors) if program.tensors[name].memory == MemoryKind.DRAM
              and (program.tensors[name].role == "input" or name in inputs)]
     written = [(layout.base[name], layout.base[name] + program.tensors[name].bytes_per_partition) for name in given]
-    spaces = [_pattern(data_seed, 0, spec.sbuf_partitions, layout.sbuf_row),
-              _pattern(data_seed, 1, spec.sbuf_partitions, layout.psum_row),
-              _pattern(data_seed, 2, 1, layout.size, written)]
+    spaces = [_pattern(data_seed, 0, spec.sbuf_partitions, layout.sbuf_row, drawn_from=drawn_from),
+              _pattern(data_seed, 1, spec.sbuf_partitions, layout.psum_row, drawn_from=drawn_from),
+              _pattern(data_seed, 2, 1, layout.size, written, drawn_from)]
     values_rng = np.random.default_rng([data_seed, 0x1A7A])
     for name in given:
         values = _input_values(program.tensors[name], inputs.get(name), values_rng)

@@ -120,3 +120,27 @@ def test_covered_bytes_is_the_union_a_byte_map_counts(ranges, size) -> None:
         byte_map[min(a, size):min(b, size)] = True
     gap = int(np.argmin(byte_map)) if not byte_map.all() else None
     assert covered_bytes(np.minimum(lo, size), np.minimum(hi, size), size) == (int(byte_map.sum()), gap)
+
+
+def test_the_check_compares_fills_of_normal_floats(monkeypatch) -> None:
+    """The two runs that find which outputs unwritten bytes reach fill memory with normal
+    floats of every width (the default pattern's tiny values make a matmul's subnormals, tens
+    of times slower); the planted read is found all the same."""
+    import ml_dtypes
+
+    import neuronsim.machine.sim.memory as memory
+    from neuronsim.machine.model.presets import resolve_machine
+
+    fills = []
+    real = memory.initial_memory
+    monkeypatch.setattr(memory, "initial_memory", lambda *a, **kw: (fills.append(a[4:] or kw.get("drawn_from")),
+                                                                     real(*a, **kw))[1])
+    traced = _traced("never_written")
+    assert len(confirmed_findings(traced.program, traced.run_inputs)) == 1
+    assert fills == [(memory.NORMAL_FLOAT_PATTERN,)] * 2
+    sbuf = real(traced.program, resolve_machine(traced.program.machine), 3, traced.run_inputs,
+                memory.NORMAL_FLOAT_PATTERN).spaces[0]
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
+        values = sbuf[:sbuf.size - sbuf.size % 4].view(dtype).astype(np.float64)
+        assert np.all(np.isfinite(values)) and np.all(values > 0) and np.all(values < 1.0001), dtype
+        assert np.all(np.abs(values) >= float(ml_dtypes.finfo(dtype).smallest_normal)), dtype
