@@ -1,5 +1,5 @@
 """NkiTensor's shape views of the current API (NKI 0.6 / 0.7): ``permute``, ``broadcast``,
-``expand_dim``, ``squeeze_dim``, ``reshape_dim`` and ``flatten_dims``, each a new
+``expand_dim``, ``squeeze_dim``, ``reshape_dim``, ``flatten_dims`` and ``rearrange``, each a new
 :class:`~neuronsim.machine.nki.layout.Layout` of the same bytes (no data moves, as the
 ``nki.language.NkiTensor`` reference says of every view).  ``slice`` and ``select`` are
 indexing (:meth:`NkiTensor.__getitem__ <neuronsim.machine.nki.tiles.NkiTensor.__getitem__>`).
@@ -20,7 +20,7 @@ from typing import Any
 from neuronsim.machine.nki.errors import fail, unsupported
 from neuronsim.machine.nki.layout import F, Layout
 
-__all__ = ["permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims"]
+__all__ = ["permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange"]
 
 
 def permute(layout: Layout, dims: tuple[int, ...]) -> Layout:
@@ -102,6 +102,66 @@ def flatten_dims(layout: Layout, start_dim: int, end_dim: int) -> Layout:
     parts = _parts(layout)
     parts[start:end + 1] = [(merged, None, None)]
     return _rebuilt(layout, parts)
+
+
+def rearrange(layout: Layout, src: Any, dst: Any, sizes: dict[str, int]) -> Layout:
+    """Named dimensions in einops' way: ``src`` names each dimension (a tuple of names splits
+    it, ``sizes`` giving all but one of their lengths), ``dst`` orders the names (a tuple of
+    names merges them, contiguous in memory): ``rearrange(('b', ('h', 'w')), ('b', 'w', 'h'),
+    {'h': 4})`` of a ``(128, 24)`` tile is its ``(128, 6, 4)`` transpose of ``(128, 4, 6)``.
+    The splits, the order and the merges are :func:`reshape_dim`, :func:`permute` and
+    :func:`flatten_dims`, whose rules hold (the partition dimension stays first and whole)."""
+    src, dst = _pattern(src, "source"), _pattern(dst, "destination")
+    if len(src) != len(layout.axes):
+        raise fail(f"rearrange: the source pattern names {len(src)} dimensions; {layout.tensor.name}'s view has "
+                   f"{len(layout.axes)}")
+    names = [name for entry in src for name in entry]
+    order = [name for entry in dst for name in entry]
+    if len(set(names)) != len(names) or sorted(names) != sorted(order):
+        raise fail(f"rearrange: the destination pattern {dst} must name each of the source's {tuple(names)} once")
+    for d in reversed(range(len(src))):  # right to left: each split leaves the positions before it
+        if len(src[d]) > 1:
+            known = [int(sizes[name]) if name in sizes else -1 for name in src[d]]
+            if known.count(-1) > 1:
+                raise fail(f"rearrange: give the sizes of all but one of {src[d]}")
+            layout = reshape_dim(layout, d, tuple(known))
+    layout = permute(layout, tuple(names.index(name) for name in order))
+    end = len(order)
+    for entry in reversed(dst):  # right to left again, merging each group
+        if len(entry) > 1:
+            layout = flatten_dims(layout, end - len(entry), end - 1)
+        end -= len(entry)
+    return layout
+
+
+def _pattern(pattern: Any, what: str) -> list[tuple[str, ...]]:
+    """A rearrange pattern as one tuple of names per dimension: from a tuple whose entries are
+    names or tuples of names, or from einops' text (``"b (h w)"``)."""
+    if isinstance(pattern, str):
+        entries: list[tuple[str, ...]] = []
+        group: list[str] | None = None
+        for token in pattern.replace("(", " ( ").replace(")", " ) ").split():
+            if token == "(" and group is None:
+                group = []
+            elif token == ")" and group is not None:
+                entries.append(tuple(group))
+                group = None
+            elif token not in "()":
+                (group if group is not None else entries).append(token if group is not None else (token,))
+            else:
+                raise fail(f"rearrange: unbalanced parentheses in the {what} pattern {pattern!r}")
+        if group is not None:
+            raise fail(f"rearrange: unbalanced parentheses in the {what} pattern {pattern!r}")
+        return entries
+    if not isinstance(pattern, (tuple, list)):
+        raise fail(f"rearrange: the {what} pattern is a tuple of dimension names, not {pattern!r}")
+    out = []
+    for entry in pattern:
+        group = tuple(entry) if isinstance(entry, (tuple, list)) else (entry,)
+        if not group or not all(isinstance(name, str) for name in group):
+            raise fail(f"rearrange: the {what} pattern's entries are names or tuples of names, not {entry!r}")
+        out.append(group)
+    return out
 
 
 def _dim(layout: Layout, dim: Any, what: str) -> int:

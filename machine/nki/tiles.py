@@ -26,7 +26,7 @@ from neuronsim.machine.nki.reinterpret import bitcast_ap, other_size, reinterpre
 from neuronsim.machine.nki.tracer import current
 
 #: NkiTensor methods of the API reference module that neuronsim does not model.
-_VIEW_METHODS = frozenset(("rearrange", "reinterpret_cast", "indirect"))
+_VIEW_METHODS = frozenset(("reinterpret_cast", "indirect"))
 
 __all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators", "BlockPrefix"]
 
@@ -334,6 +334,11 @@ class NkiTensor:
 
     def flatten_dims(self, start_dim: int, end_dim: int) -> NkiTensor:
         return NkiTensor(views.flatten_dims(self.layout, start_dim, end_dim))
+
+    def rearrange(self, src: Any, dst: Any, sizes: Any = None, **named: int) -> NkiTensor:
+        """``t.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4})``: einops' named
+        dimensions (:func:`~neuronsim.machine.nki.tensor_views.rearrange`)."""
+        return NkiTensor(views.rearrange(self.layout, src, dst, {**dict(sizes or {}), **named}))
 
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
         """``t[:, start:end:step]`` for ``dim=1``."""

@@ -81,6 +81,13 @@ def test_current_api_shape_views():
         np.testing.assert_array_equal(out[f"return{k}"], want)
 
 
+def test_rearrange_names_dimensions_as_einops_does():
+    x = f32(128, 24)
+    out = run(kernel("wild_forms_current.py::rearranged"), x)
+    np.testing.assert_array_equal(out["return0"], x.reshape(128, 4, 6).transpose(0, 2, 1))
+    np.testing.assert_array_equal(out["return1"], x.reshape(128, 2, 12))
+
+
 @pytest.mark.parametrize("func, line_text, message", [
     ("returns_inside_unrolled_loop", "for _i in nl.affine_range(3)",
      "the kernel leaves this nl.affine_range loop by return or break in iteration 0 of 3"),
@@ -89,6 +96,7 @@ def test_current_api_shape_views():
     ("mask_as_index", "t[nl.arange(64)", "a comparison of indices used as an index: pass it as the call's mask="),
     ("squeezes_a_long_dimension", "x.squeeze_dim(1)", "squeeze_dim(1): dimension 1 of x has size 4, not 1"),
     ("permutes_partitions", "t.permute((1, 0))", "the partition dimension of t_"),
+    ("rearranges_partitions", "t.rearrange(('p', 'f'), ('f', 'p'))", "the partition dimension of t_"),
     ("loads_256_partitions", "nl.load(g[0:256])", "partition dimension 256 of an on-chip tile exceeds 128"),
 ])
 def test_mistakes_are_refused_at_their_line(func, line_text, message):

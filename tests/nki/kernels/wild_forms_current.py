@@ -114,3 +114,27 @@ def fp8_view_slice(w):
     out = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=r)
     return out
+
+
+@nki.jit
+def rearranged(x):
+    """x: (128, 24).  NkiTensor.rearrange, einops' named dimensions, by tuples and by text."""
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    a = nl.ndarray((128, 6, 4), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=a, src=t.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4}))
+    b = nl.ndarray((128, 2, 12), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=b, src=t.rearrange("p (h w c)", "p h (w c)", h=2, w=3))
+    outs = [nl.ndarray(v.shape, dtype=v.dtype, buffer=nl.shared_hbm) for v in (a, b)]
+    for o, v in zip(outs, (a, b)):
+        nisa.dma_copy(dst=o, src=v)
+    return tuple(outs)
+
+
+@nki.jit
+def rearranges_partitions(x):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    u = nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=t.rearrange(('p', 'f'), ('f', 'p')))
+    return u
