@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from neuronsim.machine.nki import arith, control, emitters, isa_select, language, scalars
+from neuronsim.machine.nki import arith, control, emitters, grids, isa_select, language, scalars
 from neuronsim.machine.nki.dtypes import nl_dtypes
 from neuronsim.machine.nki.tiles import NkiTensor
 
@@ -44,9 +44,7 @@ LANGUAGE_REFUSED = {
     "int64": "64-bit data types", "uint64": "64-bit data types", "float64": "64-bit data types",
     "average": _ALU_TABLE, "prelu": _ALU_TABLE,
     "static_cast": "reinterpreting a tensor's dtype: bytes are typed in neuronsim",
-    "tiles": "NKI 0.7 tile grids", "blocks": "NKI 0.7 tile grids", "alloc_tiles": "NKI 0.7 tile grids",
-    "alloc_blocks": "NKI 0.7 tile grids", "NkiGrid": "NKI 0.7 tile grids", "NkiTileGrid": "NKI 0.7 tile grids",
-    "NkiBlockGrid": "NKI 0.7 tile grids", "NkiScalar": "scalars in registers",
+    "NkiScalar": "scalars in registers",
 }
 
 
@@ -70,6 +68,8 @@ def _names() -> dict[str, Any]:
 
 def current_language() -> dict[str, Any]:
     names = _names()
+    # NKI 0.7's tile and block grids (empty_like / zeros_like of a grid too)
+    names.update(grids.language_names(names["empty_like"], names["zeros_like"]))
     # nki-library's Trn3 kernels (experimental/mxfp_subkernels) loop with ``nl.range``, a name the
     # stored API reference lacks; in the current generation every ``*_range`` is Python's range
     names["range"] = language.static_range

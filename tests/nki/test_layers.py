@@ -32,6 +32,7 @@ LAYERS = (
     "handles",  # an ISA call's instructions and its NkiInstruction handle (emit_call)
     "arith", "language",  # nki.language (language registers the tile operators)
     "scalars", "control",  # device values (scalar_load, registers) and compiled control flow
+    "grids",  # NKI 0.7 tile and block grids: views of tensors in tile coordinates
     "emitters_select", "transpose_dma", "emitters",  # instruction emitters (search/shuffle/select ones first)
     "mx",  # quantize_mx and nc_matmul_mx (packed MX tiles)
     "ranks",  # nki.collectives across ranks (meetings of the ranks' threads, machine/nki/cores.py)

@@ -1,0 +1,216 @@
+"""NKI 0.7's tile and block grids: ``nl.tiles``, ``nl.blocks``, ``nl.alloc_tiles``,
+``nl.alloc_blocks`` and ``nl.empty_like`` / ``nl.zeros_like`` of a grid.
+
+A grid is a view of a tensor in tile (or block) coordinates: the trailing dimensions of the
+source are cut into tiles of ``tile_shape`` (a block groups ``block_shape`` tiles), the leading
+dimensions stay whole and are indexed one slab at a time.  Indexing a grid gives a grid (an
+integer selects one tile and keeps its dimension; a slice a run of tiles), the last tile of a
+dimension is clamped to the source's extent, and ``.data`` is the selection as the tensor view
+an instruction takes (the ``nl.tiles`` / ``NkiTileGrid`` / ``NkiBlockGrid`` pages: "Creating and
+indexing the view allocates no storage and moves no data").
+
+Every selection of a grid over a tensor is a rectangle of it, so ``.data`` is a plain view.  An
+allocated grid (``alloc_tiles``, ``empty_like``) is a tensor of the grid's element shape; on chip
+that needs the tiles' rows in one run of partitions (at most 128): the pages lay a taller grid
+out in SBUF / PSUM in their own "dense rank-two" way, which neuronsim refuses rather than guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from neuronsim.machine.nki.errors import fail, unsupported
+from neuronsim.machine.nki.tiles import NkiTensor
+from neuronsim.machine.nki.tracer import api
+
+__all__ = ["Grid", "tiles", "blocks", "alloc_tiles", "alloc_blocks", "grid_aware", "language_names"]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """A selection of ``source`` in grid coordinates (see the module doc).
+
+    ``region``: per tiled dimension, the selected ``[start, stop)`` in the source's elements.
+    ``block_shape``: tiles per block (a block grid), or None (a tile grid)."""
+
+    source: NkiTensor
+    tile_shape: tuple[int, ...]
+    region: tuple[tuple[int, int], ...]
+    block_shape: tuple[int, ...] | None = None
+
+    @property
+    def _prefix(self) -> int:
+        return len(self.source.shape) - len(self.tile_shape)
+
+    @property
+    def _cells(self) -> tuple[int, ...]:
+        """Elements per grid step along each tiled dimension (a tile, or a block of tiles)."""
+        blocks = self.block_shape or (1,) * len(self.tile_shape)
+        return tuple(t * b for t, b in zip(self.tile_shape, blocks))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The leading dimensions' sizes, then the tiles (blocks) along each tiled one."""
+        tiled = tuple(-(-(stop - start) // cell) for (start, stop), cell in zip(self.region, self._cells))
+        return (*self.source.shape[:self._prefix], *tiled)
+
+    @property
+    def element_shape(self) -> tuple[int, ...]:
+        return (*self.source.shape[:self._prefix], *(stop - start for start, stop in self.region))
+
+    @property
+    def index_step_elements(self) -> tuple[int, ...]:
+        return (1,) * self._prefix + self._cells
+
+    @property
+    def is_remainder(self) -> bool:
+        """True when a selected tile (block) is clamped at the source's edge."""
+        return any((stop - start) % cell for (start, stop), cell in zip(self.region, self._cells))
+
+    @property
+    def is_data_representable(self) -> bool:
+        return True  # a rectangle of a tensor (module doc)
+
+    @property
+    def dtype(self) -> Any:
+        return self.source.dtype
+
+    @property
+    def buffer(self) -> Any:
+        return self.source.buffer
+
+    @property
+    def data(self) -> NkiTensor:
+        """The selection as one tensor view."""
+        key = (slice(None),) * self._prefix + tuple(slice(start, stop) for start, stop in self.region)
+        return self.source[key]
+
+    def __getitem__(self, key: Any) -> Grid:
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) > len(self.shape):
+            raise fail(f"{len(key)} grid coordinates for a grid of {len(self.shape)} dimensions {self.shape}")
+        source, prefix, region = self.source, self._prefix, list(self.region)
+        slabs = []
+        for d, k in enumerate(key):
+            if d < prefix:  # a leading, untiled dimension: one slab at a time
+                if isinstance(k, slice) and k == slice(None):
+                    slabs.append(k)
+                    continue
+                if isinstance(k, slice) or not isinstance(k, int):
+                    raise unsupported(f"a grid coordinate {k!r} of untiled leading dimension {d}",
+                                      "the tile-grid pages index leading dimensions one slab at a time (an int)")
+                slabs.append(_coordinate(k, self.shape[d], d))
+                continue
+            t = d - prefix
+            (start, stop), cell = region[t], self._cells[t]
+            count = self.shape[d]
+            if isinstance(k, slice):
+                first, last, step = k.indices(count)
+                if step != 1 or last <= first:
+                    raise fail(f"grid slice {k} of dimension {d} selects no run of tiles (a step of 1, not empty)")
+            elif isinstance(k, int):
+                first = _coordinate(k, count, d)
+                last = first + 1
+            else:
+                raise fail(f"a grid coordinate is an int or a slice, not {k!r}")
+            region[t] = (start + first * cell, min(start + last * cell, stop))
+        if slabs:
+            source = source[tuple(slabs)]
+        return replace(self, source=source, region=tuple(region))
+
+    def __repr__(self) -> str:
+        kind = "NkiBlockGrid" if self.block_shape else "NkiTileGrid"
+        return f"{kind}(shape={self.shape}, tile_shape={self.tile_shape}, element_shape={self.element_shape})"
+
+
+def _coordinate(k: int, count: int, d: int) -> int:
+    at = k + count if k < 0 else k
+    if not 0 <= at < count:
+        raise fail(f"grid coordinate {k} of dimension {d} is outside its {count} tiles")
+    return at
+
+
+def _shape(value: Any, what: str) -> tuple[int, ...]:
+    if not isinstance(value, tuple) or not value or not all(isinstance(n, int) and n > 0 for n in value):
+        raise fail(f"{what} is a tuple of positive ints, not {value!r}")
+    return value
+
+
+def _over(source: Any, tile_shape: Any, block_shape: tuple[int, ...] | None, call: str) -> Grid:
+    if isinstance(source, Grid):
+        tile_shape = source.tile_shape if tile_shape is None else tile_shape
+        source = source.data
+    if not isinstance(source, NkiTensor):
+        raise fail(f"{call}: the source is a tensor or a grid, not {source!r}")
+    tile_shape = _shape(tile_shape, f"{call}: tile_shape")
+    if len(tile_shape) < 2 or len(tile_shape) > len(source.shape):
+        raise fail(f"{call}: tile_shape {tile_shape} needs two dimensions at least and no more than the source's "
+                   f"{len(source.shape)}")
+    if block_shape is not None and len(_shape(block_shape, f"{call}: block_shape")) != len(tile_shape):
+        raise fail(f"{call}: block_shape {block_shape} has the rank of tile_shape {tile_shape}")
+    trailing = source.shape[len(source.shape) - len(tile_shape):]
+    return Grid(source, tile_shape, tuple((0, n) for n in trailing), block_shape)
+
+
+@api("nl.tiles")
+def tiles(source: Any, *, tile_shape: Any = None, **_kw: Any) -> Grid:
+    return _over(source, tile_shape, None, "nl.tiles")
+
+
+@api("nl.blocks")
+def blocks(source: Any, *, tile_shape: Any = None, block_shape: Any = None, **_kw: Any) -> Grid:
+    if block_shape is None and isinstance(source, Grid):
+        block_shape = source.block_shape
+    if block_shape is None:
+        raise fail("nl.blocks: block_shape (tiles per block along each tiled dimension) is required")
+    return _over(source, tile_shape, tuple(block_shape), "nl.blocks")
+
+
+def _allocated(element_shape: Any, tile_shape: Any, block_shape: Any, buffer: Any, dtype: Any, address: Any,
+               name: str, call: str, zeroed: bool = False) -> Grid:
+    from neuronsim.machine.nki import language  # (tensors are declared there)
+
+    element_shape = _shape(tuple(element_shape), f"{call}: element_shape")
+    if language.is_on_chip(buffer) and element_shape[0] > 128:
+        raise unsupported(f"{call} of {element_shape[0]} rows on chip",
+                          "SBUF / PSUM grids taller than 128 partitions use the pages' dense rank-two layout; "
+                          "allocate one tile row at a time, or a plain nl.ndarray")
+    tensor = (language.zeros(element_shape, dtype, buffer=buffer, name=name) if zeroed else
+              language.ndarray(element_shape, dtype, buffer=buffer, name=name, address=address))
+    return _over(tensor, tuple(tile_shape), None if block_shape is None else tuple(block_shape), call)
+
+
+@api("nl.alloc_tiles")
+def alloc_tiles(*, tile_shape: Any, element_shape: Any, buffer: Any, dtype: Any, address: Any = None,
+                name: str = "", **_kw: Any) -> Grid:
+    return _allocated(element_shape, tile_shape, None, buffer, dtype, address, name, "nl.alloc_tiles")
+
+
+@api("nl.alloc_blocks")
+def alloc_blocks(*, tile_shape: Any, block_shape: Any, element_shape: Any, buffer: Any, dtype: Any,
+                 address: Any = None, name: str = "", **_kw: Any) -> Grid:
+    return _allocated(element_shape, tile_shape, block_shape, buffer, dtype, address, name, "nl.alloc_blocks")
+
+
+def grid_aware(like: Any, fill: float | None) -> Any:
+    """``nl.empty_like`` (``fill`` None) / ``nl.zeros_like`` (0.0) taking a grid too: new storage
+    of the grid's element shape, as a grid of its tiles (blocks)."""
+
+    def call(x: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw: Any) -> Any:
+        if not isinstance(x, Grid):
+            return like(x, dtype=dtype, buffer=buffer, name=name, **kw)
+        from neuronsim.machine.nki import language
+
+        return _allocated(x.element_shape, x.tile_shape, x.block_shape, buffer or language._buffer_of(x.source),
+                          dtype or x.dtype, None, name, "nl.empty_like" if fill is None else "nl.zeros_like",
+                          zeroed=fill is not None)
+
+    call.__name__ = like.__name__
+    return call
+
+
+def language_names(empty_like: Any, zeros_like: Any) -> dict[str, Any]:
+    return {"tiles": tiles, "blocks": blocks, "alloc_tiles": alloc_tiles, "alloc_blocks": alloc_blocks,
+            "NkiGrid": Grid, "NkiTileGrid": Grid, "NkiBlockGrid": Grid,
+            "empty_like": grid_aware(empty_like, None), "zeros_like": grid_aware(zeros_like, 0.0)}

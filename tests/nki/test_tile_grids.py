@@ -1,0 +1,66 @@
+"""NKI 0.7's tile and block grids (machine/nki/grids.py) against numpy, the grid's geometry as
+the pages give it, and the mistakes refused at their kernel line (tests/nki/kernels/tile_grids.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import trace
+from neuronsim.machine.nki.errors import NkiError
+from neuronsim_tests.nki_kernels import f32, kernel, run
+
+KERNELS = Path(__file__).parent / "kernels" / "tile_grids.py"
+
+
+def test_tiles_with_clamped_edges_scale_every_element():
+    x = f32(300, 200)
+    np.testing.assert_array_equal(run(kernel("tile_grids.py::scaled_by_tiles"), x)["return0"], 2 * x)
+
+
+def test_a_batch_prefix_rows_of_tiles_and_grids_allocated_on_chip():
+    x = f32(2, 256, 512)
+    expected = x.reshape(2, 256, 4, 128).sum(axis=2)
+    np.testing.assert_allclose(run(kernel("tile_grids.py::rows_of_tiles_plus_batch"), x)["return0"], expected,
+                               rtol=1e-6)
+
+
+def test_blocks_group_tiles_and_tiles_of_a_block_cover_it():
+    x = f32(512, 1024)
+    np.testing.assert_array_equal(run(kernel("tile_grids.py::copied_by_blocks"), x)["return0"], x)
+
+
+def test_the_geometry_a_grid_reports():
+    from neuronsim.machine.nki import grids
+    from neuronsim.machine.nki.frontend import trace as trace_function
+
+    seen = {}
+
+    def probe(src):
+        g = grids.tiles(src, tile_shape=(128, 128))
+        seen.update(shape=g.shape, element=g[2, 1].element_shape, remainder=(g[0, 0].is_remainder,
+                    g[2, 1].is_remainder), row=g[1, :].element_shape, step=g.index_step_elements,
+                    data=tuple(g[2, 0:2].data.shape))
+        b = grids.blocks(src, tile_shape=(64, 64), block_shape=(2, 2))
+        seen.update(blocks=b.shape, block_elements=b[1, 1].element_shape)
+        return src
+
+    trace_function(probe, f32(300, 200))
+    assert seen["shape"] == (3, 2) and seen["element"] == (44, 72) and seen["remainder"] == (False, True)
+    assert seen["row"] == (128, 200) and seen["step"] == (128, 128) and seen["data"] == (44, 200)
+    assert seen["blocks"] == (3, 2) and seen["block_elements"] == (128, 72)
+
+
+@pytest.mark.parametrize("func, needle, words", [
+    ("tall_grid_on_chip", "element_shape=(256, 128)", "dense rank-two"),
+    ("past_the_grid", "grid[grid.shape[0], 0]", "outside its 3 tiles"),
+    ("slices_the_batch", "grid[0:1, 0, 0]", "one slab at a time"),
+])
+def test_grid_mistakes_are_refused_at_their_line(func, needle, words):
+    line = next(n for n, text in enumerate(KERNELS.read_text().splitlines(), 1) if needle in text)
+    shape = (2, 256, 256) if func == "slices_the_batch" else (300, 128)
+    with pytest.raises(NkiError) as caught:
+        trace(kernel(f"tile_grids.py::{func}"), f32(*shape))
+    assert caught.value.path.endswith(f"tile_grids.py:{line}") and words in str(caught.value), caught.value
