@@ -11,6 +11,7 @@ nki-library's own tests swap in a CPU simulator.  Current API: ``nki``, ``nki.la
 from __future__ import annotations
 
 import builtins
+import difflib
 import importlib.abc
 import importlib.machinery
 import inspect
@@ -53,6 +54,9 @@ class StandIn(types.ModuleType):
         if refusals is not None and attr not in refusals:
             known = set(self.__dict__) | set(refusals)
             raise no_such_name(f"{self._alias}.{attr}", self.__name__, sorted(known))
+        if refusals is None and _misspelt_submodule(self, attr):  # nki.langauge: a typo, not a real name
+            raise no_such_name(f"{self._alias}.{attr}", self.__name__,
+                               sorted(k for k, v in self.__dict__.items() if isinstance(v, types.ModuleType)))
         why = refusals[attr] if refusals is not None else "not modelled by neuronsim"
         # in a module neuronsim knows nothing of, a CapWords name is taken for a class: building
         # one (a harness's default argument) is allowed, using the instance refused
@@ -60,6 +64,13 @@ class StandIn(types.ModuleType):
         refused = kind(f"{self._alias}.{attr}", why)
         setattr(self, attr, refused)  # one object per name: `x is nl.name` holds
         return refused
+
+
+def _misspelt_submodule(module: StandIn, attr: str) -> bool:
+    """``attr`` is one or two letters off a submodule the stand-in holds (``nki.langauge``, the
+    NKI language guide's own typo): a name the real package does not have either."""
+    subs = [k for k, v in module.__dict__.items() if isinstance(v, types.ModuleType) and not k.startswith("_")]
+    return bool(difflib.get_close_matches(attr, subs, n=1, cutoff=0.8))
 
 
 def _module(name: str, alias: str, names: dict[str, Any], generation: str) -> StandIn:

@@ -18,6 +18,7 @@ REFUSED = [
     ("collective", "nki.collectives.all_reduce is not supported (collectives"),
     ("register_loop", "a register's value is known only on the device: loop over it with nl.dynamic_range"),
     ("unknown_name", "nl.cumsum: no such name in nki.language (did you mean nl.sum?)"),
+    ("misspelt_module", "nki.langauge: no such name in nki (did you mean nki.language?)"),
     ("rmw_dma", "nisa.dma_copy(dst_rmw_op=multiply) is not supported (the ISA adds only"),
     ("partition_and_free_reduce", "a reduction over the partition axis is not supported"),
     ("mx_matmul", "nisa.nc_matmul_mx: dst must be in PSUM"),

@@ -50,6 +50,12 @@ def unknown_name(x):
     return out
 
 
+def misspelt_module(x):
+    out = _io(x)
+    nl.store(out, nki.langauge.exp(nl.load(x)))  # the NKI language guide's own typo
+    return out
+
+
 def rmw_dma(x):
     out = _io(x)
     t = nl.load(x)
