@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -352,3 +353,41 @@ def test_a_kernel_and_its_reference_import_the_modules_beside_them(tmp_path, mon
                   "--reference", f"{tmp_path / 'ref.py'}:ref", "--out", str(tmp_path / "out"))
     assert result.exit_code == 0, result.output
     assert "equal: largest error 0" in result.output
+
+
+EAGER_AT_IMPORT = '''\
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def double(x):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+checked = double(np.ones((128, 64), np.float32))  # the sample's own test, run as the file loads
+'''
+
+
+def test_a_kernel_file_calling_its_kernel_as_it_loads_traces_in_nki_as_in_run(tmp_path, monkeypatch):
+    """A public sample that ends with a call of its kernel (run on NKI's simulator there) ran it
+    on neuronsim's in `run`, while `nki` stopped with "import neuronsim.verify.nki.simulate
+    first" and no line: both run it now, and both then trace the kernel."""
+    import shutil
+    import subprocess
+
+    (tmp_path / "eager.py").write_text(EAGER_AT_IMPORT)
+    monkeypatch.chdir(tmp_path)
+    inputs = _npz(tmp_path / "in.npz", x=X)
+    launcher = shutil.which("neuronsim") or str(Path(sys.executable).with_name("neuronsim"))
+    for command in (["nki", "eager.py::double", "--inputs", inputs, "-o", "p.json"],
+                    ["run", "eager.py::double", "--inputs", inputs]):  # fresh processes: nothing imported before
+        done = subprocess.run([launcher, *command], capture_output=True, text=True, cwd=tmp_path)
+        assert done.returncode == 0, (command[0], done.stdout[-500:], done.stderr)

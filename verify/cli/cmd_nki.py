@@ -117,8 +117,11 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
         raise UsageFailure(f"expected PATH.py::FUNC, got {kernel!r}", "KERNEL")
     frontend = _frontend()
     # a kernel reading a tile's values while traced (a row picked by a loaded index) runs the
-    # program so far on the inputs: the probe registers that runner, for `nki` as for `run`
+    # program so far on the inputs: the probe registers that runner, for `nki` as for `run`;
+    # and a kernel file calling a kernel as it loads (a test at the bottom of a public sample)
+    # runs it on the simulator, in `nki` as in `run`, so both say the same of it
     import neuronsim.verify.nki.probe  # noqa: F401
+    import neuronsim.verify.nki.simulate  # noqa: F401
     named = parse_dtype_options(dtypes)
     arrays = read_npz(inputs_path, "--inputs", named) if inputs_path else {}
     if named and not inputs_path:
