@@ -14,6 +14,7 @@ from neuronsim.machine.ir.identity import WhileAlive
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Loop, MemoryKind, Program, Rotation
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.alloc import ALLOC_GROUP_KEY
+from neuronsim.passes.alloc_place import placed as _placed  # (dataclasses.replace without its introspection)
 
 
 #: The placements of the programs alive, by ``kernel_bytes``: three checks of one traced
@@ -58,7 +59,7 @@ def place_apart(program: Program, kernel_bytes: bool = False) -> Program:
             if t.alias is None:
                 stride = t.free_elements * t.itemsize
                 rotate = Rotation(t.rotate.loop, loops.get(t.rotate.loop, 1), stride) if t.rotate else None
-                placed[name] = replace(t, address=dram_next, rotate=rotate)
+                placed[name] = _placed(t, address=dram_next, rotate=rotate)
                 dram_next += -(-t.free_elements * t.itemsize * (loops.get(t.rotate.loop, 1) if t.rotate else 1)
                                // 4096) * 4096
             else:
@@ -78,12 +79,12 @@ def place_apart(program: Program, kernel_bytes: bool = False) -> Program:
         if t.memory == MemoryKind.SBUF:
             stride = max(t.rotate.stride if t.rotate else 0, t.bytes_per_partition)
             rotate = Rotation(t.rotate.loop, slots, stride) if t.rotate else None
-            placed[name] = replace(t, partition=t.partition or 0, offset=sbuf_next, bank=None, rotate=rotate)
+            placed[name] = _placed(t, partition=t.partition or 0, offset=sbuf_next, bank=None, rotate=rotate)
             sbuf_next += -(-stride * slots // 64) * 64
         else:
             banks = -(-t.bytes_per_partition // PSUM_BANK_BYTES)
             rotate = Rotation(t.rotate.loop, slots, banks * PSUM_BANK_BYTES) if t.rotate else None
-            placed[name] = replace(t, partition=t.partition or 0, offset=0, bank=psum_bank, rotate=rotate)
+            placed[name] = _placed(t, partition=t.partition or 0, offset=0, bank=psum_bank, rotate=rotate)
             psum_bank += banks * slots
     spec = resolve_machine(program.machine)
     base = program.machine.get("base", "trn1") if isinstance(program.machine, dict) else program.machine

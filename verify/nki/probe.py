@@ -76,7 +76,9 @@ def _extends(last: _State, program: Program, placed: Program, nodes: tuple, know
         return False
     if known.keys() != last.inputs.keys() or any(known[k] is not last.inputs[k] for k in known):
         return False
-    return all(program.tensors.get(name) == t and placed.tensors[name] == last.placed[name]
+    ours, where = program.tensors, placed.tensors  # (the same objects, mostly: identity first)
+    return all(((mine := ours.get(name)) is t or mine == t) and ((at := where[name]) is (was := last.placed[name])
+                                                                  or at == was)
                for name, t in last.tensors.items())
 
 
