@@ -107,8 +107,10 @@ class Grid:
             count = self.shape[d]
             if isinstance(k, slice):
                 first, last, step = k.indices(count)
-                if step != 1 or last <= first:
-                    raise fail(f"grid slice {k} of dimension {d} selects no run of tiles (a step of 1, not empty)")
+                if step != 1:  # cells apart, which .data cannot always hold as one view
+                    raise unsupported(f"a grid slice with step {step}", "runs of adjacent tiles (a step of 1)")
+                if last <= first:
+                    raise fail(f"grid slice {k} of dimension {d} selects no tile")
             elif isinstance(k, int):
                 first = _coordinate(k, count, d)
                 last = first + 1
@@ -148,7 +150,11 @@ def _over(source: Any, tile_shape: Any, block_shape: tuple[int, ...] | None, cal
         raise fail(f"{call}: tile_shape {tile_shape} needs two dimensions at least and no more than the source's "
                    f"{len(source.shape)}")
     if block_shape is not None and len(_shape(block_shape, f"{call}: block_shape")) != len(tile_shape):
-        raise fail(f"{call}: block_shape {block_shape} has the rank of tile_shape {tile_shape}")
+        raise fail(f"{call}: block_shape {block_shape} must have as many dimensions as tile_shape {tile_shape}")
+    if source.layout.on_chip and len(tile_shape) != len(source.shape):
+        raise unsupported(f"{call} of an on-chip tensor whose partition dimension is not tiled",
+                          "on chip every dimension is tiled (the pages lay untiled leading ones out in their own "
+                          "dense layout)")
     trailing = source.shape[len(source.shape) - len(tile_shape):]
     return Grid(source, tile_shape, tuple((0, n) for n in trailing), block_shape)
 
@@ -172,10 +178,10 @@ def _allocated(element_shape: Any, tile_shape: Any, block_shape: Any, buffer: An
     from neuronsim.machine.nki import language  # (tensors are declared there)
 
     element_shape = _shape(tuple(element_shape), f"{call}: element_shape")
-    if language.is_on_chip(buffer) and element_shape[0] > 128:
-        raise unsupported(f"{call} of {element_shape[0]} rows on chip",
-                          "SBUF / PSUM grids taller than 128 partitions use the pages' dense rank-two layout; "
-                          "allocate one tile row at a time, or a plain nl.ndarray")
+    if language.is_on_chip(buffer) and (element_shape[0] > 128 or len(element_shape) != len(tuple(tile_shape))):
+        raise unsupported(f"{call} of element shape {element_shape} on chip",
+                          "SBUF / PSUM grids taller than 128 partitions, or with untiled leading dimensions, use the "
+                          "pages' dense rank-two layout; allocate one tile row at a time, or a plain nl.ndarray")
     tensor = (language.zeros(element_shape, dtype, buffer=buffer, name=name) if zeroed else
               language.ndarray(element_shape, dtype, buffer=buffer, name=name, address=address))
     return _over(tensor, tuple(tile_shape), None if block_shape is None else tuple(block_shape), call)
@@ -202,9 +208,11 @@ def grid_aware(like: Any, fill: float | None) -> Any:
             return like(x, dtype=dtype, buffer=buffer, name=name, **kw)
         from neuronsim.machine.nki import language
 
+        what = "nl.empty_like" if fill is None else "nl.zeros_like"
+        if kw.get("transpose_axes") is not None:
+            raise unsupported(f"{what}(transpose_axes=) of a grid", "of a tensor it is modelled")
         return _allocated(x.element_shape, x.tile_shape, x.block_shape, buffer or language._buffer_of(x.source),
-                          dtype or x.dtype, None, name, "nl.empty_like" if fill is None else "nl.zeros_like",
-                          zeroed=fill is not None)
+                          dtype or x.dtype, kw.get("address"), name, what, zeroed=fill is not None)
 
     call.__name__ = like.__name__
     return call

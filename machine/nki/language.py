@@ -212,8 +212,22 @@ def zeros_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = 
 
 
 @api("nl.empty_like")
-def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_kw: Any) -> NkiTensor:
-    return _new(x.shape, dtype or x.dtype, buffer or _buffer_of(x), name)
+def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", *, transpose_axes: Any = None,
+               address: Any = None, **_kw: Any) -> NkiTensor:
+    """New storage of ``x``'s shape, or (``transpose_axes``, the page's SBUF destination of a
+    later ``nisa.dma_transpose``) of its shape in that order."""
+    shape = tuple(x.shape)
+    if transpose_axes is not None:
+        order = tuple(int(a) for a in transpose_axes)
+        if order not in _TRANSPOSE_ORDERS.get(len(shape), ()):
+            raise fail(f"nl.empty_like(transpose_axes={order}) of a {len(shape)}-dimensional tensor: the page "
+                       f"supports {' '.join(map(str, sum(_TRANSPOSE_ORDERS.values(), ())))}")
+        shape = tuple(shape[a] for a in order)
+    return _new(shape, dtype or x.dtype, buffer or _buffer_of(x), name, address)
+
+
+#: ``nl.empty_like``'s ``transpose_axes`` by rank (its page: "(1, 0), (2, 1, 0), and (3, 1, 2, 0)").
+_TRANSPOSE_ORDERS = {2: ((1, 0),), 3: ((2, 1, 0),), 4: ((3, 1, 2, 0),)}
 
 
 def is_hbm(buffer: Any) -> bool:

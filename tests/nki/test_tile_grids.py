@@ -57,10 +57,17 @@ def test_the_geometry_a_grid_reports():
     ("tall_grid_on_chip", "element_shape=(256, 128)", "dense rank-two"),
     ("past_the_grid", "grid[grid.shape[0], 0]", "outside its 3 tiles"),
     ("slices_the_batch", "grid[0:1, 0, 0]", "one slab at a time"),
+    ("batch_grid_on_chip", "element_shape=(2, 128, 64)", "untiled leading dimensions"),
+    ("steps_over_tiles", "grid[::2, 0]", "a grid slice with step 2 is not supported"),
 ])
 def test_grid_mistakes_are_refused_at_their_line(func, needle, words):
     line = next(n for n, text in enumerate(KERNELS.read_text().splitlines(), 1) if needle in text)
-    shape = (2, 256, 256) if func == "slices_the_batch" else (300, 128)
+    shape = (2, 256, 256) if func == "slices_the_batch" else (512, 128) if func == "steps_over_tiles" else (300, 128)
     with pytest.raises(NkiError) as caught:
         trace(kernel(f"tile_grids.py::{func}"), f32(*shape))
     assert caught.value.path.endswith(f"tile_grids.py:{line}") and words in str(caught.value), caught.value
+
+
+def test_empty_like_with_transpose_axes_allocates_the_transposed_shape():
+    x = f32(128, 64)
+    np.testing.assert_array_equal(run(kernel("tile_grids.py::transposed_destination"), x)["return0"], x)

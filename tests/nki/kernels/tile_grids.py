@@ -75,3 +75,27 @@ def past_the_grid(src):
 def slices_the_batch(src):
     grid = nl.tiles(src, tile_shape=(128, 128))
     return grid[0:1, 0, 0].data
+
+
+@nki.jit
+def batch_grid_on_chip(src):
+    nl.alloc_tiles(tile_shape=(128, 64), element_shape=(2, 128, 64), buffer=nl.sbuf, dtype=src.dtype)
+    return src
+
+
+@nki.jit
+def steps_over_tiles(src):
+    grid = nl.tiles(src, tile_shape=(128, 128))
+    return grid[::2, 0].data
+
+
+@nki.jit
+def transposed_destination(x):
+    """empty_like(transpose_axes=(1, 0)): the page's SBUF destination of a later dma_transpose."""
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    u = nl.empty_like(t, transpose_axes=(1, 0))
+    assert tuple(u.shape) == (x.shape[1], x.shape[0]), u.shape
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
