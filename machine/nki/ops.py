@@ -208,10 +208,18 @@ def spread(src: Layout, partitions: int) -> Layout:
     (DVE or ACT, the compiler's choice).  A row PE cannot take (integers, which PSUM's fp32
     would round; one in PSUM; one of more than one free axis) is spread by one
     ``nc_stream_shuffle`` (mask all 0) per 32-partition quadrant instead, as the NKI library's
-    ``stream_shuffle_broadcast`` does (an engine reads only its own partitions)."""
+    ``stream_shuffle_broadcast`` does (an engine reads only its own partitions).  An SBUF row at
+    a partition no engine access may start at is first copied by DMA to a tile of its own."""
     if not src.on_chip or partitions <= 1 or src.view().num_partitions != 1:
         return src
     tracer = current()
+    if src.tensor.memory == MemoryKind.SBUF and ((src.tensor.partition or 0) + src.partitions[0]) % 32:
+        # a row of a table (partition 3 of a (25, K) tile): an engine's access starts at partition
+        # 0, 32, 64 or 96, so the row moves to a tile of its own first, by DMA, which that rule
+        # does not bind (as the errors page advises a kernel to do; here it is the lowering's)
+        own = declare_tile(tracer, spec_of(tuple(src.shape), src.tensor.dtype, "sbuf"))
+        dma(own, src)
+        src = own
     staged = declare_tile(tracer, spec_of((partitions, *src.shape[1:]), src.tensor.dtype, "sbuf"))
     if len(src.shape) == 2 and floats(src) and src.tensor.memory == MemoryKind.SBUF:  # PE reads SBUF only
         _spread_on_pe(src, staged, partitions)

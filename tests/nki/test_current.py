@@ -118,3 +118,14 @@ def test_access_pattern_pooling():
     ref = x.reshape(4, 3, 2, 4, 2).mean(axis=(2, 4))
     np.testing.assert_allclose(run(kernel("current_ops.py::pool_by_access_pattern"), x, size=2)["return0"], ref,
                                rtol=1e-6)
+
+
+def test_broadcast_of_a_table_row_at_any_partition():
+    """``nl.broadcast_to`` of row 3 of a (25, K) SBUF table: the page puts no limit on where the
+    row is; neuronsim's lowering (a PE matmul against ones) read it at partition 3, which no
+    engine access may start at, and refused a legal kernel.  The row goes to a tile of its own
+    by DMA first now."""
+    tab = np.arange(25 * 40, dtype=np.float32).reshape(25, 40) / 7
+    for row in (0, 3, 24):
+        out = run(kernel("current_ops.py::table_row_broadcast"), tab, row=row)["return0"]
+        np.testing.assert_array_equal(out, np.broadcast_to(tab[row], (128, 40)))

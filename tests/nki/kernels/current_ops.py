@@ -233,3 +233,18 @@ def pool_by_access_pattern(x, size):
     nisa.tensor_scalar(dst=res, data=total, op0=nl.multiply, operand0=1.0 / (size * size))
     nisa.dma_copy(dst=out, src=res)
     return out
+
+
+@nki.jit
+def table_row_broadcast(tab, row):
+    """Row ``row`` of a small table in SBUF broadcast to 128 partitions (a rotation kernel reads
+    row k of a constant table so, for k = 1..24)."""
+    K = tab.shape[1]
+    t = nl.ndarray(tab.shape, dtype=tab.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=tab)
+    b = nl.broadcast_to(t[row:row + 1, 0:K], shape=(128, K))
+    o = nl.ndarray((128, K), dtype=tab.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=b)
+    out = nl.ndarray((128, K), dtype=tab.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=o)
+    return out
