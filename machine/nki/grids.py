@@ -24,7 +24,8 @@ from neuronsim.machine.nki.errors import fail, unsupported
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import api
 
-__all__ = ["Grid", "tiles", "blocks", "alloc_tiles", "alloc_blocks", "grid_aware", "language_names"]
+__all__ = ["Grid", "TileGrid", "BlockGrid", "tiles", "blocks", "alloc_tiles", "alloc_blocks", "grid_aware",
+           "language_names"]
 
 
 @dataclass(frozen=True)
@@ -125,6 +126,16 @@ class Grid:
         kind = "NkiBlockGrid" if self.block_shape else "NkiTileGrid"
         return f"{kind}(shape={self.shape}, tile_shape={self.tile_shape}, element_shape={self.element_shape})"
 
+    __str__ = __repr__
+
+
+class TileGrid(Grid):
+    """``nl.NkiTileGrid``: a grid whose cells are tiles."""
+
+
+class BlockGrid(Grid):
+    """``nl.NkiBlockGrid``: a grid whose cells are blocks of ``block_shape`` tiles."""
+
 
 def _coordinate(k: int, count: int, d: int) -> int:
     at = k + count if k < 0 else k
@@ -156,7 +167,8 @@ def _over(source: Any, tile_shape: Any, block_shape: tuple[int, ...] | None, cal
                           "on chip every dimension is tiled (the pages lay untiled leading ones out in their own "
                           "dense layout)")
     trailing = source.shape[len(source.shape) - len(tile_shape):]
-    return Grid(source, tile_shape, tuple((0, n) for n in trailing), block_shape)
+    kind = TileGrid if block_shape is None else BlockGrid
+    return kind(source, tile_shape, tuple((0, n) for n in trailing), block_shape)
 
 
 @api("nl.tiles")
@@ -220,5 +232,5 @@ def grid_aware(like: Any, fill: float | None) -> Any:
 
 def language_names(empty_like: Any, zeros_like: Any) -> dict[str, Any]:
     return {"tiles": tiles, "blocks": blocks, "alloc_tiles": alloc_tiles, "alloc_blocks": alloc_blocks,
-            "NkiGrid": Grid, "NkiTileGrid": Grid, "NkiBlockGrid": Grid,
+            "NkiGrid": Grid, "NkiTileGrid": TileGrid, "NkiBlockGrid": BlockGrid,
             "empty_like": grid_aware(empty_like, None), "zeros_like": grid_aware(zeros_like, 0.0)}

@@ -44,13 +44,15 @@ def test_the_geometry_a_grid_reports():
                     g[2, 1].is_remainder), row=g[1, :].element_shape, step=g.index_step_elements,
                     data=tuple(g[2, 0:2].data.shape))
         b = grids.blocks(src, tile_shape=(64, 64), block_shape=(2, 2))
-        seen.update(blocks=b.shape, block_elements=b[1, 1].element_shape)
+        seen.update(blocks=b.shape, block_elements=b[1, 1].element_shape,
+                    kinds=(type(g[0, 0]).__name__, type(b[0, 0]).__name__, type(grids.tiles(b[0, 0])).__name__))
         return src
 
     trace_function(probe, f32(300, 200))
     assert seen["shape"] == (3, 2) and seen["element"] == (44, 72) and seen["remainder"] == (False, True)
     assert seen["row"] == (128, 200) and seen["step"] == (128, 128) and seen["data"] == (44, 200)
     assert seen["blocks"] == (3, 2) and seen["block_elements"] == (128, 72)
+    assert seen["kinds"] == ("TileGrid", "BlockGrid", "TileGrid")  # nl.NkiTileGrid / nl.NkiBlockGrid
 
 
 @pytest.mark.parametrize("func, needle, words", [
