@@ -18,16 +18,17 @@
 from __future__ import annotations
 
 import inspect
-
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from math import prod
 from typing import Any
 
+import numpy as np
+
 from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES
 from neuronsim.machine.model.presets import resolve_machine
-from neuronsim.machine.nki.errors import NotAffine, SourceLine, fail, unsupported
+from neuronsim.machine.nki.errors import NotAffine, SourceLine, fail, shown, unsupported
 from neuronsim.machine.nki.indexing import SymIndex, concrete
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import Tracer, assigned_name
@@ -137,6 +138,9 @@ def spec_of(shape: Any, dtype: str, buffer: Any, address: Any = None) -> TileSpe
     else:
         check_partitions(dims[par_axis])
     if address is not None:
+        if (not isinstance(address, (tuple, list)) or len(address) != 2
+                or not all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) and a >= 0 for a in address)):
+            raise fail(f"address {shown(address)}: a tile's address is (partition, byte offset), two ints from 0")
         address = tuple(int(a) for a in address)
     return TileSpec(dims, dtype, kind, par_axis, address, allocator)
 

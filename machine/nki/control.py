@@ -71,6 +71,8 @@ def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any 
     current().flush()
     if not isinstance(step, (int, np.integer)) or step <= 0:
         raise fail(f"nl.fori_loop: step must be a positive int known at compile time, not {step!r}")
+    if unroll is not None and not isinstance(unroll, (bool, np.bool_, int, np.integer)):
+        raise fail(f"nl.fori_loop: unroll is True or False, not {unroll!r}")
     if unroll and (isinstance(lower, _Scalar) or isinstance(upper, _Scalar)):
         # traced once, unrolled by the compiler: its trip count must be known when it compiles
         raise fail("nl.fori_loop(unroll=True) with a bound computed on the device: an unrolled loop's bounds are "

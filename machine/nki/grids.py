@@ -17,8 +17,11 @@ out in SBUF / PSUM in their own "dense rank-two" way, which neuronsim refuses ra
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, replace
 from typing import Any
+
+import numpy as np
 
 from neuronsim.machine.nki.errors import fail, unsupported
 from neuronsim.machine.nki.tiles import NkiTensor
@@ -28,7 +31,7 @@ __all__ = ["Grid", "TileGrid", "BlockGrid", "tiles", "blocks", "alloc_tiles", "a
            "language_names"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # eq: grids compare as objects (a field-wise == compares tensors)
 class Grid:
     """A selection of ``source`` in grid coordinates (see the module doc).
 
@@ -98,22 +101,25 @@ class Grid:
                 if isinstance(k, slice) and k == slice(None):
                     slabs.append(k)
                     continue
-                if isinstance(k, slice) or not isinstance(k, int):
+                if isinstance(k, slice) or not _is_int(k):
                     raise unsupported(f"a grid coordinate {k!r} of untiled leading dimension {d}",
                                       "the tile-grid pages index leading dimensions one slab at a time (an int)")
-                slabs.append(_coordinate(k, self.shape[d], d))
+                slabs.append(_coordinate(operator.index(k), self.shape[d], d))
                 continue
             t = d - prefix
             (start, stop), cell = region[t], self._cells[t]
             count = self.shape[d]
             if isinstance(k, slice):
-                first, last, step = k.indices(count)
+                if not all(v is None or _is_int(v) for v in (k.start, k.stop, k.step)) or k.step == 0:
+                    raise fail(f"grid slice {k} of dimension {d}: its bounds and step are ints (a step of 1)")
+                first, last, step = slice(*(None if v is None else operator.index(v) for v in (k.start, k.stop,
+                                                                                                 k.step))).indices(count)
                 if step != 1:  # cells apart, which .data cannot always hold as one view
                     raise unsupported(f"a grid slice with step {step}", "runs of adjacent tiles (a step of 1)")
                 if last <= first:
                     raise fail(f"grid slice {k} of dimension {d} selects no tile")
-            elif isinstance(k, int):
-                first = _coordinate(k, count, d)
+            elif _is_int(k):
+                first = _coordinate(operator.index(k), count, d)
                 last = first + 1
             else:
                 raise fail(f"a grid coordinate is an int or a slice, not {k!r}")
@@ -129,11 +135,22 @@ class Grid:
     __str__ = __repr__
 
 
-class TileGrid(Grid):
+class _Kind(Grid):
+    """What every grid a kernel holds refuses, at its line: changing a field, and iteration (a
+    grid is indexed by its coordinates)."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise fail(f"setting {name} of a grid: a grid is a view, fixed when made (make another with nl.tiles)")
+
+    def __iter__(self) -> Any:
+        raise fail("a grid is not iterable: loop over its coordinates, for i in range(grid.shape[0]): grid[i, ...]")
+
+
+class TileGrid(_Kind):
     """``nl.NkiTileGrid``: a grid whose cells are tiles."""
 
 
-class BlockGrid(Grid):
+class BlockGrid(_Kind):
     """``nl.NkiBlockGrid``: a grid whose cells are blocks of ``block_shape`` tiles."""
 
 
@@ -144,10 +161,23 @@ def _coordinate(k: int, count: int, d: int) -> int:
     return at
 
 
+def _is_int(value: Any) -> bool:
+    """An int, numpy's, or what stands for one (``__index__``: a device scalar, its value on the
+    traced inputs recorded as a decision); not a bool."""
+    if isinstance(value, (bool, np.bool_)):
+        return False
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _shape(value: Any, what: str) -> tuple[int, ...]:
-    if not isinstance(value, tuple) or not value or not all(isinstance(n, int) and n > 0 for n in value):
+    """A shape given as a tuple (or list) of positive ints, numpy's included."""
+    if not isinstance(value, (tuple, list)) or not value or not all(_is_int(n) and n > 0 for n in value):
         raise fail(f"{what} is a tuple of positive ints, not {value!r}")
-    return value
+    return tuple(operator.index(n) for n in value)
 
 
 def _over(source: Any, tile_shape: Any, block_shape: tuple[int, ...] | None, call: str) -> Grid:
@@ -160,8 +190,10 @@ def _over(source: Any, tile_shape: Any, block_shape: tuple[int, ...] | None, cal
     if len(tile_shape) < 2 or len(tile_shape) > len(source.shape):
         raise fail(f"{call}: tile_shape {tile_shape} needs two dimensions at least and no more than the source's "
                    f"{len(source.shape)}")
-    if block_shape is not None and len(_shape(block_shape, f"{call}: block_shape")) != len(tile_shape):
-        raise fail(f"{call}: block_shape {block_shape} must have as many dimensions as tile_shape {tile_shape}")
+    if block_shape is not None:
+        block_shape = _shape(block_shape, f"{call}: block_shape")
+        if len(block_shape) != len(tile_shape):
+            raise fail(f"{call}: block_shape {block_shape} must have as many dimensions as tile_shape {tile_shape}")
     if source.layout.on_chip and len(tile_shape) != len(source.shape):
         raise unsupported(f"{call} of an on-chip tensor whose partition dimension is not tiled",
                           "on chip every dimension is tiled (the pages lay untiled leading ones out in their own "
@@ -182,21 +214,22 @@ def blocks(source: Any, *, tile_shape: Any = None, block_shape: Any = None, **_k
         block_shape = source.block_shape
     if block_shape is None:
         raise fail("nl.blocks: block_shape (tiles per block along each tiled dimension) is required")
-    return _over(source, tile_shape, tuple(block_shape), "nl.blocks")
+    return _over(source, tile_shape, block_shape, "nl.blocks")
 
 
 def _allocated(element_shape: Any, tile_shape: Any, block_shape: Any, buffer: Any, dtype: Any, address: Any,
                name: str, call: str, zeroed: bool = False) -> Grid:
     from neuronsim.machine.nki import language  # (tensors are declared there)
 
-    element_shape = _shape(tuple(element_shape), f"{call}: element_shape")
+    element_shape = _shape(element_shape, f"{call}: element_shape")
+    tile_shape = _shape(tile_shape, f"{call}: tile_shape")
     if language.is_on_chip(buffer) and (element_shape[0] > 128 or len(element_shape) != len(tuple(tile_shape))):
         raise unsupported(f"{call} of element shape {element_shape} on chip",
                           "SBUF / PSUM grids taller than 128 partitions, or with untiled leading dimensions, use the "
                           "pages' dense rank-two layout; allocate one tile row at a time, or a plain nl.ndarray")
     tensor = (language.zeros(element_shape, dtype, buffer=buffer, name=name) if zeroed else
               language.ndarray(element_shape, dtype, buffer=buffer, name=name, address=address))
-    return _over(tensor, tuple(tile_shape), None if block_shape is None else tuple(block_shape), call)
+    return _over(tensor, tile_shape, block_shape, call)
 
 
 @api("nl.alloc_tiles")
@@ -208,6 +241,8 @@ def alloc_tiles(*, tile_shape: Any, element_shape: Any, buffer: Any, dtype: Any,
 @api("nl.alloc_blocks")
 def alloc_blocks(*, tile_shape: Any, block_shape: Any, element_shape: Any, buffer: Any, dtype: Any,
                  address: Any = None, name: str = "", **_kw: Any) -> Grid:
+    if block_shape is None:
+        raise fail("nl.alloc_blocks: block_shape (tiles per block along each tiled dimension) is required")
     return _allocated(element_shape, tile_shape, block_shape, buffer, dtype, address, name, "nl.alloc_blocks")
 
 
@@ -215,19 +250,22 @@ def grid_aware(like: Any, fill: float | None) -> Any:
     """``nl.empty_like`` (``fill`` None) / ``nl.zeros_like`` (0.0) taking a grid too: new storage
     of the grid's element shape, as a grid of its tiles (blocks)."""
 
-    def call(x: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw: Any) -> Any:
+    what = "nl.empty_like" if fill is None else "nl.zeros_like"
+
+    def call(x: Any, dtype: Any = None, buffer: Any = None, name: str = "", *, transpose_axes: Any = None,
+             address: Any = None, **kw: Any) -> Any:
         if not isinstance(x, Grid):
-            return like(x, dtype=dtype, buffer=buffer, name=name, **kw)
+            more = {"transpose_axes": transpose_axes} if transpose_axes is not None else {}
+            return like(x, dtype=dtype, buffer=buffer, name=name, address=address, **more, **kw)
         from neuronsim.machine.nki import language
 
-        what = "nl.empty_like" if fill is None else "nl.zeros_like"
-        if kw.get("transpose_axes") is not None:
+        if transpose_axes is not None:
             raise unsupported(f"{what}(transpose_axes=) of a grid", "of a tensor it is modelled")
         return _allocated(x.element_shape, x.tile_shape, x.block_shape, buffer or language._buffer_of(x.source),
-                          dtype or x.dtype, kw.get("address"), name, what, zeroed=fill is not None)
+                          dtype or x.dtype, address, name, what, zeroed=fill is not None)
 
     call.__name__ = like.__name__
-    return call
+    return api(what)(call)  # a keyword it does not take is named, as of every NKI call
 
 
 def language_names(empty_like: Any, zeros_like: Any) -> dict[str, Any]:

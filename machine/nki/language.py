@@ -26,6 +26,7 @@ from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.tensor_views import transposed_shape
 from neuronsim.machine.nki.legacy_rules import annotated_shape, kernel_level
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
 from neuronsim.machine.nki.tiles import result_tile as _result
@@ -208,7 +209,13 @@ def _fill(tile: NkiTensor, value: Any) -> None:
 
 @api("nl.zeros_like")
 def zeros_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = "", **_kw: Any) -> NkiTensor:
+    _a_tensor(x, "nl.zeros_like")
     return full(x.shape, 0.0, dtype or x.dtype, buffer or _buffer_of(x), name)
+
+
+def _a_tensor(x: Any, call: str) -> None:
+    if not isinstance(x, NkiTensor):
+        raise fail(f"{call}: x is a tensor (or a grid) whose geometry the new one takes, not {shown(x)}")
 
 
 @api("nl.empty_like")
@@ -216,18 +223,9 @@ def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = 
                address: Any = None, **_kw: Any) -> NkiTensor:
     """New storage of ``x``'s shape, or (``transpose_axes``, the page's SBUF destination of a
     later ``nisa.dma_transpose``) of its shape in that order."""
-    shape = tuple(x.shape)
-    if transpose_axes is not None:
-        order = tuple(int(a) for a in transpose_axes)
-        if order not in _TRANSPOSE_ORDERS.get(len(shape), ()):
-            raise fail(f"nl.empty_like(transpose_axes={order}) of a {len(shape)}-dimensional tensor: the page "
-                       f"supports {' '.join(map(str, sum(_TRANSPOSE_ORDERS.values(), ())))}")
-        shape = tuple(shape[a] for a in order)
+    _a_tensor(x, "nl.empty_like")
+    shape = tuple(x.shape) if transpose_axes is None else transposed_shape(tuple(x.shape), transpose_axes)
     return _new(shape, dtype or x.dtype, buffer or _buffer_of(x), name, address)
-
-
-#: ``nl.empty_like``'s ``transpose_axes`` by rank (its page: "(1, 0), (2, 1, 0), and (3, 1, 2, 0)").
-_TRANSPOSE_ORDERS = {2: ((1, 0),), 3: ((2, 1, 0),), 4: ((3, 1, 2, 0),)}
 
 
 def is_hbm(buffer: Any) -> bool:

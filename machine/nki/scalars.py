@@ -63,6 +63,8 @@ class _Scalar:
     __slots__ = ("value", "dtype")
 
     def __init__(self, value: int, dtype: str = "int32") -> None:
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or dtype not in _BITS:
+            raise fail(f"a device scalar holds an int of dtype {' or '.join(_BITS)}, not {value!r} of {dtype!r}")
         self.value = _wrap(int(value), dtype)
         self.dtype = dtype
 
@@ -78,10 +80,14 @@ class _Scalar:
             other = other.value
         elif not isinstance(other, (int, np.integer)):
             return NotImplemented
+        elif not _fits(int(other), self.dtype):  # the page: an int operand takes the scalar's dtype
+            raise fail(f"the int {int(other)} does not fit an {self.dtype} scalar it is combined with")
         if name is not None and self.dtype == "int64" and name not in _INT64_OPS:
             raise fail(f"{name} of an int64 scalar: a 64-bit NkiScalar supports add, subtract and multiply only "
                        "(the NkiScalar page)")
         a, b = (int(other), self.value) if reverse else (self.value, int(other))
+        if name in ("left_shift", "right_shift") and b < 0:
+            raise fail(f"a device scalar shifted by {b}: a shift count is not negative")
         if name in _COMPARISONS:  # an int32 scalar holding 1 or 0 (the scalar_alu page)
             return self._make(int(fn(a, b)), "int32")
         return self._make(fn(a, b))
@@ -153,10 +159,21 @@ class VirtualRegister(_Scalar):
     __int__ = __index__
 
 
+#: The widths of the scalars' dtypes (registers are 32 bits, the register_load page).
+_BITS = {"int32": 32, "uint32": 32, "int64": 64}
+
+
 def _wrap(value: int, dtype: str) -> int:
-    bits = 64 if dtype == "int64" else 32
+    bits = _BITS[dtype]
     value &= (1 << bits) - 1
-    return value - (1 << bits) if value >> (bits - 1) else value
+    return value - (1 << bits) if value >> (bits - 1) and dtype != "uint32" else value
+
+
+def _fits(value: int, dtype: str) -> bool:
+    """Whether ``value`` is a number of ``dtype`` (an unsigned one's negatives, or an int32's
+    2**31, do not fit; a wider int is not narrowed silently)."""
+    bits = _BITS[dtype]
+    return (0 if dtype == "uint32" else -(1 << (bits - 1))) <= value < (1 << (bits if dtype == "uint32" else bits - 1))
 
 
 def _as_int(value: Any) -> int:
@@ -211,6 +228,8 @@ register_operators(scalar_offset=scalar_offset, device_index=device_index)
 # -- nki.isa ----------------------------------------------------------------------------------
 @api("nisa.scalar_load")
 def scalar_load(src: NkiTensor, name: Any = None, **_kw: Any) -> NkiScalar:
+    if not isinstance(src, NkiTensor):
+        raise fail(f"nisa.scalar_load: the source is a 1x1 int32 or int64 tile, not {src!r}")
     dtype = src.dtype if src.dtype in ("int32", "int64") else None
     if dtype is None:
         raise fail(f"nisa.scalar_load: the source must be int32 or int64, not {src.dtype}")
@@ -283,6 +302,8 @@ def _store(dst: NkiTensor, src: Any) -> None:
     if int(np.prod(layout.shape)) != 1:
         raise fail(f"the destination must hold one element, not shape {tuple(layout.shape)}")
     value = _as_int(src)
+    if str(layout.element_dtype) in _BITS and not _fits(value, str(layout.element_dtype)):
+        raise fail(f"storing {value} to a {layout.element_dtype} tile: the value does not fit it")
     if layout.on_chip:
         tracer.note_write(layout)
         tracer.emit(lambda: tracer.kb.memset(layout.view(), float(value), engine="dve"))

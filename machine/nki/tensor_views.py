@@ -20,7 +20,21 @@ from typing import Any
 from neuronsim.machine.nki.errors import fail, unsupported
 from neuronsim.machine.nki.layout import F, Layout
 
-__all__ = ["permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange"]
+__all__ = ["permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange",
+           "transposed_shape"]
+
+#: ``nl.empty_like``'s ``transpose_axes`` by rank (its page: "(1, 0), (2, 1, 0), and (3, 1, 2, 0)").
+_TRANSPOSE_ORDERS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
+
+
+def transposed_shape(shape: tuple[int, ...], axes: Any) -> tuple[int, ...]:
+    """``shape`` in the order ``nl.empty_like(transpose_axes=axes)`` allocates it (the SBUF
+    destination of a later ``nisa.dma_transpose``), an order the page lists for its rank."""
+    order = _TRANSPOSE_ORDERS.get(len(shape))
+    if not isinstance(axes, (tuple, list)) or tuple(axes) != order or any(isinstance(a, bool) for a in axes):
+        raise fail(f"nl.empty_like(transpose_axes={axes!r}) of a {len(shape)}-dimensional tensor: the page supports "
+                   "(1, 0), (2, 1, 0) and (3, 1, 2, 0) for ranks two to four")
+    return tuple(shape[a] for a in order)
 
 
 def permute(layout: Layout, dims: tuple[int, ...]) -> Layout:
@@ -119,9 +133,18 @@ def rearrange(layout: Layout, src: Any, dst: Any, sizes: dict[str, int]) -> Layo
     order = [name for entry in dst for name in entry]
     if len(set(names)) != len(names) or sorted(names) != sorted(order):
         raise fail(f"rearrange: the destination pattern {dst} must name each of the source's {tuple(names)} once")
+    for name, size in sizes.items():  # einops refuses a size it cannot use, or that disagrees
+        if name not in names:
+            raise fail(f"rearrange: a size is given for {name!r}, which the source pattern does not name")
+        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+            raise fail(f"rearrange: the size of {name!r} is a positive int, not {size!r}")
+    for d, entry in enumerate(src):
+        if len(entry) == 1 and entry[0] in sizes and sizes[entry[0]] != layout.axes[d][2]:
+            raise fail(f"rearrange: {entry[0]!r} is given size {sizes[entry[0]]}; its dimension has "
+                       f"{layout.axes[d][2]}")
     for d in reversed(range(len(src))):  # right to left: each split leaves the positions before it
         if len(src[d]) > 1:
-            known = [int(sizes[name]) if name in sizes else -1 for name in src[d]]
+            known = [sizes[name] if name in sizes else -1 for name in src[d]]
             if known.count(-1) > 1:
                 raise fail(f"rearrange: give the sizes of all but one of {src[d]}")
             layout = reshape_dim(layout, d, tuple(known))

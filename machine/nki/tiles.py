@@ -338,7 +338,9 @@ class NkiTensor:
     def rearrange(self, src: Any, dst: Any, sizes: Any = None, **named: int) -> NkiTensor:
         """``t.rearrange(('b', ('h', 'w')), ('b', 'w', 'h'), {'h': 4})``: einops' named
         dimensions (:func:`~neuronsim.machine.nki.tensor_views.rearrange`)."""
-        return NkiTensor(views.rearrange(self.layout, src, dst, {**dict(sizes or {}), **named}))
+        if sizes is not None and not isinstance(sizes, dict):
+            raise fail(f"NkiTensor.rearrange: the sizes are a dict of names to lengths, not {sizes!r}")
+        return NkiTensor(views.rearrange(self.layout, src, dst, {**(sizes or {}), **named}))
 
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
         """``t[:, start:end:step]`` for ``dim=1``."""

@@ -44,6 +44,8 @@ def test_the_geometry_a_grid_reports():
                     g[2, 1].is_remainder), row=g[1, :].element_shape, step=g.index_step_elements,
                     data=tuple(g[2, 0:2].data.shape))
         b = grids.blocks(src, tile_shape=(64, 64), block_shape=(2, 2))
+        listed = grids.tiles(src, tile_shape=[np.int64(128), 128])  # a list, numpy ints: a shape all the same
+        seen.update(listed=(listed.shape, listed[np.int64(2), 1].element_shape))
         seen.update(blocks=b.shape, block_elements=b[1, 1].element_shape,
                     kinds=(type(g[0, 0]).__name__, type(b[0, 0]).__name__, type(grids.tiles(b[0, 0])).__name__))
         return src
@@ -53,6 +55,7 @@ def test_the_geometry_a_grid_reports():
     assert seen["row"] == (128, 200) and seen["step"] == (128, 128) and seen["data"] == (44, 200)
     assert seen["blocks"] == (3, 2) and seen["block_elements"] == (128, 72)
     assert seen["kinds"] == ("TileGrid", "BlockGrid", "TileGrid")  # nl.NkiTileGrid / nl.NkiBlockGrid
+    assert seen["listed"] == ((3, 2), (44, 72))
 
 
 @pytest.mark.parametrize("func, needle, words", [
