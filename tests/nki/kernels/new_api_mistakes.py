@@ -91,7 +91,7 @@ def element_shape_int(x, v):
     nisa.dma_copy(dst=iv, src=v)
     a = nisa.scalar_load(iv[0:1, 0:1])
     g = nl.tiles(x, tile_shape=(128, 128))
-    nl.alloc_tiles(tile_shape=(128, 128), element_shape=5, buffer=nl.sbuf, dtype=x.dtype)  # mistake
+    nl.alloc_tiles(tile_shape=(128, 128), element_shape=5, buffer=nl.sbuf, dtype=x.dtype)  # mistake  # noqa: E501
     return x
 
 
@@ -103,7 +103,7 @@ def block_shape_none(x, v):
     nisa.dma_copy(dst=iv, src=v)
     a = nisa.scalar_load(iv[0:1, 0:1])
     g = nl.tiles(x, tile_shape=(128, 128))
-    nl.alloc_blocks(tile_shape=(128, 128), block_shape=None, element_shape=(128, 256), buffer=nl.sbuf, dtype=x.dtype)  # mistake
+    nl.alloc_blocks(tile_shape=(128, 128), block_shape=None, element_shape=(128, 256), buffer=nl.sbuf, dtype=x.dtype)  # mistake  # noqa: E501
     return x
 
 
