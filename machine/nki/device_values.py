@@ -12,7 +12,7 @@ import re
 import weakref
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -57,39 +57,47 @@ def tile_values(layout: Layout, call: str) -> np.ndarray:
     emitting = (kb.next_extras, tracer.mask, tracer.emit_site)
     try:
         program, inputs = _probe_program(tracer, layout)
-        checked = _new_part(tracer, program)
+        fresh, before = _new_part(tracer, program)
         try:  # the run below reads what each access names: an access past its tensor stops here
-            validate_program(checked, checked=_LAST_CHECK[3] if _LAST_CHECK and checked is not program else None)
+            validate_program(fresh, checked=before)
         except ProgramError as err:
-            raise NkiError(*_instruction_site(checked, err.path, call, err.message)) from None
-        _LAST_CHECK[:] = [weakref.ref(tracer), program.body[-2] if len(program.body) > 1 else None,
-                          len(program.body) - 1, checked]
+            raise NkiError(*_instruction_site(fresh, err.path, call, err.message)) from None
+        _LAST_CHECK[:] = [_Checked(weakref.ref(tracer), program.body[-2] if len(program.body) > 1 else None,
+                                   len(program.body) - 1, fresh)]
         return np.asarray(_READER[0](program, inputs, _PROBE)).reshape(-1)
     finally:
         kb.next_extras, tracer.mask, tracer.emit_site = emitting
 
 
-#: What the last read validated: its trace (a weak reference), the last node of the program
-#: then (the probe's copy excluded), how many nodes it had, and the program validated.
-_LAST_CHECK: list[Any] = []
+class _Checked(NamedTuple):
+    """What a read validated: its trace (a weak reference), the last node of the program then
+    (the probe's copy excluded), how many nodes it had, and the program validated."""
+
+    trace: Any
+    last: Any
+    count: int
+    program: Program
 
 
-def _new_part(tracer: Any, program: Program) -> Program:
+_LAST_CHECK: list[_Checked] = []  # the last read's, if any
+
+
+def _new_part(tracer: Any, program: Program) -> tuple[Program, Program | None]:
     """What of ``program`` the last read of this trace did not validate: its nodes appended
     since (the trace only appends at the top level where a value is read: no kept loop is
     open) and the probe's copy, with every tensor.  Each instruction's checks read its own
     fields and the tensors it names, so the older ones stay valid; a read per tile of a long
     kernel validated the whole program each time (quadratic: 85 % of the trace of nki-library's
     cross-entropy, 3,840 instructions).  A new node that waits on another (``deps``) has the
-    whole program checked, as before."""
-    if not _LAST_CHECK or _LAST_CHECK[0]() is not tracer:
-        return program
-    _trace, last, count, _checked = _LAST_CHECK
+    whole program checked, as before.  Returned with the program the last read validated (the
+    ``checked`` of :func:`~neuronsim.machine.formats.validate.validate_program`), or None."""
+    last = _LAST_CHECK[0] if _LAST_CHECK else None
     body = program.body
-    if count == 0 or len(body) <= count or body[count - 1] is not last:
-        return program
-    fresh = replace(program, body=body[count:])
-    return program if any(inst.deps for inst, _ in fresh.instructions()) else fresh
+    if (last is None or last.trace() is not tracer or last.count == 0 or len(body) <= last.count
+            or body[last.count - 1] is not last.last):
+        return program, None
+    fresh = replace(program, body=body[last.count:])
+    return (program, None) if any(inst.deps for inst, _ in fresh.instructions()) else (fresh, last.program)
 
 
 #: what a register loaded from a float tile records (``record_decision``): it holds the bits

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.nki import language
 from neuronsim.machine.nki.errors import fail, unsupported
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import api
@@ -219,11 +220,9 @@ def blocks(source: Any, *, tile_shape: Any = None, block_shape: Any = None, **_k
 
 def _allocated(element_shape: Any, tile_shape: Any, block_shape: Any, buffer: Any, dtype: Any, address: Any,
                name: str, call: str, zeroed: bool = False) -> Grid:
-    from neuronsim.machine.nki import language  # (tensors are declared there)
-
     element_shape = _shape(element_shape, f"{call}: element_shape")
     tile_shape = _shape(tile_shape, f"{call}: tile_shape")
-    if language.is_on_chip(buffer) and (element_shape[0] > 128 or len(element_shape) != len(tuple(tile_shape))):
+    if language.is_on_chip(buffer) and (element_shape[0] > 128 or len(element_shape) != len(tile_shape)):
         raise unsupported(f"{call} of element shape {element_shape} on chip",
                           "SBUF / PSUM grids taller than 128 partitions, or with untiled leading dimensions, use the "
                           "pages' dense rank-two layout; allocate one tile row at a time, or a plain nl.ndarray")
@@ -257,8 +256,6 @@ def grid_aware(like: Any, fill: float | None) -> Any:
         if not isinstance(x, Grid):
             more = {"transpose_axes": transpose_axes} if transpose_axes is not None else {}
             return like(x, dtype=dtype, buffer=buffer, name=name, address=address, **more, **kw)
-        from neuronsim.machine.nki import language
-
         if transpose_axes is not None:
             raise unsupported(f"{what}(transpose_axes=) of a grid", "of a tensor it is modelled")
         return _allocated(x.element_shape, x.tile_shape, x.block_shape, buffer or language._buffer_of(x.source),

@@ -17,7 +17,6 @@ value: it restarts the trace with that loop unrolled (:class:`~neuronsim.machine
 from __future__ import annotations
 
 import operator
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -52,6 +51,10 @@ _ARITHMETIC = {"add": operator.add, "subtract": operator.sub, "multiply": operat
                "fmod": _remainder, "max": max, "min": min}
 _COMPARISONS = {"less": operator.lt, "less_equal": operator.le, "greater": operator.gt,
                 "greater_equal": operator.ge, "equal": operator.eq, "not_equal": operator.ne}
+#: Every operation of a scalar by its ISA ALU name: ``scalar_alu``'s, and the Python operators'
+#: shifts and bitwise and / or.
+_OPERATIONS = {**_ARITHMETIC, **_COMPARISONS, "left_shift": operator.lshift, "right_shift": operator.rshift,
+               "bitwise_and": operator.and_, "bitwise_or": operator.or_}
 #: What a 64-bit scalar supports (the NkiScalar page: add, subtract, multiply; its comparisons are
 #: rejected at compile time).
 _INT64_OPS = frozenset({"add", "subtract", "multiply"})
@@ -71,8 +74,9 @@ class _Scalar:
     def _make(self, value: int, dtype: str | None = None) -> NkiScalar:
         return NkiScalar(value, dtype or self.dtype)
 
-    def _op(self, other: Any, fn: Callable[[int, int], int], reverse: bool = False,
-            name: str | None = None) -> NkiScalar:
+    def _op(self, other: Any, name: str, reverse: bool = False) -> NkiScalar:
+        """The operation ``name`` (:data:`_OPERATIONS`) of this scalar and ``other`` (a scalar of
+        its dtype or an int it can hold), ``other`` first when ``reverse``."""
         if isinstance(other, _Scalar):
             if other.dtype != self.dtype:
                 raise fail(f"scalar arithmetic of an {self.dtype} and an {other.dtype} scalar: NKI's scalars must "
@@ -82,39 +86,39 @@ class _Scalar:
             return NotImplemented
         elif not _fits(int(other), self.dtype):  # the page: an int operand takes the scalar's dtype
             raise fail(f"the int {int(other)} does not fit an {self.dtype} scalar it is combined with")
-        if name is not None and self.dtype == "int64" and name not in _INT64_OPS:
+        if self.dtype == "int64" and name not in _INT64_OPS:
             raise fail(f"{name} of an int64 scalar: a 64-bit NkiScalar supports add, subtract and multiply only "
                        "(the NkiScalar page)")
         a, b = (int(other), self.value) if reverse else (self.value, int(other))
         if name in ("left_shift", "right_shift") and b < 0:
             raise fail(f"a device scalar shifted by {b}: a shift count is not negative")
         if name in _COMPARISONS:  # an int32 scalar holding 1 or 0 (the scalar_alu page)
-            return self._make(int(fn(a, b)), "int32")
-        return self._make(fn(a, b))
+            return self._make(int(_COMPARISONS[name](a, b)), "int32")
+        return self._make(_OPERATIONS[name](a, b))
 
-    def __add__(self, o): return self._op(o, operator.add)
-    def __radd__(self, o): return self._op(o, operator.add, True)
-    def __sub__(self, o): return self._op(o, operator.sub)
-    def __rsub__(self, o): return self._op(o, operator.sub, True)
-    def __mul__(self, o): return self._op(o, operator.mul)
-    def __rmul__(self, o): return self._op(o, operator.mul, True)
+    def __add__(self, o): return self._op(o, "add")
+    def __radd__(self, o): return self._op(o, "add", True)
+    def __sub__(self, o): return self._op(o, "subtract")
+    def __rsub__(self, o): return self._op(o, "subtract", True)
+    def __mul__(self, o): return self._op(o, "multiply")
+    def __rmul__(self, o): return self._op(o, "multiply", True)
     # the operators are scalar_alu's operations (its page), so // and % are its divide and fmod:
     # rounded toward zero, the remainder with the dividend's sign (not Python's floor)
-    def __floordiv__(self, o): return self._op(o, _divided, name="divide")
-    def __rfloordiv__(self, o): return self._op(o, _divided, True, name="divide")
-    def __mod__(self, o): return self._op(o, _remainder, name="fmod")
-    def __rmod__(self, o): return self._op(o, _remainder, True, name="fmod")
-    def __lshift__(self, o): return self._op(o, operator.lshift, name="left_shift")
-    def __rshift__(self, o): return self._op(o, operator.rshift, name="right_shift")
-    def __and__(self, o): return self._op(o, operator.and_, name="bitwise_and")
-    def __or__(self, o): return self._op(o, operator.or_, name="bitwise_or")
+    def __floordiv__(self, o): return self._op(o, "divide")
+    def __rfloordiv__(self, o): return self._op(o, "divide", True)
+    def __mod__(self, o): return self._op(o, "fmod")
+    def __rmod__(self, o): return self._op(o, "fmod", True)
+    def __lshift__(self, o): return self._op(o, "left_shift")
+    def __rshift__(self, o): return self._op(o, "right_shift")
+    def __and__(self, o): return self._op(o, "bitwise_and")
+    def __or__(self, o): return self._op(o, "bitwise_or")
     def __neg__(self): return self._make(-self.value)
-    def __lt__(self, o): return self._op(o, operator.lt, name="less")
-    def __le__(self, o): return self._op(o, operator.le, name="less_equal")
-    def __gt__(self, o): return self._op(o, operator.gt, name="greater")
-    def __ge__(self, o): return self._op(o, operator.ge, name="greater_equal")
-    def __eq__(self, o): return self._op(o, operator.eq, name="equal")  # type: ignore[override]
-    def __ne__(self, o): return self._op(o, operator.ne, name="not_equal")  # type: ignore[override]
+    def __lt__(self, o): return self._op(o, "less")
+    def __le__(self, o): return self._op(o, "less_equal")
+    def __gt__(self, o): return self._op(o, "greater")
+    def __ge__(self, o): return self._op(o, "greater_equal")
+    def __eq__(self, o): return self._op(o, "equal")  # type: ignore[override]
+    def __ne__(self, o): return self._op(o, "not_equal")  # type: ignore[override]
     __hash__ = object.__hash__
 
     def __index__(self) -> int:
@@ -173,7 +177,8 @@ def _fits(value: int, dtype: str) -> bool:
     """Whether ``value`` is a number of ``dtype`` (an unsigned one's negatives, or an int32's
     2**31, do not fit; a wider int is not narrowed silently)."""
     bits = _BITS[dtype]
-    return (0 if dtype == "uint32" else -(1 << (bits - 1))) <= value < (1 << (bits if dtype == "uint32" else bits - 1))
+    low, high = (0, 1 << bits) if dtype == "uint32" else (-(1 << (bits - 1)), 1 << (bits - 1))
+    return low <= value < high
 
 
 def _as_int(value: Any) -> int:
@@ -251,18 +256,17 @@ def scalar_alu(data1: Any, data2: Any, op: Any, name: Any = None, **_kw: Any) ->
     from neuronsim.machine.nki.arith import alu_name  # (arith's tile ops load after this module)
 
     what = alu_name(op)
-    fn = _ARITHMETIC.get(what) or _COMPARISONS.get(what)
-    if fn is None:
+    if what not in _ARITHMETIC and what not in _COMPARISONS:
         raise fail(f"nisa.scalar_alu: op {what!r} is not one of its operations ({', '.join(_ARITHMETIC)}, "
                    f"{', '.join(_COMPARISONS)})")
     for operand in (data1, data2):
         if not isinstance(operand, (_Scalar, int, np.integer)) or isinstance(operand, bool):
             raise fail(f"nisa.scalar_alu: an operand is an NkiScalar or an int, not {operand!r}")
     if isinstance(data1, _Scalar):
-        return data1._op(data2, fn, name=what)
+        return data1._op(data2, what)
     if isinstance(data2, _Scalar):
-        return data2._op(data1, fn, True, name=what)
-    value = fn(int(data1), int(data2))
+        return data2._op(data1, what, True)
+    value = _OPERATIONS[what](int(data1), int(data2))
     return bool(value) if what in _COMPARISONS else int(value)
 
 

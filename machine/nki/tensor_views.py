@@ -169,8 +169,10 @@ def _pattern(pattern: Any, what: str) -> list[tuple[str, ...]]:
             elif token == ")" and group is not None:
                 entries.append(tuple(group))
                 group = None
-            elif token not in "()":
-                (group if group is not None else entries).append(token if group is not None else (token,))
+            elif token not in ("(", ")") and group is None:
+                entries.append((token,))
+            elif token not in ("(", ")"):
+                group.append(token)
             else:
                 raise fail(f"rearrange: unbalanced parentheses in the {what} pattern {pattern!r}")
         if group is not None:

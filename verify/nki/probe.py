@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -76,10 +77,13 @@ def _extends(last: _State, program: Program, placed: Program, nodes: tuple, know
         return False
     if known.keys() != last.inputs.keys() or any(known[k] is not last.inputs[k] for k in known):
         return False
-    ours, where = program.tensors, placed.tensors  # (the same objects, mostly: identity first)
-    return all(((mine := ours.get(name)) is t or mine == t) and ((at := where[name]) is (was := last.placed[name])
-                                                                  or at == was)
-               for name, t in last.tensors.items())
+    ours, where = program.tensors, placed.tensors
+    return all(_same(ours.get(name), t) and _same(where[name], last.placed[name]) for name, t in last.tensors.items())
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal tensors, by identity first (the same objects, mostly: a field-wise == costs)."""
+    return a is b or a == b
 
 
 def _grown(memory: Memory, layout: DramLayout) -> Memory:
