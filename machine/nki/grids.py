@@ -226,8 +226,8 @@ def _allocated(element_shape: Any, tile_shape: Any, block_shape: Any, buffer: An
         raise unsupported(f"{call} of element shape {element_shape} on chip",
                           "SBUF / PSUM grids taller than 128 partitions, or with untiled leading dimensions, use the "
                           "pages' dense rank-two layout; allocate one tile row at a time, or a plain nl.ndarray")
-    tensor = (language.zeros(element_shape, dtype, buffer=buffer, name=name) if zeroed else
-              language.ndarray(element_shape, dtype, buffer=buffer, name=name, address=address))
+    declare = language.zeros if zeroed else language.ndarray
+    tensor = declare(element_shape, dtype, buffer=buffer, name=name, address=address)
     return _over(tensor, tile_shape, block_shape, call)
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.nki import trace
 from neuronsim.machine.nki.errors import NkiError
 from neuronsim_tests.nki_kernels import f32, kernel, run
@@ -76,3 +77,11 @@ def test_grid_mistakes_are_refused_at_their_line(func, needle, words):
 def test_empty_like_with_transpose_axes_allocates_the_transposed_shape():
     x = f32(128, 64)
     np.testing.assert_array_equal(run(kernel("tile_grids.py::transposed_destination"), x)["return0"], x)
+
+
+def test_grids_allocated_like_another_keep_the_address_given():
+    x = f32(128, 256)
+    traced = trace(kernel("tile_grids.py::placed_grids"), x)
+    offsets = sorted(t.offset for t in traced.program.tensors.values() if t.memory == MemoryKind.SBUF)
+    assert offsets == [4096, 8192], offsets  # zeros_like's address was dropped
+    np.testing.assert_array_equal(run(kernel("tile_grids.py::placed_grids"), x)["return0"], x)

@@ -99,3 +99,16 @@ def transposed_destination(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+@nki.jit
+def placed_grids(src):
+    """empty_like / zeros_like of a grid at an address the kernel gives (x: (128, 256))."""
+    g = nl.tiles(src, tile_shape=(128, 128))
+    e = nl.empty_like(g, buffer=nl.sbuf, address=(0, 4096))
+    z = nl.zeros_like(g, buffer=nl.sbuf, address=(0, 8192))
+    nisa.dma_copy(e.data, g.data)
+    nisa.tensor_tensor(e.data, e.data, z.data, nl.add)
+    out = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(out, e.data)
+    return out
