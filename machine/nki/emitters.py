@@ -158,14 +158,19 @@ def _through_register(engine: str, what: str, cmd: str, dst: Layout, reduce_res:
 
 
 def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = None) -> None:
-    """``nisa.tensor_tensor``: both inputs on the same partitions (the error page's
+    """``nisa.tensor_tensor``: both inputs on the same partitions, as many elements in each (the error page's
     ``err_num_partition_mismatch``: ``data1[128, 512], data2[1, 512]`` is an error; the
     ``nl.*`` operators broadcast a row, this instruction does not)."""
-    parts = [ops.lay(d).view().num_partitions for d in (data1, data2) if is_tile(d)]
-    if len(parts) == 2 and parts[0] != parts[1]:
-        raise fail(f"nisa.tensor_tensor: data1 has {parts[0]} partitions and data2 {parts[1]} (the instruction "
-                   f"reads both on the same partitions: broadcast the row first, e.g. nl.broadcast_to, or use nl.add "
-                   f"and the other nl.* operators, which broadcast it)")
+    views = [ops.lay(d).view() for d in (data1, data2) if is_tile(d)]
+    if len(views) == 2 and views[0].num_partitions != views[1].num_partitions:
+        raise fail(f"nisa.tensor_tensor: data1 has {views[0].num_partitions} partitions and data2 "
+                   f"{views[1].num_partitions} (the instruction reads both on the same partitions: broadcast the row "
+                   f"first, e.g. nl.broadcast_to, or use nl.add and the other nl.* operators, which broadcast it)")
+    if len(views) == 2 and views[0].free_count != views[1].free_count:  # its page: as many elements per partition
+        raise fail(f"nisa.tensor_tensor: data1 has {views[0].free_count} elements per partition and data2 "
+                   f"{views[1].free_count} (the instruction pairs them element by element: for a column of one "
+                   f"value per partition use nisa.tensor_scalar, or nl.subtract and the other nl.* operators, "
+                   f"which broadcast it)")
     ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve"))
 
 

@@ -286,6 +286,26 @@ def partitions_mismatch(x):
 
 
 @legacy_nki.jit
+def column_not_broadcast(x):
+    xs = lnl.load(x)
+    col = lnl.full((x.shape[0], 1), 2.0, dtype=np.float32, buffer=lnl.sbuf)
+    z = lisa.tensor_tensor(xs, col, op=lnl.subtract)  # the page: as many elements per partition
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=z)
+    return o
+
+
+@legacy_nki.jit
+def column_as_scalar(x):
+    xs = lnl.load(x)
+    col = lnl.full((x.shape[0], 1), 2.0, dtype=np.float32, buffer=lnl.sbuf)
+    z = lisa.tensor_scalar(xs, lnl.subtract, col)  # what the refusal points at
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=z)
+    return o
+
+
+@legacy_nki.jit
 def load_from_sbuf(x):
     tmp = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.sbuf)
     y = lnl.load(tmp)  # the error page's err_unsupported_memory
@@ -396,6 +416,17 @@ def test_nisa_tensor_tensor_refuses_operands_on_different_partitions(guide):
     x = np.ones((128, 16), np.float32)
     with pytest.raises(NkiError, match=r"g\.py:\d+: nisa\.tensor_tensor: data1 has 128 partitions and data2 1"):
         trace(load_kernel(guide("partitions_mismatch")), x)
+
+
+def test_nisa_tensor_tensor_refuses_a_column_against_a_wider_tile(guide):
+    """A user's kernel subtracted a (128, 1) tile from a (128, 64) one with tensor_tensor; its
+    page asks for as many elements per partition, and the hardware build failed.  Refused at
+    the line; the tensor_scalar it points at computes the broadcast."""
+    x = np.random.default_rng(4).uniform(-1, 1, (128, 16)).astype(np.float32)
+    with pytest.raises(NkiError, match=r"g\.py:\d+: nisa\.tensor_tensor: data1 has 16 elements per partition "
+                                       r"and data2 1 .*nisa\.tensor_scalar"):
+        trace(load_kernel(guide("column_not_broadcast")), x)
+    np.testing.assert_array_equal(_run(guide("column_as_scalar"), x), x - np.float32(2.0))
 
 
 @pytest.mark.parametrize("name, words", [("load_from_sbuf", "nl.load expects its source in HBM"),
