@@ -36,7 +36,10 @@ Placement
       placed byte (placed tensors' rotating slots included).  When that overflows, every
       block (plain tensor or lane) is packed first fit in order of birth instead
       (:func:`~neuronsim.passes.alloc_place.first_fit`): the lowest bytes no live block holds,
-      so tiles of *different* shapes share bytes when their hulls are disjoint (rule 1 below).
+      so tiles of *different* shapes share bytes when their hulls are disjoint (rule 1 below);
+      the kernel's placed tiles hold their bytes all along, or, when that leaves no room,
+      over their hulls only (so does PSUM: a kernel that placed every bank, each tile dead
+      after its copy, leaves the banks to a later tile).
       When the rings do not fit either way, ring groups (one loop, one shape and dtype) are
       made plain, the fewest this search finds (:func:`_fit_sbuf`), each counted as a fallback.
     * Spilling (:mod:`neuronsim.passes.alloc_spill`): when even one placement per tensor does
@@ -132,8 +135,8 @@ from neuronsim.machine.ir.source import SOURCE_KEY
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from neuronsim.passes.alloc_place import (PackItem, align_up as _align, declared_at, extent as _extent, first_fit,
-                                          most_live, place_psum, placed as _placed, rotate_slots,
+from neuronsim.passes.alloc_place import (FOREVER, PackItem, align_up as _align, declared_at, extent as _extent,
+                                          first_fit, most_live, place_psum, placed as _placed, rotate_slots,
                                           rotation as _rotation, storage_use, where_declared)
 from neuronsim.passes.alloc_spill import (ROOM_STEP, SPILL_ROUNDS, apply_spills, fit_psum, plan_spills,
                                           refuse_unplaceable, sbuf_room, spill_weights)
@@ -358,18 +361,27 @@ def _pack_sbuf(program: Program, virtual: list[Tensor], lives: Mapping[str, Life
                size_class) -> dict[str, Tensor]:
     """Every block (plain tensor or ring lane) placed first fit in order of birth
     (:func:`~neuronsim.passes.alloc_place.first_fit`): tiles of any shape share bytes when
-    their hulls are disjoint, placed tensors stay where they are."""
+    their hulls are disjoint, placed tensors stay where they are (holding their bytes all
+    along, else over their hulls only)."""
     blocks, hulls, keys = _blocks(virtual, lives, buffers, size_class)
     items = [PackItem(label, parts, block, *hulls[label],
                       tuple(_sbuf_bases([t for t, _ in blocks[label]], parts, spec, start_masks, tensor_id)))
              for (parts, _bases, block), labels in keys.items() for label in labels]
-    fixed = [(t.partition, t.partition + t.shape[0], t.offset, t.offset + _extent(t))
-             for t in program.tensors.values() if t.memory == MemoryKind.SBUF and not t.is_virtual]
-    try:
-        spots = first_fit(items, fixed, spec.sbuf_allocatable_bytes, align)
-    except ProgramError as err:
-        first = blocks[err.path][0][0]
-        raise _short(first, _align(first.bytes_per_partition, align), spec) from None
+    kernels = [t for t in program.tensors.values() if t.memory == MemoryKind.SBUF and not t.is_virtual]
+    rects = [(t.partition, t.partition + t.shape[0], t.offset, t.offset + _extent(t)) for t in kernels]
+    # The kernel's own tiles keep their bytes all along; when that leaves no room, only while
+    # each lives (as in PSUM: a compiler allocates around them by their lifetimes).
+    attempts = [[(FOREVER.lo, FOREVER.hi, *r) for r in rects]]
+    if kernels:
+        attempts.append([(lives[t.name].lo, lives[t.name].hi, *r) for t, r in zip(kernels, rects)])
+    for k, fixed in enumerate(attempts):
+        try:
+            spots = first_fit(items, fixed, spec.sbuf_allocatable_bytes, align)
+            break
+        except ProgramError as err:
+            if k + 1 == len(attempts):
+                first = blocks[err.path][0][0]
+                raise _short(first, _align(first.bytes_per_partition, align), spec) from None
     placed: dict[str, Tensor] = {}
     for label, (base, offset) in spots.items():
         for t, stride in blocks[label]:

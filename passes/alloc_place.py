@@ -148,25 +148,33 @@ class PackItem:
     bases: tuple[int, ...]
 
 
-def first_fit(items: list[PackItem], fixed: list[tuple[int, int, int, int]], capacity: int,
+def first_fit(items: list[PackItem], fixed: list[tuple[int, int, int, int, int, int]], capacity: int,
               align: int) -> dict[str, tuple[int, int]]:
     """``label -> (partition base, byte offset)``: blocks in order of birth each take the
     lowest byte range (then the lowest base) that no live block overlaps in partitions and
-    bytes; ``fixed`` blocks ``(first partition, end partition, first byte, end byte)`` are live
-    all along.  Blocks of any shape share bytes when their hulls are disjoint (rule 1 of the
+    bytes; ``fixed`` blocks ``(first instance, last instance, first partition, end partition,
+    first byte, end byte)`` are live over their instances (:data:`FOREVER`'s bounds: all
+    along).  Blocks of any shape share bytes when their hulls are disjoint (rule 1 of the
     allocator).  Raises a :class:`ProgramError` carrying the label of a block that fits nowhere
-    (``path``: the label)."""
-    forever = FOREVER.hi
-    live: list[tuple[int, int, int, int, int]] = [(forever, *f) for f in fixed]
+    (``path``: the label).
+
+    >>> item = PackItem("t", 128, 64, 10, 20, (0,))
+    >>> first_fit([item], [(0, 5, 0, 128, 0, 64)], 128, 32)   # the fixed block is dead by then
+    {'t': (0, 0)}
+    >>> first_fit([item], [(15, 30, 0, 128, 0, 64)], 128, 32)  # born while t lives
+    {'t': (0, 64)}
+    """
+    live: list[tuple[int, int, int, int, int]] = []
     out: dict[str, tuple[int, int]] = {}
     for item in sorted(items, key=lambda it: (it.lo, it.label)):
         # Items come in order of birth: a block dead before this one is born never clashes again.
         live = [b for b in live if b[0] >= item.lo]
+        around = live + [f[1:] for f in fixed if f[0] <= item.hi and f[1] >= item.lo]
         best: tuple[int, int] | None = None
         for base in item.bases:
             end = base + item.partitions
             offset = 0
-            for lo, hi in sorted((b[3], b[4]) for b in live if b[1] < end and base < b[2]):
+            for lo, hi in sorted((b[3], b[4]) for b in around if b[1] < end and base < b[2]):
                 if offset + item.bytes <= lo:
                     break
                 offset = max(offset, align_up(hi, align))
@@ -211,19 +219,36 @@ def _fit_psum(regions, banks: int, cursor: int, life: Life, need: int, nbytes: i
 
 def place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: int,
                spec: MachineSpec) -> tuple[dict[str, Tensor], int]:
-    """Placements and the number of rings placed without rotation (no banks for them)."""
+    """Placements and the number of rings placed without rotation (no banks for them).
+
+    The kernel's own PSUM tiles (placed already) keep their banks all along, so the
+    compiler's tiles go to other banks; when that leaves no room, again with each placed
+    tile's banks taken only while it lives (a compiler allocates around tiles placed in
+    advance by their lifetimes: eight banks placed, each dead after its copy, leave room for
+    a later tile)."""
+    try:
+        return _place_psum(program, lives, banks, align, spec, lasting=True)
+    except PsumFull:
+        if not any(t.memory == MemoryKind.PSUM and not t.is_virtual for t in program.tensors.values()):
+            raise
+    return _place_psum(program, lives, banks, align, spec, lasting=False)
+
+
+def _place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: int,
+                spec: MachineSpec, *, lasting: bool) -> tuple[dict[str, Tensor], int]:
     banks = min(banks or spec.psum_banks, spec.psum_banks)
     size = spec.psum_bank_bytes
     # regions[k]: (lo, hi, life, slot) inside bank k.
     regions: list[list[tuple[int, int, Life, int]]] = [[] for _ in range(spec.psum_banks)]
     for t in program.tensors.values():
         if t.memory == MemoryKind.PSUM and not t.is_virtual:
+            held = FOREVER if lasting else lives.get(t.name, FOREVER).plain
             for s in range(t.rotate.slots if t.rotate is not None else 1):
                 first = t.byte_base + (t.rotate.stride * s if t.rotate is not None else 0)
                 for byte in range(first - first % size, first + t.bytes_per_partition, size):  # each bank it spans
                     bank = min(byte // size, spec.psum_banks - 1)
                     regions[bank].append((max(first - byte, 0), min(first + t.bytes_per_partition - byte, size),
-                                          FOREVER, 0))
+                                          held, 0))
     virtual = sorted((t for t in program.tensors.values() if t.memory == MemoryKind.PSUM and t.is_virtual),
                      key=lambda t: (lives[t.name].lo, t.name))
     out: dict[str, Tensor] = {}
