@@ -118,6 +118,13 @@ class NkiTensor:
         return NkiDtype(self._layout.element_dtype)
 
     @property
+    def data(self) -> NkiTensor:
+        """The tensor itself: a grid's ``.data`` is its operand, and the ``NkiTileGrid`` page's own
+        example passes ``tile.data`` of a plain ``nl.ndarray`` tile to ``dma_copy`` (the
+        NkiTensor page's attribute list is not complete: it names neither shape nor dtype)."""
+        return self
+
+    @property
     def buffer(self) -> Buffer:
         """``nl.sbuf`` / ``nl.psum`` / ``nl.hbm`` (equal to its name too: ``== "sbuf"``)."""
         if self._blocked is not None:
@@ -211,7 +218,7 @@ class NkiTensor:
         raise NoSuchTensorAttribute(
             f"an NKI tensor has no attribute {attr!r} (the NkiTensor reference lists buffer, dtype, name, ndim, "
             f"offset, shape, size, strides and the view methods, the legacy nki.tensor page astype, assert_shape, "
-            f"expand_dims and itemsize; neuronsim adds base_tensor)")
+            f"expand_dims and itemsize; neuronsim adds base_tensor and data)")
 
     def __len__(self) -> int:
         return self.shape[0]

@@ -21,6 +21,11 @@ def test_tiles_with_clamped_edges_scale_every_element():
     np.testing.assert_array_equal(run(kernel("tile_grids.py::scaled_by_tiles"), x)["return0"], 2 * x)
 
 
+def test_a_plain_tile_passes_its_data_as_a_grid_does():
+    x = f32(256, 192)
+    np.testing.assert_array_equal(run(kernel("tile_grids.py::copied_through_plain_tiles"), x)["return0"], x)
+
+
 def test_a_batch_prefix_rows_of_tiles_and_grids_allocated_on_chip():
     x = f32(2, 256, 512)
     expected = x.reshape(2, 256, 4, 128).sum(axis=2)

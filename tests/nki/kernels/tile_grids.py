@@ -22,6 +22,20 @@ def scaled_by_tiles(src):
 
 
 @nki.jit
+def copied_through_plain_tiles(src):
+    """As the NkiTileGrid page's example: each tile copied through a plain nl.ndarray SBUF tile,
+    whose ``.data`` is passed like a grid's."""
+    dst = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.shared_hbm)
+    src_tiles, dst_tiles = nl.tiles(src, tile_shape=(128, 64)), nl.tiles(dst, tile_shape=(128, 64))
+    for i in range(src_tiles.shape[0]):
+        for j in range(src_tiles.shape[1]):
+            tile = nl.ndarray(src_tiles[i, j].element_shape, dtype=src.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile.data, src=src_tiles[i, j].data)
+            nisa.dma_copy(dst=dst_tiles[i, j].data, src=tile.data)
+    return dst
+
+
+@nki.jit
 def rows_of_tiles_plus_batch(src):
     """src (2, 256, 512): a batch prefix indexed a slab at a time, a whole row of tiles a DMA;
     each row's tiles summed into one (128, 128) tile by slicing the row grid."""
