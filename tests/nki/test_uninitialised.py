@@ -23,6 +23,8 @@ PLANTED = {  # kernel -> the line (a needle on it) whose read is reported
     "sum_not_zeroed": "total += nl.load(a)\n",
     "body_tile_read_first": "value=nl.exp(tile)",
     "scratch_in_hbm": "nl.load(scratch)",
+    # a matmul's operands: only its PSUM accumulator is psum-uninitialised's to report
+    "matmul_of_half_loaded": "product = nl.matmul(stationary, moving, transpose_x=True)",
 }
 
 

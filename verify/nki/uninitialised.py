@@ -82,7 +82,7 @@ def uninitialised_findings(program: Program, inputs: Collection[str] | None = No
 
     def note(instance: int, tensor: int) -> None:
         x = int(stream.instr[instance])
-        if _accumulates(stream, x, program):
+        if _accumulates(stream, x, program, names[tensor]):
             return
         key = (x, tensor)
         if key not in found or instance < found[key]:
@@ -176,10 +176,15 @@ def _declared(program: Program, name: str) -> str:
     return f"{source['call']} at {source['file']}:{source['line']}" if "file" in source else name
 
 
-def _accumulates(stream: InstanceStream, x: int, program: Program) -> bool:
-    """A matmul onto PSUM: its unwritten bytes are ``psum-uninitialised``'s to report."""
+def _accumulates(stream: InstanceStream, x: int, program: Program, tensor: str) -> bool:
+    """``tensor`` is the PSUM accumulator of a matmul: its unwritten bytes there are
+    ``psum-uninitialised``'s to report.  The matmul's operands are not: a stationary or moving
+    tile whose partitions nothing wrote is contracted like any other value (a public kernel's
+    masked tail loads left three of four contraction rows unwritten, reported for an add of the
+    same tile but not for the matmul)."""
     inst = stream.instrs[x]
-    return inst.op == "matmul" and any(program.tensors[a.tensor].memory == MemoryKind.PSUM for a in inst.writes)
+    return inst.op == "matmul" and any(a.tensor == tensor and program.tensors[tensor].memory == MemoryKind.PSUM
+                                       for a in inst.writes)
 
 
 def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray]) -> tuple[str, ...] | None:

@@ -29,6 +29,17 @@ def half_loaded(a):
 
 
 @nki.jit
+def matmul_of_half_loaded(a):
+    out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    stationary = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.sbuf)
+    stationary[0:32, :] = nl.load(a[0:32, 0:128])  # the other 96 contraction rows never loaded
+    moving = nl.load(a)
+    product = nl.matmul(stationary, moving, transpose_x=True)
+    nl.store(out, value=nl.copy(product, dtype=a.dtype))
+    return out
+
+
+@nki.jit
 def half_loaded_half_used(a):
     out = nl.ndarray((128, 256), dtype=a.dtype, buffer=nl.shared_hbm)
     tile = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
