@@ -27,11 +27,11 @@ from neuronsim.machine.ir.program import MemoryKind, Tensor
 from neuronsim.machine.nki.errors import NkiError, fail, shown, unsupported
 from neuronsim.machine.nki.indexing import ArangeExpr, Iter, as_index, concrete, new_iter
 from neuronsim.machine.build.views import Index, View, is_int
+from neuronsim.machine.nki.vector_index import (F, P, grid_order as _grid_order, is_index_tile as _is_tile,
+                                                vector_limit as _vector_limit)
 
 __all__ = ["Layout", "Indirect", "P", "check_index_tile"]
 
-P = "P"
-F = "F"
 
 
 def _shift(offset: Index, index: Any, stride: int) -> Index:
@@ -45,50 +45,6 @@ def _shift(offset: Index, index: Any, stride: int) -> Index:
 
 def _row_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(prod(shape[d + 1:]) for d in range(len(shape)))
-
-
-def _vector_limit(exprs: list[Any], axes: tuple[tuple[str, int, int], ...], it: Any
-                  ) -> tuple[int, int, int, int] | None:
-    """The positions of iterator ``it`` that keep every index it drives inside its dimension
-    (``const + c * it`` over ``count`` elements), when some do not (see ``Layout.limits``)."""
-    first, stop, where, uid = 0, it.count, None, it.uid
-    for dim, (e, (_kind, _s, count)) in enumerate(zip(exprs, axes)):
-        coeff, others = 0, False
-        for i, c in e.terms:  # plain loops: this runs for every index of a traced kernel
-            if i.uid == uid:
-                coeff += c
-            elif c:
-                others = True
-        if not coeff or others or not is_int(e.const):
-            continue
-        # const + coeff * i in [0, count): i in [lo, hi)
-        lo, hi = ((-e.const + coeff - 1) // coeff, (count - e.const + coeff - 1) // coeff) if coeff > 0 else \
-            ((e.const - count) // -coeff + 1, e.const // -coeff + 1)
-        if lo > first or hi < stop:
-            first, stop, where = max(first, lo), min(stop, hi), (dim, count)
-    return None if where is None else (first, max(first, stop), *where)
-
-
-def _grid_order(exprs: list[Any], order: list[Any], axes: list, tags: list, limits: list) -> tuple[list, list, list]:
-    """An HBM view indexed by an integer beside index vectors that leave a position of their
-    grid unspanned (``x[0, nl.arange(512)[None, :]]``, an error page's fixed kernel): the
-    grid's shape, as numpy broadcasts index arrays, an axis of one where no iterator lies
-    (``(1, 512)``, not ``(512,)``, whose 512 would become a loaded tile's partitions).  An
-    mgrid's unused axes still add none (the caller passes only keys with an integer)."""
-    ndim = max((e.ndim for e in exprs), default=0)
-    at = {it.pos + ndim - it.ndim: k for k, it in enumerate(order)}
-    if ndim <= len(order) or len(at) != len(order):
-        return axes, tags, limits
-    picked = [at.get(p) for p in range(ndim)]
-    return ([axes[k] if k is not None else (F, 0, 1) for k in picked],
-            [tags[k] if k is not None else frozenset() for k in picked],
-            [limits[k] if k is not None else None for k in picked])
-
-
-def _is_tile(key: Any) -> bool:
-    """True for an NKI tile used as an index (``x[idx_tile, i_f]``): the tile proxies sit above
-    this module (:mod:`~neuronsim.machine.nki.tiles`), so they are known by their ``layout``."""
-    return isinstance(getattr(type(key), "layout", None), property)
 
 
 _INDEX_DTYPES = ("int32", "uint32", "int64", "uint64", "int16", "uint16", "int8", "uint8")
@@ -201,6 +157,10 @@ class Layout:
         if self.indirect is not None:
             raise unsupported("indexing a view that a tile of indices already drives",
                               "NKI's indirect views cannot be sliced or indexed again")
+        if self.tags is None and self.limits is None:
+            plain = self._plain(key, keep_partition)
+            if plain is not None:
+                return plain
         if any(_is_tile(k) for k in key):
             return self._indirect(key)
         if any(isinstance(k, ArangeExpr) for k in key):
@@ -227,6 +187,45 @@ class Layout:
         return Layout(layout.tensor, tuple(axes), layout.offset, layout.partitions,
                       tuple(tags) if any(t is not None for t in tags) else None,
                       tuple(limits) if any(lim is not None for lim in limits) else None, dtype=layout.dtype)
+
+    def _plain(self, key: tuple[Any, ...], keep_partition: bool) -> Layout | None:
+        """:meth:`index` of integers and integer slices inside their axes (a tiled kernel's
+        ``x[k * 128:(k + 1) * 128, 0:512]``, a few an instruction): one layout built, not one an
+        axis (15 to 5 us); None for anything else, which the general path takes."""
+        const, partitions, axes = self.offset.const, self.partitions, []
+        for k, axis in zip(key, self.axes):
+            kind, stride, count = axis
+            if type(k) is slice:
+                if k.start is None and k.stop is None and k.step is None:
+                    axes.append(axis)
+                    continue
+                start, stop, step = k.start, k.stop, k.step  # no truthiness: an end may be a loop index
+                start, stop, step = 0 if start is None else start, count if stop is None else stop, \
+                    1 if step is None else step
+                if type(start) is not int or type(stop) is not int or type(step) is not int \
+                        or not 0 <= start < stop <= count or step < 1:
+                    return None
+                n = -(-(stop - start) // step)
+                if kind == P:
+                    partitions = (partitions[0] + start * partitions[2], n, partitions[2] * step)
+                    axes.append((P, 0, n))
+                else:
+                    const += start * stride
+                    axes.append((F, stride * step, n))
+            elif type(k) is int and 0 <= k < count:
+                if kind == P:
+                    partitions = (partitions[0] + k * partitions[2], 1, 1)
+                    if keep_partition:  # NKI 0.7: t[0, :] keeps the partition axis
+                        axes.append((P, 0, 1))
+                else:
+                    const += k * stride
+            else:
+                return None
+        axes.extend(self.axes[len(key):])
+        if keep_partition and self.on_chip and len(axes) == 1:  # and a free axis of one: (P, 1)
+            axes.append((F, 0, 1))
+        return Layout(self.tensor, tuple(axes), self.offset if const == self.offset.const else
+                      Index(const, self.offset.terms), partitions, dtype=self.dtype)
 
     def _past_end(self, k: Any, axis: tuple[str, int, int], dim: int) -> tuple[int, int, int, int] | None:
         """The in-bounds positions of slice ``k`` of ``axis`` when it reaches past the end."""

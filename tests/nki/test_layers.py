@@ -13,7 +13,7 @@ PACKAGE = "neuronsim.machine.nki"
 #: From the bottom up: a module may import only the modules before it.  A new module goes into
 #: this list where its imports put it.
 LAYERS = (
-    "errors", "dtypes", "indexing", "layout", "tensor_views",  # values: no tracer
+    "errors", "dtypes", "indexing", "vector_index", "layout", "tensor_views",  # values: no tracer
     "frames",  # the loop indices in force, read from the kernel's frames
     "cores",  # the two cores of an LNC=2 kernel: instances as threads handing one baton
     "groups",  # a rewrite of the traced program (PSUM groups), no tracer
