@@ -575,6 +575,10 @@ class AllocSharedDram(Pass):
     buffers: int = 2
     align: int = 64
 
+    def __post_init__(self) -> None:
+        if not (1 <= self.buffers <= 1024 and 1 <= self.align <= 65536):  # as alloc's: a typo, refused as one
+            raise ValueError("buffers 1-1024, align 1-65536 bytes")
+
     def apply(self, program: Program, ctx: PassContext) -> Program:
         groups: dict[str, list[Tensor]] = {}
         for t in program.tensors.values():

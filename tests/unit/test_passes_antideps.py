@@ -230,6 +230,17 @@ def test_bad_options_are_located_errors(bad):
         parse_pipeline(bad)
 
 
+@pytest.mark.parametrize("bad", ["alloc-shared-dram{align=0}", "alloc-shared-dram{align=-7}",
+                                 "alloc-shared-dram{buffers=0}", "alloc-shared-dram{buffers=-1}"])
+def test_shared_dram_allocation_options_are_checked_as_alloc_checks_its_own(bad):
+    """``align=0`` divided by zero (an internal error), ``align=-7`` placed bf16 tensors at odd
+    addresses: refused at the pass, as ``alloc`` refuses the same values."""
+    from neuronsim.passes import parse_pipeline
+
+    with pytest.raises(ProgramError, match="alloc-shared-dram.*align 1-65536"):
+        parse_pipeline(bad)
+
+
 def test_disjoint_bytes_of_one_alias_tensor_give_no_edge_but_under_the_seeds_batch():
     p = prog([dr("a", None, 256, alias="g"), sb("s")],
              ins("w0", "sp", "dma_copy", reads=[acc("s", partitions=(0, 1))],
