@@ -42,7 +42,7 @@ from neuronsim.machine.nki import tracer as tracing
 from neuronsim.machine.nki.errors import SourceLine, line_of
 
 __all__ = ["TraceStalled", "watched", "kernel_line", "stopped_when_idle", "stopped_message", "thread_line",
-           "HEARTBEAT_SECONDS"]
+           "HEARTBEAT_SECONDS", "SWALLOWED_SECONDS", "on_swallowed"]
 
 #: Seconds between the lines that say how a long trace is getting on.
 HEARTBEAT_SECONDS = 10.0
@@ -77,6 +77,14 @@ def kernel_line(frame: FrameType | None) -> SourceLine:
     return line_of(first)
 
 
+#: Seconds the watched code has to leave once stopped.  Code that catches every exception (a
+#: bare ``except:`` in a loop) swallows :class:`TraceStalled` and runs on: then the last
+#: function in :data:`on_swallowed` ends the process (the command line's: exit 2 at the line,
+#: outputs taken back); with none, the block is stopped again every second.
+SWALLOWED_SECONDS = 3.0
+on_swallowed: list[Callable[[SourceLine, float], None]] = []
+
+
 def _progress() -> tuple[int, int, int, bool]:
     """``(tracer, instructions emitted, NKI calls started, in a call)`` of the active trace."""
     if not tracing._STACK:
@@ -95,16 +103,20 @@ def watched(*, idle_seconds: float | None, say: Callable[[str], None] | None,
         yield
         return
     started = time.monotonic()
-    state = {"seen": _progress()[:3], "moved": started, "said": started}
+    state = {"seen": _progress()[:3], "moved": started, "said": started, "stopped": None}
 
     def on_tick(_signum: int, frame: FrameType | None) -> None:
         now = time.monotonic()
         *seen, busy = _progress()
         if tuple(seen) != state["seen"] or busy:
-            state["seen"], state["moved"] = tuple(seen), now
+            state["seen"], state["moved"], state["stopped"] = tuple(seen), now, None
         idle = now - state["moved"]
         if idle_seconds and idle >= idle_seconds:
-            raise TraceStalled(kernel_line(frame), idle_seconds)
+            where = kernel_line(frame)
+            state["stopped"] = state["stopped"] or now
+            if on_swallowed and now - state["stopped"] >= SWALLOWED_SECONDS:  # still here: it was caught
+                on_swallowed[-1](where, idle_seconds)
+            raise TraceStalled(where, idle_seconds)
         if say is not None and now - state["said"] >= every:
             state["said"] = now
             where = kernel_line(frame)

@@ -276,3 +276,69 @@ def test_a_kernel_run_takes_back_its_folder_and_files(tmp_path, out, signum):
     np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
     _signal_mid_run(["run", "long.py::long_add", "--inputs", "in.npz", "--out", str(out / "made"),
                      "--report", str(out / "r.html")], signum, tmp_path, out)
+
+
+SWALLOWING_KERNEL = '''import nki
+import nki.language as nl
+
+
+@nki.jit
+def add1(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    open("started", "w").close()
+    while True:
+        try:
+            while True:
+                pass
+        except BaseException:  # takes every stop there is
+            pass
+    return out
+'''
+
+
+def _swallowing(tmp_path: Path, out: Path, *options: str) -> subprocess.Popen:
+    import numpy as np
+
+    (tmp_path / "swallow.py").write_text(SWALLOWING_KERNEL)
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
+    proc = _spawn("run", "swallow.py::add1", "--inputs", "in.npz", "--out", str(out / "made"), *options, cwd=tmp_path)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert proc.poll() is None, proc.communicate()[1][-2000:]
+    return proc
+
+
+def _ended(proc: subprocess.Popen, timeout: float) -> str:
+    try:
+        return proc.communicate(timeout=timeout)[1]
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@SIGNALS
+def test_a_kernel_that_swallows_the_signal_still_ends_with_it_and_leaves_nothing(tmp_path, out, signum):
+    """A catch-all ``except:`` in the kernel's loop swallows the signal's exception: the
+    watchdog ends the process with the signal's status and takes back the ``--out`` folder the
+    command made (it was left behind)."""
+    before = _listing(out)
+    proc = _swallowing(tmp_path, out)
+    os.killpg(proc.pid, signum)
+    stderr = _ended(proc, PROMPT)
+    status, line = STATUS[signum]
+    assert proc.returncode == status and stderr.splitlines()[-1] == line, stderr[-2000:]
+    assert _listing(out) == before
+
+
+def test_a_kernel_that_swallows_the_idle_stop_ends_at_its_line(tmp_path, out):
+    """``--max-idle`` stops the kernel's loop with an exception its catch-all ``except:`` takes:
+    the run went on for ever (only SIGKILL ended it).  Now the process ends a few seconds
+    later, exit 2, one line at the kernel's line, nothing left in ``--out``."""
+    before = _listing(out)
+    proc = _swallowing(tmp_path, out, "--max-idle", "1")
+    stderr = _ended(proc, 20)
+    assert proc.returncode == 2, stderr[-2000:]
+    (last,) = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert last.startswith("error: swallow.py:11: ") and "caught that stop" in last, last
+    assert "Traceback" not in stderr and _listing(out) == before

@@ -35,7 +35,7 @@ from neuronsim.machine.formats.files import (
 )
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
-from neuronsim.verify.cli.signals import Terminated, mark_reported, raise_if_received, received
+from neuronsim.verify.cli.signals import Terminated, end_now, mark_reported, raise_if_received, received
 from neuronsim.machine.order.work_estimate import SizeEstimate, estimate_size
 from neuronsim.verify.app.host import (
     address_space,
@@ -122,6 +122,12 @@ def _silence_stdout() -> None:
 
 def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
     """Print the one error line (and under ``--json`` the error document) and exit."""
+    say_error(path, message, as_json, status=status)
+    sys.exit(status)
+
+
+def say_error(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
+    """The one error line (and under ``--json`` the error document) of :func:`fail`."""
     internal = status == EXIT_INTERNAL
     label = "internal error" if internal else {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated"}.get(
         status, "error")
@@ -131,7 +137,6 @@ def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) ->
     if as_json and sys.stdout is not None:
         emit_json({"format": "neuronsim.error/1", "path": printable(path), "message": printable(message),
                    "internal": internal}, failing=True)
-    sys.exit(status)
 
 
 
@@ -314,12 +319,28 @@ IDLE_SECONDS = 60.0
 
 
 def _keep_idle(ctx: click.Context, _param: click.Parameter, value: float) -> float:
-    """``--max-idle``: kept for the kernel's watch, and the limit of a user's ``--passes`` pass."""
+    """``--max-idle``: kept for the kernel's watch, and the limit of a user's ``--passes`` pass;
+    a stop the user's code swallows ends the process (:func:`_end_swallowed`)."""
+    from neuronsim.machine.nki import watch
     from neuronsim.passes.runner import USER_PASS_SECONDS
 
     ctx.meta[MAX_IDLE_KEY] = value
     USER_PASS_SECONDS.set(value or None)  # (0: never; the command runs in this context)
+    watch.on_swallowed[:] = [_end_swallowed]
     return value
+
+
+def _end_swallowed(where: Any, seconds: float) -> None:
+    """The user's code caught the ``--max-idle`` stop (an ``except:`` that takes every exception)
+    and ran on: the process ends here, exit 2 at its line, its outputs taken back."""
+    from neuronsim.machine.nki.watch import stopped_message
+
+    context = click.get_current_context(silent=True)
+    as_json = bool(context is not None and context.params.get("as_json"))
+    settle_outputs(keep=False)
+    say_error(str(where), stopped_message("the code", seconds, "without an NKI call or returning") +
+              "; it caught that stop and ran on, so the process ends", as_json)
+    end_now(EXIT_INPUT)
 
 
 def max_idle_seconds() -> float:

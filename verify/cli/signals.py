@@ -28,7 +28,7 @@ import sys
 import threading
 
 __all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received",
-           "mark_reported", "ignore_from_now", "as_worker", "GRACE_SECONDS", "STATUS"]
+           "mark_reported", "ignore_from_now", "as_worker", "end_now", "GRACE_SECONDS", "STATUS"]
 
 #: Seconds a signalled process has to unwind before the watchdog ends it.
 GRACE_SECONDS = 3.0
@@ -101,13 +101,24 @@ def install_startup_handlers() -> None:
 
 
 def _watchdog(signum: int) -> None:
-    from neuronsim.machine.formats.files import remove_pending
+    from neuronsim.machine.formats.files import remove_pending, settle_outputs
 
     remove_pending()
     if _reported:  # the line is out; the process is slow to leave (freeing a large heap, say)
         _process_exit(STATUS[signum])
+    settle_outputs(keep=False)  # the command never got to: the folders and files it made go
     _kill_children()
     _say_and_exit(signum)
+
+
+def end_now(status: int) -> None:
+    """End the process with ``status`` at once, as the watchdog does: files in flight removed,
+    child processes killed (for a stop the user's code swallowed; the caller said why)."""
+    from neuronsim.machine.formats.files import remove_pending
+
+    remove_pending()
+    _kill_children()
+    _process_exit(status)
 
 
 def _kill_children() -> None:
