@@ -164,6 +164,18 @@ def test_a_reference_that_is_no_function_is_named_as_what_it_is(frontend, tmp_pa
     assert missing.exit_code == 2 and "not_a_function_ref defines no function 'other'" in missing.stderr
 
 
+def test_a_reference_naming_no_output_of_the_kernel_is_its_mistake(frontend, tmp_path, monkeypatch):
+    """A dict by a name the kernel has no output of compares nothing: exit 2 naming the
+    reference and the outputs, nothing written (it was a difference, exit 1, files kept)."""
+    (tmp_path / "misnamed_ref.py").write_text("def ref(x):\n    return {'zz': x}\n")
+    monkeypatch.chdir(tmp_path)
+    result = _cli("run", "toy.py::copy", "--inputs", _npz(tmp_path / "in.npz", x=X), "--reference", "misnamed_ref:ref",
+                  "--out", str(tmp_path / "made"))
+    assert result.exit_code == 2, result.output
+    assert "--reference ref: returned 'zz', which is not an output of the kernel (its outputs: out)" in result.stderr
+    assert not (tmp_path / "made").exists()
+
+
 def test_run_kernel_reports_findings_with_exit_1(frontend, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = _cli("run", "toy.py::alloc_clobber", "--inputs", _npz(tmp_path / "in.npz", x=X, y=X + 1))

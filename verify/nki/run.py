@@ -110,6 +110,10 @@ def _as_outputs(value: Any, names: Sequence[str], where: str, returned: Sequence
     if isinstance(value, Mapping):
         places = {f"return{k}": name for k, name in enumerate(returned)}
         named = {(places.get(str(k), str(k)) if str(k) not in names else str(k)): v for k, v in value.items()}
+        unknown = [k for k in named if k not in names]
+        if unknown:  # nothing to compare it with: the reference's mistake, not a difference
+            raise ProgramError(where, f"returned {unknown[0]!r}, which is not an output of the kernel (its outputs: "
+                               f"{', '.join(names)})")
     elif isinstance(value, (tuple, list)):
         if len(value) != len(names):
             raise ProgramError(where, f"returned {len(value)} arrays; the kernel has {len(names)} outputs "
