@@ -355,6 +355,10 @@ def test_a_scenario_file_s_build_that_never_returns_is_stopped(folder):
 @pytest.mark.parametrize("args, fragment", [
     (["--arg", "n=1", "--arg", "n=2"], "--arg: n is given twice"),
     (["--arg", "n=" + "-" * 100_000 + "1"], "--arg: n: its value nests too deeply"),
+    # a literal mistyped was taken as its text and refused at the kernel's line, or not at all
+    (["--arg", "n=[1,"], "--arg: n: '[1,' is not a Python literal"),
+    (["--arg", "n==1"], "--arg: n: '=1' is not a Python literal"),
+    (["--arg", "n=" + "9" * 5000], "--arg: n: '9999"),
     (["-o", "-", "--json"], "-o: --json writes its report to standard output"),
 ])
 def test_nki_options_that_cannot_hold(folder, args, fragment):

@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import math
 import os
+import re
 import sys
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -58,11 +59,19 @@ def _parse_args(items: tuple[str, ...]) -> dict[str, Any]:
             raise UsageFailure(f"{name} is given twice", "--arg")
         try:
             out[name] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError, TypeError):  # not a literal (`{[]}` too): the text itself
+        except (ValueError, SyntaxError, TypeError):  # not a literal (`{[]}` too): a bare word is its text
+            if raw and not _BARE_WORD.match(raw):  # `[1,`, `=1`, 5000 digits: a literal meant, and mistyped
+                cut = raw if len(raw) <= 40 else raw[:37] + "..."
+                raise UsageFailure(f"{name}: {cut!r} is not a Python literal (a number, text in quotes, a tuple, list "
+                                   "or dict of them; a bare word such as fast is taken as text)", "--arg") from None
             out[name] = raw
         except (MemoryError, RecursionError):  # Python's parser gives up on it
             raise UsageFailure(f"{name}: its value nests too deeply to read as a Python literal", "--arg") from None
     return out
+
+
+#: An ``--arg`` value taken as text when it is no literal: a word, a dotted or path-like name.
+_BARE_WORD = re.compile(r"[A-Za-z_][\w.\-/:]*\Z")
 
 
 def _parse_grid(text: str | None) -> tuple[int, ...] | None:
