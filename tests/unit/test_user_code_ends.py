@@ -373,6 +373,9 @@ def test_nki_options_that_cannot_hold(folder, args, fragment):
     (["run", "gemm_splitk", "--passes", "derive-call-directions"], "--passes is for kernels and instruction scenarios"),
     (["fuzz", "--examples", "2", "--out", ""], "--out: an empty folder name"),
     (["run", "k.py::add1", "--inputs", "in.npz", "--out", "o", "--plot", ""], "the path is empty"),
+    # a kernel's reference was dropped without a word (a scenario's was refused)
+    (["run", "k.py::add1", "--inputs", "in.npz", "--out", "o", "--reference", "k:add1", "--timing-only"],
+     "--timing-only: --timing-only computes no value to compare with --reference"),
     (["run", "softmax", "--out", "o", "--plot", "t.pgf"], "the extension .pgf is not an image format"),
     (["run", "softmax", "--out", "o", "--blas-threads", "\u00b2"], "expected a number of threads from 1 to 999999"),
     (["compare", "k.py::add1", "k.py::add1", "--inputs", "in.npz", "--reference", ""], "expected MODULE:FN"),

@@ -192,6 +192,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
                                              ("--dtype", dtypes), ("--reference", reference),
                                              ("--report", report_path), ("--ranks", ranks != 1)) if given]
+    if timing_only and reference:  # (a kernel's reference was dropped without a word)
+        raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario
         if plot_path is not None:  # (an empty one too: "the path is empty", not no plot)
             check_plot(plot_path)
@@ -212,8 +214,6 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         if not as_json:
             click.echo(stage_line(progress.seconds, time.perf_counter() - started))
         return status
-    if timing_only and reference:
-        raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     if kernel_flags:
         raise UsageFailure(f"{kernel_flags[0]} is for kernels (KERNEL.py::FUNC), not scenarios", kernel_flags[0])
     # the task runtime's scenarios only now: a kernel run never loads them
