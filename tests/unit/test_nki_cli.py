@@ -104,6 +104,16 @@ def test_raw_bf16_and_fp8_arrays_are_typed(tmp_path):
     assert named["b"].dtype.name == "float8_e5m2" and float(plain["c"][0]) == 1.0
 
 
+def test_big_endian_arrays_are_read_as_the_same_numbers(tmp_path):
+    """An array saved big-endian (``>f4``) was refused for kernels, at the kernel's line, as a
+    dtype neuronsim does not hold; it is the same float32 numbers in the other byte order."""
+    values = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+    arrays = read_npz(_npz(tmp_path / "in.npz", x=values.astype(">f4"), n=np.arange(3, dtype=">i2")), "--inputs")
+    assert arrays["x"].dtype == np.float32 and arrays["n"].dtype == np.int16
+    np.testing.assert_array_equal(arrays["x"], values)
+    np.testing.assert_array_equal(arrays["n"], [0, 1, 2])
+
+
 # -- commands ---------------------------------------------------------------------------------
 
 def test_nki_writes_the_traced_program(frontend, tmp_path):

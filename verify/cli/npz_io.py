@@ -56,6 +56,8 @@ def parse_dtype_options(items: tuple[str, ...] | list[str], option: str = "--dty
 
 def _typed(name: str, array: np.ndarray, named: Mapping[str, str], tensor_dtypes: Mapping[str, str],
            option: str) -> np.ndarray:
+    if not array.dtype.isnative:  # saved on (or for) a big-endian machine: the same numbers, in this one's order
+        array = array.astype(array.dtype.newbyteorder("="))
     if array.dtype.kind in "USOMmc":  # text, objects, datetimes, complex: no tensor holds them (tracing would fail
         # deep inside, or numpy would drop the imaginary parts with a warning)
         raise UsageFailure(f"{name}: an array of {array.dtype} in the archive; tensors hold real numbers (bool, "
