@@ -328,15 +328,26 @@ def _parse_node(raw: Any, path: str, nqueues: int, names: dict[str, str]) -> Nod
 
 
 # -- documents --------------------------------------------------------------------------
+def _not_a_program(doc: dict) -> str:
+    """What a JSON object whose ``format`` is not a program's is, as far as it says (another
+    neuronsim document, a trace a profiler reads), for the one error line."""
+    found = doc.get("format")
+    if isinstance(found, str) and found.startswith("neuronsim.") and not found.startswith("neuronsim.program/"):
+        return f"this is a {found} document, not a {FORMAT} program"
+    if found is None and "traceEvents" in doc:
+        return f"missing; this is a trace (traceEvents, for Perfetto or chrome://tracing), not a {FORMAT} program"
+    return f"expected {FORMAT!r}, got {dumps_strict(found)}"
+
+
 def parse_program(doc: Any, *, validate: bool = True) -> Program:
     """Build a :class:`Program` from a decoded JSON document, checking it fully."""
     if isinstance(doc, dict) and doc.get("format") == "neuronsim.tasks/1":  # the other format: say so, once
         raise ProgramError("format", "this is a neuronsim.tasks/1 program (task level), not a neuronsim.program/1 "
                                      "one; the commands that take it are check, simulate, footprint, tasks and fuzz "
                                      "--tasks")
+    if isinstance(doc, dict) and doc.get("format") != FORMAT:  # before its keys: another document is no program
+        raise ProgramError("format", _not_a_program(doc))
     doc = _obj(doc, "", _DOC_KEYS, "a program document")
-    if doc.get("format") != FORMAT:
-        raise ProgramError("format", f"expected {FORMAT!r}, got {dumps_strict(doc.get('format'))}")
     machine_value = doc.get("machine", "trn1")
     if machine_value is None:  # the JSON Schema's reading: absent means trn1, null is no machine at all
         raise ProgramError("machine", "expected a preset name or an object with 'base' and overrides, got null")

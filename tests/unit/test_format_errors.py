@@ -167,6 +167,11 @@ CASES: list[tuple[str, str, str, str]] = [
     ("machine-override-bad-value", lambda d: d.update(machine={"base": "trn2", "dma_queues": 0}), "machine.dma_queues",
      "expected a positive int"),
     ("wrong-format", lambda d: d.update(format="neuronsim.program/2"), "format", "expected 'neuronsim.program/1'"),
+    # another document of neuronsim's, or a trace: said as such (its first key was "unknown")
+    ("run-report", json.dumps({"format": "neuronsim.run/1", "scenario": "k", "summary": {}}), "format",
+     "this is a neuronsim.run/1 document, not a neuronsim.program/1 program"),
+    ("perfetto-trace", json.dumps({"traceEvents": [], "displayTimeUnit": "ns"}), "format",
+     "missing; this is a trace (traceEvents"),
     ("trip-count-zero", lambda d: d["body"][1].update(trip_count=0), f"{LOOP}.trip_count", "integer >= 1"),
     ("pattern-not-pairs", _access("store", "reads", 0, pattern=[[1, 2, 3]]), f"{STORE}.reads[0].pattern[0]",
      "[stride, count] pair"),
