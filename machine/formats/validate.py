@@ -422,6 +422,10 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
                 order.append((node, loops, npath))
 
     collect(program.body, "body", (), ())
+    for name, tensor in tensors.items():  # (an access through it would be blamed for the tensor's mistake)
+        if tensor.rotate is not None and name not in kept and not where.get(tensor.rotate.loop, (0, 0, 0, False))[3]:
+            raise ProgramError(join_path(join_path(LazyPath("tensors", name), "x-rotate"), "loop"),
+                               f"no loop {tensor.rotate.loop!r} in the program for the tensor to rotate with")
     # Pass 2: instructions.  An access's bounds depend on the access, its tensor and the loops
     # around it alone, so each distinct one is checked once (a flattened kernel repeats its
     # ring slots' accesses thousands of times; the order of errors is unchanged: the first

@@ -173,6 +173,9 @@ CASES: list[tuple[str, str, str, str]] = [
     ("perfetto-trace", json.dumps({"traceEvents": [], "displayTimeUnit": "ns"}), "format",
      "missing; this is a trace (traceEvents"),
     ("trip-count-zero", lambda d: d["body"][1].update(trip_count=0), f"{LOOP}.trip_count", "integer >= 1"),
+    # (it was blamed on the first access of the tensor)
+    ("rotates-with-no-loop", _tensor("xs", **{"x-rotate": {"loop": "nope", "slots": 2, "stride": 64}}),
+     "tensors.xs.x-rotate.loop", "no loop 'nope' in the program"),
     ("pattern-not-pairs", _access("store", "reads", 0, pattern=[[1, 2, 3]]), f"{STORE}.reads[0].pattern[0]",
      "[stride, count] pair"),
     ("per-iteration-without-pattern", _access("store", "reads", 0, per_iteration={"k": 1}), f"{STORE}.reads[0].pattern",
