@@ -91,7 +91,7 @@ from neuronsim.machine.ir.program import Access, Instruction, Loop, Node, Progra
 
 from neuronsim.passes.analysis.distance import (DistanceFinding, collect_illegal_common_ap, find_loop, fusion_niters,
                                                 node_sites, sites_conflict)
-from neuronsim.passes.analysis.program_index import ProgramIndex, index_of
+from neuronsim.passes.analysis.program_index import ProgramIndex, index_of, require_loops
 from neuronsim.passes.fusion_peel import peel, peel_blocker
 from neuronsim.passes.pipeline import Pass, PassContext
 
@@ -541,6 +541,7 @@ class FuseLoops(Pass):
             raise ValueError(f"unequal must be one of {'|'.join(UNEQUAL)}, got {self.unequal!r}")
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
+        require_loops(program, self.only, f"--passes.{self.name}.only")
         result = fuse_loops(program, gate=self.gate, only=self.only, window=self.window, unequal=self.unequal)
         ctx.count(self.name, "fused", len(result.fused))
         ctx.count(self.name, "refused", len(result.refused))

@@ -44,6 +44,7 @@ from neuronsim.machine.ir.program import Loop, Program
 
 from neuronsim.passes.analysis.distance import find_loop, loop_sites, same_location
 from neuronsim.passes.analysis.loopgraph import MAX_PAIRS, direction_vectors
+from neuronsim.passes.analysis.program_index import require_loops
 from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["InterchangeHazard", "InterchangeVerdict", "interchange_hazards", "interchange", "perfect_nests",
@@ -166,6 +167,7 @@ class InterchangeLoops(Pass):
     only: frozenset = frozenset()
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
+        require_loops(program, self.only, f"--passes.{self.name}.only")
         out, verdicts = interchange_loops(program, self.only)
         ctx.count(self.name, "interchanged", sum(v.done for v in verdicts))
         ctx.count(self.name, "refused", sum(not v.done for v in verdicts))

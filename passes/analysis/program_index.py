@@ -15,7 +15,7 @@ loops`` and the fusion verdicts.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from math import prod
 
@@ -25,7 +25,8 @@ from neuronsim.machine.ir.errors import ProgramError, join_path
 from neuronsim.machine.ir.program import Access, Instruction, Loop, Node, Program, loop_nest
 from neuronsim.machine.order.unroll import instance_name
 
-__all__ = ["AccessSite", "LoopPlace", "NodePlace", "ProgramIndex", "find_loop", "index_of", "loop_sites", "node_sites"]
+__all__ = ["AccessSite", "LoopPlace", "NodePlace", "ProgramIndex", "find_loop", "index_of", "loop_sites", "node_sites",
+           "require_loops"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +189,15 @@ def find_loop(program: Program, name: str, *, index: ProgramIndex | None = None)
     """The loop called ``name``; a ProgramError naming the loops that exist otherwise (pass
     ``index`` when looking up many: see :class:`ProgramIndex`)."""
     return index_of(program, index).loop(name)
+
+
+def require_loops(program: Program, names: Iterable[str], where: str) -> None:
+    """Each of ``names`` names a loop of ``program``; else a ProgramError at ``where`` (a pass's
+    option: a misspelt loop in ``only=`` would leave the pass doing nothing, silently)."""
+    index = index_of(program)
+    for name in sorted(names):
+        if name not in index.loop_places:
+            raise ProgramError(where, f"no loop named {name!r}; loops are {list(index.loops)}")
 
 
 def _sites_of(inst: Instruction, loops: tuple[Loop, ...], path: str) -> Iterator[AccessSite]:

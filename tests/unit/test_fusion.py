@@ -109,6 +109,15 @@ def test_only_option_limits_fusion():
     assert [v.fused for v in result.verdicts] == ["b+c"]
 
 
+def test_only_naming_no_loop_is_the_option_s_mistake():
+    """A misspelt loop in ``only=`` fused (or interchanged) nothing, silently."""
+    loops = tuple(Loop(n, 2, (write("w" + n, tile("t", n, 8 * k, shift=2)),)) for k, n in enumerate("ab"))
+    for spec in ("fuse-loops{only=a|nope}", "interchange-loops{only=nope}"):
+        with pytest.raises(ProgramError, match=r"no loop named 'nope'; loops are \['a', 'b'\]") as raised:
+            run_pipeline(Program(TENSORS, loops), spec, PassContext())
+        assert raised.value.path == f"--passes.{spec.split('{')[0]}.only"
+
+
 # -- refusals ---------------------------------------------------------------------------------
 def test_refusals_name_both_loops_the_tensor_bytes_and_distance():
     program = two_loops((write("w", tile("t", "a", 0)),), (copy("r", tile("t", "b", 8), tile("u", "b", 0)),))
