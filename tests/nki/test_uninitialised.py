@@ -106,6 +106,17 @@ def test_an_output_written_whole_or_handed_in_has_no_warning() -> None:
     assert unwritten_outputs(left.program, [*left.run_inputs, "return0"]) == []  # the caller's values stay
 
 
+def test_an_output_left_unwritten_is_no_proof_that_a_garbage_read_reached_it() -> None:
+    """The tutorial's tail tile (its garbage rows never stored) beside an output half of whose
+    columns nothing writes: the two fills made the output differ in those columns, and the
+    tail's read was confirmed as reaching it.  Only the unwritten columns are reported."""
+    traced = _traced("tail_tile_and_half_the_columns", a=np.ones((200, 512), np.float32))
+    assert uninitialised_findings(traced.program, traced.run_inputs.keys())  # the read is there...
+    assert confirmed_findings(traced.program, traced.run_inputs) == []  # ...and reaches no output
+    (unwritten,) = unwritten_outputs(traced.program, traced.run_inputs.keys())
+    assert "the first at element [0, 256]" in unwritten.describe()
+
+
 def test_a_run_warns_of_the_unwritten_rows_and_passes() -> None:
     report = run_kernel(kernel_module(KERNELS).output_rows_left, kernel_module(KERNELS).inputs(0)["a"])[1]
     assert [(f.kind, f.dependence) for f in report.findings] == [("uninitialised", "unwritten")]

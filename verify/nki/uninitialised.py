@@ -119,33 +119,44 @@ def unwritten_outputs(program: Program, inputs: Collection[str], stream: Instanc
     which no read shows, so the ``uninitialised`` reads above never name it.  One warning per
     output, at its declaration, with how many bytes and the first element left so."""
     stream = stream or stream_of(identity_placement(program))
+    out = []
+    for name, (lo, hi) in _written_bytes(program, inputs, stream).items():
+        placed = stream.program.tensors[name]
+        size = placed.bytes_per_partition
+        covered, gap = covered_bytes(lo, hi, size)
+        if gap is None:
+            continue
+        first = np.unravel_index(gap // placed.itemsize, placed.shape)
+        out.append(NkiFinding(kind="uninitialised", dependence="unwritten", first=_declared(program, name),
+                              second="", tensors=(name,), severity="warning",
+                              note=f"{size - covered:,} of its {size:,} bytes, the first at element "
+                                   f"[{', '.join(str(int(i)) for i in first)}]"))
+    return out
+
+
+def _written_bytes(program: Program, inputs: Collection[str], stream: InstanceStream
+                   ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per output the kernel made (not handed in with ``inputs``): the byte ranges ``[lo, hi)``
+    of it that some instruction writes, from its writes' access events (``stream``: of the
+    identity placement)."""
     names = stream.tensor_names
     wanted = [t for t, name in enumerate(names) if program.tensors[name].memory == MemoryKind.DRAM
               and program.tensors[name].role == "output" and program.tensors[name].alias is None
               and name not in inputs]
     if not wanted:
-        return []
+        return {}
     temps = stream.templates
     writes = np.fromiter((ca.is_write and ca.tensor in wanted for ca in temps), bool, len(temps))
     ev = access_events(stream, "tensor", templates=writes, keep=False)  # the outputs' writes alone
     segments = np.unique(ev.seg) if len(ev.seg) else np.zeros(0, np.int64)
     tensor_of_group = np.asarray([key for key, _mask in ev.groups] or [-1], np.int64)
     owner = tensor_of_group[ev.seg_group[segments]] if len(segments) else segments
-    out = []
+    out = {}
     for t in wanted:
         placed = stream.program.tensors[names[t]]
         base, size = placed.byte_base, placed.bytes_per_partition
         mine = segments[owner == t]
-        covered, gap = covered_bytes(np.clip(ev.seg_lo[mine] - base, 0, size),
-                                     np.clip(ev.seg_lo[mine + 1] - base, 0, size), size)
-        if gap is None:
-            continue
-        missing = size - covered
-        first = np.unravel_index(gap // placed.itemsize, placed.shape)
-        out.append(NkiFinding(kind="uninitialised", dependence="unwritten", first=_declared(program, names[t]),
-                              second="", tensors=(names[t],), severity="warning",
-                              note=f"{missing:,} of its {size:,} bytes, the first at element "
-                                   f"[{', '.join(str(int(i)) for i in first)}]"))
+        out[names[t]] = (np.clip(ev.seg_lo[mine] - base, 0, size), np.clip(ev.seg_lo[mine + 1] - base, 0, size))
     return out
 
 
@@ -206,8 +217,22 @@ def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray]) -> tuple
     runs = [output_arrays(placed, run_sequential(plan, initial_memory(placed, plan.spec, fill, inputs,
                                                                       NORMAL_FLOAT_PATTERN)))
             for fill in (0, 1)]
+    # an output's bytes no instruction writes hold the fill too, and differ with it: they are
+    # unwritten_outputs' to report, not a sign that an unwritten read reached the output
+    written = {name: _element_mask(placed.tensors[name], lo, hi)
+               for name, (lo, hi) in _written_bytes(program, inputs.keys(), stream_of(placed)).items()}
     return tuple(name for name, values in runs[0].items()
-                 if not np.array_equal(values, runs[1][name], equal_nan=values.dtype.kind in "fc"))
+                 if not np.array_equal(*(v.reshape(-1)[written[name]] if name in written else v
+                                         for v in (values, runs[1][name])), equal_nan=values.dtype.kind in "fc"))
+
+
+def _element_mask(tensor: Tensor, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Per element of ``tensor`` (flat), whether a byte of it lies in one of ``[lo, hi)``."""
+    covered = np.zeros(tensor.bytes_per_partition + 1, np.int32)
+    run_lo, run_hi = merged_runs(lo, hi)
+    np.add.at(covered, run_lo, 1)
+    np.add.at(covered, run_hi, -1)
+    return np.cumsum(covered[:-1]).reshape(-1, tensor.itemsize).any(axis=1)
 
 
 def confirmed_findings(program: Program, inputs: Mapping[str, np.ndarray],
