@@ -299,9 +299,14 @@ def _write_through(user: str, write: Callable[[BinaryIO], None]) -> None:
         stream = getattr(sys.stdout, "buffer", None)
         if stream is None:
             raise OutputError(user, "standard output is closed", errno.EBADF)
-        sys.stdout.flush()
-        write(stream)
-        stream.flush()
+        try:
+            sys.stdout.flush()
+            write(stream)
+            stream.flush()
+        except BrokenPipeError:  # the reader went away: the command's SIGPIPE status, not an error
+            raise
+        except OSError as err:  # a full disk or device behind the redirection
+            raise OutputError(user, f"standard output ({err.strerror or err})", err.errno) from None
         return
     try:
         with open(user, "wb") as fh:  # O_TRUNC on a FIFO or a device truncates nothing

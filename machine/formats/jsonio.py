@@ -203,6 +203,11 @@ def write_text(text: str, target: str | TextIO) -> None:
         target.write(text)  # type: ignore[union-attr]
         return
     if target == "-":
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except BrokenPipeError:  # the reader went away: the command's SIGPIPE status, not an error
+            raise
+        except OSError as err:  # a full disk or device behind the redirection
+            raise files.OutputError("-", f"standard output ({err.strerror or err})", err.errno) from None
         return
     files.write_text(target, text)  # type: ignore[arg-type]

@@ -31,3 +31,12 @@ def test_unknown_scenario_names_the_shipped_ones():
 def test_simulate_trace_into_a_missing_folder(tmp_path):
     run = _run("simulate", "examples/matmul_k_loop.json", "--trace", str(tmp_path / "no" / "t.json"))
     assert run.returncode == 2 and "Traceback" not in run.stderr
+
+
+def test_a_program_written_to_a_full_standard_output_names_it():
+    """``compile -o - > /dev/full`` said only "No space left on device"."""
+    with open("/dev/full", "w") as full:
+        run = subprocess.run([*CLI, "compile", "examples/matmul_k_loop.json", "-o", "-"], stdout=full,
+                             stderr=subprocess.PIPE, text=True, timeout=300)
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == ["error: -: cannot write: standard output (No space left on device)"]
