@@ -93,12 +93,40 @@ def _copy(dst: Any, src: Any, add: bool, op: str = "add") -> None:
     emit_call(lambda: em.dma_copy(written(dst), src, dst_rmw_op="add" if add else None))
 
 
-def _collective(call: str, dsts: Any, srcs: Any, replica_group: Any, plan) -> None:
+#: Per collective, the ``collective_dim`` values its reference page allows on HBM and on SBUF
+#: (SBUF absent: the call takes HBM tensors only).
+_DIMS = {"all_reduce": {"hbm": None, "sbuf": None}, "all_gather": {"hbm": (0,), "sbuf": (0, 1)},
+         "reduce_scatter": {"hbm": (0,), "sbuf": (0,)}, "all_to_all": {"hbm": (0,)}}
+
+
+def _placed_as_the_page_says(call: str, pairs: list[tuple[Any, Any]], collective_dim: Any = None) -> None:
+    """The collectives pages' rules on where the tensors are: all on HBM or all on SBUF (not a
+    mix, not PSUM), several pairs (coalesced) on HBM only, ``all_to_all`` on HBM only; and the
+    ``collective_dim`` each allows there."""
+    spaces = {kind for pair in pairs for t in pair if (kind := getattr(getattr(t, "buffer", None), "kind", None))}
+    allowed = _DIMS[call.rsplit(".", 1)[-1]]
+    if len(spaces) > 1 or not spaces <= set(allowed):
+        where = " and ".join(sorted(spaces))
+        raise fail(f"{call}: tensors in {where}; its page takes them all on "
+                   f"{' or all on '.join(s.upper() for s in allowed)}")
+    if not spaces:  # (what is no tensor is refused where it is copied)
+        return
+    space = spaces.pop()
+    if space == "sbuf" and len(pairs) > 1:
+        raise fail(f"{call}: {len(pairs)} tensors at once (coalesced) on SBUF; its page allows that on HBM only")
+    dims = allowed[space]
+    if dims is not None and int(collective_dim) not in dims:
+        raise fail(f"{call}: collective_dim={collective_dim} on {space.upper()}; its page allows "
+                   f"{' or '.join(map(str, dims))} there")
+
+
+def _collective(call: str, dsts: Any, srcs: Any, replica_group: Any, plan, collective_dim: Any = None) -> None:
     """Meet, post the sources, emit this rank's copies (``plan(rank, group, posts, dst, k)``),
     meet again."""
     tracer = current()
     on_ranks(tracer, call)  # refused before the arguments are looked at
     pairs = _pairs(dsts, srcs, call)
+    _placed_as_the_page_says(call, pairs, collective_dim)
     rank, posts = meet_ranks(tracer, call, [src for _dst, src in pairs])
     group = _group(replica_group, rank, call)
     missing = [m for m in group if m not in posts]
@@ -137,7 +165,7 @@ def all_gather(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
         for j, member in enumerate(group):
             _copy(_chunk(dst, int(collective_dim), j, len(group), call), posts[member][k], add=False)
 
-    _collective(call, dsts, srcs, replica_group, plan)
+    _collective(call, dsts, srcs, replica_group, plan, collective_dim)
 
 
 @api("nki.collectives.reduce_scatter")
@@ -150,7 +178,7 @@ def reduce_scatter(dsts, srcs, op=None, replica_group=None, collective_dim=0, **
         for j, member in enumerate(group):
             _copy(dst, _chunk(posts[member][k], int(collective_dim), mine, len(group), call), add=j > 0, op=reduce)
 
-    _collective(call, dsts, srcs, replica_group, plan)
+    _collective(call, dsts, srcs, replica_group, plan, collective_dim)
 
 
 @api("nki.collectives.all_to_all")
@@ -163,7 +191,7 @@ def all_to_all(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
             _copy(_chunk(dst, int(collective_dim), j, count, call),
                   _chunk(posts[member][k], int(collective_dim), mine, count, call), add=False)
 
-    _collective(call, dsts, srcs, replica_group, plan)
+    _collective(call, dsts, srcs, replica_group, plan, collective_dim)
 
 
 def _ring(replica_group: Any, rank: int, call: str) -> tuple[list[int], int]:

@@ -4,6 +4,7 @@ rank (rank r's outputs are ``NAME_rank{r}``)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -115,3 +116,27 @@ def test_run_kernel_takes_ranks():
     rank0, rank1 = outputs  # every rank's returned array, rank 0's first
     for got in (rank0, rank1):
         np.testing.assert_allclose(got, 2 * x + 1, rtol=1e-6, atol=1e-6)  # the sum over ranks of x + r
+
+
+@pytest.mark.parametrize("call, buffer, dim, coalesced, words", [
+    ("all_to_all", "sbuf", 0, False, "tensors in sbuf; its page takes them all on HBM"),
+    ("all_gather", "hbm", 1, False, "collective_dim=1 on HBM; its page allows 0 there"),
+    ("reduce_scatter", "sbuf", 1, False, "collective_dim=1 on SBUF; its page allows 0 there"),
+    ("all_reduce", "mixed", 0, False, "tensors in hbm and sbuf; its page takes them all on HBM or all on SBUF"),
+    ("all_gather", "sbuf", 0, True, "2 tensors at once (coalesced) on SBUF; its page allows that on HBM only"),
+])
+def test_the_collectives_pages_rules_on_where_tensors_are(call, buffer, dim, coalesced, words):
+    """Each ran (a helper's sweep: all_to_all on SBUF, all_gather along dim 1 of HBM tensors),
+    though the call's reference page says it is not supported; refused at the call's line."""
+    x = RNG.normal(size=(4, 8)).astype(np.float32)
+    with pytest.raises(NkiError, match=re.escape(words)) as info:
+        trace(kernel("ranks.py::placed_against_the_page"), x, [[0, 1]], call, buffer, dim, coalesced, ranks=2)
+    needle = f"ncc.{call}(dsts=dsts" if call in ("all_reduce", "reduce_scatter") else "getattr(ncc, call)"
+    assert f"ranks.py:{line_of(SOURCE, needle)}" in str(info.value)
+
+
+def test_what_the_pages_allow_runs():
+    x = RNG.normal(size=(4, 8)).astype(np.float32)
+    for call, buffer, dim in (("all_gather", "sbuf", 1), ("all_reduce", "sbuf", 0), ("reduce_scatter", "hbm", 0),
+                              ("all_to_all", "hbm", 0)):
+        trace(kernel("ranks.py::placed_against_the_page"), x, [[0, 1]], call, buffer, dim, False, ranks=2)

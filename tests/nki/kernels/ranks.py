@@ -96,3 +96,30 @@ def ring_passed(x, replica_group):
     nisa.dma_copy(dst=out[1], src=marker)
     nisa.dma_copy(dst=out[2], src=summed)
     return out
+
+
+@nki.jit
+def placed_against_the_page(x, replica_group, call, buffer, collective_dim, coalesced):
+    """One collective on tensors in ``buffer`` ("hbm", "sbuf" or "mixed"), ``coalesced``: two
+    pairs at once; the collectives pages' rules on where tensors are (tests/nki/test_ranks.py)."""
+    def tile(shape, kind):
+        return nl.ndarray(shape, dtype=x.dtype, buffer=nl.sbuf if kind == "sbuf" else nl.shared_hbm)
+
+    H, W = x.shape
+    src_kind, dst_kind = ("sbuf", "hbm") if buffer == "mixed" else (buffer, buffer)
+    shape = [H, W]  # the destination: two ranks' chunks gathered, or one rank's chunk of two
+    if call in ("all_gather", "reduce_scatter") and collective_dim in (0, 1):
+        shape[collective_dim] = shape[collective_dim] * 2 if call == "all_gather" else shape[collective_dim] // 2
+    srcs = [tile((H, W), src_kind) for _ in range(1 + coalesced)]
+    dsts = [tile(tuple(shape), dst_kind) for _ in range(1 + coalesced)]
+    for s in srcs:
+        nisa.dma_copy(dst=s, src=x)
+    if call == "all_reduce":
+        ncc.all_reduce(dsts=dsts, srcs=srcs, op=nl.add, replica_group=replica_group)
+    elif call == "reduce_scatter":
+        ncc.reduce_scatter(dsts=dsts, srcs=srcs, op=nl.add, replica_group=replica_group, collective_dim=collective_dim)
+    else:
+        getattr(ncc, call)(dsts=dsts, srcs=srcs, replica_group=replica_group, collective_dim=collective_dim)
+    out = nl.ndarray(tuple(shape), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=dsts[0])
+    return out
