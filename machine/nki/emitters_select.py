@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from neuronsim.machine.model.optable import CUMULATIVE_OPS, RANGE_CMPS
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
@@ -33,6 +35,8 @@ __all__ = ["command", "register", "keep_register", "max8", "find_index8", "match
 #: The attribute of the trace (one per attempt) that holds where each engine's accumulator
 #: register was last written (see the module doc).
 _REGISTERS = "_accumulator_registers"
+#: What ``nisa.range_select`` fills where the range fails: its page allows no other value.
+_FP32_MIN = np.finfo(np.float32).min
 
 
 def _registers() -> dict[str, tuple[Layout, int]]:
@@ -192,6 +196,9 @@ def _reduction(reads: list, attrs: dict, writes: list, what: str, cmd: str, redu
 def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,
                  reduce_cmd: Any = None, reduce_res: Any = None, reduce_op: Any = None, range_start: Any = 0,
                  on_false_value: Any = None) -> None:
+    if current().nc_generation < 3:  # (it ran on trn1: a helper's sweep)
+        raise fail(f"nisa.range_select: available on NeuronCore-v3 and newer only (its page), not "
+                   f"NeuronCore-v{current().nc_generation}; trace for trn2 or trn3 (@nki.jit(platform_target=...))")
     data = _tile(on_true, "nisa.range_select on_true_tile")
     cmps = [alu_name(comp_op0), alu_name(comp_op1)]
     if any(c not in RANGE_CMPS for c in cmps):
@@ -199,6 +206,10 @@ def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0
     reads, attrs = [data], {"cmp0": cmps[0], "cmp1": cmps[1], "start": int(ops.number(range_start))}
     if on_false_value is not None and on_false_value is not Ellipsis:
         attrs["value"] = ops.number(on_false_value)
+        if np.float32(attrs["value"]) != _FP32_MIN:  # (ran with -5.0 and filled with it: a helper's sweep)
+            raise fail(f"nisa.range_select(on_false_value={on_false_value!r}): its page says it must be FP32_MIN "
+                       f"(-3.4028235e+38, nl.fp32.min), a hardware constraint; select another value after it "
+                       f"(nisa.tensor_scalar, nl.where)")
     _bind(reads, attrs, "bound0", bound0)
     _bind(reads, attrs, "bound1", bound1)
     writes = [dst]

@@ -189,6 +189,19 @@ def test_cumulative_reset_load_and_chained_reduce():
     np.testing.assert_allclose(out["chained_out"], np.cumsum(x, axis=1) + x.sum(1, keepdims=True), atol=1e-5)
 
 
+@pytest.mark.parametrize("func, words", [
+    ("window_on_trn1", "nisa.range_select: available on NeuronCore-v3 and newer only (its page), not NeuronCore-v2"),
+    ("window_filled_otherwise", "nisa.range_select(on_false_value=-5.0): its page says it must be FP32_MIN"),
+])
+def test_range_select_as_its_page_limits_it(func, words):
+    """Both ran (a helper's sweep): on trn1, and filling with -5.0 where the page allows FP32_MIN only."""
+    x, lo, hi = f32(8, 16), np.zeros((8, 1), np.float32), np.full((8, 1), 4, np.float32)
+    with pytest.raises(NkiError) as info:
+        trace(kernel(f"isa_batch_select.py::{func}"), x, lo, hi)
+    call = line_of(Path(KERNELS, "isa_batch_select.py"), f"def {func}(") + 3  # the docstring, the tile, the call
+    assert words in info.value.message and info.value.path.endswith(f"isa_batch_select.py:{call}")
+
+
 def test_range_select_keeps_the_window_and_chains_its_maximum():
     rng = np.random.default_rng(3)
     x = f32(128, 64, seed=3)

@@ -25,7 +25,7 @@ def legacy_rand_top(out_vals):
     nl.store(out_vals, value=nisa.max8(src=nl.rand((32, 128))))
 
 
-@nki.jit
+@nki.jit(platform_target="trn2")  # range_select: NeuronCore-v3 and newer
 def legacy_select(x, lo, hi, out_kept, out_rolled, out_sums, out_dropped):
     data, low, high = nl.load(x), nl.load(lo), nl.load(hi)
     kept = nl.ndarray(data.shape, dtype=nl.float32, buffer=nl.sbuf)

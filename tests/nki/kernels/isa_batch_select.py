@@ -30,7 +30,7 @@ def running(x, scale):
     return sums_out, peaks_out, chained_out
 
 
-@nki.jit
+@nki.jit(platform_target="trn2")  # range_select: NeuronCore-v3 and newer
 def windows(x, lo, hi):
     """Columns ``lo <= j < hi`` kept (else fp32 min) and the row maximum over two calls, the
     second covering columns ``F .. 2F - 1`` of ``x + 1`` and continuing the first's maximum."""
@@ -112,3 +112,21 @@ def absolute_max(x):
     nl.store(magnitudes_out, magnitudes)
     nl.store(peak_out, peak)
     return magnitudes_out, peak_out
+
+
+@nki.jit
+def window_on_trn1(x, lo, hi):
+    """range_select traced for the default trn1 (NeuronCore-v2): its page says v3 and newer."""
+    kept = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.range_select(dst=kept, on_true_tile=nl.load(x), comp_op0=nl.greater_equal, comp_op1=nl.less,
+                      bound0=nl.load(lo), bound1=nl.load(hi), range_start=0, on_false_value=nl.fp32.min)
+    return kept
+
+
+@nki.jit(platform_target="trn2")
+def window_filled_otherwise(x, lo, hi):
+    """on_false_value other than FP32_MIN: its page says the hardware takes no other."""
+    kept = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.range_select(dst=kept, on_true_tile=nl.load(x), comp_op0=nl.greater_equal, comp_op1=nl.less,
+                      bound0=nl.load(lo), bound1=nl.load(hi), range_start=0, on_false_value=-5.0)
+    return kept
