@@ -353,13 +353,15 @@ CASES: dict[str, Case] = {
         "f32[128,32,4]", "0:f32[1,32,4]", ref=lambda a_tensor: _f(a_tensor).sum(axis=0, keepdims=True)),
     T + "test_nki_isa_partition_reduce.py::nki_par_reduce_nd_b": case(
         "f32[4,128,32,8]", "0:f32[4,1,32,8]", ref=lambda a_tensor: _f(a_tensor).sum(axis=1, keepdims=True)),
-    T + "test_nki_isa_range_select.py::nki_range_select_example": case(
+    # (traced for trn2, as their @nki.jit(platform_target="trn2") says: range_select is NeuronCore-v3 and newer)
+    T + "test_nki_isa_range_select.py::nki_range_select_example": dataclasses.replace(case(
         "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 64, np.float32), np.greater_equal, np.less,
         32, np.float32, ref=_range_select,
         note="returns its SBUF result tile: NKI's simulator (mode='simulation') hands its values back"),
-    T + "test_nki_isa_range_select.py::nki_range_select_chaining": case(
+        machine="trn2"),
+    T + "test_nki_isa_range_select.py::nki_range_select_chaining": dataclasses.replace(case(
         "f32[128,512]", np.zeros((128, 1), np.float32), np.full((128, 1), 350, np.float32), np.greater_equal, np.less,
-        32, ref=_range_select_chained),
+        32, ref=_range_select_chained), machine="trn2"),
     T + "test_nki_isa_reciprocal.py::reciprocal_kernel": case(
         "f32[128,512]", ref=lambda in_tensor: 1.0 / (_f(in_tensor)),
         note="values in [0, 1): the test's * 100 kept out"),
