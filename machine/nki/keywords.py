@@ -140,3 +140,26 @@ def dst_first_hint(name: str, signature: inspect.Signature, args: tuple, kwargs:
         return ""
     return (f" ({name} of NKI 0.7, `import nki`, writes its output first: {name}(dst, {', '.join(names[1:3])}, ...);"
             " the form that returns the result is neuronxcc.nki's)")
+
+
+#: Parameters that take a tile (or a number), never an operator: ``nisa.tensor_scalar(nl.add, x,
+#: 1.0)`` passes the op where the data goes.
+_OPERANDS = frozenset({"data", "data0", "data1", "data2", "src", "stationary", "moving", "on_true_tile", "x", "y",
+                       "in_", "dst"})
+
+
+def misplaced_operator(signature: inspect.Signature, args: tuple, kwargs: dict) -> str | None:
+    """What a call that failed was handed where a tile goes: a function (an operator such as
+    ``nl.add``) bound to an operand parameter, said with the call's parameters; else None."""
+    try:
+        bound = signature.bind_partial(*args, **kwargs).arguments
+    except TypeError:
+        return None
+    for param, value in bound.items():
+        if param in _OPERANDS and callable(value) and not hasattr(value, "shape"):
+            shown = getattr(value, "nki_name", None) or getattr(value, "__name__", repr(value))
+            named = [p for p, about in signature.parameters.items() if about.kind not in (about.VAR_POSITIONAL,
+                                                                                          about.VAR_KEYWORD)]
+            return f"{param} is the operator {shown}, where the call takes a tile (its parameters: {', '.join(named)})"
+    return None
+

@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki import keywords
-from neuronsim.machine.nki.keywords import dst_first_hint
 from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, check_tensor_name, fail, unsupported,
                                           user_frame, user_line, user_site)
@@ -101,14 +100,15 @@ def api(name: str) -> Callable[[Callable], Callable]:
                 check_uses(line, (*args, *kwargs.values()), tracer.pending)
             try:
                 return fn(*args, **kwargs)
-            except TypeError as err:
-                if err.__traceback__ is not None and err.__traceback__.tb_next is None:
-                    # fn never started: the kernel's arguments do not fit the call
-                    hint = dst_first_hint(name, signature, args, kwargs, _writes)
-                    raise NkiError(tracer.site[0], f"{name}: {err}{hint}") from None
-                raise
+            except (TypeError, AttributeError) as err:  # an operator where a tile goes, or fn never started
+                misplaced = keywords.misplaced_operator(signature, args, kwargs)
+                if misplaced is None and not (type(err) is TypeError and err.__traceback__ is not None
+                                              and err.__traceback__.tb_next is None):
+                    raise
+                hint = misplaced or f"{err}{keywords.dst_first_hint(name, signature, args, kwargs, _writes)}"
+                raise NkiError(tracer.site[0], f"{name}: {hint}") from None
             except NkiError as err:
-                hint = dst_first_hint(name, signature, args, kwargs, _writes) if type(err) is NkiError else ""
+                hint = keywords.dst_first_hint(name, signature, args, kwargs, _writes) if type(err) is NkiError else ""
                 if hint:
                     raise NkiError(err.path, f"{err.message}{hint}") from None
                 raise

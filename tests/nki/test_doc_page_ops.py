@@ -306,6 +306,14 @@ def column_as_scalar(x):
 
 
 @legacy_nki.jit
+def operator_first(x):
+    y = lisa.tensor_scalar(lnl.add, lnl.load(x), 1.0)  # the operator where the data goes
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=y)
+    return o
+
+
+@legacy_nki.jit
 def load_from_sbuf(x):
     tmp = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.sbuf)
     y = lnl.load(tmp)  # the error page's err_unsupported_memory
@@ -431,7 +439,10 @@ def test_nisa_tensor_tensor_refuses_a_column_against_a_wider_tile(guide):
 
 @pytest.mark.parametrize("name, words", [("load_from_sbuf", "nl.load expects its source in HBM"),
                                          ("flat_arange", "with a 1-D nl.arange is not supported"),
-                                         ("mixed_indexing", "mixes slices with nl.arange index vectors, which NKI")])
+                                         ("mixed_indexing", "mixes slices with nl.arange index vectors, which NKI"),
+                                         # (an internal error: 'function' object has no attribute 'shape')
+                                         ("operator_first", "nisa.tensor_scalar: data is the operator nl.add, "
+                                                            "where the call takes a tile")])
 def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
     with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
         trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))
