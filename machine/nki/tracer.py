@@ -100,13 +100,13 @@ def api(name: str) -> Callable[[Callable], Callable]:
                 check_uses(line, (*args, *kwargs.values()), tracer.pending)
             try:
                 return fn(*args, **kwargs)
-            except (TypeError, AttributeError) as err:  # an operator where a tile goes, or fn never started
-                misplaced = keywords.misplaced_operator(signature, args, kwargs)
-                if misplaced is None and not (type(err) is TypeError and err.__traceback__ is not None
-                                              and err.__traceback__.tb_next is None):
+            except (TypeError, AttributeError) as err:  # fn never started, or an operator where a tile goes
+                unfit = type(err) is TypeError and err.__traceback__ is not None and err.__traceback__.tb_next is None
+                hint = keywords.dst_first_hint(name, signature, args, kwargs, _writes) if unfit else ""
+                misplaced = None if hint else keywords.misplaced_operator(signature, args, kwargs)
+                if not unfit and misplaced is None:
                     raise
-                hint = misplaced or f"{err}{keywords.dst_first_hint(name, signature, args, kwargs, _writes)}"
-                raise NkiError(tracer.site[0], f"{name}: {hint}") from None
+                raise NkiError(tracer.site[0], f"{name}: {misplaced or f'{err}{hint}'}") from None
             except NkiError as err:
                 hint = keywords.dst_first_hint(name, signature, args, kwargs, _writes) if type(err) is NkiError else ""
                 if hint:
