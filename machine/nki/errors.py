@@ -12,6 +12,8 @@ import copy
 import difflib
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
@@ -21,7 +23,8 @@ import numpy as np
 from neuronsim.machine.ir.errors import ProgramError
 
 __all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "TraceTooLarge", "SourceLine",
-           "user_line", "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name", "shown"]
+           "user_line", "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name", "shown",
+           "at_line"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -142,6 +145,19 @@ class NkiError(ProgramError):
 
     def __init__(self, where: SourceLine | str, message: str) -> None:
         super().__init__(str(where), message)
+
+
+@contextmanager
+def at_line(where: SourceLine) -> Iterator[None]:
+    """A plain :class:`NkiError` the block raises is said at ``where``: work a call left pending
+    (its result's tile, its instruction) is done when a later statement, or the end of the
+    kernel, uses the result, and its refusal is the call's, at its line."""
+    try:
+        yield
+    except NkiError as err:
+        if type(err) is NkiError and err.path != str(where):
+            raise NkiError(where, err.message) from None
+        raise
 
 
 class TraceTooLarge(NkiError):

@@ -394,6 +394,9 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     if pending is not None:
         if mask is not None and pending.mask is None:
             pending.mask = as_mask(mask)
+        if prod(pending.proxy.shape) > prod(dst.shape):  # (it was refused at the call's line, as its emission)
+            raise fail(f"assigning a {tuple(pending.proxy.shape)} result to a {tuple(dst.shape)} tile: the "
+                       f"destination is smaller (the errors page's err_store_dst_shape_smaller_than_other_shape)")
         if (not dst.layout.on_chip and pending.proxy.buffer != "hbm") or prod(pending.proxy.shape) < prod(dst.shape):
             # a compute result stored to DRAM: through SBUF, then a DMA; a result broadcast into
             # a larger tile (x[...] = y of (128, 1) into (128, 512), the error page's "ok"): its

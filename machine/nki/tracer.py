@@ -33,8 +33,8 @@ import numpy as np
 
 from neuronsim.machine.nki import keywords
 from neuronsim.machine.nki.cores import side_by_side
-from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, check_tensor_name, fail, unsupported,
-                                          user_frame, user_line, user_site)
+from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, at_line, check_tensor_name, fail,
+                                          unsupported, user_frame, user_line, user_site)
 from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.scopes import check_uses
@@ -353,7 +353,8 @@ class Tracer:
         pending, self.pending = self.pending, None
         if pending is not None:
             proxy = pending.proxy
-            layout = pending.storage(pending.site)
+            with at_line(pending.site[0]):  # the result's tile, declared where it is first used
+                layout = pending.storage(pending.site)
             proxy._layout = _inherit_tags(layout, pending.sources)
             self._emit_into(pending, proxy._layout)
 
@@ -374,12 +375,8 @@ class Tracer:
         if marks:
             extras = {**marks, **(extras or {})}
         try:
-            self._emit_boxes(pending, dst, extras, **kw)
-        except NkiError as err:
-            # emitted when a later statement used the result: a refusal is the call's, at its line
-            if type(err) is NkiError and err.path != str(pending.site[0]):
-                raise NkiError(pending.site[0], err.message) from None
-            raise
+            with at_line(pending.site[0]):  # emitted when a later statement used the result
+                self._emit_boxes(pending, dst, extras, **kw)
         finally:
             self.call_options = options
 

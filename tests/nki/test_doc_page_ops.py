@@ -314,6 +314,25 @@ def operator_first(x):
 
 
 @legacy_nki.jit
+def result_into_a_smaller_tile(x):
+    e = lnl.exp(lnl.load(x))
+    y = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.sbuf)
+    y[...] = e  # the errors page's err_store_dst_shape_smaller_than_other_shape
+    o = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=y)
+    return o
+
+
+@legacy_nki.jit
+def psum_result_too_wide_last(x):
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    lnl.store(o, value=t)
+    p = lisa.nc_matmul(t[:, 0:128], lnl.ones((128, 1024), dtype=lnl.float32, buffer=lnl.sbuf))  # 4 KiB of PSUM
+    return o
+
+
+@legacy_nki.jit
 def load_from_sbuf(x):
     tmp = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.sbuf)
     y = lnl.load(tmp)  # the error page's err_unsupported_memory
@@ -475,3 +494,16 @@ def test_tensor_scalar_reduce_negates_its_result_only_and_loads_an_initial_value
     np.testing.assert_allclose(neg, -first, rtol=1e-5)
     np.testing.assert_allclose(more, first + x.sum(axis=1, keepdims=True), rtol=1e-5)
     np.testing.assert_allclose(loaded, init + x.sum(axis=1, keepdims=True), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, needle, words", [
+    # blamed on the line that made the result (the exp)
+    ("result_into_a_smaller_tile", "y[...] = e", "assigning a (128, 64) result to a (128, 1) tile"),
+    # blamed on a line of neuronsim's own command: the kernel's last call, whose result is never used
+    ("psum_result_too_wide_last", "p = lisa.nc_matmul", "p: a tile of (128, 1024) float32 holds 4096 bytes"),
+])
+def test_a_held_back_results_refusal_is_at_the_line_it_belongs_to(guide, name, needle, words):
+    with pytest.raises(NkiError) as info:
+        trace(load_kernel(guide(name)), np.ones((128, 64), np.float32))
+    line = next(n for n, text in enumerate(GUIDE_KERNELS.splitlines(), 1) if needle in text)
+    assert info.value.path.endswith(f"g.py:{line}") and words in info.value.message, str(info.value)
