@@ -268,8 +268,12 @@ def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = Fal
 
 
 def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:
+    source = ops.lay(src)
+    if not (source.on_chip and dst.on_chip):  # (an HBM source ran, as a DMA: a probe of kernel mistakes)
+        raise fail(f"nisa.tensor_copy copies between tiles in SBUF or PSUM (its page), not from or to "
+                   f"{(source if not source.on_chip else dst).tensor.name} in HBM: that is a DMA's, nisa.dma_copy")
     named = ENGINES.get(str(engine)) if engine is not None else None  # None: the compiler's choice
-    ops.copy(dst, ops.lay(src), engine_of(engine, ("dve", "act", "pool"), "dve") if named else None)
+    ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve") if named else None)
 
 
 def memset(dst: Layout, value: Any, engine: Any = None) -> None:

@@ -333,6 +333,14 @@ def psum_result_too_wide_last(x):
 
 
 @legacy_nki.jit
+def tensor_copy_of_hbm(x):
+    t = lisa.tensor_copy(x)  # its page: src a tile in SBUF or PSUM
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=t)
+    return o
+
+
+@legacy_nki.jit
 def load_from_sbuf(x):
     tmp = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.sbuf)
     y = lnl.load(tmp)  # the error page's err_unsupported_memory
@@ -461,7 +469,9 @@ def test_nisa_tensor_tensor_refuses_a_column_against_a_wider_tile(guide):
                                          ("mixed_indexing", "mixes slices with nl.arange index vectors, which NKI"),
                                          # (an internal error: 'function' object has no attribute 'shape')
                                          ("operator_first", "nisa.tensor_scalar: data is the operator nl.add, "
-                                                            "where the call takes a tile")])
+                                                            "where the call takes a tile"),
+                                         ("tensor_copy_of_hbm", "nisa.tensor_copy copies between tiles in SBUF or "
+                                                                "PSUM")])
 def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
     with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
         trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))
