@@ -4,8 +4,7 @@ Each call lowers to the ISA op and engine the NKI docs give for it (docs/nki.md 
 table): ``nl.load`` / ``nl.store`` are DMA transfers, elementwise arithmetic of two tiles is
 ``tensor_tensor`` on DVE and of a tile and a number ``tensor_scalar``, transcendental
 functions are ``activation`` on ACT, reductions ``tensor_reduce`` on DVE, ``nl.matmul`` a PE
-matmul into PSUM.  Shared by both API generations (the current API's stand-in module leaves
-out the legacy-only names).
+matmul into PSUM.  Shared by both API generations (the current API's stand-ins leave out the legacy-only names).
 """
 
 from __future__ import annotations
@@ -341,13 +340,15 @@ def load_transpose2d(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_
 
 @api("nl.store")
 def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
+    if is_tile(dst) and dst.buffer != "hbm" and current().generation == "legacy":  # NKI's err_unsupported_memory
+        raise fail(f"nl.store stores into HBM (its page: dst an HBM tensor), not into {dst.name} in {dst.buffer}: "
+                   f"assign the tile (t[...] = value) or nl.copy it")
     if not is_tile(value):  # the API page: "value - An SBUF tile"
         number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
         if not number or not is_tile(dst) or not dst.shape or dst.shape[0] > 128:
             raise fail(f"nl.store stores a tile, not {shown(value)}: store nl.full(shape, value, dtype) (or "
                        f"nl.zeros) of the destination's shape")
-        # a number (neuronx-distributed-inference stores -9984.0 so): the compiler's tile of it,
-        # set in SBUF, then stored
+        # a number (NxDI stores -9984.0 so): the compiler's tile of it, in SBUF, then stored
         value = full(dst.shape, value, dtype=dst.dtype, buffer=sbuf)
     assign(dst, value, mask=mask)
 

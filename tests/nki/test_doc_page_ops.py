@@ -341,6 +341,13 @@ def tensor_copy_of_hbm(x):
 
 
 @legacy_nki.jit
+def store_into_sbuf(x):
+    y = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.sbuf)
+    lnl.store(y, value=lnl.load(x))  # its page: dst an HBM tensor (the errors page's err_unsupported_memory)
+    return y
+
+
+@legacy_nki.jit
 def load_from_sbuf(x):
     tmp = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.sbuf)
     y = lnl.load(tmp)  # the error page's err_unsupported_memory
@@ -471,7 +478,8 @@ def test_nisa_tensor_tensor_refuses_a_column_against_a_wider_tile(guide):
                                          ("operator_first", "nisa.tensor_scalar: data is the operator nl.add, "
                                                             "where the call takes a tile"),
                                          ("tensor_copy_of_hbm", "nisa.tensor_copy copies between tiles in SBUF or "
-                                                                "PSUM")])
+                                                                "PSUM"),
+                                         ("store_into_sbuf", "nl.store stores into HBM")])
 def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
     with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
         trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))
