@@ -55,6 +55,9 @@ def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = Fals
         return
     st, mv = on_pe(ops.lay(stationary)), on_pe(ops.lay(moving))
     if not double_row(perf_mode):
+        if mv.view().free_count > 512:  # (a bf16 result of 1024 columns fitted a bank, and ran: a probe)
+            raise fail(f"nc_matmul: a moving tile of {mv.view().free_count} elements a partition; its page allows "
+                       f"at most 512 (nl.tile_size.gemm_moving_fmax): split the columns into several matmuls")
         kb.matmul(dst.view(), st.view(), mv.view(), accumulate=accumulate)
         return
     # FP8 double row (matmul_perf_mode): [K, 2, M] x [K, 2, N], each pair of rows contracted too

@@ -348,6 +348,14 @@ def store_into_sbuf(x):
 
 
 @legacy_nki.jit
+def moving_too_wide(x):
+    p = lnl.ndarray((128, 1024), dtype=lnl.bfloat16, buffer=lnl.psum)  # 2 KiB: one bank holds it
+    p[...] = lisa.nc_matmul(lnl.ones((128, 128), dtype=lnl.bfloat16, buffer=lnl.sbuf),
+                            lnl.ones((128, 1024), dtype=lnl.bfloat16, buffer=lnl.sbuf))
+    return p
+
+
+@legacy_nki.jit
 def load_from_sbuf(x):
     tmp = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.sbuf)
     y = lnl.load(tmp)  # the error page's err_unsupported_memory
@@ -479,7 +487,9 @@ def test_nisa_tensor_tensor_refuses_a_column_against_a_wider_tile(guide):
                                                             "where the call takes a tile"),
                                          ("tensor_copy_of_hbm", "nisa.tensor_copy copies between tiles in SBUF or "
                                                                 "PSUM"),
-                                         ("store_into_sbuf", "nl.store stores into HBM")])
+                                         ("store_into_sbuf", "nl.store stores into HBM"),
+                                         ("moving_too_wide", "nc_matmul: a moving tile of 1024 elements a partition; "
+                                                             "its page allows at most 512")])
 def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
     with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
         trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))
