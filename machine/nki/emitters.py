@@ -54,6 +54,9 @@ def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = Fals
         kb.transpose(dst.view(), on_pe(ops.lay(stationary)).view())
         return
     st, mv = on_pe(ops.lay(stationary)), on_pe(ops.lay(moving))
+    if any("int" in t.element_dtype for t in (st, mv)):  # (int32 tiles ran: a probe; a view as fp8 is fp8)
+        raise fail(f"nc_matmul of {st.element_dtype} x {mv.element_dtype} tiles: its page takes float8, bfloat16, "
+                   f"float16, tfloat32 or float32 operands (cast integers first, e.g. nl.copy(t, dtype=nl.float32))")
     if not double_row(perf_mode):
         if mv.view().free_count > 512:  # (a bf16 result of 1024 columns fitted a bank, and ran: a probe)
             raise fail(f"nc_matmul: a moving tile of {mv.view().free_count} elements a partition; its page allows "
@@ -84,7 +87,12 @@ matmul.accumulates = True  # type: ignore[attr-defined]
 
 def transpose(dst: Layout, data: Any, engine: Any = None) -> None:
     eng = engine_of(engine, ("pe", "dve"), "pe" if dst.tensor.memory.name == "PSUM" else "dve")
-    current().kb.transpose(dst.view(), ops.lay(data).view(), engine=eng)
+    source = ops.lay(data).view()
+    asked = ENGINES.get(str(engine)) if engine is not None else None  # None: the compiler's choice
+    if asked == "dve" and (source.num_partitions > 32 or source.free_count > 32):  # (a 64 x 64 one ran: a probe)
+        raise fail(f"nc_transpose of a {source.shape} tile on the Vector Engine: its page says the Vector Engine "
+                   f"transposes (32, 32) or smaller (the Tensor Engine (128, 128), into PSUM)")
+    current().kb.transpose(dst.view(), source, engine=eng)
 
 
 def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any = 1.0, reduce_op: Any = None,

@@ -356,6 +356,21 @@ def moving_too_wide(x):
 
 
 @legacy_nki.jit
+def wide_transpose_on_the_vector_engine(x):
+    t = lisa.nc_transpose(lnl.zeros((64, 64), dtype=lnl.float32, buffer=lnl.sbuf), engine=lisa.vector_engine)
+    o = lnl.ndarray((64, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=t)  # its page: the Vector Engine transposes (32, 32) or smaller
+    return o
+
+
+@legacy_nki.jit
+def integer_matmul(x):
+    a = lnl.zeros((128, 128), dtype=lnl.int32, buffer=lnl.sbuf)
+    p = lisa.nc_matmul(a, a)  # its page: float8 .. float32 operands
+    return p
+
+
+@legacy_nki.jit
 def load_from_sbuf(x):
     tmp = lnl.ndarray((4, 4), dtype=lnl.float32, buffer=lnl.sbuf)
     y = lnl.load(tmp)  # the error page's err_unsupported_memory
@@ -489,7 +504,12 @@ def test_nisa_tensor_tensor_refuses_a_column_against_a_wider_tile(guide):
                                                                 "PSUM"),
                                          ("store_into_sbuf", "nl.store stores into HBM"),
                                          ("moving_too_wide", "nc_matmul: a moving tile of 1024 elements a partition; "
-                                                             "its page allows at most 512")])
+                                                             "its page allows at most 512"),
+                                         ("wide_transpose_on_the_vector_engine", "on the Vector Engine: its page "
+                                                                                 "says the Vector Engine transposes "
+                                                                                 r"\(32, 32\) or smaller"),
+                                         ("integer_matmul", "nc_matmul of int32 x int32 tiles: its page takes "
+                                                            "float8")])
 def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
     with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
         trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))
