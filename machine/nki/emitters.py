@@ -39,9 +39,14 @@ ENGINES = {"pe": "pe", "tensor": "pe", "act": "act", "scalar": "act", "activatio
            "vector": "dve", "pool": "pool", "gpsimd": "pool", "sp": "sp", "sync": "sp"}
 
 
+def asked_engine(engine: Any) -> str | None:
+    """The sequencer ``engine=`` names (None: left to the compiler)."""
+    return ENGINES.get(str(engine)) if engine is not None else None
+
+
 def engine_of(engine: Any, allowed: tuple[str, ...], default: str) -> str:
     """The sequencer ``engine=`` names, if the op runs there (else the op's default)."""
-    name = ENGINES.get(str(engine)) if engine is not None else None
+    name = asked_engine(engine)
     return name if name in allowed else default
 
 
@@ -88,8 +93,8 @@ matmul.accumulates = True  # type: ignore[attr-defined]
 def transpose(dst: Layout, data: Any, engine: Any = None) -> None:
     eng = engine_of(engine, ("pe", "dve"), "pe" if dst.tensor.memory.name == "PSUM" else "dve")
     source = ops.lay(data).view()
-    asked = ENGINES.get(str(engine)) if engine is not None else None  # None: the compiler's choice
-    if asked == "dve" and (source.num_partitions > 32 or source.free_count > 32):  # (a 64 x 64 one ran: a probe)
+    wide = source.num_partitions > 32 or source.free_count > 32
+    if asked_engine(engine) == "dve" and wide:  # (a 64 x 64 one ran: a probe)
         raise fail(f"nc_transpose of a {source.shape} tile on the Vector Engine: its page says the Vector Engine "
                    f"transposes (32, 32) or smaller (the Tensor Engine (128, 128), into PSUM)")
     current().kb.transpose(dst.view(), source, engine=eng)
@@ -283,8 +288,7 @@ def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:
     if not (source.on_chip and dst.on_chip):  # (an HBM source ran, as a DMA: a probe of kernel mistakes)
         raise fail(f"nisa.tensor_copy copies between tiles in SBUF or PSUM (its page), not from or to "
                    f"{(source if not source.on_chip else dst).tensor.name} in HBM: that is a DMA's, nisa.dma_copy")
-    named = ENGINES.get(str(engine)) if engine is not None else None  # None: the compiler's choice
-    ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve") if named else None)
+    ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve") if asked_engine(engine) else None)
 
 
 def memset(dst: Layout, value: Any, engine: Any = None) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from neuronsim.machine.nki import emitters_select as es
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.emitters import ENGINES
+from neuronsim.machine.nki.emitters import engine_of
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.handles import emit_call
 from neuronsim.machine.nki.tracer import api, current
@@ -42,8 +42,7 @@ def _emit(fn, name: Any = None):
 
 
 def _engine(engine: Any, default: str) -> str:
-    picked = ENGINES.get(str(engine)) if engine is not None else None
-    return picked if picked in ("dve", "pool") else default
+    return engine_of(engine, ("dve", "pool"), default)
 
 
 # -- the current API: dst first -------------------------------------------------------------

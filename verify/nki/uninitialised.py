@@ -198,15 +198,18 @@ def _accumulates(stream: InstanceStream, x: int, program: Program, tensor: str) 
                                        for a in inst.writes)
 
 
-def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray]) -> tuple[str, ...] | None:
+def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray],
+                    stream: InstanceStream | None = None) -> tuple[str, ...] | None:
     """The outputs whose values change with what the unwritten bytes hold (module doc), or
-    None when the identity placement needs more than :data:`CONFIRM_LIMIT` bytes."""
+    None when the identity placement needs more than :data:`CONFIRM_LIMIT` bytes (``stream``:
+    that of the identity placement, when at hand)."""
     from neuronsim.machine.model.presets import resolve_machine
     from neuronsim.machine.sim.memory import NORMAL_FLOAT_PATTERN, initial_memory
     from neuronsim.machine.sim.plan import build_plan
     from neuronsim.machine.sim.simulator import output_arrays, run_sequential
 
-    placed = identity_placement(program)
+    stream = stream or stream_of(identity_placement(program))
+    placed = stream.program
     spec = resolve_machine(placed.machine)
     if (spec.sbuf_partition_bytes + spec.psum_banks * PSUM_BANK_BYTES) * spec.sbuf_partitions > CONFIRM_LIMIT:
         return None
@@ -220,7 +223,7 @@ def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray]) -> tuple
     # an output's bytes no instruction writes hold the fill too, and differ with it: they are
     # unwritten_outputs' to report, not a sign that an unwritten read reached the output
     written = {name: _element_mask(placed.tensors[name], lo, hi)
-               for name, (lo, hi) in _written_bytes(program, inputs.keys(), stream_of(placed)).items()}
+               for name, (lo, hi) in _written_bytes(program, inputs.keys(), stream).items()}
     return tuple(name for name, values in runs[0].items()
                  if not np.array_equal(*(v.reshape(-1)[written[name]] if name in written else v
                                          for v in (values, runs[1][name])), equal_nan=values.dtype.kind in "fc"))
@@ -240,10 +243,11 @@ def confirmed_findings(program: Program, inputs: Mapping[str, np.ndarray],
     """The ``uninitialised`` findings of a kernel about to run on ``inputs`` (every array it
     starts from) whose outputs depend on the bytes read (module doc; ``stream`` as in
     :func:`uninitialised_findings`)."""
+    stream = stream or stream_of(identity_placement(program))  # one stream for the finding and its confirmation
     found = uninitialised_findings(program, inputs.keys(), stream)
     if not found:
         return []
-    reached = outputs_reached(program, inputs)
+    reached = outputs_reached(program, inputs, stream)
     if reached is None:
         note = "not checked against the outputs: the kernel's tiles, each on bytes of its own, exceed 1 GiB"
     elif not reached:
