@@ -191,6 +191,15 @@ class NoSuchTensorAttribute(AttributeError):
     neuronsim's: the frontend reports it at the kernel's line instead of as an internal error."""
 
 
+class LeftLoopEarly(NkiError):
+    """A kernel that left an unrolled legacy loop by ``return`` / ``break`` with iterations to
+    go (:meth:`~neuronsim.machine.nki.tracer.Tracer.check_loops_finished`); ``where`` is the loop's line."""
+
+    def __init__(self, where: SourceLine, message: str) -> None:
+        super().__init__(where, message)
+        self.where = where
+
+
 class NotAffine(Exception):
     """Raised while tracing a kept legacy loop whose body is not affine in its variable.
 

@@ -39,9 +39,10 @@ from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
 from neuronsim.machine.nki.cores import Cores, NeedsCores
 from neuronsim.machine.nki.dtypes import to_dtype
-from neuronsim.machine.nki.errors import (NkiError, NkiInternalError, NoSuchTensorAttribute, NotAffine, SourceLine,
-                                          TraceTooLarge, _display)
+from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, NkiInternalError, NoSuchTensorAttribute, NotAffine,
+                                          SourceLine, TraceTooLarge, _display)
 from neuronsim.machine.nki.frames import mark_entry
+from neuronsim.machine.nki.loop_exit import body_exit_after_loop
 from neuronsim.machine.nki.groups import open_groups
 from neuronsim.machine.nki.kernel import platform_of, schedule_of, simulation_mode, unwrap
 from neuronsim.machine.nki.schedule import apply_edges, schedule_edges
@@ -150,6 +151,12 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
                 # nest: restarting once per nest traced its start again each time (lora: 29
                 # restarts, 120 s); every loop is unrolled from here on
                 unroll = None
+        except LeftLoopEarly as err:  # a legacy body ending in return / break, read as NKI reads it
+            legacy = tracer.generation == "legacy"
+            again = body_exit_after_loop(func, err.where.path, err.where.line) if legacy else None
+            if again is None:
+                raise
+            func = again
         except Exception as err:  # noqa: BLE001  (every failure becomes one located line)
             kept = frozenset(tracer.loop_sites.values()) - (unroll or frozenset())
             if kept and unroll is not None:  # a body traced once may have misled Python state: unroll all

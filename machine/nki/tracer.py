@@ -33,8 +33,8 @@ import numpy as np
 
 from neuronsim.machine.nki import keywords
 from neuronsim.machine.nki.cores import side_by_side
-from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, at_line, check_tensor_name, fail,
-                                          unsupported, user_frame, user_line, user_site)
+from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, SourceLine, TraceTooLarge, at_line,
+                                          check_tensor_name, fail, unsupported, user_frame, user_line, user_site)
 from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups
 from neuronsim.machine.nki.scopes import check_uses
@@ -531,14 +531,16 @@ class Tracer:
         return {"trn2": 3, "trn3": 4}.get(base, 2)
 
     def check_loops_finished(self) -> None:
-        """Refuse a kernel that left an unrolled NKI loop early (see ``left_early``): NKI
-        traces a loop's body once for all its iterations, so a ``return`` inside it still
-        means every iteration; only a loop kept as a loop is traced so here."""
+        """Refuse a kernel that left an unrolled NKI loop early (``left_early``; a legacy body
+        ending in the exit is first traced again as NKI reads it, :mod:`.loop_exit`): NKI traces
+        a legacy body once for all its iterations; NKI 0.7 runs a Python loop as it traces."""
         if self.left_early is not None:
             where, kind, at, trips = self.left_early
-            raise NkiError(where, f"the kernel leaves this nl.{kind}_range loop by return or break in iteration "
-                                  f"{at} of {trips}: NKI runs every iteration of a body it traced once, which "
-                                  "neuronsim does only for loops it keeps symbolic; return after the loop")
+            why = ("NKI runs every iteration of a body it traced once, which neuronsim does only for loops it "
+                   "keeps symbolic" if self.generation == "legacy" else
+                   "NKI 0.7 runs a Python loop as the kernel is traced, so the iterations after it are never traced")
+            raise LeftLoopEarly(where, f"the kernel leaves this nl.{kind}_range loop by return or break in iteration "
+                                       f"{at} of {trips}: {why}; return after the loop")
 
     # -- SPMD --------------------------------------------------------------------------------
     def instances(self) -> Iterator[tuple[int, ...]]:

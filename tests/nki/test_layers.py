@@ -20,6 +20,7 @@ LAYERS = (
     "keywords",  # which keywords a call does not take misspell one it does (no tracer)
     "compile_config",  # nki.compiler's per-kernel configuration and its enums (no tracer)
     "optional_imports",  # which imports of a package not installed the user's code expects to fail
+    "loop_exit",  # a legacy loop body ending in return / break, compiled again as NKI reads it
     "scopes", "legacy_rules",  # the legacy errors page's rules on a kernel as a whole (no tracer)
     "tracer",  # the recording core: loops, sites, pending results
     "device_values",  # tile contents read back at a point of the trace (decisions)

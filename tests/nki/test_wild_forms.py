@@ -66,6 +66,32 @@ def test_a_return_inside_a_kept_loop_keeps_the_loop():
     np.testing.assert_allclose(out["return0"], 2 * a, rtol=1e-6)
 
 
+def test_a_legacy_body_ending_in_return_runs_every_iteration_when_unrolled():
+    """The masked tail makes neuronsim unroll the loop; NKI still traces the body once and runs
+    it for every tile, so the ``return`` ending the body returns after the loop."""
+    x = f32(250, 64)
+    out = run(kernel("wild_forms.py::returns_inside_masked_loop"), x)
+    np.testing.assert_allclose(out["return0"], np.exp(x), rtol=1e-5)
+
+
+def test_a_legacy_body_ending_in_break_runs_every_iteration_then_what_follows():
+    x = f32(250, 64)
+    out = run(kernel("wild_forms.py::breaks_at_the_end_of_a_masked_loop"), x)
+    want = 2 * x
+    want[:128] = x[:128]
+    np.testing.assert_allclose(out["return0"], want, rtol=1e-6)
+
+
+def test_an_early_return_inside_an_unrolled_legacy_body_is_refused_at_the_loop():
+    source = (Path(KERNELS) / "wild_forms.py").read_text().splitlines()
+    start = next(k for k, text in enumerate(source, 1) if "def returns_early_inside_a_masked_loop" in text)
+    line = next(k for k, text in enumerate(source, 1) if k > start and "nl.affine_range" in text)
+    with pytest.raises(NkiError, match="leaves this nl.affine_range loop by return or break in iteration 0 of 2") \
+            as caught:
+        trace(kernel("wild_forms.py::returns_early_inside_a_masked_loop"), f32(250, 64))
+    assert caught.value.path.endswith(f"wild_forms.py:{line}"), caught.value
+
+
 def test_the_logging_level_the_neuron_packages_add_is_there_while_importing_only():
     disabled = logging.root.manager.disable
     kernel("wild_forms.py::where_number")

@@ -164,3 +164,43 @@ def chained_block_index(x):
     for j in nl.affine_range(2):
         nl.store(out[j], nl.multiply(t[0][j][:, :], 2.0))
     return out
+
+
+@nki.jit
+def returns_inside_masked_loop(x):
+    """A workshop kernel's ``return`` indented into its loop, whose masked tail makes neuronsim
+    unroll the loop: NKI traces the body once and runs it for every tile, then returns."""
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_f = nl.arange(x.shape[1])[None, :]
+    for p in nl.affine_range((x.shape[0] + 127) // 128):
+        i_p = p * 128 + nl.arange(128)[:, None]
+        t = nl.load(x[i_p, i_f], mask=(i_p < x.shape[0]))
+        nl.store(out[i_p, i_f], value=nl.exp(t), mask=(i_p < x.shape[0]))
+        return out
+
+
+@nki.jit
+def breaks_at_the_end_of_a_masked_loop(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_f = nl.arange(x.shape[1])[None, :]
+    for p in nl.affine_range((x.shape[0] + 127) // 128):
+        i_p = p * 128 + nl.arange(128)[:, None]
+        t = nl.load(x[i_p, i_f], mask=(i_p < x.shape[0]))
+        nl.store(out[i_p, i_f], value=nl.multiply(t, 2.0), mask=(i_p < x.shape[0]))
+        break
+    t = nl.load(x[0:128, :])
+    nl.store(out[0:128, :], value=t)
+    return out
+
+
+@nki.jit
+def returns_early_inside_a_masked_loop(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    i_f = nl.arange(x.shape[1])[None, :]
+    for p in nl.affine_range((x.shape[0] + 127) // 128):
+        i_p = p * 128 + nl.arange(128)[:, None]
+        nl.store(out[i_p, i_f], value=nl.load(x[i_p, i_f], mask=(i_p < x.shape[0])), mask=(i_p < x.shape[0]))
+        if x.shape[0] > 0:
+            return out
+        nl.store(out[0:1, i_f], value=nl.load(x[0:1, i_f]))
+    return out
