@@ -117,6 +117,11 @@ class PassContext:
 
     spec: MachineSpec | None = None
     verify: bool = True
+    verify_each: bool = True
+    """With ``verify``: check every pass's result (LLVM's ``-verify-each``); False: check a run
+    of neuronsim's own passes once, after its last one, for what the run changed together (a
+    user's pass is checked after itself either way).  The final program is checked as fully;
+    only a broken built-in pass is named less precisely (the run's passes)."""
     record: bool = False
     stats: dict[str, dict[str, int]] = field(default_factory=dict)
     provenance: dict[tuple[str, str, bool], set[str]] = field(default_factory=dict)

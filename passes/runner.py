@@ -88,11 +88,15 @@ def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
 
 
 def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance: Callable[[Pass, Any], Any],
-               check: Callable[[Pass, Any, Any], None], edges: Callable[[Any], int],
-               program_of: Callable[[Any], Program], after_pass: AfterPass | None) -> Any:
-    """The loop of both pipelines: ``advance`` runs a pass on ``value``, ``check`` verifies
-    its result against its input (when ``ctx.verify``); each pass timed and recorded."""
-    for p in passes:
+               check: Callable[[str, Any, Any], None], edges: Callable[[Any], int],
+               program_of: Callable[[Any], Program], after_pass: AfterPass | None,
+               merge: Callable[[Any, Any], Any] | None = None) -> Any:
+    """The loop of both pipelines: ``advance`` runs a pass on ``value``, ``check(name, result,
+    input)`` verifies its result against its input (when ``ctx.verify``); each pass timed and recorded.  ``merge(result,
+    since)``, where given, is ``result`` saying what changed since ``since`` over several passes:
+    then, without ``ctx.verify_each``, a run of built-in passes is checked once, after its last."""
+    since, names = value, []
+    for k, p in enumerate(passes):
         started = time.perf_counter()
         before = ctx.stats.get(p.name, {}).copy()
         with _GcPaused():
@@ -111,7 +115,11 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
             seconds = time.perf_counter() - started
             ctx.placed = ctx.placed or p.places
             if ctx.verify:
-                check(p, result, value)
+                names.append(p.name)
+                grouped = merge is not None and not ctx.verify_each and _ours(p)
+                if not grouped or k + 1 == len(passes) or not _ours(passes[k + 1]):
+                    check(", ".join(names), result if since is value else merge(result, since), since)
+                    since, names = result, []
         delta = {k: v - before.get(k, 0) for k, v in ctx.stats.get(p.name, {}).items()}
         ctx.records.append(PassRecord(p.spec_string(), seconds, edges(result), delta))
         value = result
@@ -129,8 +137,9 @@ def run_passes(state: PipelineState, passes: Sequence[Pass] | str = DEFAULT_PIPE
     if isinstance(passes, str):
         passes = parse_pipeline(passes)
     return _each_pass(state, passes, ctx, advance=lambda p, s: p.run(s, ctx),
-                      check=lambda p, new, old: verify_state(new, old, placed=ctx.placed, after=p.name),
-                      edges=lambda s: s.dep_count, program_of=lambda s: s.program, after_pass=after_pass)
+                      check=lambda name, new, old: verify_state(new, old, placed=ctx.placed, after=name),
+                      edges=lambda s: s.dep_count, program_of=lambda s: s.program, after_pass=after_pass,
+                      merge=lambda s, since: s.changed_together(since))
 
 
 def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELINE, ctx: PassContext | None = None,
@@ -153,6 +162,6 @@ def run_pipeline(program: Program, passes: Sequence[Pass] | str = DEFAULT_PIPELI
     if verifier is None:
         return run_passes(PipelineState.of(program, ctx.machine(program)), passes, ctx, after_pass=after_pass).program
     return _each_pass(program, passes, ctx, advance=lambda p, q: p.apply(q, ctx),
-                      check=lambda p, new, old: verifier(new, old, p.name), edges=lambda q: q.dep_count,
+                      check=lambda name, new, old: verifier(new, old, name), edges=lambda q: q.dep_count,
                       program_of=lambda q: q, after_pass=after_pass)
 

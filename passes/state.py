@@ -155,6 +155,16 @@ class PipelineState:
             return self
         return PipelineState(structure=self.structure, spec=self.spec, table=self.table, _made=self._made)
 
+    def changed_together(self, earlier: PipelineState) -> PipelineState:
+        """This state, saying what changed since ``earlier`` over the passes between, of which
+        its own ``changed`` says only the last: everything when the structure is another object
+        (as :meth:`changed_since`), else the deps when the table is another."""
+        if self.structure is not earlier.structure:
+            return self.changed_since(earlier)
+        changed = self.changed | ({DEPS} if self.table is not earlier.table else frozenset())
+        return PipelineState(structure=self.structure, spec=self.spec, changed=frozenset(changed), table=self.table,
+                             _made=self._made)
+
     def unchanged(self) -> PipelineState:
         """This state, saying that nothing changed (a pass that returned its input)."""
         return PipelineState(structure=self.structure, spec=self.spec, changed=frozenset(), table=self.table,

@@ -248,3 +248,39 @@ def test_an_option_given_twice_in_a_spec_is_refused_at_it():
             parse(spec)
         assert err.value.path.endswith("faithful" if "faithful" in spec else "buffers")
         assert "given twice" in err.value.message
+
+
+def test_without_verify_each_a_run_of_built_in_passes_is_checked_once_after_its_last(monkeypatch):
+    """``verify_each=False`` (``run``'s pipeline): the program a run of neuronsim's own passes
+    leaves is checked once, for what the run changed together, and a broken pass in it is
+    still found, named with the run; a user's pass is checked after itself."""
+    import neuronsim.passes.runner as runner
+
+    registry = {**ALL_PASSES, "forward": Forward}
+    monkeypatch.setattr(runner, "_ours", lambda p: p.name != "anti-deps")  # the test passes count as built in
+    checked: list[str] = []
+    verify = runner.verify_state
+    monkeypatch.setattr(runner, "verify_state", lambda new, old, **kw: (checked.append(kw["after"]),
+                                                                        verify(new, old, **kw)))
+    run_pipeline(_program(), parse_pipeline("build-fdeps,remove-redundancies,anti-deps,dep-reduction", registry),
+                 PassContext(verify_each=False))
+    assert checked == ["build-fdeps, remove-redundancies", "anti-deps", "dep-reduction"]
+    checked.clear()
+    run_pipeline(_program(), parse_pipeline("build-fdeps,remove-redundancies,anti-deps", registry))
+    assert checked == ["build-fdeps", "remove-redundancies", "anti-deps"]  # verify_each (the default)
+    with pytest.raises(ProgramError, match="after pass 'build-fdeps, forward'"):
+        run_pipeline(_program(), parse_pipeline("build-fdeps,forward", registry), PassContext(verify_each=False))
+    # deps changed by one pass of the run and nothing by the next are still checked
+    with pytest.raises(ProgramError, match="after pass 'forward, keep'"):
+        run_pipeline(_program(), parse_pipeline("forward,keep", {**registry, "keep": Keep}),
+                     PassContext(verify_each=False))
+
+
+@dataclass(frozen=True, slots=True)
+class Keep(Pass):
+    """A pass that changes nothing."""
+
+    name: ClassVar[str] = "keep"
+
+    def apply(self, program, ctx):
+        return program
