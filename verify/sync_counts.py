@@ -57,6 +57,7 @@ from neuronsim.machine.order.deptable import dep_table
 from neuronsim.machine.ir.edges import KIND_NAMES, EdgeKind
 from neuronsim.machine.ir.program import Loop, MemoryKind, Program
 from neuronsim.machine.order.stream import InstanceStream, stream_of
+from neuronsim.machine.model.geometry import sorted_distinct
 
 from neuronsim.passes.load_elim import load_count
 from neuronsim.verify.own_races import OwnRaces, own_races
@@ -107,7 +108,7 @@ def wait_figures(stream: InstanceStream, target: Sequence[int] | np.ndarray, wai
     engine = stream.comp[target] if len(target) else np.zeros(0, np.int64)
     same = engine == (stream.seq[waiter] if len(waiter) else np.zeros(0, np.int64))
     cross = ~same
-    semaphores = len(np.unique(waiter[cross] * stream.width + engine[cross])) if cross.any() else 0
+    semaphores = len(sorted_distinct(waiter[cross] * stream.width + engine[cross])) if cross.any() else 0
     return WaitFigures(len(target), by_kind, int(same.sum()), int(cross.sum()), semaphores)
 
 

@@ -8,15 +8,12 @@ order on the positions of the two instructions inside their innermost common loo
 
 from __future__ import annotations
 
-
-import numpy as np
-
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
 from neuronsim.machine.ir.identity import WhileAlive
 from neuronsim.machine.ir.program import (Access, Instruction, Loop, MemoryKind, Node, Program, Tensor,
                                           is_dma_op, keeps_partition_start, loop_nest, queue_problem)
-from neuronsim.machine.model.geometry import access_extent
+from neuronsim.machine.model.geometry import access_extent, sorted_distinct
 from neuronsim.machine.model.optable import COMMON_ATTRS, op_spec
 from neuronsim.machine.model.oprules import check_op_rules
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
@@ -237,7 +234,7 @@ def _placement_rules_by_access(program: Program, changed: set[str], stream: Inst
                 loops = {loop.name: loop for loop in stream.loops_of[x]}
                 _check_access(access, tensor, loops, where(x, access, layout.writes[t]))
     compute = ~stream.dma_x[slot_x]
-    pairs = np.unique(slot_t[compute])
+    pairs = sorted_distinct(slot_t[compute])
     for t in pairs.tolist():
         access = accesses[t]
         if access.tensor not in changed:

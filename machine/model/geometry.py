@@ -47,6 +47,7 @@ __all__ = [
     "footprint",
     "base_footprint",
     "shifted",
+    "sorted_distinct",
     "iteration_shift",
     "access_shape",
     "overlap",
@@ -193,7 +194,7 @@ def element_runs(pattern: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int],
         grid = np.zeros(1, dtype=np.int64)
         for stride, count in dims:
             grid = (grid[:, None] + np.arange(count, dtype=np.int64)[None, :] * stride).ravel()
-        starts = np.unique(grid).tolist()
+        starts = sorted_distinct(grid).tolist()
     runs: list[tuple[int, int]] = []
     lo, hi = starts[0], starts[0] + run
     for s in starts[1:]:
@@ -226,6 +227,23 @@ def merged_runs(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     starts = np.flatnonzero(np.r_[True, lo[1:] > reach[:-1]])
     ends = np.r_[starts[1:] - 1, len(lo) - 1]
     return lo[starts], reach[ends]
+
+
+def sorted_distinct(values) -> np.ndarray:
+    """``np.unique(values)`` (its sorted distinct values, flattened), by a sort: numpy 2.4's
+    ``np.unique`` goes through a hash table, which took 3.3 s for a million int64 here against
+    0.14 s for a sort, and the race check's segment bounds are millions at production shapes.
+
+    >>> sorted_distinct(np.array([5, 1, 5, 3, 1]))
+    array([1, 3, 5])
+    """
+    values = np.sort(np.asarray(values).ravel())
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
 
 
 def access_extent(tensor: Tensor, access: Access) -> tuple[int, tuple[tuple[int, int], ...]]:

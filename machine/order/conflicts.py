@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neuronsim.machine.model.geometry import ByteSet, intersect_intervals
+from neuronsim.machine.model.geometry import ByteSet, intersect_intervals, sorted_distinct
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.order.stream import CompiledAccess, InstanceStream
 
@@ -202,7 +202,7 @@ def needed_boxes(digits: np.ndarray, trips: tuple[int, ...],
     by_outer: dict[int, np.ndarray] = {}
     order = np.argsort(digits[:, 0], kind="stable")
     col = digits[order, 0]
-    for v in np.unique(col).tolist():
+    for v in sorted_distinct(col).tolist():
         by_outer[v] = digits[order[col == v], 1:]
     out: list[tuple[tuple[int, int], ...]] = []
     run_lo = run_hi = None
@@ -238,7 +238,7 @@ def iteration_boxes(stream: InstanceStream, y: int, instances, limit: int = MAX_
     ``((loop, lo, hi), ...)`` (one per box; ``()`` means every instance), or None when more
     than ``limit`` boxes would be needed."""
     ids = stream.instances_of(y)
-    chosen = np.unique(np.asarray(instances, np.int64))
+    chosen = sorted_distinct(np.asarray(instances, np.int64))
     if len(chosen) == len(ids):
         return [()]
     digits = stream.digits_of(y)[np.searchsorted(ids, chosen)]

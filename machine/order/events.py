@@ -43,6 +43,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from neuronsim.machine.model.geometry import sorted_distinct
 from neuronsim.machine.order.reach import reached_templates
 from neuronsim.machine.order.splitmap import atoms_of
 from neuronsim.machine.order.stream import InstanceStream
@@ -173,7 +174,7 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         used = np.bincount(r, minlength=len(run_t)) > 0
         lo_key = (run_g << _POS_BITS) + run_lo
         hi_key = (run_g << _POS_BITS) + run_hi
-        bounds = np.unique(np.concatenate([lo_key[used], hi_key[used]]))
+        bounds = sorted_distinct(np.concatenate([lo_key[used], hi_key[used]]))
         run_s = np.searchsorted(bounds, lo_key)
         run_span = np.searchsorted(bounds, hi_key) - run_s
         if len(r) and (run_span[used] == 1).all():  # each run one segment: the rows are the events
@@ -192,7 +193,7 @@ def _access_events(stream: InstanceStream, by: str, templates: np.ndarray | None
         # Segments: the sorted distinct boundaries of each group.
         lo_key = (g << _POS_BITS) + lo
         hi_key = (g << _POS_BITS) + hi
-        bounds = np.unique(np.concatenate([lo_key, hi_key]))
+        bounds = sorted_distinct(np.concatenate([lo_key, hi_key]))
         s_lo = np.searchsorted(bounds, lo_key)
         span = np.searchsorted(bounds, hi_key) - s_lo
         del g, lo, hi

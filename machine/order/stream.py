@@ -43,7 +43,7 @@ from typing import NamedTuple
 import numpy as np
 
 from neuronsim.machine.order.deptable import DepTable, dep_table
-from neuronsim.machine.model.geometry import ByteSet
+from neuronsim.machine.model.geometry import ByteSet, sorted_distinct
 from neuronsim.machine.ir.program import SEQUENCERS, Instruction, Loop, Node, Program, loop_nest
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
 from neuronsim.machine.order.slots import CompiledAccess, Repeated, SlotLayout, compile_templates, lay_out_slots
@@ -531,7 +531,7 @@ class InstanceStream:
                 coef = np.zeros(digits.shape[1], np.int64)
                 for k, s in ca.pshifts:
                     coef[k] += s
-                for d in np.unique(digits @ coef).tolist():
+                for d in sorted_distinct(digits @ coef).tolist():
                     out.add(ca.mask << d if d >= 0 else ca.mask >> -d)
         return out
 

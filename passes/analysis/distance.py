@@ -77,7 +77,7 @@ import numpy as np
 import portion
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.model.geometry import Footprint, base_footprint, overlap, shifted
+from neuronsim.machine.model.geometry import Footprint, base_footprint, overlap, shifted, sorted_distinct
 from neuronsim.machine.ir.program import MemoryKind, Program, Tensor
 from neuronsim.passes.analysis.program_index import (AccessSite, LoopPlace, NodePlace, ProgramIndex, find_loop,
                                                      index_of, loop_sites, node_sites)
@@ -180,7 +180,7 @@ def evaluate_groups(tensor: Tensor, site: AccessSite, niters: int) -> GroupSets:
     groups = []
     for g in range(niters):
         lo, hi = -(-g * total // niters), -(-(g + 1) * total // niters)
-        moved = np.unique(deltas[lo:hi]).tolist()
+        moved = sorted_distinct(deltas[lo:hi]).tolist()
         groups.append(portion.Interval(*(portion.closedopen(a + d, b + d) for d in moved for a, b in atoms)))
     return GroupSets(site, niters, base, step, tuple(groups))
 

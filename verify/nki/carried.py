@@ -39,6 +39,7 @@ import numpy as np
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
 from neuronsim.machine.nki.tracer import UNROLLED_AFFINE_KEY
 from neuronsim.machine.order.stream import InstanceStream
+from neuronsim.machine.model.geometry import sorted_distinct
 
 __all__ = ["CarriedPair", "sweep_loops", "has_unrolled_affine", "RANGE_KEY", "SCOPE_KEY", "ACCUMULATE_KEY",
            "LOOP_REDUCE_KEY", "AFFINE"]
@@ -158,7 +159,7 @@ class _Sweep:
                     earlier.append(high)
                     later.append(i)
                 else:
-                    found = np.unique(np.concatenate([v.ravel() for v in values]))
+                    found = sorted_distinct(np.concatenate([v.ravel() for v in values]))
                     found = found[found >= 0].tolist()
                     earlier += found
                     later += [i] * len(found)
@@ -199,7 +200,7 @@ class _Sweep:
                 first = int(np.argmin(has_level))
                 self._note(into, unrolled, xw, xr, int(writer[picked[first]]), int(reader[picked[first]]))
             level = np.argmax(differs, axis=0)
-            for k in np.unique(level[has_level]).tolist():
+            for k in sorted_distinct(level[has_level]).tolist():
                 loop = stream.loops_of[xr][k]
                 if id(loop) not in self.affine:
                     continue

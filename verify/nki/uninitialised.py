@@ -44,7 +44,7 @@ import numpy as np
 
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, MemoryKind, Program, Tensor
 from neuronsim.machine.ir.source import instance_label
-from neuronsim.machine.model.geometry import merged_runs
+from neuronsim.machine.model.geometry import merged_runs, sorted_distinct
 from neuronsim.machine.order.events import access_events
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
@@ -148,7 +148,7 @@ def _written_bytes(program: Program, inputs: Collection[str], stream: InstanceSt
     temps = stream.templates
     writes = np.fromiter((ca.is_write and ca.tensor in wanted for ca in temps), bool, len(temps))
     ev = access_events(stream, "tensor", templates=writes, keep=False)  # the outputs' writes alone
-    segments = np.unique(ev.seg) if len(ev.seg) else np.zeros(0, np.int64)
+    segments = sorted_distinct(ev.seg) if len(ev.seg) else np.zeros(0, np.int64)
     tensor_of_group = np.asarray([key for key, _mask in ev.groups] or [-1], np.int64)
     owner = tensor_of_group[ev.seg_group[segments]] if len(segments) else segments
     out = {}
