@@ -274,6 +274,13 @@ class Absent(Refused):
             raise self.refusal()
         return self
 
+    def __or__(self, other: Any) -> Any:  # ``Context | None`` in an annotation evaluated at def time
+        if not self._inert():
+            raise self.refusal()
+        return Absent(f"{self._name} | ...", self._why)
+
+    __ror__ = __or__
+
     def __mro_entries__(self, bases: tuple) -> tuple:  # ``class Model(torch.nn.Module)``: a plain class
         return (object,)
 

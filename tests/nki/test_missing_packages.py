@@ -109,3 +109,14 @@ def test_a_user_file_s_own_optional_import_fails_as_it_expects(tmp_path, helper)
         sys.path.remove(str(tmp_path))
         for module in (name, "not_installed_backend"):
             sys.modules.pop(module, None)
+
+
+def test_a_union_with_a_missing_packages_name_is_inert_on_import_and_refused_in_the_kernel():
+    x = f32(128, 64)
+    np.testing.assert_array_equal(run(kernel("missing_packages_unions.py::add_one"), x)["return0"], x + 1)
+    with pytest.raises(NkiError) as err:
+        trace(kernel("missing_packages_unions.py::unions_in_the_kernel"), x)
+    source = Path(KERNELS, "missing_packages_unions.py").read_text().splitlines()
+    line = next(n for n, text in enumerate(source, 1) if "kinds = MetricsContext | None" in text)
+    assert err.value.path.endswith(f"missing_packages_unions.py:{line}"), err.value
+    assert "metrics_package_not_installed cannot be imported here" in err.value.message
