@@ -187,6 +187,7 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
                    f"{views[1].free_count} (the instruction pairs them element by element: for a column of one "
                    f"value per partition use nisa.tensor_scalar, or nl.subtract and the other nl.* operators, "
                    f"which broadcast it)")
+    ops.integer_bits("nisa.tensor_tensor", (alu_name(op),), data1=data1, data2=data2, dst=dst)
     ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve"))
 
 
@@ -198,6 +199,7 @@ def tensor_scalar(dst: Layout, data: Any, op0: Any, operand0: Any, reverse0: boo
                   operand1: Any = None, reverse1: bool = False, engine: Any = None) -> None:
     current().note_write(dst)
     names = [alu_name(op0)] + ([alu_name(op1)] if op1 is not None else [])
+    ops.integer_bits("nisa.tensor_scalar", tuple(names), data=data, operand0=operand0, operand1=operand1, dst=dst)
     offer = ENGINES.get(str(engine)) is None and all(name in MOVABLE_ALU_OPS for name in names) \
         and ops.floats(dst, ops.lay(data))  # engine=unknown (the default): the compiler's choice
     with ops.engine_left_to_compiler(offer):
@@ -278,6 +280,7 @@ def reduce_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
 
 
 def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = False, keepdims: bool = False) -> None:
+    ops.integer_bits("nisa.tensor_reduce", (alu_name(op),), data=data, dst=dst)
     src, reduced = ops.reduced_last(ops.lay(data), reduce_axes(ops.lay(data).shape, axis))
     current().note_write(dst)
     current().kb.tensor_reduce(dst.view(), src.view(), op=alu_name(op), axis=reduced, negate=bool(negate) or None)

@@ -1,0 +1,139 @@
+"""Kernel mistakes a probe of generated kernels found running without a word, each refused by
+its page at the line marked ``# mistake``: one line, the call's ``file:line`` first."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import neuronsim.verify.nki  # noqa: F401  (registers the reader of device values)
+from neuronsim.machine.nki import NkiError, load_kernel, trace
+
+KERNELS = '''
+import numpy as np
+import nki
+import nki.isa as nisa
+import nki.language as nl
+from neuronxcc import nki as legacy_nki
+import neuronxcc.nki.isa as lisa
+import neuronxcc.nki.language as lnl
+
+
+def _out(t):
+    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=t)
+    return o
+
+
+@legacy_nki.jit
+def bitwise_and_of_floats(x):
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    lnl.store(o, value=lnl.bitwise_and(t, t))  # mistake
+    return o
+
+
+@legacy_nki.jit
+def invert_of_floats(x):
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    lnl.store(o, value=lnl.invert(t))  # mistake
+    return o
+
+
+@legacy_nki.jit
+def shift_of_floats(x):
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    lnl.store(o, value=lnl.left_shift(t, 2))  # mistake
+    return o
+
+
+@legacy_nki.jit
+def legacy_tensor_scalar_and_of_floats(x):
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    lnl.store(o, value=lisa.tensor_scalar(t, lnl.bitwise_and, 3))  # mistake
+    return o
+
+
+@nki.jit
+def tensor_tensor_xor_of_floats(x):
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=r, data1=t, data2=t, op=nl.bitwise_xor)  # mistake
+    return _out(r)
+
+
+@nki.jit
+def tensor_reduce_or_of_floats(x):
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=r, op=nl.bitwise_or, data=t, axis=1)  # mistake
+    return _out(r)
+
+
+@nki.jit
+def bitwise_or_of_floats(x):
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    return _out(nl.bitwise_or(t, t))  # mistake
+
+
+@nki.jit
+def bits_of_a_float_viewed_as_integers(x):
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+    o = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.tensor_scalar(dst=r, data=t.view(nl.int32), op0=nl.bitwise_and, operand0=0x7FFFFFFF)
+    nisa.dma_copy(dst=o, src=r)
+    return o
+
+@legacy_nki.jit
+def legacy_sum_over_partitions(x):
+    o = lnl.ndarray((1, x.shape[1]), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    lnl.store(o, value=lnl.sum(t, axis=0))  # mistake
+    return o
+'''
+
+MISTAKES = {
+    "bitwise_and_of_floats": "nl.bitwise_and: x is a float32 tile, and the bitvec operator bitwise_and takes "
+                             "integer tiles only",
+    "invert_of_floats": "nl.invert: x is a float32 tile, and the bitvec operator invert",
+    "shift_of_floats": "nl.left_shift: x is a float32 tile",
+    "legacy_tensor_scalar_and_of_floats": "nisa.tensor_scalar: data is a float32 tile",
+    "tensor_tensor_xor_of_floats": "nisa.tensor_tensor: data1 is a float32 tile, and the bitvec operator bitwise_xor",
+    "tensor_reduce_or_of_floats": "nisa.tensor_reduce: data is a float32 tile",
+    "bitwise_or_of_floats": "nl.bitwise_or: x is a float32 tile",
+}
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    (tmp_path / "k.py").write_text(KERNELS)
+    return lambda name: f"{tmp_path / 'k.py'}::{name}"
+
+
+def _line(func: str) -> int:
+    """The line marked ``# mistake`` in ``func`` (a recursion's: in the helper that calls itself)."""
+    lines = KERNELS.splitlines()
+    func = {"recursion_without_end": "_helper_without_end"}.get(func, func)
+    start = next(k for k, text in enumerate(lines) if text.startswith(f"def {func}("))
+    return next(k + 1 for k in range(start, len(lines)) if "# mistake" in lines[k])
+
+
+@pytest.mark.parametrize("func", sorted(MISTAKES))
+def test_each_mistake_is_one_line_at_its_kernel_line(kernels, func):
+    with pytest.raises(NkiError) as caught:
+        trace(load_kernel(kernels(func)), np.ones((128, 64), np.float32))
+    assert str(caught.value).startswith(f"k.py:{_line(func)}: "), caught.value
+    assert MISTAKES[func] in str(caught.value), caught.value
+    assert "\n" not in str(caught.value)
+
+
+def test_a_floats_bits_viewed_as_integers_take_a_bitvec_operator(kernels):
+    trace(load_kernel(kernels("bits_of_a_float_viewed_as_integers")), np.ones((128, 64), np.float32))
