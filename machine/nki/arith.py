@@ -254,6 +254,9 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
     def fn(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
            **_kw: Any) -> NkiTensor:
         if axis is not None and ops.normal_axes(x.shape, axis) == [0]:  # the partition axis alone: POOL
+            if current().generation == "legacy":  # (it ran: a probe; NKI 0.7's pages take axis 0 alone)
+                raise fail(f"nl.{name}(axis=0): the legacy nl.{name} page's axis \"must be free dimensions, not "
+                           f"partition dimension (0)\"; reduce across partitions with nisa.tensor_partition_reduce")
             return _partition_reduce(x, op, scale_by_count, dtype, mask)
         axes = ops.free_axes(x.shape, axis, "a reduction")
         kept = tuple(n for a, n in enumerate(x.shape) if a not in axes)

@@ -98,6 +98,14 @@ def legacy_sum_over_partitions(x):
     t = lnl.load(x)
     lnl.store(o, value=lnl.sum(t, axis=0))  # mistake
     return o
+
+
+@legacy_nki.jit
+def legacy_max_over_partitions_kept(x):
+    o = lnl.ndarray((1, x.shape[1]), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    lnl.store(o, value=lnl.max(t, axis=[0], keepdims=True))  # mistake
+    return o
 '''
 
 MISTAKES = {
@@ -109,6 +117,9 @@ MISTAKES = {
     "tensor_tensor_xor_of_floats": "nisa.tensor_tensor: data1 is a float32 tile, and the bitvec operator bitwise_xor",
     "tensor_reduce_or_of_floats": "nisa.tensor_reduce: data is a float32 tile",
     "bitwise_or_of_floats": "nl.bitwise_or: x is a float32 tile",
+    "legacy_sum_over_partitions": 'nl.sum(axis=0): the legacy nl.sum page\'s axis "must be free dimensions, not '
+                                  'partition dimension (0)"; reduce across partitions with nisa.tensor_partition',
+    "legacy_max_over_partitions_kept": "nl.max(axis=0): the legacy nl.max page",
 }
 
 
