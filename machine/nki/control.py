@@ -105,7 +105,7 @@ def while_loop(init: Any, body_fun: Any, **_kw: Any) -> None:
     tracer.flush()
     watch = _PythonState(body_fun, where)
     _check_body(body_fun, 1, "nl.while_loop", where)
-    var, cond, count = _parameter(body_fun, "r"), init, 0
+    var, cond, count = _parameter(body_fun, "r"), _register(init, "init"), 0
     while _truth(cond, "nl.while_loop"):
         if count == _WHILE_LIMIT:
             raise fail(f"nl.while_loop ran {_WHILE_LIMIT} iterations on these inputs without its condition "
@@ -113,7 +113,7 @@ def while_loop(init: Any, body_fun: Any, **_kw: Any) -> None:
         tracer.loops.append((var, count))
         try:
             before = watch.snapshot()
-            cond = body_fun(cond)
+            cond = _register(body_fun(cond), "the value its body returns")
             watch.compare(before)
             tracer.flush()
         finally:
@@ -121,6 +121,16 @@ def while_loop(init: Any, body_fun: Any, **_kw: Any) -> None:
         count += 1
     tracer.program_extras.setdefault("x-nki-decisions", []).append(
         {"file": where.file, "line": where.line, "what": "nl.while_loop iterations", "value": count})
+
+
+def _register(cond: Any, what: str) -> Any:
+    """A ``while_loop`` condition: its page takes a register, ``init`` and the body's return alike
+    (``if_else`` takes a Python bool or int too; ``while_loop`` not: a Python ``while`` is that).
+    A tile or None is left to :func:`_truth`, which says what to do of it."""
+    if isinstance(cond, (_Scalar, NkiTensor)) or cond is None:
+        return cond
+    raise fail(f"nl.while_loop: {what} is {cond!r}, and its page takes a condition register (a VirtualRegister: "
+               f"nisa.register_alloc, register_load); for a condition known while tracing, a Python while loop")
 
 
 def if_else(cond: Any, then_fn: Any, else_fn: Any = None, **_kw: Any) -> None:

@@ -106,6 +106,36 @@ def legacy_max_over_partitions_kept(x):
     t = lnl.load(x)
     lnl.store(o, value=lnl.max(t, axis=[0], keepdims=True))  # mistake
     return o
+
+
+@nki.jit
+def while_loop_on_a_number(x):
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+
+    def body(r):
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+        return r
+
+    nl.while_loop(1, body)  # mistake
+    return _out(t)
+
+
+@nki.jit
+def while_loop_body_returns_a_number(x):
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    flag = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=flag, value=1)
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, flag)
+
+    def body(r):
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0)
+        return 0
+
+    nl.while_loop(reg, body)  # mistake
+    return _out(t)
 '''
 
 MISTAKES = {
@@ -120,6 +150,9 @@ MISTAKES = {
     "legacy_sum_over_partitions": 'nl.sum(axis=0): the legacy nl.sum page\'s axis "must be free dimensions, not '
                                   'partition dimension (0)"; reduce across partitions with nisa.tensor_partition',
     "legacy_max_over_partitions_kept": "nl.max(axis=0): the legacy nl.max page",
+    "while_loop_on_a_number": "nl.while_loop: init is 1, and its page takes a condition register",
+    "while_loop_body_returns_a_number": "nl.while_loop: the value its body returns is 0, and its page takes a "
+                                        "condition register",
 }
 
 
