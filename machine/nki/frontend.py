@@ -25,7 +25,8 @@ import os
 import re
 import sys
 import traceback
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -232,8 +233,11 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
     command line exits 3), both naming the kernel line."""
     if isinstance(err, NkiError):
         return err
-    if isinstance(err, RecursionError):
-        return NkiError(_defined_at(func), "the kernel recurses without end")
+    if isinstance(err, RecursionError):  # at the line that calls itself again (it was the kernel's def)
+        frames = list(_kernel_frames(err))
+        counts = Counter(frames)
+        again = next((f for f in reversed(frames) if counts[f] > 1), None)
+        return NkiError(again or _defined_at(func), "the kernel recurses without end")
     where = _located(err, func)
     if isinstance(err, NoSuchTensorAttribute):  # raised in our tensor class, for the kernel's read
         return NkiError(where, str(err))
@@ -308,7 +312,12 @@ def _located(err: BaseException, func: Any) -> SourceLine:
 def kernel_frame(err: BaseException) -> SourceLine | None:
     """The innermost frame of ``err``'s traceback in the kernel's own code, if any (the
     loader has no kernel function yet when an import fails, only its file)."""
-    found = None
+    frames = list(_kernel_frames(err))
+    return frames[-1] if frames else None
+
+
+def _kernel_frames(err: BaseException) -> Iterator[SourceLine]:
+    """The lines of ``err``'s traceback in the kernel's own code, outermost first."""
     for frame, line in traceback.walk_tb(err.__traceback__):
         path = os.path.abspath(frame.f_code.co_filename)
         if path.startswith(_OURS) and not path.startswith(os.path.join(_OURS[1], "nki")):
@@ -317,8 +326,7 @@ def kernel_frame(err: BaseException) -> SourceLine | None:
             continue  # a kernel run at import (an eager call) fails inside our passes: not its line
         if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
             continue
-        found = SourceLine(_display(path), line, path)
-    return found
+        yield SourceLine(_display(path), line, path)
 
 
 def _kept_or_converted(value: np.ndarray, dtype: np.dtype) -> np.ndarray:

@@ -136,6 +136,25 @@ def while_loop_body_returns_a_number(x):
 
     nl.while_loop(reg, body)  # mistake
     return _out(t)
+
+
+def _helper_without_end(t, n):
+    t = nl.add(t, 1.0)
+    return _helper_without_end(t, n + 1)  # mistake
+
+
+@legacy_nki.jit
+def recursion_without_end(x):
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=_helper_without_end(lnl.load(x), 0))
+    return o
+
+@legacy_nki.jit
+def legacy_float64_zeros(x):
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.add(lnl.load(x), lnl.zeros(x.shape, dtype=np.float64, buffer=lnl.sbuf))  # mistake
+    lnl.store(o, value=t)
+    return o
 '''
 
 MISTAKES = {
@@ -153,6 +172,7 @@ MISTAKES = {
     "while_loop_on_a_number": "nl.while_loop: init is 1, and its page takes a condition register",
     "while_loop_body_returns_a_number": "nl.while_loop: the value its body returns is 0, and its page takes a "
                                         "condition register",
+    "recursion_without_end": "the kernel recurses without end",
 }
 
 
