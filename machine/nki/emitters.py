@@ -44,9 +44,18 @@ def asked_engine(engine: Any) -> str | None:
     return ENGINES.get(str(engine)) if engine is not None else None
 
 
-def engine_of(engine: Any, allowed: tuple[str, ...], default: str) -> str:
-    """The sequencer ``engine=`` names, if the op runs there (else the op's default)."""
+#: The sequencers as the pages name their engines
+_NAMED = {"pe": "nisa.tensor_engine", "act": "nisa.scalar_engine", "dve": "nisa.vector_engine",
+          "pool": "nisa.gpsimd_engine", "sp": "nisa.sync_engine"}
+
+
+def engine_of(engine: Any, allowed: tuple[str, ...], default: str, call: str = "") -> str:
+    """The sequencer ``engine=`` names, if the op runs there (else the op's default); with
+    ``call``, an engine its page does not list is refused (it ran on the default: a probe)."""
     name = asked_engine(engine)
+    if call and name is not None and name not in allowed:
+        raise fail(f"{call}(engine={_NAMED[name]}): its page's engine= is " + " or ".join(_NAMED[a] for a in allowed)
+                   + " (or none: the compiler's choice)")
     return name if name in allowed else default
 
 
@@ -91,7 +100,7 @@ matmul.accumulates = True  # type: ignore[attr-defined]
 
 
 def transpose(dst: Layout, data: Any, engine: Any = None) -> None:
-    eng = engine_of(engine, ("pe", "dve"), "pe" if dst.tensor.memory.name == "PSUM" else "dve")
+    eng = engine_of(engine, ("pe", "dve"), "pe" if dst.tensor.memory.name == "PSUM" else "dve", "nisa.nc_transpose")
     source = ops.lay(data).view()
     wide = source.num_partitions > 32 or source.free_count > 32
     if asked_engine(engine) == "dve" and wide:  # (a 64 x 64 one ran: a probe)
@@ -188,7 +197,7 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
                    f"value per partition use nisa.tensor_scalar, or nl.subtract and the other nl.* operators, "
                    f"which broadcast it)")
     ops.integer_bits("nisa.tensor_tensor", (alu_name(op),), data1=data1, data2=data2, dst=dst)
-    ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve"))
+    ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve", "nisa.tensor_tensor"))
 
 
 def _operand(value: Any) -> Any:
@@ -214,7 +223,7 @@ def _scalar_engine(engine: Any, names: list[str], data: Layout) -> str:
     """The engine of a ``tensor_scalar``: the one asked for, else DVE; with ``rsqrt``, which the
     ISA's table of math operators runs on GpSimd or ScalarE only, GpSimd (ACT for PSUM data,
     which GpSimd cannot read)."""
-    chosen = engine_of(engine, ("dve", "act", "pool"), "")
+    chosen = engine_of(engine, ("dve", "act", "pool"), "", "nisa.tensor_scalar")
     if "rsqrt" not in names:
         return chosen or "dve"
     if chosen == "dve":
@@ -291,11 +300,12 @@ def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:
     if not (source.on_chip and dst.on_chip):  # (an HBM source ran, as a DMA: a probe of kernel mistakes)
         raise fail(f"nisa.tensor_copy copies between tiles in SBUF or PSUM (its page), not from or to "
                    f"{(source if not source.on_chip else dst).tensor.name} in HBM: that is a DMA's, nisa.dma_copy")
-    ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve") if asked_engine(engine) else None)
+    ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve", "nisa.tensor_copy") if asked_engine(engine)
+             else None)
 
 
 def memset(dst: Layout, value: Any, engine: Any = None) -> None:
-    ops.memset(dst, value, engine_of(engine, ("dve", "pool"), "dve"))
+    ops.memset(dst, value, engine_of(engine, ("dve", "pool"), "dve", "nisa.memset"))
 
 
 iota = ops.iota  # nisa.iota / nl.iota of an index expression (ops.py: arithmetic on nl.arange needs it too)

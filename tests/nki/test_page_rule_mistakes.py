@@ -138,6 +138,39 @@ def while_loop_body_returns_a_number(x):
     return _out(t)
 
 
+@legacy_nki.jit
+def tensor_tensor_on_the_scalar_engine(x):
+    o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x)
+    lnl.store(o, value=lisa.tensor_tensor(t, t, op=lnl.add, engine=lisa.scalar_engine))  # mistake
+    return o
+
+
+@nki.jit
+def tensor_copy_on_the_tensor_engine(x):
+    t = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=t, engine=nisa.tensor_engine)  # mistake
+    return _out(r)
+
+
+@nki.jit
+def memset_on_the_scalar_engine(x):
+    r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=r, value=0.0, engine=nisa.scalar_engine)  # mistake
+    return _out(r)
+
+
+@nki.jit
+def transpose_on_gpsimd(x):
+    t = nl.ndarray((32, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[0:32, 0:32])
+    r = nl.ndarray((32, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.nc_transpose(dst=r, data=t, engine=nisa.gpsimd_engine)  # mistake
+    return _out(r)
+
+
 def _helper_without_end(t, n):
     t = nl.add(t, 1.0)
     return _helper_without_end(t, n + 1)  # mistake
@@ -172,6 +205,13 @@ MISTAKES = {
     "while_loop_on_a_number": "nl.while_loop: init is 1, and its page takes a condition register",
     "while_loop_body_returns_a_number": "nl.while_loop: the value its body returns is 0, and its page takes a "
                                         "condition register",
+    "tensor_tensor_on_the_scalar_engine": "nisa.tensor_tensor(engine=nisa.scalar_engine): its page's engine= is "
+                                          "nisa.vector_engine or nisa.gpsimd_engine",
+    "tensor_copy_on_the_tensor_engine": "nisa.tensor_copy(engine=nisa.tensor_engine): its page's engine= is "
+                                        "nisa.vector_engine or nisa.scalar_engine or nisa.gpsimd_engine",
+    "memset_on_the_scalar_engine": "nisa.memset(engine=nisa.scalar_engine)",
+    "transpose_on_gpsimd": "nisa.nc_transpose(engine=nisa.gpsimd_engine): its page's engine= is nisa.tensor_engine or "
+                           "nisa.vector_engine",
     "recursion_without_end": "the kernel recurses without end",
 }
 
