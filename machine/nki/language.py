@@ -26,7 +26,7 @@ from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tensor_views import transposed_shape
-from neuronsim.machine.nki.legacy_rules import annotated_shape, kernel_level
+from neuronsim.machine.nki.legacy_rules import legacy_tile, kernel_level
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, as_mask, assigned_name, current, tracing
@@ -116,7 +116,7 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
     tracer = current()
     spec = spec_of(shape, to_dtype(dtype if dtype is not None else "float32"), buffer or sbuf, address)
     if tracer.generation == "legacy":
-        annotated_shape(tracer.where()[0], tuple(spec.shape))
+        legacy_tile(tracer.where()[0], spec)
     if spec.allocator is not None or spec.address is not None:
         tracer.allocated = True
     if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):

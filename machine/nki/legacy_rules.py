@@ -5,6 +5,7 @@ The page lists what the compiler refuses; a helper ran its wrong kernels and fou
 with exit 0.  Each rule here refuses at the kernel line and names the page's error:
 
 * :func:`annotated_shape`: ``data: nt.tensor[128, 512] = nl.zeros(...)`` of another shape;
+* :func:`legacy_tile`: that, and a tile on SBUF / PSUM of one dimension (the known-issues page);
 * :func:`kernel_level`: a ``shared_hbm`` tensor made in a loop or a function the kernel calls;
 * :func:`check_written`: an output nothing writes (a loop that never runs), or no output at all;
 * :func:`check_mutable`: a kernel that returns its outputs writing a parameter that is not
@@ -27,7 +28,7 @@ from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _code_info, fail, frame_line, user_frame
 from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at
 
-__all__ = ["annotated_shape", "kernel_level", "check_written", "check_mutable"]
+__all__ = ["annotated_shape", "legacy_tile", "kernel_level", "check_written", "check_mutable"]
 
 
 #: ``data: nt.tensor[128, 512] = ...``: the annotated name and the dimensions in brackets
@@ -48,6 +49,17 @@ def annotated_shape(where: Any, shape: tuple[int, ...]) -> None:
     if tuple(int(d) for d in dims) != shape:
         raise fail(f"the tensor's shape {list(shape)} does not match its annotation's {[int(d) for d in dims]} "
                    "(err_annotation_shape_mismatch)")
+
+
+def legacy_tile(where: Any, spec: Any) -> None:
+    """A legacy tile declaration: :func:`annotated_shape`, and NKI's known-issues page: "Tile on
+    SBUF/PSUM must have at least 2 dimensions" (``nl.zeros((128, ), ..., buffer=nl.sbuf)  # this
+    won't work``; a probe's 1-D SBUF tile ran)."""
+    annotated_shape(where, tuple(spec.shape))
+    if spec.buffer in ("sbuf", "psum") and len(spec.shape) < 2:
+        shape = (*spec.shape, 1) if spec.shape else (1, 1)
+        raise fail(f"an nl.{spec.buffer} tile of shape {tuple(spec.shape)}: NKI's known-issues page says a tile on "
+                   f"SBUF/PSUM must have at least 2 dimensions (a partition and a free one): make it {shape}")
 
 
 def kernel_level(tracer: Any) -> None:

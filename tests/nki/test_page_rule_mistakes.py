@@ -139,6 +139,14 @@ def while_loop_body_returns_a_number(x):
 
 
 @legacy_nki.jit
+def legacy_flat_sbuf_tile(x):
+    o = lnl.ndarray((128,), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.zeros((128,), dtype=lnl.float32, buffer=lnl.sbuf)  # mistake
+    lnl.store(o, value=t)
+    return o
+
+
+@legacy_nki.jit
 def tensor_tensor_on_the_scalar_engine(x):
     o = lnl.ndarray(x.shape, dtype=lnl.float32, buffer=lnl.shared_hbm)
     t = lnl.load(x)
@@ -205,6 +213,8 @@ MISTAKES = {
     "while_loop_on_a_number": "nl.while_loop: init is 1, and its page takes a condition register",
     "while_loop_body_returns_a_number": "nl.while_loop: the value its body returns is 0, and its page takes a "
                                         "condition register",
+    "legacy_flat_sbuf_tile": "an nl.sbuf tile of shape (128,): NKI's known-issues page says a tile on SBUF/PSUM must "
+                             "have at least 2 dimensions",
     "tensor_tensor_on_the_scalar_engine": "nisa.tensor_tensor(engine=nisa.scalar_engine): its page's engine= is "
                                           "nisa.vector_engine or nisa.gpsimd_engine",
     "tensor_copy_on_the_tensor_engine": "nisa.tensor_copy(engine=nisa.tensor_engine): its page's engine= is "
