@@ -18,7 +18,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import DTYPES, PACKED, itemsize
 from neuronsim.machine.nki.errors import fail, shown
 
-__all__ = ["NkiDtype", "to_dtype", "nl_dtypes", "promote", "is_float_dtype", "packed_array"]
+__all__ = ["NkiDtype", "to_dtype", "declared_dtype", "nl_dtypes", "promote", "is_float_dtype", "packed_array"]
 
 
 class NkiDtype(str):
@@ -80,6 +80,21 @@ def to_dtype(value: Any) -> NkiDtype:
     if dt in _BY_NUMPY:
         return NkiDtype(_BY_NUMPY[dt])
     raise fail(f"dtype {dt} is not supported (neuronsim holds {', '.join(DTYPES)})")
+
+
+def declared_dtype(value: Any) -> NkiDtype:
+    """The dtype a tensor is declared with (``nl.ndarray`` / ``nl.zeros`` ... ``dtype=``): as
+    :func:`to_dtype`, but numpy's float64, which :func:`to_dtype` reads as float32 for the
+    numbers and arrays numpy makes, is refused, as ``nl.float64`` is (the Supported Data Types
+    table lists no 64-bit float; a probe's fp64 tile ran as fp32)."""
+    try:
+        wide = not isinstance(value, str) and np.dtype(value) == np.float64
+    except TypeError:  # not a dtype: to_dtype says so
+        wide = False
+    if wide:
+        raise fail(f"dtype {np.dtype(value)} is not supported: NKI's Supported Data Types table has no 64-bit float "
+                   "(use nl.float32)")
+    return to_dtype(value)
 
 
 #: The numpy dtype metadata key naming the packed MX format an array's integer words hold.

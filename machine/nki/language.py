@@ -21,7 +21,7 @@ from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.alloc import BUFFERS, Buffer, FnAlloc, ModAlloc, ParDim, TileSpec, declare_tile, spec_of
-from neuronsim.machine.nki.dtypes import to_dtype
+from neuronsim.machine.nki.dtypes import declared_dtype, to_dtype
 from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from neuronsim.machine.nki.layout import Layout
@@ -114,7 +114,7 @@ def par_dim(n: int) -> ParDim:
 # -- tensors -------------------------------------------------------------------------------
 def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = None) -> NkiTensor:
     tracer = current()
-    spec = spec_of(shape, to_dtype(dtype if dtype is not None else "float32"), buffer or sbuf, address)
+    spec = spec_of(shape, declared_dtype(dtype if dtype is not None else "float32"), buffer or sbuf, address)
     if tracer.generation == "legacy":
         legacy_tile(tracer.where()[0], spec)
     if spec.allocator is not None or spec.address is not None:

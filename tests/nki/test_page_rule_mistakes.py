@@ -196,6 +196,13 @@ def legacy_float64_zeros(x):
     t = lnl.add(lnl.load(x), lnl.zeros(x.shape, dtype=np.float64, buffer=lnl.sbuf))  # mistake
     lnl.store(o, value=t)
     return o
+
+
+@nki.jit
+def float64_tile(x):
+    t = nl.ndarray(x.shape, dtype=np.float64, buffer=nl.sbuf)  # mistake
+    nisa.dma_copy(dst=t, src=x)
+    return _out(t)
 '''
 
 MISTAKES = {
@@ -223,6 +230,8 @@ MISTAKES = {
     "transpose_on_gpsimd": "nisa.nc_transpose(engine=nisa.gpsimd_engine): its page's engine= is nisa.tensor_engine or "
                            "nisa.vector_engine",
     "recursion_without_end": "the kernel recurses without end",
+    "legacy_float64_zeros": "dtype float64 is not supported: NKI's Supported Data Types table has no 64-bit float",
+    "float64_tile": "dtype float64 is not supported",
 }
 
 
