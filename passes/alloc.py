@@ -256,7 +256,9 @@ def _start_masks(stream: InstanceStream, users: TensorUsers, spec: MachineSpec) 
     masks = np.full(len(tensors), (1 << len(bases)) - 1, np.int64)
     whole = np.flatnonzero(np.bincount(users.access_tensor[compute & ~explicit], minlength=len(tensors))).tolist()
     masks[whole] &= np.array([allowed(0, tensors[tid].shape[0]) for tid in whole], np.int64)
-    ranged = {(users.access_tensor[k], parts[k]): k for k in np.flatnonzero(compute & explicit).tolist()}
+    ranged: dict[tuple, int] = {}  # each distinct range at its first access: the line a refusal names
+    for k in np.flatnonzero(compute & explicit).tolist():
+        ranged.setdefault((users.access_tensor[k], parts[k]), k)
     for (tid, (start, count, step)), k in ranged.items():
         masks[tid] &= allowed(start, (count - 1) * step + 1)
         if not masks[tid] and tensors[tid].memory == MemoryKind.SBUF and tensors[tid].partition is None:
