@@ -202,6 +202,8 @@ def check_output_path(path: str | os.PathLike) -> str:
     target = resolve_target(user)
     if os.path.isdir(target):
         raise OutputError(user, "it is a directory", errno.EISDIR)
+    if user.endswith(os.sep):  # a folder's name (realpath drops the slash: a file of that name was written)
+        raise OutputError(user, "it names a folder (a trailing /), and no such folder exists", errno.EISDIR)
     folder = os.path.dirname(target)
     if not os.path.isdir(folder):
         raise OutputError(user, f"the folder {os.path.dirname(user) or folder} does not exist", errno.ENOENT)

@@ -77,8 +77,8 @@ def _bind(value: int | str, iteration: Mapping[str, int]) -> int | str:
     if value in iteration:
         return iteration[value]
     loop, plus, offset = value.rpartition("+")
-    if plus and loop in iteration and offset.isdigit():
-        return iteration[loop] + int(offset)
+    if plus and loop in iteration and offset.isdigit() and len(offset) <= 18:  # (a longer one stays text:
+        return iteration[loop] + int(offset)  # Python will not even print a 4,301-digit int)
     return value
 
 

@@ -206,6 +206,12 @@ def _execute_dask(chunks: list[Chunk], scheduler: str, take) -> list[ChunkResult
         client = Client(scheduler, timeout="10s")
     except (OSError, TimeoutError, ValueError) as err:
         raise UsageFailure(f"cannot reach the Dask scheduler {scheduler}: {err}", "--scheduler") from None
+    except MemoryError:  # a service that is no Dask scheduler: its reply read as a frame of exabytes
+        raise UsageFailure(f"{scheduler} answers, but not as a Dask scheduler (its reply does not parse)",
+                           "--scheduler") from None
+    except Exception as err:  # noqa: BLE001  (tls:// without a security context, ucx:// without UCX: the address's)
+        raise UsageFailure(f"cannot connect to the Dask scheduler {scheduler}: {type(err).__name__}: {err} "
+                           "(tcp://HOST:PORT is the address a plain scheduler listens on)", "--scheduler") from None
     results: list[ChunkResult] = []
     with client:
         futures = client.map(run_chunk, chunks, pure=False)

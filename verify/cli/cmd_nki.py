@@ -295,7 +295,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     name = kernel.rsplit("::", 1)[1]
     make_folder(out_dir)
     paths = run_output_paths(out_dir, name)
-    if report_path:
+    if report_path is not None:  # (an empty one too: "the path is empty", not no report)
         check_output(report_path, "--report", (kernel, inputs_path, reference))
     distinct_outputs({"--out": paths["trace"], "--out ": paths["footprint"], "--plot": plot_path,
                       "--report": report_path})

@@ -191,7 +191,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     ranks = click.get_current_context().meta.get(RANKS_KEY, 1)
     kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
                                              ("--dtype", dtypes), ("--reference", reference),
-                                             ("--report", report_path), ("--ranks", ranks != 1)) if given]
+                                             ("--report", report_path is not None), ("--ranks", ranks != 1)) if given]
     if timing_only and reference:  # (a kernel's reference was dropped without a word)
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario

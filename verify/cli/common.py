@@ -449,8 +449,18 @@ def stdout_for_json(as_json: bool, outputs: Mapping[str, str | None]) -> None:
     """Under ``--json`` standard output is the command's one document: an output sent there
     too (``-o -``, ``--html -``) would make two, and the JSON would not parse."""
     for option, path in outputs.items():
-        if as_json and path == "-":
+        if as_json and path is not None and (path == "-" or _is_stdout(path)):
             raise UsageFailure(f"--json writes its report to standard output; give {option} a file", option)
+
+
+def _is_stdout(path: str) -> bool:
+    """Whether ``path`` is the file standard output writes to (``/dev/stdout``, ``/dev/fd/1``,
+    or the very file stdout was redirected to): a second document there breaks the JSON."""
+    try:
+        here, there = os.stat(path), os.fstat(1)
+    except (OSError, ValueError):
+        return False
+    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
 
 
 def distinct_outputs(outputs: Mapping[str, str | None]) -> None:
@@ -468,11 +478,12 @@ def distinct_outputs(outputs: Mapping[str, str | None]) -> None:
 
 def _same_file(a: str, b: str) -> bool:
     """Whether paths ``a`` and ``b`` name one file (links followed); a path that does not exist
-    yet is one only when it is spelt the same."""
+    yet is one when it resolves to the same place (its folders' links followed: ``real/t`` and
+    ``link/t`` with ``link`` -> ``real``)."""
     try:
         return os.path.samefile(a, b)
     except OSError:
-        return os.path.abspath(a) == os.path.abspath(b)
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def check_plot(path: str | None) -> None:
