@@ -185,3 +185,30 @@ def test_a_hash_seed_python_refuses(folder: Path) -> None:
         assert run.stderr.strip().splitlines() == ['error: PYTHONHASHSEED must be "random" or an integer from 0 to '
                                                    '4294967295']
         assert json.loads(run.stdout)["path"] == "PYTHONHASHSEED"
+
+
+@pytest.mark.parametrize("name, value, words", [
+    ("PYTHONUTF8", "2", "invalid PYTHONUTF8 environment variable value"),
+    ("PYTHONMALLOC", "bogus", "unknown allocator"),
+    ("PYTHONHOME", "/nonexistent", "no standard library where these say"),
+    ("NUMPY_MADVISE_HUGEPAGE", "abc", "must be an integer"),
+])
+def test_start_up_variables_python_or_numpy_refuse_are_one_line(folder: Path, name: str, value: str,
+                                                               words: str) -> None:
+    # CPython's "Fatal Python error" of several lines and exit 1 (numpy's traceback, exit 1, for
+    # its variable), before neuronsim's code runs: the launcher answers with one line, exit 2.
+    (folder / "bad.json").write_text('{"format": "neuronsim.program/1", "tensors": 3}')
+    run = subprocess.run([str(NEURONSIM), "check", "--json", "bad.json"], cwd=folder, capture_output=True,
+                         text=True, timeout=60, env=dict(os.environ, **{name: value}))
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {name}: ") and words in lines[0], run.stderr
+    assert json.loads(run.stdout)["path"] == name
+
+
+def test_the_launcher_needs_nothing_on_path(folder: Path) -> None:
+    # PATH set but empty found no dirname (exit 127): the launcher works with the shell alone
+    (folder / "bad.json").write_text('{"format": "neuronsim.program/1", "tensors": 3}')
+    run = subprocess.run([str(NEURONSIM), "check", "bad.json"], cwd=folder, capture_output=True, text=True,
+                         timeout=60, env=dict(os.environ, PATH=""))
+    assert run.returncode == 2 and run.stderr.startswith("error: tensors: "), run.stderr
