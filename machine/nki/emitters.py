@@ -23,6 +23,7 @@ from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.operand_rules import pool_off_psum
 from neuronsim.machine.nki.emitters_select import command, keep_register, register, select_reduce
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
@@ -197,6 +198,7 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
                    f"value per partition use nisa.tensor_scalar, or nl.subtract and the other nl.* operators, "
                    f"which broadcast it)")
     ops.integer_bits("nisa.tensor_tensor", (alu_name(op),), data1=data1, data2=data2, dst=dst)
+    pool_off_psum(asked_engine(engine), "nisa.tensor_tensor", data1, data2, dst)
     ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve", "nisa.tensor_tensor"))
 
 
@@ -207,6 +209,10 @@ def _operand(value: Any) -> Any:
 def tensor_scalar(dst: Layout, data: Any, op0: Any, operand0: Any, reverse0: bool = False, op1: Any = None,
                   operand1: Any = None, reverse1: bool = False, engine: Any = None) -> None:
     current().note_write(dst)
+    if (op1 is None) != (operand1 is None):  # (op1 alone was dropped without a word: a probe)
+        raise fail("nisa.tensor_scalar: op1 and operand1 go together ((data op0 operand0) op1 operand1, its page; "
+                   f"both None when unused): op1 {'given' if op1 is not None else 'None'}, operand1 "
+                   f"{'given' if operand1 is not None else 'None'}")
     names = [alu_name(op0)] + ([alu_name(op1)] if op1 is not None else [])
     ops.integer_bits("nisa.tensor_scalar", tuple(names), data=data, operand0=operand0, operand1=operand1, dst=dst)
     offer = ENGINES.get(str(engine)) is None and all(name in MOVABLE_ALU_OPS for name in names) \
@@ -300,11 +306,13 @@ def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:
     if not (source.on_chip and dst.on_chip):  # (an HBM source ran, as a DMA: a probe of kernel mistakes)
         raise fail(f"nisa.tensor_copy copies between tiles in SBUF or PSUM (its page), not from or to "
                    f"{(source if not source.on_chip else dst).tensor.name} in HBM: that is a DMA's, nisa.dma_copy")
+    pool_off_psum(asked_engine(engine), "nisa.tensor_copy", source, dst)
     ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve", "nisa.tensor_copy") if asked_engine(engine)
              else None)
 
 
 def memset(dst: Layout, value: Any, engine: Any = None) -> None:
+    pool_off_psum(asked_engine(engine), "nisa.memset", dst)
     ops.memset(dst, value, engine_of(engine, ("dve", "pool"), "dve", "nisa.memset"))
 
 

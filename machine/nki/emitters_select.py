@@ -118,6 +118,10 @@ def _eight(dst: Layout, like: Layout, what: str) -> None:
 def max8(dst: Layout, src: Any) -> None:
     data = _tile(src, "nisa.max8 src")
     _eight(dst, data, "nisa.max8")
+    # its page reads between 8 and 16,384 elements a partition; fewer is not refused: nki-library's
+    # moe_block_tkg takes the top 8 of 2 experts at the corpus's shape (it ran, max8 padding nothing)
+    if data.view().free_count > 16384:
+        raise fail(f"nisa.max8 of {data.view().free_count} elements a partition: its page reads 16,384 at most")
     _instr("max8", "dve", [data], [dst])
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import isa_select, mx, ops, scalars, schedule
+from neuronsim.machine.nki import isa_select, mx, operand_rules, ops, scalars, schedule
 from neuronsim.machine.nki.arith import alu_name
 from neuronsim.machine.nki.cores import meet
 from neuronsim.machine.nki.errors import fail
@@ -123,6 +123,8 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
 
 @api("nisa.nc_transpose")
 def nc_transpose(dst, data, engine=None, name=None, **_kw) -> Handle:
+    if em.asked_engine(engine) is None:  # the compiler's choice of engine, into the kernel's own dst
+        operand_rules.transposable_into(_dst(dst), ops.lay(data))
     return _emit(lambda: em.transpose(_dst(dst), data, engine), name)
 
 
@@ -203,6 +205,8 @@ def memset(dst, value, engine=None, name=None, **_kw) -> Handle:
 def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) -> Handle:
     if pattern is not None and not isinstance(pattern, (list, tuple)):  # an index expression
         return _emit(lambda: em.iota(_dst(dst), pattern), name)
+    if pattern is not None:
+        pattern = operand_rules.pattern_pairs(pattern, _dst(dst), "nisa.iota")
     return _emit(lambda: em.iota_pattern(_dst(dst), pattern, offset, channel_multiplier), name)
 
 
@@ -210,8 +214,10 @@ def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) ->
 def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, offset=0, name=None,
                   **_kw) -> Handle:
     cmp = alu_name(cmp_op) if cmp_op is not None else "equal"
+    pairs = operand_rules.pattern_pairs(pattern, _dst(dst), "nisa.affine_select")
+    operand_rules.same_shape(on_true_tile, _dst(dst), "nisa.affine_select", "on_true_tile")
     return _emit(lambda: em.affine_select(_dst(dst), on_true_tile, on_false_value, offset=offset,
-                                   channel_multiplier=channel_multiplier, pattern=list(pattern), cmp=cmp), name)
+                                   channel_multiplier=channel_multiplier, pattern=pairs, cmp=cmp), name)
 
 
 @api("nisa.reciprocal")

@@ -249,7 +249,7 @@ def _buffer_of(a: NkiTensor) -> Buffer:
 
 @api("nl.shared_identity_matrix")
 def shared_identity_matrix(n: int, dtype: Any = "float32", dst: NkiTensor | None = None, **_kw: Any) -> NkiTensor:
-    identity = shared_constant(np.eye(n), dtype)
+    identity = shared_constant(np.eye(ops.positive_int(n, "nl.shared_identity_matrix's n (its size)")), dtype)
     if dst is not None:  # NKI 0.3+: copy it into the kernel's own tensor
         assign(dst, identity)
         return dst

@@ -57,6 +57,13 @@ def floats(*layouts: Layout) -> bool:
     return all(layout.element_dtype.startswith(("float", "bfloat")) for layout in layouts)
 
 
+def positive_int(value: Any, what: str) -> int:
+    """``value`` as an int, refused at the kernel line unless it is a positive integer."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise fail(f"{what} is a positive int, not {value!r}")
+    return int(value)
+
+
 #: The bitvec operators (the ISA's table of math operators; ``invert`` is NKI's unary one).
 _BITVEC = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"))
 

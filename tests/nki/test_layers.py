@@ -30,6 +30,7 @@ LAYERS = (
     "alloc",  # buffers and tile declarations
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS
     "ops",  # lowering to builder instructions
+    "operand_rules",  # the API pages' rules on an ISA call's operands (patterns, shapes, GpSimd off PSUM)
     "handles",  # an ISA call's instructions and its NkiInstruction handle (emit_call)
     "arith", "language",  # nki.language (language registers the tile operators)
     "scalars", "control",  # device values (scalar_load, registers) and compiled control flow

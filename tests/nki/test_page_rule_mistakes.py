@@ -203,6 +203,88 @@ def float64_tile(x):
     t = nl.ndarray(x.shape, dtype=np.float64, buffer=nl.sbuf)  # mistake
     nisa.dma_copy(dst=t, src=x)
     return _out(t)
+
+
+def _tile(x):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    return t
+
+
+@nki.jit
+def iota_flat_pattern(x):
+    i = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.iota(dst=i, pattern=[1, 64], offset=0, channel_multiplier=0)  # mistake
+    return _out(i)
+
+
+@nki.jit
+def iota_short_pattern(x):
+    i = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.iota(dst=i, pattern=[[1, 32]], offset=0, channel_multiplier=0)  # mistake
+    return _out(i)
+
+
+@nki.jit
+def affine_select_short_pattern(x):
+    t, b = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.affine_select(dst=b, pattern=[[-1, 32]], offset=0, channel_multiplier=1, on_true_tile=t,  # mistake
+                       on_false_value=0.0)
+    return _out(b)
+
+
+@nki.jit
+def affine_select_narrow_operand(x):
+    t, b = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.affine_select(dst=b, pattern=[[-1, 64]], offset=0, channel_multiplier=1, on_true_tile=t[:, 0:32],  # mistake
+                       on_false_value=0.0)
+    return _out(b)
+
+
+@nki.jit
+def identity_of_a_float_size(x):
+    eye = nl.shared_identity_matrix(n=64.0)  # mistake
+    return _out(eye)
+
+
+@nki.jit
+def max8_of_too_many_elements(x):
+    t = nl.ndarray((128, 16392), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=t, value=0.0)
+    r = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.max8(dst=r, src=t)  # mistake
+    return _out(r)
+
+
+@nki.jit
+def gpsimd_copy_from_psum(x):
+    p = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.psum)
+    b = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=p, value=1.0)
+    nisa.tensor_copy(dst=b, src=p, engine=nisa.gpsimd_engine)  # mistake
+    return _out(b)
+
+
+@nki.jit
+def gpsimd_memset_of_psum(x):
+    p = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.psum)
+    nisa.memset(dst=p, value=1.0, engine=nisa.gpsimd_engine)  # mistake
+    return _out(_tile(x))
+
+
+@nki.jit
+def transpose_of_64_into_sbuf(x):
+    t = _tile(x)
+    r = nl.ndarray((64, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.nc_transpose(dst=r, data=t[0:64, 0:64])  # mistake
+    return _out(r)
+
+
+@nki.jit
+def tensor_scalar_op1_alone(x):
+    t, b = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=b, data=t, op0=nl.multiply, operand0=2.0, op1=nl.add)  # mistake
+    return _out(b)
 '''
 
 MISTAKES = {
@@ -232,6 +314,17 @@ MISTAKES = {
     "recursion_without_end": "the kernel recurses without end",
     "legacy_float64_zeros": "dtype float64 is not supported: NKI's Supported Data Types table has no 64-bit float",
     "float64_tile": "dtype float64 is not supported",
+    # the second probe (round 4, twenty-sixth session)
+    "iota_flat_pattern": "nisa.iota: pattern is a list of [step, count] pairs (such as [[1, 512]]), not [1, 64]",
+    "iota_short_pattern": "nisa.iota: pattern [[1, 32]] covers 32 elements a partition, and dst",
+    "affine_select_short_pattern": "nisa.affine_select: pattern [[-1, 32]] covers 32 elements a partition",
+    "affine_select_narrow_operand": "nisa.affine_select: on_true_tile is (128, 32), and dst",
+    "identity_of_a_float_size": "nl.shared_identity_matrix's n (its size) is a positive int, not 64.0",
+    "max8_of_too_many_elements": "nisa.max8 of 16392 elements a partition: its page reads 16,384 at most",
+    "gpsimd_copy_from_psum": "nisa.tensor_copy(engine=nisa.gpsimd_engine) of p",
+    "gpsimd_memset_of_psum": "nisa.memset(engine=nisa.gpsimd_engine) of p",
+    "transpose_of_64_into_sbuf": "nisa.nc_transpose of a (64, 64) tile into r",
+    "tensor_scalar_op1_alone": "nisa.tensor_scalar: op1 and operand1 go together",
 }
 
 
