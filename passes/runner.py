@@ -92,9 +92,10 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
                program_of: Callable[[Any], Program], after_pass: AfterPass | None,
                merge: Callable[[Any, Any], Any] | None = None) -> Any:
     """The loop of both pipelines: ``advance`` runs a pass on ``value``, ``check(name, result,
-    input)`` verifies its result against its input (when ``ctx.verify``); each pass timed and recorded.  ``merge(result,
-    since)``, where given, is ``result`` saying what changed since ``since`` over several passes:
-    then, without ``ctx.verify_each``, a run of built-in passes is checked once, after its last."""
+    input)`` verifies its result against its input (when ``ctx.verify``); each pass timed and
+    recorded.  ``merge(result, since)``, where given, is ``result`` saying what changed since
+    ``since`` over several passes: then, without ``ctx.verify_each``, a run of built-in passes
+    is checked once, after its last."""
     since, names = value, []
     for k, p in enumerate(passes):
         started = time.perf_counter()

@@ -457,10 +457,11 @@ def _is_stdout(path: str) -> bool:
     """Whether ``path`` is the file standard output writes to (``/dev/stdout``, ``/dev/fd/1``,
     or the very file stdout was redirected to): a second document there breaks the JSON."""
     try:
-        here, there = os.stat(path), os.fstat(1)
+        here, there, null = os.stat(path), os.fstat(1), os.stat(os.devnull)
     except (OSError, ValueError):
         return False
-    return (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+    same = (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)
+    return same and (here.st_dev, here.st_ino) != (null.st_dev, null.st_ino)  # (both discarded: harmless)
 
 
 def distinct_outputs(outputs: Mapping[str, str | None]) -> None:
