@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import posix
 import signal
 import sys
 import threading
@@ -31,12 +32,23 @@ from typing import Any
 __all__ = ["run_file", "running_users_code", "ProcessExit", "exit_call", "SIGNAL", "SETITIMER"]
 
 _PROCESS_EXIT = os._exit
+_EXECS = ("execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe")
+#: The calls that end or replace the process at once, each under every name a user's code reaches
+#: it by (``posix._exit`` is ``os._exit``; ``os.execl*`` / ``execvp*`` end in ``os.execv`` /
+#: ``execve``), and the real ones, put back when the last guard ends.
+_ENDERS = [(module, name, getattr(module, name)) for module in (os, posix)
+           for name in ("_exit", "abort", *_EXECS) if hasattr(module, name)]
+#: The calls that signal this process (the others' are let through, see :func:`_signals_itself`).
+_SIGNALLERS = [(os, "kill", os.kill), (os, "killpg", os.killpg), (signal, "raise_signal", signal.raise_signal),
+               (signal, "pthread_kill", signal.pthread_kill)]
+#: Signals whose default action ends nothing: sent to itself, the process goes on.
+_HARMLESS = frozenset({0, signal.SIGCHLD, signal.SIGURG, signal.SIGWINCH, signal.SIGCONT})
 #: The signal module's own setters, for neuronsim's code that sets a handler or the timer while a
 #: user's code runs (the ``--max-idle`` watch): the module's names are guarded meanwhile.
 SIGNAL, SETITIMER, _ALARM = signal.signal, signal.setitimer, signal.alarm
-#: The signals neuronsim answers while the user's code runs: Ctrl-C and SIGTERM end the command
-#: with its status (130 / 143), SIGALRM ticks its ``--max-idle`` watch.
-_OURS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGALRM})
+#: The signals neuronsim answers while the user's code runs: Ctrl-C, SIGTERM and SIGHUP end the
+#: command with its status (130 / 143 / 129), SIGALRM ticks its ``--max-idle`` watch.
+_OURS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM})
 _guards = [0]
 _guards_lock = threading.Lock()
 
@@ -45,9 +57,19 @@ class ProcessExit(SystemExit):
     """A user's ``os._exit(status)`` while :func:`running_users_code` holds, raised where it was
     called: an exit like ``sys.exit``'s, which whoever runs the user's code reports at its line."""
 
-    def __init__(self, status: Any = 0) -> None:
+    def __init__(self, status: Any = 0, call: str | None = None) -> None:
         super().__init__(status)
-        self.call = f"os._exit({status!r})"
+        self.call = call or f"os._exit({shown(status)})"
+
+
+def shown(value: Any) -> str:
+    """``repr(value)`` for a message, short, and ``...`` when the user's ``__repr__`` raises
+    (a message made of a user's object must not fail in its turn: ``sys.exit(obj)``)."""
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - the user's __repr__: whatever it raises, the message still goes out
+        return "..."
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def exit_call(err: SystemExit) -> str:
@@ -59,8 +81,64 @@ def exit_call(err: SystemExit) -> str:
     return getattr(err, "call", f"sys.exit({err.code!r})")
 
 
-def _refuse_exit(status: Any = 0) -> None:
-    raise ProcessExit(status)
+def _refuse_exit(call: str, status: Any = 2) -> None:
+    raise ProcessExit(status, call)
+
+
+def _guarded_enders(raiser: Callable[..., None]) -> dict[tuple[Any, str], Callable[..., None]]:
+    """The stand-ins of :data:`_ENDERS` and :data:`_SIGNALLERS`: each refuses through ``raiser``
+    (given the call as it reads: ``os.execv('/bin/true', ...)``) where the user called it."""
+
+    def _exit(status: Any = 0) -> None:
+        raiser(f"os._exit({shown(status)})", status)
+
+    def abort() -> None:
+        raiser("os.abort()")
+
+    def execing(name: str) -> Callable[..., None]:
+        def exec_(path: Any = None, *_rest: Any) -> None:
+            raiser(f"os.{name}({shown(path)}, ...)")
+        return exec_
+
+    def signaller(name: str, real: Callable[..., Any], module: Any) -> Callable[..., Any]:
+        def send(*args: Any) -> Any:
+            if _signals_itself(name, args):
+                raiser(f"{module.__name__}.{name}({', '.join(_signal_arg(a) for a in args)})")
+            return real(*args)
+        return send
+
+    mine = {"_exit": _exit, "abort": abort}
+    out = {(module, name): mine.get(name) or execing(name) for module, name, _real in _ENDERS}
+    out.update({(module, name): signaller(name, real, module) for module, name, real in _SIGNALLERS})
+    return out
+
+
+def _signal_arg(value: Any) -> str:
+    """A signal call's argument as the user wrote it, likely: ``os.getpid()``, ``SIGHUP``."""
+    if isinstance(value, signal.Signals):
+        return value.name
+    return "os.getpid()" if value == os.getpid() else shown(value)
+
+
+def _signals_itself(name: str, args: tuple[Any, ...]) -> bool:
+    """Whether a call of :data:`_SIGNALLERS` sends this process a signal that would end or stop
+    it with no word (its default action, SIGKILL, SIGSTOP), or a signal of neuronsim's, which
+    would stop the command as if its user had (SIGINT, SIGTERM, SIGHUP)."""
+    try:
+        signum = int(args[-1]) if args else 0
+        if name == "kill":
+            me = int(args[0]) in (os.getpid(), 0, -1, -os.getpgrp())
+        elif name == "killpg":
+            me = int(args[0]) in (0, os.getpgrp())
+        else:  # raise_signal, pthread_kill: this process, always
+            me = True
+        if not me or signum in _HARMLESS:
+            return False
+        if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            return True
+        return signal.getsignal(signum) in (signal.SIG_DFL, None)
+    except (TypeError, ValueError, OverflowError):  # not a number: the call itself refuses it
+        return False
 
 
 @contextmanager
@@ -73,7 +151,12 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
     - ``os._exit`` raises (:class:`ProcessExit`, or ``raiser``'s own error) where it was called:
       the command would have ended with the user's status and nothing said, a run that seems to
       pass.  neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.
-    - ``signal.signal`` of SIGINT, SIGTERM or SIGALRM, ``signal.alarm`` and the real-time
+      So do its other names and the calls that end the process as surely (``posix._exit``,
+      ``os.abort``, ``os.execv`` and the ``exec*`` family: each ended the run with exit 0 or
+      by a signal, nothing said, the ``--out`` folder left), and a signal the process sends
+      itself that would end it by its default action or stop the command (``os.kill(os.getpid(),
+      SIGHUP)``, ``signal.raise_signal(SIGUSR1)``: the process died of the signal, no line).
+    - ``signal.signal`` of SIGINT, SIGTERM, SIGHUP or SIGALRM, ``signal.alarm`` and the real-time
       ``signal.setitimer`` change nothing: those are neuronsim's (a kernel that ignored SIGTERM
       made the command unkillable but by SIGKILL; a library that sets a Ctrl-C handler as it is
       imported still imports).
@@ -91,7 +174,8 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
     """
     with _guards_lock:
         if not _guards[0]:
-            os._exit = raiser
+            for (module, name), stand_in in _guarded_enders(raiser).items():
+                setattr(module, name, stand_in)
             signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
             _kept[:] = [_cwd(), sys.stdout, sys.stderr, sys.getrecursionlimit()]
         _guards[0] += 1
@@ -101,7 +185,8 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
         with _guards_lock:
             _guards[0] -= 1
             if not _guards[0]:
-                os._exit = _PROCESS_EXIT
+                for module, name, real in (*_ENDERS, *_SIGNALLERS):
+                    setattr(module, name, real)
                 signal.signal, signal.setitimer, signal.alarm = SIGNAL, SETITIMER, _ALARM
                 _give_back(*_kept)
 

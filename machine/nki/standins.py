@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from neuronsim.machine.nki import isa, kernel, legacy, ranks
+from neuronsim.machine.formats import pyfile
 from neuronsim.machine.formats.pyfile import running_users_code
 from neuronsim.machine.nki.compile_config import compiler_config_names
 from neuronsim.machine.nki.kernel import run_eagerly
@@ -164,7 +165,7 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     # looks a name up last; a module's own `sbuf` still comes first
     keywords = {name: value for name, value in KERNEL_KEYWORDS.items() if not hasattr(builtins, name)}
     vars(builtins).update(keywords)
-    # a kernel's os._exit would end this command with the kernel's status and nothing said:
+    # a kernel's os._exit (or exec, abort, a signal to itself) would end this command with nothing said:
     # it is the kernel's error at its line, as its sys.exit is (frontend.trace)
     # likewise a fork: its child would go on with the command, a second run writing a second result
     process_fork, os.fork = os.fork, _kernel_forks
@@ -192,8 +193,11 @@ def _kernel_forks() -> int:
                                 "second time; a kernel is traced in one process")
 
 
-def _kernel_exits(status: Any = 0) -> None:
-    raise NkiError(user_line(), f"the kernel ends the process (os._exit({status!r})): a kernel returns its outputs")
+def _kernel_exits(call: str, status: Any = 2) -> None:
+    depth = 1  # the kernel's line: past the guard's stand-in that called this (machine/formats/pyfile.py)
+    while sys._getframe(depth).f_code.co_filename == pyfile.__file__:
+        depth += 1
+    raise NkiError(user_line(depth + 1), f"the kernel ends the process ({call}): a kernel returns its outputs")
 
 
 class _OtherSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):

@@ -23,8 +23,11 @@ from neuronsim_tests.bad_inputs import valid_text
 
 ROOT = Path(__file__).resolve().parents[2]
 MAIN = "from neuronsim.verify.cli import main; main()"
-STATUS = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "terminated")}
+STATUS = {signal.SIGINT: (130, "interrupted"), signal.SIGTERM: (143, "terminated"), signal.SIGHUP: (129, "hung up")}
 SIGNALS = pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["sigint", "sigterm"])
+#: SIGHUP too (a closed terminal or ssh session): the process died of it, no line, its --out folder left.
+WITH_SIGHUP = pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP],
+                                      ids=["sigint", "sigterm", "sighup"])
 #: Seconds a signalled command may take to end (its watchdog ends it after 3 s at the latest).
 PROMPT = 8.0
 
@@ -79,7 +82,7 @@ def out(tmp_path: Path) -> Path:
     return folder
 
 
-@SIGNALS
+@WITH_SIGHUP
 def test_fuzz_ends_with_its_workers(tmp_path, out, signum):
     _signal_mid_run(["fuzz", "--examples", "2000", "--workers", "2", "--out", str(out)], signum, tmp_path, out)
     time.sleep(0.5)
@@ -211,6 +214,7 @@ import nki.language as nl
 
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
+signal.signal(signal.SIGHUP, signal.SIG_IGN)
 signal.alarm(1)
 
 
@@ -224,7 +228,7 @@ def add1(x):
 '''
 
 
-@SIGNALS
+@WITH_SIGHUP
 def test_a_kernel_that_ignores_the_signals_still_ends_with_them(tmp_path, out, signum):
     """A kernel's own ``signal.signal(SIGTERM, SIG_IGN)`` (or SIGINT, or an alarm of its own)
     does not take the signals from neuronsim: the command still ends with 143 / 130 while the
@@ -265,7 +269,7 @@ def long_add(x):
 '''
 
 
-@SIGNALS
+@WITH_SIGHUP
 def test_a_kernel_run_takes_back_its_folder_and_files(tmp_path, out, signum):
     """``run`` of a kernel signalled mid-run leaves nothing: not the ``--out`` folder it made,
     nor a trace and footprint written before its report (only ``fuzz`` keeps, on a signal,

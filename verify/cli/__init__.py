@@ -4,9 +4,9 @@ Every command reads a program from a path or ``-`` (standard input).  Exit statu
 success, 1 for a finding (races, outputs that differ), 2 for unusable input (and for work
 beyond the size limits ``--max-instances`` / ``--max-memory``), 3 for an internal error (a
 bug: one line ``internal error: ...``; ``NEURONSIM_TRACEBACK=1`` shows the traceback), 130 when
-interrupted (Ctrl-C), 143 when terminated (SIGTERM), 141 when the reader of standard output
-went away.  With ``--json`` standard output carries exactly one JSON document; on exit 2, 3,
-130 or 143 it is ``{"format": "neuronsim.error/1", "path": ..., "message": ..., "internal":
+interrupted (Ctrl-C), 143 when terminated (SIGTERM), 129 when hung up (SIGHUP), 141 when the
+reader of standard output went away.  With ``--json`` standard output carries exactly one JSON
+document; on exit 2, 3, 129, 130 or 143 it is ``{"format": "neuronsim.error/1", "path": ..., "message": ..., "internal":
 ...}``, and the message is on standard error as well.  Never a traceback: any
 :class:`~neuronsim.machine.ir.errors.ProgramError` (and any other failure to read input, including a bad
 flag) becomes exit 2 with a located one-line message.

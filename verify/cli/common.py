@@ -35,7 +35,7 @@ from neuronsim.machine.formats.files import (
 )
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
-from neuronsim.verify.cli.signals import Terminated, end_now, mark_reported, raise_if_received, received
+from neuronsim.verify.cli.signals import HungUp, Terminated, end_now, mark_reported, raise_if_received, received
 from neuronsim.machine.order.work_estimate import SizeEstimate, estimate_size
 from neuronsim.verify.app.host import (
     address_space,
@@ -52,7 +52,7 @@ __all__ = [
     "size_options", "guard_size", "distinct_outputs", "stdout_for_json", "max_memory_option", "max_instances_option",
     "keep_in_context",
     "DEFAULT_MAX_INSTANCES", "MAX_INSTANCES_KEY", "MAX_MEMORY_KEY",
-    "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED",
+    "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED", "EXIT_HUNG_UP",
     "TRACEBACK_ENV", "Terminated", "closed_pipe", "internal_error", "stopped",
 ]
 
@@ -61,6 +61,8 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 #: Ended by SIGTERM (128 + 15).
 EXIT_TERMINATED = 143
+#: Ended by SIGHUP, its terminal closed (128 + 1).
+EXIT_HUNG_UP = 129
 #: Standard output is a closed pipe (128 + SIGPIPE, as a shell reports it).
 EXIT_BROKEN_PIPE = 141
 #: Commands whose files written before a signal stay: each is whole on its own (fuzz's failures
@@ -129,8 +131,8 @@ def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) ->
 def say_error(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
     """The one error line (and under ``--json`` the error document) of :func:`fail`."""
     internal = status == EXIT_INTERNAL
-    label = "internal error" if internal else {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated"}.get(
-        status, "error")
+    label = "internal error" if internal else {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated",
+                                               EXIT_HUNG_UP: "hung up"}.get(status, "error")
     where = f"{path}: " if path else ""
     line = printable(f"{where}{message}") if label == "error" or internal else ""
     click.echo(f"{label}: {line}" if line else label, err=True)
@@ -141,8 +143,11 @@ def say_error(path: str, message: str, as_json: bool, *, status: int = EXIT_INPU
 
 
 def stopped(err: KeyboardInterrupt, as_json: bool) -> None:
-    """Ctrl-C: exit 130 with ``interrupted``; SIGTERM: exit 143 with ``terminated``."""
+    """Ctrl-C: exit 130 with ``interrupted``; SIGTERM: exit 143 with ``terminated``; SIGHUP:
+    exit 129 with ``hung up``."""
     mark_reported()
+    if isinstance(err, HungUp):
+        fail("", "hung up", as_json, status=EXIT_HUNG_UP)
     if isinstance(err, Terminated):
         fail("", "terminated", as_json, status=EXIT_TERMINATED)
     fail("", "interrupted", as_json, status=EXIT_INTERRUPTED)
@@ -206,7 +211,7 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
             # reader that went away (`run K | head`: 141, a SIGPIPE) keep them, complete files
             # the user may want, as fuzz keeps on a signal the failures it found before it
             context = click.get_current_context(silent=True)
-            signalled = done.code in (EXIT_INTERRUPTED, EXIT_TERMINATED) and (
+            signalled = done.code in (EXIT_INTERRUPTED, EXIT_TERMINATED, EXIT_HUNG_UP) and (
                 context is None or context.info_name not in KEEPS_ON_SIGNAL)
             settle_outputs(keep=done.code not in (EXIT_INPUT, EXIT_INTERNAL) and not signalled)
             raise

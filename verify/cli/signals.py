@@ -1,4 +1,6 @@
-"""How a neuronsim process ends on Ctrl-C (SIGINT, exit 130) and SIGTERM (exit 143).
+"""How a neuronsim process ends on Ctrl-C (SIGINT, exit 130), SIGTERM (exit 143) and SIGHUP
+(exit 129: the terminal or ssh session it ran in closed; it died of the signal, no line, its
+``--out`` folder left).
 
 This module imports nothing heavy, so :func:`install_startup_handlers` can run before the
 command line's imports (about a second of numpy, simpy, matplotlib...): a signal in that window
@@ -7,7 +9,8 @@ a ``KeyboardInterrupt`` traceback, never a death by the signal itself.  Nothing 
 written yet then, so there is nothing to clean.
 
 Once the commands are loaded, :func:`install_handlers` raises the signal as an exception where
-the process is (:class:`KeyboardInterrupt`, or its subclass :class:`Terminated`), so
+the process is (:class:`KeyboardInterrupt`, or its subclasses :class:`Terminated` and
+:class:`HungUp`), so
 ``finally`` blocks run, worker pools are terminated and the atomic writer removes its
 temporary file; the command's wrapper turns it into the one line and the status.
 
@@ -27,18 +30,18 @@ import signal
 import sys
 import threading
 
-__all__ = ["Terminated", "install_startup_handlers", "install_handlers", "raise_if_received", "received",
+__all__ = ["Terminated", "HungUp", "install_startup_handlers", "install_handlers", "raise_if_received", "received",
            "mark_reported", "ignore_from_now", "as_worker", "end_now", "GRACE_SECONDS", "STATUS"]
 
 #: Seconds a signalled process has to unwind before the watchdog ends it.
 GRACE_SECONDS = 3.0
 #: Exit status per signal (128 + the signal's number, as a shell reports it).
-STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143}
+STATUS = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 #: Bound as the command starts, before any user code: while a kernel runs, the module's own name
 #: is guarded (:func:`neuronsim.machine.formats.pyfile.running_users_code`), and a child forked then
 #: sets its worker's signals through this one.
 _set_handler = signal.signal
-_WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated"}
+_WORD = {signal.SIGINT: "interrupted", signal.SIGTERM: "terminated", signal.SIGHUP: "hung up"}
 #: The ``--json`` error document per signal, written out here rather than by
 #: ``neuronsim.machine.formats.jsonio.dumps_strict``: importing that loads ``neuronsim.machine`` (numpy,
 #: ml_dtypes: most of a second), and a signal in that time must already find these handlers.
@@ -59,6 +62,14 @@ def mark_reported() -> None:
 class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the process is (so ``finally`` blocks and temporary files are
     cleaned up as on Ctrl-C)."""
+
+
+class HungUp(Terminated):
+    """SIGHUP (the terminal closed), raised and cleaned up as SIGTERM is; exit 129."""
+
+
+def _raised(signum: int) -> KeyboardInterrupt:
+    return {signal.SIGTERM: Terminated, signal.SIGHUP: HungUp}.get(signum, KeyboardInterrupt)()
 
 
 def received() -> int | None:
@@ -138,7 +149,7 @@ def _kill_children() -> None:
 
 
 def as_worker() -> None:
-    """A worker process's signals: Ctrl-C is left to the parent (one message, once), SIGTERM
+    """A worker process's signals: Ctrl-C and SIGHUP are left to the parent (one message, once), SIGTERM
     ends the worker at once (the parent's pool terminating it, or the signal to the whole
     group), not through the parent's handler it was forked with.  Run in every child forked
     of a command (:func:`install_handlers`) and as a pool's initializer (a spawned worker
@@ -148,6 +159,7 @@ def as_worker() -> None:
     _received.clear()
     _reported.clear()
     _set_handler(signal.SIGINT, signal.SIG_IGN)
+    _set_handler(signal.SIGHUP, signal.SIG_IGN)  # a closed terminal's: the whole group gets it, as Ctrl-C
     _set_handler(signal.SIGTERM, signal.SIG_DFL)
 
 
@@ -158,7 +170,7 @@ def _raise(signum: int, frame) -> None:
     timer = threading.Timer(GRACE_SECONDS, _watchdog, args=(signum,))
     timer.daemon = True
     timer.start()
-    raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+    raise _raised(signum)
 
 
 def _unraisable(report) -> None:
@@ -203,4 +215,4 @@ def raise_if_received() -> None:
     """Raise the signal received earlier whose exception something swallowed."""
     signum = received()
     if signum is not None:
-        raise Terminated() if signum == signal.SIGTERM else KeyboardInterrupt()
+        raise _raised(signum)
