@@ -132,8 +132,8 @@ def _signals_itself(name: str, args: tuple[Any, ...]) -> bool:
             me = int(args[0]) in (0, os.getpgrp())
         else:  # raise_signal, pthread_kill: this process, always
             me = True
-        if not me or signum in _HARMLESS:
-            return False
+        if not me or signum in _HARMLESS or signal.getsignal(signum) == signal.SIG_IGN:
+            return False  # (neuronsim's own are ignored once the command has ended)
         if signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             return True
         return signal.getsignal(signum) in (signal.SIG_DFL, None)

@@ -92,3 +92,30 @@ def test_a_signal_the_process_handles_or_ignores_is_sent(folder):
                                      "    return program\n")
     done = _child(folder, "compile", "p.json", "-o", "c.json", "--passes", "quiet.py:p")
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+EXIT_HOOK = "import atexit\nimport os\n\natexit.register(lambda: os._exit(0))\n"
+
+
+@pytest.mark.parametrize("who", ["kernel", "reference", "pass", "fuzzed pass"])
+def test_an_exit_hook_of_the_users_code_leaves_the_status(folder, who):
+    """An ``atexit`` hook the user's module registered ran after neuronsim had decided exit 2 and
+    put the real ``os._exit`` back: its ``os._exit(0)`` made a failed run end 0.  Now it is
+    refused in the hook, with one warning line at its line, and the status stands."""
+    if who == "kernel":
+        (folder / "k.py").write_text(EXIT_HOOK + KERNEL.format(body="raise ValueError('no')"))
+        args = ["run", "k.py::add1", "--inputs", "in.npz", "--out", "o"]
+    elif who == "reference":
+        (folder / "ref.py").write_text(EXIT_HOOK + USER.format(name="ref", body="raise ValueError('no')"))
+        args = ["run", "good.py::add1", "--inputs", "in.npz", "--out", "o", "--reference", "ref.py:ref"]
+    else:
+        (folder / "hooked.py").write_text(EXIT_HOOK + "raise ValueError('bad module')\n")
+        args = (["compile", "p.json", "-o", "c.json", "--passes", "hooked.py:p"] if who == "pass" else
+                ["fuzz", "--pass", "hooked:p", "--examples", "2", "--workers", "1"])
+    done = _child(folder, *args)
+    lines = done.stderr.splitlines()
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert len(lines) == 2 and lines[0].startswith("error: "), done.stderr[-2000:]
+    assert lines[1].startswith("warning: ") and ".py:4: an exit handler (atexit) ends the process (os._exit(0))" \
+        in lines[1], lines[1]
+    assert not (folder / "o").exists() and not (folder / "c.json").exists()

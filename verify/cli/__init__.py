@@ -50,6 +50,9 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+#: Where ``running_users_code`` stands in for ``os._exit`` and its kin (a warning names the user's line).
+_GUARD_FILE = os.path.join("machine", "formats", "pyfile.py")
+
 #: Commands that loop over many independent pieces of work in one process (``fuzz``: thousands
 #: of generated programs and hypothesis's own records): the cyclic collector stays on for them.
 KEEPS_COLLECTING = frozenset({"fuzz"})
@@ -67,16 +70,24 @@ def _thread_raised(args: threading.ExceptHookArgs) -> None:
 def _unraisable(args) -> None:
     """An exception Python cannot raise (a ``__del__`` of the user's objects, a callback of the
     collector): one warning line, as a thread's, not "Exception ignored in" and a traceback."""
+    call = getattr(args.exc_value, "call", None)
+    if call is not None:  # an exit handler's os._exit, refused (_exit_handlers): the status stands
+        _warn_raised(args.exc_type, args.exc_value, args.exc_traceback, "an exit handler (atexit)",
+                     f"ends the process ({call}): ignored, the command's status stands")
+        return
     _warn_raised(args.exc_type, args.exc_value, args.exc_traceback, "a finaliser")
 
 
-def _warn_raised(kind: type, value: BaseException | None, tb, who: str) -> None:
+def _warn_raised(kind: type, value: BaseException | None, tb, who: str, did: str = "") -> None:
     site = ""
     while tb is not None:
-        site, tb = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}: ", tb.tb_next
+        if not tb.tb_frame.f_code.co_filename.endswith(_GUARD_FILE):  # the user's line, not the guard's stand-in
+            site = f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}: "
+        tb = tb.tb_next
     try:
         text = str(value).splitlines()[0] if str(value) else ""
-        sys.stderr.write(f"warning: {site}{who} raised {kind.__name__}{': ' + text if text else ''}\n")
+        did = did or f"raised {kind.__name__}{': ' + text if text else ''}"
+        sys.stderr.write(f"warning: {site}{who} {did}\n")
     except Exception:  # noqa: BLE001 - closed streams, a message that cannot be made: nothing to say it with
         pass
 
@@ -121,8 +132,24 @@ def main() -> None:
     finally:
         signals.ignore_from_now()
     if command in KEEPS_COLLECTING:
+        _exit_handlers()
         sys.exit(status)
     _leave(status)
+
+
+def _exit_handlers() -> None:
+    """The exit hooks (``atexit``), run now with ``os._exit`` and its kin guarded as while the
+    user's code runs: a hook a kernel, a reference or a pass registered and that calls
+    ``os._exit(0)`` turned a failed run into exit 0.  Such a call is refused inside the hook
+    (one warning line, :func:`_unraisable`), and the command's status stands."""
+    import atexit
+
+    pyfile = sys.modules.get("neuronsim.machine.formats.pyfile")  # not loaded: no user code ran
+    if pyfile is None:
+        atexit._run_exitfuncs()
+        return
+    with pyfile.running_users_code():
+        atexit._run_exitfuncs()
 
 
 def _leave(status: object) -> None:
@@ -131,8 +158,6 @@ def _leave(status: object) -> None:
     (:func:`os._exit`).  The teardown would free, one by one, every object the command made
     (1.1 s of a 4096^3 matmul kernel's ``run`` traced from the current API, 25 k instructions),
     memory the system takes back at once.  Every file a command writes is closed when written."""
-    import atexit
-
     if status is None:
         code = 0
     elif isinstance(status, int):
@@ -150,7 +175,7 @@ def _leave(status: object) -> None:
     except (OSError, ValueError):
         pass
     sys.stdout = sys.stderr
-    atexit._run_exitfuncs()
+    _exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
             if stream is not None:
