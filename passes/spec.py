@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file
-from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.errors import ProgramError, message_of
 
 from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass
 
@@ -69,8 +69,15 @@ def import_pass(address: str, option: str = "--passes") -> Any:
     except SyntaxError as err:  # the user's module: its file and line
         raise ProgramError(option, f"cannot load the pass {address!r}: {os.path.basename(err.filename or '')}:"
                                    f"{err.lineno}: SyntaxError: {err.msg}") from None
-    except Exception as err:  # noqa: BLE001 - the user's module raised while it was imported
-        raise ProgramError(option, f"cannot load the pass {address!r}: {type(err).__name__}: {err}") from None
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report (a module's own, at its line)
+        raise
+    except BaseException as err:
+        if not isinstance(err, Exception) and type(err).__module__.startswith("neuronsim."):
+            raise  # neuronsim's own stop (the --max-idle watch's TraceStalled)
+        # the user's module raised while it was imported: a BaseException of its own
+        # too (class Stop(BaseException), GeneratorExit), as a kernel's module's; it was a traceback, exit 1
+        raise ProgramError(option, f"cannot load the pass {address!r}: {type(err).__name__}: "
+                                   f"{message_of(err)}") from None
     finally:
         if added and folder in sys.path:
             sys.path.remove(folder)

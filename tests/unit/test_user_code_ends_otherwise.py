@@ -119,3 +119,25 @@ def test_an_exit_hook_of_the_users_code_leaves_the_status(folder, who):
     assert lines[1].startswith("warning: ") and ".py:4: an exit handler (atexit) ends the process (os._exit(0))" \
         in lines[1], lines[1]
     assert not (folder / "o").exists() and not (folder / "c.json").exists()
+
+
+@pytest.mark.parametrize("raised, shown", [("class Stop(BaseException):\n    pass\n\n\nraise Stop('at import')\n",
+                                            "Stop: at import"),
+                                           ("raise GeneratorExit('at import')\n", "GeneratorExit: at import")],
+                         ids=["own-baseexception", "generatorexit"])
+@pytest.mark.parametrize("who", ["reference", "pass", "fuzzed pass"])
+def test_a_module_raising_a_baseexception_as_it_loads(folder, who, raised, shown):
+    """A ``--reference`` or ``--passes`` module raising a BaseException of its own at import was a
+    traceback, exit 1 (a kernel's module was already refused: 'importing the kernel: ...')."""
+    (folder / "stops.py").write_text(raised)
+    if who == "reference":
+        args, where = ["run", "good.py::add1", "--inputs", "in.npz", "--out", "o", "--reference", "stops.py:f"], \
+            "--reference: cannot load stops.py"
+    elif who == "pass":
+        args, where = ["compile", "p.json", "-o", "c.json", "--passes", "stops.py:p"], \
+            "--passes: cannot load the pass 'stops.py:p'"
+    else:
+        args, where = ["fuzz", "--pass", "stops:p", "--examples", "2", "--workers", "1"], \
+            "--pass: cannot load the pass 'stops:p'"
+    one_error_line(_child(folder, *args), where, shown)
+    assert not (folder / "o").exists() and not (folder / "c.json").exists()

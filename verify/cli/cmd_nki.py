@@ -33,6 +33,7 @@ import click
 
 from neuronsim.machine.formats.program_json import save_program
 from neuronsim.machine.formats.pyfile import run_file
+from neuronsim.machine.ir.errors import message_of
 
 from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
@@ -249,8 +250,15 @@ def load_reference(spec: str) -> Callable:
         from neuronsim.verify.app.scenario_runs import user_code_error
 
         raise user_code_error(err, "--reference", "the reference's module") from None
-    except Exception as err:  # noqa: BLE001 - the user's module failed to load: their input
-        raise UsageFailure(f"cannot load {module_name}: {type(err).__name__}: {err}", "--reference") from None
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report (a module's own, at its line)
+        raise
+    except BaseException as err:
+        if not isinstance(err, Exception) and type(err).__module__.startswith("neuronsim."):
+            raise  # neuronsim's own stop (the --max-idle watch's TraceStalled)
+        # the user's module failed to load: their input, a BaseException of its own
+        # too (class Stop(BaseException), GeneratorExit), as a kernel's module's; it was a traceback, exit 1
+        raise UsageFailure(f"cannot load {module_name}: {type(err).__name__}: {message_of(err)}",
+                           "--reference") from None
 
 
 def _reference_in(module_name: str, attr: str) -> Callable:
