@@ -146,9 +146,12 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
                 raise ProgramError(f"--passes.{name}.{key}", "given twice")
             kwargs[key] = _convert(value, defaults[key], f"--passes.{name}.{key}")
         try:
-            passes.append(cls(**kwargs))
+            made = cls(**kwargs)
         except ValueError as err:
             raise ProgramError(f"--passes.{name}", str(err)) from None
+        # a pass class given by its address need not derive from Pass (as for fuzz --pass): a
+        # dataclass with apply is wrapped as one; it was an internal error, no attribute 'spec_string'
+        passes.append(made if isinstance(made, Pass) else as_pass(made, name, "--passes"))
         pos = m.end()
     if not passes:
         raise ProgramError("--passes", "empty pipeline")
