@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.formats.pyfile import exit_call, shown
+from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
 from neuronsim.machine.order.deptable import DepTable
@@ -188,14 +189,28 @@ def as_pass(user: Any, name: str = "user", option: str = "--pass") -> Pass:
     if isinstance(user, type):
         if not (issubclass(user, Pass) or hasattr(user, "apply")
                 or any("__call__" in vars(k) for k in user.__mro__ if k is not object)):
-            raise ProgramError(option, f"{name}: {user!r} is a class whose objects have neither apply nor "
+            raise ProgramError(option, f"{name}: {shown(user)} is a class whose objects have neither apply nor "
                                        "__call__, neither a pass nor a function")
-        user = user()
+        user = build_users_pass(user, {}, name, option)
     if isinstance(user, Pass):
         return user
     if hasattr(user, "apply") or callable(user):
         return FunctionPass(name, user)
-    raise ProgramError(option, f"{name}: {user!r} is neither a pass nor a function")
+    raise ProgramError(option, f"{name}: {shown(user)} is neither a pass nor a function")
+
+
+def build_users_pass(cls: type, kwargs: dict[str, Any], name: str, option: str) -> Any:
+    """``cls(**kwargs)`` of a pass class given by its address: whatever its ``__init__`` or
+    ``__post_init__`` raises (a required argument, a TypeError of its own) is the error of
+    ``option``, one line; it was an internal error, exit 3."""
+    try:
+        return cls(**kwargs)
+    except KeyboardInterrupt:
+        raise
+    except (Exception, SystemExit) as err:  # noqa: BLE001 - the user's class: their input
+        what = exit_call(err) if isinstance(err, SystemExit) else f"{type(err).__name__}: {message_of(err)}"
+        raise ProgramError(option if option != "--passes" else f"--passes.{name}",
+                           f"cannot build the pass {name!r}: {what}") from None
 
 
 #: ``after_pass(pass, program, ctx)``: called after each pass and its verification.  A hook

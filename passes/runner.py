@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from neuronsim.machine.formats.pyfile import exit_call, running_users_code
-from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
 
 from neuronsim.passes.base import AfterPass, FunctionPass, Pass, PassContext, PassRecord
@@ -84,7 +84,8 @@ def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
     if isinstance(err, SystemExit):
         return ProgramError("--passes", f"the pass {p.name!r} ends the process ({exit_call(err)}){where}: a pass "
                                         "returns a program")
-    return ProgramError("--passes", f"the pass {p.name!r} raised {type(err).__name__}: {err}{where}")
+    # (message_of: an exception whose own __str__ raises still makes the line; it was exit 3)
+    return ProgramError("--passes", f"the pass {p.name!r} raised {type(err).__name__}: {message_of(err)}{where}")
 
 
 def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance: Callable[[Pass, Any], Any],

@@ -29,7 +29,7 @@ from typing import Any
 from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file
 from neuronsim.machine.ir.errors import ProgramError, message_of
 
-from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass
+from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass, build_users_pass
 
 __all__ = ["parse_pipeline", "import_pass"]
 
@@ -145,10 +145,13 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
             if key in kwargs:  # (it kept the last)
                 raise ProgramError(f"--passes.{name}.{key}", "given twice")
             kwargs[key] = _convert(value, defaults[key], f"--passes.{name}.{key}")
-        try:
-            made = cls(**kwargs)
-        except ValueError as err:
-            raise ProgramError(f"--passes.{name}", str(err)) from None
+        if ":" in name:  # the user's class: anything its building raises is the error of --passes
+            made = build_users_pass(cls, kwargs, name, "--passes")
+        else:
+            try:
+                made = cls(**kwargs)
+            except ValueError as err:
+                raise ProgramError(f"--passes.{name}", str(err)) from None
         # a pass class given by its address need not derive from Pass (as for fuzz --pass): a
         # dataclass with apply is wrapped as one; it was an internal error, no attribute 'spec_string'
         passes.append(made if isinstance(made, Pass) else as_pass(made, name, "--passes"))

@@ -78,7 +78,7 @@ def exit_call(err: SystemExit) -> str:
     >>> exit_call(SystemExit(3)), exit_call(ProcessExit(0))
     ('sys.exit(3)', 'os._exit(0)')
     """
-    return getattr(err, "call", f"sys.exit({err.code!r})")
+    return getattr(err, "call", None) or f"sys.exit({shown(err.code)})"  # (shown: sys.exit(obj) whose repr raises)
 
 
 def _refuse_exit(call: str, status: Any = 2) -> None:

@@ -53,3 +53,73 @@ def test_a_dataclass_that_is_no_pass_is_refused_at_passes(folder):
     refused_in_one_line(["compile", "p.json", "-o", "c.json", "--passes", "upass.py:Inert{f=3}"],
                         "--passes: upass.py:Inert", "neither a pass nor a function")
     assert not (folder / "c.json").exists()
+
+
+BROKEN = '''import dataclasses
+import sys
+
+
+class InitRaises:
+    def __init__(self):
+        raise RuntimeError("init fails")
+
+    def apply(self, program, ctx=None):
+        return program
+
+
+class InitNeedsArg:
+    def __init__(self, a):
+        pass
+
+    def apply(self, program, ctx=None):
+        return program
+
+
+@dataclasses.dataclass(frozen=True)
+class PostInit:
+    n: int = 1
+
+    def __post_init__(self):
+        if self.n > 1:
+            raise TypeError("n too big")
+
+    def apply(self, program, ctx=None):
+        return program
+
+
+class Mute(Exception):
+    def __str__(self):
+        raise RuntimeError("str fails")
+
+
+class NoRepr:
+    def __repr__(self):
+        raise RuntimeError("repr fails")
+
+
+no_repr = NoRepr()
+
+
+def mute(program):
+    raise Mute()
+
+
+def exits(program):
+    sys.exit(NoRepr())
+'''
+
+
+@pytest.mark.parametrize("spec, fragments", [
+    ("broken.py:InitRaises", ["--passes.broken.py:InitRaises", "RuntimeError: init fails"]),
+    ("broken.py:InitNeedsArg", ["--passes.broken.py:InitNeedsArg", "TypeError", "required positional argument"]),
+    ("broken.py:PostInit{n=5}", ["--passes.broken.py:PostInit", "TypeError: n too big"]),
+    ("broken.py:no_repr", ["--passes: broken.py:no_repr: ... is neither a pass nor a function"]),
+    ("broken.py:mute", ["the pass 'broken.py:mute' raised Mute: (its message could not be made", "broken.py:"]),
+    ("broken.py:exits", ["the pass 'broken.py:exits' ends the process (sys.exit(...))"]),
+])
+def test_a_pass_that_cannot_be_built_or_described_is_refused_at_passes(folder, spec, fragments):
+    """Each was exit 3: an ``__init__`` raising or needing an argument, a ``__post_init__``'s
+    TypeError, a ``repr`` or an exception's ``__str__`` raising as the message was made."""
+    (folder / "broken.py").write_text(BROKEN)
+    refused_in_one_line(["compile", "p.json", "-o", "c.json", "--passes", f"alloc,{spec}"], *fragments)
+    assert not (folder / "c.json").exists()
