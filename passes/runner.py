@@ -120,7 +120,16 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
                 names.append(p.name)
                 grouped = merge is not None and not ctx.verify_each and _ours(p)
                 if not grouped or k + 1 == len(passes) or not _ours(passes[k + 1]):
-                    check(", ".join(names), result if since is value else merge(result, since), since)
+                    try:
+                        check(", ".join(names), result if since is value else merge(result, since), since)
+                    except (TypeError, AttributeError, KeyError, ValueError) as err:
+                        if _ours(p) or isinstance(err, ProgramError):  # (a located mistake says where itself)
+                            raise
+                        # a user's program not made of the IR's objects (body None, deps a string):
+                        # the checks that locate a mistake cannot even walk it
+                        raise ProgramError("--passes", f"after pass {p.name!r}: the program it returned is not "
+                                                       f"well formed ({type(err).__name__}: {message_of(err)})"
+                                           ) from None
                     since, names = result, []
         delta = {k: v - before.get(k, 0) for k, v in ctx.stats.get(p.name, {}).items()}
         ctx.records.append(PassRecord(p.spec_string(), seconds, edges(result), delta))

@@ -179,7 +179,8 @@ class PipelineState:
         unchanged; then equal tensors mean nothing changed, else the placements did.  A pass
         that preserves the structure and the placements changed only deps, read from its
         result's instructions."""
-        if result.machine == given.machine and result.extras == given.extras:
+        if result.machine == given.machine and result.extras == given.extras \
+                and result.tensors.keys() == given.tensors.keys():  # (a tensor dropped or added: structure)
             if result.body == given.body:
                 if result.tensors == given.tensors:
                     return self.unchanged()

@@ -123,3 +123,41 @@ def test_a_pass_that_cannot_be_built_or_described_is_refused_at_passes(folder, s
     (folder / "broken.py").write_text(BROKEN)
     refused_in_one_line(["compile", "p.json", "-o", "c.json", "--passes", f"alloc,{spec}"], *fragments)
     assert not (folder / "c.json").exists()
+
+
+MALFORMED = '''import dataclasses
+import types
+
+
+def body_none(program):
+    return dataclasses.replace(program, body=None)
+
+
+def deps_a_string(program):
+    first = []
+
+    def spoil(instruction):
+        first.append(instruction)
+        return dataclasses.replace(instruction, deps="ld") if len(first) == 1 else instruction
+    return program.map_instructions(spoil)
+
+
+def tensor_dropped(program):
+    tensors = dict(program.tensors)
+    tensors.pop(next(iter(tensors)))
+    return dataclasses.replace(program, tensors=types.MappingProxyType(tensors))
+'''
+
+
+@pytest.mark.parametrize("name, words", [
+    ("body_none", "--passes: after pass 'bad.py:body_none': the program it returned is not well formed (TypeError"),
+    ("deps_a_string", "after pass 'bad.py:deps_a_string': the program it returned is not well formed"),
+    ("tensor_dropped", "after pass 'bad.py:tensor_dropped': unknown tensor"),
+])
+def test_a_users_pass_returning_a_malformed_program_is_its_mistake(folder, name, words):
+    """A program not made of the IR's objects failed the checks themselves (exit 3), and a
+    tensor dropped passed them as a placement change, failing later in footprint's analyses."""
+    (folder / "bad.py").write_text(MALFORMED)
+    for command in (["compile", "p.json", "-o", "c.json"], ["footprint", "p.json"]):
+        refused_in_one_line([*command, "--passes", f"alloc,bad.py:{name}"], words)
+    assert not (folder / "c.json").exists()
