@@ -23,7 +23,7 @@ from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import Layout
-from neuronsim.machine.nki.operand_rules import pool_off_psum
+from neuronsim.machine.nki.operand_rules import one_per_partition, pool_off_psum
 from neuronsim.machine.nki.emitters_select import command, keep_register, register, select_reduce
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
@@ -356,6 +356,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     :mod:`~neuronsim.machine.nki.emitters_select` keeps it).  ``reduce_res_negate`` writes
     the result negated into ``reduce_res``, the accumulator keeping it as it is (the page)."""
     cmd = command(reduce_cmd, "reset_reduce")
+    one_per_partition("nisa.tensor_scalar_reduce", "reduce_res", reduce_res, dst.view().num_partitions)
     if cmd not in ("reset_reduce", "reduce", "reset", "idle", "load_reduce"):
         raise current().refuse(f"nisa.tensor_scalar_reduce(reduce_cmd={cmd})",
                                "reset_reduce, reduce, load_reduce, reset or idle")

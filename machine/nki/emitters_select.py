@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.model.optable import CUMULATIVE_OPS, RANGE_CMPS
-from neuronsim.machine.nki import ops
+from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.arith import alu_name, emit_partition_reduce
 from neuronsim.machine.nki.dtypes import to_dtype
@@ -128,6 +128,8 @@ def max8(dst: Layout, src: Any) -> None:
 def find_index8(dst: Layout, data: Any, vals: Any) -> None:
     source = _tile(data, "nisa.nc_find_index8 data")
     _eight(dst, source, "nisa.nc_find_index8")
+    if _tile(vals, "nisa.nc_find_index8 vals").view().free_count != 8:  # (4 ran: a probe)
+        raise fail("nisa.nc_find_index8: vals holds 8 elements per partition (its page)")
     _instr("nc_find_index8", "dve", [source, _tile(vals, "nisa.nc_find_index8 vals")], [dst])
 
 
@@ -222,8 +224,16 @@ def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0
 
 
 def select_reduce(dst: Layout, predicate: Any, on_true: Any, on_false: Any, reduce_res: Any = None,
-                  reduce_cmd: Any = None, reduce_op: Any = None, reverse_pred: bool = False) -> None:
+                  reduce_cmd: Any = None, reduce_op: Any = None, reverse_pred: bool = False,
+                  page_rules: bool = False) -> None:
+    """``page_rules``: the kernel's own call, held to its page's shapes (``nl.where`` broadcasts
+    a column through it)."""
     reads = [_tile(predicate, "nisa.select_reduce predicate"), _tile(on_true, "nisa.select_reduce on_true")]
+    if page_rules:
+        operand_rules.same_counts("nisa.select_reduce", dst, predicate=reads[0], on_true=reads[1])
+        rows = dst.view().num_partitions
+        operand_rules.one_per_partition("nisa.select_reduce", "on_false", on_false, rows)
+        operand_rules.one_per_partition("nisa.select_reduce", "reduce_res", reduce_res, rows)
     attrs: dict[str, Any] = {"reverse_pred": bool(reverse_pred) or None}
     _bind(reads, attrs, "on_false", on_false)
     writes = [dst]
@@ -231,9 +241,13 @@ def select_reduce(dst: Layout, predicate: Any, on_true: Any, on_false: Any, redu
     _instr("select_reduce", "dve", reads, writes, attrs)
 
 
-def copy_predicated(dst: Layout, src: Any, predicate: Any, reverse_pred: bool = False) -> None:
-    """Elements where the predicate is false keep ``dst``'s contents: ``dst`` is read too."""
+def copy_predicated(dst: Layout, src: Any, predicate: Any, reverse_pred: bool = False,
+                    page_rules: bool = False) -> None:
+    """Elements where the predicate is false keep ``dst``'s contents: ``dst`` is read too
+    (``page_rules``: the kernel's own call, held to its page's shapes)."""
     reads = [_tile(predicate, "nisa.tensor_copy_predicated predicate")]
+    if page_rules:
+        operand_rules.same_counts("nisa.tensor_copy_predicated", dst, predicate=reads[0], src=src)
     attrs: dict[str, Any] = {"reverse_pred": bool(reverse_pred) or None}
     if is_tile(src):
         reads.append(ops.lay(src))

@@ -160,6 +160,8 @@ def range_length(values: range) -> int:
 def ds(start: Any, size: int) -> slice:
     """``nl.ds(start, size)``: the slice ``start:start + size`` (``nl.ds`` itself also reads a
     one-element tile as its start: :func:`neuronsim.machine.nki.scalars.ds`)."""
+    if isinstance(size, (int, np.integer)) and size < 0:  # (it became Python's start:-4, reading 508 of 512)
+        raise fail(f"nl.ds({start!r}, {size}): the size is the number of elements from start, not negative")
     return slice(start, start + size)
 
 

@@ -182,6 +182,9 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
 @api("nisa.scalar_tensor_tensor")
 def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False, reverse1=False, name=None,
                          **_kw) -> Handle:
+    if not em.is_tile(operand1):  # (a number ran: a probe; its page: "an SBUF or PSUM tile" of data's shape)
+        raise fail(f"nisa.scalar_tensor_tensor: operand1 is {operand1!r}, and its page takes a tile of data's shape "
+                   "(for a number, nisa.tensor_scalar with op1 and operand1)")
     return _emit(lambda: em.scalar_tensor_tensor(_dst(dst), data, op0, operand0, op1, operand1, reverse0,
                                                  reverse1), name)
 
@@ -253,6 +256,8 @@ def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, r
 @api("nisa.dma_copy")
 def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=None, name=None, priority=None,
              **_kw) -> Handle:
+    operand_rules.enum_member("nisa.dma_copy", "dge_mode", dge_mode, ("unknown", "none", "swdge", "hwdge"))
+    operand_rules.enum_member("nisa.dma_copy", "oob_mode", oob_mode, ("error", "skip"))
     return _emit(lambda: em.dma_copy(_dst(dst), src, dge_mode=dge_mode, engine=engine, dst_rmw_op=dst_rmw_op),
                  name)
 

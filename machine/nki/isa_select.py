@@ -77,11 +77,11 @@ def _current() -> dict[str, Any]:
     def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=None, reduce_op=None,
                       reverse_pred=False, name=None, **_kw):
         return _emit(lambda: es.select_reduce(_dst(dst), predicate, on_true, on_false, reduce_res, reduce_cmd,
-                                              reduce_op, reverse_pred), name)
+                                              reduce_op, reverse_pred, page_rules=True), name)
 
     @api("nisa.tensor_copy_predicated")
     def tensor_copy_predicated(dst, src, predicate, reverse_pred=False, name=None, **_kw):
-        return _emit(lambda: es.copy_predicated(_dst(dst), src, predicate, reverse_pred), name)
+        return _emit(lambda: es.copy_predicated(_dst(dst), src, predicate, reverse_pred, page_rules=True), name)
 
     @api("nisa.tensor_partition_reduce")
     def tensor_partition_reduce(dst, op, data, name=None, **_kw):
@@ -179,11 +179,11 @@ def _legacy() -> dict[str, Any]:
     def select_reduce(dst, predicate, on_true, on_false, reduce_res=None, reduce_cmd=None, reduce_op=None,
                       reverse_pred=False, *, mask=None, **_kw):
         _into(dst, mask, lambda d: es.select_reduce(d, predicate, on_true, on_false, reduce_res, reduce_cmd,
-                                                    reduce_op, reverse_pred))
+                                                    reduce_op, reverse_pred, page_rules=True))
 
     @api("nisa.tensor_copy_predicated")
     def tensor_copy_predicated(src, dst, predicate, reverse_pred=False, *, mask=None, **_kw):
-        _into(dst, mask, lambda d: es.copy_predicated(d, src, predicate, reverse_pred))
+        _into(dst, mask, lambda d: es.copy_predicated(d, src, predicate, reverse_pred, page_rules=True))
 
     @api("nisa.tensor_partition_reduce")
     def tensor_partition_reduce(op, data, *, dtype=None, mask=None, **_kw):

@@ -6,7 +6,10 @@ them running: an internal error, an operand read out of shape, an engine swapped
   pairs covering ``dst``'s elements a partition;
 * :func:`same_shape`: an operand of ``dst``'s shape (``affine_select``'s ``on_true_tile``);
 * :func:`pool_off_psum`: GpSimd named for an operand in PSUM;
-* :func:`transposable_into`: an ``nc_transpose`` no engine can do into an SBUF ``dst``.
+* :func:`transposable_into`: an ``nc_transpose`` no engine can do into an SBUF ``dst``;
+* :func:`same_counts`, :func:`one_per_partition`: operands of ``dst``'s partitions and elements,
+  or of one element a partition (``reduce_res``);
+* :func:`enum_member`: an enum argument (``dge_mode``, ``oob_mode``) its page lists.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import is_tile
 
-__all__ = ["pattern_pairs", "same_shape", "pool_off_psum", "transposable_into"]
+__all__ = ["pattern_pairs", "same_shape", "same_counts", "one_per_partition", "enum_member", "pool_off_psum",
+           "transposable_into"]
 
 
 def pattern_pairs(pattern: Any, dst: Layout, call: str) -> list[list[int]]:
@@ -64,6 +68,37 @@ def transposable_into(dst: Layout, source: Layout) -> None:
         raise fail(f"nisa.nc_transpose of a {view.shape} tile into {dst.tensor.name} in SBUF: the Vector Engine, "
                    "the one that writes SBUF, transposes (32, 32) or smaller, and the Tensor Engine writes PSUM "
                    "only (its page): transpose into a PSUM tile")
+
+
+def same_counts(call: str, dst: Layout, **operands: Any) -> None:
+    """Refuse a tile operand that does not occupy ``dst``'s partitions and elements per partition
+    (select_reduce's, tensor_copy_predicated's and nc_stream_shuffle's pages; it ran, reading
+    past or short of the operand)."""
+    want = (dst.view().num_partitions, dst.view().free_count)
+    for name, value in operands.items():
+        layout = value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+        if layout is not None and (layout.view().num_partitions, layout.view().free_count) != want:
+            raise fail(f"{call}: {name} is {tuple(layout.shape)}, and dst {dst.tensor.name} {tuple(dst.shape)}: its "
+                       "page asks for the same partitions and elements per partition")
+
+
+def one_per_partition(call: str, name: str, value: Any, rows: int) -> None:
+    """Refuse a ``reduce_res`` (or a vector operand) that is not one element on each of ``rows``
+    partitions (the pages' "(on_true.shape[0], 1)", "one element per partition")."""
+    layout = value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+    if layout is not None and (layout.view().num_partitions, layout.view().free_count) != (rows, 1):
+        raise fail(f"{call}: {name} is {tuple(layout.shape)}: its page takes one element on each of the {rows} "
+                   "partitions")
+
+
+def enum_member(call: str, what: str, value: Any, names: tuple[str, ...]) -> None:
+    """Refuse an enum argument its page does not list (``dge_mode=7``, ``oob_mode="ignore"``: they
+    ran as the default); None is the default, and an int the enum's value by position
+    (nki-library passes ``dge_mode=3``, an ``IntEnum``'s)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value < len(names):
+        return
+    if value is not None and getattr(value, "name", value) not in names:
+        raise fail(f"{call}: {what}={value!r} is none of its page's nisa.{what} values ({', '.join(names)})")
 
 
 def same_shape(value: Any, dst: Layout, call: str, name: str) -> None:

@@ -284,6 +284,8 @@ def register_alloc(x: Any = None, **_kw: Any) -> VirtualRegister:
 
 @api("nisa.register_move")
 def register_move(dst: VirtualRegister, src: Any = None, imm: Any = None, **_kw: Any) -> None:
+    if not isinstance(dst, VirtualRegister):  # (a tile was an internal error)
+        raise fail(f"nisa.register_move: the destination is a register (nisa.register_alloc), not {dst!r}")
     dst.value = _as_int(src if src is not None else imm)
 
 

@@ -285,6 +285,71 @@ def tensor_scalar_op1_alone(x):
     t, b = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_scalar(dst=b, data=t, op0=nl.multiply, operand0=2.0, op1=nl.add)  # mistake
     return _out(b)
+
+
+@nki.jit
+def register_move_into_a_tile(x):
+    r = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.register_move(dst=r, imm=3)  # mistake
+    return _out(_tile(x))
+
+
+@nki.jit(platform_target="trn2")
+def select_reduce_narrow_on_true(x):
+    t, b = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    pr = nl.ndarray(x.shape, dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.memset(dst=pr, value=1)
+    nisa.select_reduce(dst=b, predicate=pr, on_true=t[:, 0:32], on_false=0.0)  # mistake
+    return _out(b)
+
+
+@nki.jit
+def copy_predicated_narrow_src(x):
+    t, b = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    pr = nl.ndarray(x.shape, dtype=nl.uint8, buffer=nl.sbuf)
+    nisa.memset(dst=pr, value=1)
+    nisa.memset(dst=b, value=0.0)
+    nisa.tensor_copy_predicated(dst=b, src=t[:, 0:32], predicate=pr)  # mistake
+    return _out(b)
+
+
+@nki.jit
+def scalar_reduce_into_three_columns(x):
+    t, b = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    r = nl.ndarray((128, 3), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(dst=b, data=t, op0=nl.multiply, operand0=2.0, reduce_op=nl.add, reduce_res=r)  # mistake
+    return _out(b)
+
+
+@nki.jit
+def find_index8_of_four_values(x):
+    t = _tile(x)
+    v = nl.ndarray((128, 4), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=v, value=0.5)
+    ix = nl.ndarray((128, 8), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.nc_find_index8(dst=ix, data=t, vals=v)  # mistake
+    return _out(ix)
+
+
+@nki.jit
+def scalar_tensor_tensor_of_a_number(x):
+    t, b = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.scalar_tensor_tensor(dst=b, data=t, op0=nl.multiply, operand0=2.0, op1=nl.add, operand1=3.0)  # mistake
+    return _out(b)
+
+
+@nki.jit
+def ds_of_a_negative_size(x):
+    t = nl.ndarray((128, 60), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[:, nl.ds(0, -4)])  # mistake
+    return _out(t)
+
+
+@nki.jit
+def dma_copy_of_an_unlisted_dge_mode(x):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x, dge_mode=7)  # mistake
+    return _out(t)
 '''
 
 MISTAKES = {
@@ -325,6 +390,15 @@ MISTAKES = {
     "gpsimd_memset_of_psum": "nisa.memset(engine=nisa.gpsimd_engine) of p",
     "transpose_of_64_into_sbuf": "nisa.nc_transpose of a (64, 64) tile into r",
     "tensor_scalar_op1_alone": "nisa.tensor_scalar: op1 and operand1 go together",
+    # the third probe
+    "register_move_into_a_tile": "nisa.register_move: the destination is a register (nisa.register_alloc)",
+    "select_reduce_narrow_on_true": "nisa.select_reduce: on_true is (128, 32), and dst",
+    "copy_predicated_narrow_src": "nisa.tensor_copy_predicated: src is (128, 32), and dst",
+    "scalar_reduce_into_three_columns": "nisa.tensor_scalar_reduce: reduce_res is (128, 3): its page takes one element",
+    "find_index8_of_four_values": "nisa.nc_find_index8: vals holds 8 elements per partition",
+    "scalar_tensor_tensor_of_a_number": "nisa.scalar_tensor_tensor: operand1 is 3.0, and its page takes a tile",
+    "ds_of_a_negative_size": "nl.ds(0, -4): the size is the number of elements from start, not negative",
+    "dma_copy_of_an_unlisted_dge_mode": "nisa.dma_copy: dge_mode=7 is none of its page's nisa.dge_mode values",
 }
 
 
