@@ -145,10 +145,15 @@ def match_replace8(dst: Layout, data: Any, vals: Any, imm: Any, dst_idx: Any = N
 
 
 def stream_shuffle(dst: Layout, src: Any, shuffle_mask: Any) -> None:
+    if any(isinstance(m, (float, np.floating)) for m in shuffle_mask):  # (2.0 ran as 2: a probe)
+        raise fail("nisa.nc_stream_shuffle: shuffle_mask holds ints (its page: each element an int or an affine "
+                   "expression), not floats")
     mask = [int(ops.number(m)) for m in shuffle_mask]
     if len(mask) != 32 or not all(0 <= m < 32 or m == 255 for m in mask):
         raise fail("nisa.nc_stream_shuffle: shuffle_mask is 32 source partitions (0..31, or 255: keep)")
     source = _tile(src, "nisa.nc_stream_shuffle src")
+    # (elements only: nki-library's attention block shuffles one partition's row into 32)
+    operand_rules.same_counts("nisa.nc_stream_shuffle", dst, partitions=False, src=source)
     reads = [source, dst] if 255 in mask else [source]  # kept elements: the destination is read too
     _instr("nc_stream_shuffle", "dve", reads, [dst], {"mask": mask})
 

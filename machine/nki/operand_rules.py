@@ -70,16 +70,18 @@ def transposable_into(dst: Layout, source: Layout) -> None:
                    "only (its page): transpose into a PSUM tile")
 
 
-def same_counts(call: str, dst: Layout, **operands: Any) -> None:
-    """Refuse a tile operand that does not occupy ``dst``'s partitions and elements per partition
-    (select_reduce's, tensor_copy_predicated's and nc_stream_shuffle's pages; it ran, reading
-    past or short of the operand)."""
-    want = (dst.view().num_partitions, dst.view().free_count)
+def same_counts(call: str, dst: Layout, partitions: bool = True, **operands: Any) -> None:
+    """Refuse a tile operand that does not occupy ``dst``'s partitions (unless not ``partitions``)
+    and elements per partition (select_reduce's, tensor_copy_predicated's and nc_stream_shuffle's
+    pages; it ran, reading past or short of the operand)."""
+    view = dst.view()
     for name, value in operands.items():
         layout = value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
-        if layout is not None and (layout.view().num_partitions, layout.view().free_count) != want:
+        if layout is not None and (layout.view().free_count != view.free_count or partitions
+                                   and layout.view().num_partitions != view.num_partitions):
+            what = "partitions and elements per partition" if partitions else "elements per partition"
             raise fail(f"{call}: {name} is {tuple(layout.shape)}, and dst {dst.tensor.name} {tuple(dst.shape)}: its "
-                       "page asks for the same partitions and elements per partition")
+                       f"page asks for the same {what}")
 
 
 def one_per_partition(call: str, name: str, value: Any, rows: int) -> None:

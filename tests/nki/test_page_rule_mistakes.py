@@ -350,6 +350,24 @@ def dma_copy_of_an_unlisted_dge_mode(x):
     t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x, dge_mode=7)  # mistake
     return _out(t)
+
+
+@nki.jit
+def shuffle_into_a_narrower_dst(x):
+    t = nl.ndarray((32, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[0:32, :])
+    r = nl.ndarray((32, 32), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.nc_stream_shuffle(dst=r, src=t, shuffle_mask=list(range(32)))  # mistake
+    return _out(r)
+
+
+@nki.jit
+def shuffle_of_a_float_mask(x):
+    t = nl.ndarray((32, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[0:32, :])
+    r = nl.ndarray((32, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.nc_stream_shuffle(dst=r, src=t, shuffle_mask=[float(k) for k in range(32)])  # mistake
+    return _out(r)
 '''
 
 MISTAKES = {
@@ -399,6 +417,8 @@ MISTAKES = {
     "scalar_tensor_tensor_of_a_number": "nisa.scalar_tensor_tensor: operand1 is 3.0, and its page takes a tile",
     "ds_of_a_negative_size": "nl.ds(0, -4): the size is the number of elements from start, not negative",
     "dma_copy_of_an_unlisted_dge_mode": "nisa.dma_copy: dge_mode=7 is none of its page's nisa.dge_mode values",
+    "shuffle_into_a_narrower_dst": "nisa.nc_stream_shuffle: src is (32, 64), and dst",
+    "shuffle_of_a_float_mask": "nisa.nc_stream_shuffle: shuffle_mask holds ints",
 }
 
 
