@@ -288,6 +288,9 @@ def n_gather(dst: Layout, data: Any, indices: Any) -> None:
     all of ``data`` (which elements, only the indices' values say)."""
     source = ops.staged_from_psum(_tile(data, "the gathered data"))
     index = ops.staged_from_psum(_tile(indices, "the gather indices"))
+    if not index.element_dtype.startswith(("int", "uint")):  # (float indices ran, truncated: a probe)
+        raise fail(f"the gather indices are {index.element_dtype}: nc_n_gather's and gather_flattened's pages "
+                   "take uint32 indices")
     _same_rows(dst, source, "nc_n_gather")
     if dst.view().free_count != index.view().free_count:
         raise fail(f"nc_n_gather: the result {dst.shape} has one element per index of {index.shape}")

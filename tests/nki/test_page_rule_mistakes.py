@@ -368,6 +368,14 @@ def shuffle_of_a_float_mask(x):
     r = nl.ndarray((32, 64), dtype=x.dtype, buffer=nl.sbuf)
     nisa.nc_stream_shuffle(dst=r, src=t, shuffle_mask=[float(k) for k in range(32)])  # mistake
     return _out(r)
+
+
+@nki.jit
+def gather_by_float_indices(x):
+    t = _tile(x)
+    d = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.nc_n_gather(dst=d, data=t, indices=t[:, 0:8])  # mistake
+    return _out(d)
 '''
 
 MISTAKES = {
@@ -419,6 +427,7 @@ MISTAKES = {
     "dma_copy_of_an_unlisted_dge_mode": "nisa.dma_copy: dge_mode=7 is none of its page's nisa.dge_mode values",
     "shuffle_into_a_narrower_dst": "nisa.nc_stream_shuffle: src is (32, 64), and dst",
     "shuffle_of_a_float_mask": "nisa.nc_stream_shuffle: shuffle_mask holds ints",
+    "gather_by_float_indices": "the gather indices are float32: nc_n_gather's and gather_flattened's pages take uint32",
 }
 
 
