@@ -205,6 +205,8 @@ def test_a_pass_given_by_its_file_runs_and_a_missing_one_is_named(program):
     ("top", "import sys\nsys.path.clear()", "sys.path"),
     ("body", "import numpy\n    numpy.asarray = None", "numpy.asarray"),
     ("top", "import builtins\nbuiltins.len = None", "builtins.len"),
+    ("top", "import click\nclick.echo = None", "click.echo"),  # (exit 3: click was not watched)
+    ("body", "import sys\n    sys.stdout.close()", "sys.stdout (closed)"),
 ])
 def test_a_kernel_that_breaks_the_interpreter_is_its_failure(folder, where, change, named):
     """A kernel that empties ``sys.path``, replaces numpy's functions or a builtin breaks

@@ -116,7 +116,6 @@ def main() -> None:
     load_command(sys.argv[1:])
     from neuronsim.verify.cli import tampering
 
-    tampering.remember()  # before any user code: what a kernel replaces is its failure, not ours
     # the drawings go to files through matplotlib's Agg; a backend the environment names, which
     # matplotlib checks as it loads (MPLBACKEND=nonexistent), would end a --plot with its error
     os.environ.pop("MPLBACKEND", None)
@@ -124,6 +123,7 @@ def main() -> None:
     signals.install_handlers()
     threading.excepthook = _thread_raised
     sys.unraisablehook = _unraisable
+    tampering.remember()  # before any user code, after our own hooks: what a kernel replaces is its failure
     status: object = 0
     try:
         cli.main()

@@ -27,12 +27,17 @@ __all__ = ["remember", "replaced", "restore"]
 
 _SAVED: dict[str, tuple[Any, dict[str, Any]]] = {}  # module name -> (module, its namespace as it was)
 _PATH: list[str] = []
+#: The modules watched: those neuronsim's own last steps go through (the report's line is
+#: ``click.echo``'d; a thread's failure is ``threading.excepthook``'s; numpy and the builtins).
+_MODULES = ("builtins", "numpy", "click", "threading")
+#: The standard streams, which a user's code may close (the one line then had nowhere to go).
+_STREAMS = ("stdout", "stderr")
 
 
 def remember() -> None:
-    """Note ``builtins``, ``numpy`` (when loaded) and ``sys.path`` as they are now."""
+    """Note the watched modules (when loaded) and ``sys.path`` as they are now."""
     _SAVED.clear()
-    for name in ("builtins", "numpy"):
+    for name in _MODULES:
         module = builtins if name == "builtins" else sys.modules.get(name)
         if module is not None:
             _SAVED[name] = (module, dict(vars(module)))
@@ -48,6 +53,7 @@ def replaced() -> list[str]:
         out += [f"{name}.{key}" for key, value in before.items() if key != "_" and now.get(key, _GONE) is not value]
     if any(entry not in sys.path for entry in _PATH):
         out.append("sys.path (entries removed)")
+    out += [f"sys.{name} (closed)" for name in _STREAMS if getattr(getattr(sys, name), "closed", True)]
     return out
 
 
@@ -59,6 +65,9 @@ def restore() -> None:
             if now.get(key, _GONE) is not value:
                 setattr(module, key, value)
     sys.path[:] = [*_PATH, *(entry for entry in sys.path if entry not in _PATH)]
+    for fd, name in enumerate(_STREAMS, start=1):  # closed (or None): a new one on the same descriptor
+        if getattr(getattr(sys, name), "closed", True):
+            setattr(sys, name, open(fd, "w", closefd=False, errors="backslashreplace"))
 
 
 _GONE = object()
