@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from neuronsim.machine.nki import isa, kernel, legacy, ranks
+from neuronsim.machine.nki import isa, kernel, legacy, ranks, tracer
 from neuronsim.machine.formats import pyfile
 from neuronsim.machine.formats.pyfile import running_users_code
 from neuronsim.machine.nki.compile_config import compiler_config_names
@@ -197,7 +197,11 @@ def _kernel_exits(call: str, status: Any = 2) -> None:
     depth = 1  # the kernel's line: past the guard's stand-in that called this (machine/formats/pyfile.py)
     while sys._getframe(depth).f_code.co_filename == pyfile.__file__:
         depth += 1
-    raise NkiError(user_line(depth + 1), f"the kernel ends the process ({call}): a kernel returns its outputs")
+    if tracer.tracing():
+        raise NkiError(user_line(depth + 1), f"the kernel ends the process ({call}): a kernel returns its outputs")
+    # a file being imported (a kernel's module, or a --reference beside it): not "the kernel"
+    raise NkiError(user_line(depth + 1), f"the code at this line ends the process ({call}) as its file is "
+                                         "imported: a kernel returns its outputs, a reference its arrays")
 
 
 class _OtherSubmodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):

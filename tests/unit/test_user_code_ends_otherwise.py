@@ -141,3 +141,12 @@ def test_a_module_raising_a_baseexception_as_it_loads(folder, who, raised, shown
             "--pass: cannot load the pass 'stops:p'"
     one_error_line(_child(folder, *args), where, shown)
     assert not (folder / "o").exists() and not (folder / "c.json").exists()
+
+
+def test_a_reference_that_ends_the_process_as_it_is_imported_is_not_called_the_kernel(folder):
+    """Its line was reported as "the kernel ends the process", the reference being no kernel."""
+    (folder / "ref.py").write_text("import os\nos._exit(0)\n\n\ndef ref(x):\n    return {'return0': x + 1}\n")
+    line = one_error_line(_child(folder, "run", "good.py::add1", "--inputs", "in.npz", "--out", "o", "--reference",
+                                 "ref.py:ref"), "ref.py:2: the code at this line ends the process (os._exit(0))")
+    assert "the kernel" not in line
+    assert not (folder / "o").exists()
