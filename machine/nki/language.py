@@ -340,16 +340,16 @@ def load_transpose2d(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_
 
 @api("nl.store")
 def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
-    if is_tile(dst) and dst.buffer != "hbm" and current().generation == "legacy":  # NKI's err_unsupported_memory
-        raise fail(f"nl.store stores into HBM (its page: dst an HBM tensor), not into {dst.name} in {dst.buffer}: "
-                   f"assign the tile (t[...] = value) or nl.copy it")
+    for side, what, want in ((dst, "into", "HBM"), (value, "from", "SBUF")):  # (each ran: kernel-mistake probes)
+        if is_tile(side) and (side.buffer == "hbm") != (want == "HBM") and current().generation == "legacy":
+            raise fail(f"nl.store stores {what} {want} (its page: an SBUF tile into an HBM tensor), not {what} "
+                       f"{side.name} in {side.buffer}: assign the tile (t[...] = value), nl.copy or nl.load it")
     if not is_tile(value):  # the API page: "value - An SBUF tile"
         number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
         if not number or not is_tile(dst) or not dst.shape or dst.shape[0] > 128:
             raise fail(f"nl.store stores a tile, not {shown(value)}: store nl.full(shape, value, dtype) (or "
                        f"nl.zeros) of the destination's shape")
-        # a number (NxDI stores -9984.0 so): the compiler's tile of it, in SBUF, then stored
-        value = full(dst.shape, value, dtype=dst.dtype, buffer=sbuf)
+        value = full(dst.shape, value, dtype=dst.dtype, buffer=sbuf)  # (NxDI stores -9984.0: the compiler's tile)
     assign(dst, value, mask=mask)
 
 

@@ -348,6 +348,13 @@ def store_into_sbuf(x):
 
 
 @legacy_nki.jit
+def store_from_hbm(x):
+    y = lnl.ndarray(x.shape, dtype=x.dtype, buffer=lnl.shared_hbm)
+    lnl.store(y, value=x)  # its page: value an SBUF tile (it ran as an HBM-to-HBM copy)
+    return y
+
+
+@legacy_nki.jit
 def moving_too_wide(x):
     p = lnl.ndarray((128, 1024), dtype=lnl.bfloat16, buffer=lnl.psum)  # 2 KiB: one bank holds it
     p[...] = lisa.nc_matmul(lnl.ones((128, 128), dtype=lnl.bfloat16, buffer=lnl.sbuf),
@@ -503,6 +510,7 @@ def test_nisa_tensor_tensor_refuses_a_column_against_a_wider_tile(guide):
                                          ("tensor_copy_of_hbm", "nisa.tensor_copy copies between tiles in SBUF or "
                                                                 "PSUM"),
                                          ("store_into_sbuf", "nl.store stores into HBM"),
+                                         ("store_from_hbm", "nl.store stores from SBUF .*not from x"),
                                          ("moving_too_wide", "nc_matmul: a moving tile of 1024 elements a partition; "
                                                              "its page allows at most 512"),
                                          ("wide_transpose_on_the_vector_engine", "on the Vector Engine: its page "
