@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.ir.dtypes import is_float
-from neuronsim.machine.nki import ops
+from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
@@ -65,7 +65,7 @@ def _binary_fn(name: str, alu: str, generation: int = 2):
             raise fail(f"nl.{name} runs on NeuronCore-v{generation} and newer (its page); this kernel is traced for "
                        f"NeuronCore-v{current().nc_generation} (trace it for trn3: @nki.jit(platform_target='trn3'))")
         x, y = _index_values(x, y), _index_values(y, x)
-        ops.integer_bits(f"nl.{name}", (alu,), x=x, y=y)
+        operand_rules.integer_bits(f"nl.{name}", (alu,), x=x, y=y)
         shapes = [v.shape for v in (x, y) if is_tile(v)]
         if not shapes:
             raise fail(f"nl.{name} of two numbers: compute it in Python")
@@ -159,7 +159,7 @@ def _constant_fn(name: str, alu: str, value: int, doc: str):
     """``nl.<name>(x)``: ``x <alu> value``, a ``tensor_scalar`` on DVE."""
     @api(f"nl.{name}")
     def fn(x: Any, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
-        ops.integer_bits(f"nl.{name}", (name,), x=x)  # nl.invert: a bitvec operator
+        operand_rules.integer_bits(f"nl.{name}", (name,), x=x)  # nl.invert: a bitvec operator
         return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.binary(dst, x, value, alu), mask,
                        (x,))
 

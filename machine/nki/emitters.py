@@ -23,7 +23,7 @@ from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import Layout
-from neuronsim.machine.nki.operand_rules import one_per_partition, pool_off_psum
+from neuronsim.machine.nki import operand_rules
 from neuronsim.machine.nki.emitters_select import command, keep_register, register, select_reduce
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
@@ -103,8 +103,7 @@ matmul.accumulates = True  # type: ignore[attr-defined]
 def transpose(dst: Layout, data: Any, engine: Any = None) -> None:
     eng = engine_of(engine, ("pe", "dve"), "pe" if dst.tensor.memory.name == "PSUM" else "dve", "nisa.nc_transpose")
     source = ops.lay(data).view()
-    wide = source.num_partitions > 32 or source.free_count > 32
-    if asked_engine(engine) == "dve" and wide:  # (a 64 x 64 one ran: a probe)
+    if asked_engine(engine) == "dve" and not operand_rules.vector_transposable(source):  # (a 64 x 64 one ran: a probe)
         raise fail(f"nc_transpose of a {source.shape} tile on the Vector Engine: its page says the Vector Engine "
                    f"transposes (32, 32) or smaller (the Tensor Engine (128, 128), into PSUM)")
     current().kb.transpose(dst.view(), source, engine=eng)
@@ -197,8 +196,8 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
                    f"{views[1].free_count} (the instruction pairs them element by element: for a column of one "
                    f"value per partition use nisa.tensor_scalar, or nl.subtract and the other nl.* operators, "
                    f"which broadcast it)")
-    ops.integer_bits("nisa.tensor_tensor", (alu_name(op),), data1=data1, data2=data2, dst=dst)
-    pool_off_psum(asked_engine(engine), "nisa.tensor_tensor", data1, data2, dst)
+    operand_rules.integer_bits("nisa.tensor_tensor", (alu_name(op),), data1=data1, data2=data2, dst=dst)
+    operand_rules.pool_off_psum(asked_engine(engine), "nisa.tensor_tensor", data1, data2, dst)
     ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve", "nisa.tensor_tensor"))
 
 
@@ -214,7 +213,8 @@ def tensor_scalar(dst: Layout, data: Any, op0: Any, operand0: Any, reverse0: boo
                    f"both None when unused): op1 {'given' if op1 is not None else 'None'}, operand1 "
                    f"{'given' if operand1 is not None else 'None'}")
     names = [alu_name(op0)] + ([alu_name(op1)] if op1 is not None else [])
-    ops.integer_bits("nisa.tensor_scalar", tuple(names), data=data, operand0=operand0, operand1=operand1, dst=dst)
+    operand_rules.integer_bits("nisa.tensor_scalar", tuple(names), data=data, operand0=operand0, operand1=operand1,
+                               dst=dst)
     offer = ENGINES.get(str(engine)) is None and all(name in MOVABLE_ALU_OPS for name in names) \
         and ops.floats(dst, ops.lay(data))  # engine=unknown (the default): the compiler's choice
     with ops.engine_left_to_compiler(offer):
@@ -295,7 +295,7 @@ def reduce_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
 
 
 def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = False, keepdims: bool = False) -> None:
-    ops.integer_bits("nisa.tensor_reduce", (alu_name(op),), data=data, dst=dst)
+    operand_rules.integer_bits("nisa.tensor_reduce", (alu_name(op),), data=data, dst=dst)
     src, reduced = ops.reduced_last(ops.lay(data), reduce_axes(ops.lay(data).shape, axis))
     current().note_write(dst)
     current().kb.tensor_reduce(dst.view(), src.view(), op=alu_name(op), axis=reduced, negate=bool(negate) or None)
@@ -306,13 +306,13 @@ def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:
     if not (source.on_chip and dst.on_chip):  # (an HBM source ran, as a DMA: a probe of kernel mistakes)
         raise fail(f"nisa.tensor_copy copies between tiles in SBUF or PSUM (its page), not from or to "
                    f"{(source if not source.on_chip else dst).tensor.name} in HBM: that is a DMA's, nisa.dma_copy")
-    pool_off_psum(asked_engine(engine), "nisa.tensor_copy", source, dst)
+    operand_rules.pool_off_psum(asked_engine(engine), "nisa.tensor_copy", source, dst)
     ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve", "nisa.tensor_copy") if asked_engine(engine)
              else None)
 
 
 def memset(dst: Layout, value: Any, engine: Any = None) -> None:
-    pool_off_psum(asked_engine(engine), "nisa.memset", dst)
+    operand_rules.pool_off_psum(asked_engine(engine), "nisa.memset", dst)
     ops.memset(dst, value, engine_of(engine, ("dve", "pool"), "dve", "nisa.memset"))
 
 
@@ -356,7 +356,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     :mod:`~neuronsim.machine.nki.emitters_select` keeps it).  ``reduce_res_negate`` writes
     the result negated into ``reduce_res``, the accumulator keeping it as it is (the page)."""
     cmd = command(reduce_cmd, "reset_reduce")
-    one_per_partition("nisa.tensor_scalar_reduce", "reduce_res", reduce_res, dst.view().num_partitions)
+    operand_rules.one_per_partition("nisa.tensor_scalar_reduce", "reduce_res", reduce_res, dst.view().num_partitions)
     if cmd not in ("reset_reduce", "reduce", "reset", "idle", "load_reduce"):
         raise current().refuse(f"nisa.tensor_scalar_reduce(reduce_cmd={cmd})",
                                "reset_reduce, reduce, load_reduce, reset or idle")

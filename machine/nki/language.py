@@ -19,7 +19,7 @@ import numpy as np
 
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.model.presets import resolve_machine
-from neuronsim.machine.nki import ops
+from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.alloc import BUFFERS, Buffer, FnAlloc, ModAlloc, ParDim, TileSpec, declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import declared_dtype, to_dtype
 from neuronsim.machine.nki.errors import fail, shown
@@ -249,7 +249,7 @@ def _buffer_of(a: NkiTensor) -> Buffer:
 
 @api("nl.shared_identity_matrix")
 def shared_identity_matrix(n: int, dtype: Any = "float32", dst: NkiTensor | None = None, **_kw: Any) -> NkiTensor:
-    identity = shared_constant(np.eye(ops.positive_int(n, "nl.shared_identity_matrix's n (its size)")), dtype)
+    identity = shared_constant(np.eye(operand_rules.positive_int(n, "nl.shared_identity_matrix's n (its size)")), dtype)
     if dst is not None:  # NKI 0.3+: copy it into the kernel's own tensor
         assign(dst, identity)
         return dst

@@ -2,6 +2,7 @@
 refused at the kernel line with the page's words (a probe of generated kernel mistakes found
 them running: an internal error, an operand read out of shape, an engine swapped silently).
 
+* :func:`integer_bits`: a bitvec operator's operands integer tiles; :func:`positive_int`: a size;
 * :func:`pattern_pairs`: an ``iota`` / ``affine_select`` ``pattern`` of ``[step, count]``
   pairs covering ``dst``'s elements a partition;
 * :func:`same_shape`: an operand of ``dst``'s shape (``affine_select``'s ``on_true_tile``);
@@ -24,8 +25,41 @@ from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import is_tile
 
-__all__ = ["pattern_pairs", "same_shape", "same_counts", "one_per_partition", "enum_member", "pool_off_psum",
-           "transposable_into"]
+__all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs", "same_shape", "same_counts",
+           "one_per_partition", "enum_member", "pool_off_psum", "transposable_into"]
+
+
+def _layout(value: Any) -> Layout | None:
+    """The layout of a tile operand (a tile or a layout), None for a number or anything else."""
+    return value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+
+
+def vector_transposable(view: Any) -> bool:
+    """Whether the Vector Engine can transpose ``view``: (32, 32) or smaller (nc_transpose's page)."""
+    return view.num_partitions <= 32 and view.free_count <= 32
+
+
+def positive_int(value: Any, what: str) -> int:
+    """``value`` as an int, refused at the kernel line unless it is a positive integer."""
+    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+        raise fail(f"{what} is a positive int, not {value!r}")
+    return int(value)
+
+
+#: The bitvec operators (the ISA's table of math operators; ``invert`` is NKI's unary one).
+_BITVEC = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"))
+
+
+def integer_bits(call: str, ops_: tuple[str, ...], **operands: Any) -> None:
+    """Refuse a float tile among ``operands`` of a bitvec operator: their pages take integer tiles
+    only (``nl.bitwise_and`` ...: "Inputs must be integer typed"; ``nisa.tensor_tensor`` /
+    ``tensor_scalar`` / ``tensor_reduce``: "the input/output data types must be integer types")."""
+    bitvec = next((op for op in ops_ if op in _BITVEC), None)
+    for name, value in operands.items() if bitvec else ():
+        layout = _layout(value)
+        if layout is not None and not layout.element_dtype.startswith(("int", "uint")):
+            raise fail(f"{call}: {name} is a {layout.element_dtype} tile, and the bitvec operator {bitvec} "
+                       f"takes integer tiles only (its page; a float's bits: view them as integers, t.view(nl.int32))")
 
 
 def pattern_pairs(pattern: Any, dst: Layout, call: str) -> list[list[int]]:
@@ -53,7 +87,7 @@ def pool_off_psum(engine: str | None, call: str, *operands: Any) -> None:
     a word, where tensor_scalar is refused)."""
     if engine == "pool":
         for value in operands:
-            layout = value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+            layout = _layout(value)
             if layout is not None and layout.tensor.memory.name == "PSUM":
                 raise fail(f"{call}(engine=nisa.gpsimd_engine) of {layout.tensor.name} in PSUM: GpSimd cannot "
                            "access PSUM (its page): name the vector or scalar engine, or none")
@@ -64,7 +98,7 @@ def transposable_into(dst: Layout, source: Layout) -> None:
     writes, and it transposes (32, 32) or smaller (the page; the Tensor Engine's (128, 128) go
     to PSUM); a 128 x 128 tile into SBUF ran on the Vector Engine without a word."""
     view = source.view()
-    if dst.tensor.memory.name == "SBUF" and (view.num_partitions > 32 or view.free_count > 32):
+    if dst.tensor.memory.name == "SBUF" and not vector_transposable(view):
         raise fail(f"nisa.nc_transpose of a {view.shape} tile into {dst.tensor.name} in SBUF: the Vector Engine, "
                    "the one that writes SBUF, transposes (32, 32) or smaller, and the Tensor Engine writes PSUM "
                    "only (its page): transpose into a PSUM tile")
@@ -76,7 +110,7 @@ def same_counts(call: str, dst: Layout, partitions: bool = True, **operands: Any
     pages; it ran, reading past or short of the operand)."""
     view = dst.view()
     for name, value in operands.items():
-        layout = value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+        layout = _layout(value)
         if layout is not None and (layout.view().free_count != view.free_count or partitions
                                    and layout.view().num_partitions != view.num_partitions):
             what = "partitions and elements per partition" if partitions else "elements per partition"
@@ -87,7 +121,7 @@ def same_counts(call: str, dst: Layout, partitions: bool = True, **operands: Any
 def one_per_partition(call: str, name: str, value: Any, rows: int) -> None:
     """Refuse a ``reduce_res`` (or a vector operand) that is not one element on each of ``rows``
     partitions (the pages' "(on_true.shape[0], 1)", "one element per partition")."""
-    layout = value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+    layout = _layout(value)
     if layout is not None and (layout.view().num_partitions, layout.view().free_count) != (rows, 1):
         raise fail(f"{call}: {name} is {tuple(layout.shape)}: its page takes one element on each of the {rows} "
                    "partitions")
@@ -106,7 +140,7 @@ def enum_member(call: str, what: str, value: Any, names: tuple[str, ...]) -> Non
 def same_shape(value: Any, dst: Layout, call: str, name: str) -> None:
     """Refuse an operand tile of another shape than ``dst`` (affine_select's page: on_true_tile and
     the output "must have the same shape"; it read the wrong elements)."""
-    layout = value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+    layout = _layout(value)
     shape = tuple(layout.shape) if layout is not None else None
     if shape is not None and shape != tuple(dst.shape):
         raise fail(f"{call}: {name} is {shape}, and dst {dst.tensor.name} is {tuple(dst.shape)}: its page asks "

@@ -31,7 +31,7 @@ from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QUEUES", "broadcast_shape",
            "result_dtype", "per_partition", "opens_accumulation", "in_program_order", "reduced_last",
-           "engine_left_to_compiler", "COMPILER_ENGINES", "floats", "split_terms", "iota", "integer_bits"]
+           "engine_left_to_compiler", "COMPILER_ENGINES", "floats", "split_terms", "iota"]
 
 #: The engines offered to the compiler for an elementwise op or copy whose kernel names none
 #: (``docs/timing.md``, "Engine choice"): DVE, the frontend's default, and ACT.
@@ -55,29 +55,6 @@ def engine_left_to_compiler(offer: bool = True):
 def floats(*layouts: Layout) -> bool:
     """True when every view holds floating-point values (integer ALU work stays where it is)."""
     return all(layout.element_dtype.startswith(("float", "bfloat")) for layout in layouts)
-
-
-def positive_int(value: Any, what: str) -> int:
-    """``value`` as an int, refused at the kernel line unless it is a positive integer."""
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-        raise fail(f"{what} is a positive int, not {value!r}")
-    return int(value)
-
-
-#: The bitvec operators (the ISA's table of math operators; ``invert`` is NKI's unary one).
-_BITVEC = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"))
-
-
-def integer_bits(call: str, ops_: tuple[str, ...], **operands: Any) -> None:
-    """Refuse a float tile among ``operands`` of a bitvec operator: their pages take integer tiles
-    only (``nl.bitwise_and`` ...: "Inputs must be integer typed"; ``nisa.tensor_tensor`` /
-    ``tensor_scalar`` / ``tensor_reduce``: "the input/output data types must be integer types")."""
-    bitvec = next((op for op in ops_ if op in _BITVEC), None)
-    for name, value in operands.items() if bitvec else ():
-        layout = value if isinstance(value, Layout) else value.layout if isinstance(value, NkiTensor) else None
-        if layout is not None and not layout.element_dtype.startswith(("int", "uint")):
-            raise fail(f"{call}: {name} is a {layout.element_dtype} tile, and the bitvec operator {bitvec} "
-                       f"takes integer tiles only (its page; a float's bits: view them as integers, t.view(nl.int32))")
 
 
 #: The DMA queue a transfer goes on, by the engine whose sequencer triggers it (docs/nki.md).
