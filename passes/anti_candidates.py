@@ -21,10 +21,9 @@ import numpy as np
 from neuronsim.machine.order.events import access_events, latest_first_keys, merge_pairs
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.model.opcodes import MATMUL_FAMILY, opcode_of
-from neuronsim.machine.order.splitmap import CellSpace
+from neuronsim.machine.order.splitmap import CellSpace, cell_bins
 from neuronsim.machine.order.stream import InstanceStream
 
-from neuronsim.passes.build_fdeps import bins_of
 
 __all__ = ["Candidates", "event_candidates", "walk_candidates",
            "FLOW_REUSE", "FLOW_SAME", "ANTI", "OUTPUT", "EXACT", "BIN", "ALIAS"]
@@ -234,7 +233,10 @@ def walk_candidates(stream: InstanceStream, *, memories=frozenset({"sbuf", "psum
     *after* the first read of the ``Matmult`` family (opcodes 7, 9, 95,
     :mod:`neuronsim.machine.model.opcodes`), and then without the last write.  Unsound: a read by another
     engine before that matmul read is left unordered (tested)."""
-    cells = CellSpace(stream.masks(), bins_of(stream), _EMPTY)
+    bins = cell_bins(stream.spec)
+    if dram == "bins":  # every DRAM access covers whole bins of the seed's size: cut no finer
+        bins["dram"] = stream.spec.dram_bin_bytes
+    cells = CellSpace(stream.masks(), bins, _EMPTY)
     pieces = cells.pieces
     plans_of = _cell_plans(stream, cells, memories, roles, spaces, dram, alias, templates)
     # alias group -> tensor -> (latest write, latest read) per component

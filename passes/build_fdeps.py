@@ -75,7 +75,7 @@ from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.order.events import access_events, merge_pairs
 from neuronsim.machine.ir.program import Loop, MemoryKind, Node, Program, frozen_mapping
 from neuronsim.machine.model.opcodes import NOT_FLOW_CONSUMER, NOT_REDUCTION, opcode_of
-from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
+from neuronsim.machine.order.splitmap import CellSpace, cell_bins
 from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
 
 from neuronsim.passes.pipeline import Pass, PassContext, PipelineState, edge_table
@@ -96,12 +96,6 @@ _RNG_OPS = frozenset({"set_rand_state", "random"})
 #: ``{(former instruction, waiter instruction, distance): rule bits}``; distance 0 is an
 #: ordinary dep, ``d >= 1`` loop-carried ``d`` iterations back.
 Edges = dict[tuple[int, int, int], int]
-
-
-def bins_of(stream: InstanceStream) -> dict[str, int]:
-    """Bin sizes of the cell space per memory (see :mod:`neuronsim.machine.order.splitmap`)."""
-    spec = stream.spec
-    return {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": spec.dram_bin_bytes}
 
 
 def _not_reductions(stream: InstanceStream) -> frozenset[int]:
@@ -186,7 +180,7 @@ def _chain_pairs(stream: InstanceStream, recipes: dict[int, tuple]) -> list[tupl
         return []
     ids = np.sort(np.concatenate([stream.instances_of(x) for x in recipes])).tolist()
     instr = stream.instr
-    cells = CellSpace(stream.masks(), bins_of(stream), -1)
+    cells = CellSpace(stream.masks(), cell_bins(stream.spec), -1)
     pieces, footprint_at = cells.pieces, stream.footprint_at
     rng_last: dict[int, int] = {}
     group_last: dict[tuple[str, object], int] = {}

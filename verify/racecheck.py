@@ -36,7 +36,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.model.geometry import mask_range
 from neuronsim.machine.order.hb import HappensBefore, wait_counts
 from neuronsim.machine.ir.program import MemoryKind, Program
-from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
+from neuronsim.machine.order.splitmap import CellSpace, cell_bins
 from neuronsim.machine.order.stream import InstanceStream, Waits, stream_of
 
 from neuronsim.verify.race_free import race_free
@@ -269,8 +269,7 @@ def _walk(stream: InstanceStream, waits: Waits, max_races: int | None, progress:
           stop_after: int | None = None) -> RaceReport:
     n = checked = len(stream)
     spec = stream.spec
-    cells = CellSpace(stream.masks(), {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": spec.dram_bin_bytes},
-                      None, Histories.copy)
+    cells = CellSpace(stream.masks(), cell_bins(spec), None, Histories.copy)
     atom_masks = cells.atom_masks
     prepared = _prepare(stream, cells)
     hb = HappensBefore(spec.dma_queues, wait_counts(waits.target.tolist()))

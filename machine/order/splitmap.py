@@ -13,9 +13,10 @@ builder (last write and reads since, per byte) all keep their per-cell state in 
   with the map's ``copy`` function (the race checker's per-cell histories).
 * :class:`CellSpace` keys many maps: partitions are cut into *atoms* (maximal sets of
   partitions that every partition mask of the program either contains whole or misses
-  whole), and bytes into *bins* (PSUM per bank, DRAM per ``dram_bin_bytes``, SBUF per
-  :data:`SBUF_BIN`).  Bins keep every map short (a list insert is a memmove), which is also
-  why the seed bins DRAM; atoms make partition x byte exact with one-dimensional maps.
+  whole), and bytes into *bins* (PSUM per bank, SBUF per :data:`SBUF_BIN`, DRAM per
+  :data:`DRAM_BIN`: :func:`cell_bins`).  Bins keep every map short (a list insert is a
+  memmove), which is also why the seed bins DRAM; atoms make partition x byte exact with
+  one-dimensional maps.
 
 Examples
 --------
@@ -30,13 +31,25 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Callable, Hashable, Iterable, Iterator
 
-__all__ = ["SplitMap", "CellSpace", "atoms_of", "SBUF_BIN", "Pieces"]
+__all__ = ["SplitMap", "CellSpace", "atoms_of", "cell_bins", "SBUF_BIN", "DRAM_BIN", "Pieces"]
 
 #: Bytes per SBUF bin (a bookkeeping choice: it only bounds the length of each map).
 SBUF_BIN = 8192
 
+#: Bytes per DRAM bin, likewise a bookkeeping choice, apart from the machine's
+#: ``dram_bin_bytes`` (the seed's conservative bins of ``anti-deps{dram=bins}``, 64 KiB): an
+#: access with an element stride cuts a map into a cell per element, and 64 KiB bins of fp32
+#: elements held up to 16 K cells, each split a memmove of both lists (performance notes 2.13).
+DRAM_BIN = 8192
+
 #: ``[(map, lo, hi), ...]``: a footprint cut at atom and bin boundaries.
 Pieces = list
+
+
+def cell_bins(spec) -> dict[str, int]:
+    """Bin bytes of a :class:`CellSpace` per memory for a machine ``spec``: PSUM by bank, SBUF
+    and DRAM by their bookkeeping bins (exact whatever the size: a bin only shortens the maps)."""
+    return {"sbuf": SBUF_BIN, "psum": spec.psum_bank_bytes, "dram": DRAM_BIN}
 
 
 class SplitMap:

@@ -26,7 +26,7 @@ from neuronsim.machine.order.conflicts import conflict_kind, pair_kinds
 from neuronsim.machine.order.deptable import DepTable
 from neuronsim.machine.order.hb import HappensBefore
 from neuronsim.machine.order.reach import conflicting_accesses
-from neuronsim.machine.order.splitmap import SBUF_BIN, CellSpace
+from neuronsim.machine.order.splitmap import CellSpace, cell_bins
 from neuronsim.machine.order.stream import InstanceStream
 
 __all__ = ["MinimumWaits", "minimum_waits", "needed_waits", "keeps_a_needless_wait"]
@@ -41,10 +41,6 @@ class MinimumWaits(NamedTuple):
     target: list[int]
     waiter: list[int]
     kind: list[int]
-
-
-def _bins(stream: InstanceStream) -> dict[str, int]:
-    return {"sbuf": SBUF_BIN, "psum": stream.spec.psum_bank_bytes, "dram": stream.spec.dram_bin_bytes}
 
 
 def minimum_waits(stream: InstanceStream) -> MinimumWaits:
@@ -63,7 +59,7 @@ def minimum_waits(stream: InstanceStream) -> MinimumWaits:
     ``y``'s own component is skipped: rules 1 and 3 order it (a same-component pair is never
     a candidate), which also makes recording ``y`` in a cell before its later accesses safe.
     """
-    cells = CellSpace(stream.masks(), _bins(stream), None, dict)
+    cells = CellSpace(stream.masks(), cell_bins(stream.spec), None, dict)
     alias_last: dict[tuple, dict] = {}  # (group, tensor) -> last write / read per component
     engines_only = HappensBefore(stream.spec.dma_queues, keep={})
     hb = HappensBefore(stream.spec.dma_queues)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from neuronsim.machine.order.conflicts import fold_distance
 from neuronsim.machine.ir.program import MemoryKind
-from neuronsim.machine.order.splitmap import CellSpace
+from neuronsim.machine.order.splitmap import CellSpace, cell_bins
 from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
 
 from neuronsim.passes.build_fdeps import (_GROUP_OPS, _RNG_OPS, ACCUMULATION, GROUP, RAW, REDUCTION, RNG, TRIVIAL,
-                                          Edges, _loop_barriers, bins_of, BARRIER)
+                                          Edges, _loop_barriers, BARRIER)
 
 
 def _recipe(stream: InstanceStream, x: int, cells: CellSpace, memo: dict, reduction: bool, accumulation: bool,
@@ -72,7 +72,7 @@ def reference_flow_edges(stream: InstanceStream, *, reduction: bool = True, accu
         for b in range(1, len(stream)):
             add(b - 1, b, TRIVIAL)
         return edges
-    cells = CellSpace(stream.masks(), bins_of(stream), -1)
+    cells = CellSpace(stream.masks(), cell_bins(stream.spec), -1)
     pieces = cells.pieces
     memo: dict[int, list] = {}
     recipes = [_recipe(stream, x, cells, memo, reduction, accumulation, rng, groups) for x in range(stream.m)]
