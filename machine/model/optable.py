@@ -144,7 +144,7 @@ ALU_OPS = ("add", "subtract", "multiply", "divide", "max", "min", "pow", "bypass
 UNARY_ALU_OPS = ("rsqrt", "reciprocal", "logical_not", "invert")
 #: Reductions of ``tensor_reduce`` (the arithmetic rows NKI marks as legal reduction ops,
 #: ``subtract`` aside).
-REDUCE_OPS = ("add", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor",
+REDUCE_OPS = ("add", "subtract", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor",
               "bitwise_and", "bitwise_or", "bitwise_xor")
 #: The fused reduction of ``activation``: the ACT reduce registers sum, and from NeuronCore-v3
 #: take the max or the min (the activation_reduce page restricts v2 to addition).

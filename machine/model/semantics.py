@@ -265,8 +265,22 @@ def _stored(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return cast(values, dtype)
 
 
+def _subtract_fold(values: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
+    """``x0 - x1 - ... - xn`` over ``axis``, in order: the ALU's subtract folded from the left, as
+    numpy's ``subtract.reduce`` folds it.  The tensor_reduce and tensor_scalar_reduce pages name
+    subtract among their reduction operators and say no more.
+
+    >>> _subtract_fold(np.array([[10.0, 1.0, 2.0], [0.0, 4.0, 4.0]], np.float32), (1,)).tolist()
+    [7.0, -8.0]
+    """
+    kept = [a for a in range(values.ndim) if a not in axis]
+    moved = np.transpose(values, (*kept, *axis)).reshape(*(values.shape[a] for a in kept), -1)
+    return np.subtract.reduce(moved, axis=-1)
+
+
 _REDUCE: dict[str, Callable[..., np.ndarray]] = {
     "add": np.sum,
+    "subtract": _subtract_fold,
     "max": np.max,
     "min": np.min,
     "multiply": np.prod,

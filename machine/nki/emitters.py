@@ -182,7 +182,7 @@ def _through_register(engine: str, what: str, cmd: str, dst: Layout, reduce_res:
     keep_register(engine, rows)
 
 
-def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = None) -> None:
+def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = None, legacy: bool = False) -> None:
     """``nisa.tensor_tensor``: both inputs on the same partitions, as many elements in each (the error page's
     ``err_num_partition_mismatch``: ``data1[128, 512], data2[1, 512]`` is an error; the
     ``nl.*`` operators broadcast a row, this instruction does not)."""
@@ -191,7 +191,8 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
         raise fail(f"nisa.tensor_tensor: data1 has {views[0].num_partitions} partitions and data2 "
                    f"{views[1].num_partitions} (the instruction reads both on the same partitions: broadcast the row "
                    f"first, e.g. nl.broadcast_to, or use nl.add and the other nl.* operators, which broadcast it)")
-    if len(views) == 2 and views[0].free_count != views[1].free_count:  # its page: as many elements per partition
+    # its page: as many elements per partition (a legacy [P, 1] column: a warning, _column_broadcast)
+    if len(views) == 2 and views[0].free_count != views[1].free_count and not (legacy and _column_broadcast(views)):
         raise fail(f"nisa.tensor_tensor: data1 has {views[0].free_count} elements per partition and data2 "
                    f"{views[1].free_count} (the instruction pairs them element by element: for a column of one "
                    f"value per partition use nisa.tensor_scalar, or nl.subtract and the other nl.* operators, "
@@ -199,6 +200,24 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
     operand_rules.integer_bits("nisa.tensor_tensor", (alu_name(op),), data1=data1, data2=data2, dst=dst)
     operand_rules.pool_off_psum(asked_engine(engine), "nisa.tensor_tensor", data1, data2, dst)
     ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve", "nisa.tensor_tensor"))
+
+
+def _column_broadcast(views: list[Any]) -> bool:
+    """Whether a legacy ``tensor_tensor`` of a tile and a ``[P, 1]`` column runs as the column's
+    broadcast, with a warning.  The sources disagree: the page asks for as many elements per
+    partition (and a user's such kernel failed to build on trn2), while Stanford CS149's
+    asst4-trainium2 (legacy API, trn2) tells students tensor_tensor "should be helpful for adding
+    bias" and its public submissions do so; NKI 0.7's tensor_tensor keeps the refusal."""
+    tracer = current()
+    if min(view.free_count for view in views) != 1:
+        return False
+    wide, narrow = sorted((view.free_count for view in views), reverse=True)
+    tracer.warn(tracer.emit_site or tracer.where()[0], "broadcast",
+                f"nisa.tensor_tensor of a tile of {wide} elements per partition and a column of {narrow}: its page "
+                f"asks for as many elements per partition (a user's such kernel failed to build on trn2), while "
+                f"Stanford CS149's asst4-trainium2 adds a bias so on the legacy API; run as the column's broadcast. "
+                f"nisa.tensor_scalar with the column as operand0 is safe under both")
+    return True
 
 
 def _operand(value: Any) -> Any:
@@ -371,6 +390,9 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     else:
         tensor_scalar(dst, data, op0, operand0, reverse0)
     op = alu_name(reduce_op)
+    if op not in ("add", "subtract", "multiply", "max", "min"):  # (a bitvec one ran: a sweep)
+        raise fail(f"nisa.tensor_scalar_reduce: reduce_op {op} is none of its page's nl.add, nl.subtract, "
+                   f"nl.multiply, nl.max or nl.min")
     if cmd == "load_reduce":  # the accumulator loads reduce_init, then this instruction reduces on top
         if is_tile(reduce_init):
             keep_register("dve", ops.lay(reduce_init))

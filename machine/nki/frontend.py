@@ -80,8 +80,9 @@ class TracedKernel:
     """The arrays given for the parameters the kernel writes: their tensors' initial values (a
     kernel that updates a parameter in place, or writes part of it, keeps the rest), as NKI's
     simulator passes them.  Simulate with ``{**inputs, **initial}``."""
-    keyword_warnings: tuple[tuple[str, str], ...] = ()
-    """``(file:LINE, message)`` of each misspelt keyword of an NKI call (:mod:`~neuronsim.machine.nki.keywords`)."""
+    call_warnings: tuple[tuple[str, str, str], ...] = ()
+    """``(file:LINE, kind, message)`` of each NKI call that deserves a warning
+    (:attr:`~neuronsim.machine.nki.tracer.Tracer.call_warnings`)."""
 
     @property
     def run_inputs(self) -> dict[str, np.ndarray]:
@@ -547,7 +548,7 @@ def _finish(tracer: Tracer, program: Program, values: dict[str, np.ndarray], res
         inputs[name] = constant.astype(numpy_dtype(tensors[name].dtype))
     ordered = tuple(dict.fromkeys(returned + list(written_args) + others))
     return TracedKernel(program, inputs, ordered, tuple(returned), written_args, initial,
-                        tuple(tracer.keyword_warnings))
+                        tuple(tracer.call_warnings))
 
 
 def _whole_reshaped(layout: Layout) -> bool:

@@ -85,7 +85,7 @@ def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, 
 def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **_kw):
     shape = data1.shape if hasattr(data1, "shape") else data2.shape
     return _result(shape, result_dtype(dtype, data1, data2), "sbuf",
-                   lambda dst: em.tensor_tensor(dst, data1, data2, op, engine), mask)
+                   lambda dst: em.tensor_tensor(dst, data1, data2, op, engine, legacy=True), mask)
 
 
 @api("nisa.tensor_scalar")

@@ -155,8 +155,7 @@ class Pending:
     mask: Mask | None = None
     sources: tuple[Any, ...] = ()
     options: dict[str, Any] = field(default_factory=dict)
-    """The call's keyword arguments (``oob_mode`` of an indirect ``nl.load``), in force again when
-    it is emitted."""
+    """The call's keyword arguments (an indirect ``nl.load``'s ``oob_mode``), in force when emitted."""
 
 
 @dataclass
@@ -228,9 +227,8 @@ class Tracer:
     since the trace began (read every :data:`_MEMORY_CHECK_EVERY` instructions)."""
     memory_check_at: int = field(default=0, init=False)
     rss_at_start: int = field(default=0, init=False)
-    keyword_warnings: dict[tuple[str, str], None] = field(default_factory=dict)
-    """``(file:LINE, message)`` of each call given a keyword that misspells one of its
-    parameters (:mod:`~neuronsim.machine.nki.keywords`), once per line and keyword, in trace order."""
+    call_warnings: dict[tuple[str, str, str], None] = field(default_factory=dict)
+    """``(file:LINE, kind, message)`` of each call's warning (:meth:`warn`), once, in trace order."""
     calls: int = field(default=0, init=False)
     """NKI calls started (the outermost ones): a trace's progress when it emits nothing
     (:mod:`~neuronsim.machine.nki.watch`)."""
@@ -255,12 +253,15 @@ class Tracer:
     def note_keywords(self, line: SourceLine, call: str, given: Mapping[str, Any], named: tuple[str, ...]) -> None:
         """Remember the warning of each keyword of ``given`` that is none of ``named`` (the call's
         parameters) and deserves one (:func:`~neuronsim.machine.nki.keywords.warning_for`)."""
-        legacy = self.generation == "legacy"
-        for keyword in given:
-            if keyword not in named:
-                text = keywords.warning_for(call, keyword, named, legacy)
-                if text is not None:
-                    self.keyword_warnings.setdefault((str(line), text))
+        for keyword in (k for k in given if k not in named):
+            text = keywords.warning_for(call, keyword, named, self.generation == "legacy")
+            if text is not None:
+                self.warn(line, "keyword", text)
+
+    def warn(self, line: SourceLine, kind: str, text: str) -> None:
+        """Note a warning of ``kind`` at the call at ``line``: ``keyword`` (:mod:`~neuronsim.machine.nki.
+        keywords`), ``broadcast`` (an operand the sources disagree on, ``emitters.tensor_tensor``)."""
+        self.call_warnings.setdefault((str(line), kind, text))
 
     # -- locations ---------------------------------------------------------------------------
     def where(self) -> tuple[SourceLine, str]:

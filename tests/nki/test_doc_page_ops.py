@@ -295,6 +295,39 @@ def column_not_broadcast(x):
     return o
 
 
+@nki.jit
+def column_not_broadcast_current(x):
+    xs = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=xs, src=x)
+    col = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=col, value=2.0)
+    z = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=z, data1=xs, data2=col, op=nl.subtract)  # NKI 0.7: refused
+    o = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=z)
+    return o
+
+
+@nki.jit
+def reduce_by_subtract(x):
+    s = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=s, src=x)
+    r = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(r, nl.subtract, s, axis=[1], negate=True)
+    o = nl.ndarray((x.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=r)
+    return o
+
+
+@legacy_nki.jit
+def scalar_reduce_by(x, op):
+    red = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.sbuf)
+    lisa.tensor_scalar_reduce(data=lnl.load(x), op0=np.multiply, operand0=1.0, reduce_op=op, reduce_res=red)
+    o = lnl.ndarray((x.shape[0], 1), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, red)
+    return o
+
+
 @legacy_nki.jit
 def column_as_scalar(x):
     xs = lnl.load(x)
@@ -490,15 +523,38 @@ def test_nisa_tensor_tensor_refuses_operands_on_different_partitions(guide):
         trace(load_kernel(guide("partitions_mismatch")), x)
 
 
-def test_nisa_tensor_tensor_refuses_a_column_against_a_wider_tile(guide):
+def test_nisa_tensor_tensor_of_a_column_warns_on_the_legacy_api_and_is_refused_on_nki_07(guide):
     """A user's kernel subtracted a (128, 1) tile from a (128, 64) one with tensor_tensor; its
-    page asks for as many elements per partition, and the hardware build failed.  Refused at
-    the line; the tensor_scalar it points at computes the broadcast."""
+    page asks for as many elements per partition, and the user's trn2 build failed.  Stanford
+    CS149's asst4-trainium2 (legacy API) adds its bias so, and public submissions do: on the
+    legacy API a warning at the call, both sides named, and the column's broadcast; NKI 0.7's
+    tensor_tensor refuses it at the line, pointing at tensor_scalar."""
     x = np.random.default_rng(4).uniform(-1, 1, (128, 16)).astype(np.float32)
+    traced = trace(load_kernel(guide("column_not_broadcast")), x)
+    ((where, kind, message),) = traced.call_warnings
+    line = [n for n, text in enumerate(GUIDE_KERNELS.splitlines(), 1) if "lisa.tensor_tensor(xs, col" in text][0]
+    assert (where.endswith(f"g.py:{line}"), kind) == (True, "broadcast")
+    assert "as many elements per partition" in message and "asst4-trainium2" in message
+    np.testing.assert_array_equal(_run(guide("column_not_broadcast"), x), x - np.float32(2.0))
     with pytest.raises(NkiError, match=r"g\.py:\d+: nisa\.tensor_tensor: data1 has 16 elements per partition "
                                        r"and data2 1 .*nisa\.tensor_scalar"):
-        trace(load_kernel(guide("column_not_broadcast")), x)
+        trace(load_kernel(guide("column_not_broadcast_current")), x)
     np.testing.assert_array_equal(_run(guide("column_as_scalar"), x), x - np.float32(2.0))
+
+
+def test_subtract_reduces_as_its_pages_list_it_and_a_bitvec_reduce_op_of_tensor_scalar_reduce_is_refused(guide):
+    """tensor_reduce's page names subtract among its arithmetic reduction operators and
+    tensor_scalar_reduce's lists "nl.add, nl.subtract, nl.multiply, nl.max or nl.min" (both were
+    refused: a sweep of public kernels); subtract folds from the left, x0 - x1 - ... .  A
+    bitwise reduce_op, which tensor_scalar_reduce's list leaves out, ran."""
+    x = np.random.default_rng(5).uniform(-1, 1, (8, 4)).astype(np.float32)
+    folded = x[:, 0] - x[:, 1] - x[:, 2] - x[:, 3]
+    np.testing.assert_allclose(_run(guide("reduce_by_subtract"), x)[:, 0], -folded, rtol=1e-6)
+    np.testing.assert_allclose(run_kernel(guide("scalar_reduce_by"), x, op=np.subtract, seeds=(None,))[0][:, 0],
+                               folded, rtol=1e-6)
+    with pytest.raises(NkiError, match=r"g\.py:\d+: nisa\.tensor_scalar_reduce: reduce_op bitwise_or is none of "
+                                       r"its page's nl\.add, nl\.subtract"):
+        trace(load_kernel(guide("scalar_reduce_by")), x, op=np.bitwise_or)
 
 
 @pytest.mark.parametrize("name, words", [("load_from_sbuf", "nl.load expects its source in HBM"),

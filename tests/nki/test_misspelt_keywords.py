@@ -10,7 +10,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from neuronsim.verify.cli import cli
-from neuronsim.verify.nki.findings import keyword_findings
+from neuronsim.verify.nki.findings import call_findings
 from neuronsim.verify.nki.run import run_traced
 from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, trace_file
 
@@ -27,21 +27,21 @@ def _line(needle: str) -> int:
 
 
 def test_a_misspelt_mask_is_named_with_the_parameter_meant() -> None:
-    (warning,) = keyword_findings(_traced("mask_misspelt"))
+    (warning,) = call_findings(_traced("mask_misspelt"))
     assert warning.severity == "warning" and warning.kind == "keyword"
     assert warning.first.endswith(f"misspelt_keywords.py:{_line('maks=')}")
     assert "'maks'" in warning.note and "did you mean 'mask'?" in warning.note and "nl.load" in warning.note
 
 
 def test_each_slip_is_said_once_however_often_its_line_runs() -> None:
-    found = keyword_findings(_traced("two_slips_in_a_loop"))
+    found = call_findings(_traced("two_slips_in_a_loop"))
     assert [(f.first.rsplit(":", 1)[1], f.note.split(":", 1)[0]) for f in found] == [
         (str(_line("scael=")), "nisa.activation"), (str(_line("dtpye=")), "nl.multiply")]
     assert "did you mean 'scale'?" in found[0].note and "did you mean 'dtype'?" in found[1].note
 
 
 def test_keywords_nki_has_or_close_to_nothing_are_silent() -> None:
-    assert keyword_findings(_traced("options_nki_has")) == ()
+    assert call_findings(_traced("options_nki_has")) == ()
 
 
 def test_the_warning_is_in_the_run_and_fails_nothing() -> None:
@@ -67,7 +67,7 @@ def test_the_nki_command_says_it_on_standard_error(tmp_path) -> None:
 
 
 def test_dst_given_to_a_legacy_call_that_returns_its_result_is_said() -> None:
-    (warning,) = keyword_findings(_traced("legacy_call_given_dst"))
+    (warning,) = call_findings(_traced("legacy_call_given_dst"))
     assert warning.first.endswith(f"misspelt_keywords.py:{_line('nisa.tensor_scalar(dst=doubled')}")
     assert warning.note.startswith("nisa.tensor_scalar: the neuronxcc.nki call returns its result and takes no dst=")
 
@@ -75,7 +75,7 @@ def test_dst_given_to_a_legacy_call_that_returns_its_result_is_said() -> None:
 def test_a_keyword_no_nki_call_takes_is_said_on_the_nki_api() -> None:
     current = GROUP_KERNELS / "unknown_keywords_current.py"
     traced = trace_file(current, "invented_and_known", kernel_module(current).inputs(0))
-    (warning,) = keyword_findings(traced)
+    (warning,) = call_findings(traced)
     line = [n for n, text in enumerate(current.read_text().splitlines(), 1) if "colour=1" in text][0]
     assert warning.first.endswith(f"unknown_keywords_current.py:{line}")
     assert "'colour' is no keyword of any NKI call" in warning.note

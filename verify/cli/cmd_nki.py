@@ -223,7 +223,7 @@ def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str |
         traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     save_program(traced.program, output)
     count = sum(1 for _ in traced.program.instructions())
-    warnings = [f"{where}: {message}" for where, message in traced.keyword_warnings]
+    warnings = [f"{where}: {message}" for where, _kind, message in traced.call_warnings]
     if as_json:
         emit_json({"format": "neuronsim.nki/1", "kernel": kernel, "output": output, "instructions": count,
                    "inputs": sorted(traced.inputs), "outputs": list(traced.outputs), "warnings": warnings})

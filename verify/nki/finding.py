@@ -67,7 +67,7 @@ class NkiFinding:
                     f"): the cores run concurrently, so which gets there first decides"
                     f"{'; ' + self.note if self.note else ''}; "
                     f"a nisa.core_barrier between the write and the other core's access orders them")
-        if self.kind == "keyword":
+        if self.kind in ("keyword", "broadcast"):  # the trace's own words at the call (call_findings)
             return f"{self.first}: {self.note}"
         if self.kind == "uninitialised" and self.dependence == "unwritten":
             return (f"output {' / '.join(self.tensors)} ({self.first}) has bytes no instruction writes: "

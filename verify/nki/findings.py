@@ -69,7 +69,7 @@ from neuronsim.verify.nki.lifetimes import clobber_findings
 from neuronsim.verify.nki.core_races import core_race_findings
 
 __all__ = ["NkiFinding", "nki_findings", "carried_findings", "allocation_findings", "grouped_findings",
-           "keyword_findings", "SCOPE_KEY",
+           "call_findings", "SCOPE_KEY",
            "AFFINE", "RANGE_KEY", "ACCUMULATE_KEY"]
 
 
@@ -187,11 +187,11 @@ def _line_of(label: str) -> str:
     return head if bracket else label.split("[", 1)[0]
 
 
-def keyword_findings(traced) -> tuple[NkiFinding, ...]:
-    """The warnings of a traced kernel's misspelt keywords
-    (:attr:`~neuronsim.machine.nki.frontend.TracedKernel.keyword_warnings`)."""
-    return tuple(NkiFinding("keyword", "", where, "", severity="warning", note=message)
-                 for where, message in traced.keyword_warnings)
+def call_findings(traced) -> tuple[NkiFinding, ...]:
+    """The warnings the trace noted at its calls: misspelt keywords and the like
+    (:attr:`~neuronsim.machine.nki.frontend.TracedKernel.call_warnings`)."""
+    return tuple(NkiFinding(kind, "", where, "", severity="warning", note=message)
+                 for where, kind, message in traced.call_warnings)
 
 
 def grouped_findings(findings: list[NkiFinding] | tuple[NkiFinding, ...],

@@ -37,7 +37,7 @@ from neuronsim.machine.ir.program import Loop, Program
 from neuronsim.machine.order.stream import stream_of
 from neuronsim.passes.alloc import SbufFull
 
-from neuronsim.verify.nki.findings import NkiFinding, grouped_findings, keyword_findings, nki_findings
+from neuronsim.verify.nki.findings import NkiFinding, call_findings, grouped_findings, nki_findings
 from neuronsim.verify.nki.placement import identity_placement
 from neuronsim.verify.nki.uninitialised import confirmed_findings, unwritten_outputs
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
@@ -200,7 +200,7 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
         # the storage NKI's compiler reasons with: one stream for the carried and the
         # uninitialised checks (placement.py)
         placed = stream_of(identity_placement(traced.program))
-        findings = keyword_findings(traced) + tuple(nki_findings(traced.program, traced.run_inputs, placed))
+        findings = call_findings(traced) + tuple(nki_findings(traced.program, traced.run_inputs, placed))
         if functional:  # (it runs the kernel twice when it finds such reads: values, not timing)
             findings += tuple(confirmed_findings(traced.program, traced.run_inputs, placed))
         findings += tuple(unwritten_outputs(traced.program, traced.run_inputs.keys(), placed))

@@ -102,7 +102,7 @@ class Traced:
     inputs: dict
     outputs: tuple
     initial: dict = field(default_factory=dict)  # the frontend's TracedKernel: no written parameter here
-    keyword_warnings: tuple = ()  # nor a misspelt keyword
+    call_warnings: tuple = ()  # nor a warning of a call
 
     @property
     def run_inputs(self) -> dict:
