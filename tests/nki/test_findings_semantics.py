@@ -73,3 +73,16 @@ def test_findings_of_a_30k_instance_kernel_run_in_bounded_memory() -> None:
     assert [f.kind for f in found] == ["sbuf-accumulate"]
     # measured 7 MiB; the pair search took > 1.6 GB at half the size
     assert peak < 64 * 2**20, f"{peak / 2**20:.0f} MiB"
+
+
+@pytest.mark.parametrize("func", sorted(EXPECTED))
+def test_gathering_a_footprints_cells_at_once_finds_what_slicing_them_run_by_run_finds(func: str, monkeypatch) -> None:
+    """The carried check reads the last writers of a footprint of many byte runs in one gather
+    (``carried._SPANS_ONE_BY_ONE``); forced on every footprint, and off, the findings agree."""
+    from neuronsim.verify.nki import carried
+
+    def described(threshold: int) -> list[str]:
+        monkeypatch.setattr(carried, "_SPANS_ONE_BY_ONE", threshold)
+        return [f.describe() for f in _findings(func)]
+
+    assert described(0) == described(1 << 30) == described(4)
