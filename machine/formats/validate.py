@@ -80,8 +80,10 @@ def check_placement(tensor: Tensor, spec: MachineSpec, path: str) -> None:
 
 def _one_bank(tensor: Tensor, access: Access, bank_bytes: int, path: LazyPath) -> None:
     """A PE write into a PSUM tensor over several banks stays in one bank (the matmul
-    accumulates in a bank; the tensor starts at a bank's first byte).  Checked where the
-    access starts: a write that moves with a loop (``per_iteration``) is checked at iteration 0."""
+    accumulates in a bank; the tensor starts at a bank's first byte): ``bank_bytes`` are the
+    bytes one PE instruction may write (the machine's ``pe_write_banks`` banks: all of PSUM
+    from v4).  Checked where the access starts: a write that moves with a loop
+    (``per_iteration``) is checked at iteration 0."""
     offset, pattern = access_extent(tensor, access)
     low = offset + sum(stride * (count - 1) for stride, count in pattern if stride < 0)
     high = offset + sum(stride * (count - 1) for stride, count in pattern if stride > 0)
@@ -308,8 +310,8 @@ def check_instruction(inst: Instruction, tensors: dict[str, Tensor], spec: Machi
                 if mem != MemoryKind.PSUM:
                     raise ProgramError(LazyPath(path, key, i, "tensor"), "PE writes only PSUM")
                 psum_writes.add(access.tensor)
-                if tensor.bytes_per_partition > spec.psum_bank_bytes:  # a tensor over banks (NKI 0.4 on)
-                    _one_bank(tensor, access, spec.psum_bank_bytes, LazyPath(path, key, i))
+                if tensor.bytes_per_partition > spec.psum_bank_bytes * spec.pe_write_banks:  # over banks (NKI 0.4 on)
+                    _one_bank(tensor, access, spec.psum_bank_bytes * spec.pe_write_banks, LazyPath(path, key, i))
             if key == "reads" and mem == MemoryKind.PSUM:
                 psum_reads += 1
             if bound and tensor.partition is not None:

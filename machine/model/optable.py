@@ -299,7 +299,7 @@ _SEARCH_AND_SELECT = (
            operands=("on_false", "initial"), data_reads=2),
     OpSpec("tensor_copy_predicated", ("dve",), (2, 3), (1, 1), {"value": _is_number, "reverse_pred": _is_bool},
            doc="out = src (or value) where predicate != 0 (== 0 with reverse_pred), else out unchanged"),
-    OpSpec("tensor_partition_reduce", ("pool",), (1, 1), (1, 1), {"op": _one_of("add", "multiply", "max", "min")},
+    OpSpec("tensor_partition_reduce", ("pool",), (1, 1), (1, 1), {"op": _one_of("add", "multiply", "max", "min", "bitwise_or", "bitwise_and", "bitwise_xor")},
            doc="out[0, f] = reduce over the partitions p of in[p, f]"),
     OpSpec("sequence_bounds", ("pool",), (1, 1), (1, 1),
            doc="out[p, 0, i] / out[p, 1, i] = start / end (exclusive) of the run of equal ids holding in[0, i]"),

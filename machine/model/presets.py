@@ -97,6 +97,10 @@ class MachineSpec:
     """Whether a transpose on PE moves the elements bit for bit: from v3 on ("Starting
     NeuronCore-v3, all Tensor Engine transpose is bit-accurate" [ISA ``nc_transpose``]); v2
     transposes by a matmul against the identity, in fp32, so integers past 2**24 round."""
+    pe_write_banks: int = 1
+    """PSUM banks one PE instruction may write: one on v2 and v3, the whole PSUM (eight) from v4
+    [ISA ``nc_matmul``: the moving tile "must not exceed 512" on v2 and v3, "can go up to 4096 for
+    float32 dst or 8192 for bfloat16 dst, matching the size of 8x PSUM banks" from v4]."""
     pe_overhead_cycles: int = 64
     """PE pipeline latency (matmul initial latency [NKI performance guide]) added to a result's
     availability."""
@@ -199,6 +203,7 @@ PRESETS: dict[str, MachineSpec] = {
         has_hwdge=True,
         pe_transpose_fp32_factor=2,
         pe_transpose_exact=True,
+        pe_write_banks=8,
     ),
 }
 

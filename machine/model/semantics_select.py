@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from neuronsim.machine.model.optable import OP_TABLE
+from neuronsim.machine.model.optable import BITVEC_OPS, OP_TABLE
 from neuronsim.machine.model.oprules import ReadOperand, bind_operands
-from neuronsim.machine.model.semantics import ALU, _REDUCE, _f32, _fill_rows, _fit, _operand, _rows, cast
+from neuronsim.machine.model.semantics import ALU, _REDUCE, _f32, _fill_rows, _fit, _operand, _rows, _stored, cast
 
 __all__ = ["OPS", "FP32_MIN", "NOT_FOUND"]
 
@@ -163,8 +163,11 @@ def _tensor_copy_predicated(attrs, reads, outs, engine, state) -> list[np.ndarra
 
 
 def _tensor_partition_reduce(attrs, reads, outs, engine, state) -> list[np.ndarray]:
-    rows = _rows(_f32(reads[0]))
-    reduced = np.asarray(_REDUCE[attrs.get("op", "add")](rows, axis=0), dtype=F32)
+    op = attrs.get("op", "add")
+    if op in BITVEC_OPS:  # on the integers' bits, as tensor_reduce's bitvec reductions
+        reduced = _REDUCE[op](_rows(reads[0]), axis=0)
+        return [_stored(_fit(reduced, outs[0].shape), outs[0].dtype)]
+    reduced = np.asarray(_REDUCE[op](_rows(_f32(reads[0])), axis=0), dtype=F32)
     return [cast(_fit(reduced, outs[0].shape), outs[0].dtype)]
 
 

@@ -238,8 +238,8 @@ def _reduced_dtype(dtype: Any, x: NkiTensor, mean: bool) -> str:
 def emit_partition_reduce(dst: Any, reducer: str, data: Any) -> None:
     """POOL's ``tensor_partition_reduce`` of the tile layout ``data`` into the one partition of
     ``dst`` (``nisa.tensor_partition_reduce``, and ``nl.sum`` ... over the partition axis)."""
-    if reducer not in ("add", "multiply", "max", "min"):
-        raise current().refuse(f"nisa.tensor_partition_reduce(op={reducer})", "add, multiply, max or min")
+    if reducer not in ("add", "multiply", "max", "min", "bitwise_or", "bitwise_and", "bitwise_xor"):
+        raise current().refuse(f"nisa.tensor_partition_reduce(op={reducer})", "add, max and the bitwise ones")
     source = ops.staged_from_psum(data)  # POOL cannot read PSUM
     if dst.view().num_partitions != 1 or dst.view().free_count != source.view().free_count:
         raise fail(f"nisa.tensor_partition_reduce: the result {dst.shape} is one partition of the data's "

@@ -20,6 +20,7 @@ from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.arith import act_name, alu_name
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.device_values import record_decision
+from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import Layout
@@ -73,9 +74,13 @@ def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = Fals
         raise fail(f"nc_matmul of {st.element_dtype} x {mv.element_dtype} tiles: its page takes float8, bfloat16, "
                    f"float16, tfloat32 or float32 operands (cast integers first, e.g. nl.copy(t, dtype=nl.float32))")
     if not double_row(perf_mode):
-        if mv.view().free_count > 512:  # (a bf16 result of 1024 columns fitted a bank, and ran: a probe)
-            raise fail(f"nc_matmul: a moving tile of {mv.view().free_count} elements a partition; its page allows "
-                       f"at most 512 (nl.tile_size.gemm_moving_fmax): split the columns into several matmuls")
+        # its page: at most 512 on NeuronCore-v2 and -v3 (a float32 PSUM bank; a bf16 result of 1024
+        # columns fitted a bank, and ran: a probe), from v4 the whole PSUM: 4096 for a float32 dst, 8192 bf16
+        limit = 512 if current().nc_generation < 4 else 4096 * 4 // max(itemsize(dst.element_dtype), 2)
+        if mv.view().free_count > limit:
+            raise fail(f"nc_matmul: a moving tile of {mv.view().free_count} elements a partition; its page allows at "
+                       f"most {limit} on NeuronCore-v{current().nc_generation} (512 on v2 and v3, a float32 PSUM bank; "
+                       f"from v4 4096 for a float32 dst, 8192 for bfloat16): split the columns into several matmuls")
         kb.matmul(dst.view(), st.view(), mv.view(), accumulate=accumulate)
         return
     # FP8 double row (matmul_perf_mode): [K, 2, M] x [K, 2, N], each pair of rows contracted too

@@ -262,7 +262,17 @@ def copy_predicated(dst: Layout, src: Any, predicate: Any, reverse_pred: bool = 
 
 
 def partition_reduce(dst: Layout, op: Any, data: Any) -> None:
-    emit_partition_reduce(dst, alu_name(op), _tile(data, "nisa.tensor_partition_reduce data"))
+    """``nisa.tensor_partition_reduce``: its page's operators, "add, max, bitwise_or, bitwise_and"
+    (2.33 adds bitwise_xor; its mean, "average" in 2.32, is not modelled: refused as such).
+    ``nl.min`` / ``nl.prod`` over the partitions reach :func:`emit_partition_reduce` directly."""
+    if getattr(op, "__name__", op) in ("mean", "average"):
+        raise current().refuse("nisa.tensor_partition_reduce(op=mean)", "add, max and the bitwise ones")
+    reducer = alu_name(op)
+    if reducer not in ("add", "max", "bitwise_or", "bitwise_and", "bitwise_xor"):  # (min ran: a probe)
+        raise fail(f"nisa.tensor_partition_reduce(op={reducer}): its page's operators are add, max, bitwise_or, "
+                   f"bitwise_and (and bitwise_xor from 2.33)")
+    operand_rules.integer_bits("nisa.tensor_partition_reduce", (reducer,), data=data, dst=dst)
+    emit_partition_reduce(dst, reducer, _tile(data, "nisa.tensor_partition_reduce data"))
 
 
 def sequence_bounds(dst: Layout, segment_ids: Any) -> None:

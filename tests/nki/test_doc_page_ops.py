@@ -28,6 +28,40 @@ def _out(t):
     return o
 
 
+def _wide_moving(a, b):
+    p = nl.ndarray((128, b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=p, stationary=_in(a, nl.float32), moving=_in(b, nl.float32))
+    r = nl.ndarray((128, b.shape[1]), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=p)
+    return _out(r)
+
+
+def _partition_reduce(x, op):
+    d = nl.ndarray((1, x.shape[1]), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_partition_reduce(dst=d, op=op, data=_in(x, x.dtype))
+    return _out(d)
+
+
+@nki.jit
+def partition_or(x):
+    return _partition_reduce(x, nl.bitwise_or)
+
+
+@nki.jit
+def partition_min(x):
+    return _partition_reduce(x, nl.minimum)
+
+
+@nki.jit(platform_target="trn3")
+def wide_moving_v4(a, b):
+    return _wide_moving(a, b)
+
+
+@nki.jit(platform_target="trn2")
+def wide_moving_v3(a, b):
+    return _wide_moving(a, b)
+
+
 @nki.jit
 def clear_sign(x, m):
     t, mask = _in(x, nl.int32), _in(m, nl.int32)
@@ -577,6 +611,28 @@ def test_subtract_reduces_as_its_pages_list_it_and_a_bitvec_reduce_op_of_tensor_
 def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
     with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
         trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))
+
+
+def test_a_moving_tile_may_span_the_whole_psum_from_neuroncore_v4(kernels):
+    """The nc_matmul page: at most 512 columns on v2 and v3, from v4 up to 4096 for a float32
+    dst ("matching the size of 8x PSUM banks"); trn3's 1024 and 4096 were refused (a probe)."""
+    rng = np.random.default_rng(12)
+    a = rng.uniform(-1, 1, (128, 128)).astype(np.float32)
+    for columns in (1024, 4096):
+        b = rng.uniform(-1, 1, (128, columns)).astype(np.float32)
+        np.testing.assert_allclose(_run(kernels("wide_moving_v4"), a, b), a.T @ b, rtol=1e-4, atol=1e-4)
+    with pytest.raises(NkiError, match=r"its page allows at most 512 on NeuronCore-v3"):
+        trace(load_kernel(kernels("wide_moving_v3")), a, rng.uniform(-1, 1, (128, 1024)).astype(np.float32))
+
+
+def test_partition_reduce_takes_its_pages_operators(kernels):
+    """tensor_partition_reduce's page lists add, max, bitwise_or, bitwise_and (bitwise_xor from
+    2.33): bitwise_or was refused as unsupported and nl.minimum, which it does not list, ran."""
+    x = np.random.default_rng(13).integers(0, 1 << 20, (128, 16)).astype(np.int32)
+    np.testing.assert_array_equal(_run(kernels("partition_or"), x), np.bitwise_or.reduce(x, axis=0)[None, :])
+    with pytest.raises(NkiError, match=r"k\.py:\d+: nisa\.tensor_partition_reduce\(op=min\): its page's operators "
+                                       r"are add, max, bitwise_or, bitwise_and"):
+        trace(load_kernel(kernels("partition_min")), x.astype(np.float32))
 
 
 def test_a_vector_engine_transpose_moves_integers_bit_exactly(kernels):
