@@ -44,11 +44,12 @@ from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
 
 __all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER", "CORE_KEY",
-           "UNROLLED_AFFINE_KEY"]
+           "PROGRAM_KEY", "UNROLLED_AFFINE_KEY"]
 
 #: On an instruction of a two-core kernel: the core that issued it and how many meetings both
 #: cores had passed (machine/nki/cores.py).
 CORE_KEY = "x-nki-core"
+PROGRAM_KEY = "x-nki-program"  # the grid program (coordinates) that issued an instruction: verify/nki/core_races.py
 
 #: On an instruction inside legacy ``affine_range`` loops the trace unrolled (a loop index used
 #: other than affinely): ``[[occurrence, variable, iteration], ...]``, outermost first, one entry
@@ -200,8 +201,7 @@ class Tracer:
     mask: Mask | None = None
     """The mask of the instruction being emitted (operands are restricted by it)."""
     emit_site: SourceLine | None = None
-    """The kernel line of the instruction being emitted (a held-back call's, not the line
-    that flushed it)."""
+    """The kernel line of the instruction being emitted (a held-back call's, not the flushing line)."""
     input_values: dict[str, Any] = field(default_factory=dict)
     """The kernel's input arrays by tensor name (device values are read from a run on them)."""
     program_extras: dict[str, Any] = field(default_factory=dict)
@@ -217,11 +217,9 @@ class Tracer:
     cores: Any = None
     """The baton between the cores' threads while tracing in that mode."""
     call_options: dict[str, Any] = field(default_factory=dict)
-    """The keyword arguments of the NKI call being emitted (an indirect DMA's ``oob_mode``,
-    :mod:`~neuronsim.machine.nki.indirect`); none while a held-back result is emitted."""
+    """The keyword arguments of the NKI call being emitted (an indirect DMA's ``oob_mode``)."""
     max_instructions: int | None = None
-    """Refuse the trace (:class:`~neuronsim.machine.nki.errors.TraceTooLarge`, at the kernel
-    line) once it has emitted more instructions and loops; None: no limit."""
+    """Refuse the trace (``TraceTooLarge``, at the line) past this many instructions and loops."""
     max_memory: int | None = None
     """Refuse it, likewise, once the process's peak resident memory has grown by more bytes
     since the trace began (read every :data:`_MEMORY_CHECK_EVERY` instructions)."""
@@ -285,6 +283,8 @@ class Tracer:
             extras[UNROLLED_AFFINE_KEY] = [list(entry) for entry in self.unrolled_affine]
         if self.cores is not None:  # which core issued it, between which meetings (verify/nki/core_races.py)
             extras[CORE_KEY] = {"rank": self.cores.rank(), "epoch": self.cores.epoch}
+        elif self.grid and max(self.grid) > 1:  # which program of the grid
+            extras[PROGRAM_KEY] = list(self.program_id)
         extras.update(more or {})
         return extras
 

@@ -22,6 +22,12 @@ core 1 first in every epoch gives every pair found the other order.  Both are ru
 order (the sequential reference) on the kernel's inputs.  Outputs that differ make the pairs an
 error naming the output; equal outputs (nki-library's MoE kernels have both cores zero the whole
 output, the same zeros written twice) make them a warning that says so, for these inputs.
+
+The programs of an SPMD grid (``kernel[4, 2]``, each instruction marked ``x-nki-program`` with
+its coordinates) are swept the same way, one epoch, each program a rank: the ``nl.nc`` and
+``spmd_dim`` pages have a grid's instances "distributed to different physical neuron cores" as
+annotated, or as the compiler decides (``kernel[2, 2]``: "Let compiler decide"), so nothing
+orders one program's HBM accesses before another's.  The other order is the programs in reverse.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from typing import Any
 
 from neuronsim.machine.ir.program import Instruction, MemoryKind, Program
 from neuronsim.machine.ir.source import instance_label
-from neuronsim.machine.nki.tracer import CORE_KEY
+from neuronsim.machine.nki.tracer import CORE_KEY, PROGRAM_KEY
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
 from neuronsim.verify.nki.finding import NkiFinding
@@ -44,12 +50,22 @@ __all__ = ["core_race_findings"]
 #: At most this many instruction pairs are reported (a missing barrier repeats on every tile).
 MAX_PAIRS = 64
 
-_Interval = tuple[int, int, int, bool, int, int]  # low, high, rank, writes, instance, tensor
+_Interval = tuple[int, int, tuple, bool, int, int]  # low, high, rank, writes, instance, tensor
+
+
+def _mark(inst: Instruction) -> tuple[int, tuple[int, ...]] | None:
+    """``(epoch, rank)`` of an instruction: its core's (a one-tuple) between meetings, or its
+    grid program's coordinates in the one epoch of a grid; None when unmarked."""
+    core = inst.extras.get(CORE_KEY)
+    if core is not None:
+        return int(core["epoch"]), (int(core["rank"]),)
+    coords = inst.extras.get(PROGRAM_KEY)
+    return None if coords is None else (0, tuple(int(c) for c in coords))
 
 
 def _intervals(program: Program, stream: InstanceStream) -> dict[tuple[int, object], list[_Interval]]:
     """Byte intervals of every HBM access instance of a marked instruction, by (epoch, storage)."""
-    marks = {inst.name: inst.extras[CORE_KEY] for inst, _ in program.instructions() if CORE_KEY in inst.extras}
+    marks = {inst.name: mark for inst, _ in program.instructions() if (mark := _mark(inst)) is not None}
     found: dict[tuple[int, object], list[_Interval]] = defaultdict(list)
     for x in range(stream.m):
         mark = marks.get(stream.instrs[x].name)
@@ -59,17 +75,17 @@ def _intervals(program: Program, stream: InstanceStream) -> dict[tuple[int, obje
             if ca.memory != MemoryKind.DRAM:
                 continue
             whole = isinstance(ca.space, tuple)  # an alias group: its tensors may sit anywhere
-            key = (int(mark["epoch"]), ca.space if whole else ca.tensor)
+            key = (mark[0], ca.space if whole else ca.tensor)
             for i in stream.instances_of(x).tolist():
                 spans = ((0, 1),) if whole else stream.footprint_at(ca, i)[1]
-                found[key].extend((lo, hi, int(mark["rank"]), ca.is_write, i, ca.tensor) for lo, hi in spans)
+                found[key].extend((lo, hi, mark[1], ca.is_write, i, ca.tensor) for lo, hi in spans)
     return found
 
 
 def _clashes(intervals: list[_Interval]) -> list[tuple[int, int, bool, tuple[int, ...]]]:
     """``(instance of core 0, instance of core 1, both write, tensors)`` for overlapping
     intervals of the two cores, one of them a write."""
-    open_by_rank: dict[int, list[_Interval]] = defaultdict(list)
+    open_by_rank: dict[tuple, list[_Interval]] = defaultdict(list)
     out = []
     for iv in sorted(intervals):
         low, _high, rank, writes, inst, tensor = iv
@@ -84,11 +100,15 @@ def _clashes(intervals: list[_Interval]) -> list[tuple[int, int, bool, tuple[int
 
 
 def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None) -> list[NkiFinding]:
-    """Every pair of kernel lines whose instances on the two cores touch HBM bytes in common
-    with no meeting between them, one a write (module doc); nothing for a one-core program.
-    ``inputs``: the kernel's input arrays (default: the seeded pattern)."""
-    if not any(CORE_KEY in inst.extras for inst, _ in program.instructions()):
+    """Every pair of kernel lines whose instances on the two cores (or in two programs of an
+    SPMD grid) touch HBM bytes in common with no meeting between them, one a write (module
+    doc); nothing for a one-core, one-program kernel.  ``inputs``: the kernel's input arrays
+    (default: the seeded pattern)."""
+    kinds = {("cores" if CORE_KEY in inst.extras else "programs") for inst, _ in program.instructions()
+             if CORE_KEY in inst.extras or PROGRAM_KEY in inst.extras}
+    if not kinds:
         return []
+    kind = "cores" if "cores" in kinds else "programs"
     stream = stream_of(identity_placement(program))
     pairs, seen = [], set()
     for (_epoch, _storage), intervals in _intervals(program, stream).items():
@@ -101,11 +121,24 @@ def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None
     if not pairs:
         return []
     differs = _outputs_differing(program, inputs)
-    severity, note = ("error", f"core 1 first changes {', '.join(differs)}") if differs else (
-        "warning", "core 1 first gives the same outputs on these inputs (the same values written)")
-    return [NkiFinding(kind="cores", dependence="WAW" if both else "RW", first=instance_label(stream, a),
-                       second=instance_label(stream, b), tensors=tensors, severity=severity, note=note)
+    other = "core 1 first" if kind == "cores" else "the programs in reverse order"
+    severity, note = ("error", f"{other} changes {', '.join(differs)}") if differs else (
+        "warning", f"{other} gives the same outputs on these inputs (the same values written)")
+    label = _program_label(program, stream) if kind == "programs" else (lambda i: instance_label(stream, i))
+    return [NkiFinding(kind=kind, dependence="WAW" if both else "RW", first=label(a), second=label(b),
+                       tensors=tensors, severity=severity, note=note)
             for a, b, both, tensors in pairs]
+
+
+def _program_label(program: Program, stream: InstanceStream):
+    """An instance's location with its grid program: ``k.py:11 (program 1)``."""
+    coords = {inst.name: inst.extras[PROGRAM_KEY] for inst, _ in program.instructions() if PROGRAM_KEY in inst.extras}
+
+    def label(i: int) -> str:
+        where = coords.get(stream.instrs[int(stream.instr[i])].name)
+        return f"{instance_label(stream, i)} (program {', '.join(str(c) for c in where or ())})"
+
+    return label
 
 
 def _first(node: Any) -> Instruction:
@@ -116,10 +149,10 @@ def core_one_first(program: Program) -> Program:
     """``program`` with core 1's top-level nodes before core 0's in every epoch (a loop kept as
     a program loop is one core's, between two meetings: it moves whole)."""
     keyed, epoch = [], 0
-    for pos, node in enumerate(program.body):
-        mark = _first(node).extras.get(CORE_KEY)
-        epoch, rank = (int(mark["epoch"]), int(mark["rank"])) if mark else (epoch, 0)
-        keyed.append(((epoch, -rank, pos), node))
+    for pos, node in enumerate(program.body):  # (a grid's programs: the last first, in the one epoch)
+        mark = _mark(_first(node))
+        epoch, rank = mark if mark else (epoch, (0,))
+        keyed.append(((epoch, tuple(-c for c in rank), pos), node))
     return program.with_body(tuple(node for _, node in sorted(keyed, key=lambda item: item[0])))
 
 

@@ -67,6 +67,12 @@ class NkiFinding:
                     f"): the cores run concurrently, so which gets there first decides"
                     f"{'; ' + self.note if self.note else ''}; "
                     f"a nisa.core_barrier between the write and the other core's access orders them")
+        if self.kind == "programs":
+            return (f"programs of the SPMD grid touch the same HBM bytes{tensors} ({self.first} / {self.second}, "
+                    f"{'both writing' if self.dependence == 'WAW' else 'one writing'}): a grid's instances are "
+                    f"distributed to NeuronCores as nl.nc / spmd_dim annotate, or as the compiler decides, so nothing "
+                    f"orders one program's accesses before another's{'; ' + self.note if self.note else ''}; give "
+                    f"each program its own slice (index by nl.program_id), or one launch per dependent step")
         if self.kind in ("keyword", "broadcast"):  # the trace's own words at the call (call_findings)
             return f"{self.first}: {self.note}"
         if self.kind == "uninitialised" and self.dependence == "unwritten":

@@ -1,0 +1,39 @@
+"""The programs of an SPMD grid race on HBM bytes they share (verify/nki/core_races.py): the
+``nl.nc`` / ``spmd_dim`` pages leave a grid's distribution over NeuronCores to the annotations
+or the compiler, so nothing orders one program's accesses before another's.  Kernels:
+tests/nki/kernels/grid_programs.py."""
+
+from __future__ import annotations
+
+from neuronsim.verify.nki.findings import nki_findings
+from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, line_of, trace_file
+
+KERNELS = GROUP_KERNELS / "grid_programs.py"
+
+
+def _findings(func: str, grid=(2,)):
+    traced = trace_file(KERNELS, func, kernel_module(KERNELS).inputs(0), grid=grid)
+    return [f for f in nki_findings(traced.program, traced.run_inputs) if f.kind == "programs"]
+
+
+def test_programs_storing_into_the_same_rows_are_an_error_naming_both_programs() -> None:
+    (found,) = _findings("same_rows")
+    line = line_of(KERNELS, "nl.store(o, value=")
+    assert (found.severity, found.dependence) == ("error", "WAW")
+    assert found.first.endswith(f"grid_programs.py:{line} (program 0)")
+    assert found.second.endswith(f"grid_programs.py:{line} (program 1)")
+    assert "the programs in reverse order changes return0" in found.describe()
+
+
+def test_programs_on_their_own_slices_share_nothing() -> None:
+    assert _findings("own_slices") == [] and _findings("own_slices", grid=(1,)) == []
+
+
+def test_the_same_values_written_by_every_program_are_a_warning() -> None:
+    found = _findings("same_zeros")
+    assert found and {f.severity for f in found} == {"warning"}
+    assert "gives the same outputs on these inputs" in found[0].describe()
+
+
+def test_a_grid_of_one_is_no_grid() -> None:
+    assert _findings("same_rows", grid=(1,)) == []
