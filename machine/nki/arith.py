@@ -258,6 +258,7 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
                 raise fail(f"nl.{name}(axis=0): the legacy nl.{name} page's axis \"must be free dimensions, not "
                            f"partition dimension (0)\"; reduce across partitions with nisa.tensor_partition_reduce")
             return _partition_reduce(x, op, scale_by_count, dtype, mask)
+        operand_rules.on_chip(f"nl.{name}", x=x)
         axes = ops.free_axes(x.shape, axis, "a reduction")
         kept = tuple(n for a, n in enumerate(x.shape) if a not in axes)
         shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else kept
@@ -337,6 +338,7 @@ def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) 
     limits the copy, the instruction that writes the result, as it limits any call's result."""
     if len(x.shape) != 2:
         raise fail("nl.transpose transposes a 2-D tile")
+    operand_rules.on_chip("nl.transpose", x=x)
     shape = x.shape[::-1]
     staged = _result(shape, "float32", "psum",
                      lambda dst: current().kb.transpose(dst.view(), ops.staged_from_psum(ops.lay(x)).view()))

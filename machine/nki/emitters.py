@@ -106,6 +106,7 @@ matmul.accumulates = True  # type: ignore[attr-defined]
 
 
 def transpose(dst: Layout, data: Any, engine: Any = None) -> None:
+    operand_rules.on_chip("nisa.nc_transpose", data=data, dst=dst)
     eng = engine_of(engine, ("pe", "dve"), "pe" if dst.tensor.memory.name == "PSUM" else "dve", "nisa.nc_transpose")
     source = ops.lay(data).view()
     if asked_engine(engine) == "dve" and not operand_rules.vector_transposable(source):  # (a 64 x 64 one ran: a probe)
@@ -191,6 +192,7 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
     """``nisa.tensor_tensor``: both inputs on the same partitions, as many elements in each (the error page's
     ``err_num_partition_mismatch``: ``data1[128, 512], data2[1, 512]`` is an error; the
     ``nl.*`` operators broadcast a row, this instruction does not)."""
+    operand_rules.on_chip("nisa.tensor_tensor", data1=data1, data2=data2, dst=dst)
     views = [ops.lay(d).view() for d in (data1, data2) if is_tile(d)]
     if len(views) == 2 and views[0].num_partitions != views[1].num_partitions:
         raise fail(f"nisa.tensor_tensor: data1 has {views[0].num_partitions} partitions and data2 "
@@ -319,6 +321,7 @@ def reduce_axes(shape: tuple[int, ...], axis: Any) -> list[int]:
 
 
 def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = False, keepdims: bool = False) -> None:
+    operand_rules.on_chip("nisa.tensor_reduce", data=data, dst=dst)
     operand_rules.integer_bits("nisa.tensor_reduce", (alu_name(op),), data=data, dst=dst)
     src, reduced = ops.reduced_last(ops.lay(data), reduce_axes(ops.lay(data).shape, axis))
     current().note_write(dst)
@@ -349,6 +352,7 @@ def reciprocal(dst: Layout, data: Any) -> None:
 
 
 def bn_stats(dst: Layout, data: Any) -> None:
+    operand_rules.on_chip("nisa.bn_stats", data=data, dst=dst)
     current().note_write(dst)
     current().kb.bn_stats(dst.view(), ops.lay(data).view())
 

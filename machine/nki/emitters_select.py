@@ -81,6 +81,8 @@ def _tile(value: Any, what: str) -> Layout:
     if not is_tile(value):
         got = "a comparison of indices (a mask: pass it as mask=)" if isinstance(value, Mask) else shown(value)
         raise fail(f"{what} must be a tile, got {got}")
+    call, _, name = what.rpartition(" ")
+    operand_rules.on_chip(call, **{name: value})  # before any shape is compared
     return ops.lay(value)
 
 

@@ -206,6 +206,7 @@ def memset(dst, value, engine=None, name=None, **_kw) -> Handle:
 
 @api("nisa.iota")
 def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) -> Handle:
+    operand_rules.on_chip("nisa.iota", dst=dst)
     if pattern is not None and not isinstance(pattern, (list, tuple)):  # an index expression
         return _emit(lambda: em.iota(_dst(dst), pattern), name)
     if pattern is not None:
@@ -217,6 +218,7 @@ def iota(dst, pattern=None, offset=0, channel_multiplier=0, name=None, **_kw) ->
 def affine_select(dst, pattern, channel_multiplier, on_true_tile, on_false_value, cmp_op=None, offset=0, name=None,
                   **_kw) -> Handle:
     cmp = alu_name(cmp_op) if cmp_op is not None else "equal"
+    operand_rules.on_chip("nisa.affine_select", dst=dst, on_true_tile=on_true_tile)
     pairs = operand_rules.pattern_pairs(pattern, _dst(dst), "nisa.affine_select")
     operand_rules.same_shape(on_true_tile, _dst(dst), "nisa.affine_select", "on_true_tile")
     return _emit(lambda: em.affine_select(_dst(dst), on_true_tile, on_false_value, offset=offset,

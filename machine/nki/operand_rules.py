@@ -10,7 +10,10 @@ them running: an internal error, an operand read out of shape, an engine swapped
 * :func:`transposable_into`: an ``nc_transpose`` no engine can do into an SBUF ``dst``;
 * :func:`same_counts`, :func:`one_per_partition`: operands of ``dst``'s partitions and elements,
   or of one element a partition (``reduce_res``);
-* :func:`enum_member`: an enum argument (``dge_mode``, ``oob_mode``) its page lists.
+* :func:`enum_member`: an enum argument (``dge_mode``, ``oob_mode``) its page lists;
+* :func:`on_chip`: a compute instruction's tiles in SBUF or PSUM, said before their shapes are
+  compared (an HBM tensor read as one partition of all its elements made the shape messages
+  contradict themselves: "destination (64, 128) is not the transpose of (128, 64)").
 """
 
 from __future__ import annotations
@@ -26,12 +29,23 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import is_tile
 
 __all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs", "same_shape", "same_counts",
-           "one_per_partition", "enum_member", "pool_off_psum", "transposable_into"]
+           "one_per_partition", "enum_member", "pool_off_psum", "transposable_into", "on_chip"]
 
 
 def _layout(value: Any) -> Layout | None:
     """The layout of a tile operand (a tile or a layout), None for a number or anything else."""
     return value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+
+
+def on_chip(call: str, **operands: Any) -> None:
+    """Every tile among ``operands`` (by parameter name) in SBUF or PSUM, where compute engines
+    read and write (the ISA pages' "Memory types"; ``nl.copy``: "must be a tile in SBUF or PSUM")."""
+    for name, value in operands.items():
+        layout = _layout(value)
+        if layout is not None and not layout.on_chip:
+            fix = "compute into a tile, then store it" if name == "dst" else "load it first"
+            raise fail(f"{call}: {name} is {layout.tensor.name} {tuple(layout.shape)} in HBM; compute engines read "
+                       f"and write tiles in SBUF or PSUM ({fix}: nl.load / nl.store, nisa.dma_copy)")
 
 
 def vector_transposable(view: Any) -> bool:

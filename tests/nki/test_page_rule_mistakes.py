@@ -376,6 +376,48 @@ def gather_by_float_indices(x):
     d = nl.ndarray((128, 8), dtype=x.dtype, buffer=nl.sbuf)
     nisa.nc_n_gather(dst=d, data=t, indices=t[:, 0:8])  # mistake
     return _out(d)
+
+
+# the fourth probe (twenty-seventh session): a compute call given an HBM tensor was refused with a
+# shape message that contradicted itself ("destination (64, 128) is not the transpose of (128, 64)")
+@nki.jit
+def transpose_of_hbm(x):
+    return _out(nl.transpose(x))  # mistake
+
+
+@nki.jit
+def sum_of_hbm(x):
+    return _out(nl.sum(x, axis=1, keepdims=True))  # mistake
+
+
+@legacy_nki.jit
+def legacy_nc_transpose_of_hbm(x):
+    o = lnl.ndarray((64, 128), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    lnl.store(o, value=lisa.nc_transpose(x))  # mistake
+    return o
+
+
+@nki.jit
+def tensor_tensor_with_hbm(x):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    r = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=r, data1=t, data2=x, op=nl.add)  # mistake
+    return _out(r)
+
+
+@nki.jit
+def max8_of_hbm(x):
+    r = nl.ndarray((x.shape[0], 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.max8(dst=r, src=x)  # mistake
+    return _out(r)
+
+
+@nki.jit
+def iota_into_hbm(x):
+    o = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.iota(dst=o, pattern=[[1, 64]], offset=0)  # mistake
+    return o
 '''
 
 MISTAKES = {
@@ -428,6 +470,14 @@ MISTAKES = {
     "shuffle_into_a_narrower_dst": "nisa.nc_stream_shuffle: src is (32, 64), and dst",
     "shuffle_of_a_float_mask": "nisa.nc_stream_shuffle: shuffle_mask holds ints",
     "gather_by_float_indices": "the gather indices are float32: nc_n_gather's and gather_flattened's pages take uint32",
+    # the fourth probe
+    "transpose_of_hbm": "nl.transpose: x is x (128, 64) in HBM; compute engines read and write tiles in SBUF or PSUM "
+                        "(load it first",
+    "sum_of_hbm": "nl.sum: x is x (128, 64) in HBM",
+    "legacy_nc_transpose_of_hbm": "nisa.nc_transpose: data is x (128, 64) in HBM",
+    "tensor_tensor_with_hbm": "nisa.tensor_tensor: data2 is x (128, 64) in HBM",
+    "max8_of_hbm": "nisa.max8: src is x (128, 64) in HBM",
+    "iota_into_hbm": "(compute into a tile, then store it",
 }
 
 
