@@ -73,6 +73,9 @@ def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = Fals
     if any("int" in t.element_dtype for t in (st, mv)):  # (int32 tiles ran: a probe; a view as fp8 is fp8)
         raise fail(f"nc_matmul of {st.element_dtype} x {mv.element_dtype} tiles: its page takes float8, bfloat16, "
                    f"float16, tfloat32 or float32 operands (cast integers first, e.g. nl.copy(t, dtype=nl.float32))")
+    if len({t.element_dtype in ("float32", "tfloat32") for t in (st, mv)}) == 2:  # (bf16 x fp32 ran: a probe)
+        raise fail(f"nc_matmul of {st.element_dtype} x {mv.element_dtype} tiles: its page says \"if one of the input "
+                   f"tiles is tfloat32/float32, the other tile must also be tfloat32/float32\"")
     if not double_row(perf_mode):
         # its page: at most 512 on NeuronCore-v2 and -v3 (a float32 PSUM bank; a bf16 result of 1024
         # columns fitted a bank, and ran: a probe), from v4 the whole PSUM: 4096 for a float32 dst, 8192 bf16
@@ -304,6 +307,7 @@ def scalar_tensor_tensor(dst: Layout, data: Any, op0: Any, operand0: Any, op1: A
     too) or where operand1 is read from dst's own tensor (an in-place accumulation, ``acc =
     data * s + acc``: written into dst, the first result would overwrite the operand before
     the second op reads it; the hardware reads both in one instruction)."""
+    operand_rules.arithmetic_only("nisa.scalar_tensor_tensor", op0=alu_name(op0), op1=alu_name(op1))
     in_place = is_tile(operand1) and ops.lay(operand1).tensor.name == dst.tensor.name
     if in_place or dst.element_dtype != "float32":
         first_result = ops.float32_tile(dst.shape)
@@ -384,6 +388,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     :mod:`~neuronsim.machine.nki.emitters_select` keeps it).  ``reduce_res_negate`` writes
     the result negated into ``reduce_res``, the accumulator keeping it as it is (the page)."""
     cmd = command(reduce_cmd, "reset_reduce")
+    operand_rules.arithmetic_only("nisa.tensor_scalar_reduce", op0=alu_name(op0))
     operand_rules.one_per_partition("nisa.tensor_scalar_reduce", "reduce_res", reduce_res, dst.view().num_partitions)
     if cmd not in ("reset_reduce", "reduce", "reset", "idle", "load_reduce"):
         raise current().refuse(f"nisa.tensor_scalar_reduce(reduce_cmd={cmd})",

@@ -110,6 +110,12 @@ _emit = emit_call  # one emitter for both ISA modules (machine/nki/handles.py)
 def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
               accumulate=None, tile_position=(), tile_size=(), perf_mode=None, name=None, **_kw) -> Handle:
     tracer = current()
+    out = ops.lay(dst)
+    allowed = ("float32",) if tracer.nc_generation < 4 else ("float32", "bfloat16")
+    if not is_transpose and out.on_chip and out.element_dtype not in allowed:  # (bf16 and int32 ran: a probe)
+        raise fail(f"nisa.nc_matmul: dst {out.tensor.name} is {out.element_dtype}; its page: \"The dst tile must be a "
+                   f"float32 tile in NeuronCore-v2 and NeuronCore-v3. Starting NeuronCore-v4, dst can either be a "
+                   f"float32 or bfloat16 tile\" (this kernel: NeuronCore-v{tracer.nc_generation})")
     inferred = accumulate is None
     if inferred:  # add to an open accumulation group (written, not read since), else start one
         tracer.flush()
@@ -266,6 +272,7 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=Non
 
 @api("nisa.sendrecv")
 def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None, name=None, **_kw) -> Handle:
+    operand_rules.from_generation("nisa.sendrecv", 3)
     """Swap SBUF tiles between the two cores of an LNC=2 kernel (machine/nki/cores.py): each core
     copies its partner's ``src`` into its own ``dst`` by DMA, between two meetings."""
     tracer = current()
@@ -281,6 +288,7 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None,
 
 @api("nisa.core_barrier")
 def core_barrier(data, cores=(0, 1), engine=None, name=None, **_kw) -> None:
+    operand_rules.from_generation("nisa.core_barrier", 3)
     """Both cores of an LNC=2 kernel reach this line before either goes on (machine/nki/cores.py)."""
     if sorted(int(c) for c in cores) != [0, 1]:
         raise fail(f"nisa.core_barrier: cores={tuple(cores)}; only (0, 1) is supported (the ISA reference)")

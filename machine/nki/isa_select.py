@@ -16,7 +16,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.nki import emitters_select as es
-from neuronsim.machine.nki import ops
+from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.emitters import engine_of
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.handles import emit_call
@@ -97,6 +97,7 @@ def _current() -> dict[str, Any]:
 
     @api("nisa.rand2")
     def rand2(dst, min, max, name=None, **_kw):  # NKI's parameter names shadow the builtins
+        operand_rules.from_generation("nisa.rand2", 4)
         return _emit(lambda: es.random(_dst(dst), min, max), name)
 
     return {"max8": max8, "nc_find_index8": nc_find_index8, "nc_match_replace8": nc_match_replace8,
@@ -113,6 +114,7 @@ def _gpsimd() -> dict[str, Any]:
 
     @api("nisa.nonzero_with_count")
     def nonzero_with_count(dst, src, index_offset=0, padding_val=-1, name=None, **_kw):
+        operand_rules.from_generation("nisa.nonzero_with_count", 3)
         return _emit(lambda: es.nonzero_with_count(_dst(dst), src, index_offset, padding_val), name)
 
     @api("nisa.nc_n_gather")
@@ -135,6 +137,7 @@ def _seeding() -> dict[str, Any]:
 
     @api("nisa.rand_set_state")
     def rand_set_state(src_seeds, engine=None, name=None, **_kw):
+        operand_rules.from_generation("nisa.rand_set_state", 3)
         return _emit(lambda: es.seed(src_seeds, _engine(engine, "pool")), name)
 
     return {"set_rng_seed": set_rng_seed, "rand_set_state": rand_set_state}

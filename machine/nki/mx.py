@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from neuronsim.machine.ir.dtypes import PACKED
-from neuronsim.machine.nki import ops
+from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import P, Layout
 from neuronsim.machine.nki.tiles import is_tile
@@ -135,11 +135,13 @@ def isa_names() -> dict[str, Any]:
 
     @api("nisa.quantize_mx")
     def quantize_mx(dst, src, dst_scale, name=None, **_kw):
+        operand_rules.from_generation("nisa.quantize_mx", 4)
         return _emit(lambda: quantize(_dst(dst), src, dst_scale), name)
 
     @api("nisa.nc_matmul_mx")
     def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_position=None, tile_size=None,
                      accumulate=None, name=None, **_kw):
+        operand_rules.from_generation("nisa.nc_matmul_mx", 4)
         tracer = current()
         if accumulate is None:  # as nc_matmul: add to an open accumulation group
             tracer.flush()

@@ -11,6 +11,8 @@ them running: an internal error, an operand read out of shape, an engine swapped
 * :func:`same_counts`, :func:`one_per_partition`: operands of ``dst``'s partitions and elements,
   or of one element a partition (``reduce_res``);
 * :func:`enum_member`: an enum argument (``dge_mode``, ``oob_mode``) its page lists;
+* :func:`from_generation`: an instruction its page makes NeuronCore-v3 or -v4 and newer;
+* :func:`arithmetic_only`: a bitvec operator where the page takes arithmetic ones alone;
 * :func:`on_chip`: a compute instruction's tiles in SBUF or PSUM, said before their shapes are
   compared (an HBM tensor read as one partition of all its elements made the shape messages
   contradict themselves: "destination (64, 128) is not the transpose of (128, 64)").
@@ -23,13 +25,16 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.model.optable import BITVEC_OPS
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import is_tile
+from neuronsim.machine.nki.tracer import current
 
 __all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs", "same_shape", "same_counts",
-           "one_per_partition", "enum_member", "pool_off_psum", "transposable_into", "on_chip"]
+           "one_per_partition", "enum_member", "pool_off_psum", "transposable_into", "on_chip", "from_generation",
+           "arithmetic_only"]
 
 
 def _layout(value: Any) -> Layout | None:
@@ -46,6 +51,28 @@ def on_chip(call: str, **operands: Any) -> None:
             fix = "compute into a tile, then store it" if name == "dst" else "load it first"
             raise fail(f"{call}: {name} is {layout.tensor.name} {tuple(layout.shape)} in HBM; compute engines read "
                        f"and write tiles in SBUF or PSUM ({fix}: nl.load / nl.store, nisa.dma_copy)")
+
+
+def from_generation(call: str, first: int) -> None:
+    """A warning at ``call`` traced for a NeuronCore older than v``first``: its page's "Available
+    only on NeuronCore-v{first} and newer" (or "Supported arch versions: NeuronCore-v{first}+").
+    A warning, not a refusal: a kernel that names no target is traced for trn1, and the public
+    kernels written for trn3's MX instructions name none (the MX tutorial's); it runs as modelled."""
+    tracer = current()
+    if tracer.nc_generation < first:
+        tracer.warn(tracer.emit_site or tracer.where()[0], "generation",
+                    f"{call} is available only on NeuronCore-v{first} and newer (its page), and the kernel is traced "
+                    f"for NeuronCore-v{tracer.nc_generation}: trace it for the target it is written for "
+                    f"(@nki.jit(platform_target=...), --machine)")
+
+
+def arithmetic_only(call: str, **ops_: str | None) -> None:
+    """Refuse a bitvec operator among ``ops_`` (ALU names by parameter name): "Bitvec operators
+    are not supported in this API" (scalar_tensor_tensor's and tensor_scalar_reduce's pages)."""
+    for name, op in ops_.items():
+        if op in BITVEC_OPS:
+            raise fail(f"{call}: {name} is the bitvec operator {op}, and its page says \"Bitvec operators are not "
+                       f"supported in this API\" (arithmetic operators only)")
 
 
 def vector_transposable(view: Any) -> bool:

@@ -258,7 +258,7 @@ class Tracer:
 
     def warn(self, line: SourceLine, kind: str, text: str) -> None:
         """Note a warning of ``kind`` at the call at ``line``: ``keyword`` (:mod:`~neuronsim.machine.nki.
-        keywords`), ``broadcast`` (an operand the sources disagree on, ``emitters.tensor_tensor``)."""
+        keywords`), ``broadcast`` (``emitters.tensor_tensor``), ``generation`` (``operand_rules.from_generation``)."""
         self.call_warnings.setdefault((str(line), kind, text))
 
     # -- locations ---------------------------------------------------------------------------

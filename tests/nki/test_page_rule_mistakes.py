@@ -418,6 +418,48 @@ def iota_into_hbm(x):
     o = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.shared_hbm)
     nisa.iota(dst=o, pattern=[[1, 64]], offset=0)  # mistake
     return o
+
+
+@nki.jit
+def stt_with_a_bitvec_operator(x):
+    t = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.iota(dst=t, pattern=[[1, 64]], offset=0)
+    r = nl.ndarray(x.shape, dtype=nl.int32, buffer=nl.sbuf)
+    nisa.scalar_tensor_tensor(dst=r, data=t, op0=nl.bitwise_and, operand0=3, op1=nl.add, operand1=t)  # mistake
+    return _out(r)
+
+
+@nki.jit
+def matmul_of_float32_by_bfloat16(x):
+    a = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=a, value=1.0)
+    b = nl.ndarray((128, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=b, value=1.0)
+    p = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=p, stationary=a, moving=b)  # mistake
+    r = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=p)
+    return _out(r)
+
+
+@nki.jit
+def matmul_into_bfloat16_on_v2(x):
+    a = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.memset(dst=a, value=1.0)
+    p = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.psum)
+    nisa.nc_matmul(dst=p, stationary=a, moving=a)  # mistake
+    r = nl.ndarray((128, 128), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=p)
+    return _out(r)
+
+
+@nki.jit
+def rand2_on_v2(x):
+    r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.rand2(dst=r, min=0.0, max=1.0)
+    o = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=r)
+    return o
 '''
 
 MISTAKES = {
@@ -478,6 +520,11 @@ MISTAKES = {
     "tensor_tensor_with_hbm": "nisa.tensor_tensor: data2 is x (128, 64) in HBM",
     "max8_of_hbm": "nisa.max8: src is x (128, 64) in HBM",
     "iota_into_hbm": "(compute into a tile, then store it",
+    "stt_with_a_bitvec_operator": "nisa.scalar_tensor_tensor: op0 is the bitvec operator bitwise_and, and its page "
+                                  "says \"Bitvec operators are not supported in this API\"",
+    "matmul_of_float32_by_bfloat16": "nc_matmul of float32 x bfloat16 tiles: its page says \"if one of the input tiles "
+                                     "is tfloat32/float32, the other tile must also be tfloat32/float32\"",
+    "matmul_into_bfloat16_on_v2": "nisa.nc_matmul: dst p_",
 }
 
 
@@ -506,3 +553,13 @@ def test_each_mistake_is_one_line_at_its_kernel_line(kernels, func):
 
 def test_a_floats_bits_viewed_as_integers_take_a_bitvec_operator(kernels):
     trace(load_kernel(kernels("bits_of_a_float_viewed_as_integers")), np.ones((128, 64), np.float32))
+
+
+def test_an_instruction_of_a_newer_neuroncore_is_a_warning_at_its_line(kernels):
+    """rand2's page: "Available only on NeuronCore-v4 and newer"; traced for trn1 (a kernel that
+    names no target) it warns at the call and runs as modelled (a probe: it ran without a word)."""
+    traced = trace(load_kernel(kernels("rand2_on_v2")), np.ones((128, 64), np.float32))
+    ((where, kind, message),) = traced.call_warnings
+    line = next(k for k, text in enumerate(KERNELS.splitlines(), 1) if "nisa.rand2(dst=r" in text)
+    assert (where.endswith(f"k.py:{line}"), kind) == (True, "generation")
+    assert message.startswith("nisa.rand2 is available only on NeuronCore-v4 and newer (its page)")
