@@ -389,6 +389,9 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     the result negated into ``reduce_res``, the accumulator keeping it as it is (the page)."""
     cmd = command(reduce_cmd, "reset_reduce")
     operand_rules.arithmetic_only("nisa.tensor_scalar_reduce", op0=alu_name(op0))
+    if alu_name(reduce_op) not in ("add", "subtract", "multiply", "max", "min"):  # (a bitvec one ran: a sweep)
+        raise fail(f"nisa.tensor_scalar_reduce: reduce_op {alu_name(reduce_op)} is none of its page's nl.add, "
+                   f"nl.subtract, nl.multiply, nl.max or nl.min")
     operand_rules.one_per_partition("nisa.tensor_scalar_reduce", "reduce_res", reduce_res, dst.view().num_partitions)
     if cmd not in ("reset_reduce", "reduce", "reset", "idle", "load_reduce"):
         raise current().refuse(f"nisa.tensor_scalar_reduce(reduce_cmd={cmd})",
@@ -404,9 +407,6 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     else:
         tensor_scalar(dst, data, op0, operand0, reverse0)
     op = alu_name(reduce_op)
-    if op not in ("add", "subtract", "multiply", "max", "min"):  # (a bitvec one ran: a sweep)
-        raise fail(f"nisa.tensor_scalar_reduce: reduce_op {op} is none of its page's nl.add, nl.subtract, "
-                   f"nl.multiply, nl.max or nl.min")
     if cmd == "load_reduce":  # the accumulator loads reduce_init, then this instruction reduces on top
         if is_tile(reduce_init):
             keep_register("dve", ops.lay(reduce_init))
