@@ -19,6 +19,7 @@ may declare more), and :meth:`Pass.apply` of a ``run`` pass wraps the program in
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -32,8 +33,8 @@ from neuronsim.machine.order.stream import InstanceStream
 
 from neuronsim.passes.state import PipelineState
 
-__all__ = ["Pass", "PassContext", "PassRecord", "FunctionPass", "as_pass", "AfterPass", "program_unread",
-           "PASS_REGISTRY"]
+__all__ = ["Pass", "PassContext", "PassRecord", "PassResultError", "FunctionPass", "as_pass", "AfterPass",
+           "program_unread", "PASS_REGISTRY"]
 
 
 def _state_run(cls: type) -> Callable[..., PipelineState] | None:
@@ -82,6 +83,11 @@ class Pass:
             result = self.apply(given, ctx)
         finally:
             ctx.state = None
+        if not isinstance(result, Program):  # a user's pass: said as such, not as its state's AttributeError
+            if inspect.iscoroutine(result):
+                result.close()  # (never awaited: Python's warning would add lines to the one)
+            raise PassResultError("--passes", f"the pass {self.name!r} returned {type(result).__name__}, not the "
+                                              "Program it was given (a pass returns what it ran on, changed or not)")
         return state.after(given, result, self.preserves)
 
     def spec_string(self) -> str:
@@ -94,6 +100,10 @@ class Pass:
                     value = "|".join(sorted(value))
                 changed.append(f"{f.name}={str(value).lower() if isinstance(value, bool) else value}")
         return self.name + ("{" + ",".join(changed) + "}" if changed else "")
+
+
+class PassResultError(ProgramError):
+    """A pass returned something other than a :class:`Program` (a user's pass: its own mistake)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,6 +213,9 @@ def build_users_pass(cls: type, kwargs: dict[str, Any], name: str, option: str) 
     """``cls(**kwargs)`` of a pass class given by its address: whatever its ``__init__`` or
     ``__post_init__`` raises (a required argument, a TypeError of its own) is the error of
     ``option``, one line; it was an internal error, exit 3."""
+    if issubclass(cls, Pass) and not dataclasses.is_dataclass(cls):  # (spec_string read its fields: exit 3)
+        raise ProgramError(option if option != "--passes" else f"--passes.{name}",
+                           "a Pass subclass is a dataclass (@dataclass(frozen=True)): its options are its fields")
     try:
         return cls(**kwargs)
     except KeyboardInterrupt:

@@ -20,7 +20,7 @@ from neuronsim.machine.formats.pyfile import exit_call, running_users_code
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
 
-from neuronsim.passes.base import AfterPass, FunctionPass, Pass, PassContext, PassRecord
+from neuronsim.passes.base import AfterPass, FunctionPass, Pass, PassContext, PassRecord, PassResultError
 from neuronsim.passes.spec import parse_pipeline
 from neuronsim.passes.state import PipelineState
 from neuronsim.passes.verification import verify_state
@@ -104,11 +104,14 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
         with _GcPaused():
             try:
                 result = advance(p, value) if _ours(p) else _users_pass(p, advance, value)
-            except PassStalled:
+            except (PassStalled, PassResultError, KeyboardInterrupt):
                 raise
-            except (Exception, SystemExit) as err:  # noqa: BLE001 - a user's pass failing is the user's input
-                if _ours(p):
-                    raise
+            except BaseException as err:  # noqa: BLE001 - a user's pass failing is the user's input
+                if _ours(p) or (not isinstance(err, (Exception, SystemExit))
+                                and type(err).__module__.startswith("neuronsim.")):
+                    raise  # neuronsim's own, or its own stop (a signal's, a watch's)
+                # a user's pass raising any exception of its own, a BaseException too (class
+                # Stop(BaseException), GeneratorExit): it was a traceback, exit 1
                 raise _users_pass_failed(p, err) from None
             if result is None or type(result) is not type(value):
                 raise ProgramError("--passes", f"the pass {p.name!r} returned {type(result).__name__}, not the "

@@ -28,6 +28,7 @@ from neuronsim.verify.cli.common import (
     guard_size,
     json_option,
     max_idle_option,
+    pass_sources,
     program_argument,
     run_command,
     size_options,
@@ -74,7 +75,7 @@ def compile_command(program: str, output: str, passes_spec: str, explain_pair, n
     are kept; virtual tensors are placed.
     """
     stdout_for_json(as_json, {"-o": output})
-    check_output(output, "-o", (program,))
+    check_output(output, "-o", (program, *pass_sources(passes_spec)))
     passes = parse_pipeline(passes_spec)
     prog = load_program(program)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory)

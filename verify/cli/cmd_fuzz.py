@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import click
 from rich.table import Table
 
-from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.errors import ProgramError, message_of
 
 from neuronsim.verify.cli import signals
 from neuronsim.verify.cli.common import FiniteFloat, UsageFailure, emit_json, json_option, run_command
@@ -150,8 +150,14 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
                                      shrink=chunk.shrink)
         else:  # found as drawn: the parent shrinks each distinct failure once (neuronsim.verify.shrink), with progress
             result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace, shrink=False)
-    except Exception as err:  # noqa: BLE001 - a crash in a worker is a finding, not a traceback
-        crash = FuzzFailure("error", f"{type(err).__name__}: {err}", "", None, None)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # noqa: BLE001 - a crash in a worker is a finding, not a traceback
+        if not isinstance(err, (Exception, SystemExit)) and type(err).__module__.startswith("neuronsim."):
+            raise
+        # a user's BaseException of its own (or sys.exit) left a pool worker dead, and the pool
+        # waited for ever for its result (a probe: class Stop(BaseException) raised at import)
+        crash = FuzzFailure("error", f"{type(err).__name__}: {message_of(err)}", "", None, None)
         return ChunkResult(chunk.index, chunk.seed, 0, crash)
     return ChunkResult(chunk.index, chunk.seed, result.examples, result.failure, result.changed,
                        result.dropped or 0, result.added or 0)

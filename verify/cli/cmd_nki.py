@@ -38,7 +38,8 @@ from neuronsim.machine.ir.errors import message_of
 from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
                                          check_output, distinct_outputs, emit_json, json_option, keep_in_context,
-                                         max_idle_option, max_idle_seconds, max_instances_option, run_command,
+                                         max_idle_option, max_idle_seconds, max_instances_option, pass_sources,
+                                         run_command,
                                          run_output_paths, stdout_for_json, user_prints_aside, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
@@ -304,7 +305,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     make_folder(out_dir)
     paths = run_output_paths(out_dir, name)
     if report_path is not None:  # (an empty one too: "the path is empty", not no report)
-        check_output(report_path, "--report", (kernel, inputs_path, reference))
+        check_output(report_path, "--report", (kernel, inputs_path, reference, *pass_sources(pipeline)))
     distinct_outputs({"--out": paths["trace"], "--out ": paths["footprint"], "--plot": plot_path,
                       "--report": report_path})
     stdout_for_json(as_json, {"--report": report_path})

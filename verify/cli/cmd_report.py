@@ -18,7 +18,8 @@ import click
 from neuronsim.machine.formats.program_json import load_program
 
 from neuronsim.verify.cli.common import (
-    UsageFailure, check_output, guard_size, max_idle_option, placed, program_argument, run_command, size_options,
+    UsageFailure, check_output, guard_size, max_idle_option, pass_sources, placed, program_argument, run_command,
+    size_options,
 )
 from neuronsim.verify.cli.traced import prepare_traced
 from neuronsim.verify.app.html_report import write_report
@@ -38,7 +39,7 @@ __all__ = ["report"]
 @run_command
 def report(program: str, output: str, spec: str | None, max_instances: int, max_memory: int | None) -> int:
     """Write an offline HTML page about PROGRAM: timeline, races with fixes, sync footprint, engines."""
-    check_output(output, "--output", (program,))
+    check_output(output, "--output", (program, *pass_sources(spec)))
     prog, findings = prepare_traced(load_program(program))  # a traced NKI program: its findings, compiled first
     prog = placed(prog)
     # the page unrolls, race-checks and simulates one run: the same guard as check and simulate

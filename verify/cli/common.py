@@ -450,6 +450,25 @@ def check_output(path: str | None, option: str, inputs: tuple[str | None, ...] =
         raise UsageFailure(f"cannot write the {option} file: {err.reason}", path) from None
 
 
+def pass_sources(spec: str | None) -> tuple[str, ...]:
+    """The files a ``--passes`` spec string reads: each ``FILE.py:NAME``'s file, and each
+    ``MODULE:NAME``'s module found from the current folder (``pkg.mod``: ``pkg/mod.py`` or
+    ``pkg/mod/__init__.py``), for :func:`check_output` (an output over one destroyed the pass;
+    a probe's ``compile -o up.py --passes alloc,up.py:lam``).
+
+    >>> pass_sources("alloc,my_passes.py:Fold{k=2},schedule")
+    ('my_passes.py',)
+    """
+    found = []
+    for module in re.findall(r"((?:[\w./-]+\.py)|(?:[A-Za-z_][\w.]*)):[A-Za-z_]\w*", spec or ""):
+        if module.endswith(".py"):
+            found.append(module)
+            continue
+        base = os.path.join(*module.split("."))
+        found += [path for path in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(path)]
+    return tuple(found)
+
+
 def stdout_for_json(as_json: bool, outputs: Mapping[str, str | None]) -> None:
     """Under ``--json`` standard output is the command's one document: an output sent there
     too (``-o -``, ``--html -``) would make two, and the JSON would not parse."""
