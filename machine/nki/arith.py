@@ -15,7 +15,7 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import is_float
 from neuronsim.machine.nki import operand_rules, ops
-from neuronsim.machine.nki.errors import fail, shown
+from neuronsim.machine.nki.errors import NkiError, fail, shown
 from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
@@ -199,6 +199,15 @@ def alu_name(op: Any) -> str:
     if op in REDUCE_OF:
         return REDUCE_OF[op]
     raise fail(f"{getattr(op, '__name__', op)!r} is not an ALU operator NKI accepts here")
+
+
+def alu_names(*ops_: Any) -> tuple[str, ...] | None:
+    """The ALU operators of ``ops_`` (None ones left out), or None where one is no operator (a tile
+    where the operator goes: the call's own diagnosis of its arguments says so, later)."""
+    try:
+        return tuple(alu_name(op) for op in ops_ if op is not None)
+    except NkiError:
+        return None
 
 
 def act_name(op: Any) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.ir.dtypes import DTYPES, is_float
 from neuronsim.machine.model.optable import CUMULATIVE_OPS, RANGE_CMPS
 from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
@@ -35,6 +36,9 @@ __all__ = ["command", "register", "keep_register", "max8", "find_index8", "match
 #: The attribute of the trace (one per attempt) that holds where each engine's accumulator
 #: register was last written (see the module doc).
 _REGISTERS = "_accumulator_registers"
+#: ``tensor_scalar_cumulative``'s dtypes (its page: "BF16, FP16, FP32, FP8, UINT8, UINT16, INT8, INT16").
+CUMULATIVE_DTYPES = ("bfloat16", "float16", "float32", "float8_e4m3", "float8_e4m3fn", "float8_e5m2", "uint8", "uint16",
+                     "int8", "int16")
 #: What ``nisa.range_select`` fills where the range fails: its page allows no other value.
 _FP32_MIN = np.finfo(np.float32).min
 
@@ -142,6 +146,9 @@ def match_replace8(dst: Layout, data: Any, vals: Any, imm: Any, dst_idx: Any = N
         index = _tile(dst_idx, "nisa.nc_match_replace8 dst_idx")
         _eight(index, source, "nisa.nc_match_replace8 dst_idx")
         writes.append(index)
+    if _tile(vals, "nisa.nc_match_replace8 vals").view().free_count != 8:  # (4 ran: a probe)
+        raise fail("nisa.nc_match_replace8: vals holds 8 elements per partition (its page: \"the 8 values per "
+                   "partition to match\")")
     _instr("nc_match_replace8", "dve", [source, _tile(vals, "nisa.nc_match_replace8 vals")], writes,
            {"imm": ops.number(imm)})
 
@@ -156,6 +163,7 @@ def stream_shuffle(dst: Layout, src: Any, shuffle_mask: Any) -> None:
     source = _tile(src, "nisa.nc_stream_shuffle src")
     # (elements only: nki-library's attention block shuffles one partition's row into 32)
     operand_rules.same_counts("nisa.nc_stream_shuffle", dst, partitions=False, src=source)
+    operand_rules.same_dtype("nisa.nc_stream_shuffle", "dst must have same data type as src.", src=source, dst=dst)
     reads = [source, dst] if 255 in mask else [source]  # kept elements: the destination is read too
     _instr("nc_stream_shuffle", "dve", reads, [dst], {"mask": mask})
 
@@ -173,6 +181,8 @@ def _last_element(layout: Layout) -> Layout:
 
 def cumulative(dst: Layout, src: Any, op0: Any, op1: Any, imm0: Any, imm1: Any = None, reduce_cmd: Any = None) -> None:
     data = _tile(src, "nisa.tensor_scalar_cumulative src")
+    operand_rules.dtype_among("nisa.tensor_scalar_cumulative", CUMULATIVE_DTYPES, "Input / output dtypes are "
+                              "restricted to BF16, FP16, FP32, FP8, UINT8, UINT16, INT8, INT16", src=data, dst=dst)
     cmd, reducer = command(reduce_cmd, "reset_reduce"), alu_name(op1)
     if reducer not in CUMULATIVE_OPS:
         raise fail(f"nisa.tensor_scalar_cumulative: op1 {reducer!r} is not one of {', '.join(CUMULATIVE_OPS)}")
@@ -223,8 +233,11 @@ def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0
             raise fail(f"nisa.range_select(on_false_value={on_false_value!r}): its page says it must be FP32_MIN "
                        f"(-3.4028235e+38, nl.fp32.min), a hardware constraint; select another value after it "
                        f"(nisa.tensor_scalar, nl.where)")
-    _bind(reads, attrs, "bound0", bound0)
-    _bind(reads, attrs, "bound1", bound1)
+    for name, bound in (("bound0", bound0), ("bound1", bound1)):  # (bf16 and (128, 2) bounds ran: a probe)
+        operand_rules.one_per_partition("nisa.range_select", name, bound, data.view().num_partitions)
+        operand_rules.dtype_among("nisa.range_select", ("float32",), "bound0/bound1 must be FP32 types.",
+                                  **{name: bound})
+        _bind(reads, attrs, name, bound)
     writes = [dst]
     _reduction(reads, attrs, writes, "nisa.range_select", command(reduce_cmd, "reset_reduce"), reduce_res, reduce_op)
     _instr("range_select", "dve", reads, writes, attrs)
@@ -238,6 +251,7 @@ def select_reduce(dst: Layout, predicate: Any, on_true: Any, on_false: Any, redu
     reads = [_tile(predicate, "nisa.select_reduce predicate"), _tile(on_true, "nisa.select_reduce on_true")]
     if page_rules:
         operand_rules.same_counts("nisa.select_reduce", dst, predicate=reads[0], on_true=reads[1])
+        _select_reduce_dtypes(reads[0], reads[1], reduce_res)
         rows = dst.view().num_partitions
         operand_rules.one_per_partition("nisa.select_reduce", "on_false", on_false, rows)
         operand_rules.one_per_partition("nisa.select_reduce", "reduce_res", reduce_res, rows)
@@ -248,6 +262,18 @@ def select_reduce(dst: Layout, predicate: Any, on_true: Any, on_false: Any, redu
     _instr("select_reduce", "dve", reads, writes, attrs)
 
 
+def _select_reduce_dtypes(predicate: Layout, on_true: Layout, reduce_res: Any) -> None:
+    """select_reduce's page's dtypes (tfloat32 is float32 here: not told apart); its list of the
+    predicate's ("int8, uint8, int16, uint16") is read as its "any supported integer type"."""
+    call = "nisa.select_reduce"
+    operand_rules.dtype_among(call, tuple(d for d in DTYPES if d not in ("int32", "uint32")), "on_true can be any "
+                              "supported dtype except tfloat32, int32, uint32", on_true=on_true)
+    operand_rules.dtype_among(call, operand_rules.INTEGER_DTYPES, "predicate dtype can be any supported integer "
+                              "type int8, uint8, int16, uint16", predicate=predicate)
+    operand_rules.dtype_among(call, tuple(d for d in DTYPES if is_float(d)), "reduce_res dtype must of float type",
+                              reduce_res=reduce_res)
+
+
 def copy_predicated(dst: Layout, src: Any, predicate: Any, reverse_pred: bool = False,
                     page_rules: bool = False) -> None:
     """Elements where the predicate is false keep ``dst``'s contents: ``dst`` is read too
@@ -255,6 +281,10 @@ def copy_predicated(dst: Layout, src: Any, predicate: Any, reverse_pred: bool = 
     reads = [_tile(predicate, "nisa.tensor_copy_predicated predicate")]
     if page_rules:
         operand_rules.same_counts("nisa.tensor_copy_predicated", dst, predicate=reads[0], src=src)
+        operand_rules.dtype_among("nisa.tensor_copy_predicated", ("uint8", "uint16", "uint32"), "predicate must be "
+                                  "of type uint8, uint16, or uint32.", predicate=reads[0])
+        operand_rules.same_dtype("nisa.tensor_copy_predicated", "src and dst must share the same data type.",
+                                 src=src, dst=dst)
     attrs: dict[str, Any] = {"reverse_pred": bool(reverse_pred) or None}
     if is_tile(src):
         reads.append(ops.lay(src))
@@ -278,7 +308,14 @@ def partition_reduce(dst: Layout, op: Any, data: Any) -> None:
 
 
 def sequence_bounds(dst: Layout, segment_ids: Any) -> None:
-    ids = ops.staged_from_psum(_tile(segment_ids, "nisa.sequence_bounds segment_ids"))
+    ids = _tile(segment_ids, "nisa.sequence_bounds segment_ids")
+    operand_rules.dtype_among("nisa.sequence_bounds", ("float32", "int32"), "Both the input tile (segment_ids) and "
+                              "output tile (dst) must have data type nl.float32 or nl.int32.", segment_ids=ids, dst=dst)
+    for name, layout in (("segment_ids", ids), ("dst", dst)):  # (4 partitions ran, each its own: a probe)
+        if layout.view().num_partitions != 1:
+            raise fail(f"nisa.sequence_bounds: {name} is {tuple(layout.shape)}; its page: \"The partition dimension "
+                       "must always be 1.\"")
+    ids = ops.staged_from_psum(ids)
     n = ids.view().free_count
     if dst.view().free_count != 2 * n:
         raise fail(f"nisa.sequence_bounds: the result {dst.shape} holds a start and an end for each of {n} ids")
@@ -288,6 +325,9 @@ def sequence_bounds(dst: Layout, segment_ids: Any) -> None:
 def nonzero_with_count(dst: Layout, src: Any, index_offset: Any = 0, padding_val: Any = -1) -> None:
     """Rows other than each GpSimd core's first keep their contents: ``dst`` is read too."""
     source = _tile(src, "nisa.nonzero_with_count src")
+    operand_rules.dtype_among("nisa.nonzero_with_count", ("float32", "int32"), "src must be in SBUF with dtype "
+                              "float32 or int32.", src=source)
+    operand_rules.dtype_among("nisa.nonzero_with_count", ("int32",), "dst must be in SBUF with dtype int32.", dst=dst)
     if dst.view().free_count != source.view().free_count + 1:
         raise fail(f"nisa.nonzero_with_count: the result {dst.shape} has one element per partition more than "
                    f"the source {source.shape}")
@@ -321,6 +361,9 @@ def local_gather(dst: Layout, src_buffer: Any, index: Any, num_elem_per_idx: Any
     It reads all of ``src_buffer`` (which elements, only the indices' values say)."""
     source = _tile(src_buffer, "nisa.local_gather src_buffer")
     indices = _tile(index, "nisa.local_gather index")
+    page = "no data type casting is allowed in this API. The indices in index tile must be uint16 types."
+    operand_rules.same_dtype("nisa.local_gather", page, src_buffer=source, dst=dst)
+    operand_rules.dtype_among("nisa.local_gather", ("uint16",), page, index=indices)
     rows = source.view().num_partitions
     if rows != indices.view().num_partitions or rows % 16:
         raise fail(f"nisa.local_gather: src_buffer {source.shape} and index {indices.shape} have the same "

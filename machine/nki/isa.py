@@ -14,7 +14,7 @@ from typing import Any
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, mx, operand_rules, ops, scalars, schedule
-from neuronsim.machine.nki.arith import alu_name
+from neuronsim.machine.nki.arith import alu_name, alu_names
 from neuronsim.machine.nki.cores import meet
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.handles import emit_call, written
@@ -157,6 +157,7 @@ def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0
 
 @api("nisa.tensor_tensor")
 def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_kw) -> Handle:
+    operand_rules.power_off_psum(alu_names(op), data1=data1, data2=data2, dst=dst)
     def emit() -> None:
         out = _dst(dst)
         em.tensor_tensor(out, data1, data2, op, engine if em.ENGINES.get(str(engine)) is not None
@@ -181,8 +182,21 @@ def _integer_engine(dst: Any, data1: Any, data2: Any) -> str | None:
 @api("nisa.tensor_scalar")
 def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
                   engine=None, name=None, **_kw) -> Handle:
+    names = alu_names(op0, op1)
+    operand_rules.tensor_scalar_operators("nisa.tensor_scalar", names, em.asked_engine(engine), operand0)
+    if names and not set(names) & operand_rules.BITVEC_NAMES and not _address_arithmetic(dst, data):
+        operand_rules.dtype_among("nisa.tensor_scalar", ("float32",), "arithmetic operators impose no restriction on "
+                                  "the data types of input tensor data and output tensor dst, but the operand0 and "
+                                  "operand1 (if used) must be float32", operand0=operand0, operand1=operand1)
     return _emit(lambda: em.tensor_scalar(_dst(dst), data, op0, operand0, reverse0, op1, operand1, reverse1,
                                           engine), name)
+
+
+def _address_arithmetic(dst: Any, data: Any) -> bool:
+    """Whether ``data`` and ``dst`` are both int32 / uint32 tiles: the page's "int32/uint32
+    address-arithmetic pattern (tensor_scalar_addr)", which it names without saying its operands'
+    dtypes (their float32 rule is left unenforced there)."""
+    return all(hasattr(t, "layout") and t.layout.element_dtype in _INT32 for t in (dst, data))
 
 
 @api("nisa.scalar_tensor_tensor")
@@ -207,6 +221,7 @@ def tensor_copy(dst, src, engine=None, name=None, **_kw) -> Handle:
 
 @api("nisa.memset")
 def memset(dst, value, engine=None, name=None, **_kw) -> Handle:
+    operand_rules.packed_zero(dst, value)
     return _emit(lambda: em.memset(_dst(dst), value, engine), name)
 
 
@@ -275,6 +290,8 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None,
     operand_rules.from_generation("nisa.sendrecv", 3)
     """Swap SBUF tiles between the two cores of an LNC=2 kernel (machine/nki/cores.py): each core
     copies its partner's ``src`` into its own ``dst`` by DMA, between two meetings."""
+    operand_rules.same_dtype("nisa.sendrecv", "src and dst must have the same data type", src=src, dst=dst)
+    operand_rules.gpsimd_dma_size(dma_engine, src)
     tracer = current()
     rank, posts = meet(tracer, "nisa.sendrecv", (src, int(send_to_rank), int(recv_from_rank)))
     partner_src, partner_sends_to, _ = posts[int(recv_from_rank)]

@@ -15,9 +15,11 @@ from __future__ import annotations
 from math import prod
 from typing import Any
 
+from neuronsim.machine.ir.dtypes import DTYPES, is_float
 from neuronsim.machine.nki import emitters_select as es
 from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.emitters import engine_of
+from neuronsim.machine.nki.tiles import is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.handles import emit_call
 from neuronsim.machine.nki.tracer import api, current
@@ -89,10 +91,13 @@ def _current() -> dict[str, Any]:
 
     @api("nisa.dropout")
     def dropout(dst, data, prob, name=None, **_kw):
+        _dropout_dtypes(dst, data, prob)
         return _emit(lambda: es.dropout(_dst(dst), data, prob), name)
 
     @api("nisa.rng")
-    def rng(dst, engine=None, name=None, **_kw):
+    def rng(dst, engine=None, name=None, **_kw):  # (a float32 dst ran, as bits: a probe)
+        operand_rules.dtype_among("nisa.rng", operand_rules.INTEGER_DTYPES, "The output dst tile must be an integer "
+                                  "type: int8, int16, int32, uint8, uint16, or uint32.", dst=dst)
         return _emit(lambda: es.random(_dst(dst), bits=True, engine=_engine(engine, "dve")), name)
 
     @api("nisa.rand2")
@@ -118,7 +123,11 @@ def _gpsimd() -> dict[str, Any]:
         return _emit(lambda: es.nonzero_with_count(_dst(dst), src, index_offset, padding_val), name)
 
     @api("nisa.nc_n_gather")
-    def nc_n_gather(dst, data, indices, name=None, **_kw):
+    def nc_n_gather(dst, data, indices, name=None, **_kw):  # (PSUM data ran, staged; a bf16 dst, cast: a probe)
+        operand_rules.off_psum("nisa.nc_n_gather", "All input and output tiles (data, indices, and dst) must be in "
+                               "SBUF. GpSimd Engine cannot access PSUM", data=data, indices=indices, dst=dst)
+        operand_rules.same_dtype("nisa.nc_n_gather", "The output dst tile must have the same data type as data.",
+                                 data=data, dst=dst)
         return _emit(lambda: es.n_gather(_dst(dst), data, indices), name)
 
     @api("nisa.local_gather")
@@ -141,6 +150,22 @@ def _seeding() -> dict[str, Any]:
         return _emit(lambda: es.seed(src_seeds, _engine(engine, "pool")), name)
 
     return {"set_rng_seed": set_rng_seed, "rand_set_state": rand_set_state}
+
+
+def _dropout_dtypes(dst: Any, data: Any, prob: Any, legacy: bool = False) -> None:
+    """The dropout page's dtypes: "The output data type dst.dtype must match the input data type
+    data.dtype" (the legacy page's dtype=: "must match ... if input data type is any of the integer
+    types"); a prob tile float32 for integer data, else any float type (a probe: they ran)."""
+    integer = is_tile(data) and ops.lay(data).element_dtype in operand_rules.INTEGER_DTYPES
+    if not legacy or integer:
+        operand_rules.same_dtype("nisa.dropout", "The output data type dst.dtype must match the input data type "
+                                 "data.dtype." if not legacy else "The output data type must match the input data "
+                                 "type of data if input data type is any of the integer types.", data=data, dst=dst)
+    floats = tuple(d for d in DTYPES if is_float(d))
+    operand_rules.dtype_among("nisa.dropout", ("float32",) if integer else floats, "If data type of data is any of the "
+                              "integer types (e.g., int32, int16), prob data type must be float32; If data type of "
+                              "data is any of the float types (e.g., float32, bfloat16), prob data can be any valid "
+                              "float type", prob=prob)
 
 
 # -- the legacy API: results returned, dst= where the reference takes one ----------------------
@@ -195,7 +220,10 @@ def _legacy() -> dict[str, Any]:
 
     @api("nisa.dropout")
     def dropout(data, prob, *, dtype=None, mask=None, **_kw):
-        return _result(data.shape, dtype or data.dtype, "sbuf", lambda dst: es.dropout(dst, data, prob), mask)
+        def emit(dst):
+            _dropout_dtypes(dst, data, prob, legacy=True)
+            es.dropout(dst, data, prob)
+        return _result(data.shape, dtype or data.dtype, "sbuf", emit, mask)
 
     @api("nisa.sequence_bounds")
     def sequence_bounds(segment_ids, *, dtype=None, mask=None, **_kw):

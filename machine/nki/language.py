@@ -355,11 +355,13 @@ def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
 
 @api("nl.copy")
 def copy(x: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, **_kw: Any) -> NkiTensor:
+    operand_rules.on_chip("nl.copy", x=x)  # (an HBM tensor ran, as a DMA: a probe)
     return _result(x.shape, dtype or x.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(x), engine), mask, (x,))
 
 
 @api("nl.broadcast_to")
 def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
+    operand_rules.same_rank("nl.broadcast_to", x, shape)  # (a (128, 1) tile to (128, 4, 64) ran: a probe)
     view = x.broadcast_to(shape)
     return view if dtype is None or to_dtype(dtype) == x.dtype else copy(view, dtype=dtype)
 
@@ -566,9 +568,8 @@ def device_print(print_prefix: Any = "", tensor: Any = None, **_kw: Any) -> None
 
 
 from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
-from neuronsim.machine.nki.arith import alu_name  # noqa: E402
-from neuronsim.machine.nki.arith import (add, bitwise_and, bitwise_or, bitwise_xor, divide, equal,  # noqa: E402
-                                         greater, greater_equal, invert, less, less_equal, logical_and,
+from neuronsim.machine.nki.arith import (add, alu_name, bitwise_and, bitwise_or, bitwise_xor, divide,  # noqa: E402
+                                         equal, greater, greater_equal, invert, less, less_equal, logical_and,
                                          logical_not, logical_or, logical_xor, multiply, not_equal, subtract,
                                          transpose)
 from neuronsim.machine.ir.dtypes import is_float  # noqa: E402
@@ -592,9 +593,8 @@ def _bits_or_truth(logical: Any, bitwise: Any) -> Any:
 
 # What a tile's Python syntax does (tiles sit below these calls and cannot import them).
 register_operators(assign=assign, accumulate=accumulate, broadcast_partitions=broadcast_partitions, copy=copy,
-                   expand_dims=expand_dims,
-                   transpose=transpose, add=add, subtract=subtract, multiply=multiply, divide=divide, less=less,
-                   less_equal=less_equal, greater=greater, greater_equal=greater_equal, equal=equal,
-                   not_equal=not_equal, invert=_invert, bitwise_and=_bits_or_truth(logical_and, bitwise_and),
-                   bitwise_or=_bits_or_truth(logical_or, bitwise_or),
+                   expand_dims=expand_dims, transpose=transpose, add=add, subtract=subtract, multiply=multiply,
+                   divide=divide, less=less, less_equal=less_equal, greater=greater, greater_equal=greater_equal,
+                   equal=equal, not_equal=not_equal, invert=_invert, bitwise_or=_bits_or_truth(logical_or, bitwise_or),
+                   bitwise_and=_bits_or_truth(logical_and, bitwise_and),
                    bitwise_xor=_bits_or_truth(logical_xor, bitwise_xor))

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import isa_select, ops, scalars
-from neuronsim.machine.nki.arith import index_tile
+from neuronsim.machine.nki import isa_select, operand_rules, ops, scalars
+from neuronsim.machine.nki.arith import alu_names, index_tile
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
 from neuronsim.machine.nki.language import no_reorder as _no_reorder
 from neuronsim.machine.nki.language import psum as _psum
@@ -83,6 +83,7 @@ def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, 
 
 @api("nisa.tensor_tensor")
 def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **_kw):
+    operand_rules.power_off_psum(alu_names(op), data1=data1, data2=data2)
     shape = data1.shape if hasattr(data1, "shape") else data2.shape
     return _result(shape, result_dtype(dtype, data1, data2), "sbuf",
                    lambda dst: em.tensor_tensor(dst, data1, data2, op, engine, legacy=True), mask)
@@ -91,6 +92,7 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **_kw
 @api("nisa.tensor_scalar")
 def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False, *, dtype=None,
                   mask=None, engine=None, **_kw):
+    operand_rules.tensor_scalar_operators("nisa.tensor_scalar", alu_names(op0, op1), em.asked_engine(engine), operand0)
     return _result(data.shape, result_dtype(dtype, data), "sbuf",
                    lambda dst: em.tensor_scalar(dst, data, op0, operand0, reverse0, op1, operand1, reverse1, engine),
                    mask)

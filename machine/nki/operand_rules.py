@@ -15,7 +15,12 @@ them running: an internal error, an operand read out of shape, an engine swapped
 * :func:`arithmetic_only`: a bitvec operator where the page takes arithmetic ones alone;
 * :func:`on_chip`: a compute instruction's tiles in SBUF or PSUM, said before their shapes are
   compared (an HBM tensor read as one partition of all its elements made the shape messages
-  contradict themselves: "destination (64, 128) is not the transpose of (128, 64)").
+  contradict themselves: "destination (64, 128) is not the transpose of (128, 64)");
+* :func:`dtype_among`, :func:`same_dtype`: the dtypes an ISA page states for its operands (each
+  ran with a cast neuronsim chose, where the compiler refuses the call);
+* :func:`off_psum`: tiles of an instruction that runs on GpSimd whatever the kernel names;
+* :func:`tensor_scalar_operators`: ``tensor_scalar``'s two operators of one kind, bitvec ones
+  on the Vector Engine, an operand for a binary operator.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.model.optable import BITVEC_OPS
+from neuronsim.machine.ir.dtypes import PACKED, itemsize
+from neuronsim.machine.model.optable import BITVEC_OPS, UNARY_ALU_OPS
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
@@ -34,7 +40,8 @@ from neuronsim.machine.nki.tracer import current
 
 __all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs", "same_shape", "same_counts",
            "one_per_partition", "enum_member", "pool_off_psum", "transposable_into", "on_chip", "from_generation",
-           "arithmetic_only"]
+           "arithmetic_only", "INTEGER_DTYPES", "dtype_among", "same_dtype", "off_psum", "tensor_scalar_operators",
+           "BITVEC_NAMES", "power_off_psum", "packed_zero", "gpsimd_dma_size", "same_rank"]
 
 
 def _layout(value: Any) -> Layout | None:
@@ -88,14 +95,14 @@ def positive_int(value: Any, what: str) -> int:
 
 
 #: The bitvec operators (the ISA's table of math operators; ``invert`` is NKI's unary one).
-_BITVEC = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"))
+BITVEC_NAMES = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"))
 
 
 def integer_bits(call: str, ops_: tuple[str, ...], **operands: Any) -> None:
     """Refuse a float tile among ``operands`` of a bitvec operator: their pages take integer tiles
     only (``nl.bitwise_and`` ...: "Inputs must be integer typed"; ``nisa.tensor_tensor`` /
     ``tensor_scalar`` / ``tensor_reduce``: "the input/output data types must be integer types")."""
-    bitvec = next((op for op in ops_ if op in _BITVEC), None)
+    bitvec = next((op for op in ops_ if op in BITVEC_NAMES), None)
     for name, value in operands.items() if bitvec else ():
         layout = _layout(value)
         if layout is not None and not layout.element_dtype.startswith(("int", "uint")):
@@ -186,3 +193,112 @@ def same_shape(value: Any, dst: Layout, call: str, name: str) -> None:
     if shape is not None and shape != tuple(dst.shape):
         raise fail(f"{call}: {name} is {shape}, and dst {dst.tensor.name} is {tuple(dst.shape)}: its page asks "
                    "for the same shape")
+
+
+#: The integer dtypes (the rng page's "int8, int16, int32, uint8, uint16, or uint32").
+INTEGER_DTYPES = ("int8", "int16", "int32", "uint8", "uint16", "uint32")
+
+
+def dtype_among(call: str, allowed: tuple[str, ...], page: str, **operands: Any) -> None:
+    """Refuse a tile among ``operands`` (by parameter name) of a dtype none of ``allowed``;
+    ``page`` is its page's sentence, quoted in the message."""
+    for name, value in operands.items():
+        layout = _layout(value)
+        if layout is not None and layout.element_dtype not in allowed:
+            article = "an" if layout.element_dtype.startswith("int") else "a"
+            raise fail(f'{call}: {name} is {article} {layout.element_dtype} tile; its page: "{page}"')
+
+
+def same_dtype(call: str, page: str, **operands: Any) -> None:
+    """Refuse tiles among ``operands`` of two dtypes (the pages of the calls that cast nothing:
+    nc_stream_shuffle, nc_n_gather, local_gather, tensor_copy_predicated, dropout, sendrecv);
+    ``page`` is the page's sentence, quoted."""
+    tiles = [(name, layout) for name, layout in ((n, _layout(v)) for n, v in operands.items()) if layout is not None]
+    for name, layout in tiles[1:]:
+        first, kept = tiles[0]
+        if layout.element_dtype != kept.element_dtype:
+            raise fail(f'{call}: {first} is {kept.element_dtype} and {name} {layout.element_dtype}; its page: '
+                       f'"{page}"')
+
+
+def off_psum(call: str, page: str, **operands: Any) -> None:
+    """Refuse a tile among ``operands`` in PSUM where the instruction runs on GpSimd whatever the
+    kernel names (nc_n_gather; tensor_tensor's nl.power): GpSimd cannot access PSUM, and
+    neuronsim staged the tile through SBUF, or ran it on the Vector Engine, without a word."""
+    for name, value in operands.items():
+        layout = _layout(value)
+        if layout is not None and layout.tensor.memory.name == "PSUM":
+            raise fail(f'{call}: {name} is {layout.tensor.name} in PSUM; its page: "{page}"')
+
+
+#: Operators that take no operand (``operand0`` None or 0, the tensor_scalar page): the unary
+#: ones, ``abs`` and ``bypass`` (which ignore it).
+_OPERANDLESS = frozenset((*UNARY_ALU_OPS, "abs", "bypass"))
+#: The engines tensor_scalar's page lists besides the Vector Engine, as kernels name them.
+_NOT_VECTOR = {"act": "nisa.scalar_engine", "pool": "nisa.gpsimd_engine"}
+
+
+def tensor_scalar_operators(call: str, names: tuple[str, ...] | None, engine: str | None, operand0: Any) -> None:
+    """The tensor_scalar page's rules on its operators ``names`` (ALU names, op1's if given) run
+    on ``engine`` (the sequencer the kernel named, None: the compiler's choice): "must be of the
+    same type (both bitvec or both arithmetic)"; "If bitvec operators are used, the tensor_scalar
+    instruction must run on Vector Engine"; operand0 "Must be None or 0 when op0 is a unary
+    operator", and a binary op0 needs one (None ran as some value).  ``names`` None: an operator
+    is no operator (the call's own diagnosis says so)."""
+    if names is None:
+        return
+    kinds = {op in BITVEC_NAMES for op in names}
+    if len(kinds) > 1:
+        raise fail(f'{call}: op0 is {names[0]} and op1 {names[1]}; its page: "The two operators, op0 and op1, in a '
+                   f'tensor_scalar instruction must be of the same type (both bitvec or both arithmetic)"')
+    if kinds == {True} and engine in _NOT_VECTOR:
+        raise fail(f'{call}(engine={_NOT_VECTOR[engine]}) of the bitvec operator {names[0]}; its page: "If bitvec '
+                   f'operators are used, the tensor_scalar instruction must run on Vector Engine"')
+    if operand0 is None and names[0] not in _OPERANDLESS:
+        raise fail(f"{call}: operand0 is None, and op0 {names[0]} takes an operand (its page: a scalar or a "
+                   f"(data.shape[0], 1) tile; None only for a unary operator)")
+
+
+def power_off_psum(op: tuple[str, ...] | None, **operands: Any) -> None:
+    """``tensor_tensor``'s ``nl.power`` runs on GpSimd: its page, "Since GpSimd Engine cannot access
+    PSUM, the input/output tiles cannot be in PSUM if op is nl.power" (it ran, on the Vector Engine);
+    ``op``: the ALU name of the call's operator, as a 1-tuple (None: no operator)."""
+    if op == ("pow",):
+        off_psum("nisa.tensor_tensor(op=nl.power)", "Since GpSimd Engine cannot access PSUM, the input/output tiles "
+                 "cannot be in PSUM if op is nl.power.", **operands)
+
+
+def packed_zero(dst: Any, value: Any) -> None:
+    """memset's page: "For x4 packed types (float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4),
+    only value=0 is supported" (1.0 ran, filling each packed word with some bits)."""
+    layout = _layout(dst)
+    if layout is not None and layout.element_dtype in PACKED and isinstance(value, (int, float, np.number)) \
+            and value != 0:
+        raise fail(f"nisa.memset of {layout.tensor.name}, a {layout.element_dtype} tile, to {value!r}; its page: "
+                   f"\"For x4 packed types (float8_e4m3fn_x4, float8_e5m2_x4, float4_e2m1fn_x4), only value=0 is "
+                   f"supported.\"")
+
+
+#: The bytes a partition a sendrecv over GpSimd's DMA carries at most, by element size (its page).
+_GPSIMD_DMA_BYTES = {4: 1024, 2: 512, 1: 256}
+
+
+def gpsimd_dma_size(dma_engine: Any, src: Any) -> None:
+    """sendrecv's page: ``nisa.dma_engine.gpsimd_dma`` "restricts the data size per partition to not
+    exceed: 1024 bytes for 32-bit types, 512 bytes for 16-bit types, 256 bytes for 8-bit types"."""
+    layout = _layout(src)
+    if getattr(dma_engine, "name", dma_engine) != "gpsimd_dma" or layout is None:
+        return
+    size = itemsize(layout.element_dtype)
+    carried, limit = layout.view().free_count * size, _GPSIMD_DMA_BYTES.get(size)
+    if limit is not None and carried > limit:
+        raise fail(f"nisa.sendrecv(dma_engine=nisa.dma_engine.gpsimd_dma) of {carried} bytes a partition "
+                   f"({tuple(layout.shape)} {layout.element_dtype}); its page: that mode \"restricts the data size per "
+                   f"partition to not exceed\" {limit} bytes for {8 * size}-bit types (use nisa.dma_engine.dma)")
+
+
+def same_rank(call: str, x: Any, shape: Any) -> None:
+    """nl.broadcast_to's page: the target shape "Must have the same rank as x" (a (128, 1) tile
+    broadcast to (128, 4, 64) ran, its new axes last)."""
+    if is_tile(x) and len(tuple(shape)) != len(x.shape):
+        raise fail(f'{call} of {tuple(x.shape)} to {tuple(shape)}; its page: the shape "Must have the same rank as x"')

@@ -23,7 +23,7 @@ import numpy as np
 
 from neuronsim.machine.nki.device_values import (DECISIONS_KEY, FLOAT_BITS, no_kept_loop, record_decision,
                                                  set_value_reader, tile_values)
-from neuronsim.machine.nki import indexing
+from neuronsim.machine.nki import indexing, operand_rules
 from neuronsim.machine.nki.errors import NkiError, fail, user_line
 from neuronsim.machine.nki.tiles import NkiTensor, register_operators
 from neuronsim.machine.nki.tracer import api, current
@@ -271,8 +271,14 @@ def scalar_alu(data1: Any, data2: Any, op: Any, name: Any = None, **_kw: Any) ->
 
 
 @api("nisa.scalar_store")
-def scalar_store(dst: NkiTensor, src: Any, name: Any = None, **_kw: Any) -> None:
-    _store(dst, src)
+def scalar_store(dst: NkiTensor, value: Any = None, name: Any = None, *, src: Any = None, **_kw: Any) -> None:
+    value = src if value is None else value  # (its page names it value)
+    if not isinstance(value, _Scalar):  # (a Python int ran, storing it: a probe)
+        raise fail(f"nisa.scalar_store of {value!r}; its page: \"value must be an NkiScalar. A Python int is not "
+                   f"accepted\" (nisa.memset writes a compile-time constant into a tile)")
+    operand_rules.dtype_among("nisa.scalar_store", ("int32", "int64"), "dst - A 1x1 tensor in SBUF or HBM with dtype "
+                              "nl.int32 or nl.int64", dst=dst)
+    _store(dst, value)
 
 
 @api("nisa.register_alloc")
