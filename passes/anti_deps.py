@@ -80,7 +80,7 @@ Contract
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -90,7 +90,7 @@ from neuronsim.machine.order.conflicts import conflict_kind, conflicts, fold_dis
 from neuronsim.machine.order.deptable import DepTable
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.order.hb import HappensBefore
+from neuronsim.machine.order.hb import HappensBefore, active_sequencers
 from neuronsim.machine.ir.program import Dep
 from neuronsim.machine.order.stream import InstanceStream
 
@@ -179,7 +179,7 @@ def anti_dependency_edges(stream: InstanceStream, table, *, memories=frozenset({
     # deps added so far, per waiter that has some (a dict: a list per instruction costs 64 B each)
     extra: dict[int, list[tuple[int, int]]] = {}
     walk = _Walk(stream=stream, instr=instr, seq=seq, comp=comp, pos=pos, hb=hb, added=added, nearest=nearest,
-                 extra=extra, where=where, skip_ordered=skip_ordered)
+                 extra=extra, where=where, skip_ordered=skip_ordered, active=active_sequencers(stream.seq))
     skipped = 0
     n = len(stream)
     for b0 in range(0, n, _CHUNK):
@@ -210,6 +210,7 @@ class _Walk:
     extra: dict[int, list[tuple[int, int]]]
     where: dict[tuple[int, int, int], list[int]] | None
     skip_ordered: bool
+    active: Callable[[int], list[int]]  # the sequencers still to issue at an instance (hb.active_sequencers)
 
 
 def _walk_chunk(walk: _Walk, b0: int, b1: int, cp: list[int], c_former: list[int], c_bits: list[int], gp: list[int],
@@ -268,7 +269,7 @@ def _walk_chunk(walk: _Walk, b0: int, b1: int, cp: list[int], c_former: list[int
                 trigger, start = after(trigger, target), after(start, target)
         complete(b, s, cb, trigger)
         if not b % _FORGET_EVERY:
-            hb.forget(hb.horizon(), comp, pos)
+            hb.forget(hb.horizon(walk.active(b)), comp, pos)
     return skipped
 
 

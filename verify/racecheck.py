@@ -34,7 +34,7 @@ import numpy as np
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.model.geometry import mask_range
-from neuronsim.machine.order.hb import HappensBefore, wait_counts
+from neuronsim.machine.order.hb import HappensBefore, active_sequencers, wait_counts
 from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.order.splitmap import CellSpace, cell_bins
 from neuronsim.machine.order.stream import InstanceStream, Waits, stream_of
@@ -279,7 +279,7 @@ def _walk(stream: InstanceStream, waits: Waits, max_races: int | None, progress:
     alias = _AliasShadow()
     instr, seq, comp = stream.instr.tolist(), stream.seq.tolist(), stream.comp.tolist()
     ptr, target = waits.ptr.tolist(), waits.target.tolist()
-    last_on_seq = {s: int(np.flatnonzero(stream.seq == s)[-1]) for s in set(seq)}
+    active = active_sequencers(stream.seq)
     horizon = (0,) * stream.width
     events = 0
     pieces_of = cells.pieces
@@ -289,7 +289,7 @@ def _walk(stream: InstanceStream, waits: Waits, max_races: int | None, progress:
         start, pos = complete(i, seq[i], comp[i], trigger(seq[i], target[a:b]) if a != b else trigger(seq[i]))
         c = comp[i]
         if not i & (_HORIZON_EVERY - 1):
-            horizon = horizon_of([s for s, last in last_on_seq.items() if last >= i])
+            horizon = horizon_of(active(i))
             if progress is not None and not i & (PROGRESS_EVERY - 1):
                 progress(i, n)
         epoch = (pos, i)

@@ -199,11 +199,13 @@ def needed_boxes(digits: np.ndarray, trips: tuple[int, ...],
     """
     if not len(trips):
         return [()]
-    by_outer: dict[int, np.ndarray] = {}
+    # rows grouped by their outer index, in its order: cut where the sorted column changes (a
+    # comparison of the whole column per distinct value was quadratic: 1e6 iterations of one
+    # loop took minutes in anti-deps, a probe)
     order = np.argsort(digits[:, 0], kind="stable")
     col = digits[order, 0]
-    for v in sorted_distinct(col).tolist():
-        by_outer[v] = digits[order[col == v], 1:]
+    cuts = [0, *(np.flatnonzero(col[1:] != col[:-1]) + 1).tolist(), len(col)]
+    by_outer = {int(col[lo]): digits[order[lo:hi], 1:] for lo, hi in zip(cuts, cuts[1:])}
     out: list[tuple[tuple[int, int], ...]] = []
     run_lo = run_hi = None
     run_key = None

@@ -67,7 +67,7 @@ import numpy as np
 from neuronsim.machine.ir.program import SEQUENCERS
 
 __all__ = ["HappensBefore", "ordered", "joiner", "wait_counts", "start_clocks", "NUM_SEQUENCERS", "DagHappensBefore",
-           "SparseClock", "sparse_join", "TUPLE_WIDTH"]
+           "SparseClock", "sparse_join", "TUPLE_WIDTH", "active_sequencers"]
 
 NUM_SEQUENCERS = len(SEQUENCERS)
 Clock = tuple
@@ -242,6 +242,21 @@ class HappensBefore:
         if self.uses is None:
             for iid in [i for i in self.end if below[comp[i]] >= pos[i]]:
                 del self.end[iid]
+
+
+def active_sequencers(seq: np.ndarray):
+    """``active(i)``: the sequencers that issue an instance at or after instance ``i`` of a
+    stream whose ``seq`` column is given, :meth:`HappensBefore.horizon`'s ``active`` argument.
+    A sequencer that issues nothing more, counted in, holds the horizon where its clock stopped
+    (at zero if it never issued): then :meth:`HappensBefore.forget` frees nothing and walks
+    every kept clock at each call, quadratic (one loop of 1e6 iterations took minutes in
+    anti-deps: a probe).
+
+    >>> active_sequencers(np.array([0, 2, 0, 1]))(2)
+    [0, 1]
+    """
+    last = {int(s): int(np.flatnonzero(seq == s)[-1]) for s in np.unique(seq).tolist()}
+    return lambda i: [s for s, at in last.items() if at >= i]
 
 
 def wait_counts(targets: Iterable[int]) -> dict[int, int]:

@@ -24,7 +24,7 @@ import numpy as np
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.order.conflicts import conflict_kind, pair_kinds
 from neuronsim.machine.order.deptable import DepTable
-from neuronsim.machine.order.hb import HappensBefore
+from neuronsim.machine.order.hb import HappensBefore, active_sequencers
 from neuronsim.machine.order.reach import conflicting_accesses
 from neuronsim.machine.order.splitmap import CellSpace, cell_bins
 from neuronsim.machine.order.stream import InstanceStream
@@ -67,6 +67,7 @@ def minimum_waits(stream: InstanceStream) -> MinimumWaits:
     accesses = conflicting_accesses(stream)  # reads no write reaches conflict with nothing
     pieces_of, footprint_at = cells.pieces, stream.footprint_at
     out = MinimumWaits([], [], [])
+    active = active_sequencers(stream.seq)
     for y in range(len(stream)):
         s, c = seq[y], comp[y]
         rules13, _ = engines_only.complete(y, s, c, engines_only.trigger(s))
@@ -99,7 +100,7 @@ def minimum_waits(stream: InstanceStream) -> MinimumWaits:
                 out.kind.append(kinds[comp[x]])
         hb.complete(y, s, c, clock)
         if not y % _FORGET_EVERY:
-            hb.forget(hb.horizon(), comp, pos)
+            hb.forget(hb.horizon(active(y)), comp, pos)
     return out
 
 
