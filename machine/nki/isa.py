@@ -137,6 +137,7 @@ def nc_transpose(dst, data, engine=None, name=None, **_kw) -> Handle:
 @api("nisa.activation")
 def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
                name=None, **_kw) -> Handle:
+    operand_rules.vector_bias("nisa.activation", bias)
     return _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
                                 reduce_res=reduce_res, reduce_cmd=reduce_cmd), name)
 
@@ -184,6 +185,7 @@ def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=N
                   engine=None, name=None, **_kw) -> Handle:
     names = alu_names(op0, op1)
     operand_rules.tensor_scalar_operators("nisa.tensor_scalar", names, em.asked_engine(engine), operand0)
+    operand_rules.engine_on_generation("nisa.tensor_scalar", em.asked_engine(engine), names or ())
     if names and not set(names) & operand_rules.BITVEC_NAMES and not _address_arithmetic(dst, data):
         operand_rules.dtype_among("nisa.tensor_scalar", ("float32",), "arithmetic operators impose no restriction on "
                                   "the data types of input tensor data and output tensor dst, but the operand0 and "
@@ -216,6 +218,7 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, 
 
 @api("nisa.tensor_copy")
 def tensor_copy(dst, src, engine=None, name=None, **_kw) -> Handle:
+    operand_rules.engine_on_generation("nisa.tensor_copy", em.asked_engine(engine))
     return _emit(lambda: em.tensor_copy(_dst(dst), src, engine), name)
 
 

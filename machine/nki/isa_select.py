@@ -96,6 +96,7 @@ def _current() -> dict[str, Any]:
 
     @api("nisa.rng")
     def rng(dst, engine=None, name=None, **_kw):  # (a float32 dst ran, as bits: a probe)
+        operand_rules.engine_on_generation("nisa.rng", _engine(engine, "dve"))
         operand_rules.dtype_among("nisa.rng", operand_rules.INTEGER_DTYPES, "The output dst tile must be an integer "
                                   "type: int8, int16, int32, uint8, uint16, or uint32.", dst=dst)
         return _emit(lambda: es.random(_dst(dst), bits=True, engine=_engine(engine, "dve")), name)

@@ -69,6 +69,7 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
 @api("nisa.activation")
 def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
                dtype=None, **_kw):
+    operand_rules.vector_bias("nisa.activation", bias)
     return _result(data.shape, result_dtype(dtype, data), "sbuf",
                    lambda dst: em.activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
                                              reduce_res=reduce_res, reduce_cmd=reduce_cmd), mask)
@@ -117,6 +118,7 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
 
 @api("nisa.tensor_copy")
 def tensor_copy(src, *, mask=None, dtype=None, engine=None, **_kw):
+    operand_rules.engine_on_generation("nisa.tensor_copy", em.asked_engine(engine))
     return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: em.tensor_copy(dst, src, engine), mask)
 
 

@@ -73,6 +73,48 @@ def from_generation(call: str, first: int) -> None:
                     f"(@nki.jit(platform_target=...), --machine)")
 
 
+#: Engines a page rules out before some NeuronCore: (call, engine) -> (first generation, its words).
+_ENGINE_FROM = {
+    ("nisa.tensor_copy", "act"): (3, "On NeuronCore v2, tensor_copy is not supported on the Scalar Engine. Instead, "
+                                     "use nisa.activation with op=nl.copy."),
+    ("nisa.rng", "pool"): (3, "Supported engines: NeuronCore-v2: Vector. NeuronCore-v3+: GpSimd, Vector."),
+}
+
+#: The operator pairs the tensor_scalar page lets the Scalar Engine run on trn2 (NeuronCore-v3).
+_ACT_PAIRS_ON_V3 = {("multiply", "add"), ("multiply", None), ("add", None)}
+
+
+def engine_on_generation(call: str, engine: str | None, ops_: tuple[str | None, ...] = ()) -> None:
+    """A warning at ``call`` run on ``engine`` (the kernel named it) where its page rules that
+    engine out for the NeuronCore traced for (tensor_copy on ACT and rng on GpSimd before v3;
+    tensor_scalar on ACT on trn2 outside the page's operator pairs ``ops_``).  A warning, as
+    :func:`from_generation`'s: a kernel that names no target is traced for trn1."""
+    tracer = current()
+    first, words = _ENGINE_FROM.get((call, engine), (0, ""))
+    if call == "nisa.tensor_scalar" and engine == "act" and tracer.nc_generation == 3 and \
+            (tuple(ops_) + (None,))[:2] not in _ACT_PAIRS_ON_V3:
+        first, words = 4, ("The Scalar Engine on trn2 only supports some operator combinations: op0=nl.multiply and "
+                           "op1=nl.add; op0=nl.multiply and op1=None; op0=nl.add and op1=None")
+    if tracer.nc_generation < first:
+        tracer.warn(tracer.emit_site or tracer.where()[0], "generation",
+                    f"{call} on the {_ENGINE_NAMES.get(engine, engine)} traced for NeuronCore-v{tracer.nc_generation}: "
+                    f"its page: \"{words}\" (run as modelled)")
+
+
+def vector_bias(call: str, bias: Any) -> None:
+    """A warning for a number as ``activation``'s ``bias`` traced for NeuronCore-v2: its page,
+    "In NeuronCore-v2, the bias must be a [N, 1] vector, but starting NeuronCore-v3, bias can
+    either be a compile-time constant scalar or a [N, 1] vector" (0, no bias at all, passes)."""
+    tracer = current()
+    if tracer.nc_generation < 3 and not is_tile(bias) and bias is not None and ops.number(bias) != 0:
+        tracer.warn(tracer.emit_site or tracer.where()[0], "generation",
+                    f"{call}: bias is the number {ops.number(bias)!r}, and its page: \"In NeuronCore-v2, the bias must "
+                    f"be a [N, 1] vector\" (a constant scalar from NeuronCore-v3; run as modelled)")
+
+
+_ENGINE_NAMES = {"act": "Scalar Engine", "pool": "GpSimd Engine", "dve": "Vector Engine", "pe": "Tensor Engine"}
+
+
 def arithmetic_only(call: str, **ops_: str | None) -> None:
     """Refuse a bitvec operator among ``ops_`` (ALU names by parameter name): "Bitvec operators
     are not supported in this API" (scalar_tensor_tensor's and tensor_scalar_reduce's pages)."""
