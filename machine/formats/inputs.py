@@ -27,12 +27,15 @@ the file is UTF-16 text (it starts with a byte-order mark)
 from __future__ import annotations
 
 import codecs
+import os
+import stat
 import sys
 from typing import BinaryIO
 
 from neuronsim.machine.ir.errors import ProgramError
 
-__all__ = ["DEFAULT_MAX_INPUT", "INPUT_LIMIT", "read_input", "check_encoding", "set_input_limit", "describe_size"]
+__all__ = ["DEFAULT_MAX_INPUT", "INPUT_LIMIT", "read_input", "check_encoding", "set_input_limit", "describe_size",
+           "special_file"]
 
 #: Bytes of program text read at most unless ``--max-input`` says otherwise.
 DEFAULT_MAX_INPUT = 256 << 20
@@ -59,6 +62,27 @@ def describe_size(size: int) -> str:
             break
         value, unit = value / 1024, name
     return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+
+
+#: What a path that is not a regular file names, by its ``stat`` mode.
+_SPECIAL = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe (FIFO)"),
+            (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def special_file(path: str | os.PathLike) -> str | None:
+    """What ``path`` is when it exists and is not a regular file (links followed): ``"a named
+    pipe (FIFO)"``, ``"a directory"``, ...; None for a regular file or a missing one (its
+    reader says so).  For inputs read whole as files (an ``.npz`` archive, a kernel or pass
+    file): opening a FIFO waits for a writer that may never come, and a device never ends.
+
+    >>> special_file("/"), special_file("/dev/null"), special_file("/no/such/file")
+    ('a directory', 'a character device', None)
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    return next((kind for test, kind in _SPECIAL if test(mode)), None)
 
 
 def check_encoding(head: bytes) -> None:

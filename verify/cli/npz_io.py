@@ -19,15 +19,20 @@ from __future__ import annotations
 
 import ast
 import io
+import lzma
+import math
 import zipfile
+import zlib
 from collections.abc import Mapping
 
+import click
 import numpy as np
 
-from neuronsim.machine.ir.dtypes import DTYPES, numpy_dtype
 from neuronsim.machine.formats.files import write_atomically
-
-from neuronsim.verify.cli.common import UsageFailure
+from neuronsim.machine.formats.inputs import special_file
+from neuronsim.machine.ir.dtypes import DTYPES, numpy_dtype
+from neuronsim.verify.app.host import available_memory, format_bytes, machine_memory
+from neuronsim.verify.cli.common import MAX_MEMORY_KEY, UsageFailure
 
 __all__ = ["read_npz", "write_npz", "parse_dtype_options", "DEFAULT_VOID"]
 
@@ -78,62 +83,156 @@ def _typed(name: str, array: np.ndarray, named: Mapping[str, str], tensor_dtypes
         return array.astype(np.float64).astype(target) if array.dtype.kind == "f" else array.astype(target)
 
 
-def _member(archive, name: str) -> np.ndarray:
-    """One array of the archive; a header numpy cannot read back (``'<f1'``: how numpy saves an
-    ``ml_dtypes`` float8_e5m2 array) is parsed here, the data kept as raw bytes."""
-    _check_size(archive, name)
+#: numpy's own bound on an ``.npy`` header (its ``max_header_size``): a longer one is not parsed.
+MAX_HEADER_BYTES = 10_000
+#: The compression methods Python's zipfile reads; any other raised NotImplementedError.
+READABLE_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflate", zipfile.ZIP_BZIP2: "bzip2",
+                    zipfile.ZIP_LZMA: "lzma"}
+#: What a member whose compressed bytes are damaged raises as it is read (bz2: an OSError).
+DAMAGED = (zlib.error, lzma.LZMAError, EOFError, zipfile.BadZipFile, OSError)
+_HEADER_KEYS = {"descr", "fortran_order", "shape"}
+
+
+def _check_members(archive: zipfile.ZipFile, where: str, option: str) -> None:
+    """Refuse, before a byte of data is decompressed, a member that cannot be read (encrypted,
+    compressed by a method zipfile lacks) and an archive whose members, as their entries
+    declare them, decompress past the memory the command may use (a deflate bomb: 4 MB that
+    unpack to 4 GB).  zipfile never reads a member past its declared size, so the declared
+    sizes bound what is read."""
+    limit, whose = _memory_limit()
+    total = 0
+    for info in archive.infolist():
+        if info.flag_bits & 0x1:
+            raise ValueError(f"{info.filename}: an encrypted member (password-protected); save the arrays with "
+                             "numpy.savez")
+        if info.compress_type not in READABLE_METHODS:
+            raise ValueError(f"{info.filename}: compressed with method {info.compress_type}; readable are "
+                             f"{', '.join(READABLE_METHODS.values())}")
+        total += info.file_size
+        if limit is not None and total > limit:
+            held = f"{info.file_size:,} bytes" if total == info.file_size else \
+                f"{total:,} bytes with the members before it"
+            raise UsageFailure(f"cannot read {where}: {info.filename} decompresses to {held} "
+                               f"({format_bytes(total)}), more than {format_bytes(limit)} ({whose}); not read: "
+                               f"raise it with --max-memory SIZE", option)
+
+
+def _memory_limit() -> tuple[int | None, str]:
+    """The most the arrays may decompress to, and whose limit it is: ``--max-memory`` when the
+    command was given it, else the memory this machine has available now."""
+    context = click.get_current_context(silent=True)
+    given = context.meta.get(MAX_MEMORY_KEY) if context is not None else None
+    if given is not None:
+        return given, "--max-memory"
+    limits = [m for m in (machine_memory(), available_memory()) if m is not None]
+    return (min(limits) if limits else None), "this machine's available memory"
+
+
+def _member(archive: zipfile.ZipFile, name: str, names: frozenset[str]) -> np.ndarray:
+    """One array of the archive (``names``: its members), read here from its ``.npy`` header,
+    never unpickled: numpy's loader cannot read back the header it writes for an ``ml_dtypes``
+    float8_e5m2 array (``'<f1'``), and it allocates whatever shape a header claims first."""
+    member = name if name in names else f"{name}.npy"
     try:
-        value = archive[name]
-    except ValueError as err:
-        if "descr" not in str(err):
-            raise
-    else:
-        if not isinstance(value, np.ndarray):  # a member without the .npy magic: numpy hands back its bytes
-            raise ValueError(f"{name}: not an .npy array (the archive member holds other bytes)")
-        return value
-    with archive.zip.open(f"{name}.npy") as fh:
+        with archive.open(member) as fh:
+            shape, fortran, dtype = _header(fh, name)
+            claimed = math.prod(shape) * dtype.itemsize
+            held = archive.getinfo(member).file_size
+            if claimed > held:  # a corrupt or hand-made header: 10**11 elements claimed, out of memory
+                raise ValueError(f"{name}: its header says {shape} {dtype} ({claimed:,} bytes), the archive holds "
+                                 f"{held:,} bytes of it")
+            data, got = _read_into(fh, claimed)
+    except DAMAGED as err:  # (zlib's and lzma's errors name no member)
+        raise ValueError(f"{name}: its compressed data is damaged ({str(err) or type(err).__name__})") from None
+    if got < claimed:
+        raise ValueError(f"{name}: the member ends {claimed - got:,} bytes short of its header's {shape} {dtype}")
+    return np.frombuffer(data, dtype).reshape(shape, order="F" if fortran else "C")
+
+
+def _read_into(fh, size: int, chunk: int = 1 << 24) -> tuple[bytearray, int]:
+    """``size`` bytes of ``fh`` in one buffer, and how many it held: read in chunks into it, so
+    a large array costs its own size once (``fh.read(size)`` joined its pieces: twice)."""
+    buffer = bytearray(size)
+    view, got = memoryview(buffer), 0
+    while got < size:
+        piece = fh.read(min(chunk, size - got))
+        if not piece:
+            break
+        view[got:got + len(piece)] = piece
+        got += len(piece)
+    return buffer, got
+
+
+def _header(fh, name: str) -> tuple[tuple[int, ...], bool, np.dtype]:
+    """``(shape, fortran_order, dtype)`` of the ``.npy`` header at ``fh``, each checked."""
+    try:
         version = np.lib.format.read_magic(fh)
-        size = np.frombuffer(fh.read(2 if version[0] == 1 else 4), "<u2" if version[0] == 1 else "<u4")[0]
-        header = ast.literal_eval(fh.read(int(size)).decode("latin1"))
-        data = fh.read()
-    if header.get("descr") not in RAW_FLOAT8 or header.get("fortran_order"):
-        raise ValueError(f"{name}: unreadable array header {header!r}")
-    return np.frombuffer(data, RAW_FLOAT8[header["descr"]]).reshape(header["shape"]).copy()
+    except ValueError:
+        raise ValueError(f"{name}: not an .npy array (the archive member holds other bytes)") from None
+    if version not in ((1, 0), (2, 0), (3, 0)):
+        raise ValueError(f"{name}: an .npy array of format version {version[0]}.{version[1]}; numpy writes 1.0 to 3.0")
+    width = 2 if version[0] == 1 else 4
+    length = int.from_bytes(fh.read(width), "little")
+    if length > MAX_HEADER_BYTES:
+        raise ValueError(f"{name}: an .npy header of {length:,} bytes; numpy's are at most {MAX_HEADER_BYTES:,}")
+    try:
+        header = ast.literal_eval(fh.read(length).decode("latin1" if version < (3, 0) else "utf-8"))
+    except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):  # (nesting: the parser's limits)
+        raise ValueError(f"{name}: its .npy header is not a Python literal numpy writes") from None
+    if not isinstance(header, dict) or set(header) != _HEADER_KEYS:
+        raise ValueError(f"{name}: its .npy header is {_kind(header)}, not a dict of 'descr', 'fortran_order' "
+                         f"and 'shape'")
+    shape, fortran = header["shape"], header["fortran_order"]
+    if not isinstance(shape, tuple) or not all(type(n) is int and n >= 0 for n in shape):
+        raise ValueError(f"{name}: its .npy header's shape is not a tuple of sizes")
+    if not isinstance(fortran, bool):
+        raise ValueError(f"{name}: its .npy header's fortran_order is not true or false")
+    return shape, fortran, _dtype(header["descr"], name)
 
 
-def _check_size(archive, name: str) -> None:
-    """Refuse a member whose header claims more elements than its bytes hold (a corrupt or
-    hand-made header would have numpy allocate them all first: 10**11 elements, out of memory)."""
-    member = f"{name}.npy"
-    if member not in archive.zip.namelist():
-        return
-    with archive.zip.open(member) as fh:
-        try:
-            version = np.lib.format.read_magic(fh)
-            shape, _fortran, dtype = (np.lib.format.read_array_header_1_0(fh) if version == (1, 0) else
-                                      np.lib.format.read_array_header_2_0(fh))
-        except ValueError:
-            return  # not an .npy header numpy reads: the member's own read says what is wrong
-    claimed = int(np.prod(shape, dtype=object)) * dtype.itemsize
-    held = archive.zip.getinfo(member).file_size
-    if claimed > held:
-        raise ValueError(f"{name}: its header says {tuple(shape)} {dtype} ({claimed:,} bytes), the archive holds "
-                         f"{held:,} bytes of it")
+def _dtype(descr, name: str) -> np.dtype:
+    """The dtype an ``.npy`` header's ``descr`` names; one holding Python objects is refused
+    (reading it would unpickle)."""
+    if isinstance(descr, str) and descr in RAW_FLOAT8:
+        return RAW_FLOAT8[descr]
+    try:
+        dtype = np.lib.format.descr_to_dtype(descr)
+    except (TypeError, ValueError, KeyError, IndexError, RecursionError):
+        raise ValueError(f"{name}: its .npy header names no dtype numpy knows") from None
+    if dtype.hasobject:
+        raise ValueError(f"{name}: an array of Python objects, which is read by unpickling; neuronsim does not")
+    if dtype.itemsize == 0:
+        raise ValueError(f"{name}: an array of {dtype}, whose elements hold no bytes")
+    return dtype
+
+
+def _kind(value) -> str:
+    """``value``'s kind for a message (a header's text may be 10,000 characters)."""
+    if isinstance(value, dict):
+        return f"a dict of {', '.join(sorted(repr(k)[:20] for k in value)[:4]) or 'nothing'}"
+    return f"a {type(value).__name__}"
 
 
 def read_npz(path, option: str, named: Mapping[str, str] | None = None,
              tensor_dtypes: Mapping[str, str] | None = None) -> dict[str, np.ndarray]:
     """The arrays of the archive at ``path`` by name, raw bf16 / fp8 ones typed (module doc);
-    ``named`` (``--dtype``) converts any array to the dtype it names."""
+    ``named`` (``--dtype``) converts any array to the dtype it names.  A path that is not a
+    regular file (a FIFO would wait for a writer for ever) is refused before it is opened, and
+    an archive whose members decompress past the command's memory before they are read."""
     named, tensor_dtypes = dict(named or {}), dict(tensor_dtypes or {})
     where = path if isinstance(path, str) else "the archive"
+    kind = special_file(path) if isinstance(path, str) else None
+    if kind is not None:
+        raise UsageFailure(f"cannot read {where}: it is {kind}, not an .npz archive file", option)
     try:
         archive = np.load(path, allow_pickle=False)
         if not isinstance(archive, np.lib.npyio.NpzFile):
             raise UsageFailure(f"{where} holds a single array; expected an .npz archive of named arrays", option)
         with archive:
-            raw = {name: _member(archive, name) for name in archive.files}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+            _check_members(archive.zip, where, option)
+            names = frozenset(archive.zip.namelist())
+            raw = {name: _member(archive.zip, name, names) for name in archive.files}
+    except (ValueError, *DAMAGED) as err:
         # numpy reads a file that is neither .npz nor .npy as a pickle, and advises unpickling it
         reason = "not an .npz archive (nor an .npy array)" if "pickled" in str(err) else str(err)
         raise UsageFailure(f"cannot read {where}: {reason}", option) from None
