@@ -16,6 +16,7 @@ import os
 import sys
 from typing import Any
 
+from neuronsim.machine.formats.inputs import special_file
 from neuronsim.machine.formats.pyfile import exit_call, run_file
 from neuronsim.machine.ir.errors import message_of
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
@@ -104,7 +105,12 @@ def _nul_line(path: str) -> int:
 def load_kernel(spec: str) -> Any:
     """The kernel object (``@nki.jit`` kernel or plain function) ``FUNC`` of ``PATH.py``."""
     path, func = split_spec(spec)
-    where = SourceLine(_display(path), 0, os.path.abspath(path))
+    # the file as the user named it: outside the working folder its name alone would point at
+    # another file (``/elsewhere/cp.py`` missing, said as ``cp.py`` beside a ./cp.py that exists)
+    where = SourceLine(path, 0, os.path.abspath(path))
+    kind = special_file(path)
+    if kind is not None:  # (a FIFO would have the import wait for a writer)
+        raise NkiError(where, f"not a kernel file: it is {kind}")
     if not os.path.isfile(path):
         raise NkiError(where, "no such kernel file")
     if not path.endswith(".py"):
@@ -117,7 +123,8 @@ def load_kernel(spec: str) -> Any:
     except SyntaxError as err:  # the kernel's file, or a module it imports (named by the error)
         source = err.filename if err.filename and os.path.isfile(err.filename) else path
         line = err.lineno or _nul_line(source)  # Python names no line for a NUL byte
-        raise NkiError(SourceLine(_display(source), line, os.path.abspath(source)), f"SyntaxError: {err.msg}") from None
+        shown = path if _same_file(source, path) else _display(source)
+        raise NkiError(SourceLine(shown, line, os.path.abspath(source)), f"SyntaxError: {err.msg}") from None
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise
     except BaseException as err:  # an import the kernel needs and we do not have, or its own error
@@ -137,6 +144,13 @@ def load_kernel(spec: str) -> Any:
     if not _traceable(kernel):  # `h = int`, `max`, a partial of a builtin: nothing a kernel's trace can run
         raise NkiError(where, f"{func!r} in the kernel file is {_shown(kernel)}, not a kernel function")
     return kernel
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _traceable(kernel: Any) -> bool:

@@ -31,6 +31,7 @@ from typing import Any
 
 import click
 
+from neuronsim.machine.formats.inputs import special_file
 from neuronsim.machine.formats.program_json import save_program
 from neuronsim.machine.formats.pyfile import run_file
 from neuronsim.machine.ir.errors import message_of
@@ -266,6 +267,9 @@ def _reference_in(module_name: str, attr: str) -> Callable:
     """The function ``attr`` of a module file or an importable module."""
     if module_name.endswith(".py"):
         path = Path(module_name)
+        kind = special_file(path)
+        if kind is not None:  # (a FIFO would have the import wait for a writer)
+            raise UsageFailure(f"cannot read {module_name}: it is {kind}, not a Python file", "--reference")
         if not path.is_file():
             raise UsageFailure(f"cannot read {module_name}: no such file", "--reference")
         if str(path.resolve().parent) not in sys.path:  # the modules beside it import, as a script's do
