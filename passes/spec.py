@@ -5,10 +5,13 @@
     alloc,build-fdeps,remove-redundancies,anti-deps
     alloc{buffers=3},build-fdeps,anti-deps{memories=sbuf|psum,early_stop=pe-order}
 
-Option values are parsed after the type of the field's default: ``true``/``false``, integers,
-strings, and ``a|b|c`` for sets; the pass class's ``__post_init__`` validates them (its
-ValueError becomes a located ProgramError).  ``MODULE:NAME`` or ``FILE.py:NAME`` names a pass by
-its address.
+Option values are converted by the field's annotation (its default's type when the annotation
+does not resolve): ``true``/``false``, integers, finite floats, strings, ``none`` for a field
+that may be None, and ``a|b|c`` for sets, lists and tuples (each item converted in turn); a value
+that does not convert, an empty one (``memories=`` would turn the analysis off) and a field of
+another type are located errors, as is a trailing comma.  Only ASCII whitespace separates.  The
+pass class's ``__post_init__`` validates the values (its ValueError becomes a located
+ProgramError).  ``MODULE:NAME`` or ``FILE.py:NAME`` names a pass by its address.
 
 Examples
 --------
@@ -22,10 +25,14 @@ True
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
+import types
+import typing
 from collections.abc import Mapping
 from typing import Any
 
+from neuronsim.machine.formats.inputs import special_file
 from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file
 from neuronsim.machine.ir.errors import ProgramError, message_of
 
@@ -33,7 +40,13 @@ from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass, build_users_pass
 
 __all__ = ["parse_pipeline", "import_pass"]
 
-_ITEM = re.compile(r"\s*([a-z][a-z0-9-]*|(?:[\w./-]+\.py|[A-Za-z_][\w.]*):[A-Za-z_]\w*)\s*(?:\{([^}]*)\})?\s*(?:,|$)")
+#: Whitespace in a spec: ASCII only (a no-break space pasted into ``memories=sbuf`` is no separator).
+_SPACE = " \t\n\r\f\v"
+_ITEM = re.compile(r"[ \t\n\r\f\v]*([a-z][a-z0-9-]*|(?:[\w./-]+\.py|[A-Za-z_][\w.]*):[A-Za-z_]\w*)[ \t\n\r\f\v]*"
+                   r"(?:\{([^}]*)\})?[ \t\n\r\f\v]*(,|$)")
+_INTEGER = re.compile(r"[+-]?[0-9](?:_?[0-9])*", re.ASCII)
+_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_SEQUENCES = (frozenset, set, list, tuple)
 
 
 def import_pass(address: str, option: str = "--passes") -> Any:
@@ -47,6 +60,9 @@ def import_pass(address: str, option: str = "--passes") -> Any:
 
     module, _, attr = address.partition(":")
     file = module.endswith(".py")
+    kind = special_file(module) if file else None
+    if kind is not None:  # (a FIFO would have the import wait for a writer)
+        raise ProgramError(option, f"cannot load the pass {address!r}: {module} is {kind}, not a Python file")
     if file and not os.path.isfile(module):
         raise ProgramError(option, f"cannot load the pass {address!r}: no such file {module}")
     folder = os.path.dirname(os.path.abspath(module)) if file else os.getcwd()
@@ -93,20 +109,98 @@ def _pass_file(path: str) -> Any:
     return module if module is not None else run_file(path, name)
 
 
-def _convert(raw: str, default: Any, where: str) -> Any:
-    raw = raw.strip()
-    if isinstance(default, bool):
+def _option_types(cls: type) -> dict[str, Any]:
+    """The type each init field of the pass class ``cls`` is converted to: its annotation, or
+    its default's type when the annotations do not resolve (a user's names its module lacks)."""
+    try:
+        hints = typing.get_type_hints(cls)
+    except Exception:  # noqa: BLE001 - the user's annotations: each field falls back on its default
+        hints = {}
+    types_ = {}
+    for f in dataclasses.fields(cls):
+        if not f.init:
+            continue
+        kind = hints.get(f.name, f.type if not isinstance(f.type, str) else None)
+        if kind is None and f.default is not dataclasses.MISSING:
+            kind = type(f.default)
+        types_[f.name] = kind
+    return types_
+
+
+def _convert(raw: str, kind: Any, where: str) -> Any:
+    """The option text ``raw`` as a value of the type ``kind`` (None: unknown, kept as text)."""
+    raw = raw.strip(_SPACE)
+    if not raw:
+        raise ProgramError(where, "an empty value; give one, or leave the option out for its default")
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in args if a is not type(None)]
+        if len(members) < len(args) and raw.lower() == "none":
+            return None
+        errors = []
+        for member in members:
+            try:
+                return _convert(raw, member, where)
+            except ProgramError as err:
+                errors.append(err.message)
+        raise ProgramError(where, "; or ".join(errors))
+    if origin is typing.Literal:
+        for choice in args:
+            if str(choice).lower() == raw.lower() if isinstance(choice, bool) else str(choice) == raw:
+                return choice
+        raise ProgramError(where, f"expected one of {', '.join(str(c) for c in args)}, got {raw!r}")
+    if kind in _SEQUENCES or origin in _SEQUENCES:
+        return _sequence(raw, origin or kind, args, where)
+    return _scalar(raw, kind, where)
+
+
+def _sequence(raw: str, container: type, args: tuple, where: str) -> Any:
+    """``a|b|c`` as a set, list or tuple of items converted by the element type."""
+    items = [item.strip(_SPACE) for item in raw.split("|")]
+    if not all(items):
+        raise ProgramError(where, f"an empty item in {raw!r}; separate the items with one |")
+    element = args[0] if args and args[0] is not Ellipsis else None
+    values = [_convert(item, element, where) for item in items]
+    return container(values)
+
+
+def _scalar(raw: str, kind: Any, where: str) -> Any:
+    if kind is bool:
         if raw.lower() not in ("true", "false"):
             raise ProgramError(where, f"expected true or false, got {raw!r}")
         return raw.lower() == "true"
-    if isinstance(default, int):
-        try:
-            return int(raw)
-        except ValueError:
-            raise ProgramError(where, f"expected an integer, got {raw!r}") from None
-    if isinstance(default, frozenset):
-        return frozenset(v.strip() for v in raw.split("|") if v.strip())
-    return raw
+    if kind is int:
+        if not _INTEGER.fullmatch(raw):
+            raise ProgramError(where, f"expected an integer, got {raw!r}")
+        return int(raw)
+    if kind is float:
+        if not _FLOAT.fullmatch(raw) or not math.isfinite(float(raw)):
+            raise ProgramError(where, f"expected a finite number, got {raw!r}")
+        return float(raw)
+    if kind in (None, str, Any):
+        return raw
+    name = getattr(kind, "__name__", None) or str(kind)
+    raise ProgramError(where, f"the option is of type {name}, which a spec string cannot give (true/false, "
+                              "integers, numbers, text, none and a|b sets are read)")
+
+
+def _options(name: str, options: str | None, kinds: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments ``{key=value,...}`` give the pass ``name``, converted by ``kinds``."""
+    kwargs: dict[str, Any] = {}
+    if options is None or not options.strip(_SPACE):
+        return kwargs
+    for item in (o.strip(_SPACE) for o in options.split(",")):
+        if not item:
+            raise ProgramError(f"--passes.{name}", f"an empty option in {{{options}}} (a comma with nothing after it)")
+        key, sep, value = item.partition("=")
+        key = key.strip(_SPACE)
+        if not sep or key not in kinds:
+            raise ProgramError(f"--passes.{name}",
+                               f"unknown option {item!r}; expected key=value with key in {sorted(kinds)}")
+        if key in kwargs:  # (it kept the last)
+            raise ProgramError(f"--passes.{name}.{key}", "given twice")
+        kwargs[key] = _convert(value, kinds[key], f"--passes.{name}.{key}")
+    return kwargs
 
 
 def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> list[Pass]:
@@ -115,7 +209,7 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
         registry = PASS_REGISTRY
     passes: list[Pass] = []
     pos = 0
-    text = spec.strip()
+    text = spec.strip(_SPACE)
     while pos < len(text):
         m = _ITEM.match(text, pos)
         if m is None or m.end() == pos:
@@ -126,7 +220,7 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
         if cls is None and ":" in name:
             cls = import_pass(name)
             if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):  # an object or a function: no options
-                if options and options.strip():
+                if options and options.strip(_SPACE):
                     raise ProgramError(f"--passes.{name}", "options need a pass class (a dataclass)")
                 passes.append(as_pass(cls, name, "--passes"))
                 pos = m.end()
@@ -134,17 +228,7 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
         if cls is None:
             raise ProgramError("--passes", f"unknown pass {name!r}; expected one of {sorted(registry)} "
                                            f"(or MODULE:NAME, a pass class imported by its address)")
-        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
-        kwargs: dict[str, Any] = {}
-        for item in filter(None, (o.strip() for o in (options or "").split(","))):
-            key, sep, value = item.partition("=")
-            key = key.strip()
-            if not sep or key not in defaults:
-                raise ProgramError(f"--passes.{name}",
-                                   f"unknown option {item!r}; expected key=value with key in {sorted(defaults)}")
-            if key in kwargs:  # (it kept the last)
-                raise ProgramError(f"--passes.{name}.{key}", "given twice")
-            kwargs[key] = _convert(value, defaults[key], f"--passes.{name}.{key}")
+        kwargs = _options(name, options, _option_types(cls))
         if ":" in name:  # the user's class: anything its building raises is the error of --passes
             made = build_users_pass(cls, kwargs, name, "--passes")
         else:
@@ -156,6 +240,8 @@ def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> lis
         # dataclass with apply is wrapped as one; it was an internal error, no attribute 'spec_string'
         passes.append(made if isinstance(made, Pass) else as_pass(made, name, "--passes"))
         pos = m.end()
+        if m.group(3) == "," and pos == len(text):  # (``alloc,``: it ran the pipeline without the pass meant)
+            raise ProgramError("--passes", f"a trailing comma in {text!r}: a pass name is missing after it")
     if not passes:
         raise ProgramError("--passes", "empty pipeline")
     return passes
