@@ -126,13 +126,17 @@ def _depth(tree: ast.AST) -> int:
     """How deep ``tree``'s operators nest (expression nodes, the tree's own included), counted
     without recursion: its depth is what is checked.
 
-    >>> _depth(ast.parse("1 + 2 * n", mode="eval").body)
-    3
+    >>> _depth(ast.parse("1 + 2 * n", mode="eval").body), _depth(ast.parse("a and b and c", mode="eval").body)
+    (3, 3)
     """
     deepest, stack = 0, [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         deepest = max(deepest, depth)
+        if isinstance(node, ast.BoolOp):  # one node for ``a and b and ...``, which _build chains two by two:
+            last = len(node.values) - 1   # the first two values sit as deep as the chain is long
+            stack.extend((value, depth + last - max(k - 1, 0)) for k, value in enumerate(node.values))
+            continue
         stack.extend((child, depth + isinstance(child, ast.expr)) for child in ast.iter_child_nodes(node))
     return deepest
 
