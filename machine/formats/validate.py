@@ -8,6 +8,7 @@ order on the positions of the two instructions inside their innermost common loo
 
 from __future__ import annotations
 
+from neuronsim.machine.formats.inputs import describe_size
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
 from neuronsim.machine.ir.identity import WhileAlive
@@ -363,6 +364,23 @@ def access_elements(tensor: Tensor, access: Access) -> int:
     return count
 
 
+def _check_access_size(access: Access, tensor: Tensor, spec: MachineSpec, path: str) -> None:
+    """An access names at most as many bytes as the machine's largest memory (its DRAM) holds.
+    No rule of the op table bounds an access's elements (an input that should match the output
+    is repeated or truncated to fill it), but a stride-0 pattern repeats an element as often as
+    it likes, and each instance's values are one array in the simulator: 128 partitions of a
+    2**40-element pattern passed every check and then needed 512 TiB."""
+    elements = access_elements(tensor, access)
+    if elements * tensor.itemsize <= spec.dram_bytes:
+        return
+    partitions = "" if tensor.memory == MemoryKind.DRAM else \
+        f" ({access.partitions[1] if access.partitions is not None else tensor.shape[0]} partitions)"
+    raise ProgramError(join_path(path, "pattern" if access.pattern is not None else "offset"),
+                       f"the access names {elements:,} elements{partitions} of {tensor.itemsize} bytes, "
+                       f"{describe_size(elements * tensor.itemsize)}: more than {spec.name}'s largest memory holds "
+                       f"({describe_size(spec.dram_bytes)} of DRAM); the simulator holds an access's values whole")
+
+
 def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str) -> None:
     """A copy moves each element it reads to one it writes: the counts agree (the spec's
     ``dma_copy``; a transfer of unequal sides is a descriptor bug, not a pad or a cut)."""
@@ -447,6 +465,7 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
                                            f"unknown tensor {access.tensor!r}")
                     if (access, id(loops)) not in seen:
                         _check_access(access, tensor, enclosing, LazyPath(path, key, i))
+                        _check_access_size(access, tensor, spec, LazyPath(path, key, i))
                         seen.add((access, id(loops)))
             check_instruction(inst, tensors, spec, path)
             known.add(content)
