@@ -20,21 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from neuronsim_tests.bad_inputs import COPY_KERNEL as KERNEL
 from neuronsim_tests.bad_inputs import VALID
 from neuronsim_tests.bad_inputs import refused_in_one_line as _refused
 
 NEURONSIM = Path(sys.executable).with_name("neuronsim")
-KERNEL = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def cp(x):
-    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.load(x))
-    return out
-'''
 
 
 def _program(tmp_path: Path, doc: dict = VALID) -> str:

@@ -10,19 +10,9 @@ import os
 
 import pytest
 
+from neuronsim_tests.bad_inputs import COPY_KERNEL as KERNEL
 from neuronsim_tests.bad_inputs import refused_in_one_line as _refused
 
-KERNEL = '''
-import nki
-import nki.language as nl
-
-
-@nki.jit
-def cp(x):
-    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    nl.store(out, nl.load(x))
-    return out
-'''
 
 
 def test_a_kernel_file_that_is_a_fifo_is_named_as_such(tmp_path, monkeypatch):

@@ -182,6 +182,20 @@ BAD_INPUTS: list[BadInput] = [
 ]
 
 
+#: The smallest NKI kernel: a copy of its input (a kernel file the bad-input tests place).
+COPY_KERNEL = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def cp(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(x))
+    return out
+'''
+
+
 def valid_text() -> str:
     return _text()
 
