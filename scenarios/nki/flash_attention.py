@@ -38,9 +38,9 @@ def flash_attention(q, k, v, out):
         rowsum = nisa.tensor_reduce(nl.add, p, axis=(1,), keepdims=True, dtype=nl.float32)
         l_sum[...] = nisa.tensor_tensor(l_sum, alpha, op=nl.multiply)
         l_sum[...] = nisa.tensor_tensor(l_sum, rowsum, op=nl.add)
-        nm[...] = nisa.tensor_copy(nm_new, engine=nisa.scalar_engine)
+        nm[...] = nisa.activation(op=nl.copy, data=nm_new)  # on ACT: NeuronCore-v2 has no tensor_copy there
         pt_ps = nisa.nc_transpose(p, engine=nisa.tensor_engine)
-        p_t = nisa.tensor_copy(pt_ps, dtype=nl.bfloat16, engine=nisa.scalar_engine)
+        p_t = nisa.activation(op=nl.copy, data=pt_ps, dtype=nl.bfloat16)
         pv_ps = nisa.nc_matmul(p_t, vt)
         o[...] = nisa.tensor_scalar(o, nl.multiply, alpha, engine=nisa.vector_engine)
         o[...] = nisa.tensor_tensor(o, pv_ps, op=nl.add)
