@@ -36,6 +36,7 @@ import numpy as np
 
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 from neuronsim.machine.model.geometry import element_runs
+from neuronsim.machine.nki.vector_index import F
 
 __all__ = ["open_groups", "OpenGroups"]
 
@@ -249,6 +250,13 @@ def _indexed(extras: Mapping, loop: str, value) -> Mapping:
     return frozen_mapping({**extras, "x-source": {**source, "indices": indices}})
 
 
+def footprint_of(dst: object) -> tuple:
+    """``(tensor, partitions, offset, pattern)`` of a tile layout as :class:`OpenGroups` reads a
+    footprint (an offset with loop terms: None, the whole tile)."""
+    return (dst.tensor, dst.partitions, dst.offset.const if not dst.offset.terms else None,  # type: ignore[attr-defined]
+            tuple((s, n) for k, s, n in dst.axes if k == F) or ((1, 1),))  # type: ignore[attr-defined]
+
+
 class OpenGroups:
     """Which elements of each PSUM tile hold an open accumulation group while a kernel is traced,
     for ``nisa.nc_matmul(accumulate=None)``.  The ``nc_matmul`` reference says the compiler then
@@ -262,6 +270,7 @@ class OpenGroups:
     def __init__(self) -> None:
         self._open: dict[str, np.ndarray] = {}
         self._written: dict[str, np.ndarray] = {}  # elements holding a value other than zeroing's
+        self._by_other: dict[str, np.ndarray] = {}  # elements last written by an instruction not a matmul
 
     def _cells(self, tensor: Tensor, partitions: object, offset: object,
                pattern: tuple[tuple[int, int], ...] | None) -> list[tuple[slice, slice]]:
@@ -305,6 +314,16 @@ class OpenGroups:
         written = self._written[tensor.name]
         return any(written[cell].any() for cell in self._cells(tensor, partitions, offset, pattern))
 
+    def value_initialised(self, tensor: Tensor, partitions: object, offset: object,
+                          pattern: tuple[tuple[int, int], ...] | None) -> bool:
+        """Whether an element of this footprint was last written by an instruction other than a
+        matmul (a memset, a tensor_copy): what the nc_matmul page calls a PSUM location
+        "value-initialized by a non-matmul instruction"."""
+        if tensor.name not in self._by_other:
+            return False
+        by_other = self._by_other[tensor.name]
+        return any(by_other[cell].any() for cell in self._cells(tensor, partitions, offset, pattern))
+
     def note(self, inst: Instruction, tensors: Mapping[str, Tensor]) -> None:
         """Open and close groups by what ``inst`` (a traced instruction) reads and writes."""
         accumulating = inst.op == "matmul" and inst.attrs.get("accumulate")
@@ -315,8 +334,10 @@ class OpenGroups:
             offset = None if access.moves else (access.offset or 0)
             held = self._map(tensor)
             written = self._map(tensor, self._written) if opens else None
+            by_other = self._map(tensor, self._by_other) if opens else None
             zeroing = inst.op == "memset" and inst.attrs.get("value") == 0
             for cell in self._cells(tensor, access.partitions, offset, access.pattern):
                 held[cell] = opens
                 if written is not None:
                     written[cell] = not zeroing
+                    by_other[cell] = inst.op != "matmul"

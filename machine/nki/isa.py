@@ -17,6 +17,7 @@ from neuronsim.machine.nki import isa_select, mx, operand_rules, ops, scalars, s
 from neuronsim.machine.nki.arith import alu_name, alu_names
 from neuronsim.machine.nki.cores import meet
 from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.groups import footprint_of
 from neuronsim.machine.nki.handles import emit_call, written
 from neuronsim.machine.nki.tracer import api, current
 
@@ -117,6 +118,8 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
                    f"float32 tile in NeuronCore-v2 and NeuronCore-v3. Starting NeuronCore-v4, dst can either be a "
                    f"float32 or bfloat16 tile\" (this kernel: NeuronCore-v{tracer.nc_generation})")
     inferred = accumulate is None
+    if accumulate and not is_transpose and tracer.nc_generation < 4:
+        _accumulating_onto_a_value(tracer, out)
     if inferred:  # add to an open accumulation group (written, not read since), else start one
         tracer.flush()
         accumulate = tracer.accumulates_into(ops.lay(dst))
@@ -125,6 +128,22 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         extras = {"x-nki-accumulate-inferred": False}
     return _emit(lambda: em.matmul(_dst(dst), stationary, moving, accumulate=bool(accumulate),
                                    transpose=bool(is_transpose), perf_mode=perf_mode), name, extras)
+
+
+def _accumulating_onto_a_value(tracer: Any, out: Any) -> None:
+    """A warning at ``nc_matmul(accumulate=True)`` onto PSUM a memset or a copy wrote last, on
+    NeuronCore-v2 / v3: its page, "matmul accumulating into a PSUM location that was
+    value-initialized by a non-matmul instruction (e.g., memset, tensor_copy) is not supported
+    and is undefined behavior on hardware" (it ran and added, silently: a probe).  A warning:
+    the simulator adds, as v4 does; the legacy ``nl.zeros(psum)`` then ``+=`` idiom, which the
+    compiler turns into a first matmul that overwrites, is not this call."""
+    tracer.flush()
+    if out.on_chip and out.tensor.memory == MemoryKind.PSUM and tracer.psum_open.value_initialised(*footprint_of(out)):
+        tracer.warn(tracer.where()[0], "generation",
+                    f"nisa.nc_matmul(accumulate=True) onto {out.tensor.name}, which a non-matmul instruction wrote "
+                    f"last: its page, \"On NeuronCore-v2 and NeuronCore-v3, matmul accumulating into a PSUM location "
+                    f"that was value-initialized by a non-matmul instruction (e.g., memset, tensor_copy) is not "
+                    f"supported and is undefined behavior on hardware\" (start the group with accumulate=False)")
 
 
 @api("nisa.nc_transpose")

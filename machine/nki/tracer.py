@@ -36,10 +36,10 @@ from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, SourceLine, TraceTooLarge, at_line,
                                           check_tensor_name, fail, unsupported, user_frame, user_line, user_site)
 from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
-from neuronsim.machine.nki.groups import OpenGroups
+from neuronsim.machine.nki.groups import OpenGroups, footprint_of
 from neuronsim.machine.nki.scopes import check_uses
 from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, concrete, range_length
-from neuronsim.machine.nki.layout import F, Layout
+from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
 
@@ -335,8 +335,7 @@ class Tracer:
         """True when a matmul writing ``dst`` adds to an open PSUM accumulation group (elements
         written, not yet read; ``holding``: written before, read since or not), else False."""
         held = self.psum_open.holds_a_value if holding else self.psum_open.holds
-        return held(dst.tensor, dst.partitions, dst.offset.const if not dst.offset.terms else None,
-                    tuple((s, n) for k, s, n in dst.axes if k == F) or ((1, 1),))
+        return held(*footprint_of(dst))
 
     # -- pending results ---------------------------------------------------------------------
     def result(self, proxy: Any, emit: Callable[[Layout], None], storage: Callable[[tuple[SourceLine, str]], Layout],

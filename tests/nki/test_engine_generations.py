@@ -46,6 +46,41 @@ def scalar_bias(x):
     return _go(x, lambda r, t: nisa.activation(dst=r, op=nl.exp, data=t, bias=1.0))
 
 
+def _accumulate_onto(x, first):
+    s = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=s, value=1.0)
+    m = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=m, src=x)
+    p = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum)
+    first(p, s, m)
+    nisa.nc_matmul(dst=p, stationary=s, moving=m, accumulate=True)
+    r = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=r, src=p)
+    o = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=r)
+    return o
+
+
+@nki.jit
+def accumulate_onto_a_copy(x):
+    return _accumulate_onto(x, lambda p, s, m: nisa.tensor_copy(dst=p, src=m))
+
+
+@nki.jit
+def accumulate_onto_a_memset(x):
+    return _accumulate_onto(x, lambda p, s, m: nisa.memset(dst=p, value=0.0))
+
+
+@nki.jit
+def accumulate_onto_a_matmul(x):
+    return _accumulate_onto(x, lambda p, s, m: nisa.nc_matmul(dst=p, stationary=s, moving=m, accumulate=False))
+
+
+@nki.jit(platform_target="trn3")
+def accumulate_onto_a_copy_v4(x):
+    return _accumulate_onto(x, lambda p, s, m: nisa.tensor_copy(dst=p, src=m))
+
+
 @nki.jit(platform_target="trn2")
 def copy_on_act_v3(x):
     return _go(x, lambda r, t: nisa.tensor_copy(dst=r, src=t, engine=nisa.scalar_engine))
@@ -60,6 +95,9 @@ CASES = {
                        'Engine on trn2 only supports some operator combinations',
     "scalar_bias": 'nisa.activation: bias is the number 1.0, and its page: "In NeuronCore-v2, the bias must be a '
                    '[N, 1] vector"',
+    "accumulate_onto_a_copy": "nisa.nc_matmul(accumulate=True) onto p_",
+    "accumulate_onto_a_memset": "which a non-matmul instruction wrote last: its page, \"On NeuronCore-v2 and "
+                                "NeuronCore-v3, matmul accumulating into a PSUM location that was value-initialized",
 }
 
 
@@ -76,5 +114,6 @@ def test_an_engine_the_page_rules_out_for_the_target_is_a_warning_at_the_call(ke
     assert warning[0].startswith("k.py:") and CASES[func] in warning[2], warning
 
 
-def test_the_same_engine_on_a_target_that_has_it_says_nothing(kernels) -> None:
-    assert trace(load_kernel(kernels("copy_on_act_v3")), np.ones((128, 64), np.float32)).call_warnings == ()
+@pytest.mark.parametrize("func", ["copy_on_act_v3", "accumulate_onto_a_matmul", "accumulate_onto_a_copy_v4"])
+def test_the_same_call_where_the_page_allows_it_says_nothing(kernels, func: str) -> None:
+    assert trace(load_kernel(kernels(func)), np.ones((128, 64), np.float32)).call_warnings == ()

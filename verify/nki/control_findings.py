@@ -178,7 +178,8 @@ def psum_findings(program: Program) -> list[NkiFinding]:
                     found.setdefault(("psum-uninitialised", label), _psum(
                         "psum-uninitialised", label, access.tensor,
                         f"matmul {label} accumulates onto PSUM {access.tensor} bytes nothing wrote before it "
-                        f"(start the group with accumulate=False, or zero the tile first)"))
+                        f"(start the group with accumulate=False; a memset first is undefined on NeuronCore-v2 "
+                        f"and -v3, the nc_matmul page)"))
                 others = held[(held > 0) & (held != region)]
                 if others.size:
                     found.setdefault(("psum-overlap", label), _psum(
