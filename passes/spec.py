@@ -38,7 +38,7 @@ from neuronsim.machine.ir.errors import ProgramError, message_of
 
 from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass, build_users_pass
 
-__all__ = ["parse_pipeline", "import_pass"]
+__all__ = ["parse_pipeline", "import_pass", "pass_addresses"]
 
 #: Whitespace in a spec: ASCII only (a no-break space pasted into ``memories=sbuf`` is no separator).
 _SPACE = " \t\n\r\f\v"
@@ -201,6 +201,24 @@ def _options(name: str, options: str | None, kinds: Mapping[str, Any]) -> dict[s
             raise ProgramError(f"--passes.{name}.{key}", "given twice")
         kwargs[key] = _convert(value, kinds[key], f"--passes.{name}.{key}")
     return kwargs
+
+
+def pass_addresses(spec: str | None) -> list[str]:
+    """The ``FILE.py:NAME`` / ``MODULE:NAME`` items of a spec string, as written, by the grammar
+    :func:`parse_pipeline` reads (up to an item it cannot read: the parse says what is wrong).
+
+    >>> pass_addresses("alloc,my_passes.py:Fold{k=2},pkg.mod:Keep")
+    ['my_passes.py:Fold', 'pkg.mod:Keep']
+    """
+    found, pos, text = [], 0, (spec or "").strip(_SPACE)
+    while pos < len(text):
+        m = _ITEM.match(text, pos)
+        if m is None or m.end() == pos:
+            break
+        if ":" in m.group(1):
+            found.append(m.group(1))
+        pos = m.end()
+    return found
 
 
 def parse_pipeline(spec: str, registry: Mapping[str, type] | None = None) -> list[Pass]:

@@ -222,7 +222,7 @@ def _column_broadcast(views: list[Any]) -> bool:
     if min(view.free_count for view in views) != 1:
         return False
     wide, narrow = sorted((view.free_count for view in views), reverse=True)
-    tracer.warn(tracer.emit_site or tracer.where()[0], "broadcast",
+    tracer.warn("broadcast",
                 f"nisa.tensor_tensor of a tile of {wide} elements per partition and a column of {narrow}: its page "
                 f"asks for as many elements per partition (a user's such kernel failed to build on trn2), while "
                 f"Stanford CS149's asst4-trainium2 adds a bias so on the legacy API; run as the column's broadcast. "
@@ -389,8 +389,9 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
     the result negated into ``reduce_res``, the accumulator keeping it as it is (the page)."""
     cmd = command(reduce_cmd, "reset_reduce")
     operand_rules.arithmetic_only("nisa.tensor_scalar_reduce", op0=alu_name(op0))
-    if alu_name(reduce_op) not in ("add", "subtract", "multiply", "max", "min"):  # (a bitvec one ran: a sweep)
-        raise fail(f"nisa.tensor_scalar_reduce: reduce_op {alu_name(reduce_op)} is none of its page's nl.add, "
+    op = alu_name(reduce_op)
+    if op not in ("add", "subtract", "multiply", "max", "min"):  # (a bitvec one ran: a sweep)
+        raise fail(f"nisa.tensor_scalar_reduce: reduce_op {op} is none of its page's nl.add, "
                    f"nl.subtract, nl.multiply, nl.max or nl.min")
     operand_rules.one_per_partition("nisa.tensor_scalar_reduce", "reduce_res", reduce_res, dst.view().num_partitions)
     if cmd not in ("reset_reduce", "reduce", "reset", "idle", "load_reduce"):
@@ -406,7 +407,6 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
         ops.copy(dst, values, "dve")
     else:
         tensor_scalar(dst, data, op0, operand0, reverse0)
-    op = alu_name(reduce_op)
     if cmd == "load_reduce":  # the accumulator loads reduce_init, then this instruction reduces on top
         if is_tile(reduce_init):
             keep_register("dve", ops.lay(reduce_init))

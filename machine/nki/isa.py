@@ -139,7 +139,7 @@ def _accumulating_onto_a_value(tracer: Any, out: Any) -> None:
     compiler turns into a first matmul that overwrites, is not this call."""
     tracer.flush()
     if out.on_chip and out.tensor.memory == MemoryKind.PSUM and tracer.psum_open.value_initialised(*footprint_of(out)):
-        tracer.warn(tracer.where()[0], "generation",
+        tracer.warn("generation",
                     f"nisa.nc_matmul(accumulate=True) onto {out.tensor.name}, which a non-matmul instruction wrote "
                     f"last: its page, \"On NeuronCore-v2 and NeuronCore-v3, matmul accumulating into a PSUM location "
                     f"that was value-initialized by a non-matmul instruction (e.g., memset, tensor_copy) is not "

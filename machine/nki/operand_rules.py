@@ -67,7 +67,7 @@ def from_generation(call: str, first: int) -> None:
     kernels written for trn3's MX instructions name none (the MX tutorial's); it runs as modelled."""
     tracer = current()
     if tracer.nc_generation < first:
-        tracer.warn(tracer.emit_site or tracer.where()[0], "generation",
+        tracer.warn("generation",
                     f"{call} is available only on NeuronCore-v{first} and newer (its page), and the kernel is traced "
                     f"for NeuronCore-v{tracer.nc_generation}: trace it for the target it is written for "
                     f"(@nki.jit(platform_target=...), --machine)")
@@ -96,7 +96,7 @@ def engine_on_generation(call: str, engine: str | None, ops_: tuple[str | None, 
         first, words = 4, ("The Scalar Engine on trn2 only supports some operator combinations: op0=nl.multiply and "
                            "op1=nl.add; op0=nl.multiply and op1=None; op0=nl.add and op1=None")
     if tracer.nc_generation < first:
-        tracer.warn(tracer.emit_site or tracer.where()[0], "generation",
+        tracer.warn("generation",
                     f"{call} on the {_ENGINE_NAMES.get(engine, engine)} traced for NeuronCore-v{tracer.nc_generation}: "
                     f"its page: \"{words}\" (run as modelled)")
 
@@ -107,7 +107,7 @@ def vector_bias(call: str, bias: Any) -> None:
     either be a compile-time constant scalar or a [N, 1] vector" (0, no bias at all, passes)."""
     tracer = current()
     if tracer.nc_generation < 3 and not is_tile(bias) and bias is not None and ops.number(bias) != 0:
-        tracer.warn(tracer.emit_site or tracer.where()[0], "generation",
+        tracer.warn("generation",
                     f"{call}: bias is the number {ops.number(bias)!r}, and its page: \"In NeuronCore-v2, the bias must "
                     f"be a [N, 1] vector\" (a constant scalar from NeuronCore-v3; run as modelled)")
 

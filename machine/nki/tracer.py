@@ -254,12 +254,12 @@ class Tracer:
         for keyword in (k for k in given if k not in named):
             text = keywords.warning_for(call, keyword, named, self.generation == "legacy")
             if text is not None:
-                self.warn(line, "keyword", text)
+                self.warn("keyword", text, line)
 
-    def warn(self, line: SourceLine, kind: str, text: str) -> None:
-        """Note a warning of ``kind`` at the call at ``line``: ``keyword`` (:mod:`~neuronsim.machine.nki.
-        keywords`), ``broadcast`` (``emitters.tensor_tensor``), ``generation`` (``operand_rules.from_generation``)."""
-        self.call_warnings.setdefault((str(line), kind, text))
+    def warn(self, kind: str, text: str, line: SourceLine | None = None) -> None:
+        """Note a warning of ``kind`` (``keyword``, ``broadcast``, ``generation``) at ``line``, by
+        default the call's (a held-back call's own line while it is emitted)."""
+        self.call_warnings.setdefault((str(line or self.emit_site or self.where()[0]), kind, text))
 
     # -- locations ---------------------------------------------------------------------------
     def where(self) -> tuple[SourceLine, str]:

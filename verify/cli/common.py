@@ -459,8 +459,10 @@ def pass_sources(spec: str | None) -> tuple[str, ...]:
     >>> pass_sources("alloc,my_passes.py:Fold{k=2},schedule")
     ('my_passes.py',)
     """
+    from neuronsim.passes.spec import pass_addresses
+
     found = []
-    for module in re.findall(r"((?:[\w./-]+\.py)|(?:[A-Za-z_][\w.]*)):[A-Za-z_]\w*", spec or ""):
+    for module in (address.rpartition(":")[0] for address in pass_addresses(spec)):
         if module.endswith(".py"):
             found.append(module)
             continue
