@@ -45,6 +45,7 @@ from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, NkiInternalEr
 from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.loop_exit import body_exit_after_loop
 from neuronsim.machine.nki.groups import open_groups
+from neuronsim.machine.nki.hbm import SharePrivate, private_returned
 from neuronsim.machine.nki.kernel import platform_of, schedule_of, simulation_mode, unwrap
 from neuronsim.machine.nki.schedule import apply_edges, schedule_edges
 from neuronsim.machine.nki.layout import Layout
@@ -121,12 +122,14 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     restarts = 0
     converted: dict[int, np.ndarray] = {}  # the inputs in their dtypes, once for every attempt
     as_cores = False
+    shared: frozenset[tuple] = frozenset()  # private HBM declarations the kernel returns (machine/nki/hbm.py)
     name = name or getattr(func, "__name__", "kernel")
     module_state = _module_state(func)
     for _attempt in range(_MAX_ATTEMPTS):
         _restore(module_state)
         tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, ranks=int(ranks),
                         as_cores=as_cores, max_instructions=max_instructions, max_memory=max_memory)
+        tracer.hbm.shared = shared
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
@@ -141,6 +144,9 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
             raise NkiError(_located(err, func), f"the kernel exits ({exit_call(err)})") from None
         except NeedsCores:  # a two-core meeting reached: trace the grid's instances as cores
             as_cores = True
+            continue
+        except SharePrivate as again:  # an instance's own HBM tensor returned: the output all of them write
+            shared |= again.sites
             continue
         except NotAffine as err:
             keys = frozenset(tracer.loop_sites[loop] for loop in err.loops if loop in tracer.loop_sites)
@@ -392,6 +398,8 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
             results = instance()
             if k == 0:
                 _check_grid(tracer, func)
+    if tracer.ranks == 1 and (returned := private_returned(tracer, results)):
+        raise SharePrivate(returned)
     edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)

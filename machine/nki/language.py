@@ -23,6 +23,7 @@ from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.alloc import BUFFERS, Buffer, FnAlloc, ModAlloc, ParDim, TileSpec, declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import declared_dtype, to_dtype
 from neuronsim.machine.nki.errors import fail, shown
+from neuronsim.machine.nki.hbm import hbm_tensor
 from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tensor_views import transposed_shape
@@ -122,17 +123,7 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
     if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):
         if spec.buffer == "shared_hbm" and tracer.generation == "legacy":
             kernel_level(tracer)
-        key = tracer.hbm_site(tracer.where()[0])
-        if tracer.ranks > 1 or (spec.buffer == "private_hbm" and tracer.cores is not None):
-            # each rank's HBM is its own; private_hbm is "only visible to each individual kernel
-            # instance": one per core
-            key = (*key, tracer.cores.rank())
-        if key not in tracer.hbm_sites:
-            tensor = _declared(tracer, spec, name)
-            tracer.hbm_sites[key] = tensor
-            if name:
-                tracer.returned_names[tensor.layout.tensor.name] = name
-        return tracer.hbm_sites[key]
+        return hbm_tensor(tracer, spec.buffer, name, lambda: _declared(tracer, spec, name))  # shared or its own
     return _declared(tracer, spec, name)
 
 

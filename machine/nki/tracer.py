@@ -37,6 +37,7 @@ from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, SourceLine, T
                                           check_tensor_name, fail, unsupported, user_frame, user_line, user_site)
 from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups, footprint_of
+from neuronsim.machine.nki.hbm import HbmTensors
 from neuronsim.machine.nki.scopes import check_uses
 from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, concrete, range_length
 from neuronsim.machine.nki.layout import Layout
@@ -187,7 +188,7 @@ class Tracer:
     written: set[str] = field(default_factory=set)
     reductions_seen: set[str] = field(default_factory=set)
     """Tiles an ``nl.loop_reduce`` has reduced into (language._start_from_identity asks once each)."""
-    hbm_sites: dict[tuple, Any] = field(default_factory=dict)
+    hbm: HbmTensors = field(default_factory=HbmTensors)
     site_counts: dict[tuple[str, int], int] = field(default_factory=dict)
     constants: dict[str, Any] = field(default_factory=dict)
     shared_tiles: dict[Any, Any] = field(default_factory=dict)

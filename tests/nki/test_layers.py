@@ -22,6 +22,7 @@ LAYERS = (
     "optional_imports",  # which imports of a package not installed the user's code expects to fail
     "loop_exit",  # a legacy loop body ending in return / break, compiled again as NKI reads it
     "scopes", "legacy_rules",  # the legacy errors page's rules on a kernel as a whole (no tracer)
+    "hbm",  # HBM tensors by declaration: shared by a kernel's instances or each one's own (no tracer)
     "tracer",  # the recording core: loops, sites, pending results
     "device_values",  # tile contents read back at a point of the trace (decisions)
     "indirect",  # indirect DMA: a tile of row numbers as a DMA's index
