@@ -147,6 +147,8 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
         ops.activation(dst, func, data, scale=scale, bias=bias)
         if cmd == "reset":
             _reset_register("act", dst, 0.0)
+        if reduce_res is not None:  # its page: "if reduce_res: reduce_res = reduce_regs" (a probe: left unwritten)
+            ops.copy(ops.lay(reduce_res), register("act", "nisa.activation", cmd), "act")
         return
     _through_register("act", "nisa.activation", cmd, dst, reduce_res, folds,
                       lambda rows: ops.activation(dst, func, data, scale=scale, bias=bias, reduce_res=NkiTensor(rows),
@@ -201,8 +203,9 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
         raise fail(f"nisa.tensor_tensor: data1 has {views[0].num_partitions} partitions and data2 "
                    f"{views[1].num_partitions} (the instruction reads both on the same partitions: broadcast the row "
                    f"first, e.g. nl.broadcast_to, or use nl.add and the other nl.* operators, which broadcast it)")
-    # its page: as many elements per partition (a legacy [P, 1] column: a warning, _column_broadcast)
-    if len(views) == 2 and views[0].free_count != views[1].free_count and not (legacy and _column_broadcast(views)):
+    # its page: as many elements per partition (a legacy broadcast: a warning, operand_rules.legacy_broadcast)
+    if len(views) == 2 and views[0].free_count != views[1].free_count and not (
+            legacy and operand_rules.legacy_broadcast(ops.lay(data1), ops.lay(data2))):
         raise fail(f"nisa.tensor_tensor: data1 has {views[0].free_count} elements per partition and data2 "
                    f"{views[1].free_count} (the instruction pairs them element by element: for a column of one "
                    f"value per partition use nisa.tensor_scalar, or nl.subtract and the other nl.* operators, "
@@ -210,24 +213,6 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
     operand_rules.integer_bits("nisa.tensor_tensor", (alu_name(op),), data1=data1, data2=data2, dst=dst)
     operand_rules.pool_off_psum(asked_engine(engine), "nisa.tensor_tensor", data1, data2, dst)
     ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve", "nisa.tensor_tensor"))
-
-
-def _column_broadcast(views: list[Any]) -> bool:
-    """Whether a legacy ``tensor_tensor`` of a tile and a ``[P, 1]`` column runs as the column's
-    broadcast, with a warning.  The sources disagree: the page asks for as many elements per
-    partition (and a user's such kernel failed to build on trn2), while Stanford CS149's
-    asst4-trainium2 (legacy API, trn2) tells students tensor_tensor "should be helpful for adding
-    bias" and its public submissions do so; NKI 0.7's tensor_tensor keeps the refusal."""
-    tracer = current()
-    if min(view.free_count for view in views) != 1:
-        return False
-    wide, narrow = sorted((view.free_count for view in views), reverse=True)
-    tracer.warn("broadcast",
-                f"nisa.tensor_tensor of a tile of {wide} elements per partition and a column of {narrow}: its page "
-                f"asks for as many elements per partition (a user's such kernel failed to build on trn2), while "
-                f"Stanford CS149's asst4-trainium2 adds a bias so on the legacy API; run as the column's broadcast. "
-                f"nisa.tensor_scalar with the column as operand0 is safe under both")
-    return True
 
 
 def _operand(value: Any) -> Any:

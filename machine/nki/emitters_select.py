@@ -54,23 +54,24 @@ def command(reduce_cmd: Any, default: str) -> str:
     return str(getattr(reduce_cmd, "value", reduce_cmd)) if reduce_cmd is not None else default
 
 
-def register(engine: str, what: str) -> Layout:
-    """The last value of ``engine``'s accumulator, for ``reduce_cmd=reduce``."""
+def register(engine: str, what: str, cmd: str = "reduce") -> Layout:
+    """The last value of ``engine``'s accumulator, for ``reduce_cmd=reduce`` (or a ``reduce_res``
+    read out of the registers that ``cmd`` left as they were)."""
     kept = _registers().get(engine)
-    if kept is None:
-        raise current().refuse(f"{what}(reduce_cmd=reduce) with no accumulation before it in the kernel",
-                               "start the accumulation with reset_reduce (or reset / load_reduce)")
+    if kept is None:  # the kernel's mistake: the registers hold whatever an earlier kernel left
+        raise fail(f"{what}(reduce_cmd={cmd}) reads the engine's reduce registers, and nothing in the kernel set "
+                   "them before it: start the accumulation with reset_reduce (or reset / load_reduce)")
     layout, writes = kept
     name = layout.tensor.name
     # the hardware's 32-bit registers keep their value whatever happens to the tile; neuronsim
     # keeps it in the tile, so a tile written since, or rounded, would continue the chain wrong
     if current().kb.write_count(name) > writes:
-        raise current().refuse(f"{what}(reduce_cmd=reduce) after the kernel wrote {name}, the tile the "
+        raise current().refuse(f"{what}(reduce_cmd={cmd}) after the kernel wrote {name}, the tile the "
                                "accumulation before it left its value in",
                                "continue the accumulation before writing that tile, or restart it with "
                                "reset_reduce")
     if layout.element_dtype != "float32":
-        raise current().refuse(f"{what}(reduce_cmd=reduce) continuing from {name} ({layout.element_dtype}), "
+        raise current().refuse(f"{what}(reduce_cmd={cmd}) continuing from {name} ({layout.element_dtype}), "
                                "where the accumulation before it left its value rounded",
                                "a float32 result tile for the accumulation a chain continues")
     return layout
@@ -251,6 +252,9 @@ def select_reduce(dst: Layout, predicate: Any, on_true: Any, on_false: Any, redu
     reads = [_tile(predicate, "nisa.select_reduce predicate"), _tile(on_true, "nisa.select_reduce on_true")]
     if page_rules:
         operand_rules.same_counts("nisa.select_reduce", dst, predicate=reads[0], on_true=reads[1])
+        if all(r.tensor.memory.name == "PSUM" for r in reads):  # (both ran: a probe)
+            raise fail("nisa.select_reduce: on_true and predicate are both in PSUM; its page: \"Either on_true or "
+                       "predicate may be in PSUM, but not both simultaneously\"")
         _select_reduce_dtypes(reads[0], reads[1], reduce_res)
         rows = dst.view().num_partitions
         operand_rules.one_per_partition("nisa.select_reduce", "on_false", on_false, rows)

@@ -13,7 +13,7 @@ from typing import Any
 
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.nki import emitters as em
-from neuronsim.machine.nki import isa_select, mx, operand_rules, ops, scalars, schedule
+from neuronsim.machine.nki import isa_select, mx, operand_rules, ops, scalars, schedule, transpose_dma
 from neuronsim.machine.nki.arith import alu_name, alu_names
 from neuronsim.machine.nki.cores import meet
 from neuronsim.machine.nki.errors import fail
@@ -157,8 +157,19 @@ def nc_transpose(dst, data, engine=None, name=None, **_kw) -> Handle:
 def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
                name=None, **_kw) -> Handle:
     operand_rules.vector_bias("nisa.activation", bias)
-    return _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
-                                reduce_res=reduce_res, reduce_cmd=reduce_cmd), name)
+    return _emit(lambda: em.activation(_counted("nisa.activation", dst, data=data), op, data, bias=bias, scale=scale,
+                                       reduce_op=reduce_op, reduce_res=reduce_res, reduce_cmd=reduce_cmd), name)
+
+
+def _counted(call: str, dst: Any, **sources: Any) -> Any:
+    """``dst``'s layout, refused unless each source tile occupies as many partitions and elements
+    per partition (the activation page: "The number of elements per partition of data and dst
+    tiles must be the same"; tensor_copy's: "the same partition axis size and also the same
+    number of elements per partition"; a [P, 1] column into [P, 64] ran as a broadcast: a probe)."""
+    out = _dst(dst)
+    if out.on_chip and all(not em.is_tile(v) or ops.lay(v).on_chip for v in sources.values()):  # (HBM: on_chip's)
+        operand_rules.same_counts(call, out, **sources)
+    return out
 
 
 @api("nisa.activate2")
@@ -171,15 +182,15 @@ def activate2(dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=Fals
 
 @api("nisa.activation_reduce")
 def activation_reduce(dst, op, data, reduce_op, reduce_res, bias=None, scale=1.0, name=None, **_kw) -> Handle:
-    return _emit(lambda: em.activation(_dst(dst), op, data, bias=bias, scale=scale, reduce_op=reduce_op,
-                                reduce_res=reduce_res), name)
+    return _emit(lambda: em.activation(_counted("nisa.activation_reduce", dst, data=data), op, data, bias=bias,
+                                       scale=scale, reduce_op=reduce_op, reduce_res=reduce_res), name)
 
 
 @api("nisa.tensor_tensor")
 def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_kw) -> Handle:
     operand_rules.power_off_psum(alu_names(op), data1=data1, data2=data2, dst=dst)
     def emit() -> None:
-        out = _dst(dst)
+        out = _counted("nisa.tensor_tensor", dst, data1=data1)  # (both inputs [P, 1] into [P, 64] ran: a probe)
         em.tensor_tensor(out, data1, data2, op, engine if em.ENGINES.get(str(engine)) is not None
                          else _integer_engine(out, data1, data2))
     return _emit(emit, name)
@@ -232,13 +243,23 @@ def scalar_tensor_tensor(dst, data, op0, operand0, op1, operand1, reverse0=False
 
 @api("nisa.tensor_reduce")
 def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, **_kw) -> Handle:
-    return _emit(lambda: em.tensor_reduce(_dst(dst), op, data, axis, negate, keepdims), name)
+    def emit() -> None:
+        shape = ops.lay(data).shape
+        axes = sorted(em.reduce_axes(shape, axis))
+        # (axis=1 of a (P, 8, 8) tile ran: a probe; axes of one element after the last are the same pattern)
+        if axes != list(range(axes[0], axes[-1] + 1)) or any(n != 1 for n in shape[axes[-1] + 1:]):
+            raise fail(f"nisa.tensor_reduce over axis {axis!r} of a {tuple(shape)} tile: its page: \"The reduction "
+                       "axes must be the last contiguous free dimension(s) of the tile, ending at the final "
+                       "dimension\" (move the axis last with a view, or reduce with nl.sum and the other nl.* "
+                       "reductions)")
+        em.tensor_reduce(_dst(dst), op, data, axis, negate, keepdims)
+    return _emit(emit, name)
 
 
 @api("nisa.tensor_copy")
 def tensor_copy(dst, src, engine=None, name=None, **_kw) -> Handle:
     operand_rules.engine_on_generation("nisa.tensor_copy", em.asked_engine(engine))
-    return _emit(lambda: em.tensor_copy(_dst(dst), src, engine), name)
+    return _emit(lambda: em.tensor_copy(_counted("nisa.tensor_copy", dst, src=src), src, engine), name)
 
 
 @api("nisa.memset")
@@ -342,7 +363,13 @@ def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob
 
 @api("nisa.dma_transpose")
 def dma_transpose(dst, src, axes=None, dge_mode=None, name=None, priority=None, oob_mode=None, **_kw) -> Handle:
-    return _emit(lambda: em.dma_transpose(_dst(dst), src, axes=axes), name)
+    operand_rules.enum_member("nisa.dma_transpose", "dge_mode", dge_mode, ("unknown", "none", "swdge", "hwdge"))
+
+    def emit() -> None:
+        out = _dst(dst)
+        transpose_dma.page_rules(out, ops.lay(src), dge_mode)
+        em.dma_transpose(out, src, axes=axes)
+    return _emit(emit, name)
 
 
 def enum_names() -> dict[str, Any]:

@@ -86,6 +86,8 @@ def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, 
 def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **_kw):
     operand_rules.power_off_psum(alu_names(op), data1=data1, data2=data2)
     shape = data1.shape if hasattr(data1, "shape") else data2.shape
+    if hasattr(data1, "shape") and hasattr(data2, "shape") and prod(data2.shape) > prod(data1.shape):
+        shape = data2.shape  # a legacy broadcast of data1 (operand_rules.legacy_broadcast): the wider tile's
     return _result(shape, result_dtype(dtype, data1, data2), "sbuf",
                    lambda dst: em.tensor_tensor(dst, data1, data2, op, engine, legacy=True), mask)
 

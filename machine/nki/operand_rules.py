@@ -41,7 +41,7 @@ from neuronsim.machine.nki.tracer import current
 __all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs", "same_shape", "same_counts",
            "one_per_partition", "enum_member", "pool_off_psum", "transposable_into", "on_chip", "from_generation",
            "arithmetic_only", "INTEGER_DTYPES", "dtype_among", "same_dtype", "off_psum", "tensor_scalar_operators",
-           "BITVEC_NAMES", "power_off_psum", "packed_zero", "gpsimd_dma_size", "same_rank"]
+           "BITVEC_NAMES", "power_off_psum", "packed_zero", "gpsimd_dma_size", "same_rank", "legacy_broadcast"]
 
 
 def _layout(value: Any) -> Layout | None:
@@ -344,3 +344,30 @@ def same_rank(call: str, x: Any, shape: Any) -> None:
     broadcast to (128, 4, 64) ran, its new axes last)."""
     if is_tile(x) and len(tuple(shape)) != len(x.shape):
         raise fail(f'{call} of {tuple(x.shape)} to {tuple(shape)}; its page: the shape "Must have the same rank as x"')
+
+
+def legacy_broadcast(a: Layout, b: Layout) -> bool:
+    """Whether a legacy ``tensor_tensor`` of two tiles of other shapes that broadcast (NKI's rule:
+    aligned on the partition axis, :func:`~neuronsim.machine.nki.ops.broadcast_shape`) runs as the
+    broadcast, with a warning at the call.  The sources disagree: the page asks for as many
+    elements per partition (and a user's such kernel failed to build on trn2), while Stanford
+    CS149's asst4-trainium2 (legacy API, trn2) tells students tensor_tensor "should be helpful for
+    adding bias" and its public submissions add a [P, 1] column so, and NxD's router_topk_kernel
+    multiplies a [P, A, B] tile by a [P, A] one and by a [P, 1, B] one, a kernel its tests run on
+    hardware.  NKI 0.7's tensor_tensor keeps the refusal."""
+    shapes = [tuple(a.shape), tuple(b.shape)]
+    rank = max(len(s) for s in shapes)
+    try:
+        wide = tuple(np.broadcast_shapes(*(s + (1,) * (rank - len(s)) for s in shapes)))
+    except ValueError:
+        return False
+    if wide not in [s + (1,) * (rank - len(s)) for s in shapes]:  # each side broadcast: no tile holds the result
+        return False
+    small = shapes[0] if prod(shapes[0]) < prod(shapes[1]) else shapes[1]
+    current().warn("broadcast",
+                   f"nisa.tensor_tensor of a {wide} tile and a {small} one: its page asks for as many elements per "
+                   f"partition (a user's such kernel failed to build on trn2), while public legacy kernels broadcast "
+                   f"so (Stanford CS149's asst4-trainium2 adds a bias, NxD's router_topk_kernel scales rows); run "
+                   f"as the broadcast. "
+                   f"nisa.tensor_scalar with a [P, 1] column as operand0 is safe under both")
+    return True

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuronsim.machine.nki import ops, reinterpret
+from neuronsim.machine.ir.dtypes import itemsize
+from neuronsim.machine.nki import operand_rules, ops, reinterpret
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["DMA_TRANSPOSE_AXES", "dma_transpose", "permutation", "transposed_shape"]
+__all__ = ["DMA_TRANSPOSE_AXES", "dma_transpose", "permutation", "transposed_shape", "page_rules"]
 
 #: The permutations the dma_transpose API page lists, by the source's rank (the i-th axis of
 #: the result is axis ``perm[i]`` of the source); the only ones ``axes=`` may name.
@@ -45,6 +46,36 @@ def transposed_shape(shape: tuple[int, ...], axes: Any = None) -> tuple[int, ...
     """
     perm = DMA_TRANSPOSE_AXES.get(len(shape)) if axes is None else tuple(int(a) for a in axes)
     return tuple(shape[a] for a in perm) if perm else tuple(shape[::-1])
+
+
+def page_rules(dst: Layout, src: Layout, dge_mode: Any) -> None:
+    """The current API page's rules on a ``dma_transpose``: ``src.dtype == dst.dtype``; a direct
+    transpose takes ``dge_mode`` unknown or ``hwdge``, an indirect one unknown or ``swdge``; a
+    hardware-DGE transpose ("only supported for NeuronCore-v3 or newer": a warning, as
+    :func:`~neuronsim.machine.nki.operand_rules.from_generation` says why) of a 2-byte dtype, a
+    2-D source of 16 rows or a 3-D / 4-D one of 1, 2, 4, 8 or 16 with ``src.shape[0] *
+    src.shape[-2]`` a multiple of 16, and at most 128 elements in the last axis.  (Each ran,
+    a float32 hwdge transpose of 128 rows among them: probes of kernel mistakes.)"""
+    if not (src.bitcast or dst.bitcast) and src.element_dtype != dst.element_dtype:
+        raise fail(f"nisa.dma_transpose of a {src.element_dtype} source into a {dst.element_dtype} dst: its page asks "
+                   "src.dtype == dst.dtype (a DMA transpose casts nothing)")
+    mode = getattr(dge_mode, "name", dge_mode)
+    if not isinstance(mode, str) or mode == "unknown":
+        return
+    indirect = src.indirect is not None
+    valid = "swdge" if indirect else "hwdge"
+    if mode != valid:
+        raise fail(f"nisa.dma_transpose(dge_mode={mode}) of {'an indirect' if indirect else 'a direct'} source: its "
+                   f"page: the only valid dge_modes are unknown and {valid}")
+    if mode != "hwdge":
+        return
+    operand_rules.from_generation("nisa.dma_transpose(dge_mode=hwdge)", 3)
+    shape = tuple(src.shape)
+    rows = shape[0] == 16 if len(shape) == 2 else shape[0] in (1, 2, 4, 8, 16) and shape[0] * shape[-2] % 16 == 0
+    if not rows or shape[-1] > 128 or itemsize(src.element_dtype) != 2:
+        raise fail(f"nisa.dma_transpose(dge_mode=hwdge) of a {shape} {src.element_dtype} source: its page asks a "
+                   "2-byte dtype, src.shape[-1] <= 128 and src.shape[0] == 16 for a 2-D source (for 3-D / 4-D, "
+                   "src.shape[0] in {1, 2, 4, 8, 16} and src.shape[0] * src.shape[-2] a multiple of 16)")
 
 
 def _permuted(layout: Layout, perm: tuple[int, ...]) -> Layout:

@@ -283,7 +283,7 @@ def test_legacy_dst_forms_and_a_certain_dropout():
 @pytest.mark.parametrize("spec, needle, message", [
     ("isa_batch_search.py::short_mask", "shuffle_mask=list(range(31))", "shuffle_mask is 32 source partitions"),
     ("isa_batch_select.py::continues_nothing", "dst=sums, src=data, op0=nl.add",
-     "reduce_cmd=reduce) with no accumulation before it in the kernel is not supported"),
+     "reduce_cmd=reduce) reads the engine's reduce registers, and nothing in the kernel set them before it"),
 ])
 def test_misuse_is_one_line_at_the_kernel_line(spec, needle, message):
     path = Path(KERNELS, spec.split("::")[0])

@@ -113,7 +113,7 @@ def test_each_ranked_call_traces():
             z = nl.zeros((128, 64), dtype=nl.float32, buffer=nl.sbuf)
             nisa.tensor_tensor(z, mm, nl.copy(ramp, dtype=nl.float32), nl.add)
             nisa.dma_copy(dst=scratch, src=z, dge_mode=nisa.dge_mode.swdge)
-            tr = nl.ndarray((64, 128), dtype=nl.float32, buffer=nl.sbuf)
+            tr = nl.ndarray((64, 128), dtype=nl.bfloat16, buffer=nl.sbuf)  # (its page: src.dtype == dst.dtype)
             nisa.dma_transpose(tr, scratch)
             nisa.dma_copy(dst=out, src=z)
             for _ in nl.sequential_range(1):

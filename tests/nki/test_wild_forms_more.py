@@ -41,7 +41,7 @@ def test_the_scalar_engine_reduce_registers_carry_across_activations():
 
 
 def test_reduce_with_nothing_accumulated_is_refused_at_its_line():
-    with pytest.raises(NkiError, match=r"wild_forms_more.py:\d+: .*reduce_cmd=reduce\) with no accumulation"):
+    with pytest.raises(NkiError, match=r"wild_forms_more.py:\d+: .*reduce_cmd=reduce\) reads the engine's reduce"):
         trace(kernel("wild_forms_more.py::reduce_before_any"), f32(128, 64))
 
 

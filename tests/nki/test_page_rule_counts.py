@@ -1,0 +1,213 @@
+"""A probe of NKI 0.7 kernel mistakes (235 generated kernels): the page rules it found running
+without a word, each now refused at the line marked ``# mistake`` with its page's words (a
+source narrower than its ``dst``, two PSUM operands of select_reduce, a reduction over a middle
+axis, dma_transpose's dtype and DGE rules, a ``reduce_res`` read out of registers nothing set),
+and what the same pages allow, which still runs (a legacy broadcast of ``tensor_tensor``, which
+NxD's router_topk_kernel relies on, with a warning)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, load_kernel, trace
+from neuronsim.verify.nki.simulate import sequential_outputs
+
+KERNELS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def _tile(x, shape=None, dtype=None, buffer=nl.sbuf):
+    t = nl.ndarray(shape or x.shape, dtype=dtype or x.dtype, buffer=buffer)
+    if shape is None and buffer == nl.sbuf:
+        nisa.dma_copy(dst=t, src=x)
+    else:
+        nisa.memset(dst=t, value=1.0)
+    return t
+
+
+def _out(t):
+    o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=o, src=t)
+    return o
+
+
+@nki.jit
+def activation_of_a_column_into_a_tile(x):
+    col, o = _tile(x, (128, 1)), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.activation(dst=o, op=nl.exp, data=col)  # mistake
+    return _out(o)
+
+
+@nki.jit
+def copy_of_a_column_into_a_tile(x):
+    col, o = _tile(x, (128, 1)), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=col)  # mistake
+    return _out(o)
+
+
+@nki.jit
+def copy_of_a_row_onto_every_partition(x):
+    t, o = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=o, src=t[0:1, :])  # mistake
+    return _out(o)
+
+
+@nki.jit
+def tensor_tensor_of_columns_into_a_tile(x):
+    a, b = _tile(x, (128, 1)), _tile(x, (128, 1))
+    o = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=o, data1=a, data2=b, op=nl.add)  # mistake
+    return _out(o)
+
+
+@nki.jit
+def select_reduce_of_two_psum_operands(x):
+    t, o = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    pred = nl.ndarray(x.shape, dtype=nl.uint8, buffer=nl.psum)
+    nisa.tensor_scalar(dst=pred, data=t, op0=nl.greater, operand0=0.0)
+    tp = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.psum)
+    nisa.tensor_copy(dst=tp, src=t)
+    nisa.select_reduce(dst=o, predicate=pred, on_true=tp, on_false=0.0)  # mistake
+    return _out(o)
+
+
+@nki.jit
+def reduction_over_a_middle_axis(x):
+    t, o = _tile(x, (128, 8, 8)), nl.ndarray((128, 1, 8), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=o, op=nl.add, data=t, axis=1, keepdims=True)  # mistake
+    return _out(o)
+
+
+@nki.jit
+def dma_transpose_with_a_cast(x):
+    t, o = _tile(x, (64, 64)), nl.ndarray((64, 64), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=o, src=t)  # mistake
+    return _out(o)
+
+
+@nki.jit
+def hardware_dge_transpose_of_float32(x):
+    t, o = _tile(x, (64, 64)), nl.ndarray((64, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=o, src=t, dge_mode=nisa.dge_mode.hwdge)  # mistake
+    return _out(o)
+
+
+@nki.jit
+def software_dge_transpose_of_a_tile(x):
+    t, o = _tile(x, (64, 64)), nl.ndarray((64, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_transpose(dst=o, src=t, dge_mode=nisa.dge_mode.swdge)  # mistake
+    return _out(o)
+
+
+@nki.jit
+def reduce_res_of_registers_nothing_set(x):
+    t, e = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=s,  # mistake
+                    reduce_cmd=nisa.reduce_cmd.idle)
+    return _out(s)
+
+
+@nki.jit
+def reduce_res_read_out_by_idle(x):
+    """reset_reduce keeps the row sums in the registers; idle leaves them and reads them out."""
+    t, e = _tile(x), nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    s = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation(dst=e, op=nl.copy, data=t, reduce_op=nl.add, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.activation(dst=e, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=s, reduce_cmd=nisa.reduce_cmd.idle)
+    return _out(s)
+
+
+@nki.jit
+def reduction_over_the_last_two_axes(x):
+    t = nl.ndarray((128, 4, 16), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.reshape((128, 4, 16)))
+    o = nl.ndarray((128, 1), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=o, op=nl.add, data=t, axis=(1, 2))
+    return _out(o)
+'''
+
+#: A module of its own: a module that imports the neuronxcc stand-ins is traced as legacy NKI whole.
+LEGACY = '''
+import neuronxcc.nki as legacy_nki
+import neuronxcc.nki.isa as lisa
+import neuronxcc.nki.language as lnl
+
+
+@legacy_nki.jit
+def legacy_rows_scaled_by_a_narrower_tile(x, w):
+    out = lnl.ndarray((128, 4, 16), dtype=x.dtype, buffer=lnl.shared_hbm)
+    t = lnl.ndarray((lnl.par_dim(128), 4, 16), dtype=x.dtype, buffer=lnl.sbuf)
+    t[...] = lnl.load(x.reshape((128, 4, 16)))
+    lnl.store(out, lisa.tensor_tensor(t, lnl.load(w), lnl.multiply))
+    return out
+'''
+
+MISTAKES = {
+    "activation_of_a_column_into_a_tile": "nisa.activation: data is (128, 1), and dst",
+    "copy_of_a_column_into_a_tile": "nisa.tensor_copy: src is (128, 1), and dst",
+    "copy_of_a_row_onto_every_partition": "nisa.tensor_copy: src is (1, 64), and dst",
+    "tensor_tensor_of_columns_into_a_tile": "nisa.tensor_tensor: data1 is (128, 1), and dst",
+    "select_reduce_of_two_psum_operands": "nisa.select_reduce: on_true and predicate are both in PSUM; its page: "
+                                          "\"Either on_true or predicate may be in PSUM, but not both",
+    "reduction_over_a_middle_axis": "nisa.tensor_reduce over axis 1 of a (128, 8, 8) tile: its page: \"The reduction "
+                                    "axes must be the last contiguous free dimension(s) of the tile",
+    "dma_transpose_with_a_cast": "nisa.dma_transpose of a float32 source into a bfloat16 dst: its page asks "
+                                 "src.dtype == dst.dtype",
+    "hardware_dge_transpose_of_float32": "nisa.dma_transpose(dge_mode=hwdge) of a (64, 64) float32 source: its page "
+                                         "asks a 2-byte dtype",
+    "software_dge_transpose_of_a_tile": "nisa.dma_transpose(dge_mode=swdge) of a direct source: its page: the only "
+                                        "valid dge_modes are unknown and hwdge",
+    "reduce_res_of_registers_nothing_set": "nisa.activation(reduce_cmd=idle) reads the engine's reduce registers, and "
+                                           "nothing in the kernel set them before it",
+}
+
+
+@pytest.fixture
+def kernels(tmp_path):
+    (tmp_path / "k.py").write_text(KERNELS)
+    (tmp_path / "l.py").write_text(LEGACY)
+    return lambda name: load_kernel(f"{tmp_path / ('l.py' if name.startswith('legacy') else 'k.py')}::{name}")
+
+
+def _line(func: str) -> int:
+    lines = KERNELS.splitlines()
+    start = next(k for k, text in enumerate(lines) if text.startswith(f"def {func}("))
+    return next(k + 1 for k in range(start, len(lines)) if "# mistake" in lines[k])
+
+
+X = np.random.default_rng(0).uniform(-1, 1, (128, 64)).astype(np.float32)
+
+
+@pytest.mark.parametrize("func", sorted(MISTAKES))
+def test_each_mistake_is_one_line_at_its_kernel_line(kernels, func):
+    with pytest.raises(NkiError) as caught:
+        trace(kernels(func), X)
+    text = str(caught.value)
+    assert text.startswith(f"k.py:{_line(func)}: ") and MISTAKES[func] in text and "\n" not in text, text
+
+
+def test_idle_reads_out_the_registers_reset_reduce_left(kernels):
+    traced = trace(kernels("reduce_res_read_out_by_idle"), X)
+    sums = sequential_outputs(traced.program, traced.run_inputs)["return0"]
+    np.testing.assert_allclose(sums[:, 0], X.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_reduction_over_the_last_axes_runs(kernels):
+    traced = trace(kernels("reduction_over_the_last_two_axes"), X)
+    np.testing.assert_allclose(sequential_outputs(traced.program, traced.run_inputs)["return0"][:, 0],
+                               X.sum(axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_a_legacy_tensor_tensor_broadcasts_a_narrower_tile_with_a_warning(kernels):
+    """NxD's router_topk_kernel (legacy API, run on hardware by its tests) multiplies a
+    [P, A, B] tile by a [P, A] one; the page asks for as many elements per partition."""
+    w = np.random.default_rng(1).uniform(-1, 1, (128, 4)).astype(np.float32)
+    traced = trace(kernels("legacy_rows_scaled_by_a_narrower_tile"), X, w)
+    ((_where, kind, message),) = traced.call_warnings
+    assert kind == "broadcast" and "(128, 4, 16) tile and a (128, 4) one" in message
+    out = sequential_outputs(traced.program, traced.run_inputs)["return0"]
+    np.testing.assert_allclose(out, X.reshape(128, 4, 16) * w[:, :, None], rtol=1e-6)
