@@ -330,9 +330,9 @@ def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=Non
 
 @api("nisa.sendrecv")
 def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None, name=None, **_kw) -> Handle:
-    operand_rules.from_generation("nisa.sendrecv", 3)
     """Swap SBUF tiles between the two cores of an LNC=2 kernel (machine/nki/cores.py): each core
     copies its partner's ``src`` into its own ``dst`` by DMA, between two meetings."""
+    operand_rules.from_generation("nisa.sendrecv", 3)
     operand_rules.same_dtype("nisa.sendrecv", "src and dst must have the same data type", src=src, dst=dst)
     operand_rules.gpsimd_dma_size(dma_engine, src)
     tracer = current()

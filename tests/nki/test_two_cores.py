@@ -147,3 +147,12 @@ def test_an_interrupt_while_tracing_two_cores_ends_the_trace_at_once():
     x = RNG.normal(size=(128, 8)).astype(np.float32)
     with pytest.raises(KeyboardInterrupt):
         trace(_two("interrupted_on_core_one"), x)
+
+
+def test_nxds_pre_release_sendrecv_swaps_the_cores_tiles_of_a_legacy_kernel():
+    """NxD's released LNC=2 kernels (indexed_flatten, the MX expert MLPs) import sendrecv from
+    ``neuronxcc.nki._private.private_api``; it was refused as a name neuronsim does not model."""
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    out = run(kernel("two_cores_legacy.py::max_of_both_halves")[2], x, seeds=(None, 0))["return0"]
+    both = np.maximum(x[:, :32], x[:, 32:])
+    np.testing.assert_array_equal(out, np.concatenate([both, both], axis=1))
