@@ -54,7 +54,7 @@ from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import Tracer
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
-from neuronsim.machine.nki.legacy_rules import check_mutable, check_written
+from neuronsim.machine.nki.legacy_rules import check_flat_tiles, check_mutable, check_written
 
 __all__ = ["TracedKernel", "trace", "kernel_frame"]
 
@@ -400,6 +400,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
                 _check_grid(tracer, func)
     if tracer.ranks == 1 and (returned := private_returned(tracer, results)):
         raise SharePrivate(returned)
+    check_flat_tiles(tracer.kb.program(validate=False), tracer.flat_tiles)  # 1-D on-chip tiles, if used
     edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)

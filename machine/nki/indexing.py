@@ -35,7 +35,7 @@ from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, shown, unsup
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter",
-           "range_length"]
+           "range_length", "as_mask", "NEVER"]
 
 
 class SymIndex:
@@ -299,6 +299,16 @@ _COMPARE = {"less": np.less, "less_equal": np.less_equal, "greater": np.greater,
 #: A mask that is a Python ``False`` (a condition the kernel computed, or a mask joined with
 #: one): the instruction is skipped.
 NEVER = Mask(())
+
+
+def as_mask(mask: Any) -> Mask | None:
+    """A ``mask=`` value: a :class:`Mask`, or a Python / numpy boolean (True: no mask)."""
+    if mask is None or isinstance(mask, Mask):
+        return mask
+    if isinstance(mask, (bool, np.bool_)):
+        return None if mask else NEVER
+    raise fail(f"mask= is a comparison of nl.arange / nl.mgrid indices or a boolean, not {mask!r}")
+
 
 def _range_preds(it: Iter, lo: int, hi: int) -> tuple[tuple[ArangeExpr, str, int], ...]:
     index = ArangeExpr(0, ((it, 1),))

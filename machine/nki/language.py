@@ -116,8 +116,12 @@ def par_dim(n: int) -> ParDim:
 def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = None) -> NkiTensor:
     tracer = current()
     spec = spec_of(shape, declared_dtype(dtype if dtype is not None else "float32"), buffer or sbuf, address)
-    if tracer.generation == "legacy":
-        legacy_tile(tracer.where()[0], spec)
+    flat = legacy_tile(tracer.where()[0], spec) if tracer.generation == "legacy" else None
+    if flat is not None:  # a 1-D on-chip tile: held as [P, 1], refused if used (legacy_rules.check_flat_tiles)
+        spec = spec_of((*spec.shape, 1) if spec.shape else (1, 1), spec.dtype, buffer or sbuf, address)
+        tile = _declared(tracer, spec, name)
+        tracer.flat_tiles[tile.layout.tensor.name] = (tracer.where()[0], flat)
+        return tile
     if spec.allocator is not None or spec.address is not None:
         tracer.allocated = True
     if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):

@@ -51,15 +51,30 @@ def annotated_shape(where: Any, shape: tuple[int, ...]) -> None:
                    "(err_annotation_shape_mismatch)")
 
 
-def legacy_tile(where: Any, spec: Any) -> None:
-    """A legacy tile declaration: :func:`annotated_shape`, and NKI's known-issues page: "Tile on
-    SBUF/PSUM must have at least 2 dimensions" (``nl.zeros((128, ), ..., buffer=nl.sbuf)  # this
-    won't work``; a probe's 1-D SBUF tile ran)."""
+def legacy_tile(where: Any, spec: Any) -> str | None:
+    """A legacy tile declaration: :func:`annotated_shape`; and, for a tile on SBUF / PSUM of
+    fewer than 2 dimensions, NKI's known-issues page's rule ("Tile on SBUF/PSUM must have at
+    least 2 dimensions": ``nl.zeros((128, ), ..., buffer=nl.sbuf)  # this won't work``; a probe's
+    1-D SBUF tile ran), returned to be said if the kernel uses the tile.  The page says users
+    "may get" the error, and a CS149 submission declares such a tile and rebinds its name at
+    once, never using it (:func:`check_flat_tiles`)."""
     annotated_shape(where, tuple(spec.shape))
     if spec.buffer in ("sbuf", "psum") and len(spec.shape) < 2:
         shape = (*spec.shape, 1) if spec.shape else (1, 1)
-        raise fail(f"an nl.{spec.buffer} tile of shape {tuple(spec.shape)}: NKI's known-issues page says a tile on "
-                   f"SBUF/PSUM must have at least 2 dimensions (a partition and a free one): make it {shape}")
+        return (f"an nl.{spec.buffer} tile of shape {tuple(spec.shape)}: NKI's known-issues page says a tile on "
+                f"SBUF/PSUM must have at least 2 dimensions (a partition and a free one): make it {shape}")
+    return None
+
+
+def check_flat_tiles(program: Any, flat: dict[str, tuple[Any, str]]) -> None:
+    """Refuse, at its declaration, a 1-D on-chip tile (:func:`legacy_tile`) an instruction of the
+    traced ``program`` touches (it was held as ``[P, 1]`` meanwhile)."""
+    if flat:
+        for inst, _loops in program.instructions():
+            for access in (*inst.reads, *inst.writes):
+                if access.tensor in flat:
+                    where, message = flat[access.tensor]
+                    raise NkiError(where, message)
 
 
 def kernel_level(tracer: Any) -> None:

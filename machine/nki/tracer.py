@@ -29,8 +29,6 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
-import numpy as np
-
 from neuronsim.machine.nki import keywords
 from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, SourceLine, TraceTooLarge, at_line,
@@ -39,7 +37,7 @@ from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_loc
 from neuronsim.machine.nki.groups import OpenGroups, footprint_of
 from neuronsim.machine.nki.hbm import HbmTensors
 from neuronsim.machine.nki.scopes import check_uses
-from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, concrete, range_length
+from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, as_mask, concrete, range_length
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
@@ -195,6 +193,8 @@ class Tracer:
     """On-chip tiles the API shares within an SPMD instance (``nl.shared_identity_matrix``)."""
     returned_names: dict[str, str] = field(default_factory=dict)
     name_counts: dict[str, int] = field(default_factory=dict)
+    flat_tiles: dict[str, tuple[SourceLine, str]] = field(default_factory=dict)
+    """Legacy 1-D SBUF / PSUM tiles held as ``[P, 1]``: their declaration and the rule, said if used."""
     reserved: set[str] = field(default_factory=set)
     """Names of tiles that are no tensor themselves (a direct allocation's blocks are)."""
     psum_open: OpenGroups = field(default_factory=OpenGroups)
@@ -580,15 +580,6 @@ def peak_rss() -> int:
         return 0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak if sys.platform == "darwin" else peak * 1024  # bytes on macOS, KiB elsewhere
-
-
-def as_mask(mask: Any) -> Mask | None:
-    """A ``mask=`` value: a :class:`Mask`, or a Python / numpy boolean (True: no mask)."""
-    if mask is None or isinstance(mask, Mask):
-        return mask
-    if isinstance(mask, (bool, np.bool_)):
-        return None if mask else NEVER
-    raise fail(f"mask= is a comparison of nl.arange / nl.mgrid indices or a boolean, not {mask!r}")
 
 
 def _inherit_tags(layout: Layout, sources: tuple[Any, ...]) -> Layout:

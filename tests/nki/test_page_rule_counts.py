@@ -144,6 +144,25 @@ def legacy_rows_scaled_by_a_narrower_tile(x, w):
     t[...] = lnl.load(x.reshape((128, 4, 16)))
     lnl.store(out, lisa.tensor_tensor(t, lnl.load(w), lnl.multiply))
     return out
+
+
+@legacy_nki.jit
+def legacy_flat_declaration_never_used(x, w):
+    """A CS149 submission declares a 1-D SBUF tile and rebinds the name at once."""
+    out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)
+    b = lnl.ndarray(shape=(lnl.par_dim(128),), dtype=w.dtype, buffer=lnl.sbuf)
+    b = lnl.load(w[:, 0:1])
+    lnl.store(out, lnl.add(lnl.load(x), b))
+    return out
+
+
+@legacy_nki.jit
+def legacy_flat_declaration_used(x, w):
+    out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)
+    b = lnl.ndarray(shape=(lnl.par_dim(128),), dtype=w.dtype, buffer=lnl.sbuf)  # the declaration
+    b[...] = lnl.load(w[:, 0])
+    lnl.store(out, lnl.add(lnl.load(x), b))
+    return out
 '''
 
 MISTAKES = {
@@ -211,3 +230,15 @@ def test_a_legacy_tensor_tensor_broadcasts_a_narrower_tile_with_a_warning(kernel
     assert kind == "broadcast" and "(128, 4, 16) tile and a (128, 4) one" in message
     out = sequential_outputs(traced.program, traced.run_inputs)["return0"]
     np.testing.assert_allclose(out, X.reshape(128, 4, 16) * w[:, :, None], rtol=1e-6)
+
+
+def test_a_legacy_flat_tile_is_refused_at_its_declaration_only_when_used(kernels, tmp_path):
+    """The known-issues page: users "may get" an error for a 1-D SBUF tile (its example is a
+    memset of one); a CS149 submission declares one and never uses it (it was refused)."""
+    w = np.random.default_rng(2).uniform(-1, 1, (128, 4)).astype(np.float32)
+    traced = trace(kernels("legacy_flat_declaration_never_used"), X, w)
+    np.testing.assert_allclose(sequential_outputs(traced.program, traced.run_inputs)["return0"], X + w[:, 0:1])
+    with pytest.raises(NkiError) as caught:
+        trace(kernels("legacy_flat_declaration_used"), X, w)
+    line = next(k for k, text in enumerate(LEGACY.splitlines(), 1) if "# the declaration" in text)
+    assert str(caught.value).startswith(f"l.py:{line}: an nl.sbuf tile of shape (128,): NKI's known-issues page")
