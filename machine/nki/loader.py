@@ -21,7 +21,7 @@ from neuronsim.machine.formats.pyfile import exit_call, run_file
 from neuronsim.machine.ir.errors import message_of
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
 from neuronsim.machine.nki.frontend import kernel_frame
-from neuronsim.machine.nki.standins import standins
+from neuronsim.machine.nki.standins import importing, standins
 
 __all__ = ["load_kernel", "split_spec", "beside_first"]
 
@@ -116,7 +116,7 @@ def load_kernel(spec: str) -> Any:
     if not path.endswith(".py"):
         raise NkiError(where, "not a Python file: name a kernel as PATH.py::FUNCTION")
     try:
-        with standins():
+        with standins(), importing(path):
             module = _import(path)
     except NkiError:
         raise

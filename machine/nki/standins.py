@@ -37,6 +37,8 @@ from neuronsim.machine.nki.optional_imports import expected_to_fail
 __all__ = ["standins", "generation_of", "stand_in_modules"]
 
 _MODULES: dict[str, types.ModuleType] = {}
+#: Kernel files being imported (:func:`importing`): what the file runs meanwhile is import.
+_IMPORTING: list[str] = []
 _ROOTS = ("nki", "neuronxcc")
 
 
@@ -146,6 +148,17 @@ def stand_in_modules() -> dict[str, types.ModuleType]:
 
 
 @contextmanager
+def importing(path: str) -> Iterator[None]:
+    """The kernel file ``path`` being imported: a missing package's names are inert in every
+    frame it runs meanwhile (:class:`Absent`), not only its module and class bodies."""
+    _IMPORTING.append(path)
+    try:
+        yield
+    finally:
+        _IMPORTING.pop()
+
+
+@contextmanager
 def standins() -> Iterator[dict[str, types.ModuleType]]:
     """Install the stand-ins in ``sys.modules`` for the duration of the block; afterwards
     every ``nki*`` / ``neuronxcc*`` entry is exactly what it was before (re-entrant)."""
@@ -248,7 +261,11 @@ class Absent(Refused):
     __slots__ = ()
 
     def _inert(self) -> bool:
-        # module and class bodies run unoptimised code (no CO_OPTIMIZED); functions do not
+        # module and class bodies run unoptimised code (no CO_OPTIMIZED); functions do not, but
+        # one the file calls while it is imported (a decorator factory's: nki-llama's model glue
+        # annotates with nn.Module) is import too, unless it runs a kernel
+        if _IMPORTING and not tracer.tracing():
+            return True
         return not sys._getframe(2).f_code.co_flags & inspect.CO_OPTIMIZED
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -32,6 +32,7 @@ def test_a_kernel_whose_file_uses_missing_packages_on_import_runs():
     counters = load_kernel(f"{FILE}::Counters")()  # a class its decorator handed back
     load_kernel(f"{FILE}::count_call")(counters)
     assert counters.calls == 1
+    assert load_kernel(f"{FILE}::Block").__name__ == "Block"  # a decorator factory run on import read torch
 
 
 def test_a_missing_package_used_in_the_kernel_is_refused_at_its_line():

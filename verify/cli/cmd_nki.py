@@ -244,7 +244,8 @@ def load_reference(spec: str) -> Callable:
     if not sep or not module_name or not attr:
         raise UsageFailure(f"expected MODULE:FN or FILE.py:FN, got {spec!r}", "--reference")
     try:
-        with _frontend().standins():  # a reference beside the kernel imports nki too: the stand-ins, as for the kernel
+        # a reference beside the kernel imports nki too: the stand-ins, and its import, as for the kernel
+        with _frontend().standins(), _frontend().importing(module_name):
             return _reference_in(module_name, attr)
     except UsageFailure:
         raise
