@@ -18,7 +18,8 @@ descriptors do, concretely:
   trace is exact for these inputs.
 
 Out-of-bounds rows follow ``oob_mode`` (the legacy calls' ``mode``): ``error`` (the default) is an error at the kernel
-line naming the index, ``skip`` drops those rows (the destination keeps what it held).
+line naming the index, ``skip`` drops those rows (the destination keeps what it held), and with
+``skip`` also a row inside the dimension whose transfer reaches past the tensor's ends.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def indirect_dma(dst: Layout, src: Layout, emit: Emit, columns: bool = False) ->
     # the legacy pages name it mode= (nisa.dma_copy(..., mode=oob_mode.skip)), the current oob_mode=
     options = tracer.call_options
     skip = _oob_mode(options.get("oob_mode", options.get("mode"))) == "skip"
-    outside = np.flatnonzero((rows < 0) | (rows >= indirect.size))
+    past = _overrunning(side, rows) if skip else np.zeros(rows.size, dtype=bool)
+    outside = np.flatnonzero((rows < 0) | (rows >= indirect.size) | past)
     name = side.tensor.name
     if outside.size and not skip:
         k = int(outside[0])
@@ -79,11 +81,46 @@ def indirect_dma(dst: Layout, src: Layout, emit: Emit, columns: bool = False) ->
     tracer.kb.instruction("dge_indices", "pool", reads=[index.view()])
     keep = np.ones(rows.size, dtype=bool)
     keep[outside] = False
-    for first, stop, row, step in runs(rows, keep, writes=side is dst):
+    pieces = [(first, stop, row, step, None) for first, stop, row, step in runs(rows, keep, writes=side is dst)]
+    pieces += [(k, k + 1, int(rows[k]), 1, count)
+               for k in np.flatnonzero(past & (rows >= 0) & (rows < indirect.size)).tolist()
+               if (count := _inside(side, other, int(rows[k]))) > 0]
+    for first, stop, row, step, count in pieces:
         part = side.restrict_axis(indirect.axis, first, stop).rows(row, step)
         piece = other.restrict_axis(pos, first, stop) if pos is not None else other
+        if count is not None:  # a row reaching past the tensor's end: its elements inside it
+            part = part.restrict_axis(len(part.axes) - 1, 0, count)
+            piece = piece.restrict_axis(len(piece.axes) - 1, 0, count)
         pair = (part, piece) if side is dst else (piece, part)
         emit(*pair, engine="pool", dge="swdge")
+
+
+def _overrunning(side: Layout, rows: np.ndarray) -> np.ndarray | bool:
+    """Which rows' transfers reach past the ends of a DRAM tensor though the row is inside its
+    dimension (a run of two rows from the last one: pave's bilinear gather pairs each pixel with
+    its right neighbour and skips the edge's), for ``oob_mode=skip``, which the page has "skip
+    the runtime out-of-bounds access", a transfer's address checked as it runs; False where the
+    offset moves with a loop or the view reads another dtype (the program's bounds check
+    stands).  What of such a row lies inside is kept where the row is one run (:func:`_inside`)."""
+    if side.on_chip or side.offset.terms or side.dtype is not None:
+        return False
+    low = high = side.offset.const
+    for k, (_kind, stride, count) in enumerate(side.axes):
+        if k != side.indirect.axis:
+            low, high = low + min(0, (count - 1) * stride), high + max(0, (count - 1) * stride)
+    base = rows * side.indirect.stride
+    return (base + low < 0) | (base + high >= prod(side.tensor.shape))
+
+
+def _inside(side: Layout, other: Layout, row: int) -> int:
+    """How many leading elements of row ``row``'s transfer lie inside the tensor when the row is
+    one run along a last axis of both sides (the rest skipped, as the page's runtime check skips
+    each out-of-bounds access); 0 (the row dropped whole) for any other shape."""
+    axes = [a for k, a in enumerate(side.axes) if k != side.indirect.axis]
+    if len(axes) != 1 or axes[0][1] <= 0 or side.indirect.axis != 0 or other.shape[-1] != axes[0][2]:
+        return 0
+    start = side.offset.const + row * side.indirect.stride
+    return max(0, min(axes[0][2], (prod(side.tensor.shape) - 1 - start) // axes[0][1] + 1))
 
 
 def runs(rows: np.ndarray, keep: np.ndarray, writes: bool) -> list[tuple[int, int, int, int]]:

@@ -75,6 +75,17 @@ def test_oob_skip_drops_the_rows_past_the_end():
     assert "11 out of bounds, skipped" in decision["what"]
 
 
+def test_oob_skip_keeps_what_of_a_row_lies_inside_the_tensor():
+    """A row inside the dimension whose transfer runs past the tensor's end (two rows from the
+    last) was refused by the program's bounds check; with skip, the part past the end is
+    skipped and the destination keeps its zeros there (pave's bilinear gather of pixel pairs)."""
+    img = f32(8, 4)
+    out = run(kernel(f"{CURRENT}::gather_pixel_pairs_skip"), img, _rows(0, 3, 7))["return0"]
+    expected = np.zeros((3, 8), np.float32)
+    expected[0], expected[1], expected[2, :4] = img[0:2].reshape(-1), img[3:5].reshape(-1), img[7]
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_a_loads_legacy_mode_skip_holds_when_its_result_is_assigned():
     # nl.load(mode=...) was ignored: its result is emitted at the assignment, with the
     # assignment's options, and the rows past the end were an error

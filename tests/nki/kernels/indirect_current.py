@@ -31,3 +31,20 @@ def reference_gather_then_scatter(data, rows, back):
     out = data.copy()
     out[back[:, 0]] = data[rows[:, 0]] * 2
     return {"return0": out}
+
+
+@nki.jit
+def gather_pixel_pairs_skip(img, rows):
+    """Each row index gathers that row and the next (a pixel and its right neighbour, pave's
+    bilinear gather) into a tile of zeros; the last row's neighbour lies past the tensor's end,
+    and oob_mode=skip skips what of it does."""
+    count, width = rows.shape[0], img.shape[1]
+    out = nl.ndarray((count, 2 * width), dtype=img.dtype, buffer=nl.shared_hbm)
+    row_tile = nl.ndarray((count, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row_tile, src=rows)
+    pair = nl.ndarray((count, 2 * width), dtype=img.dtype, buffer=nl.sbuf)
+    nisa.memset(pair, 0.0)
+    nisa.dma_copy(dst=pair, src=img.ap(pattern=[[width, count], [1, 2 * width]], offset=0, vector_offset=row_tile,
+                                       indirect_dim=0), oob_mode=nisa.oob_mode.skip)
+    nisa.dma_copy(dst=out, src=pair)
+    return out
