@@ -180,7 +180,10 @@ def _traced(frontend, kernel: str, arrays: dict, kwargs: dict, grid: str | None,
     options["max_instructions"] = meta.get(MAX_INSTANCES_KEY, DEFAULT_MAX_INSTANCES)
     options["max_memory"] = _trace_memory(meta.get(MAX_MEMORY_KEY))
     try:
-        return frontend.trace(loaded, **arrays, **kwargs, **options), kwargs
+        # the kernel's values that are no tensor (--arg, and a 0-d --inputs array, which the kernel
+        # gets as a value: trnsparse's threshold) are the reference's to name too
+        values = {**{name: array for name, array in arrays.items() if getattr(array, "ndim", None) == 0}, **kwargs}
+        return frontend.trace(loaded, **arrays, **kwargs, **options), values
     except getattr(frontend, "TraceTooLarge", ()) as err:
         option = "--max-instances N" if err.kind == "instructions" else "--max-memory SIZE"
         raise type(err)(err.path, err.limit, err.kind, f"raise the limit with {option}") from None
