@@ -318,6 +318,8 @@ def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any =
         if not is_tile(operand) or not ops.lay(operand).on_chip:
             what = f"the HBM tensor {ops.lay(operand).tensor.name}" if is_tile(operand) else shown(operand)
             raise fail(f"nl.matmul: {name} is {what}; its operands are tiles on chip (nl.load it first)")
+    if len(y.shape) == 1:  # a column, as a reduction without keepdims leaves it (AWS's Mamba2 inference step)
+        y = y.reshape((y.shape[0], 1))
     if transpose_x:
         stationary = x
     else:
@@ -345,9 +347,11 @@ def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any =
 def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
     """A PE transpose into PSUM, copied back to SBUF (what nl.transpose lowers to); ``mask``
     limits the copy, the instruction that writes the result, as it limits any call's result."""
+    operand_rules.on_chip("nl.transpose", x=x)
+    if len(x.shape) == 1:  # a column, as a reduction without keepdims leaves it (AWS's Mamba2 inference step)
+        x = x.reshape((x.shape[0], 1))
     if len(x.shape) != 2:
         raise fail("nl.transpose transposes a 2-D tile")
-    operand_rules.on_chip("nl.transpose", x=x)
     shape = x.shape[::-1]
     staged = _result(shape, "float32", "psum",
                      lambda dst: current().kb.transpose(dst.view(), ops.staged_from_psum(ops.lay(x)).view()))

@@ -147,6 +147,19 @@ def legacy_rows_scaled_by_a_narrower_tile(x, w):
 
 
 @legacy_nki.jit
+def legacy_columns_left_by_reductions(x, s):
+    """AWS's Mamba2 inference step: reductions without keepdims leave [P] columns, which it
+    transposes into a row and multiplies a tile by (nl.matmul's moving operand)."""
+    out_row = lnl.ndarray((16, 64), dtype=x.dtype, buffer=lnl.shared_hbm)
+    out_mm = lnl.ndarray((8, 1), dtype=x.dtype, buffer=lnl.shared_hbm)
+    column = lnl.sum(lnl.load(x[0:64, 0:4]), axis=1)
+    lnl.store(out_row, lnl.transpose(column).broadcast_to((16, 64)))
+    sixteen = lnl.sum(lnl.load(x[0:16, 0:4]), axis=1)
+    lnl.store(out_mm, lnl.matmul(lnl.load(s), sixteen))
+    return out_row, out_mm
+
+
+@legacy_nki.jit
 def legacy_flat_declaration_never_used(x, w):
     """A CS149 submission declares a 1-D SBUF tile and rebinds the name at once."""
     out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)
@@ -242,3 +255,14 @@ def test_a_legacy_flat_tile_is_refused_at_its_declaration_only_when_used(kernels
         trace(kernels("legacy_flat_declaration_used"), X, w)
     line = next(k for k, text in enumerate(LEGACY.splitlines(), 1) if "# the declaration" in text)
     assert str(caught.value).startswith(f"l.py:{line}: an nl.sbuf tile of shape (128,): NKI's known-issues page")
+
+
+def test_columns_left_by_reductions_transpose_and_multiply_as_columns(kernels):
+    """nl.transpose and nl.matmul of a [P] column refused it ("transposes a 2-D tile") or read
+    it as a row; AWS's Mamba2 inference step (awslabs/state-space-models-neuron) does both."""
+    s = np.random.default_rng(3).uniform(-1, 1, (8, 16)).astype(np.float32)
+    traced = trace(kernels("legacy_columns_left_by_reductions"), X, s)
+    outputs = sequential_outputs(traced.program, traced.run_inputs)
+    row, product = (outputs[name] for name in traced.outputs)
+    np.testing.assert_allclose(row, np.broadcast_to(X[0:64, 0:4].sum(axis=1), (16, 64)), rtol=1e-5)
+    np.testing.assert_allclose(product[:, 0], s @ X[0:16, 0:4].sum(axis=1), rtol=1e-4, atol=1e-5)
