@@ -300,9 +300,11 @@ def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> 
     if order is None:
         return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask, (src,))
     shape = tuple(src.layout.axes[k][2] for k in order)
-    # (the source as the call emits it, restricted by the mask, then in the tile's order)
+    # (the source as the call emits it, restricted by the mask, then in the tile's order; the tile
+    # keeps the iterators in its own order: a square one took the view's, and its copy undid the
+    # transpose, a probe)
     return _result(shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src).permuted(order)),
-                   mask, (src,))
+                   mask, (NkiTensor(src.layout.permuted(order)),))
 
 
 def _broadcast_order(view: Layout) -> tuple[int, ...] | None:
@@ -388,6 +390,9 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     """``dst[...] = value``: the pending call writes ``dst`` directly, else a copy (a DMA
     when either side is in DRAM) or a memset of a number."""
     tracer = current()
+    order = _broadcast_order(dst.layout)  # y[jf, ip] = t: a [len(ip), len(jf)] view, written transposed
+    if order is not None:  # (a square one was written straight: a probe; load reads likewise)
+        dst = NkiTensor(dst.layout.permuted(order))
     pending = tracer.take_pending(value) if is_tile(value) else None
     if pending is not None:
         if mask is not None and pending.mask is None:

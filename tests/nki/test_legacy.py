@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from neuronsim.machine.ir.program import Loop, Rotation
 from neuronsim.machine.nki import trace
@@ -155,6 +156,15 @@ def test_store_follows_index_iterators():
     x = f32(128, 64)
     out = run(kernel("legacy_ops.py::transpose_by_indices"), x)["return0"]
     np.testing.assert_allclose(out, (x + x.sum(1, keepdims=True)).T, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("rows, cols", [(128, 128), (128, 64), (64, 128)])
+@pytest.mark.parametrize("func", ["load_swapped", "store_swapped"])
+def test_swapped_index_vectors_transpose_square_tiles_too(func, rows, cols):
+    """A square tile loaded or stored through swapped vectors was copied straight (the tile took
+    the view's iterators, or an untagged tile met the view's order: a probe of kernel mistakes)."""
+    x = f32(rows, cols)
+    np.testing.assert_array_equal(run(kernel(f"legacy_ops.py::{func}"), x)["return0"], x.T)
 
 
 def test_plus_equals_into_a_fresh_psum_tile():

@@ -217,6 +217,27 @@ def transpose_by_indices(x):
 
 
 @nki.jit
+def load_swapped(x):
+    """A load through swapped index vectors reads a transpose (numpy's broadcasting: element
+    [p, f] of the tile is x[f, p]), a square tile too."""
+    rows, cols = x.shape
+    out = nl.ndarray((cols, rows), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.arange(cols)[:, None], nl.arange(rows)[None, :]
+    nl.store(out, value=nl.load(x[i_f, i_p]))
+    return out
+
+
+@nki.jit
+def store_swapped(x):
+    """A store through swapped index vectors writes a transpose, of an untagged tile too."""
+    rows, cols = x.shape
+    out = nl.ndarray((cols, rows), dtype=x.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.arange(rows)[:, None], nl.arange(cols)[None, :]
+    nl.store(out[i_f, i_p], value=nl.load(x))
+    return out
+
+
+@nki.jit
 def fresh_psum_accumulate(lhsT, rhs):
     """``+=`` into a PSUM tile never zeroed: the first matmul starts the group (unrolled), or,
     in a kept loop, the tile is zeroed before the loop; a PSUM slot reused for a second
