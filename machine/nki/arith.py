@@ -329,6 +329,7 @@ def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any =
                        "(err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel); pass x as [K, M] with "
                        "transpose_x=True")
         stationary = transpose(x)
+    operand_rules.matmul_dtypes("nl.matmul", ops.lay(x), ops.lay(y))
     m, n = stationary.shape[-1], y.shape[-1]
     if stationary.shape[0] != y.shape[0]:
         raise fail(f"nl.matmul: contraction dimensions {stationary.shape[0]} and {y.shape[0]} differ")

@@ -70,12 +70,7 @@ def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = Fals
         kb.transpose(dst.view(), on_pe(ops.lay(stationary)).view())
         return
     st, mv = on_pe(ops.lay(stationary)), on_pe(ops.lay(moving))
-    if any("int" in t.element_dtype for t in (st, mv)):  # (int32 tiles ran: a probe; a view as fp8 is fp8)
-        raise fail(f"nc_matmul of {st.element_dtype} x {mv.element_dtype} tiles: its page takes float8, bfloat16, "
-                   f"float16, tfloat32 or float32 operands (cast integers first, e.g. nl.copy(t, dtype=nl.float32))")
-    if len({t.element_dtype in ("float32", "tfloat32") for t in (st, mv)}) == 2:  # (bf16 x fp32 ran: a probe)
-        raise fail(f"nc_matmul of {st.element_dtype} x {mv.element_dtype} tiles: its page says \"if one of the input "
-                   f"tiles is tfloat32/float32, the other tile must also be tfloat32/float32\"")
+    operand_rules.matmul_dtypes("nc_matmul", st, mv)
     if not double_row(perf_mode):
         # its page: at most 512 on NeuronCore-v2 and -v3 (a float32 PSUM bank; a bf16 result of 1024
         # columns fitted a bank, and ran: a probe), from v4 the whole PSUM: 4096 for a float32 dst, 8192 bf16

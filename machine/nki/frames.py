@@ -108,6 +108,24 @@ def _own_loops(node: ast.AST) -> tuple[_Span, ...]:
     return tuple(spans)
 
 
+def under_if(code: CodeType, line: int) -> bool:
+    """Whether ``line`` of ``code``'s function lies in a branch of one of its own ``if``
+    statements (nested functions and classes left out)."""
+    for node, first, _last in _scopes(code.co_filename) or ():
+        if getattr(node, "name", None) != code.co_name or code.co_firstlineno not in (first, node.lineno):
+            continue
+        stack = list(getattr(node, "body", ()))
+        while stack:
+            item = stack.pop()
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            last = (item.orelse or item.body)[-1] if isinstance(item, ast.If) else None
+            if last is not None and item.body[0].lineno <= line <= (last.end_lineno or last.lineno):
+                return True
+            stack.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
+    return False
+
+
 def mark_entry(code: CodeType) -> None:
     """Stop :func:`loop_indices` at frames running ``code`` (the caller of the kernel)."""
     ENTRY_CODES[id(code)] = code

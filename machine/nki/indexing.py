@@ -35,7 +35,7 @@ from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, shown, unsup
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter",
-           "range_length", "as_mask", "NEVER"]
+           "range_length", "as_mask", "NEVER", "check_broadcastable"]
 
 
 class SymIndex:
@@ -308,6 +308,25 @@ def as_mask(mask: Any) -> Mask | None:
     if isinstance(mask, (bool, np.bool_)):
         return None if mask else NEVER
     raise fail(f"mask= is a comparison of nl.arange / nl.mgrid indices or a boolean, not {mask!r}")
+
+
+def check_broadcastable(name: str, order: list[Any]) -> None:
+    """Refuse index vectors of one index that numpy's advanced indexing cannot broadcast together:
+    two different ``nl.arange`` vectors along the same axis of their arrays (``i_p =
+    nl.arange(128)[None, :]`` beside ``i_f = nl.arange(F)[None, :]``, a partition index written
+    as a free one: it ran as if ``[:, None]``, a probe of kernel mistakes)."""
+    seen: dict[tuple[int, int], Any] = {}
+    for it in order:
+        if it.count > 1 and seen.setdefault((it.ndim, it.pos), it) != it:
+            other = seen[(it.ndim, it.pos)]
+            raise fail(f"indexing {name} with index vectors of {other.count} and {it.count} elements along the same "
+                       f"axis ({_vector_shape(other)} and {_vector_shape(it)}): numpy's indexing broadcasts them "
+                       "together, which their shapes do not allow; the partition index takes nl.arange(n)[:, None], "
+                       "a free one nl.arange(n)[None, :]")
+
+
+def _vector_shape(it: Any) -> tuple[int, ...]:
+    return tuple(it.count if k == it.pos else 1 for k in range(it.ndim))
 
 
 def _range_preds(it: Iter, lo: int, hi: int) -> tuple[tuple[ArangeExpr, str, int], ...]:

@@ -25,7 +25,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Tensor
 from neuronsim.machine.nki.errors import NkiError, fail, shown, unsupported
-from neuronsim.machine.nki.indexing import ArangeExpr, Iter, as_index, concrete, new_iter
+from neuronsim.machine.nki.indexing import ArangeExpr, Iter, as_index, check_broadcastable, concrete, new_iter
 from neuronsim.machine.build.views import Index, View, is_int
 from neuronsim.machine.nki.vector_index import (F, P, grid_order as _grid_order, is_index_tile as _is_tile,
                                                 vector_limit as _vector_limit)
@@ -338,6 +338,7 @@ class Layout:
             for it in sorted(e.iters, key=lambda it: it.pos):
                 if it not in order:
                     order.append(it)
+        check_broadcastable(self.tensor.name, order)
         offset, strides, partitions, p_iter, shift = self.offset, dict.fromkeys(order, 0), self.partitions, None, 0
         for e, (kind, stride, _count) in zip(exprs, self.axes):
             if kind == P:

@@ -26,7 +26,7 @@ from typing import Any
 
 from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _code_info, fail, frame_line, user_frame
-from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at
+from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at, under_if
 
 __all__ = ["annotated_shape", "legacy_tile", "kernel_level", "check_written", "check_mutable"]
 
@@ -87,6 +87,8 @@ def kernel_level(tracer: Any) -> None:
     where = None
     if tracer.loops or loops_at(frame.f_code, frame_line(frame)):
         where = "inside a loop"
+    elif under_if(frame.f_code, frame_line(frame)):  # (the page's "under if condition": it ran, a probe)
+        where = "under an if"
     else:
         caller = frame.f_back
         while caller is not None and id(caller.f_code) not in ENTRY_CODES and _code_info(caller.f_code)[0]:

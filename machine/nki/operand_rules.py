@@ -41,7 +41,8 @@ from neuronsim.machine.nki.tracer import current
 __all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs", "same_shape", "same_counts",
            "one_per_partition", "enum_member", "pool_off_psum", "transposable_into", "on_chip", "from_generation",
            "arithmetic_only", "INTEGER_DTYPES", "dtype_among", "same_dtype", "off_psum", "tensor_scalar_operators",
-           "BITVEC_NAMES", "power_off_psum", "packed_zero", "gpsimd_dma_size", "same_rank", "legacy_broadcast"]
+           "BITVEC_NAMES", "power_off_psum", "packed_zero", "gpsimd_dma_size", "same_rank", "legacy_broadcast",
+           "matmul_dtypes"]
 
 
 def _layout(value: Any) -> Layout | None:
@@ -371,3 +372,16 @@ def legacy_broadcast(a: Layout, b: Layout) -> bool:
                    f"as the broadcast. "
                    f"nisa.tensor_scalar with a [P, 1] column as operand0 is safe under both")
     return True
+
+
+def matmul_dtypes(call: str, stationary: Layout, moving: Layout) -> None:
+    """The nc_matmul page's operand dtypes, for ``nl.matmul`` too ("nki.language.matmul calls
+    nki.isa.nc_matmul under the hood"): float8, bfloat16, float16, tfloat32 or float32, and a
+    float32 / tfloat32 tile beside one of the same (int32 tiles and bf16 x fp32 ran: probes)."""
+    names = (stationary.element_dtype, moving.element_dtype)
+    if any("int" in name for name in names):  # (a view read as fp8 is fp8)
+        raise fail(f"{call} of {names[0]} x {names[1]} tiles: nc_matmul's page takes float8, bfloat16, float16, "
+                   f"tfloat32 or float32 operands (cast integers first, e.g. nl.copy(t, dtype=nl.float32))")
+    if len({name in ("float32", "tfloat32") for name in names}) == 2:
+        raise fail(f"{call} of {names[0]} x {names[1]} tiles: nc_matmul's page says \"if one of the input tiles is "
+                   f"tfloat32/float32, the other tile must also be tfloat32/float32\"")

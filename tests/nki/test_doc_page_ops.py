@@ -606,8 +606,8 @@ def test_subtract_reduces_as_its_pages_list_it_and_a_bitvec_reduce_op_of_tensor_
                                          ("wide_transpose_on_the_vector_engine", "on the Vector Engine: its page "
                                                                                  "says the Vector Engine transposes "
                                                                                  r"\(32, 32\) or smaller"),
-                                         ("integer_matmul", "nc_matmul of int32 x int32 tiles: its page takes "
-                                                            "float8")])
+                                         ("integer_matmul", "nc_matmul of int32 x int32 tiles: nc_matmul's page "
+                                                            "takes float8")])
 def test_the_error_pages_wrong_kernels_are_refused_at_their_line(guide, name, words):
     with pytest.raises(NkiError, match=rf"g\.py:\d+: .*{words}"):
         trace(load_kernel(guide(name)), np.ones((128, 1), np.float32))

@@ -19,6 +19,7 @@ EXPECTED = {  # kernel -> (kind, severity) of its findings
     "sum_sbuf": [("sbuf-accumulate", "warning")],
     "sum_into_psum": [("psum-accumulate", "warning")],
     "matmul_psum": [],
+    "matmul_psum_read_per_tile": [("carried", "error")],  # the partial sums read inside the loop they cross
     "clobber": [("allocation", "error")],
     "placed_apart": [],
 }
@@ -53,6 +54,13 @@ def test_a_non_matmul_add_into_psum_is_warned_of_and_says_so() -> None:
     (found,) = _findings("sum_into_psum")
     text = found.line()
     assert text.startswith("warning: += into PSUM by an instruction other than a matmul") and "#1051" in text
+
+
+def test_a_psum_accumulation_read_inside_the_loop_it_crosses_names_the_reader() -> None:
+    (found,) = _findings("matmul_psum_read_per_tile")
+    reader = f"findings_semantics.py:{line_of(KERNELS, 'nisa.tensor_copy(dst=tile_out, src=acc)')}"
+    assert (found.loop, found.dependence) == ("n", "RAW") and "[n=0, k=" in found.first and "[n=1, k=0]" in found.second
+    assert f"{reader} [n=0] reads it inside the loop" in found.describe()
 
 
 def test_every_test_kernel_is_cited_in_the_checks_page() -> None:

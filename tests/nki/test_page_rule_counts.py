@@ -147,6 +147,38 @@ def legacy_rows_scaled_by_a_narrower_tile(x, w):
 
 
 @legacy_nki.jit
+def legacy_partition_index_written_free(x, w):
+    out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)
+    i_p, i_f = lnl.arange(128)[None, :], lnl.arange(64)[None, :]
+    lnl.store(out, lnl.load(x[i_p, i_f]))  # mistake
+    return out
+
+
+@legacy_nki.jit
+def legacy_shared_hbm_under_an_if(x, w):
+    if x.shape[0] == 128:
+        out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)  # mistake
+    lnl.store(out, lnl.load(x))
+    return out
+
+
+@legacy_nki.jit
+def legacy_matmul_of_int32(x, w):
+    out = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    ints = lnl.copy(lnl.load(x), dtype=lnl.int32)
+    lnl.store(out, lnl.matmul(ints, lnl.load(x), transpose_x=True))  # mistake
+    return out
+
+
+@legacy_nki.jit
+def legacy_matmul_of_bfloat16_by_float32(x, w):
+    out = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    halves = lnl.copy(lnl.load(x), dtype=lnl.bfloat16)
+    lnl.store(out, lnl.matmul(halves, lnl.load(x), transpose_x=True))  # mistake
+    return out
+
+
+@legacy_nki.jit
 def legacy_columns_left_by_reductions(x, s):
     """AWS's Mamba2 inference step: reductions without keepdims leave [P] columns, which it
     transposes into a row and multiplies a tile by (nl.matmul's moving operand)."""
@@ -266,3 +298,28 @@ def test_columns_left_by_reductions_transpose_and_multiply_as_columns(kernels):
     row, product = (outputs[name] for name in traced.outputs)
     np.testing.assert_allclose(row, np.broadcast_to(X[0:64, 0:4].sum(axis=1), (16, 64)), rtol=1e-5)
     np.testing.assert_allclose(product[:, 0], s @ X[0:16, 0:4].sum(axis=1), rtol=1e-4, atol=1e-5)
+
+
+LEGACY_MISTAKES = {
+    "legacy_partition_index_written_free": "indexing x with index vectors of 128 and 64 elements along the same axis "
+                                           "((1, 128) and (1, 64))",
+    "legacy_shared_hbm_under_an_if": "a shared_hbm tensor made under an if: NKI makes shared_hbm tensors only at the "
+                                     "kernel's top level (err_shared_hbm_must_in_kernel_level)",
+    "legacy_matmul_of_int32": "nl.matmul of int32 x float32 tiles: nc_matmul's page takes float8",
+    "legacy_matmul_of_bfloat16_by_float32": "nl.matmul of bfloat16 x float32 tiles: nc_matmul's page says \"if one of "
+                                            "the input tiles is tfloat32/float32",
+}
+
+
+@pytest.mark.parametrize("func", sorted(LEGACY_MISTAKES))
+def test_each_legacy_mistake_is_one_line_at_its_kernel_line(kernels, func):
+    """A probe of legacy kernel mistakes: each ran without a word (two index vectors along one
+    axis as the outer product; the page's "under if condition"; nl.matmul, which "calls
+    nki.isa.nc_matmul under the hood", of operands nc_matmul refuses)."""
+    lines = LEGACY.splitlines()
+    start = next(k for k, text in enumerate(lines) if text.startswith(f"def {func}("))
+    line = next(k + 1 for k in range(start, len(lines)) if "# mistake" in lines[k])
+    with pytest.raises(NkiError) as caught:
+        trace(kernels(func), X, X)
+    text = str(caught.value)
+    assert text.startswith(f"l.py:{line}: ") and LEGACY_MISTAKES[func] in text and "\n" not in text, text

@@ -522,8 +522,8 @@ MISTAKES = {
     "iota_into_hbm": "(compute into a tile, then store it",
     "stt_with_a_bitvec_operator": "nisa.scalar_tensor_tensor: op0 is the bitvec operator bitwise_and, and its page "
                                   "says \"Bitvec operators are not supported in this API\"",
-    "matmul_of_float32_by_bfloat16": "nc_matmul of float32 x bfloat16 tiles: its page says \"if one of the input tiles "
-                                     "is tfloat32/float32, the other tile must also be tfloat32/float32\"",
+    "matmul_of_float32_by_bfloat16": "nc_matmul of float32 x bfloat16 tiles: nc_matmul's page says \"if one of the "
+                                     "input tiles is tfloat32/float32, the other tile must also be tfloat32/float32\"",
     "matmul_into_bfloat16_on_v2": "nisa.nc_matmul: dst p_",
 }
 

@@ -66,6 +66,9 @@ class CarriedPair:
     """Instance id of the witness write (``reader`` reads what it wrote)."""
     reader: int
     tensors: tuple[str, ...]
+    partial: int | None = None
+    """For matmuls continuing one PSUM accumulation across the loop: an instance of an
+    instruction inside the loop that reads the partial sum (the pair is then ``carried``)."""
 
 
 def accumulates(inst: Instruction) -> bool:
@@ -352,6 +355,27 @@ def _spanning_runs(runs: list[tuple[int, int, int]], slot_x: np.ndarray, key_s: 
     return key[first][spans & writes]
 
 
+def _partial_reader(program: Program, stream: InstanceStream, loop: str, tensors: list[str],
+                    readers: dict[tuple[str, str], list[str]]) -> int | None:
+    """An instance of an instruction inside kept loop ``loop`` that reads one of ``tensors`` and
+    is no accumulating matmul (the readers of every loop and tensor gathered once into
+    ``readers``), else None."""
+    if not readers:
+        for inst, loops in program.instructions():
+            if not (inst.op == "matmul" and accumulates(inst)):
+                for access in inst.reads:
+                    for enclosing in loops:
+                        readers.setdefault((enclosing.name, access.tensor), []).append(inst.name)
+        readers.setdefault(("", ""), [])  # gathered
+    index = {inst.name: x for x, inst in enumerate(stream.instrs)}
+    for tensor in tensors:
+        for name in readers.get((loop, tensor), ()):
+            x = index.get(name)
+            if x is not None and len(stream.instances_of(x)):
+                return int(stream.instances_of(x)[0])
+    return None
+
+
 def _tagged(flows: dict, overwrites: dict) -> Iterator[tuple[tuple, bool]]:
     """The sweep's pairs, each with whether it is a write over an earlier iteration's write."""
     for item in flows.items():
@@ -369,6 +393,7 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
     if not affine and not any(marks):
         return []
     private = _private_loops(program, stream)
+    partial_readers: dict[tuple[str, str], list[str]] = {}  # (loop, tensor) -> readers (_partial_reader)
     found: dict[tuple[str, str, int, int], CarriedPair] = {}
     for storage in _storages(stream, affine, marks, private).values():
         flows, overwrites = _Sweep(stream, affine, storage, marks).run()
@@ -388,8 +413,14 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
             writer, reader = stream.instrs[xw], stream.instrs[xr]
             memory = program.tensors[tensors[0]].memory
             both = accumulates(writer) and accumulates(reader)
+            partial = None
             if both and memory == MemoryKind.PSUM and writer.op == reader.op == "matmul":
-                continue  # matmul accumulation into PSUM: the carried value affine loops allow
+                # matmul accumulation into PSUM: the carried value affine loops allow, unless the
+                # loop's body reads the partial sum (an accumulator zeroed outside the output tile's
+                # loop: each tile gets the sums of the ones before it; it ran without a word, a probe)
+                partial = _partial_reader(program, stream, loop_name, tensors, partial_readers)
+                if partial is None:
+                    continue
             if writer.extras.get(LOOP_REDUCE_KEY) and reader.extras.get(LOOP_REDUCE_KEY):
                 continue  # nl.loop_reduce: a reduction the kernel declared (its API page loops it in affine_range)
             if over and both:
@@ -405,14 +436,15 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
                 kind = "output"
             else:
                 kind = {MemoryKind.SBUF: "accumulate", MemoryKind.PSUM: "psum-accumulate"}.get(memory, "carried") \
-                    if both else "carried"
+                    if both and partial is None else "carried"
             key = (kind, loop_name, xw, xr)
             old = found.get(key)
             if old is None or distance < old.distance:
                 merged = tuple(dict.fromkeys([*(old.tensors if old else ()), *tensors]))
                 found[key] = CarriedPair(kind=kind, loop=loop_name, distance=distance, writer=w, reader=r,
-                                         tensors=merged)
+                                         tensors=merged, partial=partial)
             else:
                 found[key] = CarriedPair(kind=old.kind, loop=old.loop, distance=old.distance, writer=old.writer,
-                                         reader=old.reader, tensors=tuple(dict.fromkeys([*old.tensors, *tensors])))
+                                         reader=old.reader, tensors=tuple(dict.fromkeys([*old.tensors, *tensors])),
+                                         partial=old.partial)
     return sorted(found.values(), key=lambda p: (p.reader, p.writer))

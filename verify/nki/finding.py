@@ -59,8 +59,9 @@ class NkiFinding:
                     f"destination by the loop variable, declare the tile inside the loop, or use sequential_range")
         if self.kind == "carried":
             return (f"affine loop {self.loop} carries a {self.dependence} dependence at distance {self.distance}: "
-                    f"{self.first} / {self.second}{tensors}; the compiler does not order affine_range iterations "
-                    f"(use sequential_range, or make the iterations independent)")
+                    f"{self.first} / {self.second}{tensors}; {self.note + '; ' if self.note else ''}the compiler "
+                    f"does not order affine_range iterations (use sequential_range, or make the iterations "
+                    f"independent)")
         if self.kind == "cores":
             return (f"the two cores touch the same HBM bytes{tensors} with no meeting between them ({self.first} on "
                     f"core 0 / {self.second} on core 1, {'both writing' if self.dependence == 'WAW' else 'one writing'}"

@@ -94,9 +94,13 @@ def carried_findings(program: Program, stream: InstanceStream | None = None) -> 
                                   dependence="RAW", first=first, second=second, loop=pair.loop,
                                   distance=pair.distance, tensors=pair.tensors, severity="warning"))
         else:
+            note = "" if pair.partial is None else (
+                f"the matmuls continue one PSUM accumulation across its iterations, and "
+                f"{instance_label(stream, pair.partial)} reads it inside the loop: each iteration gets the sums of "
+                f"the ones before it (zero the accumulator in the loop's body, or declare it there)")
             out.append(NkiFinding(kind="carried", dependence="WAW" if pair.kind == "output" else "RAW",
                                   first=first, second=second, loop=pair.loop, distance=pair.distance,
-                                  tensors=pair.tensors))
+                                  tensors=pair.tensors, note=note))
     return out
 
 

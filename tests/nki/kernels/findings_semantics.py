@@ -8,7 +8,8 @@ API, plus the legacy ranges); ``docs/nki-checks.md`` quotes the documentation be
 * ``sum_sbuf``: ``+=`` into one SBUF tile across ``affine_range`` iterations, as the fused
   Mamba tutorial accumulates: the docs and an SDK maintainer disagree, a warning.
 * ``matmul_psum``: ``+=`` of ``nl.matmul`` into PSUM across ``affine_range`` (the
-  ``affine_range`` page's associative reduction): clean.
+  ``affine_range`` page's associative reduction): clean.  ``matmul_psum_read_per_tile``: the
+  accumulator zeroed outside the output tiles' loop and read in its body: a ``carried`` finding.
 * ``clobber``: two directly allocated tiles on the same bytes, the second loaded while the
   first is still to be read: an ``allocation`` (clobber) finding.  ``placed_apart``: the same
   kernel with the tiles apart, clean.
@@ -96,6 +97,24 @@ def matmul_psum(x):
     out = nl.ndarray((WIDTH, WIDTH), dtype=nl.float32, buffer=nl.sbuf)
     nisa.tensor_copy(dst=out, src=acc)
     nisa.dma_copy(dst=y, src=out)
+    return y
+
+
+@nki.jit
+def matmul_psum_read_per_tile(x):
+    """The PSUM accumulator zeroed once, outside the output tiles' loop, and read in each of its
+    iterations: tile n gets the sums of tiles 0 .. n - 1 too (a ``carried`` finding)."""
+    rows, cols = x.shape
+    y = nl.ndarray((WIDTH, cols), dtype=nl.float32, buffer=nl.shared_hbm, name="y")
+    acc = nl.zeros((WIDTH, WIDTH), dtype=nl.float32, buffer=nl.psum)
+    for n in legacy.affine_range(cols // WIDTH):
+        for k in legacy.affine_range(rows // 32):
+            tile = nl.ndarray((32, WIDTH), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=tile, src=x[k * 32:(k + 1) * 32, n * WIDTH:(n + 1) * WIDTH])
+            acc += nl.matmul(tile, tile, transpose_x=True)
+        tile_out = nl.ndarray((WIDTH, WIDTH), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=tile_out, src=acc)
+        nisa.dma_copy(dst=y[:, n * WIDTH:(n + 1) * WIDTH], src=tile_out)
     return y
 
 
