@@ -28,8 +28,9 @@ Scenario
 Differences from the kernel
     The PE transposes are the op table's ``transpose`` (the identity matmul the kernel
     issues with ``is_transpose``), so the identity tile and its load are left out; the zero
-    bias tile of the kernel's activations is an immediate 0.  Offsets keep the kernel's
-    layout from byte 260 on (its identity and bias occupy bytes 0-259).
+    bias tile of the kernel's activations sits where the kernel places it, at byte 256.
+    Offsets keep the kernel's layout from byte 260 on (its identity and bias occupy bytes
+    0-259).
 """
 
 from __future__ import annotations
@@ -68,15 +69,17 @@ def build() -> Program:
                     offset=base + (3 * DIM + FMAX) * 2 + (DIM + 1) * 4)
     transpose_ps = kb.psum("transpose_res_psum", (PMAX, 4 * PMAX), "float32", partition=0, bank=0)
     res_ps = kb.psum("res_psum", (PMAX, HEAD), "float32", partition=0, bank=7)
+    zero = kb.sbuf("zero_bias", (PMAX, 1), "float32", partition=0, offset=256)
+    kb.memset(zero, 0.0, name="zero_bias")
 
     with kb.loop("wm", m_blocks) as wm:
         kb.dma_copy(w_buf[:, wm, :], weights.tile(wm, PMAX), engine="sp", queue="dma0", name="load_weights")
     with kb.loop("i", SEQ // (2 * PMAX)) as i, kb.loop("g", 2) as g:
         kb.dma_copy(in_bufs, hidden.tile(2 * i + g, PMAX), engine="sp", queue="dma0", name="load_hidden")
-        kb.activation(act, in_bufs, func="square", reduce_res=square_sum, reduce_op="add", name="square")
+        kb.activation(act, in_bufs, func="square", bias=zero, reduce_res=square_sum, reduce_op="add", name="square")
         kb.tensor_scalar(square_sum, square_sum, op0="multiply", operand0=1.0 / DIM, op1="add", operand1=EPS,
                          name="mean_eps")
-        kb.activation(square_sum, square_sum, func="rsqrt", name="rsqrt")
+        kb.activation(square_sum, square_sum, func="rsqrt", bias=zero, name="rsqrt")
         with kb.loop("m", slices) as m:
             cols = slice(m * FMAX, (m + 1) * FMAX)
             kb.tensor_scalar(out_tile[:, cols], in_bufs[:, cols], op0="multiply", operand0=square_sum,

@@ -41,6 +41,8 @@ def build() -> Program:
     slot_bytes = COLS * 4
     a_buf = kb.sbuf("a_buf", (TILE, SLOTS, COLS), "float32", partition=0, offset=0)
     b_buf = kb.sbuf("b_buf", (TILE, SLOTS, COLS), "float32", partition=0, offset=SLOTS * slot_bytes)
+    zero = kb.sbuf("zero", (TILE, 1), "float32", partition=0, offset=2 * SLOTS * slot_bytes)  # the bias (NKI twin)
+    kb.memset(zero, 0.0, name="zero_bias")
     h = kb.sbuf("h", (TILE, COLS), "float32")
     c_buf = kb.sbuf("c_buf", (TILE, SLOTS, COLS), "float32")
     with kb.loop("pair", TILES // SLOTS) as pair:
@@ -49,7 +51,7 @@ def build() -> Program:
             kb.dma_copy(a_buf[:, slot, :], a.tile(t, TILE), engine="sp", queue="dma0", name=f"load_a{slot}")
             kb.dma_copy(b_buf[:, slot, :], b.tile(t, TILE), engine="pool", queue="dma1", dge="swdge",
                         name=f"load_b{slot}")
-            kb.activation(h, a_buf[:, slot, :], func="silu", name=f"silu{slot}")
+            kb.activation(h, a_buf[:, slot, :], func="silu", bias=zero, name=f"silu{slot}")
             kb.tensor_tensor(c_buf[:, slot, :], h, b_buf[:, slot, :], op="add", name=f"add{slot}")
             kb.dma_copy(out.tile(t, TILE), c_buf[:, slot, :], engine="dve", queue="dma2", name=f"store{slot}")
     return kb.program()

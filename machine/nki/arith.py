@@ -19,6 +19,7 @@ from neuronsim.machine.nki.errors import NkiError, fail, shown
 from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.legacy_rules import allocated_bias
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "sum", "max", "min", "mean",
@@ -83,6 +84,7 @@ def _unary_fn(name: str, act: str):
     def fn(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) -> NkiTensor:
         if not is_tile(x):
             raise fail(f"nl.{name} computes on a tile, not {shown(x)}: compute a number in Python (math, numpy)")
+        allocated_bias(current(), f"nl.{name}", None)
         return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", lambda dst: ops.activation(dst, act, x), mask,
                        (x,))
 

@@ -458,6 +458,14 @@ class ArangeExpr:
 
     __rmul__ = __mul__
 
+    def _not_affine(self, *_args: Any) -> Any:
+        # (a % of a mask's vector was Python's TypeError: a probe)
+        raise fail("an index vector in %, //, / or ** is no affine expression: NKI's index and mask expressions are "
+                   "affine (the errors page's err_unsupported_expression_in_mask: \"i % 2 is not an affine "
+                   "expression\"); a stepped nl.arange or a range of the loop gives every second index")
+
+    __mod__ = __rmod__ = __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __pow__ = _not_affine
+
     def _allowed(self, cmp: str, value: int) -> tuple[Iter, set[int]]:
         """The values of this expression's one iterator for which ``self <cmp> value`` holds
         (any coefficient, negative too: ``127 - i_p >= 64``)."""

@@ -22,6 +22,7 @@ from neuronsim.machine.nki.language import sbuf as _sbuf
 from neuronsim.machine.nki.ops import lay, result_dtype
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tiles import result_tile as _result
+from neuronsim.machine.nki.legacy_rules import allocated_bias
 from neuronsim.machine.nki.tracer import api, current
 from neuronsim.machine.nki.transpose_dma import transposed_shape
 
@@ -70,6 +71,7 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
 def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
                dtype=None, **_kw):
     operand_rules.vector_bias("nisa.activation", bias)
+    allocated_bias(current(), "nisa.activation", bias)
     return _result(data.shape, result_dtype(dtype, data), "sbuf",
                    lambda dst: em.activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
                                              reduce_res=reduce_res, reduce_cmd=reduce_cmd), mask)
@@ -77,6 +79,7 @@ def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=Non
 
 @api("nisa.activation_reduce")
 def activation_reduce(op, data, *, reduce_op, reduce_res, bias=None, scale=1.0, mask=None, dtype=None, **_kw):
+    allocated_bias(current(), "nisa.activation_reduce", bias)
     return _result(data.shape, result_dtype(dtype, data), "sbuf",
                    lambda dst: em.activation(dst, op, data, bias=bias, scale=scale, reduce_op=reduce_op,
                                              reduce_res=reduce_res), mask)

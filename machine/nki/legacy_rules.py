@@ -77,6 +77,16 @@ def check_flat_tiles(program: Any, flat: dict[str, tuple[Any, str]]) -> None:
                     raise NkiError(where, message)
 
 
+def allocated_bias(tracer: Any, call: str, bias: Any) -> None:
+    """The legacy errors page's ``err_bias_tensor_must_be_specified_in_allocation``: "Bias tensor of
+    an activation op must be specified in allocated NKI kernels", ``nisa.activation`` and the
+    ``nl.*`` functions that map to it (its example: ``nl.exp``); both ran (a probe)."""
+    if bias is None and tracer.allocated and tracer.generation == "legacy":
+        raise fail(f"{call} without a bias tile in a kernel that places its tiles itself: NKI's errors page "
+                   "(err_bias_tensor_must_be_specified_in_allocation) asks an activation for a bias tensor in an "
+                   "allocated kernel: call nisa.activation with bias= a placed [P, 1] tile of zeros")
+
+
 def kernel_level(tracer: Any) -> None:
     """The legacy errors page's ``err_shared_hbm_must_in_kernel_level``: a ``shared_hbm``
     tensor is made in the kernel function's own body, not in a loop or a function it calls.

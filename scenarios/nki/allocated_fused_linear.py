@@ -42,6 +42,9 @@ def allocated_fused_linear(hidden, weights, out):
                                                  num_free_tiles=(m_blocks,)))
     transpose_ps = nl.ndarray((nl.par_dim(PMAX), 4 * PMAX), dtype=f32, buffer=ncc.psum.mod_alloc(base_bank=0))
     res_ps = nl.ndarray((nl.par_dim(PMAX), head), dtype=f32, buffer=ncc.psum.mod_alloc(base_bank=7))
+    # the activations' bias (err_bias_tensor_must_be_specified_in_allocation), after the identity's 256 bytes
+    zero = nl.ndarray((nl.par_dim(PMAX), 1), dtype=f32, buffer=ncc.sbuf.mod_alloc(base_addr=256))
+    zero[...] = nisa.memset(shape=(PMAX, 1), value=0.0, dtype=f32)
 
     for wm in nl.affine_range(m_blocks):
         w_buf[wm] = nl.load(weights[wm * PMAX:(wm + 1) * PMAX, :])
@@ -50,10 +53,10 @@ def allocated_fused_linear(hidden, weights, out):
             row = 2 * i + g
             in_bufs[g] = nl.load(hidden[row * PMAX:(row + 1) * PMAX, :])
             act[...] = nisa.activation_reduce(op=nl.square, data=in_bufs[g], reduce_op=nl.add,
-                                              reduce_res=square_sum[...])
+                                              reduce_res=square_sum[...], bias=zero)
             square_sum[...] = nisa.tensor_scalar(square_sum, nl.multiply, 1.0 / dim, op1=nl.add, operand1=EPS,
                                                  engine=nisa.vector_engine)
-            square_sum[...] = nisa.activation(op=nl.rsqrt, data=square_sum)
+            square_sum[...] = nisa.activation(op=nl.rsqrt, data=square_sum, bias=zero)
             for m in nl.affine_range(slices):
                 out_tile[:, m * FMAX:(m + 1) * FMAX] = nisa.tensor_scalar(
                     in_bufs[g, :, m * FMAX:(m + 1) * FMAX], nl.multiply, square_sum, engine=nisa.vector_engine)

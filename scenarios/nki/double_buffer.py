@@ -26,6 +26,10 @@ def double_buffer(a, b, out):
                        buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(SLOTS,)))
     b_buf = nl.ndarray((SLOTS, nl.par_dim(tile), cols), dtype=nl.float32,
                        buffer=ncc.sbuf.mod_alloc(base_addr=SLOTS * slot_bytes, num_free_tiles=(SLOTS,)))
+    # an activation in a kernel that places tiles names its bias (err_bias_tensor_must_be_specified_in_allocation)
+    zero = nl.ndarray((nl.par_dim(tile), 1), dtype=nl.float32,
+                      buffer=ncc.sbuf.mod_alloc(base_addr=2 * SLOTS * slot_bytes))
+    zero[...] = nisa.memset(shape=(tile, 1), value=0.0, dtype=nl.float32)
     for pair in nl.affine_range(rows // (SLOTS * tile)):
         # declared in the body: a tile made outside would be written by every iteration of
         # the affine loop (the errors page's "unexpected output dependencies")
@@ -35,7 +39,7 @@ def double_buffer(a, b, out):
             t = SLOTS * pair + slot
             a_buf[slot] = nl.load(a[t * tile:(t + 1) * tile, :])
             nisa.dma_copy(dst=b_buf[slot], src=b[t * tile:(t + 1) * tile, :], dge_mode=nisa.dge_mode.swdge)
-            h[...] = nisa.activation(op=nl.silu, data=a_buf[slot])
+            h[...] = nisa.activation(op=nl.silu, data=a_buf[slot], bias=zero)
             c_buf[slot] = nisa.tensor_tensor(h, b_buf[slot], op=nl.add)
             nl.store(out[t * tile:(t + 1) * tile, :], value=c_buf[slot])
 

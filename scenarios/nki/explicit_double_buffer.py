@@ -33,12 +33,16 @@ def explicit_double_buffer(a, b, out):
                    buffer=ncc.sbuf.mod_alloc(base_addr=2 * SLOTS * tile_bytes))
     c_buf = nl.ndarray((col_tiles, nl.par_dim(TILE_P), TILE_F), dtype=nl.float32,
                        buffer=ncc.sbuf.mod_alloc(base_addr=(2 * SLOTS + 1) * tile_bytes, num_free_tiles=(SLOTS,)))
+    # an activation in a kernel that places tiles names its bias (err_bias_tensor_must_be_specified_in_allocation)
+    zero = nl.ndarray((nl.par_dim(TILE_P), 1), dtype=nl.float32,
+                      buffer=ncc.sbuf.mod_alloc(base_addr=(3 * SLOTS + 1) * tile_bytes))
+    zero[...] = nisa.memset(shape=(TILE_P, 1), value=0.0, dtype=nl.float32)
     for m in nl.affine_range(rows // TILE_P):
         for n in nl.affine_range(col_tiles):
             rows_m, cols_n = slice(m * TILE_P, (m + 1) * TILE_P), slice(n * TILE_F, (n + 1) * TILE_F)
             a_buf[n] = nl.load(a[rows_m, cols_n])
             b_buf[n] = nl.load(b[rows_m, cols_n])
-            e[...] = nisa.activation(op=nl.exp, data=a_buf[n])
+            e[...] = nisa.activation(op=nl.exp, data=a_buf[n], bias=zero)
             c_buf[n] = nisa.tensor_tensor(e, b_buf[n], op=nl.multiply)
             nl.store(out[rows_m, cols_n], value=c_buf[n])
 

@@ -135,6 +135,7 @@ LEGACY = '''
 import neuronxcc.nki as legacy_nki
 import neuronxcc.nki.isa as lisa
 import neuronxcc.nki.language as lnl
+import neuronxcc.nki.compiler as ncc
 
 
 @legacy_nki.jit
@@ -175,6 +176,32 @@ def legacy_matmul_of_bfloat16_by_float32(x, w):
     out = lnl.ndarray((128, 64), dtype=lnl.float32, buffer=lnl.shared_hbm)
     halves = lnl.copy(lnl.load(x), dtype=lnl.bfloat16)
     lnl.store(out, lnl.matmul(halves, lnl.load(x), transpose_x=True))  # mistake
+    return out
+
+
+@legacy_nki.jit
+def legacy_exp_in_an_allocated_kernel(x, w):
+    out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)
+    t = lnl.ndarray((lnl.par_dim(128), 64), dtype=x.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    t[...] = lnl.load(x)
+    lnl.store(out, lnl.exp(t))  # mistake
+    return out
+
+
+@legacy_nki.jit
+def legacy_activation_without_bias_in_an_allocated_kernel(x, w):
+    out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)
+    t = lnl.ndarray((lnl.par_dim(128), 64), dtype=x.dtype, buffer=ncc.sbuf.mod_alloc(base_addr=0))
+    t[...] = lnl.load(x)
+    lnl.store(out, lisa.activation(lnl.exp, data=t))  # mistake
+    return out
+
+
+@legacy_nki.jit
+def legacy_mask_of_every_second_row(x, w):
+    out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)
+    i_p, i_f = lnl.arange(128)[:, None], lnl.arange(64)[None, :]
+    lnl.store(out[i_p, i_f], lnl.load(x[i_p, i_f]), mask=(i_p % 2 < 1))  # mistake
     return out
 
 
@@ -306,6 +333,13 @@ LEGACY_MISTAKES = {
     "legacy_shared_hbm_under_an_if": "a shared_hbm tensor made under an if: NKI makes shared_hbm tensors only at the "
                                      "kernel's top level (err_shared_hbm_must_in_kernel_level)",
     "legacy_matmul_of_int32": "nl.matmul of int32 x float32 tiles: nc_matmul's page takes float8",
+    "legacy_mask_of_every_second_row": "an index vector in %, //, / or ** is no affine expression: NKI's index and "
+                                       "mask expressions are affine (the errors page's "
+                                       "err_unsupported_expression_in_mask",
+    "legacy_exp_in_an_allocated_kernel": "nl.exp without a bias tile in a kernel that places its tiles itself: NKI's "
+                                         "errors page (err_bias_tensor_must_be_specified_in_allocation)",
+    "legacy_activation_without_bias_in_an_allocated_kernel": "nisa.activation without a bias tile in a kernel that "
+                                                             "places its tiles itself",
     "legacy_matmul_of_bfloat16_by_float32": "nl.matmul of bfloat16 x float32 tiles: nc_matmul's page says \"if one of "
                                             "the input tiles is tfloat32/float32",
 }

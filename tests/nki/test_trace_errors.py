@@ -29,7 +29,7 @@ def twice(a):
     for k in range(2):
         t = staged(a, k)
         t[...] = nl.load(a[:, nl.ds(k * 16, 16)])
-        nl.store(out[:, nl.ds(k * 16, 16)], value=nl.exp(t))
+        nl.store(out[:, nl.ds(k * 16, 16)], value=nl.multiply(t, 2.0))
     return out
 
 

@@ -297,13 +297,13 @@ def prefetch(a):
     t[0] = nl.load(a[:, nl.ds(0, 16)])
     for i in nl.sequential_range(4):  # each iteration reads the tile the one before it loaded
         t[i + 1] = nl.load(a[:, nl.ds((i + 1) * 16, 16)])
-        u = nl.exp(t[i])
+        u = nl.multiply(t[i], 2.0)
         nl.store(out[:, nl.ds(i * 16, 16)], value=u)
     return out
 
 
 def reference(a):
-    return {"return0": np.exp(a[:, :64])}
+    return {"return0": 2.0 * a[:, :64]}
 '''
 
 
@@ -318,21 +318,21 @@ def test_a_prefetching_kernel_with_one_slot_too_few_fails(tmp_path, monkeypatch)
     inputs = _npz(tmp_path / "in.npz", a=np.random.default_rng(0).standard_normal((128, 80)).astype(np.float32))
     lines = PREFETCH.splitlines()
     prefetch = next(k + 1 for k, line in enumerate(lines) if "t[i + 1] = nl.load" in line)
-    use = next(k + 1 for k, line in enumerate(lines) if "u = nl.exp(t[i])" in line)
+    use = next(k + 1 for k, line in enumerate(lines) if "u = nl.multiply(t[i], 2.0)" in line)
     for slots, status in ((2, 0), (1, 1)):
         (tmp_path / f"pf{slots}.py").write_text(PREFETCH.replace("SLOTS", str(slots)))
         result = _cli("run", f"pf{slots}.py::prefetch", "--inputs", inputs, "--reference", f"pf{slots}.py:reference")
         assert result.exit_code == status, result.output
         assert ("finding:" in result.output) == (slots == 1), result.output
     findings = [line for line in result.output.splitlines() if line.startswith("finding:")]
-    assert (f"nl.load at pf1.py:{prefetch} [i=0] writes bytes that nl.exp at pf1.py:{use} [i=0] reads later"
+    assert (f"nl.load at pf1.py:{prefetch} [i=0] writes bytes that nl.multiply at pf1.py:{use} [i=0] reads later"
             in findings[0])
     assert len(findings) == 1 and findings[0].endswith("(4 findings of this kind on these lines)"), findings
     assert "problem: return0:" in result.output
     verdict = _cli("run", "pf1.py::prefetch", "--inputs", inputs, "--reference", "pf1.py:reference", "--json")
     messages = [f["message"] for f in json.loads(verdict.stdout)["findings"]]
     assert any(f"t_10_b4 / t_10_b3 overlap while both are live: nl.load at pf1.py:{prefetch} [i=3] writes bytes "
-               f"that nl.exp at pf1.py:{use} [i=3] reads later" in m for m in messages), messages
+               f"that nl.multiply at pf1.py:{use} [i=3] reads later" in m for m in messages), messages
 
 
 GRID = '''import nki

@@ -28,10 +28,13 @@ def rotate_transpose(x, y):
     out_buf = nl.ndarray((tiles, nl.par_dim(P), P), dtype=nl.float32, buffer=ncc.sbuf.alloc(_after_inputs))
     ps = nl.ndarray((tiles, nl.par_dim(P), P), dtype=nl.float32,
                     buffer=ncc.psum.mod_alloc(base_bank=2, num_bank_tiles=(2,)))
+    # an activation in an allocated kernel names its bias (err_bias_tensor_must_be_specified_in_allocation)
+    zero = nl.ndarray((nl.par_dim(P), 1), dtype=nl.float32, buffer=ncc.sbuf.mod_alloc(base_addr=6 * P * 4))
+    zero[...] = nisa.memset(shape=(P, 1), value=0.0, dtype=nl.float32)
     for t in nl.affine_range(tiles):
         in_buf[t] = nl.load(x[t * P:(t + 1) * P, :])
         ps[t] = nisa.nc_transpose(in_buf[t], engine=nisa.tensor_engine)
-        scaled[...] = nisa.activation(op=nl.copy, data=ps[t], scale=3.0)
+        scaled[...] = nisa.activation(op=nl.copy, data=ps[t], scale=3.0, bias=zero)
         out_buf[t] = nisa.tensor_copy(scaled, engine=nisa.vector_engine)
         nl.store(y[t * P:(t + 1) * P, :], value=out_buf[t])
 

@@ -187,11 +187,11 @@ def scale_by_row_norm(x, w):
 
 @nki.jit
 def stats_in_chunks(x):
-    """bn_stats over free chunks selected by a second mgrid, then bn_aggr: mean and variance."""
+    """bn_stats over free chunks selected by free index vectors, then bn_aggr: mean and variance."""
     out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
     i_p, i_f = nl.mgrid[0:128, 0:x.shape[1]]
     tile = nl.load(x[i_p, i_f])
-    i_chunk, i_stat = nl.mgrid[0:512, 0:6]
+    i_chunk, i_stat = nl.arange(512)[None, :], nl.arange(6)[None, :]
     chunks = (x.shape[1] + 511) // 512
     stats = nl.ndarray((128, 6 * chunks), dtype=nl.float32)
     for j in nl.affine_range(chunks):

@@ -28,5 +28,5 @@ def double_buffered(x):
     out = nl.ndarray((4, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
     for i in nl.affine_range(4):
         t[i] = nl.load(x[i])  # block i
-        nl.store(out[i], value=nl.exp(t[i]))  # each block read in its own iteration: two slots do
+        nl.store(out[i], value=nl.multiply(t[i], 2.0))  # each block read in its own iteration: two slots do
     return out
