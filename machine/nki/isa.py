@@ -11,6 +11,8 @@ import enum
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
+
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, mx, operand_rules, ops, scalars, schedule, transpose_dma
@@ -333,6 +335,11 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None,
     """Swap SBUF tiles between the two cores of an LNC=2 kernel (machine/nki/cores.py): each core
     copies its partner's ``src`` into its own ``dst`` by DMA, between two meetings."""
     operand_rules.from_generation("nisa.sendrecv", 3)
+    for what, value in (("send_to_rank", send_to_rank), ("recv_from_rank", recv_from_rank)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or int(value) not in (0, 1):
+            raise fail(f"nisa.sendrecv: {what}={value!r}; its page: \"send_to_rank and recv_from_rank must be either "
+                       f"0 or 1\"")  # (2 was an internal error: a probe)
+    operand_rules.in_sbuf("nisa.sendrecv", "Both src and dst tiles must be in SBUF", src=src, dst=dst)
     operand_rules.same_dtype("nisa.sendrecv", "src and dst must have the same data type", src=src, dst=dst)
     operand_rules.gpsimd_dma_size(dma_engine, src)
     tracer = current()
@@ -348,8 +355,14 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None,
 
 @api("nisa.core_barrier")
 def core_barrier(data, cores=(0, 1), engine=None, name=None, **_kw) -> None:
-    operand_rules.from_generation("nisa.core_barrier", 3)
     """Both cores of an LNC=2 kernel reach this line before either goes on (machine/nki/cores.py)."""
+    operand_rules.from_generation("nisa.core_barrier", 3)
+    layout = ops.lay(data) if em.is_tile(data) else None
+    if layout is None or layout.on_chip or layout.tensor.name in current().hbm.private:  # (each ran: a probe)
+        what = "each core's own HBM" if layout is not None and not layout.on_chip else \
+            (f"in {layout.tensor.memory.name}" if layout is not None else repr(data))
+        raise fail(f"nisa.core_barrier: data is {what}; its page: \"The data parameter ... must be data in shared HBM "
+                   f"that multiple cores are accessing\"")
     if sorted(int(c) for c in cores) != [0, 1]:
         raise fail(f"nisa.core_barrier: cores={tuple(cores)}; only (0, 1) is supported (the ISA reference)")
     meet(current(), "nisa.core_barrier")

@@ -33,7 +33,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import PACKED, itemsize
 from neuronsim.machine.model.optable import BITVEC_OPS, UNARY_ALU_OPS
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.errors import fail
+from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import is_tile
 from neuronsim.machine.nki.tracer import current
@@ -42,7 +42,7 @@ __all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs
            "one_per_partition", "enum_member", "pool_off_psum", "transposable_into", "on_chip", "from_generation",
            "arithmetic_only", "INTEGER_DTYPES", "dtype_among", "same_dtype", "off_psum", "tensor_scalar_operators",
            "BITVEC_NAMES", "power_off_psum", "packed_zero", "gpsimd_dma_size", "same_rank", "legacy_broadcast",
-           "matmul_dtypes"]
+           "matmul_dtypes", "in_sbuf"]
 
 
 def _layout(value: Any) -> Layout | None:
@@ -262,6 +262,16 @@ def same_dtype(call: str, page: str, **operands: Any) -> None:
         if layout.element_dtype != kept.element_dtype:
             raise fail(f'{call}: {first} is {kept.element_dtype} and {name} {layout.element_dtype}; its page: '
                        f'"{page}"')
+
+
+def in_sbuf(call: str, page: str, **operands: Any) -> None:
+    """Refuse an operand that is no tile in SBUF (sendrecv's "Both src and dst tiles must be in
+    SBUF": an HBM source ran as a DMA from HBM, a probe); ``page`` is its page's sentence."""
+    for name, value in operands.items():
+        layout = _layout(value)
+        if layout is None or layout.tensor.memory.name != "SBUF":
+            where = f"{layout.tensor.name} in {layout.tensor.memory.name}" if layout is not None else shown(value)
+            raise fail(f'{call}: {name} is {where}; its page: "{page}"')
 
 
 def off_psum(call: str, page: str, **operands: Any) -> None:

@@ -195,8 +195,21 @@ def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
     if engine == "pool" and "PSUM" in (dst.tensor.memory.name, src.tensor.memory.name):
         engine = "dve"
     current().note_write(dst)
+    _through_float32(src.element_dtype, dst.element_dtype)
     with engine_left_to_compiler(offer):
         current().kb.tensor_copy(dst.view(), _fit(src, dst).view(), engine=engine)
+
+
+def _through_float32(source: str, target: str) -> None:
+    """A warning at a compute-engine copy between two integer dtypes, one of them 32 bits: the
+    tensor_copy page's "intermediate FP32 cast when input and output data types differ" (and
+    "be cautious ... e.g., INT32") rounds integers beyond 2**24.  A bit-exact RNG that copied
+    int32 into uint32 came out wrong without a word (a sweep); the model casts as the page says."""
+    if source != target and "int" in source and "int" in target and "32" in source + target:
+        current().warn("precision", f"a copy of {source} into {target} on a compute engine goes through float32 (the "
+                                    f"tensor_copy page: \"intermediate FP32 cast when input and output data types "
+                                    f"differ\"): integers beyond 2**24 in magnitude lose their low bits; to keep the "
+                                    f"bits, view the tile as the other dtype (.view) instead")
 
 
 def spread(src: Layout, partitions: int) -> Layout:

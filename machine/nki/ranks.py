@@ -147,7 +147,8 @@ def _reduction(op: Any, call: str) -> str:
 
 
 @api("nki.collectives.all_reduce")
-def all_reduce(dsts, srcs, op=None, replica_group=None, **_kw) -> None:
+def all_reduce(srcs, dsts, replica_group=None, op=None, **_kw) -> None:
+    """The page's order: ``all_reduce(srcs, dsts, replica_group, op)`` (dsts came first: a probe)."""
     reduce = _reduction(op, "nki.collectives.all_reduce")
 
     def plan(rank, group, posts, dst, k):
@@ -158,7 +159,7 @@ def all_reduce(dsts, srcs, op=None, replica_group=None, **_kw) -> None:
 
 
 @api("nki.collectives.all_gather")
-def all_gather(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
+def all_gather(srcs, dsts, replica_group=None, collective_dim=0, **_kw) -> None:
     call = "nki.collectives.all_gather"
 
     def plan(rank, group, posts, dst, k):
@@ -169,7 +170,7 @@ def all_gather(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
 
 
 @api("nki.collectives.reduce_scatter")
-def reduce_scatter(dsts, srcs, op=None, replica_group=None, collective_dim=0, **_kw) -> None:
+def reduce_scatter(srcs, dsts, replica_group=None, collective_dim=0, op=None, **_kw) -> None:
     call = "nki.collectives.reduce_scatter"
     reduce = _reduction(op, call)
 
@@ -182,7 +183,7 @@ def reduce_scatter(dsts, srcs, op=None, replica_group=None, collective_dim=0, **
 
 
 @api("nki.collectives.all_to_all")
-def all_to_all(dsts, srcs, replica_group=None, collective_dim=0, **_kw) -> None:
+def all_to_all(srcs, dsts, replica_group=None, collective_dim=0, **_kw) -> None:
     call = "nki.collectives.all_to_all"
 
     def plan(rank, group, posts, dst, k):

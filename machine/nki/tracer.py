@@ -258,7 +258,7 @@ class Tracer:
                 self.warn("keyword", text, line)
 
     def warn(self, kind: str, text: str, line: SourceLine | None = None) -> None:
-        """Note a warning of ``kind`` (``keyword``, ``broadcast``, ``generation``) at ``line``, by
+        """Note a warning of ``kind`` (``keyword``, ``broadcast``, ``generation``, ``precision``) at ``line``, by
         default the call's (a held-back call's own line while it is emitted)."""
         self.call_warnings.setdefault((str(line or self.emit_site or self.where()[0]), kind, text))
 

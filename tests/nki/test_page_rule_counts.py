@@ -122,6 +122,15 @@ def reduce_res_read_out_by_idle(x):
 
 
 @nki.jit
+def int32_copied_into_uint32(x):
+    t = nl.ndarray((128, 2), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    u = nl.ndarray((128, 2), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=u, src=t)  # through float32
+    return _out(u)
+
+
+@nki.jit
 def reduction_over_the_last_two_axes(x):
     t = nl.ndarray((128, 4, 16), dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=x.reshape((128, 4, 16)))
@@ -357,3 +366,15 @@ def test_each_legacy_mistake_is_one_line_at_its_kernel_line(kernels, func):
         trace(kernels(func), X, X)
     text = str(caught.value)
     assert text.startswith(f"l.py:{line}: ") and LEGACY_MISTAKES[func] in text and "\n" not in text, text
+
+
+def test_an_integer_copy_through_float32_is_a_warning_and_rounds_as_the_page_says(kernels):
+    """A compute engine copies int32 into uint32 through float32 (the tensor_copy page): a bit-exact
+    RNG kernel (trnsci/trnrand's philox) came out wrong without a word."""
+    x = np.array([[0x12345678, 5]] * 128, dtype=np.int32)
+    traced = trace(kernels("int32_copied_into_uint32"), x)
+    ((where, kind, message),) = traced.call_warnings
+    line = next(k for k, text in enumerate(KERNELS.splitlines(), 1) if "# through float32" in text)
+    assert (where.endswith(f"k.py:{line}"), kind) == (True, "precision") and "intermediate FP32 cast" in message
+    out = sequential_outputs(traced.program, traced.run_inputs)["return0"]
+    assert out[0, 1] == 5 and out[0, 0] == np.uint32(np.float32(0x12345678))  # 305419896 -> 305419904

@@ -27,6 +27,16 @@ def test_all_reduce_sums_every_ranks_source_into_every_rank():
         np.testing.assert_allclose(out[name], expected, rtol=1e-6, atol=1e-6, err_msg=name)
 
 
+def test_the_collectives_take_their_pages_positional_order():
+    """all_reduce(srcs, dsts, replica_group, op): neuronsim took dsts first, so the page's own
+    order swapped source and destination (or, with op fourth, stopped on an internal error)."""
+    x = RNG.normal(size=(16, 8)).astype(np.float32)
+    out = run(kernel("ranks.py::summed_positionally"), x, [[0, 1]], ranks=2)
+    total = 2 * x + 1
+    for name in ("return0", "return0_rank1"):
+        np.testing.assert_allclose(out[name], np.concatenate([total, total]), rtol=1e-6, atol=1e-6, err_msg=name)
+
+
 def test_all_gather_puts_member_js_source_in_chunk_j():
     x = RNG.normal(size=(16, 8)).astype(np.float32)
     out = run(kernel("ranks.py::gathered"), x, GROUP, 3, ranks=3)

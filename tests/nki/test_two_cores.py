@@ -156,3 +156,84 @@ def test_nxds_pre_release_sendrecv_swaps_the_cores_tiles_of_a_legacy_kernel():
     out = run(kernel("two_cores_legacy.py::max_of_both_halves")[2], x, seeds=(None, 0))["return0"]
     both = np.maximum(x[:, :32], x[:, 32:])
     np.testing.assert_array_equal(out, np.concatenate([both, both], axis=1))
+
+
+MISUSE = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def _swap(x, src_of, dst_buffer=nl.sbuf, to=None):
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    core = nl.program_id(0)
+    mine = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=x[:, nl.ds(core * 32, 32)])
+    theirs = nl.ndarray((128, 32), dtype=x.dtype, buffer=dst_buffer)
+    partner = 1 - core if to is None else to
+    nisa.sendrecv(src=src_of(x, mine, core), dst=theirs, send_to_rank=partner, recv_from_rank=partner)  # mistake
+    nisa.dma_copy(dst=out[:, nl.ds(core * 32, 32)], src=mine)
+    return out
+
+
+@nki.jit
+def to_a_third_core(x):
+    return _swap(x, lambda x, mine, core: mine, to=2)
+
+
+@nki.jit
+def from_hbm(x):
+    return _swap(x, lambda x, mine, core: x[:, nl.ds(core * 32, 32)])
+
+
+@nki.jit
+def into_hbm(x):
+    return _swap(x, lambda x, mine, core: mine, dst_buffer=nl.shared_hbm)
+
+
+def _barrier(x, data_of):
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    core = nl.program_id(0)
+    t = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[:, nl.ds(core * 32, 32)])
+    nisa.core_barrier(data_of(t), (0, 1))  # mistake
+    nisa.dma_copy(dst=out[:, nl.ds(core * 32, 32)], src=t)
+    return out
+
+
+@nki.jit
+def barrier_on_a_tile(x):
+    return _barrier(x, lambda t: t)
+
+
+@nki.jit
+def barrier_on_private_hbm(x):
+    return _barrier(x, lambda t: nl.ndarray((128, 32), dtype=t.dtype, buffer=nl.private_hbm))
+'''
+
+MISUSES = {
+    "to_a_third_core": "nisa.sendrecv: send_to_rank=2; its page: \"send_to_rank and recv_from_rank must be either 0 or 1\"",
+    "from_hbm": "nisa.sendrecv: src is x in DRAM; its page: \"Both src and dst tiles must be in SBUF\"",
+    "into_hbm": "nisa.sendrecv: dst is theirs",
+    "barrier_on_a_tile": "nisa.core_barrier: data is in SBUF; its page: \"The data parameter ... must be data in shared "
+                         "HBM that multiple cores are accessing\"",
+    "barrier_on_private_hbm": "nisa.core_barrier: data is each core's own HBM",
+}
+
+
+@pytest.mark.parametrize("func", sorted(MISUSES))
+def test_sendrecv_and_barrier_misuse_is_one_line_at_the_call(tmp_path, func):
+    """A probe of multi-core mistakes: a rank beyond the two cores was an internal error; an HBM
+    operand of sendrecv ("Both src and dst tiles must be in SBUF") and a barrier on a tile or on
+    each core's own HBM ("data in shared HBM that multiple cores are accessing") ran."""
+    from neuronsim.machine.nki import load_kernel
+
+    (tmp_path / "m.py").write_text(MISUSE)
+    lines = MISUSE.splitlines()
+    call = "nisa.core_barrier(" if func.startswith("barrier") else "nisa.sendrecv("
+    line = next(k for k, text in enumerate(lines, 1) if call in text and "# mistake" in text)
+    with pytest.raises(NkiError) as caught:
+        trace(load_kernel(f"{tmp_path / 'm.py'}::{func}")[2], RNG.normal(size=(128, 64)).astype(np.float32),
+              machine="trn2")
+    text = str(caught.value)
+    assert text.startswith(f"m.py:{line}: ") and MISUSES[func] in text and "\n" not in text, text

@@ -18,7 +18,7 @@ def _bounce(x, buffer, meet):
     scratch = nl.ndarray((128, 64), dtype=x.dtype, buffer=buffer)
     nisa.dma_copy(dst=scratch, src=t)
     if meet:
-        nisa.core_barrier(t, (0, 1))
+        nisa.core_barrier(out, (0, 1))
     back = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=back, src=scratch)
     nisa.dma_copy(dst=out[pid * 128:(pid + 1) * 128, :], src=back)

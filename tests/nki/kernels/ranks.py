@@ -20,6 +20,23 @@ def summed(x, replica_group):
 
 
 @nki.jit
+def summed_positionally(x, replica_group):
+    """``summed`` with the collectives' arguments in their pages' order, positionally:
+    all_reduce(srcs, dsts, replica_group, op), then all_gather(srcs, dsts, replica_group, dim)."""
+    H, W = x.shape
+    src = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.shared_hbm)
+    total = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.shared_hbm)
+    dst = nl.ndarray((2 * H, W), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((H, W), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0 * ncc.rank_id())
+    nisa.dma_copy(dst=src, src=t)
+    ncc.all_reduce([src], [total], replica_group, nl.add)
+    ncc.all_gather([total], [dst], replica_group, 0)
+    return dst
+
+
+@nki.jit
 def gathered(x, replica_group, num_ranks):
     """all_gather along dim 0 of each rank's x times (rank + 1)."""
     H, W = x.shape
