@@ -212,11 +212,12 @@ def barrier_on_private_hbm(x):
 '''
 
 MISUSES = {
-    "to_a_third_core": "nisa.sendrecv: send_to_rank=2; its page: \"send_to_rank and recv_from_rank must be either 0 or 1\"",
+    "to_a_third_core": "nisa.sendrecv: send_to_rank=2; its page: \"send_to_rank and recv_from_rank must be either 0 "
+                       "or 1\"",
     "from_hbm": "nisa.sendrecv: src is x in DRAM; its page: \"Both src and dst tiles must be in SBUF\"",
     "into_hbm": "nisa.sendrecv: dst is theirs",
-    "barrier_on_a_tile": "nisa.core_barrier: data is in SBUF; its page: \"The data parameter ... must be data in shared "
-                         "HBM that multiple cores are accessing\"",
+    "barrier_on_a_tile": "nisa.core_barrier: data is in SBUF; its page: \"The data parameter ... must be data in "
+                         "shared HBM that multiple cores are accessing\"",
     "barrier_on_private_hbm": "nisa.core_barrier: data is each core's own HBM",
 }
 
