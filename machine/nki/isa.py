@@ -23,8 +23,8 @@ from neuronsim.machine.nki.groups import footprint_of
 from neuronsim.machine.nki.handles import emit_call, written
 from neuronsim.machine.nki.tracer import api, current
 
-__all__ = ["current_names", "REFUSED", "LEGACY_REFUSED", "engine", "dge_mode", "oob_mode", "nc_version", "reduce_cmd",
-           "get_nc_version", "enum_names"]
+__all__ = ["current_names", "lnc_names", "REFUSED", "LEGACY_REFUSED", "engine", "dge_mode", "oob_mode", "nc_version",
+           "reduce_cmd", "get_nc_version", "enum_names"]
 
 
 class engine:  # noqa: N801  (NKI's names)
@@ -366,6 +366,16 @@ def core_barrier(data, cores=(0, 1), engine=None, name=None, **_kw) -> None:
     if sorted(int(c) for c in cores) != [0, 1]:
         raise fail(f"nisa.core_barrier: cores={tuple(cores)}; only (0, 1) is supported (the ISA reference)")
     meet(current(), "nisa.core_barrier")
+
+
+def lnc_names() -> dict[str, Any]:
+    """``nki.lnc`` (NKI 0.7's home of the two-core calls; its page calls the ``nki.isa`` entry points
+    "deprecated compatibility wrappers"): ``sendrecv`` without ``pipe_id``, ``dma_engine`` fifth;
+    ``core_barrier`` as ``nki.isa``'s (``nki.lnc.sendrecv`` was refused as not modelled: a probe)."""
+    def lnc_sendrecv(src, dst, send_to_rank, recv_from_rank, dma_engine=None, name=None, priority=None, **_kw):
+        return sendrecv(src, dst, send_to_rank, recv_from_rank, dma_engine=dma_engine, name=name)
+
+    return {"sendrecv": lnc_sendrecv, "core_barrier": core_barrier}
 
 
 @api("nisa.dma_compute")

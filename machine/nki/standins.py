@@ -115,6 +115,9 @@ def _build() -> dict[str, types.ModuleType]:
     constants = {name: value for name, value in isa.enum_names().items() if name in ("dge_mode", "oob_mode", "engine")}
     current_constants = _module("nki.isa.constants", "nisa.constants", constants, "current")
     legacy_constants = _module("neuronxcc.nki.isa.constants", "nisa.constants", constants, "legacy")
+    lnc = _module("nki.lnc", "nki.lnc", isa.lnc_names(), "current")
+    lnc._refusals = {"sendrecv_compute": "a sendrecv reducing what it receives"}
+    nki.lnc = lnc
     # the pre-release sendrecv NxD's released two-core kernels import (indexed_flatten, the MX expert MLPs)
     private_api = _module("neuronxcc.nki._private.private_api", "private_api", {"sendrecv": isa.sendrecv}, "legacy")
     current_isa.constants, legacy_isa.constants = current_constants, legacy_constants
@@ -124,7 +127,7 @@ def _build() -> dict[str, types.ModuleType]:
             "nki": nki, "nki.language": current_nl, "nki.isa": current_isa, "nki.compiler": current_cc,
             "neuronxcc": neuronxcc, "neuronxcc.nki": neuronxcc_nki, "neuronxcc.nki.language": legacy_nl,
             "neuronxcc.nki.isa": legacy_isa, "neuronxcc.nki.compiler": legacy_cc,
-            "neuronxcc.nki.typing": legacy_typing, "neuronxcc.nki._private.private_api": private_api}
+            "neuronxcc.nki.typing": legacy_typing, "neuronxcc.nki._private.private_api": private_api, "nki.lnc": lnc}
 
 
 _TWO_CORES = "collectives: neuronsim models one NeuronCore"

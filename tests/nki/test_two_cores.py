@@ -238,3 +238,39 @@ def test_sendrecv_and_barrier_misuse_is_one_line_at_the_call(tmp_path, func):
               machine="trn2")
     text = str(caught.value)
     assert text.startswith(f"m.py:{line}: ") and MISUSES[func] in text and "\n" not in text, text
+
+
+LNC = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+import nki.lnc as lnc
+
+
+@nki.jit
+def swapped_through_lnc(x):
+    """The two-core calls where NKI 0.7's pages put them (nki.lnc: sendrecv with dma_engine fifth and
+    no pipe_id), each core keeping the larger of its half and the other's."""
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    core = nl.program_id(0)
+    mine = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=mine, src=x[:, nl.ds(core * 32, 32)])
+    theirs = nl.ndarray((128, 32), dtype=x.dtype, buffer=nl.sbuf)
+    lnc.sendrecv(mine, theirs, 1 - core, 1 - core)
+    nisa.tensor_tensor(dst=mine, data1=mine, data2=theirs, op=nl.maximum)
+    nisa.dma_copy(dst=out[:, nl.ds(core * 32, 32)], src=mine)
+    lnc.core_barrier(out, (0, 1))
+    return out
+'''
+
+
+def test_the_two_core_calls_of_nki_lnc(tmp_path):
+    """nki.lnc.sendrecv and nki.lnc.core_barrier (the nki.isa ones are "deprecated compatibility
+    wrappers" on the page) were refused as not modelled."""
+    from neuronsim.machine.nki import load_kernel
+
+    (tmp_path / "l.py").write_text(LNC)
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    out = run(load_kernel(f"{tmp_path / 'l.py'}::swapped_through_lnc")[2], x, machine="trn2")["return0"]
+    both = np.maximum(x[:, :32], x[:, 32:])
+    np.testing.assert_array_equal(out, np.concatenate([both, both], axis=1))
