@@ -58,9 +58,22 @@ class ReplicaGroup:
         return f"ReplicaGroup({self.groups})"
 
 
+def _groups(replica_group: Any) -> Any:
+    return replica_group.groups if isinstance(replica_group, ReplicaGroup) else replica_group
+
+
 def _group(replica_group: Any, rank: int, call: str) -> list[int]:
-    """The ranks of the group holding ``rank`` (a ``ReplicaGroup`` or a plain list of lists)."""
-    groups = replica_group.groups if isinstance(replica_group, ReplicaGroup) else replica_group
+    """The ranks of the group holding ``rank`` (a ``ReplicaGroup`` or a plain list of lists), each
+    rank in one group only (the ReplicaGroup page: "Each rank in the replica-group must participate
+    in only one rank-list"; [[0, 1], [1]] ran, a probe)."""
+    groups = _groups(replica_group)
+    seen: set[int] = set()
+    for members in ([int(r) for r in group] for group in groups or ()):
+        twice = seen.intersection(members) or {r for r in members if members.count(r) > 1}
+        if twice:
+            raise fail(f"{call}: replica_group={groups!r} names rank {min(twice)} twice; the ReplicaGroup page: "
+                       "\"Each rank in the replica-group must participate in only one rank-list\"")
+        seen.update(members)
     for group in groups or ():
         members = [int(r) for r in group]
         if rank in members:
@@ -120,14 +133,20 @@ def _placed_as_the_page_says(call: str, pairs: list[tuple[Any, Any]], collective
                    f"{' or '.join(map(str, dims))} there")
 
 
-def _collective(call: str, dsts: Any, srcs: Any, replica_group: Any, plan, collective_dim: Any = None) -> None:
+def _collective(call: str, dsts: Any, srcs: Any, replica_group: Any, plan, collective_dim: Any = None,
+                op: str | None = None) -> None:
     """Meet, post the sources, emit this rank's copies (``plan(rank, group, posts, dst, k)``),
     meet again."""
     tracer = current()
     on_ranks(tracer, call)  # refused before the arguments are looked at
     pairs = _pairs(dsts, srcs, call)
     _placed_as_the_page_says(call, pairs, collective_dim)
-    rank, posts = meet_ranks(tracer, call, [src for _dst, src in pairs])
+    # the ranks meet at one collective: the same call, op, groups and dimension (a rank reducing by
+    # another op, or naming other groups, was seen only by the comparison with numpy: a probe)
+    groups = _groups(replica_group)
+    agreed = [f"op={op}" if op else "", f"replica_group={[[int(r) for r in g] for g in groups or ()]}",
+              f"collective_dim={collective_dim}" if collective_dim is not None else ""]
+    rank, posts = meet_ranks(tracer, f"{call}({', '.join(a for a in agreed if a)})", [src for _dst, src in pairs])
     group = _group(replica_group, rank, call)
     missing = [m for m in group if m not in posts]
     if missing:
@@ -155,7 +174,7 @@ def all_reduce(srcs, dsts, replica_group=None, op=None, **_kw) -> None:
         for j, member in enumerate(group):
             _copy(dst, posts[member][k], add=j > 0, op=reduce)
 
-    _collective("nki.collectives.all_reduce", dsts, srcs, replica_group, plan)
+    _collective("nki.collectives.all_reduce", dsts, srcs, replica_group, plan, op=reduce)
 
 
 @api("nki.collectives.all_gather")
@@ -179,7 +198,7 @@ def reduce_scatter(srcs, dsts, replica_group=None, collective_dim=0, op=None, **
         for j, member in enumerate(group):
             _copy(dst, _chunk(posts[member][k], int(collective_dim), mine, len(group), call), add=j > 0, op=reduce)
 
-    _collective(call, dsts, srcs, replica_group, plan, collective_dim)
+    _collective(call, dsts, srcs, replica_group, plan, collective_dim, op=reduce)
 
 
 @api("nki.collectives.all_to_all")

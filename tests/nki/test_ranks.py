@@ -150,3 +150,44 @@ def test_what_the_pages_allow_runs():
     for call, buffer, dim in (("all_gather", "sbuf", 1), ("all_reduce", "sbuf", 0), ("reduce_scatter", "hbm", 0),
                               ("all_to_all", "hbm", 0)):
         trace(kernel("ranks.py::placed_against_the_page"), x, [[0, 1]], call, buffer, dim, False, ranks=2)
+
+
+GROUPS = '''
+import nki
+import nki.collectives as ncc
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def reduced(x, replica_group):
+    src = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    dst = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=src, src=t)
+    op = nl.add if ncc.rank_id() == 0 else nl.maximum if replica_group == "by rank" else nl.add
+    groups = [[0, 1]] if replica_group == "by rank" else replica_group
+    ncc.all_reduce([src], [dst], groups, op)  # the collective
+    return dst
+'''
+
+
+@pytest.mark.parametrize("group, words", [
+    ([[0, 1], [1]], "replica_group=[[0, 1], [1]] names rank 1 twice; the ReplicaGroup page: \"Each rank in the "
+                    "replica-group must participate in only one rank-list\""),
+    ("by rank", "nki.collectives.all_reduce(op=max, replica_group=[[0, 1]]) meets "
+                "nki.collectives.all_reduce(op=add, replica_group=[[0, 1]]) of rank 0"),
+])
+def test_a_collective_the_ranks_do_not_agree_on_is_one_line_at_the_call(tmp_path, group, words):
+    """A rank in two groups, and ranks reducing by different ops, ran (the second caught only by
+    the comparison with numpy: a probe of multi-instance kernel mistakes)."""
+    from neuronsim.machine.nki import load_kernel
+
+    (tmp_path / "g.py").write_text(GROUPS)
+    line = next(k for k, text in enumerate(GROUPS.splitlines(), 1) if "# the collective" in text)
+    with pytest.raises(NkiError) as caught:
+        trace(load_kernel(f"{tmp_path / 'g.py'}::reduced"), RNG.normal(size=(16, 8)).astype(np.float32), group,
+              ranks=2)
+    text = str(caught.value)
+    assert text.startswith(f"g.py:{line}: ") and words in text and "\n" not in text, text
