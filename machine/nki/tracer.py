@@ -283,7 +283,7 @@ class Tracer:
         if self.unrolled_affine:
             extras[UNROLLED_AFFINE_KEY] = [list(entry) for entry in self.unrolled_affine]
         if self.cores is not None:  # which core issued it, between which meetings (verify/nki/core_races.py)
-            extras[CORE_KEY] = {"rank": self.cores.rank(), "epoch": self.cores.epoch}
+            extras[CORE_KEY] = {"rank": self.cores.rank(), "epoch": self.cores.epoch, "ranks": self.ranks > 1}
         elif self.grid and max(self.grid) > 1:  # which program of the grid
             extras[PROGRAM_KEY] = list(self.program_id)
         extras.update(more or {})

@@ -191,3 +191,20 @@ def test_a_collective_the_ranks_do_not_agree_on_is_one_line_at_the_call(tmp_path
               ranks=2)
     text = str(caught.value)
     assert text.startswith(f"g.py:{line}: ") and words in text and "\n" not in text, text
+
+
+def test_a_collective_in_place_is_a_finding_about_ranks_not_cores(tmp_path):
+    """dsts=[part], srcs=[part]: rank 1 reads rank 0's part while rank 0's reduction writes it; it
+    was told as two cores racing, with a core_barrier (refused on ranks) as its fix: a probe."""
+    from neuronsim.machine.nki import load_kernel
+    from neuronsim.verify.nki.findings import nki_findings
+
+    (tmp_path / "g.py").write_text(GROUPS.replace("ncc.all_reduce([src], [dst], groups, op)",
+                                                  "ncc.all_reduce([src], [src], groups, op)").replace("return dst",
+                                                                                                      "return src"))
+    traced = trace(load_kernel(f"{tmp_path / 'g.py'}::reduced"), RNG.normal(size=(16, 8)).astype(np.float32),
+                   [[0, 1]], ranks=2)
+    found = [f for f in nki_findings(traced.program, traced.run_inputs) if f.kind in ("cores", "ranks")]
+    assert found and {f.kind for f in found} == {"ranks"}
+    text = found[0].describe()
+    assert "the ranks touch the same HBM bytes" in text and "core_barrier" not in text, text

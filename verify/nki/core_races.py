@@ -104,11 +104,11 @@ def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None
     SPMD grid) touch HBM bytes in common with no meeting between them, one a write (module
     doc); nothing for a one-core, one-program kernel.  ``inputs``: the kernel's input arrays
     (default: the seeded pattern)."""
-    kinds = {("cores" if CORE_KEY in inst.extras else "programs") for inst, _ in program.instructions()
-             if CORE_KEY in inst.extras or PROGRAM_KEY in inst.extras}
+    kinds = {(("ranks" if inst.extras[CORE_KEY].get("ranks") else "cores") if CORE_KEY in inst.extras else "programs")
+             for inst, _ in program.instructions() if CORE_KEY in inst.extras or PROGRAM_KEY in inst.extras}
     if not kinds:
         return []
-    kind = "cores" if "cores" in kinds else "programs"
+    kind = next(k for k in ("ranks", "cores", "programs") if k in kinds)  # (devices of a launch on ranks: a probe)
     stream = stream_of(identity_placement(program))
     pairs, seen = [], set()
     for (_epoch, _storage), intervals in _intervals(program, stream).items():
@@ -121,7 +121,7 @@ def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None
     if not pairs:
         return []
     differs = _outputs_differing(program, inputs)
-    other = "core 1 first" if kind == "cores" else "the programs in reverse order"
+    other = {"cores": "core 1 first", "ranks": "rank 1 first"}.get(kind, "the programs in reverse order")
     severity, note = ("error", f"{other} changes {', '.join(differs)}") if differs else (
         "warning", f"{other} gives the same outputs on these inputs (the same values written)")
     label = _program_label(program, stream) if kind == "programs" else (lambda i: instance_label(stream, i))

@@ -13,9 +13,10 @@ class NkiFinding:
     """One NKI-specific problem, located."""
 
     kind: str
-    """``carried``, ``sbuf-accumulate``, ``psum-accumulate``, ``allocation``, ``cores`` (two cores unordered on HBM) or
-    ``uninitialised`` (bytes read before anything wrote them) or ``keyword`` (a call given a
-    keyword that misspells one of its parameters: ``first`` is the call's line, ``note`` the words)."""
+    """``carried``, ``sbuf-accumulate``, ``psum-accumulate``, ``allocation``, ``cores`` (two cores unordered on HBM),
+    ``ranks`` (two ranks of a launch on ranks unordered on HBM), ``programs`` (two programs of a grid likewise),
+    ``uninitialised`` (bytes read before anything wrote them) or ``keyword`` (a call given a keyword that misspells
+    one of its parameters: ``first`` is the call's line, ``note`` the words)."""
     dependence: str
     """RAW, WAW or WAR (``+=`` is a RAW on itself); ``RW`` or WAW between two cores (no order)."""
     first: str
@@ -68,6 +69,11 @@ class NkiFinding:
                     f"): the cores run concurrently, so which gets there first decides"
                     f"{'; ' + self.note if self.note else ''}; "
                     f"a nisa.core_barrier between the write and the other core's access orders them")
+        if self.kind == "ranks":
+            return (f"the ranks touch the same HBM bytes{tensors} with no collective between them ({self.first} on "
+                    f"rank 0 / {self.second} on rank 1, {'both writing' if self.dependence == 'WAW' else 'one writing'}"
+                    f"): one rank reads a tensor of another's that is being written (a collective whose dsts are its "
+                    f"srcs){'; ' + self.note if self.note else ''}; keep a collective's srcs and dsts apart")
         if self.kind == "programs":
             return (f"programs of the SPMD grid touch the same HBM bytes{tensors} ({self.first} / {self.second}, "
                     f"{'both writing' if self.dependence == 'WAW' else 'one writing'}): a grid's instances are "
