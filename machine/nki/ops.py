@@ -201,11 +201,12 @@ def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
 
 
 def _through_float32(source: str, target: str) -> None:
-    """A warning at a compute-engine copy between two integer dtypes, one of them 32 bits: the
-    tensor_copy page's "intermediate FP32 cast when input and output data types differ" (and
-    "be cautious ... e.g., INT32") rounds integers beyond 2**24.  A bit-exact RNG that copied
-    int32 into uint32 came out wrong without a word (a sweep); the model casts as the page says."""
-    if source != target and "int" in source and "int" in target and "32" in source + target:
+    """A warning at a compute-engine copy between two 32-bit integer dtypes: the tensor_copy page's
+    "intermediate FP32 cast when input and output data types differ" (and "be cautious ... e.g.,
+    INT32") rounds integers beyond 2**24, which both hold (a narrower side holds none of them).
+    A bit-exact RNG that copied int32 into uint32 came out wrong without a word (a sweep); the
+    model casts as the page says."""
+    if source != target and {source, target} <= {"int32", "uint32"}:
         current().warn("precision", f"a copy of {source} into {target} on a compute engine goes through float32 (the "
                                     f"tensor_copy page: \"intermediate FP32 cast when input and output data types "
                                     f"differ\"): integers beyond 2**24 in magnitude lose their low bits; to keep the "
