@@ -400,7 +400,8 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
                 _check_grid(tracer, func)
     if tracer.ranks == 1 and (returned := private_returned(tracer, results)):
         raise SharePrivate(returned)
-    check_flat_tiles(tracer.kb.program(validate=False), tracer.flat_tiles)  # 1-D on-chip tiles, if used
+    if tracer.flat_tiles:  # 1-D on-chip tiles, refused if used
+        check_flat_tiles(tracer.kb.program(validate=False), tracer.flat_tiles)
     edges = list(tracer.order_edges)  # depends_on, then with_schedule (machine/nki/schedule.py)
     for pairs, kind, site in schedule:
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)

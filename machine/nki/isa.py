@@ -357,12 +357,11 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None,
 def core_barrier(data, cores=(0, 1), engine=None, name=None, **_kw) -> None:
     """Both cores of an LNC=2 kernel reach this line before either goes on (machine/nki/cores.py)."""
     operand_rules.from_generation("nisa.core_barrier", 3)
-    layout = ops.lay(data) if em.is_tile(data) else None
-    if layout is None or layout.on_chip or layout.tensor.name in current().hbm.private:  # (each ran: a probe)
-        what = "each core's own HBM" if layout is not None and not layout.on_chip else \
-            (f"in {layout.tensor.memory.name}" if layout is not None else repr(data))
-        raise fail(f"nisa.core_barrier: data is {what}; its page: \"The data parameter ... must be data in shared HBM "
-                   f"that multiple cores are accessing\"")
+    # its page: "must be data in shared HBM that multiple cores are accessing"; a core's own HBM is
+    # refused (it ran: a probe), a tile is not: nki-library's router_topk passes one in SBUF
+    if em.is_tile(data) and ops.lay(data).tensor.name in current().hbm.private:
+        raise fail("nisa.core_barrier: data is each core's own HBM; its page: \"The data parameter ... must be data in "
+                   "shared HBM that multiple cores are accessing\"")
     if sorted(int(c) for c in cores) != [0, 1]:
         raise fail(f"nisa.core_barrier: cores={tuple(cores)}; only (0, 1) is supported (the ISA reference)")
     meet(current(), "nisa.core_barrier")

@@ -356,23 +356,21 @@ def _spanning_runs(runs: list[tuple[int, int, int]], slot_x: np.ndarray, key_s: 
 
 
 def _partial_reader(program: Program, stream: InstanceStream, loop: str, tensors: list[str],
-                    readers: dict[tuple[str, str], list[str]]) -> int | None:
+                    readers: dict[tuple[str, str], list[int]]) -> int | None:
     """An instance of an instruction inside kept loop ``loop`` that reads one of ``tensors`` and
-    is no accumulating matmul (the readers of every loop and tensor gathered once into
-    ``readers``), else None."""
+    is no accumulating matmul, else None; ``readers`` (empty at first) gathers once, by loop and
+    tensor, the stream index of every such instruction."""
     if not readers:
+        index = {inst.name: x for x, inst in enumerate(stream.instrs)}
         for inst, loops in program.instructions():
-            if not (inst.op == "matmul" and accumulates(inst)):
+            if not (inst.op == "matmul" and accumulates(inst)) and inst.name in index:
                 for access in inst.reads:
                     for enclosing in loops:
-                        readers.setdefault((enclosing.name, access.tensor), []).append(inst.name)
-        readers.setdefault(("", ""), [])  # gathered
-    index = {inst.name: x for x, inst in enumerate(stream.instrs)}
-    for tensor in tensors:
-        for name in readers.get((loop, tensor), ()):
-            x = index.get(name)
-            if x is not None and len(stream.instances_of(x)):
-                return int(stream.instances_of(x)[0])
+                        readers.setdefault((enclosing.name, access.tensor), []).append(index[inst.name])
+        readers.setdefault(("", ""), [])  # gathered, even when nothing reads
+    for x in (x for tensor in tensors for x in readers.get((loop, tensor), ())):
+        if len(stream.instances_of(x)):
+            return int(stream.instances_of(x)[0])
     return None
 
 
@@ -393,7 +391,7 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
     if not affine and not any(marks):
         return []
     private = _private_loops(program, stream)
-    partial_readers: dict[tuple[str, str], list[str]] = {}  # (loop, tensor) -> readers (_partial_reader)
+    partial_readers: dict[tuple[str, str], list[int]] = {}  # (loop, tensor) -> readers (_partial_reader)
     found: dict[tuple[str, str, int, int], CarriedPair] = {}
     for storage in _storages(stream, affine, marks, private).values():
         flows, overwrites = _Sweep(stream, affine, storage, marks).run()
