@@ -35,8 +35,13 @@ def test_each_program_bounces_through_a_scratch_of_its_own(func: str) -> None:
 
 
 def test_a_shared_scratch_is_one_tensor_that_the_programs_race_on() -> None:
+    """Each program alone reads back its own rows whichever runs first; interleaved, one reads the
+    other's (it was a warning that "the programs in reverse order gives the same outputs": a probe)."""
     traced, kinds, _ = _run("shared_scratch")
     assert len(_dram(traced)) == 1 and "programs" in kinds
+    found = [f for f in nki_findings(traced.program, traced.run_inputs) if f.kind == "programs"]
+    assert {f.severity for f in found} == {"error"}
+    assert "the programs' instructions interleaved changes return0" in found[0].describe()
 
 
 def test_an_hbm_scratch_is_each_cores_own_across_a_barrier() -> None:
