@@ -43,6 +43,8 @@ __all__ = ["fori_loop", "while_loop", "if_else", "dynamic_range", "language_name
 
 LOOP_STATE_KEY = "x-nki-loop-state"
 _WHILE_LIMIT = 1 << 16
+#: A while_loop whose condition grows in magnitude this many iterations in a row is stopped.
+_AWAY_LIMIT = 1 << 10
 _FOR = re.compile(r"^\s*for\s+([A-Za-z_]\w*)\s+in\b")
 
 
@@ -92,6 +94,8 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
     where = user_line(2)
     current().flush()
     start, stop = (0, start) if stop is None else (start, stop)
+    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step <= 0:  # (0 was Python's ValueError)
+        raise fail(f"nl.dynamic_range: step={step!r}; its page: \"step - Must be a compile-time positive int\"")
     values = range(_bound(start, "nl.dynamic_range start"), _bound(stop, "nl.dynamic_range stop"), int(step))
     match = _FOR.match(linecache.getline(where.path, where.line)) if where.path else None
     return _iterations(values, match.group(1) if match else f"i{where.line}", where)
@@ -106,10 +110,19 @@ def while_loop(init: Any, body_fun: Any, **_kw: Any) -> None:
     watch = _PythonState(body_fun, where)
     _check_body(body_fun, 1, "nl.while_loop", where)
     var, cond, count = _parameter(body_fun, "r"), _register(init, "init"), 0
+    away, last = 0, None  # iterations in a row whose condition moved away from zero, the last value
     while _truth(cond, "nl.while_loop"):
         if count == _WHILE_LIMIT:
             raise fail(f"nl.while_loop ran {_WHILE_LIMIT} iterations on these inputs without its condition "
                        "becoming zero")
+        value = cond.value if isinstance(cond, _Scalar) else None
+        away = away + 1 if value is not None and last is not None and abs(value) > abs(last) and \
+            (value > 0) == (last > 0) else 0
+        last = value
+        if away == _AWAY_LIMIT:  # (count -2 stepping -1 traced for minutes: each condition read runs the program)
+            raise fail(f"nl.while_loop: its condition register moved away from zero in each of the last {_AWAY_LIMIT} "
+                       f"iterations (now {value}): it does not reach zero on these inputs, and the loop runs while "
+                       "it is nonzero")
         tracer.loops.append((var, count))
         try:
             before = watch.snapshot()

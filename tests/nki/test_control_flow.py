@@ -5,10 +5,11 @@ the findings at the kernel line, planted mistakes found."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import neuronsim.verify.nki  # noqa: F401  (registers the device-value reader)
 from neuronsim.machine.ir.program import Loop
-from neuronsim.machine.nki import trace
+from neuronsim.machine.nki import NkiError, load_kernel, trace
 from neuronsim.verify.nki.findings import nki_findings
 from neuronsim_tests.nki_kernels import f32, kernel, run
 
@@ -194,3 +195,22 @@ def test_each_device_read_validates_what_was_traced_since_the_last_one(monkeypat
     instructions = sum(1 for _ in traced.program.instructions())
     assert instructions >= 120 and len(checked) <= 3 * instructions, (len(checked), instructions)
     np.testing.assert_array_equal(run(k, vals, reads=60)["return0"], 2 * vals)
+
+
+def test_a_while_loop_moving_away_from_zero_is_stopped_at_its_line():
+    """count_down from -2 never reaches zero: it traced for minutes (each condition read runs the
+    program so far), now one line once the condition has grown 1,024 iterations in a row."""
+    with pytest.raises(NkiError) as caught:
+        trace(kernel("current_control.py::count_down"), np.array([[1.5]], np.float32), np.array([[-2]], np.int32))
+    text = str(caught.value)
+    assert f"current_control.py:{_line('nl.while_loop(reg, body)')}: " in text, text
+    assert "moved away from zero in each of the last 1024 iterations (now -1026)" in text
+
+
+def test_a_dynamic_range_of_step_zero_is_refused_with_its_page(tmp_path):
+    (tmp_path / "d.py").write_text("import nki\nimport nki.language as nl\n\n\n@nki.jit\ndef k(x):\n"
+                                   "    for _ in nl.dynamic_range(0, 4, 0):\n        pass\n    return x\n")
+    with pytest.raises(NkiError) as caught:
+        trace(load_kernel(f"{tmp_path / 'd.py'}::k"), np.zeros((2, 2), np.float32))
+    assert str(caught.value).startswith('d.py:7: nl.dynamic_range: step=0; its page: "step - Must be a '
+                                        'compile-time positive int"'), caught.value
