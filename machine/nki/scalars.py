@@ -23,8 +23,9 @@ import numpy as np
 
 from neuronsim.machine.nki.device_values import (DECISIONS_KEY, FLOAT_BITS, no_kept_loop, record_decision,
                                                  set_value_reader, tile_values)
-from neuronsim.machine.nki import indexing, operand_rules
-from neuronsim.machine.nki.errors import NkiError, fail, user_line
+from neuronsim.machine.nki import indexing, operand_rules, ops
+from neuronsim.machine.nki.alloc import declare_tile, spec_of
+from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.tiles import NkiTensor, register_operators
 from neuronsim.machine.nki.tracer import api, current
 
@@ -195,6 +196,8 @@ def value_of(tile: NkiTensor, call: str) -> int:
     if int(np.prod(layout.shape)) != 1:
         raise fail(f"{call}: the source must hold one element, not shape {tuple(layout.shape)}")
     no_kept_loop(tracer, call)
+    if not layout.on_chip:  # scalar_load's page: "A 1x1 tensor in SBUF or HBM" (HBM was refused: a probe)
+        layout = _staged(layout, to_sbuf=True)
     tracer.emit(lambda: tracer.kb.instruction("register_load", "sp", reads=[layout.view()]))
     value = np.asarray(tile_values(layout, call)).reshape(-1)[:1]
     if value.dtype.kind not in "iub":
@@ -316,11 +319,23 @@ def _store(dst: NkiTensor, src: Any) -> None:
     value = _as_int(src)
     if str(layout.element_dtype) in _BITS and not _fits(value, str(layout.element_dtype)):
         raise fail(f"storing {value} to a {layout.element_dtype} tile: the value does not fit it")
-    if layout.on_chip:
+    staged = layout if layout.on_chip else _staged(layout, to_sbuf=False)
+    tracer.note_write(staged)
+    tracer.emit(lambda: tracer.kb.memset(staged.view(), float(value), engine="dve"))
+    if staged is not layout:  # into HBM (register_store's and scalar_store's pages: "HBM/SBUF"; it was refused)
         tracer.note_write(layout)
-        tracer.emit(lambda: tracer.kb.memset(layout.view(), float(value), engine="dve"))
-        return
-    raise NkiError(user_line(3), "storing a register to DRAM is not supported (store it to SBUF, then copy)")
+        tracer.emit(lambda: ops.dma(layout, staged))
+
+
+def _staged(hbm: Any, to_sbuf: bool) -> Any:
+    """A one-element SBUF tile a DMA moves an HBM element through (into it first, ``to_sbuf``,
+    or out of it after): the register reads and writes on-chip bytes, as the compiler stages them."""
+    tracer = current()
+    tile = declare_tile(tracer, spec_of((1, 1), hbm.element_dtype, "sbuf"))
+    if to_sbuf:
+        tracer.note_write(tile)
+        tracer.emit(lambda: ops.dma(tile, hbm))
+    return tile
 
 
 def isa_names() -> dict[str, Any]:

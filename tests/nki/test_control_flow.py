@@ -214,3 +214,31 @@ def test_a_dynamic_range_of_step_zero_is_refused_with_its_page(tmp_path):
         trace(load_kernel(f"{tmp_path / 'd.py'}::k"), np.zeros((2, 2), np.float32))
     assert str(caught.value).startswith('d.py:7: nl.dynamic_range: step=0; its page: "step - Must be a '
                                         'compile-time positive int"'), caught.value
+
+
+HBM_SCALARS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def through_hbm(n):
+    """scalar_load straight from the HBM input; register_store and scalar_store into HBM."""
+    s = nisa.scalar_load(n) * 2 + 5
+    r = nisa.register_alloc()
+    nisa.register_load(r, n)
+    stored = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.register_store(stored, r)
+    doubled = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.scalar_store(doubled, s)
+    return stored, doubled
+'''
+
+
+def test_scalars_load_from_and_store_into_hbm_as_their_pages_allow(tmp_path):
+    """scalar_load's page: "src - A 1x1 tensor in SBUF or HBM"; register_store's "Store register
+    contents to HBM/SBUF": both were refused (a probe); staged through a one-element SBUF tile."""
+    (tmp_path / "s.py").write_text(HBM_SCALARS)
+    out = run(load_kernel(f"{tmp_path / 's.py'}::through_hbm"), np.array([[7]], np.int32))
+    assert (int(out["return0"][0, 0]), int(out["return1"][0, 0])) == (7, 19)
