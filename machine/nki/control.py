@@ -149,6 +149,10 @@ def _register(cond: Any, what: str) -> Any:
 def if_else(cond: Any, then_fn: Any, else_fn: Any = None, **_kw: Any) -> None:
     """``nl.if_else``: the branch ``cond`` selects (a device value: on the traced inputs)."""
     current().flush()
+    for what, fn in (("then_fn", then_fn), ("else_fn", else_fn)):
+        if (fn is not None or what == "then_fn") and not callable(fn):  # (then_fn() passed ran both bodies: a probe)
+            raise fail(f"nl.if_else: {what} is {fn!r}; its page: \"{what} - Function () -> None\" (pass the function, "
+                       "not what calling it returns)")
     taken = _truth(cond, "nl.if_else")
     if isinstance(cond, _Scalar):
         record_decision(f"nl.if_else took the {'then' if taken else 'else'} branch", cond.value)

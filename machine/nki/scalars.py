@@ -295,7 +295,11 @@ def register_alloc(x: Any = None, **_kw: Any) -> VirtualRegister:
 def register_move(dst: VirtualRegister, src: Any = None, imm: Any = None, **_kw: Any) -> None:
     if not isinstance(dst, VirtualRegister):  # (a tile was an internal error)
         raise fail(f"nisa.register_move: the destination is a register (nisa.register_alloc), not {dst!r}")
-    dst.value = _as_int(src if src is not None else imm)
+    value = src if src is not None else imm
+    if isinstance(value, (bool, float, np.floating)) or value is None:  # (1.5 stored 1: a probe)
+        raise fail(f"nisa.register_move: the value is {value!r}; its page: \"imm - a compile-time constant integer "
+                   "value\" (or a register)")
+    dst.value = _as_int(value)
 
 
 @api("nisa.register_load")

@@ -242,3 +242,50 @@ def test_scalars_load_from_and_store_into_hbm_as_their_pages_allow(tmp_path):
     (tmp_path / "s.py").write_text(HBM_SCALARS)
     out = run(load_kernel(f"{tmp_path / 's.py'}::through_hbm"), np.array([[7]], np.int32))
     assert (int(out["return0"][0, 0]), int(out["return1"][0, 0])) == (7, 19)
+
+
+SLIPS = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def branches_called(x, flag):
+    f = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=f, src=flag)
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+
+    def then_fn():
+        nisa.dma_copy(dst=out, src=t)
+
+    def else_fn():
+        nisa.dma_copy(dst=out, src=t)
+
+    nl.if_else(nisa.scalar_load(f), then_fn(), else_fn())  # mistake
+    return out
+
+
+@nki.jit
+def register_of_a_float(x, flag):
+    r = nisa.register_alloc()
+    nisa.register_move(r, 1.5)  # mistake
+    return x
+'''
+
+
+@pytest.mark.parametrize("func, words", [
+    ("branches_called", 'nl.if_else: then_fn is None; its page: "then_fn - Function () -> None"'),
+    ("register_of_a_float", 'nisa.register_move: the value is 1.5; its page: "imm - a compile-time constant integer'),
+])
+def test_control_flow_slips_are_one_line_at_the_call(tmp_path, func, words):
+    """if_else given what its branches return (both bodies ran, the call got two Nones) and a float
+    moved into a register (it stored 1): a probe of NKI 0.7 control flow."""
+    (tmp_path / "c.py").write_text(SLIPS)
+    line = next(k for k, text in enumerate(SLIPS.splitlines(), 1) if "# mistake" in text and
+                (("if_else" in text) == (func == "branches_called")))
+    with pytest.raises(NkiError) as caught:
+        trace(load_kernel(f"{tmp_path / 'c.py'}::{func}"), np.zeros((4, 4), np.float32), np.array([[1]], np.int32))
+    assert str(caught.value).startswith(f"c.py:{line}: {words}"), caught.value
