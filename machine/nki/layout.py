@@ -37,9 +37,7 @@ __all__ = ["Layout", "Indirect", "P", "check_index_tile"]
 def _shift(offset: Index, index: Any, stride: int) -> Index:
     """``offset + index * stride`` (plain integers without building Index objects)."""
     if is_int(index):
-        if not index or not stride:
-            return offset
-        return Index(offset.const + index * stride, offset.terms)
+        return offset if not index or not stride else Index(offset.const + index * stride, offset.terms)
     return offset + as_index(index) * stride
 
 
@@ -79,16 +77,15 @@ class Layout:
     tags: tuple[Any, ...] | None = None
     """The :class:`~neuronsim.machine.nki.indexing.Iter` each axis came from (index vectors), or None."""
     limits: tuple[tuple[int, int, int, int] | None, ...] | None = None
-    """Per axis of a view that reaches past its tensor (``x[k * 128:(k + 1) * 128]`` of 300
-    rows, ``x[i_p, 32 + i_f]``): ``(first, stop, dimension, size)``, the positions along the
-    axis that lie inside dimension ``dimension`` (``size`` elements) of the tensor, else None.
-    Such a view is fine; an access through it must stay in ``[first, stop)`` once its mask
-    is applied (:meth:`check_bounds`), as NKI checks the access, not the view."""
+    """Per axis of a view that reaches past its tensor (``x[k * 128:(k + 1) * 128]`` of 300 rows, ``x[i_p, 32 +
+    i_f]``, a device start read): ``(first, stop, dimension, size)``, the positions along the axis inside dimension
+    ``dimension`` (``size`` elements), else None.  Such a view is fine; an access through it must stay in ``[first,
+    stop)`` once its mask is applied (:meth:`check_bounds`), as NKI checks the access, not the view."""
     indirect: Indirect | None = None
     """The axis a tile of indices drives, if any (only a DMA's source or destination)."""
     dtype: str | None = None
-    """The dtype the view reads its tensor's bytes as, set by a reinterpretation (``.view(dtype)``,
-    ``.ap(dtype=)``: :mod:`~neuronsim.machine.nki.reinterpret`); None: the tensor's own."""
+    """The dtype the view reads its tensor's bytes as, set by a reinterpretation (``.view(dtype)``, ``.ap(dtype=)``:
+    :mod:`~neuronsim.machine.nki.reinterpret`); None: the tensor's own."""
 
     @property
     def element_dtype(self) -> str:
@@ -229,6 +226,8 @@ class Layout:
 
     def _past_end(self, k: Any, axis: tuple[str, int, int], dim: int) -> tuple[int, int, int, int] | None:
         """The in-bounds positions of slice ``k`` of ``axis`` when it reaches past the end."""
+        if isinstance(k, slice) and is_int(getattr(k.start, "value", None)):  # a device start as read (it wrapped)
+            k = slice(k.start.value, getattr(k.stop, "value", k.stop), k.step)
         if not isinstance(k, slice) or not is_int(k.start if k.start is not None else 0):
             return None
         count = axis[2]

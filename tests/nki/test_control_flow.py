@@ -289,3 +289,35 @@ def test_control_flow_slips_are_one_line_at_the_call(tmp_path, func, words):
     with pytest.raises(NkiError) as caught:
         trace(load_kernel(f"{tmp_path / 'c.py'}::{func}"), np.zeros((4, 4), np.float32), np.array([[1]], np.int32))
     assert str(caught.value).startswith(f"c.py:{line}: {words}"), caught.value
+
+
+WINDOW = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def window(x, off):
+    out = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.shared_hbm)
+    o = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=o, src=off)
+    t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[0:128, nl.ds(nisa.scalar_load(o), 64)])  # the window
+    nisa.dma_copy(dst=out, src=t)
+    return out
+'''
+
+
+def test_a_window_at_a_device_start_past_the_row_is_refused_as_a_static_one_is(tmp_path):
+    """x[0:P, nl.ds(start, 64)] with a start read on the device: past the row it wrapped into the
+    next one, inside the tensor's flat extent, without a word (a probe); at 0 it runs."""
+    (tmp_path / "w.py").write_text(WINDOW)
+    line = next(k for k, text in enumerate(WINDOW.splitlines(), 1) if "# the window" in text)
+    x = np.arange(256 * 64, dtype=np.float32).reshape(256, 64)
+    with pytest.raises(NkiError) as caught:
+        trace(load_kernel(f"{tmp_path / 'w.py'}::window"), x, np.array([[32]], np.int32))
+    assert str(caught.value).startswith(f"w.py:{line}: the access of x reaches past its 64 elements along "
+                                        "dimension 1"), caught.value
+    out = run(load_kernel(f"{tmp_path / 'w.py'}::window"), x, np.array([[0]], np.int32))["return0"]
+    np.testing.assert_array_equal(out, x[:128])
