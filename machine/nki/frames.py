@@ -39,7 +39,7 @@ import ast
 import ctypes
 import linecache
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from types import CodeType, FrameType
 from typing import Any
 
@@ -94,36 +94,36 @@ def _own_loops(node: ast.AST) -> tuple[_Span, ...]:
         names = tuple(n for gen in node.generators for n in _names(gen.target))
         return ((node.lineno, node.end_lineno or node.lineno, names),) if names else ()
     spans: list[_Span] = []
-    stack = list(getattr(node, "body", ())) if not isinstance(node, ast.Lambda) else []
-    while stack:
-        item = stack.pop()
-        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            continue
+    for item in _own_statements(node):
         if isinstance(item, (ast.For, ast.AsyncFor)) and item.body:
             names = _names(item.target)
             if names:
                 spans.append((item.body[0].lineno, item.body[-1].end_lineno or item.body[-1].lineno, names))
-        stack.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
     spans.sort()  # outer loops start first
     return tuple(spans)
+
+
+def _own_statements(node: ast.AST) -> Iterator[ast.stmt]:
+    """Every statement of a function's own body, nested ones included (nested functions and
+    classes left out; a lambda or a comprehension has none)."""
+    stack = list(getattr(node, "body", ())) if not isinstance(node, ast.Lambda) else []
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        yield item
+        stack.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
 
 
 def under_if(code: CodeType, line: int) -> bool:
     """Whether ``line`` of ``code``'s function lies in a branch of one of its own ``if``
     statements (nested functions and classes left out)."""
-    for node, first, _last in _scopes(code.co_filename) or ():
-        if getattr(node, "name", None) != code.co_name or code.co_firstlineno not in (first, node.lineno):
-            continue
-        stack = list(getattr(node, "body", ()))
-        while stack:
-            item = stack.pop()
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            last = (item.orelse or item.body)[-1] if isinstance(item, ast.If) else None
-            if last is not None and item.body[0].lineno <= line <= (last.end_lineno or last.lineno):
-                return True
-            stack.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
-    return False
+    return any(item.body[0].lineno <= line <= _last_line((item.orelse or item.body)[-1])
+               for node in _nodes_of(code) for item in _own_statements(node) if isinstance(item, ast.If))
+
+
+def _last_line(node: ast.AST) -> int:
+    return node.end_lineno or node.lineno
 
 
 def mark_entry(code: CodeType) -> None:
@@ -135,16 +135,20 @@ def _function_loops(code: CodeType) -> tuple[_Span, ...]:
     cached = _FUNCTIONS.get(id(code))
     found = cached[1] if cached is not None else None
     if found is None:
-        found = ()
-        for node, first, _last in _scopes(code.co_filename) or ():
-            comprehension = code.co_name in _COMPREHENSIONS
-            if comprehension != isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
-                continue
-            named = getattr(node, "name", "<lambda>" if isinstance(node, ast.Lambda) else code.co_name)
-            if named == code.co_name and (first == code.co_firstlineno or node.lineno == code.co_firstlineno):
-                found += _own_loops(node)
+        found = tuple(span for node in _nodes_of(code) for span in _own_loops(node))
         _FUNCTIONS[id(code)] = (code, found)
     return found
+
+
+def _nodes_of(code: CodeType) -> Iterator[ast.AST]:
+    """The function or comprehension nodes of ``code``'s file that ``code`` was compiled from."""
+    comprehension = code.co_name in _COMPREHENSIONS
+    for node, first, _last in _scopes(code.co_filename) or ():
+        if comprehension != isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            continue
+        named = getattr(node, "name", "<lambda>" if isinstance(node, ast.Lambda) else code.co_name)
+        if named == code.co_name and (first == code.co_firstlineno or node.lineno == code.co_firstlineno):
+            yield node
 
 
 def loops_at(code: CodeType, line: int) -> tuple[str, ...]:

@@ -314,10 +314,10 @@ def _broadcast_order(view: Layout) -> tuple[int, ...] | None:
     read transposed, as the store ``y[jf, ip]`` writes one).  None unless every axis has one
     iterator, their positions differ from the axes' order and nothing else (a view's limits,
     an indirect row) hangs on the axes."""
-    its = view.iterators()
-    if view.on_chip or not its or len(its) != len(view.axes) or view.limits is not None or view.indirect is not None:
-        return None
-    if len({it.ndim for it in its}) != 1 or len({it.pos for it in its}) != len(its):
+    if view.on_chip or view.tags is None or view.limits is not None or view.indirect is not None:
+        return None  # (every tile assignment asks: the cheap answers first)
+    its = view.iterators() or ()
+    if len(its) != len(view.axes) or len({it.ndim for it in its}) != 1 or len({it.pos for it in its}) != len(its):
         return None
     order = tuple(sorted(range(len(its)), key=lambda k: its[k].pos))
     return None if order == tuple(range(len(its))) else order

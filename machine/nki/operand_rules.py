@@ -33,7 +33,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import PACKED, itemsize
 from neuronsim.machine.model.optable import BITVEC_OPS, UNARY_ALU_OPS
 from neuronsim.machine.nki import ops
-from neuronsim.machine.nki.errors import fail, shown
+from neuronsim.machine.nki.errors import NkiError, fail, shown
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import is_tile
 from neuronsim.machine.nki.tracer import current
@@ -138,7 +138,7 @@ def positive_int(value: Any, what: str) -> int:
 
 
 #: The bitvec operators (the ISA's table of math operators; ``invert`` is NKI's unary one).
-BITVEC_NAMES = frozenset(("bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "invert"))
+BITVEC_NAMES = frozenset((*BITVEC_OPS, "invert"))
 
 
 def integer_bits(call: str, ops_: tuple[str, ...], **operands: Any) -> None:
@@ -367,12 +367,11 @@ def legacy_broadcast(a: Layout, b: Layout) -> bool:
     multiplies a [P, A, B] tile by a [P, A] one and by a [P, 1, B] one, a kernel its tests run on
     hardware.  NKI 0.7's tensor_tensor keeps the refusal."""
     shapes = [tuple(a.shape), tuple(b.shape)]
-    rank = max(len(s) for s in shapes)
     try:
-        wide = tuple(np.broadcast_shapes(*(s + (1,) * (rank - len(s)) for s in shapes)))
-    except ValueError:
+        wide = ops.broadcast_shape(*shapes)
+    except NkiError:
         return False
-    if wide not in [s + (1,) * (rank - len(s)) for s in shapes]:  # each side broadcast: no tile holds the result
+    if prod(wide) != max(prod(s) for s in shapes):  # each side broadcast: no tile holds the result
         return False
     small = shapes[0] if prod(shapes[0]) < prod(shapes[1]) else shapes[1]
     current().warn("broadcast",
