@@ -253,8 +253,12 @@ _BITS = frozenset(BITVEC_OPS) | {"invert"}
 # the bitvec operators (NKI's: integer tiles on DVE) compute on the integers themselves, not
 # through fp32, and their results are stored by keeping the low bits (:func:`_stored`)
 for _op, _fn in (("bitwise_and", np.bitwise_and), ("bitwise_or", np.bitwise_or), ("bitwise_xor", np.bitwise_xor),
-                 ("left_shift", np.left_shift), ("right_shift", np.right_shift)):
+                 ("left_shift", np.left_shift)):
     ALU[_op] = lambda a, b, fn=_fn: fn(_as_bits(a), _as_bits(b))
+# a logical shift of the 32-bit pattern, zeros shifted in: the ALU operator table's "Logical
+# Shift Right | nki.language.right_shift" ("Arithmetic Shift Right: Not supported"), so int32
+# -1 >> 4 is 0x0FFFFFFF, not -1
+ALU["right_shift"] = lambda a, b: np.right_shift(_as_bits(a) & 0xFFFFFFFF, _as_bits(b))
 
 
 def _stored(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
@@ -519,6 +523,8 @@ def _iota(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     if free is None:
         free = np.arange(rows.shape[1], dtype=np.float64) * attrs.get("step", 1)
     values = attrs.get("base", 0) + p * attrs.get("partition_step", 0) + free[None, :]
+    if np.all(values == np.trunc(values)):  # its page: "computed in 32-bit integer arithmetic": past 2**31 - 1 wraps
+        values = (values.astype(np.int64) + 2**31) % 2**32 - 2**31
     return [cast(values.reshape(out.shape), out.dtype)]
 
 

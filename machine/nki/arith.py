@@ -380,9 +380,12 @@ def rms_norm(x: NkiTensor, w: Any, axis: Any, n: Any, epsilon: float = 1e-06, *,
 
 
 @api("nl.softmax")
-def softmax(x: NkiTensor, axis: Any = -1, *, dtype: Any = None, **_kw: Any) -> NkiTensor:
-    """exp(x - max) / sum(exp(x - max)) along the free axis (composed of the ops above)."""
-    shifted = subtract(x, max(x, axis=axis, keepdims=True))
-    e = exp(shifted)
-    return divide(e, sum(e, axis=axis, keepdims=True), dtype=dtype)
+def softmax(x: NkiTensor, axis: Any = -1, *, dtype: Any = None, compute_dtype: Any = None, **_kw: Any) -> NkiTensor:
+    """exp(x - max) / sum(exp(x - max)) along the free axis (composed of the ops above), each
+    step in ``compute_dtype`` or else ``dtype`` (the legacy page: "currently `dtype` and
+    `compute_dtype` behave the same, both sets internal compute and return dtype")."""
+    work = compute_dtype if compute_dtype is not None else dtype
+    shifted = subtract(x, max(x, axis=axis, keepdims=True, dtype=work), dtype=work)
+    e = exp(shifted, dtype=work)
+    return divide(e, sum(e, axis=axis, keepdims=True, dtype=work), dtype=dtype if dtype is not None else work)
 

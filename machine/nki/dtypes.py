@@ -138,14 +138,30 @@ _RANK = {"float32": 5, "float16": 4, "bfloat16": 4, "float8_e4m3": 2, "float8_e5
 
 
 def promote(*dtypes: str) -> NkiDtype:
-    """NKI type promotion of tile operands: the widest float, else the widest integer.
+    """NKI type promotion of tile operands (the "NKI Type Promotion" table of the shared API
+    page): a float over an integer; the wider float, or a new widened type where neither holds
+    the other (float16 and bfloat16: float32; two fp8 formats: bfloat16); the wider integer,
+    or a new widened signed one where the unsigned is as wide as the signed (int8 and uint8:
+    int16; int8 and uint16: int32; with uint32: float32, "since int64 isn't supported on the
+    hardware").
 
     >>> promote("bfloat16", "float32"), promote("int32", "bfloat16"), promote("float16", "bfloat16")
     ('float32', 'bfloat16', 'float32')
+    >>> promote("float8_e4m3", "float8_e5m2"), promote("int8", "uint8"), promote("int32", "uint32")
+    ('bfloat16', 'int16', 'float32')
+    >>> promote("uint16", "int32"), promote("uint8", "uint16")
+    ('int32', 'uint16')
     """
     floats = [d for d in dtypes if is_float_dtype(d)]
     if floats:
         if {"float16", "bfloat16"} <= set(floats):
             return NkiDtype("float32")  # neither holds the other
-        return NkiDtype(max(floats, key=lambda d: _RANK[d]))
+        widest = max(floats, key=lambda d: _RANK[d])
+        if _RANK[widest] == _RANK["float8_e4m3"] and len(set(floats)) > 1:
+            return NkiDtype("bfloat16")  # two fp8 formats: one's range, the other's precision
+        return NkiDtype(widest)
+    signed = [itemsize(d) for d in dtypes if d.startswith("int")]
+    unsigned = [itemsize(d) for d in dtypes if d.startswith("uint")]
+    if signed and unsigned and max(unsigned) >= max(signed):
+        return NkiDtype({1: "int16", 2: "int32"}.get(max(unsigned), "float32"))
     return NkiDtype(max(dtypes, key=itemsize))

@@ -194,22 +194,18 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_kw) -> Handl
     def emit() -> None:
         out = _counted("nisa.tensor_tensor", dst, data1=data1)  # (both inputs [P, 1] into [P, 64] ran: a probe)
         em.tensor_tensor(out, data1, data2, op, engine if em.ENGINES.get(str(engine)) is not None
-                         else _integer_engine(out, data1, data2))
+                         else _integer_engine(out, data1, data2, op))
     return _emit(emit, name)
 
 
 _INT32 = ("int32", "uint32")
 
 
-def _integer_engine(dst: Any, data1: Any, data2: Any) -> str | None:
-    """NKI 0.7's ``tensor_tensor`` page: with every tile int32 or uint32 the operation defaults
-    to GpSimd, "which uses native integer arithmetic" (exact for every 32-bit value), unless a
-    tile is in PSUM, which GpSimd cannot reach; None (the usual default) otherwise."""
-    layouts = [dst] + [value.layout for value in (data1, data2) if hasattr(value, "layout")]
-    if len(layouts) < 3 or any(lay.element_dtype not in _INT32 or lay.tensor.memory == MemoryKind.PSUM
-                               for lay in layouts):
-        return None
-    return "gpsimd"
+def _integer_engine(dst: Any, data1: Any, data2: Any, op: Any) -> str | None:
+    """GpSimd for two int32 / uint32 tiles into one (:func:`ops.native_integers`), None (the
+    usual default) otherwise."""
+    layouts, names = [dst] + [value.layout for value in (data1, data2) if hasattr(value, "layout")], alu_names(op)
+    return "gpsimd" if len(layouts) == 3 and names and ops.native_integers(names[0], *layouts) else None
 
 
 @api("nisa.tensor_scalar")

@@ -57,6 +57,23 @@ def floats(*layouts: Layout) -> bool:
     return all(layout.element_dtype.startswith(("float", "bfloat")) for layout in layouts)
 
 
+#: The integer ALU operators the legacy ``tensor_tensor`` page sends to GpSimd ("integer
+#: ``add``, ``multiply``, or ``subtract`` which run on the GpSimd Engine").
+LEGACY_INTEGER_OPS = ("add", "subtract", "multiply")
+
+
+def native_integers(op: str, *layouts: Layout) -> bool:
+    """Does a two-tile ALU operation with no engine given run on GpSimd's native integer
+    arithmetic?  NKI 0.7's ``tensor_tensor`` page: with every tile int32 or uint32 it "defaults
+    to GpSimd Engine, which uses native integer arithmetic" (exact for every 32-bit value); the
+    legacy page: its integer add, multiply and subtract.  Not with a tile in PSUM, which GpSimd
+    cannot reach.  The ``nl.*`` operators of two tiles lower to the same instruction."""
+    if current().generation == "legacy" and op not in LEGACY_INTEGER_OPS:
+        return False
+    return all(layout.element_dtype in ("int32", "uint32") and layout.tensor.memory != MemoryKind.PSUM
+               for layout in layouts)
+
+
 #: The DMA queue a transfer goes on, by the engine whose sequencer triggers it (docs/nki.md).
 QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma0"}
 
@@ -305,7 +322,8 @@ def binary(dst: Layout, a: Any, b: Any, op: str, engine: str | None = None) -> N
     ``tensor_scalar`` (the operand on the left is ``reverse0``)."""
     kb = current().kb
     current().note_write(dst)
-    offer = engine is None and op in MOVABLE_ALU_OPS  # a tensor_scalar the compiler may give to ACT
+    offer_engine = engine is None
+    offer = offer_engine and op in MOVABLE_ALU_OPS  # a tensor_scalar the compiler may give to ACT
     engine = engine or "dve"
     if is_number(a) and is_number(b):
         raise fail("an elementwise operation needs at least one tile")
@@ -328,6 +346,8 @@ def binary(dst: Layout, a: Any, b: Any, op: str, engine: str | None = None) -> N
     else:
         if engine == "pool" and "PSUM" in (la.tensor.memory.name, lb.tensor.memory.name):
             engine = "dve"
+        if offer_engine and native_integers(op, dst, la, lb):
+            engine = "pool"
         kb.tensor_tensor(dst.view(), _fit(la, dst).view(), _fit(lb, dst).view(), op=op, engine=engine)
 
 
