@@ -87,7 +87,8 @@ def test_two_fp8_formats_add_in_bfloat16(tmp_path):
 def test_two_int32_tiles_add_exactly_in_native_integers(tmp_path, header, call):
     a = np.full((4, 8), 16777217, dtype=np.int32)
     b = np.ones((4, 8), dtype=np.int32)
-    body = f"    out = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.shared_hbm)\n    nl.store(out, {call})\n    return out\n"
+    body = (f"    out = nl.ndarray(a.shape, dtype=nl.int32, buffer=nl.shared_hbm)\n"
+            f"    nl.store(out, {call})\n    return out\n")
     expected = np.maximum(a, b) if "maximum" in call else a + b
     np.testing.assert_array_equal(_run(tmp_path, header, body, a, b), expected)  # through fp32: 16777216 (+ 0 / + 2)
 
