@@ -17,7 +17,7 @@ import numpy as np
 
 F32 = np.float32
 
-__all__ = ["ACTIVATIONS", "NATIVE_INT", "native_int"]
+__all__ = ["ACTIVATIONS", "NATIVE_INT", "native_int", "VALID_INPUT", "outside_valid_input", "subtract_fold"]
 
 
 def _phi(z: np.ndarray) -> np.ndarray:
@@ -150,3 +150,44 @@ NATIVE_INT = {
 
 def native_int(op: str, engine: str, arrays: Sequence[np.ndarray]) -> bool:
     return engine == "pool" and op in NATIVE_INT and all(a.dtype in (np.int32, np.uint32) for a in arrays)
+
+
+#: The Valid Input Range of the activation functions whose range is narrower than the reals
+#: (the shared API page's activation table; ``reciprocal``'s by magnitude): outside it "the
+#: Scalar Engine will generate invalid output results", and for ``sin`` it "performs no argument
+#: range reduction or clamping" (``sin(9.0)`` is ~27.65).  The simulator computes the exact
+#: function and notes such inputs (:meth:`~neuronsim.machine.sim.memory.Memory.note_outside`).
+VALID_INPUT: dict[str, tuple[float, float]] = {
+    "sin": (-np.pi, np.pi), "arctan": (-np.pi / 2, np.pi / 2), "log": (2.0**-64, 2.0**64),
+    "sqrt": (2.0**-116, 2.0**118), "rsqrt": (2.0**-87, 2.0**97), "reciprocal": (2.0**-42, 2.0**42)}
+
+
+def outside_valid_input(func: str, z: np.ndarray) -> tuple[int, float] | None:
+    """How many elements of ``z`` lie outside ``func``'s :data:`VALID_INPUT` and the first of
+    them, or None.  A float32 rounding at an end (a reduced angle of -3.1415927) is inside.
+
+    >>> outside_valid_input("sin", np.array([0.5, 9.0, -4.0], np.float32))
+    (2, 9.0)
+    >>> outside_valid_input("reciprocal", np.array([-2.0, 0.5], np.float32)) is None
+    True
+    """
+    low, high = VALID_INPUT[func]
+    low, high = low * (1 + 1e-6) if low < 0 else low * (1 - 1e-6), high * (1 + 1e-6)
+    values = np.abs(z) if func == "reciprocal" else z
+    outside = (values < low) | (values > high)
+    if not outside.any():
+        return None
+    return int(np.count_nonzero(outside)), float(z.reshape(-1)[int(np.argmax(outside.reshape(-1)))])
+
+
+def subtract_fold(values: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
+    """``x0 - x1 - ... - xn`` over ``axis``, in order: the ALU's subtract folded from the left, as
+    numpy's ``subtract.reduce`` folds it.  The tensor_reduce and tensor_scalar_reduce pages name
+    subtract among their reduction operators and say no more.
+
+    >>> subtract_fold(np.array([[10.0, 1.0, 2.0], [0.0, 4.0, 4.0]], np.float32), (1,)).tolist()
+    [7.0, -8.0]
+    """
+    kept = [a for a in range(values.ndim) if a not in axis]
+    moved = np.transpose(values, (*kept, *axis)).reshape(*(values.shape[a] for a in kept), -1)
+    return np.subtract.reduce(moved, axis=-1)

@@ -147,7 +147,8 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.model.elementwise import ACTIVATIONS, NATIVE_INT, native_int
+from neuronsim.machine.model.elementwise import (ACTIVATIONS, NATIVE_INT, VALID_INPUT, native_int,
+                                                 outside_valid_input, subtract_fold)
 from neuronsim.machine.model.optable import BITVEC_OPS, OP_TABLE, UNARY_ALU_OPS
 from neuronsim.machine.model.oprules import ReadOperand, bind_operands, reduce_axes
 
@@ -269,22 +270,9 @@ def _stored(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     return cast(values, dtype)
 
 
-def _subtract_fold(values: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
-    """``x0 - x1 - ... - xn`` over ``axis``, in order: the ALU's subtract folded from the left, as
-    numpy's ``subtract.reduce`` folds it.  The tensor_reduce and tensor_scalar_reduce pages name
-    subtract among their reduction operators and say no more.
-
-    >>> _subtract_fold(np.array([[10.0, 1.0, 2.0], [0.0, 4.0, 4.0]], np.float32), (1,)).tolist()
-    [7.0, -8.0]
-    """
-    kept = [a for a in range(values.ndim) if a not in axis]
-    moved = np.transpose(values, (*kept, *axis)).reshape(*(values.shape[a] for a in kept), -1)
-    return np.subtract.reduce(moved, axis=-1)
-
-
 _REDUCE: dict[str, Callable[..., np.ndarray]] = {
     "add": np.sum,
-    "subtract": _subtract_fold,
+    "subtract": subtract_fold,
     "max": np.max,
     "min": np.min,
     "multiply": np.prod,
@@ -390,7 +378,10 @@ def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     operands = bind_operands(OP_TABLE["activation"], attrs, len(reads))
     scale = _operand(operands["scale"], reads, rows.shape[0], 1.0)
     bias = _operand(operands["bias"], reads, rows.shape[0], 0.0)
-    activated = ACTIVATIONS[attrs.get("func", "identity")](rows * scale + bias).astype(F32)
+    func, z = attrs.get("func", "identity"), rows * scale + bias
+    if func in VALID_INPUT and state is not None:  # invalid on the device (elementwise.VALID_INPUT): noted
+        state.note_outside(func, outside_valid_input(func, z))
+    activated = ACTIVATIONS[func](z).astype(F32)
     results = [cast(activated.reshape(out.shape), out.dtype)]
     if len(outs) > 1:
         fold = {"max": np.max, "min": np.min}.get(attrs.get("reduce_op", "add"))

@@ -192,7 +192,8 @@ class Memory:
     Mutable on purpose: a run writes into it.  :meth:`copy` gives an independent run its own.
     """
 
-    __slots__ = ("spaces", "dram_layout", "partitions", "rng_seed", "rngs", "pe_transpose_exact")
+    __slots__ = ("spaces", "dram_layout", "partitions", "rng_seed", "rngs", "pe_transpose_exact", "current",
+                 "outside")
 
     def __init__(self, spaces: list[np.ndarray], dram_layout: DramLayout, partitions: int, rng_seed: int,
                  pe_transpose_exact: bool = False) -> None:
@@ -202,6 +203,8 @@ class Memory:
         self.rng_seed = rng_seed
         self.rngs: dict[str, np.random.Generator] = {}
         self.pe_transpose_exact = pe_transpose_exact  # the machine's (MachineSpec), read by the transpose
+        self.current = -1  # the instance being executed (the executor sets it)
+        self.outside: list[tuple[int, str, int, float]] = []  # note_outside's notes
 
     def copy(self) -> Memory:
         """Same bytes and fresh random generators in their initial state."""
@@ -219,6 +222,13 @@ class Memory:
 
     def write(self, where: AccessView, values: np.ndarray) -> None:
         self.view(where)[...] = values
+
+    def note_outside(self, func: str, outside: tuple[int, float] | None) -> None:
+        """Note that the instance executing gave activation ``func`` ``outside = (count, first)``
+        inputs outside its valid range (:data:`~neuronsim.machine.model.elementwise.VALID_INPUT`;
+        None: none did): ``(instance, func, count, first)`` in :attr:`outside`."""
+        if outside is not None:
+            self.outside.append((self.current, func, *outside))
 
     def rng(self, engine: str) -> np.random.Generator:
         """The random generator of ``engine`` (seeded from the data seed until reseeded)."""

@@ -44,14 +44,15 @@ from neuronsim.machine.sim.memory import Memory, initial_memory
 from neuronsim.machine.sim.tolerance import NO_ERROR, LargestErrors, beyond, largest_errors, plain_number
 from neuronsim.machine.model.execute import execute_quietly
 from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
+from neuronsim.machine.order.unroll import Instance
 from neuronsim.machine.sim.plan import Plan, build_plan
 from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet
 from neuronsim.machine.sim.instance_views import InstanceViews
 from neuronsim.machine.ir.source import SourceRef, source_of
 from neuronsim.machine.formats.validate import validate_program
 
-__all__ = ["simulate", "Simulation", "RunResult", "TensorDiff", "Executor", "run_sequential", "make_trace",
-           "compare_tensors", "output_arrays", "instance_sources"]
+__all__ = ["simulate", "Simulation", "OutsideInput", "RunResult", "TensorDiff", "Executor", "run_sequential",
+           "make_trace", "compare_tensors", "output_arrays", "instance_sources"]
 
 #: At most this many differing byte ranges are listed per tensor.
 MAX_RANGES = 8
@@ -79,6 +80,7 @@ class Executor:
         reads, writes = self.views.of(i)
         outs = [memory.view(w) for w in writes]
         instr = plan.unrolled[i].instr
+        memory.current = i
         if self.copy_reads or len(writes) > 1:
             values = [memory.read(r) for r in reads]
         elif instr.is_dma:  # a transfer moves bytes in any order: a strided source is read in place too
@@ -273,6 +275,19 @@ class RunResult:
 
 
 @dataclass(frozen=True, slots=True)
+class OutsideInput:
+    """An instance whose activation got inputs outside the function's valid range, where the
+    device computes an invalid result (:data:`~neuronsim.machine.model.elementwise.VALID_INPUT`)."""
+
+    instance: Instance
+    func: str
+    count: int
+    """How many of its inputs lie outside."""
+    first: float
+    """The first of them, in row-major order."""
+
+
+@dataclass(frozen=True, slots=True)
 class Simulation:
     """Every run of one :func:`simulate` call."""
 
@@ -283,6 +298,8 @@ class Simulation:
     timed_values: bool = True
     """The timed runs computed values and were compared; False: only the sequential reference
     did (``simulate(timed_values=False)``), each run is a schedule and carries its outputs."""
+    outside_inputs: tuple[OutsideInput, ...] = ()
+    """The sequential reference's activations given inputs outside their valid range."""
 
     @property
     def trace(self) -> Trace:
@@ -386,6 +403,7 @@ def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inp
         raise ValueError("no seeds to run")
     start = reference = None
     reference_outputs: dict[str, np.ndarray] = {}
+    outside: tuple[OutsideInput, ...] = ()
     steps = len(policies) + functional
     if functional:
         start = initial_memory(program, plan.spec, data_seed, inputs)
@@ -395,6 +413,7 @@ def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inp
         # views: the reference's memory is never written again (a 4096^2 output's copy was 32 MB
         # of pages touched afresh, issue 31)
         reference_outputs = output_arrays(program, done, copy=False)
+        outside = tuple(OutsideInput(plan.unrolled[i], func, count, first) for i, func, count, first in done.outside)
         if progress is not None:
             progress(1, steps)
     runs = []
@@ -412,4 +431,4 @@ def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inp
         if progress is not None:
             progress(len(runs) + functional, steps)
     return Simulation(tuple(runs), functional, tuple(sorted(reference or ())),
-                      timed_values=functional and timed_values)
+                      timed_values=functional and timed_values, outside_inputs=outside)

@@ -9,7 +9,10 @@ generated kernels against the pages' words, each a kernel of its own here):
 * legacy ``nisa.tensor_tensor``'s integer add / subtract / multiply run on GpSimd in native
   integer arithmetic (they went through fp32), and so do the ``nl.*`` operators of two int32
   tiles, which lower to it;
-* legacy ``nl.softmax``'s ``dtype`` / ``compute_dtype`` set its internal compute dtype too.
+* legacy ``nl.softmax``'s ``dtype`` / ``compute_dtype`` set its internal compute dtype too;
+* ``nisa.activation`` given inputs outside its function's Valid Input Range ("the Scalar Engine
+  will generate invalid output results"; ``sin(9.0)`` is ~27.65 on the device) ran exact with
+  no word: a ``range`` warning names the call's line now.
 """
 
 from __future__ import annotations
@@ -102,3 +105,29 @@ def test_legacy_softmax_computes_in_the_dtype_it_is_given(tmp_path, keyword):
     x = a.astype(ml_dtypes.bfloat16).astype(np.float64)
     e = np.exp(x - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(_run(tmp_path, LEGACY, body, a), e / e.sum(axis=1, keepdims=True), rtol=2e-5, atol=1e-6)
+
+
+RANGE_BODY = ("    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)\n"
+              "    u = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)\n"
+              "    t = nl.load(a)\n    CALL\n    nl.store(out, u)\n    return out\n")
+
+
+@pytest.mark.parametrize("call, values, warned", [
+    ("nisa.activation(dst=u, op=nl.sin, data=t)", [0.5, 9.0, -4.0, 1.0], (2, "9")),
+    ("nisa.activation(dst=u, op=nl.sin, data=t, scale=0.25)", [0.5, 9.0, -4.0, 1.0], None),  # scaled inside
+    ("nisa.activation(dst=u, op=nl.log, data=t)", [1.0, 0.0, 2.0, 3.0], (1, "0")),
+    ("nisa.activation(dst=u, op=nl.reciprocal, data=t)", [1.0, -2.0, 0.5, 4.0], None),
+    ("u[...] = nl.sin(t)", [0.5, 9.0, -4.0, 1.0], None)])  # nl.sin reduces its argument (its page)
+def test_an_activation_given_inputs_outside_its_valid_range_is_a_warning_at_its_line(tmp_path, call, values, warned):
+    a = np.array([values] * 4, dtype=np.float32)
+    (tmp_path / "k.py").write_text(f"{CURRENT}def kernel(a):\n{RANGE_BODY.replace('CALL', call)}")
+    _out, report = run_kernel(f"{tmp_path / 'k.py'}::kernel", a, seeds=(None,))
+    ranges = [f for f in report.findings if f.kind == "range"]
+    assert report.ok  # a warning: the simulated values are the exact function's
+    if warned is None:
+        assert ranges == []
+    else:
+        (finding,) = ranges
+        count, first = warned
+        assert finding.severity == "warning" and "k.py:11" in finding.first
+        assert f"given {count * 4} input(s) outside" in finding.note and f"(the first {first};" in finding.note

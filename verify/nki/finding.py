@@ -16,7 +16,8 @@ class NkiFinding:
     """``carried``, ``sbuf-accumulate``, ``psum-accumulate``, ``allocation``, ``cores`` (two cores unordered on HBM),
     ``ranks`` (two ranks of a launch on ranks unordered on HBM), ``programs`` (two programs of a grid likewise),
     ``uninitialised`` (bytes read before anything wrote them) or ``keyword`` (a call given a keyword that misspells
-    one of its parameters: ``first`` is the call's line, ``note`` the words)."""
+    one of its parameters: ``first`` is the call's line, ``note`` the words), or ``range`` (an activation the
+    simulated run gave inputs outside its function's valid range: :mod:`.value_ranges`)."""
     dependence: str
     """RAW, WAW or WAR (``+=`` is a RAW on itself); ``RW`` or WAW between two cores (no order)."""
     first: str
@@ -80,7 +81,7 @@ class NkiFinding:
                     f"distributed to NeuronCores as nl.nc / spmd_dim annotate, or as the compiler decides, so nothing "
                     f"orders one program's accesses before another's{'; ' + self.note if self.note else ''}; give "
                     f"each program its own slice (index by nl.program_id), or one launch per dependent step")
-        if self.kind in ("keyword", "broadcast", "generation", "precision"):  # the trace's own words (call_findings)
+        if self.kind in ("keyword", "broadcast", "generation", "precision", "range"):  # words of their own
             return f"{self.first}: {self.note}"
         if self.kind == "uninitialised" and self.dependence == "unwritten":
             return (f"output {' / '.join(self.tensors)} ({self.first}) has bytes no instruction writes: "

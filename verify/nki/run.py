@@ -40,6 +40,7 @@ from neuronsim.passes.alloc import SbufFull
 from neuronsim.verify.nki.findings import NkiFinding, call_findings, grouped_findings, nki_findings
 from neuronsim.verify.nki.placement import identity_placement
 from neuronsim.verify.nki.uninitialised import confirmed_findings, unwritten_outputs
+from neuronsim.verify.nki.value_ranges import outside_range_findings
 from neuronsim.verify.nki.simulate import simulate_kernel  # noqa: F401 - a kernel called outside a trace then runs
 from neuronsim.verify.app.scenario_runs import (DEFAULT_SEEDS, ScenarioRun, array_of_numbers, compare_outputs,
                                                  run_scenario, stopped_by_watch, user_code_error)
@@ -225,6 +226,7 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
         run = run_it(traced)
     if reference is None:  # judged by the interleavings against the sequential reference alone
         run = replace(run, reference=dict(run.outputs))
+    findings += tuple(outside_range_findings(run.simulation))
     return KernelReport(name, traced.program, findings, run, tuple(traced.outputs), reference is not None, unrolled,
                         tuple(getattr(traced, "returned", ())))
 
