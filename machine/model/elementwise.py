@@ -17,7 +17,8 @@ import numpy as np
 
 F32 = np.float32
 
-__all__ = ["ACTIVATIONS", "NATIVE_INT", "native_int", "VALID_INPUT", "outside_valid_input", "subtract_fold"]
+__all__ = ["ACTIVATIONS", "NATIVE_INT", "native_int", "VALID_INPUT", "outside_valid_input", "subtract_fold",
+           "MAGNITUDE_FOLDS"]
 
 
 def _phi(z: np.ndarray) -> np.ndarray:
@@ -191,3 +192,20 @@ def subtract_fold(values: np.ndarray, axis: tuple[int, ...]) -> np.ndarray:
     kept = [a for a in range(values.ndim) if a not in axis]
     moved = np.transpose(values, (*kept, *axis)).reshape(*(values.shape[a] for a in kept), -1)
     return np.subtract.reduce(moved, axis=-1)
+
+
+def _by_magnitude(pick: Callable[..., np.ndarray]) -> Callable[..., np.ndarray]:
+    def fold(values: np.ndarray, axis: int, keepdims: bool = True) -> np.ndarray:
+        index = pick(np.abs(values), axis=axis, keepdims=True)
+        chosen = np.take_along_axis(values, index, axis=axis)
+        return chosen if keepdims else np.squeeze(chosen, axis=axis)
+    return fold
+
+
+#: The magnitude reductions (``activate2``'s ``reduce_op=nl.abs_max`` / ``nl.abs_min``): the
+#: signed element of the largest (smallest) magnitude, as ``nl.abs_max`` "returns the original
+#: (signed) value of whichever input has the larger absolute value" (the first of a tie).
+#:
+#: >>> MAGNITUDE_FOLDS["abs_max"](np.array([[1.0, -5.0, 3.0]]), axis=1).tolist()
+#: [[-5.0]]
+MAGNITUDE_FOLDS = {"abs_max": _by_magnitude(np.argmax), "abs_min": _by_magnitude(np.argmin)}

@@ -147,8 +147,9 @@ UNARY_ALU_OPS = ("rsqrt", "reciprocal", "logical_not", "invert")
 REDUCE_OPS = ("add", "subtract", "max", "min", "multiply", "logical_and", "logical_or", "logical_xor",
               "bitwise_and", "bitwise_or", "bitwise_xor")
 #: The fused reduction of ``activation``: the ACT reduce registers sum, and from NeuronCore-v3
-#: take the max or the min (the activation_reduce page restricts v2 to addition).
-ACT_REDUCE_OPS = ("add", "max", "min")
+#: take the max or the min (the activation_reduce page restricts v2 to addition); from v4 the
+#: signed element of the largest or smallest magnitude (activate2's page: ``nl.abs_max`` / ``nl.abs_min``).
+ACT_REDUCE_OPS = ("add", "max", "min", "abs_max", "abs_min")
 #: Elements per partition one ``bn_stats`` reads at most.
 BN_STATS_FMAX = 512
 #: DMA descriptor-generation modes [2.4].

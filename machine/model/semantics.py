@@ -147,7 +147,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.model.elementwise import (ACTIVATIONS, NATIVE_INT, VALID_INPUT, native_int,
+from neuronsim.machine.model.elementwise import (ACTIVATIONS, MAGNITUDE_FOLDS, NATIVE_INT, VALID_INPUT, native_int,
                                                  outside_valid_input, subtract_fold)
 from neuronsim.machine.model.optable import BITVEC_OPS, OP_TABLE, UNARY_ALU_OPS
 from neuronsim.machine.model.oprules import ReadOperand, bind_operands, reduce_axes
@@ -384,7 +384,7 @@ def _activation(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     activated = ACTIVATIONS[func](z).astype(F32)
     results = [cast(activated.reshape(out.shape), out.dtype)]
     if len(outs) > 1:
-        fold = {"max": np.max, "min": np.min}.get(attrs.get("reduce_op", "add"))
+        fold = {"max": np.max, "min": np.min, **MAGNITUDE_FOLDS}.get(attrs.get("reduce_op", "add"))
         total = activated.sum(axis=1, keepdims=True, dtype=F32) if fold is None else fold(activated, axis=1,
                                                                                            keepdims=True)
         results.append(cast(_fill_rows(total, outs[1]), outs[1].dtype))

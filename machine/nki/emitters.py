@@ -124,7 +124,9 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     cmd = command(reduce_cmd, "reset_reduce")
     reducer = alu_name(reduce_op) if reduce_op is not None else None
     # the activation_reduce page: "On NeuronCore-v2, the reduce_op can only be an addition"
-    allowed = ("add",) if current().nc_generation < 3 else ("add", "max", "min")
+    # activate2's page adds "nl.abs_max, nl.abs_min" (NeuronCore-v4's magnitude comparisons)
+    allowed = ("add",) if current().nc_generation < 3 else ("add", "max", "min") + (
+        ("abs_max", "abs_min") if current().nc_generation >= 4 else ())
     if reducer is not None and reducer not in allowed and (reduce_res is not None or cmd != "reset_reduce"):
         raise current().refuse(f"activation reduce_op={reducer} on NeuronCore-v{current().nc_generation}",
                                "ACT's reduce registers add" + (" (max and min from NeuronCore-v3)"
@@ -460,8 +462,16 @@ def dma_compute(dst: Layout, srcs: Any, reduce_op: Any, scales: Any = None) -> N
     if scales is not None and any(float(ops.number(s)) != 1.0 for s in scales):
         raise fail("nisa.dma_compute: every scale must be 1.0 (the dma_compute page)")
     mine = dst.storage_view()
-    is_dst = [s.indirect is None and s.tensor.name == dst.tensor.name and s.storage_view() == mine for s in layouts]
+    # dst itself: its bytes, through dst's own indices when it is indirect (the page's scatter
+    # RMW, "dst(HBM)[indices] = dst(HBM)[indices] + src(SB)")
+    is_dst = [s.indirect == dst.indirect and s.tensor.name == dst.tensor.name and s.storage_view() == mine
+              for s in layouts]
     others = [s for s, same in zip(given, is_dst) if not same]
+    if not any(is_dst) and len(others) == 2 and dst.indirect is None and all(s.indirect is None for s in layouts):
+        # one transfer adds both in float32 and rounds once, as the page says (a copy of the first
+        # into a bf16 dst rounded it before the add: 257 + -256 came out 0)
+        ops.dma(dst, ops.lay(others[1]), rmw="add", onto=ops.lay(others[0]))
+        return
     if not any(is_dst):
         dma_copy(dst, others.pop(0))
     else:  # dst named again beyond the first: each adds dst once more

@@ -60,7 +60,9 @@ def register(engine: str, what: str, cmd: str = "reduce") -> Layout:
     kept = _registers().get(engine)
     if kept is None:  # the kernel's mistake: the registers hold whatever an earlier kernel left
         raise fail(f"{what}(reduce_cmd={cmd}) reads the engine's reduce registers, and nothing in the kernel set "
-                   "them before it: start the accumulation with reset_reduce (or reset / load_reduce)")
+                   "them before it: start the accumulation with reset_reduce (or reset / load_reduce)"
+                   + ("; idle is the call's default (its page), reduce_cmd=nisa.reduce_cmd.reset_reduce gives this "
+                      "instruction's own row sums" if cmd == "idle" else ""))
     layout, writes = kept
     name = layout.tensor.name
     # the hardware's 32-bit registers keep their value whatever happens to the tile; neuronsim

@@ -156,7 +156,7 @@ def nc_transpose(dst, data, engine=None, name=None, **_kw) -> Handle:
 
 
 @api("nisa.activation")
-def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
+def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd="idle",
                name=None, **_kw) -> Handle:
     operand_rules.vector_bias("nisa.activation", bias)
     return _emit(lambda: em.activation(_counted("nisa.activation", dst, data=data), op, data, bias=bias, scale=scale,
@@ -176,7 +176,7 @@ def _counted(call: str, dst: Any, **sources: Any) -> Any:
 
 @api("nisa.activate2")
 def activate2(dst, op, data, imm0, imm1, op0, op1, relu_param=0.0, reverse0=False, reverse1=False, reduce_op=None,
-              reduce_res=None, reduce_cmd=None, name=None, **_kw) -> Handle:
+              reduce_res=None, reduce_cmd="idle", name=None, **_kw) -> Handle:
     return _emit(lambda: em.activate2(_dst(dst), op, data, imm0, imm1, op0, op1, relu_param=relu_param,
                                       reverse0=reverse0, reverse1=reverse1, reduce_op=reduce_op,
                                       reduce_res=reduce_res, reduce_cmd=reduce_cmd), name)

@@ -68,7 +68,7 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
 
 
 @api("nisa.activation")
-def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, mask=None,
+def activation(op, data, *, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd="idle", mask=None,
                dtype=None, **_kw):
     operand_rules.vector_bias("nisa.activation", bias)
     allocated_bias(current(), "nisa.activation", bias)

@@ -71,7 +71,8 @@ def from_generation(call: str, first: int) -> None:
         tracer.warn("generation",
                     f"{call} is available only on NeuronCore-v{first} and newer (its page), and the kernel is traced "
                     f"for NeuronCore-v{tracer.nc_generation}: trace it for the target it is written for "
-                    f"(@nki.jit(platform_target=...), --machine)")
+                    f"(@nki.jit(platform_target=\"trn2\"), or $NEURON_PLATFORM_TARGET_OVERRIDE=trn2 for a kernel "
+                    f"that names none)")
 
 
 #: Engines a page rules out before some NeuronCore: (call, engine) -> (first generation, its words).

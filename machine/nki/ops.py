@@ -162,10 +162,11 @@ def result_dtype(dtype: Any, *operands: Any) -> str:
 
 
 def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None = None,
-        rmw: str | None = None) -> None:
+        rmw: str | None = None, onto: Layout | None = None) -> None:
     """A DMA transfer triggered by ``engine`` (SP by default; POOL for software DGE) on that
     engine's queue; hardware DGE only where the machine has it.  ``rmw`` (``"add"``): a
-    read-modify-write ``dst = dst + src`` (``dma_accumulate``, which reads ``dst`` too)."""
+    read-modify-write ``dst = dst + src`` (``dma_accumulate``, which reads ``dst`` too), or with
+    ``onto`` ``dst = onto + src`` (both read in float32, the sum rounded to ``dst`` once)."""
     if dst.indirect is not None or src.indirect is not None:  # a tile of row numbers (machine/nki/indirect.py)
         from neuronsim.machine.nki.indirect import indirect_dma  # it reads device values: above this module
         indirect_dma(dst, src, partial(dma, rmw=rmw))
@@ -196,7 +197,8 @@ def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None 
                    f"against ones)")
     tracer.note_write(dst)
     if rmw is not None:
-        tracer.kb.instruction("dma_accumulate", engine, [s, d], [d], attrs={"op": rmw, "dge": dge},
+        tracer.kb.instruction("dma_accumulate", engine, [s, onto.view() if onto is not None else d], [d],
+                              attrs={"op": rmw, "dge": dge},
                               queue=QUEUES[engine])
         return
     tracer.kb.dma_copy(d, s, engine=engine, queue=QUEUES[engine], dge=dge)

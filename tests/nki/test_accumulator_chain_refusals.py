@@ -28,7 +28,8 @@ def chained(x):
     junk = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.sbuf)
     r1 = nl.ndarray((128, 1), dtype=DTYPE, buffer=nl.sbuf)
     r2 = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.activation(dst=junk, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=r1)
+    nisa.activation(dst=junk, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=r1,
+                    reduce_cmd=nisa.reduce_cmd.reset_reduce)
     BETWEEN
     nisa.activation(dst=junk, op=nl.exp, data=t, reduce_op=nl.add, reduce_res=r2, reduce_cmd=nisa.reduce_cmd.reduce)
     nisa.dma_copy(dst=out, src=r2)
@@ -46,7 +47,8 @@ def test_a_chain_that_would_continue_from_a_changed_tile_is_refused_at_its_line(
     path.write_text(KERNEL.replace("DTYPE", dtype).replace("BETWEEN", between))
     with pytest.raises(NkiError) as err:
         trace(load_kernel(f"{path}::chained"), np.zeros((128, 64), np.float32))
-    assert str(err.value).startswith("chain.py:17: nisa.activation(reduce_cmd=reduce) "), str(err.value)
+    line = next(k for k, text in enumerate(KERNEL.splitlines(), 1) if "reduce_cmd=nisa.reduce_cmd.reduce" in text)
+    assert str(err.value).startswith(f"chain.py:{line}: nisa.activation(reduce_cmd=reduce) "), str(err.value)
     assert reason in str(err.value)
 
 

@@ -563,3 +563,13 @@ def test_an_instruction_of_a_newer_neuroncore_is_a_warning_at_its_line(kernels):
     line = next(k for k, text in enumerate(KERNELS.splitlines(), 1) if "nisa.rand2(dst=r" in text)
     assert (where.endswith(f"k.py:{line}"), kind) == (True, "generation")
     assert message.startswith("nisa.rand2 is available only on NeuronCore-v4 and newer (its page)")
+
+
+def test_the_generation_warning_names_a_way_to_the_target_that_works(kernels, monkeypatch):
+    """Its advice named a ``--machine`` option no command has (a sweep followed it); the
+    environment variable it names now traces the kernel for the target, and the warning goes."""
+    traced = trace(load_kernel(kernels("rand2_on_v2")), np.ones((128, 64), np.float32))
+    ((_where, _kind, message),) = traced.call_warnings
+    assert "--machine" not in message and "$NEURON_PLATFORM_TARGET_OVERRIDE=" in message
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn3")
+    assert trace(load_kernel(kernels("rand2_on_v2")), np.ones((128, 64), np.float32)).call_warnings == ()
