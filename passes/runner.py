@@ -12,7 +12,7 @@ import gc
 import os
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
 
@@ -88,6 +88,32 @@ def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
     return ProgramError("--passes", f"the pass {p.name!r} raised {type(err).__name__}: {message_of(err)}{where}")
 
 
+def _program_fields(p: Pass, program: Program) -> None:
+    """The fields of a user's pass's program that the checks between passes do not read: its
+    machine and its extension keys (a machine of None was written out and refused by the next
+    command; a set among the extras stopped the save on an internal error: a probe).  Always,
+    ``--no-verify`` too: they cost nothing."""
+    from neuronsim.machine.formats.jsonio import dumps_strict
+    from neuronsim.machine.model.presets import resolve_machine
+
+    try:
+        if not isinstance(program.machine, (str, Mapping)):  # (None resolves to the default, but is not written)
+            raise TypeError("a machine is a preset's name or an object of overrides")
+        resolve_machine(program.machine)
+    except (ProgramError, TypeError, ValueError) as err:
+        raise ProgramError("--passes", f"the pass {p.name!r} returned a program whose machine {program.machine!r} is "
+                                       f"none neuronsim knows ({message_of(err)})") from None
+    extras = program.extras if isinstance(program.extras, Mapping) else {"extras": program.extras}
+    for key, extra in extras.items():
+        try:
+            if not (isinstance(key, str) and key.startswith("x-")):
+                raise ValueError(f"{key!r} is no 'x-' extension key")
+            dumps_strict(extra)
+        except (TypeError, ValueError) as err:
+            raise ProgramError("--passes", f"the pass {p.name!r} returned a program whose extras cannot be written "
+                                           f"({message_of(err)})") from None
+
+
 def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance: Callable[[Pass, Any], Any],
                check: Callable[[str, Any, Any], None], edges: Callable[[Any], int],
                program_of: Callable[[Any], Program], after_pass: AfterPass | None,
@@ -117,6 +143,8 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
                 raise ProgramError("--passes", f"the pass {p.name!r} returned {type(result).__name__}, not the "
                                                f"{type(value).__name__} it was given (a pass returns what it ran on, "
                                                "changed or not)")
+            if not _ours(p):
+                _program_fields(p, program_of(result))
             seconds = time.perf_counter() - started
             ctx.placed = ctx.placed or p.places
             if ctx.verify:

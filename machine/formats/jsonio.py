@@ -32,8 +32,8 @@ from neuronsim.machine.formats.inputs import check_encoding, huge_integer_error,
 #: ``json.dumps`` (a kernel's, a reference's) must not break the command's own output.
 _DUMPS, _LOADS = json.dumps, json.loads
 
-__all__ = ["decode_strict", "dumps_strict", "finite_json", "loads_strict", "line_column", "read_source",
-           "reject_constant", "unique_keys", "write_text"]
+__all__ = ["decode_strict", "deepest_bracket", "dumps_strict", "finite_json", "loads_strict", "line_column",
+           "read_source", "reject_constant", "unique_keys", "write_text"]
 
 
 def finite_json(value: Any) -> Any:
@@ -125,14 +125,14 @@ def _token_error(text: str, token: str, message: str) -> ProgramError:
     return ProgramError("", f"malformed JSON{where}: {message}")
 
 
-def _deepest(text: str) -> tuple[int, int]:
+def deepest_bracket(text: str) -> tuple[int, int]:
     """``(offset, depth)`` of the first bracket that opens the deepest level of ``text``
     (strings skipped).  Only asked after the decoder gave up, so a pass over the text in
     Python is affordable.
 
-    >>> _deepest('{"a": [[1], [[2]]]}')
+    >>> deepest_bracket('{"a": [[1], [[2]]]}')
     (13, 4)
-    >>> _deepest('["[[[", 1]')
+    >>> deepest_bracket('["[[[", 1]')
     (0, 1)
     """
     depth, k, n, best = 0, 0, len(text), (0, 0)
@@ -166,7 +166,7 @@ def loads_strict(text: str) -> Any:
     except _Unreadable as err:
         raise _token_error(text, err.token, err.message) from None
     except RecursionError:  # json's decoder recurses per level and says nothing of where it was
-        at, depth = _deepest(text)
+        at, depth = deepest_bracket(text)
         raise ProgramError("", f"unreadable JSON at {line_column(text, at)}: arrays and objects nest {depth} deep "
                                "there, deeper than the decoder can follow") from None
     except ValueError as err:  # an integer of more digits than Python converts

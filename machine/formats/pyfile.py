@@ -164,6 +164,8 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
       recursion limit are the command's again (a kernel's ``os.chdir`` as it loads moved every
       relative path of the command line elsewhere; a replaced ``sys.stdout`` took the
       command's whole output; a lowered limit failed the next deep walk of the program).
+    - While a command's standard output is one document (:data:`PRINTS_ASIDE`), what the
+      user's code prints goes to standard error.
 
     >>> with running_users_code():
     ...     try:
@@ -178,6 +180,8 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
                 setattr(module, name, stand_in)
             signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
             _kept[:] = [_cwd(), sys.stdout, sys.stderr, sys.getrecursionlimit()]
+            if PRINTS_ASIDE[0]:
+                sys.stdout = sys.stderr
         _guards[0] += 1
     try:
         yield
@@ -188,10 +192,16 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
                 for module, name, real in (*_ENDERS, *_SIGNALLERS):
                     setattr(module, name, real)
                 signal.signal, signal.setitimer, signal.alarm = SIGNAL, SETITIMER, _ALARM
+                if PRINTS_ASIDE[0] and sys.stdout is _kept[2]:
+                    sys.stdout = _kept[1]
                 _give_back(*_kept)
 
 
 _kept: list[Any] = []  # what the outermost block found: folder, standard output and error, recursion limit
+#: Set by a command whose standard output is one document (``--json``, a program to ``-``): what
+#: the user's code prints inside the blocks goes to standard error (a pass's or a scenario's
+#: ``print`` made the document unreadable: a probe).
+PRINTS_ASIDE = [False]
 
 
 def _give_back(folder: str | None, stdout: Any, stderr: Any, recursion: int) -> None:

@@ -401,6 +401,11 @@ def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str)
                            "the counts must agree")
 
 
+#: The deepest loop nest a program may have (64 nested loops stopped the dependence passes on
+#: an internal error: numpy's arrays hold 64 dimensions, a probe).
+MAX_LOOP_DEPTH = 32
+
+
 def validate_program(program: Program, spec: MachineSpec | None = None, *, checked: Program | None = None) -> None:
     """Check everything the spec states about a parsed program; raise on the first error.
 
@@ -434,6 +439,10 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
                                    f"duplicate name {node.name!r} (first at {where[node.name][0]})")
             where[node.name] = (npath, (*pos, i), loops, isinstance(node, Loop))
             if isinstance(node, Loop):
+                if len(loops) >= MAX_LOOP_DEPTH:
+                    raise ProgramError(join_path(npath, "loop"), f"loops nest {len(loops) + 1} deep here; neuronsim "
+                                       f"takes {MAX_LOOP_DEPTH} at most (each is a dimension of the numpy arrays "
+                                       "that index its instances, which hold 64)")
                 collect(node.body, LazyPath(npath, "body"), (*pos, i), (*loops, node))
             else:
                 order.append((node, loops, npath))

@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from neuronsim.machine.ir.dtypes import DTYPES, itemsize
 from neuronsim.machine.ir.errors import ProgramError, join_path
-from neuronsim.machine.formats.jsonio import decode_strict, dumps_strict, read_source
+from neuronsim.machine.formats.jsonio import decode_strict, deepest_bracket, dumps_strict, line_column, read_source
 from neuronsim.machine.model.presets import FLOAT_FIGURE_RANGE
 from neuronsim.machine.tasks.expr import INT64_RANGE, ScalarExpr, parse_expr
 from neuronsim.machine.tasks.ir import (
@@ -361,8 +361,16 @@ def parse_tasks(doc: Any, *, validate: bool = True) -> TaskProgram:
 
 
 def loads_tasks(text: str | bytes, *, validate: bool = True) -> TaskProgram:
-    """Parse a JSON text (strictly: duplicate keys and NaN are errors naming where they are)."""
-    return parse_tasks(decode_strict(text), validate=validate)
+    """Parse a JSON text (strictly: duplicate keys and NaN are errors naming where they are;
+    statements nested past what the parser's recursion follows, at the deepest one's line)."""
+    document = decode_strict(text)
+    try:
+        return parse_tasks(document, validate=validate)
+    except RecursionError:  # (it said "nests too deeply" with no place: a probe's 250 nested fors)
+        shown = bytes(text).decode("utf-8-sig", "replace") if isinstance(text, (bytes, bytearray)) else text
+        at, depth = deepest_bracket(shown)
+        raise ProgramError("", f"the task program nests {depth} deep at {line_column(shown, at)}, deeper than "
+                               "neuronsim's walk of it follows") from None
 
 
 def load_tasks(source: str | TextIO, *, validate: bool = True) -> TaskProgram:

@@ -21,8 +21,11 @@ from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim.passes import DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
 from neuronsim.passes.analysis.explain import explain
+from neuronsim.passes.spec import pass_addresses
+from neuronsim.machine.ir.errors import message_of
 
 from neuronsim.verify.cli.common import (
+    UsageFailure,
     check_output,
     emit_json,
     guard_size,
@@ -82,13 +85,21 @@ def compile_command(program: str, output: str, passes_spec: str, explain_pair, n
     gc.freeze()  # the loaded program lives to the end: keep the collector off it
     ctx = PassContext(verify=not no_verify, record=explain_pair is not None)
     started = time.perf_counter()
-    with Progress() as progress, progress.stage("compile", len(passes), unit="pass", size=size.instances) as update:
-        compiled = run_pipeline(prog, passes, ctx, after_pass=pass_progress(update, passes))
-    seconds = time.perf_counter() - started
-    # explained before anything is written: an --explain naming no instruction leaves no -o file
-    note = explain(compiled, *explain_pair, provenance=ctx.provenance) if explain_pair else None
-    save_program(compiled, output)
-    summary = edge_summary(compiled)
+    try:
+        with Progress() as progress, progress.stage("compile", len(passes), unit="pass",
+                                                     size=size.instances) as update:
+            compiled = run_pipeline(prog, passes, ctx, after_pass=pass_progress(update, passes))
+        seconds = time.perf_counter() - started
+        # explained before anything is written: an --explain naming no instruction leaves no -o file
+        note = explain(compiled, *explain_pair, provenance=ctx.provenance) if explain_pair else None
+        save_program(compiled, output)
+        summary = edge_summary(compiled)
+    except (TypeError, AttributeError, KeyError, ValueError, IndexError) as err:
+        if not no_verify or not pass_addresses(passes_spec):
+            raise
+        # a user's pass's malformed program, which --no-verify let through unchecked (a probe: exit 3)
+        raise UsageFailure(f"the program the passes made is malformed, and --no-verify skipped the checks that "
+                           f"say where ({type(err).__name__}: {message_of(err)})", "--passes") from None
     if as_json:
         emit_json({
             "format": "neuronsim.compile/1",

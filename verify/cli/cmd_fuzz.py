@@ -29,6 +29,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -151,7 +152,12 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
         else:  # found as drawn: the parent shrinks each distinct failure once (neuronsim.verify.shrink), with progress
             result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace, shrink=False)
     except KeyboardInterrupt:
-        raise
+        # a worker ignores SIGINT (the parent takes Ctrl-C): there one is the user's pass's own
+        # raise, which killed the worker and left the pool waiting for ever (a probe)
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            raise
+        crash = FuzzFailure("error", "KeyboardInterrupt raised by the pass, not by a signal", "", None, None)
+        return ChunkResult(chunk.index, chunk.seed, 0, crash)
     except BaseException as err:  # noqa: BLE001 - a crash in a worker is a finding, not a traceback
         if not isinstance(err, (Exception, SystemExit)) and type(err).__module__.startswith("neuronsim."):
             raise

@@ -201,7 +201,10 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> None:
+        from neuronsim.machine.formats import pyfile
+
         begin_outputs()
+        pyfile.PRINTS_ASIDE[0] = bool(kwargs.get("as_json")) or kwargs.get("output") == "-"
         try:
             guarded(*args, **kwargs)
         except SystemExit as done:
@@ -215,6 +218,8 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
                 context is None or context.info_name not in KEEPS_ON_SIGNAL)
             settle_outputs(keep=done.code not in (EXIT_INPUT, EXIT_INTERNAL) and not signalled)
             raise
+        finally:
+            pyfile.PRINTS_ASIDE[0] = False
 
     def guarded(*args: Any, **kwargs: Any) -> None:
         as_json = bool(kwargs.get("as_json"))
@@ -439,15 +444,33 @@ def check_output(path: str | None, option: str, inputs: tuple[str | None, ...] =
     ``inputs`` stands for its file."""
     if path is None or path == "-":
         return
-    for source in inputs:
-        source = None if source in (None, "-") else re.sub(r"::?[A-Za-z_][\w.]*$", "", source)
-        if source and _same_file(path, source):
-            raise UsageFailure(f"the {option} file is {source}, which this command reads: writing it would "
-                               "destroy it", path)
+    for given in inputs:
+        for source in _files_of(given):
+            if _same_file(path, source):
+                raise UsageFailure(f"the {option} file is {source}, which this command reads: writing it would "
+                                   "destroy it", path)
     try:
         check_output_path(path)
     except OutputError as err:
         raise UsageFailure(f"cannot write the {option} file: {err.reason}", path) from None
+
+
+def _files_of(source: str | None) -> list[str]:
+    """The files an input names: itself, a kernel spec's file, or a ``MODULE:FN`` module's
+    (``--reference refmod:good``: an output over ``refmod.py`` destroyed it, a probe)."""
+    if source in (None, "-"):
+        return []
+    plain = re.sub(r"::?[A-Za-z_][\w.]*$", "", source)
+    if plain == source or plain.endswith(".py") or not re.fullmatch(r"[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*", plain):
+        return [plain]
+    return [plain, *_module_files(plain)]
+
+
+def _module_files(module: str) -> list[str]:
+    """``MODULE``'s file found from the current folder (``pkg.mod``: ``pkg/mod.py`` or
+    ``pkg/mod/__init__.py``), if any."""
+    base = os.path.join(*module.split("."))
+    return [path for path in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(path)]
 
 
 def pass_sources(spec: str | None) -> tuple[str, ...]:
@@ -466,8 +489,7 @@ def pass_sources(spec: str | None) -> tuple[str, ...]:
         if module.endswith(".py"):
             found.append(module)
             continue
-        base = os.path.join(*module.split("."))
-        found += [path for path in (base + ".py", os.path.join(base, "__init__.py")) if os.path.isfile(path)]
+        found += _module_files(module)
     return tuple(found)
 
 
