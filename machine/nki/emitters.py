@@ -127,7 +127,10 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     # activate2's page adds "nl.abs_max, nl.abs_min" (NeuronCore-v4's magnitude comparisons)
     allowed = ("add",) if current().nc_generation < 3 else ("add", "max", "min") + (
         ("abs_max", "abs_min") if current().nc_generation >= 4 else ())
-    if reducer is not None and reducer not in allowed and (reduce_res is not None or cmd != "reset_reduce"):
+    # (with idle / reset the reducer folds nothing: a legacy call naming reduce_op=nl.max with no
+    # command, idle by its page, runs on v2)
+    if reducer is not None and reducer not in allowed and cmd not in ("idle", "reset") and (
+            reduce_res is not None or cmd != "reset_reduce"):
         raise current().refuse(f"activation reduce_op={reducer} on NeuronCore-v{current().nc_generation}",
                                "ACT's reduce registers add" + (" (max and min from NeuronCore-v3)"
                                                                if current().nc_generation < 3 else ", max or min"))

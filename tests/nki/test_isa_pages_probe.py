@@ -126,3 +126,12 @@ def test_activate2_reduces_by_magnitude_to_the_signed_element(tmp_path, op, pick
     expected = np.take_along_axis(a, pick(np.abs(a), axis=1)[:, None], axis=1)
     np.testing.assert_array_equal(_run(tmp_path, body, a, target="trn3"), expected)
     assert (expected < 0).any()  # a negative one among them: the sign is the element's
+
+
+def test_a_reducer_an_idle_activation_does_not_use_is_no_refusal_before_neuroncore_v3(tmp_path):
+    # idle (the default) folds nothing, so a legacy call naming reduce_op=nl.max on trn1 (whose
+    # registers add only) runs: the default's change must not refuse what ran before
+    a = np.random.default_rng(34).standard_normal((8, 16)).astype(np.float32)
+    body = ("    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)\n"
+            "    nl.store(out, nisa.activation(op=nl.exp, data=nl.load(a), reduce_op=nl.max))\n    return out\n")
+    np.testing.assert_allclose(_run(tmp_path, body, a, api="legacy"), np.exp(a), rtol=1e-5)
