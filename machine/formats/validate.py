@@ -403,7 +403,7 @@ def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str)
 
 #: The deepest loop nest a program may have (64 nested loops stopped the dependence passes on
 #: an internal error: numpy's arrays hold 64 dimensions, a probe).
-MAX_LOOP_DEPTH = 32
+MAX_LOOP_DEPTH = 48
 
 
 def validate_program(program: Program, spec: MachineSpec | None = None, *, checked: Program | None = None) -> None:

@@ -43,10 +43,10 @@ def _program(tmp_path: Path, depth: int) -> str:
 
 def test_loops_nested_past_the_limit_are_refused_at_the_loop(tmp_path):
     out = tmp_path / "c.json"
-    line = _refused(["compile", _program(tmp_path, 64), "-o", str(out)], "loops nest 33 deep here", "takes 32 at most")
-    assert line.startswith("error: body[0]" + ".body[0]" * 32 + ".loop: ")
+    line = _refused(["compile", _program(tmp_path, 64), "-o", str(out)], "loops nest 49 deep here", "takes 48 at most")
+    assert line.startswith("error: body[0]" + ".body[0]" * 48 + ".loop: ")
     assert not out.exists()
-    assert CliRunner().invoke(cli, ["compile", _program(tmp_path, 32), "-o", str(out)]).exit_code == 0
+    assert CliRunner().invoke(cli, ["compile", _program(tmp_path, 48), "-o", str(out)]).exit_code == 0
 
 
 def test_a_task_program_nested_past_the_walk_is_located(tmp_path):
