@@ -199,8 +199,9 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
 
 _kept: list[Any] = []  # what the outermost block found: folder, standard output and error, recursion limit
 #: Set by a command whose standard output is one document (``--json``, a program to ``-``): what
-#: the user's code prints inside the blocks goes to standard error (a pass's or a scenario's
-#: ``print`` made the document unreadable: a probe).
+#: the user's code prints inside the blocks (a kernel, a reference, a pass, a scenario) goes to
+#: standard error.  The one place that says so: the commands had redirected around kernels and
+#: references only, and a pass's or a scenario's ``print`` made the document unreadable (a probe).
 PRINTS_ASIDE = [False]
 
 

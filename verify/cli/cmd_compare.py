@@ -14,7 +14,7 @@ import click
 from rich.table import Table
 
 from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, run_command, size_options,
-                                         stdout_for_json, user_prints_aside)
+                                         stdout_for_json)
 from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference
 from neuronsim.verify.cli.cmd_profile import run_spec
 from neuronsim.verify.app.console import people_console
@@ -79,14 +79,12 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
 
     check_output(html_path, "--html", (kernel_a, kernel_b, inputs_path, reference))
     stdout_for_json(as_json, {"--html": html_path})
-    with user_prints_aside(as_json):
-        user_reference = load_reference(reference) if reference is not None else None
+    user_reference = load_reference(reference) if reference is not None else None
     runs = []
     for spec in (kernel_a, kernel_b):
-        with user_prints_aside(as_json):
-            report = run_spec(spec, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
-                              max_instances=max_instances, max_memory=max_memory, functional=not timing_only,
-                              reference=None if timing_only else user_reference)
+        report = run_spec(spec, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
+                          max_instances=max_instances, max_memory=max_memory, functional=not timing_only,
+                          reference=None if timing_only else user_reference)
         runs.append((spec.rsplit("::", 1)[1] if kernel_a.rsplit("::", 1)[1] != kernel_b.rsplit("::", 1)[1] else spec,
                      report))
     result = compare_reports(runs[0], runs[1], rtol=rtol, atol=atol, files=kernel_files(kernel_a, kernel_b))

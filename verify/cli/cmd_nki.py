@@ -41,7 +41,7 @@ from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KE
                                          check_output, distinct_outputs, emit_json, json_option, keep_in_context,
                                          max_idle_option, max_idle_seconds, max_instances_option, pass_sources,
                                          run_command,
-                                         run_output_paths, stdout_for_json, user_prints_aside, write_run_outputs)
+                                         run_output_paths, stdout_for_json, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -224,8 +224,7 @@ def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str |
     """Trace the NKI kernel FUNC of KERNEL.py into a neuronsim.program/1 file."""
     check_output(output, "-o", (kernel, inputs_path))
     stdout_for_json(as_json, {"-o": output})
-    with user_prints_aside(as_json or output == "-"):
-        traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
+    traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     save_program(traced.program, output)
     count = sum(1 for _ in traced.program.instructions())
     warnings = [f"{where}: {message}" for where, _kind, message in traced.call_warnings]
@@ -317,16 +316,15 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     distinct_outputs({"--out": paths["trace"], "--out ": paths["footprint"], "--plot": plot_path,
                       "--report": report_path})
     stdout_for_json(as_json, {"--report": report_path})
-    with user_prints_aside(as_json):
-        with stopped_when_idle("the reference's module", max_idle_seconds()):
-            user_reference = load_reference(reference) if reference is not None else None
-        with stage_or_nothing(progress, "trace", None):
-            traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
-        report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
-                            rtol=rtol, atol=atol, progress=progress, functional=functional, pipeline=pipeline,
-                            max_idle=max_idle_seconds(),
-                            retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes,
-                                                               unroll_loops=True)[0])
+    with stopped_when_idle("the reference's module", max_idle_seconds()):
+        user_reference = load_reference(reference) if reference is not None else None
+    with stage_or_nothing(progress, "trace", None):
+        traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
+    report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,
+                        rtol=rtol, atol=atol, progress=progress, functional=functional, pipeline=pipeline,
+                        max_idle=max_idle_seconds(),
+                        retrace=lambda: trace_from_options(kernel, inputs_path, args, grid, dtypes,
+                                                           unroll_loops=True)[0])
     if report.unrolled:
         click.echo(f"note: {name}: a loop body's tiles overflow SBUF; traced again with every loop unrolled, "
                    "so that tiles spill to DRAM between iterations", err=True)

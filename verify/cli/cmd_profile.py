@@ -15,7 +15,7 @@ import os
 import click
 
 from neuronsim.verify.cli.common import (check_output, emit_json, guard_size, json_option, run_command, size_options,
-                                         stdout_for_json, user_prints_aside)
+                                         stdout_for_json)
 from neuronsim.verify.cli.cmd_nki import kernel_options, trace_from_options
 
 __all__ = ["profile", "run_spec", "kernel_source"]
@@ -74,9 +74,8 @@ def profile(kernel: str, inputs_path, args, grid, dtypes, html_path: str | None,
 
     check_output(html_path, "--html", (kernel, inputs_path))
     stdout_for_json(as_json, {"--html": html_path})
-    with user_prints_aside(as_json):
-        report = run_spec(kernel, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
-                          max_instances=max_instances, max_memory=max_memory, functional=False)
+    report = run_spec(kernel, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,
+                      max_instances=max_instances, max_memory=max_memory, functional=False)
     result = line_profile(report.run.simulation.runs[0].trace, report.name)
     source = kernel_source(kernel)
     if html_path:

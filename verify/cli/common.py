@@ -13,7 +13,6 @@ every exit but 0 and 1 still writes exactly one ``neuronsim.error/1`` document.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import os
@@ -428,13 +427,6 @@ def cap_address_space(limit: int) -> None:
         cap = min(cap, hard)
     if soft == resource.RLIM_INFINITY or cap < soft:
         resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
-
-
-def user_prints_aside(aside: bool):
-    """While a kernel or a reference runs: what its ``print`` writes goes to standard error when
-    ``aside`` (the command's standard output is a JSON document or a program, which a line of the
-    kernel's would break), else where it always goes."""
-    return contextlib.redirect_stdout(sys.stderr) if aside else contextlib.nullcontext()
 
 
 def check_output(path: str | None, option: str, inputs: tuple[str | None, ...] = ()) -> None:
