@@ -381,13 +381,21 @@ def _check_access_size(access: Access, tensor: Tensor, spec: MachineSpec, path: 
                        f"({describe_size(spec.dram_bytes)} of DRAM); the simulator holds an access's values whole")
 
 
+def _elements_read_as(access: Access, tensor: Tensor) -> int:
+    """The access's element count in the dtype it is read as (``x-read-as``: whole elements of
+    it in each contiguous innermost run, :func:`_check_read_as`), else in the tensor's own."""
+    elements = access_elements(tensor, access)
+    read_as = access.extras.get(READ_AS_KEY) if access.extras else None
+    return elements if read_as is None else elements * tensor.itemsize // itemsize(read_as)
+
+
 def _check_copy_counts(inst: Instruction, tensors: dict[str, Tensor], path: str) -> None:
     """A copy moves each element it reads to one it writes: the counts agree (the spec's
     ``dma_copy``; a transfer of unequal sides is a descriptor bug, not a pad or a cut)."""
     if len(inst.reads) != 1 or len(inst.writes) != 1:
         return
     read, write = inst.reads[0], inst.writes[0]
-    n_read, n_write = access_elements(tensors[read.tensor], read), access_elements(tensors[write.tensor], write)
+    n_read, n_write = _elements_read_as(read, tensors[read.tensor]), _elements_read_as(write, tensors[write.tensor])
     if inst.attrs.get("bitcast", False):  # bytes as they are: the byte counts agree
         n_read, n_write = n_read * tensors[read.tensor].itemsize, n_write * tensors[write.tensor].itemsize
         if n_read != n_write:

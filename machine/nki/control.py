@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.nki.errors import NkiError, SourceLine, _display, fail, user_line
+from neuronsim.machine.nki.errors import NkiError, SourceLine, _display, fail, shown, user_line
 from neuronsim.machine.nki.scalars import _Scalar, record_decision
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import current
@@ -67,8 +67,10 @@ def _iterations(values: range, var: str, where: SourceLine):
     return tracer._unrolled(var, values)
 
 
-def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any = None, **_kw: Any) -> None:
+def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any = None, **kw: Any) -> None:
     """``nl.fori_loop``: ``body_fun(i)`` for ``i`` in ``range(lower, upper, step)``."""
+    _no_other_keywords("nl.fori_loop", kw,
+                       "fori_loop(lower, upper, body_fun, step=1), with unroll= on the control-flow page")
     where = user_line(2)
     current().flush()
     if not isinstance(step, (int, np.integer)) or step <= 0:
@@ -101,9 +103,10 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
     return _iterations(values, match.group(1) if match else f"i{where.line}", where)
 
 
-def while_loop(init: Any, body_fun: Any, **_kw: Any) -> None:
+def while_loop(init: Any, body_fun: Any, **kw: Any) -> None:
     """``nl.while_loop``: ``body_fun(r)`` while the condition register ``r`` is nonzero; the
     body returns the next condition.  Runs as many iterations as the traced inputs make."""
+    _no_other_keywords("nl.while_loop", kw, "while_loop(init, body_fun)")
     tracer = current()
     where = user_line(2)
     tracer.flush()
@@ -146,8 +149,12 @@ def _register(cond: Any, what: str) -> Any:
                f"nisa.register_alloc, register_load); for a condition known while tracing, a Python while loop")
 
 
-def if_else(cond: Any, then_fn: Any, else_fn: Any = None, **_kw: Any) -> None:
+def if_else(cond: Any, then_fn: Any, else_fn: Any = None, **kw: Any) -> None:
     """``nl.if_else``: the branch ``cond`` selects (a device value: on the traced inputs)."""
+    _no_other_keywords("nl.if_else", kw, "if_else(cond, then_fn, else_fn=None)")
+    if not isinstance(cond, (bool, int, np.integer, np.bool_, _Scalar, NkiTensor)) and cond is not None:
+        raise fail(f"nl.if_else: the condition is {shown(cond)}; its page: \"cond - A Python "
+                   "bool or int, or a 32-bit NkiScalar\"")
     current().flush()
     for what, fn in (("then_fn", then_fn), ("else_fn", else_fn)):
         if (fn is not None or what == "then_fn") and not callable(fn):  # (then_fn() passed ran both bodies: a probe)
@@ -174,6 +181,13 @@ def _check_body(fn: Any, count: int, call: str, where: SourceLine) -> None:
         raise NkiError(where, f"{call} calls its body with {count} argument{'s' * (count != 1)}: {err}") from None
     except ValueError:  # a builtin without a signature: let the call say
         return
+
+
+def _no_other_keywords(call: str, given: dict[str, Any], signature: str) -> None:
+    """Refuse a keyword the call does not take: its page's signature has no ``**kwargs``, and a
+    misspelt one (``stride=2``, ``unrol=True``) changed the loop without a word."""
+    if given:
+        raise fail(f"{call} takes no keyword {next(iter(given))!r}; its page's signature: {signature}")
 
 
 def _truth(cond: Any, call: str) -> bool:

@@ -147,8 +147,8 @@ class Layout:
         if any(k is Ellipsis for k in key):
             at = key.index(Ellipsis)
             key = key[:at] + (slice(None),) * (len(self.axes) - len(key) + 1) + key[at + 1:]
-        if self.on_chip and len(key) > len(self.axes) and all(is_int(k) and k == 0 for k in key[len(self.axes):]):
-            key = key[:len(self.axes)]  # a (P,) tile is (P, 1) to NKI: idx_tile[i_p, 0]
+        if self.on_chip and len(self.axes) == 1 and len(key) == 2 and is_int(key[1]) and key[1] == 0:
+            key = key[:1]  # a (P,) tile is (P, 1) to NKI: idx_tile[i_p, 0] (not t[:, :, 0] of a 2-D tile)
         if len(key) > len(self.axes):
             raise fail(f"{len(key)} indices for a {len(self.axes)}-dimensional tile of {self.tensor.name}")
         if self.indirect is not None:
@@ -386,7 +386,7 @@ class Layout:
         for (_kind, _s, n), tag in zip(self.axes, self.tags):
             if n == 1:
                 continue
-            if len(tag) != 1:
+            if tag is None or len(tag) != 1:  # (a view keeps the tags of the axes that have them)
                 return None
             out.append(next(iter(tag)))
         return tuple(out)

@@ -181,14 +181,20 @@ def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None 
         dge = None
     if dst.tensor.memory.name == "PSUM" or src.tensor.memory.name == "PSUM":
         raise fail("a DMA cannot read or write PSUM (copy the tile to SBUF first)")
-    if (dst.bitcast or src.bitcast) and rmw is None:  # .ap(dtype=) of another element size: bytes as they are
-        from neuronsim.machine.nki.reinterpret import dma_bytes  # it imports the tracer: above this module
+    converts = False
+    if (dst.bitcast or src.bitcast) and rmw is None:  # a side read as another dtype (.view, .ap(dtype=))
+        if dst.element_dtype == src.element_dtype:  # the same dtype read on both sides: bytes as they are
+            from neuronsim.machine.nki.reinterpret import dma_bytes  # it imports the tracer: above this module
 
-        dma_bytes(dst, src, engine=engine, queue=QUEUES[engine], dge=dge)
-        return
-    if not src.on_chip:
+            dma_bytes(dst, src, engine=engine, queue=QUEUES[engine], dge=dge)
+            return
+        # else the values read are converted as any DMA converts (the dma_copy page: "first
+        # casting from src.dtype to float32, then from float32 to dst.dtype"), src.dtype being
+        # the view's: each side's access reads its bytes as its dtype (x-read-as)
+        converts = True
+    if not src.on_chip and not converts:
         src = src.permuted_like(dst)  # the same index iterators in another order: a transposing copy
-    if not dst.on_chip:
+    if not dst.on_chip and not converts:
         dst = dst.permuted_like(src)
     d, s = dst.view(), src.view()
     if d.count != s.count:

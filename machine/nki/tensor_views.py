@@ -17,11 +17,14 @@ from dataclasses import replace
 from math import prod
 from typing import Any
 
+from neuronsim.machine.build.views import is_int
 from neuronsim.machine.nki.errors import fail, unsupported
+from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.layout import F, Layout
+from neuronsim.machine.nki.vector_index import is_index_tile
 
 __all__ = ["permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange",
-           "transposed_shape"]
+           "transposed_shape", "index_rows", "reshape_rows"]
 
 #: ``nl.empty_like``'s ``transpose_axes`` by rank (its page: "(1, 0), (2, 1, 0), and (3, 1, 2, 0)").
 _TRANSPOSE_ORDERS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
@@ -37,6 +40,44 @@ def transposed_shape(shape: tuple[int, ...], axes: Any) -> tuple[int, ...]:
     return tuple(shape[a] for a in order)
 
 
+def index_rows(layout: Layout, key: Any, keep_partition: bool) -> Layout:
+    """Slices and integers into the dimensions of an indirect view (``vector_select``, a tile
+    of indices) that its indices do not drive: each gathered row indexed.  The vector_select
+    page forbids only slicing "the selected dimension", the slice page "a dimension that
+    participates in the indirection"."""
+    axis = layout.indirect.axis
+    key = key if isinstance(key, tuple) else (key,)
+    if any(k is Ellipsis for k in key):
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (len(layout.axes) - len(key) + 1) + key[at + 1:]
+    whole = axis >= len(key) or (isinstance(key[axis], slice) and key[axis] == slice(None))
+    if not whole or any(is_index_tile(k) or isinstance(k, ArangeExpr) for k in key):
+        raise unsupported(f"indexing the selected dimension of a view of {layout.tensor.name} that a tile of indices "
+                          "drives, or indexing it with index vectors", "its other dimensions take slices and integers")
+    out = replace(layout, indirect=None).index(key, keep_partition)
+    kept = sum(1 for k in key[:axis] if not is_int(k))  # the axes before it that stay
+    return replace(out, indirect=replace(layout.indirect, axis=kept))
+
+
+def reshape_rows(layout: Layout, shape: tuple[int, ...]) -> Layout:
+    """``reshape`` of an indirect view, which keeps its selected dimension (the reshape page:
+    "After vector_select: shape[0] must equal t.shape[0]"): each gathered row, contiguous,
+    takes the rest of ``shape``."""
+    axis, shape = layout.indirect.axis, tuple(int(n) for n in shape)
+    if axis != 0 or not shape or shape[0] != layout.shape[0] or prod(shape) != prod(layout.shape):
+        raise fail(f"cannot reshape {layout.shape} of {layout.tensor.name}, rows picked by a tile of indices, to "
+                   f"{shape}: the first dimension stays (the reshape page: \"shape[0] must equal t.shape[0]\")")
+    rows = replace(layout, axes=layout.axes[1:], indirect=None, tags=None, limits=None)
+    if not rows.contiguous():
+        raise unsupported(f"reshaping a strided view of {layout.tensor.name}", "reshape a contiguous one")
+    inner = min((s for _k, s, n in rows.axes if n > 1), default=1)  # 1: the rows' elements follow one another
+    strides = [inner * prod(shape[k + 1:]) for k in range(1, len(shape))]
+    axes = tuple((F, s, n) for s, n in zip(strides, shape[1:]))
+    tags = (layout.tags[0],) + (None,) * len(axes) if layout.tags is not None else None
+    limits = (layout.limits[0],) + (None,) * len(axes) if layout.limits is not None and layout.limits[0] else None
+    return replace(layout, axes=(layout.axes[0],) + axes, tags=tags, limits=limits)
+
+
 def permute(layout: Layout, dims: tuple[int, ...]) -> Layout:
     """Dimensions in the order ``dims`` (a permutation; on chip ``dims[0] == 0``)."""
     dims = tuple(int(d) for d in dims)
@@ -44,6 +85,9 @@ def permute(layout: Layout, dims: tuple[int, ...]) -> Layout:
         raise fail(f"permute{dims}: not a permutation of the {len(layout.axes)} dimensions of {layout.tensor.name}")
     if layout.on_chip and dims[0] != 0:
         raise fail(f"permute{dims}: the partition dimension of {layout.tensor.name} stays first (dims[0] == 0)")
+    if layout.indirect is not None and dims[layout.indirect.axis] != layout.indirect.axis:
+        raise fail(f"permute{dims}: the dimension a tile of indices selects stays where it is (the permute page: "
+                   "after vector_select, \"dims[0] must be 0\")")
     return _rebuilt(layout, [(layout.axes[d], _tag(layout, d), _limit(layout, d)) for d in dims])
 
 
@@ -197,8 +241,9 @@ def _dim(layout: Layout, dim: Any, what: str) -> int:
         raise fail(f"{what}: {layout.tensor.name} has {len(layout.axes)} dimensions, no dimension {dim}")
     if layout.on_chip and dim == 0:
         raise fail(f"{what}: dimension 0 of {layout.tensor.name} is its partition dimension, which views keep")
-    if layout.indirect is not None:
-        raise unsupported(f"{what} of a view that a tile of indices drives", "NKI's indirect views are not reshaped")
+    if layout.indirect is not None and dim <= layout.indirect.axis:  # the axes after it move, not it
+        raise unsupported(f"{what} of the selected dimension (or one before it) of a view that a tile of indices "
+                          "drives", "NKI's indirect views keep their selected dimension where it is")
     return dim
 
 

@@ -189,9 +189,13 @@ class NkiTensor:
         return self.layout.indirect is not None
 
     def is_contiguous(self) -> bool:
-        """True when the view's elements follow one another in row-major order."""
+        """True when the view's elements follow one another in row-major order; on chip over
+        the free dimensions of a partition only (the NkiTensor page: "the partition dim (dim 0)
+        is skipped")."""
         expected = 1
-        for step, n in reversed(list(zip(self.strides, self.shape))):
+        free = [(step, n) for (kind, _s, _n), step, n in zip(self.layout.axes, self.strides, self.shape)
+                if not (self.layout.on_chip and kind == P)]
+        for step, n in reversed(free):
             if n != 1 and step != expected:
                 return False
             expected *= n
@@ -238,8 +242,10 @@ class NkiTensor:
             return NkiTensor(layout.index(rest) if rest else layout)
         # NKI 0.7 (its language guide): an integer on an on-chip tile's partition axis keeps the
         # axis at size 1, and a view keeps at least [P, F] (t[0, :, :] is (1, 64, 32), t[:, 0, 10] (128, 1))
-        keep = current().generation == "current"
-        return NkiTensor(self.layout.index(self._device_indices(key), keep_partition=keep))
+        keep, layout = current().generation == "current", self.layout
+        if layout.indirect is not None:  # a vector_select's rows: their other dimensions indexed
+            return NkiTensor(views.index_rows(layout, self._device_indices(key), keep))
+        return NkiTensor(layout.index(self._device_indices(key), keep_partition=keep))
 
     def _device_indices(self, key: Any) -> Any:
         """``key`` with a one-element tile beside slices (indexing an HBM tensor, or a free
@@ -314,6 +320,8 @@ class NkiTensor:
     def reshape(self, *shape: Any, **named: Any) -> NkiTensor:
         shape = (named.pop("shape"),) if "shape" in named and not shape else shape  # reshape(shape=...)
         shape = shape[0] if len(shape) == 1 and isinstance(shape[0], (tuple, list)) else shape
+        if self.layout.indirect is not None:
+            return NkiTensor(views.reshape_rows(self.layout, tuple(shape)))
         return NkiTensor(self.layout.reshape(tuple(shape)))
 
     def broadcast_to(self, shape: Any) -> NkiTensor:
@@ -351,12 +359,21 @@ class NkiTensor:
 
     def slice(self, dim: int, start: int, end: int, step: int = 1) -> NkiTensor:
         """``t[:, start:end:step]`` for ``dim=1``."""
-        return self[(slice(None),) * int(dim) + (slice(int(start), int(end), int(step)),)]
+        return self[(slice(None),) * self._axis(dim, "slice") + (slice(int(start), int(end), int(step)),)]
 
     def select(self, dim: int, index: Any) -> NkiTensor:
         """``t[:, index]`` for ``dim=1``: the dimension removed (a one-element tile: the
         coordinate it holds at run time; a tile of indices: the indirect view ``t[:, tile]``)."""
-        return self[(slice(None),) * int(dim) + (index,)]
+        return self[(slice(None),) * self._axis(dim, "select") + (index,)]
+
+    def _axis(self, dim: Any, what: str) -> int:
+        """``dim`` as a position among the view's dimensions, a negative one counted from the
+        end as the other view methods count it (``squeeze_dim(-1)``); ``(slice(None),) * -1``
+        is empty, so ``select(-1, 2)`` took dimension 0 without a word."""
+        dim, rank = int(dim), len(self.shape)
+        if not -rank <= dim < rank:
+            raise fail(f"NkiTensor.{what}({dim}, ...): the view has {rank} dimensions")
+        return dim % rank
 
     def vector_select(self, dim: int, vector_offset: Any) -> NkiTensor:
         """``hbm_t.vector_select(0, offsets)``: partition ``p`` reads row ``offsets[p]`` of

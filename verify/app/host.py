@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 
+from neuronsim.machine.ir.program import Program
 from neuronsim.machine.order.work_estimate import SizeEstimate
 
 __all__ = ["machine_memory", "available_memory", "address_space", "format_bytes", "format_count",
@@ -97,3 +98,16 @@ def describe_instances(size: SizeEstimate) -> str:
         inside = f", inside loop{'s' if len(loops) > 1 else ''} {' x '.join(loops)}" if loops else ""
         text += f" (the most: {name} with {format_count(count)}{inside})"
     return text
+
+
+def kernel_site(program: Program, size: SizeEstimate) -> str | None:
+    """``file:line`` of the kernel call behind the instruction with the most instances (a
+    traced kernel's ``x-source``; None for a program not traced from a kernel), so that a size
+    refused names the kernel's line: ``nl.fori_loop(0, 10**9, body)`` said only the option."""
+    if size.largest is None:
+        return None
+    for inst, _loops in program.instructions():
+        if inst.name == size.largest[0]:
+            source = inst.extras.get("x-source")
+            return f"{source['file']}:{source['line']}" if isinstance(source, dict) and "line" in source else None
+    return None

@@ -42,6 +42,7 @@ from neuronsim.verify.app.host import (
     describe_instances,
     format_bytes,
     format_count,
+    kernel_site,
     machine_memory,
 )
 
@@ -383,7 +384,8 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
     size = estimate_size(program)
     if unrolls and max_instances is not None and size.instances > max_instances:
         raise UsageFailure(f"the program unrolls to {describe_instances(size)}; the limit is "
-                           f"{format_count(max_instances)}: raise it with --max-instances N", "--max-instances")
+                           f"{format_count(max_instances)}: raise it with --max-instances N",
+                           kernel_site(program, size) or "--max-instances")
     if unrolls and max_instances is not None and size.instances * max(simulated_runs, 1) > max_instances:
         raise UsageFailure(f"{format_count(simulated_runs)} simulated runs of {format_count(size.instances)} instances "
                            f"are {format_count(size.instances * simulated_runs)} instance runs; the limit is "
