@@ -35,7 +35,7 @@ from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, shown, unsup
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter",
-           "range_length", "as_mask", "NEVER", "check_broadcastable"]
+           "range_length", "as_mask", "NEVER", "check_broadcastable", "without_ellipsis"]
 
 
 class SymIndex:
@@ -541,3 +541,15 @@ class Grid(tuple):
     x = property(lambda self: self[1])
     y = property(lambda self: self[2])
     z = property(lambda self: self[3])
+
+
+def without_ellipsis(key: tuple, rank: int) -> tuple:
+    """``key`` with its ``...`` (if any) spelt out as whole slices of a ``rank``-dimensional view.
+
+    >>> without_ellipsis((Ellipsis, 3), 3)
+    (slice(None, None, None), slice(None, None, None), 3)
+    """
+    if not any(k is Ellipsis for k in key):
+        return key
+    at = key.index(Ellipsis)
+    return key[:at] + (slice(None),) * (rank - len(key) + 1) + key[at + 1:]

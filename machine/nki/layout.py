@@ -25,7 +25,8 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Tensor
 from neuronsim.machine.nki.errors import NkiError, fail, shown, unsupported
-from neuronsim.machine.nki.indexing import ArangeExpr, Iter, as_index, check_broadcastable, concrete, new_iter
+from neuronsim.machine.nki.indexing import (ArangeExpr, Iter, as_index, check_broadcastable, concrete, new_iter,
+                                           without_ellipsis)
 from neuronsim.machine.build.views import Index, View, is_int
 from neuronsim.machine.nki.vector_index import (F, P, grid_order as _grid_order, is_index_tile as _is_tile,
                                                 vector_limit as _vector_limit)
@@ -144,9 +145,7 @@ class Layout:
         if key is Ellipsis or (type(key) is tuple and len(key) == 1 and key[0] is Ellipsis):
             return self  # ``x[...]``, a tiled kernel's most common index: every axis as it is
         key = key if isinstance(key, tuple) else (key,)
-        if any(k is Ellipsis for k in key):
-            at = key.index(Ellipsis)
-            key = key[:at] + (slice(None),) * (len(self.axes) - len(key) + 1) + key[at + 1:]
+        key = without_ellipsis(key, len(self.axes))
         if self.on_chip and len(self.axes) == 1 and len(key) == 2 and is_int(key[1]) and key[1] == 0:
             key = key[:1]  # a (P,) tile is (P, 1) to NKI: idx_tile[i_p, 0] (not t[:, :, 0] of a 2-D tile)
         if len(key) > len(self.axes):

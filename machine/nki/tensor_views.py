@@ -19,7 +19,7 @@ from typing import Any
 
 from neuronsim.machine.build.views import is_int
 from neuronsim.machine.nki.errors import fail, unsupported
-from neuronsim.machine.nki.indexing import ArangeExpr
+from neuronsim.machine.nki.indexing import ArangeExpr, without_ellipsis
 from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.nki.vector_index import is_index_tile
 
@@ -46,10 +46,7 @@ def index_rows(layout: Layout, key: Any, keep_partition: bool) -> Layout:
     page forbids only slicing "the selected dimension", the slice page "a dimension that
     participates in the indirection"."""
     axis = layout.indirect.axis
-    key = key if isinstance(key, tuple) else (key,)
-    if any(k is Ellipsis for k in key):
-        at = key.index(Ellipsis)
-        key = key[:at] + (slice(None),) * (len(layout.axes) - len(key) + 1) + key[at + 1:]
+    key = without_ellipsis(key if isinstance(key, tuple) else (key,), len(layout.axes))
     whole = axis >= len(key) or (isinstance(key[axis], slice) and key[axis] == slice(None))
     if not whole or any(is_index_tile(k) or isinstance(k, ArangeExpr) for k in key):
         raise unsupported(f"indexing the selected dimension of a view of {layout.tensor.name} that a tile of indices "
