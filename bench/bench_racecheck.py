@@ -23,9 +23,9 @@ seconds.  The check and the floor are each timed three times, in turn, and the b
 is compared (noise on a shared machine only adds time; both get the same number of tries).
 Then the check's stages one by one (building the instance stream, the dep table, resolving
 waits, compiling the accesses, the access events, the neighbour pairs rules 1 and 3 and
-direct waits leave, the clocks when some are left) and the walk's own ratio to the floor;
-the stages reuse memory the runs before them freed, so their sum need not equal the check's
-CPU time.
+direct waits leave, the walk testing those left against the start clocks) and the walk's own
+ratio to the floor; the stages reuse memory the runs before them freed, so their sum need not
+equal the check's CPU time.
 
 Usage: ``python bench/bench_racecheck.py [N ...]`` (default 1e4 1e5 1e6).
 Goal (issue #3): at most 2 us per access event; 1e6 instances in under a minute.
@@ -39,11 +39,13 @@ import resource
 import sys
 import time
 
+import numpy as np
+
 from neuronsim.machine.ir.edges import EdgeKind
 from neuronsim.machine.ir.program import Access, Dep, Instruction, MemoryKind, Program, Tensor, frozen_mapping
 from neuronsim.machine.order.deptable import dep_table
 from neuronsim.machine.order.events import access_events
-from neuronsim.machine.order.hb import start_clocks
+from neuronsim.machine.order.hb import first_unordered
 from neuronsim.machine.order.stream import NUM_SEQUENCERS, InstanceStream
 from neuronsim.passes.pipeline import run_pipeline
 from neuronsim.verify.race_free import neighbour_pairs, not_waited_on, open_pairs
@@ -137,11 +139,15 @@ def _stages(program: Program) -> tuple[dict[str, float], int, float]:
     waits = timed("resolve", lambda: stream.resolve(table))
     timed("accesses", lambda: stream.templates)
     ev = timed("events", lambda: access_events(stream, "space"))
-    left, _ = timed("pairs", lambda: not_waited_on(stream, waits, *open_pairs(stream, *neighbour_pairs(
+    left, later = timed("pairs", lambda: not_waited_on(stream, waits, *open_pairs(stream, *neighbour_pairs(
         ev.seg, ev.inst, ev.write))))
+    order = np.argsort(later, kind="stable")  # grouped by the later instance, as the check walks them
+    pair_ptr = np.zeros(len(stream) + 1, np.int64)
+    np.cumsum(np.bincount(later, minlength=len(stream)), out=pair_ptr[1:])
+    seq, comp = stream.columns("seq", "comp")
     t0 = time.process_time()
-    start_clocks(stream.seq.tolist(), stream.comp.tolist(), waits.ptr.tolist(), waits.target.tolist(),
-                 stream.spec.dma_queues)
+    first_unordered(seq, comp, memoryview(waits.ptr), memoryview(waits.target), memoryview(pair_ptr),
+                    memoryview(left[order]), stream.spec.dma_queues)
     walk = time.process_time() - t0
     if len(left):
         out["clocks"] = walk

@@ -7,7 +7,7 @@ it).  With the accesses cut into segments (:func:`neuronsim.machine.order.events
 the neighbours of each event in its segment, so the whole question is a handful of numpy
 operations over the events.  A pair that rules 1 and 3 order (same sequencer, same queue) or
 that a wait names directly (rule 4) is settled without clocks; only the others need the start
-clocks of the instances (:func:`neuronsim.machine.order.hb.start_clocks`, one walk): "``a`` is ordered
+clocks of the instances (:func:`neuronsim.machine.order.hb.first_unordered`, one walk): "``a`` is ordered
 before ``b``" is ``S(b)[comp(a)] >= pos(a)``.
 
 :func:`race_free` answers yes exactly when the program has no race.  When the answer is no,
@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from neuronsim.machine.order.events import access_events, latest_first_keys
-from neuronsim.machine.order.hb import start_clocks
+from neuronsim.machine.order.hb import first_unordered
 from neuronsim.machine.order.stream import InstanceStream, Waits
 
 __all__ = ["race_free", "neighbour_pairs", "open_pairs", "not_waited_on"]
@@ -84,26 +84,31 @@ def race_free(stream: InstanceStream, waits: Waits) -> bool:
     later instance's sequencer ran the earlier one; two transfers of one queue), then rule 4
     directly (the later instance waits on the earlier one: a program whose deps name every
     conflict, as the builders give them before reduction, stops here), and only then the
-    start clocks of the happens-before walk (:func:`neuronsim.machine.order.hb.start_clocks`)."""
+    start clocks of the happens-before walk (:func:`neuronsim.machine.order.hb.first_unordered`)."""
     if any(isinstance(ca.space, tuple) for ca in stream.templates):
         return False
     ev = access_events(stream, "space")
     pairs = list(open_pairs(stream, *neighbour_pairs(ev.seg, ev.inst, ev.write)))[::-1]  # [later, earlier]
+    # The pairs are wanted grouped by their later instance: one walk of the happens-before
+    # rules then tests each instance's pairs against its start clock as it goes
+    # (:func:`~neuronsim.machine.order.hb.first_unordered`), keeping no clock past its instance.
     if len(waits.target):  # the pairs are let go as their keys are made (the check's peak)
-        earlier, later = _unwaited(waits, latest_first_keys(pairs, len(stream)), len(stream))
+        earlier, later = _unwaited(waits, latest_first_keys(pairs, len(stream)), len(stream))  # by later
     else:
         later, earlier = pairs
+        order = np.argsort(later, kind="stable")
+        earlier, later = earlier[order], later[order]
+        del order
+    del pairs
     if not len(earlier):
         return True
+    pair_ptr = np.zeros(len(stream) + 1, np.int64)
+    np.cumsum(np.bincount(later, minlength=len(stream)), out=pair_ptr[1:])
+    del later
     # the columns read in place: as lists they held ~60 B an instance at the check's peak
-    starts = start_clocks(*stream.columns("seq", "comp"), memoryview(waits.ptr), memoryview(waits.target),
-                          stream.spec.dma_queues)
-    comp, pos = stream.comp, stream.pos
-    for lo in range(0, len(later), _CHUNK):  # a chunk of pairs at a time: the gathers are per pair
-        e, y = earlier[lo:lo + _CHUNK], later[lo:lo + _CHUNK]
-        if not (starts[y, comp[e]] >= pos[e]).all():
-            return False
-    return True
+    seq, comp = stream.columns("seq", "comp")
+    return first_unordered(seq, comp, memoryview(waits.ptr), memoryview(waits.target), memoryview(pair_ptr),
+                           memoryview(earlier), stream.spec.dma_queues) < 0
 
 
 def open_pairs(stream: InstanceStream, earlier: np.ndarray, later: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

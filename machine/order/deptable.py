@@ -47,6 +47,7 @@ Ranges = tuple[tuple[str, int, int], ...]
 _KINDS = tuple(EdgeKind)
 _DEPS, _ON, _KIND, _CARRIED, _DISTANCE, _ITERATIONS, _NAME = (attrgetter(name) for name in (
     "deps", "on", "kind._value_", "loop_carried", "distance", "iterations", "name"))
+_CARRIED_AND_ITERATIONS = attrgetter("loop_carried", "iterations")
 
 
 _CHUNK = 1 << 20  # wanted names searched at a time (bounds the search's arrays at ~21 MB)
@@ -138,11 +139,10 @@ class DepTable:
         flat = not stream.has_loops if stream is not None and stream.program is program else \
             not any(map(isinstance, program.body, repeat(Loop)))
         instrs = list(program.body) if flat else [inst for inst, _ in program.instructions()]
-        lists = list(map(_DEPS, instrs))
-        counts = np.fromiter(map(len, lists), np.int64, len(lists))
-        objects: list[Dep] = list(chain.from_iterable(lists))
+        counts = np.fromiter(map(len, map(_DEPS, instrs)), np.int64, len(instrs))
+        objects: list[Dep] = list(chain.from_iterable(map(_DEPS, instrs)))  # (no list of the tuples)
         n = len(objects)
-        waiter = np.repeat(np.arange(len(lists), dtype=np.int32), counts)
+        waiter = np.repeat(np.arange(len(instrs), dtype=np.int32), counts)
         names = stream.names if stream is not None else list(map(_NAME, instrs)) if n else []
         table = (lambda: stream.id_of) if stream is not None else lambda: dict(zip(names, range(len(names))))
         try:
@@ -152,11 +152,15 @@ class DepTable:
             y = next(inst.name for inst in instrs if any(d.on not in known for d in inst.deps))
             raise ProgramError(f"{y}.deps", f"waits on unknown instruction {err.args[0]!r}") from None
         distance = np.zeros(n, np.int32)
-        if any(map(_CARRIED, objects)):  # (one scan; most programs have no loop-carried dep)
-            carried = np.fromiter(map(_CARRIED, objects), bool, n)
-            distance[carried] = np.fromiter(map(_DISTANCE, objects), np.int32, n)[carried]
         ranges: dict[Ranges, int] = {}
         when = np.full(n, -1, np.int32)
+        # one scan for both extensions: most programs have neither a loop-carried dep nor a range
+        plain = (False, ())
+        if not any(map(plain.__ne__, map(_CARRIED_AND_ITERATIONS, objects))):
+            return cls(waiter, former, None, distance, when, (), objects)
+        if any(map(_CARRIED, objects)):
+            carried = np.fromiter(map(_CARRIED, objects), bool, n)
+            distance[carried] = np.fromiter(map(_DISTANCE, objects), np.int32, n)[carried]
         if any(map(_ITERATIONS, objects)):
             when = np.fromiter((ranges.setdefault(d.iterations, len(ranges)) if d.iterations else -1 for d in objects),
                                np.int32, n)

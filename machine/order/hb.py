@@ -33,9 +33,11 @@ Uses
     they go), the transitive reduction and the sync-count minimum (:meth:`HappensBefore.fold`:
     a wait is redundant iff its target is already covered by the clock folded from later
     targets).  :func:`start_clocks` is not a variant but the same rules over waits fixed in
-    advance, every start clock at once, for the race checker's fast path: one generated loop
-    (joins inlined, covered waits skipped) instead of two method calls per instance;
-    ``tests/property/test_hb_start_clocks.py`` holds it equal to :class:`HappensBefore`.
+    advance, every start clock at once: one generated loop (joins inlined, covered waits
+    skipped) instead of two method calls per instance; :func:`first_unordered`, the race
+    checker's fast path, is that loop testing given pairs against each start clock as it goes;
+    ``tests/property/test_hb_start_clocks.py`` holds the first equal to :class:`HappensBefore`
+    and the second to the first's clocks.
     :class:`DagHappensBefore` answers the same question for another input, a task graph whose
     in-order chains are found rather than given (:mod:`neuronsim.verify.tasks.check`).  No
     option selects among them, and the oracles they are tested against (networkx
@@ -66,8 +68,8 @@ import numpy as np
 
 from neuronsim.machine.ir.program import SEQUENCERS
 
-__all__ = ["HappensBefore", "ordered", "joiner", "wait_counts", "start_clocks", "NUM_SEQUENCERS", "DagHappensBefore",
-           "SparseClock", "sparse_join", "TUPLE_WIDTH", "active_sequencers"]
+__all__ = ["HappensBefore", "ordered", "joiner", "wait_counts", "start_clocks", "first_unordered", "NUM_SEQUENCERS",
+           "DagHappensBefore", "SparseClock", "sparse_join", "TUPLE_WIDTH", "active_sequencers"]
 
 NUM_SEQUENCERS = len(SEQUENCERS)
 Clock = tuple
@@ -292,26 +294,60 @@ def start_clocks(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int], ta
     code = "i" if len(seq) < 2**31 else "q"
     uses = array(code, np.bincount(np.asarray(target, np.int64), minlength=len(seq)).astype(code).tobytes())
     flat = array(code)
-    _start_walker(width)(seq, comp, ptr, target, uses, array(code, bytes(len(seq) * flat.itemsize)), flat.extend)
+    _start_walker(width)(seq, comp, ptr, target, uses, array(code, bytes(len(seq) * flat.itemsize)), flat.extend,
+                         None, None)
     return np.frombuffer(flat, flat.typecode).reshape(len(seq), width)
 
 
+def first_unordered(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int], target: Sequence[int],
+                    pair_ptr: Sequence[int], earlier: Sequence[int], num_queues: int) -> int:
+    """The first instance ``y`` (in program order) with an instance ``e`` among
+    ``earlier[pair_ptr[y]:pair_ptr[y + 1]]`` not ordered before it (``S(y)[comp(e)] <
+    pos(e)``), or -1: the walk of :func:`start_clocks` (same arguments before ``pair_ptr``)
+    testing each instance's pairs against its start clock as it goes.
+
+    The race checker's fast path asks this of every neighbour pair the cheaper rules leave; no
+    clock is kept past its instance (an ``(n, width)`` array of them was ~32 B an instance at
+    the check's peak, and appending each to it a third of the walk), and the walk stops at the
+    first pair out of order.
+
+    >>> first_unordered([2, 4, 1], [2, 5, 1], [0, 0, 0, 1], [1], [0, 0, 0, 1], [1], 3)   # act waits for the DMA
+    -1
+    >>> first_unordered([2, 4, 1], [2, 5, 1], [0, 0, 0, 1], [1], [0, 0, 0, 2], [1, 0], 3)  # not for the dve
+    2
+    """
+    code = "i" if len(seq) < 2**31 else "q"
+    uses = array(code, np.bincount(np.asarray(target, np.int64), minlength=len(seq)).astype(code).tobytes())
+    return _start_walker(NUM_SEQUENCERS + num_queues, True)(seq, comp, ptr, target, uses,
+                                                            array(code, bytes(len(seq) * uses.itemsize)), None,
+                                                            pair_ptr, pairs=earlier)
+
+
 @lru_cache(maxsize=None)
-def _start_walker(width: int):
-    """The loop of :func:`start_clocks` for clocks of ``width`` components (generated: an
-    inlined join is several times cheaper than a call, performance notes section 2.3).  A
-    completion clock is its start with one component set: copied into a list, set and made a
-    tuple, which costs half what two slices joined around the new component do."""
+def _start_walker(width: int, check: bool = False):
+    """The loop of :func:`start_clocks` (``check`` False) or :func:`first_unordered` for clocks
+    of ``width`` components (generated: an inlined join is several times cheaper than a call,
+    performance notes section 2.3).  A completion clock is its start with one component set:
+    copied into a list, set and made a tuple, which costs half what two slices joined around
+    the new component do.  The one line that differs: hand the start clock over, or test the
+    instance's pairs against it (``pairs``: the earlier instances of instance ``i``, rows
+    ``pair_ptr[i]:pair_ptr[i + 1]``), returning the first instance with an unordered one."""
     a, b, join = _join_source(width)
+    emit = """        x = pair_ptr[i + 1]
+        if w != x:
+            for t in pairs[w:x]:
+                if start[comp[t]] < pos[t]:
+                    return i
+            w = x""" if check else "        extend(start)"
     source = f"""
-def walk(seq, comp, ptr, target, uses, pos, extend):
+def walk(seq, comp, ptr, target, uses, pos, extend, pair_ptr, pairs):
     n = len(seq)
     zero = (0,) * {width}
     seq_clock = [zero] * {NUM_SEQUENCERS}
     queue_clock = [zero] * {width}
     count = [0] * {width}
     end = [None] * n
-    a = 0
+    a = w = 0
     for i in range(n):
         s = seq[i]
         clock = seq_clock[s]
@@ -346,7 +382,8 @@ def walk(seq, comp, ptr, target, uses, pos, extend):
             e = queue_clock[c] = tuple(e)
         if uses[i]:
             end[i] = e
-        extend(start)
+{emit}
+    return -1
 """
     scope: dict = {}
     exec(source, scope)  # noqa: S102 - generated from integers only

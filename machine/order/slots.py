@@ -93,10 +93,11 @@ def lay_out_slots(instrs: Sequence[Instruction], *, can_move: bool = True) -> Sl
     True
     """
     value_of = _VALUE if can_move else _PLACED_VALUE
-    reads = list(map(_READS, instrs))
-    writes = list(map(_WRITES, instrs))
-    n_reads = np.fromiter(map(len, reads), np.int64, len(reads))
-    counts = n_reads + np.fromiter(map(len, writes), np.int64, len(writes))
+    # Each direction's accesses are streamed from the instructions, never held as a list: a
+    # list of them (and one of each instruction's tuple) is a pass and 8 B a slot more; the
+    # few template accesses are read back from their instructions at the end.
+    n_reads = np.fromiter(map(len, map(_READS, instrs)), np.int64, len(instrs))
+    counts = n_reads + np.fromiter(map(len, map(_WRITES, instrs)), np.int64, len(instrs))
     n = int(counts.sum())
     # the two per-slot columns the stream keeps are int32 below 2**31 slots (half the bytes)
     ids = np.int32 if n < 2**31 else np.int64
@@ -105,18 +106,14 @@ def lay_out_slots(instrs: Sequence[Instruction], *, can_move: bool = True) -> Sl
     is_write = within >= n_reads[slot_x]
     first_slot = np.empty(n, np.int64)  # per slot: the first slot with its value and direction
     movers: list[int] = []
-    local = np.empty(n, np.int64)  # per slot: its index in `by_direction[is_write]`
-    by_direction = []
-    for direction, lists in ((False, reads), (True, writes)):
-        accesses = list(chain.from_iterable(lists))
+    for direction, field in ((False, _READS), (True, _WRITES)):
         slots = np.flatnonzero(is_write == direction)
-        local[slots] = np.arange(len(slots), dtype=np.int64)
-        first_of: dict[tuple, int] = {}  # value -> its first index in `accesses`
-        first_local = np.fromiter(map(first_of.setdefault, map(value_of, accesses), count()), np.int64, len(slots))
+        first_of: dict[tuple, int] = {}  # value -> its first index among this direction's slots
+        values = map(value_of, chain.from_iterable(map(field, instrs)))
+        first_local = np.fromiter(map(first_of.setdefault, values, count()), np.int64, len(slots))
         first_slot[slots] = slots[first_local]
         if can_move:
             movers += [int(slots[k]) for value, k in first_of.items() if value[4] or value[5]]
-        by_direction.append(accesses)
     if movers:  # an access that moves is its own template at every slot
         moving = np.zeros(n, bool)
         moving[movers] = True
@@ -127,8 +124,10 @@ def lay_out_slots(instrs: Sequence[Instruction], *, can_move: bool = True) -> Sl
     first = np.flatnonzero(is_first)  # template t's first slot; numbered in document order
     slot_t = (np.cumsum(is_first) - 1).astype(ids)[first_slot]
     template_write = is_write[first].tolist()
-    accesses = [by_direction[w][k] for w, k in zip(template_write, local[first].tolist())]
-    return SlotLayout(accesses, template_write, slot_x[first].tolist(), slot_x, slot_t)
+    template_x = slot_x[first].tolist()
+    accesses = [instrs[x].writes[k - int(n_reads[x])] if w else instrs[x].reads[k]
+                for x, k, w in zip(template_x, within[first].tolist(), template_write)]
+    return SlotLayout(accesses, template_write, template_x, slot_x, slot_t)
 
 
 def compile_templates(layout: SlotLayout, tensors: Mapping[str, Tensor], tensor_id: Mapping[str, int],

@@ -1,12 +1,13 @@
 """The generated start-clock walk (:func:`neuronsim.machine.order.hb.start_clocks`, joins inlined, covered
-waits skipped) against the same rules applied through :class:`neuronsim.machine.order.hb.HappensBefore`."""
+waits skipped) against the same rules applied through :class:`neuronsim.machine.order.hb.HappensBefore`,
+and its checking form (:func:`neuronsim.machine.order.hb.first_unordered`) against the clocks it gives."""
 
 from __future__ import annotations
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuronsim.machine.order.hb import HappensBefore, start_clocks
+from neuronsim.machine.order.hb import HappensBefore, first_unordered, start_clocks
 from neuronsim_tests.vacuity import nonvacuous, tally
 
 
@@ -39,3 +40,23 @@ def test_generated_walk_equals_the_rules_of_happens_before(stream):
     assert start_clocks(seq, comp, ptr, target, 3).tolist() == want
     if target:
         tally("with_waits")
+
+
+@nonvacuous(some_unordered=30, all_ordered=30)
+@settings(max_examples=300, deadline=None)
+@given(streams(), st.data())
+def test_first_unordered_is_the_first_pair_the_start_clocks_leave_unordered(stream, data):
+    """Pairs ``(earlier, later)`` drawn at random, grouped by ``later``: the walk names the first
+    instance with a pair whose ``earlier`` completion its start clock does not cover."""
+    seq, comp, ptr, target = stream
+    n = len(seq)
+    starts = start_clocks(seq, comp, ptr, target, 3)
+    pos = [comp[:i + 1].count(comp[i]) for i in range(n)]  # 1-based, among the completions of the component
+    pairs = sorted(data.draw(st.lists(st.integers(1, n - 1).flatmap(lambda y: st.tuples(st.integers(0, y - 1),
+                                                                                         st.just(y))),
+                                      max_size=12)) if n > 1 else [], key=lambda p: p[1])
+    want = next((y for e, y in pairs if starts[y][comp[e]] < pos[e]), -1)
+    pair_ptr = [sum(1 for _, y in pairs if y < i) for i in range(n + 1)]
+    assert first_unordered(seq, comp, ptr, target, pair_ptr, [e for e, _ in pairs], 3) == want
+    if pairs:
+        tally("some_unordered" if want >= 0 else "all_ordered")
