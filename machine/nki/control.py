@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display, fail, shown, user_line
-from neuronsim.machine.nki.scalars import _Scalar, record_decision
+from neuronsim.machine.nki.scalars import NkiScalar, VirtualRegister, _Scalar, record_decision
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import current
 
@@ -84,9 +84,15 @@ def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any 
     values = range(_bound(lower, "nl.fori_loop lower bound"), _bound(upper, "nl.fori_loop upper bound"), int(step))
     watch = _PythonState(body_fun, where)
     _check_body(body_fun, 1, "nl.fori_loop", where)
+    # The page: "i is a NkiScalar unless either lower or upper is a VirtualRegister".  A kept
+    # loop hands the body its symbolic index; an unrolled one (the body compared or tested the
+    # index, which a symbolic index cannot answer) each iteration's value as that NkiScalar, so
+    # that a Python `if` on a comparison of it is refused as NKI refuses it ("traced, but the
+    # result cannot be used", the NkiScalar page) rather than taking the branch of the value.
+    scalar = not any(isinstance(bound, VirtualRegister) for bound in (lower, upper))
     for i in _iterations(values, _parameter(body_fun, "i"), where):
         before = watch.snapshot()
-        body_fun(i)
+        body_fun(NkiScalar(i) if scalar and type(i) is int else i)
         watch.compare(before)
 
 
