@@ -318,9 +318,8 @@ def first_unordered(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int],
     """
     code = "i" if len(seq) < 2**31 else "q"
     uses = array(code, np.bincount(np.asarray(target, np.int64), minlength=len(seq)).astype(code).tobytes())
-    return _start_walker(NUM_SEQUENCERS + num_queues, True)(seq, comp, ptr, target, uses,
-                                                            array(code, bytes(len(seq) * uses.itemsize)), None,
-                                                            pair_ptr, pairs=earlier)
+    walk = _start_walker(NUM_SEQUENCERS + num_queues, True)
+    return walk(seq, comp, ptr, target, uses, array(code, bytes(len(seq) * uses.itemsize)), None, pair_ptr, earlier)
 
 
 @lru_cache(maxsize=None)
