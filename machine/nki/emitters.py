@@ -212,7 +212,11 @@ def tensor_tensor(dst: Layout, data1: Any, data2: Any, op: Any, engine: Any = No
                    f"which broadcast it)")
     operand_rules.integer_bits("nisa.tensor_tensor", (alu_name(op),), data1=data1, data2=data2, dst=dst)
     operand_rules.pool_off_psum(asked_engine(engine), "nisa.tensor_tensor", data1, data2, dst)
-    ops.binary(dst, data1, data2, alu_name(op), engine_of(engine, ("dve", "pool"), "dve", "nisa.tensor_tensor"))
+    chosen = engine_of(engine, ("dve", "pool"), "dve", "nisa.tensor_tensor")
+    if asked_engine(engine) is None and len(views) == 2 and \
+            ops.native_integers(alu_name(op), dst, ops.lay(data1), ops.lay(data2)):
+        chosen = "pool"  # no engine named: two 32-bit integer tiles run on GpSimd's integers (both pages)
+    ops.binary(dst, data1, data2, alu_name(op), chosen)
 
 
 def _operand(value: Any) -> Any:

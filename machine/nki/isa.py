@@ -193,19 +193,11 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None, **_kw) -> Handl
     operand_rules.power_off_psum(alu_names(op), data1=data1, data2=data2, dst=dst)
     def emit() -> None:
         out = _counted("nisa.tensor_tensor", dst, data1=data1)  # (both inputs [P, 1] into [P, 64] ran: a probe)
-        em.tensor_tensor(out, data1, data2, op, engine if em.ENGINES.get(str(engine)) is not None
-                         else _integer_engine(out, data1, data2, op))
+        em.tensor_tensor(out, data1, data2, op, engine)
     return _emit(emit, name)
 
 
 _INT32 = ("int32", "uint32")
-
-
-def _integer_engine(dst: Any, data1: Any, data2: Any, op: Any) -> str | None:
-    """GpSimd for two int32 / uint32 tiles into one (:func:`ops.native_integers`), None (the
-    usual default) otherwise."""
-    layouts, names = [dst] + [value.layout for value in (data1, data2) if hasattr(value, "layout")], alu_names(op)
-    return "gpsimd" if len(layouts) == 3 and names and ops.native_integers(names[0], *layouts) else None
 
 
 @api("nisa.tensor_scalar")

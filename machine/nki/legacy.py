@@ -91,13 +91,8 @@ def tensor_tensor(data1, data2, op, *, dtype=None, mask=None, engine=None, **_kw
     shape = data1.shape if hasattr(data1, "shape") else data2.shape
     if hasattr(data1, "shape") and hasattr(data2, "shape") and prod(data2.shape) > prod(data1.shape):
         shape = data2.shape  # a legacy broadcast of data1 (operand_rules.legacy_broadcast): the wider tile's
-    def emit(dst) -> None:
-        tiles, names = [lay(d) for d in (data1, data2) if hasattr(d, "layout")], alu_names(op)
-        native = em.ENGINES.get(str(engine)) is None and len(tiles) == 2 and bool(names) and \
-            ops.native_integers(names[0], dst, *tiles)
-        em.tensor_tensor(dst, data1, data2, op, "gpsimd" if native else engine, legacy=True)
-
-    return _result(shape, result_dtype(dtype, data1, data2), "sbuf", emit, mask)
+    return _result(shape, result_dtype(dtype, data1, data2), "sbuf",
+                   lambda dst: em.tensor_tensor(dst, data1, data2, op, engine, legacy=True), mask)
 
 
 @api("nisa.tensor_scalar")

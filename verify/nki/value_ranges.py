@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+
 from neuronsim.machine.ir.source import SOURCE_KEY, source_of
 from neuronsim.machine.model.elementwise import VALID_INPUT
 from neuronsim.machine.sim.simulator import Simulation
@@ -24,9 +26,24 @@ from neuronsim.verify.nki.finding import NkiFinding
 
 __all__ = ["outside_range_findings"]
 
-_SHOWN = {"sin": "[-pi, pi]", "arctan": "[-pi/2, pi/2]", "log": "[2^-64, 2^64]", "sqrt": "[2^-116, 2^118]",
-          "rsqrt": "[2^-87, 2^97]", "reciprocal": "+-[2^-42, 2^42]"}
-assert set(_SHOWN) == set(VALID_INPUT)
+
+
+def _bound(value: float) -> str:
+    """An end of a valid range as the table writes it: a fraction of pi or a power of two.
+
+    >>> _bound(-np.pi / 2), _bound(2.0**-64)
+    ('-pi/2', '2^-64')
+    >>> _SHOWN["sin"], _SHOWN["sqrt"], _SHOWN["reciprocal"]
+    ('[-pi, pi]', '[2^-116, 2^118]', '+-[2^-42, 2^42]')
+    """
+    sign, size = "-" if value < 0 else "", abs(value)
+    named = {np.pi: "pi", np.pi / 2: "pi/2"}.get(size)
+    return sign + (named if named is not None else f"2^{int(np.log2(size))}")
+
+
+#: Each range as the warning shows it (``reciprocal``'s by magnitude), from the one table.
+_SHOWN = {func: ("+-" if func == "reciprocal" else "") + f"[{_bound(low)}, {_bound(high)}]"
+          for func, (low, high) in VALID_INPUT.items()}
 
 
 def _call(instr) -> str:
