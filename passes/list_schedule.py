@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from neuronsim.machine.ir.identity import IdentityMemo
+from neuronsim.machine.ir.fast_dataclasses import quick_init
 from neuronsim.machine.model.cost import CostMemo
 from neuronsim.machine.model.geometry import footprint
 from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
@@ -49,6 +50,7 @@ _RNG_OPS = frozenset({"random", "set_rand_state"})
 _NONE: frozenset = frozenset()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class _Summary:
     """What a node of a block touches and costs."""

@@ -26,6 +26,7 @@ from typing import Any
 
 from neuronsim.machine.ir.dtypes import READ_AS_KEY, itemsize
 from neuronsim.machine.ir.program import Access, MemoryKind, Tensor, frozen_mapping
+from neuronsim.machine.ir.fast_dataclasses import quick_init
 
 __all__ = ["Index", "View", "TensorRef", "Operand", "as_view", "is_int"]
 
@@ -33,6 +34,7 @@ def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Index:
     """An affine index ``const + sum(coeff * loop)``: a slice bound or a tile number.
@@ -79,6 +81,7 @@ class Index:
         return Index.of(other) - self
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class View:
     """A footprint inside one tensor, in the spec's units (elements).

@@ -27,6 +27,7 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES
+from neuronsim.machine.ir.fast_dataclasses import quick_init
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.errors import NotAffine, SourceLine, fail, shown, unsupported
 from neuronsim.machine.nki.indexing import SymIndex, concrete
@@ -93,6 +94,7 @@ class Buffer:
 BUFFERS: dict[str, Buffer] = {kind: Buffer(kind) for kind in ("sbuf", "psum", *HBM_KINDS)}
 
 
+@quick_init
 @dataclass(frozen=True)
 class TileSpec:
     """What a tile declaration asked for (shape in the kernel's order)."""

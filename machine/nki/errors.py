@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.fast_dataclasses import quick_init
 
 __all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "TraceTooLarge", "SourceLine",
            "user_line", "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name", "shown",
@@ -29,6 +30,7 @@ __all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine",
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SourceLine:
     """Where a call came from: the kernel file (relative to cwd when below it) and line."""

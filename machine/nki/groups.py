@@ -327,9 +327,12 @@ class OpenGroups:
     def note(self, inst: Instruction, tensors: Mapping[str, Tensor]) -> None:
         """Open and close groups by what ``inst`` (a traced instruction) reads and writes."""
         accumulating = inst.op == "matmul" and inst.attrs.get("accumulate")
-        for access, opens in [(a, False) for a in inst.reads if not accumulating] + [(a, True) for a in inst.writes]:
+        # (a read closes only what is open, and only PSUM tiles are ever opened: most reads end
+        # at the first test; this runs for every traced instruction)
+        reads = () if accumulating else [(a, False) for a in inst.reads if a.tensor in self._open]
+        for access, opens in (*reads, *((a, True) for a in inst.writes)):
             tensor = tensors[access.tensor]
-            if tensor.memory != MemoryKind.PSUM or (not opens and access.tensor not in self._open):
+            if tensor.memory != MemoryKind.PSUM:
                 continue
             offset = None if access.moves else (access.offset or 0)
             held = self._map(tensor)

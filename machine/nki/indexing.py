@@ -24,13 +24,13 @@ Index(const=64, terms=(('k', 128),))
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from itertools import count
 from math import prod
 from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.ir.fast_dataclasses import cached
 from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, shown, unsupported
 from neuronsim.machine.build.views import Index, is_int
 
@@ -233,7 +233,7 @@ class Mask:
             kept[it] = kept[it] & union if it in kept else union
         return kept
 
-    @cached_property  # asked for by every operand of every masked instruction
+    @cached  # asked for by every operand of every masked instruction
     def bounds(self) -> tuple[tuple[Iter, int, int], ...]:
         """``((iterator, first, last + 1), ...)``: the range of each iterator the mask keeps."""
         out = []
@@ -248,7 +248,7 @@ class Mask:
         return tuple(out)
 
 
-    @cached_property
+    @cached
     def boxes(self) -> tuple[Mask, ...]:
         """The mask as disjoint boxes, each a mask of one range per iterator: itself when it
         is one box; else (a comparison of ``i_p + i_f``, a range with holes) its kept grid cut

@@ -16,7 +16,6 @@ a free axis ``(stride, count)`` in the tensor's per-partition element numbering 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import cached_property
 from math import prod
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Tensor
+from neuronsim.machine.ir.fast_dataclasses import cached, quick_init
 from neuronsim.machine.nki.errors import NkiError, fail, shown, unsupported
 from neuronsim.machine.nki.indexing import (ArangeExpr, Iter, as_index, check_broadcastable, concrete, new_iter,
                                            without_ellipsis)
@@ -68,6 +68,7 @@ class Indirect:
     dim: int
 
 
+@quick_init
 @dataclass(frozen=True)
 class Layout:
     tensor: Tensor
@@ -110,7 +111,7 @@ class Layout:
         axes.insert(par_axis, (P, 0, tensor.shape[0]))
         return Layout(tensor, tuple(axes), Index(), (0, tensor.shape[0], 1))
 
-    @cached_property
+    @cached
     def shape(self) -> tuple[int, ...]:
         return tuple(n for _k, _s, n in self.axes)
 
@@ -127,7 +128,7 @@ class Layout:
         dims = tuple((s, n) for k, s, n in self.axes if k == F) or ((1, 1),)
         return View(self.tensor, self.partitions, self.offset, dims)
 
-    @cached_property
+    @cached
     def _view(self) -> View:
         if self.bitcast:  # the same bytes, read by the engine as the view's dtype
             return replace(self.storage_view(), read_as=self.dtype)

@@ -49,6 +49,7 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import READ_AS_KEY, numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.fast_dataclasses import quick_init
 from neuronsim.machine.model.geometry import access_extent, access_shape, iteration_shift
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, Tensor
 from neuronsim.machine.model.presets import MachineSpec
@@ -132,6 +133,7 @@ class DramLayout:
                    -(-rows[MemoryKind.PSUM] // ROW_ALIGN) * ROW_ALIGN)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class AccessView:
     """A typed strided window of one memory: what an access instance touches."""

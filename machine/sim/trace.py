@@ -21,6 +21,8 @@ from typing import NamedTuple
 
 from rich.table import Table
 
+from neuronsim.machine.ir.fast_dataclasses import quick_init
+
 __all__ = ["WaitMet", "InstanceRecord", "Trace", "ComponentFigures", "TraceSummary", "summarize", "summary_table"]
 
 
@@ -36,6 +38,7 @@ class WaitMet(NamedTuple):
     """When the semaphore reached it."""
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class InstanceRecord:
     """What one instance did."""
