@@ -264,6 +264,9 @@ def test_traced_kernel_end_to_end(tmp_path, monkeypatch):
     assert _cli("run", "add_kernel.py::add", "--inputs", inputs, "--reference", "add_ref:add").exit_code == 0
     beside = _cli("run", "add_kernel.py::add", "--inputs", inputs, "--reference", "add_kernel.py:reference")
     assert beside.exit_code == 0, beside.output  # the kernel's own file imports nki: loaded with the stand-ins
+    as_kernel = _cli("run", "add_kernel.py::add", "--inputs", inputs, "--reference", "add_kernel.py::reference")
+    assert as_kernel.exit_code == 0, as_kernel.output  # named as the kernel is: FILE.py::FN
+    assert "user reference" in as_kernel.output
     wrong = _cli("run", "add_kernel.py::add", "--inputs", inputs, "--reference", "add_ref:sub")
     assert wrong.exit_code == 1 and "return0:" in wrong.output
     outputs, report = run_kernel("add_kernel.py::add", X, X + 1)

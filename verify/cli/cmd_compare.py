@@ -58,7 +58,8 @@ def kernel_files(*specs: str) -> dict[str, str]:
 @click.argument("kernel_a", metavar="A.py::FUNC")
 @click.argument("kernel_b", metavar="B.py::FUNC")
 @kernel_options
-@click.option("--reference", "reference", metavar="MODULE:FN", help="A numpy function of the inputs both must match.")
+@click.option("--reference", "reference", metavar="MODULE:FN",
+              help="A numpy function of the inputs both must match (FILE.py:FN or FILE.py::FN also name one).")
 @click.option("--rtol", default=1e-2, show_default=True, type=FiniteFloat(min=0),
               help="Relative tolerance of the output comparisons.")
 @click.option("--atol", default=1e-2, show_default=True, type=FiniteFloat(min=0),

@@ -241,10 +241,11 @@ def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str |
 
 
 def load_reference(spec: str) -> Callable:
-    """``MODULE:FN`` (imported from the current folder too) or ``path/file.py:FN``."""
-    module_name, sep, attr = spec.rpartition(":")
+    """``MODULE:FN`` (imported from the current folder too), ``path/file.py:FN``, or
+    ``path/file.py::FN`` as the kernel itself is named (a module name holds no colon)."""
+    module_name, sep, attr = spec.rpartition("::" if "::" in spec else ":")
     if not sep or not module_name or not attr:
-        raise UsageFailure(f"expected MODULE:FN or FILE.py:FN, got {spec!r}", "--reference")
+        raise UsageFailure(f"expected MODULE:FN, FILE.py:FN or FILE.py::FN, got {spec!r}", "--reference")
     try:
         # a reference beside the kernel imports nki too: the stand-ins, and its import, as for the kernel
         with _frontend().standins(), _frontend().importing(module_name):

@@ -143,7 +143,7 @@ def _print(result, paths: dict[str, str], reference: str | None = "numpy referen
                    "dma-place, dep-opt), a scenario's construction pipeline]; dep-reduction follows unless in it.")
 @click.option("--reference", "reference", metavar="MODULE:FN",
               help="KERNEL.py::FUNC only: a numpy function of the inputs (by parameter name) to compare the outputs "
-                   "with.")
+                   "with (FILE.py:FN or FILE.py::FN also name one).")
 @tolerance_options(
     rtol_help="Relative tolerance of the outputs against the reference: beyond atol + rtol*|reference| differs "
               "[default: the scenario's own rtol (0 when it sets none); a kernel's --reference: 0.01].",
