@@ -8,8 +8,9 @@ of seven fields cost about 0.8 us to build, and building records was about a ten
 an unrolled kernel and a sixth of building the same program with the KernelBuilder (issue 31,
 docs/performance-notes.md section 2.17).  :func:`quick_init` gives the class an ``__init__`` of the
 same parameters, defaults and default factories that stores each field through its slot's own
-descriptor, found once when the class is made (about 0.45 us for the same access).  The
-objects are the same: frozen (assignment still raises), equal, hashed and pickled as before.
+descriptor, found once when the class is made, or into the instance's dict for a class without
+slots (about 0.52 us for the same access: ``bench/bench_records.py``).  The objects are the
+same: frozen (assignment still raises), equal, hashed and pickled as before.
 
 >>> from dataclasses import dataclass, field, FrozenInstanceError
 >>> @quick_init
