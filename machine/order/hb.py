@@ -288,15 +288,20 @@ def start_clocks(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int], ta
     [0, 0, 0, 0, 0, 1, 0, 0]
     """
     width = NUM_SEQUENCERS + num_queues
-    # Positions count instances, so 32 bits hold them below 2**31 instances: the clocks, the
-    # positions and the waits left on each instance are C arrays of them, not Python lists
-    # and int objects (~80 B an instance less at the check's peak, performance notes 2.9).
+    uses, pos = _walk_state(seq, target)
+    flat = array(uses.typecode)
+    _start_walker(width)(seq, comp, ptr, target, uses, pos, flat.extend, None, None)
+    return np.frombuffer(flat, flat.typecode).reshape(len(seq), width)
+
+
+def _walk_state(seq: Sequence[int], target: Sequence[int]) -> tuple[array, array]:
+    """The walk's per-instance arrays: the waits left on each instance (its completion clock
+    is freed after the last) and the positions, zeroed.  Positions count instances, so 32 bits
+    hold them below 2**31 instances: C arrays of them, not Python lists and int objects (~80 B
+    an instance less at the check's peak, performance notes 2.9)."""
     code = "i" if len(seq) < 2**31 else "q"
     uses = array(code, np.bincount(np.asarray(target, np.int64), minlength=len(seq)).astype(code).tobytes())
-    flat = array(code)
-    _start_walker(width)(seq, comp, ptr, target, uses, array(code, bytes(len(seq) * flat.itemsize)), flat.extend,
-                         None, None)
-    return np.frombuffer(flat, flat.typecode).reshape(len(seq), width)
+    return uses, array(code, bytes(len(seq) * uses.itemsize))
 
 
 def first_unordered(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int], target: Sequence[int],
@@ -316,10 +321,8 @@ def first_unordered(seq: Sequence[int], comp: Sequence[int], ptr: Sequence[int],
     >>> first_unordered([2, 4, 1], [2, 5, 1], [0, 0, 0, 1], [1], [0, 0, 0, 2], [1, 0], 3)  # not for the dve
     2
     """
-    code = "i" if len(seq) < 2**31 else "q"
-    uses = array(code, np.bincount(np.asarray(target, np.int64), minlength=len(seq)).astype(code).tobytes())
     walk = _start_walker(NUM_SEQUENCERS + num_queues, True)
-    return walk(seq, comp, ptr, target, uses, array(code, bytes(len(seq) * uses.itemsize)), None, pair_ptr, earlier)
+    return walk(seq, comp, ptr, target, *_walk_state(seq, target), None, pair_ptr, earlier)
 
 
 @lru_cache(maxsize=None)

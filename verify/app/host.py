@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 from neuronsim.machine.ir.program import Program
+from neuronsim.machine.ir.source import source_line
 from neuronsim.machine.order.work_estimate import SizeEstimate
 
 __all__ = ["machine_memory", "available_memory", "address_space", "format_bytes", "format_count",
@@ -108,6 +109,5 @@ def kernel_site(program: Program, size: SizeEstimate) -> str | None:
         return None
     for inst, _loops in program.instructions():
         if inst.name == size.largest[0]:
-            source = inst.extras.get("x-source")
-            return f"{source['file']}:{source['line']}" if isinstance(source, dict) and "line" in source else None
+            return source_line(inst)
     return None
