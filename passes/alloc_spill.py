@@ -29,7 +29,11 @@ the whole tile from a DRAM tensor that nothing in the program writes, so its rel
 load again, from the same source (rematerialisation: a compiler does not save what it can
 fetch again; the store would move the same bytes the load already moved).  ``load-elim``
 makes such tiles when it keeps a loaded tile for a later use instead of loading it again; a
-spill of one then costs what the load it removed did.
+spill of one then costs what the load it removed did.  That reload is the kernel's load issued
+again, so it keeps the load's engine, queue and kernel line (``x-source``), marked
+``x-spill`` with ``rematerialised``: ``dma-place`` deals it over the queues as it deals the
+kernel's own loads (profiles show input loads on the kernel's I/O queues, stored values'
+reloads on the spill queue).
 
 PSUM: the compiler's allocator also runs out of PSUM banks (a kernel whose PSUM tiles live
 together need more than the eight banks: the attention tutorial's ``qk`` scores, one bank per
@@ -229,8 +233,9 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
             if load is not None:  # loaded again from its source: no store
                 label = _fresh(f"reload_{name}_{j}", taken_names)
                 before.setdefault(spill.before, []).append(replace(
-                    load, name=label, engine="sp", queue=queue, writes=(Access(reload),), deps=(),
-                    extras=frozen_mapping({"x-spill": {"tensor": name, "kind": "reload"}})))
+                    load, name=label, writes=(Access(reload),), deps=(),
+                    extras=frozen_mapping({**load.extras,
+                                           "x-spill": {"tensor": name, "kind": "reload", "rematerialised": True}})))
                 transfers += 1
                 moved += source.shape[0] * source.bytes_per_partition
                 steps: tuple = ()

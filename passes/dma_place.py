@@ -19,7 +19,8 @@ machine's queues round robin in program order (the scheduled order, when it runs
 same engines still share them.
 
 Left where they are: spill stores and reloads (``x-spill``: the allocator's own queue, as
-profiles show spill / reload queues apart from the kernel's I/O queues), software-DGE
+profiles show spill / reload queues apart from the kernel's I/O queues; but a rematerialised
+reload, the kernel's load of an input issued again, is dealt as the kernel's loads are), software-DGE
 transfers (POOL makes their descriptors: its queue) and transfers without a queue.
 
 Contract
@@ -44,11 +45,11 @@ __all__ = ["DmaPlace", "place_queues", "movable"]
 
 
 def movable(instr: Instruction) -> bool:
-    """True for a transfer whose queue the pass may choose (module doc: not a spill, not a
-    software-DGE transfer, one that has a queue)."""
+    """True for a transfer whose queue the pass may choose (module doc: not a spill store or
+    a reload of a stored value, not a software-DGE transfer, one that has a queue)."""
     if not instr.is_dma or instr.queue is None:
         return False
-    if instr.extras and "x-spill" in instr.extras:
+    if instr.extras and "x-spill" in instr.extras and not instr.extras["x-spill"].get("rematerialised"):
         return False
     return instr.attrs.get("dge", "none") != "swdge"
 

@@ -19,6 +19,13 @@ allocator places what they leave, and its placement bounds the schedule as usual
 2. **Redundant loads.**  In one block, a load of exactly the DRAM bytes an earlier load of the
    block put into a tile of the same shape, with neither tile written by anything else and
    the DRAM bytes not written in between, is dropped: its readers read the earlier tile.
+   A traced kernel's loops are unrolled (NKI 0.7), so its whole body is one block, and a load
+   finds its twin in any earlier iteration.  With ``within_iteration=true``
+   (``load-elim{within_iteration=true}``) only a twin of the same iteration counts (the
+   loads' ``x-source`` indices agree, :func:`same_iteration`), as in the loop form, where
+   each iteration's tiles are new buffers.  Off by default: the published figures support it
+   on bytes moved and on the matmul tutorial's variant order but not on NKIBench's
+   latencies (``docs/timing.md``, "Loads again in the next iteration").
 
 Contract
     requires: a valid program; it rewrites only virtual SBUF tiles (run it before ``alloc``)
@@ -34,16 +41,16 @@ Contract
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, frozen_mapping
 
 from neuronsim.passes.load_hoist_nest import hoist_nests
 from neuronsim.passes.pipeline import Pass, PassContext
 
-__all__ = ["LoadElim", "load_count", "is_load", "sbuf_allows"]
+__all__ = ["LoadElim", "load_count", "is_load", "sbuf_allows", "same_iteration"]
 
 
 def is_load(instr: Instruction, tensors) -> bool:
@@ -178,7 +185,8 @@ def _load_key(instr: Instruction, tensors) -> tuple | None:
     return (read, replace(write, tensor=""), tile.shape, tile.dtype)
 
 
-def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: dict[str, str]) -> tuple[Node, ...]:
+def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: dict[str, str],
+               within_iteration: bool = False) -> tuple[Node, ...]:
     """Drop the redundant loads of each block (module doc, 2), renaming their tiles' reads.
 
     The earlier loads still valid are kept by the DRAM group they read, each by its
@@ -189,7 +197,8 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
     kept: dict[object, dict[tuple, Instruction]] = {}  # DRAM group -> load key -> the earliest such load
     for node in nodes:
         if isinstance(node, Loop):
-            node = Loop(node.name, node.trip_count, _eliminate(info, node.body, counts, renamed), node.extras)
+            node = Loop(node.name, node.trip_count, _eliminate(info, node.body, counts, renamed, within_iteration),
+                        node.extras)
             for group in {_dram_group(info.tensors, a.tensor) for i in _instructions(node.body) for a in i.writes}:
                 kept.pop(group, None)
             out.append(node)
@@ -199,6 +208,10 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
             key = _load_key(node, info.tensors)
             group = kept.setdefault(_dram_group(info.tensors, node.reads[0].tensor), {})
             earlier = group.get(key) if key is not None else None
+            if earlier is not None and within_iteration and not same_iteration(earlier, node):
+                group[key] = earlier = node  # a later iteration's load: it is the one kept from here on
+                out.append(node)
+                continue
             if earlier is not None and not any(node.writes[0].tensor == a.tensor for a in node.reads):
                 renamed[node.writes[0].tensor] = earlier.writes[0].tensor
                 counts["eliminated"] += 1
@@ -210,6 +223,31 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
                 kept.pop(_dram_group(info.tensors, a.tensor), None)
         out.append(node)
     return tuple(out)
+
+
+def same_iteration(first: Instruction, second: Instruction) -> bool:
+    """Whether two instructions of an unrolled trace ran in the same iteration of every loop
+    around both: their ``x-source`` indices (each loop variable's value, Python ``range`` loops
+    included) agree on every variable both name.  True when either has no indices (a program
+    built or loaded without them: its blocks are its loops' bodies).
+
+    >>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
+    >>> def at(**indices):
+    ...     src = {"file": "k.py", "line": 3, "indices": indices}
+    ...     return Instruction("x", "sp", "dma_copy", extras=frozen_mapping({"x-source": src}))
+    >>> same_iteration(at(m=0, n=1), at(m=0, n=1, k=2)), same_iteration(at(m=0, n=1), at(m=0, n=2))
+    (True, False)
+    """
+    a, b = _indices_of(first), _indices_of(second)
+    if a is None or b is None:
+        return True
+    return all(b[var] == value for var, value in a.items() if var in b)
+
+
+def _indices_of(instr: Instruction) -> Mapping[str, Any] | None:
+    source = instr.extras.get("x-source") if instr.extras else None
+    indices = source.get("indices") if isinstance(source, Mapping) else None
+    return indices if isinstance(indices, Mapping) else None
 
 
 def _renamed(instr: Instruction, renamed: dict[str, str]) -> Instruction:
@@ -245,6 +283,7 @@ class LoadElim(Pass):
     hoist: bool = True
     eliminate: bool = True
     nests: bool = False
+    within_iteration: bool = False
 
     def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
         ctx = ctx or PassContext()
@@ -263,7 +302,7 @@ class LoadElim(Pass):
             body = _hoist(info, body, room, _loop_paths(program), loop_names, counts, self.nests)
         renamed: dict[str, str] = {}
         if self.eliminate:
-            body = _eliminate(info, body, counts, renamed)
+            body = _eliminate(info, body, counts, renamed, self.within_iteration)
         tensors = {n: t for n, t in info.tensors.items() if n not in renamed}
         out = program if body == program.body and not counts["hoisted"] and not counts["hoisted-nests"] else Program(
             frozen_mapping(tensors), body, program.machine, program.extras)

@@ -126,3 +126,41 @@ def test_transfers_on_disjoint_partition_groups_overlap_once_dealt_over_the_queu
     # each half moves on its own 8 engines (partition p on engine p // 8): the second no longer
     # waits for the first, so the pair takes about one transfer's time, not two
     assert two_queues < 0.6 * one_queue
+
+
+_REPEATS = '''
+import nki
+import nki.language as nl
+
+
+@nki.jit
+def repeats(x):
+    out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 512), dtype=nl.float32, buffer=nl.sbuf)
+    for i in range(3):
+        a = nl.load(x[0:128, 0:512])     # the same bytes in every iteration: loaded each time
+        b = nl.load(x[0:128, 0:512])     # and again within the iteration: the first load serves
+        acc[...] = nl.add(acc, nl.multiply(a, b))
+    nl.store(out[0:128, 0:512], value=acc)
+    return out
+'''
+
+
+def test_within_iteration_drops_a_repeated_load_of_the_same_iteration_only(tmp_path):
+    """A traced kernel's loops are unrolled (NKI 0.7), so by default a load finds its twin in
+    any earlier iteration; ``load-elim{within_iteration=true}`` keeps a loaded tile for a
+    later load of the same bytes in the same iteration only (``docs/timing.md``, "Loads again
+    in the next iteration")."""
+    source = tmp_path / "repeats.py"
+    source.write_text(_REPEATS)
+    x = np.random.default_rng(0).random((128, 512), dtype=np.float32)
+    traced = trace(load_kernel(f"{source}::repeats"), x, machine="trn1")
+    assert load_count(traced.program) == 6
+    _compiled, ctx = compile_program(traced.program, TRACED)
+    assert ctx.stats["load-elim"]["eliminated"] == 5  # the block rule: one load in all
+    compiled, ctx = compile_program(traced.program, TRACED.replace("load-elim", "load-elim{within_iteration=true}"))
+    assert ctx.stats["load-elim"]["eliminated"] == 3 and load_count(compiled) == 3
+    assert check_program(compiled).races == ()
+    outputs = simulate(compiled, seeds=[None, 1], inputs={"x": x})
+    assert not outputs.differs
+    np.testing.assert_allclose(outputs.runs[0].outputs["return0"], 3 * x * x, rtol=1e-6)

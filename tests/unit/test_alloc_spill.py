@@ -205,3 +205,21 @@ def test_random_orders_of_use_spill_race_free_with_numpy_outputs(seed):
     x = np.random.default_rng(seed).random((128, total), dtype=np.float32)
     np.testing.assert_array_equal(_outputs(out, x)["y"], x * factor)
 
+
+
+def test_a_rematerialised_reload_is_the_kernels_load_again_and_dma_place_deals_it():
+    """Such a reload keeps the load's engine, queue and extras (its kernel line), unlike a
+    stored value's reload, which stays on the allocator's queue; ``dma-place`` moves the
+    first kind only."""
+    from neuronsim.passes.dma_place import movable
+
+    program = _scale_into(8)
+    first_load = next(i for i, _ in program.instructions() if i.reads and i.reads[0].tensor == "x")
+    out, _stats = _compiled(program)
+    reloads = [i for i, _ in out.instructions() if "x-spill" in i.extras]
+    assert reloads and all(i.extras["x-spill"].get("rematerialised") for i in reloads)
+    assert {(i.engine, i.queue) for i in reloads} == {(first_load.engine, first_load.queue)}
+    assert all(movable(i) for i in reloads)
+    stored, _ = _compiled(_scale_all(8))  # tiles written in place: stored and reloaded
+    spills = [i for i, _ in stored.instructions() if "x-spill" in i.extras]
+    assert spills and not any(movable(i) or i.extras["x-spill"].get("rematerialised") for i in spills)
