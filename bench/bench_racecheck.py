@@ -33,10 +33,10 @@ Goal (issue #3): at most 2 us per access event; 1e6 instances in under a minute.
 
 from __future__ import annotations
 
+import argparse
 import gc
 import random
 import resource
-import sys
 import time
 
 import numpy as np
@@ -206,6 +206,8 @@ def run(n: int) -> None:
 
 
 if __name__ == "__main__":
-    sizes = [int(float(a)) for a in sys.argv[1:]] or [10_000, 100_000, 1_000_000]
-    for size in sizes:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sizes", nargs="*", type=lambda a: int(float(a)), metavar="N",
+                        help="instances (1e6 or 1000000; default 1e4 1e5 1e6)")
+    for size in parser.parse_args().sizes or [10_000, 100_000, 1_000_000]:
         run(size)
