@@ -209,7 +209,7 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
             group = kept.setdefault(_dram_group(info.tensors, node.reads[0].tensor), {})
             earlier = group.get(key) if key is not None else None
             if earlier is not None and within_iteration and not same_iteration(earlier, node):
-                group[key] = earlier = node  # a later iteration's load: it is the one kept from here on
+                group[key] = node  # a later iteration's load: it is the one kept from here on
                 out.append(node)
                 continue
             if earlier is not None and not any(node.writes[0].tensor == a.tensor for a in node.reads):
