@@ -14,6 +14,7 @@ Usage: ``.venv/bin/python bench/bench_guard.py [N] [REPEATS]`` (defaults 50000, 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -71,8 +72,11 @@ def peak_rss(args: list[str]) -> tuple[int, float]:
 
 
 def main() -> None:
-    trips = int(sys.argv[1]) if len(sys.argv) > 1 else 50_000
-    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trips", nargs="?", type=int, default=50_000, help="the loop's trips (default 50000)")
+    parser.add_argument("repeats", nargs="?", type=int, default=3, help="runs of each (default 3)")
+    args = parser.parse_args()
+    trips, repeats = args.trips, args.repeats
     folder = Path(tempfile.mkdtemp())
     huge = folder / "loop1e9.json"
     huge.write_text(json.dumps(loop_program(10**9)))

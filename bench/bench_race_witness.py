@@ -17,7 +17,7 @@ Usage: ``.venv/bin/python bench/bench_race_witness.py [PROGRAMS]`` (default 60).
 
 from __future__ import annotations
 
-import sys
+import argparse
 from dataclasses import replace
 from pathlib import Path
 
@@ -118,5 +118,8 @@ def generated_deletions(count: int) -> None:
 
 
 if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("programs", nargs="?", type=int, default=60, help="generated programs (default 60)")
+    count = parser.parse_args().programs
     example_deletions()
-    generated_deletions(int(sys.argv[1]) if len(sys.argv) > 1 else 60)
+    generated_deletions(count)

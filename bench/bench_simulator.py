@@ -33,6 +33,7 @@ Usage: ``.venv/bin/python bench/bench_simulator.py [N] [REPEATS]`` (defaults 100
 
 from __future__ import annotations
 
+import argparse
 import gc
 import random
 import resource
@@ -185,11 +186,19 @@ def memory_sweep(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--memory-child"]:
-        memory_child(int(sys.argv[2]))
-    elif sys.argv[1:2] == ["--memory"]:
-        memory_sweep([int(float(a)) for a in sys.argv[2:]] or list(MEMORY_SIZES))
-    elif sys.argv[1:2] == ["--scheduled"]:
-        scheduled(*sys.argv[2:3], *[int(a) for a in sys.argv[3:4]])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--memory", action="store_true", help="peak memory per size, a fresh process each")
+    mode.add_argument("--memory-child", action="store_true", help=argparse.SUPPRESS)
+    mode.add_argument("--scheduled", action="store_true",
+                      help="the published kernels' scheduled programs (ARGS: label text, repeats)")
+    parser.add_argument("args", nargs="*", help="instructions and repeats (default 1e5 3); sizes with --memory")
+    args = parser.parse_args()
+    if args.memory_child:
+        memory_child(int(args.args[0]))
+    elif args.memory:
+        memory_sweep([int(float(a)) for a in args.args] or list(MEMORY_SIZES))
+    elif args.scheduled:
+        scheduled(*args.args[:1], *[int(a) for a in args.args[1:2]])
     else:
-        main(*[int(float(a)) for a in sys.argv[1:]])
+        main(*[int(float(a)) for a in args.args])

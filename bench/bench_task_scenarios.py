@@ -21,7 +21,7 @@ Usage: ``python bench/bench_task_scenarios.py [--markdown]`` (a few seconds).
 
 from __future__ import annotations
 
-import sys
+import argparse
 
 from neuronsim.verify.tasks.scenarios import all_task_scenarios, run_task_scenario, task_scenario_name
 
@@ -65,4 +65,6 @@ def main(argv: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--markdown", action="store_true", help="the table as Markdown (the README's)")
+    main(["--markdown"] if parser.parse_args().markdown else [])

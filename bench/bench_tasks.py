@@ -35,10 +35,10 @@ Usage: ``python bench/bench_tasks.py [TASKS]`` (default 100000).
 
 from __future__ import annotations
 
+import argparse
 import gc
 import importlib.util
 import os
-import sys
 import time
 
 from bench_racecheck import synthetic
@@ -175,4 +175,7 @@ def main(tasks: int = 100_000) -> None:
 
 
 if __name__ == "__main__":
-    main(*(int(a) for a in sys.argv[1:2]))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tasks", nargs="?", type=lambda a: int(float(a)), default=100_000,
+                        help="tasks (default 1e5)")
+    main(parser.parse_args().tasks)

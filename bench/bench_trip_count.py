@@ -15,6 +15,7 @@ Usage: ``.venv/bin/python bench/bench_trip_count.py [TRIPS ...]`` (default 10000
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
@@ -48,7 +49,10 @@ def loop_program(trips: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    trips = [int(float(t)) for t in (argv if argv is not None else sys.argv[1:])] or [100_000, 200_000, 400_000]
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trips", nargs="*", type=lambda a: int(float(a)), metavar="N",
+                        help="trip counts (default 1e5 2e5 4e5)")
+    trips = parser.parse_args(argv).trips or [100_000, 200_000, 400_000]
     previous = None
     with tempfile.TemporaryDirectory() as tmp:
         for n in trips:
