@@ -41,11 +41,12 @@ Contract
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, frozen_mapping
+from neuronsim.machine.ir.source import source_of
 
 from neuronsim.passes.load_hoist_nest import hoist_nests
 from neuronsim.passes.pipeline import Pass, PassContext
@@ -238,16 +239,11 @@ def same_iteration(first: Instruction, second: Instruction) -> bool:
     >>> same_iteration(at(m=0, n=1), at(m=0, n=1, k=2)), same_iteration(at(m=0, n=1), at(m=0, n=2))
     (True, False)
     """
-    a, b = _indices_of(first), _indices_of(second)
+    a, b = source_of(first), source_of(second)
     if a is None or b is None:
         return True
-    return all(b[var] == value for var, value in a.items() if var in b)
-
-
-def _indices_of(instr: Instruction) -> Mapping[str, Any] | None:
-    source = instr.extras.get("x-source") if instr.extras else None
-    indices = source.get("indices") if isinstance(source, Mapping) else None
-    return indices if isinstance(indices, Mapping) else None
+    theirs = dict(b.indices)
+    return all(theirs[var] == value for var, value in a.indices if var in theirs)
 
 
 def _renamed(instr: Instruction, renamed: dict[str, str]) -> Instruction:
