@@ -60,6 +60,21 @@ def test_a_full_standard_output_is_one_line(folder: Path) -> None:
     one_error_line(run, "standard output", "No space left")
 
 
+def test_bad_input_with_standard_error_full_still_exits_2(folder: Path) -> None:
+    """The error line cannot be written (``2>/dev/full``): the status still says bad input,
+    and under ``--json`` the error document still reaches standard output."""
+    (folder / "bad.json").write_text(json.dumps({**VALID, "machine": 7}))
+    with open("/dev/full", "w") as full:
+        plain = subprocess.run([str(NEURONSIM), "check", "bad.json"], cwd=folder, stdout=subprocess.PIPE,
+                               stderr=full, text=True, timeout=TIMEOUT)
+        as_json = subprocess.run([str(NEURONSIM), "check", "bad.json", "--json"], cwd=folder,
+                                 stdout=subprocess.PIPE, stderr=full, text=True, timeout=TIMEOUT)
+    assert plain.returncode == 2 and plain.stdout == ""
+    assert as_json.returncode == 2
+    document = json.loads(as_json.stdout)
+    assert document["format"] == "neuronsim.error/1" and document["path"] == "machine"
+
+
 def test_a_closed_standard_output_is_refused_before_any_work(folder: Path) -> None:
     run = subprocess.run([str(NEURONSIM), "compile", "p.json", "-o", "out.json"], cwd=folder, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True, timeout=TIMEOUT, close_fds=True,

@@ -135,7 +135,10 @@ def say_error(path: str, message: str, as_json: bool, *, status: int = EXIT_INPU
                                                EXIT_HUNG_UP: "hung up"}.get(status, "error")
     where = f"{path}: " if path else ""
     line = printable(f"{where}{message}") if label == "error" or internal else ""
-    click.echo(f"{label}: {line}" if line else label, err=True)
+    try:
+        click.echo(f"{label}: {line}" if line else label, err=True)
+    except OSError:  # standard error full or gone (`2>/dev/full`): the exit status still says it
+        pass
     if as_json and sys.stdout is not None:
         emit_json({"format": "neuronsim.error/1", "path": printable(path), "message": printable(message),
                    "internal": internal}, failing=True)
