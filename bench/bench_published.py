@@ -18,7 +18,12 @@ Published figures (trn1 unless said): the matrix multiplication tutorial (releas
 at batch 1, 16 states (the page names no instance type; simulated as trn1).
 
 Usage: ``.venv/bin/python bench/bench_published.py [--only SUBSTRING] [--set PARAM=VALUE] [--as-traced]
-[--write-accuracy]`` (exits 1 when a kernel is outside 15 %).  ``--set`` overrides a machine
+[--write-accuracy] [--sdk-tutorial CORPUS]`` (exits 1 when a kernel is outside 15 %).
+``--sdk-tutorial CORPUS`` adds, as diagnostic rows, the SDK's own
+current-API spelling of the four matrix-multiplication steps, run from the public NKI corpus
+(``aws-neuron-sdk/nki/examples/matrix_multiplication/matrix_multiplication_nki_kernels.py``;
+third-party code, read where it lies, never copied): the same published figures, the kernels a
+new user runs today (every loop unrolled by the trace, as NKI 0.7 does).  ``--set`` overrides a machine
 parameter for a sensitivity run, e.g. ``--set dve_ghz=1.4``.  ``--write-accuracy`` stores the
 held-out verdict (how many within 15 %, the worst and the median ratio) in
 ``machine/model/accuracy.json``, which ``neuronsim run``, ``simulate --json`` and the report
@@ -31,7 +36,7 @@ import argparse
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import ml_dtypes
@@ -59,7 +64,7 @@ class Case:
 
     label: str
     kernel: str
-    """``file.py::function`` under ``scenarios/nki/published``."""
+    """``file.py::function`` under ``scenarios/nki/published`` (or an absolute path)."""
     shape: str
     arrays: tuple[tuple[tuple[int, ...], str], ...]
     """(shape, dtype) of each array argument, in order (zeros: the run is timing only)."""
@@ -73,6 +78,23 @@ def _matmul(label: str, func: str, published_ms: float, diagnostic: bool = False
     return Case(label, f"matmul.py::{func}", "K=8192 M=4096 N=8192 bf16",
                 (((8192, 4096), "bfloat16"), ((8192, 8192), "bfloat16")), published_ms * 1e3,
                 "matrix multiplication tutorial (2.26), trn1", diagnostic)
+
+
+#: The SDK's current-API matrix-multiplication tutorial kernels, inside the public NKI corpus.
+SDK_MATMUL = "aws-neuron-sdk/nki/examples/matrix_multiplication/matrix_multiplication_nki_kernels.py"
+
+
+def sdk_cases(corpus: Path) -> tuple[Case, ...]:
+    """The four steps of the SDK's own current-API matmul tutorial as diagnostic rows: the
+    published figures are of these steps, the file is the corpus's (absolute: ``compiled_case``
+    joins it to nothing)."""
+    path = corpus / SDK_MATMUL
+    return tuple(replace(_matmul(label, func, published, diagnostic=True), kernel=f"{path}::{func}")
+                 for label, func, published in (
+        ("SDK tiled (current API)", "nki_matmul_tiled_", 51.80),
+        ("SDK hoisted (current API)", "nki_matmul_hoist_load_", 42.96),
+        ("SDK blocked (current API)", "nki_matmul_block_free_dimension_", 22.07),
+        ("SDK fully opt. (current API)", "nki_matmul_fully_optimized_", 6.97)))
 
 
 def _layernorm(label: str, func: str, published_us: float, rows: int = 300, cols: int = 1000,
@@ -183,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="compile with the default pipeline (no scheduling: the program in source order)")
     parser.add_argument("--pipeline", default=None, metavar="SPEC",
                         help="compile with this pass pipeline instead (a sensitivity run: which pass moves a figure)")
+    parser.add_argument("--sdk-tutorial", metavar="CORPUS", type=Path, default=None,
+                        help="also run the SDK's current-API matmul tutorial kernels from this NKI corpus folder "
+                             "(diagnostic rows)")
     parser.add_argument("--write-accuracy", action="store_true",
                         help=f"store the verdict in {ACCURACY_FILE.name} (needs every case, no --set)")
     args = parser.parse_args(argv)
@@ -213,7 +238,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{err}", file=sys.stderr)
             return 2
         print(f"machine: {machine}")
-    cases = [c for c in CASES if args.only in c.label or args.only in c.kernel]
+    extra: tuple[Case, ...] = ()
+    if args.sdk_tutorial is not None:
+        if not (Path(args.sdk_tutorial) / SDK_MATMUL).is_file():
+            print(f"--sdk-tutorial: no {SDK_MATMUL} under {args.sdk_tutorial}", file=sys.stderr)
+            return 2
+        extra = sdk_cases(Path(args.sdk_tutorial).resolve())
+    cases = [c for c in CASES + extra if args.only in c.label or args.only in c.kernel]
     results = []
     header = (f"{'kernel':30} {'shape':26} {'instructions':>12} {'simulated us':>13} {'published us':>13} "
               f"{'sim/pub':>8}  within 15 %")
@@ -229,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     for r in results:
         ops = ", ".join(f"{op} {n:,} x {t / n:,.0f} ns" for op, n, t in r.top_ops[:3])
         print(f"  {r.case.label:30} {r.case.shape:26} {_busy_text(r)}  [{r.seconds:.0f} s]\n  {'':57} {ops}")
+    sdk = [r for r in results if r.case.label.startswith("SDK ")]
+    if len(sdk) > 1:  # the tutorial's steps each faster than the one before, as published
+        kept = all(a.makespan_us > b.makespan_us for a, b in zip(sdk, sdk[1:]))
+        print(f"\nSDK current-API steps in the published order (each faster than the one before): "
+              f"{'yes' if kept else 'NO'} ({', '.join(f'{r.makespan_us / 1e3:,.1f}' for r in sdk)} ms)")
     held = [r for r in results if not r.case.diagnostic]
     inside = sum(r.within for r in held)
     ratios = sorted(r.ratio for r in held)
