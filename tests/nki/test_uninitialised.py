@@ -157,3 +157,51 @@ def test_the_check_compares_fills_of_normal_floats(monkeypatch) -> None:
         values = sbuf[:sbuf.size - sbuf.size % 4].view(dtype).astype(np.float64)
         assert np.all(np.isfinite(values)) and np.all(values > 0) and np.all(values < 1.0001), dtype
         assert np.all(np.abs(values) >= float(ml_dtypes.finfo(dtype).smallest_normal)), dtype
+
+
+#: Every kernel of the group file, with the arrays beyond ``inputs()`` that it takes.
+AGREEMENT = {"never_written": {}, "half_loaded": {}, "matmul_of_half_loaded": {}, "half_loaded_half_used": {},
+             "rows_not_stored": {}, "sum_not_zeroed": {}, "sum_zeroed": {}, "body_tile_read_first": {},
+             "scratch_in_hbm": {}, "accumulate_into": {"acc": np.zeros((128, 512), np.float32)},
+             "output_rows_left": {}, "tail_tile_and_half_the_columns": {"a": np.ones((200, 512), np.float32)},
+             "output_written_twice_over": {}}
+
+
+@pytest.mark.parametrize("func", sorted(AGREEMENT))
+def test_the_flat_shortcuts_agree_with_the_access_events(func: str) -> None:
+    """A program without loops skips compiling every access (issue 31): the whole-first-write
+    test and the outputs' written bytes from their writes alone give what the access events
+    give, on every kernel of the group file, loops or none, findings or none."""
+    from neuronsim.machine.ir.program import MemoryKind
+    from neuronsim.machine.order.stream import stream_of
+    from neuronsim.verify.nki import uninitialised as module
+    from neuronsim.verify.nki.placement import identity_placement
+
+    traced = _traced(func, **AGREEMENT[func])
+    program, given = traced.program, traced.run_inputs.keys()
+    stream = stream_of(identity_placement(program))
+    assert uninitialised_findings(program, given, stream) == module._uninitialised_by_events(stream, program, given)
+    outputs = [t for t, name in enumerate(stream.tensor_names) if program.tensors[name].memory == MemoryKind.DRAM
+               and program.tensors[name].role == "output" and name not in given]
+    sizes = {name: stream.program.tensors[name].bytes_per_partition for name in stream.tensor_names}
+    shortcut = module._written_bytes(program, given, stream)
+    events = module._written_bytes_by_events(stream, outputs) if outputs else {}
+    assert {n: covered_bytes(*r, sizes[n]) for n, r in shortcut.items()} == \
+        {n: covered_bytes(*r, sizes[n]) for n, r in events.items()}
+
+
+def test_the_whole_first_write_shortcut_is_taken_and_refused_where_it_must_be() -> None:
+    """The agreement above means something only if the shortcut decides some kernels: it does
+    for a flat kernel whose tiles are each loaded whole before use, and declines a tile half
+    loaded, a tile never written, and any program with loops."""
+    from neuronsim.machine.order.stream import stream_of
+    from neuronsim.verify.nki import uninitialised as module
+    from neuronsim.verify.nki.placement import identity_placement
+
+    def decides(func: str) -> bool:
+        traced = _traced(func, **AGREEMENT[func])
+        stream = stream_of(identity_placement(traced.program))
+        return module._each_written_whole_first(stream, traced.program, traced.run_inputs.keys())
+
+    assert decides("output_rows_left") and decides("output_written_twice_over")
+    assert not decides("half_loaded") and not decides("never_written") and not decides("sum_not_zeroed")

@@ -42,10 +42,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from neuronsim.machine.ir.program import PSUM_BANK_BYTES, MemoryKind, Program, Tensor
+from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Access, MemoryKind, Program, Tensor
 from neuronsim.machine.ir.source import instance_label
 from neuronsim.machine.model.geometry import merged_runs, sorted_distinct
 from neuronsim.machine.order.events import access_events
+from neuronsim.machine.order.slots import compile_access
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
 from neuronsim.verify.nki.finding import NkiFinding
@@ -76,6 +77,14 @@ def uninitialised_findings(program: Program, inputs: Collection[str] | None = No
     names the arrays the kernel starts from (outputs among them hold values); ``stream``: that
     of its identity placement, when at hand."""
     stream = stream or stream_of(identity_placement(program))
+    if _each_written_whole_first(stream, program, inputs):
+        return []  # (without compiling every access: a flat trace's 1e4-1e5 of them, issue 31)
+    return _uninitialised_by_events(stream, program, inputs)
+
+
+def _uninitialised_by_events(stream: InstanceStream, program: Program, inputs: Collection[str] | None
+                             ) -> list[NkiFinding]:
+    """:func:`uninitialised_findings` from the access events by tensor (module doc)."""
     temps, names = stream.templates, stream.tensor_names
     empty = np.array([_starts_empty(program.tensors[name], inputs) for name in names], bool)
     found: dict[tuple[int, int], int] = {}  # (instruction, tensor) -> its first instance reading unwritten bytes
@@ -112,6 +121,37 @@ def uninitialised_findings(program: Program, inputs: Collection[str] | None = No
             for (_, t), i in sorted(found.items(), key=lambda item: item[1])]
 
 
+def _whole(access: Access) -> bool:
+    """True when ``access`` is all of its tensor: every field the format's default."""
+    return (access.partitions is None and access.offset is None and access.pattern is None and not access.moves
+            and not access.extras)
+
+
+def _each_written_whole_first(stream: InstanceStream, program: Program, inputs: Collection[str] | None) -> bool:
+    """In a program without loops (an unrolled trace), True when no read can find unwritten
+    bytes: every tensor that starts empty and is read somewhere is first touched by an
+    instruction that writes all of it and reads none of it.  Instances run in document order
+    there, so that instruction's one instance comes before every read.  False says nothing
+    (the access events decide)."""
+    if stream.has_loops:
+        return False
+    settled: set[str] = set()  # tensors written whole before any read (or that start with values)
+    partial: set[str] = set()  # empty ones whose first write was partial: a read of them is the events' to judge
+    for inst in stream.instrs:
+        for access in inst.reads:
+            name = access.tensor
+            if name not in settled and (name in partial or _starts_empty(program.tensors[name], inputs)):
+                return False  # read before anything wrote it, by its first writer, or after a partial write
+        for access in inst.writes:
+            name = access.tensor
+            if name not in settled and name not in partial:
+                if _whole(access) or not _starts_empty(program.tensors[name], inputs):
+                    settled.add(name)
+                else:
+                    partial.add(name)
+    return True
+
+
 def unwritten_outputs(program: Program, inputs: Collection[str], stream: InstanceStream | None = None,
                       ) -> list[NkiFinding]:
     """The outputs the kernel made (not handed in with ``inputs``) with bytes no instruction
@@ -145,6 +185,14 @@ def _written_bytes(program: Program, inputs: Collection[str], stream: InstanceSt
               and name not in inputs]
     if not wanted:
         return {}
+    if not stream.has_loops:
+        return _written_bytes_flat(stream, {names[t] for t in wanted})
+    return _written_bytes_by_events(stream, wanted)
+
+
+def _written_bytes_by_events(stream: InstanceStream, wanted: list[int]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """:func:`_written_bytes` from the access events of the writes to the ``wanted`` tensor ids."""
+    names = stream.tensor_names
     temps = stream.templates
     writes = np.fromiter((ca.is_write and ca.tensor in wanted for ca in temps), bool, len(temps))
     ev = access_events(stream, "tensor", templates=writes, keep=False)  # the outputs' writes alone
@@ -157,6 +205,27 @@ def _written_bytes(program: Program, inputs: Collection[str], stream: InstanceSt
         base, size = placed.byte_base, placed.bytes_per_partition
         mine = segments[owner == t]
         out[names[t]] = (np.clip(ev.seg_lo[mine] - base, 0, size), np.clip(ev.seg_lo[mine + 1] - base, 0, size))
+    return out
+
+
+def _written_bytes_flat(stream: InstanceStream, wanted: set[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """:func:`_written_bytes` of a program without loops: only the writes to ``wanted`` are
+    compiled, not every access of the kernel (an unrolled trace has tens of thousands, its
+    stores a few hundred; issue 31).  Each write's byte runs, relative to its tensor."""
+    tensors = stream.program.tensors
+    runs: dict[str, list[tuple[int, int]]] = {name: [] for name in wanted}
+    for inst in stream.instrs:
+        for access in inst.writes:
+            if access.tensor in runs:
+                tensor = tensors[access.tensor]
+                base = tensor.byte_base
+                compiled = compile_access(access, True, tensor, stream.tensor_id[access.tensor], ())
+                runs[access.tensor].extend((lo - base, hi - base) for lo, hi in compiled.bytes)
+    out = {}
+    for name, found in runs.items():
+        size = tensors[name].bytes_per_partition
+        pairs = np.asarray(found, np.int64).reshape(-1, 2)
+        out[name] = (np.clip(pairs[:, 0], 0, size), np.clip(pairs[:, 1], 0, size))
     return out
 
 
