@@ -5,13 +5,13 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from neuronsim.machine.nki import arith, control, emitters, grids, isa_select, language, scalars
+from neuronsim.machine.nki import arith, control, emitters, grids, isa_select, language, scalars, spmd_loops
 from neuronsim.machine.nki.dtypes import nl_dtypes
 from neuronsim.machine.nki.tiles import NkiTensor
 
 __all__ = ["current_language", "legacy_language", "LANGUAGE_NAMES"]
 
-#: nki.language names both generations share (see neuronsim.machine.nki.language / neuronsim.machine.nki.arith;
+#: nki.language names both generations share (see neuronsim.machine.nki.language, spmd_loops and arith;
 #: nl.where is a select, in neuronsim.machine.nki.emitters).
 LANGUAGE_NAMES = (
     "ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "shared_identity_matrix", "shared_constant",
@@ -51,7 +51,8 @@ LANGUAGE_REFUSED = {
 def _names() -> dict[str, Any]:
     out: dict[str, Any] = dict(nl_dtypes())
     for name in LANGUAGE_NAMES:
-        out[name] = getattr(language, name, None) or getattr(arith, name, None) or getattr(emitters, name)
+        out[name] = (getattr(language, name, None) or getattr(spmd_loops, name, None) or getattr(arith, name, None)
+                     or getattr(emitters, name))
     out["prod"] = arith.prod_
     out["all"] = arith.all_
     out["ds"] = scalars.ds  # its start may be a runtime index (a one-element tile)
@@ -72,7 +73,7 @@ def current_language() -> dict[str, Any]:
     names.update(grids.language_names(names["empty_like"], names["zeros_like"]))
     # nki-library's Trn3 kernels (experimental/mxfp_subkernels) loop with ``nl.range``, a name the
     # stored API reference lacks; in the current generation every ``*_range`` is Python's range
-    names["range"] = language.static_range
+    names["range"] = spmd_loops.static_range
     return names
 
 

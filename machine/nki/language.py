@@ -10,8 +10,6 @@ matmul into PSUM.  Shared by both API generations (the current API's stand-ins l
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from math import prod
 from typing import Any
 
@@ -343,10 +341,12 @@ def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
                        f"{side.name} in {side.buffer}: assign the tile (t[...] = value), nl.copy or nl.load it")
     if not is_tile(value):  # the API page: "value - An SBUF tile"
         number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, (bool, np.bool_))
-        if not number or not is_tile(dst) or not dst.shape or dst.shape[0] > 128:
+        shape = tuple(dst.shape) if is_tile(dst) else ()  # an element or a row of DRAM: a 2-D tile on chip
+        shape = shape if len(shape) > 1 else (shape[0], 1) if shape else (1, 1)
+        if not number or not is_tile(dst) or shape[0] > 128:
             raise fail(f"nl.store stores a tile, not {shown(value)}: store nl.full(shape, value, dtype) (or "
                        f"nl.zeros) of the destination's shape")
-        value = full(dst.shape, value, dtype=dst.dtype, buffer=sbuf)  # (NxDI stores -9984.0: the compiler's tile)
+        value = full(shape, value, dtype=dst.dtype, buffer=sbuf)  # (NxDI stores -9984.0: the compiler's tile)
     assign(dst, value, mask=mask)
 
 
@@ -438,70 +438,6 @@ def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
     if pending is not None:
         tracer.pending = pending
     tracer.emit(lambda: ops.binary(ops.lay(dst), dst, value, op), extras=mark)
-
-
-# -- SPMD ----------------------------------------------------------------------------------
-def program_id(axis: int = 0) -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise fail(f"nl.program_id({shown(axis)}): the axis is an integer")
-    return current().program_id_of(int(axis))
-
-
-def num_programs(axes: Any = None) -> int:
-    """Programs along ``axes`` (an axis or a tuple of axes; all of the grid when None)."""
-    grid = current().grid
-    if axes is None:
-        return int(np.prod(grid)) if grid else 1
-    picked = axes if isinstance(axes, (tuple, list)) else (axes,)
-    return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in picked]))
-
-
-def nc(n: int) -> int:
-    """Legacy ``nl.nc(n)``: a grid dimension spread over ``n`` physical cores; neuronsim runs
-    every instance on one core, so it is a dimension of ``n``."""
-    return int(n)
-
-
-def spmd_dim(*sizes: int) -> int:
-    """Legacy ``nl.spmd_dim(a, nl.nc(b))``: one grid dimension tiled into sub-dimensions (its
-    size is their product; the instances run one after another on one core)."""
-    return int(np.prod([int(s) for s in sizes]))
-
-
-def program_ndim() -> int:
-    return len(current().grid)
-
-
-# -- loops ---------------------------------------------------------------------------------
-def _bounds(start: Any, stop: Any, step: Any) -> tuple[Any, ...]:
-    return (start,) if stop is None and step == 1 else (0 if stop is None else start, start if stop is None else stop,
-                                                        step)
-
-
-def affine_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
-    return current().loop("affine", _bounds(start, stop, step))
-
-
-def sequential_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
-    return current().loop("sequential", _bounds(start, stop, step))
-
-
-def static_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
-    return current().loop("static", _bounds(start, stop, step))
-
-
-@contextmanager
-def no_reorder(*_args: Any, **_kw: Any) -> Iterator[None]:
-    """``with nl.no_reorder():``: the block's instructions run in the kernel's order, which
-    the compiler keeps; each waits (an ``ordered`` dep) for the one before it in the block
-    (:func:`~neuronsim.machine.nki.ops.in_program_order`).  As a loop's ``directives=`` it
-    is never entered and orders nothing."""
-    tracer = current()
-    tracer.flush()
-    start = tracer.kb.mark()
-    yield
-    tracer.flush()
-    tracer.kb.replace_since(start, ops.in_program_order(tracer.kb.emitted_since(start)))
 
 
 @api("nl.loop_reduce")

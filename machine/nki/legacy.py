@@ -16,7 +16,7 @@ from neuronsim.machine.nki import emitters as em
 from neuronsim.machine.nki import isa_select, operand_rules, ops, scalars
 from neuronsim.machine.nki.arith import alu_names, index_tile
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
-from neuronsim.machine.nki.language import no_reorder as _no_reorder
+from neuronsim.machine.nki.spmd_loops import no_reorder as _no_reorder
 from neuronsim.machine.nki.language import psum as _psum
 from neuronsim.machine.nki.language import sbuf as _sbuf
 from neuronsim.machine.nki.ops import lay, result_dtype

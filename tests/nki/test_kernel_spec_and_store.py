@@ -34,6 +34,15 @@ def store_a_number(x):
 
 
 @nki.jit
+def store_into_an_element_and_a_row(x):
+    out = nl.ndarray((2, 128, 1), dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out[0, 0:128, 0:1], value=0.0)
+    nl.store(out[1, 0:128, 0], value=2.0)
+    nl.store(out[0, 5, 0], value=1.0)
+    return out
+
+
+@nki.jit
 def store_a_list(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     nl.store(out, value=[0.0])
@@ -71,5 +80,21 @@ def test_storing_a_number_stores_a_tile_of_it(kernels) -> None:
 
 def test_storing_anything_else_is_refused_in_the_apis_words(kernels) -> None:
     x = np.zeros((128, 8), np.float32)
-    with pytest.raises(NkiError, match=r"k.py:24: nl.store stores a tile, not list: store nl.full"):
+    with pytest.raises(NkiError, match=r"k.py:33: nl.store stores a tile, not list: store nl.full"):
         trace(load_kernel("k.py::store_a_list"), x)
+
+
+def test_a_number_stored_into_an_element_or_a_row_of_dram_is_stored_too(kernels) -> None:
+    """A number stored into one element (integer indices only) or one row (a single slice) of
+    a DRAM tensor takes a (1, 1) or (rows, 1) tile: it was refused, or blamed on a 1-D tile the
+    kernel never made, while the same number into a 2-D view was stored (a user's quantum
+    circuit kernel stores ``1.0`` into ``state[0, 0, 0]``)."""
+    from neuronsim.verify.nki.run import run_kernel
+
+    outputs, report = run_kernel("k.py::store_into_an_element_and_a_row", np.zeros((128, 8), np.float32),
+                                 seeds=(None,))
+    assert not report.problems()
+    want = np.zeros((2, 128, 1), np.float32)
+    want[1] = 2.0
+    want[0, 5, 0] = 1.0
+    np.testing.assert_array_equal(outputs, want)

@@ -33,7 +33,7 @@ LAYERS = (
     "ops",  # lowering to builder instructions
     "operand_rules",  # the API pages' rules on an ISA call's operands (patterns, shapes, GpSimd off PSUM)
     "handles",  # an ISA call's instructions and its NkiInstruction handle (emit_call)
-    "arith", "language",  # nki.language (language registers the tile operators)
+    "spmd_loops", "arith", "language",  # nki.language (language registers the tile operators)
     "scalars", "control",  # device values (scalar_load, registers) and compiled control flow
     "grids",  # NKI 0.7 tile and block grids: views of tensors in tile coordinates
     "emitters_select", "transpose_dma", "emitters",  # instruction emitters (search/shuffle/select ones first)
