@@ -61,8 +61,12 @@ class Kernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if tracer.tracing():
-            if self.grid:
-                raise tracer.current().refuse("launching an SPMD grid from inside a kernel", "launch it at top level")
+            if self.grid:  # (a host wrapper, ``return _kernel[n](q, k, v)``, is traced as a kernel too)
+                code = getattr(self.func, "__code__", None)
+                where = f"{code.co_filename.rsplit('/', 1)[-1]}::{self.func.__name__}" if code else "the kernel"
+                raise tracer.current().refuse(
+                    "launching an SPMD grid from inside a kernel",
+                    f"run the launched kernel itself at top level: {where} --grid {'x'.join(map(str, self.grid))}")
             return self.func(*args, **kwargs)
         return run_eagerly(self, *args, **kwargs)
 

@@ -23,7 +23,8 @@ REFUSED = [
     ("partition_and_free_reduce", "a reduction over the partition axis is not supported"),
     ("mx_matmul", "nisa.nc_matmul_mx: dst must be in PSUM"),
     ("wide_dtype", "nl.int64 is not supported (64-bit data types)"),
-    ("grid_inside", "launching an SPMD grid from inside a kernel is not supported"),
+    ("grid_inside", "launching an SPMD grid from inside a kernel is not supported (run the launched kernel itself "
+                    "at top level: unsupported.py::grid_inside --grid 2)"),
     ("data_dependent_branch", "a tile's value used in Python control flow is not supported (data-dependent"),
 ]
 
