@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import sys
+from pathlib import Path
 from typing import Any
 
 from neuronsim.machine.nki import tracer
@@ -63,7 +64,7 @@ class Kernel:
         if tracer.tracing():
             if self.grid:  # (a host wrapper, ``return _kernel[n](q, k, v)``, is traced as a kernel too)
                 code = getattr(self.func, "__code__", None)
-                where = f"{code.co_filename.rsplit('/', 1)[-1]}::{self.func.__name__}" if code else "the kernel"
+                where = f"{Path(code.co_filename).name}::{self.func.__name__}" if code else "the kernel"
                 raise tracer.current().refuse(
                     "launching an SPMD grid from inside a kernel",
                     f"run the launched kernel itself at top level: {where} --grid {'x'.join(map(str, self.grid))}")

@@ -12,7 +12,10 @@ Found on the traced program with every tensor on bytes of its own (a body-local 
 slot each iteration, :func:`neuronsim.verify.nki.placement.identity_placement`): the access
 events by tensor (:func:`neuronsim.machine.order.events.access_events`) list each byte range's
 accesses in program order, and a range whose first access is a read was read before anything
-wrote it; a tensor read and never written at all is read so everywhere.  What starts with
+wrote it; a tensor read and never written at all is read so everywhere.  In a program without
+loops (an unrolled trace) the events, which need every access compiled, are skipped when each
+tensor read is first written whole (the common case), and an output's written bytes come from
+its own writes alone.  What starts with
 values is left out: the kernel's DRAM inputs, and an output the caller hands in with values
 (``inputs``; without them every DRAM tensor but the kernel's own scratch is taken to hold
 some).  A matmul accumulating onto PSUM nothing wrote is ``psum-uninitialised``
