@@ -46,7 +46,8 @@ from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.loop_exit import body_exit_after_loop
 from neuronsim.machine.nki.groups import open_groups
 from neuronsim.machine.nki.hbm import SharePrivate, private_returned
-from neuronsim.machine.nki.kernel import platform_of, schedule_of, simulation_mode, unwrap
+from neuronsim.machine.nki.kernel import (HostLaunch, Kernel, launched, platform_of, schedule_of, simulation_mode,
+                                         unwrap)
 from neuronsim.machine.nki.schedule import apply_edges, schedule_edges
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.standins import generation_of, standins
@@ -130,6 +131,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
         tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, ranks=int(ranks),
                         as_cores=as_cores, max_instructions=max_instructions, max_memory=max_memory)
         tracer.hbm.shared = shared
+        tracer.host_wrapper = not isinstance(kernel, Kernel) and not grid and int(ranks) == 1
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
@@ -159,6 +161,10 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
                 # nest: restarting once per nest traced its start again each time (lora: 29
                 # restarts, 120 s); every loop is unrolled from here on
                 unroll = None
+        except HostLaunch as launch:  # a host wrapper's `return _kernel[n](...)`: trace the launch
+            kernel, arrays, kwargs = launched(launch, tracer, func)
+            func, grid = kernel.func, kernel.grid
+            continue
         except LeftLoopEarly as err:  # a legacy body ending in return / break, read as NKI reads it
             legacy = tracer.generation == "legacy"
             again = body_exit_after_loop(func, err.where.path, err.where.line) if legacy else None
@@ -376,6 +382,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
                         converted[id(value)] = known
                 values[tensor] = known
                 each.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
+                tracer.parameters[id(each.arguments[param])] = value
     results: list[Any] = []
     more: list[list[Any]] = []
     tracer.input_values = values

@@ -8,7 +8,9 @@ numpy arrays it runs as ``nki.simulate_kernel`` would.
 
 from __future__ import annotations
 
+import ast
 import functools
+import linecache
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,8 @@ from neuronsim.machine.nki import tracer
 from neuronsim.machine.nki.errors import NkiError, line_of
 from neuronsim.machine.nki.indexing import concrete
 
-__all__ = ["Kernel", "jit", "unwrap", "schedule_of", "simulation_mode", "set_eager_runner", "run_eagerly"]
+__all__ = ["Kernel", "HostLaunch", "jit", "launch_hint", "launched", "unwrap", "schedule_of", "simulation_mode",
+           "set_eager_runner", "run_eagerly"]
 
 #: How a kernel called outside a trace runs: set by :mod:`neuronsim.verify.nki.simulate` (placing
 #: tiles needs the allocation pass, which this package, below the passes, cannot import).
@@ -62,17 +65,63 @@ class Kernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if tracer.tracing():
-            if self.grid:  # (a host wrapper, ``return _kernel[n](q, k, v)``, is traced as a kernel too)
-                code = getattr(self.func, "__code__", None)
-                where = f"{Path(code.co_filename).name}::{self.func.__name__}" if code else "the kernel"
-                raise tracer.current().refuse(
-                    "launching an SPMD grid from inside a kernel",
-                    f"run the launched kernel itself at top level: {where} --grid {'x'.join(map(str, self.grid))}")
+            if self.grid:
+                active = tracer.current()
+                if active.host_wrapper and not active.kb.emitted:  # `return _kernel[n](q, k, v)`: the launch
+                    raise HostLaunch(self, args, kwargs, line_of(sys._getframe(1)))
+                raise active.refuse("launching an SPMD grid from inside a kernel", launch_hint(self))
             return self.func(*args, **kwargs)
         return run_eagerly(self, *args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<NKI kernel {self.func.__qualname__}{list(self.grid) if self.grid else ''}>"
+
+
+class HostLaunch(Exception):  # noqa: N818  (a request to trace again, not an error)
+    """Raised when the function traced is a host wrapper (no ``@nki.jit`` of its own) whose
+    first act is to launch a kernel on a grid, ``return _kernel[n](q, k, v)``, as users write
+    the entry point of an SPMD kernel: :func:`~neuronsim.machine.nki.frontend.trace` traces
+    that launch instead (``site``: the wrapper's line)."""
+
+    def __init__(self, kernel: Kernel, args: tuple, kwargs: dict, site: Any) -> None:
+        super().__init__(kernel.func.__name__)
+        self.kernel, self.args, self.kwargs, self.site = kernel, args, kwargs, site
+
+
+def launch_hint(kernel: Kernel) -> str:
+    """How to run a launched kernel on its own: ``FILE.py::NAME --grid N``."""
+    code = getattr(kernel.func, "__code__", None)
+    where = f"{Path(code.co_filename).name}::{kernel.func.__name__}" if code else "the kernel"
+    return f"run the launched kernel itself at top level: {where} --grid {'x'.join(map(str, kernel.grid))}"
+
+
+def launched(launch: HostLaunch, active: Any, wrapper: Any) -> tuple[Kernel, tuple, dict]:
+    """The kernel a host wrapper launches, with the arguments the trace gives it: the arrays
+    the wrapper was given, and plain values.  Refused at the wrapper's line (with the command
+    that runs the launched kernel itself) unless the launch is what the wrapper returns, on one
+    line, and each argument is one of those: anything else the wrapper does would be lost."""
+    def refused(why: str) -> NkiError:
+        return NkiError(str(launch.site), f"launching an SPMD grid from inside a kernel is not supported ({why}: "
+                                          f"{launch_hint(launch.kernel)})")
+
+    text = linecache.getline(launch.site.path or launch.site.file, launch.site.line).strip()
+    try:
+        statement = ast.parse(text).body
+    except SyntaxError:
+        statement = []
+    if not (len(statement) == 1 and isinstance(statement[0], ast.Return) and isinstance(statement[0].value, ast.Call)
+            and isinstance(statement[0].value.func, ast.Subscript)):
+        raise refused(f"{getattr(wrapper, '__name__', 'the function')} does more than return the launch")
+
+    def given(value: Any) -> Any:
+        if id(value) in active.parameters:
+            return active.parameters[id(value)]
+        if value is None or isinstance(value, (bool, int, float, str)):
+            return value
+        raise refused("the launch is given a value the wrapper made, not one of its own arguments")
+
+    return (launch.kernel, tuple(given(a) for a in launch.args),
+            {key: given(value) for key, value in launch.kwargs.items()})
 
 
 def jit(fn: Any = None, **options: Any) -> Any:

@@ -231,6 +231,11 @@ class Tracer:
     calls: int = field(default=0, init=False)
     """NKI calls started (the outermost ones): a trace's progress when it emits nothing
     (:mod:`~neuronsim.machine.nki.watch`)."""
+    host_wrapper: bool = False
+    """The function traced has no ``@nki.jit`` and no grid of its own: a kernel launch on a
+    grid before anything is emitted is the launch (:class:`~neuronsim.machine.nki.kernel.HostLaunch`)."""
+    parameters: dict[int, Any] = field(default_factory=dict)
+    """The traced function's array arguments, by the id of the tensor each became."""
     left_early: tuple[SourceLine, str, int, int] | None = None
     """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
     its line, kind, the iteration and the trip count (:meth:`check_loops_finished`)."""

@@ -1,0 +1,81 @@
+"""A host wrapper named as the kernel: ``def kernel(q, k, v): return _kernel[n](q, k, v)``, the
+entry point users write around an SPMD kernel (found in a public repository's linear-attention
+kernels by a probe).  It was refused as a grid launched inside a kernel; a wrapper whose first
+act is to return a launch on its own arrays is traced as that launch, and one that does more is
+refused at its line with the command that runs the launched kernel itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, load_kernel, trace
+from neuronsim.verify.nki.run import run_kernel
+
+KERNELS = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def scaled_rows(x, factor):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    p = nl.program_id(0)
+    nl.store(out[p, :, :], value=nl.multiply(nl.load(x[p, :, :]), factor))
+    return out
+
+
+def wrapper(x):
+    return scaled_rows[x.shape[0]](x, 2.0)
+
+
+def wrapper_by_name(x):
+    return scaled_rows[2](x=x, factor=3.0)
+
+
+def wrapper_then_more(x):
+    out = scaled_rows[2](x, 2.0)
+    return out
+
+
+def wrapper_of_a_view(x):
+    return scaled_rows[2](x.reshape((2, 128, 8)), 2.0)
+
+
+@nki.jit
+def kernel_launching(x):
+    return scaled_rows[2](x, 2.0)
+'''
+
+
+@pytest.fixture
+def kernels(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "w.py").write_text(KERNELS)
+    return tmp_path
+
+
+def _x() -> np.ndarray:
+    return np.arange(2 * 128 * 8, dtype=np.float32).reshape(2, 128, 8)
+
+
+@pytest.mark.parametrize("func, factor", [("wrapper", 2.0), ("wrapper_by_name", 3.0)])
+def test_a_wrapper_returning_a_launch_is_traced_as_that_launch(kernels, func, factor) -> None:
+    traced = trace(load_kernel(f"w.py::{func}"), _x())
+    assert sum(1 for _ in traced.program.instructions()) == 6  # a load, a multiply, a store per program
+    outputs, report = run_kernel(f"w.py::{func}", _x(), seeds=(None,))
+    assert not report.problems()
+    np.testing.assert_array_equal(outputs, _x() * factor)  # both programs of the grid ran
+
+
+@pytest.mark.parametrize("func, why", [
+    ("wrapper_then_more", "wrapper_then_more does more than return the launch"),
+    ("wrapper_of_a_view", "the launch is given a value the wrapper made"),
+    ("kernel_launching", "launching an SPMD grid from inside a kernel is not supported"),
+])
+def test_anything_else_is_refused_with_the_command_that_runs_the_launched_kernel(kernels, func, why) -> None:
+    with pytest.raises(NkiError) as info:
+        trace(load_kernel(f"w.py::{func}"), _x())
+    message = str(info.value)
+    line = next(n for n, text in enumerate(KERNELS.splitlines(), 1) if f"def {func}(" in text) + 1
+    assert message.startswith(f"w.py:{line}: ") and why in message, message
+    assert "run the launched kernel itself at top level: w.py::scaled_rows --grid 2" in message
