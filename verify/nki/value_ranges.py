@@ -27,7 +27,6 @@ from neuronsim.verify.nki.finding import NkiFinding
 __all__ = ["outside_range_findings"]
 
 
-
 def _bound(value: float) -> str:
     """An end of a valid range as the table writes it: a fraction of pi or a power of two.
 
