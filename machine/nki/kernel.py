@@ -12,11 +12,10 @@ import ast
 import functools
 import linecache
 import sys
-from pathlib import Path
 from typing import Any
 
 from neuronsim.machine.nki import tracer
-from neuronsim.machine.nki.errors import NkiError, line_of
+from neuronsim.machine.nki.errors import NkiError, _display, line_of
 from neuronsim.machine.nki.indexing import concrete
 
 __all__ = ["Kernel", "HostLaunch", "jit", "launch_hint", "launched", "unwrap", "schedule_of", "simulation_mode",
@@ -89,9 +88,11 @@ class HostLaunch(Exception):  # noqa: N818  (a request to trace again, not an er
 
 
 def launch_hint(kernel: Kernel) -> str:
-    """How to run a launched kernel on its own: ``FILE.py::NAME --grid N``."""
+    """How to run a launched kernel on its own: ``FILE.py::NAME --grid N``, the file named as
+    the error's location names it (relative to the working folder when inside it), so that
+    the command runs from where the user ran theirs."""
     code = getattr(kernel.func, "__code__", None)
-    where = f"{Path(code.co_filename).name}::{kernel.func.__name__}" if code else "the kernel"
+    where = f"{_display(code.co_filename)}::{kernel.func.__name__}" if code else "the kernel"
     return f"run the launched kernel itself at top level: {where} --grid {'x'.join(map(str, kernel.grid))}"
 
 

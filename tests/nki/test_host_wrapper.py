@@ -79,3 +79,16 @@ def test_anything_else_is_refused_with_the_command_that_runs_the_launched_kernel
     line = next(n for n, text in enumerate(KERNELS.splitlines(), 1) if f"def {func}(" in text) + 1
     assert message.startswith(f"w.py:{line}: ") and why in message, message
     assert "run the launched kernel itself at top level: w.py::scaled_rows --grid 2" in message
+
+
+def test_the_hint_names_the_kernel_file_as_the_location_does(tmp_path, monkeypatch) -> None:
+    """Run from a folder above the kernel's, the hint's command names the file by the path that
+    finds it from there (as the error's location does), not by its base name."""
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "w.py").write_text(KERNELS)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NkiError) as info:
+        trace(load_kernel("kernels/w.py::wrapper_then_more"), _x())
+    message = str(info.value)
+    assert message.startswith("kernels/w.py:"), message
+    assert "run the launched kernel itself at top level: kernels/w.py::scaled_rows --grid 2" in message

@@ -24,7 +24,7 @@ REFUSED = [
     ("mx_matmul", "nisa.nc_matmul_mx: dst must be in PSUM"),
     ("wide_dtype", "nl.int64 is not supported (64-bit data types)"),
     ("grid_inside", "launching an SPMD grid from inside a kernel is not supported (run the launched kernel itself "
-                    "at top level: unsupported.py::grid_inside --grid 2)"),
+                    "at top level: tests/nki/kernels/unsupported.py::grid_inside --grid 2)"),
     ("data_dependent_branch", "a tile's value used in Python control flow is not supported (data-dependent"),
 ]
 
