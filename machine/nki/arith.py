@@ -67,6 +67,7 @@ def _binary_fn(name: str, alu: str, generation: int = 2):
                        f"NeuronCore-v{current().nc_generation} (trace it for trn3: @nki.jit(platform_target='trn3'))")
         x, y = _index_values(x, y), _index_values(y, x)
         operand_rules.integer_bits(f"nl.{name}", (alu,), x=x, y=y)
+        operand_rules.on_chip(f"nl.{name}", x=x, y=y)  # each by its own shape, before any broadcast
         shapes = [v.shape for v in (x, y) if is_tile(v)]
         if not shapes:
             raise fail(f"nl.{name} of two numbers: compute it in Python")

@@ -314,6 +314,11 @@ def copy_of_hbm(x):
     return _out(nl.copy(x[:, 0:32]))  # mistake
 
 
+@nki.jit
+def subtract_of_an_hbm_element(x):
+    return _out(nl.subtract(_tile(x), x[0:1, 0:1]))  # mistake
+
+
 # scalar_store
 @nki.jit
 def scalar_store_of_a_python_int(x):
@@ -425,6 +430,8 @@ MISTAKES = {
     "legacy_power_of_a_psum_tile": "nisa.tensor_tensor(op=nl.power): data1 is",
     "n_gather_from_psum": "nisa.nc_n_gather: data is p",
     "copy_of_hbm": "nl.copy: x is x (128, 32) in HBM; compute engines read and write tiles in SBUF or PSUM",
+    # a public sparse kernel's threshold: the DRAM operand named by its own shape, not the broadcast one
+    "subtract_of_an_hbm_element": "nl.subtract: y is x (1, 1) in HBM; compute engines read and write tiles in SBUF",
     "scalar_store_of_a_python_int": "nisa.scalar_store of 5; its page: \"value must be an NkiScalar. A Python int is "
                                     "not accepted\"",
 }
