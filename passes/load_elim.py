@@ -247,7 +247,8 @@ def same_iteration(first: Instruction, second: Instruction) -> bool:
 
 
 def _renamed(instr: Instruction, renamed: dict[str, str]) -> Instruction:
-    if not renamed or not any(a.tensor in renamed for a, _w in instr.accesses):
+    if not renamed or not (any(a.tensor in renamed for a in instr.reads)
+                           or any(a.tensor in renamed for a in instr.writes)):
         return instr
     def swap(accesses: tuple[Access, ...]) -> tuple[Access, ...]:
         return tuple(replace(a, tensor=renamed[a.tensor]) if a.tensor in renamed else a for a in accesses)
@@ -294,8 +295,9 @@ class LoadElim(Pass):
         if self.hoist:
             room = [sbuf_room(program, ctx.machine(program))]
             ctx.count(self.name, "sbuf-allows", int(room[0] >= 0))
-            loop_names = {loop.name for _i, loops in program.instructions() for loop in loops}
-            body = _hoist(info, body, room, _loop_paths(program), loop_names, counts, self.nests)
+            if any(isinstance(node, Loop) for node in body):  # (an unrolled trace has none to hoist from)
+                loop_names = {loop.name for _i, loops in program.instructions() for loop in loops}
+                body = _hoist(info, body, room, _loop_paths(program), loop_names, counts, self.nests)
         renamed: dict[str, str] = {}
         if self.eliminate:
             body = _eliminate(info, body, counts, renamed, self.within_iteration)
