@@ -15,7 +15,7 @@ __all__ = ["current_language", "legacy_language", "LANGUAGE_NAMES"]
 #: nl.where is a select, in neuronsim.machine.nki.emitters).
 LANGUAGE_NAMES = (
     "ndarray", "zeros", "ones", "full", "zeros_like", "empty_like", "shared_identity_matrix", "shared_constant",
-    "load", "store", "load_transpose2d", "copy", "broadcast_to",
+    "load", "store", "load_transpose2d", "copy", "static_cast", "broadcast_to",
     "program_id", "num_programs", "program_ndim", "affine_range", "sequential_range", "static_range",
     "device_print", "tile_size", "NKIObject", "par_dim", "ds", "arange", "mgrid",
     "sbuf", "psum", "hbm", "shared_hbm", "private_hbm",
@@ -43,7 +43,6 @@ LANGUAGE_REFUSED = {
     "all_reduce": "collectives: neuronsim models one NeuronCore",
     "int64": "64-bit data types", "uint64": "64-bit data types", "float64": "64-bit data types",
     "average": _ALU_TABLE, "prelu": _ALU_TABLE,
-    "static_cast": "reinterpreting a tensor's dtype: bytes are typed in neuronsim",
     "NkiScalar": "scalars in registers",
 }
 

@@ -356,6 +356,25 @@ def copy(x: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, **_
     return _result(x.shape, dtype or x.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(x), engine), mask, (x,))
 
 
+def static_cast(x: Any, dtype: Any) -> Any:
+    """``nl.static_cast(x, dtype)``: the values of ``x`` converted to ``dtype``, as C++'s
+    ``static_cast`` converts a value (a reinterpretation of its bits would be a
+    ``reinterpret_cast``).  No API page documents it; public code calls it on numpy arrays in
+    test harnesses (``nl.static_cast(np.random.random_sample(shape), nl.bfloat16)``), where it
+    is numpy's ``astype``, and on tiles inside kernels (``nl.static_cast(idx8[:, 0:1],
+    nl.uint32)`` after ``nisa.nc_find_index8``), where it is the copy ``nl.copy(x, dtype=dtype)``
+    makes."""
+    if not (tracing() and is_tile(x)):
+        return np.asarray(x).astype(np.dtype(dtype))
+    return _static_cast(x, dtype)
+
+
+@api("nl.static_cast")
+def _static_cast(x: NkiTensor, dtype: Any) -> NkiTensor:
+    operand_rules.on_chip("nl.static_cast", x=x)
+    return copy(x, dtype=dtype)
+
+
 @api("nl.broadcast_to")
 def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
     operand_rules.same_rank("nl.broadcast_to", x, shape)  # (a (128, 1) tile to (128, 4, 64) ran: a probe)
