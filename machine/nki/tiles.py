@@ -25,6 +25,15 @@ from neuronsim.machine.nki.layout import P, Layout
 from neuronsim.machine.nki.reinterpret import bitcast_ap, other_size, reinterpret
 from neuronsim.machine.nki.tracer import current
 
+#: How each API branches on a tile's contents, by the tracer's ``generation``: the nki package
+#: reads a value into a scalar and branches on it; ``neuronxcc.nki`` has no such branch, only the
+#: element-wise choice (``nl.where``).
+_BRANCH_ON_CONTENTS = {
+    "current": "read it with nisa.scalar_load and branch with nl.if_else",
+    "legacy": "compute both outcomes and choose element by element with nl.where (neuronxcc.nki has no branch "
+              "on a tile's contents; the nki package's nl.if_else branches on an nisa.scalar_load)",
+}
+
 #: NkiTensor methods of the API reference module that neuronsim does not model.
 _VIEW_METHODS = frozenset(("reinterpret_cast", "indirect"))
 
@@ -487,12 +496,11 @@ class NkiTensor:
         if tracer.generation == "legacy" and (self.buffer.kind == "hbm" or tracer.pending is None
                                               or tracer.pending.proxy is not self):
             raise fail("the truth value of a tensor is ambiguous (err_ambiguous_tensor_truth_value): test it "
-                       "with `is not None`, or a tile's contents with nl.if_else / nisa.scalar_load")
+                       f"with `is not None`, or {_BRANCH_ON_CONTENTS['legacy']}")
         if self.buffer.kind == "hbm" or tracer.pending is None or tracer.pending.proxy is not self:
             return True
         raise tracer.refuse("a tile's value used in Python control flow",
-                               "data-dependent control flow: read it with nisa.scalar_load and branch "
-                               "with nl.if_else")
+                            f"data-dependent control flow: {_BRANCH_ON_CONTENTS[tracer.generation]}")
 
     __hash__ = object.__hash__
 

@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from neuronsim.machine.nki import NkiError, trace
+from neuronsim.machine.nki import NkiError, load_kernel, trace
 from neuronsim_tests.nki_kernels import kernel
 
 LINE = re.compile(r"^tests/nki/kernels/unsupported\.py:(\d+): [^\n]+$")
@@ -69,3 +69,30 @@ def test_hardware_rule_is_located_at_the_kernel_line():
 
 def test_too_many_partitions():
     assert "exceeds 128" in _error("too_many_partitions")
+
+
+LEGACY_BRANCH = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def branch(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    if nl.max(t, axis=1) > 0:
+        nl.store(out, t)
+    return out
+'''
+
+
+def test_a_legacy_kernel_branching_on_a_tile_is_shown_what_its_api_has(tmp_path, monkeypatch):
+    """neuronxcc.nki has no nisa.scalar_load or nl.if_else (the nki package's): a legacy kernel
+    branching on a tile's contents (a public MoE kernel's ``if expert_id < 0``) is pointed to
+    the element-wise choice it has, nl.where."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "legacy.py").write_text(LEGACY_BRANCH)
+    with pytest.raises(NkiError) as info:
+        trace(load_kernel("legacy.py::branch"), np.zeros((128, 64), np.float32))
+    message = str(info.value)
+    assert message.startswith("legacy.py:9: a tile's value used in Python control flow"), message
+    assert "choose element by element with nl.where" in message, message
