@@ -21,7 +21,10 @@ same engines still share them.
 Left where they are: spill stores and reloads (``x-spill``: the allocator's own queue, as
 profiles show spill / reload queues apart from the kernel's I/O queues; but a rematerialised
 reload, the kernel's load of an input issued again, is dealt as the kernel's loads are), software-DGE
-transfers (POOL makes their descriptors: its queue) and transfers without a queue.
+transfers (POOL makes their descriptors: its queue) and transfers without a queue.  The
+kernel's transfers are dealt over the queues the spills do not use, so that none waits in a
+spill queue's order (the profiles' ``qSyncIO0`` beside ``qSyncSpillReload0``); a program
+without spills gets every queue.
 
 Contract
     requires: a valid program (placed or not).
@@ -82,12 +85,17 @@ def place_queues(program: Program, queues: tuple[str, ...]) -> tuple[Program, in
 
 @dataclass(frozen=True, slots=True)
 class DmaPlace(Pass):
-    """Pass: deal the transfers over the DMA queues (module doc); counts ``moved``."""
+    """Pass: deal the transfers over the DMA queues the spills leave (module doc); counts
+    ``moved``."""
 
     name: ClassVar[str] = "dma-place"
 
     def apply(self, program: Program, ctx: PassContext | None = None) -> Program:
         ctx = ctx or PassContext()
-        out, moved = place_queues(program, ctx.machine(program).queue_names)
+        queues = ctx.machine(program).queue_names
+        spill_queues = {i.queue for i, _loops in program.instructions() if i.is_dma and not movable(i)
+                        and i.extras and "x-spill" in i.extras}
+        kernel_queues = tuple(q for q in queues if q not in spill_queues) or queues
+        out, moved = place_queues(program, kernel_queues)
         ctx.count(self.name, "moved", moved)
         return out

@@ -223,3 +223,17 @@ def test_a_rematerialised_reload_is_the_kernels_load_again_and_dma_place_deals_i
     stored, _ = _compiled(_scale_all(8))  # tiles written in place: stored and reloaded
     spills = [i for i, _ in stored.instructions() if "x-spill" in i.extras]
     assert spills and not any(movable(i) or i.extras["x-spill"].get("rematerialised") for i in spills)
+
+
+def test_dma_place_leaves_the_spill_queue_to_the_spills():
+    """Profiles show the compiler's spills on a queue of their own beside the kernel's input
+    loads (``qSyncSpillReload0`` beside ``qSyncIO0``): ``dma-place`` deals the kernel's
+    transfers over the other queues, so none waits in that queue's order behind a spill."""
+    ctx = PassContext()
+    out = run_pipeline(_scale_all(8), "alloc,dma-place", ctx)
+    spills = [i for i, _ in out.instructions() if "x-spill" in i.extras]
+    kernels = [i for i, _ in out.instructions() if i.is_dma and "x-spill" not in i.extras]
+    spill_queues = {i.queue for i in spills}
+    assert spills and len(spill_queues) == 1
+    assert {i.queue for i in kernels} == {"dma0", "dma1"} and not spill_queues & {i.queue for i in kernels}
+    assert ctx.stats["dma-place"]["moved"] > 0
