@@ -52,8 +52,8 @@ import tempfile
 from collections.abc import Callable
 from typing import BinaryIO
 
-__all__ = ["OutputError", "write_atomically", "write_text", "check_output_path", "resolve_target", "PENDING",
-           "remove_pending", "is_stream_target", "begin_outputs", "settle_outputs", "make_folders"]
+__all__ = ["OutputError", "write_atomically", "write_text", "check_output_path", "link_to_nowhere", "resolve_target",
+           "PENDING", "remove_pending", "is_stream_target", "begin_outputs", "settle_outputs", "make_folders"]
 
 #: Temporary files being written now (removed by :func:`remove_pending` on a forced exit).
 PENDING: set[str] = set()
@@ -186,6 +186,29 @@ def resolve_target(path: str | os.PathLike) -> str:
     True
     """
     return os.path.realpath(os.fspath(path))
+
+
+def link_to_nowhere(path: str | os.PathLike) -> str | None:
+    """Why ``path`` cannot become a folder when it, or a missing folder on the way to it, is a
+    symbolic link that leads nowhere (to a missing target, or round a loop of links): the
+    link as the path names it and the system's reason; None otherwise.  ``os.makedirs``
+    would fail on it only when the first file is written, after the work.
+
+    >>> link_to_nowhere("/tmp") is None
+    True
+    """
+    head = os.fspath(path).rstrip(os.sep) or os.sep
+    while head and not os.path.exists(head):
+        if os.path.islink(head):
+            try:
+                os.stat(head)
+            except OSError as err:
+                return f"{head} is a symbolic link that leads nowhere ({err.strerror})"
+        parent = os.path.dirname(head)
+        if parent == head:
+            break
+        head = parent
+    return None
 
 
 def check_output_path(path: str | os.PathLike) -> str:

@@ -144,3 +144,20 @@ def test_a_nul_byte_in_a_kernel_file_is_named_at_its_line(folder: Path) -> None:
 def test_an_alloc_option_out_of_any_machines_range_is_the_options_error(folder: Path, spec: str) -> None:
     one_error_line(_run(folder, ["compile", "p.json", "-o", "out.json", "--passes", spec]), "--passes.alloc")
     assert not (folder / "out.json").exists()
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["fuzz", "--examples", "2", "--out", "loop"], "loop is a symbolic link that leads nowhere (Too many levels"),
+    (["fuzz", "--examples", "2", "--out", "gone/sub"], "gone is a symbolic link that leads nowhere (No such file"),
+    (["run", "matmul_tiled", "--out", "loop"], "loop is a symbolic link that leads nowhere (Too many levels"),
+    (["run", "matmul_tiled", "--out", "gone"], "gone is a symbolic link that leads nowhere (No such file"),
+])
+def test_an_output_folder_through_a_link_to_nowhere_is_refused_before_any_work(folder: Path, args: list[str],
+                                                                             fragment: str) -> None:
+    """``fuzz --out`` through a loop of links ran to its end and exited 0 when it found nothing
+    to write (and would have failed writing the first failure); ``run`` said only "File exists"."""
+    (folder / "loop").symlink_to("loop")
+    (folder / "gone").symlink_to(folder / "missing" / "target")
+    line = one_error_line(_run(folder, args), fragment)
+    assert line.startswith(f"error: {args[-1]}: ")
+    assert not (folder / "missing").exists() and not (folder / "out").exists()

@@ -39,6 +39,7 @@ import click
 from rich.table import Table
 
 from neuronsim.machine.ir.errors import ProgramError, message_of
+from neuronsim.machine.formats.files import link_to_nowhere
 
 from neuronsim.verify.cli import signals
 from neuronsim.verify.cli.common import FiniteFloat, UsageFailure, emit_json, json_option, run_command
@@ -290,6 +291,9 @@ def _check_out_dir(out_dir: str) -> None:
         raise UsageFailure("an empty folder name; name a folder (. for this one)", "--out")
     if os.path.exists(out_dir) and not os.path.isdir(out_dir):
         raise UsageFailure("cannot write: it is a file, not a folder", out_dir)
+    broken = link_to_nowhere(out_dir)  # (found only when a failure was written: a probe)
+    if broken:
+        raise UsageFailure(f"cannot write: {broken}", out_dir)
     if os.path.isdir(out_dir) and not os.access(out_dir, os.W_OK | os.X_OK):  # before the run, not after it
         raise UsageFailure("cannot write: the folder is not writable", out_dir)
     parent = os.path.dirname(os.path.abspath(out_dir))

@@ -26,7 +26,7 @@ from neuronsim.machine.sim.export import write_chrome_trace
 from neuronsim.passes.spec import parse_pipeline
 from neuronsim.verify.app.drawings import plot_timeline
 from neuronsim.machine.formats.validate import validate_program
-from neuronsim.machine.formats.files import make_folders
+from neuronsim.machine.formats.files import link_to_nowhere, make_folders
 from neuronsim.machine.sim.tolerance import plain_number
 from neuronsim.machine.sim.trace import summarize, summary_table
 
@@ -49,6 +49,9 @@ def _out_folder(out_dir: str) -> None:
         return
     if os.path.exists(out_dir):
         raise UsageFailure("cannot write: it is a file, not a folder", out_dir)
+    broken = link_to_nowhere(out_dir)  # (makedirs said only "File exists")
+    if broken:
+        raise UsageFailure(f"cannot create the folder: {broken}", out_dir)
     try:
         make_folders(out_dir)
     except OSError as err:
