@@ -150,12 +150,17 @@ _OPERANDS = frozenset({"data", "data0", "data1", "data2", "src", "stationary", "
 
 def misplaced_operator(signature: inspect.Signature, args: tuple, kwargs: dict) -> str | None:
     """What a call that failed was handed where a tile goes: a function (an operator such as
-    ``nl.add``) bound to an operand parameter, said with the call's parameters; else None."""
+    ``nl.add``) bound to an operand parameter, said with the call's parameters, or an index
+    vector (``nl.arange(64)[None, :]``, whose values only arithmetic, ``nl.copy`` and
+    ``nl.broadcast_to`` make a tile of); else None."""
     try:
         bound = signature.bind_partial(*args, **kwargs).arguments
     except TypeError:
         return None
     for param, value in bound.items():
+        if param in _OPERANDS and type(value).__name__ == "ArangeExpr":  # (indexing imports this module's users)
+            return f"{param} is an index vector (nl.arange), where the call takes a tile: make a tile of its values " \
+                   f"first (nl.copy({param}), or nisa.iota)"
         if param in _OPERANDS and callable(value) and not hasattr(value, "shape"):
             shown = getattr(value, "nki_name", None) or getattr(value, "__name__", repr(value))
             named = [p for p, about in signature.parameters.items() if about.kind not in (about.VAR_POSITIONAL,

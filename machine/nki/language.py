@@ -22,7 +22,7 @@ from neuronsim.machine.nki.alloc import BUFFERS, Buffer, FnAlloc, ModAlloc, ParD
 from neuronsim.machine.nki.dtypes import declared_dtype, to_dtype
 from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.hbm import hbm_tensor
-from neuronsim.machine.nki.indexing import MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
+from neuronsim.machine.nki.indexing import ArangeExpr, MGrid, arange, ds  # noqa: F401  (re-exported as nl.*)
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tensor_views import transposed_shape
 from neuronsim.machine.nki.legacy_rules import legacy_tile, kernel_level
@@ -350,8 +350,16 @@ def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
     assign(dst, value, mask=mask)
 
 
+def _values_of(x: Any) -> Any:
+    """An index vector used as a value (``nl.copy`` or ``nl.broadcast_to`` of ``nl.arange(F)[None,
+    :]``, which a public kernel's log records as compiled and exact on a device): its values, the
+    int32 ``iota`` tile arithmetic makes of it; anything else as it is."""
+    return index_tile(x) if isinstance(x, ArangeExpr) else x
+
+
 @api("nl.copy")
 def copy(x: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, **_kw: Any) -> NkiTensor:
+    x = _values_of(x)
     operand_rules.on_chip("nl.copy", x=x)  # (an HBM tensor ran, as a DMA: a probe)
     return _result(x.shape, dtype or x.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(x), engine), mask, (x,))
 
@@ -364,6 +372,7 @@ def static_cast(x: Any, dtype: Any) -> Any:
     is numpy's ``astype``, and on tiles inside kernels (``nl.static_cast(idx8[:, 0:1],
     nl.uint32)`` after ``nisa.nc_find_index8``), where it is the copy ``nl.copy(x, dtype=dtype)``
     makes."""
+    x = _values_of(x) if tracing() else x
     if not (tracing() and is_tile(x)):
         return np.asarray(x).astype(np.dtype(dtype))
     return _static_cast(x, dtype)
@@ -377,6 +386,7 @@ def _static_cast(x: NkiTensor, dtype: Any) -> NkiTensor:
 
 @api("nl.broadcast_to")
 def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
+    x = _values_of(x)
     operand_rules.same_rank("nl.broadcast_to", x, shape)  # (a (128, 1) tile to (128, 4, 64) ran: a probe)
     view = x.broadcast_to(shape)
     return view if dtype is None or to_dtype(dtype) == x.dtype else copy(view, dtype=dtype)
@@ -386,6 +396,10 @@ def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
 def expand_dims(x: NkiTensor, axis: Any) -> NkiTensor:
     """A view with a new axis of size 1 at each of ``axis`` (numpy's rule)."""
     axes = [axis] if isinstance(axis, int) else list(axis)
+    if isinstance(x, ArangeExpr):  # an index vector gains the axes as nl.arange(F)[None, :] does: its values then
+        ndim = len(x.shape) + len(axes)
+        new = {a % ndim for a in axes}
+        return _values_of(x[tuple(None if a in new else slice(None) for a in range(ndim))])
     shape = list(x.shape)
     for a in sorted(a % (len(shape) + len(axes)) for a in axes):
         shape.insert(a, 1)
@@ -524,9 +538,9 @@ def device_print(print_prefix: Any = "", tensor: Any = None, **_kw: Any) -> None
 
 from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
 from neuronsim.machine.nki.arith import (add, alu_name, bitwise_and, bitwise_or, bitwise_xor, divide,  # noqa: E402
-                                         equal, greater, greater_equal, invert, less, less_equal, logical_and,
-                                         logical_not, logical_or, logical_xor, multiply, not_equal, subtract,
-                                         transpose)
+                                         equal, greater, greater_equal, index_tile, invert, less, less_equal,
+                                         logical_and, logical_not, logical_or, logical_xor, multiply, not_equal,
+                                         subtract, transpose)
 from neuronsim.machine.ir.dtypes import is_float  # noqa: E402
 
 

@@ -135,7 +135,7 @@ def number(value: Any) -> float | int | None:
         return int(value)
     if isinstance(value, numbers.Real):
         return value
-    raise fail(f"expected a number, got {value!r}")
+    raise fail(f"expected a number, got {shown(value)}")  # (its repr leaked: an index vector's terms)
 
 
 def is_number(value: Any) -> bool:
