@@ -8,6 +8,7 @@ kernels can pass ``nl.add`` / ``nl.exp`` / ``np.add`` as the ``op=`` of an ``nki
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from math import prod
 from typing import Any
 
@@ -195,6 +196,8 @@ def alu_name(op: Any) -> str:
     """The ISA ALU operator of ``op`` (``nl.add``, ``np.add`` or a name)."""
     if isinstance(op, str):
         return {"maximum": "max", "minimum": "min", "power": "pow"}.get(op, op)
+    if not isinstance(op, Hashable):  # (a list where the operator goes: no table holds it)
+        raise fail(f"{shown(op)} is not an ALU operator NKI accepts here")
     fn = getattr(op, "__wrapped__", op)
     for candidate in (op, fn):
         if candidate in ALU_OF:
@@ -217,6 +220,8 @@ def act_name(op: Any) -> str:
     """The activation function of ``op`` (``nl.exp``, ``np.exp``, ``nl.copy`` ...)."""
     if isinstance(op, str):
         return op
+    if not isinstance(op, Hashable):
+        raise fail(f"{shown(op)} is not an activation function neuronsim models")
     if op in ACT_OF:
         return ACT_OF[op]
     name = getattr(op, "__name__", "")

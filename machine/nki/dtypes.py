@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 
 from neuronsim.machine.ir.dtypes import DTYPES, PACKED, itemsize
-from neuronsim.machine.nki.errors import fail, shown
+from neuronsim.machine.nki.errors import NkiError, fail, shown
 
 __all__ = ["NkiDtype", "to_dtype", "declared_dtype", "nl_dtypes", "promote", "is_float_dtype", "packed_array"]
 
@@ -73,7 +73,9 @@ def to_dtype(value: Any) -> NkiDtype:
         raise fail(f"dtype {value!r} is not supported (neuronsim holds {', '.join(DTYPES)})")
     try:
         dt = np.dtype(value)
-    except TypeError:
+    except NkiError:  # a refused name's own refusal (nl.int64), raised as numpy asked it for .dtype
+        raise
+    except (TypeError, ValueError):  # (a tile given as the dtype: numpy tries its .dtype, a string)
         raise fail(f"{shown(value)} is not a dtype") from None
     if dt.metadata and dt.metadata.get(_PACKED_KEY) in PACKED:  # an array of packed MX words (packed_array)
         return NkiDtype(dt.metadata[_PACKED_KEY])
@@ -89,7 +91,9 @@ def declared_dtype(value: Any) -> NkiDtype:
     table lists no 64-bit float; a probe's fp64 tile ran as fp32)."""
     try:
         wide = not isinstance(value, str) and np.dtype(value) == np.float64
-    except TypeError:  # not a dtype: to_dtype says so
+    except NkiError:
+        raise
+    except (TypeError, ValueError):  # not a dtype: to_dtype says so
         wide = False
     if wide:
         raise fail(f"dtype {np.dtype(value)} is not supported: NKI's Supported Data Types table has no 64-bit float "

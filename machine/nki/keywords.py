@@ -30,8 +30,13 @@ True
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterable
 from difflib import get_close_matches
+
+import numpy as np
+
+from neuronsim.machine.nki.errors import shown as _shown
 
 __all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_for", "warning_text", "legacy_dst_text",
            "dst_first_hint"]
@@ -148,11 +153,44 @@ _OPERANDS = frozenset({"data", "data0", "data1", "data2", "src", "stationary", "
                        "in_", "dst"})
 
 
-def misplaced_operator(signature: inspect.Signature, args: tuple, kwargs: dict) -> str | None:
+#: What a failing call's Python error says it was handed: the type it names (the pattern's group,
+#: or the type given when the message names none), and what went there instead.
+_WRONG_TYPE = (
+    (re.compile(r"^'([\w.]+)' object has no attribute '(?:shape|dtype|layout|broadcast_to|reshape|buffer|ndim)'$"),
+     None, "a tile"),
+    (re.compile(r"^'([\w.]+)' object cannot be interpreted as an integer$"), None, "an integer"),
+    (re.compile(r"^int\(\) argument must be .*, not '([\w.]+)'$"), None, "an integer"),
+    (re.compile(r"^unhashable type: '([\w.]+)'$"), None, "a single value"),
+    (re.compile(r"^'([\w.]+)' object is not iterable$"), None, "a sequence"),
+    (re.compile(r"^The truth value of an array with more than one element is ambiguous"), "numpy.ndarray",
+     "a single value"),
+    (re.compile(r"^only 0-dimensional arrays can be converted to Python scalars$"), "numpy.ndarray", "a number"),
+    (re.compile(r"^(?:invalid literal for int\(\)|not all arguments converted during string formatting)"), "str",
+     "a number"),
+)
+
+
+def _type_names(value: object) -> set[str]:
+    """The names a Python error may give ``value``'s type, or its elements' (a list or an array
+    whose items were used one by one): ``list``, ``numpy.ndarray``, ``numpy.float64``."""
+    kinds = [type(value)]
+    if isinstance(value, (list, tuple)):
+        kinds += [type(item) for item in value]
+    elif isinstance(value, np.ndarray):  # a numpy array's items, used one by one
+        kinds.append(value.dtype.type)
+    return {name for kind in kinds for base in kind.__mro__[:-1]  # (nl.float32 is a str, to an error)
+            for name in (base.__name__, f"{base.__module__.split('.')[0]}.{base.__name__}")}
+
+
+def misplaced_operator(signature: inspect.Signature, args: tuple, kwargs: dict,
+                       err: BaseException | None = None) -> str | None:
     """What a call that failed was handed where a tile goes: a function (an operator such as
     ``nl.add``) bound to an operand parameter, said with the call's parameters, or an index
     vector (``nl.arange(64)[None, :]``, whose values only arithmetic, ``nl.copy`` and
-    ``nl.broadcast_to`` make a tile of); else None."""
+    ``nl.broadcast_to`` make a tile of); or, when ``err`` (the Python error the call raised)
+    names the type of an argument it could not use (``nl.sum([t, t])``: "'list' object has no
+    attribute 'shape'"), that argument; else None.  A tile the call could not use as a tile
+    is neuronsim's own error, never blamed on the kernel."""
     try:
         bound = signature.bind_partial(*args, **kwargs).arguments
     except TypeError:
@@ -166,5 +204,15 @@ def misplaced_operator(signature: inspect.Signature, args: tuple, kwargs: dict) 
             named = [p for p, about in signature.parameters.items() if about.kind not in (about.VAR_POSITIONAL,
                                                                                           about.VAR_KEYWORD)]
             return f"{param} is the operator {shown}, where the call takes a tile (its parameters: {', '.join(named)})"
+    for pattern, given, wanted in _WRONG_TYPE if err is not None else ():
+        found = pattern.match(str(err))
+        culprit = (given or found.group(1)) if found else None
+        if culprit is None or (culprit == "NkiTensor" and wanted == "a tile"):
+            continue
+        for param, value in bound.items():
+            values = value if isinstance(value, dict) else {param: value}  # (a **kwargs parameter)
+            for name, item in values.items():
+                if culprit in _type_names(item):
+                    return f"{name} is {_shown(item)}, where the call takes {wanted}"
     return None
 

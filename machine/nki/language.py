@@ -220,16 +220,23 @@ def empty_like(x: NkiTensor, dtype: Any = None, buffer: Any = None, name: str = 
     return _new(shape, dtype or x.dtype, buffer or _buffer_of(x), name, address)
 
 
+def _buffer_name(buffer: Any) -> str | None:
+    if isinstance(buffer, Buffer):
+        return buffer.kind
+    name = getattr(buffer, "name", buffer)
+    return name if isinstance(name, str) else None  # (an array compared with a name is no answer)
+
+
 def is_hbm(buffer: Any) -> bool:
-    return getattr(buffer, "name", buffer) in ("hbm", "shared_hbm", "private_hbm")
+    return _buffer_name(buffer) in ("hbm", "shared_hbm", "private_hbm")
 
 
 def is_sbuf(buffer: Any) -> bool:
-    return getattr(buffer, "name", buffer) == "sbuf"
+    return _buffer_name(buffer) == "sbuf"
 
 
 def is_psum(buffer: Any) -> bool:
-    return getattr(buffer, "name", buffer) == "psum"
+    return _buffer_name(buffer) == "psum"
 
 
 def is_on_chip(buffer: Any) -> bool:
@@ -372,14 +379,17 @@ def static_cast(x: Any, dtype: Any) -> Any:
     is numpy's ``astype``, and on tiles inside kernels (``nl.static_cast(idx8[:, 0:1],
     nl.uint32)`` after ``nisa.nc_find_index8``), where it is the copy ``nl.copy(x, dtype=dtype)``
     makes."""
-    x = _values_of(x) if tracing() else x
-    if not (tracing() and is_tile(x)):
+    if not tracing():
         return np.asarray(x).astype(np.dtype(dtype))
-    return _static_cast(x, dtype)
+    return _static_cast(_values_of(x), dtype)
 
 
 @api("nl.static_cast")
-def _static_cast(x: NkiTensor, dtype: Any) -> NkiTensor:
+def _static_cast(x: Any, dtype: Any) -> Any:
+    if not is_tile(x):  # a number or an array the kernel made in Python: numpy's conversion
+        if not isinstance(x, (int, float, np.number, np.ndarray)) or isinstance(x, bool):
+            raise fail(f"nl.static_cast converts a tile or a number, not {shown(x)}")
+        return np.asarray(x).astype(np.dtype(to_dtype(dtype)))
     operand_rules.on_chip("nl.static_cast", x=x)
     return copy(x, dtype=dtype)
 

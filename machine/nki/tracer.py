@@ -100,18 +100,18 @@ def api(name: str) -> Callable[[Callable], Callable]:
                 check_uses(line, (*args, *kwargs.values()), tracer.pending)
             try:
                 return fn(*args, **kwargs)
-            except (TypeError, AttributeError) as err:  # fn never started, or an operator where a tile goes
-                unfit = type(err) is TypeError and err.__traceback__ is not None and err.__traceback__.tb_next is None
-                hint = keywords.dst_first_hint(name, signature, args, kwargs, _writes) if unfit else ""
-                misplaced = None if hint else keywords.misplaced_operator(signature, args, kwargs)
-                if not unfit and misplaced is None:
-                    raise
-                raise NkiError(tracer.site[0], f"{name}: {misplaced or f'{err}{hint}'}") from None
-            except NkiError as err:
+            except NkiError as err:  # (a ValueError too: before the clause below)
                 hint = keywords.dst_first_hint(name, signature, args, kwargs, _writes) if type(err) is NkiError else ""
                 if hint:
                     raise NkiError(err.path, f"{err.message}{hint}") from None
                 raise
+            except (TypeError, AttributeError, ValueError) as err:  # fn never started, a misplaced argument
+                unfit = type(err) is TypeError and err.__traceback__ is not None and err.__traceback__.tb_next is None
+                hint = keywords.dst_first_hint(name, signature, args, kwargs, _writes) if unfit else ""
+                misplaced = None if hint else keywords.misplaced_operator(signature, args, kwargs, err)
+                if not unfit and misplaced is None:
+                    raise
+                raise NkiError(tracer.site[0], f"{name}: {misplaced or f'{err}{hint}'}") from None
             finally:
                 tracer.site = tracer.site_frame = None
                 tracer.call_options = {}
