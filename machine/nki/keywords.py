@@ -29,6 +29,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from collections.abc import Callable, Iterable
@@ -159,26 +160,39 @@ _WRONG_TYPE = (
     (re.compile(r"^'([\w.]+)' object has no attribute '(?:shape|dtype|layout|broadcast_to|reshape|buffer|ndim)'$"),
      None, "a tile"),
     (re.compile(r"^'([\w.]+)' object cannot be interpreted as an integer$"), None, "an integer"),
-    (re.compile(r"^int\(\) argument must be .*, not '([\w.]+)'$"), None, "an integer"),
+    (re.compile(r"^(?:int|float)\(\) argument must be .*, not '([\w.]+)'$"), None, "a number"),
     (re.compile(r"^unhashable type: '([\w.]+)'$"), None, "a single value"),
     (re.compile(r"^'([\w.]+)' object is not iterable$"), None, "a sequence"),
+    (re.compile(r'^can only concatenate \w+ \(not "([\w.]+)"\)'), None, "a number"),
+    (re.compile(r'^can only concatenate (\w+) \(not'), None, "a number"),
+    (re.compile(r"^unsupported operand type\(s\) for .+: '[\w.]+' and '([\w.]+)'$"), None, "a number"),
+    (re.compile(r"^unsupported operand type\(s\) for .+: '([\w.]+)' and '[\w.]+'$"), None, "a number"),
+    (re.compile(r"^'([\w.]+)' object has no attribute '\w+'$"), None, None),
     (re.compile(r"^The truth value of an array with more than one element is ambiguous"), "numpy.ndarray",
      "a single value"),
     (re.compile(r"^only 0-dimensional arrays can be converted to Python scalars$"), "numpy.ndarray", "a number"),
+    (re.compile(r"^(?:operands could not be broadcast together|ufunc '\w+' did not contain a loop)"),
+     "numpy.ndarray", "a number"),
     (re.compile(r"^(?:invalid literal for int\(\)|not all arguments converted during string formatting)"), "str",
      "a number"),
 )
 
 
 def _type_names(value: object) -> set[str]:
-    """The names a Python error may give ``value``'s type, or its elements' (a list or an array
-    whose items were used one by one): ``list``, ``numpy.ndarray``, ``numpy.float64``."""
-    kinds = [type(value)]
-    if isinstance(value, (list, tuple)):
-        kinds += [type(item) for item in value]
-    elif isinstance(value, np.ndarray):  # a numpy array's items, used one by one
-        kinds.append(value.dtype.type)
-    return {name for kind in kinds for base in kind.__mro__[:-1]  # (nl.float32 is a str, to an error)
+    """The names a Python error may give ``value``'s type, or its parts' (the items of a list or
+    a tuple, nested, a slice's bounds, an array's elements, each used one by one): ``list``,
+    ``numpy.ndarray``, ``numpy.float64``; every base class's too (nl.float32 is a str)."""
+    kinds, stack = [], [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        kinds.append(type(item))
+        if isinstance(item, np.ndarray):
+            kinds.append(item.dtype.type)
+        elif isinstance(item, slice):
+            stack.extend((bound, depth) for bound in (item.start, item.stop, item.step))
+        elif isinstance(item, (list, tuple)) and depth < 3:
+            stack.extend((part, depth + 1) for part in item)
+    return {name for kind in kinds for base in kind.__mro__[:-1]
             for name in (base.__name__, f"{base.__module__.split('.')[0]}.{base.__name__}")}
 
 
@@ -207,12 +221,44 @@ def misplaced_operator(signature: inspect.Signature, args: tuple, kwargs: dict,
     for pattern, given, wanted in _WRONG_TYPE if err is not None else ():
         found = pattern.match(str(err))
         culprit = (given or found.group(1)) if found else None
-        if culprit is None or (culprit == "NkiTensor" and wanted == "a tile"):
+        if culprit is None or (culprit == "NkiTensor" and wanted == "a tile") or \
+                (wanted == "a number" and culprit in ("int", "float", "bool")):  # (a number beside the odd one)
             continue
         for param, value in bound.items():
+            if param == "self":  # (a method's own tile is never the argument at fault)
+                continue
             values = value if isinstance(value, dict) else {param: value}  # (a **kwargs parameter)
             for name, item in values.items():
                 if culprit in _type_names(item):
-                    return f"{name} is {_shown(item)}, where the call takes {wanted}"
+                    return f"{name} is {_shown(item)}, " + \
+                        (f"where the call takes {wanted}" if wanted else "which the call cannot use there")
     return None
 
+
+
+def kernel_arguments(method: Callable, name: str | None = None) -> Callable:
+    """``method`` (a tile's view method, its indexing, ``nl.ds``) with the Python errors its
+    arguments cause said as the kernel's mistake at the kernel's line, as an NKI call's are
+    (:func:`misplaced_operator`): ``t.select(p, 1)`` says "dim is NkiTensor, where the call
+    takes an integer", not an internal error.  Anything it cannot blame on an argument is
+    raised as it was."""
+    from neuronsim.machine.nki.errors import NkiError, fail
+
+    signature = inspect.signature(method)
+    shown_as = name or f".{method.__name__}()"
+
+    @functools.wraps(method)
+    def checked(*args: object, **kwargs: object) -> object:
+        try:
+            return method(*args, **kwargs)
+        except NkiError:
+            raise
+        except (TypeError, AttributeError, ValueError) as err:
+            if type(err) is TypeError and err.__traceback__ is not None and err.__traceback__.tb_next is None:
+                raise fail(f"{shown_as}: {err}") from None  # the call itself did not fit (an argument missing)
+            misplaced = misplaced_operator(signature, args, kwargs, err)
+            if misplaced is None:
+                raise
+            raise fail(f"{shown_as}: {misplaced}") from None
+
+    return checked

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from neuronsim.machine.nki import arith, control, emitters, grids, isa_select, language, scalars, spmd_loops
+from neuronsim.machine.nki import arith, control, emitters, grids, isa_select, keywords, language, scalars, spmd_loops
 from neuronsim.machine.nki.dtypes import nl_dtypes
 from neuronsim.machine.nki.tiles import NkiTensor
 
@@ -55,6 +55,8 @@ def _names() -> dict[str, Any]:
     out["prod"] = arith.prod_
     out["all"] = arith.all_
     out["ds"] = scalars.ds  # its start may be a runtime index (a one-element tile)
+    for name in ("ds", "arange"):  # an odd argument is the kernel's mistake, at its line
+        out[name] = keywords.kernel_arguments(out[name], f"nl.{name}")
     out["identity"] = arith.identity
     out.update(control.language_names())  # fori_loop, while_loop, if_else, dynamic_range
     out.update(isa_select.language_names())  # rand, dropout, random_seed

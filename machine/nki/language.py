@@ -18,6 +18,7 @@ import numpy as np
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki import operand_rules, ops
+from neuronsim.machine.nki.keywords import kernel_arguments
 from neuronsim.machine.nki.alloc import BUFFERS, Buffer, FnAlloc, ModAlloc, ParDim, TileSpec, declare_tile, spec_of
 from neuronsim.machine.nki.dtypes import declared_dtype, to_dtype
 from neuronsim.machine.nki.errors import fail, shown
@@ -32,6 +33,7 @@ from neuronsim.machine.nki.tracer import api, as_mask, assigned_name, current, t
 
 sbuf, psum = BUFFERS["sbuf"], BUFFERS["psum"]
 hbm, shared_hbm, private_hbm = BUFFERS["hbm"], BUFFERS["shared_hbm"], BUFFERS["private_hbm"]
+MGrid.__getitem__ = kernel_arguments(MGrid.__getitem__, "nl.mgrid")  # an odd bound: the kernel's mistake
 mgrid = MGrid()
 
 
@@ -277,6 +279,8 @@ def shared_constant(constant: Any, dtype: Any = None, **_kw: Any) -> NkiTensor:
         except (OSError, ValueError) as err:
             raise fail(f"nl.shared_constant({str(constant)!r}): cannot read it as a .npy file ({err})") from None
     values = np.asarray(constant)
+    if values.dtype.kind in "OUSMm":  # (an operator or a string ran until the inputs were written: a probe)
+        raise fail(f"nl.shared_constant of {shown(constant)}: it holds an array of numbers")
     dtype = to_dtype(dtype if dtype is not None else values.dtype)
     key = (tuple(values.shape), dtype, values.tobytes())
     if key not in tracer.constants:

@@ -20,7 +20,7 @@ from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
 from neuronsim.machine.nki.indexing import ArangeExpr, SymIndex
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
-from neuronsim.machine.nki import tensor_views as views
+from neuronsim.machine.nki import keywords, tensor_views as views
 from neuronsim.machine.nki.layout import P, Layout
 from neuronsim.machine.nki.reinterpret import bitcast_ap, other_size, reinterpret
 from neuronsim.machine.nki.tracer import current
@@ -589,3 +589,10 @@ class BlockPrefix:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.tensor[self.prefix + (key if isinstance(key, tuple) else (key,))] = value
+
+
+for _method in ("__getitem__", "__setitem__", "ap", "reshape", "broadcast_to", "permute", "broadcast", "expand_dim",
+                "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange", "slice", "select", "vector_select", "view",
+                "expand_dims", "astype", "assert_shape"):  # a kernel's odd argument is its mistake, at its line
+    setattr(NkiTensor, _method, keywords.kernel_arguments(getattr(NkiTensor, _method),
+                                                          "indexing a tile" if _method.startswith("__") else None))

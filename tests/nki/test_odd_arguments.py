@@ -37,6 +37,14 @@ CALLS = [f"nl.{name}" for name in LANGUAGE_NAMES if name not in NOT_CALLS] + \
     [f"nisa.{name}" for name in ISA_OPS + ISA_SELECT_OPS]
 
 
+#: Statements on a tile's views and indexing, and the index helpers, with pool arguments in the braces.
+STATEMENTS = ("t[{}]", "t[{}, {}]", "x[{}, {}]", "t.reshape({})", "t.view({})", "t.broadcast_to({})", "t.ap({})",
+              "t.select({}, {})", "t.permute({})", "t.slice({}, {})", "t.expand_dim({})", "t.reshape_dim({}, {})",
+              "t[{}:{}, :]", "t.flatten_dims({}, {})", "nl.mgrid[{}, {}]", "nl.ds({}, {})", "nl.arange({})",
+              "t[nl.ds({}, {}), :]")
+INDEX_POOL = POOL + ("0", "64", "128", "slice(0, 3)", "...", "(128, 64)", "(128, 1, 64)", "[0, 1]", "-5", "0.5")
+
+
 def _kernel(api: str, call: str) -> str:
     return IMPORTS[api] + textwrap.dedent(f"""\
         import numpy as np
@@ -82,6 +90,22 @@ def test_odd_arguments_are_the_kernels_mistake_at_its_line(tmp_path, api, seed, 
             assert str(err).startswith(f"{tmp_path}/k_{k}.py:") or str(err).startswith(f"k_{k}.py:"), (call, str(err))
 
 
+@pytest.mark.parametrize("api, seed, count", [
+    ("current", 5, 300), ("legacy", 6, 300),
+    pytest.param("current", 7, 1500, marks=pytest.mark.slow), pytest.param("legacy", 8, 1500, marks=pytest.mark.slow),
+])
+def test_odd_indices_and_view_arguments_are_the_kernels_mistake(tmp_path, api, seed, count) -> None:
+    """The same for a tile's views and indexing, ``nl.ds``, ``nl.arange`` and ``nl.mgrid`` (185
+    internal errors in 2,000 such statements before: ``t.select(p, 1)``, ``t[np.ones(3)]``)."""
+    rng = random.Random(seed)
+    for k in range(count):
+        form = rng.choice(STATEMENTS)
+        call = form.format(*(rng.choice(INDEX_POOL) for _ in range(form.count("{}"))))
+        err = _outcome(tmp_path, api, call, f"s{k}")
+        if err is not None:
+            assert "\n" not in str(err) and f"k_s{k}.py:" in str(err).split(": ")[0], (call, str(err))
+
+
 @pytest.mark.parametrize("api, call, words", [
     ("current", "nl.sum([t, t], axis=1)", "nl.sum: x is list, where the call takes a tile"),
     ("current", "nl.transpose(-1)", "nl.transpose: x is int -1, where the call takes a tile"),
@@ -90,6 +114,11 @@ def test_odd_arguments_are_the_kernels_mistake_at_its_line(tmp_path, api, seed, 
     ("legacy", "nisa.tensor_partition_reduce([t, t], t[0:64, :])", "list is not an ALU operator"),
     ("current", "nl.expand_dims(t[0:1, :], axis=np.ones(3))", "axis is ndarray, where the call takes an integer"),
     ("current", "nl.static_cast('s', nl.float32)", "nl.static_cast converts a tile or a number, not str 's'"),
+    ("current", "t.select(p, 1)", ".select(): dim is NkiTensor, where the call takes a number"),
+    ("legacy", "t[np.ones(3)]", "indexing a tile: key is ndarray, where the call takes a number"),
+    ("current", "nl.ds('s', 2)", "nl.ds: start is str 's', where the call takes a number"),
+    ("current", "t.slice(1, 2)", ".slice(): NkiTensor.slice() missing 1 required positional argument: 'end'"),
+    ("legacy", "nl.shared_constant(nl.add)", "nl.shared_constant of function: it holds an array of numbers"),
 ])
 def test_each_odd_argument_is_named(tmp_path, api, call, words) -> None:
     err = _outcome(tmp_path, api, call, "named")
