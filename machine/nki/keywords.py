@@ -37,7 +37,7 @@ from difflib import get_close_matches
 
 import numpy as np
 
-from neuronsim.machine.nki.errors import shown as _shown
+from neuronsim.machine.nki.errors import NkiError, fail, shown as _shown
 
 __all__ = ["OTHER_NKI_KEYWORDS", "register", "misspelt", "warning_for", "warning_text", "legacy_dst_text",
            "dst_first_hint"]
@@ -235,15 +235,12 @@ def misplaced_operator(signature: inspect.Signature, args: tuple, kwargs: dict,
     return None
 
 
-
 def kernel_arguments(method: Callable, name: str | None = None) -> Callable:
     """``method`` (a tile's view method, its indexing, ``nl.ds``) with the Python errors its
     arguments cause said as the kernel's mistake at the kernel's line, as an NKI call's are
     (:func:`misplaced_operator`): ``t.select(p, 1)`` says "dim is NkiTensor, where the call
-    takes an integer", not an internal error.  Anything it cannot blame on an argument is
+    takes a number", not an internal error.  Anything it cannot blame on an argument is
     raised as it was."""
-    from neuronsim.machine.nki.errors import NkiError, fail
-
     signature = inspect.signature(method)
     shown_as = name or f".{method.__name__}()"
 
