@@ -136,10 +136,18 @@ def _declared(tracer: Any, spec: TileSpec, name: str) -> NkiTensor:
     return NkiTensor(layout) if isinstance(layout, Layout) else NkiTensor(blocked=layout)
 
 
+def _dtype_given(call: str, dtype: Any) -> Any:
+    """``dtype``, which the creation pages require (``nl.ndarray(shape, dtype, buffer=None, ...)``;
+    NKI refuses a call without it, where neuronsim made float32 of it)."""
+    if dtype is None:
+        raise fail(f"{call}: dtype is required (its page: {call}(shape, dtype, ...))")
+    return dtype
+
+
 @api("nl.ndarray")
 def ndarray(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", address: Any = None,
             **_kw: Any) -> NkiTensor:
-    return _new(shape, dtype, buffer, name, address)
+    return _new(shape, _dtype_given("nl.ndarray", dtype), buffer, name, address)
 
 
 class KeywordBuffer(Buffer):
@@ -159,18 +167,18 @@ KERNEL_KEYWORDS = {"sbuf": KeywordBuffer("sbuf"), "hbm": KeywordBuffer("shared_h
 
 @api("nl.zeros")
 def zeros(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw: Any) -> NkiTensor:
-    return full(shape, 0.0, dtype, buffer, name, **kw)
+    return full(shape, 0.0, _dtype_given("nl.zeros", dtype), buffer, name, **kw)
 
 
 @api("nl.ones")
 def ones(shape: Any, dtype: Any = None, buffer: Any = None, name: str = "", **kw: Any) -> NkiTensor:
-    return full(shape, 1.0, dtype, buffer, name, **kw)
+    return full(shape, 1.0, _dtype_given("nl.ones", dtype), buffer, name, **kw)
 
 
 @api("nl.full")
 def full(shape: Any, fill_value: Any, dtype: Any = None, buffer: Any = None, name: str = "",
          **kw: Any) -> NkiTensor:
-    tile = _new(shape, dtype, buffer, name, kw.get("address"))
+    tile = _new(shape, _dtype_given("nl.full", dtype), buffer, name, kw.get("address"))
     if current().generation == "legacy" and (isinstance(buffer, (ModAlloc, FnAlloc)) or kw.get("address")):
         raise fail("an SBUF / PSUM tensor placed by the kernel is made with an initial value: NKI refuses it in "
                    "an allocated kernel (err_tensor_creation_on_scratchpad_with_init_value_not_allowed); declare "

@@ -119,6 +119,9 @@ def test_odd_indices_and_view_arguments_are_the_kernels_mistake(tmp_path, api, s
     ("current", "nl.ds('s', 2)", "nl.ds: start is str 's', where the call takes a number"),
     ("current", "t.slice(1, 2)", ".slice(): NkiTensor.slice() missing 1 required positional argument: 'end'"),
     ("legacy", "nl.shared_constant(nl.add)", "nl.shared_constant of function: it holds an array of numbers"),
+    # the creation pages require a dtype; a tile made without one was float32
+    ("current", "nl.ndarray((128, 64), buffer=nl.sbuf)", "nl.ndarray: dtype is required"),
+    ("legacy", "nl.zeros((128, 64), buffer=nl.sbuf)", "nl.zeros: dtype is required"),
 ])
 def test_each_odd_argument_is_named(tmp_path, api, call, words) -> None:
     err = _outcome(tmp_path, api, call, "named")
