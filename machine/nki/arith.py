@@ -53,11 +53,18 @@ def index_tile(expr: Any, dtype: Any = None, mask: Any = None) -> NkiTensor:
     return _result(shape, dtype or "int32", "sbuf", lambda dst: ops.iota(dst, expr), mask)
 
 
+def index_values(value: Any) -> Any:
+    """An index vector used as a value (``nl.copy`` or ``nl.broadcast_to`` of ``nl.arange(F)[None,
+    :]``, which a public kernel's log records as compiled and exact on a device): its values, the
+    int32 :func:`index_tile`; anything else as it is."""
+    return index_tile(value) if isinstance(value, ArangeExpr) else value
+
+
 def _index_values(value: Any, other: Any) -> Any:
-    """An index vector (``nl.arange(E)[:, None]``) in arithmetic with a tile: its values, an
-    int32 :func:`index_tile` (``nl.arange(E)[:, None] + start``, a row offset the kernel
-    loaded, is the tile of rows an indirect DMA reads)."""
-    return index_tile(value) if isinstance(value, ArangeExpr) and is_tile(other) else value
+    """An index vector (``nl.arange(E)[:, None]``) in arithmetic with a tile: its values
+    (``nl.arange(E)[:, None] + start``, a row offset the kernel loaded, is the tile of rows an
+    indirect DMA reads); beside a number it stays an index expression."""
+    return index_values(value) if is_tile(other) else value
 
 
 def _binary_fn(name: str, alu: str, generation: int = 2):

@@ -369,16 +369,9 @@ def store(dst: NkiTensor, value: Any, *, mask: Any = None, **_kw: Any) -> None:
     assign(dst, value, mask=mask)
 
 
-def _values_of(x: Any) -> Any:
-    """An index vector used as a value (``nl.copy`` or ``nl.broadcast_to`` of ``nl.arange(F)[None,
-    :]``, which a public kernel's log records as compiled and exact on a device): its values, the
-    int32 ``iota`` tile arithmetic makes of it; anything else as it is."""
-    return index_tile(x) if isinstance(x, ArangeExpr) else x
-
-
 @api("nl.copy")
 def copy(x: Any, dtype: Any = None, *, mask: Any = None, engine: Any = None, **_kw: Any) -> NkiTensor:
-    x = _values_of(x)
+    x = index_values(x)
     operand_rules.on_chip("nl.copy", x=x)  # (an HBM tensor ran, as a DMA: a probe)
     return _result(x.shape, dtype or x.dtype, "sbuf", lambda dst: ops.copy(dst, ops.lay(x), engine), mask, (x,))
 
@@ -393,7 +386,7 @@ def static_cast(x: Any, dtype: Any) -> Any:
     makes."""
     if not tracing():
         return np.asarray(x).astype(np.dtype(dtype))
-    return _static_cast(_values_of(x), dtype)
+    return _static_cast(index_values(x), dtype)
 
 
 @api("nl.static_cast")
@@ -408,7 +401,7 @@ def _static_cast(x: Any, dtype: Any) -> Any:
 
 @api("nl.broadcast_to")
 def broadcast_to(x: NkiTensor, shape: Any, dtype: Any = None) -> NkiTensor:
-    x = _values_of(x)
+    x = index_values(x)
     operand_rules.same_rank("nl.broadcast_to", x, shape)  # (a (128, 1) tile to (128, 4, 64) ran: a probe)
     view = x.broadcast_to(shape)
     return view if dtype is None or to_dtype(dtype) == x.dtype else copy(view, dtype=dtype)
@@ -421,7 +414,7 @@ def expand_dims(x: NkiTensor, axis: Any) -> NkiTensor:
     if isinstance(x, ArangeExpr):  # an index vector gains the axes as nl.arange(F)[None, :] does: its values then
         ndim = len(x.shape) + len(axes)
         new = {a % ndim for a in axes}
-        return _values_of(x[tuple(None if a in new else slice(None) for a in range(ndim))])
+        return index_values(x[tuple(None if a in new else slice(None) for a in range(ndim))])
     shape = list(x.shape)
     for a in sorted(a % (len(shape) + len(axes)) for a in axes):
         shape.insert(a, 1)
@@ -560,7 +553,7 @@ def device_print(print_prefix: Any = "", tensor: Any = None, **_kw: Any) -> None
 
 from neuronsim.machine.nki.arith import *  # noqa: E402,F401,F403  (the math half of nki.language)
 from neuronsim.machine.nki.arith import (add, alu_name, bitwise_and, bitwise_or, bitwise_xor, divide,  # noqa: E402
-                                         equal, greater, greater_equal, index_tile, invert, less, less_equal,
+                                         equal, greater, greater_equal, index_values, invert, less, less_equal,
                                          logical_and, logical_not, logical_or, logical_xor, multiply, not_equal,
                                          subtract, transpose)
 from neuronsim.machine.ir.dtypes import is_float  # noqa: E402
