@@ -176,7 +176,11 @@ def _instruction() -> dict:
          "deps": {"type": "array", "items": dep},
          "x-source": _source(),
          "x-nki-accumulate": {"type": "boolean",
-                              "description": "traced from `+=` into a tile (NKI frontend)"}},
+                              "description": "traced from `+=` into a tile (NKI frontend)"},
+         "x-in-order": {"type": "array", "items": {"type": "array", "items": _nat(0), "minItems": 3, "maxItems": 3},
+                        "description": "[run, kept, iteration] of each sequential loop (a legacy kernel's range, "
+                                       "an unrolled sequential_range) the trace unrolled around it: the scheduler "
+                                       "keeps those iterations in order on each engine"}},
         ["name", "engine", "op"], allOf=_op_rules())
 
 

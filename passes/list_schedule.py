@@ -42,6 +42,7 @@ from neuronsim.machine.ir.program import Instruction, Loop, Node, Program
 from neuronsim.machine.model.optable import ENGINE_CHOICE_KEY, engine_choices
 from neuronsim.machine.model.presets import MachineSpec, resolve_machine
 
+from neuronsim.passes.iteration_order import Gates, InOrder
 from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["list_schedule", "ListSchedule", "block_order"]
@@ -302,7 +303,8 @@ def _timing(node: Node, summary: _Summary) -> _Timing:
 
 
 def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float],
-                 choices: dict[int, list[_Timing]] | None = None, chosen: dict[int, str] | None = None) -> list[int]:
+                 choices: dict[int, list[_Timing]] | None = None, chosen: dict[int, str] | None = None,
+                 gates: list[Gates] | None = None) -> list[int]:
     """List scheduling over the engines: repeatedly start the ready node that can start
     earliest (its producers' results in, its engine free), the highest level among equals,
     program order last.  Per resource the ready nodes wait in a heap by ready time until the
@@ -311,7 +313,10 @@ def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float
 
     ``choices``: for a node the compiler may run on several engines, its timing on each; it
     waits in the heaps of all of them and starts on the first that takes it (its entries in
-    the others are dropped when they come up); ``chosen`` receives that engine."""
+    the others are dropped when they come up); ``chosen`` receives that engine.
+
+    ``gates``: per node, the sequential-loop iterations it belongs to (:mod:`.iteration_order`):
+    on each engine a node waits until the iterations before its own have started there."""
     n = len(timing)
     choices = choices or {}
     preds = [0] * n
@@ -328,12 +333,22 @@ def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float
     def on(i: int, res: str) -> _Timing:
         return next(c for c in choices[i] if c.resource == res) if i in choices else timing[i]
 
+    def resources(i: int) -> list[str]:
+        return [t.resource for t in choices.get(i, (timing[i],))]
+
+    in_order = InOrder(gates, resources) if gates else None
+
+    def offer(i: int, res: str) -> None:
+        if in_order is not None and in_order.closed(i, res):
+            in_order.park(i, res)
+            return
+        heapq.heappush(waiting.setdefault(res, []), (ready_at[i], -level[i], i))
+        runnable.setdefault(res, [])
+        free.setdefault(res, 0.0)
+
     def release(i: int) -> None:
-        for t in choices.get(i, (timing[i],)):
-            res = t.resource
-            heapq.heappush(waiting.setdefault(res, []), (ready_at[i], -level[i], i))
-            runnable.setdefault(res, [])
-            free.setdefault(res, 0.0)
+        for res in resources(i):
+            offer(i, res)
 
     for i in range(n):
         if preds[i] == 0:
@@ -366,6 +381,10 @@ def _timed_order(timing: list[_Timing], succs: list[set[int]], level: list[float
         else:
             heapq.heappop(waiting[res])
         taken[i] = True
+        if in_order is not None:
+            for k, opened in in_order.take(i, resources(i)):
+                if not taken[k]:
+                    offer(k, opened)
         t = on(i, res)
         if i in choices and chosen is not None:
             chosen[i] = res
@@ -399,7 +418,8 @@ def _choices(nodes: tuple[Node, ...], costs: CostMemo) -> dict[int, list[_Timing
 
 
 def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ...], spec: MachineSpec,
-                timed: bool = False, costs: CostMemo | None = None, chosen: dict[int, str] | None = None) -> list[int]:
+                timed: bool = False, costs: CostMemo | None = None, chosen: dict[int, str] | None = None,
+                gates: list[Gates] | None = None) -> list[int]:
     """The scheduled order of a block's nodes (indices into ``nodes``): highest level first,
     or, ``timed``, the earliest start over the engines (:func:`_timed_order`), where an
     instruction the kernel left to the compiler's choice of engine runs on the engine that
@@ -431,7 +451,7 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
         own = timing[i].result_ns if timing else info[i].cost
         level[i] = own + max((level[k] for k in succs[i]), default=0.0)
     if timing:
-        return _timed_order(timing, succs, level, _choices(nodes, costs), chosen)
+        return _timed_order(timing, succs, level, _choices(nodes, costs), chosen, gates)
     preds = [0] * n
     for i in range(n):
         for k in succs[i]:
@@ -449,9 +469,11 @@ def block_order(program: Program, nodes: tuple[Node, ...], loops: tuple[Loop, ..
     return order
 
 
-def list_schedule(program: Program, spec: MachineSpec | None = None, timed: bool = False) -> Program:
+def list_schedule(program: Program, spec: MachineSpec | None = None, timed: bool = False,
+                  gates: list[Gates] | None = None) -> Program:
     """Reorder every block by critical path (see the module documentation); ``timed``: by
-    earliest start over the engines, critical path among equals."""
+    earliest start over the engines, critical path among equals; ``gates`` (timed, a program
+    without loops): each instruction's sequential-loop iterations (:mod:`.iteration_order`)."""
     spec = spec or resolve_machine(program.machine)
     costs = CostMemo(program.tensors, spec)
 
@@ -459,7 +481,7 @@ def list_schedule(program: Program, spec: MachineSpec | None = None, timed: bool
         inner = tuple(Loop(node.name, node.trip_count, schedule(node.body, (*loops, node)), node.extras)
                       if isinstance(node, Loop) else node for node in nodes)
         chosen: dict[int, str] = {}
-        order = block_order(program, inner, loops, spec, timed, costs, chosen)
+        order = block_order(program, inner, loops, spec, timed, costs, chosen, None if loops else gates)
         return tuple(replace(inner[i], engine=chosen[i]) if i in chosen and chosen[i] != inner[i].engine
                      else inner[i] for i in order)
 

@@ -15,6 +15,11 @@ two passes that already hold each step:
    (:mod:`neuronsim.machine.model.cost`: its producers' results in, its engine free, a DMA's
    queue in FIFO order), the longest remaining critical path among equals.
 
+**Sequential loops** (``in_order``, on by default): the iterations of an NKI sequential loop
+(``nl.sequential_range``, a legacy kernel's Python ``range``) start in order on each engine,
+as the compiler does not pipeline them (:mod:`~neuronsim.passes.iteration_order`); affine
+iterations interleave freely.  Only where the program is scheduled flat (every loop unrolled).
+
 **Pressure.**  The pass runs on placed tensors (after ``alloc``): every SBUF / PSUM byte an
 instruction touches is already assigned, and two instructions that touch a common byte, one
 writing it, keep their order.  A ring slot is reused only after every use of its previous
@@ -27,7 +32,10 @@ trace and the timing model").
 
 Contract
     requires: no virtual tensor (run ``alloc`` first).
-    guarantees: the program's extras carry ``x-scheduled`` (what its makespan is); the same
+    guarantees: the program's extras carry ``x-scheduled`` (what its makespan is); with
+    ``in_order``, on each engine no instance of a sequential loop's iteration ``j + 1`` comes
+    before one of its iteration ``j`` (up to the few instances the trace placed away from their
+    iteration, :func:`~neuronsim.passes.iteration_order.iteration_gates`); the same
     instances (names ``NAME[i,j]`` when loops were unrolled), each touching the same bytes;
     every pair of instances that touch a common byte, one writing
     it, in their original order, so the sequential semantics are unchanged.  Deps are stale
@@ -44,6 +52,7 @@ from neuronsim.machine.ir.program import Loop, Program, frozen_mapping
 from neuronsim.machine.sim.accuracy import SCHEDULED_KEY
 
 from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
+from neuronsim.passes.iteration_order import iteration_gates
 from neuronsim.passes.list_schedule import list_schedule
 from neuronsim.passes.pipeline import Pass, PassContext
 
@@ -78,6 +87,7 @@ class Schedule(Pass):
     name: ClassVar[str] = "schedule"
     max_instances: int = 120_000
     flatten: bool = True
+    in_order: bool = True
 
     def __post_init__(self) -> None:
         if self.max_instances < 0:
@@ -90,10 +100,13 @@ class Schedule(Pass):
                                                         "the allocation): run alloc before it")
         spec = ctx.machine(program)
         has_loops = any(isinstance(node, Loop) for node in program.body)
-        if self.flatten and has_loops and instance_count(program) <= self.max_instances:
+        flat = not has_loops or (self.flatten and instance_count(program) <= self.max_instances)
+        # each instance's sequential-loop iterations, read off the loop form (before flattening)
+        gates = iteration_gates(program) if self.in_order and flat else None
+        if flat and has_loops:
             program = expand_scheduling_units(program)
             ctx.count(self.name, "flattened", 1)
-        out = list_schedule(program, spec, timed=True)
+        out = list_schedule(program, spec, timed=True, gates=gates)
         # says what a makespan of this program is (neuronsim.machine.sim.accuracy.makespan_kind)
         out = Program(out.tensors, out.body, out.machine, frozen_mapping({**out.extras, SCHEDULED_KEY: self.name}))
         after = [i.name for i, _ in out.instructions()]

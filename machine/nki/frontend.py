@@ -50,6 +50,7 @@ from neuronsim.machine.nki.kernel import (HostLaunch, Kernel, launched, platform
                                          unwrap)
 from neuronsim.machine.nki.schedule import apply_edges, schedule_edges
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.kernel_range import legacy_range
 from neuronsim.machine.nki.standins import generation_of, standins
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import Tracer
@@ -135,7 +136,8 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
-            with standins(), tracer.active(), collector_paused(), _objects_promoted():
+            with standins(), tracer.active(), collector_paused(), _objects_promoted(), \
+                    legacy_range(func, tracer):
                 return _run(tracer, func, arrays, kwargs, schedule_of(kernel), simulation_mode(kernel), converted)
         except TraceTooLarge:  # unrolling what was kept would only make it larger
             raise

@@ -37,6 +37,7 @@ from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_loc
 from neuronsim.machine.nki.groups import OpenGroups, footprint_of
 from neuronsim.machine.nki.hbm import HbmTensors
 from neuronsim.machine.nki.scopes import check_uses
+from neuronsim.machine.nki.kernel_range import IN_ORDER_KEY, in_order
 from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, as_mask, concrete, range_length
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.build.builder import KernelBuilder
@@ -180,8 +181,9 @@ class Tracer:
     loop_sites: dict[str, str] = field(default_factory=dict)
     unrolled_affine: list[list[Any]] = field(default_factory=list)
     """The legacy ``affine_range`` loops being unrolled around the call (:data:`UNROLLED_AFFINE_KEY`)."""
-    unrolled_runs: int = 0
-    """Runs of such loops started so far (each run's iterations share its number)."""
+    unrolled_runs: int = 0  # runs of such loops so far (a run's iterations share its number)
+    in_order: list[list[int]] = field(default_factory=list)  # unrolled legacy sequential loops (kernel_range)
+    in_order_runs: int = 0
     program_id: tuple[int, ...] = ()
     written: set[str] = field(default_factory=set)
     reductions_seen: set[str] = field(default_factory=set)
@@ -285,8 +287,9 @@ class Tracer:
     def _extras(self, site: tuple[SourceLine, str], indices: dict[str, Any], more: dict | None) -> dict:
         line, call = site
         extras = {"x-source": {"file": line.file, "line": line.line, "call": call, "indices": indices}}
-        if self.unrolled_affine:
-            extras[UNROLLED_AFFINE_KEY] = [list(entry) for entry in self.unrolled_affine]
+        for key, loops in ((UNROLLED_AFFINE_KEY, self.unrolled_affine), (IN_ORDER_KEY, self.in_order)):
+            if loops:  # the unrolled legacy loops around the call, [run, ..., iteration] each
+                extras[key] = [list(entry) for entry in loops]
         if self.cores is not None:  # which core issued it, between which meetings (verify/nki/core_races.py)
             extras[CORE_KEY] = {"rank": self.cores.rank(), "epoch": self.cores.epoch, "ranks": self.ranks > 1}
         elif self.grid and max(self.grid) > 1:  # which program of the grid
@@ -484,7 +487,8 @@ class Tracer:
             # every iteration is traced, even one that calls nothing of NKI's: a loop of ten
             # billion empty iterations would run for hours below the instruction limit
             raise TraceTooLarge(where, self.max_instructions, "instructions")
-        return self._unrolled(var, values, (where, kind))
+        unrolled = self._unrolled(var, values, (where, kind))
+        return in_order(self, unrolled) if kind == "sequential" and self.generation == "legacy" else unrolled
 
     def _unrolled(self, var: str, values: range, site: tuple[SourceLine, str] | None = None) -> Iterator[int]:
         affine = site is not None and site[1] == "affine" and self.generation == "legacy" and len(values) > 1

@@ -1,6 +1,6 @@
 """The tutorial kernels of ``scenarios/nki/published/`` (timed by ``bench/bench_published.py``)
-compute what their numpy references say, race free and without NKI findings, at small shapes
-of the same structure.
+compute what their numpy references say, race free and without NKI findings (but the Mamba
+kernels' one warning, which the tutorial's own loops draw), at small shapes of the same structure.
 
 Each kernel is run end to end as ``neuronsim run KERNEL.py::FUNC --reference`` runs it
 (:func:`neuronsim.verify.nki.run.run_kernel`: NKI findings, default pipeline, race checks,
@@ -70,8 +70,14 @@ def test_published_kernel_matches_its_reference(file: str, func: str, inputs) ->
                                  seeds=(None, 1))
     assert not report.run.problems(), report.render()
     # no NKI finding: ``+=`` into SBUF here adds into a slice of each iteration's own
-    # (``sums[m, i, j] += acc``, ``acc[t] += ...``) or into a tile made in the loop body
-    assert not report.findings, report.render()
+    # (``sums[m, i, j] += acc``) or into a tile made in the loop body; but the Mamba kernels sum
+    # their states into one accumulator in an ``affine_range``, as the tutorial does, which is
+    # the documented ``sbuf-accumulate`` warning (its sources disagree), on that accumulator alone
+    if func.startswith("mamba"):
+        assert report.findings and all(f.kind == "sbuf-accumulate" and f.loop == "s" and not f.is_error
+                                       for f in report.findings), report.render()
+    else:
+        assert not report.findings, report.render()
     assert report.user_reference
     expected = next(iter(module.reference(**{k: v for k, v in arrays.items() if k != "y"}).values()))
     assert np.allclose(np.asarray(outputs, np.float64), expected.astype(np.float64), rtol=1e-2, atol=1e-2)

@@ -13,10 +13,12 @@ h * C``, fp32, channels on partitions in tiles of 128.
 Per step: ``activation(exp, delta, scale=A)`` on ACT; ``delta * u``, ``* B``, ``* C`` and the
 accumulation as ``tensor_tensor`` and the scan as ``tensor_tensor_scan`` on DVE; ``B`` and
 ``C`` rows broadcast to the 128 channel partitions on PE (a ones matmul per 512 columns, read
-by DVE from PSUM), the lowering of a partition broadcast.  The state loops that accumulate
-are ``sequential_range`` (the tutorial's ``affine_range`` there relies on the compiler
-treating ``+=`` as a reduction).  The tutorial times them on trn1 at batch 1, 16 states
-(``bench/bench_published.py``).
+by DVE from PSUM), the lowering of a partition broadcast.  The loops are the tutorial's: the
+state loops ``affine_range`` (their ``+=`` into the accumulator is an associative reduction,
+which the ``affine_range`` page allows), v3's sequence tiles ``static_range`` (the tutorial's
+note: ``sequential_range`` there "gives ... much worse perf"), the bank loops Python's
+``range``, which the compiler reads as ``sequential_range``.  The tutorial times them on trn1
+at batch 1, 16 states (``bench/bench_published.py``).
 """
 
 import numpy as np
@@ -56,7 +58,7 @@ def mamba_v1(delta, u, A, B, C):
     ones = nl.ones((1, P), dtype=nl.float32)
     for b in nl.affine_range(batch):
         acc = nl.zeros((tiles, nl.par_dim(P), seq), dtype=nl.float32, buffer=nl.sbuf)
-        for s in nl.sequential_range(states):
+        for s in nl.affine_range(states):
             for t in nl.affine_range(tiles):
                 d_i = nl.load(delta[b, t * P:(t + 1) * P, :])
                 u_i = nl.load(u[b, t * P:(t + 1) * P, :])
@@ -81,7 +83,7 @@ def mamba_v2(delta, u, A, B, C):
             acc = nl.zeros((P, seq), dtype=nl.float32, buffer=nl.sbuf)
             d_i = nl.load(delta[b, t * P:(t + 1) * P, :])
             u_i = nl.load(u[b, t * P:(t + 1) * P, :])
-            for s in nl.sequential_range(states):
+            for s in nl.affine_range(states):
                 a_i = nl.load(A[t * P:(t + 1) * P, nl.ds(s, 1)])
                 b_row = nl.load(B[b, nl.ds(s, 1), :])
                 c_row = nl.load(C[b, nl.ds(s, 1), :])
@@ -103,10 +105,10 @@ def mamba_v3(delta, u, A, B, C):
             acc = nl.zeros((P, seq), dtype=nl.float32, buffer=nl.sbuf)
             d_i = nl.load(delta[b, t * P:(t + 1) * P, :])
             u_i = nl.load(u[b, t * P:(t + 1) * P, :])
-            for s in nl.sequential_range(states):
+            for s in nl.affine_range(states):
                 a_i = nl.load(A[t * P:(t + 1) * P, nl.ds(s, 1)])
                 init = nl.zeros((P, 1), dtype=nl.float32, buffer=nl.sbuf)
-                for j in nl.sequential_range(seq // T):
+                for j in nl.static_range(seq // T):
                     b_row = nl.load(B[b, nl.ds(s, 1), j * T:(j + 1) * T])
                     c_row = nl.load(C[b, nl.ds(s, 1), j * T:(j + 1) * T])
                     # scan * C into PSUM, as the tutorial writes it ("to reduce accumulation

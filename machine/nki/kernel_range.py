@@ -1,0 +1,108 @@
+"""Python's ``range`` in a legacy kernel: a sequential loop, as neuronx-cc reads it.
+
+The legacy ``nki.language.sequential_range`` page: "Inside a NKI kernel, any use of Python
+range(...) will be replaced with sequential_range(...) by Neuron compiler", which "informs
+Neuron compiler to respect inter-loop dependency and perform much more conservative loop-level
+optimizations compared to affine_range".  neuronsim still runs such a loop as Python runs it
+(every iteration traced, the kernel's Python state as Python leaves it); what changes is that
+each instruction it records carries the iterations of the sequential loops around it
+(``extras["x-in-order"]``), which the scheduler keeps in order on each engine
+(:mod:`neuronsim.passes.iteration_order`).
+
+While a legacy kernel is traced, its module's ``range`` is :class:`KernelRange`: the same
+sequence (length, indexing, membership, equality, the same errors for bad arguments), whose
+iteration, inside a trace, marks each step.  A module that defines its own ``range`` keeps it;
+NKI 0.7 kernels keep Python's (the current API unrolls every loop before the compiler).
+
+>>> r = KernelRange(None, range(0, 10, 4))
+>>> list(r), len(r), r[-1], 8 in r, r == range(0, 10, 4)
+([0, 4, 8], 3, 8, True, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["IN_ORDER_KEY", "KernelRange", "in_order", "legacy_range"]
+
+#: The instruction extra: ``[[run, kept, iteration], ...]``, one per sequential loop around it
+#: that the trace unrolled (outermost first); ``run`` numbers the loop's runs in the trace,
+#: ``kept`` counts the program loops around that run (each of their iterations runs it again).
+IN_ORDER_KEY = "x-in-order"
+
+
+class KernelRange:
+    """``range(...)`` as a legacy kernel sees it while ``tracer`` traces it (module doc)."""
+
+    __slots__ = ("tracer", "values")
+
+    def __init__(self, tracer: Any, values: range) -> None:
+        self.tracer, self.values = tracer, values
+
+    def __iter__(self) -> Iterator[int]:
+        return in_order(self.tracer, iter(self.values)) if self.tracer is not None else iter(self.values)
+
+    def __reversed__(self) -> Iterator[int]:
+        return iter(self[::-1])
+
+    def __getitem__(self, key: Any) -> Any:
+        item = self.values[key]
+        return KernelRange(self.tracer, item) if isinstance(item, range) else item
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def __contains__(self, value: Any) -> bool:
+        return value in self.values
+
+    def __eq__(self, other: object) -> bool:
+        return self.values == (other.values if isinstance(other, KernelRange) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.values)
+
+    def __repr__(self) -> str:
+        return repr(self.values)
+
+    def __getattr__(self, name: str) -> Any:  # start, stop, step, index, count
+        return getattr(self.values, name)
+
+
+def in_order(tracer: Any, values: Iterator[Any]) -> Iterator[Any]:
+    """``values``, each step marked as the next iteration of a new run of a sequential loop:
+    what the tracer records meanwhile carries ``[run, kept, iteration]`` in its :data:`IN_ORDER_KEY`."""
+    tracer.in_order_runs += 1
+    entry = [tracer.in_order_runs, tracer.kb.depth - 1, -1]  # (the kept loops around this run)
+    tracer.in_order.append(entry)
+    try:
+        for value in values:
+            entry[2] += 1
+            yield value
+    finally:
+        tracer.in_order.remove(entry)
+        close = getattr(values, "close", None)
+        if close is not None:  # a loop left by break / return: the inner generator's exit runs now
+            close()
+
+
+@contextmanager
+def legacy_range(func: Any, tracer: Any) -> Iterator[None]:
+    """While ``tracer`` traces a legacy kernel, its module's ``range(...)`` makes a
+    :class:`KernelRange` (unless the module has a ``range`` of its own)."""
+    module = getattr(getattr(func, "func", func), "__globals__", None)
+    if tracer.generation != "legacy" or not isinstance(module, dict) or "range" in module:
+        yield
+        return
+
+    def kernel_range(*args: Any) -> KernelRange:
+        return KernelRange(tracer, range(*args))
+
+    module["range"] = kernel_range
+    try:
+        yield
+    finally:
+        if module.get("range") is kernel_range:
+            del module["range"]
+

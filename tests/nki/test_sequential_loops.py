@@ -1,0 +1,148 @@
+"""Sequential loops (issue 30): a legacy kernel's Python ``range`` and ``nl.sequential_range``
+keep their iterations in order on each engine when scheduled; ``nl.affine_range`` iterations
+may overlap.  The oracles: every compiled program race-free, its outputs the numpy reference's."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import load_kernel, trace
+from neuronsim.machine.sim.simulator import simulate
+from neuronsim.passes import TRACED_PIPELINE, compile_program
+from neuronsim.passes.iteration_order import IN_ORDER_KEY, InOrder, iteration_gates
+from neuronsim.verify.nki.run import outputs_differ, run_kernel
+from neuronsim.verify.racecheck import check_program
+
+TRACED = TRACED_PIPELINE + ",dep-reduction"
+TILES = 6
+
+KERNEL = '''
+import numpy as np
+import neuronxcc.nki as nki
+import neuronxcc.nki.isa as nisa
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def scaled(x, w):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in LOOP(x.shape[1] // 512):
+        a = nl.load(x[:, i * 512:(i + 1) * 512])
+        b = nl.load(w[:, i * 512:(i + 1) * 512])
+        c = nisa.tensor_tensor(a, b, nl.multiply)
+        d = nisa.tensor_tensor(c, b, nl.add)
+        nl.store(out[:, i * 512:(i + 1) * 512], d)
+    return out
+
+
+def reference(x, w):
+    return x * w + w
+'''
+
+ODD_USES = '''
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def odd(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    assert len(range(4)) == 4 and list(range(3)) == [0, 1, 2] and range(10)[-1] == 9 and 3 in range(5)
+    assert range(0, 8, 2)[::-1] == range(6, -2, -2) and range(1, 9, 3).step == 3
+    for i in reversed(range(2)):
+        for j in range(2):
+            t = nl.load(x[i * 64:(i + 1) * 64, j * 256:(j + 1) * 256])
+            nl.store(out[i * 64:(i + 1) * 64, j * 256:(j + 1) * 256], t)
+    for k in range(5):
+        if k == 1:
+            break
+    t = nl.load(x[:, 0:4])
+    nl.store(out[:, 0:4], t)
+    return out
+'''
+
+
+def _kernel(tmp_path, loop: str, source: str = KERNEL) -> str:
+    path = tmp_path / f"k_{loop.replace('.', '_')}.py"
+    path.write_text(source.replace("LOOP", loop))
+    return str(path)
+
+
+def _inputs():
+    rng = np.random.default_rng(5)
+    return [rng.uniform(-1, 1, (128, 512 * TILES)).astype(np.float32) for _ in range(2)]
+
+
+def _iteration_of(program) -> dict[str, int]:
+    return {inst.name: inst.extras[IN_ORDER_KEY][0][2] for inst, _ in program.instructions()
+            if inst.extras and IN_ORDER_KEY in inst.extras}
+
+
+def _iteration(inst) -> int:
+    """A scheduled instance's iteration: its mark (a Python loop), or its index (a kept loop, flattened)."""
+    if inst.extras and IN_ORDER_KEY in inst.extras:
+        return inst.extras[IN_ORDER_KEY][0][2]
+    return int(re.search(r"\[(\d+)", inst.name).group(1))
+
+
+def test_a_python_range_marks_each_iteration_and_an_affine_range_does_not(tmp_path):
+    marked = trace(load_kernel(_kernel(tmp_path, "range") + "::scaled"), *_inputs(), machine="trn1").program
+    iterations = _iteration_of(marked)
+    assert sorted(iterations.values()) == sorted(list(range(TILES)) * 5)  # 2 loads, 2 ops, 1 store each
+    assert len({inst.extras[IN_ORDER_KEY][0][0] for inst, _ in marked.instructions()}) == 1  # one run
+    affine = trace(load_kernel(_kernel(tmp_path, "nl.affine_range") + "::scaled"), *_inputs(), machine="trn1")
+    assert not any(inst.extras and IN_ORDER_KEY in inst.extras for inst, _ in affine.program.instructions())
+    assert iteration_gates(affine.program) is None
+
+
+@pytest.mark.parametrize("loop", ["range", "nl.sequential_range"])
+def test_sequential_iterations_stay_in_order_on_every_engine(tmp_path, loop):
+    """Against the affine loop of the same body: the scheduler interleaves its iterations on
+    some engine and finishes sooner; the sequential loop's never step back on any engine."""
+    arrays = _inputs()
+    makespans, backwards = {}, {}
+    for kind in (loop, "nl.affine_range"):
+        path = _kernel(tmp_path, kind)
+        traced = trace(load_kernel(path + "::scaled"), *arrays, machine="trn1")
+        gates = iteration_gates(traced.program) if kind == loop else None
+        compiled, _ctx = compile_program(traced.program, TRACED)
+        assert check_program(compiled).races == ()
+        _outputs, report = run_kernel(path + "::scaled", *arrays, reference=load_kernel(path + "::reference"),
+                                      seeds=(None,))
+        assert outputs_differ(report) == []
+        makespans[kind] = simulate(compiled, functional=False).runs[0].trace.makespan
+        steps: dict[str, list[int]] = {}
+        for inst, _ in compiled.instructions():
+            steps.setdefault(inst.engine, []).append(_iteration(inst))
+        backwards[kind] = any(b < a for seq in steps.values() for a, b in zip(seq, seq[1:]))
+        if gates is not None:
+            assert len(gates) == 5 * TILES and {g[-1][1] for g in gates} == set(range(TILES))
+    assert not backwards[loop] and makespans[loop] > makespans["nl.affine_range"]
+
+
+def test_the_gates_hold_each_engine_to_its_iterations():
+    """Three nodes of iterations 0, 1, 0 on one engine, one of iteration 1 on another."""
+    gates = [((0, 0),), ((0, 1),), ((0, 0),), ((0, 1),)]
+    engines = {0: ("dve",), 1: ("dve",), 2: ("dve",), 3: ("act",)}
+    state = InOrder(gates, lambda i: engines[i])
+    assert [state.closed(i, engines[i][0]) for i in range(4)] == [False, True, False, False]
+    state.park(1, "dve")
+    assert state.take(0, ("dve",)) == []
+    assert state.take(2, ("dve",)) == [(1, "dve")]  # iteration 0 has started everything on DVE
+    assert not state.closed(1, "dve")
+
+
+def test_python_range_keeps_its_meaning_and_its_marks_end_with_the_loop(tmp_path):
+    path = _kernel(tmp_path, "", ODD_USES)
+    x = np.arange(128 * 512, dtype=np.float32).reshape(128, 512)
+    program = trace(load_kernel(path + "::odd"), x, machine="trn1").program
+    marks = [inst.extras.get(IN_ORDER_KEY) if inst.extras else None for inst, _ in program.instructions()]
+    nested = [m for m in marks if m and len(m) == 2]
+    assert len(nested) == 8  # 2 x 2 iterations, a load and a store each
+    assert [m[0][2] for m in nested[::2]] == [0, 0, 1, 1] and [m[1][2] for m in nested[::2]] == [0, 1, 0, 1]
+    assert marks[-2:] == [None, None]  # after a loop left by break, nothing is marked
+    _outputs, report = run_kernel(path + "::odd", x, seeds=(None,))
+    assert report is not None
