@@ -15,8 +15,11 @@ iteration, inside a trace, marks each step.  A module that defines its own ``ran
 NKI 0.7 kernels keep Python's (the current API unrolls every loop before the compiler).
 
 >>> r = KernelRange(None, range(0, 10, 4))
->>> list(r), len(r), r[-1], 8 in r, r == range(0, 10, 4)
-([0, 4, 8], 3, 8, True, True)
+>>> list(r), len(r), r[-1], 8 in r, r == range(0, 10, 4), r.step
+([0, 4, 8], 3, 8, True, True, 4)
+>>> import copy, pickle
+>>> copy.deepcopy(r) is r, pickle.loads(pickle.dumps(r))
+(True, range(0, 10, 4))
 """
 
 from __future__ import annotations
@@ -67,7 +70,18 @@ class KernelRange:
         return repr(self.values)
 
     def __getattr__(self, name: str) -> Any:  # start, stop, step, index, count
+        if name.startswith("__"):  # (copy and pickle probe for hooks: none but those below)
+            raise AttributeError(name)
         return getattr(self.values, name)
+
+    def __copy__(self) -> KernelRange:
+        return self
+
+    def __deepcopy__(self, _memo: dict) -> KernelRange:  # immutable: never a copy of the tracer
+        return self
+
+    def __reduce__(self) -> tuple:  # pickled as Python's range
+        return range, (self.values.start, self.values.stop, self.values.step)
 
 
 def in_order(tracer: Any, values: Iterator[Any]) -> Iterator[Any]:

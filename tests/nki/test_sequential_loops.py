@@ -135,6 +135,16 @@ def test_the_gates_hold_each_engine_to_its_iterations():
     assert not state.closed(1, "dve")
 
 
+def test_a_current_api_kernel_is_not_marked(tmp_path):
+    """NKI 0.7 unrolls every Python loop before the compiler: its loops are not sequential."""
+    source = KERNEL.replace("import neuronxcc.nki as nki", "import nki").replace("neuronxcc.nki.", "nki.")
+    source = source.replace("c = nisa.tensor_tensor(a, b, nl.multiply)", "c = nl.multiply(a, b)")
+    source = source.replace("d = nisa.tensor_tensor(c, b, nl.add)", "d = nl.add(c, b)")
+    program = trace(load_kernel(_kernel(tmp_path, "range", source) + "::scaled"), *_inputs(), machine="trn1").program
+    assert sum(1 for _ in program.instructions()) == 5 * TILES
+    assert not any(inst.extras and IN_ORDER_KEY in inst.extras for inst, _ in program.instructions())
+
+
 def test_python_range_keeps_its_meaning_and_its_marks_end_with_the_loop(tmp_path):
     path = _kernel(tmp_path, "", ODD_USES)
     x = np.arange(128 * 512, dtype=np.float32).reshape(128, 512)
