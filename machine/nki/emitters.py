@@ -17,7 +17,7 @@ import numpy as np
 from neuronsim.machine.nki import language, ops
 from neuronsim.machine.nki import transpose_dma
 from neuronsim.machine.nki.errors import fail
-from neuronsim.machine.nki.arith import act_name, alu_name
+from neuronsim.machine.nki.arith import act_name, alu_name, index_values
 from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.ir.dtypes import itemsize
@@ -554,7 +554,9 @@ def where(condition: NkiTensor, x: Any, y: Any, *, dtype: Any = None, mask: Any 
     result's as numpy's do (a ``[P, 1]`` condition or value along the free axis; a ``[1, F]``
     one over the partitions); two numbers select between a tile of the first and the second.
     A select, not ``c * x + (1 - c) * y``: an infinite value not taken (``-inf`` for masked
-    scores) stays out of the result, and a condition of 3 is true."""
+    scores) stays out of the result, and a condition of 3 is true.  An index vector as ``x`` or
+    ``y`` is its values (:func:`~neuronsim.machine.nki.arith.index_values`)."""
+    x, y = index_values(x), index_values(y)
     values = [v for v in (x, y) if is_tile(v)]
     if isinstance(condition, Mask):  # a comparison of indices (rows past a bound): a 0 / 1 tile first
         if not values:

@@ -1,7 +1,8 @@
 """An index vector (``nl.arange(F)[None, :]``) used as a value.  Arithmetic with a tile made a
 tile of its values; ``nl.broadcast_to``, ``nl.copy``, ``nl.static_cast`` and ``nl.expand_dims``
 of one ended in an internal error (exit 3; a public agent's kernel log records the broadcast
-as compiled and exact on a device).  They take its values now, and an ISA call handed one
+as compiled and exact on a device), and ``nl.where`` refused one as not a number.  They take
+its values now, and an ISA call handed one
 where a tile goes is refused at its line, naming the parameter."""
 
 from __future__ import annotations
@@ -47,6 +48,14 @@ def expanded(x):
 
 
 @nki.jit
+def selected(x):
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    nl.store(out, value=nl.where(t > 0.5, t, nl.arange(x.shape[1])[None, :]) + 0.0 * t)
+    return out
+
+
+@nki.jit
 def isa_copy(x):
     out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
     nl.store(out, value=nisa.tensor_copy(nl.arange(x.shape[1])[None, :]))
@@ -66,6 +75,13 @@ def test_an_index_vector_used_as_a_value_is_its_values(kernels, func) -> None:
     outputs, report = run_kernel(f"k.py::{func}", x, seeds=(None,))
     assert not report.problems()
     np.testing.assert_array_equal(outputs, x + np.arange(64, dtype=np.float32)[None, :])
+
+
+def test_an_index_vector_selected_by_nl_where_is_its_values(kernels) -> None:
+    x = np.random.default_rng(3).random((128, 64), dtype=np.float32)
+    outputs, report = run_kernel("k.py::selected", x, seeds=(None,))
+    assert not report.problems()
+    np.testing.assert_array_equal(outputs, np.where(x > 0.5, x, np.arange(64, dtype=np.float32)[None, :]))
 
 
 def test_an_isa_call_handed_an_index_vector_is_refused_at_its_line(kernels) -> None:
