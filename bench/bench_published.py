@@ -23,7 +23,9 @@ Usage: ``.venv/bin/python bench/bench_published.py [--only SUBSTRING] [--set PAR
 current-API spelling of the four matrix-multiplication steps, run from the public NKI corpus
 (``aws-neuron-sdk/nki/examples/matrix_multiplication/matrix_multiplication_nki_kernels.py``;
 third-party code, read where it lies, never copied): the same published figures, the kernels a
-new user runs today (every loop unrolled by the trace, as NKI 0.7 does).  ``--set`` overrides a machine
+new user runs today (every loop unrolled by the trace, as NKI 0.7 does); and the fused-Mamba
+tutorial's own legacy kernels (``nki-samples/src/nki_samples/tutorials/fused_mamba/``) at
+its six shapes.  ``--set`` overrides a machine
 parameter for a sensitivity run, e.g. ``--set dve_ghz=1.4``.  ``--write-accuracy`` stores the
 held-out verdict (how many within 15 %, the worst and the median ratio) in
 ``machine/model/accuracy.json``, which ``neuronsim run``, ``simulate --json`` and the report
@@ -95,6 +97,20 @@ def sdk_cases(corpus: Path) -> tuple[Case, ...]:
         ("SDK hoisted (current API)", "nki_matmul_hoist_load_", 42.96),
         ("SDK blocked (current API)", "nki_matmul_block_free_dimension_", 22.07),
         ("SDK fully opt. (current API)", "nki_matmul_fully_optimized_", 6.97)))
+
+
+#: The fused-Mamba tutorial's own kernels (legacy API), inside the public NKI corpus.
+TUTORIAL_MAMBA = "nki-samples/src/nki_samples/tutorials/fused_mamba/mamba_nki_kernels.py"
+
+
+def tutorial_mamba_cases(corpus: Path) -> tuple[Case, ...]:
+    """The fused-Mamba tutorial's own v1 / v2 / v3 at the six published shapes, as diagnostic
+    rows beside ``scenarios/nki/published/mamba.py``, which writes them again (it reads each
+    partition broadcast from PSUM where the tutorial's ``nl.broadcast_to`` is the frontend's
+    lowering: a PE broadcast copied to SBUF, ``docs/timing.md``)."""
+    path = corpus / TUTORIAL_MAMBA
+    return tuple(replace(case, label=f"tutorial {case.label}", kernel=f"{path}::{case.kernel.split('::')[1]}",
+                         diagnostic=True) for case in CASES if case.kernel.startswith("mamba.py::"))
 
 
 def _layernorm(label: str, func: str, published_us: float, rows: int = 300, cols: int = 1000,
@@ -206,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", default=None, metavar="SPEC",
                         help="compile with this pass pipeline instead (a sensitivity run: which pass moves a figure)")
     parser.add_argument("--sdk-tutorial", metavar="CORPUS", type=Path, default=None,
-                        help="also run the SDK's current-API matmul tutorial kernels from this NKI corpus folder "
-                             "(diagnostic rows)")
+                        help="also run the SDK's current-API matmul tutorial kernels and the fused-Mamba "
+                             "tutorial's own kernels from this NKI corpus folder (diagnostic rows)")
     parser.add_argument("--write-accuracy", action="store_true",
                         help=f"store the verdict in {ACCURACY_FILE.name} (needs every case, no --set)")
     args = parser.parse_args(argv)
@@ -243,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
         if not (Path(args.sdk_tutorial) / SDK_MATMUL).is_file():
             print(f"--sdk-tutorial: no {SDK_MATMUL} under {args.sdk_tutorial}", file=sys.stderr)
             return 2
-        extra = sdk_cases(Path(args.sdk_tutorial).resolve())
+        corpus = Path(args.sdk_tutorial).resolve()
+        extra = sdk_cases(corpus) + (tutorial_mamba_cases(corpus) if (corpus / TUTORIAL_MAMBA).is_file() else ())
     cases = [c for c in CASES + extra if args.only in c.label or args.only in c.kernel]
     results = []
     header = (f"{'kernel':30} {'shape':26} {'instructions':>12} {'simulated us':>13} {'published us':>13} "
@@ -265,6 +282,15 @@ def main(argv: list[str] | None = None) -> int:
         kept = all(a.makespan_us > b.makespan_us for a, b in zip(sdk, sdk[1:]))
         print(f"\nSDK current-API steps in the published order (each faster than the one before): "
               f"{'yes' if kept else 'NO'} ({', '.join(f'{r.makespan_us / 1e3:,.1f}' for r in sdk)} ms)")
+    mamba = {(r.case.kernel.split("::")[1], r.case.shape): r.makespan_us for r in results
+             if r.case.label.startswith("tutorial mamba")}
+    pairs = [(("mamba_v2", "c=4096 seq=512 fp32"), ("mamba_v1", "c=4096 seq=512 fp32")),
+             (("mamba_v3", "c=4096 seq=2048 fp32"), ("mamba_v2", "c=4096 seq=2048 fp32"))]
+    pairs = [(fast, slow) for fast, slow in pairs if fast in mamba and slow in mamba]
+    if pairs:  # the tutorial's published orders: v2 faster than v1 at seq 512, v3 than v2 at 2048
+        kept = all(mamba[fast] < mamba[slow] for fast, slow in pairs)
+        print(f"tutorial's own Mamba kernels in the published orders (v2 < v1 at seq 512, v3 < v2 at 2048): "
+              f"{'yes' if kept else 'NO'}")
     held = [r for r in results if not r.case.diagnostic]
     inside = sum(r.within for r in held)
     ratios = sorted(r.ratio for r in held)
