@@ -10,13 +10,16 @@ each instruction it records carries the iterations of the sequential loops aroun
 (:mod:`neuronsim.passes.iteration_order`).
 
 While a legacy kernel is traced, its module's ``range`` is :class:`KernelRange`: the same
-sequence (length, indexing, membership, equality, the same errors for bad arguments), whose
+sequence (length, indexing, membership, equality, ``isinstance``, the same errors for bad
+arguments), whose
 iteration, inside a trace, marks each step.  A module that defines its own ``range`` keeps it;
 NKI 0.7 kernels keep Python's (the current API unrolls every loop before the compiler).
 
->>> r = KernelRange(None, range(0, 10, 4))
+>>> r = KernelRange(0, 10, 4)
 >>> list(r), len(r), r[-1], 8 in r, r == range(0, 10, 4), r.step
 ([0, 4, 8], 3, 8, True, True, 4)
+>>> isinstance(range(3), KernelRange), list(reversed(r)), r[1:], r[1:] == r[1:]
+(True, [8, 4, 0], range(4, 12, 4), True)
 >>> import copy, pickle
 >>> copy.deepcopy(r) is r, pickle.loads(pickle.dumps(r))
 (True, range(0, 10, 4))
@@ -36,13 +39,22 @@ __all__ = ["IN_ORDER_KEY", "KernelRange", "in_order", "legacy_range"]
 IN_ORDER_KEY = "x-in-order"
 
 
-class KernelRange:
-    """``range(...)`` as a legacy kernel sees it while ``tracer`` traces it (module doc)."""
+class _RangeType(type):
+    """``isinstance(x, range)`` in a kernel holds for Python's ranges and the kernel's alike."""
 
-    __slots__ = ("tracer", "values")
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, range) or type.__instancecheck__(KernelRange, obj)  # (no hook again)
 
-    def __init__(self, tracer: Any, values: range) -> None:
-        self.tracer, self.values = tracer, values
+
+class KernelRange(metaclass=_RangeType):
+    """``range(...)`` as a legacy kernel sees it (module doc): built from ``range``'s arguments;
+    the class :func:`legacy_range` makes for a trace names its ``tracer``."""
+
+    __slots__ = ("values",)
+    tracer: Any = None
+
+    def __init__(self, *args: Any) -> None:
+        self.values = range(*args)
 
     def __iter__(self) -> Iterator[int]:
         return in_order(self.tracer, iter(self.values)) if self.tracer is not None else iter(self.values)
@@ -52,7 +64,7 @@ class KernelRange:
 
     def __getitem__(self, key: Any) -> Any:
         item = self.values[key]
-        return KernelRange(self.tracer, item) if isinstance(item, range) else item
+        return type(self)(item.start, item.stop, item.step) if isinstance(item, range) else item
 
     def __len__(self) -> int:
         return len(self.values)
@@ -61,7 +73,7 @@ class KernelRange:
         return value in self.values
 
     def __eq__(self, other: object) -> bool:
-        return self.values == (other.values if isinstance(other, KernelRange) else other)
+        return self.values == (other if type(other) is range else getattr(other, "values", other))
 
     def __hash__(self) -> int:
         return hash(self.values)
@@ -110,9 +122,7 @@ def legacy_range(func: Any, tracer: Any) -> Iterator[None]:
         yield
         return
 
-    def kernel_range(*args: Any) -> KernelRange:
-        return KernelRange(tracer, range(*args))
-
+    kernel_range = _RangeType("range", (KernelRange,), {"__slots__": (), "tracer": tracer})
     module["range"] = kernel_range
     try:
         yield

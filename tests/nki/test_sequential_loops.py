@@ -52,6 +52,7 @@ def odd(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     assert len(range(4)) == 4 and list(range(3)) == [0, 1, 2] and range(10)[-1] == 9 and 3 in range(5)
     assert range(0, 8, 2)[::-1] == range(6, -2, -2) and range(1, 9, 3).step == 3
+    assert isinstance(range(3), range) and not isinstance(3, range) and type(range(2)) is range
     for i in reversed(range(2)):
         for j in range(2):
             t = nl.load(x[i * 64:(i + 1) * 64, j * 256:(j + 1) * 256])
