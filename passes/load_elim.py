@@ -20,7 +20,9 @@ allocator places what they leave, and its placement bounds the schedule as usual
    block put into a tile of the same shape, with neither tile written by anything else and
    the DRAM bytes not written in between, is dropped: its readers read the earlier tile.
    A traced kernel's loops are unrolled (NKI 0.7), so its whole body is one block, and a load
-   finds its twin in any earlier iteration.  With ``within_iteration=true``
+   finds its twin in any earlier iteration, but for a sequential loop's (a legacy kernel's
+   Python ``range``, an unrolled ``nl.sequential_range``: :func:`same_sequential_iteration`),
+   which the compiler keeps a loop and does not optimize across, as in the loop form.  With ``within_iteration=true``
    (``load-elim{within_iteration=true}``) only a twin of the same iteration counts (the
    loads' ``x-source`` indices agree, :func:`same_iteration`), as in the loop form, where
    each iteration's tiles are new buffers.  Off by default: the published figures support it
@@ -48,10 +50,11 @@ from typing import ClassVar
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, frozen_mapping
 from neuronsim.machine.ir.source import source_of
 
+from neuronsim.passes.iteration_order import IN_ORDER_KEY
 from neuronsim.passes.load_hoist_nest import hoist_nests
 from neuronsim.passes.pipeline import Pass, PassContext
 
-__all__ = ["LoadElim", "load_count", "is_load", "sbuf_allows", "same_iteration"]
+__all__ = ["LoadElim", "load_count", "is_load", "sbuf_allows", "same_iteration", "same_sequential_iteration"]
 
 
 def is_load(instr: Instruction, tensors) -> bool:
@@ -209,7 +212,8 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
             key = _load_key(node, info.tensors)
             group = kept.setdefault(_dram_group(info.tensors, node.reads[0].tensor), {})
             earlier = group.get(key) if key is not None else None
-            if earlier is not None and within_iteration and not same_iteration(earlier, node):
+            if earlier is not None and (not same_sequential_iteration(earlier, node)
+                                        or within_iteration and not same_iteration(earlier, node)):
                 group[key] = node  # a later iteration's load: it is the one kept from here on
                 out.append(node)
                 continue
@@ -224,6 +228,29 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
                 kept.pop(_dram_group(info.tensors, a.tensor), None)
         out.append(node)
     return tuple(out)
+
+
+def same_sequential_iteration(first: Instruction, second: Instruction) -> bool:
+    """Whether two instructions of an unrolled trace ran in the same iteration of every
+    sequential loop around both (their ``x-in-order`` marks, :mod:`~neuronsim.passes.iteration_order`):
+    a legacy kernel's Python ``range`` or ``nl.sequential_range``, whose iterations the compiler
+    does not optimize across, as it keeps such a loop a loop ("much more conservative
+    loop-level optimizations", the ``sequential_range`` page).  True without marks.
+
+    >>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
+    >>> def at(*marks):
+    ...     return Instruction("x", "sp", "dma_copy", extras=frozen_mapping({IN_ORDER_KEY: [list(m) for m in marks]}))
+    >>> same_sequential_iteration(at((1, 0, 2)), at((1, 0, 2), (2, 0, 5)))
+    True
+    >>> same_sequential_iteration(at((1, 0, 2)), at((1, 0, 3)))
+    False
+    """
+    a = first.extras.get(IN_ORDER_KEY) if first.extras else None
+    b = second.extras.get(IN_ORDER_KEY) if second.extras else None
+    if not a or not b:
+        return True
+    theirs = {run: iteration for run, _kept, iteration in b}
+    return all(theirs.get(run, iteration) == iteration for run, _kept, iteration in a)
 
 
 def same_iteration(first: Instruction, second: Instruction) -> bool:

@@ -157,3 +157,39 @@ def test_python_range_keeps_its_meaning_and_its_marks_end_with_the_loop(tmp_path
     assert marks[-2:] == [None, None]  # after a loop left by break, nothing is marked
     _outputs, report = run_kernel(path + "::odd", x, seeds=(None,))
     assert report is not None
+
+
+REUSE = '''
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def reuse(x, w):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in range(x.shape[1] // 512):
+        a = nl.load(w[:, 0:512])
+        b = nl.load(w[:, 0:512])
+        t = nl.load(x[:, i * 512:(i + 1) * 512])
+        nl.store(out[:, i * 512:(i + 1) * 512], nl.add(nl.add(t, a), b))
+    return out
+'''
+
+
+def test_a_sequential_loop_keeps_the_loads_of_each_iteration(tmp_path):
+    """``load-elim`` drops a load repeated within an iteration of a legacy ``range`` loop, but not
+    one repeated in a later iteration (the compiler keeps the loop a loop, as a kept
+    ``sequential_range`` is); NKI 0.7 unrolls the loop before the compiler, so there it does."""
+    arrays = _inputs()
+    eliminated = {}
+    current = REUSE.replace("import neuronxcc.nki as nki", "import nki").replace("neuronxcc.", "")
+    for api, source in (("legacy", REUSE), ("current", current)):
+        path = tmp_path / f"reuse_{api}.py"
+        path.write_text(source)
+        traced = trace(load_kernel(f"{path}::reuse"), *arrays, machine="trn1")
+        compiled, ctx = compile_program(traced.program, TRACED)
+        eliminated[api] = ctx.stats["load-elim"]["eliminated"]
+        assert check_program(compiled).races == ()
+        _outputs, report = run_kernel(f"{path}::reuse", *arrays, seeds=(None,))
+        assert not report.problems()
+    assert eliminated == {"legacy": TILES, "current": 2 * TILES - 1}
