@@ -195,7 +195,7 @@ class NoSuchTensorAttribute(AttributeError):
 
 class LeftLoopEarly(NkiError):
     """A kernel that left an unrolled legacy loop by ``return`` / ``break`` with iterations to
-    go (:meth:`~neuronsim.machine.nki.tracer.Tracer.check_loops_finished`); ``where`` is the loop's line."""
+    go (:func:`~neuronsim.machine.nki.loop_exit.check_loops_finished`); ``where`` is the loop's line."""
 
     def __init__(self, where: SourceLine, message: str) -> None:
         super().__init__(where, message)

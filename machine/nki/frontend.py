@@ -43,7 +43,7 @@ from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, NkiInternalError, NoSuchTensorAttribute, NotAffine,
                                           SourceLine, TraceTooLarge, _display)
 from neuronsim.machine.nki.frames import mark_entry
-from neuronsim.machine.nki.loop_exit import body_exit_after_loop
+from neuronsim.machine.nki.loop_exit import body_exit_after_loop, check_loops_finished
 from neuronsim.machine.nki.groups import open_groups
 from neuronsim.machine.nki.hbm import SharePrivate, private_returned
 from neuronsim.machine.nki.kernel import (HostLaunch, Kernel, launched, platform_of, schedule_of, simulation_mode,
@@ -392,7 +392,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
     def instance() -> list[Any]:
         each = bounds[tracer.cores.rank()] if tracer.ranks > 1 else bound
         result = func(*each.args, **each.kwargs)
-        tracer.check_loops_finished()
+        check_loops_finished(tracer)
         tracer.flush()
         return _returned(result, func, tracer if simulated else None)
 

@@ -3,17 +3,19 @@
 The legacy ``nki.language.sequential_range`` page: "Inside a NKI kernel, any use of Python
 range(...) will be replaced with sequential_range(...) by Neuron compiler", which "informs
 Neuron compiler to respect inter-loop dependency and perform much more conservative loop-level
-optimizations compared to affine_range".  neuronsim still runs such a loop as Python runs it
-(every iteration traced, the kernel's Python state as Python leaves it); what changes is that
-each instruction it records carries the iterations of the sequential loops around it
-(``extras["x-in-order"]``), which the scheduler keeps in order on each engine
-(:mod:`neuronsim.passes.iteration_order`).
+optimizations compared to affine_range".
 
 While a legacy kernel is traced, its module's ``range`` is :class:`KernelRange`: the same
 sequence (length, indexing, membership, equality, ``isinstance``, the same errors for bad
-arguments), whose
-iteration, inside a trace, marks each step.  A module that defines its own ``range`` keeps it;
-NKI 0.7 kernels keep Python's (the current API unrolls every loop before the compiler).
+arguments).  A ``for`` statement directly over it is the tracer's sequential loop
+(``Tracer.loop``): kept, its body traced once, where the tracer keeps loops; unrolled where the
+body needs the index's value, and then Python's own loop (``break`` leaves it, the kernel's
+Python state is Python's).  Any other iteration of it (a list of it, ``zip``, ``reversed``)
+is Python's.  Each unrolled iteration marks the instructions recorded in it
+(``extras["x-in-order"]``), which the scheduler keeps in order on each engine
+(:mod:`neuronsim.passes.iteration_order`) and ``load-elim`` reads.  A module that defines its
+own ``range`` keeps it; NKI 0.7 kernels keep Python's (the current API unrolls every loop
+before the compiler).
 
 >>> r = KernelRange(0, 10, 4)
 >>> list(r), len(r), r[-1], 8 in r, r == range(0, 10, 4), r.step
@@ -27,6 +29,10 @@ NKI 0.7 kernels keep Python's (the current API unrolls every loop before the com
 
 from __future__ import annotations
 
+import dis
+import linecache
+import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -37,6 +43,8 @@ __all__ = ["IN_ORDER_KEY", "KernelRange", "in_order", "legacy_range"]
 #: that the trace unrolled (outermost first); ``run`` numbers the loop's runs in the trace,
 #: ``kept`` counts the program loops around that run (each of their iterations runs it again).
 IN_ORDER_KEY = "x-in-order"
+_FOR_RANGE = re.compile(r"^\s*for\s+[A-Za-z_]\w*\s+in\s+range\s*\(")
+_GET_ITER = dis.opmap["GET_ITER"]
 
 
 class _RangeType(type):
@@ -57,7 +65,16 @@ class KernelRange(metaclass=_RangeType):
         self.values = range(*args)
 
     def __iter__(self) -> Iterator[int]:
-        return in_order(self.tracer, iter(self.values)) if self.tracer is not None else iter(self.values)
+        if self.tracer is None:
+            return iter(self.values)
+        caller = sys._getframe(1)
+        if caller.f_code.co_code[caller.f_lasti] == _GET_ITER and \
+                _FOR_RANGE.match(linecache.getline(caller.f_code.co_filename, caller.f_lineno)):
+            # `for i in range(...)` itself (not a list, zip or comprehension of it): the compiler's
+            # sequential_range, kept (its body traced once) where the tracer keeps loops, else
+            # unrolled with its iterations marked (the tracer decides)
+            return self.tracer.loop("python", (self.values.start, self.values.stop, self.values.step))
+        return in_order(self.tracer, iter(self.values))
 
     def __reversed__(self) -> Iterator[int]:
         return iter(self[::-1])
@@ -127,6 +144,7 @@ def legacy_range(func: Any, tracer: Any) -> Iterator[None]:
     try:
         yield
     finally:
+        kernel_range.tracer = None  # a range kept past the trace iterates as Python's
         if module.get("range") is kernel_range:
             del module["range"]
 

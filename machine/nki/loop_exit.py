@@ -11,7 +11,7 @@ kernel function is traced again as NKI reads it: the trailing ``break`` dropped,
 
 Only a loop of the kernel function's own top-level statements whose body ends in the exit, in
 a function without closure variables, is rewritten; any other early exit stays the tracer's
-refusal (:meth:`~neuronsim.machine.nki.tracer.Tracer.check_loops_finished`).  Line numbers are
+refusal (:func:`check_loops_finished`).  Line numbers are
 the source's, so every later message names the kernel's own lines.
 """
 
@@ -21,7 +21,9 @@ import ast
 import linecache
 from typing import Any
 
-__all__ = ["body_exit_after_loop"]
+from neuronsim.machine.nki.errors import LeftLoopEarly
+
+__all__ = ["body_exit_after_loop", "check_loops_finished"]
 
 
 def body_exit_after_loop(func: Any, path: str, line: int) -> Any | None:
@@ -66,3 +68,17 @@ def _definition(tree: ast.Module, code: Any) -> ast.FunctionDef | None:
             if first == code.co_firstlineno:
                 return node
     return None
+
+
+def check_loops_finished(tracer: Any) -> None:
+    """Refuse the kernel ``tracer`` traced if it left an unrolled NKI loop early (its
+    ``left_early``; a legacy body ending in the exit is first traced again as NKI reads it,
+    :func:`body_exit_after_loop`): NKI traces a legacy body once for all its iterations; NKI
+    0.7 runs a Python loop as it traces."""
+    if tracer.left_early is not None:
+        where, kind, at, trips = tracer.left_early
+        why = ("NKI runs every iteration of a body it traced once, which neuronsim does only for loops it "
+               "keeps symbolic" if tracer.generation == "legacy" else
+               "NKI 0.7 runs a Python loop as the kernel is traced, so the iterations after it are never traced")
+        raise LeftLoopEarly(where, f"the kernel leaves this nl.{kind}_range loop by return or break in iteration "
+                                   f"{at} of {trips}: {why}; return after the loop")

@@ -31,7 +31,7 @@ from typing import Any
 
 from neuronsim.machine.nki import keywords
 from neuronsim.machine.nki.cores import side_by_side
-from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, SourceLine, TraceTooLarge, at_line,
+from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, at_line,
                                           check_tensor_name, fail, unsupported, user_frame, user_line, user_site)
 from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups, footprint_of
@@ -240,7 +240,7 @@ class Tracer:
     """The traced function's array arguments, by the id of the tensor each became."""
     left_early: tuple[SourceLine, str, int, int] | None = None
     """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
-    its line, kind, the iteration and the trip count (:meth:`check_loops_finished`)."""
+    its line, kind, the iteration and the trip count (:func:`~.loop_exit.check_loops_finished`)."""
 
     def __post_init__(self) -> None:
         self.rss_at_start = peak_rss() if self.max_memory is not None else 0
@@ -481,8 +481,10 @@ class Tracer:
         if bounds[2] == 0:
             raise NkiError(where, f"{kind}_range with step 0: a loop that never ends")
         values = range(*bounds)
-        if keep and values:
-            return self._kept(var, kind, values, key)
+        if keep and values:  # (a legacy kernel's `for` over Python's range: the compiler's sequential_range)
+            return self._kept(var, "sequential" if kind == "python" else kind, values, key)
+        if kind == "python":  # unrolled, it is Python's loop, its iterations marked (machine/nki/kernel_range.py)
+            return in_order(self, iter(values))
         if self.max_instructions is not None and range_length(values) > self.max_instructions:
             # every iteration is traced, even one that calls nothing of NKI's: a loop of ten
             # billion empty iterations would run for hours below the instruction limit
@@ -539,18 +541,6 @@ class Tracer:
         """The NeuronCore generation traced for: 2 on trn1, 3 on trn2, 4 on trn3."""
         base = self.machine if isinstance(self.machine, str) else (self.machine or {}).get("base", "trn1")
         return {"trn2": 3, "trn3": 4}.get(base, 2)
-
-    def check_loops_finished(self) -> None:
-        """Refuse a kernel that left an unrolled NKI loop early (``left_early``; a legacy body
-        ending in the exit is first traced again as NKI reads it, :mod:`.loop_exit`): NKI traces
-        a legacy body once for all its iterations; NKI 0.7 runs a Python loop as it traces."""
-        if self.left_early is not None:
-            where, kind, at, trips = self.left_early
-            why = ("NKI runs every iteration of a body it traced once, which neuronsim does only for loops it "
-                   "keeps symbolic" if self.generation == "legacy" else
-                   "NKI 0.7 runs a Python loop as the kernel is traced, so the iterations after it are never traced")
-            raise LeftLoopEarly(where, f"the kernel leaves this nl.{kind}_range loop by return or break in iteration "
-                                       f"{at} of {trips}: {why}; return after the loop")
 
     # -- SPMD --------------------------------------------------------------------------------
     def instances(self) -> Iterator[tuple[int, ...]]:

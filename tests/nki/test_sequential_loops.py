@@ -12,7 +12,8 @@ import pytest
 from neuronsim.machine.nki import load_kernel, trace
 from neuronsim.machine.sim.simulator import simulate
 from neuronsim.passes import TRACED_PIPELINE, compile_program
-from neuronsim.passes.iteration_order import IN_ORDER_KEY, InOrder, iteration_gates
+from neuronsim.machine.ir.program import Loop
+from neuronsim.passes.iteration_order import IN_ORDER_KEY, RANGE_KEY, InOrder, iteration_gates
 from neuronsim.verify.nki.run import outputs_differ, run_kernel
 from neuronsim.verify.racecheck import check_program
 
@@ -30,6 +31,8 @@ import neuronxcc.nki.language as nl
 def scaled(x, w):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     for i in LOOP(x.shape[1] // 512):
+        if UNROLL and i == 0:  # a Python test of the index: the loop is unrolled to answer it
+            pass
         a = nl.load(x[:, i * 512:(i + 1) * 512])
         b = nl.load(w[:, i * 512:(i + 1) * 512])
         c = nisa.tensor_tensor(a, b, nl.multiply)
@@ -57,6 +60,9 @@ def odd(x):
         for j in range(2):
             t = nl.load(x[i * 64:(i + 1) * 64, j * 256:(j + 1) * 256])
             nl.store(out[i * 64:(i + 1) * 64, j * 256:(j + 1) * 256], t)
+    for i in list(range(2)):  # a loop over a list (of a range): Python's loop
+        t = nl.load(x[i * 64:(i + 1) * 64, 0:8])
+        nl.store(out[i * 64:(i + 1) * 64, 0:8], t)
     for k in range(5):
         if k == 1:
             break
@@ -66,9 +72,9 @@ def odd(x):
 '''
 
 
-def _kernel(tmp_path, loop: str, source: str = KERNEL) -> str:
-    path = tmp_path / f"k_{loop.replace('.', '_')}.py"
-    path.write_text(source.replace("LOOP", loop))
+def _kernel(tmp_path, loop: str, source: str = KERNEL, unroll: bool = False) -> str:
+    path = tmp_path / f"k_{loop.replace('.', '_')}_{int(unroll)}.py"
+    path.write_text(source.replace("LOOP", loop).replace("UNROLL", str(unroll)))
     return str(path)
 
 
@@ -89,24 +95,48 @@ def _iteration(inst) -> int:
     return int(re.search(r"\[(\d+)", inst.name).group(1))
 
 
-def test_a_python_range_marks_each_iteration_and_an_affine_range_does_not(tmp_path):
-    marked = trace(load_kernel(_kernel(tmp_path, "range") + "::scaled"), *_inputs(), machine="trn1").program
-    iterations = _iteration_of(marked)
-    assert sorted(iterations.values()) == sorted(list(range(TILES)) * 5)  # 2 loads, 2 ops, 1 store each
-    assert len({inst.extras[IN_ORDER_KEY][0][0] for inst, _ in marked.instructions()}) == 1  # one run
-    affine = trace(load_kernel(_kernel(tmp_path, "nl.affine_range") + "::scaled"), *_inputs(), machine="trn1")
-    assert not any(inst.extras and IN_ORDER_KEY in inst.extras for inst, _ in affine.program.instructions())
-    assert iteration_gates(affine.program) is None
+def _loop_kinds_of(loops) -> list[str]:
+    return [dict(loop.extras or {}).get(RANGE_KEY) for loop in loops]
+
+
+def _loop_kinds(program) -> list[str]:
+    return [dict(node.extras or {}).get(RANGE_KEY) for node, _ in program.walk() if isinstance(node, Loop)]
+
+
+def test_a_python_range_is_the_compilers_sequential_range(tmp_path):
+    """A legacy kernel's ``for`` over ``range`` is kept as ``nl.sequential_range`` is (its body
+    traced once); an ``nl.affine_range`` is kept affine; neither marks its instructions."""
+    programs = {loop: trace(load_kernel(_kernel(tmp_path, loop) + "::scaled"), *_inputs(), machine="trn1").program
+                for loop in ("range", "nl.sequential_range", "nl.affine_range")}
+    assert _loop_kinds(programs["range"]) == _loop_kinds(programs["nl.sequential_range"]) == ["sequential"]
+    assert _loop_kinds(programs["nl.affine_range"]) == ["affine"]
+    ops = {loop: [inst.op for inst, _ in program.instructions()] for loop, program in programs.items()}
+    assert ops["range"] == ops["nl.sequential_range"] == ops["nl.affine_range"] and len(ops["range"]) == 5
+    assert not any(inst.extras and IN_ORDER_KEY in inst.extras
+                   for program in programs.values() for inst, _ in program.instructions())
+    assert iteration_gates(programs["nl.affine_range"]) is None
 
 
 @pytest.mark.parametrize("loop", ["range", "nl.sequential_range"])
-def test_sequential_iterations_stay_in_order_on_every_engine(tmp_path, loop):
+def test_an_unrolled_sequential_loop_marks_each_iteration(tmp_path, loop):
+    """The body tests its index in Python: the loop is unrolled, each instruction marked with
+    its iteration (one run)."""
+    marked = trace(load_kernel(_kernel(tmp_path, loop, unroll=True) + "::scaled"), *_inputs(), machine="trn1").program
+    assert _loop_kinds(marked) == []
+    iterations = _iteration_of(marked)
+    assert sorted(iterations.values()) == sorted(list(range(TILES)) * 5)  # 2 loads, 2 ops, 1 store each
+    assert len({inst.extras[IN_ORDER_KEY][0][0] for inst, _ in marked.instructions()}) == 1
+
+
+@pytest.mark.parametrize("unroll", [False, True])
+@pytest.mark.parametrize("loop", ["range", "nl.sequential_range"])
+def test_sequential_iterations_stay_in_order_on_every_engine(tmp_path, loop, unroll):
     """Against the affine loop of the same body: the scheduler interleaves its iterations on
     some engine and finishes sooner; the sequential loop's never step back on any engine."""
     arrays = _inputs()
     makespans, backwards = {}, {}
     for kind in (loop, "nl.affine_range"):
-        path = _kernel(tmp_path, kind)
+        path = _kernel(tmp_path, kind, unroll=unroll and kind == loop)
         traced = trace(load_kernel(path + "::scaled"), *arrays, machine="trn1")
         gates = iteration_gates(traced.program) if kind == loop else None
         compiled, _ctx = compile_program(traced.program, TRACED)
@@ -150,13 +180,17 @@ def test_python_range_keeps_its_meaning_and_its_marks_end_with_the_loop(tmp_path
     path = _kernel(tmp_path, "", ODD_USES)
     x = np.arange(128 * 512, dtype=np.float32).reshape(128, 512)
     program = trace(load_kernel(path + "::odd"), x, machine="trn1").program
-    marks = [inst.extras.get(IN_ORDER_KEY) if inst.extras else None for inst, _ in program.instructions()]
-    nested = [m for m in marks if m and len(m) == 2]
-    assert len(nested) == 8  # 2 x 2 iterations, a load and a store each
-    assert [m[0][2] for m in nested[::2]] == [0, 0, 1, 1] and [m[1][2] for m in nested[::2]] == [0, 1, 0, 1]
-    assert marks[-2:] == [None, None]  # after a loop left by break, nothing is marked
-    _outputs, report = run_kernel(path + "::odd", x, seeds=(None,))
-    assert report is not None
+    found = [(inst.extras.get(IN_ORDER_KEY) if inst.extras else None, _loop_kinds_of(loops))
+             for inst, loops in program.instructions()]
+    # reversed(range(2)) is Python's loop, marked; the `for j in range(2)` inside it a kept
+    # sequential loop (one per outer iteration, a load and a store each)
+    assert [(m[0][2], kinds) for m, kinds in found[:4]] == [(0, ["sequential"])] * 2 + [(1, ["sequential"])] * 2
+    # list(range(2)) is consumed before its loop begins: Python's loop over a list, unmarked
+    assert found[4:8] == [(None, [])] * 4
+    assert found[-2:] == [(None, []), (None, [])]  # the break's loop is Python's again: nothing after it marked
+    outputs, report = run_kernel(path + "::odd", x, seeds=(None,))
+    assert not report.problems()
+    assert np.array_equal(outputs, x)
 
 
 REUSE = '''
@@ -177,19 +211,23 @@ def reuse(x, w):
 
 
 def test_a_sequential_loop_keeps_the_loads_of_each_iteration(tmp_path):
-    """``load-elim`` drops a load repeated within an iteration of a legacy ``range`` loop, but not
-    one repeated in a later iteration (the compiler keeps the loop a loop, as a kept
-    ``sequential_range`` is); NKI 0.7 unrolls the loop before the compiler, so there it does."""
+    """``load-elim`` drops a load repeated within an iteration of a legacy ``range`` loop, but when
+    the trace unrolled the loop, not one repeated in a later iteration (its marks: the compiler
+    keeps the loop a loop); NKI 0.7 unrolls the loop before the compiler, so there it does."""
     arrays = _inputs()
     eliminated = {}
     current = REUSE.replace("import neuronxcc.nki as nki", "import nki").replace("neuronxcc.", "")
-    for api, source in (("legacy", REUSE), ("current", current)):
-        path = tmp_path / f"reuse_{api}.py"
+    unrolled = REUSE.replace("        a = nl.load(w", "        if i == 0:\n            pass\n        a = nl.load(w")
+    for api, source in (("legacy", REUSE), ("legacy unrolled", unrolled), ("current", current)):
+        path = tmp_path / f"reuse_{api.replace(' ', '_')}.py"
         path.write_text(source)
         traced = trace(load_kernel(f"{path}::reuse"), *arrays, machine="trn1")
         compiled, ctx = compile_program(traced.program, TRACED)
-        eliminated[api] = ctx.stats["load-elim"]["eliminated"]
+        eliminated[api] = ctx.stats["load-elim"]["loads-before"] - ctx.stats["load-elim"]["loads-after"]
         assert check_program(compiled).races == ()
         _outputs, report = run_kernel(f"{path}::reuse", *arrays, seeds=(None,))
         assert not report.problems()
-    assert eliminated == {"legacy": TILES, "current": 2 * TILES - 1}
+    # kept (legacy): the load of w leaves the loop (hoisted: invariant) and its twin in the body
+    # is dropped; unrolled (legacy, the index tested): each iteration keeps its own load of w;
+    # NKI 0.7: one load of w in all
+    assert eliminated == {"legacy": 2 * TILES - 1, "legacy unrolled": TILES, "current": 2 * TILES - 1}

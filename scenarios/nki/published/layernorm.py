@@ -30,7 +30,7 @@ def _broadcast_rows(row, cols):
     """``row`` [1, cols] (SBUF) on all 128 partitions: a K = 1 ones matmul per chunk."""
     ones = nl.ones((1, P), dtype=nl.float32)
     wide = nl.ndarray((P, cols), dtype=nl.float32, buffer=nl.sbuf)
-    for c in range(0, cols, CHUNK):
+    for c in nl.static_range(0, cols, CHUNK):
         width = min(CHUNK, cols - c)
         part = nisa.nc_matmul(ones, row[:, c:c + width])
         wide[:, c:c + width] = nl.copy(part)

@@ -16,8 +16,9 @@ accumulation as ``tensor_tensor`` and the scan as ``tensor_tensor_scan`` on DVE;
 by DVE from PSUM), the lowering of a partition broadcast.  The loops are the tutorial's: the
 state loops ``affine_range`` (their ``+=`` into the accumulator is an associative reduction,
 which the ``affine_range`` page allows), v3's sequence tiles ``static_range`` (the tutorial's
-note: ``sequential_range`` there "gives ... much worse perf"), the bank loops Python's
-``range``, which the compiler reads as ``sequential_range``.  The tutorial times them on trn1
+note: ``sequential_range`` there "gives ... much worse perf"), and the per-bank broadcast loops
+``static_range``: they write out by hand what the compiler emits for the tutorial's
+``broadcast_to``, one instruction per bank, not a loop.  The tutorial times them on trn1
 at batch 1, 16 states (``bench/bench_published.py``).
 """
 
@@ -38,12 +39,12 @@ def _scan_step(d_i, u_i, a_i, b_row, c_row, ones, width, initial, out_buffer=nl.
     d_a = nisa.activation(op=nl.exp, data=d_i, scale=a_i)
     d_u = nisa.tensor_tensor(d_i, u_i, op=nl.multiply)
     d_bu = nl.ndarray((P, width), dtype=nl.float32, buffer=nl.sbuf)
-    for c in range(0, width, BANK):
+    for c in nl.static_range(0, width, BANK):
         b_bc = nisa.nc_matmul(ones, b_row[:, c:c + BANK])
         d_bu[:, c:c + BANK] = nisa.tensor_tensor(d_u[:, c:c + BANK], b_bc, op=nl.multiply)
     scan = nisa.tensor_tensor_scan(d_a, d_bu, initial, op0=nl.multiply, op1=nl.add)
     s_c = nl.ndarray((P, width), dtype=nl.float32, buffer=out_buffer)
-    for c in range(0, width, BANK):
+    for c in nl.static_range(0, width, BANK):
         c_bc = nisa.nc_matmul(ones, c_row[:, c:c + BANK])
         s_c[:, c:c + BANK] = nisa.tensor_tensor(scan[:, c:c + BANK], c_bc, op=nl.multiply)
     return s_c, scan

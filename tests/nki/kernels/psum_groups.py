@@ -24,7 +24,7 @@ def kept_loop(lhsT, rhs, out):
 @nki.jit
 def unrolled_loop(lhsT, rhs, out):
     acc = nl.zeros((M, N), nl.float32, buffer=nl.psum)
-    for k in range(lhsT.shape[0] // P):  # a Python loop: traced once per k
+    for k in nl.static_range(lhsT.shape[0] // P):  # unrolled by the trace: traced once per k
         a = nl.load(lhsT[k * P:(k + 1) * P, :])
         b = nl.load(rhs[k * P:(k + 1) * P, :])
         acc += nl.matmul(a, b, transpose_x=True)
