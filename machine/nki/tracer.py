@@ -181,8 +181,11 @@ class Tracer:
     loop_sites: dict[str, str] = field(default_factory=dict)
     unrolled_affine: list[list[Any]] = field(default_factory=list)
     """The legacy ``affine_range`` loops being unrolled around the call (:data:`UNROLLED_AFFINE_KEY`)."""
-    unrolled_runs: int = 0  # runs of such loops so far (a run's iterations share its number)
-    in_order: list[list[int]] = field(default_factory=list)  # unrolled legacy sequential loops (kernel_range)
+    unrolled_runs: int = 0
+    """Runs of such loops started so far (each run's iterations share its number)."""
+    in_order: list[list[int]] = field(default_factory=list)
+    """The legacy sequential loops unrolled around the call, ``[run, kept, iteration]`` each
+    (:data:`~neuronsim.machine.nki.kernel_range.IN_ORDER_KEY`); ``in_order_runs`` numbers their runs."""
     in_order_runs: int = 0
     program_id: tuple[int, ...] = ()
     written: set[str] = field(default_factory=set)
@@ -469,7 +472,9 @@ class Tracer:
 
     # -- loops -------------------------------------------------------------------------------
     def loop(self, kind: str, args: tuple[Any, ...]) -> Iterator[Any]:
-        """``nl.affine_range`` / ``sequential_range`` / ``static_range`` (and the current API's aliases)."""
+        """``nl.affine_range`` / ``sequential_range`` / ``static_range`` (and the current API's
+        aliases); ``kind="python"``: a legacy kernel's ``for`` over Python's ``range``, the
+        compiler's ``sequential_range`` (:mod:`~neuronsim.machine.nki.kernel_range`)."""
         where = user_line(2)
         start, stop, step = (0, args[0], 1) if len(args) == 1 else (*args, 1)[:3]
         match = _FOR.match(linecache.getline(where.path, where.line)) if where.path else None
