@@ -20,9 +20,10 @@ allocator places what they leave, and its placement bounds the schedule as usual
    block put into a tile of the same shape, with neither tile written by anything else and
    the DRAM bytes not written in between, is dropped: its readers read the earlier tile.
    A traced kernel's loops are unrolled (NKI 0.7), so its whole body is one block, and a load
-   finds its twin in any earlier iteration, but for a sequential loop's (a legacy kernel's
-   Python ``range``, an unrolled ``nl.sequential_range``: :func:`same_sequential_iteration`),
-   which the compiler keeps a loop and does not optimize across, as in the loop form.  With ``within_iteration=true``
+   finds its twin in any earlier iteration.  Not across an unrolled sequential loop (a legacy
+   kernel's Python ``range``, ``nl.sequential_range``), which the compiler keeps a loop and
+   does not optimize across: there, as in the loop form, a twin is in the same iteration
+   (:func:`same_sequential_iteration`).  With ``within_iteration=true``
    (``load-elim{within_iteration=true}``) only a twin of the same iteration counts (the
    loads' ``x-source`` indices agree, :func:`same_iteration`), as in the loop form, where
    each iteration's tiles are new buffers.  Off by default: the published figures support it
@@ -231,26 +232,27 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
 
 
 def same_sequential_iteration(first: Instruction, second: Instruction) -> bool:
-    """Whether two instructions of an unrolled trace ran in the same iteration of every
-    sequential loop around both (their ``x-in-order`` marks, :mod:`~neuronsim.passes.iteration_order`):
-    a legacy kernel's Python ``range`` or ``nl.sequential_range``, whose iterations the compiler
-    does not optimize across, as it keeps such a loop a loop ("much more conservative
-    loop-level optimizations", the ``sequential_range`` page).  True without marks.
+    """Whether two instructions of an unrolled trace ran in one iteration of the same unrolled
+    sequential loops (equal ``x-in-order`` marks, :mod:`~neuronsim.passes.iteration_order`): a
+    legacy kernel's Python ``range`` or ``nl.sequential_range``, which the compiler keeps a loop
+    and does not optimize across ("much more conservative loop-level optimizations", the
+    ``sequential_range`` page).  As in the loop form, where each loop body is a block of its
+    own, a load inside such a loop has no twin outside it, nor in another iteration or another
+    loop.  True when neither is marked.
 
     >>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
     >>> def at(*marks):
     ...     return Instruction("x", "sp", "dma_copy", extras=frozen_mapping({IN_ORDER_KEY: [list(m) for m in marks]}))
-    >>> same_sequential_iteration(at((1, 0, 2)), at((1, 0, 2), (2, 0, 5)))
-    True
-    >>> same_sequential_iteration(at((1, 0, 2)), at((1, 0, 3)))
+    >>> same_sequential_iteration(at((1, 0, 2)), at((1, 0, 2))), same_sequential_iteration(at(), at())
+    (True, True)
+    >>> same_sequential_iteration(at((1, 0, 2)), at((1, 0, 3))), same_sequential_iteration(at((1, 0, 2)), at())
+    (False, False)
+    >>> same_sequential_iteration(at((1, 0, 2)), at((1, 0, 2), (2, 0, 0)))  # a loop inside that iteration
     False
     """
     a = first.extras.get(IN_ORDER_KEY) if first.extras else None
     b = second.extras.get(IN_ORDER_KEY) if second.extras else None
-    if not a or not b:
-        return True
-    theirs = {run: iteration for run, _kept, iteration in b}
-    return all(theirs.get(run, iteration) == iteration for run, _kept, iteration in a)
+    return (a or []) == (b or [])
 
 
 def same_iteration(first: Instruction, second: Instruction) -> bool:

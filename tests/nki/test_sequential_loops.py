@@ -231,3 +231,21 @@ def test_a_sequential_loop_keeps_the_loads_of_each_iteration(tmp_path):
     # is dropped; unrolled (legacy, the index tested): each iteration keeps its own load of w;
     # NKI 0.7: one load of w in all
     assert eliminated == {"legacy": 2 * TILES - 1, "legacy unrolled": TILES, "current": 2 * TILES - 1}
+
+
+def test_a_load_before_an_unrolled_sequential_loop_is_no_twin_of_one_inside(tmp_path):
+    """As in the loop form, where the loop body is a block of its own: the load of ``w`` before
+    the loop stays, and so does each iteration's (only the twin within an iteration goes)."""
+    source = REUSE.replace("    for i in range(", "    w0 = nl.load(w[:, 0:512])\n    nl.store(out[:, 0:512], w0)\n"
+                                                  "    for i in range(")
+    source = source.replace("        a = nl.load(w", "        if i == 0:\n            pass\n        a = nl.load(w")
+    path = tmp_path / "reuse_before.py"
+    path.write_text(source)
+    arrays = _inputs()
+    traced = trace(load_kernel(f"{path}::reuse"), *arrays, machine="trn1")
+    compiled, ctx = compile_program(traced.program, TRACED)
+    stats = ctx.stats["load-elim"]
+    assert stats["loads-before"] - stats["loads-after"] == TILES
+    assert check_program(compiled).races == ()
+    _outputs, report = run_kernel(f"{path}::reuse", *arrays, seeds=(None,))
+    assert not report.problems()
