@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.nki.loop_state import LOOP_STATE_KEY, contents
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display, fail, shown, user_line
 from neuronsim.machine.nki.scalars import NkiScalar, VirtualRegister, _Scalar, record_decision
 from neuronsim.machine.nki.tiles import NkiTensor
@@ -41,7 +42,6 @@ from neuronsim.machine.nki.tracer import current
 
 __all__ = ["fori_loop", "while_loop", "if_else", "dynamic_range", "language_names", "LOOP_STATE_KEY"]
 
-LOOP_STATE_KEY = "x-nki-loop-state"
 _WHILE_LIMIT = 1 << 16
 #: A while_loop whose condition grows in magnitude this many iterations in a row is stopped.
 _AWAY_LIMIT = 1 << 10
@@ -229,7 +229,7 @@ class _PythonState:
                 value = cell.cell_contents
             except ValueError:  # not bound yet
                 continue
-            out[name] = (id(value), _contents(value))
+            out[name] = (id(value), contents(value))
         return out
 
     def compare(self, before: dict[str, tuple]) -> None:
@@ -247,17 +247,6 @@ class _PythonState:
                  "loop_file": self.where.file, "loop_line": self.where.line}
         if entry not in notes:
             notes.append(entry)
-
-
-def _contents(value: Any) -> Any:
-    """What an in-place change of a container alters (ids of its first items, its length)."""
-    if isinstance(value, (list, tuple)):
-        return (len(value), tuple(id(v) for v in value[:256]))
-    if isinstance(value, dict):
-        return (len(value), tuple((k, id(v)) for k, v in list(value.items())[:256]))
-    if isinstance(value, set):
-        return (len(value),)
-    return None
 
 
 def _line_changing(fn: Any, name: str) -> SourceLine:

@@ -40,6 +40,7 @@ from neuronsim.machine.nki.scopes import check_uses
 from neuronsim.machine.nki.kernel_range import IN_ORDER_KEY, in_order
 from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, as_mask, concrete, range_length
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.loop_state import BodyState, body_state, note_changes
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
 
@@ -487,7 +488,8 @@ class Tracer:
             raise NkiError(where, f"{kind}_range with step 0: a loop that never ends")
         values = range(*bounds)
         if keep and values:  # (a legacy kernel's `for` over Python's range: the compiler's sequential_range)
-            return self._kept(var, "sequential" if kind == "python" else kind, values, key)
+            state = body_state(where, kind, var)  # (Python state the body changes once: loop_state.py)
+            return self._kept(var, "sequential" if kind == "python" else kind, values, key, state)
         if kind == "python":  # unrolled, it is Python's loop, its iterations marked (machine/nki/kernel_range.py)
             return in_order(self, iter(values))
         if self.max_instructions is not None and range_length(values) > self.max_instructions:
@@ -504,10 +506,11 @@ class Tracer:
         # starts from the plain values its frame held at the loop's start (frames.restore_locals)
         symbolic = site is not None and site[1] != "static" and self.generation == "legacy" and len(values) > 1
         frame = user_frame() if symbolic else None
-        entry = plain_locals(frame, var)
+        entry, state = plain_locals(frame, var), body_state(site[0], site[1], var, containers=False) if frame else None
         for iteration, value in enumerate(values):
             self.flush()
             if iteration:
+                note_changes(state if iteration == 1 else None, self.program_extras)
                 restore_locals(frame, entry)
             self.loops.append((var, value))
             if affine:
@@ -526,7 +529,7 @@ class Tracer:
                     self.unrolled_affine.pop()
         self.flush()
 
-    def _kept(self, var: str, kind: str, values: range, key: str) -> Iterator[Any]:
+    def _kept(self, var: str, kind: str, values: range, key: str, state: BodyState | None = None) -> Iterator[Any]:
         self.flush()
         name, k = var, 1
         while self.kb.name_taken(name):
@@ -538,6 +541,7 @@ class Tracer:
                 value = index * values.step + values.start
                 yield SymIndex(value) if value.terms else value.const
                 self.flush()
+                note_changes(state, self.program_extras)
             finally:
                 self.loops.pop()
 

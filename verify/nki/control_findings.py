@@ -2,7 +2,11 @@
 
 ``loop-state``
     a compiled loop body (``nl.fori_loop`` / ``nl.while_loop``) that changes Python state: a
-    variable it closes over rebound (``nonlocal``), or a list / dict it changes in place.  The
+    variable it closes over rebound (``nonlocal``), or a list / dict it changes in place; and a
+    legacy ``affine_range`` / ``sequential_range`` body (or a legacy ``for`` over ``range``, the
+    compiler's ``sequential_range``), also traced once, that carries Python state from one
+    iteration to the next (reads a plain value before rebinding it, or builds a list;
+    :mod:`neuronsim.machine.nki.loop_state`).  The
     NKI docs say the body is traced once and run every iteration, the induction value handed in
     by value, and that other state must go through SBUF / HBM (or, for ``while_loop``, the
     condition register the body returns); a Python change happens once, at trace time.  The
@@ -116,9 +120,18 @@ def loop_state_findings(program: Program) -> list[NkiFinding]:
     for note in program.extras.get(LOOP_STATE_KEY, ()):
         at = f"{note['file']}:{note['line']}"
         loop = f"{note['loop_file']}:{note['loop_line']}"
-        message = (f"compiled loop at {loop}: its body {note['how']} Python variable {note['name']!r} at {at}; "
-                   f"NKI traces the body once, so the change is not carried from one iteration to the next on "
-                   f"the device (keep the state in an SBUF / HBM tile the body updates)")
+        kind = note.get("kind")
+        if kind is None:  # nl.fori_loop / nl.while_loop
+            message = (f"compiled loop at {loop}: its body {note['how']} Python variable {note['name']!r} at {at}; "
+                       f"NKI traces the body once, so the change is not carried from one iteration to the next on "
+                       f"the device (keep the state in an SBUF / HBM tile the body updates)")
+        else:  # a legacy loop traced once (machine/nki/loop_state.py)
+            label = ("for loop over range(...)" if kind == "python" else f"nl.{kind}_range loop")
+            read_as = " (the compiler's nl.sequential_range)" if kind == "python" else ""
+            message = (f"{label} at {loop}{read_as}: its body {note['how']} Python variable {note['name']!r} at {at}, "
+                       f"which an iteration {'reads first' if note['how'] == 'rebinds' else 'builds on'}; NKI "
+                       f"traces the body once, so the change is made once, not carried from one iteration to the "
+                       f"next (keep such state in an SBUF / HBM tile, or unroll the loop with nl.static_range)")
         found.append(ControlFinding(message, kind="loop-state", dependence="python", first=at, second=at,
                                     loop=loop, tensors=()))
     return found
