@@ -343,6 +343,9 @@ def matmul(x: NkiTensor, y: NkiTensor, *, transpose_x: bool = False, mask: Any =
                        "transposed on the Tensor Engine into a tile the kernel did not allocate, which NKI refuses "
                        "(err_transpose_on_tensor_engine_not_allowed_in_allocated_kernel); pass x as [K, M] with "
                        "transpose_x=True")
+        if len(x.shape) > 2:  # (else the transpose's own message names a call the kernel never made)
+            raise fail(f"nl.matmul: x is a {len(x.shape)}-D tile {tuple(x.shape)}; without transpose_x=True it is "
+                       "transposed on the Tensor Engine first, which takes a 2-D tile [M, K]")
         stationary = transpose(x)
     operand_rules.matmul_dtypes("nl.matmul", ops.lay(x), ops.lay(y))
     m, n = stationary.shape[-1], y.shape[-1]

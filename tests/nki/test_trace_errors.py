@@ -48,6 +48,14 @@ def multiplies_hbm(a):
 
 
 @nki.jit
+def multiplies_3d(a):
+    out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a.reshape((128, 2, 16)))
+    nl.store(out, value=nl.matmul(t, t))
+    return out
+
+
+@nki.jit
 def misses_an_operand(a):
     out = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.shared_hbm)
     t = nl.load(a[:, 0:32])
@@ -92,6 +100,7 @@ def test_a_failure_inside_neuronsim_is_an_internal_error_naming_the_kernel_line(
     ("divides_by_zero", "// 0", "ZeroDivisionError: integer division or modulo by zero"),
     ("misses_an_operand", "nisa.tensor_tensor(t)", "nisa.tensor_tensor: tensor_tensor() missing 2 required"),
     ("multiplies_hbm", "nl.matmul(a, a", "nl.matmul: x is the HBM tensor a; its operands are tiles on chip"),
+    ("multiplies_3d", "nl.matmul(t, t", "nl.matmul: x is a 3-D tile (128, 2, 16); without transpose_x=True"),
 ])
 def test_the_kernels_own_mistake_is_an_nki_error_at_its_line(kernel_file, func, text, message):
     with pytest.raises(NkiError) as info:
