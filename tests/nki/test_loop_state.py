@@ -1,6 +1,6 @@
 """A legacy loop body that carries Python state across iterations (tests/nki/kernels/
 legacy_loop_state.py): NKI traces it once, so the state changes once; the ``loop-state``
-finding names the loop and the line, and stays silent on temporaries and on loops unrolled in
+warning names the loop and the line, and stays silent on temporaries and on loops unrolled in
 Python (``static_range``)."""
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def _line(text: str, after: str) -> int:
 def test_state_a_body_carries_is_found_at_its_line(name, loop, what):
     found = [f for f in nki_findings(trace(kernel(f"legacy_loop_state.py::{name}"), f32(128, 16)).program)
              if f.kind == "loop-state"]
-    assert len(found) == 1, found
+    assert len(found) == 1 and found[0].severity == "warning", found  # (a kernel may rely on the one change)
     message = found[0].describe()
     assert message.startswith(loop) and what in message
     assert found[0].first.endswith(f"legacy_loop_state.py:{_line('# carried', after=f'def {name}(')}")

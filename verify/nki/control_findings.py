@@ -125,15 +125,17 @@ def loop_state_findings(program: Program) -> list[NkiFinding]:
             message = (f"compiled loop at {loop}: its body {note['how']} Python variable {note['name']!r} at {at}; "
                        f"NKI traces the body once, so the change is not carried from one iteration to the next on "
                        f"the device (keep the state in an SBUF / HBM tile the body updates)")
-        else:  # a legacy loop traced once (machine/nki/loop_state.py)
+        else:  # a legacy loop traced once (machine/nki/loop_state.py): a warning, as a kernel may
+            # rely on the single change (a student's `cols = cols // 2` in the body, right on hardware)
             label = ("for loop over range(...)" if kind == "python" else f"nl.{kind}_range loop")
             read_as = " (the compiler's nl.sequential_range)" if kind == "python" else ""
             message = (f"{label} at {loop}{read_as}: its body {note['how']} Python variable {note['name']!r} at {at}, "
                        f"which an iteration {'reads first' if note['how'] == 'rebinds' else 'builds on'}; NKI "
-                       f"traces the body once, so the change is made once, not carried from one iteration to the "
-                       f"next (keep such state in an SBUF / HBM tile, or unroll the loop with nl.static_range)")
+                       f"traces the body once, so the change is made once, not once per iteration, here as on "
+                       f"NKI (to carry it across iterations keep it in an SBUF / HBM tile, or unroll the loop with "
+                       f"nl.static_range)")
         found.append(ControlFinding(message, kind="loop-state", dependence="python", first=at, second=at,
-                                    loop=loop, tensors=()))
+                                    loop=loop, tensors=(), severity="error" if kind is None else "warning"))
     return found
 
 
