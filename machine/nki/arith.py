@@ -297,7 +297,7 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
             if scale_by_count:
                 current().kb.tensor_scalar(dst.view(), total.view(), op0="multiply", operand0=1.0 / count)
 
-        return _result(shape, _reduced_dtype(dtype, x, scale_by_count), "sbuf", emit, mask)
+        return _result(shape, _reduced_dtype(dtype, x, scale_by_count), "sbuf", ops.reducing(emit), mask)
 
     fn.__name__ = name
     return fn

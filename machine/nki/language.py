@@ -443,8 +443,8 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
         dst = NkiTensor(dst.layout.permuted(order))
     pending = tracer.take_pending(value) if is_tile(value) else None
     if pending is not None:
-        if mask is not None and pending.mask is None:
-            pending.mask = as_mask(mask)
+        if mask is not None and pending.mask is None and ops.elementwise(pending.emit):
+            pending.mask = as_mask(mask)  # (it bounds the result where it bounds the operands)
         if prod(pending.proxy.shape) > prod(dst.shape):  # (it was refused at the call's line, as its emission)
             raise fail(f"assigning a {tuple(pending.proxy.shape)} result to a {tuple(dst.shape)} tile: the "
                        f"destination is smaller (the errors page's err_store_dst_shape_smaller_than_other_shape)")

@@ -19,7 +19,7 @@ from neuronsim.machine.nki.isa import ISA_OPS, enum_names
 from neuronsim.machine.nki.spmd_loops import no_reorder as _no_reorder
 from neuronsim.machine.nki.language import psum as _psum
 from neuronsim.machine.nki.language import sbuf as _sbuf
-from neuronsim.machine.nki.ops import lay, result_dtype
+from neuronsim.machine.nki.ops import lay, reducing, result_dtype
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.legacy_rules import allocated_bias
@@ -118,7 +118,7 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
     shape = tuple(1 if a in axes else n for a, n in enumerate(data.shape)) if keepdims else \
         tuple(n for a, n in enumerate(data.shape) if a not in axes)
     return _result(shape, result_dtype(dtype, data), "sbuf",
-                   lambda dst: em.tensor_reduce(dst, op, data, axis, negate, keepdims), mask)
+                   reducing(lambda dst: em.tensor_reduce(dst, op, data, axis, negate, keepdims)), mask)
 
 
 @api("nisa.tensor_copy")

@@ -31,7 +31,7 @@ from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QUEUES", "broadcast_shape",
            "result_dtype", "per_partition", "opens_accumulation", "in_program_order", "reduced_last",
-           "engine_left_to_compiler", "COMPILER_ENGINES", "floats", "split_terms", "iota"]
+           "engine_left_to_compiler", "COMPILER_ENGINES", "floats", "split_terms", "iota", "elementwise", "reducing"]
 
 #: The engines offered to the compiler for an elementwise op or copy whose kernel names none
 #: (``docs/timing.md``, "Engine choice"): DVE, the frontend's default, and ACT.
@@ -120,6 +120,21 @@ def swapped_by_mask(emit: Callable[..., Any], mask: Any, source: Any, when: bool
     so that a ``mask=`` written in the source's indices bounds its destination's axes swapped
     (:func:`masked_in_source`); ``when``: the call is a transpose at all (a 2-D one)."""
     emit.transposes = when and masked_in_source(mask, source)  # type: ignore[attr-defined]
+    return emit
+
+
+def elementwise(emit: Callable[..., Any]) -> bool:
+    """Whether a held-back call's result lines up with its operands axis by axis, so that a
+    store's ``mask=`` (written in the result's indices) may bound the call as well as the store:
+    not a matmul (its partitions are the stationary operand's free axis), a transpose, or a
+    reduction (``emit.reduces``: the operand has axes the result has not).  For those the mask
+    is the store's alone, as the store page says: the call computes its whole result."""
+    return not any(hasattr(emit, mark) for mark in ("accumulates", "transposes", "reduces"))
+
+
+def reducing(emit: Callable[..., Any]) -> Callable[..., Any]:
+    """``emit``, a reduction's, marked so (:func:`elementwise`)."""
+    emit.reduces = True  # type: ignore[attr-defined]
     return emit
 
 
