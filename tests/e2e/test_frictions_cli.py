@@ -105,6 +105,20 @@ def add(a, b, out):
 '''
 
 
+def test_outputs_of_another_shape_than_the_reference_give_no_error_figure(tmp_path: Path) -> None:
+    import numpy as np
+
+    flat = "\n\ndef flat(a, b):\n    return {'out': (a + b).ravel()}\n"  # of another shape
+    (tmp_path / "add.py").write_text(ADD_KERNEL.format(tiles=1) + flat)
+    np.savez(tmp_path / "in.npz", a=np.ones((128, 4), "f4"), b=np.ones((128, 4), "f4"), out=np.zeros((128, 4), "f4"))
+    run = _neuronsim(tmp_path, "run", "add.py::add", "--inputs", "in.npz", "--reference", "add.py:flat")
+    assert run.returncode == 1, run.stdout + run.stderr
+    row = " ".join(line.strip(" │") for line in run.stdout.splitlines()
+                   if "outputs vs" in line or "reference shape" in line)
+    assert "DIFFER" in row and "reference shape (512,)" in row and "no output compared element by element" in row, row
+    assert "largest error 0 " not in row  # (the equal outputs' figure, said of outputs never compared)
+
+
 def test_run_of_a_big_kernel_says_what_it_does_from_its_first_stages(tmp_path: Path) -> None:
     import numpy as np
 
