@@ -53,12 +53,22 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.kernel_range import legacy_range
 from neuronsim.machine.nki.standins import generation_of, standins
 from neuronsim.machine.nki.tiles import NkiTensor
-from neuronsim.machine.nki.tracer import Tracer
+from neuronsim.machine.nki import indexing
+from neuronsim.machine.nki.tracer import Tracer, current, tracing
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
 from neuronsim.machine.nki.legacy_rules import check_flat_tiles, check_mutable, check_written
 
 __all__ = ["TracedKernel", "trace", "kernel_frame"]
+
+
+def _mask_read_as_truth(text: str) -> None:
+    """A mask Python read as a truth value (:data:`indexing.on_truth_value`): said at the kernel's line."""
+    if tracing():
+        current().warn("mask", text)
+
+
+indexing.on_truth_value = _mask_read_as_truth
 
 _MAX_ATTEMPTS = 64
 #: Restarts that unroll the loops named, one nest at a time, before every loop is unrolled.

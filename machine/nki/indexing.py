@@ -165,6 +165,14 @@ def ds(start: Any, size: int) -> slice:
     return slice(start, start + size)
 
 
+#: Called with :data:`TRUTH_WARNING` when Python reads a mask as a truth value (the tracer
+#: sets it: it says the warning at the kernel's line; this module knows no tracer).
+on_truth_value: Any = None
+TRUTH_WARNING = ("a comparison of indices read as a Python truth value (and, or, not, if) is true: `a and b` keeps "
+                 "b alone and `a or b` keeps a alone; combine masks with & and | (NKI's known-issues page: "
+                 "masks are combined with &, not `and`)")
+
+
 @dataclass(frozen=True)
 class Mask:
     """A mask: comparisons ``expr <cmp> value`` of index vectors with numbers, all of
@@ -192,6 +200,12 @@ class Mask:
     # No __bool__ that refuses (the errors page's err_control_flow_condition_depending_on_arange):
     # the SDK's own nc_match_replace8 test writes mask=(ix < n // 2 and iy < m // 2), which
     # Python's `and` reads through the first comparison's truth, and it runs on the device.
+    # It is true, as Python reads any object, and said (TRUTH_WARNING): `a and b` keeps b alone,
+    # `a or b` a alone, where the known-issues page asks for & (a CS149 probe's mask kept half).
+    def __bool__(self) -> bool:
+        if on_truth_value is not None:
+            on_truth_value(TRUTH_WARNING)
+        return True
 
     def __getitem__(self, key: Any) -> Mask:
         """``(i_p < 100)[:, None]``: the comparison of the index vectors reshaped so (as
