@@ -162,6 +162,8 @@ def _element_cycles(instr: Instruction, tensors: Mapping[str, Tensor], spec: Mac
         return 2.0 * free_size(tensors[instr.reads[0].tensor], instr.reads[0]), "ii"
     if op in ("select_reduce", "tensor_copy_predicated"):  # two streamed inputs, as tensor_tensor
         return 2.0 * n, "ii"
+    if op == "exponential":  # the Trainium3 architecture guide: "4x the throughput" of ACT's exp (N)
+        return n / 4.0, "ii"
     if op == "tensor_partition_reduce":  # no public figure: each of 8 GpSimd cores reads its partitions' rows
         source = tensors[instr.reads[0].tensor]
         partitions = access_shape(source, instr.reads[0])[0] if source.memory != MemoryKind.DRAM else 1

@@ -48,6 +48,9 @@ op                                  engines              reads -> writes        
 ``range_select``                    dve                  data, bound0, bound1     ``max(64, N)``
                                                          [, initial] -> out
                                                          [, reduce_res]
+``exponential``                     dve                  data [, max_value]       ``max(64, N/4)`` (v4's 4x)
+                                                         [, initial] -> out
+                                                         [, reduce_res]
 ``select_reduce``                   dve                  predicate, on_true       ``max(64, 2N)``
                                                          [, on_false] [, initial]
                                                          -> out [, reduce_res]
@@ -293,6 +296,10 @@ _SEARCH_AND_SELECT = (
            doc="out = in where cmp0(start + i, bound0) and cmp1(start + i, bound1) else value; "
                "writes[1][p] = max(initial, max(out[p]))",
            operands=("bound0", "bound1", "initial")),
+    OpSpec("exponential", ("dve",), (1, 3), (1, 2), {"max_value": _number_or_read, "initial": _number_or_read},
+           doc="out = exp(in - max_value) in fp32 (NeuronCore-v4's Vector Engine); "
+               "writes[1][p] = initial + sum(out[p])",
+           operands=("max_value", "initial")),
     OpSpec("select_reduce", ("dve",), (2, 4), (1, 2),
            {"reverse_pred": _is_bool, "on_false": _number_or_read, "initial": _number_or_read},
            doc="out = on_true where predicate != 0 (== 0 with reverse_pred) else on_false; "

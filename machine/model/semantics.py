@@ -102,6 +102,8 @@ Op meanings are those of the op table (``doc`` column); the details:
 ``range_select``                    ``in`` where ``cmp0(start + i, bound0)`` and ``cmp1(start + i,
                                     bound1)``, else ``value`` (default fp32 min); the second write gets
                                     ``max(initial, max of the row)`` (``initial`` default -inf)
+``exponential``                     ``exp(in - max_value)`` in fp32 (NeuronCore-v4's DVE); the second
+                                    write gets ``initial`` plus the row's sum (``initial`` default 0)
 ``select_reduce``                   ``on_true`` (read 1) where the predicate (read 0) is non-zero (zero
                                     with ``reverse_pred``), else ``on_false`` (an immediate, a ``[P, 1]``
                                     tile or a full tile); reduction as ``range_select``

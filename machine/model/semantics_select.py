@@ -141,6 +141,20 @@ def _range_select(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     return _with_reduction(picked, operands["initial"], reads, outs)
 
 
+def _exponential(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    """``exp(in - max_value)`` in fp32; the 2nd write, when there is one, each row's sum after
+    ``initial`` (the accumulator's last value, or 0)."""
+    rows = _rows(_fit(_f32(reads[0]), outs[0].shape))
+    operands = bind_operands(OP_TABLE["exponential"], attrs, len(reads))
+    with np.errstate(over="ignore"):  # exp of a large input is inf on the device too
+        values = np.exp(rows - _operand(operands["max_value"], reads, rows.shape[0], 0.0)).astype(F32)
+    results = [cast(values.reshape(outs[0].shape), outs[0].dtype)]
+    if len(outs) > 1:
+        total = values.sum(axis=1, keepdims=True, dtype=F32) + _operand(operands["initial"], reads, rows.shape[0], 0.0)
+        results.append(cast(_fill_rows(np.asarray(total, F32).reshape(-1, 1), outs[1]), outs[1].dtype))
+    return results
+
+
 def _predicate(reads, shape: tuple[int, ...], attrs) -> np.ndarray:
     chosen = _rows(_fit(reads[0], shape)) != 0
     return ~chosen if attrs.get("reverse_pred", False) else chosen
@@ -262,6 +276,7 @@ OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "nc_stream_shuffle": _nc_stream_shuffle,
     "tensor_scalar_cumulative": _tensor_scalar_cumulative,
     "range_select": _range_select,
+    "exponential": _exponential,
     "select_reduce": _select_reduce,
     "tensor_copy_predicated": _tensor_copy_predicated,
     "tensor_partition_reduce": _tensor_partition_reduce,

@@ -114,7 +114,7 @@ def _instr(op: str, engine: str, reads: list[Layout], writes: list[Layout], attr
     for layout in writes:
         tracer.note_write(layout)
     tracer.kb.instruction(op, engine, [r.view() for r in reads], [w.view() for w in writes], attrs=attrs)
-    if op in ("range_select", "select_reduce") and len(writes) > 1:  # its reduction's tile holds the accumulator
+    if op in ("range_select", "select_reduce", "exponential") and len(writes) > 1:  # (the accumulator's tile)
         keep_register("dve", writes[1])
 
 
@@ -217,6 +217,43 @@ def _reduction(reads: list, attrs: dict, writes: list, what: str, cmd: str, redu
     else:  # kept in the register only: a hidden [P, 1] tile stands for it
         target = declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf"))
     writes.append(target)  # the accumulator's tile: kept once the instruction has written it (_instr)
+
+
+def exponential(dst: Layout, src: Any, max_value: Any = 0.0, reduce_res: Any = None, reduce_cmd: Any = None,
+                reduce_init: Any = 0.0) -> None:
+    """``nisa.exponential`` (NeuronCore-v4's Vector Engine): ``dst = exp(src - max_value)`` in
+    fp32, ``max_value`` a number or one element a partition; through the accumulator
+    (``reduce_cmd``, idle by its page) each row's sum too: ``reset_reduce`` starts it there,
+    ``reduce`` adds to its last value, ``load_reduce`` to ``reduce_init``; ``reduce_res``, when
+    given, receives it."""
+    what = "nisa.exponential"
+    operand_rules.from_generation(what, 4)
+    data = _tile(src, f"{what} src")
+    operand_rules.same_counts(what, dst, src=data)
+    rows = data.view().num_partitions
+    reads, attrs = [data], {}
+    operand_rules.one_per_partition(what, "max_value", max_value, rows)
+    _bind(reads, attrs, "max_value", max_value)
+    cmd = command(reduce_cmd, "idle")
+    if cmd not in ("idle", "reset", "reset_reduce", "reduce", "load_reduce"):
+        raise current().refuse(f"{what}(reduce_cmd={cmd})", "idle, reset, reset_reduce, reduce or load_reduce")
+    if (is_tile(reduce_init) or ops.number(reduce_init) != 0) and cmd != "load_reduce":
+        raise fail(f"{what}: reduce_init is given with reduce_cmd=load_reduce only (its page: \"unset or set to 0.0 "
+                   f"when reduce_cmd is not load_reduce\")")
+    writes = [dst]
+    if cmd in ("reset_reduce", "reduce", "load_reduce"):
+        operand_rules.one_per_partition(what, "reduce_res", reduce_res, rows)
+        _bind(reads, attrs, "initial", register("dve", what) if cmd == "reduce" else
+              reduce_init if cmd == "load_reduce" else None)
+        writes.append(_tile(reduce_res, f"{what} reduce_res") if reduce_res is not None else
+                      declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf")))
+    _instr("exponential", "dve", reads, writes, attrs)
+    if cmd == "reset":  # the accumulator holds 0 (a hidden tile's memset)
+        start = declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf"))
+        current().kb.memset(start.view(), 0.0)
+        keep_register("dve", start)
+    if cmd in ("idle", "reset") and reduce_res is not None:  # the registers as they are (activation's page)
+        ops.copy(_tile(reduce_res, f"{what} reduce_res"), register("dve", what, cmd), "dve")
 
 
 def range_select(dst: Layout, on_true: Any, comp_op0: Any, comp_op1: Any, bound0: Any, bound1: Any,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.ir.program import MemoryKind
-from neuronsim.machine.nki import emitters as em
+from neuronsim.machine.nki import emitters as em, emitters_select as es
 from neuronsim.machine.nki import isa_select, mx, operand_rules, ops, scalars, schedule, transpose_dma
 from neuronsim.machine.nki.arith import alu_name, alu_names
 from neuronsim.machine.nki.cores import meet
@@ -88,14 +88,15 @@ REFUSED = {
     "reduce_scatter": "collectives", "collective_permute": "collectives",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
     "rand_get_state": "random numbers",
-    "exponential": "not modelled by neuronsim",
     "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
 }
 
 #: The legacy ``neuronxcc.nki.isa`` refuses the MX ops too: only the current API's form
 #: (``dst`` first) is modelled (machine/nki/mx.py).
 _TWO_CORE = "two-core kernels: write them with nki.isa"
-LEGACY_REFUSED = {**REFUSED, "dma_compute": "DMA compute", "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE,
+LEGACY_REFUSED = {**REFUSED, "dma_compute": "DMA compute",
+                  "exponential": "NeuronCore-v4's exponential in the legacy API: write it with nki.isa",
+                  "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE,
                   "nc_matmul_mx": "MX ops in the legacy API: write them with nki.isa",
                   "activate2": "NeuronCore-v4's two-stage activation in the legacy API: write it with nki.isa",
                   "quantize_mx": "MX ops in the legacy API: write them with nki.isa"}
@@ -309,6 +310,12 @@ def tensor_scalar_reduce(dst, data, op0, operand0, reduce_op, reduce_res=None, r
                                                  reduce_res_negate=bool(reduce_res_negate)), name)
 
 
+@api("nisa.exponential")
+def exponential(dst, src, max_value=0.0, reduce_res=None, reduce_cmd=None, reduce_init=0.0, name=None,
+                **_kw) -> Handle:
+    return _emit(lambda: es.exponential(_dst(dst), src, max_value, reduce_res, reduce_cmd, reduce_init), name)
+
+
 @api("nisa.dma_copy")
 def dma_copy(dst, src, dst_rmw_op=None, oob_mode=None, dge_mode=None, engine=None, name=None, priority=None,
              **_kw) -> Handle:
@@ -403,7 +410,8 @@ ISA_OPS = ("nc_matmul", "nc_transpose", "activation", "activation_reduce", "tens
 def current_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
     # the current API's only (the legacy one refuses them)
-    names.update(dma_compute=dma_compute, sendrecv=sendrecv, core_barrier=core_barrier, activate2=activate2)
+    names.update(dma_compute=dma_compute, sendrecv=sendrecv, core_barrier=core_barrier, activate2=activate2,
+                 exponential=exponential)
     names.update(enum_names())
     names.update(scalars.isa_names())  # scalar_load, NkiScalar, register_* (machine/nki/scalars.py)
     names.update(isa_select.current_names())  # max8, select_reduce, rng ... (machine/nki/isa_select.py)

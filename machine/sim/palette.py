@@ -56,6 +56,7 @@ OP_COLORS: dict[str, str] = {
     "select_reduce": "#222255",  # dark blue
     "tensor_copy_predicated": "#225555",  # dark cyan
     "tensor_partition_reduce": "#225522",  # dark green
+    "exponential": "#44AA77",  # green, as activation
     "sequence_bounds": "#666633",  # dark yellow
     "nonzero_with_count": "#663333",  # dark red
     "nc_n_gather": "#004488",  # high-contrast blue
