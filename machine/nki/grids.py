@@ -10,9 +10,14 @@ an instruction takes (the ``nl.tiles`` / ``NkiTileGrid`` / ``NkiBlockGrid`` page
 indexing the view allocates no storage and moves no data").
 
 Every selection of a grid over a tensor is a rectangle of it, so ``.data`` is a plain view.  An
-allocated grid (``alloc_tiles``, ``empty_like``) is a tensor of the grid's element shape; on chip
-that needs the tiles' rows in one run of partitions (at most 128): the pages lay a taller grid
-out in SBUF / PSUM in their own "dense rank-two" way, which neuronsim refuses rather than guess.
+allocated grid (``alloc_tiles``, ``empty_like``) is a tensor of the grid's element shape.  On
+chip a grid taller than 128 partitions cannot be one: the ``alloc_blocks`` page says SBUF and
+PSUM grids use a "dense rank-two capacity layout", so neuronsim lays its tile rows side by side
+along the free dimension (a ``[tile rows' partitions, rows, width]`` tensor, ``Grid.stacked``).
+A selection within one tile row is a plain view of it; one across tile rows is no one tensor on
+chip (``is_data_representable`` is False, and its ``.data`` is refused at the line).  How the
+compiler orders the rows in the free dimension no page says; only such a layout's bytes, never a
+value, depend on it.
 """
 
 from __future__ import annotations
@@ -43,10 +48,19 @@ class Grid:
     tile_shape: tuple[int, ...]
     region: tuple[tuple[int, int], ...]
     block_shape: tuple[int, ...] | None = None
+    stacked: int = 0
+    """An on-chip grid taller than 128 partitions (module doc): the partitions of one tile row,
+    the source being ``[stacked, rows, width]``; 0 for a grid that is a view of its source."""
 
     @property
     def _prefix(self) -> int:
-        return len(self.source.shape) - len(self.tile_shape)
+        return 0 if self.stacked else len(self.source.shape) - len(self.tile_shape)
+
+    @property
+    def _tile_rows(self) -> tuple[int, int]:
+        """The tile rows of a stacked grid the selection spans, ``[first, last)``."""
+        start, stop = self.region[0]
+        return start // self.stacked, -(-stop // self.stacked)
 
     @property
     def _cells(self) -> tuple[int, ...]:
@@ -75,7 +89,9 @@ class Grid:
 
     @property
     def is_data_representable(self) -> bool:
-        return True  # a rectangle of a tensor (module doc)
+        """A rectangle of a tensor, but across the tile rows of a stacked grid (module doc)."""
+        first, last = self._tile_rows if self.stacked else (0, 1)
+        return last - first <= 1
 
     @property
     def dtype(self) -> Any:
@@ -88,6 +104,15 @@ class Grid:
     @property
     def data(self) -> NkiTensor:
         """The selection as one tensor view."""
+        if self.stacked:
+            if not self.is_data_representable:
+                raise fail(f"{self!r}: .data of a selection across tile rows of an on-chip grid taller than 128 "
+                           "partitions is no one tensor (is_data_representable is False: the rows lie side by side "
+                           "in the free dimension); take .data one tile row at a time")
+            row = self._tile_rows[0]
+            (start, stop), *rest = self.region
+            key = (slice(start - row * self.stacked, stop - row * self.stacked), row, *(slice(a, b) for a, b in rest))
+            return self.source[key]
         key = (slice(None),) * self._prefix + tuple(slice(start, stop) for start, stop in self.region)
         return self.source[key]
 
@@ -182,6 +207,13 @@ def _shape(value: Any, what: str) -> tuple[int, ...]:
 
 
 def _over(source: Any, tile_shape: Any, block_shape: tuple[int, ...] | None, call: str) -> Grid:
+    if isinstance(source, Grid) and source.stacked:  # a block's tiles, or a tile grid's blocks, of a tall one
+        tile_shape = source.tile_shape if tile_shape is None else _shape(tile_shape, f"{call}: tile_shape")
+        if tile_shape[0] != source.stacked:
+            raise unsupported(f"{call} of tile shape {tile_shape} over an on-chip grid of {source.stacked}-partition "
+                              "tile rows", "the grid's own tile rows (its tile_shape)")
+        kind = TileGrid if block_shape is None else BlockGrid
+        return kind(source.source, tile_shape, source.region, block_shape, stacked=source.stacked)
     if isinstance(source, Grid):
         tile_shape = source.tile_shape if tile_shape is None else tile_shape
         source = source.data
@@ -222,11 +254,17 @@ def _allocated(element_shape: Any, tile_shape: Any, block_shape: Any, buffer: An
                name: str, call: str, zeroed: bool = False) -> Grid:
     element_shape = _shape(element_shape, f"{call}: element_shape")
     tile_shape = _shape(tile_shape, f"{call}: tile_shape")
-    if language.is_on_chip(buffer) and (element_shape[0] > 128 or len(element_shape) != len(tile_shape)):
+    on_chip = language.is_on_chip(buffer)
+    if on_chip and len(element_shape) != len(tile_shape):
         raise unsupported(f"{call} of element shape {element_shape} on chip",
-                          "SBUF / PSUM grids taller than 128 partitions, or with untiled leading dimensions, use the "
-                          "pages' dense rank-two layout; allocate one tile row at a time, or a plain nl.ndarray")
+                          "SBUF / PSUM grids with untiled leading dimensions use the pages' own dense layout; "
+                          "allocate one slab at a time, or a plain nl.ndarray")
     declare = language.zeros if zeroed else language.ndarray
+    if on_chip and element_shape[0] > 128 and tile_shape[0] <= 128:  # tile rows side by side (module doc)
+        rows = -(-element_shape[0] // tile_shape[0])
+        tensor = declare((tile_shape[0], rows, *element_shape[1:]), dtype, buffer=buffer, name=name, address=address)
+        kind = TileGrid if block_shape is None else BlockGrid
+        return kind(tensor, tile_shape, tuple((0, n) for n in element_shape), block_shape, stacked=tile_shape[0])
     tensor = declare(element_shape, dtype, buffer=buffer, name=name, address=address)
     return _over(tensor, tile_shape, block_shape, call)
 

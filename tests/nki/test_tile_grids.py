@@ -65,7 +65,7 @@ def test_the_geometry_a_grid_reports():
 
 
 @pytest.mark.parametrize("func, needle, words", [
-    ("tall_grid_on_chip", "element_shape=(256, 128)", "dense rank-two"),
+    ("tall_grid_on_chip", "tall[0:2, 0].data", "is_data_representable is False"),
     ("past_the_grid", "grid[grid.shape[0], 0]", "outside its 3 tiles"),
     ("slices_the_batch", "grid[0:1, 0, 0]", "one slab at a time"),
     ("batch_grid_on_chip", "element_shape=(2, 128, 64)", "untiled leading dimensions"),
@@ -90,3 +90,16 @@ def test_grids_allocated_like_another_keep_the_address_given():
     offsets = sorted(t.offset for t in traced.program.tensors.values() if t.memory == MemoryKind.SBUF)
     assert offsets == [4096, 8192], offsets  # zeros_like's address was dropped
     np.testing.assert_array_equal(run(kernel("tile_grids.py::placed_grids"), x)["return0"], x)
+
+
+def test_an_on_chip_grid_taller_than_128_partitions_holds_its_tile_rows_side_by_side():
+    x = f32(300, 256)
+    np.testing.assert_allclose(run(kernel("tile_grids.py::through_a_tall_grid"), x)["return0"], 2 * x)
+    traced = trace(kernel("tile_grids.py::through_a_tall_grid"), x)
+    [buf] = [t for t in traced.program.tensors.values() if t.memory.name == "SBUF" and len(t.shape) == 3]
+    assert tuple(buf.shape) == (128, 3, 256)  # the alloc_blocks page's dense rank-two layout
+
+
+def test_a_tall_block_grid_gives_its_tiles():  # the block -> tile transition of the NkiBlockGrid page
+    x = f32(256, 512)
+    np.testing.assert_allclose(run(kernel("tile_grids.py::through_a_tall_block"), x)["return0"], x)

@@ -75,8 +75,22 @@ def copied_by_blocks(src):
 
 @nki.jit
 def tall_grid_on_chip(src):
-    nl.alloc_tiles(tile_shape=(128, 128), element_shape=(256, 128), buffer=nl.sbuf, dtype=src.dtype)
-    return src
+    tall = nl.alloc_tiles(tile_shape=(128, 128), element_shape=(256, 128), buffer=nl.sbuf, dtype=src.dtype)
+    return tall[0:2, 0].data  # two tile rows: side by side in the free dimension, no one tensor
+
+
+@nki.jit
+def through_a_tall_grid(src):  # src (300, 256): tile rows of 128, 128 and 44 partitions in one SBUF grid
+    out = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.shared_hbm)
+    src_t, out_t = nl.tiles(src, tile_shape=(128, 128)), nl.tiles(out, tile_shape=(128, 128))
+    buf = nl.alloc_tiles(tile_shape=(128, 128), element_shape=src.shape, buffer=nl.sbuf, dtype=src.dtype)
+    assert buf.shape == (3, 2) and buf[0:1, :].is_data_representable and not buf[0:2, 0].is_data_representable
+    for i in range(buf.shape[0]):
+        nisa.dma_copy(dst=buf[i, :].data, src=src_t[i, :].data)  # a tile row at a time
+        for j in range(buf.shape[1]):
+            nisa.tensor_scalar(dst=buf[i, j].data, data=buf[i, j].data, op0=nl.multiply, operand0=2.0)
+            nisa.dma_copy(dst=out_t[i, j].data, src=buf[i, j].data)
+    return out
 
 
 @nki.jit
@@ -125,4 +139,17 @@ def placed_grids(src):
     nisa.tensor_tensor(e.data, e.data, z.data, nl.add)
     out = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(out, e.data)
+    return out
+
+
+@nki.jit
+def through_a_tall_block(src):  # src (256, 512): one SBUF block of 2 x 2 tiles, copied tile by tile
+    out = nl.ndarray(src.shape, dtype=src.dtype, buffer=nl.shared_hbm)
+    block = nl.alloc_blocks(tile_shape=(128, 256), block_shape=(2, 2), element_shape=src.shape, buffer=nl.sbuf,
+                            dtype=src.dtype)
+    tiles, src_t, out_t = nl.tiles(block), nl.tiles(src, tile_shape=(128, 256)), nl.tiles(out, tile_shape=(128, 256))
+    for a in range(tiles.shape[0]):
+        for b in range(tiles.shape[1]):
+            nisa.dma_copy(dst=tiles[a, b].data, src=src_t[a, b].data)
+            nisa.dma_copy(dst=out_t[a, b].data, src=tiles[a, b].data)
     return out
