@@ -67,3 +67,36 @@ def test_tiles_live_in_one_loop_that_do_not_fit_are_refused_at_a_line_and_variab
     assert file.endswith("large_working_set.py") and int(line) in loads
     assert f"tile '{loads[int(line)]}'" in caught.value.message
     assert "no tile live with it has a gap" in caught.value.message
+
+
+FULL_PARTITION = '''\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit(platform_target="{target}")
+def full_partition(output):
+    n = nl.tile_size.total_available_sbuf_size // 4  # a tile of exactly the usable bytes
+    buf = nl.ndarray([128, n], dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=buf, value=7)
+    nisa.dma_copy(dst=output[0:1, 0:n], src=buf[0:1, 0:n])
+    return output
+'''
+
+
+@pytest.mark.parametrize("target", ["trn1", "trn2"])
+def test_a_tile_of_exactly_the_usable_sbuf_bytes_fits(tmp_path, monkeypatch, target):
+    # trn2's usable bytes, 224 KiB - 16 KiB - 8, are no multiple of the allocator's alignment: the
+    # tile, padded, passed them and was refused (nki-library's generate_random sizes a tile so)
+    from neuronsim.machine.nki import load_kernel, trace
+    from neuronsim.verify.nki.simulate import compile_program
+    from neuronsim.machine.model.presets import resolve_machine
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.py").write_text(FULL_PARTITION.format(target=target))
+    usable = resolve_machine(target).sbuf_allocatable_bytes
+    traced = trace(load_kernel("k.py::full_partition"), np.zeros((1, usable // 4), np.int32))
+    compiled, _ = compile_program(traced.program)
+    [buf] = [t for t in compiled.tensors.values() if t.memory == MemoryKind.SBUF]
+    assert (buf.offset, buf.bytes_per_partition) == (0, usable)
