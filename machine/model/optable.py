@@ -37,6 +37,7 @@ op                                  engines              reads -> writes        
 ``iota``                            pool                 0 -> 1                   ``150 + N``
 ``affine_select``                   pool                 1 -> 1                   ``150 + N``
 ``set_rand_state``                  dve, pool            0..1 -> 0                ``64``
+``get_rand_state``                  dve, pool            0 -> 1                   ``max(64, N)``
 ``random``                          dve, pool            0 -> 1                   ``max(64, N)``
 ``max8``                            dve                  1 -> 1 (8/part.)         ``max(64, N)``
 ``nc_find_index8``                  dve                  data, vals -> 1          ``max(64, N)``
@@ -382,6 +383,8 @@ OP_TABLE: dict[str, OpSpec] = {
                doc="out = in where cmp(offset + p * channel_multiplier + pattern . i, 0) else value"),
         OpSpec("set_rand_state", ("dve", "pool"), (0, 1), (0, 0), {"seed": _non_negative_int},
                doc="seed the engine's random generator (from attr seed, or the first read)"),
+        OpSpec("get_rand_state", ("dve", "pool"), (0, 0), (1, 1),
+               doc="out = the engine's generator state as uint32 words (set_rand_state of them restores it)"),
         OpSpec("random", ("dve", "pool"), (0, 0), (1, 1),
                {"low": _is_number, "high": _is_number, "bits": _is_bool},
                doc="out = uniform[low, high) from the engine's random generator"),

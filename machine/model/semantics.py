@@ -21,8 +21,9 @@ Conventions (project choices where the reference is silent):
   (``ml_dtypes``); integer to float is exact where the format allows; float to
   integer rounds half to even, saturates at the integer range and maps NaN to 0.
 * **Random numbers** come from a per-engine generator (``numpy`` PCG64) kept in the memory
-  state; ``set_rand_state`` reseeds it from ``attrs.seed`` or, without it, from a BLAKE2b
-  digest of the first read's bytes (seed 0 when there is neither).
+  state; ``set_rand_state`` reseeds it from ``attrs.seed`` or, without it, from the first
+  read: the state ``get_rand_state`` stored there, else a BLAKE2b digest of its bytes (seed 0
+  when there is neither; ``Memory.seed_rng``).
 * **Opaque ops** (any name outside :data:`neuronsim.machine.model.optable.OP_TABLE`): write ``i`` receives
   bytes drawn uniformly from ``[0, 64)`` by a PCG64 stream seeded with
   ``BLAKE2b(op name, i, bytes of read 0, bytes of read 1, ...)``: a deterministic function of
@@ -82,6 +83,7 @@ Op meanings are those of the op table (``doc`` column); the details:
                                     free index split by the ``pattern`` counts (NKI ``affine_select``;
                                     no pattern, or counts not matching the free size: no free term)
 ``set_rand_state``                  reseeds the engine's generator; writes nothing
+``get_rand_state``                  the engine's generator state as uint32 words, restored by their reseed
 ``random``                          uniform in ``[low, high)`` (defaults 0, 1); with ``bits``, 32 random
                                     bits per element, truncated to the written integer dtype (NKI ``rng``)
 ``max8``                            per partition the 8 largest values of the read (fp32), descending; a
@@ -546,12 +548,12 @@ def _affine_select(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 
 
 def _set_rand_state(attrs, reads, outs, engine, state) -> list[np.ndarray]:
-    seed = attrs.get("seed")
-    if seed is None:
-        seed = 0 if not reads else int.from_bytes(
-            hashlib.blake2b(np.ascontiguousarray(reads[0]).tobytes(), digest_size=8).digest(), "little")
-    state.rngs[engine] = np.random.default_rng(seed)
+    state.seed_rng(engine, attrs.get("seed"), reads[0] if reads else None)
     return []
+
+
+def _get_rand_state(attrs, reads, outs, engine, state) -> list[np.ndarray]:
+    return [state.store_rng(engine, outs[0].shape).astype(outs[0].dtype)]
 
 
 def _random(attrs, reads, outs, engine, state) -> list[np.ndarray]:
@@ -585,6 +587,7 @@ _OPS: dict[str, Callable[..., list[np.ndarray]]] = {
     "iota": _iota,
     "affine_select": _affine_select,
     "set_rand_state": _set_rand_state,
+    "get_rand_state": _get_rand_state,
     "random": _random,
 }
 

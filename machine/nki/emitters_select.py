@@ -437,6 +437,20 @@ def seed(src: Any, engine: str = "dve") -> None:
     _instr("set_rand_state", engine, [_tile(src, "the random seed")], [])
 
 
+def store_state(dst: Layout, engine: str) -> None:
+    """``nisa.rand_get_state``: the engine's generator state into ``dst`` (uint32, one lane a
+    partition: 6 words on GpSimd, 24 on the Vector Engine, its page); reseeding from it restores it."""
+    what = "nisa.rand_get_state"
+    words = {"pool": 6, "dve": 24}[engine]
+    operand_rules.dtype_among(what, ("uint32",), "The output dst tile must be uint32.", dst=dst)
+    if dst.view().free_count != words:
+        raise fail(f"{what}: dst holds {dst.view().free_count} elements a partition; its page: {words} on the "
+                   f"{'GpSimd' if engine == 'pool' else 'Vector'} Engine (XORWOW's state)")
+    if engine == "pool" and dst.tensor.memory.name == "PSUM":
+        raise fail(f"{what}: dst is in PSUM, which the GpSimd Engine cannot access (its page)")
+    _instr("get_rand_state", engine, [], [dst])
+
+
 def dropout(dst: Layout, data: Any, prob: Any) -> None:
     """``data`` where a uniform draw is at least ``prob``, else 0: a draw into a staged fp32 tile,
     compared with ``prob`` (a number or a ``[P, 1]`` tile), times the data (three DVE ops)."""

@@ -87,7 +87,6 @@ REFUSED = {
     "all_reduce": "collectives", "all_gather": "collectives",
     "reduce_scatter": "collectives", "collective_permute": "collectives",
     "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
-    "rand_get_state": "random numbers",
     "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
 }
 

@@ -29,8 +29,8 @@ __all__ = ["current_names", "legacy_names", "language_names", "ISA_SELECT_OPS"]
 #: The ``nki.isa`` names this module implements (both generations).
 ISA_SELECT_OPS = ("max8", "nc_find_index8", "nc_match_replace8", "nc_stream_shuffle", "tensor_scalar_cumulative",
                   "range_select", "select_reduce", "tensor_copy_predicated", "tensor_partition_reduce", "dropout",
-                  "rng", "rand2", "set_rng_seed", "rand_set_state", "sequence_bounds", "nonzero_with_count",
-                  "nc_n_gather", "local_gather")
+                  "rng", "rand2", "set_rng_seed", "rand_set_state", "rand_get_state", "sequence_bounds",
+                  "nonzero_with_count", "nc_n_gather", "local_gather")
 
 
 def _dst(dst: Any):
@@ -150,7 +150,12 @@ def _seeding() -> dict[str, Any]:
         operand_rules.from_generation("nisa.rand_set_state", 3)
         return _emit(lambda: es.seed(src_seeds, _engine(engine, "pool")), name)
 
-    return {"set_rng_seed": set_rng_seed, "rand_set_state": rand_set_state}
+    @api("nisa.rand_get_state")
+    def rand_get_state(dst, engine=None, name=None, **_kw):
+        operand_rules.from_generation("nisa.rand_get_state", 3)
+        return _emit(lambda: es.store_state(_dst(dst), _engine(engine, "pool")), name)
+
+    return {"set_rng_seed": set_rng_seed, "rand_set_state": rand_set_state, "rand_get_state": rand_get_state}
 
 
 def _dropout_dtypes(dst: Any, data: Any, prob: Any, legacy: bool = False) -> None:
@@ -250,7 +255,7 @@ def _dst_forms() -> dict[str, Any]:
     """The ops whose legacy form also takes ``dst=`` (their current functions serve)."""
     current_forms = _current()
     return {name: current_forms[name] for name in ("rng", "rand2", "set_rng_seed", "rand_set_state",
-                                                    "nonzero_with_count", "nc_n_gather")}
+                                                    "rand_get_state", "nonzero_with_count", "nc_n_gather")}
 
 
 # -- nki.language ------------------------------------------------------------------------------

@@ -41,6 +41,8 @@ group's tensors share their first bytes).  Groups follow each other in name orde
 
 from __future__ import annotations
 
+import hashlib
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from math import prod
@@ -194,8 +196,8 @@ class Memory:
     Mutable on purpose: a run writes into it.  :meth:`copy` gives an independent run its own.
     """
 
-    __slots__ = ("spaces", "dram_layout", "partitions", "rng_seed", "rngs", "pe_transpose_exact", "current",
-                 "outside")
+    __slots__ = ("spaces", "dram_layout", "partitions", "rng_seed", "rngs", "saved_rngs", "pe_transpose_exact",
+                 "current", "outside")
 
     def __init__(self, spaces: list[np.ndarray], dram_layout: DramLayout, partitions: int, rng_seed: int,
                  pe_transpose_exact: bool = False) -> None:
@@ -204,6 +206,7 @@ class Memory:
         self.partitions = partitions
         self.rng_seed = rng_seed
         self.rngs: dict[str, np.random.Generator] = {}
+        self.saved_rngs: dict[bytes, dict] = {}  # a stored state's bytes -> the generator state stored
         self.pe_transpose_exact = pe_transpose_exact  # the machine's (MachineSpec), read by the transpose
         self.current = -1  # the instance being executed (the executor sets it)
         self.outside: list[tuple[int, str, int, float]] = []  # note_outside's notes
@@ -238,6 +241,32 @@ class Memory:
         if gen is None:
             gen = self.rngs[engine] = np.random.default_rng([self.rng_seed, sum(map(ord, engine)), len(engine)])
         return gen
+
+    def seed_rng(self, engine: str, seed: int | None, words: np.ndarray | None) -> None:
+        """Reseed ``engine``'s generator: by ``seed``, or from a state tile's ``words``: the very
+        generator state a ``get_rand_state`` stored there (:meth:`store_rng`), else one the words'
+        digest seeds (the device's XORWOW draws are not modelled, only their determinism)."""
+        if seed is not None or words is None:
+            self.rngs[engine] = np.random.default_rng(seed or 0)
+            return
+        data = np.ascontiguousarray(words).tobytes()
+        saved = self.saved_rngs.get(data)
+        if saved is not None:
+            gen = np.random.default_rng()
+            gen.bit_generator.state = saved
+            self.rngs[engine] = gen
+            return
+        self.rngs[engine] = np.random.default_rng(
+            int.from_bytes(hashlib.blake2b(data, digest_size=8).digest(), "little"))
+
+    def store_rng(self, engine: str, shape: tuple[int, ...]) -> np.ndarray:
+        """``engine``'s generator state as uint32 words of ``shape`` (a function of the state),
+        remembered so that reseeding from them restores it (:meth:`seed_rng`)."""
+        state = self.rng(engine).bit_generator.state
+        digest = hashlib.blake2b(repr(state).encode(), digest_size=8).digest()
+        words = np.random.default_rng(int.from_bytes(digest, "little")).integers(0, 2**32, size=shape, dtype=np.uint32)
+        self.saved_rngs[words.tobytes()] = state
+        return words
 
     def dram_array(self, tensor: Tensor, copy: bool = True) -> np.ndarray:
         """A DRAM tensor as an array of its dtype and shape: one copy of its bytes (through

@@ -45,6 +45,7 @@ OP_COLORS: dict[str, str] = {
     "tensor_tensor_scan": "#EEDD88",  # light yellow
     "random": "#EE8866",  # light orange
     "set_rand_state": "#44BB99",  # mint
+    "get_rand_state": "#33AA88",  # mint, darker
     "affine_select": "#CC3311",  # red (Tol vibrant)
     # the search, select, cumulative, gather and transposing-DMA ops (Tol bright, dark, high contrast)
     "max8": "#4477AA",  # blue

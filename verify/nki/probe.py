@@ -106,7 +106,7 @@ def _grown(memory: Memory, layout: DramLayout) -> Memory:
         dram[:memory.spaces[2].size] = memory.spaces[2]
     room = replace(layout, size=dram.size, sbuf_row=rows[0], psum_row=rows[1])
     out = Memory([*spaces, dram], room, partitions, memory.rng_seed)
-    out.rngs = memory.rngs  # the engines' generators go on from where they were
+    out.rngs, out.saved_rngs = memory.rngs, memory.saved_rngs  # the engines' generators go on from where they were
     return out
 
 
