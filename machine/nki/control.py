@@ -101,6 +101,10 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
     loop, bounds may be registers; one bound alone is the stop, as for ``range``."""
     where = user_line(2)
     current().flush()
+    if current().generation != "legacy":  # (it runs as it did: a kernel may target NKI 0.6)
+        current().warn("generation", "nl.dynamic_range is deprecated since NKI 0.6 and removed in NKI 0.7 (the "
+                       "migration guide, \"removes the dynamic loop constructs deprecated in NKI 0.6.0\"): write "
+                       "nl.fori_loop(lower, upper, body)", where)
     start, stop = (0, start) if stop is None else (start, stop)
     if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or step <= 0:  # (0 was Python's ValueError)
         raise fail(f"nl.dynamic_range: step={step!r}; its page: \"step - Must be a compile-time positive int\"")

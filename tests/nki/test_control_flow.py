@@ -79,6 +79,8 @@ def test_dynamic_range_with_a_scalar_offset_tile_unrolls_and_reads_each_offset()
     assert offsets == [0, 0, 128, 128]  # load and store of each iteration
     out = run(k, x, np.array([[2]], np.int32))["return0"]
     np.testing.assert_allclose(out[:256], 3 * x[:256], rtol=1e-6)
+    said = [message for _where, kind, message in traced.call_warnings if kind == "generation"]
+    assert said and "removed in NKI 0.7" in said[0] and "nl.fori_loop" in said[0]  # (it runs, as on 0.6)
 
 
 def test_python_state_carried_through_a_compiled_loop_is_found_at_its_line():
