@@ -341,8 +341,10 @@ class NkiTensor:
         return NkiTensor(layout.broadcast_to(shape))
 
     # -- the current API's shape views (machine/nki/tensor_views.py) -----------------------------
-    def permute(self, *dims: Any) -> NkiTensor:
-        return NkiTensor(views.permute(self.layout, _one_tuple(dims)))
+    def permute(self, *dims: Any, **named: Any) -> NkiTensor:  # (dims=[...]: nki-library's newer calls)
+        if named.keys() - {"dims"} or bool(dims) == ("dims" in named):
+            raise fail(".permute(): the new order of the dimensions once, as permute(0, 2, 1) or dims=[0, 2, 1]")
+        return NkiTensor(views.permute(self.layout, _one_tuple(dims) if dims else tuple(named["dims"])))
 
     def broadcast(self, dim: int, size: int) -> NkiTensor:
         return NkiTensor(views.broadcast(self.layout, dim, size))
