@@ -23,10 +23,8 @@ import json
 import math
 import os
 import re
-import sys
-import traceback
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -54,6 +52,7 @@ from neuronsim.machine.nki.kernel_range import legacy_range
 from neuronsim.machine.nki.standins import generation_of, standins
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki import indexing
+from neuronsim.machine.nki.kernel_frames import assertion_site, kernel_frame, kernel_frames, raised_by_us
 from neuronsim.machine.nki.tracer import Tracer, current, tracing
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
@@ -73,10 +72,6 @@ indexing.on_truth_value = _mask_read_as_truth
 _MAX_ATTEMPTS = 64
 #: Restarts that unroll the loops named, one nest at a time, before every loop is unrolled.
 _NESTS_ONE_BY_ONE = 10
-_OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-         os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scenarios"))
-#: neuronsim's compiler and checker packages: never the kernel's own frame when locating an error
-_PIPELINE = tuple(os.path.join(os.path.dirname(_OURS[0]), package) + os.sep for package in ("passes", "verify"))
 
 
 @dataclass(frozen=True)
@@ -193,7 +188,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
         except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
             raise
         except BaseException as err:  # a kernel's own BaseException subclass: its error, at its line
-            if _raised_by_us(err):
+            if raised_by_us(err):
                 raise
             raise NkiError(_located(err, func), f"{type(err).__name__}: {message_of(err)}") from None
     raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
@@ -259,14 +254,17 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
     if isinstance(err, NkiError):
         return err
     if isinstance(err, RecursionError):  # at the line that calls itself again (it was the kernel's def)
-        frames = list(_kernel_frames(err))
+        frames = [line for line, _name in kernel_frames(err)]
         counts = Counter(frames)
         again = next((f for f in reversed(frames) if counts[f] > 1), None)
         return NkiError(again or _defined_at(func), "the kernel recurses without end")
+    helper = assertion_site(err)  # a library's kernel_assert: at the line calling it
+    if helper is not None:
+        return NkiError(helper[0], f"{type(err).__name__} in {helper[1]}: {message_of(err)}")
     where = _located(err, func)
     if isinstance(err, NoSuchTensorAttribute):  # raised in our tensor class, for the kernel's read
         return NkiError(where, str(err))
-    if _raised_by_us(err):
+    if raised_by_us(err):
         internal = NkiInternalError(f"{type(err).__name__}: {err} (tracing {where})")
         internal.__cause__ = err
         return internal
@@ -280,19 +278,6 @@ def _check_grid(tracer: Tracer, func: Any) -> None:
     count = math.prod(tracer.grid)
     if tracer.max_instructions is not None and count > 1 and tracer.kb.emitted * count > tracer.max_instructions:
         raise TraceTooLarge(_defined_at(func), tracer.max_instructions, "instructions")
-
-
-def _raised_by_us(err: BaseException) -> bool:
-    """True when the innermost frame of ``err``'s traceback outside the Python and numpy
-    libraries is neuronsim's own code (not a kernel's, not a shipped NKI kernel's)."""
-    ours = False
-    for frame, _line in traceback.walk_tb(err.__traceback__):
-        path = os.path.abspath(frame.f_code.co_filename)
-        if path.startswith(_OURS):  # first: an installed neuronsim lives in site-packages
-            ours = not path.startswith(os.path.join(_OURS[1], "nki"))
-        elif not (path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path):
-            ours = False
-    return ours
 
 
 @contextmanager
@@ -332,26 +317,6 @@ def _located(err: BaseException, func: Any) -> SourceLine:
     """The innermost frame of ``err``'s traceback in the kernel's own code (none: where the
     kernel is defined)."""
     return kernel_frame(err) or _defined_at(func)
-
-
-def kernel_frame(err: BaseException) -> SourceLine | None:
-    """The innermost frame of ``err``'s traceback in the kernel's own code, if any (the
-    loader has no kernel function yet when an import fails, only its file)."""
-    frames = list(_kernel_frames(err))
-    return frames[-1] if frames else None
-
-
-def _kernel_frames(err: BaseException) -> Iterator[SourceLine]:
-    """The lines of ``err``'s traceback in the kernel's own code, outermost first."""
-    for frame, line in traceback.walk_tb(err.__traceback__):
-        path = os.path.abspath(frame.f_code.co_filename)
-        if path.startswith(_OURS) and not path.startswith(os.path.join(_OURS[1], "nki")):
-            continue
-        if path.startswith(_PIPELINE) or frame.f_code.co_filename.startswith("<frozen "):
-            continue  # a kernel run at import (an eager call) fails inside our passes: not its line
-        if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
-            continue
-        yield SourceLine(_display(path), line, path)
 
 
 def _kept_or_converted(value: np.ndarray, dtype: np.dtype) -> np.ndarray:

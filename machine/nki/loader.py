@@ -20,7 +20,7 @@ from neuronsim.machine.formats.inputs import special_file
 from neuronsim.machine.formats.pyfile import exit_call, run_file
 from neuronsim.machine.ir.errors import message_of
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
-from neuronsim.machine.nki.frontend import kernel_frame
+from neuronsim.machine.nki.kernel_frames import kernel_frame
 from neuronsim.machine.nki.standins import importing, standins
 
 __all__ = ["load_kernel", "split_spec", "beside_first"]

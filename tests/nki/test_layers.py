@@ -15,6 +15,7 @@ PACKAGE = "neuronsim.machine.nki"
 LAYERS = (
     "errors", "dtypes", "indexing", "vector_index", "layout", "tensor_views",  # values: no tracer
     "frames",  # the loop indices in force, read from the kernel's frames
+    "kernel_frames",  # which frames of a failure are the kernel's own code (where its mistake is said)
     "cores",  # the two cores of an LNC=2 kernel: instances as threads handing one baton
     "groups",  # a rewrite of the traced program (PSUM groups), no tracer
     "keywords",  # which keywords a call does not take misspell one it does (no tracer)

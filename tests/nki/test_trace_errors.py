@@ -47,6 +47,24 @@ def multiplies_hbm(a):
     return out
 
 
+def kernel_assert(condition, text):  # nki-library's helper, its assert the same line for every check
+    assert condition, f"Kernel validation exception: {text}"
+
+
+@nki.jit
+def asserts_through_a_helper(a):
+    out = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.shared_hbm)
+    kernel_assert(a.shape[0] == 256, "needs 256 rows")
+    return out
+
+
+@nki.jit
+def asserts_itself(a):
+    out = nl.ndarray((128, 32), dtype=a.dtype, buffer=nl.shared_hbm)
+    assert a.shape[0] == 256, "needs 256 rows"
+    return out
+
+
 @nki.jit
 def multiplies_3d(a):
     out = nl.ndarray((128, 128), dtype=a.dtype, buffer=nl.shared_hbm)
@@ -101,6 +119,8 @@ def test_a_failure_inside_neuronsim_is_an_internal_error_naming_the_kernel_line(
     ("misses_an_operand", "nisa.tensor_tensor(t)", "nisa.tensor_tensor: tensor_tensor() missing 2 required"),
     ("multiplies_hbm", "nl.matmul(a, a", "nl.matmul: x is the HBM tensor a; its operands are tiles on chip"),
     ("multiplies_3d", "nl.matmul(t, t", "nl.matmul: x is a 3-D tile (128, 2, 16); without transpose_x=True"),
+    ("asserts_through_a_helper", "kernel_assert(a.shape", "AssertionError in kernel_assert() at helper.py:"),
+    ("asserts_itself", "assert a.shape", "AssertionError: needs 256 rows"),
 ])
 def test_the_kernels_own_mistake_is_an_nki_error_at_its_line(kernel_file, func, text, message):
     with pytest.raises(NkiError) as info:

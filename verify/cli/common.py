@@ -192,7 +192,7 @@ def _raised_by_code(err: KeyboardInterrupt) -> str | None:
     SIGTERM are recorded by :mod:`~neuronsim.verify.cli.signals` as they arrive), else None."""
     if received() is not None or isinstance(err, Terminated):
         return None
-    from neuronsim.machine.nki.frontend import kernel_frame
+    from neuronsim.machine.nki.kernel_frames import kernel_frame
 
     where = kernel_frame(err)
     return str(where) if where is not None else None

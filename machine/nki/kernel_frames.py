@@ -1,0 +1,72 @@
+"""Which frames of a failure's traceback are the kernel's own code, and so where a kernel's
+mistake is said: the innermost of them, never neuronsim's own frames (its frontend, passes,
+checker), the Python or numpy libraries, or an import's machinery.  A shipped scenario's NKI
+kernel (``scenarios/nki``) counts as a kernel.
+
+An ``AssertionError`` raised by an assert helper of the kernel's library (a function whose name
+says assert, as nki-library's ``kernel_assert(condition, text)``) is said at the line that
+called the helper, the helper named: the helper's own line is the same for every check.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import traceback
+from collections.abc import Iterator
+
+from neuronsim.machine.nki.errors import SourceLine, _display
+
+__all__ = ["OURS", "kernel_frame", "kernel_frames", "raised_by_us", "assertion_site"]
+
+#: neuronsim's ``machine`` package and its shipped scenarios
+OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+        os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scenarios"))
+#: neuronsim's compiler and checker packages: never the kernel's own frame when locating an error
+_PIPELINE = tuple(os.path.join(os.path.dirname(OURS[0]), package) + os.sep for package in ("passes", "verify"))
+
+
+def kernel_frames(err: BaseException) -> Iterator[tuple[SourceLine, str]]:
+    """The lines of ``err``'s traceback in the kernel's own code, outermost first, each with its
+    function's name."""
+    for frame, line in traceback.walk_tb(err.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path.startswith(OURS) and not path.startswith(os.path.join(OURS[1], "nki")):
+            continue
+        if path.startswith(_PIPELINE) or frame.f_code.co_filename.startswith("<frozen "):
+            continue  # a kernel run at import (an eager call) fails inside our passes: not its line
+        if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
+            continue
+        yield SourceLine(_display(path), line, path), frame.f_code.co_name
+
+
+def kernel_frame(err: BaseException) -> SourceLine | None:
+    """The innermost frame of ``err``'s traceback in the kernel's own code, if any (the
+    loader has no kernel function yet when an import fails, only its file)."""
+    frames = list(kernel_frames(err))
+    return frames[-1][0] if frames else None
+
+
+def assertion_site(err: BaseException) -> tuple[SourceLine, str] | None:
+    """For an ``AssertionError`` an assert helper raised (module doc): the line calling the
+    helper, and the helper's name with its own line; None otherwise."""
+    if not isinstance(err, AssertionError):
+        return None
+    frames = list(kernel_frames(err))
+    if len(frames) < 2 or "assert" not in frames[-1][1].lower():
+        return None
+    (caller, _), (inside, helper) = frames[-2], frames[-1]
+    return caller, f"{helper}() at {inside}"
+
+
+def raised_by_us(err: BaseException) -> bool:
+    """True when the innermost frame of ``err``'s traceback outside the Python and numpy
+    libraries is neuronsim's own code (not a kernel's, not a shipped NKI kernel's)."""
+    ours = False
+    for frame, _line in traceback.walk_tb(err.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if path.startswith(OURS):  # first: an installed neuronsim lives in site-packages
+            ours = not path.startswith(os.path.join(OURS[1], "nki"))
+        elif not (path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path):
+            ours = False
+    return ours
