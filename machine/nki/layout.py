@@ -321,7 +321,8 @@ class Layout:
     def _advanced(self, key: tuple[Any, ...]) -> Layout:
         """Index vectors (``nl.arange`` / ``nl.mgrid``) and integers: one tile axis per
         iterator, in the order the index first uses them, so the partition index's iterator
-        comes first (``g[i_one, i_f]`` of ``nl.mgrid[0:128, 0:F, 0:1]`` is a ``(1, F)`` tile).
+        comes first (``g[i_one, i_f]`` of ``nl.mgrid[0:128, 0:F, 0:1]`` is a ``(1, F)`` tile);
+        past it numpy's broadcast order where a subscript sums two (``t[i0, 2*i1 + i3, 2*i2 + i4]``).
         Each axis is tagged with its iterator: a copy between views of the same iterators in
         another order permutes (``out[i_f, i_p] = t[i_p, i_f]`` stores a transpose)."""
         if any(isinstance(k, slice) for k in key):  # NKI's err_unsupported_mixing_basic_advanced_tensor_indexing
@@ -332,11 +333,9 @@ class Layout:
             raise fail(f"indexing {self.tensor.name} with a 1-D nl.arange is not supported: give the index its "
                        "axes, nl.arange(n)[:, None] for partitions or [None, :] for a free axis")
         exprs = [k if isinstance(k, ArangeExpr) else ArangeExpr(k, ()) for k in key]
-        order: list[Any] = []
-        for e in exprs:
-            for it in sorted(e.iters, key=lambda it: it.pos):
-                if it not in order:
-                    order.append(it)
+        order = list(dict.fromkeys(it for e in exprs for it in sorted(e.iters, key=lambda it: it.pos)))  # first use
+        if any(len(e.iters) > 1 for e in exprs[1:]):  # t[i0, 2*i1 + i3, 2*i2 + i4]: numpy's broadcast order
+            order = order[:len(exprs[0].iters)] + sorted(order[len(exprs[0].iters):], key=lambda it: it.pos)
         check_broadcastable(self.tensor.name, order)
         offset, strides, partitions, p_iter, shift = self.offset, dict.fromkeys(order, 0), self.partitions, None, 0
         for e, (kind, stride, _count) in zip(exprs, self.axes):
