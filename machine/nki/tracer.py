@@ -463,12 +463,13 @@ class Tracer:
         another call's instruction is being emitted (a reduction's first use of its tile), that
         call's extras, mask and site are its own again afterwards."""
         self.flush()
-        saved = self.kb.next_extras, self.mask, self.emit_site
+        saved = self.kb.next_extras, self.mask, self.emit_site, self.unrolled_affine, self.in_order
+        self.unrolled_affine, self.in_order = [], []  # (no iteration's: it runs once, where the tile was declared)
         start = self.kb.mark()
         try:
             self.emit(fn)
         finally:
-            self.kb.next_extras, self.mask, self.emit_site = saved
+            self.kb.next_extras, self.mask, self.emit_site, self.unrolled_affine, self.in_order = saved
         self.kb.move_since(start, self.decl_depth.get(name, 1))
 
     # -- loops -------------------------------------------------------------------------------
