@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.nki.loop_state import LOOP_STATE_KEY, contents
+from neuronsim.machine.nki.loop_state import LOOP_STATE_KEY, body_carries, contents
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display, fail, shown, user_line
 from neuronsim.machine.nki.scalars import NkiScalar, VirtualRegister, _Scalar, record_decision
 from neuronsim.machine.nki.tiles import NkiTensor
@@ -254,29 +254,22 @@ class _PythonState:
 
 
 def _line_changing(fn: Any, name: str) -> SourceLine:
-    """The first line of ``fn`` that assigns ``name`` or calls a method on it (else its def)."""
+    """The first line of ``fn`` that binds ``name`` or changes it in place (else its def), read
+    as the legacy loops' bodies are (:func:`~neuronsim.machine.nki.loop_state.body_carries`)."""
     code = fn.__code__
     first = SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
         return first
-    lines = []
-    for node in ast.walk(tree):
-        targets: list[Any] = []
-        if isinstance(node, (ast.Assign,)):
-            targets = node.targets
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            targets = [node.target]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            targets = [node.func.value]
-        for target in targets:
-            base = target.value if isinstance(target, ast.Subscript) else target
-            if isinstance(base, ast.Name) and base.id == name:
-                lines.append(node.lineno)
-    if not lines:
-        return first
-    return SourceLine(first.file, code.co_firstlineno + min(lines) - 1, code.co_filename)
+    node = tree.body[0] if tree.body else None
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        body = node.body
+    else:  # a lambda: its expression (getsource gives the statement around it)
+        found = next((n for n in ast.walk(tree) if isinstance(n, ast.Lambda)), None)
+        body = [ast.Expr(found.body)] if found is not None else tree.body
+    line = body_carries(body).line_of(name)
+    return first if line is None else SourceLine(first.file, code.co_firstlineno + line - 1, code.co_filename)
 
 
 def language_names() -> dict[str, Any]:

@@ -18,14 +18,14 @@ from neuronsim.machine.nki import language, ops
 from neuronsim.machine.nki import transpose_dma
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.arith import act_name, alu_name, index_values
-from neuronsim.machine.nki.alloc import declare_tile, spec_of
 from neuronsim.machine.nki.device_values import record_decision
 from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki import operand_rules
-from neuronsim.machine.nki.emitters_select import command, keep_register, register, select_reduce
+from neuronsim.machine.nki.emitters_select import (command, keep_register, register, register_tile, reset_register,
+                                                   select_reduce)
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import api, current
@@ -146,7 +146,7 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     if cmd in ("idle", "reset"):
         ops.activation(dst, func, data, scale=scale, bias=bias)
         if cmd == "reset":
-            _reset_register("act", dst, 0.0)
+            reset_register("act", dst, 0.0)
         if reduce_res is not None:  # its page: "if reduce_res: reduce_res = reduce_regs" (a probe: left unwritten)
             ops.copy(ops.lay(reduce_res), register("act", "nisa.activation", cmd), "act")
         return
@@ -167,27 +167,15 @@ def _vector_dtype(name: str, value: Any, allowed: tuple[str, ...]) -> None:
                    f"{' or '.join(allowed)} (the NKI errors page, err_activation_{name}_invalid_type)")
 
 
-def _register_tile(dst: Layout) -> Layout:
-    """A hidden ``[P, 1]`` fp32 SBUF tile standing for an engine's reduce registers."""
-    return declare_tile(current(), spec_of((dst.view().num_partitions, 1), to_dtype("float32"), "sbuf"))
-
-
-def _reset_register(engine: str, dst: Layout, identity: float) -> None:
-    """``reduce_cmd=reset``: the engine's accumulator holds ``identity`` (a hidden tile's memset)."""
-    start = _register_tile(dst)
-    current().kb.memset(start.view(), identity)
-    keep_register(engine, start)
-
-
 def _through_register(engine: str, what: str, cmd: str, dst: Layout, reduce_res: Any, op: str,
                       reduce_into: Callable[[Layout], None]) -> None:
     """An instruction's row reduction (``reduce_into(rows)`` emits it) through ``engine``'s
     accumulator: ``reset_reduce`` starts it there (``reduce_res``, or a hidden tile), ``reduce``
     combines it with the accumulator's last value by ``op`` (a DVE op after the instruction)."""
-    rows = _register_tile(dst) if reduce_res is None or cmd == "reduce" else ops.lay(reduce_res)
+    rows = register_tile(dst) if reduce_res is None or cmd == "reduce" else ops.lay(reduce_res)
     reduce_into(rows)
     if cmd == "reduce":
-        total = ops.lay(reduce_res) if reduce_res is not None else _register_tile(dst)
+        total = ops.lay(reduce_res) if reduce_res is not None else register_tile(dst)
         ops.binary(total, NkiTensor(register(engine, what)), NkiTensor(rows), op, "dve")
         rows = total
     keep_register(engine, rows)
@@ -400,7 +388,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
         if is_tile(reduce_init):
             keep_register("dve", ops.lay(reduce_init))
         else:
-            _reset_register("dve", dst, float(reduce_init))
+            reset_register("dve", dst, float(reduce_init))
         cmd = "reduce"
     if reduce_res_negate and reduce_res is not None and cmd in ("reset_reduce", "reduce"):
         _through_register_reduce(values, op, cmd, None)
@@ -410,7 +398,7 @@ def tensor_scalar_reduce(dst: Layout, data: Any, op0: Any, operand0: Any, reduce
         return
     if cmd in ("idle", "reset"):
         if cmd == "reset":
-            _reset_register("dve", dst, _IDENTITY.get(op, 0.0))
+            reset_register("dve", dst, _IDENTITY.get(op, 0.0))
         return
 
     _through_register_reduce(values, op, cmd, reduce_res)

@@ -79,6 +79,19 @@ def register(engine: str, what: str, cmd: str = "reduce") -> Layout:
     return layout
 
 
+def register_tile(like: Layout) -> Layout:
+    """A hidden ``[P, 1]`` fp32 SBUF tile standing for an engine's reduce registers, on the
+    partitions of ``like``."""
+    return declare_tile(current(), spec_of((like.view().num_partitions, 1), to_dtype("float32"), "sbuf"))
+
+
+def reset_register(engine: str, like: Layout, identity: float) -> None:
+    """``reduce_cmd=reset``: the engine's accumulator holds ``identity`` (a hidden tile's memset)."""
+    start = register_tile(like)
+    current().kb.memset(start.view(), identity)
+    keep_register(engine, start)
+
+
 def keep_register(engine: str, layout: Layout) -> None:
     """``layout`` now holds ``engine``'s accumulator (``"dve"`` or ``"act"``)."""
     _registers()[engine] = (layout, current().kb.write_count(layout.tensor.name))
@@ -211,11 +224,10 @@ def _reduction(reads: list, attrs: dict, writes: list, what: str, cmd: str, redu
         _bind(reads, attrs, "initial", register("dve", what))
     elif cmd not in ("reset_reduce", "idle"):
         raise current().refuse(f"{what}(reduce_cmd={cmd})", "reset_reduce, reduce or idle")
-    rows = writes[0].view().num_partitions
     if reduce_res is not None:
         target = _tile(reduce_res, f"{what} reduce_res")
     else:  # kept in the register only: a hidden [P, 1] tile stands for it
-        target = declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf"))
+        target = register_tile(writes[0])
     writes.append(target)  # the accumulator's tile: kept once the instruction has written it (_instr)
 
 
@@ -245,13 +257,10 @@ def exponential(dst: Layout, src: Any, max_value: Any = 0.0, reduce_res: Any = N
         operand_rules.one_per_partition(what, "reduce_res", reduce_res, rows)
         _bind(reads, attrs, "initial", register("dve", what) if cmd == "reduce" else
               reduce_init if cmd == "load_reduce" else None)
-        writes.append(_tile(reduce_res, f"{what} reduce_res") if reduce_res is not None else
-                      declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf")))
+        writes.append(_tile(reduce_res, f"{what} reduce_res") if reduce_res is not None else register_tile(data))
     _instr("exponential", "dve", reads, writes, attrs)
-    if cmd == "reset":  # the accumulator holds 0 (a hidden tile's memset)
-        start = declare_tile(current(), spec_of((rows, 1), to_dtype("float32"), "sbuf"))
-        current().kb.memset(start.view(), 0.0)
-        keep_register("dve", start)
+    if cmd == "reset":
+        reset_register("dve", data, 0.0)
     if cmd in ("idle", "reset") and reduce_res is not None:  # the registers as they are (activation's page)
         ops.copy(_tile(reduce_res, f"{what} reduce_res"), register("dve", what, cmd), "dve")
 

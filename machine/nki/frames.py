@@ -45,7 +45,7 @@ from typing import Any
 
 from neuronsim.machine.nki.errors import _CODE, _code_info, frame_line
 
-__all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at", "plain_locals", "restore_locals"]
+__all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at", "plain_locals", "restore_locals", "for_statement"]
 
 #: ``id -> code`` of the frames that call a kernel (``frontend._run``): the walk stops there.
 #: Caches here are keyed by a code object's ``id`` (hashing a code object hashes its constants
@@ -113,6 +113,18 @@ def _own_statements(node: ast.AST) -> Iterator[ast.stmt]:
             continue
         yield item
         stack.extend(child for child in ast.iter_child_nodes(item) if isinstance(child, ast.stmt))
+
+
+def for_statement(path: str, line: int) -> ast.For | None:
+    """The ``for`` statement at ``path:line`` in a function of the file (None: none there, or the
+    file does not parse); from the file's parse this module keeps."""
+    for node, first, last in _scopes(path) or ():
+        if first <= line <= last:
+            found = next((item for item in _own_statements(node) if isinstance(item, ast.For) and item.lineno == line),
+                         None)
+            if found is not None:
+                return found
+    return None
 
 
 def under_if(code: CodeType, line: int) -> bool:

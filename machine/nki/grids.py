@@ -180,6 +180,13 @@ class BlockGrid(_Kind):
     """``nl.NkiBlockGrid``: a grid whose cells are blocks of ``block_shape`` tiles."""
 
 
+def _grid(source: NkiTensor, tile_shape: tuple[int, ...], region: tuple[tuple[int, int], ...],
+          block_shape: tuple[int, ...] | None, stacked: int = 0) -> Grid:
+    """A tile grid, or a block grid when ``block_shape`` is given."""
+    kind = TileGrid if block_shape is None else BlockGrid
+    return kind(source, tile_shape, region, block_shape, stacked)
+
+
 def _coordinate(k: int, count: int, d: int) -> int:
     at = k + count if k < 0 else k
     if not 0 <= at < count:
@@ -212,8 +219,7 @@ def _over(source: Any, tile_shape: Any, block_shape: tuple[int, ...] | None, cal
         if tile_shape[0] != source.stacked:
             raise unsupported(f"{call} of tile shape {tile_shape} over an on-chip grid of {source.stacked}-partition "
                               "tile rows", "the grid's own tile rows (its tile_shape)")
-        kind = TileGrid if block_shape is None else BlockGrid
-        return kind(source.source, tile_shape, source.region, block_shape, stacked=source.stacked)
+        return _grid(source.source, tile_shape, source.region, block_shape, source.stacked)
     if isinstance(source, Grid):
         tile_shape = source.tile_shape if tile_shape is None else tile_shape
         source = source.data
@@ -232,8 +238,7 @@ def _over(source: Any, tile_shape: Any, block_shape: tuple[int, ...] | None, cal
                           "on chip every dimension is tiled (the pages lay untiled leading ones out in their own "
                           "dense layout)")
     trailing = source.shape[len(source.shape) - len(tile_shape):]
-    kind = TileGrid if block_shape is None else BlockGrid
-    return kind(source, tile_shape, tuple((0, n) for n in trailing), block_shape)
+    return _grid(source, tile_shape, tuple((0, n) for n in trailing), block_shape)
 
 
 @api("nl.tiles")
@@ -263,8 +268,7 @@ def _allocated(element_shape: Any, tile_shape: Any, block_shape: Any, buffer: An
     if on_chip and element_shape[0] > 128 and tile_shape[0] <= 128:  # tile rows side by side (module doc)
         rows = -(-element_shape[0] // tile_shape[0])
         tensor = declare((tile_shape[0], rows, *element_shape[1:]), dtype, buffer=buffer, name=name, address=address)
-        kind = TileGrid if block_shape is None else BlockGrid
-        return kind(tensor, tile_shape, tuple((0, n) for n in element_shape), block_shape, stacked=tile_shape[0])
+        return _grid(tensor, tile_shape, tuple((0, n) for n in element_shape), block_shape, tile_shape[0])
     tensor = declare(element_shape, dtype, buffer=buffer, name=name, address=address)
     return _over(tensor, tile_shape, block_shape, call)
 

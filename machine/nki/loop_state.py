@@ -29,13 +29,12 @@ reported by :mod:`neuronsim.verify.nki.control_findings`.
 from __future__ import annotations
 
 import ast
-import linecache
 from dataclasses import dataclass
 from types import FrameType
 from typing import Any
 
 from neuronsim.machine.nki.errors import SourceLine, user_frame
-from neuronsim.machine.nki.frames import _plain
+from neuronsim.machine.nki.frames import _plain, for_statement
 
 __all__ = ["BodyState", "Carried", "body_carries", "body_state", "contents", "note_changes", "LOOP_STATE_KEY"]
 
@@ -158,26 +157,19 @@ def _stores(target: Any) -> Any:
         yield from _events(target.value)
 
 
-_CARRIED: dict[tuple[str, int, str], Carried | None] = {}
+_CARRIED: dict[int, Carried] = {}
 
 
 def _loop_carries(path: str, line: int) -> Carried | None:
     """:class:`Carried` of the body of the ``for`` statement at ``path:line`` (None when its
-    source cannot be read); kept per file text, as a trace reaches a loop once per iteration of
+    source cannot be read); kept per statement, as a trace reaches a loop once per iteration of
     the loops around it."""
-    text = "".join(linecache.getlines(path))
-    key = (path, line, text)
-    if key not in _CARRIED:
-        _CARRIED[key] = None
-        try:
-            tree = ast.parse(text, path)
-        except (SyntaxError, ValueError):
-            return None
-        for node in ast.walk(tree):
-            if isinstance(node, ast.For) and node.lineno == line:
-                _CARRIED[key] = body_carries(node.body)
-                break
-    return _CARRIED[key]
+    node = for_statement(path, line)
+    if node is None:
+        return None
+    if id(node) not in _CARRIED:  # (the statement lives as long as the file's parse: frames keeps it)
+        _CARRIED[id(node)] = body_carries(node.body)
+    return _CARRIED[id(node)]
 
 
 def body_state(where: SourceLine, kind: str, variable: str, *, containers: bool = True) -> BodyState | None:
