@@ -17,7 +17,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import is_float
 from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.errors import NkiError, fail, shown
-from neuronsim.machine.nki.indexing import NEVER, ArangeExpr, Mask
+from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.legacy_rules import allocated_bias
@@ -273,21 +273,6 @@ def emit_partition_reduce(dst: Any, reducer: str, data: Any) -> None:
     tracer.kb.instruction("tensor_partition_reduce", "pool", [source.view()], [dst.view()], attrs={"op": reducer})
 
 
-def _one_reduced_range(call: str, x: NkiTensor, axes: list[int], mask: Any) -> None:
-    """Refuse a ``mask=`` that keeps the reduced axes in ranges that differ from one output
-    element to another (a pooling's padding, ``2*i1 - 1 + i3 >= 0``): the reduction is emitted
-    once per box of the mask, each writing its outputs whole, so the boxes would not combine."""
-    if not isinstance(mask, Mask) or mask is NEVER:
-        return
-    tags = x.layout.tags or ()
-    reduced = {it for a in axes if a < len(tags) and tags[a] for it in tags[a]}
-    boxes = mask.boxes
-    if len(boxes) > 1 and len({tuple(b for b in box.bounds if b[0] in reduced) for box in boxes}) > 1:
-        raise current().refuse(f"{call} with a mask= that keeps other ranges of the reduced axes for different "
-                               "outputs", "a mask over the reduced axes that keeps one range; pad by the load "
-                               "(a tile filled with the reduction's identity first) instead")
-
-
 def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
     @api(f"nl.{name}")
     def fn(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
@@ -302,7 +287,6 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
         kept = tuple(n for a, n in enumerate(x.shape) if a not in axes)
         shape = tuple(1 if a in axes else n for a, n in enumerate(x.shape)) if keepdims else kept
         count = prod(x.shape[a] for a in axes)
-        _one_reduced_range(f"nl.{name}", x, axes, mask)
 
         def emit(dst) -> None:
             src, reduced = ops.reduced_last(ops.lay(x), axes)

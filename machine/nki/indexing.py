@@ -272,12 +272,18 @@ class Mask:
         triangle ``i_p + i_f < n`` is a box per column, each from partition 0: compute engines
         start an access only at partition 0, 32, 64 or 96).  An instruction with such a mask
         is emitted once per box (:mod:`~neuronsim.machine.nki.tracer`)."""
+        return self.boxes_cut_first(frozenset())
+
+    def boxes_cut_first(self, outer: frozenset[Iter]) -> tuple[Mask, ...]:
+        """:attr:`boxes`, the grid cut along the iterators ``outer`` before the others: a
+        reduction's output iterators, so that boxes keeping other ranges of the reduced axes
+        write different outputs (:mod:`~neuronsim.machine.nki.mask_boxes`)."""
         try:
             self.bounds  # noqa: B018  (one box: the common case, no grid)
             return (self,)
         except NkiError:
             pass
-        iters = sorted(self._iterators(), key=lambda it: (-it.pos, it.uid))
+        iters = sorted(self.iterators(), key=lambda it: (it not in outer, -it.pos, it.uid))
         if prod(it.count for it in iters) > _MAX_GRID:
             raise unsupported(f"a mask over a grid of more than {_MAX_GRID} indices that is not one box",
                               "bound each axis on its own")
@@ -285,10 +291,10 @@ class Mask:
         return tuple(Mask(tuple(pred for it, lo, hi in box for pred in _range_preds(it, lo, hi)))
                      for box in _cut(kept, iters))
 
-    def _iterators(self) -> set[Iter]:
+    def iterators(self) -> set[Iter]:
         found = {it for expr, _cmp, _v in self.preds for it, c in expr.terms if c}
         for alt in self.alternatives:
-            found |= alt._iterators()
+            found |= alt.iterators()
         return found
 
     def _kept(self, iters: list[Iter], grid: np.ndarray) -> np.ndarray:

@@ -41,6 +41,7 @@ from neuronsim.machine.nki.kernel_range import IN_ORDER_KEY, in_order
 from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, as_mask, concrete, range_length
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.loop_state import BodyState, body_state, note_changes
+from neuronsim.machine.nki.mask_boxes import box_targets
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
 
@@ -395,12 +396,8 @@ class Tracer:
 
     def _emit_boxes(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         transposed = getattr(pending.emit, "transposes", False)  # a mask in the source's indices
-        for box in pending.mask.boxes if pending.mask is not None else (None,):
-            target = dst
-            for axis, lo, hi in box.bounds if box is not None else ():
-                target = target.restrict(axis, lo, hi, transposed)
-            if target.empty:
-                continue
+        reduces = hasattr(pending.emit, "reduces")
+        for box, target in box_targets(pending.site[1], pending.mask, dst, transposed, reduces):
             if target.limits is not None:  # a view past its tensor: the access must stay inside
                 target.check_bounds(pending.site[0])
             self.note_write(target)

@@ -26,6 +26,7 @@ LAYERS = (
     "hbm",  # HBM tensors by declaration: shared by a kernel's instances or each one's own (no tracer)
     "kernel_range",  # a legacy kernel's Python range: a sequential loop's iterations marked (no tracer)
     "loop_state",  # Python state a once-traced legacy loop body carries (no tracer)
+    "mask_boxes",  # where a masked call's instructions go: one per box of its mask (no tracer)
     "tracer",  # the recording core: loops, sites, pending results
     "device_values",  # tile contents read back at a point of the trace (decisions)
     "indirect",  # indirect DMA: a tile of row numbers as a DMA's index
