@@ -1,10 +1,9 @@
 """Allocation: place virtual tensors by liveness, reusing storage like a real allocator.
 
-Anti and output dependences are an artifact of storage reuse, so an allocator that never
-reused anything would hide them.  This one reuses the way NKI's ``mod_alloc`` does
-(``docs/kernel-patterns.md`` 1.4, 7.1, 7.6): logical buffers of one *shape class*
-share physical slots by liveness, and a tile declared inside a loop gets ``n`` rotating slots,
-iteration ``k`` using slot ``k mod n`` (multi-buffering: ``n = 2`` is double buffering).
+Anti and output dependences are an artifact of storage reuse, so an allocator that never reused anything
+would hide them.  This one reuses the way NKI's ``mod_alloc`` does (``docs/kernel-patterns.md`` 1.4, 7.1,
+7.6): logical buffers of one *shape class* share physical slots by liveness, and a tile declared inside a
+loop gets ``n`` rotating slots, iteration ``k`` using slot ``k mod n`` (``n = 2`` is double buffering).
 
 Lifetimes (:mod:`neuronsim.passes.analysis.lifetimes`; instance ids are program order, loops unrolled)
     The *hull* of a tensor is ``[first, last]`` instance touching it (``input`` DRAM tensors:
@@ -28,10 +27,9 @@ Placement
       beside a store's source, are each multi-buffered as if alone, not one slot each
       (rotation through two slots in all would alternate the two families); when those slots
       overflow, through ``buffers`` per tensor live at once, then ``buffers`` in all
-      (:data:`SPREADS`).  A slot of a ring class is a
-      *lane*: ``n`` consecutive class-sized slots, tensor slot ``s`` at ``lane + s * bytes``.
-      Slots are then packed:
-      each goes to the partition base (0, 32, 64, 96) where it can sit lowest, among the
+      (:data:`SPREADS`).  A slot of a ring class is a *lane*: ``n`` consecutive class-sized
+      slots, tensor slot ``s`` at ``lane + s * bytes``.  Slots are then packed: each goes to
+      the partition base (0, 32, 64, 96) where it can sit lowest, among the
       bases that keep every compute access within the partition-start rule, above every
       placed byte (placed tensors' rotating slots included).  When that overflows, every
       block (plain tensor or lane) is packed first fit in order of birth instead
@@ -56,6 +54,7 @@ Placement
       next bank (ring: ``n`` consecutive banks) after the last one used where nothing clashes,
       else the first with a free byte range beside what clashes; at most ``psum_banks``
       banks (0: all).  Two regions clash unless :func:`~neuronsim.passes.analysis.lifetimes.may_share`.
+      Rings that do not fit are all made plain, fallbacks (:func:`~.alloc_place.place_psum`).
     * DRAM: virtual DRAM tensors are classed by size (and ring) like SBUF, slots laid out
       above every addressed byte.  Alias-group tensors are placements already: they stay.
 
@@ -92,31 +91,29 @@ The sharing rule and why it is safe
 region, rotates the group's tensors through slots inside it by liveness (hulls, no rings), and
 marks them ``"x-shared": GROUP`` so ``anti-deps{spaces=shared}`` can run again after it.
 
-Counters (``ctx.stats["alloc"]``, printed by ``compile`` and ``footprint``): ``placed``, ``rotated``
-(rings), ``slots`` (theirs in all), ``bytes-used`` (the union of every placed slot, partitions
-x bytes) and ``bytes-saved`` (what storage of its own for every tensor would use beyond that);
-``fallbacks`` (SBUF ring groups made plain, PSUM rings with no banks); when something was
-spilled, ``spills``, ``spill-transfers`` and ``spill-bytes``, and ``psum-spills`` (two ACT
-copies each; :func:`neuronsim.verify.sync_counts.spill_traffic` counts the same).
+Counters (``ctx.stats["alloc"]``, printed by ``compile`` and ``footprint``): ``placed``, ``rotated`` (rings),
+``slots`` (theirs in all), ``bytes-used`` (the union of every placed slot, partitions x bytes) and
+``bytes-saved`` (what storage of its own for every tensor would use beyond that); ``fallbacks`` (SBUF ring
+groups made plain, PSUM rings with no banks); when something was spilled, ``spills``, ``spill-transfers`` and
+``spill-bytes``, and ``psum-spills`` (two ACT copies each; :func:`neuronsim.verify.sync_counts.spill_traffic`
+counts the same).
 
-Errors name where the tensor came from: a traced kernel's tile carries its declaration
-(``x-source``: file, line, call and the kernel's variable), so "no room" names that
-``file:line`` and variable; any other tensor its JSON path ``tensors.NAME``.
+Errors name where the tensor came from: a traced kernel's tile its declaration (``x-source``:
+"no room" names that ``file:line`` and variable), any other tensor its JSON path ``tensors.NAME``.
 
 Contract (``alloc``)
-    requires: a valid program; when it spills, dependence construction after it (as the
-    default pipeline does: ``build-fdeps`` derives the spill DMAs' deps, ``anti-deps`` the
-    reuse of their bytes; the DMAs carry none of their own).
-    guarantees: no virtual tensor left; the program is the given one unless SBUF or PSUM
-    overflows with one placement per tensor, and then differs only by spills (a top-level store and
-    reload per spill, the later accesses renamed to the reloaded tensor: the same values);
-    placed tensors unchanged and never overlapped by a new placement; a new tensor rotates
-    (``x-rotate``) only when it is iteration-private over its loop; two new placements share
-    a byte only under the rule above, so no two tensors hold a byte at the same instance,
-    counting every iteration; every compute access keeps the partition-start rule; every
-    placement passes :func:`neuronsim.machine.formats.validate.validate_program`; no-op
-    without virtual tensors.  With ``rotate=false`` no tensor rotates and the result is the
-    hull-only allocation (two new tensors share storage only with disjoint hulls).
+    requires: a valid program; when it spills, dependence construction after it (as the default pipeline does:
+    ``build-fdeps`` derives the spill DMAs' deps, ``anti-deps`` the reuse of their bytes; the DMAs carry none of
+    their own).
+    guarantees: no virtual tensor left; the program is the given one unless SBUF or PSUM overflows with one
+    placement per tensor, and then differs only by spills (a top-level store and reload per spill, the later
+    accesses renamed to the reloaded tensor: the same values); placed tensors unchanged and never overlapped by
+    a new placement; a new tensor rotates (``x-rotate``) only when it is iteration-private over its loop; two
+    new placements share a byte only under the rule above, so no two tensors hold a byte at the same instance,
+    counting every iteration; every compute access keeps the partition-start rule; every placement passes
+    :func:`neuronsim.machine.formats.validate.validate_program`; no-op without virtual tensors.  With
+    ``rotate=false`` no tensor rotates and the result is the hull-only allocation (two new tensors share storage
+    only with disjoint hulls).
 """
 
 from __future__ import annotations

@@ -225,13 +225,23 @@ def place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: i
     compiler's tiles go to other banks; when that leaves no room, again with each placed
     tile's banks taken only while it lives (a compiler allocates around tiles placed in
     advance by their lifetimes: eight banks placed, each dead after its copy, leave room for
-    a later tile)."""
-    try:
-        return _place_psum(program, lives, banks, align, spec, lasting=True)
-    except PsumFull:
-        if not any(t.memory == MemoryKind.PSUM and not t.is_virtual for t in program.tensors.values()):
-            raise
-    return _place_psum(program, lives, banks, align, spec, lasting=False)
+    a later tile).  When rings still do not fit, every tile of a loop body takes one
+    placement, its iterations one after another (a body whose tiles fill the banks, eight
+    one-bank tiles: rings of two would need sixteen)."""
+    kernel_placed = any(t.memory == MemoryKind.PSUM and not t.is_virtual for t in program.tensors.values())
+    rings = [name for name, life in lives.items() if life.loop is not None]
+    plain = {**lives, **{name: lives[name].plain for name in rings}}
+    tries = [(each, lasting) for each in ((lives, plain) if rings else (lives,))
+             for lasting in (True, False) if lasting or kernel_placed]
+    for k, (each, lasting) in enumerate(tries):
+        try:
+            out, fallbacks = _place_psum(program, each, banks, align, spec, lasting=lasting)
+        except PsumFull:
+            if k == len(tries) - 1:
+                raise
+            continue
+        return out, (sum(1 for name in rings if name in out) if each is plain else fallbacks)
+    raise AssertionError("unreachable: the last try returns or raises")
 
 
 def _place_psum(program: Program, lives: Mapping[str, Life], banks: int, align: int,
