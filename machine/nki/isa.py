@@ -203,6 +203,7 @@ _INT32 = ("int32", "uint32")
 @api("nisa.tensor_scalar")
 def tensor_scalar(dst, data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
                   engine=None, name=None, **_kw) -> Handle:
+    op0 = "bypass" if op0 is None else op0  # (nki-library's optional clamps pass None: no operator, as op1's)
     names = alu_names(op0, op1)
     operand_rules.tensor_scalar_operators("nisa.tensor_scalar", names, em.asked_engine(engine), operand0)
     operand_rules.engine_on_generation("nisa.tensor_scalar", em.asked_engine(engine), names or ())

@@ -5,8 +5,7 @@ gives views (:class:`~neuronsim.machine.nki.layout.Layout`); assignment, ``+=`` 
 become instructions through the NKI calls :mod:`neuronsim.machine.nki.language` registers in
 :data:`OPERATORS` when it is imported (as torch.fx's ``Proxy`` hands its operators to its
 tracer: the proxies sit below the calls they stand for).  A result not yet emitted (see
-:func:`result_tile`) has a ``_spec`` but no ``_layout`` until it is used.
-"""
+:func:`result_tile`) has a ``_spec`` but no ``_layout`` until it is used."""
 
 from __future__ import annotations
 
@@ -64,7 +63,8 @@ def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[
     tracer.Tracer.result`), ``emit(dst)`` then writes it; used before it is assigned, it gets
     a fresh tile of ``shape`` / ``dtype`` in ``buffer``."""
     tracer = current()
-    if buffer != "hbm" and shape:  # at the call, not where the tile is first used
+    if buffer != "hbm":  # at the call, not where the tile is first used; one of elements (nl.add(t[0, 0], 3)): [1, 1]
+        shape = tuple(shape) or (1, 1)
         check_partitions(int(shape[0]))
     spec = TileSpec(tuple(int(n) for n in shape), to_dtype(dtype), buffer)
     return tracer.result(NkiTensor(spec=spec), emit, lambda site: declare_tile(tracer, spec, None, site), mask,

@@ -65,6 +65,7 @@ __all__ = [
     "UNINITIALISED_BYTE_LIMIT",
     "DEFAULT_PATTERN",
     "NORMAL_FLOAT_PATTERN",
+    "NAN_PATTERN",
     "GROUP_ALIGN",
 ]
 
@@ -76,6 +77,8 @@ UNINITIALISED_BYTE_LIMIT = 64
 #: for runs that only compare what unwritten bytes reach (a matmul of the default's tiny values
 #: makes subnormals, which the CPU computes tens of times slower).
 DEFAULT_PATTERN, NORMAL_FLOAT_PATTERN = (0, UNINITIALISED_BYTE_LIMIT), (0x30, 0x10)
+#: Every byte 0xFF: NaN in every float width (-1 in every integer one).
+NAN_PATTERN = (0xFF, 1)
 #: Alignment of each alias group's base address in the simulated DRAM.
 #: SBUF / PSUM rows are simulated in multiples of this many bytes.
 ROW_ALIGN = 64

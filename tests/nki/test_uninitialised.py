@@ -20,6 +20,7 @@ KERNELS = GROUP_KERNELS / "uninitialised.py"
 PLANTED = {  # kernel -> the line (a needle on it) whose read is reported
     "never_written": "nl.store(out, value=nl.add(nl.load(a), scratch))",
     "half_loaded": "nl.store(out, value=nl.multiply(tile, 2.0))",
+    "half_loaded_times_zero": "nl.store(out, value=nl.multiply(tile, 0.0))",  # found by the NaN fill alone
     "sum_not_zeroed": "total += nl.load(a)\n",
     "body_tile_read_first": "value=nl.exp(tile)",
     "scratch_in_hbm": "nl.load(scratch)",
@@ -136,9 +137,9 @@ def test_covered_bytes_is_the_union_a_byte_map_counts(ranges, size) -> None:
 
 
 def test_the_check_compares_fills_of_normal_floats(monkeypatch) -> None:
-    """The two runs that find which outputs unwritten bytes reach fill memory with normal
+    """Two of the runs that find which outputs unwritten bytes reach fill memory with normal
     floats of every width (the default pattern's tiny values make a matmul's subnormals, tens
-    of times slower); the planted read is found all the same."""
+    of times slower), the third with NaN; the planted read is found all the same."""
     import ml_dtypes
 
     import neuronsim.machine.sim.memory as memory
@@ -150,17 +151,22 @@ def test_the_check_compares_fills_of_normal_floats(monkeypatch) -> None:
                                                                      real(*a, **kw))[1])
     traced = _traced("never_written")
     assert len(confirmed_findings(traced.program, traced.run_inputs)) == 1
-    assert fills == [(memory.NORMAL_FLOAT_PATTERN,)] * 2
+    assert fills == [(memory.NORMAL_FLOAT_PATTERN,)] * 2 + [(memory.NAN_PATTERN,)]
     sbuf = real(traced.program, resolve_machine(traced.program.machine), 3, traced.run_inputs,
                 memory.NORMAL_FLOAT_PATTERN).spaces[0]
     for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
         values = sbuf[:sbuf.size - sbuf.size % 4].view(dtype).astype(np.float64)
         assert np.all(np.isfinite(values)) and np.all(values > 0) and np.all(values < 1.0001), dtype
         assert np.all(np.abs(values) >= float(ml_dtypes.finfo(dtype).smallest_normal)), dtype
+    nan = real(traced.program, resolve_machine(traced.program.machine), 3, traced.run_inputs,
+               memory.NAN_PATTERN).spaces[0]
+    for dtype in (np.float32, np.float16, ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2):
+        assert np.all(np.isnan(nan[:nan.size - nan.size % 4].view(dtype).astype(np.float64))), dtype
 
 
 #: Every kernel of the group file, with the arrays beyond ``inputs()`` that it takes.
-AGREEMENT = {"never_written": {}, "half_loaded": {}, "matmul_of_half_loaded": {}, "half_loaded_half_used": {},
+AGREEMENT = {"never_written": {}, "half_loaded": {}, "half_loaded_times_zero": {},
+             "matmul_of_half_loaded": {}, "half_loaded_half_used": {},
              "rows_not_stored": {}, "sum_not_zeroed": {}, "sum_zeroed": {}, "body_tile_read_first": {},
              "scratch_in_hbm": {}, "accumulate_into": {"acc": np.zeros((128, 512), np.float32)},
              "output_rows_left": {}, "tail_tile_and_half_the_columns": {"a": np.ones((200, 512), np.float32)},

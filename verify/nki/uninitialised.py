@@ -25,13 +25,17 @@ instruction and tensor, at the first instance that reads so.
 Garbage that reaches no output is harmless, and the tutorials rely on it: a masked load of a
 tail tile fills the rows the mask keeps, the statistics of the whole tile are computed, and a
 masked store writes back only those rows (the layer-norm tutorial).  So a kernel run
-(:func:`confirmed_findings`) reports the reads only when the outputs depend on them: the
-program on that same placement run in program order twice, the unwritten bytes filled with two
-different seeded patterns (:func:`neuronsim.machine.sim.memory.initial_memory`), and the
-outputs that differ are named.  Above :data:`CONFIRM_LIMIT` bytes of placed memory the two runs
-are not made and the reads are reported as found, said so.  A warning still, not an error: the
-SDK's masked ``nc_match_replace8`` test kernel stores a tile a quarter of which the masked
-instruction wrote, and its test compares that quarter.
+(:func:`confirmed_findings`) reports the reads only when the outputs depend on them: the program
+on that same placement run in program order three times, the unwritten bytes filled with two
+different seeded patterns of normal floats and with NaN (all ones bits,
+:func:`neuronsim.machine.sim.memory.initial_memory`), and the outputs that differ from the first
+run are named.  The NaN fill finds garbage "cancelled" by a multiply with zero (nki-library's MX
+gate / up projection: rows never written, their down-projection weights zero), which any finite
+fill hides: on the device a dead int32 tile's -1 there is NaN in bf16, and NaN times 0 is NaN.
+Above :data:`CONFIRM_LIMIT` bytes of placed memory the runs are not made and the reads are
+reported as found, said so.  A warning still, not an error: the SDK's masked
+``nc_match_replace8`` test kernel stores a tile a quarter of which the masked instruction wrote,
+and its test compares that quarter.
 
 An output the kernel made itself with bytes no instruction writes reaches the caller as
 whatever the memory held, and no read shows it: :func:`unwritten_outputs` counts, from the
@@ -276,7 +280,7 @@ def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray],
     None when the identity placement needs more than :data:`CONFIRM_LIMIT` bytes (``stream``:
     that of the identity placement, when at hand)."""
     from neuronsim.machine.model.presets import resolve_machine
-    from neuronsim.machine.sim.memory import NORMAL_FLOAT_PATTERN, initial_memory
+    from neuronsim.machine.sim.memory import NAN_PATTERN, NORMAL_FLOAT_PATTERN, initial_memory
     from neuronsim.machine.sim.plan import build_plan
     from neuronsim.machine.sim.simulator import output_arrays, run_sequential
 
@@ -288,17 +292,18 @@ def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray],
     plan = build_plan(placed)
     # two fills of normal floats: any two differ where the bytes reach an output, and the
     # default pattern's tiny values made a matmul's subnormals tens of times slower (a flash
-    # attention's check took 8.5x its trace)
-    runs = [output_arrays(placed, run_sequential(plan, initial_memory(placed, plan.spec, fill, inputs,
-                                                                      NORMAL_FLOAT_PATTERN)))
-            for fill in (0, 1)]
+    # attention's check took 8.5x its trace); then all ones bits, NaN in every float width:
+    # garbage times 0 is 0 for any finite fill, NaN on the device when a dead tile left NaN
+    runs = [output_arrays(placed, run_sequential(plan, initial_memory(placed, plan.spec, fill, inputs, pattern)))
+            for fill, pattern in ((0, NORMAL_FLOAT_PATTERN), (1, NORMAL_FLOAT_PATTERN), (2, NAN_PATTERN))]
     # an output's bytes no instruction writes hold the fill too, and differ with it: they are
     # unwritten_outputs' to report, not a sign that an unwritten read reached the output
     written = {name: _element_mask(placed.tensors[name], lo, hi)
                for name, (lo, hi) in _written_bytes(program, inputs.keys(), stream).items()}
     return tuple(name for name, values in runs[0].items()
-                 if not np.array_equal(*(v.reshape(-1)[written[name]] if name in written else v
-                                         for v in (values, runs[1][name])), equal_nan=values.dtype.kind in "fc"))
+                 if any(not np.array_equal(*(v.reshape(-1)[written[name]] if name in written else v
+                                             for v in (values, other[name])), equal_nan=values.dtype.kind in "fc")
+                        for other in runs[1:]))
 
 
 def _element_mask(tensor: Tensor, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
