@@ -280,6 +280,18 @@ class Memory:
         array = raw.view(numpy_dtype(tensor.dtype)).reshape(tensor.shape)
         return array.copy() if copy else array
 
+    def fill_tensor(self, tensor: Tensor, byte: int) -> None:
+        """Every byte of a placed tensor's storage (each rotation slot too) set to ``byte``."""
+        slots = (tensor.rotate.slots - 1) * tensor.rotate.stride if tensor.rotate is not None else 0
+        end = tensor.byte_base + slots + tensor.bytes_per_partition
+        if tensor.memory == MemoryKind.DRAM:
+            base = self.dram_layout.base[tensor.name]
+            self.spaces[2][base:base + slots + tensor.bytes_per_partition] = byte
+            return
+        space = self.spaces[_SPACES[tensor.memory]]
+        first = tensor.partition or 0
+        space.reshape(-1, space.size // self.partitions)[first:first + tensor.shape[0], tensor.byte_base:end] = byte
+
     def tensor_bytes(self, tensor: Tensor) -> bytes:
         """The bytes of a placed tensor, row-major (SBUF / PSUM: partition by partition)."""
         nbytes = tensor.bytes_per_partition

@@ -51,6 +51,14 @@ def test_each_planted_read_is_named_at_its_line(func: str) -> None:
     assert not any(f.kind == "uninitialised" for f in nki_findings(traced.program))  # a run's finding only
 
 
+def test_a_read_whose_bytes_alone_reach_no_output_is_not_named_beside_one_that_does() -> None:
+    traced = _traced("one_read_reaches_one_not")
+    assert {f.tensors[0].split("_")[0] for f in uninitialised_findings(traced.program)} == {"tile", "tail"}
+    found = confirmed_findings(traced.program, traced.run_inputs)
+    assert {f.tensors[0].split("_")[0] for f in found} == {"tile"}
+    assert all("the output return0 changes" in f.line() for f in found)
+
+
 def test_the_first_iteration_is_named_in_a_loop() -> None:
     (found,) = uninitialised_findings(_traced("sum_not_zeroed").program)
     assert found.first.endswith("[i=0]")
@@ -165,7 +173,7 @@ def test_the_check_compares_fills_of_normal_floats(monkeypatch) -> None:
 
 
 #: Every kernel of the group file, with the arrays beyond ``inputs()`` that it takes.
-AGREEMENT = {"never_written": {}, "half_loaded": {}, "half_loaded_times_zero": {},
+AGREEMENT = {"never_written": {}, "half_loaded": {}, "half_loaded_times_zero": {}, "one_read_reaches_one_not": {},
              "matmul_of_half_loaded": {}, "half_loaded_half_used": {},
              "rows_not_stored": {}, "sum_not_zeroed": {}, "sum_zeroed": {}, "body_tile_read_first": {},
              "scratch_in_hbm": {}, "accumulate_into": {"acc": np.zeros((128, 512), np.float32)},

@@ -32,6 +32,9 @@ different seeded patterns of normal floats and with NaN (all ones bits,
 run are named.  The NaN fill finds garbage "cancelled" by a multiply with zero (nki-library's MX
 gate / up projection: rows never written, their down-projection weights zero), which any finite
 fill hides: on the device a dead int32 tile's -1 there is NaN in bf16, and NaN times 0 is NaN.
+Reads of several tensors are then confirmed tensor by tensor, each one's bytes alone NaN: one
+whose bytes change no output is not named beside one whose bytes do (an MX matmul's scale
+access spans each quadrant's 32 rows, of which its scales use 4).
 Above :data:`CONFIRM_LIMIT` bytes of placed memory the runs are not made and the reads are
 reported as found, said so.  A warning still, not an error: the SDK's masked
 ``nc_match_replace8`` test kernel stores a tile a quarter of which the masked instruction wrote,
@@ -60,12 +63,14 @@ from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.placement import identity_placement
 
 __all__ = ["uninitialised_findings", "confirmed_findings", "outputs_reached", "unwritten_outputs", "covered_bytes",
-           "CONFIRM_LIMIT"]
+           "CONFIRM_LIMIT", "ATTRIBUTE_LIMIT"]
 
 #: Bytes of on-chip memory (SBUF and PSUM of the identity placement) up to which
 #: :func:`confirmed_findings` runs the kernel twice; a kernel of tens of thousands of unrolled
 #: tiles, each on bytes of its own, would need gigabytes.
 CONFIRM_LIMIT = 1 << 30
+#: Tensors read unwritten up to which :func:`confirmed_findings` confirms each on its own (a run each).
+ATTRIBUTE_LIMIT = 16
 
 
 def _starts_empty(tensor: Tensor, given: Collection[str] | None) -> bool:
@@ -279,31 +284,67 @@ def outputs_reached(program: Program, inputs: Mapping[str, np.ndarray],
     """The outputs whose values change with what the unwritten bytes hold (module doc), or
     None when the identity placement needs more than :data:`CONFIRM_LIMIT` bytes (``stream``:
     that of the identity placement, when at hand)."""
-    from neuronsim.machine.model.presets import resolve_machine
-    from neuronsim.machine.sim.memory import NAN_PATTERN, NORMAL_FLOAT_PATTERN, initial_memory
-    from neuronsim.machine.sim.plan import build_plan
-    from neuronsim.machine.sim.simulator import output_arrays, run_sequential
+    runs = _Runs.of(program, inputs, stream)
+    return None if runs is None else runs.reached()
 
-    stream = stream or stream_of(identity_placement(program))
-    placed = stream.program
-    spec = resolve_machine(placed.machine)
-    if (spec.sbuf_partition_bytes + spec.psum_banks * PSUM_BANK_BYTES) * spec.sbuf_partitions > CONFIRM_LIMIT:
-        return None
-    plan = build_plan(placed)
-    # two fills of normal floats: any two differ where the bytes reach an output, and the
-    # default pattern's tiny values made a matmul's subnormals tens of times slower (a flash
-    # attention's check took 8.5x its trace); then all ones bits, NaN in every float width:
-    # garbage times 0 is 0 for any finite fill, NaN on the device when a dead tile left NaN
-    runs = [output_arrays(placed, run_sequential(plan, initial_memory(placed, plan.spec, fill, inputs, pattern)))
-            for fill, pattern in ((0, NORMAL_FLOAT_PATTERN), (1, NORMAL_FLOAT_PATTERN), (2, NAN_PATTERN))]
-    # an output's bytes no instruction writes hold the fill too, and differ with it: they are
-    # unwritten_outputs' to report, not a sign that an unwritten read reached the output
-    written = {name: _element_mask(placed.tensors[name], lo, hi)
-               for name, (lo, hi) in _written_bytes(program, inputs.keys(), stream).items()}
-    return tuple(name for name, values in runs[0].items()
-                 if any(not np.array_equal(*(v.reshape(-1)[written[name]] if name in written else v
-                                             for v in (values, other[name])), equal_nan=values.dtype.kind in "fc")
-                        for other in runs[1:]))
+
+class _Runs:
+    """Sequential runs of a kernel on its identity placement, each from another fill of the
+    bytes nothing wrote, and the outputs each changes against the first."""
+
+    def __init__(self, program: Program, inputs: Mapping[str, np.ndarray], stream: InstanceStream) -> None:
+        from neuronsim.machine.sim.memory import NORMAL_FLOAT_PATTERN, initial_memory
+        from neuronsim.machine.sim.plan import build_plan
+
+        self.placed = stream.program
+        self.plan = build_plan(self.placed)
+        self.inputs = inputs
+        # the first fill of normal floats: the default pattern's tiny values made a matmul's
+        # subnormals tens of times slower (a flash attention's check took 8.5x its trace)
+        self.first = initial_memory(self.placed, self.plan.spec, 0, inputs, NORMAL_FLOAT_PATTERN)
+        self.baseline = self._outputs(self.first.copy())
+        # an output's bytes no instruction writes hold the fill too, and differ with it: they are
+        # unwritten_outputs' to report, not a sign that an unwritten read reached the output
+        self.written = {name: _element_mask(self.placed.tensors[name], lo, hi)
+                        for name, (lo, hi) in _written_bytes(program, inputs.keys(), stream).items()}
+
+    @classmethod
+    def of(cls, program: Program, inputs: Mapping[str, np.ndarray], stream: InstanceStream | None) -> _Runs | None:
+        from neuronsim.machine.model.presets import resolve_machine
+
+        stream = stream or stream_of(identity_placement(program))
+        spec = resolve_machine(stream.program.machine)
+        if (spec.sbuf_partition_bytes + spec.psum_banks * PSUM_BANK_BYTES) * spec.sbuf_partitions > CONFIRM_LIMIT:
+            return None
+        return cls(program, inputs, stream)
+
+    def _outputs(self, memory) -> dict[str, np.ndarray]:
+        from neuronsim.machine.sim.simulator import output_arrays, run_sequential
+
+        return output_arrays(self.placed, run_sequential(self.plan, memory))
+
+    def _changed(self, outputs: dict[str, np.ndarray]) -> set[str]:
+        return {name for name, values in self.baseline.items()
+                if not np.array_equal(*(v.reshape(-1)[self.written[name]] if name in self.written else v
+                                        for v in (values, outputs[name])), equal_nan=values.dtype.kind in "fc")}
+
+    def reached(self) -> tuple[str, ...]:
+        """The outputs another fill of normal floats, or NaN everywhere (all ones bits: garbage
+        times 0 is 0 for any finite fill, NaN on the device where a dead tile left NaN), changes."""
+        from neuronsim.machine.sim.memory import NAN_PATTERN, NORMAL_FLOAT_PATTERN, initial_memory
+
+        changed: set[str] = set()
+        for fill, pattern in ((1, NORMAL_FLOAT_PATTERN), (2, NAN_PATTERN)):
+            memory = initial_memory(self.placed, self.plan.spec, fill, self.inputs, pattern)
+            changed |= self._changed(self._outputs(memory))
+        return tuple(name for name in self.baseline if name in changed)
+
+    def reached_from(self, tensor: str) -> tuple[str, ...]:
+        """The outputs that change when the bytes of ``tensor`` alone hold NaN."""
+        memory = self.first.copy()
+        memory.fill_tensor(self.placed.tensors[tensor], 0xFF)
+        changed = self._changed(self._outputs(memory))
+        return tuple(name for name in self.baseline if name in changed)
 
 
 def _element_mask(tensor: Tensor, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -319,17 +360,28 @@ def confirmed_findings(program: Program, inputs: Mapping[str, np.ndarray],
                        stream: InstanceStream | None = None) -> list[NkiFinding]:
     """The ``uninitialised`` findings of a kernel about to run on ``inputs`` (every array it
     starts from) whose outputs depend on the bytes read (module doc; ``stream`` as in
-    :func:`uninitialised_findings`)."""
+    :func:`uninitialised_findings`).  Reads of several tensors are each confirmed on their own
+    (up to :data:`ATTRIBUTE_LIMIT` tensors): a tensor whose unwritten bytes alone, NaN, change
+    no output is dropped (an MX matmul's scale access spans rows its scales do not use)."""
     stream = stream or stream_of(identity_placement(program))  # one stream for the finding and its confirmation
     found = uninitialised_findings(program, inputs.keys(), stream)
     if not found:
         return []
-    reached = outputs_reached(program, inputs, stream)
-    if reached is None:
+    runs = _Runs.of(program, inputs, stream)
+    if runs is None:
         note = "not checked against the outputs: the kernel's tiles, each on bytes of its own, exceed 1 GiB"
-    elif not reached:
+        return [replace(f, note=note) for f in found]
+    reached = runs.reached()
+    if not reached:
         return []
-    else:
-        many = len(reached) > 1
-        note = f"the output{'s' * many} {', '.join(reached)} change{'s' * (not many)} with what those bytes hold"
-    return [replace(f, note=note) for f in found]
+    tensors = sorted({f.tensors[0] for f in found})
+    by_tensor = {name: runs.reached_from(name) for name in tensors} if 1 < len(tensors) <= ATTRIBUTE_LIMIT else {}
+    if any(by_tensor.values()):  # (else the outputs change only with several at once: every read is named)
+        found = [replace(f, note=_reached_note(by_tensor[f.tensors[0]])) for f in found if by_tensor[f.tensors[0]]]
+        return found
+    return [replace(f, note=_reached_note(reached)) for f in found]
+
+
+def _reached_note(reached: tuple[str, ...]) -> str:
+    many = len(reached) > 1
+    return f"the output{'s' * many} {', '.join(reached)} change{'s' * (not many)} with what those bytes hold"

@@ -70,6 +70,21 @@ def rows_not_stored(a):
 
 
 @nki.jit
+def one_read_reaches_one_not(a):
+    """A half-loaded tile stored whole (its garbage reaches the output) beside the tutorials'
+    tail tile (its garbage rows reach none): only the first is named."""
+    out = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    tile = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    tile[:, 0:256] = nl.load(a[:, 0:256])
+    tail = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    tail[0:64, :] = nl.load(a[0:64, :])
+    doubled = nl.multiply(tail, 2.0)
+    nl.store(out[0:64, :], value=nl.add(tile[0:64, :], doubled[0:64, :]))
+    nl.store(out[64:128, :], value=tile[64:128, :])
+    return out
+
+
+@nki.jit
 def sum_not_zeroed(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     total = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
