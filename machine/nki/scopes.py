@@ -20,9 +20,10 @@ that variable.  (The page's rule is of local variables: a tile put in a list mad
 loop and reached as ``tiles[t]`` is no variable of the loop.)  Both lines are placed in the
 kernel file's syntax (:mod:`ast`, parsed once per file): the innermost function holding both,
 then the innermost NKI loop body of that function's own statements (nested functions are
-theirs) holding the definition.  A use outside that body's lines is refused.  Only line spans
-are compared, so a use in a later iteration of the same body is within scope, as the page's
-fix (a store inside the loop) is.
+theirs) holding the definition.  A use outside that body's lines is refused, unless it lies in
+a function nested in that function (a helper the body calls, nki-samples' collective matmul:
+it runs where it is called).  Only line spans are compared, so a use in a later iteration of
+the same body is within scope, as the page's fix (a store inside the loop) is.
 
 >>> import textwrap
 >>> source = textwrap.dedent('''
@@ -104,8 +105,10 @@ def _scope_left(parsed: tuple[list[_Function], dict], defined: int, used: int) -
     if key not in answers:
         around = [f for f in functions if f[0] <= defined <= f[1] and f[0] <= used <= f[1]]
         found = None
-        if around:
-            _first, _last, blocks = max(around, key=lambda f: f[0])  # the innermost
+        inner = max(around, key=lambda f: f[0]) if around else None  # the innermost
+        # a use in a function nested in it (a helper the body calls) runs where it is called
+        if inner is not None and not any(inner[0] < f[0] <= used <= f[1] for f in functions):
+            blocks = inner[2]
             holding = [b for b in blocks if b[0] <= defined <= b[1]]
             if holding:
                 block = min(holding, key=lambda b: b[1] - b[0])
