@@ -8,7 +8,8 @@ The reference's constraints are kept, each refused at the kernel line that break
 on-chip tensor dimension 0 is the partition axis, which only ``permute`` may name, and in
 first place; a broadcast or squeezed dimension has size 1; merged dimensions lie contiguous.
 A view keeps the index vectors (``tags``) and the out-of-bounds marks (``limits``) of the
-axes it keeps, each moved with its axis.
+axes it keeps, each moved with its axis.  :class:`BlockPrefix` is ``t[i]`` of a tensor with
+two or more block dimensions, waiting for the rest of its block indices.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.nki.vector_index import is_index_tile
 
 __all__ = ["permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange",
-           "transposed_shape", "index_rows", "reshape_rows"]
+           "transposed_shape", "index_rows", "reshape_rows", "BlockPrefix"]
 
 #: ``nl.empty_like``'s ``transpose_axes`` by rank (its page: "(1, 0), (2, 1, 0), and (3, 1, 2, 0)").
 _TRANSPOSE_ORDERS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
@@ -264,3 +265,48 @@ def _rebuilt(layout: Layout, parts: list[tuple[Any, Any, Any]]) -> Layout:
     return replace(layout, axes=tuple(a for a, _t, _l in parts),
                    tags=tags if any(t is not None for t in tags) else None,
                    limits=limits if any(lim is not None for lim in limits) else None)
+
+
+class BlockPrefix:
+    """``t[0]`` of a tensor with two or more block dimensions: the leading block indices, waiting
+    for the rest (``t[0][j][:, :]`` picks the block ``t[0, j]``, as the comma form does).  Its
+    ``dtype``, ``buffer`` and ``itemsize`` are the tensor's (nki-samples' flash-attention backward reads
+    ``dy_o_sum[i_q_head].dtype``); anything else is asked of a block, once indexed."""
+
+    __slots__ = ("tensor", "prefix")
+
+    def __init__(self, tensor: Any, prefix: tuple[Any, ...]) -> None:
+        self.tensor, self.prefix = tensor, prefix
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.tensor.shape[len(self.prefix):]
+
+    @property
+    def dtype(self) -> Any:
+        return self.tensor.dtype
+
+    @property
+    def buffer(self) -> Any:
+        return self.tensor.buffer
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def itemsize(self) -> int:
+        return self.tensor.itemsize
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        blocks = len(self.tensor._blocked.spec.blocks)
+        raise fail(f".{name} of a tensor with {blocks} block dimensions indexed along {len(self.prefix)} of them: "
+                   f"index every block dimension first (t[i][j] or t[i, j]), then ask the block")
+
+    def __getitem__(self, key: Any) -> Any:
+        return self.tensor[self.prefix + (key if isinstance(key, tuple) else (key,))]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self.tensor[self.prefix + (key if isinstance(key, tuple) else (key,))] = value

@@ -36,7 +36,7 @@ _BRANCH_ON_CONTENTS = {
 #: NkiTensor methods of the API reference module that neuronsim does not model.
 _VIEW_METHODS = frozenset(("reinterpret_cast", "indirect"))
 
-__all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators", "BlockPrefix"]
+__all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators"]
 
 #: What a tile's Python syntax does, by name: ``assign`` (``t[...] = v``), ``accumulate``
 #: (``t += v``, with the ALU op's name), ``broadcast_partitions``, ``transpose`` (``t.T``) and
@@ -245,7 +245,7 @@ class NkiTensor:
             parts = key if isinstance(key, tuple) else (key,)
             if len(parts) < len(self._blocked.spec.blocks) and not any(isinstance(k, slice) or k is Ellipsis
                                                                        for k in parts):
-                return BlockPrefix(self, parts)  # t[0][j][...]: the blocks picked one index at a time
+                return views.BlockPrefix(self, parts)  # t[0][j][...]: the blocks picked one at a time
             block, rest = self._block_of(key)
             layout = self._blocked.block(current(), block)
             return NkiTensor(layout.index(rest) if rest else layout)
@@ -571,26 +571,6 @@ def _overwrites(target: NkiTensor, value: Any) -> bool:
     if pending is not None and pending.proxy is value:
         return pending.mask is None
     return True
-
-
-class BlockPrefix:
-    """``t[0]`` of a tensor with two or more block dimensions: the leading block indices, waiting
-    for the rest (``t[0][j][:, :]`` picks the block ``t[0, j]``, as the comma form does)."""
-
-    __slots__ = ("tensor", "prefix")
-
-    def __init__(self, tensor: NkiTensor, prefix: tuple[Any, ...]) -> None:
-        self.tensor, self.prefix = tensor, prefix
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.tensor.shape[len(self.prefix):]
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.tensor[self.prefix + (key if isinstance(key, tuple) else (key,))]
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.tensor[self.prefix + (key if isinstance(key, tuple) else (key,))] = value
 
 
 for _method in ("__getitem__", "__setitem__", "ap", "reshape", "broadcast_to", "permute", "broadcast", "expand_dim",
