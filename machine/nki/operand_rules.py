@@ -46,8 +46,9 @@ __all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs
 
 
 def _layout(value: Any) -> Layout | None:
-    """The layout of a tile operand (a tile or a layout), None for a number or anything else."""
-    return value if isinstance(value, Layout) else ops.lay(value) if is_tile(value) else None
+    """The layout of a tile operand (a tile or a layout), None for a number or anything else;
+    its bounds are the instruction's to check, once its mask= bounds it (ops.lay)."""
+    return value if isinstance(value, Layout) else ops.lay(value, bounded=False) if is_tile(value) else None
 
 
 def on_chip(call: str, **operands: Any) -> None:

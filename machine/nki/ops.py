@@ -78,9 +78,11 @@ def native_integers(op: str, *layouts: Layout) -> bool:
 QUEUES = {"sp": "dma0", "act": "dma1", "pool": "dma2", "pe": "dma0", "dve": "dma0"}
 
 
-def lay(value: Any, transposed: bool = False) -> Layout:
+def lay(value: Any, transposed: bool = False, bounded: bool = True) -> Layout:
     """The layout of a tile operand, restricted by the mask of the instruction being emitted
-    (``transposed``: a transpose's result, the mask written in its source's indices)."""
+    (``transposed``: a transpose's result, the mask written in its source's indices); with
+    ``bounded`` False its bounds are not checked (an operand rule at the call, before the
+    call's mask= bounds the access)."""
     if not isinstance(value, NkiTensor):
         if isinstance(value, Mask):  # `nl.multiply(t, ip < n)`: it bounds an access, holds no values
             raise fail("a comparison of indices used as a tile operand: pass it as the call's mask=, or select with "
@@ -91,7 +93,7 @@ def lay(value: Any, transposed: bool = False) -> Layout:
     if tracer.mask is not None:
         for axis, lo, hi in tracer.mask.bounds:
             layout = layout.restrict(axis, lo, hi, transposed)
-    if layout.limits is not None:  # a view past its tensor: the access must stay inside
+    if bounded and layout.limits is not None:  # a view past its tensor: the access must stay inside
         layout.check_bounds(tracer.emit_site)
     return layout
 
