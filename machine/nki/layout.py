@@ -290,10 +290,9 @@ class Layout:
         return Layout(self.tensor, self.axes, _shift(self.offset, k, stride), self.partitions, dtype=self.dtype), None
 
     def _indirect(self, key: tuple[Any, ...]) -> Layout:
-        """``x[idx_tile, i_f]`` / ``x[idx_tile[i_p, 0], :]``: dimension ``d`` of an HBM tensor
-        indexed by a tile of row numbers, one per partition (NKI's indirect DMA).  The view is
-        the one the same key with ``0 .. P - 1`` in place of the tile would give, its axis for
-        ``d`` marked :class:`Indirect`."""
+        """``x[idx_tile, i_f]`` / ``x[idx_tile[i_p, 0], :]``: dimension ``d`` of an HBM tensor indexed by a
+        tile of row numbers, one per partition (NKI's indirect DMA).  The view is the one the same key
+        with ``0 .. P - 1`` in place of the tile would give, its axis for ``d`` marked :class:`Indirect`."""
         at = [d for d, k in enumerate(key) if _is_tile(k)]
         if len(at) > 1:
             raise unsupported("an access indexed by two tiles of indices", "one indirect dimension per access")
@@ -304,7 +303,9 @@ class Layout:
         index = key[d].layout
         rows = check_index_tile(index, self.tensor.name)
         _kind, stride, size = self.axes[d]
-        it = _partition_iter(index) or new_iter(d, len(key), rows)
+        # an index tile of rows, one a partition, stands where nl.arange(rows)[:, None] would
+        vectors = [k.ndim for k in key if isinstance(k, ArangeExpr) and k.terms]
+        it = _partition_iter(index) or (new_iter(0, max(vectors), rows) if vectors else new_iter(d, len(key), rows))
         if any(isinstance(k, ArangeExpr) for k in key):
             out = self._advanced(key[:d] + (ArangeExpr(0, ((it, 1),)),) + key[d + 1:])
             pos = next(p for p, tag in enumerate(out.tags) if it in tag)
