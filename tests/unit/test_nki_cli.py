@@ -104,6 +104,19 @@ def test_raw_bf16_and_fp8_arrays_are_typed(tmp_path):
     assert named["b"].dtype.name == "float8_e5m2" and float(plain["c"][0]) == 1.0
 
 
+def test_packed_mx_words_are_read_as_their_packed_dtype(tmp_path):
+    """``--dtype w=float4_e2m1fn_x4`` of uint16 words: the kernel gets a tensor of that packed type
+    (nki-library's MoE kernels branch on it); the name was dropped, the words plain uint16."""
+    from neuronsim.machine.nki.dtypes import to_dtype
+    from neuronsim.verify.cli.common import UsageFailure
+
+    path = _npz(tmp_path / "in.npz", w=np.arange(8, dtype=np.uint16).reshape(2, 4), f=np.zeros((2, 4), np.float32))
+    words = read_npz(path, "--inputs", {"w": "float4_e2m1fn_x4"})["w"]
+    assert str(to_dtype(words.dtype)) == "float4_e2m1fn_x4" and words.tolist() == [[0, 1, 2, 3], [4, 5, 6, 7]]
+    with pytest.raises(UsageFailure, match="f: float4_e2m1fn_x4 words are uint16 integers, not float32"):
+        read_npz(path, "--inputs", {"f": "float4_e2m1fn_x4"})
+
+
 def test_big_endian_arrays_are_read_as_the_same_numbers(tmp_path):
     """An array saved big-endian (``>f4``) was refused for kernels, at the kernel's line, as a
     dtype neuronsim does not hold; it is the same float32 numbers in the other byte order."""

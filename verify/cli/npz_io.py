@@ -30,7 +30,8 @@ import numpy as np
 
 from neuronsim.machine.formats.files import write_atomically
 from neuronsim.machine.formats.inputs import special_file
-from neuronsim.machine.ir.dtypes import DTYPES, numpy_dtype
+from neuronsim.machine.ir.dtypes import DTYPES, PACKED, numpy_dtype
+from neuronsim.machine.nki.dtypes import packed_array
 from neuronsim.verify.app.host import available_memory, format_bytes, machine_memory
 from neuronsim.verify.cli.common import MAX_MEMORY_KEY, UsageFailure
 
@@ -78,7 +79,14 @@ def _typed(name: str, array: np.ndarray, named: Mapping[str, str], tensor_dtypes
         if array.dtype.itemsize != target.itemsize:
             raise UsageFailure(f"{name}: a raw {array.dtype.itemsize}-byte array cannot be read as {dtype} "
                                f"({target.itemsize} bytes)", option)
-        return array.view(target)
+        array = array.view(target)
+    if dtype in PACKED:  # integer words of four narrow floats: the kernel sees a tensor of the packed type
+        try:
+            return packed_array(array, dtype)
+        except ValueError as err:
+            raise UsageFailure(f"{name}: {err}", option) from None
+    if array.dtype == target:
+        return array
     with np.errstate(all="ignore"):
         return array.astype(np.float64).astype(target) if array.dtype.kind == "f" else array.astype(target)
 
