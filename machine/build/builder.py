@@ -1,10 +1,9 @@
 """A small NKI-like builder that emits ``neuronsim.program/1`` programs from Python.
 
-Scenario authors write kernels the way NKI kernels read (``docs/kernel-patterns.md``):
-declare DRAM arguments and on-chip tiles, slice them, open loops, and call ``nki.isa``-style
-ops whose operands follow :mod:`neuronsim.machine.model.optable` exactly.  The builder records instructions
-in program order and :meth:`KernelBuilder.program` returns a validated
-:class:`~neuronsim.machine.ir.program.Program`.
+Scenario authors write kernels the way NKI kernels read (``docs/kernel-patterns.md``): declare DRAM
+arguments and on-chip tiles, slice them, open loops, and call ``nki.isa``-style ops whose operands follow
+:mod:`neuronsim.machine.model.optable` exactly.  The builder records instructions in program order and
+:meth:`KernelBuilder.program` returns a validated :class:`~neuronsim.machine.ir.program.Program`.
 
 * **Tensors.**  ``dram_input`` / ``dram_output`` are kernel arguments: the runtime places
   them, so they get addresses (a bump allocator, :data:`DRAM_ALIGN`-aligned) unless given an
@@ -516,11 +515,12 @@ class KernelBuilder:
         return self.instruction("bn_aggr", "dve", [s], [d], name=name, deps=deps)
 
     def tensor_copy(self, dst: Operand, src: Operand, *, engine: str = "dve", name: str | None = None,
-                    deps: Iterable[Any] = ()) -> str:
-        """``dst = cast(src)`` (ACT and DVE may read PSUM, POOL may not)."""
+                    deps: Iterable[Any] = (), dynamic: str | None = None) -> str:
+        """``dst = cast(src)`` (ACT, DVE may read PSUM, POOL not); ``dynamic``: "src" / "dst" read at run time."""
         d, s = as_view(dst), as_view(src)
         _same_tile(d, s, "tensor_copy")
-        return self.instruction("tensor_copy", engine, [s], [d], name=name, deps=deps)
+        attrs = {"dynamic": dynamic} if dynamic else None
+        return self.instruction("tensor_copy", engine, [s], [d], attrs=attrs, name=name, deps=deps)
 
     def memset(self, dst: Operand, value: float | str = 0.0, *, engine: str = "dve", name: str | None = None,
                deps: Iterable[Any] = ()) -> str:

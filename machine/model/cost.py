@@ -146,6 +146,8 @@ def _element_cycles(instr: Instruction, tensors: Mapping[str, Tensor], spec: Mac
         p = access_shape(source, instr.reads[0])[0]
         factor = spec.pe_transpose_fp32_factor if source.dtype == "float32" else 1
         return float(max(p, min(64, free_size(source, instr.reads[0]))) * factor), "plain"
+    if op == "tensor_copy" and attrs.get("dynamic") in ("src", "dst"):  # tensor_copy_dynamic_src / _dst's page
+        return ISA_COSTS[f"tensor_copy_dynamic_{attrs['dynamic']}"](n, False, attrs, spec), "plain"
     if op == "set_rand_state":
         return float(spec.min_ii_cycles), "plain"
     if op == "tensor_tensor":

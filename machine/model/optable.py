@@ -32,7 +32,8 @@ op                                  engines              reads -> writes        
 ``tensor_reduce``                   dve                  1 -> 1                   ``N`` (``N/2`` bf16 add/max)
 ``bn_stats``                        dve                  1 (N <= 512) -> 6/part.  ``max(64, N)``
 ``bn_aggr``                         dve                  1 (3k/part.) -> 2/part.  ``max(64, 13N/3)``
-``tensor_copy``                     dve, act, pool       1 -> 1                   ``max(64, N)`` (pool 150+N)
+``tensor_copy``                     dve, act, pool       1 -> 1                   ``max(64, N)`` (pool 150+N);
+                                                                                  ``dynamic``: ``max(600, N)``
 ``memset``                          dve, pool            0 -> 1                   ``N`` (``N/2`` zero in 2-byte)
 ``iota``                            pool                 0 -> 1                   ``150 + N``
 ``affine_select``                   pool                 1 -> 1                   ``150 + N``
@@ -372,7 +373,8 @@ OP_TABLE: dict[str, OpSpec] = {
                doc="out[p] = (count, mean, var*count) of the even, then of the odd elements of in[p]"),
         OpSpec("bn_aggr", ("dve",), (1, 1), (1, 1),
                doc="out[p] = (mean, variance) of the (count, mean, var*count) triples of in[p]"),
-        OpSpec("tensor_copy", ("dve", "act", "pool"), (1, 1), (1, 1), doc="out = cast(in)"),
+        OpSpec("tensor_copy", ("dve", "act", "pool"), (1, 1), (1, 1), {"dynamic": _one_of("src", "dst")},
+               doc="out = cast(in) (attr dynamic: the src / dst address read at run time)"),
         OpSpec("memset", ("dve", "pool"), (0, 0), (1, 1), {"value": _is_number}, doc="out = value"),
         OpSpec("iota", ("pool",), (0, 0), (1, 1),
                {"base": _is_number, "step": _is_number, "partition_step": _is_number, "pattern": _steps},

@@ -309,14 +309,17 @@ def tensor_reduce(dst: Layout, op: Any, data: Any, axis: Any, negate: bool = Fal
     current().kb.tensor_reduce(dst.view(), src.view(), op=alu_name(op), axis=reduced, negate=bool(negate) or None)
 
 
-def tensor_copy(dst: Layout, src: Any, engine: Any = None) -> None:
+def tensor_copy(dst: Layout, src: Any, engine: Any = None, dynamic: str | None = None) -> None:
+    """``nisa.tensor_copy``; ``dynamic`` ``"src"`` / ``"dst"``: ``tensor_copy_dynamic_src`` / ``_dst``,
+    the same copy with that side at an offset read at run time (``.ap(scalar_offset=)``, ``nl.ds(reg, n)``)."""
+    call = f"nisa.tensor_copy_dynamic_{dynamic}" if dynamic else "nisa.tensor_copy"
     source = ops.lay(src)
     if not (source.on_chip and dst.on_chip):  # (an HBM source ran, as a DMA: a probe of kernel mistakes)
-        raise fail(f"nisa.tensor_copy copies between tiles in SBUF or PSUM (its page), not from or to "
+        raise fail(f"{call} copies between tiles in SBUF or PSUM (its page), not from or to "
                    f"{(source if not source.on_chip else dst).tensor.name} in HBM: that is a DMA's, nisa.dma_copy")
-    operand_rules.pool_off_psum(asked_engine(engine), "nisa.tensor_copy", source, dst)
-    ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve", "nisa.tensor_copy") if asked_engine(engine)
-             else None)
+    operand_rules.pool_off_psum(asked_engine(engine), call, source, dst)
+    ops.copy(dst, source, engine_of(engine, ("dve", "act", "pool"), "dve", call) if asked_engine(engine) else None,
+             dynamic)
 
 
 def memset(dst: Layout, value: Any, engine: Any = None) -> None:

@@ -86,7 +86,6 @@ def get_nc_version() -> nc_version:
 REFUSED = {
     "all_reduce": "collectives", "all_gather": "collectives",
     "reduce_scatter": "collectives", "collective_permute": "collectives",
-    "tensor_copy_dynamic_src": "dynamic addresses", "tensor_copy_dynamic_dst": "dynamic addresses",
     "topk": "top-k search", "get_nc_sub_version": "NeuronCore sub-versions",
 }
 
@@ -98,7 +97,9 @@ LEGACY_REFUSED = {**REFUSED, "dma_compute": "DMA compute",
                   "sendrecv": _TWO_CORE, "core_barrier": _TWO_CORE,
                   "nc_matmul_mx": "MX ops in the legacy API: write them with nki.isa",
                   "activate2": "NeuronCore-v4's two-stage activation in the legacy API: write it with nki.isa",
-                  "quantize_mx": "MX ops in the legacy API: write them with nki.isa"}
+                  "quantize_mx": "MX ops in the legacy API: write them with nki.isa",
+                  **dict.fromkeys(("tensor_copy_dynamic_src", "tensor_copy_dynamic_dst"), "the legacy form's tiles "
+                                  "of offsets: write it with nki.isa, its offset an .ap(scalar_offset=) register")}
 
 Handle = schedule.NkiInstruction  # what every nisa call returns
 
@@ -251,6 +252,20 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, 
 def tensor_copy(dst, src, engine=None, name=None, **_kw) -> Handle:
     operand_rules.engine_on_generation("nisa.tensor_copy", em.asked_engine(engine))
     return _emit(lambda: em.tensor_copy(_counted("nisa.tensor_copy", dst, src=src), src, engine), name)
+
+
+def _dynamic_copy(side: str):
+    @api(f"nisa.tensor_copy_dynamic_{side}")
+    def copy(dst, src, engine=None, name=None, **_kw) -> Handle:
+        call = f"nisa.tensor_copy_dynamic_{side}"
+        operand_rules.engine_on_generation(call, em.asked_engine(engine))
+        return _emit(lambda: em.tensor_copy(_counted(call, dst, src=src), src, engine, side), name)
+
+    copy.__name__ = f"tensor_copy_dynamic_{side}"
+    return copy
+
+
+tensor_copy_dynamic_src, tensor_copy_dynamic_dst = _dynamic_copy("src"), _dynamic_copy("dst")
 
 
 @api("nisa.memset")
@@ -411,7 +426,8 @@ def current_names() -> dict[str, Any]:
     names = {name: globals()[name] for name in ISA_OPS}
     # the current API's only (the legacy one refuses them)
     names.update(dma_compute=dma_compute, sendrecv=sendrecv, core_barrier=core_barrier, activate2=activate2,
-                 exponential=exponential)
+                 exponential=exponential, tensor_copy_dynamic_src=tensor_copy_dynamic_src,
+                 tensor_copy_dynamic_dst=tensor_copy_dynamic_dst)
     names.update(enum_names())
     names.update(scalars.isa_names())  # scalar_load, NkiScalar, register_* (machine/nki/scalars.py)
     names.update(isa_select.current_names())  # max8, select_reduce, rng ... (machine/nki/isa_select.py)

@@ -227,8 +227,9 @@ def dma(dst: Layout, src: Layout, *, engine: str | None = None, dge: str | None 
     tracer.kb.dma_copy(d, s, engine=engine, queue=QUEUES[engine], dge=dge)
 
 
-def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
-    """``dst = src``: a DMA when either side is in DRAM, else ``tensor_copy`` (DVE default)."""
+def copy(dst: Layout, src: Layout, engine: str | None = None, dynamic: str | None = None) -> None:
+    """``dst = src``: a DMA when either side is in DRAM, else ``tensor_copy`` (DVE default;
+    ``dynamic``: the side whose address is read at run time, :func:`Tracer.kb.tensor_copy`)."""
     if not dst.on_chip or not src.on_chip:
         dma(dst, src, engine=engine if engine in ("sp", "act", "pool") else None)
         return
@@ -239,7 +240,7 @@ def copy(dst: Layout, src: Layout, engine: str | None = None) -> None:
     current().note_write(dst)
     _through_float32(src.element_dtype, dst.element_dtype)
     with engine_left_to_compiler(offer):
-        current().kb.tensor_copy(dst.view(), _fit(src, dst).view(), engine=engine)
+        current().kb.tensor_copy(dst.view(), _fit(src, dst).view(), engine=engine, dynamic=dynamic)
 
 
 def _through_float32(source: str, target: str) -> None:
