@@ -127,11 +127,37 @@ def for_statement(path: str, line: int) -> ast.For | None:
     return None
 
 
-def under_if(code: CodeType, line: int) -> bool:
+def under_program_if(code: CodeType, line: int) -> bool:
     """Whether ``line`` of ``code``'s function lies in a branch of one of its own ``if``
-    statements (nested functions and classes left out)."""
-    return any(item.body[0].lineno <= line <= _last_line((item.orelse or item.body)[-1])
-               for node in _nodes_of(code) for item in _own_statements(node) if isinstance(item, ast.If))
+    statements (nested functions and classes left out) whose test reads the SPMD program's
+    coordinates: ``nl.program_id(...)``, or a name the function binds from one (``pid =
+    nl.program_id(0)``).  A test Python decides alike for every program (``if training:``) is
+    a choice of the trace, not a branch of the compiled kernel."""
+    for node in _nodes_of(code):
+        statements = list(_own_statements(node))
+        derived = _program_names(statements)
+        if any(item.body[0].lineno <= line <= _last_line((item.orelse or item.body)[-1])
+               and _reads_program(item.test, derived) for item in statements if isinstance(item, ast.If)):
+            return True
+    return False
+
+
+def _reads_program(expr: ast.AST, names: set[str]) -> bool:
+    """Whether ``expr`` calls ``program_id`` or reads one of ``names``."""
+    return any((isinstance(n, ast.Call) and getattr(n.func, "attr", getattr(n.func, "id", None)) == "program_id")
+               or (isinstance(n, ast.Name) and n.id in names) for n in ast.walk(expr))
+
+
+def _program_names(statements: list[ast.stmt]) -> set[str]:
+    """Names bound (``=``) from an expression reading the program's coordinates, transitively."""
+    names: set[str] = set()
+    assigns = [item for item in statements if isinstance(item, ast.Assign)]
+    while True:
+        found = {n.id for item in assigns if _reads_program(item.value, names)
+                 for bound in item.targets for n in ast.walk(bound) if isinstance(n, ast.Name)}
+        if found <= names:
+            return names
+        names |= found
 
 
 def _last_line(node: ast.AST) -> int:

@@ -26,7 +26,7 @@ from typing import Any
 
 from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _code_info, fail, frame_line, user_frame
-from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at, under_if
+from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at, under_program_if
 
 __all__ = ["annotated_shape", "legacy_tile", "kernel_level", "check_written", "check_mutable"]
 
@@ -89,16 +89,19 @@ def allocated_bias(tracer: Any, call: str, bias: Any) -> None:
 
 def kernel_level(tracer: Any) -> None:
     """The legacy errors page's ``err_shared_hbm_must_in_kernel_level``: a ``shared_hbm``
-    tensor is made in the kernel function's own body, not in a loop or a function it calls.
-    (NKI 0.7 lifts the rule: nki-library makes them in helpers and loops.)"""
+    tensor is made in the kernel function's own body, not in a loop, under an ``if`` on the
+    program's coordinates (the page's ``if nl.program_id(0) >= 1``) or in a function it calls.
+    An ``if`` Python decides alike for every program is no branch of the compiled kernel (the
+    shipped flash_fwd makes its ``lse`` output under ``if config.training:``).  (NKI 0.7 lifts
+    the rule: nki-library makes them in helpers and loops.)"""
     frame = user_frame(2)
     if frame is None or (tracer.site is not None and tracer.site[1] == "return"):  # a returned tile's copy
         return
     where = None
     if tracer.loops or loops_at(frame.f_code, frame_line(frame)):
         where = "inside a loop"
-    elif under_if(frame.f_code, frame_line(frame)):  # (the page's "under if condition": it ran, a probe)
-        where = "under an if"
+    elif under_program_if(frame.f_code, frame_line(frame)):  # (the page's "under if condition": it ran, a probe)
+        where = "under an if on the program's coordinates (nl.program_id)"
     else:
         caller = frame.f_back
         while caller is not None and id(caller.f_code) not in ENTRY_CODES and _code_info(caller.f_code)[0]:

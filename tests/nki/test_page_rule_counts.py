@@ -166,7 +166,7 @@ def legacy_partition_index_written_free(x, w):
 
 @legacy_nki.jit
 def legacy_shared_hbm_under_an_if(x, w):
-    if x.shape[0] == 128:
+    if lnl.program_id(0) == 0:  # the page's example: a branch on the program's coordinates
         out = lnl.ndarray((128, 64), dtype=x.dtype, buffer=lnl.shared_hbm)  # mistake
     lnl.store(out, lnl.load(x))
     return out
@@ -339,8 +339,9 @@ def test_columns_left_by_reductions_transpose_and_multiply_as_columns(kernels):
 LEGACY_MISTAKES = {
     "legacy_partition_index_written_free": "indexing x with index vectors of 128 and 64 elements along the same axis "
                                            "((1, 128) and (1, 64))",
-    "legacy_shared_hbm_under_an_if": "a shared_hbm tensor made under an if: NKI makes shared_hbm tensors only at the "
-                                     "kernel's top level (err_shared_hbm_must_in_kernel_level)",
+    "legacy_shared_hbm_under_an_if": "a shared_hbm tensor made under an if on the program's coordinates "
+                                     "(nl.program_id): NKI makes shared_hbm tensors only at the kernel's top level "
+                                     "(err_shared_hbm_must_in_kernel_level)",
     "legacy_matmul_of_int32": "nl.matmul of int32 x float32 tiles: nc_matmul's page takes float8",
     "legacy_mask_of_every_second_row": "an index vector in %, //, / or ** is no affine expression: NKI's index and "
                                        "mask expressions are affine (the errors page's "
