@@ -32,11 +32,11 @@ from typing import Any
 from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import fail, unsupported
-from neuronsim.machine.nki.indexing import as_index
+from neuronsim.machine.nki.indexing import as_index, without_ellipsis
 from neuronsim.machine.nki.layout import F, P, Layout
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["reinterpret", "bitcast_ap", "dma_bytes", "other_size", "permuted"]
+__all__ = ["reinterpret", "bitcast_ap", "dma_bytes", "other_size", "permuted", "index_read_as"]
 
 _WHOLE = "the pattern must cover whole elements of the tensor's own dtype"
 
@@ -84,6 +84,24 @@ def bitcast_ap(layout: Layout, pattern: Any, offset: Any, dtype: Any) -> Layout:
         own_pairs = [(step // k, count) for step, count in outer] + [(1, free[-1][1] // k)]
         start = off.const // k
     return replace(layout.ap(own_pairs, start), dtype=target)
+
+
+def index_read_as(layout: Layout, key: Any, keep_partition: bool = False) -> Layout:
+    """``layout[key]`` of a view read as a dtype of another element size, ``key`` counted in the
+    dtype read (``t[g].view(nl.uint8)[:, :4]``, nki-samples' rmsnorm quantization): the outer axes
+    as the tensor's (their counts are the same), the innermost by a slice of step 1 that starts
+    and ends on whole elements of both dtypes."""
+    new, own = itemsize(layout.element_dtype), layout.tensor.itemsize
+    parts = without_ellipsis(key if isinstance(key, tuple) else (key,), len(layout.axes))
+    if len(parts) == len(layout.axes):
+        last = parts[-1]
+        count = layout.axes[-1][2] * own // new
+        start, stop, step = last.indices(count) if isinstance(last, slice) else (0, 0, 0)
+        if step != 1 or (start * new) % own or (stop * new) % own or stop <= start:
+            raise unsupported(f"indexing {layout.tensor.name} ({layout.tensor.dtype}) read as {layout.element_dtype} "
+                              f"with {last!r} innermost", "a slice of whole elements of both dtypes, step 1")
+        parts = parts[:-1] + (slice(start * new // own, stop * new // own),)
+    return replace(replace(layout, dtype=None).index(parts, keep_partition=keep_partition), dtype=layout.dtype)
 
 
 def dma_bytes(dst: Layout, src: Layout, *, engine: str, queue: str, dge: str | None) -> None:

@@ -21,7 +21,7 @@ from neuronsim.machine.nki.indexing import ArangeExpr, SymIndex
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki import keywords, tensor_views as views
 from neuronsim.machine.nki.layout import P, Layout
-from neuronsim.machine.nki.reinterpret import bitcast_ap, other_size, reinterpret
+from neuronsim.machine.nki.reinterpret import bitcast_ap, index_read_as, other_size, reinterpret
 from neuronsim.machine.nki.tracer import current
 
 #: How each API branches on a tile's contents, by the tracer's ``generation``: the nki package
@@ -254,6 +254,8 @@ class NkiTensor:
         keep, layout = current().generation == "current", self.layout
         if layout.indirect is not None:  # a vector_select's rows: their other dimensions indexed
             return NkiTensor(views.index_rows(layout, self._device_indices(key), keep))
+        if layout.bitcast and other_size(layout, layout.dtype):  # t.view(nl.uint8)[:, :4]
+            return NkiTensor(index_read_as(layout, key, keep))
         return NkiTensor(layout.index(self._device_indices(key), keep_partition=keep))
 
     def _device_indices(self, key: Any) -> Any:
