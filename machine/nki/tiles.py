@@ -34,7 +34,7 @@ _BRANCH_ON_CONTENTS = {
 }
 
 #: NkiTensor methods of the API reference module that neuronsim does not model.
-_VIEW_METHODS = frozenset(("reinterpret_cast", "indirect"))
+_VIEW_METHODS = frozenset(("indirect",))
 
 __all__ = ["NkiTensor", "is_tile", "result_tile", "OPERATORS", "register_operators"]
 
@@ -402,6 +402,8 @@ class NkiTensor:
     def view(self, dtype: Any) -> NkiTensor:
         return NkiTensor(reinterpret(self.layout, dtype, ".view(dtype)"))
 
+    reinterpret_cast = view  # (the NKI 0.7 reference lists it beside view, "C++ reinterpret_cast")
+
     # -- arithmetic (nl.* calls) ---------------------------------------------------------------
     def _binary(self, name: str, other: Any, reverse: bool = False) -> Any:
         fn = _operator(name)
@@ -577,6 +579,6 @@ def _overwrites(target: NkiTensor, value: Any) -> bool:
 
 for _method in ("__getitem__", "__setitem__", "ap", "reshape", "broadcast_to", "permute", "broadcast", "expand_dim",
                 "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange", "slice", "select", "vector_select", "view",
-                "expand_dims", "astype", "assert_shape"):  # a kernel's odd argument is its mistake, at its line
+                "reinterpret_cast", "expand_dims", "astype", "assert_shape"):  # a kernel's odd argument is its mistake, at its line
     setattr(NkiTensor, _method, keywords.kernel_arguments(getattr(NkiTensor, _method),
                                                           "indexing a tile" if _method.startswith("__") else None))

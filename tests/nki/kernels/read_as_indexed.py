@@ -11,3 +11,10 @@ def second_float_bytes(x, first=4, last=8):  # x (128, 2) float32: the bytes of 
     t = nl.load(x)
     nl.store(out, value=t.view(nl.uint8)[:, first:last])
     return out
+
+
+@nki.jit
+def bytes_by_reinterpret_cast(x):  # NKI 0.7's NkiTensor.reinterpret_cast, listed beside view
+    out = nl.ndarray((128, 8), dtype=nl.uint8, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x).reinterpret_cast(nl.uint8))
+    return out
