@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import heapq
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -123,12 +124,111 @@ def _named(label: Any, named: dict[str, list[NkiInstruction]], site: SourceLine)
 
 
 def apply_edges(program: Program, edges: list[OrderEdge]) -> Program:
-    """``program`` with every edge honoured (module doc)."""
+    """``program`` with every edge honoured (module doc): each body holding a consumer written
+    before its producer is reordered once, by every edge of that body and its data order
+    together (so the order the edges are listed in does not matter); a cycle is refused at the
+    line of the edge that closes it."""
+    edges = [e for e in edges if e.consumer.names and e.producer.names and e.consumer is not e.producer]
+    by_body: dict[tuple[int, ...], list[OrderEdge]] = {}
+    backwards: set[tuple[int, ...]] = set()  # bodies where a consumer is written before its producer
     for edge in edges:
-        if not edge.consumer.names or not edge.producer.names or edge.consumer is edge.producer:
-            continue
-        program = _apply(program, edge)
+        found = _body_of(program, edge)
+        if found is not None:
+            by_body.setdefault(found[0], []).append(edge)
+            if found[1]:
+                backwards.add(found[0])
+    for body in backwards:
+        mine = by_body[body]
+        program = program.with_body(_in_body(program.body, body, lambda nodes, mine=mine: _ordered(nodes, mine)))
+    for edge in edges:
+        if edge.kind is dependency.runtime:  # a semaphore wait; a schedule edge orders the issue alone
+            program = _waits(program, edge)
     return program
+
+
+def _body_of(program: Program, edge: OrderEdge) -> tuple[tuple[int, ...], bool] | None:
+    """The index path of the body holding both ends of ``edge`` and whether its consumer is
+    written before its producer there (None: in different bodies, in order, or dropped by the
+    trace); an edge crossing into a compiled loop is refused at its line."""
+    at_consumer = _locate(program.body, edge.consumer.names[0])
+    at_producer = _locate(program.body, edge.producer.names[-1])
+    if at_consumer is None or at_producer is None:  # dropped by the trace (a masked-away call)
+        return None
+    outer, inner = at_producer[:-1], at_consumer[:-1]  # the bodies holding them
+    if inner[:len(outer)] != outer or (outer != inner and at_producer[-1] > at_consumer[len(outer)]):
+        raise NkiError(edge.site, f"an order between {_label(edge.consumer)} and {_label(edge.producer)} "
+                                  "crosses into a compiled loop (the NkiInstruction.depends_on page forbids "
+                                  "edges into or out of nl.fori_loop / nl.while_loop bodies)")
+    return (outer, at_producer[-1] > at_consumer[-1]) if outer == inner else None
+
+
+def _waits(program: Program, edge: OrderEdge) -> Program:
+    first, last = edge.consumer.names[0], edge.producer.names[-1]
+
+    def wait(inst: Instruction) -> Instruction:
+        if inst.name != first or any(d.on == last for d in inst.deps):
+            return inst
+        return replace(inst, deps=inst.deps + (Dep(last, EdgeKind.ORDERED),))
+
+    return program.map_instructions(wait)
+
+
+def _ordered(body: list[Any], edges: list[OrderEdge]) -> list[Any]:
+    """``body`` in the program order closest to its own that puts every edge's consumer after
+    its producer and keeps every pair of nodes that touch a common tensor, one writing it, in
+    their order (the compiler's scheduler keeps data order too): one stable topological sort of
+    the stretch between the first and the last node an edge names."""
+    at = {getattr(node, "name", None): k for k, node in enumerate(body)}
+    ends = [(e, [at[n] for n in e.consumer.names if n in at], [at[n] for n in e.producer.names if n in at])
+            for e in edges]
+    lo = min(k for _e, c, p in ends for k in c + p)
+    hi = max(k for _e, c, p in ends for k in c + p)
+    touched = [_touches(body[k]) for k in range(lo, hi + 1)]
+    after: dict[int, set[int]] = {k: set() for k in range(lo, hi + 1)}  # node -> the nodes that must follow it
+    for a in range(lo, hi + 1):
+        (ra, wa) = touched[a - lo]
+        for b in range(a + 1, hi + 1):
+            rb, wb = touched[b - lo]
+            if wa & (rb | wb) or ra & wb:
+                after[a].add(b)
+    data = {k: set(v) for k, v in after.items()}  # the data order alone
+    for edge, consumers, producers in ends:
+        data_first = any(_reaches(data, c, p) for c in consumers for p in producers)
+        for p in producers:
+            after[p].update(consumers)
+        if any(_reaches(after, c, c2) for c in consumers for c2 in producers) or data_first:
+            why = ("the producer uses what the consumer writes or reads first (the kernel's data order says the "
+                   "opposite)" if data_first else "the other orders asked for, with the kernel's data order, put "
+                   "it first")
+            raise NkiError(edge.site, f"{_label(edge.consumer)} cannot run after {_label(edge.producer)}: {why}")
+    waiting = {k: 0 for k in after}
+    for k in after:
+        for m in after[k]:
+            waiting[m] += 1
+    ready = [k for k, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    order = []
+    while ready:  # program order among the nodes free to go
+        k = heapq.heappop(ready)
+        order.append(k)
+        for m in after[k]:
+            waiting[m] -= 1
+            if not waiting[m]:
+                heapq.heappush(ready, m)
+    return body[:lo] + [body[k] for k in order] + body[hi + 1:]
+
+
+def _reaches(after: dict[int, set[int]], start: int, goal: int) -> bool:
+    """Whether ``goal`` must follow ``start`` (a path of ``after`` edges)."""
+    stack, seen = [start], {start}
+    while stack:
+        k = stack.pop()
+        if k == goal:
+            return True
+        for m in after[k] - seen:
+            seen.add(m)
+            stack.append(m)
+    return False
 
 
 def _locate(nodes: tuple[Any, ...], name: str, path: tuple[int, ...] = ()) -> tuple[int, ...] | None:
@@ -141,30 +241,6 @@ def _locate(nodes: tuple[Any, ...], name: str, path: tuple[int, ...] = ()) -> tu
         elif node.name == name:
             return path + (k,)
     return None
-
-
-def _apply(program: Program, edge: OrderEdge) -> Program:
-    first, last = edge.consumer.names[0], edge.producer.names[-1]
-    at_consumer, at_producer = _locate(program.body, first), _locate(program.body, last)
-    if at_consumer is None or at_producer is None:  # dropped by the trace (a masked-away call)
-        return program
-    outer, inner = at_producer[:-1], at_consumer[:-1]  # the bodies holding them
-    if inner[:len(outer)] != outer or (outer != inner and at_producer[-1] > at_consumer[len(outer)]):
-        raise NkiError(edge.site, f"an order between {_label(edge.consumer)} and {_label(edge.producer)} "
-                                  "crosses into a compiled loop (the NkiInstruction.depends_on page forbids "
-                                  "edges into or out of nl.fori_loop / nl.while_loop bodies)")
-    if outer == inner and at_producer[-1] > at_consumer[-1]:  # written before its producer: moved after it
-        program = program.with_body(_in_body(program.body, at_consumer[:-1],
-                                             lambda body: _sunk(body, edge, at_consumer[-1], at_producer[-1])))
-    if edge.kind is dependency.schedule:  # issue order only: no semaphore wait
-        return program
-
-    def wait(inst: Instruction) -> Instruction:
-        if inst.name != first or any(d.on == last for d in inst.deps):
-            return inst
-        return replace(inst, deps=inst.deps + (Dep(last, EdgeKind.ORDERED),))
-
-    return program.map_instructions(wait)
 
 
 def _label(handle: NkiInstruction) -> str:
@@ -191,25 +267,3 @@ def _touches(node: Any) -> tuple[set[str], set[str]]:
             writes |= w
         return reads, writes
     return {a.tensor for a in node.reads}, {a.tensor for a in node.writes}
-
-
-def _sunk(body: list[Any], edge: OrderEdge, consumer_at: int, producer_at: int) -> list[Any]:
-    """``body`` with the consumer's instructions, and every node between it and the producer
-    that touches what they touch (a write on either side), moved right after the producer."""
-    own = set(edge.consumer.names)
-    moved: list[int] = []
-    reads: set[str] = set()
-    writes: set[str] = set()
-    for k in range(consumer_at, producer_at + 1):
-        r, w = _touches(body[k])
-        mine = getattr(body[k], "name", None) in own
-        if mine or (w & (reads | writes)) or (r & writes):
-            if k == producer_at or getattr(body[k], "name", None) in set(edge.producer.names):
-                raise NkiError(edge.site, f"{_label(edge.consumer)} cannot run after {_label(edge.producer)}: "
-                                          "the producer uses what the consumer writes or reads first "
-                                          "(the kernel's data order says the opposite)")
-            moved.append(k)
-            reads |= r
-            writes |= w
-    kept = [node for k, node in enumerate(body[:producer_at + 1]) if k not in moved]
-    return kept + [body[k] for k in moved] + body[producer_at + 1:]

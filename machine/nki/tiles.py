@@ -579,6 +579,6 @@ def _overwrites(target: NkiTensor, value: Any) -> bool:
 
 for _method in ("__getitem__", "__setitem__", "ap", "reshape", "broadcast_to", "permute", "broadcast", "expand_dim",
                 "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange", "slice", "select", "vector_select", "view",
-                "reinterpret_cast", "expand_dims", "astype", "assert_shape"):  # a kernel's odd argument is its mistake, at its line
+                "reinterpret_cast", "expand_dims", "astype", "assert_shape"):  # an odd argument: the kernel's line
     setattr(NkiTensor, _method, keywords.kernel_arguments(getattr(NkiTensor, _method),
                                                           "indexing a tile" if _method.startswith("__") else None))
