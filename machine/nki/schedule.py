@@ -12,11 +12,14 @@ call returns a handle whose ``depends_on(*producers, kind=)`` adds the same edge
 neuronsim records each handle (the instructions one call emitted) and each edge while tracing
 and applies them to the traced program (:func:`apply_edges`): a runtime edge (also the
 default, as the older page and the guide describe it) becomes an ``ordered`` dep of the
-consumer's first instruction on the producer's last; a consumer the kernel wrote *before* its
-producer moves after it, with every later instruction of the same body that touches what the
-moved ones touch (the compiler's scheduler keeps data order too); an edge that contradicts the
-data order, or crosses into a compiled loop (which the ``depends_on`` page forbids), is
-refused at the line that asked for it.
+consumer's first instruction on the producer's last; where a consumer is written *before* its
+producer, the body is reordered once by all its edges and its data order together (the
+compiler's scheduler keeps data order too), the nearest order to the kernel's that holds them,
+whichever order the edges were listed in; an edge that contradicts the data order, closes a
+cycle of edges, or crosses into a compiled loop (which the ``depends_on`` page forbids), is
+refused at the line that asked for it.  A ``schedule`` edge is honoured in the traced order
+alone: the ``schedule`` pass may still reorder the two (no constraint of issue order is
+recorded for it; a ``runtime`` edge's wait holds).
 """
 
 from __future__ import annotations
