@@ -139,10 +139,13 @@ def spec_of(shape: Any, dtype: str, buffer: Any, address: Any = None) -> TileSpe
         par_axis = 0
     else:
         check_partitions(dims[par_axis])
-    if address is not None:
-        if (not isinstance(address, (tuple, list)) or len(address) != 2
+    if address is not None:  # (HBM: NKI 0.7's ndarray page, "for HBM it is a 1-tuple (free_offset,)")
+        sizes = (1, 2) if kind in HBM_KINDS else (2,)
+        if (not isinstance(address, (tuple, list)) or len(address) not in sizes
                 or not all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) and a >= 0 for a in address)):
-            raise fail(f"address {shown(address)}: a tile's address is (partition, byte offset), two ints from 0")
+            raise fail(f"address {shown(address)}: " + ("an HBM tensor's address is (free offset,), an int from 0"
+                                                       if kind in HBM_KINDS else "a tile's address is (partition, "
+                                                       "byte offset), two ints from 0"))
         address = tuple(int(a) for a in address)
     return TileSpec(dims, dtype, kind, par_axis, address, allocator)
 

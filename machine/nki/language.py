@@ -19,7 +19,8 @@ from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki import operand_rules, ops
 from neuronsim.machine.nki.keywords import kernel_arguments
-from neuronsim.machine.nki.alloc import BUFFERS, Buffer, FnAlloc, ModAlloc, ParDim, TileSpec, declare_tile, spec_of
+from neuronsim.machine.nki.alloc import (BUFFERS, HBM_KINDS, Buffer, FnAlloc, ModAlloc, ParDim, TileSpec, declare_tile,
+                                       spec_of)
 from neuronsim.machine.nki.dtypes import declared_dtype, to_dtype
 from neuronsim.machine.nki.errors import fail, shown
 from neuronsim.machine.nki.hbm import hbm_tensor
@@ -122,8 +123,8 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
         tile = _declared(tracer, spec, name)
         tracer.flat_tiles[tile.layout.tensor.name] = (tracer.where()[0], flat)
         return tile
-    if spec.allocator is not None or spec.address is not None:
-        tracer.allocated = True
+    if spec.allocator is not None or (spec.address is not None and spec.buffer not in HBM_KINDS):
+        tracer.allocated = True  # (a kernel placing its on-chip tiles: an HBM address places nothing on chip)
     if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):
         if spec.buffer == "shared_hbm" and tracer.generation == "legacy":
             kernel_level(tracer)
