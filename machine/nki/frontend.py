@@ -207,6 +207,18 @@ def _target_machine(target: str | None, func: Any) -> str:
     return machine
 
 
+#: ``x_rank3``: rank 3's own values of array parameter ``x`` (a launch on ``ranks``).
+_RANK_ARGUMENT = re.compile(r"(\w+)_rank(\d+)")
+
+
+def _rank_value(name: str, value: np.ndarray, first: np.ndarray, func: Any) -> np.ndarray:
+    """Rank r's own array ``name`` (``x_rank{r}``), of the shape rank 0's ``x`` has."""
+    if value.shape != first.shape:
+        raise NkiError(_defined_at(func), f"argument {name}: shape {value.shape}, and rank 0's is {first.shape}: "
+                                          "every rank's copy of a parameter has its shape")
+    return value
+
+
 def _argument_dtype(param: str, value: np.ndarray, func: Any) -> str:
     """The dtype of array argument ``param``; one the machine does not hold is the caller's
     mistake, at the kernel's definition (raw 2-byte records: bf16 saved by numpy, which loads
@@ -337,6 +349,10 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
          schedule: tuple[Any, ...] = (), simulated: bool = False,
          converted: dict[int, np.ndarray] | None = None) -> TracedKernel:
     signature = inspect.signature(func)
+    # rank r's own values of array parameter x, given as x_rank{r} (else every rank gets x's)
+    own = {k: v for k, v in kwargs.items() if (m := _RANK_ARGUMENT.fullmatch(k)) and m[1] in signature.parameters
+           and 1 <= int(m[2]) < tracer.ranks and isinstance(v, np.ndarray)}
+    kwargs = {k: v for k, v in kwargs.items() if k not in own}
     try:
         bound = signature.bind(*arrays, **kwargs)
     except TypeError as err:
@@ -351,6 +367,8 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
             if isinstance(value, np.ndarray) and value.ndim > 0:
                 dtype = _argument_dtype(param, value, func)
                 tensor = param if rank == 0 else f"{param}_rank{rank}"
+                if tensor in own:
+                    value = _rank_value(tensor, own[tensor], value, func)
                 ref = tracer.kb.dram_input(tensor, value.shape, dtype)
                 known = converted.get(id(value)) if converted is not None else None
                 if known is None:

@@ -5,8 +5,9 @@ exchange data only through the collective calls.  neuronsim traces the N ranks a
 two cores of an LNC=2 kernel (:mod:`~neuronsim.machine.nki.cores`): one thread per rank, one
 baton, a meeting at every collective call, so everything each rank issues before the call comes
 first in program order.  Every HBM tensor the kernel makes is its rank's own, and so is every
-input (rank ``r``'s copy of parameter ``x`` is the tensor ``x_rank{r}``, holding the same values:
-a kernel that writes its input writes its own copy).  A collective is two meetings, as a
+input (rank ``r``'s copy of parameter ``x`` is the tensor ``x_rank{r}``, holding the same values,
+or those of an array ``x_rank{r}`` given beside ``x``: a kernel that writes its input writes its
+own copy).  A collective is two meetings, as a
 ``sendrecv`` is: at the first each rank posts its sources; each then copies what it receives into
 its own destinations by DMA (a reduction is a DMA read-modify-write, ``dma_accumulate`` with
 the op's ``add`` / ``max`` / ``min``, the rank order of the group fixed, so every rank reduces in

@@ -27,6 +27,17 @@ def test_all_reduce_sums_every_ranks_source_into_every_rank():
         np.testing.assert_allclose(out[name], expected, rtol=1e-6, atol=1e-6, err_msg=name)
 
 
+def test_each_rank_may_start_from_its_own_values_of_an_input():
+    """``x_rank{r}`` beside ``x`` gives rank r its own values (nki-library's all_gather and
+    reduce_scatter tests give each rank its own input); without it every rank gets x's."""
+    x, x1, x2 = (RNG.normal(size=(64, 32)).astype(np.float32) for _ in range(3))
+    out = run(kernel("ranks.py::summed"), x, GROUP, ranks=3, x_rank1=x1, x_rank2=x2)
+    for name in ("return0", "return0_rank1", "return0_rank2"):
+        np.testing.assert_allclose(out[name], x + x1 + x2 + 3, rtol=1e-5, atol=1e-5, err_msg=name)
+    with pytest.raises(NkiError, match=r"argument x_rank1: shape \(8, 32\), and rank 0's is \(64, 32\)"):
+        trace(kernel("ranks.py::summed"), x, GROUP, ranks=3, x_rank1=x1[:8])
+
+
 def test_the_collectives_take_their_pages_positional_order():
     """all_reduce(srcs, dsts, replica_group, op): neuronsim took dsts first, so the page's own
     order swapped source and destination (or, with op fourth, stopped on an internal error)."""

@@ -104,7 +104,7 @@ def kernel_options(fn: Callable) -> Callable:
         click.option("--ranks", type=click.IntRange(1, 64), default=1, expose_value=False,
                      callback=keep_in_context(RANKS_KEY),
                      help="Launch the kernel on N ranks that meet at its nki.collectives calls (outputs of "
-                          "rank r named NAME_rank{r})."),
+                          "rank r named NAME_rank{r}; an input NAME_rank{r} gives rank r its own NAME)."),
         click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
                      help="Read input NAME as DTYPE (raw 2-/1-byte arrays default to bfloat16 / float8_e4m3)."),
         max_idle_option("Stop a kernel that runs this long in its own Python without an NKI call, or a pass "
