@@ -424,6 +424,11 @@ def dma_copy(dst: Layout, src: Any, *, dge_mode: Any = None, engine: Any = None,
     if rmw is not None and getattr(oob, "name", oob) == "skip":  # the page allows error only with it
         raise fail("nisa.dma_copy: dst_rmw_op allows only oob_mode=oob_mode.error")
     source = ops.lay(src)
+    mode = getattr(dge_mode, "name", dge_mode)
+    if mode in ("hwdge", "none") and (source.indirect is not None or dst.indirect is not None):
+        raise fail(f"nisa.dma_copy(dge_mode={mode}) of an indirect access (vector_offset, a tile of indices): the "
+                   f"DGE page gives it swdge or unknown only (hwdge \"does not support indirect (gather/scatter) "
+                   f"operations\", none cannot handle runtime-computed indices)")
     if getattr(oob, "name", oob) == "skip" and (_wholly_outside(dst) or _wholly_outside(source)):
         # a scalar_offset that lands past its HBM tensor on the traced inputs (nki-library's
         # indexed_flatten marks rows a core does not own with an invalid offset): the DMA skips it
