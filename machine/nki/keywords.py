@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import linecache
 import re
 from collections.abc import Callable, Iterable
 from difflib import get_close_matches
@@ -224,15 +225,24 @@ def misplaced_operator(signature: inspect.Signature, args: tuple, kwargs: dict,
         if culprit is None or (culprit == "NkiTensor" and wanted == "a tile") or \
                 (wanted == "a number" and culprit in ("int", "float", "bool")):  # (a number beside the odd one)
             continue
-        for param, value in bound.items():
-            if param == "self":  # (a method's own tile is never the argument at fault)
-                continue
-            values = value if isinstance(value, dict) else {param: value}  # (a **kwargs parameter)
-            for name, item in values.items():
-                if culprit in _type_names(item):
-                    return f"{name} is {_shown(item)}, " + \
-                        (f"where the call takes {wanted}" if wanted else "which the call cannot use there")
+        suspects = [(name, item) for param, value in bound.items() if param != "self"  # (a method's own tile)
+                    for name, item in (value if isinstance(value, dict) else {param: value}).items()  # (**kwargs)
+                    if culprit in _type_names(item)]
+        failed = _failing_line(err)  # of two lists (.ap's pattern and offset), the one the failing line names
+        suspects.sort(key=lambda suspect: re.search(rf"\b{re.escape(suspect[0])}\b", failed) is None)
+        if suspects:
+            name, item = suspects[0]
+            return f"{name} is {_shown(item)}, " + \
+                (f"where the call takes {wanted}" if wanted else "which the call cannot use there")
     return None
+
+
+def _failing_line(err: BaseException) -> str:
+    """The source line of the innermost frame ``err`` was raised in ("" when unknown)."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return linecache.getline(tb.tb_frame.f_code.co_filename, tb.tb_lineno) if tb is not None else ""
 
 
 def kernel_arguments(method: Callable, name: str | None = None) -> Callable:

@@ -124,6 +124,7 @@ def test_rearrange_names_dimensions_as_einops_does():
     ("permutes_partitions", "t.permute((1, 0))", "the partition dimension of t_"),
     ("rearranges_partitions", "t.rearrange(('p', 'f'), ('f', 'p'))", "the partition dimension of t_"),
     ("loads_256_partitions", "nl.load(g[0:256])", "partition dimension 256 of an on-chip tile exceeds 128"),
+    ("ap_offset_as_list", "t.ap([[64, 128]", ".ap(): offset is list, where the call takes a number"),
 ])
 def test_mistakes_are_refused_at_their_line(func, line_text, message):
     source = (Path(KERNELS) / "wild_forms_current.py").read_text().splitlines()

@@ -140,3 +140,9 @@ def rearranges_partitions(x):
     u = nl.ndarray((64, 128), dtype=x.dtype, buffer=nl.sbuf)
     nisa.tensor_copy(dst=u, src=t.rearrange(('p', 'f'), ('f', 'p')))
     return u
+
+
+@nki.jit
+def ap_offset_as_list(a):  # the access-pattern page's own typo: the offset given as a list, beside the pattern
+    t = nl.load(a)
+    return nl.copy(t.ap([[64, 128], [1, 32]], [1, 32]))
