@@ -51,9 +51,11 @@ class StandIn(types.ModuleType):
     name is taken as real."""
 
     def __getattr__(self, attr: str) -> Any:
-        if attr.startswith("_"):  # dunders and the module's own settings
-            raise AttributeError(attr)
         refusals = self.__dict__.get("_refusals")
+        if attr.startswith("_") and (refusals is None or attr.startswith("__")):  # dunders, the module's settings
+            raise AttributeError(attr)
+        if attr.startswith("_"):  # nisa._tiled_offloaded_memcpy: the compiler's private calls (ring attention)
+            return Refused(f"{self._alias}.{attr}", "a private name of the module, the compiler's own")
         if refusals is not None and attr not in refusals:
             known = set(self.__dict__) | set(refusals)
             raise no_such_name(f"{self._alias}.{attr}", self.__name__, sorted(known))

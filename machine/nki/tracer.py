@@ -559,7 +559,7 @@ class Tracer:
     def program_id_of(self, axis: int) -> int:
         if not 0 <= axis < max(len(self.grid), 1):
             raise fail(f"nl.program_id({axis}): the grid has {len(self.grid)} dimensions")
-        return self.program_id[axis] if self.grid else 0
+        return self.program_id[axis] if self.program_id else 0  # (a launch on ranks has one program: grid 1)
 
     def hbm_site(self, where: SourceLine) -> tuple[str, int, int]:
         """The key of an HBM allocation: its line and how many times this instance reached it
