@@ -20,7 +20,8 @@ from neuronsim.machine.nki.spmd_loops import no_reorder as _no_reorder
 from neuronsim.machine.nki.language import psum as _psum
 from neuronsim.machine.nki.language import sbuf as _sbuf
 from neuronsim.machine.nki.ops import lay, reducing, result_dtype
-from neuronsim.machine.nki.tiles import NkiTensor
+from neuronsim.machine.nki.mask_boxes import matmul_roles, restricted_operand
+from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.legacy_rules import allocated_bias
 from neuronsim.machine.nki.tracer import api, current
@@ -48,10 +49,24 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
         # kernels validated on Trainium do: a DFT by matmul, a flash attention), is copied to
         # SBUF first, as the compiler stages nl.matmul's operands; NKI 0.7's nc_matmul, whose
         # kernel places every tile itself, still refuses it.
-        em.matmul(dst, stationary, moving, accumulate=accumulate, transpose=bool(is_transpose), perf_mode=perf_mode,
-                  staged=True)
+        tracer = current()
+        box, operands = tracer.mask, (stationary, moving)
+        if box is not None and not is_transpose:  # each operand by its own iterators (mask_boxes.matmul_roles)
+            roles = roles_of()
+            operands = tuple(NkiTensor(restricted_operand(t.layout, box, roles)) for t in operands)
+            tracer.mask = None
+        try:
+            em.matmul(dst, *operands, accumulate=accumulate, transpose=bool(is_transpose), perf_mode=perf_mode,
+                      staged=True)
+        finally:
+            tracer.mask = box
+
+    def roles_of():
+        return matmul_roles(stationary.layout, moving.layout) if is_tile(stationary) and is_tile(moving) else {}
 
     emit.accumulates = True  # type: ignore[attr-defined]
+    if not is_transpose:
+        emit.mask_roles = roles_of  # type: ignore[attr-defined]
     return _result(shape, "float32", "psum", emit, mask)
 
 

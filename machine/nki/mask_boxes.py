@@ -17,19 +17,22 @@ the second's result replacing the first's.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from neuronsim.machine.nki.errors import unsupported
 from neuronsim.machine.nki.indexing import Mask
-from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.layout import P, Layout
 
-__all__ = ["box_targets"]
+__all__ = ["box_targets", "matmul_roles", "restricted_operand"]
 
 
 def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = False,
-                reduces: bool = False) -> Iterator[tuple[Mask | None, Layout]]:
+                reduces: bool = False, roles: dict[Any, int | None] | None = None
+                ) -> Iterator[tuple[Mask | None, Layout]]:
     """``(box, dst restricted to it)`` for each box of ``mask`` that keeps an element of ``dst``
     (one ``(None, dst)`` without a mask).  ``transposed``: the mask is written in the indices of
-    a 2-D transpose's source; ``reduces``: the call is a reduction (see the module)."""
+    a 2-D transpose's source; ``reduces``: the call is a reduction (see the module); ``roles``:
+    the destination axis an operand's own iterator bounds (:func:`matmul_roles`)."""
     if mask is None:
         yield None, dst
         return
@@ -44,9 +47,39 @@ def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = Fa
     for box in boxes:
         target = dst
         for it, lo, hi in box.bounds:
-            target = target.restrict(it, lo, hi, transposed)
+            if roles is not None and it in roles:
+                target = target if roles[it] is None else target.restrict_axis(roles[it], lo, hi)
+            else:
+                target = target.restrict(it, lo, hi, transposed)
         if not target.empty:
             yield box, target
+
+
+def matmul_roles(stationary: Layout, moving: Layout) -> dict[Any, int | None]:
+    """The iterators indexing a matmul's operands, each with the result axis it bounds: the
+    stationary's free iterator the result's partitions (M: the ``nc_matmul`` page's
+    ``(128, 126)`` stationary gives a ``(126, 512)`` result), the moving one's its free axis (N),
+    a partition iterator none (the contraction K).  A mask on such an iterator bounds that
+    operand and that result axis alone (nki-samples' blockwise matmul masks the stationary's
+    ``idx < I_TP``), not every operand's axis at its position."""
+    roles: dict[Any, int | None] = {}
+    for layout, result_axis in ((stationary, 0), (moving, 1)):
+        for (kind, _stride, _count), tag in zip(layout.axes, layout.tags or ()):
+            for it in tag or ():
+                roles[it] = None if kind == P else result_axis
+    return roles
+
+
+def restricted_operand(layout: Layout, box: Mask, roles: dict[Any, int | None]) -> Layout:
+    """A matmul operand restricted by ``box``: an iterator of ``roles`` only where the operand's
+    own index holds it, any other as every operand is (:meth:`Layout.restrict`)."""
+    for it, lo, hi in box.bounds:
+        if it not in roles:
+            layout = layout.restrict(it, lo, hi)
+            continue
+        pos = next((k for k, tag in enumerate(layout.tags or ()) if tag and it in tag), None)
+        layout = layout if pos is None else layout.restrict_axis(pos, lo, hi)
+    return layout
 
 
 def _bounds_an_output(dst: Layout, it, transposed: bool) -> bool:

@@ -396,8 +396,8 @@ class Tracer:
 
     def _emit_boxes(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         transposed = getattr(pending.emit, "transposes", False)  # a mask in the source's indices
-        reduces = hasattr(pending.emit, "reduces")
-        for box, target in box_targets(pending.site[1], pending.mask, dst, transposed, reduces):
+        reduces, roles = hasattr(pending.emit, "reduces"), getattr(pending.emit, "mask_roles", None)
+        for box, target in box_targets(pending.site[1], pending.mask, dst, transposed, reduces, roles and roles()):
             if target.limits is not None:  # a view past its tensor: the access must stay inside
                 target.check_bounds(pending.site[0])
             self.note_write(target)
