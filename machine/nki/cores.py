@@ -48,8 +48,12 @@ CORES = 2
 #: counts this wording as the expected answer of a one-core launch).
 ONE_CORE = "neuronsim models one NeuronCore per SPMD instance"
 
-#: The tracer's fields that belong to the instance running (saved when it stops at a meeting).
-_INSTANCE_FIELDS = ("program_id", "site_counts", "site", "site_frame", "mask", "emit_site", "call_options")
+#: The tracer's fields that belong to the instance running (saved when it stops at a meeting):
+#: its loops too, each instance's own lists (a meeting inside a legacy loop left the other
+#: core's loops open: its top-level shared_hbm tensor was "made inside a loop", its unrolled
+#: affine iterations mixed with the other's into false carried findings).
+_INSTANCE_FIELDS = ("program_id", "site_counts", "site", "site_frame", "mask", "emit_site", "call_options", "loops",
+                    "unrolled_affine", "in_order")
 
 
 class NeedsCores(Exception):  # noqa: N818  (a request to trace again, not an error)
@@ -80,7 +84,9 @@ class Cores:
         self.lock = threading.Condition()
         self.turn: int | None = None  # the instance that may run; None: the conductor (run())
         self.saved: list[dict[str, Any]] = [  # each instance's state before it first runs
-            {**dict.fromkeys(_INSTANCE_FIELDS), "program_id": pid, "site_counts": {}, "call_options": {}}
+            {**dict.fromkeys(_INSTANCE_FIELDS), "program_id": pid, "site_counts": {}, "call_options": {},
+             "loops": list(tracer.loops), "unrolled_affine": list(tracer.unrolled_affine),
+             "in_order": list(tracer.in_order)}
             for pid in pids]
         self.arrived: dict[int, Arrival] = {}
         self.posts: dict[int, Any] = {}
