@@ -135,6 +135,8 @@ def shown(value: Any) -> str:
     """A value as an error message names it: a plain value with its repr (``float 64.0``), any
     other object by its type alone (no internal repr leaks into a kernel author's message)."""
     plain = isinstance(value, (int, float, str, bool)) or value is None
+    if isinstance(value, np.ndarray) and value.ndim == 0:  # an --inputs array of no dimensions: passed as it is
+        return f"an array of no dimensions ({value.item()!r}; an input holding one value is a tensor of shape (1,))"
     return f"{type(value).__name__} {value!r}" if plain else type(value).__name__
 
 
