@@ -338,6 +338,9 @@ class NkiTensor:
     def broadcast_to(self, shape: Any) -> NkiTensor:
         shape = tuple(int(n) for n in shape)
         layout = self.layout
+        while (layout.on_chip and len(shape) > len(layout.shape) and all(n == 1 for n in layout.shape)
+               and current().generation == "legacy"):  # numpy's rank promotion (the legacy page), of one element
+            layout = views.expand_dim(layout, len(layout.shape))
         if layout.on_chip and layout.partitions[1] == 1 and shape and shape[0] > 1 and len(shape) == len(layout.shape):
             return _operator("broadcast_partitions")(self, shape)
         return NkiTensor(layout.broadcast_to(shape))
