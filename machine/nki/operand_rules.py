@@ -355,8 +355,10 @@ def gpsimd_dma_size(dma_engine: Any, src: Any) -> None:
 def same_rank(call: str, x: Any, shape: Any) -> None:
     """nl.broadcast_to's page: the target shape "Must have the same rank as x" (a (128, 1) tile
     broadcast to (128, 4, 64) ran, its new axes last)."""
+    if not is_tile(x):
+        return
     promoted = current().generation == "legacy" and all(n == 1 for n in x.shape)  # (numpy's rule: its page)
-    if is_tile(x) and len(tuple(shape)) != len(x.shape) and not (promoted and len(tuple(shape)) > len(x.shape)):
+    if len(tuple(shape)) != len(x.shape) and not (promoted and len(tuple(shape)) > len(x.shape)):
         raise fail(f'{call} of {tuple(x.shape)} to {tuple(shape)}; its page: the shape "Must have the same rank as x"')
 
 
