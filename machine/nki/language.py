@@ -28,9 +28,9 @@ from neuronsim.machine.nki.indexing import ArangeExpr, MGrid, arange, ds  # noqa
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tensor_views import transposed_shape
 from neuronsim.machine.nki.legacy_rules import legacy_tile, kernel_level
-from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
+from neuronsim.machine.nki.tiles import NkiTensor, OutsideBlocks, is_tile, register_operators
 from neuronsim.machine.nki.tiles import result_tile as _result
-from neuronsim.machine.nki.tracer import api, as_mask, assigned_name, current, tracing
+from neuronsim.machine.nki.tracer import NEVER, api, as_mask, assigned_name, current, tracing
 
 sbuf, psum = BUFFERS["sbuf"], BUFFERS["psum"]
 hbm, shared_hbm, private_hbm = BUFFERS["hbm"], BUFFERS["shared_hbm"], BUFFERS["private_hbm"]
@@ -439,6 +439,8 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     """``dst[...] = value``: the pending call writes ``dst`` directly, else a copy (a DMA
     when either side is in DRAM) or a memset of a number."""
     tracer = current()
+    if isinstance(dst, OutsideBlocks) and isinstance(value, OutsideBlocks):
+        return  # t[k] += x re-assigning a block past the last, whose update a mask kept from running
     order = _broadcast_order(dst.layout)  # y[jf, ip] = t: a [len(ip), len(jf)] view, written transposed
     if order is not None:  # (a square one was written straight: a probe; load reads likewise)
         dst = NkiTensor(dst.layout.permuted(order))
@@ -480,6 +482,8 @@ def accumulate(dst: NkiTensor, value: Any, op: str) -> None:
     tracer = current()
     mark = {"x-nki-accumulate": True}
     pending = tracer.take_pending(value) if is_tile(value) else None
+    if pending is not None and pending.mask is NEVER:  # masked away: nothing runs, nothing is accessed
+        return
     if (pending is not None and getattr(pending.emit, "accumulates", False) and op == "add"
             and dst.layout.tensor.memory == MemoryKind.PSUM):
         tracer.emit_pending_into(pending, dst.layout, mark, accumulate=ops.opens_accumulation(dst.layout))

@@ -1,11 +1,10 @@
 """Tile and tensor proxies: what an NKI kernel holds while it is traced.
 
-An :class:`NkiTensor` stands for an HBM tensor, an on-chip tile or a view of one.  Slicing
-gives views (:class:`~neuronsim.machine.nki.layout.Layout`); assignment, ``+=`` and Python operators
-become instructions through the NKI calls :mod:`neuronsim.machine.nki.language` registers in
-:data:`OPERATORS` when it is imported (as torch.fx's ``Proxy`` hands its operators to its
-tracer: the proxies sit below the calls they stand for).  A result not yet emitted (see
-:func:`result_tile`) has a ``_spec`` but no ``_layout`` until it is used."""
+An :class:`NkiTensor` stands for an HBM tensor, an on-chip tile or a view of one.  Slicing gives views
+(:class:`~neuronsim.machine.nki.layout.Layout`); assignment, ``+=`` and Python operators become instructions through
+the NKI calls :mod:`neuronsim.machine.nki.language` registers in :data:`OPERATORS` when it is imported (as torch.fx's
+``Proxy`` hands its operators to its tracer: the proxies sit below the calls they stand for).  A result not yet
+emitted (:func:`result_tile`) has a ``_spec`` but no ``_layout`` until it is used."""
 
 from __future__ import annotations
 
@@ -17,6 +16,7 @@ from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, check_partitions, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
+from neuronsim.machine.build.views import is_int
 from neuronsim.machine.nki.indexing import ArangeExpr, SymIndex
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki import keywords, tensor_views as views
@@ -45,8 +45,7 @@ OPERATORS: dict[str, Callable[..., Any]] = {}
 
 
 def register_operators(**handlers: Callable[..., Any]) -> None:
-    """Make ``handlers`` what tiles' operators call (:mod:`neuronsim.machine.nki.language` does
-    this when it is imported, which every traced kernel's ``nki.language`` does first)."""
+    """Make ``handlers`` what tiles' operators call (neuronsim.machine.nki.language does so on import)."""
     OPERATORS.update(handlers)
 
 
@@ -59,9 +58,8 @@ def _operator(name: str) -> Callable[..., Any]:
 
 def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[..., None], mask: Any = None,
                 sources: tuple[Any, ...] = ()) -> NkiTensor:
-    """The tile an NKI call returns: pending until used (see :meth:`~neuronsim.machine.nki.
-    tracer.Tracer.result`), ``emit(dst)`` then writes it; used before it is assigned, it gets
-    a fresh tile of ``shape`` / ``dtype`` in ``buffer``."""
+    """The tile an NKI call returns: pending until used (:meth:`~neuronsim.machine.nki.tracer.Tracer.result`),
+    ``emit(dst)`` then writes it; used before it is assigned, it gets a fresh tile of ``shape`` / ``dtype``."""
     tracer = current()
     if buffer != "hbm":  # at the call, not where the tile is first used; one of elements (nl.add(t[0, 0], 3)): [1, 1]
         shape = tuple(shape) or (1, 1)
@@ -176,16 +174,15 @@ class NkiTensor:
     # available at specialization time"; a fresh (128, 64) SBUF tile has strides (64, 1), offset 0)
     @property
     def strides(self) -> tuple[int, ...]:
-        """Elements between neighbours along each axis; on chip the partition axis counts the
-        tensor's elements a partition (its row), as ``.ap`` patterns do."""
+        """Elements between neighbours along each axis; on chip the partition axis counts a row's, as ``.ap`` does."""
         lay = self.layout
         row = prod(lay.tensor.shape[1:]) if lay.on_chip else 0
         return tuple(lay.partitions[2] * row if kind == P else stride for kind, stride, _n in lay.axes)
 
     @property
     def offset(self) -> Any:
-        """The view's first element within its tensor (in a partition's elements, on chip); a
-        kept loop's variable in it makes the loop unroll where the kernel compares it."""
+        """The view's first element within its tensor (in a partition's elements, on chip); a kept loop's
+        variable in it makes the loop unroll where the kernel compares it."""
         index = self.layout.offset
         return index.const if not index.terms else SymIndex(index)
 
@@ -198,9 +195,8 @@ class NkiTensor:
         return self.layout.indirect is not None
 
     def is_contiguous(self) -> bool:
-        """True when the view's elements follow one another in row-major order; on chip over
-        the free dimensions of a partition only (the NkiTensor page: "the partition dim (dim 0)
-        is skipped")."""
+        """True when the view's elements follow one another in row-major order; on chip over the free dimensions
+        of a partition only (the NkiTensor page: "the partition dim (dim 0) is skipped")."""
         expected = 1
         free = [(step, n) for (kind, _s, _n), step, n in zip(self.layout.axes, self.strides, self.shape)
                 if not (self.layout.on_chip and kind == P)]
@@ -247,6 +243,9 @@ class NkiTensor:
                                                                        for k in parts):
                 return views.BlockPrefix(self, parts)  # t[0][j][...]: the blocks picked one at a time
             block, rest = self._block_of(key)
+            if any(is_int(b) and not 0 <= b < n for b, n in zip(block, self._blocked.spec.blocks)):
+                return OutsideBlocks(f"block {tuple(block)} of {self._blocked.name} is outside its blocks "
+                                     f"{self._blocked.spec.blocks}")  # (refused when accessed: a mask may keep none)
             layout = self._blocked.block(current(), block)
             return NkiTensor(layout.index(rest) if rest else layout)
         # NKI 0.7 (its language guide): an integer on an on-chip tile's partition axis keeps the
@@ -259,11 +258,11 @@ class NkiTensor:
         return NkiTensor(layout.index(self._device_indices(key), keep_partition=keep))
 
     def _device_indices(self, key: Any) -> Any:
-        """``key`` with a one-element tile beside slices (indexing an HBM tensor, or a free
-        dimension of an on-chip one) read as the integer it holds: one coordinate (the
-        tiled-grid guide's ``(1, 1)`` runtime value), its dimension dropped as an integer's is
-        (vLLM's paged attention loads ``key_cache[block_tables[k, j], :, head, :]`` into a 2-D
-        tile).  A tile of several indices, or index vectors beside it, stays an indirect DMA."""
+        """``key`` with a one-element tile beside slices (indexing an HBM tensor, or a free dimension of an
+        on-chip one) read as the integer it holds: one coordinate (the tiled-grid guide's ``(1, 1)`` runtime
+        value), its dimension dropped as an integer's is (vLLM's paged attention loads ``key_cache[block_tables[k,
+        j], :, head, :]`` into a 2-D tile).  A tile of several indices, or index vectors beside it, stays an
+        indirect DMA."""
         parts = key if isinstance(key, tuple) else (key,)
         # (an on-chip tile's partition picked by a tile stays a partition gather)
         picks = [d for d, k in enumerate(parts) if isinstance(k, NkiTensor) and prod(k.shape) == 1
@@ -300,12 +299,11 @@ class NkiTensor:
 
     def ap(self, pattern: Any = None, offset: Any = None, scalar_offset: Any = None, indirect_dim: int = 0,
            vector_offset: Any = None, dtype: Any = None, **_kw: Any) -> NkiTensor:
-        """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern;
-        ``offset`` counts from the view's own first element (the page: "added to the view's base
-        storage offset", None keeping it; a whole tensor's is 0); ``scalar_offset`` (a device
-        value, its value on the traced inputs) indexes dimension ``indirect_dim`` of the
-        tensor; ``vector_offset`` (a tile, one row per partition) makes it an indirect DMA's
-        gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
+        """``t.ap(pattern=[[step, count], ...], offset=...)``: a physical access pattern; ``offset`` counts from
+        the view's own first element (the page: "added to the view's base storage offset", None keeping it; a
+        whole tensor's is 0); ``scalar_offset`` (a device value, its value on the traced inputs) indexes
+        dimension ``indirect_dim`` of the tensor; ``vector_offset`` (a tile, one row per partition) makes it an
+        indirect DMA's gather or scatter (:mod:`~neuronsim.machine.nki.indirect`)."""
         lay = self.layout
         base = lay.offset.const if not lay.offset.terms else SymIndex(lay.offset)
         if lay.on_chip:  # the first partition's row, then the free offset
@@ -568,8 +566,8 @@ def _no_values(what: str, tensor: NkiTensor) -> Exception:
 
 
 def _overwrites(target: NkiTensor, value: Any) -> bool:
-    """Does assigning ``value`` write every element of ``target``'s block (a lazily initialized
-    block first used so needs no fill)?  A number or a tile of as many elements, not masked."""
+    """Does assigning ``value`` write every element of ``target``'s block (a lazily initialized block first used
+    so needs no fill)?  A number or a tile of as many elements, not masked."""
     block = target.layout
     whole = prod(block.tensor.shape)
     if prod(block.shape) != whole:
@@ -578,6 +576,21 @@ def _overwrites(target: NkiTensor, value: Any) -> bool:
     if pending is not None and pending.proxy is value:
         return pending.mask is None
     return True
+
+
+class OutsideBlocks(NkiTensor):
+    """``t[k]`` past a tensor's last block: refused where an instruction accesses it, not where it is indexed, as
+    the instruction's mask may keep nothing (blockwise matmul: ``ps[h_j] += nc_matmul(..., mask=(h_j < n))``)."""
+
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        super().__init__()
+        self.why = why
+
+    @property
+    def layout(self) -> Layout:
+        raise fail(self.why)
 
 
 for _method in ("__getitem__", "__setitem__", "ap", "reshape", "broadcast_to", "permute", "broadcast", "expand_dim",
