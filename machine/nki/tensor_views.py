@@ -25,7 +25,7 @@ from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.nki.vector_index import is_index_tile
 
 __all__ = ["permute", "broadcast", "expand_dim", "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange",
-           "transposed_shape", "index_rows", "reshape_rows", "BlockPrefix"]
+           "transposed_shape", "index_rows", "reshape_rows", "BlockPrefix", "BlocksReadAs"]
 
 #: ``nl.empty_like``'s ``transpose_axes`` by rank (its page: "(1, 0), (2, 1, 0), and (3, 1, 2, 0)").
 _TRANSPOSE_ORDERS = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}
@@ -310,3 +310,21 @@ class BlockPrefix:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         self.tensor[self.prefix + (key if isinstance(key, tuple) else (key,))] = value
+
+
+class BlocksReadAs:
+    """``t.view(dtype)`` of a tensor of blocks (nki-samples' rmsnorm quantization, ``t.view(nl.uint8)[g, :,
+    :4]``): indexed, its block indices pick the block, which is read as ``dtype`` and indexed by the rest."""
+
+    __slots__ = ("tensor", "dtype")
+
+    def __init__(self, tensor: Any, dtype: Any) -> None:
+        self.tensor, self.dtype = tensor, dtype
+
+    def __getitem__(self, key: Any) -> Any:
+        parts = key if isinstance(key, tuple) else (key,)
+        blocks = len(self.tensor._blocked.spec.blocks)
+        if len(parts) < blocks:
+            raise fail(f".view({self.dtype}) of a tensor with {blocks} block dimensions: index every block first")
+        read = self.tensor[parts[:blocks]].view(self.dtype)
+        return read[parts[blocks:]] if parts[blocks:] else read

@@ -149,10 +149,9 @@ class NkiTensor:
 
     @property
     def base_tensor(self) -> NkiTensor:
-        """The whole tensor a view is of (the tensor itself when it is no view).  Not on the
-        NkiTensor reference page of SDK 2.32 / 2.33, but nki-library's Trn3 kernels read it of
-        kernel-argument tensors as of its own ``TensorView`` (``weight.base_tensor``), so the NKI
-        they are tested with has it."""
+        """The whole tensor a view is of (the tensor itself when it is no view).  Not on the NkiTensor reference
+        page of SDK 2.32 / 2.33, but nki-library's Trn3 kernels read it of kernel-argument tensors as of its own
+        ``TensorView`` (``weight.base_tensor``), so the NKI they are tested with has it."""
         if self._blocked is not None or self._layout is None:
             return self
         return NkiTensor(Layout.whole(self._layout.tensor))
@@ -181,8 +180,7 @@ class NkiTensor:
 
     @property
     def offset(self) -> Any:
-        """The view's first element within its tensor (in a partition's elements, on chip); a kept loop's
-        variable in it makes the loop unroll where the kernel compares it."""
+        """The view's first element in its tensor (a partition's elements, on chip); a kept loop's variable unrolls."""
         index = self.layout.offset
         return index.const if not index.terms else SymIndex(index)
 
@@ -400,7 +398,9 @@ class NkiTensor:
             raise fail("NkiTensor.vector_select: the offsets are an SBUF tile of shape (partitions, 1)")
         return NkiTensor(self.layout.index((vector_offset,)))
 
-    def view(self, dtype: Any) -> NkiTensor:
+    def view(self, dtype: Any) -> NkiTensor:  # (of a tensor of blocks: each block read so, once indexed)
+        if self._blocked is not None:
+            return views.BlocksReadAs(self, dtype)
         return NkiTensor(reinterpret(self.layout, dtype, ".view(dtype)"))
 
     reinterpret_cast = view  # (the NKI 0.7 reference lists it beside view, "C++ reinterpret_cast")
