@@ -192,6 +192,12 @@ class Blocked:
         layout = self._block(tracer, index)
         return layout, len(self.slots) > known
 
+    def outside(self, index: tuple[Any, ...]) -> str | None:
+        """Why block ``index`` is none of the tensor's (an integer index past its blocks), else None."""
+        if any(isinstance(b, (int, np.integer)) and not 0 <= b < n for b, n in zip(index, self.spec.blocks)):
+            return f"block {tuple(int(b) for b in index)} of {self.name} is outside its blocks {self.spec.blocks}"
+        return None
+
     def _block(self, tracer: Tracer, index: tuple[Any, ...]) -> Layout:
         spec, alloc = self.spec, self.spec.allocator
         if isinstance(alloc, ModAlloc) and len(index) == 1 and isinstance(index[0], SymIndex) \
@@ -210,9 +216,9 @@ class Blocked:
         if self.rotating:  # a block the loop's rotation holds too: unroll it, so every block is its own tensor
             raise NotAffine(tuple(self.rotating), f"blocks of {self.name} by a loop and by constants (one tile each)")
         block = tuple(concrete(b, "a block index of a directly allocated tensor") for b in index)
-        for b, n in zip(block, spec.blocks):
-            if not 0 <= b < n:
-                raise fail(f"block {block} of {self.name} is outside its blocks {spec.blocks}")
+        why = self.outside(block)
+        if why is not None:
+            raise fail(why)
         if block not in self.slots:
             if isinstance(alloc, ModAlloc):
                 tiles = alloc.tiles + (1,) * (len(block) - len(alloc.tiles))

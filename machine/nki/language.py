@@ -125,7 +125,7 @@ def _new(shape: Any, dtype: Any, buffer: Any, name: str = "", address: Any = Non
         return tile
     if spec.allocator is not None or (spec.address is not None and spec.buffer not in HBM_KINDS):
         tracer.allocated = True  # (a kernel placing its on-chip tiles: an HBM address places nothing on chip)
-    if spec.buffer in ("hbm", "shared_hbm", "private_hbm"):
+    if spec.buffer in HBM_KINDS:
         if spec.buffer == "shared_hbm" and tracer.generation == "legacy":
             kernel_level(tracer)
         return hbm_tensor(tracer, spec.buffer, name, lambda: _declared(tracer, spec, name))  # shared or its own

@@ -267,6 +267,10 @@ def _rebuilt(layout: Layout, parts: list[tuple[Any, Any, Any]]) -> Layout:
                    limits=limits if any(lim is not None for lim in limits) else None)
 
 
+#: What ``t[i]`` of a tensor of blocks answers as the tensor does (:class:`BlockPrefix`).
+_THE_TENSORS = frozenset(("dtype", "buffer", "itemsize"))
+
+
 class BlockPrefix:
     """``t[0]`` of a tensor with two or more block dimensions: the leading block indices, waiting
     for the rest (``t[0][j][:, :]`` picks the block ``t[0, j]``, as the comma form does).  Its
@@ -283,24 +287,14 @@ class BlockPrefix:
         return self.tensor.shape[len(self.prefix):]
 
     @property
-    def dtype(self) -> Any:
-        return self.tensor.dtype
-
-    @property
-    def buffer(self) -> Any:
-        return self.tensor.buffer
-
-    @property
     def ndim(self) -> int:
         return len(self.shape)
-
-    @property
-    def itemsize(self) -> int:
-        return self.tensor.itemsize
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("__"):
             raise AttributeError(name)
+        if name in _THE_TENSORS:
+            return getattr(self.tensor, name)
         blocks = len(self.tensor._blocked.spec.blocks)
         raise fail(f".{name} of a tensor with {blocks} block dimensions indexed along {len(self.prefix)} of them: "
                    f"index every block dimension first (t[i][j] or t[i, j]), then ask the block")

@@ -16,7 +16,6 @@ from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, check_partitions, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
-from neuronsim.machine.build.views import is_int
 from neuronsim.machine.nki.indexing import ArangeExpr, SymIndex
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki import keywords, tensor_views as views
@@ -173,14 +172,16 @@ class NkiTensor:
     # available at specialization time"; a fresh (128, 64) SBUF tile has strides (64, 1), offset 0)
     @property
     def strides(self) -> tuple[int, ...]:
-        """Elements between neighbours along each axis; on chip the partition axis counts a row's, as ``.ap`` does."""
+        """Elements between neighbours along each axis; on chip the partition axis counts the tensor's elements
+        a partition (its row), as ``.ap`` patterns do."""
         lay = self.layout
         row = prod(lay.tensor.shape[1:]) if lay.on_chip else 0
         return tuple(lay.partitions[2] * row if kind == P else stride for kind, stride, _n in lay.axes)
 
     @property
     def offset(self) -> Any:
-        """The view's first element in its tensor (a partition's elements, on chip); a kept loop's variable unrolls."""
+        """The view's first element within its tensor (in a partition's elements, on chip); a kept loop's
+        variable in it makes the loop unroll where the kernel compares it."""
         index = self.layout.offset
         return index.const if not index.terms else SymIndex(index)
 
@@ -241,9 +242,8 @@ class NkiTensor:
                                                                        for k in parts):
                 return views.BlockPrefix(self, parts)  # t[0][j][...]: the blocks picked one at a time
             block, rest = self._block_of(key)
-            if any(is_int(b) and not 0 <= b < n for b, n in zip(block, self._blocked.spec.blocks)):
-                return OutsideBlocks(f"block {tuple(block)} of {self._blocked.name} is outside its blocks "
-                                     f"{self._blocked.spec.blocks}")  # (refused when accessed: a mask may keep none)
+            if (why := self._blocked.outside(block)) is not None:  # refused when accessed: a mask may keep none
+                return OutsideBlocks(why)
             layout = self._blocked.block(current(), block)
             return NkiTensor(layout.index(rest) if rest else layout)
         # NKI 0.7 (its language guide): an integer on an on-chip tile's partition axis keeps the
