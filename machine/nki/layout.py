@@ -411,16 +411,16 @@ class Layout:
         view not indexed by iterators, the axis at its position.  ``transposed``: the view is
         a 2-D transpose's destination and the mask is written in its source's indices, so an
         iterator it does not name bounds the axis at the other place."""
-        pos = self.axis_of(it, transposed)
-        return self if pos is None else self.restrict_axis(pos, lo, hi)
+        return self if (pos := self.axis_of(it, transposed)) is None else self.restrict_axis(pos, lo, hi)
 
     def axis_of(self, it: Any, transposed: bool = False) -> int | None:
         """The axis a mask's iterator ``it`` bounds in this view (:meth:`restrict`), or None."""
+        if transposed and it.ndim == 2 and len(self.axes) == 2:  # a 2-D transpose's source index: the other axis,
+            return 1 - it.pos  # whichever iterators index the view (dst[p, f] = nc_transpose(src[p, f], mask=p < n))
         if self.tags is not None and any(self.tags):
             pos = next((k for k, tag in enumerate(self.tags) if tag and it in tag), None)
             return self._same_axis(it, transposed) if pos is None else pos
-        pos = 1 - it.pos if transposed and it.ndim == 2 and len(self.axes) == 2 else it.pos
-        return pos if 0 <= pos < len(self.axes) else None
+        return it.pos if 0 <= it.pos < len(self.axes) else None
 
     def _same_axis(self, it: Any, transposed: bool = False) -> int | None:
         """The one axis indexed by an iterator at ``it``'s place in the iteration space (its

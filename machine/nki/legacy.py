@@ -53,7 +53,8 @@ def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onez
         box, operands = tracer.mask, (stationary, moving)
         if box is not None and not is_transpose:  # each operand by its own iterators (mask_boxes.matmul_roles)
             roles = roles_of()
-            operands = tuple(NkiTensor(restricted_operand(t.layout, box, roles)) for t in operands)
+            operands = tuple(NkiTensor(restricted_operand(t.layout, box, roles, moving=k == 1))
+                             for k, t in enumerate(operands))
             tracer.mask = None
         try:
             em.matmul(dst, *operands, accumulate=accumulate, transpose=bool(is_transpose), perf_mode=perf_mode,

@@ -49,6 +49,8 @@ def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = Fa
         for it, lo, hi in box.bounds:
             if roles is not None and it in roles:
                 target = target if roles[it] is None else target.restrict_axis(roles[it], lo, hi)
+            elif roles is not None and it.pos == 0:  # a matmul's result partitions, however many its axes
+                target = target.restrict_axis(0, lo, hi)
             else:
                 target = target.restrict(it, lo, hi, transposed)
         if not target.empty:
@@ -61,7 +63,8 @@ def matmul_roles(stationary: Layout, moving: Layout) -> dict[Any, int | None]:
     ``(128, 126)`` stationary gives a ``(126, 512)`` result), the moving one's its free axis (N),
     a partition iterator none (the contraction K).  A mask on such an iterator bounds that
     operand and that result axis alone (nki-samples' blockwise matmul masks the stationary's
-    ``idx < I_TP``), not every operand's axis at its position."""
+    ``idx < I_TP``), not every operand's axis at its position.  An iterator indexing neither
+    operand is the result's, by its place (:func:`restricted_operand`)."""
     roles: dict[Any, int | None] = {}
     for layout, result_axis in ((stationary, 0), (moving, 1)):
         for (kind, _stride, _count), tag in zip(layout.axes, layout.tags or ()):
@@ -70,14 +73,21 @@ def matmul_roles(stationary: Layout, moving: Layout) -> dict[Any, int | None]:
     return roles
 
 
-def restricted_operand(layout: Layout, box: Mask, roles: dict[Any, int | None]) -> Layout:
-    """A matmul operand restricted by ``box``: an iterator of ``roles`` only where the operand's
-    own index holds it, any other as every operand is (:meth:`Layout.restrict`)."""
+def restricted_operand(layout: Layout, box: Mask, roles: dict[Any, int | None], moving: bool) -> Layout:
+    """A matmul operand (the stationary, or the ``moving`` one) restricted by ``box``: an
+    iterator of ``roles`` only where the operand's own index holds it, or a partition one (the
+    contraction K, which both operands share) on the partitions.  Any other iterator is the
+    result's, as the compiler prints a matmul's mask (nki-samples' blockwise matmul backward,
+    ``mask=(-nl.arange(128)[:, None] + I_TP - 1 >= 0)``): at the first place its partitions M,
+    the stationary's free axis; else its columns N, the moving one's."""
     for it, lo, hi in box.bounds:
         if it not in roles:
-            layout = layout.restrict(it, lo, hi)
+            if (it.pos == 0) != moving:
+                layout = layout.restrict_axis(len(layout.axes) - 1, lo, hi)
             continue
         pos = next((k for k, tag in enumerate(layout.tags or ()) if tag and it in tag), None)
+        if pos is None and roles[it] is None:  # the contraction: both operands' partitions
+            pos = next((k for k, axis in enumerate(layout.axes) if axis[0] == P), None)
         layout = layout if pos is None else layout.restrict_axis(pos, lo, hi)
     return layout
 

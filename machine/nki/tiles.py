@@ -18,7 +18,7 @@ from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
 from neuronsim.machine.nki.indexing import ArangeExpr, SymIndex
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
-from neuronsim.machine.nki import keywords, tensor_views as views
+from neuronsim.machine.nki import keywords, masked_access, tensor_views as views
 from neuronsim.machine.nki.layout import P, Layout
 from neuronsim.machine.nki.reinterpret import bitcast_ap, index_read_as, other_size, reinterpret
 from neuronsim.machine.nki.tracer import current
@@ -236,6 +236,8 @@ class NkiTensor:
 
     # -- views -------------------------------------------------------------------------------
     def __getitem__(self, key: Any) -> NkiTensor:
+        if masked_access.is_condition(key) and current().generation == "legacy":  # t[...][cond]: neuronx-cc's
+            return masked_access.masked(self, key, current())  # printed mask (NKI 0.7 has none: refused as an index)
         if self._blocked is not None:
             parts = key if isinstance(key, tuple) else (key,)
             if len(parts) < len(self._blocked.spec.blocks) and not any(isinstance(k, slice) or k is Ellipsis
@@ -568,14 +570,10 @@ def _no_values(what: str, tensor: NkiTensor) -> Exception:
 def _overwrites(target: NkiTensor, value: Any) -> bool:
     """Does assigning ``value`` write every element of ``target``'s block (a lazily initialized block first used
     so needs no fill)?  A number or a tile of as many elements, not masked."""
-    block = target.layout
-    whole = prod(block.tensor.shape)
-    if prod(block.shape) != whole:
+    block, pending = target.layout, current().pending
+    if prod(block.shape) != prod(block.tensor.shape):
         return False
-    pending = current().pending
-    if pending is not None and pending.proxy is value:
-        return pending.mask is None
-    return True
+    return pending is None or pending.proxy is not value or pending.mask is None
 
 
 class OutsideBlocks(NkiTensor):

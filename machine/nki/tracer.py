@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import product
 from typing import Any
 
-from neuronsim.machine.nki import keywords
+from neuronsim.machine.nki import keywords, masked_access
 from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, at_line,
                                           check_tensor_name, fail, unsupported, user_frame, user_line, user_site)
@@ -96,6 +96,8 @@ def api(name: str) -> Callable[[Callable], Callable]:
             line, tracer.site_frame = user_site(2)
             tracer.site = (line, name)
             tracer.calls += 1
+            if tracer.masked_accesses:  # a t[...][cond] was made: its mask goes to the call's mask=
+                args, kwargs = masked_access.unwrap(name, signature, args, kwargs)
             tracer.call_options = kwargs
             if takes_any and kwargs:
                 tracer.note_keywords(line, name, kwargs, named)
@@ -235,6 +237,8 @@ class Tracer:
     rss_at_start: int = field(default=0, init=False)
     call_warnings: dict[tuple[str, str, str], None] = field(default_factory=dict)
     """``(file:LINE, kind, message)`` of each call's warning (:meth:`warn`), once, in trace order."""
+    masked_accesses: bool = field(default=False, init=False)
+    """Whether a ``t[...][cond]`` was made: each call then hands its masks to its ``mask=``."""
     calls: int = field(default=0, init=False)
     """NKI calls started (the outermost ones): a trace's progress when it emits nothing
     (:mod:`~neuronsim.machine.nki.watch`)."""
@@ -305,8 +309,7 @@ class Tracer:
     def emit(self, fn: Callable[[], Any], extras: dict | None = None, mask: Mask | None = None) -> None:
         """Flush the pending call, then run ``fn`` (builder calls) as the current call."""
         self.flush()
-        mask = as_mask(mask)
-        if mask is NEVER:
+        if (mask := as_mask(mask)) is NEVER:
             return
         site, indices = self.where(), self.indices()
         for box in mask.boxes if mask is not None else (None,):  # a mask beyond one box: once per box
