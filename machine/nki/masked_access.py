@@ -23,11 +23,10 @@ a mask on the moving operand's partitions is the contraction, not the result's p
 
 >>> from neuronsim.machine.nki.indexing import arange
 >>> i = arange(8)[None, :]
->>> access = MaskedAccess("t", None)[i < 5][i >= 1]
->>> sorted((lo, hi) for _it, lo, hi in access.mask.bounds)
+>>> is_condition(i < 5), is_condition(False), is_condition(3)
+(True, True, False)
+>>> sorted((lo, hi) for _it, lo, hi in _joined(i < 5, i >= 1).bounds)
 [(1, 5)]
->>> MaskedAccess("t", None)[False].mask.preds, MaskedAccess("t", None)[True].mask is None
-((), True)
 """
 
 from __future__ import annotations
