@@ -261,14 +261,14 @@ class Layout:
             stop = count if k.stop is None else k.stop
             step = 1 if k.step is None else concrete(k.step, "a slice step")
             # negative ends count from the end, as in Python (``a[-64:]`` is the last 64 rows)
-            start = start + count if is_int(start) and start < 0 else start
-            stop = stop + count if is_int(stop) and stop < 0 else stop
+            start, stop = (v + count if is_int(v) and v < 0 else v for v in (start, stop))
             span = as_index(stop) - as_index(start)
             if span.terms or step < 1:
                 raise fail(f"slice {k} of {self.tensor.name} needs a constant length and a positive step")
             n = -(-span.const // step)
             if n < 1 or (is_int(start) and not 0 <= start):  # past the end: checked on the access (limits)
-                raise fail(f"slice {_ends(k)} of {self.tensor.name} is outside its {count} elements")
+                raise fail(f"slice {_ends(k)} of {self.tensor.name} "  # (an empty one is no access either)
+                           f"{'selects no element' if n < 1 else f'is outside its {count} elements'}")
             if kind == P:
                 p0, _pn, ps = self.partitions
                 first = concrete(start, "a partition index")

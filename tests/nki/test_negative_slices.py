@@ -31,3 +31,8 @@ def test_a_slice_wholly_past_the_end_says_so() -> None:
     with pytest.raises(NkiError, match=r"negative_slices.py:\d+: the access of \S+ lies wholly past its 64 elements "
                                        r"along dimension 1 \(none of its 64 positions is inside\)"):
         trace(kernel("negative_slices.py::wholly_past_the_end"), f32(128, 64))
+
+
+def test_an_empty_slice_says_it_selects_nothing() -> None:
+    with pytest.raises(NkiError, match=r"negative_slices.py:\d+: slice 0:0 of \S+ selects no element"):
+        trace(kernel("negative_slices.py::empty_slice"), f32(128, 64))

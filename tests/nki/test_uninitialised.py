@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 
 from neuronsim.verify.nki.findings import nki_findings
 from neuronsim.verify.nki.run import run_kernel
-from neuronsim.verify.nki.uninitialised import (confirmed_findings, covered_bytes, uninitialised_findings,
-                                                unwritten_outputs)
+from neuronsim.verify.nki.uninitialised import (ATTRIBUTE_LIMIT, confirmed_findings, covered_bytes,
+                                                uninitialised_findings, unwritten_outputs)
 from neuronsim_tests.nki_kit import GROUP_KERNELS, kernel_module, trace_file
 
 KERNELS = GROUP_KERNELS / "uninitialised.py"
@@ -57,6 +57,14 @@ def test_a_read_whose_bytes_alone_reach_no_output_is_not_named_beside_one_that_d
     found = confirmed_findings(traced.program, traced.run_inputs)
     assert {f.tensors[0].split("_")[0] for f in found} == {"tile"}
     assert all("the output return0 changes" in f.line() for f in found)
+
+
+def test_copies_of_a_tile_on_a_grid_are_confirmed_together() -> None:
+    traced = trace_file(KERNELS, "tails_on_a_grid", kernel_module(KERNELS).inputs(0), grid=(9,))
+    read = {f.tensors[0] for f in uninitialised_findings(traced.program)}
+    assert len(read) > ATTRIBUTE_LIMIT and {name.split("_")[0] for name in read} == {"tile", "tail"}
+    found = confirmed_findings(traced.program, traced.run_inputs)
+    assert found and {f.tensors[0].split("_")[0] for f in found} == {"tile"}
 
 
 def test_the_first_iteration_is_named_in_a_loop() -> None:

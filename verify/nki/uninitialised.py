@@ -32,9 +32,10 @@ different seeded patterns of normal floats and with NaN (all ones bits,
 run are named.  The NaN fill finds garbage "cancelled" by a multiply with zero (nki-library's MX
 gate / up projection: rows never written, their down-projection weights zero), which any finite
 fill hides: on the device a dead int32 tile's -1 there is NaN in bf16, and NaN times 0 is NaN.
-Reads of several tensors are then confirmed tensor by tensor, each one's bytes alone NaN: one
-whose bytes change no output is not named beside one whose bytes do (an MX matmul's scale
-access spans each quadrant's 32 rows, of which its scales use 4).
+Reads of several tensors are then confirmed tile by tile (a tile's copies on a grid or in an
+unrolled loop together, :func:`tile_families`), each one's bytes alone NaN: one whose bytes
+change no output is not named beside one whose bytes do (an MX matmul's scale access spans each
+quadrant's 32 rows, of which its scales use 4).
 Above :data:`CONFIRM_LIMIT` bytes of placed memory the runs are not made and the reads are
 reported as found, said so.  A warning still, not an error: the SDK's masked
 ``nc_match_replace8`` test kernel stores a tile a quarter of which the masked instruction wrote,
@@ -63,13 +64,14 @@ from neuronsim.verify.nki.finding import NkiFinding
 from neuronsim.verify.nki.placement import identity_placement
 
 __all__ = ["uninitialised_findings", "confirmed_findings", "outputs_reached", "unwritten_outputs", "covered_bytes",
-           "CONFIRM_LIMIT", "ATTRIBUTE_LIMIT"]
+           "tile_families", "CONFIRM_LIMIT", "ATTRIBUTE_LIMIT"]
 
 #: Bytes of on-chip memory (SBUF and PSUM of the identity placement) up to which
 #: :func:`confirmed_findings` runs the kernel twice; a kernel of tens of thousands of unrolled
 #: tiles, each on bytes of its own, would need gigabytes.
 CONFIRM_LIMIT = 1 << 30
-#: Tensors read unwritten up to which :func:`confirmed_findings` confirms each on its own (a run each).
+#: Tiles read unwritten (each with its copies, :func:`tile_families`) up to which
+#: :func:`confirmed_findings` confirms each on its own (a run each).
 ATTRIBUTE_LIMIT = 16
 
 
@@ -339,10 +341,11 @@ class _Runs:
             changed |= self._changed(self._outputs(memory))
         return tuple(name for name in self.baseline if name in changed)
 
-    def reached_from(self, tensor: str) -> tuple[str, ...]:
-        """The outputs that change when the bytes of ``tensor`` alone hold NaN."""
+    def reached_from(self, tensors: Collection[str]) -> tuple[str, ...]:
+        """The outputs that change when the bytes of ``tensors`` alone hold NaN."""
         memory = self.first.copy()
-        memory.fill_tensor(self.placed.tensors[tensor], 0xFF)
+        for tensor in tensors:
+            memory.fill_tensor(self.placed.tensors[tensor], 0xFF)
         changed = self._changed(self._outputs(memory))
         return tuple(name for name in self.baseline if name in changed)
 
@@ -374,12 +377,37 @@ def confirmed_findings(program: Program, inputs: Mapping[str, np.ndarray],
     reached = runs.reached()
     if not reached:
         return []
-    tensors = sorted({f.tensors[0] for f in found})
-    by_tensor = {name: runs.reached_from(name) for name in tensors} if 1 < len(tensors) <= ATTRIBUTE_LIMIT else {}
-    if any(by_tensor.values()):  # (else the outputs change only with several at once: every read is named)
-        found = [replace(f, note=_reached_note(by_tensor[f.tensors[0]])) for f in found if by_tensor[f.tensors[0]]]
-        return found
+    families = tile_families({f.tensors[0] for f in found})
+    by_family = {family: runs.reached_from(members) for family, members in families.items()} \
+        if 1 < len(families) <= ATTRIBUTE_LIMIT else {}
+    if any(by_family.values()):  # (else the outputs change only with several at once: every read is named)
+        family_of = {name: family for family, members in families.items() for name in members}
+        return [replace(f, note=_reached_note(by_family[family_of[f.tensors[0]]])) for f in found
+                if by_family[family_of[f.tensors[0]]]]
     return [replace(f, note=_reached_note(reached)) for f in found]
+
+
+def tile_families(names: Collection[str]) -> dict[str, list[str]]:
+    """``names`` by the tile they copy: ``t_12_1`` and ``t_12_2`` (each program's or each
+    iteration's copy of tile ``t_12``, :meth:`~neuronsim.machine.nki.tracer.Tracer.unique`)
+    with ``t_12`` when it is among them too.  Confirmed a family at a time, a kernel on a grid
+    of two has as many families as on one (nki-library's MX MoE at ``--grid 2``: 20 tensors
+    read unwritten, 4 tiles; above :data:`ATTRIBUTE_LIMIT` each read was named, one whose
+    bytes change no output beside those whose bytes do).
+
+    >>> tile_families(["t_12", "t_12_1", "t_12_2", "scale_107", "u_3_1"])
+    {'scale_107': ['scale_107'], 't_12': ['t_12', 't_12_1', 't_12_2'], 'u_3_1': ['u_3_1']}
+    """
+    present, families = set(names), {}
+    for name in sorted(present):
+        families.setdefault(_copied_tile(name, present), []).append(name)
+    return families
+
+
+def _copied_tile(name: str, present: set[str]) -> str:
+    """``name`` with each copy suffix whose base is present dropped (``t_12_1_1`` -> ``t_12``)."""
+    base, _, suffix = name.rpartition("_")
+    return _copied_tile(base, present) if suffix.isdigit() and base in present else name
 
 
 def _reached_note(reached: tuple[str, ...]) -> str:

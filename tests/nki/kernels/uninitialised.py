@@ -85,6 +85,22 @@ def one_read_reaches_one_not(a):
 
 
 @nki.jit
+def tails_on_a_grid(a):
+    """one_read_reaches_one_not on a grid of nine programs, each with copies of its own: 18 tiles
+    read unwritten, 2 declarations; only the half-loaded tile is named."""
+    out = nl.ndarray((9, 128, 512), dtype=a.dtype, buffer=nl.shared_hbm)
+    g = nl.program_id(0)
+    tile = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    tile[:, 0:256] = nl.load(a[:, 0:256])
+    tail = nl.ndarray((128, 512), dtype=a.dtype, buffer=nl.sbuf)
+    tail[0:64, :] = nl.load(a[0:64, :])
+    doubled = nl.multiply(tail, 2.0)
+    nl.store(out[g, 0:64, :], value=nl.add(tile[0:64, :], doubled[0:64, :]))
+    nl.store(out[g, 64:128, :], value=tile[64:128, :])
+    return out
+
+
+@nki.jit
 def sum_not_zeroed(a):
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
     total = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.sbuf)
