@@ -297,7 +297,8 @@ def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
             if scale_by_count:
                 current().kb.tensor_scalar(dst.view(), total.view(), op0="multiply", operand0=1.0 / count)
 
-        return _result(shape, _reduced_dtype(dtype, x, scale_by_count), "sbuf", ops.reducing(emit), mask)
+        return _result(shape, _reduced_dtype(dtype, x, scale_by_count), "sbuf", ops.reducing(emit, axes, keepdims),
+                       mask)
 
     fn.__name__ = name
     return fn

@@ -118,13 +118,13 @@ def in_order(tracer: Any, values: Iterator[Any]) -> Iterator[Any]:
     what the tracer records meanwhile carries ``[run, kept, iteration]`` in its :data:`IN_ORDER_KEY`."""
     tracer.in_order_runs += 1
     entry = [tracer.in_order_runs, tracer.kb.depth - 1, -1]  # (the kept loops around this run)
-    tracer.in_order.append(entry)
+    (runs := tracer.in_order).append(entry)  # (this core's list: another's may be in force at its end)
     try:
         for value in values:
             entry[2] += 1
             yield value
     finally:
-        tracer.in_order.remove(entry)
+        runs.remove(entry)
         close = getattr(values, "close", None)
         if close is not None:  # a loop left by break / return: the inner generator's exit runs now
             close()

@@ -134,7 +134,7 @@ def tensor_reduce(op, data, axis, *, mask=None, dtype=None, negate=False, keepdi
     shape = tuple(1 if a in axes else n for a, n in enumerate(data.shape)) if keepdims else \
         tuple(n for a, n in enumerate(data.shape) if a not in axes)
     return _result(shape, result_dtype(dtype, data), "sbuf",
-                   reducing(lambda dst: em.tensor_reduce(dst, op, data, axis, negate, keepdims)), mask)
+                   reducing(lambda dst: em.tensor_reduce(dst, op, data, axis, negate, keepdims), axes, keepdims), mask)
 
 
 @api("nisa.tensor_copy")

@@ -27,18 +27,19 @@ __all__ = ["box_targets", "matmul_roles", "restricted_operand"]
 
 
 def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = False,
-                reduces: bool = False, roles: dict[Any, int | None] | None = None
+                reduces: tuple[frozenset[int], bool] | None = None, roles: dict[Any, int | None] | None = None
                 ) -> Iterator[tuple[Mask | None, Layout]]:
     """``(box, dst restricted to it)`` for each box of ``mask`` that keeps an element of ``dst``
     (one ``(None, dst)`` without a mask).  ``transposed``: the mask is written in the indices of
-    a 2-D transpose's source; ``reduces``: the call is a reduction (see the module); ``roles``:
-    the destination axis an operand's own iterator bounds (:func:`matmul_roles`)."""
+    a 2-D transpose's source; ``reduces``: the call is a reduction, of these operand axes, kept
+    or not (see the module); ``roles``: the destination axis an operand's own iterator bounds
+    (:func:`matmul_roles`)."""
     if mask is None:
         yield None, dst
         return
     boxes = mask.boxes
     if reduces and len(boxes) > 1:
-        outputs = frozenset(it for it in mask.iterators() if _bounds_an_output(dst, it, transposed))
+        outputs = frozenset(it for it in mask.iterators() if _bounds_an_output(dst, it, transposed, reduces))
         boxes = mask.boxes_cut_first(outputs)
         ranges = {tuple(bound for bound in box.bounds if bound[0] in outputs) for box in boxes}
         if len(ranges) < len(boxes):
@@ -47,10 +48,13 @@ def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = Fa
     for box in boxes:
         target = dst
         for it, lo, hi in box.bounds:
-            if roles is not None and it in roles:
-                target = target if roles[it] is None else target.restrict_axis(roles[it], lo, hi)
+            if roles is not None and it in roles:  # (the axis it indexes in the result, else its role's)
+                own = next((k for k, tag in enumerate(dst.tags or ()) if tag and it in tag), roles[it])
+                target = target if roles[it] is None else target.restrict_axis(own, lo, hi)
             elif roles is not None and it.pos == 0:  # a matmul's result partitions, however many its axes
                 target = target.restrict_axis(0, lo, hi)
+            elif (place := _result_place(dst, it, reduces)) is not None:
+                target = target.restrict_axis(place, lo, hi)
             else:
                 target = target.restrict(it, lo, hi, transposed)
         if not target.empty:
@@ -60,16 +64,19 @@ def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = Fa
 def matmul_roles(stationary: Layout, moving: Layout) -> dict[Any, int | None]:
     """The iterators indexing a matmul's operands, each with the result axis it bounds: the
     stationary's free iterator the result's partitions (M: the ``nc_matmul`` page's
-    ``(128, 126)`` stationary gives a ``(126, 512)`` result), the moving one's its free axis (N),
-    a partition iterator none (the contraction K).  A mask on such an iterator bounds that
+    ``(128, 126)`` stationary gives a ``(126, 512)`` result), the moving one's its free axis (N;
+    its ``k``-th free axis the result's ``1 + k``-th: ``[K, a, b]`` into ``[M, a, b]``), a
+    partition iterator none (the contraction K).  A mask on such an iterator bounds that
     operand and that result axis alone (nki-samples' blockwise matmul masks the stationary's
     ``idx < I_TP``), not every operand's axis at its position.  An iterator indexing neither
     operand is the result's, by its place (:func:`restricted_operand`)."""
     roles: dict[Any, int | None] = {}
-    for layout, result_axis in ((stationary, 0), (moving, 1)):
+    for layout, first in ((stationary, 0), (moving, 1)):
+        free = 0
         for (kind, _stride, _count), tag in zip(layout.axes, layout.tags or ()):
             for it in tag or ():
-                roles[it] = None if kind == P else result_axis
+                roles[it] = None if kind == P else first + first * free
+            free += kind != P
     return roles
 
 
@@ -79,11 +86,13 @@ def restricted_operand(layout: Layout, box: Mask, roles: dict[Any, int | None], 
     contraction K, which both operands share) on the partitions.  Any other iterator is the
     result's, as the compiler prints a matmul's mask (nki-samples' blockwise matmul backward,
     ``mask=(-nl.arange(128)[:, None] + I_TP - 1 >= 0)``): at the first place its partitions M,
-    the stationary's free axis; else its columns N, the moving one's."""
+    the stationary's free axis; at place ``p`` after it the moving one's axis ``p`` (its
+    columns N)."""
+    last = len(layout.axes) - 1
     for it, lo, hi in box.bounds:
         if it not in roles:
             if (it.pos == 0) != moving:
-                layout = layout.restrict_axis(len(layout.axes) - 1, lo, hi)
+                layout = layout.restrict_axis(min(it.pos, last) if moving else last, lo, hi)
             continue
         pos = next((k for k, tag in enumerate(layout.tags or ()) if tag and it in tag), None)
         if pos is None and roles[it] is None:  # the contraction: both operands' partitions
@@ -92,8 +101,20 @@ def restricted_operand(layout: Layout, box: Mask, roles: dict[Any, int | None], 
     return layout
 
 
-def _bounds_an_output(dst: Layout, it, transposed: bool) -> bool:
+def _bounds_an_output(dst: Layout, it, transposed: bool, reduces: tuple[frozenset[int], bool] | None) -> bool:
     """Whether iterator ``it`` ranges over an axis of the destination: not a reduced axis kept
     as one element (``keepdims=True``), which an untagged destination places by position."""
-    pos = dst.axis_of(it, transposed)
+    pos = _result_place(dst, it, reduces)
+    pos = dst.axis_of(it, transposed) if pos is None else pos
     return pos is not None and (dst.axes[pos][2] > 1 or it.count == 1)
+
+
+def _result_place(dst: Layout, it, reduces: tuple[frozenset[int], bool] | None) -> int | None:
+    """The axis of a reduction's result, indexed by no iterator (its own tile), that an iterator
+    of the operand's places bounds: its place less the reduced axes before it (the conv1d of
+    nki-samples' neuron-team kernels: ``tensor_reduce(add, x[i_p, i_w, i_f], axis=(1,),
+    mask=(i_f < 7))`` bounds the result's second axis).  None when the result keeps the reduced
+    axes, is indexed by iterators, or ``it`` is not of the operand's rank or is a reduced axis."""
+    if not reduces or reduces[1] or dst.tags or it.ndim != len(dst.axes) + len(reduces[0]) or it.pos in reduces[0]:
+        return None
+    return it.pos - sum(axis < it.pos for axis in reduces[0])

@@ -8,7 +8,7 @@ and calls one builder op.  The engine and DMA queue choices are documented in do
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
@@ -101,12 +101,15 @@ def lay(value: Any, transposed: bool = False, bounded: bool = True) -> Layout:
 def masked_in_source(mask: Any, value: Any) -> bool:
     """Whether ``mask=`` is written in the indices of ``value``'s view: given to a transpose
     of ``value`` (``nc_transpose(src[i, j], mask=(i < m) & (j < n))``), it then bounds the
-    result's axes swapped.  A mask in the result's own indices (``y[i_p, i_f] =
-    nl.transpose(t, mask=(i_p < 64))``), or in fresh ones, keeps its places."""
+    result's axes swapped.  So is a mask in fresh indices whose counts fit the source's axes and
+    not the result's (a whole ``(128, 12)`` tile transposed with ``mask=(ip < 100) & (jf < 12)``,
+    ``ip`` of 128, ``jf`` of 12: nki-samples' neuron-team convolution).  A mask in the result's
+    own indices (``y[i_p, i_f] = nl.transpose(t, mask=(i_p < 64))``), or in fresh ones of a
+    square tile, keeps its places."""
     layout = getattr(value, "_layout", None)
-    if not isinstance(mask, Mask) or layout is None or not layout.tags:
+    if not isinstance(mask, Mask) or not hasattr(value, "shape"):
         return False
-    named = {id(it) for tag in layout.tags if tag for it in tag}
+    named = {id(it) for tag in (layout.tags or ()) if tag for it in tag} if layout is not None else set()
 
     def iterators(m: Mask) -> Iterator[Any]:
         for expr, _cmp, _value in m.preds:
@@ -114,7 +117,12 @@ def masked_in_source(mask: Any, value: Any) -> bool:
         for alternative in m.alternatives:
             yield from iterators(alternative)
 
-    return any(id(it) in named for it in iterators(mask))
+    its = list(iterators(mask))
+    if named:
+        return any(id(it) in named for it in its)
+    shape = tuple(value.shape)
+    return len(shape) == 2 and shape[0] != shape[1] and bool(its) and all(
+        it.ndim == 2 and it.count == shape[it.pos] for it in its)
 
 
 def swapped_by_mask(emit: Callable[..., Any], mask: Any, source: Any, when: bool = True) -> Callable[..., Any]:
@@ -134,9 +142,10 @@ def elementwise(emit: Callable[..., Any]) -> bool:
     return not any(hasattr(emit, mark) for mark in ("accumulates", "transposes", "reduces"))
 
 
-def reducing(emit: Callable[..., Any]) -> Callable[..., Any]:
-    """``emit``, a reduction's, marked so (:func:`elementwise`)."""
-    emit.reduces = True  # type: ignore[attr-defined]
+def reducing(emit: Callable[..., Any], axes: Iterable[int] = (), keepdims: bool = True) -> Callable[..., Any]:
+    """``emit``, a reduction's over the operand's ``axes``, marked so (:func:`elementwise`; the
+    tracer hands ``(axes, keepdims)`` to :func:`~neuronsim.machine.nki.mask_boxes.box_targets`)."""
+    emit.reduces = (frozenset(axes), keepdims)  # type: ignore[attr-defined]
     return emit
 
 

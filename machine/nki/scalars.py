@@ -144,6 +144,14 @@ class NkiScalar(_Scalar):
         raise fail("an NkiScalar's value is known only on the device: Python if / while cannot test it "
                    "(use nl.if_else or nl.while_loop)")
 
+    def __index__(self) -> int:
+        # int(s), range(s), a Python index: likewise (the scalar page: its arithmetic "is traced, not
+        # evaluated"; a fori_loop's index is "passed by value" to read as a scalar_offset)
+        raise fail("an NkiScalar's value is known only on the device: it is no Python number (int(), range(), "
+                   "an index); address with nl.ds(s, size) or .ap(scalar_offset=s), loop with nl.fori_loop")
+
+    __int__ = __index__
+
 
 class VirtualRegister(_Scalar):
     """A register of NKI 0.3-0.6 (``nisa.register_alloc``): mutable through ``register_move`` /
@@ -248,7 +256,11 @@ def ds(start: Any, size: int) -> slice:
     """``nl.ds(start, size)``: the slice ``start:start + size``; ``start`` may be a runtime index
     (the current ``nl.ds`` page): an ``NkiScalar``, or a one-element integer tile, read here as
     ``nisa.scalar_load`` reads it."""
-    return indexing.ds(scalar_load(start) if isinstance(start, NkiTensor) else start, size)
+    start = scalar_load(start) if isinstance(start, NkiTensor) else start
+    if isinstance(start, _Scalar):  # addressed at its value on these inputs, and said so
+        record_decision(f"{type(start).__name__} as an nl.ds start", start.value)
+        start = start.value
+    return indexing.ds(start, size)
 
 
 @api("nisa.scalar_alu")

@@ -287,6 +287,8 @@ class NkiTensor:
             return
         tracer = current()
         block, rest = self._block_of(key)
+        if (why := blocked.outside(block)) is not None:  # refused when accessed: a mask may keep none
+            return _operator("assign")(OutsideBlocks(why), value)
         layout, first = blocked.indexed(tracer, block)
         target = NkiTensor(layout.index(rest) if rest else layout)
         if first and not _overwrites(target, value):  # first use, partly written: filled first

@@ -399,7 +399,7 @@ class Tracer:
 
     def _emit_boxes(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         transposed = getattr(pending.emit, "transposes", False)  # a mask in the source's indices
-        reduces, roles = hasattr(pending.emit, "reduces"), getattr(pending.emit, "mask_roles", None)
+        reduces, roles = getattr(pending.emit, "reduces", None), getattr(pending.emit, "mask_roles", None)
         for box, target in box_targets(pending.site[1], pending.mask, dst, transposed, reduces, roles and roles()):
             if target.limits is not None:  # a view past its tensor: the access must stay inside
                 target.check_bounds(pending.site[0])
@@ -513,9 +513,9 @@ class Tracer:
             if iteration:
                 note_changes(state if iteration == 1 else None, self.program_extras)
                 restore_locals(frame, entry)
-            self.loops.append((var, value))
+            (loops := self.loops).append((var, value))  # (this core's lists: another's may be in force at its end)
             if affine:
-                self.unrolled_affine.append([run, var, iteration])
+                (affines := self.unrolled_affine).append([run, var, iteration])
             try:
                 yield value
                 if affine:
@@ -525,9 +525,9 @@ class Tracer:
                     self.left_early = (site[0], site[1], values.index(value), len(values))
                 raise
             finally:
-                self.loops.pop()
+                loops.pop()
                 if affine:
-                    self.unrolled_affine.pop()
+                    affines.pop()
         self.flush()
 
     def _kept(self, var: str, kind: str, values: range, key: str, state: BodyState | None = None) -> Iterator[Any]:
@@ -537,14 +537,14 @@ class Tracer:
             name, k = f"{var}_{k}", k + 1
         self.loop_sites[name] = key
         with self.kb.loop(name, len(values), extras={"x-nki-range": kind}) as index:
-            self.loops.append((var, name))
+            (loops := self.loops).append((var, name))
             try:  # (left by a `return` inside the body, the body as traced so far is the loop's: kb.loop)
                 value = index * values.step + values.start
                 yield SymIndex(value) if value.terms else value.const
                 self.flush()
                 note_changes(state, self.program_extras)
             finally:
-                self.loops.pop()
+                loops.pop()
 
     @property
     def nc_generation(self) -> int:

@@ -52,3 +52,24 @@ def test_a_transpose_mask_bounds_the_destination_columns():
 def test_a_masked_access_elsewhere_is_refused_at_its_line(name, message):
     with pytest.raises(NkiError, match=message):
         trace(kernel(f"masked_accesses.py::{name}"), f32(128, 64))
+
+
+@pytest.mark.parametrize("sliced", [False, True])
+def test_a_mask_on_the_moving_operands_second_free_axis_bounds_the_results_third(sliced):
+    w, x = f32(9, 5), f32(9, 4, 4, seed=1)
+    out = run(kernel("masked_accesses.py::moving_second_free_axis"), w, x, sliced=sliced)["return0"]
+    want = np.einsum("km,kab->mab", w.astype(np.float64), x)
+    want[:, :, 3:] = 0
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+def test_a_transpose_of_a_whole_tile_reads_a_mask_of_its_shape_as_the_sources():
+    a = f32(100, 12)
+    np.testing.assert_array_equal(run(kernel("masked_accesses.py::whole_tile_transpose"), a)["return0"], a.T)
+
+
+def test_a_reductions_mask_on_a_kept_axis_bounds_its_own_result_there():
+    a = f32(16, 5, 10)
+    want = np.zeros((16, 10), np.float32)
+    want[:, :7] = a[:, :, :7].sum(axis=1)
+    np.testing.assert_allclose(run(kernel("masked_accesses.py::reduce_kept_axis"), a)["return0"], want, rtol=1e-5)

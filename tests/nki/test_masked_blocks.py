@@ -20,3 +20,14 @@ def test_updates_of_blocks_past_the_last_masked_off_run_nothing():
 def test_an_update_of_a_block_past_the_last_that_runs_is_refused():
     with pytest.raises(NkiError, match=r"masked_blocks.py:\d+: block \(4,\) of ps_\d+ is outside its blocks \(4,\)"):
         trace(kernel("masked_blocks.py::four_of_eight_blocks"), f32(128, 128), f32(128, 4096), limit=5)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_masked_off_load_into_the_block_past_the_last_loads_nothing(lazy):
+    a = f32(384, 64)
+    np.testing.assert_array_equal(run(kernel("masked_blocks.py::prefetch_next_block"), a, lazy=lazy)["return0"], a)
+
+
+def test_a_load_into_the_block_past_the_last_that_runs_is_refused():
+    with pytest.raises(NkiError, match=r"masked_blocks.py:\d+: block \(3,\) of buf_\d+ is outside its blocks \(3,\)"):
+        trace(kernel("masked_blocks.py::prefetch_next_block"), f32(384, 64), masked=False)

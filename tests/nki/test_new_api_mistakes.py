@@ -35,6 +35,9 @@ MISTAKES = {
     "grid_field_set": "setting data of a grid",
     "grid_iterated": "not iterable",
     "int_too_wide": "does not fit",
+    # NKI's tracer raises TypeError: a device value is no Python number (neuronsim took its value on the inputs)
+    "range_of_a_scalar": "it is no Python number",
+    "int_of_a_loop_index": "it is no Python number",
 }
 
 

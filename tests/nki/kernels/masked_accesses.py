@@ -90,3 +90,40 @@ def mask_before_index(a):
     t = nl.load(a)
     nl.store(out, nl.copy(t[nl.arange(128)[:, None] < 9][nl.arange(128)[:, None], nl.arange(64)[None, :]]))
     return out
+
+
+@nki.jit
+def moving_second_free_axis(w, x, sliced=False):  # w (9, 5) [K, M], x (9, 4, 4) [K, a, b]: out = w.T x, b < 3
+    out = nl.ndarray((5, 4, 4), dtype=np.float32, buffer=nl.shared_hbm)
+    ps = nl.zeros((nl.par_dim(5), 4, 4), dtype=np.float32, buffer=nl.psum)
+    i_k, i_a, i_b = nl.arange(9)[:, None, None], nl.arange(4)[None, :, None], nl.arange(4)[None, None, :]
+    moving = nl.load(x)[i_k, i_a, i_b][i_b < 3]  # the moving operand's second free axis: the result's third
+    if sliced:
+        ps[0:5, 0:4, 0:4] += nisa.nc_matmul(nl.load(w), moving)
+    else:
+        ps[nl.arange(5)[:, None, None], i_a, i_b] += nisa.nc_matmul(nl.load(w), moving)
+    nl.store(out, nl.copy(ps))
+    return out
+
+
+@nki.jit
+def whole_tile_transpose(a):  # a (100, 12) -> a.T: a 128-partition tile cut to 100 rows by the mask
+    out = nl.ndarray((12, 100), dtype=np.float32, buffer=nl.shared_hbm)
+    ip, jf = nl.arange(128)[:, None], nl.arange(12)[None, :]
+    x = nl.load(a[ip, jf], mask=(ip < 100))
+    xt = nisa.nc_transpose(x, mask=(ip < 100) & (jf < 12))  # fresh indices of the source's shape
+    it, jt = nl.arange(12)[:, None], nl.arange(128)[None, :]
+    nl.store(out[it, jt], xt[it, jt], mask=(jt < 100))
+    return out
+
+
+@nki.jit
+def reduce_kept_axis(a):  # a (16, 5, 10): out[:, :7] = a[:, :, :7].sum(axis=1), out[:, 7:] = 0
+    out = nl.ndarray((16, 10), dtype=np.float32, buffer=nl.shared_hbm)
+    i_p, i_w, i_f = nl.arange(16)[:, None, None], nl.arange(5)[None, :, None], nl.arange(10)[None, None, :]
+    x = nl.load(a[i_p, i_w, i_f])
+    r = nisa.tensor_reduce(np.add, x[i_p, i_w, i_f], axis=(1,), mask=(i_f < 7))  # its result: its own tile
+    o = nl.zeros((16, 10), dtype=np.float32)
+    o[...] = nl.copy(r[nl.arange(16)[:, None], nl.arange(10)[None, :]], mask=(nl.arange(10)[None, :] < 7))
+    nl.store(out, o)
+    return out

@@ -17,3 +17,16 @@ def four_of_eight_blocks(a, b, limit=4):  # a (128, 128), b (128, 4096): out = a
     for h in nl.affine_range(4):
         nl.store(out[0:128, nl.ds(512 * h, 512)], nl.copy(ps[h]))
     return out
+
+
+@nki.jit
+def prefetch_next_block(a, masked=True, lazy=False):  # a (3 * 128, 64): out = a, block i + 1 loaded in iteration i
+    out = nl.ndarray((384, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((3, nl.par_dim(128), 64), dtype=a.dtype, buffer=nl.sbuf, lazy_initialization=lazy)
+    ip, jf = nl.arange(128)[:, None], nl.arange(64)[None, :]
+    buf[0, ip, jf] = nl.load(a[ip, jf])
+    for i in nl.sequential_range(3):
+        nl.store(out[i * 128 + ip, jf], buf[i, ip, jf])
+        # blockwise matmul's prefetch: the last iteration's names block 3, which its mask keeps it from loading
+        buf[i + 1, ip, jf] = nl.load(a[(i + 1) * 128 + ip, jf], mask=(i < 2) if masked else None)
+    return out

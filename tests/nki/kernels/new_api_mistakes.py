@@ -149,3 +149,23 @@ def int_too_wide(x, v):
     t, a, g = _preamble(x, v)
     a + 2 ** 40  # mistake
     return x
+
+
+@nki.jit
+def range_of_a_scalar(x, v):
+    t, a, g = _preamble(x, v)
+    for _ in range(a):  # mistake
+        nisa.tensor_scalar(t, t, op0=nl.add, operand0=1.0)
+    return x
+
+
+@nki.jit
+def int_of_a_loop_index(x, v):
+    t, a, g = _preamble(x, v)
+
+    def body(i):
+        k = int(i)  # mistake
+        nisa.dma_copy(dst=x[0:1, k:k + 1], src=t[0:1, 0:1])
+
+    nl.fori_loop(0, 4, body)
+    return x
