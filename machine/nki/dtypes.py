@@ -18,7 +18,8 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import DTYPES, PACKED, itemsize
 from neuronsim.machine.nki.errors import NkiError, fail, shown
 
-__all__ = ["NkiDtype", "to_dtype", "declared_dtype", "nl_dtypes", "promote", "is_float_dtype", "packed_array"]
+__all__ = ["NkiDtype", "to_dtype", "declared_dtype", "nl_dtypes", "promote", "is_float_dtype", "packed_array",
+           "sizeinbytes"]
 
 
 class NkiDtype(str):
@@ -169,3 +170,14 @@ def promote(*dtypes: str) -> NkiDtype:
     if signed and unsigned and max(unsigned) >= max(signed):
         return NkiDtype({1: "int16", 2: "int32"}.get(max(unsigned), "float32"))
     return NkiDtype(max(dtypes, key=itemsize))
+
+
+def sizeinbytes(dtype: Any) -> int:
+    """Bytes of one element of ``dtype``: ``nki.language.constants.sizeinbytes``, which the
+    neuron-team kernels of nki-samples size their free dimensions with (``MAX_F //
+    sizeinbytes(img.dtype)``); not on the API pages.
+
+    >>> sizeinbytes("bfloat16"), sizeinbytes(np.float32)
+    (2, 4)
+    """
+    return to_dtype(dtype).itemsize

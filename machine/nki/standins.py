@@ -28,6 +28,7 @@ from neuronsim.machine.nki import isa, kernel, legacy, ranks, tracer
 from neuronsim.machine.formats import pyfile
 from neuronsim.machine.formats.pyfile import running_users_code
 from neuronsim.machine.nki.compile_config import compiler_config_names
+from neuronsim.machine.nki.dtypes import sizeinbytes
 from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import NkiError, Refused, RefusedClass, no_such_name, user_line
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
@@ -123,7 +124,12 @@ def _build() -> dict[str, types.ModuleType]:
     # the pre-release sendrecv NxD's released two-core kernels import (indexed_flatten, the MX expert MLPs)
     private_api = _module("neuronxcc.nki._private.private_api", "private_api", {"sendrecv": isa.sendrecv}, "legacy")
     current_isa.constants, legacy_isa.constants = current_constants, legacy_constants
+    # `from nki.language.constants import sizeinbytes` (nki-samples' neuron-team convolutions)
+    sizes = {"sizeinbytes": sizeinbytes}
+    current_nl.constants = _module("nki.language.constants", "nl.constants", sizes, "current")
+    legacy_nl.constants = _module("neuronxcc.nki.language.constants", "nl.constants", sizes, "legacy")
     return {"nki.isa.constants": current_constants, "neuronxcc.nki.isa.constants": legacy_constants,
+            "nki.language.constants": current_nl.constants, "neuronxcc.nki.language.constants": legacy_nl.constants,
             "nki.typing": current_typing, "nki.collectives": collectives,
             "neuronxcc.nki.collectives": legacy_collectives,
             "nki": nki, "nki.language": current_nl, "nki.isa": current_isa, "nki.compiler": current_cc,
