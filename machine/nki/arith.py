@@ -21,6 +21,7 @@ from neuronsim.machine.nki.indexing import ArangeExpr
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.legacy_rules import allocated_bias
+from neuronsim.machine.nki.mask_boxes import swapped_into
 from neuronsim.machine.nki.tracer import api, current
 
 __all__ = ["ALU_OF", "ACT_OF", "alu_name", "act_name", "matmul", "transpose", "sum", "max", "min", "mean",
@@ -379,7 +380,8 @@ def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) 
     swapped = ops.masked_in_source(mask, x)  # a mask in x's indices bounds the result swapped, staged or not
 
     def copy_out(dst: Any) -> None:
-        ops.copy(dst, ops.lay(staged, transposed=swapped), "act")
+        mask_now = current().mask  # (the box being emitted: its indices, the result's or not)
+        ops.copy(dst, ops.lay(staged, transposed=swapped_into(swapped, mask_now, dst) if mask_now else False), "act")
 
     return _result(shape, ops.result_dtype(dtype, x), "sbuf", ops.swapped_by_mask(copy_out, mask, x), mask, (x,))
 

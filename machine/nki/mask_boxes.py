@@ -23,10 +23,10 @@ from neuronsim.machine.nki.errors import unsupported
 from neuronsim.machine.nki.indexing import Mask
 from neuronsim.machine.nki.layout import P, Layout
 
-__all__ = ["box_targets", "matmul_roles", "restricted_operand"]
+__all__ = ["box_targets", "matmul_roles", "restricted_operand", "swapped_into"]
 
 
-def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = False,
+def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool | str = False,
                 reduces: tuple[frozenset[int], bool] | None = None, roles: dict[Any, int | None] | None = None
                 ) -> Iterator[tuple[Mask | None, Layout]]:
     """``(box, dst restricted to it)`` for each box of ``mask`` that keeps an element of ``dst``
@@ -37,6 +37,7 @@ def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = Fa
     if mask is None:
         yield None, dst
         return
+    transposed = swapped_into(transposed, mask, dst)
     boxes = mask.boxes
     if reduces and len(boxes) > 1:
         outputs = frozenset(it for it in mask.iterators() if _bounds_an_output(dst, it, transposed, reduces))
@@ -59,6 +60,16 @@ def box_targets(call: str, mask: Mask | None, dst: Layout, transposed: bool = Fa
                 target = target.restrict(it, lo, hi, transposed)
         if not target.empty:
             yield box, target
+
+
+def swapped_into(transposed: bool | str, mask: Mask, dst: Layout) -> bool:
+    """Whether a transpose's mask bounds ``dst``'s axes swapped: written in its source's own
+    indices (``True``), or in fresh ones fitting its source (``"fresh"``,
+    :func:`~neuronsim.machine.nki.ops.masked_in_source`) that do not index ``dst`` (where they do,
+    ``y[i_p, i_f] = nl.transpose(t, mask=(i_p < 64))``, they bound the result's rows)."""
+    if transposed != "fresh":
+        return bool(transposed)
+    return not any(tag and it in tag for tag in dst.tags or () for it in mask.iterators())
 
 
 def matmul_roles(stationary: Layout, moving: Layout) -> dict[Any, int | None]:

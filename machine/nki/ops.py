@@ -98,14 +98,14 @@ def lay(value: Any, transposed: bool = False, bounded: bool = True) -> Layout:
     return layout
 
 
-def masked_in_source(mask: Any, value: Any) -> bool:
+def masked_in_source(mask: Any, value: Any) -> bool | str:
     """Whether ``mask=`` is written in the indices of ``value``'s view: given to a transpose
     of ``value`` (``nc_transpose(src[i, j], mask=(i < m) & (j < n))``), it then bounds the
-    result's axes swapped.  So is a mask in fresh indices whose counts fit the source's axes and
-    not the result's (a whole ``(128, 12)`` tile transposed with ``mask=(ip < 100) & (jf < 12)``,
-    ``ip`` of 128, ``jf`` of 12: nki-samples' neuron-team convolution).  A mask in the result's
-    own indices (``y[i_p, i_f] = nl.transpose(t, mask=(i_p < 64))``), or in fresh ones of a
-    square tile, keeps its places."""
+    result's axes swapped.  So, ``"fresh"``, is a mask in fresh indices whose counts fit the
+    source's axes (a whole ``(128, 12)`` tile transposed with ``mask=(ip < 100) & (jf < 12)``:
+    nki-samples' neuron-team convolution), but where they index the result too, they keep
+    their places there (``y[i_p, i_f] = nl.transpose(t, mask=(i_p < 64))``, the result's rows:
+    :func:`~neuronsim.machine.nki.mask_boxes.box_targets`).  Any other mask keeps its places."""
     layout = getattr(value, "_layout", None)
     if not isinstance(mask, Mask) or not hasattr(value, "shape"):
         return False
@@ -121,8 +121,8 @@ def masked_in_source(mask: Any, value: Any) -> bool:
     if named:
         return any(id(it) in named for it in its)
     shape = tuple(value.shape)
-    return len(shape) == 2 and shape[0] != shape[1] and bool(its) and all(
-        it.ndim == 2 and it.count == shape[it.pos] for it in its)
+    fits = len(shape) == 2 and bool(its) and all(it.ndim == 2 and it.count == shape[it.pos] for it in its)
+    return "fresh" if fits else False
 
 
 def swapped_by_mask(emit: Callable[..., Any], mask: Any, source: Any, when: bool = True) -> Callable[..., Any]:

@@ -63,9 +63,10 @@ def test_a_mask_on_the_moving_operands_second_free_axis_bounds_the_results_third
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
-def test_a_transpose_of_a_whole_tile_reads_a_mask_of_its_shape_as_the_sources():
-    a = f32(100, 12)
-    np.testing.assert_array_equal(run(kernel("masked_accesses.py::whole_tile_transpose"), a)["return0"], a.T)
+@pytest.mark.parametrize("name, shape", [("whole_tile_transpose", (100, 12)), ("square_tile_transpose", (128, 5))])
+def test_a_transpose_of_a_whole_tile_reads_a_mask_of_its_shape_as_the_sources(name, shape):
+    a = f32(*shape)
+    np.testing.assert_array_equal(run(kernel(f"masked_accesses.py::{name}"), a)["return0"], a.T)
 
 
 def test_a_reductions_mask_on_a_kept_axis_bounds_its_own_result_there():

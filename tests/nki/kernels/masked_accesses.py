@@ -127,3 +127,14 @@ def reduce_kept_axis(a):  # a (16, 5, 10): out[:, :7] = a[:, :, :7].sum(axis=1),
     o[...] = nl.copy(r[nl.arange(16)[:, None], nl.arange(10)[None, :]], mask=(nl.arange(10)[None, :] < 7))
     nl.store(out, o)
     return out
+
+
+@nki.jit
+def square_tile_transpose(a):  # a (128, 5) -> a.T: a (128, 128) tile cut to 5 columns by the mask
+    out = nl.ndarray((5, 128), dtype=np.float32, buffer=nl.shared_hbm)
+    ip, jf = nl.arange(128)[:, None], nl.arange(128)[None, :]
+    x = nl.load(a[ip, jf], mask=(jf < 5))
+    xt = nisa.nc_transpose(x, mask=(ip < 128) & (jf < 5))  # the neuron-team convolution's output tiles
+    it, jt = nl.arange(128)[:, None], nl.arange(128)[None, :]
+    nl.store(out[it, jt], xt[it, jt], mask=(it < 5))
+    return out
