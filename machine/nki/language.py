@@ -441,8 +441,8 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     tracer = current()
     if isinstance(dst, OutsideBlocks) and (isinstance(value, OutsideBlocks) or as_mask(mask) is NEVER or (
             is_tile(value) and (pending := tracer.pending) is not None and pending.proxy is value
-            and pending.mask is NEVER)):  # a block past the last, which a mask keeps the update or the call
-        tracer.take_pending(value)  # writing it from running (t[k] += x re-assigned; blockwise matmul's
+            and pending.mask is NEVER)):  # a block past the last, written by nothing: its update or the call
+        tracer.take_pending(value)  # writing it is masked off (t[k] += x re-assigned; blockwise matmul's
         return  # prefetch of block i + 1 into its tile of blocks, mask=(i < N - 1))
     order = _broadcast_order(dst.layout)  # y[jf, ip] = t: a [len(ip), len(jf)] view, written transposed
     if order is not None:  # (a square one was written straight: a probe; load reads likewise)

@@ -32,11 +32,10 @@ a mask on the moving operand's partitions is the contraction, not the result's p
 from __future__ import annotations
 
 import inspect
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-
-from dataclasses import replace
 
 from neuronsim.machine.nki.errors import fail
 from neuronsim.machine.nki.indexing import NEVER, ArangeExpr, Mask, as_mask
