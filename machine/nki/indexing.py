@@ -131,6 +131,8 @@ def as_index(value: Any) -> Index:
         return value.index
     if is_int(value):
         return Index(value)
+    if hasattr(value, "device_index"):  # a device scalar indexing a tensor: its value on these inputs
+        return Index(value.device_index())
     if hasattr(value, "__index__") and not isinstance(value, (float, bool)):
         return Index(int(value))
     if isinstance(value, Mask):  # `t[...][i < n]`: a comparison of indices bounds an access through mask=

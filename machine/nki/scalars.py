@@ -122,13 +122,11 @@ class _Scalar:
     def __ne__(self, o): return self._op(o, "not_equal")  # type: ignore[override]
     __hash__ = object.__hash__
 
-    def __index__(self) -> int:
-        """Used as a static number (an index, a slice bound): the trace takes its value on
-        these inputs, and says so."""
-        record_decision(f"{type(self).__name__} used as a number", self.value)
+    def device_index(self) -> int:
+        """Indexing a tensor (an index, a slice bound: ``t[:, n:n + 4]``, as ``nl.ds(n, 4)``):
+        the trace takes its value on these inputs, and says so (a decision)."""
+        record_decision(f"{type(self).__name__} as an index", self.value)
         return self.value
-
-    __int__ = __index__
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.value}, {self.dtype})"
@@ -145,10 +143,10 @@ class NkiScalar(_Scalar):
                    "(use nl.if_else or nl.while_loop)")
 
     def __index__(self) -> int:
-        # int(s), range(s), a Python index: likewise (the scalar page: its arithmetic "is traced, not
-        # evaluated"; a fori_loop's index is "passed by value" to read as a scalar_offset)
+        # int(s), range(s), a Python list's index: likewise (the scalar page: its arithmetic "is traced,
+        # not evaluated"; a fori_loop's index is "passed by value" to read as a scalar_offset)
         raise fail("an NkiScalar's value is known only on the device: it is no Python number (int(), range(), "
-                   "an index); address with nl.ds(s, size) or .ap(scalar_offset=s), loop with nl.fori_loop")
+                   "a list's index); index a tensor with it, or loop with nl.fori_loop")
 
     __int__ = __index__
 
