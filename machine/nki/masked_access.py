@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import replace
+from functools import reduce
 from typing import Any
 
 import numpy as np
@@ -126,7 +127,7 @@ class MaskedAccess:
 def masked(access: Any, key: Any, tracer: Any) -> MaskedAccess:
     """``access[key]`` for a condition ``key``; ``tracer``'s calls then unwrap their arguments."""
     tracer.masked_accesses = True
-    return MaskedAccess(*bound_to(access, as_mask(key)))
+    return MaskedAccess(access, None)[key]
 
 
 def unwrap(name: str, signature: inspect.Signature, args: tuple[Any, ...],
@@ -138,9 +139,7 @@ def unwrap(name: str, signature: inspect.Signature, args: tuple[Any, ...],
         return args, kwargs
     if "mask" not in signature.parameters:
         raise fail(f"{name} takes no mask=: an operand's t[...][cond] bounds the call through its mask=")
-    mask = None
-    for each in masks:
-        mask = _joined(mask, each)
+    mask = reduce(_joined, masks, None)
     args = tuple(a.access if isinstance(a, MaskedAccess) else a for a in args)
     kwargs = {k: v.access if isinstance(v, MaskedAccess) else v for k, v in kwargs.items()}
     place = list(signature.parameters).index("mask")

@@ -255,10 +255,7 @@ def ds(start: Any, size: int) -> slice:
     (the current ``nl.ds`` page): an ``NkiScalar``, or a one-element integer tile, read here as
     ``nisa.scalar_load`` reads it."""
     start = scalar_load(start) if isinstance(start, NkiTensor) else start
-    if isinstance(start, _Scalar):  # addressed at its value on these inputs, and said so
-        record_decision(f"{type(start).__name__} as an nl.ds start", start.value)
-        start = start.value
-    return indexing.ds(start, size)
+    return indexing.ds(start.device_index() if isinstance(start, _Scalar) else start, size)
 
 
 @api("nisa.scalar_alu")

@@ -323,3 +323,15 @@ def test_a_window_at_a_device_start_past_the_row_is_refused_as_a_static_one_is(t
                                         "dimension 1"), caught.value
     out = run(load_kernel(f"{tmp_path / 'w.py'}::window"), x, np.array([[0]], np.int32))["return0"]
     np.testing.assert_array_equal(out, x[:128])
+
+
+def test_a_slice_bounded_by_a_device_scalar_reads_at_its_value(tmp_path):
+    """x[0:P, n:n + 64] with n read on the device indexes as nl.ds(n, 64) does; int(), range()
+    and a Python list's index of a scalar are refused (test_new_api_mistakes.py), as NKI's tracer
+    raises TypeError for those alone."""
+    sliced = WINDOW.replace("nl.ds(nisa.scalar_load(o), 64)", "n:n + 64").replace(
+        "    t = nl.ndarray", "    n = nisa.scalar_load(o)\n    t = nl.ndarray")
+    (tmp_path / "w.py").write_text(sliced)
+    x = np.arange(128 * 80, dtype=np.float32).reshape(128, 80)
+    out = run(load_kernel(f"{tmp_path / 'w.py'}::window"), x, np.array([[5]], np.int32))["return0"]
+    np.testing.assert_array_equal(out, x[:, 5:69])
