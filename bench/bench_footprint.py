@@ -11,7 +11,7 @@ bank), then a loop ``k`` over the other K tiles whose loads rotate over two slot
 ``lhsT`` on ``dma0``, ACT loads ``rhs`` on ``dma1``; the PSUM accumulator rotates over two
 banks and the output tile over two SBUF slots (``x-rotate`` over ``n``), so the next tile's
 matmuls overlap this tile's eviction (DVE) and store (triggered by DVE on ``dma2``).  Every
-tile is placed (:class:`neuronsim.machine.build.builder.SbufArena`): ``alloc`` has nothing to place.
+tile is placed (:class:`neuronsim.machine.build.arena.SbufArena`): ``alloc`` has nothing to place.
 With the default 62 x 62 output tiles and K = 8: 3 * 8 + 2 = 26 instances per tile,
 99,944 in all.
 
@@ -57,7 +57,8 @@ from dataclasses import replace
 
 from neuronsim.machine.formats.program_json import load_program, save_program
 from neuronsim.machine.ir.program import Program
-from neuronsim.machine.build.builder import KernelBuilder, SbufArena
+from neuronsim.machine.build.arena import SbufArena
+from neuronsim.machine.build.builder import KernelBuilder
 
 TILE, TILE_N = 128, 512
 GOAL_SECONDS, GOAL_BYTES = 30.0, 1 << 30

@@ -1,4 +1,4 @@
-"""Does a kernel's cost grow with its size, or faster?  Two stages that were quadratic on public
+"""Does a kernel's cost grow with its size, or faster?  Three stages that were quadratic on public
 kernels at production shapes, each timed at a size and at twice it, in one run.
 
 1. **device reads**: ``tests/nki/kernels/current_control.py::running_reads``, a Python loop in
@@ -11,13 +11,19 @@ kernels at production shapes, each timed at a size and at twice it, in one run.
    such tile's live range; the sweep looked each tensor up in a list (nki-library's
    attention_cte at 45 k tensors: 9.9 of its 13.7 s).
 
+3. **while_loop iterations**: ``current_control.py::count_down``, an ``nl.while_loop`` whose
+   body loads its condition register from a tile each iteration (the page's own pattern): a
+   device read per iteration.  Each read copied every name traced so far (the builder's
+   trial) and compared every node run before: 12,000 iterations traced in 31 s, 70,000 did
+   not finish in 300 s.
+
 Printed per workload: the seconds at N and at 2N (CPU time of this process) and their ratio;
 linear growth is 2.0, quadratic 4.0.
 
 Usage::
 
-    .venv/bin/python bench/bench_trace_scaling.py                 # 400 reads, 8,000 row tiles
-    .venv/bin/python bench/bench_trace_scaling.py --reads 800 --tiles 16000
+    .venv/bin/python bench/bench_trace_scaling.py          # 400 reads, 8,000 row tiles, 3,000 iterations
+    .venv/bin/python bench/bench_trace_scaling.py --reads 800 --tiles 16000 --iterations 6000
 """
 
 from __future__ import annotations
@@ -48,6 +54,16 @@ def device_reads(reads: int) -> float:
     kernel = load_kernel(f"{CONTROL}::running_reads")
     vals = np.arange(1, reads + 1, dtype=np.int32).reshape(1, reads)
     return _cpu(lambda: trace(kernel, vals, reads=reads))
+
+
+def while_iterations(iterations: int) -> float:
+    """CPU seconds to trace ``count_down`` looping ``iterations`` times."""
+    import neuronsim.verify.nki  # noqa: F401  (registers the reader of device values)
+    from neuronsim.machine.nki import load_kernel, trace
+
+    kernel = load_kernel(f"{CONTROL}::count_down")
+    val, count = np.ones((1, 1), np.float32), np.full((1, 1), iterations, np.int32)
+    return _cpu(lambda: trace(kernel, val, count))
 
 
 #: A tiled add whose tiles the kernel places itself (``address=``), two slots taken in turn: the
@@ -89,11 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reads", type=int, default=400, help="device reads of the first workload (then twice)")
     parser.add_argument("--tiles", type=int, default=8000, help="row tiles of the second workload (then twice)")
+    parser.add_argument("--iterations", type=int, default=3000, help="while_loop iterations (then twice)")
     args = parser.parse_args(argv)
-    for name, fn, n in (("device reads", device_reads, args.reads), ("findings over tiles", findings_over_tiles,
-                                                                     args.tiles)):
+    for name, fn, n in (("device reads", device_reads, args.reads),
+                        ("findings over tiles", findings_over_tiles, args.tiles),
+                        ("while_loop iterations", while_iterations, args.iterations)):
         small, large = fn(n), fn(2 * n)
-        print(f"{name:20s} N={n:>6,}: {small:7.2f} s   2N: {large:7.2f} s   ratio {large / small:4.2f} "
+        print(f"{name:21s} N={n:>6,}: {small:7.2f} s   2N: {large:7.2f} s   ratio {large / small:4.2f} "
               "(linear 2.0, quadratic 4.0)")
     return 0
 

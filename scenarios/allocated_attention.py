@@ -42,7 +42,8 @@ from __future__ import annotations
 import numpy as np
 
 from neuronsim.machine.ir.program import Program
-from neuronsim.machine.build.builder import KernelBuilder, SbufArena
+from neuronsim.machine.build.arena import SbufArena
+from neuronsim.machine.build.builder import KernelBuilder
 
 D, SEQ_Q, SEQ = 128, 512, 1024
 Q_TILE, K_TILE, V_TILE = 128, 512, 128

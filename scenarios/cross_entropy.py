@@ -41,7 +41,8 @@ import numpy as np
 
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import Program
-from neuronsim.machine.build.builder import KernelBuilder, SbufArena
+from neuronsim.machine.build.arena import SbufArena
+from neuronsim.machine.build.builder import KernelBuilder
 
 BATCHES, POSITIONS = 2, 32
 VOCAB, CHUNK = 2048, 512

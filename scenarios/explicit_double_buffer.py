@@ -16,7 +16,7 @@ Scenario
     on ``dma0`` and ACT loads ``b`` on ``dma1``, each into a two-slot buffer; ACT computes
     ``exp(a)`` into the one-slot ``e``; DVE multiplies by ``b`` into the two-slot ``c`` and
     triggers the store on ``dma2``.  The placements are laid out tile after tile from byte 0
-    (:class:`~neuronsim.machine.build.builder.SbufArena`); nothing is left to the allocator.
+    (:class:`~neuronsim.machine.build.arena.SbufArena`); nothing is left to the allocator.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from neuronsim.machine.ir.program import Program
-from neuronsim.machine.build.builder import KernelBuilder, SbufArena
+from neuronsim.machine.build.arena import SbufArena
+from neuronsim.machine.build.builder import KernelBuilder
 
 ROWS, COLS = 256, 2048
 TILE_P, TILE_F = 128, 512

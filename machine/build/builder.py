@@ -15,7 +15,8 @@ arguments and on-chip tiles, slice them, open loops, and call ``nki.isa``-style 
   ``L`` using slot ``i mod n``: ``stride`` bytes apart, by default the tile's size in SBUF
   (double buffering) and one bank in PSUM (bank rotation).  It is written as the tensor's
   ``x-rotate``, the tile's views are unchanged, and every access to it must sit inside
-  ``L``.  :class:`SbufArena` lays tiles out one after the other, as such kernels do.
+  ``L``.  :class:`~neuronsim.machine.build.arena.SbufArena` lays tiles out one after the other,
+  as such kernels do.
 * **Immediates** (``memset`` values, ``scale`` / ``bias`` / operand numbers, ``iota``)
   are Python numbers; numpy scalars are converted, and ``-math.inf`` (or the string
   ``"-inf"``) is written ``"-inf"`` in the program's JSON (the format's non-finite numbers).
@@ -88,7 +89,7 @@ from neuronsim.machine.ir.program import (PSUM_BANK_BYTES, Access, Dep, Instruct
 from neuronsim.machine.formats.validate import validate_program
 from neuronsim.machine.build.views import Index, Operand, TensorRef, View, as_view, is_int
 
-__all__ = ["KernelBuilder", "SbufArena", "TensorRef", "View", "Index", "DRAM_ALIGN"]
+__all__ = ["KernelBuilder", "TensorRef", "View", "Index", "DRAM_ALIGN"]
 
 #: Alignment of the addresses the builder gives DRAM arguments.
 DRAM_ALIGN = 4096
@@ -164,6 +165,9 @@ class KernelBuilder:
         self._counters: dict[str, int] = {}
         self._written: dict[str, int] = {}  # tensor: instructions writing it so far (writes_tensor)
         self._dram_end = 0
+        #: what open trials undo (:meth:`trial`), oldest first: ``("name", name)``, ``("written",
+        #: tensor)``, ``("tensor", name, its declaration before or None)``; None outside a trial
+        self._undo: list[tuple] | None = None
         #: ``extras`` of the next instruction (a frontend such as :mod:`neuronsim.machine.nki` sets it
         #: to record where the instruction came from, ``x-source``).
         self.next_extras: Mapping[str, Any] | None = None
@@ -172,6 +176,8 @@ class KernelBuilder:
     def _declare(self, tensor: Tensor) -> TensorRef:
         if tensor.name in self._tensors:
             raise ValueError(f"tensor {tensor.name!r} declared twice")
+        if self._undo is not None:
+            self._undo.append(("tensor", tensor.name, None))
         self._tensors[tensor.name] = tensor
         return TensorRef(tensor)
 
@@ -244,6 +250,8 @@ class KernelBuilder:
         if name in self._names:
             raise ValueError(f"name {name!r} used twice (instructions and loops share one namespace)")
         self._names.add(name)
+        if self._undo is not None:
+            self._undo.append(("name", name))
         return name
 
     @contextmanager
@@ -278,6 +286,8 @@ class KernelBuilder:
         written = tuple(_access(w) for w in writes)
         for tensor in {access.tensor for access in written}:
             self._written[tensor] = self._written.get(tensor, 0) + 1
+            if self._undo is not None:
+                self._undo.append(("written", tensor))
         self._bodies[-1].append(Instruction(
             name=name, engine=engine, op=op, reads=tuple(_access(r) for r in reads),
             writes=written,
@@ -295,6 +305,8 @@ class KernelBuilder:
         """Tensor ``name`` with ``extras`` merged into its own (these win), as its declaration
         from now on; returns it."""
         tensor = self._tensors[name]
+        if self._undo is not None:
+            self._undo.append(("tensor", name, tensor))
         tensor = replace(tensor, extras=frozen_mapping({**tensor.extras, **extras}))
         self._tensors[name] = tensor
         return tensor
@@ -352,24 +364,42 @@ class KernelBuilder:
     @contextmanager
     def trial(self) -> Iterator[None]:
         """Whatever is declared or emitted in the block is undone when it ends (tensors, names,
-        DRAM addresses, the open body): a probe program built from :meth:`draft`, then dropped."""
-        depth, mark, saved = len(self._bodies), self.mark(), (dict(self._tensors), set(self._names),
-                                                              dict(self._counters), self._dram_end,
-                                                              dict(self._written))
+        DRAM addresses, the open body): a probe program built from :meth:`draft`, then dropped.
+        Its changes are logged and undone one by one: a trial costs what it emits, not the program
+        so far (a trace opens one per device value read: copying every name was quadratic)."""
+        outermost = self._undo is None
+        if outermost:
+            self._undo = []
+        depth, mark, logged = len(self._bodies), self.mark(), len(self._undo)
+        counters, dram_end = dict(self._counters), self._dram_end  # (one counter per op: small)
         try:
             yield
         finally:
             if len(self._bodies) != depth:
                 raise RuntimeError("a trial must close the loops it opens")  # our own misuse, never a user's
             del self._bodies[-1][mark:]
-            tensors, names, counters, self._dram_end, written = saved
-            self._written = written
-            self._tensors.clear()
-            self._tensors.update(tensors)
-            self._names.clear()
-            self._names.update(names)
-            self._counters.clear()
-            self._counters.update(counters)
+            self._undo_since(logged)
+            self._counters, self._dram_end = counters, dram_end
+            if outermost:
+                self._undo = None
+
+    def _undo_since(self, logged: int) -> None:
+        """Undo the logged changes after the first ``logged``, newest first."""
+        undo = self._undo
+        for entry in reversed(undo[logged:]):
+            if entry[0] == "name":
+                self._names.discard(entry[1])
+            elif entry[0] == "written":
+                left = self._written[entry[1]] - 1
+                if left:
+                    self._written[entry[1]] = left
+                else:
+                    del self._written[entry[1]]
+            elif entry[2] is None:
+                del self._tensors[entry[1]]
+            else:
+                self._tensors[entry[1]] = entry[2]
+        del undo[logged:]
 
     def program(self, *, validate: bool = True) -> Program:
         """The program built so far, validated (:func:`neuronsim.machine.formats.validate.validate_program`;
@@ -543,36 +573,6 @@ class KernelBuilder:
                name: str | None = None, deps: Iterable[Any] = ()) -> str:
         attrs = {"low": _number(low, "random low"), "high": _number(high, "random high")}
         return self.instruction("random", engine, [], [dst], attrs=attrs, name=name, deps=deps)
-
-
-class SbufArena:
-    """Explicit SBUF allocation the way hand-allocated kernels write it: tile after tile.
-
-    Kernels with direct allocation keep a byte cursor and hand it to ``ncc.sbuf.mod_alloc``
-    (``cur_addr += ...`` in NS-ALLOC-ATT, ``MemManager.alloc_sbuf`` in NS-ATTUT;
-    docs/kernel-patterns.md 1.4, 6.2, 6.4).  :meth:`sbuf` places a tile at the cursor, in partitions
-    ``[partition, partition + shape[0])``, and moves the cursor past its last slot, rounded
-    up to ``align`` bytes.
-
-    >>> kb = KernelBuilder("k")
-    >>> arena = SbufArena(kb, offset=256, align=32)
-    >>> a = arena.sbuf("a", (128, 100), "bfloat16", slots=2, loop="i")
-    >>> a.tensor.offset, a.tensor.rotate, arena.offset
-    (256, Rotation(loop='i', slots=2, stride=200), 672)
-    """
-
-    def __init__(self, kb: KernelBuilder, *, offset: int = 0, partition: int = 0, align: int = 1) -> None:
-        if not (is_int(offset) and offset >= 0 and is_int(align) and align >= 1):
-            raise ValueError("an arena starts at a byte offset >= 0 and aligns to >= 1 byte")
-        self.kb, self.offset, self.partition, self.align = kb, offset, partition, align
-
-    def sbuf(self, name: str, shape, dtype: str, *, slots: int = 1, loop: str | Index | None = None) -> TensorRef:
-        """A tile of ``slots`` rotating slots over ``loop`` (``mod_alloc(num_free_tiles=(slots,))``)
-        at the cursor; the cursor moves past it."""
-        ref = self.kb.sbuf(name, shape, dtype, partition=self.partition, offset=self.offset, slots=slots, loop=loop)
-        end = self.offset + slots * ref.tensor.bytes_per_partition
-        self.offset = -(-end // self.align) * self.align
-        return ref
 
 
 def _access(operand: Operand | Access) -> Access:

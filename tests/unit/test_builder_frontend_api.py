@@ -58,3 +58,26 @@ def test_a_trial_is_undone_and_leaves_the_next_addresses_as_they_were():
     out = kb.dram_output("y", (128, 4), "float32")
     assert out.tensor.address == DRAM_ALIGN  # where "probe" was: its bytes were given back
     assert kb.next_dram_address(10) == 2 * DRAM_ALIGN and kb.next_dram_address(1) == 3 * DRAM_ALIGN
+
+
+def test_nested_trials_undo_their_own_changes_only_and_the_outer_one_everything_since_it_began():
+    kb, x, t = _kernel()
+    kb.dma_copy(t, x, name="load")
+    before = (dict(kb.tensors), kb.draft().body, kb.write_count("t"), kb.emitted)
+    with kb.trial():
+        kb.amend_extras("t", {"x-a": 1})
+        kb.memset(t, 0.0)  # a generated name: "memset0"
+        with kb.trial():
+            kb.amend_extras("t", {"x-a": 2})
+            kb.sbuf("u", (128, 4), "float32")
+            kb.memset(t, 1.0)
+            assert kb.write_count("t") == 3 and kb.name_taken("memset1")
+        assert dict(kb.tensors["t"].extras) == {"x-a": 1} and "u" not in kb.tensors
+        assert kb.write_count("t") == 2 and kb.name_taken("memset0") and not kb.name_taken("memset1")
+        assert kb.memset(t, 2.0) == "memset1"  # the inner trial's name is free again
+    assert (dict(kb.tensors), kb.draft().body, kb.write_count("t"), kb.emitted) == before
+    assert not kb.writes_tensor("u") and kb.memset(t, 0.0) == "memset0"
+    with pytest.raises(ValueError, match="declared twice"):  # what was declared before a trial stays
+        with kb.trial():
+            kb.sbuf("t", (128, 4), "float32")
+    assert "t" in kb.tensors and kb.tensors["t"].extras == before[0]["t"].extras

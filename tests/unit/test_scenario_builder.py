@@ -250,7 +250,7 @@ def test_rotation_loop_must_exist_and_enclose_every_access():
 
 
 def test_arena_lays_tiles_out_like_a_hand_allocator():
-    from neuronsim.machine.build.builder import SbufArena
+    from neuronsim.machine.build.arena import SbufArena
 
     kb = KernelBuilder("arena")
     arena = SbufArena(kb, offset=260, partition=32, align=4)

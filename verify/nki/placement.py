@@ -8,7 +8,7 @@ so they run on this placement, where two tiles share bytes only when the kernel 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from neuronsim.machine.ir.identity import WhileAlive
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Loop, MemoryKind, Program, Rotation
@@ -43,18 +43,61 @@ def place_apart(program: Program, kernel_bytes: bool = False) -> Program:
     them: it runs after allocation, on addresses, so the reuse of a bank or of SBUF bytes by
     another kernel tensor is ordered too (docs/nki-checks.md, ``allocation``).  The compiler's
     own tiles (virtual here) stay apart."""
+    return _place(program, kernel_bytes, None).program
+
+
+class Apart(NamedTuple):
+    """A placement apart (:func:`place_apart`) and where it left off: the tensors it placed (the
+    declarations, in order), the next free SBUF byte, PSUM bank and DRAM byte, and the
+    allocation groups it placed; whether one of its tensors rotates; whether it placed only the
+    tensors declared after another placement's (:func:`place_apart_after`)."""
+
+    program: Program
+    declared: tuple
+    cursors: tuple[int, int, int]
+    groups: frozenset
+    rotating: bool
+    resumed: bool
+
+
+def place_apart_after(program: Program, before: Apart | None) -> Apart:
+    """:func:`place_apart` of ``program``, placing only the tensors declared after ``before``'s
+    when its tensors are ``program``'s first ones, the same declarations (a trace that reads a
+    device value places the program so far at every read: placing every tensor each time was
+    quadratic).  The tensors placed before keep their bytes, as a placement from scratch gives
+    them: it places the tensors in order, each after the last.  From scratch when a tensor
+    rotates (its slots follow its loop's trip count, maybe of a loop not traced yet) or joins a
+    group placed before."""
+    return _place(program, False, before if before is not None and _appends(program, before) else None)
+
+
+def _appends(program: Program, before: Apart) -> bool:
+    # (== of tuples compares by identity first: at C speed for the declarations kept)
+    values = tuple(program.tensors.values())
+    n = len(before.declared)
+    return not before.rotating and len(values) >= n and values[:n] == before.declared and not any(
+        t.rotate is not None or t.extras.get(ALLOC_GROUP_KEY) in before.groups for t in values[n:])
+
+
+def _place(program: Program, kernel_bytes: bool, before: Apart | None) -> Apart:
+    """Place ``program``'s tensors after ``before``'s (all of them when None)."""
+    start = len(before.declared) if before is not None else 0
+    items = list(program.tensors.items())[start:]
     # (the trip counts only a rotating tensor needs: a trace reading device values places the
     # program so far at every read, and a walk of it each time was quadratic)
-    rotating = any(t.rotate is not None for t in program.tensors.values())
+    rotating = any(t.rotate is not None for _, t in items)
     loops = {node.name: node.trip_count for node, _ in program.walk() if isinstance(node, Loop)} if rotating else {}
     groups: dict[str, list[str]] = {}
-    for name, t in program.tensors.items():
+    for name, t in items:
         if t.memory != MemoryKind.DRAM and not t.is_virtual and (kernel_bytes or ALLOC_GROUP_KEY in t.extras):
             groups.setdefault(f"kernel:{t.memory.value}" if kernel_bytes else t.extras[ALLOC_GROUP_KEY],
                               []).append(name)
     done: set[str] = set()
-    sbuf_next, psum_bank, dram_next, placed = 0, 0, 0, {}
-    for name, t in program.tensors.items():
+    if before is None:
+        (sbuf_next, psum_bank, dram_next), placed = (0, 0, 0), {}
+    else:
+        (sbuf_next, psum_bank, dram_next), placed = before.cursors, dict(before.program.tensors)
+    for name, t in items:
         if t.memory == MemoryKind.DRAM:
             if t.alias is None:
                 stride = t.free_elements * t.itemsize
@@ -91,7 +134,10 @@ def place_apart(program: Program, kernel_bytes: bool = False) -> Program:
     machine = {**(program.machine if isinstance(program.machine, dict) else {"base": base}),
                "sbuf_partition_bytes": max(sbuf_next, spec.sbuf_partition_bytes),
                "psum_banks": max(psum_bank, spec.psum_banks), "dram_bytes": max(dram_next, spec.dram_bytes)}
-    return replace(program.with_tensors(placed), machine=machine)
+    return Apart(program=replace(program.with_tensors(placed), machine=machine),
+                 declared=tuple(program.tensors.values()), cursors=(sbuf_next, psum_bank, dram_next),
+                 groups=frozenset(groups) | (before.groups if before is not None else frozenset()),
+                 rotating=rotating or (before is not None and before.rotating), resumed=before is not None)
 
 
 def _keep_sbuf(members: dict[str, Any], base: int, placed: dict[str, Any]) -> int:

@@ -15,9 +15,7 @@ does a read after one with rotating or aliased tensors (kept out: their placemen
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 
@@ -27,20 +25,21 @@ from neuronsim.machine.sim.memory import DramLayout, Memory, initial_memory
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import output_arrays, run_sequential
 
-from neuronsim.verify.nki.placement import identity_placement as _identity_placement
+from neuronsim.verify.nki.placement import Apart, place_apart_after
 
 __all__ = ["read_tensor"]
 
 
 @dataclass(frozen=True)
 class _State:
-    """What the last read left: the nodes it ran (the probe's copy excluded), the inputs and
-    tensor definitions it ran them on, where it placed them, and its memory afterwards."""
+    """What the last read left: the body of the program it ran and how many of its nodes were
+    the kernel's (the last is the probe's copy), the inputs it ran them on, the placement of its
+    tensors (the probe's excluded), and its memory afterwards."""
 
-    nodes: tuple
+    body: tuple
+    ran: int
     inputs: dict
-    tensors: dict
-    placed: dict
+    apart: Apart
     memory: Memory
 
 
@@ -50,40 +49,36 @@ _LAST: list[_State] = []
 def read_tensor(program: Program, inputs: dict[str, np.ndarray], tensor: str) -> np.ndarray:
     """DRAM output ``tensor`` after ``program`` (virtual tiles allowed, its last node the copy
     into ``tensor``) runs on ``inputs``."""
-    placed = _identity_placement(program)
-    nodes = tuple(program.body[:-1])
-    known = {name: value for name, value in inputs.items() if name in placed.tensors}
     last = _LAST[0] if _LAST else None
     _LAST.clear()  # its memory is reused below: never resume from it twice
-    if last is not None and _extends(last, program, placed, nodes, known):
-        run = replace(placed, body=tuple(nodes[len(last.nodes):]) + tuple(program.body[-1:]))
+    kept = dict(program.tensors)
+    del kept[tensor]  # (placed after the kernel's own, so that the next read resumes from theirs)
+    apart = place_apart_after(program.with_tensors(kept), last.apart if last is not None else None)
+    placed = place_apart_after(program, apart).program
+    body, ran = program.body, len(program.body) - 1  # (not a copy of the body without the probe: one per read)
+    known = {name: value for name, value in inputs.items() if name in placed.tensors}
+    if last is not None and apart.resumed and _extends(last, body, ran, known):
+        run = replace(placed, body=body[last.ran:])
         plan = build_plan(run)
         memory = _grown(last.memory, DramLayout.of(run))
     else:
         plan = build_plan(placed)
         memory = initial_memory(placed, plan.spec, 0, known)
     memory = run_sequential(plan, memory)
-    if not any(t.rotate is not None or t.alias is not None for t in placed.tensors.values()):
-        mine = {name: t for name, t in program.tensors.items() if name != tensor}
-        _LAST.append(_State(nodes=nodes, inputs=known, tensors=mine,
-                            placed={name: placed.tensors[name] for name in mine}, memory=memory))
+    if not apart.rotating and not any(t.alias is not None for t in placed.tensors.values()):
+        _LAST.append(_State(body=body, ran=ran, inputs=known, apart=apart, memory=memory))
     return output_arrays(placed, memory)[tensor]
 
 
-def _extends(last: _State, program: Program, placed: Program, nodes: tuple, known: dict) -> bool:
-    """``program`` is ``last``'s with nodes appended, on the same inputs, its tensors defined
-    and placed as they were."""
-    if len(nodes) < len(last.nodes) or not all(map(operator.is_, nodes, last.nodes)):  # (at C speed)
+def _extends(last: _State, body: tuple, ran: int, known: dict) -> bool:
+    """The first ``ran`` nodes of ``body`` are those ``last`` ran with nodes appended, on the
+    same inputs (its tensors were placed as they were: :attr:`Apart.resumed`)."""
+    done = last.ran  # a trace appends and never edits what a read ran (device_values._new_part), and the
+    # last read's nodes are alive, so its last node at its place is the same prefix (a check of every
+    # node per read was quadratic: an nl.while_loop reads its condition each iteration)
+    if ran < done or (done and body[done - 1] is not last.body[done - 1]):
         return False
-    if known.keys() != last.inputs.keys() or any(known[k] is not last.inputs[k] for k in known):
-        return False
-    ours, where = program.tensors, placed.tensors
-    return all(_same(ours.get(name), t) and _same(where[name], last.placed[name]) for name, t in last.tensors.items())
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal tensors, by identity first (the same objects, mostly: a field-wise == costs)."""
-    return a is b or a == b
+    return known.keys() == last.inputs.keys() and all(known[k] is last.inputs[k] for k in known)
 
 
 def _grown(memory: Memory, layout: DramLayout) -> Memory:
