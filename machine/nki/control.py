@@ -58,10 +58,14 @@ def _bound(value: Any, what: str) -> int:
     raise fail(f"{what} is an int, an NkiScalar or a register, not {value!r}")
 
 
-def _iterations(values: range, var: str, where: SourceLine):
-    """The iterations of a compiled loop: one kept program loop, unless the tracer unrolls it."""
+def _iterations(values: range, var: str, where: SourceLine, call: str, body: Any):
+    """The iterations of a compiled loop: one kept program loop, unless the tracer unrolls it.
+    None on these inputs: ``body`` noted (:mod:`~neuronsim.machine.nki.unrun`), and in a trace
+    that checks it, one iteration at the lower bound."""
     tracer = current()
     key = f"{where.path}:{where.line}"
+    if len(values) == 0 and tracer.unrun.note(key, where, call, body):
+        values = range(values.start, values.start + values.step, values.step)
     if tracer.unroll is not None and key not in tracer.unroll and len(values) > 0:
         return tracer._kept(var, "sequential", values, key)
     return tracer._unrolled(var, values)
@@ -90,7 +94,7 @@ def fori_loop(lower: Any, upper: Any, body_fun: Any, step: int = 1, unroll: Any 
     # that a Python `if` on a comparison of it is refused as NKI refuses it ("traced, but the
     # result cannot be used", the NkiScalar page) rather than taking the branch of the value.
     scalar = not any(isinstance(bound, VirtualRegister) for bound in (lower, upper))
-    for i in _iterations(values, _parameter(body_fun, "i"), where):
+    for i in _iterations(values, _parameter(body_fun, "i"), where, "nl.fori_loop", body_fun):
         before = watch.snapshot()
         body_fun(NkiScalar(i) if scalar and type(i) is int else i)
         watch.compare(before)
@@ -110,7 +114,18 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
         raise fail(f"nl.dynamic_range: step={step!r}; its page: \"step - Must be a compile-time positive int\"")
     values = range(_bound(start, "nl.dynamic_range start"), _bound(stop, "nl.dynamic_range stop"), int(step))
     match = _FOR.match(linecache.getline(where.path, where.line)) if where.path else None
-    return _iterations(values, match.group(1) if match else f"i{where.line}", where)
+    body = (where.file, where.line, _last_line_of_for(where)) if len(values) == 0 else None  # (read when unrun)
+    return _iterations(values, match.group(1) if match else f"i{where.line}", where, "nl.dynamic_range", body)
+
+
+def _last_line_of_for(where: SourceLine) -> int:
+    """The last line of the ``for`` statement at ``where`` (its own line when not found)."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(where.path)))
+    except (SyntaxError, ValueError):
+        return where.line
+    return next((node.end_lineno or where.line for node in ast.walk(tree)
+                 if isinstance(node, ast.For) and node.lineno == where.line), where.line)
 
 
 def while_loop(init: Any, body_fun: Any, **kw: Any) -> None:
@@ -136,17 +151,25 @@ def while_loop(init: Any, body_fun: Any, **kw: Any) -> None:
             raise fail(f"nl.while_loop: its condition register moved away from zero in each of the last {_AWAY_LIMIT} "
                        f"iterations (now {value}): it does not reach zero on these inputs, and the loop runs while "
                        "it is nonzero")
-        tracer.loops.append((var, count))
-        try:
-            before = watch.snapshot()
-            cond = _register(body_fun(cond), "the value its body returns")
-            watch.compare(before)
-            tracer.flush()
-        finally:
-            tracer.loops.pop()
+        cond = _iteration(tracer, body_fun, cond, var, count, watch)
         count += 1
+    if count == 0 and tracer.unrun.note(f"{where.path}:{where.line}", where, "nl.while_loop", body_fun):
+        _iteration(tracer, body_fun, cond, var, count, watch)  # (a check trace's: the device never runs it)
     tracer.program_extras.setdefault("x-nki-decisions", []).append(
         {"file": where.file, "line": where.line, "what": "nl.while_loop iterations", "value": count})
+
+
+def _iteration(tracer: Any, body_fun: Any, cond: Any, var: str, count: int, watch: Any) -> Any:
+    """One iteration of a while_loop: its body's next condition register."""
+    tracer.loops.append((var, count))
+    try:
+        before = watch.snapshot()
+        cond = _register(body_fun(cond), "the value its body returns")
+        watch.compare(before)
+        tracer.flush()
+    finally:
+        tracer.loops.pop()
+    return cond
 
 
 def _register(cond: Any, what: str) -> Any:

@@ -45,7 +45,8 @@ from typing import Any
 
 from neuronsim.machine.nki.errors import _CODE, _code_info, frame_line
 
-__all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at", "plain_locals", "restore_locals", "for_statement"]
+__all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at", "entry_locals", "restore_locals", "TILE_TYPES",
+           "for_statement"]
 
 #: ``id -> code`` of the frames that call a kernel (``frontend._run``): the walk stops there.
 #: Caches here are keyed by a code object's ``id`` (hashing a code object hashes its constants
@@ -236,11 +237,16 @@ def loop_indices(frame: FrameType | None, kept: dict[str, Any] | None = None,
 # The legacy API traces an affine / sequential loop's body once, with a symbolic index: a Python
 # statement of the body (``w = w // 2``) runs once.  Unrolled (a block picked by the loop's
 # variable), the body runs once per iteration, so each iteration after the first starts from
-# the plain values the frame held when the loop began; each then runs the statement once, and
-# after the loop the frame holds what one run of the body left, as NKI's single trace does.
-# Tiles and other objects are left alone: a tile proxy's rebinding is the program's business.
+# the plain values and the tiles the frame held when the loop began; each then runs the
+# statement once, and after the loop the frame holds what one run of the body left, as NKI's
+# single trace does.  A tile too: ``v = nl.copy(v)`` in the body reads the tile ``v`` held when
+# the loop began in every iteration of the device's loop, as it does in a loop kept as one
+# (nki-samples' blockwise matmul, blockwise_mm.py:708, unrolled by an indirect load: iteration
+# 1 read iteration 0's copy, a false carried RAW).  Other objects are left alone.
 
 _PLAIN = (int, float, bool, str, bytes, complex, type(None))
+#: The frontend's tile classes (machine/nki/tiles.py registers them: it sits above this module).
+TILE_TYPES: list[type] = []
 
 
 def _plain(value: Any) -> bool:
@@ -249,20 +255,25 @@ def _plain(value: Any) -> bool:
     return isinstance(value, _PLAIN) or type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0
 
 
-def plain_locals(frame: FrameType | None, skip: str) -> dict[str, Any]:
-    """The plain values (numbers, strings, tuples of them) bound in ``frame``, but ``skip``."""
+def entry_locals(frame: FrameType | None, skip: str) -> dict[str, Any]:
+    """The plain values (numbers, strings, tuples of them) and the tiles bound in ``frame``, but
+    ``skip``."""
     if frame is None:
         return {}
-    return {name: value for name, value in frame.f_locals.items() if name != skip and _plain(value)}
+    return {name: value for name, value in frame.f_locals.items() if name != skip and _restored(value)}
+
+
+def _restored(value: Any) -> bool:
+    return _plain(value) or isinstance(value, tuple(TILE_TYPES))
 
 
 def restore_locals(frame: FrameType | None, entry: Mapping[str, Any]) -> None:
-    """Bind again in ``frame`` each name of ``entry`` that now holds another plain value.
+    """Bind again in ``frame`` each name of ``entry`` that now holds another plain value or tile.
 
     >>> import sys
     >>> def body():
     ...     w = 8
-    ...     entry = plain_locals(sys._getframe(), "i")
+    ...     entry = entry_locals(sys._getframe(), "i")
     ...     seen = []
     ...     for i in range(3):
     ...         restore_locals(sys._getframe(), entry)
@@ -276,7 +287,7 @@ def restore_locals(frame: FrameType | None, entry: Mapping[str, Any]) -> None:
         return
     values = frame.f_locals
     changed = [name for name, value in entry.items()
-               if name in values and values[name] is not value and _plain(values[name])]
+               if name in values and values[name] is not value and _restored(values[name])]
     if not changed:
         return
     if sys.version_info >= (3, 13):  # PEP 667: f_locals writes through

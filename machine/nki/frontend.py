@@ -54,6 +54,7 @@ from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki import indexing
 from neuronsim.machine.nki.kernel_frames import assertion_site, kernel_frame, kernel_frames, raised_by_us
 from neuronsim.machine.nki.tracer import Tracer, current, tracing
+from neuronsim.machine.nki.unrun import checked_unrun
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
 from neuronsim.machine.nki.legacy_rules import check_flat_tiles, check_mutable, check_written
@@ -125,25 +126,41 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     if int(ranks) > 1 and math.prod(int(g) for g in grid) > 1:
         raise NkiError(_defined_at(func), f"a launch on {ranks} ranks with a grid {grid}: neuronsim runs one of "
                                           "the two at a time")
-    unroll: frozenset[str] | None = None if unroll_loops else frozenset()
-    restarts = 0
-    converted: dict[int, np.ndarray] = {}  # the inputs in their dtypes, once for every attempt
-    as_cores = False
-    shared: frozenset[tuple] = frozenset()  # private HBM declarations the kernel returns (machine/nki/hbm.py)
     name = name or getattr(func, "__name__", "kernel")
     module_state = _module_state(func)
+    converted: dict[int, np.ndarray] = {}  # the inputs in their dtypes, once for every attempt
+
+    def attempts(run_once: frozenset[str]) -> tuple[TracedKernel, dict]:
+        return _attempts(kernel, func, grid, arrays, kwargs, name, machine, int(ranks), unroll_loops,
+                         (max_instructions, max_memory), module_state, converted, run_once)
+
+    traced, unrun = attempts(frozenset())
+    # bodies that ran no iteration: traced once more with them run, for what NKI refuses in them
+    return checked_unrun(traced, unrun, attempts, lambda: _restore(module_state)) if unrun else traced
+
+
+def _attempts(kernel: Any, func: Any, grid: tuple, arrays: tuple, kwargs: dict, name: str, machine: Any,
+              ranks: int, unroll_loops: bool, limits: tuple, module_state: Any, converted: dict,
+              run_once: frozenset[str]) -> tuple[TracedKernel, dict]:
+    """The trace of :func:`trace`, restarted as its loops, cores and launches need, and the
+    compiled loop bodies it ran no iteration of (:mod:`~neuronsim.machine.nki.unrun`; with
+    ``run_once``, those it ran once all the same)."""
+    unroll: frozenset[str] | None = None if unroll_loops else frozenset()
+    restarts, as_cores = 0, False
+    shared: frozenset[tuple] = frozenset()  # private HBM declarations the kernel returns (machine/nki/hbm.py)
     for _attempt in range(_MAX_ATTEMPTS):
         _restore(module_state)
-        tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, ranks=int(ranks),
-                        as_cores=as_cores, max_instructions=max_instructions, max_memory=max_memory)
-        tracer.hbm.shared = shared
+        tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, ranks=ranks,
+                        as_cores=as_cores, max_instructions=limits[0], max_memory=limits[1])
+        tracer.hbm.shared, tracer.unrun.run_once = shared, run_once
         tracer.host_wrapper = not isinstance(kernel, Kernel) and not grid and int(ranks) == 1
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)
             with standins(), tracer.active(), collector_paused(), _objects_promoted(), \
                     legacy_range(func, tracer):
-                return _run(tracer, func, arrays, kwargs, schedule_of(kernel), simulation_mode(kernel), converted)
+                traced = _run(tracer, func, arrays, kwargs, schedule_of(kernel), simulation_mode(kernel), converted)
+            return traced, tracer.unrun.bodies
         except TraceTooLarge:  # unrolling what was kept would only make it larger
             raise
         except MemoryError as err:  # the kernel's own allocation, or a trace that outgrew memory

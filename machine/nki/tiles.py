@@ -18,7 +18,7 @@ from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
 from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
 from neuronsim.machine.nki.indexing import ArangeExpr, SymIndex
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
-from neuronsim.machine.nki import keywords, masked_access, tensor_views as views
+from neuronsim.machine.nki import frames, keywords, masked_access, tensor_views as views
 from neuronsim.machine.nki.layout import P, Layout
 from neuronsim.machine.nki.reinterpret import bitcast_ap, index_read_as, other_size, reinterpret
 from neuronsim.machine.nki.tracer import current
@@ -70,9 +70,8 @@ def result_tile(shape: tuple[int, ...], dtype: Any, buffer: str, emit: Callable[
 
 def _is_number(value: Any) -> bool:
     """A Python int or float (not a bool), or a numpy scalar."""
-    if isinstance(value, (int, float)):
-        return not isinstance(value, bool)
-    return type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0
+    return (isinstance(value, (int, float)) and not isinstance(value, bool)) or (
+        type(value).__module__ == "numpy" and getattr(value, "ndim", 1) == 0)
 
 
 def _one_tuple(dims: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -593,6 +592,7 @@ class OutsideBlocks(NkiTensor):
         raise fail(self.why)
 
 
+frames.TILE_TYPES.append(NkiTensor)  # (an unrolled legacy loop's iterations start from its tiles too)
 for _method in ("__getitem__", "__setitem__", "ap", "reshape", "broadcast_to", "permute", "broadcast", "expand_dim",
                 "squeeze_dim", "reshape_dim", "flatten_dims", "rearrange", "slice", "select", "vector_select", "view",
                 "reinterpret_cast", "expand_dims", "astype", "assert_shape"):  # an odd argument: the kernel's line

@@ -5,11 +5,10 @@ tiles.NkiTensor`) and every NKI call records instructions through the scenario b
 (:class:`~neuronsim.machine.build.builder.KernelBuilder`), each carrying ``extras["x-source"]`` (kernel file,
 line, the NKI call, the loop indices).
 
-The tracer is the recording core: it knows loops, sites, pending results and where tensors
-were declared, but no NKI operation and no allocation.  The layers above it (alloc, tiles,
-ops, arith, language, isa / legacy) pass in what it must run: a pending result brings the
-function that declares its tile, a zeroing before a kept loop is emitted by
-:func:`~neuronsim.machine.nki.ops.opens_accumulation` through :meth:`Tracer.emit_at_declaration`.
+The tracer is the recording core: loops, sites, pending results, where tensors were declared;
+no NKI operation, no allocation.  The layers above it pass in what it must run: a pending
+result brings the function that declares its tile, a zeroing before a kept loop is emitted
+(:func:`~neuronsim.machine.nki.ops.opens_accumulation`) by :meth:`Tracer.emit_at_declaration`.
 
 A call that returns a new tile (``nl.exp(x)``, legacy ``nisa.nc_matmul(a, b)``) is *pending*
 until the next call: assigned (``t[...] = nl.exp(x)``) it is emitted straight into the
@@ -33,7 +32,7 @@ from neuronsim.machine.nki import keywords, masked_access
 from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, at_line,
                                           check_tensor_name, fail, unsupported, user_frame, user_line, user_site)
-from neuronsim.machine.nki.frames import loop_indices, plain_locals, restore_locals
+from neuronsim.machine.nki.frames import entry_locals, loop_indices, restore_locals
 from neuronsim.machine.nki.groups import OpenGroups, footprint_of
 from neuronsim.machine.nki.hbm import HbmTensors
 from neuronsim.machine.nki.scopes import check_uses
@@ -42,6 +41,7 @@ from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, as_mask, concr
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.loop_state import BodyState, body_state, note_changes
 from neuronsim.machine.nki.mask_boxes import box_targets
+from neuronsim.machine.nki.unrun import Unrun
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
 
@@ -224,15 +224,13 @@ class Tracer:
     """Devices the kernel is launched on (collectives across ranks, :mod:`~neuronsim.machine.nki.ranks`)."""
     as_cores: bool = False
     """Trace the grid's two instances as the two cores of an LNC=2 kernel (:mod:`~neuronsim.machine.nki.cores`)."""
-    cores: Any = None
-    """The baton between the cores' threads while tracing in that mode."""
+    cores: Any = None  # the baton between the cores' threads while tracing in that mode
     call_options: dict[str, Any] = field(default_factory=dict)
     """The keyword arguments of the NKI call being emitted (an indirect DMA's ``oob_mode``)."""
     max_instructions: int | None = None
     """Refuse the trace (``TraceTooLarge``, at the line) past this many instructions and loops."""
     max_memory: int | None = None
-    """Refuse it, likewise, once the process's peak resident memory has grown by more bytes
-    since the trace began (read every :data:`_MEMORY_CHECK_EVERY` instructions)."""
+    """Refuse it, likewise, once the process's peak memory grew by more bytes since it began."""
     memory_check_at: int = field(default=0, init=False)
     rss_at_start: int = field(default=0, init=False)
     call_warnings: dict[tuple[str, str, str], None] = field(default_factory=dict)
@@ -247,6 +245,8 @@ class Tracer:
     grid before anything is emitted is the launch (:class:`~neuronsim.machine.nki.kernel.HostLaunch`)."""
     parameters: dict[int, Any] = field(default_factory=dict)
     """The traced function's array arguments, by the id of the tensor each became."""
+    unrun: Unrun = field(default_factory=Unrun)
+    """Compiled loops whose bodies ran no iteration, and those a check trace runs once."""
     left_early: tuple[SourceLine, str, int, int] | None = None
     """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
     its line, kind, the iteration and the trip count (:func:`~.loop_exit.check_loops_finished`)."""
@@ -504,10 +504,10 @@ class Tracer:
         affine = site is not None and site[1] == "affine" and self.generation == "legacy" and len(values) > 1
         run = self.unrolled_runs = self.unrolled_runs + affine  # this loop's (the body's loops count on)
         # a legacy affine / sequential body runs once in NKI (a symbolic index): each iteration
-        # starts from the plain values its frame held at the loop's start (frames.restore_locals)
+        # starts from the plain values and tiles its frame held at the loop's start (frames.restore_locals)
         symbolic = site is not None and site[1] != "static" and self.generation == "legacy" and len(values) > 1
         frame = user_frame() if symbolic else None
-        entry, state = plain_locals(frame, var), body_state(site[0], site[1], var, containers=False) if frame else None
+        entry, state = entry_locals(frame, var), body_state(site[0], site[1], var, containers=False) if frame else None
         for iteration, value in enumerate(values):
             self.flush()
             if iteration:

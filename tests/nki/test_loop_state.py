@@ -67,3 +67,12 @@ def test_the_state_changes_once_as_in_nki_and_static_range_carries_it():
 def test_what_a_body_reads_before_it_binds(source, exposed, mutated):
     carried = body_carries(ast.parse(source).body)
     assert set(carried.exposed) == exposed and set(carried.mutated) == mutated
+
+
+@pytest.mark.parametrize("unroll_loops", [False, True])
+def test_a_rebound_tile_is_the_loops_entry_tile_in_every_iteration_unrolled_or_kept(unroll_loops):
+    a = f32(128, 16)
+    traced = trace(kernel("legacy_loop_state.py::rebound_tile"), a, unroll_loops=unroll_loops)
+    assert [f for f in nki_findings(traced.program) if f.severity == "error"] == []
+    out = run(kernel("legacy_loop_state.py::rebound_tile"), a)["return0"]
+    np.testing.assert_allclose(out, np.tile(a[:, 0:4] + 1, (1, 4)), rtol=1e-6)

@@ -82,3 +82,23 @@ def static_scale(a):
 
 def doubling_reference(a):
     return np.concatenate([a[:, 4 * i:4 * i + 4] * 2.0 ** i for i in range(a.shape[1] // 4)], axis=1)
+
+
+# --- a tile rebound in a body: every iteration reads the tile the loop began with
+
+
+@nki.jit
+def rebound_tile(a):
+    """``v = nl.add(v, 1.0)`` in an affine loop (blockwise_mm.py:708 writes ``v = nl.copy(v)``):
+    NKI traces the body once, so every iteration adds 1 to the tile ``v`` held before the loop
+    (columns of ``a + 1``), also when the masks unroll the loop here, and no iteration reads
+    another's tile (no carried dependence)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    v = nl.load(a[:, 0:4])
+    for i in nl.affine_range(a.shape[1] // 4):
+        v = nl.add(v, 1.0)  # rebound
+        nl.store(out[:, i * 4:(i + 1) * 4], value=v, mask=(i < UNROLL_BELOW))
+    return out
+
+
+UNROLL_BELOW = 4  # a mask depending on the index's value unrolls the loop (4 iterations of 16 columns)
