@@ -181,6 +181,12 @@ class TraceTooLarge(NkiError):
         self.limit, self.kind = limit, kind
 
 
+class IndexOutside(NkiError):
+    """An integer index past its tensor's end (``a[k]``, ``k`` at least its length): a view
+    subscripted so is refused where an instruction accesses it, whose mask may keep nothing
+    (:mod:`~neuronsim.machine.nki.outside`)."""
+
+
 class NkiInternalError(RuntimeError):
     """An exception raised inside the frontend's own code while tracing (not by the kernel's
     code, not an :class:`NkiError`): a bug of neuronsim, named with the kernel line it was

@@ -28,7 +28,8 @@ from neuronsim.machine.nki.indexing import ArangeExpr, MGrid, arange, ds  # noqa
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tensor_views import transposed_shape
 from neuronsim.machine.nki.legacy_rules import legacy_tile, kernel_level
-from neuronsim.machine.nki.tiles import NkiTensor, OutsideBlocks, is_tile, register_operators
+from neuronsim.machine.nki.outside import OutsideView
+from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import NEVER, api, as_mask, assigned_name, current, tracing
 
@@ -308,6 +309,9 @@ def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> 
     if not src.shape and current().generation != "legacy":  # (legacy: a [1, 1] tile, as result_tile makes it)
         raise fail("nl.load of a single element (every dimension indexed by an integer) gives a tile of no "
                    "dimensions: index with ranges, e.g. x[0:1, 1:2] for a [1, 1] tile")
+    if isinstance(src, OutsideView):  # past its tensor's end: read by nothing when the mask keeps nothing
+        return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)),
+                       NEVER if src.masked_off else mask, ())
     if src.buffer != "hbm":
         if current().generation == "legacy":  # NKI's err_unsupported_memory, the error page's own example
             raise fail(f"nl.load expects its source in HBM, but got a tile in {src.buffer} ({src.name}): a tile on "
@@ -439,7 +443,7 @@ def assign(dst: NkiTensor, value: Any, mask: Any = None) -> None:
     """``dst[...] = value``: the pending call writes ``dst`` directly, else a copy (a DMA
     when either side is in DRAM) or a memset of a number."""
     tracer = current()
-    if isinstance(dst, OutsideBlocks) and (isinstance(value, OutsideBlocks) or as_mask(mask) is NEVER or (
+    if isinstance(dst, OutsideView) and (isinstance(value, OutsideView) or as_mask(mask) is NEVER or (
             is_tile(value) and (pending := tracer.pending) is not None and pending.proxy is value
             and pending.mask is NEVER)):  # a block past the last, written by nothing: its update or the call
         tracer.take_pending(value)  # writing it is masked off (t[k] += x re-assigned; blockwise matmul's

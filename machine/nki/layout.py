@@ -24,7 +24,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Tensor
 from neuronsim.machine.ir.fast_dataclasses import cached, quick_init
-from neuronsim.machine.nki.errors import NkiError, fail, shown, unsupported
+from neuronsim.machine.nki.errors import IndexOutside, NkiError, fail, shown, unsupported, user_line
 from neuronsim.machine.nki.indexing import (ArangeExpr, Iter, as_index, check_broadcastable, concrete, new_iter,
                                            without_ellipsis)
 from neuronsim.machine.build.views import Index, View, is_int
@@ -282,7 +282,7 @@ class Layout:
         if is_int(k) and k < 0:
             k += count
         if is_int(k) and not 0 <= k < count:
-            raise fail(f"index {k} of {self.tensor.name} is outside its {count} elements")
+            raise IndexOutside(user_line(), f"index {k} of {self.tensor.name} is outside its {count} elements")
         if kind == P:
             p0, _pn, ps = self.partitions
             return Layout(self.tensor, self.axes, self.offset, (p0 + concrete(k, "a partition index") * ps, 1, 1),

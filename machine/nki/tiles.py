@@ -8,14 +8,14 @@ emitted (:func:`result_tile`) has a ``_spec`` but no ``_layout`` until it is use
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from math import prod
 from typing import Any
 
 from neuronsim.machine.ir.dtypes import itemsize
 from neuronsim.machine.nki.alloc import BUFFERS, Blocked, Buffer, TileSpec, check_partitions, declare_tile
 from neuronsim.machine.nki.dtypes import NkiDtype, to_dtype
-from neuronsim.machine.nki.errors import NoSuchTensorAttribute, Refused, fail
+from neuronsim.machine.nki.errors import IndexOutside, NoSuchTensorAttribute, Refused, fail
 from neuronsim.machine.nki.indexing import ArangeExpr, SymIndex
 from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki import frames, keywords, masked_access, tensor_views as views
@@ -230,6 +230,9 @@ class NkiTensor:
     def __len__(self) -> int:
         return self.shape[0]
 
+    def __iter__(self) -> Iterator[NkiTensor]:  # (Python's fallback reads t[k] until an IndexError: an index
+        return (self[k] for k in range(len(self)))  # past the end is no error before an access, outside.py)
+
     def __repr__(self) -> str:
         return f"NkiTensor(shape={self.shape}, dtype={self.dtype}, buffer={self.buffer})"
 
@@ -244,7 +247,7 @@ class NkiTensor:
                 return views.BlockPrefix(self, parts)  # t[0][j][...]: the blocks picked one at a time
             block, rest = self._block_of(key)
             if (why := self._blocked.outside(block)) is not None:  # refused when accessed: a mask may keep none
-                return OutsideBlocks(why)
+                return _operator("outside")(why)
             layout = self._blocked.block(current(), block)
             return NkiTensor(layout.index(rest) if rest else layout)
         # NKI 0.7 (its language guide): an integer on an on-chip tile's partition axis keeps the
@@ -254,7 +257,11 @@ class NkiTensor:
             return NkiTensor(views.index_rows(layout, self._device_indices(key), keep))
         if layout.bitcast and other_size(layout, layout.dtype):  # t.view(nl.uint8)[:, :4]
             return NkiTensor(index_read_as(layout, key, keep))
-        return NkiTensor(layout.index(self._device_indices(key), keep_partition=keep))
+        key = self._device_indices(key)
+        try:
+            return NkiTensor(layout.index(key, keep_partition=keep))
+        except IndexOutside as err:  # refused when accessed, as a block past the last is (machine/nki/outside.py)
+            return _operator("outside")(err.message, layout, key, keep)
 
     def _device_indices(self, key: Any) -> Any:
         """``key`` with a one-element tile beside slices (indexing an HBM tensor, or a free dimension of an
@@ -287,7 +294,7 @@ class NkiTensor:
         tracer = current()
         block, rest = self._block_of(key)
         if (why := blocked.outside(block)) is not None:  # refused when accessed: a mask may keep none
-            return _operator("assign")(OutsideBlocks(why), value)
+            return _operator("assign")(_operator("outside")(why), value)
         layout, first = blocked.indexed(tracer, block)
         target = NkiTensor(layout.index(rest) if rest else layout)
         if first and not _overwrites(target, value):  # first use, partly written: filled first
@@ -575,21 +582,6 @@ def _overwrites(target: NkiTensor, value: Any) -> bool:
     if prod(block.shape) != prod(block.tensor.shape):
         return False
     return pending is None or pending.proxy is not value or pending.mask is None
-
-
-class OutsideBlocks(NkiTensor):
-    """``t[k]`` past a tensor's last block: refused where an instruction accesses it, not where it is indexed, as
-    the instruction's mask may keep nothing (blockwise matmul: ``ps[h_j] += nc_matmul(..., mask=(h_j < n))``)."""
-
-    __slots__ = ("why",)
-
-    def __init__(self, why: str) -> None:
-        super().__init__()
-        self.why = why
-
-    @property
-    def layout(self) -> Layout:
-        raise fail(self.why)
 
 
 frames.TILE_TYPES.append(NkiTensor)  # (an unrolled legacy loop's iterations start from its tiles too)

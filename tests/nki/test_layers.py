@@ -36,6 +36,7 @@ LAYERS = (
     "schedule",  # instruction handles and the order edges between them (with_schedule)
     "alloc",  # buffers and tile declarations
     "tiles",  # proxies; their operators dispatch through tiles.OPERATORS
+    "outside",  # views past a tensor's end, refused where an instruction accesses them (a mask may keep nothing)
     "ops",  # lowering to builder instructions
     "operand_rules",  # the API pages' rules on an ISA call's operands (patterns, shapes, GpSimd off PSUM)
     "handles",  # an ISA call's instructions and its NkiInstruction handle (emit_call)

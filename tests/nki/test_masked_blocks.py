@@ -31,3 +31,14 @@ def test_a_masked_off_load_into_the_block_past_the_last_loads_nothing(lazy):
 def test_a_load_into_the_block_past_the_last_that_runs_is_refused():
     with pytest.raises(NkiError, match=r"masked_blocks.py:\d+: block \(3,\) of buf_\d+ is outside its blocks \(3,\)"):
         trace(kernel("masked_blocks.py::prefetch_next_block"), f32(384, 64), masked=False)
+
+
+@pytest.mark.parametrize("attached", [False, True])
+def test_a_masked_off_load_of_the_row_past_the_last_reads_nothing(attached):
+    """``nl.load(a[i + 1], mask=(i < 2))``: the integer index past the end was refused at the
+    subscript ("index 3 of a is outside its 3 elements"), the mask not yet known there."""
+    a = f32(3, 128, 64)
+    out = run(kernel("masked_blocks.py::prefetch_next_row"), a, attached=attached)["return0"]
+    np.testing.assert_array_equal(out, a)
+    with pytest.raises(NkiError, match=r"masked_blocks.py:\d+: index 3 of a is outside its 3 elements"):
+        trace(kernel("masked_blocks.py::prefetch_next_row"), a, attached=attached, masked=False)

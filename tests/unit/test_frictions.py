@@ -90,6 +90,24 @@ def test_blas_is_held_at_one_thread_inside_a_simulation_and_given_back_after(mon
     assert _blas_threads() == before
 
 
+def test_blas_is_held_at_one_thread_in_the_sequential_runs_too(monkeypatch):
+    """The sequential reference runs (a trace's device-value reads, the NKI findings'
+    confirming runs) hold BLAS as a simulation does (probe_p: a trace of 60 reads with the
+    default threads took twice as long)."""
+    from neuronsim.machine.sim import simulator
+    from neuronsim.machine.sim.memory import initial_memory
+    from neuronsim.machine.sim.plan import build_plan
+
+    monkeypatch.delenv(blas.BLAS_THREADS_ENV, raising=False)
+    before, seen = _blas_threads(), []
+    begin = simulator.Executor.begin
+    monkeypatch.setattr(simulator.Executor, "begin", lambda self, i: seen.append(_blas_threads()) or begin(self, i))
+    plan = build_plan(load_program(str(EXAMPLES / "matmul_k_loop.json")))
+    simulator.run_sequential(plan, initial_memory(plan.program, plan.spec, 0, {}))
+    assert seen and all(counts == [1] * len(counts) for counts in seen)
+    assert _blas_threads() == before
+
+
 def test_blas_threads_come_from_the_environment(monkeypatch):
     monkeypatch.setenv(blas.BLAS_THREADS_ENV, "default")
     assert blas.blas_threads() is None

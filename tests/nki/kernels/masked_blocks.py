@@ -30,3 +30,18 @@ def prefetch_next_block(a, masked=True, lazy=False):  # a (3 * 128, 64): out = a
         # blockwise matmul's prefetch: the last iteration's names block 3, which its mask keeps it from loading
         buf[i + 1, ip, jf] = nl.load(a[(i + 1) * 128 + ip, jf], mask=(i < 2) if masked else None)
     return out
+
+
+@nki.jit
+def prefetch_next_row(a, attached=False, masked=True):  # a (3, 128, 64): out = a, row i + 1 loaded in iteration i
+    """The prefetch with an integer index of HBM (``a[i + 1]``, past the last row in the last
+    iteration), its mask given to the load or attached to the view (neuron-team blockwise_mm)."""
+    out = nl.ndarray((3, 128, 64), dtype=a.dtype, buffer=nl.shared_hbm)
+    buf = nl.ndarray((4, nl.par_dim(128), 64), dtype=a.dtype, buffer=nl.sbuf)
+    buf[0, 0:128, 0:64] = nl.load(a[0])
+    for i in nl.sequential_range(3):
+        nl.store(out[i], buf[i, 0:128, 0:64])
+        keep = (i < 2) if masked else True
+        nxt = nl.load(a[i + 1][keep]) if attached else nl.load(a[i + 1], mask=keep)  # the row
+        buf[i + 1, 0:128, 0:64] = nl.copy(nxt)
+    return out
