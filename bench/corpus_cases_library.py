@@ -425,7 +425,10 @@ CASES: dict[str, Case] = {
     SRC + "experimental/loss/cross_entropy.py::cross_entropy_forward": case(
         "bf16[1,32128]~", "i32[1]<32128", 1, 32128, ref=refs.cross_entropy_forward),
     SRC + "experimental/loss/cross_entropy.py::cross_entropy_backward": case(
-        refs.CE_LOGITS.copy(), "i32[1]<32128", refs.CE_LSE, "mean", 1, 16384, ref=refs.cross_entropy_backward),
+        refs.CE_LOGITS.copy(), "i32[1]<32128", refs.CE_LSE, "mean", 1, 16384, ref=refs.cross_entropy_backward,
+        # the gradients are about 3e-5: the default atol 0.01 compared the target's element alone (probe_p);
+        # 5 % is the kernel's bf16 x - lse (near -10: half a bf16 ulp, 0.03, is 3 % of exp)
+        tolerance=(5e-2, 1e-7)),
     # test_bwmm_bwd.py's inputs at a smaller size of the same structure: T 256 tokens (+1 padding
     # row), H 512, E 2, B 128, top-k 2, I 128; N = ceil((T * topk - (E - 1)) / B) + E - 1 = 5 blocks
     SRC + "experimental/moe/bwd/blockwise_mm_backward.py::blockwise_mm_bwd": case(

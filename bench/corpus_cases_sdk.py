@@ -245,6 +245,12 @@ def _transpose2d(in_tensor, shape2D):
     return np.transpose(np.asarray(in_tensor).reshape(p, rows, cols), (0, 2, 1)).reshape(p, rows * cols)
 
 
+#: The state matrix of the Mamba rows: negative, as a trained model's is (A = -exp(A_log)), so
+#: exp(delta * A) decays; a standard normal A, half of it positive, made 70,141 of the 131,072
+#: reference outputs infinite over 512 steps, and "equal" compared inf with inf (probe_p)
+MAMBA_A = -(0.5 + 1.5 * np.random.default_rng(29).random((256, 4))).astype(np.float32)
+
+
 def _mamba(delta, u, A, B, C):
     """The selective scan the fused-Mamba tutorial computes: for each state n,
     h_t = exp(delta_t * A_n) * h_{t-1} + delta_t * B_n,t * u_t, and out = sum_n C_n,t * h_t."""
@@ -264,7 +270,7 @@ def _mamba(delta, u, A, B, C):
 def tutorial_rows(avgpool: str, mamba: str) -> dict[str, Case]:
     """The average-pool and fused-Mamba tutorial rows, which the SDK's examples and nki-samples'
     tutorials both hold (``avgpool`` / ``mamba``: the key prefix of each file in one of them)."""
-    state = ("f32[256,4]~",)
+    state = (MAMBA_A.copy(),)
     return {
         avgpool + "tensor_avgpool_kernel": case("f32[2,6,6]", pool_size=2, ref=_avgpool),
         mamba + "mamba_v1": case("f32[1,256,512]", "f32[1,256,512]", *state, "f32[1,4,512]", "f32[1,4,512]",
