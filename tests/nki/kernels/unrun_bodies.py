@@ -14,16 +14,26 @@ def _count(n_input):
     return nt
 
 
-@nki.jit
-def fori_device_zero(n_input, data):
-    t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=data)
-    wrong = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.sbuf)
-    nl.fori_loop(0, nisa.scalar_load(_count(n_input)),
-                 lambda i: nisa.tensor_tensor(dst=t, data1=t, data2=wrong, op=nl.add))  # BAD FORI
+def _loaded(data, shape=(4, 8)):
+    t = nl.ndarray(shape, dtype=nl.float32, buffer=nl.sbuf)
+    if data is not None:
+        nisa.dma_copy(dst=t, src=data)
+    return t
+
+
+def _returned(t):
     out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=t)
     return out
+
+
+@nki.jit
+def fori_device_zero(n_input, data):
+    t = _loaded(data)
+    wrong = _loaded(None, (2, 3))
+    nl.fori_loop(0, nisa.scalar_load(_count(n_input)),
+                 lambda i: nisa.tensor_tensor(dst=t, data1=t, data2=wrong, op=nl.add))  # BAD FORI
+    return _returned(t)
 
 
 @nki.jit
@@ -31,9 +41,8 @@ def while_zero(n_input, data):
     nt = _count(n_input)
     reg = nisa.register_alloc()
     nisa.register_load(reg, nt)
-    t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=data)
-    small = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+    t = _loaded(data)
+    small = _loaded(None, (4, 4))
 
     def body(r):
         nisa.tensor_scalar(dst=small, data=t, op0=nl.add, operand0=1.0)  # BAD WHILE
@@ -41,9 +50,7 @@ def while_zero(n_input, data):
         return r
 
     nl.while_loop(reg, body)
-    out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
+    return _returned(t)
 
 
 def _scaled_wrongly(t, wrong):
@@ -52,26 +59,20 @@ def _scaled_wrongly(t, wrong):
 
 @nki.jit
 def static_zero_helper(data):
-    t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=data)
-    wrong = nl.ndarray((2, 3), dtype=nl.float32, buffer=nl.sbuf)
+    t = _loaded(data)
+    wrong = _loaded(None, (2, 3))
     nl.fori_loop(0, 0, lambda i: _scaled_wrongly(t, wrong))
-    out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
+    return _returned(t)
 
 
 @nki.jit
 def fine_bodies(n_input, data):
     """Both bodies are valid: no warning, and the output is the input (no iteration ran)."""
-    t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=data)
+    t = _loaded(data)
     n = nisa.scalar_load(_count(n_input))
     nl.fori_loop(0, n, lambda i: nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0))
     nl.fori_loop(n, n, lambda i: nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=2.0))
-    out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
+    return _returned(t)
 
 
 @nki.jit
@@ -79,8 +80,7 @@ def body_run_breaks_what_follows(n_input, data):
     """The body, run once, makes the count 1, and a while_loop after it would then spin past
     the limit: a failure outside the body, which the device never meets (no warning)."""
     nt = _count(n_input)
-    t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=data)
+    t = _loaded(data)
     nl.fori_loop(0, nisa.scalar_load(nt), lambda i: nisa.tensor_scalar(dst=nt, data=nt, op0=nl.add, operand0=1))
     reg = nisa.register_alloc()
     nisa.register_load(reg, nt)
@@ -91,18 +91,13 @@ def body_run_breaks_what_follows(n_input, data):
         return r
 
     nl.while_loop(reg, spin)
-    out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
+    return _returned(t)
 
 
 @nki.jit
 def keyword_slip_unrun(data):
     """A misspelt keyword in a body that never runs: its warning, as where the body runs."""
-    t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=t, src=data)
+    t = _loaded(data)
     nl.fori_loop(0, 0, lambda i: nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0,  # SLIP
                                                     reverse_operand0=False))
-    out = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
-    nisa.dma_copy(dst=out, src=t)
-    return out
+    return _returned(t)
