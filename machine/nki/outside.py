@@ -42,6 +42,24 @@ class OutsideView(NkiTensor):
     def layout(self) -> Layout:
         raise fail(self.why)
 
+    # a block past the last has no shape, dtype or buffer of its own: asked for one, its index is the mistake
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return NkiTensor.shape.fget(self._described())
+
+    @property
+    def dtype(self) -> Any:
+        return NkiTensor.dtype.fget(self._described())
+
+    @property
+    def buffer(self) -> Any:
+        return NkiTensor.buffer.fget(self._described())
+
+    def _described(self) -> OutsideView:
+        if self._spec is None:
+            raise fail(self.why)
+        return self
+
     def __getitem__(self, key: Any) -> NkiTensor:
         if masked_access.is_condition(key) and as_mask(key) is NEVER:  # a[k][k < n] at k = n: nothing accessed
             return OutsideView(self.why, self._spec, masked_off=True)

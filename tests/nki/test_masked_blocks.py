@@ -42,3 +42,8 @@ def test_a_masked_off_load_of_the_row_past_the_last_reads_nothing(attached):
     np.testing.assert_array_equal(out, a)
     with pytest.raises(NkiError, match=r"masked_blocks.py:\d+: index 3 of a is outside its 3 elements"):
         trace(kernel("masked_blocks.py::prefetch_next_row"), a, attached=attached, masked=False)
+
+
+def test_a_block_past_the_last_has_no_shape_and_its_index_is_said():
+    with pytest.raises(NkiError, match=r"masked_blocks.py:\d+: block \(3,\) of buf_\d+ is outside its blocks \(3,\)"):
+        trace(kernel("masked_blocks.py::shape_of_block_past_the_last"), f32(128, 64))
