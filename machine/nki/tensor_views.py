@@ -19,7 +19,7 @@ from math import prod
 from typing import Any
 
 from neuronsim.machine.build.views import is_int
-from neuronsim.machine.nki.errors import fail, unsupported
+from neuronsim.machine.nki.errors import NkiError, fail, unsupported
 from neuronsim.machine.nki.indexing import ArangeExpr, without_ellipsis
 from neuronsim.machine.nki.layout import F, Layout
 from neuronsim.machine.nki.vector_index import is_index_tile
@@ -194,7 +194,10 @@ def rearrange(layout: Layout, src: Any, dst: Any, sizes: dict[str, int]) -> Layo
     end = len(order)
     for entry in reversed(dst):  # right to left again, merging each group
         if len(entry) > 1:
-            layout = flatten_dims(layout, end - len(entry), end - 1)
+            try:
+                layout = flatten_dims(layout, end - len(entry), end - 1)
+            except NkiError as err:  # (the kernel wrote no flatten_dims: say its group, the step as detail)
+                raise NkiError(err.path, f"rearrange merging {entry}: {err.message}") from None
         end -= len(entry)
     return layout
 

@@ -123,6 +123,7 @@ def test_rearrange_names_dimensions_as_einops_does():
     ("squeezes_a_long_dimension", "x.squeeze_dim(1)", "squeeze_dim(1): dimension 1 of x has size 4, not 1"),
     ("permutes_partitions", "t.permute((1, 0))", "the partition dimension of t_"),
     ("rearranges_partitions", "t.rearrange(('p', 'f'), ('f', 'p'))", "the partition dimension of t_"),
+    ("merges_apart", "x.rearrange(('n', 'p', 'f')", "rearrange merging ('n', 'f'): "),
     ("loads_256_partitions", "nl.load(g[0:256])", "partition dimension 256 of an on-chip tile exceeds 128"),
     ("ap_offset_as_list", "t.ap([[64, 128]", ".ap(): offset is list, where the call takes a number"),
 ])
@@ -130,7 +131,8 @@ def test_mistakes_are_refused_at_their_line(func, line_text, message):
     source = (Path(KERNELS) / "wild_forms_current.py").read_text().splitlines()
     line = next(k for k, text in enumerate(source, 1) if line_text in text)
     with pytest.raises(NkiError) as caught:
-        args = {"squeezes_a_long_dimension": (f32(128, 4, 6),), "loads_256_partitions": (f32(128, 256), f32(256))}
+        args = {"squeezes_a_long_dimension": (f32(128, 4, 6),), "loads_256_partitions": (f32(128, 256), f32(256)),
+                "merges_apart": (f32(2, 128, 32),)}
         trace(kernel(f"wild_forms_current.py::{func}"), *args.get(func, (f32(128, 64),)))
     assert caught.value.path.endswith(f"wild_forms_current.py:{line}"), caught.value
     assert message in caught.value.message, caught.value.message

@@ -143,6 +143,13 @@ def rearranges_partitions(x):
 
 
 @nki.jit
+def merges_apart(x):  # x (2, 128, 32): n and f are not adjacent once p leads (probe_q)
+    t = nl.ndarray((128, 64), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x.rearrange(('n', 'p', 'f'), ('p', ('n', 'f'))))
+    return t
+
+
+@nki.jit
 def ap_offset_as_list(a):  # the access-pattern page's own typo: the offset given as a list, beside the pattern
     t = nl.load(a)
     return nl.copy(t.ap([[64, 128], [1, 32]], [1, 32]))
