@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from neuronsim.machine.nki.frames import for_statement
 from neuronsim.machine.nki.loop_state import LOOP_STATE_KEY, body_carries, contents
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _display, fail, shown, user_line
 from neuronsim.machine.nki.scalars import NkiScalar, VirtualRegister, _Scalar, record_decision
@@ -120,12 +121,8 @@ def dynamic_range(start: Any, stop: Any = None, step: Any = 1, **_kw: Any):
 
 def _last_line_of_for(where: SourceLine) -> int:
     """The last line of the ``for`` statement at ``where`` (its own line when not found)."""
-    try:
-        tree = ast.parse("".join(linecache.getlines(where.path)))
-    except (SyntaxError, ValueError):
-        return where.line
-    return next((node.end_lineno or where.line for node in ast.walk(tree)
-                 if isinstance(node, ast.For) and node.lineno == where.line), where.line)
+    node = for_statement(where.path, where.line) if where.path else None
+    return node.end_lineno or where.line if node is not None else where.line
 
 
 def while_loop(init: Any, body_fun: Any, **kw: Any) -> None:

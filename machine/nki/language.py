@@ -310,8 +310,7 @@ def load(src: NkiTensor, *, mask: Any = None, dtype: Any = None, **_kw: Any) -> 
         raise fail("nl.load of a single element (every dimension indexed by an integer) gives a tile of no "
                    "dimensions: index with ranges, e.g. x[0:1, 1:2] for a [1, 1] tile")
     if isinstance(src, OutsideView):  # past its tensor's end: read by nothing when the mask keeps nothing
-        return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)),
-                       NEVER if src.masked_off else mask, ())
+        return _result(src.shape, dtype or src.dtype, "sbuf", lambda dst: ops.dma(dst, ops.lay(src)), mask, ())
     if src.buffer != "hbm":
         if current().generation == "legacy":  # NKI's err_unsupported_memory, the error page's own example
             raise fail(f"nl.load expects its source in HBM, but got a tile in {src.buffer} ({src.name}): a tile on "

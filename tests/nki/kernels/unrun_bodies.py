@@ -101,3 +101,13 @@ def keyword_slip_unrun(data):
     nl.fori_loop(0, 0, lambda i: nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=1.0,  # SLIP
                                                     reverse_operand0=False))
     return _returned(t)
+
+
+@nki.jit
+def dynamic_range_zero(n_input, data):
+    """NKI 0.6's device loop, its body a for statement's (the lines the check reads)."""
+    t = _loaded(data)
+    wrong = _loaded(None, (2, 3))
+    for _i in nl.dynamic_range(nisa.scalar_load(_count(n_input))):
+        nisa.tensor_tensor(dst=t, data1=t, data2=wrong, op=nl.add)  # BAD DYN
+    return _returned(t)
