@@ -16,14 +16,20 @@ kernels at production shapes, each timed at a size and at twice it, in one run.
    device read per iteration.  Each read copied every name traced so far (the builder's
    trial) and compared every node run before: 12,000 iterations traced in 31 s, 70,000 did
    not finish in 300 s.
+4. **a tile per step**: ``current_control.py::tile_per_step``, a Python loop whose every step
+   reads an index on the device and copies a 16 KiB row of ``x`` into a tile declared in the
+   step.  The reader gave every tile bytes of its own, so its memory grew with the steps, not
+   with the few tiles the kernel holds at once (nki-library's find_nonzero_indices at 65,536
+   rows: 9.1 GB).  Printed besides: the bytes of the reader's memory at N and 2N steps (1.0
+   when bounded, 2.0 when every tile keeps its bytes).
 
 Printed per workload: the seconds at N and at 2N (CPU time of this process) and their ratio;
 linear growth is 2.0, quadratic 4.0.
 
 Usage::
 
-    .venv/bin/python bench/bench_trace_scaling.py          # 400 reads, 8,000 row tiles, 3,000 iterations
-    .venv/bin/python bench/bench_trace_scaling.py --reads 800 --tiles 16000 --iterations 6000
+    .venv/bin/python bench/bench_trace_scaling.py          # 400 reads, 8,000 row tiles, 3,000 iterations, 200 steps
+    .venv/bin/python bench/bench_trace_scaling.py --reads 800 --tiles 16000 --iterations 6000 --steps 400
 """
 
 from __future__ import annotations
@@ -66,6 +72,24 @@ def while_iterations(iterations: int) -> float:
     return _cpu(lambda: trace(kernel, val, count))
 
 
+def tile_steps(steps: int) -> float:
+    """CPU seconds to trace ``tile_per_step`` over ``steps`` steps (the reader's memory after it
+    in :data:`READER_BYTES`)."""
+    import neuronsim.verify.nki  # noqa: F401  (registers the reader of device values)
+    from neuronsim.machine.nki import load_kernel, trace
+    from neuronsim.verify.nki import probe
+
+    kernel = load_kernel(f"{CONTROL}::tile_per_step")
+    x = np.random.default_rng(0).standard_normal((8, 128, 4096)).astype(np.float32)
+    which = (np.arange(steps, dtype=np.int32) % 8).reshape(steps, 1)
+    seconds = _cpu(lambda: trace(kernel, x, which))
+    READER_BYTES.append(sum(space.nbytes for space in probe._LAST[0].memory.spaces))
+    return seconds
+
+
+READER_BYTES: list[int] = []
+
+
 #: A tiled add whose tiles the kernel places itself (``address=``), two slots taken in turn: the
 #: clobber check sweeps the live range of every one of them.
 PLACED_ADD = '''\
@@ -106,13 +130,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reads", type=int, default=400, help="device reads of the first workload (then twice)")
     parser.add_argument("--tiles", type=int, default=8000, help="row tiles of the second workload (then twice)")
     parser.add_argument("--iterations", type=int, default=3000, help="while_loop iterations (then twice)")
+    parser.add_argument("--steps", type=int, default=200, help="steps of the tile-per-step workload (then twice)")
     args = parser.parse_args(argv)
     for name, fn, n in (("device reads", device_reads, args.reads),
                         ("findings over tiles", findings_over_tiles, args.tiles),
-                        ("while_loop iterations", while_iterations, args.iterations)):
+                        ("while_loop iterations", while_iterations, args.iterations),
+                        ("a tile per step", tile_steps, args.steps)):
         small, large = fn(n), fn(2 * n)
         print(f"{name:21s} N={n:>6,}: {small:7.2f} s   2N: {large:7.2f} s   ratio {large / small:4.2f} "
               "(linear 2.0, quadratic 4.0)")
+    small, large = READER_BYTES
+    print(f"{'  reader memory':21s} N={args.steps:>6,}: {small / 2**20:7.1f} MiB 2N: {large / 2**20:7.1f} MiB ratio "
+          f"{large / small:4.2f} (bounded 1.0, a tile's bytes each 2.0)")
     return 0
 
 

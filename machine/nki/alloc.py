@@ -170,6 +170,8 @@ class Blocked:
     rotating: list[str] = field(default_factory=list)
     """The loops whose rotation holds a block (keys of :attr:`slots` that are loop names): kept
     apart so that a kernel indexing thousands of blocks does not scan them all at each."""
+    held: list[Any] = field(default_factory=list)
+    """The tokens of its virtual blocks: they stay in reach while the tensor does (machine/nki/liveness.py)."""
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -233,6 +235,7 @@ class Blocked:
                 ref = (tracer.kb.psum if spec.buffer == "psum" else tracer.kb.sbuf)(name, spec.tile_shape, spec.dtype)
                 self.slots[block] = Layout.whole(tracer.note_declared(ref.name, self.scope, self.depth,
                                                                       source_extras(self.site, ref.name)))
+                self.held.append(tracer.liveness.hold(self.slots[block]))
             else:
                 self.slots[block] = _place(tracer, spec, name, slot, depth=self.depth, scope=self.scope,
                                            site=self.site, group=self.name)

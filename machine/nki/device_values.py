@@ -21,18 +21,21 @@ from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.nki.errors import NkiError, NotAffine, SourceLine, fail, user_line
 from neuronsim.machine.nki.layout import Layout
+from neuronsim.machine.nki.liveness import TileLiveness
 from neuronsim.machine.nki.tracer import current
 
 __all__ = ["DECISIONS_KEY", "set_value_reader", "record_decision", "tile_values", "no_kept_loop"]
 
 DECISIONS_KEY = "x-nki-decisions"
 _PROBE = "__nki_probe"
-_READER: list[Callable[[Program, dict[str, np.ndarray], str], np.ndarray]] = []
+_READER: list[Callable[[Program, dict[str, np.ndarray], str, TileLiveness], np.ndarray]] = []
 
 
-def set_value_reader(reader: Callable[[Program, dict[str, np.ndarray], str], np.ndarray]) -> None:
-    """``reader(program, inputs, tensor)``: the contents of DRAM ``tensor`` after ``program``
-    runs in program order on ``inputs`` (registered by :mod:`neuronsim.verify.nki.probe`)."""
+def set_value_reader(reader: Callable[[Program, dict[str, np.ndarray], str, TileLiveness], np.ndarray]) -> None:
+    """``reader(program, inputs, tensor, liveness)``: the contents of DRAM ``tensor`` after
+    ``program`` runs in program order on ``inputs``; ``liveness`` says which tiles the kernel can
+    no longer reach (their bytes may be reused: :mod:`~neuronsim.machine.nki.liveness`).
+    Registered by :mod:`neuronsim.verify.nki.probe`."""
     _READER[:] = [reader]
 
 
@@ -55,6 +58,8 @@ def tile_values(layout: Layout, call: str) -> np.ndarray:
         raise fail(f"{call}: reading a device value needs the traced inputs run (import neuronsim.verify.nki)")
     kb = tracer.kb
     emitting = (kb.next_extras, tracer.mask, tracer.emit_site)
+    if tracer.pending is None and kb.depth == 1:  # (else a held-back call may still read a tile gone)
+        tracer.liveness.retire(len(kb.tensors), kb.mark())
     try:
         program, inputs = _probe_program(tracer, layout)
         fresh, before = _new_part(tracer, program)
@@ -64,7 +69,7 @@ def tile_values(layout: Layout, call: str) -> np.ndarray:
             raise NkiError(*_instruction_site(fresh, err.path, call, err.message)) from None
         _LAST_CHECK[:] = [_Checked(weakref.ref(tracer), program.body[-2] if len(program.body) > 1 else None,
                                    len(program.body) - 1, fresh)]
-        return np.asarray(_READER[0](program, inputs, _PROBE)).reshape(-1)
+        return np.asarray(_READER[0](program, inputs, _PROBE, tracer.liveness)).reshape(-1)
     finally:
         kb.next_extras, tracer.mask, tracer.emit_site = emitting
 

@@ -21,7 +21,7 @@ from neuronsim.machine.nki.indirect import dimension, vector_offset_view
 from neuronsim.machine.nki import frames, keywords, masked_access, tensor_views as views
 from neuronsim.machine.nki.layout import P, Layout
 from neuronsim.machine.nki.reinterpret import bitcast_ap, index_read_as, other_size, reinterpret
-from neuronsim.machine.nki.tracer import current
+from neuronsim.machine.nki.tracer import current, tracing
 
 #: How each API branches on a tile's contents, by the tracer's ``generation``: the nki package
 #: reads a value into a scalar and branches on it; ``neuronxcc.nki`` has no such branch, only the
@@ -86,13 +86,20 @@ def is_tile(value: Any) -> bool:
 class NkiTensor:
     """A tensor, tile or view in a traced kernel (``shape``, ``dtype``, ``buffer``, slicing)."""
 
-    __slots__ = ("_layout", "_spec", "_blocked", "__weakref__")
+    __slots__ = ("_layout", "_spec", "_blocked", "_held", "__weakref__")
 
     def __init__(self, layout: Layout | None = None, spec: TileSpec | None = None,
                  blocked: Blocked | None = None) -> None:
         self._layout = layout
         self._spec = spec
         self._blocked = blocked
+        self._held = current().liveness.hold(layout) if layout is not None and tracing() else None
+
+    def settle(self, layout: Layout) -> Layout:
+        """Give a result tile without storage yet (a held-back call's) its ``layout``."""
+        self._layout = layout
+        self._held = current().liveness.hold(layout)
+        return layout
 
     # -- what the tile is --------------------------------------------------------------------
     @property

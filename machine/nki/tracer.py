@@ -42,6 +42,7 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.loop_state import BodyState, body_state, note_changes
 from neuronsim.machine.nki.mask_boxes import box_targets
 from neuronsim.machine.nki.unrun import Unrun
+from neuronsim.machine.nki.liveness import TileLiveness
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
 
@@ -247,6 +248,7 @@ class Tracer:
     """The traced function's array arguments, by the id of the tensor each became."""
     unrun: Unrun = field(default_factory=Unrun)
     """Compiled loops whose bodies ran no iteration, and those a check trace runs once."""
+    liveness: TileLiveness = field(default_factory=TileLiveness)
     left_early: tuple[SourceLine, str, int, int] | None = None
     """An unrolled NKI loop the kernel left by ``return`` / ``break`` with iterations to go:
     its line, kind, the iteration and the trip count (:func:`~.loop_exit.check_loops_finished`)."""
@@ -372,8 +374,7 @@ class Tracer:
             proxy = pending.proxy
             with at_line(pending.site[0]):  # the result's tile, declared where it is first used
                 layout = pending.storage(pending.site)
-            proxy._layout = _inherit_tags(layout, pending.sources)
-            self._emit_into(pending, proxy._layout)
+            self._emit_into(pending, proxy.settle(_inherit_tags(layout, pending.sources)))
 
     def _check_limits(self, where: SourceLine) -> None:
         """Refuse the trace at ``where`` once it is past ``max_instructions`` or ``max_memory``."""
@@ -416,8 +417,7 @@ class Tracer:
     def emit_pending_into(self, pending: Pending, dst: Layout, extras: dict | None = None, **kw: Any) -> None:
         """Emit ``pending`` into ``dst`` (``kw``: e.g. ``accumulate=True`` for a matmul);
         its result proxy then stands for ``dst``."""
-        pending.proxy._layout = dst
-        self._emit_into(pending, dst, extras, **kw)
+        self._emit_into(pending, pending.proxy.settle(dst), extras, **kw)
 
     # -- tensors -----------------------------------------------------------------------------
     def tensor_name(self, hint: str | None, site: SourceLine, call: str) -> str:

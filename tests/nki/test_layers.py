@@ -29,6 +29,7 @@ LAYERS = (
     "mask_boxes",  # where a masked call's instructions go: one per box of its mask (no tracer)
     "masked_access",  # t[...][cond]: an operand carrying a mask its call joins to mask= (no tracer)
     "unrun",  # compiled loop bodies that ran no iteration (checked by a second trace; no tracer)
+    "liveness",  # which on-chip tiles the kernel can still reach (device reads reuse the rest; no tracer)
     "tracer",  # the recording core: loops, sites, pending results
     "device_values",  # tile contents read back at a point of the trace (decisions)
     "indirect",  # indirect DMA: a tile of row numbers as a DMA's index

@@ -7,13 +7,18 @@ so they run on this placement, where two tiles share bytes only when the kernel 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from itertools import islice
 from typing import Any, NamedTuple
+
+import portion
 
 from neuronsim.machine.ir.identity import WhileAlive
 from neuronsim.machine.ir.program import PSUM_BANK_BYTES, Loop, MemoryKind, Program, Rotation
 from neuronsim.machine.model.presets import resolve_machine
 from neuronsim.machine.nki.alloc import ALLOC_GROUP_KEY
+from neuronsim.machine.nki.liveness import Retired
 from neuronsim.passes.alloc_place import placed as _placed  # (dataclasses.replace without its introspection)
 
 
@@ -46,11 +51,24 @@ def place_apart(program: Program, kernel_bytes: bool = False) -> Program:
     return _place(program, kernel_bytes, None).program
 
 
+class Reuse(NamedTuple):
+    """Where a placement that reuses the bytes of retired tiles left off: the SBUF bytes and
+    PSUM banks free again, the span of each tile placed and not retired yet (``(memory, first,
+    end)``), and how many retirements it has taken in."""
+
+    free: tuple[Any, Any]
+    spans: dict[str, tuple[int, int, int]]
+    taken: int
+
+
+_NO_REUSE = Reuse((portion.empty(), portion.empty()), {}, 0)
+
+
 class Apart(NamedTuple):
     """A placement apart (:func:`place_apart`) and where it left off: the tensors it placed (the
     declarations, in order), the next free SBUF byte, PSUM bank and DRAM byte, and the
     allocation groups it placed; whether one of its tensors rotates; whether it placed only the
-    tensors declared after another placement's (:func:`place_apart_after`)."""
+    tensors declared after another placement's (:func:`place_apart_after`); what it reused."""
 
     program: Program
     declared: tuple
@@ -58,17 +76,24 @@ class Apart(NamedTuple):
     groups: frozenset
     rotating: bool
     resumed: bool
+    reuse: Reuse = _NO_REUSE
 
 
-def place_apart_after(program: Program, before: Apart | None) -> Apart:
+def place_apart_after(program: Program, before: Apart | None, retired: Mapping[str, Retired] | None = None) -> Apart:
     """:func:`place_apart` of ``program``, placing only the tensors declared after ``before``'s
     when its tensors are ``program``'s first ones, the same declarations (a trace that reads a
     device value places the program so far at every read: placing every tensor each time was
     quadratic).  The tensors placed before keep their bytes, as a placement from scratch gives
     them: it places the tensors in order, each after the last.  From scratch when a tensor
     rotates (its slots follow its loop's trip count, maybe of a loop not traced yet) or joins a
-    group placed before."""
-    return _place(program, False, before if before is not None and _appends(program, before) else None)
+    group placed before.
+
+    ``retired``: tiles the kernel can no longer reach, in the order they went
+    (:mod:`~neuronsim.machine.nki.liveness`).  A virtual tile declared after one went may take
+    its bytes (first fit, else after the last), as an allocator reuses them; the memory a trace
+    of a tile per iteration reads on then follows what the kernel holds at once.  Resumed or
+    from scratch, the same retirements give the same bytes."""
+    return _place(program, False, before if before is not None and _appends(program, before) else None, retired)
 
 
 def _appends(program: Program, before: Apart) -> bool:
@@ -79,8 +104,10 @@ def _appends(program: Program, before: Apart) -> bool:
         t.rotate is not None or t.extras.get(ALLOC_GROUP_KEY) in before.groups for t in values[n:])
 
 
-def _place(program: Program, kernel_bytes: bool, before: Apart | None) -> Apart:
-    """Place ``program``'s tensors after ``before``'s (all of them when None)."""
+def _place(program: Program, kernel_bytes: bool, before: Apart | None,
+           retired: Mapping[str, Retired] | None = None) -> Apart:
+    """Place ``program``'s tensors after ``before``'s (all of them when None), reusing the bytes
+    of ``retired`` tiles."""
     start = len(before.declared) if before is not None else 0
     items = list(program.tensors.items())[start:]
     # (the trip counts only a rotating tensor needs: a trace reading device values places the
@@ -94,10 +121,19 @@ def _place(program: Program, kernel_bytes: bool, before: Apart | None) -> Apart:
                               []).append(name)
     done: set[str] = set()
     if before is None:
-        (sbuf_next, psum_bank, dram_next), placed = (0, 0, 0), {}
+        (sbuf_next, psum_bank, dram_next), placed, reuse = (0, 0, 0), {}, _NO_REUSE
     else:
-        (sbuf_next, psum_bank, dram_next), placed = before.cursors, dict(before.program.tensors)
-    for name, t in items:
+        (sbuf_next, psum_bank, dram_next), placed, reuse = before.cursors, dict(before.program.tensors), before.reuse
+    free, spans = list(reuse.free), dict(reuse.spans)
+    gone = list(islice(retired.items(), reuse.taken, None)) if retired else []
+    taken = 0
+    for index, (name, t) in enumerate(items, start):
+        while taken < len(gone) and gone[taken][1].declared <= index:  # went before this one was declared
+            span = spans.pop(gone[taken][0], None)
+            if span is not None:
+                free[span[0]] |= portion.closedopen(span[1], span[2])
+            taken += 1
+        reusable = retired is not None and t.is_virtual and t.rotate is None
         if t.memory == MemoryKind.DRAM:
             if t.alias is None:
                 stride = t.free_elements * t.itemsize
@@ -122,13 +158,23 @@ def _place(program: Program, kernel_bytes: bool, before: Apart | None) -> Apart:
         if t.memory == MemoryKind.SBUF:
             stride = max(t.rotate.stride if t.rotate else 0, t.bytes_per_partition)
             rotate = Rotation(t.rotate.loop, slots, stride) if t.rotate else None
-            placed[name] = _placed(t, partition=t.partition or 0, offset=sbuf_next, bank=None, rotate=rotate)
-            sbuf_next += -(-stride * slots // 64) * 64
+            need = -(-stride * slots // 64) * 64
+            at = _first_fit(free, 0, need) if reusable else None
+            if at is None:
+                at, sbuf_next = sbuf_next, sbuf_next + need
+            placed[name] = _placed(t, partition=t.partition or 0, offset=at, bank=None, rotate=rotate)
+            kind = 0
         else:
             banks = -(-t.bytes_per_partition // PSUM_BANK_BYTES)
             rotate = Rotation(t.rotate.loop, slots, banks * PSUM_BANK_BYTES) if t.rotate else None
-            placed[name] = _placed(t, partition=t.partition or 0, offset=0, bank=psum_bank, rotate=rotate)
-            psum_bank += banks * slots
+            need = banks * slots
+            at = _first_fit(free, 1, need) if reusable else None
+            if at is None:
+                at, psum_bank = psum_bank, psum_bank + need
+            placed[name] = _placed(t, partition=t.partition or 0, offset=0, bank=at, rotate=rotate)
+            kind = 1
+        if reusable:
+            spans[name] = (kind, at, at + need)
     spec = resolve_machine(program.machine)
     base = program.machine.get("base", "trn1") if isinstance(program.machine, dict) else program.machine
     machine = {**(program.machine if isinstance(program.machine, dict) else {"base": base}),
@@ -137,7 +183,17 @@ def _place(program: Program, kernel_bytes: bool, before: Apart | None) -> Apart:
     return Apart(program=replace(program.with_tensors(placed), machine=machine),
                  declared=tuple(program.tensors.values()), cursors=(sbuf_next, psum_bank, dram_next),
                  groups=frozenset(groups) | (before.groups if before is not None else frozenset()),
-                 rotating=rotating or (before is not None and before.rotating), resumed=before is not None)
+                 rotating=rotating or (before is not None and before.rotating), resumed=before is not None,
+                 reuse=Reuse((free[0], free[1]), spans, reuse.taken + taken))
+
+
+def _first_fit(free: list, kind: int, need: int) -> int | None:
+    """The lowest start of ``need`` free units in ``free[kind]`` (taken out of it), or None."""
+    for run in free[kind]:
+        if run.upper - run.lower >= need:
+            free[kind] -= portion.closedopen(run.lower, run.lower + need)
+            return run.lower
+    return None
 
 
 def _keep_sbuf(members: dict[str, Any], base: int, placed: dict[str, Any]) -> int:

@@ -11,19 +11,26 @@ instructions traced since run, on that memory grown for the new tensors (nki-lib
 reads 128 offsets: running the whole prefix each time cost minutes).  A read whose program does
 not extend the last one (a new trace, a restarted one, other inputs) runs from the start, as
 does a read after one with rotating or aliased tensors (kept out: their placement moves).
+
+A tile the kernel can no longer reach gives its bytes to the tiles declared after it
+(:mod:`~neuronsim.machine.nki.liveness`), so the memory follows what the kernel holds at once,
+not every tile it ever declared.  Each node is checked, before it first runs, not to access a
+tile retired before it; one that does pins the tile and the read runs from the start.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from itertools import islice
 
 import numpy as np
 
-from neuronsim.machine.ir.program import Program
+from neuronsim.machine.ir.program import Loop, Program
 from neuronsim.machine.nki.device_values import set_value_reader
+from neuronsim.machine.nki.liveness import TileLiveness
 from neuronsim.machine.sim.memory import DramLayout, Memory, initial_memory
 from neuronsim.machine.sim.plan import build_plan
-from neuronsim.machine.sim.simulator import output_arrays, run_sequential
+from neuronsim.machine.sim.simulator import run_sequential
 
 from neuronsim.verify.nki.placement import Apart, place_apart_after
 
@@ -34,40 +41,77 @@ __all__ = ["read_tensor"]
 class _State:
     """What the last read left: the body of the program it ran and how many of its nodes were
     the kernel's (the last is the probe's copy), the inputs it ran them on, the placement of its
-    tensors (the probe's excluded), and its memory afterwards."""
+    tensors (the probe's excluded), its memory afterwards, and the liveness version it placed
+    them under."""
 
     body: tuple
     ran: int
     inputs: dict
     apart: Apart
     memory: Memory
+    version: int = 0
 
 
 _LAST: list[_State] = []
 
 
-def read_tensor(program: Program, inputs: dict[str, np.ndarray], tensor: str) -> np.ndarray:
+def read_tensor(program: Program, inputs: dict[str, np.ndarray], tensor: str,
+                liveness: TileLiveness | None = None) -> np.ndarray:
     """DRAM output ``tensor`` after ``program`` (virtual tiles allowed, its last node the copy
-    into ``tensor``) runs on ``inputs``."""
+    into ``tensor``) runs on ``inputs``; ``liveness``: the trace's retired tiles, whose bytes
+    later tiles may take."""
     last = _LAST[0] if _LAST else None
     _LAST.clear()  # its memory is reused below: never resume from it twice
+    body, ran = program.body, len(program.body) - 1  # (not a copy of the body without the probe: one per read)
+    known = {name: value for name, value in inputs.items() if name in program.tensors}
+    retired = liveness.retired if liveness is not None else None
+    version = liveness.version if liveness is not None else 0
+    if last is not None and last.version != version:
+        last = None  # a tile it gave away was reached again
+    extends = last is not None and _extends(last, body, ran, known)
+    accessed = _accessed(body, last.ran if extends else 0, liveness)
+    if liveness is not None and liveness.version != version:  # a node reached a tile it gave away
+        last, extends, version = None, False, liveness.version
     kept = dict(program.tensors)
     del kept[tensor]  # (placed after the kernel's own, so that the next read resumes from theirs)
-    apart = place_apart_after(program.with_tensors(kept), last.apart if last is not None else None)
+    apart = place_apart_after(program.with_tensors(kept), last.apart if last is not None else None, retired)
     placed = place_apart_after(program, apart).program
-    body, ran = program.body, len(program.body) - 1  # (not a copy of the body without the probe: one per read)
-    known = {name: value for name, value in inputs.items() if name in placed.tensors}
-    if last is not None and apart.resumed and _extends(last, body, ran, known):
-        run = replace(placed, body=body[last.ran:])
+    if extends and apart.resumed:  # (only the tensors the new nodes access: a walk of all of them per read
+        # was quadratic, 10,000 tiles read 512 times in find_nonzero_indices)
+        run = replace(placed, tensors={name: placed.tensors[name] for name in accessed}, body=body[last.ran:])
         plan = build_plan(run)
         memory = _grown(last.memory, DramLayout.of(run))
     else:
         plan = build_plan(placed)
         memory = initial_memory(placed, plan.spec, 0, known)
     memory = run_sequential(plan, memory)
-    if not apart.rotating and not any(t.alias is not None for t in placed.tensors.values()):
-        _LAST.append(_State(body=body, ran=ran, inputs=known, apart=apart, memory=memory))
-    return output_arrays(placed, memory)[tensor]
+    new = islice(placed.tensors.values(), len(last.apart.declared) if extends and apart.resumed else 0, None)
+    if not apart.rotating and not any(t.alias is not None for t in new):  # (older ones: checked before)
+        _LAST.append(_State(body=body, ran=ran, inputs=known, apart=apart, memory=memory, version=version))
+    return memory.dram_array(placed.tensors[tensor], True)
+
+
+def _accessed(body: tuple, start: int, liveness: TileLiveness | None) -> set[str]:
+    """The tensors the nodes of ``body`` from ``start`` on access.  Each one a node accesses
+    though it was retired before that node is pinned (the nodes before ``start`` were checked
+    when they first ran)."""
+    retired = liveness.retired if liveness is not None else {}
+    names, reached = set(), []
+    for at in range(start, len(body)):
+        stack = [body[at]]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, Loop):
+                stack.extend(node.body)
+                continue
+            for access in (*node.reads, *node.writes):
+                names.add(access.tensor)
+                gone = retired.get(access.tensor)
+                if gone is not None and gone.at <= at:
+                    reached.append(access.tensor)
+    for name in reached:
+        liveness.pin(name)
+    return names
 
 
 def _extends(last: _State, body: tuple, ran: int, known: dict) -> bool:

@@ -299,3 +299,22 @@ def running_reads(vals, reads):
         nisa.scalar_store(res[0:1, k:k + 1], nisa.scalar_load(t) * 2)
     nisa.dma_copy(dst=out, src=res)
     return out
+
+
+@nki.jit
+def tile_per_step(x, which):
+    """Step ``i`` copies ``x[which[i]]`` (an index read on the device) into a tile declared in
+    the step and adds its exponential into one sum: a kernel holds a few tiles at once, its
+    trace declares three a step (machine/nki/liveness.py)."""
+    out = nl.ndarray(x.shape[1:], dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.ndarray(x.shape[1:], dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    rows, cols = x.shape[1:]
+    for i in range(which.shape[0]):
+        e = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=e, src=which[i:i + 1, 0:1])
+        t = nl.ndarray((rows, cols), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x.ap(pattern=[[cols, rows], [1, cols]], offset=0, scalar_offset=e, indirect_dim=0))
+        nisa.tensor_tensor(dst=acc, data1=acc, op=nl.add, data2=nl.exp(t))
+    nisa.dma_copy(dst=out, src=acc)
+    return out
