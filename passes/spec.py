@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from neuronsim.machine.formats.inputs import special_file
-from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file
+from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file, user_site
 from neuronsim.machine.ir.errors import ProgramError, message_of
 
 from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass, build_users_pass
@@ -81,7 +81,8 @@ def import_pass(address: str, option: str = "--passes") -> Any:
         raise ProgramError(option, f"cannot load the pass {address!r}: it ends the process "
                                    f"({exit_call(err)})") from None
     except (ImportError, AttributeError) as err:
-        raise ProgramError(option, f"cannot load the pass {address!r}: {err}") from None
+        site = user_site(err)  # (a module the pass imports is missing: the pass's line)
+        raise ProgramError(option, f"cannot load the pass {address!r}: {site + ': ' if site else ''}{err}") from None
     except SyntaxError as err:  # the user's module: its file and line
         raise ProgramError(option, f"cannot load the pass {address!r}: {os.path.basename(err.filename or '')}:"
                                    f"{err.lineno}: SyntaxError: {err.msg}") from None
@@ -92,8 +93,9 @@ def import_pass(address: str, option: str = "--passes") -> Any:
             raise  # neuronsim's own stop (the --max-idle watch's TraceStalled)
         # the user's module raised while it was imported: a BaseException of its own
         # too (class Stop(BaseException), GeneratorExit), as a kernel's module's; it was a traceback, exit 1
-        raise ProgramError(option, f"cannot load the pass {address!r}: {type(err).__name__}: "
-                                   f"{message_of(err)}") from None
+        site = user_site(err)
+        raise ProgramError(option, f"cannot load the pass {address!r}: {site + ': ' if site else ''}"
+                                   f"{type(err).__name__}: {message_of(err)}") from None
     finally:
         if added and folder in sys.path:
             sys.path.remove(folder)

@@ -29,7 +29,8 @@ from contextlib import contextmanager, suppress
 from types import ModuleType
 from typing import Any
 
-__all__ = ["run_file", "running_users_code", "ProcessExit", "exit_call", "SIGNAL", "SETITIMER"]
+__all__ = ["run_file", "running_users_code", "ProcessExit", "exit_call", "user_site", "function_site", "SIGNAL",
+           "SETITIMER"]
 
 _PROCESS_EXIT = os._exit
 _EXECS = ("execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe")
@@ -70,6 +71,43 @@ def shown(value: Any) -> str:
     except Exception:  # noqa: BLE001 - the user's __repr__: whatever it raises, the message still goes out
         return "..."
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: Installed libraries (the interpreter's and the environment's) and neuronsim's own packages (or
+#: the checkout's folders, in an editable install): no user's code lives there.
+_NOT_USERS = (sys.prefix, sys.base_prefix, *(
+    os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), package) + os.sep
+    for package in ("machine", "passes", "verify")))
+
+
+def user_site(err: BaseException) -> str | None:
+    """``file:line`` of the innermost frame of ``err``'s traceback in the user's own code (not
+    neuronsim, the installed libraries or frozen modules), relative to the current folder when
+    under it; a SyntaxError's own file and line; else None."""
+    site = None
+    if isinstance(err, SyntaxError) and err.filename and err.lineno:
+        return f"{_relative(os.path.abspath(err.filename))}:{err.lineno}"
+    for frame, line in _walk(err.__traceback__):
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not (path.startswith(_NOT_USERS) or "site-packages" in path or frame.f_code.co_filename.startswith("<")):
+            site = f"{_relative(path)}:{line}"
+    return site
+
+
+def function_site(fn: Any) -> str | None:
+    """``file:line`` of the ``def`` of a user's function, or None (a builtin, a partial)."""
+    code = getattr(fn, "__code__", None)
+    return f"{_relative(os.path.abspath(code.co_filename))}:{code.co_firstlineno}" if code is not None else None
+
+
+def _walk(tb: Any) -> Iterator[tuple[Any, int]]:
+    while tb is not None:
+        yield tb.tb_frame, tb.tb_lineno
+        tb = tb.tb_next
+
+
+def _relative(path: str) -> str:
+    return os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path
 
 
 def exit_call(err: SystemExit) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 
-__all__ = ["DTYPES", "PACKED", "READ_AS_KEY", "itemsize", "numpy_dtype", "is_float", "scale_rows"]
+__all__ = ["DTYPES", "PACKED", "READ_AS_KEY", "itemsize", "numpy_dtype", "is_float", "scale_rows", "not_held"]
 
 #: Access extension key: the dtype an engine reads the access's bytes as (a reinterpreting view;
 #: the pattern stays in the tensor's own elements, so every footprint is the same bytes).
@@ -83,3 +83,53 @@ def numpy_dtype(dtype: str) -> np.dtype:
 def is_float(dtype: str) -> bool:
     """True for the floating-point formats (not the packed MX storage formats)."""
     return dtype.startswith(("float", "bfloat")) and dtype not in PACKED
+
+
+def not_held(values: np.ndarray, dtype: str) -> str | None:
+    """Why ``values`` cannot become ``dtype`` by value, naming the first element that does not
+    fit (``[2, 0] = 668.4 ...``), or None when every one fits.  An integer dtype holds the
+    integers of its range (no NaN, infinity or fraction: numpy would wrap them, or give its
+    undefined cast); a float dtype holds every finite value that stays finite (rounding to its
+    precision is what converting means; one beyond its range would become an infinity or NaN).
+
+    >>> not_held(np.array([1.0, 668.4]), "int8")
+    '[1] = 668.4 is outside int8 (-128 to 127)'
+    >>> not_held(np.array([[2.0**40 + 5]]), "int32")
+    '[0, 0] = 1099511627781.0 is outside int32 (-2147483648 to 2147483647)'
+    >>> not_held(np.array([0.5, 1.0]), "uint8"), not_held(np.array([1e6]), "bfloat16")
+    ('[0] = 0.5 is not an integer (uint8)', None)
+    >>> not_held(np.array([1e6]), "float16")
+    '[0] = 1000000.0 is beyond float16 (it would be inf)'
+    """
+    target = numpy_dtype(dtype)
+    flat = np.asarray(values).reshape(-1)
+    if flat.dtype == target or flat.dtype.kind == "b" or flat.size == 0:
+        return None
+    with np.errstate(all="ignore"):
+        if target.kind in "iu":
+            info = np.iinfo(target)
+            if flat.dtype.kind in "iu":
+                bad = (flat < info.min) | (flat > info.max)
+            else:
+                wide = flat.astype(np.float64)
+                bad = ~np.isfinite(wide) | (wide != np.round(wide)) | (wide < info.min) | (wide > info.max)
+            first = int(np.argmax(bad)) if bad.any() else None
+            if first is None:
+                return None
+            value = flat[first].item() if flat.dtype.kind in "iu" else float(flat[first])
+            shown = str(flat[first])  # (a float32's own digits: 668.4, not 668.4000244140625)
+            if not np.isfinite(value):
+                why = f"has no {dtype} value"
+            elif info.min <= value <= info.max:
+                why = f"is not an integer ({dtype})"
+            else:
+                why = f"is outside {dtype} ({info.min} to {info.max})"
+        else:
+            wide = flat.astype(np.float64)
+            bad = np.isfinite(wide) & ~np.isfinite(wide.astype(target).astype(np.float64))
+            if not bad.any():
+                return None
+            first = int(np.argmax(bad))
+            shown, why = str(flat[first]), f"is beyond {dtype} (it would be {wide[first:first + 1].astype(target)[0]})"
+    index = ", ".join(str(int(k)) for k in np.unravel_index(first, np.shape(values))) if np.ndim(values) else ""
+    return f"[{index}] = {shown} {why}"

@@ -33,7 +33,7 @@ import numpy as np
 
 from neuronsim.machine.formats.pyfile import exit_call
 from neuronsim.machine.formats.validate import MAX_DIMENSIONS, validate_program
-from neuronsim.machine.ir.dtypes import numpy_dtype
+from neuronsim.machine.ir.dtypes import not_held, numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
 from neuronsim.machine.nki.cores import Cores, NeedsCores
@@ -244,7 +244,10 @@ def _argument_dtype(param: str, value: np.ndarray, func: Any) -> str:
         raise NkiError(_defined_at(func), f"argument {param}: {value.ndim} dimensions; a tensor has at most "
                                           f"{MAX_DIMENSIONS}")
     try:
-        return to_dtype(value.dtype)
+        dtype = to_dtype(value.dtype)
+        if (why := not_held(value, dtype)) is None:  # (a float64 argument is float32: 1e39 would be inf)
+            return dtype
+        raise NkiError(_defined_at(func), f"argument {param}: {param}{why}, which {value.dtype} holds")
     except ValueError as err:
         hint = ("; view it as ml_dtypes.bfloat16 (2 bytes) or ml_dtypes.float8_e4m3fn (1 byte)"
                 if value.dtype.kind == "V" else "")
@@ -286,7 +289,8 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
         frames = [line for line, _name in kernel_frames(err)]
         counts = Counter(frames)
         again = next((f for f in reversed(frames) if counts[f] > 1), None)
-        return NkiError(again or _defined_at(func), "the kernel recurses without end")
+        if again is not None:  # else its own raise (or a limit it lowered), at its line as any other error
+            return NkiError(again, "the kernel recurses without end")
     helper = assertion_site(err)  # a library's kernel_assert: at the line calling it
     if helper is not None:
         return NkiError(helper[0], f"{type(err).__name__} in {helper[1]}: {message_of(err)}")
@@ -501,8 +505,7 @@ def _stored_out(tracer: Tracer, tile: NkiTensor, where: SourceLine) -> NkiTensor
 
 
 def _return_line(func: Any) -> SourceLine:
-    """The kernel's last ``return`` line with a value (where its result is made), else its
-    definition."""
+    """The kernel's last ``return`` line with a value (where its result is made), else its def."""
     defined = _defined_at(func)
     try:
         lines, first = inspect.getsourcelines(getattr(func, "func", func))

@@ -139,8 +139,10 @@ def load_kernel(spec: str) -> Any:
     except Exception as err:  # noqa: BLE001 - a module's or class's own __getattr__ raised: the file's doing
         raise NkiError(where, f"looking up {func!r} in the kernel file: {type(err).__name__}: "
                               f"{message_of(err)}") from None
-    if kernel is None or not callable(kernel):
+    if kernel is None:
         raise NkiError(where, f"no function {func!r} in the kernel file")
+    if not callable(kernel):  # (`add2 = 42` was "no function 'add2'", which the file has)
+        raise NkiError(where, f"{func!r} in the kernel file is {_shown(kernel)}, not a kernel function")
     if not _traceable(kernel):  # `h = int`, `max`, a partial of a builtin: nothing a kernel's trace can run
         raise NkiError(where, f"{func!r} in the kernel file is {_shown(kernel)}, not a kernel function")
     return kernel

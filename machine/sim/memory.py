@@ -49,7 +49,7 @@ from math import prod
 
 import numpy as np
 
-from neuronsim.machine.ir.dtypes import READ_AS_KEY, numpy_dtype
+from neuronsim.machine.ir.dtypes import READ_AS_KEY, not_held, numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.fast_dataclasses import quick_init
 from neuronsim.machine.model.geometry import access_extent, access_shape, iteration_shift
@@ -314,6 +314,9 @@ def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Ge
         supplied = np.asarray(supplied)
         if supplied.dtype == dtype:  # bytes as given (the float64 round trip below is exact for them, and slow)
             return supplied.reshape(-1)
+        why = not_held(supplied, tensor.dtype)  # (numpy's cast gave NaN and 2**40 + 5 as int32 INT_MIN)
+        if why is not None:
+            raise ProgramError(f"inputs.{tensor.name}", f"{tensor.name}{why}: tensor {tensor.name!r} is {tensor.dtype}")
         with np.errstate(all="ignore"):
             return supplied.reshape(-1).astype(np.float64).astype(dtype)
     kind = dtype.kind

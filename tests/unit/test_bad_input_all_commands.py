@@ -333,3 +333,20 @@ def test_a_closed_pipe_under_a_table_is_the_commands_141_not_riches_1():
     table.add_row("races", "0")
     with pytest.raises(BrokenPipeError):
         people_console(Gone()).print(table)
+
+
+@pytest.mark.parametrize("unbuffered", ["1", ""], ids=["PYTHONUNBUFFERED", "buffered"])
+def test_a_reader_gone_after_a_line_is_141_even_unbuffered(tmp_path, unbuffered):
+    """``neuronsim show BIG | head -1`` (probe_r F3): under ``PYTHONUNBUFFERED`` Python wrote the
+    listing straight to the pipe and dropped what the pipe did not take, silently: exit 0, as
+    if the listing were whole.  Standard output is buffered by the command now."""
+    doc = json.loads(json.dumps(VALID))
+    doc["body"] = [{"name": f"fill{k}", "engine": "dve", "op": "memset", "writes": [{"tensor": "xs"}],
+                    "attrs": {"value": 0.0}} for k in range(6000)]  # a listing of about 500 KB
+    program = tmp_path / "big.json"
+    program.write_text(json.dumps(doc))
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    proc = subprocess.Popen([SCRIPT, "show", str(program)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    assert proc.wait(timeout=120) == 141 and proc.stderr.read() == b""

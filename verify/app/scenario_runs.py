@@ -38,10 +38,8 @@ True
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
-import traceback
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -52,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.formats.jsonio import dumps_strict
-from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file
+from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file, user_site
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
@@ -376,21 +374,10 @@ def user_code_error(err: BaseException, where: str, what: str) -> ProgramError:
     located error: at its innermost line outside neuronsim and the installed libraries, else at
     ``where``.  A ``sys.exit`` there is no exit status of the command (it would end the run as
     a pass, with nothing printed)."""
-    site = where
-    for frame, line in traceback.walk_tb(err.__traceback__):
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not (path.startswith(_LIBRARIES) or "site-packages" in path or path.startswith(_NEURONSIM)
-                or path.startswith("<")):
-            site = f"{os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path}:{line}"
+    site = user_site(err) or where
     if isinstance(err, SystemExit):
         return ProgramError(site, f"{what} exits ({exit_call(err)})")
     return ProgramError(site, f"{what} raised {type(err).__name__}: {message_of(err)}")
-
-
-_LIBRARIES = (sys.prefix, sys.base_prefix)
-#: neuronsim's own packages (installed, or the checkout's folders of an editable install)
-_NEURONSIM = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                                package) + os.sep for package in ("machine", "passes", "verify"))
 
 
 def _reference(scenario: ModuleType, call: Future | None, values: Mapping[str, Any],
@@ -486,6 +473,10 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
         # Through the pipeline, so that the final program is verified as every pass's result
         # is (and the simulation need not validate it again).
         final = compiled if reduces else run_pipeline(compiled, (DepReduction(),), ctx)
+    unplaced = [name for name, tensor in compiled.tensors.items() if tensor.is_virtual]
+    if unplaced:  # (the race check's "tensors.add_7: has no placement ... run neuronsim compile" named our tensor)
+        raise ProgramError("--passes", f"the pipeline {pipeline!r} leaves {len(unplaced)} tensor(s) without a place "
+                                       f"({', '.join(unplaced[:3])}): the alloc pass places them; put it first")
     reports = []
     # One instance stream per program, the final one sharing the compiled one's accesses
     # (the reduction changed deps only), for the race checks and the sync counts alike.

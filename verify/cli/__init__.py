@@ -19,6 +19,7 @@ commands and :mod:`.app` imports the one a command line names (``--help`` lists 
 from __future__ import annotations
 
 import gc
+import io
 import os
 import sys
 import threading
@@ -107,6 +108,7 @@ def main() -> None:
             print("error: standard output is closed: neuronsim writes its results there (send them to a file, "
                   "or to /dev/null)", file=sys.stderr)
         sys.exit(2)
+    _buffered_stdout()
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if command not in KEEPS_COLLECTING:
         gc.disable()
@@ -150,6 +152,17 @@ def _exit_handlers() -> None:
         return
     with pyfile.running_users_code():
         atexit._run_exitfuncs()
+
+
+def _buffered_stdout() -> None:
+    """Standard output through a buffer even under ``PYTHONUNBUFFERED`` (set in many
+    containers): Python then writes text straight to the file descriptor and drops the rest of a
+    write the pipe took only part of, silently (``neuronsim show BIG | head`` exited 0, and a
+    listing could lose its end).  Line-buffered, so each line still shows at once."""
+    raw = getattr(sys.stdout, "buffer", None)
+    if isinstance(raw, io.RawIOBase):
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=sys.stdout.encoding, errors=sys.stdout.errors,
+                                      line_buffering=True)
 
 
 def _leave(status: object) -> None:

@@ -33,14 +33,14 @@ import click
 
 from neuronsim.machine.formats.inputs import special_file
 from neuronsim.machine.formats.program_json import save_program
-from neuronsim.machine.formats.pyfile import run_file
+from neuronsim.machine.formats.pyfile import run_file, user_site
 from neuronsim.machine.ir.errors import message_of
 
 from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
-                                         check_output, distinct_outputs, emit_json, json_option, keep_in_context,
-                                         max_idle_option, max_idle_seconds, max_instances_option, pass_sources,
-                                         run_command,
+                                         check_output, check_plot, distinct_outputs, emit_json, json_option,
+                                         keep_in_context, max_idle_option, max_idle_seconds, max_instances_option,
+                                         pass_sources, run_command,
                                          run_output_paths, stdout_for_json, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
@@ -263,8 +263,9 @@ def load_reference(spec: str) -> Callable:
             raise  # neuronsim's own stop (the --max-idle watch's TraceStalled)
         # the user's module failed to load: their input, a BaseException of its own
         # too (class Stop(BaseException), GeneratorExit), as a kernel's module's; it was a traceback, exit 1
-        raise UsageFailure(f"cannot load {module_name}: {type(err).__name__}: {message_of(err)}",
-                           "--reference") from None
+        site = user_site(err)  # (its line: a kernel's import error had one, a reference's did not)
+        raise UsageFailure(f"cannot load {module_name}: {site + ': ' if site else ''}{type(err).__name__}: "
+                           f"{message_of(err)}", "--reference") from None
 
 
 def _reference_in(module_name: str, attr: str) -> Callable:
@@ -312,6 +313,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     name = kernel.rsplit("::", 1)[1]
     make_folder(out_dir)
     paths = run_output_paths(out_dir, name)
+    if plot_path is not None:  # (an empty one too: "the path is empty"; inside --out, once it is made)
+        check_plot(plot_path)
     if report_path is not None:  # (an empty one too: "the path is empty", not no report)
         check_output(report_path, "--report", (kernel, inputs_path, reference, *pass_sources(pipeline)))
     distinct_outputs({"--out": paths["trace"], "--out ": paths["footprint"], "--plot": plot_path,

@@ -199,9 +199,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                                              ("--report", report_path is not None), ("--ranks", ranks != 1)) if given]
     if timing_only and reference:  # (a kernel's reference was dropped without a word)
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
-    if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario
-        if plot_path is not None:  # (an empty one too: "the path is empty", not no plot)
-            check_plot(plot_path)
+    if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario (--plot checked once --out is made)
 
         def guard(program) -> None:
             validate_program(program)
@@ -220,6 +218,10 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
             click.echo(stage_line(progress.seconds, time.perf_counter() - started))
         return status
     if kernel_flags:
+        file = scenario.split("::")[0].partition(":")[0]
+        if file.endswith(".py"):  # (`run k.py --inputs x.npz`: the '::FUNC' forgotten, not the flag misplaced)
+            raise UsageFailure(f"{scenario} names no kernel: run one of the file's kernels as {file}::FUNCTION",
+                               "SCENARIO")
         raise UsageFailure(f"{kernel_flags[0]} is for kernels (KERNEL.py::FUNC), not scenarios", kernel_flags[0])
     # the task runtime's scenarios only now: a kernel run never loads them
     from neuronsim.verify.tasks.scenarios import all_task_scenarios, find_task_scenario, task_scenario_name

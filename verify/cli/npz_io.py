@@ -30,7 +30,7 @@ import numpy as np
 
 from neuronsim.machine.formats.files import write_atomically
 from neuronsim.machine.formats.inputs import special_file
-from neuronsim.machine.ir.dtypes import DTYPES, PACKED, numpy_dtype
+from neuronsim.machine.ir.dtypes import DTYPES, PACKED, not_held, numpy_dtype
 from neuronsim.machine.nki.dtypes import packed_array
 from neuronsim.verify.app.host import available_memory, format_bytes, machine_memory
 from neuronsim.verify.cli.common import MAX_MEMORY_KEY, UsageFailure
@@ -87,6 +87,9 @@ def _typed(name: str, array: np.ndarray, named: Mapping[str, str], tensor_dtypes
             raise UsageFailure(f"{name}: {err}", option) from None
     if array.dtype == target:
         return array
+    why = not_held(array, dtype)  # (wrapped by numpy, 668.4 as int8 was -100: refused, as an int64 argument is)
+    if why is not None:
+        raise UsageFailure(f"{name}{why}: converting {array.dtype} to {dtype} would change it", "--dtype")
     with np.errstate(all="ignore"):
         return array.astype(np.float64).astype(target) if array.dtype.kind == "f" else array.astype(target)
 

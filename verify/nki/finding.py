@@ -55,10 +55,12 @@ class NkiFinding:
                     f"accumulating into one PSUM buffer, and an SDK maintainer says += is reliable only for a "
                     f"matmul into PSUM (aws-neuron-sdk#1051); sequential_range is safe")
         if self.kind == "carried" and self.dependence == "WAW":
+            fixes = (f"or use sequential_range ({self.note})" if self.note else
+                     "declare the tile inside the loop, or use sequential_range")
             return (f"iterations of affine loop {self.loop} {self.distance} apart write the same bytes{tensors}: "
                     f"{self.first} / {self.second}; affine_range iterations may run in parallel, so which write "
                     f"stays is not defined (the compiler's 'unexpected output dependencies'): index the "
-                    f"destination by the loop variable, declare the tile inside the loop, or use sequential_range")
+                    f"destination by the loop variable, {fixes}")
         if self.kind == "carried":
             return (f"affine loop {self.loop} carries a {self.dependence} dependence at distance {self.distance}: "
                     f"{self.first} / {self.second}{tensors}; {self.note + '; ' if self.note else ''}the compiler "

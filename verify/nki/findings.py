@@ -81,6 +81,11 @@ def _affine_loops(program: Program) -> Iterator[tuple[Loop, int]]:
             yield node, len(loops)
 
 
+#: Why declaring an HBM tensor inside an affine loop gives its iterations no buffers of their own.
+HBM_ONE_BUFFER = ("an HBM tensor is one buffer for every iteration, wherever it is declared: only an SBUF / PSUM "
+                  "tile declared in the loop's body is a fresh one each iteration")
+
+
 def carried_findings(program: Program, stream: InstanceStream | None = None) -> list[NkiFinding]:
     """The ``carried`` findings and ``sbuf-accumulate`` warnings of every affine loop (module
     doc), on the identity placement (:func:`_identity_placement`: two tensors share bytes only
@@ -93,6 +98,10 @@ def carried_findings(program: Program, stream: InstanceStream | None = None) -> 
             out.append(NkiFinding(kind="sbuf-accumulate" if pair.kind == "accumulate" else "psum-accumulate",
                                   dependence="RAW", first=first, second=second, loop=pair.loop,
                                   distance=pair.distance, tensors=pair.tensors, severity="warning"))
+        elif pair.kind == "output" and all(program.tensors[t].memory == MemoryKind.DRAM for t in pair.tensors):
+            # (the hint to declare the tile inside the loop misled for an HBM scratch declared there: probe_s)
+            out.append(NkiFinding(kind="carried", dependence="WAW", first=first, second=second, loop=pair.loop,
+                                  distance=pair.distance, tensors=pair.tensors, note=HBM_ONE_BUFFER))
         else:
             note = "" if pair.partial is None else (
                 f"the matmuls continue one PSUM accumulation across its iterations, and "

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from neuronsim.machine.formats.pyfile import running_users_code
+from neuronsim.machine.formats.pyfile import function_site, running_users_code
 from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.nki.errors import shown
@@ -132,6 +132,15 @@ def reference_outputs(reference: Callable, inputs: Mapping[str, np.ndarray], kwa
                       names: Sequence[str], returned: Sequence[str] = ()) -> dict[str, np.ndarray]:
     """The user's numpy reference called on the inputs by name; what it raises is exit 2."""
     where = f"--reference {getattr(reference, '__name__', 'reference')}"
+    try:
+        signature = inspect.signature(reference)
+        signature.bind(**inputs, **kwargs)
+    except TypeError as err:  # (its parameters are not the kernel's: said at its def, not as its own TypeError)
+        raise ProgramError(function_site(reference) or where,
+                           f"the reference {getattr(reference, '__name__', '')}{signature}: {err} (a reference "
+                           f"receives the kernel's inputs by their parameter names)") from None
+    except ValueError:  # no signature to read (a builtin): the call says
+        pass
     try:
         with running_users_code():
             value = reference(**inputs, **kwargs)
