@@ -18,6 +18,7 @@ so a file with string annotations (``from __future__ import annotations``) and a
 
 from __future__ import annotations
 
+import _signal
 import importlib.util
 import os
 import posix
@@ -47,6 +48,10 @@ _HARMLESS = frozenset({0, signal.SIGCHLD, signal.SIGURG, signal.SIGWINCH, signal
 #: The signal module's own setters, for neuronsim's code that sets a handler or the timer while a
 #: user's code runs (the ``--max-idle`` watch): the module's names are guarded meanwhile.
 SIGNAL, SETITIMER, _ALARM = signal.signal, signal.setitimer, signal.alarm
+#: The C module's mask setter (``signal.pthread_sigmask`` calls it): guarded too, with its timer
+#: and alarm, which ``import _signal`` reaches past the signal module's names (probe_r: a kernel
+#: blocking SIGTERM / SIGINT / SIGALRM, or stopping the timer so, hung the command).
+_SIGMASK = _signal.pthread_sigmask
 #: The signals neuronsim answers while the user's code runs: Ctrl-C, SIGTERM and SIGHUP end the
 #: command with its status (130 / 143 / 129), SIGALRM ticks its ``--max-idle`` watch.
 _OURS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM})
@@ -195,7 +200,8 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
       itself that would end it by its default action or stop the command (``os.kill(os.getpid(),
       SIGHUP)``, ``signal.raise_signal(SIGUSR1)``: the process died of the signal, no line).
     - ``signal.signal`` of SIGINT, SIGTERM, SIGHUP or SIGALRM, ``signal.alarm`` and the real-time
-      ``signal.setitimer`` change nothing: those are neuronsim's (a kernel that ignored SIGTERM
+      ``signal.setitimer`` (under the ``_signal`` module's names too) change nothing, and
+      ``signal.pthread_sigmask`` blocks any signal but those: they are neuronsim's (a kernel that ignored SIGTERM
       made the command unkillable but by SIGKILL; a library that sets a Ctrl-C handler as it is
       imported still imports).
     - When the last block ends, the working folder, ``sys.stdout`` / ``sys.stderr`` and the
@@ -217,6 +223,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
             for (module, name), stand_in in _guarded_enders(raiser).items():
                 setattr(module, name, stand_in)
             signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
+            _signal.setitimer, _signal.alarm, _signal.pthread_sigmask = _setitimer_kept, _alarm_kept, _sigmask_kept
             _kept[:] = [_cwd(), sys.stdout, sys.stderr, sys.getrecursionlimit()]
             if PRINTS_ASIDE[0]:
                 sys.stdout = sys.stderr
@@ -230,6 +237,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
                 for module, name, real in (*_ENDERS, *_SIGNALLERS):
                     setattr(module, name, real)
                 signal.signal, signal.setitimer, signal.alarm = SIGNAL, SETITIMER, _ALARM
+                _signal.setitimer, _signal.alarm, _signal.pthread_sigmask = SETITIMER, _ALARM, _SIGMASK
                 if PRINTS_ASIDE[0] and sys.stdout is _kept[2]:
                     sys.stdout = _kept[1]
                 _give_back(*_kept)
@@ -269,6 +277,13 @@ def _setitimer_kept(which: int, seconds: float, interval: float = 0.0) -> Any:
     if which == signal.ITIMER_REAL:
         return signal.getitimer(which)
     return SETITIMER(which, seconds, interval)
+
+
+def _sigmask_kept(how: int, mask: Any) -> Any:
+    """``signal.pthread_sigmask`` for the user's code: neuronsim's signals are never blocked."""
+    if how != signal.SIG_UNBLOCK:
+        mask = [s for s in mask if int(s) not in _OURS]
+    return _SIGMASK(how, mask)
 
 
 def _alarm_kept(seconds: int) -> int:

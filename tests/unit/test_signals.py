@@ -346,3 +346,43 @@ def test_a_kernel_that_swallows_the_idle_stop_ends_at_its_line(tmp_path, out):
     (last,) = [line for line in stderr.splitlines() if line.startswith("error:")]
     assert last.startswith("error: swallow.py:11: ") and "caught that stop" in last, last
     assert "Traceback" not in stderr and _listing(out) == before
+
+
+MASKING_KERNEL = '''import signal
+import _signal
+import nki
+
+
+@nki.jit
+def masked(x):
+    signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGALRM, signal.SIGINT, signal.SIGTERM])
+    while True:
+        pass
+
+
+@nki.jit
+def untimed(x):
+    _signal.setitimer(signal.ITIMER_REAL, 0)  # the C module's name, past the guarded signal.setitimer
+    while True:
+        pass
+'''
+
+
+@pytest.mark.parametrize("kernel", ["masked", "untimed"])
+def test_a_kernel_that_blocks_the_signals_or_stops_the_timer_is_still_stopped(tmp_path, out, kernel):
+    """probe_r F1: a kernel blocking SIGALRM / SIGINT / SIGTERM with ``pthread_sigmask`` (or
+    stopping the real-time timer through ``_signal``) switched ``--max-idle`` off, and SIGTERM
+    with it: the command hung until SIGKILL."""
+    import numpy as np
+
+    (tmp_path / "k.py").write_text(MASKING_KERNEL)
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 4), np.float32))
+    before = _listing(out)
+    proc = _spawn("run", f"k.py::{kernel}", "--inputs", "in.npz", "--out", str(out), "--max-idle", "2", cwd=tmp_path)
+    try:
+        _stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 2 and "--max-idle" in stderr and "Traceback" not in stderr, stderr[-2000:]
+    assert _listing(out) == before
