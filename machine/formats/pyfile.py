@@ -25,6 +25,7 @@ import posix
 import signal
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from types import ModuleType
@@ -194,6 +195,8 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
     - ``os._exit`` raises (:class:`ProcessExit`, or ``raiser``'s own error) where it was called:
       the command would have ended with the user's status and nothing said, a run that seems to
       pass.  neuronsim's own exits bind ``os._exit`` when they load, so they are not caught.
+      A thread the user's code started and left running keeps meeting the refusal after the
+      block ends (:data:`LINGERING`).
       So do its other names and the calls that end the process as surely (``posix._exit``,
       ``os.abort``, ``os.execv`` and the ``exec*`` family: each ended the run with exit 0 or
       by a signal, nothing said, the ``--out`` folder left), and a signal the process sends
@@ -225,6 +228,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
             signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
             _signal.setitimer, _signal.alarm, _signal.pthread_sigmask = _setitimer_kept, _alarm_kept, _sigmask_kept
             _kept[:] = [_cwd(), sys.stdout, sys.stderr, sys.getrecursionlimit()]
+            _threads_before[:] = threading.enumerate()
             if PRINTS_ASIDE[0]:
                 sys.stdout = sys.stderr
         _guards[0] += 1
@@ -236,6 +240,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
             if not _guards[0]:
                 for module, name, real in (*_ENDERS, *_SIGNALLERS):
                     setattr(module, name, real)
+                _guard_lingering_threads()
                 signal.signal, signal.setitimer, signal.alarm = SIGNAL, SETITIMER, _ALARM
                 _signal.setitimer, _signal.alarm, _signal.pthread_sigmask = SETITIMER, _ALARM, _SIGMASK
                 if PRINTS_ASIDE[0] and sys.stdout is _kept[2]:
@@ -244,6 +249,27 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
 
 
 _kept: list[Any] = []  # what the outermost block found: folder, standard output and error, recursion limit
+_threads_before: list[threading.Thread] = []  # the threads alive when the outermost block began
+#: Threads the user's code started that outlived its blocks (a kernel's ``Thread(target=...)``),
+#: held weakly: a finished one leaves, and a new thread that gets its number is not it.
+LINGERING: weakref.WeakSet[threading.Thread] = weakref.WeakSet()
+
+
+def _guard_lingering_threads() -> None:
+    """Keep ``os._exit`` from the threads the user's code started and left running: such a
+    thread found the real one once the kernel had returned, and ended the command with its
+    status, nothing said, the ``--out`` folder empty (probe_r).  Any other thread (the command's
+    own, a forked child's) exits as ever."""
+    LINGERING.update(t for t in threading.enumerate() if t not in _threads_before and t.is_alive())
+    _threads_before.clear()
+    if LINGERING:
+        os._exit = posix._exit = _exit_unless_lingering
+
+
+def _exit_unless_lingering(status: Any = 0) -> None:
+    if threading.current_thread() in LINGERING:
+        raise ProcessExit(status)
+    _PROCESS_EXIT(status)
 #: Set by a command whose standard output is one document (``--json``, a program to ``-``): what
 #: the user's code prints inside the blocks (a kernel, a reference, a pass, a scenario) goes to
 #: standard error.  The one place that says so: the commands had redirected around kernels and

@@ -63,6 +63,12 @@ def _thread_raised(args: threading.ExceptHookArgs) -> None:
     """A thread the user's code started (a kernel's, a reference's) ended by an exception: one
     line at the innermost line it raised from, not Python's traceback; the command goes on."""
     if issubclass(args.exc_type, SystemExit):
+        call = getattr(args.exc_value, "call", None)  # (a lingering thread's os._exit: machine/formats/pyfile.py)
+        if call is not None:
+            _warn_raised(args.exc_type, args.exc_value, args.exc_traceback,
+                         args.thread.name if args.thread is not None else "a thread",
+                         f"ends the process ({call}) after the code that started it returned: ignored, the "
+                         "command goes on")
         return
     _warn_raised(args.exc_type, args.exc_value, args.exc_traceback,
                  args.thread.name if args.thread is not None else "a thread")
