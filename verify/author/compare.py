@@ -2,20 +2,25 @@
 makespan, busy time per engine, DMA bytes, waits before / after, findings; the makespan
 ratio and the lines of B that moved it.
 
-Lines of two variants are matched by their statement (the source text of the line, stripped),
-since the variants may live in different files: a statement's critical-path time
+Lines of two variants are matched by their statement, since the variants may live in different
+files: the whole Python statement a line belongs to (a call over several lines is one, its
+spaces normalised), and among statements of the same text the first of A with the first of B,
+the second with the second.  A statement's critical-path time
 (:mod:`neuronsim.nki.line_profile`) in B minus the same statement's in A is what it moved.
 Statements of A that B no longer has count as moved by their whole time, with B's time 0.  The
 critical-path times of each variant add up to its makespan, so the moves add up to B's
-makespan minus A's exactly.
+makespan minus A's exactly.  (Matched by the text of a line's first line alone, every
+``nisa.dma_copy(`` of a file was one statement, its time named at the first one: probe_t.)
 """
 
 from __future__ import annotations
 
+import ast
+import os
 from collections import defaultdict
 from collections.abc import Mapping
-import os
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from neuronsim.nki.line_profile import NO_LINE, LineProfile, line_profile
@@ -23,7 +28,7 @@ from neuronsim.nki.render import source_lines
 from neuronsim.verify.nki.run import KernelReport
 from neuronsim.verify.app.scenario_runs import compare_outputs
 
-__all__ = ["Side", "Move", "Comparison", "compare_reports", "compare_kernels", "statement_of"]
+__all__ = ["Side", "Move", "Comparison", "compare_reports", "compare_kernels", "statement_of", "statement_at"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +81,10 @@ class Comparison:
         return self.b.profile.makespan_ns / self.a.profile.makespan_ns if self.a.profile.makespan_ns else float("inf")
 
     @property
-    def faster(self) -> str:
+    def faster(self) -> str | None:
+        """The label of the variant with the shorter makespan; None when they are equal."""
+        if self.b.profile.makespan_ns == self.a.profile.makespan_ns:
+            return None
         return self.b.label if self.ratio < 1 else self.a.label
 
     def to_json(self) -> dict[str, Any]:
@@ -87,23 +95,79 @@ class Comparison:
 
 
 def statement_of(where: str, files: Mapping[str, str] | None = None) -> str:
-    """The stripped source text of ``file.py:LINE`` (the location itself when unreadable);
-    ``files`` maps a file as ``x-source`` names it to its path (a base name outside the
-    working folder)."""
+    """The text of the statement at ``file.py:LINE`` (:func:`statement_at`), or the location
+    itself when unreadable; ``files`` maps a file as ``x-source`` names it to its path (a base
+    name outside the working folder)."""
+    return statement_at(where, files)[1]
+
+
+def statement_at(where: str, files: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """``(where its statement starts, its text)`` for ``file.py:LINE``: the innermost Python
+    statement holding the line, spaces normalised (a compound one by its first line alone);
+    the line's own text when the file does not parse; ``(where, where)`` when it cannot be read."""
+    start, _key, text = _statement(where, files)
+    return start, text
+
+
+def _statement(where: str, files: Mapping[str, str] | None) -> tuple[str, str, str]:
+    """:func:`statement_at` and the key two variants' statements match by: its syntax tree
+    (``ast.dump``: ``f(a, b)`` written on one line or three is one statement)."""
     file, _, number = where.rpartition(":")
-    lines = source_lines((files or {}).get(file, file)) if where != NO_LINE and number.isdigit() else None
-    if lines and int(number) <= len(lines):
-        return lines[int(number) - 1].strip()
-    return where
+    if where == NO_LINE or not number.isdigit():
+        return where, where, where
+    spans = _statements((files or {}).get(file, file))
+    if spans is None or int(number) > len(spans):
+        return where, where, where
+    start, key, text = spans[int(number) - 1]
+    return f"{file}:{start}", key, text
 
 
-def _by_statement(profile: LineProfile, files: Mapping[str, str] | None) -> dict[str, tuple[str, float]]:
-    found: dict[str, list] = defaultdict(lambda: [None, 0.0])
+@lru_cache(maxsize=64)
+def _statements(path: str) -> list[tuple[int, str, str]] | None:
+    """Per line of the file (from 1): the first line of the innermost statement holding it, the
+    statement's key (its syntax tree; a compound statement's first line) and its text."""
+    lines = source_lines(path)
+    if lines is None:
+        return None
+    spans = [(k + 1, line.strip(), line.strip()) for k, line in enumerate(lines)]
+    try:
+        tree = ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return spans
+    nodes = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and n.end_lineno is not None]
+    for node in sorted(nodes, key=lambda n: n.lineno - n.end_lineno):  # the widest first, the innermost last
+        if hasattr(node, "body"):  # a compound statement: its header line
+            last, text = node.lineno, lines[node.lineno - 1].strip()
+            key = text
+        else:
+            last = node.end_lineno
+            text = " ".join(" ".join(lines[k].strip() for k in range(node.lineno - 1, last)).split())
+            key = ast.dump(node)
+        for line in range(node.lineno, last + 1):
+            spans[line - 1] = (node.lineno, key, text)
+    return spans
+
+
+def _by_statement(profile: LineProfile,
+                  files: Mapping[str, str] | None) -> dict[tuple[str, int], tuple[str, str, float]]:
+    """Critical-path ns by ``(statement key, occurrence)``: statements of one key numbered in
+    file and line order, each with where it starts and its text."""
+    found: dict[tuple[str, str], list] = {}
     for figures in profile.lines:
-        entry = found[statement_of(figures.where, files)]
-        entry[0] = entry[0] or figures.where
-        entry[1] += figures.critical_ns
-    return {k: (v[0], v[1]) for k, v in found.items()}
+        start, key, text = _statement(figures.where, files)
+        found.setdefault((key, start), [text, 0.0])[1] += figures.critical_ns
+    seen: dict[str, int] = defaultdict(int)
+    out = {}
+    for key, start in sorted(found, key=lambda k: (k[0], _place(k[1]))):
+        text, ns = found[(key, start)]
+        out[(key, seen[key])] = (start, text, ns)
+        seen[key] += 1
+    return out
+
+
+def _place(where: str) -> tuple[str, int]:
+    file, _, number = where.rpartition(":")
+    return (file, int(number)) if number.isdigit() else (where, 0)
 
 
 def compare_reports(a: tuple[str, KernelReport], b: tuple[str, KernelReport], *, rtol: float = 1e-2,
@@ -115,9 +179,11 @@ def compare_reports(a: tuple[str, KernelReport], b: tuple[str, KernelReport], *,
     differences = (tuple(compare_outputs(sides[1].report.run.outputs, sides[0].report.run.outputs, rtol, atol))
                    if functional else None)
     in_a, in_b = _by_statement(sides[0].profile, files), _by_statement(sides[1].profile, files)
-    moves = [Move(statement=s, where_a=in_a.get(s, (None, 0.0))[0], where_b=in_b.get(s, (None, 0.0))[0],
-                  critical_a_ns=in_a.get(s, (None, 0.0))[1], critical_b_ns=in_b.get(s, (None, 0.0))[1])
-             for s in dict.fromkeys([*in_b, *in_a])]
+    none = (None, "", 0.0)
+    moves = [Move(statement=(in_b.get(key) or in_a[key])[1], where_a=in_a.get(key, none)[0],
+                  where_b=in_b.get(key, none)[0], critical_a_ns=in_a.get(key, none)[2],
+                  critical_b_ns=in_b.get(key, none)[2])
+             for key in dict.fromkeys([*in_b, *in_a])]
     moves.sort(key=lambda m: -abs(m.moved_ns))
     return Comparison(a=sides[0], b=sides[1], differences=differences, moves=tuple(moves))
 

@@ -14,8 +14,8 @@ import click
 from rich.table import Table
 
 from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, run_command, size_options,
-                                         stdout_for_json)
-from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference
+                                         stdout_for_json, UsageFailure)
+from neuronsim.verify.cli.cmd_nki import is_kernel_spec, kernel_options, load_reference
 from neuronsim.verify.cli.cmd_profile import run_spec
 from neuronsim.verify.app.console import people_console
 
@@ -78,6 +78,11 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
     """Compare two variants A and B of an NKI kernel on the same inputs (simulated, nominal timing)."""
     from neuronsim.nki.compare import compare_reports
 
+    for spec, which in ((kernel_a, "A"), (kernel_b, "B")):  # both before any work (B's was an exit 3 after A ran)
+        if not is_kernel_spec(spec):
+            raise UsageFailure(f"expected PATH.py::FUNC, got {spec!r}", which)
+    if timing_only and reference:  # (the reference was dropped without a word, as run refuses)
+        raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     check_output(html_path, "--html", (kernel_a, kernel_b, inputs_path, reference))
     stdout_for_json(as_json, {"--html": html_path})
     user_reference = load_reference(reference) if reference is not None else None
@@ -100,7 +105,7 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
         return 1 if failed else 0
     console = people_console()
     console.print(f"A {kernel_a} / B {kernel_b}: B takes {result.ratio:.3f} of A's makespan "
-                  f"({result.faster} is faster)")
+                  f"({result.faster + ' is faster' if result.faster else 'the same makespan'})")
     if result.differences is None:
         console.print("outputs: not computed (--timing-only)")
     else:

@@ -1,0 +1,94 @@
+"""``neuronsim compare`` on variants (probe_t): statements matched by their syntax, not by the
+text of their first line (every multi-line ``nisa.dma_copy(`` of a file was one statement,
+its time named at the first; two statements of the same text were one), the two specs checked
+before any work (B without ``::FUNC`` was an exit 3 after A ran), an exact tie named as such
+(A was "faster"), and ``--timing-only`` with ``--reference`` refused as ``run`` refuses it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neuronsim.machine.nki import load_kernel
+from neuronsim.nki import compare_kernels
+from neuronsim_tests.bad_inputs import one_error_line
+
+NEURONSIM = Path(sys.executable).with_name("neuronsim")
+KERNELS = '''\
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def two_passes(x):
+    out = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+    for i in nl.sequential_range(4):
+        nisa.dma_copy(dst=t, src=x[:, i * 512:(i + 1) * 512])
+    nisa.dma_copy(dst=out[:, 0:512], src=t)
+    for i in nl.sequential_range(4):
+        nisa.dma_copy(dst=t, src=x[:, i * 512:(i + 1) * 512])
+    nisa.dma_copy(dst=out[:, 512:1024], src=t)
+    return out
+
+
+@nki.jit
+def one_pass(x):
+    out = nl.ndarray((128, 1024), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+    for i in nl.sequential_range(4):
+        nisa.dma_copy(
+            dst=t,
+            src=x[:, i * 512:(i + 1) * 512])
+    nisa.dma_copy(dst=out[:, 0:512], src=t)
+    return out
+'''
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "k.py").write_text(KERNELS)
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 2048), np.float32))
+    return tmp_path
+
+
+def _line(text: str, occurrence: int = 0) -> int:
+    return [k + 1 for k, line in enumerate(KERNELS.splitlines()) if line.strip() == text][occurrence]
+
+
+def test_statements_match_by_syntax_and_in_order_whatever_their_lines(folder: Path) -> None:
+    x = np.ones((128, 2048), np.float32)
+    step = compare_kernels(load_kernel(f"{folder}/k.py::two_passes"), load_kernel(f"{folder}/k.py::one_pass"), x,
+                           functional=False)
+    load = "nisa.dma_copy(dst=t, src=x[:, i * 512:(i + 1) * 512])"
+    by_line = {(m.where_a, m.where_b): m for m in step.moves}
+    # the first loop's load (one line in A, three in B) is one statement: it moved nothing
+    first = by_line[(f"k.py:{_line(load)}", f"k.py:{_line('nisa.dma_copy(')}")]
+    assert first.critical_a_ns == first.critical_b_ns > 0
+    # A's second loop, the same text as its first, is A's alone: B no longer has it
+    second = by_line[(f"k.py:{_line(load, 1)}", None)]
+    assert second.critical_b_ns == 0 and second.moved_ns < 0
+    assert abs(sum(m.moved_ns for m in step.moves) - (step.b.profile.makespan_ns - step.a.profile.makespan_ns)) < 1e-6
+    assert step.faster == "one_pass"
+
+
+def test_an_exact_tie_names_no_variant_faster(folder: Path) -> None:
+    run = subprocess.run([str(NEURONSIM), "compare", "k.py::one_pass", f"{folder}/k.py::one_pass", "--inputs",
+                          "in.npz", "--timing-only"], cwd=folder, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    assert "B takes 1.000 of A's makespan (the same makespan)" in run.stdout
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["compare", "k.py::one_pass", "k.py", "--inputs", "in.npz"], ["B: expected PATH.py::FUNC, got 'k.py'"]),
+    (["compare", "k.py::one_pass", "k.py::two_passes", "--inputs", "in.npz", "--timing-only", "--reference",
+      "k.py:one_pass"], ["--timing-only computes no value to compare with --reference"]),
+], ids=["b-without-func", "timing-only-with-reference"])
+def test_a_misused_compare_is_refused_before_any_work(folder: Path, args: list[str], fragments: list[str]) -> None:
+    one_error_line(subprocess.run([str(NEURONSIM), *args], cwd=folder, capture_output=True, text=True, timeout=300),
+                   *fragments)
