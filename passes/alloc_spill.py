@@ -19,7 +19,8 @@ top-level nodes: inside a kept loop a new tensor would be the same in every iter
 loop runs its body once per iteration.  The new instructions carry no deps: dependence
 construction after allocation (``build-fdeps``, ``anti-deps``: the default pipeline) orders
 them by the bytes they touch, as it orders every other instruction; each is marked
-``x-spill`` (``store`` / ``reload``, the tensor spilled) and is triggered by the SP sequencer
+``x-spill`` (``store`` / ``reload``, the tensor spilled), carries the declaration of the tile it
+spills as its ``x-source`` (a profile charges it to that line), and is triggered by the SP sequencer
 on the machine's last DMA queue, as profiles show the compiler's spills on a queue of their
 own beside SP's input loads (``docs/kernel-patterns.md`` 1.2: ``qSyncSpillReload0``); the
 simulator charges them as any transfer.
@@ -60,6 +61,7 @@ from neuronsim.machine.ir.identity import WhileAlive
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, Tensor, frozen_mapping
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.source import SOURCE_KEY
 from neuronsim.passes.alloc_place import PsumFull, align_up, extent, place_psum, where_declared
 from neuronsim.passes.analysis.lifetimes import Life, lifetimes, tensor_users
 
@@ -169,6 +171,17 @@ def _fresh(name: str, taken: set[str]) -> str:
     return out
 
 
+def _declared_at(tensor: Tensor, name: str, kind: str) -> dict:
+    """The spilled tile's declaration as the transfer's ``x-source`` (a profile charges the
+    spill to the line that declared the tile, ``store of x_sb (a spill)``: it was '(no kernel
+    line)', a quarter of a tutorial attention's critical path: probe_t), or nothing."""
+    where = tensor.extras.get(SOURCE_KEY)
+    if not (isinstance(where, Mapping) and isinstance(where.get("file"), str) and isinstance(where.get("line"), int)):
+        return {}
+    return {SOURCE_KEY: {"file": where["file"], "line": where["line"],
+                         "call": f"{kind} of {where.get('variable') or name} (a spill)", "indices": {}}}
+
+
 def _renamed(node: Node, renames: Mapping[str, str]) -> Node:
     if isinstance(node, Loop):
         return Loop(node.name, node.trip_count, tuple(_renamed(n, renames) for n in node.body), node.extras)
@@ -242,19 +255,22 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
             else:
                 held = _fresh(f"{name}_spill{j}", taken_tensors)
                 tensors[held] = Tensor(held, MemoryKind.SBUF if psum else MemoryKind.DRAM, source.dtype,
-                                       source.shape, extras=frozen_mapping({"x-spill-of": name}))
+                                       source.shape, extras=frozen_mapping({"x-spill-of": name, **{
+                                           k: v for k, v in source.extras.items() if k == SOURCE_KEY}}))
                 transfers += 2
                 moved += 2 * source.shape[0] * source.bytes_per_partition
                 steps = ((spill.after, "store", segment, held), (spill.before, "reload", held, reload))
             for k, kind, src, dst in steps:
                 into = after if kind == "store" else before
                 label = _fresh(f"{'spill' if kind == 'store' else 'reload'}_{name}_{j}", taken_names)
+                marks = {PSUM_SPILL_KEY if psum else "x-spill": {"tensor": name, "kind": kind},
+                         **_declared_at(source, name, kind)}
                 into.setdefault(k, []).append(
                     Instruction(label, "act", "tensor_copy", reads=(Access(src),), writes=(Access(dst),),
-                                extras=frozen_mapping({PSUM_SPILL_KEY: {"tensor": name, "kind": kind}}))
+                                extras=frozen_mapping(marks))
                     if psum else
                     Instruction(label, "sp", "dma_copy", reads=(Access(src),), writes=(Access(dst),), queue=queue,
-                                extras=frozen_mapping({"x-spill": {"tensor": name, "kind": kind}})))
+                                extras=frozen_mapping(marks)))
             end = mine[j].before if j < len(mine) else len(program.body)
             for k in users[name]:
                 if spill.before <= k < end:

@@ -18,8 +18,9 @@ the nominal run (:class:`~neuronsim.machine.sim.trace.Trace`):
   holds the time from that gate to its end.  These intervals tile ``[0, makespan]``, so the
   shares of the lines add up to 100 %.
 
-Instructions without a kernel line (the allocator's spill transfers) count under
-:data:`NO_LINE`.
+Instructions without a kernel line (a program not traced from a kernel) count under
+:data:`NO_LINE`; the allocator's spill transfers carry the line that declared the tile they
+spill (``store of qk (a spill)``, :mod:`neuronsim.passes.alloc_spill`).
 """
 
 from __future__ import annotations
