@@ -2,7 +2,8 @@
 text of their first line (every multi-line ``nisa.dma_copy(`` of a file was one statement,
 its time named at the first; two statements of the same text were one), the two specs checked
 before any work (B without ``::FUNC`` was an exit 3 after A ran), an exact tie named as such
-(A was "faster"), and ``--timing-only`` with ``--reference`` refused as ``run`` refuses it."""
+(A was "faster"), ``--timing-only`` with ``--reference`` refused as ``run`` refuses it, and
+outputs of another shape a difference without values too (they passed with exit 0)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,13 @@ def two_passes(x):
     for i in nl.sequential_range(4):
         nisa.dma_copy(dst=t, src=x[:, i * 512:(i + 1) * 512])
     nisa.dma_copy(dst=out[:, 512:1024], src=t)
+    return out
+
+
+@nki.jit
+def half(x):
+    out = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=x[:, 0:512])
     return out
 
 
@@ -92,3 +100,10 @@ def test_an_exact_tie_names_no_variant_faster(folder: Path) -> None:
 def test_a_misused_compare_is_refused_before_any_work(folder: Path, args: list[str], fragments: list[str]) -> None:
     one_error_line(subprocess.run([str(NEURONSIM), *args], cwd=folder, capture_output=True, text=True, timeout=300),
                    *fragments)
+
+
+def test_outputs_of_another_shape_differ_without_values(folder: Path) -> None:
+    run = subprocess.run([str(NEURONSIM), "compare", "k.py::one_pass", "k.py::half", "--inputs", "in.npz",
+                          "--timing-only"], cwd=folder, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert "B's outputs return0 [128, 512] float32 are not A's return0 [128, 1024] float32" in run.stdout

@@ -177,7 +177,7 @@ def compare_reports(a: tuple[str, KernelReport], b: tuple[str, KernelReport], *,
     sides = [Side(label, report, line_profile(report.run.simulation.runs[0].trace, label)) for label, report in (a, b)]
     functional = not (sides[0].report.run.timing_only or sides[1].report.run.timing_only)
     differences = (tuple(compare_outputs(sides[1].report.run.outputs, sides[0].report.run.outputs, rtol, atol))
-                   if functional else None)
+                   if functional else _shapes_differ(sides[0].report, sides[1].report))
     in_a, in_b = _by_statement(sides[0].profile, files), _by_statement(sides[1].profile, files)
     none = (None, "", 0.0)
     moves = [Move(statement=(in_b.get(key) or in_a[key])[1], where_a=in_a.get(key, none)[0],
@@ -186,6 +186,24 @@ def compare_reports(a: tuple[str, KernelReport], b: tuple[str, KernelReport], *,
              for key in dict.fromkeys([*in_b, *in_a])]
     moves.sort(key=lambda m: -abs(m.moved_ns))
     return Comparison(a=sides[0], b=sides[1], differences=differences, moves=tuple(moves))
+
+
+def _shapes_differ(a: KernelReport, b: KernelReport) -> tuple[str, ...] | None:
+    """Without values, whether B's outputs are not A's by name, shape or dtype (one line, and
+    then a difference); None when they are (values not computed).  Two variants whose outputs
+    differ so were compared with exit 0 under ``--timing-only`` (probe_t)."""
+    def outputs(report: KernelReport) -> dict[str, tuple]:
+        return {name: (tuple(report.program.tensors[name].shape), report.program.tensors[name].dtype)
+                for name in report.output_names}
+
+    mine, theirs = outputs(a), outputs(b)
+    if mine == theirs:
+        return None
+    return (f"B's outputs {_shown(theirs)} are not A's {_shown(mine)} (names, shapes, dtypes; values not computed)",)
+
+
+def _shown(outputs: dict[str, tuple]) -> str:
+    return ", ".join(f"{name} {list(shape)} {dtype}" for name, (shape, dtype) in outputs.items()) or "none"
 
 
 def compare_kernels(kernel_a: Any, kernel_b: Any, *arrays: Any, functional: bool = True, **kwargs: Any) -> Comparison:
