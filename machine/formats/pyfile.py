@@ -260,9 +260,14 @@ def _guard_lingering_threads() -> None:
     thread found the real one once the kernel had returned, and ended the command with its
     status, nothing said, the ``--out`` folder empty (probe_r).  Any other thread (the command's
     own, a forked child's) exits as ever."""
-    LINGERING.update(t for t in threading.enumerate() if t not in _threads_before and t.is_alive())
+    try:
+        left = [t for t in threading.enumerate() if t not in _threads_before and t.is_alive()]
+    except Exception:  # noqa: BLE001 - the user's code broke what this needs (builtins.len = None): its failure, said after
+        return
     _threads_before.clear()
-    if LINGERING:
+    for thread in left:
+        LINGERING.add(thread)
+    if left:
         os._exit = posix._exit = _exit_unless_lingering
 
 
