@@ -57,8 +57,10 @@ class _Summary:
     """What a node of a block touches and costs."""
 
     names: frozenset[str]
-    extents: tuple[tuple[object, str, int, int, int, bool], ...]
-    """``(space, tensor, partition mask, lo, hi, is_write)`` per access over every iteration."""
+    extents: tuple[tuple[object, str, int, int, int, bool, tuple | None], ...]
+    """``(space, tensor, partition mask, lo, hi, is_write, runs)`` per access over every
+    iteration; ``runs``: the byte runs inside ``[lo, hi)`` of an access outside loops made of
+    several (a column block of a row-major tensor), else None."""
     rng: frozenset[str]
     groups: frozenset
     cost: float
@@ -72,7 +74,8 @@ def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat:
     ring slots, PSUM banks, tiles reloaded)."""
     if not loops:  # a flattened block: one instance, one footprint (half the work)
         for access, is_write in instr.accesses:
-            yield (*flat(access), is_write)
+            space, tensor, mask, lo, hi, runs = flat(access)
+            yield space, tensor, mask, lo, hi, is_write, runs
         return
     trips = {loop.name: loop.trip_count - 1 for loop in loops}
     for access, is_write in instr.accesses:
@@ -82,7 +85,20 @@ def _extent(program: Program, instr: Instruction, loops: tuple[Loop, ...], flat:
         low = {name: (last if shifts.get(name, 0) < 0 else 0) for name, last in trips.items()}
         high = {name: (0 if shifts.get(name, 0) < 0 else last) for name, last in trips.items()}
         a, b = footprint(tensor, access, low), footprint(tensor, access, high)
-        yield a.space, tensor.name, a.partitions, a.bytes[0][0], b.bytes[-1][1], is_write
+        lo, hi = a.bytes[0][0], b.bytes[-1][1]
+        rot = tensor.rotate
+        if rot is not None and rot.loop in trips:
+            # a rotating tile's slots wrap, not move: its middle iterations reach slots the first
+            # and last do not (a kept loop of odd trips ended on slot 0 and its extent missed
+            # slot 1, a PSUM bank the scheduler then moved another tile's accumulation onto:
+            # probe_u, BASED attention's den rows off by 2.8)
+            reached = [rot.delta(k) for k in range(min(rot.slots, trips[rot.loop] + 1))]
+            lo += min(reached) - rot.delta(low[rot.loop])
+            hi += max(reached) - rot.delta(high[rot.loop])
+        # partitions that move with a loop: every partition (-1, all bits: the first and last
+        # iterations' masks do not cover those between)
+        mask = -1 if access.partitions_per_iteration else a.partitions
+        yield a.space, tensor.name, mask, lo, hi, is_write, None
 
 
 class _FlatExtents:
@@ -104,7 +120,9 @@ class _FlatExtents:
         found = self.by_value.get(access)
         if found is None:
             a = footprint(self.program.tensors[access.tensor], access, {})
-            found = self.by_value[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1])
+            runs = tuple((lo, hi) for lo, hi in a.bytes) if len(a.bytes) > 1 else None
+            found = self.by_value[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1],
+                                             runs)
         return found
 
 
@@ -148,18 +166,42 @@ def _bucket_key(program: Program, space: object, tensor: str) -> object:
 
 
 def _shares(a: tuple, b: tuple) -> bool:
-    """Do extents ``(tensor, mask, lo, hi, alias)`` ``a`` and ``b`` of one bucket share a byte?"""
+    """Do extents ``(tensor, mask, lo, hi, alias, runs)`` ``a`` and ``b`` of one bucket share a byte?"""
     if a[4] and a[0] != b[0]:
         return True  # two tensors of one alias group may coincide anywhere
-    return bool(not a[1] or a[1] & b[1]) and a[2] < b[3] and b[2] < a[3]
+    if not (_masks_meet(a[1], b[1]) and a[2] < b[3] and b[2] < a[3]):
+        return False
+    return not (a[5] or b[5]) or _runs_meet(a[5] or ((a[2], a[3]),), b[5] or ((b[2], b[3]),))
+
+
+def _masks_meet(m: int, n: int) -> bool:
+    """Partition masks that share a partition (0: DRAM, no partitions; -1: every partition)."""
+    return not m or not n or bool(m & n)
+
+
+def _runs_meet(a: tuple, b: tuple) -> bool:
+    """Do two sorted lists of byte runs share a byte?"""
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i][1] <= b[j][0]:
+            i += 1
+        elif b[j][1] <= a[i][0]:
+            j += 1
+        else:
+            return True
+    return False
 
 
 def _overlapping(extents: list[tuple]) -> dict[tuple, list[tuple]]:
     """For each distinct extent of a bucket, the distinct extents sharing a byte with it
     (itself included): a sweep by start byte, except in an alias group, where any two
-    tensors share."""
+    tensors share; by their byte runs when some have several (the column blocks of one
+    row-major tensor: each block's hull spans nearly all of it, so every pair of hulls met,
+    quadratic in the blocks though no two share a byte: probe_u)."""
     ordered = sorted(extents, key=lambda e: e[2])
     alias = any(e[4] for e in ordered)
+    if not alias and any(e[5] for e in ordered):
+        return _overlapping_runs(ordered)
     meets: dict[tuple, list[tuple]] = {e: [e] for e in ordered}
     for i, a in enumerate(ordered):
         for b in ordered[i + 1:]:
@@ -168,6 +210,27 @@ def _overlapping(extents: list[tuple]) -> dict[tuple, list[tuple]]:
             if _shares(a, b):
                 meets[a].append(b)
                 meets[b].append(a)
+    return meets
+
+
+def _overlapping_runs(extents: list[tuple]) -> dict[tuple, list[tuple]]:
+    """:func:`_overlapping` by a sweep over every extent's byte runs: only runs that overlap
+    are compared (then the partition masks)."""
+    runs = sorted((lo, hi, k) for k, e in enumerate(extents) for lo, hi in (e[5] or ((e[2], e[3]),)))
+    meets: dict[tuple, list[tuple]] = {e: [e] for e in extents}
+    active: list[tuple[int, int]] = []  # (end, extent) of the runs begun and not ended
+    met: set[tuple[int, int]] = set()
+    for lo, hi, k in runs:
+        while active and active[0][0] <= lo:
+            heapq.heappop(active)
+        for _end, j in active:
+            pair = (j, k) if j < k else (k, j)
+            if j != k and pair not in met:
+                met.add(pair)
+                if _masks_meet(extents[j][1], extents[k][1]):
+                    meets[extents[j]].append(extents[k])
+                    meets[extents[k]].append(extents[j])
+        heapq.heappush(active, (hi, k))
     return meets
 
 
@@ -190,7 +253,7 @@ def _order_edges(entries: list[tuple], edges: set[tuple[int, int]]) -> None:
     # outside an alias group an extent is its bytes: the tiles an allocator puts on the same
     # bytes one after another (an unrolled loop's) are one extent, chained write to write,
     # not hundreds of extents each meeting all the others (quadratic in the loop's trips)
-    entries = [(e if e[4] else ("", *e[1:4], False), write, k) for e, write, k in entries]
+    entries = [(e if e[4] else ("", *e[1:4], False, e[5]), write, k) for e, write, k in entries]
     meets = _overlapping(list({e for e, _w, _k in entries}))
     last_write: dict[tuple, int] = {}
     reads: dict[tuple, list[int]] = {}
@@ -227,13 +290,13 @@ def _conflict_edges(program: Program, info: list[_Summary]) -> set[tuple[int, in
     """
     buckets: dict[object, list[tuple]] = {}
     for k, summary in enumerate(info):
-        for space, tensor, mask, lo, hi, write in summary.extents:
-            entry = ((tensor, mask, lo, hi, isinstance(space, tuple)), write, k)
+        for space, tensor, mask, lo, hi, write, runs in summary.extents:
+            entry = ((tensor, mask, lo, hi, isinstance(space, tuple), runs), write, k)
             buckets.setdefault(_bucket_key(program, space, tensor), []).append(entry)
         for engine in summary.rng:
-            buckets.setdefault(("rng", engine), []).append((("", 0, 0, 1, False), True, k))
+            buckets.setdefault(("rng", engine), []).append((("", 0, 0, 1, False, None), True, k))
         for group in summary.groups:
-            buckets.setdefault(("group", group), []).append((("", 0, 0, 1, False), True, k))
+            buckets.setdefault(("group", group), []).append((("", 0, 0, 1, False, None), True, k))
     edges: set[tuple[int, int]] = set()
     for key, entries in buckets.items():
         for group in _split_placed(entries) if isinstance(key, str) else (entries,):
@@ -245,7 +308,7 @@ def _split_placed(entries: list[tuple]) -> list[list[tuple]]:
     """The extents of one space's placed tensors, grouped so that two tensors whose overall
     extents (partition mask, byte hull) overlap fall in one group (union-find)."""
     hull: dict[str, list[int]] = {}
-    for (tensor, mask, lo, hi, _alias), _write, _k in entries:
+    for (tensor, mask, lo, hi, _alias, _runs), _write, _k in entries:
         h = hull.setdefault(tensor, [0, lo, hi])
         h[0] |= mask
         h[1], h[2] = min(h[1], lo), max(h[2], hi)
