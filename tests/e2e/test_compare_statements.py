@@ -107,3 +107,12 @@ def test_outputs_of_another_shape_differ_without_values(folder: Path) -> None:
                           "--timing-only"], cwd=folder, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stderr
     assert "B's outputs return0 [128, 512] float32 are not A's return0 [128, 1024] float32" in run.stdout
+
+
+def test_the_differences_of_two_variants_name_them_a_and_b(folder: Path) -> None:
+    """probe_t: B's values against A's were said as 'simulated ..., reference ...', and an output
+    B has and A lacks as 'missing from the reference'."""
+    run = subprocess.run([str(NEURONSIM), "compare", "k.py::one_pass", "k.py::two_passes", "--inputs", "in.npz"],
+                         cwd=folder, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert "return0: 65536 of 131072 elements beyond rtol=0.01, atol=0.01; first at [0, 512]: B 1, A " in run.stdout

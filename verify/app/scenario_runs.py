@@ -163,24 +163,32 @@ def golden_text(summary: dict) -> str:
     return dumps_strict(summary, indent=1, sort_keys=True) + "\n"
 
 
-def unlike_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray]) -> list[str]:
+#: How the two sides of an output comparison are named: the run's outputs and the reference's
+#: (``compare`` names its variants ``("B", "A")``).
+SIDES = ("simulated", "reference")
+
+
+def unlike_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray],
+                   sides: tuple[str, str] = SIDES) -> list[str]:
     """The outputs that cannot be compared element by element: missing on one side, or of
     another shape (the largest error leaves them out)."""
     problems = []
     for name in sorted(set(actual) | set(expected)):
         if name not in actual or name not in expected:
-            where = "the program" if name not in actual else "the reference"
+            where = ("the program" if name not in actual else "the reference") if sides == SIDES else \
+                sides[0 if name not in actual else 1]
             problems.append(f"{name}: output missing from {where}")
         elif np.shape(actual[name]) != np.shape(expected[name]):
-            problems.append(f"{name}: simulated shape {np.shape(actual[name])}, reference shape "
+            problems.append(f"{name}: {sides[0]} shape {np.shape(actual[name])}, {sides[1]} shape "
                             f"{np.shape(expected[name])}")
     return problems
 
 
 def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.ndarray], rtol: float,
-                    atol: float) -> list[str]:
-    """Located differences between simulated outputs and the reference (empty: they agree)."""
-    problems = unlike_outputs(actual, expected)
+                    atol: float, sides: tuple[str, str] = SIDES) -> list[str]:
+    """Located differences between simulated outputs and the reference (empty: they agree);
+    ``sides`` names the two in the lines."""
+    problems = unlike_outputs(actual, expected, sides)
     for name in sorted(set(actual) & set(expected)):
         got, want = np.asarray(actual[name]), np.asarray(expected[name])
         if got.shape != want.shape:
@@ -190,7 +198,8 @@ def compare_outputs(actual: Mapping[str, np.ndarray], expected: Mapping[str, np.
             continue
         first = tuple(int(i) for i in bad[0])
         problems.append(f"{name}: {len(bad)} of {got.size} elements beyond rtol={rtol}, atol={atol}; first at "
-                        f"{list(first)}: simulated {plain_number(got[first])}, reference {plain_number(want[first])}; "
+                        f"{list(first)}: {sides[0]} {plain_number(got[first])}, "
+                        f"{sides[1]} {plain_number(want[first])}; "
                         f"{largest_errors(got, want).text()}")
     return problems
 

@@ -176,7 +176,8 @@ def compare_reports(a: tuple[str, KernelReport], b: tuple[str, KernelReport], *,
     as for :func:`statement_of`."""
     sides = [Side(label, report, line_profile(report.run.simulation.runs[0].trace, label)) for label, report in (a, b)]
     functional = not (sides[0].report.run.timing_only or sides[1].report.run.timing_only)
-    differences = (tuple(compare_outputs(sides[1].report.run.outputs, sides[0].report.run.outputs, rtol, atol))
+    differences = (tuple(compare_outputs(sides[1].report.run.outputs, sides[0].report.run.outputs, rtol, atol,
+                                         ("B", "A")))
                    if functional else _shapes_differ(sides[0].report, sides[1].report))
     in_a, in_b = _by_statement(sides[0].profile, files), _by_statement(sides[1].profile, files)
     none = (None, "", 0.0)
