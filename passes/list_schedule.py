@@ -166,30 +166,16 @@ def _bucket_key(program: Program, space: object, tensor: str) -> object:
 
 
 def _shares(a: tuple, b: tuple) -> bool:
-    """Do extents ``(tensor, mask, lo, hi, alias, runs)`` ``a`` and ``b`` of one bucket share a byte?"""
+    """Do extents ``(tensor, mask, lo, hi, alias, runs)`` ``a`` and ``b`` of one bucket, both
+    without runs, share a byte?"""
     if a[4] and a[0] != b[0]:
         return True  # two tensors of one alias group may coincide anywhere
-    if not (_masks_meet(a[1], b[1]) and a[2] < b[3] and b[2] < a[3]):
-        return False
-    return not (a[5] or b[5]) or _runs_meet(a[5] or ((a[2], a[3]),), b[5] or ((b[2], b[3]),))
+    return _masks_meet(a[1], b[1]) and a[2] < b[3] and b[2] < a[3]  # (extents with runs: _overlapping_runs)
 
 
 def _masks_meet(m: int, n: int) -> bool:
     """Partition masks that share a partition (0: DRAM, no partitions; -1: every partition)."""
     return not m or not n or bool(m & n)
-
-
-def _runs_meet(a: tuple, b: tuple) -> bool:
-    """Do two sorted lists of byte runs share a byte?"""
-    i = j = 0
-    while i < len(a) and j < len(b):
-        if a[i][1] <= b[j][0]:
-            i += 1
-        elif b[j][1] <= a[i][0]:
-            j += 1
-        else:
-            return True
-    return False
 
 
 def _overlapping(extents: list[tuple]) -> dict[tuple, list[tuple]]:

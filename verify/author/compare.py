@@ -28,7 +28,7 @@ from neuronsim.nki.render import source_lines
 from neuronsim.verify.nki.run import KernelReport
 from neuronsim.verify.app.scenario_runs import compare_outputs
 
-__all__ = ["Side", "Move", "Comparison", "compare_reports", "compare_kernels", "statement_of", "statement_at"]
+__all__ = ["Side", "Move", "Comparison", "compare_reports", "compare_kernels", "statement_of"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,23 +95,17 @@ class Comparison:
 
 
 def statement_of(where: str, files: Mapping[str, str] | None = None) -> str:
-    """The text of the statement at ``file.py:LINE`` (:func:`statement_at`), or the location
-    itself when unreadable; ``files`` maps a file as ``x-source`` names it to its path (a base
-    name outside the working folder)."""
-    return statement_at(where, files)[1]
-
-
-def statement_at(where: str, files: Mapping[str, str] | None = None) -> tuple[str, str]:
-    """``(where its statement starts, its text)`` for ``file.py:LINE``: the innermost Python
-    statement holding the line, spaces normalised (a compound one by its first line alone);
-    the line's own text when the file does not parse; ``(where, where)`` when it cannot be read."""
-    start, _key, text = _statement(where, files)
-    return start, text
+    """The text of the statement at ``file.py:LINE``: the innermost Python statement holding the
+    line, spaces normalised (a compound one by its first line alone); the line's own text when
+    the file does not parse; the location itself when it cannot be read.  ``files`` maps a file
+    as ``x-source`` names it to its path (a base name outside the working folder)."""
+    return _statement(where, files)[2]
 
 
 def _statement(where: str, files: Mapping[str, str] | None) -> tuple[str, str, str]:
-    """:func:`statement_at` and the key two variants' statements match by: its syntax tree
-    (``ast.dump``: ``f(a, b)`` written on one line or three is one statement)."""
+    """``(where the statement at ``where`` starts, the key two variants' statements match by, its
+    text)`` (:func:`statement_of`): the key is its syntax tree (``ast.dump``: ``f(a, b)`` written on
+    one line or three is one statement)."""
     file, _, number = where.rpartition(":")
     if where == NO_LINE or not number.isdigit():
         return where, where, where

@@ -15,7 +15,7 @@ from rich.table import Table
 
 from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, run_command, size_options,
                                          stdout_for_json, UsageFailure)
-from neuronsim.verify.cli.cmd_nki import is_kernel_spec, kernel_options, load_reference
+from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference, require_kernel_spec
 from neuronsim.verify.cli.cmd_profile import run_spec
 from neuronsim.verify.app.console import people_console
 
@@ -78,9 +78,8 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
     """Compare two variants A and B of an NKI kernel on the same inputs (simulated, nominal timing)."""
     from neuronsim.nki.compare import compare_reports
 
-    for spec, which in ((kernel_a, "A"), (kernel_b, "B")):  # both before any work (B's was an exit 3 after A ran)
-        if not is_kernel_spec(spec):
-            raise UsageFailure(f"expected PATH.py::FUNC, got {spec!r}", which)
+    require_kernel_spec(kernel_a, "A")  # both before any work (B's was an exit 3 after A ran)
+    require_kernel_spec(kernel_b, "B")
     if timing_only and reference:  # (the reference was dropped without a word, as run refuses)
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     check_output(html_path, "--html", (kernel_a, kernel_b, inputs_path, reference))

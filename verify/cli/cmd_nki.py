@@ -52,6 +52,12 @@ def is_kernel_spec(text: str | None) -> bool:
     return bool(text) and "::" in text
 
 
+def require_kernel_spec(spec: str, where: str = "KERNEL") -> None:
+    """Exit 2 at ``where`` unless ``spec`` names a kernel as ``PATH.py::FUNC``."""
+    if not is_kernel_spec(spec):
+        raise UsageFailure(f"expected PATH.py::FUNC, got {spec!r}", where)
+
+
 def _parse_args(items: tuple[str, ...]) -> dict[str, Any]:
     out = {}
     for item in items:
@@ -125,8 +131,7 @@ def trace_from_options(kernel: str, inputs_path: str | None, args: tuple[str, ..
                        dtypes: tuple[str, ...], unroll_loops: bool = False):
     """Load and trace ``kernel`` as the options say; ``(traced, kwargs)`` (``unroll_loops``:
     every loop unrolled, see :func:`neuronsim.machine.nki.trace`)."""
-    if not is_kernel_spec(kernel):
-        raise UsageFailure(f"expected PATH.py::FUNC, got {kernel!r}", "KERNEL")
+    require_kernel_spec(kernel)
     frontend = _frontend()
     # a kernel reading a tile's values while traced (a row picked by a loaded index) runs the
     # program so far on the inputs: the probe registers that runner, for `nki` as for `run`;
