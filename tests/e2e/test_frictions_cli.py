@@ -119,6 +119,24 @@ def test_outputs_of_another_shape_than_the_reference_give_no_error_figure(tmp_pa
     assert "largest error 0 " not in row  # (the equal outputs' figure, said of outputs never compared)
 
 
+def test_the_stage_line_says_what_the_users_reference_took_on_its_own_thread(tmp_path: Path) -> None:
+    import numpy as np
+
+    # the reference runs on a thread beside compile .. simulate: its seconds were in theirs,
+    # unsaid, and a slow reference read as a slow simulation (probe_u U2)
+    slow = "\n\ndef slow(a, b):\n    import time\n    time.sleep(1.5)\n    return {'out': a + b}\n"
+    (tmp_path / "add.py").write_text(ADD_KERNEL.format(tiles=1) + slow)
+    np.savez(tmp_path / "in.npz", a=np.ones((128, 4), "f4"), b=np.ones((128, 4), "f4"), out=np.zeros((128, 4), "f4"))
+    run = _neuronsim(tmp_path, "run", "add.py::add", "--inputs", "in.npz", "--reference", "add.py:slow")
+    assert run.returncode == 0, run.stdout + run.stderr
+    [line] = [line for line in run.stdout.splitlines() if line.startswith("stages: ")]
+    said = line.partition("(the reference ran ")[2]
+    assert said.endswith(" s on a thread of its own, inside these)"), line
+    assert 1.5 <= float(said.split()[0]) < 30, line
+    plain = _neuronsim(tmp_path, "run", "add.py::add", "--inputs", "in.npz")
+    assert "thread of its own" not in plain.stdout and plain.returncode == 0, plain.stdout + plain.stderr
+
+
 def test_run_of_a_big_kernel_says_what_it_does_from_its_first_stages(tmp_path: Path) -> None:
     import numpy as np
 

@@ -56,6 +56,10 @@ class Progress:
         self.seconds: dict[str, float] = {}
         """Seconds of each stage, by label (a repeated label adds up; a stage an exception ended
         counts too: a compile that found no room before ``run`` traced the kernel again took its time)."""
+        self.beside: dict[str, float] = {}
+        """Seconds of work that ran on a thread of its own beside the stages (``run``'s user
+        reference), by label: inside the stages' seconds and the process's memory already, said
+        apart so that a slow reference is not read as a slow simulation (a probe)."""
 
     def __enter__(self) -> Progress:
         if self.live:
@@ -142,15 +146,20 @@ def pass_progress(update: Update, passes: Sequence) -> Callable[..., None]:
     return hook
 
 
-def stage_line(seconds: dict[str, float], total: float) -> str:
-    """One line of what each stage cost, and the rest of ``total`` (files, imports, printing).
+def stage_line(seconds: dict[str, float], total: float, beside: dict[str, float] | None = None) -> str:
+    """One line of what each stage cost, and the rest of ``total`` (files, imports, printing);
+    then what ran ``beside`` them on a thread of its own (:attr:`Progress.beside`).
 
     >>> stage_line({"trace": 1.25, "simulate": 2.0}, 4.0)
     'stages: trace 1.2 s, simulate 2.0 s, other 0.8 s; total 4.0 s'
+    >>> stage_line({"simulate": 2.0}, 2.5, {"reference": 1.5}).partition("; ")[2]
+    'total 2.5 s (the reference ran 1.5 s on a thread of its own, inside these)'
     """
     parts = [f"{label} {value:.1f} s" for label, value in seconds.items()]
     parts.append(f"other {max(0.0, total - sum(seconds.values())):.1f} s")
-    return f"stages: {', '.join(parts)}; total {total:.1f} s"
+    apart = ", ".join(f"the {label} ran {value:.1f} s" for label, value in (beside or {}).items())
+    return f"stages: {', '.join(parts)}; total {total:.1f} s" + (f" ({apart} on a thread of its own, inside these)"
+                                                                  if apart else "")
 
 
 def _plural(unit: str, count: int) -> str:

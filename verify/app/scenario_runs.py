@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -418,14 +419,20 @@ def _reference_on_copies(scenario: ModuleType, values: Mapping[str, Any]) -> Any
 
 def in_background(fn: Callable[..., Any], *args: Any) -> Future:
     """``fn(*args)`` on a daemon thread (an interrupted run exits without waiting for it); the
-    future's result is its value, or raises what it raised."""
+    future's result is its value, or raises what it raised; ``future.seconds`` the wall seconds
+    the call took, once done."""
     future: Future = Future()
 
     def call() -> None:
+        started = time.perf_counter()
         try:
-            future.set_result(fn(*args))
+            value = fn(*args)
         except BaseException as err:  # noqa: BLE001 - handed to whoever waits for the result
+            future.seconds = time.perf_counter() - started  # type: ignore[attr-defined]
             future.set_exception(err)
+        else:
+            future.seconds = time.perf_counter() - started  # type: ignore[attr-defined]
+            future.set_result(value)
 
     future.thread = threading.Thread(target=call, name="neuronsim-background", daemon=True)  # type: ignore[attr-defined]
     future.thread.start()  # type: ignore[attr-defined]
@@ -508,6 +515,8 @@ def run_scenario(scenario: ModuleType, *, pipeline: str = CONSTRUCTION_PIPELINE,
                               timed_values=timed_values)
     with stage_or_nothing(progress, "reference", None):  # waiting for the user's numpy: said when slow
         reference = _reference(scenario, reference_call, values, max_idle) if functional else {}
+    if reference_call is not None and progress is not None and reference_call.seconds >= 0.05:
+        progress.beside["reference"] = reference_call.seconds  # (inside compile .. simulate's seconds: said apart)
     with stage_or_nothing(progress, "sync footprint", None):
         sync = sync_report([("compiled", compiled), ("final", final)], simulate=False, streams=streams)
     return ScenarioRun(

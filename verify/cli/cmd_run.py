@@ -215,7 +215,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                                       extra_json=lambda report: _verdict(report.run, findings=report.findings,
                                                                          user_reference=bool(reference)))
         if not as_json:
-            click.echo(stage_line(progress.seconds, time.perf_counter() - started))
+            click.echo(stage_line(progress.seconds, time.perf_counter() - started, progress.beside))
         return status
     if kernel_flags:
         file = scenario.split("::")[0].partition(":")[0]
@@ -273,5 +273,5 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                    "problems": problems, "files": paths, **_verdict(result)})
     else:
         _print(result, paths)
-        click.echo(stage_line(progress.seconds, time.perf_counter() - started))
+        click.echo(stage_line(progress.seconds, time.perf_counter() - started, progress.beside))
     return 1 if problems else 0
