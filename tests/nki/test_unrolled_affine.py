@@ -55,3 +55,13 @@ def test_the_outer_loop_carries_past_an_inner_unrolled_loop() -> None:
     # it carried was paired (a public GEMM's += into SBUF across its K blocks went unflagged)
     found = _findings("outer_carries_past_an_inner_loop")
     assert ("j", 1) in {(f.loop, f.distance) for f in found if f.dependence == "RAW"}
+
+
+@pytest.mark.parametrize("func, loop, reader", [("psum_sums_read_per_tile", "m", "nl.store(out[m], value=nl.copy(acc)"),
+                                                ("sbuf_sums_read_per_tile", "c", "nl.store(out[c], value=acc)")])
+def test_an_accumulation_read_inside_the_loop_it_crosses_is_carried(func: str, loop: str, reader: str) -> None:
+    # a reduction only while nothing reads the partial sum inside the loop: here every tile does
+    found = [f for f in _findings(func) if f.dependence == "RAW"]
+    assert found and {f.loop for f in found} == {loop}, [f.describe() for f in found]
+    assert all(f"unrolled_affine.py:{_line(reader)}" in f.describe() and "reads it inside the loop" in f.describe()
+               for f in found)

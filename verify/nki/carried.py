@@ -67,8 +67,8 @@ class CarriedPair:
     reader: int
     tensors: tuple[str, ...]
     partial: int | None = None
-    """For matmuls continuing one PSUM accumulation across the loop: an instance of an
-    instruction inside the loop that reads the partial sum (the pair is then ``carried``)."""
+    """For an accumulation continued across the loop (``+=``, a matmul's into PSUM): an instance
+    of an instruction inside the loop that reads the partial sum (the pair is then ``carried``)."""
 
 
 def accumulates(inst: Instruction) -> bool:
@@ -355,18 +355,24 @@ def _spanning_runs(runs: list[tuple[int, int, int]], slot_x: np.ndarray, key_s: 
     return key[first][spans & writes]
 
 
-def _partial_reader(program: Program, stream: InstanceStream, loop: str, tensors: list[str],
-                    readers: dict[tuple[str, str], list[int]]) -> int | None:
-    """An instance of an instruction inside kept loop ``loop`` that reads one of ``tensors`` and
-    is no accumulating matmul, else None; ``readers`` (empty at first) gathers once, by loop and
-    tensor, the stream index of every such instruction."""
+def _partial_reader(program: Program, stream: InstanceStream, marks: list[tuple | None], loop: object,
+                    tensors: list[str], readers: dict[tuple[object, str], list[int]]) -> int | None:
+    """An instance of an instruction inside ``loop`` that reads one of ``tensors`` and does not
+    accumulate into it, else None.  ``loop``: a kept loop's name, or an unrolled affine loop's
+    key (``("unrolled", run, variable)``: its instructions are those one run of it traced).
+    ``readers`` (empty at first) gathers once, by loop and tensor, the stream index of every
+    such instruction."""
     if not readers:
         index = {inst.name: x for x, inst in enumerate(stream.instrs)}
         for inst, loops in program.instructions():
-            if not (inst.op == "matmul" and accumulates(inst)) and inst.name in index:
-                for access in inst.reads:
-                    for enclosing in loops:
-                        readers.setdefault((enclosing.name, access.tensor), []).append(index[inst.name])
+            x = index.get(inst.name)
+            if x is None or accumulates(inst):
+                continue
+            keys = [*(enclosing.name for enclosing in loops),
+                    *(("unrolled", run, var) for run, var, _iteration in marks[x] or ())]
+            for access in inst.reads:
+                for key in keys:
+                    readers.setdefault((key, access.tensor), []).append(x)
         readers.setdefault(("", ""), [])  # gathered, even when nothing reads
     for x in (x for tensor in tensors for x in readers.get((loop, tensor), ())):
         if len(stream.instances_of(x)):
@@ -412,12 +418,15 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
             memory = program.tensors[tensors[0]].memory
             both = accumulates(writer) and accumulates(reader)
             partial = None
-            if both and memory == MemoryKind.PSUM and writer.op == reader.op == "matmul":
-                # matmul accumulation into PSUM: the carried value affine loops allow, unless the
-                # loop's body reads the partial sum (an accumulator zeroed outside the output tile's
-                # loop: each tile gets the sums of the ones before it; it ran without a word, a probe)
-                partial = _partial_reader(program, stream, loop_name, tensors, partial_readers)
-                if partial is None:
+            if both and not over:
+                # an accumulation is a reduction (the carried value affine loops allow, a matmul's
+                # into PSUM without a word) only while the loop's body does not read the partial sum:
+                # an accumulator zeroed outside the output tile's loop gives each tile the sums of the
+                # ones before it (it ran without a word, a probe; so did an SBUF +=, and the PSUM
+                # one when both loops were unrolled, probe_v)
+                partial = _partial_reader(program, stream, marks, loop_id if isinstance(loop_id, tuple) else loop_name,
+                                          tensors, partial_readers)
+                if partial is None and memory == MemoryKind.PSUM and writer.op == reader.op == "matmul":
                     continue
             if writer.extras.get(LOOP_REDUCE_KEY) and reader.extras.get(LOOP_REDUCE_KEY):
                 continue  # nl.loop_reduce: a reduction the kernel declared (its API page loops it in affine_range)

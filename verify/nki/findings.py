@@ -103,10 +103,12 @@ def carried_findings(program: Program, stream: InstanceStream | None = None) -> 
             out.append(NkiFinding(kind="carried", dependence="WAW", first=first, second=second, loop=pair.loop,
                                   distance=pair.distance, tensors=pair.tensors, note=HBM_ONE_BUFFER))
         else:
+            matmuls = stream.instrs[stream.instr[pair.writer]].op == "matmul"
+            what = "the matmuls continue one PSUM accumulation" if matmuls else "the += continues one accumulation"
             note = "" if pair.partial is None else (
-                f"the matmuls continue one PSUM accumulation across its iterations, and "
-                f"{instance_label(stream, pair.partial)} reads it inside the loop: each iteration gets the sums of "
-                f"the ones before it (zero the accumulator in the loop's body, or declare it there)")
+                f"{what} across its iterations, and {instance_label(stream, pair.partial)} reads it inside the "
+                f"loop: each iteration gets the sums of the ones before it (zero the accumulator in the loop's body, "
+                f"or declare it there)")
             out.append(NkiFinding(kind="carried", dependence="WAW" if pair.kind == "output" else "RAW",
                                   first=first, second=second, loop=pair.loop, distance=pair.distance,
                                   tensors=pair.tensors, note=note))

@@ -68,3 +68,32 @@ def outer_carries_past_an_inner_loop(x):
         total = nl.load(out)
         nl.store(out, value=nl.add(total, nl.load(x[j // 2])))
     return out, doubled
+
+
+@nki.jit
+def psum_sums_read_per_tile(x):
+    # the PSUM accumulator zeroed once, outside both output-tile loops, read in each tile: both
+    # loops unrolled (their indices in the store's mask), the matmuls' carry went unflagged (probe_v)
+    out = nl.ndarray((2, 64, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((64, 64), dtype=nl.float32, buffer=nl.psum)
+    for m in nl.affine_range(2):
+        for n in nl.affine_range(2):
+            part = nl.load(x[(m + n) // 2, :, 0:64])
+            acc += nl.matmul(part, part, transpose_x=True)
+        i_p = nl.arange(64)[:, None] + m * 64
+        nl.store(out[m], value=nl.copy(acc), mask=(i_p < 128))
+    return out
+
+
+@nki.jit
+def sbuf_sums_read_per_tile(x):
+    # an SBUF += accumulator zeroed outside the tiles' loop c and stored in each of its
+    # iterations: tile c gets the sums of the tiles before it (only the inner loop's
+    # sbuf-accumulate warning was said, probe_v)
+    out = nl.ndarray((2, 128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
+    acc = nl.zeros((128, 64), dtype=nl.float32)
+    for c in nl.affine_range(2):
+        for s in nl.affine_range(2):
+            acc[...] += nl.load(x[(c + s) // 2])
+        nl.store(out[c], value=acc)
+    return out
