@@ -336,12 +336,14 @@ def float32_tile(shape: tuple[int, ...]) -> Layout:
 
 
 def staged_from_psum(layout: Layout) -> Layout:
-    """``layout`` itself, or, in PSUM, a copy of it in a fresh SBUF tile (ACT copies it) for
-    an engine that cannot read PSUM (POOL), as the compiler stages such operands."""
+    """``layout`` itself, or, in PSUM, a copy of it in a fresh SBUF tile of its dtype (ACT
+    copies it) for an engine that cannot read PSUM (POOL, PE), as the compiler stages such
+    operands.  Of its dtype: a bf16 PE transpose staged as float32 made its matmul a float32 x
+    bfloat16 one, refused (a public attention kernel: probe_w), and timed at the fp32 rate."""
     if layout.tensor.memory.name != "PSUM":
         return layout
     tracer = current()
-    staged = float32_tile(layout.shape)
+    staged = declare_tile(tracer, spec_of(layout.shape, to_dtype(layout.element_dtype), "sbuf"))
     tracer.note_write(staged)
     tracer.kb.tensor_copy(staged.view(), layout.view(), engine="act")
     return staged

@@ -42,6 +42,19 @@ def test_a_legacy_matmul_of_pe_transposes_reads_them_through_sbuf():
                                rtol=1e-5, atol=1e-5)
 
 
+def test_a_legacy_matmul_of_a_bf16_pe_transpose_stays_bf16():
+    import ml_dtypes
+
+    x = f32(128, 128).astype(ml_dtypes.bfloat16)
+    v = f32(128, 128, seed=1).astype(ml_dtypes.bfloat16)
+    traced = trace(kernel("user_forms.py::matmul_of_a_bf16_transpose"), x, v)
+    [matmul] = [inst for inst, _ in traced.program.instructions() if inst.op == "matmul"]
+    assert [traced.program.tensors[a.tensor].dtype for a in matmul.reads[:2]] == ["bfloat16", "bfloat16"]
+    expected = x.astype(np.float64) @ v.astype(np.float64)
+    np.testing.assert_allclose(run(kernel("user_forms.py::matmul_of_a_bf16_transpose"), x, v)["return0"], expected,
+                               rtol=2e-2, atol=2e-2)
+
+
 def test_the_current_api_still_refuses_a_psum_operand_at_its_line():
     with pytest.raises(NkiError, match=r"user_forms_current\.py:\d+: .*PE reads SBUF"):
         trace(kernel("user_forms_current.py::matmul_of_psum"), f32(128, 128), f32(128, 128, seed=1))

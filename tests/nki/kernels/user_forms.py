@@ -47,3 +47,14 @@ def matmul_of_transposes(x, w):
     wt = nisa.nc_transpose(nl.load(w))
     nl.store(out, nl.copy(nisa.nc_matmul(xt, wt)))
     return out
+
+
+@nki.jit
+def matmul_of_a_bf16_transpose(x, v):
+    """``x @ v`` as ``nc_matmul(nc_transpose(x), v)`` on bf16 tiles: the transpose is bf16 ("the
+    same as the data type of the input tile", its page), so the matmul is bf16 x bf16 (its staging
+    copy out of PSUM was float32, and the matmul refused as float32 x bfloat16: probe_w)."""
+    out = nl.ndarray((128, 128), dtype=nl.float32, buffer=nl.shared_hbm)
+    xt = nisa.nc_transpose(nl.load(x))
+    nl.store(out, nl.copy(nisa.nc_matmul(stationary=xt, moving=nl.load(v)), dtype=nl.float32))
+    return out
