@@ -78,6 +78,13 @@ class MachineSpec:
     starts its next share no sooner than ``rows x dma_descriptor_ns`` after its current one
     (the bandwidth guide's packet-rate limit; it overlaps data movement).  *Assumption A2*,
     calibrated on the DMA overview's efficiency curve."""
+    dma_paced_by_queue: bool = False
+    """Where that descriptor-rate limit sits (docs/timing.md, "Where descriptors are made").
+    False (NeuronCore-v2): on the engines, as A2 first put it: descriptors are built before the
+    run and read by the DMA engines, each engine held ``rows x dma_descriptor_ns`` per share
+    whatever the queue.  True (v3, v4: descriptors made at run time by a DGE or GpSimd): on the
+    issuing queue, each queue starting a transfer no sooner than that after its previous one,
+    the engines held for the data only, so transfers of several queues overlap on them."""
     swdge_ns: float = 468.0
     """Software DGE: GpSimd time generating one transfer's descriptors [DMA overview, profile of
     its 128 x 128 example]; the POOL sequencer is busy for it."""
@@ -182,6 +189,7 @@ PRESETS: dict[str, MachineSpec] = {
         dma_engine_bytes_per_ns=23.0,
         dma_core_bytes_per_ns=368.0,
         has_hwdge=True,
+        dma_paced_by_queue=True,
         pe_transpose_fp32_factor=2,
         pe_transpose_exact=True,
     ),
@@ -201,6 +209,7 @@ PRESETS: dict[str, MachineSpec] = {
         dma_engine_bytes_per_ns=33.0,
         dma_core_bytes_per_ns=528.0,
         has_hwdge=True,
+        dma_paced_by_queue=True,
         pe_transpose_fp32_factor=2,
         pe_transpose_exact=True,
         pe_write_banks=8,

@@ -164,6 +164,7 @@ class TimedRun:
         self.res = [0.0] * n
         self.stop = [0.0] * n
         self.dma_free = [0.0] * plan.spec.dma_engines
+        self.queue_ready = [0.0] * len(plan.components)  # (machines pacing descriptors by queue)
         self.pending: list[tuple[int, int, Event]] = []
         self.ready = [0.0] * n
         self.trigger = [0.0] * n
@@ -294,18 +295,25 @@ class TimedRun:
         """Grant this instant's requests for DMA engines, in queue order (see the module doc)."""
         now, free, scale, shares, stop = self.env.now, self.dma_free, self.scale, self.plan.shares, self.stop
         pending, self.pending = sorted(self.pending, key=_first), []
-        for _c, i, ev in pending:
+        by_queue, ready = self.plan.spec.dma_paced_by_queue, self.queue_ready
+        for c, i, ev in pending:
             k = 1.0 if scale is None else scale[i]
             first = last = None
+            gap = 0.0
+            floor = ready[c] if by_queue and ready[c] > now else now
             for e, data, keep in shares[i]:
                 f = free[e]
-                s = f if f > now else now
-                free[e] = s + keep * k
+                s = f if f > floor else floor
+                free[e] = s + (data if by_queue else keep) * k
+                if keep > gap:
+                    gap = keep
                 d = s + data * k
                 if first is None or s < first:
                     first = s
                 if last is None or d > last:
                     last = d
+            if by_queue:  # the descriptor rate paces the queue, not the engines
+                ready[c] = first + gap * k
             stop[i] = last
             fire_later(ev, self.priority(), first - now)
 

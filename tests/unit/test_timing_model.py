@@ -88,6 +88,19 @@ def test_small_transfers_are_limited_by_the_descriptor_rate():
     assert r["l1"].start > r["l0"].end
 
 
+def test_where_descriptors_are_made_paces_the_engines_or_the_queue():
+    """256 B per partition on two queues.  trn1 (descriptors read by the engines): the engines
+    are held 8 x 106 ns, so the second queue's transfer waits for them.  trn2 (made at run time
+    by a DGE): the engines are held for the data only, the second queue's transfer moves at
+    once, and a queue's next transfer still waits the 848 ns (the efficiency curve, one queue)."""
+    body = [_load("l0", free=128), _load("l1", free=128, queue="dma1", k=1), _load("l2", free=128, k=2)]
+    trn1, trn2 = _trace(_endpoints(), body), _trace(_endpoints(), body, "trn2")
+    assert trn1["l1"].start == pytest.approx(trn1["l0"].start + 8 * 106)
+    assert trn2["l1"].start - trn2["l0"].start < 100  # the trigger apart: the engines were free
+    assert trn2["l2"].start == pytest.approx(trn2["l0"].start + 8 * 106)  # its own queue's pace
+    assert not TRN1.dma_paced_by_queue and TRN2.dma_paced_by_queue
+
+
 def test_queues_share_the_dma_engines_their_partitions_map_to():
     """Two 4-partition loads on two queues: on the same partitions they take turns on one
     engine; on partitions 0-3 and 8-11 (engines 0 and 1) they move at once."""

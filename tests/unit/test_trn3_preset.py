@@ -18,14 +18,16 @@ TIMING = (ROOT / "docs" / "timing.md").read_text()
 
 
 def _trn3_column() -> dict[str, float]:
-    """``field -> trn3 value`` from every ``| `a`, `b` | trn1 | trn2 | trn3 | source |`` row."""
+    """``field -> trn3 value`` from every ``| `a`, `b` | trn1 | trn2 | trn3 | source |`` row (a
+    yes / no cell is a flag: 1 / 0)."""
     values: dict[str, float] = {}
     for line in TIMING.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) != 5 or not cells[0].startswith("`"):
             continue
         for name in re.findall(r"`(\w+)`", cells[0]):
-            values[name] = float(cells[3].replace(",", ""))
+            flag = {"yes": 1.0, "no": 0.0}.get(cells[3])
+            values[name] = flag if flag is not None else float(cells[3].replace(",", ""))
     return values
 
 

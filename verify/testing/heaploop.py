@@ -47,6 +47,7 @@ def heap_run(plan: Plan, timing: tuple) -> HeapTimes:
     trigger, issued, start, end = [0.0] * n, [-1.0] * n, [0.0] * n, [0.0] * n
     res, stop = [0.0] * n, [0.0] * n
     free = [0.0] * plan.spec.dma_engines
+    by_queue, ready = plan.spec.dma_paced_by_queue, [0.0] * ncomp
     pos, phase, count = [0] * ncomp, [0] * ncomp, [0] * ncomp
     parked: dict[tuple[int, int], list[int]] = {}
     awaiting: dict[int, int] = {}
@@ -147,15 +148,20 @@ def heap_run(plan: Plan, timing: tuple) -> HeapTimes:
         for c, i in requests:
             k = 1.0 if scale is None else scale[i]
             first = last = None
+            gap = 0.0
+            floor = ready[c] if by_queue and ready[c] > now else now
             for e, data, keep in shares[i]:
                 f = free[e]
-                s = f if f > now else now
-                free[e] = s + keep * k
+                s = f if f > floor else floor
+                free[e] = s + (data if by_queue else keep) * k
+                gap = max(gap, keep)
                 d = s + data * k
                 if first is None or s < first:
                     first = s
                 if last is None or d > last:
                     last = d
+            if by_queue:
+                ready[c] = first + gap * k
             stop[i] = last
             push(now + (first - now), c)
 
