@@ -38,11 +38,20 @@ __all__ = ["PassStage", "PassEffect", "pass_effect", "fix_text", "explain_race",
 
 
 def user_slot(passes: list[Pass], user: Any, replace: str | None) -> int | None:
-    """The index of the user's pass in ``passes`` (None: no pass of the user's)."""
+    """The index the user's pass takes in the pipeline ``passes`` (which does not hold it yet):
+    the slot it replaces, or, appended, the one after the last (None: no pass of the user's).
+    (``len - 1`` took the last built-in pass for the user's: an identity pass appended was said
+    to drop deps, ``dep-reduction``'s: a probe.)
+
+    >>> from neuronsim.passes import parse_pipeline
+    >>> passes = parse_pipeline("alloc,build-fdeps,dep-reduction")
+    >>> user_slot(passes, print, None), user_slot(passes, print, "build-fdeps"), user_slot(passes, None, None)
+    (3, 1, None)
+    """
     if user is None:
         return None
     if replace is None:
-        return len(passes) - 1
+        return len(passes)
     return [p.name for p in passes].index(replace)
 
 
@@ -98,19 +107,32 @@ def pass_effect(stage: PassStage) -> PassEffect | None:
                       added=sum((after - before).values()))
 
 
-def _waits(program: Program | None, waiter: str, on: str) -> bool:
+def _wait_of(program: Program | None, waiter: str, on: str, carried: bool):
+    """The deps of ``waiter`` on ``on`` in ``program`` (loop-carried or not, as ``carried``)."""
     if program is None:
-        return False
-    return any(d.on == on for i, _ in program.instructions() if i.name == waiter for d in i.deps)
+        return []
+    return [d for i, _ in program.instructions() if i.name == waiter for d in i.deps
+            if d.on == on and d.loop_carried == carried]
 
 
 def fix_text(kind: str, waiter: str, on: str, returned: Program | None, reference: Program | None,
-             who: str = "your pass") -> str:
-    """The fix line of a ``kind`` race between ``on`` (earlier) and ``waiter``."""
-    if _waits(reference, waiter, on) and not _waits(returned, waiter, on):
-        return f"{who} dropped `{waiter}` waits for `{on}`, needed for this {kind}"
-    dep = dumps_strict({"on": on})
-    return f"{who} leaves `{waiter}` unordered after `{on}`: add {dep} to its deps, needed for this {kind}"
+             who: str = "your pass", loop_carried: bool = False) -> str:
+    """The fix line of a ``kind`` race between ``on`` (earlier) and ``waiter``; ``loop_carried``:
+    the race is between iterations (the dep to add says so: without it the loader refuses a
+    wait on a later instruction, and the line advised that, a probe).
+
+    >>> fix_text("WAR", "b", "a", None, None, loop_carried=True).partition(": ")[2]
+    'add {"on": "a", "loop_carried": true} to its deps, needed for this WAR'
+    """
+    kept = _wait_of(returned, waiter, on, loop_carried)
+    when = " (previous iteration)" if loop_carried else ""
+    if _wait_of(reference, waiter, on, loop_carried) and not kept:
+        return f"{who} dropped `{waiter}` waits for `{on}`{when}, needed for this {kind}"
+    if kept and all(d.iterations for d in kept):  # (it said to add the dep the output had, limited)
+        return (f"{who} limits `{waiter}`'s wait for `{on}`{when} to some iterations (x-iterations), and this "
+                f"{kind} is outside them: widen it")
+    dep = dumps_strict({"on": on, **({"loop_carried": True} if loop_carried else {})})
+    return f"{who} leaves `{waiter}` unordered after `{on}`{when}: add {dep} to its deps, needed for this {kind}"
 
 
 def reference_output(stage: PassStage, replace: str | None, pipeline: str) -> Program | None:
@@ -136,4 +158,4 @@ def explain_race(race, unrolled, stage: PassStage, replace: str | None, pipeline
     who = "your pass" if user is not None else "the pipeline"
     reference = reference_output(stage, replace, pipeline) if user is not None else None
     doc = {**race.to_json(), "waiter": waiter, "on": dep.on, "loop_carried": dep.loop_carried}
-    return doc, fix_text(race.kind, waiter, dep.on, stage.returned, reference, who)
+    return doc, fix_text(race.kind, waiter, dep.on, stage.returned, reference, who, dep.loop_carried)

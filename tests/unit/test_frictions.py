@@ -4,6 +4,8 @@ tables that keep their numbers, grouped NKI findings, what a fuzzed pass did."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import io
 from pathlib import Path
 
@@ -179,6 +181,27 @@ def test_a_pass_that_changes_nothing_is_vacuous_not_sound():
     assert result.effect_text("dep-reduction").startswith("vacuous:")
     with pytest.raises(AssertionError, match="^vacuous: your pass"):
         assert_pass_sound(lambda program: program, replace="dep-reduction", examples=6, seed=0)
+
+
+def test_a_pass_appended_after_the_pipeline_is_judged_on_its_own_work():
+    # without --replace the pass runs after the whole pipeline: its input is dep-reduction's
+    # output (the effect was read from dep-reduction's slot: an identity pass "dropped deps")
+    result = check_pass(lambda program: program, examples=20, seed=0)
+    assert result.ok and result.vacuous and result.changed == 0 and result.dropped == 0
+
+
+def test_the_fix_line_of_a_race_across_iterations_adds_a_loop_carried_dep():
+    # a pass that drops every loop-carried dep leaves only races across iterations: the fix
+    # line said add {"on": ...} without loop_carried, which the loader refuses (a probe)
+    def drop_carried(program):
+        return program.map_instructions(
+            lambda inst: replace(inst, deps=tuple(d for d in inst.deps if not d.loop_carried)))
+
+    result = check_pass(drop_carried, replace="dep-reduction", examples=200, seed=0, shrink=False)
+    assert not result.ok and result.failure.check == "races", result.failure
+    fix = result.failure.fix
+    assert result.failure.race["loop_carried"] and "(previous iteration)" in fix, fix
+    assert fix.startswith("your pass dropped") or '"loop_carried": true' in fix, fix
 
 
 def test_assert_pass_sound_leads_with_the_fix_line_and_the_saved_file(tmp_path):
