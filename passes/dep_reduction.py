@@ -411,13 +411,22 @@ def _split_rows(table: DepTable, replacements: dict[int, list[Ranges]]) -> tuple
 def _relabel(stream: InstanceStream, table: DepTable, made: list[int]) -> DepTable:
     """Label each row made by a split with the strongest kind the pairs it now waits on give
     (Ordered when they share no byte): restricted to fewer iterations, a dep may no longer
-    wait on the pair that gave it its kind (``verifyAntiDependence``'s rule)."""
+    wait on the pair that gave it its kind (``verifyAntiDependence``'s rule).  Every instance
+    the wait names counts, not only the one it resolves to: a wait from after a loop names
+    all of its iterations (only the last was read: a first iteration's RAW left the dep
+    Ordered, and the pipeline failed its own fuzzer, a probe)."""
     kinds = table.kind.copy()
     resolved = stream.resolve(table.select(np.asarray(made, np.int64)))
     waiter = np.repeat(np.arange(len(stream), dtype=np.int64), np.diff(resolved.ptr)).tolist()
     best: dict[int, int] = {}
+    flow = int(EdgeKind.FLOW)
     for k, (a, r) in enumerate(zip(resolved.target.tolist(), resolved.row.tolist())):
-        best[r] = conflict_kind(stream, a, waiter[k], best.get(r, int(EdgeKind.ORDERED)))
+        found = best.get(r, int(EdgeKind.ORDERED))
+        for target in reversed(stream.waited_with(a, waiter[k])):
+            if found == flow:
+                break
+            found = conflict_kind(stream, target, waiter[k], found)
+        best[r] = found
     for k, r in enumerate(made):
         kinds[r] = best.get(k, int(EdgeKind.ORDERED))
     return table.with_kinds(kinds)

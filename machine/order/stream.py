@@ -439,9 +439,13 @@ class InstanceStream:
     def targets_one(self, i: int, dep) -> list[int]:
         """Every instance of ``dep.on`` that instance ``i`` waits on through ``dep``."""
         last = self.resolve_one(i, dep)
-        if last < 0:
-            return []
-        x = self.id_of[dep.on]
+        return [] if last < 0 else self.waited_with(last, i)
+
+    def waited_with(self, last: int, i: int) -> list[int]:
+        """Every instance a wait of instance ``i`` names when it resolves to ``last``: the
+        instances of ``last``'s instruction in ``last``'s iteration of the loops around both
+        (a wait from outside a loop waits for all of its iterations), ``last`` the latest."""
+        x = int(self.instr[last])
         c = self.common(x, int(self.instr[i]))
         ids = [last - self.tail[x][c]]  # the first instance sharing the target's common prefix
         for trip, span in zip(self.trips[x][c:], self.spans[x][c:]):

@@ -91,3 +91,31 @@ def test_racy_deps_keep_every_order():
 def test_orders_option_is_checked():
     with pytest.raises(ValueError, match="orders must be one of"):
         DepReduction(orders="some")
+
+
+def test_a_split_dep_is_labelled_by_every_instance_its_wait_names():
+    """``r`` (after loop L0) waits for every iteration of ``w``; split to ``r``'s first
+    iteration it was relabelled from ``w``'s last instance alone, which shares no byte with it,
+    so ``ordered`` where ``w``'s first iteration writes what ``r`` reads (``flow``): the
+    pipeline failed its own fuzzer at 3,000 examples (probe_y)."""
+    from neuronsim.machine.formats.program_json import parse_program
+    from neuronsim.passes.analysis.labels import verify_anti_dependence
+
+    doc = {"format": "neuronsim.program/1", "machine": "trn1", "tensors": {
+        "src": {"memory": "dram", "dtype": "float32", "shape": [64], "address": 0, "role": "input"},
+        "a": {"memory": "dram", "dtype": "int32", "shape": [28], "address": 4096, "role": "input"},
+        "dst": {"memory": "dram", "dtype": "int32", "shape": [64], "address": 8192, "role": "output"}},
+        "body": [
+            {"loop": "L0", "trip_count": 2, "body": [
+                {"name": "w", "engine": "dve", "op": "dma_copy", "queue": "dma2",
+                 "reads": [{"tensor": "a", "offset": 0, "pattern": [[1, 2]]}],
+                 "writes": [{"tensor": "a", "offset": 4, "pattern": [[19, 2]], "per_iteration": {"L0": 4}}]}]},
+            {"loop": "L1", "trip_count": 2, "body": [
+                {"name": "r", "engine": "sp", "op": "dma_copy", "queue": "dma0",
+                 "reads": [{"tensor": "a", "offset": 13, "pattern": [[1, 13]]}],
+                 "writes": [{"tensor": "dst", "offset": 0, "pattern": [[1, 13]], "per_iteration": {"L1": 13}}]}]}]}
+    compiled, _ctx = compile_program(parse_program(doc), DEFAULT_PIPELINE)
+    [dep] = [d for inst, _ in compiled.instructions() if inst.name == "r" for d in inst.deps]
+    assert dep.on == "w" and dep.iterations  # split to r's first iteration
+    assert verify_anti_dependence(compiled) == () and dep.kind.name == "FLOW"
+    assert check_program(compiled).race_free
