@@ -329,10 +329,15 @@ def _fit(src: Layout, dst: Layout) -> Layout:
     return src
 
 
+def sbuf_tile(shape: tuple[int, ...], dtype: str) -> Layout:
+    """A fresh SBUF tile of ``shape`` and ``dtype``: a tile the compiler stages or keeps an intermediate in."""
+    return declare_tile(current(), spec_of(shape, to_dtype(dtype), "sbuf"))
+
+
 def float32_tile(shape: tuple[int, ...]) -> Layout:
     """A fresh SBUF tile of ``shape`` in float32: where an intermediate stays at the engines'
     precision before one cast to its destination's dtype, as the compiler stages it."""
-    return declare_tile(current(), spec_of(shape, to_dtype("float32"), "sbuf"))
+    return sbuf_tile(shape, "float32")
 
 
 def staged_from_psum(layout: Layout) -> Layout:
@@ -343,7 +348,7 @@ def staged_from_psum(layout: Layout) -> Layout:
     if layout.tensor.memory.name != "PSUM":
         return layout
     tracer = current()
-    staged = declare_tile(tracer, spec_of(layout.shape, to_dtype(layout.element_dtype), "sbuf"))
+    staged = sbuf_tile(layout.shape, layout.element_dtype)
     tracer.note_write(staged)
     tracer.kb.tensor_copy(staged.view(), layout.view(), engine="act")
     return staged
