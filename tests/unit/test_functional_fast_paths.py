@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neuronsim.machine.formats.program_json import load_program
+from neuronsim.machine.formats.program_json import load_program, loads_program
 from neuronsim.machine.sim.memory import initial_memory
 from neuronsim.machine.sim.plan import build_plan
 from neuronsim.machine.sim.simulator import Executor, instance_sources, make_trace, run_sequential, simulate
@@ -64,6 +64,27 @@ def _sequential_on_copies(plan, memory):
     for i in range(len(plan)):
         executor.finish(i, executor.begin(i))
     return memory
+
+
+def _self_overlapping_transfer():
+    """One DMA that reads ``x[0:2]`` and writes both elements to ``x[1]`` (a stride-0 write):
+    what the fuzzer drew when it blamed a user's pass (probe_y's correct reduction) for outputs
+    that differed from the sequential reference."""
+    return loads_program('''{"format": "neuronsim.program/1", "machine": "trn1",
+      "tensors": {"x": {"memory": "dram", "dtype": "uint32", "shape": [2], "address": 0, "role": "input"}},
+      "body": [{"name": "d", "engine": "pool", "op": "dma_copy", "queue": "dma0",
+                "reads": [{"tensor": "x", "offset": 0, "pattern": [[1, 2]]}],
+                "writes": [{"tensor": "x", "offset": 1, "pattern": [[0, 2]]}]}]}''')
+
+
+def test_a_transfer_that_overwrites_its_own_source_reads_it_first():
+    program = _self_overlapping_transfer()
+    plan = build_plan(program)
+    before = initial_memory(program, plan.spec).dram_array(program.tensors["x"])
+    after = run_sequential(plan, initial_memory(program, plan.spec)).dram_array(program.tensors["x"])
+    assert before[0] != before[1]  # else the two orders could not differ
+    assert after.tolist() == [before[0], before[1]]  # the last write is the old x[1]
+    assert simulate(program, compare="all").first_difference is None
 
 
 @pytest.mark.parametrize("name", ["matmul_k_loop", *SCENARIOS])
