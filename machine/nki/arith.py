@@ -274,11 +274,28 @@ def emit_partition_reduce(dst: Any, reducer: str, data: Any) -> None:
     tracer.kb.instruction("tensor_partition_reduce", "pool", [source.view()], [dst.view()], attrs={"op": reducer})
 
 
+def _axis_given(name: str, x: Any, axis: Any) -> None:
+    """Refuse a reduction called without ``axis``: its page (``nki.language.sum(x, axis, *, ...)``,
+    and ``max``, ``min``, ``prod``, ``mean``, ``all``, ``var`` alike) gives it no default, where
+    numpy's reduces every axis.  An agent-written kernel's ``nl.sum(q * q)`` of a 1-D tile had
+    failed inside neuronsim ("min() arg is an empty sequence"), and of a 2-D tile summed its
+    free axes as if NKI did."""
+    if axis is None:
+        shape = tuple(getattr(x, "shape", ()))
+        free = tuple(range(1, len(shape)))
+        hint = ("a 1-D tile has only its partition axis (axis=0: a cross-partition reduction, where the "
+                "API generation allows one)" if not free else
+                f"e.g. axis={free[0] if len(free) == 1 else free} for the free axes of a {list(shape)} tile")
+        raise fail(f"nl.{name}: axis is required (nki.language.{name}(x, axis, ...) has no default, unlike "
+                   f"numpy's); {hint}")
+
+
 def _reduce_fn(name: str, op: str, scale_by_count: bool = False):
     @api(f"nl.{name}")
     def fn(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, keepdims: bool = False,
            **_kw: Any) -> NkiTensor:
-        if axis is not None and ops.normal_axes(x.shape, axis) == [0]:  # the partition axis alone: POOL
+        _axis_given(name, x, axis)
+        if ops.normal_axes(x.shape, axis) == [0]:  # the partition axis alone: POOL
             if current().generation == "legacy":  # (it ran: a probe; NKI 0.7's pages take axis 0 alone)
                 raise fail(f"nl.{name}(axis=0): the legacy nl.{name} page's axis \"must be free dimensions, not "
                            f"partition dimension (0)\"; reduce across partitions with nisa.tensor_partition_reduce")
@@ -319,6 +336,7 @@ def var(x: NkiTensor, axis: Any = None, *, dtype: Any = None, mask: Any = None, 
     """The population variance over the free ``axis`` (the page: ``keepdims`` ignored, the
     result always keeps its dims): the mean of the squared deviations from the mean, each step
     in float32 (the engines' arithmetic) and the result cast once to ``dtype`` (else the tile's)."""
+    _axis_given("var", x, axis)
     centred = subtract(x, mean(x, axis, keepdims=True, dtype="float32", mask=mask), dtype="float32", mask=mask)
     return mean(multiply(centred, centred, dtype="float32", mask=mask), axis, keepdims=True,
                 dtype=dtype if dtype is not None else x.dtype, mask=mask)

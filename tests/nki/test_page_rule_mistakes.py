@@ -390,6 +390,28 @@ def sum_of_hbm(x):
     return _out(nl.sum(x, axis=1, keepdims=True))  # mistake
 
 
+@nki.jit
+def sum_without_axis(x):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    return _out(nl.sum(t, keepdims=True))  # mistake
+
+
+@legacy_nki.jit
+def legacy_sum_of_a_row_without_axis(x):
+    o = lnl.ndarray((128, 1), dtype=lnl.float32, buffer=lnl.shared_hbm)
+    t = lnl.load(x[:, 0])
+    lnl.store(o, value=lnl.sum(t * t))  # mistake
+    return o
+
+
+@nki.jit
+def var_without_axis(x):
+    t = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    return _out(nl.var(t))  # mistake
+
+
 @legacy_nki.jit
 def legacy_nc_transpose_of_hbm(x):
     o = lnl.ndarray((64, 128), dtype=lnl.float32, buffer=lnl.shared_hbm)
@@ -516,6 +538,12 @@ MISTAKES = {
     "transpose_of_hbm": "nl.transpose: x is x (128, 64) in HBM; compute engines read and write tiles in SBUF or PSUM "
                         "(load it first",
     "sum_of_hbm": "nl.sum: x is x (128, 64) in HBM",
+    # the fifth probe (round 4, forty-third session: an agent-written kernel's nl.sum(q * q))
+    "sum_without_axis": "nl.sum: axis is required (nki.language.sum(x, axis, ...) has no default, unlike numpy's); "
+                        "e.g. axis=1 for the free axes of a [128, 64] tile",
+    "legacy_sum_of_a_row_without_axis": "nl.sum: axis is required (nki.language.sum(x, axis, ...) has no default, "
+                                        "unlike numpy's); a 1-D tile has only its partition axis",
+    "var_without_axis": "nl.var: axis is required",
     "legacy_nc_transpose_of_hbm": "nisa.nc_transpose: data is x (128, 64) in HBM",
     "tensor_tensor_with_hbm": "nisa.tensor_tensor: data2 is x (128, 64) in HBM",
     "max8_of_hbm": "nisa.max8: src is x (128, 64) in HBM",
