@@ -14,9 +14,11 @@ import pytest
 from neuronsim.testing.planted import (
     AntiDepsFirstPartition,
     DropPsumAccumulation,
+    OneFifoReduction,
     ProgramOrderFoldReduction,
     simulator_ignoring_one_wait,
 )
+from neuronsim.testing import planted
 from neuronsim.verify.cli.cmd_fuzz import plan_chunks
 from neuronsim.verify.fuzz import check_pass
 from neuronsim.verify.strategies import strip_deps
@@ -35,14 +37,25 @@ def test_the_real_pipeline_passes():
     (DropPsumAccumulation(), {"replace": "build-fdeps"}, {"flow", "labels", "races"}),
     (AntiDepsFirstPartition(), {"replace": "anti-deps"}, {"labels", "races"}),
     (ProgramOrderFoldReduction(), {"replace": "dep-reduction"}, {"races"}),
+    (OneFifoReduction(), {"replace": "dep-reduction"}, {"races"}),
     (None, {"simulator": simulator_ignoring_one_wait}, {"outputs", "trace"}),
 ], ids=["fdeps-drops-psum-accumulation", "anti-deps-ignores-partitions", "reduction-program-order-fold",
-        "simulator-ignores-a-wait"])
+        "reduction-one-fifo-for-every-queue", "simulator-ignores-a-wait"])
 def test_planted_bug_is_found_within_the_default_budget(planted, options, checks):
     result = check_pass(planted, examples=DEFAULT_BUDGET, seed=0, shrink=False, **options)
     assert result.failure is not None, "the fuzzer missed the planted bug"
     assert result.failure.check in checks, result.failure.message
     assert result.first_failure_at <= DEFAULT_BUDGET
+
+
+@pytest.mark.parametrize("latest_first", [False, True])
+def test_the_planted_reductions_fold_is_sound_without_its_mistakes(latest_first):
+    """The two planted reductions share one fold: without the mistakes it passes, so what the
+    fuzzer finds in them is the planted bug, not the fold."""
+    def sound(program):
+        return planted._fold_reduction(program, triggered_is_done=False, one_fifo=False, latest_first=latest_first)
+
+    assert check_pass(sound, replace="dep-reduction", examples=150, seed=0, shrink=False).failure is None
 
 
 def test_a_failure_is_shrunk_and_saved(tmp_path):

@@ -9,6 +9,10 @@ Each is a realistic way to get a pass or the simulator wrong:
 * :class:`ProgramOrderFoldReduction` - a reduction that folds predecessors in program order
   and builds the closures the wrong way: a DMA counts as complete on its sequencer as soon as
   it is triggered (the async window of rule 2 forgotten);
+* :class:`OneFifoReduction` - a reduction that keeps rule 2 but takes every DMA queue for one
+  FIFO: a transfer counts as complete once a later one of any queue is (probe_y's p05, which
+  4,000 examples of the old program mix never caught: it needs one instruction waiting on
+  transfers of two queues);
 * :func:`simulator_ignoring_one_wait` - a simulator that skips the first wait it meets.
 """
 
@@ -66,46 +70,65 @@ class AntiDepsFirstPartition(AntiDeps):
         return program.map_instructions(lambda inst: replace(inst, deps=deps[inst.name]))
 
 
+def _fold_reduction(program: Program, *, triggered_is_done: bool, one_fifo: bool,
+                    latest_first: bool | None = None) -> Program:
+    """A vector-clock reduction with one of two planted mistakes.  An instruction's waits are
+    folded earliest first, or latest first (by default with ``one_fifo``): a later transfer's
+    completion then stands for an earlier one's, as a transitive reduction over FIFO edges has
+    it.  Either order is sound without the mistakes."""
+    latest_first = one_fifo if latest_first is None else latest_first
+    unrolled = unroll(program)
+    width = len(SEQ) + 16
+    seq_clock = {s: (0,) * width for s in SEQ}
+    queue_clock: dict[str, tuple] = {}
+    count = [0] * width
+    end: dict[int, tuple] = {}
+    needed: set[tuple[str, int]] = set()
+    join = lambda a, b: tuple(x if x > y else y for x, y in zip(a, b))  # noqa: E731
+    for inst, waits in zip(unrolled, unrolled.resolve_waits()):
+        instr = inst.instr
+        state = seq_clock[instr.engine]
+        for dep, target in sorted(waits, key=lambda wait: wait[1], reverse=latest_first):  # (sorted is stable)
+            comp, pos = end[target][-2:]
+            if state[comp] >= pos:
+                continue
+            needed.add((instr.name, instr.deps.index(dep)))
+            state = join(state, end[target][0])
+        if instr.is_dma:
+            fifo = "dma" if one_fifo else instr.queue  # the second bug: one FIFO for every queue
+            q = len(SEQ) + (0 if one_fifo else int(instr.queue[3:]))
+            start = join(state, queue_clock.get(fifo, (0,) * width))
+            comp = q
+        else:
+            fifo, start, comp = None, state, SEQ.index(instr.engine)
+        count[comp] += 1
+        clock = start[:comp] + (count[comp],) + start[comp + 1:]
+        end[inst.id] = (clock, comp, count[comp])
+        if fifo is not None:
+            queue_clock[fifo] = clock
+        # The first bug: the sequencer treats a triggered DMA as completed (rule 2 forgotten).
+        seq_clock[instr.engine] = clock if triggered_is_done or not instr.is_dma else state
+
+    def keep(instr):
+        return replace(instr, deps=tuple(d for k, d in enumerate(instr.deps) if (instr.name, k) in needed))
+
+    return program.map_instructions(keep)
+
+
 @dataclass(frozen=True, slots=True)
 class ProgramOrderFoldReduction(Pass):
     name: ClassVar[str] = "dep-reduction"
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
-        unrolled = unroll(program)
-        width = len(SEQ) + 16
-        seq_clock = {s: (0,) * width for s in SEQ}
-        queue_clock: dict[str, tuple] = {}
-        count = [0] * width
-        end: dict[int, tuple] = {}
-        needed: set[tuple[str, int]] = set()
-        join = lambda a, b: tuple(x if x > y else y for x, y in zip(a, b))  # noqa: E731
-        for inst, waits in zip(unrolled, unrolled.resolve_waits()):
-            instr = inst.instr
-            state = seq_clock[instr.engine]
-            for dep, target in sorted(waits, key=lambda wait: wait[1]):  # program order (sorted is stable)
-                comp, pos = end[target][-2:]
-                if state[comp] >= pos:
-                    continue
-                needed.add((instr.name, instr.deps.index(dep)))
-                state = join(state, end[target][0])
-            if instr.is_dma:
-                q = len(SEQ) + int(instr.queue[3:])
-                start = join(state, queue_clock.get(instr.queue, (0,) * width))
-                comp = q
-            else:
-                start, comp = state, SEQ.index(instr.engine)
-            count[comp] += 1
-            clock = start[:comp] + (count[comp],) + start[comp + 1:]
-            end[inst.id] = (clock, comp, count[comp])
-            if instr.is_dma:
-                queue_clock[instr.queue] = clock
-            # The bug: the sequencer treats a triggered DMA as completed (rule 2 forgotten).
-            seq_clock[instr.engine] = clock
+        return _fold_reduction(program, triggered_is_done=True, one_fifo=False)
 
-        def keep(instr):
-            return replace(instr, deps=tuple(d for k, d in enumerate(instr.deps) if (instr.name, k) in needed))
 
-        return program.map_instructions(keep)
+@dataclass(frozen=True, slots=True)
+class OneFifoReduction(Pass):
+    name: ClassVar[str] = "dep-reduction"
+
+    def apply(self, program: Program, ctx: PassContext) -> Program:
+        return _fold_reduction(program, triggered_is_done=False, one_fifo=True)
 
 
 def simulator_ignoring_one_wait(program: Program, **options):
