@@ -96,13 +96,14 @@ def _program_fields(p: Pass, program: Program) -> None:
     from neuronsim.machine.formats.jsonio import dumps_strict
     from neuronsim.machine.model.presets import resolve_machine
 
-    try:
-        if not isinstance(program.machine, (str, Mapping)):  # (None resolves to the default, but is not written)
-            raise TypeError("a machine is a preset's name or an object of overrides")
-        resolve_machine(program.machine)
-    except (ProgramError, TypeError, ValueError) as err:
-        raise ProgramError("--passes", f"the pass {p.name!r} returned a program whose machine {program.machine!r} is "
-                                       f"none neuronsim knows ({message_of(err)})") from None
+    if isinstance(program, Program):  # (a task program names no machine: every user pass was an exit 3, a probe)
+        try:
+            if not isinstance(program.machine, (str, Mapping)):  # (None resolves to the default, but is not written)
+                raise TypeError("a machine is a preset's name or an object of overrides")
+            resolve_machine(program.machine)
+        except (ProgramError, TypeError, ValueError) as err:
+            raise ProgramError("--passes", f"the pass {p.name!r} returned a program whose machine {program.machine!r} "
+                                           f"is none neuronsim knows ({message_of(err)})") from None
     extras = program.extras if isinstance(program.extras, Mapping) else {"extras": program.extras}
     for key, extra in extras.items():
         try:

@@ -73,6 +73,18 @@ def test_a_custom_pipeline_and_a_bad_one(tmp_path):
     assert run.exit_code == 2 and "unknown pass 'no-such-pass'" in run.stderr
 
 
+def test_a_users_pass_in_the_task_pipeline(tmp_path, monkeypatch):
+    """A user's pass in ``tasks --passes`` (docs/tasks-passes.md): the check of its result read a
+    program's machine, which a task program has none of, so every user pass was an exit 3
+    (probe_bad F2); ``footprint`` the same."""
+    (tmp_path / "mypass.py").write_text("def ident(program):\n    return program\n")
+    monkeypatch.chdir(tmp_path)
+    spec = "derive-call-directions,auto-derive-task-dependencies,materialize-runtime-scopes,mypass:ident"
+    assert _json(HOLE, "--passes", spec)["calls"] == _json(HOLE, "--passes", spec.rsplit(",", 1)[0])["calls"]
+    run = CliRunner().invoke(cli, ["footprint", HOLE, "--passes", spec])
+    assert run.exit_code == 0, run.output
+
+
 @pytest.mark.parametrize("what, edit, path, fragment", BAD[:8] + BAD[-6:], ids=[b[0] for b in BAD[:8] + BAD[-6:]])
 def test_bad_programs_exit_2_with_one_located_line(tmp_path, what, edit, path, fragment):
     source = tmp_path / "bad.json"
