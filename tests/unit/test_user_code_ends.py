@@ -82,6 +82,9 @@ def test_a_pass_module_that_exits_as_it_loads(folder):
 def test_a_reference_that_never_returns_is_stopped_at_its_line(folder, where, body, what):
     (folder / "ref.py").write_text(body)
     one_error_line(_child(folder, *_run(folder, where, "--max-idle", "1")), "ref.py:", what, "--max-idle")
+    # compare ran the reference unwatched: it hung, --max-idle or not (probe_bad F1)
+    compare = ["compare", "k.py::add1", "k.py::add1", "--inputs", "in.npz", "--reference", where, "--max-idle", "1"]
+    one_error_line(_child(folder, *compare), "ref.py:", what, "--max-idle")
 
 
 def test_a_scenario_file_that_never_finishes_loading_is_stopped(folder):

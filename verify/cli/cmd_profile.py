@@ -14,8 +14,8 @@ import os
 
 import click
 
-from neuronsim.verify.cli.common import (check_output, emit_json, guard_size, json_option, run_command, size_options,
-                                         stdout_for_json)
+from neuronsim.verify.cli.common import (check_output, emit_json, guard_size, json_option, max_idle_seconds,
+                                         run_command, size_options, stdout_for_json)
 from neuronsim.verify.cli.cmd_nki import kernel_options, trace_from_options
 
 __all__ = ["profile", "run_spec", "kernel_source"]
@@ -42,8 +42,9 @@ def kernel_source(spec: str) -> tuple[str, list[str], tuple[int, int]] | None:
 
 def run_spec(spec: str, *, inputs_path, args, grid, dtypes, max_instances, max_memory, functional: bool,
              seeds=(None,), reference=None):
-    """Trace ``spec`` as the options say and run it end to end (guarded as ``run`` guards);
-    the :class:`~neuronsim.verify.nki.run.KernelReport`."""
+    """Trace ``spec`` as the options say and run it end to end (guarded as ``run`` guards, the
+    ``reference`` too: ``--max-idle`` past the rest of the run); the
+    :class:`~neuronsim.verify.nki.run.KernelReport`."""
     from neuronsim.machine.formats.validate import validate_program
     from neuronsim.verify.nki.run import run_traced
 
@@ -54,7 +55,7 @@ def run_spec(spec: str, *, inputs_path, args, grid, dtypes, max_instances, max_m
 
     traced, kwargs = trace_from_options(spec, inputs_path, args, grid, dtypes)
     return run_traced(traced, spec.rsplit("::", 1)[1], kwargs=kwargs, seeds=seeds, before_work=guard,
-                      functional=functional, reference=reference)
+                      functional=functional, reference=reference, max_idle=max_idle_seconds())
 
 
 @click.command("profile")
