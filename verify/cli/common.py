@@ -34,6 +34,7 @@ from neuronsim.machine.formats.files import (
 )
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
+from neuronsim.verify.cli import document
 from neuronsim.verify.cli.signals import HungUp, Terminated, end_now, mark_reported, raise_if_received, received
 from neuronsim.machine.order.work_estimate import SizeEstimate, estimate_size
 from neuronsim.verify.app.host import (
@@ -97,11 +98,12 @@ class FiniteFloat(click.FloatRange):
 def emit_json(doc: Any, *, failing: bool = False) -> None:
     """Write the one JSON document of a ``--json`` run (strict JSON: a NaN or an infinity
     that reached a figure is written as null, never as the non-JSON ``NaN``)."""
-    if sys.stdout is None:
+    out = document.stream()
+    if out is None:
         raise UsageFailure("standard output is closed; --json writes its document there", "--json")
     try:
-        sys.stdout.write(dumps_strict(doc, indent=1) + "\n")
-        sys.stdout.flush()
+        out.write(dumps_strict(doc, indent=1) + "\n")
+        out.flush()
     except BrokenPipeError:
         raise
     except OSError as err:  # a full device (> /dev/full): one line, not a second failure writing there
@@ -116,10 +118,10 @@ def _silence_stdout() -> None:
     device again (an error document, the interpreter's last flush)."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError):
+        os.dup2(devnull, document.stream().fileno())
+    except (AttributeError, OSError, ValueError):
         pass
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - held until the process exits
+    document.replace_stream(open(os.devnull, "w"))  # noqa: SIM115 - held until the process exits
 
 
 def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
@@ -139,7 +141,7 @@ def say_error(path: str, message: str, as_json: bool, *, status: int = EXIT_INPU
         click.echo(f"{label}: {line}" if line else label, err=True)
     except OSError:  # standard error full or gone (`2>/dev/full`): the exit status still says it
         pass
-    if as_json and sys.stdout is not None:
+    if as_json and document.stream() is not None:
         emit_json({"format": "neuronsim.error/1", "path": printable(path), "message": printable(message),
                    "internal": internal}, failing=True)
 
@@ -208,6 +210,7 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
 
         begin_outputs()
         pyfile.PRINTS_ASIDE[0] = bool(kwargs.get("as_json")) or kwargs.get("output") == "-"
+        held = document.hold(pyfile.PRINTS_ASIDE[0])
         try:
             guarded(*args, **kwargs)
         except SystemExit as done:
@@ -223,6 +226,7 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
             raise
         finally:
             pyfile.PRINTS_ASIDE[0] = False
+            document.release(held)
 
     def guarded(*args: Any, **kwargs: Any) -> None:
         as_json = bool(kwargs.get("as_json"))
@@ -502,7 +506,7 @@ def _is_stdout(path: str) -> bool:
     """Whether ``path`` is the file standard output writes to (``/dev/stdout``, ``/dev/fd/1``,
     or the very file stdout was redirected to): a second document there breaks the JSON."""
     try:
-        here, there, null = os.stat(path), os.fstat(1), os.stat(os.devnull)
+        here, there, null = os.stat(path), os.fstat(document.descriptor()), os.stat(os.devnull)
     except (OSError, ValueError):
         return False
     same = (here.st_dev, here.st_ino) == (there.st_dev, there.st_ino)

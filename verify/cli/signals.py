@@ -86,8 +86,10 @@ def _say_and_exit(signum: int) -> None:
     word = _WORD[signum]
     try:
         if _as_json():
-            sys.stdout.write(_DOCUMENT[signum] + "\n")
-            sys.stdout.flush()
+            held = sys.modules.get("neuronsim.verify.cli.document")  # (loaded with the commands)
+            out = held.stream() if held is not None else sys.stdout
+            out.write(_DOCUMENT[signum] + "\n")
+            out.flush()
         sys.stderr.write(f"{word}\n")
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):  # closed streams: the status still says it

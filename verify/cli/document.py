@@ -1,0 +1,93 @@
+"""Where a command's one document goes (``--json``, a program to ``-o -``).
+
+Such a command promises exactly one document on standard output.  The user's code runs in the
+same process (a kernel, a reference, a pass), and :data:`~neuronsim.machine.formats.pyfile.PRINTS_ASIDE`
+sends its ``print`` to standard error; but ``print`` is only the Python level.  What writes to
+file descriptor 1 itself went into the document or took it (probe_bad F3): ``os.write(1, ...)``,
+a child process that inherits the descriptor (a kernel that runs ``git``), a C library's
+``printf``, and ``os.dup2(devnull, 1)``, after which the report was lost with exit 0.
+
+So while such a command runs, the document gets a descriptor of its own and descriptor 1 points
+at standard error; the command's ``sys.stdout`` writes to the document's descriptor.  When the
+command ends, descriptor 1 is the document's again.  :func:`stream` is where the document goes
+wherever it is written from: an error that arrives while the user's reference still runs on its
+thread, whose block keeps ``sys.stdout`` pointed at standard error, wrote its error document
+there and left standard output empty (probe_bad F5).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+from typing import Any, TextIO
+
+__all__ = ["hold", "release", "stream", "descriptor", "replace_stream"]
+
+#: The document's stream while a one-document command runs (None: no such command).
+_HELD: list[Any] = [None]
+
+
+def stream() -> TextIO | None:
+    """The stream of the command's document: the held one, else ``sys.stdout``."""
+    return _HELD[0] if _HELD[0] is not None else sys.stdout
+
+
+def descriptor() -> int:
+    """The file descriptor the document is written to (1 when none is held apart)."""
+    try:
+        return stream().fileno()
+    except (AttributeError, OSError, ValueError):
+        return 1
+
+
+def replace_stream(new: TextIO) -> None:
+    """The document's stream is ``new`` from now on (standard output silenced: /dev/null)."""
+    if _HELD[0] is not None:
+        _HELD[0] = new
+    sys.stdout = new
+
+
+def hold(active: bool) -> tuple[TextIO, int] | None:
+    """At the start of a command: under a one-document command (``active``), give the
+    document a descriptor of its own and point descriptor 1 at standard error.  What
+    :func:`release` needs, or None (nothing held apart: standard output closed, or not
+    descriptor 1, as under a test's in-memory runner, whose stream is still the document's)."""
+    if not active or sys.stdout is None:
+        return None
+    _HELD[0] = sys.stdout
+    try:
+        if sys.stdout.fileno() != 1:
+            return None
+        sys.stdout.flush()
+        own = os.dup(1)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    try:
+        os.dup2(2, 1)
+    except OSError:  # no standard error to point at (`2>&-`): the document keeps descriptor 1
+        os.close(own)
+        return None
+    kept = sys.stdout
+    sys.stdout = _HELD[0] = io.TextIOWrapper(io.BufferedWriter(io.FileIO(own, "w")), encoding=kept.encoding,
+                                             errors=kept.errors, line_buffering=True)
+    return kept, own
+
+
+def release(held: tuple[TextIO, int] | None) -> None:
+    """At the end of the command: descriptor 1 and ``sys.stdout`` are the document's again."""
+    document, _HELD[0] = _HELD[0], None
+    if held is None:
+        return
+    kept, own = held
+    try:
+        if document is not None:
+            document.flush()
+    except (OSError, ValueError):  # a reader gone or a full device: the command has said so already
+        pass
+    try:
+        os.dup2(own, 1)  # (after silencing, /dev/null: so stays the interpreter's last flush)
+    except OSError:
+        pass
+    if sys.stdout is document:
+        sys.stdout = kept
