@@ -151,9 +151,11 @@ def test_an_alloc_option_out_of_any_machines_range_is_the_options_error(folder: 
     (["fuzz", "--examples", "2", "--out", "gone/sub"], "gone is a symbolic link that leads nowhere (No such file"),
     (["run", "matmul_tiled", "--out", "loop"], "loop is a symbolic link that leads nowhere (Too many levels"),
     (["run", "matmul_tiled", "--out", "gone"], "gone is a symbolic link that leads nowhere (No such file"),
+    # a folder the system lets no one make, though access() says it may (probe_bad M-F13: after the whole fuzz)
+    (["fuzz", "--examples", "2", "--out", "/proc/neuronsim-fz"], "cannot create the folder: No such file"),
 ])
-def test_an_output_folder_through_a_link_to_nowhere_is_refused_before_any_work(folder: Path, args: list[str],
-                                                                             fragment: str) -> None:
+def test_an_output_folder_that_cannot_be_made_is_refused_before_any_work(folder: Path, args: list[str],
+                                                                         fragment: str) -> None:
     """``fuzz --out`` through a loop of links ran to its end and exited 0 when it found nothing
     to write (and would have failed writing the first failure); ``run`` said only "File exists"."""
     (folder / "loop").symlink_to("loop")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import tempfile
 import re
 import signal
 import sys
@@ -249,10 +250,12 @@ def _shrink(failure: FuzzFailure, user_pass: str | None, replace: str | None, pr
     user = load_pass(user_pass) if user_pass else None
     size = instruction_count(loads_program(failure.program, validate=False))
     if not progress.live:  # off a terminal (CI, a log): say it, since no bar moves
-        click.echo(f"fuzz: shrinking a {failure.check} failure of {size} instruction(s) ...", err=True)
+        click.echo(f"fuzz: shrinking {_article(failure.check)} {failure.check} failure of {size} instruction(s) ...",
+                   err=True)
     started = time.perf_counter()
     # size=-1: no summary line of the stage's own (the lines around it say more)
-    with progress.stage(f"shrinking a {failure.check} failure", size, unit="instruction", size=-1) as update:
+    with progress.stage(f"shrinking {_article(failure.check)} {failure.check} failure", size, unit="instruction",
+                        size=-1) as update:
         update(0, f"{size} instructions")
         shrunk = shrink_failure(failure, user, replace=replace,
                                 progress=lambda left: update(size - left, f"{left} instruction(s) left"))
@@ -286,6 +289,10 @@ def _save_distinct(failures: list[ChunkResult], out_dir: str, shrink=None) -> tu
     return distinct, saved_by_chunk
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 def _check_out_dir(out_dir: str) -> None:
     if not out_dir:
         raise UsageFailure("an empty folder name; name a folder (. for this one)", "--out")
@@ -303,6 +310,11 @@ def _check_out_dir(out_dir: str) -> None:
         raise UsageFailure(f"cannot write: {parent} is a file, not a folder", out_dir)
     if not os.access(parent, os.W_OK | os.X_OK):
         raise UsageFailure(f"cannot write: the folder {parent} is not writable", out_dir)
+    if not os.path.isdir(out_dir):  # made only when a failure is saved: try it now (/proc passes access())
+        try:
+            os.rmdir(tempfile.mkdtemp(prefix=".neuronsim-", dir=parent))
+        except OSError as err:
+            raise UsageFailure(f"cannot create the folder: {err.strerror or err}", out_dir) from None
 
 
 def _known_slot(replace: str, tasks: bool) -> None:
