@@ -107,21 +107,10 @@ def emit_json(doc: Any, *, failing: bool = False) -> None:
     except BrokenPipeError:
         raise
     except OSError as err:  # a full device (> /dev/full): one line, not a second failure writing there
-        _silence_stdout()
+        document.silence()
         if not failing:  # (an error document: its line is already out, its status stands)
             click.echo(f"error: standard output: {err.strerror or err}", err=True)
             sys.exit(EXIT_INPUT)
-
-
-def _silence_stdout() -> None:
-    """Point standard output at /dev/null, so that nothing writes into a closed pipe or a full
-    device again (an error document, the interpreter's last flush)."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, document.stream().fileno())
-    except (AttributeError, OSError, ValueError):
-        pass
-    document.replace_stream(open(os.devnull, "w"))  # noqa: SIM115 - held until the process exits
 
 
 def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
@@ -130,13 +119,21 @@ def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) ->
     sys.exit(status)
 
 
+def _shortened(line: str, most: int = 2000) -> str:
+    """``line``, or its start and end around a count of what was left out (a user's exception
+    of 2 MB was one 2 MB line: a probe; the ``--json`` document keeps it whole)."""
+    if len(line) <= most:
+        return line
+    return f"{line[:most - 500]} ... ({len(line) - most:,} characters left out) ... {line[-500:]}"
+
+
 def say_error(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
     """The one error line (and under ``--json`` the error document) of :func:`fail`."""
     internal = status == EXIT_INTERNAL
     label = "internal error" if internal else {EXIT_INTERRUPTED: "interrupted", EXIT_TERMINATED: "terminated",
                                                EXIT_HUNG_UP: "hung up"}.get(status, "error")
     where = f"{path}: " if path else ""
-    line = printable(f"{where}{message}") if label == "error" or internal else ""
+    line = _shortened(printable(f"{where}{message}")) if label == "error" or internal else ""
     try:
         click.echo(f"{label}: {line}" if line else label, err=True)
     except OSError:  # standard error full or gone (`2>/dev/full`): the exit status still says it
@@ -162,7 +159,7 @@ def closed_pipe() -> None:
     """The reader of standard output went away (``neuronsim show BIG | head``): exit 141, as
     a shell reports a SIGPIPE, with nothing on standard error.  Standard output is pointed at
     /dev/null first, so the interpreter's last flush into the closed pipe stays quiet."""
-    _silence_stdout()
+    document.silence()
     sys.exit(EXIT_BROKEN_PIPE)
 
 
@@ -505,6 +502,8 @@ def stdout_for_json(as_json: bool, outputs: Mapping[str, str | None]) -> None:
 def _is_stdout(path: str) -> bool:
     """Whether ``path`` is the file standard output writes to (``/dev/stdout``, ``/dev/fd/1``,
     or the very file stdout was redirected to): a second document there breaks the JSON."""
+    if os.path.abspath(path) in ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"):  # (descriptor 1 is held apart)
+        return True
     try:
         here, there, null = os.stat(path), os.fstat(document.descriptor()), os.stat(os.devnull)
     except (OSError, ValueError):

@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any, TextIO
 
-__all__ = ["hold", "release", "stream", "descriptor", "replace_stream"]
+__all__ = ["hold", "release", "stream", "descriptor", "silence"]
 
 #: The document's stream while a one-document command runs (None: no such command).
 _HELD: list[Any] = [None]
@@ -41,11 +41,17 @@ def descriptor() -> int:
         return 1
 
 
-def replace_stream(new: TextIO) -> None:
-    """The document's stream is ``new`` from now on (standard output silenced: /dev/null)."""
+def silence() -> None:
+    """Point the document's stream at /dev/null, so that nothing writes into a closed pipe or a
+    full device again (an error document, the interpreter's last flush)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, stream().fileno())
+    except (AttributeError, OSError, ValueError):
+        pass
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - held until the process exits
     if _HELD[0] is not None:
-        _HELD[0] = new
-    sys.stdout = new
+        _HELD[0] = sys.stdout
 
 
 def hold(active: bool) -> tuple[TextIO, int] | None:
