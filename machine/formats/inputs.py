@@ -121,11 +121,26 @@ def read_input(source: str | BinaryIO, *, limit: int | None = None) -> bytes:
             return _read_stream(_stdin(), limit)
         except OSError as err:
             raise ProgramError("", f"cannot read standard input: {err.strerror or err}") from None
+    _not_a_kernel(os.fspath(source))
     try:
         with open(source, "rb") as fh:
             return _read_stream(fh, limit)
     except OSError as err:
         raise ProgramError("", f"cannot read {source}: {err.strerror or err}") from None
+
+
+def _not_a_kernel(source: str) -> None:
+    """Refuse an NKI kernel (``k.py::add1``) or a Python file given where a JSON document goes:
+    it said "No such file or directory" or "malformed JSON at line 1 column 1" (probe_bad M-F7b),
+    where the input was of the wrong kind."""
+    file, separator, _func = source.rpartition("::")
+    kernel = bool(separator) and file.endswith(".py")
+    path = file if kernel else source
+    if path.endswith(".py") and os.path.isfile(path):
+        spec = source if kernel else f"{source}::FUNC"
+        raise ProgramError("", f"{source} is {'an NKI kernel' if kernel else 'a Python file'}, not a JSON "
+                               f"document: trace a kernel into a program with `neuronsim nki {spec} -o PROGRAM.json`, "
+                               f"or run it with `neuronsim run {spec}`")
 
 
 def _read_stream(fh: BinaryIO, limit: int) -> bytes:

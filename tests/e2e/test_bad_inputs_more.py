@@ -163,3 +163,17 @@ def test_an_output_folder_that_cannot_be_made_is_refused_before_any_work(folder:
     line = one_error_line(_run(folder, args), fragment)
     assert line.startswith(f"error: {args[-1]}: ")
     assert not (folder / "missing").exists() and not (folder / "out").exists()
+
+
+@pytest.mark.parametrize("command", [["check"], ["simulate"], ["show"], ["footprint"], ["compile", "-o", "c.json"],
+                                     ["tasks"]])
+@pytest.mark.parametrize("given, kind, spec", [("endless.py::endless", "an NKI kernel", "endless.py::endless"),
+                                               ("endless.py", "a Python file", "endless.py::FUNC")])
+def test_a_kernel_where_a_program_goes_says_what_to_do_with_it(folder: Path, command: list[str], given: str,
+                                                                kind: str, spec: str) -> None:
+    """A program command given a kernel said "No such file or directory" or "malformed JSON at
+    line 1 column 1" (probe_bad M-F7b): the input was of the wrong kind."""
+    line = one_error_line(_run(folder, [command[0], given, *command[1:]]), f"{given} is {kind}, not a JSON document",
+                          f"neuronsim nki {spec} -o PROGRAM.json", f"neuronsim run {spec}")
+    assert line.startswith(f"error: {given} is ")
+    assert not (folder / "c.json").exists()
