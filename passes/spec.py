@@ -196,6 +196,8 @@ def _options(name: str, options: str | None, kinds: Mapping[str, Any]) -> dict[s
             raise ProgramError(f"--passes.{name}", f"an empty option in {{{options}}} (a comma with nothing after it)")
         key, sep, value = item.partition("=")
         key = key.strip(_SPACE)
+        if not sep and key in kinds:  # (said "unknown option 'buffers'" of a known one: a probe)
+            raise ProgramError(f"--passes.{name}.{key}", f"no value: write {key}=VALUE")
         if not sep or key not in kinds:
             raise ProgramError(f"--passes.{name}",
                                f"unknown option {item!r}; expected key=value with key in {sorted(kinds)}")

@@ -119,7 +119,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     """
     func, kernel_grid = unwrap(kernel)
     if machine is None:
-        machine = _target_machine(platform_of(kernel) or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE"), func)
+        machine = _target_machine(platform_of(kernel), func)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
     if any(not isinstance(g, (int, np.integer)) or not 1 <= g < 2**31 for g in grid):
         raise NkiError(_defined_at(func), f"a grid of {grid}: each dimension is an integer from 1 below 2**31")
@@ -215,12 +215,12 @@ def _attempts(kernel: Any, func: Any, grid: tuple, arrays: tuple, kwargs: dict, 
 _PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "trn2": "trn2", "trn3": "trn3"}
 
 
-def _target_machine(target: str | None, func: Any) -> str:
-    if target is None or not target.strip():
-        return "trn1"
-    machine = _PLATFORMS.get(target.strip().lower())
+def _target_machine(target: str | None, func: Any, variable: str = "NEURON_PLATFORM_TARGET_OVERRIDE") -> str:
+    where = _defined_at(func) if target else f"${variable}"  # (the variable's mistake was the kernel's: a probe)
+    target = (target or os.environ.get(variable) or "").strip()
+    machine = _PLATFORMS.get(target.lower(), None if target else "trn1")
     if machine is None:
-        raise NkiError(_defined_at(func), f"platform target {target!r} is none of {', '.join(_PLATFORMS)}")
+        raise NkiError(where, f"platform target {target!r} is none of {', '.join(_PLATFORMS)}")
     return machine
 
 
@@ -245,13 +245,14 @@ def _argument_dtype(param: str, value: np.ndarray, func: Any) -> str:
                                           f"{MAX_DIMENSIONS}")
     try:
         dtype = to_dtype(value.dtype)
-        if (why := not_held(value, dtype)) is None:  # (a float64 argument is float32: 1e39 would be inf)
-            return dtype
-        raise NkiError(_defined_at(func), f"argument {param}: {param}{why}, which {value.dtype} holds")
     except ValueError as err:
         hint = ("; view it as ml_dtypes.bfloat16 (2 bytes) or ml_dtypes.float8_e4m3fn (1 byte)"
                 if value.dtype.kind == "V" else "")
         raise NkiError(_defined_at(func), f"argument {param}: {getattr(err, 'message', err)}{hint}") from None
+    if (why := not_held(value, dtype)) is not None:  # (a float64 argument is float32: 1e39 would be inf)
+        # (raised inside the try above, it was caught and wrapped again: "argument x: argument x: ...")
+        raise NkiError(_defined_at(func), f"argument {param}: {param}{why}, which {value.dtype} holds")
+    return dtype
 
 
 def _module_state(func: Any) -> tuple[dict[str, Any], dict[str, Any], list[tuple[Any, dict[str, Any]]]]:

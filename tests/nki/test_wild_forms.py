@@ -206,8 +206,9 @@ def test_the_kernels_platform_target_picks_the_machine(monkeypatch):
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")  # the nki.jit page's other way
     np.testing.assert_array_equal(run(kernel("wild_forms_current.py::version_branch"), x)["return0"], 3 * x)
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "gpu")
-    with pytest.raises(NkiError, match="platform target 'gpu' is none of trn1, inf2, trn2, trn3"):
+    with pytest.raises(NkiError, match="platform target 'gpu' is none of trn1, inf2, trn2, trn3") as err:
         trace(kernel("wild_forms_current.py::version_branch"), x)
+    assert err.value.path == "$NEURON_PLATFORM_TARGET_OVERRIDE"  # the variable's mistake, not the kernel's line
 
 
 def test_a_comparison_of_indices_is_no_tile_operand():

@@ -66,8 +66,12 @@ def test_a_float64_argument_beyond_float32_is_refused_at_the_kernel(tmp_path: Pa
     (tmp_path / "k.py").write_text(COPY_KERNEL)
     np.savez(tmp_path / "d.npz", x=np.array([[1.0, 1e39]]))
     np.savez(tmp_path / "ok.npz", x=np.array([[1.0, 1e30]]))
-    _refused(["nki", f"{tmp_path}/k.py::cp", "--inputs", str(tmp_path / "d.npz"), "-o", str(tmp_path / "o.json")],
-             "k.py:", "argument x: x[0, 1] = 1e+39 is beyond float32 (it would be inf), which float64 holds")
+    line = _refused(["nki", f"{tmp_path}/k.py::cp", "--inputs", str(tmp_path / "d.npz"), "-o",
+                     str(tmp_path / "o.json")],
+                    "k.py:", "argument x: x[0, 1] = 1e+39 is beyond float32 (it would be inf), which float64 holds")
+    assert line.count("argument x:") == 1, line  # (it was said twice: probe_bad M-F10)
+    _refused(["nki", f"{tmp_path}/k.py::cp", "--inputs", str(tmp_path / "ok.npz"), "--dtype", "x=bfloat16",
+              "--dtype", "x=float16", "-o", str(tmp_path / "o.json")], "--dtype: x is given twice")
     from click.testing import CliRunner
 
     from neuronsim.verify.cli import cli

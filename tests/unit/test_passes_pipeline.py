@@ -284,3 +284,13 @@ class Keep(Pass):
 
     def apply(self, program, ctx):
         return program
+
+
+def test_a_known_option_without_its_value_is_named_with_its_path():
+    """``alloc{buffers}`` said "unknown option 'buffers'" of a known option (probe_bad M-F7)."""
+    with pytest.raises(ProgramError) as err:
+        parse_pipeline("alloc{buffers}")
+    assert err.value.path == "--passes.alloc.buffers" and err.value.message == "no value: write buffers=VALUE"
+    with pytest.raises(ProgramError) as err:
+        parse_pipeline("alloc{bufers}")
+    assert err.value.path == "--passes.alloc" and "unknown option 'bufers'" in err.value.message

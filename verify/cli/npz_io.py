@@ -56,6 +56,8 @@ def parse_dtype_options(items: tuple[str, ...] | list[str], option: str = "--dty
             raise UsageFailure(f"expected NAME=DTYPE, got {item!r}", option)
         if dtype not in DTYPES:
             raise UsageFailure(f"{name}: unknown dtype {dtype!r}; expected one of {', '.join(DTYPES)}", option)
+        if name in out:  # (the last silently won, where --arg refuses the same repetition: a probe)
+            raise UsageFailure(f"{name} is given twice", option)
         out[name] = dtype
     return out
 
