@@ -207,10 +207,11 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
       ``signal.pthread_sigmask`` blocks any signal but those: they are neuronsim's (a kernel that ignored SIGTERM
       made the command unkillable but by SIGKILL; a library that sets a Ctrl-C handler as it is
       imported still imports).
-    - When the last block ends, the working folder, ``sys.stdout`` / ``sys.stderr`` and the
-      recursion limit are the command's again (a kernel's ``os.chdir`` as it loads moved every
-      relative path of the command line elsewhere; a replaced ``sys.stdout`` took the
-      command's whole output; a lowered limit failed the next deep walk of the program).
+    - When the last block ends, the working folder, ``sys.stdout`` / ``sys.stderr``, the
+      recursion limit and the file-mode mask (``os.umask``) are the command's again (a kernel's
+      ``os.chdir`` as it loads moved every relative path of the command line elsewhere; a
+      replaced ``sys.stdout`` took the command's whole output; a lowered limit failed the next
+      deep walk of the program; a kernel's ``os.umask(0o777)`` wrote its files unreadable).
     - While a command's standard output is one document (:data:`PRINTS_ASIDE`), what the
       user's code prints goes to standard error.
 
@@ -227,7 +228,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
                 setattr(module, name, stand_in)
             signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
             _signal.setitimer, _signal.alarm, _signal.pthread_sigmask = _setitimer_kept, _alarm_kept, _sigmask_kept
-            _kept[:] = [_cwd(), sys.stdout, sys.stderr, sys.getrecursionlimit()]
+            _kept[:] = [_cwd(), sys.stdout, sys.stderr, sys.getrecursionlimit(), _umask()]
             _threads_before[:] = threading.enumerate()
             if PRINTS_ASIDE[0]:
                 sys.stdout = sys.stderr
@@ -248,7 +249,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
                 _give_back(*_kept)
 
 
-_kept: list[Any] = []  # what the outermost block found: folder, standard output and error, recursion limit
+_kept: list[Any] = []  # what the outermost block found: folder, streams, recursion limit, umask
 _threads_before: list[threading.Thread] = []  # the threads alive when the outermost block began
 #: Threads the user's code started that outlived its blocks (a kernel's ``Thread(target=...)``),
 #: held weakly: a finished one leaves, and a new thread that gets its number is not it.
@@ -282,7 +283,15 @@ def _exit_unless_lingering(status: Any = 0) -> None:
 PRINTS_ASIDE = [False]
 
 
-def _give_back(folder: str | None, stdout: Any, stderr: Any, recursion: int) -> None:
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _give_back(folder: str | None, stdout: Any, stderr: Any, recursion: int, umask: int) -> None:
+    if _umask() != umask:  # (a kernel's os.umask(0o777) wrote the command's files unreadable: a probe)
+        os.umask(umask)
     if folder is not None and _cwd() != folder:
         with suppress(OSError):  # (removed meanwhile: the command's paths fail as they would)
             os.chdir(folder)

@@ -178,6 +178,7 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
     for name in saved:
         del sys.modules[name]
     sys.modules.update(modules)
+    finders = list(sys.meta_path)
     sys.meta_path.insert(0, _FINDER)
     sys.meta_path.append(_MISSING)
     missing_before = {n for n, module in sys.modules.items() if isinstance(module, _Missing)}
@@ -205,8 +206,9 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
         if added_off:
             del logging.OFF  # type: ignore[attr-defined]
         logging.disable(disabled)
-        sys.meta_path.remove(_FINDER)
-        sys.meta_path.remove(_MISSING)
+        # the finders as they were, and any the kernel added (its sys.meta_path.clear() failed the
+        # removal of ours, and every later import: exit 3, a probe)
+        sys.meta_path[:] = [*finders, *(f for f in sys.meta_path if f not in finders and f not in (_FINDER, _MISSING))]
         for name in [n for n, mod in sys.modules.items() if isinstance(mod, _Missing) and n not in missing_before]:
             del sys.modules[name]
         for name in [n for n in sys.modules if n.split(".")[0] in _ROOTS]:

@@ -390,3 +390,40 @@ def test_run_and_fuzz_options_named_at_once(folder, args, fragment):
     """An empty ``--out`` was named nowhere (fuzz said so after its whole run); ``--ranks`` on a
     scenario was ignored; a file where ``--out``'s parent folder should be was "not writable"."""
     one_error_line(_child(folder, *args), fragment)
+
+
+def test_a_kernel_s_umask_does_not_reach_the_command_s_files(folder):
+    """A kernel's ``os.umask(0o777)`` wrote the trace and footprint with mode 0 (probe_bad M-F9)."""
+    (folder / "m.py").write_text(KERNEL.replace("def add1(x):\n", "def add1(x):\n    import os\n    os.umask(0o777)\n"))
+    done = _child(folder, "run", "m.py::add1", "--inputs", "in.npz", "--out", "out")
+    assert done.returncode == 0, done.stderr
+    written = sorted((folder / "out").iterdir())
+    assert written and all(path.stat().st_mode & 0o400 for path in written), [oct(p.stat().st_mode) for p in written]
+
+
+def test_a_huge_exception_message_is_one_short_line(folder):
+    """A kernel's 2 MB exception message was one 2 MB line (probe_bad M-F12); the line keeps its
+    location, start and end, and the --json document the whole message."""
+    raising = "def add1(x):\n    raise ValueError('a' * 2_000_000 + 'END')\n"
+    (folder / "h.py").write_text(KERNEL.replace("def add1(x):\n", raising))
+    line = one_error_line(_child(folder, "nki", "h.py::add1", "--inputs", "in.npz", "-o", "p.json"),
+                          "h.py:", "characters left out", "END")
+    assert len(line) < 2100
+    doc = json.loads(_child(folder, "nki", "h.py::add1", "--inputs", "in.npz", "-o", "p.json", "--json").stdout)
+    assert len(doc["message"]) > 2_000_000
+
+
+@pytest.mark.parametrize("tamper, outcome", [("os.replace = None", "os.replace"),
+                                             ("time.perf_counter = None", "time.perf_counter"),
+                                             ("tempfile.mkstemp = None", "tempfile.mkstemp"),
+                                             ("sys.meta_path.clear()", None)])
+def test_a_kernel_that_breaks_what_neuronsim_writes_with_is_the_kernel_s_input(folder, tamper, outcome):
+    """Replacing a function neuronsim writes or times with was an exit 3, "a bug in neuronsim"
+    (probe_bad F4); clearing the import finders failed the removal of neuronsim's own."""
+    body = f"def add1(x):\n    import os, sys, tempfile, time\n    {tamper}\n"
+    (folder / "t.py").write_text(KERNEL.replace("def add1(x):\n", body))
+    done = _child(folder, "run", "t.py::add1", "--inputs", "in.npz", "--out", "out")
+    if outcome is None:
+        assert done.returncode == 0, done.stderr[-2000:]
+    else:
+        one_error_line(done, f"replaced {outcome}", "which neuronsim uses in the same interpreter")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, max_idle_seconds, run_command,
-                                         size_options, stdout_for_json, UsageFailure)
+from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, max_idle_seconds,
+                                         run_command, size_options, stdout_for_json, UsageFailure)
 from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference, require_kernel_spec
 from neuronsim.verify.cli.cmd_profile import run_spec
 from neuronsim.verify.app.console import people_console

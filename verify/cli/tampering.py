@@ -29,7 +29,12 @@ _SAVED: dict[str, tuple[Any, dict[str, Any]]] = {}  # module name -> (module, it
 _PATH: list[str] = []
 #: The modules watched: those neuronsim's own last steps go through (the report's line is
 #: ``click.echo``'d; a thread's failure is ``threading.excepthook``'s; numpy and the builtins).
-_MODULES = ("builtins", "numpy", "click", "threading")
+_MODULES = ("builtins", "numpy", "click", "threading", "os", "time", "tempfile", "json", "shutil")
+#: Of these, only the functions are watched: the standard library sets some of their other names
+#: itself (``tempfile.tempdir`` when first asked), which is no one's tampering.  neuronsim writes
+#: its files with ``os.replace`` and ``tempfile``, times with ``time.perf_counter`` (a kernel that
+#: replaced one was an exit 3: probe_bad F4).
+_FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil")
 #: The standard streams, which a user's code may close (the one line then had nowhere to go).
 _STREAMS = ("stdout", "stderr")
 
@@ -40,7 +45,9 @@ def remember() -> None:
     for name in _MODULES:
         module = builtins if name == "builtins" else sys.modules.get(name)
         if module is not None:
-            _SAVED[name] = (module, dict(vars(module)))
+            names = vars(module)
+            _SAVED[name] = (module, {key: value for key, value in names.items()
+                                     if name not in _FUNCTIONS_ONLY or callable(value)})
     _PATH[:] = sys.path
 
 
