@@ -193,10 +193,17 @@ def if_else(cond: Any, then_fn: Any, else_fn: Any = None, **kw: Any) -> None:
     taken = _truth(cond, "nl.if_else")
     if isinstance(cond, _Scalar):
         record_decision(f"nl.if_else took the {'then' if taken else 'else'} branch", cond.value)
-    branch = then_fn if taken else else_fn
+    branch, other = (then_fn, else_fn) if taken else (else_fn, then_fn)
+    where = user_line(2)
     if branch is not None:
-        _check_body(branch, 0, "nl.if_else", user_line(2))
+        _check_body(branch, 0, "nl.if_else", where)
         branch()
+    # NKI builds both branches of an if_else on a device value: the one these inputs do not
+    # take is checked as an unrun loop body is, by a second trace that runs it too
+    if isinstance(cond, _Scalar) and other is not None and current().unrun.note(
+            f"{where.path}:{where.line}", where, "nl.if_else", other):
+        _check_body(other, 0, "nl.if_else", where)
+        other()
 
 
 def _check_body(fn: Any, count: int, call: str, where: SourceLine) -> None:

@@ -1,4 +1,5 @@
-"""Compiled loop bodies that run no iteration on the traced inputs.
+"""Compiled loop bodies that run no iteration on the traced inputs, and the branch of a
+device-valued ``nl.if_else`` they do not take.
 
 NKI builds the body of a compiled loop (``nl.fori_loop``, ``nl.while_loop``,
 ``nl.dynamic_range``) once, whatever its trip count: the loops "run on the device, so their
@@ -13,6 +14,11 @@ bound, a ``while_loop`` body on its initial register), drops that program, and s
 inside one of the bodies as a warning at the failing line; the program traced is the first
 one.  A warning, not a refusal: at its lower bound the body sees an index no device iteration
 takes, and an access there may leave its tensor where no iteration would.
+
+The same holds for ``nl.if_else`` on a device value: the compiler builds both branches and the
+device picks one at run time, so the branch the inputs do not take is run too, after the other,
+in the check trace (a probe: a broken else branch passed with exit 0).  On a Python value the
+branch is picked as the kernel traces, and only that one is built.
 """
 
 from __future__ import annotations
@@ -53,6 +59,16 @@ _ONCE = {"nl.while_loop": "on its initial condition register"}
 _AT_LOWER_BOUND = "at the loop's lower bound"
 
 
+def _unrun_text(call: str, where: SourceLine) -> str:
+    """Why a body that does not run on the inputs was traced (the warning's closing words)."""
+    if call == "nl.if_else":
+        return (f"in the branch of the nl.if_else at {where} that these inputs do not take: NKI builds both branches "
+                "of an if_else on a device value, and neuronsim traced this one too, after the other, to check it")
+    return (f"in the body of the {call} at {where}, which runs no iteration on these inputs: NKI builds a compiled "
+            f"loop's body whatever its trip count, and neuronsim traced it once to check it, "
+            f"{_ONCE.get(call, _AT_LOWER_BOUND)}")
+
+
 def checked_unrun(traced: Any, bodies: dict[str, tuple[SourceLine, str, Body]],
                   trace_again: Callable[[frozenset[str]], Any], restore: Callable[[], None]) -> Any:
     """``traced`` (a :class:`~neuronsim.machine.nki.frontend.TracedKernel`), with a warning when
@@ -86,10 +102,7 @@ def unrun_warning(err: BaseException, bodies: dict[str, tuple[SourceLine, str, B
         return None
     for where, call, body in bodies.values():
         if _raised_inside(err, getattr(body, "__code__", None)) or _names_line_of(err.path, body):
-            return (err.path, UNRUN_KIND,
-                    f"{err.message} (in the body of the {call} at {where}, which runs no iteration on these "
-                    "inputs: NKI builds a compiled loop's body whatever its trip count, and neuronsim traced it "
-                    f"once to check it, {_ONCE.get(call, _AT_LOWER_BOUND)})")
+            return err.path, UNRUN_KIND, f"{err.message} ({_unrun_text(call, where)})"
     return None
 
 

@@ -56,3 +56,16 @@ def test_a_failure_after_the_loop_that_only_the_bodys_run_causes_is_no_warning()
 def test_a_warning_inside_a_body_that_never_runs_is_said_as_where_it_runs():
     (warning,) = trace(kernel("unrun_bodies.py::keyword_slip_unrun"), DATA).call_warnings
     assert warning[0] == f"{FILE}:{_line('SLIP')}" and warning[1] == "keyword" and "'reverse_operand0'" in warning[2]
+
+
+def test_the_branch_of_a_device_if_else_the_inputs_do_not_take_is_checked():
+    """NKI builds both branches of an if_else on a device value: the one not taken is traced in
+    the check trace, and what it refuses is a warning at its line (probe_bad U1: exit 0 before)."""
+    traced = trace(kernel("unrun_bodies.py::if_else_untaken_branch"), ZERO, DATA)
+    ((where, kind, text),) = traced.call_warnings
+    assert where == f"{FILE}:{_line('BAD BRANCH')}" and kind == "unrun" and "data1 has 4 partitions and data2 2" in text
+    assert "in the branch of the nl.if_else at" in text and "that these inputs do not take" in text
+    np.testing.assert_array_equal(run(kernel("unrun_bodies.py::if_else_untaken_branch"), ZERO, DATA)["return0"], DATA)
+    assert trace(kernel("unrun_bodies.py::if_else_on_a_python_value"), DATA).call_warnings == ()
+    assert trace(kernel("unrun_bodies.py::if_else_fine_branches"), ZERO, DATA).call_warnings == ()
+    np.testing.assert_array_equal(run(kernel("unrun_bodies.py::if_else_fine_branches"), ZERO, DATA)["return0"], DATA)

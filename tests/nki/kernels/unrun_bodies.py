@@ -111,3 +111,36 @@ def dynamic_range_zero(n_input, data):
     for _i in nl.dynamic_range(nisa.scalar_load(_count(n_input))):
         nisa.tensor_tensor(dst=t, data1=t, data2=wrong, op=nl.add)  # BAD DYN
     return _returned(t)
+
+
+@nki.jit
+def if_else_untaken_branch(n_input, data):
+    """A device-valued if_else whose branch the inputs do not take is broken: NKI builds both
+    branches, so it is said; the branch taken is fine, and is what the program holds."""
+    t = _loaded(data)
+    wrong = _loaded(None, (2, 3))
+
+    def broken():
+        nisa.tensor_tensor(dst=t, data1=t, data2=wrong, op=nl.add)  # BAD BRANCH
+
+    nl.if_else(nisa.scalar_load(_count(n_input)), broken, lambda: nisa.tensor_scalar(dst=t, data=t, op0=nl.add,
+                                                                                       operand0=0.0))
+    return _returned(t)
+
+
+@nki.jit
+def if_else_on_a_python_value(data):
+    """On a Python value the branch is picked as the kernel traces: only it is built (no warning)."""
+    t = _loaded(data)
+    wrong = _loaded(None, (2, 3))
+    nl.if_else(0, lambda: nisa.tensor_tensor(dst=t, data1=t, data2=wrong, op=nl.add))
+    return _returned(t)
+
+
+@nki.jit
+def if_else_fine_branches(n_input, data):
+    """Both branches valid: no warning; the output is the else branch's (the count is 0)."""
+    t = _loaded(data)
+    nl.if_else(nisa.scalar_load(_count(n_input)), lambda: nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=5.0),
+               lambda: nisa.tensor_scalar(dst=t, data=t, op0=nl.add, operand0=0.0))
+    return _returned(t)
