@@ -57,6 +57,9 @@ __all__ = ["OutputError", "write_atomically", "write_text", "check_output_path",
 
 #: Temporary files being written now (removed by :func:`remove_pending` on a forced exit).
 PENDING: set[str] = set()
+#: Bound as the module loads: a kernel's ``os.replace = lambda a, b: None`` left every output
+#: a temporary file and the report naming files that were never put in place (a probe).
+_REPLACE = os.replace
 
 
 #: While a command records its outputs: per file put in place, ``(target, the old file's link
@@ -95,7 +98,7 @@ def settle_outputs(*, keep: bool) -> None:
                 if old is not None:
                     os.unlink(old)
             elif old is not None:
-                os.replace(old, target)
+                _REPLACE(old, target)
             elif not existed:
                 os.unlink(target)
         except OSError:
@@ -304,7 +307,7 @@ def write_atomically(path: str | os.PathLike, write: Callable[[BinaryIO], None])
         if _PLACED is not None:
             _PLACED.append((target, _keep_old(target, folder, name) if existing is not None else None,
                             existing is not None))
-        os.replace(tmp, target)
+        _REPLACE(tmp, target)
         PENDING.discard(tmp)
     except BaseException as err:
         try:

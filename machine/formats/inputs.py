@@ -133,6 +133,8 @@ def _not_a_kernel(source: str) -> None:
     """Refuse an NKI kernel (``k.py::add1``) or a Python file given where a JSON document goes:
     it said "No such file or directory" or "malformed JSON at line 1 column 1" (probe_bad M-F7b),
     where the input was of the wrong kind."""
+    if not source.endswith(".py") and os.path.exists(source):  # (a program named k.py::add1.json is one)
+        return
     file, separator, _func = source.rpartition("::")
     kernel = bool(separator) and file.endswith(".py")
     path = file if kernel else source

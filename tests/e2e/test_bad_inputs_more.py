@@ -177,3 +177,11 @@ def test_a_kernel_where_a_program_goes_says_what_to_do_with_it(folder: Path, com
                           f"neuronsim nki {spec} -o PROGRAM.json", f"neuronsim run {spec}")
     assert line.startswith(f"error: {given} is ")
     assert not (folder / "c.json").exists()
+
+
+def test_a_program_whose_name_holds_two_colons_is_a_program(folder: Path) -> None:
+    """``k.py::add1.json`` beside a ``k.py`` is a JSON file, not a kernel (probe_re N2)."""
+    (folder / "k.py").write_text("x = 1\n")
+    (folder / "k.py::add1.json").write_text(json.dumps(VALID))
+    done = _run(folder, ["check", "k.py::add1.json"])
+    assert done.returncode in (0, 1) and "NKI kernel" not in done.stderr, done.stderr

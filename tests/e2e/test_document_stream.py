@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from neuronsim_tests.bad_inputs import cli_child
+
 KERNEL = '''import os
 import subprocess
 import sys
@@ -55,7 +57,6 @@ def never(x):
     while True:
         pass
 '''
-MAIN = "from neuronsim.verify.cli import main; main()"
 
 
 @pytest.fixture
@@ -66,8 +67,7 @@ def folder(tmp_path: Path) -> Path:
 
 
 def _child(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", MAIN, *args], cwd=folder, capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ, PYTHONPATH=""))
+    return cli_child(folder, *args, timeout=120)
 
 
 @pytest.mark.parametrize("kernel", ["writes_fd1", "runs_a_child", "points_fd1_at_devnull"])
@@ -93,3 +93,29 @@ def test_an_error_while_the_reference_runs_is_a_document_on_standard_output(fold
     doc = json.loads(done.stdout)
     assert doc["format"] == "neuronsim.error/1" and doc["path"].startswith("k.py:"), done.stdout
     assert not (folder / "out").exists()
+
+
+def test_a_kernel_that_unbinds_os_dup2_leaves_one_document(folder):
+    """The release of the document's descriptor ran after the report and called os.dup2, which
+    the kernel had set to None: a second, error, document followed the report (probe_re N3)."""
+    (folder / "d.py").write_text(KERNEL.replace("def writes_fd1(x):\n", "def writes_fd1(x):\n    os.dup2 = None\n"))
+    done = _child(folder, "run", "d.py::writes_fd1", "--inputs", "in.npz", "--out", "out", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["format"] == "neuronsim.run/1"
+
+
+def test_standard_error_closed_leaves_the_document_and_the_status(folder):
+    """Started with standard error closed (`2>&-`): the progress display asked None whether it
+    was a terminal, read as the user's code having closed it, and the document's descriptor
+    became 2 (probe_re N1)."""
+    done = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "run",
+                           "k.py::writes_fd1", "--inputs", "in.npz", "--out", "out", "--json"], cwd=folder,
+                          stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2), text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=""))
+    assert done.returncode == 0
+    assert json.loads(done.stdout)["format"] == "neuronsim.run/1"
+    plain = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", "run",
+                            "k.py::writes_fd1", "--inputs", "in.npz", "--out", "out2"], cwd=folder,
+                           stdout=subprocess.PIPE, preexec_fn=lambda: os.close(2), text=True, timeout=120,
+                           env=dict(os.environ, PYTHONPATH=""))
+    assert plain.returncode == 0 and "writes_fd1" in plain.stdout

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neuronsim_tests.bad_inputs import one_error_line, refused_in_one_line, valid_text
+from neuronsim_tests.bad_inputs import cli_child, one_error_line, refused_in_one_line, valid_text
 
 KERNEL = '''import nki
 import nki.language as nl
@@ -37,9 +37,7 @@ def folder(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _child(folder: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", MAIN, *args], cwd=folder, capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, PYTHONPATH=""))
+_child = cli_child
 
 
 def _run(folder: Path, reference: str, *more: str) -> list[str]:
@@ -413,7 +411,7 @@ def test_a_huge_exception_message_is_one_short_line(folder):
     assert len(doc["message"]) > 2_000_000
 
 
-@pytest.mark.parametrize("tamper, outcome", [("os.replace = None", "os.replace"),
+@pytest.mark.parametrize("tamper, outcome", [("os.replace = None", None),  # (bound as neuronsim loads)
                                              ("time.perf_counter = None", "time.perf_counter"),
                                              ("tempfile.mkstemp = None", "tempfile.mkstemp"),
                                              ("sys.meta_path.clear()", None)])
@@ -427,3 +425,13 @@ def test_a_kernel_that_breaks_what_neuronsim_writes_with_is_the_kernel_s_input(f
         assert done.returncode == 0, done.stderr[-2000:]
     else:
         one_error_line(done, f"replaced {outcome}", "which neuronsim uses in the same interpreter")
+
+
+def test_a_kernel_that_makes_os_replace_do_nothing_does_not_lose_the_outputs(folder):
+    """neuronsim puts its files in place with os.replace, bound as it loads: a kernel's no-op
+    replacement left temporary files and a report naming files never written (probe_re N5)."""
+    (folder / "r.py").write_text(KERNEL.replace("def add1(x):\n",
+                                                "def add1(x):\n    import os\n    os.replace = lambda a, b: None\n"))
+    done = _child(folder, "run", "r.py::add1", "--inputs", "in.npz", "--out", "out")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (folder / "out").iterdir()) == ["add1.footprint.json", "add1.trace.json"]

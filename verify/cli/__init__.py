@@ -114,6 +114,7 @@ def main() -> None:
             print("error: standard output is closed: neuronsim writes its results there (send them to a file, "
                   "or to /dev/null)", file=sys.stderr)
         sys.exit(2)
+    _standard_error()
     _buffered_stdout()
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if command not in KEEPS_COLLECTING:
@@ -158,6 +159,23 @@ def _exit_handlers() -> None:
         return
     with pyfile.running_users_code():
         atexit._run_exitfuncs()
+
+
+def _standard_error() -> None:
+    """Started with standard error closed (`2>&-`): descriptor 2 and ``sys.stderr`` on /dev/null,
+    so the error lines go nowhere and the exit status still says it (the progress display asked
+    None whether it was a terminal, which read as the user's code having closed it; and the
+    document's own descriptor, the lowest free one, became 2: a probe)."""
+    if sys.stderr is not None:
+        return
+    try:
+        os.fstat(2)
+    except OSError:
+        null = os.open(os.devnull, os.O_WRONLY)
+        if null != 2:
+            os.dup2(null, 2)
+            os.close(null)
+    sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")  # noqa: SIM115 - the process's own
 
 
 def _buffered_stdout() -> None:

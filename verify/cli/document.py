@@ -26,6 +26,9 @@ __all__ = ["hold", "release", "stream", "descriptor", "silence"]
 
 #: The document's stream while a one-document command runs (None: no such command).
 _HELD: list[Any] = [None]
+#: Bound as the module loads: a kernel's ``os.dup2 = None`` failed the release after the report
+#: was written, and a second (error) document followed it (a probe).
+_DUP, _DUP2, _CLOSE, _OPEN = os.dup, os.dup2, os.close, os.open
 
 
 def stream() -> TextIO | None:
@@ -45,8 +48,8 @@ def silence() -> None:
     """Point the document's stream at /dev/null, so that nothing writes into a closed pipe or a
     full device again (an error document, the interpreter's last flush)."""
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, stream().fileno())
+        devnull = _OPEN(os.devnull, os.O_WRONLY)
+        _DUP2(devnull, stream().fileno())
     except (AttributeError, OSError, ValueError):
         pass
     sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - held until the process exits
@@ -66,13 +69,13 @@ def hold(active: bool) -> tuple[TextIO, int] | None:
         if sys.stdout.fileno() != 1:
             return None
         sys.stdout.flush()
-        own = os.dup(1)
+        own = _DUP(1)
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
         return None
     try:
-        os.dup2(2, 1)
+        _DUP2(2, 1)
     except OSError:  # no standard error to point at (`2>&-`): the document keeps descriptor 1
-        os.close(own)
+        _CLOSE(own)
         return None
     kept = sys.stdout
     sys.stdout = _HELD[0] = io.TextIOWrapper(io.BufferedWriter(io.FileIO(own, "w")), encoding=kept.encoding,
@@ -92,7 +95,7 @@ def release(held: tuple[TextIO, int] | None) -> None:
     except (OSError, ValueError):  # a reader gone or a full device: the command has said so already
         pass
     try:
-        os.dup2(own, 1)  # (after silencing, /dev/null: so stays the interpreter's last flush)
+        _DUP2(own, 1)  # (after silencing, /dev/null: so stays the interpreter's last flush)
     except OSError:
         pass
     if sys.stdout is document:

@@ -233,3 +233,14 @@ def one_error_line(run, *fragments: str) -> str:
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
+
+
+def cli_child(folder, *args: str, timeout: float = 60.0):
+    """``neuronsim ARGS`` in a process of its own, run from ``folder`` (its real descriptors:
+    what an in-memory runner cannot show), text output captured."""
+    import os
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=timeout, env=dict(os.environ, PYTHONPATH=""))
