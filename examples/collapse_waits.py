@@ -20,6 +20,11 @@ Contract
     guarantees: deps are a subset of the input's; every loop-carried dep is kept; the
     happens-before relation over the instances is unchanged.
 
+A dep limited to some iterations (``x-iterations``) is kept and stands for no other: in the
+iterations it leaves out it implies nothing (the fuzzer found that one: a copy in a loop kept
+only its wait on a matmul of the loop, limited to the second iteration, and dropped the one on
+a matmul before the loop, so the first iteration raced).
+
 Only deps that are not loop-carried are collapsed: for those, the instance each one resolves
 to follows document order (an instance of an earlier instruction precedes the instance of a
 later one that the same waiter resolves), so "latest" is simply "latest in the document".
@@ -64,14 +69,15 @@ def collapse_waits(program: Program, component=completes_on) -> Program:
     def collapse(instr: Instruction) -> Instruction:
         latest: dict[str, str] = {}
         for dep in instr.deps:
-            if dep.loop_carried:
+            if dep.loop_carried or dep.iterations:  # (a dep of some iterations stands for none of the others')
                 continue
             where = component(by_name[dep.on])
             if where == instr.engine:
                 continue  # step 1: the sequencer orders it itself
             if where not in latest or position[dep.on] > position[latest[where]]:
                 latest[where] = dep.on
-        keep = tuple(d for d in instr.deps if d.loop_carried or latest.get(component(by_name[d.on])) == d.on)
+        keep = tuple(d for d in instr.deps
+                     if d.loop_carried or d.iterations or latest.get(component(by_name[d.on])) == d.on)
         return instr if len(keep) == len(instr.deps) else replace(instr, deps=keep)
 
     return program.map_instructions(collapse)

@@ -170,15 +170,7 @@ def _visible(tensors: dict[str, Tensor], family: tuple[str, ...], k: int, count:
     return {name: t for name, t in tensors.items() if name not in family or name == active}, active
 
 
-#: How many times ``dma_copy`` is listed in the menu of a program of the usual mix and of a
-#: transfer-heavy one (a quarter of the programs that allow DMAs): several loads on several
-#: queues feeding one instruction is the commonest kernel shape, and with three entries in
-#: about sixteen a program held two DMAs of different queues under one waiter once in sixty
-#: (probe_y: a reduction that took every queue for one FIFO survived 4,000 examples).
-DMA_ENTRIES = (3, 12)
-
-
-def _menu(cfg: _Config, tensors: Mapping[str, Tensor], dma_heavy: bool = False) -> list[tuple[str, tuple[str, ...]]]:
+def _menu(cfg: _Config, tensors: Mapping[str, Tensor]) -> list[tuple[str, tuple[str, ...]]]:
     """``(op, engines)`` the program's tensors can feed; an op listed twice is drawn twice as often."""
     has_psum = bool(compute_reachable(tensors, MemoryKind.PSUM))
     ops = ["transpose", "activation", "tensor_tensor", "tensor_scalar", "tensor_tensor_scan", "tensor_reduce",
@@ -191,7 +183,7 @@ def _menu(cfg: _Config, tensors: Mapping[str, Tensor], dma_heavy: bool = False) 
     if cfg.opaque:
         menu += [(op, SEQUENCERS) for op in OPAQUE_OPS]
     if cfg.dma:
-        menu += [("dma_copy", SEQUENCERS)] * DMA_ENTRIES[dma_heavy]
+        menu += [("dma_copy", SEQUENCERS)] * 3
         if cfg.opaque:
             menu += [(op, SEQUENCERS) for op in OPAQUE_DMA_OPS]
     # PE writes only PSUM: without a PSUM tensor it has nothing to do.
@@ -267,18 +259,13 @@ def _operand_instruction(draw, tensors, name: str, op: str, engine: str, attrs: 
 
 
 def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, op: str, engine: str, loops,
-                     prefer: str | None = None, load: bool = False) -> Instruction:
-    """A transfer between any two endpoints, or, ``load``, a ``dma_copy`` from DRAM into SBUF."""
+                     prefer: str | None = None) -> Instruction:
     endpoints = [t for t in tensors.values() if t.memory != MemoryKind.PSUM]
 
-    def side(memory: set[MemoryKind] = frozenset(MemoryKind)) -> Access:
-        choices = [t for t in endpoints if t.memory in memory] or endpoints
-        return draw_access(draw, _pick_tensor(draw, choices, prefer), loops, compute=False, strides=cfg.strides)
+    def side() -> Access:
+        return draw_access(draw, _pick_tensor(draw, endpoints, prefer), loops, compute=False, strides=cfg.strides)
 
-    if op == "dma_copy" and load:
-        reads, writes = [side({MemoryKind.DRAM})], [side({MemoryKind.SBUF})]
-        attrs = {}
-    elif op == "dma_copy":
+    if op == "dma_copy":
         reads, writes = [side()], [side()]
         attrs = {}
         modes = (["none"] + (["swdge"] if engine == "pool" else [])
@@ -298,10 +285,9 @@ def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, 
 
 
 # -- structure and deps -----------------------------------------------------------------
-def _body(draw, cfg: _Config, tensors, spec: MachineSpec, count: int, family: tuple[str, ...] = (),
-          dma_heavy: bool = False) -> tuple[Node, ...]:
+def _body(draw, cfg: _Config, tensors, spec: MachineSpec, count: int, family: tuple[str, ...] = ()) -> tuple[Node, ...]:
     """``count`` instructions with loops opened and closed around them; bodies are never empty."""
-    menu = _menu(cfg, {n: t for n, t in tensors.items() if n not in family}, dma_heavy)
+    menu = _menu(cfg, {n: t for n, t in tensors.items() if n not in family})
     bodies: list[list[Node]] = [[]]
     open_loops: list[tuple[str, int]] = []
     loops_made = 0
@@ -323,8 +309,7 @@ def _body(draw, cfg: _Config, tensors, spec: MachineSpec, count: int, family: tu
         name = f"{op}{k}"
         visible, active = _visible(tensors, family, k, count)
         if op.startswith("dma"):
-            load = dma_heavy and draw_flag(draw)
-            inst = _dma_instruction(draw, cfg, visible, spec, name, op, engine, tuple(open_loops), active, load)
+            inst = _dma_instruction(draw, cfg, visible, spec, name, op, engine, tuple(open_loops), active)
         else:
             inst = _compute_instruction(draw, cfg, visible, name, op, engine, tuple(open_loops), active)
         bodies[-1].append(inst)
@@ -421,8 +406,7 @@ def _program(draw, cfg: _Config) -> Program:
     tensors = _tensor_pool(draw, cfg)
     count = draw_int(draw, cfg.min_instructions, cfg.max_instructions)
     family = _reuse_family(draw, cfg, tensors, count)
-    dma_heavy = cfg.dma and draw_int(draw, 0, 3) == 3  # a quarter of the programs; shrinks to the usual mix
-    program = Program(frozen_mapping(tensors), _body(draw, cfg, tensors, spec, count, family, dma_heavy), machine)
+    program = Program(frozen_mapping(tensors), _body(draw, cfg, tensors, spec, count, family), machine)
     if cfg.deps == "random":
         return _random_deps(draw, program)
     if cfg.deps == "sequential":

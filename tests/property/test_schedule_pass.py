@@ -50,9 +50,11 @@ def test_scheduled_programs_are_race_free_with_the_results_of_source_order(progr
         assert check_program(scheduled).races == ()
         got, want = _dram_results(scheduled), _dram_results(as_traced)
         # flattening splits a rotating DRAM tensor into its slots (`name@k`, expand_scheduling_units):
-        # the tensors both have agree, and only rotating tensors' slots are new
+        # the tensors both have agree, and only rotating tensors' slots are new (rotating as the
+        # program came, or as alloc made a virtual one: a transfer-heavy draw wrote one in a loop)
         assert {k: got[k] for k in want} == want
-        assert all(k.split("@")[0] in program.tensors and program.tensors[k.split("@")[0]].rotate is not None
+        assert all(k.split("@")[0] in program.tensors and (program.tensors[k.split("@")[0]].rotate is not None
+                                                         or as_traced.tensors[k.split("@")[0]].rotate is not None)
                    for k in set(got) - set(want)), sorted(set(got) - set(want))
         assert instance_count(scheduled) == instance_count(as_traced)
     # every instruction the op table lets run on DVE and ACT offered to the compiler

@@ -55,6 +55,39 @@ def test_example_pass_is_sound_and_its_planted_bug_is_found():
     assert buggy.failure is not None and buggy.failure.check == "races", "the fuzzer missed the planted bug"
 
 
+#: What the fuzzer drew (a session's stronger program mix): a copy in loop L1 waits for matmul3,
+#: before the loop, and for matmul5 of the loop in its second iteration only (x-iterations).
+LIMITED_DEP = (
+    '{"format":"neuronsim.program/1","machine":"trn1","tensors":{"sb0":{"memory":"sbuf","dtype":"float8_e'
+    '4m3fn","shape":[3,1,3],"partition":64,"offset":97},"sb1":{"memory":"sbuf","dtype":"int16","shape":[1'
+    '6,5,5],"partition":64,"offset":99},"ps0":{"memory":"psum","dtype":"float32","shape":[128,4,7],"parti'
+    'tion":0,"bank":1,"offset":55}},"body":[{"name":"matmul3","engine":"pe","op":"matmul","reads":[{"tens'
+    'or":"sb1","offset":24},{"tensor":"sb1","partitions":[0,15],"offset":3,"pattern":[[1,8],[0,2],[2,8]]}'
+    ',{"tensor":"ps0","partitions":[0,31,2],"offset":0}],"writes":[{"tensor":"ps0","partitions":[0,31,2],'
+    '"offset":0}]},{"loop":"L1","trip_count":2,"body":[{"name":"matmul5","engine":"pe","op":"matmul","rea'
+    'ds":[{"tensor":"sb0","partitions":[0,1,3],"offset":2,"pattern":[[0,3],[0,1]],"per_iteration":{"L1":-'
+    '2}},{"tensor":"sb1","offset":12},{"tensor":"ps0","partitions":[0,11,4],"offset":17}],"writes":[{"ten'
+    'sor":"ps0","partitions":[0,11,4],"offset":17}],"attrs":{"accumulate":true}},{"name":"tensor_copy7","'
+    'engine":"act","op":"tensor_copy","reads":[{"tensor":"sb1","partitions":[0,8],"offset":8,"pattern":[['
+    '3,4],[1,6]]}],"writes":[{"tensor":"sb1","offset":8,"pattern":[[1,3]],"per_iteration":{"L1":6}}],"dep'
+    's":[{"on":"matmul3","kind":"anti","x-iterations":{"L1":[0,1]}},{"on":"matmul5","kind":"anti","x-iter'
+    'ations":{"L1":[1,2]}}]}]}]}'
+)
+
+
+def test_example_pass_keeps_a_dep_that_a_dep_of_some_iterations_cannot_stand_for():
+    """CollapseWaits kept the latest wait per component, the one limited to L1's second
+    iteration, and dropped the wait on matmul3: the first iteration raced."""
+    from neuronsim.machine.formats.program_json import loads_program
+    from neuronsim.verify.racecheck import check_program
+
+    program = loads_program(LIMITED_DEP)
+    collapsed = CollapseWaits().apply(program, None)
+    assert check_program(program).race_free and check_program(collapsed).race_free
+    (copy,) = [i for i, _ in collapsed.instructions() if i.name == "tensor_copy7"]
+    assert [d.on for d in copy.deps] == ["matmul3", "matmul5"]
+
+
 def test_example_pass_fuzzes_from_the_command_line(tmp_path):
     run = _cli("fuzz", "--pass", "examples.collapse_waits:CollapseWaits", "--replace", "dep-reduction",
                "--examples", "25", "--seed", "3", "--workers", "1", "--out", str(tmp_path), "--json")
