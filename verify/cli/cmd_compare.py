@@ -13,8 +13,8 @@ from __future__ import annotations
 import click
 from rich.table import Table
 
-from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, max_idle_seconds,
-                                         run_command, size_options, stdout_for_json, UsageFailure)
+from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, run_command, size_options,
+                                         stdout_for_json, UsageFailure)
 from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference, require_kernel_spec
 from neuronsim.verify.cli.cmd_profile import run_spec
 from neuronsim.verify.app.console import people_console
@@ -76,7 +76,6 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
             atol: float, timing_only: bool, top: int, html_path: str | None, as_json: bool, max_instances: int,
             max_memory: int | None) -> int:
     """Compare two variants A and B of an NKI kernel on the same inputs (simulated, nominal timing)."""
-    from neuronsim.machine.nki.watch import stopped_when_idle
     from neuronsim.nki.compare import compare_reports
 
     require_kernel_spec(kernel_a, "A")  # both before any work (B's was an exit 3 after A ran)
@@ -85,8 +84,7 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     check_output(html_path, "--html", (kernel_a, kernel_b, inputs_path, reference))
     stdout_for_json(as_json, {"--html": html_path})
-    with stopped_when_idle("the reference's module", max_idle_seconds()):  # (as run: it runs as it loads)
-        user_reference = load_reference(reference) if reference is not None else None
+    user_reference = load_reference(reference) if reference is not None else None
     runs = []
     for spec in (kernel_a, kernel_b):
         report = run_spec(spec, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import tempfile
 import re
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass

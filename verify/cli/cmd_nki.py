@@ -247,13 +247,17 @@ def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str |
 
 def load_reference(spec: str) -> Callable:
     """``MODULE:FN`` (imported from the current folder too), ``path/file.py:FN``, or
-    ``path/file.py::FN`` as the kernel itself is named (a module name holds no colon)."""
+    ``path/file.py::FN`` as the kernel itself is named (a module name holds no colon); its module
+    runs as it loads, so it is stopped at ``--max-idle`` as the reference itself is."""
+    from neuronsim.machine.nki.watch import stopped_when_idle
+
     module_name, sep, attr = spec.rpartition("::" if "::" in spec else ":")
     if not sep or not module_name or not attr:
         raise UsageFailure(f"expected MODULE:FN, FILE.py:FN or FILE.py::FN, got {spec!r}", "--reference")
     try:
         # a reference beside the kernel imports nki too: the stand-ins, and its import, as for the kernel
-        with _frontend().standins(), _frontend().importing(module_name):
+        with (stopped_when_idle("the reference's module", max_idle_seconds()), _frontend().standins(),
+              _frontend().importing(module_name)):
             return _reference_in(module_name, attr)
     except UsageFailure:
         raise
@@ -311,7 +315,6 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     from neuronsim.machine.sim.export import write_chrome_trace
     from neuronsim.verify.app.drawings import plot_timeline
 
-    from neuronsim.machine.nki.watch import stopped_when_idle
     from neuronsim.verify.nki.run import run_traced
     from neuronsim.verify.app.progress import stage_or_nothing
 
@@ -325,8 +328,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     distinct_outputs({"--out": paths["trace"], "--out ": paths["footprint"], "--plot": plot_path,
                       "--report": report_path})
     stdout_for_json(as_json, {"--report": report_path})
-    with stopped_when_idle("the reference's module", max_idle_seconds()):
-        user_reference = load_reference(reference) if reference is not None else None
+    user_reference = load_reference(reference) if reference is not None else None
     with stage_or_nothing(progress, "trace", None):
         traced, kwargs = trace_from_options(kernel, inputs_path, args, grid, dtypes)
     report = run_traced(traced, name, reference=user_reference, kwargs=kwargs, before_work=before_work,

@@ -86,8 +86,8 @@ def _say_and_exit(signum: int) -> None:
     word = _WORD[signum]
     try:
         if _as_json():
-            held = sys.modules.get("neuronsim.verify.cli.document")  # (loaded with the commands)
-            out = held.stream() if held is not None else sys.stdout
+            document = sys.modules.get("neuronsim.verify.cli.document")  # (loaded with the commands)
+            out = document.stream() if document is not None else sys.stdout
             out.write(_DOCUMENT[signum] + "\n")
             out.flush()
         sys.stderr.write(f"{word}\n")

@@ -32,8 +32,8 @@ _PATH: list[str] = []
 _MODULES = ("builtins", "numpy", "click", "threading", "os", "time", "tempfile", "json", "shutil")
 #: Of these, only the functions are watched: the standard library sets some of their other names
 #: itself (``tempfile.tempdir`` when first asked), which is no one's tampering.  neuronsim writes
-#: its files with ``os.replace`` and ``tempfile``, times with ``time.perf_counter`` (a kernel that
-#: replaced one was an exit 3: probe_bad F4).
+#: its files with ``tempfile`` and times with ``time.perf_counter`` (a kernel that replaced one
+#: was an exit 3: probe_bad F4); ``os.replace`` and the descriptor calls it binds as it loads.
 _FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil")
 #: The standard streams, which a user's code may close (the one line then had nowhere to go).
 _STREAMS = ("stdout", "stderr")
