@@ -18,6 +18,8 @@ follow each other and the ``alloc`` pass puts them on shared bytes (storage reus
 allocator creates, which is what makes anti and output dependences appear after allocation;
 :func:`allocator_reuse` finds it).  The pieces (tensors, accesses,
 attributes) come from :mod:`neuronsim.verify.draws`; this module assembles them into programs.
+A quarter of the programs with DMAs also get a *fan-in of loads*: two transfers on different
+queues into one SBUF tensor, then an instruction that reads it (see :func:`_fan_in_start`).
 
 Dependence modes (``deps=``):
 
@@ -284,6 +286,29 @@ def _dma_instruction(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, 
                        attrs=frozen_mapping(attrs), queue=queue)
 
 
+def _fan_in_start(draw, cfg: _Config, spec: MachineSpec, count: int) -> int | None:
+    """Where a *fan-in of loads* starts in a body of ``count`` instructions, or None (three
+    programs in four).  Two loads on different queues write one SBUF tensor and the
+    instruction after them reads it: its waits on the two are what a reduction that takes the
+    queues for one FIFO gets wrong (the second load does not complete after the first).  The
+    random menu rarely builds this on its own (probe_y F4: such a pass survived 2,000 examples)."""
+    if not cfg.dma or count < 3 or len(spec.queue_names) < 2 or not (draw_flag(draw) and draw_flag(draw)):
+        return None
+    return draw_int(draw, 0, count - 3)
+
+
+def _load_into(draw, cfg: _Config, tensors, spec: MachineSpec, name: str, loops, target: Tensor,
+               taken: list[str]) -> Instruction:
+    """A transfer from a DRAM tensor into ``target`` on a queue not in ``taken``."""
+    sources = [t for t in tensors.values() if t.memory == MemoryKind.DRAM]
+    read = draw_access(draw, draw_pick(draw, sources), loops, compute=False, strides=cfg.strides)
+    write = draw_access(draw, target, loops, compute=False, strides=cfg.strides)
+    same = access_elements(tensors[read.tensor], read) == access_elements(target, write)
+    return Instruction(name=name, engine=draw_pick(draw, SEQUENCERS), op="dma_copy" if same else OPAQUE_DMA_OPS[0],
+                       reads=(read,), writes=(write,),
+                       queue=draw_pick(draw, [q for q in spec.queue_names if q not in taken]))
+
+
 # -- structure and deps -----------------------------------------------------------------
 def _body(draw, cfg: _Config, tensors, spec: MachineSpec, count: int, family: tuple[str, ...] = ()) -> tuple[Node, ...]:
     """``count`` instructions with loops opened and closed around them; bodies are never empty."""
@@ -297,6 +322,8 @@ def _body(draw, cfg: _Config, tensors, spec: MachineSpec, count: int, family: tu
         body = bodies.pop()
         bodies[-1].append(Loop(name, trip, tuple(body)))
 
+    fan_in = _fan_in_start(draw, cfg, spec, count)
+    target, queues_used = None, []
     for k in range(count):
         while open_loops and bodies[-1] and draw_flag(draw):
             close()
@@ -304,10 +331,20 @@ def _body(draw, cfg: _Config, tensors, spec: MachineSpec, count: int, family: tu
             open_loops.append((f"L{loops_made}", draw_int(draw, 1, cfg.max_trip)))
             bodies.append([])
             loops_made += 1
-        op, engines = draw_pick(draw, menu)
+        visible, active = _visible(tensors, family, k, count)
+        if fan_in is not None and k - fan_in in (0, 1):
+            if target is None:
+                target = _pick_tensor(draw, [t for t in visible.values() if t.memory == MemoryKind.SBUF], active)
+            inst = _load_into(draw, cfg, visible, spec, f"load{k}", tuple(open_loops), target, queues_used)
+            queues_used.append(inst.queue)
+            bodies[-1].append(inst)
+            continue
+        reader = fan_in is not None and k == fan_in + 2
+        op, engines = draw_pick(draw, [entry for entry in menu if not entry[0].startswith("dma")] if reader else menu)
         engine = draw_pick(draw, engines)
         name = f"{op}{k}"
-        visible, active = _visible(tensors, family, k, count)
+        if reader:  # it reads the loads' target half the time it picks an operand
+            visible, active = {**visible, target.name: target}, target.name
         if op.startswith("dma"):
             inst = _dma_instruction(draw, cfg, visible, spec, name, op, engine, tuple(open_loops), active)
         else:

@@ -271,3 +271,38 @@ def test_labels_are_the_strongest_kind_over_every_pair_the_dep_orders():
     out, ctx = anti(p, before="build-fdeps,remove-redundancies,")
     (tr,) = [i for i, _ in out.instructions() if i.name == "tr"]
     assert [(d.on, d.kind.name.lower(), d.iterations) for d in tr.deps] == [("iota", "output", (("i", 0, 1),))]
+
+
+# The fuzzer's program (seed 0, shrunk): matmul4 waits for activation2 through PSUM storage
+# that ps0 and ps1 share.  The flow pair (activation2 writes ps1 bytes matmul4 reads) is in
+# iteration L0 = 1 only; in L0 = 0, L1 = 1 the two conflict by a WAR alone.
+_SPLIT_BOX_PROGRAM = (
+    '{"format":"neuronsim.program/1","machine":"trn1","tensors":{"sb0":{"memory":"sbuf","dtype":"bfloat16'
+    '","shape":[2,2,5],"partition":32,"offset":149},"ps0":{"memory":"psum","dtype":"bfloat16","shape":[16'
+    ',2,8],"partition":0,"bank":1,"offset":237},"ps1":{"memory":"psum","dtype":"float32","shape":[8,3],"p'
+    'artition":0,"bank":1,"offset":240}},"body":[{"loop":"L0","trip_count":2,"body":[{"loop":"L1","trip_c'
+    'ount":2,"body":[{"name":"activation2","engine":"act","op":"activation","reads":[{"tensor":"ps0","off'
+    'set":0,"pattern":[[1,9]],"per_iteration":{"L0":7,"L1":0}},{"tensor":"ps0","offset":7,"pattern":[[0,2'
+    '],[2,3]],"per_iteration":{"L1":2}}],"writes":[{"tensor":"ps1","partitions":[0,2,4],"offset":0,"patte'
+    'rn":[[0,3],[2,1]],"per_iteration":{"L0":2,"L1":0}}],"attrs":{"scale":0.5}},{"name":"tensor_tensor_sc'
+    'an3","engine":"dve","op":"tensor_tensor_scan","reads":[{"tensor":"ps1","offset":0,"pattern":[[0,2]],'
+    '"per_iteration":{"L0":0,"L1":1}},{"tensor":"sb0","offset":1,"pattern":[[4,1],[7,2]],"per_iteration":'
+    '{"L0":-1}},{"tensor":"ps1","offset":1,"pattern":[[2,1],[1,1],[1,1]],"per_iteration":{"L0":0}}],"writ'
+    'es":[{"tensor":"sb0","offset":0,"pattern":[[1,1],[1,1]],"per_iteration":{"L1":1}}],"attrs":{"op1":"g'
+    'reater_equal","initial":{"read":2},"reverse0":true,"reverse1":true}},{"name":"matmul4","engine":"pe"'
+    ',"op":"matmul","reads":[{"tensor":"sb0","partitions":[0,2],"offset":8},{"tensor":"sb0","offset":0,"p'
+    'attern":[[9,2],[0,3]],"per_iteration":{"L0":0,"L1":0}},{"tensor":"ps0","partitions":[0,14],"offset":'
+    '4,"pattern":[[1,9]]}],"writes":[{"tensor":"ps0","partitions":[0,14],"offset":4,"pattern":[[1,9]]}],"'
+    'attrs":{"accumulate":true}}]}]}]}'
+)
+
+
+def test_a_flow_dep_split_into_iteration_boxes_labels_each_box_by_its_own_pairs():
+    from neuronsim.machine.formats.program_json import loads_program
+    from neuronsim.passes.analysis.labels import verify_anti_dependence
+
+    out, _ = anti(loads_program(_SPLIT_BOX_PROGRAM), before="alloc,build-fdeps,remove-redundancies,")
+    (mm,) = [i for i, _ in out.instructions() if i.name == "matmul4"]
+    boxes = {d.iterations: d.kind for d in mm.deps if d.on == "activation2"}
+    assert boxes == {(("L0", 0, 1), ("L1", 1, 2)): EdgeKind.ANTI, (("L0", 1, 2),): EdgeKind.FLOW}
+    assert verify_anti_dependence(out) == ()
