@@ -28,8 +28,8 @@ DMA transfers (ns)
     * latency (``latency_ns``) from the trigger to the first byte: ``dma_fixed_ns``, plus
       ``hwdge_ns`` with hardware DGE (``dge: hwdge``).  It overlaps everything else;
     * data: the transfer is split by partitions of its SBUF side (partition ``p`` goes to
-      engine ``p // dma_partitions_per_engine``), or by rows of its destination for DRAM to
-      DRAM; each engine's share moves at ``dma_rate`` and keeps its engine for
+      engine ``p // dma_partitions_per_engine``), or for DRAM to DRAM by its descriptors
+      (:func:`dram_rows`, the side with more); each engine's share moves at ``dma_rate`` and keeps its engine for
       ``max(data, rows x dma_descriptor_ns)`` (the descriptor-rate limit, overlapping data).
     * the descriptor generation is the transfer's ``dge`` attribute, on ``dma_copy``,
       ``dma_transpose`` and opaque DMA ops alike, as the validator reads it; an on-chip
@@ -51,7 +51,7 @@ from neuronsim.machine.model.geometry import access_extent, access_shape, iterat
 from neuronsim.machine.model.optable import ISA_COSTS, OP_TABLE
 from neuronsim.machine.model.presets import MachineSpec
 
-__all__ = ["OpCost", "CostMemo", "cost_key", "instruction_cost", "dma_shares", "free_size", "is_strided",
+__all__ = ["OpCost", "CostMemo", "cost_key", "instruction_cost", "dma_shares", "dram_rows", "free_size", "is_strided",
            "STRIDE_LIMIT_BYTES"]
 
 #: An innermost free-dimension step above this many bytes halves the SBUF access rate
@@ -212,11 +212,27 @@ def _engine_rows(tensors: Mapping[str, Tensor], instr: Instruction, spec: Machin
         start, count, step = access.partitions or (0, tensor.shape[0], 1)
         first = (tensor.partition or 0) + start + partition_shift
         return dict(_partition_rows(first, count, step, spec.dma_partitions_per_engine, engines))
-    side = (*instr.writes, *instr.reads)
-    total = access_shape(tensors[side[0].tensor], side[0])[0] if side else 1
+    total = max((dram_rows(tensors[a.tensor], a) for a in (*instr.writes, *instr.reads)), default=1)
     if total < engines:
         return {e: 1 for e in range(total)}
     return {e: ceil((e + 1) * total / engines) - ceil(e * total / engines) for e in range(engines)}
+
+
+def dram_rows(tensor: Tensor, access: Access) -> int:
+    """The descriptors of a DRAM-to-DRAM transfer's side: its contiguous runs, none longer
+    than a row of the tensor (its last dimension); an element apart when the innermost
+    dimension steps.  A whole (32, 128) tensor is 32 rows, not 4,096 elements.
+
+    >>> from neuronsim.machine.ir.program import Tensor, Access, MemoryKind
+    >>> d = Tensor("d", MemoryKind.DRAM, "int32", (32, 128), address=0)
+    >>> [dram_rows(d, Access("d", pattern=p)) for p in (None, ((128, 4), (1, 64)), ((2, 8),))]
+    [32, 4, 8]
+    """
+    _offset, pattern = access_extent(tensor, access)
+    elements = prod(count for _stride, count in pattern)
+    stride, count = pattern[-1]
+    run = min(count, tensor.shape[-1]) if stride == 1 else 1
+    return max(1, ceil(elements / max(run, 1)))
 
 
 @lru_cache(maxsize=4096)

@@ -105,10 +105,20 @@ def test_dma_costs():
     few = _cost(SB, {**load, "writes": [{"tensor": "f", "partitions": [8, 4, 1], "pattern": [[1, 16]]}],
                      "reads": [{"tensor": "d", "pattern": [[1, 64]]}]})
     assert few.shares == ((1, pytest.approx(256 / 17), pytest.approx(4 * 106)),)
-    # DRAM to DRAM: rows of the destination spread evenly over the engines
+    # DRAM to DRAM: rows of the destination spread evenly over the engines, a descriptor a row
+    # (probe_aa: the whole tensor was costed a descriptor per element, 27 us for 16 KiB)
     copy = _cost({**SB, "e": {**SB["d"], "address": 1 << 20}},
                  {**load, "writes": [{"tensor": "e"}]})
-    assert [e for e, _d, _k in copy.shares] == list(range(16))
+    share = 128 * 512 * 4 / 16 / 17
+    assert copy.shares == tuple((e, pytest.approx(share), pytest.approx(max(share, 8 * 106))) for e in range(16))
+    # a row at a time: 4 rows of 64 columns on 4 engines; every other element: a descriptor each
+    rows = _cost({**SB, "e": {**SB["d"], "address": 1 << 20}},
+                 {**load, "reads": [{"tensor": "d", "pattern": [[512, 4], [1, 64]]}],
+                  "writes": [{"tensor": "e", "pattern": [[512, 4], [1, 64]]}]})
+    assert rows.shares == tuple((e, pytest.approx(256 / 17), pytest.approx(106)) for e in range(4))
+    strided = _cost({**SB, "e": {**SB["d"], "address": 1 << 20}},
+                    {**load, "reads": [{"tensor": "d", "pattern": [[2, 32]]}], "writes": [{"tensor": "e", "pattern": [[1, 32]]}]})
+    assert strided.shares == tuple((e, pytest.approx(8 / 17), pytest.approx(2 * 106)) for e in range(16))
 
 
 # -- timing ------------------------------------------------------------------------------------
