@@ -23,7 +23,8 @@ allocator places what they leave, and its placement bounds the schedule as usual
    finds its twin in any earlier iteration.  Not across an unrolled sequential loop (a legacy
    kernel's Python ``range``, ``nl.sequential_range``), which the compiler keeps a loop and
    does not optimize across: there, as in the loop form, a twin is in the same iteration
-   (:func:`same_sequential_iteration`).  With ``within_iteration=true``
+   (:func:`same_sequential_iteration`); nor across the programs of an SPMD grid, each of
+   which holds its own tiles (:func:`same_program`).  With ``within_iteration=true``
    (``load-elim{within_iteration=true}``) only a twin of the same iteration counts (the
    loads' ``x-source`` indices agree, :func:`same_iteration`), as in the loop form, where
    each iteration's tiles are new buffers.  Off by default: the published figures support it
@@ -49,13 +50,14 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, frozen_mapping
-from neuronsim.machine.ir.source import source_of
+from neuronsim.machine.ir.source import PROGRAM_KEY, source_of
 
 from neuronsim.passes.iteration_order import IN_ORDER_KEY
 from neuronsim.passes.load_hoist_nest import hoist_nests
 from neuronsim.passes.pipeline import Pass, PassContext
 
-__all__ = ["LoadElim", "load_count", "is_load", "sbuf_allows", "same_iteration", "same_sequential_iteration"]
+__all__ = ["LoadElim", "load_count", "is_load", "sbuf_allows", "same_iteration", "same_program",
+           "same_sequential_iteration"]
 
 
 def is_load(instr: Instruction, tensors) -> bool:
@@ -214,6 +216,7 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
             group = kept.setdefault(_dram_group(info.tensors, node.reads[0].tensor), {})
             earlier = group.get(key) if key is not None else None
             if earlier is not None and (not same_sequential_iteration(earlier, node)
+                                        or not same_program(earlier, node)
                                         or within_iteration and not same_iteration(earlier, node)):
                 group[key] = node  # a later iteration's load: it is the one kept from here on
                 out.append(node)
@@ -229,6 +232,23 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
                 kept.pop(_dram_group(info.tensors, a.tensor), None)
         out.append(node)
     return tuple(out)
+
+
+def same_program(first: Instruction, second: Instruction) -> bool:
+    """Whether two instructions were issued by the same program of an SPMD grid (equal
+    ``x-nki-program``): the grid's programs are traced one after another into one program, but
+    each runs on its own, and its on-chip tiles are its own (``docs/nki.md``), so one program's
+    load is never another's twin.  True when neither is marked.
+
+    >>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
+    >>> def of(*pid):
+    ...     return Instruction("x", "sp", "dma_copy", extras=frozen_mapping({PROGRAM_KEY: list(pid)}))
+    >>> same_program(of(0), of(0)), same_program(of(0), of(1)), same_program(Instruction("x", "sp", "dma_copy"), of())
+    (True, False, True)
+    """
+    a = first.extras.get(PROGRAM_KEY) if first.extras else None
+    b = second.extras.get(PROGRAM_KEY) if second.extras else None
+    return (a or []) == (b or [])
 
 
 def same_sequential_iteration(first: Instruction, second: Instruction) -> bool:

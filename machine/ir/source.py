@@ -30,11 +30,13 @@ from typing import Any
 
 from neuronsim.machine.ir.program import Instruction, frozen_mapping
 
-__all__ = ["SOURCE_KEY", "SourceRef", "source_of", "source_text", "source_line", "instance_source",
+__all__ = ["SOURCE_KEY", "PROGRAM_KEY", "SourceRef", "source_of", "source_text", "source_line", "instance_source",
            "instance_label", "source_json", "bind_source"]
 
 #: The extension key of an instruction's kernel location.
 SOURCE_KEY = "x-source"
+#: The extension key of the SPMD grid program (its coordinates) that issued an instruction.
+PROGRAM_KEY = "x-nki-program"
 
 
 @dataclass(frozen=True, slots=True)

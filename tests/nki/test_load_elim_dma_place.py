@@ -164,3 +164,35 @@ def test_within_iteration_drops_a_repeated_load_of_the_same_iteration_only(tmp_p
     outputs = simulate(compiled, seeds=[None, 1], inputs={"x": x})
     assert not outputs.differs
     np.testing.assert_allclose(outputs.runs[0].outputs["return0"], 3 * x * x, rtol=1e-6)
+
+
+_GRID = '''
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+@nki.jit
+def scale_rows(x):
+    pid = nl.program_id(0)
+    out = nl.ndarray((2, 128, 512), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x[0:128, 0:512])
+    u = nl.ndarray((128, 512), dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=u, data=t, op0=nl.multiply, operand0=float(pid + 1))
+    nisa.dma_copy(dst=out[pid], src=u)
+    return out
+'''
+
+
+def test_the_programs_of_a_grid_never_share_a_loaded_tile(tmp_path):
+    """probe_aa: both programs of a grid load the same ``x``; each holds its own tiles
+    (``docs/nki.md``), so program 1's load is not dropped against program 0's tile."""
+    source = tmp_path / "grid.py"
+    source.write_text(_GRID)
+    x = np.random.default_rng(0).random((128, 512), dtype=np.float32)
+    traced = trace(load_kernel(f"{source}::scale_rows"), x, grid=2, machine="trn1")
+    assert load_count(traced.program) == 2
+    compiled, ctx = compile_program(traced.program, TRACED)
+    assert ctx.stats["load-elim"]["eliminated"] == 0 and load_count(compiled) == 2
+    outputs = simulate(compiled, seeds=[None], inputs={"x": x})
+    np.testing.assert_allclose(outputs.runs[0].outputs["return0"], np.stack([x, 2 * x]), rtol=1e-6)
