@@ -82,10 +82,12 @@ def _engines(value: Any, path: str) -> None:
 
 
 def _core(value: Any, path: str) -> None:
-    found = _object(value, path, {"rank": True, "epoch": False})
+    found = _object(value, path, {"rank": True, "epoch": False, "ranks": False})
     _integer(found["rank"], join_path(path, "rank"), "a rank")
     if "epoch" in found:
         _integer(found["epoch"], join_path(path, "epoch"), "an epoch")
+    if "ranks" in found:
+        _flag(found["ranks"], join_path(path, "ranks"))
 
 
 def _scope(value: Any, path: str) -> None:

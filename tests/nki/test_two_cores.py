@@ -37,6 +37,18 @@ def test_sendrecv_swaps_the_cores_tiles():
     np.testing.assert_allclose(out, np.concatenate([total, total], axis=1), rtol=1e-6)
 
 
+def test_a_two_core_program_written_to_a_file_reads_back():
+    """probe_aa: ``neuronsim nki -o`` of a two-core kernel wrote ``x-nki-core.ranks``, which the
+    program reader refused (``unknown key``), so every program command failed on the file."""
+    from neuronsim.machine.formats.program_json import dumps_program, loads_program
+
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    program = trace(_two("swapped_sum"), x).program
+    cores = {inst.extras["x-nki-core"]["ranks"] for inst, _ in program.instructions()}
+    assert cores == {False}
+    assert loads_program(dumps_program(program)) == program
+
+
 def test_the_barrier_orders_one_cores_writes_before_the_others_reads():
     x = RNG.normal(size=(128, 64)).astype(np.float32)
     out = run(_two("halves_crossed"), x, seeds=(None, 0, 1))["return0"]
