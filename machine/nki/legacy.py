@@ -233,8 +233,11 @@ class _TypeHint(type):
     """``nt.tensor[shape, dtype]`` and friends: annotations, and types a kernel may test its
     arguments against (``isinstance(x, nt.tensor)``: neuronx-distributed's topk checks so)."""
 
-    def __getitem__(cls, _item: Any) -> Any:
-        return Any
+    def __getitem__(cls, item: Any) -> Any:
+        # nt.tensor[nt.mutable]: NxDI's spelling of nt.mutable_tensor (with the
+        # 'enable-mutable-parameter' flag); any other subscript is an annotation only
+        items = item if isinstance(item, tuple) else (item,)
+        return _MUTABLE_TENSOR if any(part is _MUTABLE for part in items) else Any
 
     def __call__(cls, *_a: Any, **_k: Any) -> Any:
         return Any
@@ -243,10 +246,16 @@ class _TypeHint(type):
         return isinstance(value, cls.holds)
 
 
-def typing_names() -> dict[str, Any]:
-    def hint(name: str, holds: Any) -> type:
-        return _TypeHint(name, (), {"holds": holds, "__module__": "nki.typing"})
+def _hint(name: str, holds: Any) -> type:
+    return _TypeHint(name, (), {"holds": holds, "__module__": "nki.typing"})
 
+
+_MUTABLE_TENSOR = _hint("mutable_tensor", NkiTensor)
+_MUTABLE = _hint("mutable", NkiTensor)
+
+
+def typing_names() -> dict[str, Any]:
+    hint = _hint
     tensor = hint("tensor", NkiTensor)
-    return {"tensor": tensor, "mutable_tensor": hint("mutable_tensor", NkiTensor),
+    return {"tensor": tensor, "mutable_tensor": _MUTABLE_TENSOR, "mutable": _MUTABLE,
             "scalar": hint("scalar", (int, float, np.integer, np.floating)), "tile": hint("tile", NkiTensor)}

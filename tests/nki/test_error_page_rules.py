@@ -206,6 +206,13 @@ def writes_mutable(x: nt.mutable_tensor):
     return x
 
 
+@nki.jit(experimental_flags="enable-mutable-parameter")
+def writes_tensor_of_mutable(x: nt.tensor[nt.mutable]):  # NxDI 2.27-2.29's spelling (probe_aa)
+    t = nl.load(x)
+    nl.store(x, value=nl.add(t, 1.0))
+    return x
+
+
 @nki.jit
 def mutable_not_returned(x: nt.mutable_tensor):
     o = nl.ndarray((128, 64), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -388,6 +395,8 @@ def test_the_fixed_kernels_run_equal_to_numpy(kernels):
     out, _ = _run(kernels("annotated_right"), x)
     np.testing.assert_array_equal(out, x)
     out, _ = _run(kernels("writes_mutable"), x)
+    np.testing.assert_allclose(out, x + 1.0, rtol=1e-6)
+    out, _ = _run(kernels("writes_tensor_of_mutable"), x)
     np.testing.assert_allclose(out, x + 1.0, rtol=1e-6)
     out, _ = _run(kernels("output_in_parameter"), x, np.zeros_like(x))  # a kernel returning nothing
     np.testing.assert_allclose(out, np.exp(x), rtol=1e-5)
