@@ -33,8 +33,8 @@ Op meanings are those of the op table (``doc`` column); the details:
 
 ==================================  =================================================================
 ``dma_copy``                        the source elements, row-major, into the destination; counts must
-                                    agree; same dtype copies bytes, integers to integers keep their
-                                    low bits (wrap), otherwise casts via fp32; with
+                                    agree; same dtype copies bytes, integers to integers of one
+                                    width keep their bits, otherwise casts via fp32; with
                                     ``bitcast`` the source bytes, row-major, become the destination's
                                     elements as they are (byte counts agree: NKI's ``.ap(dtype=)``)
 ``matmul``                          ``out[M, N] (+)= stationary[K, M]^T @ moving[K, N]`` in fp32;
@@ -319,9 +319,10 @@ def _dma_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
         return [np.ascontiguousarray(src).view(np.uint8).reshape(-1).view(out.dtype).reshape(out.shape)]
     if src.dtype == out.dtype:
         return [_fit(src, out.shape)]
-    if src.dtype.kind in "iu" and out.dtype.kind in "iu":
-        # integers to integers keep their low bits (a uint32 0xFFFFFFFF lands as int32 -1, as
-        # neuronx-distributed's find_index kernel says of its not-found slots), not through fp32
+    if src.dtype.kind in "iu" and out.dtype.kind in "iu" and src.dtype.itemsize == out.dtype.itemsize:
+        # integers of one width keep their bits (a uint32 0xFFFFFFFF lands as int32 -1, as
+        # neuronx-distributed's find_index kernel says of its not-found slots); of another width
+        # they go through fp32 as the dma_copy page says (int32 300 into int8 saturates at 127)
         return [_fit(_stored(src, out.dtype), out.shape)]
     return [_fit(cast(_f32(src), out.dtype), out.shape)]
 
@@ -497,7 +498,8 @@ def _bn_aggr(attrs, reads, outs, engine, state) -> list[np.ndarray]:
 def _tensor_copy(attrs, reads, outs, engine, state) -> list[np.ndarray]:
     """A compute engine's copy: bit for bit between equal dtypes, else through fp32 (the
     tensor_copy page's "intermediate FP32 cast when input and output data types differ",
-    integers too: int32 40000 into int16 saturates at 32767); a DMA keeps integers' low bits."""
+    integers too: int32 40000 into int16 saturates at 32767); a DMA keeps the bits of integers
+    of one width."""
     src, out = reads[0], outs[0]
     integers = src.dtype.kind in "iub" and out.dtype.kind in "iu"
     if integers and src.dtype != out.dtype and not attrs.get("bitcast", False):

@@ -92,3 +92,21 @@ def test_a_compute_copy_between_integer_types_goes_through_fp32(tmp_path):
     out = _run(tmp_path, x, "nisa.tensor_copy(dst=o, src=t, engine=nisa.engine.vector)", out_dtype="nl.int16")
     np.testing.assert_array_equal(out, np.clip(x.astype(np.float32).astype(np.float64), -32768, 32767).astype(np.int16))
     assert out[0, :3].tolist() == [32767, 32767, -32768]
+
+
+@pytest.mark.parametrize("out_dtype, np_dtype", [("nl.int8", np.int8), ("nl.uint8", np.uint8), ("nl.int16", np.int16),
+                                                 ("nl.uint32", np.uint32)])
+def test_a_dma_between_integer_types_keeps_bits_of_one_width_and_saturates_across_widths(tmp_path, out_dtype,
+                                                                                          np_dtype):
+    # the dma_copy page: "first casting from src.dtype to float32, then from float32 to dst.dtype";
+    # one width keeps its bits (neuronx-distributed's find_index: uint32 0xFFFFFFFF lands as -1).
+    # probe_ab: int32 300 into int8 came out 44, -1 into uint8 255
+    x = np.random.default_rng(16).integers(-2**31, 2**31 - 1, (128, 64), dtype=np.int64).astype(np.int32)
+    x[0, :4] = [300, -1, 70000, -70000]
+    out = _run(tmp_path, x, "nisa.dma_copy(dst=o, src=t)", out_dtype=out_dtype)
+    if np.dtype(np_dtype).itemsize == 4:
+        np.testing.assert_array_equal(out, x.view(np_dtype))
+    else:
+        info = np.iinfo(np_dtype)
+        np.testing.assert_array_equal(out, np.clip(x.astype(np.float32).astype(np.float64), info.min, info.max)
+                                      .astype(np_dtype))
