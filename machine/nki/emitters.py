@@ -119,6 +119,7 @@ def activation(dst: Layout, op: Any, data: Any, *, bias: Any = None, scale: Any 
     (:mod:`~neuronsim.machine.nki.emitters_select`): where their last value was written, a hidden
     ``[P, 1]`` fp32 tile when the kernel keeps it in the registers only.  ``reduce`` adds this
     instruction's row sums to it (a DVE add), ``reset`` zeroes it, ``idle`` leaves it alone."""
+    operand_rules.on_chip("nisa.activation", data=data, bias=bias, scale=scale)
     _vector_dtype("bias", bias, ("float32", "float16", "bfloat16"))
     _vector_dtype("scale", scale, ("float32",))
     cmd = command(reduce_cmd, "reset_reduce")
@@ -218,6 +219,7 @@ def tensor_scalar(dst: Layout, data: Any, op0: Any, operand0: Any, reverse0: boo
         raise fail("nisa.tensor_scalar: op1 and operand1 go together ((data op0 operand0) op1 operand1, its page; "
                    f"both None when unused): op1 {'given' if op1 is not None else 'None'}, operand1 "
                    f"{'given' if operand1 is not None else 'None'}")
+    operand_rules.on_chip("nisa.tensor_scalar", data=data, operand0=operand0, operand1=operand1, dst=dst)
     names = [alu_name(op0)] + ([alu_name(op1)] if op1 is not None else [])
     operand_rules.integer_bits("nisa.tensor_scalar", tuple(names), data=data, operand0=operand0, operand1=operand1,
                                dst=dst)

@@ -214,6 +214,7 @@ def same_counts(call: str, dst: Layout, partitions: bool = True, **operands: Any
 def one_per_partition(call: str, name: str, value: Any, rows: int) -> None:
     """Refuse a ``reduce_res`` (or a vector operand) that is not one element on each of ``rows``
     partitions (the pages' "(on_true.shape[0], 1)", "one element per partition")."""
+    on_chip(call, **{name: value})  # an HBM tensor is said to be one before its shape is compared
     layout = _layout(value)
     if layout is not None and (layout.view().num_partitions, layout.view().free_count) != (rows, 1):
         raise fail(f"{call}: {name} is {tuple(layout.shape)}: its page takes one element on each of the {rows} "

@@ -315,6 +315,27 @@ def copy_of_hbm(x):
 
 
 @nki.jit
+def scalar_by_an_hbm_column(x):
+    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=y, data=_tile(x), op0=nl.subtract, operand0=x[:, 0:1])  # mistake
+    return _out(y)
+
+
+@nki.jit
+def activation_by_an_hbm_bias(x):
+    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.activation(dst=y, op=nl.exp, data=_tile(x), bias=x[:, 0:1])  # mistake
+    return _out(y)
+
+
+@nki.jit
+def exponential_below_an_hbm_column(x):
+    y = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.exponential(dst=y, src=_tile(x), max_value=x[:, 0:1])  # mistake
+    return _out(y)
+
+
+@nki.jit
 def subtract_of_an_hbm_element(x):
     return _out(nl.subtract(_tile(x), x[0:1, 0:1]))  # mistake
 
@@ -430,6 +451,10 @@ MISTAKES = {
     "legacy_power_of_a_psum_tile": "nisa.tensor_tensor(op=nl.power): data1 is",
     "n_gather_from_psum": "nisa.nc_n_gather: data is p",
     "copy_of_hbm": "nl.copy: x is x (128, 32) in HBM; compute engines read and write tiles in SBUF or PSUM",
+    # probe_ab: a per-partition operand in HBM was said not to be [P, 1] ("mx (4, 1) is not a [4, 1]")
+    "scalar_by_an_hbm_column": "nisa.tensor_scalar: operand0 is x (128, 1) in HBM; compute engines read",
+    "activation_by_an_hbm_bias": "nisa.activation: bias is x (128, 1) in HBM; compute engines read",
+    "exponential_below_an_hbm_column": "nisa.exponential: max_value is x (128, 1) in HBM; compute engines read",
     # a public sparse kernel's threshold: the DRAM operand named by its own shape, not the broadcast one
     "subtract_of_an_hbm_element": "nl.subtract: y is x (1, 1) in HBM; compute engines read and write tiles in SBUF",
     "scalar_store_of_a_python_int": "nisa.scalar_store of 5; its page: \"value must be an NkiScalar. A Python int is "
