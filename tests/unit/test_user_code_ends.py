@@ -414,7 +414,8 @@ def test_a_huge_exception_message_is_one_short_line(folder):
 @pytest.mark.parametrize("tamper, outcome", [("os.replace = None", None),  # (bound as neuronsim loads)
                                              ("time.perf_counter = None", "time.perf_counter"),
                                              ("tempfile.mkstemp = None", "tempfile.mkstemp"),
-                                             ("sys.meta_path.clear()", None)])
+                                             ("sys.meta_path.clear()", None),
+                                             ("sys.exit = None", None)])  # (probe_re N6: 3 tracebacks)
 def test_a_kernel_that_breaks_what_neuronsim_writes_with_is_the_kernel_s_input(folder, tamper, outcome):
     """Replacing a function neuronsim writes or times with was an exit 3, "a bug in neuronsim"
     (probe_bad F4); clearing the import finders failed the removal of neuronsim's own."""
@@ -422,7 +423,7 @@ def test_a_kernel_that_breaks_what_neuronsim_writes_with_is_the_kernel_s_input(f
     (folder / "t.py").write_text(KERNEL.replace("def add1(x):\n", body))
     done = _child(folder, "run", "t.py::add1", "--inputs", "in.npz", "--out", "out")
     if outcome is None:
-        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
     else:
         one_error_line(done, f"replaced {outcome}", "which neuronsim uses in the same interpreter")
 
@@ -435,3 +436,11 @@ def test_a_kernel_that_makes_os_replace_do_nothing_does_not_lose_the_outputs(fol
     done = _child(folder, "run", "r.py::add1", "--inputs", "in.npz", "--out", "out")
     assert done.returncode == 0, done.stderr
     assert sorted(p.name for p in (folder / "out").iterdir()) == ["add1.footprint.json", "add1.trace.json"]
+
+
+def test_a_kernel_that_closes_standard_output_is_named_in_the_one_line(folder):
+    """The run's table then has nowhere to go; the line said only "Bad file descriptor"
+    (probe_re U5), now which stream it is."""
+    (folder / "c.py").write_text(KERNEL.replace("def add1(x):\n", "def add1(x):\n    import os\n    os.close(1)\n"))
+    done = _child(folder, "run", "c.py::add1", "--inputs", "in.npz", "--out", "out")
+    one_error_line(done, "standard output (descriptor 1, closed while the command ran)", "Bad file descriptor")

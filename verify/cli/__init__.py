@@ -113,7 +113,7 @@ def main() -> None:
         if sys.stderr is not None:
             print("error: standard output is closed: neuronsim writes its results there (send them to a file, "
                   "or to /dev/null)", file=sys.stderr)
-        sys.exit(2)
+        raise SystemExit(2)
     _standard_error()
     _buffered_stdout()
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
@@ -142,7 +142,7 @@ def main() -> None:
         signals.ignore_from_now()
     if command in KEEPS_COLLECTING:
         _exit_handlers()
-        sys.exit(status)
+        raise SystemExit(status)
     _leave(status)
 
 

@@ -56,12 +56,12 @@ class _Group(click.Group):
             super().main(args=argv, prog_name=prog_name or "neuronsim", complete_var=complete_var,
                          standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
-            sys.exit(exc.exit_code)
+            raise SystemExit(exc.exit_code) from None
         except click.exceptions.Abort as exc:
             stopped(exc.__context__ if isinstance(exc.__context__, KeyboardInterrupt) else KeyboardInterrupt(), as_json)
         except click.exceptions.NoArgsIsHelpError as exc:  # bare ``neuronsim``: the help, as --help gives it
             click.echo(exc.ctx.get_help())
-            sys.exit(0)
+            raise SystemExit(0) from None
         except click.ClickException as exc:
             command = exc.ctx.command_path if getattr(exc, "ctx", None) is not None else _command_in(argv)
             path = _usage_path(exc)
@@ -74,7 +74,7 @@ class _Group(click.Group):
             closed_pipe()
         except Exception as err:  # noqa: BLE001 - a bug outside any command: still one line
             internal_error(err, as_json)
-        sys.exit(0)
+        raise SystemExit(0)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

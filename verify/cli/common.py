@@ -110,13 +110,13 @@ def emit_json(doc: Any, *, failing: bool = False) -> None:
         document.silence()
         if not failing:  # (an error document: its line is already out, its status stands)
             click.echo(f"error: standard output: {err.strerror or err}", err=True)
-            sys.exit(EXIT_INPUT)
+            raise SystemExit(EXIT_INPUT) from None
 
 
 def fail(path: str, message: str, as_json: bool, *, status: int = EXIT_INPUT) -> None:
     """Print the one error line (and under ``--json`` the error document) and exit."""
     say_error(path, message, as_json, status=status)
-    sys.exit(status)
+    raise SystemExit(status)
 
 
 def _shortened(line: str, most: int = 2000) -> str:
@@ -160,7 +160,7 @@ def closed_pipe() -> None:
     a shell reports a SIGPIPE, with nothing on standard error.  Standard output is pointed at
     /dev/null first, so the interpreter's last flush into the closed pipe stays quiet."""
     document.silence()
-    sys.exit(EXIT_BROKEN_PIPE)
+    raise SystemExit(EXIT_BROKEN_PIPE)
 
 
 def internal_error(err: BaseException, as_json: bool) -> None:
@@ -183,7 +183,7 @@ def internal_error(err: BaseException, as_json: bool) -> None:
         fail("", message, as_json, status=EXIT_INTERNAL)
     except Exception:  # noqa: BLE001 - even the report failed (a library the user's code replaced): the line alone
         sys.stderr.write(f"internal error: {message}\n")
-        sys.exit(EXIT_INTERNAL)
+        raise SystemExit(EXIT_INTERNAL) from None
 
 
 def _raised_by_code(err: KeyboardInterrupt) -> str | None:
@@ -242,7 +242,7 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
         except BrokenPipeError:
             closed_pipe()
         except OSError as err:  # a file that cannot be read or written: unusable input, not a crash
-            fail(getattr(err, "filename", None) or "", err.strerror or str(err), as_json)
+            fail(getattr(err, "filename", None) or document.closed_stream() or "", err.strerror or str(err), as_json)
         except KeyboardInterrupt as err:
             raised_at = _raised_by_code(err)
             if raised_at:  # a kernel's (or a user's pass's) own `raise KeyboardInterrupt`: its error, at its line
@@ -250,7 +250,7 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
             stopped(err, as_json)
         except Exception as err:  # noqa: BLE001 - anything else is a bug: one line, exit 3
             internal_error(err, as_json)
-        sys.exit(status or 0)
+        raise SystemExit(status or 0)
 
     return wrapper
 

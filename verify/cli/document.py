@@ -22,13 +22,13 @@ import os
 import sys
 from typing import Any, TextIO
 
-__all__ = ["hold", "release", "stream", "descriptor", "silence"]
+__all__ = ["hold", "release", "stream", "descriptor", "silence", "closed_stream"]
 
 #: The document's stream while a one-document command runs (None: no such command).
 _HELD: list[Any] = [None]
 #: Bound as the module loads: a kernel's ``os.dup2 = None`` failed the release after the report
 #: was written, and a second (error) document followed it (a probe).
-_DUP, _DUP2, _CLOSE, _OPEN = os.dup, os.dup2, os.close, os.open
+_DUP, _DUP2, _CLOSE, _OPEN, _FSTAT = os.dup, os.dup2, os.close, os.open, os.fstat
 
 
 def stream() -> TextIO | None:
@@ -42,6 +42,17 @@ def descriptor() -> int:
         return stream().fileno()
     except (AttributeError, OSError, ValueError):
         return 1
+
+
+def closed_stream() -> str | None:
+    """What names a standard stream whose descriptor was closed while the command ran (a
+    kernel's ``os.close(1)``: its failure was a bare "Bad file descriptor"), or None."""
+    for fd, name in ((descriptor(), "standard output"), (2, "standard error")):
+        try:
+            _FSTAT(fd)
+        except OSError:
+            return f"{name} (descriptor {fd}, closed while the command ran)"
+    return None
 
 
 def silence() -> None:
