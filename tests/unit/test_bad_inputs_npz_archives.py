@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
@@ -92,10 +93,21 @@ def _method99(path: Path) -> Path:
     return path
 
 
+def _twice(path: Path) -> Path:
+    """Two members named x.npy (zipfile warns and writes both): np.load took the second silently."""
+    with zipfile.ZipFile(path, "w") as zf, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for value in (0, 1):
+            header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n"
+            zf.writestr("x.npy", _npy(header, bytes([value]) * 8))
+    return path
+
+
 MALFORMED = {
     "corrupt-deflate": (_corrupt_deflate, "compressed data is damaged"),
     "encrypted": (_encrypted, "x.npy: an encrypted member"),
     "method-99": (_method99, "x.npy: compressed with method 99"),
+    "one-name-twice": (_twice, "x.npy: two members of one name"),
     "header-nested-deep": (lambda p: _archive(p, _npy("{'descr': " + "(" * 200 + ")" * 200 + "}\n")),
                            "x: its .npy header is not a Python literal"),
     "header-a-list": (lambda p: _archive(p, _npy("['descr']\n")), "x: its .npy header is a list"),

@@ -114,7 +114,12 @@ def _check_members(archive: zipfile.ZipFile, where: str, option: str) -> None:
     sizes bound what is read."""
     limit, whose = _memory_limit()
     total = 0
+    seen: set[str] = set()
     for info in archive.infolist():
+        if info.filename in seen:  # np.load would take the last one silently (probe_bad U4)
+            raise ValueError(f"{info.filename}: two members of one name; which array is meant is unknown (save "
+                             "the arrays with numpy.savez)")
+        seen.add(info.filename)
         if info.flag_bits & 0x1:
             raise ValueError(f"{info.filename}: an encrypted member (password-protected); save the arrays with "
                              "numpy.savez")
