@@ -55,6 +55,14 @@ def one_pass(x):
             src=x[:, i * 512:(i + 1) * 512])
     nisa.dma_copy(dst=out[:, 0:512], src=t)
     return out
+
+
+@nki.jit
+def ones_in_bf16(x):
+    out = nl.ndarray((128, 1024), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[:, 0:512], src=x[:, 0:512])
+    nisa.dma_copy(dst=out[:, 512:1024], src=x[:, 0:512])
+    return out
 '''
 
 
@@ -116,3 +124,14 @@ def test_the_differences_of_two_variants_name_them_a_and_b(folder: Path) -> None
                          cwd=folder, capture_output=True, text=True, timeout=300)
     assert run.returncode == 1, run.stderr
     assert "return0: 65536 of 131072 elements beyond rtol=0.01, atol=0.01; first at [0, 512]: B 1, A " in run.stdout
+
+
+@pytest.mark.parametrize("values", [True, False], ids=["values", "timing-only"])
+def test_an_output_of_another_dtype_differs_with_values_or_without(folder: Path, values: bool) -> None:
+    """probe_bad U2: a bfloat16 output against a float32 one of equal values was "equal" when
+    values were compared and DIFFER under --timing-only; one pair, one verdict."""
+    run = subprocess.run([str(NEURONSIM), "compare", "k.py::two_passes", "k.py::ones_in_bf16", "--inputs", "in.npz",
+                          *([] if values else ["--timing-only"])], cwd=folder, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert ("return0: B writes bfloat16, A float32" if values else "[128, 1024] bfloat16 are not A's") in run.stdout

@@ -170,8 +170,9 @@ def compare_reports(a: tuple[str, KernelReport], b: tuple[str, KernelReport], *,
     as for :func:`statement_of`."""
     sides = [Side(label, report, line_profile(report.run.simulation.runs[0].trace, label)) for label, report in (a, b)]
     functional = not (sides[0].report.run.timing_only or sides[1].report.run.timing_only)
-    differences = (tuple(compare_outputs(sides[1].report.run.outputs, sides[0].report.run.outputs, rtol, atol,
-                                         ("B", "A")))
+    differences = (tuple(_dtypes_differ(sides[0].report, sides[1].report)
+                         + compare_outputs(sides[1].report.run.outputs, sides[0].report.run.outputs, rtol, atol,
+                                           ("B", "A")))
                    if functional else _shapes_differ(sides[0].report, sides[1].report))
     in_a, in_b = _by_statement(sides[0].profile, files), _by_statement(sides[1].profile, files)
     none = (None, "", 0.0)
@@ -195,6 +196,18 @@ def _shapes_differ(a: KernelReport, b: KernelReport) -> tuple[str, ...] | None:
     if mine == theirs:
         return None
     return (f"B's outputs {_shown(theirs)} are not A's {_shown(mine)} (names, shapes, dtypes; values not computed)",)
+
+
+def _dtypes_differ(a: KernelReport, b: KernelReport) -> list[str]:
+    """An output both kernels write in different dtypes: a difference whatever the values (a
+    bfloat16 output against a float32 one was "equal" by value and DIFFER by signature under
+    ``--timing-only``: probe_bad U2)."""
+    out = []
+    for name in sorted(set(a.output_names) & set(b.output_names)):
+        mine, theirs = a.program.tensors[name].dtype, b.program.tensors[name].dtype
+        if mine != theirs:
+            out.append(f"{name}: B writes {theirs}, A {mine}")
+    return out
 
 
 def _shown(outputs: dict[str, tuple]) -> str:
