@@ -129,9 +129,9 @@ def main() -> None:
     # matplotlib checks as it loads (MPLBACKEND=nonexistent), would end a --plot with its error
     os.environ.pop("MPLBACKEND", None)
     MEMORY_BACKSTOP["enabled"] = True
-    signals.install_handlers()
     threading.excepthook = _thread_raised
-    sys.unraisablehook = _unraisable
+    sys.unraisablehook = _unraisable  # first: the signals' hook keeps it for all but a signal's exception
+    signals.install_handlers()
     tampering.remember()  # before any user code, after our own hooks: what a kernel replaces is its failure
     status: object = 0
     try:

@@ -190,7 +190,10 @@ _previous_unraisable = sys.unraisablehook
 
 def install_handlers() -> None:
     """SIGINT and SIGTERM raise where the process is, with the watchdog armed."""
+    global _previous_unraisable
     _install(_raise)
+    if sys.unraisablehook is not _unraisable:  # the command's own hook, kept for all other exceptions
+        _previous_unraisable = sys.unraisablehook
     sys.unraisablehook = _unraisable
     if not _fork_hooked:
         os.register_at_fork(after_in_child=as_worker)
