@@ -340,10 +340,7 @@ def _body(draw, cfg: _Config, tensors, spec: MachineSpec, count: int, family: tu
             bodies[-1].append(inst)
             continue
         reader = fan_in is not None and k == fan_in + 2
-        # the reader: any compute op, a matmul (loads feeding PE, accumulating) as often as all others
-        computes = [entry for entry in menu if not entry[0].startswith("dma")]
-        matmuls = [entry for entry in computes if entry[0] == "matmul"]
-        op, engines = draw_pick(draw, computes + matmuls * (len(computes) // 2) if reader else menu)
+        op, engines = draw_pick(draw, [entry for entry in menu if not entry[0].startswith("dma")] if reader else menu)
         engine = draw_pick(draw, engines)
         name = f"{op}{k}"
         if reader:  # it reads the loads' target half the time it picks an operand
