@@ -25,6 +25,7 @@ BUGS = (
     ("build_fdeps drops the PSUM accumulation chain", "DropPsumAccumulation", {"replace": "build-fdeps"}),
     ("anti analyzer ignores partitions", "AntiDepsFirstPartition", {"replace": "anti-deps"}),
     ("program-order fold, wrong closures", "ProgramOrderFoldReduction", {"replace": "dep-reduction"}),
+    ("reduction takes the DMA queues for one FIFO", "OneFifoReduction", {"replace": "dep-reduction"}),
     ("simulator skips a wait", "simulator_ignoring_one_wait", {}),
 )
 

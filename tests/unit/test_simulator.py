@@ -117,7 +117,8 @@ def test_dma_costs():
                   "writes": [{"tensor": "e", "pattern": [[512, 4], [1, 64]]}]})
     assert rows.shares == tuple((e, pytest.approx(256 / 17), pytest.approx(106)) for e in range(4))
     strided = _cost({**SB, "e": {**SB["d"], "address": 1 << 20}},
-                    {**load, "reads": [{"tensor": "d", "pattern": [[2, 32]]}], "writes": [{"tensor": "e", "pattern": [[1, 32]]}]})
+                    {**load, "reads": [{"tensor": "d", "pattern": [[2, 32]]}],
+                     "writes": [{"tensor": "e", "pattern": [[1, 32]]}]})
     assert strided.shares == tuple((e, pytest.approx(8 / 17), pytest.approx(2 * 106)) for e in range(16))
 
 
