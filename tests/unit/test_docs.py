@@ -89,10 +89,14 @@ def test_example_pass_keeps_a_dep_that_a_dep_of_some_iterations_cannot_stand_for
 
 
 def test_example_pass_fuzzes_from_the_command_line(tmp_path):
+    # (the pass merges waits only where two DMAs complete on one queue: seed 0 meets such programs
+    # within 25 examples, seed 3 no longer does since the fuzz programs' fan-in of loads, and a
+    # pass that changed nothing exits 1 as vacuous)
     run = _cli("fuzz", "--pass", "examples.collapse_waits:CollapseWaits", "--replace", "dep-reduction",
-               "--examples", "25", "--seed", "3", "--workers", "1", "--out", str(tmp_path), "--json")
+               "--examples", "25", "--seed", "0", "--workers", "1", "--out", str(tmp_path), "--json")
     assert run.returncode == 0, run.stderr
-    assert json.loads(run.stdout)["examples"] == 25
+    doc = json.loads(run.stdout)
+    assert doc["examples"] == 25 and doc["pass_effect"]["changed"] > 0
 
 
 def test_a_pass_registered_by_entry_point_runs_in_passes(tmp_path):

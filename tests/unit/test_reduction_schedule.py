@@ -71,7 +71,13 @@ def test_dep_opt_after_schedule_is_race_free(program):
 def _apart(program):
     """``program`` with every virtual tensor placed on bytes of its own (no reuse at all):
     the storage a virtual tensor stands for before allocation."""
-    cursor = {MemoryKind.SBUF: 0, MemoryKind.PSUM: 0, MemoryKind.DRAM: 1 << 30}  # above every placed DRAM byte
+    placed = [t for t in program.tensors.values() if not t.is_virtual and t.memory != MemoryKind.DRAM]
+    # above every placed byte, as alloc places them (starting at 0 put a virtual tile on a placed one)
+    sbuf = max((t.offset + t.bytes_per_partition for t in placed if t.memory == MemoryKind.SBUF), default=0)
+    psum = max((t.bank * 2048 + t.offset + t.bytes_per_partition for t in placed if t.memory == MemoryKind.PSUM),
+               default=0)
+    cursor = {MemoryKind.SBUF: -(-sbuf // 64) * 64, MemoryKind.PSUM: -(-psum // 2048) * 2048,
+              MemoryKind.DRAM: 1 << 30}  # above every placed DRAM byte
     tensors = {}
     for name, t in program.tensors.items():
         if t.is_virtual:
