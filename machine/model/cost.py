@@ -28,8 +28,8 @@ DMA transfers (ns)
     * latency (``latency_ns``) from the trigger to the first byte: ``dma_fixed_ns``, plus
       ``hwdge_ns`` with hardware DGE (``dge: hwdge``).  It overlaps everything else;
     * data: the transfer is split by partitions of its SBUF side (partition ``p`` goes to
-      engine ``p // dma_partitions_per_engine``), or for DRAM to DRAM by its descriptors
-      (:func:`dram_rows`, the side with more); each engine's share moves at ``dma_rate`` and keeps its engine for
+      engine ``p // dma_partitions_per_engine``), or for DRAM to DRAM by the rows of its
+      destination (:func:`dram_rows`); each engine's share moves at ``dma_rate`` and keeps its engine for
       ``max(data, rows x dma_descriptor_ns)`` (the descriptor-rate limit, overlapping data).
     * the descriptor generation is the transfer's ``dge`` attribute, on ``dma_copy``,
       ``dma_transpose`` and opaque DMA ops alike, as the validator reads it; an on-chip
@@ -212,16 +212,19 @@ def _engine_rows(tensors: Mapping[str, Tensor], instr: Instruction, spec: Machin
         start, count, step = access.partitions or (0, tensor.shape[0], 1)
         first = (tensor.partition or 0) + start + partition_shift
         return dict(_partition_rows(first, count, step, spec.dma_partitions_per_engine, engines))
-    total = max((dram_rows(tensors[a.tensor], a) for a in (*instr.writes, *instr.reads)), default=1)
+    side = instr.writes or instr.reads  # the destination's rows, as a load's are its partitions
+    total = dram_rows(tensors[side[0].tensor], side[0]) if side else 1
     if total < engines:
         return {e: 1 for e in range(total)}
     return {e: ceil((e + 1) * total / engines) - ceil(e * total / engines) for e in range(engines)}
 
 
 def dram_rows(tensor: Tensor, access: Access) -> int:
-    """The descriptors of a DRAM-to-DRAM transfer's side: its contiguous runs, none longer
+    """The rows of a DRAM-to-DRAM transfer's destination: its contiguous runs, none longer
     than a row of the tensor (its last dimension); an element apart when the innermost
-    dimension steps.  A whole (32, 128) tensor is 32 rows, not 4,096 elements.
+    dimension steps.  A whole (32, 128) tensor is 32 rows, not 4,096 elements.  The source's
+    pattern is not counted, as a load's DRAM side is not (a load is split by the partitions it
+    writes): a transposing copy costs what a straight one into the same rows does.
 
     >>> from neuronsim.machine.ir.program import Tensor, Access, MemoryKind
     >>> d = Tensor("d", MemoryKind.DRAM, "int32", (32, 128), address=0)

@@ -111,15 +111,20 @@ def test_dma_costs():
                  {**load, "writes": [{"tensor": "e"}]})
     share = 128 * 512 * 4 / 16 / 17
     assert copy.shares == tuple((e, pytest.approx(share), pytest.approx(max(share, 8 * 106))) for e in range(16))
-    # a row at a time: 4 rows of 64 columns on 4 engines; every other element: a descriptor each
+    # a row at a time: 4 rows of 64 columns on 4 engines; every other element of the destination:
+    # a descriptor each; of the source only: one row (as a load's DRAM side, it is not counted)
     rows = _cost({**SB, "e": {**SB["d"], "address": 1 << 20}},
                  {**load, "reads": [{"tensor": "d", "pattern": [[512, 4], [1, 64]]}],
                   "writes": [{"tensor": "e", "pattern": [[512, 4], [1, 64]]}]})
     assert rows.shares == tuple((e, pytest.approx(256 / 17), pytest.approx(106)) for e in range(4))
     strided = _cost({**SB, "e": {**SB["d"], "address": 1 << 20}},
-                    {**load, "reads": [{"tensor": "d", "pattern": [[2, 32]]}],
-                     "writes": [{"tensor": "e", "pattern": [[1, 32]]}]})
+                    {**load, "reads": [{"tensor": "d", "pattern": [[1, 32]]}],
+                     "writes": [{"tensor": "e", "pattern": [[2, 32]]}]})
     assert strided.shares == tuple((e, pytest.approx(8 / 17), pytest.approx(2 * 106)) for e in range(16))
+    gather = _cost({**SB, "e": {**SB["d"], "address": 1 << 20}},
+                   {**load, "reads": [{"tensor": "d", "pattern": [[2, 32]]}],
+                    "writes": [{"tensor": "e", "pattern": [[1, 32]]}]})
+    assert gather.shares == ((0, pytest.approx(128 / 17), pytest.approx(106)),)
 
 
 # -- timing ------------------------------------------------------------------------------------
