@@ -103,10 +103,13 @@ def kernel_level(tracer: Any) -> None:
     elif under_program_if(frame.f_code, frame_line(frame)):  # (the page's "under if condition": it ran, a probe)
         where = "under an if on the program's coordinates (nl.program_id)"
     else:
-        caller = frame.f_back
+        from neuronsim.machine.nki.kernel import Kernel  # (it imports the tracer, which imports this module)
+
+        caller, launched = frame.f_back, False
         while caller is not None and id(caller.f_code) not in ENTRY_CODES and _code_info(caller.f_code)[0]:
+            launched |= caller.f_code is Kernel.__call__.__code__  # a host wrapper called this kernel
             caller = caller.f_back  # neuronsim's own frames between (a decorator's stand-in)
-        if caller is not None and id(caller.f_code) not in ENTRY_CODES:
+        if caller is not None and id(caller.f_code) not in ENTRY_CODES and not launched:
             where = f"in {frame.f_code.co_name}(), a function the kernel calls"
     if where:
         raise fail(f"a shared_hbm tensor made {where}: NKI makes shared_hbm tensors only at the kernel's top "

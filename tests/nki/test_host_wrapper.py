@@ -92,3 +92,39 @@ def test_the_hint_names_the_kernel_file_as_the_location_does(tmp_path, monkeypat
     message = str(info.value)
     assert message.startswith("kernels/w.py:"), message
     assert "run the launched kernel itself at top level: kernels/w.py::scaled_rows --grid 2" in message
+
+
+LEGACY = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def doubling(x):
+    out = nl.ndarray((4, 128, 8), dtype=x.dtype, buffer=nl.shared_hbm)
+    t = nl.load(x)
+    scale = 1.0
+    for i in nl.affine_range(4):
+        scale = scale * 2.0  # traced once, as NKI traces the body: 2x in every iteration
+        nl.store(out[i], value=nl.multiply(t, scale))
+    return out
+
+
+def same_module_host(x):
+    return doubling(x)
+'''
+
+
+@pytest.mark.parametrize("entry", ["k.py::doubling", "host.py::host", "k.py::same_module_host"])
+def test_a_legacy_kernel_keeps_its_rules_whoever_calls_it(tmp_path, monkeypatch, entry) -> None:
+    """probe_ac N1: the API generation was the entry function's module's, so a legacy kernel
+    called from a host function in a module that imports nothing of NKI ran by NKI 0.7's rules
+    (2, 4, 8, 16 x instead of 2 x, no warning), and one called from a host function in its own
+    module was refused for the shared_hbm output it makes at its own top level."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "k.py").write_text(LEGACY)
+    (tmp_path / "host.py").write_text("from k import doubling\n\n\ndef host(x):\n    return doubling(x)\n")
+    x = np.ones((128, 8), np.float32)
+    outputs, report = run_kernel(str(tmp_path / entry), x, seeds=(None,))
+    np.testing.assert_array_equal(outputs, np.full((4, 128, 8), 2.0, np.float32))
+    assert any("traces the body once" in w for w in report.finding_lines()), report.finding_lines()
