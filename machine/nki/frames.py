@@ -45,8 +45,8 @@ from typing import Any
 
 from neuronsim.machine.nki.errors import _CODE, _code_info, frame_line
 
-__all__ = ["loop_indices", "ENTRY_CODES", "mark_entry", "loops_at", "entry_locals", "restore_locals", "TILE_TYPES",
-           "for_statement"]
+__all__ = ["loop_indices", "ENTRY_CODES", "KERNEL_CALLS", "mark_kernel_call", "mark_entry", "loops_at",
+           "entry_locals", "restore_locals", "TILE_TYPES", "for_statement"]
 
 #: ``id -> code`` of the frames that call a kernel (``frontend._run``): the walk stops there.
 #: Caches here are keyed by a code object's ``id`` (hashing a code object hashes its constants
@@ -163,6 +163,16 @@ def _program_names(statements: list[ast.stmt]) -> set[str]:
 
 def _last_line(node: ast.AST) -> int:
     return node.end_lineno or node.lineno
+
+
+#: The code of ``Kernel.__call__``: a frame called through it is a kernel's top level, even
+#: when a host function called the kernel (machine/nki/kernel.py marks it).
+KERNEL_CALLS: dict[int, CodeType] = {}
+
+
+def mark_kernel_call(code: CodeType) -> None:
+    """Note ``code`` as the call of a kernel object (see :data:`KERNEL_CALLS`)."""
+    KERNEL_CALLS[id(code)] = code
 
 
 def mark_entry(code: CodeType) -> None:

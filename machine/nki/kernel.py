@@ -16,6 +16,7 @@ from typing import Any
 
 from neuronsim.machine.nki import tracer
 from neuronsim.machine.nki.errors import NkiError, _display, line_of
+from neuronsim.machine.nki.frames import mark_kernel_call
 from neuronsim.machine.nki.indexing import concrete
 
 __all__ = ["Kernel", "HostLaunch", "jit", "launch_hint", "launched", "unwrap", "schedule_of", "simulation_mode",
@@ -74,6 +75,9 @@ class Kernel:
 
     def __repr__(self) -> str:
         return f"<NKI kernel {self.func.__qualname__}{list(self.grid) if self.grid else ''}>"
+
+
+mark_kernel_call(Kernel.__call__.__code__)  # a host function's call of a kernel: the kernel's top level below
 
 
 class HostLaunch(Exception):  # noqa: N818  (a request to trace again, not an error)

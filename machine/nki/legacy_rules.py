@@ -26,7 +26,7 @@ from typing import Any
 
 from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.nki.errors import NkiError, SourceLine, _code_info, fail, frame_line, user_frame
-from neuronsim.machine.nki.frames import ENTRY_CODES, loops_at, under_program_if
+from neuronsim.machine.nki.frames import ENTRY_CODES, KERNEL_CALLS, loops_at, under_program_if
 
 __all__ = ["annotated_shape", "legacy_tile", "kernel_level", "check_written", "check_mutable"]
 
@@ -103,11 +103,9 @@ def kernel_level(tracer: Any) -> None:
     elif under_program_if(frame.f_code, frame_line(frame)):  # (the page's "under if condition": it ran, a probe)
         where = "under an if on the program's coordinates (nl.program_id)"
     else:
-        from neuronsim.machine.nki.kernel import Kernel  # (it imports the tracer, which imports this module)
-
         caller, launched = frame.f_back, False
         while caller is not None and id(caller.f_code) not in ENTRY_CODES and _code_info(caller.f_code)[0]:
-            launched |= caller.f_code is Kernel.__call__.__code__  # a host wrapper called this kernel
+            launched |= id(caller.f_code) in KERNEL_CALLS  # a host function called this kernel
             caller = caller.f_back  # neuronsim's own frames between (a decorator's stand-in)
         if caller is not None and id(caller.f_code) not in ENTRY_CODES and not launched:
             where = f"in {frame.f_code.co_name}(), a function the kernel calls"
