@@ -153,7 +153,7 @@ def _attempts(kernel: Any, func: Any, grid: tuple, arrays: tuple, kwargs: dict, 
         tracer = Tracer(name, machine, generation_of(func), tuple(int(g) for g in grid), unroll, ranks=ranks,
                         as_cores=as_cores, max_instructions=limits[0], max_memory=limits[1])
         tracer.hbm.shared, tracer.unrun.run_once = shared, run_once
-        tracer.host_wrapper = not isinstance(kernel, Kernel) and not grid and int(ranks) == 1
+        tracer.host_wrapper = generation_of if not isinstance(kernel, Kernel) and not grid and int(ranks) == 1 else None
         try:
             # tracing makes many small objects that all live to the end: no collector passes over
             # them (bench/bench_nki.py --no-compile: 9.2 s -> 7.0 s for 1e5 instructions)

@@ -17,6 +17,7 @@ from typing import Any
 from neuronsim.machine.nki import tracer
 from neuronsim.machine.nki.errors import NkiError, _display, line_of
 from neuronsim.machine.nki.frames import mark_kernel_call
+from neuronsim.machine.nki.kernel_range import legacy_range
 from neuronsim.machine.nki.indexing import concrete
 
 __all__ = ["Kernel", "HostLaunch", "jit", "launch_hint", "launched", "unwrap", "schedule_of", "simulation_mode",
@@ -70,6 +71,11 @@ class Kernel:
                 if active.host_wrapper and not active.kb.emitted:  # `return _kernel[n](q, k, v)`: the launch
                     raise HostLaunch(self, args, kwargs, line_of(sys._getframe(1)))
                 raise active.refuse("launching an SPMD grid from inside a kernel", launch_hint(self))
+            active = tracer.current()
+            if active.host_wrapper:  # a host function calls the kernel: the kernel's API rules from here
+                active.generation = active.host_wrapper(self.func)
+                with legacy_range(self.func, active):
+                    return self.func(*args, **kwargs)
             return self.func(*args, **kwargs)
         return run_eagerly(self, *args, **kwargs)
 

@@ -241,9 +241,9 @@ class Tracer:
     calls: int = field(default=0, init=False)
     """NKI calls started (the outermost ones): a trace's progress when it emits nothing
     (:mod:`~neuronsim.machine.nki.watch`)."""
-    host_wrapper: bool = False
-    """The function traced has no ``@nki.jit`` and no grid of its own: a kernel launch on a
-    grid before anything is emitted is the launch (:class:`~neuronsim.machine.nki.kernel.HostLaunch`)."""
+    host_wrapper: Any = None
+    """When the function traced has no ``@nki.jit`` and no grid of its own, the API rule of a kernel
+    it calls (its generation decides from there); a launch before anything is emitted is the launch."""
     parameters: dict[int, Any] = field(default_factory=dict)
     """The traced function's array arguments, by the id of the tensor each became."""
     unrun: Unrun = field(default_factory=Unrun)

@@ -114,17 +114,38 @@ def same_module_host(x):
 '''
 
 
-@pytest.mark.parametrize("entry", ["k.py::doubling", "host.py::host", "k.py::same_module_host"])
-def test_a_legacy_kernel_keeps_its_rules_whoever_calls_it(tmp_path, monkeypatch, entry) -> None:
+CURRENT = LEGACY.replace("import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl",
+                         "import nki\nimport nki.language as nl").replace("doubling", "cdoubling")
+
+HOSTS = {
+    "host.py": "from k import doubling\n\n\ndef host(x):\n    return doubling(x)\n",
+    "two.py": "import host\n\n\ndef host2(x):\n    return host.host(x)\n",
+    "part.py": "import functools\nimport k\n\nhost = functools.partial(k.doubling)\n",
+    "mixed.py": "from k import doubling\nfrom c import cdoubling\n\n\ndef legacy(x):\n    return doubling(x)\n"
+                "\n\ndef current(x):\n    return cdoubling(x)\n",
+    "own.py": "import nki.language as nl\nfrom k import doubling\n\n\ndef host(x):\n    return doubling(x)\n",
+}
+
+
+@pytest.mark.parametrize("entry, factors", [
+    ("k.py::doubling", [2, 2, 2, 2]), ("host.py::host", [2, 2, 2, 2]), ("k.py::same_module_host", [2, 2, 2, 2]),
+    ("two.py::host2", [2, 2, 2, 2]), ("part.py::host", [2, 2, 2, 2]), ("mixed.py::legacy", [2, 2, 2, 2]),
+    ("own.py::host", [2, 2, 2, 2]), ("c.py::cdoubling", [2, 4, 8, 16]), ("mixed.py::current", [2, 4, 8, 16])])
+def test_a_kernel_keeps_its_api_s_rules_whoever_calls_it(tmp_path, monkeypatch, entry, factors) -> None:
     """probe_ac N1: the API generation was the entry function's module's, so a legacy kernel
     called from a host function in a module that imports nothing of NKI ran by NKI 0.7's rules
     (2, 4, 8, 16 x instead of 2 x, no warning), and one called from a host function in its own
-    module was refused for the shared_hbm output it makes at its own top level."""
+    module was refused for the shared_hbm output it makes at its own top level; probe_ad: the
+    kernel a host function calls decides, not the names of its module (a module naming a legacy
+    and a current kernel, a partial, two levels, a module importing NKI itself)."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     (tmp_path / "k.py").write_text(LEGACY)
-    (tmp_path / "host.py").write_text("from k import doubling\n\n\ndef host(x):\n    return doubling(x)\n")
+    (tmp_path / "c.py").write_text(CURRENT)
+    for name, text in HOSTS.items():
+        (tmp_path / name).write_text(text)
     x = np.ones((128, 8), np.float32)
     outputs, report = run_kernel(str(tmp_path / entry), x, seeds=(None,))
-    np.testing.assert_array_equal(outputs, np.full((4, 128, 8), 2.0, np.float32))
-    assert any("traces the body once" in w for w in report.finding_lines()), report.finding_lines()
+    np.testing.assert_array_equal(outputs, np.stack([np.full((128, 8), f, np.float32) for f in factors]))
+    once = any("traces the body once" in w for w in report.finding_lines())
+    assert once == (factors[-1] == 2), report.finding_lines()
