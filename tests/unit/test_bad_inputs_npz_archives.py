@@ -103,11 +103,21 @@ def _twice(path: Path) -> Path:
     return path
 
 
+def _named_with_and_without_npy(path: Path) -> Path:
+    """Members x.npy and x, both of which numpy lists as x."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }\n"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("x.npy", _npy(header, bytes(8)))
+        zf.writestr("x", _npy(header, bytes([1]) * 8))
+    return path
+
+
 MALFORMED = {
     "corrupt-deflate": (_corrupt_deflate, "compressed data is damaged"),
     "encrypted": (_encrypted, "x.npy: an encrypted member"),
     "method-99": (_method99, "x.npy: compressed with method 99"),
     "one-name-twice": (_twice, "x.npy: two members of one name"),
+    "x-and-x.npy": (_named_with_and_without_npy, "x: two members of one name"),
     "header-nested-deep": (lambda p: _archive(p, _npy("{'descr': " + "(" * 200 + ")" * 200 + "}\n")),
                            "x: its .npy header is not a Python literal"),
     "header-a-list": (lambda p: _archive(p, _npy("['descr']\n")), "x: its .npy header is a list"),

@@ -408,23 +408,29 @@ def add1(x):
 '''
 
 
-def test_a_signal_that_lands_in_a_finaliser_ends_the_run_with_its_one_line(tmp_path):
+@pytest.mark.parametrize("as_json", [False, True], ids=["table", "json"])
+def test_a_signal_that_lands_in_a_finaliser_ends_the_run_with_its_one_line(tmp_path, as_json):
     """Python hands an exception raised in a ``__del__`` to ``sys.unraisablehook``: the command's
     own hook, installed after the signals' one, took it and warned "a finaliser raised
-    Terminated" before the "terminated" line (probe_re U1, 2 of 30 runs of fuzz)."""
+    Terminated" before the "terminated" line (probe_re U1, 2 of 30 runs of fuzz); the run went on,
+    and under --json wrote its result document before the error document (probe_ad)."""
     import numpy as np
 
     (tmp_path / "fin.py").write_text(FINALISER_KERNEL)
     np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
-    proc = _spawn("run", "fin.py::add1", "--inputs", "in.npz", "--out", str(tmp_path / "out"), cwd=tmp_path)
+    proc = _spawn("run", "fin.py::add1", "--inputs", "in.npz", "--out", str(tmp_path / "out"),
+                  *(["--json"] if as_json else []), cwd=tmp_path)
     try:
         deadline = time.monotonic() + 60
         while not (tmp_path / "in_finaliser").exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(0.3)
         os.killpg(proc.pid, signal.SIGTERM)
-        _stdout, stderr = proc.communicate(timeout=PROMPT)
+        stdout, stderr = proc.communicate(timeout=PROMPT)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert (proc.returncode, stderr.splitlines()) == (143, ["terminated"]), stderr[-2000:]
+    assert (proc.returncode, stderr.splitlines()[-1:]) == (143, ["terminated"]), stderr[-2000:]
+    assert "warning" not in stderr
+    if as_json:
+        assert json.loads(stdout)["format"] == "neuronsim.error/1"  # one document: the error's

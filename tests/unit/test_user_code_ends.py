@@ -415,7 +415,8 @@ def test_a_huge_exception_message_is_one_short_line(folder):
                                              ("time.perf_counter = None", "time.perf_counter"),
                                              ("tempfile.mkstemp = None", "tempfile.mkstemp"),
                                              ("sys.meta_path.clear()", None),
-                                             ("sys.exit = None", None)])  # (probe_re N6: 3 tracebacks)
+                                             ("sys.exit = None", None),  # (probe_re N6: 3 tracebacks)
+                                             ("sys.excepthook = None", "sys.excepthook")])  # (probe_ad: exit 3)
 def test_a_kernel_that_breaks_what_neuronsim_writes_with_is_the_kernel_s_input(folder, tamper, outcome):
     """Replacing a function neuronsim writes or times with was an exit 3, "a bug in neuronsim"
     (probe_bad F4); clearing the import finders failed the removal of neuronsim's own."""

@@ -98,6 +98,8 @@ class FiniteFloat(click.FloatRange):
 def emit_json(doc: Any, *, failing: bool = False) -> None:
     """Write the one JSON document of a ``--json`` run (strict JSON: a NaN or an infinity
     that reached a figure is written as null, never as the non-JSON ``NaN``)."""
+    if not failing:  # a signal whose exception a finaliser swallowed: its error document, not two
+        raise_if_received()
     out = document.stream()
     if out is None:
         raise UsageFailure("standard output is closed; --json writes its document there", "--json")

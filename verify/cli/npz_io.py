@@ -116,10 +116,11 @@ def _check_members(archive: zipfile.ZipFile, where: str, option: str) -> None:
     total = 0
     seen: set[str] = set()
     for info in archive.infolist():
-        if info.filename in seen:  # np.load would take the last one silently (probe_bad U4)
+        name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename  # numpy's name for it
+        if name in seen:  # np.load would take one of them silently (probe_bad U4; x.npy and x: probe_ad)
             raise ValueError(f"{info.filename}: two members of one name; which array is meant is unknown (save "
                              "the arrays with numpy.savez)")
-        seen.add(info.filename)
+        seen.add(name)
         if info.flag_bits & 0x1:
             raise ValueError(f"{info.filename}: an encrypted member (password-protected); save the arrays with "
                              "numpy.savez")

@@ -29,12 +29,13 @@ _SAVED: dict[str, tuple[Any, dict[str, Any]]] = {}  # module name -> (module, it
 _PATH: list[str] = []
 #: The modules watched: those neuronsim's own last steps go through (the report's line is
 #: ``click.echo``'d; a thread's failure is ``threading.excepthook``'s; numpy and the builtins).
-_MODULES = ("builtins", "numpy", "click", "threading", "os", "time", "tempfile", "json", "shutil")
+_MODULES = ("builtins", "numpy", "click", "threading", "os", "time", "tempfile", "json", "shutil", "sys")
 #: Of these, only the functions are watched: the standard library sets some of their other names
 #: itself (``tempfile.tempdir`` when first asked), which is no one's tampering.  neuronsim writes
 #: its files with ``tempfile`` and times with ``time.perf_counter`` (a kernel that replaced one
-#: was an exit 3: probe_bad F4); ``os.replace`` and the descriptor calls it binds as it loads.
-_FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil")
+#: was an exit 3: probe_bad F4); ``os.replace`` and the descriptor calls it binds as it loads;
+#: a thread starts only while ``sys.excepthook`` is a function (a kernel's None: probe_ad).
+_FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil", "sys")
 #: The standard streams, which a user's code may close (the one line then had nowhere to go).
 _STREAMS = ("stdout", "stderr")
 
