@@ -350,3 +350,15 @@ def test_a_reader_gone_after_a_line_is_141_even_unbuffered(tmp_path, unbuffered)
     assert proc.stdout.readline()
     proc.stdout.close()
     assert proc.wait(timeout=120) == 141 and proc.stderr.read() == b""
+
+
+def test_bad_input_under_json_into_a_closed_pipe_keeps_its_exit_2(tmp_path):
+    """The error document meets a reader that has gone: its one line is already on standard
+    error and its status stands (it was 1, the status of a finding: probe_ad)."""
+    proc = subprocess.Popen([SCRIPT, "check", str(tmp_path / "nope.json"), "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    proc.wait(timeout=120)
+    assert proc.returncode == 2 and stderr.splitlines() == [f"error: cannot read {tmp_path / 'nope.json'}: No such "
+                                                            "file or directory"], stderr

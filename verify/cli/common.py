@@ -107,7 +107,9 @@ def emit_json(doc: Any, *, failing: bool = False) -> None:
         out.write(dumps_strict(doc, indent=1) + "\n")
         out.flush()
     except BrokenPipeError:
-        raise
+        if not failing:
+            raise
+        document.silence()  # an error document nobody reads: its line is out, its status stands
     except OSError as err:  # a full device (> /dev/full): one line, not a second failure writing there
         document.silence()
         if not failing:  # (an error document: its line is already out, its status stands)
