@@ -341,8 +341,10 @@ class AntiDeps(Pass):
         boxes = restrictions(stream, where) if where else {}
         # A Flow pair found through a true byte conflict gives its dep its label, unless the dep
         # is split into iteration boxes: then each box is labelled by the pairs inside it.
-        relabel = [key for key, (kind, bits) in added.items()
-                   if kind < EdgeKind.FLOW or not bits & EXACT or len(boxes.get(key, ())) > 1]
+        def relabelled(key: tuple[int, int, int], kind: EdgeKind, bits: int) -> bool:
+            return kind < EdgeKind.FLOW or not bits & EXACT or len(boxes.get(key, ())) > 1
+
+        relabel = [key for key, (kind, bits) in added.items() if relabelled(key, kind, bits)]
         existing = _existing_kinds(table, stream.m, relabel)
         # a flat program's dep orders one pair: its label is that pair's kind, for all at once
         flat_kinds = None if stream.has_loops else pair_kinds(stream, np.asarray([k[0] for k in relabel], np.int64),
@@ -353,7 +355,7 @@ class AntiDeps(Pass):
         for (x, y, d), (kind, bits) in added.items():
             for box in boxes.get((x, y, d), ((),)):
                 label = kind
-                if kind < EdgeKind.FLOW or not bits & EXACT or len(boxes.get((x, y, d), ())) > 1:
+                if relabelled((x, y, d), kind, bits):
                     # label from the bytes of every pair the dep orders; none (a conservative
                     # bucket): an order, not a dependence
                     pairs = flat_kinds[(x, y, d)] if flat_kinds is not None else \

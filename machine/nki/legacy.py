@@ -255,7 +255,6 @@ _MUTABLE = _hint("mutable", NkiTensor)
 
 
 def typing_names() -> dict[str, Any]:
-    hint = _hint
-    tensor = hint("tensor", NkiTensor)
+    tensor = _hint("tensor", NkiTensor)
     return {"tensor": tensor, "mutable_tensor": _MUTABLE_TENSOR, "mutable": _MUTABLE,
-            "scalar": hint("scalar", (int, float, np.integer, np.floating)), "tile": hint("tile", NkiTensor)}
+            "scalar": _hint("scalar", (int, float, np.integer, np.floating)), "tile": _hint("tile", NkiTensor)}

@@ -394,8 +394,8 @@ def generation_of(func: Any) -> str:
     """``"legacy"`` when the kernel's module imported the ``neuronxcc`` stand-ins, else
     ``"current"``.  A host function whose module imports no NKI at all (a wrapper that picks a
     kernel's arguments and calls it, in a module of its own) takes the generation of the
-    functions and kernels its module names: the kernel it calls is among them (probe_ac N1: a
-    legacy kernel called so was traced by NKI 0.7's rules, and its values changed)."""
+    functions and kernels its module names until it calls a kernel, whose own module decides
+    from then on (``Kernel.__call__``; probe_ac N1, probe_ad)."""
     names = getattr(func, "__globals__", {})
     found = _generations(names)
     if not found:
