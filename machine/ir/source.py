@@ -30,8 +30,8 @@ from typing import Any
 
 from neuronsim.machine.ir.program import Instruction, frozen_mapping
 
-__all__ = ["SOURCE_KEY", "PROGRAM_KEY", "SourceRef", "source_of", "source_text", "source_line", "instance_source",
-           "instance_label", "source_json", "bind_source"]
+__all__ = ["SOURCE_KEY", "PROGRAM_KEY", "declared_name", "SourceRef", "source_of", "source_text", "source_line",
+           "instance_source", "instance_label", "source_json", "bind_source"]
 
 #: The extension key of an instruction's kernel location.
 SOURCE_KEY = "x-source"
@@ -152,3 +152,19 @@ def source_json(inst: Instruction, iteration: Mapping[str, int] | None = None) -
     if ref is None:
         return None
     return {"file": ref.file, "line": ref.line, "call": ref.call, "indices": dict(ref.bound(iteration))}
+
+
+def declared_name(tensor: Any) -> str:
+    """A tensor as its kernel names it: ``t (t_10, made at k.py:10)`` for a tile a trace named
+    after its variable, else its name (probe_bad M-F11: a message named only ``t_10``).
+
+    >>> from neuronsim.machine.ir.program import MemoryKind, Tensor
+    >>> src = {"x-source": {"file": "k.py", "line": 10, "variable": "t"}}
+    >>> declared_name(Tensor("t_10", MemoryKind.SBUF, "float32", (128, 64), extras=src))
+    't (t_10, made at k.py:10)'
+    """
+    source = dict(tensor.extras or {}).get(SOURCE_KEY) or {}
+    variable, line = source.get("variable"), source.get("line")
+    if not variable or variable == tensor.name or not line:
+        return tensor.name
+    return f"{variable} ({tensor.name}, made at {source.get('file', '')}:{line})"

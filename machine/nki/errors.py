@@ -22,10 +22,11 @@ import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.fast_dataclasses import quick_init
+from neuronsim.machine.ir.source import declared_name
 
 __all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "TraceTooLarge", "SourceLine",
            "user_line", "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name", "shown",
-           "at_line"]
+           "at_line", "past_end"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -315,3 +316,15 @@ def check_tensor_name(hint: Any, site: SourceLine, call: str) -> None:
             check_name(hint, "name")
         except ProgramError as err:
             raise NkiError(site, f"{call}: name={hint!r}: {err.message}") from None
+
+
+def past_end(tensor: Any, first: int, stop: int, dim: int, size: int, n: int) -> str:
+    """What an access reaching past ``size`` elements of dimension ``dim`` of ``tensor`` says:
+    positions ``first`` to ``stop - 1`` of its ``n`` inside (none when ``stop <= first``); the
+    tensor as the kernel names it (:func:`~neuronsim.machine.ir.source.declared_name`)."""
+    whom = declared_name(tensor)
+    if stop <= first:
+        return (f"the access of {whom} lies wholly past its {size} elements along dimension {dim} (none of its "
+                f"{n} positions is inside)")
+    return (f"the access of {whom} reaches past its {size} elements along dimension {dim} (positions {first} to "
+            f"{stop - 1} of its {n} are inside; a mask= bounds it)")

@@ -1,10 +1,10 @@
 """Where a tile view sits in its tensor: the logical axes of an NKI view over a program tensor.
 
 A :class:`Layout` is what slicing, ``nl.ds``, ``nl.arange`` indices, ``.ap(...)``, ``.reshape`` and
-``.broadcast_to`` produce, and what an instruction's operand becomes: :meth:`Layout.view` writes it as the
-builder's :class:`~neuronsim.machine.build.views.View` (the format's ``partitions`` / ``offset`` / ``pattern``).
-On SBUF / PSUM one axis is the partition axis (``P``: its range is ``partitions``); every other axis is
-a free axis ``(stride, count)`` in the tensor's per-partition element numbering (DRAM: all elements).
+``.broadcast_to`` produce, and what an instruction's operand becomes: :meth:`Layout.view` writes it as the builder's
+:class:`~neuronsim.machine.build.views.View` (the format's ``partitions`` / ``offset`` / ``pattern``). On SBUF /
+PSUM one axis is the partition axis (``P``: its range is ``partitions``); every other axis is a free axis ``(stride,
+count)`` in the tensor's per-partition element numbering (DRAM: all elements).
 
 >>> from neuronsim.machine.ir.program import MemoryKind, Tensor
 >>> t = Layout.whole(Tensor("t", MemoryKind.SBUF, "float32", (128, 4, 64)))
@@ -24,7 +24,7 @@ import numpy as np
 from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.program import MemoryKind, Tensor
 from neuronsim.machine.ir.fast_dataclasses import cached, quick_init
-from neuronsim.machine.nki.errors import IndexOutside, NkiError, fail, shown, unsupported, user_line
+from neuronsim.machine.nki.errors import IndexOutside, NkiError, fail, past_end, shown, unsupported, user_line
 from neuronsim.machine.nki.indexing import (ArangeExpr, Iter, as_index, check_broadcastable, concrete, new_iter,
                                            without_ellipsis)
 from neuronsim.machine.build.views import Index, View, is_int
@@ -243,13 +243,7 @@ class Layout:
         ``where`` (the instruction's; default: the line being traced)."""
         for (_kind, _s, n), limit in zip(self.axes, self.limits or ()):
             if limit is not None and n and not (limit[0] <= 0 and n <= limit[1]):
-                first, stop, dim, size = limit
-                if stop <= first:
-                    message = (f"the access of {self.tensor.name} lies wholly past its {size} elements along "
-                               f"dimension {dim} (none of its {n} positions is inside)")
-                else:
-                    message = (f"the access of {self.tensor.name} reaches past its {size} elements along dimension "
-                               f"{dim} (positions {first} to {stop - 1} of its {n} are inside; a mask= bounds it)")
+                message = past_end(self.tensor, *limit, n)
                 raise NkiError(where, message) if where is not None else fail(message)
 
     def _basic(self, k: Any, axis: tuple[str, int, int]) -> tuple[Layout, tuple[str, int, int] | None]:

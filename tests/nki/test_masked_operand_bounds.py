@@ -17,6 +17,7 @@ def test_a_masked_read_past_the_tiles_end_stays_inside():
 
 
 def test_the_same_read_without_its_mask_is_refused_at_the_call():
-    with pytest.raises(NkiError, match=r"masked_operand_bounds.py:\d+: the access of a_sb_\d+ reaches past its 256 "
-                                       r"elements along dimension 1"):
+    with pytest.raises(NkiError, match=r"masked_operand_bounds.py:\d+: the access of a_sb \(a_sb_\d+, made at \S+"
+                                       r"masked_operand_bounds.py:\d+\) reaches past its 256 elements along "
+                                       r"dimension 1"):
         trace(kernel("masked_operand_bounds.py::masked_blocks"), f32(128, 256), bounded=False)
