@@ -246,9 +246,7 @@ def same_program(first: Instruction, second: Instruction) -> bool:
     >>> same_program(of(0), of(0)), same_program(of(0), of(1)), same_program(Instruction("x", "sp", "dma_copy"), of())
     (True, False, True)
     """
-    a = first.extras.get(PROGRAM_KEY) if first.extras else None
-    b = second.extras.get(PROGRAM_KEY) if second.extras else None
-    return (a or []) == (b or [])
+    return _marked_alike(first, second, PROGRAM_KEY)
 
 
 def same_sequential_iteration(first: Instruction, second: Instruction) -> bool:
@@ -270,8 +268,13 @@ def same_sequential_iteration(first: Instruction, second: Instruction) -> bool:
     >>> same_sequential_iteration(at((1, 0, 2)), at((1, 0, 2), (2, 0, 0)))  # a loop inside that iteration
     False
     """
-    a = first.extras.get(IN_ORDER_KEY) if first.extras else None
-    b = second.extras.get(IN_ORDER_KEY) if second.extras else None
+    return _marked_alike(first, second, IN_ORDER_KEY)
+
+
+def _marked_alike(first: Instruction, second: Instruction, key: str) -> bool:
+    """Whether two instructions carry the same ``key`` mark (neither marked counts as alike)."""
+    a = first.extras.get(key) if first.extras else None
+    b = second.extras.get(key) if second.extras else None
     return (a or []) == (b or [])
 
 

@@ -66,12 +66,11 @@ class Kernel:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if tracer.tracing():
+            active = tracer.current()
             if self.grid:
-                active = tracer.current()
                 if active.host_wrapper and not active.kb.emitted:  # `return _kernel[n](q, k, v)`: the launch
                     raise HostLaunch(self, args, kwargs, line_of(sys._getframe(1)))
                 raise active.refuse("launching an SPMD grid from inside a kernel", launch_hint(self))
-            active = tracer.current()
             if active.host_wrapper:  # a host function calls the kernel: the kernel's API rules from here
                 active.generation = active.host_wrapper(self.func)
                 with legacy_range(self.func, active):

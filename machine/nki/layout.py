@@ -1,10 +1,10 @@
 """Where a tile view sits in its tensor: the logical axes of an NKI view over a program tensor.
 
 A :class:`Layout` is what slicing, ``nl.ds``, ``nl.arange`` indices, ``.ap(...)``, ``.reshape`` and
-``.broadcast_to`` produce, and what an instruction's operand becomes: :meth:`Layout.view` writes it as the builder's
-:class:`~neuronsim.machine.build.views.View` (the format's ``partitions`` / ``offset`` / ``pattern``). On SBUF /
-PSUM one axis is the partition axis (``P``: its range is ``partitions``); every other axis is a free axis ``(stride,
-count)`` in the tensor's per-partition element numbering (DRAM: all elements).
+``.broadcast_to`` produce, and what an instruction's operand becomes: :meth:`Layout.view` writes it as the
+builder's :class:`~neuronsim.machine.build.views.View` (the format's ``partitions`` / ``offset`` / ``pattern``).
+On SBUF / PSUM one axis is the partition axis (``P``: its range is ``partitions``); every other axis is
+a free axis ``(stride, count)`` in the tensor's per-partition element numbering (DRAM: all elements).
 
 >>> from neuronsim.machine.ir.program import MemoryKind, Tensor
 >>> t = Layout.whole(Tensor("t", MemoryKind.SBUF, "float32", (128, 4, 64)))

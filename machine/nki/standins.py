@@ -392,20 +392,8 @@ _MISSING = _MissingImport()
 
 def generation_of(func: Any) -> str:
     """``"legacy"`` when the kernel's module imported the ``neuronxcc`` stand-ins, else
-    ``"current"``.  A host function whose module imports no NKI at all (a wrapper that picks a
-    kernel's arguments and calls it, in a module of its own) takes the generation of the
-    functions and kernels its module names until it calls a kernel, whose own module decides
-    from then on (``Kernel.__call__``; probe_ac N1, probe_ad)."""
+    ``"current"``.  A host function that calls a kernel takes, from the call on, the generation
+    of the kernel's module (``Kernel.__call__``; probe_ac N1, probe_ad)."""
     names = getattr(func, "__globals__", {})
-    found = _generations(names)
-    if not found:
-        for value in list(names.values()):
-            inner = getattr(value, "func", value)  # a @nki.jit kernel holds its function
-            theirs = getattr(inner, "__globals__", None)
-            if isinstance(theirs, dict) and theirs is not names:
-                found |= _generations(theirs)
+    found = {value._generation for value in names.values() if isinstance(value, StandIn)}
     return "legacy" if "legacy" in found else "current"
-
-
-def _generations(names: dict) -> set[str]:
-    return {value._generation for value in list(names.values()) if isinstance(value, StandIn)}
