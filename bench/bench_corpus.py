@@ -62,13 +62,14 @@ def run_site(corpus: Path, site: KernelSite, timeout: float, memory_mb: int) -> 
 
     entry = CASES.get(site.key)  # a case may need a larger cap than the run's (Case.memory_mb)
     memory_mb = max(memory_mb, entry.memory_mb if entry is not None else 0)
+    corpus = corpus.resolve()  # (run from the corpus's folder: its lines read nki-library/.../k.py:8)
     command = [sys.executable, str(HERE / "corpus_cases_run.py"), str(corpus), site.key, "--memory-mb", str(memory_mb)]
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
     start = time.perf_counter()
     base = {"kernel": site.key, "traced": False, "race_free": False, "simulated": False, "reference": False,
             "equal": False, "where": f"{site.path}:{site.line}", "instructions": 0}
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=HERE)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=corpus)
     except subprocess.TimeoutExpired:
         return {**base, "outcome": "timeout", "message": f"no result within {timeout:g} s", "seconds": timeout}
     lines = done.stdout.strip().splitlines()

@@ -122,7 +122,7 @@ def prepare(case: dict, folder: Path) -> list[str]:
     arrays = {p: np.ascontiguousarray(v) for p, v in zip(params, values) if hasattr(v, "shape")}
     inputs = folder / f"{case['name']}.npz"
     np.savez(inputs, **arrays)
-    args = [f"{kernel}::kernel", "--inputs", str(inputs)]
+    args = [f"{Path(kernel).resolve()}::kernel", "--inputs", str(inputs)]
     for p, v in zip(params, values):
         if not hasattr(v, "shape"):
             args += ["--arg", f"{p}={v!r}"]
@@ -131,12 +131,15 @@ def prepare(case: dict, folder: Path) -> list[str]:
 
 def run_one(case: dict, folder: Path, timeout: float, passes: str | None = None) -> dict:
     exe = shutil.which("neuronsim") or str(Path(sys.executable).with_name("neuronsim"))
-    command = [exe, "run", *prepare(case, folder), "--timing-only", "--json", "--out", str(folder / case["name"])]
+    folder = folder.resolve()  # (it runs from the kernel's folder)
+    args = prepare(case, folder)
+    command = [exe, "run", *args, "--timing-only", "--json", "--out", str(folder / case["name"])]
     if passes:
         command += ["--passes", passes]
     started = time.perf_counter()
     try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout,
+                              cwd=Path(args[0].partition("::")[0]).parent)  # (its lines: k.py:8)
     except subprocess.TimeoutExpired:
         return {**case, "error": f"not finished in {timeout:g} s"}
     case = {**case, "seconds": time.perf_counter() - started}  # trace, findings, compile, check, simulate

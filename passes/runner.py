@@ -19,6 +19,7 @@ from typing import Any
 from neuronsim.machine.formats.pyfile import exit_call, running_users_code
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Program
+from neuronsim.machine.ir.source import shown_path
 
 from neuronsim.passes.base import AfterPass, FunctionPass, Pass, PassContext, PassRecord, PassResultError
 from neuronsim.passes.spec import parse_pipeline
@@ -80,7 +81,7 @@ def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # the package's own files
     theirs = [f for f in traceback.extract_tb(err.__traceback__)
               if not os.path.abspath(f.filename).startswith(root + os.sep)]
-    where = f" at {os.path.basename(theirs[-1].filename)}:{theirs[-1].lineno}" if theirs else ""
+    where = f" at {shown_path(theirs[-1].filename)}:{theirs[-1].lineno}" if theirs else ""
     if isinstance(err, SystemExit):
         return ProgramError("--passes", f"the pass {p.name!r} ends the process ({exit_call(err)}){where}: a pass "
                                         "returns a program")

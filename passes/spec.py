@@ -35,6 +35,7 @@ from typing import Any
 from neuronsim.machine.formats.inputs import special_file
 from neuronsim.machine.formats.pyfile import exit_call, running_users_code, run_file, user_site
 from neuronsim.machine.ir.errors import ProgramError, message_of
+from neuronsim.machine.ir.source import shown_path
 
 from neuronsim.passes.base import PASS_REGISTRY, Pass, as_pass, build_users_pass
 
@@ -84,7 +85,7 @@ def import_pass(address: str, option: str = "--passes") -> Any:
         site = user_site(err)  # (a module the pass imports is missing: the pass's line)
         raise ProgramError(option, f"cannot load the pass {address!r}: {site + ': ' if site else ''}{err}") from None
     except SyntaxError as err:  # the user's module: its file and line
-        raise ProgramError(option, f"cannot load the pass {address!r}: {os.path.basename(err.filename or '')}:"
+        raise ProgramError(option, f"cannot load the pass {address!r}: {shown_path(err.filename or '')}:"
                                    f"{err.lineno}: SyntaxError: {err.msg}") from None
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report (a module's own, at its line)
         raise

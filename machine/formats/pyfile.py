@@ -31,6 +31,8 @@ from contextlib import contextmanager, suppress
 from types import ModuleType
 from typing import Any
 
+from neuronsim.machine.ir.source import shown_path
+
 __all__ = ["run_file", "running_users_code", "ProcessExit", "exit_call", "user_site", "function_site", "SIGNAL",
            "SETITIMER"]
 
@@ -92,18 +94,18 @@ def user_site(err: BaseException) -> str | None:
     under it; a SyntaxError's own file and line; else None."""
     site = None
     if isinstance(err, SyntaxError) and err.filename and err.lineno:
-        return f"{_relative(os.path.abspath(err.filename))}:{err.lineno}"
+        return f"{shown_path(err.filename)}:{err.lineno}"
     for frame, line in _walk(err.__traceback__):
         path = os.path.abspath(frame.f_code.co_filename)
         if not (path.startswith(_NOT_USERS) or "site-packages" in path or frame.f_code.co_filename.startswith("<")):
-            site = f"{_relative(path)}:{line}"
+            site = f"{shown_path(path)}:{line}"
     return site
 
 
 def function_site(fn: Any) -> str | None:
     """``file:line`` of the ``def`` of a user's function, or None (a builtin, a partial)."""
     code = getattr(fn, "__code__", None)
-    return f"{_relative(os.path.abspath(code.co_filename))}:{code.co_firstlineno}" if code is not None else None
+    return f"{shown_path(code.co_filename)}:{code.co_firstlineno}" if code is not None else None
 
 
 def _walk(tb: Any) -> Iterator[tuple[Any, int]]:
@@ -112,8 +114,6 @@ def _walk(tb: Any) -> Iterator[tuple[Any, int]]:
         tb = tb.tb_next
 
 
-def _relative(path: str) -> str:
-    return os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path
 
 
 def exit_call(err: SystemExit) -> str:

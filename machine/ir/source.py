@@ -24,19 +24,38 @@ True
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from neuronsim.machine.ir.program import Instruction, frozen_mapping
 
-__all__ = ["SOURCE_KEY", "PROGRAM_KEY", "declared_name", "SourceRef", "source_of", "source_text", "source_line",
-           "instance_source", "instance_label", "source_json", "bind_source"]
+__all__ = ["SOURCE_KEY", "PROGRAM_KEY", "shown_path", "declared_name", "SourceRef", "source_of", "source_text",
+           "source_line", "instance_source", "instance_label", "source_json", "bind_source"]
 
 #: The extension key of an instruction's kernel location.
 SOURCE_KEY = "x-source"
 #: The extension key of the SPMD grid program (its coordinates) that issued an instruction.
 PROGRAM_KEY = "x-nki-program"
+
+
+def shown_path(path: str) -> str:
+    """A user's file as messages and reports name it: relative to the working folder when under
+    it, else absolute.  A base name alone could name another file of the working folder (a
+    kernel run from elsewhere whose helper shares a local file's name).
+
+    >>> os.path.join("a", "k.py") == shown_path(os.path.join(os.getcwd(), "a", "k.py"))
+    True
+    >>> shown_path("/nowhere/k.py")
+    '/nowhere/k.py'
+    """
+    try:
+        here = os.getcwd()
+    except OSError:  # the working folder was removed under the process
+        return path
+    path = os.path.join(here, path)  # (an absolute path stays itself)
+    return os.path.relpath(path, here) if path.startswith(here + os.sep) else os.path.normpath(path)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,8 @@ import numpy as np
 
 from neuronsim.machine.nki.frames import for_statement
 from neuronsim.machine.nki.loop_state import LOOP_STATE_KEY, body_carries, contents
-from neuronsim.machine.nki.errors import NkiError, SourceLine, _display, fail, shown, user_line
+from neuronsim.machine.ir.source import shown_path
+from neuronsim.machine.nki.errors import NkiError, SourceLine, fail, shown, user_line
 from neuronsim.machine.nki.scalars import NkiScalar, VirtualRegister, _Scalar, record_decision
 from neuronsim.machine.nki.tiles import NkiTensor
 from neuronsim.machine.nki.tracer import current
@@ -284,7 +285,7 @@ def _line_changing(fn: Any, name: str) -> SourceLine:
     """The first line of ``fn`` that binds ``name`` or changes it in place (else its def), read
     as the legacy loops' bodies are (:func:`~neuronsim.machine.nki.loop_state.body_carries`)."""
     code = fn.__code__
-    first = SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
+    first = SourceLine(shown_path(code.co_filename), code.co_firstlineno, code.co_filename)
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):

@@ -22,7 +22,7 @@ import numpy as np
 
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.ir.fast_dataclasses import quick_init
-from neuronsim.machine.ir.source import declared_name
+from neuronsim.machine.ir.source import declared_name, shown_path
 
 __all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine", "TraceTooLarge", "SourceLine",
            "user_line", "user_frame", "user_site", "line_of", "unsupported", "fail", "Refused", "no_such_name", "shown",
@@ -44,15 +44,6 @@ class SourceLine:
         return f"{self.file}:{self.line}" if self.line else self.file
 
 
-def _display(path: str) -> str:
-    """The path as reports print it: relative to the working directory when inside it."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:  # another drive (Windows)
-        return os.path.basename(path)
-    return os.path.basename(path) if rel.startswith("..") else rel
-
-
 _CODE: dict[int, tuple[bool, str, str, object]] = {}
 #: numpy's own files: a kernel's ``np.sum(tile)`` is refused inside them, at the kernel's line
 _NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
@@ -72,7 +63,7 @@ def _code_info(code: object) -> tuple[bool, str, str, object]:
         # the stand-in that refuses ``x``: the kernel's line is the one to name
         ours = (path.startswith((_PACKAGE_DIR + os.sep, _NUMPY_DIR)) or path.endswith(("contextlib.py", "functools.py"))
                 or path == _COPY or "<frozen importlib" in path)
-        info = _CODE[id(code)] = (ours, _display(path), path, code)
+        info = _CODE[id(code)] = (ours, shown_path(path), path, code)
     return info
 
 

@@ -36,10 +36,11 @@ from neuronsim.machine.formats.validate import MAX_DIMENSIONS, validate_program
 from neuronsim.machine.ir.dtypes import not_held, numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
+from neuronsim.machine.ir.source import shown_path
 from neuronsim.machine.nki.cores import Cores, NeedsCores
 from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, NkiInternalError, NoSuchTensorAttribute, NotAffine,
-                                          SourceLine, TraceTooLarge, _display)
+                                          SourceLine, TraceTooLarge)
 from neuronsim.machine.nki.frames import mark_entry
 from neuronsim.machine.nki.loop_exit import body_exit_after_loop, check_loops_finished
 from neuronsim.machine.nki.groups import open_groups
@@ -338,13 +339,13 @@ def _defined_at(func: Any) -> SourceLine:
     call = getattr(type(target), "__call__", None)  # noqa: B004
     code = getattr(target, "__code__", None) or getattr(call, "__code__", None)
     if code is not None:
-        return SourceLine(_display(code.co_filename), code.co_firstlineno, code.co_filename)
+        return SourceLine(shown_path(code.co_filename), code.co_firstlineno, code.co_filename)
     try:
         path = inspect.getsourcefile(target) or ""
     except TypeError:
         path = ""
     name = getattr(target, "__qualname__", None) or type(target).__name__
-    return SourceLine(_display(path), 0, path) if path else SourceLine(f"kernel {name}", 0)
+    return SourceLine(shown_path(path), 0, path) if path else SourceLine(f"kernel {name}", 0)
 
 
 def _located(err: BaseException, func: Any) -> SourceLine:

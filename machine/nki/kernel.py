@@ -15,7 +15,8 @@ import sys
 from typing import Any
 
 from neuronsim.machine.nki import tracer
-from neuronsim.machine.nki.errors import NkiError, _display, line_of
+from neuronsim.machine.ir.source import shown_path
+from neuronsim.machine.nki.errors import NkiError, line_of
 from neuronsim.machine.nki.frames import mark_kernel_call
 from neuronsim.machine.nki.kernel_range import legacy_range
 from neuronsim.machine.nki.indexing import concrete
@@ -101,7 +102,7 @@ def launch_hint(kernel: Kernel) -> str:
     the error's location names it (relative to the working folder when inside it), so that
     the command runs from where the user ran theirs."""
     code = getattr(kernel.func, "__code__", None)
-    where = f"{_display(code.co_filename)}::{kernel.func.__name__}" if code else "the kernel"
+    where = f"{shown_path(code.co_filename)}::{kernel.func.__name__}" if code else "the kernel"
     return f"run the launched kernel itself at top level: {where} --grid {'x'.join(map(str, kernel.grid))}"
 
 

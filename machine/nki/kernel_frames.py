@@ -15,7 +15,8 @@ import sys
 import traceback
 from collections.abc import Iterator
 
-from neuronsim.machine.nki.errors import SourceLine, _display
+from neuronsim.machine.ir.source import shown_path
+from neuronsim.machine.nki.errors import SourceLine
 
 __all__ = ["OURS", "kernel_frame", "kernel_frames", "raised_by_us", "assertion_site"]
 
@@ -37,7 +38,7 @@ def kernel_frames(err: BaseException) -> Iterator[tuple[SourceLine, str]]:
             continue  # a kernel run at import (an eager call) fails inside our passes: not its line
         if path.startswith((sys.prefix, sys.base_prefix)) or "site-packages" in path:
             continue
-        yield SourceLine(_display(path), line, path), frame.f_code.co_name
+        yield SourceLine(shown_path(path), line, path), frame.f_code.co_name
 
 
 def kernel_frame(err: BaseException) -> SourceLine | None:

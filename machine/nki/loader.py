@@ -19,7 +19,8 @@ from typing import Any
 from neuronsim.machine.formats.inputs import special_file
 from neuronsim.machine.formats.pyfile import exit_call, run_file
 from neuronsim.machine.ir.errors import message_of
-from neuronsim.machine.nki.errors import NkiError, SourceLine, _display
+from neuronsim.machine.ir.source import shown_path
+from neuronsim.machine.nki.errors import NkiError, SourceLine
 from neuronsim.machine.nki.kernel_frames import kernel_frame
 from neuronsim.machine.nki.standins import importing, standins
 
@@ -123,7 +124,7 @@ def load_kernel(spec: str) -> Any:
     except SyntaxError as err:  # the kernel's file, or a module it imports (named by the error)
         source = err.filename if err.filename and os.path.isfile(err.filename) else path
         line = err.lineno or _nul_line(source)  # Python names no line for a NUL byte
-        shown = path if _same_file(source, path) else _display(source)
+        shown = path if _same_file(source, path) else shown_path(source)
         raise NkiError(SourceLine(shown, line, os.path.abspath(source)), f"SyntaxError: {err.msg}") from None
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM: the command's to report
         raise

@@ -28,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from neuronsim.machine.nki.errors import NkiError, SourceLine, TraceTooLarge, _display
+from neuronsim.machine.ir.source import shown_path
+from neuronsim.machine.nki.errors import NkiError, SourceLine, TraceTooLarge
 
 __all__ = ["Unrun", "UNRUN_KIND", "checked_unrun", "unrun_warning"]
 
@@ -130,7 +131,7 @@ def _names_line_of(path: str, body: Body) -> bool:
     if isinstance(body, tuple):
         return line.isdigit() and file == body[0] and body[1] <= int(line) <= body[2]
     code = getattr(body, "__code__", None)
-    if code is None or not line.isdigit() or file != _display(code.co_filename):
+    if code is None or not line.isdigit() or file != shown_path(code.co_filename):
         return False
     try:
         lines, first = inspect.getsourcelines(body)

@@ -17,6 +17,7 @@ from neuronsim.machine.ir.source import source_of, source_text
 from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, run_pipeline
 from neuronsim.passes.analysis.explain import explain
 from neuronsim_tests.nki_programs import copy_program, loop_program
+from neuronsim_tests import ROOT
 from neuronsim.verify.cli import cli
 from neuronsim.verify.app.html_report import build_report, render_html
 from neuronsim.verify.own_races import own_races
@@ -24,7 +25,7 @@ from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.race_report import describe_race, render_report
 from neuronsim.machine.order.unroll import unroll
 
-RACY = "examples/matmul_k_loop_racy.json"
+RACY = str(ROOT / "examples/matmul_k_loop_racy.json")
 LINES = {"ld_x": (61, "nl.load"), "ld_w": (62, "nl.load"), "mm": (88, "nisa.nc_matmul")}
 
 

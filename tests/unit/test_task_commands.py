@@ -8,8 +8,9 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from neuronsim.verify.cli import cli
+from neuronsim_tests import ROOT
 
-HOLE = "examples/tasks/backedge_hole.json"
+HOLE = str(ROOT / "examples/tasks/backedge_hole.json")
 
 
 def _run(*args, input=None):
@@ -58,7 +59,7 @@ def test_simulate_writes_a_trace_and_reports_witnessed_races(tmp_path):
 
 def test_footprint_counts_tracking_before_and_after(tmp_path):
     plot = tmp_path / "f.png"
-    result = _run("footprint", "examples/tasks/accumulate.json", "--json", "--plot", str(plot))
+    result = _run("footprint", str(ROOT / "examples/tasks/accumulate.json"), "--json", "--plot", str(plot))
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     stages = {s["stage"]: s for s in doc["stages"]}
@@ -68,7 +69,7 @@ def test_footprint_counts_tracking_before_and_after(tmp_path):
     assert doc["saved"]["lookups"] == 13 and doc["saved"]["manual_scopes"] == 1
     assert all(s["races"] == 0 for s in doc["stages"] if s["run"])
     assert plot.stat().st_size > 0
-    text = _run("footprint", "examples/tasks/accumulate.json", "--no-simulate")
+    text = _run("footprint", str(ROOT / "examples/tasks/accumulate.json"), "--no-simulate")
     assert text.exit_code == 0 and "saved per run: 13 lookups" in text.stdout
 
 

@@ -9,6 +9,8 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from neuronsim_tests import ROOT
 from rich.console import Console
 
 from neuronsim.machine.formats.program_json import load_program
@@ -24,7 +26,7 @@ try:  # tests/ is a rootdir package or only on sys.path, depending on how pytest
 except ImportError:
     from oracles import hb_graph
 
-EXAMPLES = "examples"
+EXAMPLES = ROOT / "examples"
 _TIME = {"T": "trigger", "S": "start", "E": "end"}
 
 

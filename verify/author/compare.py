@@ -221,13 +221,13 @@ def compare_kernels(kernel_a: Any, kernel_b: Any, *arrays: Any, functional: bool
 
     import inspect
 
-    from neuronsim.machine.nki.errors import _display
+    from neuronsim.machine.ir.source import shown_path
     from neuronsim.machine.nki.kernel import unwrap
 
     runs, files = [], {}
     for kernel in (kernel_a, kernel_b):
         path = inspect.getsourcefile(unwrap(kernel)[0]) if not isinstance(kernel, str) else kernel.split("::")[0]
-        files[_display(os.path.abspath(path))] = os.path.abspath(path)
+        files[shown_path(os.path.abspath(path))] = os.path.abspath(path)
         label = getattr(kernel, "__name__", None) or str(kernel).split("::")[-1]
         traced = trace_kernel(kernel, *arrays, **kwargs)
         runs.append((label, run_traced(traced, label, seeds=(None,), functional=functional)))

@@ -48,10 +48,10 @@ def kernel_files(*specs: str) -> dict[str, str]:
     """The kernel files as ``x-source`` names them -> their paths."""
     import os
 
-    from neuronsim.machine.nki.errors import _display
+    from neuronsim.machine.ir.source import shown_path
 
     paths = [os.path.abspath(spec.rpartition("::")[0]) for spec in specs]
-    return {_display(path): path for path in paths}
+    return {shown_path(path): path for path in paths}
 
 
 @click.command("compare")

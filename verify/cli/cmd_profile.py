@@ -24,7 +24,7 @@ __all__ = ["profile", "run_spec", "kernel_source"]
 def kernel_source(spec: str) -> tuple[str, list[str], tuple[int, int]] | None:
     """``(file as x-source names it, its lines, (first, last) line of FUNC)`` for
     ``PATH.py::FUNC``, or None when the file has no such top-level function."""
-    from neuronsim.machine.nki.errors import _display
+    from neuronsim.machine.ir.source import shown_path
 
     path, _, func = spec.rpartition("::")
     try:
@@ -36,7 +36,7 @@ def kernel_source(spec: str) -> tuple[str, list[str], tuple[int, int]] | None:
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == func:
             first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-            return _display(os.path.abspath(path)), text.splitlines(), (first, node.end_lineno or node.lineno)
+            return shown_path(os.path.abspath(path)), text.splitlines(), (first, node.end_lineno or node.lineno)
     return None
 
 
