@@ -5,6 +5,7 @@ kernel's line, never a hang."""
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 
@@ -138,8 +139,19 @@ def test_the_same_zeros_written_by_both_cores_is_a_warning_that_says_so():
     x = RNG.normal(size=(128, 64)).astype(np.float32)
     found = [f for f in _findings("both_zero_the_output", x) if f.kind == "cores"]
     assert len(found) == 1 and found[0].severity == "warning" and found[0].dependence == "WAW"
-    assert "change the outputs on these inputs" in found[0].describe()
+    assert "none of the 4 orders run changes the outputs on these inputs" in found[0].describe()
+    assert "(the same values written)" not in found[0].describe()  # (said of any equal outputs: a probe)
     np.testing.assert_array_equal(run(_two("both_zero_the_output"), x)["return0"], x)
+
+
+def test_a_zeroing_between_the_other_cores_write_and_read_is_an_error_naming_that_order():
+    x = RNG.normal(size=(128, 64)).astype(np.float32)
+    found = [f for f in _findings("scratch_zeroed_under_the_other", x) if f.kind == "cores"]
+    lines = {line_of(SOURCE, "# zeroes all of it"), line_of(SOURCE, "# its half"), line_of(SOURCE, "# reads it back")}
+    assert found and all(f.is_error for f in found), [f.describe() for f in found]
+    order = re.search(r"two_cores\.py:(\d+) on core (\d) right before nisa\.dma_copy at tests/nki/kernels/"
+                      r"two_cores\.py:(\d+) on core (\d) changes return0", found[0].describe())
+    assert order and {int(order[1]), int(order[3])} <= lines and order[2] != order[4], found[0].describe()
 
 
 def test_the_same_accesses_across_the_barrier_and_disjoint_halves_are_no_finding():

@@ -18,10 +18,16 @@ core's own, and a ``sendrecv``'s copies sit between its two meetings, so only HB
 
 Whether such a pair matters is then decided on values, as the differential simulator decides
 everything else: the program as traced runs core 0 first in every epoch; the same program with
-core 1 first in every epoch gives every pair found the other order.  Both are run in program
-order (the sequential reference) on the kernel's inputs.  Outputs that differ make the pairs an
-error naming the output; equal outputs (nki-library's MoE kernels have both cores zero the whole
-output, the same zeros written twice) make them a warning that says so, for these inputs.
+core 1 first in every epoch gives every pair found the other order; a third takes the cores'
+nodes in turn.  Then each pair's own two orders: each core keeps its program order, and one
+instruction of the pair runs right before the other (the first core's nodes before its
+instruction, then the other core's up to and including its one, then the rest): a core that
+writes, then reads back, what the other core zeroes in between is found only so (a probe: each
+core zeroing a shared scratch, writing its half and reading it back before they meet).  All run
+in program order (the sequential reference) on the kernel's inputs.  Outputs that differ make
+the pairs an error naming the output and the order; equal outputs (nki-library's MoE kernels
+have both cores zero the whole output, the same zeros written twice) make them a warning that
+says how many orders were run, for these inputs.
 
 The programs of an SPMD grid (``kernel[4, 2]``, each instruction marked ``x-nki-program`` with
 its coordinates) are swept the same way, one epoch, each program a rank: the ``nl.nc`` and
@@ -49,6 +55,8 @@ __all__ = ["core_race_findings"]
 
 #: At most this many instruction pairs are reported (a missing barrier repeats on every tile).
 MAX_PAIRS = 64
+#: At most this many pairs get their own two orders run (each a run of the whole program).
+MAX_PAIR_ORDERS = 8
 
 _Interval = tuple[int, int, tuple, bool, int, int]  # low, high, rank, writes, instance, tensor
 
@@ -120,17 +128,32 @@ def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None
             pairs.append((first, second, both_write, tuple(stream.tensor_names[t] for t in tensor_ids)))
     if not pairs:
         return []
-    differs, mixed = _outputs_differing(program, inputs)
+    label = _program_label(program, stream) if kind == "programs" else (lambda i: instance_label(stream, i))
+
+    def _on(i: int) -> str:  # an instance with its core (a grid program's label has its program)
+        rank = _mark(stream.instrs[int(stream.instr[i])])[1][0]
+        return label(i) if kind == "programs" else f"{label(i)} on {kind[:-1]} {rank}"
+
     other = {"cores": "core 1 first", "ranks": "rank 1 first"}.get(kind, "the programs in reverse order")
     who = {"cores": "the cores'", "ranks": "the ranks'"}.get(kind, "the programs'")
-    severity, note = ("error", f"{f'{who} instructions interleaved' if mixed else other} changes "
-                               f"{', '.join(differs)}") if differs else (
-        "warning", f"neither {other} nor {who} instructions interleaved change the outputs on these inputs (the same "
-                   f"values written)")
-    label = _program_label(program, stream) if kind == "programs" else (lambda i: instance_label(stream, i))
+    named = {"first": other, "mixed": f"{who} instructions interleaved"}
+    orders = [("first", core_one_first(program)), ("mixed", interleaved(program))]
+    for a, b in _node_pairs(program, stream, pairs)[:MAX_PAIR_ORDERS]:
+        for before, after in ((b, a), (a, b)):
+            named[(before, after)] = f"{_on(before)} right before {_on(after)}"
+            orders.append(((before, after), one_before(program, stream, before, after)))
+    differs, order = _outputs_differing(program, orders, inputs)
+    severity, note = ("error", f"{named[order]} changes {', '.join(differs)}") if differs else (
+        "warning", f"none of the {len(orders)} orders run changes the outputs on these inputs: {other}, "
+                   f"{named['mixed']}, and, for {_pairs(len(orders) // 2 - 1)}, its two instructions right after "
+                   f"one another both ways")
     return [NkiFinding(kind=kind, dependence="WAW" if both else "RW", first=label(a), second=label(b),
                        tensors=tensors, severity=severity, note=note)
             for a, b, both, tensors in pairs]
+
+
+def _pairs(n: int) -> str:
+    return "one pair" if n == 1 else f"each of {n} pairs"
 
 
 def _program_label(program: Program, stream: InstanceStream):
@@ -177,10 +200,53 @@ def interleaved(program: Program) -> Program:
     return program.with_body(tuple(body))
 
 
-def _outputs_differing(program: Program, inputs: Mapping[str, Any] | None) -> tuple[list[str], bool]:
-    """The outputs that differ between the program as traced and :func:`core_one_first`, or else
-    :func:`interleaved`, each run in program order (the sequential reference) on ``inputs``, and
-    whether the interleaving was the one that changed them."""
+def _top_nodes(program: Program) -> dict[str, int]:
+    """Each instruction's top-level node (its position in the body)."""
+    return {inst.name: pos for pos, node in enumerate(program.body)
+            for inst in ((node,) if isinstance(node, Instruction) else
+                         (i for i, _ in Program({}, (node,)).instructions()))}
+
+
+def _node_pairs(program: Program, stream: InstanceStream, pairs: list) -> list[tuple[int, int]]:
+    """One instance pair for each distinct pair of top-level nodes the found pairs fall in."""
+    node = _top_nodes(program)
+    seen: dict[tuple[int, int], tuple[int, int]] = {}
+    for a, b, *_ in pairs:
+        key = (node[stream.instrs[int(stream.instr[a])].name], node[stream.instrs[int(stream.instr[b])].name])
+        seen.setdefault(key, (a, b))
+    return list(seen.values())
+
+
+def one_before(program: Program, stream: InstanceStream, first: int, then: int) -> Program:
+    """``program`` with the instance ``first`` run right before ``then``, each core (or grid
+    program) keeping its own order: in their epoch, ``then``'s core's nodes before ``then``, then
+    ``first``'s core's nodes up to and including ``first``, then the rest as traced."""
+    node = _top_nodes(program)
+    at_first, at_then = (node[stream.instrs[int(stream.instr[i])].name] for i in (first, then))
+    where, epoch = [], 0
+    for n in program.body:
+        mark = _mark(_first(n))
+        epoch, rank = mark if mark else (epoch, (0,))
+        where.append((epoch, rank))
+    (e, r_then), r_first = where[at_then], where[at_first][1]
+
+    def group(pos: int) -> int:
+        epoch, rank = where[pos]
+        if epoch != e:
+            return 0
+        if rank == r_then:
+            return 0 if pos < at_then else 2
+        return 1 if rank == r_first and pos <= at_first else 3
+
+    order = sorted(range(len(program.body)), key=lambda pos: (where[pos][0], group(pos), pos))
+    return program.with_body(tuple(program.body[pos] for pos in order))
+
+
+def _outputs_differing(program: Program, orders: list[tuple[Any, Program]],
+                       inputs: Mapping[str, Any] | None) -> tuple[list[str], Any]:
+    """The outputs that differ between the program as traced and the first of ``orders`` that
+    changes any, each run in program order (the sequential reference) on ``inputs``, and that
+    order's key; ``([], None)`` when none does."""
     from neuronsim.verify.nki.simulate import sequential_outputs
 
     # the deps a kernel gave (depends_on) may point forward once core 1's nodes move first; a
@@ -189,9 +255,9 @@ def _outputs_differing(program: Program, inputs: Mapping[str, Any] | None) -> tu
         return sequential_outputs(variant.map_instructions(lambda inst: replace(inst, deps=())), inputs)
 
     first = run(program)
-    for variant, mixed in ((core_one_first(program), False), (interleaved(program), True)):
+    for key, variant in orders:
         other = run(variant)
         differs = [name for name in first if first[name].tobytes() != other[name].tobytes()]
         if differs:
-            return differs, mixed
-    return [], False
+            return differs, key
+    return [], None

@@ -162,6 +162,26 @@ def both_zero_the_output(x):
 
 
 @nki.jit
+def scratch_zeroed_under_the_other(x):
+    """Each core zeroes the whole shared scratch, writes its half and reads the scratch back,
+    then they meet (probe_ai: NxD indexed_flatten with its per-core buffer made shared): core 1's
+    zeroing between core 0's write and read wipes core 0's half, an order neither core-first
+    order nor the interleaving runs."""
+    P, half, rank, tile = _my_half(x)
+    scratch = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    zeros = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.memset(dst=zeros, value=0.0)
+    nisa.dma_copy(dst=scratch, src=zeros)  # zeroes all of it
+    nisa.dma_copy(src=tile, dst=scratch[:, rank * half:(rank + 1) * half])  # its half
+    back = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=back, src=scratch)  # reads it back
+    nisa.core_barrier(data=scratch, cores=(0, 1))
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out[:, rank * half:(rank + 1) * half], src=back[:, rank * half:(rank + 1) * half])
+    return out
+
+
+@nki.jit
 def interrupted_on_core_one(x):
     """Core 0 waits at the barrier while core 1 is interrupted (a SIGINT's KeyboardInterrupt)."""
     if nl.program_id(0) == 1:
