@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import os
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -106,6 +105,8 @@ CORPUS_VARIABLE = "NEURONSIM_NKI_CORPUS"
 
 
 def pytest_collection_modifyitems(config, items):
+    import pytest
+
     if not os.environ.get(CORPUS_VARIABLE):
         left_out = [item for item in items if item.path.stem in CORPUS_MODULES]
         if left_out:
@@ -128,11 +129,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
             f"corpus tier not run ({', '.join(sorted(CORPUS_MODULES))}): {CORPUS_VARIABLE} is not set "
             "(the folder holding the public NKI corpus; CI sets it)", yellow=True)
 
-
-@pytest.fixture(autouse=True)
-def run_in_tmp_path(request):
-    """A test that writes files runs from its temporary folder, as a user runs a kernel from its
-    folder: locations then read ``k.py:12`` (a file outside the working folder is named by its
-    absolute path: ``tests/nki/test_location_outside_cwd.py``)."""
-    if "tmp_path" in request.fixturenames:
-        request.getfixturevalue("monkeypatch").chdir(request.getfixturevalue("tmp_path"))

@@ -57,7 +57,8 @@ def slow(x):
 
 
 @pytest.fixture
-def kernel(tmp_path: Path) -> tuple[str, str, str]:
+def kernel(tmp_path: Path, monkeypatch) -> tuple[str, str, str]:
+    monkeypatch.chdir(tmp_path)  # (run from the kernel's folder: its lines read k.py:12)
     path = tmp_path / "k.py"
     path.write_text(KERNEL)
     inputs = tmp_path / "in.npz"
