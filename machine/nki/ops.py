@@ -428,6 +428,12 @@ def memset(dst: Layout, value: Any, engine: str | None = None) -> None:
     current().kb.memset(dst.view(), number(value), engine=engine)
 
 
+#: On the ``affine_select`` of :func:`set_one_partition`: the window's row the kernel writes.  The
+#: rest of the window is read and written back unchanged, which the kernel did not ask for: the
+#: checks of the kernel's own accesses (verify/nki/carried.py) count that row alone.
+ONE_PARTITION_KEY = "x-nki-one-partition"
+
+
 def set_one_partition(dst: Layout, value: Any) -> None:
     """``t[i, ...] = value`` for one partition ``i`` off a 32-partition boundary: no base
     partition lets a compute access start there (the partition-start rule,
@@ -442,7 +448,13 @@ def set_one_partition(dst: Layout, value: Any) -> None:
     current().note_write(window)
     attrs = {"offset": first - start, "channel_multiplier": 1, "pattern": [], "cmp": "not_equal",
              "value": number(value)}
-    current().kb.instruction("affine_select", "pool", [window.view()], [window.view()], attrs=attrs)
+    kb = current().kb
+    before = kb.next_extras
+    kb.next_extras = {**(before or {}), ONE_PARTITION_KEY: start - first}
+    try:
+        kb.instruction("affine_select", "pool", [window.view()], [window.view()], attrs=attrs)
+    finally:
+        kb.next_extras = before
 
 
 def opens_accumulation(dst: Layout) -> bool:

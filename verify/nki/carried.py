@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Program
+from neuronsim.machine.nki.ops import ONE_PARTITION_KEY
 from neuronsim.machine.nki.tracer import UNROLLED_AFFINE_KEY
 from neuronsim.machine.order.stream import InstanceStream
 from neuronsim.machine.model.geometry import sorted_distinct
@@ -143,13 +144,28 @@ def _columns(spans, base: int, grain: int) -> np.ndarray:
     return np.repeat(shift, lengths) + np.arange(int(lengths.sum()))
 
 
+def _kernels_footprint(stream: InstanceStream, ca: object, i: int) -> tuple[int | None, object]:
+    """``(partition mask, byte runs)`` of what the kernel's statement itself accesses: a value set
+    on one partition off a quadrant's start is lowered to a read-modify-write of the quadrant
+    (``ONE_PARTITION_KEY``), whose other rows the kernel neither reads nor writes (a probe:
+    ``t[i, 2] = -1.0`` in an affine loop was two findings of carried values); None for none."""
+    mask, spans = stream.footprint_at(ca, i)
+    row = stream.instrs[int(stream.instr[i])].extras.get(ONE_PARTITION_KEY)
+    if row is None or not mask:
+        return mask, spans
+    if not ca.is_write:
+        return None, spans
+    return 1 << ((mask & -mask).bit_length() - 1 + int(row)), spans
+
+
 class _Sweep:
     """The last-writer array of one storage and the carried pairs its reads find."""
 
     def __init__(self, stream: InstanceStream, affine: dict[int, Loop], storage: list[tuple[int, int]],
                  marks: list[tuple | None]) -> None:
         self.stream, self.affine, self.marks = stream, affine, marks
-        footprints = [(i, ca, *stream.footprint_at(ca, i)) for i, ca in _events(stream, storage)]
+        footprints = [(i, ca, *_kernels_footprint(stream, ca, i)) for i, ca in _events(stream, storage)]
+        footprints = [f for f in footprints if f[2] is not None]
         whole = isinstance(footprints[0][1].space, tuple)  # an alias group: its tensors may sit anywhere
         bounds = [b for *_, spans in footprints for span in spans for b in span]
         self.base = 0 if whole else min(bounds)
