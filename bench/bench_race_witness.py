@@ -32,7 +32,7 @@ from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs
 
 SEEDS = [None, *range(20)]
-EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "examples"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def _without(program: Program, name: str, dep: Dep) -> Program:

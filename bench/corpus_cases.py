@@ -71,8 +71,9 @@ class Case:
     subkernel by that kernel's outcome (``bench_corpus.by_caller``)."""
     missing: str = ""
     """Why no case is written yet (the run reports ``no case`` with this reason)."""
-    machine: str = "trn1"
-    """The machine the kernel is traced for (``trace(machine=)``): ``"trn2"`` where the corpus's
+    machine: str | None = None
+    """The machine the kernel is traced for (``trace(machine=)``); None: the kernel's own target
+    (``@nki.jit(platform_target=...)``), else trn1, as ``neuronsim run`` does.  ``"trn2"`` where the corpus's
     test runs the kernel only on Trn2 and the kernel's own SBUF plan needs Trn2's 224 KiB a
     partition (nki-library's all-expert MoE TKG places its tiles below byte 200,000)."""
     ranks: int = 1

@@ -133,7 +133,8 @@ def run_one(corpus: Path, key: str) -> dict[str, Any]:
         args, kwargs = inputs_of(key, entry, unwrap(kernel)[0].__globals__)
         stage = "tracing"
         options = {"grid": entry.grid} if entry.grid is not None else {}
-        options["machine"] = entry.machine
+        if entry.machine is not None:  # (else the kernel's own platform_target: a probe)
+            options["machine"] = entry.machine
         if entry.ranks > 1:
             options["ranks"] = entry.ranks
         # kernels print (the SDK's print examples); their output is not the record's
