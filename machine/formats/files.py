@@ -131,7 +131,8 @@ def _prefix(name: str) -> str:
     """The start of a temporary file's name beside ``name``: the name itself, cut where a file
     system's 255-byte names would not hold it with the random part and suffix (a legal name of
     250 characters was refused as "File name too long")."""
-    return f".{name.encode()[:200].decode(errors='ignore')}."
+    # (fsencode: a name not in UTF-8 holds its bytes as lone surrogates, which encode() refused: exit 3)
+    return f".{os.fsencode(name)[:200].decode(errors='ignore')}."
 
 
 def _keep_old(target: str, folder: str, name: str) -> str | None:

@@ -184,9 +184,15 @@ def _buffered_stdout() -> None:
     write the pipe took only part of, silently (``neuronsim show BIG | head`` exited 0, and a
     listing could lose its end).  Line-buffered, so each line still shows at once."""
     raw = getattr(sys.stdout, "buffer", None)
+    # a character the stream's encoding lacks is written escaped, as on standard error (a folder
+    # named oé under PYTHONIOENCODING=ascii made the run's own `trace:` line exit 3: a probe)
+    before = getattr(sys.stdout, "errors", None)
+    errors = "backslashreplace" if before == "strict" else before
     if isinstance(raw, io.RawIOBase):
-        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=sys.stdout.encoding, errors=sys.stdout.errors,
+        sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=sys.stdout.encoding, errors=errors,
                                       line_buffering=True)
+    elif errors != before and hasattr(sys.stdout, "reconfigure"):
+        sys.stdout.reconfigure(errors=errors)
 
 
 def _leave(status: object) -> None:

@@ -109,7 +109,14 @@ def _install(handler) -> None:
 
 
 def install_startup_handlers() -> None:
-    """SIGINT and SIGTERM end the process at once (the window before any work starts)."""
+    """SIGINT and SIGTERM end the process at once (the window before any work starts).  The
+    signals neuronsim answers are unblocked first: a mask is inherited through exec, and a
+    parent that had SIGALRM blocked (a job runner, Python code calling ``pthread_sigmask``
+    before it spawned us) turned ``--max-idle`` off, a run that never ended (a probe)."""
+    try:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {*STATUS, signal.SIGALRM})
+    except (AttributeError, OSError, ValueError):  # a platform without it
+        pass
     _install(_startup)
 
 

@@ -1,0 +1,67 @@
+"""What the process inherits cannot turn a command's promise off (probe_ah): a signal mask with
+SIGALRM blocked (``--max-idle`` never fired: a run without end), a standard output whose encoding
+lacks a character of the run's own text (exit 3), an output name whose bytes are not UTF-8
+(exit 3)."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+IDLE = '''\
+import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def spins(x):
+    while True:
+        pass
+
+
+@nki.jit
+def add1(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(x), 1.0))
+    return out
+'''
+
+
+def _neuronsim(folder: Path, *args: str | bytes, env: dict | None = None, **options) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", *args],
+                          cwd=folder, capture_output=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": "", **(env or {})}, **options)
+
+
+def _kernel(folder: Path) -> None:
+    (folder / "k.py").write_text(IDLE)
+    np.savez(folder / "x.npz", x=np.ones((128, 4), np.float32))
+
+
+def test_a_blocked_alarm_inherited_still_stops_an_idle_kernel(tmp_path: Path) -> None:
+    _kernel(tmp_path)
+    done = _neuronsim(tmp_path, "run", "k.py::spins", "--inputs", "x.npz", "--max-idle", "1",
+                      preexec_fn=lambda: signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM, signal.SIGTERM}))
+    assert done.returncode == 2, done.stderr
+    assert re.match(r"error: k\.py:[78]: the kernel ran 1 s of Python without an NKI call", done.stderr.decode())
+
+
+def test_an_output_folder_the_stdout_encoding_cannot_spell_is_written_escaped(tmp_path: Path) -> None:
+    _kernel(tmp_path)
+    done = _neuronsim(tmp_path, "run", "k.py::add1", "--inputs", "x.npz", "--out", "oé",
+                      env={"PYTHONIOENCODING": "ascii"})
+    assert done.returncode == 0, done.stderr
+    assert b"trace: o\\xe9/add1.trace.json" in done.stdout and (tmp_path / "oé" / "add1.trace.json").exists()
+
+
+def test_an_output_name_whose_bytes_are_not_utf8_is_written(tmp_path: Path) -> None:
+    _kernel(tmp_path)
+    done = _neuronsim(tmp_path, "nki", "k.py::add1", "--inputs", "x.npz", "-o", os.fsdecode(b"p\xe9.json"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / os.fsdecode(b"p\xe9.json")).exists()
