@@ -65,3 +65,18 @@ def test_an_output_name_whose_bytes_are_not_utf8_is_written(tmp_path: Path) -> N
     done = _neuronsim(tmp_path, "nki", "k.py::add1", "--inputs", "x.npz", "-o", os.fsdecode(b"p\xe9.json"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / os.fsdecode(b"p\xe9.json")).exists()
+
+
+def test_the_help_and_the_version_into_a_full_device_name_standard_output(tmp_path: Path) -> None:
+    for args in (["--version"], ["--help"], ["run", "--help"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", *args],
+                                  cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)
+        assert done.returncode == 2, (args, done.stderr)
+        assert done.stderr == "error: standard output: No space left on device\n", (args, done.stderr)
+
+
+def test_a_failing_json_run_under_warnings_as_errors_says_one_line(tmp_path: Path) -> None:
+    done = _neuronsim(tmp_path, "check", str(tmp_path / "missing.json"), "--json", env={"PYTHONWARNINGS": "error"})
+    assert done.returncode == 2
+    assert done.stderr.decode().count("\n") == 1, done.stderr  # (the document's stream warned "unclosed file")

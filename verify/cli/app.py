@@ -72,6 +72,8 @@ class _Group(click.Group):
             stopped(err, as_json)
         except BrokenPipeError:
             closed_pipe()
+        except OSError as err:  # the help or the version into a full device: out here, nothing else writes
+            fail(err.filename or "standard output", err.strerror or str(err), as_json, status=EXIT_INPUT)
         except Exception as err:  # noqa: BLE001 - a bug outside any command: still one line
             internal_error(err, as_json)
         raise SystemExit(0)

@@ -89,8 +89,11 @@ def hold(active: bool) -> tuple[TextIO, int] | None:
         _CLOSE(own)
         return None
     kept = sys.stdout
-    sys.stdout = _HELD[0] = io.TextIOWrapper(io.BufferedWriter(io.FileIO(own, "w")), encoding=kept.encoding,
-                                             errors=kept.errors, line_buffering=True)
+    # closefd=False: the descriptor outlives the stream (release puts it back on 1), and a stream
+    # dropped on a failing path warned "unclosed file" from its finaliser, a second line under
+    # PYTHONWARNINGS=error (a probe)
+    sys.stdout = _HELD[0] = io.TextIOWrapper(io.BufferedWriter(io.FileIO(own, "w", closefd=False)),
+                                             encoding=kept.encoding, errors=kept.errors, line_buffering=True)
     return kept, own
 
 
