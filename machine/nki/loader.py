@@ -75,10 +75,12 @@ def _imports_relatively(path: str) -> bool:
 
 def beside_first(path: str) -> None:
     """Put the folder of the file ``path`` first on ``sys.path`` (once), as Python does for a
-    script it runs: a kernel or reference file imports the modules beside it."""
-    folder = os.path.dirname(os.path.abspath(path))
-    if folder not in sys.path:
-        sys.path.insert(0, folder)
+    script it runs: a kernel or reference file imports the modules beside it.  Python takes the
+    folder of the file a symbolic link leads to (a kernel reached through a link imported no
+    helper beside its target: a probe); the link's own folder follows it."""
+    for folder in dict.fromkeys((os.path.dirname(os.path.abspath(path)), os.path.dirname(os.path.realpath(path)))):
+        if folder not in sys.path:
+            sys.path.insert(0, folder)
 
 
 def _import(path: str) -> Any:
