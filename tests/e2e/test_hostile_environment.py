@@ -80,3 +80,14 @@ def test_a_failing_json_run_under_warnings_as_errors_says_one_line(tmp_path: Pat
     done = _neuronsim(tmp_path, "check", str(tmp_path / "missing.json"), "--json", env={"PYTHONWARNINGS": "error"})
     assert done.returncode == 2
     assert done.stderr.decode().count("\n") == 1, done.stderr  # (the document's stream warned "unclosed file")
+
+
+def test_a_working_folder_removed_is_one_line_naming_it(tmp_path: Path) -> None:
+    _kernel(tmp_path)
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    done = _neuronsim(gone, "run", str(tmp_path / "k.py") + "::add1", "--inputs", str(tmp_path / "x.npz"),
+                      "--out", str(tmp_path / "o"), preexec_fn=lambda: os.rmdir(gone))
+    assert done.returncode == 2
+    assert done.stderr.decode().startswith("error: the working folder: No such file or directory"), done.stderr
+    assert done.stderr.decode().count("\n") == 1 and not (tmp_path / "o").exists()

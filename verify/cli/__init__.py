@@ -116,6 +116,7 @@ def main() -> None:
         raise SystemExit(2)
     _standard_error()
     _buffered_stdout()
+    _working_folder()
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if command not in KEEPS_COLLECTING:
         gc.disable()
@@ -176,6 +177,20 @@ def _standard_error() -> None:
             os.dup2(null, 2)
             os.close(null)
     sys.stderr = open(2, "w", closefd=False, errors="backslashreplace")  # noqa: SIM115 - the process's own
+
+
+def _working_folder() -> None:
+    """Started in a folder removed since (``cd d; rmdir ../d``): refused in one line naming it,
+    before any work.  Relative paths, the import of a kernel's helpers and the names of its
+    lines all stand on the working folder; they failed as a bare "No such file or directory",
+    or a traceback in ``fuzz`` (a probe)."""
+    try:
+        os.getcwd()
+    except OSError as err:
+        from neuronsim.verify.cli.common import fail
+
+        fail("the working folder", f"{err.strerror or err} (removed after the command was started there?): run "
+                                   "neuronsim from a folder that exists", "--json" in sys.argv[1:])
 
 
 def _buffered_stdout() -> None:
