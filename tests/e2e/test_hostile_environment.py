@@ -91,3 +91,11 @@ def test_a_working_folder_removed_is_one_line_naming_it(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stderr.decode().startswith("error: the working folder: No such file or directory"), done.stderr
     assert done.stderr.decode().count("\n") == 1 and not (tmp_path / "o").exists()
+
+
+def test_a_stdout_that_escapes_surrogates_still_escapes_what_its_encoding_lacks(tmp_path: Path) -> None:
+    _kernel(tmp_path)
+    done = _neuronsim(tmp_path, "run", "k.py::add1", "--inputs", "x.npz", "--out", "oé",
+                      env={"PYTHONIOENCODING": "ascii:surrogateescape"})
+    assert done.returncode == 0, done.stderr
+    assert b"trace: o\\xe9/add1.trace.json" in done.stdout

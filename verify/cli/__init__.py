@@ -18,6 +18,7 @@ commands and :mod:`.app` imports the one a command line names (``--help`` lists 
 
 from __future__ import annotations
 
+import codecs
 import gc
 import io
 import os
@@ -193,6 +194,21 @@ def _working_folder() -> None:
                                    "neuronsim from a folder that exists", "--json" in sys.argv[1:])
 
 
+def _escaped(err: UnicodeError) -> tuple[str | bytes, int]:
+    """An encoding error handler: a command line's bytes held as surrogates go out as they came
+    (surrogateescape), any other character the encoding lacks escaped (backslashreplace)."""
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    part = err.object[err.start:err.end]
+    if all(0xDC80 <= ord(c) <= 0xDCFF for c in part):
+        return bytes(ord(c) - 0xDC00 for c in part), err.end
+    return codecs.backslashreplace_errors(err)
+
+
+_ESCAPE = "neuronsim.escape"
+codecs.register_error(_ESCAPE, _escaped)
+
+
 def _buffered_stdout() -> None:
     """Standard output through a buffer even under ``PYTHONUNBUFFERED`` (set in many
     containers): Python then writes text straight to the file descriptor and drops the rest of a
@@ -202,7 +218,7 @@ def _buffered_stdout() -> None:
     # a character the stream's encoding lacks is written escaped, as on standard error (a folder
     # named oé under PYTHONIOENCODING=ascii made the run's own `trace:` line exit 3: a probe)
     before = getattr(sys.stdout, "errors", None)
-    errors = "backslashreplace" if before == "strict" else before
+    errors = _ESCAPE if before in ("strict", "surrogateescape") else before
     if isinstance(raw, io.RawIOBase):
         sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=sys.stdout.encoding, errors=errors,
                                       line_buffering=True)
