@@ -9,6 +9,7 @@ import pytest
 
 from neuronsim.machine.nki import NkiError, load_kernel, trace
 from neuronsim.verify.nki.run import run_kernel
+from neuronsim_tests.nki_kit import kernel_specs
 
 KERNELS = '''
 import nki
@@ -488,8 +489,7 @@ def callback_alloc(x):
 
 @pytest.fixture
 def guide(tmp_path):
-    (tmp_path / "g.py").write_text(GUIDE_KERNELS)
-    return lambda name: f"{tmp_path / 'g.py'}::{name}"
+    return kernel_specs(tmp_path, GUIDE_KERNELS, "g.py")
 
 
 def test_views_report_their_strides_offset_and_pattern(guide):

@@ -10,6 +10,7 @@ import pytest
 
 from neuronsim.machine.nki import load_kernel, trace
 from neuronsim.verify.nki.run import run_kernel
+from neuronsim_tests.nki_kit import kernel_specs
 from neuronsim.verify.nki.findings import nki_findings
 
 KERNELS = '''\
@@ -40,8 +41,7 @@ def one_partition_every_iteration(a):
 
 @pytest.fixture
 def kernels(tmp_path):
-    (tmp_path / "k.py").write_text(KERNELS)
-    return lambda name: f"{tmp_path / 'k.py'}::{name}"
+    return kernel_specs(tmp_path, KERNELS)
 
 
 def test_each_iteration_on_its_own_partition_carries_nothing(kernels):

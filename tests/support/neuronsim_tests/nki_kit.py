@@ -44,6 +44,12 @@ def kernel_module(path: Path) -> ModuleType:
     return _MODULES[path]
 
 
+def kernel_specs(folder: Path, source: str, file: str = "k.py") -> Callable[[str], str]:
+    """Write ``source`` to ``folder/file``; a function naming its kernels ``PATH::NAME``."""
+    (folder / file).write_text(source)
+    return lambda name: f"{folder / file}::{name}"
+
+
 def trace_file(path: Path, func: str, arrays: Mapping[str, np.ndarray], **kwargs: Any):
     """``neuronsim.machine.nki.trace`` of ``path::func`` (loaded as a user's kernel is) on ``arrays``."""
     from neuronsim.machine.nki import load_kernel, trace
