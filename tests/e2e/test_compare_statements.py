@@ -67,7 +67,8 @@ def ones_in_bf16(x):
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
+def folder(tmp_path: Path, monkeypatch) -> Path:
+    monkeypatch.chdir(tmp_path)  # (run from the kernel's folder: its lines read k.py:11)
     (tmp_path / "k.py").write_text(KERNELS)
     np.savez(tmp_path / "in.npz", x=np.ones((128, 2048), np.float32))
     return tmp_path
