@@ -39,8 +39,9 @@ orders one program's HBM accesses before another's.  The other order is the prog
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from neuronsim.machine.ir.program import Instruction, MemoryKind, Program
@@ -138,13 +139,14 @@ def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None
     other = {"cores": "core 1 first", "ranks": "rank 1 first"}.get(kind, "the programs in reverse order")
     who = {"cores": "the cores'", "ranks": "the ranks'"}.get(kind, "the programs'")
     named = {"first": other, "mixed": f"{who} instructions interleaved"}
-    orders = [("first", core_one_first(program)), ("mixed", interleaved(program))]
+    orders: list[tuple[Any, Callable[[], Program]]] = [("first", lambda: core_one_first(program)),
+                                                        ("mixed", lambda: interleaved(program))]
     # a read's pairs only: what two writes leave, the whole-core orders already try both ways, and
     # a write the other core makes between a core's own write and read is the read's pair
     for a, b in _node_pairs(program, stream, [p for p in pairs if not p[2]])[:MAX_PAIR_ORDERS]:
         for before, after in ((b, a), (a, b)):
             named[(before, after)] = f"{_on(before)} right before {_on(after)}"
-            orders.append(((before, after), one_before(program, stream, before, after)))
+            orders.append(((before, after), partial(one_before, program, stream, before, after)))
     differs, order = _outputs_differing(program, orders, inputs)
     read_pairs = len(orders) // 2 - 1
     tried = (f"{other}, {named['mixed']}, and, for {_pairs(read_pairs)} with a read, its two instructions right "
@@ -175,15 +177,23 @@ def _first(node: Any) -> Instruction:
     return node if isinstance(node, Instruction) else next(inst for inst, _ in Program({}, (node,)).instructions())
 
 
+def _node_marks(program: Program) -> list[tuple[int, tuple[int, ...]]]:
+    """``(epoch, rank)`` of each top-level node; an unmarked one (a meeting's own node) takes
+    the epoch before it and rank 0."""
+    marks, epoch = [], 0
+    for node in program.body:
+        mark = _mark(_first(node))
+        epoch, rank = mark if mark else (epoch, (0,))
+        marks.append((epoch, rank))
+    return marks
+
+
 def core_one_first(program: Program) -> Program:
     """``program`` with core 1's top-level nodes before core 0's in every epoch (a loop kept as
     a program loop is one core's, between two meetings: it moves whole)."""
-    keyed, epoch = [], 0
-    for pos, node in enumerate(program.body):  # (a grid's programs: the last first, in the one epoch)
-        mark = _mark(_first(node))
-        epoch, rank = mark if mark else (epoch, (0,))
-        keyed.append(((epoch, tuple(-c for c in rank), pos), node))
-    return program.with_body(tuple(node for _, node in sorted(keyed, key=lambda item: item[0])))
+    marks = _node_marks(program)  # (a grid's programs: the last first, in the one epoch)
+    order = sorted(range(len(program.body)), key=lambda pos: (marks[pos][0], tuple(-c for c in marks[pos][1]), pos))
+    return program.with_body(tuple(program.body[pos] for pos in order))
 
 
 def interleaved(program: Program) -> Program:
@@ -192,10 +202,7 @@ def interleaved(program: Program) -> Program:
     consistent whichever runs first, and still read what another wrote between its own write
     and read (two programs bouncing their rows through one shared scratch: a probe)."""
     by_epoch: dict[int, dict[tuple, list[Any]]] = {}
-    epoch = 0
-    for node in program.body:
-        mark = _mark(_first(node))
-        epoch, rank = mark if mark else (epoch, (0,))
+    for node, (epoch, rank) in zip(program.body, _node_marks(program)):
         by_epoch.setdefault(epoch, {}).setdefault(rank, []).append(node)
     body: list[Any] = []
     for epoch in sorted(by_epoch):
@@ -227,11 +234,7 @@ def one_before(program: Program, stream: InstanceStream, first: int, then: int) 
     ``first``'s core's nodes up to and including ``first``, then the rest as traced."""
     node = _top_nodes(program)
     at_first, at_then = (node[stream.instrs[int(stream.instr[i])].name] for i in (first, then))
-    where, epoch = [], 0
-    for n in program.body:
-        mark = _mark(_first(n))
-        epoch, rank = mark if mark else (epoch, (0,))
-        where.append((epoch, rank))
+    where = _node_marks(program)
     (e, r_then), r_first = where[at_then], where[at_first][1]
 
     def group(pos: int) -> int:
@@ -246,11 +249,11 @@ def one_before(program: Program, stream: InstanceStream, first: int, then: int) 
     return program.with_body(tuple(program.body[pos] for pos in order))
 
 
-def _outputs_differing(program: Program, orders: list[tuple[Any, Program]],
+def _outputs_differing(program: Program, orders: list[tuple[Any, Callable[[], Program]]],
                        inputs: Mapping[str, Any] | None) -> tuple[list[str], Any]:
-    """The outputs that differ between the program as traced and the first of ``orders`` that
-    changes any, each run in program order (the sequential reference) on ``inputs``, and that
-    order's key; ``([], None)`` when none does."""
+    """The outputs that differ between the program as traced and the first of ``orders`` (each
+    made when its turn comes) that changes any, each run in program order (the sequential
+    reference) on ``inputs``, and that order's key; ``([], None)`` when none does."""
     from neuronsim.verify.nki.simulate import sequential_outputs
 
     # the deps a kernel gave (depends_on) may point forward once core 1's nodes move first; a
@@ -259,8 +262,8 @@ def _outputs_differing(program: Program, orders: list[tuple[Any, Program]],
         return sequential_outputs(variant.map_instructions(lambda inst: replace(inst, deps=())), inputs)
 
     first = run(program)
-    for key, variant in orders:
-        other = run(variant)
+    for key, made in orders:
+        other = run(made())
         differs = [name for name in first if first[name].tobytes() != other[name].tobytes()]
         if differs:
             return differs, key
