@@ -47,15 +47,16 @@ def shown_path(path: str) -> str:
 
     >>> os.path.join("a", "k.py") == shown_path(os.path.join(os.getcwd(), "a", "k.py"))
     True
-    >>> shown_path("/nowhere/k.py")
-    '/nowhere/k.py'
+    >>> shown_path("/nowhere/k.py"), shown_path(os.path.join(os.pardir, "k.py")) == os.path.abspath("../k.py")
+    ('/nowhere/k.py', True)
     """
     try:
         here = os.getcwd()
     except OSError:  # the working folder was removed under the process
         return path
-    path = os.path.join(here, path)  # (an absolute path stays itself)
-    return os.path.relpath(path, here) if path.startswith(here + os.sep) else os.path.normpath(path)
+    path = os.path.normpath(os.path.join(here, path))  # (an absolute path stays itself; ``..`` resolved)
+    relative = os.path.relpath(path, here)
+    return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
 
 @dataclass(frozen=True, slots=True)
