@@ -115,16 +115,17 @@ def settle_outputs(*, keep: bool) -> None:
 def make_folders(path: str | os.PathLike) -> None:
     """``os.makedirs(path, exist_ok=True)``; while outputs are recorded, the folders it
     creates are taken back with the files of a failed command."""
-    missing, folder = [], os.path.abspath(os.fspath(path))
-    while not os.path.isdir(folder):
-        missing.append(folder)
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
+    # every prefix of the path as written, `..` kept: makedirs creates new/a for new/a/../o, which
+    # a path resolved first (new/o) missed, and a failed run left new/a behind (a probe)
+    prefixes, folder = [], os.sep
+    for part in os.path.join(os.getcwd(), os.fspath(path)).split(os.sep):
+        if part:
+            folder = os.path.join(folder, part)
+            prefixes.append(folder)
+    missing = [folder for folder in prefixes if not os.path.isdir(folder)]
     os.makedirs(path, exist_ok=True)
     if _PLACED is not None:
-        _FOLDERS.extend(reversed(missing))
+        _FOLDERS.extend(missing)
 
 
 def _prefix(name: str) -> str:

@@ -99,3 +99,11 @@ def test_a_stdout_that_escapes_surrogates_still_escapes_what_its_encoding_lacks(
                       env={"PYTHONIOENCODING": "ascii:surrogateescape"})
     assert done.returncode == 0, done.stderr
     assert b"trace: o\\xe9/add1.trace.json" in done.stdout
+
+
+def test_a_failed_run_takes_back_the_folders_an_out_path_through_dotdot_made(tmp_path: Path) -> None:
+    _kernel(tmp_path)
+    (tmp_path / "k.py").write_text(IDLE + "\n\n@nki.jit\ndef fails(x):\n    raise ValueError('no')\n")
+    done = _neuronsim(tmp_path, "run", "k.py::fails", "--inputs", "x.npz", "--out", "new/a/../o")
+    assert done.returncode == 2, done.stderr
+    assert not (tmp_path / "new").exists(), sorted(p.name for p in (tmp_path / "new").rglob("*"))
