@@ -132,8 +132,9 @@ def _prefix(name: str) -> str:
     """The start of a temporary file's name beside ``name``: the name itself, cut where a file
     system's 255-byte names would not hold it with the random part and suffix (a legal name of
     250 characters was refused as "File name too long")."""
-    # (fsencode: a name not in UTF-8 holds its bytes as lone surrogates, which encode() refused: exit 3)
-    return f".{os.fsencode(name)[:200].decode(errors='ignore')}."
+    # (the file system's own codec both ways: a name not in UTF-8 holds its bytes as lone
+    # surrogates, which encode() refused, and a C locale's ASCII refused a decoded é: exit 3)
+    return f".{os.fsdecode(os.fsencode(name)[:200])}."
 
 
 def _keep_old(target: str, folder: str, name: str) -> str | None:
@@ -348,6 +349,8 @@ def _write_through(user: str, write: Callable[[BinaryIO], None]) -> None:
 
 
 def write_text(path: str | os.PathLike, text: str) -> None:
-    """:func:`write_atomically` for UTF-8 text."""
-    data = text.encode("utf-8")
+    """:func:`write_atomically` for UTF-8 text; a path's bytes that are not UTF-8 (lone
+    surrogates in the text, as a command line holds them) are written escaped (an HTML report of
+    such a program was exit 3: a probe)."""
+    data = text.encode("utf-8", "backslashreplace")
     write_atomically(path, lambda fh: fh.write(data))

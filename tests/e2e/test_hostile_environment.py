@@ -107,3 +107,20 @@ def test_a_failed_run_takes_back_the_folders_an_out_path_through_dotdot_made(tmp
     done = _neuronsim(tmp_path, "run", "k.py::fails", "--inputs", "x.npz", "--out", "new/a/../o")
     assert done.returncode == 2, done.stderr
     assert not (tmp_path / "new").exists(), sorted(p.name for p in (tmp_path / "new").rglob("*"))
+
+
+def test_an_output_name_in_an_ascii_locale_is_written(tmp_path: Path) -> None:
+    _kernel(tmp_path)
+    done = _neuronsim(tmp_path, "nki", "k.py::add1", "--inputs", "x.npz", "-o", "pé.json",
+                      env={"LC_ALL": "C", "PYTHONUTF8": "0"})
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "pé.json").exists()
+
+
+def test_a_report_of_a_program_whose_name_is_not_utf8_is_written(tmp_path: Path) -> None:
+    _kernel(tmp_path)
+    name = os.fsdecode(b"p\xe9.json")
+    assert _neuronsim(tmp_path, "nki", "k.py::add1", "--inputs", "x.npz", "-o", name).returncode == 0
+    done = _neuronsim(tmp_path, "report", name, "-o", "r.html")
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "r.html").exists()

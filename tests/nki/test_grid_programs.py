@@ -22,7 +22,7 @@ def test_programs_storing_into_the_same_rows_are_an_error_naming_both_programs()
     assert (found.severity, found.dependence) == ("error", "WAW")
     assert found.first.endswith(f"grid_programs.py:{line} (program 0)")
     assert found.second.endswith(f"grid_programs.py:{line} (program 1)")
-    assert "the programs in reverse order changes return0" in found.describe()
+    assert "an order the programs may take changes return0 (the programs in reverse order)" in found.describe()
 
 
 def test_programs_on_their_own_slices_share_nothing() -> None:

@@ -41,7 +41,7 @@ def test_a_shared_scratch_is_one_tensor_that_the_programs_race_on() -> None:
     assert len(_dram(traced)) == 1 and "programs" in kinds
     found = [f for f in nki_findings(traced.program, traced.run_inputs) if f.kind == "programs"]
     assert {f.severity for f in found} == {"error"}
-    assert "the programs' instructions interleaved changes return0" in found[0].describe()
+    assert "changes return0 (the programs' instructions interleaved)" in found[0].describe()
 
 
 def test_an_hbm_scratch_is_each_cores_own_across_a_barrier() -> None:

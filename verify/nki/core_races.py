@@ -56,9 +56,12 @@ __all__ = ["core_race_findings"]
 
 #: At most this many instruction pairs are reported (a missing barrier repeats on every tile).
 MAX_PAIRS = 64
-#: At most this many pairs with a read get their own two orders run (each a run of the whole
-#: program).
-MAX_PAIR_ORDERS = 8
+#: Pairs with a read get their own two orders run (each a run of the whole program): every one
+#: (up to :data:`MAX_PAIRS`) while the runs stay within this many instances in all, and at least
+#: :data:`MIN_PAIR_ORDERS` (harmless pairs found first used up a fixed count of 8, and a racy
+#: one after them went untried: a probe).
+ORDER_INSTANCES = 400_000
+MIN_PAIR_ORDERS = 8
 
 _Interval = tuple[int, int, tuple, bool, int, int]  # low, high, rank, writes, instance, tensor
 
@@ -143,23 +146,27 @@ def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None
                                                         ("mixed", lambda: interleaved(program))]
     # a read's pairs only: what two writes leave, the whole-core orders already try both ways, and
     # a write the other core makes between a core's own write and read is the read's pair
-    for a, b in _node_pairs(program, stream, [p for p in pairs if not p[2]])[:MAX_PAIR_ORDERS]:
+    with_read = _node_pairs(program, stream, [p for p in pairs if not p[2]])
+    for a, b in with_read[:max(MIN_PAIR_ORDERS, ORDER_INSTANCES // (2 * max(1, stream.n)))]:
         for before, after in ((b, a), (a, b)):
             named[(before, after)] = f"{_on(before)} right before {_on(after)}"
             orders.append(((before, after), partial(one_before, program, stream, before, after)))
     differs, order = _outputs_differing(program, orders, inputs)
     read_pairs = len(orders) // 2 - 1
-    tried = (f"{other}, {named['mixed']}, and, for {_pairs(read_pairs)} with a read, its two instructions right "
-             f"after one another both ways") if read_pairs else f"{other} and {named['mixed']}"
-    severity, note = ("error", f"{named[order]} changes {', '.join(differs)}") if differs else (
-        "warning", f"none of the {len(orders)} orders run changes the outputs on these inputs: {tried}")
+    tried = (f"{other}, {named['mixed']}, and, for {_pairs(read_pairs, len(with_read))} with a read, its two "
+             f"instructions right after one another both ways") if read_pairs else f"{other} and {named['mixed']}"
+    if differs:
+        severity, note = "error", f"an order {who[:-1]} may take changes {', '.join(differs)} ({named[order]})"
+    else:
+        severity, note = "warning", f"none of the {len(orders)} orders run changes the outputs on these inputs: {tried}"
     return [NkiFinding(kind=kind, dependence="WAW" if both else "RW", first=label(a), second=label(b),
                        tensors=tensors, severity=severity, note=note)
             for a, b, both, tensors in pairs]
 
 
-def _pairs(n: int) -> str:
-    return "one pair" if n == 1 else f"each of {n} pairs"
+def _pairs(n: int, found: int) -> str:
+    counted = "one pair" if n == 1 else f"each of {n} pairs"
+    return counted if n == found else f"{counted} of the {found}"
 
 
 def _program_label(program: Program, stream: InstanceStream):

@@ -167,6 +167,23 @@ def scratch_zeroed_under_the_other(x):
     then they meet (probe_ai: NxD indexed_flatten with its per-core buffer made shared): core 1's
     zeroing between core 0's write and read wipes core 0's half, an order neither core-first
     order nor the interleaving runs."""
+    return _zero_write_read(x)
+
+
+@nki.jit
+def scratch_zeroed_after_harmless_blocks(x):
+    """The same after twelve harmless blocks (both cores write the same values into one shared
+    scratch and read them back), whose pairs are found first: a fixed count of pair orders spent
+    on them left the race untried (a probe)."""
+    for _ in range(12):
+        same = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=same, src=x)
+        again = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=again, src=same)
+    return _zero_write_read(x)
+
+
+def _zero_write_read(x):
     P, half, rank, tile = _my_half(x)
     scratch = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
     zeros = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
