@@ -60,7 +60,7 @@ MAX_PAIRS = 64
 #: (up to :data:`MAX_PAIRS`) while the runs stay within this many instances in all, and at least
 #: :data:`MIN_PAIR_ORDERS` (harmless pairs found first used up a fixed count of 8, and a racy
 #: one after them went untried: a probe).
-ORDER_INSTANCES = 400_000
+ORDER_INSTANCES = 50_000
 MIN_PAIR_ORDERS = 8
 
 _Interval = tuple[int, int, tuple, bool, int, int]  # low, high, rank, writes, instance, tensor
