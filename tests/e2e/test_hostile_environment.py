@@ -68,7 +68,7 @@ def test_an_output_name_whose_bytes_are_not_utf8_is_written(tmp_path: Path) -> N
 
 
 def test_the_help_and_the_version_into_a_full_device_name_standard_output(tmp_path: Path) -> None:
-    for args in (["--version"], ["--help"], ["run", "--help"]):
+    for args in (["--version"], ["--help"], ["run", "--help"], ["fuzz", "--help"]):
         with open("/dev/full", "w") as full:
             done = subprocess.run([sys.executable, "-c", "from neuronsim.verify.cli import main; main()", *args],
                                   cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, text=True, timeout=60)

@@ -143,6 +143,7 @@ def main() -> None:
     finally:
         signals.ignore_from_now()
     if command in KEEPS_COLLECTING:
+        status = _output_done(status) if isinstance(status, int) else status
         _exit_handlers()
         raise SystemExit(status)
     _leave(status)
@@ -226,6 +227,22 @@ def _buffered_stdout() -> None:
         sys.stdout.reconfigure(errors=errors)
 
 
+def _output_done(code: int) -> int:
+    """The command's output is complete: standard output flushed, and from here on what an exit
+    hook prints (a kernel module's atexit handler) goes to standard error, after the one document
+    `--json` promises on standard output; nothing is left for the interpreter's last flush, which
+    failed into a full device once more with exit 120 (``fuzz --help >/dev/full``: a probe)."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:  # the reader went away with output still buffered: as a SIGPIPE
+        code = code or 141
+    except (OSError, ValueError):
+        pass
+    sys.stdout = sys.stderr
+    return code
+
+
 def _leave(status: object) -> None:
     """End the process with ``status`` as :func:`sys.exit` would, without the interpreter's
     teardown: the exit hooks run and the standard streams are flushed, then the process ends
@@ -239,16 +256,7 @@ def _leave(status: object) -> None:
     else:  # sys.exit("message"): the message on standard error, status 1
         print(status, file=sys.stderr)
         code = 1
-    # The command's output is complete: what an exit hook prints (a kernel module's atexit
-    # handler) goes to standard error, after the one document `--json` promises on standard output.
-    try:
-        if sys.stdout is not None:
-            sys.stdout.flush()
-    except BrokenPipeError:  # the reader went away with output still buffered: as a SIGPIPE
-        code = code or 141
-    except (OSError, ValueError):
-        pass
-    sys.stdout = sys.stderr
+    code = _output_done(code)
     _exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
