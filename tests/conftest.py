@@ -128,4 +128,3 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(
             f"corpus tier not run ({', '.join(sorted(CORPUS_MODULES))}): {CORPUS_VARIABLE} is not set "
             "(the folder holding the public NKI corpus; CI sets it)", yellow=True)
-

@@ -38,14 +38,19 @@ __all__ = ["lay", "number", "dma", "copy", "binary", "activation", "memset", "QU
 COMPILER_ENGINES = ("dve", "act")
 
 
-@contextmanager
 def engine_left_to_compiler(offer: bool = True):
     """The builder calls inside make instructions that offer :data:`COMPILER_ENGINES` to the
     ``schedule`` pass (:data:`~neuronsim.machine.model.optable.ENGINE_CHOICE_KEY` in their extras)."""
+    return extras_added({ENGINE_CHOICE_KEY: list(COMPILER_ENGINES)} if offer else {})
+
+
+@contextmanager
+def extras_added(extras: dict[str, Any]):
+    """The builder calls inside make instructions that carry ``extras`` beside the tracer's own."""
     kb = current().kb
     before = kb.next_extras
-    if offer:
-        kb.next_extras = {**(before or {}), ENGINE_CHOICE_KEY: list(COMPILER_ENGINES)}
+    if extras:
+        kb.next_extras = {**(before or {}), **extras}
     try:
         yield
     finally:
@@ -448,13 +453,8 @@ def set_one_partition(dst: Layout, value: Any) -> None:
     current().note_write(window)
     attrs = {"offset": first - start, "channel_multiplier": 1, "pattern": [], "cmp": "not_equal",
              "value": number(value)}
-    kb = current().kb
-    before = kb.next_extras
-    kb.next_extras = {**(before or {}), ONE_PARTITION_KEY: start - first}
-    try:
-        kb.instruction("affine_select", "pool", [window.view()], [window.view()], attrs=attrs)
-    finally:
-        kb.next_extras = before
+    with extras_added({ONE_PARTITION_KEY: start - first}):
+        current().kb.instruction("affine_select", "pool", [window.view()], [window.view()], attrs=attrs)
 
 
 def opens_accumulation(dst: Layout) -> bool:

@@ -146,11 +146,20 @@ def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None
                                                         ("mixed", lambda: interleaved(program))]
     # a read's pairs only: what two writes leave, the whole-core orders already try both ways, and
     # a write the other core makes between a core's own write and read is the read's pair
-    with_read = _node_pairs(program, stream, [p for p in pairs if not p[2]])
+    node, marks = _top_nodes(program), _node_marks(program)
+
+    def at(i: int) -> int:  # an instance's top-level node
+        return node[stream.instrs[int(stream.instr[i])].name]
+
+    first_of: dict[tuple[int, int], tuple[int, int]] = {}  # one instance pair for each pair of nodes
+    for a, b, both, _ in pairs:
+        if not both:
+            first_of.setdefault((at(a), at(b)), (a, b))
+    with_read = list(first_of.values())
     for a, b in with_read[:max(MIN_PAIR_ORDERS, ORDER_INSTANCES // (2 * max(1, stream.n)))]:
         for before, after in ((b, a), (a, b)):
             named[(before, after)] = f"{_on(before)} right before {_on(after)}"
-            orders.append(((before, after), partial(one_before, program, stream, before, after)))
+            orders.append(((before, after), partial(one_before, program, marks, at(before), at(after))))
     differs, order = _outputs_differing(program, orders, inputs)
     read_pairs = len(orders) // 2 - 1
     tried = (f"{other}, {named['mixed']}, and, for {_pairs(read_pairs, len(with_read))} with a read, its two "
@@ -225,23 +234,11 @@ def _top_nodes(program: Program) -> dict[str, int]:
                          (i for i, _ in Program({}, (node,)).instructions()))}
 
 
-def _node_pairs(program: Program, stream: InstanceStream, pairs: list) -> list[tuple[int, int]]:
-    """One instance pair for each distinct pair of top-level nodes the found pairs fall in."""
-    node = _top_nodes(program)
-    seen: dict[tuple[int, int], tuple[int, int]] = {}
-    for a, b, *_ in pairs:
-        key = (node[stream.instrs[int(stream.instr[a])].name], node[stream.instrs[int(stream.instr[b])].name])
-        seen.setdefault(key, (a, b))
-    return list(seen.values())
-
-
-def one_before(program: Program, stream: InstanceStream, first: int, then: int) -> Program:
-    """``program`` with the instance ``first`` run right before ``then``, each core (or grid
-    program) keeping its own order: in their epoch, ``then``'s core's nodes before ``then``, then
-    ``first``'s core's nodes up to and including ``first``, then the rest as traced."""
-    node = _top_nodes(program)
-    at_first, at_then = (node[stream.instrs[int(stream.instr[i])].name] for i in (first, then))
-    where = _node_marks(program)
+def one_before(program: Program, where: list[tuple[int, tuple[int, ...]]], at_first: int, at_then: int) -> Program:
+    """``program`` with its top-level node ``at_first`` run right before ``at_then``, each core
+    (or grid program) keeping its own order (``where``: :func:`_node_marks`): in their epoch,
+    ``at_then``'s core's nodes before it, then ``at_first``'s core's nodes up to and including it,
+    then the rest as traced."""
     (e, r_then), r_first = where[at_then], where[at_first][1]
 
     def group(pos: int) -> int:
