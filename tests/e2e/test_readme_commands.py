@@ -2,9 +2,10 @@
 environment the tests run in, from a temporary folder outside the checkout.
 
 The README's code blocks are read, not restated here: each ``$ neuronsim ...`` or
-``neuronsim ...`` line (with ``examples/`` and ``scenarios/`` paths resolved against the
-checkout, since a user runs them with their own copy of those files) runs in one shared
-temporary folder in the README's order, so a file one command writes is there for the next.
+``neuronsim ...`` line runs as written in one shared temporary folder in the README's order,
+so a file one command writes is there for the next.  The folder starts as the README tells a
+user outside the checkout: ``neuronsim examples`` writes the files its ``examples/...`` paths
+name (``scenarios/`` paths, none today, would be resolved against the checkout).
 A command may report races or findings (exit 1, as documented beside it); none may be refused as
 unusable input (2), fail inside neuronsim (3) or print a traceback.  The command table's rows
 with placeholders run on concrete programs below, ``report`` of a builder program and of a
@@ -56,8 +57,7 @@ def readme_commands(text: str) -> list[list[str]]:
 def _resolve(args: list[str]) -> list[str]:
     out = []
     for arg in args:
-        for prefix in ("examples/", "scenarios/"):
-            arg = re.sub(rf"(^|[=:]){prefix}", lambda m, p=prefix: f"{m.group(1)}{ROOT}/{p}", arg)
+        arg = re.sub(r"(^|[=:])scenarios/", lambda m: f"{m.group(1)}{ROOT}/scenarios/", arg)
         out.append(arg)
     return out
 
@@ -80,7 +80,10 @@ def test_the_readme_shows_commands_to_run() -> None:
 
 
 def test_every_readme_command_from_outside_the_checkout(tmp_path: Path) -> None:
-    commands = readme_commands((ROOT / "README.md").read_text())
+    text = (ROOT / "README.md").read_text()
+    assert "anywhere else, `neuronsim examples` first writes" in text.replace("\n", " ")
+    _judge(["neuronsim", "examples"], _run([str(NEURONSIM), "examples"], tmp_path), allowed=(0,))
+    commands = readme_commands(text)
     for args in commands:
         shown = " ".join(args)
         if args[0] == "python":

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import networkx as nx
 
-from neuronsim_tests.house_imports import ROOT, import_edges, installed_name, module_files, room_of
+from neuronsim_tests.house_imports import FOLDERS, ROOT, import_edges, installed_name, module_files, room_of
 
 #: Rooms from the bottom up: a module may import its own room and the rooms before it, never
 #: one after it.  A new room goes into this list where its imports put it.
@@ -38,6 +38,7 @@ ROOMS = (
     "neuronsim.nki",
     "neuronsim.verify.cli",
     "neuronsim.testing",
+    "neuronsim.examples",
 )
 
 
@@ -77,12 +78,11 @@ def test_the_checks_see_a_planted_back_edge_and_circle(tmp_path: Path) -> None:
 def test_every_package_folder_is_installed() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     folders = {installed_name(p.parent.relative_to(ROOT))
-               for folder in ("machine", "passes", "verify", "scenarios")
-               for p in (ROOT / folder).rglob("__init__.py")}
+               for folder in FOLDERS for p in (ROOT / folder).rglob("__init__.py")}
     assert set(config["packages"]) == folders
-    tops = {f"neuronsim.{f}": f for f in ("machine", "passes", "verify", "scenarios")}
+    tops = {f"neuronsim.{f}": f for f in FOLDERS}
     assert {p: f for p, f in config["package-dir"].items() if p in tops} == tops
-    # any other mapping is a package whose folder sits inside one of the four (the top level is fixed)
+    # any other mapping is a package whose folder sits inside one of these (the top level is fixed)
     assert all(f.split("/")[0] in tops.values() and f not in tops.values()
                for p, f in config["package-dir"].items() if p not in tops)
 

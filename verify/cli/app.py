@@ -100,6 +100,7 @@ _COMMANDS = {
     "report": ("cmd_report", "report"), "loops": ("cmd_loops", "loops"), "show": ("cmd_show", "show"),
     "simulate": ("cmd_simulate", "simulate"), "tasks": ("cmd_tasks", "tasks"), "nki": ("cmd_nki", "nki"),
     "profile": ("cmd_profile", "profile"), "compare": ("cmd_compare", "compare"),
+    "examples": ("cmd_examples", "examples"),
 }
 
 

@@ -10,7 +10,9 @@ import ast
 from pathlib import Path
 
 from neuronsim_tests import ROOT
-FOLDERS = ("machine", "passes", "verify", "scenarios")
+#: The installed folders: the four rooms of the product, and the README's examples (package data
+#: and an example pass, installed as ``neuronsim.examples``).
+FOLDERS = ("machine", "passes", "verify", "scenarios", "examples")
 
 
 def package_dirs() -> dict[str, str]:
@@ -33,7 +35,7 @@ def installed_name(relative: Path) -> str:
 
 
 def module_files() -> dict[str, Path]:
-    """``neuronsim.machine.ir.program`` -> its file, for every module of the four folders."""
+    """``neuronsim.machine.ir.program`` -> its file, for every module of the installed folders."""
     return {installed_name(path.relative_to(ROOT)): path
             for folder in FOLDERS for path in sorted((ROOT / folder).rglob("*.py"))}
 
