@@ -87,7 +87,8 @@ def cli() -> None:
 
     PROGRAM is a neuronsim.program/1 JSON file, or - for standard input.  Exit status: 0
     success, 1 a finding, 2 unusable input or work beyond --max-instances / --max-memory,
-    3 an internal error, 130 interrupted.
+    3 an internal error, 130 interrupted (SIGINT), 143 terminated (SIGTERM), 129 hung up
+    (SIGHUP).
     """
 
 
