@@ -304,6 +304,19 @@ def test_a_closed_pipe_is_quiet(good):
     assert run.returncode == 141 and run.stderr == ""
 
 
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["check", "--help"]])
+def test_help_and_version_into_a_closed_pipe_are_141_as_the_commands(args):
+    """click ends a closed pipe under its own help or the version with status 1, the status of
+    a finding (probe_aj N3); it is the commands' 141 now, nothing on standard error."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        run = subprocess.run([SCRIPT, *args], stdout=write, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write)
+    assert run.returncode == 141 and run.stderr == ""
+
+
 def test_the_guard_reads_no_program_bigger_than_its_text(tmp_path):
     """The estimate walks nodes, never instances: a valid nest of a huge product answers at once."""
     doc = json.loads(json.dumps(VALID))

@@ -57,6 +57,10 @@ class _Group(click.Group):
                          standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             raise SystemExit(exc.exit_code) from None
+        except SystemExit as exc:  # click ends a closed pipe under its help or the version with 1; commands give 141
+            if exc.code == 1 and isinstance(exc.__context__, BrokenPipeError):
+                closed_pipe()
+            raise
         except click.exceptions.Abort as exc:
             stopped(exc.__context__ if isinstance(exc.__context__, KeyboardInterrupt) else KeyboardInterrupt(), as_json)
         except click.exceptions.NoArgsIsHelpError as exc:  # bare ``neuronsim``: the help, as --help gives it
