@@ -8,9 +8,11 @@ import numpy as np
 
 from neuronsim.machine.nki import trace
 from neuronsim.machine.order.stream import stream_of
+from neuronsim.verify.nki.findings import nki_findings
 from neuronsim.verify.nki.lifetimes import live_ranges
 from neuronsim.verify.nki.placement import identity_placement
 from neuronsim_tests.nki_kernels import f32, kernel
+from neuronsim_tests.nki_kit import GROUP_KERNELS, line_of, trace_file
 
 
 class _NoSearch(list):
@@ -26,6 +28,18 @@ def test_live_ranges_look_tensors_up_by_id_and_give_each_its_first_write_and_las
     on_chip = {name for name, t in program.tensors.items() if t.memory.value != "dram"}
     ranges = live_ranges(stream, on_chip)
     assert ranges and set(ranges) <= on_chip
-    for first, last, writes in ranges.values():
+    for first, last, writes, reads in ranges.values():
         assert writes and first == min(writes) and (last == -1 or last > first)
-        assert np.all(np.diff(writes) >= 0)
+        assert np.all(np.diff(writes) >= 0) and np.all(np.diff(reads) > 0) and last == (reads[-1] if reads else -1)
+
+
+def test_a_clobber_before_the_live_tiles_last_read_is_found_at_its_lines():
+    # the witness was sought against the live tile's last read alone, which reads other bytes
+    path = GROUP_KERNELS / "clobber_before_last_read.py"
+    name = "tests/nki/kernels/clobber_before_last_read.py"
+    arrays = {"a": np.random.default_rng(0).random((2, 128, 8), dtype=np.float32)}
+    found = nki_findings(trace_file(path, "two_columns", arrays).program)
+    assert [(f.kind, f.dependence) for f in found] == [("allocation", "clobber")], [f.describe() for f in found]
+    assert found[0].first.startswith(f"nisa.tensor_copy at {name}:{line_of(path, '# onto sums[:, 1] unless apart')}")
+    assert found[0].second.startswith(f"nisa.tensor_copy at {name}:{line_of(path, '# reads the second column')}")
+    assert nki_findings(trace_file(path, "two_columns", arrays, apart=True).program) == []

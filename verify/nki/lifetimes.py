@@ -18,8 +18,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from neuronsim.machine.nki.alloc import ALLOC_GROUP_KEY
-from neuronsim.machine.order.conflicts import conflicts
+from neuronsim.machine.order.conflicts import conflicts, pair_kinds
 from neuronsim.machine.ir.program import MemoryKind, Program
 from neuronsim.machine.ir.source import instance_label
 from neuronsim.machine.order.stream import InstanceStream, stream_of
@@ -28,27 +30,26 @@ from neuronsim.verify.nki.finding import NkiFinding
 __all__ = ["clobber_findings", "live_ranges"]
 
 
-def live_ranges(stream: InstanceStream, tensors: set[str]) -> dict[str, tuple[int, int, list[int]]]:
-    """``tensor -> (first write, last read, write instances)`` in instance order.  A tensor
-    only written has last read -1: its writes still wipe a live tile's bytes (a prefetch
-    into a tile nothing reads), but it holds nothing.  Tensors never written are left out."""
+def live_ranges(stream: InstanceStream, tensors: set[str]) -> dict[str, tuple[int, int, list[int], list[int]]]:
+    """``tensor -> (first write, last read, write instances, read instances)`` in instance
+    order.  A tensor only written has last read -1: its writes still wipe a live tile's bytes
+    (a prefetch into a tile nothing reads), but it holds nothing.  Tensors never written are
+    left out."""
     tid = {stream.tensor_id[t]: t for t in tensors}  # (a list's index per tensor was quadratic: 10 s at 45 k)
     writes: dict[str, list[int]] = defaultdict(list)
-    last_read: dict[str, int] = {}
+    reads: dict[str, list[int]] = defaultdict(list)
     for x, inst in enumerate(stream.instrs):
         touched = [(tid[stream.tensor_id[a.tensor]], w) for a, w in inst.accesses if stream.tensor_id[a.tensor] in tid]
         if not touched:
             continue
         ids = stream.instances_of(x).tolist()
         for name, is_write in touched:
-            if is_write:
-                writes[name].extend(ids)
-            else:
-                last_read[name] = max(last_read.get(name, -1), ids[-1])
+            (writes if is_write else reads)[name].extend(ids)
     out = {}
     for name, ids in writes.items():
         ids.sort()
-        out[name] = (ids[0], last_read.get(name, -1), ids)
+        read = sorted(set(reads.get(name, ())))
+        out[name] = (ids[0], read[-1] if read else -1, ids, read)
     return out
 
 
@@ -154,15 +155,38 @@ def _overlap(stream: InstanceStream, a: int, b: int) -> bool:
     return any(kind == "WAW" for kind, *_rest in conflicts(stream, a, b))
 
 
+#: Pairs (a write of one tile, a later read of the other) the witness search checks for one
+#: pair of tiles; past it, each write is held against the reads right after it and the last one.
+WITNESS_PAIRS = 200_000
+#: Pairs from which the search first screens them all at once (:func:`pair_kinds`).
+VECTORISED_FROM = 256
+
+
 def _witness(stream: InstanceStream, live: str, writer: str, ranges) -> tuple[str, str] | None:
-    """``(write of writer, later read of live)`` sharing a byte, by their kernel lines."""
-    start, last_read, live_writes = ranges[live]
-    for w in ranges[writer][2]:
-        if not start < w < last_read:
+    """``(write of writer, later read of live)`` sharing a byte, by their kernel lines: the read
+    finds the writer's bytes where the live tile's were (no write of the live tile over them
+    in between).  Every read of the live tile after the write is a candidate, not only its last
+    one: the last read may touch other bytes (a probe's two-column tile, its second column
+    overwritten and read before the first column's last read)."""
+    start, last_read, live_writes, live_reads = ranges[live]
+    writes = [w for w in ranges[writer][2] if start < w < last_read]
+    if not writes:
+        return None
+    reads = np.asarray(live_reads, np.int64)
+    after = np.searchsorted(reads, np.asarray(writes, np.int64), side="right")
+    each = max(1, WITNESS_PAIRS // len(writes))
+    pairs = [(w, int(r)) for w, lo in zip(writes, after.tolist())
+             for r in dict.fromkeys([*reads[lo:lo + each].tolist(), last_read])]
+    # many pairs: one vectorised pass over the stream's access events finds the few that share
+    # bytes (it sorts every event, which a handful of exact checks does not need)
+    kinds = (pair_kinds(stream, np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
+             if len(pairs) > VECTORISED_FROM else None)
+    for k, (w, r) in enumerate(pairs):
+        if kinds is not None and kinds[k] != 4:  # RAW: a byte w writes is one r reads (else checked exactly below)
             continue
-        if any(w < x < last_read and _overlap(stream, w, x) for x in live_writes):
+        if any(w < x < r and _overlap(stream, w, x) for x in live_writes):
             continue  # the live tile is written again over those bytes before the read: nothing lost
-        for kind, pa, pb, _mask, _bytes in conflicts(stream, w, last_read):
+        for kind, pa, pb, _mask, _bytes in conflicts(stream, w, r):
             if kind == "RAW" and stream.tensor_names[pa.tensor] == writer and stream.tensor_names[pb.tensor] == live:
-                return instance_label(stream, w), instance_label(stream, last_read)
+                return instance_label(stream, w), instance_label(stream, r)
     return None
