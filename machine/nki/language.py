@@ -29,6 +29,7 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tensor_views import transposed_shape
 from neuronsim.machine.nki.legacy_rules import legacy_tile, kernel_level
 from neuronsim.machine.nki.outside import OutsideView
+from neuronsim.machine.nki.spmd_loops import reduced_loops
 from neuronsim.machine.nki.tiles import NkiTensor, is_tile, register_operators
 from neuronsim.machine.nki.tiles import result_tile as _result
 from neuronsim.machine.nki.tracer import NEVER, api, as_mask, assigned_name, current, tracing
@@ -514,14 +515,14 @@ def loop_reduce(x: NkiTensor, op: Any, loop_indices: Any = (), *, dtype: Any = N
             _start_from_identity(tracer, ops.lay(target), alu)
             ops.binary(ops.lay(target), target, x, alu)
 
-        tracer.emit(emit_into_target, extras=dict(_LOOP_REDUCE), mask=mask)
+        tracer.emit(emit_into_target, extras=_loop_reduce_mark(loop_indices), mask=mask)
         return target
 
     def emit(dst: Layout) -> None:
         _start_from_identity(tracer, dst, alu)
         ops.binary(dst, NkiTensor(dst), x, alu)
 
-    emit.extras = _LOOP_REDUCE  # type: ignore[attr-defined]
+    emit.extras = _loop_reduce_mark(loop_indices)  # type: ignore[attr-defined]
     return _result(x.shape, ops.result_dtype(dtype, x), "sbuf", emit, mask)
 
 
@@ -544,9 +545,11 @@ def _start_from_identity(tracer: Any, dst: Layout, alu: str) -> None:
         tracer.emit_at_declaration(name, lambda: ops.memset(Layout.whole(dst.tensor), _IDENTITY[alu]))
 
 
-#: On a ``nl.loop_reduce`` instruction: the reduction the kernel declared across its loops,
-#: which the API page writes inside ``affine_range`` (no carried dependence of the kernel's).
-_LOOP_REDUCE = {"x-nki-loop-reduce": True}
+def _loop_reduce_mark(loop_indices: Any) -> dict[str, Any]:
+    """On a ``nl.loop_reduce`` instruction: the loops across which the kernel declared the
+    reduction (``loop_indices``; the API page writes it inside ``affine_range``), which carry
+    no dependence of the kernel's; another loop crossed is a finding as for any value."""
+    return {"x-nki-loop-reduce": reduced_loops(loop_indices)}
 
 
 def _rebound_tile(tracer: Any) -> NkiTensor | None:

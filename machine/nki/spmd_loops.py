@@ -15,10 +15,12 @@ import numpy as np
 
 from neuronsim.machine.nki import ops
 from neuronsim.machine.nki.errors import fail, shown
+from neuronsim.machine.nki.indexing import SymIndex
 from neuronsim.machine.nki.tracer import current
+from neuronsim.machine.build.views import is_int
 
 __all__ = ["program_id", "num_programs", "nc", "spmd_dim", "program_ndim", "affine_range", "sequential_range",
-           "static_range", "no_reorder"]
+           "static_range", "no_reorder", "reduced_loops"]
 
 
 # -- SPMD ----------------------------------------------------------------------------------
@@ -83,3 +85,18 @@ def no_reorder(*_args: Any, **_kw: Any) -> Iterator[None]:
     yield
     tracer.flush()
     tracer.kb.replace_since(start, ops.in_program_order(tracer.kb.emitted_since(start)))
+
+
+def reduced_loops(loop_indices: Any) -> list[str] | bool:
+    """The enclosing loops an ``nl.loop_reduce`` names in ``loop_indices``, as the carried-value
+    sweep names them (a kept loop by its name, an unrolled one by its variable: every
+    variable whose value the index equals, where two loops may hold the same one); True, every
+    loop, when the indices name none (what the call declared cannot be read)."""
+    picked = loop_indices if isinstance(loop_indices, (list, tuple)) else [loop_indices]
+    names: list[str] = []
+    for index in picked:
+        if isinstance(index, SymIndex):
+            names.extend(name for name, _coefficient in index.index.terms)
+        elif is_int(index):
+            names.extend(var for var, value in current().loops if not isinstance(value, str) and value == index)
+    return list(dict.fromkeys(names)) or True

@@ -396,6 +396,13 @@ def _partial_reader(program: Program, stream: InstanceStream, marks: list[tuple 
     return None
 
 
+def _declared_reduction(inst: Instruction, loop: str) -> bool:
+    """``inst`` is an ``nl.loop_reduce`` whose ``loop_indices`` name ``loop`` (``true``: every
+    loop, as a call whose indices named none, or a program saved before the loops were kept)."""
+    declared = inst.extras.get(LOOP_REDUCE_KEY)
+    return declared is True or (isinstance(declared, list) and loop in declared)
+
+
 def _tagged(flows: dict, overwrites: dict) -> Iterator[tuple[tuple, bool]]:
     """The sweep's pairs, each with whether it is a write over an earlier iteration's write."""
     for item in flows.items():
@@ -444,8 +451,8 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
                                           tensors, partial_readers)
                 if partial is None and memory == MemoryKind.PSUM and writer.op == reader.op == "matmul":
                     continue
-            if writer.extras.get(LOOP_REDUCE_KEY) and reader.extras.get(LOOP_REDUCE_KEY):
-                continue  # nl.loop_reduce: a reduction the kernel declared (its API page loops it in affine_range)
+            if _declared_reduction(writer, loop_name) and _declared_reduction(reader, loop_name):
+                continue  # nl.loop_reduce over this loop: a reduction the kernel declared
             if over and both:
                 continue  # a += writes what it read: its read already says what the loop carries
             if over:
