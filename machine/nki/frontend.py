@@ -212,8 +212,8 @@ def _attempts(kernel: Any, func: Any, grid: tuple, arrays: tuple, kwargs: dict, 
     raise NkiError(_defined_at(func), f"more than {_MAX_ATTEMPTS} loops to unroll")
 
 
-#: NKI's platform targets and the machine presets they run on (inf2's NeuronCore-v2 is trn1's).
-_PLATFORMS = {"trn1": "trn1", "inf2": "trn1", "trn2": "trn2", "trn3": "trn3"}
+#: NKI's platform targets (nki.jit's page: trn1|inf2|gen2, trn2|gen3, trn3|gen4) and their machine presets.
+_PLATFORMS = dict(trn1="trn1", inf2="trn1", gen2="trn1", trn2="trn2", gen3="trn2", trn3="trn3", gen4="trn3")
 
 
 def _target_machine(target: str | None, func: Any, variable: str = "NEURON_PLATFORM_TARGET_OVERRIDE") -> str:

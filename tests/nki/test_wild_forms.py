@@ -205,8 +205,13 @@ def test_the_kernels_platform_target_picks_the_machine(monkeypatch):
     np.testing.assert_array_equal(run(kernel("wild_forms_current.py::version_branch"), x)["return0"], 2 * x)
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")  # the nki.jit page's other way
     np.testing.assert_array_equal(run(kernel("wild_forms_current.py::version_branch"), x)["return0"], 3 * x)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "gen3")  # the page's generation name for trn2 (probe_ak)
+    np.testing.assert_array_equal(run(kernel("wild_forms_current.py::version_branch"), x)["return0"], 3 * x)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "gen2")
+    assert trace(kernel("wild_forms_current.py::version_branch"), x).program.machine == "trn1"
     monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "gpu")
-    with pytest.raises(NkiError, match="platform target 'gpu' is none of trn1, inf2, trn2, trn3") as err:
+    with pytest.raises(NkiError, match="platform target 'gpu' is none of trn1, inf2, gen2, trn2, gen3, trn3, gen4") \
+            as err:
         trace(kernel("wild_forms_current.py::version_branch"), x)
     assert err.value.path == "$NEURON_PLATFORM_TARGET_OVERRIDE"  # the variable's mistake, not the kernel's line
 
