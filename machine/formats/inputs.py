@@ -126,7 +126,7 @@ def read_input(source: str | BinaryIO, *, limit: int | None = None) -> bytes:
         with open(source, "rb") as fh:
             return _read_stream(fh, limit)
     except OSError as err:
-        raise ProgramError("", f"cannot read {source}: {err.strerror or err}") from None
+        raise ProgramError(os.fspath(source), f"cannot read it: {err.strerror or err}") from None
 
 
 def _not_a_kernel(source: str) -> None:
@@ -140,9 +140,9 @@ def _not_a_kernel(source: str) -> None:
     path = file if kernel else source
     if path.endswith(".py") and os.path.isfile(path):
         spec = source if kernel else f"{source}::FUNC"
-        raise ProgramError("", f"{source} is {'an NKI kernel' if kernel else 'a Python file'}, not a JSON "
-                               f"document: trace a kernel into a program with `neuronsim nki {spec} -o PROGRAM.json`, "
-                               f"or run it with `neuronsim run {spec}`")
+        raise ProgramError(source, f"it is {'an NKI kernel' if kernel else 'a Python file'}, not a JSON document: "
+                                   f"trace a kernel into a program with `neuronsim nki {spec} -o PROGRAM.json`, "
+                                   f"or run it with `neuronsim run {spec}`")
 
 
 def _read_stream(fh: BinaryIO, limit: int) -> bytes:

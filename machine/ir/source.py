@@ -31,8 +31,8 @@ from typing import Any
 
 from neuronsim.machine.ir.program import Instruction, frozen_mapping
 
-__all__ = ["SOURCE_KEY", "PROGRAM_KEY", "shown_path", "declared_name", "SourceRef", "source_of", "source_text",
-           "source_line", "instance_source", "instance_label", "source_json", "bind_source"]
+__all__ = ["SOURCE_KEY", "PROGRAM_KEY", "shown_path", "shown_document", "declared_name", "SourceRef", "source_of",
+           "source_text", "source_line", "instance_source", "instance_label", "source_json", "bind_source"]
 
 #: The extension key of an instruction's kernel location.
 SOURCE_KEY = "x-source"
@@ -57,6 +57,18 @@ def shown_path(path: str) -> str:
     path = os.path.normpath(os.path.join(here, path))  # (an absolute path stays itself; ``..`` resolved)
     relative = os.path.relpath(path, here)
     return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
+
+
+def shown_document(source: object) -> str:
+    """A document argument (a path, or ``-`` for standard input) as an error names it when no
+    place inside it is at fault; "" for anything else.
+
+    >>> shown_document("-"), shown_document(None), shown_document(os.path.join(os.getcwd(), "p.json"))
+    ('-', '', 'p.json')
+    """
+    if not isinstance(source, str) or not source:
+        return ""
+    return source if source == "-" else shown_path(source)
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,9 +173,9 @@ def test_a_kernel_where_a_program_goes_says_what_to_do_with_it(folder: Path, com
                                                                 kind: str, spec: str) -> None:
     """A program command given a kernel said "No such file or directory" or "malformed JSON at
     line 1 column 1" (probe_bad M-F7b): the input was of the wrong kind."""
-    line = one_error_line(_run(folder, [command[0], given, *command[1:]]), f"{given} is {kind}, not a JSON document",
+    line = one_error_line(_run(folder, [command[0], given, *command[1:]]), f"it is {kind}, not a JSON document",
                           f"neuronsim nki {spec} -o PROGRAM.json", f"neuronsim run {spec}")
-    assert line.startswith(f"error: {given} is ")
+    assert line.startswith(f"error: {given}: it is ")
     assert not (folder / "c.json").exists()
 
 

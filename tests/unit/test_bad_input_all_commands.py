@@ -373,5 +373,5 @@ def test_bad_input_under_json_into_a_closed_pipe_keeps_its_exit_2(tmp_path):
     proc.stdout.close()
     stderr = proc.stderr.read()
     proc.wait(timeout=120)
-    assert proc.returncode == 2 and stderr.splitlines() == [f"error: cannot read {tmp_path / 'nope.json'}: No such "
-                                                            "file or directory"], stderr
+    assert proc.returncode == 2 and stderr.splitlines() == [f"error: {tmp_path / 'nope.json'}: cannot read it: No "
+                                                            "such file or directory"], stderr

@@ -205,6 +205,7 @@ def _one_error_line(stderr: str, path: str, fragment: str) -> None:
 def test_bad_input_exits_2_with_located_message(tmp_path, text, path, fragment):
     source = tmp_path / "bad.json"
     source.write_text(text)
+    path = path or str(source)  # an error of the document itself names the file it was read from
     plain = CliRunner().invoke(cli, ["show", str(source)])
     assert plain.exit_code == 2, plain.output
     assert plain.stdout == ""
@@ -237,8 +238,8 @@ def test_stdin_dash_reads_standard_input():
     assert json.loads(as_json.stdout) == program_to_json(loads_program(json.dumps(BASE)))
     bad = run_cli("show", "--json", "-", stdin='{"format": "neuronsim.program/1", "body": [}')
     assert bad.returncode == 2
-    assert json.loads(bad.stdout)["path"] == ""
-    _one_error_line(bad.stderr, "", "malformed JSON")
+    assert json.loads(bad.stdout)["path"] == "-"  # the document, named as it was given: standard input
+    _one_error_line(bad.stderr, "-", "malformed JSON")
 
 
 def test_missing_file_is_exit_2_not_a_traceback(tmp_path):
@@ -271,3 +272,15 @@ def test_every_example_loads_and_validates(path):
     result = run_cli("show", str(path))
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("program on ")
+
+
+def test_an_error_of_the_whole_file_names_the_file(tmp_path):
+    # the size limit and the encoding checks said what was wrong and not of which file (probe_am)
+    nul = tmp_path / "nul.json"
+    nul.write_bytes(b"\x00\x00{}")
+    _one_error_line(run_cli("check", str(nul)).stderr, str(nul), "the file holds NUL bytes")
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(BASE))
+    big = run_cli("check", "--json", "--max-input", "10", str(good))
+    _one_error_line(big.stderr, str(good), "the input is larger than 10 bytes")
+    assert json.loads(big.stdout)["path"] == str(good)

@@ -93,7 +93,7 @@ def test_closed_standard_input_is_a_located_error(command):
                          cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True,
                          stdin=subprocess.DEVNULL, preexec_fn=lambda: os.close(0), timeout=120)
     assert run.returncode == 2 and run.stderr.splitlines() == [
-        "error: standard input is closed: give a file, or pipe the program into -"], run.stderr
+        "error: -: standard input is closed: give a file, or pipe the program into -"], run.stderr
 
 
 def test_input_beyond_the_limit_is_refused_and_the_option_raises_it(good):

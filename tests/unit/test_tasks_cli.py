@@ -100,10 +100,10 @@ def test_unusable_input_through_the_real_entry_point(tmp_path):
     source.write_text('{"format": "neuronsim.tasks/1", "kernels": {}, "function": {"body": [')
     run = subprocess.run([*CLI, "tasks", "--json", str(source)], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and "Traceback" not in run.stderr
-    assert json.loads(run.stdout) == {"format": "neuronsim.error/1", "path": "", "internal": False,
+    assert json.loads(run.stdout) == {"format": "neuronsim.error/1", "path": str(source), "internal": False,
                                       "message": "malformed JSON at line 1 column 70: Expecting value"}
     missing = subprocess.run([*CLI, "tasks", str(tmp_path / "nope.json")], capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 2 and missing.stderr.startswith("error: cannot read")
+    assert missing.returncode == 2 and missing.stderr.startswith(f"error: {tmp_path / 'nope.json'}: cannot read it")
     program_format = subprocess.run([*CLI, "tasks", "examples/matmul_k_loop.json"], capture_output=True,
                                     text=True, timeout=120)
     assert program_format.returncode == 2 and "this is a neuronsim.program/1 program" in program_format.stderr

@@ -34,6 +34,7 @@ from neuronsim.machine.formats.files import (
 )
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
+from neuronsim.machine.ir.source import shown_document
 from neuronsim.verify.cli import document
 from neuronsim.verify.cli.signals import HungUp, Terminated, end_now, mark_reported, raise_if_received, received
 from neuronsim.machine.order.work_estimate import SizeEstimate, estimate_size
@@ -234,8 +235,8 @@ def run_command(fn: Callable[..., int | None]) -> Callable[..., None]:
         try:
             status = fn(*args, **kwargs)
             raise_if_received()  # a signal whose exception something swallowed still ends the run with its status
-        except ProgramError as err:
-            fail(err.path, err.message, as_json)
+        except ProgramError as err:  # the document itself (no place in it) is the PROGRAM it was read from
+            fail(err.path or shown_document(kwargs.get("program")), err.message, as_json)
         except UsageFailure as err:
             fail(err.path, err.message, as_json)
         except RecursionError:
