@@ -118,8 +118,9 @@ class FuzzResult:
 
     @property
     def vacuous(self) -> bool:
-        """Your pass ran and never changed anything in its slot: the run tested nothing."""
-        return self.changed == 0 and self.examples > 0
+        """Your pass ran and never changed anything in its slot: the run tested nothing.  A run
+        that found a failure tested something (a pass that raises changed nothing, and failed)."""
+        return self.changed == 0 and self.examples > 0 and self.failure is None
 
     def effect_text(self, replace: str | None = None) -> str | None:
         """``your pass changed its input in 37 of 500 examples: 112 deps dropped, 0 added``,

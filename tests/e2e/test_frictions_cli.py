@@ -165,3 +165,15 @@ def test_fuzz_says_what_the_pass_did_and_calls_a_pass_that_changed_nothing_vacuo
     assert "vacuous: your pass (replacing dep-reduction) changed nothing in 8" in vacuous.stdout
     doc = json.loads(_neuronsim(tmp_path, *common, "--pass", "mypasses:unchanged", "--json").stdout)
     assert doc["pass_effect"] == {"changed": 0, "dropped": 0, "added": 0, "vacuous": True}
+
+
+def test_a_pass_that_fails_is_not_called_vacuous(tmp_path: Path) -> None:
+    # a pass raising on its first program changed nothing, and was tested: the failure says so,
+    # "vacuous ... tested nothing" beside it contradicted it (probe_am)
+    (tmp_path / "boom.py").write_text("def boom(program):\n    raise ValueError('boom')\n")
+    common = ("fuzz", "--pass", "boom:boom", "--examples", "3", "--workers", "1", "--out", "failures")
+    run = _neuronsim(tmp_path, *common)
+    assert run.returncode == 1 and "ValueError: boom" in run.stdout + run.stderr
+    assert "vacuous" not in run.stdout + run.stderr
+    doc = json.loads(_neuronsim(tmp_path, *common, "--json").stdout)
+    assert doc["failures"] and doc["pass_effect"]["vacuous"] is False

@@ -420,7 +420,8 @@ def _effect(results: list[ChunkResult], ran: int, replace: str | None):
     counted = [r for r in results if r.changed is not None]
     if not counted:
         return None
-    return FuzzResult(ran, None, changed=sum(r.changed for r in counted), dropped=sum(r.dropped for r in counted),
+    failure = next((r.failure for r in results if r.failure is not None), None)  # (then not vacuous)
+    return FuzzResult(ran, failure, changed=sum(r.changed for r in counted), dropped=sum(r.dropped for r in counted),
                       added=sum(r.added for r in counted))
 
 
