@@ -24,6 +24,7 @@ from neuronsim.passes.analysis.explain import explain
 from neuronsim.passes.spec import pass_addresses
 from neuronsim.machine.ir.errors import message_of
 
+from neuronsim.verify.cli.traced import default_pipeline
 from neuronsim.verify.cli.common import (
     UsageFailure,
     check_output,
@@ -61,8 +62,10 @@ def edge_summary(program) -> dict[str, int]:
 @program_argument
 @click.option("-o", "--output", "output", required=True, metavar="OUT",
               help="Where to write the compiled program (- for standard output).")
-@click.option("--passes", "passes_spec", default=DEFAULT_PIPELINE, show_default=True, metavar="SPEC",
-              help="Pipeline: pass names in order, options in braces, e.g. 'alloc{buffers=3},build-fdeps,anti-deps'.")
+@click.option("--passes", "passes_spec", default=None, metavar="SPEC",
+              help="Pipeline: pass names in order, options in braces, e.g. 'alloc{buffers=3},build-fdeps,anti-deps' "
+                   f"[default: {DEFAULT_PIPELINE}; for a traced NKI kernel, what run compiles it with: "
+                   "load-elim,alloc,schedule,dma-place,dep-opt{memsets=false},dep-reduction].")
 @click.option("--explain", "explain_pair", nargs=2, metavar="A B", default=None,
               help="Say why instructions A and B are linked.")
 @click.option("--no-verify", is_flag=True, help="Skip the checks between passes.")
@@ -70,7 +73,7 @@ def edge_summary(program) -> dict[str, int]:
 @size_options
 @max_idle_option()
 @run_command
-def compile_command(program: str, output: str, passes_spec: str, explain_pair, no_verify: bool, as_json: bool,
+def compile_command(program: str, output: str, passes_spec: str | None, explain_pair, no_verify: bool, as_json: bool,
                     max_instances: int, max_memory: int | None) -> int:
     """Run the pass pipeline on PROGRAM and write it, with its computed deps, to OUT.
 
@@ -79,8 +82,11 @@ def compile_command(program: str, output: str, passes_spec: str, explain_pair, n
     """
     stdout_for_json(as_json, {"-o": output})
     check_output(output, "-o", (program, *pass_sources(passes_spec)))
-    passes = parse_pipeline(passes_spec)
+    passes = parse_pipeline(passes_spec) if passes_spec is not None else None  # (a bad spec before the program is read)
     prog = load_program(program)
+    if passes is None:
+        passes_spec = default_pipeline(prog)
+        passes = parse_pipeline(passes_spec)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory)
     gc.freeze()  # the loaded program lives to the end: keep the collector off it
     ctx = PassContext(verify=not no_verify, record=explain_pair is not None)
