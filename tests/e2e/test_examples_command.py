@@ -75,3 +75,13 @@ def test_a_folder_where_a_file_goes_is_refused(tmp_path: Path) -> None:
     assert run.stderr.splitlines() == ["error: ex/nki/row_sums.py: a folder stands where an example file goes; "
                                        "nothing written"]
     assert sorted(p.name for p in (tmp_path / "ex").rglob("*")) == ["nki", "row_sums.py"]
+
+
+def test_a_fifo_where_a_file_goes_is_refused_unread(tmp_path: Path) -> None:
+    # reading it to compare would wait for a writer for ever (probe_al)
+    (tmp_path / "ex").mkdir()
+    os.mkfifo(tmp_path / "ex" / "README.md")
+    run = _run(["examples", "ex"], tmp_path)
+    assert run.returncode == 2
+    assert run.stderr.splitlines() == ["error: ex/README.md: something other than a file stands where an example "
+                                       "file goes; nothing written"]

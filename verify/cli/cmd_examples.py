@@ -14,6 +14,7 @@ back together if the command fails part way).
 from __future__ import annotations
 
 import os
+import stat
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 
@@ -51,14 +52,19 @@ def shipped_examples() -> dict[str, bytes]:
 
 
 def _held(path: str) -> bytes | None:
-    """The bytes of the file at ``path``, or None where there is none."""
+    """The bytes of the file at ``path``, or None where there is none.  Anything but a regular
+    file there is refused unread: a FIFO would wait for a writer for ever."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        mode = os.stat(path).st_mode
     except FileNotFoundError:
         return None
-    except IsADirectoryError:
-        raise UsageFailure("a folder stands where an example file goes; nothing written", shown_path(path)) from None
+    if stat.S_ISDIR(mode):
+        raise UsageFailure("a folder stands where an example file goes; nothing written", shown_path(path))
+    if not stat.S_ISREG(mode):
+        raise UsageFailure("something other than a file stands where an example file goes; nothing written",
+                           shown_path(path))
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
 @click.command()
