@@ -1,0 +1,58 @@
+"""neuronsim's own x- keys in a loaded program are checked for the shape their readers take
+(machine/formats/extension_keys.py): a malformed one was an internal error in the pass that
+read it (probe_al: x-spill in dma-place, x-in-order in schedule, x-fused-from in fuse-loops)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neuronsim.machine.formats.extension_keys import INSTRUCTION_KEYS, LOOP_KEYS
+from neuronsim_tests import ROOT
+
+EXAMPLE = json.loads((ROOT / "examples" / "matmul_k_loop.json").read_text())
+SCRIPT = str(Path(sys.executable).with_name("neuronsim"))
+
+
+@pytest.mark.parametrize("where, key, value, passes", [
+    (0, "x-in-order", "zz", "load-elim,alloc,schedule,build-fdeps"),
+    (0, "x-spill", "zz", "dma-place"),
+    (0, "x-spill", {"tensor": "t", "kind": "sideways"}, "alloc,dma-place"),
+    (0, "x-psum-spill", [1], "alloc"),
+    (0, "x-nki-unrolled-affine", [[1, 2, 3]], "alloc"),
+    (0, "x-engines", [], "alloc"),
+    (0, "x-nki-program", ["a"], "alloc"),
+    (0, "x-nki-loop-reduce", "k", "alloc"),
+    (3, "x-fused-from", 5, "build-fdeps,fuse-loops"),
+    (3, "x-peeled-from", 5, "build-fdeps,fuse-loops{unequal=peel}"),
+    (3, "x-unit-deps", 5, "build-fdeps{units=true}"),
+    (3, "x-nki-range", 1, "alloc"),
+])
+def test_a_malformed_key_of_ours_is_a_located_error(tmp_path, where, key, value, passes):
+    doc = json.loads(json.dumps(EXAMPLE))
+    node = doc["body"][where]
+    assert ("loop" in node) == (key in LOOP_KEYS) and (key in INSTRUCTION_KEYS) != (key in LOOP_KEYS)
+    node[key] = value
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    run = subprocess.run([SCRIPT, "compile", "p.json", "-o", "o.json", "--passes", passes], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.startswith(f"error: body[{where}].{key}: expected "), run.stderr
+    assert len(run.stderr.splitlines()) == 1 and not (tmp_path / "o.json").exists()
+
+
+def test_keys_of_ours_as_the_frontend_and_passes_write_them_load():
+    from neuronsim.machine.formats.program_json import loads_program
+
+    doc = json.loads(json.dumps(EXAMPLE))
+    doc["body"][0].update({"x-in-order": [[0, 1, 2]], "x-spill": {"tensor": "t", "kind": "reload",
+                                                                   "rematerialised": True},
+                           "x-engines": ["dve", "act"], "x-nki-program": [1, 0], "x-nki-loop-reduce": ["k"],
+                           "x-nki-unrolled-affine": [[0, "i", 1]], "x-someone-elses": "anything"})
+    doc["body"][3].update({"x-fused-from": ["k", "k2"], "x-peeled-from": "k", "x-unit-deps": [],
+                           "x-nki-range": "affine"})
+    assert loads_program(json.dumps(doc)).body[0].extras["x-someone-elses"] == "anything"
