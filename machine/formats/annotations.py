@@ -4,8 +4,9 @@ The program format keeps every ``x-`` key untouched (a tool that does not know o
 but the keys of ``docs/program-format.md``'s table are read back by neuronsim itself: a kernel
 line names a finding (``x-source``), the scheduler picks an engine (``x-engines``), ``dep-opt``
 falls back to a total order (``x-too-many-spills``).  A malformed value there would be read
-some other way in silence (``"x-engines": "dve"`` as the engines ``d``, ``v`` and ``e``), so
-each is checked for its documented shape, at its JSON path, when the program is loaded.
+some other way in silence (``"x-engines": "dve"`` as the engines ``d``, ``v`` and ``e``), or
+trip its reader (``"x-spill": "zz"`` was an internal error in ``dma-place``, exit 3: probe_al),
+so each is checked for its documented shape, at its JSON path, when the program is loaded.
 
 >>> try:
 ...     check_annotations({"x-engines": ["dve", "gpu"]}, "body[2]", "instruction")
@@ -102,18 +103,64 @@ def _flag(value: Any, path: str) -> None:
         raise ProgramError(path, f"expected true or false, got {_show(value)}")
 
 
+def _depth(value: Any, path: str) -> None:
+    _integer(value, path, "a loop depth")
+
+
+def _marks(second: str, check_second: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
+    """A list of ``[run, SECOND, iteration]`` triples: the legacy loops the trace unrolled
+    around an instruction (``x-in-order``: the kept loops' depth; ``x-nki-unrolled-affine``:
+    the loop's variable)."""
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, list):
+            raise ProgramError(path, f"expected a list of [run, {second}, iteration], got {_show(value)}")
+        for k, mark in enumerate(value):
+            at = join_path(path, k)
+            if not isinstance(mark, list) or len(mark) != 3:
+                raise ProgramError(at, f"expected [run, {second}, iteration], got {_show(mark)}")
+            _integer(mark[0], join_path(at, 0), "a run")
+            check_second(mark[1], join_path(at, 1))
+            _integer(mark[2], join_path(at, 2), "an iteration")
+    return check
+
+
+def _spill(value: Any, path: str) -> None:
+    """``{"tensor", "kind": "store" | "reload", "rematerialised"?}``: a transfer ``alloc`` added."""
+    found = _object(value, path, {"tensor": True, "kind": True, "rematerialised": False})
+    _text(found["tensor"], join_path(path, "tensor"))
+    if found["kind"] not in ("store", "reload"):
+        raise ProgramError(join_path(path, "kind"), f"expected \"store\" or \"reload\", got {_show(found['kind'])}")
+    if "rematerialised" in found:
+        _flag(found["rematerialised"], join_path(path, "rematerialised"))
+
+
+def _coordinates(value: Any, path: str) -> None:
+    if not isinstance(value, list):
+        raise ProgramError(path, f"expected a list of grid coordinates, got {_show(value)}")
+    for k, coordinate in enumerate(value):
+        _integer(coordinate, join_path(path, k), "a coordinate")
+
+
+def _reduced(value: Any, path: str) -> None:
+    if value is not True:
+        _scope(value, path)
+
+
 #: Per place in the document, the annotations read back and the check of each.
 _CHECKS: dict[str, dict[str, Callable[[Any, str], None]]] = {
-    "instruction": {"x-source": _source, "x-engines": _engines, "x-nki-core": _core},
+    "instruction": {"x-source": _source, "x-engines": _engines, "x-nki-core": _core, "x-nki-program": _coordinates,
+                    "x-in-order": _marks("depth", _depth), "x-nki-unrolled-affine": _marks("variable", _text),
+                    "x-spill": _spill, "x-psum-spill": _spill, "x-nki-loop-reduce": _reduced},
     "tensor": {"x-source": _source, "x-nki-scope": _scope},
+    "loop": {"x-fused-from": _scope, "x-unit-deps": _scope, "x-peeled-from": _text, "x-nki-range": _text},
     # x-scheduled holds the name of the pass that ordered the program (``schedule`` writes its own)
     "document": {"x-too-many-spills": _flag, "x-scheduled": _text},
 }
 
 
 def check_annotations(raw: Mapping[str, Any], path: str, where: str) -> None:
-    """Check the documented annotations of ``raw`` (an instruction, a tensor or the document,
-    as ``where`` says) at ``path``; a malformed one is a :class:`ProgramError` at its key."""
+    """Check the documented annotations of ``raw`` (an instruction, a tensor, a loop or the
+    document, as ``where`` says) at ``path``; a malformed one is a :class:`ProgramError` at its key."""
     for key, check in _CHECKS[where].items():
         if key in raw:
             check(raw[key], join_path(path, key))

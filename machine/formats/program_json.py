@@ -300,7 +300,7 @@ def _parse_node(raw: Any, path: str, nqueues: int, names: dict[str, str]) -> Nod
         bpath = join_path(path, "body")
         body = tuple(_parse_node(n, join_path(bpath, i), nqueues, names)
                      for i, n in enumerate(_list(raw.get("body"), bpath)))
-        return Loop(name, trip, body, _extras(raw))
+        return Loop(name, trip, body, _extras(raw, where="loop", path=path))
     raw = _obj(raw, path, _INSTR_KEYS, "an instruction (or a loop with a 'loop' key)")
     name = check_name(raw.get("name"), join_path(path, "name"))
     name = names.setdefault(name, name)

@@ -8,7 +8,6 @@ order on the positions of the two instructions inside their innermost common loo
 
 from __future__ import annotations
 
-from neuronsim.machine.formats.extension_keys import INSTRUCTION_KEYS, LOOP_KEYS, check_extensions
 from neuronsim.machine.formats.inputs import describe_size
 from neuronsim.machine.ir.dtypes import DTYPES, READ_AS_KEY, itemsize
 from neuronsim.machine.ir.errors import LazyPath, ProgramError, join_path
@@ -447,8 +446,6 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
                 raise ProgramError(join_path(npath, key),
                                    f"duplicate name {node.name!r} (first at {where[node.name][0]})")
             where[node.name] = (npath, (*pos, i), loops, isinstance(node, Loop))
-            if node.extras:  # neuronsim's own x- keys, of the shape their readers take
-                check_extensions(node.extras, npath, LOOP_KEYS if isinstance(node, Loop) else INSTRUCTION_KEYS)
             if isinstance(node, Loop):
                 if len(loops) >= MAX_LOOP_DEPTH:
                     raise ProgramError(join_path(npath, "loop"), f"loops nest {len(loops) + 1} deep here; neuronsim "

@@ -1,6 +1,7 @@
 """neuronsim's own x- keys in a loaded program are checked for the shape their readers take
-(machine/formats/extension_keys.py): a malformed one was an internal error in the pass that
-read it (probe_al: x-spill in dma-place, x-in-order in schedule, x-fused-from in fuse-loops)."""
+(machine/formats/annotations.py): a malformed one was an internal error in the pass that read
+it (probe_al: x-spill in dma-place, x-in-order in schedule, x-fused-from in fuse-loops), or
+ran on (x-peeled-from, x-unit-deps, x-nki-program)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from neuronsim.machine.formats.extension_keys import INSTRUCTION_KEYS, LOOP_KEYS
+from neuronsim.machine.formats.annotations import _CHECKS
 from neuronsim_tests import ROOT
 
 EXAMPLE = json.loads((ROOT / "examples" / "matmul_k_loop.json").read_text())
@@ -35,13 +36,13 @@ SCRIPT = str(Path(sys.executable).with_name("neuronsim"))
 def test_a_malformed_key_of_ours_is_a_located_error(tmp_path, where, key, value, passes):
     doc = json.loads(json.dumps(EXAMPLE))
     node = doc["body"][where]
-    assert ("loop" in node) == (key in LOOP_KEYS) and (key in INSTRUCTION_KEYS) != (key in LOOP_KEYS)
+    assert key in _CHECKS["loop" if "loop" in node else "instruction"]
     node[key] = value
     (tmp_path / "p.json").write_text(json.dumps(doc))
     run = subprocess.run([SCRIPT, "compile", "p.json", "-o", "o.json", "--passes", passes], cwd=tmp_path,
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2, run.stderr
-    assert run.stderr.startswith(f"error: body[{where}].{key}: expected "), run.stderr
+    assert run.stderr.startswith(f"error: body[{where}].{key}"), run.stderr
     assert len(run.stderr.splitlines()) == 1 and not (tmp_path / "o.json").exists()
 
 
