@@ -49,7 +49,7 @@ def exits(x):
 @nki.jit
 def slow(x):
     out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
-    for i in range(4):
+    for i in range(3):
         nl.store(out, value=nl.load(x))
         time.sleep(0.7)
     return out
@@ -86,7 +86,7 @@ def test_os_exit_in_a_kernel_is_its_located_error(kernel) -> None:
 
 def test_a_kernel_that_calls_nki_is_not_idle_however_slow(kernel) -> None:
     path, inputs, out = kernel
-    # 0.7 s between NKI calls, a limit of 1.5 s (2.8 s in all): never 1.5 s without one, with room
+    # 0.7 s between NKI calls, a limit of 1.5 s (2.1 s in all): never 1.5 s without one, with room
     # for a loaded machine (a limit of 1 s failed beside a test run and four other jobs)
     result = CliRunner().invoke(cli, ["nki", f"{path}::slow", "--inputs", inputs, "-o", out, "--max-idle", "1.5"])
     assert result.exit_code == 0, result.output
