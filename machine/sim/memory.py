@@ -27,8 +27,9 @@ Initial contents (project choice, documented for reproducibility):
   uninitialised reads propagate ordinary numbers, never NaN.  The sequential reference run and
   every timed run start from the very same bytes, so only ordering differences can make their
   outputs differ;
-* DRAM ``input`` tensors hold values from ``--inputs FILE.npz`` (by tensor name, any shape
-  with the right number of elements, cast to the tensor's dtype) or else seeded values:
+* DRAM ``input`` tensors hold values from ``--inputs FILE.npz`` (by tensor name, of the
+  tensor's shape but for dimensions of 1, or flat, cast to the tensor's dtype; another shape
+  of as many elements, a transpose, is refused) or else seeded values:
   floats uniform in ``[-1, 1)`` rounded to the dtype, signed integers in ``[-8, 8)``,
   unsigned in ``[0, 16)``.  Inputs are written in tensor-name order, so where input tensors
   overlap the last name wins.
@@ -304,6 +305,18 @@ class Memory:
         return rows[first:first + tensor.shape[0], tensor.byte_base:tensor.byte_base + nbytes].tobytes()
 
 
+def _same_layout(given: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """An array of shape ``given`` holds a tensor of ``shape`` row by row: the same shape but
+    for dimensions of 1, or a flat array.
+
+    >>> _same_layout((128, 64), (128, 64)), _same_layout((8192,), (128, 64)), _same_layout((128,), (128, 1))
+    (True, True, True)
+    >>> _same_layout((64, 128), (128, 64))
+    False
+    """
+    return len(given) <= 1 or [d for d in given if d != 1] == [d for d in shape if d != 1]
+
+
 def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
     dtype = numpy_dtype(tensor.dtype)
     count = prod(tensor.shape)
@@ -312,6 +325,9 @@ def _input_values(tensor: Tensor, supplied: np.ndarray | None, rng: np.random.Ge
             raise ProgramError(f"inputs.{tensor.name}", f"has {supplied.size} elements; tensor {tensor.name!r} "
                                f"has shape {list(tensor.shape)} ({count} elements)")
         supplied = np.asarray(supplied)
+        if not _same_layout(supplied.shape, tuple(tensor.shape)):  # (the transpose was taken row by row: a probe)
+            raise ProgramError(f"inputs.{tensor.name}", f"has shape {list(supplied.shape)}; tensor {tensor.name!r} "
+                               f"has shape {list(tensor.shape)} (a flat array of its {count} elements is taken too)")
         if supplied.dtype == dtype:  # bytes as given (the float64 round trip below is exact for them, and slow)
             return supplied.reshape(-1)
         why = not_held(supplied, tensor.dtype)  # (numpy's cast gave NaN and 2**40 + 5 as int32 INT_MIN)
