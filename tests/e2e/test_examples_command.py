@@ -85,3 +85,15 @@ def test_a_fifo_where_a_file_goes_is_refused_unread(tmp_path: Path) -> None:
     assert run.returncode == 2
     assert run.stderr.splitlines() == ["error: ex/README.md: something other than a file stands where an example "
                                        "file goes; nothing written"]
+
+
+def test_an_empty_name_or_a_dangling_link_as_the_folder_is_refused(tmp_path: Path) -> None:
+    # "" (an unset shell variable) wrote the files into the working folder; a link to nothing
+    # said only "File exists" (probe_al)
+    empty = _run(["examples", ""], tmp_path)
+    assert empty.returncode == 2 and empty.stderr.startswith("error: DIR: an empty folder name")
+    os.symlink(tmp_path / "nowhere", tmp_path / "dl")
+    dangling = _run(["examples", "dl"], tmp_path)
+    assert dangling.returncode == 2
+    assert dangling.stderr.splitlines() == ["error: dl: not a folder (a file, or a link to nothing); nothing written"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dl"]

@@ -77,6 +77,10 @@ def examples(folder: str) -> int:
     A file of DIR with the same bytes is left; one with other bytes is never replaced: the
     command then writes nothing and exits 2.
     """
+    if not folder:  # (an unset shell variable: the files went into the working folder)
+        raise UsageFailure("an empty folder name; give DIR, or leave it out for ./examples", "DIR")
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise UsageFailure("not a folder (a file, or a link to nothing); nothing written", shown_path(folder))
     shipped = shipped_examples()
     targets = {name: os.path.join(folder, *name.split("/")) for name in shipped}
     new = {}
