@@ -9,9 +9,11 @@ file in the same folder, renamed over the target), standard output for ``-``, or
 
 >>> decode_strict('{"a": 1}')
 {'a': 1}
->>> decode_strict('{"a": 1, "a": 2}')
-Traceback (most recent call last):
-neuronsim.machine.ir.errors.ProgramError: <document>: malformed JSON: the key 'a' appears twice in one object
+>>> try:
+...     decode_strict('{"a": 1, "a": 2}')
+... except ProgramError as err:
+...     print(err.message)
+malformed JSON at line 1 column 10: the key 'a' appears twice in one object
 """
 
 from __future__ import annotations
@@ -83,9 +85,47 @@ def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:
-            raise ProgramError("", f"malformed JSON: the key {key!r} appears twice in one object")
+            raise _DuplicateKey("", f"the key {key!r} appears twice in one object")
         out[key] = value
     return out
+
+
+class _DuplicateKey(ProgramError):
+    """A key twice in one object; located by :func:`loads_strict` (the hook is not told where)."""
+
+
+#: The tokens that say where keys are: strings, and the brackets and commas around them.
+_KEY_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\],]', re.S)
+
+
+def _second_key_at(text: str) -> int | None:
+    """Offset in ``text`` of the first key that an object holds a second time (asked once the
+    decoder has found one).
+
+    >>> _second_key_at('{"a": {"b": 1, "c": [{"b": 2}]}, "b": 3, "a": 4}')
+    41
+    """
+    objects: list[set[str] | None] = []  # per open bracket: an object's keys so far, None for an array
+    expect_key = False
+    for token in _KEY_TOKENS.finditer(text):
+        mark = token.group()
+        if mark[0] == '"':
+            if expect_key and objects and objects[-1] is not None:
+                key = json.loads(mark)
+                if key in objects[-1]:
+                    return token.start()
+                objects[-1].add(key)
+            expect_key = False
+        elif mark in "{[":
+            objects.append(set() if mark == "{" else None)
+            expect_key = mark == "{"
+        elif mark in "}]":
+            if objects:
+                objects.pop()
+            expect_key = False
+        else:  # a comma: a key follows inside an object
+            expect_key = bool(objects) and objects[-1] is not None
+    return None
 
 
 def reject_constant(name: str) -> Any:
@@ -159,6 +199,10 @@ def loads_strict(text: str) -> Any:
     try:
         return _LOADS(text, object_pairs_hook=unique_keys, parse_constant=reject_constant,
                           parse_float=_finite_float)
+    except _DuplicateKey as err:
+        at = _second_key_at(text)
+        where = f" at {line_column(text, at)}" if at is not None else ""
+        raise ProgramError("", f"malformed JSON{where}: {err.message}") from None
     except ProgramError:
         raise
     except json.JSONDecodeError as err:

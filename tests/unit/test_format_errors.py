@@ -284,3 +284,16 @@ def test_an_error_of_the_whole_file_names_the_file(tmp_path):
     big = run_cli("check", "--json", "--max-input", "10", str(good))
     _one_error_line(big.stderr, str(good), "the input is larger than 10 bytes")
     assert json.loads(big.stdout)["path"] == str(good)
+
+
+def test_a_key_twice_in_one_object_is_located_at_its_second_place(tmp_path):
+    # the message said which key, not where: "malformed JSON: the key 'name' appears twice" (probe_al)
+    doc = json.loads(json.dumps(BASE))
+    text = json.dumps(doc, indent=1).replace('"name": "', '"name": "x", "name": "', 1)
+    source = tmp_path / "twice.json"
+    source.write_text(text)
+    second = text.index('"name": "', text.index('"name": "') + 1)
+    line = text.count("\n", 0, second) + 1
+    column = second - (text.rfind("\n", 0, second) + 1) + 1
+    _one_error_line(run_cli("check", str(source)).stderr, str(source),
+                    f"malformed JSON at line {line} column {column}: the key 'name' appears twice in one object")
