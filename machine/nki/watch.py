@@ -117,7 +117,7 @@ def watched(*, idle_seconds: float | None, say: Callable[[str], None] | None,
             if on_swallowed and now - state["stopped"] >= SWALLOWED_SECONDS:  # still here: it was caught
                 on_swallowed[-1](where, idle_seconds)
             raise TraceStalled(where, idle_seconds)
-        if say is not None and now - state["said"] >= every:
+        if say is not None and seen[0] and now - state["said"] >= every:  # (between two traces: no kernel line)
             state["said"] = now
             where = kernel_line(frame)
             quiet = f"; no NKI call for {idle:.0f} s" if idle >= every else ""
