@@ -132,6 +132,9 @@ def where_declared(t: Tensor) -> tuple[str, str]:
     if source is not None:
         variable = source.get("variable") or source.get("call") or t.name
         return f"{source['file']}:{source['line']}", f"tile {variable!r} ({source.get('call', 'declared')}, {t.name})"
+    origin = (t.extras or {}).get("x-spill-of")  # a reload alloc made: named by the program's tile it reloads
+    if isinstance(origin, str):
+        return f"tensors.{origin}", f"{origin} (reloaded after a spill)"
     return f"tensors.{t.name}", t.name
 
 

@@ -242,7 +242,9 @@ def apply_spills(program: Program, spills: list[Spill], spec: MachineSpec,
         load = clean.get(name)
         for j, spill in enumerate(mine, start=1):
             reload = _fresh(f"{name}_reload{j}", taken_tensors)
-            tensors[reload] = Tensor(reload, memory, source.dtype, source.shape, extras=source.extras)
+            origin = source.extras.get("x-spill-of", name)  # the program's own tile, through reloads of reloads
+            tensors[reload] = Tensor(reload, memory, source.dtype, source.shape,
+                                     extras=frozen_mapping({**source.extras, "x-spill-of": origin}))
             if load is not None:  # loaded again from its source: no store
                 label = _fresh(f"reload_{name}_{j}", taken_names)
                 before.setdefault(spill.before, []).append(replace(

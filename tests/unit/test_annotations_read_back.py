@@ -57,3 +57,18 @@ def test_keys_of_ours_as_the_frontend_and_passes_write_them_load():
     doc["body"][3].update({"x-fused-from": ["k", "k2"], "x-peeled-from": "k", "x-unit-deps": [],
                            "x-nki-range": "affine"})
     assert loads_program(json.dumps(doc)).body[0].extras["x-someone-elses"] == "anything"
+
+
+def test_a_tile_no_spill_makes_room_for_is_named_as_the_program_names_it(tmp_path):
+    # one instruction reads seven 32,000-byte tiles: the error named a tile alloc made up,
+    # tensors.v4_reload1_reload1_..., not in the input (probe_al)
+    tiles = {f"v{k}": {"memory": "sbuf", "dtype": "float32", "shape": [128, 8000]} for k in range(7)}
+    body = [{"name": f"m{k}", "engine": "dve", "op": "memset", "writes": [{"tensor": f"v{k}"}], "attrs": {"value": 0}}
+            for k in range(7)]
+    body.append({"name": "use", "engine": "dve", "op": "opaque_sum", "reads": [{"tensor": f"v{k}"} for k in range(7)]})
+    (tmp_path / "p.json").write_text(json.dumps({"format": "neuronsim.program/1", "tensors": tiles, "body": body}))
+    run = subprocess.run([SCRIPT, "compile", "p.json", "-o", "o.json"], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    path = run.stderr.split(": ")[1]
+    assert path in {f"tensors.v{k}" for k in range(7)} and "reload" not in run.stderr.split("(reloaded")[0], run.stderr
