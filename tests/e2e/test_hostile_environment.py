@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 IDLE = '''\
 import neuronxcc.nki as nki
@@ -124,3 +125,17 @@ def test_a_report_of_a_program_whose_name_is_not_utf8_is_written(tmp_path: Path)
     done = _neuronsim(tmp_path, "report", name, "-o", "r.html")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "r.html").exists()
+
+
+@pytest.mark.parametrize("shadow, named", [("raise ImportError('not the rich you want')\n", "rich.py:1"),
+                                           ("", "rich.py")])
+def test_a_dependency_shadowed_on_pythonpath_is_one_line_naming_the_file(tmp_path: Path, shadow: str,
+                                                                          named: str) -> None:
+    # a traceback and exit 1, the status of a finding (probe_al)
+    (tmp_path / "shadow").mkdir()
+    (tmp_path / "shadow" / "rich.py").write_text(shadow)
+    run = _neuronsim(tmp_path, "check", "nope.json", env={"PYTHONPATH": str(tmp_path / "shadow")}, text=True)
+    assert run.returncode == 2, run.stderr
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / 'shadow' / named}: "), run.stderr
+    assert "a module on PYTHONPATH shadowing one of them?" in lines[0]

@@ -121,11 +121,15 @@ def main() -> None:
     command = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     if command not in KEEPS_COLLECTING:
         gc.disable()
-    from neuronsim.verify.cli.common import MEMORY_BACKSTOP
-    from neuronsim.verify.cli.app import cli, load_command
+    try:
+        from neuronsim.verify.cli.common import MEMORY_BACKSTOP
+        from neuronsim.verify.cli.app import cli, load_command
 
-    load_command(sys.argv[1:])
-    from neuronsim.verify.cli import tampering
+        load_command(sys.argv[1:])
+        from neuronsim.verify.cli import tampering
+    except Exception as err:  # noqa: BLE001 - before any user code: a module the environment put first
+        _foreign_import(err)
+        raise
 
     # the drawings go to files through matplotlib's Agg; a backend the environment names, which
     # matplotlib checks as it loads (MPLBACKEND=nonexistent), would end a --plot with its error
@@ -147,6 +151,37 @@ def main() -> None:
         _exit_handlers()
         raise SystemExit(status)
     _leave(status)
+
+
+def _foreign_import(err: Exception) -> None:
+    """Exit 2 with one line when importing neuronsim's own modules failed inside a file that is
+    neither neuronsim's nor the standard library's nor an installed package's: a ``rich.py`` or a
+    ``numpy/`` on ``PYTHONPATH`` (or in the working folder) shadowing a dependency gave a
+    traceback and exit 1, the status of a finding (probe_al)."""
+    import sysconfig
+    import traceback
+
+    frames = traceback.extract_tb(err.__traceback__)
+    # the file that failed: the innermost frame's, or the module an ``from X import name`` found wanting
+    places = []
+    if isinstance(err, ImportError):  # (``rich.table`` not found when a ``rich.py`` took the package's name)
+        top = sys.modules.get((err.name or "").split(".")[0])
+        places += [(getattr(err, "path", None), None), (getattr(top, "__file__", None), None)]
+    places += [(frames[-1].filename, frames[-1].lineno)] if frames else []
+    # or a module imported from PYTHONPATH before the failure (a numpy/ there broke ml_dtypes' import of it)
+    entries = [os.path.realpath(e) for e in os.environ.get("PYTHONPATH", "").split(os.pathsep) if e]
+    places += [(m.__file__, None) for m in list(sys.modules.values())
+               if isinstance(getattr(m, "__file__", None), str)
+               and any(os.path.realpath(m.__file__).startswith(e + os.sep) for e in entries)][:1]
+    ours = [os.path.realpath(p) for p in (os.path.dirname(os.path.dirname(__file__)), sysconfig.get_path("stdlib"),
+                                          sysconfig.get_path("purelib"), sysconfig.get_path("platlib"))]
+    for file, line in places:
+        if file and not any(os.path.realpath(file).startswith(root + os.sep) for root in ours):
+            where = f"{file}:{line}" if line else file
+            print(f"error: {where}: {type(err).__name__}: {err} (neuronsim's dependencies are imported from here: a "
+                  "module on PYTHONPATH shadowing one of them?)", file=sys.stderr)
+            raise SystemExit(2)
+    # neuronsim's own import failing: a bug, reported as one
 
 
 def _exit_handlers() -> None:
