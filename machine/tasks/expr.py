@@ -149,6 +149,8 @@ def parse_expr(value: object, path: str) -> ScalarExpr:
         return _int64(value, path)
     if not isinstance(value, str) or not value.strip():
         raise ProgramError(path, f"expected an integer or an expression, got {value!r}")
+    if "#" in value:  # Python's parser would drop the rest as a comment: "i * 64 # + 8" read as i * 64
+        raise ProgramError(path, f"cannot parse expression {_short(value)}: '#' is no operator of an expression")
     try:
         tree = ast.parse(value.strip(), mode="eval")
     except (SyntaxError, RecursionError, MemoryError):  # the parser's own limits on nesting

@@ -54,3 +54,13 @@ def test_a_stride_0_broadcast_within_the_machine_still_simulates(tmp_path):
     doc["body"][0]["body"][1]["reads"][0]["pattern"] = [[0, 32]]
     result = CliRunner().invoke(cli, ["simulate", _program(tmp_path, doc)])
     assert result.exit_code == 0, result.output
+
+
+def test_a_hash_in_an_expression_is_refused_not_read_as_a_comment():
+    # Python's parser dropped "# + 8" as a comment: "i * 64 # + 8" ran as i * 64 (probe_al)
+    from neuronsim.machine.ir.errors import ProgramError
+    from neuronsim.machine.tasks.expr import parse_expr
+
+    with pytest.raises(ProgramError, match="'#' is no operator of an expression") as err:
+        parse_expr("i * 64 # + 8", "function.body[0].args[1]")
+    assert err.value.path == "function.body[0].args[1]"
