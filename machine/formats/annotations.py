@@ -91,11 +91,17 @@ def _core(value: Any, path: str) -> None:
         _flag(found["ranks"], join_path(path, "ranks"))
 
 
-def _scope(value: Any, path: str) -> None:
-    if not isinstance(value, list):
-        raise ProgramError(path, f"expected a list of loop names, got {_show(value)}")
-    for k, name in enumerate(value):
-        _text(name, join_path(path, k))
+def _list_of(what: str, check_item: Callable[[Any, str], None]) -> Callable[[Any, str], None]:
+    """A list of ``what``, each item checked by ``check_item`` at its index."""
+    def check(value: Any, path: str) -> None:
+        if not isinstance(value, list):
+            raise ProgramError(path, f"expected a list of {what}, got {_show(value)}")
+        for k, item in enumerate(value):
+            check_item(item, join_path(path, k))
+    return check
+
+
+_scope = _list_of("loop names", _text)
 
 
 def _flag(value: Any, path: str) -> None:
@@ -134,11 +140,7 @@ def _spill(value: Any, path: str) -> None:
         _flag(found["rematerialised"], join_path(path, "rematerialised"))
 
 
-def _coordinates(value: Any, path: str) -> None:
-    if not isinstance(value, list):
-        raise ProgramError(path, f"expected a list of grid coordinates, got {_show(value)}")
-    for k, coordinate in enumerate(value):
-        _integer(coordinate, join_path(path, k), "a coordinate")
+_coordinates = _list_of("grid coordinates", lambda value, path: _integer(value, path, "a coordinate"))
 
 
 def _reduced(value: Any, path: str) -> None:

@@ -117,11 +117,12 @@ def watched(*, idle_seconds: float | None, say: Callable[[str], None] | None,
             if on_swallowed and now - state["stopped"] >= SWALLOWED_SECONDS:  # still here: it was caught
                 on_swallowed[-1](where, idle_seconds)
             raise TraceStalled(where, idle_seconds)
-        if say is not None and seen[0] and now - state["said"] >= every:  # (between two traces: no kernel line)
+        if say is not None and now - state["said"] >= every:
             state["said"] = now
-            where = kernel_line(frame)
+            # between two traces of one kernel (a retrace) no kernel runs: the caller's line was named
+            where = f"; the kernel is at {kernel_line(frame)}" if seen[0] else ""
             quiet = f"; no NKI call for {idle:.0f} s" if idle >= every else ""
-            say(f"{now - started:.0f} s, {seen[1]:,} instructions so far; the kernel is at {where}{quiet}")
+            say(f"{now - started:.0f} s, {seen[1]:,} instructions so far{where}{quiet}")
 
     previous = SIGNAL(signal.SIGALRM, on_tick)
     SETITIMER(signal.ITIMER_REAL, _TICK, _TICK)
