@@ -129,11 +129,13 @@ def where_declared(t: Tensor) -> tuple[str, str]:
     declaration, so the error names that line and the kernel's variable; any other tensor is
     named by its JSON path."""
     source = _declaration(t)
+    origin = (t.extras or {}).get("x-spill-of")  # a reload alloc made: named by the program's tile it reloads
+    origin = origin if isinstance(origin, str) else None
     if source is not None:
         variable = source.get("variable") or source.get("call") or t.name
-        return f"{source['file']}:{source['line']}", f"tile {variable!r} ({source.get('call', 'declared')}, {t.name})"
-    origin = (t.extras or {}).get("x-spill-of")  # a reload alloc made: named by the program's tile it reloads
-    if isinstance(origin, str):
+        return (f"{source['file']}:{source['line']}",
+                f"tile {variable!r} ({source.get('call', 'declared')}, {origin or t.name})")
+    if origin is not None:
         return f"tensors.{origin}", f"{origin} (reloaded after a spill)"
     return f"tensors.{t.name}", t.name
 

@@ -72,3 +72,17 @@ def test_a_tile_no_spill_makes_room_for_is_named_as_the_program_names_it(tmp_pat
     assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
     path = run.stderr.split(": ")[1]
     assert path in {f"tensors.v{k}" for k in range(7)} and "reload" not in run.stderr.split("(reloaded")[0], run.stderr
+
+
+def test_a_reloaded_traced_tile_is_named_by_its_declaration_and_the_programs_tile():
+    # a traced kernel's reload tile named its made-up name beside the kernel's variable (probe_ak:
+    # tile 'ndarray_N' (nl.ndarray, ndarray_N_reload1_1_reload1_reload1...))
+    from neuronsim.machine.ir.program import MemoryKind, Tensor, frozen_mapping
+    from neuronsim.passes.alloc_place import where_declared
+
+    declared = {"x-source": {"file": "k.py", "line": 7, "call": "nl.ndarray", "variable": "acc"}}
+    reload = Tensor("acc_7_reload1_reload1", MemoryKind.SBUF, "float32", (128, 64),
+                    extras=frozen_mapping({**declared, "x-spill-of": "acc_7"}))
+    assert where_declared(reload) == ("k.py:7", "tile 'acc' (nl.ndarray, acc_7)")
+    plain = Tensor("v4_reload1", MemoryKind.SBUF, "float32", (128, 64), extras=frozen_mapping({"x-spill-of": "v4"}))
+    assert where_declared(plain) == ("tensors.v4", "v4 (reloaded after a spill)")
