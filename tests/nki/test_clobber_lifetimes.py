@@ -43,3 +43,15 @@ def test_a_clobber_before_the_live_tiles_last_read_is_found_at_its_lines():
     assert found[0].first.startswith(f"nisa.tensor_copy at {name}:{line_of(path, '# onto sums[:, 1] unless apart')}")
     assert found[0].second.startswith(f"nisa.tensor_copy at {name}:{line_of(path, '# reads the second column')}")
     assert nki_findings(trace_file(path, "two_columns", arrays, apart=True).program) == []
+
+
+def test_a_clobber_partly_written_over_again_is_still_found():
+    # a rewrite of the live tile sharing any byte with the clobber hid it (probe_ap): only the
+    # bytes the read takes from the clobber, all written again, make it harmless
+    path = GROUP_KERNELS / "clobber_before_last_read.py"
+    arrays = {"a": np.random.default_rng(0).random((128, 2), dtype=np.float32)}
+    found = nki_findings(trace_file(path, "rewritten", arrays).program)
+    assert [(f.kind, f.dependence) for f in found] == [("allocation", "clobber")], [f.describe() for f in found]
+    assert found[0].first.startswith(f"nisa.tensor_scalar at tests/nki/kernels/clobber_before_last_read.py:"
+                                     f"{line_of(path, '# over both columns of sums')}")
+    assert nki_findings(trace_file(path, "rewritten", arrays, both_columns=True).program) == []

@@ -150,11 +150,6 @@ def _rotation_clobbers(program: Program, stream: InstanceStream, groups: dict[st
     return out
 
 
-def _overlap(stream: InstanceStream, a: int, b: int) -> bool:
-    """Instances ``a`` and ``b`` write a common byte."""
-    return any(kind == "WAW" for kind, *_rest in conflicts(stream, a, b))
-
-
 #: Pairs (a write of one tile, a later read of the other) the witness search checks for one
 #: pair of tiles; past it, each write is held against the reads right after it and the last one.
 WITNESS_PAIRS = 200_000
@@ -181,12 +176,40 @@ def _witness(stream: InstanceStream, live: str, writer: str, ranges) -> tuple[st
     # bytes (it sorts every event, which a handful of exact checks does not need)
     kinds = (pair_kinds(stream, np.array([p[0] for p in pairs]), np.array([p[1] for p in pairs]))
              if len(pairs) > VECTORISED_FROM else None)
+    rewrites = np.asarray(live_writes, np.int64)
     for k, (w, r) in enumerate(pairs):
         if kinds is not None and kinds[k] != 4:  # RAW: a byte w writes is one r reads (else checked exactly below)
             continue
-        if any(w < x < r and _overlap(stream, w, x) for x in live_writes):
-            continue  # the live tile is written again over those bytes before the read: nothing lost
-        for kind, pa, pb, _mask, _bytes in conflicts(stream, w, r):
-            if kind == "RAW" and stream.tensor_names[pa.tensor] == writer and stream.tensor_names[pb.tensor] == live:
+        between = rewrites[np.searchsorted(rewrites, w, side="right"):np.searchsorted(rewrites, r)].tolist()
+        for kind, pa, pb, mask, shared in conflicts(stream, w, r):
+            if kind == "RAW" and stream.tensor_names[pa.tensor] == writer and stream.tensor_names[pb.tensor] == live \
+                    and not _rewritten(stream, live, between, r, mask, shared):
                 return instance_label(stream, w), instance_label(stream, r)
     return None
+
+
+def _rewritten(stream: InstanceStream, live: str, between: list[int], r: int, mask: int, shared) -> bool:
+    """The live tile's writes ``between`` cover every byte of ``shared`` (on every partition of
+    ``mask``) that read ``r`` takes: the read finds the live tile's values there, nothing lost.
+    A rewrite of some of the clobbered bytes leaves the rest lost (a probe: a tile's column 0
+    written again, column 1 still the clobbering tile's, and the whole tile read)."""
+    covers: list[tuple[int, tuple]] = []  # (partitions, bytes) each rewrite gives the read
+    for x in between:
+        covers += [(m, b) for kind, qa, qb, m, b in conflicts(stream, x, r)
+                   if kind == "RAW" and stream.tensor_names[qa.tensor] == stream.tensor_names[qb.tensor] == live]
+    if not covers:
+        return False
+    left = mask
+    while left:
+        bit = left & -left
+        left ^= bit
+        merged = sorted(interval for m, b in covers if m & bit for interval in b)
+        reach = None
+        for lo, hi in shared:  # each shared run lies inside the union of this partition's covers
+            reach = lo
+            for a, b in merged:
+                if a <= reach < b:
+                    reach = b
+            if reach < hi:
+                return False
+    return True

@@ -35,3 +35,23 @@ def two_columns(a, apart=False):
 def reference(a):
     total = a.sum(axis=2)
     return np.stack([total[0], total[1], total[0]], axis=1)
+
+
+@nki.jit
+def rewritten(a, both_columns=False):
+    """``w`` sits on both columns of the live ``sums``; column 0 (with ``both_columns`` column 1
+    too) is written again before ``sums`` is read whole: column 1 still holds ``w``'s values
+    unless rewritten (probe_ap)."""
+    out = nl.ndarray((128, 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    x = nl.ndarray((nl.par_dim(128), 2), dtype=nl.float32, buffer=sbuf(base_addr=0))
+    sums = nl.ndarray((nl.par_dim(128), 2), dtype=nl.float32, buffer=sbuf(base_addr=256))
+    w = nl.ndarray((nl.par_dim(128), 2), dtype=nl.float32, buffer=sbuf(base_addr=256))
+    x[...] = nl.load(a)
+    sums[...] = nisa.tensor_copy(x)
+    w[...] = nisa.tensor_scalar(data=x, op0=nl.multiply, operand0=2.0)  # over both columns of sums
+    nl.store(out, value=w)
+    sums[:, 0] = nisa.tensor_copy(x[:, 0])
+    if both_columns:
+        sums[:, 1] = nisa.tensor_copy(x[:, 1])
+    nl.store(out, value=sums)  # the whole tile
+    return out
