@@ -21,7 +21,7 @@ from rich.table import Table
 
 from neuronsim.machine.formats.program_json import load_program
 from neuronsim.machine.tasks.ir import TaskProgram
-from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, PassContext, parse_pipeline, run_pipeline
+from neuronsim.passes import ALL_PASSES, PassContext, parse_pipeline, run_pipeline
 
 from neuronsim.verify.app.drawings import save_figure
 
@@ -30,7 +30,7 @@ from neuronsim.verify.cli.common import (check_plot, emit_json, guard_size, json
 from neuronsim.verify.app.progress import Progress, pass_progress
 from neuronsim.verify.sync_counts import KINDS, SyncReport, sync_report
 from neuronsim.verify.cli.task_programs import footprint_tasks, sniff_task_program
-from neuronsim.verify.cli.traced import prepare_traced
+from neuronsim.verify.cli.traced import default_pipeline, prepare_traced
 
 def _registry() -> dict[str, type]:
     return ALL_PASSES
@@ -120,8 +120,8 @@ def _plot(report: SyncReport, path: str, program: str = "program") -> None:
 @json_option
 @click.option("--plot", "plot", metavar="FILE.png", default=None, help="Also draw the waits per stage to FILE.png.")
 @click.option("--passes", "spec", metavar="SPEC", default=None,
-              help="Pipeline to measure after (default: dep-reduction, or the compile pipeline then "
-                   "dep-reduction when the program has no deps).")
+              help="Pipeline to measure after (default: dep-reduction, or, when the program has no deps, "
+                   "compile's default pipeline: for a traced NKI kernel what run compiles it with).")
 @click.option("--no-simulate", is_flag=True, help="Skip the simulated makespan (faster on big programs).")
 @size_options
 @max_idle_option()
@@ -138,7 +138,7 @@ def footprint(program: str, as_json: bool, plot: str | None, spec: str | None, n
     prog, findings = prepare_traced(load_program(prog), compile_first=False)  # the pipeline below compiles it
     if spec is None:
         has_deps = any(instr.deps for instr, _ in prog.instructions())
-        spec = "dep-reduction" if has_deps else DEFAULT_PIPELINE
+        spec = "dep-reduction" if has_deps else default_pipeline(prog)  # (a traced kernel: as run compiles it)
     passes = parse_pipeline(spec, _registry())
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory,  # makespans: timing-only runs
                       simulated_runs=0 if no_simulate else len(passes) + 1, functional=False)
