@@ -54,7 +54,10 @@ def shown_path(path: str) -> str:
         here = os.getcwd()
     except OSError:  # the working folder was removed under the process
         return path
-    path = os.path.normpath(os.path.join(here, path))  # (an absolute path stays itself; ``..`` resolved)
+    path = os.path.join(here, path)  # (an absolute path stays itself)
+    # ``..`` after a symbolic link is the link target's parent, which the text's own parent is not
+    # (lnk/../bad.json named another bad.json: a probe); without one the text is resolved as written
+    path = os.path.realpath(path) if os.pardir in path.split(os.sep) else os.path.normpath(path)
     relative = os.path.relpath(path, here)
     return path if relative == os.pardir or relative.startswith(os.pardir + os.sep) else relative
 
