@@ -144,6 +144,8 @@ _coordinates = _list_of("grid coordinates", lambda value, path: _integer(value, 
 
 
 def _reduced(value: Any, path: str) -> None:
+    if value is not True and not isinstance(value, list):
+        raise ProgramError(path, f"expected true or a list of loop names, got {_show(value)}")
     if value is not True:
         _scope(value, path)
 
