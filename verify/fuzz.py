@@ -246,7 +246,12 @@ def _same_tensor_raw(program: Program):
 
 
 def _signature(program: Program) -> list:
-    return sorted((i.name, i.engine, i.op, i.reads, i.writes, i.queue) for i, _ in program.instructions())
+    """The program but its deps: its instructions in program order, each with its loops (names
+    and trip counts).  Sorted by name, it let a pass that swapped two instructions or cut a
+    loop's trip count through, the compiled program then checked against its own reference
+    (a probe's wrong passes); the default pipeline's passes change deps only."""
+    return [(i.name, i.engine, i.op, i.reads, i.writes, i.queue, tuple((lp.name, lp.trip_count) for lp in loops))
+            for i, loops in program.instructions()]
 
 
 def check_one(program: Program, user: Any = None, *, replace: str | None = None,
@@ -295,7 +300,8 @@ def _first_failure(source: Program, compiled: Program, failed: FuzzFailure | Non
                            race=failed.race)
     reference = run_pipeline(source, parse_pipeline("alloc")) if source.has_virtual_tensors else source
     if _signature(compiled) != _signature(reference):
-        return FuzzFailure("structure", "the pass changed instructions or accesses (it may only change deps)",
+        return FuzzFailure("structure", "the pass changed instructions, their order, their loops or accesses (it "
+                                        "may only change deps)",
                            dumps_program(source), dumps_program(compiled), None)
     labels = verify_anti_dependence(compiled)
     if labels:

@@ -27,6 +27,21 @@ from neuronsim.verify.strategies import strip_deps
 DEFAULT_BUDGET = 500
 
 
+def _swap_first_two(program):
+    """Planted: the first two top-level nodes change places (deps untouched)."""
+    body = list(program.body)
+    body[:2] = body[1::-1]
+    return program.with_body(tuple(body))
+
+
+def _one_iteration_fewer(program):
+    """Planted: every top-level loop of more than one iteration runs one fewer."""
+    from neuronsim.machine.ir.program import Loop
+
+    return program.with_body(tuple(Loop(n.name, n.trip_count - 1, n.body, n.extras)
+                                   if isinstance(n, Loop) and n.trip_count > 1 else n for n in program.body))
+
+
 def test_the_real_pipeline_passes():
     result = check_pass(None, examples=60, seed=0)
     assert result.failure is None
@@ -39,8 +54,13 @@ def test_the_real_pipeline_passes():
     (ProgramOrderFoldReduction(), {"replace": "dep-reduction"}, {"races"}),
     (OneFifoReduction(), {"replace": "dep-reduction"}, {"races"}),
     (None, {"simulator": simulator_ignoring_one_wait}, {"outputs", "trace"}),
+    # a pass that changes what the program computes, not its deps: the compiled program was
+    # checked against its own reference, and these ran clean (probe_ao)
+    (_swap_first_two, {"replace": "dep-reduction"}, {"structure"}),
+    (_one_iteration_fewer, {"replace": "dep-reduction"}, {"structure"}),
 ], ids=["fdeps-drops-psum-accumulation", "anti-deps-ignores-partitions", "reduction-program-order-fold",
-        "reduction-one-fifo-for-every-queue", "simulator-ignores-a-wait"])
+        "reduction-one-fifo-for-every-queue", "simulator-ignores-a-wait", "reorders-instructions",
+        "cuts-a-loops-trips"])
 def test_planted_bug_is_found_within_the_default_budget(planted, options, checks):
     result = check_pass(planted, examples=DEFAULT_BUDGET, seed=0, shrink=False, **options)
     assert result.failure is not None, "the fuzzer missed the planted bug"
