@@ -355,23 +355,46 @@ def shrink_failure(failure: FuzzFailure, user: Any = None, *, replace: str | Non
     return last[0]
 
 
+#: Examples per chunk of a run, each chunk drawn by its own seeded hypothesis run.
+CHUNK = 25
+
+
+def chunk_seed(seed: int, index: int) -> int:
+    """The seed of chunk ``index`` of a run seeded ``seed`` (the command's and :func:`check_pass`'s)."""
+    return seed * 100_003 + index
+
+
 def check_pass(user: Any = None, *, examples: int = 100, seed: int = 0, replace: str | None = None,
                pipeline: str = DEFAULT_PIPELINE, folder: str | None = None, strategy=None,
                simulate_outputs: bool = True, progress: Callable[[int], None] | None = None,
-               simulator: Callable[..., Any] = simulate, shrink: bool = True) -> FuzzResult:
+               simulator: Callable[..., Any] = simulate, shrink: bool = True, chunk: int | None = None) -> FuzzResult:
     """Fuzz ``user`` (a pass, a pass class or ``fn(program) -> program``; None: the pipeline
-    itself) on ``examples`` generated programs; the first failure, shrunk (unless ``shrink``
-    is false), or none."""
+    itself) on ``examples`` generated programs, drawn as ``neuronsim fuzz --examples N --seed S``
+    draws them (chunks of :data:`CHUNK`); the first failure, shrunk (unless ``shrink`` is
+    false), or none.  ``chunk``: one chunk of a command's run, ``seed`` being its own."""
     effects: list[PassEffect] = []
 
     def check(program: Program) -> FuzzFailure | None:
         return check_one(program, user, replace=replace, pipeline=pipeline, simulate_outputs=simulate_outputs,
                          simulator=simulator, effects=effects)
 
-    # hypothesis does not shrink here: ours does, on the program (neuronsim.verify.shrink)
+    # hypothesis does not shrink here: ours does, on the program (neuronsim.verify.shrink).  The
+    # draws are the command's (chunks of CHUNK, each seeded by chunk_seed): one hypothesis run of
+    # many examples begins with its simplest programs and draws differently as the count grows
+    # (a pass that changed 3 of 25 programs changed none of 200: "vacuous", a probe)
+    count, first_at, failure = 0, None, None
     with no_source_constants():  # the programs depend on the seed alone, not on what is imported
-        count, first_at, failure = find_failure(strategy or fuzz_strategy(), check, examples=examples, seed=seed,
-                                                progress=progress)
+        draws = [(seed, examples)] if chunk is not None else \
+            [(chunk_seed(seed, k), min(CHUNK, examples - k * CHUNK)) for k in range(-(-examples // CHUNK))]
+        for chunk_seeded, chunk_examples in draws:
+            ran, at, failure = find_failure(strategy or fuzz_strategy(), check, examples=chunk_examples,
+                                            seed=chunk_seeded,
+                                            progress=None if progress is None else
+                                            (lambda n, done=count: progress(done + n)))
+            first_at = None if at is None else count + at
+            count += ran
+            if failure is not None:
+                break
     tally = {} if user is None else {"changed": sum(e.changed for e in effects),
                                      "dropped": sum(e.dropped for e in effects), "added": sum(e.added for e in effects)}
     if failure is None:

@@ -146,3 +146,18 @@ def test_cli_on_a_dask_cluster():
         run = _cli("--examples", "30", "--seed", "2", "--scheduler", cluster.scheduler_address, "--json")
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout)["examples"] == 30
+
+
+def test_the_api_draws_the_commands_programs_and_more_examples_test_more():
+    # one hypothesis run of 200 examples drew simpler programs than 8 of 25: the writing-a-pass
+    # page's own CollapseWaits was "vacuous" at examples=200, changing 3 of 25 (probe_ao)
+    from neuronsim.examples.collapse_waits import CollapseWaits
+    from neuronsim.verify.fuzz import CHUNK, chunk_seed
+
+    whole = check_pass(CollapseWaits(), replace="dep-reduction", examples=2 * CHUNK, seed=3, shrink=False)
+    parts = [check_pass(CollapseWaits(), replace="dep-reduction", examples=CHUNK, seed=chunk_seed(3, k), chunk=k,
+                        shrink=False) for k in range(2)]
+    assert whole.changed == sum(p.changed for p in parts) and whole.examples == 2 * CHUNK
+    counts = [check_pass(CollapseWaits(), replace="dep-reduction", examples=n, seed=0, shrink=False).changed
+              for n in (CHUNK, 8 * CHUNK)]
+    assert 0 < counts[0] < counts[1]

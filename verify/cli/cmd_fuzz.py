@@ -43,6 +43,7 @@ from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.formats.files import link_to_nowhere
 
 from neuronsim.verify.cli import signals
+from neuronsim.verify.fuzz import CHUNK, chunk_seed
 from neuronsim.verify.cli.common import FiniteFloat, UsageFailure, emit_json, json_option, run_command
 from neuronsim.verify.fuzz import FuzzFailure
 from neuronsim.verify.app.progress import Progress
@@ -51,7 +52,6 @@ from neuronsim.verify.app.console import people_console
 __all__ = ["fuzz", "Chunk", "run_chunk", "plan_chunks", "CHUNK", "failure_signature"]
 
 #: Examples per chunk: the unit of work handed to a worker.
-CHUNK = 25
 CHECKS = ("error", "structure", "flow", "labels", "races", "outputs", "trace")
 
 
@@ -104,7 +104,7 @@ def plan_chunks(examples: int, seed: int, user_pass: str | None, replace: str | 
     40000000
     """
     def chunk(index: int) -> Chunk:
-        return Chunk(index, seed * 100_003 + index, min(CHUNK, examples - index * CHUNK), user_pass, replace,
+        return Chunk(index, chunk_seed(seed, index), min(CHUNK, examples - index * CHUNK), user_pass, replace,
                      import_dir, tasks, shrink, max_idle)
 
     return _Plan(-(-examples // CHUNK), chunk)
@@ -152,7 +152,8 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
             result = check_task_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace,
                                      shrink=chunk.shrink)
         else:  # found as drawn: the parent shrinks each distinct failure once (neuronsim.verify.shrink), with progress
-            result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace, shrink=False)
+            result = check_pass(user, examples=chunk.examples, seed=chunk.seed, replace=chunk.replace, shrink=False,
+                                chunk=chunk.index)
     except KeyboardInterrupt:
         # a worker ignores SIGINT (the parent takes Ctrl-C): there one is the user's pass's own
         # raise, which killed the worker and left the pool waiting for ever (a probe)
