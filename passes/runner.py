@@ -89,6 +89,20 @@ def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
     return ProgramError("--passes", f"the pass {p.name!r} raised {type(err).__name__}: {message_of(err)}{where}")
 
 
+def _contents(program: Any) -> Any:
+    """What ``program`` says, as its JSON document (None if it cannot be written): a user's pass
+    that set a field of its input in place (``object.__setattr__`` on the IR's frozen objects)
+    returned a program the check after it compared with that same, changed input and passed;
+    ``compile`` then wrote a program ``check`` refused (a probe)."""
+    from neuronsim.machine.formats.program_json import program_to_json
+    from neuronsim.machine.tasks.serialize import tasks_to_json
+
+    try:
+        return program_to_json(program) if isinstance(program, Program) else tasks_to_json(program)
+    except Exception:  # noqa: BLE001 - a program too broken to write differs from any that could be
+        return None
+
+
 def _program_fields(p: Pass, program: Program) -> None:
     """The fields of a user's pass's program that the checks between passes do not read: its
     machine and its extension keys (a machine of None was written out and refused by the next
@@ -129,6 +143,7 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
     for k, p in enumerate(passes):
         started = time.perf_counter()
         before = ctx.stats.get(p.name, {}).copy()
+        given = _contents(program_of(value)) if ctx.verify and not _ours(p) else None
         with _GcPaused():
             try:
                 result = advance(p, value) if _ours(p) else _users_pass(p, advance, value)
@@ -141,6 +156,10 @@ def _each_pass(value: Any, passes: Sequence[Pass], ctx: PassContext, *, advance:
                 # a user's pass raising any exception of its own, a BaseException too (class
                 # Stop(BaseException), GeneratorExit): it was a traceback, exit 1
                 raise _users_pass_failed(p, err) from None
+            if given is not None and _contents(program_of(value)) != given:
+                raise ProgramError("--passes", f"the pass {p.name!r} changed the program it was given in place: a "
+                                               "pass leaves its input as it was and returns a new program "
+                                               "(dataclasses.replace)")
             if result is None or type(result) is not type(value):
                 raise ProgramError("--passes", f"the pass {p.name!r} returned {type(result).__name__}, not the "
                                                f"{type(value).__name__} it was given (a pass returns what it ran on, "

@@ -47,7 +47,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import seed as hypothesis_seed
 
 from neuronsim.machine.formats.jsonio import dumps_strict
-from neuronsim.machine.ir.errors import ProgramError
+from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.formats.files import make_folders, write_text
 from neuronsim.machine.formats.program_json import dumps_program
 from neuronsim.machine.ir.program import Program
@@ -254,6 +254,21 @@ def _signature(program: Program) -> list:
             for i, loops in program.instructions()]
 
 
+def crash_text(err: BaseException) -> str:
+    """A crash of the pipeline under test in one line.  The pipeline's errors about a pass are
+    placed at ``--passes``, the option of ``compile``; the fuzzer's user gave ``--pass``, and
+    the message names the pass itself (a probe), so only the message is kept there.
+
+    >>> crash_text(ProgramError("--passes", "the pass 'p' raised KeyError: 1"))
+    "the pass 'p' raised KeyError: 1"
+    >>> crash_text(IndexError("list index out of range"))
+    'IndexError: list index out of range'
+    """
+    if isinstance(err, ProgramError):
+        return err.message if err.path == "--passes" else str(err)
+    return f"{type(err).__name__}: {message_of(err)}"
+
+
 def check_one(program: Program, user: Any = None, *, replace: str | None = None,
               pipeline: str = DEFAULT_PIPELINE, simulate_outputs: bool = True,
               simulator: Callable[..., Any] = simulate, effects: list[PassEffect] | None = None) -> FuzzFailure | None:
@@ -265,7 +280,7 @@ def check_one(program: Program, user: Any = None, *, replace: str | None = None,
     try:
         compiled, failed = _compile(source, user, replace, pipeline, stage=stage)
     except Exception as err:  # noqa: BLE001 - any crash of the pass under test is a finding
-        return FuzzFailure("error", f"{type(err).__name__}: {err}", dumps_program(source), None, None)
+        return FuzzFailure("error", crash_text(err), dumps_program(source), None, None)
     effect = pass_effect(stage)
     if effects is not None and effect is not None:
         effects.append(effect)

@@ -39,11 +39,11 @@ from dataclasses import dataclass
 import click
 from rich.table import Table
 
-from neuronsim.machine.ir.errors import ProgramError, message_of
+from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.formats.files import link_to_nowhere
 
 from neuronsim.verify.cli import signals
-from neuronsim.verify.fuzz import CHUNK, chunk_seed
+from neuronsim.verify.fuzz import CHUNK, chunk_seed, crash_text
 from neuronsim.verify.cli.common import FiniteFloat, UsageFailure, emit_json, json_option, run_command
 from neuronsim.verify.fuzz import FuzzFailure
 from neuronsim.verify.app.progress import Progress
@@ -166,7 +166,7 @@ def run_chunk(chunk: Chunk) -> ChunkResult:
             raise
         # a user's BaseException of its own (or sys.exit) left a pool worker dead, and the pool
         # waited for ever for its result (a probe: class Stop(BaseException) raised at import)
-        crash = FuzzFailure("error", f"{type(err).__name__}: {message_of(err)}", "", None, None)
+        crash = FuzzFailure("error", crash_text(err), "", None, None)
         return ChunkResult(chunk.index, chunk.seed, 0, crash)
     return ChunkResult(chunk.index, chunk.seed, result.examples, result.failure, result.changed,
                        result.dropped or 0, result.added or 0)

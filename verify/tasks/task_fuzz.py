@@ -42,7 +42,7 @@ from neuronsim.passes.tasks import (
     DEFAULT_TASK_PIPELINE, TASK_PASSES, analyze_dependencies, derive_directions, parse_task_pipeline, run_task_pipeline,
 )
 
-from neuronsim.verify.fuzz import FuzzFailure, FuzzResult, find_failure, pipeline_with
+from neuronsim.verify.fuzz import FuzzFailure, FuzzResult, crash_text, find_failure, pipeline_with
 from neuronsim.verify.tasks.task_strategies import TRIP_VALUES, task_programs
 from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 
@@ -91,7 +91,7 @@ def check_task_program_once(program: TaskProgram, user: Any = None, *, replace: 
     try:
         compiled = run_task_pipeline(program, task_pipeline_with(user, replace, pipeline), PassContext())
     except Exception as err:  # noqa: BLE001 - any crash of the pass under test is a finding
-        return FuzzFailure("error", f"{type(err).__name__}: {err}", source, None, None)
+        return FuzzFailure("error", crash_text(err), source, None, None)
     text = dumps_tasks(compiled)
     covered = _covered_by_reference(program)
     for n in TRIP_VALUES:
