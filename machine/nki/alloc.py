@@ -150,6 +150,13 @@ def spec_of(shape: Any, dtype: str, buffer: Any, address: Any = None) -> TileSpe
     return TileSpec(dims, dtype, kind, par_axis, address, allocator)
 
 
+def _rotation_loop(index: tuple[Any, ...]) -> str | None:
+    """The kept loop a block index names (the loop a rotating block turns with), or None."""
+    if len(index) == 1 and isinstance(index[0], SymIndex) and len(index[0].index.terms) == 1:
+        return index[0].index.terms[0][0]
+    return None
+
+
 @dataclass
 class Blocked:
     """A directly allocated tensor with block dimensions: indexing a block picks its slot."""
@@ -185,8 +192,23 @@ class Blocked:
         over that loop's iterations; any other symbolic block index unrolls the loop."""
         layout, first = self.indexed(tracer, index)
         if first and fill and self.lazy_fill is not None:  # its lazy initialization now
-            self.lazy_fill(layout)
+            self.fill(tracer, index, layout)
         return layout
+
+    def fill(self, tracer: Tracer, index: tuple[Any, ...], layout: Layout) -> None:
+        """Block ``index``'s lazy initialization (``layout``, the block), at its first use: once
+        for the block, as "zeroed when first indexed" means.  The kept loops opened since the
+        declaration share the block across their iterations, so the fill goes before them; in
+        their body it zeroed the block in every iteration (a PSUM accumulation over an inner
+        kept loop kept its last matmul alone, and a block reused across a loop hid the carried
+        finding: a probe).  A block rotating with a kept loop (a tile of each iteration) is
+        filled where it is first used, in that iteration."""
+        opened = len(tracer.kept_loops()) - len(self.scope or ())
+        tracer.flush()  # (a call made before stays where it was made)
+        mark = tracer.kb.mark()
+        self.lazy_fill(layout)
+        if opened > 0 and _rotation_loop(index) is None and tracer.kb.depth == self.depth + opened:
+            tracer.kb.move_since(mark, self.depth)
 
     def indexed(self, tracer: Tracer, index: tuple[Any, ...]) -> tuple[Layout, bool]:
         """Block ``index`` (:meth:`block`, unfilled) and whether this is its first use."""

@@ -308,7 +308,7 @@ class NkiTensor:
             # the fill goes before the call whose result is being assigned (a call made before
             # the block existed cannot read it), so that result still writes the block itself
             pending, tracer.pending = tracer.pending, None
-            blocked.lazy_fill(layout)
+            blocked.fill(tracer, block, layout)
             tracer.pending = pending
         _operator("assign")(target, value)
 
