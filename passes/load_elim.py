@@ -45,12 +45,12 @@ Contract
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Node, Program, frozen_mapping
-from neuronsim.machine.ir.source import PROGRAM_KEY, source_of
+from neuronsim.machine.ir.source import CORE_KEY, PROGRAM_KEY, source_of
 
 from neuronsim.passes.iteration_order import IN_ORDER_KEY
 from neuronsim.passes.load_hoist_nest import hoist_nests
@@ -236,9 +236,10 @@ def _eliminate(info: _Program, nodes: tuple[Node, ...], counts: dict, renamed: d
 
 def same_program(first: Instruction, second: Instruction) -> bool:
     """Whether two instructions were issued by the same program of an SPMD grid (equal
-    ``x-nki-program``): the grid's programs are traced one after another into one program, but
-    each runs on its own, and its on-chip tiles are its own (``docs/nki.md``), so one program's
-    load is never another's twin.  True when neither is marked.
+    ``x-nki-program``) and by the same core (``x-nki-core``): the grid's programs are traced
+    one after another into one program, but each runs on its own, and its on-chip tiles are
+    its own (``docs/nki.md``), as each core's SBUF is, so one program's (or core's) load is
+    never another's twin.  True when neither is marked.
 
     >>> from neuronsim.machine.ir.program import Instruction, frozen_mapping
     >>> def of(*pid):
@@ -246,7 +247,14 @@ def same_program(first: Instruction, second: Instruction) -> bool:
     >>> same_program(of(0), of(0)), same_program(of(0), of(1)), same_program(Instruction("x", "sp", "dma_copy"), of())
     (True, False, True)
     """
-    return _marked_alike(first, second, PROGRAM_KEY)
+    return _marked_alike(first, second, PROGRAM_KEY) and _core_of(first) == _core_of(second)
+
+
+def _core_of(instr: Instruction) -> object:
+    """The core that issued ``instr`` in a two-core kernel (``x-nki-core``'s rank; each core has
+    its own SBUF, so core 1 never reads core 0's tile: a probe), None when unmarked."""
+    core = instr.extras.get(CORE_KEY) if instr.extras else None
+    return core.get("rank") if isinstance(core, Mapping) else None
 
 
 def same_sequential_iteration(first: Instruction, second: Instruction) -> bool:

@@ -38,6 +38,8 @@ __all__ = ["SOURCE_KEY", "PROGRAM_KEY", "shown_path", "shown_document", "declare
 SOURCE_KEY = "x-source"
 #: The extension key of the SPMD grid program (its coordinates) that issued an instruction.
 PROGRAM_KEY = "x-nki-program"
+#: Which core of a two-core (LNC=2) kernel issued an instruction: ``{"rank", "epoch", "ranks"}``.
+CORE_KEY = "x-nki-core"
 
 
 def shown_path(path: str) -> str:

@@ -45,14 +45,13 @@ from neuronsim.machine.nki.unrun import Unrun
 from neuronsim.machine.nki.liveness import TileLiveness
 from neuronsim.machine.build.builder import KernelBuilder
 from neuronsim.machine.ir.program import Tensor
-from neuronsim.machine.ir.source import PROGRAM_KEY  # the grid program that issued an instruction
+from neuronsim.machine.ir.source import CORE_KEY, PROGRAM_KEY  # the core / grid program that issued it
 
 __all__ = ["Tracer", "current", "tracing", "Pending", "api", "assigned_name", "as_mask", "NEVER", "CORE_KEY",
            "PROGRAM_KEY", "UNROLLED_AFFINE_KEY"]
 
 #: On an instruction of a two-core kernel: the core that issued it and how many meetings both
 #: cores had passed (machine/nki/cores.py).
-CORE_KEY = "x-nki-core"
 
 #: On an instruction inside legacy ``affine_range`` loops the trace unrolled (a loop index used
 #: other than affinely): ``[[occurrence, variable, iteration], ...]``, outermost first, one entry

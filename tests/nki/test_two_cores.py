@@ -308,3 +308,24 @@ def test_a_barrier_on_a_tile_runs_as_nki_library_writes_it(tmp_path):
     x = RNG.normal(size=(128, 64)).astype(np.float32)
     out = run(load_kernel(f"{tmp_path / 'm.py'}::barrier_on_a_tile")[2], x, machine="trn2")["return0"]
     np.testing.assert_array_equal(out, x)
+
+
+def test_each_core_keeps_its_own_load_of_the_same_bytes():
+    """probe_as: ``load-elim`` took core 1's load of the bytes core 0 had loaded as a twin and
+    dropped it, so core 1 read core 0's SBUF tile (each core has its own) and the run moved a
+    quarter fewer DMA bytes."""
+    from neuronsim.passes import run_pipeline
+    from neuronsim.passes.load_elim import load_count
+
+    x = RNG.normal(size=(128, 512)).astype(np.float32)
+    program = trace(_two("both_load_the_same"), x).program
+    assert load_count(program) == 2
+    kept = run_pipeline(program, "load-elim")
+    assert load_count(kept) == 2
+    readers = {inst.extras["x-nki-core"]["rank"]: inst.reads[0].tensor
+               for inst, _ in kept.instructions() if inst.op == "activation"}
+    loaders = {inst.extras["x-nki-core"]["rank"]: inst.writes[0].tensor
+               for inst, _ in kept.instructions() if inst.is_dma and inst.reads[0].tensor == "x"}
+    assert readers == loaders and readers[0] != readers[1], (readers, loaders)
+    out = run(_two("both_load_the_same"), x)["return0"]
+    np.testing.assert_allclose(out, np.stack([np.exp(x), np.exp(x)]), rtol=1e-5)

@@ -205,3 +205,17 @@ def interrupted_on_core_one(x):
         raise KeyboardInterrupt
     nisa.core_barrier(data=x, cores=(0, 1))
     return x
+
+
+@nki.jit
+def both_load_the_same(x):
+    """Both cores load all of ``x``, each into its own SBUF, and write its own exp of it."""
+    out = nl.ndarray((2, *x.shape), dtype=x.dtype, buffer=nl.shared_hbm)
+    rank = nl.program_id(0)
+    tile = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=tile, src=x)
+    result = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.sbuf)
+    nisa.activation(dst=result, op=nl.exp, data=tile)
+    nisa.core_barrier(data=out, cores=(0, 1))
+    nisa.dma_copy(dst=out[rank], src=result)
+    return out
