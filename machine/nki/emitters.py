@@ -66,8 +66,8 @@ def matmul(dst: Layout, stationary: Any, moving: Any, *, accumulate: bool = Fals
     """``staged``: an operand in PSUM is copied to SBUF first (the legacy API's compiler, below)."""
     kb = current().kb
     on_pe = ops.staged_from_psum if staged else (lambda layout: layout)
-    if transpose:  # PE transpose mode: the stationary tile's transpose (moving is the identity)
-        kb.transpose(dst.view(), on_pe(ops.lay(stationary)).view())
+    if transpose and operand_rules.transpose_mode(ops.lay(stationary), ops.lay(moving)):
+        kb.transpose(dst.view(), on_pe(ops.lay(stationary)).view())  # moving: the identity
         return
     st, mv = on_pe(ops.lay(stationary)), on_pe(ops.lay(moving))
     operand_rules.matmul_dtypes("nc_matmul", st, mv)

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.nki import emitters as em
+from neuronsim.machine.nki.alloc import declare_tile, spec_of
+from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki import isa_select, operand_rules, ops, scalars
 from neuronsim.machine.nki.arith import alu_names, index_tile
 from neuronsim.machine.nki.isa import ISA_OPS, enum_names
@@ -37,11 +39,9 @@ def _free(shape: tuple[int, ...]) -> int:
 @api("nisa.nc_matmul")
 def nc_matmul(stationary, moving, *, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
               mask=None, perf_mode=None, **_kw):
-    if is_transpose:
-        shape = (_free(stationary.shape), stationary.shape[0])
-    elif em.double_row(perf_mode):  # [K, 2, M] x [K, 2, N] -> [M, N]
+    if em.double_row(perf_mode):  # [K, 2, M] x [K, 2, N] -> [M, N]
         shape = (_free(stationary.shape) // 2, _free(moving.shape) // 2)
-    else:
+    else:  # (is_transpose too: a transpose's moving tile is the identity, [K, K])
         shape = (_free(stationary.shape), _free(moving.shape))
 
     def emit(dst, accumulate=False):
@@ -79,8 +79,21 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
     # allocated scenarios write it where nki-samples' kernels issue the identity matmul, their
     # builder twins model it as the op table's transpose (scenarios/allocated_*.py).
     shape = (_free(data.shape), data.shape[0])
-    emit = ops.swapped_by_mask(lambda dst: em.transpose(dst, data, engine), mask, data)
-    return _result(shape, dtype or data.dtype, buffer, emit, mask)
+
+    def into(dst):
+        to_sbuf = dst.tensor.memory.name != "PSUM"
+        small = operand_rules.vector_transposable(lay(data).view())
+        if em.asked_engine(engine) == "pe" or (engine is None and to_sbuf and not small):
+            if to_sbuf:  # the result assigned to an SBUF tile: the compiler stages the PE's through PSUM
+                # (PE writes PSUM only; DVE transposes 32 x 32 at most)
+                staged = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "psum"))
+                em.transpose(staged, data, "pe")
+                current().note_write(dst)
+                current().kb.tensor_copy(dst.view(), staged.view(), engine="act")
+                return
+        em.transpose(dst, data, engine)
+
+    return _result(shape, dtype or data.dtype, buffer, ops.swapped_by_mask(into, mask, data), mask)
 
 
 @api("nisa.activation")
