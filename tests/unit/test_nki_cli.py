@@ -429,3 +429,34 @@ def test_a_kernel_file_calling_its_kernel_as_it_loads_traces_in_nki_as_in_run(tm
                     ["run", "eager.py::double", "--inputs", inputs]):  # fresh processes: nothing imported before
         done = subprocess.run([launcher, *command], capture_output=True, text=True, cwd=tmp_path)
         assert done.returncode == 0, (command[0], done.stdout[-500:], done.stderr)
+
+
+CAST = '''import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def cast_copy(x, dtype=nl.bfloat16, mode="plain"):
+    out = nl.ndarray(x.shape, dtype=dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(x.shape, dtype=dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=x)
+    nisa.dma_copy(dst=out, src=t)
+    assert mode in ("plain", "nl.fast"), mode
+    return out
+'''
+
+
+@pytest.mark.parametrize("spelling, dtype", [("nl.float32", "float32"), ("np.float16", "float16"),
+                                             ("nki.language.bfloat16", "bfloat16"), ("float32", "float32")])
+def test_an_arg_spelling_a_dtype_as_a_kernel_does_is_that_dtype(tmp_path, monkeypatch, spelling, dtype):
+    """``--arg dtype=nl.float32``, the docs' own example, reached the kernel as the text
+    ``nl.float32`` and was refused at the kernel's correct line (probe_as); a dotted word that
+    names no dtype stays text."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cast.py").write_text(CAST)
+    inputs = _npz(tmp_path / "in.npz", x=X)
+    done = _cli("nki", "cast.py::cast_copy", "--inputs", inputs, "--arg", f"dtype={spelling}", "--arg", "mode=nl.fast",
+                "-o", "p.json")
+    assert done.exit_code == 0, done.output
+    assert load_program("p.json").tensors["return0"].dtype == dtype

@@ -73,7 +73,7 @@ def _parse_args(items: tuple[str, ...]) -> dict[str, Any]:
                 cut = raw if len(raw) <= 40 else raw[:37] + "..."
                 raise UsageFailure(f"{name}: {cut!r} is not a Python literal (a number, text in quotes, a tuple, list "
                                    "or dict of them; a bare word such as fast is taken as text)", "--arg") from None
-            out[name] = raw
+            out[name] = _dtype_name(raw)
         except (MemoryError, RecursionError):  # Python's parser gives up on it
             raise UsageFailure(f"{name}: its value nests too deeply to read as a Python literal", "--arg") from None
     return out
@@ -81,6 +81,24 @@ def _parse_args(items: tuple[str, ...]) -> dict[str, Any]:
 
 #: An ``--arg`` value taken as text when it is no literal: a word, a dotted or path-like name.
 _BARE_WORD = re.compile(r"[A-Za-z_][\w.\-/:]*\Z")
+#: A dtype spelt as a kernel spells it: ``nl.float32``, ``np.float16``, ``nki.language.bfloat16``
+_DTYPE_SPELLING = re.compile(r"(?:nl|np|numpy|(?:neuronxcc\.)?nki\.language)\.(\w+)\Z")
+
+
+def _dtype_name(word: str) -> str:
+    """``word``, or the dtype's name when it spells one of neuronsim's dtypes as a kernel does:
+    ``--arg dtype=nl.float32`` reached the kernel as the text ``nl.float32``, refused at the
+    kernel's correct line (a probe; ``float32`` ran)."""
+    from neuronsim.machine.nki.dtypes import to_dtype
+
+    found = _DTYPE_SPELLING.match(word)
+    if found is None:
+        return word
+    try:
+        to_dtype(found.group(1))
+    except ValueError:  # (np.pi, nl.fast: no dtype, the text itself)
+        return word
+    return found.group(1)
 
 
 def _parse_grid(text: str | None) -> tuple[int, ...] | None:
