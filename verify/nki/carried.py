@@ -9,6 +9,8 @@ pair is a finding.  Bytes the reader's own iteration wrote before it are not upw
 and carry nothing, exactly because the later write replaced the earlier writer.  A write over
 bytes an earlier iteration wrote is the same sweep's second kind of pair (``output``): the
 errors page's "unexpected output dependencies", since parallel iterations leave either value.
+A write over bytes an earlier iteration read (the first read since their last write) is the
+third (``anti``): run in another order, that iteration reads the new value.
 
 Cost: one pass over the access events of each tensor, plus the bytes each touches; memory:
 one tensor's last-writer array at a time and its events, never a pair of instances.  (The
@@ -59,8 +61,9 @@ class CarriedPair:
 
     kind: str
     """``carried``, ``accumulate`` (both instructions ``+=`` into SBUF), ``psum-accumulate``
-    (both ``+=`` into PSUM, not both matmuls) or ``output`` (``reader`` writes over what
-    ``writer`` wrote)."""
+    (both ``+=`` into PSUM, not both matmuls), ``output`` (``reader`` writes over what
+    ``writer`` wrote) or ``anti`` (``reader`` writes over what ``writer``, an earlier
+    iteration's instance, read: an in-place stencil, ``t[j] = t[j] + t[j + 1]``)."""
     loop: str
     distance: int
     writer: int
@@ -175,15 +178,20 @@ class _Sweep:
         self.whole = whole
         self.footprints = footprints
         self.last = np.full((height, width), -1, np.int64)
+        self.first_read = np.full((height, width), -1, np.int64)  # per cell, the first read since its last write
         self.nearest: dict[tuple[int, int, int], tuple[int, int, int]] = {}
         self.overwrites: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+        self.antis: dict[tuple[int, int, int], tuple[int, int, int]] = {}
 
-    def run(self) -> tuple[dict, dict]:
+    def run(self) -> tuple[dict, dict, dict]:
         """``(loop id, writer instruction, reader instruction) -> (distance, writer, reader)``
         for the reads that take a value across a loop, and the same for the writes over bytes
-        an earlier iteration wrote (``reader`` then being the later writer)."""
+        an earlier iteration wrote (``reader`` then being the later writer) and for the writes
+        over bytes an earlier iteration read (``writer`` then being that read, ``reader`` the
+        write: the first read since the bytes' last write, the earliest iteration's)."""
         pairs: dict[bool, tuple[list[int], list[int]]] = {False: ([], []), True: ([], [])}
-        last = self.last
+        antis: tuple[list[int], list[int]] = ([], [])
+        last, first_read = self.last, self.first_read
         for i, ca, mask, spans in self.footprints:
             rows = _rows(mask, ca.memory)
             if not self.whole and len(spans) > _SPANS_ONE_BY_ONE:  # one gather, not a slice a span
@@ -206,12 +214,22 @@ class _Sweep:
                     earlier += found
                     later += [i] * len(found)
             if ca.is_write:
+                read = sorted_distinct(np.concatenate([first_read[rows, c].ravel() for c in cols]))
+                read = read[read >= 0].tolist()
+                antis[0].extend(read)
+                antis[1].extend([i] * len(read))
                 for c in cols:
                     last[rows, c] = i
+                    first_read[rows, c] = -1
+            else:
+                for c in cols:
+                    seen = first_read[rows, c]
+                    first_read[rows, c] = np.where(seen < 0, i, seen)
         for is_write, (earlier, later) in pairs.items():
             self._carry(np.asarray(earlier, np.int64), np.asarray(later, np.int64),
                         self.overwrites if is_write else self.nearest)
-        return self.nearest, self.overwrites
+        self._carry(np.asarray(antis[0], np.int64), np.asarray(antis[1], np.int64), self.antis)
+        return self.nearest, self.overwrites, self.antis
 
     def _carry(self, writer: np.ndarray, reader: np.ndarray, into: dict) -> None:
         """Record each ``writer -> reader`` pair whose first loop where their indices differ
@@ -403,12 +421,12 @@ def _declared_reduction(inst: Instruction, loop: str) -> bool:
     return declared is True or (isinstance(declared, list) and loop in declared)
 
 
-def _tagged(flows: dict, overwrites: dict) -> Iterator[tuple[tuple, bool]]:
-    """The sweep's pairs, each with whether it is a write over an earlier iteration's write."""
-    for item in flows.items():
-        yield item, False
-    for item in overwrites.items():
-        yield item, True
+def _tagged(flows: dict, overwrites: dict, antis: dict) -> Iterator[tuple[tuple, str]]:
+    """The sweep's pairs, each with its dependence: ``RAW`` (a read of an earlier iteration's
+    write), ``WAW`` (a write over one), ``WAR`` (a write over an earlier iteration's read)."""
+    for pairs, dependence in ((flows, "RAW"), (overwrites, "WAW"), (antis, "WAR")):
+        for item in pairs.items():
+            yield item, dependence
 
 
 def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
@@ -423,12 +441,13 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
     partial_readers: dict[tuple[str, str], list[int]] = {}  # (loop, tensor) -> readers (_partial_reader)
     found: dict[tuple[str, str, int, int], CarriedPair] = {}
     for storage in _storages(stream, affine, marks, private).values():
-        flows, overwrites = _Sweep(stream, affine, storage, marks).run()
+        flows, overwrites, antis = _Sweep(stream, affine, storage, marks).run()
         # per instruction, the tensors it names here (not a scan of the storage per pair found)
         names: dict[int, set[str]] = defaultdict(set)
         for x, k in storage:
             names[x].add(stream.tensor_names[stream.accesses(x)[k].tensor])
-        for ((loop_id, xw, xr), (distance, w, r)), over in _tagged(flows, overwrites):
+        for ((loop_id, xw, xr), (distance, w, r)), dependence in _tagged(flows, overwrites, antis):
+            over = dependence != "RAW"  # (a write over what another iteration wrote or read)
             tensors = sorted(names[xw] | names[xr])
             if isinstance(loop_id, tuple):  # an unrolled loop: each iteration declares its tiles anew
                 loop_name = loop_id[2]
@@ -463,7 +482,7 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
                 if not tensors:
                     continue
             if over:
-                kind = "output"
+                kind = "output" if dependence == "WAW" else "anti"
             else:
                 kind = {MemoryKind.SBUF: "accumulate", MemoryKind.PSUM: "psum-accumulate"}.get(memory, "carried") \
                     if both and partial is None else "carried"
@@ -477,4 +496,8 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
                 found[key] = CarriedPair(kind=old.kind, loop=old.loop, distance=old.distance, writer=old.writer,
                                          reader=old.reader, tensors=tuple(dict.fromkeys([*old.tensors, *tensors])),
                                          partial=old.partial)
-    return sorted(found.values(), key=lambda p: (p.reader, p.writer))
+    # a write over an earlier iteration's read says nothing new where the loop already carries
+    # a value or an overwrite of the same tensor (a scratch tile rewritten every iteration)
+    told = {(p.loop, t) for p in found.values() if p.kind != "anti" for t in p.tensors}
+    kept = [p for p in found.values() if p.kind != "anti" or not all((p.loop, t) in told for t in p.tensors)]
+    return sorted(kept, key=lambda p: (p.reader, p.writer))

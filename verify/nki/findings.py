@@ -98,6 +98,11 @@ def carried_findings(program: Program, stream: InstanceStream | None = None) -> 
             out.append(NkiFinding(kind="sbuf-accumulate" if pair.kind == "accumulate" else "psum-accumulate",
                                   dependence="RAW", first=first, second=second, loop=pair.loop,
                                   distance=pair.distance, tensors=pair.tensors, severity="warning"))
+        elif pair.kind == "anti":
+            out.append(NkiFinding(kind="carried", dependence="WAR", first=first, second=second, loop=pair.loop,
+                                  distance=pair.distance, tensors=pair.tensors,
+                                  note="a later iteration overwrites bytes an earlier one reads: run in another "
+                                       "order, the earlier iteration reads the new value"))
         elif pair.kind == "output" and all(program.tensors[t].memory == MemoryKind.DRAM for t in pair.tensors):
             # (the hint to declare the tile inside the loop misled for an HBM scratch declared there: probe_s)
             out.append(NkiFinding(kind="carried", dependence="WAW", first=first, second=second, loop=pair.loop,
