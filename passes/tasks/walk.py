@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.tasks.ir import ArgDirection, Call, CompilerDep, For, If, RuntimeScope, Stmt, TaskProgram, While
 from neuronsim.machine.tasks.task_validate import TASK, Symbols
 from neuronsim.passes.tasks.hazards import Verdict, classify_seed, classify_sound
@@ -28,6 +29,11 @@ from neuronsim.passes.tasks.regions import (UNKNOWN, AccessKind, access_kind, de
 from neuronsim.passes.tasks.taskids import TaskIds, UserDeps
 
 __all__ = ["Walker"]
+
+
+#: Sequential loops, each walked twice, one inside another: a deeper nest is refused (walks double
+#: with each; 12 took 1.6 s, 16 took 35 s on a one-call body).
+TWICE_NEST_LIMIT = 12
 
 
 def _single_trip(loop: For) -> bool:
@@ -122,6 +128,14 @@ class Walker:
         dynamic = trips is None
         parallel = isinstance(s, For) and s.parallel
         twice = not self.faithful and not parallel and (dynamic or (trips or 0) >= 2)
+        if twice and sum(loop.twice for loop in self.loops) >= TWICE_NEST_LIMIT:
+            # each such loop walks its body twice, so a nest of them 2**depth times: a probe's
+            # twenty loops of two trips each ran for minutes with no word
+            raise ProgramError(path, f"a nest of more than {TWICE_NEST_LIMIT} sequential loops of two or more "
+                                     "iterations: the dependence analysis walks each such loop's body twice (as "
+                                     f"iterations i and i + 1), {2 ** (TWICE_NEST_LIMIT + 1):,} walks of the "
+                                     "innermost body and doubling with each loop more; flatten the nest (or mark "
+                                     "loops parallel)")
         ctx = LoopCtx(self._next_loop, s.name, len(self.loops) + 1, dynamic, parallel, dynamic or trips == 0, twice)
         self._next_loop += 1
         self.labels[ctx.id] = s.name

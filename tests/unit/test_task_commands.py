@@ -80,3 +80,32 @@ def test_bad_task_programs_are_one_located_line(tmp_path):
         result = _run(command, str(bad))
         assert result.exit_code == 2 and len(result.stderr.splitlines()) == 1, (command, result.output)
         assert result.stderr.startswith("error: function.body[0]")
+
+
+def _nest(depth: int, parallel_from: int | None = None) -> dict:
+    body: list = [{"call": "produce", "name": "pp", "args": ["x"]}]
+    for level in reversed(range(depth)):
+        loop = {"for": f"i{level}", "name": f"l{level}", "stop": 2, "body": body}
+        if parallel_from is not None and level >= parallel_from:
+            loop["parallel"] = True
+        body = [loop]
+    return {"format": "neuronsim.tasks/1",
+            "kernels": {"produce": {"params": [{"name": "dst", "direction": "out"}], "returns": ["dst"], "cost": 400}},
+            "function": {"name": "f", "params": [{"name": "x", "shape": [64, 64], "dtype": "float32"}], "body": body}}
+
+
+def test_a_nest_deeper_than_the_analysis_walks_is_refused_at_its_loop(tmp_path):
+    """Each sequential loop's body is walked twice (iterations i and i + 1), so a nest of them
+    2**depth times: twenty loops of two trips ran for minutes with no word (probe_ar)."""
+    from neuronsim.passes.tasks.walk import TWICE_NEST_LIMIT
+
+    deep, fits = tmp_path / "deep.json", tmp_path / "fits.json"
+    deep.write_text(json.dumps(_nest(20)))
+    done = _run("tasks", str(deep), "-o", str(tmp_path / "out.json"))
+    assert done.exit_code == 2, done.output
+    assert ".body[0]" * (TWICE_NEST_LIMIT + 1) + ":" in done.output and "nest of more than" in done.output
+    assert not (tmp_path / "out.json").exists()
+    fits.write_text(json.dumps(_nest(TWICE_NEST_LIMIT)))
+    assert _run("tasks", str(fits), "-o", str(tmp_path / "out.json")).exit_code == 0
+    fits.write_text(json.dumps(_nest(20, parallel_from=TWICE_NEST_LIMIT)))  # the inner loops parallel: walked once
+    assert _run("tasks", str(fits), "-o", str(tmp_path / "out.json")).exit_code == 0
