@@ -33,8 +33,8 @@ from typing import Any
 
 from neuronsim.machine.ir.source import shown_path
 
-__all__ = ["run_file", "running_users_code", "ProcessExit", "exit_call", "user_site", "function_site", "SIGNAL",
-           "SETITIMER"]
+__all__ = ["run_file", "running_users_code", "ProcessExit", "UserFork", "exit_call", "user_site", "function_site",
+           "SIGNAL", "SETITIMER"]
 
 _PROCESS_EXIT = os._exit
 _EXECS = ("execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe")
@@ -43,6 +43,10 @@ _EXECS = ("execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "
 #: ``execve``), and the real ones, put back when the last guard ends.
 _ENDERS = [(module, name, getattr(module, name)) for module in (os, posix)
            for name in ("_exit", "abort", *_EXECS) if hasattr(module, name)]
+#: The calls that fork the process: its child would go on running the command (a pass that forked
+#: made ``compile`` run twice, both writing ``-o``, and ``fuzz`` multiply, leaving orphans: a probe).
+_FORKERS = [(module, name, getattr(module, name)) for module in (os, posix)
+            for name in ("fork", "forkpty") if hasattr(module, name)]
 #: The calls that signal this process (the others' are let through, see :func:`_signals_itself`).
 _SIGNALLERS = [(os, "kill", os.kill), (os, "killpg", os.killpg), (signal, "raise_signal", signal.raise_signal),
                (signal, "pthread_kill", signal.pthread_kill)]
@@ -60,6 +64,10 @@ _SIGMASK = _signal.pthread_sigmask
 _OURS = frozenset({signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGALRM})
 _guards = [0]
 _guards_lock = threading.Lock()
+
+
+class UserFork(RuntimeError):
+    """A user's ``os.fork()`` while :func:`running_users_code` holds, raised where it was called."""
 
 
 class ProcessExit(SystemExit):
@@ -151,8 +159,19 @@ def _guarded_enders(raiser: Callable[..., None]) -> dict[tuple[Any, str], Callab
             return real(*args)
         return send
 
+    def forking(module: Any, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        found = getattr(module, name)
+        if found is not real:  # a guard of its own in place (the kernel's, which names the kernel's line)
+            return found
+
+        def fork(*_args: Any) -> Any:
+            raise UserFork(f"os.{name}(): its child would run the rest of the command a second time (a user's "
+                           "code runs in the command's one process)")
+        return fork
+
     mine = {"_exit": _exit, "abort": abort}
     out = {(module, name): mine.get(name) or execing(name) for module, name, _real in _ENDERS}
+    out.update({(module, name): forking(module, name, real) for module, name, real in _FORKERS})
     out.update({(module, name): signaller(name, real, module) for module, name, real in _SIGNALLERS})
     return out
 
@@ -224,6 +243,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
     """
     with _guards_lock:
         if not _guards[0]:
+            _forks_found[:] = [getattr(module, name) for module, name, _real in _FORKERS]
             for (module, name), stand_in in _guarded_enders(raiser).items():
                 setattr(module, name, stand_in)
             signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
@@ -241,6 +261,8 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
             if not _guards[0]:
                 for module, name, real in (*_ENDERS, *_SIGNALLERS):
                     setattr(module, name, real)
+                for (module, name, _real), found in zip(_FORKERS, _forks_found):
+                    setattr(module, name, found)  # (as found: a guard around this one's is still in place)
                 _guard_lingering_threads()
                 signal.signal, signal.setitimer, signal.alarm = SIGNAL, SETITIMER, _ALARM
                 _signal.setitimer, _signal.alarm, _signal.pthread_sigmask = SETITIMER, _ALARM, _SIGMASK
@@ -250,6 +272,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
 
 
 _kept: list[Any] = []  # what the outermost block found: folder, streams, recursion limit, umask
+_forks_found: list[Any] = []  # os.fork and os.forkpty as the outermost block found them
 _threads_before: list[threading.Thread] = []  # the threads alive when the outermost block began
 #: Threads the user's code started that outlived its blocks (a kernel's ``Thread(target=...)``),
 #: held weakly: a finished one leaves, and a new thread that gets its number is not it.
@@ -312,9 +335,17 @@ def _signal_kept(signum: Any, handler: Any) -> Any:
     return SIGNAL(signum, handler)
 
 
+#: The signal each interval timer sends
+_TIMER_SIGNALS = {signal.ITIMER_REAL: signal.SIGALRM, signal.ITIMER_VIRTUAL: signal.SIGVTALRM,
+                  signal.ITIMER_PROF: signal.SIGPROF}
+
+
 def _setitimer_kept(which: int, seconds: float, interval: float = 0.0) -> Any:
-    """``signal.setitimer`` for the user's code: the real-time timer is the watch's."""
-    if which == signal.ITIMER_REAL:
+    """``signal.setitimer`` for the user's code: the real-time timer is the watch's, and a timer
+    whose signal would end the process (its default action, no handler set) is not started (a
+    kernel's ITIMER_PROF ended the command by SIGPROF, exit 155, nothing said: a probe)."""
+    sent = _TIMER_SIGNALS.get(which)
+    if which == signal.ITIMER_REAL or (seconds and sent is not None and signal.getsignal(sent) == signal.SIG_DFL):
         return signal.getitimer(which)
     return SETITIMER(which, seconds, interval)
 

@@ -445,3 +445,26 @@ def test_a_kernel_that_closes_standard_output_is_named_in_the_one_line(folder):
     (folder / "c.py").write_text(KERNEL.replace("def add1(x):\n", "def add1(x):\n    import os\n    os.close(1)\n"))
     done = _child(folder, "run", "c.py::add1", "--inputs", "in.npz", "--out", "out")
     one_error_line(done, "standard output (descriptor 1, closed while the command ran)", "Bad file descriptor")
+
+
+def test_a_pass_that_forks_is_refused_at_its_line(program):
+    """A pass given by its address that forks made ``compile`` run twice, both writing ``-o``,
+    and ``fuzz`` multiply itself, leaving orphans (probe_ar); a kernel's fork was refused."""
+    folder = program.parent
+    (folder / "forks.py").write_text("import os\n\n\ndef p(program):\n    os.fork()\n    return program\n")
+    one_error_line(_child(folder, "compile", "prog.json", "-o", "out.json", "--passes", "alloc,forks.py:p"),
+                   "--passes", "the pass 'forks.py:p' raised UserFork: os.fork()", "at forks.py:5")
+    assert not (folder / "out.json").exists()
+    done = _child(folder, "fuzz", "--pass", "forks:p", "--examples", "3", "--workers", "1", "--out", "found")
+    assert done.returncode == 1, (done.returncode, done.stderr[-2000:])
+    assert (done.stdout + done.stderr).count("no failure") == 0 and "os.fork()" in done.stdout + done.stderr
+
+
+def test_a_kernel_s_profiling_timer_without_a_handler_does_not_end_the_command(folder):
+    """``signal.setitimer(ITIMER_PROF, ...)`` with no SIGPROF handler ended the command by the
+    signal, exit 155, nothing said (probe_ar): such a timer is not started."""
+    timer = "import signal\n\nsignal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)\n"
+    source = KERNEL.replace("import nki\n", "import nki\n" + timer)
+    (folder / "k.py").write_text(source)
+    done = _child(folder, "run", "k.py::add1", "--inputs", "in.npz", "--out", "o")
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
