@@ -32,13 +32,13 @@ from typing import Any
 import numpy as np
 
 from neuronsim.machine.formats.pyfile import exit_call
-from neuronsim.machine.formats.validate import MAX_DIMENSIONS, validate_program
-from neuronsim.machine.ir.dtypes import not_held, numpy_dtype
+from neuronsim.machine.formats.validate import validate_program
+from neuronsim.machine.ir.dtypes import numpy_dtype
 from neuronsim.machine.ir.errors import ProgramError, message_of
 from neuronsim.machine.ir.program import Access, MemoryKind, Program, frozen_mapping
 from neuronsim.machine.ir.source import shown_path
+from neuronsim.machine.nki.arguments import bind_arguments
 from neuronsim.machine.nki.cores import Cores, NeedsCores
-from neuronsim.machine.nki.dtypes import to_dtype
 from neuronsim.machine.nki.errors import (LeftLoopEarly, NkiError, NkiInternalError, NoSuchTensorAttribute, NotAffine,
                                           SourceLine, TraceTooLarge)
 from neuronsim.machine.nki.frames import mark_entry
@@ -225,37 +225,6 @@ def _target_machine(target: str | None, func: Any, variable: str = "NEURON_PLATF
     return machine
 
 
-#: ``x_rank3``: rank 3's own values of array parameter ``x`` (a launch on ``ranks``).
-_RANK_ARGUMENT = re.compile(r"(\w+)_rank(\d+)")
-
-
-def _rank_value(name: str, value: np.ndarray, first: np.ndarray, func: Any) -> np.ndarray:
-    """Rank r's own array ``name`` (``x_rank{r}``), of the shape rank 0's ``x`` has."""
-    if value.shape != first.shape:
-        raise NkiError(_defined_at(func), f"argument {name}: shape {value.shape}, and rank 0's is {first.shape}: "
-                                          "every rank's copy of a parameter has its shape")
-    return value
-
-
-def _argument_dtype(param: str, value: np.ndarray, func: Any) -> str:
-    """The dtype of array argument ``param``; one the machine does not hold is the caller's
-    mistake, at the kernel's definition (raw 2-byte records: bf16 saved by numpy, which loads
-    them back as ``|V2`` without their type); so is an array of more dimensions than a tensor has."""
-    if value.ndim > MAX_DIMENSIONS:
-        raise NkiError(_defined_at(func), f"argument {param}: {value.ndim} dimensions; a tensor has at most "
-                                          f"{MAX_DIMENSIONS}")
-    try:
-        dtype = to_dtype(value.dtype)
-    except ValueError as err:
-        hint = ("; view it as ml_dtypes.bfloat16 (2 bytes) or ml_dtypes.float8_e4m3fn (1 byte)"
-                if value.dtype.kind == "V" else "")
-        raise NkiError(_defined_at(func), f"argument {param}: {getattr(err, 'message', err)}{hint}") from None
-    if (why := not_held(value, dtype)) is not None:  # (a float64 argument is float32: 1e39 would be inf)
-        # (raised inside the try above, it was caught and wrapped again: "argument x: argument x: ...")
-        raise NkiError(_defined_at(func), f"argument {param}: {param}{why}, which {value.dtype} holds")
-    return dtype
-
-
 def _module_state(func: Any) -> tuple[dict[str, Any], dict[str, Any], list[tuple[Any, dict[str, Any]]]]:
     """What a kernel body may change in its own module: global numbers and strings (``global
     n``) and the attributes of objects of the module's own classes (the attention tutorial's
@@ -354,53 +323,11 @@ def _located(err: BaseException, func: Any) -> SourceLine:
     return kernel_frame(err) or _defined_at(func)
 
 
-def _kept_or_converted(value: np.ndarray, dtype: np.dtype) -> np.ndarray:
-    """The input as the traced program starts from it: ``value`` itself when it has the
-    tensor's dtype and nothing can write it (read-only, as is every array it views: the
-    command line's ``--inputs``), else a converted copy, so that a caller changing its
-    arrays after the trace does not change what the trace saw.  (A copy of a production
-    kernel's weights is seconds and as many bytes again: 344 MB for NKIBench's ``lora``.)"""
-    held: Any = value
-    while isinstance(held, np.ndarray):
-        if held.flags.writeable:
-            return value.astype(dtype)
-        held = held.base
-    return value if held is None and value.dtype == dtype else value.astype(dtype)
-
-
 def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, Any],
          schedule: tuple[Any, ...] = (), simulated: bool = False,
          converted: dict[int, np.ndarray] | None = None) -> TracedKernel:
-    signature = inspect.signature(func)
-    # rank r's own values of array parameter x, given as x_rank{r} (else every rank gets x's)
-    own = {k: v for k, v in kwargs.items() if (m := _RANK_ARGUMENT.fullmatch(k)) and m[1] in signature.parameters
-           and 1 <= int(m[2]) < tracer.ranks and isinstance(v, np.ndarray)}
-    kwargs = {k: v for k, v in kwargs.items() if k not in own}
-    try:
-        bound = signature.bind(*arrays, **kwargs)
-    except TypeError as err:
-        # the parameters by name alone: annotations such as `nl.ndarray` print as function objects
-        params = ", ".join(signature.parameters)
-        raise NkiError(_defined_at(func),
-                       f"arguments do not fit {getattr(func, '__name__', 'the kernel')}({params}): {err}") from None
-    values: dict[str, np.ndarray] = {}
-    bounds = [bound] + [signature.bind(*arrays, **kwargs) for _ in range(1, tracer.ranks)]
-    for rank, each in enumerate(bounds):  # every rank its own copy of the inputs (machine/nki/ranks.py)
-        for param, value in list(each.arguments.items()):
-            if isinstance(value, np.ndarray) and value.ndim > 0:
-                dtype = _argument_dtype(param, value, func)
-                tensor = param if rank == 0 else f"{param}_rank{rank}"
-                if tensor in own:
-                    value = _rank_value(tensor, own[tensor], value, func)
-                ref = tracer.kb.dram_input(tensor, value.shape, dtype)
-                known = converted.get(id(value)) if converted is not None else None
-                if known is None:
-                    known = _kept_or_converted(value, numpy_dtype(dtype))
-                    if converted is not None:
-                        converted[id(value)] = known
-                values[tensor] = known
-                each.arguments[param] = NkiTensor(Layout.whole(ref.tensor))
-                tracer.parameters[id(each.arguments[param])] = value
+    bounds, values = bind_arguments(tracer, func, arrays, kwargs, _defined_at(func), converted)
+    bound = bounds[0]
     results: list[Any] = []
     more: list[list[Any]] = []
     tracer.input_values = values

@@ -48,6 +48,7 @@ LAYERS = (
     "mx",  # quantize_mx and nc_matmul_mx (packed MX tiles)
     "ranks",  # nki.collectives across ranks (meetings of the ranks' threads, machine/nki/cores.py)
     "isa_select", "isa", "legacy", "lang_names",  # nki.isa and the legacy API
+    "arguments",  # a kernel's numpy arguments as HBM tensors (by position, name or **kwargs)
     "kernel", "standins", "frontend", "loader",
     "watch",  # a kernel's import and trace under a timer: progress lines, a loop without NKI calls stopped
     "",  # "" is the package's __init__

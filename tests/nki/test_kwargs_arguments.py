@@ -1,0 +1,36 @@
+"""Arrays a kernel takes through ``**kwargs`` are HBM tensors named after their keys, as the
+arrays of its named parameters are: they reached the kernel as numpy arrays, refused at its
+first NKI call as no tile (probe_ar)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neuronsim.machine.nki import load_kernel, trace
+from neuronsim.verify.nki.run import run_kernel
+
+KERNEL = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def copy_into(x, **kw):
+    nl.store(kw["out"], nl.add(nl.load(x), nl.load(kw["bias"])))
+
+
+@nki.jit
+def only_keywords(**kw):
+    out = nl.ndarray(kw["x"].shape, dtype=kw["x"].dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.load(kw["x"]))
+    return out
+'''
+
+
+def test_arrays_through_kwargs_are_tensors_named_after_their_keys(tmp_path):
+    (tmp_path / "kw.py").write_text(KERNEL)
+    x, bias = np.ones((128, 64), np.float32), np.full((128, 64), 2.0, np.float32)
+    out = np.zeros((128, 64), np.float32)
+    program = trace(load_kernel(str(tmp_path / "kw.py::copy_into")), x, out=out, bias=bias).program
+    assert {"x", "out", "bias"} <= set(program.tensors)
+    outputs, report = run_kernel(str(tmp_path / "kw.py::only_keywords"), x=x)
+    assert report.ok and np.array_equal(outputs, x)
