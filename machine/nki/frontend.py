@@ -105,8 +105,8 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
           max_memory: int | None = None, **kwargs: Any) -> TracedKernel:
     """Trace ``kernel`` (a ``Kernel``, ``kernel[grid]`` or a function) on ``arrays``.
 
-    numpy arrays (by position or parameter name) become DRAM tensors named after the
-    parameters; other arguments are passed to the kernel as they are.  ``ranks=N`` launches it
+    numpy arrays (by position, parameter name or through ``**kwargs``) become DRAM tensors
+    named after the parameters (:mod:`~neuronsim.machine.nki.arguments`); other arguments are passed to the kernel as they are.  ``ranks=N`` launches it
     on N devices that meet at their ``nki.collectives`` calls (:mod:`~neuronsim.machine.nki.ranks`):
     the outputs are rank 0's, rank ``r``'s are ``NAME_rank{r}``.  ``unroll_loops``: every loop
     unrolled from the start (a tile of each iteration its own tensor), as ``run`` traces again a
