@@ -106,10 +106,11 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     """Trace ``kernel`` (a ``Kernel``, ``kernel[grid]`` or a function) on ``arrays``.
 
     numpy arrays (by position, parameter name or through ``**kwargs``) become DRAM tensors
-    named after the parameters (:mod:`~neuronsim.machine.nki.arguments`); other arguments are passed to the kernel as they are.  ``ranks=N`` launches it
-    on N devices that meet at their ``nki.collectives`` calls (:mod:`~neuronsim.machine.nki.ranks`):
-    the outputs are rank 0's, rank ``r``'s are ``NAME_rank{r}``.  ``unroll_loops``: every loop
-    unrolled from the start (a tile of each iteration its own tensor), as ``run`` traces again a
+    named after the parameters (:mod:`~neuronsim.machine.nki.arguments`); other arguments are
+    passed to the kernel as they are.  ``ranks=N`` launches it on N devices that meet at their
+    ``nki.collectives`` calls (:mod:`~neuronsim.machine.nki.ranks`): the outputs are rank 0's,
+    rank ``r``'s are ``NAME_rank{r}``.  ``unroll_loops``: every loop unrolled from the start (a
+    tile of each iteration its own tensor), as ``run`` traces again a
     kernel whose loop body overflows SBUF, so that ``alloc`` may spill between iterations.
     ``machine``: a preset name or machine spec; by default the kernel's own target
     (``@nki.jit(platform_target=...)``, else ``$NEURON_PLATFORM_TARGET_OVERRIDE``, as the

@@ -460,3 +460,13 @@ def test_an_arg_spelling_a_dtype_as_a_kernel_does_is_that_dtype(tmp_path, monkey
                 "-o", "p.json")
     assert done.exit_code == 0, done.output
     assert load_program("p.json").tensors["return0"].dtype == dtype
+
+
+def test_an_arg_integer_past_python_s_digit_limit_is_said_so(tmp_path, monkeypatch):
+    """4,301 digits were "not a Python literal": they are one, past the digits Python reads (probe_ar)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cast.py").write_text(CAST)
+    done = _cli("nki", "cast.py::cast_copy", "--inputs", _npz(tmp_path / "in.npz", x=X), "--arg",
+                "mode=" + "9" * (sys.get_int_max_str_digits() + 1), "-o", "p.json")
+    assert done.exit_code == 2 and "digits; Python reads at most" in done.output, done.output
+    assert "not a Python literal" not in done.output and not (tmp_path / "p.json").exists()

@@ -68,8 +68,11 @@ def _parse_args(items: tuple[str, ...]) -> dict[str, Any]:
             raise UsageFailure(f"{name} is given twice", "--arg")
         try:
             out[name] = ast.literal_eval(raw)
-        except (ValueError, SyntaxError, TypeError):  # not a literal (`{[]}` too): a bare word is its text
-            if raw and not _BARE_WORD.match(raw):  # `[1,`, `=1`, 5000 digits: a literal meant, and mistyped
+        except (ValueError, SyntaxError, TypeError) as err:  # not a literal (`{[]}` too): a bare word is its text
+            if "Exceeds the limit" in str(err):  # a literal, but an integer past Python's digits (a probe)
+                raise UsageFailure(f"{name}: an integer of {len(raw.strip().lstrip('+-')):,} digits; Python reads "
+                                   f"at most {sys.get_int_max_str_digits():,} from text", "--arg") from None
+            if raw and not _BARE_WORD.match(raw):  # `[1,`, `=1`: a literal meant, and mistyped
                 cut = raw if len(raw) <= 40 else raw[:37] + "..."
                 raise UsageFailure(f"{name}: {cut!r} is not a Python literal (a number, text in quotes, a tuple, list "
                                    "or dict of them; a bare word such as fast is taken as text)", "--arg") from None
