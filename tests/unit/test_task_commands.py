@@ -109,3 +109,15 @@ def test_a_nest_deeper_than_the_analysis_walks_is_refused_at_its_loop(tmp_path):
     assert _run("tasks", str(fits), "-o", str(tmp_path / "out.json")).exit_code == 0
     fits.write_text(json.dumps(_nest(20, parallel_from=TWICE_NEST_LIMIT)))  # the inner loops parallel: walked once
     assert _run("tasks", str(fits), "-o", str(tmp_path / "out.json")).exit_code == 0
+
+
+def test_fuzzing_a_task_pass_leaves_no_hypothesis_folder(tmp_path):
+    """``fuzz --tasks --pass FILE:NAME`` left ``.hypothesis/constants`` in the working folder:
+    hypothesis cached the constants of the user's module there (probe_ar)."""
+    from neuronsim_tests.bad_inputs import cli_child
+
+    (tmp_path / "mine.py").write_text("LIMIT = 12345\n\n\ndef ident(program):\n    return program\n")
+    done = cli_child(tmp_path, "fuzz", "--tasks", "--pass", "mine.py:ident", "--examples", "3", "--workers", "1",
+                     timeout=300)
+    assert done.returncode in (0, 1), done.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.py"], list(tmp_path.iterdir())

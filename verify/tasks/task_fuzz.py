@@ -43,6 +43,7 @@ from neuronsim.passes.tasks import (
 )
 
 from neuronsim.verify.fuzz import FuzzFailure, FuzzResult, crash_text, find_failure, pipeline_with
+from neuronsim.verify.draws import no_source_constants
 from neuronsim.verify.tasks.task_strategies import TRIP_VALUES, task_programs
 from neuronsim.verify.tasks.check import check_task_program, check_task_trace, trace_violations
 
@@ -129,10 +130,11 @@ def check_task_pass(user: Any = None, *, examples: int = 100, seed: int = 0, rep
     """Fuzz ``user`` (a task pass, a pass class or ``fn(program) -> program``; None: the task
     pipeline itself) on ``examples`` generated task programs; the first failure, shrunk unless
     ``shrink`` is false, or none."""
-    count, first_at, failure = find_failure(
-        strategy or task_programs(),
-        lambda program: check_task_program_once(program, user, replace=replace, pipeline=pipeline),
-        examples=examples, seed=seed, progress=progress, hypothesis_shrinks=shrink)
+    with no_source_constants():  # (the user's module's constants, cached in ./.hypothesis: a probe)
+        count, first_at, failure = find_failure(
+            strategy or task_programs(),
+            lambda program: check_task_program_once(program, user, replace=replace, pipeline=pipeline),
+            examples=examples, seed=seed, progress=progress, hypothesis_shrinks=shrink)
     if failure is None:
         return FuzzResult(count, None)
     return FuzzResult(first_at or count, failure, first_at)
