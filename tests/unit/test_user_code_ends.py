@@ -208,6 +208,11 @@ def test_a_pass_given_by_its_file_runs_and_a_missing_one_is_named(program):
     ("top", "import builtins\nbuiltins.len = None", "builtins.len"),
     ("top", "import click\nclick.echo = None", "click.echo"),  # (exit 3: click was not watched)
     ("body", "import sys\n    sys.stdout.close()", "sys.stdout (closed)"),
+    # (exit 3 until these were watched, and str = bytes broke the handler itself: probe_ar)
+    ("top", "import re\nre.compile = None", "re.compile"),
+    ("top", "import sys\nsys.modules['numpy'] = None", "sys.modules['numpy']"),
+    ("top", "import sys\nsys.path_hooks.clear()", "sys.path_hooks"),
+    ("body", "import builtins\n    builtins.str = bytes", "builtins.str"),
 ])
 def test_a_kernel_that_breaks_the_interpreter_is_its_failure(folder, where, change, named):
     """A kernel that empties ``sys.path``, replaces numpy's functions or a builtin breaks

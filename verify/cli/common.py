@@ -35,6 +35,7 @@ from neuronsim.machine.formats.files import (
 from neuronsim.machine.formats.jsonio import dumps_strict
 from neuronsim.machine.ir.program import Program
 from neuronsim.machine.ir.source import shown_document
+from neuronsim.verify.cli import tampering  # (here: an import in the handler failed once str was replaced)
 from neuronsim.verify.cli import document
 from neuronsim.verify.cli.signals import HungUp, Terminated, end_now, mark_reported, raise_if_received, received
 from neuronsim.machine.order.work_estimate import SizeEstimate, estimate_size
@@ -170,14 +171,13 @@ def closed_pipe() -> None:
 
 def internal_error(err: BaseException, as_json: bool) -> None:
     """Exit 3 for an exception no input explains (re-raised with ``NEURONSIM_TRACEBACK=1``)."""
+    changed = tampering.replaced()
+    if changed:  # (put back before anything else: a kernel's builtins.str = bytes failed the lines below)
+        tampering.restore()
     if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
         raise err
     text = str(err).splitlines()[0] if str(err) else ""
-    from neuronsim.verify.cli import tampering
-
-    changed = tampering.replaced()
     if changed:  # the user's code broke the interpreter neuronsim runs in: their input, exit 2
-        tampering.restore()
         names = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         fail("", f"the user's code this command ran (a kernel, a reference or a pass) replaced {names}, which "
                  f"neuronsim uses in the same interpreter; then {type(err).__name__}{': ' + text if text else ''}",

@@ -27,15 +27,23 @@ __all__ = ["remember", "replaced", "restore"]
 
 _SAVED: dict[str, tuple[Any, dict[str, Any]]] = {}  # module name -> (module, its namespace as it was)
 _PATH: list[str] = []
+_HOOKS: list[Any] = []  # sys.path_hooks as it was (a kernel's clear() failed every later import)
+_MODULE_ENTRIES: dict[str, Any] = {}
 #: The modules watched: those neuronsim's own last steps go through (the report's line is
 #: ``click.echo``'d; a thread's failure is ``threading.excepthook``'s; numpy and the builtins).
-_MODULES = ("builtins", "numpy", "click", "threading", "os", "time", "tempfile", "json", "shutil", "sys")
+_MODULES = ("builtins", "numpy", "click", "threading", "os", "time", "tempfile", "json", "shutil", "sys", "re",
+            "functools", "itertools", "math", "numpy.random")
 #: Of these, only the functions are watched: the standard library sets some of their other names
 #: itself (``tempfile.tempdir`` when first asked), which is no one's tampering.  neuronsim writes
 #: its files with ``tempfile`` and times with ``time.perf_counter`` (a kernel that replaced one
 #: was an exit 3: probe_bad F4); ``os.replace`` and the descriptor calls it binds as it loads;
 #: a thread starts only while ``sys.excepthook`` is a function (a kernel's None: probe_ad).
-_FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil", "sys")
+_FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil", "sys", "re", "functools", "itertools", "math",
+                   "numpy.random")
+#: The entries of ``sys.modules`` watched besides neuronsim's own: a kernel's ``sys.modules["numpy"]
+#: = None`` failed neuronsim's next import as its bug (exit 3: a probe).
+_ENTRIES = ("numpy", "rich", "click", "re", "json", "functools", "itertools", "math", "simpy", "networkx",
+            "tempfile", "threading")
 #: The standard streams, which a user's code may close (the one line then had nowhere to go).
 _STREAMS = ("stdout", "stderr")
 
@@ -50,6 +58,10 @@ def remember() -> None:
             _SAVED[name] = (module, {key: value for key, value in names.items()
                                      if name not in _FUNCTIONS_ONLY or callable(value)})
     _PATH[:] = sys.path
+    _HOOKS[:] = sys.path_hooks
+    _MODULE_ENTRIES.clear()
+    _MODULE_ENTRIES.update({name: module for name, module in sys.modules.items()
+                            if name in _ENTRIES or name.split(".")[0] == "neuronsim"})
 
 
 def replaced() -> list[str]:
@@ -61,6 +73,9 @@ def replaced() -> list[str]:
         out += [f"{name}.{key}" for key, value in before.items() if key != "_" and now.get(key, _GONE) is not value]
     if any(entry not in sys.path for entry in _PATH):
         out.append("sys.path (entries removed)")
+    if any(hook not in sys.path_hooks for hook in _HOOKS):
+        out.append("sys.path_hooks (entries removed)")
+    out += [f"sys.modules[{name!r}]" for name, module in _MODULE_ENTRIES.items() if sys.modules.get(name) is not module]
     out += [f"sys.{name} (closed)" for name in _STREAMS if getattr(getattr(sys, name), "closed", True)]
     return out
 
@@ -73,6 +88,8 @@ def restore() -> None:
             if now.get(key, _GONE) is not value:
                 setattr(module, key, value)
     sys.path[:] = [*_PATH, *(entry for entry in sys.path if entry not in _PATH)]
+    sys.path_hooks[:] = [*_HOOKS, *(hook for hook in sys.path_hooks if hook not in _HOOKS)]
+    sys.modules.update(_MODULE_ENTRIES)
     for fd, name in enumerate(_STREAMS, start=1):  # closed (or None): a new one on the same descriptor
         if getattr(getattr(sys, name), "closed", True):
             setattr(sys, name, open(fd, "w", closefd=False, errors="backslashreplace"))
