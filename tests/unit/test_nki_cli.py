@@ -470,3 +470,17 @@ def test_an_arg_integer_past_python_s_digit_limit_is_said_so(tmp_path, monkeypat
                 "mode=" + "9" * (sys.get_int_max_str_digits() + 1), "-o", "p.json")
     assert done.exit_code == 2 and "digits; Python reads at most" in done.output, done.output
     assert "not a Python literal" not in done.output and not (tmp_path / "p.json").exists()
+
+
+def test_target_traces_and_times_for_the_named_neuroncore(tmp_path, monkeypatch):
+    """``--target`` picks the NeuronCore over the kernel's own ``platform_target`` (a probe of
+    published figures looked for it to compare one kernel on trn1 and trn2)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cast.py").write_text(CAST.replace("@nki.jit", '@nki.jit(platform_target="trn2")'))
+    inputs = _npz(tmp_path / "in.npz", x=X)
+    for target, machine in ((None, "trn2"), ("trn1", "trn1"), ("inf2", "trn1"), ("trn3", "trn3")):
+        extra = ("--target", target) if target else ()
+        done = _cli("nki", "cast.py::cast_copy", "--inputs", inputs, *extra, "-o", "p.json")
+        assert done.exit_code == 0, done.output
+        assert load_program("p.json").machine == machine, (target, load_program("p.json").machine)
+    assert _cli("nki", "cast.py::cast_copy", "--inputs", inputs, "--target", "trn9", "-o", "p.json").exit_code == 2

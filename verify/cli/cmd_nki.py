@@ -119,6 +119,9 @@ def _parse_grid(text: str | None) -> tuple[int, ...] | None:
 
 
 RANKS_KEY = "neuronsim.ranks"
+TARGET_KEY = "neuronsim.target"
+#: ``--target``: the NeuronCore the kernel is traced and timed for (inf2's is trn1's NeuronCore-v2)
+TARGETS = {"trn1": "trn1", "inf2": "trn1", "trn2": "trn2", "trn3": "trn3"}
 
 
 def kernel_options(fn: Callable) -> Callable:
@@ -132,6 +135,10 @@ def kernel_options(fn: Callable) -> Callable:
                      callback=keep_in_context(RANKS_KEY),
                      help="Launch the kernel on N ranks that meet at its nki.collectives calls (outputs of "
                           "rank r named NAME_rank{r}; an input NAME_rank{r} gives rank r its own NAME)."),
+        click.option("--target", type=click.Choice(sorted(TARGETS)), default=None, expose_value=False,
+                     callback=keep_in_context(TARGET_KEY),
+                     help="Trace and time the kernel for this instance's NeuronCore [default: the kernel's "
+                          "@nki.jit(platform_target=...), else $NEURON_PLATFORM_TARGET_OVERRIDE, else trn1]."),
         click.option("--dtype", "dtypes", multiple=True, metavar="NAME=DTYPE",
                      help="Read input NAME as DTYPE (raw 2-/1-byte arrays default to bfloat16 / float8_e4m3)."),
         max_idle_option("Stop a kernel that runs this long in its own Python without an NKI call, or a pass "
@@ -202,6 +209,8 @@ def _traced(frontend, kernel: str, arrays: dict, kwargs: dict, grid: str | None,
         options["ranks"] = ranks
     if unroll_loops:
         options["unroll_loops"] = True
+    if meta.get(TARGET_KEY):  # (over the kernel's own platform_target: the command line is the author's last word)
+        options["machine"] = TARGETS[meta[TARGET_KEY]]
     # a Python loop of a billion iterations is refused at the instance limit, not traced for hours
     options["max_instructions"] = meta.get(MAX_INSTANCES_KEY, DEFAULT_MAX_INSTANCES)
     options["max_memory"] = _trace_memory(meta.get(MAX_MEMORY_KEY))
