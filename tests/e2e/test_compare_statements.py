@@ -136,3 +136,21 @@ def test_an_output_of_another_dtype_differs_with_values_or_without(folder: Path,
                          timeout=300)
     assert run.returncode == 1, run.stderr
     assert ("return0: B writes bfloat16, A float32" if values else "[128, 1024] bfloat16 are not A's") in run.stdout
+
+
+def test_the_printed_moves_name_both_lines_and_a_faster_wrong_variant_is_said_so(folder: Path) -> None:
+    """probe_as: the list printed statements that moved +0.0 ns, never marked a statement only
+    in B, and showed B's line alone for one at other lines in A; the headline called a variant
+    computing something else "faster" without a word."""
+    run = subprocess.run([str(NEURONSIM), "compare", "k.py::two_passes", "k.py::one_pass", "--inputs", "in.npz"],
+                         cwd=folder, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 1, run.stderr
+    assert "(one_pass is faster; but the outputs differ)" in run.stdout, run.stdout
+    moves = run.stdout.split("statements that moved the makespan")[1].splitlines()[1:]
+    assert moves and not any(line.lstrip().startswith(("+0.0 ns", "-0.0 ns")) for line in moves), moves
+    load = "nisa.dma_copy(dst=t, src=x[:, i * 512:(i + 1) * 512])"
+    assert any(f"k.py:{_line(load, 1)} (A only)" in line for line in moves), moves
+    swapped = subprocess.run([str(NEURONSIM), "compare", "k.py::one_pass", "k.py::two_passes", "--inputs", "in.npz",
+                              "--timing-only"], cwd=folder, capture_output=True, text=True, timeout=300)
+    lines = swapped.stdout.split("statements that moved the makespan")[1].splitlines()[1:]
+    assert any(f"k.py:{_line(load, 1)} (B only)" in line for line in lines), lines

@@ -103,8 +103,13 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
                    **({"files": {"html": html_path}} if html_path else {})})
         return 1 if failed else 0
     console = people_console()
+    # a faster variant that computes something else, or has findings, is no faster kernel (a probe)
+    caveats = [*(["the outputs differ"] if result.differences else []),
+               *(f"{name} has problems (below)" for side, name in ((result.a, "A"), (result.b, "B"))
+                 if side.report.problems())]
     console.print(f"A {kernel_a} / B {kernel_b}: B takes {result.ratio:.3f} of A's makespan "
-                  f"({result.faster + ' is faster' if result.faster else 'the same makespan'})")
+                  f"({result.faster + ' is faster' if result.faster else 'the same makespan'}"
+                  f"{'; but ' + ' and '.join(caveats) if caveats else ''})")
     if result.differences is None:
         console.print("outputs: not computed (--timing-only)")
     else:
@@ -117,8 +122,9 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
         for line in side.report.finding_lines() + side.report.run.problems():
             console.print(f"{name}: {line}", markup=False)
     console.print("statements that moved the makespan (critical-path ns, A -> B):")
-    for move in result.moves[:top]:
-        where = move.where_b or f"{move.where_a} (A only)"
+    for move in [m for m in result.moves if round(m.moved_ns, 1)][:top]:  # (+0.0 ns moved nothing)
+        where = (f"{move.where_a} (A only)" if not move.where_b else f"{move.where_b} (B only)" if not move.where_a
+                 else move.where_b if move.where_a == move.where_b else f"{move.where_a} -> {move.where_b}")
         console.print(f"  {move.moved_ns:+,.1f} ns  {where}: {move.statement}  "
                       f"({move.critical_a_ns:,.1f} -> {move.critical_b_ns:,.1f})", markup=False)
     if html_path:
