@@ -139,6 +139,9 @@ def jit(fn: Any = None, **options: Any) -> Any:
     """``@nki.jit`` or ``@nki.jit(mode=..., ...)`` (options are accepted and ignored)."""
     if fn is None:
         return lambda f: Kernel(f, (), options)
+    if not callable(fn):  # (@nki.jit(1): a kernel of 1, an internal error when traced: a probe)
+        raise NkiError(line_of(sys._getframe(1)), f"nki.jit({fn!r}): it takes the kernel function, and its "
+                                                  "options by keyword (@nki.jit, @nki.jit(mode=...))")
     return Kernel(fn, (), options)
 
 

@@ -484,3 +484,13 @@ def test_target_traces_and_times_for_the_named_neuroncore(tmp_path, monkeypatch)
         assert done.exit_code == 0, done.output
         assert load_program("p.json").machine == machine, (target, load_program("p.json").machine)
     assert _cli("nki", "cast.py::cast_copy", "--inputs", inputs, "--target", "trn9", "-o", "p.json").exit_code == 2
+
+
+def test_nki_jit_of_no_function_is_refused_at_its_line(tmp_path, monkeypatch):
+    """``@nki.jit(1)`` was an internal error of the trace ("NkiInternalError: 1 is not a callable
+    object"): the decorator's argument is the kernel's mistake, at its line (probe_ar)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.py").write_text("import neuronxcc.nki as nki\n\n\n@nki.jit(1)\ndef k(x):\n    return x\n")
+    done = _cli("nki", "k.py::k", "--inputs", _npz(tmp_path / "in.npz", x=X), "-o", "p.json")
+    assert done.exit_code == 2 and "k.py:4: nki.jit(1): it takes the kernel function" in done.output, done.output
+    assert "Internal" not in done.output
