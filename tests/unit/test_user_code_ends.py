@@ -366,7 +366,7 @@ def test_a_scenario_file_s_build_that_never_returns_is_stopped(folder):
     # a literal mistyped was taken as its text and refused at the kernel's line, or not at all
     (["--arg", "n=[1,"], "--arg: n: '[1,' is not a Python literal"),
     (["--arg", "n==1"], "--arg: n: '=1' is not a Python literal"),
-    (["--arg", "n=" + "9" * 5000], "--arg: n: '9999"),
+    (["--arg", "n=" + "9" * 5000], "--arg: n: an integer of 5,000 digits; Python reads at most"),
     (["-o", "-", "--json"], "-o: --json writes its report to standard output"),
 ])
 def test_nki_options_that_cannot_hold(folder, args, fragment):
