@@ -39,7 +39,11 @@ def bind_arguments(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: d
     ``where``: the kernel's definition (a mistake of the arguments is said there);
     ``converted``: copies made before, by array id (a trace attempted again)."""
     signature = inspect.signature(func)
-    own = {k: v for k, v in kwargs.items() if (m := RANK_ARGUMENT.fullmatch(k)) and m[1] in signature.parameters
+    # (a parameter's own rank copies; through **kwargs, a given array's: its x_rank1 was another
+    # array of the same tensor name, "declared twice", an exit 3: a probe)
+    named = set(signature.parameters) | (set(kwargs) if any(
+        p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()) else set())
+    own = {k: v for k, v in kwargs.items() if (m := RANK_ARGUMENT.fullmatch(k)) and m[1] in named
            and 1 <= int(m[2]) < tracer.ranks and isinstance(v, np.ndarray)}
     kwargs = {k: v for k, v in kwargs.items() if k not in own}
     try:

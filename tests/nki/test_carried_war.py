@@ -27,6 +27,12 @@ def test_an_in_place_stencil_is_a_war_finding_at_its_line():
         assert "overwrites bytes an earlier one reads" in found[0].describe()
 
 
+def test_a_plus_equals_stencil_is_the_same_finding():
+    """probe_av: the rule that a ``+=`` writing what it read says nothing new dropped the WAR too."""
+    found = _found("stencil_plus_equals", f32(3, 128, 512))
+    assert [(f.dependence, f.distance) for f in found] == [("WAR", 1)], [f.describe() for f in found]
+
+
 def test_in_order_or_without_a_write_over_the_reads_it_is_none():
     x = f32(3, 128, 512)
     assert _found("stencil", x, sequential=True) == []

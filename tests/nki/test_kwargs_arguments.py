@@ -34,3 +34,12 @@ def test_arrays_through_kwargs_are_tensors_named_after_their_keys(tmp_path):
     assert {"x", "out", "bias"} <= set(program.tensors)
     outputs, report = run_kernel(str(tmp_path / "kw.py::only_keywords"), x=x)
     assert report.ok and np.array_equal(outputs, x)
+
+
+def test_a_rank_s_own_array_through_kwargs_is_that_rank_s(tmp_path):
+    """probe_av: ``x_rank1`` beside an ``x`` taken through ``**kwargs`` was another array named
+    ``x_rank1``, declared twice (exit 3) on a launch on two ranks."""
+    (tmp_path / "kw.py").write_text(KERNEL)
+    x, mine = np.ones((128, 64), np.float32), np.full((128, 64), 3.0, np.float32)
+    traced = trace(load_kernel(str(tmp_path / "kw.py::only_keywords")), x=x, x_rank1=mine, ranks=2)
+    assert np.array_equal(traced.inputs["x"], x) and np.array_equal(traced.inputs["x_rank1"], mine)

@@ -440,6 +440,7 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
     private = _private_loops(program, stream)
     partial_readers: dict[tuple[str, str], list[int]] = {}  # (loop, tensor) -> readers (_partial_reader)
     found: dict[tuple[str, str, int, int], CarriedPair] = {}
+    allowed: set[tuple[str, str]] = set()  # (loop, tensor) a reduction the docs allow carries
     for storage in _storages(stream, affine, marks, private).values():
         flows, overwrites, antis = _Sweep(stream, affine, storage, marks).run()
         # per instruction, the tensors it names here (not a scan of the storage per pair found)
@@ -469,10 +470,12 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
                 partial = _partial_reader(program, stream, marks, loop_id if isinstance(loop_id, tuple) else loop_name,
                                           tensors, partial_readers)
                 if partial is None and memory == MemoryKind.PSUM and writer.op == reader.op == "matmul":
+                    allowed.update((loop_name, t) for t in tensors)
                     continue
             if _declared_reduction(writer, loop_name) and _declared_reduction(reader, loop_name):
+                allowed.update((loop_name, t) for t in tensors)
                 continue  # nl.loop_reduce over this loop: a reduction the kernel declared
-            if over and both:
+            if dependence == "WAW" and both:
                 continue  # a += writes what it read: its read already says what the loop carries
             if over:
                 # a tile the kernel placed itself (direct allocation): which bytes its blocks and
@@ -498,6 +501,6 @@ def sweep_loops(program: Program, stream: InstanceStream) -> list[CarriedPair]:
                                          partial=old.partial)
     # a write over an earlier iteration's read says nothing new where the loop already carries
     # a value or an overwrite of the same tensor (a scratch tile rewritten every iteration)
-    told = {(p.loop, t) for p in found.values() if p.kind != "anti" for t in p.tensors}
+    told = allowed | {(p.loop, t) for p in found.values() if p.kind != "anti" for t in p.tensors}
     kept = [p for p in found.values() if p.kind != "anti" or not all((p.loop, t) in told for t in p.tensors)]
     return sorted(kept, key=lambda p: (p.reader, p.writer))

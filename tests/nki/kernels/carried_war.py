@@ -51,3 +51,16 @@ def scratch_rewritten(x):  # one scratch tile written and read in every iteratio
         scratch[...] = nl.load(x[j])
         nl.store(out[j], value=nl.add(scratch, 1.0))
     return out
+
+
+@nki.jit
+def stencil_plus_equals(x):  # the stencil written t[j] += t[j + 1]
+    out = nl.ndarray((3, 128, 512), dtype=np.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray((3, nl.par_dim(128), 512), dtype=np.float32, buffer=nl.sbuf)
+    for j in nl.affine_range(3):
+        t[j] = nl.load(x[j])
+    for j in nl.affine_range(2):
+        t[j] += t[j + 1]
+    for j in nl.affine_range(3):
+        nl.store(out[j], value=t[j])
+    return out
