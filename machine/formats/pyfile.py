@@ -249,6 +249,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
             signal.signal, signal.setitimer, signal.alarm = _signal_kept, _setitimer_kept, _alarm_kept
             _signal.setitimer, _signal.alarm, _signal.pthread_sigmask = _setitimer_kept, _alarm_kept, _sigmask_kept
             _kept[:] = [_cwd(), sys.stdout, sys.stderr, sys.getrecursionlimit(), _umask()]
+            _timers_found[:] = _user_timers()
             _threads_before[:] = threading.enumerate()
             if PRINTS_ASIDE[0]:
                 sys.stdout = sys.stderr
@@ -261,6 +262,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
             if not _guards[0]:
                 for module, name, real in (*_ENDERS, *_SIGNALLERS):
                     setattr(module, name, real)
+                _stop_user_timers(_timers_found)
                 for (module, name, _real), found in zip(_FORKERS, _forks_found):
                     setattr(module, name, found)  # (as found: a guard around this one's is still in place)
                 _guard_lingering_threads()
@@ -273,6 +275,7 @@ def running_users_code(raiser: Callable[..., None] = _refuse_exit) -> Iterator[N
 
 _kept: list[Any] = []  # what the outermost block found: folder, streams, recursion limit, umask
 _forks_found: list[Any] = []  # os.fork and os.forkpty as the outermost block found them
+_timers_found: list[Any] = []  # the profiling / virtual timers and handlers as it found them
 _threads_before: list[threading.Thread] = []  # the threads alive when the outermost block began
 #: Threads the user's code started that outlived its blocks (a kernel's ``Thread(target=...)``),
 #: held weakly: a finished one leaves, and a new thread that gets its number is not it.
@@ -329,10 +332,31 @@ def _give_back(folder: str | None, stdout: Any, stderr: Any, recursion: int, uma
 
 def _signal_kept(signum: Any, handler: Any) -> Any:
     """``signal.signal`` for the user's code: a signal of neuronsim's keeps its handler (the
-    call returns it, as if replaced); any other is set."""
+    call returns it, as if replaced); any other is set, and a timer's signal put back to its
+    default action stops that timer first (the next tick would end the command: a probe)."""
     if signum in _OURS:
         return signal.getsignal(signum)
+    if handler == signal.SIG_DFL:
+        for which, sent in _TIMER_SIGNALS.items():
+            if sent == signum and which != signal.ITIMER_REAL:
+                SETITIMER(which, 0)
     return SIGNAL(signum, handler)
+
+
+def _user_timers() -> list[tuple[Any, ...]]:
+    """The profiling and virtual timers as they are, with their signals' handlers."""
+    return [(which, sent, signal.getitimer(which), signal.getsignal(sent))
+            for which, sent in _TIMER_SIGNALS.items() if which != signal.ITIMER_REAL]
+
+
+def _stop_user_timers(before: list) -> None:
+    """Stop the timers the user's code started and put their handlers back: one left running
+    fired in neuronsim's own code after the kernel had returned (its handler raised: exit 3)."""
+    for which, sent, timer, handler in before:
+        if signal.getitimer(which) != (0.0, 0.0) and timer == (0.0, 0.0):
+            SETITIMER(which, 0)
+        if signal.getsignal(sent) is not handler:
+            SIGNAL(sent, handler)
 
 
 #: The signal each interval timer sends

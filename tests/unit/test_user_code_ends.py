@@ -213,6 +213,7 @@ def test_a_pass_given_by_its_file_runs_and_a_missing_one_is_named(program):
     ("top", "import sys\nsys.modules['numpy'] = None", "sys.modules['numpy']"),
     ("top", "import sys\nsys.path_hooks.clear()", "sys.path_hooks"),
     ("body", "import builtins\n    builtins.str = bytes", "builtins.str"),
+    ("top", "import heapq\nheapq.heappush = None", "heapq.heappush"),  # (the simulator's queue: probe_av)
 ])
 def test_a_kernel_that_breaks_the_interpreter_is_its_failure(folder, where, change, named):
     """A kernel that empties ``sys.path``, replaces numpy's functions or a builtin breaks
@@ -465,11 +466,19 @@ def test_a_pass_that_forks_is_refused_at_its_line(program):
     assert (done.stdout + done.stderr).count("no failure") == 0 and "os.fork()" in done.stdout + done.stderr
 
 
-def test_a_kernel_s_profiling_timer_without_a_handler_does_not_end_the_command(folder):
+@pytest.mark.parametrize("timer", [
+    "signal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)\n",  # no handler: not started
+    # a handler, the timer, then the default action again: the timer stops (probe_av)
+    "signal.signal(signal.SIGPROF, lambda *_: None)\nsignal.setitimer(signal.ITIMER_PROF, 0.001, 0.001)\n"
+    "signal.signal(signal.SIGPROF, signal.SIG_DFL)\n",
+    # a handler that raises, left running: stopped when the kernel's code ends (probe_av)
+    "def tick(*_):\n    raise RuntimeError('tick')\n\n\nsignal.signal(signal.SIGPROF, tick)\n"
+    "signal.setitimer(signal.ITIMER_PROF, 0.5, 0.001)\n",
+], ids=["no-handler", "default-again", "raising-handler"])
+def test_a_kernel_s_profiling_timer_does_not_end_the_command(folder, timer):
     """``signal.setitimer(ITIMER_PROF, ...)`` with no SIGPROF handler ended the command by the
-    signal, exit 155, nothing said (probe_ar): such a timer is not started."""
-    timer = "import signal\n\nsignal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)\n"
-    source = KERNEL.replace("import nki\n", "import nki\n" + timer)
+    signal, exit 155, nothing said (probe_ar)."""
+    source = KERNEL.replace("import nki\n", "import nki\nimport signal\n\n" + timer)
     (folder / "k.py").write_text(source)
     done = _child(folder, "run", "k.py::add1", "--inputs", "in.npz", "--out", "o")
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])

@@ -32,18 +32,18 @@ _MODULE_ENTRIES: dict[str, Any] = {}
 #: The modules watched: those neuronsim's own last steps go through (the report's line is
 #: ``click.echo``'d; a thread's failure is ``threading.excepthook``'s; numpy and the builtins).
 _MODULES = ("builtins", "numpy", "click", "threading", "os", "time", "tempfile", "json", "shutil", "sys", "re",
-            "functools", "itertools", "math", "numpy.random")
+            "functools", "itertools", "math", "numpy.random", "heapq", "bisect", "operator")
 #: Of these, only the functions are watched: the standard library sets some of their other names
 #: itself (``tempfile.tempdir`` when first asked), which is no one's tampering.  neuronsim writes
 #: its files with ``tempfile`` and times with ``time.perf_counter`` (a kernel that replaced one
 #: was an exit 3: probe_bad F4); ``os.replace`` and the descriptor calls it binds as it loads;
 #: a thread starts only while ``sys.excepthook`` is a function (a kernel's None: probe_ad).
 _FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil", "sys", "re", "functools", "itertools", "math",
-                   "numpy.random")
+                   "numpy.random", "heapq", "bisect", "operator")
 #: The entries of ``sys.modules`` watched besides neuronsim's own: a kernel's ``sys.modules["numpy"]
 #: = None`` failed neuronsim's next import as its bug (exit 3: a probe).
 _ENTRIES = ("numpy", "rich", "click", "re", "json", "functools", "itertools", "math", "simpy", "networkx",
-            "tempfile", "threading")
+            "tempfile", "threading", "heapq", "bisect", "operator")
 #: The standard streams, which a user's code may close (the one line then had nowhere to go).
 _STREAMS = ("stdout", "stderr")
 
