@@ -34,6 +34,10 @@ __all__ = ["Walker"]
 #: Sequential loops, each walked twice, one inside another: a deeper nest is refused (walks double
 #: with each; 12 took 1.6 s, 16 took 35 s on a one-call body).
 TWICE_NEST_LIMIT = 12
+#: Earlier accesses the analysis compares a call's with, in all (loop bodies counted each time
+#: they are walked), before the program is refused: about 15 s of work (a tree of sequential
+#: loops six deep, each holding two, compares 258,048 in 4.6 s; seven deep, about two million).
+WALK_BUDGET = 1_000_000
 
 
 def _single_trip(loop: For) -> bool:
@@ -58,6 +62,8 @@ class Walker:
         self.guards: list[tuple[int | None, bool]] = []
         self.labels: dict[int, str] = {}
         self.walk_number = 1
+        self.visits = 0  # earlier accesses compared with a call's, loop bodies each time walked (WALK_BUDGET)
+        self.where = "function"  # the body being walked (where a refusal is said)
         self._next_loop = 1
         self._user: dict[str, UserDeps] = {}
         self._aliases: dict[str, tuple[str, ...]] = {}
@@ -90,8 +96,22 @@ class Walker:
             self.frames[-1].calls.update(frame.calls)
 
     def walk(self, body: tuple[Stmt, ...], path: str, nested: bool = False) -> None:
+        outer, self.where = self.where, path
         for i, stmt in enumerate(body):
             self.stmt(stmt, f"{path}.body[{i}]" if nested else f"{path}[{i}]")
+        self.where = outer
+
+    def _visit(self, path_of_call: str) -> None:
+        """One earlier access compared with a call's: past :data:`WALK_BUDGET` of them the program
+        is refused where the walk is (a tree of sequential loops, each holding two, compares its
+        calls with 2**depth walks' records: a probe's eight levels ran for minutes, the nest
+        limit never reached)."""
+        self.visits += 1
+        if self.visits > WALK_BUDGET:
+            raise ProgramError(self.where, f"the dependence analysis compares more than {WALK_BUDGET:,} pairs of "
+                                           f"accesses (at call {path_of_call!r}): it walks each sequential loop's "
+                                           "body twice (as iterations i and i + 1), so many nested sequential loops "
+                                           "double its work with each level; flatten them (or mark loops parallel)")
 
     def stmt(self, s: Stmt, path: str) -> None:
         if isinstance(s, Call):
@@ -276,6 +296,7 @@ class Walker:
                 priors = (f.records if access.root == "*"
                           else f.of_roots(roots, writes_only=access.kind == AccessKind.READ, region=access.region))
                 for prior in priors:
+                    self._visit(path_of_call=c.name)
                     if access.creator_only and not prior.output:
                         continue
                     if prior.root != "*" and access.root != "*" and not self.lineage.may_alias(access.root, prior.root):

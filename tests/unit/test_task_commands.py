@@ -121,3 +121,31 @@ def test_fuzzing_a_task_pass_leaves_no_hypothesis_folder(tmp_path):
                      timeout=300)
     assert done.returncode in (0, 1), done.stderr[-2000:]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.py"], list(tmp_path.iterdir())
+
+
+def _tree(depth: int) -> dict:
+    """Sequential loops, each holding two, ``depth`` levels, a call in each innermost one."""
+    counter = iter(range(10**6))
+
+    def level(d: int) -> list:
+        if d == depth:
+            return [{"call": "produce", "name": f"pp{next(counter)}", "args": ["x"]}]
+        return [{"for": f"i{d}_{k}_{next(counter)}", "name": f"l{d}_{k}_{next(counter)}", "stop": 2,
+                 "body": level(d + 1)} for k in range(2)]
+    program = _nest(0)
+    program["function"]["body"] = level(0)
+    return program
+
+
+def test_a_tree_of_sequential_loops_past_the_analysis_s_budget_is_refused(tmp_path):
+    """Each loop holding two: the nest limit is never reached, and seven levels compared about
+    two million pairs of accesses, eight ran for minutes (probe_av)."""
+    from neuronsim.passes.tasks.walk import WALK_BUDGET
+
+    deep = tmp_path / "tree.json"
+    deep.write_text(json.dumps(_tree(7)))
+    done = _run("tasks", str(deep), "-o", str(tmp_path / "out.json"))
+    assert done.exit_code == 2 and f"compares more than {WALK_BUDGET:,} pairs" in done.output, done.output
+    assert done.output.startswith("error: function.body[") and not (tmp_path / "out.json").exists()
+    deep.write_text(json.dumps(_tree(4)))
+    assert _run("tasks", str(deep), "-o", str(tmp_path / "out.json")).exit_code == 0
