@@ -81,16 +81,15 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
     shape = (_free(data.shape), data.shape[0])
 
     def into(dst):
-        to_sbuf = dst.tensor.memory.name != "PSUM"
-        small = operand_rules.vector_transposable(lay(data).view())
-        if em.asked_engine(engine) == "pe" or (engine is None and to_sbuf and not small):
-            if to_sbuf:  # the result assigned to an SBUF tile: the compiler stages the PE's through PSUM
-                # (PE writes PSUM only; DVE transposes 32 x 32 at most)
-                staged = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "psum"))
-                em.transpose(staged, data, "pe")
-                current().note_write(dst)
-                current().kb.tensor_copy(dst.view(), staged.view(), engine="act")
-                return
+        on_pe = em.asked_engine(engine) == "pe" or (engine is None and not operand_rules.vector_transposable(
+            lay(data).view()))  # (DVE transposes 32 x 32 at most)
+        if on_pe and dst.tensor.memory.name != "PSUM":
+            # the result assigned to an SBUF tile: the compiler stages the PE's (PSUM only) through PSUM
+            staged = declare_tile(current(), spec_of(dst.shape, to_dtype("float32"), "psum"))
+            em.transpose(staged, data, "pe")
+            current().note_write(dst)
+            current().kb.tensor_copy(dst.view(), staged.view(), engine="act")
+            return
         em.transpose(dst, data, engine)
 
     return _result(shape, dtype or data.dtype, buffer, ops.swapped_by_mask(into, mask, data), mask)
