@@ -116,6 +116,7 @@ class KernelRange(metaclass=_RangeType):
 def in_order(tracer: Any, values: Iterator[Any]) -> Iterator[Any]:
     """``values``, each step marked as the next iteration of a new run of a sequential loop:
     what the tracer records meanwhile carries ``[run, kept, iteration]`` in its :data:`IN_ORDER_KEY`."""
+    tracer.flush()  # (a call made before the loop is not its: it was marked iteration -1 of it, a JSON refused)
     tracer.in_order_runs += 1
     entry = [tracer.in_order_runs, tracer.kb.depth - 1, -1]  # (the kept loops around this run)
     (runs := tracer.in_order).append(entry)  # (this core's list: another's may be in force at its end)
