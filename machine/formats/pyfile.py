@@ -355,7 +355,7 @@ def _stop_user_timers(before: list) -> None:
     for which, sent, timer, handler in before:
         if signal.getitimer(which) != (0.0, 0.0) and timer == (0.0, 0.0):
             SETITIMER(which, 0)
-        if signal.getsignal(sent) is not handler:
+        if handler is not None and signal.getsignal(sent) is not handler:  # (None: a handler set in C)
             SIGNAL(sent, handler)
 
 
