@@ -217,8 +217,10 @@ def standins() -> Iterator[dict[str, types.ModuleType]]:
 
 
 def _kernel_forks() -> int:
-    raise NkiError(user_line(), "the kernel forks the process (os.fork()): its child would run the command a "
-                                "second time; a kernel is traced in one process")
+    # (a --reference runs with the stand-ins too, after the trace: it was called "the kernel", probe_av)
+    who = "the kernel" if tracer.tracing() else "the code at this line"
+    raise NkiError(user_line(), f"{who} forks the process (os.fork()): its child would run the command a "
+                                "second time; a kernel and its reference run in one process")
 
 
 def _kernel_exits(call: str, status: Any = 2) -> None:

@@ -494,3 +494,13 @@ def test_nki_jit_of_no_function_is_refused_at_its_line(tmp_path, monkeypatch):
     done = _cli("nki", "k.py::k", "--inputs", _npz(tmp_path / "in.npz", x=X), "-o", "p.json")
     assert done.exit_code == 2 and "k.py:4: nki.jit(1): it takes the kernel function" in done.output, done.output
     assert "Internal" not in done.output
+
+
+def test_the_digits_of_an_integer_inside_a_list_are_counted_alone(tmp_path, monkeypatch):
+    """probe_av: ``[999...9]`` counted its brackets as digits."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cast.py").write_text(CAST)
+    digits = sys.get_int_max_str_digits() + 1
+    done = _cli("nki", "cast.py::cast_copy", "--inputs", _npz(tmp_path / "in.npz", x=X), "--arg",
+                "mode=[" + "9" * digits + "]", "-o", "p.json")
+    assert done.exit_code == 2 and f"an integer of {digits:,} digits" in done.output, done.output

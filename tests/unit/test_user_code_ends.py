@@ -466,6 +466,16 @@ def test_a_pass_that_forks_is_refused_at_its_line(program):
     assert (done.stdout + done.stderr).count("no failure") == 0 and "os.fork()" in done.stdout + done.stderr
 
 
+@pytest.mark.parametrize("source", ["import os\n\n\ndef ref(x):\n    os.fork()\n    return x + 1\n",
+                                    "from os import fork\n\n\ndef ref(x):\n    fork()\n    return x + 1\n"])
+def test_a_reference_that_forks_is_not_called_the_kernel(folder, source):
+    """probe_av: a --reference's fork was told as "the kernel forks the process"."""
+    (folder / "ref_fork.py").write_text(source)
+    line = one_error_line(_child(folder, "run", "k.py::add1", "--inputs", "in.npz", "--reference", "ref_fork.py:ref",
+                                 "--out", "o"), "ref_fork.py:5", "os.fork()")
+    assert "the kernel forks" not in line, line
+
+
 @pytest.mark.parametrize("timer", [
     "signal.setitimer(signal.ITIMER_PROF, 0.01, 0.01)\n",  # no handler: not started
     # a handler, the timer, then the default action again: the timer stops (probe_av)

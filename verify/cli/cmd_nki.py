@@ -70,7 +70,8 @@ def _parse_args(items: tuple[str, ...]) -> dict[str, Any]:
             out[name] = ast.literal_eval(raw)
         except (ValueError, SyntaxError, TypeError) as err:  # not a literal (`{[]}` too): a bare word is its text
             if "Exceeds the limit" in str(err):  # a literal, but an integer past Python's digits (a probe)
-                raise UsageFailure(f"{name}: an integer of {len(raw.strip().lstrip('+-')):,} digits; Python reads "
+                digits = max(len(run) for run in re.findall(r"\d+", raw))  # (the longest: brackets no digits)
+                raise UsageFailure(f"{name}: an integer of {digits:,} digits; Python reads "
                                    f"at most {sys.get_int_max_str_digits():,} from text", "--arg") from None
             if raw and not _BARE_WORD.match(raw):  # `[1,`, `=1`: a literal meant, and mistyped
                 cut = raw if len(raw) <= 40 else raw[:37] + "..."
