@@ -60,7 +60,7 @@ from neuronsim.machine.ir.collector import collector_paused
 from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
 from neuronsim.machine.nki.legacy_rules import check_flat_tiles, check_mutable, check_written
 
-__all__ = ["TracedKernel", "trace", "kernel_frame"]
+__all__ = ["TracedKernel", "trace", "kernel_frame", "PLATFORMS"]
 
 
 def _mask_read_as_truth(text: str) -> None:
@@ -214,15 +214,16 @@ def _attempts(kernel: Any, func: Any, grid: tuple, arrays: tuple, kwargs: dict, 
 
 
 #: NKI's platform targets (nki.jit's page: trn1|inf2|gen2, trn2|gen3, trn3|gen4) and their machine presets.
-_PLATFORMS = dict(trn1="trn1", inf2="trn1", gen2="trn1", trn2="trn2", gen3="trn2", trn3="trn3", gen4="trn3")
+#: The machine each platform target of the ``nki.jit`` page is traced for.
+PLATFORMS = dict(trn1="trn1", inf2="trn1", gen2="trn1", trn2="trn2", gen3="trn2", trn3="trn3", gen4="trn3")
 
 
 def _target_machine(target: str | None, func: Any, variable: str = "NEURON_PLATFORM_TARGET_OVERRIDE") -> str:
     where = _defined_at(func) if target else f"${variable}"  # (the variable's mistake was the kernel's: a probe)
     target = (target or os.environ.get(variable) or "").strip()
-    machine = _PLATFORMS.get(target.lower(), None if target else "trn1")
+    machine = PLATFORMS.get(target.lower(), None if target else "trn1")
     if machine is None:
-        raise NkiError(where, f"platform target {target!r} is none of {', '.join(_PLATFORMS)}")
+        raise NkiError(where, f"platform target {target!r} is none of {', '.join(PLATFORMS)}")
     return machine
 
 

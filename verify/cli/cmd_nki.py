@@ -121,8 +121,9 @@ def _parse_grid(text: str | None) -> tuple[int, ...] | None:
 
 RANKS_KEY = "neuronsim.ranks"
 TARGET_KEY = "neuronsim.target"
-#: ``--target``: the NeuronCore the kernel is traced and timed for (inf2's is trn1's NeuronCore-v2)
-TARGETS = {"trn1": "trn1", "inf2": "trn1", "trn2": "trn2", "trn3": "trn3"}
+#: ``--target``: the instances whose NeuronCore a kernel is traced and timed for (the frontend's
+#: PLATFORMS say which machine each is: inf2's is trn1's NeuronCore-v2)
+TARGETS = ("inf2", "trn1", "trn2", "trn3")
 
 
 def kernel_options(fn: Callable) -> Callable:
@@ -136,7 +137,7 @@ def kernel_options(fn: Callable) -> Callable:
                      callback=keep_in_context(RANKS_KEY),
                      help="Launch the kernel on N ranks that meet at its nki.collectives calls (outputs of "
                           "rank r named NAME_rank{r}; an input NAME_rank{r} gives rank r its own NAME)."),
-        click.option("--target", type=click.Choice(sorted(TARGETS)), default=None, expose_value=False,
+        click.option("--target", type=click.Choice(TARGETS), default=None, expose_value=False,
                      callback=keep_in_context(TARGET_KEY),
                      help="Trace and time the kernel for this instance's NeuronCore [default: the kernel's "
                           "@nki.jit(platform_target=...), else $NEURON_PLATFORM_TARGET_OVERRIDE, else trn1]."),
@@ -211,7 +212,9 @@ def _traced(frontend, kernel: str, arrays: dict, kwargs: dict, grid: str | None,
     if unroll_loops:
         options["unroll_loops"] = True
     if meta.get(TARGET_KEY):  # (over the kernel's own platform_target: the command line is the author's last word)
-        options["machine"] = TARGETS[meta[TARGET_KEY]]
+        from neuronsim.machine.nki.frontend import PLATFORMS
+
+        options["machine"] = PLATFORMS[meta[TARGET_KEY]]
     # a Python loop of a billion iterations is refused at the instance limit, not traced for hours
     options["max_instructions"] = meta.get(MAX_INSTANCES_KEY, DEFAULT_MAX_INSTANCES)
     options["max_memory"] = _trace_memory(meta.get(MAX_MEMORY_KEY))

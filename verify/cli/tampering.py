@@ -42,8 +42,7 @@ _FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil", "sys", "re", "fun
                    "numpy.random", "heapq", "bisect", "operator")
 #: The entries of ``sys.modules`` watched besides neuronsim's own: a kernel's ``sys.modules["numpy"]
 #: = None`` failed neuronsim's next import as its bug (exit 3: a probe).
-_ENTRIES = ("numpy", "rich", "click", "re", "json", "functools", "itertools", "math", "simpy", "networkx",
-            "tempfile", "threading", "heapq", "bisect", "operator")
+_ENTRIES = (*(name for name in _MODULES if name != "builtins"), "rich", "simpy", "networkx")
 #: The standard streams, which a user's code may close (the one line then had nowhere to go).
 _STREAMS = ("stdout", "stderr")
 
