@@ -133,22 +133,23 @@ def vector_transposable(view: Any) -> bool:
 
 
 def transpose_mode(stationary: Layout, moving: Layout) -> bool:
-    """Whether ``nc_matmul(..., is_transpose=True)`` is a transpose of ``stationary``: its page
+    """Whether ``nc_matmul(..., is_transpose=True)`` is a transpose of ``stationary``.  On
+    NeuronCore-v2 the flag only tells the profiler "this instruction is a transpose": the
+    instruction is the matmul ``stationary.T @ moving`` it computes, which is the transpose when
+    the moving tile holds the identity (False, whatever the moving tile's shape: a square one
+    need not be the identity, as attention's 128-row K tiles are not, and its values are not
+    known when the kernel is traced; a probe).  From v3, transpose mode proper, the page
     transposes "by loading it as a stationary tile and using an identity matrix as the moving
-    tile", so a moving tile shaped as that identity ([K, K], K the stationary's partitions) is
-    taken for it.  Any other moving tile: on NeuronCore-v2, where the flag only tells the
-    profiler "this instruction is a transpose", the instruction is the matmul
-    ``stationary.T @ moving`` it computes (False; it was refused as a transpose whose shape
-    disagreed: a probe, on Autocomp's attention kernels); from v3, transpose mode proper,
-    refused."""
+    tile": a moving tile shaped as that identity ([K, K], K the stationary's partitions) is
+    taken for it, any other refused."""
+    if current().nc_generation < 3:
+        return False
     st, mv = stationary.view(), moving.view()
     if mv.num_partitions == st.num_partitions == mv.free_count:
         return True
-    if current().nc_generation >= 3:
-        raise fail(f"nc_matmul(is_transpose=True): transpose mode moves the stationary tile through an identity "
-                   f"moving tile of ({st.num_partitions}, {st.num_partitions}); this moving tile is {moving.shape} "
-                   f"(NeuronCore-v{current().nc_generation}; on v2 the flag only labels the matmul for the profiler)")
-    return False
+    raise fail(f"nc_matmul(is_transpose=True): transpose mode moves the stationary tile through an identity "
+               f"moving tile of ({st.num_partitions}, {st.num_partitions}); this moving tile is {moving.shape} "
+               f"(NeuronCore-v{current().nc_generation}; on v2 the flag only labels the matmul for the profiler)")
 
 
 def positive_int(value: Any, what: str) -> int:

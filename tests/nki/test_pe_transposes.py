@@ -22,6 +22,21 @@ def test_a_labelled_transpose_with_another_moving_tile_is_the_matmul_on_trn1():
     np.testing.assert_allclose(out, q.T @ k, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("moving", ["random", "identity"])
+def test_a_square_moving_tile_on_trn1_is_the_matmul_whatever_it_holds(moving):
+    # (a square one was taken for the identity: attention's 128-row K tiles came out as q.T, probe_av)
+    q = f32(128, 64)
+    k = f32(128, 128, seed=1) if moving == "random" else np.eye(128, dtype=np.float32)
+    out = run(kernel("pe_transposes.py::scores_labelled_transpose"), q, k)["return0"]
+    np.testing.assert_allclose(out, q.T @ k, rtol=1e-4, atol=1e-4)
+
+
+def test_transpose_mode_on_trn2_takes_the_identity_shaped_moving_tile_for_the_identity():
+    q, eye = f32(128, 64), np.eye(128, dtype=np.float32)
+    program = trace(kernel("pe_transposes.py::scores_labelled_transpose"), q, eye, machine="trn2").program
+    assert [i.op for i, _ in program.instructions() if i.engine == "pe"] == ["transpose"]
+
+
 def test_transpose_mode_from_v3_needs_the_identity_s_shape():
     q, k = f32(128, 128), f32(128, 512, seed=1)
     expected = r"pe_transposes.py:14: .*transpose mode .* identity moving tile of \(128, 128\)"

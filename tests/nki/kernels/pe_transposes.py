@@ -8,9 +8,9 @@ import neuronxcc.nki.language as nl
 
 
 @nki.jit
-def scores_labelled_transpose(q, k):  # q (128, 128), k (128, 512): out = q.T @ k
-    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-    scores = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.psum)
+def scores_labelled_transpose(q, k):  # q (128, M), k (128, N): out = q.T @ k (v2)
+    out = nl.ndarray((q.shape[1], k.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    scores = nl.ndarray((q.shape[1], k.shape[1]), dtype=nl.float32, buffer=nl.psum)
     scores[...] = nisa.nc_matmul(stationary=nl.load(q), moving=nl.load(k), is_transpose=True)
     nl.store(out, nl.copy(scores))
     return out
