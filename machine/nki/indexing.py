@@ -402,6 +402,10 @@ class Iter:
         return f"Iter({self.uid}, pos={self.pos}/{self.ndim}, n={self.count})"
 
 
+#: The most index-grid points ``//`` / ``%`` evaluates to see whether the result is affine.
+_GRID_LIMIT = 1 << 22
+
+
 @dataclass(frozen=True, eq=False)
 class ArangeExpr:
     """``const + sum(coeff * iterator)``: an affine index vector (terms keep zero
@@ -484,9 +488,37 @@ class ArangeExpr:
         # (a % of a mask's vector was Python's TypeError: a probe)
         raise fail("an index vector in %, //, / or ** is no affine expression: NKI's index and mask expressions are "
                    "affine (the errors page's err_unsupported_expression_in_mask: \"i % 2 is not an affine "
-                   "expression\"); a stepped nl.arange or a range of the loop gives every second index")
+                   "expression\"; % and // by a positive integer pass where the result is affine over the index's "
+                   "range); a stepped nl.arange or a range of the loop gives every second index")
 
-    __mod__ = __rmod__ = __floordiv__ = __rfloordiv__ = __truediv__ = __rtruediv__ = __pow__ = _not_affine
+    __truediv__ = __rtruediv__ = __pow__ = __rpow__ = _not_affine
+
+    def _quasi_affine(self, other: Any, op: Any) -> ArangeExpr:
+        """``self // other`` or ``self % other`` by a positive integer where the result is affine over
+        the iterators' ranges (Autocomp's conv1d maps a flat index to (row, column) with ``i // K1`` and
+        ``i % K1``, ``i < K1``: 0 and ``i``; a probe): the values, evaluated on the index grid, as an
+        affine expression of the same iterators, or refused."""
+        if not is_int(other) or other <= 0 or isinstance(self.const, SymIndex):
+            self._not_affine()
+        axes = np.ix_(*(np.arange(it.count) for it in self.iters)) if self.terms else ()
+        if prod(it.count for it in self.iters) > _GRID_LIMIT:
+            self._not_affine()
+        values = op(self.const + sum((c * axis for (_it, c), axis in zip(self.terms, axes)), np.int64(0)), other)
+        base = int(values.flat[0])
+        coeffs = [int(values[tuple(1 if k == j else 0 for k in range(len(axes)))]) - base if it.count > 1 else 0
+                  for j, it in enumerate(self.iters)]
+        fitted = base + sum((c * axis for c, axis in zip(coeffs, axes)), np.int64(0))
+        if not np.array_equal(values, np.broadcast_to(fitted, values.shape)):
+            self._not_affine()
+        return ArangeExpr(base, tuple(zip(self.iters, coeffs)))
+
+    def __floordiv__(self, other: Any) -> ArangeExpr:
+        return self._quasi_affine(other, np.floor_divide)
+
+    def __mod__(self, other: Any) -> ArangeExpr:
+        return self._quasi_affine(other, np.mod)
+
+    __rfloordiv__ = __rmod__ = _not_affine
 
     def _allowed(self, cmp: str, value: int) -> tuple[Iter, set[int]]:
         """The values of this expression's one iterator for which ``self <cmp> value`` holds
