@@ -441,7 +441,10 @@ def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inp
         diffs, errors = (compare_tensors(program, reference, _compared(program, memory, compare), rtol=rtol, atol=atol)
                          if memory is not None else ((), NO_ERROR))
         outputs = output_arrays(program, memory) if memory is not None else reference_outputs
-        makespan = max(max(times.end, default=0.0), max(times.issued, default=0.0))
+        # the last instruction's whole duration, not only its occupancy: an engine's active time
+        # (span_end) is a share of the makespan (a one-instruction program was active 212 %: a probe)
+        makespan = max(max(times.end, default=0.0), max(times.issued, default=0.0),
+                       max(times.span_end or (), default=0.0))
         runs.append(RunResult(seed=policy.seed, makespan=makespan, trace_of=_TraceOf(plan, times, policy.seed, sources),
                               diffs=diffs, outputs=outputs, errors=errors))
         if progress is not None:

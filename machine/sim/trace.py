@@ -97,8 +97,10 @@ class Trace:
 
     @property
     def makespan(self) -> float:
-        """Time the last instance (or trigger) finished."""
-        return max((max(r.end, r.issued) for r in self.records), default=0.0)
+        """Time the last instance (or trigger) finished: a compute instance's whole duration
+        (:attr:`InstanceRecord.span_end`), which its engine's active time counts, not only its
+        occupancy."""
+        return max((max(r.end, r.issued, r.span_end or 0.0) for r in self.records), default=0.0)
 
     def stream(self, component: str) -> list[InstanceRecord]:
         """Records a component executes, in program order (a sequencer's include its triggers)."""

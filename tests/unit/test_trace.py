@@ -144,6 +144,18 @@ def test_active_time_is_the_union_of_whole_instruction_spans():
     assert row["active_percent"] == pytest.approx(100 * act.active_ns / summarize(flat).makespan_ns)
 
 
+@pytest.mark.parametrize("count", [1, 3])
+def test_the_makespan_holds_the_last_instruction_s_whole_duration(count):
+    """A program ending in compute ends when its last result is in, not when its engine could
+    start another: a one-instruction program was ACT 'active 212 %' of its makespan (a probe)."""
+    simulation = simulate(_act_chain(count, dependent=True), functional=False)
+    act = next(c for c in summarize(simulation.trace).components if c.name == "act")
+    last = max(simulation.trace, key=lambda r: r.start)
+    assert simulation.trace.makespan == pytest.approx(last.start + (1 + 220) / 1.4)
+    assert simulation.trace.makespan > last.end
+    assert simulation.runs[0].makespan == simulation.trace.makespan and act.active_ns <= simulation.trace.makespan
+
+
 def test_summary_figures_add_up():
     trace = simulate(load_program(f"{EXAMPLES}/matmul_k_loop.json")).trace
     summary = summarize(trace)
