@@ -29,3 +29,10 @@ def transposed_into_sbuf(x, engine="none"):  # x (P, F): out = x.T
         y[...] = nisa.nc_transpose(t)
     nl.store(out, y)
     return out
+
+
+@nki.jit
+def int_transposed(a):  # a int32 (P, F): out = a.T, by nl.transpose (PE, through PSUM)
+    out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.transpose(nl.load(a)))
+    return out
