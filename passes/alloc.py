@@ -39,7 +39,7 @@ Placement
       over their hulls only (so does PSUM: a kernel that placed every bank, each tile dead
       after its copy, leaves the banks to a later tile).
       When the rings do not fit either way, ring groups (one loop, one shape and dtype) are
-      made plain, the fewest this search finds (:func:`_fit_sbuf`), each counted as a fallback.
+      made plain, the fewest this search finds (:func:`~.alloc_place.fit_rings`), each counted as a fallback.
     * Spilling (:mod:`neuronsim.passes.alloc_spill`): when even one placement per tensor does
       not fit, tiles not in use over a run of top-level nodes are stored to DRAM after their
       last use before it and reloaded into a new tensor before their next use (Belady's rule
@@ -118,7 +118,7 @@ Contract (``alloc``)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache, partial
 from operator import attrgetter
@@ -132,9 +132,10 @@ from neuronsim.machine.ir.source import SOURCE_KEY
 from neuronsim.machine.model.presets import MachineSpec
 from neuronsim.machine.order.stream import InstanceStream, stream_of
 
-from neuronsim.passes.alloc_place import (FOREVER, PackItem, align_up as _align, declared_at, extent as _extent,
-                                          first_fit, most_live, place_psum, placed as _placed, rotate_slots,
-                                          rotation as _rotation, storage_use, where_declared)
+from neuronsim.passes.alloc_place import (FOREVER, PackItem, SbufFull, align_up as _align, declared_at,
+                                          extent as _extent, first_fit, fit_rings, most_live, place_psum,
+                                          placed as _placed, rotate_slots, rotation as _rotation, storage_use,
+                                          where_declared)
 from neuronsim.passes.alloc_spill import (ROOM_STEP, SPILL_ROUNDS, apply_spills, fit_psum, plan_spills,
                                           refuse_unplaceable, sbuf_room, spill_weights)
 from neuronsim.passes.analysis.lifetimes import Life, TensorUsers, lifetimes, live_ranges, tensor_users
@@ -143,10 +144,6 @@ from neuronsim.passes.pipeline import Pass, PassContext
 __all__ = ["Alloc", "AllocSharedDram", "SbufFull", "live_ranges", "rotate_slots", "storage_use"]
 
 _OP, _PARTITIONS = attrgetter("op"), attrgetter("partitions")
-
-
-class SbufFull(ProgramError):
-    """The virtual SBUF tiles do not fit as placed (spilling may make room)."""
 
 
 def _blocks(members: list[Tensor], lives: Mapping[str, Life], buffers: int, size_class):
@@ -391,47 +388,6 @@ def _pack_sbuf(program: Program, virtual: list[Tensor], lives: Mapping[str, Life
     return placed
 
 
-def _fit_sbuf(program: Program, lives: dict[str, Life], place: Callable[[Mapping[str, Life]], dict[str, Tensor]]
-              ) -> tuple[dict[str, Tensor], dict[str, Life], int]:
-    """``(placements, lives used, ring groups made plain)``: SBUF placed with every ring, else
-    with as few ring groups made plain as this search finds.
-
-    A ring group is the SBUF rings of one loop and one shape and dtype (they share lanes).
-    When all rings do not fit, the group whose loss is smallest (bytes per partition times
-    slots) among those that alone make the rest fit is made plain; when none alone does, the
-    largest group is made plain and the search goes on.  A kernel whose rings overflow SBUF
-    by one buffer keeps double buffering everywhere else, as an allocator short of memory
-    would, instead of losing every ring at once.
-    """
-    groups: dict[tuple, list[str]] = {}
-    for name, life in lives.items():
-        tensor = program.tensors[name]
-        if tensor.memory == MemoryKind.SBUF and life.loop is not None:
-            groups.setdefault((life.loop, tensor.shape, tensor.dtype), []).append(name)
-    try:
-        return place(lives), lives, 0
-    except SbufFull:
-        if not groups:
-            raise  # no ring to give up: SBUF is short even with one placement per tensor
-    cost = {key: sum(program.tensors[n].bytes_per_partition * lives[n].slots for n in names)
-            for key, names in groups.items()}
-
-    def plain(current: dict[str, Life], names: list[str]) -> dict[str, Life]:
-        return {**current, **{n: current[n].plain for n in names}}
-
-    made_plain = 0
-    while groups:
-        for key in sorted(groups, key=lambda k: (cost[k], repr(k))):
-            trial = plain(lives, groups[key])
-            try:
-                return place(trial), trial, made_plain + 1
-            except SbufFull:
-                continue
-        largest = max(groups, key=lambda k: (cost[k], repr(k)))
-        lives, made_plain = plain(lives, groups.pop(largest)), made_plain + 1
-    return place(lives), lives, made_plain
-
-
 def _dram_end(program: Program) -> int:
     return max((t.address + _extent(t) for t in program.tensors.values()
                 if t.memory == MemoryKind.DRAM and t.address is not None), default=0)
@@ -519,10 +475,10 @@ class Alloc(Pass):
                 lives = lifetimes(stream, slots, users)
             start_masks = _start_masks(stream, users, spec)
             try:
-                # bound now: _fit_sbuf calls the placement within this round, on this round's program
+                # bound now: fit_rings calls the placement within this round, on this round's program
                 place = partial(_place_sbuf, program, buffers=self.buffers, align=self.align, spec=spec,
                                 start_masks=start_masks, tensor_id=stream.tensor_id)
-                placed, lives, fallbacks = _fit_sbuf(program, lives, place)
+                placed, lives, fallbacks = fit_rings(program, lives, place)
                 break
             except SbufFull as short:
                 weights = spill_weights(program, self.align, spec)

@@ -9,7 +9,7 @@ share a byte only when :func:`~neuronsim.passes.analysis.lifetimes.may_share` sa
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from operator import attrgetter
 
@@ -22,8 +22,14 @@ from neuronsim.machine.model.presets import MachineSpec
 
 from neuronsim.passes.analysis.lifetimes import Life, may_share
 
-__all__ = ["FOREVER", "PackItem", "PsumFull", "align_up", "declared_at", "extent", "first_fit", "most_live",
-           "place_psum", "placed", "rotate_slots", "rotation", "storage_use", "where_declared"]
+__all__ = ["FOREVER", "PackItem", "PsumFull", "SbufFull", "align_up", "declared_at", "extent", "first_fit",
+           "fit_rings", "most_live", "place_psum", "placed", "rotate_slots", "rotation", "storage_use",
+           "where_declared"]
+
+
+class SbufFull(ProgramError):
+    """The virtual SBUF tiles do not fit as placed (spilling may make room)."""
+
 
 class PsumFull(ProgramError):
     """The virtual PSUM tiles live together need more banks than there are (spilling some to
@@ -367,3 +373,56 @@ def _union_length(spans: list[tuple[int, int]]) -> int:
     ranges = np.array(spans, np.int64)
     run_lo, run_hi = merged_runs(ranges[:, 0], ranges[:, 1])
     return int((run_hi - run_lo).sum())
+
+
+def fit_rings(program: Program, lives: dict[str, Life], place: Callable[[Mapping[str, Life]], dict[str, Tensor]]
+              ) -> tuple[dict[str, Tensor], dict[str, Life], int]:
+    """``(placements, lives used, ring groups made plain)``: SBUF placed with every ring, else
+    with as few ring groups made plain as this search finds.
+
+    A ring group is the SBUF rings of one loop and one shape and dtype (they share lanes).
+    When all rings do not fit, the fewest of the largest groups (bytes per partition times
+    slots) whose loss makes the rest fit are found by bisection, and the last of them is
+    swapped for the cheapest group whose loss does as well.  A kernel whose rings overflow
+    SBUF by one buffer keeps double buffering everywhere else, as an allocator short of memory
+    would, instead of losing every ring at once.  Fitting is taken to be monotone in the
+    groups made plain; when even every group plain does not fit, no ring given up helps (the
+    caller spills), which costs one placement, not a search: a kernel that spilled searched
+    every group in every spill round (Autocomp's attention, minutes in ``alloc``; a probe).
+    """
+    groups: dict[tuple, list[str]] = {}
+    for name, life in lives.items():
+        tensor = program.tensors[name]
+        if tensor.memory == MemoryKind.SBUF and life.loop is not None:
+            groups.setdefault((life.loop, tensor.shape, tensor.dtype), []).append(name)
+    try:
+        return place(lives), lives, 0
+    except SbufFull:
+        if not groups:
+            raise  # no ring to give up: SBUF is short even with one placement per tensor
+    cost = {key: sum(program.tensors[n].bytes_per_partition * lives[n].slots for n in names)
+            for key, names in groups.items()}
+    largest_first = sorted(groups, key=lambda k: (cost[k], repr(k)), reverse=True)
+
+    def plain(keys: Iterable[tuple]) -> dict[str, Life]:
+        return {**lives, **{n: lives[n].plain for key in keys for n in groups[key]}}
+
+    fits = {len(largest_first): place(plain(largest_first))}  # SbufFull: spills, not rings, make room
+    short, enough = 0, len(largest_first)  # the largest groups made plain: too few, enough
+    while enough - short > 1:
+        middle = (short + enough) // 2
+        try:
+            fits[middle] = place(plain(largest_first[:middle]))
+            enough = middle
+        except SbufFull:
+            short = middle
+    kept = largest_first[:enough - 1]
+    for key in sorted(largest_first[enough - 1:], key=lambda k: (cost[k], repr(k))):
+        if key == largest_first[enough - 1]:
+            break  # the largest of the rest is known to make room
+        trial = plain((*kept, key))
+        try:
+            return place(trial), trial, enough
+        except SbufFull:
+            continue
+    return fits[enough], plain(largest_first[:enough]), enough
