@@ -231,6 +231,10 @@ def test_an_unknown_scenario_lists_every_scenario_run_list_shows():
     assert all(name in line for name in listed) and "gemm_splitk" in listed
 
 
+def test_a_program_given_to_run_is_sent_to_simulate():
+    _one_error(_invoke(["run", "prog.json"]), "'prog.json' is no scenario", "`neuronsim simulate prog.json`")
+
+
 # -- part 3 --------------------------------------------------------------------------------
 def test_simulate_race_checks_every_run_and_exits_1_with_the_races():
     result = _invoke(["simulate", str(RACY), "--seeds", "1"])
