@@ -166,7 +166,7 @@ def _attempts(kernel: Any, func: Any, grid: tuple, arrays: tuple, kwargs: dict, 
         except TraceTooLarge:  # unrolling what was kept would only make it larger
             raise
         except MemoryError as err:  # the kernel's own allocation, or a trace that outgrew memory
-            raise NkiError(_located(err, func), f"out of memory while tracing ({err or 'MemoryError'}), after "
+            raise NkiError(_located(err, func), f"out of memory while tracing ({str(err) or 'MemoryError'}), after "
                                                 f"{tracer.kb.emitted:,} instructions") from None
         except SystemExit as err:  # the kernel's own sys.exit: not this command's exit status
             raise NkiError(_located(err, func), f"the kernel exits ({exit_call(err)})") from None

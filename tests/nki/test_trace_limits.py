@@ -37,6 +37,11 @@ def exits(a):
 @nki.jit
 def allocates_too_much(a):
     np.zeros((10**8, 10**8))
+
+
+@nki.jit
+def raises_memory_error(a):
+    raise MemoryError
 '''
 
 
@@ -93,11 +98,12 @@ def test_the_memory_limit_names_its_option(kernels, monkeypatch):
 @pytest.mark.parametrize("func, message", [
     ("exits", "the kernel exits (sys.exit(3))"),
     ("allocates_too_much", "out of memory while tracing (Unable to allocate"),
+    ("raises_memory_error", "out of memory while tracing (MemoryError), after 0 instructions"),  # was "()"
 ])
 def test_the_kernels_exit_or_memory_error_is_an_error_at_its_line(kernels, func, message):
     result = CliRunner().invoke(cli, ["run", f"k.py::{func}", "--inputs", "in.npz", "--out", "out"])
     assert result.exit_code == 2, result.output
-    line = _line_of("sys.exit(3)" if func == "exits" else "np.zeros((10**8")
+    line = _line_of({"exits": "sys.exit(3)", "allocates_too_much": "np.zeros((10**8"}.get(func, "raise MemoryError"))
     assert result.output.startswith(f"error: k.py:{line}: {message}")
     assert len(result.output.strip().splitlines()) == 1
 
