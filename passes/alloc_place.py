@@ -22,8 +22,8 @@ from neuronsim.machine.model.presets import MachineSpec
 
 from neuronsim.passes.analysis.lifetimes import Life, may_share
 
-__all__ = ["FOREVER", "PackItem", "PsumFull", "SbufFull", "align_up", "declared_at", "extent", "first_fit",
-           "fit_rings", "most_live", "place_psum", "placed", "rotate_slots", "rotation", "storage_use",
+__all__ = ["ALONE_TRIED", "FOREVER", "PackItem", "PsumFull", "SbufFull", "align_up", "declared_at", "extent",
+           "first_fit", "fit_rings", "most_live", "place_psum", "placed", "rotate_slots", "rotation", "storage_use",
            "where_declared"]
 
 
@@ -375,20 +375,30 @@ def _union_length(spans: list[tuple[int, int]]) -> int:
     return int((run_hi - run_lo).sum())
 
 
+#: The cheapest ring groups ``fit_rings`` tries to make plain one at a time (a placement each).
+ALONE_TRIED = 32
+
+
 def fit_rings(program: Program, lives: dict[str, Life], place: Callable[[Mapping[str, Life]], dict[str, Tensor]]
               ) -> tuple[dict[str, Tensor], dict[str, Life], int]:
     """``(placements, lives used, ring groups made plain)``: SBUF placed with every ring, else
     with as few ring groups made plain as this search finds.
 
     A ring group is the SBUF rings of one loop and one shape and dtype (they share lanes).
-    When all rings do not fit, the fewest of the largest groups (bytes per partition times
-    slots) whose loss makes the rest fit are found by bisection, and the last of them is
-    swapped for the cheapest group whose loss does as well.  A kernel whose rings overflow
-    SBUF by one buffer keeps double buffering everywhere else, as an allocator short of memory
-    would, instead of losing every ring at once.  Fitting is taken to be monotone in the
-    groups made plain; when even every group plain does not fit, no ring given up helps (the
-    caller spills), which costs one placement, not a search: a kernel that spilled searched
-    every group in every spill round (Autocomp's attention, minutes in ``alloc``; a probe).
+    When all rings do not fit, the cheapest group (bytes per partition times slots) whose loss
+    alone makes the rest fit is made plain.  When none alone does, and every group made plain
+    fits, the fewest of the largest groups that do are found by bisection and the last of them
+    swapped for the cheapest group that does as well.  A kernel whose rings overflow SBUF by
+    one buffer keeps double buffering everywhere else, as an allocator short of memory would,
+    instead of losing every ring at once.  Fitting is not monotone in the groups made plain (a
+    plain tile holds its bytes over its whole hull, a ring only over its stretch of each
+    iteration: the published Mamba v3 at seq 8192 fits with one group plain, not with all), so
+    the bisection answers only where every group plain is known to fit.  When it does not, no
+    further search runs and the caller spills: the old search, rounds of every group made plain
+    alone with the largest given up between rounds, made a kernel that spilled try the groups'
+    square in every spill round (Autocomp's attention, 256 groups of an unrolled kernel: minutes
+    in ``alloc``; a probe).  Alone, the :data:`ALONE_TRIED` cheapest groups are tried, so a
+    spill round costs at most that many placements and two.
     """
     groups: dict[tuple, list[str]] = {}
     for name, life in lives.items():
@@ -402,13 +412,26 @@ def fit_rings(program: Program, lives: dict[str, Life], place: Callable[[Mapping
             raise  # no ring to give up: SBUF is short even with one placement per tensor
     cost = {key: sum(program.tensors[n].bytes_per_partition * lives[n].slots for n in names)
             for key, names in groups.items()}
-    largest_first = sorted(groups, key=lambda k: (cost[k], repr(k)), reverse=True)
+    cheapest_first = sorted(groups, key=lambda k: (cost[k], repr(k)))
 
     def plain(keys: Iterable[tuple]) -> dict[str, Life]:
         return {**lives, **{n: lives[n].plain for key in keys for n in groups[key]}}
 
+    def cheapest_that_fits(kept: tuple, candidates: list[tuple]) -> tuple | None:
+        for key in candidates:
+            trial = plain((*kept, key))
+            try:
+                return place(trial), trial
+            except SbufFull:
+                continue
+        return None
+
+    alone = cheapest_that_fits((), cheapest_first[:ALONE_TRIED])
+    if alone is not None:
+        return (*alone, 1)
+    largest_first = cheapest_first[::-1]
     fits = {len(largest_first): place(plain(largest_first))}  # SbufFull: spills, not rings, make room
-    short, enough = 0, len(largest_first)  # the largest groups made plain: too few, enough
+    short, enough = 1, len(largest_first)  # the largest groups made plain: too few, enough
     while enough - short > 1:
         middle = (short + enough) // 2
         try:
@@ -416,13 +439,8 @@ def fit_rings(program: Program, lives: dict[str, Life], place: Callable[[Mapping
             enough = middle
         except SbufFull:
             short = middle
-    kept = largest_first[:enough - 1]
-    for key in sorted(largest_first[enough - 1:], key=lambda k: (cost[k], repr(k))):
-        if key == largest_first[enough - 1]:
-            break  # the largest of the rest is known to make room
-        trial = plain((*kept, key))
-        try:
-            return place(trial), trial, enough
-        except SbufFull:
-            continue
+    swapped = cheapest_that_fits(tuple(largest_first[:enough - 1]),
+                                 [k for k in cheapest_first[:-enough]])  # the groups cheaper than the last
+    if swapped is not None:
+        return (*swapped, enough)
     return fits[enough], plain(largest_first[:enough]), enough
