@@ -146,10 +146,9 @@ def main() -> None:
         status = done.code
     finally:
         signals.ignore_from_now()
-    if command in KEEPS_COLLECTING:
-        status = _output_done(status) if isinstance(status, int) else status
-        _exit_handlers()
-        raise SystemExit(status)
+    # fuzz too ends without the interpreter's teardown, which joins every thread still running: a
+    # user's pass that left one made `fuzz --workers 1` wait for it forever, its signals ignored
+    # by then (probe_ax)
     _leave(status)
 
 
