@@ -92,3 +92,26 @@ def test_an_x_source_offset_python_cannot_print_is_carried_as_text(tmp_path: Pat
     done = subprocess.run([str(NEURONSIM), "simulate", str(tmp_path / "prog.json")], cwd=tmp_path,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_a_file_sent_to_standard_output_keeps_it_to_itself(tmp_path: Path) -> None:
+    """``simulate --trace -`` wrote the trace and then the engine table into one stream, which no
+    JSON reader takes (so did ``--outputs -``, ``profile --html -``, ``run --report -``): the text
+    goes to standard error, as ``compile -o -``'s does (a probe)."""
+    program = _program(tmp_path)
+    done = subprocess.run([str(NEURONSIM), "simulate", str(program), "--trace", "-"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "traceEvents" in json.loads(done.stdout) and "makespan" in done.stderr
+    (tmp_path / "k.py").write_text(KERNEL)
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
+    done = subprocess.run([str(NEURONSIM), "profile", "k.py::double", "--inputs", "in.npz", "--html", "-"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("</html>") and "critical path" in done.stderr
+
+
+def test_two_files_sent_to_standard_output_are_refused(tmp_path: Path) -> None:
+    program = _program(tmp_path)
+    refused_in_one_line(["simulate", str(program), "--trace", "-", "--outputs", "-"], "--outputs",
+                        "standard output, -): the two would run together in one stream")

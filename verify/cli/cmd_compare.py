@@ -10,6 +10,8 @@ a race, outputs off the reference) or their outputs differ, 2 unusable input.
 
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.table import Table
 
@@ -102,7 +104,7 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
         emit_json({**result.to_json(), "moves": [m.to_json() for m in result.moves[:top]],
                    **({"files": {"html": html_path}} if html_path else {})})
         return 1 if failed else 0
-    console = people_console()
+    console = people_console(sys.stderr if html_path == "-" else None)  # (the page on stdout: text aside)
     # a faster variant that computes something else, or has findings, is no faster kernel (a probe)
     caveats = [*(["the outputs differ"] if result.differences else []),
                *(f"{name} has problems (below)" for side, name in ((result.a, "A"), (result.b, "B"))

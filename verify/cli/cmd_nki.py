@@ -41,7 +41,7 @@ from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KE
                                          check_output, check_plot, distinct_outputs, emit_json, json_option,
                                          keep_in_context, max_idle_option, max_idle_seconds, max_instances_option,
                                          pass_sources, run_command,
-                                         run_output_paths, stdout_for_json, write_run_outputs)
+                                         run_output_paths, stdout_for_json, text_aside, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
 __all__ = ["nki", "kernel_options", "trace_from_options", "run_kernel_command", "load_reference", "is_kernel_spec"]
@@ -389,7 +389,8 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     if as_json:
         emit_json({**report.to_json(), "files": paths, **(extra_json(report) if extra_json else {})})
     else:
-        for line in report.finding_lines():
-            click.echo(line)
-        printer(report.run, paths, reference="user reference" if user_reference else None)
+        with text_aside(report_path):
+            for line in report.finding_lines():
+                click.echo(line)
+            printer(report.run, paths, reference="user reference" if user_reference else None)
     return 1 if problems else 0

@@ -9,13 +9,15 @@ Exit 0 (a profile, findings or not: they are printed), 2 unusable input.
 
 from __future__ import annotations
 
+from typing import Any
+
 import ast
 import os
 
 import click
 
 from neuronsim.verify.cli.common import (check_output, emit_json, guard_size, json_option, max_idle_seconds,
-                                         run_command, size_options, stdout_for_json)
+                                         run_command, size_options, stdout_for_json, text_aside)
 from neuronsim.verify.cli.cmd_nki import kernel_options, trace_from_options
 
 __all__ = ["profile", "run_spec", "kernel_source"]
@@ -71,7 +73,6 @@ def profile(kernel: str, inputs_path, args, grid, dtypes, html_path: str | None,
             max_instances: int, max_memory: int | None) -> int:
     """Profile the NKI kernel FUNC of KERNEL.py line by line (simulated, nominal timing)."""
     from neuronsim.nki.line_profile import line_profile
-    from neuronsim.nki.render import profile_text
 
     check_output(html_path, "--html", (kernel, inputs_path))
     stdout_for_json(as_json, {"--html": html_path})
@@ -89,6 +90,14 @@ def profile(kernel: str, inputs_path, args, grid, dtypes, html_path: str | None,
                    "problems": report.problems(), "critical_lines": [f.where for f in held],
                    **({"files": {"html": html_path}} if html_path else {})})
         return 0
+    with text_aside(html_path):
+        _print_profile(report, result, held, source, html_path)
+    return 0
+
+
+def _print_profile(report: Any, result: Any, held: list, source: Any, html_path: str | None) -> None:
+    from neuronsim.nki.render import profile_text
+
     span = result.makespan_ns or 1.0
     click.echo(f"kernel {report.name}: {len(result.trace)} instances, makespan {result.makespan_ns:,.1f} ns (nominal)")
     click.echo("critical path: " + ", ".join(f"{f.where} {100 * f.critical_ns / span:.1f} %" for f in held))
@@ -99,4 +108,3 @@ def profile(kernel: str, inputs_path, args, grid, dtypes, html_path: str | None,
     click.echo("busy ns per engine: " + ", ".join(f"{c} {ns:,.1f}" for c, ns in result.busy_ns.items()))
     if html_path:
         click.echo(f"html: {html_path}")
-    return 0

@@ -36,6 +36,7 @@ from neuronsim.machine.order.unroll import unroll
 
 from neuronsim.verify.cli.common import (
     UsageFailure,
+    text_aside,
     check_output,
     check_plot,
     distinct_outputs,
@@ -203,9 +204,10 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
         emit_json(doc)
     else:
         tolerance = "exact" if not (rtol or atol) else f"rtol {plain_number(rtol or 0)}, atol {plain_number(atol or 0)}"
-        _print_people(sim, "-" if program == "-" else program, tolerance)
-        if not timing_only:
-            _print_races(prog, racy)
+        with text_aside(trace_path, outputs_path, plot_path):
+            _print_people(sim, "-" if program == "-" else program, tolerance)
+            if not timing_only:
+                _print_races(prog, racy)
     if sim.differs and as_json:
         print(f"outputs differ from the sequential reference in {sum(r.differs for r in sim.runs)} run(s)",
               file=sys.stderr)

@@ -13,6 +13,7 @@ every exit but 0 and 1 still writes exactly one ``neuronsim.error/1`` document.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -53,7 +54,7 @@ __all__ = [
     "UsageFailure", "fail", "run_command", "emit_json", "check_output", "check_plot", "plot_format_or_fail",
     "program_argument", "json_option", "run_output_paths", "write_run_outputs",
     "size_options", "guard_size", "distinct_outputs", "stdout_for_json", "max_memory_option", "max_instances_option",
-    "keep_in_context",
+    "keep_in_context", "text_aside",
     "DEFAULT_MAX_INSTANCES", "MAX_INSTANCES_KEY", "MAX_MEMORY_KEY",
     "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED", "EXIT_HUNG_UP",
     "TRACEBACK_ENV", "Terminated", "closed_pipe", "internal_error", "stopped",
@@ -521,13 +522,26 @@ def distinct_outputs(outputs: Mapping[str, str | None]) -> None:
     """Refuse two of a command's outputs (option -> path; an option with two, spelt again with
     a trailing space) that name one file: the second
     written would replace the first, exit 0 with one of them lost (``--trace t.json --outputs
-    t.json``, a ``--report`` into the ``--out`` folder's trace)."""
+    t.json``, a ``--report`` into the ``--out`` folder's trace); standard output (``-``) too,
+    where the second would follow the first in one stream (a probe)."""
+    dashes = [option.strip() for option, path in outputs.items() if path == "-"]
+    if len(dashes) > 1:
+        raise UsageFailure(f"the {dashes[1]} file is also the {dashes[0]} file (standard output, -): the two would "
+                           "run together in one stream", dashes[1])
     given = [(option, path) for option, path in outputs.items() if path not in (None, "-")]
     for k, (option, path) in enumerate(given):
         for other, earlier in given[:k]:
             if _same_file(path, earlier):
                 raise UsageFailure(f"the {option.strip()} file is also the {other.strip()} file ({earlier}): one "
                                    "would overwrite the other", path)
+
+
+def text_aside(*paths: str | None) -> contextlib.AbstractContextManager:
+    """Where a command's text for people goes while it prints it: standard error when one of its
+    file outputs ``paths`` is standard output (``-``), as ``compile -o -`` does, else standard
+    output.  The text after the file made it unreadable (``simulate --trace -`` was no JSON, an
+    HTML page ended in the engine table: a probe)."""
+    return contextlib.redirect_stdout(sys.stderr) if "-" in paths else contextlib.nullcontext()
 
 
 def _same_file(a: str, b: str) -> bool:
