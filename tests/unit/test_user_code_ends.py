@@ -379,6 +379,7 @@ def test_nki_options_that_cannot_hold(folder, args, fragment):
 @pytest.mark.parametrize("args, fragment", [
     (["run", "softmax", "--out", ""], "--out: an empty folder name"),
     (["run", "softmax", "--ranks", "2"], "--ranks: --ranks is for kernels"),
+    (["run", "matmul_tiled", "--target", "trn2"], "--target: --target is for kernels"),  # (ran on trn1: probe_ax)
     (["run", "gemm_splitk", "--passes", "derive-call-directions"], "--passes is for kernels and instruction scenarios"),
     (["fuzz", "--examples", "2", "--out", ""], "--out: an empty folder name"),
     (["run", "k.py::add1", "--inputs", "in.npz", "--out", "o", "--plot", ""], "the path is empty"),

@@ -30,7 +30,7 @@ from neuronsim.machine.formats.files import link_to_nowhere, make_folders
 from neuronsim.machine.sim.tolerance import plain_number
 from neuronsim.machine.sim.trace import summarize, summary_table
 
-from neuronsim.verify.cli.cmd_nki import RANKS_KEY, is_kernel_spec, kernel_options, run_kernel_command
+from neuronsim.verify.cli.cmd_nki import RANKS_KEY, TARGET_KEY, is_kernel_spec, kernel_options, run_kernel_command
 from neuronsim.verify.cli.sim_options import blas_option, timing_only_option, tolerance_options
 from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.app.console import people_console
@@ -194,9 +194,11 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
     if passes_spec is not None and not _names_a_task_scenario(scenario):  # (those refuse --passes below)
         parse_pipeline(passes_spec)  # a bad spec is the command line's error, before any work
     ranks = click.get_current_context().meta.get(RANKS_KEY, 1)
+    target = click.get_current_context().meta.get(TARGET_KEY)  # (a scenario ran on trn1 without a word: a probe)
     kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
                                              ("--dtype", dtypes), ("--reference", reference),
-                                             ("--report", report_path is not None), ("--ranks", ranks != 1)) if given]
+                                             ("--report", report_path is not None), ("--ranks", ranks != 1),
+                                             ("--target", target)) if given]
     if timing_only and reference:  # (a kernel's reference was dropped without a word)
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
     if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario (--plot checked once --out is made)
