@@ -160,8 +160,13 @@ def _same_file(a: str, b: str) -> bool:
 
 def _traceable(kernel: Any) -> bool:
     """A function (or what ``@nki.jit`` made of one, or a class of the file's) whose parameters
-    the trace can read: not a builtin, nor one of neuronsim's own classes (``f.__class__``)."""
+    the trace can read: not a builtin, nor one of neuronsim's own classes (``f.__class__``) or
+    functions (the NKI stand-ins)."""
     if inspect.isbuiltin(kernel) or (isinstance(kernel, type) and kernel.__module__.startswith("neuronsim.")):
+        return False
+    # an NKI call's stand-in (`k.py::nl.load`, `k.py::nki.jit`): traced, its error was placed in
+    # neuronsim's own source (a probe)
+    if str(getattr(getattr(kernel, "func", kernel), "__module__", None) or "").startswith("neuronsim."):
         return False
     try:
         inspect.signature(getattr(kernel, "func", kernel))

@@ -271,6 +271,9 @@ def test_an_argument_of_more_dimensions_than_a_tensor_has_is_refused(folder):
     ("import functools\nh = functools.partial(max, 1)\n", "h", "not a kernel function"),
     ("def __getattr__(name):\n    raise RuntimeError('no ' + name)\n", "h",
      "looking up 'h' in the kernel file: RuntimeError"),
+    # an NKI call's stand-in was traced, its error placed in neuronsim's own source (probe_ax)
+    ("import neuronxcc.nki.language as nl\n", "nl.load", "names.py: 'nl.load' in the kernel file is <function load"),
+    ("import neuronxcc.nki as nki\n", "nki.jit", "not a kernel function"),
 ])
 def test_a_kernel_name_that_is_no_kernel_function_is_refused(folder, source, name, fragment):
     (folder / "names.py").write_text(source)
