@@ -115,3 +115,15 @@ def test_two_files_sent_to_standard_output_are_refused(tmp_path: Path) -> None:
     program = _program(tmp_path)
     refused_in_one_line(["simulate", str(program), "--trace", "-", "--outputs", "-"], "--outputs",
                         "standard output, -): the two would run together in one stream")
+
+
+def test_an_output_over_a_module_the_kernel_imported_is_refused(tmp_path: Path) -> None:
+    """``nki kern.py::k -o helper.py`` replaced the helper the kernel imports with a program,
+    exit 0 (a probe): the files the user's code imported are read by the command too."""
+    (tmp_path / "helper.py").write_text(KERNEL)
+    (tmp_path / "kern.py").write_text("from helper import double as k\n")
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
+    before = (tmp_path / "helper.py").read_text()
+    refused_in_one_line(["nki", f"{tmp_path / 'kern.py'}::k", "--inputs", str(tmp_path / "in.npz"),
+                         "-o", str(tmp_path / "helper.py")], "a module the user's code imported")
+    assert (tmp_path / "helper.py").read_text() == before

@@ -38,9 +38,9 @@ from neuronsim.machine.ir.errors import message_of
 
 from neuronsim.verify.app.host import available_memory, machine_memory
 from neuronsim.verify.cli.common import (DEFAULT_MAX_INSTANCES, MAX_INSTANCES_KEY, MAX_MEMORY_KEY, UsageFailure,
-                                         check_output, check_plot, distinct_outputs, emit_json, json_option,
-                                         keep_in_context, max_idle_option, max_idle_seconds, max_instances_option,
-                                         pass_sources, run_command,
+                                         check_not_imported, check_output, check_plot, distinct_outputs, emit_json,
+                                         json_option, keep_in_context, max_idle_option, max_idle_seconds,
+                                         max_instances_option, pass_sources, run_command,
                                          run_output_paths, stdout_for_json, text_aside, write_run_outputs)
 from neuronsim.verify.cli.npz_io import parse_dtype_options, read_npz
 
@@ -264,6 +264,7 @@ def nki(kernel: str, inputs_path: str | None, args: tuple[str, ...], grid: str |
     check_output(output, "-o", (kernel, inputs_path))
     stdout_for_json(as_json, {"-o": output})
     traced, _ = trace_from_options(kernel, inputs_path, args, grid, dtypes)
+    check_not_imported(output, "-o")
     save_program(traced.program, output)
     count = sum(1 for _ in traced.program.instructions())
     warnings = [f"{where}: {message}" for where, _kind, message in traced.call_warnings]
@@ -379,6 +380,7 @@ def run_kernel_command(kernel: str, *, inputs_path, args, grid, dtypes, referenc
     if report_path:
         from neuronsim.verify.nki.run import write_run_report
 
+        check_not_imported(report_path, "--report")
         try:
             write_run_report(report, report_path)
         except OSError as err:

@@ -54,7 +54,7 @@ __all__ = [
     "UsageFailure", "fail", "run_command", "emit_json", "check_output", "check_plot", "plot_format_or_fail",
     "program_argument", "json_option", "run_output_paths", "write_run_outputs",
     "size_options", "guard_size", "distinct_outputs", "stdout_for_json", "max_memory_option", "max_instances_option",
-    "keep_in_context", "text_aside",
+    "keep_in_context", "text_aside", "check_not_imported",
     "DEFAULT_MAX_INSTANCES", "MAX_INSTANCES_KEY", "MAX_MEMORY_KEY",
     "EXIT_INPUT", "EXIT_INTERNAL", "EXIT_INTERRUPTED", "EXIT_BROKEN_PIPE", "EXIT_TERMINATED", "EXIT_HUNG_UP",
     "TRACEBACK_ENV", "Terminated", "closed_pipe", "internal_error", "stopped",
@@ -457,6 +457,27 @@ def check_output(path: str | None, option: str, inputs: tuple[str | None, ...] =
         check_output_path(path)
     except OutputError as err:
         raise UsageFailure(f"cannot write the {option} file: {err.reason}", path) from None
+
+
+def check_not_imported(path: str | None, option: str) -> None:
+    """Refuse an output path that is the file of a module the user's code imported (a kernel's
+    helper, a reference's): checked once that code ran, before the file is written.  ``nki
+    kern.py::k -o helper.py`` replaced the ``helper.py`` the kernel imports with a program, exit
+    0 (a probe); the files named on the command line are refused before any work
+    (:func:`check_output`)."""
+    if path is None or path == "-":
+        return
+    import sysconfig
+
+    ours = [os.path.realpath(p) + os.sep for p in (os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
+                                                   sysconfig.get_path("stdlib"), sysconfig.get_path("purelib"),
+                                                   sysconfig.get_path("platlib"))]
+    for module in list(sys.modules.values()):
+        source = getattr(module, "__file__", None)
+        if isinstance(source, str) and not os.path.realpath(source).startswith(tuple(ours)) \
+                and _same_file(path, source):
+            raise UsageFailure(f"the {option} file is {source}, a module the user's code imported: writing it would "
+                               "destroy it", path)
 
 
 def _files_of(source: str | None) -> list[str]:
