@@ -15,7 +15,7 @@ import sys
 import click
 from rich.table import Table
 
-from neuronsim.verify.cli.common import (check_output, emit_json, FiniteFloat, json_option, run_command, size_options,
+from neuronsim.verify.cli.common import (check_not_imported, check_output, emit_json, FiniteFloat, json_option, run_command, size_options,
                                          stdout_for_json, UsageFailure)
 from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference, require_kernel_spec
 from neuronsim.verify.cli.cmd_profile import run_spec
@@ -99,6 +99,7 @@ def compare(kernel_a: str, kernel_b: str, inputs_path, args, grid, dtypes, refer
     if html_path:
         from neuronsim.nki.pages import write_compare_page
 
+        check_not_imported(html_path, "--html")
         write_compare_page(html_path, result)
     if as_json:
         emit_json({**result.to_json(), "moves": [m.to_json() for m in result.moves[:top]],

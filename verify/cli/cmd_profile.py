@@ -17,7 +17,8 @@ import os
 import click
 
 from neuronsim.verify.cli.common import (check_output, emit_json, guard_size, json_option, max_idle_seconds,
-                                         run_command, size_options, stdout_for_json, text_aside)
+                                         run_command, size_options, stdout_for_json, text_aside,
+                                         check_not_imported)
 from neuronsim.verify.cli.cmd_nki import kernel_options, trace_from_options
 
 __all__ = ["profile", "run_spec", "kernel_source"]
@@ -83,6 +84,7 @@ def profile(kernel: str, inputs_path, args, grid, dtypes, html_path: str | None,
     if html_path:
         from neuronsim.nki.pages import write_profile_page
 
+        check_not_imported(html_path, "--html")
         write_profile_page(html_path, result, source, report)
     held = result.critical_lines()[:top]
     if as_json:
