@@ -15,8 +15,8 @@ import sys
 import click
 from rich.table import Table
 
-from neuronsim.verify.cli.common import (check_not_imported, check_output, emit_json, FiniteFloat, json_option, run_command, size_options,
-                                         stdout_for_json, UsageFailure)
+from neuronsim.verify.cli.common import (check_not_imported, check_output, emit_json, FiniteFloat, json_option,
+                                         run_command, size_options, stdout_for_json, UsageFailure)
 from neuronsim.verify.cli.cmd_nki import kernel_options, load_reference, require_kernel_spec
 from neuronsim.verify.cli.cmd_profile import run_spec
 from neuronsim.verify.app.console import people_console
