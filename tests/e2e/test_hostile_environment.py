@@ -144,9 +144,10 @@ def test_a_dependency_shadowed_on_pythonpath_is_one_line_naming_the_file(tmp_pat
 def test_fuzz_ends_though_a_users_pass_left_a_thread_running(tmp_path: Path) -> None:
     # the interpreter's teardown joined the thread: `fuzz --workers 1` never exited, its
     # SIGTERM ignored by then (probe_ax); compile and run already ended at once
-    (tmp_path / "spin.py").write_text("import threading, time\n\n\ndef spin_pass(program):\n"
-                                      "    threading.Thread(target=lambda: [time.sleep(1) for _ in iter(int, 1)]).start()\n"
-                                      "    return program\n")
+    (tmp_path / "spin.py").write_text(
+        "import threading, time\n\n\ndef spin_pass(program):\n"
+        "    threading.Thread(target=lambda: [time.sleep(1) for _ in iter(int, 1)]).start()\n"
+        "    return program\n")
     done = _neuronsim(tmp_path, "fuzz", "--examples", "1", "--workers", "1", "--pass", "spin:spin_pass",
                       "--out", "ff")  # (its timeout: 120 s)
     assert done.returncode in (0, 1), done.stderr
