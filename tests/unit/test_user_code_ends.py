@@ -383,6 +383,8 @@ def test_nki_options_that_cannot_hold(folder, args, fragment):
     (["run", "softmax", "--out", ""], "--out: an empty folder name"),
     (["run", "softmax", "--ranks", "2"], "--ranks: --ranks is for kernels"),
     (["run", "matmul_tiled", "--target", "trn2"], "--target: --target is for kernels"),  # (ran on trn1: probe_ax)
+    # a task scenario ran to the end past --max-instances (probe_ax)
+    (["run", "gemm_splitk", "--out", "o", "--max-instances", "1"], "--max-instances: the program submits"),
     (["run", "gemm_splitk", "--passes", "derive-call-directions"], "--passes is for kernels and instruction scenarios"),
     (["fuzz", "--examples", "2", "--out", ""], "--out: an empty folder name"),
     (["run", "k.py::add1", "--inputs", "in.npz", "--out", "o", "--plot", ""], "the path is empty"),

@@ -241,7 +241,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                     else "--passes")
             raise UsageFailure(f"{flag} is for kernels and instruction scenarios, not task scenarios", flag)
         return run_task_scenario_command(task_scenario, out_dir=out_dir, plot_path=plot_path, as_json=as_json,
-                                         make_folder=_out_folder)
+                                         make_folder=_out_folder, max_instances=max_instances)
     try:
         with stopped_when_idle("the scenario file", max_idle_seconds()):
             module = load_scenario(scenario)

@@ -255,9 +255,10 @@ def footprint_tasks(program: TaskProgram, *, spec: str | None, as_json: bool, pl
 
 
 # -- run ----------------------------------------------------------------------------------------
-def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as_json: bool, make_folder) -> int:
+def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as_json: bool, make_folder,
+                              max_instances: int | None = None) -> int:
     """``neuronsim run`` on a task scenario: tracking saved, races, the nominal run's trace."""
-    from neuronsim.verify.tasks.scenarios import run_task_scenario, task_scenario_name
+    from neuronsim.verify.tasks.scenarios import DEFAULT_TASK_SEEDS, run_task_scenario, task_scenario_name
 
     name = task_scenario_name(module)
     make_folder(out_dir)
@@ -265,7 +266,10 @@ def run_task_scenario_command(module, *, out_dir: str, plot_path: str | None, as
     check_plot(plot_path)
     from neuronsim.verify.cli.common import max_idle_seconds
 
-    result = run_task_scenario(module, max_idle=max_idle_seconds())
+    # (each simulated run and the two footprint stages walk the program)
+    result = run_task_scenario(module, max_idle=max_idle_seconds(),
+                               before_work=lambda program: guard_task_work(program, max_instances=max_instances,
+                                                                           runs=len(DEFAULT_TASK_SEEDS) + 2))
     write_run_outputs(paths, result.traces[0], result.footprint.to_json(), write_trace=write_task_trace,
                       plot=functools.partial(plot_task_timeline, program=name), plot_path=plot_path)
     problems = result.problems()

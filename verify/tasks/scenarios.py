@@ -20,6 +20,7 @@ the ``scenarios`` package.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -120,11 +121,13 @@ class TaskScenarioResult:
 
 
 def run_task_scenario(module: ModuleType, *, seeds: tuple[int | None, ...] = DEFAULT_TASK_SEEDS,
-                      max_idle: float | None = None) -> TaskScenarioResult:
+                      max_idle: float | None = None,
+                      before_work: Callable[[TaskProgram], object] | None = None) -> TaskScenarioResult:
     """Build, compile, count, check and simulate one task scenario (see the module doc); its
     ``build_tasks`` is the user's code when the scenario is a file of theirs: what it raises, or
     returns that is no task program, is its error (exit 2), and it is stopped after ``max_idle``
-    seconds (None: never)."""
+    seconds (None: never).  ``before_work`` sees the built program first (the command's size
+    guard: ``run gemm_splitk --max-instances 1`` ran to the end, a probe)."""
     from neuronsim.machine.nki.watch import stopped_when_idle
 
     name = task_scenario_name(module)
@@ -133,6 +136,8 @@ def run_task_scenario(module: ModuleType, *, seeds: tuple[int | None, ...] = DEF
     if not isinstance(program, TaskProgram):
         raise ProgramError("SCENARIO", f"{name}.build_tasks() returned a {type(program).__name__}, not a "
                                        "TaskProgram")
+    if before_work is not None:
+        before_work(program)
     shipped = Path(module.__file__).with_suffix(".json")  # type: ignore[arg-type]
     compiled = compile_tasks(program)[0]
     stale = any(path.is_file() and load_tasks(str(path)) != want
