@@ -61,8 +61,9 @@ def _code_info(code: object) -> tuple[bool, str, str, object]:
         path = os.path.abspath(code.co_filename)  # type: ignore[attr-defined]
         # importlib's frozen frames sit between a kernel's ``from nki.language import x`` and
         # the stand-in that refuses ``x``: the kernel's line is the one to name
+        # and code an eval / exec ran ("<string>") has no line to show: the kernel's line that ran it
         ours = (path.startswith((_PACKAGE_DIR + os.sep, _NUMPY_DIR)) or path.endswith(("contextlib.py", "functools.py"))
-                or path == _COPY or "<frozen importlib" in path)
+                or path == _COPY or "<frozen importlib" in path or code.co_filename == "<string>")  # type: ignore[attr-defined]
         info = _CODE[id(code)] = (ours, shown_path(path), path, code)
     return info
 

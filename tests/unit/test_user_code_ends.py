@@ -280,6 +280,13 @@ def test_a_kernel_name_that_is_no_kernel_function_is_refused(folder, source, nam
     one_error_line(_child(folder, "run", f"names.py::{name}", "--inputs", "in.npz", "--out", "out"), fragment)
 
 
+def test_an_nki_error_inside_eval_is_placed_at_the_kernel_line_that_ran_it(folder):
+    # it was "<string>:1", no file (probe_ax)
+    (folder / "ev.py").write_text(KERNEL.replace("value=nl.add(nl.load(x), 1.0)", 'value=eval("nl.load(x[0:256, :])")'))
+    one_error_line(_child(folder, "run", "ev.py::add1", "--inputs", "in.npz", "--out", "out"),
+                   "ev.py:8: partition dimension 256")
+
+
 def test_a_finaliser_of_the_kernel_that_raises_is_one_warning_line(folder):
     (folder / "dels.py").write_text("class D:\n    def __del__(self):\n        raise RuntimeError('del')\n\n\n"
                                     + KERNEL.replace("    out = nl.ndarray", "    D()\n    out = nl.ndarray"))
