@@ -392,7 +392,7 @@ def transpose(x: NkiTensor, *, dtype: Any = None, mask: Any = None, **_kw: Any) 
     if len(x.shape) != 2:
         raise fail("nl.transpose transposes a 2-D tile")
     shape = x.shape[::-1]
-    staged = _result(shape, ops.pe_transpose_dtype(x.dtype), "psum",
+    staged = _result(shape, operand_rules.pe_transpose_dtype(x.dtype), "psum",
                      lambda dst: current().kb.transpose(dst.view(), ops.staged_from_psum(ops.lay(x)).view()))
 
     swapped = ops.masked_in_source(mask, x)  # a mask in x's indices bounds the result swapped, staged or not

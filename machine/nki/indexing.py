@@ -32,6 +32,7 @@ import numpy as np
 
 from neuronsim.machine.ir.fast_dataclasses import cached
 from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, shown, unsupported
+from neuronsim.machine.nki.index_fit import affine_fit
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter",
@@ -402,10 +403,6 @@ class Iter:
         return f"Iter({self.uid}, pos={self.pos}/{self.ndim}, n={self.count})"
 
 
-#: The most index-grid points ``//`` / ``%`` evaluates to see whether the result is affine.
-_GRID_LIMIT = 1 << 22
-
-
 @dataclass(frozen=True, eq=False)
 class ArangeExpr:
     """``const + sum(coeff * iterator)``: an affine index vector (terms keep zero
@@ -493,30 +490,22 @@ class ArangeExpr:
 
     __truediv__ = __rtruediv__ = __pow__ = __rpow__ = _not_affine
 
-    def _quasi_affine(self, other: Any, op: Any) -> ArangeExpr:
-        """``self // other`` or ``self % other`` by a positive integer where the result is affine over
-        the iterators' ranges (Autocomp's conv1d maps a flat index to (row, column) with ``i // K1`` and
-        ``i % K1``, ``i < K1``: 0 and ``i``; a probe): the values, evaluated on the index grid, as an
-        affine expression of the same iterators, or refused."""
+    def _quasi_affine(self, other: Any, op: str) -> ArangeExpr:
+        """``self // other`` or ``self % other`` by a positive integer where the result is affine
+        over the iterators' ranges (:func:`~neuronsim.machine.nki.index_fit.affine_fit`), else refused."""
         if not is_int(other) or other <= 0 or isinstance(self.const, SymIndex):
             self._not_affine()
-        axes = np.ix_(*(np.arange(it.count) for it in self.iters)) if self.terms else ()
-        if prod(it.count for it in self.iters) > _GRID_LIMIT:
+        fitted = affine_fit(self.const, [(it.count, c) for it, c in self.terms], int(other), divmod_op=op)
+        if fitted is None:
             self._not_affine()
-        values = op(self.const + sum((c * axis for (_it, c), axis in zip(self.terms, axes)), np.int64(0)), other)
-        base = int(values.flat[0])
-        coeffs = [int(values[tuple(1 if k == j else 0 for k in range(len(axes)))]) - base if it.count > 1 else 0
-                  for j, it in enumerate(self.iters)]
-        fitted = base + sum((c * axis for c, axis in zip(coeffs, axes)), np.int64(0))
-        if not np.array_equal(values, np.broadcast_to(fitted, values.shape)):
-            self._not_affine()
+        base, coeffs = fitted
         return ArangeExpr(base, tuple(zip(self.iters, coeffs)))
 
     def __floordiv__(self, other: Any) -> ArangeExpr:
-        return self._quasi_affine(other, np.floor_divide)
+        return self._quasi_affine(other, "floor")
 
     def __mod__(self, other: Any) -> ArangeExpr:
-        return self._quasi_affine(other, np.mod)
+        return self._quasi_affine(other, "mod")
 
     __rfloordiv__ = __rmod__ = _not_affine
 

@@ -85,7 +85,8 @@ def nc_transpose(data, *, mask=None, dtype=None, engine=None, **_kw):
             lay(data).view()))  # (DVE transposes 32 x 32 at most)
         if on_pe and dst.tensor.memory.name != "PSUM":
             # the result assigned to an SBUF tile: the compiler stages the PE's (PSUM only) through PSUM
-            staged = declare_tile(current(), spec_of(dst.shape, to_dtype(ops.pe_transpose_dtype(data.dtype)), "psum"))
+            staging = to_dtype(operand_rules.pe_transpose_dtype(data.dtype))
+            staged = declare_tile(current(), spec_of(dst.shape, staging, "psum"))
             em.transpose(staged, data, "pe")
             current().note_write(dst)
             current().kb.tensor_copy(dst.view(), staged.view(), engine="act")

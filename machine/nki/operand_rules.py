@@ -38,7 +38,8 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.tiles import is_tile
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["integer_bits", "positive_int", "vector_transposable", "pattern_pairs", "same_shape", "same_counts",
+__all__ = ["integer_bits", "pe_transpose_dtype", "positive_int", "vector_transposable", "pattern_pairs", "same_shape",
+           "same_counts",
            "one_per_partition", "enum_member", "pool_off_psum", "transposable_into", "on_chip", "from_generation",
            "arithmetic_only", "INTEGER_DTYPES", "dtype_among", "same_dtype", "off_psum", "tensor_scalar_operators",
            "BITVEC_NAMES", "power_off_psum", "packed_zero", "gpsimd_dma_size", "same_rank", "legacy_broadcast",
@@ -150,6 +151,14 @@ def transpose_mode(stationary: Layout, moving: Layout) -> bool:
     raise fail(f"nc_matmul(is_transpose=True): transpose mode moves the stationary tile through an identity "
                f"moving tile of ({st.num_partitions}, {st.num_partitions}); this moving tile is {moving.shape} "
                f"(NeuronCore-v{current().nc_generation}; on v2 the flag only labels the matmul for the profiler)")
+
+
+def pe_transpose_dtype(source_dtype: str) -> str:
+    """The dtype of a PE transpose's PSUM result where the kernel names none: the source's from
+    NeuronCore-v3, whose PE transposes are bit-accurate (the nc_transpose page; an int32 tile staged
+    as float32 lost its bits above 2**24: a probe, on vLLM's block-table kernel), float32 on v2,
+    where the transpose is the matmul against the identity and lands as a matmul's result."""
+    return source_dtype if current().nc_generation >= 3 else "float32"
 
 
 def positive_int(value: Any, what: str) -> int:

@@ -345,14 +345,6 @@ def float32_tile(shape: tuple[int, ...]) -> Layout:
     return sbuf_tile(shape, "float32")
 
 
-def pe_transpose_dtype(source_dtype: str) -> str:
-    """The dtype of a PE transpose's PSUM result where the kernel names none: the source's from
-    NeuronCore-v3, whose PE transposes are bit-accurate (the nc_transpose page; an int32 tile staged
-    as float32 lost its bits above 2**24: a probe, on vLLM's block-table kernel), float32 on v2,
-    where the transpose is the matmul against the identity and lands as a matmul's result."""
-    return source_dtype if current().nc_generation >= 3 else "float32"
-
-
 def staged_from_psum(layout: Layout) -> Layout:
     """``layout`` itself, or, in PSUM, a copy of it in a fresh SBUF tile of its dtype (ACT
     copies it) for an engine that cannot read PSUM (POOL, PE), as the compiler stages such
