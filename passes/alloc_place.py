@@ -431,7 +431,8 @@ def fit_rings(program: Program, lives: dict[str, Life], place: Callable[[Mapping
         return (*alone, 1)
     largest_first = cheapest_first[::-1]
     fits = {len(largest_first): place(plain(largest_first))}  # SbufFull: spills, not rings, make room
-    short, enough = 1, len(largest_first)  # the largest groups made plain: too few, enough
+    # the largest groups made plain: too few (one is, where every group was tried alone), enough
+    short, enough = int(len(largest_first) <= ALONE_TRIED), len(largest_first)
     while enough - short > 1:
         middle = (short + enough) // 2
         try:
@@ -439,8 +440,7 @@ def fit_rings(program: Program, lives: dict[str, Life], place: Callable[[Mapping
             enough = middle
         except SbufFull:
             short = middle
-    swapped = cheapest_that_fits(tuple(largest_first[:enough - 1]),
-                                 [k for k in cheapest_first[:-enough]])  # the groups cheaper than the last
+    swapped = cheapest_that_fits(tuple(largest_first[:enough - 1]), cheapest_first[:-enough])  # cheaper than the last
     if swapped is not None:
         return (*swapped, enough)
     return fits[enough], plain(largest_first[:enough]), enough

@@ -85,3 +85,12 @@ def test_one_group_plain_may_fit_where_every_group_plain_does_not():
 
     _placed, used, made_plain = fit_rings(program, lives, place)
     assert made_plain == 1 and used["t1"].slots == 1 and len(calls) == 3
+
+
+def test_past_the_groups_tried_alone_the_largest_alone_is_still_found():
+    # more groups than are tried alone, the largest of them enough by itself: one group plain
+    program, lives = _kernel([64] * (ALONE_TRIED + 8) + [4096])
+    total = 2 * sum(program.tensors[n].bytes_per_partition for n in lives)
+    calls: list = []
+    _placed, used, made_plain = fit_rings(program, lives, _placement(program, total - 4096, calls))
+    assert made_plain == 1 and [n for n, life in used.items() if life.slots == 1] == [f"t{ALONE_TRIED + 8}"]
