@@ -50,7 +50,8 @@ def bind_arguments(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: d
         bounds = [signature.bind(*arrays, **kwargs) for _ in range(tracer.ranks)]
     except TypeError as err:
         # the parameters by name alone: annotations such as `nl.ndarray` print as function objects
-        params = ", ".join(signature.parameters)
+        star = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}  # (`*args` read `args`)
+        params = ", ".join(star.get(p.kind, "") + name for name, p in signature.parameters.items())
         raise NkiError(where, f"arguments do not fit {getattr(func, '__name__', 'the kernel')}({params}): {err}") \
             from None
     values: dict[str, np.ndarray] = {}

@@ -127,6 +127,12 @@ def test_arguments_that_do_not_fit_name_the_parameters(tmp_path):
     assert "<function" not in message
 
 
+def test_arguments_that_do_not_fit_show_the_starred_parameters(tmp_path):
+    (tmp_path / "starred.py").write_text("import nki\n\n\n@nki.jit\ndef k(x, *rest, size, **more):\n    pass\n")
+    with pytest.raises(NkiError, match=r"arguments do not fit k\(x, \*rest, size, \*\*more\)"):  # (was `rest`)
+        trace(load_kernel(f"{tmp_path / 'starred.py'}::k"), np.ones((4, 8), np.float32))
+
+
 def test_a_syntax_error_in_an_imported_module_names_that_module(tmp_path, monkeypatch):
     _write(tmp_path, "broken_helper.py", "def helper():\n    return 1\n      x = 2\n")
     path = _write(tmp_path, "imports_broken.py", "import broken_helper\n\n\ndef kernel(x):\n    return x\n")
