@@ -86,7 +86,9 @@ def _users_pass_failed(p: Pass, err: BaseException) -> ProgramError:
         return ProgramError("--passes", f"the pass {p.name!r} ends the process ({exit_call(err)}){where}: a pass "
                                         "returns a program")
     # (message_of: an exception whose own __str__ raises still makes the line; it was exit 3)
-    return ProgramError("--passes", f"the pass {p.name!r} raised {type(err).__name__}: {message_of(err)}{where}")
+    said = message_of(err)  # (an empty message left "MemoryError:  at": a probe)
+    raised = f"{type(err).__name__}{': ' + said if said else ''}"
+    return ProgramError("--passes", f"the pass {p.name!r} raised {raised}{where}")
 
 
 def _contents(program: Any) -> Any:

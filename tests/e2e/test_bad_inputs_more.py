@@ -36,6 +36,10 @@ class Boom:
 
     def __call__(self, program):
         raise RuntimeError("my pass exploded")
+
+
+def bare(program):
+    raise MemoryError
 '''
 
 
@@ -94,6 +98,7 @@ def test_nan_is_not_a_finite_option(folder: Path, args: list[str], fragment: str
 @pytest.mark.parametrize("spec, fragments", [
     ("synerr:f", ("cannot load the pass 'synerr:f'", "synerr.py:1")),
     ("boom:Boom", ("the pass", "raised RuntimeError: my pass exploded", "boom.py:")),
+    ("boom:bare", ("the pass 'boom:bare' raised MemoryError at boom.py:",)),  # (was "MemoryError:  at": a probe)
     ("builtins:int", ("builtins:int: <class 'int'> is a class whose objects have neither apply nor __call__",)),
 ])
 def test_a_users_pass_that_fails_is_the_users_input(folder: Path, spec: str, fragments: tuple[str, ...]) -> None:

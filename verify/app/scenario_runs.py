@@ -391,7 +391,8 @@ def user_code_error(err: BaseException, where: str, what: str) -> ProgramError:
     site = user_site(err) or where
     if isinstance(err, SystemExit):
         return ProgramError(site, f"{what} exits ({exit_call(err)})")
-    return ProgramError(site, f"{what} raised {type(err).__name__}: {message_of(err)}")
+    said = message_of(err)  # (an empty message left a trailing ": ": a probe)
+    return ProgramError(site, f"{what} raised {type(err).__name__}{': ' + said if said else ''}")
 
 
 def _reference(scenario: ModuleType, call: Future | None, values: Mapping[str, Any],
