@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import re
 import stat
 import sys
 from typing import BinaryIO
@@ -118,15 +119,25 @@ def read_input(source: str | BinaryIO, *, limit: int | None = None) -> bytes:
         return _read_stream(source, limit)  # type: ignore[arg-type]
     if source == "-":
         try:
-            return _read_stream(_stdin(), limit)
+            data = _read_stream(_stdin(), limit)
         except OSError as err:
             raise ProgramError("", f"cannot read standard input: {err.strerror or err}") from None
+        if _PYTHON_START.match(data):  # (`check - < k.py` was "malformed JSON at line 1 column 1": a probe)
+            raise ProgramError("", "standard input holds Python source, not a JSON document: trace a kernel into a "
+                                   "program with `neuronsim nki FILE.py::FUNC -o PROGRAM.json`, or run it with "
+                                   "`neuronsim run FILE.py::FUNC`")
+        return data
     _not_a_kernel(os.fspath(source))
     try:
         with open(source, "rb") as fh:
             return _read_stream(fh, limit)
     except OSError as err:
         raise ProgramError(os.fspath(source), f"cannot read it: {err.strerror or err}") from None
+
+
+#: Python source's first statement (after comments and blank lines): what no JSON document starts with.
+_PYTHON_START = re.compile(rb"(?:\s*#[^\n]*\n|\s*\n)*\s*"
+                           rb"(?:import\s+\w|from\s+[\w.]+\s+import\b|def\s+\w|class\s+\w|@\w)")
 
 
 def _not_a_kernel(source: str) -> None:

@@ -184,6 +184,16 @@ def test_a_kernel_where_a_program_goes_says_what_to_do_with_it(folder: Path, com
     assert not (folder / "c.json").exists()
 
 
+@pytest.mark.parametrize("command", [["check", "-"], ["simulate", "-"], ["compile", "-", "-o", "c.json"]])
+def test_python_source_on_standard_input_says_what_to_do_with_it(folder: Path, command: list[str]) -> None:
+    # it was "malformed JSON at line 1 column 1" (probe_ax)
+    run = subprocess.run([str(NEURONSIM), *command], cwd=folder, capture_output=True, text=True, timeout=TIMEOUT,
+                         input="# a kernel\n\nimport nki\nimport nki.language as nl\n")
+    one_error_line(run, "error: -: standard input holds Python source, not a JSON document",
+                   "neuronsim nki FILE.py::FUNC -o PROGRAM.json")
+    assert not (folder / "c.json").exists()
+
+
 def test_a_program_whose_name_holds_two_colons_is_a_program(folder: Path) -> None:
     """``k.py::add1.json`` beside a ``k.py`` is a JSON file, not a kernel (probe_re N2)."""
     (folder / "k.py").write_text("x = 1\n")
