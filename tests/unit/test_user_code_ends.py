@@ -390,6 +390,7 @@ def test_nki_options_that_cannot_hold(folder, args, fragment):
     (["run", "softmax", "--out", ""], "--out: an empty folder name"),
     (["run", "softmax", "--ranks", "2"], "--ranks: --ranks is for kernels"),
     (["run", "matmul_tiled", "--target", "trn2"], "--target: --target is for kernels"),  # (ran on trn1: probe_ax)
+    (["run", "k.py::add1", "--list"], "--list: --list lists the shipped scenarios and runs none"),
     # a task scenario ran to the end past --max-instances (probe_ax)
     (["run", "gemm_splitk", "--out", "o", "--max-instances", "1"], "--max-instances: the program submits"),
     (["run", "gemm_splitk", "--passes", "derive-call-directions"], "--passes is for kernels and instruction scenarios"),

@@ -181,6 +181,9 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
 
     started = time.perf_counter()  # the stage line's total (issue 31: say what each stage cost)
     if list_only:
+        if scenario is not None:  # (`run k.py::f --list` listed the scenarios and ran nothing: a probe)
+            raise UsageFailure(f"--list lists the shipped scenarios and runs none: give {scenario} without it, or "
+                               "--list alone", "--list")
         from neuronsim.verify.tasks.scenarios import all_task_scenarios, task_scenario_name
 
         names = [scenario_name(m) for m in all_scenarios()] + [task_scenario_name(m) for m in all_task_scenarios()]
