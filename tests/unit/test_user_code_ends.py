@@ -400,6 +400,11 @@ def test_nki_options_that_cannot_hold(folder, args, fragment):
     (["run", "k.py::add1", "--inputs", "in.npz", "--out", "o", "--reference", "k:add1", "--timing-only"],
      "--timing-only: --timing-only computes no value to compare with --reference"),
     (["run", "softmax", "--out", "o", "--plot", "t.pgf"], "the extension .pgf is not an image format"),
+    # options about values beside --timing-only were ignored without a word (probe_ax)
+    (["run", "k.py::add1", "--inputs", "in.npz", "--out", "o", "--timing-only", "--rtol", "0.5"],
+     "--rtol: --rtol is about values; --timing-only computes none"),
+    (["simulate", "prog.json", "--timing-only", "--compare", "all"], "--compare: --compare is about values"),
+    (["simulate", "prog.json", "--timing-only", "--data-seed", "5"], "--data-seed: --data-seed is about values"),
     (["run", "softmax", "--out", "o", "--blas-threads", "\u00b2"], "expected a number of threads from 1 to 999999"),
     (["compare", "k.py::add1", "k.py::add1", "--inputs", "in.npz", "--reference", ""], "expected MODULE:FN"),
     (["fuzz", "--examples", "2", "--out", "k.py/sub"], "k.py is a file, not a folder"),
@@ -407,6 +412,7 @@ def test_nki_options_that_cannot_hold(folder, args, fragment):
 def test_run_and_fuzz_options_named_at_once(folder, args, fragment):
     """An empty ``--out`` was named nowhere (fuzz said so after its whole run); ``--ranks`` on a
     scenario was ignored; a file where ``--out``'s parent folder should be was "not writable"."""
+    (folder / "prog.json").write_text(valid_text())
     one_error_line(_child(folder, *args), fragment)
 
 

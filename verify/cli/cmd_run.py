@@ -204,6 +204,9 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                                              ("--target", target)) if given]
     if timing_only and reference:  # (a kernel's reference was dropped without a word)
         raise UsageFailure("--timing-only computes no value to compare with --reference", "--timing-only")
+    if timing_only and (rtol is not None or atol is not None):  # (ignored without a word: a probe)
+        flag = "--rtol" if rtol is not None else "--atol"
+        raise UsageFailure(f"{flag} is about values; --timing-only computes none", flag)
     if is_kernel_spec(scenario):  # an NKI kernel: traced, then run as a scenario (--plot checked once --out is made)
 
         def guard(program) -> None:

@@ -21,6 +21,7 @@ import os
 import sys
 
 import click
+from click.core import ParameterSource
 import numpy as np
 
 from neuronsim.machine.formats.program_json import load_program
@@ -177,7 +178,10 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
                                       as_json=as_json, max_instances=max_instances, inputs_path=inputs_path)
     prog, findings = prepare_traced(load_program(prog))  # a traced NKI program: its findings, compiled first
     prog = placed(prog)
-    _refuse_with_timing_only(timing_only, outputs_path=outputs_path, inputs_path=inputs_path, rtol=rtol, atol=atol)
+    given = click.get_current_context().get_parameter_source  # (--compare all and --data-seed were ignored: a probe)
+    _refuse_with_timing_only(timing_only, outputs_path=outputs_path, inputs_path=inputs_path, rtol=rtol, atol=atol,
+                             compare=compare if given("compare") == ParameterSource.COMMANDLINE else None,
+                             data_seed=data_seed if given("data_seed") == ParameterSource.COMMANDLINE else None)
     inputs = _load_inputs(inputs_path, prog)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
     with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
@@ -221,7 +225,7 @@ def _refuse_with_timing_only(timing_only: bool, **given) -> None:
     if timing_only:
         for name, value in given.items():
             if value is not None:
-                flag = "--" + name.removesuffix("_path")
+                flag = "--" + name.removesuffix("_path").replace("_", "-")
                 raise UsageFailure(f"{flag} is about values; --timing-only computes none", flag)
 
 
