@@ -127,3 +127,24 @@ def test_an_output_over_a_module_the_kernel_imported_is_refused(tmp_path: Path) 
     refused_in_one_line(["nki", f"{tmp_path / 'kern.py'}::k", "--inputs", str(tmp_path / "in.npz"),
                          "-o", str(tmp_path / "helper.py")], "a module the user's code imported")
     assert (tmp_path / "helper.py").read_text() == before
+
+
+def test_an_output_over_a_module_a_users_pass_imported_is_refused(tmp_path: Path) -> None:
+    """``compile -o helper.py`` with a ``--passes`` module importing ``helper`` replaced it (probe_az)."""
+    program = _program(tmp_path)
+    (tmp_path / "passhelper.py").write_text("X = 1\n")
+    (tmp_path / "mypass.py").write_text("import passhelper\n\n\ndef P(program):\n    return program\n")
+    done = subprocess.run([str(NEURONSIM), "compile", str(program), "--passes", "alloc,build-fdeps,mypass:P", "-o",
+                           "passhelper.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "a module the user's code imported" in done.stderr, done.stderr
+    assert (tmp_path / "passhelper.py").read_text() == "X = 1\n"
+
+
+def test_a_run_report_on_standard_output_is_the_page_alone(tmp_path: Path) -> None:
+    """``run K --report -``: its last line, the stages, followed the page on standard output (probe_az)."""
+    (tmp_path / "k.py").write_text(KERNEL)
+    np.savez(tmp_path / "in.npz", x=np.ones((128, 64), np.float32))
+    done = subprocess.run([str(NEURONSIM), "run", "k.py::double", "--inputs", "in.npz", "--out", "o", "--report", "-"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("</html>") and "stages:" in done.stderr

@@ -26,6 +26,7 @@ from neuronsim.machine.ir.errors import message_of
 
 from neuronsim.verify.cli.traced import default_pipeline
 from neuronsim.verify.cli.common import (
+    check_not_imported,
     UsageFailure,
     check_output,
     emit_json,
@@ -98,6 +99,7 @@ def compile_command(program: str, output: str, passes_spec: str | None, explain_
         seconds = time.perf_counter() - started
         # explained before anything is written: an --explain naming no instruction leaves no -o file
         note = explain(compiled, *explain_pair, provenance=ctx.provenance) if explain_pair else None
+        check_not_imported(output, "-o")  # (a module a --passes pass imported: probe_az)
         save_program(compiled, output)
         summary = edge_summary(compiled)
     except (TypeError, AttributeError, KeyError, ValueError, IndexError) as err:

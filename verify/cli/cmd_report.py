@@ -18,6 +18,7 @@ import click
 from neuronsim.machine.formats.program_json import load_program
 
 from neuronsim.verify.cli.common import (
+    check_not_imported,
     UsageFailure, check_output, guard_size, max_idle_option, pass_sources, placed, program_argument, run_command,
     size_options,
 )
@@ -48,6 +49,7 @@ def report(program: str, output: str, spec: str | None, max_instances: int, max_
     try:
         views: list[dict] = []
         grouped_findings(findings, lambda f: views.append(f.to_json()) or "")  # one per kind on a pair of lines
+        check_not_imported(output, "--output")
         shown = write_report(prog, output, name, passes=spec, findings=views)
     except OSError as err:
         raise UsageFailure(f"cannot write {output}: {err.strerror or err}", "--output") from None

@@ -36,7 +36,7 @@ from neuronsim.verify.app.progress import Progress, stage_line
 from neuronsim.verify.app.console import people_console
 from neuronsim.verify.cli.common import (UsageFailure, check_plot, distinct_outputs, emit_json, guard_size,
                                          json_option, plot_format_or_fail, run_command, run_output_paths,
-                                         size_options, write_run_outputs)
+                                         size_options, text_aside, write_run_outputs)
 
 __all__ = ["run"]
 
@@ -223,7 +223,8 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
                                       extra_json=lambda report: _verdict(report.run, findings=report.findings,
                                                                          user_reference=bool(reference)))
         if not as_json:
-            click.echo(stage_line(progress.seconds, time.perf_counter() - started, progress.beside))
+            with text_aside(report_path):  # (`--report -`: the page alone on standard output; probe_az)
+                click.echo(stage_line(progress.seconds, time.perf_counter() - started, progress.beside))
         return status
     if kernel_flags:
         file = scenario.split("::")[0].partition(":")[0]

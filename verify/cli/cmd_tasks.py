@@ -26,8 +26,8 @@ from neuronsim.passes.tasks import (
     parse_task_pipeline, run_task_pipeline,
 )
 
-from neuronsim.verify.cli.common import (check_output, emit_json, json_option, max_idle_option, pass_sources,
-                                         program_argument, run_command, stdout_for_json)
+from neuronsim.verify.cli.common import (check_not_imported, check_output, emit_json, json_option, max_idle_option,
+                                         pass_sources, program_argument, run_command, stdout_for_json)
 from neuronsim.verify.cli.task_programs import DEFAULT_MAX_PAIRS, guard_task_passes
 
 __all__ = ["tasks", "task_report", "render_task_report"]
@@ -162,6 +162,7 @@ def tasks(program: str, passes_spec: str, faithful: bool, output: str | None, no
     guard_task_passes(prog, max_pairs)
     compiled, report = task_report(prog, passes_spec, faithful=faithful, verify=not no_verify)
     if output is not None:
+        check_not_imported(output, "-o")
         save_tasks(compiled, output)
     if as_json:
         emit_json(report)
