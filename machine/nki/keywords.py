@@ -135,7 +135,13 @@ def dst_first_hint(name: str, signature: inspect.Signature, args: tuple, kwargs:
     cannot be the output (not a tile, or a tile that already holds values: a ``dst`` is most
     often a fresh one: ``written(name)`` says whether the trace wrote a tensor) and the same
     arguments bind once a ``dst`` goes first."""
-    names = list(signature.parameters)
+    names = [n for n, p in signature.parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD]
+    stray = [k for k in kwargs if k not in names]  # taken by the call's **kwargs, so the call lacks what they meant
+    if stray:  # (`tensor_copy(dst_tile=u, ...)` was told to put dst first, its keyword never named: a probe)
+        meant = get_close_matches(stray[0], names, n=1, cutoff=_CLOSE) or [
+            n for n in names if stray[0].startswith(n + "_") or n.startswith(stray[0] + "_")][:1]  # dst_tile, dst
+        return (f" (keyword {stray[0]!r} is no parameter of {name}"
+                + (f": did you mean {meant[0]!r}?)" if meant else ")"))
     if not name.startswith("nisa.") or not names or names[0] != "dst" or "dst" in kwargs or not (args or kwargs):
         return ""
     tensor = getattr(getattr(args[0], "layout", None), "tensor", None) if args else None

@@ -68,3 +68,29 @@ def test_a_current_call_that_fails_otherwise_gets_no_such_hint(tmp_path):
     with pytest.raises(NkiError) as err:
         trace(load_kernel(f"{tmp_path / 'k.py'}::current_form_wrong_shape"), np.ones((4, 10), np.float32))
     assert "writes its output first" not in str(err.value)
+
+
+MISSPELT = '''import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+@nki.jit
+def misspelt_dst(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.tensor_copy(dst_tile=u, src=t)
+    return t
+'''
+
+
+def test_a_misspelt_required_keyword_is_named_not_the_output_first_form(tmp_path):
+    # it was told to put dst first, `dst_tile` never named (probe_ba)
+    (tmp_path / "m.py").write_text(MISSPELT)
+    with pytest.raises(NkiError) as err:
+        trace(load_kernel(f"{tmp_path / 'm.py'}::misspelt_dst"), np.ones((4, 10), np.float32))
+    text = str(err.value)
+    assert text.startswith("m.py:11: ") and "keyword 'dst_tile' is no parameter of nisa.tensor_copy: did you mean " \
+                                                 "'dst'?" in text
+    assert "writes its output first" not in text
