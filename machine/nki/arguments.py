@@ -43,6 +43,9 @@ def bind_arguments(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: d
     # array of the same tensor name, "declared twice", an exit 3: a probe)
     named = set(signature.parameters) | (set(kwargs) if any(
         p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values()) else set())
+    if tracer.ranks > 1:  # rank 0's own NAME_rank0 is NAME where no NAME is given (it was "missing NAME": a probe)
+        kwargs = {(m[1] if (m := RANK_ARGUMENT.fullmatch(k)) and int(m[2]) == 0 and m[1] in named
+                   and m[1] not in kwargs and isinstance(v, np.ndarray) else k): v for k, v in kwargs.items()}
     own = {k: v for k, v in kwargs.items() if (m := RANK_ARGUMENT.fullmatch(k)) and m[1] in named
            and 1 <= int(m[2]) < tracer.ranks and isinstance(v, np.ndarray)}
     kwargs = {k: v for k, v in kwargs.items() if k not in own}

@@ -43,3 +43,13 @@ def test_a_rank_s_own_array_through_kwargs_is_that_rank_s(tmp_path):
     x, mine = np.ones((128, 64), np.float32), np.full((128, 64), 3.0, np.float32)
     traced = trace(load_kernel(str(tmp_path / "kw.py::only_keywords")), x=x, x_rank1=mine, ranks=2)
     assert np.array_equal(traced.inputs["x"], x) and np.array_equal(traced.inputs["x_rank1"], mine)
+
+
+def test_each_rank_given_its_own_array_alone(tmp_path):
+    """probe_ba: ``x_rank0`` and ``x_rank1`` without an ``x`` were "missing a required argument:
+    'x'", though the option's help says ``NAME_rank{r}`` gives rank r its own NAME."""
+    (tmp_path / "kw.py").write_text(KERNEL)
+    first, second = np.ones((128, 64), np.float32), np.full((128, 64), 3.0, np.float32)
+    traced = trace(load_kernel(str(tmp_path / "kw.py::copy_into")), x_rank0=first, x_rank1=second,
+                   out=np.zeros((128, 64), np.float32), bias=np.zeros((128, 64), np.float32), ranks=2)
+    assert np.array_equal(traced.inputs["x"], first) and np.array_equal(traced.inputs["x_rank1"], second)
