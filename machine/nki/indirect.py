@@ -37,7 +37,7 @@ from neuronsim.machine.nki.layout import Indirect, Layout, check_index_tile
 from neuronsim.machine.nki.device_values import record_decision, tile_values
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["indirect_dma", "runs", "vector_offset_view", "dimension"]
+__all__ = ["indirect_dma", "runs", "vector_offset_view", "dimension", "repeated_rows_warning"]
 
 Emit = Callable[..., None]
 
@@ -200,3 +200,18 @@ def dimension(layout: Layout, dim: int, what: str) -> tuple[int, int]:
                           f"{layout.tensor.name}", "indirect_dim names a dimension of the tensor")
     _kind, stride, count = layout.axes[dim]
     return stride, count
+
+
+def repeated_rows_warning(call: str, indirect: Indirect) -> None:
+    """A warning at the kernel line when a scatter read-modify-write promised unique indices
+    (``unique_indices=True``, the default) repeats a row among them: the dma_compute page makes
+    unique indices the condition of a correct result, so the device need not add every repeat
+    as the model does (a public MoE scatter-add, every row on one index, came out summed without
+    a word: a probe)."""
+    rows = tile_values(indirect.index, "an indirect DMA").astype(np.int64).ravel()
+    values, counts = np.unique(rows, return_counts=True)
+    if (counts > 1).any():
+        row = int(values[np.argmax(counts > 1)])
+        current().warn("indices", f"{call}: unique_indices=True, but row {row} is scattered to {int(counts.max())} "
+                                  f"times in one call: the page makes unique indices the condition of a correct "
+                                  f"result (pass unique_indices=False, or keep the repeats apart)")

@@ -15,7 +15,7 @@ import numpy as np
 
 from neuronsim.machine.ir.program import MemoryKind
 from neuronsim.machine.nki import emitters as em, emitters_select as es
-from neuronsim.machine.nki import isa_select, mx, operand_rules, ops, scalars, schedule, transpose_dma
+from neuronsim.machine.nki import indirect, isa_select, mx, operand_rules, ops, scalars, schedule, transpose_dma
 from neuronsim.machine.nki.arith import alu_name, alu_names
 from neuronsim.machine.nki.cores import meet
 from neuronsim.machine.nki.errors import fail
@@ -390,7 +390,12 @@ def lnc_names() -> dict[str, Any]:
 @api("nisa.dma_compute")
 def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None, name=None, **_kw
                 ) -> Handle:
-    return _emit(lambda: em.dma_compute(_dst(dst), srcs, reduce_op, scales), name)
+    def emit() -> None:
+        out = _dst(dst)
+        if unique_indices and out.indirect is not None:
+            indirect.repeated_rows_warning("nisa.dma_compute", out.indirect)
+        em.dma_compute(out, srcs, reduce_op, scales)
+    return _emit(emit, name)
 
 
 @api("nisa.dma_transpose")

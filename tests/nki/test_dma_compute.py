@@ -43,3 +43,22 @@ def test_another_reduce_op_is_one_line_at_the_call():
     assert "\n" not in message
     assert re.match(rf"\S*dma_compute\.py:{line_of(SOURCE, 'max refused here')}: ", message), message
     assert "nl.add" in message, message
+
+
+@pytest.mark.parametrize("unique, rows, warned", [(True, [0] * 8, True), (True, list(range(8)), False),
+                                                  (False, [0] * 8, False)])
+def test_a_repeated_row_under_unique_indices_is_a_warning(unique, rows, warned):
+    # a scatter-add of every row onto one ran summed without a word (probe_ba): unique_indices
+    # (the default) makes unique rows the condition of a correct result on the device
+    x = RNG.normal(size=(8, 4)).astype(np.float32)
+    idx = np.array(rows, np.int32).reshape(-1, 1)
+    traced = trace(kernel("dma_compute.py::scattered_add"), x, idx, unique=unique)
+    said = [(where.rsplit("/", 1)[-1], text) for where, kind, text in traced.call_warnings if kind == "indices"]
+    line = line_of(SOURCE, "nisa.dma_compute(dst=dst, srcs=[dst, values]")
+    assert said == ([(f"dma_compute.py:{line}", "nisa.dma_compute: unique_indices=True, but row 0 is scattered to "
+                      "8 times in one call: the page makes unique indices the condition of a correct result (pass "
+                      "unique_indices=False, or keep the repeats apart)")] if warned else [])
+    out = run(kernel("dma_compute.py::scattered_add"), x, idx, unique=unique)["out"]
+    expected = np.zeros_like(x)
+    np.add.at(expected, idx[:, 0], x)
+    np.testing.assert_allclose(out, expected, rtol=1e-5, atol=1e-6)

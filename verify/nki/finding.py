@@ -83,7 +83,8 @@ class NkiFinding:
                     f"distributed to NeuronCores as nl.nc / spmd_dim annotate, or as the compiler decides, so nothing "
                     f"orders one program's accesses before another's{'; ' + self.note if self.note else ''}; give "
                     f"each program its own slice (index by nl.program_id), or one launch per dependent step")
-        if self.kind in ("keyword", "broadcast", "generation", "precision", "range", "mask", "unrun"):  # own words
+        if self.kind in ("keyword", "broadcast", "generation", "precision", "range", "mask", "unrun",
+                         "indices"):  # own words
             return f"{self.first}: {self.note}"
         if self.kind == "uninitialised" and self.dependence == "unwritten":
             return (f"output {' / '.join(self.tensors)} ({self.first}) has bytes no instruction writes: "

@@ -46,3 +46,21 @@ def maximum_of_sources(a, b):
     out = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.shared_hbm, name="out")
     nisa.dma_copy(dst=out, src=total)
     return out
+
+
+@nki.jit
+def scattered_add(x, idx, unique=True):
+    """``out[idx[p]] += x[p]`` by a scatter read-modify-write (nki-library's scatter-add); with
+    ``unique`` (the default) the page promises no row repeats within the call."""
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm, name="out")
+    zeros = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=zeros, value=0.0)
+    nisa.dma_copy(dst=out, src=zeros)
+    rows = nl.ndarray((x.shape[0], 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=rows, src=idx)
+    values = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=values, src=x)
+    dst = out.ap(pattern=[[x.shape[1], x.shape[0]], [1, x.shape[1]]], offset=0,
+                 vector_offset=rows.ap(pattern=[[1, x.shape[0]], [1, 1]], offset=0), indirect_dim=0)
+    nisa.dma_compute(dst=dst, srcs=[dst, values], reduce_op=nl.add, unique_indices=unique)
+    return out
