@@ -13,7 +13,9 @@ PACKAGE = "neuronsim.machine.nki"
 #: From the bottom up: a module may import only the modules before it.  A new module goes into
 #: this list where its imports put it.
 LAYERS = (
-    "errors", "dtypes", "indexing", "vector_index", "layout", "tensor_views",  # values: no tracer
+    "errors", "dtypes",
+    "index_fit",  # the affine expression an index vector's quotient or remainder is (numpy alone)
+    "indexing", "vector_index", "layout", "tensor_views",  # values: no tracer
     "frames",  # the loop indices in force, read from the kernel's frames
     "kernel_frames",  # which frames of a failure are the kernel's own code (where its mistake is said)
     "cores",  # the two cores of an LNC=2 kernel: instances as threads handing one baton
