@@ -85,7 +85,7 @@ class Schedule(Pass):
     """Pass: flatten (up to ``max_instances``) and list-schedule over the engines (module doc)."""
 
     name: ClassVar[str] = "schedule"
-    max_instances: int = 250_000  # the scheduler's cost bound (docs/timing.md, "schedule")
+    max_instances: int = 120_000  # the scheduler's cost bound (docs/timing.md, "How far it flattens")
     flatten: bool = True
     in_order: bool = True
 
