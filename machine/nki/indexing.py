@@ -4,10 +4,9 @@
   stays symbolic (the builder's :class:`~neuronsim.machine.build.views.Index`); anything else (``i == 0``,
   ``i // 2``, ``int(i)``, ``range(i)``) raises :class:`~neuronsim.machine.nki.errors.NotAffine`, and the
   tracer unrolls that loop instead.
-* :class:`ArangeExpr` is an affine index vector over *iterators*: each ``nl.arange`` call and
-  each axis of an ``nl.mgrid`` call is one :class:`Iter`.  Indexing a tensor with index vectors
-  gives one tile axis per iterator, in the order the index uses them (see
-  :mod:`neuronsim.machine.nki.layout`), so unused grid axes add no dimension.
+* :class:`ArangeExpr` is an affine index vector over *iterators* (each ``nl.arange`` call, each axis of an
+  ``nl.mgrid`` call: an :class:`Iter`); ``//`` / ``%`` by an integer where affine (index_fit).  Indexing
+  with index vectors gives a tile axis per iterator, in the index's order (:mod:`~.layout`).
 * A comparison of an :class:`ArangeExpr` with a number is a :class:`Mask`: a range of one
   iterator; ``&`` joins them.  Applied to an instruction, a mask shrinks the axis of that
   iterator in every operand (an operand not indexed by iterators: the axis at the iterator's
@@ -32,7 +31,7 @@ import numpy as np
 
 from neuronsim.machine.ir.fast_dataclasses import cached
 from neuronsim.machine.nki.errors import NkiError, NotAffine, fail, shown, unsupported
-from neuronsim.machine.nki.index_fit import affine_fit
+from neuronsim.machine.nki.index_fit import GridTooLarge, affine_fit
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter",
@@ -475,6 +474,7 @@ class ArangeExpr:
         return (-self) + other
 
     def __mul__(self, other: Any) -> ArangeExpr:
+        other = int(other) if isinstance(other, np.integer) else other
         if not is_int(other):
             raise fail("an index vector multiplies by integers only (indices are affine)")
         return ArangeExpr(self.const * other, tuple((it, c * other) for it, c in self.terms))
@@ -491,11 +491,13 @@ class ArangeExpr:
     __truediv__ = __rtruediv__ = __pow__ = __rpow__ = _not_affine
 
     def _quasi_affine(self, other: Any, op: str) -> ArangeExpr:
-        """``self // other`` or ``self % other`` by a positive integer where the result is affine
-        over the iterators' ranges (:func:`~neuronsim.machine.nki.index_fit.affine_fit`), else refused."""
+        other = int(other) if isinstance(other, np.integer) else other  # (np.int64(K): a probe)
         if not is_int(other) or other <= 0 or isinstance(self.const, SymIndex):
             self._not_affine()
-        fitted = affine_fit(self.const, [(it.count, c) for it, c in self.terms], int(other), divmod_op=op)
+        try:
+            fitted = affine_fit(self.const, [(it.count, c) for it, c in self.terms], other, divmod_op=op)
+        except GridTooLarge as err:
+            raise fail(f"an index vector {'//' if op == 'floor' else '%'} {other} {err}") from None
         if fitted is None:
             self._not_affine()
         base, coeffs = fitted

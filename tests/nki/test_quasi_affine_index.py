@@ -74,3 +74,18 @@ def test_the_folded_expression_keeps_every_iterator_of_the_grid() -> None:
     assert (rows.const, [c for _it, c in rows.terms]) == (2, [1, 0])
     assert (columns.const, [c for _it, c in columns.terms]) == (0, [0, 1])
     assert rows.shape == columns.shape == (64, 4)
+
+
+def test_a_numpy_integer_divides_and_multiplies_as_an_int() -> None:
+    # `i // np.int64(K)` was refused (probe_az), and `i * np.int64(2)` before it
+    i = arange(64)[:, None]
+    assert [c for _it, c in (i // np.int64(64)).terms] == [0] and [c for _it, c in (i * np.int64(2)).terms] == [2]
+
+
+def test_a_large_grid_is_checked_a_slab_at_a_time() -> None:
+    # 128 x 40,000 points passed the evaluation's limit and was refused as no affine expression (probe_az)
+    k = arange(128)[:, None] * 40000 + arange(40000)[None, :]
+    rows, columns = k // 40000, k % 40000
+    assert [c for _it, c in rows.terms] == [1, 0] and [c for _it, c in columns.terms] == [0, 1]
+    with pytest.raises(NkiError, match=r"over 128,000,000 index points: too many to check"):
+        (arange(128)[:, None] * 1_000_000 + arange(1_000_000)[None, :]) // 7
