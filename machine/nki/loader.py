@@ -14,7 +14,10 @@ import importlib.util
 import inspect
 import os
 import sys
+import sysconfig
 from typing import Any
+
+import numpy as np
 
 from neuronsim.machine.formats.inputs import special_file
 from neuronsim.machine.formats.pyfile import exit_call, run_file
@@ -158,6 +161,12 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
+#: Folders no kernel comes from: the standard library's and numpy's functions, named as a kernel
+#: (`k.py::np.linalg.norm`, `k.py::functools.wraps`), were traced and failed inside them (a probe).
+_LIBRARIES = tuple(os.path.realpath(folder) + os.sep for folder in (sysconfig.get_path("stdlib"),
+                                                                   os.path.dirname(np.__file__)))
+
+
 def _traceable(kernel: Any) -> bool:
     """A function (or what ``@nki.jit`` made of one, or a class of the file's) whose parameters
     the trace can read: not a builtin, nor one of neuronsim's own classes (``f.__class__``) or
@@ -166,7 +175,10 @@ def _traceable(kernel: Any) -> bool:
         return False
     # an NKI call's stand-in (`k.py::nl.load`, `k.py::nki.jit`): traced, its error was placed in
     # neuronsim's own source (a probe)
-    if str(getattr(getattr(kernel, "func", kernel), "__module__", None) or "").startswith("neuronsim."):
+    target = getattr(kernel, "func", kernel)
+    source = os.path.realpath(getattr(getattr(target, "__code__", None), "co_filename", "") or "")
+    module = str(getattr(target, "__module__", None) or "")
+    if module.startswith(("neuronsim.", "numpy.")) or module == "numpy" or source.startswith(_LIBRARIES):
         return False
     try:
         inspect.signature(getattr(kernel, "func", kernel))

@@ -274,6 +274,9 @@ def test_an_argument_of_more_dimensions_than_a_tensor_has_is_refused(folder):
     # an NKI call's stand-in was traced, its error placed in neuronsim's own source (probe_ax)
     ("import neuronxcc.nki.language as nl\n", "nl.load", "names.py: 'nl.load' in the kernel file is <function load"),
     ("import neuronxcc.nki as nki\n", "nki.jit", "not a kernel function"),
+    # a library's function was traced, and failed inside the library or neuronsim (probe_az)
+    ("import numpy as np\n", "np.linalg.norm", "'np.linalg.norm' in the kernel file is <function norm"),
+    ("import functools\n", "functools.wraps", "'functools.wraps' in the kernel file is <function wraps"),
 ])
 def test_a_kernel_name_that_is_no_kernel_function_is_refused(folder, source, name, fragment):
     (folder / "names.py").write_text(source)
