@@ -125,7 +125,7 @@ def get_scenario(name: str) -> ModuleType:
         if scenario_name(module) == name:
             return module
     known = ", ".join(scenario_name(m) for m in scenarios)
-    if name.endswith(".json"):  # a program where run takes a scenario or a kernel (a probe)
+    if name.lower().endswith(".json") or name == "-":  # a program where run takes a scenario or a kernel (a probe)
         raise ProgramError("SCENARIO", f"{name!r} is no scenario: run takes a shipped scenario's name or a kernel "
                                        f"FILE.py::FUNC; a program JSON runs with `neuronsim simulate {name}` (or "
                                        f"check, compile, report)")
