@@ -246,3 +246,9 @@ def test_simulate_race_checks_every_run_and_exits_1_with_the_races():
     clean = _invoke(["simulate", str(ROOT / "examples" / "matmul_k_loop.json")])
     assert clean.exit_code == 0 and "no races in the trace of any run" in clean.stdout
 
+
+
+@pytest.mark.parametrize("flag, value", [("--compare", "all"), ("--rtol", "0.1"), ("--outputs", "o.npz")])
+def test_options_about_an_instruction_program_s_values_are_refused_for_a_task_program(flag, value):
+    # --rtol and --outputs were refused, --compare all ignored (probe_ax)
+    _one_error(_invoke(["simulate", str(ACCUMULATE), flag, value]), f"{flag} is for instruction programs")

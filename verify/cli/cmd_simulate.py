@@ -170,8 +170,10 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
     prog = sniff_task_program(program)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
     if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the simulated task runtime
+        source = click.get_current_context().get_parameter_source  # (--compare all was ignored: a probe)
         for flag, given in (("--outputs", outputs_path), ("--rtol", rtol), ("--atol", atol),
-                            ("--timing-only", timing_only or None)):
+                            ("--timing-only", timing_only or None),
+                            ("--compare", compare if source("compare") == ParameterSource.COMMANDLINE else None)):
             if given is not None:
                 raise UsageFailure(f"{flag} is for instruction programs (neuronsim.program/1)", flag)
         return simulate_tasks_command(prog, seeds=run_seeds, trace_path=trace_path, plot_path=plot_path,
