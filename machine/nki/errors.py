@@ -29,6 +29,8 @@ __all__ = ["NkiError", "NkiInternalError", "NoSuchTensorAttribute", "NotAffine",
            "at_line", "past_end"]
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+#: neuronsim itself: past generated code, a frame here is the command that ran the kernel, not its caller
+_NEURONSIM_DIR = os.path.dirname(os.path.dirname(_PACKAGE_DIR)) + os.sep
 
 
 @quick_init
@@ -61,9 +63,8 @@ def _code_info(code: object) -> tuple[bool, str, str, object]:
         path = os.path.abspath(code.co_filename)  # type: ignore[attr-defined]
         # importlib's frozen frames sit between a kernel's ``from nki.language import x`` and
         # the stand-in that refuses ``x``: the kernel's line is the one to name
-        # and code an eval / exec ran ("<string>") has no line to show: the kernel's line that ran it
         ours = (path.startswith((_PACKAGE_DIR + os.sep, _NUMPY_DIR)) or path.endswith(("contextlib.py", "functools.py"))
-                or path == _COPY or "<frozen importlib" in path or code.co_filename == "<string>")  # type: ignore[attr-defined]
+                or path == _COPY or "<frozen importlib" in path)
         info = _CODE[id(code)] = (ours, shown_path(path), path, code)
     return info
 
@@ -91,23 +92,27 @@ def frame_line(frame: FrameType) -> int:
 
 def user_frame(depth: int = 1) -> FrameType | None:
     """The innermost frame outside this package (and the standard library's contextlib):
-    the kernel statement being traced."""
-    frame = sys._getframe(depth)
-    while frame is not None:
-        if not _code_info(frame.f_code)[0]:
-            return frame
-        frame = frame.f_back
-    return None
+    the kernel statement being traced (:func:`user_site`'s)."""
+    return user_site(depth + 1)[1]
 
 
 def user_site(depth: int = 1) -> tuple[SourceLine, FrameType | None]:
-    """The kernel line being traced and its frame (one walk: every NKI call asks)."""
-    frame = sys._getframe(depth)
+    """The kernel line being traced and its frame (one walk: every NKI call asks).  Code with no
+    file of its own (an ``eval`` / ``exec`` string, ``"<string>"`` or another ``<name>``) gives way
+    to the kernel line that ran it, when there is one: it was ``<string>:1``, no file (a probe);
+    a kernel defined entirely so keeps its pseudo name."""
+    frame, pseudo = sys._getframe(depth), None
     while frame is not None:
         info = _CODE.get(id(frame.f_code)) or _code_info(frame.f_code)
         if not info[0]:
-            return SourceLine(info[1], frame_line(frame), info[2]), frame
+            if pseudo is not None and info[2].startswith(_NEURONSIM_DIR):
+                break  # the kernel was the generated code itself
+            if not frame.f_code.co_filename.startswith("<"):
+                return SourceLine(info[1], frame_line(frame), info[2]), frame
+            pseudo = pseudo or frame
         frame = frame.f_back
+    if pseudo is not None:
+        return line_of(pseudo), pseudo
     return SourceLine("<unknown>", 0), None
 
 

@@ -290,6 +290,23 @@ def test_an_nki_error_inside_eval_is_placed_at_the_kernel_line_that_ran_it(folde
                    "ev.py:8: partition dimension 256")
 
 
+def test_an_nki_error_inside_generated_code_is_placed_at_the_line_that_ran_it(folder):
+    # any pseudo file name, not only eval's "<string>": it was "<generated>:1" (probe_az)
+    (folder / "gen.py").write_text(KERNEL.replace(
+        "value=nl.add(nl.load(x), 1.0)", 'value=eval(compile("nl.load(x[0:256, :])", "<generated>", "eval"))'))
+    one_error_line(_child(folder, "run", "gen.py::add1", "--inputs", "in.npz", "--out", "out"),
+                   "gen.py:8: partition dimension 256")
+
+
+def test_a_kernel_defined_by_exec_keeps_its_pseudo_file_name(folder):
+    # with no real file around it, the generated code's own line is the best place there is
+    body = KERNEL.split("@nki.jit\n", 1)[1].replace("nl.load(x)", "nl.load(x[0:256, :])")
+    source = "@nki.jit\n" + body
+    (folder / "made.py").write_text(f"import nki\nimport nki.language as nl\n\nexec({source!r})\n")
+    one_error_line(_child(folder, "run", "made.py::add1", "--inputs", "in.npz", "--out", "out"),
+                   "<string>:4: partition dimension 256")
+
+
 def test_a_finaliser_of_the_kernel_that_raises_is_one_warning_line(folder):
     (folder / "dels.py").write_text("class D:\n    def __del__(self):\n        raise RuntimeError('del')\n\n\n"
                                     + KERNEL.replace("    out = nl.ndarray", "    D()\n    out = nl.ndarray"))
