@@ -204,14 +204,16 @@ def dimension(layout: Layout, dim: int, what: str) -> tuple[int, int]:
 
 def repeated_rows_warning(call: str, indirect: Indirect) -> None:
     """A warning at the kernel line when a scatter read-modify-write promised unique indices
-    (``unique_indices=True``, the default) repeats a row among them: the dma_compute page makes
-    unique indices the condition of a correct result, so the device need not add every repeat
-    as the model does (a public MoE scatter-add, every row on one index, came out summed without
-    a word: a probe)."""
+    (``unique_indices=True``, the default) repeats a row among them: nki-library's scatter-add
+    page says "indices within a tile of 128 rows should be unique for correctness" (its dedup
+    variant combines repeats on PE first), so the device need not add every repeat as the model
+    does (a public MoE scatter-add, every row on one index, came out summed without a word: a
+    probe)."""
     rows = tile_values(indirect.index, "an indirect DMA").astype(np.int64).ravel()
     values, counts = np.unique(rows, return_counts=True)
     if (counts > 1).any():
         row = int(values[np.argmax(counts > 1)])
         current().warn("indices", f"{call}: unique_indices=True, but row {row} is scattered to {int(counts.max())} "
-                                  f"times in one call: the page makes unique indices the condition of a correct "
-                                  f"result (pass unique_indices=False, or keep the repeats apart)")
+                                  f"times in one call: the repeats need not all add on the device (nki-library's "
+                                  f"scatter-add keeps a tile's indices unique for correctness); pass "
+                                  f"unique_indices=False, or combine the repeats first")

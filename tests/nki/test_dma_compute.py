@@ -56,8 +56,9 @@ def test_a_repeated_row_under_unique_indices_is_a_warning(unique, rows, warned):
     said = [(where.rsplit("/", 1)[-1], text) for where, kind, text in traced.call_warnings if kind == "indices"]
     line = line_of(SOURCE, "nisa.dma_compute(dst=dst, srcs=[dst, values]")
     assert said == ([(f"dma_compute.py:{line}", "nisa.dma_compute: unique_indices=True, but row 0 is scattered to "
-                      "8 times in one call: the page makes unique indices the condition of a correct result (pass "
-                      "unique_indices=False, or keep the repeats apart)")] if warned else [])
+                      "8 times in one call: the repeats need not all add on the device (nki-library's scatter-add "
+                      "keeps a tile's indices unique for correctness); pass unique_indices=False, or combine the "
+                      "repeats first")] if warned else [])
     out = run(kernel("dma_compute.py::scattered_add"), x, idx, unique=unique)["out"]
     expected = np.zeros_like(x)
     np.add.at(expected, idx[:, 0], x)
