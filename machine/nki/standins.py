@@ -35,7 +35,7 @@ from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language,
 from neuronsim.machine.nki.language import KERNEL_KEYWORDS
 from neuronsim.machine.nki.optional_imports import expected_to_fail
 
-__all__ = ["standins", "generation_of", "stand_in_modules"]
+__all__ = ["standins", "generation_of", "stand_in_modules", "user_file"]
 
 _MODULES: dict[str, types.ModuleType] = {}
 #: Kernel files being imported (:func:`importing`): what the file runs meanwhile is import.
@@ -339,7 +339,7 @@ class _Missing(StandIn):
         return absent
 
 
-def _user_file(path: str) -> bool:
+def user_file(path: str) -> bool:
     """Whether ``path`` is a user's file: not the standard library's, an installed package's
     or neuronsim's own."""
     path = os.path.abspath(path)
@@ -365,7 +365,7 @@ class _MissingImport(_OtherSubmodules):
         if fullname in sys.modules or root in _ROOTS:
             return None
         importer = _importer()
-        if root not in _HARNESS_ROOTS and not _user_file(importer.f_code.co_filename):
+        if root not in _HARNESS_ROOTS and not user_file(importer.f_code.co_filename):
             return None
         if root not in _HARNESS_ROOTS and expected_to_fail(importer):  # the user's own optional import
             return None

@@ -48,15 +48,11 @@ def check_not_imported(path: str | None, option: str) -> None:
     (:func:`check_output`)."""
     if path is None or path == "-":
         return
-    import sysconfig
+    from neuronsim.machine.nki.standins import user_file
 
-    ours = [os.path.realpath(p) + os.sep for p in (os.path.dirname(os.path.dirname(os.path.dirname(__file__))),
-                                                   sysconfig.get_path("stdlib"), sysconfig.get_path("purelib"),
-                                                   sysconfig.get_path("platlib"))]
     for module in list(sys.modules.values()):
         source = getattr(module, "__file__", None)
-        if isinstance(source, str) and not os.path.realpath(source).startswith(tuple(ours)) \
-                and _same_file(path, source):
+        if isinstance(source, str) and user_file(source) and _same_file(path, source):
             raise UsageFailure(f"the {option} file is {source}, a module the user's code imported: writing it would "
                                "destroy it", path)
 
