@@ -38,8 +38,7 @@ _MODULES = ("builtins", "numpy", "click", "threading", "os", "time", "tempfile",
 #: its files with ``tempfile`` and times with ``time.perf_counter`` (a kernel that replaced one
 #: was an exit 3: probe_bad F4); ``os.replace`` and the descriptor calls it binds as it loads;
 #: a thread starts only while ``sys.excepthook`` is a function (a kernel's None: probe_ad).
-_FUNCTIONS_ONLY = ("os", "time", "tempfile", "json", "shutil", "sys", "re", "functools", "itertools", "math",
-                   "numpy.random", "heapq", "bisect", "operator")
+_FUNCTIONS_ONLY = tuple(name for name in _MODULES if name not in ("builtins", "numpy", "click", "threading"))
 #: The entries of ``sys.modules`` watched besides neuronsim's own: a kernel's ``sys.modules["numpy"]
 #: = None`` failed neuronsim's next import as its bug (exit 3: a probe).
 _ENTRIES = (*(name for name in _MODULES if name != "builtins"), "rich", "simpy", "networkx")
