@@ -27,6 +27,7 @@ from neuronsim.machine.ir.errors import message_of
 from neuronsim.verify.cli.traced import default_pipeline
 from neuronsim.verify.cli.common import (
     check_not_imported,
+    text_aside,
     UsageFailure,
     check_output,
     emit_json,
@@ -119,11 +120,12 @@ def compile_command(program: str, output: str, passes_spec: str | None, explain_
             **({"explain": note.to_json()} if note else {}),
         })
         return 0
-    echo = (lambda text: click.echo(text, err=True)) if output == "-" else click.echo
-    for r in ctx.records:
-        stats = ", ".join(f"{k}={v}" for k, v in r.stats.items())
-        echo(f"{r.spec:<40} {r.seconds * 1000:9.1f} ms  deps={r.edges}" + (f"  {stats}" if stats else ""))
-    echo("deps: " + ", ".join(f"{k}={v}" for k, v in summary.items()) + (f"  -> {output}" if output != "-" else ""))
-    if note:
-        echo(note.render())
+    with text_aside(output):  # (the program on standard output: the text on standard error)
+        for r in ctx.records:
+            stats = ", ".join(f"{k}={v}" for k, v in r.stats.items())
+            click.echo(f"{r.spec:<40} {r.seconds * 1000:9.1f} ms  deps={r.edges}" + (f"  {stats}" if stats else ""))
+        click.echo("deps: " + ", ".join(f"{k}={v}" for k, v in summary.items())
+                   + (f"  -> {output}" if output != "-" else ""))
+        if note:
+            click.echo(note.render())
     return 0
