@@ -167,23 +167,23 @@ def simulate_command(program: str, trace_path: str | None, seeds: int | None, se
         raise UsageFailure(f"{seeds + 1:,} simulated runs (the nominal one and --seeds {seeds:,}) of one instance or "
                            f"more are past the limit of {max_instances:,} instance runs: simulate fewer runs or raise "
                            f"it with --max-instances N", "--seeds")
+    # the options given on the command line, not left at their defaults (--compare all and --data-seed
+    # were ignored where they mean nothing: a probe)
+    chosen = {name: value for name, value in (("compare", compare), ("data_seed", data_seed))
+              if click.get_current_context().get_parameter_source(name) == ParameterSource.COMMANDLINE}
     prog = sniff_task_program(program)
     run_seeds = [seed] if seeds is None else [None, *((seed or 0) + k for k in range(seeds))]
     if isinstance(prog, TaskProgram):  # neuronsim.tasks/1: the simulated task runtime
-        source = click.get_current_context().get_parameter_source  # (--compare all was ignored: a probe)
         for flag, given in (("--outputs", outputs_path), ("--rtol", rtol), ("--atol", atol),
-                            ("--timing-only", timing_only or None),
-                            ("--compare", compare if source("compare") == ParameterSource.COMMANDLINE else None)):
+                            ("--timing-only", timing_only or None), ("--compare", chosen.get("compare"))):
             if given is not None:
                 raise UsageFailure(f"{flag} is for instruction programs (neuronsim.program/1)", flag)
         return simulate_tasks_command(prog, seeds=run_seeds, trace_path=trace_path, plot_path=plot_path,
                                       as_json=as_json, max_instances=max_instances, inputs_path=inputs_path)
     prog, findings = prepare_traced(load_program(prog))  # a traced NKI program: its findings, compiled first
     prog = placed(prog)
-    given = click.get_current_context().get_parameter_source  # (--compare all and --data-seed were ignored: a probe)
     _refuse_with_timing_only(timing_only, outputs_path=outputs_path, inputs_path=inputs_path, rtol=rtol, atol=atol,
-                             compare=compare if given("compare") == ParameterSource.COMMANDLINE else None,
-                             data_seed=data_seed if given("data_seed") == ParameterSource.COMMANDLINE else None)
+                             compare=chosen.get("compare"), data_seed=chosen.get("data_seed"))
     inputs = _load_inputs(inputs_path, prog)
     size = guard_size(prog, max_instances=max_instances, max_memory=max_memory, simulated_runs=len(run_seeds))
     with Progress() as progress, progress.stage("simulate", len(run_seeds) + 1, unit="run",
