@@ -82,13 +82,16 @@ def indirect_dma(dst: Layout, src: Layout, emit: Emit, columns: bool = False) ->
     keep = np.ones(rows.size, dtype=bool)
     keep[outside] = False
     pieces = [(first, stop, row, step, None) for first, stop, row, step in runs(rows, keep, writes=side is dst)]
-    pieces += [(k, k + 1, int(rows[k]), 1, count)
+    pieces += [(k, k + 1, int(rows[k]), 1, inside)
                for k in np.flatnonzero(past & (rows >= 0) & (rows < indirect.size)).tolist()
-               if (count := _inside(side, other, int(rows[k]))) > 0]
-    for first, stop, row, step, count in pieces:
+               for inside in _inside(side, other, int(rows[k]))]
+    for first, stop, row, step, inside in pieces:
         part = side.restrict_axis(indirect.axis, first, stop).rows(row, step)
         piece = other.restrict_axis(pos, first, stop) if pos is not None else other
-        if count is not None:  # a row reaching past the tensor's end: its elements inside it
+        if inside is not None:  # one run of a row reaching past the tensor's end: its elements inside it
+            outer, count = inside
+            for (axis, j), other_axis in zip(outer, range(len(piece.axes) - len(outer) - 1, len(piece.axes) - 1)):
+                part, piece = part.restrict_axis(axis, j, j + 1), piece.restrict_axis(other_axis, j, j + 1)
             part = part.restrict_axis(len(part.axes) - 1, 0, count)
             piece = piece.restrict_axis(len(piece.axes) - 1, 0, count)
         pair = (part, piece) if side is dst else (piece, part)
@@ -101,7 +104,7 @@ def _overrunning(side: Layout, rows: np.ndarray) -> np.ndarray | bool:
     its right neighbour and skips the edge's), for ``oob_mode=skip``, which the page has "skip
     the runtime out-of-bounds access", a transfer's address checked as it runs; False where the
     offset moves with a loop or the view reads another dtype (the program's bounds check
-    stands).  What of such a row lies inside is kept where the row is one run (:func:`_inside`)."""
+    stands).  What of such a row lies inside is kept, run by run (:func:`_inside`)."""
     if side.on_chip or side.offset.terms or side.dtype is not None:
         return False
     low = high = side.offset.const
@@ -112,15 +115,32 @@ def _overrunning(side: Layout, rows: np.ndarray) -> np.ndarray | bool:
     return (base + low < 0) | (base + high >= prod(side.tensor.shape))
 
 
-def _inside(side: Layout, other: Layout, row: int) -> int:
-    """How many leading elements of row ``row``'s transfer lie inside the tensor when the row is
-    one run along a last axis of both sides (the rest skipped, as the page's runtime check skips
-    each out-of-bounds access); 0 (the row dropped whole) for any other shape."""
-    axes = [a for k, a in enumerate(side.axes) if k != side.indirect.axis]
-    if len(axes) != 1 or axes[0][1] <= 0 or side.indirect.axis != 0 or other.shape[-1] != axes[0][2]:
-        return 0
-    start = side.offset.const + row * side.indirect.stride
-    return max(0, min(axes[0][2], (prod(side.tensor.shape) - 1 - start) // axes[0][1] + 1))
+def _inside(side: Layout, other: Layout, row: int) -> list[tuple[tuple[tuple[int, int], ...], int]]:
+    """The runs of row ``row``'s transfer that begin inside the tensor, each as ``(outer, count)``:
+    ``outer`` the index along each axis of the row but the last (``(axis, index)`` pairs of
+    ``side``), ``count`` the leading elements of the run along the last axis inside it (the rest
+    skipped, as the page's runtime check skips each out-of-bounds access, one descriptor at a
+    time: a `[2, C]` block of a pixel's row and the row below keeps its first row at the bottom
+    edge, probe_bb).  Nothing (the row dropped whole) when the runs do not pair one for one with
+    the other side's last axis, or move backwards or not at all."""
+    axes = [(k, a) for k, a in enumerate(side.axes) if k != side.indirect.axis]
+    if not axes or side.indirect.axis != 0 or axes[-1][1][1] <= 0 or other.shape[-1] != axes[-1][1][2]:
+        return []
+    outer_axes = axes[:-1]
+    if outer_axes and tuple(other.shape[-len(axes):-1]) != tuple(count for _k, (_kind, _s, count) in outer_axes):
+        return []  # the other side's outer axes do not line up with the row's
+    last_stride, last_count = axes[-1][1][1], axes[-1][1][2]
+    end = prod(side.tensor.shape)
+    out = []
+    for index in np.ndindex(*(count for _k, (_kind, _s, count) in outer_axes)):
+        start = side.offset.const + row * side.indirect.stride
+        start += sum(j * stride for j, (_k, (_kind, stride, _c)) in zip(index, outer_axes))
+        if start < 0:
+            continue
+        count = max(0, min(last_count, (end - 1 - start) // last_stride + 1))
+        if count:
+            out.append((tuple((k, j) for j, (k, _a) in zip(index, outer_axes)), count))
+    return out
 
 
 def runs(rows: np.ndarray, keep: np.ndarray, writes: bool) -> list[tuple[int, int, int, int]]:

@@ -86,6 +86,18 @@ def test_oob_skip_keeps_what_of_a_row_lies_inside_the_tensor():
     np.testing.assert_array_equal(out, expected)
 
 
+def test_oob_skip_keeps_each_run_of_a_row_that_lies_inside_the_tensor():
+    """A row of two runs (it and the row two below) near the bottom: skip drops the run past the
+    end and keeps the other (it dropped both: probe_bb, pave's 2x2 bilinear gather)."""
+    img = f32(8, 4)
+    out = run(kernel(f"{CURRENT}::gather_row_and_below_skip"), img, _rows(0, 5, 6, 7))["return0"]
+    expected = np.zeros((4, 2, 4), np.float32)
+    expected[0] = img[[0, 2]]
+    expected[1] = img[[5, 7]]
+    expected[2, 0], expected[3, 0] = img[6], img[7]  # rows 8 and 9 lie past the end
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_a_loads_legacy_mode_skip_holds_when_its_result_is_assigned():
     # nl.load(mode=...) was ignored: its result is emitted at the assignment, with the
     # assignment's options, and the rows past the end were an error

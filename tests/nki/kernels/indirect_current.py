@@ -48,3 +48,20 @@ def gather_pixel_pairs_skip(img, rows):
                                        indirect_dim=0), oob_mode=nisa.oob_mode.skip)
     nisa.dma_copy(dst=out, src=pair)
     return out
+
+
+@nki.jit
+def gather_row_and_below_skip(img, rows):
+    """Each row index gathers a [2, W] block: that row and the one two rows down (two runs, a
+    pixel row and the row below in a two-row-high image); near the bottom the lower run lies
+    past the tensor's end and oob_mode=skip skips it alone, keeping the upper one."""
+    count, width = rows.shape[0], img.shape[1]
+    out = nl.ndarray((count, 2, width), dtype=img.dtype, buffer=nl.shared_hbm)
+    row_tile = nl.ndarray((count, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row_tile, src=rows)
+    block = nl.ndarray((count, 2, width), dtype=img.dtype, buffer=nl.sbuf)
+    nisa.memset(block, 0.0)
+    nisa.dma_copy(dst=block, src=img.ap(pattern=[[width, count], [2 * width, 2], [1, width]], offset=0,
+                                        vector_offset=row_tile, indirect_dim=0), oob_mode=nisa.oob_mode.skip)
+    nisa.dma_copy(dst=out, src=block)
+    return out
