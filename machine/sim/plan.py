@@ -124,19 +124,26 @@ def _resolved(unrolled: Unrolled) -> list[tuple[int, ...]]:
     return [tuple(sorted({target for _dep, target in entry})) for entry in unrolled.resolve_waits()]
 
 
-def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None) -> Plan:
+def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None, *, timed: bool = True) -> Plan:
     """Lower ``program`` (placed, already validated) for simulation.
 
     ``waits`` replaces the program's resolved waits: ``waits[i]`` lists the instance ids that
     instance ``i`` waits for (any ids, even later ones or its own: the simulator then reports
-    the deadlock).  By default they come from the program's ``deps``.
+    the deadlock).  By default they come from the program's ``deps``.  ``timed=False``: a plan
+    for :func:`~neuronsim.machine.sim.simulator.run_sequential` alone, its costs, streams and
+    waits left empty (a trace reading device values runs one per read: the costs were two
+    thirds of lowering each, probe_bb's gathers).
     """
     check_simulable(program)
     spec = resolve_machine(program.machine)
     unrolled = unroll(program)
     components = (*SEQUENCERS, *spec.queue_names)
-    index = {name: k for k, name in enumerate(components)}
     n = len(unrolled)
+    if not timed:
+        zeros, none = [0.0] * n, [()] * n
+        return Plan(program, spec, unrolled, components, [0] * n, [-1] * n, [False] * n, zeros, zeros, [0] * n,
+                    (), [0] * n, none, instruction_paths(program), zeros, zeros, none, none)
+    index = {name: k for k, name in enumerate(components)}
     paths = instruction_paths(program)
     memo = CostMemo(program.tensors, spec)
     costs: dict[str, OpCost] = {}

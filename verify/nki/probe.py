@@ -79,10 +79,10 @@ def read_tensor(program: Program, inputs: dict[str, np.ndarray], tensor: str,
     if extends and apart.resumed:  # (only the tensors the new nodes access: a walk of all of them per read
         # was quadratic, 10,000 tiles read 512 times in find_nonzero_indices)
         run = replace(placed, tensors={name: placed.tensors[name] for name in accessed}, body=body[last.ran:])
-        plan = build_plan(run)
+        plan = build_plan(run, timed=False)
         memory = _grown(last.memory, DramLayout.of(run))
     else:
-        plan = build_plan(placed)
+        plan = build_plan(placed, timed=False)
         memory = initial_memory(placed, plan.spec, 0, known)
     memory = run_sequential(plan, memory)
     new = islice(placed.tensors.values(), len(last.apart.declared) if extends and apart.resumed else 0, None)

@@ -46,7 +46,7 @@ def sequential_outputs(program: Any, inputs: Any = None) -> dict[str, np.ndarray
     """The outputs of a traced ``program`` placed by the allocation pass and run in program
     order (neuronsim's sequential reference) on ``inputs`` (default: the seeded pattern)."""
     placed, _ = compile_program(program, "alloc")
-    plan = build_plan(placed)
+    plan = build_plan(placed, timed=False)
     return output_arrays(placed, run_sequential(plan, initial_memory(placed, plan.spec, 0, inputs)))
 
 

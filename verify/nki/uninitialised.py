@@ -299,7 +299,7 @@ class _Runs:
         from neuronsim.machine.sim.plan import build_plan
 
         self.placed = stream.program
-        self.plan = build_plan(self.placed)
+        self.plan = build_plan(self.placed, timed=False)
         self.inputs = inputs
         # the first fill of normal floats: the default pattern's tiny values made a matmul's
         # subnormals tens of times slower (a flash attention's check took 8.5x its trace)
