@@ -8,6 +8,12 @@
    N iterations, each command in its own process (``ru_maxrss`` of the child), less the
    peak of ``show`` on the same program (the interpreter, imports and the loaded program).
    These are the figures the constants of :mod:`neuronsim.machine.order.work_estimate` round up.
+3. Peak memory of compiling a loop flat (``alloc``, ``schedule``, ``dma-place``, ``dep-opt``, in a
+   process of its own that loads the program and runs them) per instance, its DRAM accesses
+   whole rows (a run each), and per byte run more when each access is a column block instead
+   (a run a row, moving with the loop), each less the peak of the same process loading it:
+   the figures ``FLAT_BYTES_PER_INSTANCE`` and ``FLAT_BYTES_PER_RUN`` of
+   :mod:`neuronsim.passes.schedule` round up.
 
 Usage: ``.venv/bin/python bench/bench_guard.py [N] [REPEATS]`` (defaults 50000, 3).
 """
@@ -28,6 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from neuronsim.machine.formats.program_json import load_program  # noqa: E402
+from neuronsim.passes.schedule import FLAT_BYTES_PER_INSTANCE, FLAT_BYTES_PER_RUN  # noqa: E402
 from neuronsim.machine.order.work_estimate import (  # noqa: E402
     BYTES_PER_INSTANCE,
     BYTES_PER_PLANNED_INSTANCE,
@@ -56,15 +63,47 @@ def loop_program(trips: int) -> dict:
     }
 
 
-def peak_rss(args: list[str]) -> tuple[int, float]:
-    """Peak resident bytes and wall seconds of one command in a fresh process."""
+#: The pipeline of part 3: a traced kernel's, the schedule flat whatever its size.
+FLAT_PIPELINE = "alloc,schedule{max_instances=100000000,max_flat_memory=1000000000000},dma-place,dep-opt{memsets=false}"
+#: The process of part 3: load the program (argv[1]) and run the pipeline (argv[2]) on it, if any.
+PASSES_ONLY = ("import sys\nfrom neuronsim.machine.formats.program_json import load_program\n"
+               "from neuronsim.passes.runner import run_pipeline\nprogram = load_program(sys.argv[1])\n"
+               "if sys.argv[2]:\n    run_pipeline(program, sys.argv[2])\n")
+
+
+def streaming_program(trips: int, rows: int) -> dict:
+    """A loop of ``trips`` iterations loading a ``[rows, 8]`` fp32 block of ``x``, applying exp
+    and storing it to ``y``: whole rows of an ``[rows * trips, 8]`` tensor (one byte run an
+    access) when ``rows`` is 128 and the partitions move, or the columns ``8 i .. 8 i + 8`` of a
+    ``[128, 8 * trips]`` tensor (a run a row) when ``rows`` is 0."""
+    if rows:
+        shape, block = [rows * trips, 8], {"pattern": [[8, rows], [1, 8]], "per_iteration": {"k": rows * 8}}
+    else:
+        shape, block = [128, 8 * trips], {"pattern": [[8 * trips, 128], [1, 8]], "per_iteration": {"k": 8}}
+    return {
+        "format": "neuronsim.program/1", "machine": "trn1",
+        "tensors": {"x": {"memory": "dram", "dtype": "float32", "shape": shape, "role": "input"},
+                    "y": {"memory": "dram", "dtype": "float32", "shape": shape, "role": "output"},
+                    "xs": {"memory": "sbuf", "dtype": "float32", "shape": [128, 8]}},
+        "body": [{"loop": "k", "trip_count": trips, "body": [
+            {"name": "load", "engine": "sp", "op": "dma_copy", "reads": [{"tensor": "x", **block}],
+             "writes": [{"tensor": "xs"}]},
+            {"name": "scale", "engine": "act", "op": "activation", "reads": [{"tensor": "xs"}],
+             "writes": [{"tensor": "xs"}], "attrs": {"func": "exp"}},
+            {"name": "store", "engine": "sp", "op": "dma_copy", "reads": [{"tensor": "xs"}],
+             "writes": [{"tensor": "y", **block}]}]}],
+    }
+
+
+def peak_rss(args: list[str], program: str = SCRIPT) -> tuple[int, float]:
+    """Peak resident bytes and wall seconds of one command (of ``program``) in a fresh process."""
     started = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # the child measures only itself: exec the command, its output discarded
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, 1)
         os.dup2(devnull, 2)
-        os.execv(SCRIPT, [SCRIPT, *args])
+        os.execv(program, [program, *args])
     _, status, usage = os.wait4(pid, 0)
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise SystemExit(f"{' '.join(args)} failed")
@@ -107,6 +146,19 @@ def main() -> None:
         assumed = BYTES_PER_INSTANCE + (BYTES_PER_PLANNED_INSTANCE + BYTES_PER_RUN_INSTANCE * runs if runs else 0)
         print(f"  {label:<17} peak {peak / 2**20:6.0f} MiB in {seconds:5.1f} s: {per:6.0f} B per instance "
               f"(the guard assumes {assumed})")
+
+    flat = {}
+    for label, rows in (("rows", 128), ("columns", 0)):
+        path = folder / f"stream_{label}.json"
+        path.write_text(json.dumps(streaming_program(trips, rows)))
+        base, _ = peak_rss(["-c", PASSES_ONLY, str(path), ""], sys.executable)
+        peak, seconds = peak_rss(["-c", PASSES_ONLY, str(path), FLAT_PIPELINE], sys.executable)
+        flat[label] = peak - base
+        print(f"  passes flat, {label:<7} peak {peak / 2**20:6.0f} MiB in {seconds:5.1f} s")
+    runs = 2 * trips * (128 - 1)  # the column blocks' runs beyond the row blocks' one an access
+    per_instance, per_run = flat["rows"] / instances, (flat["columns"] - flat["rows"]) / runs
+    print(f"  flat schedule: {per_instance:6.0f} B per instance (schedule assumes {FLAT_BYTES_PER_INSTANCE}), "
+          f"{per_run:6.0f} B per moving byte run (assumes {FLAT_BYTES_PER_RUN})")
 
 
 if __name__ == "__main__":

@@ -120,7 +120,7 @@ class _FlatExtents:
         found = self.by_value.get(access)
         if found is None:
             a = footprint(self.program.tensors[access.tensor], access, {})
-            runs = tuple((lo, hi) for lo, hi in a.bytes) if len(a.bytes) > 1 else None
+            runs = a.bytes if len(a.bytes) > 1 else None  # (the footprint's own tuple: no copy)
             found = self.by_value[access] = (a.space, access.tensor, a.partitions, a.bytes[0][0], a.bytes[-1][1],
                                              runs)
         return found

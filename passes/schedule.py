@@ -8,8 +8,10 @@ two passes that already hold each step:
 
 1. ``expand-scheduling-units`` (:func:`~neuronsim.passes.expand_scheduling_units.expand_scheduling_units`)
    unrolls every loop, each ring slot of the allocator becoming a tensor of its own, when
-   the program has at most ``max_instances`` instances (above it the loops stay atoms and
-   only their bodies are scheduled, so the pass stays linear in the program text);
+   the program has at most ``max_instances`` instances and the flat schedule's estimated
+   memory (:func:`flat_memory`) is at most ``max_flat_memory`` bytes (otherwise the loops
+   stay atoms and only their bodies are scheduled, so the pass stays linear in the program
+   text);
 2. ``list-schedule{timed=true}`` (:func:`~neuronsim.passes.list_schedule.list_schedule`):
    repeatedly the ready instruction that can start earliest under the timing model's costs
    (:mod:`neuronsim.machine.model.cost`: its producers' results in, its engine free, a DMA's
@@ -44,11 +46,14 @@ Contract
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import ClassVar
 
 from neuronsim.machine.ir.errors import ProgramError
-from neuronsim.machine.ir.program import Loop, Program, frozen_mapping
+from neuronsim.machine.ir.program import Instruction, Loop, Program, frozen_mapping
+from neuronsim.machine.model.geometry import access_extent
+from neuronsim.machine.order.work_estimate import run_starts
 from neuronsim.machine.sim.accuracy import SCHEDULED_KEY
 
 from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
@@ -56,7 +61,8 @@ from neuronsim.passes.iteration_order import iteration_gates
 from neuronsim.passes.list_schedule import list_schedule
 from neuronsim.passes.pipeline import Pass, PassContext
 
-__all__ = ["Schedule", "TRACED_PIPELINE", "instance_count"]
+__all__ = ["Schedule", "TRACED_PIPELINE", "instance_count", "flat_memory", "FLAT_BYTES_PER_INSTANCE",
+           "FLAT_BYTES_PER_RUN"]
 
 #: The pipeline a traced NKI kernel is compiled with: loads the compiler does not repeat
 #: (``load-elim``, on the loop form), the allocation, the scheduler slot, the transfers dealt
@@ -80,18 +86,65 @@ def instance_count(program: Program) -> int:
     return total
 
 
+#: Memory the flattened program costs ``schedule``, ``dma-place`` and ``dep-opt`` per instance,
+#: and per byte run of a footprint that moves with its loops (each instance of a column block of
+#: a row-major DRAM tensor holds a run per row), measured by ``bench/bench_guard.py`` (about
+#: 2,750 and 320 bytes) and rounded up.
+FLAT_BYTES_PER_INSTANCE = 4096
+FLAT_BYTES_PER_RUN = 384
+
+
+def flat_memory(program: Program) -> int:
+    """Bytes the flat schedule of ``program`` needs, roughly: :data:`FLAT_BYTES_PER_INSTANCE`
+    an instance, :data:`FLAT_BYTES_PER_RUN` a byte run of each distinct footprint (an access
+    has one per iteration of the loops it moves with; the flattened program shares the others,
+    as a tile loaded once and read in every iteration of an inner loop).
+
+    >>> from neuronsim.machine.ir.program import Access, Tensor, MemoryKind
+    >>> x = Tensor("x", MemoryKind.DRAM, "float32", (128, 4096), address=0)
+    >>> block = Access("x", pattern=((4096, 128), (1, 8)), per_iteration=(("i", 8),))
+    >>> load = Instruction("ld", "sp", "dma_copy", reads=(block,))
+    >>> body = (Loop("i", 512, (Loop("j", 4, (load,)),)),)   # moves with i, not with j
+    >>> flat_memory(Program({"x": x}, body)) == 2048 * FLAT_BYTES_PER_INSTANCE + 512 * 128 * FLAT_BYTES_PER_RUN
+    True
+    """
+    total = 0
+    stack: list[tuple[object, dict[str, int]]] = [(node, {}) for node in program.body]
+    while stack:
+        node, trips = stack.pop()
+        if isinstance(node, Loop):
+            inner = {**trips, node.name: node.trip_count}
+            stack.extend((child, inner) for child in node.body)
+            continue
+        assert isinstance(node, Instruction)
+        total += math.prod(trips.values()) * FLAT_BYTES_PER_INSTANCE
+        for access, _ in node.accesses:
+            tensor = program.tensors.get(access.tensor)
+            if tensor is None:
+                continue
+            moving = {loop for loop, shift in (*access.per_iteration, *access.partitions_per_iteration) if shift}
+            if tensor.rotate is not None:
+                moving.add(tensor.rotate.loop)
+            distinct = math.prod(trips.get(loop, 1) for loop in moving)
+            total += distinct * run_starts(access_extent(tensor, access)[1]) * FLAT_BYTES_PER_RUN
+    return total
+
+
 @dataclass(frozen=True, slots=True)
 class Schedule(Pass):
     """Pass: flatten (up to ``max_instances``) and list-schedule over the engines (module doc)."""
 
     name: ClassVar[str] = "schedule"
-    max_instances: int = 120_000  # the scheduler's cost bound (docs/timing.md, "How far it flattens")
+    max_instances: int = 250_000  # the scheduler's time bound (docs/timing.md, "How far it flattens")
+    max_flat_memory: int = 1 << 31  # and its memory bound (flat_memory; the same section)
     flatten: bool = True
     in_order: bool = True
 
     def __post_init__(self) -> None:
         if self.max_instances < 0:
             raise ValueError(f"max_instances must be at least 0, got {self.max_instances}")
+        if self.max_flat_memory < 0:
+            raise ValueError(f"max_flat_memory must be at least 0, got {self.max_flat_memory}")
 
     def apply(self, program: Program, ctx: PassContext) -> Program:
         virtual = sorted(name for name, t in program.tensors.items() if t.is_virtual)
@@ -100,7 +153,8 @@ class Schedule(Pass):
                                                         "the allocation): run alloc before it")
         spec = ctx.machine(program)
         has_loops = any(isinstance(node, Loop) for node in program.body)
-        flat = not has_loops or (self.flatten and instance_count(program) <= self.max_instances)
+        flat = not has_loops or (self.flatten and instance_count(program) <= self.max_instances
+                                 and flat_memory(program) <= self.max_flat_memory)
         # each instance's sequential-loop iterations, read off the loop form (before flattening)
         gates = iteration_gates(program) if self.in_order and flat else None
         if flat and has_loops:

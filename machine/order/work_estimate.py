@@ -42,7 +42,7 @@ from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Node, Pr
 from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["SizeEstimate", "estimate_size", "BYTES_PER_INSTANCE", "BYTES_PER_PLANNED_INSTANCE",
-           "BYTES_PER_RUN_INSTANCE", "BYTES_PER_FOOTPRINT_START", "SIMULATED_COPIES"]
+           "BYTES_PER_RUN_INSTANCE", "BYTES_PER_FOOTPRINT_START", "SIMULATED_COPIES", "run_starts"]
 
 #: Memory per instance of unrolling, the passes and the race check (measured: 300-400 bytes).
 BYTES_PER_INSTANCE = 512
@@ -81,11 +81,19 @@ class SizeEstimate:
         return need
 
 
-def _starts(pattern: tuple[tuple[int, int], ...]) -> int:
-    """Run starts of a pattern: the product of its counts but a unit-stride innermost one."""
+def run_starts(pattern: tuple[tuple[int, int], ...]) -> int:
+    """Run starts of a pattern: the product of its counts but a unit-stride innermost one's,
+    and but those of the dimensions that continue it (a block of whole rows is one run).
+
+    >>> run_starts(((4096, 128), (1, 8)))   # an 8-column block of a 128-row tensor: a run a row
+    128
+    >>> run_starts(((512, 128), (1, 512)))  # 128 whole rows of 512: one run
+    1
+    """
     dims = [(abs(s), c) for s, c in pattern if c > 1 and s != 0]
-    if dims and dims[-1][0] == 1:
-        dims = dims[:-1]
+    span = 1  # elements the innermost run covers so far
+    while dims and dims[-1][0] == span:
+        span *= dims.pop()[1]
     starts = 1
     for _, count in dims:
         starts *= count
@@ -129,7 +137,7 @@ def _estimate(program: Program) -> SizeEstimate:
                 if tensor is None or key in seen:
                     continue
                 seen.add(key)
-                starts += _starts(access_extent(tensor, access)[1])
+                starts += run_starts(access_extent(tensor, access)[1])
 
     visit(program.body, 1, ())
     sbuf = spec.sbuf_partitions * spec.sbuf_partition_bytes

@@ -21,7 +21,7 @@ from neuronsim.machine.sim.simulator import run_sequential, simulate
 from neuronsim.passes import ALL_PASSES, DEFAULT_PIPELINE, TRACED_PIPELINE, PassContext, run_pipeline
 from neuronsim.passes.expand_scheduling_units import expand_scheduling_units
 from neuronsim.passes.iteration_order import RANGE_KEY, iteration_gates
-from neuronsim.passes.schedule import Schedule, instance_count
+from neuronsim.passes.schedule import FLAT_BYTES_PER_INSTANCE, FLAT_BYTES_PER_RUN, Schedule, flat_memory, instance_count
 from neuronsim.verify.racecheck import check_program
 from neuronsim.verify.strategies import programs
 
@@ -162,6 +162,23 @@ def test_the_rings_bound_the_loads_in_flight():
     assert order.index("ld[1]") < order.index("scale[0]")  # and the next load does run ahead
     assert check_program(scheduled).races == ()
     assert _dram_results(scheduled) == _dram_results(_compile(program, DEFAULT_PIPELINE))
+
+
+def test_the_flat_schedule_estimate_decides_whether_loops_are_flattened():
+    """``schedule`` unrolls a loop only when the flat schedule's estimated memory fits
+    ``max_flat_memory``: a column block moving with its loop costs a run a row per instance,
+    the tile read in place one footprint in all; above the bound the loop stays an atom."""
+    program = _ring(8)
+    # 24 instances; the two DRAM blocks move (a run each: whole rows), the tiles do not
+    assert flat_memory(program) == 24 * FLAT_BYTES_PER_INSTANCE + (8 + 8 + 4) * FLAT_BYTES_PER_RUN
+    allocated = _compile(program, "alloc")
+    need = flat_memory(allocated)
+    for bound, flattened in ((need, True), (need - 1, False)):
+        ctx = PassContext()
+        out = run_pipeline(allocated, f"schedule{{max_flat_memory={bound}}}", ctx)
+        loops = [node for node, _ in out.walk() if isinstance(node, Loop)]
+        assert (not loops) == flattened
+        assert ctx.stats["schedule"].get("flattened", 0) == int(flattened)
 
 
 def test_schedule_refuses_virtual_tensors_and_is_registered():
