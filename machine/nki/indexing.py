@@ -438,8 +438,11 @@ class ArangeExpr:
             if len(placed) == 1 and key[placed[0]] == slice(None):
                 return ArangeExpr(self.const, ((Iter(it.uid, placed[0], len(key), it.count), c),))
         iters = sorted(self.iters, key=lambda it: it.pos)
-        if sum(1 for k in key if k is not None) != self.ndim:
-            raise fail("an index vector is reshaped by slices (:) for its axes and None for new ones")
+        given = sum(1 for k in key if k is not None)
+        if given != self.ndim:
+            shown = ", ".join(":" if k == slice(None) else "None" if k is None else "..." for k in key)
+            raise fail(f"an index vector of {self.ndim} axes {self.shape} indexed [{shown}], which names {given}: "
+                       f"it is reshaped by one ':' for each of its axes and None for each new one")
         moved, j = {}, 0
         for new_pos, k in enumerate(key):
             if k is None:

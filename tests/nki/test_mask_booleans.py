@@ -6,6 +6,9 @@ Python boolean there, and the mask is itself (true), none (false with ``&``) or 
 from __future__ import annotations
 
 import numpy as np
+import pytest
+
+from neuronsim.machine.nki import NkiError, trace
 
 from neuronsim_tests.nki_kernels import f32, kernel, run
 
@@ -54,3 +57,9 @@ def test_affine_select_takes_an_equality() -> None:
     w = f32(128, 1)
     got = run(kernel("mask_booleans.py::diagonal_select"), w)["return0"]
     np.testing.assert_array_equal(got, np.diag(w[:, 0]))
+
+
+def test_an_index_vector_reshaped_with_too_few_axes_says_how_many_it_has() -> None:
+    with pytest.raises(NkiError) as err:
+        trace(kernel("mask_booleans.py::mask_reshaped_again"), f32(128, 64))
+    assert "of 2 axes (1, 64) indexed [:, None], which names 1" in str(err.value)

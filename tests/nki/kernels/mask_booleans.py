@@ -72,3 +72,14 @@ def diagonal_select(w):
     column = nl.load(w)
     nl.store(out, value=nisa.affine_select(i_p == i_f, column.broadcast_to((128, 128)), 0.0))
     return out
+
+
+@nki.jit
+def mask_reshaped_again(a):
+    """A 2-D mask given ``[:, None]`` as if it were 1-D (Goomelo/nki-moe's grouped GEMM): wrong."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    i_p, i_f = nl.arange(128)[:, None], nl.arange(64)[None, :]
+    f_ok = i_f < 50
+    tile = nl.load(a[i_p, i_f], mask=f_ok[:, None])
+    nl.store(out[i_p, i_f], value=tile)
+    return out
