@@ -512,7 +512,10 @@ class ArangeExpr:
     def __mod__(self, other: Any) -> ArangeExpr:
         return self._quasi_affine(other, "mod")
 
-    __rfloordiv__ = __rmod__ = _not_affine
+    def __divmod__(self, other: Any) -> tuple[ArangeExpr, ArangeExpr]:
+        return self._quasi_affine(other, "floor"), self._quasi_affine(other, "mod")
+
+    __rfloordiv__ = __rmod__ = __rdivmod__ = _not_affine
 
     def _allowed(self, cmp: str, value: int) -> tuple[Iter, set[int]]:
         """The values of this expression's one iterator for which ``self <cmp> value`` holds

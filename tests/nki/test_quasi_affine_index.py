@@ -76,6 +76,15 @@ def test_the_folded_expression_keeps_every_iterator_of_the_grid() -> None:
     assert rows.shape == columns.shape == (64, 4)
 
 
+def test_divmod_is_the_quotient_and_the_remainder() -> None:
+    # divmod(i, K) was refused where i // K and i % K were taken (probe_az)
+    k = arange(64)[:, None] * 4 + arange(4)[None, :]
+    rows, columns = divmod(k, 4)
+    assert [c for _it, c in rows.terms] == [1, 0] and [c for _it, c in columns.terms] == [0, 1]
+    with pytest.raises(NkiError, match="no affine expression"):
+        divmod(arange(64)[:, None], 2)
+
+
 def test_a_numpy_integer_divides_and_multiplies_as_an_int() -> None:
     # `i // np.int64(K)` was refused (probe_az), and `i * np.int64(2)` before it
     i = arange(64)[:, None]
