@@ -12,7 +12,11 @@ is divided by 1000), which ui.perfetto.dev and chrome://tracing open:
 * one flow arrow per wait met: ``ph: s`` bound to the producer's slice, ``ph: f`` (``bp: e``)
   bound to the waiting slice at its trigger time;
 * counters (``ph: C``): ``pending NAME`` per DMA queue (transfers triggered and not yet
-  complete) and ``semaphore NAME`` per component (its value over time).
+  complete) and ``semaphore NAME`` per component (its value over time);
+* a compute slice is the instance's occupancy (when its engine takes the next one); where its
+  whole duration ends later (the engine's fixed overhead: what a hardware profile draws), its
+  ``args`` say so (``span_end_us``), and one global instant event ``makespan`` marks the end of
+  the run (which the last instance's whole duration may set past every slice's end).
 """
 
 from __future__ import annotations
@@ -57,6 +61,8 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
             events.append({"ph": "X", "pid": _PID, "tid": tid[r.queue], "name": r.name, "cat": r.op,
                            "ts": _us(r.start), "dur": _us(r.end - r.start), "args": {**args, "bytes": r.bytes}})
         else:
+            if r.span_end is not None and r.span_end > r.end:
+                args["span_end_us"] = _us(r.span_end)
             events.append({"ph": "X", "pid": _PID, "tid": tid[r.engine], "name": r.name, "cat": r.op,
                            "ts": _us(r.start), "dur": _us(r.end - r.start), "args": args})
     flow = 0
@@ -85,6 +91,7 @@ def chrome_trace(trace: Trace) -> dict[str, Any]:
         for value, time in enumerate(times, start=1):
             events.append({"ph": "C", "pid": _PID, "name": f"semaphore {name}", "ts": _us(time),
                            "args": {"value": value}})
+    events.append({"ph": "i", "s": "g", "pid": _PID, "name": "makespan", "ts": _us(trace.makespan)})
     return {"traceEvents": events, "displayTimeUnit": "ns",
             "otherData": {"machine": trace.machine, "seed": trace.seed, "makespan_ns": trace.makespan}}
 

@@ -105,6 +105,11 @@ def test_chrome_trace_structure(tmp_path):
     for queue in ("dma0", "dma1", "dma2"):
         pending = [e["args"]["pending"] for e in events if e["ph"] == "C" and e["name"] == f"pending {queue}"]
         assert pending and min(pending) >= 0 and pending[-1] == 0
+    (end,) = [e for e in events if e["ph"] == "i"]  # the run's end: past every slice when a result ends last
+    assert end["name"] == "makespan" and end["ts"] == pytest.approx(trace.makespan / 1000)
+    assert end["ts"] >= max(e["ts"] + e["dur"] for e in slices) - 1e-9
+    tails = [e for e in slices if "span_end_us" in e["args"]]
+    assert tails and all(e["args"]["span_end_us"] > e["ts"] + e["dur"] for e in tails)
     sem = [(e["ts"], e["args"]["value"]) for e in events if e["ph"] == "C" and e["name"] == "semaphore pe"]
     assert [v for _, v in sem] == list(range(5)) and sem == sorted(sem)
     path = tmp_path / "trace.json"
