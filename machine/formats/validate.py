@@ -418,7 +418,7 @@ def validate_program(program: Program, spec: MachineSpec | None = None, *, check
     """Check everything the spec states about a parsed program; raise on the first error.
 
     ``checked``: a program already validated against ``spec`` (a pass's input).  The tensors
-    it holds unchanged (the same objects), and the instructions touching only those whose op,
+    it holds unchanged (the same objects, or equal ones), and the instructions touching only those whose op,
     engine, attribute and access objects it holds, each in loops of the same names and trip
     counts, are not checked again: a pass that changes a few instructions or tensors, or only
     deps or queues (``dma-place``, ``dep-opt``), costs what it changed.  Names and deps are
@@ -510,7 +510,7 @@ def _content(inst: Instruction, loops: tuple[Loop, ...]) -> tuple:
 
 def _known_instructions(checked: Program | None, program: Program) -> tuple[set[tuple], frozenset[str]]:
     """:func:`_content` of ``checked``'s instructions that touch only tensors ``program``
-    holds unchanged (the same objects), and the names of those tensors.  The checks of an
+    holds unchanged (the same objects, or equal ones), and the names of those tensors.  The checks of an
     instruction read its own fields and the tensors its accesses name, nothing else, so a
     pass that replaces some tensors (``load-elim`` drops loads and their tiles) leaves the
     rest checked.  (``checked`` stays alive meanwhile, so an id names one object.)"""
@@ -519,7 +519,8 @@ def _known_instructions(checked: Program | None, program: Program) -> tuple[set[
     ours = program.tensors
     if checked.tensors is ours:
         return {_content(inst, loops) for inst, loops in checked.instructions()}, frozenset(ours)
-    kept = frozenset(name for name, tensor in checked.tensors.items() if ours.get(name) is tensor)
+    kept = frozenset(name for name, tensor in checked.tensors.items()
+                     if (mine := ours.get(name)) is tensor or mine == tensor)  # (a trace's draft rebuilds them equal)
     return {_content(inst, loops) for inst, loops in checked.instructions()
             if all(a.tensor in kept for a in inst.reads) and all(a.tensor in kept for a in inst.writes)}, kept
 

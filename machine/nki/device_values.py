@@ -24,7 +24,7 @@ from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.liveness import TileLiveness
 from neuronsim.machine.nki.tracer import current
 
-__all__ = ["DECISIONS_KEY", "set_value_reader", "record_decision", "tile_values", "no_kept_loop"]
+__all__ = ["DECISIONS_KEY", "set_value_reader", "record_decision", "tile_values", "no_kept_loop", "validated_prefix"]
 
 DECISIONS_KEY = "x-nki-decisions"
 _PROBE = "__nki_probe"
@@ -103,6 +103,20 @@ def _new_part(tracer: Any, program: Program) -> tuple[Program, Program | None]:
         return program, None
     fresh = replace(program, body=body[last.count:])
     return (program, None) if any(inst.deps for inst, _ in fresh.instructions()) else (fresh, last.program)
+
+
+def validated_prefix(tracer: Any, built: Program) -> Program | None:
+    """What of ``built`` (the trace's program as its builder made it) the trace's device-value
+    reads validated on the way: its first nodes, against the tensors they were validated with,
+    for the ``checked`` of the final :func:`~neuronsim.machine.formats.validate.validate_program`
+    (a gather per tile checked each transfer twice: probe_bb).  None when the last read was
+    another trace's or its nodes are not ``built``'s first."""
+    last = _LAST_CHECK[0] if _LAST_CHECK else None
+    if last is None or last.trace() is not tracer or last.count == 0 or len(built.body) < last.count:
+        return None
+    if built.body[last.count - 1] is not last.last:
+        return None
+    return replace(last.program, body=built.body[:last.count])
 
 
 #: what a register loaded from a float tile records (``record_decision``): it holds the bits

@@ -57,7 +57,7 @@ from neuronsim.machine.nki.kernel_frames import assertion_site, kernel_frame, ke
 from neuronsim.machine.nki.tracer import Tracer, current, tracing
 from neuronsim.machine.nki.unrun import checked_unrun
 from neuronsim.machine.ir.collector import collector_paused
-from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source
+from neuronsim.machine.nki.device_values import float_bits_hint, instruction_source, validated_prefix
 from neuronsim.machine.nki.legacy_rules import check_flat_tiles, check_mutable, check_written
 
 __all__ = ["TracedKernel", "trace", "kernel_frame", "PLATFORMS"]
@@ -361,14 +361,15 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
         edges += schedule_edges(pairs, kind, tracer.named_calls, site)
     traced = None
     try:
-        program = open_groups(apply_edges(tracer.kb.program(validate=False), edges))  # PSUM groups opened by
-        # their first matmul
+        built = tracer.kb.program(validate=False)
+        program = open_groups(apply_edges(built, edges))  # PSUM groups opened by their first matmul
         if tracer.program_extras:  # control-flow decisions and loop state (machine/nki/control.py)
             program = replace(program, extras=frozen_mapping({**program.extras, **tracer.program_extras}))
         traced = _finish(tracer, program, values, results, more, func)
         # validated once, as the trace hands it on: a command checking it again finds it
-        # checked (a second full check of a printed kernel's 85 k instructions cost a second)
-        validate_program(traced.program)
+        # checked (a second full check of a printed kernel's 85 k instructions cost a second);
+        # what the device-value reads validated on the way is not checked again
+        validate_program(traced.program, checked=validated_prefix(tracer, built))
     except NkiError:  # an order edge the data contradicts, a return refused: already at the kernel's line
         raise
     except ProgramError as err:  # a hardware rule the program breaks: name the kernel line

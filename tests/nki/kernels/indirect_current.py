@@ -65,3 +65,19 @@ def gather_row_and_below_skip(img, rows):
                                         vector_offset=row_tile, indirect_dim=0), oob_mode=nisa.oob_mode.skip)
     nisa.dma_copy(dst=out, src=block)
     return out
+
+
+@nki.jit
+def gather_tile_by_tile(table, rows):
+    """out[k] = table[rows[k]], 32 rows a tile: a read of each tile's indices, then its transfers."""
+    count, width = rows.shape[0], table.shape[1]
+    out = nl.ndarray((count, width), dtype=table.dtype, buffer=nl.shared_hbm)
+    for t in nl.affine_range(count // 32):
+        index = nl.ndarray((32, 1), dtype=rows.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=index, src=rows[nl.ds(t * 32, 32), :])
+        picked = nl.ndarray((32, width), dtype=table.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=picked, src=table.ap(pattern=[[width, 32], [1, width]], offset=0, vector_offset=index,
+                                               indirect_dim=0))
+        nisa.dma_copy(dst=out[nl.ds(t * 32, 32), :], src=picked)
+    return out
+
