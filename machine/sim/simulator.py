@@ -46,7 +46,7 @@ from neuronsim.machine.model.execute import execute_quietly
 from neuronsim.machine.sim.engine import Interleaving, RunTimes, TimedRun
 from neuronsim.machine.order.unroll import Instance
 from neuronsim.machine.sim.plan import Plan, build_plan
-from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet
+from neuronsim.machine.sim.trace import InstanceRecord, Trace, WaitMet, makespan_of
 from neuronsim.machine.sim.instance_views import InstanceViews
 from neuronsim.machine.ir.source import SourceRef, source_of
 from neuronsim.machine.formats.validate import validate_program
@@ -441,10 +441,7 @@ def _simulate(program: Program, seeds: Iterable[int | None], data_seed: int, inp
         diffs, errors = (compare_tensors(program, reference, _compared(program, memory, compare), rtol=rtol, atol=atol)
                          if memory is not None else ((), NO_ERROR))
         outputs = output_arrays(program, memory) if memory is not None else reference_outputs
-        # the last instruction's whole duration, not only its occupancy: an engine's active time
-        # (span_end) is a share of the makespan (a one-instruction program was active 212 %: a probe)
-        makespan = max(max(times.end, default=0.0), max(times.issued, default=0.0),
-                       max(times.span_end or (), default=0.0))
+        makespan = makespan_of(times.end, times.issued, times.span_end or ())
         runs.append(RunResult(seed=policy.seed, makespan=makespan, trace_of=_TraceOf(plan, times, policy.seed, sources),
                               diffs=diffs, outputs=outputs, errors=errors))
         if progress is not None:
