@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from neuronsim.machine.ir.source import shown_path
 from neuronsim.machine.nki.errors import SourceLine
 
-__all__ = ["OURS", "kernel_frame", "kernel_frames", "raised_by_us", "assertion_site"]
+__all__ = ["OURS", "kernel_frame", "kernel_frames", "raised_by_us", "assertion_site", "the_kernels"]
 
 #: neuronsim's ``machine`` package and its shipped scenarios
 OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -60,9 +60,25 @@ def assertion_site(err: BaseException) -> tuple[SourceLine, str] | None:
     return caller, f"{helper}() at {inside}"
 
 
+#: Set on an exception a stand-in raises for the kernel's own misuse of a Python builtin it
+#: stands for (:func:`the_kernels`).
+_KERNELS = "_neuronsim_kernels_mistake"
+
+
+def the_kernels(err: BaseException) -> BaseException:
+    """``err``, raised in a stand-in of a Python builtin (the legacy kernel's ``range``) for the
+    kernel's misuse of it (``range(2.5)``), marked as the kernel's: :func:`raised_by_us` is
+    False for it, so it is an error at the kernel's line (exit 2), not neuronsim's (exit 3)."""
+    setattr(err, _KERNELS, True)
+    return err
+
+
 def raised_by_us(err: BaseException) -> bool:
     """True when the innermost frame of ``err``'s traceback outside the Python and numpy
-    libraries is neuronsim's own code (not a kernel's, not a shipped NKI kernel's)."""
+    libraries is neuronsim's own code (not a kernel's, not a shipped NKI kernel's), unless a
+    stand-in marked it the kernel's (:func:`the_kernels`)."""
+    if getattr(err, _KERNELS, False):
+        return False
     ours = False
     for frame, _line in traceback.walk_tb(err.__traceback__):
         path = os.path.abspath(frame.f_code.co_filename)

@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from neuronsim.machine.nki.kernel_frames import the_kernels
+
 __all__ = ["IN_ORDER_KEY", "KernelRange", "in_order", "legacy_range"]
 
 #: The instruction extra: ``[[run, kept, iteration], ...]``, one per sequential loop around it
@@ -61,8 +63,13 @@ class KernelRange(metaclass=_RangeType):
     __slots__ = ("values",)
     tracer: Any = None
 
-    def __init__(self, *args: Any) -> None:
-        self.values = range(*args)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs:
+            raise the_kernels(TypeError("range() takes no keyword arguments"))
+        try:
+            self.values = range(*args)
+        except (TypeError, ValueError) as err:  # range(2.5), range(0, 4, 0): Python's errors, the kernel's
+            raise the_kernels(err) from None
 
     def __iter__(self) -> Iterator[int]:
         if self.tracer is None:
@@ -80,11 +87,17 @@ class KernelRange(metaclass=_RangeType):
         return iter(self[::-1])
 
     def __getitem__(self, key: Any) -> Any:
-        item = self.values[key]
+        try:
+            item = self.values[key]
+        except (TypeError, ValueError, IndexError, OverflowError) as err:  # range(5)[10], [::0]
+            raise the_kernels(err) from None
         return type(self)(item.start, item.stop, item.step) if isinstance(item, range) else item
 
     def __len__(self) -> int:
-        return len(self.values)
+        try:
+            return len(self.values)
+        except OverflowError as err:  # len(range(10**20)): Python's error, the kernel's
+            raise the_kernels(err) from None
 
     def __contains__(self, value: Any) -> bool:
         return value in self.values

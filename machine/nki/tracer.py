@@ -500,11 +500,11 @@ class Tracer:
         return in_order(self, unrolled) if kind == "sequential" and self.generation == "legacy" else unrolled
 
     def _unrolled(self, var: str, values: range, site: tuple[SourceLine, str] | None = None) -> Iterator[int]:
-        affine = site is not None and site[1] == "affine" and self.generation == "legacy" and len(values) > 1
+        affine = site is not None and site[1] == "affine" and self.generation == "legacy" and range_length(values) > 1
         run = self.unrolled_runs = self.unrolled_runs + affine  # this loop's (the body's loops count on)
         # a legacy affine / sequential body runs once in NKI (a symbolic index): each iteration
         # starts from the plain values and tiles its frame held at the loop's start (frames.restore_locals)
-        symbolic = site is not None and site[1] != "static" and self.generation == "legacy" and len(values) > 1
+        symbolic = site is not None and site[1] != "static" and self.generation == "legacy" and range_length(values) > 1
         frame = user_frame() if symbolic else None
         entry, state = entry_locals(frame, var), body_state(site[0], site[1], var, containers=False) if frame else None
         for iteration, value in enumerate(values):
@@ -535,7 +535,7 @@ class Tracer:
         while self.kb.name_taken(name):
             name, k = f"{var}_{k}", k + 1
         self.loop_sites[name] = key
-        with self.kb.loop(name, len(values), extras={"x-nki-range": kind}) as index:
+        with self.kb.loop(name, range_length(values), extras={"x-nki-range": kind}) as index:
             (loops := self.loops).append((var, name))
             try:  # (left by a `return` inside the body, the body as traced so far is the loop's: kb.loop)
                 value = index * values.step + values.start
