@@ -145,6 +145,11 @@ class NkiError(ProgramError):
     'k.py:3: nisa.sendrecv is not supported (two-core kernels)'
     """
 
+    #: The exception the kernel's own code raised, which this error says at its line (its
+    #: ``assert``, its ``ValueError``), or None for a refusal of neuronsim's: NKI's simulator
+    #: lets the kernel's own exception through, and the drop-in does too.
+    raised: BaseException | None = None
+
     def __init__(self, where: SourceLine | str, message: str) -> None:
         super().__init__(str(where), message)
 

@@ -274,7 +274,9 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
         internal = NkiInternalError(f"{type(err).__name__}: {err} (tracing {where})")
         internal.__cause__ = err
         return internal
-    return NkiError(where, f"{type(err).__name__}: {message_of(err)}")
+    said = NkiError(where, f"{type(err).__name__}: {message_of(err)}")
+    said.raised = err
+    return said
 
 
 def _check_grid(tracer: Tracer, func: Any) -> None:

@@ -110,6 +110,29 @@ def test_the_drop_in_raises_one_located_error_users_can_catch() -> None:
     assert np.allclose(out[:, 0], x.sum(axis=1), rtol=1e-4)
 
 
+def test_the_drop_in_lets_the_kernels_own_exception_through_and_locates_a_refusal(tmp_path: Path) -> None:
+    """The kernel's own ``assert`` reaches the test as itself (NKI's simulator runs the kernel's
+    Python), a refusal is a ``KernelFinding`` at the kernel's line (both were ``NkiError``, a
+    ``ValueError``: probe_bc)."""
+    import pytest
+
+    from neuronsim.nki import KernelFinding, simulate_kernel
+
+    (tmp_path / "checks.py").write_text(
+        "import neuronxcc.nki as nki\nimport neuronxcc.nki.language as nl\n\n\n@nki.jit\n"
+        "def wants_64_rows(a):\n    assert a.shape[0] == 64, 'need 64 rows'\n"
+        "    return nl.ndarray((64, 8), dtype=a.dtype, buffer=nl.shared_hbm)\n\n\n@nki.jit\n"
+        "def reads_past_the_end(a):\n    out = nl.ndarray((128, 8), dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, nl.load(a[:, 1:9]))\n    return out\n")
+    a = np.zeros((128, 8), np.float32)
+    with pytest.raises(AssertionError, match="need 64 rows") as own:
+        simulate_kernel(load_kernel(f"{tmp_path / 'checks.py'}::wants_64_rows"), a)
+    assert not isinstance(own.value, KernelFinding) and any("checks.py:7" in note for note in own.value.__notes__)
+    with pytest.raises(KernelFinding) as refused:
+        simulate_kernel(load_kernel(f"{tmp_path / 'checks.py'}::reads_past_the_end"), a)
+    assert refused.value.line.endswith("checks.py:14") and refused.value.report is None
+
+
 def test_compare_ranks_the_matmul_tutorial_variants_as_its_table_does() -> None:
     # The tutorial's table (release 2.26, trn1): tiled 51.80 ms > hoisted loads 42.96 >
     # M, N blocks 22.07 > K blocks too 6.97.  Our versions at the smallest shape all four run.

@@ -6,8 +6,9 @@ None; written numpy arguments filled in place), and ``neuronsim.nki.simulate(ker
 the current ``nki.simulate`` (a callable taking the kernel's arguments).  Both run the kernel
 end to end as ``neuronsim run KERNEL.py::FUNC`` does (:func:`neuronsim.verify.nki.run.run_traced`:
 NKI findings, compile, race check, four interleavings against the sequential run) and raise
-one :class:`KernelFinding` naming the kernel line when anything is wrong; otherwise they hand
-back the simulated outputs.
+one :class:`KernelFinding` naming the kernel line when anything is wrong (an exception the
+kernel's own code raises, its ``assert`` included, reaches the caller as itself, as with NKI's
+simulator); otherwise they hand back the simulated outputs.
 
 >>> import numpy as np
 >>> from neuronsim.machine.nki import standins
@@ -27,6 +28,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from neuronsim.machine.nki.errors import NkiError
 from neuronsim.verify.nki.run import KernelReport, run_traced, trace_kernel
 from neuronsim.verify.nki.simulate import hand_back
 from neuronsim.verify.app.scenario_runs import DEFAULT_SEEDS
@@ -47,9 +49,10 @@ class KernelFinding(AssertionError):
     kernel's line.  An ``AssertionError``, so a test runner reports it as a failed check.
 
     ``problems`` holds every problem (one line each), ``line`` the first kernel line named,
-    ``report`` the :class:`~neuronsim.verify.nki.run.KernelReport` behind it."""
+    ``report`` the :class:`~neuronsim.verify.nki.run.KernelReport` behind it (None for a kernel
+    that could not be traced: an access past its tensor, a call NKI refuses)."""
 
-    def __init__(self, report: KernelReport, problems: Sequence[str]) -> None:
+    def __init__(self, report: KernelReport | None, problems: Sequence[str]) -> None:
         self.report = report
         self.problems = tuple(problems)
         lines = [line for problem in problems for line in kernel_lines(problem)]
@@ -63,7 +66,13 @@ def checked_run(kernel: Any, args: tuple, kwargs: dict, seeds: Sequence[int | No
                 ) -> tuple[Any, KernelReport]:
     """Trace and run ``kernel`` end to end; ``(what NKI's simulator returns, report)``, or
     :class:`KernelFinding` when the report lists a problem."""
-    traced = trace_kernel(kernel, *args, **kwargs)
+    try:
+        traced = trace_kernel(kernel, *args, **kwargs)
+    except NkiError as err:
+        if err.raised is not None:  # the kernel's own assert or exception: NKI's simulator lets it through
+            err.raised.add_note(f"neuronsim: raised at {err.path}")
+            raise err.raised from None
+        raise KernelFinding(None, [str(err)]) from None  # a refusal at the kernel's line
     name = getattr(kernel, "__name__", None) or type(kernel).__name__
     kernel_kwargs = {k: v for k, v in kwargs.items() if k not in ("grid", "name", "machine")}
     report = run_traced(traced, name, kwargs=kernel_kwargs, seeds=seeds)
