@@ -230,9 +230,13 @@ def test_an_internal_error_exits_3_with_one_line(good, monkeypatch):
     as_json = _invoke(["check", str(good), "--json"])
     doc = json.loads(as_json.stdout)
     assert as_json.exit_code == 3 and doc["format"] == "neuronsim.error/1" and doc["internal"] is True
-    monkeypatch.setenv("NEURONSIM_TRACEBACK", "1")
-    raised = _invoke(["check", str(good)])
-    assert isinstance(raised.exception, RuntimeError)  # developers get the real exception
+    monkeypatch.setenv("NEURONSIM_TRACEBACK", "1")  # developers get the traceback, and still exit 3 (was 1)
+    shown = _invoke(["check", str(good)])
+    assert shown.exit_code == 3 and shown.stderr.startswith("Traceback (most recent call last):")
+    assert "RuntimeError: boom" in shown.stderr and shown.stderr.splitlines()[-1].startswith("internal error: ")
+    for off in ("0", "no", "False"):
+        monkeypatch.setenv("NEURONSIM_TRACEBACK", off)
+        assert "Traceback" not in _invoke(["check", str(good)]).stderr
 
 
 # -- the real console script ----------------------------------------------------------------

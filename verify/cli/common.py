@@ -18,6 +18,7 @@ import math
 import os
 import re
 import sys
+import traceback
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -162,12 +163,14 @@ def closed_pipe() -> None:
 
 
 def internal_error(err: BaseException, as_json: bool) -> None:
-    """Exit 3 for an exception no input explains (re-raised with ``NEURONSIM_TRACEBACK=1``)."""
+    """Exit 3 for an exception no input explains (its traceback first with ``NEURONSIM_TRACEBACK=1``)."""
     changed = tampering.replaced()
     if changed:  # (put back before anything else: a kernel's builtins.str = bytes failed the lines below)
         tampering.restore()
-    if os.environ.get(TRACEBACK_ENV, "") not in ("", "0"):
-        raise err
+    if os.environ.get(TRACEBACK_ENV, "").strip().lower() not in ("", "0", "no", "false", "off"):
+        # the traceback, then the same line, exit 3 and clean-up as without it (re-raised, it
+        # was exit 1, a finding's status, and left the half-made output folder: probe_bc)
+        traceback.print_exception(err, file=sys.stderr)
     text = str(err).splitlines()[0] if str(err) else ""
     if changed:  # the user's code broke the interpreter neuronsim runs in: their input, exit 2
         names = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
