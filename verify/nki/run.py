@@ -99,6 +99,9 @@ def trace_kernel(kernel: Any, *arrays: Any, grid: tuple[int, ...] | None = None,
 
     if isinstance(kernel, str):
         kernel = load_kernel(kernel)
+    if not callable(kernel):  # (traced, it was an internal error of neuronsim's: probe_bc)
+        raise TypeError(f"the kernel must be an NKI kernel function or 'file.py::func', not "
+                        f"{type(kernel).__name__} {kernel!r:.60}")
     options = {"name": name} if name else {}
     if grid is not None:
         options["grid"] = grid
@@ -202,6 +205,9 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
     kernel traced with every loop unrolled, run instead when a loop body overflows SBUF
     (:attr:`KernelReport.unrolled`).  ``max_idle``: seconds the reference may run past the rest
     (``--max-idle``; None: no limit)."""
+    if reference is not None and not callable(reference):  # (called, it failed inside neuronsim: probe_bc)
+        raise TypeError(f"the reference must be a function of the kernel's inputs, not "
+                        f"{type(reference).__name__} {reference!r:.60}")
     from neuronsim.verify.app.progress import stage_or_nothing
 
     if before_work is not None:  # the size guards before the findings too: they walk every instance
