@@ -326,15 +326,27 @@ class Absent(Refused):
     def __mro_entries__(self, bases: tuple) -> tuple:  # ``class Model(torch.nn.Module)``: a plain class
         return (object,)
 
+    def __instancecheck__(self, obj: Any) -> bool:
+        # ``isinstance(a, torch.Tensor)`` (a kernel accepting either): nothing is an instance of
+        # a package that is not installed, anywhere (it was Python's "isinstance() arg 2 must
+        # be a type", which did not name torch: probe_bc)
+        return False
+
+    def __subclasscheck__(self, cls: Any) -> bool:
+        return False
+
 
 class _Missing(StandIn):
     """A package a kernel's file imports that is not installed: every name an :class:`Absent`."""
 
     def __getattr__(self, attr: str) -> Any:
+        why = (f"{self.__name__.split('.')[0]} cannot be imported here: not installed, nor beside the kernel; "
+               "a kernel runs on NKI calls and numpy")
         if attr.startswith("__"):  # (a private name is the package's: ``torch._dynamo``)
-            raise AttributeError(attr)
-        absent = Absent(f"{self.__name__}.{attr}", f"{self.__name__.split('.')[0]} cannot be imported here: "
-                        "not installed, nor beside the kernel; a kernel runs on NKI calls and numpy")
+            # still an AttributeError (getattr(torch, "__version__", None) holds), saying why:
+            # "AttributeError: __version__" read as if torch had none (probe_bc)
+            raise AttributeError(f"{self.__name__}.{attr}: {why}")
+        absent = Absent(f"{self.__name__}.{attr}", why)
         setattr(self, attr, absent)
         return absent
 

@@ -121,3 +121,21 @@ def test_a_union_with_a_missing_packages_name_is_inert_on_import_and_refused_in_
     line = next(n for n, text in enumerate(source, 1) if "kinds = MetricsContext | None" in text)
     assert err.value.path.endswith(f"missing_packages_unions.py:{line}"), err.value
     assert "metrics_package_not_installed cannot be imported here" in err.value.message
+
+
+def test_isinstance_against_a_missing_class_is_false_and_its_version_says_why(tmp_path, monkeypatch):
+    """``isinstance(a, torch.Tensor)`` in a kernel that takes either was Python's "arg 2 must be
+    a type"; ``torch.__version__`` on import was "AttributeError: __version__" (probe_bc)."""
+    (tmp_path / "k.py").write_text(
+        "import neuronsim_absent_torch_xyz as torch\nimport neuronxcc.nki as nki\n"
+        "import neuronxcc.nki.language as nl\n\n\n@nki.jit\ndef k(a):\n"
+        "    if isinstance(a, torch.Tensor) or issubclass(type(a), torch.Tensor):\n        a = a.numpy()\n"
+        "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+        "    nl.store(out, nl.load(a))\n    return out\n")
+    (tmp_path / "v.py").write_text("import neuronsim_absent_torch_xyz as torch\nNEW = torch.__version__ >= '2'\n")
+    monkeypatch.chdir(tmp_path)
+    x = f32(128, 64)
+    np.testing.assert_array_equal(run(load_kernel("k.py::k"), x)["return0"], x)
+    with pytest.raises(NkiError, match=r"v\.py:2: importing the kernel: AttributeError: neuronsim_absent_torch_xyz"
+                                       r"\.__version__: neuronsim_absent_torch_xyz cannot be imported here"):
+        load_kernel("v.py::NEW")
