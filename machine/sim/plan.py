@@ -140,7 +140,7 @@ def build_plan(program: Program, waits: Sequence[Iterable[int]] | None = None, *
     components = (*SEQUENCERS, *spec.queue_names)
     n = len(unrolled)
     if not timed:
-        zeros, none = [0.0] * n, [()] * n
+        zeros, none = list(repeat(0.0, n)), [()] * n
         return Plan(program, spec, unrolled, components, [0] * n, [-1] * n, [False] * n, zeros, zeros, [0] * n,
                     (), [0] * n, none, instruction_paths(program), zeros, zeros, none, none)
     index = {name: k for k, name in enumerate(components)}
