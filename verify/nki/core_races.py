@@ -38,6 +38,7 @@ orders one program's HBM accesses before another's.  The other order is the prog
 
 from __future__ import annotations
 
+import heapq
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from dataclasses import replace
@@ -95,20 +96,51 @@ def _intervals(program: Program, stream: InstanceStream) -> dict[tuple[int, obje
     return found
 
 
-def _clashes(intervals: list[_Interval]) -> list[tuple[int, int, bool, tuple[int, ...]]]:
-    """``(instance of core 0, instance of core 1, both write, tensors)`` for overlapping
-    intervals of the two cores, one of them a write."""
-    open_by_rank: dict[tuple, list[_Interval]] = defaultdict(list)
-    out = []
+def _clashes(intervals: list[_Interval], instr_of: Callable[[int], int], seen: set[tuple[int, int]],
+             limit: int) -> list[tuple[int, int, bool, tuple[int, ...]]]:
+    """``(instance of the lower rank, instance of the higher, both write, tensors)`` for
+    overlapping intervals of two ranks, one of them a write: one instance pair for each pair of
+    instructions (``instr_of`` an instance's; the lower rank's first) not in ``seen`` (which it
+    extends), the first the sweep meets, until ``seen`` holds ``limit`` pairs.
+
+    A sweep by start byte that keeps, for each instruction and direction with an interval still
+    open, the latest-ending interval of each rank, the writes apart from the reads: whether
+    another rank's interval of an instruction is open is a look per rank it runs on (one in a
+    grid, two on two cores), and a read looks at the writes alone.  Comparing every open
+    interval made every pair of a grid's programs storing the same bytes (a kernel that forgot
+    ``program_id``): 10,000 programs were 50 million pairs, 111 s and 6.8 GB (probe_bc)."""
+    out: list[tuple[int, int, bool, tuple[int, ...]]] = []
+    latest: tuple[dict[int, dict[tuple, _Interval]], ...] = ({}, {})  # reads, writes: instr -> rank -> interval
+    ends: list[tuple[int, bool, int]] = []  # heap: when an instruction's interval may end
     for iv in sorted(intervals):
-        low, _high, rank, writes, inst, tensor = iv
-        for r in list(open_by_rank):
-            open_by_rank[r] = [o for o in open_by_rank[r] if o[1] > low]
-        for other in (o for r, ivs in open_by_rank.items() if r != rank for o in ivs):
-            if writes or other[3]:
-                pair = (other[4], inst) if other[2] < rank else (inst, other[4])
-                out.append((*pair, writes and other[3], tuple(sorted({tensor, other[5]}))))
-        open_by_rank[rank].append(iv)
+        low, high, rank, writes, inst, tensor = iv
+        while ends and ends[0][0] <= low:
+            _end, was_write, key = heapq.heappop(ends)
+            ranks = latest[was_write].get(key)
+            if ranks is not None:
+                for gone in [r for r, other in ranks.items() if other[1] <= low]:
+                    del ranks[gone]
+                if not ranks:
+                    del latest[was_write][key]
+        mine = instr_of(inst)
+        for other_writes in ((False, True) if writes else (True,)):
+            for other_instr, ranks in latest[other_writes].items():
+                for other_rank, other in ranks.items():
+                    if other_rank == rank or other[1] <= low:
+                        continue
+                    lower = other_rank < rank
+                    key_pair = (other_instr, mine) if lower else (mine, other_instr)
+                    if key_pair in seen:
+                        continue
+                    seen.add(key_pair)
+                    pair = (other[4], inst) if lower else (inst, other[4])
+                    out.append((*pair, writes and other_writes, tuple(sorted({tensor, other[5]}))))
+                    if len(seen) >= limit:
+                        return out
+        ranks = latest[writes].setdefault(mine, {})
+        if rank not in ranks or high > ranks[rank][1]:
+            ranks[rank] = iv
+        heapq.heappush(ends, (high, writes, mine))
     return out
 
 
@@ -125,11 +157,10 @@ def core_race_findings(program: Program, inputs: Mapping[str, Any] | None = None
     stream = stream_of(identity_placement(program))
     pairs, seen = [], set()
     for (_epoch, _storage), intervals in _intervals(program, stream).items():
-        for first, second, both_write, tensor_ids in _clashes(intervals):
-            key = (int(stream.instr[first]), int(stream.instr[second]))
-            if key in seen or len(seen) >= MAX_PAIRS:
-                continue
-            seen.add(key)
+        if len(seen) >= MAX_PAIRS:
+            break
+        for first, second, both_write, tensor_ids in _clashes(intervals, lambda i: int(stream.instr[i]), seen,
+                                                              MAX_PAIRS):
             pairs.append((first, second, both_write, tuple(stream.tensor_names[t] for t in tensor_ids)))
     if not pairs:
         return []
