@@ -276,7 +276,10 @@ class _Walk:
             if extent > MAX_TASK_ARRAY:
                 raise ProgramError(f"{path}.task_array", f"an array of {extent:,} slots at run time; at most "
                                                          f"{MAX_TASK_ARRAY:,} are allowed")
-            self.arrays[s.var] = [frozenset()] * max(0, extent)
+            if extent < 1:  # as a constant extent is refused (task_validate): it was 0 slots (probe_bc)
+                raise ProgramError(f"{path}.task_array", f"an array of {extent:,} slots at run time; an extent "
+                                                         "is at least 1")
+            self.arrays[s.var] = [frozenset()] * extent
         elif isinstance(s, SetSlot):
             self.arrays[s.array][self.slot(s.array, s.index, path)] = self.tasks.get(s.value, frozenset())
         elif isinstance(s, GetSlot):

@@ -165,6 +165,17 @@ def test_a_task_array_of_a_billion_slots_is_refused(tmp_path):
         _one_error(_invoke([command, str(program)]), "function.body[0].task_array", "at most 1,048,576")
 
 
+def test_a_task_array_computed_below_one_slot_is_refused_at_its_path(tmp_path):
+    # a constant -6 was refused, "n - 10" computed at run time was an array of 0 slots (probe_bc)
+    def computed(d):
+        d["function"]["params"].append({"name": "n", "scalar": "int", "value": 4})
+        d["function"]["body"].insert(0, {"let": "arr", "task_array": "n - 10"})
+
+    program = _write(tmp_path, _task_doc(computed), "computed.json")
+    for command in ("check", "footprint"):
+        _one_error(_invoke([command, str(program)]), "function.body[0].task_array", "an array of -6 slots at run time")
+
+
 def test_a_compiler_dep_on_a_later_taskid_is_refused(tmp_path):
     program = _write(tmp_path, _task_doc(lambda d: d["function"]["body"][1].update(compiler_deps=[{"on": "t_store"}])),
                      "later.json")
