@@ -209,6 +209,9 @@ def _fill(tile: NkiTensor, value: Any) -> None:
         constant = shared_constant(np.full(tile.shape, value), dtype=tile.dtype)
         tracer.emit(lambda: ops.dma(tile.layout, constant.layout))
         return
+    if not tile.layout.on_chip:  # (said as the memset it lowers to, it named a call the kernel never wrote: probe_bc)
+        raise fail(f"an HBM tensor made with an initial value ({tile.layout.tensor.name}): the legacy API sets "
+                   "on-chip tiles only; declare it with nl.ndarray and store a tile into it")
     tracer.emit(lambda: ops.memset(tile.layout, value))
 
 

@@ -1,7 +1,8 @@
 """A legacy kernel's misuse of Python's ``range`` (the tracer's stand-in,
 ``machine/nki/kernel_range.py``) is the kernel's error at its line, as Python says it: not an
 internal error of neuronsim (probe_bc: ``range(2.5)`` exited 3).  A loop of 2**63 iterations or
-more is refused at once like one of fewer (it was unrolled for eight minutes first)."""
+more is refused at once like one of fewer (it was unrolled for eight minutes first).  And a
+legacy ``nl.zeros`` in HBM is refused as the call the kernel wrote, not as a memset."""
 
 from __future__ import annotations
 
@@ -49,3 +50,12 @@ def test_a_loop_past_two_to_the_63_is_kept_as_a_loop(tmp_path, monkeypatch):
     traced = trace(load_kernel("k.py::k"), np.zeros((128, 64), np.float32), max_instructions=1000)
     (loop,) = [node for node in traced.program.body if isinstance(node, Loop)]
     assert loop.trip_count == 2**63
+
+
+def test_a_legacy_hbm_tensor_with_an_initial_value_is_refused_as_the_kernel_wrote_it(tmp_path, monkeypatch):
+    # it was "memset of out_7: only on-chip tiles can be set", a call the kernel never wrote (probe_bc)
+    (tmp_path / "k.py").write_text(KERNEL.replace("nl.ndarray((128, 64), dtype=a.dtype", "nl.zeros((128, 64), "
+                                                  "dtype=a.dtype").replace("RANGE", "range(1)"))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NkiError, match=r"^k\.py:7: an HBM tensor made with an initial value \(out_7\): the legacy"):
+        trace(load_kernel("k.py::k"), np.zeros((128, 64), np.float32))
