@@ -354,6 +354,7 @@ def _run(tracer: Tracer, func: Any, arrays: tuple[Any, ...], kwargs: dict[str, A
             results = instance()
             if k == 0:
                 _check_grid(tracer, func)
+    tracer.finishing = True
     if tracer.ranks == 1 and (returned := private_returned(tracer, results)):
         raise SharePrivate(returned)
     if tracer.flat_tiles:  # 1-D on-chip tiles, refused if used

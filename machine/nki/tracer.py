@@ -240,6 +240,9 @@ class Tracer:
     calls: int = field(default=0, init=False)
     """NKI calls started (the outermost ones): a trace's progress when it emits nothing
     (:mod:`~neuronsim.machine.nki.watch`)."""
+    finishing: bool = field(default=False, init=False)
+    """The kernel has returned and its program is being finished (grouped, validated): what a
+    progress line says then, instead of a line of neuronsim's own as the kernel's."""
     host_wrapper: Any = None
     """When the function traced has no ``@nki.jit`` and no grid of its own, the API rule of a kernel
     it calls (its generation decides from there); a launch before anything is emitted is the launch."""

@@ -93,6 +93,11 @@ def _progress() -> tuple[int, int, int, bool]:
     return id(active), active.kb.emitted, active.calls, active.site is not None
 
 
+def _finishing() -> bool:
+    """Whether the active trace's kernel has returned (its program is being finished)."""
+    return bool(tracing._STACK) and tracing._STACK[-1].finishing
+
+
 @contextmanager
 def watched(*, idle_seconds: float | None, say: Callable[[str], None] | None,
             every: float = HEARTBEAT_SECONDS) -> Iterator[None]:
@@ -120,7 +125,9 @@ def watched(*, idle_seconds: float | None, say: Callable[[str], None] | None,
         if say is not None and now - state["said"] >= every:
             state["said"] = now
             # between two traces of one kernel (a retrace) no kernel runs: the caller's line was named
-            where = f"; the kernel is at {kernel_line(frame)}" if seen[0] else ""
+            # (once the kernel has returned no frame is its: neuronsim's groups.py was named: probe_bc)
+            where = ("; the kernel has returned: finishing its program" if _finishing()
+                     else f"; the kernel is at {kernel_line(frame)}") if seen[0] else ""
             quiet = f"; no NKI call for {idle:.0f} s" if idle >= every else ""
             say(f"{now - started:.0f} s, {seen[1]:,} instructions so far{where}{quiet}")
 

@@ -53,6 +53,13 @@ def slow(x):
         nl.store(out, value=nl.load(x))
         time.sleep(0.7)
     return out
+
+
+@nki.jit
+def fast(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    nl.store(out, value=nl.load(x))
+    return out
 '''
 
 
@@ -119,3 +126,25 @@ def test_the_watch_stops_the_block_and_leaves_no_timer() -> None:
     assert stalled.value.seconds == 1 and stalled.value.where.line > 0
     assert signal.getsignal(signal.SIGALRM) is before
     assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
+
+
+def test_a_trace_finishing_its_program_says_so_not_a_line_of_neuronsims(kernel, monkeypatch) -> None:
+    """After the kernel returns, its program is grouped and validated: a progress line then named
+    neuronsim's own groups.py or validate.py as "the kernel is at" (probe_bc)."""
+    import time
+
+    from neuronsim.machine.nki import frontend as fe
+
+    path, _inputs, _out = kernel
+    original = fe.validate_program
+
+    def slow_validation(*args, **kwargs):
+        time.sleep(1.2)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(fe, "validate_program", slow_validation)
+    said: list[str] = []
+    with watched(idle_seconds=None, say=said.append, every=0.5):
+        frontend.trace(loader.load_kernel(f"{path}::fast"), x=np.ones((128, 16), np.float32))
+    assert any("the kernel has returned: finishing its program" in text for text in said), said
+    assert not any("neuronsim" in text or "validate.py" in text for text in said), said
