@@ -38,3 +38,22 @@ def test_the_same_values_written_by_every_program_are_a_warning() -> None:
 
 def test_a_grid_of_one_is_no_grid() -> None:
     assert _findings("same_rows", grid=(1,)) == []
+
+
+def test_a_big_grid_s_findings_say_when_they_start_and_stay_linear() -> None:
+    """A grid whose programs all store the same rows: its findings stage announces itself (it ran
+    in silence, for minutes at 10,000 programs) and names a bounded number of pairs (every pair
+    of programs was one: probe_bc)."""
+    import io
+
+    from neuronsim.verify.app.progress import Progress
+    from neuronsim.verify.nki.core_races import MAX_PAIRS
+    from neuronsim.verify.nki.run import run_traced
+
+    traced = trace_file(KERNELS, "same_rows", kernel_module(KERNELS).inputs(0), grid=(300,))
+    out = io.StringIO()
+    with Progress(live=False, stream=out, summary_min=500, announce=True) as progress:
+        report = run_traced(traced, "same_rows", progress=progress, seeds=(None,), functional=False)
+    assert "nki findings: started (" in out.getvalue()
+    races = [f for f in report.findings if f.kind == "programs"]
+    assert 0 < len(races) <= MAX_PAIRS

@@ -212,7 +212,10 @@ def run_traced(traced, name: str, *, reference: Callable | None = None, kwargs: 
 
     if before_work is not None:  # the size guards before the findings too: they walk every instance
         before_work(traced.program)
-    with stage_or_nothing(progress, "nki findings", None):
+    from neuronsim.machine.order.work_estimate import estimate_size
+
+    # (sized by its instances: a big kernel's findings say when they start, as the other stages do)
+    with stage_or_nothing(progress, "nki findings", None, size=estimate_size(traced.program).instances):
         # the storage NKI's compiler reasons with: one stream for the carried and the
         # uninitialised checks (placement.py)
         placed = stream_of(identity_placement(traced.program))
