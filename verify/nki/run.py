@@ -99,7 +99,7 @@ def trace_kernel(kernel: Any, *arrays: Any, grid: tuple[int, ...] | None = None,
 
     if isinstance(kernel, str):
         kernel = load_kernel(kernel)
-    if not callable(kernel):  # (traced, it was an internal error of neuronsim's: probe_bc)
+    elif not callable(kernel):  # (traced, it was an internal error of neuronsim's: probe_bc)
         raise TypeError(f"the kernel must be an NKI kernel function or 'file.py::func', not "
                         f"{type(kernel).__name__} {kernel!r:.60}")
     options = {"name": name} if name else {}
