@@ -47,6 +47,7 @@ Contract
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -62,7 +63,7 @@ from neuronsim.passes.list_schedule import list_schedule
 from neuronsim.passes.pipeline import Pass, PassContext
 
 __all__ = ["Schedule", "TRACED_PIPELINE", "instance_count", "flat_memory", "FLAT_BYTES_PER_INSTANCE",
-           "FLAT_BYTES_PER_RUN"]
+           "FLAT_BYTES_PER_RUN", "scheduled_flat_memory"]
 
 #: The pipeline a traced NKI kernel is compiled with: loads the compiler does not repeat
 #: (``load-elim``, on the loop form), the allocation, the scheduler slot, the transfers dealt
@@ -128,6 +129,19 @@ def flat_memory(program: Program) -> int:
             distinct = math.prod(trips.get(loop, 1) for loop in moving)
             total += distinct * run_starts(access_extent(tensor, access)[1]) * FLAT_BYTES_PER_RUN
     return total
+
+
+def scheduled_flat_memory(program: Program, passes: Sequence[Pass]) -> int:
+    """The memory :func:`flat_memory` foresees when ``passes`` hold a ``schedule`` that will
+    flatten ``program`` (within both of its bounds), else 0: what a command's memory guard adds
+    before any work (``--max-memory``: a flat schedule outgrew the estimate, probe_az)."""
+    schedule = next((p for p in passes if isinstance(p, Schedule)), None)
+    if schedule is None or not schedule.flatten or not any(isinstance(node, Loop) for node in program.body):
+        return 0
+    if instance_count(program) > schedule.max_instances:
+        return 0
+    need = flat_memory(program)
+    return need if need <= schedule.max_flat_memory else 0
 
 
 @dataclass(frozen=True, slots=True)

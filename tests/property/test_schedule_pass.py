@@ -220,3 +220,45 @@ def test_sequential_loops_are_scheduled_race_free_and_in_order_on_each_engine(pr
             key = (inst.engine, gid)
             assert j >= latest.get(key, j), (inst.name, inst.engine, gid, j, latest[key])
             latest[key] = j
+
+
+STREAMING = '''import neuronxcc.nki as nki
+import neuronxcc.nki.language as nl
+
+
+@nki.jit
+def columns(x):
+    out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+    for i in nl.affine_range(x.shape[1] // 8):
+        nl.store(out[:, i * 8:(i + 1) * 8], nl.exp(nl.load(x[:, i * 8:(i + 1) * 8])))
+    return out
+'''
+
+
+def test_runs_memory_guard_counts_the_flat_schedule_it_will_make(tmp_path, monkeypatch):
+    """`run --max-memory` foresees the flat schedule's memory where `schedule` will flatten (a
+    flat schedule outgrew the estimate: probe_az), and only there."""
+    import numpy as np
+    from click.testing import CliRunner
+
+    from neuronsim.machine.nki import load_kernel, trace
+    from neuronsim.machine.order.work_estimate import estimate_size
+    from neuronsim.passes.spec import parse_pipeline
+    from neuronsim.passes.schedule import scheduled_flat_memory
+    from neuronsim.verify.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "k.py").write_text(STREAMING)
+    x = np.zeros((128, 8 * 500), np.float32)
+    np.savez(tmp_path / "in.npz", x=x)
+    program = trace(load_kernel("k.py::columns"), x).program
+    flat = scheduled_flat_memory(program, parse_pipeline(TRACED_PIPELINE))
+    base = estimate_size(program).memory_bytes(unrolled=True, simulated_runs=5)  # (as run guards a kernel)
+    assert flat > 0 and scheduled_flat_memory(program, parse_pipeline("alloc,schedule{flatten=false}")) == 0
+    limit = str(base + flat // 2)  # enough for the work without its flat schedule, not with it
+    args = ["run", "k.py::columns", "--inputs", "in.npz", "--timing-only", "--out", "o", "--max-memory", limit]
+    refused = CliRunner().invoke(cli, args)
+    assert refused.exit_code == 2 and "for its flat schedule" in refused.stderr
+    kept = CliRunner().invoke(cli, [*args, "--passes", "load-elim,alloc,schedule{flatten=false},dma-place,dep-opt,"
+                                                       "dep-reduction"])
+    assert "for its flat schedule" not in kept.stderr and kept.exit_code in (0, 1), kept.stderr

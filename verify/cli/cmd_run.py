@@ -23,6 +23,7 @@ from neuronsim.machine.ir.errors import ProgramError
 from rich.table import Table
 
 from neuronsim.machine.sim.export import write_chrome_trace
+from neuronsim.passes.schedule import TRACED_PIPELINE, scheduled_flat_memory
 from neuronsim.passes.spec import parse_pipeline
 from neuronsim.verify.app.drawings import plot_timeline
 from neuronsim.machine.formats.validate import validate_program
@@ -211,8 +212,9 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
 
         def guard(program) -> None:
             validate_program(program)
+            pipeline = parse_pipeline(passes_spec or f"{TRACED_PIPELINE},dep-reduction")
             guard_size(program, max_instances=max_instances, max_memory=max_memory,
-                       simulated_runs=len(DEFAULT_SEEDS))
+                       simulated_runs=len(DEFAULT_SEEDS), scheduled=scheduled_flat_memory(program, pipeline))
 
         with Progress(summary_min=RUN_PROGRESS_MIN, announce=True) as progress:
             status = run_kernel_command(scenario, inputs_path=inputs_path, args=args, grid=grid, dtypes=dtypes,

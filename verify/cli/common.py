@@ -380,11 +380,13 @@ def size_options(fn: Callable) -> Callable:
 
 
 def guard_size(program: Program, *, max_instances: int | None, max_memory: int | None,
-               simulated_runs: int = 0, functional: bool = True, unrolls: bool = True) -> SizeEstimate:
+               simulated_runs: int = 0, functional: bool = True, unrolls: bool = True,
+               scheduled: int = 0) -> SizeEstimate:
     """Estimate the work of ``program`` (no unrolling) and refuse it, exit 2 with the figure and
     the option that raises the limit, when it is beyond ``max_instances`` instances (when the
     command ``unrolls``; instances times ``simulated_runs`` when it simulates) or
-    ``max_memory`` bytes (default: the machine's memory)."""
+    ``max_memory`` bytes (default: the machine's memory).  ``scheduled``: the bytes a flat
+    schedule of it will take besides (:func:`neuronsim.passes.schedule.scheduled_flat_memory`)."""
     size = estimate_size(program)
     if unrolls and max_instances is not None and size.instances > max_instances:
         raise UsageFailure(f"the program unrolls to {describe_instances(size)}; the limit is "
@@ -398,9 +400,9 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
     limit = max_memory if max_memory is not None else machine_memory()
     if limit is not None and MEMORY_BACKSTOP["enabled"]:
         cap_address_space(limit)
-    need = size.memory_bytes(unrolled=unrolls, simulated_runs=simulated_runs, functional=functional)
+    need = size.memory_bytes(unrolled=unrolls, simulated_runs=simulated_runs, functional=functional) + scheduled
     if limit is not None and need > limit:
-        parts = []
+        parts = [f"{format_bytes(scheduled)} for its flat schedule"] if scheduled else []
         if simulated_runs and functional:
             parts.append(f"{format_bytes(size.simulated_bytes)} of simulated SBUF, PSUM and DRAM, copied per run")
         if size.footprint_starts > 1 << 20:
