@@ -99,6 +99,9 @@ class KernelRange(metaclass=_RangeType):
         except OverflowError as err:  # len(range(10**20)): Python's error, the kernel's
             raise the_kernels(err) from None
 
+    def __bool__(self) -> bool:  # (by len(), range(10**20) overflowed where Python says True: probe_bd)
+        return bool(self.values)
+
     def __contains__(self, value: Any) -> bool:
         return value in self.values
 

@@ -31,6 +31,7 @@ from neuronsim.machine.nki.compile_config import compiler_config_names
 from neuronsim.machine.nki.dtypes import sizeinbytes
 from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import NkiError, Refused, RefusedClass, no_such_name, user_line
+from neuronsim.machine.nki.kernel_frames import the_kernels
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
 from neuronsim.machine.nki.language import KERNEL_KEYWORDS
 from neuronsim.machine.nki.optional_imports import expected_to_fail
@@ -344,8 +345,9 @@ class _Missing(StandIn):
                "a kernel runs on NKI calls and numpy")
         if attr.startswith("__"):  # (a private name is the package's: ``torch._dynamo``)
             # still an AttributeError (getattr(torch, "__version__", None) holds), saying why:
-            # "AttributeError: __version__" read as if torch had none (probe_bc)
-            raise AttributeError(f"{self.__name__}.{attr}: {why}")
+            # "AttributeError: __version__" read as if torch had none (probe_bc); the kernel's
+            # error where its code reads it, not neuronsim's (exit 3: probe_bd)
+            raise the_kernels(AttributeError(f"{self.__name__}.{attr}: {why}"))
         absent = Absent(f"{self.__name__}.{attr}", why)
         setattr(self, attr, absent)
         return absent

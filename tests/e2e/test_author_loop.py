@@ -131,6 +131,13 @@ def test_the_drop_in_lets_the_kernels_own_exception_through_and_locates_a_refusa
     with pytest.raises(KernelFinding) as refused:
         simulate_kernel(load_kernel(f"{tmp_path / 'checks.py'}::reads_past_the_end"), a)
     assert refused.value.line.endswith("checks.py:14") and refused.value.report is None
+    assert str(refused.value).count("checks.py:14") == 1  # (said twice: probe_bd)
+    (tmp_path / "noted.py").write_text(
+        "import neuronxcc.nki as nki\n\n\nclass Odd(Exception):\n    __notes__ = ('its own',)\n\n\n"
+        "@nki.jit\ndef raises_odd(a):\n    raise Odd('mine')\n")
+    with pytest.raises(Exception, match="mine") as odd:  # (the note could not be added: TypeError, probe_bd)
+        simulate_kernel(load_kernel(f"{tmp_path / 'noted.py'}::raises_odd"), a)
+    assert type(odd.value).__name__ == "Odd"
 
 
 def test_compare_ranks_the_matmul_tutorial_variants_as_its_table_does() -> None:

@@ -42,6 +42,12 @@ def test_a_misused_range_is_the_kernels_error_at_its_line(tmp_path, monkeypatch,
     assert str(err.value).startswith("k.py:8: ") and said in str(err.value)
 
 
+def test_a_huge_range_is_true_as_pythons_is():
+    from neuronsim.machine.nki.kernel_range import KernelRange
+
+    assert KernelRange(10**20) and not KernelRange(0) and not KernelRange(5, 5)
+
+
 def test_a_loop_past_two_to_the_63_is_kept_as_a_loop(tmp_path, monkeypatch):
     # kept (its size is then refused before any work: `run` says it unrolls to 2**64 instances),
     # where it failed to be kept (len() of its range) and was unrolled a body at a time

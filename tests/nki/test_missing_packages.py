@@ -132,10 +132,14 @@ def test_isinstance_against_a_missing_class_is_false_and_its_version_says_why(tm
         "    if isinstance(a, torch.Tensor) or issubclass(type(a), torch.Tensor):\n        a = a.numpy()\n"
         "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
         "    nl.store(out, nl.load(a))\n    return out\n")
-    (tmp_path / "v.py").write_text("import neuronsim_absent_torch_xyz as torch\nNEW = torch.__version__ >= '2'\n")
+    (tmp_path / "v.py").write_text("import neuronsim_absent_torch_xyz as torch\nNEW = torch.__version__ >= '2'\n\n\n"
+                                   "def in_kernel(a):\n    return torch.__version__\n")
     monkeypatch.chdir(tmp_path)
     x = f32(128, 64)
     np.testing.assert_array_equal(run(load_kernel("k.py::k"), x)["return0"], x)
     with pytest.raises(NkiError, match=r"v\.py:2: importing the kernel: AttributeError: neuronsim_absent_torch_xyz"
                                        r"\.__version__: neuronsim_absent_torch_xyz cannot be imported here"):
         load_kernel("v.py::NEW")
+    (tmp_path / "v.py").write_text((tmp_path / "v.py").read_text().replace("NEW = ", "# NEW = "))
+    with pytest.raises(NkiError, match=r"v\.py:6: AttributeError: neuronsim_absent_torch_xyz\.__version__"):
+        trace(load_kernel("v.py::in_kernel"), x)  # the kernel's error, not neuronsim's (exit 3: probe_bd)

@@ -57,7 +57,8 @@ class KernelFinding(AssertionError):
         self.problems = tuple(problems)
         lines = [line for problem in problems for line in kernel_lines(problem)]
         self.line = lines[0] if lines else None
-        head = f"{self.line}: {problems[0]}" if self.line else problems[0]
+        said_at = self.line and problems[0].startswith(f"{self.line}: ")  # (a trace refusal says its line: probe_bd)
+        head = f"{self.line}: {problems[0]}" if self.line and not said_at else problems[0]
         more = f" (and {len(problems) - 1} more: {'; '.join(problems[1:4])})" if len(problems) > 1 else ""
         super().__init__(f"{head}{more}")
 
@@ -70,7 +71,10 @@ def checked_run(kernel: Any, args: tuple, kwargs: dict, seeds: Sequence[int | No
         traced = trace_kernel(kernel, *args, **kwargs)
     except NkiError as err:
         if err.raised is not None:  # the kernel's own assert or exception: NKI's simulator lets it through
-            err.raised.add_note(f"neuronsim: raised at {err.path}")
+            try:
+                err.raised.add_note(f"neuronsim: raised at {err.path}")
+            except TypeError:  # (its class made __notes__ something else: the exception as it is, probe_bd)
+                pass
             raise err.raised from None
         raise KernelFinding(None, [str(err)]) from None  # a refusal at the kernel's line
     name = getattr(kernel, "__name__", None) or type(kernel).__name__
