@@ -88,12 +88,12 @@ def indirect_dma(dst: Layout, src: Layout, emit: Emit, columns: bool = False) ->
     for first, stop, row, step, inside in pieces:
         part = side.restrict_axis(indirect.axis, first, stop).rows(row, step)
         piece = other.restrict_axis(pos, first, stop) if pos is not None else other
-        if inside is not None:  # one run of a row reaching past the tensor's end: its elements inside it
-            outer, count = inside
+        if inside is not None:  # one run of a row reaching past the tensor's ends: its elements inside it
+            outer, lo, hi = inside
             for (axis, j), other_axis in zip(outer, range(len(piece.axes) - len(outer) - 1, len(piece.axes) - 1)):
                 part, piece = part.restrict_axis(axis, j, j + 1), piece.restrict_axis(other_axis, j, j + 1)
-            part = part.restrict_axis(len(part.axes) - 1, 0, count)
-            piece = piece.restrict_axis(len(piece.axes) - 1, 0, count)
+            part = part.restrict_axis(len(part.axes) - 1, lo, hi)
+            piece = piece.restrict_axis(len(piece.axes) - 1, lo, hi)
         pair = (part, piece) if side is dst else (piece, part)
         emit(*pair, engine="pool", dge="swdge")
 
@@ -115,31 +115,32 @@ def _overrunning(side: Layout, rows: np.ndarray) -> np.ndarray | bool:
     return (base + low < 0) | (base + high >= prod(side.tensor.shape))
 
 
-def _inside(side: Layout, other: Layout, row: int) -> list[tuple[tuple[tuple[int, int], ...], int]]:
-    """The runs of row ``row``'s transfer that begin inside the tensor, each as ``(outer, count)``:
-    ``outer`` the index along each axis of the row but the last (``(axis, index)`` pairs of
-    ``side``), ``count`` the leading elements of the run along the last axis inside it (the rest
-    skipped, as the page's runtime check skips each out-of-bounds access, one descriptor at a
-    time: a `[2, C]` block of a pixel's row and the row below keeps its first row at the bottom
-    edge, probe_bb).  Nothing (the row dropped whole) when the runs do not pair one for one with
-    the other side's last axis, or move backwards or not at all."""
+def _inside(side: Layout, other: Layout, row: int) -> list[tuple[tuple[tuple[int, int], ...], int, int]]:
+    """The runs of row ``row``'s transfer with elements inside the tensor, each as ``(outer, lo,
+    hi)``: ``outer`` the index along each axis of the row but the last (``(axis, index)`` pairs
+    of ``side``), ``lo .. hi - 1`` the elements of the run along the last axis inside it (the rest
+    skipped, as the page's runtime check skips each out-of-bounds access: a `[2, C]` block of a
+    pixel's row and the row below keeps its first row at the bottom edge, probe_bb; a run
+    beginning before the tensor or walking backwards keeps its elements inside too, probe_bd).
+    Nothing (the row dropped whole) when the runs do not pair one for one with the other side's
+    last axis, or do not move."""
     axes = [(k, a) for k, a in enumerate(side.axes) if k != side.indirect.axis]
-    if not axes or side.indirect.axis != 0 or axes[-1][1][1] <= 0 or other.shape[-1] != axes[-1][1][2]:
+    if not axes or side.indirect.axis != 0 or axes[-1][1][1] == 0 or other.shape[-1] != axes[-1][1][2]:
         return []
     outer_axes = axes[:-1]
     if outer_axes and tuple(other.shape[-len(axes):-1]) != tuple(count for _k, (_kind, _s, count) in outer_axes):
         return []  # the other side's outer axes do not line up with the row's
-    last_stride, last_count = axes[-1][1][1], axes[-1][1][2]
+    stride, count = axes[-1][1][1], axes[-1][1][2]
     end = prod(side.tensor.shape)
     out = []
-    for index in np.ndindex(*(count for _k, (_kind, _s, count) in outer_axes)):
+    for index in np.ndindex(*(n for _k, (_kind, _s, n) in outer_axes)):
         start = side.offset.const + row * side.indirect.stride
-        start += sum(j * stride for j, (_k, (_kind, stride, _c)) in zip(index, outer_axes))
-        if start < 0:
-            continue
-        count = max(0, min(last_count, (end - 1 - start) // last_stride + 1))
-        if count:
-            out.append((tuple((k, j) for j, (k, _a) in zip(index, outer_axes)), count))
+        start += sum(j * step for j, (_k, (_kind, step, _n)) in zip(index, outer_axes))
+        # the elements j with 0 <= start + j * stride < end, a range of j for either sign of stride
+        first, last = (-start, end - 1 - start) if stride > 0 else (end - 1 - start, -start)
+        lo, hi = max(0, -(-first // stride)), min(count, last // stride + 1)
+        if lo < hi:
+            out.append((tuple((k, j) for j, (k, _a) in zip(index, outer_axes)), lo, hi))
     return out
 
 

@@ -98,6 +98,18 @@ def test_oob_skip_keeps_each_run_of_a_row_that_lies_inside_the_tensor():
     np.testing.assert_array_equal(out, expected)
 
 
+def test_oob_skip_keeps_the_elements_inside_of_a_run_walking_off_the_start():
+    """A run with a last stride of -1 from row 0 walks off the tensor's start: skip keeps its one
+    element inside (the run was dropped whole: probe_bd)."""
+    img = f32(8, 4)
+    rows = _rows(0, 1, 5)
+    out = run(kernel(f"{CURRENT}::gather_rows_backwards_skip"), img, rows)["return0"]
+    flat = img.reshape(-1)
+    expected = np.array([[flat[r * 4 - j] if r * 4 - j >= 0 else 0.0 for j in range(4)] for r in rows[:, 0]],
+                        np.float32)
+    np.testing.assert_array_equal(out, expected)
+
+
 def test_a_loads_legacy_mode_skip_holds_when_its_result_is_assigned():
     # nl.load(mode=...) was ignored: its result is emitted at the assignment, with the
     # assignment's options, and the rows past the end were an error

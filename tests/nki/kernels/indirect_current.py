@@ -81,3 +81,20 @@ def gather_tile_by_tile(table, rows):
         nisa.dma_copy(dst=out[nl.ds(t * 32, 32), :], src=picked)
     return out
 
+
+@nki.jit
+def gather_rows_backwards_skip(img, rows):
+    """Each row index reads its row's first element and the elements before it, backwards (a
+    last stride of -1): row 0's run walks off the tensor's start after one element, and
+    oob_mode=skip keeps that one."""
+    count, width = rows.shape[0], img.shape[1]
+    out = nl.ndarray((count, width), dtype=img.dtype, buffer=nl.shared_hbm)
+    row_tile = nl.ndarray((count, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=row_tile, src=rows)
+    got = nl.ndarray((count, width), dtype=img.dtype, buffer=nl.sbuf)
+    nisa.memset(got, 0.0)
+    nisa.dma_copy(dst=got, src=img.ap(pattern=[[width, count], [-1, width]], offset=0, vector_offset=row_tile,
+                                      indirect_dim=0), oob_mode=nisa.oob_mode.skip)
+    nisa.dma_copy(dst=out, src=got)
+    return out
+
