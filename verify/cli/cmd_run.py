@@ -195,8 +195,9 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
         return 0
     if scenario is None:
         raise UsageFailure("missing SCENARIO (see neuronsim run --list)", "SCENARIO")
+    parsed = None
     if passes_spec is not None and not _names_a_task_scenario(scenario):  # (those refuse --passes below)
-        parse_pipeline(passes_spec)  # a bad spec is the command line's error, before any work
+        parsed = parse_pipeline(passes_spec)  # a bad spec is the command line's error, before any work
     ranks = click.get_current_context().meta.get(RANKS_KEY, 1)
     target = click.get_current_context().meta.get(TARGET_KEY)  # (a scenario ran on trn1 without a word: a probe)
     kernel_flags = [flag for flag, given in (("--inputs", inputs_path), ("--arg", args), ("--grid", grid),
@@ -212,7 +213,7 @@ def run(scenario: str | None, list_only: bool, out_dir: str, plot_path: str | No
 
         def guard(program) -> None:
             validate_program(program)
-            pipeline = parse_pipeline(passes_spec or f"{TRACED_PIPELINE},dep-reduction")
+            pipeline = parsed if parsed is not None else parse_pipeline(f"{TRACED_PIPELINE},dep-reduction")
             guard_size(program, max_instances=max_instances, max_memory=max_memory,
                        simulated_runs=len(DEFAULT_SEEDS), scheduled=scheduled_flat_memory(program, pipeline))
 
