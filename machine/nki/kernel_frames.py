@@ -12,17 +12,32 @@ from __future__ import annotations
 
 import os
 import sys
+import sysconfig
 import traceback
 from collections.abc import Iterator
 
 from neuronsim.machine.ir.source import shown_path
 from neuronsim.machine.nki.errors import SourceLine
 
-__all__ = ["OURS", "kernel_frame", "kernel_frames", "raised_by_us", "assertion_site", "the_kernels"]
+__all__ = ["OURS", "kernel_frame", "kernel_frames", "raised_by_us", "assertion_site", "the_kernels", "library_folders"]
 
 #: neuronsim's ``machine`` package and its shipped scenarios
 OURS = (os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
         os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "scenarios"))
+def library_folders(*rooms: str) -> tuple[str, ...]:
+    """Folders whose files are no user's: the standard library's, the installed packages' and
+    neuronsim's ``rooms`` (``machine``, ``passes``, ...; also in a checkout installed editable,
+    whose tests and examples are users' files), each ending in a separator.
+
+    >>> any(folder.endswith(os.sep + "machine" + os.sep) for folder in library_folders("machine"))
+    True
+    """
+    package = os.path.dirname(OURS[0])
+    paths = {sysconfig.get_paths().get(key) for key in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return tuple(sorted({os.path.abspath(p) + os.sep for p in paths if p}
+                        | {os.path.join(package, room) + os.sep for room in rooms}))
+
+
 #: neuronsim's compiler and checker packages: never the kernel's own frame when locating an error
 _PIPELINE = tuple(os.path.join(os.path.dirname(OURS[0]), package) + os.sep for package in ("passes", "verify"))
 

@@ -18,7 +18,6 @@ import inspect
 import logging
 import os
 import sys
-import sysconfig
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -31,7 +30,7 @@ from neuronsim.machine.nki.compile_config import compiler_config_names
 from neuronsim.machine.nki.dtypes import sizeinbytes
 from neuronsim.machine.nki.kernel import run_eagerly
 from neuronsim.machine.nki.errors import NkiError, Refused, RefusedClass, no_such_name, user_line
-from neuronsim.machine.nki.kernel_frames import the_kernels
+from neuronsim.machine.nki.kernel_frames import library_folders, the_kernels
 from neuronsim.machine.nki.lang_names import LANGUAGE_REFUSED, current_language, legacy_language
 from neuronsim.machine.nki.language import KERNEL_KEYWORDS
 from neuronsim.machine.nki.optional_imports import expected_to_fail
@@ -360,12 +359,8 @@ def user_file(path: str) -> bool:
     return not path.startswith(_NOT_USERS) and not path.startswith("<")
 
 
-#: The standard library, installed packages and neuronsim's rooms (beside ``machine``, also
-#: in a checkout installed editable, whose tests and examples are users' files).
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_NOT_USERS = tuple(os.path.abspath(p) + os.sep for p in {
-    *(sysconfig.get_paths()[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")),
-    *(os.path.join(_PACKAGE, room) for room in ("machine", "passes", "verify"))})
+#: The standard library, installed packages and neuronsim's rooms.
+_NOT_USERS = library_folders("machine", "passes", "verify")
 
 
 class _MissingImport(_OtherSubmodules):

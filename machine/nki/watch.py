@@ -29,7 +29,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import sysconfig
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -40,6 +39,7 @@ from neuronsim.machine.formats.pyfile import SETITIMER, SIGNAL
 from neuronsim.machine.ir.errors import ProgramError
 from neuronsim.machine.nki import tracer as tracing
 from neuronsim.machine.nki.errors import SourceLine, line_of
+from neuronsim.machine.nki.kernel_frames import library_folders
 
 __all__ = ["TraceStalled", "watched", "kernel_line", "stopped_when_idle", "stopped_message", "thread_line",
            "HEARTBEAT_SECONDS", "SWALLOWED_SECONDS", "on_swallowed"]
@@ -49,11 +49,8 @@ HEARTBEAT_SECONDS = 10.0
 
 _TICK = 1.0
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 #: Files that are not the kernel's: neuronsim's packages, the standard library, installed packages.
-_NOT_THE_KERNEL = tuple({os.path.join(_ROOT, room) + os.sep for room in ("machine", "passes", "verify", "scenarios")}
-                        | {os.path.abspath(path) + os.sep for key in ("stdlib", "platstdlib", "purelib", "platlib")
-                           if (path := sysconfig.get_paths().get(key))})
+_NOT_THE_KERNEL = library_folders("machine", "passes", "verify", "scenarios")
 
 
 class TraceStalled(BaseException):
