@@ -148,7 +148,7 @@ def test_run_of_a_big_kernel_says_what_it_does_from_its_first_stages(tmp_path: P
     assert run.returncode == 0, run.stderr
     lines = run.stderr.splitlines()
     starts = [line.split(":")[0] for line in lines if line.endswith(" ...")]
-    assert starts[:4] == ["compile", "check compiled", "check final", "simulate"], run.stderr
+    assert starts[:5] == ["nki findings", "compile", "check compiled", "check final", "simulate"], run.stderr
     assert lines.index("check compiled: 5,600 instances ...") < lines.index("simulate: 2 runs (5,600 in all) ...")
     assert lines.index("simulate: 2 runs (5,600 in all) ...") < next(
         i for i, line in enumerate(lines) if line.startswith("simulate: 2 runs in "))  # said before, not only after
