@@ -13,7 +13,9 @@
    whole rows (a run each), and per byte run more when each access is a column block instead
    (a run a row, moving with the loop), each less the peak of the same process loading it:
    the figures ``FLAT_BYTES_PER_INSTANCE`` and ``FLAT_BYTES_PER_RUN`` of
-   :mod:`neuronsim.passes.schedule` round up.
+   :mod:`neuronsim.passes.schedule` round up; and the dependence construction of the column
+   blocks, loops kept, per byte run of an access instance beyond its first
+   (``BYTES_PER_INSTANCE_RUN`` of the work estimate).
 
 Usage: ``.venv/bin/python bench/bench_guard.py [N] [REPEATS]`` (defaults 50000, 3).
 """
@@ -34,9 +36,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 from neuronsim.machine.formats.program_json import load_program  # noqa: E402
+from neuronsim.passes.runner import CONSTRUCTION_PIPELINE  # noqa: E402
 from neuronsim.passes.schedule import FLAT_BYTES_PER_INSTANCE, FLAT_BYTES_PER_RUN  # noqa: E402
 from neuronsim.machine.order.work_estimate import (  # noqa: E402
     BYTES_PER_INSTANCE,
+    BYTES_PER_INSTANCE_RUN,
     BYTES_PER_PLANNED_INSTANCE,
     BYTES_PER_RUN_INSTANCE,
     estimate_size,
@@ -156,6 +160,14 @@ def main() -> None:
         flat[label] = peak - base
         print(f"  passes flat, {label:<7} peak {peak / 2**20:6.0f} MiB in {seconds:5.1f} s")
     runs = 2 * trips * (128 - 1)  # the column blocks' runs beyond the row blocks' one an access
+    columns = folder / "stream_columns.json"
+    base, _ = peak_rss(["-c", PASSES_ONLY, str(columns), ""], sys.executable)
+    peak, seconds = peak_rss(["-c", PASSES_ONLY, str(columns), CONSTRUCTION_PIPELINE], sys.executable)
+    size = estimate_size(load_program(str(columns)))
+    per_event = (peak - base - size.instances * BYTES_PER_INSTANCE) / size.instance_runs
+    print(f"  deps, columns    peak {peak / 2**20:6.0f} MiB in {seconds:5.1f} s: {per_event:6.0f} B per byte run of an "
+          f"access instance beyond its first, over {BYTES_PER_INSTANCE} an instance (the guard assumes "
+          f"{BYTES_PER_INSTANCE_RUN})")
     per_instance, per_run = flat["rows"] / instances, (flat["columns"] - flat["rows"]) / runs
     print(f"  flat schedule: {per_instance:6.0f} B per instance (schedule assumes {FLAT_BYTES_PER_INSTANCE}), "
           f"{per_run:6.0f} B per moving byte run (assumes {FLAT_BYTES_PER_RUN})")

@@ -15,7 +15,9 @@ The figures:
   machine and the DRAM layout the program needs (:mod:`neuronsim.machine.sim.memory`), plus every
   virtual DRAM tensor (the allocation passes may place it past the others);
 * ``footprint_starts``: contiguous byte runs the footprints of the program's distinct
-  accesses are made of, at most (the geometry enumerates them when it first meets an access).
+  accesses are made of, at most (the geometry enumerates them when it first meets an access);
+* ``instance_runs``: the byte runs beyond the first of every access instance (the dependence
+  and race analyses make an event of each run of each instance).
 
 :meth:`SizeEstimate.memory_bytes` turns them into the memory a command needs, with per-instance
 costs measured on this code base and rounded up (``bench/bench_guard.py`` prints them):
@@ -42,7 +44,8 @@ from neuronsim.machine.ir.program import Instruction, Loop, MemoryKind, Node, Pr
 from neuronsim.machine.model.presets import resolve_machine
 
 __all__ = ["SizeEstimate", "estimate_size", "BYTES_PER_INSTANCE", "BYTES_PER_PLANNED_INSTANCE",
-           "BYTES_PER_RUN_INSTANCE", "BYTES_PER_FOOTPRINT_START", "SIMULATED_COPIES", "run_starts"]
+           "BYTES_PER_RUN_INSTANCE", "BYTES_PER_FOOTPRINT_START", "BYTES_PER_INSTANCE_RUN", "SIMULATED_COPIES",
+           "run_starts"]
 
 #: Memory per instance of unrolling, the passes and the race check (measured: 300-400 bytes).
 BYTES_PER_INSTANCE = 512
@@ -52,6 +55,10 @@ BYTES_PER_PLANNED_INSTANCE = 512
 BYTES_PER_RUN_INSTANCE = 640
 #: Memory per byte-run start while the geometry enumerates a footprint (numpy grid, list, tuple).
 BYTES_PER_FOOTPRINT_START = 96
+#: Memory per byte run of an access instance beyond its first, unrolled: the event columns the
+#: dependence and race analyses build (measured: about 55 bytes; probe_bd's 50,000 stores of a
+#: 1,024-run block took 2.4 GB the instances did not foresee).
+BYTES_PER_INSTANCE_RUN = 64
 #: Simulated memories alive at once: the initial one, the sequential reference's, the run's,
 #: and the seeded pattern being drawn.
 SIMULATED_COPIES = 4
@@ -67,6 +74,7 @@ class SizeEstimate:
     """The instruction with the most instances: ``(name, instances, enclosing loop names)``."""
     simulated_bytes: int
     footprint_starts: int
+    instance_runs: int = 0
 
     def memory_bytes(self, *, unrolled: bool = True, simulated_runs: int = 0, functional: bool = True) -> int:
         """Memory the work needs, roughly: the footprints of the accesses, the instances when
@@ -74,7 +82,7 @@ class SizeEstimate:
         the simulated memories when they are ``functional``, not timing only)."""
         need = self.footprint_starts * BYTES_PER_FOOTPRINT_START
         if unrolled:
-            need += self.instances * BYTES_PER_INSTANCE
+            need += self.instances * BYTES_PER_INSTANCE + self.instance_runs * BYTES_PER_INSTANCE_RUN
         if simulated_runs:
             need += self.simulated_bytes * SIMULATED_COPIES if functional else 0
             need += self.instances * (BYTES_PER_PLANNED_INSTANCE + BYTES_PER_RUN_INSTANCE * simulated_runs)
@@ -117,11 +125,11 @@ def _estimate(program: Program) -> SizeEstimate:
     instances = 0
     instructions = 0
     largest: tuple[str, int, tuple[str, ...]] | None = None
-    seen: set[tuple] = set()
-    starts = 0
+    seen: dict[tuple, int] = {}
+    starts = extra_runs = 0
 
     def visit(nodes: tuple[Node, ...], mult: int, loops: tuple[str, ...]) -> None:
-        nonlocal instances, instructions, largest, starts
+        nonlocal instances, instructions, largest, starts, extra_runs
         for node in nodes:
             if isinstance(node, Loop):
                 visit(node.body, mult * node.trip_count, (*loops, node.name))
@@ -133,16 +141,19 @@ def _estimate(program: Program) -> SizeEstimate:
                 largest = (node.name, mult, loops)
             for access, _ in node.accesses:
                 tensor = program.tensors.get(access.tensor)
-                key = (access.tensor, access.offset, access.pattern)
-                if tensor is None or key in seen:
+                if tensor is None:
                     continue
-                seen.add(key)
-                starts += run_starts(access_extent(tensor, access)[1])
+                key = (access.tensor, access.offset, access.pattern)
+                runs = seen.get(key)
+                if runs is None:
+                    runs = seen[key] = run_starts(access_extent(tensor, access)[1])
+                    starts += runs
+                extra_runs += mult * (runs - 1)
 
     visit(program.body, 1, ())
     sbuf = spec.sbuf_partitions * spec.sbuf_partition_bytes
     psum = spec.sbuf_partitions * spec.psum_banks * spec.psum_bank_bytes
-    return SizeEstimate(instances, instructions, largest, sbuf + psum + _dram_bytes(program), starts)
+    return SizeEstimate(instances, instructions, largest, sbuf + psum + _dram_bytes(program), starts, extra_runs)
 
 
 def _dram_bytes(program: Program) -> int:

@@ -91,3 +91,18 @@ def test_timing_only_runs_need_no_simulated_memory():
     t = Tensor("d", MemoryKind.DRAM, "uint8", (1 << 30,), address=0)
     size = estimate_size(Program({"d": t}, (Instruction("a", "sp", "nop"),)))
     assert size.memory_bytes(simulated_runs=2, functional=False) < 1 << 20 < size.memory_bytes(simulated_runs=2)
+
+
+def test_the_runs_of_every_access_instance_are_counted_beyond_the_first():
+    """An access of several byte runs costs the unrolled analyses an event per run of each
+    instance: 50,000 stores of one 1,024-run block took 2.4 GB the instances did not foresee
+    (probe_bd)."""
+    from neuronsim.machine.ir.program import Access, Instruction, Loop, MemoryKind, Program, Tensor
+    from neuronsim.machine.order.work_estimate import BYTES_PER_INSTANCE_RUN
+
+    y = Tensor("y", MemoryKind.DRAM, "float32", (128, 4096), address=0, role="output")
+    t = Tensor("t", MemoryKind.SBUF, "float32", (128, 8), partition=0, offset=0)
+    store = Instruction("st", "sp", "dma_copy", (Access("t"),), (Access("y", pattern=((4096, 128), (2, 8))),))
+    size = estimate_size(Program({"y": y, "t": t}, (Loop("i", 1000, (store,)),)))
+    assert size.instance_runs == 1000 * 1023
+    assert size.memory_bytes() - size.memory_bytes(unrolled=False) >= 1000 * 1023 * BYTES_PER_INSTANCE_RUN

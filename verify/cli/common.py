@@ -407,6 +407,8 @@ def guard_size(program: Program, *, max_instances: int | None, max_memory: int |
             parts.append(f"{format_bytes(size.simulated_bytes)} of simulated SBUF, PSUM and DRAM, copied per run")
         if size.footprint_starts > 1 << 20:
             parts.append(f"{format_count(size.footprint_starts)} byte runs in access footprints")
+        if unrolls and size.instance_runs > 1 << 20:
+            parts.append(f"{format_count(size.instance_runs)} byte runs of access instances")
         if unrolls:
             parts.append(f"{format_count(size.instances)} instances")
         whose = "this machine's memory" if max_memory is None else "--max-memory"
