@@ -123,8 +123,7 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     if machine is None:
         machine = _target_machine(platform_of(kernel), func)
     grid = tuple(grid if isinstance(grid, (tuple, list)) else (grid,)) if grid is not None else kernel_grid
-    if any(not isinstance(g, (int, np.integer)) or not 1 <= g < 2**31 for g in grid):
-        raise NkiError(_defined_at(func), f"a grid of {grid}: each dimension is an integer from 1 below 2**31")
+    _check_grid_sizes(grid, _defined_at(func))
     if int(ranks) > 1 and math.prod(int(g) for g in grid) > 1:
         raise NkiError(_defined_at(func), f"a launch on {ranks} ranks with a grid {grid}: neuronsim runs one of "
                                           "the two at a time")
@@ -189,6 +188,7 @@ def _attempts(kernel: Any, func: Any, grid: tuple, arrays: tuple, kwargs: dict, 
                 unroll = None
         except HostLaunch as launch:  # a host wrapper's `return _kernel[n](...)`: trace the launch
             kernel, arrays, kwargs = launched(launch, tracer, func)
+            _check_grid_sizes(kernel.grid, launch.site)  # (kk[-2] ran nothing, kk[10**9] ran out of memory: probe_bf)
             func, grid = kernel.func, kernel.grid
             continue
         except LeftLoopEarly as err:  # a legacy body ending in return / break, read as NKI reads it
@@ -277,6 +277,12 @@ def _as_nki_error(err: Exception, func: Any) -> NkiError | NkiInternalError:
     said = NkiError(where, f"{type(err).__name__}: {message_of(err)}")
     said.raised = err
     return said
+
+
+def _check_grid_sizes(grid: tuple, where: Any) -> None:
+    """Refuse a launch grid that is not integers from 1 below 2**31, at ``where``."""
+    if any(not isinstance(g, (int, np.integer)) or isinstance(g, bool) or not 1 <= g < 2**31 for g in grid):
+        raise NkiError(where, f"a grid of {grid}: each dimension is an integer from 1 below 2**31")
 
 
 def _check_grid(tracer: Tracer, func: Any) -> None:

@@ -25,7 +25,6 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from itertools import product
 from typing import Any
 
 from neuronsim.machine.nki import keywords, masked_access
@@ -556,7 +555,9 @@ class Tracer:
 
     # -- SPMD --------------------------------------------------------------------------------
     def instances(self) -> Iterator[tuple[int, ...]]:
-        for pid in product(*(range(g) for g in self.grid)):
+        # (not itertools.product: it makes a tuple of each range first, a billion ints for a
+        # grid of 10**9 before the first program could be refused: probe_bf)
+        for pid in _grid_points(self.grid):
             self.program_id = pid
             self.site_counts = {}
             yield pid
@@ -600,3 +601,20 @@ def _inherit_tags(layout: Layout, sources: tuple[Any, ...]) -> Layout:
         if tagged is not None and tagged.tags is not None and tagged.shape == layout.shape:
             return Layout(layout.tensor, layout.axes, layout.offset, layout.partitions, tagged.tags)
     return layout
+
+
+def _grid_points(grid: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
+    """The program ids of ``grid`` in row-major order, one at a time.
+
+    >>> list(_grid_points((2, 3)))
+    [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
+    >>> list(_grid_points(())), next(_grid_points((10**9,)))
+    ([()], (0,))
+    """
+    if not grid:
+        yield ()
+        return
+    for first in range(grid[0]):
+        for rest in _grid_points(grid[1:]):
+            yield (first, *rest)
+

@@ -149,3 +149,14 @@ def test_a_kernel_keeps_its_api_s_rules_whoever_calls_it(tmp_path, monkeypatch, 
     np.testing.assert_array_equal(outputs, np.stack([np.full((128, 8), f, np.float32) for f in factors]))
     once = any("traces the body once" in w for w in report.finding_lines())
     assert once == (factors[-1] == 2), report.finding_lines()
+
+
+@pytest.mark.parametrize("grid, refused", [("-2", "a grid of (-2,): each dimension is an integer from 1 below 2**31"),
+                                           ("10**9", "traces to more than 1,000 instructions")])
+def test_a_wrapper_s_launch_grid_is_checked_as_a_command_line_grid_is(tmp_path, monkeypatch, grid, refused) -> None:
+    """``scaled_rows[-2](x)`` traced nothing and exited 0; ``[10**9]`` made a tuple of a
+    billion program ids before the first program ran (22 GB: probe_bf)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "g.py").write_text(KERNELS + f"\n\ndef launches(x):\n    return scaled_rows[{grid}](x, 2.0)\n")
+    with pytest.raises(NkiError, match=refused.replace("(", r"\(").replace(")", r"\)").replace("*", r"\*")):
+        trace(load_kernel("g.py::launches"), _x(), max_instructions=1000)
