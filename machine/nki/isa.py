@@ -238,6 +238,8 @@ def tensor_reduce(dst, op, data, axis, negate=False, keepdims=False, name=None, 
     def emit() -> None:
         shape = ops.lay(data).shape
         axes = sorted(em.reduce_axes(shape, axis))
+        if not axes:  # (axis=() was an IndexError here, an internal error: probe_bf)
+            raise fail(f"nisa.tensor_reduce over axis {axis!r}: no axis to reduce (give one free axis or more)")
         # (axis=1 of a (P, 8, 8) tile ran: a probe; axes of one element after the last are the same pattern)
         if axes != list(range(axes[0], axes[-1] + 1)) or any(n != 1 for n in shape[axes[-1] + 1:]):
             raise fail(f"nisa.tensor_reduce over axis {axis!r} of a {tuple(shape)} tile: its page: \"The reduction "

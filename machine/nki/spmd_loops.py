@@ -36,6 +36,11 @@ def num_programs(axes: Any = None) -> int:
     if axes is None:
         return int(np.prod(grid)) if grid else 1
     picked = axes if isinstance(axes, (tuple, list)) else (axes,)
+    for axis in picked:  # as nl.program_id refuses them (a string was an internal error, 5 was 1: probe_bf)
+        if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+            raise fail(f"nl.num_programs({shown(axes)}): an axis is an integer")
+        if not 0 <= axis < max(len(grid), 1):
+            raise fail(f"nl.num_programs({shown(axes)}): the grid has {len(grid)} dimensions")
     return int(np.prod([grid[int(a)] if int(a) < len(grid) else 1 for a in picked]))
 
 

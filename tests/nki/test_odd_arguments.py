@@ -122,6 +122,10 @@ def test_odd_indices_and_view_arguments_are_the_kernels_mistake(tmp_path, api, s
     # the creation pages require a dtype; a tile made without one was float32
     ("current", "nl.ndarray((128, 64), buffer=nl.sbuf)", "nl.ndarray: dtype is required"),
     ("legacy", "nl.zeros((128, 64), buffer=nl.sbuf)", "nl.zeros: dtype is required"),
+    # each was an internal error, the second a silent 1 (probe_bf)
+    ("current", "nl.num_programs('a')", "nl.num_programs(str 'a'): an axis is an integer"),
+    ("current", "nl.num_programs(5)", "nl.num_programs(int 5): the grid has 0 dimensions"),
+    ("current", "nisa.tensor_reduce(dst=t[:, 0:1], op=nl.add, data=t, axis=())", "no axis to reduce"),
 ])
 def test_each_odd_argument_is_named(tmp_path, api, call, words) -> None:
     err = _outcome(tmp_path, api, call, "named")
