@@ -119,6 +119,11 @@ def trace(kernel: Any, *arrays: Any, grid: Any = None, name: str | None = None, 
     whose trace grows the process by more bytes (:class:`~neuronsim.machine.nki.errors.TraceTooLarge`
     at the line that passes the limit).
     """
+    if not callable(kernel):  # (None or a 'file.py::f' string was an internal error: probe_bf)
+        raise TypeError(f"trace takes an NKI kernel or function (load_kernel('file.py::f') loads one), not "
+                        f"{type(kernel).__name__} {kernel!r:.60}")
+    if isinstance(ranks, bool) or not isinstance(ranks, (int, np.integer)) or ranks < 1:
+        raise TypeError(f"ranks is a positive integer, not {ranks!r:.60}")
     func, kernel_grid = unwrap(kernel)
     if machine is None:
         machine = _target_machine(platform_of(kernel), func)

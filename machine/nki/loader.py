@@ -110,6 +110,8 @@ def _nul_line(path: str) -> int:
 
 def load_kernel(spec: str) -> Any:
     """The kernel object (``@nki.jit`` kernel or plain function) ``FUNC`` of ``PATH.py``."""
+    if not isinstance(spec, str):  # (a Path or None failed inside neuronsim: probe_bf)
+        raise TypeError(f"load_kernel takes 'PATH.py::FUNC' as a str, not {type(spec).__name__} {spec!r:.60}")
     path, func = split_spec(spec)
     # the file as the user named it: outside the working folder its name alone would point at
     # another file (``/elsewhere/cp.py`` missing, said as ``cp.py`` beside a ./cp.py that exists)

@@ -32,3 +32,16 @@ def test_a_reference_that_is_no_function_is_refused_by_name():
 def test_a_kernel_that_is_no_function_is_refused_by_name(kernel):
     with pytest.raises(TypeError, match="the kernel must be an NKI kernel function or 'file.py::func', not "):
         simulate_kernel(kernel, np.ones((4, 8), np.float32))
+
+
+@pytest.mark.parametrize("call, words", [
+    (lambda: __import__("neuronsim.machine.nki", fromlist=["trace"]).trace(None, np.ones(4)), "not NoneType None"),
+    (lambda: __import__("neuronsim.machine.nki", fromlist=["trace"]).trace("k.py::f", np.ones(4)), "not str"),
+    (lambda: __import__("neuronsim.machine.nki", fromlist=["trace"]).trace(_double(), np.ones((4, 8)), ranks=0),
+     "ranks is a positive integer"),
+    (lambda: __import__("neuronsim.machine.nki", fromlist=["load_kernel"]).load_kernel(None), "as a str, not NoneType"),
+])
+def test_trace_and_load_kernel_name_a_wrong_argument(call, words):
+    # each was an internal error of neuronsim's, or its own AttributeError (probe_bf)
+    with pytest.raises(TypeError, match=words):
+        call()
