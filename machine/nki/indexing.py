@@ -35,7 +35,7 @@ from neuronsim.machine.nki.index_fit import GridTooLarge, affine_fit
 from neuronsim.machine.build.views import Index, is_int
 
 __all__ = ["SymIndex", "ArangeExpr", "Mask", "Iter", "arange", "ds", "MGrid", "as_index", "concrete", "new_iter",
-           "range_length", "as_mask", "NEVER", "check_broadcastable", "without_ellipsis"]
+           "as_mask", "NEVER", "check_broadcastable", "without_ellipsis"]
 
 
 class SymIndex:
@@ -147,16 +147,6 @@ def concrete(value: Any, what: str) -> int:
     if isinstance(value, SymIndex):
         value._refuse(what)
     return int(as_index(value).const)
-
-
-def range_length(values: range) -> int:
-    """``len(values)``, also past the 2**63 iterations ``len`` takes (a kernel's
-    ``nl.affine_range(2**64)``: refused at the instance limit, not an ``OverflowError``).
-
-    >>> range_length(range(2**64)), range_length(range(10, 0, -3))
-    (18446744073709551616, 4)
-    """
-    return max(0, -(-(values.stop - values.start) // values.step))
 
 
 def ds(start: Any, size: int) -> slice:

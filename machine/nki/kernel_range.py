@@ -39,7 +39,7 @@ from typing import Any
 
 from neuronsim.machine.nki.kernel_frames import the_kernels
 
-__all__ = ["IN_ORDER_KEY", "KernelRange", "in_order", "legacy_range"]
+__all__ = ["IN_ORDER_KEY", "KernelRange", "in_order", "legacy_range", "range_length"]
 
 #: The instruction extra: ``[[run, kept, iteration], ...]``, one per sequential loop around it
 #: that the trace unrolled (outermost first); ``run`` numbers the loop's runs in the trace,
@@ -165,3 +165,12 @@ def legacy_range(func: Any, tracer: Any) -> Iterator[None]:
         if module.get("range") is kernel_range:
             del module["range"]
 
+
+def range_length(values: range) -> int:
+    """``len(values)``, also past the 2**63 iterations ``len`` takes (a kernel's
+    ``nl.affine_range(2**64)``: refused at the instance limit, not an ``OverflowError``).
+
+    >>> range_length(range(2**64)), range_length(range(10, 0, -3))
+    (18446744073709551616, 4)
+    """
+    return max(0, -(-(values.stop - values.start) // values.step))

@@ -197,8 +197,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, buffer: Any = None, nam
 
 def _fill(tile: NkiTensor, value: Any) -> None:
     tracer = current()
-    if tile._blocked is not None:
-        blocked = tile._blocked
+    if (blocked := tile._blocked) is not None:
         for block in np.ndindex(*blocked.spec.blocks):
             layout = blocked.block(tracer, block)
             tracer.emit(lambda layout=layout: ops.memset(layout, value))

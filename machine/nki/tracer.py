@@ -27,6 +27,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from neuronsim.machine.nki import keywords, masked_access
 from neuronsim.machine.nki.cores import side_by_side
 from neuronsim.machine.nki.errors import (NkiError, SourceLine, TraceTooLarge, at_line,
@@ -35,8 +37,8 @@ from neuronsim.machine.nki.frames import entry_locals, loop_indices, restore_loc
 from neuronsim.machine.nki.groups import OpenGroups, footprint_of
 from neuronsim.machine.nki.hbm import HbmTensors
 from neuronsim.machine.nki.scopes import check_uses
-from neuronsim.machine.nki.kernel_range import IN_ORDER_KEY, in_order
-from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, as_mask, concrete, range_length
+from neuronsim.machine.nki.kernel_range import IN_ORDER_KEY, in_order, range_length
+from neuronsim.machine.nki.indexing import NEVER, Mask, SymIndex, as_mask, concrete
 from neuronsim.machine.nki.layout import Layout
 from neuronsim.machine.nki.loop_state import BodyState, body_state, note_changes
 from neuronsim.machine.nki.mask_boxes import box_targets
@@ -239,9 +241,6 @@ class Tracer:
     calls: int = field(default=0, init=False)
     """NKI calls started (the outermost ones): a trace's progress when it emits nothing
     (:mod:`~neuronsim.machine.nki.watch`)."""
-    finishing: bool = field(default=False, init=False)
-    """The kernel has returned and its program is being finished (grouped, validated): what a
-    progress line says then, instead of a line of neuronsim's own as the kernel's."""
     host_wrapper: Any = None
     """When the function traced has no ``@nki.jit`` and no grid of its own, the API rule of a kernel
     it calls (its generation decides from there); a launch before anything is emitted is the launch."""
@@ -555,10 +554,8 @@ class Tracer:
 
     # -- SPMD --------------------------------------------------------------------------------
     def instances(self) -> Iterator[tuple[int, ...]]:
-        # (not itertools.product: it makes a tuple of each range first, a billion ints for a
-        # grid of 10**9 before the first program could be refused: probe_bf)
-        for pid in _grid_points(self.grid):
-            self.program_id = pid
+        for flat in range(int(np.prod(self.grid, dtype=object))):  # (itertools.product: 10**9 ids at once, probe_bf)
+            self.program_id = pid = tuple(int(i) for i in np.unravel_index(flat, self.grid))
             self.site_counts = {}
             yield pid
 
@@ -601,20 +598,3 @@ def _inherit_tags(layout: Layout, sources: tuple[Any, ...]) -> Layout:
         if tagged is not None and tagged.tags is not None and tagged.shape == layout.shape:
             return Layout(layout.tensor, layout.axes, layout.offset, layout.partitions, tagged.tags)
     return layout
-
-
-def _grid_points(grid: tuple[int, ...]) -> Iterator[tuple[int, ...]]:
-    """The program ids of ``grid`` in row-major order, one at a time.
-
-    >>> list(_grid_points((2, 3)))
-    [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)]
-    >>> list(_grid_points(())), next(_grid_points((10**9,)))
-    ([()], (0,))
-    """
-    if not grid:
-        yield ()
-        return
-    for first in range(grid[0]):
-        for rest in _grid_points(grid[1:]):
-            yield (first, *rest)
-

@@ -92,7 +92,7 @@ def _progress() -> tuple[int, int, int, bool]:
 
 def _finishing() -> bool:
     """Whether the active trace's kernel has returned (its program is being finished)."""
-    return bool(tracing._STACK) and tracing._STACK[-1].finishing
+    return bool(tracing._STACK) and getattr(tracing._STACK[-1], "finishing", False)  # (set by frontend._run)
 
 
 @contextmanager
