@@ -141,12 +141,9 @@ def scheduled_flat_memory(program: Program, passes: Sequence[Pass]) -> int:
     flatten ``program`` (within both of its bounds), else 0: what a command's memory guard adds
     before any work (``--max-memory``: a flat schedule outgrew the estimate, probe_az)."""
     schedule = next((p for p in passes if isinstance(p, Schedule)), None)
-    if schedule is None or not schedule.flatten or not any(isinstance(node, Loop) for node in program.body):
+    if schedule is None or not any(isinstance(node, Loop) for node in program.body):
         return 0
-    if instance_count(program) > schedule.max_instances:
-        return 0
-    need = flat_memory(program)
-    return need if need <= schedule.max_flat_memory else 0
+    return schedule.flat_need(program) or 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,6 +162,13 @@ class Schedule(Pass):
         if self.max_flat_memory < 0:
             raise ValueError(f"max_flat_memory must be at least 0, got {self.max_flat_memory}")
 
+    def flat_need(self, program: Program) -> int | None:
+        """:func:`flat_memory` of ``program`` when this pass flattens it (within both bounds), else None."""
+        if not self.flatten or instance_count(program) > self.max_instances:
+            return None
+        need = flat_memory(program)
+        return need if need <= self.max_flat_memory else None
+
     def apply(self, program: Program, ctx: PassContext) -> Program:
         virtual = sorted(name for name, t in program.tensors.items() if t.is_virtual)
         if virtual:
@@ -172,8 +176,7 @@ class Schedule(Pass):
                                                         "the allocation): run alloc before it")
         spec = ctx.machine(program)
         has_loops = any(isinstance(node, Loop) for node in program.body)
-        flat = not has_loops or (self.flatten and instance_count(program) <= self.max_instances
-                                 and flat_memory(program) <= self.max_flat_memory)
+        flat = not has_loops or self.flat_need(program) is not None
         # each instance's sequential-loop iterations, read off the loop form (before flattening)
         gates = iteration_gates(program) if self.in_order and flat else None
         if flat and has_loops:
